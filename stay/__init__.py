@@ -1,0 +1,59 @@
+"""stay: turn a course brief into a complete, pedagogically sound course.
+
+The public surface is what ``__all__`` lists; everything else is private. Names
+are imported on first use, so ``python -m stay.validate`` does not pay for the
+pipeline's dependencies.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "ArtefactError": "stay.errors",
+    "CoursePathError": "stay.errors",
+    "DataFileError": "stay.errors",
+    "StayError": "stay.errors",
+    "UsageError": "stay.errors",
+    "CourseReport": "stay.validate",
+    "Defect": "stay.validate",
+    "Severity": "stay.validate",
+    "ValidationReport": "stay.validate",
+    "validate": "stay.validate",
+    "validate_course": "stay.validate",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+if TYPE_CHECKING:
+    from stay.errors import (
+        ArtefactError,
+        CoursePathError,
+        DataFileError,
+        StayError,
+        UsageError,
+    )
+    from stay.validate import (
+        CourseReport,
+        Defect,
+        Severity,
+        ValidationReport,
+        validate,
+        validate_course,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'stay' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,182 @@
+"""The exact on-disk form of every artefact: YAML files and Markdown with front matter.
+
+Dumping is deterministic: the same model always gives the same bytes (fields in
+declaration order, then unknown fields in the order they were read; block style;
+multi-line strings as literal blocks; no line wrapping), so a regenerated artefact
+that says the same thing is byte-identical and stops a staleness cascade.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from stay.artefacts._models import (
+    Artefact,
+    Assessment,
+    Audience,
+    CourseManifest,
+    Curriculum,
+    Exercises,
+    Glossary,
+    LessonContent,
+    LessonPlan,
+    Outcomes,
+    Project,
+    Quiz,
+)
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class ArtefactLoadError(ValueError):
+    """A file that cannot be read as its artefact; the message is one line naming the
+    file, the field, and the fix. (``stay.errors.ArtefactError`` wraps it for users.)"""
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style with sequences indented under their key, as the format's examples are."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump_yaml(data: Any) -> str:
+    """Plain data as the format's YAML text."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+                     default_flow_style=False, width=1_000_000)
+
+
+def to_data(model: BaseModel) -> Any:
+    """The model as plain data, as written to disk (absent optional fields omitted)."""
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def dump(model: BaseModel) -> str:
+    """The artefact's exact file text."""
+    if isinstance(model, LessonContent):
+        front = {"lesson": model.lesson, "title": model.title, **(model.model_extra or {})}
+        return "---\n" + dump_yaml(front) + "---\n" + model.body
+    return dump_yaml(to_data(model))
+
+
+_FRONT_MATTER = re.compile(r"---\n(.*?\n)?---(?:\n|$)", re.DOTALL)
+
+
+def parse_markdown(text: str, where: str = "lesson") -> LessonContent:
+    """A lesson's text as a model: front matter fields plus the body after it."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    match = _FRONT_MATTER.match(text)
+    if match is None:
+        raise ArtefactLoadError(
+            f"{where}: front matter is missing; start the file with a '---' line, "
+            "'lesson:' and 'title:', and a closing '---' line")
+    front = _safe_load(match.group(1) or "", where)
+    if not isinstance(front, dict):
+        raise ArtefactLoadError(f"{where}: front matter must be a mapping with lesson and title")
+    return validate_as(LessonContent, {**front, "body": text[match.end():]}, where)
+
+
+def _safe_load(text: str, where: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ArtefactLoadError(f"{where}: not valid YAML{at}; fix the syntax") from None
+
+
+def validate_as(model: type[M], data: Any, where: str) -> M:
+    """``model.model_validate(data)``, with a one-line error naming the first bad field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"]) or "(root)"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise ArtefactLoadError(
+            f"{where}: field '{field}': {error['msg']}{more}; fix the field, "
+            "or regenerate the file") from None
+
+
+def parse(model: type[M], text: str, where: str = "artefact") -> M:
+    """A file's text as ``model``; ``where`` names the file in errors."""
+    if model is LessonContent:
+        return parse_markdown(text, where)  # type: ignore[return-value]
+    return validate_as(model, _safe_load(text, where), where)
+
+
+def model_for(path: str | os.PathLike[str]) -> type[Artefact]:
+    """The artefact model of a course file, from its name."""
+    name = Path(path).name
+    for suffix, model in _SUFFIXES:
+        if name.endswith(suffix):
+            return model
+    model = _TOP_FILES.get(name)
+    if model is None:
+        raise ArtefactLoadError(f"{path}: not a course artefact; see course-format.md for names")
+    return model
+
+
+_TOP_FILES: dict[str, type[Artefact]] = {
+    "course.yaml": CourseManifest,
+    "audience.yaml": Audience,
+    "curriculum.yaml": Curriculum,
+    "outcomes.yaml": Outcomes,
+    "assessment.yaml": Assessment,
+    "project.yaml": Project,
+    "glossary.yaml": Glossary,
+}
+_SUFFIXES: tuple[tuple[str, type[Artefact]], ...] = (
+    (".plan.yaml", LessonPlan),
+    (".exercises.yaml", Exercises),
+    (".quiz.yaml", Quiz),
+    (".md", LessonContent),
+)
+
+
+def load(path: str | os.PathLike[str], model: type[M] | None = None) -> M:
+    """Read one artefact file; the model defaults to the one its name implies."""
+    chosen = model if model is not None else model_for(path)
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise ArtefactLoadError(f"{path}: file not found") from None
+    except UnicodeDecodeError:
+        raise ArtefactLoadError(f"{path}: not UTF-8; save the file as UTF-8") from None
+    return parse(chosen, text, os.fspath(path))  # type: ignore[return-value]
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write a whole file or nothing: a temporary file beside it, then a rename."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def write(path: str | os.PathLike[str], model: BaseModel) -> None:
+    """Write an artefact atomically in its exact on-disk form."""
+    write_text_atomic(path, dump(model))

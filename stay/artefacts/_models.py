@@ -1,0 +1,231 @@
+"""The course format (course-format.md) as pydantic models, one per artefact.
+
+These are the shapes the pipeline writes and the structured answers it asks a
+model for. They are strict (a YAML "20" is not a 20, a bool is not an int) and
+keep unknown extra fields, which the format allows, so a loaded file dumps back
+as it was. Whether the contents are pedagogically sound is the validator's job,
+not these models': they only say what a well-formed artefact looks like.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty or only whitespace")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_not_blank)]
+"""The format's ``str``: a string that is non-empty after stripping."""
+
+Status = Literal["missing", "current", "stale"]
+BloomLevel = Literal["remember", "understand", "apply", "analyze", "evaluate", "create"]
+SectionKind = Literal["hook", "explain", "example", "practice", "recap"]
+Method = Literal["quiz", "exercise", "capstone"]
+ItemType = Literal["mcq", "short"]
+
+
+class Artefact(BaseModel):
+    """Base of every artefact: strict types, unknown fields kept in order."""
+
+    model_config = ConfigDict(strict=True, extra="allow", frozen=True)
+
+
+class Brief(Artefact):
+    """What a course is asked to be: the input to the whole pipeline."""
+
+    title: Text
+    topic: Text
+    audience: Text
+    time_available: Text = Field(description='Free text, e.g. "45 minutes", "4 hours", "1 day".')
+    industry: Text | None = None
+    constraints: list[Text] | None = None
+
+
+class CourseManifest(Artefact):
+    """course.yaml: the brief and a status projection of every artefact."""
+
+    schema_: int = Field(alias="schema", serialization_alias="schema")
+    slug: Text
+    title: Text
+    brief: Brief
+    artefacts: dict[str, Status]
+
+    model_config = ConfigDict(populate_by_name=True)
+
+
+class Audience(Artefact):
+    """audience.yaml: who the learners are and how much time they have."""
+
+    learners: Text
+    prior_knowledge: list[Text]
+    goals: list[Text] = Field(min_length=1)
+    constraints: list[Text] | None = None
+    misconceptions: list[Text] | None = Field(
+        default=None, description="Misconceptions to anticipate; quiz distractors draw on them.")
+    time_budget_minutes: int = Field(gt=0)
+
+
+class LessonEntry(Artefact):
+    id: Text = Field(description="<module id>-l<two digits>, from l01 inside each module.")
+    title: Text
+    minutes: int
+    summary: Text
+
+
+class Module(Artefact):
+    id: Text = Field(description="m<two digits>, from m01 in curriculum order.")
+    slug: Text = Field(description="Lowercase words joined by hyphens; names the directory.")
+    title: Text
+    summary: Text
+    lessons: list[LessonEntry]
+
+
+class Curriculum(Artefact):
+    """curriculum.yaml: modules and lessons, in teaching order."""
+
+    modules: list[Module]
+
+
+class Outcome(Artefact):
+    id: Text = Field(description="<lesson id>-o<n>, from o1.")
+    lesson: Text
+    bloom: BloomLevel
+    verb: Text = Field(description="One word from bloom-verbs.yaml under this level.")
+    text: Text = Field(description="Opens with the verb; one observable behaviour.")
+
+
+class Outcomes(Artefact):
+    """outcomes.yaml: what a learner can do after each lesson."""
+
+    outcomes: list[Outcome]
+
+
+class Evidence(Artefact):
+    outcome: Text
+    methods: list[Method] = Field(min_length=1)
+
+
+class Assessment(Artefact):
+    """assessment.yaml: how evidence of each outcome is gathered."""
+
+    strategy: Text
+    evidence: list[Evidence]
+
+
+class Section(Artefact):
+    heading: Text
+    kind: SectionKind
+    minutes: int
+    covers: list[Text]
+
+
+class NewTerm(Artefact):
+    term: Text
+    definition: Text
+
+
+class LessonPlan(Artefact):
+    """<lesson>.plan.yaml: the contract the wave writes a lesson to."""
+
+    lesson: Text
+    title: Text
+    minutes: int
+    outcomes: list[Text]
+    sections: list[Section]
+    new_terms: list[NewTerm]
+    prerequisites: list[Text]
+    revisits: list[Text]
+
+
+class LessonContent(Artefact):
+    """<lesson>.md: front matter (lesson, title) and the Markdown body."""
+
+    lesson: Text
+    title: Text
+    body: str = Field(description="Markdown after the front matter: one '# ' title, "
+                                  "one '## ' heading per plan section.")
+
+
+class Exercise(Artefact):
+    id: Text
+    outcome: Text
+    bloom: BloomLevel
+    task: Text
+    hints: list[Text]
+    solution: Text
+
+
+class Exercises(Artefact):
+    """<lesson>.exercises.yaml: practice for outcomes at apply or above."""
+
+    lesson: Text
+    exercises: list[Exercise]
+
+
+class Option(Artefact):
+    text: Text
+    correct: bool
+    why_wrong: Text | None = Field(default=None,
+                                   description="The misconception a wrong option embodies.")
+
+
+class QuizItem(Artefact):
+    id: Text
+    outcome: Text | None = None
+    retrieves: Text | None = Field(default=None,
+                                   description="An earlier-introduced term this item retrieves.")
+    type: ItemType
+    stem: Text
+    options: list[Option] | None = None
+    answer: Text | None = None
+    explanation: Text
+
+
+class Quiz(Artefact):
+    """<lesson>.quiz.yaml: one item per outcome, plus retrieval items."""
+
+    lesson: Text
+    items: list[QuizItem]
+
+
+class Milestone(Artefact):
+    id: Text
+    title: Text
+    modules: list[Text]
+    description: Text
+
+
+class RubricCriterion(Artefact):
+    id: Text
+    criterion: Text
+    outcomes: list[Text]
+    levels: dict[str, Text] = Field(
+        description="One description per house-style rubric level, in that order.")
+
+
+class Project(Artefact):
+    """project.yaml: the capstone."""
+
+    title: Text
+    brief: Text
+    deliverable: Text
+    milestones: list[Milestone]
+    rubric: list[RubricCriterion]
+
+
+class GlossaryTerm(Artefact):
+    term: Text
+    definition: Text
+    introduced_in: Text
+
+
+class Glossary(Artefact):
+    """glossary.yaml: every introduced term, merged from the plans after the wave."""
+
+    terms: list[GlossaryTerm]

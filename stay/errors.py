@@ -1,0 +1,33 @@
+"""The exceptions stay raises on purpose. Each message says what went wrong, where,
+and how to fix it, in one line, so the command line can print it as it is.
+
+    StayError
+    ├── UsageError          a command or call was given something it cannot use
+    │   ├── CoursePathError a course path that does not exist or is not a directory
+    │   └── DataFileError   bloom-verbs.yaml or house-style.yaml missing or malformed
+    └── ArtefactError       a course file that cannot be read as its artefact
+"""
+
+from __future__ import annotations
+
+__all__ = ["ArtefactError", "CoursePathError", "DataFileError", "StayError", "UsageError"]
+
+
+class StayError(Exception):
+    """Base class of every error stay raises on purpose."""
+
+
+class UsageError(StayError):
+    """A command or call was given something it cannot use (exit code 2)."""
+
+
+class CoursePathError(UsageError):
+    """A path given to the validator does not exist, is not a directory, or cannot be read."""
+
+
+class DataFileError(UsageError):
+    """A validator data file is missing, unreadable, or lacks a key the rules read."""
+
+
+class ArtefactError(StayError):
+    """A course file cannot be loaded as its artefact: the message names file and field."""

@@ -1,0 +1,44 @@
+"""The course validator: the rules of validator-rules.md, reproducible to the defect.
+
+    >>> from stay.validate import validate, validate_course
+    >>> report = validate("courses", strict=True)
+    >>> report.ok, [d.line() for c in report.courses for d in c.defects]
+
+It reads course files and the two data files only; it never imports the pipeline
+or a model, so a hook or CI job can run it without either.
+"""
+
+from __future__ import annotations
+
+from stay.validate._check import (
+    CONTRACT_VERSION,
+    CourseReport,
+    ValidationReport,
+    check_course,
+    find_courses,
+    validate,
+    validate_course,
+)
+from stay.validate._data import HouseData, default_data_dir, packaged_data_dir
+from stay.validate._defect import OWNERS, Defect, Owner, Severity
+from stay.validate._registry import Rule
+from stay.validate._rules import RULES
+
+__all__ = [
+    "CONTRACT_VERSION",
+    "OWNERS",
+    "RULES",
+    "CourseReport",
+    "Defect",
+    "HouseData",
+    "Owner",
+    "Rule",
+    "Severity",
+    "ValidationReport",
+    "check_course",
+    "default_data_dir",
+    "find_courses",
+    "packaged_data_dir",
+    "validate",
+    "validate_course",
+]

@@ -1,0 +1,197 @@
+"""Running the registry over courses, and the reports it returns."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from stay.errors import CoursePathError
+from stay.validate._course import Course
+from stay.validate._data import HouseData, default_data_dir
+from stay.validate._defect import Defect, Severity
+from stay.validate._rules import RULES
+from stay.validate._text import show
+
+CONTRACT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class CourseReport:
+    """What the validator found in one course."""
+
+    dir: str
+    """The course directory as given or found."""
+    slug: str
+    """The directory's own name."""
+    strict: bool
+    evaluated: Mapping[str, int]
+    """code -> how many subjects the rule evaluated (only codes evaluated at least once)."""
+    passed: Mapping[str, int]
+    """code -> evaluations that did not fire."""
+    defects: tuple[Defect, ...]
+    """Sorted by (path, code, subject, message)."""
+
+    @property
+    def fails(self) -> int:
+        return sum(1 for d in self.defects if d.severity is Severity.FAIL)
+
+    @property
+    def warns(self) -> int:
+        return sum(1 for d in self.defects if d.severity is Severity.WARN)
+
+    @property
+    def checks(self) -> int:
+        return sum(self.evaluated.values())
+
+    @property
+    def ok(self) -> bool:
+        """No FAIL (in strict mode: no defect at all)."""
+        return self.fails == 0
+
+    def by_owner(self) -> dict[str, list[Defect]]:
+        """Defects grouped by the stage that must fix them."""
+        grouped: dict[str, list[Defect]] = {}
+        for defect in self.defects:
+            grouped.setdefault(defect.owner, []).append(defect)
+        return grouped
+
+    def as_dict(self) -> dict[str, object]:
+        return {"dir": self.dir, "slug": self.slug, "evaluated": dict(self.evaluated),
+                "passed": dict(self.passed), "defects": [d.as_dict() for d in self.defects]}
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """Reports for every course validated in one call, in directory-name order."""
+
+    courses: tuple[CourseReport, ...]
+    strict: bool
+
+    @property
+    def fails(self) -> int:
+        return sum(course.fails for course in self.courses)
+
+    @property
+    def warns(self) -> int:
+        return sum(course.warns for course in self.courses)
+
+    @property
+    def ok(self) -> bool:
+        return self.fails == 0
+
+    @property
+    def exit_code(self) -> int:
+        """0 with no FAIL, 1 with at least one."""
+        return 0 if self.ok else 1
+
+    def to_text(self) -> str:
+        lines: list[str] = []
+        for course in self.courses:
+            lines.append(f"== {course.dir} ==")
+            lines.extend(defect.line() for defect in course.defects)
+            lines.append(f"PASS {len(course.evaluated)} rules evaluated, {course.checks} checks, "
+                         f"{sum(course.passed.values())} passed")
+        lines.append(f"{len(self.courses)} courses: {self.fails} FAIL, {self.warns} WARN")
+        return "\n".join(lines) + "\n"
+
+    def to_json(self) -> str:
+        document = {
+            "version": CONTRACT_VERSION,
+            "strict": self.strict,
+            "courses": [course.as_dict() for course in self.courses],
+            "summary": {
+                "courses": len(self.courses),
+                "checks": sum(course.checks for course in self.courses),
+                "passed": sum(sum(course.passed.values()) for course in self.courses),
+                "fail": self.fails,
+                "warn": self.warns,
+            },
+        }
+        return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def check_course(path: str | os.PathLike[str], data: HouseData, *, strict: bool = False,
+                 shown: str | None = None) -> CourseReport:
+    """Validate one course directory with already-loaded data files."""
+    root = shown if shown is not None else os.fspath(path)
+    course = Course.load(root, data)
+    evaluated: Counter[str] = Counter()
+    fired: Counter[str] = Counter()
+    defects: list[Defect] = []
+    for code, rule in RULES.items():
+        severity = Severity.FAIL if strict else rule.severity
+        for found in rule.check(course):
+            evaluated[code] += 1
+            if not found.fired:
+                continue
+            fired[code] += 1
+            message = rule.template.format(**{k: show(v) for k, v in found.values.items()})
+            owner = found.owner or rule.owner
+            assert owner is not None, f"{code} fired without an owner"
+            defects.append(Defect(found.path, code, found.subject, message, severity, owner))
+    defects.sort(key=lambda d: (d.path, d.code, d.subject, d.message))
+    return CourseReport(
+        dir=root,
+        slug=course.name,
+        strict=strict,
+        evaluated=dict(evaluated),
+        passed={code: count - fired[code] for code, count in evaluated.items()},
+        defects=tuple(defects),
+    )
+
+
+def find_courses(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """Every course under ``paths``, as shown in reports, in directory-name order.
+
+    A path holding course.yaml is a course; otherwise each immediate subdirectory
+    whose name does not start with '.' or '_' is one.
+    """
+    found: list[str] = []
+    for given in paths:
+        path = os.fspath(given)
+        if not os.path.exists(path):
+            raise CoursePathError(f"PATH '{path}' does not exist")
+        if not os.path.isdir(path):
+            raise CoursePathError(f"PATH '{path}' is not a directory")
+        if os.path.isfile(os.path.join(path, "course.yaml")):
+            found.append(path)
+            continue
+        try:
+            names = os.listdir(path)
+        except OSError as exc:
+            raise CoursePathError(f"PATH '{path}' cannot be read ({exc.strerror or exc})") from None
+        found.extend(os.path.join(path, name) for name in names
+                     if not name.startswith((".", "_")) and os.path.isdir(os.path.join(path, name)))
+    return sorted(found, key=lambda shown: (os.path.basename(os.path.abspath(shown)), shown))
+
+
+def validate(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = "courses", *,
+             strict: bool = False,
+             data_dir: str | os.PathLike[str] | None = None) -> ValidationReport:
+    """Validate a course directory, a directory of courses, or several of either.
+
+    Raises ``CoursePathError`` for a path that does not exist and ``DataFileError``
+    for missing or malformed data files; a defect in a course is never an exception.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    courses = find_courses(paths)
+    data = HouseData.load(data_dir if data_dir is not None else default_data_dir())
+    return ValidationReport(
+        tuple(check_course(Path(shown), data, strict=strict, shown=shown) for shown in courses),
+        strict,
+    )
+
+
+def validate_course(course_dir: str | os.PathLike[str], *, strict: bool = False,
+                    data_dir: str | os.PathLike[str] | None = None) -> CourseReport:
+    """Validate one course directory (with or without a course.yaml)."""
+    path = os.fspath(course_dir)
+    if not os.path.isdir(path):
+        raise CoursePathError(f"course directory '{path}' does not exist; check the slug or path")
+    data = HouseData.load(data_dir if data_dir is not None else default_data_dir())
+    return check_course(path, data, strict=strict)

@@ -1,0 +1,79 @@
+"""``python -m stay.validate`` and ``stay validate``: the contract's command line.
+
+Exit codes: 0 no FAIL, 1 at least one FAIL, 2 usage error, 3 internal error; a
+usage or internal error is one line on stderr, never a traceback, because whoever
+runs this (an agent, a hook, CI) sees only the exit code and the text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn, TextIO
+
+from stay.errors import UsageError
+
+USAGE = "python -m stay.validate [--strict] [--format text|json] [--data-dir DIR] [PATH ...]"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _parse(argv: Sequence[str]) -> argparse.Namespace:
+    parser = _Parser(prog="stay validate", usage=USAGE, add_help=False, allow_abbrev=False)
+    parser.add_argument("--strict", action="store_true")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--data-dir", dest="data_dir", default=None)
+    parser.add_argument("paths", nargs="*", metavar="PATH")
+    try:
+        return parser.parse_intermixed_args(list(argv))
+    except SystemExit:  # argparse exits on some errors without calling error()
+        raise UsageError("invalid arguments") from None
+
+
+def _write(stream: TextIO, text: str) -> None:
+    """Write UTF-8 whatever the locale; unencodable characters are backslash-escaped."""
+    data = text.encode("utf-8", "backslashreplace")
+    buffer = getattr(stream, "buffer", None)
+    if buffer is not None:
+        stream.flush()
+        buffer.write(data)
+        buffer.flush()
+    else:
+        stream.write(data.decode("utf-8"))
+        stream.flush()
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def run(argv: Sequence[str]) -> int:
+    """Validate and print; returns the exit code. UsageError propagates."""
+    from stay.validate._check import validate  # imported here so --help-like errors stay cheap
+
+    args = _parse(argv)
+    report = validate(args.paths or ["courses"], strict=args.strict, data_dir=args.data_dir)
+    _write(sys.stdout, report.to_json() if args.format == "json" else report.to_text())
+    return report.exit_code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: never raises, never prints a traceback; returns the exit code."""
+    try:
+        return run(sys.argv[1:] if argv is None else argv)
+    except UsageError as exc:
+        line = f"usage error: {_one_line(exc)} (usage: {USAGE})\n"
+        code = 2
+    except BaseException as exc:  # noqa: BLE001 - a crash is reported, never a traceback
+        line = (f"internal error: {type(exc).__name__}: {_one_line(exc)} "
+                f"(a bug in the validator, not a defect in the course)\n")
+        code = 3
+    try:
+        _write(sys.stderr, line)
+    except BaseException:  # noqa: BLE001, S110 - nothing more can be reported
+        pass
+    return code

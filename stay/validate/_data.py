@@ -1,0 +1,168 @@
+"""The two data files the rules read: bloom-verbs.yaml and house-style.yaml.
+
+They are the same files the writing stages are prompted with, so the verb table a
+stage is told to use is the table its output is checked against. A data file that
+is missing, unreadable, or lacks a key a rule reads is a usage problem
+(``DataError``, exit 2), never a defect in a course.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stay.errors import DataFileError
+from stay.validate._yaml import safe_load
+
+BLOOM_FILE = "bloom-verbs.yaml"
+HOUSE_FILE = "house-style.yaml"
+
+
+class DataError(DataFileError):
+    """A data file is missing, unreadable, or lacks a key the rules read."""
+
+
+def _number(value: object) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
+def _str_list(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(element, str) for element in value)
+
+
+def _a_str(value: object) -> bool:
+    return isinstance(value, str)
+
+
+# Every house-style key a rule reads, with the type it must have.
+_HOUSE_KEYS: tuple[tuple[str, Callable[[object], bool]], ...] = (
+    ("course.min_modules", _number),
+    ("course.max_modules", _number),
+    ("course.min_budget_use", _number),
+    ("module.min_lessons", _number),
+    ("module.max_lessons", _number),
+    ("module.max_new_terms", _number),
+    ("lesson.min_minutes", _number),
+    ("lesson.max_minutes", _number),
+    ("lesson.max_outcomes", _number),
+    ("lesson.max_new_terms", _number),
+    ("lesson.section_kinds", _str_list),
+    ("lesson.last_section_kind", _a_str),
+    ("prose.max_words_per_minute", _number),
+    ("prose.min_words_per_minute", _number),
+    ("prose.max_paragraph_words", _number),
+    ("prose.max_sentence_words", _number),
+    ("prose.banned_phrases", _str_list),
+    ("quiz.min_options", _number),
+    ("quiz.max_options", _number),
+    ("quiz.banned_options", _str_list),
+    ("rubric.levels", _str_list),
+    ("rubric.vague_words", _str_list),
+)
+
+
+def _read(path: Path) -> Any:
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise DataError(
+            f"data file '{path}' is missing or unreadable ({exc.strerror or exc})"
+        ) from None
+    except UnicodeDecodeError:
+        raise DataError(f"data file '{path}' is not UTF-8") from None
+    try:
+        return safe_load(text)
+    except Exception as exc:  # noqa: BLE001 - whatever the parser raised, it is not YAML
+        raise DataError(f"data file '{path}' is not valid YAML ({type(exc).__name__})") from None
+
+
+@dataclass(frozen=True)
+class HouseData:
+    """The verb table and the house-style limits, checked for every key a rule reads."""
+
+    levels: Mapping[str, list[str]]
+    banned: list[str]
+    order: list[str]
+    house: Mapping[str, Any]
+    all_verbs: frozenset[str]
+
+    def __getitem__(self, dotted: str) -> Any:
+        return self.house[dotted]
+
+    def apply_or_above(self, level: str) -> bool:
+        """A level at or after ``apply`` in ``order``."""
+        return level in self.order and self.order.index(level) >= self.order.index("apply")
+
+    def below_apply(self, level: str) -> bool:
+        """A level listed in ``order`` before ``apply`` (an unknown level is not below)."""
+        return level in self.order and self.order.index(level) < self.order.index("apply")
+
+    @classmethod
+    def load(cls, data_dir: str | os.PathLike[str]) -> HouseData:
+        """Read both files from ``data_dir``; ``DataError`` names the file and the problem."""
+        bloom_path = Path(data_dir, BLOOM_FILE)
+        house_path = Path(data_dir, HOUSE_FILE)
+        bloom = _read(bloom_path)
+        house = _read(house_path)
+
+        def bad(path: Path, what: str) -> DataError:
+            return DataError(f"data file '{path}' is unreadable: {what}")
+
+        if not isinstance(bloom, dict):
+            raise bad(bloom_path, "the root is not a mapping")
+        levels = bloom.get("levels")
+        if not isinstance(levels, dict) or not all(
+            isinstance(key, str) and _str_list(value) for key, value in levels.items()
+        ):
+            raise bad(bloom_path, "levels must map each level to a list of verbs")
+        if not _str_list(bloom.get("banned")):
+            raise bad(bloom_path, "banned must be a list of verbs")
+        if not _str_list(bloom.get("order")):
+            raise bad(bloom_path, "order must be a list of levels")
+        if "apply" not in bloom["order"]:
+            raise bad(bloom_path, "order must contain apply")
+        if not isinstance(house, dict):
+            raise bad(house_path, "the root is not a mapping")
+        values: dict[str, Any] = {}
+        for dotted, check in _HOUSE_KEYS:
+            node: Any = house
+            for part in dotted.split("."):
+                if not isinstance(node, dict) or part not in node:
+                    raise bad(house_path, f"{dotted} is missing")
+                node = node[part]
+            if not check(node):
+                raise bad(house_path, f"{dotted} has the wrong type")
+            values[dotted] = node
+        return cls(
+            levels=levels,
+            banned=bloom["banned"],
+            order=bloom["order"],
+            house=values,
+            all_verbs=frozenset(verb for verbs in levels.values() for verb in verbs),
+        )
+
+
+def packaged_data_dir() -> Path:
+    """The data directory shipped with stay: inside the wheel, or the checkout's data/."""
+    here = Path(__file__).resolve().parent.parent
+    wheel = here / "_data"
+    return wheel if wheel.is_dir() else here.parent / "data"
+
+
+def default_data_dir() -> Path:
+    """``$STAY_DATA_DIR``, else ``./data``, else the data shipped with stay.
+
+    The contract's default is ``$STAY_DATA_DIR`` then ``./data``; the last fallback
+    lets ``stay validate`` work from any directory after a plain ``pip install``.
+    """
+    env = os.environ.get("STAY_DATA_DIR")
+    if env:
+        return Path(env)
+    local = Path("data")
+    return local if local.is_dir() else packaged_data_dir()

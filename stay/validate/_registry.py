@@ -1,0 +1,63 @@
+"""Rules, findings, and the decorator every rule family uses to declare its rules.
+
+A rule is a plain function from a loaded ``Course`` to the findings of its
+evaluations, one per subject the contract's "per" column names, whether or not it
+fired. Declaring it with ``@rule(code, severity, owner, template)`` binds it to its
+row of the contract; its docstring says what it checks and why, and is required.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from stay.validate._course import Course
+from stay.validate._defect import Owner, Severity
+
+__all__ = ["Check", "Finding", "Rule", "Severity", "finding", "rule"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One evaluation of a rule on one subject; a defect when ``fired``."""
+
+    path: str
+    subject: str
+    fired: bool
+    values: Mapping[str, object] = field(default_factory=dict)
+    owner: Owner | None = None
+    """Overrides the rule's owner (the schema rules: the stage that writes the file)."""
+
+
+Check = Callable[[Course], Iterator[Finding]]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    code: str
+    severity: Severity
+    owner: Owner | None
+    """None for the schema rules, owned by the stage that writes the file."""
+    template: str
+    check: Check
+    doc: str
+
+    def __call__(self, course: Course) -> Iterator[Finding]:
+        return self.check(course)
+
+
+def rule(code: str, severity: Severity, owner: Owner | None, template: str) -> Callable[[Check], Rule]:
+    """Declare a rule: its contract row, and the function that evaluates it."""
+
+    def declare(check: Check) -> Rule:
+        doc = (check.__doc__ or "").strip()
+        if not doc:
+            raise TypeError(f"rule {code} has no docstring saying what it checks and why")
+        return Rule(code, severity, owner, template, check, doc)
+
+    return declare
+
+
+def finding(path: str, subject: str, fired: bool, /, **values: object) -> Finding:
+    """A finding whose message fills the rule's template with ``values``."""
+    return Finding(path, subject, fired, values)

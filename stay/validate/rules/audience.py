@@ -1,0 +1,40 @@
+"""aud: the audience profile has a real time budget, prior knowledge and goals.
+
+Every later stage sizes its work against the audience: the curriculum against its
+budget, the lessons against what learners already know and want to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from stay.validate._course import Course
+from stay.validate._registry import Finding, Severity, finding, rule
+
+FAIL, WARN = Severity.FAIL, Severity.WARN
+A = "audience.yaml"
+
+
+@rule("aud001", FAIL, "audience", "time_budget_minutes must be positive, found {n}")
+def aud001(course: Course) -> Iterator[Finding]:
+    """The time budget is zero or negative, so no curriculum can fit it."""
+    if course.A.usable:
+        budget = course.A.data["time_budget_minutes"]
+        yield finding(A, "time_budget_minutes", budget <= 0, n=budget)
+
+
+@rule("aud002", WARN, "audience", "prior_knowledge is empty")
+def aud002(course: Course) -> Iterator[Finding]:
+    """No prior knowledge is recorded: lessons cannot build on what learners know."""
+    if course.A.usable:
+        yield finding(A, "prior_knowledge", not course.A.data["prior_knowledge"])
+
+
+@rule("aud003", FAIL, "audience", "goals is empty")
+def aud003(course: Course) -> Iterator[Finding]:
+    """No goals: backward design starts from what learners want to do, so nothing can."""
+    if course.A.usable:
+        yield finding(A, "goals", not course.A.data["goals"])
+
+
+RULES = (aud001, aud002, aud003)

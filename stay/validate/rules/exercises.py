@@ -1,0 +1,103 @@
+"""exe: every outcome at apply or above is practised, at its own level.
+
+A quiz item can check that a learner recognises a thing; only an exercise shows
+them doing it. An exercise pitched at another level than its outcome practises
+something the course never promised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from stay.validate._course import Course, Lesson
+from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._text import id_matches, show
+
+FAIL, WARN = Severity.FAIL, Severity.WARN
+
+
+def _written(course: Course) -> Iterator[tuple[Lesson, list[dict[str, Any]]]]:
+    for lesson in course.planned_lessons:
+        if lesson.exercises.usable:
+            yield lesson, lesson.exercises.data["exercises"]
+
+
+@rule("exe001", WARN, "exercises", "lesson {id} has no exercises")
+def exe001(course: Course) -> Iterator[Finding]:
+    """A planned lesson has no usable exercises file (mid-run, a WARN)."""
+    for lesson in course.planned_lessons:
+        yield finding(lesson.exercises.path, show(lesson.id), not lesson.exercises.usable,
+                      id=lesson.id)
+
+
+@rule("exe002", FAIL, "exercises", "exercises file says lesson '{x}', expected '{id}'")
+def exe002(course: Course) -> Iterator[Finding]:
+    """The exercises file names another lesson than the file it sits beside."""
+    for lesson, _exercises in _written(course):
+        x = lesson.exercises.data["lesson"]
+        yield finding(lesson.exercises.path, "lesson", x != lesson.id, x=x, id=lesson.id)
+
+
+@rule("exe003", FAIL, "exercises", "outcome {o} ({bloom}) has no exercise")
+def exe003(course: Course) -> Iterator[Finding]:
+    """An outcome of the lesson at apply or above has no exercise targeting it."""
+    if course.O.usable:
+        for lesson, exercises in _written(course):
+            targeted = {exercise["outcome"] for exercise in exercises}
+            for outcome in course.outcomes_of(lesson.id):
+                if course.data.apply_or_above(outcome["bloom"]):
+                    yield finding(lesson.exercises.path, show(outcome["id"]),
+                                  outcome["id"] not in targeted,
+                                  o=outcome["id"], bloom=outcome["bloom"])
+
+
+@rule("exe004", FAIL, "exercises", "exercise targets '{o}', which is not an outcome of {id}")
+def exe004(course: Course) -> Iterator[Finding]:
+    """An exercise targets an outcome that is not this lesson's."""
+    if course.O.usable:
+        for lesson, exercises in _written(course):
+            own = {outcome["id"] for outcome in course.outcomes_of(lesson.id)}
+            for exercise in exercises:
+                yield finding(lesson.exercises.path, show(exercise["id"]),
+                              exercise["outcome"] not in own, o=exercise["outcome"], id=lesson.id)
+
+
+@rule("exe005", FAIL, "exercises", "exercise level '{b}' differs from its outcome's '{ob}'")
+def exe005(course: Course) -> Iterator[Finding]:
+    """An exercise's level differs from its (known) outcome's level."""
+    if course.O.usable:
+        for lesson, exercises in _written(course):
+            for exercise in exercises:
+                outcome = course.outcome_first.get(exercise["outcome"])
+                if outcome is not None:
+                    yield finding(lesson.exercises.path, show(exercise["id"]),
+                                  exercise["bloom"] != outcome["bloom"],
+                                  b=exercise["bloom"], ob=outcome["bloom"])
+
+
+@rule("exe006", FAIL, "exercises",
+      "exercise targets {o} at level {ob}; exercises are for apply or above")
+def exe006(course: Course) -> Iterator[Finding]:
+    """An exercise targets an outcome below apply, which a quiz item already checks."""
+    if course.O.usable:
+        for lesson, exercises in _written(course):
+            for exercise in exercises:
+                outcome = course.outcome_first.get(exercise["outcome"])
+                if outcome is not None:
+                    yield finding(lesson.exercises.path, show(exercise["id"]),
+                                  course.data.below_apply(outcome["bloom"]),
+                                  o=exercise["outcome"], ob=outcome["bloom"])
+
+
+@rule("exe007", FAIL, "exercises", "exercise id '{x}' does not match '{id}-e<n>'")
+def exe007(course: Course) -> Iterator[Finding]:
+    """An exercise id is not the lesson id followed by -e<n>, n from 1."""
+    for lesson, exercises in _written(course):
+        for exercise in exercises:
+            yield finding(lesson.exercises.path, show(exercise["id"]),
+                          not id_matches(exercise["id"], lesson.id, "e"),
+                          x=exercise["id"], id=lesson.id)
+
+
+RULES = (exe001, exe002, exe003, exe004, exe005, exe006, exe007)

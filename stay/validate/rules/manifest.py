@@ -1,0 +1,94 @@
+"""man, lay: course.yaml agrees with the directory, and nothing stray sits in modules/.
+
+The manifest's status map is a projection of the hash ledger that a static viewer
+and a diff read; it must not claim a file exists that does not, nor omit one that
+does. A file under modules/ that no curriculum lesson owns is a leftover (a renamed
+lesson, a stray draft) that the viewer would never show.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Iterator
+
+from stay.validate._course import Course
+from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._text import show
+
+FAIL, WARN = Severity.FAIL, Severity.WARN
+C = "course.yaml"
+STATUSES = ("missing", "current", "stale")
+
+
+@rule("man001", FAIL, "manifest", "course.yaml is missing")
+def man001(course: Course) -> Iterator[Finding]:
+    """The course has no usable course.yaml: nothing says what the directory is."""
+    yield finding(C, "-", not course.C.usable)
+
+
+@rule("man002", FAIL, "manifest", "slug '{slug}' does not match the directory name '{dir}'")
+def man002(course: Course) -> Iterator[Finding]:
+    """The manifest's slug differs from the directory name, so links to it break."""
+    if course.C.usable:
+        slug = course.C.data["slug"]
+        yield finding(C, "slug", slug != course.name, slug=slug, dir=course.name)
+
+
+@rule("man003", FAIL, "manifest", "status '{value}' is not one of missing, current, stale")
+def man003(course: Course) -> Iterator[Finding]:
+    """An artefacts entry holds a status other than missing, current or stale."""
+    if course.C.usable:
+        for key, value in course.C.data["artefacts"].items():
+            fired = not (isinstance(value, str) and value in STATUSES)
+            yield finding(C, show(key), fired, value=value)
+
+
+@rule("man004", FAIL, "manifest", "{key} is marked current but does not exist")
+def man004(course: Course) -> Iterator[Finding]:
+    """An entry marked current names no usable file: the projection claims too much."""
+    if not course.C.usable:
+        return
+    for key, value in course.C.data["artefacts"].items():
+        if isinstance(value, str) and value == "current":
+            path = key if isinstance(key, str) else show(key)
+            there = os.path.isfile(course.root + os.sep + path)
+            usable = there and posixpath.normpath(path) not in course.unusable
+            yield finding(C, show(key), not usable, key=key)
+
+
+@rule("man005", WARN, "manifest", "{path} exists but is not listed in the manifest")
+def man005(course: Course) -> Iterator[Finding]:
+    """A usable file looked at is missing from the artefacts map (mid-run, a WARN)."""
+    if not course.C.usable:
+        return
+    artefacts = course.C.data["artefacts"]
+    for path, record in course.files.items():
+        if path != C and record.usable:
+            yield finding(C, path, path not in artefacts, path=path)
+
+
+@rule("lay001", WARN, "manifest", "file is not part of the curriculum")
+def lay001(course: Course) -> Iterator[Finding]:
+    """A file under modules/ is none of the lesson files the curriculum looks at.
+
+    Names starting with '.' are skipped at any depth; symlinked directories are
+    not followed. An unusable lesson file is not reported again here.
+    """
+    top = os.path.join(course.root, "modules")
+    if not os.path.isdir(top):
+        return
+    looked_at = {posixpath.normpath(p) for lesson in course.lessons for p in lesson.paths}
+    found = []
+    for current, dirnames, filenames in os.walk(top):
+        dirnames[:] = [name for name in dirnames if not name.startswith(".")]
+        relative = os.path.relpath(current, top)
+        prefix = "modules" if relative == os.curdir else "modules/" + relative.replace(os.sep, "/")
+        found.extend(f"{prefix}/{name}" for name in filenames if not name.startswith("."))
+    for path in sorted(found):
+        normal = posixpath.normpath(path)
+        if normal not in course.unusable:
+            yield finding(path, "-", normal not in looked_at)
+
+
+RULES = (man001, man002, man003, man004, man005, lay001)
