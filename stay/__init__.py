@@ -22,11 +22,24 @@ _EXPORTS = {
     "Defect": "stay.validate",
     "Severity": "stay.validate",
     "ValidationReport": "stay.validate",
-    "validate": "stay.validate",
+    "validate_courses": "stay.validate",
     "validate_course": "stay.validate",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "ArtefactError",
+    "CoursePathError",
+    "CourseReport",
+    "DataFileError",
+    "Defect",
+    "Severity",
+    "StayError",
+    "UsageError",
+    "ValidationReport",
+    "__version__",
+    "validate_course",
+    "validate_courses",
+]
 
 if TYPE_CHECKING:
     from stay.errors import (
@@ -41,8 +54,8 @@ if TYPE_CHECKING:
         Defect,
         Severity,
         ValidationReport,
-        validate,
         validate_course,
+        validate_courses,
     )
 
 

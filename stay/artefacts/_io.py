@@ -47,8 +47,16 @@ class _Dumper(yaml.SafeDumper):
         super().increase_indent(flow, False)
 
 
+# Line breaks YAML folds on reading unless they are escaped in a double-quoted scalar.
+_FOLDED_BREAKS = ("\r", "\x85", "\u2028", "\u2029")
+
+
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
+    style: str | None = None
+    if any(c in value for c in _FOLDED_BREAKS):
+        style = '"'
+    elif "\n" in value:
+        style = "|"
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
@@ -126,10 +134,10 @@ def model_for(path: str | os.PathLike[str]) -> type[Artefact]:
     for suffix, model in _SUFFIXES:
         if name.endswith(suffix):
             return model
-    model = _TOP_FILES.get(name)
-    if model is None:
+    top = _TOP_FILES.get(name)
+    if top is None:
         raise ArtefactLoadError(f"{path}: not a course artefact; see course-format.md for names")
-    return model
+    return top
 
 
 _TOP_FILES: dict[str, type[Artefact]] = {

@@ -18,6 +18,7 @@ from stay.validate._check import (
     find_courses,
     validate,
     validate_course,
+    validate_courses,
 )
 from stay.validate._data import HouseData, default_data_dir, packaged_data_dir
 from stay.validate._defect import OWNERS, Defect, Owner, Severity
@@ -41,4 +42,5 @@ __all__ = [
     "packaged_data_dir",
     "validate",
     "validate_course",
+    "validate_courses",
 ]

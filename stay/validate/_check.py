@@ -187,6 +187,10 @@ def validate(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = 
     )
 
 
+validate_courses = validate
+"""``validate`` under the name ``stay`` exports it by (``stay.validate`` is this package)."""
+
+
 def validate_course(course_dir: str | os.PathLike[str], *, strict: bool = False,
                     data_dir: str | os.PathLike[str] | None = None) -> CourseReport:
     """Validate one course directory (with or without a course.yaml)."""

@@ -8,6 +8,7 @@ runs this (an agent, a hook, CI) sees only the exit code and the text.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 from typing import NoReturn, TextIO
@@ -68,12 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         line = f"usage error: {_one_line(exc)} (usage: {USAGE})\n"
         code = 2
-    except BaseException as exc:  # noqa: BLE001 - a crash is reported, never a traceback
+    except BaseException as exc:
         line = (f"internal error: {type(exc).__name__}: {_one_line(exc)} "
                 f"(a bug in the validator, not a defect in the course)\n")
         code = 3
-    try:
+    with contextlib.suppress(BaseException):  # nothing more can be reported
         _write(sys.stderr, line)
-    except BaseException:  # noqa: BLE001, S110 - nothing more can be reported
-        pass
     return code

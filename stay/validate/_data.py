@@ -78,7 +78,7 @@ def _read(path: Path) -> Any:
         raise DataError(f"data file '{path}' is not UTF-8") from None
     try:
         return safe_load(text)
-    except Exception as exc:  # noqa: BLE001 - whatever the parser raised, it is not YAML
+    except Exception as exc:
         raise DataError(f"data file '{path}' is not valid YAML ({type(exc).__name__})") from None
 
 

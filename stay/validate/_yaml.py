@@ -41,7 +41,7 @@ class _TooDeep(Exception):
 def safe_load(text: str) -> Any:
     """Parse ``text`` exactly as ``yaml.safe_load`` would, raising where it raises."""
     if _FastLoader is None or sum(text.count(c) for c in _INDICATORS) > _MAX_INDICATORS:
-        return yaml.load(text, Loader=yaml.SafeLoader)  # noqa: S506 - SafeLoader
+        return yaml.load(text, Loader=yaml.SafeLoader)
     try:
         loader = _FastLoader(text)
         try:
@@ -52,8 +52,8 @@ def safe_load(text: str) -> Any:
             return loader.construct_document(node)
         finally:
             loader.dispose()
-    except Exception:  # noqa: BLE001 - any libyaml failure is re-judged by PyYAML
-        return yaml.load(text, Loader=yaml.SafeLoader)  # noqa: S506 - SafeLoader
+    except Exception:
+        return yaml.load(text, Loader=yaml.SafeLoader)
 
 
 def _check_depth(root: Node) -> None:

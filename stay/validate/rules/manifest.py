@@ -79,7 +79,7 @@ def lay001(course: Course) -> Iterator[Finding]:
     if not os.path.isdir(top):
         return
     looked_at = {posixpath.normpath(p) for lesson in course.lessons for p in lesson.paths}
-    found = []
+    found: list[str] = []
     for current, dirnames, filenames in os.walk(top):
         dirnames[:] = [name for name in dirnames if not name.startswith(".")]
         relative = os.path.relpath(current, top)

@@ -1,0 +1,108 @@
+"""Running the frozen reference and the library on the same course, and comparing them.
+
+The tiers of the seeds: tier 1 compares defect multisets (code, severity, owner,
+path, subject, message); tier 2 compares evaluated and passed counts per code,
+because a rule that never runs also never fails and tier 1 cannot see that.
+
+Known divergences are listed one by one, by exact message, with the reason each is
+accepted; nothing is ever filtered by code. There are none: the library agrees
+with the reference on every input the suite has produced.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections import Counter
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from stay.validate import HouseData, check_course
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "data"
+FROZEN = Path(__file__).resolve().parent / "validate.py"
+
+
+@dataclass(frozen=True)
+class Divergence:
+    message: str
+    reason: str
+
+
+KNOWN_DIVERGENCES: tuple[Divergence, ...] = ()
+
+
+@cache
+def reference() -> ModuleType:
+    """The frozen reference validator, imported from its vendored file."""
+    spec = importlib.util.spec_from_file_location("stay_frozen_reference", FROZEN)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@cache
+def _reference_data() -> Any:
+    return reference().Data(str(DATA))
+
+
+@cache
+def _library_data() -> HouseData:
+    return HouseData.load(DATA)
+
+
+def reference_report(course_dir: Path, strict: bool) -> dict[str, Any]:
+    ref = reference()
+    check = ref.CourseCheck(str(course_dir), _reference_data(), strict).run()
+    document: dict[str, Any] = json.loads(ref.render_json([check], strict))
+    return document
+
+
+def library_report(course_dir: Path, strict: bool) -> dict[str, Any]:
+    from stay.validate import ValidationReport
+
+    report = check_course(course_dir, _library_data(), strict=strict, shown=str(course_dir))
+    document: dict[str, Any] = json.loads(ValidationReport((report,), strict).to_json())
+    return document
+
+
+def _defects(document: dict[str, Any]) -> Counter[tuple[str, ...]]:
+    known = {divergence.message for divergence in KNOWN_DIVERGENCES}
+    return Counter(
+        (d["code"], d["severity"], d["owner"], d["path"], d["subject"], d["message"])
+        for course in document["courses"] for d in course["defects"]
+        if d["message"] not in known
+    )
+
+
+def assert_parity(course_dir: Path, strict: bool) -> dict[str, Any]:
+    """Both tiers; returns the library's report. Fails with the difference spelled out."""
+    expected = reference_report(course_dir, strict)
+    actual = library_report(course_dir, strict)
+    missing = _defects(expected) - _defects(actual)
+    extra = _defects(actual) - _defects(expected)
+    assert not missing and not extra, (
+        f"tier 1 (defects, strict={strict}): the library misses {sorted(missing)} "
+        f"and adds {sorted(extra)}")
+    for key in ("evaluated", "passed"):
+        want = expected["courses"][0][key]
+        got = actual["courses"][0][key]
+        differs = {code: (want.get(code), got.get(code))
+                   for code in set(want) | set(got) if want.get(code) != got.get(code)}
+        assert not differs, f"tier 2 ({key}, strict={strict}): reference vs library {differs}"
+    if not KNOWN_DIVERGENCES:
+        assert actual == expected  # the whole JSON interface, summary included
+    return actual
+
+
+def examples(contract: int) -> int:
+    """``contract`` examples in CI (HYPOTHESIS_PROFILE=ci), a quick handful otherwise."""
+    import os
+
+    profile = os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
+    return contract if profile == "ci" else max(10, contract // 10)

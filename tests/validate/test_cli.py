@@ -1,0 +1,125 @@
+"""The validator's command line: the contract's options, output and exit codes."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stay.validate import _cli
+from tests.conftest import ROOT, SAMPLE
+from tests.parity.harness import FROZEN, examples
+
+
+def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, check=False)
+
+
+def _main(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = _cli.main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    """A directory of three courses: the sample, a broken copy, and an empty one."""
+    shutil.copytree(SAMPLE, tmp_path / "b-sample")
+    broken = tmp_path / "a-broken"
+    shutil.copytree(SAMPLE, broken)
+    (broken / "outcomes.yaml").write_text("outcomes: [unclosed\n")
+    (broken / "glossary.yaml").unlink()
+    (tmp_path / "c-empty").mkdir()
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / "_ignored").mkdir()
+    return tmp_path
+
+
+@pytest.mark.parametrize("options", [[], ["--strict"], ["--format", "json"],
+                                     ["--format", "json", "--strict"]])
+def test_output_and_exit_code_are_byte_identical_to_the_reference(
+    corpus: Path, options: list[str]
+) -> None:
+    reference = _run(str(FROZEN), *options, "--data-dir", "data", str(corpus))
+    library = _run("-m", "stay.validate", *options, "--data-dir", "data", str(corpus))
+    assert library.returncode == reference.returncode == 1
+    assert library.stdout == reference.stdout
+    assert library.stderr == reference.stderr == b""
+
+
+def test_sample_course_passes_strict_with_default_paths() -> None:
+    library = _run("-m", "stay.validate", "--strict")
+    assert library.returncode == 0, library.stdout.decode()
+    assert library.stdout.decode().endswith("1 courses: 0 FAIL, 0 WARN\n")
+
+
+def test_stay_validate_is_the_same_command(corpus: Path) -> None:
+    module = _run("-m", "stay.validate", "--format", "json", str(corpus))
+    script = _run("-m", "stay.cli", "validate", "--format", "json", str(corpus))
+    assert (script.returncode, script.stdout) == (module.returncode, module.stdout)
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--bogus"], "unrecognized arguments: --bogus"),
+    (["-h"], "unrecognized arguments: -h"),
+    (["--format", "xml"], "invalid choice: 'xml'"),
+    (["--stri"], "unrecognized arguments: --stri"),
+    (["no/such/dir"], "PATH 'no/such/dir' does not exist"),
+    (["pyproject.toml"], "PATH 'pyproject.toml' is not a directory"),
+    (["--data-dir", "nowhere", "courses"], "data file 'nowhere/bloom-verbs.yaml' is missing"),
+])
+def test_usage_errors_exit_2_with_one_line(argv: list[str], fragment: str) -> None:
+    result = _run("-m", "stay.validate", *argv)
+    stderr = result.stderr.decode()
+    assert result.returncode == 2
+    assert result.stdout == b""
+    assert stderr.count("\n") == 1 and stderr.startswith("usage error: ")
+    assert fragment in stderr
+    assert "Traceback" not in stderr
+
+
+def test_malformed_data_file_is_a_usage_error(tmp_path: Path) -> None:
+    shutil.copy(ROOT / "data" / "bloom-verbs.yaml", tmp_path)
+    (tmp_path / "house-style.yaml").write_text("course: {min_modules: 1}\n")
+    code, out, err = _main(["--data-dir", str(tmp_path), str(SAMPLE)])
+    assert (code, out) == (2, "")
+    assert "house-style.yaml' is unreadable: course.max_modules is missing" in err
+
+
+def test_a_crash_is_exit_3_with_one_line_and_no_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    def explode(*_args: object, **_kwargs: object) -> None:
+        raise KeyError("boom\nsecond line")
+
+    monkeypatch.setattr("stay.validate._check.check_course", explode)
+    code, out, err = _main([str(SAMPLE)])
+    assert code == 3
+    assert out == ""
+    assert err == ("internal error: KeyError: 'boom\\nsecond line' "
+                   "(a bug in the validator, not a defect in the course)\n")
+
+
+ARTEFACTS = sorted(p.relative_to(SAMPLE).as_posix() for p in SAMPLE.rglob("*") if p.is_file())
+
+
+@settings(max_examples=examples(200))
+@given(st.sampled_from(ARTEFACTS), st.binary(max_size=2_000) | st.text(max_size=400).map(str.encode),
+       st.booleans())
+def test_fuzzing_any_artefact_never_crashes(path: str, content: bytes, strict: bool) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        course = Path(tmp) / SAMPLE.name
+        shutil.copytree(SAMPLE, course)
+        (course / path).write_bytes(content)
+        code, out, err = _main([*(["--strict"] if strict else []), "--format", "json", str(course)])
+    assert code in (0, 1), err
+    assert err == ""
+    assert '"version": 1' in out

@@ -1,0 +1,46 @@
+"""The registry is the contract's rules table, code for code."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from stay.validate import OWNERS, RULES, Severity
+
+CONTRACT = Path(__file__).resolve().parents[2] / "docs" / "contract" / "validator-rules.md"
+SHARED_CONTRACT = Path(__file__).resolve().parents[3] / "shared" / "spec" / "validator-rules.md"
+_ROW = re.compile(r"^\| (?P<code>[a-z]{2,3}\d{3}) \| (?P<sev>FAIL|WARN) \| (?P<owner>[^|]+) \|"
+                  r".*\| `(?P<message>.+?)`(?: \(.*\))? \|$")
+
+
+def _table() -> list[tuple[str, str, str | None, str]]:
+    rows = []
+    for line in CONTRACT.read_text(encoding="utf-8").splitlines():
+        match = _ROW.match(line)
+        if match:
+            owner = match["owner"].strip()
+            message = match["message"].replace("\\|", "|")
+            rows.append((match["code"], match["sev"],
+                         None if owner.startswith("file") else owner, message))
+    return rows
+
+
+def test_vendored_contract_is_the_shared_one_when_present() -> None:
+    if SHARED_CONTRACT.is_file():
+        assert CONTRACT.read_bytes() == SHARED_CONTRACT.read_bytes()
+
+
+def test_contract_table_has_101_rules() -> None:
+    assert len(_table()) == 101
+
+
+def test_registry_lists_the_contract_codes_severities_owners_and_messages_in_order() -> None:
+    registered = [(r.code, str(r.severity), r.owner, r.template) for r in RULES.values()]
+    assert registered == _table()
+
+
+def test_every_rule_says_what_it_checks_and_has_a_known_owner() -> None:
+    for rule in RULES.values():
+        assert len(rule.doc) > 20, rule.code
+        assert rule.owner is None or rule.owner in OWNERS
+        assert rule.severity in (Severity.FAIL, Severity.WARN)
