@@ -13,6 +13,14 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "Brief": "stay.artefacts",
+    "BuildResult": "stay.pipeline",
+    "adopt": "stay.pipeline",
+    "approve": "stay.pipeline",
+    "build_course": "stay.pipeline",
+    "status": "stay.pipeline",
+    "AnswerError": "stay.errors",
+    "PipelineError": "stay.errors",
     "ArtefactError": "stay.errors",
     "CoursePathError": "stay.errors",
     "DataFileError": "stay.errors",
@@ -27,28 +35,40 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "AnswerError",
     "ArtefactError",
+    "Brief",
+    "BuildResult",
     "CoursePathError",
     "CourseReport",
     "DataFileError",
     "Defect",
+    "PipelineError",
     "Severity",
     "StayError",
     "UsageError",
     "ValidationReport",
     "__version__",
+    "adopt",
+    "approve",
+    "build_course",
+    "status",
     "validate_course",
     "validate_courses",
 ]
 
 if TYPE_CHECKING:
+    from stay.artefacts import Brief
     from stay.errors import (
+        AnswerError,
         ArtefactError,
         CoursePathError,
         DataFileError,
+        PipelineError,
         StayError,
         UsageError,
     )
+    from stay.pipeline import BuildResult, adopt, approve, build_course, status
     from stay.validate import (
         CourseReport,
         Defect,

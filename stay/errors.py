@@ -5,12 +5,17 @@ and how to fix it, in one line, so the command line can print it as it is.
     ├── UsageError          a command or call was given something it cannot use
     │   ├── CoursePathError a course path that does not exist or is not a directory
     │   └── DataFileError   bloom-verbs.yaml or house-style.yaml missing or malformed
-    └── ArtefactError       a course file that cannot be read as its artefact
+    ├── ArtefactError       a course file that cannot be read as its artefact
+    ├── AnswerError         a model's answer that does not fit the stage's schema
+    └── PipelineError       the pipeline refused to go on (a gate, a guard, a missing file)
 """
 
 from __future__ import annotations
 
-__all__ = ["ArtefactError", "CoursePathError", "DataFileError", "StayError", "UsageError"]
+__all__ = [
+    "AnswerError", "ArtefactError", "CoursePathError", "DataFileError", "PipelineError", "StayError",
+    "UsageError",
+]
 
 
 class StayError(Exception):
@@ -31,3 +36,11 @@ class DataFileError(UsageError):
 
 class ArtefactError(StayError):
     """A course file cannot be loaded as its artefact: the message names file and field."""
+
+
+class AnswerError(StayError):
+    """A model's answer does not fit the stage's schema: names the stage, file and field."""
+
+
+class PipelineError(StayError):
+    """The pipeline refused to go on: names what blocked it and the command that unblocks it."""

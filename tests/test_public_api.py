@@ -8,6 +8,7 @@ import sys
 import stay
 
 PUBLIC = [
+    "AnswerError", "Brief", "BuildResult", "PipelineError", "adopt", "approve", "build_course", "status",
     "ArtefactError", "CoursePathError", "CourseReport", "DataFileError", "Defect",
     "Severity", "StayError", "UsageError", "ValidationReport", "__version__",
     "validate_course", "validate_courses",
@@ -28,6 +29,8 @@ def test_exception_tree() -> None:
     assert issubclass(stay.DataFileError, stay.UsageError)
     assert issubclass(stay.UsageError, stay.StayError)
     assert issubclass(stay.ArtefactError, stay.StayError)
+    assert issubclass(stay.AnswerError, stay.StayError)
+    assert issubclass(stay.PipelineError, stay.StayError)
 
 
 def test_validator_imports_neither_pydantic_nor_a_model_client() -> None:

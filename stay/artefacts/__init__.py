@@ -11,6 +11,7 @@ from stay.artefacts._io import (
     model_for,
     parse,
     to_data,
+    validate_as,
     write,
     write_text_atomic,
 )
@@ -52,5 +53,5 @@ __all__ = [
     "GlossaryTerm", "LessonContent", "LessonEntry", "LessonPlan", "Method", "Milestone",
     "Module", "NewTerm", "Option", "Outcome", "Outcomes", "Project", "Quiz", "QuizItem",
     "RubricCriterion", "Section", "SectionKind", "Status", "dump", "dump_yaml", "load",
-    "model_for", "parse", "to_data", "write", "write_text_atomic",
+    "model_for", "parse", "to_data", "validate_as", "write", "write_text_atomic",
 ]

@@ -169,12 +169,23 @@ def load(path: str | os.PathLike[str], model: type[M] | None = None) -> M:
     return parse(chosen, text, os.fspath(path))  # type: ignore[return-value]
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# Read once, at import: os.umask can only be read by setting it, which is not thread-safe.
+_FILE_MODE = 0o666 & ~_umask()
+
+
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write a whole file or nothing: a temporary file beside it, then a rename."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, _FILE_MODE)  # mkstemp makes 0600; a course file is as readable as any other
         with os.fdopen(fd, "wb") as handle:
             handle.write(text.encode("utf-8"))
             handle.flush()

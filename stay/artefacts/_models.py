@@ -9,6 +9,7 @@ not these models': they only say what a well-formed artefact looks like.
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -45,6 +46,13 @@ class Brief(Artefact):
     time_available: Text = Field(description='Free text, e.g. "45 minutes", "4 hours", "1 day".')
     industry: Text | None = None
     constraints: list[Text] | None = None
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike[str]) -> Brief:
+        """Read a brief file; a problem raises ArtefactLoadError naming the file and field."""
+        from stay.artefacts._io import load
+
+        return load(path, cls)
 
 
 class CourseManifest(Artefact):

@@ -1,0 +1,22 @@
+"""The pipeline: one networkx graph of pure stages, walked by a plain-Python runner."""
+
+from __future__ import annotations
+
+from stay.pipeline._course_graph import course_graph
+from stay.pipeline._graph import DECLARATION, GraphError, build, graph, problems, walk_order
+from stay.pipeline._nodes import BriefRejected
+from stay.pipeline._runner import (
+    BuildResult,
+    adopt,
+    approve,
+    build_course,
+    gate_status,
+    run_command,
+    status,
+)
+
+__all__ = [
+    "DECLARATION", "BriefRejected", "BuildResult", "GraphError", "adopt", "approve", "build",
+    "build_course", "course_graph", "gate_status", "graph", "problems", "run_command", "status",
+    "walk_order",
+]

@@ -1,0 +1,366 @@
+"""What each node of the pipeline graph does. The runner calls ``HANDLERS[name](run)``.
+
+A node does work; ``choose_entry`` alone only reads the run and names an edge.
+Stage nodes regenerate an artefact only when it is missing or stale; a file edited
+by hand is kept, and accepted as the new version its dependents are measured by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import yaml
+
+from stay.artefacts import (
+    Assessment,
+    Audience,
+    CourseManifest,
+    Curriculum,
+    Glossary,
+    GlossaryTerm,
+    LessonPlan,
+    Outcomes,
+    dump,
+    load,
+    to_data,
+    write,
+)
+from stay.briefs import slugify
+from stay.errors import PipelineError, UsageError
+from stay.pipeline._course_graph import DESIGN, course_graph, lesson_paths, safe_module_dirs
+from stay.pipeline._run import Run, Stop
+from stay.pipeline._state import AUTO_APPROVED, STATE, CourseState, load_manifest, write_if_changed
+from stay.pipeline._wave import run_wave
+from stay.stages import assessment as assessment_stage
+from stay.stages import audience as audience_stage
+from stay.stages import curriculum as curriculum_stage
+from stay.stages import outcomes as outcomes_stage
+from stay.stages import plan as plan_stage
+from stay.validate import validate_course
+
+
+class BriefRejected(PipelineError):
+    """The input screen flagged the brief; nothing was written."""
+
+
+def entry(run: Run) -> None:
+    run.say(f"stay {run.command}: {run.slug or 'new course'} (backend: {run.backend.name})")
+
+
+def choose_entry(run: Run) -> str:
+    from stay.pipeline._graph import DECLARATION
+
+    return DECLARATION.entries[run.command]
+
+
+def intake(run: Run) -> None:
+    if run.brief is None:
+        raise UsageError(f"stay {run.command} needs a brief file")
+    if run.command == "new" and (run.root / "course.yaml").exists():
+        raise UsageError(f"course '{run.slug}' already exists in {run.courses_dir}; "
+                         f"continue it with `stay build {run.slug}`")
+
+
+def moderate(run: Run) -> None:
+    """Screen the whole brief as one message: a topic and an audience that are each
+    unremarkable can be a different thing together. Fails open."""
+    assert run.brief is not None
+    fields = {k: v for k, v in to_data(run.brief).items() if v and str(v).strip()}
+    if not fields:
+        return  # nothing to screen: no model call
+    try:
+        reason = run.backend.screen(yaml.safe_dump(fields, sort_keys=False, allow_unicode=True))
+    except Exception as exc:
+        run.say(f"warning: input moderation failed ({type(exc).__name__}: {exc}); continuing")
+        return
+    if reason:
+        raise BriefRejected(f"Course brief rejected by input moderation: {reason}")
+
+
+def scaffold(run: Run) -> None:
+    assert run.brief is not None
+    run.root.mkdir(parents=True, exist_ok=True)
+    manifest_path = run.root / "course.yaml"
+    if manifest_path.exists():
+        manifest = load_manifest(run.root)
+        if manifest.brief != run.brief:
+            manifest = manifest.model_copy(update={"brief": run.brief, "title": run.brief.title})
+            write(manifest_path, manifest)
+            run.say("course.yaml: the brief changed; what depends on it is now stale")
+    else:
+        manifest = CourseManifest(schema_=1, slug=run.slug, title=run.brief.title, brief=run.brief,
+                                  artefacts={})
+        write(manifest_path, manifest)
+        run.written.append("course.yaml")
+        run.say(f"scaffold: {run.root}")
+    run.state = CourseState(run.root, course_graph(Curriculum(modules=[])), run.brief)
+    run.refresh_graph()
+
+
+def _single(run: Run, path: str, make: Callable[[], object]) -> None:
+    """Regenerate one artefact if it is missing or stale."""
+    status, why = run.course.status(path)
+    if status == "current":
+        run.say(f"  {path}: current")
+        return
+    if status == "edited":
+        run.wrote([path])
+        run.say(f"  {path}: kept (edited by hand; accepted as the new version)")
+        return
+    reason = "missing" if status == "missing" else f"stale <- {', '.join(why)}"
+    run.say(f"  {path}: writing ({reason})")
+    artefact = make()
+    write(run.root / path, artefact)  # type: ignore[arg-type]
+    run.wrote([path])
+
+
+def audience(run: Run) -> None:
+    assert run.brief is not None
+    brief = run.brief
+
+    def make() -> Audience:
+        return audience_stage.artefact(run.ask(audience_stage.request(brief, run.prompts)))
+
+    _single(run, audience_stage.PATH, make)
+
+
+def curriculum(run: Run) -> None:
+    assert run.brief is not None
+    brief = run.brief
+
+    def make() -> Curriculum:
+        audience = load(run.root / "audience.yaml", Audience)
+        made = curriculum_stage.artefact(run.ask(curriculum_stage.request(brief, audience, run.prompts)))
+        try:
+            safe_module_dirs(made)
+        except (UsageError, ValueError) as exc:
+            raise PipelineError(f"curriculum.yaml: {exc}; the model's answer was not written") from None
+        return made
+
+    _single(run, curriculum_stage.PATH, make)
+    run.refresh_graph()
+
+
+def outcomes(run: Run) -> None:
+    def make() -> Outcomes:
+        return outcomes_stage.artefact(run.ask(outcomes_stage.request(
+            load(run.root / "audience.yaml", Audience), load(run.root / "curriculum.yaml", Curriculum),
+            run.prompts)))
+
+    _single(run, outcomes_stage.PATH, make)
+
+
+def assessment(run: Run) -> None:
+    def make() -> Assessment:
+        return assessment_stage.artefact(run.ask(assessment_stage.request(
+            load(run.root / "curriculum.yaml", Curriculum), load(run.root / "outcomes.yaml", Outcomes),
+            run.prompts)))
+
+    _single(run, assessment_stage.PATH, make)
+
+
+# -- gates ------------------------------------------------------------------
+
+
+def _summary(run: Run, gate: str) -> None:
+    """Write what the gate is about to ask about. When its approval already holds there
+    is nothing to ask, and the summary that was shown when it was asked stays."""
+    state = run.course
+    if state.approval(gate)[0]:
+        return
+    statuses = state.statuses()
+    covered = state.covered(gate)
+    lines = [f"# The {gate} gate: {run.slug}", "", "## What was built", ""]
+    lines += [f"- {path}: {statuses[path][0]}" for path in covered]
+    curriculum = run.curriculum()
+    audience_file = run.root / "audience.yaml"
+    if curriculum is not None and audience_file.is_file():
+        budget = load(audience_file, Audience).time_budget_minutes
+        total = sum(lesson.minutes for module in curriculum.modules for lesson in module.lessons)
+        lessons = sum(len(module.lessons) for module in curriculum.modules)
+        lines += ["", "## Time", "",
+                  f"{len(curriculum.modules)} modules, {lessons} lessons, {total} minutes against a "
+                  f"budget of {budget} ({round(100 * total / budget)}%)."]
+    previous = state.gates().get(gate)
+    lines += ["", "## Since the previous answer", ""]
+    if previous is None:
+        lines.append("This gate has not been answered before.")
+    else:
+        moved = [p for p in covered if previous.get("covered", {}).get(p) != state.current_hash(p)]
+        verdict = "approved" if previous.get("approved") else "declined"
+        lines.append(f"Last {verdict} at {previous.get('at')} by {previous.get('by')}.")
+        lines += [f"- changed: {p}" for p in moved] or ["Nothing it covers has changed since."]
+    lines += ["", f"Approve with `stay approve {run.slug} {gate}`, or decline with "
+              f"`stay approve {run.slug} {gate} --decline --note \"why\"`.", ""]
+    if write_if_changed(run.root / STATE / f"{gate}-gate.md", "\n".join(lines)):
+        run.written.append(f"{STATE}/{gate}-gate.md")
+
+
+def _ask(run: Run, gate: str) -> None:
+    holds, why = run.course.approval(gate)
+    if holds:
+        run.say(f"{gate} gate: approved")
+        return
+    if run.yes and run.command != "new":
+        run.say(f"{gate} gate: {AUTO_APPROVED}")
+        return
+    raise Stop(f"{gate} gate", f"{why}; review {STATE}/{gate}-gate.md, then run "
+                              f"`stay approve {run.slug} {gate}` (or build with --yes)")
+
+
+def _record(run: Run, gate: str) -> None:
+    state = run.course
+    holds, _why = state.approval(gate)
+    if not holds and run.yes:
+        unready = [p for p in state.covered(gate) if state.status(p)[0] != "current"]
+        if unready:
+            raise PipelineError(f"cannot approve the {gate} gate: {', '.join(unready)} not current")
+        state.answer(gate, approved=True, by=AUTO_APPROVED)
+        run.written.append(f"{STATE}/gates.json")
+
+
+def design_summary(run: Run) -> None:
+    _summary(run, "design")
+
+
+def design_ask(run: Run) -> None:
+    _ask(run, "design")
+
+
+def design_record(run: Run) -> None:
+    _record(run, "design")
+
+
+def plan_summary(run: Run) -> None:
+    _summary(run, "plan")
+
+
+def plan_ask(run: Run) -> None:
+    _ask(run, "plan")
+
+
+def plan_record(run: Run) -> None:
+    _record(run, "plan")
+
+
+def require_design(run: Run) -> None:
+    holds, why = run.course.approval("design")
+    if not holds:
+        raise PipelineError(f"stay {run.command} needs the design approval to hold: {why}; run "
+                            f"`stay build {run.slug}` to bring the design up to date, then "
+                            f"`stay approve {run.slug} design`")
+
+
+def require_gates(run: Run) -> None:
+    for gate in ("design", "plan"):
+        holds, why = run.course.approval(gate)
+        if not holds:
+            raise PipelineError(f"stay {run.command} needs both approvals to hold: {why}; run "
+                                f"`stay build {run.slug}`, then `stay approve {run.slug} {gate}`")
+
+
+def repair_seed(run: Run) -> None:
+    if not (run.root / "course.yaml").is_file():
+        raise UsageError(f"there is no course '{run.slug}' in {run.courses_dir}")
+
+
+# -- planning ---------------------------------------------------------------
+
+
+def plan_modules(run: Run) -> None:
+    curriculum = load(run.root / "curriculum.yaml", Curriculum)
+    state = run.course
+    earlier: list[LessonPlan] = []
+    for module in curriculum.modules:
+        paths = [f"modules/{module.id}-{module.slug}/{lesson.id}.plan.yaml" for lesson in module.lessons]
+        statuses = {path: state.status(path) for path in paths}
+        todo = [p for p, (status, _why) in statuses.items() if status in ("missing", "stale")]
+        edited = [p for p, (status, _why) in statuses.items() if status == "edited"]
+        if edited:
+            run.wrote(edited)
+            run.say(f"  {', '.join(edited)}: kept (edited by hand)")
+        if todo:
+            run.say(f"  module {module.id}: planning {len(module.lessons)} lessons")
+            request = plan_stage.request(module, curriculum, load(run.root / "outcomes.yaml", Outcomes),
+                                         load(run.root / "assessment.yaml", Assessment), earlier,
+                                         run.prompts)
+            plans = plan_stage.artefact(run.ask(request), module)
+            for path, plan in zip(paths, plans, strict=True):
+                if path in todo:
+                    write(run.root / path, plan)
+            run.refresh_graph()
+            run.wrote(todo)
+        else:
+            run.say(f"  module {module.id}: plans current")
+        earlier += list(run.plans()[lesson.id] for lesson in module.lessons
+                        if lesson.id in run.plans())
+    run.refresh_graph()
+
+
+# -- the wave and after -----------------------------------------------------
+
+
+def write_lesson(run: Run) -> None:
+    run_wave(run)
+
+
+def write_capstone(run: Run) -> None:
+    """Runs inside ``run_wave``, beside the lessons; nothing more to do here."""
+
+
+def gather(run: Run) -> None:
+    run.say("wave: gathered")
+
+
+def merge_glossary(run: Run) -> None:
+    """glossary.yaml from every plan's new terms, in lesson order, then by term."""
+    curriculum = load(run.root / "curriculum.yaml", Curriculum)
+    plans = run.plans()
+    terms: list[GlossaryTerm] = []
+    seen: set[str] = set()
+    for lesson_id, _module_dir, _prefix in lesson_paths(curriculum):
+        plan = plans.get(lesson_id)
+        for new in sorted(plan.new_terms if plan else [], key=lambda t: (t.term.casefold(), t.term)):
+            key = " ".join(new.term.casefold().split())
+            if key not in seen:
+                seen.add(key)
+                terms.append(GlossaryTerm(term=new.term, definition=new.definition,
+                                          introduced_in=lesson_id))
+    path = "glossary.yaml"
+    status, _why = run.course.status(path)
+    if status == "edited":
+        run.say(f"  {path}: kept (edited by hand)")
+        run.wrote([path])
+        return
+    if write_if_changed(run.root / path, dump(Glossary(terms=terms))) or status != "current":
+        run.wrote([path])
+
+
+def land_manifest(run: Run) -> None:
+    if run.course.project_statuses(load_manifest(run.root)):
+        run.written.append("course.yaml")
+
+
+def validate(run: Run) -> None:
+    run.validation = validate_course(run.root)
+    report = run.validation
+    run.say(f"validate: {report.fails} FAIL, {report.warns} WARN, {report.checks} checks")
+
+
+def repair(run: Run) -> None:
+    from stay.pipeline._repair import repair_course
+
+    run.repair = repair_course(run)
+
+
+HANDLERS: dict[str, Callable[[Run], object]] = {
+    name: function for name, function in globals().items()
+    if callable(function) and not name.startswith("_") and name in {
+        "entry", "choose_entry", "intake", "moderate", "scaffold", "audience", "curriculum",
+        "outcomes", "assessment", "design_summary", "design_ask", "design_record", "require_design",
+        "plan_modules", "plan_summary", "plan_ask", "plan_record", "require_gates", "write_lesson",
+        "write_capstone", "gather", "merge_glossary", "land_manifest", "validate", "repair_seed",
+        "repair"}
+}
+
+__all__ = ["DESIGN", "HANDLERS", "BriefRejected", "slugify"]

@@ -1,0 +1,112 @@
+"""One run of the pipeline: its inputs, what it has done so far, and how it reports."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from stay.artefacts import Brief, Curriculum, LessonPlan, load
+from stay.errors import PipelineError
+from stay.models import ModelAnswer, ModelClient, ModelRequest, Usage, model_for
+from stay.pipeline._course_graph import course_graph
+from stay.pipeline._state import CourseState
+from stay.stages import Prompts
+from stay.validate import CourseReport
+
+Progress = Callable[[str], None]
+
+
+def print_progress(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+class Stop(Exception):
+    """Ends a run early, where it must wait (a gate) or has nothing to do."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        super().__init__(reason)
+        self.where = where
+        self.reason = reason
+
+
+@dataclass
+class Run:
+    command: str
+    courses_dir: Path
+    backend: ModelClient
+    prompts: Prompts
+    progress: Progress
+    yes: bool = False
+    brief: Brief | None = None
+    slug: str = ""
+    root: Path = Path()
+    state: CourseState | None = None
+    written: list[str] = field(default_factory=list)
+    calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    validation: CourseReport | None = None
+    repair: dict[str, object] | None = None
+    wave_width: int = 4
+    model_width: int = 8
+    repair_rounds: int = 2
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    model_slots: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(8))
+
+    def say(self, line: str) -> None:
+        self.progress(line)
+
+    @property
+    def course(self) -> CourseState:
+        if self.state is None:
+            raise PipelineError(f"course '{self.slug}' is not loaded; this is a bug in stay")
+        return self.state
+
+    def ask(self, request: ModelRequest) -> ModelAnswer:
+        """One model call, under the model-call cap, counted."""
+        model = model_for(request.role)
+        with self.model_slots:
+            answer = self.backend.complete(request, model)
+        with self.lock:
+            self.calls += 1
+            self.usage = Usage(
+                input_tokens=self.usage.input_tokens + answer.usage.input_tokens,
+                output_tokens=self.usage.output_tokens + answer.usage.output_tokens,
+                cache_creation_input_tokens=self.usage.cache_creation_input_tokens
+                + answer.usage.cache_creation_input_tokens,
+                cache_read_input_tokens=self.usage.cache_read_input_tokens
+                + answer.usage.cache_read_input_tokens,
+            )
+        return answer
+
+    def wrote(self, paths: list[str]) -> None:
+        """Record files just written by the pipeline in the ledger and the run's list."""
+        with self.lock:
+            self.course.record(paths)
+            self.written.extend(paths)
+
+    def refresh_graph(self) -> None:
+        """Rebuild the artefact graph once the curriculum (and plans) are on disk."""
+        state = self.course
+        curriculum = self.curriculum()
+        plans = self.plans() if curriculum is not None else {}
+        state.graph = course_graph(curriculum, plans) if curriculum is not None else state.graph
+
+    def curriculum(self) -> Curriculum | None:
+        path = self.root / "curriculum.yaml"
+        return load(path, Curriculum) if path.is_file() else None
+
+    def plans(self) -> dict[str, LessonPlan]:
+        curriculum = self.curriculum()
+        found: dict[str, LessonPlan] = {}
+        if curriculum is None:
+            return found
+        for module in curriculum.modules:
+            for lesson in module.lessons:
+                path = self.root / f"modules/{module.id}-{module.slug}/{lesson.id}.plan.yaml"
+                if path.is_file():
+                    found[lesson.id] = load(path, LessonPlan)
+        return found

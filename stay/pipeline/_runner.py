@@ -1,0 +1,249 @@
+"""The runner: walks the pipeline graph from where a command joins it.
+
+``build_course`` and the other entry points load nothing but the slug and the
+brief into the run; the course is on disk, and every node reads what it needs
+from there, so a run resumed days later never replays stale state.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from stay.artefacts import ArtefactLoadError, Brief, Curriculum, load
+from stay.briefs import brief_from_data, check_slug, course_dir, load_brief, slugify
+from stay.errors import ArtefactError, PipelineError, UsageError
+from stay.models import ModelClient, OfflineBackend, Usage
+from stay.pipeline._course_graph import course_graph
+from stay.pipeline._graph import graph, walk_order
+from stay.pipeline._nodes import HANDLERS
+from stay.pipeline._run import Progress, Run, Stop, print_progress
+from stay.pipeline._state import CourseState, Status, load_manifest
+from stay.stages import Prompts
+from stay.validate import CourseReport
+
+Command = Literal["new", "build", "plan", "write", "repair"]
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """Where a run stopped and why, what it wrote, and the validation report."""
+
+    slug: str
+    course_dir: Path
+    command: str
+    stopped_at: str | None
+    """None when the run went to the end; else where it waits, e.g. 'design gate'."""
+    reason: str
+    validation: CourseReport | None
+    repair: dict[str, object] | None
+    written: tuple[str, ...]
+    calls: int
+    """Model calls this run made (0 when nothing was missing or stale)."""
+    usage: Usage
+
+    @property
+    def complete(self) -> bool:
+        return self.stopped_at is None
+
+
+def default_backend(progress: Progress | None = None) -> ModelClient:
+    """The offline backend unless ``ANTHROPIC_API_KEY`` is set; announced in one line."""
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        raise UsageError("ANTHROPIC_API_KEY is set, but the Claude backend is not part of this "
+                         "version yet; unset the key to build offline")
+    (progress or print_progress)("backend: offline (ANTHROPIC_API_KEY is not set): deterministic "
+                                 "template prose, no network")
+    return OfflineBackend()
+
+
+def _caps() -> tuple[int, int, int]:
+    def number(name: str, default: int) -> int:
+        raw = os.environ.get(name, "")
+        try:
+            value = int(raw) if raw else default
+        except ValueError:
+            raise UsageError(f"{name}={raw!r} is not a whole number") from None
+        if value < 1 and name != "STAY_REPAIR_ROUNDS":
+            raise UsageError(f"{name} must be at least 1")
+        return value
+
+    return (number("STAY_WAVE_CONCURRENCY", 4), number("STAY_MODEL_CONCURRENCY", 8),
+            number("STAY_REPAIR_ROUNDS", 2))
+
+
+def run_command(command: Command, target: Brief | str | os.PathLike[str], **options: object) -> BuildResult:
+    """Run one command. ``target`` is a Brief, a brief file, or (plan, write, repair,
+    build of an existing course) a course slug. Options as for ``build_course``."""
+    try:
+        return _run_command(command, target, **options)  # type: ignore[arg-type]
+    except ArtefactLoadError as exc:
+        raise ArtefactError(str(exc)) from None
+
+
+def _run_command(command: Command, target: Brief | str | os.PathLike[str], *,
+                courses_dir: str | os.PathLike[str] = "courses", yes: bool = False,
+                backend: ModelClient | None = None, prompts: Prompts | None = None,
+                progress: Progress | None = None, slug: str | None = None) -> BuildResult:
+    say = progress or print_progress
+    brief, slug = _resolve(command, target, Path(courses_dir), slug)
+    root = course_dir(courses_dir, slug)
+    wave, models, rounds = _caps()
+    run = Run(command=command, courses_dir=Path(courses_dir), backend=backend or default_backend(say),
+              prompts=prompts or Prompts.load(), progress=say, yes=yes, brief=brief, slug=slug,
+              root=root, wave_width=wave, model_width=models, repair_rounds=rounds)
+    import threading
+
+    run.model_slots = threading.Semaphore(models)
+    pipeline = graph()
+    if command != "new" and brief is not None and not (root / "course.yaml").is_file() \
+            and command != "build":
+        raise UsageError(f"there is no course '{slug}' in {courses_dir}")
+    if command in ("plan", "write", "repair"):
+        run.state = CourseState(root, course_graph(Curriculum(modules=[])), brief)  # type: ignore[arg-type]
+        run.refresh_graph()
+    stopped: str | None = None
+    reason = "done"
+    try:
+        current = "entry"
+        HANDLERS["entry"](run)
+        start = HANDLERS["choose_entry"](run)
+        assert isinstance(start, str)
+        for name in walk_order(pipeline, start):
+            if name == "write_capstone":
+                continue  # runs inside the wave, beside the lessons
+            current = name
+            if pipeline.nodes[name]["kind"] == "stage":
+                run.say(f"[{name}]")
+            HANDLERS[name](run)
+            if command == "new" and name == "design_summary":
+                raise Stop("design gate", f"stay new stops at the design gate; review "
+                                          f".state/design-gate.md, then `stay approve {slug} design`")
+    except Stop as stop:
+        stopped, reason = stop.where, stop.reason
+        run.say(f"stopped at the {stop.where}: {stop.reason}")
+    finally:
+        if run.state is not None and (root / "course.yaml").is_file():
+            if stopped is not None or current != "repair":
+                run.course.project_statuses(load_manifest(root))
+            run.course.log_run(command, run.backend.name, run.written, stopped)
+    run.say(f"{run.calls} model calls, {len(set(run.written))} files written")
+    return BuildResult(slug=slug, course_dir=root, command=command, stopped_at=stopped, reason=reason,
+                       validation=run.validation, repair=run.repair,
+                       written=tuple(sorted(set(run.written))), calls=run.calls, usage=run.usage)
+
+
+def _resolve(command: str, target: Brief | str | os.PathLike[str], courses_dir: Path,
+             slug: str | None) -> tuple[Brief | None, str]:
+    if isinstance(target, Brief):
+        return target, check_slug(slug or slugify(target.title))
+    text = os.fspath(target)
+    if text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text:
+        brief = load_brief(text)
+        return brief, check_slug(slug or slugify(brief.title))
+    name = check_slug(text)
+    manifest_path = course_dir(courses_dir, name) / "course.yaml"
+    if not manifest_path.is_file():
+        raise UsageError(f"there is no course '{name}' in {courses_dir}; start one with "
+                         "`stay new BRIEF.yaml`")
+    return load_manifest(manifest_path.parent).brief, name
+
+
+def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os.PathLike[str] = "courses",
+                 yes: bool = False, backend: ModelClient | None = None, prompts: Prompts | None = None,
+                 progress: Progress | None = None, slug: str | None = None) -> BuildResult:
+    """Build a course from its brief, resuming from whatever is on disk.
+
+    Stops at the design gate and the plan gate unless their approvals hold; with
+    ``yes=True`` each gate is answered and recorded as ``auto-approved (--yes)``.
+    """
+    return run_command("build", brief, courses_dir=courses_dir, yes=yes, backend=backend,
+                       prompts=prompts, progress=progress, slug=slug)
+
+
+def _open(slug: str, courses_dir: str | os.PathLike[str]) -> CourseState:
+    try:
+        return _open_course(slug, courses_dir)
+    except ArtefactLoadError as exc:
+        raise ArtefactError(str(exc)) from None
+
+
+def _open_course(slug: str, courses_dir: str | os.PathLike[str]) -> CourseState:
+    root = course_dir(courses_dir, slug)
+    if not (root / "course.yaml").is_file():
+        raise UsageError(f"there is no course '{slug}' in {courses_dir}")
+    manifest = load_manifest(root)
+    state = CourseState(root, course_graph(Curriculum(modules=[])), manifest.brief)
+    curriculum_path = root / "curriculum.yaml"
+    if curriculum_path.is_file():
+        from stay.artefacts import LessonPlan
+
+        curriculum = load(curriculum_path, Curriculum)
+        plans = {}
+        for module in curriculum.modules:
+            for lesson in module.lessons:
+                path = root / f"modules/{module.id}-{module.slug}/{lesson.id}.plan.yaml"
+                if path.is_file():
+                    plans[lesson.id] = load(path, LessonPlan)
+        state.graph = course_graph(curriculum, plans)
+    return state
+
+
+def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "courses",
+            decline: bool = False, note: str = "", by: str | None = None) -> None:
+    """Answer a gate for a course: record approval (or a decline) with the hash of
+    every file it covers, so a later edit to any of them retires the answer."""
+    if gate not in ("design", "plan"):
+        raise UsageError(f"unknown gate '{gate}'; the gates are design and plan")
+    state = _open(slug, courses_dir)
+    if gate == "plan" and not decline:
+        holds, why = state.approval("design")
+        if not holds:
+            raise PipelineError(f"approve the design gate first: {why}")
+    unready = [f"{p} ({status})" for p in state.covered(gate)
+               for status, _why in [state.status(p)] if status != "current"]
+    if unready and not decline:
+        raise PipelineError(f"cannot approve the {gate} gate of '{slug}': {', '.join(unready)}; run "
+                            f"`stay build {slug}` first")
+    who = by or _user()
+    state.answer(gate, approved=not decline, by=who, note=note)
+    state.project_statuses(load_manifest(state.root))
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "unknown"
+
+
+def status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses"
+           ) -> dict[str, tuple[Status, list[str]]]:
+    """Every artefact's derived status, with the inputs that made a stale one stale."""
+    return _open(slug, courses_dir).statuses()
+
+
+def gate_status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses") -> dict[str, str]:
+    state = _open(slug, courses_dir)
+    found = {}
+    for gate in ("design", "plan"):
+        holds, why = state.approval(gate)
+        found[gate] = "approved" if holds else why
+    return found
+
+
+def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses"
+          ) -> dict[str, tuple[Status, list[str]]]:
+    """Rebuild the hash ledger from the files on disk, for a course written elsewhere:
+    every existing artefact becomes current; no model is called."""
+    state = _open(slug, courses_dir)
+    state.adopt()
+    state.project_statuses(load_manifest(state.root))
+    return state.statuses()
+
+
+__all__ = ["BuildResult", "adopt", "approve", "brief_from_data", "build_course", "gate_status",
+           "run_command", "status"]

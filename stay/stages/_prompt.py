@@ -1,0 +1,109 @@
+"""Prompt templates and reference documents, and turning a stage's inputs into a request.
+
+The runner loads a ``Prompts`` once (that is I/O); stages receive it as an input,
+so a stage's request is a pure function of the stage and its inputs, and two runs
+of a stage are comparable: a prompt change shows up as a snapshot diff.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel
+
+from stay.artefacts import ArtefactLoadError, validate_as
+from stay.errors import AnswerError
+from stay.models import ModelAnswer, ModelRequest, Role, SystemBlock
+
+M = TypeVar("M", bound=BaseModel)
+
+REFERENCE_NAMES: tuple[str, ...] = (
+    "backward-design.md", "blooms-taxonomy.md", "cognitive-load.md", "assessment-design.md",
+    "example-design.md", "capstone-design.md", "retrieval-and-spacing.md", "course-state.md",
+    "bloom-verbs.yaml", "house-style.yaml",
+)
+"""The ten reference documents; the two YAML files are byte-identical to data/."""
+
+
+def reference_set(*names: str) -> tuple[str, ...]:
+    """A stage's fixed reference set, checked against the ten documents at import."""
+    unknown = [name for name in names if name not in REFERENCE_NAMES]
+    if unknown:
+        raise ValueError(f"unknown reference documents {unknown}; known: {REFERENCE_NAMES}")
+    return names
+
+
+def packaged_prompts_dir() -> Path:
+    """The prompts shipped with stay: inside the wheel, or the checkout's prompts/."""
+    here = Path(__file__).resolve().parents[1]
+    wheel = here / "_prompts"
+    return wheel if wheel.is_dir() else here.parent / "prompts"
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """Every stage template and reference document of one prompt directory."""
+
+    directory: str
+    templates: Mapping[str, str]
+    references: Mapping[str, str]
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str] | None = None) -> Prompts:
+        root = Path(directory) if directory is not None else packaged_prompts_dir()
+        templates = {p.stem: p.read_text(encoding="utf-8") for p in sorted(root.glob("*.md"))}
+        references = {name: (root / "reference" / name).read_text(encoding="utf-8")
+                      for name in REFERENCE_NAMES}
+        return cls(os.fspath(root), templates, references)
+
+    def hashes(self) -> dict[str, str]:
+        """sha256 of every template and reference, by relative path (for eval reports)."""
+        files = {f"{name}.md": text for name, text in self.templates.items()}
+        files.update({f"reference/{name}": text for name, text in self.references.items()})
+        return {path: hashlib.sha256(text.encode()).hexdigest() for path, text in sorted(files.items())}
+
+
+def parse_answer(output: type[M], answer: ModelAnswer, stage: str, artefact: str) -> M:
+    """The answer's data as ``output``; a mismatch is one line naming stage, file and field."""
+    try:
+        return validate_as(output, answer.data, f"{artefact} (stage {stage})")
+    except ArtefactLoadError as exc:
+        raise AnswerError(f"the model's answer does not fit its schema: {exc}") from None
+
+
+def render_inputs(inputs: Mapping[str, Any]) -> str:
+    """Inputs as the user message: one fenced YAML block per input, in a fixed order."""
+    parts = []
+    for name, value in inputs.items():
+        text = yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=100)
+        parts.append(f"## {name}\n\n```yaml\n{text}```\n")
+    return "\n".join(parts)
+
+
+def build_request(*, stage: str, role: Role, references: tuple[str, ...], prompts: Prompts,
+                  artefact: str, output: type[BaseModel], inputs: Mapping[str, Any]) -> ModelRequest:
+    """The request for one stage call.
+
+    The system prompt is the stable prefix, identical for every call of the stage
+    (so the wave's lessons share one cached prefix): the common preamble, the
+    stage's instructions, then its reference documents, the last block marked for
+    caching. Everything that varies per call is in the user message.
+    """
+    instructions = prompts.templates[stage]
+    documents = "\n\n".join(
+        f'<reference name="{name}">\n{prompts.references[name]}\n</reference>' for name in references)
+    system = (
+        SystemBlock(text=prompts.templates["common"].strip() + "\n\n" + instructions.strip()),
+        SystemBlock(text=documents, cache=True),
+    )
+    return ModelRequest(
+        stage=stage, role=role, artefact=artefact, system=system,
+        user=render_inputs(inputs), output_schema=output.model_json_schema(),
+        output_name=output.__name__, inputs=dict(inputs),
+    )

@@ -1,0 +1,119 @@
+"""The artefact graph: acyclic, declared inputs only, and non-transitive staleness."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import networkx as nx
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stay.artefacts import Brief, Curriculum, LessonEntry, LessonPlan, Module, NewTerm, Section
+from stay.pipeline import course_graph
+from stay.pipeline._course_graph import BRIEF, artefact_paths
+from stay.pipeline._state import CourseState
+
+BRIEF_VALUE = Brief(title="T", topic="t", audience="a", time_available="1 hour")
+
+
+@st.composite
+def curricula(draw: st.DrawFn) -> tuple[Curriculum, dict[str, LessonPlan]]:
+    modules = []
+    for m in range(1, draw(st.integers(1, 5)) + 1):
+        lessons = [LessonEntry(id=f"m{m:02d}-l{j:02d}", title=f"L{m}{j}", minutes=20, summary="s")
+                   for j in range(1, draw(st.integers(1, 4)) + 1)]
+        modules.append(Module(id=f"m{m:02d}", slug=f"mod-{m}", title="M", summary="s", lessons=lessons))
+    curriculum = Curriculum(modules=modules)
+    ids = [lesson.id for module in modules for lesson in module.lessons]
+    plans: dict[str, LessonPlan] = {}
+    introduced: list[str] = []
+    for lesson_id in ids:
+        revisits = draw(st.lists(st.sampled_from(introduced), max_size=2, unique=True)) if introduced else []
+        terms = [f"term {lesson_id} {k}" for k in range(draw(st.integers(0, 2)))]
+        plans[lesson_id] = LessonPlan(
+            lesson=lesson_id, title="x", minutes=20, outcomes=[],
+            sections=[Section(heading="Recap", kind="recap", minutes=20, covers=[])],
+            new_terms=[NewTerm(term=t, definition="d") for t in terms],
+            prerequisites=[], revisits=revisits)
+        introduced += terms
+    return curriculum, plans
+
+
+def _introducer(plans: dict[str, LessonPlan], curriculum: Curriculum, term: str) -> str:
+    for module in curriculum.modules:
+        for lesson in module.lessons:
+            if any(t.term == term for t in plans[lesson.id].new_terms):
+                return f"modules/{module.id}-{module.slug}/{lesson.id}.plan.yaml"
+    raise AssertionError(term)
+
+
+@given(curricula())
+def test_the_artefact_graph_is_acyclic_and_wave_artefacts_have_only_declared_inputs(
+    generated: tuple[Curriculum, dict[str, LessonPlan]],
+) -> None:
+    curriculum, plans = generated
+    g = course_graph(curriculum, plans)
+    assert nx.is_directed_acyclic_graph(g)
+    lessons = [(m, lesson) for m in curriculum.modules for lesson in m.lessons]
+    for module, lesson in lessons:
+        prefix = f"modules/{module.id}-{module.slug}/{lesson.id}"
+        own = {f"{prefix}.plan.yaml", "outcomes.yaml", "audience.yaml"}
+        assert set(g.predecessors(f"{prefix}.md")) == own
+        assert set(g.predecessors(f"{prefix}.exercises.yaml")) == own
+        revisited = {_introducer(plans, curriculum, t) for t in plans[lesson.id].revisits}
+        assert set(g.predecessors(f"{prefix}.quiz.yaml")) == own | revisited
+        earlier = {f"modules/{m.id}-{m.slug}/{x.id}.plan.yaml"
+                   for m in curriculum.modules[:curriculum.modules.index(module)] for x in m.lessons}
+        assert set(g.predecessors(f"{prefix}.plan.yaml")) == {
+            "curriculum.yaml", "outcomes.yaml", "assessment.yaml"} | earlier
+    all_plans = {p for p in g if p.endswith(".plan.yaml")}
+    assert set(g.predecessors("project.yaml")) == {"curriculum.yaml", "outcomes.yaml",
+                                                   "assessment.yaml"} | all_plans
+    assert set(g.predecessors("glossary.yaml")) == all_plans
+    assert set(g.predecessors("audience.yaml")) == {BRIEF}
+
+
+@settings(max_examples=60, deadline=None)
+@given(curricula(), st.data())
+def test_staleness_is_non_transitive(generated: tuple[Curriculum, dict[str, LessonPlan]],
+                                     data: st.DataObject) -> None:
+    curriculum, plans = generated
+    g = course_graph(curriculum, plans)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for path in artefact_paths(g):
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(f"content of {path}\n")
+        state = CourseState(root, g, BRIEF_VALUE)
+        state.adopt()
+        assert {s for s, _why in state.statuses().values()} == {"current"}
+
+        changed = data.draw(st.sampled_from([p for p in artefact_paths(g) if g.out_degree(p)]))
+        (root / changed).write_text("regenerated, with different bytes\n")
+        state.record([changed])  # the pipeline rewrote it
+        children = set(g.successors(changed))
+        statuses = state.statuses()
+        for path, (status, why) in statuses.items():
+            if path in children:
+                assert (status, why) == ("stale", [changed]), path
+            else:
+                assert status == "current", (path, status)  # grandchildren untouched
+
+        # regenerating the children byte for byte stops the cascade right there
+        state.record(sorted(children))
+        assert {s for s, _why in state.statuses().values()} == {"current"}
+
+
+def test_a_hand_edit_is_edited_not_stale(tmp_path: Path) -> None:
+    curriculum = Curriculum(modules=[])
+    g = course_graph(curriculum)
+    for path in artefact_paths(g):
+        (tmp_path / path).write_text("x\n")
+    state = CourseState(tmp_path, g, BRIEF_VALUE)
+    state.adopt()
+    (tmp_path / "outcomes.yaml").write_text("edited by a person\n")
+    assert state.status("outcomes.yaml") == ("edited", [])
+    assert state.status("assessment.yaml") == ("stale", ["outcomes.yaml"])
+    (tmp_path / "project.yaml").unlink()
+    assert state.status("project.yaml") == ("missing", [])

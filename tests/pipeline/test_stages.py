@@ -1,0 +1,151 @@
+"""Stages are pure, their reference sets are pinned, and their requests are snapshotted."""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+import stay.artefacts as artefacts
+from stay.artefacts import (
+    Assessment,
+    Audience,
+    Brief,
+    Curriculum,
+    LessonPlan,
+    Outcomes,
+)
+from stay.models import ModelAnswer, ModelRequest, OfflineBackend
+from stay.stages import REFERENCE_NAMES, STAGES, Prompts
+from tests.conftest import ROOT, SAMPLE
+
+PINNED = {
+    "audience": ("backward-design.md", "course-state.md"),
+    "curriculum": ("backward-design.md", "cognitive-load.md", "house-style.yaml", "course-state.md"),
+    "outcomes": ("blooms-taxonomy.md", "bloom-verbs.yaml", "course-state.md"),
+    "assessment": ("assessment-design.md", "blooms-taxonomy.md", "course-state.md"),
+    "plan": ("cognitive-load.md", "retrieval-and-spacing.md", "example-design.md", "house-style.yaml",
+             "course-state.md"),
+    "content": ("house-style.yaml", "example-design.md", "cognitive-load.md", "course-state.md"),
+    "exercises": ("assessment-design.md", "blooms-taxonomy.md", "example-design.md", "course-state.md"),
+    "quiz": ("house-style.yaml", "assessment-design.md", "blooms-taxonomy.md", "retrieval-and-spacing.md"),
+    "capstone": ("capstone-design.md", "assessment-design.md", "house-style.yaml", "course-state.md"),
+}
+PROMPTS = Prompts.load()
+
+
+def test_reference_sets_are_pinned() -> None:
+    assert {name: module.REFERENCES for name, module in STAGES.items()} == PINNED
+
+
+def test_every_reference_document_is_used_by_some_stage() -> None:
+    assert {name for refs in PINNED.values() for name in refs} == set(REFERENCE_NAMES)
+
+
+@pytest.mark.parametrize("name", ["bloom-verbs.yaml", "house-style.yaml"])
+def test_the_verb_table_a_stage_is_told_is_the_table_it_is_checked_against(name: str) -> None:
+    assert (ROOT / "prompts" / "reference" / name).read_bytes() == (ROOT / "data" / name).read_bytes()
+
+
+def test_reference_documents_have_substance() -> None:
+    for name in REFERENCE_NAMES:
+        if name.endswith(".md"):
+            text = PROMPTS.references[name]
+            assert text.startswith("# ") and len(text.split()) > 500, name
+
+
+def test_one_template_per_stage() -> None:
+    assert set(PROMPTS.templates) == {*STAGES, "common"}
+
+
+def _sample_inputs() -> dict[str, Any]:
+    """The sample brief and the sample course's artefacts: the stages' inputs."""
+    def load(rel: str, model: type[Any]) -> Any:
+        return artefacts.load(SAMPLE / rel, model)
+
+    brief = Brief.from_yaml(ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml")
+    audience = load("audience.yaml", Audience)
+    curriculum = load("curriculum.yaml", Curriculum)
+    outcomes = load("outcomes.yaml", Outcomes)
+    assessment = load("assessment.yaml", Assessment)
+    module = curriculum.modules[1]
+    prefix = f"modules/{module.id}-{module.slug}"
+    first = [load(f"modules/{curriculum.modules[0].id}-{curriculum.modules[0].slug}/{x.id}.plan.yaml",
+                  LessonPlan) for x in curriculum.modules[0].lessons]
+    plan = load(f"{prefix}/{module.lessons[0].id}.plan.yaml", LessonPlan)
+    own = [o for o in outcomes.outcomes if o.lesson == plan.lesson]
+    return dict(brief=brief, audience=audience, curriculum=curriculum, outcomes=outcomes,
+                assessment=assessment, module=module, prefix=prefix, first=first, plan=plan, own=own)
+
+
+INPUTS = _sample_inputs()
+
+
+def _sample_requests(inputs: dict[str, Any] = INPUTS) -> dict[str, ModelRequest]:
+    """Every stage's request for the sample brief: no file is read here."""
+    brief, audience, curriculum = inputs["brief"], inputs["audience"], inputs["curriculum"]
+    outcomes, assessment, module = inputs["outcomes"], inputs["assessment"], inputs["module"]
+    prefix, first, plan, own = inputs["prefix"], inputs["first"], inputs["plan"], inputs["own"]
+    stages = STAGES
+    return {
+        "audience": stages["audience"].request(brief, PROMPTS),
+        "curriculum": stages["curriculum"].request(brief, audience, PROMPTS),
+        "outcomes": stages["outcomes"].request(audience, curriculum, PROMPTS),
+        "assessment": stages["assessment"].request(curriculum, outcomes, PROMPTS),
+        "plan": stages["plan"].request(module, curriculum, outcomes, assessment, first, PROMPTS),
+        "content": stages["content"].request(plan, own, audience, f"{prefix}/{plan.lesson}.md", PROMPTS),
+        "exercises": stages["exercises"].request(plan, own, audience, f"{prefix}/x.exercises.yaml",
+                                                 PROMPTS),
+        "quiz": stages["quiz"].request(plan, own, audience, first[:1], f"{prefix}/x.quiz.yaml", PROMPTS),
+        "capstone": stages["capstone"].request(curriculum, outcomes, assessment, first, PROMPTS),
+    }
+
+
+@pytest.mark.parametrize("stage", list(STAGES))
+def test_rendered_request_for_the_sample_brief(stage: str, snapshot: SnapshotAssertion) -> None:
+    request = _sample_requests()[stage]
+    assert request.stage == stage and request.role == STAGES[stage].ROLE
+    instructions, documents = request.system
+    assert documents.cache and not instructions.cache  # the stable prefix ends with the references
+    names = [line.split('"')[1] for line in documents.text.splitlines() if line.startswith("<reference ")]
+    assert tuple(names) == STAGES[stage].REFERENCES
+    assert {
+        "role": request.role, "artefact": request.artefact, "output": request.output_name,
+        "schema_fields": sorted(request.output_schema["properties"]),
+        "instructions": instructions.text, "references": names,
+        "references_sha256": hashlib.sha256(documents.text.encode()).hexdigest(),
+        "user": request.user, "max_tokens": request.max_tokens,
+    } == snapshot
+
+
+def test_the_stable_prefix_is_the_same_for_every_lesson_of_the_wave() -> None:
+    a = _sample_requests()["content"]
+    other = a.model_copy(update={"inputs": {}, "user": "another lesson"})
+    assert a.system == other.system
+
+
+def test_stages_do_no_io_clock_or_randomness(monkeypatch: pytest.MonkeyPatch) -> None:
+    requests = _sample_requests()
+    backend = OfflineBackend()
+    answers: dict[str, ModelAnswer] = {s: backend.complete(r, "offline") for s, r in requests.items()}
+
+    def forbidden(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("a stage touched I/O, the clock or randomness")
+
+    for target, name in ((builtins, "open"), (Path, "read_text"), (Path, "read_bytes"),
+                         (time, "time"), (time, "monotonic"), (random, "random")):
+        monkeypatch.setattr(target, name, forbidden)
+    again = _sample_requests()
+    assert again == requests  # same inputs, same request
+    plan, module = INPUTS["plan"], INPUTS["module"]
+    STAGES["audience"].artefact(answers["audience"])
+    STAGES["plan"].artefact(answers["plan"], module)
+    STAGES["content"].artefact(answers["content"], plan, "x.md")
+    STAGES["quiz"].artefact(answers["quiz"], "x.quiz.yaml")
+    STAGES["capstone"].artefact(answers["capstone"])

@@ -1,0 +1,183 @@
+"""What the pipeline can and cannot do, proven on its graph: no model, key or course.
+
+Each property of pipeline.md is a test here, and each check of ``problems()`` is
+shown to catch a copy of the graph broken on purpose.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+
+from stay.pipeline import DECLARATION, graph, problems
+from stay.stages import STAGES
+
+DESIGN_STAGES = ["audience", "curriculum", "outcomes", "assessment"]
+WAVE = ["write_lesson", "write_capstone"]
+GUARDS = ["require_design", "require_gates", "repair_seed"]
+
+
+def _kinds(g: nx.DiGraph, kind: str) -> list[str]:
+    return [n for n, a in g.nodes(data=True) if a["kind"] == kind]
+
+
+def test_the_declared_graph_has_no_problems() -> None:
+    assert problems(graph()) == []
+
+
+def test_1_acyclic_every_node_reachable_from_entry_and_reaches_the_end() -> None:
+    g = graph()
+    assert nx.is_directed_acyclic_graph(g)
+    (end,) = [n for n in g if g.out_degree(n) == 0]
+    assert end == "repair"
+    for node in g:
+        assert node == "entry" or nx.has_path(g, "entry", node), node
+        assert nx.has_path(g, node, end), node
+
+
+@pytest.mark.parametrize("removed, after", list(zip(DESIGN_STAGES, [*DESIGN_STAGES[1:], "design_summary"],
+                                                     strict=True)))
+def test_2_removing_a_design_stage_makes_the_next_one_and_the_design_gate_unreachable(
+    removed: str, after: str
+) -> None:
+    g = graph()
+    g.remove_node(removed)
+    reachable = nx.descendants(g, "entry")
+    # everything after the removed stage up to the design gate's ask: the guards of the
+    # plan and write commands join later, at the gate's record node.
+    later = DESIGN_STAGES[DESIGN_STAGES.index(after):] if after in DESIGN_STAGES else []
+    downstream = [after, *later, "design_summary", "design_ask"]
+    assert not reachable & set(downstream)
+
+
+def test_3_every_path_into_the_wave_passes_both_gate_records() -> None:
+    g = graph()
+    for record in ("design_record", "plan_record"):
+        cut = g.copy()
+        cut.remove_node(record)
+        for wave in WAVE:
+            assert not nx.has_path(cut, "entry", wave), (record, wave)
+    for wave in WAVE:
+        for path in nx.all_simple_paths(g, "entry", wave):
+            assert "design_record" in path and "plan_record" in path
+
+
+def test_4_no_gate_node_is_reachable_from_the_wave() -> None:
+    g = graph()
+    gates = {n for n, a in g.nodes(data=True) if a["kind"].startswith("gate")}
+    assert len(gates) == 6
+    for wave in WAVE:
+        assert not nx.descendants(g, wave) & gates
+
+
+def test_5_each_gate_is_exactly_summary_ask_record() -> None:
+    g = graph()
+    for gate in ("design", "plan"):
+        assert list(g.predecessors(f"{gate}_ask")) == [f"{gate}_summary"]
+        assert list(g.successors(f"{gate}_ask")) == [f"{gate}_record"]
+        assert g.nodes[f"{gate}_summary"]["kind"] == "gate-summary"
+        assert g.nodes[f"{gate}_record"]["kind"] == "gate-record"
+
+
+def test_6_every_path_to_the_first_writing_node_passes_moderate() -> None:
+    g = graph()
+    first = [n for n, a in g.nodes(data=True)
+             if a["writes"] and not any(g.nodes[x]["writes"] for x in nx.ancestors(g, n))]
+    assert first == ["scaffold"]
+    assert all("moderate" in path for path in nx.all_simple_paths(g, "entry", "scaffold"))
+    cut = g.copy()
+    cut.remove_node("moderate")
+    assert not nx.has_path(cut, "entry", "scaffold")
+
+
+def test_7_only_gather_follows_the_wave_then_merge_then_land_then_validate() -> None:
+    g = graph()
+    for wave in WAVE:
+        assert list(g.successors(wave)) == ["gather"]
+    assert list(g.successors("gather")) == ["merge_glossary"]
+    assert list(g.successors("merge_glossary")) == ["land_manifest"]
+    assert list(g.successors("land_manifest")) == ["validate"]
+
+
+def test_8_each_stage_reference_set_is_the_declared_constant() -> None:
+    g = graph()
+    seen = set()
+    for _name, attrs in g.nodes(data=True):
+        for stage, refs in attrs["references"].items():
+            assert refs is STAGES[stage].REFERENCES
+            assert attrs["role"] in (STAGES[stage].ROLE, sorted({STAGES[s].ROLE for s in attrs["stages"]}))
+            seen.add(stage)
+    assert seen == set(STAGES)
+
+
+def test_entries_join_where_the_contract_says() -> None:
+    g = graph()
+    assert dict(DECLARATION.entries) == {"new": "intake", "build": "intake", "plan": "require_design",
+                                         "write": "require_gates", "repair": "repair_seed"}
+    assert sorted(g.successors("choose_entry")) == sorted({*DECLARATION.entries.values()})
+    assert all(g.nodes[guard]["kind"] == "guard" for guard in GUARDS)
+
+
+def test_every_node_carries_kind_writes_role_and_references() -> None:
+    for _name, attrs in graph().nodes(data=True):
+        assert {"kind", "writes", "role", "references", "stages"} <= set(attrs)
+        assert isinstance(attrs["writes"], bool)
+
+
+def test_graph_returns_a_copy_the_runner_cannot_be_changed_through() -> None:
+    g = graph()
+    g.remove_node("moderate")
+    assert "moderate" in graph()
+
+
+# -- breaking copies on purpose: each check must catch it -----------------------------
+
+
+def test_dropping_a_gate_edge_is_caught() -> None:
+    g = graph()
+    g.remove_edge("design_ask", "design_record")
+    g.add_edge("design_ask", "plan_modules")
+    found = problems(g)
+    assert any("design_ask must have exactly one successor" in p for p in found)
+
+
+def test_an_edge_from_the_wave_back_to_a_gate_is_caught() -> None:
+    g = graph()
+    g.add_edge("write_lesson", "plan_summary")
+    found = problems(g)
+    assert any("cycle" in p for p in found)
+    assert any("reachable from wave node write_lesson" in p for p in found)
+    assert any("wave node write_lesson must lead only to gather" in p for p in found)
+
+
+def test_bypassing_moderate_is_caught() -> None:
+    g = graph()
+    g.add_edge("intake", "scaffold")
+    assert any("without passing moderate" in p for p in problems(g))
+
+
+def test_a_cycle_is_caught() -> None:
+    g = graph()
+    g.add_edge("validate", "land_manifest")
+    assert any("cycle" in p for p in problems(g))
+
+
+def test_a_shortcut_into_the_wave_is_caught() -> None:
+    g = graph()
+    g.add_edge("require_gates", "write_lesson")
+    assert any("without passing design_record" in p for p in problems(g))
+
+
+def test_a_swapped_reference_set_is_caught() -> None:
+    g = graph()
+    g.nodes["outcomes"]["references"] = {"outcomes": tuple(STAGES["outcomes"].REFERENCES)[::-1]}
+    assert any("reference set for outcomes" in p for p in problems(g))
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    g = graph()
+    g.add_edge("intake", "scaffold")
+    g.add_edge("require_gates", "write_lesson")
+    g.add_node("orphan", kind="mechanical", writes=False, references={}, stages=(), order=99)
+    found = problems(g)
+    assert len(found) >= 3
