@@ -99,9 +99,15 @@ def parse_markdown(text: str, where: str = "lesson") -> LessonContent:
     return validate_as(LessonContent, {**front, "body": text[match.end():]}, where)
 
 
+try:
+    _Loader: type[yaml.SafeLoader | yaml.CSafeLoader] = yaml.CSafeLoader  # libyaml: ten times faster
+except AttributeError:  # PyYAML built without libyaml
+    _Loader = yaml.SafeLoader
+
+
 def _safe_load(text: str, where: str) -> Any:
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""

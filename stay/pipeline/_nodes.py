@@ -54,11 +54,9 @@ def choose_entry(run: Run) -> str:
 
 
 def intake(run: Run) -> None:
+    """The brief was read and checked, and the slug made safe, before the run began."""
     if run.brief is None:
         raise UsageError(f"stay {run.command} needs a brief file")
-    if run.command == "new" and (run.root / "course.yaml").exists():
-        raise UsageError(f"course '{run.slug}' already exists in {run.courses_dir}; "
-                         f"continue it with `stay build {run.slug}`")
 
 
 def moderate(run: Run) -> None:
@@ -292,8 +290,8 @@ def plan_modules(run: Run) -> None:
             run.wrote(todo)
         else:
             run.say(f"  module {module.id}: plans current")
-        earlier += list(run.plans()[lesson.id] for lesson in module.lessons
-                        if lesson.id in run.plans())
+        written = run.plans()
+        earlier += [written[lesson.id] for lesson in module.lessons if lesson.id in written]
     run.refresh_graph()
 
 

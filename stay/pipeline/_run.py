@@ -55,6 +55,7 @@ class Run:
     repair_rounds: int = 2
     lock: threading.Lock = field(default_factory=threading.Lock)
     model_slots: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(8))
+    _plan_cache: dict[tuple[str, int, int], LessonPlan] = field(default_factory=dict)
 
     def say(self, line: str) -> None:
         self.progress(line)
@@ -100,6 +101,7 @@ class Run:
         return load(path, Curriculum) if path.is_file() else None
 
     def plans(self) -> dict[str, LessonPlan]:
+        """Every plan on disk, by lesson id (re-read only when a file changed)."""
         curriculum = self.curriculum()
         found: dict[str, LessonPlan] = {}
         if curriculum is None:
@@ -108,5 +110,14 @@ class Run:
             for lesson in module.lessons:
                 path = self.root / f"modules/{module.id}-{module.slug}/{lesson.id}.plan.yaml"
                 if path.is_file():
-                    found[lesson.id] = load(path, LessonPlan)
+                    found[lesson.id] = self._load_plan(path)
         return found
+
+    def _load_plan(self, path: Path) -> LessonPlan:
+        stat = path.stat()
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
+        cached = self._plan_cache.get(key)
+        if cached is None:
+            cached = load(path, LessonPlan)
+            self._plan_cache[key] = cached
+        return cached

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -91,17 +92,19 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *,
     say = progress or print_progress
     brief, slug = _resolve(command, target, Path(courses_dir), slug)
     root = course_dir(courses_dir, slug)
+    exists = (root / "course.yaml").is_file()
+    if command == "new" and exists:
+        raise UsageError(f"course '{slug}' already exists in {courses_dir}; continue it with "
+                         f"`stay build {slug}`")
+    if command in ("plan", "write", "repair") and not exists:
+        raise UsageError(f"there is no course '{slug}' in {courses_dir}; start one with "
+                         "`stay new BRIEF.yaml`")
     wave, models, rounds = _caps()
     run = Run(command=command, courses_dir=Path(courses_dir), backend=backend or default_backend(say),
               prompts=prompts or Prompts.load(), progress=say, yes=yes, brief=brief, slug=slug,
-              root=root, wave_width=wave, model_width=models, repair_rounds=rounds)
-    import threading
-
-    run.model_slots = threading.Semaphore(models)
+              root=root, wave_width=wave, model_width=models, repair_rounds=rounds,
+              model_slots=threading.Semaphore(models))
     pipeline = graph()
-    if command != "new" and brief is not None and not (root / "course.yaml").is_file() \
-            and command != "build":
-        raise UsageError(f"there is no course '{slug}' in {courses_dir}")
     if command in ("plan", "write", "repair"):
         run.state = CourseState(root, course_graph(Curriculum(modules=[])), brief)  # type: ignore[arg-type]
         run.refresh_graph()

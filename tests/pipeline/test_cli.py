@@ -1,0 +1,109 @@
+"""The ``stay`` command line: every command, its exit code, and one-line refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+BRIEF = str(ROOT / "examples" / "briefs" / "incident-postmortems.yaml")
+SLUG = "incident-postmortems"
+
+
+def refusal(stderr: str) -> str:
+    """The one line that says why: the last line of stderr, after any progress."""
+    lines = stderr.splitlines()
+    assert lines and lines[-1].startswith(("error: ", "refused: ")), stderr
+    assert sum(line.startswith(("error: ", "refused: ")) for line in lines) == 1
+    return lines[-1]
+
+
+def stay(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    return subprocess.run([sys.executable, "-m", "stay.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, check=False)
+
+
+def test_the_whole_flow_from_the_command_line(tmp_path: Path) -> None:
+    courses = str(tmp_path)
+    new = stay("new", BRIEF, "--courses-dir", courses)
+    assert new.returncode == 0, new.stderr
+    assert "stopped at the design gate" in new.stdout
+    assert "[audience]" in new.stderr and "backend: offline" in new.stderr
+
+    again = stay("new", BRIEF, "--courses-dir", courses)
+    assert again.returncode == 2 and again.stderr.count("\n") == 1
+    assert "already exists" in refusal(again.stderr)
+
+    build = stay("build", SLUG, "--courses-dir", courses)
+    assert build.returncode == 4 and "design gate" in build.stdout
+
+    assert stay("approve", SLUG, "design", "--courses-dir", courses).returncode == 0
+    build = stay("build", SLUG, "--courses-dir", courses)
+    assert build.returncode == 4 and "plan gate" in build.stdout
+
+    curriculum = tmp_path / SLUG / "curriculum.yaml"
+    curriculum.write_text(curriculum.read_text().replace("summary: Lessons on", "summary: Lessons about", 1))
+    plan = stay("plan", SLUG, "--courses-dir", courses)
+    assert plan.returncode == 5
+    assert "curriculum.yaml changed since the design gate was approved" in refusal(plan.stderr)
+
+    status = stay("status", SLUG, "--courses-dir", courses)
+    assert status.returncode == 0
+    assert "edited   curriculum.yaml" in status.stdout
+    assert "stale    outcomes.yaml  <- curriculum.yaml" in status.stdout
+    assert "gate     design: curriculum.yaml changed" in status.stdout
+
+    done = stay("build", SLUG, "--yes", "--courses-dir", courses)
+    assert done.returncode == 0, done.stderr
+    assert "validation: 0 FAIL, 0 WARN" in done.stdout
+    assert "[1/" in done.stderr  # progress per lesson
+
+    strict = stay("validate", "--strict", courses)
+    assert strict.returncode == 0 and strict.stdout.endswith("1 courses: 0 FAIL, 0 WARN\n")
+
+
+def test_adopt_and_status_report_every_artefact(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.conftest import SAMPLE
+
+    shutil.copytree(SAMPLE, tmp_path / SAMPLE.name)
+    adopted = stay("adopt", SAMPLE.name, "--courses-dir", str(tmp_path))
+    assert adopted.returncode == 0
+    lines = [line for line in adopted.stdout.splitlines() if not line.startswith("gate")]
+    assert len(lines) == 30 and all(line.startswith("current ") for line in lines)
+
+
+@pytest.mark.parametrize("args, code, fragment", [
+    (["status", "../etc"], 2, "is not a course slug"),
+    (["status", "no-such-course"], 2, "there is no course 'no-such-course'"),
+    (["build", "missing.yaml"], 2, "brief not found"),
+    (["approve", "x", "final"], 2, "invalid choice: 'final'"),
+    (["frobnicate"], 2, "invalid choice: 'frobnicate'"),
+])
+def test_refusals_are_one_line(tmp_path: Path, args: list[str], code: int, fragment: str) -> None:
+    result = stay(*args, "--courses-dir", str(tmp_path)) if args[0] != "frobnicate" else stay(*args)
+    assert result.returncode == code
+    assert result.stderr.count("\n") == 1 and fragment in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("fmt", ["mermaid", "dot", "json"])
+def test_graph_prints_the_pipeline(fmt: str) -> None:
+    result = stay("graph", "--format", fmt)
+    assert result.returncode == 0
+    if fmt == "json":
+        data = json.loads(result.stdout)
+        assert len(data["nodes"]) == 26 and {"source": "design_ask", "target": "design_record"} in [
+            {"source": e["source"], "target": e["target"]} for e in data["edges"]]
+    elif fmt == "mermaid":
+        assert result.stdout.startswith("flowchart TD\n") and "design_ask --> design_record" in result.stdout
+    else:
+        assert result.stdout.startswith("digraph stay {") and "design_ask -> design_record;" in result.stdout
