@@ -134,7 +134,7 @@ def _run(ns: argparse.Namespace) -> int:
     if report is not None:
         print(f"validation: {report.fails} FAIL, {report.warns} WARN ({report.checks} checks)")
         if result.repair:
-            print(f"repair: stopped because {result.repair['stop']}")
+            print(f"repair: stopped because {result.repair.stop}")
         return EXIT_FAIL if report.fails else EXIT_OK
     return EXIT_OK
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ DEFECTS = {
     "exercise-level": "exercises",     # exe005: an exercise pitched at another level
     "vague-criterion": "capstone",     # prj004: a rubric criterion that says "good"
     "banned-verb": "outcomes",         # out005: an outcome that "understands"
+    "no-retrieval": "quiz",            # ret001: no item asks about the lesson's term again
 }
 
 
@@ -43,19 +44,30 @@ class OfflineBackend:
     """Seconds each call sleeps, to make concurrency observable."""
     errors: Mapping[str, int] = field(default_factory=dict)
     """stage -> how many of its next calls raise ``InjectedError``."""
-    defects: frozenset[str] = frozenset()
-    """Names from ``DEFECTS`` to inject into every answer of their stage."""
+    defects: Mapping[str, int | None] | Iterable[str] = ()
+    """Names from ``DEFECTS`` to inject into answers of their stage: a mapping gives how
+    many answers to damage (None: all of them); a plain collection damages all."""
     flag: str | None = None
     """A moderation reason to flag every brief with."""
     name: str = "offline"
     calls: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _errors_left: dict[str, int] = field(default_factory=dict, repr=False)
+    _defects_left: dict[str, int | None] = field(default_factory=dict, repr=False)
+    screened: list[str] = field(default_factory=list)
+    """Every text given to ``screen``, in order."""
+    in_flight: int = 0
+    most_in_flight: int = 0
+    lessons_in_flight: dict[str, int] = field(default_factory=dict)
+    most_lessons_in_flight: int = 0
 
     def __post_init__(self) -> None:
-        unknown = set(self.defects) - set(DEFECTS)
+        counts = (dict(self.defects) if isinstance(self.defects, Mapping)
+                  else dict.fromkeys(self.defects, None))
+        unknown = set(counts) - set(DEFECTS)
         if unknown:
             raise ValueError(f"unknown defects {sorted(unknown)}; known: {sorted(DEFECTS)}")
+        self._defects_left = counts
         self._errors_left = dict(self.errors)
 
     @property
@@ -63,25 +75,53 @@ class OfflineBackend:
         return sum(self.calls.values())
 
     def screen(self, text: str) -> str | None:
+        with self._lock:
+            self.screened.append(text)
         return self.flag
 
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
+        lesson = _lesson_of(request)
         with self._lock:
             self.calls[request.stage] = self.calls.get(request.stage, 0) + 1
             failing = self._errors_left.get(request.stage, 0) > 0
             if failing:
                 self._errors_left[request.stage] -= 1
-        if self.latency:
-            time.sleep(self.latency)
-        if failing:
-            raise InjectedError(f"injected error in stage {request.stage} ({request.artefact})")
-        data = ANSWERS[request.stage](copy.deepcopy(request.inputs))
-        for defect in sorted(self.defects):
-            if DEFECTS[defect] == request.stage:
-                _inject(defect, data)
+            inject = []
+            for name, left in sorted(self._defects_left.items()):
+                if DEFECTS[name] == request.stage and (left is None or left > 0):
+                    inject.append(name)
+                    if left is not None:
+                        self._defects_left[name] = left - 1
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            if lesson:
+                self.lessons_in_flight[lesson] = self.lessons_in_flight.get(lesson, 0) + 1
+                self.most_lessons_in_flight = max(self.most_lessons_in_flight, len(self.lessons_in_flight))
+        try:
+            if self.latency:
+                time.sleep(self.latency)
+            if failing:
+                raise InjectedError(f"injected error in stage {request.stage} ({request.artefact})")
+            data = ANSWERS[request.stage](copy.deepcopy(request.inputs))
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+                if lesson:
+                    self.lessons_in_flight[lesson] -= 1
+                    if not self.lessons_in_flight[lesson]:
+                        del self.lessons_in_flight[lesson]
+        for name in inject:
+            _inject(name, data)
         words = len(request.user.split()) + sum(len(b.text.split()) for b in request.system)
         return ModelAnswer(data=data, model=OFFLINE_MODEL,
                            usage=Usage(input_tokens=words, output_tokens=len(str(data).split())))
+
+
+def _lesson_of(request: ModelRequest) -> str | None:
+    """The lesson a wave request is for (from the file it becomes), else None."""
+    if request.stage not in ("content", "exercises", "quiz"):
+        return None
+    return request.artefact.rsplit("/", 1)[-1].split(".", 1)[0]
 
 
 def _inject(defect: str, data: dict[str, Any]) -> None:
@@ -97,6 +137,9 @@ def _inject(defect: str, data: dict[str, Any]) -> None:
     elif defect == "vague-criterion":
         for criterion in data["rubric"]:
             criterion["criterion"] += " The work is good."
+    elif defect == "no-retrieval":
+        data["items"] = [{**item, "stem": "Which statement matches what this lesson teaches?"}
+                         for item in data["items"] if item.get("outcome")]
     elif defect == "banned-verb":
         first = data["outcomes"][0]
         first["verb"], first["text"] = "understand", "Understand " + first["text"].split(" ", 1)[1]

@@ -28,6 +28,7 @@ from stay.artefacts import (
 from stay.briefs import slugify
 from stay.errors import PipelineError, UsageError
 from stay.pipeline._course_graph import DESIGN, course_graph, lesson_paths, safe_module_dirs
+from stay.pipeline._repair import repair_course
 from stay.pipeline._run import Run, Stop
 from stay.pipeline._state import AUTO_APPROVED, STATE, CourseState, load_manifest, write_if_changed
 from stay.pipeline._wave import run_wave
@@ -346,8 +347,6 @@ def validate(run: Run) -> None:
 
 
 def repair(run: Run) -> None:
-    from stay.pipeline._repair import repair_course
-
     run.repair = repair_course(run)
 
 

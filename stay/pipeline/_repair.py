@@ -1,110 +1,151 @@
 """Bounded repair of the leaf artefacts: content, exercises, quiz and capstone.
 
-It never touches an artefact approved at a gate: silently rewriting one would turn
-an approval into a signature on a document that has since changed. Routing is on
-each defect's owner; a retrieval defect (ret001) goes to the quiz of the lesson
-that introduced the term, which is the path the defect already names.
+Routing is on each defect's owner, never its path alone: the owner names the stage
+that must fix it, the path only which lesson. A retrieval defect (ret001) is
+resolved through the glossary to the lesson that introduced the term, and handed
+to that lesson's quiz. A defect owned by a stage approved at a gate (audience,
+curriculum, outcomes, assessment, plan) is reported and never repaired: silently
+rewriting one would turn an approval into a signature on a document that has since
+changed. Repair stops when nothing remains, nothing is actionable, a round reduced
+no count, or after ``STAY_REPAIR_ROUNDS`` rounds (default 2), and says which.
 """
 
 from __future__ import annotations
 
-import os
-from typing import Any
+from dataclasses import dataclass, field
 
 from stay.artefacts import (
+    Artefact,
     Assessment,
     Audience,
     Curriculum,
+    Glossary,
     Outcomes,
     load,
     write,
 )
+from stay.models import ModelRequest
 from stay.pipeline._course_graph import lesson_paths
 from stay.pipeline._run import Run
+from stay.pipeline._wave import revisited_plans
 from stay.stages import capstone as capstone_stage
 from stay.stages import content as content_stage
 from stay.stages import exercises as exercises_stage
 from stay.stages import quiz as quiz_stage
 from stay.validate import Defect, validate_course
 
-LEAF_OWNERS = ("content", "exercises", "quiz", "capstone")
+LEAF_OWNERS = {"content": ".md", "exercises": ".exercises.yaml", "quiz": ".quiz.yaml",
+               "capstone": "project.yaml"}
+STOP_NOTHING_REMAINS = "nothing remains"
+STOP_NOTHING_ACTIONABLE = "nothing actionable"
+STOP_NO_REDUCTION = "a round reduced no count"
+STOP_ROUND_LIMIT = "round limit"
 
 
-def _actionable(defects: tuple[Defect, ...]) -> dict[str, list[Defect]]:
-    """path -> its defects, for leaf owners only."""
-    found: dict[str, list[Defect]] = {}
-    for defect in defects:
-        if defect.owner in LEAF_OWNERS and defect.code not in ("les001", "exe001", "qz001", "prj001"):
-            found.setdefault(defect.path, []).append(defect)
-    return found
+@dataclass(frozen=True)
+class RepairRound:
+    actionable_before: int
+    actionable_after: int
+    regenerated: tuple[str, ...]
 
 
-def repair_course(run: Run) -> dict[str, Any]:
-    """Repair rounds until nothing remains, nothing is actionable, a round reduced no
-    count, or ``STAY_REPAIR_ROUNDS`` rounds ran. Returns a report naming the stop."""
+@dataclass(frozen=True)
+class RepairReport:
+    """Why repair stopped, what each round did, and what is left for a person."""
+
+    stop: str
+    rounds: tuple[RepairRound, ...] = ()
+    unrepaired: tuple[Defect, ...] = field(default=())
+    """Defects left at the end, gated owners' among them: reported, never repaired."""
+
+
+def route(run: Run, defect: Defect) -> str | None:
+    """The leaf artefact that must change to fix ``defect``, or None if repair may not."""
+    suffix = LEAF_OWNERS.get(defect.owner)
+    if suffix is None:
+        return None
+    if defect.owner == "capstone":
+        return capstone_stage.PATH
+    curriculum = load(run.root / "curriculum.yaml", Curriculum)
+    prefixes = {lesson_id: prefix for lesson_id, _d, prefix in lesson_paths(curriculum)}
+    if defect.code == "ret001":
+        glossary_path = run.root / "glossary.yaml"
+        if not glossary_path.is_file():
+            return None
+        term = " ".join(defect.subject.casefold().split())
+        entry = next((t for t in load(glossary_path, Glossary).terms
+                      if " ".join(t.term.casefold().split()) == term), None)
+        return prefixes[entry.introduced_in] + suffix if entry and entry.introduced_in in prefixes else None
+    lesson = next((i for i, prefix in prefixes.items() if defect.path.startswith(prefix + ".")), None)
+    return prefixes[lesson] + suffix if lesson else None
+
+
+def repair_course(run: Run) -> RepairReport:
     report = run.validation if run.validation is not None else validate_course(run.root)
-    limit = int(os.environ.get("STAY_REPAIR_ROUNDS", run.repair_rounds))
-    rounds: list[dict[str, int]] = []
+    limit = run.repair_rounds
+    rounds: list[RepairRound] = []
     while True:
         if not report.defects:
-            stop = "nothing remains"
+            stop = STOP_NOTHING_REMAINS
             break
-        todo = _actionable(report.defects)
+        todo: dict[str, list[Defect]] = {}
+        for defect in report.defects:
+            target = route(run, defect)
+            if target is not None:
+                todo.setdefault(target, []).append(defect)
         if not todo:
-            stop = "nothing actionable"
+            stop = STOP_NOTHING_ACTIONABLE
             break
         if len(rounds) >= limit:
-            stop = f"round limit ({limit})"
+            stop = STOP_ROUND_LIMIT
             break
-        before = len(report.defects)
-        run.say(f"repair: round {len(rounds) + 1}, {sum(map(len, todo.values()))} defects in "
-                f"{len(todo)} files")
+        before = sum(map(len, todo.values()))
+        run.say(f"repair: round {len(rounds) + 1}: {before} defects in {len(todo)} files")
         for path in sorted(todo):
             _regenerate(run, path, todo[path])
         report = validate_course(run.root)
-        rounds.append({"before": before, "after": len(report.defects)})
-        if len(report.defects) >= before:
-            stop = "a round reduced no count"
+        after = sum(1 for d in report.defects if route(run, d) is not None)
+        rounds.append(RepairRound(before, after, tuple(sorted(todo))))
+        if after >= before:
+            stop = STOP_NO_REDUCTION
             break
     run.validation = report
     run.say(f"repair: stopped ({stop}); {report.fails} FAIL, {report.warns} WARN remain")
-    return {"stop": stop, "rounds": rounds, "remaining": len(report.defects)}
+    return RepairReport(stop, tuple(rounds), report.defects)
 
 
 def _regenerate(run: Run, path: str, defects: list[Defect]) -> None:
-    """Ask the owning stage again, with the defects attached to its inputs."""
+    """Ask the owning stage again, with the defects to fix attached to its inputs."""
     curriculum = load(run.root / "curriculum.yaml", Curriculum)
     outcomes = load(run.root / "outcomes.yaml", Outcomes)
     audience = load(run.root / "audience.yaml", Audience)
     plans = run.plans()
-    notes = [f"{d.code} {d.subject}: {d.message}" for d in defects]
+    notes = [f"{d.code} {d.path} {d.subject}: {d.message}" for d in defects]
+    made: Artefact
     if path == capstone_stage.PATH:
         request = capstone_stage.request(curriculum, outcomes, load(run.root / "assessment.yaml", Assessment),
                                          [plans[i] for i, _d, _p in lesson_paths(curriculum)], run.prompts)
-        made: object = capstone_stage.artefact(run.ask(_with_defects(request, notes)))
+        made = capstone_stage.artefact(run.ask(with_defects(request, notes)))
     else:
-        lesson_id = next((i for i, _d, prefix in lesson_paths(curriculum) if path.startswith(prefix + ".")),
-                         None)
-        if lesson_id is None or lesson_id not in plans:
-            return
+        lesson_id = next(i for i, _d, prefix in lesson_paths(curriculum) if path.startswith(prefix + "."))
         plan = plans[lesson_id]
         own = [o for o in outcomes.outcomes if o.lesson == lesson_id]
         if path.endswith(".md"):
             request = content_stage.request(plan, own, audience, path, run.prompts)
-            made = content_stage.artefact(run.ask(_with_defects(request, notes)), plan, path)
+            made = content_stage.artefact(run.ask(with_defects(request, notes)), plan, path)
         elif path.endswith(".exercises.yaml"):
             request = exercises_stage.request(plan, own, audience, path, run.prompts)
-            made = exercises_stage.artefact(run.ask(_with_defects(request, notes)), path)
-        elif path.endswith(".quiz.yaml"):
-            request = quiz_stage.request(plan, own, audience, [], path, run.prompts)
-            made = quiz_stage.artefact(run.ask(_with_defects(request, notes)), path)
+            made = exercises_stage.artefact(run.ask(with_defects(request, notes)), path)
         else:
-            return
-    write(run.root / path, made)  # type: ignore[arg-type]
+            request = quiz_stage.request(plan, own, audience, revisited_plans(plans, curriculum, plan),
+                                         path, run.prompts)
+            made = quiz_stage.artefact(run.ask(with_defects(request, notes)), path)
+    write(run.root / path, made)
     run.wrote([path])
 
 
-def _with_defects(request: Any, notes: list[str]) -> Any:
+def with_defects(request: ModelRequest, notes: list[str]) -> ModelRequest:
+    """The stage's request, with the validator's findings to fix appended."""
     inputs = {**request.inputs, "defects_to_fix": notes}
     user = request.user + "\n## defects_to_fix\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
     return request.model_copy(update={"inputs": inputs, "user": user})

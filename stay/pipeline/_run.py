@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from stay.artefacts import Brief, Curriculum, LessonPlan, load
 from stay.errors import PipelineError
@@ -49,7 +52,14 @@ class Run:
     calls: int = 0
     usage: Usage = field(default_factory=Usage)
     validation: CourseReport | None = None
-    repair: dict[str, object] | None = None
+    repair: Any = None
+    """RepairReport, when repair ran."""
+    wave: Any = None
+    """WaveStats of the wave, when one ran."""
+    tracer: Any = None
+    """The run's Tracer (stay.pipeline._trace)."""
+    calls_in_flight: Any = field(default_factory=lambda: nullcontext())
+    """A Gauge during the wave (stay.pipeline._wave); a no-op elsewhere."""
     wave_width: int = 4
     model_width: int = 8
     repair_rounds: int = 2
@@ -69,8 +79,12 @@ class Run:
     def ask(self, request: ModelRequest) -> ModelAnswer:
         """One model call, under the model-call cap, counted."""
         model = model_for(request.role)
-        with self.model_slots:
+        with self.model_slots, self.calls_in_flight:
+            start = time.perf_counter()
             answer = self.backend.complete(request, model)
+            seconds = time.perf_counter() - start
+        if self.tracer is not None:
+            self.tracer.call(request, answer, seconds)
         with self.lock:
             self.calls += 1
             self.usage = Usage(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import getpass
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -21,8 +22,11 @@ from stay.models import ModelClient, OfflineBackend, Usage
 from stay.pipeline._course_graph import course_graph
 from stay.pipeline._graph import graph, walk_order
 from stay.pipeline._nodes import HANDLERS
+from stay.pipeline._repair import RepairReport
 from stay.pipeline._run import Progress, Run, Stop, print_progress
 from stay.pipeline._state import CourseState, Status, load_manifest
+from stay.pipeline._trace import Tracer
+from stay.pipeline._wave import WaveStats
 from stay.stages import Prompts
 from stay.validate import CourseReport
 
@@ -40,11 +44,15 @@ class BuildResult:
     """None when the run went to the end; else where it waits, e.g. 'design gate'."""
     reason: str
     validation: CourseReport | None
-    repair: dict[str, object] | None
+    repair: RepairReport | None
     written: tuple[str, ...]
     calls: int
     """Model calls this run made (0 when nothing was missing or stale)."""
     usage: Usage
+    wave: WaveStats | None = None
+    """Lessons, calls and the most in flight at each level, when a wave ran."""
+    trace_id: str = ""
+    """The id of this run's trace in <course>/.runs/traces/."""
 
     @property
     def complete(self) -> bool:
@@ -68,8 +76,9 @@ def _caps() -> tuple[int, int, int]:
             value = int(raw) if raw else default
         except ValueError:
             raise UsageError(f"{name}={raw!r} is not a whole number") from None
-        if value < 1 and name != "STAY_REPAIR_ROUNDS":
-            raise UsageError(f"{name} must be at least 1")
+        least = 0 if name == "STAY_REPAIR_ROUNDS" else 1
+        if value < least:
+            raise UsageError(f"{name} must be at least {least}")
         return value
 
     return (number("STAY_WAVE_CONCURRENCY", 4), number("STAY_MODEL_CONCURRENCY", 8),
@@ -88,7 +97,8 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], **opti
 def _run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                 courses_dir: str | os.PathLike[str] = "courses", yes: bool = False,
                 backend: ModelClient | None = None, prompts: Prompts | None = None,
-                progress: Progress | None = None, slug: str | None = None) -> BuildResult:
+                progress: Progress | None = None, slug: str | None = None,
+                on_node: Callable[[str], None] | None = None) -> BuildResult:
     say = progress or print_progress
     brief, slug = _resolve(command, target, Path(courses_dir), slug)
     root = course_dir(courses_dir, slug)
@@ -105,6 +115,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *,
               root=root, wave_width=wave, model_width=models, repair_rounds=rounds,
               model_slots=threading.Semaphore(models))
     pipeline = graph()
+    tracer = run.tracer = Tracer(slug, command, run.backend.name)  # minted before the run
     if command in ("plan", "write", "repair"):
         run.state = CourseState(root, course_graph(Curriculum(modules=[])), brief)  # type: ignore[arg-type]
         run.refresh_graph()
@@ -112,16 +123,25 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *,
     reason = "done"
     try:
         current = "entry"
-        HANDLERS["entry"](run)
-        start = HANDLERS["choose_entry"](run)
+        with tracer.span("entry", "entry"):
+            HANDLERS["entry"](run)
+        if on_node:
+            on_node("entry")
+        with tracer.span("choose_entry", "router"):
+            start = HANDLERS["choose_entry"](run)
         assert isinstance(start, str)
+        if on_node:
+            on_node("choose_entry")
         for name in walk_order(pipeline, start):
             if name == "write_capstone":
                 continue  # runs inside the wave, beside the lessons
             current = name
             if pipeline.nodes[name]["kind"] == "stage":
                 run.say(f"[{name}]")
-            HANDLERS[name](run)
+            with tracer.span(name, pipeline.nodes[name]["kind"]):
+                HANDLERS[name](run)
+            if on_node:
+                on_node(name)
             if command == "new" and name == "design_summary":
                 raise Stop("design gate", f"stay new stops at the design gate; review "
                                           f".state/design-gate.md, then `stay approve {slug} design`")
@@ -133,10 +153,14 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *,
             if stopped is not None or current != "repair":
                 run.course.project_statuses(load_manifest(root))
             run.course.log_run(command, run.backend.name, run.written, stopped)
+            if run.validation is not None:
+                tracer.scores(run.validation)
+            tracer.flush(root, stopped)
     run.say(f"{run.calls} model calls, {len(set(run.written))} files written")
     return BuildResult(slug=slug, course_dir=root, command=command, stopped_at=stopped, reason=reason,
                        validation=run.validation, repair=run.repair,
-                       written=tuple(sorted(set(run.written))), calls=run.calls, usage=run.usage)
+                       written=tuple(sorted(set(run.written))), calls=run.calls, usage=run.usage,
+                       wave=run.wave, trace_id=tracer.trace_id)
 
 
 def _resolve(command: str, target: Brief | str | os.PathLike[str], courses_dir: Path,
@@ -157,14 +181,17 @@ def _resolve(command: str, target: Brief | str | os.PathLike[str], courses_dir: 
 
 def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os.PathLike[str] = "courses",
                  yes: bool = False, backend: ModelClient | None = None, prompts: Prompts | None = None,
-                 progress: Progress | None = None, slug: str | None = None) -> BuildResult:
+                 progress: Progress | None = None, slug: str | None = None,
+                 on_node: Callable[[str], None] | None = None) -> BuildResult:
     """Build a course from its brief, resuming from whatever is on disk.
 
     Stops at the design gate and the plan gate unless their approvals hold; with
     ``yes=True`` each gate is answered and recorded as ``auto-approved (--yes)``.
+    ``on_node`` is called with each node's name after it completes (tests use it to
+    crash a run after any node and show that a rerun finishes the same course).
     """
     return run_command("build", brief, courses_dir=courses_dir, yes=yes, backend=backend,
-                       prompts=prompts, progress=progress, slug=slug)
+                       prompts=prompts, progress=progress, slug=slug, on_node=on_node)
 
 
 def _open(slug: str, courses_dir: str | os.PathLike[str]) -> CourseState:

@@ -1,17 +1,23 @@
 """The wave: every lesson (content, exercises, quiz) and the capstone, in flight together.
 
 ``STAY_WAVE_CONCURRENCY`` caps lessons in flight; ``STAY_MODEL_CONCURRENCY`` caps
-model calls in flight whatever the width. Each wave task writes only its own
-files (atomically, as soon as it finishes, so a crash loses no finished file);
-the shared files (course.yaml, glossary.yaml, the run log) are written once,
-after the barrier.
+model calls in flight whatever the width: each lesson makes its three calls at
+once, so four lessons alone would be twelve requests. Each wave task writes only
+its own files, atomically, as soon as they are done, so a crash loses no finished
+file; the ledger is written sorted, and the shared files (glossary.yaml,
+course.yaml, the run log) are written once, after the barrier.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 
 from stay.artefacts import (
+    Artefact,
     Assessment,
     Audience,
     Curriculum,
@@ -29,6 +35,34 @@ from stay.stages import exercises as exercises_stage
 from stay.stages import quiz as quiz_stage
 
 
+@dataclass(frozen=True)
+class WaveStats:
+    """What the wave did, for tests and benchmarks (never written into a course)."""
+
+    lessons: int
+    calls: int
+    max_lessons_in_flight: int
+    max_calls_in_flight: int
+    seconds: float
+
+
+class Gauge:
+    """Counts things in flight and remembers the most there ever were."""
+
+    def __init__(self) -> None:
+        self.now = self.most = 0
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        with self._lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+
+    def __exit__(self, *_exc: object) -> None:
+        with self._lock:
+            self.now -= 1
+
+
 def _todo(run: Run, path: str) -> bool:
     status, _why = run.course.status(path)
     if status == "edited":
@@ -37,68 +71,96 @@ def _todo(run: Run, path: str) -> bool:
     return status in ("missing", "stale")
 
 
-def run_wave(run: Run) -> None:
+def revisited_plans(plans: dict[str, LessonPlan], curriculum: Curriculum,
+                    plan: LessonPlan) -> list[LessonPlan]:
+    """The plans that introduce the terms ``plan`` revisits (a quiz's extra inputs)."""
+    introducer: dict[str, LessonPlan] = {}
+    for lesson_id, _module_dir, _prefix in lesson_paths(curriculum):
+        for new in plans[lesson_id].new_terms if lesson_id in plans else []:
+            introducer.setdefault(" ".join(new.term.casefold().split()), plans[lesson_id])
+    found: list[LessonPlan] = []
+    for revisited in plan.revisits:
+        source = introducer.get(" ".join(revisited.casefold().split()))
+        if source is not None and source not in found:
+            found.append(source)
+    return found
+
+
+def run_wave(run: Run) -> WaveStats:
     curriculum = load(run.root / "curriculum.yaml", Curriculum)
     outcomes = load(run.root / "outcomes.yaml", Outcomes)
     audience = load(run.root / "audience.yaml", Audience)
     plans = run.plans()
-    by_term = {" ".join(t.term.casefold().split()): plans[lesson_id]
-               for lesson_id, _d, _p in reversed(lesson_paths(curriculum)) if lesson_id in plans
-               for t in plans[lesson_id].new_terms}
-    jobs = []
+    jobs: list[tuple[str, str, LessonPlan, list[Outcome], list[str]]] = []
     for lesson_id, _module_dir, prefix in lesson_paths(curriculum):
         plan = plans[lesson_id]
         own = [o for o in outcomes.outcomes if o.lesson == lesson_id]
-        revisited = [by_term[key] for key in dict.fromkeys(" ".join(t.casefold().split())
-                                                            for t in plan.revisits) if key in by_term]
-        todo = [suffix for suffix in (".md", ".exercises.yaml", ".quiz.yaml") if _todo(run, prefix + suffix)]
+        todo = [s for s in (".md", ".exercises.yaml", ".quiz.yaml") if _todo(run, prefix + s)]
         if todo:
-            jobs.append((lesson_id, prefix, plan, own, revisited, todo))
+            jobs.append((lesson_id, prefix, plan, own, todo))
     capstone = _todo(run, capstone_stage.PATH)
     total = len(jobs) + capstone
     if not total:
         run.say("wave: every lesson and the capstone are current")
-        return
+        return WaveStats(0, 0, 0, 0, 0.0)
     run.say(f"wave: {len(jobs)} lessons{' and the capstone' if capstone else ''} "
             f"(at most {run.wave_width} lessons, {run.model_width} calls in flight)")
-    done = 0
+    lessons_gauge = Gauge()
+    run.calls_in_flight = Gauge()
+    lesson_slots = threading.Semaphore(run.wave_width)
+    finished = 0
+    calls_before = run.calls
+    start = time.perf_counter()
 
-    def lesson(job: tuple[str, str, LessonPlan, list[Outcome], list[LessonPlan], list[str]]) -> None:
-        nonlocal done
-        lesson_id, prefix, plan, own, revisited, todo = job
-        for suffix in todo:
-            path = prefix + suffix
-            if suffix == ".md":
-                made: object = content_stage.artefact(run.ask(content_stage.request(
-                    plan, own, audience, path, run.prompts)), plan, path)
-            elif suffix == ".exercises.yaml":
-                made = exercises_stage.artefact(run.ask(exercises_stage.request(
-                    plan, own, audience, path, run.prompts)), path)
-            else:
-                made = quiz_stage.artefact(run.ask(quiz_stage.request(
-                    plan, own, audience, revisited, path, run.prompts)), path)
-            write(run.root / path, made)  # type: ignore[arg-type]
-            run.wrote([path])
+    def call(path: str, make: Callable[[], Artefact]) -> None:
+        made = make()
+        write(run.root / path, made)
+        run.wrote([path])
+
+    def progress(label: str) -> None:
+        nonlocal finished
         with run.lock:
-            done += 1
-            count = done
-        run.say(f"  [{count}/{total}] {lesson_id}: {', '.join(s.lstrip('.').split('.')[0] for s in todo)}")
+            finished += 1
+            count = finished
+        run.say(f"  [{count}/{total}] {label}")
 
-    def project() -> None:
-        nonlocal done
-        made = capstone_stage.artefact(run.ask(capstone_stage.request(
-            curriculum, outcomes, load(run.root / "assessment.yaml", Assessment),
-            [plans[lesson_id] for lesson_id, _d, _p in lesson_paths(curriculum)], run.prompts)))
-        write(run.root / capstone_stage.PATH, made)
-        run.wrote([capstone_stage.PATH])
-        with run.lock:
-            done += 1
-            count = done
-        run.say(f"  [{count}/{total}] capstone: project.yaml")
+    with ThreadPoolExecutor(max_workers=max(1, run.model_width) + 1) as calls_pool, \
+            ThreadPoolExecutor(max_workers=max(1, run.wave_width) + 1) as lessons_pool:
 
-    with ThreadPoolExecutor(max_workers=max(1, run.wave_width)) as pool:
-        futures = [pool.submit(lesson, job) for job in jobs]
-        if capstone:
-            futures.append(pool.submit(project))
-        for future in futures:  # gather: the barrier; the first failure is raised
-            future.result()
+        def lesson(job: tuple[str, str, LessonPlan, list[Outcome], list[str]]) -> None:
+            lesson_id, prefix, plan, own, todo = job
+            makers: dict[str, Callable[[], Artefact]] = {
+                ".md": lambda: content_stage.artefact(run.ask(content_stage.request(
+                    plan, own, audience, prefix + ".md", run.prompts)), plan, prefix + ".md"),
+                ".exercises.yaml": lambda: exercises_stage.artefact(run.ask(exercises_stage.request(
+                    plan, own, audience, prefix + ".exercises.yaml", run.prompts)),
+                    prefix + ".exercises.yaml"),
+                ".quiz.yaml": lambda: quiz_stage.artefact(run.ask(quiz_stage.request(
+                    plan, own, audience, revisited_plans(plans, curriculum, plan), prefix + ".quiz.yaml",
+                    run.prompts)), prefix + ".quiz.yaml"),
+            }
+            with lesson_slots, lessons_gauge:
+                # the lesson's calls at once; the model-call cap is in Run.ask
+                futures = [calls_pool.submit(call, prefix + s, makers[s]) for s in todo]
+                for future in futures:
+                    future.result()
+            progress(f"{lesson_id}: {', '.join(s.lstrip('.').split('.')[0] for s in todo)}")
+
+        def project() -> None:
+            call(capstone_stage.PATH, lambda: capstone_stage.artefact(run.ask(capstone_stage.request(
+                curriculum, outcomes, load(run.root / "assessment.yaml", Assessment),
+                [plans[i] for i, _d, _p in lesson_paths(curriculum)], run.prompts))))
+            progress("capstone: project.yaml")
+
+        futures: list[Future[None]] = []
+        if capstone:  # beside the lessons: it takes a model-call slot, not a lesson slot
+            futures.append(calls_pool.submit(project))
+        futures += [lessons_pool.submit(lesson, job) for job in jobs]
+        errors = [f.exception() for f in futures]  # gather: the barrier waits for every task
+    failure = next((e for e in errors if e is not None), None)
+    if failure is not None:
+        raise failure
+    stats = WaveStats(len(jobs), run.calls - calls_before, lessons_gauge.most, run.calls_in_flight.most,
+                      time.perf_counter() - start)
+    run.wave = stats
+    return stats

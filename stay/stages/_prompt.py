@@ -11,6 +11,7 @@ import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -77,13 +78,24 @@ def parse_answer(output: type[M], answer: ModelAnswer, stage: str, artefact: str
         raise AnswerError(f"the model's answer does not fit its schema: {exc}") from None
 
 
+try:
+    _Dumper: type[yaml.SafeDumper | yaml.CSafeDumper] = yaml.CSafeDumper  # libyaml: much faster
+except AttributeError:  # PyYAML built without libyaml
+    _Dumper = yaml.SafeDumper
+
+
 def render_inputs(inputs: Mapping[str, Any]) -> str:
     """Inputs as the user message: one fenced YAML block per input, in a fixed order."""
     parts = []
     for name, value in inputs.items():
-        text = yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=100)
+        text = yaml.dump(value, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
         parts.append(f"## {name}\n\n```yaml\n{text}```\n")
     return "\n".join(parts)
+
+
+@cache
+def _schema(output: type[BaseModel]) -> dict[str, Any]:
+    return output.model_json_schema()
 
 
 def build_request(*, stage: str, role: Role, references: tuple[str, ...], prompts: Prompts,
@@ -104,6 +116,6 @@ def build_request(*, stage: str, role: Role, references: tuple[str, ...], prompt
     )
     return ModelRequest(
         stage=stage, role=role, artefact=artefact, system=system,
-        user=render_inputs(inputs), output_schema=output.model_json_schema(),
+        user=render_inputs(inputs), output_schema=_schema(output),
         output_name=output.__name__, inputs=dict(inputs),
     )

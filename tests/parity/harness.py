@@ -105,4 +105,4 @@ def examples(contract: int) -> int:
     import os
 
     profile = os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
-    return contract if profile == "ci" else max(10, contract // 10)
+    return contract if profile == "ci" else max(8, contract // 10)

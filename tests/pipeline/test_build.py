@@ -25,8 +25,10 @@ def quiet(_line: str) -> None:
 
 
 def tree(root: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
+    """Every file's hash, .runs/ (traces and caches, never course content) left out."""
     return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and p.name not in skip}
+            for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name not in skip and ".runs" not in p.relative_to(root).parts}
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,90 @@
+"""Traces: one JSON-lines file per run under ``<course>/.runs/traces/``.
+
+The trace id is minted before the run starts, so scores computed after it attach to
+it; the session id is the slug, so a course's whole history is one thread. Every
+node is a span (timing, and per model call: stage, model, tokens, cache reads).
+After validation the defect counts are attached as scores, one per owner, zeros
+included (a missing score reads "not measured", a zero "measured, and clean"),
+plus ``validator_checks_run``, because a rule that stops running also stops
+failing. Nothing from the environment is ever written here: no key, no header.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stay.artefacts import write_text_atomic
+from stay.models import ModelAnswer, ModelRequest
+from stay.validate import OWNERS, CourseReport
+
+TRACES = ".runs/traces"
+
+
+@dataclass
+class Tracer:
+    slug: str
+    command: str
+    backend: str
+    trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    _calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def call(self, request: ModelRequest, answer: ModelAnswer, seconds: float) -> None:
+        """One model call (list.append is atomic: wave threads may call this at once)."""
+        usage = answer.usage
+        self._calls.append({
+            "stage": request.stage, "artefact": request.artefact, "model": answer.model,
+            "seconds": round(seconds, 4), "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+            "cache_read_input_tokens": usage.cache_read_input_tokens,
+        })
+
+    @contextmanager
+    def span(self, name: str, kind: str) -> Iterator[None]:
+        first = len(self._calls)
+        start = time.perf_counter()
+        status = "ok"
+        try:
+            yield
+        except BaseException as exc:
+            status = type(exc).__name__
+            raise
+        finally:
+            calls = sorted(self._calls[first:], key=lambda c: (c["stage"], c["artefact"]))
+            self.records.append({
+                "type": "span", "trace_id": self.trace_id, "session_id": self.slug, "name": name,
+                "kind": kind, "status": status, "seconds": round(time.perf_counter() - start, 4),
+                "calls": calls,
+                "input_tokens": sum(c["input_tokens"] for c in calls),
+                "output_tokens": sum(c["output_tokens"] for c in calls),
+                "cache_read_input_tokens": sum(c["cache_read_input_tokens"] for c in calls),
+                "models": sorted({c["model"] for c in calls}),
+            })
+
+    def scores(self, report: CourseReport) -> None:
+        counts = {owner: 0 for owner in OWNERS}
+        for defect in report.defects:
+            counts[defect.owner] += 1
+        for owner, value in counts.items():
+            self._score(f"validator_{owner}", value)
+        self._score("validator_checks_run", report.checks)
+
+    def _score(self, name: str, value: float) -> None:
+        self.records.append({"type": "score", "trace_id": self.trace_id, "session_id": self.slug,
+                             "name": name, "value": value})
+
+    def flush(self, course_dir: Path, stopped_at: str | None) -> Path:
+        header = {"type": "trace", "trace_id": self.trace_id, "session_id": self.slug,
+                  "command": self.command, "backend": self.backend, "stopped_at": stopped_at}
+        path = course_dir / TRACES / f"{self.trace_id}.jsonl"
+        lines = [json.dumps(record, sort_keys=True) for record in (header, *self.records)]
+        write_text_atomic(path, "\n".join(lines) + "\n")
+        return path
