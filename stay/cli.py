@@ -43,6 +43,11 @@ def _parser() -> argparse.ArgumentParser:
         if name in ("build", "plan", "write"):
             command.add_argument("--yes", action="store_true",
                                  help="answer each gate; recorded as 'auto-approved (--yes)'")
+        command.add_argument("--backend", choices=("offline", "anthropic"),
+                             help="default: anthropic when ANTHROPIC_API_KEY is set, else offline")
+        command.add_argument("--replay", action="store_true",
+                             help="answer only from <course>/.runs/cache/: no model call; a miss "
+                                  "says what changed")
     approve = sub.add_parser("approve", parents=[common], help="answer a gate for a course")
     approve.add_argument("slug")
     approve.add_argument("gate", choices=("design", "plan"))
@@ -125,8 +130,12 @@ def _run(ns: argparse.Namespace) -> int:
     from stay.pipeline import run_command
 
     result = run_command(ns.command, ns.target, courses_dir=ns.courses_dir, yes=getattr(ns, "yes", False),
-                         slug=ns.slug)
+                         slug=ns.slug, backend=ns.backend, replay=ns.replay)
     print(f"{result.slug}: {result.course_dir}")
+    usage = result.usage
+    print(f"usage: {result.calls} calls; {usage.input_tokens} input, {usage.cache_creation_input_tokens} "
+          f"cache-write, {usage.cache_read_input_tokens} cache-read, {usage.output_tokens} output tokens; "
+          f"${result.cost:.4f}")
     if result.stopped_at is not None:
         print(f"stopped at the {result.stopped_at}: {result.reason}")
         return EXIT_OK if ns.command == "new" else EXIT_GATE

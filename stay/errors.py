@@ -7,14 +7,18 @@ and how to fix it, in one line, so the command line can print it as it is.
     │   └── DataFileError   bloom-verbs.yaml or house-style.yaml missing or malformed
     ├── ArtefactError       a course file that cannot be read as its artefact
     ├── AnswerError         a model's answer that does not fit the stage's schema
+    ├── ModelError          the model API failed: overloaded, rate limited, unreachable, refused
+    │   ├── TruncationError the answer was cut off at max_tokens
+    │   ├── RefusalError    the model refused to answer
+    │   └── ReplayMiss      a replayed run met a request it has no recorded answer for
     └── PipelineError       the pipeline refused to go on (a gate, a guard, a missing file)
 """
 
 from __future__ import annotations
 
 __all__ = [
-    "AnswerError", "ArtefactError", "CoursePathError", "DataFileError", "PipelineError", "StayError",
-    "UsageError",
+    "AnswerError", "ArtefactError", "CoursePathError", "DataFileError", "ModelError", "PipelineError",
+    "RefusalError", "ReplayMiss", "StayError", "TruncationError", "UsageError",
 ]
 
 
@@ -44,3 +48,19 @@ class AnswerError(StayError):
 
 class PipelineError(StayError):
     """The pipeline refused to go on: names what blocked it and the command that unblocks it."""
+
+
+class ModelError(StayError):
+    """The model API failed after its retries: the message names the stage and what to do."""
+
+
+class TruncationError(ModelError):
+    """An answer was cut off at max_tokens: incomplete, not malformed."""
+
+
+class RefusalError(ModelError):
+    """The model refused; the message carries the refusal's category and explanation."""
+
+
+class ReplayMiss(ModelError):
+    """A replayed run needed an answer the request cache does not hold."""

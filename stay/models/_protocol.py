@@ -11,8 +11,10 @@ from stay.models._request import ModelAnswer, ModelRequest
 class ModelClient(Protocol):
     """Answers a stage's request with structured data matching its output schema."""
 
-    name: str
-    """Shown in progress and recorded in the run log, e.g. 'offline' or 'anthropic'."""
+    @property
+    def name(self) -> str:
+        """Shown in progress and recorded in the run log, e.g. 'offline' or 'anthropic'."""
+        ...
 
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer: ...
 

@@ -28,8 +28,9 @@ class ModelRequest(BaseModel):
     """A stage's request: a pure function of the stage and its inputs.
 
     ``system`` holds the stable prefix (instructions, then reference documents),
-    ``user`` the inputs rendered for this call, ``inputs`` the same inputs as data
-    (the offline backend answers from them; a real model reads ``user``).
+    ``shared`` and ``user`` the inputs rendered for this call (those shared by every call
+    of the stage first), ``inputs`` the same inputs as data (the offline backend answers
+    from them; a real model reads the text).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -38,6 +39,9 @@ class ModelRequest(BaseModel):
     role: Role
     artefact: str = Field(description="The file this answer becomes, for progress and errors.")
     system: tuple[SystemBlock, ...]
+    shared: str = ""
+    """The start of the user message that every call of the stage in one run shares
+    (e.g. the audience, for every lesson of the wave): cached after the system prompt."""
     user: str
     output_schema: dict[str, Any]
     output_name: str

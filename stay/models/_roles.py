@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from stay.models._request import ROLES, Role
 
 DEFAULT_MODELS: Mapping[Role, str] = {
-    "analysis": "claude-sonnet-4-6",
-    "planning": "claude-opus-4-7",
-    "writing": "claude-sonnet-4-6",
-    "judging": "claude-sonnet-4-6",
+    # The current generation as of late 2026; none is on the SDK's deprecation list.
+    "analysis": "claude-sonnet-5-5",
+    "planning": "claude-opus-5-5",
+    "writing": "claude-sonnet-5-5",
+    "judging": "claude-sonnet-5-5",
 }
 
 

@@ -7,6 +7,7 @@ by hand is kept, and accepted as the new version its dependents are measured by.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import yaml
@@ -118,7 +119,7 @@ def audience(run: Run) -> None:
     brief = run.brief
 
     def make() -> Audience:
-        return audience_stage.artefact(run.ask(audience_stage.request(brief, run.prompts)))
+        return run.produce(audience_stage.request(brief, run.prompts), audience_stage.artefact)
 
     _single(run, audience_stage.PATH, make)
 
@@ -129,7 +130,7 @@ def curriculum(run: Run) -> None:
 
     def make() -> Curriculum:
         audience = load(run.root / "audience.yaml", Audience)
-        made = curriculum_stage.artefact(run.ask(curriculum_stage.request(brief, audience, run.prompts)))
+        made = run.produce(curriculum_stage.request(brief, audience, run.prompts), curriculum_stage.artefact)
         try:
             safe_module_dirs(made)
         except (UsageError, ValueError) as exc:
@@ -142,18 +143,18 @@ def curriculum(run: Run) -> None:
 
 def outcomes(run: Run) -> None:
     def make() -> Outcomes:
-        return outcomes_stage.artefact(run.ask(outcomes_stage.request(
+        return run.produce(outcomes_stage.request(
             load(run.root / "audience.yaml", Audience), load(run.root / "curriculum.yaml", Curriculum),
-            run.prompts)))
+            run.prompts), outcomes_stage.artefact)
 
     _single(run, outcomes_stage.PATH, make)
 
 
 def assessment(run: Run) -> None:
     def make() -> Assessment:
-        return assessment_stage.artefact(run.ask(assessment_stage.request(
+        return run.produce(assessment_stage.request(
             load(run.root / "curriculum.yaml", Curriculum), load(run.root / "outcomes.yaml", Outcomes),
-            run.prompts)))
+            run.prompts), assessment_stage.artefact)
 
     _single(run, assessment_stage.PATH, make)
 
@@ -283,7 +284,7 @@ def plan_modules(run: Run) -> None:
             request = plan_stage.request(module, curriculum, load(run.root / "outcomes.yaml", Outcomes),
                                          load(run.root / "assessment.yaml", Assessment), earlier,
                                          run.prompts)
-            plans = plan_stage.artefact(run.ask(request), module)
+            plans = run.produce(request, functools.partial(plan_stage.artefact, module=module))
             for path, plan in zip(paths, plans, strict=True):
                 if path in todo:
                     write(run.root / path, plan)

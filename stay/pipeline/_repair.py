@@ -125,21 +125,23 @@ def _regenerate(run: Run, path: str, defects: list[Defect]) -> None:
     if path == capstone_stage.PATH:
         request = capstone_stage.request(curriculum, outcomes, load(run.root / "assessment.yaml", Assessment),
                                          [plans[i] for i, _d, _p in lesson_paths(curriculum)], run.prompts)
-        made = capstone_stage.artefact(run.ask(with_defects(request, notes)))
+        made = run.produce(with_defects(request, notes), capstone_stage.artefact)
     else:
         lesson_id = next(i for i, _d, prefix in lesson_paths(curriculum) if path.startswith(prefix + "."))
         plan = plans[lesson_id]
         own = [o for o in outcomes.outcomes if o.lesson == lesson_id]
         if path.endswith(".md"):
             request = content_stage.request(plan, own, audience, path, run.prompts)
-            made = content_stage.artefact(run.ask(with_defects(request, notes)), plan, path)
+            made = run.produce(with_defects(request, notes),
+                               lambda answer: content_stage.artefact(answer, plan, path))
         elif path.endswith(".exercises.yaml"):
             request = exercises_stage.request(plan, own, audience, path, run.prompts)
-            made = exercises_stage.artefact(run.ask(with_defects(request, notes)), path)
+            made = run.produce(with_defects(request, notes),
+                               lambda answer: exercises_stage.artefact(answer, path))
         else:
             request = quiz_stage.request(plan, own, audience, revisited_plans(plans, curriculum, plan),
                                          path, run.prompts)
-            made = quiz_stage.artefact(run.ask(with_defects(request, notes)), path)
+            made = run.produce(with_defects(request, notes), lambda answer: quiz_stage.artefact(answer, path))
     write(run.root / path, made)
     run.wrote([path])
 

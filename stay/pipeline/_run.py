@@ -9,11 +9,11 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from stay.artefacts import Brief, Curriculum, LessonPlan, load
-from stay.errors import PipelineError
-from stay.models import ModelAnswer, ModelClient, ModelRequest, Usage, model_for
+from stay.errors import AnswerError, PipelineError
+from stay.models import ModelAnswer, ModelClient, ModelRequest, Usage, cost, model_for
 from stay.pipeline._course_graph import course_graph
 from stay.pipeline._state import CourseState
 from stay.stages import Prompts
@@ -25,6 +25,16 @@ Progress = Callable[[str], None]
 def print_progress(line: str) -> None:
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
+
+
+T = TypeVar("T")
+
+
+def _add(a: Usage, b: Usage) -> Usage:
+    return Usage(input_tokens=a.input_tokens + b.input_tokens,
+                 output_tokens=a.output_tokens + b.output_tokens,
+                 cache_creation_input_tokens=a.cache_creation_input_tokens + b.cache_creation_input_tokens,
+                 cache_read_input_tokens=a.cache_read_input_tokens + b.cache_read_input_tokens)
 
 
 class Stop(Exception):
@@ -51,6 +61,10 @@ class Run:
     written: list[str] = field(default_factory=list)
     calls: int = 0
     usage: Usage = field(default_factory=Usage)
+    usage_by_stage: dict[str, Usage] = field(default_factory=dict)
+    cost: float = 0.0
+    """US dollars for this run's calls (models in ``unpriced`` not included)."""
+    unpriced: set[str] = field(default_factory=set)
     validation: CourseReport | None = None
     repair: Any = None
     """RepairReport, when repair ran."""
@@ -76,8 +90,22 @@ class Run:
             raise PipelineError(f"course '{self.slug}' is not loaded; this is a bug in stay")
         return self.state
 
+    def produce(self, request: ModelRequest, parse: Callable[[ModelAnswer], T]) -> T:
+        """Ask, and parse the answer into an artefact. An answer that does not fit its
+        schema is asked for once more, with the validation errors attached; a second
+        misfit is reported (AnswerError, naming the stage, the file and the field)."""
+        try:
+            return parse(self.ask(request))
+        except AnswerError as exc:
+            self.say(f"  {request.artefact}: the answer did not fit its schema; asking once more")
+            note = f"Your previous answer did not fit the output schema: {exc}. Answer again."
+            retry = request.model_copy(update={
+                "user": request.user + "\n## schema_errors\n\n" + note + "\n",
+                "inputs": {**request.inputs, "schema_errors": [str(exc)]}})
+            return parse(self.ask(retry))
+
     def ask(self, request: ModelRequest) -> ModelAnswer:
-        """One model call, under the model-call cap, counted."""
+        """One model call, under the model-call cap, counted and priced."""
         model = model_for(request.role)
         with self.model_slots, self.calls_in_flight:
             start = time.perf_counter()
@@ -85,16 +113,16 @@ class Run:
             seconds = time.perf_counter() - start
         if self.tracer is not None:
             self.tracer.call(request, answer, seconds)
+        price = cost(answer.model, answer.usage)
         with self.lock:
             self.calls += 1
-            self.usage = Usage(
-                input_tokens=self.usage.input_tokens + answer.usage.input_tokens,
-                output_tokens=self.usage.output_tokens + answer.usage.output_tokens,
-                cache_creation_input_tokens=self.usage.cache_creation_input_tokens
-                + answer.usage.cache_creation_input_tokens,
-                cache_read_input_tokens=self.usage.cache_read_input_tokens
-                + answer.usage.cache_read_input_tokens,
-            )
+            stage = self.usage_by_stage.get(request.stage, Usage())
+            self.usage_by_stage[request.stage] = _add(stage, answer.usage)
+            if price is None:
+                self.unpriced.add(answer.model)
+            else:
+                self.cost += price
+            self.usage = _add(self.usage, answer.usage)
         return answer
 
     def wrote(self, paths: list[str]) -> None:

@@ -18,7 +18,15 @@ from typing import Literal
 from stay.artefacts import ArtefactLoadError, Brief, Curriculum, load
 from stay.briefs import brief_from_data, check_slug, course_dir, load_brief, slugify
 from stay.errors import ArtefactError, PipelineError, UsageError
-from stay.models import ModelClient, OfflineBackend, Usage
+from stay.models import (
+    AnthropicBackend,
+    CachedBackend,
+    ModelClient,
+    OfflineBackend,
+    RequestCache,
+    Usage,
+    model_table,
+)
 from stay.pipeline._course_graph import course_graph
 from stay.pipeline._graph import graph, walk_order
 from stay.pipeline._nodes import HANDLERS
@@ -53,20 +61,31 @@ class BuildResult:
     """Lessons, calls and the most in flight at each level, when a wave ran."""
     trace_id: str = ""
     """The id of this run's trace in <course>/.runs/traces/."""
+    cost: float = 0.0
+    """US dollars this run paid, from stay.models.PRICES (a replayed answer costs nothing)."""
+    usage_by_stage: dict[str, Usage] | None = None
 
     @property
     def complete(self) -> bool:
         return self.stopped_at is None
 
 
-def default_backend(progress: Progress | None = None) -> ModelClient:
-    """The offline backend unless ``ANTHROPIC_API_KEY`` is set; announced in one line."""
-    if os.environ.get("ANTHROPIC_API_KEY"):
-        raise UsageError("ANTHROPIC_API_KEY is set, but the Claude backend is not part of this "
-                         "version yet; unset the key to build offline")
-    (progress or print_progress)("backend: offline (ANTHROPIC_API_KEY is not set): deterministic "
-                                 "template prose, no network")
-    return OfflineBackend()
+def default_backend(progress: Progress | None = None, name: str | None = None) -> ModelClient:
+    """The named backend; by default anthropic when ``ANTHROPIC_API_KEY`` is set, else the
+    offline backend. Either is announced in one line."""
+    say = progress or print_progress
+    chosen = name or ("anthropic" if os.environ.get("ANTHROPIC_API_KEY") else "offline")
+    if chosen == "anthropic":
+        backend = AnthropicBackend()
+        models = ", ".join(f"{role} {model}" for role, model in model_table().items())
+        say(f"backend: anthropic ({models})")
+        return backend
+    if chosen == "offline":
+        say("backend: offline (ANTHROPIC_API_KEY is not set): deterministic template prose, no network"
+            if not os.environ.get("ANTHROPIC_API_KEY") else
+            "backend: offline (chosen): deterministic template prose, no network")
+        return OfflineBackend()
+    raise UsageError(f"unknown backend '{chosen}'; use offline or anthropic")
 
 
 def _caps() -> tuple[int, int, int]:
@@ -98,7 +117,8 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                 courses_dir: str | os.PathLike[str] = "courses", yes: bool = False,
                 backend: ModelClient | None = None, prompts: Prompts | None = None,
                 progress: Progress | None = None, slug: str | None = None,
-                on_node: Callable[[str], None] | None = None) -> BuildResult:
+                on_node: Callable[[str], None] | None = None, cache: bool | None = None,
+                replay: bool = False) -> BuildResult:
     say = progress or print_progress
     brief, slug = _resolve(command, target, Path(courses_dir), slug)
     root = course_dir(courses_dir, slug)
@@ -110,7 +130,10 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *,
         raise UsageError(f"there is no course '{slug}' in {courses_dir}; start one with "
                          "`stay new BRIEF.yaml`")
     wave, models, rounds = _caps()
-    run = Run(command=command, courses_dir=Path(courses_dir), backend=backend or default_backend(say),
+    client = backend if isinstance(backend, ModelClient) else default_backend(say, backend)
+    if replay or (cache if cache is not None else not isinstance(client, OfflineBackend)):
+        client = CachedBackend(client, RequestCache(root / ".runs" / "cache"), replay=replay)
+    run = Run(command=command, courses_dir=Path(courses_dir), backend=client,
               prompts=prompts or Prompts.load(), progress=say, yes=yes, brief=brief, slug=slug,
               root=root, wave_width=wave, model_width=models, repair_rounds=rounds,
               model_slots=threading.Semaphore(models))
@@ -156,11 +179,16 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *,
             if run.validation is not None:
                 tracer.scores(run.validation)
             tracer.flush(root, stopped)
-    run.say(f"{run.calls} model calls, {len(set(run.written))} files written")
+    usage = run.usage
+    price = f"${run.cost:.4f}" + (f" (unpriced: {', '.join(sorted(run.unpriced))})" if run.unpriced else "")
+    run.say(f"{run.calls} model calls, {len(set(run.written))} files written; tokens: "
+            f"{usage.input_tokens} input, {usage.cache_creation_input_tokens} cache writes, "
+            f"{usage.cache_read_input_tokens} cache reads, {usage.output_tokens} output; cost {price}")
     return BuildResult(slug=slug, course_dir=root, command=command, stopped_at=stopped, reason=reason,
                        validation=run.validation, repair=run.repair,
                        written=tuple(sorted(set(run.written))), calls=run.calls, usage=run.usage,
-                       wave=run.wave, trace_id=tracer.trace_id)
+                       wave=run.wave, trace_id=tracer.trace_id, cost=run.cost,
+                       usage_by_stage=dict(sorted(run.usage_by_stage.items())))
 
 
 def _resolve(command: str, target: Brief | str | os.PathLike[str], courses_dir: Path,
@@ -180,18 +208,23 @@ def _resolve(command: str, target: Brief | str | os.PathLike[str], courses_dir: 
 
 
 def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os.PathLike[str] = "courses",
-                 yes: bool = False, backend: ModelClient | None = None, prompts: Prompts | None = None,
-                 progress: Progress | None = None, slug: str | None = None,
-                 on_node: Callable[[str], None] | None = None) -> BuildResult:
+                 yes: bool = False, backend: ModelClient | str | None = None,
+                 prompts: Prompts | None = None, progress: Progress | None = None,
+                 slug: str | None = None, on_node: Callable[[str], None] | None = None,
+                 cache: bool | None = None, replay: bool = False) -> BuildResult:
     """Build a course from its brief, resuming from whatever is on disk.
 
     Stops at the design gate and the plan gate unless their approvals hold; with
     ``yes=True`` each gate is answered and recorded as ``auto-approved (--yes)``.
+    ``backend`` is a ModelClient, or "offline" / "anthropic" (default: anthropic when
+    ANTHROPIC_API_KEY is set). Answers are cached under <course>/.runs/cache/ (by default
+    for every backend but offline); ``replay=True`` answers only from that cache.
     ``on_node`` is called with each node's name after it completes (tests use it to
     crash a run after any node and show that a rerun finishes the same course).
     """
     return run_command("build", brief, courses_dir=courses_dir, yes=yes, backend=backend,
-                       prompts=prompts, progress=progress, slug=slug, on_node=on_node)
+                       prompts=prompts, progress=progress, slug=slug, on_node=on_node, cache=cache,
+                       replay=replay)
 
 
 def _open(slug: str, courses_dir: str | os.PathLike[str]) -> CourseState:

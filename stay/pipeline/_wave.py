@@ -130,14 +130,16 @@ def run_wave(run: Run) -> WaveStats:
         def lesson(job: tuple[str, str, LessonPlan, list[Outcome], list[str]]) -> None:
             lesson_id, prefix, plan, own, todo = job
             makers: dict[str, Callable[[], Artefact]] = {
-                ".md": lambda: content_stage.artefact(run.ask(content_stage.request(
-                    plan, own, audience, prefix + ".md", run.prompts)), plan, prefix + ".md"),
-                ".exercises.yaml": lambda: exercises_stage.artefact(run.ask(exercises_stage.request(
-                    plan, own, audience, prefix + ".exercises.yaml", run.prompts)),
-                    prefix + ".exercises.yaml"),
-                ".quiz.yaml": lambda: quiz_stage.artefact(run.ask(quiz_stage.request(
-                    plan, own, audience, revisited_plans(plans, curriculum, plan), prefix + ".quiz.yaml",
-                    run.prompts)), prefix + ".quiz.yaml"),
+                ".md": lambda: run.produce(
+                    content_stage.request(plan, own, audience, prefix + ".md", run.prompts),
+                    lambda answer: content_stage.artefact(answer, plan, prefix + ".md")),
+                ".exercises.yaml": lambda: run.produce(
+                    exercises_stage.request(plan, own, audience, prefix + ".exercises.yaml", run.prompts),
+                    lambda answer: exercises_stage.artefact(answer, prefix + ".exercises.yaml")),
+                ".quiz.yaml": lambda: run.produce(
+                    quiz_stage.request(plan, own, audience, revisited_plans(plans, curriculum, plan),
+                                       prefix + ".quiz.yaml", run.prompts),
+                    lambda answer: quiz_stage.artefact(answer, prefix + ".quiz.yaml")),
             }
             with lesson_slots, lessons_gauge:
                 # the lesson's calls at once; the model-call cap is in Run.ask
@@ -147,9 +149,10 @@ def run_wave(run: Run) -> WaveStats:
             progress(f"{lesson_id}: {', '.join(s.lstrip('.').split('.')[0] for s in todo)}")
 
         def project() -> None:
-            call(capstone_stage.PATH, lambda: capstone_stage.artefact(run.ask(capstone_stage.request(
+            call(capstone_stage.PATH, lambda: run.produce(capstone_stage.request(
                 curriculum, outcomes, load(run.root / "assessment.yaml", Assessment),
-                [plans[i] for i, _d, _p in lesson_paths(curriculum)], run.prompts))))
+                [plans[i] for i, _d, _p in lesson_paths(curriculum)], run.prompts),
+                capstone_stage.artefact))
             progress("capstone: project.yaml")
 
         futures: list[Future[None]] = []

@@ -99,7 +99,8 @@ def _schema(output: type[BaseModel]) -> dict[str, Any]:
 
 
 def build_request(*, stage: str, role: Role, references: tuple[str, ...], prompts: Prompts,
-                  artefact: str, output: type[BaseModel], inputs: Mapping[str, Any]) -> ModelRequest:
+                  artefact: str, output: type[BaseModel], inputs: Mapping[str, Any],
+                  shared: tuple[str, ...] = ()) -> ModelRequest:
     """The request for one stage call.
 
     The system prompt is the stable prefix, identical for every call of the stage
@@ -116,6 +117,8 @@ def build_request(*, stage: str, role: Role, references: tuple[str, ...], prompt
     )
     return ModelRequest(
         stage=stage, role=role, artefact=artefact, system=system,
-        user=render_inputs(inputs), output_schema=_schema(output),
+        shared=render_inputs({k: inputs[k] for k in shared}),
+        user=render_inputs({k: v for k, v in inputs.items() if k not in shared}),
+        output_schema=_schema(output),
         output_name=output.__name__, inputs=dict(inputs),
     )

@@ -11,6 +11,8 @@ STAGE = "content"
 ROLE: Role = "writing"
 REFERENCES = reference_set("house-style.yaml", "example-design.md", "cognitive-load.md",
                            "course-state.md")
+SHARED = ("audience",)
+"""Inputs every call of this stage shares in a run: sent first, and cached."""
 
 
 def request(plan: LessonPlan, outcomes: list[Outcome], audience: Audience, path: str,
@@ -19,7 +21,7 @@ def request(plan: LessonPlan, outcomes: list[Outcome], audience: Audience, path:
                          artefact=path, output=LessonBody,
                          inputs={"plan": to_data(plan),
                                  "outcomes": [to_data(outcome) for outcome in outcomes],
-                                 "audience": to_data(audience)})
+                                 "audience": to_data(audience)}, shared=SHARED)
 
 
 def artefact(answer: ModelAnswer, plan: LessonPlan, path: str) -> LessonContent:

@@ -10,6 +10,8 @@ STAGE = "exercises"
 ROLE: Role = "writing"
 REFERENCES = reference_set("assessment-design.md", "blooms-taxonomy.md", "example-design.md",
                            "course-state.md")
+SHARED = ("audience",)
+"""Inputs every call of this stage shares in a run: sent first, and cached."""
 
 
 def request(plan: LessonPlan, outcomes: list[Outcome], audience: Audience, path: str,
@@ -18,7 +20,7 @@ def request(plan: LessonPlan, outcomes: list[Outcome], audience: Audience, path:
                          artefact=path, output=Exercises,
                          inputs={"plan": to_data(plan),
                                  "outcomes": [to_data(outcome) for outcome in outcomes],
-                                 "audience": to_data(audience)})
+                                 "audience": to_data(audience)}, shared=SHARED)
 
 
 def artefact(answer: ModelAnswer, path: str) -> Exercises:

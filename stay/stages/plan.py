@@ -13,6 +13,8 @@ STAGE = "plan"
 ROLE: Role = "planning"
 REFERENCES = reference_set("cognitive-load.md", "retrieval-and-spacing.md", "example-design.md",
                            "house-style.yaml", "course-state.md")
+SHARED = ("curriculum", "outcomes", "assessment")
+"""Inputs every call of this stage shares in a run: sent first, and cached."""
 
 
 def request(module: Module, curriculum: Curriculum, outcomes: Outcomes, assessment: Assessment,
@@ -20,9 +22,10 @@ def request(module: Module, curriculum: Curriculum, outcomes: Outcomes, assessme
     return build_request(
         stage=STAGE, role=ROLE, references=REFERENCES, prompts=prompts,
         artefact=f"modules/{module.id}-{module.slug}/*.plan.yaml", output=ModulePlans,
-        inputs={"module": module.id, "curriculum": to_data(curriculum),
-                "outcomes": to_data(outcomes), "assessment": to_data(assessment),
+        inputs={"curriculum": to_data(curriculum), "outcomes": to_data(outcomes),
+                "assessment": to_data(assessment), "module": module.id,
                 "earlier_plans": [to_data(plan) for plan in earlier_plans]},
+        shared=SHARED,
     )
 
 

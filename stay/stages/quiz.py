@@ -10,6 +10,8 @@ STAGE = "quiz"
 ROLE: Role = "writing"
 REFERENCES = reference_set("house-style.yaml", "assessment-design.md", "blooms-taxonomy.md",
                            "retrieval-and-spacing.md")
+SHARED = ("audience",)
+"""Inputs every call of this stage shares in a run: sent first, and cached."""
 
 
 def request(plan: LessonPlan, outcomes: list[Outcome], audience: Audience,
@@ -19,7 +21,8 @@ def request(plan: LessonPlan, outcomes: list[Outcome], audience: Audience,
                          inputs={"plan": to_data(plan),
                                  "outcomes": [to_data(outcome) for outcome in outcomes],
                                  "audience": to_data(audience),
-                                 "revisited_plans": [to_data(p) for p in revisited_plans]})
+                                 "revisited_plans": [to_data(p) for p in revisited_plans]},
+                         shared=SHARED)
 
 
 def artefact(answer: ModelAnswer, path: str) -> Quiz:

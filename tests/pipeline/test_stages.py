@@ -120,7 +120,7 @@ def test_rendered_request_for_the_sample_brief(stage: str, snapshot: SnapshotAss
         "schema_fields": sorted(request.output_schema["properties"]),
         "instructions": instructions.text, "references": names,
         "references_sha256": hashlib.sha256(documents.text.encode()).hexdigest(),
-        "user": request.user, "max_tokens": request.max_tokens,
+        "shared": request.shared, "user": request.user, "max_tokens": request.max_tokens,
     } == snapshot
 
 
