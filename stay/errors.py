@@ -43,7 +43,12 @@ class ArtefactError(StayError):
 
 
 class AnswerError(StayError):
-    """A model's answer does not fit the stage's schema: names the stage, file and field."""
+    """A model's answer does not fit the stage's schema: names the stage, file and field.
+    ``raw`` keeps the answer's text, when there was one, for whoever has to read it."""
+
+    def __init__(self, message: str, *, raw: str | None = None) -> None:
+        super().__init__(message)
+        self.raw = raw
 
 
 class PipelineError(StayError):

@@ -4,6 +4,7 @@ protocol (offline, anthropic, and the request cache in front of either)."""
 from __future__ import annotations
 
 from stay.models._anthropic import AnthropicBackend, answer_from, request_params
+from stay.models._batch import BatchOutcome, prefetch
 from stay.models._cache import CachedBackend, RequestCache, request_key
 from stay.models._offline import DEFECTS, OFFLINE_MODEL, InjectedError, OfflineBackend
 from stay.models._prices import PRICES, cost
@@ -20,8 +21,29 @@ from stay.models._request import (
 from stay.models._roles import DEFAULT_MODELS, model_for, model_table
 
 __all__ = [
-    "DEFAULT_MODELS", "DEFECTS", "MAX_TOKENS", "OFFLINE_MODEL", "PRICES", "ROLES", "AnthropicBackend",
-    "CachedBackend", "InjectedError", "ModelAnswer", "ModelClient", "ModelRequest", "OfflineBackend",
-    "RequestCache", "Role", "SystemBlock", "Usage", "answer_from", "cost", "model_for", "model_table",
-    "request_key", "request_params",
+    "DEFAULT_MODELS",
+    "DEFECTS",
+    "MAX_TOKENS",
+    "OFFLINE_MODEL",
+    "PRICES",
+    "ROLES",
+    "AnthropicBackend",
+    "BatchOutcome",
+    "CachedBackend",
+    "InjectedError",
+    "ModelAnswer",
+    "ModelClient",
+    "ModelRequest",
+    "OfflineBackend",
+    "RequestCache",
+    "Role",
+    "SystemBlock",
+    "Usage",
+    "answer_from",
+    "cost",
+    "model_for",
+    "model_table",
+    "prefetch",
+    "request_key",
+    "request_params",
 ]

@@ -81,9 +81,10 @@ def answer_from(message: Any, request: ModelRequest) -> ModelAnswer:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise AnswerError(f"{where}: the answer is not JSON ({exc.msg} at character {exc.pos})") from None
+        raise AnswerError(f"{where}: the answer is not JSON ({exc.msg} at character {exc.pos})",
+                          raw=text) from None
     if not isinstance(data, dict):
-        raise AnswerError(f"{where}: the answer is JSON but not an object")
+        raise AnswerError(f"{where}: the answer is JSON but not an object", raw=text)
     usage = message.usage
     return ModelAnswer(data=data, model=message.model, usage=Usage(
         input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0,

@@ -270,8 +270,8 @@ def quiz(inputs: dict[str, Any]) -> dict[str, Any]:
                     {"text": "It can be learnt by reading about it, without practice.", "correct": False,
                      "why_wrong": "Confuses reading about an idea with being able to use it."},
                     {"text": "It only matters to specialists, never to this audience.", "correct": False,
-                     "why_wrong": "Assumes the topic is out of reach, which the course sets out to "
-                                  "disprove."},
+                     "why_wrong": "Assumes only specialists can use the idea, which the course sets "
+                                  "out to disprove."},
                 ],
                 "explanation": "The lesson introduces the idea and then has the learner use it.",
             })

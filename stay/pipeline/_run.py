@@ -70,6 +70,8 @@ class Run:
     """RepairReport, when repair ran."""
     wave: Any = None
     """WaveStats of the wave, when one ran."""
+    batch: Any = None
+    """(anthropic client, RequestCache, poll seconds) when the wave goes through a Message Batch."""
     tracer: Any = None
     """The run's Tracer (stay.pipeline._trace)."""
     calls_in_flight: Any = field(default_factory=lambda: nullcontext())

@@ -118,7 +118,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                 backend: ModelClient | None = None, prompts: Prompts | None = None,
                 progress: Progress | None = None, slug: str | None = None,
                 on_node: Callable[[str], None] | None = None, cache: bool | None = None,
-                replay: bool = False) -> BuildResult:
+                replay: bool = False, batch: bool = False) -> BuildResult:
     say = progress or print_progress
     brief, slug = _resolve(command, target, Path(courses_dir), slug)
     root = course_dir(courses_dir, slug)
@@ -131,12 +131,22 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                          "`stay new BRIEF.yaml`")
     wave, models, rounds = _caps()
     client = backend if isinstance(backend, ModelClient) else default_backend(say, backend)
-    if replay or (cache if cache is not None else not isinstance(client, OfflineBackend)):
-        client = CachedBackend(client, RequestCache(root / ".runs" / "cache"), replay=replay)
+    if batch and not isinstance(client, AnthropicBackend):
+        raise UsageError("--batch needs the anthropic backend (Message Batches are an API feature)")
+    batching = None
+    if replay or batch or (cache if cache is not None else not isinstance(client, OfflineBackend)):
+        request_cache = RequestCache(root / ".runs" / "cache")
+        if isinstance(client, AnthropicBackend) and batch:
+            poll = os.environ.get("STAY_BATCH_POLL_SECONDS", "30")
+            try:
+                batching = (client.client, request_cache, float(poll))
+            except ValueError:
+                raise UsageError(f"STAY_BATCH_POLL_SECONDS={poll!r} is not a number of seconds") from None
+        client = CachedBackend(client, request_cache, replay=replay)
     run = Run(command=command, courses_dir=Path(courses_dir), backend=client,
               prompts=prompts or Prompts.load(), progress=say, yes=yes, brief=brief, slug=slug,
               root=root, wave_width=wave, model_width=models, repair_rounds=rounds,
-              model_slots=threading.Semaphore(models))
+              model_slots=threading.Semaphore(models), batch=batching)
     pipeline = graph()
     tracer = run.tracer = Tracer(slug, command, run.backend.name)  # minted before the run
     if command in ("plan", "write", "repair"):
@@ -211,20 +221,21 @@ def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os
                  yes: bool = False, backend: ModelClient | str | None = None,
                  prompts: Prompts | None = None, progress: Progress | None = None,
                  slug: str | None = None, on_node: Callable[[str], None] | None = None,
-                 cache: bool | None = None, replay: bool = False) -> BuildResult:
+                 cache: bool | None = None, replay: bool = False, batch: bool = False) -> BuildResult:
     """Build a course from its brief, resuming from whatever is on disk.
 
     Stops at the design gate and the plan gate unless their approvals hold; with
     ``yes=True`` each gate is answered and recorded as ``auto-approved (--yes)``.
     ``backend`` is a ModelClient, or "offline" / "anthropic" (default: anthropic when
     ANTHROPIC_API_KEY is set). Answers are cached under <course>/.runs/cache/ (by default
-    for every backend but offline); ``replay=True`` answers only from that cache.
+    for every backend but offline); ``replay=True`` answers only from that cache;
+    ``batch=True`` sends the wave's requests through one Message Batch (half price).
     ``on_node`` is called with each node's name after it completes (tests use it to
     crash a run after any node and show that a rerun finishes the same course).
     """
     return run_command("build", brief, courses_dir=courses_dir, yes=yes, backend=backend,
                        prompts=prompts, progress=progress, slug=slug, on_node=on_node, cache=cache,
-                       replay=replay)
+                       replay=replay, batch=batch)
 
 
 def _open(slug: str, courses_dir: str | os.PathLike[str]) -> CourseState:

@@ -10,6 +10,7 @@ course.yaml, the run log) are written once, after the barrier.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from stay.artefacts import (
     load,
     write,
 )
+from stay.models import ModelAnswer, ModelRequest, model_for, prefetch
 from stay.pipeline._course_graph import lesson_paths
 from stay.pipeline._run import Run
 from stay.stages import capstone as capstone_stage
@@ -86,6 +88,34 @@ def revisited_plans(plans: dict[str, LessonPlan], curriculum: Curriculum,
     return found
 
 
+Parse = Callable[[ModelAnswer], Artefact]
+
+
+def _requests(run: Run, jobs: list[tuple[str, str, LessonPlan, list[Outcome], list[str]]], capstone: bool,
+              curriculum: Curriculum, outcomes: Outcomes, audience: Audience,
+              plans: dict[str, LessonPlan]) -> dict[str, tuple[ModelRequest, Parse]]:
+    """Every request the wave will make, by the file it becomes, with its parser."""
+    found: dict[str, tuple[ModelRequest, Parse]] = {}
+    for _lesson_id, prefix, plan, own, todo in jobs:
+        for suffix in todo:
+            path = prefix + suffix
+            if suffix == ".md":
+                found[path] = (content_stage.request(plan, own, audience, path, run.prompts),
+                               functools.partial(content_stage.artefact, plan=plan, path=path))
+            elif suffix == ".exercises.yaml":
+                found[path] = (exercises_stage.request(plan, own, audience, path, run.prompts),
+                               functools.partial(exercises_stage.artefact, path=path))
+            else:
+                found[path] = (quiz_stage.request(plan, own, audience, revisited_plans(plans, curriculum, plan),
+                                                  path, run.prompts),
+                               functools.partial(quiz_stage.artefact, path=path))
+    if capstone:
+        found[capstone_stage.PATH] = (capstone_stage.request(
+            curriculum, outcomes, load(run.root / "assessment.yaml", Assessment),
+            [plans[i] for i, _d, _p in lesson_paths(curriculum)], run.prompts), capstone_stage.artefact)
+    return found
+
+
 def run_wave(run: Run) -> WaveStats:
     curriculum = load(run.root / "curriculum.yaml", Curriculum)
     outcomes = load(run.root / "outcomes.yaml", Outcomes)
@@ -105,6 +135,11 @@ def run_wave(run: Run) -> WaveStats:
         return WaveStats(0, 0, 0, 0, 0.0)
     run.say(f"wave: {len(jobs)} lessons{' and the capstone' if capstone else ''} "
             f"(at most {run.wave_width} lessons, {run.model_width} calls in flight)")
+    calls = _requests(run, jobs, capstone, curriculum, outcomes, audience, plans)
+    if run.batch is not None:  # warm the request cache through one Message Batch first
+        client, cache, poll = run.batch
+        prefetch(client, [(request, model_for(request.role)) for request, _parse in calls.values()], cache,
+                 progress=run.say, poll_seconds=poll)
     lessons_gauge = Gauge()
     run.calls_in_flight = Gauge()
     lesson_slots = threading.Semaphore(run.wave_width)
@@ -128,31 +163,17 @@ def run_wave(run: Run) -> WaveStats:
             ThreadPoolExecutor(max_workers=max(1, run.wave_width) + 1) as lessons_pool:
 
         def lesson(job: tuple[str, str, LessonPlan, list[Outcome], list[str]]) -> None:
-            lesson_id, prefix, plan, own, todo = job
-            makers: dict[str, Callable[[], Artefact]] = {
-                ".md": lambda: run.produce(
-                    content_stage.request(plan, own, audience, prefix + ".md", run.prompts),
-                    lambda answer: content_stage.artefact(answer, plan, prefix + ".md")),
-                ".exercises.yaml": lambda: run.produce(
-                    exercises_stage.request(plan, own, audience, prefix + ".exercises.yaml", run.prompts),
-                    lambda answer: exercises_stage.artefact(answer, prefix + ".exercises.yaml")),
-                ".quiz.yaml": lambda: run.produce(
-                    quiz_stage.request(plan, own, audience, revisited_plans(plans, curriculum, plan),
-                                       prefix + ".quiz.yaml", run.prompts),
-                    lambda answer: quiz_stage.artefact(answer, prefix + ".quiz.yaml")),
-            }
+            lesson_id, prefix, _plan, _own, todo = job
             with lesson_slots, lessons_gauge:
                 # the lesson's calls at once; the model-call cap is in Run.ask
-                futures = [calls_pool.submit(call, prefix + s, makers[s]) for s in todo]
+                futures = [calls_pool.submit(call, prefix + s, functools.partial(run.produce, *calls[prefix + s]))
+                           for s in todo]
                 for future in futures:
                     future.result()
             progress(f"{lesson_id}: {', '.join(s.lstrip('.').split('.')[0] for s in todo)}")
 
         def project() -> None:
-            call(capstone_stage.PATH, lambda: run.produce(capstone_stage.request(
-                curriculum, outcomes, load(run.root / "assessment.yaml", Assessment),
-                [plans[i] for i, _d, _p in lesson_paths(curriculum)], run.prompts),
-                capstone_stage.artefact))
+            call(capstone_stage.PATH, functools.partial(run.produce, *calls[capstone_stage.PATH]))
             progress("capstone: project.yaml")
 
         futures: list[Future[None]] = []

@@ -1,0 +1,55 @@
+"""Scorers: opinions about a course that counting cannot settle, for comparing prompt
+changes across a fixed set of courses. They never gate a build.
+
+    from stay.scoring import default_scorers, score_course, OfflineJudge
+    results = score_course("courses/how-http-requests-travel", default_scorers(OfflineJudge()))
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from stay.scoring._core import (
+    CourseOnDisk,
+    ItemResult,
+    Judge,
+    JudgeReply,
+    ModelJudge,
+    ScoreResult,
+    judge_request,
+)
+from stay.scoring._offline_judge import OfflineJudge
+from stay.scoring.distractor_quality import DistractorQuality
+from stay.scoring.exercise_alignment import ExerciseAlignment
+from stay.scoring.outcome_coverage import OutcomeCoverage
+from stay.scoring.rubric_specificity import RubricSpecificity
+from stay.scoring.validator import Validator
+
+
+class Scorer(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def score(self, course: CourseOnDisk) -> ScoreResult: ...
+
+
+def default_scorers(judge: Judge) -> list[Scorer]:
+    """Every scorer, judged by ``judge`` where a judge is needed."""
+    return [OutcomeCoverage(judge), DistractorQuality(judge), ExerciseAlignment(judge),
+            RubricSpecificity(judge), Validator()]
+
+
+def score_course(course_dir: str | os.PathLike[str], scorers: Sequence[Scorer]) -> dict[str, ScoreResult]:
+    """Run every scorer on a course on disk (nothing is regenerated)."""
+    course = CourseOnDisk.load(Path(course_dir))
+    return {scorer.name: scorer.score(course) for scorer in scorers}
+
+
+__all__ = [
+    "CourseOnDisk", "DistractorQuality", "ExerciseAlignment", "ItemResult", "Judge", "JudgeReply",
+    "ModelJudge", "OfflineJudge", "OutcomeCoverage", "RubricSpecificity", "ScoreResult", "Scorer",
+    "Validator", "default_scorers", "judge_request", "score_course",
+]

@@ -1,0 +1,63 @@
+"""distractor_quality: does each wrong option embody the misconception it claims?
+
+A distractor that is merely wrong tests nothing; one that embodies a real
+misconception tells the learner, and the teacher, which wrong idea is held.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from pydantic import BaseModel
+
+from stay.models import Usage
+from stay.scoring._core import (
+    CourseOnDisk,
+    ItemResult,
+    Judge,
+    ScoreResult,
+    failed_item,
+    judge_request,
+    parsed,
+)
+from stay.scoring.outcome_coverage import _add
+
+INSTRUCTIONS = """You judge one wrong option of a multiple-choice quiz item.
+Decide whether the wrong option embodies the misconception that its why_wrong claims:
+would a learner who holds that misconception pick this option? A generic why_wrong
+("it is wrong"), or an option unrelated to the misconception, does not. Answer with the
+JSON schema: embodies, reason (one sentence)."""
+
+
+class DistractorAnswer(BaseModel):
+    embodies: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class DistractorQuality:
+    judge: Judge
+    name: ClassVar[str] = "distractor_quality"
+
+    def score(self, course: CourseOnDisk) -> ScoreResult:
+        items: list[ItemResult] = []
+        usage = Usage()
+        for lesson in course.lessons:
+            for item in lesson.quiz.items if lesson.quiz else []:
+                options = item.options or []
+                correct = next((o.text for o in options if o.correct), "")
+                for k, option in enumerate(options, 1):
+                    if option.correct:
+                        continue
+                    item_id = f"{item.id} option {k}"
+                    request = judge_request(self.name, INSTRUCTIONS, item_id, {
+                        "stem": item.stem, "correct_answer": correct, "wrong_option": option.text,
+                        "why_wrong": option.why_wrong or "",
+                        "audience_misconceptions": course.audience.misconceptions or []}, DistractorAnswer)
+                    reply = self.judge.ask(request)
+                    usage = _add(usage, reply.usage)
+                    answer, why = parsed(reply, DistractorAnswer)
+                    items.append(failed_item(item_id, why or "unreadable", reply) if answer is None else
+                                 ItemResult(item=item_id, score=float(answer.embodies), reason=answer.reason))
+        return ScoreResult.of(self.name, self.judge.name, items, usage)

@@ -1,0 +1,85 @@
+"""outcome_coverage: is every outcome actually taught by its lesson?
+
+The judge must quote the passage that teaches the outcome rather than give a
+verdict: finding the passage first keeps it from rubber-stamping an outcome the
+lesson never reaches. The harness then checks the quote mechanically: a quote that
+is not in the lesson (after whitespace normalisation) scores zero and is reported
+as fabricated, which no eval harness we know of does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from pydantic import BaseModel, Field
+
+from stay.models import Usage
+from stay.scoring._core import (
+    CourseOnDisk,
+    ItemResult,
+    Judge,
+    ScoreResult,
+    failed_item,
+    judge_request,
+    parsed,
+)
+
+INSTRUCTIONS = """You judge whether a lesson teaches a learning outcome.
+Find the passage of the lesson that teaches the outcome and quote it exactly, word for
+word (one to three sentences). If no passage teaches it, quote nothing and say so.
+Judge the teaching, not a mention: naming a topic is not teaching it. Answer with the
+JSON schema: quote, teaches, reason (one sentence)."""
+
+
+class CoverageAnswer(BaseModel):
+    quote: str = Field(description="The teaching passage, copied exactly; empty if there is none.")
+    teaches: bool
+    reason: str
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split())
+
+
+@dataclass(frozen=True)
+class OutcomeCoverage:
+    judge: Judge
+    min_quote_words: int = 5
+    """A shorter quote cannot show teaching; it scores zero."""
+    name: ClassVar[str] = "outcome_coverage"
+
+    def score(self, course: CourseOnDisk) -> ScoreResult:
+        items: list[ItemResult] = []
+        usage = Usage()
+        for lesson in course.lessons:
+            if lesson.content is None:
+                continue
+            body = lesson.content.body
+            for outcome in (o for o in course.outcomes.outcomes if o.lesson == lesson.id):
+                covering = [s.heading for s in lesson.plan.sections if outcome.id in s.covers]
+                request = judge_request(self.name, INSTRUCTIONS, outcome.id, {
+                    "outcome": outcome.model_dump(), "sections_that_should_teach_it": covering,
+                    "lesson": body}, CoverageAnswer)
+                reply = self.judge.ask(request)
+                usage = _add(usage, reply.usage)
+                answer, why = parsed(reply, CoverageAnswer)
+                if answer is None:
+                    items.append(failed_item(outcome.id, why or "unreadable", reply))
+                elif not answer.teaches or not answer.quote.strip():
+                    items.append(ItemResult(item=outcome.id, score=0.0, reason=f"not taught: {answer.reason}"))
+                elif _normal(answer.quote) not in _normal(body):
+                    items.append(ItemResult(item=outcome.id, score=0.0,
+                                            reason=f"fabricated quote (not in the lesson): {answer.quote[:80]!r}"))
+                elif len(answer.quote.split()) < self.min_quote_words:
+                    items.append(ItemResult(item=outcome.id, score=0.0,
+                                            reason=f"quote too short to show teaching: {answer.quote!r}"))
+                else:
+                    items.append(ItemResult(item=outcome.id, score=1.0, reason=answer.reason))
+        return ScoreResult.of(self.name, self.judge.name, items, usage)
+
+
+def _add(a: Usage, b: Usage) -> Usage:
+    return Usage(input_tokens=a.input_tokens + b.input_tokens, output_tokens=a.output_tokens + b.output_tokens,
+                 cache_creation_input_tokens=a.cache_creation_input_tokens + b.cache_creation_input_tokens,
+                 cache_read_input_tokens=a.cache_read_input_tokens + b.cache_read_input_tokens)

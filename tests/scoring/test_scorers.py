@@ -1,0 +1,136 @@
+"""Scorers, driven by a fake model returning canned structured output."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stay.errors import AnswerError
+from stay.models import CachedBackend, ModelAnswer, ModelRequest, OfflineBackend, RequestCache, Usage
+from stay.pipeline import build_course
+from stay.scoring import (
+    CourseOnDisk,
+    DistractorQuality,
+    ExerciseAlignment,
+    ModelJudge,
+    OfflineJudge,
+    OutcomeCoverage,
+    RubricSpecificity,
+    Validator,
+    default_scorers,
+    score_course,
+)
+from tests.conftest import ROOT, SAMPLE
+
+BRIEF = ROOT / "examples" / "briefs" / "incident-postmortems.yaml"
+
+
+@dataclass
+class FakeModel:
+    """A ModelClient whose answers are canned: a function of the request."""
+
+    reply: Any
+    name: str = "fake"
+    seen: list[ModelRequest] = field(default_factory=list)
+
+    def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
+        self.seen.append(request)
+        data = self.reply(request)
+        if isinstance(data, str):
+            raise AnswerError("not JSON", raw=data)
+        return ModelAnswer(data=data, model=model, usage=Usage(input_tokens=10, output_tokens=5))
+
+    def screen(self, text: str) -> str | None:
+        return None
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory: pytest.TempPathFactory) -> CourseOnDisk:
+    root = tmp_path_factory.mktemp("courses")
+    result = build_course(BRIEF, courses_dir=root, yes=True, backend=OfflineBackend(), progress=lambda _l: None)
+    return CourseOnDisk.load(result.course_dir)
+
+
+def test_a_real_quote_scores_and_a_fabricated_one_is_caught(course: CourseOnDisk) -> None:
+    lesson = course.lessons[0].content
+    assert lesson is not None
+    real = lesson.body.split("\n")[6]  # a line of prose from the lesson
+
+    def reply(request: ModelRequest) -> dict[str, Any]:
+        if request.artefact.endswith("-o1"):
+            return {"quote": "  " + real.replace(" ", "   ") + " ", "teaches": True, "reason": "it explains it"}
+        return {"quote": "A sentence that appears nowhere in the lesson at all.", "teaches": True,
+                "reason": "confident"}
+
+    result = OutcomeCoverage(ModelJudge(FakeModel(reply), "judge-model")).score(course)
+    by_item = {item.item: item for item in result.items}
+    assert by_item["m01-l01-o1"].score == 1.0  # whitespace is normalised before the check
+    assert by_item["m01-l01-o2"].score == 0.0
+    assert by_item["m01-l01-o2"].reason.startswith("fabricated quote (not in the lesson)")
+    assert result.judge == "model:judge-model"
+    assert result.usage.input_tokens == 10 * len(result.items)
+
+
+def test_an_unparseable_reply_is_a_failed_item_keeping_the_raw_text(course: CourseOnDisk) -> None:
+    result = DistractorQuality(ModelJudge(FakeModel(lambda r: "Sure! The distractor is great."))).score(course)
+    assert result.failed == len(result.items) > 0 and result.score is None
+    assert all(item.failed and item.raw == "Sure! The distractor is great." for item in result.items)
+
+
+def test_a_reply_of_the_wrong_shape_is_a_failed_item_too(course: CourseOnDisk) -> None:
+    result = ExerciseAlignment(ModelJudge(FakeModel(lambda r: {"verdict": "yes"}))).score(course)
+    assert result.failed == len(result.items)
+    assert "does not fit AlignmentAnswer: aligned: Field required" in result.items[0].reason
+    assert json.loads(result.items[0].raw or "") == {"verdict": "yes"}
+
+
+def test_verdicts_become_scores(course: CourseOnDisk) -> None:
+    judge = ModelJudge(FakeModel(lambda r: {"distinguishable": r.artefact == "r1", "reason": "levels"}))
+    result = RubricSpecificity(judge).score(course)
+    assert [(i.item, i.score) for i in result.items] == [("r1", 1.0)]
+    exercises = ExerciseAlignment(ModelJudge(FakeModel(lambda r: {"aligned": False, "reason": "recall"})))
+    assert exercises.score(course).score == 0.0
+
+
+def test_judges_use_the_judging_role_and_the_request_cache(course: CourseOnDisk, tmp_path: Path) -> None:
+    fake = FakeModel(lambda r: {"embodies": True, "reason": "ok"})
+    judge = ModelJudge(CachedBackend(fake, RequestCache(tmp_path)))
+    first = DistractorQuality(judge).score(course)
+    asked = len(fake.seen)
+    again = DistractorQuality(judge).score(course)
+    assert asked > 0 and len(fake.seen) == asked  # a cached judge answer is never paid twice
+    assert again.items == first.items
+    assert {r.role for r in fake.seen} == {"judging"}
+    assert all(r.output_schema["properties"] for r in fake.seen)
+
+
+def test_the_offline_judge_says_what_it_is_in_every_result(course: CourseOnDisk) -> None:
+    results = score_course(course.root, default_scorers(OfflineJudge()))
+    for name, result in results.items():
+        if name == "validator":
+            assert result.judge == "validator (no model)"
+            continue
+        assert result.judge == "offline heuristic judge (not a model)"
+        assert all(item.reason.startswith(("heuristic:", "not taught: heuristic:")) for item in result.items)
+
+
+def test_the_validator_scorer_counts_every_owner_zeros_included(tmp_path: Path) -> None:
+    shutil.copytree(SAMPLE, tmp_path / SAMPLE.name)
+    (tmp_path / SAMPLE.name / "glossary.yaml").unlink()
+    result = Validator().score(CourseOnDisk.load(tmp_path / SAMPLE.name))
+    by_item = {item.item: item for item in result.items}
+    assert len(by_item) == 12  # eleven owners and the checks run
+    assert by_item["owner glossary"].score == 0.0 and by_item["owner quiz"].score == 1.0
+    assert by_item["checks run"].reason.endswith("passed")
+
+
+def test_scorers_are_small_frozen_objects_with_settings_as_fields() -> None:
+    scorer = OutcomeCoverage(OfflineJudge(), min_quote_words=3)
+    with pytest.raises(AttributeError):
+        scorer.min_quote_words = 9  # type: ignore[misc]
+    assert replace(scorer, min_quote_words=9).min_quote_words == 9
