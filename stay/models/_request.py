@@ -57,6 +57,13 @@ class Usage(BaseModel):
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
 
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(input_tokens=self.input_tokens + other.input_tokens,
+                     output_tokens=self.output_tokens + other.output_tokens,
+                     cache_creation_input_tokens=self.cache_creation_input_tokens
+                     + other.cache_creation_input_tokens,
+                     cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens)
+
 
 class ModelAnswer(BaseModel):
     """A model's structured answer to one request."""

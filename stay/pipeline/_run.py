@@ -30,13 +30,6 @@ def print_progress(line: str) -> None:
 T = TypeVar("T")
 
 
-def _add(a: Usage, b: Usage) -> Usage:
-    return Usage(input_tokens=a.input_tokens + b.input_tokens,
-                 output_tokens=a.output_tokens + b.output_tokens,
-                 cache_creation_input_tokens=a.cache_creation_input_tokens + b.cache_creation_input_tokens,
-                 cache_read_input_tokens=a.cache_read_input_tokens + b.cache_read_input_tokens)
-
-
 class Stop(Exception):
     """Ends a run early, where it must wait (a gate) or has nothing to do."""
 
@@ -119,12 +112,12 @@ class Run:
         with self.lock:
             self.calls += 1
             stage = self.usage_by_stage.get(request.stage, Usage())
-            self.usage_by_stage[request.stage] = _add(stage, answer.usage)
+            self.usage_by_stage[request.stage] = stage + answer.usage
             if price is None:
                 self.unpriced.add(answer.model)
             else:
                 self.cost += price
-            self.usage = _add(self.usage, answer.usage)
+            self.usage = self.usage + answer.usage
         return answer
 
     def wrote(self, paths: list[str]) -> None:

@@ -10,6 +10,7 @@ offline heuristic judge, which says so in every result.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -172,3 +173,38 @@ def parsed(reply: JudgeReply, answer: type[A]) -> tuple[A | None, str | None]:
 
 def failed_item(item: str, why: str, reply: JudgeReply) -> ItemResult:
     return ItemResult(item=item, score=0.0, reason=why, failed=True, raw=reply.raw)
+
+
+def yes_no(item: str, verdict_field: str) -> Callable[[Any], ItemResult]:
+    """A verdict from an answer's boolean field: 1 for yes, 0 for no, with its reason."""
+
+    def verdict(answer: Any) -> ItemResult:
+        return ItemResult(item=item, score=float(getattr(answer, verdict_field)), reason=answer.reason)
+
+    return verdict
+
+
+@dataclass
+class Judging:
+    """One scorer's pass over a course: asks the judge item by item, keeps the results
+    and the usage, and turns an unreadable reply into a failed item."""
+
+    scorer: str
+    instructions: str
+    judge: Judge
+    items: list[ItemResult] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+    def ask(self, item: str, inputs: dict[str, Any], answer: type[A],
+            verdict: Callable[[A], ItemResult]) -> None:
+        reply = self.judge.ask(judge_request(self.scorer, self.instructions, item, inputs, answer))
+        self.usage = self.usage + reply.usage
+        parsed_answer, why = parsed(reply, answer)
+        self.items.append(failed_item(item, why or "unreadable", reply) if parsed_answer is None
+                          else verdict(parsed_answer))
+
+    def add(self, result: ItemResult) -> None:
+        self.items.append(result)
+
+    def result(self) -> ScoreResult:
+        return ScoreResult.of(self.scorer, self.judge.name, self.items, self.usage)

@@ -11,17 +11,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel
 
-from stay.models import Usage
-from stay.scoring._core import (
-    CourseOnDisk,
-    ItemResult,
-    Judge,
-    ScoreResult,
-    failed_item,
-    judge_request,
-    parsed,
-)
-from stay.scoring.outcome_coverage import _add
+from stay.scoring._core import CourseOnDisk, Judge, Judging, ScoreResult, yes_no
 
 INSTRUCTIONS = """You judge one wrong option of a multiple-choice quiz item.
 Decide whether the wrong option embodies the misconception that its why_wrong claims:
@@ -41,8 +31,7 @@ class DistractorQuality:
     name: ClassVar[str] = "distractor_quality"
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
-        items: list[ItemResult] = []
-        usage = Usage()
+        judging = Judging(self.name, INSTRUCTIONS, self.judge)
         for lesson in course.lessons:
             for item in lesson.quiz.items if lesson.quiz else []:
                 options = item.options or []
@@ -51,13 +40,9 @@ class DistractorQuality:
                     if option.correct:
                         continue
                     item_id = f"{item.id} option {k}"
-                    request = judge_request(self.name, INSTRUCTIONS, item_id, {
+                    judging.ask(item_id, {
                         "stem": item.stem, "correct_answer": correct, "wrong_option": option.text,
                         "why_wrong": option.why_wrong or "",
-                        "audience_misconceptions": course.audience.misconceptions or []}, DistractorAnswer)
-                    reply = self.judge.ask(request)
-                    usage = _add(usage, reply.usage)
-                    answer, why = parsed(reply, DistractorAnswer)
-                    items.append(failed_item(item_id, why or "unreadable", reply) if answer is None else
-                                 ItemResult(item=item_id, score=float(answer.embodies), reason=answer.reason))
-        return ScoreResult.of(self.name, self.judge.name, items, usage)
+                        "audience_misconceptions": course.audience.misconceptions or []}, DistractorAnswer,
+                        yes_no(item_id, "embodies"))
+        return judging.result()

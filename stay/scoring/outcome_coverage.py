@@ -14,16 +14,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from stay.models import Usage
-from stay.scoring._core import (
-    CourseOnDisk,
-    ItemResult,
-    Judge,
-    ScoreResult,
-    failed_item,
-    judge_request,
-    parsed,
-)
+from stay.scoring._core import CourseOnDisk, ItemResult, Judge, Judging, ScoreResult
 
 INSTRUCTIONS = """You judge whether a lesson teaches a learning outcome.
 Find the passage of the lesson that teaches the outcome and quote it exactly, word for
@@ -50,36 +41,26 @@ class OutcomeCoverage:
     name: ClassVar[str] = "outcome_coverage"
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
-        items: list[ItemResult] = []
-        usage = Usage()
+        judging = Judging(self.name, INSTRUCTIONS, self.judge)
         for lesson in course.lessons:
             if lesson.content is None:
                 continue
             body = lesson.content.body
             for outcome in (o for o in course.outcomes.outcomes if o.lesson == lesson.id):
                 covering = [s.heading for s in lesson.plan.sections if outcome.id in s.covers]
-                request = judge_request(self.name, INSTRUCTIONS, outcome.id, {
-                    "outcome": outcome.model_dump(), "sections_that_should_teach_it": covering,
-                    "lesson": body}, CoverageAnswer)
-                reply = self.judge.ask(request)
-                usage = _add(usage, reply.usage)
-                answer, why = parsed(reply, CoverageAnswer)
-                if answer is None:
-                    items.append(failed_item(outcome.id, why or "unreadable", reply))
-                elif not answer.teaches or not answer.quote.strip():
-                    items.append(ItemResult(item=outcome.id, score=0.0, reason=f"not taught: {answer.reason}"))
-                elif _normal(answer.quote) not in _normal(body):
-                    items.append(ItemResult(item=outcome.id, score=0.0,
-                                            reason=f"fabricated quote (not in the lesson): {answer.quote[:80]!r}"))
-                elif len(answer.quote.split()) < self.min_quote_words:
-                    items.append(ItemResult(item=outcome.id, score=0.0,
-                                            reason=f"quote too short to show teaching: {answer.quote!r}"))
-                else:
-                    items.append(ItemResult(item=outcome.id, score=1.0, reason=answer.reason))
-        return ScoreResult.of(self.name, self.judge.name, items, usage)
 
+                def verdict(answer: CoverageAnswer, item: str = outcome.id, body: str = body) -> ItemResult:
+                    if not answer.teaches or not answer.quote.strip():
+                        return ItemResult(item=item, score=0.0, reason=f"not taught: {answer.reason}")
+                    if _normal(answer.quote) not in _normal(body):
+                        return ItemResult(item=item, score=0.0,
+                                          reason=f"fabricated quote (not in the lesson): {answer.quote[:80]!r}")
+                    if len(answer.quote.split()) < self.min_quote_words:
+                        return ItemResult(item=item, score=0.0,
+                                          reason=f"quote too short to show teaching: {answer.quote!r}")
+                    return ItemResult(item=item, score=1.0, reason=answer.reason)
 
-def _add(a: Usage, b: Usage) -> Usage:
-    return Usage(input_tokens=a.input_tokens + b.input_tokens, output_tokens=a.output_tokens + b.output_tokens,
-                 cache_creation_input_tokens=a.cache_creation_input_tokens + b.cache_creation_input_tokens,
-                 cache_read_input_tokens=a.cache_read_input_tokens + b.cache_read_input_tokens)
+                judging.ask(outcome.id, {"outcome": outcome.model_dump(),
+                                         "sections_that_should_teach_it": covering, "lesson": body},
+                            CoverageAnswer, verdict)
+        return judging.result()

@@ -11,17 +11,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel
 
-from stay.models import Usage
-from stay.scoring._core import (
-    CourseOnDisk,
-    ItemResult,
-    Judge,
-    ScoreResult,
-    failed_item,
-    judge_request,
-    parsed,
-)
-from stay.scoring.outcome_coverage import _add
+from stay.scoring._core import CourseOnDisk, Judge, Judging, ScoreResult, yes_no
 
 INSTRUCTIONS = """You judge one criterion of a capstone rubric.
 Decide whether each level (in order) can be told apart from its neighbours by an
@@ -40,14 +30,9 @@ class RubricSpecificity:
     name: ClassVar[str] = "rubric_specificity"
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
-        items: list[ItemResult] = []
-        usage = Usage()
+        judging = Judging(self.name, INSTRUCTIONS, self.judge)
         for criterion in course.project.rubric if course.project else []:
-            request = judge_request(self.name, INSTRUCTIONS, criterion.id, {
-                "criterion": criterion.criterion, "levels": dict(criterion.levels)}, SpecificityAnswer)
-            reply = self.judge.ask(request)
-            usage = _add(usage, reply.usage)
-            answer, why = parsed(reply, SpecificityAnswer)
-            items.append(failed_item(criterion.id, why or "unreadable", reply) if answer is None else
-                         ItemResult(item=criterion.id, score=float(answer.distinguishable), reason=answer.reason))
-        return ScoreResult.of(self.name, self.judge.name, items, usage)
+            judging.ask(criterion.id, {"criterion": criterion.criterion, "levels": dict(criterion.levels)},
+                        SpecificityAnswer,
+                        yes_no(criterion.id, "distinguishable"))
+        return judging.result()
