@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from stay.models import Usage, model_table
+from stay.models import Usage, cost, model_table
 from stay.scoring._core import ScoreResult
 
 VERSION = 1
@@ -21,10 +21,17 @@ VERSION = 1
 def brief_entry(slug: str, scores: dict[str, ScoreResult], *, build_usage: Usage, build_cost: float,
                 built: bool) -> dict[str, Any]:
     """One brief's part of a report."""
+    judged = {}
+    for name, result in sorted(scores.items()):
+        entry = result.model_dump(mode="json")
+        model = result.judge.removeprefix("model:") if result.judge.startswith("model:") else None
+        price = cost(model, result.usage) if model else 0.0
+        entry["cost"] = None if price is None else round(price, 6)
+        judged[name] = entry
     return {
         "slug": slug, "built": built,
         "build": {"usage": build_usage.model_dump(), "cost": round(build_cost, 6)},
-        "scorers": {name: result.model_dump(mode="json") for name, result in sorted(scores.items())},
+        "scorers": judged,
     }
 
 
@@ -37,13 +44,14 @@ def report(*, label: str, backend: str, judge: str, prompts_dir: str, prompt_has
         values = [entry["scorers"][name]["score"] for entry in briefs.values()
                   if name in entry["scorers"] and entry["scorers"][name]["score"] is not None]
         means[name] = sum(values) / len(values) if values else None
-    cost = sum(entry["build"]["cost"] for entry in briefs.values())
+    build_total = sum(entry["build"]["cost"] for entry in briefs.values())
     judge_usage = [r["usage"] for e in briefs.values() for r in e["scorers"].values()]
+    judge_cost = sum(r.get("cost") or 0.0 for e in briefs.values() for r in e["scorers"].values())
     return {
         "version": VERSION, "label": label, "backend": backend, "judge": judge,
         "models": dict(model_table()), "prompts": {"dir": prompts_dir, "sha256": prompt_hashes},
         "briefs": dict(sorted(briefs.items())), "means": means,
-        "totals": {"build_cost": round(cost, 6),
+        "totals": {"build_cost": round(build_total, 6), "judge_cost": round(judge_cost, 6),
                    "judge_input_tokens": sum(u["input_tokens"] for u in judge_usage),
                    "judge_output_tokens": sum(u["output_tokens"] for u in judge_usage)},
     }

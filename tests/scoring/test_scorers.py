@@ -134,3 +134,13 @@ def test_scorers_are_small_frozen_objects_with_settings_as_fields() -> None:
     with pytest.raises(AttributeError):
         scorer.min_quote_words = 9  # type: ignore[misc]
     assert replace(scorer, min_quote_words=9).min_quote_words == 9
+
+
+def test_a_report_entry_prices_what_the_judge_used(course: CourseOnDisk) -> None:
+    from stay.scoring._report import brief_entry
+
+    judge = ModelJudge(FakeModel(lambda r: {"embodies": True, "reason": "ok"}), "claude-sonnet-5-5")
+    scores = {"distractor_quality": DistractorQuality(judge).score(course)}
+    entry = brief_entry("slug", scores, build_usage=Usage(), build_cost=0.0, built=False)
+    calls = len(scores["distractor_quality"].items)
+    assert entry["scorers"]["distractor_quality"]["cost"] == pytest.approx(calls * (10 * 2 + 5 * 10) / 1e6)
