@@ -32,7 +32,7 @@ from stay.pipeline._graph import graph, walk_order
 from stay.pipeline._nodes import HANDLERS
 from stay.pipeline._repair import RepairReport
 from stay.pipeline._run import Progress, Run, Stop, print_progress
-from stay.pipeline._state import CourseState, Status, load_manifest
+from stay.pipeline._state import CourseState, Status, load_manifest, plans_on_disk
 from stay.pipeline._trace import Tracer
 from stay.pipeline._wave import WaveStats
 from stay.stages import Prompts
@@ -253,16 +253,8 @@ def _open_course(slug: str, courses_dir: str | os.PathLike[str]) -> CourseState:
     state = CourseState(root, course_graph(Curriculum(modules=[])), manifest.brief)
     curriculum_path = root / "curriculum.yaml"
     if curriculum_path.is_file():
-        from stay.artefacts import LessonPlan
-
         curriculum = load(curriculum_path, Curriculum)
-        plans = {}
-        for module in curriculum.modules:
-            for lesson in module.lessons:
-                path = root / f"modules/{module.id}-{module.slug}/{lesson.id}.plan.yaml"
-                if path.is_file():
-                    plans[lesson.id] = load(path, LessonPlan)
-        state.graph = course_graph(curriculum, plans)
+        state.graph = course_graph(curriculum, plans_on_disk(root, curriculum))
     return state
 
 

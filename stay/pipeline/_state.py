@@ -19,7 +19,17 @@ from typing import Any, Literal
 
 import networkx as nx
 
-from stay.artefacts import Brief, CourseManifest, dump, dump_yaml, load, to_data, write_text_atomic
+from stay.artefacts import (
+    Brief,
+    CourseManifest,
+    Curriculum,
+    LessonPlan,
+    dump,
+    dump_yaml,
+    load,
+    to_data,
+    write_text_atomic,
+)
 from stay.pipeline._course_graph import BRIEF, DESIGN, artefact_paths
 
 Status = Literal["missing", "current", "stale", "edited"]
@@ -176,6 +186,17 @@ class CourseState:
         lines += [f"- wrote {p}" for p in sorted(set(written))]
         lines += [f"- stopped at {stopped}" if stopped else "- completed"]
         write_text_atomic(path, text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n")
+
+
+def plans_on_disk(root: Path, curriculum: Curriculum) -> dict[str, LessonPlan]:
+    """Every lesson plan that exists, by lesson id."""
+    found: dict[str, LessonPlan] = {}
+    for module in curriculum.modules:
+        for lesson in module.lessons:
+            path = root / f"modules/{module.id}-{module.slug}/{lesson.id}.plan.yaml"
+            if path.is_file():
+                found[lesson.id] = load(path, LessonPlan)
+    return found
 
 
 def load_manifest(root: Path) -> CourseManifest:
