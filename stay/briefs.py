@@ -112,7 +112,21 @@ def brief_from_data(data: object, where: str = "brief") -> Brief:
     except ArtefactLoadError as exc:
         raise UsageError(str(exc)) from None
     try:
-        parse_duration(brief.time_available)
+        minutes = parse_duration(brief.time_available)
     except ValueError as exc:
         raise UsageError(f"{where}: field 'time_available': {exc}") from None
+    shortest = _shortest_lesson()
+    if minutes < shortest:
+        raise UsageError(f"{where}: field 'time_available': {brief.time_available!r} is {minutes} minutes, "
+                         f"shorter than the shortest lesson house style allows ({shortest} minutes)")
     return brief
+
+
+def _shortest_lesson() -> int:
+    """house-style.yaml's lesson.min_minutes: no course can be shorter than one lesson."""
+    from stay.validate import HouseData, default_data_dir
+
+    try:
+        return int(HouseData.load(default_data_dir())["lesson.min_minutes"])
+    except Exception:  # without readable data files the validator will say so
+        return 1
