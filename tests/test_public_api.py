@@ -41,6 +41,13 @@ def test_validator_imports_neither_pydantic_nor_a_model_client() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_an_offline_run_does_not_pay_for_the_anthropic_sdk() -> None:
+    code = ("import sys, stay.pipeline, stay.models, stay.scoring; "
+            "print('anthropic' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 def test_validate_and_validate_course_agree() -> None:
     from tests.conftest import SAMPLE
 

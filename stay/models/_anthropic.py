@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
+if TYPE_CHECKING:  # the SDK takes seconds to import: only a run that talks to Claude pays for it
+    import anthropic
 
 from stay.errors import AnswerError, ModelError, RefusalError, TruncationError, UsageError
 from stay.models._request import ModelAnswer, ModelRequest, Usage
@@ -38,6 +39,8 @@ _SCREEN_SYSTEM = (
 
 def request_params(request: ModelRequest, model: str) -> dict[str, Any]:
     """The Messages API parameters for a stage request (pure; no sampling parameters)."""
+    import anthropic
+
     system = []
     for block in request.system:
         entry: dict[str, Any] = {"type": "text", "text": block.text}
@@ -93,6 +96,8 @@ def answer_from(message: Any, request: ModelRequest) -> ModelAnswer:
 
 
 def _api_error(exc: Exception, where: str, retries: int) -> ModelError:
+    import anthropic
+
     if isinstance(exc, anthropic.AuthenticationError):
         return ModelError(f"{where}: ANTHROPIC_API_KEY was rejected (401); check the key")
     if isinstance(exc, anthropic.RateLimitError):
@@ -117,6 +122,8 @@ class AnthropicBackend:
 
     def __init__(self, client: anthropic.Anthropic | None = None,
                  async_client: anthropic.AsyncAnthropic | None = None, *, max_retries: int = 4) -> None:
+        import anthropic
+
         self.max_retries = max_retries
         if client is None:
             key = os.environ.get("ANTHROPIC_API_KEY")
@@ -129,6 +136,8 @@ class AnthropicBackend:
         self.async_client = async_client
 
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
+        import anthropic
+
         try:
             message = self.client.messages.create(**request_params(request, model))
         except anthropic.APIError as exc:
@@ -137,6 +146,8 @@ class AnthropicBackend:
         return answer_from(message, request)
 
     async def acomplete(self, request: ModelRequest, model: str) -> ModelAnswer:
+        import anthropic
+
         if self.async_client is None:
             key = os.environ.get("ANTHROPIC_API_KEY")
             if not key:

@@ -26,9 +26,8 @@ from stay.artefacts import (
     to_data,
     write,
 )
-from stay.briefs import slugify
 from stay.errors import PipelineError, UsageError
-from stay.pipeline._course_graph import DESIGN, course_graph, lesson_paths, safe_module_dirs
+from stay.pipeline._course_graph import course_graph, lesson_paths, safe_module_dirs
 from stay.pipeline._repair import repair_course
 from stay.pipeline._run import Run, Stop
 from stay.pipeline._state import AUTO_APPROVED, STATE, CourseState, load_manifest, write_if_changed
@@ -352,13 +351,13 @@ def repair(run: Run) -> None:
 
 
 HANDLERS: dict[str, Callable[[Run], object]] = {
-    name: function for name, function in globals().items()
-    if callable(function) and not name.startswith("_") and name in {
-        "entry", "choose_entry", "intake", "moderate", "scaffold", "audience", "curriculum",
-        "outcomes", "assessment", "design_summary", "design_ask", "design_record", "require_design",
-        "plan_modules", "plan_summary", "plan_ask", "plan_record", "require_gates", "write_lesson",
-        "write_capstone", "gather", "merge_glossary", "land_manifest", "validate", "repair_seed",
-        "repair"}
+    "entry": entry, "choose_entry": choose_entry, "intake": intake, "moderate": moderate,
+    "scaffold": scaffold, "audience": audience, "curriculum": curriculum, "outcomes": outcomes,
+    "assessment": assessment, "design_summary": design_summary, "design_ask": design_ask,
+    "design_record": design_record, "require_design": require_design, "plan_modules": plan_modules,
+    "plan_summary": plan_summary, "plan_ask": plan_ask, "plan_record": plan_record,
+    "require_gates": require_gates, "write_lesson": write_lesson, "write_capstone": write_capstone,
+    "gather": gather, "merge_glossary": merge_glossary, "land_manifest": land_manifest,
+    "validate": validate, "repair_seed": repair_seed, "repair": repair,
 }
-
-__all__ = ["DESIGN", "HANDLERS", "BriefRejected", "slugify"]
+"""node name -> what it does; a test holds its keys equal to the graph's nodes."""

@@ -59,25 +59,40 @@ class RepairReport:
     """Defects left at the end, gated owners' among them: reported, never repaired."""
 
 
-def route(run: Run, defect: Defect) -> str | None:
-    """The leaf artefact that must change to fix ``defect``, or None if repair may not."""
-    suffix = LEAF_OWNERS.get(defect.owner)
-    if suffix is None:
-        return None
-    if defect.owner == "capstone":
-        return capstone_stage.PATH
-    curriculum = load(run.root / "curriculum.yaml", Curriculum)
-    prefixes = {lesson_id: prefix for lesson_id, _d, prefix in lesson_paths(curriculum)}
-    if defect.code == "ret001":
+@dataclass(frozen=True)
+class Router:
+    """Where each defect goes, from the curriculum and glossary as they are this round."""
+
+    prefixes: dict[str, str]
+    """lesson id -> modules/<module dir>/<lesson id>"""
+    introduced_in: dict[str, str]
+    """norm(term) -> the lesson the glossary says introduced it"""
+
+    @classmethod
+    def of(cls, run: Run) -> Router:
+        curriculum = load(run.root / "curriculum.yaml", Curriculum)
         glossary_path = run.root / "glossary.yaml"
-        if not glossary_path.is_file():
+        terms = load(glossary_path, Glossary).terms if glossary_path.is_file() else []
+        return cls({lesson_id: prefix for lesson_id, _d, prefix in lesson_paths(curriculum)},
+                   {_norm(t.term): t.introduced_in for t in reversed(terms)})
+
+    def route(self, defect: Defect) -> str | None:
+        """The leaf artefact that must change to fix ``defect``, or None if repair may not."""
+        suffix = LEAF_OWNERS.get(defect.owner)
+        if suffix is None:
             return None
-        term = " ".join(defect.subject.casefold().split())
-        entry = next((t for t in load(glossary_path, Glossary).terms
-                      if " ".join(t.term.casefold().split()) == term), None)
-        return prefixes[entry.introduced_in] + suffix if entry and entry.introduced_in in prefixes else None
-    lesson = next((i for i, prefix in prefixes.items() if defect.path.startswith(prefix + ".")), None)
-    return prefixes[lesson] + suffix if lesson else None
+        if defect.owner == "capstone":
+            return capstone_stage.PATH
+        if defect.code == "ret001":  # through the glossary, to the introducing lesson's quiz
+            lesson = self.introduced_in.get(_norm(defect.subject))
+        else:
+            lesson = next((i for i, prefix in self.prefixes.items() if defect.path.startswith(prefix + ".")),
+                          None)
+        return self.prefixes[lesson] + suffix if lesson in self.prefixes else None
+
+
+def _norm(term: str) -> str:
+    return " ".join(term.casefold().split())
 
 
 def repair_course(run: Run) -> RepairReport:
@@ -88,9 +103,10 @@ def repair_course(run: Run) -> RepairReport:
         if not report.defects:
             stop = STOP_NOTHING_REMAINS
             break
+        router = Router.of(run)
         todo: dict[str, list[Defect]] = {}
         for defect in report.defects:
-            target = route(run, defect)
+            target = router.route(defect)
             if target is not None:
                 todo.setdefault(target, []).append(defect)
         if not todo:
@@ -104,7 +120,8 @@ def repair_course(run: Run) -> RepairReport:
         for path in sorted(todo):
             _regenerate(run, path, todo[path])
         report = validate_course(run.root)
-        after = sum(1 for d in report.defects if route(run, d) is not None)
+        router = Router.of(run)
+        after = sum(1 for d in report.defects if router.route(d) is not None)
         rounds.append(RepairRound(before, after, tuple(sorted(todo))))
         if after >= before:
             stop = STOP_NO_REDUCTION

@@ -128,18 +128,17 @@ class Run:
 
     def refresh_graph(self) -> None:
         """Rebuild the artefact graph once the curriculum (and plans) are on disk."""
-        state = self.course
         curriculum = self.curriculum()
-        plans = self.plans() if curriculum is not None else {}
-        state.graph = course_graph(curriculum, plans) if curriculum is not None else state.graph
+        if curriculum is not None:
+            self.course.graph = course_graph(curriculum, self.plans(curriculum))
 
     def curriculum(self) -> Curriculum | None:
         path = self.root / "curriculum.yaml"
         return load(path, Curriculum) if path.is_file() else None
 
-    def plans(self) -> dict[str, LessonPlan]:
+    def plans(self, curriculum: Curriculum | None = None) -> dict[str, LessonPlan]:
         """Every plan on disk, by lesson id (re-read only when a file changed)."""
-        curriculum = self.curriculum()
+        curriculum = curriculum if curriculum is not None else self.curriculum()
         found: dict[str, LessonPlan] = {}
         if curriculum is None:
             return found

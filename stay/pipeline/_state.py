@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -82,6 +81,8 @@ class CourseState:
     root: Path
     graph: nx.DiGraph[str]
     brief: Brief
+    _ledger: dict[str, Any] | None = None
+    """hashes.json as last read or written: every status reads it, so it is read once."""
 
     # -- hashes ------------------------------------------------------------
 
@@ -92,29 +93,34 @@ class CourseState:
         return digest(file.read_bytes()) if file.is_file() else None
 
     def ledger(self) -> dict[str, Any]:
-        ledger: dict[str, Any] = read_json(self.root / HASHES).get("artefacts", {})
-        return ledger
+        if self._ledger is None:
+            self._ledger = read_json(self.root / HASHES).get("artefacts", {})
+        return self._ledger
 
     def record(self, paths: list[str]) -> None:
         """Record what the pipeline just wrote: each path's hash and its inputs' hashes."""
-        ledger = self.ledger()
+        ledger = dict(self.ledger())
         for path in paths:
             ledger[path] = {"hash": self.current_hash(path),
                             "inputs": {i: self.current_hash(i)
                                        for i in sorted(self.graph.predecessors(path))}}
+        self._write_ledger(ledger)
+
+    def _write_ledger(self, ledger: dict[str, Any]) -> None:
         write_json(self.root / HASHES, {"version": 1, "artefacts": dict(sorted(ledger.items()))})
+        self._ledger = ledger
 
     def adopt(self) -> None:
         """Rebuild the ledger from the files on disk: every existing artefact current."""
         present = [p for p in artefact_paths(self.graph) if (self.root / p).is_file()]
-        write_json(self.root / HASHES, {"version": 1, "artefacts": {}})
+        self._write_ledger({})
         self.record(present)
 
     # -- statuses ----------------------------------------------------------
 
-    def status(self, path: str, ledger: Mapping[str, Any] | None = None) -> tuple[Status, list[str]]:
+    def status(self, path: str) -> tuple[Status, list[str]]:
         """(status, the inputs that made it stale)."""
-        entry = (self.ledger() if ledger is None else ledger).get(path)
+        entry = self.ledger().get(path)
         own = self.current_hash(path)
         if own is None:
             return "missing", []
@@ -127,8 +133,7 @@ class CourseState:
         return ("stale", changed) if changed else ("current", [])
 
     def statuses(self) -> dict[str, tuple[Status, list[str]]]:
-        ledger = self.ledger()
-        return {path: self.status(path, ledger) for path in artefact_paths(self.graph)}
+        return {path: self.status(path) for path in artefact_paths(self.graph)}
 
     def project_statuses(self, manifest: CourseManifest) -> bool:
         """Write course.yaml's ``artefacts`` map from the derived statuses.

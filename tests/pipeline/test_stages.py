@@ -125,9 +125,15 @@ def test_rendered_request_for_the_sample_brief(stage: str, snapshot: SnapshotAss
 
 
 def test_the_stable_prefix_is_the_same_for_every_lesson_of_the_wave() -> None:
-    a = _sample_requests()["content"]
-    other = a.model_copy(update={"inputs": {}, "user": "another lesson"})
-    assert a.system == other.system
+    plans, outcomes, audience = INPUTS["first"], INPUTS["outcomes"], INPUTS["audience"]
+    for stage in ("content", "exercises", "quiz"):
+        requests = [
+            STAGES[stage].request(plan, [o for o in outcomes.outcomes if o.lesson == plan.lesson], audience,
+                                  *([[]] if stage == "quiz" else []), f"{plan.lesson}.x", PROMPTS)
+            for plan in plans
+        ]
+        assert len({r.user for r in requests}) == len(plans)  # each lesson asks something different
+        assert len({(r.system, r.shared) for r in requests}) == 1  # behind one shared, cached prefix
 
 
 def test_stages_do_no_io_clock_or_randomness(monkeypatch: pytest.MonkeyPatch) -> None:

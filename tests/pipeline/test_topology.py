@@ -124,6 +124,12 @@ def test_every_node_carries_kind_writes_role_and_references() -> None:
         assert isinstance(attrs["writes"], bool)
 
 
+def test_every_node_has_a_handler_and_every_handler_a_node() -> None:
+    from stay.pipeline._nodes import HANDLERS
+
+    assert set(HANDLERS) == set(graph())
+
+
 def test_graph_returns_a_copy_the_runner_cannot_be_changed_through() -> None:
     g = graph()
     g.remove_node("moderate")
