@@ -93,14 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BaseException as exc:
         from stay.errors import StayError, UsageError
-        from stay.pipeline import BriefRejected
 
         if isinstance(exc, SystemExit):
             return int(exc.code or 0)
         if isinstance(exc, UsageError):
             sys.stderr.write(f"error: {_one_line(exc)}\n")
             return EXIT_USAGE
-        if isinstance(exc, (StayError, BriefRejected)):
+        if isinstance(exc, StayError):
             sys.stderr.write(f"refused: {_one_line(exc)}\n")
             return EXIT_REFUSED
         sys.stderr.write(f"internal error: {type(exc).__name__}: {_one_line(exc)} "

@@ -1,25 +1,59 @@
-"""The exceptions stay raises on purpose. Each message says what went wrong, where,
-and how to fix it, in one line, so the command line can print it as it is.
+"""Every exception stay raises on purpose, and the exit code each one means.
+
+Each message says what went wrong, where, and how to fix it, in one line, so the
+command line can print it as it is. The tree is closed: nothing stay raises on
+purpose is outside it, and the command line maps a class to its exit code through
+one table, ``EXIT_CODES`` (the most specific class wins).
 
     StayError
-    ├── UsageError          a command or call was given something it cannot use
-    │   ├── CoursePathError a course path that does not exist or is not a directory
-    │   └── DataFileError   bloom-verbs.yaml or house-style.yaml missing or malformed
-    ├── ArtefactError       a course file that cannot be read as its artefact
-    ├── AnswerError         a model's answer that does not fit the stage's schema
-    ├── ModelError          the model API failed: overloaded, rate limited, unreachable, refused
-    │   ├── TruncationError the answer was cut off at max_tokens
-    │   ├── RefusalError    the model refused to answer
-    │   └── ReplayMiss      a replayed run met a request it has no recorded answer for
-    └── PipelineError       the pipeline refused to go on (a gate, a guard, a missing file)
+    ├── UsageError            a command or call was given something it cannot use      (2)
+    │   ├── CoursePathError   a course path that does not exist or is not a directory
+    │   ├── DataFileError     bloom-verbs.yaml or house-style.yaml missing or malformed
+    │   └── BriefError        a brief that cannot be used: names the file and field
+    ├── EnvironmentProblem    the machine is in the way: disk full, read-only, a damaged
+    │                         ledger, a path that is a file; names the path and the fix (2)
+    ├── ArtefactError         a course file that cannot be read as its artefact         (5)
+    ├── AnswerError           a model's answer that does not fit the stage's schema    (5)
+    ├── ModelError            the model's reply cannot be used: refused, cut off,
+    │   │                     malformed                                               (5)
+    │   ├── TruncationError   the answer was cut off at max_tokens
+    │   ├── RefusalError      the model refused to answer
+    │   ├── ReplayMiss        a replayed run met a request it has no recorded answer for
+    │   └── ModelUnavailable  the service is unavailable after retries (429, 529, 5xx,
+    │                         connection, timeout): rerun to continue                  (6)
+    ├── PipelineError         the pipeline refused to go on (a gate, a guard)          (5)
+    │   ├── BriefRejected     input moderation flagged the brief; nothing was written
+    │   ├── UnsafeId          an id or slug read from disk or from a model that could
+    │   │                     name a path outside the course, or breaks the id format
+    │   └── CourseLocked      another command is writing this course
+    ├── GraphError            a pipeline graph that breaks its contract (a bug)        (3)
+    └── InjectedFault         a fault a test asked the offline backend to raise        (5)
 """
 
 from __future__ import annotations
 
 __all__ = [
-    "AnswerError", "ArtefactError", "CoursePathError", "DataFileError", "ModelError", "PipelineError",
-    "RefusalError", "ReplayMiss", "StayError", "TruncationError", "UsageError",
+    "EXIT_BUG", "EXIT_CODES", "EXIT_FAIL", "EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_REFUSED",
+    "EXIT_UNAVAILABLE", "EXIT_USAGE", "AnswerError", "ArtefactError", "BriefError", "BriefRejected",
+    "CourseLocked", "CoursePathError", "DataFileError", "EnvironmentProblem", "GraphError",
+    "InjectedFault", "ModelError", "ModelUnavailable", "PipelineError", "RefusalError", "ReplayMiss",
+    "StayError", "TruncationError", "UnsafeId", "UsageError", "exit_code",
 ]
+
+EXIT_OK = 0
+EXIT_FAIL = 1
+"""The run finished and the validator reports at least one FAIL."""
+EXIT_USAGE = 2
+"""A usage or environment problem: a bad option, a bad brief, a full disk."""
+EXIT_BUG = 3
+"""A bug in stay: one line, and every file written so far is whole."""
+EXIT_GATE = 4
+"""Stopped at a gate, waiting for an answer."""
+EXIT_REFUSED = 5
+"""Refused: a guard, moderation, an unsafe id, an answer that cannot be used."""
+EXIT_UNAVAILABLE = 6
+"""The model service was unavailable after retries: rerun to continue."""
+EXIT_INTERRUPTED = 130
 
 
 class StayError(Exception):
@@ -38,6 +72,15 @@ class DataFileError(UsageError):
     """A validator data file is missing, unreadable, or lacks a key the rules read."""
 
 
+class BriefError(UsageError):
+    """A brief that cannot be used; the message names the file, the field and the fix."""
+
+
+class EnvironmentProblem(StayError):
+    """The machine is in the way (disk full, read-only filesystem, a damaged ledger, a
+    path that should be a directory): the message names the path and the fix (exit 2)."""
+
+
 class ArtefactError(StayError):
     """A course file cannot be loaded as its artefact: the message names file and field."""
 
@@ -51,12 +94,8 @@ class AnswerError(StayError):
         self.raw = raw
 
 
-class PipelineError(StayError):
-    """The pipeline refused to go on: names what blocked it and the command that unblocks it."""
-
-
 class ModelError(StayError):
-    """The model API failed after its retries: the message names the stage and what to do."""
+    """The model's reply cannot be used: the message names the stage, the file and what to do."""
 
 
 class TruncationError(ModelError):
@@ -69,3 +108,51 @@ class RefusalError(ModelError):
 
 class ReplayMiss(ModelError):
     """A replayed run needed an answer the request cache does not hold."""
+
+
+class ModelUnavailable(ModelError):
+    """The model service did not answer after its retries (rate limit, overload, a server
+    error, no connection, a timeout). Nothing is lost: rerun the command to continue."""
+
+
+class PipelineError(StayError):
+    """The pipeline refused to go on: names what blocked it and the command that unblocks it."""
+
+
+class BriefRejected(PipelineError):
+    """The input screen flagged the brief; nothing was written."""
+
+
+class UnsafeId(PipelineError):
+    """An id, slug or term that could name a path outside the course, or that breaks the
+    contract's id format; names the file and the field. Nothing was written."""
+
+
+class CourseLocked(PipelineError):
+    """Another command holds this course's lock; names its process id."""
+
+
+class GraphError(StayError, ValueError):
+    """A pipeline graph that breaks its contract; the message lists every problem."""
+
+
+class InjectedFault(StayError, RuntimeError):
+    """A fault the offline backend was asked to raise (tests only)."""
+
+
+EXIT_CODES: dict[type[BaseException], int] = {
+    StayError: EXIT_REFUSED,
+    UsageError: EXIT_USAGE,
+    EnvironmentProblem: EXIT_USAGE,
+    ModelUnavailable: EXIT_UNAVAILABLE,
+    GraphError: EXIT_BUG,
+}
+"""Exception class -> exit code. The most specific class in an error's MRO wins."""
+
+
+def exit_code(error: BaseException) -> int:
+    """The exit code an error means: its nearest class in ``EXIT_CODES``, else a bug (3)."""
+    for cls in type(error).__mro__:
+        if cls in EXIT_CODES:
+            return EXIT_CODES[cls]
+    return EXIT_BUG

@@ -3,10 +3,11 @@ protocol (offline, anthropic, and the request cache in front of either)."""
 
 from __future__ import annotations
 
+from stay.errors import InjectedFault
 from stay.models._anthropic import AnthropicBackend, answer_from, request_params
 from stay.models._batch import BatchOutcome, prefetch
 from stay.models._cache import CachedBackend, RequestCache, request_key
-from stay.models._offline import DEFECTS, OFFLINE_MODEL, InjectedError, OfflineBackend
+from stay.models._offline import DEFECTS, OFFLINE_MODEL, OfflineBackend
 from stay.models._prices import PRICES, cost
 from stay.models._protocol import ModelClient
 from stay.models._request import (
@@ -30,7 +31,7 @@ __all__ = [
     "AnthropicBackend",
     "BatchOutcome",
     "CachedBackend",
-    "InjectedError",
+    "InjectedFault",
     "ModelAnswer",
     "ModelClient",
     "ModelRequest",

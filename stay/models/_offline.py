@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from stay.errors import InjectedFault
 from stay.models._offline_course import ANSWERS
 from stay.models._request import ModelAnswer, ModelRequest, Usage
 
@@ -33,10 +34,6 @@ DEFECTS = {
 }
 
 
-class InjectedError(RuntimeError):
-    """An error the offline backend was asked to raise."""
-
-
 @dataclass
 class OfflineBackend:
     """Answers every stage from its inputs. ``calls`` counts requests per stage."""
@@ -44,7 +41,7 @@ class OfflineBackend:
     latency: float = 0.0
     """Seconds each call sleeps, to make concurrency observable."""
     errors: Mapping[str, int] = field(default_factory=dict)
-    """stage -> how many of its next calls raise ``InjectedError``."""
+    """stage -> how many of its next calls raise ``InjectedFault``."""
     defects: Mapping[str, int | None] | Iterable[str] = ()
     """Names from ``DEFECTS`` to inject into answers of their stage: a mapping gives how
     many answers to damage (None: all of them); a plain collection damages all."""
@@ -108,7 +105,7 @@ class OfflineBackend:
             if self.latency:
                 time.sleep(self.latency)
             if failing:
-                raise InjectedError(f"injected error in stage {request.stage} ({request.artefact})")
+                raise InjectedFault(f"injected error in stage {request.stage} ({request.artefact})")
             data = ANSWERS[request.stage](copy.deepcopy(request.inputs))
         finally:
             with self._lock:

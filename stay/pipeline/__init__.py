@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from stay.errors import BriefRejected, GraphError
 from stay.pipeline._course_graph import course_graph
-from stay.pipeline._graph import DECLARATION, GraphError, build, graph, problems, walk_order
-from stay.pipeline._nodes import BriefRejected
+from stay.pipeline._graph import DECLARATION, build, graph, problems, walk_order
 from stay.pipeline._runner import (
     BuildResult,
     adopt,

@@ -14,6 +14,7 @@ from functools import cache
 
 import networkx as nx
 
+from stay.errors import GraphError
 from stay.stages import STAGES
 
 KINDS = ("entry", "router", "guard", "stage", "gate-summary", "gate-ask", "gate-record", "wave",
@@ -165,10 +166,6 @@ def problems(graph: nx.DiGraph[str]) -> list[str]:
         if before in graph and after in graph and not graph.has_edge(before, after):
             found.append(f"{before} must lead directly to {after}")
     return found
-
-
-class GraphError(ValueError):
-    """A pipeline graph that breaks its contract; the message lists every problem."""
 
 
 @cache

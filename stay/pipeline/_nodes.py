@@ -26,7 +26,7 @@ from stay.artefacts import (
     to_data,
     write,
 )
-from stay.errors import PipelineError, UsageError
+from stay.errors import BriefRejected, PipelineError, UsageError
 from stay.pipeline._course_graph import course_graph, lesson_paths, safe_module_dirs
 from stay.pipeline._repair import repair_course
 from stay.pipeline._run import Run, Stop
@@ -38,10 +38,6 @@ from stay.stages import curriculum as curriculum_stage
 from stay.stages import outcomes as outcomes_stage
 from stay.stages import plan as plan_stage
 from stay.validate import validate_course
-
-
-class BriefRejected(PipelineError):
-    """The input screen flagged the brief; nothing was written."""
 
 
 def entry(run: Run) -> None:

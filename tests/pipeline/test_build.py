@@ -11,7 +11,7 @@ import yaml
 
 import stay
 from stay.artefacts import load
-from stay.models import InjectedError, OfflineBackend
+from stay.models import InjectedFault, OfflineBackend
 from stay.pipeline import BriefRejected, approve, build_course, run_command, status
 from tests.conftest import ROOT, SAMPLE
 from tests.parity.harness import reference_report
@@ -175,7 +175,7 @@ def test_an_unreadable_duration_is_refused_naming_the_field(tmp_path: Path) -> N
 def test_a_crash_mid_wave_leaves_whole_files_and_a_rerun_finishes_the_same_course(tmp_path: Path) -> None:
     clean = build_course(HTTP, courses_dir=tmp_path / "clean", yes=True, progress=quiet)
     crashing = OfflineBackend(errors={"quiz": 1})
-    with pytest.raises(InjectedError):
+    with pytest.raises(InjectedFault):
         build_course(HTTP, courses_dir=tmp_path / "crash", yes=True, backend=crashing, progress=quiet)
     course = tmp_path / "crash" / clean.slug
     for path in course.rglob("*.yaml"):
