@@ -31,13 +31,14 @@ from stay.artefacts._models import (
     Project,
     Quiz,
 )
+from stay.errors import ArtefactError
 
 M = TypeVar("M", bound=BaseModel)
 
 
-class ArtefactLoadError(ValueError):
+class ArtefactLoadError(ArtefactError):
     """A file that cannot be read as its artefact; the message is one line naming the
-    file, the field, and the fix. (``stay.errors.ArtefactError`` wraps it for users.)"""
+    file, the field, and the fix."""
 
 
 class _Dumper(yaml.SafeDumper):
@@ -121,9 +122,10 @@ def validate_as(model: type[M], data: Any, where: str) -> M:
     except ValidationError as exc:
         error = exc.errors()[0]
         field = ".".join(str(part) for part in error["loc"]) or "(root)"
+        message = str(error["msg"]).removeprefix("Value error, ")
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise ArtefactLoadError(
-            f"{where}: field '{field}': {error['msg']}{more}; fix the field, "
+            f"{where}: field '{field}': {message}{more}; fix the field, "
             "or regenerate the file") from None
 
 

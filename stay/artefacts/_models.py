@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from stay.artefacts._ids import LessonId, ModuleId, Slug, Term
 
 
 def _not_blank(value: str) -> str:
@@ -23,6 +25,8 @@ def _not_blank(value: str) -> str:
 
 Text = Annotated[str, AfterValidator(_not_blank)]
 """The format's ``str``: a string that is non-empty after stripping."""
+TermText = Annotated[Term, AfterValidator(_not_blank)]
+"""A term: non-empty, printable, at most 64 characters (see ``_ids``)."""
 
 Status = Literal["missing", "current", "stale"]
 BloomLevel = Literal["remember", "understand", "apply", "analyze", "evaluate", "create"]
@@ -59,7 +63,7 @@ class CourseManifest(Artefact):
     """course.yaml: the brief and a status projection of every artefact."""
 
     schema_: int = Field(alias="schema", serialization_alias="schema")
-    slug: Text
+    slug: Slug
     title: Text
     brief: Brief
     artefacts: dict[str, Status]
@@ -80,24 +84,38 @@ class Audience(Artefact):
 
 
 class LessonEntry(Artefact):
-    id: Text = Field(description="<module id>-l<two digits>, from l01 inside each module.")
+    id: LessonId = Field(description="<module id>-l<two digits>, from l01 inside each module.")
     title: Text
     minutes: int
     summary: Text
 
 
 class Module(Artefact):
-    id: Text = Field(description="m<two digits>, from m01 in curriculum order.")
-    slug: Text = Field(description="Lowercase words joined by hyphens; names the directory.")
+    id: ModuleId = Field(description="m<two digits>, from m01 in curriculum order.")
+    slug: Slug = Field(description="Lowercase words joined by hyphens; names the directory.")
     title: Text
     summary: Text
     lessons: list[LessonEntry]
 
 
 class Curriculum(Artefact):
-    """curriculum.yaml: modules and lessons, in teaching order."""
+    """curriculum.yaml: modules and lessons, in teaching order.
+
+    Module ids, module slugs and lesson ids name directories and files, so each is
+    checked (``_ids``) and none may repeat: two lessons with one id would be one file.
+    """
 
     modules: list[Module]
+
+    @model_validator(mode="after")
+    def _no_repeats(self) -> Curriculum:
+        for kind, values in (("module id", [m.id for m in self.modules]),
+                             ("lesson id", [lesson.id for m in self.modules for lesson in m.lessons])):
+            repeated = sorted({v for v in values if values.count(v) > 1})
+            if repeated:
+                raise ValueError(f"{kind} {', '.join(map(repr, repeated))} is used more than once; "
+                                 "every one must be unique")
+        return self
 
 
 class Outcome(Artefact):
@@ -134,21 +152,21 @@ class Section(Artefact):
 
 
 class NewTerm(Artefact):
-    term: Text
+    term: TermText
     definition: Text
 
 
 class LessonPlan(Artefact):
     """<lesson>.plan.yaml: the contract the wave writes a lesson to."""
 
-    lesson: Text
+    lesson: LessonId
     title: Text
     minutes: int
     outcomes: list[Text]
     sections: list[Section]
     new_terms: list[NewTerm]
-    prerequisites: list[Text]
-    revisits: list[Text]
+    prerequisites: list[TermText]
+    revisits: list[TermText]
 
 
 class LessonContent(Artefact):
@@ -186,7 +204,7 @@ class Option(Artefact):
 class QuizItem(Artefact):
     id: Text
     outcome: Text | None = None
-    retrieves: Text | None = Field(default=None,
+    retrieves: TermText | None = Field(default=None,
                                    description="An earlier-introduced term this item retrieves.")
     type: ItemType
     stem: Text
@@ -228,9 +246,9 @@ class Project(Artefact):
 
 
 class GlossaryTerm(Artefact):
-    term: Text
+    term: TermText
     definition: Text
-    introduced_in: Text
+    introduced_in: LessonId
 
 
 class Glossary(Artefact):

@@ -1,0 +1,85 @@
+"""Ids, slugs and terms: the one check for every value that may become part of a path.
+
+A module id, lesson id or slug read from disk is as untrusted as one from a model's
+answer: both are checked here, by the same pydantic types, before any path is built
+from them. An id must match the contract's pattern (course-format.md, "Ids"), which
+already rules out ``/``, ``\\``, ``..``, NUL and every control character; the checks
+below say so in words a person can act on. Terms never become paths, but they are
+compared, printed and written into other files, so they may hold no control
+character and are at most ``TERM_MAX`` characters long.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+from typing import Annotated
+
+from pydantic import AfterValidator
+
+ID_MAX = 64
+"""No id, slug or term is longer than this."""
+SLUG_MAX = 60
+"""A course slug is at most 60 characters (course-format.md)."""
+TERM_MAX = ID_MAX
+
+SLUG_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+MODULE_PATTERN = re.compile(r"m[0-9]{2}")
+LESSON_PATTERN = re.compile(r"m[0-9]{2}-l[0-9]{2}")
+
+
+def _unsafe(value: str) -> str | None:
+    """Why ``value`` could escape a directory or corrupt a line, or None."""
+    if "\x00" in value:
+        return "holds a NUL byte"
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in value):
+        return "holds a control character"
+    if "/" in value or "\\" in value:
+        return "holds a path separator"
+    if ".." in value:
+        return "holds '..'"
+    return None
+
+
+def _shown(value: str) -> str:
+    text = value if len(value) <= 40 else value[:37] + "..."
+    return repr(text)
+
+
+def _checker(kind: str, pattern: re.Pattern[str], limit: int, example: str) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        why = _unsafe(value)
+        if why is not None:
+            raise ValueError(f"{_shown(value)} is not a {kind}: it {why}; use the format {example}")
+        if len(value) > limit:
+            raise ValueError(f"{_shown(value)} is not a {kind}: it is {len(value)} characters long, "
+                             f"at most {limit} are allowed")
+        if pattern.fullmatch(value) is None:
+            raise ValueError(f"{_shown(value)} is not a {kind}; use the format {example}")
+        return value
+
+    return check
+
+
+check_module_id = _checker("module id", MODULE_PATTERN, ID_MAX, "m + two digits, e.g. m01")
+check_lesson_id = _checker("lesson id", LESSON_PATTERN, ID_MAX,
+                           "<module id>-l + two digits, e.g. m01-l02")
+check_slug_value = _checker("slug", SLUG_PATTERN, SLUG_MAX,
+                            "lowercase letters, digits and single hyphens, e.g. how-http-requests-travel")
+
+
+def check_term(value: str) -> str:
+    """A term: printable text, not blank, at most ``TERM_MAX`` characters."""
+    if "\x00" in value or any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in value):
+        raise ValueError(f"{_shown(value)} is not a term: it holds a control character or line break")
+    if len(value) > TERM_MAX:
+        raise ValueError(f"{_shown(value)} is not a term: it is {len(value)} characters long, "
+                         f"at most {TERM_MAX} are allowed")
+    return value
+
+
+ModuleId = Annotated[str, AfterValidator(check_module_id)]
+LessonId = Annotated[str, AfterValidator(check_lesson_id)]
+Slug = Annotated[str, AfterValidator(check_slug_value)]
+Term = Annotated[str, AfterValidator(check_term)]
