@@ -6,13 +6,30 @@ what went wrong and the command that fixes it. Exit codes are in the README.
 
 from __future__ import annotations
 
-import argparse
-import json
+import signal
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_BUG, EXIT_GATE, EXIT_REFUSED = 0, 1, 2, 3, 4, 5
+if __name__ == "__main__" or (sys.argv and sys.argv[0].endswith("stay")):
+    # Ctrl-C during start-up (the imports below, a slow disk) ends quietly with 130,
+    # not a traceback; main() installs the normal handling once it is running.
+    signal.signal(signal.SIGINT, lambda *_: _interrupted_at_start())
+
+
+def _interrupted_at_start() -> None:
+    import os
+
+    sys.stderr.write("interrupted\n")
+    os._exit(130)
+
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+from typing import NoReturn  # noqa: E402
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_BUG, EXIT_GATE, EXIT_REFUSED, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
 
 
 class _Parser(argparse.ArgumentParser):
@@ -23,7 +40,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from stay import __version__
+
     parser = _Parser(prog="stay", description="Turn a course brief into a complete course.")
+    parser.add_argument("--version", action="version", version=f"stay {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = _Parser(add_help=False)
     common.add_argument("--courses-dir", default="courses", metavar="DIR",
@@ -80,35 +100,73 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:  # the process's own command line: Ctrl-C is ours to handle
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] == "validate":
-        from stay.validate._cli import main as validate_main
-
-        return validate_main(args[1:])
     try:
+        if args and args[0] == "validate":
+            from stay.validate._cli import main as validate_main
+
+            return validate_main(args[1:])
         return _dispatch(args)
     except KeyboardInterrupt:
-        sys.stderr.write("interrupted; every file written so far is whole, run the command again to "
-                         "continue\n")
-        return 130
-    except BaseException as exc:
-        from stay.errors import StayError, UsageError
+        _interrupted(argv is None)
+        return EXIT_INTERRUPTED
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_OK
+    except BaseException as exc:  # every error ends in one line; none as a traceback
+        return _report(exc)
 
-        if isinstance(exc, SystemExit):
-            return int(exc.code or 0)
-        if isinstance(exc, UsageError):
-            sys.stderr.write(f"error: {_one_line(exc)}\n")
-            return EXIT_USAGE
-        if isinstance(exc, StayError):
-            sys.stderr.write(f"refused: {_one_line(exc)}\n")
-            return EXIT_REFUSED
-        sys.stderr.write(f"internal error: {type(exc).__name__}: {_one_line(exc)} "
-                         "(a bug in stay; files written so far are whole)\n")
-        return EXIT_BUG
+
+def _interrupted(process: bool) -> None:
+    """Ctrl-C: one line, then out at once. Worker threads may be blocked on a call that
+    hangs; the interpreter would wait for them at exit, so a process leaves through
+    os._exit (every file written so far is whole: writes are atomic)."""
+    message = "interrupted; every file written so far is whole, run the command again to continue\n"
+    try:
+        sys.stderr.write(message)
+        sys.stderr.flush()
+        sys.stdout.flush()
+    except Exception:
+        pass
+    if process:
+        os._exit(EXIT_INTERRUPTED)
+
+
+def _quiet_stdout() -> None:
+    """The reader of stdout went away (``stay status X | head -1``): stop quietly."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _report(exc: BaseException) -> int:
+    from stay.errors import EXIT_BUG, EXIT_UNAVAILABLE, EXIT_USAGE, EnvironmentProblem, StayError, exit_code
+
+    if isinstance(exc, OSError):
+        exc = EnvironmentProblem.from_os_error(exc)
+    code = exit_code(exc) if isinstance(exc, StayError) else EXIT_BUG
+    if code == EXIT_BUG:
+        line = f"internal error: {type(exc).__name__}: {_one_line(exc)} (a bug in stay; files written so far are whole)"
+    elif code in (EXIT_USAGE, EXIT_UNAVAILABLE):
+        line = f"error: {_one_line(exc)}"
+    else:
+        line = f"refused: {_one_line(exc)}"
+    with contextlib.suppress(Exception):
+        sys.stderr.write(line + "\n")
+    return code
 
 
 def _one_line(text: object) -> str:
-    return " ".join(str(text).split())
+    """One line, and never a secret: the API key is cut out of anything printed."""
+    line = " ".join(str(text).split())
+    key = os.environ.get("ANTHROPIC_API_KEY", "")
+    return line.replace(key, "[redacted]") if len(key) >= 8 else line
 
 
 def _dispatch(args: list[str]) -> int:
@@ -128,8 +186,9 @@ def _dispatch(args: list[str]) -> int:
     if ns.command in ("status", "adopt"):
         statuses = (pipeline.adopt if ns.command == "adopt" else pipeline.status)(
             ns.slug, courses_dir=ns.courses_dir)
-        for path, (state, why) in statuses.items():
-            print(f"{state:8} {path}" + (f"  <- {', '.join(why)}" if why else ""))
+        for path, status in statuses.items():
+            detail = status.describe()
+            print(f"{status.state:8} {path}" + (f"  {detail}" if detail else ""))
         for gate, verdict in pipeline.gate_status(ns.slug, courses_dir=ns.courses_dir).items():
             print(f"gate     {gate}: {verdict}")
         return EXIT_OK
@@ -210,6 +269,14 @@ def _run(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _plain(value: object) -> object:
+    import dataclasses
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return list(value)  # type: ignore[call-overload]
+
+
 def render_graph(fmt: str) -> str:
     """The pipeline graph as Mermaid, DOT or node-link JSON."""
     import networkx as nx
@@ -219,7 +286,7 @@ def render_graph(fmt: str) -> str:
     pipeline = graph()
     if fmt == "json":
         data = nx.node_link_data(pipeline, edges="edges")
-        return json.dumps(data, indent=2, sort_keys=True, default=list) + "\n"
+        return json.dumps(data, indent=2, sort_keys=True, default=_plain) + "\n"
     shapes = {"gate-ask": ("{{", "}}"), "router": ("{", "}"), "guard": ("[/", "/]"),
               "wave": ("[[", "]]"), "barrier": ("[(", ")]")}
     if fmt == "mermaid":

@@ -80,6 +80,25 @@ class EnvironmentProblem(StayError):
     """The machine is in the way (disk full, read-only filesystem, a damaged ledger, a
     path that should be a directory): the message names the path and the fix (exit 2)."""
 
+    @classmethod
+    def from_os_error(cls, error: OSError) -> EnvironmentProblem:
+        """One line for an operating-system error: what, where, and what to do."""
+        import errno
+
+        where = error.filename or "a course file"
+        fixes = {
+            errno.ENOSPC: "no space left on the device; free some space and run the command again",
+            errno.EDQUOT: "the disk quota is exceeded; free some space and run the command again",
+            errno.EROFS: "the filesystem is read-only; use a writable --courses-dir",
+            errno.EACCES: "permission denied; fix the permissions or use another --courses-dir",
+            errno.EPERM: "operation not permitted; fix the permissions or use another --courses-dir",
+            errno.ENOTDIR: "a part of this path is a file, not a directory; use another --courses-dir",
+            errno.EISDIR: "this is a directory where a file belongs; move it away",
+            errno.EMFILE: "too many open files; raise the limit (ulimit -n) and run the command again",
+        }
+        what = fixes.get(error.errno or 0, f"{error.strerror or type(error).__name__}; check the path")
+        return cls(f"{where}: {what} (nothing written so far was lost)")
+
 
 class ArtefactError(StayError):
     """A course file cannot be loaded as its artefact: the message names file and field."""

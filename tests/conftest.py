@@ -1,14 +1,29 @@
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "courses" / "how-http-requests-travel"
+SAMPLE_SOURCE = ROOT / "courses" / "how-http-requests-travel"
+
+
+def _pristine_sample() -> Path:
+    """The committed sample, copied without anything a user's run left beside it (.state,
+    .runs, temporary files) into a directory of its own: tests never depend on what is
+    under courses/ besides the committed course."""
+    target = Path(tempfile.mkdtemp(prefix="stay-sample-")) / SAMPLE_SOURCE.name
+    shutil.copytree(SAMPLE_SOURCE, target, ignore=shutil.ignore_patterns(".*"))
+    atexit.register(shutil.rmtree, target.parent, True)
+    return target
+
+
+SAMPLE = _pristine_sample()
 
 # CI runs the parity fuzzing at its contract size (at least 500 examples in all);
 # a developer's default run is lighter. HYPOTHESIS_PROFILE=ci selects it explicitly.

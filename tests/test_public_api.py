@@ -8,10 +8,12 @@ import sys
 import stay
 
 PUBLIC = [
-    "AnswerError", "Brief", "BuildResult", "PipelineError", "adopt", "approve", "build_course", "status",
-    "ArtefactError", "CoursePathError", "CourseReport", "DataFileError", "Defect",
-    "Severity", "StayError", "UsageError", "ValidationReport", "__version__",
-    "validate_course", "validate_courses",
+    "Brief", "BuildResult", "adopt", "approve", "build_course", "status",
+    "CourseReport", "Defect", "Severity", "ValidationReport", "__version__", "validate_course", "validate_courses",
+    # the whole error tree (stay/errors.py), so a caller can catch exactly what it handles
+    "StayError", "UsageError", "CoursePathError", "DataFileError", "BriefError", "EnvironmentProblem",
+    "ArtefactError", "AnswerError", "ModelError", "TruncationError", "RefusalError", "ReplayMiss",
+    "ModelUnavailable", "PipelineError", "BriefRejected", "UnsafeId", "CourseLocked", "GraphError",
 ]
 
 
@@ -31,6 +33,29 @@ def test_exception_tree() -> None:
     assert issubclass(stay.ArtefactError, stay.StayError)
     assert issubclass(stay.AnswerError, stay.StayError)
     assert issubclass(stay.PipelineError, stay.StayError)
+    assert issubclass(stay.ModelUnavailable, stay.ModelError)
+    assert issubclass(stay.BriefError, stay.UsageError)
+    assert issubclass(stay.CourseLocked, stay.PipelineError)
+
+
+def test_every_exception_stay_defines_derives_from_stay_error() -> None:
+    import importlib
+    import inspect
+    import pkgutil
+
+    found = []
+    for info in pkgutil.walk_packages(stay.__path__, "stay."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if inspect.isclass(value) and issubclass(value, BaseException) and value.__module__ == module.__name__:
+                found.append((info.name, name, issubclass(value, stay.StayError)))
+    # control flow that never leaves its module: a gate stop inside the runner, and the
+    # validator's hand-over from the fast YAML parser to the pure one
+    internal = {("stay.pipeline._run", "Stop"), ("stay.validate._yaml", "_TooDeep")}
+    outside = [(module, name) for module, name, ok in found if not ok and (module, name) not in internal]
+    assert found and not outside, outside
 
 
 def test_validator_imports_neither_pydantic_nor_a_model_client() -> None:

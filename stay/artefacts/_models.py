@@ -53,10 +53,12 @@ class Brief(Artefact):
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str]) -> Brief:
-        """Read a brief file; a problem raises ArtefactLoadError naming the file and field."""
-        from stay.artefacts._io import load
+        """Read and check a brief file, exactly as ``stay build BRIEF.yaml`` does: a problem
+        raises ``stay.BriefError`` in one line naming the file, the field and the fix."""
+        from stay.artefacts._brief import read_brief
 
-        return load(path, cls)
+        brief: Brief = read_brief(path)
+        return brief
 
 
 class CourseManifest(Artefact):

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping
 import networkx as nx
 
 from stay.artefacts import Curriculum, LessonPlan
-from stay.briefs import check_slug
 
 BRIEF = "brief"
 """The pseudo-artefact for the brief (held in course.yaml)."""
@@ -28,17 +27,6 @@ def lesson_paths(curriculum: Curriculum) -> list[tuple[str, str, str]]:
         for lesson in module.lessons:
             found.append((lesson.id, module_dir, f"{module_dir}/{lesson.id}"))
     return found
-
-
-def safe_module_dirs(curriculum: Curriculum) -> None:
-    """Refuse a curriculum whose ids or slugs would put files outside the course."""
-    for module in curriculum.modules:
-        check_slug(module.slug)
-        for lesson in module.lessons:
-            if "/" in lesson.id or "\\" in lesson.id or lesson.id.startswith("."):
-                raise ValueError(f"lesson id '{lesson.id}' cannot name a file")
-        if "/" in module.id or module.id.startswith("."):
-            raise ValueError(f"module id '{module.id}' cannot name a directory")
 
 
 def course_graph(curriculum: Curriculum,

@@ -21,6 +21,11 @@ KINDS = ("entry", "router", "guard", "stage", "gate-summary", "gate-ask", "gate-
          "barrier", "mechanical", "validate", "repair")
 
 
+PHASES = ("design", "plan", "wave", "finish", "repair")
+"""What a stage or mechanical node authors. A command names the phases it may write;
+in the others its nodes only check that what is on disk is current."""
+
+
 @dataclass(frozen=True)
 class NodeDecl:
     name: str
@@ -29,14 +34,35 @@ class NodeDecl:
     stages: tuple[str, ...] = ()
     """The stages whose requests this node makes (role and references come from them)."""
     doc: str = ""
+    phase: str = ""
+    """The phase this node authors (PHASES), for stage, wave, mechanical and repair nodes."""
+    requires: tuple[str, ...] = ()
+    """For a guard: the gates whose approvals must hold before the command goes on."""
+
+
+@dataclass(frozen=True)
+class CommandDecl:
+    """Where a command joins the graph, where it stops, and what it may write."""
+
+    entry: str
+    """The node choose_entry routes it to: intake, or a guard."""
+    last: str
+    """The last node it runs; a gate-summary here means the command stops at that gate."""
+    authors: tuple[str, ...]
+    """The phases whose artefacts it may (re)generate; elsewhere it only checks."""
+    doc: str = ""
 
 
 @dataclass(frozen=True)
 class PipelineDecl:
     nodes: tuple[NodeDecl, ...]
     edges: tuple[tuple[str, str], ...]
-    entries: Mapping[str, str] = field(default_factory=dict)
-    """Command -> the node it joins the spine at (choose_entry's successors)."""
+    commands: Mapping[str, CommandDecl] = field(default_factory=dict)
+
+    @property
+    def entries(self) -> dict[str, str]:
+        """Command -> the node it joins at (a successor of choose_entry)."""
+        return {name: command.entry for name, command in self.commands.items()}
 
 
 SPINE = (
@@ -44,61 +70,80 @@ SPINE = (
     "outcomes", "assessment", "design_summary", "design_ask", "design_record", "plan_modules",
     "plan_summary", "plan_ask", "plan_record",
 )
+GUARDS = ("require_design", "require_gates", "repair_seed")
 
 DECLARATION = PipelineDecl(
     nodes=(
         NodeDecl("entry", "entry", False, doc="Where every run starts."),
         NodeDecl("choose_entry", "router", False, doc="Picks where the command joins the spine."),
+        NodeDecl("require_design", "guard", False, requires=("design",),
+                 doc="`plan`: the design approval must hold."),
+        NodeDecl("require_gates", "guard", False, requires=("design", "plan"),
+                 doc="`write`: both approvals must hold."),
+        NodeDecl("repair_seed", "guard", False, requires=("design", "plan"),
+                 doc="`repair`: an existing course, both approvals holding."),
         NodeDecl("intake", "mechanical", False, doc="Checks the brief and the slug."),
-        NodeDecl("moderate", "guard", False, doc="Screens the whole brief before anything is written."),
-        NodeDecl("scaffold", "mechanical", True, doc="Creates the course directory and course.yaml."),
-        NodeDecl("audience", "stage", True, ("audience",)),
-        NodeDecl("curriculum", "stage", True, ("curriculum",)),
-        NodeDecl("outcomes", "stage", True, ("outcomes",)),
-        NodeDecl("assessment", "stage", True, ("assessment",)),
+        NodeDecl("moderate", "guard", False, doc="Screens a brief not screened before, before anything is written."),
+        NodeDecl("scaffold", "mechanical", True, phase="design",
+                 doc="Creates the course directory and course.yaml."),
+        NodeDecl("audience", "stage", True, ("audience",), phase="design"),
+        NodeDecl("curriculum", "stage", True, ("curriculum",), phase="design"),
+        NodeDecl("outcomes", "stage", True, ("outcomes",), phase="design"),
+        NodeDecl("assessment", "stage", True, ("assessment",), phase="design"),
         NodeDecl("design_summary", "gate-summary", True, doc="Writes .state/design-gate.md."),
         NodeDecl("design_ask", "gate-ask", False, doc="Stops unless the design approval holds."),
         NodeDecl("design_record", "gate-record", True, doc="Records an answer (--yes) in gates.json."),
-        NodeDecl("require_design", "guard", False, doc="`plan`: requires a holding design approval."),
-        NodeDecl("plan_modules", "stage", True, ("plan",), doc="One planning call per module."),
+        NodeDecl("plan_modules", "stage", True, ("plan",), phase="plan", doc="One planning call per module."),
         NodeDecl("plan_summary", "gate-summary", True, doc="Writes .state/plan-gate.md."),
         NodeDecl("plan_ask", "gate-ask", False, doc="Stops unless the plan approval holds."),
         NodeDecl("plan_record", "gate-record", True, doc="Records an answer (--yes) in gates.json."),
-        NodeDecl("require_gates", "guard", False, doc="`write`: requires both approvals to hold."),
-        NodeDecl("write_lesson", "wave", True, ("content", "exercises", "quiz"),
-                 doc="Per lesson: content, exercises and quiz."),
-        NodeDecl("write_capstone", "wave", True, ("capstone",), doc="The capstone, beside the lessons."),
-        NodeDecl("gather", "barrier", False, doc="Runs once, after every wave task."),
-        NodeDecl("merge_glossary", "mechanical", True, doc="glossary.yaml from the plans."),
-        NodeDecl("land_manifest", "mechanical", True, doc="course.yaml's status projection."),
+        NodeDecl("write_lesson", "wave", True, ("content", "exercises", "quiz"), phase="wave",
+                 doc="Per lesson: content, exercises and quiz, beside the capstone."),
+        NodeDecl("write_capstone", "wave", True, ("capstone",), phase="wave",
+                 doc="The capstone, in flight beside the lessons."),
+        NodeDecl("gather", "barrier", False, doc="Waits for every wave task; reports what the wave did."),
+        NodeDecl("merge_glossary", "mechanical", True, phase="finish", doc="glossary.yaml from the plans."),
+        NodeDecl("land_manifest", "mechanical", True, phase="finish",
+                 doc="Retires files no longer in the curriculum; course.yaml's status projection."),
         NodeDecl("validate", "validate", False, doc="The library validator, non-strict."),
-        NodeDecl("repair_seed", "guard", False, doc="`repair`: requires an existing course."),
-        NodeDecl("repair", "repair", True, doc="Bounded repair of leaf artefacts."),
+        NodeDecl("repair", "repair", True, phase="repair", doc="Bounded repair of leaf artefacts."),
     ),
     edges=(
         *itertools.pairwise(SPINE),
-        ("choose_entry", "require_design"), ("require_design", "design_record"),
-        ("choose_entry", "require_gates"), ("require_gates", "design_record"),
-        ("choose_entry", "repair_seed"), ("repair_seed", "validate"),
+        *(edge for guard in GUARDS for edge in (("choose_entry", guard), (guard, "intake"))),
         ("plan_record", "write_lesson"), ("plan_record", "write_capstone"),
         ("write_lesson", "gather"), ("write_capstone", "gather"),
         ("gather", "merge_glossary"), ("merge_glossary", "land_manifest"),
         ("land_manifest", "validate"), ("validate", "repair"),
     ),
-    entries={"new": "intake", "build": "intake", "plan": "require_design",
-             "write": "require_gates", "repair": "repair_seed"},
+    commands={
+        "new": CommandDecl("intake", "design_summary", ("design",),
+                           "create the course and stop at the design gate"),
+        "build": CommandDecl("intake", "repair", PHASES,
+                             "build or resume: design, gate, plans, gate, wave, validate, repair"),
+        "plan": CommandDecl("require_design", "plan_record", ("plan",),
+                            "plan every lesson and stop after the plan gate"),
+        "write": CommandDecl("require_gates", "repair", ("wave", "finish", "repair"),
+                             "lessons, exercises, quizzes and the capstone, then validate and repair"),
+        "repair": CommandDecl("repair_seed", "repair", ("repair",),
+                              "validate, then repair leaf artefacts in bounded rounds"),
+    },
 )
-# choose_entry -> intake is part of the spine above.
+# Every command walks from entry through intake, moderate, the design stages and both
+# gates: the guards join the spine before it, so no command can reach the wave, the
+# validator or repair around a design stage or a gate (topology properties 2 and 3).
+# In the phases a command does not author, its nodes only check.
 
 
 def build(declaration: PipelineDecl = DECLARATION) -> nx.DiGraph[str]:
     """The DiGraph of a declaration: node attributes kind, writes, stages, role, references."""
-    graph: nx.DiGraph[str] = nx.DiGraph(name="stay pipeline", entries=dict(declaration.entries))
+    graph: nx.DiGraph[str] = nx.DiGraph(name="stay pipeline", entries=declaration.entries,
+                                         commands=dict(declaration.commands))
     for order, node in enumerate(declaration.nodes):
         roles = {STAGES[stage].ROLE for stage in node.stages}
         graph.add_node(
             node.name, kind=node.kind, writes=node.writes, stages=node.stages, order=order,
-            role=roles.pop() if len(roles) == 1 else (sorted(roles) or None),
+            phase=node.phase, requires=node.requires, role=roles.pop() if len(roles) == 1 else (sorted(roles) or None),
             references={stage: STAGES[stage].REFERENCES for stage in node.stages},
             doc=node.doc or (STAGES[node.stages[0]].__doc__ or "").strip().splitlines()[0],
         )
@@ -122,9 +167,7 @@ def problems(graph: nx.DiGraph[str]) -> list[str]:
     sinks = [n for n in graph if graph.out_degree(n) == 0]
     if len(sinks) != 1:
         found.append(f"the graph should end in one node, it ends in {sorted(sinks)}")
-    for name, command in ((v, k) for k, v in graph.graph.get("entries", {}).items()):
-        if not graph.has_edge("choose_entry", name):
-            found.append(f"command {command} joins at {name}, which choose_entry does not lead to")
+    found += _command_problems(graph)
     for ask in (n for n, a in graph.nodes(data=True) if a["kind"] == "gate-ask"):
         preds, succs = list(graph.predecessors(ask)), list(graph.successors(ask))
         if len(preds) != 1 or graph.nodes[preds[0]]["kind"] != "gate-summary":
@@ -168,6 +211,42 @@ def problems(graph: nx.DiGraph[str]) -> list[str]:
     return found
 
 
+def _command_problems(graph: nx.DiGraph[str]) -> list[str]:
+    """Each command joins at choose_entry's successor, intake or a guard, and stops at a
+    node after it; a command joining at a guard authors only what lies after the gate
+    records its guard requires (the guard re-checks, each run, what they recorded)."""
+    found: list[str] = []
+    records = {n.removesuffix("_record"): n for n, a in graph.nodes(data=True) if a["kind"] == "gate-record"}
+    for name, command in graph.graph.get("commands", {}).items():
+        entry, last = command.entry, command.last
+        if entry not in graph or not graph.has_edge("choose_entry", entry):
+            found.append(f"command {name} joins at {entry}, which choose_entry does not lead to")
+            continue
+        if entry != "intake" and graph.nodes[entry]["kind"] != "guard":
+            found.append(f"command {name} joins at {entry}, which is neither intake nor a guard")
+        if last not in graph or not (last == entry or nx.has_path(graph, entry, last)):
+            found.append(f"command {name} stops at {last}, which does not follow its entry {entry}")
+            continue
+        unknown = set(command.authors) - set(PHASES)
+        if unknown:
+            found.append(f"command {name} authors unknown phases {sorted(unknown)}")
+        if graph.nodes[entry]["kind"] != "guard":
+            continue
+        required = {records[g] for g in graph.nodes[entry].get("requires", ()) if g in records}
+        span = (nx.descendants(graph, entry) & (nx.ancestors(graph, last) | {last}))
+        for node in sorted(span):
+            if graph.nodes[node].get("phase") not in command.authors:
+                continue
+            needed = {a for a in nx.ancestors(graph, node) if graph.nodes[a]["kind"] == "gate-record"}
+            if not needed <= required:
+                found.append(f"command {name} authors {node} after {sorted(needed - required)}, which its "
+                             f"guard {entry} does not require")
+    for guard in (n for n, a in graph.nodes(data=True) if a["kind"] == "guard" and a.get("requires")):
+        if list(graph.successors(guard)) != ["intake"]:
+            found.append(f"guard {guard} must lead only to intake, so its command walks the whole spine")
+    return found
+
+
 @cache
 def _checked() -> nx.DiGraph[str]:
     graph = build()
@@ -189,3 +268,11 @@ def walk_order(graph: nx.DiGraph[str], start: str) -> list[str]:
     reachable = nx.descendants(graph, start) | {start}
     sub = graph.subgraph(reachable)
     return list(nx.lexicographical_topological_sort(sub, key=lambda n: graph.nodes[n]["order"]))
+
+
+def command_walk(graph: nx.DiGraph[str], command: str) -> list[str]:
+    """Every node ``command`` runs, in order: entry, choose_entry, then from the node it
+    joins at to the node it stops at, as the graph declares them."""
+    declared = graph.graph["commands"][command]
+    span = nx.ancestors(graph, declared.last) | {declared.last}
+    return ["entry", "choose_entry", *[n for n in walk_order(graph, declared.entry) if n in span]]

@@ -1,8 +1,12 @@
 """What each node of the pipeline graph does. The runner calls ``HANDLERS[name](run)``.
 
-A node does work; ``choose_entry`` alone only reads the run and names an edge.
-Stage nodes regenerate an artefact only when it is missing or stale; a file edited
-by hand is kept, and accepted as the new version its dependents are measured by.
+A node does work; ``choose_entry`` alone only reads the run and names an edge. A
+node authors its phase only when the command says so (``Run.may_write``); in the
+other phases it checks that what is on disk is current and refuses otherwise. A
+stage regenerates an artefact only when it is missing or stale. A file edited by
+hand is never overwritten and never marked current by a build: it is kept, and
+reported, until a person accepts it (``stay approve`` for a gated file, ``stay
+adopt``) or removes it.
 """
 
 from __future__ import annotations
@@ -26,11 +30,13 @@ from stay.artefacts import (
     to_data,
     write,
 )
+from stay.briefs import check_duration
 from stay.errors import BriefRejected, PipelineError, UsageError
-from stay.pipeline._course_graph import course_graph, lesson_paths, safe_module_dirs
+from stay.pipeline._course_graph import course_graph, lesson_paths
+from stay.pipeline._lock import CourseLock
 from stay.pipeline._repair import repair_course
 from stay.pipeline._run import Run, Stop
-from stay.pipeline._state import AUTO_APPROVED, STATE, CourseState, load_manifest, write_if_changed
+from stay.pipeline._state import AUTO_APPROVED, STATE, CourseState, Status, load_manifest, write_if_changed
 from stay.pipeline._wave import run_wave
 from stay.stages import assessment as assessment_stage
 from stay.stages import audience as audience_stage
@@ -47,19 +53,56 @@ def entry(run: Run) -> None:
 def choose_entry(run: Run) -> str:
     from stay.pipeline._graph import DECLARATION
 
-    return DECLARATION.entries[run.command]
+    return DECLARATION.commands[run.command].entry
+
+
+# -- guards -------------------------------------------------------------------
+
+
+def _guard(run: Run, gates: tuple[str, ...]) -> None:
+    """The course exists and every named gate's approval holds; else refuse, naming
+    the gate and the command that unblocks it. Nothing has been written yet."""
+    if run.state is None or not (run.root / "course.yaml").is_file():
+        raise UsageError(f"there is no course '{run.slug}' in {run.courses_arg}; start one with "
+                         f"{run.hint('new', 'BRIEF.yaml')}")
+    for gate in gates:
+        holds, why = run.course.approval(gate)
+        if not holds:
+            raise PipelineError(f"stay {run.command} needs the {gate} approval to hold: {why}; run "
+                                f"{run.hint('build', run.slug)}, then {run.hint('approve', run.slug, gate)}")
+
+
+def require_design(run: Run) -> None:
+    _guard(run, ("design",))
+
+
+def require_gates(run: Run) -> None:
+    _guard(run, ("design", "plan"))
+
+
+def repair_seed(run: Run) -> None:
+    _guard(run, ("design", "plan"))
+
+
+# -- intake, moderation, scaffold ---------------------------------------------
 
 
 def intake(run: Run) -> None:
-    """The brief was read and checked, and the slug made safe, before the run began."""
+    """The brief was read and checked, and the slug made safe, before the run began;
+    here its duration is checked against the run's own house style."""
     if run.brief is None:
         raise UsageError(f"stay {run.command} needs a brief file")
+    if run.house_limits is not None:
+        check_duration(run.brief.time_available, f"course '{run.slug}' brief", run.house_limits)
 
 
 def moderate(run: Run) -> None:
     """Screen the whole brief as one message: a topic and an audience that are each
-    unremarkable can be a different thing together. Fails open."""
+    unremarkable can be a different thing together. A brief screened before (its hash
+    is in the ledger) is not screened again. Fails open."""
     assert run.brief is not None
+    if run.state is not None and run.course.screened(run.brief):
+        return
     fields = {k: v for k, v in to_data(run.brief).items() if v and str(v).strip()}
     if not fields:
         return  # nothing to screen: no model call
@@ -70,43 +113,87 @@ def moderate(run: Run) -> None:
         return
     if reason:
         raise BriefRejected(f"Course brief rejected by input moderation: {reason}")
+    run.screened = True
 
 
 def scaffold(run: Run) -> None:
+    """Create the course (taking its lock) or bring course.yaml's brief up to date."""
     assert run.brief is not None
-    run.root.mkdir(parents=True, exist_ok=True)
     manifest_path = run.root / "course.yaml"
-    if manifest_path.exists():
+    if not run.may_write("design"):
+        if load_manifest(run.root).brief != run.brief:
+            raise PipelineError(f"the brief differs from course '{run.slug}''s; change it with "
+                                f"{run.hint('build', 'BRIEF.yaml', '--slug', run.slug)}")
+    elif manifest_path.exists():
         manifest = load_manifest(run.root)
         if manifest.brief != run.brief:
             manifest = manifest.model_copy(update={"brief": run.brief, "title": run.brief.title})
             write(manifest_path, manifest)
+            run.written.append("course.yaml")
             run.say("course.yaml: the brief changed; what depends on it is now stale")
     else:
-        manifest = CourseManifest(schema_=1, slug=run.slug, title=run.brief.title, brief=run.brief,
-                                  artefacts={})
-        write(manifest_path, manifest)
+        run.root.mkdir(parents=True, exist_ok=True)
+        if run.course_lock is None:
+            run.course_lock = CourseLock(run.root)
+            run.course_lock.acquire()
+        if manifest_path.exists():  # another run made it between our check and the lock
+            raise UsageError(f"course '{run.slug}' already exists in {run.courses_arg}; continue it with "
+                             f"{run.hint('build', run.slug)}")
+        write(manifest_path, CourseManifest(schema_=1, slug=run.slug, title=run.brief.title, brief=run.brief,
+                                            artefacts={}))
         run.written.append("course.yaml")
         run.say(f"scaffold: {run.root}")
-    run.state = CourseState(run.root, course_graph(Curriculum(modules=[])), run.brief)
+    if run.state is None:
+        run.state = CourseState(run.root, course_graph(Curriculum(modules=[])), run.brief)
+    else:
+        run.state.brief = run.brief
     run.refresh_graph()
+    if run.screened:
+        run.course.mark_screened(run.brief)
 
 
-def _single(run: Run, path: str, make: Callable[[], object]) -> None:
-    """Regenerate one artefact if it is missing or stale."""
-    status, why = run.course.status(path)
-    if status == "current":
+# -- stages -------------------------------------------------------------------
+
+
+def regenerate_if_needed(run: Run, path: str, phase: str, make: Callable[[], object]) -> bool:
+    """The one policy for every single-file artefact: regenerate it if missing or stale
+    (only in a phase the command authors), keep it if edited by hand, and in a phase the
+    command only checks, refuse a file that is not there or behind its inputs. Returns
+    whether it wrote the file."""
+    status = run.course.status(path)
+    if not run.may_write(phase):
+        require_current(run, path, status)
+        return False
+    if status.state == "current":
         run.say(f"  {path}: current")
-        return
-    if status == "edited":
-        run.wrote([path])
-        run.say(f"  {path}: kept (edited by hand; accepted as the new version)")
-        return
-    reason = "missing" if status == "missing" else f"stale <- {', '.join(why)}"
+        return False
+    if status.state == "edited":
+        say_kept(run, path, status)
+        return False
+    reason = "missing" if status.state == "missing" else f"stale <- {', '.join(status.why)}"
     run.say(f"  {path}: writing ({reason})")
     artefact = make()
+    if run.cancelled.is_set():
+        return False
     write(run.root / path, artefact)  # type: ignore[arg-type]
     run.wrote([path])
+    return True
+
+
+def say_kept(run: Run, path: str, status: Status) -> None:
+    if status.why:
+        run.say(f"  {path}: kept (edited by hand), though {', '.join(status.why)} changed since; delete it to "
+                "regenerate it, or accept it with " + run.hint("adopt", run.slug))
+    else:
+        run.say(f"  {path}: kept (edited by hand)")
+
+
+def require_current(run: Run, path: str, status: Status) -> None:
+    """In a phase the command does not author, a file must be there and up to date."""
+    if status.state == "missing" or status.why:
+        what = "missing" if status.state == "missing" else f"stale <- {', '.join(status.why)}"
+        raise PipelineError(f"{path} is {what}; stay {run.command} does not write it: run "
+                            f"{run.hint('build', run.slug)} first")
 
 
 def audience(run: Run) -> None:
@@ -116,7 +203,7 @@ def audience(run: Run) -> None:
     def make() -> Audience:
         return run.produce(audience_stage.request(brief, run.prompts), audience_stage.artefact)
 
-    _single(run, audience_stage.PATH, make)
+    regenerate_if_needed(run, audience_stage.PATH, "design", make)
 
 
 def curriculum(run: Run) -> None:
@@ -125,14 +212,9 @@ def curriculum(run: Run) -> None:
 
     def make() -> Curriculum:
         audience = load(run.root / "audience.yaml", Audience)
-        made = run.produce(curriculum_stage.request(brief, audience, run.prompts), curriculum_stage.artefact)
-        try:
-            safe_module_dirs(made)
-        except (UsageError, ValueError) as exc:
-            raise PipelineError(f"curriculum.yaml: {exc}; the model's answer was not written") from None
-        return made
+        return run.produce(curriculum_stage.request(brief, audience, run.prompts), curriculum_stage.artefact)
 
-    _single(run, curriculum_stage.PATH, make)
+    regenerate_if_needed(run, curriculum_stage.PATH, "design", make)
     run.refresh_graph()
 
 
@@ -142,7 +224,7 @@ def outcomes(run: Run) -> None:
             load(run.root / "audience.yaml", Audience), load(run.root / "curriculum.yaml", Curriculum),
             run.prompts), outcomes_stage.artefact)
 
-    _single(run, outcomes_stage.PATH, make)
+    regenerate_if_needed(run, outcomes_stage.PATH, "design", make)
 
 
 def assessment(run: Run) -> None:
@@ -151,7 +233,7 @@ def assessment(run: Run) -> None:
             load(run.root / "curriculum.yaml", Curriculum), load(run.root / "outcomes.yaml", Outcomes),
             run.prompts), assessment_stage.artefact)
 
-    _single(run, assessment_stage.PATH, make)
+    regenerate_if_needed(run, assessment_stage.PATH, "design", make)
 
 
 # -- gates ------------------------------------------------------------------
@@ -166,7 +248,7 @@ def _summary(run: Run, gate: str) -> None:
     statuses = state.statuses()
     covered = state.covered(gate)
     lines = [f"# The {gate} gate: {run.slug}", "", "## What was built", ""]
-    lines += [f"- {path}: {statuses[path][0]}" for path in covered]
+    lines += [f"- {path}: {statuses[path].state}" for path in covered]
     curriculum = run.curriculum()
     audience_file = run.root / "audience.yaml"
     if curriculum is not None and audience_file.is_file():
@@ -185,6 +267,8 @@ def _summary(run: Run, gate: str) -> None:
         verdict = "approved" if previous.get("approved") else "declined"
         lines.append(f"Last {verdict} at {previous.get('at')} by {previous.get('by')}.")
         lines += [f"- changed: {p}" for p in moved] or ["Nothing it covers has changed since."]
+    # No --courses-dir here: this file is committed beside the course, and must read the
+    # same wherever the course is checked out.
     lines += ["", f"Approve with `stay approve {run.slug} {gate}`, or decline with "
               f"`stay approve {run.slug} {gate} --decline --note \"why\"`.", ""]
     if write_if_changed(run.root / STATE / f"{gate}-gate.md", "\n".join(lines)):
@@ -196,21 +280,22 @@ def _ask(run: Run, gate: str) -> None:
     if holds:
         run.say(f"{gate} gate: approved")
         return
-    if run.yes and run.command != "new":
+    if run.yes:
         run.say(f"{gate} gate: {AUTO_APPROVED}")
         return
     raise Stop(f"{gate} gate", f"{why}; review {STATE}/{gate}-gate.md, then run "
-                              f"`stay approve {run.slug} {gate}` (or build with --yes)")
+                              f"{run.hint('approve', run.slug, gate)} (or build with --yes)")
 
 
 def _record(run: Run, gate: str) -> None:
     state = run.course
     holds, _why = state.approval(gate)
     if not holds and run.yes:
-        unready = [p for p in state.covered(gate) if state.status(p)[0] != "current"]
+        unready = state.unready(gate)
         if unready:
-            raise PipelineError(f"cannot approve the {gate} gate: {', '.join(unready)} not current")
-        state.answer(gate, approved=True, by=AUTO_APPROVED)
+            raise PipelineError(f"cannot approve the {gate} gate: {', '.join(unready)}; run "
+                                f"{run.hint('build', run.slug)} first")
+        state.answer(gate, approved=True, by=AUTO_APPROVED, accept_edits=False)
         run.written.append(f"{STATE}/gates.json")
 
 
@@ -238,27 +323,6 @@ def plan_record(run: Run) -> None:
     _record(run, "plan")
 
 
-def require_design(run: Run) -> None:
-    holds, why = run.course.approval("design")
-    if not holds:
-        raise PipelineError(f"stay {run.command} needs the design approval to hold: {why}; run "
-                            f"`stay build {run.slug}` to bring the design up to date, then "
-                            f"`stay approve {run.slug} design`")
-
-
-def require_gates(run: Run) -> None:
-    for gate in ("design", "plan"):
-        holds, why = run.course.approval(gate)
-        if not holds:
-            raise PipelineError(f"stay {run.command} needs both approvals to hold: {why}; run "
-                                f"`stay build {run.slug}`, then `stay approve {run.slug} {gate}`")
-
-
-def repair_seed(run: Run) -> None:
-    if not (run.root / "course.yaml").is_file():
-        raise UsageError(f"there is no course '{run.slug}' in {run.courses_dir}")
-
-
 # -- planning ---------------------------------------------------------------
 
 
@@ -269,12 +333,14 @@ def plan_modules(run: Run) -> None:
     for module in curriculum.modules:
         paths = [f"modules/{module.id}-{module.slug}/{lesson.id}.plan.yaml" for lesson in module.lessons]
         statuses = {path: state.status(path) for path in paths}
-        todo = [p for p, (status, _why) in statuses.items() if status in ("missing", "stale")]
-        edited = [p for p, (status, _why) in statuses.items() if status == "edited"]
-        if edited:
-            run.wrote(edited)
-            run.say(f"  {', '.join(edited)}: kept (edited by hand)")
-        if todo:
+        if not run.may_write("plan"):
+            for path, status in statuses.items():
+                require_current(run, path, status)
+        todo = [p for p, status in statuses.items() if status.state in ("missing", "stale")]
+        for path, status in statuses.items():
+            if status.state == "edited":
+                say_kept(run, path, status)
+        if todo and run.may_write("plan"):
             run.say(f"  module {module.id}: planning {len(module.lessons)} lessons")
             request = plan_stage.request(module, curriculum, load(run.root / "outcomes.yaml", Outcomes),
                                          load(run.root / "assessment.yaml", Assessment), earlier,
@@ -309,6 +375,16 @@ def gather(run: Run) -> None:
 
 def merge_glossary(run: Run) -> None:
     """glossary.yaml from every plan's new terms, in lesson order, then by term."""
+    path = "glossary.yaml"
+    status = run.course.status(path)
+    if not run.may_write("finish"):
+        if status.state == "missing" or status.why:
+            run.say(f"  {path}: {status.state}; stay {run.command} does not write it "
+                    f"({run.hint('write', run.slug)} does)")
+        return
+    if status.state == "edited":
+        say_kept(run, path, status)
+        return
     curriculum = load(run.root / "curriculum.yaml", Curriculum)
     plans = run.plans()
     terms: list[GlossaryTerm] = []
@@ -321,17 +397,19 @@ def merge_glossary(run: Run) -> None:
                 seen.add(key)
                 terms.append(GlossaryTerm(term=new.term, definition=new.definition,
                                           introduced_in=lesson_id))
-    path = "glossary.yaml"
-    status, _why = run.course.status(path)
-    if status == "edited":
-        run.say(f"  {path}: kept (edited by hand)")
-        run.wrote([path])
-        return
-    if write_if_changed(run.root / path, dump(Glossary(terms=terms))) or status != "current":
+    if write_if_changed(run.root / path, dump(Glossary(terms=terms))) or status.state != "current":
         run.wrote([path])
 
 
 def land_manifest(run: Run) -> None:
+    """Retire the files the curriculum no longer has (moved, never deleted), then write
+    course.yaml's status projection."""
+    if not run.may_write("finish"):
+        return
+    retired = run.course.retire(f"run-{run.run_number}")
+    for path in retired:
+        run.say(f"  retired {path} (not in the curriculum) to {STATE}/retired/run-{run.run_number}/{path}")
+    run.retired += retired
     if run.course.project_statuses(load_manifest(run.root)):
         run.written.append("course.yaml")
 
@@ -343,6 +421,12 @@ def validate(run: Run) -> None:
 
 
 def repair(run: Run) -> None:
+    """Repair runs only while both gate records hold, exactly like the wave."""
+    for gate in ("design", "plan"):
+        holds, why = run.course.approval(gate)
+        if not holds:
+            raise PipelineError(f"repair needs the {gate} approval to hold: {why}; run "
+                                f"{run.hint('approve', run.slug, gate)}")
     run.repair = repair_course(run)
 
 

@@ -57,6 +57,8 @@ class RepairReport:
     rounds: tuple[RepairRound, ...] = ()
     unrepaired: tuple[Defect, ...] = field(default=())
     """Defects left at the end, gated owners' among them: reported, never repaired."""
+    edited: tuple[str, ...] = ()
+    """Files with defects that were edited by hand, so left as they are for a person."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ def repair_course(run: Run) -> RepairReport:
     report = run.validation if run.validation is not None else validate_course(run.root)
     limit = run.repair_rounds
     rounds: list[RepairRound] = []
+    kept: set[str] = set()
     while True:
         if not report.defects:
             stop = STOP_NOTHING_REMAINS
@@ -109,6 +112,12 @@ def repair_course(run: Run) -> RepairReport:
             target = router.route(defect)
             if target is not None:
                 todo.setdefault(target, []).append(defect)
+        for path in sorted(todo):
+            if run.course.status(path).state == "edited":  # a person's bytes are never overwritten
+                codes = ", ".join(sorted({d.code for d in todo.pop(path)}))
+                kept.add(path)
+                run.say(f"repair: {path} ({codes}): edited by hand: fix it, or regenerate it (delete it, "
+                        f"then {run.hint('write', run.slug)})")
         if not todo:
             stop = STOP_NOTHING_ACTIONABLE
             break
@@ -121,14 +130,14 @@ def repair_course(run: Run) -> RepairReport:
             _regenerate(run, path, todo[path])
         report = validate_course(run.root)
         router = Router.of(run)
-        after = sum(1 for d in report.defects if router.route(d) is not None)
+        after = sum(1 for d in report.defects if router.route(d) not in (None, *kept))
         rounds.append(RepairRound(before, after, tuple(sorted(todo))))
         if after >= before:
             stop = STOP_NO_REDUCTION
             break
     run.validation = report
     run.say(f"repair: stopped ({stop}); {report.fails} FAIL, {report.warns} WARN remain")
-    return RepairReport(stop, tuple(rounds), report.defects)
+    return RepairReport(stop, tuple(rounds), report.defects, tuple(sorted(kept)))
 
 
 def _regenerate(run: Run, path: str, defects: list[Defect]) -> None:

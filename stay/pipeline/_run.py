@@ -30,6 +30,15 @@ def print_progress(line: str) -> None:
 T = TypeVar("T")
 
 
+def command_hint(courses_arg: str, *words: str) -> str:
+    """A ``stay`` command to suggest, carrying the --courses-dir the user passed (none
+    when it is the default), so it can be pasted as it is."""
+    import shlex
+
+    where = "" if courses_arg == "courses" else f" --courses-dir {shlex.quote(courses_arg)}"
+    return f"`stay {' '.join(words)}{where}`"
+
+
 class Stop(Exception):
     """Ends a run early, where it must wait (a gate) or has nothing to do."""
 
@@ -47,6 +56,10 @@ class Run:
     prompts: Prompts
     progress: Progress
     yes: bool = False
+    authors: tuple[str, ...] = ()
+    """The phases this command may write (stay.pipeline._graph.PHASES); elsewhere it checks."""
+    courses_arg: str = "courses"
+    """--courses-dir as the user gave it, for the commands a hint tells them to run."""
     brief: Brief | None = None
     slug: str = ""
     root: Path = Path()
@@ -73,11 +86,30 @@ class Run:
     model_width: int = 8
     repair_rounds: int = 2
     lock: threading.Lock = field(default_factory=threading.Lock)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    """Set when the run is interrupted: no wave task writes a file after it."""
+    run_number: int = 1
+    """This run's number in .state/run-log.md: names its .state/retired/run-<n>/."""
+    retired: list[str] = field(default_factory=list)
+    screened: bool = False
+    """Input moderation passed this run's brief (recorded in the ledger by scaffold)."""
+    course_lock: Any = None
+    """The CourseLock this run holds (stay.pipeline._lock), once it holds one."""
+    house_limits: Any = None
+    """DurationLimits of the run's house style (stay.briefs.house_limits)."""
     model_slots: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(8))
     _plan_cache: dict[tuple[str, int, int], LessonPlan] = field(default_factory=dict)
 
     def say(self, line: str) -> None:
         self.progress(line)
+
+    def may_write(self, phase: str) -> bool:
+        """Whether this command authors ``phase`` (else its nodes only check)."""
+        return phase in self.authors
+
+    def hint(self, *words: str) -> str:
+        """A command to suggest, with the --courses-dir this run was given."""
+        return command_hint(self.courses_arg, *words)
 
     @property
     def course(self) -> CourseState:

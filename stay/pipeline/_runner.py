@@ -7,17 +7,29 @@ from there, so a run resumed days later never replays stale state.
 
 from __future__ import annotations
 
+import functools
 import getpass
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from stay.artefacts import ArtefactLoadError, Brief, Curriculum, load
-from stay.briefs import brief_from_data, check_slug, course_dir, load_brief, slugify
-from stay.errors import ArtefactError, PipelineError, UsageError
+from stay.artefacts import Brief, Curriculum, load
+from stay.briefs import (
+    DEFAULT_LIMITS,
+    DurationLimits,
+    brief_from_data,
+    check_duration,
+    check_slug,
+    course_dir,
+    house_limits,
+    load_brief,
+    slugify,
+)
+from stay.errors import EnvironmentProblem, PipelineError, StayError, UsageError
 from stay.models import (
     AnthropicBackend,
     CachedBackend,
@@ -28,11 +40,12 @@ from stay.models import (
     model_table,
 )
 from stay.pipeline._course_graph import course_graph
-from stay.pipeline._graph import graph, walk_order
+from stay.pipeline._graph import DECLARATION, CommandDecl, command_walk, graph
+from stay.pipeline._lock import CourseLock
 from stay.pipeline._nodes import HANDLERS
 from stay.pipeline._repair import RepairReport
-from stay.pipeline._run import Progress, Run, Stop, print_progress
-from stay.pipeline._state import CourseState, Status, load_manifest, plans_on_disk
+from stay.pipeline._run import Progress, Run, Stop, command_hint, print_progress
+from stay.pipeline._state import GATES, CourseState, Status, load_manifest, now, plans_on_disk, read_ledger
 from stay.pipeline._trace import Tracer
 from stay.pipeline._wave import WaveStats
 from stay.stages import Prompts
@@ -64,6 +77,8 @@ class BuildResult:
     cost: float = 0.0
     """US dollars this run paid, from stay.models.PRICES (a replayed answer costs nothing)."""
     usage_by_stage: dict[str, Usage] | None = None
+    retired: tuple[str, ...] = ()
+    """Files no longer in the curriculum, moved to .state/retired/run-<n>/ by this run."""
 
     @property
     def complete(self) -> bool:
@@ -109,30 +124,68 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], **opti
     build of an existing course) a course slug. Options as for ``build_course``."""
     try:
         return _run_command(command, target, **options)  # type: ignore[arg-type]
-    except ArtefactLoadError as exc:
-        raise ArtefactError(str(exc)) from None
+    except OSError as exc:
+        raise EnvironmentProblem.from_os_error(exc) from None
+
+
+def _house_limits() -> DurationLimits:
+    from stay.validate import HouseData, default_data_dir
+
+    try:
+        return house_limits(HouseData.load(default_data_dir()))
+    except StayError:
+        return DEFAULT_LIMITS  # without readable data files the validator will say so
 
 
 def _run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                 courses_dir: str | os.PathLike[str] = "courses", yes: bool = False,
-                backend: ModelClient | None = None, prompts: Prompts | None = None,
+                backend: ModelClient | str | None = None, prompts: Prompts | None = None,
                 progress: Progress | None = None, slug: str | None = None,
                 on_node: Callable[[str], None] | None = None, cache: bool | None = None,
                 replay: bool = False, batch: bool = False) -> BuildResult:
     say = progress or print_progress
+    declared = DECLARATION.commands.get(command)
+    if declared is None:
+        raise UsageError(f"unknown command '{command}'; the commands are {', '.join(DECLARATION.commands)}")
+    courses_arg = os.fspath(courses_dir)
     brief, slug = _resolve(command, target, Path(courses_dir), slug)
     root = course_dir(courses_dir, slug)
     exists = (root / "course.yaml").is_file()
+    hint = functools.partial(command_hint, courses_arg)
     if command == "new" and exists:
-        raise UsageError(f"course '{slug}' already exists in {courses_dir}; continue it with "
-                         f"`stay build {slug}`")
-    if command in ("plan", "write", "repair") and not exists:
-        raise UsageError(f"there is no course '{slug}' in {courses_dir}; start one with "
-                         "`stay new BRIEF.yaml`")
+        raise UsageError(f"course '{slug}' already exists in {courses_arg}; continue it with "
+                         f"{hint('build', slug)}")
+    if command not in ("new", "build") and not exists:
+        raise UsageError(f"there is no course '{slug}' in {courses_arg}; start one with "
+                         f"{hint('new', 'BRIEF.yaml')}")
+    limits = _house_limits()
+    if brief is not None:
+        check_duration(brief.time_available, f"course '{slug}' brief", limits)
     wave, models, rounds = _caps()
+    now()  # a bad SOURCE_DATE_EPOCH is refused before the run, not when a gate is answered
+    # Every id and path on disk is checked before anything is written or locked.
+    state = _open_course(root) if exists else None
     client = backend if isinstance(backend, ModelClient) else default_backend(say, backend)
     if batch and not isinstance(client, AnthropicBackend):
         raise UsageError("--batch needs the anthropic backend (Message Batches are an API feature)")
+    lock = CourseLock(root) if exists else None
+    if lock is not None:
+        lock.acquire()
+    try:
+        return _walk(declared, command, brief, slug, root, state, lock, client, say, courses_arg, limits,
+                     (wave, models, rounds), yes=yes, prompts=prompts, on_node=on_node, cache=cache,
+                     replay=replay, batch=batch, courses_dir=Path(courses_dir))
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _walk(declared: CommandDecl, command: str, brief: Brief | None, slug: str, root: Path,
+          state: CourseState | None, lock: CourseLock | None, client: ModelClient, say: Progress,
+          courses_arg: str, limits: DurationLimits, caps: tuple[int, int, int], *, yes: bool,
+          prompts: Prompts | None, on_node: Callable[[str], None] | None, cache: bool | None, replay: bool,
+          batch: bool, courses_dir: Path) -> BuildResult:
+    wave, models, rounds = caps
     batching = None
     if replay or batch or (cache if cache is not None else not isinstance(client, OfflineBackend)):
         request_cache = RequestCache(root / ".runs" / "cache")
@@ -143,52 +196,46 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *,
             except ValueError:
                 raise UsageError(f"STAY_BATCH_POLL_SECONDS={poll!r} is not a number of seconds") from None
         client = CachedBackend(client, request_cache, replay=replay)
-    run = Run(command=command, courses_dir=Path(courses_dir), backend=client,
+    run = Run(command=command, courses_dir=courses_dir, backend=client,
               prompts=prompts or Prompts.load(), progress=say, yes=yes, brief=brief, slug=slug,
               root=root, wave_width=wave, model_width=models, repair_rounds=rounds,
-              model_slots=threading.Semaphore(models), batch=batching)
+              model_slots=threading.Semaphore(models), batch=batching, authors=declared.authors,
+              courses_arg=courses_arg, state=state, course_lock=lock, house_limits=limits)
+    if state is not None:
+        run.run_number = state.next_run_number()
     pipeline = graph()
     tracer = run.tracer = Tracer(slug, command, run.backend.name)  # minted before the run
-    if command in ("plan", "write", "repair"):
-        run.state = CourseState(root, course_graph(Curriculum(modules=[])), brief)  # type: ignore[arg-type]
-        run.refresh_graph()
     stopped: str | None = None
     reason = "done"
     try:
-        current = "entry"
-        with tracer.span("entry", "entry"):
-            HANDLERS["entry"](run)
-        if on_node:
-            on_node("entry")
-        with tracer.span("choose_entry", "router"):
-            start = HANDLERS["choose_entry"](run)
-        assert isinstance(start, str)
-        if on_node:
-            on_node("choose_entry")
-        for name in walk_order(pipeline, start):
+        for name in command_walk(pipeline, command):
             if name == "write_capstone":
                 continue  # runs inside the wave, beside the lessons
-            current = name
-            if pipeline.nodes[name]["kind"] == "stage":
+            kind = pipeline.nodes[name]["kind"]
+            if kind == "stage":
                 run.say(f"[{name}]")
-            with tracer.span(name, pipeline.nodes[name]["kind"]):
+            with tracer.span(name, kind):
                 HANDLERS[name](run)
             if on_node:
                 on_node(name)
-            if command == "new" and name == "design_summary":
-                raise Stop("design gate", f"stay new stops at the design gate; review "
-                                          f".state/design-gate.md, then `stay approve {slug} design`")
+        if pipeline.nodes[declared.last]["kind"] == "gate-summary":
+            gate = declared.last.removesuffix("_summary")
+            raise Stop(f"{gate} gate", f"stay {command} stops at the {gate} gate; review "
+                                       f".state/{gate}-gate.md, then {run.hint('approve', slug, gate)}")
     except Stop as stop:
         stopped, reason = stop.where, stop.reason
         run.say(f"stopped at the {stop.where}: {stop.reason}")
     finally:
         if run.state is not None and (root / "course.yaml").is_file():
-            if stopped is not None or current != "repair":
-                run.course.project_statuses(load_manifest(root))
-            run.course.log_run(command, run.backend.name, run.written, stopped)
+            run.course.project_statuses(load_manifest(root))
+            run.course.log_run(command, run.backend.name, run.written, stopped, run.retired)
             if run.validation is not None:
                 tracer.scores(run.validation)
             tracer.flush(root, stopped)
+        if run.course_lock is not None and run.course_lock is not lock:
+            run.course_lock.release()  # taken by scaffold for a new course
+    if command == "plan" and stopped is None:
+        reason = f"planned; write the course with {run.hint('write', slug)}"
     usage = run.usage
     price = f"${run.cost:.4f}" + (f" (unpriced: {', '.join(sorted(run.unpriced))})" if run.unpriced else "")
     run.say(f"{run.calls} model calls, {len(set(run.written))} files written; tokens: "
@@ -198,7 +245,8 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                        validation=run.validation, repair=run.repair,
                        written=tuple(sorted(set(run.written))), calls=run.calls, usage=run.usage,
                        wave=run.wave, trace_id=tracer.trace_id, cost=run.cost,
-                       usage_by_stage=dict(sorted(run.usage_by_stage.items())))
+                       usage_by_stage=dict(sorted(run.usage_by_stage.items())),
+                       retired=tuple(sorted(run.retired)))
 
 
 def _resolve(command: str, target: Brief | str | os.PathLike[str], courses_dir: Path,
@@ -240,15 +288,17 @@ def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os
 
 def _open(slug: str, courses_dir: str | os.PathLike[str]) -> CourseState:
     try:
-        return _open_course(slug, courses_dir)
-    except ArtefactLoadError as exc:
-        raise ArtefactError(str(exc)) from None
+        root = course_dir(courses_dir, slug)
+        if not (root / "course.yaml").is_file():
+            raise UsageError(f"there is no course '{slug}' in {os.fspath(courses_dir)}")
+        return _open_course(root)
+    except OSError as exc:
+        raise EnvironmentProblem.from_os_error(exc) from None
 
 
-def _open_course(slug: str, courses_dir: str | os.PathLike[str]) -> CourseState:
-    root = course_dir(courses_dir, slug)
-    if not (root / "course.yaml").is_file():
-        raise UsageError(f"there is no course '{slug}' in {courses_dir}")
+def _open_course(root: Path) -> CourseState:
+    """A course on disk, its manifest, curriculum and plans loaded, which checks every id
+    and slug they hold before any path is built from them."""
     manifest = load_manifest(root)
     state = CourseState(root, course_graph(Curriculum(modules=[])), manifest.brief)
     curriculum_path = root / "curriculum.yaml"
@@ -265,18 +315,19 @@ def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "cour
     if gate not in ("design", "plan"):
         raise UsageError(f"unknown gate '{gate}'; the gates are design and plan")
     state = _open(slug, courses_dir)
-    if gate == "plan" and not decline:
-        holds, why = state.approval("design")
-        if not holds:
-            raise PipelineError(f"approve the design gate first: {why}")
-    unready = [f"{p} ({status})" for p in state.covered(gate)
-               for status, _why in [state.status(p)] if status != "current"]
-    if unready and not decline:
-        raise PipelineError(f"cannot approve the {gate} gate of '{slug}': {', '.join(unready)}; run "
-                            f"`stay build {slug}` first")
-    who = by or _user()
-    state.answer(gate, approved=not decline, by=who, note=note)
-    state.project_statuses(load_manifest(state.root))
+    hint = functools.partial(command_hint, os.fspath(courses_dir))
+    with _locked(state.root):
+        if gate == "plan" and not decline:
+            holds, why = state.approval("design")
+            if not holds:
+                raise PipelineError(f"approve the design gate first: {why}")
+        unready = state.unready(gate)
+        if unready and not decline:
+            raise PipelineError(f"cannot approve the {gate} gate of '{slug}': {', '.join(unready)}; run "
+                                f"{hint('build', slug)} first")
+        who = by or _user()
+        state.answer(gate, approved=not decline, by=who, note=note)
+        state.project_statuses(load_manifest(state.root))
 
 
 def _user() -> str:
@@ -286,8 +337,7 @@ def _user() -> str:
         return "unknown"
 
 
-def status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses"
-           ) -> dict[str, tuple[Status, list[str]]]:
+def status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses") -> dict[str, Status]:
     """Every artefact's derived status, with the inputs that made a stale one stale."""
     return _open(slug, courses_dir).statuses()
 
@@ -301,14 +351,39 @@ def gate_status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses") -
     return found
 
 
-def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses"
-          ) -> dict[str, tuple[Status, list[str]]]:
+def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses") -> dict[str, Status]:
     """Rebuild the hash ledger from the files on disk, for a course written elsewhere:
     every existing artefact becomes current; no model is called."""
-    state = _open(slug, courses_dir)
-    state.adopt()
-    state.project_statuses(load_manifest(state.root))
-    return state.statuses()
+    root = course_dir(courses_dir, slug)
+    if not (root / "course.yaml").is_file():
+        raise UsageError(f"there is no course '{slug}' in {os.fspath(courses_dir)}")
+    with _locked(root):
+        _set_aside_damaged(root / GATES, "gates")
+        state = _open_course(root)
+        state.adopt()
+        state.project_statuses(load_manifest(state.root))
+        return state.statuses()
+
+
+@contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    try:
+        with CourseLock(root):
+            yield
+    except OSError as exc:
+        raise EnvironmentProblem.from_os_error(exc) from None
+
+
+def _set_aside_damaged(path: Path, section: str) -> None:
+    """A damaged gates.json cannot be rebuilt (approvals are a person's): adopting moves it
+    to .state/retired/ and the gates must be answered again."""
+    try:
+        read_ledger(path, section, path.parent.parent.name)
+    except EnvironmentProblem:
+        target = path.parent / "retired" / f"damaged-{path.name}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+        print_progress(f"{path} was damaged: moved to {target}; answer the gates again")
 
 
 __all__ = ["BuildResult", "adopt", "approve", "brief_from_data", "build_course", "gate_status",

@@ -4,6 +4,11 @@ Statuses are derived, never trusted: ``.state/hashes.json`` records, per artefac
 its own content hash and its direct inputs' hashes, and a status is recomputed from
 them and the files on disk whenever it is asked for. ``course.yaml``'s ``artefacts``
 map is a projection of that, written by ``project_statuses``.
+
+Only the pipeline's own writes, an approval, and ``stay adopt`` record a file in the
+ledger. A file someone edited by hand stays ``edited`` until a person accepts it (by
+approving the gate that covers it, or adopting the course): a build never marks it
+current on its own, and nothing the pipeline does overwrites it.
 """
 
 from __future__ import annotations
@@ -11,10 +16,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import networkx as nx
 
@@ -29,15 +35,37 @@ from stay.artefacts import (
     to_data,
     write_text_atomic,
 )
+from stay.errors import EnvironmentProblem, UsageError
 from stay.pipeline._course_graph import BRIEF, DESIGN, artefact_paths
 
-Status = Literal["missing", "current", "stale", "edited"]
+State = Literal["missing", "current", "stale", "edited", "orphaned"]
 STATE = ".state"
 HASHES = f"{STATE}/hashes.json"
 GATES = f"{STATE}/gates.json"
 RUN_LOG = f"{STATE}/run-log.md"
+RETIRED = f"{STATE}/retired"
 GATE_NAMES = ("design", "plan")
 AUTO_APPROVED = "auto-approved (--yes)"
+
+
+class Status(NamedTuple):
+    """An artefact's derived status, and the inputs that changed since it was written.
+
+    ``edited`` files may have changed inputs too: both are shown, and neither is hidden
+    by the other. ``orphaned`` files are on disk but in no lesson of the curriculum.
+    """
+
+    state: State
+    why: list[str]
+
+    def describe(self) -> str:
+        if self.state == "edited" and self.why:
+            return f"<- {', '.join(self.why)} (edited by hand, and its inputs changed since)"
+        if self.why:
+            return f"<- {', '.join(self.why)}"
+        if self.state == "orphaned":
+            return "(not in the curriculum: the next build retires it to .state/retired/)"
+        return ""
 
 
 def digest(data: bytes) -> str:
@@ -51,7 +79,13 @@ def brief_hash(brief: Brief) -> str:
 def now() -> str:
     """UTC now, or ``$SOURCE_DATE_EPOCH`` when set, for reproducible ledgers."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    moment = datetime.fromtimestamp(int(epoch), UTC) if epoch else datetime.now(UTC)
+    if not epoch:
+        return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        moment = datetime.fromtimestamp(int(epoch), UTC)
+    except (ValueError, OverflowError, OSError):
+        raise UsageError(f"SOURCE_DATE_EPOCH={epoch[:40]!r} is not a usable time: give whole seconds since "
+                         "1970 (e.g. 1780000000), or unset it") from None
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -67,11 +101,21 @@ def write_if_changed(path: Path, text: str) -> bool:
     return True
 
 
-def read_json(path: Path) -> dict[str, Any]:
+def read_ledger(path: Path, section: str, slug: str) -> dict[str, Any]:
+    """``section`` of a ledger file ({} when the file is absent). A damaged ledger is an
+    environment problem with one way out, named: ``stay adopt``."""
     if not path.is_file():
         return {}
-    document = json.loads(path.read_text(encoding="utf-8"))
-    return document if isinstance(document, dict) else {}
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise EnvironmentProblem(f"{path} is damaged ({type(exc).__name__}); run `stay adopt {slug}` to "
+                                 "rebuild the ledger from the files on disk") from None
+    part = document.get(section, {}) if isinstance(document, dict) else None
+    if not isinstance(part, dict) or not all(isinstance(v, dict) for v in part.values()):
+        raise EnvironmentProblem(f"{path} is damaged ('{section}' is not a mapping of entries); run "
+                                 f"`stay adopt {slug}` to rebuild the ledger from the files on disk")
+    return part
 
 
 @dataclass
@@ -83,6 +127,11 @@ class CourseState:
     brief: Brief
     _ledger: dict[str, Any] | None = None
     """hashes.json as last read or written: every status reads it, so it is read once."""
+    _screened: str | None = field(default=None, repr=False)
+
+    @property
+    def slug(self) -> str:
+        return self.root.name
 
     # -- hashes ------------------------------------------------------------
 
@@ -92,13 +141,26 @@ class CourseState:
         file = self.root / path
         return digest(file.read_bytes()) if file.is_file() else None
 
+    def _document(self) -> dict[str, Any]:
+        path = self.root / HASHES
+        if not path.is_file():
+            return {}
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            document = None
+        return document if isinstance(document, dict) else {}
+
     def ledger(self) -> dict[str, Any]:
         if self._ledger is None:
-            self._ledger = read_json(self.root / HASHES).get("artefacts", {})
+            self._ledger = read_ledger(self.root / HASHES, "artefacts", self.slug)
+            screened = self._document().get("screened")
+            self._screened = screened if isinstance(screened, str) else None
         return self._ledger
 
     def record(self, paths: list[str]) -> None:
-        """Record what the pipeline just wrote: each path's hash and its inputs' hashes."""
+        """Record what the pipeline just wrote (or a person accepted): each path's hash
+        and its inputs' hashes, as they are now."""
         ledger = dict(self.ledger())
         for path in paths:
             ledger[path] = {"hash": self.current_hash(path),
@@ -106,44 +168,95 @@ class CourseState:
                                        for i in sorted(self.graph.predecessors(path))}}
         self._write_ledger(ledger)
 
+    def forget(self, paths: list[str]) -> None:
+        ledger = {p: entry for p, entry in self.ledger().items() if p not in paths}
+        self._write_ledger(ledger)
+
     def _write_ledger(self, ledger: dict[str, Any]) -> None:
-        write_json(self.root / HASHES, {"version": 1, "artefacts": dict(sorted(ledger.items()))})
+        document: dict[str, Any] = {"version": 1, "artefacts": dict(sorted(ledger.items()))}
+        if self._screened is not None:
+            document["screened"] = self._screened
+        write_json(self.root / HASHES, document)
         self._ledger = ledger
 
+    def screened(self, brief: Brief) -> bool:
+        """Whether ``brief`` passed input moderation before (its hash is in the ledger)."""
+        self.ledger()
+        return self._screened == brief_hash(brief)
+
+    def mark_screened(self, brief: Brief) -> None:
+        self.ledger()
+        if self._screened != brief_hash(brief):
+            self._screened = brief_hash(brief)
+            self._write_ledger(dict(self.ledger()))
+
     def adopt(self) -> None:
-        """Rebuild the ledger from the files on disk: every existing artefact current."""
+        """Rebuild the ledger from the files on disk: every existing artefact current.
+        A damaged ledger is replaced, not read."""
         present = [p for p in artefact_paths(self.graph) if (self.root / p).is_file()]
+        self._ledger = {}
         self._write_ledger({})
         self.record(present)
 
     # -- statuses ----------------------------------------------------------
 
-    def status(self, path: str) -> tuple[Status, list[str]]:
-        """(status, the inputs that made it stale)."""
-        entry = self.ledger().get(path)
+    def status(self, path: str) -> Status:
+        """The artefact's status, and the inputs that changed since it was recorded."""
         own = self.current_hash(path)
         if own is None:
-            return "missing", []
-        if entry is None or entry.get("hash") != own:
-            return "edited", []
+            return Status("missing", [])
+        entry = self.ledger().get(path)
+        if entry is None:
+            return Status("edited", [])  # no record of writing it: written by someone else
         recorded = entry.get("inputs", {})
         inputs = sorted(self.graph.predecessors(path))
         changed = [i for i in inputs if recorded.get(i) != self.current_hash(i)]
         changed += [i for i in sorted(recorded) if i not in inputs]
-        return ("stale", changed) if changed else ("current", [])
+        if entry.get("hash") != own:
+            return Status("edited", changed)
+        return Status("stale", changed) if changed else Status("current", [])
 
-    def statuses(self) -> dict[str, tuple[Status, list[str]]]:
-        return {path: self.status(path) for path in artefact_paths(self.graph)}
+    def statuses(self) -> dict[str, Status]:
+        """Every artefact of the curriculum, then every orphaned file, by path."""
+        found = {path: self.status(path) for path in artefact_paths(self.graph)}
+        found.update({path: Status("orphaned", []) for path in self.orphans()})
+        return found
+
+    def orphans(self) -> list[str]:
+        """Files under modules/ that belong to no lesson of the curriculum (names starting
+        with '.' skipped; symlinked directories not followed), sorted."""
+        top = self.root / "modules"
+        known = set(self.graph)
+        return sorted(p for p in _files_under(top, self.root) if p not in known)
+
+    def retire(self, run_id: str) -> list[str]:
+        """Move every orphan into .state/retired/<run_id>/ (never delete); returns them."""
+        moved = []
+        for path in self.orphans():
+            target = self.root / RETIRED / run_id / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(self.root / path, target)
+            moved.append(path)
+        for directory in sorted({(self.root / p).parent for p in moved}, key=lambda d: -len(d.parts)):
+            while directory != self.root and directory.is_dir() and not any(directory.iterdir()):
+                directory.rmdir()  # an empty module directory left behind, not a file
+                directory = directory.parent
+        if moved:
+            self.forget(moved)
+        return moved
 
     def project_statuses(self, manifest: CourseManifest) -> bool:
         """Write course.yaml's ``artefacts`` map from the derived statuses.
 
         course.yaml is a projection, not a source of truth: the viewer and a diff want
-        the statuses, and this is the only function that writes them. An ``edited``
-        file is projected as current (it exists and is what it is).
+        the statuses, and this is the only function that writes them. The contract's
+        map knows missing, current and stale: an ``edited`` file is projected as
+        current (it exists and is what it is) unless its inputs changed too.
         """
-        projected = {path: ("current" if status == "edited" else status)
-                     for path, (status, _why) in self.statuses().items()}
+        projected: dict[str, Literal["missing", "current", "stale"]] = {}
+        for path in artefact_paths(self.graph):
+            state, why = self.status(path)
+            projected[path] = ("stale" if why else "current") if state == "edited" else state  # type: ignore[assignment]
         updated = manifest.model_copy(update={"artefacts": projected})
         return write_if_changed(self.root / "course.yaml", dump(updated))
 
@@ -154,8 +267,7 @@ class CourseState:
         return list(DESIGN) + (plans if gate == "plan" else [])
 
     def gates(self) -> dict[str, Any]:
-        gates: dict[str, Any] = read_json(self.root / GATES).get("gates", {})
-        return gates
+        return read_ledger(self.root / GATES, "gates", self.slug)
 
     def approval(self, gate: str) -> tuple[bool, str]:
         """(whether the gate's approval holds, why not)."""
@@ -165,32 +277,68 @@ class CourseState:
         if not entry.get("approved"):
             return False, f"the {gate} gate was declined"
         covered = entry.get("covered", {})
-        if sorted(covered) != sorted(self.covered(gate)):
+        if not isinstance(covered, dict) or sorted(covered) != sorted(self.covered(gate)):
             return False, f"the files under the {gate} gate changed (lessons added or removed)"
         moved = [p for p in self.covered(gate) if covered.get(p) != self.current_hash(p)]
         if moved:
             return False, f"{', '.join(moved)} changed since the {gate} gate was approved"
         return True, ""
 
-    def answer(self, gate: str, *, approved: bool, by: str, note: str = "") -> None:
+    def unready(self, gate: str) -> list[str]:
+        """Covered files a person cannot sign yet: missing, or behind a changed input
+        (regenerate those first). An edited file can be signed: approving accepts it."""
+        found = []
+        for path in self.covered(gate):
+            state, why = self.status(path)
+            if state == "missing" or why:
+                found.append(f"{path} ({state}{' <- ' + ', '.join(why) if why else ''})")
+        return found
+
+    def answer(self, gate: str, *, approved: bool, by: str, note: str = "", accept_edits: bool = True) -> None:
+        """Record an answer with the hash of every file it covers. A person's approval
+        accepts the covered files as they are: hand-edited ones are recorded as current.
+        ``--yes`` approves without accepting (``accept_edits=False``): an edited file stays
+        ``edited`` in the ledger, though the approval covers its bytes."""
         gates = self.gates()
         gates[gate] = {"approved": approved, "at": now(), "by": by, "note": note,
                        "covered": {p: self.current_hash(p) for p in self.covered(gate)}}
+        if approved and accept_edits:
+            edited = [p for p in self.covered(gate) if self.status(p).state == "edited"]
+            if edited:
+                self.record(edited)
         write_json(self.root / GATES, {"version": 1, "gates": dict(sorted(gates.items()))})
 
     # -- the run log -------------------------------------------------------
 
-    def log_run(self, command: str, backend: str, written: list[str], stopped: str | None) -> None:
+    def next_run_number(self) -> int:
+        path = self.root / RUN_LOG
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        return text.count("\n## run ") + 1
+
+    def log_run(self, command: str, backend: str, written: list[str], stopped: str | None,
+                retired: list[str] | None = None) -> None:
         """Append one run to .state/run-log.md, if it wrote anything; stable order."""
-        if not written:
+        if not written and not retired:
             return
         path = self.root / RUN_LOG
         text = path.read_text(encoding="utf-8") if path.is_file() else "# Run log\n"
         number = text.count("\n## run ") + 1
         lines = [f"## run {number}: {command} ({backend})", ""]
         lines += [f"- wrote {p}" for p in sorted(set(written))]
+        lines += [f"- retired {p} to {RETIRED}/run-{number}/{p}" for p in sorted(retired or [])]
         lines += [f"- stopped at {stopped}" if stopped else "- completed"]
         write_text_atomic(path, text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n")
+
+
+def _files_under(top: Path, root: Path) -> Iterator[str]:
+    if not top.is_dir():
+        return
+    for current, dirnames, filenames in os.walk(top):
+        dirnames[:] = sorted(name for name in dirnames if not name.startswith("."))
+        base = Path(current).relative_to(root).as_posix()
+        for name in sorted(filenames):
+            if not name.startswith("."):
+                yield f"{base}/{name}"
 
 
 def plans_on_disk(root: Path, curriculum: Curriculum) -> dict[str, LessonPlan]:

@@ -66,11 +66,14 @@ class Gauge:
 
 
 def _todo(run: Run, path: str) -> bool:
-    status, _why = run.course.status(path)
-    if status == "edited":
-        run.wrote([path])
-        run.say(f"  {path}: kept (edited by hand)")
-    return status in ("missing", "stale")
+    """Whether the wave must write ``path``: missing or stale. An edited file is kept,
+    and never recorded as current."""
+    from stay.pipeline._nodes import say_kept
+
+    status = run.course.status(path)
+    if status.state == "edited":
+        say_kept(run, path, status)
+    return status.state in ("missing", "stale")
 
 
 def revisited_plans(plans: dict[str, LessonPlan], curriculum: Curriculum,
@@ -117,6 +120,9 @@ def _requests(run: Run, jobs: list[tuple[str, str, LessonPlan, list[Outcome], li
 
 
 def run_wave(run: Run) -> WaveStats:
+    if not run.may_write("wave"):
+        _check(run)
+        return WaveStats(0, 0, 0, 0, 0.0)
     curriculum = load(run.root / "curriculum.yaml", Curriculum)
     outcomes = load(run.root / "outcomes.yaml", Outcomes)
     audience = load(run.root / "audience.yaml", Audience)
@@ -148,7 +154,11 @@ def run_wave(run: Run) -> WaveStats:
     start = time.perf_counter()
 
     def call(path: str, make: Callable[[], Artefact]) -> None:
+        if run.cancelled.is_set():
+            return
         made = make()
+        if run.cancelled.is_set():  # interrupted while the call was in flight: write nothing
+            return
         write(run.root / path, made)
         run.wrote([path])
 
@@ -159,8 +169,12 @@ def run_wave(run: Run) -> WaveStats:
             count = finished
         run.say(f"  [{count}/{total}] {label}")
 
-    with ThreadPoolExecutor(max_workers=max(1, run.model_width) + 1) as calls_pool, \
-            ThreadPoolExecutor(max_workers=max(1, run.wave_width) + 1) as lessons_pool:
+    # Not ``with`` executors: leaving a ``with`` block waits for every task, and a person
+    # pressing Ctrl-C must not wait on a call that hangs. On any interruption the run is
+    # marked cancelled (no task writes after it) and pending tasks are dropped.
+    calls_pool = ThreadPoolExecutor(max_workers=max(1, run.model_width) + 1, thread_name_prefix="stay-call")
+    lessons_pool = ThreadPoolExecutor(max_workers=max(1, run.wave_width) + 1, thread_name_prefix="stay-lesson")
+    try:
 
         def lesson(job: tuple[str, str, LessonPlan, list[Outcome], list[str]]) -> None:
             lesson_id, prefix, _plan, _own, todo = job
@@ -181,6 +195,13 @@ def run_wave(run: Run) -> WaveStats:
             futures.append(calls_pool.submit(project))
         futures += [lessons_pool.submit(lesson, job) for job in jobs]
         errors = [f.exception() for f in futures]  # gather: the barrier waits for every task
+    except BaseException:
+        run.cancelled.set()
+        raise
+    finally:
+        finished_cleanly = not run.cancelled.is_set()
+        calls_pool.shutdown(wait=finished_cleanly, cancel_futures=True)
+        lessons_pool.shutdown(wait=finished_cleanly, cancel_futures=True)
     failure = next((e for e in errors if e is not None), None)
     if failure is not None:
         raise failure
@@ -188,3 +209,14 @@ def run_wave(run: Run) -> WaveStats:
                       time.perf_counter() - start)
     run.wave = stats
     return stats
+
+
+def _check(run: Run) -> None:
+    """A command that does not author the wave reports what the wave would write."""
+    curriculum = load(run.root / "curriculum.yaml", Curriculum)
+    pending = [prefix + suffix for _id, _dir, prefix in lesson_paths(curriculum)
+               for suffix in (".md", ".exercises.yaml", ".quiz.yaml")] + [capstone_stage.PATH]
+    behind = [p for p in pending if run.course.status(p).state in ("missing", "stale")]
+    if behind:
+        run.say(f"wave: {len(behind)} files missing or stale; stay {run.command} does not write them "
+                f"({run.hint('write', run.slug)} does)")

@@ -1,0 +1,543 @@
+"""Safe authoring: nothing written outside the course, no gate bypassed, no edit lost.
+
+Each test repeats an attack a user or an adversary could make, and several inputs of
+each kind, because a fix for one example is not a fix for the class.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import stay
+from stay.errors import CourseLocked, EnvironmentProblem, PipelineError, UsageError
+from stay.models import ModelAnswer, ModelRequest, OfflineBackend
+from stay.pipeline import approve, build_course, run_command, status
+from stay.pipeline._lock import CourseLock
+from tests.conftest import ROOT
+from tests.parity.harness import reference_report
+from tests.pipeline.test_build import quiet, tree
+
+HTTP = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
+SLUG = "how-http-requests-travel"
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+
+def everything(root: Path) -> dict[str, str]:
+    """Every file under ``root``, hidden ones and .runs/ included, by content hash."""
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    return subprocess.run([sys.executable, "-m", "stay.cli", *args], cwd=ROOT, env={**base, **(env or {})},
+                          capture_output=True, text=True, check=False, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished course (both gates auto-approved), to copy from."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SOURCE_DATE_EPOCH", "1780000000")
+        patch.delenv("ANTHROPIC_API_KEY", raising=False)
+        courses = tmp_path_factory.mktemp("built")
+        build_course(HTTP, courses_dir=courses, yes=True, progress=quiet)
+        return courses
+
+
+@pytest.fixture
+def courses(built: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "courses"
+    shutil.copytree(built, target)
+    return target
+
+
+# -- 1. ids read from disk are checked like ids from a model ------------------------------
+
+ESCAPES = ["../../../../escaped", "m01/../../../x", "..", "m01\\..\\..", "m01\x00", "m01\n", "m" + "1" * 300]
+
+
+@pytest.mark.parametrize("bad", ESCAPES)
+@pytest.mark.parametrize("field", ["module id", "module slug", "lesson id"])
+def test_a_hand_edited_id_that_could_leave_the_course_is_refused_and_nothing_is_written(
+        courses: Path, field: str, bad: str) -> None:
+    curriculum = courses / SLUG / "curriculum.yaml"
+    data = yaml.safe_load(curriculum.read_text())
+    target = data["modules"][0]
+    if field == "module id":
+        target["id"] = bad
+    elif field == "module slug":
+        target["slug"] = bad
+    else:
+        target["lessons"][0]["id"] = bad
+    curriculum.write_text(yaml.safe_dump(data, allow_unicode=True))
+    before = everything(courses.parent)
+    for command in (["build", SLUG, "--yes"], ["repair", SLUG], ["write", SLUG], ["status", SLUG],
+                    ["approve", SLUG, "design"], ["plan", SLUG, "--yes"]):
+        result = cli(*command, "--courses-dir", str(courses))
+        assert result.returncode == 5, (command, result.stderr)
+        line = result.stderr.strip().splitlines()[-1]
+        assert line.startswith("refused: ") and "curriculum.yaml" in line and "field 'modules.0." in line
+        assert "Traceback" not in result.stderr
+    assert everything(courses.parent) == before  # nothing written, inside or outside the course
+
+
+@pytest.mark.parametrize("edit", [
+    ("plan", lambda d: d.update(lesson="../m01-l01")),
+    ("plan", lambda d: d.update(revisits=["term\x00with a NUL"])),
+    ("plan", lambda d: d["new_terms"].append({"term": "x" * 65, "definition": "d"})),
+    ("course", lambda d: d.update(slug="../../elsewhere")),
+], ids=["plan-lesson", "plan-term-nul", "plan-term-long", "course-slug"])
+def test_ids_and_terms_in_plans_and_course_yaml_are_checked_too(courses: Path, edit: Any) -> None:
+    kind, change = edit
+    path = (next((courses / SLUG).glob("modules/*/m01-l01.plan.yaml")) if kind == "plan"
+            else courses / SLUG / "course.yaml")
+    data = yaml.safe_load(path.read_text())
+    change(data)
+    path.write_text(yaml.safe_dump(data, allow_unicode=True))
+    before = everything(courses.parent)
+    with pytest.raises(stay.ArtefactError) as caught:
+        build_course(SLUG, courses_dir=courses, yes=True, progress=quiet)
+    assert str(caught.value).startswith(str(path)) and "field '" in str(caught.value)
+    assert everything(courses.parent) == before
+
+
+class BadCurriculum(OfflineBackend):
+    """Answers the curriculum stage with a damaged id, every time."""
+
+    def __init__(self, damage: dict[str, str]) -> None:
+        super().__init__()
+        self.damage = damage
+
+    def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
+        answer = super().complete(request, model)
+        if request.stage != "curriculum":
+            return answer
+        data = json.loads(json.dumps(answer.data))
+        module = data["modules"][0]
+        for key, value in self.damage.items():
+            if key == "lesson":
+                module["lessons"][0]["id"] = value
+            else:
+                module[key] = value
+        return answer.model_copy(update={"data": data})
+
+
+@pytest.mark.parametrize("damage", [{"id": "m01\x00"}, {"lesson": "m01-l" + "0" * 300}, {"slug": "../../up"},
+                                    {"id": "m01/../../.."}])
+def test_a_models_bad_id_is_refused_before_it_is_written_and_later_commands_still_work(
+        tmp_path: Path, damage: dict[str, str]) -> None:
+    with pytest.raises(stay.AnswerError, match="curriculum.yaml"):
+        build_course(HTTP, courses_dir=tmp_path, yes=True, backend=BadCurriculum(damage), progress=quiet)
+    assert not (tmp_path / SLUG / "curriculum.yaml").exists()
+    assert not (tmp_path / SLUG / "modules").exists()
+    statuses = status(SLUG, courses_dir=tmp_path)  # no exit 3 afterwards: the course is whole
+    assert statuses["curriculum.yaml"].state == "missing"
+    assert cli("status", SLUG, "--courses-dir", str(tmp_path)).returncode == 0
+
+
+# -- 2. repair respects the gates --------------------------------------------------------
+
+
+def test_repair_refuses_with_no_call_after_both_gates_are_declined(courses: Path) -> None:
+    approve(SLUG, "plan", courses_dir=courses, decline=True, note="no")
+    approve(SLUG, "design", courses_dir=courses, decline=True, note="no")
+    before = tree(courses / SLUG)
+    backend = OfflineBackend()
+    with pytest.raises(PipelineError, match=r"needs the design approval to hold: the design gate was declined"):
+        run_command("repair", SLUG, courses_dir=courses, backend=backend, progress=quiet)
+    assert backend.total_calls == 0 and tree(courses / SLUG) == before  # only its trace, under .runs/
+    result = cli("repair", SLUG, "--courses-dir", str(courses))
+    assert result.returncode == 5 and "design gate was declined" in result.stderr
+
+
+@pytest.mark.parametrize("gate", ["design", "plan"])
+def test_repair_and_write_refuse_when_either_gate_does_not_hold(courses: Path, gate: str) -> None:
+    approve(SLUG, gate, courses_dir=courses, decline=True)
+    backend = OfflineBackend()
+    for command in ("repair", "write"):
+        with pytest.raises(PipelineError, match=f"the {gate} gate was declined"):
+            run_command(command, SLUG, courses_dir=courses, backend=backend, progress=quiet)
+    assert backend.total_calls == 0
+
+
+def test_repair_straight_after_new_is_a_clear_refusal(tmp_path: Path) -> None:
+    assert cli("new", str(HTTP), "--courses-dir", str(tmp_path)).returncode == 0
+    result = cli("repair", SLUG, "--courses-dir", str(tmp_path))
+    assert result.returncode == 5
+    assert "needs the design approval to hold: the design gate has not been answered" in result.stderr
+    assert "internal error" not in result.stderr and "KeyError" not in result.stderr
+
+
+# -- 3. no edit is ever lost -------------------------------------------------------------
+
+
+def test_a_hand_added_paragraph_with_a_banned_word_survives_a_build(courses: Path) -> None:
+    lesson = next((courses / SLUG).glob("modules/*/m01-l02.md"))
+    edited = lesson.read_text() + "\nYou simply send the request again, as a person added here.\n"
+    lesson.write_text(edited)
+    result = build_course(SLUG, courses_dir=courses, yes=True, progress=quiet)
+    assert lesson.read_text() == edited
+    assert result.validation is not None and "les009" in {d.code for d in result.validation.defects}
+    assert result.repair is not None and result.repair.edited == (lesson.relative_to(courses / SLUG).as_posix(),)
+    assert status(SLUG, courses_dir=courses)[lesson.relative_to(courses / SLUG).as_posix()].state == "edited"
+
+
+def test_a_hand_edited_quiz_that_breaks_the_schema_survives_a_build(courses: Path) -> None:
+    quiz = next((courses / SLUG).glob("modules/*/m02-l01.quiz.yaml"))
+    edited = quiz.read_text().replace("type: short", "type: essay", 1).replace("type: mcq", "type: essay", 1)
+    quiz.write_text(edited)
+    lines: list[str] = []
+    build_course(SLUG, courses_dir=courses, yes=True, progress=lines.append)
+    assert quiz.read_text() == edited
+    assert any("edited by hand: fix it, or regenerate it" in line for line in lines)
+
+
+def test_an_edited_file_behind_a_changed_input_shows_both_and_is_never_marked_current(courses: Path) -> None:
+    root = courses / SLUG
+    lesson = next(root.glob("modules/*/m01-l01.md"))
+    plan = next(root.glob("modules/*/m01-l01.plan.yaml"))
+    rel, plan_rel = (p.relative_to(root).as_posix() for p in (lesson, plan))
+    lesson.write_text(lesson.read_text() + "\nA person's note.\n")
+    plan.write_text(plan.read_text().replace("title:", "title: Revised -", 1))
+    found = status(SLUG, courses_dir=courses)
+    assert found[rel] == ("edited", [plan_rel])
+    shown = cli("status", SLUG, "--courses-dir", str(courses)).stdout
+    assert f"edited   {rel}  <- {plan_rel} (edited by hand, and its inputs changed since)" in shown
+    ledger_before = json.loads((root / ".state" / "hashes.json").read_text())["artefacts"][rel]
+    build_course(SLUG, courses_dir=courses, yes=True, progress=quiet)
+    assert json.loads((root / ".state" / "hashes.json").read_text())["artefacts"][rel] == ledger_before
+    assert status(SLUG, courses_dir=courses)[rel] == ("edited", [plan_rel])
+    assert lesson.read_text().endswith("A person's note.\n")
+
+
+def test_approving_a_gate_accepts_the_edits_it_covers(courses: Path) -> None:
+    curriculum = courses / SLUG / "curriculum.yaml"
+    curriculum.write_text(curriculum.read_text().replace("title:", "title: Edited -", 1))
+    assert status(SLUG, courses_dir=courses)["curriculum.yaml"].state == "edited"
+    build_course(SLUG, courses_dir=courses, progress=quiet)  # regenerates what depends on it, stops at the gate
+    approve(SLUG, "design", courses_dir=courses, by="reviewer")
+    assert status(SLUG, courses_dir=courses)["curriculum.yaml"] == ("current", [])
+
+
+# -- 4. a course always matches its curriculum --------------------------------------------
+
+
+def _shrink_budget(root: Path) -> None:
+    audience = root / "audience.yaml"
+    audience.write_text(audience.read_text().replace("time_budget_minutes: 180", "time_budget_minutes: 60"))
+
+
+def test_files_the_curriculum_dropped_are_orphaned_then_retired_never_deleted(courses: Path) -> None:
+    root = courses / SLUG
+    before = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.glob("modules/**/*") if p.is_file()}
+    _shrink_budget(root)
+    stopped = build_course(SLUG, courses_dir=courses, progress=quiet)  # regenerates the design, stops at the gate
+    assert stopped.stopped_at == "design gate"
+    orphans = sorted(p for p, s in status(SLUG, courses_dir=courses).items() if s.state == "orphaned")
+    assert orphans, "a smaller curriculum leaves lesson files behind"
+    result = build_course(SLUG, courses_dir=courses, yes=True, progress=quiet)
+    assert sorted(result.retired) == orphans
+    run = result.retired and next(root.glob(".state/retired/run-*"))
+    for path in orphans:
+        assert (run / path).read_bytes() == before[path]  # moved, byte for byte
+        assert not (root / path).exists()
+    assert not any(s.state == "orphaned" for s in status(SLUG, courses_dir=courses).values())
+    assert reference_report(root, strict=True)["summary"]["fail"] == 0
+    log = (root / ".state" / "run-log.md").read_text()
+    assert all(f"- retired {p} to .state/retired/" in log for p in orphans)
+
+
+def test_a_changed_brief_under_the_same_slug_leaves_a_course_that_passes_strict(courses: Path, tmp_path: Path) -> None:
+    brief = tmp_path / "brief.yaml"
+    brief.write_text(HTTP.read_text().replace("time_available: 3 hours", "time_available: 1 hour"))
+    result = build_course(brief, courses_dir=courses, yes=True, slug=SLUG, progress=quiet)
+    assert result.complete and result.retired
+    assert reference_report(courses / SLUG, strict=True)["summary"]["fail"] == 0
+    assert cli("validate", "--strict", str(courses / SLUG)).returncode == 0
+
+
+# -- 5. one run at a time per course ----------------------------------------------------
+
+
+def test_a_second_writer_is_refused_at_once_naming_the_holder(courses: Path) -> None:
+    with CourseLock(courses / SLUG):
+        for command in (["build", SLUG, "--yes"], ["repair", SLUG], ["approve", SLUG, "plan"], ["adopt", SLUG]):
+            started = time.monotonic()
+            result = cli(*command, "--courses-dir", str(courses))
+            assert result.returncode == 5, (command, result.stderr)
+            assert f"(pid {os.getpid()})" in result.stderr and time.monotonic() - started < 30
+        for command in (["status", SLUG, "--courses-dir", str(courses)], ["validate", str(courses)], ["graph"]):
+            assert cli(*command).returncode == 0, command  # readers take no lock
+        with pytest.raises(CourseLocked, match="is being written by another stay command"):
+            build_course(SLUG, courses_dir=courses, yes=True, progress=quiet)
+    assert build_course(SLUG, courses_dir=courses, yes=True, progress=quiet).complete
+
+
+def test_two_concurrent_builds_never_both_run(tmp_path: Path) -> None:
+    assert cli("new", str(HTTP), "--courses-dir", str(tmp_path)).returncode == 0
+    procs = [subprocess.Popen([sys.executable, "-m", "stay.cli", "build", SLUG, "--yes", "--courses-dir",
+                               str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    codes = sorted(p.wait(timeout=120) for p in procs)
+    assert codes in ([0, 0], [0, 5])  # one after the other, or one refused: never both at once
+    log = (tmp_path / SLUG / ".state" / "run-log.md").read_text()
+    assert log.count("## run ") == 1 + codes.count(0) - (1 if codes == [0, 0] else 0)
+
+
+# -- 6. interrupts and leftovers -----------------------------------------------------------
+
+
+class _Hang:
+    """A TCP server that accepts and never answers: every model call hangs."""
+
+    def __enter__(self) -> str:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.conns: list[socket.socket] = []
+        self.stop = threading.Event()
+
+        def accept() -> None:
+            self.sock.settimeout(0.2)
+            while not self.stop.is_set():
+                try:
+                    self.conns.append(self.sock.accept()[0])
+                except OSError:
+                    continue
+
+        threading.Thread(target=accept, daemon=True).start()
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop.set()
+        for conn in self.conns:
+            conn.close()
+        self.sock.close()
+
+
+def test_ctrl_c_during_a_hanging_wave_exits_130_within_two_seconds(tmp_path: Path) -> None:
+    build_course(HTTP, courses_dir=tmp_path, yes=True, progress=quiet)
+    root = tmp_path / SLUG
+    for lesson in root.glob("modules/*/*.md"):
+        lesson.unlink()  # the wave has work to do
+    with _Hang() as url:
+        env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-key-0000", "ANTHROPIC_BASE_URL": url}
+        proc = subprocess.Popen([sys.executable, "-m", "stay.cli", "write", SLUG, "--courses-dir", str(tmp_path),
+                                 "--backend", "anthropic"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (root / ".runs" / "lock").exists():
+            time.sleep(0.05)
+        time.sleep(2.0)  # calls are in flight and hanging
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=30)
+        elapsed = time.monotonic() - sent
+    assert proc.returncode == 130, err
+    assert elapsed < 2.0, elapsed
+    assert "Traceback" not in err and "interrupted" in err
+    assert not list(root.rglob("*.tmp"))
+
+
+@pytest.mark.parametrize("delay", [0.02, 0.08, 0.15, 0.3])
+def test_ctrl_c_during_start_up_exits_130_without_a_traceback(tmp_path: Path, delay: float) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "stay.cli", "build", str(HTTP), "--yes", "--courses-dir",
+                             str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    if "Traceback" in err:
+        # Only the interpreter's own start-up (site, .pth files) may still print one: a
+        # signal before any of stay's code has run is not stay's to handle.
+        assert "/stay/" not in err and "stay.cli" not in err, err
+    else:
+        assert proc.returncode in (130, 0), err  # 0: it finished before the signal
+
+
+def test_temporary_files_a_killed_run_left_are_removed_by_the_next_run(courses: Path) -> None:
+    root = courses / SLUG
+    leftovers = [root / ".course.yaml.k3j2h1.tmp", next(root.glob("modules/*")) / ".m01-l01.md.a1b2c3.tmp",
+                 root / ".state" / ".hashes.json.zz9.tmp"]
+    for path in leftovers:
+        path.write_text("half a file")
+    build_course(SLUG, courses_dir=courses, yes=True, progress=quiet)
+    assert not any(path.exists() for path in leftovers)
+
+
+# -- 7. exit codes mean what the README says --------------------------------------------------
+
+
+def test_a_courses_dir_that_is_a_file_is_one_line_naming_it(tmp_path: Path) -> None:
+    file = tmp_path / "not-a-dir"
+    file.write_text("x")
+    for command in (["build", str(HTTP)], ["status", SLUG], ["approve", SLUG, "design"]):
+        result = cli(*command, "--courses-dir", str(file))
+        assert result.returncode == 2 and result.stderr.count("\n") == 1
+        assert str(file) in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("ledger, text", [("hashes.json", "{not json"), ("hashes.json", '{"artefacts": [1]}'),
+                                          ("gates.json", "\xff\xfe garbage"), ("gates.json", '{"gates": 7}')])
+def test_a_damaged_ledger_says_run_adopt_and_adopt_mends_it(courses: Path, ledger: str, text: str) -> None:
+    (courses / SLUG / ".state" / ledger).write_text(text, encoding="latin-1")
+    for command in (["status", SLUG], ["build", SLUG]):
+        result = cli(*command, "--courses-dir", str(courses))
+        assert result.returncode == 2, result.stderr
+        assert f".state/{ledger} is damaged" in result.stderr and f"run `stay adopt {SLUG}`" in result.stderr
+        assert "a bug in stay" not in result.stderr
+    assert cli("adopt", SLUG, "--courses-dir", str(courses)).returncode == 0
+    assert cli("status", SLUG, "--courses-dir", str(courses)).returncode == 0
+
+
+def test_a_full_disk_is_one_line_naming_the_path_and_the_file_on_disk_is_whole(
+        courses: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from stay.artefacts import _io
+
+    root = courses / SLUG
+    lesson = next(root.glob("modules/*/m01-l01.md"))
+    original = lesson.read_bytes()
+    lesson.unlink()
+
+    def full(_fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_io.os, "fsync", full)
+    with pytest.raises(EnvironmentProblem, match="no space left on the device"):
+        build_course(SLUG, courses_dir=courses, yes=True, progress=quiet)
+    assert not lesson.exists() and not list(root.rglob("*.tmp"))
+    monkeypatch.undo()
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")
+    build_course(SLUG, courses_dir=courses, yes=True, progress=quiet)
+    assert lesson.read_bytes() == original
+
+
+def test_a_closed_stdout_pipe_ends_quietly(courses: Path) -> None:
+    command = (f"{sys.executable} -m stay.cli status {SLUG} --courses-dir {courses} | head -1; "
+               f"{sys.executable} -m stay.cli graph | head -1")
+    result = subprocess.run(["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert result.stderr == "" and len(result.stdout.splitlines()) == 2
+
+
+def test_an_api_key_in_an_error_is_never_printed(tmp_path: Path) -> None:
+    key = "sk-ant-api03-SECRETSECRETSECRET"
+    result = cli("status", key, "--courses-dir", str(tmp_path), env={"ANTHROPIC_API_KEY": key})
+    assert result.returncode == 2 and key not in result.stderr and "[redacted]" in result.stderr
+
+
+def test_exit_codes_come_from_one_table_keyed_by_class() -> None:
+    from stay import errors
+
+    assert errors.exit_code(errors.ModelUnavailable("x")) == 6
+    assert errors.exit_code(errors.TruncationError("x")) == 5
+    assert errors.exit_code(errors.EnvironmentProblem("x")) == 2
+    assert errors.exit_code(errors.BriefError("x")) == 2
+    assert errors.exit_code(errors.CourseLocked("x")) == 5
+    assert errors.exit_code(errors.GraphError("x")) == 3
+    assert errors.exit_code(KeyError("x")) == 3
+
+
+# -- 8. bad briefs are refused early ------------------------------------------------------------
+
+
+def _brief(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "brief.yaml"
+    path.write_text(text)
+    return path
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+    for p, c in zip("abcdefgh", "bcdefghi", strict=True)) + "title: *i\n"
+
+
+def test_an_alias_bomb_is_refused_before_it_is_expanded(tmp_path: Path) -> None:
+    path = _brief(tmp_path, BOMB)
+    assert len(BOMB) < 1024
+    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)); "
+            "from stay.cli import main; sys.exit(main(sys.argv[1:]))")
+    result = subprocess.run([sys.executable, "-c", code, "new", str(path), "--courses-dir", str(tmp_path / "c")],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2 and "anchors or aliases" in result.stderr
+    assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("title: T\ntopic: t\naudience: a\ntime_available: 3 hours\ncontraints: [x]\n",
+     "unknown field 'contraints'; did you mean 'constraints'?"),
+    ("title: T\ntopic: t\naudience: a\ntime_available: 3 hours\ntitel: x\n", "did you mean 'title'?"),
+    ("title: T\ntopic: t\naudience: a\ntime_available: 6 months\n", "'months' is not a unit stay accepts"),
+    ("title: T\ntopic: t\naudience: a\ntime_available: 3 semesters\n", "'semesters' is not a unit"),
+    ("title: T\ntopic: t\naudience: a\ntime_available: 52 weeks\n", "the longest course house style allows is 2,700"),
+    ("title: T\ntopic: t\naudience: a\ntime_available: " + "9" * 400 + " hours\n", "far longer than any course"),
+    ("title: T\ntopic: t\naudience: a\ntime_available: soon\n", "cannot read 'soon' as a duration"),
+    ("title: T\ntopic: t\naudience: a\ntime_available: 2-3 hours\n", "is a range"),
+    ("title: T\ntopic: t\naudience: a\ntime_available: 3 hours\nconstraints: " + "[" * 25 + "]" * 25 + "\n",
+     "nests deeper than 20 levels"),
+    ("title: T\ntopic: " + "x" * 70_000 + "\naudience: a\ntime_available: 3 hours\n", "larger than 64 KB"),
+    ("title: &t T\ntopic: *t\naudience: a\ntime_available: 3 hours\n", "anchors or aliases"),
+    ("- just\n- a list\n", "a brief is a mapping"),
+], ids=["typo", "typo-title", "months", "semesters", "52-weeks", "huge-number", "soon", "range", "deep", "large",
+        "alias", "list"])
+def test_a_bad_brief_is_one_line_the_same_from_python_and_the_command_line(
+        tmp_path: Path, text: str, fragment: str) -> None:
+    path = _brief(tmp_path, text)
+    with pytest.raises(stay.BriefError) as from_python:
+        stay.Brief.from_yaml(path)
+    with pytest.raises(UsageError) as from_build:
+        build_course(path, courses_dir=tmp_path / "c", progress=quiet)
+    assert str(from_python.value) == str(from_build.value)
+    assert fragment in str(from_python.value) and str(path) in str(from_python.value)
+    result = cli("new", str(path), "--courses-dir", str(tmp_path / "c"))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and fragment in result.stderr
+    assert not (tmp_path / "c").exists()
+
+
+def test_the_default_duration_limits_are_the_shipped_house_styles() -> None:
+    from stay.artefacts._brief import DEFAULT_LIMITS
+    from stay.briefs import house_limits
+    from stay.validate import HouseData
+
+    assert house_limits(HouseData.load(ROOT / "data")) == DEFAULT_LIMITS
+
+
+@pytest.mark.parametrize("value", ["soon", "12345678901234567890", "-5"])
+def test_a_bad_source_date_epoch_is_one_line(tmp_path: Path, value: str) -> None:
+    result = cli("new", str(HTTP), "--courses-dir", str(tmp_path), env={"SOURCE_DATE_EPOCH": value})
+    assert result.returncode in (0, 2)
+    if value != "-5":
+        assert result.returncode == 2 and "SOURCE_DATE_EPOCH" in result.stderr and result.stderr.count("\n") == 1
+
+
+# -- 10. a CLI for people ------------------------------------------------------------------------
+
+
+def test_version_and_hints_that_carry_the_courses_dir(tmp_path: Path) -> None:
+    version = cli("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"stay {stay.__version__}"
+    where = tmp_path / "my courses"
+    new = cli("new", str(HTTP), "--courses-dir", str(where))
+    assert f"`stay approve {SLUG} design --courses-dir '{where}'`" in new.stdout
+    refused = cli("write", SLUG, "--courses-dir", str(where))
+    assert refused.returncode == 5 and f"--courses-dir '{where}'`" in refused.stderr
