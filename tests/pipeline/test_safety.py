@@ -146,7 +146,7 @@ class BadCurriculum(OfflineBackend):
                                     {"id": "m01/../../.."}])
 def test_a_models_bad_id_is_refused_before_it_is_written_and_later_commands_still_work(
         tmp_path: Path, damage: dict[str, str]) -> None:
-    with pytest.raises(stay.AnswerError, match="curriculum.yaml"):
+    with pytest.raises(stay.AnswerError, match=r"curriculum\.yaml"):
         build_course(HTTP, courses_dir=tmp_path, yes=True, backend=BadCurriculum(damage), progress=quiet)
     assert not (tmp_path / SLUG / "curriculum.yaml").exists()
     assert not (tmp_path / SLUG / "modules").exists()

@@ -10,6 +10,7 @@ import networkx as nx
 import pytest
 
 from stay.pipeline import DECLARATION, graph, problems
+from stay.pipeline._graph import command_walk
 from stay.stages import STAGES
 
 DESIGN_STAGES = ["audience", "curriculum", "outcomes", "assessment"]
@@ -35,19 +36,45 @@ def test_1_acyclic_every_node_reachable_from_entry_and_reaches_the_end() -> None
         assert nx.has_path(g, node, end), node
 
 
-@pytest.mark.parametrize("removed, after", list(zip(DESIGN_STAGES, [*DESIGN_STAGES[1:], "design_summary"],
-                                                     strict=True)))
-def test_2_removing_a_design_stage_makes_the_next_one_and_the_design_gate_unreachable(
-    removed: str, after: str
-) -> None:
+@pytest.mark.parametrize("removed", DESIGN_STAGES)
+def test_2_removing_a_design_stage_cuts_off_everything_after_it(removed: str) -> None:
     g = graph()
+    after = nx.descendants(g, removed)
+    assert {"write_lesson", "write_capstone", "validate", "repair"} <= after
     g.remove_node(removed)
     reachable = nx.descendants(g, "entry")
-    # everything after the removed stage up to the design gate's ask: the guards of the
-    # plan and write commands join later, at the gate's record node.
-    later = DESIGN_STAGES[DESIGN_STAGES.index(after):] if after in DESIGN_STAGES else []
-    downstream = [after, *later, "design_summary", "design_ask"]
-    assert not reachable & set(downstream)
+    # as written: the next stage, the gates, the wave, validate and repair, for every command
+    assert not reachable & after, sorted(reachable & after)
+    for command in DECLARATION.commands:  # and no command walks around it
+        assert removed in command_walk(graph(), command), command
+
+
+def test_every_command_walks_every_design_stage_and_both_gates_before_the_wave() -> None:
+    g = graph()
+    for name, command in DECLARATION.commands.items():
+        walked = command_walk(g, name)
+        assert walked[:2] == ["entry", "choose_entry"] and walked[2] == command.entry
+        assert walked.index("moderate") < walked.index("scaffold")
+        if "write_lesson" in walked:
+            for node in (*DESIGN_STAGES, "design_record", "plan_record"):
+                assert walked.index(node) < walked.index("write_lesson"), (name, node)
+
+
+def test_a_guard_requires_every_gate_recorded_before_what_its_command_writes() -> None:
+    g = graph()
+    assert g.nodes["require_design"]["requires"] == ("design",)
+    assert g.nodes["require_gates"]["requires"] == ("design", "plan")
+    assert g.nodes["repair_seed"]["requires"] == ("design", "plan")
+    broken = graph()
+    broken.nodes["repair_seed"]["requires"] = ("design",)
+    assert any("authors repair after ['plan_record']" in p for p in problems(broken))
+
+
+def test_commands_stop_where_the_graph_declares() -> None:
+    g = graph()
+    assert command_walk(g, "new")[-1] == "design_summary"
+    assert command_walk(g, "plan")[-1] == "plan_record" and "write_lesson" not in command_walk(g, "plan")
+    assert command_walk(g, "build")[-1] == command_walk(g, "write")[-1] == command_walk(g, "repair")[-1] == "repair"
 
 
 def test_3_every_path_into_the_wave_passes_both_gate_records() -> None:
@@ -116,6 +143,7 @@ def test_entries_join_where_the_contract_says() -> None:
                                          "write": "require_gates", "repair": "repair_seed"}
     assert sorted(g.successors("choose_entry")) == sorted({*DECLARATION.entries.values()})
     assert all(g.nodes[guard]["kind"] == "guard" for guard in GUARDS)
+    assert all(list(g.successors(guard)) == ["intake"] for guard in GUARDS)  # the guards join before moderate
 
 
 def test_every_node_carries_kind_writes_role_and_references() -> None:
@@ -171,7 +199,9 @@ def test_a_cycle_is_caught() -> None:
 def test_a_shortcut_into_the_wave_is_caught() -> None:
     g = graph()
     g.add_edge("require_gates", "write_lesson")
-    assert any("without passing design_record" in p for p in problems(g))
+    found = problems(g)
+    assert any("without passing design_record" in p for p in found)
+    assert any("guard require_gates must lead only to intake" in p for p in found)
 
 
 def test_a_swapped_reference_set_is_caught() -> None:
