@@ -41,6 +41,7 @@ class Validation:
     fails: int = 0
     warns: int = 0
     strict_fails: int = 0
+    strict_warns: int = 0
     checks: int = 0
     defects: tuple[Defect, ...] = ()
 
@@ -76,7 +77,7 @@ def run_validator(course: Path, data_dir: Path | None = None) -> Validation:
     except Exception as exc:  # e.g. missing data files: say so where the result would be
         return Validation(ran=False, note=f"the validator could not run: {_one_line(exc)}")
     return Validation(ran=True, note=None, fails=report.fails, warns=report.warns, strict_fails=strict.fails,
-                      checks=report.checks, defects=report.defects)
+                      strict_warns=strict.warns, checks=report.checks, defects=report.defects)
 
 
 def badge_class(status: str) -> str:
