@@ -16,8 +16,7 @@ def quiet(_line: str) -> None:
     pass
 
 
-_BLOCKS = frozenset("p li td th dt dd h1 h2 h3 h4 h5 h6 div tr br section article pre summary details ol ul "
-                    "dl table header footer nav main title".split())
+_BLOCKS = frozenset(["p", "li", "td", "th", "dt", "dd", "h1", "h2", "h3", "h4", "h5", "h6", "div", "tr", "br", "section", "article", "pre", "summary", "details", "ol", "ul", "dl", "table", "header", "footer", "nav", "main", "title"])
 
 
 class _Text(html.parser.HTMLParser):
