@@ -30,6 +30,7 @@ from stay.models import (
 from stay.pipeline._course_graph import course_graph
 from stay.pipeline._graph import graph, walk_order
 from stay.pipeline._nodes import HANDLERS
+from stay.pipeline._otel import otlp_target_from_environment
 from stay.pipeline._repair import RepairReport
 from stay.pipeline._run import Progress, Run, Stop, print_progress
 from stay.pipeline._state import CourseState, Status, load_manifest, plans_on_disk
@@ -188,7 +189,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *,
             run.course.log_run(command, run.backend.name, run.written, stopped)
             if run.validation is not None:
                 tracer.scores(run.validation)
-            tracer.flush(root, stopped)
+            tracer.flush(root, stopped, otlp=otlp_target_from_environment())
     usage = run.usage
     price = f"${run.cost:.4f}" + (f" (unpriced: {', '.join(sorted(run.unpriced))})" if run.unpriced else "")
     run.say(f"{run.calls} model calls, {len(set(run.written))} files written; tokens: "
