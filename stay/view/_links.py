@@ -76,7 +76,12 @@ class Links:
     """Where everything lives on the site."""
 
     def __init__(self, course: CourseView) -> None:
-        self.lesson_pages = {lesson.id: lesson.page for lesson in course.lessons if lesson.page}
+        self.lesson_pages: dict[str, str] = {}
+        for lesson in course.lessons:
+            if lesson.page:
+                self.lesson_pages.setdefault(lesson.id, lesson.page)
+        self.with_terms = {lesson.id for lesson in course.lessons
+                           if lesson.page and lesson.plan.model is not None and lesson.plan.model.new_terms}
         self.modules = {module.id for module in course.modules}
         outcomes = course.outcomes.model.outcomes if course.outcomes.model else []
         self.outcomes = {outcome.id: outcome.text for outcome in outcomes}
@@ -89,6 +94,10 @@ class Links:
         if page is None:
             return None
         return f"{page}#{fragment(part)}" if part else page
+
+    def introduced_in(self, lesson_id: str) -> str | None:
+        """The lesson's list of new terms, or the lesson when its plan lists none."""
+        return self.lesson(lesson_id, "terms" if lesson_id in self.with_terms else None)
 
     def outcome(self, outcome_id: str) -> str | None:
         return f"outcomes.html#{fragment(outcome_id)}" if outcome_id in self.outcomes else None

@@ -16,12 +16,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import stay.artefacts as artefacts
 from stay.view import build_site, render_course
 from stay.view._load import load_course
 from stay.view._status import NO_LEDGER, badge_class
 from tests.conftest import ROOT, SAMPLE
+from tests.fixtures.mutations import MUTATIONS, make_fixture
 from tests.view.conftest import normalise, page_text
 
 CODE_FENCE = re.compile(r"^(```|~~~)")
@@ -403,3 +406,80 @@ def test_serve_offers_the_site_on_loopback_only(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+class _Anchors(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if found.get("id"):
+            self.ids.add(str(found["id"]))
+        if tag == "a" and found.get("href") is not None:
+            self.hrefs.append(str(found["href"]))
+
+
+def broken_links(site: dict[str, bytes]) -> list[tuple[str, str]]:
+    """Internal links (to a page of the site, or a fragment of one) that name nothing."""
+    pages = {}
+    for name, data in site.items():
+        if name.endswith(".html"):
+            parser = _Anchors()
+            parser.feed(data.decode())
+            pages[name] = parser
+    broken = []
+    for name, parser in pages.items():
+        for href in parser.hrefs:
+            if re.match(r"[a-z]+:", href):
+                continue  # an external link: shown, never fetched
+            target, _, fragment = href.partition("#")
+            target = target or name
+            if target not in pages or (fragment and fragment not in pages[target].ids):
+                broken.append((name, href))
+    return broken
+
+
+@pytest.fixture
+def no_validator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The validator is proven elsewhere; these tests are about the pages, so skip its cost."""
+    from stay.view import _site
+    from stay.view._status import Validation
+
+    monkeypatch.setattr(_site, "run_validator", lambda course, data_dir=None: Validation(ran=False, note="skipped"))
+
+
+def test_the_sample_has_no_broken_internal_link(sample_site: dict[str, bytes]) -> None:
+    assert broken_links(sample_site) == []
+
+
+@pytest.mark.parametrize("code", sorted(MUTATIONS))
+def test_every_rule_fixture_renders_with_its_links_intact(code: str, tmp_path: Path, no_validator: None) -> None:
+    site = build_site(make_fixture(code, tmp_path))
+    assert {"index.html", "outcomes.html", "glossary.html", "capstone.html", "status.html"} <= set(site)
+    assert broken_links(site) == []
+
+
+ARTEFACTS = sorted(p.relative_to(SAMPLE).as_posix() for p in SAMPLE.rglob("*") if p.is_file())
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(path=st.sampled_from(ARTEFACTS),
+       content=st.binary(max_size=2_000) | st.text(max_size=400).map(str.encode)
+       | st.recursive(st.none() | st.integers() | st.text(max_size=20),
+                      lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                                   max_size=4)
+                      ).map(lambda data: json.dumps(data).encode()))
+def test_any_damage_to_any_file_renders_and_is_reported(path: str, content: bytes, tmp_path_factory: pytest.TempPathFactory,
+                                                        no_validator: None) -> None:
+    course = tmp_path_factory.mktemp("fuzz") / SAMPLE.name
+    shutil.copytree(SAMPLE, course)
+    (course / path).write_bytes(content)
+    site = build_site(course)
+    assert broken_links(site) == []
+    view = load_course(course)
+    damaged = [f for f in view.all_files() if f.path == path and not f.ok]
+    if damaged:  # the file no longer reads as its artefact: the status page says why
+        assert normalise(damaged[0].problem or "") in page_text(site["status.html"])
