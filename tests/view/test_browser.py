@@ -241,3 +241,18 @@ def test_the_compare_report_and_the_run_summary_render_cleanly(browser: Any, ser
     screenshot(page, "run-summary.png")
     assert watch.problems == []
     page.close()
+
+
+def test_the_site_works_opened_from_disk(browser: Any, sample_site: Path) -> None:
+    """No server: file:// pages load their stylesheet and the quiz script (the pages'
+    Content-Security-Policy allows only the site's own files)."""
+    page = browser.new_page()
+    watch = Watch("file://")
+    watch.attach(page)
+    page.goto((sample_site / "m01-l01.html").as_uri())
+    assert page.eval_on_selector("header.site", "e => getComputedStyle(e).display") == "flex"
+    question = page.locator("#m01-l01-q1")
+    question.locator(".option > summary").nth(1).click()
+    assert question.locator("details.explanation > p").is_visible()
+    assert watch.problems == []
+    page.close()
