@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from stay.view._load import CourseView
@@ -116,9 +116,12 @@ class Links:
         return f"capstone.html#{fragment(criterion_id)}" if criterion_id in self.criteria else None
 
 
-def outcomes_map(course: CourseView, links: Links) -> tuple[list[OutcomeRow], list[str]]:
+def outcomes_map(course: CourseView, links: Links, headings: Mapping[str, Mapping[str, str]] | None = None
+                 ) -> tuple[list[OutcomeRow], list[str]]:
     """One row per outcome with everything that serves it, and the references to
-    outcomes that outcomes.yaml does not define (shown, since nothing serves them)."""
+    outcomes that outcomes.yaml does not define (shown, since nothing serves them).
+    ``headings``: lesson id -> section heading -> its anchor on the lesson's page."""
+    headings = headings or {}
     rows: dict[str, OutcomeRow] = {}
     for outcome in course.outcomes.model.outcomes if course.outcomes.model else []:
         if outcome.id not in rows:
@@ -145,8 +148,9 @@ def outcomes_map(course: CourseView, links: Links) -> tuple[list[OutcomeRow], li
         if lesson.plan.model is not None:
             for section in lesson.plan.model.sections:
                 for outcome_id in section.covers:
+                    anchor = headings.get(lesson.id, {}).get(section.heading, "plan")
                     add(outcome_id, "sections", Ref(f"{lesson.id}: {section.heading}",
-                                                    links.lesson(lesson.id, "plan")))
+                                                    links.lesson(lesson.id, anchor)))
         if lesson.exercises.model is not None:
             for exercise in lesson.exercises.model.exercises:
                 add(exercise.outcome, "exercises", Ref(exercise.id, links.lesson(lesson.id, exercise.id)))

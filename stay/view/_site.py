@@ -56,21 +56,21 @@ def build_site(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLik
         "file_state": lambda loaded: file_state(loaded, ledger, validation),
         "budget": _budget(course), "file_kind": file_kind,
     }
+    lessons = [lesson for lesson in course.lessons if lesson.page is not None]
+    views = [_lesson_page(lesson, links, lessons[i - 1] if i else None,
+                          lessons[i + 1] if i + 1 < len(lessons) else None) for i, lesson in enumerate(lessons)]
+    rows, unknown = outcomes_map(course, links, {view.lesson.id: view.anchors for view in views})
     site: dict[str, str] = {}
-    rows, unknown = outcomes_map(course, links)
     site["index.html"] = env.get_template("index.html.j2").render(common, page="index.html")
     site["outcomes.html"] = env.get_template("outcomes.html.j2").render(
         common, page="outcomes.html", rows=rows, unknown=unknown)
     site["glossary.html"] = env.get_template("glossary.html.j2").render(common, page="glossary.html")
     site["capstone.html"] = env.get_template("capstone.html.j2").render(common, page="capstone.html")
     site["status.html"] = env.get_template("status.html.j2").render(common, page="status.html")
-    lessons = [lesson for lesson in course.lessons if lesson.page is not None]
     lesson_template = env.get_template("lesson.html.j2")
-    for index, lesson in enumerate(lessons):
-        assert lesson.page is not None
-        page = _lesson_page(lesson, links, lessons[index - 1] if index else None,
-                            lessons[index + 1] if index + 1 < len(lessons) else None)
-        site[lesson.page] = lesson_template.render(common, page=lesson.page, view=page)
+    for view in views:
+        assert view.lesson.page is not None
+        site[view.lesson.page] = lesson_template.render(common, page=view.lesson.page, view=view)
     for name in STATIC_FILES:
         site[name] = static_text(name)
     site["pygments.css"] = pygments_css()

@@ -158,6 +158,7 @@ def test_the_outcomes_map_lists_what_serves_each_outcome(sample_site: dict[str, 
     row = re.search(r'<tr id="m01-l01-o3".*?</tr>', page, re.DOTALL)
     assert row is not None
     cells = row.group(0)
+    assert 'href="m01-l01.html#sec-encoding-awkward-characters"' in cells  # the plan section that teaches it
     assert 'href="m01-l01.html#m01-l01-e1"' in cells  # the exercise
     assert 'href="m01-l01.html#m01-l01-q5"' in cells and 'href="m01-l01.html#m01-l01-q6"' in cells
     assert "quiz, exercise" in cells
