@@ -83,6 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     graph.add_argument("--format", choices=("mermaid", "dot", "json"), default="mermaid")
     sub.add_parser("validate", help="check courses against the course format (see `stay validate`)",
                    add_help=False)
+    from stay.view._cli import add_parser as add_view_parser
+
+    add_view_parser(sub)
     evals = sub.add_parser("evals", help="score courses, and compare two eval reports")
     evals_sub = evals.add_subparsers(dest="evals_command", metavar="EVALS_COMMAND")
     compare = evals_sub.add_parser("compare", help="paired test of a candidate report against a baseline")
@@ -194,6 +197,10 @@ def _dispatch(args: list[str]) -> int:
         return EXIT_OK
     if ns.command == "evals":
         return _evals(ns, parser)
+    if ns.command == "view":
+        from stay.view._cli import run as run_view
+
+        return run_view(ns)
     if ns.command == "graph":
         print(render_graph(ns.format), end="")
         return EXIT_OK

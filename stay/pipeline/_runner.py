@@ -43,6 +43,7 @@ from stay.pipeline._course_graph import course_graph
 from stay.pipeline._graph import DECLARATION, CommandDecl, command_walk, graph
 from stay.pipeline._lock import CourseLock
 from stay.pipeline._nodes import HANDLERS
+from stay.pipeline._otel import otlp_target_from_environment
 from stay.pipeline._repair import RepairReport
 from stay.pipeline._run import Progress, Run, Stop, command_hint, print_progress
 from stay.pipeline._state import GATES, CourseState, Status, load_manifest, now, plans_on_disk, read_ledger
@@ -231,7 +232,7 @@ def _walk(declared: CommandDecl, command: str, brief: Brief | None, slug: str, r
             run.course.log_run(command, run.backend.name, run.written, stopped, run.retired)
             if run.validation is not None:
                 tracer.scores(run.validation)
-            tracer.flush(root, stopped)
+            tracer.flush(root, stopped, otlp=otlp_target_from_environment())
         if run.course_lock is not None and run.course_lock is not lock:
             run.course_lock.release()  # taken by scaffold for a new course
     if command == "plan" and stopped is None:

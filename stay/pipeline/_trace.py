@@ -18,11 +18,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stay.artefacts import write_text_atomic
 from stay.models import ModelAnswer, ModelRequest
 from stay.validate import OWNERS, CourseReport
+
+if TYPE_CHECKING:
+    from stay.pipeline._otel import OtlpTarget
 
 TRACES = ".runs/traces"
 
@@ -81,10 +84,15 @@ class Tracer:
         self.records.append({"type": "score", "trace_id": self.trace_id, "session_id": self.slug,
                              "name": name, "value": value})
 
-    def flush(self, course_dir: Path, stopped_at: str | None) -> Path:
+    def flush(self, course_dir: Path, stopped_at: str | None, otlp: OtlpTarget | None = None) -> Path:
+        """Write the trace; with ``otlp``, also export it there (stay/pipeline/_otel.py)."""
         header = {"type": "trace", "trace_id": self.trace_id, "session_id": self.slug,
                   "command": self.command, "backend": self.backend, "stopped_at": stopped_at}
         path = course_dir / TRACES / f"{self.trace_id}.jsonl"
         lines = [json.dumps(record, sort_keys=True) for record in (header, *self.records)]
         write_text_atomic(path, "\n".join(lines) + "\n")
+        if otlp is not None:
+            from stay.pipeline._otel import export_trace
+
+            export_trace([header, *self.records], otlp)
         return path

@@ -1,0 +1,282 @@
+"""Exporting a run's trace to an OpenTelemetry backend (OTLP over HTTP).
+
+The JSON-lines trace under ``<course>/.runs/traces/`` stays the record; this sends the
+same run, once it is flushed, to whatever tracing backend ``OTEL_EXPORTER_OTLP_ENDPOINT``
+names (Langfuse, Phoenix, a Collector, ...), with the optional extra
+``pip install 'stay[otel]'`` (``opentelemetry-sdk`` and the OTLP/HTTP exporter). The
+SDK is imported only here, only when exporting, so a plain install runs without it.
+
+What the backend receives, for one run:
+
+* one trace whose id **is** the JSONL trace id, so the two can be found from each other;
+  span ids are derived from it, so exporting the same trace twice sends the same ids;
+* a root span for the run (``stay <command>``) carrying the session id (the slug) as
+  ``session.id``, ``langfuse.session.id`` and ``gen_ai.conversation.id``, the command,
+  the backend, where it stopped, the validator's counts (``stay.validator.<owner>``,
+  ``stay.validator.defects``, ``stay.validator.checks_run``) and every score as
+  ``stay.score.<name>`` and as a ``gen_ai.evaluation.result`` event;
+* a child span per pipeline node, with its kind and status;
+* under it, a span per model call with the GenAI semantic conventions
+  (``gen_ai.operation.name``, ``gen_ai.provider.name`` and the older ``gen_ai.system``,
+  ``gen_ai.request.model``, ``gen_ai.usage.input_tokens`` including cached tokens as the
+  convention asks, ``gen_ai.usage.output_tokens``, ``gen_ai.usage.cache_read.input_tokens``,
+  ``gen_ai.usage.cache_creation.input_tokens``) and OpenInference's ``llm.*`` names,
+  which Phoenix reads.
+
+The JSONL trace records durations, not wall-clock starts, so the spans are laid end to
+end in the order the nodes ran, ending when the export happens; a call span starts
+with its node (calls in the wave overlap, and their order within a node is not
+recorded). Only counts and names leave the machine: no prompt, answer or key.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+
+INSTALL_HINT = "pip install 'stay[otel]'"
+
+
+@dataclass(frozen=True)
+class OtlpTarget:
+    """Where to send traces: the full OTLP/HTTP traces URL, and its headers."""
+
+    endpoint: str
+    """e.g. ``http://localhost:6006/v1/traces`` (the signal path included)."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = 10.0
+    """Seconds the export may take, retries included; a run waits at most this long."""
+
+
+def otlp_target_from_environment(environ: Mapping[str, str] | None = None) -> OtlpTarget | None:
+    """SETTINGS: the one place stay reads the OpenTelemetry exporter's environment
+    (to move into the Settings object). None when no endpoint is set: no export.
+
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is used as given; else
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` is a base URL to which ``/v1/traces`` is appended,
+    as the OTLP specification says. Headers come from
+    ``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` or ``OTEL_EXPORTER_OTLP_HEADERS``
+    (``key=value`` pairs separated by commas, values percent-decoded).
+    """
+    env = os.environ if environ is None else environ
+    traces = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+    base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    if traces:
+        endpoint = traces
+    elif base:
+        endpoint = base.rstrip("/") + "/v1/traces"
+    else:
+        return None
+    raw = env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
+    return OtlpTarget(endpoint=endpoint, headers=parse_headers(raw))
+
+
+def parse_headers(raw: str) -> dict[str, str]:
+    """``"a=1,b=x%20y"`` -> ``{"a": "1", "b": "x y"}``; pairs without ``=`` are skipped."""
+    headers: dict[str, str] = {}
+    for pair in raw.split(","):
+        key, sep, value = pair.partition("=")
+        if sep and key.strip():
+            headers[unquote(key.strip())] = unquote(value.strip())
+    return headers
+
+
+def _warn(line: str) -> None:
+    sys.stderr.write(f"warning: {line}\n")
+
+
+def export_trace(records: Sequence[Mapping[str, Any]], target: OtlpTarget, *, end_ns: int | None = None,
+                 warn: Callable[[str], None] = _warn) -> bool:
+    """Send one flushed trace (the JSONL records: header, spans, scores) to ``target``.
+
+    Never raises for the backend's sake: a missing extra, an unreachable endpoint or a
+    refused export is one warning line (the JSONL trace keeps everything); returns
+    whether the backend accepted the spans.
+    """
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.trace.export import SpanExportResult
+    except ImportError:
+        warn(f"OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry exporter is not installed; "
+             f"{INSTALL_HINT} to export traces (the JSONL trace is written as always)")
+        return False
+    spans = build_spans(records, end_ns=end_ns if end_ns is not None else time.time_ns())
+    trace_id = _header(records).get("trace_id", "?")
+    exporter = OTLPSpanExporter(endpoint=target.endpoint, headers=dict(target.headers), timeout=target.timeout)
+    with _exporter_log() as logged:
+        try:
+            result = exporter.export(spans)
+        except Exception as exc:  # the exporter's own errors are not stay's: say so, and go on
+            logged.append(f"{type(exc).__name__}: {exc}")
+            result = None
+        finally:
+            exporter.shutdown()  # type: ignore[no-untyped-call]
+    if result is not SpanExportResult.SUCCESS:
+        why = " ".join(logged[-1].split()) if logged else "the backend did not accept it"
+        warn(f"could not export trace {trace_id} to {target.endpoint}: {why} (the JSONL trace keeps it)")
+        return False
+    return True
+
+
+@contextmanager
+def _exporter_log() -> Iterator[list[str]]:
+    """The exporter's log lines while it exports, kept for stay's one-line warning
+    instead of printed as they come."""
+    logger = logging.getLogger(_EXPORTER_LOGGER)
+    lines: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    handler, propagate = Keep(logging.WARNING), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+_EXPORTER_LOGGER = "opentelemetry.exporter.otlp.proto.http"
+
+
+def _header(records: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    return next((r for r in records if r.get("type") == "trace"), {})
+
+
+def build_spans(records: Sequence[Mapping[str, Any]], *, end_ns: int) -> list[ReadableSpan]:
+    """The OpenTelemetry spans of one trace, ready for any span exporter."""
+    from opentelemetry import trace as api
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.sdk.trace.id_generator import IdGenerator
+    from opentelemetry.sdk.trace.sampling import ALWAYS_ON
+
+    import stay
+
+    header = _header(records)
+    trace_hex = str(header.get("trace_id", ""))
+    session = str(header.get("session_id", ""))
+    command = str(header.get("command", "run"))
+    backend = str(header.get("backend", ""))
+    spans = [r for r in records if r.get("type") == "span"]
+    scores = [r for r in records if r.get("type") == "score"]
+
+    class FromTrace(IdGenerator):
+        """The JSONL trace's id; span ids drawn from a generator seeded with it."""
+
+        def __init__(self) -> None:
+            self.trace_id = int(trace_hex, 16) if _is_trace_id(trace_hex) else random.getrandbits(128)
+            self.spans = random.Random(self.trace_id)
+
+        def generate_trace_id(self) -> int:
+            return self.trace_id
+
+        def generate_span_id(self) -> int:
+            return self.spans.getrandbits(64) or 1
+
+    collected = InMemorySpanExporter()
+    provider = TracerProvider(sampler=ALWAYS_ON, id_generator=FromTrace(), shutdown_on_exit=False,
+                              resource=Resource.create({"service.name": "stay", "service.version": stay.__version__,
+                                                        "openinference.project.name": "stay"}))
+    provider.add_span_processor(SimpleSpanProcessor(collected))
+    tracer = provider.get_tracer("stay.pipeline", stay.__version__)
+    session_attrs = {"session.id": session, "langfuse.session.id": session}
+
+    total = sum(_ns(span.get("seconds")) for span in spans)
+    cursor = end_ns - total
+    root = tracer.start_span(f"stay {command}", start_time=cursor, attributes={
+        **session_attrs, **_root_attributes(header, scores), "gen_ai.conversation.id": session,
+        "langfuse.trace.name": f"stay {command} {session}", "openinference.span.kind": "CHAIN"})
+    for score in scores:
+        root.add_event("gen_ai.evaluation.result", timestamp=end_ns, attributes={
+            "gen_ai.evaluation.name": str(score.get("name")),
+            "gen_ai.evaluation.score.value": _number(score.get("value"))})
+    for record in spans:
+        start, duration = cursor, _ns(record.get("seconds"))
+        node = tracer.start_span(str(record.get("name")), context=api.set_span_in_context(root), start_time=start,
+                                 attributes={**session_attrs, "stay.node.kind": str(record.get("kind")),
+                                             "openinference.span.kind": "CHAIN"})
+        for call in record.get("calls") or []:
+            span = tracer.start_span(f"chat {call.get('model')}", context=api.set_span_in_context(node),
+                                     kind=api.SpanKind.CLIENT, start_time=start,
+                                     attributes={**session_attrs, **_call_attributes(call, backend)})
+            span.end(end_time=start + min(_ns(call.get("seconds")), duration))
+        if record.get("status") not in (None, "ok"):
+            node.set_status(api.Status(api.StatusCode.ERROR, str(record.get("status"))))
+        node.end(end_time=start + duration)
+        cursor = start + duration
+    root.end(end_time=end_ns)
+    provider.shutdown()
+    return list(collected.get_finished_spans())
+
+
+def _is_trace_id(text: str) -> bool:
+    return len(text) == 32 and all(c in "0123456789abcdef" for c in text) and text != "0" * 32
+
+
+def _ns(seconds: Any) -> int:
+    return round(float(seconds) * 1e9) if isinstance(seconds, int | float) and seconds > 0 else 0
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def _root_attributes(header: Mapping[str, Any], scores: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "stay.trace_id": str(header.get("trace_id", "")), "stay.command": str(header.get("command", "")),
+        "stay.backend": str(header.get("backend", "")),
+    }
+    if header.get("stopped_at"):
+        attributes["stay.stopped_at"] = str(header["stopped_at"])
+    defects = 0
+    for score in scores:
+        name, value = str(score.get("name")), score.get("value")
+        number = int(value) if isinstance(value, int) and not isinstance(value, bool) else _number(value)
+        attributes[f"stay.score.{name}"] = number
+        if name == "validator_checks_run":
+            attributes["stay.validator.checks_run"] = number
+        elif name.startswith("validator_"):
+            attributes[f"stay.validator.{name.removeprefix('validator_')}"] = number
+            defects += int(number)
+    if any(str(s.get("name")).startswith("validator_") for s in scores):
+        attributes["stay.validator.defects"] = defects
+    return attributes
+
+
+def _call_attributes(call: Mapping[str, Any], backend: str) -> dict[str, Any]:
+    model = str(call.get("model", ""))
+    provider = "anthropic" if backend.startswith("anthropic") or model.startswith("claude") else (
+        backend.split(" ")[0] or "unknown")
+    fresh = int(call.get("input_tokens") or 0)
+    read = int(call.get("cache_read_input_tokens") or 0)
+    written = int(call.get("cache_creation_input_tokens") or 0)
+    output = int(call.get("output_tokens") or 0)
+    prompt = fresh + read + written  # the convention's input_tokens includes cached tokens
+    return {
+        "gen_ai.operation.name": "chat", "gen_ai.provider.name": provider, "gen_ai.system": provider,
+        "gen_ai.request.model": model, "gen_ai.response.model": model,
+        "gen_ai.usage.input_tokens": prompt, "gen_ai.usage.output_tokens": output,
+        "gen_ai.usage.cache_read.input_tokens": read, "gen_ai.usage.cache_creation.input_tokens": written,
+        "openinference.span.kind": "LLM", "llm.model_name": model, "llm.provider": provider,
+        "llm.token_count.prompt": prompt, "llm.token_count.completion": output,
+        "llm.token_count.total": prompt + output, "llm.token_count.prompt_details.cache_read": read,
+        "llm.token_count.prompt_details.cache_write": written,
+        "stay.stage": str(call.get("stage", "")), "stay.artefact": str(call.get("artefact", "")),
+    }

@@ -1,0 +1,62 @@
+"""``stay view SLUG``: the command's arguments and what it does.
+
+``add_parser`` adds the subcommand to ``stay``'s parser; ``run`` runs it and returns
+the exit code. Kept apart from stay/cli.py so the command owns its options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+DESCRIPTION = ("render a course as a static, read-only site (never writes into the course); "
+               "--serve shows it on 127.0.0.1")
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``view`` to ``subparsers`` (the object ``add_subparsers`` returned)."""
+    view: argparse.ArgumentParser = subparsers.add_parser("view", help=DESCRIPTION, description=DESCRIPTION)
+    view.add_argument("slug", help="the course's slug: a directory in --courses-dir")
+    view.add_argument("--courses-dir", default="courses", metavar="DIR", help="where courses live (default: courses)")
+    view.add_argument("--out", metavar="DIR",
+                      help="where to write the site (default: site/<slug> under the current directory); "
+                           "must be outside the course, and new, empty or an earlier site")
+    view.add_argument("--serve", action="store_true", help="after rendering, serve the site on 127.0.0.1")
+    view.add_argument("--port", type=int, metavar="P",
+                      help="the port for --serve (default: 8000; 0 picks a free one)")
+    return view
+
+
+def run(ns: argparse.Namespace) -> int:
+    """Render (and maybe serve) the course ``ns.slug``; the exit code."""
+    from stay.briefs import course_dir
+    from stay.errors import UsageError
+    from stay.view._serve import serve
+    from stay.view._site import default_out_dir, render_course
+
+    if ns.port is not None and not ns.serve:
+        raise UsageError("--port needs --serve")
+    if ns.port is not None and not 0 <= ns.port <= 65535:
+        raise UsageError(f"--port {ns.port} is not a port; give 0 to 65535")
+    root = course_dir(ns.courses_dir, ns.slug)
+    if not root.is_dir():
+        raise UsageError(f"there is no course '{ns.slug}' in {ns.courses_dir}; check the slug and --courses-dir")
+    out = render_course(root, ns.out or default_out_dir(ns.slug))
+    pages = sum(1 for path in out.iterdir() if path.suffix == ".html")
+    print(f"{ns.slug}: {pages} pages in {out} (open {out / 'index.html'})")
+    if ns.serve:
+        try:
+            serve(out, 8000 if ns.port is None else ns.port, announce=_announce)
+        except KeyboardInterrupt:
+            _say("stopped serving")
+    return 0
+
+
+def _announce(line: str) -> None:
+    print(line, flush=True)
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()

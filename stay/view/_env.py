@@ -1,0 +1,67 @@
+"""The Jinja2 environment the course pages and the report pages share.
+
+Templates and static files are package data (``stay/view/templates``,
+``stay/view/static``), found through the package loader, so a wheel install has
+them. Autoescaping is on for every template: everything read from a course or a
+report is text; the one exception is a lesson's HTML, which markdown-it-py rendered
+with raw HTML disabled (``_markdown.py``).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from stay.view._links import fragment
+from stay.view._status import badge_class
+
+STATIC_FILES = ("style.css", "quiz.js")
+
+
+@cache
+def environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("stay.view", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["fragment"] = fragment
+    env.filters["badge_class"] = badge_class
+    env.filters["minutes"] = _minutes
+    env.filters["number"] = _number
+    env.filters["signed"] = lambda value, digits=3: _number(value, digits, signed=True)
+    env.filters["pvalue"] = _pvalue
+    return env
+
+
+def static_text(name: str) -> str:
+    """A static file shipped in the package (a stylesheet or the quiz script)."""
+    return resources.files("stay.view").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def _minutes(value: int | None) -> str:
+    if value is None:
+        return "n/a"
+    hours, minutes = divmod(int(value), 60)
+    if hours and minutes:
+        return f"{hours} h {minutes} min"
+    return f"{hours} h" if hours else f"{minutes} min"
+
+
+def _number(value: float | None, digits: int = 3, signed: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def _pvalue(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if value < 0.001:
+        return f"{value:.1e}"
+    return f"{value:.3f}"

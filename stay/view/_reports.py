@@ -1,0 +1,254 @@
+"""Eval reports as pages: a comparison of two runs, and the summary of one run.
+
+Each page is one self-contained HTML file (the stylesheet inline, no script, nothing
+fetched), deterministic for the same data, with every value escaped.
+
+The comparison page is built from a plain data shape defined here, not from the
+statistics code, so either can change without the other:
+
+* ``CompareHeader``: what was compared, by which judge and models, and how;
+* ``ScorerRow``: per scorer, both means with their intervals, the difference with
+  its interval, the raw and adjusted p-values, the minimum detectable effect and the
+  verdict;
+* ``ItemDiffRow``: per item matched between the runs (by content), both scores and
+  reasons. ``items=None`` means the items were not content-matched, and the page says
+  so instead of showing a diff.
+
+Scores are means of item scores in [0, 1] for the judged scorers; the bars scale to
+whatever range the values span, so counts (the validator's) draw too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from stay.view._env import environment, static_text
+
+BETTER, WORSE = "better", "worse"
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval [low, high] at ``level`` (0.95 for 95%)."""
+
+    low: float
+    high: float
+    level: float = 0.95
+
+
+@dataclass(frozen=True)
+class ScorerRow:
+    scorer: str
+    baseline_mean: float | None
+    baseline_interval: Interval | None
+    candidate_mean: float | None
+    candidate_interval: Interval | None
+    difference: float | None
+    """candidate_mean - baseline_mean over the paired items."""
+    difference_interval: Interval | None
+    p_raw: float | None
+    p_adjusted: float | None
+    """After the multiple-comparison adjustment ``CompareHeader.adjustment`` names."""
+    mde: float | None
+    """The minimum detectable effect: the smallest |difference| this many pairs detects
+    at the header's alpha and power (same units as the means)."""
+    verdict: str
+    """"better", "worse", or any other text (e.g. "no detectable difference")."""
+    pairs: int = 0
+    """Items present in both runs."""
+
+
+@dataclass(frozen=True)
+class ItemDiffRow:
+    scorer: str
+    brief: str
+    item: str
+    baseline_score: float | None
+    """None: the item is only in the candidate run."""
+    candidate_score: float | None
+    """None: the item is only in the baseline run."""
+    baseline_reason: str = ""
+    candidate_reason: str = ""
+    baseline_item: str | None = None
+    """The baseline's id for this item, when content matching paired different ids."""
+
+    @property
+    def change(self) -> str:
+        if self.baseline_score is None:
+            return "added"
+        if self.candidate_score is None:
+            return "removed"
+        if self.candidate_score > self.baseline_score:
+            return BETTER
+        if self.candidate_score < self.baseline_score:
+            return WORSE
+        return "same"
+
+
+@dataclass(frozen=True)
+class CompareHeader:
+    baseline_label: str
+    candidate_label: str
+    judge: str
+    """Who judged, as the reports name it (e.g. "model:claude-sonnet-5-5")."""
+    judge_model: str | None
+    backend: str
+    baseline_models: Mapping[str, str] = field(default_factory=dict)
+    """role -> model id, for the baseline run."""
+    candidate_models: Mapping[str, str] = field(default_factory=dict)
+    alpha: float = 0.05
+    power: float | None = 0.8
+    test: str = ""
+    """The paired test, in words (e.g. "exact sign test on paired items")."""
+    adjustment: str = ""
+    """The multiple-comparison adjustment of the p-values (e.g. "Holm")."""
+
+
+@dataclass(frozen=True)
+class _Bar:
+    """One row's drawing, in SVG user units (width 256, height 40)."""
+
+    ticks: tuple[tuple[float, str], ...]
+    lines: tuple[tuple[str, float, float, float, float | None], ...]
+    """(css class, y, x low, x high, x mean)"""
+    zero: float | None
+    band: tuple[float, float] | None
+    label: str
+
+
+WIDTH, PAD = 256.0, 12.0
+
+
+def _scale(low: float, high: float) -> Any:
+    span = high - low or 1.0
+
+    def x(value: float) -> float:
+        return round(PAD + (value - low) / span * (WIDTH - 2 * PAD), 2)
+    return x
+
+
+def _means_bar(row: ScorerRow) -> _Bar | None:
+    values = [v for v in (row.baseline_mean, row.candidate_mean) if v is not None]
+    for interval in (row.baseline_interval, row.candidate_interval):
+        if interval is not None:
+            values += [interval.low, interval.high]
+    if not values:
+        return None
+    low, high = min(0.0, *values), max(1.0, *values)
+    x = _scale(low, high)
+    lines = []
+    for css, y, mean, interval in (("baseline", 10.0, row.baseline_mean, row.baseline_interval),
+                                   ("candidate", 22.0, row.candidate_mean, row.candidate_interval)):
+        if mean is None and interval is None:
+            continue
+        lo, hi = (interval.low, interval.high) if interval is not None else (mean, mean)
+        lines.append((css, y, x(lo), x(hi), x(mean) if mean is not None else None))
+    label = (f"baseline {_fmt(row.baseline_mean)} {_fmt_interval(row.baseline_interval)}; "
+             f"candidate {_fmt(row.candidate_mean)} {_fmt_interval(row.candidate_interval)}")
+    return _Bar(ticks=((x(low), _fmt(low, 2)), (x(high), _fmt(high, 2))), lines=tuple(lines), zero=None,
+                band=None, label=label)
+
+
+def _difference_bar(row: ScorerRow) -> _Bar | None:
+    if row.difference is None and row.difference_interval is None:
+        return None
+    values = [abs(v) for v in (row.difference, row.mde) if v is not None]
+    if row.difference_interval is not None:
+        values += [abs(row.difference_interval.low), abs(row.difference_interval.high)]
+    reach = max([0.05, *values]) * 1.1
+    x = _scale(-reach, reach)
+    interval = row.difference_interval
+    lo, hi = (interval.low, interval.high) if interval is not None else (row.difference or 0.0,) * 2
+    mean = x(row.difference) if row.difference is not None else None
+    band = (x(-row.mde), x(row.mde)) if row.mde is not None else None
+    label = (f"difference {_fmt(row.difference, signed=True)} {_fmt_interval(interval)}"
+             + (f"; minimum detectable effect {_fmt(row.mde)}" if row.mde is not None else ""))
+    return _Bar(ticks=((x(-reach), _fmt(-reach, 2, True)), (x(0.0), "0"), (x(reach), _fmt(reach, 2, True))),
+                lines=(("difference", 16.0, x(lo), x(hi), mean),), zero=x(0.0), band=band, label=label)
+
+
+def _fmt(value: float | None, digits: int = 3, signed: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def _fmt_interval(interval: Interval | None) -> str:
+    if interval is None:
+        return "(no interval)"
+    return f"[{interval.low:.3f}, {interval.high:.3f}] at {interval.level:.0%}"
+
+
+def verdict_class(verdict: str) -> str:
+    return {BETTER: "verdict-better", WORSE: "verdict-worse"}.get(verdict, "verdict-none")
+
+
+def render_compare_html(header: CompareHeader, rows: Sequence[ScorerRow],
+                        items: Sequence[ItemDiffRow] | None) -> str:
+    """The comparison page: per scorer both means with interval bars, the difference,
+    adjusted p, MDE and verdict; then the item diff (or why there is none)."""
+    ordered_items = None
+    if items is not None:
+        rank = {WORSE: 0, BETTER: 1, "removed": 2, "added": 3, "same": 4}
+        ordered_items = sorted(items, key=lambda i: (rank[i.change], i.scorer, i.brief, i.item))
+    roles = sorted(set(header.baseline_models) | set(header.candidate_models))
+    return environment().get_template("compare.html.j2").render(
+        header=header, rows=sorted(rows, key=lambda r: r.scorer), items=ordered_items,
+        changed=[i for i in ordered_items or [] if i.change != "same"], roles=roles,
+        means_bar=_means_bar, difference_bar=_difference_bar, verdict_class=verdict_class,
+        fmt_interval=_fmt_interval, css=static_text("style.css"))
+
+
+def render_run_summary_html(report: Mapping[str, Any]) -> str:
+    """One eval run's report (the JSON ``stay.scoring._report.report`` writes) as a page:
+    who judged with which models, the mean per scorer, per brief scores and every item
+    with its reason, and what building and judging cost. Missing fields show as n/a."""
+    briefs = _clean_briefs(report.get("briefs"))
+    scorers = sorted({name for entry in briefs.values() for name in (entry.get("scorers") or {})})
+    means: Mapping[str, Any] = report.get("means") or {}
+    rows = [(name, _number(means.get(name))) for name in scorers]
+    return environment().get_template("run.html.j2").render(
+        report=report, briefs=dict(sorted(briefs.items())), scorers=scorers, rows=rows,
+        value_bar=_value_bar, number=_number, css=static_text("style.css"))
+
+
+def _clean_briefs(raw: Any) -> dict[str, dict[str, Any]]:
+    """The report's briefs with anything of the wrong shape dropped, so a damaged
+    report renders what it can instead of failing."""
+    if not isinstance(raw, Mapping):
+        return {}
+    briefs: dict[str, dict[str, Any]] = {}
+    for slug, entry in raw.items():
+        if not isinstance(entry, Mapping):
+            continue
+        scorers = entry.get("scorers")
+        cleaned = {}
+        for name, result in scorers.items() if isinstance(scorers, Mapping) else ():
+            if isinstance(result, Mapping):
+                items = result.get("items")
+                kept = [i for i in items if isinstance(i, Mapping)] if isinstance(items, list) else []
+                cleaned[str(name)] = {**result, "items": kept}
+        build = entry.get("build")
+        build = build if isinstance(build, Mapping) else {}
+        briefs[str(slug)] = {**entry, "scorers": cleaned, "build": build}
+    return briefs
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _value_bar(value: float | None) -> _Bar | None:
+    if value is None:
+        return None
+    low, high = min(0.0, value), max(1.0, value)
+    x = _scale(low, high)
+    return _Bar(ticks=((x(low), _fmt(low, 2)), (x(high), _fmt(high, 2))),
+                lines=(("candidate", 16.0, x(value), x(value), x(value)),), zero=None, band=None,
+                label=f"mean {_fmt(value)}")
+
+
+__all__ = ["CompareHeader", "Interval", "ItemDiffRow", "ScorerRow", "render_compare_html",
+           "render_run_summary_html"]

@@ -1,0 +1,174 @@
+"""A course as a static site: pages in memory first, then written whole.
+
+``build_site`` is pure apart from reading the course (and the ledger and validator,
+which only read): the same course gives the same bytes, with no clock in them.
+``write_site`` writes into a directory that is outside the course, and is either
+new, empty, or a site this function wrote before (it keeps a list of its files in
+``.stay-site``, and removes what a new render no longer has, nothing else).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stay.artefacts import write_text_atomic
+from stay.errors import UsageError
+from stay.view._env import STATIC_FILES, environment, static_text
+from stay.view._links import Links, outcomes_map
+from stay.view._load import CourseView, LessonView, Loaded, load_course
+from stay.view._markdown import Rendered, pygments_css, render_markdown
+from stay.view._status import Ledger, Validation, read_ledger, run_validator
+
+MARKER = ".stay-site"
+"""The list of files a render wrote, so the next render may replace exactly those."""
+
+PAGES = (("index.html", "Course"), ("outcomes.html", "Outcomes"), ("glossary.html", "Glossary"),
+         ("capstone.html", "Capstone"), ("status.html", "Status"))
+
+
+@dataclass(frozen=True)
+class LessonPage:
+    lesson: LessonView
+    rendered: Rendered | None
+    anchors: dict[str, str]
+    """plan section heading -> the anchor of the lesson's heading with the same text."""
+    previous: LessonView | None
+    next: LessonView | None
+
+
+def build_site(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None
+               ) -> dict[str, bytes]:
+    """Every file of the site, by its name, for the course at ``course_dir``."""
+    root = Path(course_dir)
+    if not root.is_dir():
+        raise UsageError(f"course directory '{root}' does not exist; check the slug and --courses-dir")
+    course = load_course(root)
+    ledger = read_ledger(root)
+    validation = run_validator(root, Path(data_dir) if data_dir is not None else None)
+    links = Links(course)
+    env = environment()
+    common: dict[str, Any] = {
+        "course": course, "ledger": ledger, "validation": validation, "links": links, "nav": PAGES,
+        "file_state": lambda loaded: file_state(loaded, ledger, validation),
+        "budget": _budget(course), "file_kind": file_kind,
+    }
+    lessons = [lesson for lesson in course.lessons if lesson.page is not None]
+    views = [_lesson_page(lesson, links, lessons[i - 1] if i else None,
+                          lessons[i + 1] if i + 1 < len(lessons) else None) for i, lesson in enumerate(lessons)]
+    rows, unknown = outcomes_map(course, links, {view.lesson.id: view.anchors for view in views})
+    site: dict[str, str] = {}
+    site["index.html"] = env.get_template("index.html.j2").render(common, page="index.html")
+    site["outcomes.html"] = env.get_template("outcomes.html.j2").render(
+        common, page="outcomes.html", rows=rows, unknown=unknown)
+    site["glossary.html"] = env.get_template("glossary.html.j2").render(common, page="glossary.html")
+    site["capstone.html"] = env.get_template("capstone.html.j2").render(common, page="capstone.html")
+    site["status.html"] = env.get_template("status.html.j2").render(common, page="status.html")
+    lesson_template = env.get_template("lesson.html.j2")
+    for view in views:
+        assert view.lesson.page is not None
+        site[view.lesson.page] = lesson_template.render(common, page=view.lesson.page, view=view)
+    for name in STATIC_FILES:
+        site[name] = static_text(name)
+    site["pygments.css"] = pygments_css()
+    return {name: text.encode("utf-8") for name, text in sorted(site.items())}
+
+
+def _lesson_page(lesson: LessonView, links: Links, previous: LessonView | None,
+                 following: LessonView | None) -> LessonPage:
+    rendered = None
+    if lesson.content.model is not None:
+        rendered = render_markdown(lesson.content.model.body, lesson_pages=links.lesson_pages,
+                                   drop_title=lesson.title)
+    anchors: dict[str, str] = {}
+    for heading in rendered.headings if rendered else ():
+        if heading.level == 2:
+            anchors.setdefault(heading.text, heading.anchor)
+    return LessonPage(lesson, rendered, anchors, previous, following)
+
+
+def _budget(course: CourseView) -> dict[str, int | None]:
+    lessons = sum(lesson.minutes for lesson in course.lessons)
+    budget = course.audience.model.time_budget_minutes if course.audience.model else None
+    return {"budget": budget, "lessons": lessons, "over": (lessons - budget) if budget is not None else None}
+
+
+def file_state(loaded: Loaded[Any], ledger: Ledger, validation: Validation) -> dict[str, Any]:
+    """What a page says about one file: its ledger status (if any), and whether it could
+    be read, and its validator defects."""
+    status = ledger.status_of(loaded.path)
+    shown: list[tuple[str, str]] = []
+    if status is not None:
+        state, why = status
+        shown.append((state, state + (f" (changed: {', '.join(why)})" if why else "")))
+    elif loaded.missing:
+        shown.append(("missing", "missing"))
+    if loaded.problem is not None and not loaded.missing:
+        shown.append(("damaged", "damaged"))
+    return {"badges": shown, "problem": loaded.problem, "defects": validation.for_path(loaded.path)}
+
+
+def file_kind(path: str) -> str:
+    """What a course file is, for a label: plan, lesson, exercises, quiz, or its name."""
+    for suffix, kind in ((".plan.yaml", "plan"), (".exercises.yaml", "exercises"), (".quiz.yaml", "quiz"),
+                         (".md", "lesson")):
+        if path.endswith(suffix):
+            return kind
+    return path
+
+
+def default_out_dir(slug: str) -> Path:
+    """``site/<slug>`` under the current directory: like mkdocs' ``site/``, beside the
+    project, never inside a course."""
+    return Path("site") / slug
+
+
+def write_site(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_dir: str | os.PathLike[str]) -> Path:
+    """Write ``site`` into ``out_dir``, refusing any place inside the course or holding
+    files this function did not write. Returns the directory."""
+    out = Path(out_dir).resolve()
+    course = Path(course_dir).resolve()
+    if out == course or out.is_relative_to(course):
+        raise UsageError(f"--out {out_dir} is inside the course {course_dir}; the viewer never writes into a "
+                         "course: choose a directory outside it")
+    if course.is_relative_to(out):
+        raise UsageError(f"--out {out_dir} contains the course {course_dir}; choose a directory of its own")
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out_dir} is a file; give a directory")
+    previous = _previous_files(out, out_dir)
+    for name, data in site.items():
+        write_text_atomic(out / name, data.decode("utf-8"))
+    for name in sorted(previous - set(site)):
+        stale = out / name
+        if stale.is_file() and not stale.is_symlink():
+            stale.unlink()
+    write_text_atomic(out / MARKER, json.dumps({"files": sorted(site)}, indent=1) + "\n")
+    return out
+
+
+def _previous_files(out: Path, given: str | os.PathLike[str]) -> set[str]:
+    if not out.is_dir():
+        return set()
+    marker = out / MARKER
+    if marker.is_file():
+        try:
+            files = json.loads(marker.read_text(encoding="utf-8"))["files"]
+            return {name for name in files if isinstance(name, str) and "/" not in name and name not in ("", ".", "..")}
+        except (ValueError, KeyError, TypeError, OSError):
+            return set()
+    if any(out.iterdir()):
+        raise UsageError(f"--out {given} is not empty and was not written by `stay view`; choose an empty or "
+                         "new directory")
+    return set()
+
+
+def render_course(course_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
+                  data_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Render the course at ``course_dir`` into ``out_dir``; returns the site directory."""
+    return write_site(build_site(course_dir, data_dir=data_dir), out_dir, course_dir)
+
+
+__all__ = ["build_site", "default_out_dir", "load_course", "render_course", "write_site"]

@@ -1,0 +1,253 @@
+"""Traces to a real backend: a run's spans and scores over OTLP/HTTP, received by an
+in-process OTLP receiver on 127.0.0.1 that decodes the protobuf it is sent."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed: pip install -e '.[dev]'")
+pytest.importorskip("opentelemetry.proto", reason="opentelemetry-proto is not installed: pip install -e '.[dev]'")
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from stay.pipeline import build_course
+from stay.pipeline._otel import (
+    INSTALL_HINT,
+    OtlpTarget,
+    build_spans,
+    export_trace,
+    otlp_target_from_environment,
+    parse_headers,
+)
+from tests.conftest import ROOT
+
+BRIEF = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    request: ExportTraceServiceRequest
+
+
+@dataclass
+class Receiver:
+    """An OTLP/HTTP receiver: decodes each export, answers ``status``."""
+
+    url: str
+    received: list[Received] = field(default_factory=list)
+    status: int = 200
+
+    def spans(self) -> list[Any]:
+        return [span for r in self.received for rs in r.request.resource_spans for ss in rs.scope_spans
+                for span in ss.spans]
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    state = Receiver(url="")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            if self.headers.get("Content-Encoding") == "gzip":
+                body = gzip.decompress(body)
+            request = ExportTraceServiceRequest()
+            request.ParseFromString(body)
+            state.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, request))
+            answer = ExportTraceServiceResponse().SerializeToString()
+            self.send_response(state.status)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield state
+    server.shutdown()
+    server.server_close()
+
+
+def attributes(kvs: Any) -> dict[str, Any]:
+    found = {}
+    for kv in kvs:
+        kind = kv.value.WhichOneof("value")
+        found[kv.key] = getattr(kv.value, kind)
+    return found
+
+
+def _read_trace(course: Path, trace_id: str) -> list[dict[str, Any]]:
+    path = course / ".runs" / "traces" / f"{trace_id}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_run_exports_its_spans_usage_and_scores(receiver: Receiver, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Basic%20cGs6c2s=,x-langfuse-ingestion-version=4")
+    result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend="offline", progress=lambda _: None)
+    assert result.complete
+    records = _read_trace(result.course_dir, result.trace_id)
+
+    assert [r.path for r in receiver.received] == ["/v1/traces"]
+    assert receiver.received[0].headers["authorization"] == "Basic cGs6c2s="
+    assert receiver.received[0].headers["x-langfuse-ingestion-version"] == "4"
+    spans = receiver.spans()
+    assert {span.trace_id.hex() for span in spans} == {result.trace_id}  # the JSONL trace's id
+
+    roots = [s for s in spans if not s.parent_span_id]
+    assert len(roots) == 1
+    root = roots[0]
+    assert root.name == "stay build"
+    root_attrs = attributes(root.attributes)
+    assert root_attrs["session.id"] == root_attrs["langfuse.session.id"] == result.slug
+    assert root_attrs["stay.trace_id"] == result.trace_id
+    scores = {r["name"]: r["value"] for r in records if r["type"] == "score"}
+    assert scores["validator_checks_run"] == result.validation.checks > 0  # type: ignore[union-attr]
+    assert root_attrs["stay.validator.checks_run"] == scores["validator_checks_run"]
+    for name, value in scores.items():
+        assert root_attrs[f"stay.score.{name}"] == value
+    assert root_attrs["stay.validator.defects"] == len(result.validation.defects)  # type: ignore[union-attr]
+    events = {attributes(e.attributes)["gen_ai.evaluation.name"]: attributes(e.attributes)
+              for e in root.events if e.name == "gen_ai.evaluation.result"}
+    assert {name: e["gen_ai.evaluation.score.value"] for name, e in events.items()} == scores
+
+    nodes = [s for s in spans if s.parent_span_id == root.span_id]
+    jsonl_spans = [r for r in records if r["type"] == "span"]
+    assert [s.name for s in sorted(nodes, key=lambda s: s.start_time_unix_nano)] == [r["name"] for r in jsonl_spans]
+    assert all(attributes(s.attributes)["session.id"] == result.slug for s in spans)
+
+    calls = [s for s in spans if "gen_ai.request.model" in attributes(s.attributes)]
+    jsonl_calls = [c for r in jsonl_spans for c in r["calls"]]
+    assert len(calls) == len(jsonl_calls) == result.calls > 0
+    call_attrs = [attributes(s.attributes) for s in calls]
+    assert sum(a["gen_ai.usage.output_tokens"] for a in call_attrs) == result.usage.output_tokens
+    assert sum(a["gen_ai.usage.input_tokens"] for a in call_attrs) == (
+        result.usage.input_tokens + result.usage.cache_read_input_tokens + result.usage.cache_creation_input_tokens)
+    assert {a["gen_ai.provider.name"] for a in call_attrs} == {"offline"}
+    for a in call_attrs:
+        assert a["gen_ai.operation.name"] == "chat" and a["gen_ai.request.model"] == "offline"
+        assert {"gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_creation.input_tokens"} <= set(a)
+    node_ids = {s.span_id for s in nodes}
+    assert all(s.parent_span_id in node_ids for s in calls)
+
+
+RECORDS: list[dict[str, Any]] = [
+    {"type": "trace", "trace_id": "0af7651916cd43dd8448eb211c80319c", "session_id": "sql-window-functions",
+     "command": "write", "backend": "anthropic", "stopped_at": None},
+    {"type": "span", "name": "wave", "kind": "wave", "status": "ok", "seconds": 12.5, "calls": [
+        {"stage": "content", "artefact": "modules/m01-basics/m01-l01.md", "model": "claude-sonnet-5-5",
+         "seconds": 9.0, "input_tokens": 1200, "output_tokens": 3000, "cache_creation_input_tokens": 0,
+         "cache_read_input_tokens": 8000},
+        {"stage": "quiz", "artefact": "modules/m01-basics/m01-l01.quiz.yaml", "model": "claude-sonnet-5-5",
+         "seconds": 4.0, "input_tokens": 900, "output_tokens": 700, "cache_creation_input_tokens": 8000,
+         "cache_read_input_tokens": 0}]},
+    {"type": "span", "name": "validate", "kind": "mechanical", "status": "ValueError", "seconds": 0.5, "calls": []},
+    {"type": "score", "name": "validator_quiz", "value": 2},
+    {"type": "score", "name": "validator_checks_run", "value": 800},
+]
+
+
+def test_usage_counts_cached_tokens_as_the_genai_convention_asks() -> None:
+    spans = build_spans(RECORDS, end_ns=2_000_000_000_000)
+    by_name = {span.name: span for span in spans}
+    content = next(s for s in spans if s.attributes["stay.stage"] == "content")
+    assert content.name == "chat claude-sonnet-5-5"
+    assert content.attributes["gen_ai.provider.name"] == "anthropic"
+    assert content.attributes["gen_ai.usage.input_tokens"] == 1200 + 8000
+    assert content.attributes["gen_ai.usage.cache_read.input_tokens"] == 8000
+    assert content.attributes["llm.token_count.total"] == 1200 + 8000 + 3000
+    assert content.end_time - content.start_time == 9_000_000_000
+    wave, validate, root = by_name["wave"], by_name["validate"], by_name["stay write"]
+    assert root.start_time == wave.start_time == 2_000_000_000_000 - 13_000_000_000
+    assert validate.start_time == wave.end_time and validate.end_time == root.end_time
+    assert validate.status.status_code.name == "ERROR" and validate.status.description == "ValueError"
+    assert root.attributes["stay.validator.quiz"] == 2 and root.attributes["stay.validator.defects"] == 2
+
+
+def test_the_same_trace_exports_with_the_same_span_ids() -> None:
+    first = build_spans(RECORDS, end_ns=10**18)
+    second = build_spans(RECORDS, end_ns=10**18)
+    assert [s.context.span_id for s in first] == [s.context.span_id for s in second]
+    assert len({s.context.span_id for s in first}) == len(first)
+    assert {s.context.trace_id for s in first} == {int(RECORDS[0]["trace_id"], 16)}
+
+
+def test_a_refused_export_is_one_warning_and_not_an_error(receiver: Receiver) -> None:
+    receiver.status = 401
+    warnings: list[str] = []
+    accepted = export_trace(RECORDS, OtlpTarget(receiver.url + "/v1/traces", timeout=2), warn=warnings.append)
+    assert accepted is False and len(receiver.received) == 1
+    assert len(warnings) == 1
+    assert warnings[0].startswith(f"could not export trace {RECORDS[0]['trace_id']} to {receiver.url}/v1/traces: ")
+    assert "401" in warnings[0] and warnings[0].endswith("(the JSONL trace keeps it)")
+
+
+def test_an_unreachable_endpoint_is_one_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    warnings: list[str] = []
+    assert export_trace(RECORDS, OtlpTarget(f"http://127.0.0.1:{port}/v1/traces", timeout=1),
+                        warn=warnings.append) is False
+    assert len(warnings) == 1 and "could not export trace" in warnings[0]
+    assert capsys.readouterr().err == ""  # the exporter's own log lines went into the warning
+
+
+def test_without_the_extra_a_run_warns_once_naming_the_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.http.trace_exporter", None)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend="offline", progress=lambda _: None)
+    assert result.complete
+    warned = [line for line in capsys.readouterr().err.splitlines() if "OTEL_EXPORTER_OTLP_ENDPOINT" in line]
+    assert len(warned) == 1 and INSTALL_HINT in warned[0]
+    assert (result.course_dir / ".runs" / "traces" / f"{result.trace_id}.jsonl").is_file()
+
+
+def test_a_plain_import_of_the_pipeline_does_not_import_opentelemetry() -> None:
+    code = "import stay.pipeline, sys; print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))"
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(("environ", "expected"), [
+    ({}, None),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "https://cloud.langfuse.com/api/public/otel"},
+     OtlpTarget("https://cloud.langfuse.com/api/public/otel/v1/traces")),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:6006/", "OTEL_EXPORTER_OTLP_HEADERS": "x-project-name=stay"},
+     OtlpTarget("http://localhost:6006/v1/traces", {"x-project-name": "stay"})),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://b/custom"},
+     OtlpTarget("http://b/custom")),
+])
+def test_the_settings_follow_the_otlp_environment_variables(environ: dict[str, str],
+                                                            expected: OtlpTarget | None) -> None:
+    assert otlp_target_from_environment(environ) == expected
+
+
+def test_headers_are_comma_separated_and_percent_decoded() -> None:
+    assert parse_headers("Authorization=Basic%20abc%3D%3D, x-a = 1 ,junk,=novalue") == {
+        "Authorization": "Basic abc==", "x-a": "1"}

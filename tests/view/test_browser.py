@@ -1,0 +1,258 @@
+"""The rendered pages in a real browser: headless Chromium (Debian's ``chromium``)
+driven by Playwright. Playwright is told which browser to run and never downloads
+one. Every page is loaded over a loopback HTTP server, as ``stay view --serve``
+offers it; screenshots go to tests/view/screenshots/ (git-ignored).
+
+Locally these tests skip, naming the missing package, when Chromium or Playwright is
+not installed; under CI (``CI`` set) a missing browser fails instead, since
+.ci/run installs it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urldefrag, urlsplit
+
+import pytest
+
+import stay.artefacts as artefacts
+from stay.view import render_compare_html, render_course, render_run_summary_html
+from tests.conftest import SAMPLE
+from tests.view.report_data import HEADER, ITEMS, ROWS
+
+SCREENSHOTS = Path(__file__).parent / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; CI must provide it (.ci/run installs it)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not (os.path.exists(CHROMIUM) or shutil.which("chromium")):
+        _missing("headless Chromium is not installed: install Debian's package chromium (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _missing("the Python package playwright is not installed: pip install -e '.[dev]'")
+    executable = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
+    with sync_playwright() as playwright:
+        # launch() gives every browser a fresh, empty profile (a new --user-data-dir) and --headless
+        launched = playwright.chromium.launch(executable_path=executable, args=FLAGS)
+        yield launched
+        launched.close()
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def serve() -> Iterator[Any]:
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(directory: Path) -> str:
+        server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(directory)))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}/"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@dataclass
+class Watch:
+    """What went wrong while pages loaded: console errors, script errors, failed or
+    refused requests, and any request that left the loopback server."""
+
+    base: str
+    problems: list[str] = field(default_factory=list)
+
+    def attach(self, page: Any) -> None:
+        page.on("console", lambda m: m.type == "error" and self.problems.append(f"console: {m.text}"))
+        page.on("pageerror", lambda e: self.problems.append(f"script error: {e}"))
+        page.on("requestfailed", lambda r: self.problems.append(f"request failed: {r.url} {r.failure}"))
+        page.on("response", lambda r: r.status >= 400 and self.problems.append(f"HTTP {r.status}: {r.url}"))
+        page.on("request", lambda r: (not r.url.startswith(self.base) and not r.url.startswith("data:")
+                                      and self.problems.append(f"fetched from outside: {r.url}")))
+
+
+def crawl(browser: Any, base: str) -> tuple[dict[str, set[str]], list[tuple[str, str]], list[str]]:
+    """Every page reachable from index.html: its element ids, every internal link
+    (page, href), and the problems seen."""
+    page = browser.new_page()
+    watch = Watch(base)
+    watch.attach(page)
+    ids: dict[str, set[str]] = {}
+    links: list[tuple[str, str]] = []
+    queue = [base + "index.html"]
+    tried: set[str] = set()
+    while queue:
+        url = queue.pop()
+        if url in tried:
+            continue
+        tried.add(url)
+        response = page.goto(url)
+        if response is None or response.status != 200:
+            continue  # the watch records the failure; links to it count as broken
+        ids[url] = set(page.eval_on_selector_all("[id]", "els => els.map(e => e.id)"))
+        for href in page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)"):
+            if href.startswith(base):
+                links.append((url, href))
+                target = urldefrag(href).url
+                if target not in tried:
+                    queue.append(target)
+    page.close()
+    return ids, links, watch.problems
+
+
+def _broken(ids: dict[str, set[str]], links: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    broken = []
+    for source, href in links:
+        target, fragment = urldefrag(href)
+        if target not in ids or (fragment and fragment not in ids[target]):
+            broken.append((source, href))
+    return broken
+
+
+def screenshot(page: Any, name: str) -> Path:
+    SCREENSHOTS.mkdir(exist_ok=True)
+    path = SCREENSHOTS / name
+    page.screenshot(path=str(path), full_page=True)
+    print(f"screenshot: {path}")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    return path
+
+
+@pytest.fixture(scope="module")
+def sample_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return render_course(SAMPLE, tmp_path_factory.mktemp("site") / "sample")
+
+
+def test_the_sample_site_has_no_errors_and_every_internal_link_resolves(browser: Any, serve: Any,
+                                                                       sample_site: Path) -> None:
+    base = serve(sample_site)
+    ids, links, problems = crawl(browser, base)
+    assert problems == []
+    pages = {urlsplit(url).path.lstrip("/") for url in ids}
+    assert pages == {p.name for p in sample_site.glob("*.html")}  # every page is reachable from home
+    assert len(links) > 300
+    assert _broken(ids, links) == []
+
+
+def test_a_freshly_built_course_is_browsable(browser: Any, serve: Any, built_course: Path, tmp_path: Path) -> None:
+    site = render_course(built_course, tmp_path / "built")
+    ids, links, problems = crawl(browser, serve(site))
+    assert problems == []
+    assert len(ids) == len(list(site.glob("*.html")))
+    assert _broken(ids, links) == []
+    page = browser.new_page()
+    page.goto(serve(site) + "status.html")
+    assert page.locator("table.statuses .badge.status-current").count() == 30
+    screenshot(page, "built-course-status.png")
+    page.close()
+
+
+def _first_quiz() -> artefacts.Quiz:
+    return artefacts.load(SAMPLE / "modules" / "m01-from-url-to-connection" / "m01-l01.quiz.yaml")
+
+
+def test_clicking_a_quiz_option_reveals_why_it_is_wrong_and_the_explanation(browser: Any, serve: Any,
+                                                                          sample_site: Path) -> None:
+    base = serve(sample_site)
+    page = browser.new_page(viewport={"width": 1000, "height": 800})
+    watch = Watch(base)
+    watch.attach(page)
+    page.goto(base + "m01-l01.html")
+    item = _first_quiz().items[0]
+    assert item.options is not None
+    wrong = next(i for i, o in enumerate(item.options) if not o.correct)
+    question = page.locator(f"#{item.id}")
+    why = question.locator(".option").nth(wrong).locator(".why-wrong")
+    explanation = question.locator("details.explanation > p")
+    assert not why.is_visible() and not explanation.is_visible()
+    question.locator(".option > summary").nth(wrong).click()
+    assert why.is_visible() and why.inner_text() == item.options[wrong].why_wrong
+    assert explanation.is_visible() and explanation.inner_text() == item.explanation
+    assert "answered" in (question.get_attribute("class") or "")
+    right = next(i for i, o in enumerate(item.options) if o.correct)
+    question.locator(".option > summary").nth(right).click()
+    assert question.locator(".option").nth(right).locator(".verdict").inner_text() == "Correct."
+    screenshot(page, "sample-lesson-quiz.png")
+    assert watch.problems == []
+    page.close()
+
+
+def test_the_quiz_works_without_javascript(browser: Any, serve: Any, sample_site: Path) -> None:
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(serve(sample_site) + "m01-l01.html")
+    item = _first_quiz().items[0]
+    assert item.options is not None
+    question = page.locator(f"#{item.id}")
+    question.locator(".option > summary").nth(1).click()
+    assert question.locator(".option").nth(1).locator(".why-wrong").inner_text() == item.options[1].why_wrong
+    assert not question.locator("details.explanation > p").is_visible()  # no script: one click, one reveal
+    question.locator("details.explanation > summary").click()
+    assert question.locator("details.explanation > p").is_visible()
+    solution = page.locator("#m01-l01-e1 details.solution")
+    solution.locator("summary").click()
+    assert "Z%C3%BCrich" in solution.inner_text()
+    context.close()
+
+
+def test_the_compare_report_and_the_run_summary_render_cleanly(browser: Any, serve: Any, tmp_path: Path) -> None:
+    (tmp_path / "compare.html").write_text(render_compare_html(HEADER, ROWS, ITEMS), encoding="utf-8")
+    report = {"version": 1, "label": "baseline", "backend": "offline", "judge": "offline heuristic judge",
+              "models": {"judging": "claude-sonnet-5-5"}, "means": {"validator": 0.5},
+              "briefs": {"b": {"slug": "b", "build": {"cost": 0.0},
+                               "scorers": {"validator": {"score": 0.5, "judge": "j", "items": [
+                                   {"item": "x", "score": 0.5, "reason": "why", "failed": False}]}}}}}
+    (tmp_path / "run.html").write_text(render_run_summary_html(report), encoding="utf-8")
+    base = serve(tmp_path)
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    watch = Watch(base)
+    watch.attach(page)
+    page.goto(base + "compare.html")
+    assert page.locator("table.scorers tbody tr").count() == len(ROWS)
+    assert page.locator("table.scorers svg.interval").count() == 2 * len(ROWS) - 1  # no difference: no bar
+    assert page.locator("td.verdict-worse").inner_text() == "worse"
+    assert page.locator("table.items tbody tr").count() == len(ITEMS)
+    screenshot(page, "compare-report.png")
+    page.goto(base + "run.html")
+    assert page.locator("table.scorers svg.interval").count() == 1
+    screenshot(page, "run-summary.png")
+    assert watch.problems == []
+    page.close()
+
+
+def test_the_site_works_opened_from_disk(browser: Any, sample_site: Path) -> None:
+    """No server: file:// pages load their stylesheet and the quiz script (the pages'
+    Content-Security-Policy allows only the site's own files)."""
+    page = browser.new_page()
+    watch = Watch("file://")
+    watch.attach(page)
+    page.goto((sample_site / "m01-l01.html").as_uri())
+    assert page.eval_on_selector("header.site", "e => getComputedStyle(e).display") == "flex"
+    question = page.locator("#m01-l01-q1")
+    question.locator(".option > summary").nth(1).click()
+    assert question.locator("details.explanation > p").is_visible()
+    assert watch.problems == []
+    page.close()
