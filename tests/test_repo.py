@@ -24,3 +24,28 @@ def test_ci_runs_both_readme_commands_verbatim() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     for command in _readme_commands():
         assert command in ci
+
+
+def test_the_readme_python_snippet_builds_outside_the_committed_courses(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import hashlib
+    import os
+    import subprocess
+    import sys
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    snippet = next(block.split("```", 1)[0] for block in text.split("```python\n")[1:] if "build_course" in block)
+    assert "tempfile.mkdtemp()" in snippet and 'courses_dir="courses"' not in snippet
+
+    def tree() -> dict[str, str]:
+        root = ROOT / "courses"
+        return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(root.rglob("*")) if p.is_file()}
+
+    before = tree()
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    env["TMPDIR"] = str(tmp_path)
+    done = subprocess.run([sys.executable, "-c", snippet], cwd=ROOT, env=env, capture_output=True, text=True,
+                          check=False, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[:3] == ["None", "done", "0"]  # complete, no FAIL
+    assert tree() == before
