@@ -12,17 +12,43 @@ anything from a network.
 
 from __future__ import annotations
 
-from stay.view._reports import (
-    CompareHeader,
-    Interval,
-    ItemDiffRow,
-    ScorerRow,
-    render_compare_html,
-    render_run_summary_html,
-)
-from stay.view._site import build_site, default_out_dir, render_course, write_site
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Names are imported on first use: ``stay --help`` builds the parser from
+# stay.view._cli, and must not pay for Jinja2, markdown-it and Pygments.
+_EXPORTS = {
+    "CompareHeader": "stay.view._reports", "Interval": "stay.view._reports", "ItemDiffRow": "stay.view._reports",
+    "ScorerRow": "stay.view._reports", "render_compare_html": "stay.view._reports",
+    "render_run_summary_html": "stay.view._reports", "build_site": "stay.view._site",
+    "default_out_dir": "stay.view._site", "render_course": "stay.view._site", "write_site": "stay.view._site",
+}
 
 __all__ = [
     "CompareHeader", "Interval", "ItemDiffRow", "ScorerRow", "build_site", "default_out_dir",
     "render_compare_html", "render_course", "render_run_summary_html", "write_site",
 ]
+
+if TYPE_CHECKING:
+    from stay.view._reports import (
+        CompareHeader,
+        Interval,
+        ItemDiffRow,
+        ScorerRow,
+        render_compare_html,
+        render_run_summary_html,
+    )
+    from stay.view._site import build_site, default_out_dir, render_course, write_site
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'stay.view' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
