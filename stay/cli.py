@@ -189,6 +189,7 @@ def _evals(ns: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 def _run(ns: argparse.Namespace) -> int:
+    from stay.models import describe_cost
     from stay.pipeline import run_command
 
     result = run_command(ns.command, ns.target, courses_dir=ns.courses_dir, yes=getattr(ns, "yes", False),
@@ -197,7 +198,7 @@ def _run(ns: argparse.Namespace) -> int:
     usage = result.usage
     print(f"usage: {result.calls} calls; {usage.input_tokens} input, {usage.cache_creation_input_tokens} "
           f"cache-write, {usage.cache_read_input_tokens} cache-read, {usage.output_tokens} output tokens; "
-          f"${result.cost:.4f}")
+          f"{describe_cost(result.cost, set(result.unpriced))}")
     if result.stopped_at is not None:
         print(f"stopped at the {result.stopped_at}: {result.reason}")
         return EXIT_OK if ns.command == "new" else EXIT_GATE

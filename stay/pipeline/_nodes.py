@@ -26,7 +26,8 @@ from stay.artefacts import (
     to_data,
     write,
 )
-from stay.errors import BriefRejected, PipelineError, UsageError
+from stay.errors import AnswerError, BriefRejected, PipelineError, TruncationError, UsageError
+from stay.models import screening_of
 from stay.pipeline._course_graph import course_graph, lesson_paths, safe_module_dirs
 from stay.pipeline._repair import repair_course
 from stay.pipeline._run import Run, Stop
@@ -64,10 +65,15 @@ def moderate(run: Run) -> None:
     if not fields:
         return  # nothing to screen: no model call
     try:
-        reason = run.backend.screen(yaml.safe_dump(fields, sort_keys=False, allow_unicode=True))
+        screening = screening_of(run.backend, yaml.safe_dump(fields, sort_keys=False, allow_unicode=True))
+    except (TruncationError, AnswerError):
+        raise  # the screen answered, but its verdict cannot be read: never taken as "not flagged"
     except Exception as exc:
         run.say(f"warning: input moderation failed ({type(exc).__name__}: {exc}); continuing")
         return
+    if screening.answer is not None:
+        run.account(screening.request, screening.answer)
+    reason = screening.reason
     if reason:
         raise BriefRejected(f"Course brief rejected by input moderation: {reason}")
 

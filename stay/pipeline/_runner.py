@@ -25,6 +25,7 @@ from stay.models import (
     OfflineBackend,
     RequestCache,
     Usage,
+    describe_cost,
     model_table,
 )
 from stay.pipeline._course_graph import course_graph
@@ -61,9 +62,14 @@ class BuildResult:
     """Lessons, calls and the most in flight at each level, when a wave ran."""
     trace_id: str = ""
     """The id of this run's trace in <course>/.runs/traces/."""
-    cost: float = 0.0
-    """US dollars this run paid, from stay.models.PRICES (a replayed answer costs nothing)."""
+    cost: float | None = 0.0
+    """US dollars this run paid, from stay.models.PRICES (a replayed answer costs nothing;
+    a batched one, half); None (unknown) when a call used a model with no price on file."""
     usage_by_stage: dict[str, Usage] | None = None
+    unpriced: tuple[str, ...] = ()
+    """Models this run used that have no price on file (then ``cost`` is None)."""
+    cost_by_stage: dict[str, float] | None = None
+    """US dollars per stage (priced calls only; see ``unpriced``)."""
 
     @property
     def complete(self) -> bool:
@@ -76,7 +82,7 @@ def default_backend(progress: Progress | None = None, name: str | None = None) -
     say = progress or print_progress
     chosen = name or ("anthropic" if os.environ.get("ANTHROPIC_API_KEY") else "offline")
     if chosen == "anthropic":
-        backend = AnthropicBackend()
+        backend = AnthropicBackend(progress=say)  # says in one line when a timeout or retry cap is hit
         models = ", ".join(f"{role} {model}" for role, model in model_table().items())
         say(f"backend: anthropic ({models})")
         return backend
@@ -190,15 +196,16 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                 tracer.scores(run.validation)
             tracer.flush(root, stopped)
     usage = run.usage
-    price = f"${run.cost:.4f}" + (f" (unpriced: {', '.join(sorted(run.unpriced))})" if run.unpriced else "")
+    price = describe_cost(run.cost, run.unpriced)
     run.say(f"{run.calls} model calls, {len(set(run.written))} files written; tokens: "
             f"{usage.input_tokens} input, {usage.cache_creation_input_tokens} cache writes, "
             f"{usage.cache_read_input_tokens} cache reads, {usage.output_tokens} output; cost {price}")
     return BuildResult(slug=slug, course_dir=root, command=command, stopped_at=stopped, reason=reason,
                        validation=run.validation, repair=run.repair,
                        written=tuple(sorted(set(run.written))), calls=run.calls, usage=run.usage,
-                       wave=run.wave, trace_id=tracer.trace_id, cost=run.cost,
-                       usage_by_stage=dict(sorted(run.usage_by_stage.items())))
+                       wave=run.wave, trace_id=tracer.trace_id, cost=None if run.unpriced else run.cost,
+                       usage_by_stage=dict(sorted(run.usage_by_stage.items())),
+                       unpriced=tuple(sorted(run.unpriced)), cost_by_stage=dict(sorted(run.cost_by_stage.items())))
 
 
 def _resolve(command: str, target: Brief | str | os.PathLike[str], courses_dir: Path,

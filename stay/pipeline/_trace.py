@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from stay.artefacts import write_text_atomic
-from stay.models import ModelAnswer, ModelRequest
+from stay.models import ModelAnswer, ModelRequest, cost
 from stay.validate import OWNERS, CourseReport
 
 TRACES = ".runs/traces"
@@ -45,6 +45,8 @@ class Tracer:
             "output_tokens": usage.output_tokens,
             "cache_creation_input_tokens": usage.cache_creation_input_tokens,
             "cache_read_input_tokens": usage.cache_read_input_tokens,
+            "thinking_tokens": usage.thinking_tokens, "batch": answer.batch,
+            "cost_usd": cost(answer.model, usage, batch=answer.batch),
         })
 
     @contextmanager
