@@ -228,9 +228,10 @@ class AnthropicBackend:
                 f"{where}: no answer within {self.timeout:g} s, {tries}; the service is not answering: "
                 f"{rerun}"), timed_out=True)
         if isinstance(exc, (anthropic.APIConnectionError, httpx2.TransportError)):
+            cause = exc.__cause__ if isinstance(exc, anthropic.APIConnectionError) and exc.__cause__ else exc
             return _Failure(True, ModelUnavailable(
-                f"{where}: cannot reach the Anthropic API ({type(exc).__name__}: {clean(exc)}) {tries}; check "
-                f"the network or ANTHROPIC_BASE_URL, then {rerun}"))
+                f"{where}: cannot reach the Anthropic API ({type(cause).__name__}: {clean(cause)}) {tries}; "
+                f"check the network or ANTHROPIC_BASE_URL, then {rerun}"))
         if isinstance(exc, anthropic.APIStatusError):
             status, headers, body = exc.status_code, exc.response.headers, exc.body
             detail = clean(getattr(exc, "message", exc))

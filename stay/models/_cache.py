@@ -54,7 +54,8 @@ def _system_changes(was: Any, now: list[dict[str, Any]]) -> list[str]:
     if not isinstance(was, list) or [b.get("label") for b in was if isinstance(b, dict)] != [
             b.get("label") for b in now]:
         return ["the system prompt's layout"]
-    return [block.get("label") or f"system block {index + 1}" for index, (old, block) in enumerate(zip(was, now))
+    pairs = enumerate(zip(was, now, strict=True))
+    return [block.get("label") or f"system block {index + 1}" for index, (old, block) in pairs
             if old.get("text") != block.get("text")]
 
 
@@ -164,7 +165,7 @@ class CachedBackend:
         if self.replay:
             return Screening(None, request)
         found = screening_of(self.inner, text)
-        if found.answer is not None:
+        if found.answer is not None and found.reason is None:  # a rejected brief leaves no directory
             self.cache.put(found.request, model, found.answer)
         return found
 

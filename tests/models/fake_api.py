@@ -270,8 +270,9 @@ class FakeMessagesAPI:
                         api.accounting.record(stage_of(body), body["model"], usage)
                     else:
                         api.screens.append(body)
+                # readable from the moment the response goes out: no client can know of it sooner
+                api.accounting.answered(writes)
                 self._send(200, message(data, model=body["model"], usage=usage), body)
-                api.accounting.answered(writes)  # readable only once the response is out
 
             def _send(self, status: int, payload: dict[str, Any], body: dict[str, Any]) -> None:
                 streamed = status == 200 and body.get("stream")
