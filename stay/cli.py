@@ -100,8 +100,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(f"error: {_one_line(exc)}\n")
             return EXIT_USAGE
         if isinstance(exc, StayError):
-            sys.stderr.write(f"refused: {_one_line(exc)}\n")
-            return EXIT_REFUSED
+            from stay.errors import EXIT_UNAVAILABLE, exit_code
+
+            code = exit_code(exc)  # the service unavailable after retries: 6, rerun to continue
+            sys.stderr.write(f"{'unavailable' if code == EXIT_UNAVAILABLE else 'refused'}: {_one_line(exc)}\n")
+            return code if code == EXIT_UNAVAILABLE else EXIT_REFUSED
         sys.stderr.write(f"internal error: {type(exc).__name__}: {_one_line(exc)} "
                          "(a bug in stay; files written so far are whole)\n")
         return EXIT_BUG

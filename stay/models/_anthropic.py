@@ -137,12 +137,6 @@ class AnthropicBackend:
 
     # -- requests --------------------------------------------------------------------------
 
-    def params(self, request: ModelRequest, model: str, thinking: Thinking | None = None) -> dict[str, Any]:
-        """The Messages API parameters this backend sends for ``request`` (also the
-        parameters of a batched request)."""
-        chosen = thinking if thinking is not None else self.thinking.get(request.role)
-        return request_params(request, model, chosen, answer_tokens=self.answer_tokens)
-
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
         return self._complete(request, model, self.thinking.get(request.role))
 

@@ -5,6 +5,12 @@ exit 3), and API error text that never carries the key. No test really sleeps.""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -12,8 +18,9 @@ import pytest
 
 from stay.errors import EXIT_REFUSED, EXIT_UNAVAILABLE, ModelError, ModelUnavailable, exit_code
 from stay.models import AnthropicBackend
+from tests.conftest import ROOT
 from tests.models.fake_api import message
-from tests.models.helpers import KEY, audience_request, backend, client, recording
+from tests.models.helpers import HTTP, KEY, audience_request, backend, client, recording
 
 AUDIENCE = {"learners": "x", "prior_knowledge": [], "goals": ["g"], "time_budget_minutes": 60}
 WHERE = "stage audience (audience.yaml)"
@@ -191,3 +198,37 @@ def test_every_request_is_sent_once_per_attempt_with_the_sdk_retries_off() -> No
     assert slow.client.max_retries == 0  # ours apply, not the SDK's
     slow.complete(PLAIN, "m")
     assert len(seen) == 2 and json.dumps(seen[0], sort_keys=True) == json.dumps(seen[1], sort_keys=True)
+
+
+def test_the_command_exits_6_with_one_line_when_the_service_stays_unavailable(tmp_path: Path) -> None:
+    class Overloaded(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            raw = json.dumps({"type": "error", "error": {"type": "overloaded_error",
+                                                         "message": f"Overloaded (key {KEY})"}}).encode()
+            self.send_response(529)
+            self.send_header("content-type", "application/json")
+            self.send_header("retry-after-ms", "1")
+            self.send_header("content-length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Overloaded)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        host, port = server.server_address[:2]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("STAY_MODEL")}
+        env.update(ANTHROPIC_BASE_URL=f"http://{host}:{port}", ANTHROPIC_API_KEY=KEY)
+        done = subprocess.run([sys.executable, "-m", "stay.cli", "new", str(HTTP), "--courses-dir", str(tmp_path)],
+                              env=env, capture_output=True, text=True, cwd=ROOT, check=False)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert done.returncode == 6, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("unavailable: stage audience (audience.yaml): the API is overloaded (529) after 5 "
+                           "attempts; rerun to continue")
+    assert KEY not in done.stderr and KEY not in done.stdout
