@@ -15,9 +15,12 @@ from typing import Any
 
 import httpx2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stay.errors import EXIT_REFUSED, EXIT_UNAVAILABLE, ModelError, ModelUnavailable, exit_code
 from stay.models import AnthropicBackend
+from stay.models._wire import _depth, retry_after
 from tests.conftest import ROOT
 from tests.models.fake_api import message
 from tests.models.helpers import HTTP, KEY, audience_request, backend, client, recording
@@ -232,3 +235,33 @@ def test_the_command_exits_6_with_one_line_when_the_service_stays_unavailable(tm
     assert last.startswith("unavailable: stage audience (audience.yaml): the API is overloaded (529) after 5 "
                            "attempts; rerun to continue")
     assert KEY not in done.stderr and KEY not in done.stdout
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet=st.sampled_from('ab"\\[]{}:, \n')),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.text(alphabet=st.sampled_from('k"\\[]{}'), max_size=4), inner, max_size=4),
+    max_leaves=30)
+
+
+def nesting(value: object) -> int:
+    if isinstance(value, list):
+        return 1 + max((nesting(v) for v in value), default=0)
+    if isinstance(value, dict):
+        return 1 + max((nesting(v) for v in value.values()), default=0)
+    return 0
+
+
+@given(json_values)
+@settings(max_examples=300, deadline=None)
+def test_the_depth_guard_measures_what_the_parser_would_nest(value: object) -> None:
+    """The guard runs before json.loads: it must never call a shallow answer deep (strings
+    full of brackets and escaped quotes included)."""
+    assert _depth(json.dumps(value)) == nesting(value)
+
+
+def test_retry_after_reads_milliseconds_then_seconds_and_ignores_dates() -> None:
+    assert retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
+    assert retry_after({"retry-after": "100000"}) == 100_000
+    assert retry_after({"retry-after": "Wed, 21 Oct 2026 07:28:00 GMT"}) is None
+    assert retry_after({"retry-after": "-3"}) is None and retry_after({}) is None
