@@ -58,6 +58,7 @@ class PrefixGate:
         self._changed = threading.Condition()
         self._writing: set[str] = set()
         self._fresh_until: dict[str, float] = {}
+        self._ungated_until: dict[str, float] = {}
         self.waits = 0
         """How many requests were held for another request's cache write (for tests)."""
 
@@ -67,15 +68,18 @@ class PrefixGate:
     @contextmanager
     def hold(self, keys: Sequence[str]) -> Iterator[None]:
         """Wait while another request is writing one of ``keys``; then send, writing
-        the ones not in the cache. A failed request writes nothing: the next waiting
-        request becomes the writer."""
+        the ones not in the cache. A failed write leaves its prefixes ungated for the
+        cache's lifetime: when the service is failing, the requests that waited must
+        fail together, not one writer after another."""
         with self._changed:
             waited = False
             while any(key in self._writing for key in keys):
                 waited = True
                 self._changed.wait()
             self.waits += waited
-            mine = [key for key in keys if not self._fresh(key)]
+            now = self.clock()
+            mine = [key for key in keys
+                    if not self._fresh(key) and self._ungated_until.get(key, float("-inf")) <= now]
             self._writing.update(mine)
         answered = False
         try:
@@ -84,8 +88,7 @@ class PrefixGate:
         finally:
             with self._changed:
                 self._writing.difference_update(mine)
-                if answered:
-                    until = self.clock() + self.ttl
-                    for key in keys:
-                        self._fresh_until[key] = until
+                until = self.clock() + self.ttl
+                for key in keys if answered else mine:
+                    (self._fresh_until if answered else self._ungated_until)[key] = until
                 self._changed.notify_all()

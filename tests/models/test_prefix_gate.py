@@ -69,11 +69,15 @@ def test_a_written_prefix_lets_everyone_through_until_it_expires() -> None:
     assert not gate._fresh("k")
 
 
-def test_a_failed_writer_hands_the_write_to_the_next_request() -> None:
-    gate = PrefixGate()
+def test_after_a_failed_write_requests_go_through_together_not_one_after_another() -> None:
+    now = [0.0]
+    gate = PrefixGate(ttl=300, clock=lambda: now[0])
     with pytest.raises(RuntimeError), gate.hold(["k"]):
-        raise RuntimeError("the request failed")
+        raise RuntimeError("the service is failing")
     assert not gate._fresh("k") and not gate._writing
+    with gate.hold(["k"]), gate.hold(["k"]):  # both in flight at once: neither waits for the other
+        assert not gate._writing
+    assert gate._fresh("k")  # one of them answered: the prefix is written
+    now[0] = 1_000.0
     with gate.hold(["k"]):
-        assert "k" in gate._writing  # this one writes it now
-    assert gate._fresh("k")
+        assert "k" in gate._writing  # expired: gated again, this request writes it
