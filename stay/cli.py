@@ -156,7 +156,9 @@ def _report(exc: BaseException) -> int:
     code = exit_code(exc) if isinstance(exc, StayError) else EXIT_BUG
     if code == EXIT_BUG:
         line = f"internal error: {type(exc).__name__}: {_one_line(exc)} (a bug in stay; files written so far are whole)"
-    elif code in (EXIT_USAGE, EXIT_UNAVAILABLE):
+    elif code == EXIT_UNAVAILABLE:
+        line = f"unavailable: {_one_line(exc)}"
+    elif code == EXIT_USAGE:
         line = f"error: {_one_line(exc)}"
     else:
         line = f"refused: {_one_line(exc)}"
@@ -255,6 +257,7 @@ def _evals(ns: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 def _run(ns: argparse.Namespace) -> int:
+    from stay.models import describe_cost
     from stay.pipeline import run_command
 
     result = run_command(ns.command, ns.target, courses_dir=ns.courses_dir, yes=getattr(ns, "yes", False),
@@ -263,7 +266,7 @@ def _run(ns: argparse.Namespace) -> int:
     usage = result.usage
     print(f"usage: {result.calls} calls; {usage.input_tokens} input, {usage.cache_creation_input_tokens} "
           f"cache-write, {usage.cache_read_input_tokens} cache-read, {usage.output_tokens} output tokens; "
-          f"${result.cost:.4f}")
+          f"{describe_cost(result.cost, set(result.unpriced))}")
     if result.stopped_at is not None:
         print(f"stopped at the {result.stopped_at}: {result.reason}")
         return EXIT_OK if ns.command == "new" else EXIT_GATE

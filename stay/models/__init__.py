@@ -1,14 +1,16 @@
-"""The model layer: requests and answers, roles and prices, and the backends behind one
-protocol (offline, anthropic, and the request cache in front of either)."""
+"""The model layer: requests and answers, roles, thinking and prices, and the backends
+behind one protocol (offline, anthropic, and the request cache in front of either).
+``docs/models.md`` is the reference."""
 
 from __future__ import annotations
 
 from stay.errors import InjectedFault
-from stay.models._anthropic import AnthropicBackend, answer_from, request_params
-from stay.models._batch import BatchOutcome, prefetch
+from stay.models._anthropic import AnthropicBackend
+from stay.models._batch import MAX_BATCH_BYTES, MAX_BATCH_REQUESTS, BatchOutcome, prefetch
 from stay.models._cache import CachedBackend, RequestCache, request_key
-from stay.models._offline import DEFECTS, OFFLINE_MODEL, OfflineBackend
-from stay.models._prices import PRICES, cost
+from stay.models._offline import DEFECTS, OFFLINE_MODEL, OfflineBackend, offline_answer
+from stay.models._prefix_gate import PrefixGate, prefix_keys
+from stay.models._prices import BATCH_DISCOUNT, PRICES, Price, Rates, cost, describe_cost
 from stay.models._protocol import ModelClient
 from stay.models._request import (
     MAX_TOKENS,
@@ -19,15 +21,22 @@ from stay.models._request import (
     SystemBlock,
     Usage,
 )
-from stay.models._roles import DEFAULT_MODELS, model_for, model_table
+from stay.models._roles import DEFAULT_MODELS, SCREENING, THINKING, Thinking, model_for, model_table
+from stay.models._screen import Screening, screen_request, screening_of, verdict
+from stay.models._wire import answer_from, request_params
 
 __all__ = [
+    "BATCH_DISCOUNT",
     "DEFAULT_MODELS",
     "DEFECTS",
+    "MAX_BATCH_BYTES",
+    "MAX_BATCH_REQUESTS",
     "MAX_TOKENS",
     "OFFLINE_MODEL",
     "PRICES",
     "ROLES",
+    "SCREENING",
+    "THINKING",
     "AnthropicBackend",
     "BatchOutcome",
     "CachedBackend",
@@ -36,15 +45,26 @@ __all__ = [
     "ModelClient",
     "ModelRequest",
     "OfflineBackend",
+    "PrefixGate",
+    "Price",
+    "Rates",
     "RequestCache",
     "Role",
+    "Screening",
     "SystemBlock",
+    "Thinking",
     "Usage",
     "answer_from",
     "cost",
+    "describe_cost",
     "model_for",
     "model_table",
+    "offline_answer",
     "prefetch",
+    "prefix_keys",
     "request_key",
     "request_params",
+    "screen_request",
+    "screening_of",
+    "verdict",
 ]

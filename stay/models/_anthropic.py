@@ -1,175 +1,266 @@
-"""The Claude backend: the official anthropic SDK (2.x), native structured output,
-prompt caching on the stable prefix, and one-line errors.
+"""The Claude backend: the official anthropic SDK (2.x), with our own retries, a request
+timeout, streaming where a call could be long, the prefix gate, and one-line errors.
 
-Structured output goes through ``output_config`` with the answer model's JSON schema
-(forcing a tool is rejected by the newest models); the SDK's ``transform_schema``
-makes it strict. The system prompt's last block (the stage's reference documents)
-carries ``cache_control``, so every call of a stage, every lesson of the wave,
-reads the same cached prefix. The stop reason is checked before the answer is
-parsed: a truncated answer is incomplete JSON, and saying "schema error" about it
-would send a person looking in the wrong place.
+Retries are ours, not the SDK's (its client runs with ``max_retries=0``): the SDK
+sleeps for whatever ``retry-after`` says, up to 49 days. Here a wait is capped
+(``retry_after_cap``, 60 s) and a capped wait or a timeout is said in one line through
+``progress``. Every request has a timeout (300 s by default); a request whose answer
+could take longer than that streams, so the timeout measures silence on the
+connection, never the length of an answer. The service being unavailable after the
+retries (429, 529, 5xx, a connection error, a timeout) is ``ModelUnavailable``: nothing
+is lost, rerun to continue. API error text never carries the key.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 import os
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the SDK takes seconds to import: only a run that talks to Claude pays for it
     import anthropic
 
-from stay.errors import AnswerError, ModelError, RefusalError, TruncationError, UsageError
-from stay.models._request import ModelAnswer, ModelRequest, Usage
-
-_SCREEN_SCHEMA = {
-    "type": "object",
-    "properties": {"flagged": {"type": "boolean"}, "reason": {"type": "string"}},
-    "required": ["flagged", "reason"],
-    "additionalProperties": False,
-}
-_SCREEN_SYSTEM = (
-    "You screen course briefs before a pipeline writes a course from them. Flag a brief only "
-    "when the course it asks for would teach or promote serious harm (weapons, abuse, hate, "
-    "self-harm, crime) when its fields are read together; an unusual or sensitive topic taught "
-    "for legitimate learning is not flagged. Answer with the JSON schema: flagged, and a "
-    "one-sentence reason."
+from stay.errors import ModelError, ModelUnavailable, RefusalError, StayError, UsageError
+from stay.models._prefix_gate import PrefixGate, prefix_keys
+from stay.models._request import ModelAnswer, ModelRequest, Role
+from stay.models._roles import SCREENING, THINKING, Thinking, model_for
+from stay.models._screen import Screening, screen_request, verdict
+from stay.models._wire import (
+    answer_from,
+    backoff,
+    budget_for,
+    one_line,
+    redact,
+    request_params,
+    retry_after,
+    retryable_status,
+    streams,
 )
 
+Progress = Callable[[str], None]
 
-def request_params(request: ModelRequest, model: str) -> dict[str, Any]:
-    """The Messages API parameters for a stage request (pure; no sampling parameters)."""
-    import anthropic
-
-    system = []
-    for block in request.system:
-        entry: dict[str, Any] = {"type": "text", "text": block.text}
-        if block.cache:
-            entry["cache_control"] = {"type": "ephemeral"}
-        system.append(entry)
-    return {
-        "model": model,
-        "max_tokens": request.max_tokens,
-        "system": system,
-        "messages": [{"role": "user", "content": _user_content(request)}],
-        "output_config": {"format": {"type": "json_schema",
-                                     "schema": anthropic.transform_schema(request.output_schema)}},
-    }
+DEFAULT_TIMEOUT = 300.0
+RETRY_AFTER_CAP = 60.0
 
 
-def _user_content(request: ModelRequest) -> str | list[dict[str, Any]]:
-    if not request.shared:
-        return request.user
-    return [{"type": "text", "text": request.shared, "cache_control": {"type": "ephemeral"}},
-            {"type": "text", "text": request.user}]
+@dataclass(frozen=True)
+class _Failure:
+    retryable: bool
+    error: StayError
+    """Raised when the failure is final (not retryable, or the retries are spent)."""
+    wait_hint: float | None = None
+    timed_out: bool = False
 
 
-def answer_from(message: Any, request: ModelRequest) -> ModelAnswer:
-    """A Messages API response as an answer, or the error its stop reason means."""
-    where = f"stage {request.stage} ({request.artefact})"
-    stop = message.stop_reason
-    if stop in ("max_tokens", "model_context_window_exceeded"):
-        raise TruncationError(
-            f"{where}: the answer was cut off at max_tokens={request.max_tokens} "
-            f"(stop_reason {stop}); it is incomplete, not malformed: split the artefact or raise "
-            "stay.models.MAX_TOKENS")
-    if stop == "refusal":
-        details = getattr(message, "stop_details", None)
-        category = getattr(details, "category", None) or "uncategorised"
-        explanation = getattr(details, "explanation", None) or "no explanation given"
-        raise RefusalError(f"{where}: the model refused to answer ({category}: {explanation}); "
-                           "revise the brief or the inputs of this stage")
-    text = "".join(getattr(block, "text", "") for block in message.content
-                   if getattr(block, "type", None) == "text")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise AnswerError(f"{where}: the answer is not JSON ({exc.msg} at character {exc.pos})",
-                          raw=text) from None
-    if not isinstance(data, dict):
-        raise AnswerError(f"{where}: the answer is JSON but not an object", raw=text)
-    usage = message.usage
-    return ModelAnswer(data=data, model=message.model, usage=Usage(
-        input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0,
-        cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
-        cache_read_input_tokens=usage.cache_read_input_tokens or 0))
-
-
-def _api_error(exc: Exception, where: str, retries: int) -> ModelError:
-    import anthropic
-
-    if isinstance(exc, anthropic.AuthenticationError):
-        return ModelError(f"{where}: ANTHROPIC_API_KEY was rejected (401); check the key")
-    if isinstance(exc, anthropic.RateLimitError):
-        return ModelError(f"{where}: rate limited (429) after {retries} retries; wait a minute and run "
-                          "the command again (finished files are kept, nothing is paid twice)")
-    if isinstance(exc, anthropic.APIStatusError) and exc.status_code == 529:
-        return ModelError(f"{where}: the API is overloaded (529) after {retries} retries; run the "
-                          "command again later (finished files are kept)")
-    if isinstance(exc, anthropic.APIConnectionError):
-        return ModelError(f"{where}: cannot reach the Anthropic API ({type(exc).__name__}); check the "
-                          "network or ANTHROPIC_BASE_URL")
-    if isinstance(exc, anthropic.APIStatusError):
-        detail = " ".join(str(exc.message).split())[:200]
-        return ModelError(f"{where}: the API answered HTTP {exc.status_code}: {detail}")
-    return ModelError(f"{where}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+def _quiet(_line: str) -> None:
+    pass
 
 
 class AnthropicBackend:
-    """Answers stage requests with Claude. Sync (``complete``) and async (``acomplete``)."""
+    """Answers stage requests with Claude. Sync (``complete``) and async (``acomplete``).
+
+    ``client`` may be given (tests pass one over ``httpx2.MockTransport``); otherwise it
+    is made on first use from ``api_key`` or ``ANTHROPIC_API_KEY``, so a replayed run,
+    which never calls, needs no key. Settings, with their defaults: ``timeout`` 300 s per
+    request, ``max_retries`` 4, ``retry_after_cap`` 60 s, ``thinking`` per role
+    (``stay.models.THINKING``), ``answer_tokens`` (default: each request's
+    ``max_tokens``, i.e. ``stay.models.MAX_TOKENS``), ``warm_prefixes`` (the prefix gate).
+    ``sleep`` and ``jitter`` are injectable so tests never really wait.
+    """
 
     name = "anthropic"
 
     def __init__(self, client: anthropic.Anthropic | None = None,
-                 async_client: anthropic.AsyncAnthropic | None = None, *, max_retries: int = 4) -> None:
-        import anthropic
-
+                 async_client: anthropic.AsyncAnthropic | None = None, *, api_key: str | None = None,
+                 max_retries: int = 4, timeout: float = DEFAULT_TIMEOUT,
+                 retry_after_cap: float = RETRY_AFTER_CAP, thinking: Mapping[Role, Thinking] | None = None,
+                 answer_tokens: int | None = None, progress: Progress | None = None,
+                 warm_prefixes: bool = True, sleep: Callable[[float], None] = time.sleep,
+                 async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 jitter: Callable[[], float] = random.random) -> None:
+        if timeout <= 0 or max_retries < 0 or retry_after_cap < 0:
+            raise UsageError("AnthropicBackend needs timeout > 0, max_retries >= 0 and retry_after_cap >= 0")
         self.max_retries = max_retries
-        if client is None:
-            key = os.environ.get("ANTHROPIC_API_KEY")
-            if not key:
-                raise UsageError("the anthropic backend needs ANTHROPIC_API_KEY; set it, or build "
-                                 "offline with --backend offline")
+        self.timeout = timeout
+        self.retry_after_cap = retry_after_cap
+        self.thinking: Mapping[Role, Thinking] = THINKING if thinking is None else thinking
+        self.answer_tokens = answer_tokens
+        self.progress = progress or _quiet
+        self.gate = PrefixGate() if warm_prefixes else None
+        self.sleep, self.async_sleep, self.jitter = sleep, async_sleep, jitter
+        self._api_key = api_key
+        self._client = None if client is None else self._configured(client)
+        self._async_client = None if async_client is None else self._configured(async_client)
+
+    # -- clients ---------------------------------------------------------------------------
+
+    def _configured(self, client: Any) -> Any:
+        """The client with the SDK's retries off (ours apply) and our timeout."""
+        import httpx2
+
+        self._api_key = self._api_key or getattr(client, "api_key", None)
+        return client.with_options(max_retries=0,
+                                   timeout=httpx2.Timeout(self.timeout, connect=min(self.timeout, 10.0)))
+
+    def _key(self) -> str:
+        key = self._api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise UsageError("the anthropic backend needs ANTHROPIC_API_KEY; set it, or build offline with "
+                             "--backend offline (a --replay run needs no key)")
+        self._api_key = key
+        return key
+
+    @property
+    def client(self) -> anthropic.Anthropic:
+        if self._client is None:
+            import anthropic
+
             # base_url is left to the SDK, which reads ANTHROPIC_BASE_URL when it is set
-            client = anthropic.Anthropic(api_key=key, max_retries=max_retries)
-        self.client = client
-        self.async_client = async_client
+            self._client = self._configured(anthropic.Anthropic(api_key=self._key()))
+        client: anthropic.Anthropic = self._client
+        return client
+
+    @property
+    def async_client(self) -> anthropic.AsyncAnthropic:
+        if self._async_client is None:
+            import anthropic
+
+            self._async_client = self._configured(anthropic.AsyncAnthropic(api_key=self._key()))
+        client: anthropic.AsyncAnthropic = self._async_client
+        return client
+
+    # -- requests --------------------------------------------------------------------------
 
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
-        import anthropic
+        return self._complete(request, model, self.thinking.get(request.role))
 
-        try:
-            message = self.client.messages.create(**request_params(request, model))
-        except anthropic.APIError as exc:
-            raise _api_error(exc, f"stage {request.stage} ({request.artefact})",
-                             self.client.max_retries) from None
-        return answer_from(message, request)
+    def _complete(self, request: ModelRequest, model: str, thinking: Thinking | None) -> ModelAnswer:
+        where = f"stage {request.stage} ({request.artefact})"
+        params = request_params(request, model, thinking, answer_tokens=self.answer_tokens)
+        budget = budget_for(request, model, thinking, self.answer_tokens)
+        holding = self.gate.hold(prefix_keys(params)) if self.gate is not None else nullcontext()
+        with holding:
+            message = self._call(params, where)
+        return answer_from(message, request, budget=budget)
+
+    def _call(self, params: dict[str, Any], where: str) -> Any:
+        streamed = streams(params["max_tokens"], self.timeout)
+        for attempt in range(self.max_retries + 1):
+            try:
+                client = self.client
+                if streamed:
+                    with client.messages.stream(**params) as stream:
+                        return stream.get_final_message()
+                return client.messages.create(**params)
+            except StayError:
+                raise
+            except Exception as exc:
+                failure = self._classify(exc, where, attempt)
+                if not failure.retryable or attempt == self.max_retries:
+                    raise failure.error from None
+                self.sleep(self._wait(failure, where, attempt))
+        raise AssertionError("unreachable: the loop returns or raises")
 
     async def acomplete(self, request: ModelRequest, model: str) -> ModelAnswer:
-        import anthropic
+        """``complete`` for asyncio callers (no prefix gate: it coordinates threads)."""
+        where = f"stage {request.stage} ({request.artefact})"
+        thinking = self.thinking.get(request.role)
+        params = request_params(request, model, thinking, answer_tokens=self.answer_tokens)
+        streamed = streams(params["max_tokens"], self.timeout)
+        for attempt in range(self.max_retries + 1):
+            try:
+                client = self.async_client
+                if streamed:
+                    async with client.messages.stream(**params) as stream:
+                        message = await stream.get_final_message()
+                else:
+                    message = await client.messages.create(**params)
+                break
+            except StayError:
+                raise
+            except Exception as exc:
+                failure = self._classify(exc, where, attempt)
+                if not failure.retryable or attempt == self.max_retries:
+                    raise failure.error from None
+                await self.async_sleep(self._wait(failure, where, attempt))
+        return answer_from(message, request, budget=budget_for(request, model, thinking, self.answer_tokens))
 
-        if self.async_client is None:
-            key = os.environ.get("ANTHROPIC_API_KEY")
-            if not key:
-                raise UsageError("the anthropic backend needs ANTHROPIC_API_KEY")
-            self.async_client = anthropic.AsyncAnthropic(api_key=key, max_retries=self.max_retries)
+    # -- failures --------------------------------------------------------------------------
+
+    def _wait(self, failure: _Failure, where: str, attempt: int) -> float:
+        if failure.timed_out:
+            self.progress(f"  {where}: no answer within {self.timeout:g} s (the request timeout); "
+                          f"retrying ({attempt + 1} of {self.max_retries})")
+        if failure.wait_hint is None:
+            return backoff(attempt, self.jitter())
+        if failure.wait_hint > self.retry_after_cap:
+            self.progress(f"  {where}: the API asked to wait {failure.wait_hint:g} s (retry-after); waiting "
+                          f"{self.retry_after_cap:g} s, the cap, then retrying ({attempt + 1} of "
+                          f"{self.max_retries})")
+            return self.retry_after_cap
+        return failure.wait_hint
+
+    def _classify(self, exc: Exception, where: str, attempt: int) -> _Failure:
+        """What a failed attempt means: retry it, or the error to raise."""
+        import anthropic
+        import httpx2
+
+        tries = f"after {attempt + 1} attempt{'s' if attempt else ''}"
+        rerun = "rerun to continue (finished files are kept, nothing is paid twice)"
+
+        def clean(text: object) -> str:
+            return one_line(redact(str(text), [self._api_key]))
+
+        if isinstance(exc, (anthropic.APITimeoutError, httpx2.TimeoutException)):
+            return _Failure(True, ModelUnavailable(
+                f"{where}: no answer within {self.timeout:g} s, {tries}; the service is not answering: "
+                f"{rerun}"), timed_out=True)
+        if isinstance(exc, (anthropic.APIConnectionError, httpx2.TransportError)):
+            cause = exc.__cause__ if isinstance(exc, anthropic.APIConnectionError) and exc.__cause__ else exc
+            return _Failure(True, ModelUnavailable(
+                f"{where}: cannot reach the Anthropic API ({type(cause).__name__}: {clean(cause)}) {tries}; "
+                f"check the network or ANTHROPIC_BASE_URL, then {rerun}"))
+        if isinstance(exc, anthropic.APIStatusError):
+            status, headers, body = exc.status_code, exc.response.headers, exc.body
+            detail = clean(getattr(exc, "message", exc))
+            if status == 401:
+                return _Failure(False, ModelError(f"{where}: ANTHROPIC_API_KEY was rejected (401); check the key"))
+            if retryable_status(status, headers, body):
+                what = {429: "rate limited (429)", 529: "overloaded (529)"}.get(
+                    status, f"unavailable (HTTP {status}: {detail})")
+                return _Failure(True, ModelUnavailable(f"{where}: the API is {what} {tries}; {rerun}"),
+                                wait_hint=retry_after(headers))
+            return _Failure(False, ModelError(f"{where}: the API answered HTTP {status}: {detail}"))
+        if isinstance(exc, (anthropic.APIResponseValidationError, ValueError, AssertionError, RuntimeError,
+                            KeyError, TypeError, AttributeError)):
+            # the SDK could not read the body: not JSON, an HTML page, a stream with no message
+            return _Failure(False, ModelError(
+                f"{where}: the API's response is malformed: it could not be read as a message "
+                f"({type(exc).__name__}: {clean(exc) or 'no message'}); nothing was written, run the command "
+                "again (if it persists, check ANTHROPIC_BASE_URL and any proxy in between)"))
+        if isinstance(exc, anthropic.APIError):
+            return _Failure(False, ModelError(f"{where}: {type(exc).__name__}: {clean(exc)}"))
+        raise exc
+
+    # -- moderation ------------------------------------------------------------------------
+
+    def screening(self, text: str) -> Screening:
+        """A harmlessness screen: a cheap classification call with structured output,
+        with room to think and to answer; its usage is reported with the verdict."""
+        request = screen_request(text)
         try:
-            message = await self.async_client.messages.create(**request_params(request, model))
-        except anthropic.APIError as exc:
-            raise _api_error(exc, f"stage {request.stage} ({request.artefact})",
-                             self.async_client.max_retries) from None
-        return answer_from(message, request)
+            answer = self._complete(request, model_for("analysis"), SCREENING)
+        except RefusalError as exc:  # a refusal to read the brief is a verdict, not a failure
+            found = re.search(r"refused to answer \((.*)\); ", str(exc))
+            why = f" ({found.group(1)})" if found else ""
+            return Screening(f"the screening model refused to read the brief{why}", request)
+        return Screening(verdict(answer), request, answer)
 
     def screen(self, text: str) -> str | None:
-        """A harmlessness screen: a cheap classification call with structured output."""
-        from stay.models._roles import model_for
-
-        message = self.client.messages.create(
-            model=model_for("analysis"), max_tokens=300, system=_SCREEN_SYSTEM,
-            messages=[{"role": "user", "content": f"The brief, as one message:\n\n{text}"}],
-            output_config={"format": {"type": "json_schema", "schema": _SCREEN_SCHEMA}},
-        )
-        if message.stop_reason == "refusal":
-            return "the screening model refused to read the brief"
-        verdict = json.loads("".join(b.text for b in message.content if b.type == "text"))
-        return str(verdict["reason"]) if verdict.get("flagged") else None
+        return self.screening(text).reason

@@ -16,9 +16,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from stay.errors import InjectedFault
+from stay.errors import InjectedFault, UsageError
 from stay.models._offline_course import ANSWERS
 from stay.models._request import ModelAnswer, ModelRequest, Usage
+from stay.models._screen import SCREEN_STAGE, Screening, screen_request
 
 OFFLINE_MODEL = "offline"
 
@@ -32,6 +33,35 @@ DEFECTS = {
     "banned-verb": "outcomes",         # out005: an outcome that "understands"
     "no-retrieval": "quiz",            # ret001: no item asks about the lesson's term again
 }
+
+
+STAGES = (*ANSWERS, SCREEN_STAGE)
+"""Every stage ``offline_answer`` answers."""
+
+
+def offline_answer(stage: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The offline backend's answer for one stage, from the named inputs its request
+    carries (``ModelRequest.inputs``: e.g. ``{"brief": ...}`` for ``audience``, ``{"plan":
+    ..., "outcomes": ..., "audience": ...}`` for ``content``), as plain JSON data.
+
+    Public and stable, so fakes and tests outside stay can answer as the offline backend
+    does (``tests/models/fake_api.py`` serves it over HTTP). Pure and deterministic: the
+    same inputs give the same answer, ``inputs`` is not modified, no clock or randomness;
+    an answer changes only with the offline course generator (``_offline_course``), which
+    is noted in the changelog of ``docs/models.md``. ``moderation`` (inputs
+    ``{"brief_text": ...}``) never flags. Defects, faults and quality knobs are options
+    of ``OfflineBackend``, not of this function.
+    """
+    if stage == SCREEN_STAGE:
+        return {"flagged": False, "reason": "the offline backend does not screen briefs"}
+    answer = ANSWERS.get(stage)
+    if answer is None:
+        raise UsageError(f"offline_answer: unknown stage {stage!r}; the stages are {', '.join(STAGES)}")
+    try:
+        return answer(copy.deepcopy(inputs))
+    except KeyError as exc:
+        raise UsageError(f"offline_answer: stage {stage!r} needs the input {exc.args[0]!r}; give it the "
+                         "inputs its request carries (ModelRequest.inputs)") from None
 
 
 @dataclass
@@ -83,6 +113,10 @@ class OfflineBackend:
             self.screened.append(text)
         return self.flag
 
+    def screening(self, text: str) -> Screening:
+        """The screen's verdict; no model is called, so there is no usage to count."""
+        return Screening(self.screen(text), screen_request(text))
+
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
         lesson = _lesson_of(request)
         with self._lock:
@@ -106,7 +140,10 @@ class OfflineBackend:
                 time.sleep(self.latency)
             if failing:
                 raise InjectedFault(f"injected error in stage {request.stage} ({request.artefact})")
-            data = ANSWERS[request.stage](copy.deepcopy(request.inputs))
+            if request.stage == SCREEN_STAGE:
+                data = {"flagged": self.flag is not None, "reason": self.flag or "not flagged (offline)"}
+            else:
+                data = offline_answer(request.stage, request.inputs)
         finally:
             with self._lock:
                 self.in_flight -= 1

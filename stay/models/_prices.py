@@ -1,40 +1,127 @@
 """One price table: US dollars per million tokens, and what a call costs.
 
-Prices are Anthropic's list prices for the Claude API as published in late 2026.
-A 5-minute cache write costs 1.25x the input price and a cache read 0.1x. A model
-missing from the table is reported as unpriced (cost None), never as free.
+Every rate is read from a published price list, model by model, never derived from
+another model's multiplier: cache reads are 0.1x input on most models but 0.05x on
+Opus 5.5 and 0.025x on Fable 5.1. ``docs/models.md`` lists each row with its source.
+A model missing from the table is *unpriced*: ``cost`` returns None and a run that
+used it reports its cost as unknown, never as a partial sum that looks complete.
+
+Cache writes are priced at the 5-minute rate: stay only writes 5-minute entries.
+Message Batches cost half, on input and output; the discount applies to every token
+class of a batched request (Anthropic's pricing page: batch and caching discounts
+stack).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from stay.models._request import Usage
 
-# model id -> (input, output) in USD per million tokens
-PRICES: Mapping[str, tuple[float, float]] = {
-    "claude-opus-5-5": (4.0, 20.0),
-    "claude-sonnet-5-5": (2.0, 10.0),
-    "claude-opus-5": (5.0, 25.0),
-    "claude-sonnet-5": (2.0, 10.0),
-    "claude-opus-4-8": (5.0, 25.0),
-    "claude-opus-4-7": (5.0, 25.0),
-    "claude-opus-4-6": (5.0, 25.0),
-    "claude-sonnet-4-6": (3.0, 15.0),
-    "claude-haiku-4-5": (1.0, 5.0),
-    "offline": (0.0, 0.0),
+BATCH_DISCOUNT = 0.5
+"""Message Batches: 50% off input and output (every model's page: "Batch API: 50%
+discount on input and output")."""
+
+
+@dataclass(frozen=True)
+class Rates:
+    """US dollars per million tokens of each kind."""
+
+    input: float
+    output: float
+    cache_write: float
+    """A 5-minute cache write."""
+    cache_read: float
+
+
+@dataclass(frozen=True)
+class Price:
+    """A model's rates; ``long`` applies to a request whose prompt (input, cache writes
+    and cache reads together) is over ``long_above`` tokens, on every token of it."""
+
+    rates: Rates
+    source: str
+    long: Rates | None = None
+    long_above: int = 0
+
+    def rates_for(self, usage: Usage) -> Rates:
+        if self.long is not None and usage.total_input_tokens > self.long_above:
+            return self.long
+        return self.rates
+
+
+_PRICING_PAGE = "platform.claude.com/docs/en/about-claude/pricing (model pricing table)"
+
+
+def _model_page(slug: str) -> str:
+    return f"platform.claude.com/docs/en/models/{slug}/overview (Specifications > Pricing)"
+
+
+_OPUS_45_TO_5 = Rates(input=5.0, output=25.0, cache_write=6.25, cache_read=0.50)
+_FABLE_5 = Rates(input=10.0, output=50.0, cache_write=12.50, cache_read=1.00)
+_FABLE_51 = Rates(input=10.0, output=50.0, cache_write=12.50, cache_read=0.25)
+_SONNET_4X = Rates(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30)
+_HAIKU_45 = Rates(input=1.0, output=5.0, cache_write=1.25, cache_read=0.10)
+_HAIKU_55_SOURCE = (_model_page("haiku-5-5") + " for input, output and cache writes by prompt length; "
+                    "cache reads ($0.01, $0.05) as recorded from the live pricing page by the "
+                    "kurofune/claudit v1.9.2 price refresh of 2026-10-24")
+
+PRICES: Mapping[str, Price] = {
+    # the current generation (the SDK's types/model.py lists these first)
+    "claude-opus-5-5": Price(Rates(input=4.0, output=20.0, cache_write=5.0, cache_read=0.20),
+                             _model_page("opus-5-5")),
+    "claude-sonnet-5-5": Price(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.20),
+                               _model_page("sonnet-5-5")),
+    "claude-haiku-5-5": Price(Rates(input=0.10, output=0.50, cache_write=0.125, cache_read=0.01),
+                              _HAIKU_55_SOURCE,
+                              long=Rates(input=0.50, output=2.50, cache_write=0.625, cache_read=0.05),
+                              long_above=100_000),
+    "claude-fable-5-1": Price(_FABLE_51, _PRICING_PAGE),
+    "claude-mythos-5-1": Price(_FABLE_51, _PRICING_PAGE),
+    "claude-fable-5": Price(_FABLE_5, _PRICING_PAGE),
+    "claude-mythos-5": Price(_FABLE_5, _PRICING_PAGE),
+    "claude-opus-5": Price(_OPUS_45_TO_5, _PRICING_PAGE + "; " + _model_page("opus-5")),
+    "claude-sonnet-5": Price(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.20),
+                             _model_page("sonnet-5")),
+    "claude-opus-4-8": Price(_OPUS_45_TO_5, _PRICING_PAGE),
+    "claude-opus-4-7": Price(_OPUS_45_TO_5, _PRICING_PAGE),
+    "claude-opus-4-6": Price(_OPUS_45_TO_5, _PRICING_PAGE),
+    "claude-opus-4-5": Price(_OPUS_45_TO_5, _PRICING_PAGE),
+    "claude-opus-4-5-20251101": Price(_OPUS_45_TO_5, _PRICING_PAGE),
+    "claude-sonnet-4-6": Price(_SONNET_4X, _PRICING_PAGE + " (earlier revision: Sonnet 4.x row)"),
+    "claude-sonnet-4-5": Price(_SONNET_4X, _PRICING_PAGE + " (earlier revision: Sonnet 4.x row; prompts up to "
+                                                           "200K tokens, the standard context window)"),
+    "claude-sonnet-4-5-20250929": Price(_SONNET_4X, _PRICING_PAGE + " (earlier revision: Sonnet 4.x row)"),
+    "claude-haiku-4-5": Price(_HAIKU_45, _PRICING_PAGE + " (earlier revision: Haiku 4.5 row)"),
+    "claude-haiku-4-5-20251001": Price(_HAIKU_45, _PRICING_PAGE + " (earlier revision: Haiku 4.5 row)"),
+    # the offline backend: no network, no bill
+    "offline": Price(Rates(input=0.0, output=0.0, cache_write=0.0, cache_read=0.0), "no API call is made"),
 }
-CACHE_WRITE = 1.25
-CACHE_READ = 0.1
+"""Model id -> price. Deliberately absent (unpriced: a run that uses them reports its
+cost as unknown): claude-fable-5-2 and claude-mythos-5-2 (no Anthropic page with their
+prices was found; third-party listings give Fable 5.2 $8 / $40) and
+claude-mythos-preview (no published price)."""
 
 
-def cost(model: str, usage: Usage) -> float | None:
-    """US dollars for one call's usage, or None for a model with no price on file."""
+def cost(model: str, usage: Usage, *, batch: bool = False) -> float | None:
+    """US dollars for one call's usage, or None for a model with no price on file.
+    ``batch=True`` prices it as a Message Batches request (half price)."""
     price = PRICES.get(model)
     if price is None:
         return None
-    per_input, per_output = price
-    return (usage.input_tokens * per_input
-            + usage.cache_creation_input_tokens * per_input * CACHE_WRITE
-            + usage.cache_read_input_tokens * per_input * CACHE_READ
-            + usage.output_tokens * per_output) / 1_000_000
+    rates = price.rates_for(usage)
+    dollars = (usage.input_tokens * rates.input
+               + usage.cache_creation_input_tokens * rates.cache_write
+               + usage.cache_read_input_tokens * rates.cache_read
+               + usage.output_tokens * rates.output) / 1_000_000
+    return dollars * BATCH_DISCOUNT if batch else dollars
+
+
+def describe_cost(dollars: float | None, unpriced: frozenset[str] | set[str] = frozenset()) -> str:
+    """A run's cost for people: "$0.1234", or "cost unknown (no price for X)" when any
+    call used a model the table does not price (a partial sum would look complete)."""
+    if dollars is None or unpriced:
+        names = ", ".join(sorted(unpriced)) or "a model"
+        return f"cost unknown (no price on file for {names})"
+    return f"${dollars:.4f}"

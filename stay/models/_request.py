@@ -10,18 +10,25 @@ Role = Literal["analysis", "planning", "writing", "judging"]
 ROLES: tuple[Role, ...] = ("analysis", "planning", "writing", "judging")
 
 MAX_TOKENS = 16_000
-"""Output cap per call. A chat model's default cap is sized for a chat reply and is
-the most common cause of an artefact that fails its schema for no visible reason:
-not malformed, cut off."""
+"""The room for a call's answer, in tokens. A chat model's default cap is sized for a
+chat reply and is the most common cause of an artefact that fails its schema for no
+visible reason: not malformed, cut off. The Claude backend adds the role's thinking
+room on top (``stay.models.THINKING``); ``AnthropicBackend(answer_tokens=...)`` raises
+it for every request, past the SDK's non-streaming limit if need be (such requests
+stream)."""
 
 
 class SystemBlock(BaseModel):
-    """One block of the system prompt; ``cache`` marks the end of the stable prefix."""
+    """One block of the system prompt. ``cache`` marks a prefix worth caching: the
+    blocks up to and including this one, which a later call will send again unchanged
+    (a breakpoint no later call can read only pays the cache-write premium). ``label``
+    names the block in explanations, e.g. what changed since a cached request."""
 
     model_config = ConfigDict(frozen=True)
 
     text: str
     cache: bool = False
+    label: str = ""
 
 
 class ModelRequest(BaseModel):
@@ -50,19 +57,29 @@ class ModelRequest(BaseModel):
 
 
 class Usage(BaseModel):
+    """Tokens one call (or a sum of calls) was billed for. Total input is input + cache
+    writes + cache reads; ``thinking_tokens`` is the part of ``output_tokens`` the model
+    spent thinking (already inside ``output_tokens``, never billed twice)."""
+
     model_config = ConfigDict(frozen=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
+    thinking_tokens: int = 0
+
+    @property
+    def total_input_tokens(self) -> int:
+        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(input_tokens=self.input_tokens + other.input_tokens,
                      output_tokens=self.output_tokens + other.output_tokens,
                      cache_creation_input_tokens=self.cache_creation_input_tokens
                      + other.cache_creation_input_tokens,
-                     cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens)
+                     cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+                     thinking_tokens=self.thinking_tokens + other.thinking_tokens)
 
 
 class ModelAnswer(BaseModel):
@@ -73,3 +90,6 @@ class ModelAnswer(BaseModel):
     data: dict[str, Any]
     model: str
     usage: Usage = Usage()
+    batch: bool = False
+    """True when the usage was paid at the Message Batches price (half of input and
+    output), so ``stay.models.cost`` prices it that way."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
 
 from stay.models._request import ROLES, Role
 
@@ -30,3 +32,44 @@ def model_for(role: Role, environ: Mapping[str, str] | None = None) -> str:
 
 def model_table(environ: Mapping[str, str] | None = None) -> dict[Role, str]:
     return {role: model_for(role, environ) for role in ROLES}
+
+
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+
+
+@dataclass(frozen=True)
+class Thinking:
+    """How a role thinks: adaptive thinking (``thinking={"type": "adaptive"}``) at an
+    ``output_config.effort`` level, with ``room`` tokens reserved for it. Thinking tokens
+    count toward ``max_tokens``, so a request asks for the answer's room plus this."""
+
+    effort: Effort
+    room: int
+
+
+THINKING: Mapping[Role, Thinking] = {
+    # Every later stage inherits the plan's mistakes: think hard, and leave room to.
+    "planning": Thinking(effort="high", room=16_000),
+    # Reading one brief into an audience: moderate reasoning.
+    "analysis": Thinking(effort="medium", room=8_000),
+    # Writes from a detailed plan that already did the reasoning; runs once per lesson
+    # per artefact, so thinking is paid 3x per lesson. Medium, not low: effort also
+    # shapes the prose, and a lesson must fill its minutes.
+    "writing": Thinking(effort="medium", room=8_000),
+    # One verdict per item, many items: low effort keeps judging cheap.
+    "judging": Thinking(effort="low", room=4_000),
+}
+"""Thinking per role, set explicitly rather than left to each model's default (Opus 5.5
+always thinks and defaults to medium effort; Sonnet 5.5 thinks by default at high)."""
+
+SCREENING = Thinking(effort="low", room=2_000)
+"""The input screen: a classification of one brief."""
+
+_ADAPTIVE = ("claude-opus-5", "claude-sonnet-5", "claude-haiku-5", "claude-fable-", "claude-mythos-",
+             "claude-opus-4-6", "claude-opus-4-7", "claude-opus-4-8", "claude-sonnet-4-6")
+
+
+def thinks_adaptively(model: str) -> bool:
+    """Whether ``model`` takes adaptive thinking and the effort parameter (the 4.6
+    generation and later). Others get neither field, so their own defaults apply."""
+    return model.startswith(_ADAPTIVE)

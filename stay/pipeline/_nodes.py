@@ -31,7 +31,8 @@ from stay.artefacts import (
     write,
 )
 from stay.briefs import check_duration
-from stay.errors import BriefRejected, PipelineError, UsageError
+from stay.errors import AnswerError, BriefRejected, PipelineError, TruncationError, UsageError
+from stay.models import screening_of
 from stay.pipeline._course_graph import course_graph, lesson_paths
 from stay.pipeline._lock import CourseLock
 from stay.pipeline._repair import repair_course
@@ -107,10 +108,15 @@ def moderate(run: Run) -> None:
     if not fields:
         return  # nothing to screen: no model call
     try:
-        reason = run.backend.screen(yaml.safe_dump(fields, sort_keys=False, allow_unicode=True))
+        screening = screening_of(run.backend, yaml.safe_dump(fields, sort_keys=False, allow_unicode=True))
+    except (TruncationError, AnswerError):
+        raise  # the screen answered, but its verdict cannot be read: never taken as "not flagged"
     except Exception as exc:
         run.say(f"warning: input moderation failed ({type(exc).__name__}: {exc}); continuing")
         return
+    if screening.answer is not None:
+        run.account(screening.request, screening.answer)
+    reason = screening.reason
     if reason:
         raise BriefRejected(f"Course brief rejected by input moderation: {reason}")
     run.screened = True

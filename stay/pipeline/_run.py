@@ -71,6 +71,7 @@ class Run:
     cost: float = 0.0
     """US dollars for this run's calls (models in ``unpriced`` not included)."""
     unpriced: set[str] = field(default_factory=set)
+    cost_by_stage: dict[str, float] = field(default_factory=dict)
     validation: CourseReport | None = None
     repair: Any = None
     """RepairReport, when repair ran."""
@@ -138,9 +139,14 @@ class Run:
             start = time.perf_counter()
             answer = self.backend.complete(request, model)
             seconds = time.perf_counter() - start
+        self.account(request, answer, seconds)
+        return answer
+
+    def account(self, request: ModelRequest, answer: ModelAnswer, seconds: float = 0.0) -> None:
+        """Count, price (at the batch price when a batch paid) and trace one answer."""
         if self.tracer is not None:
             self.tracer.call(request, answer, seconds)
-        price = cost(answer.model, answer.usage)
+        price = cost(answer.model, answer.usage, batch=answer.batch)
         with self.lock:
             self.calls += 1
             stage = self.usage_by_stage.get(request.stage, Usage())
@@ -149,8 +155,8 @@ class Run:
                 self.unpriced.add(answer.model)
             else:
                 self.cost += price
+                self.cost_by_stage[request.stage] = self.cost_by_stage.get(request.stage, 0.0) + price
             self.usage = self.usage + answer.usage
-        return answer
 
     def wrote(self, paths: list[str]) -> None:
         """Record files just written by the pipeline in the ledger and the run's list."""

@@ -37,6 +37,7 @@ from stay.models import (
     OfflineBackend,
     RequestCache,
     Usage,
+    describe_cost,
     model_table,
 )
 from stay.pipeline._course_graph import course_graph
@@ -75,11 +76,16 @@ class BuildResult:
     """Lessons, calls and the most in flight at each level, when a wave ran."""
     trace_id: str = ""
     """The id of this run's trace in <course>/.runs/traces/."""
-    cost: float = 0.0
-    """US dollars this run paid, from stay.models.PRICES (a replayed answer costs nothing)."""
+    cost: float | None = 0.0
+    """US dollars this run paid, from stay.models.PRICES (a replayed answer costs nothing;
+    a batched one, half); None (unknown) when a call used a model with no price on file."""
     usage_by_stage: dict[str, Usage] | None = None
     retired: tuple[str, ...] = ()
     """Files no longer in the curriculum, moved to .state/retired/run-<n>/ by this run."""
+    unpriced: tuple[str, ...] = ()
+    """Models this run used that have no price on file (then ``cost`` is None)."""
+    cost_by_stage: dict[str, float] | None = None
+    """US dollars per stage (priced calls only; see ``unpriced``)."""
 
     @property
     def complete(self) -> bool:
@@ -92,7 +98,7 @@ def default_backend(progress: Progress | None = None, name: str | None = None) -
     say = progress or print_progress
     chosen = name or ("anthropic" if os.environ.get("ANTHROPIC_API_KEY") else "offline")
     if chosen == "anthropic":
-        backend = AnthropicBackend()
+        backend = AnthropicBackend(progress=say)  # says in one line when a timeout or retry cap is hit
         models = ", ".join(f"{role} {model}" for role, model in model_table().items())
         say(f"backend: anthropic ({models})")
         return backend
@@ -238,15 +244,16 @@ def _walk(declared: CommandDecl, command: str, brief: Brief | None, slug: str, r
     if command == "plan" and stopped is None:
         reason = f"planned; write the course with {run.hint('write', slug)}"
     usage = run.usage
-    price = f"${run.cost:.4f}" + (f" (unpriced: {', '.join(sorted(run.unpriced))})" if run.unpriced else "")
+    price = describe_cost(run.cost, run.unpriced)
     run.say(f"{run.calls} model calls, {len(set(run.written))} files written; tokens: "
             f"{usage.input_tokens} input, {usage.cache_creation_input_tokens} cache writes, "
             f"{usage.cache_read_input_tokens} cache reads, {usage.output_tokens} output; cost {price}")
     return BuildResult(slug=slug, course_dir=root, command=command, stopped_at=stopped, reason=reason,
                        validation=run.validation, repair=run.repair,
                        written=tuple(sorted(set(run.written))), calls=run.calls, usage=run.usage,
-                       wave=run.wave, trace_id=tracer.trace_id, cost=run.cost,
+                       wave=run.wave, trace_id=tracer.trace_id, cost=None if run.unpriced else run.cost,
                        usage_by_stage=dict(sorted(run.usage_by_stage.items())),
+                       unpriced=tuple(sorted(run.unpriced)), cost_by_stage=dict(sorted(run.cost_by_stage.items())),
                        retired=tuple(sorted(run.retired)))
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stay.artefacts import write_text_atomic
-from stay.models import ModelAnswer, ModelRequest
+from stay.models import ModelAnswer, ModelRequest, cost
 from stay.validate import OWNERS, CourseReport
 
 if TYPE_CHECKING:
@@ -48,6 +48,8 @@ class Tracer:
             "output_tokens": usage.output_tokens,
             "cache_creation_input_tokens": usage.cache_creation_input_tokens,
             "cache_read_input_tokens": usage.cache_read_input_tokens,
+            "thinking_tokens": usage.thinking_tokens, "batch": answer.batch,
+            "cost_usd": cost(answer.model, usage, batch=answer.batch),
         })
 
     @contextmanager

@@ -18,7 +18,7 @@ from stay.scoring._core import ScoreResult
 VERSION = 1
 
 
-def brief_entry(slug: str, scores: dict[str, ScoreResult], *, build_usage: Usage, build_cost: float,
+def brief_entry(slug: str, scores: dict[str, ScoreResult], *, build_usage: Usage, build_cost: float | None,
                 built: bool) -> dict[str, Any]:
     """One brief's part of a report."""
     judged = {}
@@ -30,7 +30,8 @@ def brief_entry(slug: str, scores: dict[str, ScoreResult], *, build_usage: Usage
         judged[name] = entry
     return {
         "slug": slug, "built": built,
-        "build": {"usage": build_usage.model_dump(), "cost": round(build_cost, 6)},
+        "build": {"usage": build_usage.model_dump(),
+                  "cost": None if build_cost is None else round(build_cost, 6)},  # None: a model has no price
         "scorers": judged,
     }
 
@@ -44,14 +45,15 @@ def report(*, label: str, backend: str, judge: str, prompts_dir: str, prompt_has
         values = [entry["scorers"][name]["score"] for entry in briefs.values()
                   if name in entry["scorers"] and entry["scorers"][name]["score"] is not None]
         means[name] = sum(values) / len(values) if values else None
-    build_total = sum(entry["build"]["cost"] for entry in briefs.values())
+    build_costs = [entry["build"]["cost"] for entry in briefs.values()]
+    build_total = None if None in build_costs else round(sum(build_costs), 6)  # unknown, never a partial sum
     judge_usage = [r["usage"] for e in briefs.values() for r in e["scorers"].values()]
     judge_cost = sum(r.get("cost") or 0.0 for e in briefs.values() for r in e["scorers"].values())
     return {
         "version": VERSION, "label": label, "backend": backend, "judge": judge,
         "models": dict(model_table()), "prompts": {"dir": prompts_dir, "sha256": prompt_hashes},
         "briefs": dict(sorted(briefs.items())), "means": means,
-        "totals": {"build_cost": round(build_total, 6), "judge_cost": round(judge_cost, 6),
+        "totals": {"build_cost": build_total, "judge_cost": round(judge_cost, 6),
                    "judge_input_tokens": sum(u["input_tokens"] for u in judge_usage),
                    "judge_output_tokens": sum(u["output_tokens"] for u in judge_usage)},
     }

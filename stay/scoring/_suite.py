@@ -41,7 +41,8 @@ def evaluate_brief(brief_path: Path, *, courses_dir: Path, backend: str, prompts
     """Build (or, with ``rebuild=False``, load) the brief's course, score it: (slug, entry)."""
     brief = Brief.from_yaml(brief_path)
     slug = slugify(brief.title)
-    usage, cost, built = Usage(), 0.0, False
+    usage, built = Usage(), False
+    cost: float | None = 0.0
     if rebuild or not (courses_dir / slug / "course.yaml").is_file():
         generator = OfflineBackend(quality=quality or {}) if backend == OFFLINE else backend
         result = build_course(brief, courses_dir=courses_dir, yes=True, backend=generator, prompts=prompts,

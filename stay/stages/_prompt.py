@@ -98,25 +98,41 @@ def _schema(output: type[BaseModel]) -> dict[str, Any]:
     return output.model_json_schema()
 
 
+COMMON_REFERENCES: tuple[str, ...] = ("course-state.md",)
+"""References every stage's set holds: sent right after the common preamble, so the two
+form one prefix that every call of a model shares, across stages."""
+
+
+def _documents(prompts: Prompts, names: tuple[str, ...]) -> str:
+    return "\n\n".join(f'<reference name="{name}">\n{prompts.references[name]}\n</reference>' for name in names)
+
+
 def build_request(*, stage: str, role: Role, references: tuple[str, ...], prompts: Prompts,
                   artefact: str, output: type[BaseModel], inputs: Mapping[str, Any],
                   shared: tuple[str, ...] = ()) -> ModelRequest:
     """The request for one stage call.
 
-    The system prompt is the stable prefix, identical for every call of the stage
-    (so the wave's lessons share one cached prefix): the common preamble, the
-    stage's instructions, then its reference documents, the last block marked for
-    caching. Everything that varies per call is in the user message.
+    The system prompt is the stable prefix, identical for every call of the stage, laid
+    out for the prompt cache: the common preamble and the references every stage shares
+    first (one prefix for every call of a model, whatever its stage; cached), then the
+    stage's instructions and its other references (cached only for a stage called more
+    than once a run, the ones with ``shared`` inputs: a single call's prefix is never
+    read again, and caching it would only pay the write premium). Everything that varies
+    per call is in the user message.
     """
-    instructions = prompts.templates[stage]
-    documents = "\n\n".join(
-        f'<reference name="{name}">\n{prompts.references[name]}\n</reference>' for name in references)
+    common = tuple(name for name in references if name in COMMON_REFERENCES)
+    own = tuple(name for name in references if name not in COMMON_REFERENCES)
     system = (
-        SystemBlock(text=prompts.templates["common"].strip() + "\n\n" + instructions.strip()),
-        SystemBlock(text=documents, cache=True),
+        SystemBlock(text=prompts.templates["common"].strip(), label="the common preamble (prompt template)"),
+        SystemBlock(text=_documents(prompts, common), cache=True, label="the reference documents"),
+        SystemBlock(text=prompts.templates[stage].strip(), label="the stage instructions (prompt template)"),
+        SystemBlock(text=_documents(prompts, own), cache=bool(shared), label="the reference documents"),
     )
+    # The API refuses an empty text block. A stage without a shared reference (the quiz)
+    # keeps no breakpoint after the preamble alone: it is far below any model's cache minimum.
+    kept = [block for block in system if block.text]
     return ModelRequest(
-        stage=stage, role=role, artefact=artefact, system=system,
+        stage=stage, role=role, artefact=artefact, system=tuple(kept),
         shared=render_inputs({k: inputs[k] for k in shared}),
         user=render_inputs({k: v for k, v in inputs.items() if k not in shared}),
         output_schema=_schema(output),

@@ -1,11 +1,21 @@
-"""A fake Claude Messages API for tests: canned answers computed from the request.
+"""A fake Claude Messages API for tests: canned answers computed from the request, and
+prompt-cache accounting that follows the real API's rules.
 
 ``answer_for`` reads a real request body the way a model would see it (the stage from
-its instructions, the inputs from the YAML blocks of the user message) and answers
-with the offline course generator's fixture artefacts. ``FakeMessagesAPI`` serves that
-over real HTTP on 127.0.0.1 (stdlib only), keeping prompt-cache accounting: the
-prefix up to the last block marked ``cache_control`` is written on first sight and
-read on every identical one after, as the API bills it.
+its instructions, the inputs from the YAML blocks of the user message) and answers with
+``stay.models.offline_answer``. ``message`` and ``sse`` build a response body, plain
+JSON or a Server-Sent Events stream (``reply`` picks the one the request asked for).
+
+``CacheAccounting`` bills prompt caching the way the API does, as far as it is
+documented, and independently of stay's own prefix code:
+
+- the cache key is the model plus every block, in cache order (system, then the
+  message's content), up to a block marked ``cache_control``; every breakpoint is
+  checked, longest first, and the longest one cached is read;
+- a prefix becomes readable only once the request that wrote it has had its response
+  returned: requests in flight together each pay the write;
+- a prefix shorter than ``min_tokens`` (default 1,024) is neither written nor read;
+- entries live 5 minutes from their last use; more than 4 breakpoints is a 400.
 """
 
 from __future__ import annotations
@@ -14,18 +24,26 @@ import hashlib
 import json
 import re
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import httpx2
 import yaml
 
-from stay.models._offline_course import ANSWERS
+from stay.models import offline_answer
 
 STAGE_HEADERS = {"audience": "audience", "curriculum": "curriculum", "outcomes": "outcomes",
                  "assessment": "assessment", "lesson planning": "plan", "lesson content": "content",
                  "exercises": "exercises", "quiz": "quiz", "capstone": "capstone"}
 _BLOCK = re.compile(r"^## (?P<name>\w+)\n\n```yaml\n(?P<body>.*?)```\n", re.DOTALL | re.MULTILINE)
+MIN_CACHEABLE_TOKENS = 1_024
+"""The smallest prefix the fake caches. Anthropic documents 512 tokens for Opus 5 and
+Fable 5, 1,024 for Opus 4.8 and Sonnet 5, and up to 4,096 for older models; no figure is
+published for the 5.5 generation, so the fake takes 1,024, the floor of the two
+generations before it (the test at 2,048 shows the result does not hinge on it)."""
 
 
 def tokens(text: str) -> int:
@@ -33,9 +51,17 @@ def tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
+def system_text(body: dict[str, Any]) -> str:
+    system = body.get("system", "")
+    return system if isinstance(system, str) else "\n".join(block["text"] for block in system)
+
+
+def is_stage(body: dict[str, Any]) -> bool:
+    return "# Stage:" in system_text(body)
+
+
 def stage_of(body: dict[str, Any]) -> str:
-    system = body["system"] if isinstance(body["system"], str) else body["system"][0]["text"]
-    header = re.search(r"^# Stage: (.+)$", system, re.MULTILINE)
+    header = re.search(r"^# Stage: (.+)$", system_text(body), re.MULTILINE)
     assert header is not None, "no '# Stage:' header in the system prompt"
     return STAGE_HEADERS[header.group(1).strip()]
 
@@ -51,68 +77,176 @@ def inputs_of(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def answer_for(body: dict[str, Any]) -> dict[str, Any]:
-    return ANSWERS[stage_of(body)](inputs_of(body))
+    return offline_answer(stage_of(body), inputs_of(body))
 
 
 def message(data: dict[str, Any] | str, *, model: str = "claude-sonnet-5-5", stop_reason: str = "end_turn",
-            usage: dict[str, int] | None = None, stop_details: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A Messages API response body."""
+            usage: dict[str, Any] | None = None, stop_details: dict[str, Any] | None = None,
+            thinking: str | None = None) -> dict[str, Any]:
+    """A Messages API response body (with a thinking block first when ``thinking``)."""
     text = data if isinstance(data, str) else json.dumps(data)
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    if thinking is not None:
+        content.insert(0, {"type": "thinking", "thinking": thinking, "signature": "sig"})
     return {
         "id": "msg_test", "type": "message", "role": "assistant", "model": model,
-        "content": [{"type": "text", "text": text}], "stop_reason": stop_reason, "stop_sequence": None,
+        "content": content, "stop_reason": stop_reason, "stop_sequence": None,
         "stop_details": stop_details,
         "usage": usage or {"input_tokens": 10, "output_tokens": 20, "cache_creation_input_tokens": 0,
                            "cache_read_input_tokens": 0},
     }
 
 
+def sse(body: dict[str, Any], chunk: int = 4_000) -> bytes:
+    """A response body as the event stream ``messages.stream`` reads."""
+    start = {**body, "content": [], "stop_reason": None, "stop_sequence": None,
+             "usage": {**body["usage"], "output_tokens": 1}}
+    events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": start})]
+    for index, block in enumerate(body["content"]):
+        if block["type"] == "thinking":
+            events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                                   "content_block": {"type": "thinking", "thinking": "",
+                                                                     "signature": ""}}))
+            deltas = [{"type": "thinking_delta", "thinking": block["thinking"]},
+                      {"type": "signature_delta", "signature": block["signature"]}]
+        else:
+            events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                                   "content_block": {"type": "text", "text": ""}}))
+            text = block["text"]
+            deltas = [{"type": "text_delta", "text": text[i:i + chunk]} for i in range(0, len(text), chunk)]
+        events += [("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+                   for delta in deltas]
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    events.append(("message_delta", {"type": "message_delta", "usage": body["usage"],
+                                     "delta": {"stop_reason": body["stop_reason"], "stop_sequence": None,
+                                               "stop_details": body.get("stop_details")}}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
+
+
+def reply(request_body: dict[str, Any], body: dict[str, Any], status: int = 200) -> httpx2.Response:
+    """``body`` as the request asked for it: a stream when it said ``stream: true``."""
+    if request_body.get("stream"):
+        return httpx2.Response(status, content=sse(body), headers={"content-type": "text/event-stream"})
+    return httpx2.Response(status, json=body)
+
+
+# -- prompt-cache accounting -------------------------------------------------------------
+
+
+def _blocks(body: dict[str, Any]) -> list[dict[str, Any]]:
+    system = body.get("system") or []
+    blocks = [{"text": system}] if isinstance(system, str) else list(system)
+    content = body["messages"][0]["content"]
+    return blocks + ([{"text": content}] if isinstance(content, str) else list(content))
+
+
+class TooManyBreakpoints(ValueError):
+    pass
+
+
+@dataclass
+class Billed:
+    """One stage request as the fake billed it."""
+
+    stage: str
+    model: str
+    usage: dict[str, int]
+
+
 @dataclass
 class CacheAccounting:
-    """Prompt-cache accounting for identical prefixes, as the API bills it."""
+    """The API's prompt-cache billing, as documented (see the module docstring)."""
 
-    seen: set[str] = field(default_factory=set)
-    input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
+    min_tokens: int = MIN_CACHEABLE_TOKENS
+    ttl: float = 300.0
+    clock: Callable[[], float] = time.monotonic
+    readable: dict[str, float] = field(default_factory=dict)
+    """key -> when it expires; written by a request whose response has been returned."""
+    billed: list[Billed] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def usage(self, body: dict[str, Any], answer: str) -> dict[str, int]:
-        """Blocks in cache order (system, then message content) up to the last one marked
-        cache_control are the prefix; the rest is plain input."""
-        system = body["system"] if isinstance(body["system"], list) else [{"text": body["system"]}]
-        content = body["messages"][0]["content"]
-        blocks = system + (content if isinstance(content, list) else [{"text": content}])
-        last = max((i for i, b in enumerate(blocks) if b.get("cache_control")), default=-1)
-        prefix = "".join(b["text"] for b in blocks[:last + 1])
-        rest = "".join(b["text"] for b in blocks[last + 1:])
-        key = hashlib.sha256((body["model"] + prefix).encode()).hexdigest()
+    def breakpoints(self, body: dict[str, Any]) -> list[tuple[str, int]]:
+        """(key, prefix tokens) of every cacheable breakpoint, shortest first."""
+        blocks = _blocks(body)
+        marked = [i for i, block in enumerate(blocks) if block.get("cache_control")]
+        if len(marked) > 4:
+            raise TooManyBreakpoints(f"{len(marked)} cache_control blocks; at most 4 are allowed")
+        found = []
+        for index in marked:
+            prefix = blocks[:index + 1]
+            size = sum(tokens(block["text"]) for block in prefix)
+            if size >= self.min_tokens:
+                key = hashlib.sha256(json.dumps([body["model"], [b["text"] for b in prefix]]).encode()).hexdigest()
+                found.append((key, size))
+        return found
+
+    def bill(self, body: dict[str, Any], answer: str) -> tuple[dict[str, int], list[str]]:
+        """Usage for a request arriving now, and the keys it writes (readable only after
+        ``answered``)."""
+        total = sum(tokens(block["text"]) for block in _blocks(body))
+        points = self.breakpoints(body)
         with self.lock:
-            read = bool(prefix) and key in self.seen
-            if prefix:
-                self.seen.add(key)
-            usage = {"input_tokens": tokens(rest), "output_tokens": tokens(answer),
-                     "cache_creation_input_tokens": 0 if read or not prefix else tokens(prefix),
-                     "cache_read_input_tokens": tokens(prefix) if read else 0}
-            self.input_tokens += usage["input_tokens"]
-            self.cache_creation_input_tokens += usage["cache_creation_input_tokens"]
-            self.cache_read_input_tokens += usage["cache_read_input_tokens"]
-        return usage
+            now = self.clock()
+            read = 0
+            for key, size in reversed(points):
+                if self.readable.get(key, float("-inf")) > now:
+                    read = size
+                    break
+            for key, size in points:
+                if size <= read:
+                    self.readable[key] = now + self.ttl  # a read refreshes the entry
+            written = [key for key, size in points if size > read]
+            wrote = max((size for _key, size in points), default=read) - read
+        usage = {"input_tokens": total - read - wrote, "output_tokens": tokens(answer),
+                 "cache_creation_input_tokens": wrote, "cache_read_input_tokens": read}
+        return usage, written
+
+    def answered(self, keys: list[str]) -> None:
+        """The writer's response has been returned: its prefixes are readable from now."""
+        with self.lock:
+            until = self.clock() + self.ttl
+            for key in keys:
+                self.readable[key] = until
+
+    def record(self, stage: str, model: str, usage: dict[str, int]) -> None:
+        with self.lock:
+            self.billed.append(Billed(stage, model, usage))
+
+    def total(self, name: str) -> int:
+        return sum(entry.usage[name] for entry in self.billed)
+
+    @property
+    def input_tokens(self) -> int:
+        return self.total("input_tokens")
+
+    @property
+    def cache_creation_input_tokens(self) -> int:
+        return self.total("cache_creation_input_tokens")
+
+    @property
+    def cache_read_input_tokens(self) -> int:
+        return self.total("cache_read_input_tokens")
 
     @property
     def read_share(self) -> float:
-        total = self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
-        return self.cache_read_input_tokens / total if total else 0.0
+        """Cache reads as a share of all input tokens of the stage requests."""
+        whole = self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+        return self.cache_read_input_tokens / whole if whole else 0.0
 
 
 class FakeMessagesAPI:
-    """POST /v1/messages on 127.0.0.1, answering every stage; records what it saw and said."""
+    """POST /v1/messages on 127.0.0.1, answering every stage and the input screen, as JSON
+    or as a stream; records what it saw and said, and bills the prompt cache."""
 
-    def __init__(self) -> None:
+    def __init__(self, accounting: CacheAccounting | None = None, latency: float = 0.0) -> None:
         self.requests: list[dict[str, Any]] = []
         self.answers: list[dict[str, Any]] = []
-        self.accounting = CacheAccounting()
+        self.screens: list[dict[str, Any]] = []
+        self.accounting = accounting or CacheAccounting()
+        self.latency = latency
         api = self
+        lock = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
@@ -120,30 +254,39 @@ class FakeMessagesAPI:
                 body = json.loads(self.rfile.read(length))
                 if self.path.rstrip("/") != "/v1/messages":
                     return self._send(404, {"type": "error", "error": {"type": "not_found_error",
-                                                                       "message": self.path}})
-                if "Stage:" not in json.dumps(body.get("system", "")):
-                    reply = message({"flagged": False, "reason": "a course brief"}, model=body["model"])
-                else:
-                    data = answer_for(body)
-                    reply = message(data, model=body["model"],
-                                    usage=api.accounting.usage(body, json.dumps(data)))
-                    with lock:
+                                                                       "message": self.path}}, body)
+                data = answer_for(body) if is_stage(body) else {"flagged": False, "reason": "a course brief"}
+                try:
+                    usage, writes = api.accounting.bill(body, json.dumps(data))
+                except TooManyBreakpoints as exc:
+                    return self._send(400, {"type": "error", "error": {"type": "invalid_request_error",
+                                                                       "message": str(exc)}}, body)
+                if api.latency:
+                    time.sleep(api.latency)
+                with lock:
+                    if is_stage(body):
                         api.requests.append(body)
                         api.answers.append(data)
-                self._send(200, reply)
+                        api.accounting.record(stage_of(body), body["model"], usage)
+                    else:
+                        api.screens.append(body)
+                # readable from the moment the response goes out: no client can know of it sooner
+                api.accounting.answered(writes)
+                self._send(200, message(data, model=body["model"], usage=usage), body)
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                raw = json.dumps(payload).encode()
+            def _send(self, status: int, payload: dict[str, Any], body: dict[str, Any]) -> None:
+                streamed = status == 200 and body.get("stream")
+                raw = sse(payload) if streamed else json.dumps(payload).encode()
                 self.send_response(status)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", "text/event-stream" if streamed else "application/json")
                 self.send_header("content-length", str(len(raw)))
                 self.end_headers()
                 self.wfile.write(raw)
+                self.wfile.flush()
 
             def log_message(self, *_args: object) -> None:
                 pass
 
-        lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 

@@ -1,4 +1,5 @@
-"""Message Batches for generation and judging: create, poll, collect, against canned responses."""
+"""Message Batches for generation and judging: create, poll, collect, priced at half, split
+to the limits, and collected on a rerun instead of submitted again."""
 
 from __future__ import annotations
 
@@ -10,13 +11,19 @@ import anthropic
 import httpx2
 import pytest
 
-from stay.models import AnthropicBackend, RequestCache, prefetch
+from stay.artefacts import Brief
+from stay.errors import ModelError, ModelUnavailable
+from stay.models import AnthropicBackend, RequestCache, Usage, prefetch
+from stay.models._batch import split
 from stay.pipeline import build_course, run_command
 from stay.scoring._suite import batch_score
+from stay.stages import STAGES, Prompts
 from tests.conftest import ROOT
-from tests.models.fake_api import answer_for, message
+from tests.models.fake_api import answer_for, is_stage, message, reply
 
 BRIEF = ROOT / "examples" / "briefs" / "incident-postmortems.yaml"
+USAGE = {"input_tokens": 1000, "output_tokens": 400, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+WAVE = {"content", "exercises", "quiz", "capstone"}
 
 
 def _batch(batch_id: str, status: str, counts: dict[str, int]) -> dict[str, Any]:
@@ -29,26 +36,39 @@ def _batch(batch_id: str, status: str, counts: dict[str, int]) -> dict[str, Any]
 
 
 class FakeBatches:
-    """Canned Messages and Message Batches endpoints; batch answers come from the fixtures."""
+    """Canned Messages and Message Batches endpoints; answers come from offline_answer.
 
-    def __init__(self, judge: Any = None, fail: set[int] | None = None) -> None:
+    A batch ends after ``polls_to_end`` polls; ``fail`` makes those entries error;
+    ``down`` makes polling answer 500 (the service going away mid-batch)."""
+
+    def __init__(self, judge: Any = None, fail: set[int] | None = None, polls_to_end: int = 2) -> None:
         self.batches: dict[str, list[dict[str, Any]]] = {}
-        self.polls = 0
+        self.polls: dict[str, int] = {}
         self.live: list[dict[str, Any]] = []
         self.judge = judge
         self.fail = fail or set()
+        self.polls_to_end = polls_to_end
+        self.down = False
 
     def answer(self, params: dict[str, Any]) -> dict[str, Any]:
-        if "Stage:" in json.dumps(params["system"]):
+        if is_stage(params):
             return answer_for(params)
-        return self.judge(params)
+        if self.judge is None:
+            return {"flagged": False, "reason": "fine"}
+        return dict(self.judge(params))
+
+    def counts(self, batch_id: str) -> dict[str, int]:
+        total = len(self.batches[batch_id])
+        if self.polls[batch_id] < self.polls_to_end:
+            return {"processing": total - self.polls[batch_id], "succeeded": self.polls[batch_id]}
+        return {"succeeded": total}
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         path = request.url.path
         if request.method == "POST" and path == "/v1/messages/batches":
             body = json.loads(request.content)
             batch_id = f"msgbatch_{len(self.batches) + 1}"
-            self.batches[batch_id] = body["requests"]
+            self.batches[batch_id], self.polls[batch_id] = body["requests"], 0
             return httpx2.Response(200, json=_batch(batch_id, "in_progress", {"processing": len(body["requests"])}))
         if request.method == "GET" and path.endswith("/results"):
             batch_id = path.split("/")[-2]
@@ -59,23 +79,26 @@ class FakeBatches:
                                                                                        "message": "boom"}}}
                 else:
                     result = {"type": "succeeded", "message": message(self.answer(entry["params"]),
-                                                                      model=entry["params"]["model"])}
+                                                                      model=entry["params"]["model"], usage=USAGE)}
                 lines.append(json.dumps({"custom_id": entry["custom_id"], "result": result}))
             return httpx2.Response(200, content="\n".join(lines).encode(),
                                    headers={"content-type": "application/binary"})
         if request.method == "GET" and path.startswith("/v1/messages/batches/"):
-            self.polls += 1
             batch_id = path.split("/")[-1]
-            done = self.polls >= 2
-            count = len(self.batches[batch_id])
-            return httpx2.Response(200, json=_batch(batch_id, "ended" if done else "in_progress",
-                                                    {"succeeded": count} if done else {"processing": count}))
+            if self.down:
+                return httpx2.Response(500, json={"type": "error", "error": {"type": "api_error", "message": "x"}})
+            if batch_id not in self.batches:
+                return httpx2.Response(404, json={"type": "error", "error": {"type": "not_found_error",
+                                                                             "message": batch_id}})
+            self.polls[batch_id] += 1
+            ended = self.polls[batch_id] >= self.polls_to_end
+            return httpx2.Response(200, json=_batch(batch_id, "ended" if ended else "in_progress",
+                                                    self.counts(batch_id)))
         if request.method == "POST" and path == "/v1/messages":
             body = json.loads(request.content)
-            if "Stage:" not in json.dumps(body["system"]) and self.judge is None:
-                return httpx2.Response(200, json=message({"flagged": False, "reason": "fine"}))
-            self.live.append(body)
-            return httpx2.Response(200, json=message(self.answer(body), model=body["model"]))
+            if is_stage(body) or self.judge is not None:
+                self.live.append(body)
+            return reply(body, message(self.answer(body), model=body["model"], usage=USAGE))
         return httpx2.Response(404, json={"type": "error", "error": {"type": "not_found_error", "message": path}})
 
 
@@ -84,49 +107,131 @@ def _client(api: FakeBatches) -> anthropic.Anthropic:
                                http_client=httpx2.Client(transport=httpx2.MockTransport(api)))
 
 
+def _backend(api: FakeBatches) -> AnthropicBackend:
+    return AnthropicBackend(_client(api), sleep=lambda _s: None)
+
+
 @pytest.fixture(autouse=True)
 def _env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")
     monkeypatch.setenv("STAY_BATCH_POLL_SECONDS", "0")
+    for name in ("STAY_MODEL", "STAY_MODEL_WRITING", "STAY_MODEL_PLANNING"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def test_the_wave_goes_through_one_batch_and_makes_no_live_call(tmp_path: Path) -> None:
     api = FakeBatches()
-    backend = AnthropicBackend(_client(api))
-    result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=backend, batch=True,
-                          progress=lambda _l: None)
+    lines: list[str] = []
+    result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=_backend(api), batch=True,
+                          progress=lines.append)
     assert result.complete and result.validation is not None and not result.validation.defects
     (requests,) = api.batches.values()
     assert len(requests) == 2 * 3 + 1  # two lessons' three files, and the capstone
     assert all(entry["params"]["output_config"]["format"]["type"] == "json_schema" for entry in requests)
-    live_stages = {json.loads(json.dumps(b))["system"][0]["text"].split("# Stage: ")[1].split("\n")[0]
-                   for b in api.live}
-    assert "lesson content" not in live_stages and "quiz" not in live_stages  # all from the batch
-    assert api.polls >= 2
+    assert all("stream" not in entry["params"] for entry in requests)
+    live_stages = {json.dumps(b["system"]).split("# Stage: ")[1].split("\\n")[0] for b in api.live}
+    assert not live_stages & {"lesson content", "exercises", "quiz", "capstone"}  # all from the batch
+    assert "batch msgbatch_1: 7 requests submitted (its id is stored under .runs/batches/)" in lines
+    assert "batch msgbatch_1: 1/7 ended (1 succeeded, 0 errored, 0 canceled, 0 expired), 6 processing" in lines
+    assert not list((result.course_dir / ".runs" / "batches").glob("*.json"))  # collected: the record is gone
+
+
+def test_a_batch_build_costs_half_of_a_live_build_for_the_same_requests(tmp_path: Path) -> None:
+    live = build_course(BRIEF, courses_dir=tmp_path / "live", yes=True, backend=_backend(FakeBatches()),
+                        progress=lambda _l: None)
+    batched = build_course(BRIEF, courses_dir=tmp_path / "batch", yes=True, backend=_backend(FakeBatches()),
+                           batch=True, progress=lambda _l: None)
+    assert live.cost_by_stage is not None and batched.cost_by_stage is not None
+    assert live.usage_by_stage == batched.usage_by_stage  # the same requests, the same tokens
+    for stage, dollars in live.cost_by_stage.items():
+        expected = dollars / 2 if stage in WAVE else dollars
+        assert batched.cost_by_stage[stage] == pytest.approx(expected), stage
+    wave_live = sum(d for s, d in live.cost_by_stage.items() if s in WAVE)
+    assert wave_live > 0 and batched.cost == pytest.approx((live.cost or 0) - wave_live / 2)
+    trace = next((batched.course_dir / ".runs" / "traces").glob("*.jsonl")).read_text()
+    assert trace.count('"batch": true') == 7
 
 
 def test_a_failed_batch_entry_is_asked_again_live(tmp_path: Path) -> None:
     api = FakeBatches(fail={0})
-    result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=AnthropicBackend(_client(api)),
-                          batch=True, progress=lambda _l: None)
+    result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=_backend(api), batch=True,
+                          progress=lambda _l: None)
     assert result.complete
-    assert sum("# Stage: capstone" in b["system"][0]["text"] or "# Stage: lesson content" in b["system"][0]["text"]
-               or "# Stage: exercises" in b["system"][0]["text"] or "# Stage: quiz" in b["system"][0]["text"]
-               for b in api.live) == 1
+    wave_live = [b for b in api.live if any(f"# Stage: {name}" in json.dumps(b["system"])
+                                            for name in ("capstone", "lesson content", "exercises", "quiz"))]
+    assert len(wave_live) == 1
 
 
-def test_prefetch_skips_what_the_cache_holds(tmp_path: Path) -> None:
-    from stay.artefacts import Brief
-    from stay.stages import STAGES, Prompts
+def _jobs(count: int) -> list[tuple[Any, str]]:
+    brief = Brief.from_yaml(BRIEF)
+    return [(STAGES["audience"].request(brief.model_copy(update={"title": f"Course {n}"}), Prompts.load()),
+             "claude-sonnet-5-5") for n in range(count)]
 
+
+def test_prefetch_skips_what_the_cache_holds_and_usage_is_reported_once(tmp_path: Path) -> None:
     api = FakeBatches()
-    cache = RequestCache(tmp_path)
-    request = STAGES["audience"].request(Brief.from_yaml(BRIEF), Prompts.load())
-    outcome = prefetch(_client(api), [(request, "claude-sonnet-5-5")], cache, poll_seconds=0, sleep=lambda _s: None)
+    cache = RequestCache(tmp_path / "cache")
+    (job,) = _jobs(1)
+    outcome = prefetch(_client(api), [job], cache, poll_seconds=0, sleep=lambda _s: None)
     assert outcome is not None and outcome.succeeded == 1 and outcome.failed == {}
-    assert cache.get(request, "claude-sonnet-5-5") is not None
-    assert prefetch(_client(api), [(request, "claude-sonnet-5-5")], cache, sleep=lambda _s: None) is None
+    assert prefetch(_client(api), [job], cache, sleep=lambda _s: None) is None
     assert len(api.batches) == 1
+    first, again = cache.claim(*job), cache.claim(*job)
+    assert first is not None and first.batch and first.usage.input_tokens == 1000  # reported by the first user
+    assert again is not None and again.usage == Usage() and not again.batch  # and never again
+
+
+def test_a_batch_left_running_is_collected_on_the_rerun_not_submitted_again(tmp_path: Path) -> None:
+    api = FakeBatches(polls_to_end=3)
+    cache = RequestCache(tmp_path / ".runs" / "cache")
+    jobs = _jobs(3)
+    api.down = False
+    with pytest.raises(ModelUnavailable, match=r"did not end within 1 s; .*stored under \.runs/batches/"):
+        prefetch(_client(api), jobs, cache, poll_seconds=1, timeout_seconds=1, sleep=lambda _s: None)
+    (record,) = (tmp_path / ".runs" / "batches").glob("*.json")
+    assert json.loads(record.read_text())["batch_id"] == "msgbatch_1"
+    lines: list[str] = []
+    outcome = prefetch(_client(api), jobs, cache, poll_seconds=1, sleep=lambda _s: None, progress=lines.append)
+    assert outcome is not None and outcome.resumed == 3 and outcome.submitted == 0 and outcome.succeeded == 3
+    assert list(api.batches) == ["msgbatch_1"]  # nothing submitted twice
+    assert lines[0] == ("batch msgbatch_1: submitted by an earlier run, in_progress; collecting it instead of "
+                        "submitting its requests again")
+    assert not record.exists() and all(cache.get(*job) is not None for job in jobs)
+
+
+def test_a_build_stopped_mid_batch_collects_it_when_run_again(tmp_path: Path) -> None:
+    api = FakeBatches(polls_to_end=2)
+    original = api.__call__
+
+    def going_away(request: httpx2.Request) -> httpx2.Response:
+        if request.method == "GET" and request.url.path.startswith("/v1/messages/batches/") and \
+                not request.url.path.endswith("/results") and not api.down:
+            api.down = True  # the first poll fails: the run stops with the batch still running
+        return original(request)
+
+    client = anthropic.Anthropic(api_key="test", base_url="http://testserver", max_retries=0,
+                                 http_client=httpx2.Client(transport=httpx2.MockTransport(going_away)))
+    with pytest.raises(ModelUnavailable, match="rerun to continue"):
+        build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=AnthropicBackend(client), batch=True,
+                     progress=lambda _l: None)
+    api.down = False
+    result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=_backend(api), batch=True,
+                          progress=lambda _l: None)
+    assert result.complete and list(api.batches) == ["msgbatch_1"]
+
+
+def test_requests_beyond_one_batchs_limits_are_split(tmp_path: Path) -> None:
+    api = FakeBatches()
+    cache = RequestCache(tmp_path / "cache")
+    outcome = prefetch(_client(api), _jobs(7), cache, sleep=lambda _s: None, max_requests=3)
+    assert outcome is not None and outcome.succeeded == 7 and len(outcome.batch_ids) == 3
+    assert [len(requests) for requests in api.batches.values()] == [3, 3, 1]
+    entries = [{"custom_id": str(n), "params": {"text": "x" * 1_000}} for n in range(10)]
+    by_size = split(entries, max_bytes=4_000)
+    assert [len(chunk) for chunk in by_size] == [2, 2, 2, 2, 2]
+    assert [entry for chunk in by_size for entry in chunk] == entries
+    with pytest.raises(ModelError, match=r"request 0 is \d+ bytes, more than one batch may hold"):
+        split(entries[:1], max_bytes=1_500)
 
 
 def test_judging_at_scale_goes_through_one_batch(tmp_path: Path) -> None:

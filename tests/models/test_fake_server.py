@@ -1,4 +1,6 @@
-"""stay, end to end over real HTTP, against a fake Messages API on 127.0.0.1."""
+"""stay, end to end over real HTTP, against a fake Messages API on 127.0.0.1 whose prompt
+cache bills like the real one: a prefix is readable only after its writer's response,
+keys are scoped by model, every breakpoint is checked."""
 
 from __future__ import annotations
 
@@ -6,7 +8,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import anthropic
 import pytest
 
 from stay.artefacts import (
@@ -21,17 +25,24 @@ from stay.artefacts import (
     Quiz,
     dump,
 )
+from stay.models import AnthropicBackend
+from stay.pipeline import build_course
 from tests.conftest import ROOT
-from tests.models.fake_api import FakeMessagesAPI, inputs_of, stage_of
+from tests.models.fake_api import CacheAccounting, FakeMessagesAPI, TooManyBreakpoints, inputs_of, stage_of
+from tests.models.helpers import SQL
 
-SQL = ROOT / "examples" / "briefs" / "sql-window-functions.yaml"  # 12 lessons, 45 calls
+LATENCY = 0.2
+"""Seconds the fake takes to answer, so that calls in flight together really overlap."""
+
+Served = tuple[FakeMessagesAPI, Path, subprocess.CompletedProcess[str]]
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[FakeMessagesAPI, Path, subprocess.CompletedProcess[str]]:
+def served(tmp_path_factory: pytest.TempPathFactory) -> Served:
+    """``stay build`` of the 12-lesson brief over HTTP, at the default caps."""
     courses = tmp_path_factory.mktemp("courses")
-    with FakeMessagesAPI() as api:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("STAY_MODEL")}
+    with FakeMessagesAPI(latency=LATENCY) as api:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("STAY_MODEL", "STAY_WAVE", "STAY_REPAIR"))}
         env.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key-not-real")
         done = subprocess.run([sys.executable, "-m", "stay.cli", "build", str(SQL), "--yes", "--backend",
                                "anthropic", "--courses-dir", str(courses)],
@@ -39,28 +50,25 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[FakeMessagesAPI, P
     return api, courses / "sql-window-functions", done
 
 
-def test_the_build_completes_over_http(served: tuple[FakeMessagesAPI, Path, subprocess.CompletedProcess[str]]) -> None:
+def test_the_build_completes_over_http(served: Served) -> None:
     api, _course, done = served
     assert done.returncode == 0, done.stderr
     assert "backend: anthropic (analysis claude-sonnet-5-5, planning claude-opus-5-5" in done.stderr
     assert "validation: 0 FAIL, 0 WARN" in done.stdout
-    assert len(api.requests) == 45
+    assert len(api.requests) == 45 and len(api.screens) == 1
 
 
-def test_every_request_carries_the_schema_and_the_cached_prefix(
-    served: tuple[FakeMessagesAPI, Path, subprocess.CompletedProcess[str]],
-) -> None:
+def test_every_request_streams_with_its_schema_and_at_most_four_breakpoints(served: Served) -> None:
     api, _course, _done = served
     for body in api.requests:
         assert body["output_config"]["format"]["type"] == "json_schema"
-        assert body["output_config"]["format"]["schema"]["properties"]
-        assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
-        assert "temperature" not in body
+        assert body["stream"] is True and body["thinking"] == {"type": "adaptive"}
+        marks = sum(bool(b.get("cache_control")) for b in body["system"]) + sum(
+            bool(b.get("cache_control")) for b in body["messages"][0]["content"] if isinstance(b, dict))
+        assert 1 <= marks <= 4
 
 
-def test_the_files_written_are_the_servers_answers(
-    served: tuple[FakeMessagesAPI, Path, subprocess.CompletedProcess[str]],
-) -> None:
+def test_the_files_written_are_the_servers_answers(served: Served) -> None:
     api, course, _done = served
     single = {"audience": ("audience.yaml", Audience), "curriculum": ("curriculum.yaml", Curriculum),
               "outcomes": ("outcomes.yaml", Outcomes), "assessment": ("assessment.yaml", Assessment),
@@ -89,13 +97,94 @@ def test_the_files_written_are_the_servers_answers(
     assert checked == 45
 
 
-def test_at_least_70_percent_of_input_tokens_are_cache_reads(
-    served: tuple[FakeMessagesAPI, Path, subprocess.CompletedProcess[str]],
-) -> None:
+def test_at_least_70_percent_of_generation_input_is_read_from_the_cache(served: Served) -> None:
     api, _course, done = served
     accounting = api.accounting
     print(f"cache reads: {accounting.cache_read_input_tokens} of "
           f"{accounting.input_tokens + accounting.cache_creation_input_tokens + accounting.cache_read_input_tokens}"
-          f" input tokens ({accounting.read_share:.1%})")
+          f" generation input tokens ({accounting.read_share:.1%}); cache writes "
+          f"{accounting.cache_creation_input_tokens}")
     assert accounting.read_share >= 0.70
     assert f"{accounting.cache_read_input_tokens} cache-read" in done.stdout  # stay counts what was billed
+
+
+def _build(tmp_path: Path, *, warm: bool, min_tokens: int = 1_024) -> CacheAccounting:
+    """The same build in process, with or without the prefix gate."""
+    with FakeMessagesAPI(CacheAccounting(min_tokens=min_tokens), latency=LATENCY) as api:
+        client = anthropic.Anthropic(api_key="test-key", base_url=api.url)
+        result = build_course(SQL, courses_dir=tmp_path, yes=True, backend=AnthropicBackend(client, warm_prefixes=warm),
+                              progress=lambda _line: None)
+        assert result.complete
+        return api.accounting
+
+
+def test_the_prefix_gate_is_what_keeps_the_wave_from_paying_one_write_per_call(
+        served: Served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("STAY_MODEL", "STAY_WAVE_CONCURRENCY", "STAY_MODEL_CONCURRENCY"):
+        monkeypatch.delenv(name, raising=False)
+    gated = served[0].accounting
+    ungated = _build(tmp_path / "ungated", warm=False)
+    stricter = _build(tmp_path / "stricter", warm=True, min_tokens=2_048)
+    print(f"read share: {gated.read_share:.1%} gated, {ungated.read_share:.1%} without the gate, "
+          f"{stricter.read_share:.1%} gated with a 2,048-token cache minimum")
+    assert gated.read_share >= 0.70 and stricter.read_share >= 0.70
+    assert ungated.cache_creation_input_tokens > gated.cache_creation_input_tokens * 1.4
+    wave = {"content", "exercises", "quiz"}
+    for stage in wave:  # with the gate, each wave stage writes its own prefix once
+        writes = [b.usage["cache_creation_input_tokens"] for b in gated.billed
+                  if b.stage == stage and b.usage["cache_creation_input_tokens"]]
+        assert len(writes) == 1, (stage, writes)
+
+
+# -- the fake's own rule, checked directly -----------------------------------------------
+
+
+def _body(model: str, *blocks: tuple[str, bool]) -> dict[str, Any]:
+    system = [{"type": "text", "text": text, **({"cache_control": {"type": "ephemeral"}} if mark else {})}
+              for text, mark in blocks]
+    return {"model": model, "system": system, "messages": [{"role": "user", "content": "question"}]}
+
+
+BIG, OTHER = "a" * 8_000, "b" * 8_000  # 2,000 tokens each at four characters a token
+
+
+def test_the_fake_charges_every_request_in_flight_for_the_write() -> None:
+    cache = CacheAccounting()
+    body = _body("m", (BIG, True))
+    first, writes = cache.bill(body, "x")
+    second, _ = cache.bill(body, "x")  # arrives before the first one's response
+    assert first["cache_creation_input_tokens"] == second["cache_creation_input_tokens"] == 2_000
+    cache.answered(writes)
+    third, _ = cache.bill(body, "x")
+    assert third["cache_read_input_tokens"] == 2_000 and third["cache_creation_input_tokens"] == 0
+
+
+def test_the_fake_scopes_keys_by_model_and_reads_the_longest_cached_breakpoint() -> None:
+    cache = CacheAccounting()
+    _usage, writes = cache.bill(_body("m", (BIG, True), (OTHER, True)), "x")
+    cache.answered(writes)
+    assert cache.bill(_body("n", (BIG, True), (OTHER, True)), "x")[0]["cache_read_input_tokens"] == 0
+    longer, _ = cache.bill(_body("m", (BIG, True), (OTHER, True)), "x")
+    assert longer["cache_read_input_tokens"] == 4_000
+    shorter, _ = cache.bill(_body("m", (BIG, True), ("c" * 8_000, True)), "x")  # the first breakpoint only
+    assert shorter["cache_read_input_tokens"] == 2_000 and shorter["cache_creation_input_tokens"] == 2_000
+
+
+def test_the_fake_caches_nothing_below_the_minimum_and_forgets_after_five_minutes() -> None:
+    now = [0.0]
+    cache = CacheAccounting(clock=lambda: now[0])
+    small, writes = cache.bill(_body("m", ("s" * 2_000, True)), "x")
+    assert small["cache_creation_input_tokens"] == 0 and writes == []
+    _usage, writes = cache.bill(_body("m", (BIG, True)), "x")
+    cache.answered(writes)
+    now[0] = 299.0
+    assert cache.bill(_body("m", (BIG, True)), "x")[0]["cache_read_input_tokens"] == 2_000  # and refreshed
+    now[0] = 598.0
+    assert cache.bill(_body("m", (BIG, True)), "x")[0]["cache_read_input_tokens"] == 2_000
+    now[0] = 900.0
+    assert cache.bill(_body("m", (BIG, True)), "x")[0]["cache_read_input_tokens"] == 0
+
+
+def test_the_fake_refuses_more_than_four_breakpoints() -> None:
+    with pytest.raises(TooManyBreakpoints):
+        CacheAccounting().bill(_body("m", *[(BIG, True)] * 5), "x")

@@ -111,15 +111,20 @@ def _sample_requests(inputs: dict[str, Any] = INPUTS) -> dict[str, ModelRequest]
 def test_rendered_request_for_the_sample_brief(stage: str, snapshot: SnapshotAssertion) -> None:
     request = _sample_requests()[stage]
     assert request.stage == stage and request.role == STAGES[stage].ROLE
-    instructions, documents = request.system
-    assert documents.cache and not instructions.cache  # the stable prefix ends with the references
-    names = [line.split('"')[1] for line in documents.text.splitlines() if line.startswith("<reference ")]
-    assert tuple(names) == STAGES[stage].REFERENCES
+    # preamble, the references every stage shares (cached: one prefix across stages), the stage's
+    # instructions, its own references (cached only for a stage called more than once a run)
+    (instructions,) = [b for b in request.system if b.label == "the stage instructions (prompt template)"]
+    documents = [b for b in request.system if b.label == "the reference documents"]
+    assert not instructions.cache and request.system[0].text == PROMPTS.templates["common"].strip()
+    assert [b.cache for b in documents] == [True] * (len(documents) - 1) + [bool(request.shared)]
+    text = "\n\n".join(b.text for b in documents)
+    names = [line.split('"')[1] for line in text.splitlines() if line.startswith("<reference ")]
+    assert sorted(names) == sorted(STAGES[stage].REFERENCES) and len(names) == len(set(names))
     assert {
         "role": request.role, "artefact": request.artefact, "output": request.output_name,
         "schema_fields": sorted(request.output_schema["properties"]),
         "instructions": instructions.text, "references": names,
-        "references_sha256": hashlib.sha256(documents.text.encode()).hexdigest(),
+        "references_sha256": hashlib.sha256(text.encode()).hexdigest(),
         "shared": request.shared, "user": request.user, "max_tokens": request.max_tokens,
     } == snapshot
 

@@ -1,0 +1,254 @@
+"""The Messages API on the wire: request parameters, reading a response, and what an
+error means. Pure functions; the SDK is imported only where a call needs it.
+
+Structured output goes through ``output_config.format`` with the answer model's JSON
+schema, made strict by the SDK's ``transform_schema`` (forcing a tool is rejected by
+the newest models). Thinking and effort are set per role (``stay.models.THINKING``),
+and ``max_tokens`` is the answer's room plus the thinking room, because thinking
+tokens count toward it. A response is checked before it is trusted: the stop reason
+first (a truncated answer is incomplete JSON, not a schema error), then its shape
+(a proxy's HTML page, ``content: null``, no usage, negative token counts), then the
+answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from stay.errors import AnswerError, ModelError, RefusalError, TruncationError
+from stay.models._request import ModelAnswer, ModelRequest, Usage
+from stay.models._roles import Thinking, thinks_adaptively
+
+SDK_NONSTREAMING_TOKENS = 21_333
+"""The SDK refuses a non-streaming request whose ``max_tokens`` implies more than ten
+minutes at its assumed 128,000 tokens an hour (``_calculate_nonstreaming_timeout``)."""
+
+_SDK_TOKENS_PER_SECOND = 128_000 / 3_600
+
+
+def streams(max_tokens: int, timeout: float) -> bool:
+    """Whether a request must stream: when the SDK would refuse it non-streaming, or when
+    its answer could take longer than the request timeout to arrive in one piece. A
+    streamed answer arrives a chunk at a time, so the timeout then measures silence, and
+    only a hung connection can hit it, never a long answer."""
+    return max_tokens > min(SDK_NONSTREAMING_TOKENS, timeout * _SDK_TOKENS_PER_SECOND)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A request's ``max_tokens``: the answer's room plus the thinking room."""
+
+    answer: int
+    thinking: int
+
+    @property
+    def max_tokens(self) -> int:
+        return self.answer + self.thinking
+
+
+def budget_for(request: ModelRequest, model: str, thinking: Thinking | None,
+               answer_tokens: int | None = None) -> Budget:
+    room = thinking.room if thinking is not None and thinks_adaptively(model) else 0
+    return Budget(answer=answer_tokens or request.max_tokens, thinking=room)
+
+
+def request_params(request: ModelRequest, model: str, thinking: Thinking | None = None, *,
+                   answer_tokens: int | None = None) -> dict[str, Any]:
+    """The Messages API parameters for a stage request (pure; no sampling parameters)."""
+    import anthropic
+
+    system = []
+    for block in request.system:
+        if not block.text:
+            continue  # the API refuses an empty text block
+        entry: dict[str, Any] = {"type": "text", "text": block.text}
+        if block.cache:
+            entry["cache_control"] = {"type": "ephemeral"}
+        system.append(entry)
+    output_config: dict[str, Any] = {"format": {"type": "json_schema",
+                                                "schema": anthropic.transform_schema(request.output_schema)}}
+    params: dict[str, Any] = {
+        "model": model,
+        "max_tokens": budget_for(request, model, thinking, answer_tokens).max_tokens,
+        "system": system,
+        "messages": [{"role": "user", "content": _user_content(request)}],
+        "output_config": output_config,
+    }
+    if thinking is not None and thinks_adaptively(model):
+        params["thinking"] = {"type": "adaptive"}
+        output_config["effort"] = thinking.effort
+    return params
+
+
+def _user_content(request: ModelRequest) -> str | list[dict[str, Any]]:
+    if not request.shared:
+        return request.user
+    return [{"type": "text", "text": request.shared, "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": request.user}]
+
+
+# -- reading a response ----------------------------------------------------------------
+
+_TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+MAX_ANSWER_DEPTH = 64
+"""Deeper JSON than this is not an artefact: refused before parsing (a 100,000-deep
+answer would exhaust the parser's recursion)."""
+
+
+def _malformed(where: str, what: str) -> ModelError:
+    return ModelError(f"{where}: the API's response is malformed: {what}; nothing was written, run the "
+                      "command again (if it persists, check ANTHROPIC_BASE_URL and any proxy in between)")
+
+
+def usage_of(message: Any, where: str) -> Usage:
+    """The response's usage, checked: present, whole numbers, none negative."""
+    usage = getattr(message, "usage", None)
+    if usage is None:
+        raise _malformed(where, "it has no usage")
+    counts: dict[str, int] = {}
+    for name in _TOKEN_FIELDS:
+        value = getattr(usage, name, None)
+        if value is None and name.startswith("cache_"):
+            value = 0
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise _malformed(where, f"usage.{name} is {value!r}, not a count of tokens")
+        counts[name] = value
+    details = getattr(usage, "output_tokens_details", None)
+    thinking = getattr(details, "thinking_tokens", 0) or 0
+    if isinstance(thinking, bool) or not isinstance(thinking, int) or not 0 <= thinking <= counts["output_tokens"]:
+        raise _malformed(where, f"usage.output_tokens_details.thinking_tokens is {thinking!r}")
+    return Usage(**counts, thinking_tokens=thinking)
+
+
+def _depth(text: str) -> int:
+    """The deepest nesting of brackets outside strings (a cheap guard before json.loads)."""
+    deepest = depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def answer_from(message: Any, request: ModelRequest, *, budget: Budget | None = None,
+                batch: bool = False) -> ModelAnswer:
+    """A Messages API response as an answer, or the error it means: the stop reason
+    first, then the response's shape, then the answer's JSON."""
+    where = f"stage {request.stage} ({request.artefact})"
+    if isinstance(message, (str, bytes, list, dict)) or message is None:
+        kinds: dict[type, str] = {str: "text (an HTML page or a proxy's error?)", bytes: "bytes",
+                                  list: "a JSON array", dict: "a JSON object that is not a message"}
+        kind = kinds.get(type(message), "empty")
+        raise _malformed(where, f"it is {kind}, not a message")
+    content = getattr(message, "content", None)
+    if not isinstance(content, list):
+        raise _malformed(where, f"content is {content!r}, not a list of blocks")
+    usage = usage_of(message, where)
+    budget = budget or Budget(request.max_tokens, 0)
+    stop = getattr(message, "stop_reason", None)
+    if stop == "max_tokens":
+        thought = f"; {usage.thinking_tokens} went to thinking" if usage.thinking_tokens else ""
+        raise TruncationError(
+            f"{where}: the answer was cut off at max_tokens={budget.max_tokens} ({budget.answer} for the "
+            f"answer, {budget.thinking} for thinking{thought}); it is incomplete, not malformed: split the "
+            "artefact, or give answers more room with AnthropicBackend(answer_tokens=...) (default "
+            "stay.models.MAX_TOKENS; above the SDK's non-streaming limit requests stream)")
+    if stop == "model_context_window_exceeded":
+        raise TruncationError(
+            f"{where}: the request and its answer filled {getattr(message, 'model', 'the model')}'s context "
+            f"window after {usage.output_tokens} output tokens (stop_reason model_context_window_exceeded); "
+            "the inputs are too long for one call: split the artefact or shorten its inputs")
+    if stop == "refusal":
+        details = getattr(message, "stop_details", None)
+        category = getattr(details, "category", None) or "uncategorised"
+        explanation = getattr(details, "explanation", None) or "no explanation given"
+        raise RefusalError(f"{where}: the model refused to answer ({category}: {explanation}); "
+                           "revise the brief or the inputs of this stage")
+    text = "".join(getattr(block, "text", "") or "" for block in content
+                   if getattr(block, "type", None) == "text")
+    if _depth(text) > MAX_ANSWER_DEPTH:
+        raise ModelError(f"{where}: the answer nests deeper than {MAX_ANSWER_DEPTH} levels; no artefact "
+                         "is that deep, so it was not parsed: run the command again")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise AnswerError(f"{where}: the answer is not JSON ({exc.msg} at character {exc.pos})",
+                          raw=text) from None
+    if not isinstance(data, dict):
+        raise AnswerError(f"{where}: the answer is JSON but not an object", raw=text)
+    model = getattr(message, "model", None)
+    return ModelAnswer(data=data, model=model if isinstance(model, str) and model else "unknown",
+                       usage=usage, batch=batch)
+
+
+# -- errors ------------------------------------------------------------------------------
+
+_KEY_SHAPE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")
+
+
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """``text`` with every given secret, and anything shaped like an Anthropic key,
+    replaced: API error text is printed to terminals and logs."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[redacted]")
+    return _KEY_SHAPE.sub("[redacted]", text)
+
+
+def one_line(text: object, limit: int = 200) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
+_RETRYABLE_ERROR_TYPES = ("overloaded_error", "rate_limit_error", "api_error", "timeout_error")
+
+
+def retryable_status(status: int, headers: Mapping[str, str] | None, body: Any) -> bool:
+    """The SDK's retry rule (408, 409, 429, 5xx, ``x-should-retry``), plus a retryable
+    error event inside a stream that began with 200."""
+    should = (headers or {}).get("x-should-retry")
+    if should in ("true", "false"):
+        return should == "true"
+    if status in (408, 409, 429) or status >= 500:
+        return True
+    error = body.get("error") if isinstance(body, Mapping) else None
+    return isinstance(error, Mapping) and error.get("type") in _RETRYABLE_ERROR_TYPES
+
+
+def retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds the server asked to wait (``retry-after-ms``, then ``retry-after`` in
+    seconds), or None. An HTTP-date is ignored: it depends on a clock we do not share."""
+    if not headers:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            seconds = float(raw) * scale
+        except ValueError:
+            continue
+        if seconds >= 0 and seconds == seconds and seconds != float("inf"):
+            return seconds
+    return None
+
+
+def backoff(attempt: int, jitter: float) -> float:
+    """The SDK's backoff: 0.5 s doubling to 8 s, less up to a quarter (``jitter`` in [0, 1))."""
+    return min(0.5 * 2.0 ** attempt, 8.0) * (1 - 0.25 * jitter)

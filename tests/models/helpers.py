@@ -1,0 +1,60 @@
+"""Shared helpers: the real SDK client over ``httpx2.MockTransport`` (the SDK is built on
+httpx2: respx would not see its traffic), and handlers that answer like the offline backend."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import anthropic
+import httpx2
+
+from stay.artefacts import Brief
+from stay.models import AnthropicBackend, ModelRequest
+from stay.stages import STAGES, Prompts
+from tests.conftest import ROOT
+from tests.models.fake_api import answer_for, is_stage, message, reply
+
+HTTP = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
+SQL = ROOT / "examples" / "briefs" / "sql-window-functions.yaml"
+KEY = "sk-ant-api03-TEST-KEY-0123456789abcdef"
+Handler = Callable[[httpx2.Request], httpx2.Response]
+
+
+def client(handler: Handler, *, key: str = KEY) -> anthropic.Anthropic:
+    return anthropic.Anthropic(api_key=key, base_url="http://testserver", max_retries=0,
+                               http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+
+
+def backend(handler: Handler, **options: Any) -> AnthropicBackend:
+    """The Claude backend over ``handler``; never really sleeps."""
+    options.setdefault("sleep", lambda _seconds: None)
+    return AnthropicBackend(client(handler), **options)
+
+
+def recording(responses: list[dict[str, Any] | httpx2.Response] | None = None,
+              ) -> tuple[Handler, list[dict[str, Any]]]:
+    """A handler that records every stage request's body and answers like the offline
+    backend, or with the given bodies (a dict is sent as JSON or a stream, as asked)."""
+    seen: list[dict[str, Any]] = []
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        if not is_stage(body):  # the input screen
+            return reply(body, message({"flagged": False, "reason": "fine"}, model=body["model"]))
+        seen.append(body)
+        if responses:
+            canned = responses.pop(0)
+            return canned if isinstance(canned, httpx2.Response) else reply(body, canned)
+        return reply(body, message(answer_for(body), model=body["model"]))
+
+    return handle, seen
+
+
+def audience_request() -> ModelRequest:
+    return STAGES["audience"].request(Brief.from_yaml(HTTP), Prompts.load())
+
+
+def quiet(_line: str) -> None:
+    pass

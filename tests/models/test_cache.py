@@ -1,0 +1,115 @@
+"""The request cache: replay with no call and no key, and a miss that names what changed
+since the nearest cached request."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2
+import pytest
+
+import stay
+from stay.artefacts import Brief
+from stay.models import CachedBackend, ModelAnswer, RequestCache, Usage
+from stay.pipeline import build_course
+from stay.stages import STAGES, Prompts
+from tests.conftest import ROOT
+from tests.models.fake_api import FakeMessagesAPI
+from tests.models.helpers import HTTP, audience_request, backend, quiet, recording
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("STAY_MODEL", "STAY_MODEL_PLANNING", "STAY_MODEL_WRITING", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")
+
+
+def no_network(request: httpx2.Request) -> httpx2.Response:
+    raise AssertionError("a replayed run made an HTTP call")
+
+
+def test_replay_makes_no_http_call_and_a_miss_says_what_changed(tmp_path: Path) -> None:
+    handle, seen = recording()
+    first = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend(handle), progress=quiet)
+    assert len(seen) == 25 and len(list((first.course_dir / ".runs" / "cache").glob("*.json"))) == 26
+    for path in first.course_dir.rglob("*"):
+        if path.is_file() and ".runs" not in path.parts and ".state" not in path.parts:
+            path.unlink()
+    replayed = build_course(HTTP, courses_dir=tmp_path, yes=True, replay=True, backend=backend(no_network),
+                            progress=quiet)
+    assert replayed.complete and replayed.cost == 0 and replayed.calls == 25  # the screen's verdict was free
+
+    prompts = Prompts.load()
+    changed = Prompts(prompts.directory, {**prompts.templates, "content": prompts.templates["content"] + "\nMore."},
+                      prompts.references)
+    for path in first.course_dir.glob("modules/*/*.md"):
+        path.unlink()
+    with pytest.raises(stay.errors.ReplayMiss, match=r"stage content .*: the stage instructions \(prompt template\)"
+                                                     r" since the nearest cached request"):
+        build_course(HTTP, courses_dir=tmp_path, yes=True, replay=True, prompts=changed,
+                     backend=backend(no_network), progress=quiet)
+
+
+def test_a_rerun_does_not_pay_for_the_screen_again(tmp_path: Path) -> None:
+    handle, _seen = recording()
+    screens: list[int] = []
+
+    def counting(request: httpx2.Request) -> httpx2.Response:
+        if b"# Stage:" not in request.content:
+            screens.append(1)
+        return handle(request)
+
+    build_course(HTTP, courses_dir=tmp_path, backend=backend(counting), progress=quiet)
+    build_course(HTTP, courses_dir=tmp_path, backend=backend(counting), progress=quiet)
+    assert screens == [1]
+
+
+def test_the_nearest_cached_request_is_the_one_with_the_fewest_changes(tmp_path: Path) -> None:
+    cache = RequestCache(tmp_path)
+    brief = Brief.from_yaml(HTTP)
+    request = STAGES["audience"].request(brief, Prompts.load())
+    answer = ModelAnswer(data={}, model="m", usage=Usage())
+    # two changes (model and brief), stored under a key that sorts first ...
+    far = STAGES["audience"].request(brief.model_copy(update={"title": "Far"}), Prompts.load())
+    # ... and one change (the brief) under another
+    near = STAGES["audience"].request(brief.model_copy(update={"title": "Near"}), Prompts.load())
+    cache.put(far, "claude-opus-5-5", answer)
+    cache.put(near, "claude-sonnet-5-5", answer)
+    # the farther one first in sort order, as the first-found rule would have picked it
+    for path in tmp_path.glob("*.json"):
+        entry = path.read_text()
+        path.rename(tmp_path / ("0-far.json" if '"Far"' in entry else "1-near.json"))
+    why = cache.explain_miss(request, "claude-sonnet-5-5")
+    assert why == "stage audience (audience.yaml): inputs: brief since the nearest cached request", why
+
+
+def test_a_miss_names_the_model_when_only_the_model_changed(tmp_path: Path) -> None:
+    cache = RequestCache(tmp_path)
+    handle, _seen = recording()
+    CachedBackend(backend(handle), cache).complete(audience_request(), "claude-sonnet-5-5")
+    assert cache.explain_miss(audience_request(), "claude-opus-5-5") == (
+        "stage audience (audience.yaml): model (claude-sonnet-5-5 -> claude-opus-5-5) since the nearest cached "
+        "request")
+
+
+def test_replay_needs_no_api_key(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("STAY_MODEL", "ANTHROPIC_"))}
+    env["SOURCE_DATE_EPOCH"] = "1780000000"
+    with FakeMessagesAPI() as api:
+        built = subprocess.run([sys.executable, "-m", "stay.cli", "new", str(HTTP), "--backend", "anthropic",
+                                "--courses-dir", str(tmp_path)],
+                               env={**env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key"},
+                               capture_output=True, text=True, cwd=ROOT, check=False)
+    assert built.returncode == 0, built.stderr
+    audience = tmp_path / "how-http-requests-travel" / "audience.yaml"
+    written = audience.read_text()
+    audience.unlink()
+    replayed = subprocess.run([sys.executable, "-m", "stay.cli", "build", "how-http-requests-travel",
+                               "--backend", "anthropic", "--replay", "--courses-dir", str(tmp_path)],
+                              env=env, capture_output=True, text=True, cwd=ROOT, check=False)
+    assert replayed.returncode == 4, replayed.stderr  # back at the design gate, having replayed the audience
+    assert "ANTHROPIC_API_KEY" not in replayed.stderr and audience.read_text() == written

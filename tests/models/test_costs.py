@@ -1,0 +1,117 @@
+"""Prices per model from one table, the batch discount, and a cost that is unknown, not
+partial, when a model has no price."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from stay.models import BATCH_DISCOUNT, PRICES, Usage, cost, describe_cost
+from stay.pipeline import build_course
+from tests.conftest import ROOT
+from tests.models.fake_api import FakeMessagesAPI, answer_for, is_stage, message, reply
+from tests.models.helpers import HTTP, backend, quiet
+
+MILLION = Usage(input_tokens=1_000_000, output_tokens=1_000_000, cache_creation_input_tokens=1_000_000,
+                cache_read_input_tokens=1_000_000)
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("STAY_MODEL", "STAY_MODEL_PLANNING", "STAY_MODEL_WRITING", "STAY_MODEL_ANALYSIS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")
+
+
+def test_cache_multipliers_are_per_model() -> None:
+    # input + output + a 5-minute write + a read, a million tokens each
+    assert cost("claude-opus-5-5", MILLION) == pytest.approx(4 + 20 + 5 + 0.20)  # reads 0.05x, not 0.1x
+    assert cost("claude-sonnet-5-5", MILLION) == pytest.approx(2 + 10 + 2.5 + 0.20)
+    assert cost("claude-fable-5-1", MILLION) == pytest.approx(10 + 50 + 12.5 + 0.25)  # 0.025x
+    assert cost("claude-opus-4-8", MILLION) == pytest.approx(5 + 25 + 6.25 + 0.50)
+    assert PRICES["claude-opus-5-5"].rates.cache_read / PRICES["claude-opus-5-5"].rates.input == 0.05
+
+
+def test_haiku_5_5_is_priced_by_prompt_length() -> None:
+    short = Usage(input_tokens=60_000, cache_read_input_tokens=40_000, output_tokens=1_000)
+    long = Usage(input_tokens=60_000, cache_read_input_tokens=40_001, output_tokens=1_000)
+    assert cost("claude-haiku-5-5", short) == pytest.approx((60_000 * 0.10 + 40_000 * 0.01 + 1_000 * 0.50) / 1e6)
+    assert cost("claude-haiku-5-5", long) == pytest.approx((60_000 * 0.50 + 40_001 * 0.05 + 1_000 * 2.50) / 1e6)
+
+
+def test_a_batch_costs_half() -> None:
+    for model in ("claude-opus-5-5", "claude-sonnet-5-5", "claude-haiku-5-5"):
+        assert cost(model, MILLION, batch=True) == pytest.approx(BATCH_DISCOUNT * (cost(model, MILLION) or 0))
+
+
+def test_every_current_model_the_sdk_lists_is_priced_or_named_unpriced() -> None:
+    from anthropic.types import model_param
+
+    listed = [name for name in model_param.ModelParam.__args__[0].__args__]  # type: ignore[attr-defined]
+    unpriced = {"claude-fable-5-2", "claude-mythos-5-2", "claude-mythos-preview"}  # no published source
+    assert set(listed) - unpriced <= set(PRICES), "a model the SDK lists has no price and is not known unpriced"
+    for name in unpriced:
+        assert cost(name, MILLION) is None
+    assert "claude-haiku-5-5" in PRICES and all(price.source for price in PRICES.values())
+
+
+def test_a_cost_is_unknown_never_partial_when_a_model_has_no_price() -> None:
+    assert cost("a-model-with-no-price", MILLION) is None
+    assert describe_cost(1.5) == "$1.5000"
+    assert describe_cost(1.5, {"claude-fable-5-2"}) == \
+        "cost unknown (no price on file for claude-fable-5-2)"
+
+
+def _fixed_usage_handler(usage: dict[str, int]) -> object:
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        data = answer_for(body) if is_stage(body) else {"flagged": False, "reason": "fine"}
+        return reply(body, message(data, model=body["model"], usage=usage))
+
+    return handle
+
+
+def test_a_build_prices_every_call_stage_and_the_screen(tmp_path: Path) -> None:
+    usage = {"input_tokens": 1000, "output_tokens": 500, "cache_creation_input_tokens": 0,
+             "cache_read_input_tokens": 4000}
+    result = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend(_fixed_usage_handler(usage)),
+                          progress=quiet)
+    per_call = {"claude-sonnet-5-5": (1000 * 2 + 500 * 10 + 4000 * 0.2) / 1e6,
+                "claude-opus-5-5": (1000 * 4 + 500 * 20 + 4000 * 0.2) / 1e6}
+    sonnet_calls, opus_calls = 1 + 18 + 1, 1 + 1 + 1 + 2 + 1  # audience, wave, screen; design, plans, capstone
+    assert result.cost == pytest.approx(sonnet_calls * per_call["claude-sonnet-5-5"]
+                                        + opus_calls * per_call["claude-opus-5-5"])
+    assert result.usage_by_stage is not None and result.usage_by_stage["content"].input_tokens == 6000
+    assert result.usage_by_stage["moderation"].input_tokens == 1000  # the screen is counted
+    assert result.cost_by_stage is not None and result.cost_by_stage["moderation"] == pytest.approx(
+        per_call["claude-sonnet-5-5"])
+    trace = next((result.course_dir / ".runs" / "traces").glob("*.jsonl")).read_text()
+    assert '"cache_read_input_tokens": 4000' in trace and '"batch": false' in trace
+
+
+def test_an_unpriced_model_makes_the_cost_unknown_in_the_result_and_on_stdout(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with monkeypatch.context() as env:  # the design stages, up to the gate, with an unpriced planner
+        env.setenv("STAY_MODEL_PLANNING", "claude-fable-5-2")
+        result = build_course(HTTP, courses_dir=tmp_path / "api",
+                              backend=backend(_fixed_usage_handler({"input_tokens": 10, "output_tokens": 10})),
+                              progress=quiet)
+    assert result.stopped_at == "design gate"
+    assert result.cost is None and result.unpriced == ("claude-fable-5-2",)
+    assert result.cost_by_stage is not None and "audience" in result.cost_by_stage  # what is priced, per stage
+    with FakeMessagesAPI() as api:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("STAY_MODEL")}
+        env.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key-not-real",
+                   STAY_MODEL_PLANNING="claude-fable-5-2", SOURCE_DATE_EPOCH="1780000000")
+        done = subprocess.run([sys.executable, "-m", "stay.cli", "new", str(HTTP), "--courses-dir",
+                               str(tmp_path / "cli")], env=env, capture_output=True, text=True, cwd=ROOT,
+                              check=False)
+    assert done.returncode == 0, done.stderr
+    usage_line = next(line for line in done.stdout.splitlines() if line.startswith("usage:"))
+    assert usage_line.endswith("cost unknown (no price on file for claude-fable-5-2)") and "$" not in usage_line

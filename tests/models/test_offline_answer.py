@@ -1,0 +1,57 @@
+"""``stay.models.offline_answer``: the offline backend's answer for one stage, public, so
+fakes outside stay can answer as it does."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from stay.errors import UsageError
+from stay.models import ModelAnswer, ModelRequest, OfflineBackend, offline_answer
+from stay.pipeline import build_course
+from tests.conftest import ROOT
+
+BRIEFS = sorted((ROOT / "examples" / "briefs").glob("*.yaml"))
+
+
+class Recording(OfflineBackend):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[ModelRequest, ModelAnswer]] = []
+
+    def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
+        answer = super().complete(request, model)
+        self.seen.append((request, answer))
+        return answer
+
+
+@pytest.mark.parametrize("brief", BRIEFS, ids=[b.stem for b in BRIEFS])
+def test_it_answers_every_stage_as_the_offline_backend_does(brief: Path, tmp_path: Path) -> None:
+    backend = Recording()
+    result = build_course(brief, courses_dir=tmp_path, yes=True, backend=backend, progress=lambda _l: None)
+    assert result.complete
+    stages = set()
+    for request, answer in backend.seen:
+        inputs = copy.deepcopy(request.inputs)
+        assert offline_answer(request.stage, inputs) == answer.data
+        assert inputs == request.inputs  # the caller's inputs are not modified
+        stages.add(request.stage)
+    assert stages == {"audience", "curriculum", "outcomes", "assessment", "plan", "content", "exercises",
+                      "quiz", "capstone"}
+
+
+def test_it_is_plain_json_and_deterministic() -> None:
+    request_inputs = {"brief": {"title": "T", "topic": "Caching: keys, expiry", "audience": "Developers",
+                                "time_available": "2 hours"}}
+    first = offline_answer("audience", request_inputs)
+    assert json.loads(json.dumps(first)) == first == offline_answer("audience", copy.deepcopy(request_inputs))
+
+
+def test_a_wrong_stage_or_a_missing_input_is_a_clear_error() -> None:
+    with pytest.raises(UsageError, match=r"unknown stage 'lesson'; the stages are audience, .*, moderation"):
+        offline_answer("lesson", {})
+    with pytest.raises(UsageError, match=r"stage 'audience' needs the input 'brief'"):
+        offline_answer("audience", {})

@@ -1,0 +1,83 @@
+"""The prefix gate: one writer per (model, prefix) in flight; the others wait for its answer."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from stay.models import PrefixGate, prefix_keys
+
+LONG = "x" * 5_000
+
+
+def params(model: str, *texts: str, marked: tuple[int, ...] = (0,)) -> dict[str, object]:
+    system = [{"type": "text", "text": text, **({"cache_control": {"type": "ephemeral"}} if i in marked else {})}
+              for i, text in enumerate(texts)]
+    return {"model": model, "system": system, "messages": [{"role": "user", "content": "q"}]}
+
+
+def test_keys_are_per_model_and_per_breakpoint_and_skip_prefixes_too_short_to_cache() -> None:
+    one = prefix_keys(params("a", LONG, LONG, marked=(0, 1)))
+    assert len(one) == 2 and one != prefix_keys(params("b", LONG, LONG, marked=(0, 1)))
+    assert prefix_keys(params("a", LONG, "y" * 5_000, marked=(0, 1)))[0] == one[0]  # shared first prefix
+    assert prefix_keys(params("a", "short")) == []
+
+
+def test_a_second_request_waits_for_the_first_ones_answer_then_reads() -> None:
+    gate = PrefixGate()
+    order: list[str] = []
+    inside = threading.Event()
+    release = threading.Event()
+
+    def first() -> None:
+        with gate.hold(["k"]):
+            order.append("first sent")
+            inside.set()
+            release.wait(5)
+            order.append("first answered")
+
+    def second() -> None:
+        inside.wait(5)
+        with gate.hold(["k"]):
+            order.append("second sent")
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.05)
+    assert order == ["first sent"]  # the second is held
+    release.set()
+    for thread in threads:
+        thread.join(5)
+    assert order == ["first sent", "first answered", "second sent"] and gate.waits == 1
+
+
+def test_a_written_prefix_lets_everyone_through_until_it_expires() -> None:
+    now = [0.0]
+    gate = PrefixGate(ttl=300, clock=lambda: now[0])
+    with gate.hold(["k"]):
+        pass
+    assert gate._fresh("k")
+    now[0] = 299.0
+    with gate.hold(["k"]):  # a read refreshes the entry
+        pass
+    now[0] = 598.0
+    assert gate._fresh("k")
+    now[0] = 600.0
+    assert not gate._fresh("k")
+
+
+def test_after_a_failed_write_requests_go_through_together_not_one_after_another() -> None:
+    now = [0.0]
+    gate = PrefixGate(ttl=300, clock=lambda: now[0])
+    with pytest.raises(RuntimeError), gate.hold(["k"]):
+        raise RuntimeError("the service is failing")
+    assert not gate._fresh("k") and not gate._writing
+    with gate.hold(["k"]), gate.hold(["k"]):  # both in flight at once: neither waits for the other
+        assert not gate._writing
+    assert gate._fresh("k")  # one of them answered: the prefix is written
+    now[0] = 1_000.0
+    with gate.hold(["k"]):
+        assert "k" in gate._writing  # expired: gated again, this request writes it
