@@ -19,20 +19,26 @@ from stay.models._protocol import ModelClient
 from stay.models._request import ModelAnswer, ModelRequest, Usage
 
 
-def request_key(request: ModelRequest, model: str) -> str:
-    body = json.dumps({"model": model, "request": request.model_dump(mode="json")}, sort_keys=True)
-    return hashlib.sha256(body.encode()).hexdigest()
+def request_key(request: ModelRequest, model: str, salt: str = "") -> str:
+    """The cache key of a request. A ``salt`` (an eval epoch) makes otherwise identical
+    requests distinct builds, without touching the prompt; no salt, the key as before."""
+    document: dict[str, object] = {"model": model, "request": request.model_dump(mode="json")}
+    if salt:
+        document["salt"] = salt
+    return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
 
 
 @dataclass
 class RequestCache:
     directory: Path
+    salt: str = ""
+    """Keys every entry apart from the same request under another salt (see ``request_key``)."""
 
     def _path(self, key: str) -> Path:
         return self.directory / f"{key}.json"
 
     def get(self, request: ModelRequest, model: str) -> ModelAnswer | None:
-        path = self._path(request_key(request, model))
+        path = self._path(request_key(request, model, self.salt))
         if not path.is_file():
             return None
         try:
@@ -46,7 +52,7 @@ class RequestCache:
 
         entry = {"model": model, "request": request.model_dump(mode="json"),
                  "answer": answer.model_dump(mode="json")}
-        write_text_atomic(self._path(request_key(request, model)), json.dumps(entry, sort_keys=True))
+        write_text_atomic(self._path(request_key(request, model, self.salt)), json.dumps(entry, sort_keys=True))
 
     def explain_miss(self, request: ModelRequest, model: str) -> str:
         """What changed since the nearest cached request for the same stage and file."""
