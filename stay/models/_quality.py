@@ -53,7 +53,7 @@ _LOWER_TASKS = {
 _LEVELS = ("remember", "understand", "apply", "analyze", "evaluate", "create")
 _DEGREE_LADDERS = (
     ("The work is excellent and thorough throughout.", "The work is strong and mostly thorough.",
-     "The work is partly thorough in places.", "The work is weak and rarely thorough."),
+     "The work is partly thorough.", "The work is weak and rarely thorough."),
     ("An outstanding, fully complete submission.", "A very solid, largely complete submission.",
      "A somewhat complete submission.", "A limited, mostly incomplete submission."),
     ("Consistently careful and highly detailed.", "Generally careful and fairly detailed.",

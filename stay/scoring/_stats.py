@@ -1,0 +1,194 @@
+"""The statistics behind ``stay evals compare``: permutation tests with intervals,
+Holm–Bonferroni, and the minimum detectable effect. ``docs/evals.md`` says why each.
+
+Two tests, one machinery. After a prompt change the unit is the build (a brief built
+once, in one epoch): items of one build share its luck, so they are not independent.
+``stratified_test`` compares the builds' means with a permutation test stratified by
+brief: under "the change made no difference", the builds of one brief are exchangeable
+between the two runs, so their run labels are shuffled within each brief, never across
+(a hard brief stays hard in both runs, and its difficulty cancels). When both runs
+judged byte-identical content (rescoring with a changed judge or scorer), the unit is
+the item, and ``paired_test`` flips the signs of the content-matched differences.
+
+Both statistics are linear in a shift ``delta`` of the candidate's values, so one set
+of permutations gives the p-value at every shift, and the 95% interval is the set of
+shifts the test does not reject (the test inverted): the interval and the p-value can
+never disagree. Permutations are drawn from a fixed seed: same reports, same answer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from statistics import NormalDist
+
+import numpy as np
+import numpy.typing as npt
+
+PERMUTATIONS = 4999
+"""Random permutations per test: p-values resolve to 1/5000, a twentieth of the
+smallest Holm threshold five scorers need (0.01)."""
+LEVEL = 0.95
+_EPS = 1e-9
+_SCALE = (-1.0, 1.0)
+"""Scores are in [0, 1], so a difference of means is in [-1, 1]; an interval that
+reaches an end of this scale is as wide as the data allow."""
+
+Floats = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """One brief's units (build means) in each run, and its weight in the difference."""
+
+    baseline: tuple[float, ...]
+    candidate: tuple[float, ...]
+    weight: float
+
+
+@dataclass(frozen=True)
+class Estimate:
+    difference: float
+    """Candidate minus baseline (weighted over briefs, or the mean paired difference)."""
+    low: float
+    high: float
+    """The interval at ``LEVEL``: every shift the test does not reject."""
+    p: float
+    """Two-sided permutation p-value of "no difference", (1 + as extreme) / (1 + permutations)."""
+    se: float | None
+    """Standard error of ``difference`` from the observed variance (None: cannot be estimated)."""
+    df: int
+    spread: float | None = None
+    """The standard deviation behind ``se``: of a build's mean around its brief's (builds), or
+    of a paired difference (items)."""
+
+
+@lru_cache(maxsize=256)
+def _chosen(n: int, k: int, permutations: int, seed: int, stratum: int) -> npt.NDArray[np.intp]:
+    """For each permutation, which ``k`` of ``n`` pooled units play the candidate."""
+    rng = np.random.default_rng([seed, stratum, n, k])
+    return np.argsort(rng.random((permutations, n)), axis=1)[:, :k]
+
+
+@lru_cache(maxsize=64)
+def _signs(n: int, permutations: int, seed: int) -> Floats:
+    rng = np.random.default_rng([seed, n, 1])
+    return rng.choice(np.array([-1.0, 1.0]), size=(permutations, n))
+
+
+def _p_at(shift: float, a: Floats, b: Floats, observed: float) -> float:
+    """The p-value of "the difference is ``shift``" (statistic a - shift * b, observed - shift)."""
+    extreme = np.abs(a - shift * b) >= abs(observed - shift) - _EPS
+    return float((1 + np.count_nonzero(extreme)) / (1 + a.size))
+
+
+def _bound(a: Floats, b: Floats, observed: float, alpha: float, end: float) -> float:
+    """The interval's end towards ``end``: where the p-value first drops to ``alpha``."""
+    if _p_at(end, a, b, observed) > alpha:
+        return end
+    inside, outside = observed, end
+    for _ in range(40):
+        middle = (inside + outside) / 2
+        if _p_at(middle, a, b, observed) > alpha:
+            inside = middle
+        else:
+            outside = middle
+    return observed if abs(inside - observed) < 1e-6 else inside  # no spread: the interval is the point
+
+
+def _estimate(a: Floats, b: Floats, observed: float, se: float | None, df: int, level: float,
+              spread: float | None) -> Estimate:
+    alpha = 1.0 - level
+    observed = float(observed)
+    return Estimate(difference=observed, low=float(_bound(a, b, observed, alpha, _SCALE[0])),
+                    high=float(_bound(a, b, observed, alpha, _SCALE[1])), p=_p_at(0.0, a, b, observed), se=se,
+                    df=df, spread=spread)
+
+
+def stratified_test(strata: Sequence[Stratum], *, permutations: int = PERMUTATIONS, seed: int = 0,
+                    level: float = LEVEL) -> Estimate:
+    """Difference of weighted brief means (candidate minus baseline), with a permutation
+    test that shuffles run labels among each brief's units only."""
+    used = [s for s in strata if s.baseline and s.candidate and s.weight > 0]
+    if not used:
+        raise ValueError("no brief has units in both runs")
+    total = sum(s.weight for s in used)
+    a = np.zeros(permutations)
+    b = np.zeros(permutations)
+    observed = 0.0
+    squares, df, variance_weights, differences = 0.0, 0, 0.0, []
+    for index, stratum in enumerate(used):
+        w = stratum.weight / total
+        base, cand = np.asarray(stratum.baseline, float), np.asarray(stratum.candidate, float)
+        n_a, n_c = base.size, cand.size
+        pooled = np.concatenate([base, cand])
+        chosen = _chosen(pooled.size, n_c, permutations, seed, index)
+        as_candidate = pooled[chosen].sum(axis=1)
+        a += w * (as_candidate / n_c - (pooled.sum() - as_candidate) / n_a)
+        moved = np.count_nonzero(chosen >= n_a, axis=1)
+        b += w * (moved / n_c - (n_c - moved) / n_a)
+        observed += w * (cand.mean() - base.mean())
+        differences.append((w, float(cand.mean() - base.mean())))
+        squares += float(((base - base.mean()) ** 2).sum() + ((cand - cand.mean()) ** 2).sum())
+        df += n_a + n_c - 2
+        variance_weights += w * w * (1 / n_a + 1 / n_c)
+    se = spread = None
+    if df > 0:  # the variance of a build around its brief's mean, pooled over briefs and runs
+        spread = math.sqrt(squares / df)
+        se = spread * math.sqrt(variance_weights)
+    elif len(differences) >= 2:  # one build per brief and run: the spread of the briefs' differences
+        mean = sum(d for _w, d in differences) / len(differences)
+        spread = math.sqrt(sum((d - mean) ** 2 for _w, d in differences) / (len(differences) - 1))
+        se, df = spread * math.sqrt(sum(w * w for w, _d in differences)), len(differences) - 1
+    return _estimate(a, b, observed, se, df, level, spread)
+
+
+def paired_test(differences: Sequence[float], *, permutations: int = PERMUTATIONS, seed: int = 0,
+                level: float = LEVEL) -> Estimate:
+    """Mean of paired differences, with a sign-flip permutation test (items judged on
+    byte-identical content in both runs, matched by content hash)."""
+    if not differences:
+        raise ValueError("no pairs")
+    d = np.asarray(differences, float)
+    signs = _signs(d.size, permutations, seed)
+    spread = float(d.std(ddof=1)) if d.size > 1 else None
+    se = spread / math.sqrt(d.size) if spread is not None else None
+    return _estimate(signs @ d / d.size, signs.mean(axis=1), float(d.mean()), se, d.size - 1, level, spread)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm–Bonferroni adjusted p-values, in the order given: reject where adjusted < alpha
+    and the chance of any false rejection among them stays at most alpha."""
+    m = len(p_values)
+    adjusted = [1.0] * m
+    running = 0.0
+    for rank, index in enumerate(sorted(range(m), key=lambda i: p_values[i])):
+        running = max(running, min(1.0, (m - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+def t_quantile(p: float, df: int) -> float:
+    """Student's t quantile: exact for 1 and 2 degrees of freedom, else the Cornish–Fisher
+    expansion (within 0.002 of the exact value from 3 degrees of freedom up)."""
+    if df <= 0:
+        return math.inf
+    if df == 1:
+        return math.tan(math.pi * (p - 0.5))
+    if df == 2:
+        return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
+    z = NormalDist().inv_cdf(p)
+    v = float(df)
+    return (z + (z**3 + z) / (4 * v) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2)
+            + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
+            + (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / (92160 * v**4))
+
+
+def minimum_detectable_effect(se: float | None, df: int, *, alpha: float, power: float = 0.8) -> float | None:
+    """The smallest true difference a two-sided test at ``alpha`` detects with ``power``,
+    for this standard error: (t(1 - alpha/2) + t(power)) * se. None when se is unknown."""
+    if se is None or df <= 0:
+        return None
+    return (t_quantile(1 - alpha / 2, df) + t_quantile(power, df)) * se
