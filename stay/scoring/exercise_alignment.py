@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from stay.scoring._core import CourseOnDisk, Judge, Judging, ScoreResult, yes_no
 
-INSTRUCTIONS = """You judge one exercise on the lesson above against the learning outcome it targets.
+INSTRUCTIONS = """You judge one exercise against the learning outcome it targets (the lesson is above).
 Decide whether doing the task requires the learner to perform the outcome's verb at the
 outcome's Bloom level (not a lower one: recalling is not applying, applying is not
 evaluating). Answer with the JSON schema: aligned, reason (one sentence)."""

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from stay.scoring._core import CourseOnDisk, Judge, Judging, ScoreResult
 
-INSTRUCTIONS = """You judge whether the lesson above teaches one learning outcome.
+INSTRUCTIONS = """You judge whether the lesson above teaches a learning outcome.
 Find the passage of the lesson that teaches the outcome and quote it verbatim, word for
 word (one to three sentences; Markdown markers may be left out). If no passage teaches it,
 quote nothing and say so. Judge the teaching, not a mention: naming a topic is not
