@@ -23,7 +23,7 @@ from stay.errors import EXIT_OK, EXIT_USAGE, InvalidRun, RunsNotComparable, exit
 
 def add_evals_parser(subparsers: Any) -> None:
     """Add ``evals`` (with ``compare`` and ``score``) to an argparse subparsers object."""
-    from stay.scoring._compare import ALLOWABLE, ALPHA, MAX_FAILED
+    from stay.scoring._compare import ALLOWABLE, ALPHA, EFFECT, MAX_FAILED
 
     evals = subparsers.add_parser("evals", help="compare two eval reports, and score saved courses again")
     commands = evals.add_subparsers(dest="evals_command", metavar="EVALS_COMMAND")
@@ -45,6 +45,9 @@ def add_evals_parser(subparsers: Any) -> None:
     compare.add_argument("--max-failed", type=float, default=MAX_FAILED, metavar="SHARE",
                          help=f"a run with a larger share of failed judge items per scorer is invalid "
                               f"(default {MAX_FAILED})")
+    compare.add_argument("--effect", type=float, default=EFFECT, metavar="SHARE",
+                         help="the smallest drop that matters, as a share of the baseline mean (default "
+                              f"{EFFECT}): 'no detectable difference' needs the interval to exclude it or the MDE")
     compare.add_argument("--permutations", type=int, default=None, metavar="N",
                          help="permutations per test (default 4999)")
     compare.add_argument("--seed", type=int, default=0, help="the permutations' seed (default 0)")
@@ -80,12 +83,13 @@ def _compare(ns: argparse.Namespace) -> int:
     from stay.scoring._render import items_text, markdown, text
     from stay.scoring._report import read_report
 
-    if not 0 < ns.alpha < 1 or not 0 <= ns.max_failed < 1:
-        raise UsageError("--alpha must be between 0 and 1, and --max-failed at least 0 and below 1")
+    if not 0 < ns.alpha < 1 or not 0 <= ns.max_failed < 1 or not 0 < ns.effect <= 1:
+        raise UsageError("--alpha must be between 0 and 1, --max-failed at least 0 and below 1, and --effect above 0 "
+                         "and at most 1")
     baseline, candidate = read_report(ns.baseline), read_report(ns.candidate)
     paths = (str(ns.baseline), str(ns.candidate))
     comparison = compare(baseline, candidate, alpha=ns.alpha, allow=ns.allow, max_failed=ns.max_failed,
-                         permutations=ns.permutations, seed=ns.seed, names=paths)
+                         effect=ns.effect, permutations=ns.permutations, seed=ns.seed, names=paths)
     print(text(comparison, paths), end="")
     changes = None
     if ns.items is not None:

@@ -11,8 +11,11 @@ interval and a permutation p-value (``_stats``): over builds (brief x epoch),
 stratified by brief, or over content-matched items when both runs judged byte-identical
 content. Holm–Bonferroni adjusts the p-values across scorers, and the gate (exit 1)
 fires only on an adjusted-significant regression. Each scorer also gets the minimum
-detectable effect at 80% power for its observed variance and N, and "inconclusive: run
-more epochs" when its interval cannot exclude an effect that large.
+detectable effect (MDE) at 80% power for its observed variance and N. "No detectable
+difference" is said only when the interval excludes a drop as large as the MDE, or as
+the drop that matters (``effect``, a fifth of the baseline mean), whichever is smaller;
+otherwise the scorer is "inconclusive: run more epochs" (the gate is about regressions,
+so only the interval's lower end is held to it).
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from stay.errors import InvalidRun, RunsNotComparable
 ALPHA = 0.05
 MAX_FAILED = 0.10
 POWER = 0.80
+EFFECT = 0.20
+"""The smallest drop that matters, as a share of the baseline's mean: a fifth of the items
+that passed now fail (the degradation the calibration benchmark is run at)."""
 ALLOWABLE = ("judge", "judge-model", "backend", "scorers", "briefs")
 BUILDS, ITEMS = "builds", "items"
 WORSE, BETTER, SAME = "worse", "better", "no detectable difference"
@@ -49,6 +55,9 @@ class ScorerComparison:
     p_adjusted: float
     mde: float | None
     """Minimum detectable effect at 80% power, at the gate's strictest Holm level."""
+    threshold: float | None
+    """The drop the interval must exclude for "no detectable difference": the smaller of the
+    MDE and ``effect`` times the baseline mean."""
     units: tuple[int, int]
     """Builds in each run (``builds``), or content-matched pairs twice (``items``)."""
     verdict: str
@@ -75,6 +84,7 @@ class Comparison:
     candidate_label: str
     alpha: float
     scorers: tuple[ScorerComparison, ...]
+    effect: float = EFFECT
     allowed: dict[str, str] = field(default_factory=dict)
     """Differences between the runs that ``allow`` accepted: name -> what differed."""
     missing: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -243,7 +253,8 @@ def _weighted_means(strata: list[Any]) -> tuple[float, float]:
 
 
 def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float = ALPHA,
-            allow: Collection[str] = (), max_failed: float = MAX_FAILED, permutations: int | None = None,
+            allow: Collection[str] = (), max_failed: float = MAX_FAILED, effect: float = EFFECT,
+            permutations: int | None = None,
             seed: int = 0, names: tuple[str, str] = ("baseline", "candidate")) -> Comparison:
     """Compare a candidate run with a baseline, per scorer; see the module's docstring.
 
@@ -299,25 +310,26 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     results = []
     for scorer in scorers:
         if scorer not in estimates:
-            results.append(ScorerComparison(scorer, BUILDS, None, None, None, None, None, 1.0, 1.0, None, (0, 0),
-                                            NOTHING))
+            results.append(ScorerComparison(scorer, BUILDS, None, None, None, None, None, 1.0, 1.0, None, None,
+                                            (0, 0), NOTHING))
             continue
         test, estimate, (mean_base, mean_cand), units = estimates[scorer]
         mde = _stats.minimum_detectable_effect(estimate.se, estimate.df, alpha=gate_alpha, power=POWER)
+        threshold = None if mde is None else min(mde, effect * mean_base)
         if adjusted[scorer] < alpha:
             verdict = WORSE if estimate.difference < 0 else BETTER
-        elif mde is None or estimate.low < -mde - 1e-9 or estimate.high > mde + 1e-9:
+        elif threshold is None or estimate.low < -threshold - 1e-9:  # cannot exclude a drop that large
             verdict = INCONCLUSIVE if test == BUILDS else INCONCLUSIVE_ITEMS
         else:
             verdict = SAME
         results.append(ScorerComparison(scorer, test, mean_base, mean_cand, estimate.difference, estimate.low,
-                                        estimate.high, estimate.p, adjusted[scorer], mde, units, verdict,
+                                        estimate.high, estimate.p, adjusted[scorer], mde, threshold, units, verdict,
                                         estimate.spread))
     only_base = tuple(sorted(set(baseline["briefs"]) - set(candidate["briefs"])))
     only_cand = tuple(sorted(set(candidate["briefs"]) - set(baseline["briefs"])))
     return Comparison(
         baseline_label=str(baseline.get("label", "baseline")), candidate_label=str(candidate.get("label", "candidate")),
-        alpha=alpha, scorers=tuple(results), allowed={k: v for k, v in found.items() if k in allowed_names},
+        alpha=alpha, scorers=tuple(results), effect=effect, allowed={k: v for k, v in found.items() if k in allowed_names},
         missing={k: v for k, v in (("baseline only", only_base), ("candidate only", only_cand)) if v},
         failures=failures, unchanged=_unchanged(baseline, candidate, briefs),
         epochs=(int(baseline.get("epochs", 0)), int(candidate.get("epochs", 0))))

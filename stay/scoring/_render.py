@@ -32,7 +32,9 @@ def method(comparison: Comparison) -> str:
     return ("Candidate minus baseline per scorer, " + "; ".join(parts) + f". 95% interval: the test inverted. "
             f"Holm-Bonferroni across {tested} scorers at alpha {comparison.alpha}; the gate fires only on an "
             "adjusted-significant regression. MDE: the difference this run detects 80% of the time at the gate's "
-            "strictest level, for its observed variance and N.")
+            "strictest level, for its observed variance and N. 'No detectable difference' needs the interval to "
+            f"exclude a drop as large as the MDE or {comparison.effect:.0%} of the baseline mean, whichever is "
+            "smaller; otherwise 'inconclusive'.")
 
 
 def _notes(comparison: Comparison, paths: tuple[str, str]) -> list[str]:

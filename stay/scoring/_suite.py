@@ -37,10 +37,12 @@ from stay.scoring._report import build_entry
 from stay.stages import Prompts
 
 OFFLINE = "offline"
-DEFAULT_EPOCHS = 4
-"""Builds per brief and run. At four, the calibration benchmark (``benchmarks/
+DEFAULT_EPOCHS = 6
+"""Builds per brief and run. At six, the calibration benchmark (``benchmarks/
 evals_calibration.py``) puts the gate's power at a 20% degradation at or above 0.8 for
-the 72-item scorers, with a false-positive rate under 0.05 (docs/evals.md)."""
+each 72-item scorer, with a false-positive rate under 0.05; at four it is 0.66-0.75
+(docs/evals.md). CI runs the offline suite with ``--stay-epochs 2``: it proves the
+plumbing, not the power."""
 
 
 def backend_name(requested: str | None = None) -> str:
