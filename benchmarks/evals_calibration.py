@@ -153,7 +153,8 @@ def offline_null(seeds: int, epochs: int, pairs: int, quality: dict[str, float])
         for slug, entries in pool.items():
             drawn = rng.sample(entries, 2 * epochs)
             for side in (0, 1):
-                runs[side][slug] = [{**e, "epoch": k + 1} for k, e in enumerate(drawn[side * epochs:(side + 1) * epochs])]
+                mine = drawn[side * epochs:(side + 1) * epochs]
+                runs[side][slug] = [{**e, "epoch": k + 1} for k, e in enumerate(mine)]
         documents = [report(label=f"{side}-{index}", backend=OFFLINE, prompts_dir="prompts", prompt_hashes={},
                             scorers=versions, builds=runs[side], epochs=epochs, quality=quality) for side in (0, 1)]
         found.append(compare(documents[0], documents[1]))
@@ -239,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         nulls = simulate(n_check, counts, args.epochs, varied, {}, args.seed + 300)
         line = f"  build sd {build_sd}: false-positive rate {sum(c.exit_code == 1 for c in nulls) / n_check:.3f}"
         for name in ("outcome_coverage", "distractor_quality"):
-            line += f"; power {name} {power(simulate(n_check, counts, args.epochs, varied, {name: args.share}, args.seed + 301), name):.3f}"
+            degraded = simulate(n_check, counts, args.epochs, varied, {name: args.share}, args.seed + 301)
+            line += f"; power {name} {power(degraded, name):.3f}"
         print(line)
     print()
 

@@ -328,8 +328,9 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     only_base = tuple(sorted(set(baseline["briefs"]) - set(candidate["briefs"])))
     only_cand = tuple(sorted(set(candidate["briefs"]) - set(baseline["briefs"])))
     return Comparison(
-        baseline_label=str(baseline.get("label", "baseline")), candidate_label=str(candidate.get("label", "candidate")),
-        alpha=alpha, scorers=tuple(results), effect=effect, allowed={k: v for k, v in found.items() if k in allowed_names},
+        baseline_label=str(baseline.get("label", "baseline")),
+        candidate_label=str(candidate.get("label", "candidate")), alpha=alpha, scorers=tuple(results), effect=effect,
+        allowed={k: v for k, v in found.items() if k in allowed_names},
         missing={k: v for k, v in (("baseline only", only_base), ("candidate only", only_cand)) if v},
         failures=failures, unchanged=_unchanged(baseline, candidate, briefs),
         epochs=(int(baseline.get("epochs", 0)), int(candidate.get("epochs", 0))))

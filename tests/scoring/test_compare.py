@@ -219,7 +219,7 @@ def test_the_markdown_report_has_the_table_the_notes_the_chart_and_the_items(
 def test_a_run_too_small_to_exclude_a_drop_that_matters_is_inconclusive() -> None:
     noisy = {f"brief-{b}": [{"a": [1.0] * (3 + 5 * ((b + e) % 2)) + [0.0] * (9 - 5 * ((b + e) % 2))}
                             for e in range(2)] for b in range(3)}
-    shifted = {brief: [{"a": [0.0] + epoch["a"][1:]} for epoch in epochs] for brief, epochs in noisy.items()}
+    shifted = {brief: [{"a": [0.0, *epoch["a"][1:]]} for epoch in epochs] for brief, epochs in noisy.items()}
     result = compare(make_report(noisy), make_report(shifted, label="c")).scorers[0]
     assert result.verdict == INCONCLUSIVE and result.p > 0.05
     # three briefs, two epochs: the run detects only a drop of more than half the scale, and
