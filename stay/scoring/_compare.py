@@ -54,7 +54,8 @@ class ScorerComparison:
     p: float
     p_adjusted: float
     mde: float | None
-    """Minimum detectable effect at 80% power, at the gate's strictest Holm level."""
+    """Minimum detectable effect at 80% power, at the gate's strictest Holm level; None when
+    it cannot be estimated, or when no effect could reach the gate with this few units."""
     threshold: float | None
     """The drop the interval must exclude for "no detectable difference": the smaller of the
     MDE and ``effect`` times the baseline mean."""
@@ -314,7 +315,8 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
                                             (0, 0), NOTHING))
             continue
         test, estimate, (mean_base, mean_cand), units = estimates[scorer]
-        mde = _stats.minimum_detectable_effect(estimate.se, estimate.df, alpha=gate_alpha, power=POWER)
+        mde = (None if estimate.min_p >= gate_alpha  # too few units for any effect to reach the gate
+               else _stats.minimum_detectable_effect(estimate.se, estimate.df, alpha=gate_alpha, power=POWER))
         threshold = None if mde is None else min(mde, effect * mean_base)
         if adjusted[scorer] < alpha:
             verdict = WORSE if estimate.difference < 0 else BETTER

@@ -63,6 +63,9 @@ class Estimate:
     spread: float | None = None
     """The standard deviation behind ``se``: of a build's mean around its brief's (builds), or
     of a paired difference (items)."""
+    min_p: float = 0.0
+    """The smallest p-value this design can give at all (e.g. 0.5 for two pairs): below a
+    threshold no effect, however large, is detectable."""
 
 
 @lru_cache(maxsize=256)
@@ -103,12 +106,12 @@ def _bound(a: Floats, b: Floats, observed: float, alpha: float, end: float) -> f
 
 
 def _estimate(a: Floats, b: Floats, observed: float, se: float | None, df: int, level: float,
-              spread: float | None) -> Estimate:
+              spread: float | None, arrangements: float, mirrored: bool) -> Estimate:
     alpha = 1.0 - level
     observed = float(observed)
     return Estimate(difference=observed, low=float(_bound(a, b, observed, alpha, _SCALE[0])),
                     high=float(_bound(a, b, observed, alpha, _SCALE[1])), p=_p_at(0.0, a, b, observed), se=se,
-                    df=df, spread=spread)
+                    df=df, spread=spread, min_p=max((2.0 if mirrored else 1.0) / arrangements, 1 / (1 + a.size)))
 
 
 def stratified_test(strata: Sequence[Stratum], *, permutations: int = PERMUTATIONS, seed: int = 0,
@@ -138,7 +141,9 @@ def stratified_test(strata: Sequence[Stratum], *, permutations: int = PERMUTATIO
         squares = float(((base - base.mean()) ** 2).sum() + ((cand - cand.mean()) ** 2).sum())
         briefs.append((w * w * (1 / n_a + 1 / n_c), squares, n_a + n_c - 2))
     se, df, spread = _standard_error(briefs, differences)
-    return _estimate(a, b, observed, se, df, level, spread)
+    arrangements = math.prod(math.comb(len(s.baseline) + len(s.candidate), len(s.candidate)) for s in used)
+    mirrored = all(len(s.baseline) == len(s.candidate) for s in used)
+    return _estimate(a, b, observed, se, df, level, spread, float(arrangements), mirrored)
 
 
 def _standard_error(briefs: list[tuple[float, float, int]],
@@ -174,7 +179,8 @@ def paired_test(differences: Sequence[float], *, permutations: int = PERMUTATION
     signs = _signs(d.size, permutations, seed)
     spread = float(d.std(ddof=1)) if d.size > 1 else None
     se = spread / math.sqrt(d.size) if spread is not None else None
-    return _estimate(signs @ d / d.size, signs.mean(axis=1), float(d.mean()), se, d.size - 1, level, spread)
+    return _estimate(signs @ d / d.size, signs.mean(axis=1), float(d.mean()), se, d.size - 1, level, spread,
+                     2.0**d.size, True)
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
