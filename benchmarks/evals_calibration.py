@@ -80,8 +80,10 @@ def item_counts() -> dict[str, tuple[int, ...]]:
 
 def synthetic_run(rng: np.random.Generator, label: str, counts: dict[str, tuple[int, ...]],
                   effects: dict[str, np.ndarray], epochs: int, noise: Noise,
-                  degrade: dict[str, float]) -> dict[str, Any]:
-    """One run's report document: every brief built ``epochs`` times, every item scored."""
+                  degrade: dict[str, float], shift: dict[str, float] | None = None) -> dict[str, Any]:
+    """One run's report document: every brief built ``epochs`` times, every item scored.
+    ``degrade``: a share of each build's items fail; ``shift``: each build's pass rate drops
+    by that much (an additive shift of the build means, the MDE's definition)."""
     base = math.log(noise.base_rate / (1 - noise.base_rate))
     briefs: dict[str, dict[str, Any]] = {f"brief-{b}": {"builds": []} for b in range(len(next(iter(counts.values()))))}
     for b, slug in enumerate(briefs):
@@ -90,7 +92,7 @@ def synthetic_run(rng: np.random.Generator, label: str, counts: dict[str, tuple[
             for name, per_brief in counts.items():
                 n = per_brief[b]
                 p = 1 / (1 + math.exp(-(base + effects[name][b] + rng.normal(0, noise.build_sd))))
-                passed = rng.random(n) < p
+                passed = rng.random(n) < p - (shift or {}).get(name, 0.0)
                 if degrade.get(name):
                     passed &= rng.random(n) >= degrade[name]
                 scorers[name] = {"items": [{"item": f"i{i}", "content": f"{label}/{slug}/{epoch}/{name}/{i}",
@@ -103,13 +105,13 @@ def synthetic_run(rng: np.random.Generator, label: str, counts: dict[str, tuple[
 
 
 def simulate(n: int, counts: dict[str, tuple[int, ...]], epochs: int, noise: Noise, degrade: dict[str, float],
-             seed: int) -> list[Any]:
+             seed: int, shift: dict[str, float] | None = None) -> list[Any]:
     rng = np.random.default_rng(seed)
     found = []
     for index in range(n):
         effects = {name: rng.normal(0, noise.brief_sd, len(values)) for name, values in counts.items()}
         baseline = synthetic_run(rng, f"b{index}", counts, effects, epochs, noise, {})
-        candidate = synthetic_run(rng, f"c{index}", counts, effects, epochs, noise, degrade)
+        candidate = synthetic_run(rng, f"c{index}", counts, effects, epochs, noise, degrade, shift)
         found.append(compare(baseline, candidate))
     return found
 
@@ -183,11 +185,14 @@ def main(argv: list[str] | None = None) -> int:
     for name, values in counts.items():
         print(f"  {name:20} {' '.join(f'{v:>3}' for v in values)}   ({sum(values)} a run of one epoch)")
     print(f"noise: {noise.describe()}")
-    print(f"degradation: {args.share:.0%} of a scorer's items fail in every candidate build "
-          f"(its mean drops by about {args.share * args.base_rate:.2f})")
+    null = simulate(n_null, counts, args.epochs, noise, {}, args.seed)
+    means = {name: statistics.median(next(r for r in c.scorers if r.scorer == name).baseline for c in null)
+             for name in counts}
+    print(f"degradation: {args.share:.0%} of a scorer's items fail in every candidate build (a run's mean is "
+          f"about {statistics.median(means.values()):.2f} once briefs and builds vary, so it drops by about "
+          f"{args.share * statistics.median(means.values()):.2f})")
     print()
 
-    null = simulate(n_null, counts, args.epochs, noise, {}, args.seed)
     fp = sum(c.exit_code == 1 for c in null)
     print(f"(1) {n_null} null comparisons (equal quality): the gate's false-positive rate (exit 1) "
           f"{share(fp, n_null)}  (goal <= 0.05)")
@@ -213,11 +218,15 @@ def main(argv: list[str] | None = None) -> int:
     print()
 
     n_check = max(50, 300 // scale)
-    print(f"(3) the printed MDE is a claim: power when the true drop equals the median MDE ({n_check} each):")
+    print(f"(3) the printed MDE is a claim: power when the true drop equals the median MDE printed in (1), "
+          f"{n_check} comparisons each; as a shift of every build's pass rate (the MDE's definition: the "
+          f"observed variance, shifted), and as degraded items (which also add variance):")
     for k, name in enumerate(counts):
-        degraded = min(1.0, medians[name] / args.base_rate)
-        results = simulate(n_check, counts, args.epochs, noise, {name: degraded}, args.seed + 100 + k)
-        print(f"  {name:20} drop {medians[name]:.3f}: power {power(results, name):.3f}  (claim: 0.8)")
+        shifted = simulate(n_check, counts, args.epochs, noise, {}, args.seed + 100 + k, {name: medians[name]})
+        degraded = simulate(n_check, counts, args.epochs, noise, {name: min(1.0, medians[name] / means[name])},
+                            args.seed + 150 + k)
+        print(f"  {name:20} drop {medians[name]:.3f}: power as a shift {power(shifted, name):.3f}, as degraded "
+              f"items {power(degraded, name):.3f}  (claim: 0.8)")
     print()
 
     print(f"(4) epochs rubric_specificity needs for power 0.8 at a {args.share:.0%} degradation:")

@@ -285,29 +285,31 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
         raise InvalidRun("invalid run: " + "; ".join(problems)
                          + "; rescore it (`stay evals score`) once the judge answers, then compare again")
 
-    estimates: dict[str, tuple[str, Any, tuple[float, float], tuple[int, int]]] = {}
+    plans: dict[str, tuple[str, Any]] = {}  # per scorer: the test, and what it is run on
     for scorer in scorers:
         pairs, complete = _content_pairs(baseline, candidate, scorer, briefs)
-        if complete:
-            diffs = [float(a["score"]) - float(b["score"]) for _brief, b, a in pairs
-                     if b.get("failure") is None and a.get("failure") is None]
-            if diffs:
-                base = [float(b["score"]) for _brief, b, a in pairs if b.get("failure") is None
-                        and a.get("failure") is None]
-                mean_base = sum(base) / len(base)
-                estimate = _stats.paired_test(diffs, permutations=permutations, seed=seed)
-                estimates[scorer] = (ITEMS, estimate, (mean_base, mean_base + estimate.difference),
-                                     (len(diffs), len(diffs)))
-                continue
-        strata = _strata(baseline, candidate, scorer, briefs)
-        if strata:
-            estimate = _stats.stratified_test(strata, permutations=permutations, seed=seed)
-            units = (sum(len(s.baseline) for s in strata), sum(len(s.candidate) for s in strata))
-            estimates[scorer] = (BUILDS, estimate, _weighted_means(strata), units)
+        both = [(b, a) for _brief, b, a in pairs if b.get("failure") is None and a.get("failure") is None]
+        strata = [] if complete and both else _strata(baseline, candidate, scorer, briefs)
+        if complete and both:
+            plans[scorer] = (ITEMS, both)
+        elif strata:
+            plans[scorer] = (BUILDS, strata)
+    # Holm's strictest step is what a lone regression must beat: the MDE is at that level
+    gate_alpha = alpha / max(1, len(plans))
+    estimates: dict[str, tuple[str, Any, tuple[float, float], tuple[int, int]]] = {}
+    for scorer, (test, data) in plans.items():
+        if test == ITEMS:
+            mean_base = sum(float(b["score"]) for b, _a in data) / len(data)
+            estimate = _stats.paired_test([float(a["score"]) - float(b["score"]) for b, a in data],
+                                          permutations=permutations, seed=seed, detect_alpha=gate_alpha)
+            estimates[scorer] = (ITEMS, estimate, (mean_base, mean_base + estimate.difference), (len(data), len(data)))
+        else:
+            estimate = _stats.stratified_test(data, permutations=permutations, seed=seed, detect_alpha=gate_alpha)
+            units = (sum(len(s.baseline) for s in data), sum(len(s.candidate) for s in data))
+            estimates[scorer] = (BUILDS, estimate, _weighted_means(data), units)
 
     tested = sorted(estimates)
     adjusted = dict(zip(tested, _stats.holm([estimates[s][1].p for s in tested]), strict=True))
-    gate_alpha = alpha / max(1, len(tested))  # Holm's strictest step: what a lone regression must beat
     results = []
     for scorer in scorers:
         if scorer not in estimates:
@@ -315,8 +317,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
                                             (0, 0), NOTHING))
             continue
         test, estimate, (mean_base, mean_cand), units = estimates[scorer]
-        mde = (None if estimate.min_p >= gate_alpha  # too few units for any effect to reach the gate
-               else _stats.minimum_detectable_effect(estimate.se, estimate.df, alpha=gate_alpha, power=POWER))
+        mde = estimate.mde
         threshold = None if mde is None else min(mde, effect * mean_base)
         if adjusted[scorer] < alpha:
             verdict = WORSE if estimate.difference < 0 else BETTER

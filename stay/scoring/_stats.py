@@ -66,6 +66,8 @@ class Estimate:
     min_p: float = 0.0
     """The smallest p-value this design can give at all (e.g. 0.5 for two pairs): below a
     threshold no effect, however large, is detectable."""
+    mde: float | None = None
+    """The minimum detectable effect, when asked for (``detect_alpha``): see ``_detectable``."""
 
 
 @lru_cache(maxsize=256)
@@ -105,17 +107,47 @@ def _bound(a: Floats, b: Floats, observed: float, alpha: float, end: float) -> f
     return observed if abs(inside - observed) < 1e-6 else inside  # no spread: the interval is the point
 
 
+def _detectable(a: Floats, b: Floats, se: float | None, alpha: float, power: float) -> float | None:
+    """The smallest shift of the candidate's units the test rejects at ``alpha`` with
+    probability ``power``, for the observed variance and N.
+
+    A shift ``delta`` moves every permutation's statistic to a + delta * b, so the test's
+    critical value at that shift is the (1 - alpha) quantile of |a + delta * b| (it grows
+    with the shift: the effect is in the pooled data too), and the estimate is about normal
+    around ``delta`` with standard error ``se``. The answer solves
+    delta = critical(delta) + z(power) * se. None when no shift on the scale is detectable."""
+    if se is None:
+        return None
+    z = NormalDist().inv_cdf(power)
+
+    def short(delta: float) -> float:
+        return float(np.quantile(np.abs(a + delta * b), 1.0 - alpha)) + z * se - delta
+
+    if short(_SCALE[1]) > 0:
+        return None
+    low, high = 0.0, _SCALE[1]
+    for _ in range(30):
+        middle = (low + high) / 2
+        low, high = (middle, high) if short(middle) > 0 else (low, middle)
+    return high
+
+
 def _estimate(a: Floats, b: Floats, observed: float, se: float | None, df: int, level: float,
-              spread: float | None, arrangements: float, mirrored: bool) -> Estimate:
+              spread: float | None, arrangements: float, mirrored: bool, detect_alpha: float | None,
+              power: float) -> Estimate:
     alpha = 1.0 - level
     observed = float(observed)
+    min_p = max((2.0 if mirrored else 1.0) / arrangements, 1 / (1 + a.size))
+    mde = None
+    if detect_alpha is not None and min_p < detect_alpha:  # else too few units for any effect to reach it
+        mde = _detectable(a, b, se, detect_alpha, power)
     return Estimate(difference=observed, low=float(_bound(a, b, observed, alpha, _SCALE[0])),
                     high=float(_bound(a, b, observed, alpha, _SCALE[1])), p=_p_at(0.0, a, b, observed), se=se,
-                    df=df, spread=spread, min_p=max((2.0 if mirrored else 1.0) / arrangements, 1 / (1 + a.size)))
+                    df=df, spread=spread, min_p=min_p, mde=mde)
 
 
 def stratified_test(strata: Sequence[Stratum], *, permutations: int = PERMUTATIONS, seed: int = 0,
-                    level: float = LEVEL) -> Estimate:
+                    level: float = LEVEL, detect_alpha: float | None = None, power: float = 0.8) -> Estimate:
     """Difference of weighted brief means (candidate minus baseline), with a permutation
     test that shuffles run labels among each brief's units only."""
     used = [s for s in strata if s.baseline and s.candidate and s.weight > 0]
@@ -143,7 +175,7 @@ def stratified_test(strata: Sequence[Stratum], *, permutations: int = PERMUTATIO
     se, df, spread = _standard_error(briefs, differences)
     arrangements = math.prod(math.comb(len(s.baseline) + len(s.candidate), len(s.candidate)) for s in used)
     mirrored = all(len(s.baseline) == len(s.candidate) for s in used)
-    return _estimate(a, b, observed, se, df, level, spread, float(arrangements), mirrored)
+    return _estimate(a, b, observed, se, df, level, spread, float(arrangements), mirrored, detect_alpha, power)
 
 
 def _standard_error(briefs: list[tuple[float, float, int]],
@@ -170,7 +202,7 @@ def _standard_error(briefs: list[tuple[float, float, int]],
 
 
 def paired_test(differences: Sequence[float], *, permutations: int = PERMUTATIONS, seed: int = 0,
-                level: float = LEVEL) -> Estimate:
+                level: float = LEVEL, detect_alpha: float | None = None, power: float = 0.8) -> Estimate:
     """Mean of paired differences, with a sign-flip permutation test (items judged on
     byte-identical content in both runs, matched by content hash)."""
     if not differences:
@@ -180,7 +212,7 @@ def paired_test(differences: Sequence[float], *, permutations: int = PERMUTATION
     spread = float(d.std(ddof=1)) if d.size > 1 else None
     se = spread / math.sqrt(d.size) if spread is not None else None
     return _estimate(signs @ d / d.size, signs.mean(axis=1), float(d.mean()), se, d.size - 1, level, spread,
-                     2.0**d.size, True)
+                     2.0**d.size, True, detect_alpha, power)
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -193,27 +225,3 @@ def holm(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * p_values[index]))
         adjusted[index] = running
     return adjusted
-
-
-def t_quantile(p: float, df: int) -> float:
-    """Student's t quantile: exact for 1 and 2 degrees of freedom, else the Cornish–Fisher
-    expansion (within 0.002 of the exact value from 3 degrees of freedom up)."""
-    if df <= 0:
-        return math.inf
-    if df == 1:
-        return math.tan(math.pi * (p - 0.5))
-    if df == 2:
-        return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
-    z = NormalDist().inv_cdf(p)
-    v = float(df)
-    return (z + (z**3 + z) / (4 * v) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2)
-            + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
-            + (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / (92160 * v**4))
-
-
-def minimum_detectable_effect(se: float | None, df: int, *, alpha: float, power: float = 0.8) -> float | None:
-    """The smallest true difference a two-sided test at ``alpha`` detects with ``power``,
-    for this standard error: (t(1 - alpha/2) + t(power)) * se. None when se is unknown."""
-    if se is None or df <= 0:
-        return None
-    return (t_quantile(1 - alpha / 2, df) + t_quantile(power, df)) * se
