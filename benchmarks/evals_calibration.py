@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"(4) epochs rubric_specificity needs for power 0.8 at a {args.share:.0%} degradation:")
     needed = None
-    for epochs in (args.epochs, 6, 8, 10, 12, 14, 16, 20, 24, 32):
+    for epochs in sorted({args.epochs, 6, 8, 10, 12, 14, 16, 20, 24, 32}):
         if epochs < args.epochs:
             continue
         results = simulate(n_check, counts, epochs, noise, {"rubric_specificity": args.share}, args.seed + 200 + epochs)
