@@ -241,6 +241,8 @@ def test_what_cannot_be_read_or_allowed_is_a_usage_error(tmp_path: Path, capsys:
     assert code == 2 and "an eval report of version 1, expected 2" in err
     code, _out, err = run(tmp_path, capsys, BASE, BASE, "--allow", "prompts")
     assert code == 2 and "--allow prompts: not a difference compare can allow" in err
+    code, _out, err = run(tmp_path, capsys, BASE, BASE, "--permutations", "10")
+    assert code == 2 and "--permutations 10: at least 99" in err
 
 
 def test_the_library_raises_the_errors_the_command_maps() -> None:
