@@ -176,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a tenth of the comparisons")
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args(argv)
+    if 0 < args.offline_seeds < 2 * args.epochs:
+        parser.error(f"--offline-seeds {args.offline_seeds}: two runs of {args.epochs} epochs need at least "
+                     f"{2 * args.epochs} seeds per brief (or 0 to skip)")
     scale = 10 if args.quick else 1
     n_null, n_power = max(50, args.null // scale), max(50, args.power // scale)
     noise = Noise(args.base_rate, args.brief_sd, args.build_sd)
