@@ -250,3 +250,24 @@ def test_the_library_raises_the_errors_the_command_maps() -> None:
         compare(BASE, with_(BASE, backend="offline"))
     with pytest.raises(InvalidRun):
         compare(BASE, make_report(fail(steady(), "a", 1, "error")))
+
+
+def test_the_calibration_benchmark_simulates_real_reports_through_compare() -> None:
+    import importlib.util
+
+    import numpy as np
+
+    from stay.scoring._report import check_report
+    from tests.conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("evals_calibration", ROOT / "benchmarks" / "evals_calibration.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    counts = {"a": (4, 8), "b": (2, 2)}
+    document = bench.synthetic_run(np.random.default_rng(0), "x", counts, {"a": np.zeros(2), "b": np.zeros(2)}, 3,
+                                   bench.Noise(), {})
+    check_report(document)
+    assert [len(b["scorers"]["a"]["items"]) for b in document["briefs"]["brief-1"]["builds"]] == [8, 8, 8]
+    results = bench.simulate(3, counts, 3, bench.Noise(), {"a": 1.0}, seed=1)
+    assert all(next(r for r in c.scorers if r.scorer == "a").candidate == 0.0 for c in results)
