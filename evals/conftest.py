@@ -1,29 +1,35 @@
-"""The evals suite: ``pytest evals/`` builds (or loads) a course per brief with the
-prompt directory under test, scores it, and writes one JSON report.
+"""The evals suite: ``pytest evals/`` builds each brief ``--stay-epochs`` times with the
+prompt directory under test, scores every build, and writes one JSON report.
 
 Options (all optional):
-  --stay-prompts DIR   the prompt directory under test (default: the packaged prompts/)
-  --stay-label NAME    the report's label (default: candidate)
-  --stay-backend NAME  offline or anthropic (default: anthropic when ANTHROPIC_API_KEY is set)
-  --stay-output PATH   where the report goes (default: evals/out/<label>.json)
-  --stay-courses DIR   where courses are built or loaded (default: evals/out/courses/<label>)
-  --stay-rescore       score the courses already in --stay-courses; build nothing
-  --stay-quality K=V   offline only: degrade generation, e.g. distractors=0.2 (harness tests)
+  --stay-prompts DIR       the prompt directory under test (default: the packaged prompts/)
+  --stay-label NAME        the report's label (default: candidate)
+  --stay-backend NAME      offline or anthropic (default: anthropic when ANTHROPIC_API_KEY is set)
+  --stay-epochs N          independent builds per brief (default: 6, what the gate needs; see docs/evals.md)
+  --stay-seed N            the run's seed (default 0): offline, the quality knob's build-to-build noise;
+                           with a model, the request cache's salt, so another seed is a fresh set of builds
+  --stay-judge-model ID    the judge's model (default: the judging role's); set it apart from the writer's
+  --stay-output PATH       where the report goes (default: evals/out/<label>.json)
+  --stay-courses DIR       where courses are built or loaded (default: evals/out/courses/<label>), one
+                           directory per epoch: <courses>/e01/<slug>, ...
+  --stay-rescore           score the courses already in --stay-courses; build nothing
+  --stay-quality K=V       offline only: degrade generation, e.g. distractors=0.2 (harness tests);
+                           knobs: distractors, untaught, exercises, rubrics
 
-Under pytest-xdist each worker writes its briefs' results beside the report; the
+Under pytest-xdist each worker writes its builds' results beside the report; the
 controller merges them into the one report when the session ends.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
+BRIEFS = sorted((HERE / "briefs").glob("*.yaml"))
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,10 @@ class EvalConfig:
     courses: Path
     rescore: bool
     quality: dict[str, float]
+    epochs: int
+    seed: int
+    judge_model: str | None = None
+    briefs: tuple[Path, ...] = field(default=tuple(BRIEFS))
 
     @property
     def parts(self) -> Path:
@@ -42,14 +52,33 @@ class EvalConfig:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from stay.scoring._suite import DEFAULT_EPOCHS
+
     group = parser.getgroup("stay evals")
     group.addoption("--stay-prompts", default=None)
     group.addoption("--stay-label", default="candidate")
     group.addoption("--stay-backend", default=None, choices=("offline", "anthropic"))
+    group.addoption("--stay-epochs", type=int, default=DEFAULT_EPOCHS)
+    group.addoption("--stay-seed", type=int, default=0)
+    group.addoption("--stay-judge-model", default=None)
     group.addoption("--stay-output", default=None)
     group.addoption("--stay-courses", default=None)
     group.addoption("--stay-rescore", action="store_true")
     group.addoption("--stay-quality", action="append", default=[])
+
+
+def _quality(pairs: list[str]) -> dict[str, float]:
+    quality = {}
+    for text in pairs:
+        for pair in text.split(","):
+            key, sep, value = pair.partition("=")
+            try:
+                quality[key.strip()] = float(value)
+            except ValueError:
+                raise pytest.UsageError(f"--stay-quality {pair!r}: expected KNOB=SHARE, e.g. distractors=0.2") from None
+            if not sep:
+                raise pytest.UsageError(f"--stay-quality {pair!r}: expected KNOB=SHARE, e.g. distractors=0.2")
+    return quality
 
 
 def _config(config: pytest.Config) -> EvalConfig:
@@ -57,14 +86,21 @@ def _config(config: pytest.Config) -> EvalConfig:
 
     label = config.getoption("--stay-label")
     output = Path(config.getoption("--stay-output") or HERE / "out" / f"{label}.json")
-    quality = {}
-    for pair in config.getoption("--stay-quality"):
-        key, _, value = pair.partition("=")
-        quality[key] = float(value)
+    epochs = config.getoption("--stay-epochs")
+    if epochs < 1:
+        raise pytest.UsageError(f"--stay-epochs {epochs}: at least one build per brief")
     prompts = config.getoption("--stay-prompts")
     return EvalConfig(Path(prompts) if prompts else None, label, backend_name(config.getoption("--stay-backend")),
                       output.resolve(), Path(config.getoption("--stay-courses") or HERE / "out" / "courses" / label),
-                      config.getoption("--stay-rescore"), quality)
+                      config.getoption("--stay-rescore"), _quality(config.getoption("--stay-quality")), epochs,
+                      config.getoption("--stay-seed"), config.getoption("--stay-judge-model"))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if {"brief", "epoch"} <= set(metafunc.fixturenames):
+        epochs = range(1, _config(metafunc.config).epochs + 1)
+        cases = [(brief, epoch) for brief in BRIEFS for epoch in epochs]
+        metafunc.parametrize(("brief", "epoch"), cases, ids=[f"{b.stem}-e{e:02d}" for b, e in cases])
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -87,18 +123,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     cfg = _config(session.config)
     if not cfg.parts.is_dir():
         return
-    from stay.scoring._report import report, write_report
-    from stay.scoring._suite import OFFLINE
-    from stay.stages import Prompts
+    from stay.scoring._suite import merge_parts, write_run_report
 
-    parts = {p.stem: json.loads(p.read_text()) for p in sorted(cfg.parts.glob("*.json"))}
-    prompts = Prompts.load(cfg.prompts_dir)
-    judges = sorted({r["judge"] for part in parts.values() for r in part["scorers"].values()})
-    document = report(label=cfg.label, backend=cfg.backend if cfg.backend != OFFLINE else "offline",
-                      judge=", ".join(judges), prompts_dir=str(cfg.prompts_dir or "prompts (packaged)"),
-                      prompt_hashes=prompts.hashes(), briefs=parts)
-    write_report(cfg.output, document)
+    builds = merge_parts(cfg.parts)
+    document = write_run_report(cfg, builds)
     shutil.rmtree(cfg.parts, ignore_errors=True)
     session.config.pluginmanager.get_plugin("terminalreporter").write_line(  # type: ignore[union-attr]
-        f"stay evals: wrote {cfg.output} ({len(parts)} briefs; means: "
+        f"stay evals: wrote {cfg.output} ({len(builds)} briefs x {cfg.epochs} epochs; means: "
         + ", ".join(f"{k} {v:.3f}" for k, v in document["means"].items() if v is not None) + ")")

@@ -83,22 +83,11 @@ def _parser() -> argparse.ArgumentParser:
     graph.add_argument("--format", choices=("mermaid", "dot", "json"), default="mermaid")
     sub.add_parser("validate", help="check courses against the course format (see `stay validate`)",
                    add_help=False)
+    from stay.scoring._cli import add_evals_parser
     from stay.view._cli import add_parser as add_view_parser
 
     add_view_parser(sub)
-    evals = sub.add_parser("evals", help="score courses, and compare two eval reports")
-    evals_sub = evals.add_subparsers(dest="evals_command", metavar="EVALS_COMMAND")
-    compare = evals_sub.add_parser("compare", help="paired test of a candidate report against a baseline")
-    compare.add_argument("baseline")
-    compare.add_argument("candidate")
-    compare.add_argument("--markdown", metavar="PATH", help="also write a Markdown report with a chart")
-    compare.add_argument("--alpha", type=float, default=0.05)
-    score = evals_sub.add_parser("score", help="score saved courses again, without regenerating them")
-    score.add_argument("courses", nargs="+", metavar="COURSE_DIR")
-    score.add_argument("--output", required=True, metavar="PATH")
-    score.add_argument("--label", default="rescored")
-    score.add_argument("--backend", choices=("offline", "anthropic"),
-                       help="the judge: the offline heuristic judge, or the judging model")
+    add_evals_parser(sub)
     return parser
 
 
@@ -198,59 +187,15 @@ def _dispatch(args: list[str]) -> int:
             print(f"gate     {gate}: {verdict}")
         return EXIT_OK
     if ns.command == "evals":
-        return _evals(ns, parser)
+        from stay.scoring._cli import run_evals
+
+        return run_evals(ns)
     if ns.command == "view":
         from stay.view._cli import run as run_view
 
         return run_view(ns)
     if ns.command == "graph":
         print(render_graph(ns.format), end="")
-        return EXIT_OK
-    parser.print_help()
-    return EXIT_USAGE
-
-
-def _evals(ns: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from pathlib import Path
-
-    from stay.scoring._compare import compare, markdown, text_table
-    from stay.scoring._report import read_report, report, write_report
-
-    if ns.evals_command == "compare":
-        baseline, candidate = read_report(ns.baseline), read_report(ns.candidate)
-        results = compare(baseline, candidate, ns.alpha)
-        print(text_table(results), end="")
-        if ns.markdown:
-            from stay.artefacts import write_text_atomic
-
-            write_text_atomic(ns.markdown, markdown(results, baseline, candidate))
-            print(f"wrote {ns.markdown}")
-        worse = [r.scorer for r in results if r.verdict == "worse"]
-        if worse:
-            print(f"regression: {', '.join(worse)} detectably worse (p < {ns.alpha})")
-            return EXIT_FAIL
-        return EXIT_OK
-    if ns.evals_command == "score":
-        from stay.models import Usage
-        from stay.scoring import default_scorers, score_course
-        from stay.scoring._report import brief_entry
-        from stay.scoring._suite import backend_name, make_judge
-        from stay.stages import Prompts
-
-        backend = backend_name(ns.backend)
-        briefs = {}
-        for course in map(Path, ns.courses):
-            judge = make_judge(backend, course / ".runs" / "judge-cache")
-            scores = score_course(course, default_scorers(judge))
-            briefs[course.name] = brief_entry(course.name, scores, build_usage=Usage(), build_cost=0.0,
-                                              built=False)
-            sys.stderr.write(f"scored {course}\n")
-        judges = sorted({r["judge"] for e in briefs.values() for r in e["scorers"].values()})
-        document = report(label=ns.label, backend=backend, judge=", ".join(judges),
-                          prompts_dir="(not generated: courses scored as saved)",
-                          prompt_hashes=Prompts.load().hashes(), briefs=briefs)
-        write_report(ns.output, document)
-        print(f"wrote {ns.output}")
         return EXIT_OK
     parser.print_help()
     return EXIT_USAGE

@@ -9,7 +9,9 @@ one table, ``EXIT_CODES`` (the most specific class wins).
     ├── UsageError            a command or call was given something it cannot use      (2)
     │   ├── CoursePathError   a course path that does not exist or is not a directory
     │   ├── DataFileError     bloom-verbs.yaml or house-style.yaml missing or malformed
-    │   └── BriefError        a brief that cannot be used: names the file and field
+    │   ├── BriefError        a brief that cannot be used: names the file and field
+    │   └── RunsNotComparable two eval reports differ in what a comparison holds fixed
+    │                         (judge, judge model, backend, scorer versions, briefs)
     ├── EnvironmentProblem    the machine is in the way: disk full, read-only, a damaged
     │                         ledger, a path that is a file; names the path and the fix (2)
     ├── ArtefactError         a course file that cannot be read as its artefact         (5)
@@ -26,6 +28,7 @@ one table, ``EXIT_CODES`` (the most specific class wins).
     │   ├── UnsafeId          an id or slug read from disk or from a model that could
     │   │                     name a path outside the course, or breaks the id format
     │   └── CourseLocked      another command is writing this course
+    ├── InvalidRun            an eval report with too many failed judge items to trust (5)
     ├── GraphError            a pipeline graph that breaks its contract (a bug)        (3)
     └── InjectedFault         a fault a test asked the offline backend to raise        (5)
 """
@@ -36,8 +39,8 @@ __all__ = [
     "EXIT_BUG", "EXIT_CODES", "EXIT_FAIL", "EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_REFUSED",
     "EXIT_UNAVAILABLE", "EXIT_USAGE", "AnswerError", "ArtefactError", "BriefError", "BriefRejected",
     "CourseLocked", "CoursePathError", "DataFileError", "EnvironmentProblem", "GraphError",
-    "InjectedFault", "ModelError", "ModelUnavailable", "PipelineError", "RefusalError", "ReplayMiss",
-    "StayError", "TruncationError", "UnsafeId", "UsageError", "exit_code",
+    "InjectedFault", "InvalidRun", "ModelError", "ModelUnavailable", "PipelineError", "RefusalError", "ReplayMiss",
+    "RunsNotComparable", "StayError", "TruncationError", "UnsafeId", "UsageError", "exit_code",
 ]
 
 EXIT_OK = 0
@@ -74,6 +77,16 @@ class DataFileError(UsageError):
 
 class BriefError(UsageError):
     """A brief that cannot be used; the message names the file, the field and the fix."""
+
+
+class RunsNotComparable(UsageError):
+    """Two eval reports that cannot be compared: the message names every difference and
+    the ``--allow`` that would accept it (exit code 2)."""
+
+
+class InvalidRun(StayError):
+    """An eval report with more failed judge items (unparseable replies, model errors) than
+    a comparison can trust: names the run, the scorer and the counts (exit code 5)."""
 
 
 class EnvironmentProblem(StayError):

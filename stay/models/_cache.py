@@ -27,9 +27,13 @@ from stay.models._roles import model_for
 from stay.models._screen import Screening, screen_request, screening_of, verdict
 
 
-def request_key(request: ModelRequest, model: str) -> str:
-    body = json.dumps({"model": model, "request": request.model_dump(mode="json")}, sort_keys=True)
-    return hashlib.sha256(body.encode()).hexdigest()
+def request_key(request: ModelRequest, model: str, salt: str = "") -> str:
+    """The cache key of a request. A ``salt`` (an eval epoch) makes otherwise identical
+    requests distinct builds, without touching the prompt; no salt, the key as before."""
+    document: dict[str, object] = {"model": model, "request": request.model_dump(mode="json")}
+    if salt:
+        document["salt"] = salt
+    return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
 
 
 def differences(cached: dict[str, Any], cached_model: str | None, request: ModelRequest, model: str) -> list[str]:
@@ -63,12 +67,14 @@ def _system_changes(was: Any, now: list[dict[str, Any]]) -> list[str]:
 class RequestCache:
     directory: Path
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    salt: str = ""
+    """Keys every entry apart from the same request under another salt (see ``request_key``)."""
 
     def _path(self, key: str) -> Path:
         return self.directory / f"{key}.json"
 
     def _entry(self, request: ModelRequest, model: str) -> dict[str, Any] | None:
-        path = self._path(request_key(request, model))
+        path = self._path(request_key(request, model, self.salt))
         if not path.is_file():
             return None
         try:
@@ -90,7 +96,7 @@ class RequestCache:
 
         entry = {"model": model, "request": request.model_dump(mode="json"),
                  "answer": answer.model_dump(mode="json"), "reported": reported}
-        write_text_atomic(self._path(request_key(request, model)), json.dumps(entry, sort_keys=True))
+        write_text_atomic(self._path(request_key(request, model, self.salt)), json.dumps(entry, sort_keys=True))
 
     def claim(self, request: ModelRequest, model: str) -> ModelAnswer | None:
         """The cached answer as a run should count it: with its usage if no run has

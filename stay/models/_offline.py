@@ -9,7 +9,6 @@ latency, errors, defects and a moderation flag.
 from __future__ import annotations
 
 import copy
-import hashlib
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -18,6 +17,7 @@ from typing import Any
 
 from stay.errors import InjectedFault, UsageError
 from stay.models._offline_course import ANSWERS
+from stay.models._quality import BUILD_NOISE, degrade
 from stay.models._request import ModelAnswer, ModelRequest, Usage
 from stay.models._screen import SCREEN_STAGE, Screening, screen_request
 
@@ -80,9 +80,14 @@ class OfflineBackend:
     quality: Mapping[str, float] = field(default_factory=dict)
     """Degradations the validator cannot see, for testing the evals harness: the share of
     "distractors" whose why_wrong names no real misconception, of outcomes left
-    "untaught" by the sections meant to teach them, and of "exercises" pitched below
-    their outcome's level. Which items are degraded is a hash of their ids: the same
-    every run."""
+    "untaught" by the sections meant to teach them, of "exercises" pitched below their
+    outcome's level, and of "rubrics" criteria whose levels differ only in degree words
+    (see ``stay.models._quality``). Without a seed, which items are degraded is a hash of
+    their ids: the same every run."""
+    seed: int | str | None = None
+    """Seeded build-to-build noise around ``quality``'s rates (one seed per build)."""
+    quality_noise: float = BUILD_NOISE
+    """The noise's standard deviation on the logit scale."""
     name: str = "offline"
     calls: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -154,49 +159,10 @@ class OfflineBackend:
         for name in inject:
             _inject(name, data)
         if self.quality:
-            _degrade(request, data, self.quality)
+            degrade(request, data, self.quality, seed=self.seed, noise=self.quality_noise)
         words = len(request.user.split()) + sum(len(b.text.split()) for b in request.system)
         return ModelAnswer(data=data, model=OFFLINE_MODEL,
                            usage=Usage(input_tokens=words, output_tokens=len(str(data).split())))
-
-
-QUALITY_KNOBS = ("distractors", "untaught", "exercises")
-
-
-def _picked(kind: str, item: str, share: float) -> bool:
-    digest = hashlib.sha256(f"{kind}:{item}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") / 2**32 < share
-
-
-def _degrade(request: ModelRequest, data: dict[str, Any], quality: Mapping[str, float]) -> None:
-    """Make some answers worse in ways only a reader would notice; the files stay valid."""
-    unknown = set(quality) - set(QUALITY_KNOBS)
-    if unknown:
-        raise ValueError(f"unknown quality knobs {sorted(unknown)}; known: {QUALITY_KNOBS}")
-    if request.stage == "quiz" and quality.get("distractors"):
-        for item in data["items"]:
-            for k, option in enumerate(item.get("options") or [], 1):
-                if not option["correct"] and _picked("distractors", f"{item['id']}/{k}", quality["distractors"]):
-                    option["why_wrong"] = "It is not the right answer."
-    elif request.stage == "content" and quality.get("untaught"):
-        plan = request.inputs["plan"]
-        term = plan["new_terms"][0]["term"] if plan["new_terms"] else plan["title"]
-        dropped = {o for s in plan["sections"] for o in s["covers"]
-                   if _picked("untaught", o, quality["untaught"])}
-        headings = {s["heading"] for s in plan["sections"] if set(s["covers"]) & dropped}
-        lines, inside = [], False
-        for line in data["body"].split("\n"):
-            if line.startswith("## "):
-                inside = line[3:].strip() in headings
-            elif inside and not line.startswith("#"):
-                line = line.replace(term, "this topic")
-            lines.append(line)
-        data["body"] = "\n".join(lines)
-    elif request.stage == "exercises" and quality.get("exercises"):
-        for exercise in data["exercises"]:
-            if _picked("exercises", exercise["id"], quality["exercises"]):
-                exercise["task"] = (f"List, from memory, the main points of {request.inputs['plan']['title']}. "
-                                    "Write each one down in a sentence.")
 
 
 def _lesson_of(request: ModelRequest) -> str | None:

@@ -33,6 +33,12 @@ class Scorer(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def version(self) -> int:
+        """Bumped whenever the scorer's instructions or logic change; recorded in reports,
+        and two runs whose scorer versions differ are not compared unless allowed."""
+        ...
+
     def score(self, course: CourseOnDisk) -> ScoreResult: ...
 
 
@@ -42,14 +48,19 @@ def default_scorers(judge: Judge) -> list[Scorer]:
             RubricSpecificity(judge), Validator()]
 
 
-def score_course(course_dir: str | os.PathLike[str], scorers: Sequence[Scorer]) -> dict[str, ScoreResult]:
+def score_course(course_dir: str | os.PathLike[str] | CourseOnDisk,
+                 scorers: Sequence[Scorer]) -> dict[str, ScoreResult]:
     """Run every scorer on a course on disk (nothing is regenerated)."""
-    course = CourseOnDisk.load(Path(course_dir))
+    course = course_dir if isinstance(course_dir, CourseOnDisk) else CourseOnDisk.load(Path(course_dir))
     return {scorer.name: scorer.score(course) for scorer in scorers}
+
+
+def scorer_versions(scorers: Sequence[Scorer]) -> dict[str, int]:
+    return {scorer.name: scorer.version for scorer in sorted(scorers, key=lambda s: s.name)}
 
 
 __all__ = [
     "CourseOnDisk", "DistractorQuality", "ExerciseAlignment", "ItemResult", "Judge", "JudgeReply",
     "ModelJudge", "OfflineJudge", "OutcomeCoverage", "RubricSpecificity", "ScoreResult", "Scorer",
-    "Validator", "default_scorers", "judge_request", "score_course",
+    "Validator", "default_scorers", "judge_request", "score_course", "scorer_versions",
 ]

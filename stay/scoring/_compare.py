@@ -1,109 +1,358 @@
-"""Comparing two eval reports with a paired test, so a prompt change can be gated.
+"""Comparing two eval reports, so a prompt change can be gated, and refusing what cannot
+be compared.
 
-Items are paired by (brief, scorer, item id): the same question asked of the course
-each prompt variant wrote. The test is the two-sided exact sign test on the paired
-differences: scores are bounded and mostly 0 or 1, with many ties, so no test that
-assumes normality (a paired t-test) or a symmetric continuous distribution
-(Wilcoxon) fits, and the sign test needs neither; on 0/1 items it is exactly
-McNemar's test. Items scored equally in both runs carry no evidence either way and
-are left out, as the test prescribes. A difference is "detectable" at p < alpha.
+``compare`` first refuses (``RunsNotComparable``, exit 2) two runs that differ in what
+a comparison must hold fixed: the judge, the judge model, the generation backend, the
+scorers' versions, or the set of briefs, unless ``allow`` names the difference; then
+refuses (``InvalidRun``, exit 5) a run in which more than ``max_failed`` of a scorer's
+judge items failed, or a scorer judged nothing in a brief the other run judged. Then,
+per scorer, it estimates the candidate's difference from the baseline with its 95%
+interval and a permutation p-value (``_stats``): over builds (brief x epoch),
+stratified by brief, or over content-matched items when both runs judged byte-identical
+content. Holm–Bonferroni adjusts the p-values across scorers, and the gate (exit 1)
+fires only on an adjusted-significant regression. Each scorer also gets the minimum
+detectable effect (MDE) at 80% power for its observed variance and N. "No detectable
+difference" is said only when the interval excludes a drop as large as the MDE, or as
+the drop that matters (``effect``, a fifth of the baseline mean), whichever is smaller;
+otherwise the scorer is "inconclusive: run more epochs" (the gate is about regressions,
+so only the interval's lower end is held to it).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from collections import Counter, defaultdict
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
+from stay.errors import InvalidRun, RunsNotComparable
+
 ALPHA = 0.05
+MAX_FAILED = 0.10
+POWER = 0.80
+EFFECT = 0.20
+"""The smallest drop that matters, as a share of the baseline's mean: a fifth of the items
+that passed now fail (the degradation the calibration benchmark is run at)."""
+ALLOWABLE = ("judge", "judge-model", "backend", "scorers", "briefs")
+BUILDS, ITEMS = "builds", "items"
+WORSE, BETTER, SAME = "worse", "better", "no detectable difference"
+INCONCLUSIVE = "inconclusive: run more epochs"
+INCONCLUSIVE_ITEMS = "inconclusive: judge more items"
+NOTHING = "nothing judged"
 
 
 @dataclass(frozen=True)
 class ScorerComparison:
     scorer: str
+    test: str
+    """``builds`` (stratified permutation over build means) or ``items`` (content-matched pairs)."""
     baseline: float | None
     candidate: float | None
     difference: float | None
-    pairs: int
-    better: int
-    worse: int
-    p_value: float
+    low: float | None
+    high: float | None
+    p: float
+    p_adjusted: float
+    mde: float | None
+    """Minimum detectable effect at 80% power, at the gate's strictest Holm level; None when
+    it cannot be estimated, or when no effect could reach the gate with this few units."""
+    threshold: float | None
+    """The drop the interval must exclude for "no detectable difference": the smaller of the
+    MDE and ``effect`` times the baseline mean."""
+    units: tuple[int, int]
+    """Builds in each run (``builds``), or content-matched pairs twice (``items``)."""
     verdict: str
-    """better, worse, or no detectable difference."""
+    spread: float | None = None
+    """Observed standard deviation of a build's mean around its brief's (``builds``), or of a
+    paired difference (``items``): the noise the MDE is computed from."""
 
 
-def sign_test(better: int, worse: int) -> float:
-    """Two-sided exact sign test: P(a split at least this uneven | no difference)."""
-    n = better + worse
-    if n == 0:
-        return 1.0
-    k = min(better, worse)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
-    return float(min(1.0, 2 * tail))
+@dataclass(frozen=True)
+class ItemChange:
+    scorer: str
+    brief: str
+    baseline_item: str
+    candidate_item: str
+    baseline_score: float
+    candidate_score: float
+    baseline_reason: str
+    candidate_reason: str
 
 
-def _items(report: dict[str, Any], scorer: str) -> dict[tuple[str, str], float]:
-    found: dict[tuple[str, str], float] = {}
-    for brief, entry in report["briefs"].items():
-        result = entry["scorers"].get(scorer)
-        for item in result["items"] if result else []:
-            if not item["failed"]:
-                found[(str(brief), str(item["item"]))] = float(item["score"])
+@dataclass(frozen=True)
+class Comparison:
+    baseline_label: str
+    candidate_label: str
+    alpha: float
+    scorers: tuple[ScorerComparison, ...]
+    effect: float = EFFECT
+    allowed: dict[str, str] = field(default_factory=dict)
+    """Differences between the runs that ``allow`` accepted: name -> what differed."""
+    missing: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Briefs left out because only one run has them: "baseline only" / "candidate only"."""
+    failures: dict[str, dict[str, tuple[int, int, int]]] = field(default_factory=dict)
+    """run -> scorer -> (unparseable, errors, items), over the compared briefs."""
+    unchanged: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """brief -> artefacts built with the same prompt, references, schema and model in both
+    runs (from ``built_with``; empty when either run lacks it)."""
+    epochs: tuple[int, int] = (0, 0)
+
+    @property
+    def regressions(self) -> list[str]:
+        return [s.scorer for s in self.scorers if s.verdict == WORSE]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.regressions else 0
+
+
+def differences(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, str]:
+    """What differs between two runs that a comparison holds fixed: name -> how."""
+    found = {}
+    for key, name in (("judge", "judge"), ("judge_model", "judge-model"), ("backend", "backend")):
+        if baseline.get(key) != candidate.get(key):
+            found[name] = f"{name} differs (baseline {baseline.get(key)}, candidate {candidate.get(key)})"
+    before, after = baseline["scorers"], candidate["scorers"]
+    changed = [f"{s} v{before[s]} -> v{after[s]}" for s in sorted(set(before) & set(after)) if before[s] != after[s]]
+    changed += [f"{s} only in the baseline" for s in sorted(set(before) - set(after))]
+    changed += [f"{s} only in the candidate" for s in sorted(set(after) - set(before))]
+    if changed:
+        found["scorers"] = "scorer versions differ (" + ", ".join(changed) + ")"
+    only_base = sorted(set(baseline["briefs"]) - set(candidate["briefs"]))
+    only_cand = sorted(set(candidate["briefs"]) - set(baseline["briefs"]))
+    if only_base or only_cand:
+        parts = ([f"missing from the candidate: {', '.join(only_base)}"] if only_base else []) + \
+                ([f"missing from the baseline: {', '.join(only_cand)}"] if only_cand else [])
+        found["briefs"] = "brief sets differ (" + "; ".join(parts) + ")"
     return found
 
 
-def compare(baseline: dict[str, Any], candidate: dict[str, Any], alpha: float = ALPHA) -> list[ScorerComparison]:
-    scorers = sorted({s for r in (baseline, candidate) for e in r["briefs"].values() for s in e["scorers"]})
+def _allowed(allow: Collection[str]) -> set[str]:
+    names = {a.strip().replace("_", "-") for entry in allow for a in entry.split(",") if a.strip()}
+    unknown = names - set(ALLOWABLE)
+    if unknown:
+        raise RunsNotComparable(f"--allow {', '.join(sorted(unknown))}: not a difference compare can allow; "
+                                f"choose from {', '.join(ALLOWABLE)}")
+    return names
+
+
+def _results(report: dict[str, Any], scorer: str, briefs: Collection[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for brief in briefs:
+        for build in report["briefs"][brief]["builds"]:
+            result = build["scorers"].get(scorer)
+            if result is not None:
+                yield brief, {"epoch": build.get("epoch", 0), **result}
+
+
+def _failures(report: dict[str, Any], scorers: list[str], briefs: list[str]) -> dict[str, tuple[int, int, int]]:
+    counts = {}
+    for scorer in scorers:
+        unparseable = errors = items = 0
+        for _brief, result in _results(report, scorer, briefs):
+            items += len(result["items"])
+            unparseable += sum(i.get("failure") == "unparseable" for i in result["items"])
+            errors += sum(i.get("failure") == "error" for i in result["items"])
+        counts[scorer] = (unparseable, errors, items)
+    return counts
+
+
+def _invalid(name: str, path: str, failures: dict[str, tuple[int, int, int]], max_failed: float) -> list[str]:
+    problems = []
+    for scorer, (unparseable, errors, items) in failures.items():
+        if items and (unparseable + errors) / items > max_failed:
+            problems.append(f"{name} {path}: {scorer} has {unparseable + errors} of {items} judge items failed "
+                            f"({(unparseable + errors) / items:.0%}: {unparseable} unparseable, {errors} model or "
+                            f"API errors), over the {max_failed:.0%} limit")
+    return problems
+
+
+def _scored(result: dict[str, Any]) -> list[float]:
+    return [float(i["score"]) for i in result["items"] if i.get("failure") is None and i.get("score") is not None]
+
+
+def _empty_briefs(name: str, report: dict[str, Any], other: dict[str, Any], scorers: list[str],
+                  briefs: list[str]) -> list[str]:
+    problems = []
+    for scorer in scorers:
+        for brief in briefs:
+            mine = [v for _b, r in _results(report, scorer, [brief]) for v in _scored(r)]
+            theirs = [v for _b, r in _results(other, scorer, [brief]) for v in _scored(r)]
+            if not mine and theirs:
+                problems.append(f"{name}: {scorer} scored nothing in brief {brief}, which the other run scored")
+    return problems
+
+
+def _unchanged(baseline: dict[str, Any], candidate: dict[str, Any], briefs: list[str]) -> dict[str, tuple[str, ...]]:
+    found = {}
+    for brief in briefs:
+        records: dict[str, set[str]] = defaultdict(set)
+        runs = (baseline["briefs"][brief]["builds"], candidate["briefs"][brief]["builds"])
+        if not all(build.get("built_with") for builds in runs for build in builds):
+            continue
+        paths = set.intersection(*(set(build["built_with"]) for builds in runs for build in builds))
+        for builds in runs:
+            for build in builds:
+                for path in paths:
+                    records[path].add(repr(sorted(build["built_with"][path].items())))
+        same = tuple(sorted(path for path in paths if len(records[path]) == 1))
+        if same:
+            found[brief] = same
+    return found
+
+
+def _content_pairs(baseline: dict[str, Any], candidate: dict[str, Any], scorer: str,
+                   briefs: list[str]) -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], bool]:
+    """Items paired by the content they judged (the k-th judging of a content in one run
+    with its k-th in the other), and whether every item of both runs found its pair."""
+
+    def by_content(report: dict[str, Any]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+        found: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+        for brief, result in sorted(_results(report, scorer, briefs), key=lambda br: (br[0], br[1]["epoch"])):
+            for item in sorted(result["items"], key=lambda i: str(i["item"])):
+                if item.get("content"):
+                    found[item["content"]].append((brief, item))
+        return found
+
+    before, after = by_content(baseline), by_content(candidate)
+    pairs = [(brief, b, a) for content in sorted(set(before) & set(after))
+             for (brief, b), (_brief, a) in zip(before[content], after[content], strict=False)]
+
+    def every_item_has_content(report: dict[str, Any], found: dict[str, list[Any]]) -> bool:
+        return sum(map(len, found.values())) == sum(len(r["items"]) for _b, r in _results(report, scorer, briefs))
+
+    complete = (bool(pairs) and Counter({k: len(v) for k, v in before.items()})
+                == Counter({k: len(v) for k, v in after.items()})
+                and every_item_has_content(baseline, before) and every_item_has_content(candidate, after))
+    return pairs, complete
+
+
+def _strata(baseline: dict[str, Any], candidate: dict[str, Any], scorer: str, briefs: list[str]) -> list[Any]:
+    from stay.scoring._stats import Stratum
+
+    strata = []
+    for brief in briefs:
+        runs = []
+        counts = []
+        for report in (baseline, candidate):
+            means = []
+            for _b, result in _results(report, scorer, [brief]):
+                values = _scored(result)
+                if values:
+                    means.append(sum(values) / len(values))
+                    counts.append(len(values))
+            runs.append(tuple(means))
+        if runs[0] and runs[1]:
+            strata.append(Stratum(runs[0], runs[1], weight=sum(counts) / len(counts)))
+    return strata
+
+
+def _weighted_means(strata: list[Any]) -> tuple[float, float]:
+    total = sum(s.weight for s in strata)
+    base = sum(s.weight * sum(s.baseline) / len(s.baseline) for s in strata) / total
+    cand = sum(s.weight * sum(s.candidate) / len(s.candidate) for s in strata) / total
+    return base, cand
+
+
+def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float = ALPHA,
+            allow: Collection[str] = (), max_failed: float = MAX_FAILED, effect: float = EFFECT,
+            permutations: int | None = None,
+            seed: int = 0, names: tuple[str, str] = ("baseline", "candidate")) -> Comparison:
+    """Compare a candidate run with a baseline, per scorer; see the module's docstring.
+
+    Raises ``RunsNotComparable`` or ``InvalidRun`` rather than answering a question the
+    two runs cannot answer. ``names`` are how messages name the runs (e.g. their paths)."""
+    from stay.scoring import _stats
+
+    permutations = permutations or _stats.PERMUTATIONS
+    allowed_names = _allowed(allow)
+    found = differences(baseline, candidate)
+    refused = {name: why for name, why in found.items() if name not in allowed_names}
+    if refused:
+        raise RunsNotComparable(
+            f"cannot compare {names[0]} with {names[1]}: " + "; ".join(refused.values())
+            + f"; if that difference is what you are testing, pass --allow {','.join(refused)}")
+    briefs = sorted(set(baseline["briefs"]) & set(candidate["briefs"]))
+    scorers = sorted(set(baseline["scorers"]) & set(candidate["scorers"]))
+    if not briefs or not scorers:
+        raise RunsNotComparable(f"cannot compare {names[0]} with {names[1]}: they share no "
+                                f"{'brief' if not briefs else 'scorer'}")
+    failures = {"baseline": _failures(baseline, scorers, briefs), "candidate": _failures(candidate, scorers, briefs)}
+    problems = (_invalid("baseline", names[0], failures["baseline"], max_failed)
+                + _invalid("candidate", names[1], failures["candidate"], max_failed)
+                + _empty_briefs(f"baseline {names[0]}", baseline, candidate, scorers, briefs)
+                + _empty_briefs(f"candidate {names[1]}", candidate, baseline, scorers, briefs))
+    if problems:
+        raise InvalidRun("invalid run: " + "; ".join(problems)
+                         + "; rescore it (`stay evals score`) once the judge answers, then compare again")
+
+    plans: dict[str, tuple[str, Any]] = {}  # per scorer: the test, and what it is run on
+    for scorer in scorers:
+        pairs, complete = _content_pairs(baseline, candidate, scorer, briefs)
+        both = [(b, a) for _brief, b, a in pairs if b.get("failure") is None and a.get("failure") is None]
+        strata = [] if complete and both else _strata(baseline, candidate, scorer, briefs)
+        if complete and both:
+            plans[scorer] = (ITEMS, both)
+        elif strata:
+            plans[scorer] = (BUILDS, strata)
+    # Holm's strictest step is what a lone regression must beat: the MDE is at that level
+    gate_alpha = alpha / max(1, len(plans))
+    estimates: dict[str, tuple[str, Any, tuple[float, float], tuple[int, int]]] = {}
+    for scorer, (test, data) in plans.items():
+        if test == ITEMS:
+            mean_base = sum(float(b["score"]) for b, _a in data) / len(data)
+            estimate = _stats.paired_test([float(a["score"]) - float(b["score"]) for b, a in data],
+                                          permutations=permutations, seed=seed, detect_alpha=gate_alpha)
+            estimates[scorer] = (ITEMS, estimate, (mean_base, mean_base + estimate.difference), (len(data), len(data)))
+        else:
+            estimate = _stats.stratified_test(data, permutations=permutations, seed=seed, detect_alpha=gate_alpha)
+            units = (sum(len(s.baseline) for s in data), sum(len(s.candidate) for s in data))
+            estimates[scorer] = (BUILDS, estimate, _weighted_means(data), units)
+
+    tested = sorted(estimates)
+    adjusted = dict(zip(tested, _stats.holm([estimates[s][1].p for s in tested]), strict=True))
     results = []
     for scorer in scorers:
-        before, after = _items(baseline, scorer), _items(candidate, scorer)
-        paired = sorted(set(before) & set(after))
-        better = sum(after[key] > before[key] for key in paired)
-        worse = sum(after[key] < before[key] for key in paired)
-        p = sign_test(better, worse)
-        mean_before = sum(before[k] for k in paired) / len(paired) if paired else None
-        mean_after = sum(after[k] for k in paired) / len(paired) if paired else None
-        diff = mean_after - mean_before if paired else None  # type: ignore[operator]
-        verdict = "no detectable difference"
-        if p < alpha and better != worse:
-            verdict = "better" if better > worse else "worse"
-        results.append(ScorerComparison(scorer, mean_before, mean_after, diff, len(paired), better, worse,
-                                        p, verdict))
-    return results
+        if scorer not in estimates:
+            results.append(ScorerComparison(scorer, BUILDS, None, None, None, None, None, 1.0, 1.0, None, None,
+                                            (0, 0), NOTHING))
+            continue
+        test, estimate, (mean_base, mean_cand), units = estimates[scorer]
+        mde = estimate.mde
+        threshold = None if mde is None else min(mde, effect * mean_base)
+        if adjusted[scorer] < alpha:
+            verdict = WORSE if estimate.difference < 0 else BETTER
+        elif threshold is None or estimate.low < -threshold - 1e-9:  # cannot exclude a drop that large
+            verdict = INCONCLUSIVE if test == BUILDS else INCONCLUSIVE_ITEMS
+        else:
+            verdict = SAME
+        results.append(ScorerComparison(scorer, test, mean_base, mean_cand, estimate.difference, estimate.low,
+                                        estimate.high, estimate.p, adjusted[scorer], mde, threshold, units, verdict,
+                                        estimate.spread))
+    only_base = tuple(sorted(set(baseline["briefs"]) - set(candidate["briefs"])))
+    only_cand = tuple(sorted(set(candidate["briefs"]) - set(baseline["briefs"])))
+    return Comparison(
+        baseline_label=str(baseline.get("label", "baseline")),
+        candidate_label=str(candidate.get("label", "candidate")), alpha=alpha, scorers=tuple(results), effect=effect,
+        allowed={k: v for k, v in found.items() if k in allowed_names},
+        missing={k: v for k, v in (("baseline only", only_base), ("candidate only", only_cand)) if v},
+        failures=failures, unchanged=_unchanged(baseline, candidate, briefs),
+        epochs=(int(baseline.get("epochs", 0)), int(candidate.get("epochs", 0))))
 
 
-def _fmt(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:+.3f}" if signed else f"{value:.3f}"
-
-
-def text_table(results: list[ScorerComparison]) -> str:
-    lines = [f"{'scorer':20} {'baseline':>8} {'candidate':>9} {'diff':>7} {'pairs':>5} {'+':>4} {'-':>4} "
-             f"{'p':>8}  verdict"]
-    for r in results:
-        lines.append(f"{r.scorer:20} {_fmt(r.baseline):>8} {_fmt(r.candidate):>9} {_fmt(r.difference, True):>7} "
-                     f"{r.pairs:>5} {r.better:>4} {r.worse:>4} {r.p_value:>8.2g}  {r.verdict}")
-    return "\n".join(lines) + "\n"
-
-
-def markdown(results: list[ScorerComparison], baseline: dict[str, Any], candidate: dict[str, Any]) -> str:
-    """The comparison as Markdown: a table, and a bar chart of both means per scorer."""
-    names = [r.scorer for r in results]
-    lines = [f"# Eval comparison: {baseline.get('label', 'baseline')} vs {candidate.get('label', 'candidate')}",
-             "", f"Paired exact sign test over items paired by brief and item id; alpha {ALPHA}.", "",
-             "| scorer | baseline | candidate | difference | pairs | better | worse | p | verdict |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in results:
-        lines.append(f"| {r.scorer} | {_fmt(r.baseline)} | {_fmt(r.candidate)} | {_fmt(r.difference, True)} | "
-                     f"{r.pairs} | {r.better} | {r.worse} | {r.p_value:.2g} | **{r.verdict}** |")
-    lines += ["", "```mermaid", "xychart-beta", '    title "Mean score per scorer"',
-              f"    x-axis [{', '.join(names)}]", '    y-axis "mean score" 0 --> 1',
-              f"    bar [{', '.join(_fmt(r.baseline) if r.baseline is not None else '0' for r in results)}]",
-              f"    bar [{', '.join(_fmt(r.candidate) if r.candidate is not None else '0' for r in results)}]",
-              "```", "", "First bar of each pair: baseline; second: candidate.", ""]
-    for r in results:
-        base, cand = r.baseline or 0.0, r.candidate or 0.0
-        lines.append(f"    {r.scorer:20} baseline  {'#' * round(base * 40):40} {_fmt(r.baseline)}")
-        lines.append(f"    {'':20} candidate {'#' * round(cand * 40):40} {_fmt(r.candidate)}")
-    return "\n".join(lines) + "\n"
+def item_changes(baseline: dict[str, Any], candidate: dict[str, Any], *, top: int = 10,
+                 scorers: Collection[str] | None = None) -> tuple[list[ItemChange], dict[str, tuple[int, int]]]:
+    """The content-matched items whose score changed most, with both judges' reasons, and per
+    scorer (matched items, items in the baseline). Items are matched by the content they
+    judged, never by id: after a regeneration an id names different content."""
+    briefs = sorted(set(baseline["briefs"]) & set(candidate["briefs"]))
+    names = sorted(set(baseline["scorers"]) & set(candidate["scorers"]))
+    changes, coverage = [], {}
+    for scorer in names if scorers is None else [s for s in names if s in scorers]:
+        pairs, _complete = _content_pairs(baseline, candidate, scorer, briefs)
+        coverage[scorer] = (len(pairs), sum(len(r["items"]) for _b, r in _results(baseline, scorer, briefs)))
+        for brief, b, a in pairs:
+            if b.get("failure") is None and a.get("failure") is None and a["score"] != b["score"]:
+                changes.append(ItemChange(scorer, brief, str(b["item"]), str(a["item"]), float(b["score"]),
+                                          float(a["score"]), str(b["reason"]), str(a["reason"])))
+    changes.sort(key=lambda c: (-abs(c.candidate_score - c.baseline_score), c.scorer, c.brief, c.baseline_item))
+    return changes[:top], coverage

@@ -1,19 +1,28 @@
 """What every scorer shares: results, the course on disk, and judges.
 
 A scorer answers what counting cannot, with an opinion; it never gates a build. A
-judge's reply that cannot be parsed becomes a failed item that keeps the raw text,
-never a crash. Judges go through the model layer (the judging role, the same
-request cache and usage accounting as the pipeline), or, with no key, through the
-offline heuristic judge, which says so in every result.
+judge that fails is not a judge that said "no": a reply that cannot be parsed, and a
+model or API error, are recorded as failed items (``failure`` says which, ``raw``
+keeps what came back), apart from the scores, and never crash the eval. Judges go
+through the model layer (the judging role, the same request cache and usage
+accounting as the pipeline), or, with no key, through the offline heuristic judge,
+which says so in every result.
+
+A judge's request puts the lesson first, as a cached block (``ModelRequest.shared``)
+after one short system prompt common to every judge, so every outcome, exercise and
+distractor judged on a lesson reads the same cached prefix; the scorer's instructions
+and the item follow it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -33,38 +42,68 @@ from stay.errors import AnswerError, ModelError
 from stay.models import ModelAnswer, ModelClient, ModelRequest, SystemBlock, Usage, model_for
 
 A = TypeVar("A", bound=BaseModel)
+Failure = Literal["unparseable", "error"]
+
+JUDGE_SYSTEM = (
+    "You review one part of a course written for adult learners, as a demanding teacher would. "
+    "The lesson (when there is one) comes first, then what you are asked to judge and how. Judge only "
+    "what is written, quote only what is there, and answer with JSON that fits the schema given."
+)
+
+
+def content_hash(value: Any) -> str:
+    """sha256 of a JSON value in canonical form: what an item's judge was shown."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
 class ItemResult(BaseModel):
-    """One judged item: its score in [0, 1] and why; a failed item keeps the raw reply."""
+    """One judged item: its score in [0, 1] and why, or why the judge failed.
+
+    ``content`` is the sha256 of what was judged (the item and its lesson, not the
+    instructions): two runs that judged byte-identical content share it, whatever the
+    item's id, so results are matched by content, never by position."""
 
     model_config = ConfigDict(frozen=True)
 
     item: str
-    score: float
+    content: str = ""
+    score: float | None
     reason: str
-    failed: bool = False
+    failure: Failure | None = None
     raw: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.failure is not None
 
 
 class ScoreResult(BaseModel):
-    """One scorer on one course: the items, their mean (failed items excluded), the judge."""
+    """One scorer on one course: the items, their mean (failed items excluded), the judge,
+    and the judge failures counted apart."""
 
     model_config = ConfigDict(frozen=True)
 
     scorer: str
+    version: int = 1
     score: float | None
     items: tuple[ItemResult, ...]
     judge: str
-    failed: int = 0
+    unparseable: int = 0
+    errors: int = 0
     usage: Usage = Field(default_factory=Usage)
 
     @classmethod
-    def of(cls, scorer: str, judge: str, items: list[ItemResult], usage: Usage | None = None) -> ScoreResult:
-        scored = [item.score for item in items if not item.failed]
-        return cls(scorer=scorer, score=sum(scored) / len(scored) if scored else None,
-                   items=tuple(sorted(items, key=lambda i: i.item)), judge=judge,
-                   failed=sum(item.failed for item in items), usage=usage or Usage())
+    def of(cls, scorer: str, judge: str, items: list[ItemResult], usage: Usage | None = None,
+           version: int = 1) -> ScoreResult:
+        scored = [item.score for item in items if item.score is not None and not item.failed]
+        return cls(scorer=scorer, version=version, score=sum(scored) / len(scored) if scored else None,
+                   items=tuple(sorted(items, key=lambda i: (i.item, i.content))), judge=judge,
+                   unparseable=sum(item.failure == "unparseable" for item in items),
+                   errors=sum(item.failure == "error" for item in items), usage=usage or Usage())
+
+    @property
+    def failed(self) -> int:
+        return self.unparseable + self.errors
 
 
 @dataclass(frozen=True)
@@ -108,14 +147,32 @@ class CourseOnDisk:
                    load(root / "outcomes.yaml", Outcomes), load(root / "assessment.yaml", Assessment),
                    maybe(root / "project.yaml", Project), tuple(lessons))
 
+    @cached_property
+    def sha256(self) -> str:
+        """One hash of every course file (hidden directories, the ledger and caches, left
+        out): two builds with this hash equal scored byte-identical course files."""
+        return course_sha256(self.root)
+
+
+def course_sha256(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        relative = path.relative_to(root)
+        if any(part.startswith(".") for part in relative.parts):
+            continue
+        digest.update(f"{relative.as_posix()}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+    return digest.hexdigest()
+
 
 @dataclass(frozen=True)
 class JudgeReply:
     data: dict[str, Any] | None
-    """The parsed reply, or None when it could not be parsed (``raw`` says what came)."""
+    """The parsed reply, or None when there is none (``raw`` or ``error`` says why)."""
     raw: str
     model: str
     usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+    """A model or API error: the judge could not answer at all (not a verdict)."""
 
 
 class Judge(Protocol):
@@ -126,21 +183,29 @@ class Judge(Protocol):
 
 
 def judge_request(scorer: str, instructions: str, item: str, inputs: dict[str, Any],
-                  answer: type[BaseModel]) -> ModelRequest:
-    """A judge's request: the scorer's fixed instructions, then the item to judge."""
+                  answer: type[BaseModel], *, lesson: str | None = None) -> ModelRequest:
+    """A judge's request: the common judge preamble; then the lesson, cached and shared by
+    every item judged on it (every scorer's); then the scorer's instructions and the item.
+
+    ``inputs`` (the offline judge answers from them) also carry the lesson."""
     from stay.stages._prompt import render_inputs
 
+    shared = f"# The lesson\n\n{lesson}" if lesson is not None else ""
     return ModelRequest(
         stage=f"judge-{scorer}", role="judging", artefact=item,
-        system=(SystemBlock(text=instructions, cache=True),),
-        user=render_inputs(inputs), output_schema=answer.model_json_schema(),
-        output_name=answer.__name__, max_tokens=2_000, inputs=inputs,
+        system=(SystemBlock(text=JUDGE_SYSTEM),), shared=shared,
+        user=f"# What to judge\n\n{instructions}\n\n{render_inputs(inputs)}",
+        output_schema=answer.model_json_schema(), output_name=answer.__name__, max_tokens=2_000,
+        inputs=inputs if lesson is None else {**inputs, "lesson": lesson},
     )
 
 
 @dataclass
 class ModelJudge:
-    """A judge that is a model: the judging role, through any backend (cached or not)."""
+    """A judge that is a model: the judging role, through any backend (cached or not).
+
+    ``model`` defaults to the judging role's; set it apart from the writer's so a model
+    never grades its own prose (self-preference)."""
 
     backend: ModelClient
     model: str = field(default_factory=lambda: model_for("judging"))
@@ -154,8 +219,8 @@ class ModelJudge:
             answer: ModelAnswer = self.backend.complete(request, self.model)
         except AnswerError as exc:
             return JudgeReply(None, exc.raw if exc.raw is not None else str(exc), self.model)
-        except ModelError as exc:
-            return JudgeReply(None, f"(no reply: {exc})", self.model)
+        except ModelError as exc:  # unavailable, refused, truncated: no verdict at all
+            return JudgeReply(None, "", self.model, error=f"{type(exc).__name__}: {' '.join(str(exc).split())}")
         return JudgeReply(answer.data, json.dumps(answer.data, sort_keys=True), answer.model, answer.usage)
 
 
@@ -171,15 +236,21 @@ def parsed(reply: JudgeReply, answer: type[A]) -> tuple[A | None, str | None]:
         return None, f"the judge's reply does not fit {answer.__name__}: {where}: {first['msg']}"
 
 
-def failed_item(item: str, why: str, reply: JudgeReply) -> ItemResult:
-    return ItemResult(item=item, score=0.0, reason=why, failed=True, raw=reply.raw)
+def failed_item(item: str, content: str, reply: JudgeReply, why: str) -> ItemResult:
+    if reply.error is not None:
+        return ItemResult(item=item, content=content, score=None, reason=f"judge error: {reply.error}",
+                          failure="error", raw=reply.raw or None)
+    return ItemResult(item=item, content=content, score=None, reason=why, failure="unparseable", raw=reply.raw)
 
 
-def yes_no(item: str, verdict_field: str) -> Callable[[Any], ItemResult]:
+Verdict = Callable[[Any], tuple[float, str]]
+
+
+def yes_no(verdict_field: str) -> Verdict:
     """A verdict from an answer's boolean field: 1 for yes, 0 for no, with its reason."""
 
-    def verdict(answer: Any) -> ItemResult:
-        return ItemResult(item=item, score=float(getattr(answer, verdict_field)), reason=answer.reason)
+    def verdict(answer: Any) -> tuple[float, str]:
+        return float(getattr(answer, verdict_field)), str(answer.reason)
 
     return verdict
 
@@ -187,24 +258,31 @@ def yes_no(item: str, verdict_field: str) -> Callable[[Any], ItemResult]:
 @dataclass
 class Judging:
     """One scorer's pass over a course: asks the judge item by item, keeps the results
-    and the usage, and turns an unreadable reply into a failed item."""
+    and the usage, and records a judge that failed apart from a score."""
 
     scorer: str
     instructions: str
     judge: Judge
+    version: int = 1
     items: list[ItemResult] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
 
-    def ask(self, item: str, inputs: dict[str, Any], answer: type[A],
-            verdict: Callable[[A], ItemResult]) -> None:
-        reply = self.judge.ask(judge_request(self.scorer, self.instructions, item, inputs, answer))
+    def ask(self, item: str, inputs: dict[str, Any], answer: type[A], verdict: Callable[[A], tuple[float, str]],
+            *, lesson: str | None = None) -> None:
+        content = content_hash({"inputs": inputs, "lesson": lesson})
+        reply = self.judge.ask(judge_request(self.scorer, self.instructions, item, inputs, answer, lesson=lesson))
         self.usage = self.usage + reply.usage
         parsed_answer, why = parsed(reply, answer)
-        self.items.append(failed_item(item, why or "unreadable", reply) if parsed_answer is None
-                          else verdict(parsed_answer))
+        if parsed_answer is None:
+            self.items.append(failed_item(item, content, reply, why or "unreadable"))
+            return
+        score, reason = verdict(parsed_answer)
+        self.items.append(ItemResult(item=item, content=content, score=score, reason=reason))
 
-    def add(self, result: ItemResult) -> None:
-        self.items.append(result)
+    def add(self, item: str, inputs: dict[str, Any], score: float, reason: str) -> None:
+        """An item settled without asking the judge (e.g. it names no outcome)."""
+        self.items.append(ItemResult(item=item, content=content_hash({"inputs": inputs}), score=score,
+                                     reason=reason))
 
     def result(self) -> ScoreResult:
-        return ScoreResult.of(self.scorer, self.judge.name, self.items, self.usage)
+        return ScoreResult.of(self.scorer, self.judge.name, self.items, self.usage, self.version)

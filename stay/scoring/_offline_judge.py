@@ -4,12 +4,24 @@ It answers the same requests a model judge gets, with the same answer shapes, so
 whole harness runs end to end in CI; and it says what it is in every result (its
 name, and a "heuristic:" prefix on every reason). Never pass a heuristic off as a
 model's opinion.
+
+Each heuristic is written from its scorer's instructions, not from how the offline
+backend's quality knob damages a course (this module does not import it, and its tests
+are hand-written examples): a passage teaches an outcome when it engages with the
+outcome's key words; a distractor embodies a misconception when its why_wrong states a
+belief and that belief is about the option; an exercise is aligned when some instruction
+in it sits at the outcome's Bloom level or above; rubric levels are distinguishable when
+neighbours differ in at least one word that is not a degree word. What this proves is
+the harness's plumbing and statistics, not what a model judge would say.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import re
+from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 from stay.models import ModelRequest
@@ -19,8 +31,24 @@ NAME = "offline heuristic judge (not a model)"
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]+")
 _STOP = {"your", "own", "words", "small", "realistic", "task", "with", "from", "that", "this", "into",
          "their", "about", "using", "when", "what", "which", "where", "there", "these", "those",
-         "them", "then", "than", "have", "will", "would", "could", "should"}
-_GENERIC = ("not the right answer", "it is wrong", "incorrect", "wrong answer")
+         "them", "then", "than", "have", "will", "would", "could", "should", "each", "every", "they"}
+_BELIEF = re.compile(r"\b(?:confus|assum|think|thought|believ|mistak|treat|expect|suppos|imagin|conflat|equat|"
+                     r"overlook|forget|forgot|ignor|misread|mix(?:es|ed|ing)? up)\w*", re.IGNORECASE)
+# Degree and filler words: a level that differs from its neighbour only in these names no
+# observable difference in the work.
+_DEGREE = frozenset((
+    "a", "an", "the", "and", "or", "but", "of", "in", "on", "at", "to", "is", "are", "be", "been", "being", "its",
+    "it", "this", "that", "with", "some", "any", "excellent", "outstanding", "exemplary", "exceptional", "superb",
+    "strong", "solid", "good", "great", "fair", "poor", "weak", "adequate", "sufficient", "satisfactory",
+    "acceptable", "basic", "limited", "minimal", "minimally", "little", "much", "thorough", "thoroughly", "complete",
+    "completely", "incomplete", "full", "fully", "partial", "partially", "partly", "mostly", "largely", "somewhat",
+    "slightly", "very", "highly", "fairly", "quite", "rather", "generally", "consistently", "occasionally", "rarely",
+    "often", "sometimes", "always", "never", "seldom", "usually", "frequently", "inconsistently", "many", "few",
+    "most", "all", "several", "more", "less", "least", "better", "best", "worse", "worst", "high", "low", "deep",
+    "shallow", "superficial", "extensive", "extensively", "considerable", "significant", "notable", "minor", "major",
+    "careful", "carefully", "detailed", "clear", "clearly", "unclear", "precise", "precisely", "effective",
+    "effectively", "well", "throughout", "work", "submission", "shows", "demonstrates",
+))
 
 
 def _content(text: str) -> set[str]:
@@ -43,8 +71,9 @@ def _coverage(inputs: dict[str, Any]) -> dict[str, Any]:
     outcome = inputs["outcome"]
     keys = _content(outcome["text"]) - {outcome["verb"].casefold()[:6]}
     sections = _sections(inputs["lesson"])
+    where = inputs["sections_that_should_teach_it"] or list(sections)
     best, best_hits = "", 0
-    for heading in inputs["sections_that_should_teach_it"]:
+    for heading in where:
         for sentence in re.split(r"(?<=[.!?])\s+", sections.get(heading, "")):
             hits = len(keys & _content(sentence))
             if hits > best_hits:
@@ -56,34 +85,61 @@ def _coverage(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _distractor(inputs: dict[str, Any]) -> dict[str, Any]:
-    why = inputs["why_wrong"]
-    shared = _content(why) & _content(inputs["wrong_option"])
-    generic = len(why.split()) < 5 or any(phrase in why.casefold() for phrase in _GENERIC)
-    embodies = bool(shared) and not generic
+    why, option = inputs["why_wrong"], inputs["wrong_option"]
+    known = [m for m in inputs.get("audience_misconceptions") or [] if len(_content(m) & _content(why)) >= 2]
+    belief = bool(_BELIEF.search(why)) or bool(known)
+    about_option = bool(_content(option) & (_content(why) | {w for m in known for w in _content(m)}))
+    embodies = belief and about_option
     return {"embodies": embodies,
-            "reason": f"heuristic: why_wrong {'is generic' if generic else 'is specific'} and shares "
-                      f"{len(shared)} key words with the option"}
+            "reason": f"heuristic: why_wrong {'states' if belief else 'states no'} belief a learner could hold, "
+                      f"and {'is' if about_option else 'is not'} about what the option says"}
+
+
+@cache
+def _bloom() -> tuple[Mapping[str, list[str]], tuple[str, ...]]:
+    from stay.validate import HouseData, packaged_data_dir
+
+    data = HouseData.load(packaged_data_dir())
+    return data.levels, tuple(data.order)
+
+
+def _instruction_levels(task: str) -> list[str]:
+    """The Bloom levels of the task's instructions: each sentence's first word, when it is a
+    verb of the table (its highest level when it sits at several). "Write ... down" records,
+    it does not create, so it counts for nothing."""
+    levels, order = _bloom()
+    found = []
+    for sentence in re.split(r"(?<=[.!?;:])\s+", task.strip()):
+        words = [w.casefold() for w in _WORD.findall(sentence)]
+        if not words or (words[0] == "write" and "down" in words):
+            continue
+        at = [level for level in order if words[0] in levels.get(level, [])]
+        if at:
+            found.append(at[-1])
+    return found
 
 
 def _alignment(inputs: dict[str, Any]) -> dict[str, Any]:
     outcome, exercise = inputs["outcome"], inputs["exercise"]
+    _levels, order = _bloom()
     verb = outcome["verb"].casefold()
-    asks = verb in {w.casefold() for w in _WORD.findall(exercise["task"])}
-    aligned = asks and exercise["bloom"] == outcome["bloom"]
+    asked = _instruction_levels(exercise["task"])
+    names_verb = verb in {w.casefold() for w in _WORD.findall(exercise["task"])}
+    target = order.index(outcome["bloom"]) if outcome["bloom"] in order else 0
+    highest = max((order.index(level) for level in asked), default=-1)
+    aligned = highest >= target or (names_verb and highest < 0)
     return {"aligned": aligned,
-            "reason": f"heuristic: the task {'asks' if asks else 'does not ask'} the learner to "
-                      f"'{verb}', at level {exercise['bloom']} for an outcome at {outcome['bloom']}"}
+            "reason": f"heuristic: the task's instructions ask for {', '.join(asked) or 'no verb of the table'}; "
+                      f"the outcome is '{verb}' at {outcome['bloom']}"}
 
 
 def _specificity(inputs: dict[str, Any]) -> dict[str, Any]:
-    levels = list(inputs["levels"].values())
-    long_enough = all(len(level.split()) >= 5 for level in levels)
-    apart = all(len(set(a.split()) ^ set(b.split())) >= 2 for a, b in itertools.pairwise(levels))
-    distinct = len(set(levels)) == len(levels)
-    ok = long_enough and apart and distinct
+    levels = [[w.casefold() for w in _WORD.findall(text)] for text in inputs["levels"].values()]
+    apart = all({w for w in set(a) ^ set(b) if w not in _DEGREE} for a, b in itertools.pairwise(levels))
+    ok = apart and len(levels) >= 2
     return {"distinguishable": ok,
-            "reason": "heuristic: levels are distinct, at least five words, and differ from their "
-                      f"neighbours by at least two words: {ok}"}
+            "reason": "heuristic: each level differs from its neighbours in a word that is not a degree word: "
+                      f"{ok}"}
 
 
 _HEURISTICS = {"judge-outcome_coverage": _coverage, "judge-distractor_quality": _distractor,
@@ -98,7 +154,5 @@ class OfflineJudge:
         return NAME
 
     def ask(self, request: ModelRequest) -> JudgeReply:
-        import json
-
         data = _HEURISTICS[request.stage](request.inputs)
         return JudgeReply(data, json.dumps(data, sort_keys=True), "offline-heuristic")

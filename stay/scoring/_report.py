@@ -1,26 +1,45 @@
 """Eval reports: one JSON document per run of the suite, merged from its workers.
 
-A report records, per brief and scorer, the score, every item with its reason, the
-judge, the model ids, a hash of every prompt and reference file used, and the usage
-and cost of building and judging. Same inputs, same answers: same bytes.
+A run builds every brief ``epochs`` times, as independent builds; a report records,
+per brief and build: the epoch and its seed, a hash of the course files scored, the
+usage and cost of building, and per scorer the score, every item with its content hash
+and reason, the judge failures apart from the scores, and the judge's usage and cost.
+At the top: the backend, the judge and judge model, each scorer's version, the model
+ids, a hash of every prompt and reference file used, the means, and the totals.
+Same inputs, same answers: same bytes.
+
+A build may also carry ``built_with``: per artefact (its path in the course), the
+hashes its ledger says it was built with, ``{"prompt": sha, "references": sha,
+"schema": sha, "model": id}``. It is optional (the pipeline does not record it yet);
+``compare`` uses it, when both runs have it, to say which artefacts two runs share
+unchanged.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from stay.models import Usage, cost, model_table
 from stay.scoring._core import ScoreResult
 
-VERSION = 1
+VERSION = 2
+BUILT_WITH_KEYS = ("prompt", "references", "schema", "model")
 
 
-def brief_entry(slug: str, scores: dict[str, ScoreResult], *, build_usage: Usage, build_cost: float | None,
-                built: bool) -> dict[str, Any]:
-    """One brief's part of a report."""
+def _known_sum(costs: Iterable[float | None]) -> float | None:
+    """The total, or None when any part is unknown (a model with no price on file)."""
+    values = list(costs)
+    return None if None in values else round(sum(v for v in values if v is not None), 6)
+
+
+def build_entry(scores: Mapping[str, ScoreResult], *, epoch: int, seed: str | None, course_sha256: str,
+                build_usage: Usage, build_cost: float | None, built: bool,
+                built_with: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, Any]:
+    """One build's part of a report: a brief built (or loaded) once, and scored."""
     judged = {}
     for name, result in sorted(scores.items()):
         entry = result.model_dump(mode="json")
@@ -28,34 +47,55 @@ def brief_entry(slug: str, scores: dict[str, ScoreResult], *, build_usage: Usage
         price = cost(model, result.usage) if model else 0.0
         entry["cost"] = None if price is None else round(price, 6)
         judged[name] = entry
-    return {
-        "slug": slug, "built": built,
+    entry = {
+        "epoch": epoch, "seed": seed, "built": built, "course_sha256": course_sha256,
         "build": {"usage": build_usage.model_dump(),
                   "cost": None if build_cost is None else round(build_cost, 6)},  # None: a model has no price
         "scorers": judged,
     }
+    if built_with is not None:
+        entry["built_with"] = {path: dict(record) for path, record in sorted(built_with.items())}
+    return entry
 
 
-def report(*, label: str, backend: str, judge: str, prompts_dir: str, prompt_hashes: dict[str, str],
-           briefs: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The whole report: per brief and scorer, and totals."""
-    scorers = sorted({name for entry in briefs.values() for name in entry["scorers"]})
-    means = {}
-    for name in scorers:
-        values = [entry["scorers"][name]["score"] for entry in briefs.values()
-                  if name in entry["scorers"] and entry["scorers"][name]["score"] is not None]
+def judge_of(builds: Mapping[str, list[dict[str, Any]]]) -> tuple[str, str | None]:
+    """(judge, judge model) of a run: "model" and its id, or the judge's own name."""
+    names = sorted({r["judge"] for entries in builds.values() for e in entries for n, r in e["scorers"].items()
+                    if n != "validator"})
+    models = sorted(name.removeprefix("model:") for name in names if name.startswith("model:"))
+    if models and len(models) == len(names):
+        return "model", ", ".join(models)
+    return ", ".join(names) or "none", None
+
+
+def report(*, label: str, backend: str, prompts_dir: str, prompt_hashes: Mapping[str, str],
+           scorers: Mapping[str, int], builds: Mapping[str, list[dict[str, Any]]], epochs: int,
+           seed: int | None = None, quality: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """The whole report, from each brief's builds (``builds``: slug -> build entries)."""
+    judge, judge_model = judge_of(builds)
+    entries = [entry for slug in sorted(builds) for entry in builds[slug]]
+    means: dict[str, float | None] = {}
+    failures = {}
+    for name in sorted(scorers):
+        results = [e["scorers"][name] for e in entries if name in e["scorers"]]
+        values = [i["score"] for r in results for i in r["items"] if i["failure"] is None and i["score"] is not None]
         means[name] = sum(values) / len(values) if values else None
-    build_costs = [entry["build"]["cost"] for entry in briefs.values()]
-    build_total = None if None in build_costs else round(sum(build_costs), 6)  # unknown, never a partial sum
-    judge_usage = [r["usage"] for e in briefs.values() for r in e["scorers"].values()]
-    judge_cost = sum(r.get("cost") or 0.0 for e in briefs.values() for r in e["scorers"].values())
+        failures[name] = {"items": sum(len(r["items"]) for r in results),
+                          "unparseable": sum(r["unparseable"] for r in results),
+                          "errors": sum(r["errors"] for r in results)}
+    judge_usage = [r["usage"] for e in entries for r in e["scorers"].values()]
     return {
-        "version": VERSION, "label": label, "backend": backend, "judge": judge,
-        "models": dict(model_table()), "prompts": {"dir": prompts_dir, "sha256": prompt_hashes},
-        "briefs": dict(sorted(briefs.items())), "means": means,
-        "totals": {"build_cost": build_total, "judge_cost": round(judge_cost, 6),
-                   "judge_input_tokens": sum(u["input_tokens"] for u in judge_usage),
-                   "judge_output_tokens": sum(u["output_tokens"] for u in judge_usage)},
+        "version": VERSION, "label": label, "backend": backend, "judge": judge, "judge_model": judge_model,
+        "scorers": dict(sorted(scorers.items())), "epochs": epochs, "seed": seed,
+        "quality": dict(sorted((quality or {}).items())),
+        "models": dict(model_table()), "prompts": {"dir": prompts_dir, "sha256": dict(prompt_hashes)},
+        "briefs": {slug: {"builds": sorted(builds[slug], key=lambda e: e["epoch"])} for slug in sorted(builds)},
+        "means": means, "failures": failures,
+        "totals": {"builds": len(entries),
+                   "build_cost": _known_sum(e["build"]["cost"] for e in entries),  # unknown, never partial
+                   "judge_cost": round(sum(r.get("cost") or 0.0 for e in entries for r in e["scorers"].values()), 6),
+                   **{f"judge_{k}": sum(u[k] for u in judge_usage) for k in
+                      ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")}},
     }
 
 
@@ -66,14 +106,38 @@ def write_report(path: str | os.PathLike[str], document: dict[str, Any]) -> None
 
 
 def read_report(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A report from disk, checked; a file that is not one is a one-line ``UsageError``."""
     from stay.errors import UsageError
 
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
+        document: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UsageError(f"{path}: no such report; run `pytest evals/` to write one") from None
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: not an eval report ({type(exc).__name__})") from None
-    if not isinstance(document, dict) or document.get("version") != VERSION or "briefs" not in document:
-        raise UsageError(f"{path}: not an eval report of version {VERSION}")
+    check_report(document, str(path))
     return document
+
+
+def check_report(document: Any, where: str = "report") -> None:
+    """Raise ``UsageError`` naming the first field of ``document`` that a report lacks."""
+    from stay.errors import UsageError
+
+    if not isinstance(document, dict):
+        raise UsageError(f"{where}: not an eval report (a JSON object is expected)")
+    if document.get("version") != VERSION:
+        raise UsageError(f"{where}: an eval report of version {document.get('version')!r}, expected {VERSION}; "
+                         "run the suite again with this version of stay")
+    for key in ("label", "backend", "judge", "scorers", "briefs"):
+        if key not in document:
+            raise UsageError(f"{where}: field '{key}' is missing; not an eval report")
+    for slug, brief in document["briefs"].items():
+        builds = brief.get("builds") if isinstance(brief, dict) else None
+        if not isinstance(builds, list):
+            raise UsageError(f"{where}: field 'briefs.{slug}.builds' is missing or not a list")
+        for n, build in enumerate(builds):
+            if not isinstance(build, dict) or not isinstance(build.get("scorers"), dict):
+                raise UsageError(f"{where}: field 'briefs.{slug}.builds.{n}.scorers' is missing")
+            for name, result in build["scorers"].items():
+                if not isinstance(result, dict) or not isinstance(result.get("items"), list):
+                    raise UsageError(f"{where}: field 'briefs.{slug}.builds.{n}.scorers.{name}.items' is missing")

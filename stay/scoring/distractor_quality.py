@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from stay.scoring._core import CourseOnDisk, Judge, Judging, ScoreResult, yes_no
 
-INSTRUCTIONS = """You judge one wrong option of a multiple-choice quiz item.
+INSTRUCTIONS = """You judge one wrong option of a multiple-choice quiz item on the lesson above.
 Decide whether the wrong option embodies the misconception that its why_wrong claims:
 would a learner who holds that misconception pick this option? A generic why_wrong
 ("it is wrong"), or an option unrelated to the misconception, does not. Answer with the
@@ -29,20 +29,22 @@ class DistractorAnswer(BaseModel):
 class DistractorQuality:
     judge: Judge
     name: ClassVar[str] = "distractor_quality"
+    version: ClassVar[int] = 2
+    """2: the lesson is a shared cached block before the item."""
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
-        judging = Judging(self.name, INSTRUCTIONS, self.judge)
+        judging = Judging(self.name, INSTRUCTIONS, self.judge, self.version)
         for lesson in course.lessons:
+            body = lesson.content.body if lesson.content else None
             for item in lesson.quiz.items if lesson.quiz else []:
                 options = item.options or []
                 correct = next((o.text for o in options if o.correct), "")
                 for k, option in enumerate(options, 1):
                     if option.correct:
                         continue
-                    item_id = f"{item.id} option {k}"
-                    judging.ask(item_id, {
+                    judging.ask(f"{item.id} option {k}", {
                         "stem": item.stem, "correct_answer": correct, "wrong_option": option.text,
                         "why_wrong": option.why_wrong or "",
                         "audience_misconceptions": course.audience.misconceptions or []}, DistractorAnswer,
-                        yes_no(item_id, "embodies"))
+                        yes_no("embodies"), lesson=body)
         return judging.result()

@@ -12,9 +12,9 @@ from typing import ClassVar
 
 from pydantic import BaseModel
 
-from stay.scoring._core import CourseOnDisk, ItemResult, Judge, Judging, ScoreResult, yes_no
+from stay.scoring._core import CourseOnDisk, Judge, Judging, ScoreResult, yes_no
 
-INSTRUCTIONS = """You judge one exercise against the learning outcome it targets.
+INSTRUCTIONS = """You judge one exercise against the learning outcome it targets (the lesson is above).
 Decide whether doing the task requires the learner to perform the outcome's verb at the
 outcome's Bloom level (not a lower one: recalling is not applying, applying is not
 evaluating). Answer with the JSON schema: aligned, reason (one sentence)."""
@@ -29,17 +29,19 @@ class AlignmentAnswer(BaseModel):
 class ExerciseAlignment:
     judge: Judge
     name: ClassVar[str] = "exercise_alignment"
+    version: ClassVar[int] = 2
+    """2: the lesson is a shared cached block before the item."""
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
         outcomes = {o.id: o for o in course.outcomes.outcomes}
-        judging = Judging(self.name, INSTRUCTIONS, self.judge)
+        judging = Judging(self.name, INSTRUCTIONS, self.judge, self.version)
         for lesson in course.lessons:
+            body = lesson.content.body if lesson.content else None
             for exercise in lesson.exercises.exercises if lesson.exercises else []:
                 outcome = outcomes.get(exercise.outcome)
                 if outcome is None:
-                    judging.add(ItemResult(item=exercise.id, score=0.0, reason="targets an unknown outcome"))
+                    judging.add(exercise.id, {"exercise": exercise.model_dump()}, 0.0, "targets an unknown outcome")
                     continue
                 judging.ask(exercise.id, {"outcome": outcome.model_dump(), "exercise": exercise.model_dump()},
-                            AlignmentAnswer,
-                            yes_no(exercise.id, "aligned"))
+                            AlignmentAnswer, yes_no("aligned"), lesson=body)
         return judging.result()

@@ -3,34 +3,54 @@
 The judge must quote the passage that teaches the outcome rather than give a
 verdict: finding the passage first keeps it from rubber-stamping an outcome the
 lesson never reaches. The harness then checks the quote mechanically: a quote that
-is not in the lesson (after whitespace normalisation) scores zero and is reported
-as fabricated, which no eval harness we know of does.
+is not in the lesson scores zero and is reported as fabricated, which no eval harness
+we know of does. Both sides are normalised first, the same way: whitespace, Markdown
+emphasis and code markers (``**``, ``*``, ``_``, ``~~``, backticks), link syntax, and
+typographic quotes, because a judge that quotes the words without the ``**`` around
+them has quoted the lesson.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from stay.scoring._core import CourseOnDisk, ItemResult, Judge, Judging, ScoreResult
+from stay.scoring._core import CourseOnDisk, Judge, Judging, ScoreResult
 
-INSTRUCTIONS = """You judge whether a lesson teaches a learning outcome.
-Find the passage of the lesson that teaches the outcome and quote it exactly, word for
-word (one to three sentences). If no passage teaches it, quote nothing and say so.
-Judge the teaching, not a mention: naming a topic is not teaching it. Answer with the
-JSON schema: quote, teaches, reason (one sentence)."""
+INSTRUCTIONS = """You judge whether the lesson above teaches a learning outcome.
+Find the passage of the lesson that teaches the outcome and quote it verbatim, word for
+word (one to three sentences; Markdown markers may be left out). If no passage teaches it,
+quote nothing and say so. Judge the teaching, not a mention: naming a topic is not
+teaching it. Answer with the JSON schema: quote, teaches, reason (one sentence)."""
+
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_MARKERS = re.compile(r"\*+|`+|~~")
+_UNDERSCORES = re.compile(r"(?<![^\W_])_+|_+(?![^\W_])")
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
+                         "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"'})
+
+
+def normal_text(text: str) -> str:
+    """Text as a quote check compares it: no Markdown emphasis, code or link markers,
+    straight quotes, single spaces."""
+    text = _LINK.sub(r"\1", text).translate(_QUOTES)
+    text = _UNDERSCORES.sub("", _MARKERS.sub("", text))
+    return " ".join(text.split())
+
+
+def quoted_in(quote: str, body: str) -> bool:
+    """Whether ``quote`` occurs in ``body``, both normalised by ``normal_text``."""
+    needle = normal_text(quote)
+    return bool(needle) and needle in normal_text(body)
 
 
 class CoverageAnswer(BaseModel):
-    quote: str = Field(description="The teaching passage, copied exactly; empty if there is none.")
+    quote: str = Field(description="The teaching passage, copied verbatim; empty if there is none.")
     teaches: bool
     reason: str
-
-
-def _normal(text: str) -> str:
-    return " ".join(text.split())
 
 
 @dataclass(frozen=True)
@@ -39,9 +59,11 @@ class OutcomeCoverage:
     min_quote_words: int = 5
     """A shorter quote cannot show teaching; it scores zero."""
     name: ClassVar[str] = "outcome_coverage"
+    version: ClassVar[int] = 2
+    """2: the lesson is a shared cached block; the quote check ignores Markdown markers."""
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
-        judging = Judging(self.name, INSTRUCTIONS, self.judge)
+        judging = Judging(self.name, INSTRUCTIONS, self.judge, self.version)
         for lesson in course.lessons:
             if lesson.content is None:
                 continue
@@ -49,18 +71,16 @@ class OutcomeCoverage:
             for outcome in (o for o in course.outcomes.outcomes if o.lesson == lesson.id):
                 covering = [s.heading for s in lesson.plan.sections if outcome.id in s.covers]
 
-                def verdict(answer: CoverageAnswer, item: str = outcome.id, body: str = body) -> ItemResult:
+                def verdict(answer: CoverageAnswer, body: str = body) -> tuple[float, str]:
                     if not answer.teaches or not answer.quote.strip():
-                        return ItemResult(item=item, score=0.0, reason=f"not taught: {answer.reason}")
-                    if _normal(answer.quote) not in _normal(body):
-                        return ItemResult(item=item, score=0.0,
-                                          reason=f"fabricated quote (not in the lesson): {answer.quote[:80]!r}")
-                    if len(answer.quote.split()) < self.min_quote_words:
-                        return ItemResult(item=item, score=0.0,
-                                          reason=f"quote too short to show teaching: {answer.quote!r}")
-                    return ItemResult(item=item, score=1.0, reason=answer.reason)
+                        return 0.0, f"not taught: {answer.reason}"
+                    if not quoted_in(answer.quote, body):
+                        return 0.0, f"fabricated quote (not in the lesson): {answer.quote[:80]!r}"
+                    if len(normal_text(answer.quote).split()) < self.min_quote_words:
+                        return 0.0, f"quote too short to show teaching: {answer.quote!r}"
+                    return 1.0, answer.reason
 
                 judging.ask(outcome.id, {"outcome": outcome.model_dump(),
-                                         "sections_that_should_teach_it": covering, "lesson": body},
-                            CoverageAnswer, verdict)
+                                         "sections_that_should_teach_it": covering},
+                            CoverageAnswer, verdict, lesson=body)
         return judging.result()

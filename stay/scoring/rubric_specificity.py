@@ -28,11 +28,12 @@ class SpecificityAnswer(BaseModel):
 class RubricSpecificity:
     judge: Judge
     name: ClassVar[str] = "rubric_specificity"
+    version: ClassVar[int] = 2
+    """2: judge failures are recorded apart from scores; common judge preamble."""
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
-        judging = Judging(self.name, INSTRUCTIONS, self.judge)
+        judging = Judging(self.name, INSTRUCTIONS, self.judge, self.version)
         for criterion in course.project.rubric if course.project else []:
             judging.ask(criterion.id, {"criterion": criterion.criterion, "levels": dict(criterion.levels)},
-                        SpecificityAnswer,
-                        yes_no(criterion.id, "distinguishable"))
+                        SpecificityAnswer, yes_no("distinguishable"))
         return judging.result()

@@ -10,23 +10,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from stay.scoring._core import CourseOnDisk, ItemResult, ScoreResult
+from stay.scoring._core import CourseOnDisk, ItemResult, ScoreResult, content_hash
 from stay.validate import OWNERS, validate_course
+
+JUDGE = "validator (no model)"
 
 
 @dataclass(frozen=True)
 class Validator:
     strict: bool = True
     name: ClassVar[str] = "validator"
+    version: ClassVar[int] = 1
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
         report = validate_course(course.root, strict=self.strict)
         counts = {owner: 0 for owner in OWNERS}
         for defect in report.defects:
             counts[defect.owner] += 1
-        items = [ItemResult(item=f"owner {owner}", score=1.0 if n == 0 else 0.0,
-                            reason=f"{n} defects") for owner, n in counts.items()]
+
+        def item(name: str, score: float, reason: str) -> ItemResult:
+            # what was "judged" is the whole course: its content is the course's hash
+            return ItemResult(item=name, content=content_hash({"course": course.sha256, "item": name}),
+                              score=score, reason=reason)
+
+        items = [item(f"owner {owner}", 1.0 if n == 0 else 0.0, f"{n} defects") for owner, n in counts.items()]
         passed = sum(report.passed.values())
-        items.append(ItemResult(item="checks run", score=passed / report.checks if report.checks else 0.0,
-                                reason=f"{report.checks} checks, {passed} passed"))
-        return ScoreResult.of(self.name, "validator (no model)", items)
+        items.append(item("checks run", passed / report.checks if report.checks else 0.0,
+                          f"{report.checks} checks, {passed} passed"))
+        return ScoreResult.of(self.name, JUDGE, items, version=self.version)

@@ -239,7 +239,7 @@ def test_judging_at_scale_goes_through_one_batch(tmp_path: Path) -> None:
                         backend="offline")
 
     def judge(params: dict[str, Any]) -> dict[str, Any]:
-        system = params["system"][0]["text"]
+        system = json.dumps(params["messages"])  # a judge's instructions follow the (cached) lesson
         if "teaches a learning outcome" in system:
             return {"quote": "", "teaches": False, "reason": "canned"}
         if "wrong option" in system:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from stay.errors import AnswerError
+from stay.errors import AnswerError, ModelError, ModelUnavailable, RefusalError
 from stay.models import CachedBackend, ModelAnswer, ModelRequest, OfflineBackend, RequestCache, Usage
 from stay.pipeline import build_course
 from stay.scoring import (
@@ -40,7 +40,7 @@ class FakeModel:
 
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
         self.seen.append(request)
-        data = self.reply(request)
+        data = self.reply(request)  # may raise, as a backend does
         if isinstance(data, str):
             raise AnswerError("not JSON", raw=data)
         return ModelAnswer(data=data, model=model, usage=Usage(input_tokens=10, output_tokens=5))
@@ -78,15 +78,35 @@ def test_a_real_quote_scores_and_a_fabricated_one_is_caught(course: CourseOnDisk
 
 def test_an_unparseable_reply_is_a_failed_item_keeping_the_raw_text(course: CourseOnDisk) -> None:
     result = DistractorQuality(ModelJudge(FakeModel(lambda r: "Sure! The distractor is great."))).score(course)
-    assert result.failed == len(result.items) > 0 and result.score is None
-    assert all(item.failed and item.raw == "Sure! The distractor is great." for item in result.items)
+    assert result.unparseable == len(result.items) > 0 and result.errors == 0 and result.score is None
+    assert all(item.failure == "unparseable" and item.score is None and item.raw == "Sure! The distractor is great."
+               for item in result.items)
 
 
 def test_a_reply_of_the_wrong_shape_is_a_failed_item_too(course: CourseOnDisk) -> None:
     result = ExerciseAlignment(ModelJudge(FakeModel(lambda r: {"verdict": "yes"}))).score(course)
-    assert result.failed == len(result.items)
+    assert result.unparseable == len(result.items)
     assert "does not fit AlignmentAnswer: aligned: Field required" in result.items[0].reason
     assert json.loads(result.items[0].raw or "") == {"verdict": "yes"}
+
+
+@pytest.mark.parametrize("error", [ModelUnavailable("stage judge: the API is overloaded (529) after 4 retries"),
+                                   RefusalError("stage judge: the model refused"), ModelError("HTTP 500")])
+def test_a_model_or_api_error_is_an_evaluator_error_not_a_low_score(course: CourseOnDisk, error: ModelError) -> None:
+    calls = []
+
+    def reply(request: ModelRequest) -> dict[str, Any]:
+        calls.append(request)
+        if len(calls) % 2:
+            raise error
+        return {"embodies": True, "reason": "names the belief"}
+
+    result = DistractorQuality(ModelJudge(FakeModel(reply))).score(course)
+    errors = [item for item in result.items if item.failed]
+    assert result.errors == len(errors) == (len(result.items) + 1) // 2 and result.unparseable == 0
+    assert all(item.failure == "error" and item.score is None and type(error).__name__ in item.reason
+               for item in errors)
+    assert result.score == 1.0  # the mean of the verdicts given; an error is not a "no"
 
 
 def test_verdicts_become_scores(course: CourseOnDisk) -> None:
@@ -137,10 +157,12 @@ def test_scorers_are_small_frozen_objects_with_settings_as_fields() -> None:
 
 
 def test_a_report_entry_prices_what_the_judge_used(course: CourseOnDisk) -> None:
-    from stay.scoring._report import brief_entry
+    from stay.scoring._report import build_entry
 
     judge = ModelJudge(FakeModel(lambda r: {"embodies": True, "reason": "ok"}), "claude-sonnet-5-5")
     scores = {"distractor_quality": DistractorQuality(judge).score(course)}
-    entry = brief_entry("slug", scores, build_usage=Usage(), build_cost=0.0, built=False)
+    entry = build_entry(scores, epoch=1, seed=None, course_sha256=course.sha256, build_usage=Usage(),
+                        build_cost=0.0, built=False)
     calls = len(scores["distractor_quality"].items)
     assert entry["scorers"]["distractor_quality"]["cost"] == pytest.approx(calls * (10 * 2 + 5 * 10) / 1e6)
+    assert entry["scorers"]["distractor_quality"]["version"] == DistractorQuality.version

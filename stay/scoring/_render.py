@@ -1,0 +1,121 @@
+"""A comparison as the text a person reads in a terminal, and as Markdown with a chart."""
+
+from __future__ import annotations
+
+from stay.scoring._compare import BUILDS, Comparison, ItemChange, ScorerComparison
+
+
+def _num(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def _p(value: float) -> str:
+    return f"{value:.2g}" if value < 0.01 else f"{value:.3f}"
+
+
+def _interval(r: ScorerComparison) -> str:
+    return "n/a" if r.low is None or r.high is None else f"[{r.low:+.3f}, {r.high:+.3f}]"
+
+
+def method(comparison: Comparison) -> str:
+    tests = {r.test for r in comparison.scorers}
+    parts = []
+    if BUILDS in tests:
+        parts.append("over builds (brief x epoch): the difference of brief-weighted means, with a permutation test "
+                     "that shuffles run labels within each brief")
+    if "items" in tests:
+        parts.append("over items matched by content (both runs judged byte-identical content): a paired sign-flip "
+                     "permutation test")
+    tested = sum(r.test in (BUILDS, "items") and r.difference is not None for r in comparison.scorers)
+    return ("Candidate minus baseline per scorer, " + "; ".join(parts) + f". 95% interval: the test inverted. "
+            f"Holm-Bonferroni across {tested} scorers at alpha {comparison.alpha}; the gate fires only on an "
+            "adjusted-significant regression. MDE: the difference this run detects 80% of the time at the gate's "
+            "strictest level, for its observed variance and N. 'No detectable difference' needs the interval to "
+            f"exclude a drop as large as the MDE or {comparison.effect:.0%} of the baseline mean, whichever is "
+            "smaller; otherwise 'inconclusive'.")
+
+
+def _notes(comparison: Comparison, paths: tuple[str, str]) -> list[str]:
+    lines = []
+    for run, path in zip(("baseline", "candidate"), paths, strict=True):
+        counts = comparison.failures.get(run, {})
+        unparseable = sum(c[0] for c in counts.values())
+        errors = sum(c[1] for c in counts.values())
+        items = sum(c[2] for c in counts.values())
+        lines.append(f"judge failures, {run} ({path}): {unparseable} unparseable, {errors} model or API errors, "
+                     f"of {items} items (left out of the means)")
+    for why in comparison.allowed.values():
+        lines.append(f"allowed: {why}")
+    for side, briefs in comparison.missing.items():
+        lines.append(f"briefs left out ({side}): {', '.join(briefs)}")
+    for brief, paths_ in comparison.unchanged.items():
+        lines.append(f"unchanged in both runs (same prompt, references, schema and model), {brief}: "
+                     f"{len(paths_)} artefacts: {', '.join(paths_[:6])}{', ...' if len(paths_) > 6 else ''}")
+    return lines
+
+
+def text(comparison: Comparison, paths: tuple[str, str] = ("baseline", "candidate")) -> str:
+    header = (f"{'scorer':20} {'test':6} {'baseline':>8} {'candidate':>9} {'diff':>7} {'95% interval':>18} "
+              f"{'p':>7} {'p(Holm)':>7} {'MDE':>6}  verdict")
+    lines = [f"baseline:  {paths[0]} ({comparison.baseline_label}, {comparison.epochs[0]} epochs)",
+             f"candidate: {paths[1]} ({comparison.candidate_label}, {comparison.epochs[1]} epochs)",
+             method(comparison), "", header]
+    for r in comparison.scorers:
+        lines.append(f"{r.scorer:20} {r.test:6} {_num(r.baseline):>8} {_num(r.candidate):>9} "
+                     f"{_num(r.difference, True):>7} {_interval(r):>18} {_p(r.p):>7} {_p(r.p_adjusted):>7} "
+                     f"{_num(r.mde):>6}  {r.verdict}")
+    lines += ["", *_notes(comparison, paths)]
+    return "\n".join(lines) + "\n"
+
+
+def items_text(changes: list[ItemChange], coverage: dict[str, tuple[int, int]]) -> str:
+    lines = ["", "items matched by content, per scorer: " + ", ".join(
+        f"{scorer} {matched} of {total}" for scorer, (matched, total) in coverage.items())]
+    if not changes:
+        lines.append("no content-matched item changed score" if any(m for m, _t in coverage.values())
+                     else "no item is content-matched: the runs judged different content (a regenerated course), "
+                          "so an item diff would compare different things")
+    for change in changes:
+        lines += [f"{change.scorer} {change.brief} {change.baseline_item}"
+                  + (f" (now {change.candidate_item})" if change.candidate_item != change.baseline_item else "")
+                  + f": {change.baseline_score:.2f} -> {change.candidate_score:.2f}",
+                  f"    baseline judge:  {change.baseline_reason}",
+                  f"    candidate judge: {change.candidate_reason}"]
+    return "\n".join(lines) + "\n"
+
+
+def markdown(comparison: Comparison, paths: tuple[str, str] = ("baseline", "candidate"),
+             changes: list[ItemChange] | None = None) -> str:
+    """The comparison as Markdown: the table, the notes, a bar chart of both means, and
+    (when asked) the item diff with both judges' reasons side by side."""
+    results = comparison.scorers
+    names = [r.scorer for r in results]
+    lines = [f"# Eval comparison: {comparison.baseline_label} vs {comparison.candidate_label}", "",
+             method(comparison), "",
+             "| scorer | test | baseline | candidate | difference | 95% interval | p | p (Holm) | MDE | verdict |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append(f"| {r.scorer} | {r.test} | {_num(r.baseline)} | {_num(r.candidate)} | "
+                     f"{_num(r.difference, True)} | {_interval(r)} | {_p(r.p)} | {_p(r.p_adjusted)} | "
+                     f"{_num(r.mde)} | **{r.verdict}** |")
+    lines += ["", *[f"- {note}" for note in _notes(comparison, paths)], "",
+              "```mermaid", "xychart-beta", '    title "Mean score per scorer"',
+              f"    x-axis [{', '.join(names)}]", '    y-axis "mean score" 0 --> 1',
+              f"    bar [{', '.join(_num(r.baseline) if r.baseline is not None else '0' for r in results)}]",
+              f"    bar [{', '.join(_num(r.candidate) if r.candidate is not None else '0' for r in results)}]",
+              "```", "", "First bar of each pair: baseline; second: candidate.", ""]
+    for r in results:
+        base, cand = r.baseline or 0.0, r.candidate or 0.0
+        lines.append(f"    {r.scorer:20} baseline  {'#' * round(base * 40):40} {_num(r.baseline)}")
+        lines.append(f"    {'':20} candidate {'#' * round(cand * 40):40} {_num(r.candidate)}")
+    if changes:
+        lines += ["", "## Items that changed most (matched by content)", "",
+                  "| scorer | brief | item | baseline | candidate | baseline judge | candidate judge |",
+                  "|---|---|---|---|---|---|---|"]
+        for c in changes:
+            cells = (c.baseline_reason, c.candidate_reason)
+            lines.append(f"| {c.scorer} | {c.brief} | {c.baseline_item} | {c.baseline_score:.2f} | "
+                         f"{c.candidate_score:.2f} | " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,136 @@
+"""The suite's code path in-process, on one brief: epochs as independent builds in their
+own directories, seeds, the report, rescoring saved courses, and compare over real runs."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stay.cli import main
+from stay.models import Usage
+from stay.scoring import CourseOnDisk, ModelJudge, OfflineJudge, default_scorers, score_course, scorer_versions
+from stay.scoring._compare import ITEMS, WORSE, compare
+from stay.scoring._report import build_entry, check_report, report
+from stay.scoring._suite import OFFLINE, evaluate_build, merge_parts, write_run_report
+from stay.stages import Prompts
+from tests.conftest import ROOT
+from tests.scoring.test_scorers import FakeModel
+
+BRIEF = ROOT / "evals" / "briefs" / "accessible-web-forms.yaml"
+QUALITY = {"distractors": 0.1, "untaught": 0.1, "exercises": 0.1, "rubrics": 0.1}
+EPOCHS = 2
+
+
+@dataclass(frozen=True)
+class Run:
+    label: str
+    seed: int
+    courses: Path
+    output: Path
+    prompts_dir: Path | None = None
+    backend: str = OFFLINE
+    epochs: int = EPOCHS
+    quality: Any = None
+
+
+def suite(tmp: Path, label: str, seed: int) -> tuple[Run, dict[str, Any]]:
+    """What `pytest evals/ --stay-epochs 2 --stay-seed S --stay-quality ...` does, on one brief."""
+    run = Run(label, seed, tmp / "courses" / label, tmp / f"{label}.json", quality=QUALITY)
+    parts = tmp / f"{label}.parts"
+    parts.mkdir()
+    for epoch in range(1, EPOCHS + 1):
+        slug, entry = evaluate_build(BRIEF, epoch=epoch, courses_dir=run.courses, backend=OFFLINE,
+                                     prompts=Prompts.load(), judge=OfflineJudge(), run_seed=seed, quality=QUALITY)
+        (parts / f"{BRIEF.stem}-e{epoch:02d}.json").write_text(json.dumps({"slug": slug, "build": entry}))
+    return run, write_run_report(run, merge_parts(parts))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Run, dict[str, Any]]]:
+    tmp = tmp_path_factory.mktemp("suite")
+    return {"one": suite(tmp, "one", 1), "two": suite(tmp, "two", 2)}
+
+
+def test_each_epoch_is_its_own_build_in_its_own_directory(runs: dict[str, tuple[Run, dict[str, Any]]]) -> None:
+    run, document = runs["one"]
+    check_report(document)
+    assert json.loads(run.output.read_text()) == document
+    builds = document["briefs"]["accessible-web-forms"]["builds"]
+    assert [b["epoch"] for b in builds] == [1, 2] and all(b["built"] for b in builds)
+    assert [b["seed"] for b in builds] == ["1/accessible-web-forms/1", "1/accessible-web-forms/2"]
+    assert (run.courses / "e01" / "accessible-web-forms" / "course.yaml").is_file()
+    assert (run.courses / "e02" / "accessible-web-forms" / "course.yaml").is_file()
+    assert builds[0]["course_sha256"] != builds[1]["course_sha256"]  # seeded noise: two different builds
+    assert document["epochs"] == EPOCHS and document["seed"] == 1 and document["quality"] == QUALITY
+    assert document["scorers"] == scorer_versions(default_scorers(OfflineJudge()))
+    assert document["judge"] == "offline heuristic judge (not a model)" and document["judge_model"] is None
+    assert document["failures"]["outcome_coverage"] == {"items": 12, "unparseable": 0, "errors": 0}
+    item = builds[0]["scorers"]["distractor_quality"]["items"][0]
+    assert {"item", "content", "score", "reason", "failure"} <= set(item) and len(item["content"]) == 64
+
+
+def test_a_build_is_reproducible_from_its_seed(runs: dict[str, tuple[Run, dict[str, Any]]], tmp_path: Path) -> None:
+    _run, document = runs["one"]
+    _slug, again = evaluate_build(BRIEF, epoch=2, courses_dir=tmp_path, backend=OFFLINE, prompts=Prompts.load(),
+                                  judge=OfflineJudge(), run_seed=1, quality=QUALITY)
+    assert again == document["briefs"]["accessible-web-forms"]["builds"][1]
+
+
+def test_two_seeds_at_equal_quality_are_not_a_regression(runs: dict[str, tuple[Run, dict[str, Any]]]) -> None:
+    comparison = compare(runs["one"][1], runs["two"][1])
+    assert comparison.exit_code == 0
+    # one brief, two epochs a run: six ways to split four builds, so no p-value below 1/3 and
+    # nothing this small can be called either way; it says so rather than "no difference"
+    assert all(r.mde is None and r.verdict.startswith("inconclusive") for r in comparison.scorers)
+    assert {r.scorer: r.test for r in comparison.scorers}["distractor_quality"] == "builds"
+
+
+def test_rescoring_saved_courses_pairs_every_item_by_content(runs: dict[str, tuple[Run, dict[str, Any]]],
+                                                             tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run, _document = runs["one"]
+    courses = sorted(str(p) for p in run.courses.glob("e*/accessible-web-forms"))
+    output = tmp_path / "rescored.json"
+    assert main(["evals", "score", *courses, "--output", str(output), "--backend", "offline"]) == 0
+    rescored = json.loads(output.read_text())
+    assert [b["epoch"] for b in rescored["briefs"]["accessible-web-forms"]["builds"]] == [1, 2]
+    assert all(not b["built"] for b in rescored["briefs"]["accessible-web-forms"]["builds"])
+    capsys.readouterr()
+    assert main(["evals", "compare", str(run.output), str(output)]) == 0
+    out = capsys.readouterr().out
+    for name in scorer_versions(default_scorers(OfflineJudge())):
+        # 2 rubric and 6 exercise pairs: even if every one had flipped, the smallest p-value they
+        # can give (2/2^n) is above Holm's 0.01, so no effect is detectable there: said, not hidden
+        few = name in ("rubric_specificity", "exercise_alignment")
+        verdict = "n/a  inconclusive: judge more items" if few else "no detectable difference"
+        assert re.search(rf"^{name} +items .* \+0\.000 .*{verdict}$", out, re.MULTILINE), out
+
+
+def test_a_harsher_judge_on_the_same_courses_is_caught_item_by_item(runs: dict[str, tuple[Run, dict[str, Any]]]) -> None:
+    run, document = runs["one"]
+
+    def harsh(request: Any) -> dict[str, Any]:
+        props = request.output_schema["properties"]
+        if "embodies" in props:
+            return {"embodies": False, "reason": "no misconception is named"}
+        name = next(n for n in ("aligned", "distinguishable", "teaches") if n in props)
+        return {name: True, "reason": "fine", "quote": ""} if name == "teaches" else {name: True, "reason": "fine"}
+
+    judge = ModelJudge(FakeModel(harsh), "claude-opus-5-5")
+    builds = []
+    for entry in document["briefs"]["accessible-web-forms"]["builds"]:
+        course = run.courses / f"e{entry['epoch']:02d}" / "accessible-web-forms"
+        loaded = CourseOnDisk.load(course)
+        builds.append(build_entry(score_course(loaded, default_scorers(judge)), epoch=entry["epoch"], seed=None,
+                                  course_sha256=loaded.sha256, build_usage=Usage(), build_cost=0.0,
+                                  built=False))
+    rejudged = report(label="opus", backend=OFFLINE, prompts_dir="-", prompt_hashes={},
+                      scorers=scorer_versions(default_scorers(judge)), builds={"accessible-web-forms": builds},
+                      epochs=EPOCHS)
+    assert rejudged["judge"] == "model" and rejudged["judge_model"] == "claude-opus-5-5"
+    result = {r.scorer: r for r in compare(document, rejudged, allow=["judge", "judge-model"]).scorers}
+    assert result["distractor_quality"].test == ITEMS and result["distractor_quality"].verdict == WORSE
