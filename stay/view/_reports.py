@@ -220,9 +220,7 @@ def _clean_briefs(raw: Any) -> dict[str, dict[str, Any]]:
     if not isinstance(raw, Mapping):
         return {}
     briefs: dict[str, dict[str, Any]] = {}
-    for slug, entry in raw.items():
-        if not isinstance(entry, Mapping):
-            continue
+    for slug, entry in _builds(raw):
         scorers = entry.get("scorers")
         cleaned = {}
         for name, result in scorers.items() if isinstance(scorers, Mapping) else ():
@@ -234,6 +232,26 @@ def _clean_briefs(raw: Any) -> dict[str, dict[str, Any]]:
         build = build if isinstance(build, Mapping) else {}
         briefs[str(slug)] = {**entry, "scorers": cleaned, "build": build}
     return briefs
+
+
+def _builds(raw: Mapping[Any, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(label, entry) per build: a version 2 report keeps each brief's builds (one per
+    epoch), shown as '<slug> e01'; a version 1 entry is one build under its slug."""
+    found: list[tuple[str, Mapping[str, Any]]] = []
+    for slug, entry in raw.items():
+        if not isinstance(entry, Mapping):
+            continue
+        builds = entry.get("builds")
+        if not isinstance(builds, list):
+            found.append((str(slug), entry))
+            continue
+        many = len(builds) > 1
+        for build in builds:
+            if isinstance(build, Mapping):
+                epoch = build.get("epoch")
+                label = f"{slug} e{epoch:02d}" if many and isinstance(epoch, int) else str(slug)
+                found.append((label, build))
+    return found
 
 
 def _number(value: Any) -> float | None:

@@ -189,8 +189,10 @@ def test_clicking_a_quiz_option_reveals_why_it_is_wrong_and_the_explanation(brow
     explanation = question.locator("details.explanation > p")
     assert not why.is_visible() and not explanation.is_visible()
     question.locator(".option > summary").nth(wrong).click()
-    assert why.is_visible() and why.inner_text() == item.options[wrong].why_wrong
-    assert explanation.is_visible() and explanation.inner_text() == item.explanation
+    why.wait_for(state="visible", timeout=5000)
+    explanation.wait_for(state="visible", timeout=5000)  # opened by quiz.js: give a loaded machine time
+    assert why.inner_text() == item.options[wrong].why_wrong
+    assert explanation.inner_text() == item.explanation
     assert "answered" in (question.get_attribute("class") or "")
     right = next(i for i, o in enumerate(item.options) if o.correct)
     question.locator(".option > summary").nth(right).click()
@@ -211,7 +213,7 @@ def test_the_quiz_works_without_javascript(browser: Any, serve: Any, sample_site
     assert question.locator(".option").nth(1).locator(".why-wrong").inner_text() == item.options[1].why_wrong
     assert not question.locator("details.explanation > p").is_visible()  # no script: one click, one reveal
     question.locator("details.explanation > summary").click()
-    assert question.locator("details.explanation > p").is_visible()
+    question.locator("details.explanation > p").wait_for(state="visible", timeout=5000)
     solution = page.locator("#m01-l01-e1 details.solution")
     solution.locator("summary").click()
     assert "Z%C3%BCrich" in solution.inner_text()
@@ -253,6 +255,6 @@ def test_the_site_works_opened_from_disk(browser: Any, sample_site: Path) -> Non
     assert page.eval_on_selector("header.site", "e => getComputedStyle(e).display") == "flex"
     question = page.locator("#m01-l01-q1")
     question.locator(".option > summary").nth(1).click()
-    assert question.locator("details.explanation > p").is_visible()
+    question.locator("details.explanation > p").wait_for(state="visible", timeout=5000)
     assert watch.problems == []
     page.close()

@@ -95,7 +95,7 @@ def test_the_run_summary_shows_scorers_briefs_items_and_costs(run_report: dict[s
     assert "Eval run sample" in text and "offline heuristic judge (not a model)" in text
     briefs = run_report["briefs"]
     assert isinstance(briefs, dict)
-    entry = briefs[SAMPLE.name]
+    (entry,) = briefs[SAMPLE.name]["builds"]  # a rescored course: one build
     for name, result in entry["scorers"].items():
         assert f'id="scorer-{name}"' in page
         for item in result["items"]:
