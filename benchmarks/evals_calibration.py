@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from stay.scoring._compare import INCONCLUSIVE, SAME, WORSE, compare  # noqa: E402
 from stay.scoring._report import VERSION, check_report  # noqa: E402
-from stay.scoring._suite import DEFAULT_EPOCHS  # noqa: E402
+from stay.suite import DEFAULT_EPOCHS  # noqa: E402
 
 BRIEFS = sorted((ROOT / "evals" / "briefs").glob("*.yaml"))
 
@@ -133,19 +133,18 @@ def power(results: list[Any], scorer: str) -> float:
 def offline_null(seeds: int, epochs: int, pairs: int, quality: dict[str, float]) -> list[Any]:
     """Two runs of the real suite code with different seeds and equal quality: a pool of
     ``seeds`` offline builds per brief, each pair of runs drawing disjoint seeds."""
-    from stay.scoring import scorer_versions
+    from stay.scoring import default_scorers, scorer_versions
+    from stay.scoring._judges import make_judge
     from stay.scoring._report import report
-    from stay.scoring._suite import OFFLINE, default_scorers, evaluate_build, make_judge
-    from stay.stages import Prompts
+    from stay.suite import OFFLINE, evaluate_build
 
-    prompts = Prompts.load()
     pool: dict[str, list[dict[str, Any]]] = defaultdict(list)
     with tempfile.TemporaryDirectory() as tmp:
         judge = make_judge(OFFLINE, Path(tmp) / "judge")
         for brief in BRIEFS:
             for seed in range(1, seeds + 1):
                 slug, entry = evaluate_build(brief, epoch=1, courses_dir=Path(tmp) / f"s{seed}", backend=OFFLINE,
-                                             prompts=prompts, judge=judge, run_seed=seed, quality=quality)
+                                             prompts_dir=None, judge=judge, run_seed=seed, quality=quality)
                 pool[slug].append(entry)
     versions = scorer_versions(default_scorers(judge))
     rng = random.Random(0)

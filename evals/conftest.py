@@ -52,7 +52,7 @@ class EvalConfig:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from stay.scoring._suite import DEFAULT_EPOCHS
+    from stay.suite import DEFAULT_EPOCHS
 
     group = parser.getgroup("stay evals")
     group.addoption("--stay-prompts", default=None)
@@ -82,7 +82,7 @@ def _quality(pairs: list[str]) -> dict[str, float]:
 
 
 def _config(config: pytest.Config) -> EvalConfig:
-    from stay.scoring._suite import backend_name
+    from stay.suite import backend_name
 
     label = config.getoption("--stay-label")
     output = Path(config.getoption("--stay-output") or HERE / "out" / f"{label}.json")
@@ -123,7 +123,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     cfg = _config(session.config)
     if not cfg.parts.is_dir():
         return
-    from stay.scoring._suite import merge_parts, write_run_report
+    from stay.suite import merge_parts, write_run_report
 
     builds = merge_parts(cfg.parts)
     document = write_run_report(cfg, builds)

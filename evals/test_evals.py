@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from evals.conftest import BRIEFS, EvalConfig
-from stay.scoring._suite import OFFLINE, evaluate_build, make_judge
-from stay.stages import Prompts
+from stay.scoring._judges import make_judge
+from stay.suite import OFFLINE, evaluate_build
 
 SCORERS = {"outcome_coverage", "distractor_quality", "exercise_alignment", "rubric_specificity", "validator"}
 
@@ -19,10 +19,10 @@ def test_the_suite_has_at_least_six_briefs() -> None:
 
 def test_build(brief: Path, epoch: int, eval_config: EvalConfig) -> None:
     cfg = eval_config
-    prompts = Prompts.load(cfg.prompts_dir)
     judge = make_judge(cfg.backend, cfg.courses / ".judge-cache", judge_model=cfg.judge_model)
-    slug, entry = evaluate_build(brief, epoch=epoch, courses_dir=cfg.courses, backend=cfg.backend, prompts=prompts,
-                                 judge=judge, run_seed=cfg.seed, rebuild=not cfg.rescore, quality=cfg.quality)
+    slug, entry = evaluate_build(brief, epoch=epoch, courses_dir=cfg.courses, backend=cfg.backend,
+                                 prompts_dir=cfg.prompts_dir, judge=judge, run_seed=cfg.seed, rebuild=not cfg.rescore,
+                                 quality=cfg.quality)
     cfg.parts.mkdir(parents=True, exist_ok=True)
     (cfg.parts / f"{brief.stem}-e{epoch:02d}.json").write_text(json.dumps({"slug": slug, "build": entry},
                                                                           sort_keys=True))

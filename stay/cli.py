@@ -224,14 +224,6 @@ def _run(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _plain(value: object) -> object:
-    import dataclasses
-
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    return list(value)  # type: ignore[call-overload]
-
-
 def render_graph(fmt: str) -> str:
     """The pipeline graph as Mermaid, DOT or node-link JSON."""
     import networkx as nx
@@ -240,8 +232,13 @@ def render_graph(fmt: str) -> str:
 
     pipeline = graph()
     if fmt == "json":
+        import dataclasses
+
         data = nx.node_link_data(pipeline, edges="edges")
-        return json.dumps(data, indent=2, sort_keys=True, default=_plain) + "\n"
+        data["graph"] = {"name": pipeline.graph["name"],
+                         "commands": {name: dataclasses.asdict(command)
+                                      for name, command in pipeline.graph["commands"].items()}}
+        return json.dumps(data, indent=2, sort_keys=True, default=list) + "\n"
     shapes = {"gate-ask": ("{{", "}}"), "router": ("{", "}"), "guard": ("[/", "/]"),
               "wave": ("[[", "]]"), "barrier": ("[(", ")]")}
     if fmt == "mermaid":

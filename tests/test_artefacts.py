@@ -24,7 +24,7 @@ FILES = sorted(p for p in SAMPLE.rglob("*") if p.is_file())
 
 
 def test_the_sample_course_has_every_kind_of_artefact() -> None:
-    kinds = {artefacts.model_for(path).__name__ for path in FILES}
+    kinds = {artefacts.artefact_type(path).__name__ for path in FILES}
     assert kinds == {"CourseManifest", "Audience", "Curriculum", "Outcomes", "Assessment",
                      "LessonPlan", "LessonContent", "Exercises", "Quiz", "Project", "Glossary"}
 

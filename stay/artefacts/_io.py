@@ -136,7 +136,7 @@ def parse(model: type[M], text: str, where: str = "artefact") -> M:
     return validate_as(model, _safe_load(text, where), where)
 
 
-def model_for(path: str | os.PathLike[str]) -> type[Artefact]:
+def artefact_type(path: str | os.PathLike[str]) -> type[Artefact]:
     """The artefact model of a course file, from its name."""
     name = Path(path).name
     for suffix, model in _SUFFIXES:
@@ -167,7 +167,7 @@ _SUFFIXES: tuple[tuple[str, type[Artefact]], ...] = (
 
 def load(path: str | os.PathLike[str], model: type[M] | None = None) -> M:
     """Read one artefact file; the model defaults to the one its name implies."""
-    chosen = model if model is not None else model_for(path)
+    chosen = model if model is not None else artefact_type(path)
     try:
         text = Path(path).read_bytes().decode("utf-8")
     except FileNotFoundError:

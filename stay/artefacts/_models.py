@@ -28,7 +28,8 @@ Text = Annotated[str, AfterValidator(_not_blank)]
 TermText = Annotated[Term, AfterValidator(_not_blank)]
 """A term: non-empty, printable, at most 64 characters (see ``_ids``)."""
 
-Status = Literal["missing", "current", "stale"]
+ManifestStatus = Literal["missing", "current", "stale"]
+"""What course.yaml's artefacts map may say of a file (the pipeline derives richer statuses)."""
 BloomLevel = Literal["remember", "understand", "apply", "analyze", "evaluate", "create"]
 SectionKind = Literal["hook", "explain", "example", "practice", "recap"]
 Method = Literal["quiz", "exercise", "capstone"]
@@ -68,7 +69,7 @@ class CourseManifest(Artefact):
     slug: Slug
     title: Text
     brief: Brief
-    artefacts: dict[str, Status]
+    artefacts: dict[str, ManifestStatus]
 
     model_config = ConfigDict(populate_by_name=True)
 

@@ -12,7 +12,10 @@ from stay.models._offline import DEFECTS, OFFLINE_MODEL, OfflineBackend, offline
 from stay.models._prefix_gate import PrefixGate, prefix_keys
 from stay.models._prices import BATCH_DISCOUNT, PRICES, Price, Rates, cost, describe_cost
 from stay.models._protocol import ModelClient
-from stay.models._request import (
+from stay.models._roles import DEFAULT_MODELS, SCREENING, THINKING, Thinking
+from stay.models._screen import Screening, screen_request, screening_of, verdict
+from stay.models._wire import answer_from, request_params
+from stay.requests import (
     MAX_TOKENS,
     ROLES,
     ModelAnswer,
@@ -21,9 +24,6 @@ from stay.models._request import (
     SystemBlock,
     Usage,
 )
-from stay.models._roles import DEFAULT_MODELS, SCREENING, THINKING, Thinking, model_for, model_table
-from stay.models._screen import Screening, screen_request, screening_of, verdict
-from stay.models._wire import answer_from, request_params
 
 __all__ = [
     "BATCH_DISCOUNT",
@@ -57,8 +57,6 @@ __all__ = [
     "answer_from",
     "cost",
     "describe_cost",
-    "model_for",
-    "model_table",
     "offline_answer",
     "prefetch",
     "prefix_keys",

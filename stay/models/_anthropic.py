@@ -14,7 +14,6 @@ is lost, rerun to continue. API error text never carries the key.
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import re
 import time
@@ -28,8 +27,7 @@ if TYPE_CHECKING:  # the SDK takes seconds to import: only a run that talks to C
 
 from stay.errors import ModelError, ModelUnavailable, RefusalError, StayError, UsageError
 from stay.models._prefix_gate import PrefixGate, prefix_keys
-from stay.models._request import ModelAnswer, ModelRequest, Role
-from stay.models._roles import SCREENING, THINKING, Thinking, model_for
+from stay.models._roles import DEFAULT_MODELS, SCREENING, THINKING, Thinking
 from stay.models._screen import Screening, screen_request, verdict
 from stay.models._wire import (
     answer_from,
@@ -42,6 +40,7 @@ from stay.models._wire import (
     retryable_status,
     streams,
 )
+from stay.requests import ModelAnswer, ModelRequest, Role
 
 Progress = Callable[[str], None]
 
@@ -78,6 +77,7 @@ class AnthropicBackend:
 
     def __init__(self, client: anthropic.Anthropic | None = None,
                  async_client: anthropic.AsyncAnthropic | None = None, *, api_key: str | None = None,
+                 base_url: str | None = None, screen_model: str = DEFAULT_MODELS["analysis"],
                  max_retries: int = 4, timeout: float = DEFAULT_TIMEOUT,
                  retry_after_cap: float = RETRY_AFTER_CAP, thinking: Mapping[Role, Thinking] | None = None,
                  answer_tokens: int | None = None, progress: Progress | None = None,
@@ -95,6 +95,9 @@ class AnthropicBackend:
         self.gate = PrefixGate() if warm_prefixes else None
         self.sleep, self.async_sleep, self.jitter = sleep, async_sleep, jitter
         self._api_key = api_key
+        self._base_url = base_url
+        self.screen_model = screen_model
+        """The model that screens briefs (the analysis role's)."""
         self._client = None if client is None else self._configured(client)
         self._async_client = None if async_client is None else self._configured(async_client)
 
@@ -109,10 +112,10 @@ class AnthropicBackend:
                                    timeout=httpx2.Timeout(self.timeout, connect=min(self.timeout, 10.0)))
 
     def _key(self) -> str:
-        key = self._api_key or os.environ.get("ANTHROPIC_API_KEY")
+        key = self._api_key
         if not key:
-            raise UsageError("the anthropic backend needs ANTHROPIC_API_KEY; set it, or build offline with "
-                             "--backend offline (a --replay run needs no key)")
+            raise UsageError("the anthropic backend needs an API key (ANTHROPIC_API_KEY); set it, or build "
+                             "offline with --backend offline (a --replay run needs no key)")
         self._api_key = key
         return key
 
@@ -122,7 +125,7 @@ class AnthropicBackend:
             import anthropic
 
             # base_url is left to the SDK, which reads ANTHROPIC_BASE_URL when it is set
-            self._client = self._configured(anthropic.Anthropic(api_key=self._key()))
+            self._client = self._configured(anthropic.Anthropic(api_key=self._key(), base_url=self._base_url))
         client: anthropic.Anthropic = self._client
         return client
 
@@ -131,7 +134,8 @@ class AnthropicBackend:
         if self._async_client is None:
             import anthropic
 
-            self._async_client = self._configured(anthropic.AsyncAnthropic(api_key=self._key()))
+            self._async_client = self._configured(anthropic.AsyncAnthropic(api_key=self._key(),
+                                                                           base_url=self._base_url))
         client: anthropic.AsyncAnthropic = self._async_client
         return client
 
@@ -255,7 +259,7 @@ class AnthropicBackend:
         with room to think and to answer; its usage is reported with the verdict."""
         request = screen_request(text)
         try:
-            answer = self._complete(request, model_for("analysis"), SCREENING)
+            answer = self._complete(request, self.screen_model, SCREENING)
         except RefusalError as exc:  # a refusal to read the brief is a verdict, not a failure
             found = re.search(r"refused to answer \((.*)\); ", str(exc))
             why = f" ({found.group(1)})" if found else ""

@@ -25,9 +25,9 @@ from typing import Any
 
 from stay.errors import ModelError, ModelUnavailable
 from stay.models._cache import RequestCache, request_key
-from stay.models._request import ModelRequest
 from stay.models._roles import THINKING
 from stay.models._wire import answer_from, budget_for, one_line, redact, request_params
+from stay.requests import ModelRequest
 
 MAX_BATCH_REQUESTS = 100_000
 MAX_BATCH_BYTES = 256 * 1000 * 1000

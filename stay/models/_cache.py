@@ -22,9 +22,9 @@ from typing import Any
 
 from stay.errors import ReplayMiss
 from stay.models._protocol import ModelClient
-from stay.models._request import ModelAnswer, ModelRequest, Usage
-from stay.models._roles import model_for
+from stay.models._roles import DEFAULT_MODELS
 from stay.models._screen import Screening, screen_request, screening_of, verdict
+from stay.requests import ModelAnswer, ModelRequest, Usage
 
 
 def request_key(request: ModelRequest, model: str, salt: str = "") -> str:
@@ -164,7 +164,7 @@ class CachedBackend:
     def screening(self, text: str) -> Screening:
         """The screen, through the cache: a rerun does not pay for it again; a replayed
         run uses the recorded verdict, or (none recorded) skips the screen, calling nothing."""
-        request, model = screen_request(text), model_for("analysis")
+        request, model = screen_request(text), getattr(self.inner, "screen_model", DEFAULT_MODELS["analysis"])
         cached = self.cache.claim(request, model)
         if cached is not None:  # paid for by an earlier run: nothing to count now
             return Screening(verdict(cached), request)

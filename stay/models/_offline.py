@@ -18,8 +18,8 @@ from typing import Any
 from stay.errors import InjectedFault, UsageError
 from stay.models._offline_course import ANSWERS
 from stay.models._quality import BUILD_NOISE, degrade
-from stay.models._request import ModelAnswer, ModelRequest, Usage
 from stay.models._screen import SCREEN_STAGE, Screening, screen_request
+from stay.requests import ModelAnswer, ModelRequest, Usage
 
 OFFLINE_MODEL = "offline"
 

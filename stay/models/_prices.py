@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from stay.models._request import Usage
+from stay.requests import Usage
 
 BATCH_DISCOUNT = 0.5
 """Message Batches: 50% off input and output (every model's page: "Batch API: 50%

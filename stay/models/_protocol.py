@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from stay.models._request import ModelAnswer, ModelRequest
+from stay.requests import ModelAnswer, ModelRequest
 
 
 @runtime_checkable

@@ -26,7 +26,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from stay.models._request import ModelRequest
+from stay.requests import ModelRequest
 
 QUALITY_KNOBS = ("distractors", "untaught", "exercises", "rubrics")
 BUILD_NOISE = 0.5

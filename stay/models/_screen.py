@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from stay.errors import AnswerError
-from stay.models._request import ModelAnswer, ModelRequest, SystemBlock
+from stay.requests import ModelAnswer, ModelRequest, SystemBlock
 
 SCREEN_STAGE = "moderation"
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from stay.errors import AnswerError, ModelError, RefusalError, TruncationError
-from stay.models._request import ModelAnswer, ModelRequest, Usage
 from stay.models._roles import Thinking, thinks_adaptively
+from stay.requests import ModelAnswer, ModelRequest, Usage
 
 SDK_NONSTREAMING_TOKENS = 21_333
 """The SDK refuses a non-streaming request whose ``max_tokens`` implies more than ten

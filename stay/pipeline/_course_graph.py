@@ -1,92 +1,55 @@
 """The per-course artefact graph: one node per artefact path, one edge per direct input.
 
-The edges are course-format.md's table of direct inputs. Staleness, scheduling and
-``stay status`` are computed on it. It is deliberately non-transitive: only direct
-inputs are edges, so a regeneration that reproduces its input byte for byte stops
-a cascade there.
+Derived from the stage declarations: every output of every stage is a node, carrying
+its stage and its lesson or module, and its edges come from the inputs the stage
+declares (``_inputs.input_paths``); the glossary, merged from every plan, is the one
+artefact no stage writes. Staleness, scheduling, dispatch and ``stay status`` are
+computed on it. It is deliberately non-transitive: only direct inputs are edges, so a
+regeneration that reproduces its input byte for byte stops a cascade there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 
 import networkx as nx
 
 from stay.artefacts import Curriculum, LessonPlan
-
-BRIEF = "brief"
-"""The pseudo-artefact for the brief (held in course.yaml)."""
-DESIGN = ("audience.yaml", "curriculum.yaml", "outcomes.yaml", "assessment.yaml")
-
-
-def lesson_paths(curriculum: Curriculum) -> list[tuple[str, str, str]]:
-    """(lesson id, module directory, path prefix) of every lesson, in lesson order."""
-    found = []
-    for module in curriculum.modules:
-        module_dir = f"modules/{module.id}-{module.slug}"
-        for lesson in module.lessons:
-            found.append((lesson.id, module_dir, f"{module_dir}/{lesson.id}"))
-    return found
+from stay.pipeline._inputs import direct_inputs
+from stay.pipeline._layout import BRIEF, GLOSSARY, CourseLayout
+from stay.stages import REGISTRY, Stage
 
 
-def course_graph(curriculum: Curriculum,
-                 plans: Mapping[str, LessonPlan] | None = None) -> nx.DiGraph[str]:
-    """Artefact paths as nodes, direct inputs as edges (input -> artefact).
+def course_graph(curriculum: Curriculum, plans: Mapping[str, LessonPlan] | None = None,
+                 stages: Sequence[Stage] = REGISTRY) -> nx.DiGraph[str]:
+    """Artefact paths as nodes, direct inputs as edges (input -> artefact). Each node
+    carries ``stage`` (its stage's name, or ``glossary``), ``phase`` and ``unit`` (its
+    lesson id, module id, or None for the course).
 
     ``plans`` (lesson id -> plan), when given, adds each quiz's edges from the plans
     that introduce the terms its plan revisits.
     """
+    layout = CourseLayout(curriculum)
+    known = plans or {}
     graph: nx.DiGraph[str] = nx.DiGraph()
-    graph.add_node(BRIEF, kind="brief")
-    lessons = lesson_paths(curriculum)
-    for path, inputs in (
-        ("audience.yaml", [BRIEF]),
-        ("curriculum.yaml", [BRIEF, "audience.yaml"]),
-        ("outcomes.yaml", ["audience.yaml", "curriculum.yaml"]),
-        ("assessment.yaml", ["curriculum.yaml", "outcomes.yaml"]),
-    ):
-        _add(graph, path, "design", inputs)
-    all_plans = [f"{prefix}.plan.yaml" for _id, _dir, prefix in lessons]
-    finished: list[str] = []  # plans of every module before the current one
-    current: list[str] = []
-    for index, (_lesson_id, module_dir, prefix) in enumerate(lessons):
-        if index and module_dir != lessons[index - 1][1]:
-            finished, current = finished + current, []
-        _add(graph, f"{prefix}.plan.yaml", "plan",
-             ["curriculum.yaml", "outcomes.yaml", "assessment.yaml", *finished])
-        current.append(f"{prefix}.plan.yaml")
-    introducer = _introducers(lessons, plans or {})
-    for lesson_id, _module_dir, prefix in lessons:
-        own = [f"{prefix}.plan.yaml", "outcomes.yaml", "audience.yaml"]
-        _add(graph, f"{prefix}.md", "content", own)
-        _add(graph, f"{prefix}.exercises.yaml", "exercises", own)
-        plan = (plans or {}).get(lesson_id)
-        revisited = sorted({introducer[_norm(t)] for t in (plan.revisits if plan else [])
-                            if _norm(t) in introducer})
-        _add(graph, f"{prefix}.quiz.yaml", "quiz", [*own, *revisited])
-    _add(graph, "project.yaml", "capstone",
-         ["curriculum.yaml", "outcomes.yaml", "assessment.yaml", *all_plans])
-    _add(graph, "glossary.yaml", "glossary", all_plans)
+    graph.add_node(BRIEF, kind="brief", stage=None, phase=None, unit=None)
+    for stage in stages:
+        if stage.scope == "module":
+            for module in curriculum.modules:
+                inputs = direct_inputs(stage, module, layout, known)
+                for lesson in layout.lessons_of(module):
+                    _add(graph, lesson.path(stage.output), stage.name, stage.phase, lesson.id, inputs)
+            continue
+        for path, place in layout.outputs(stage):
+            _add(graph, path, stage.name, stage.phase, place.id if place else None,
+                 direct_inputs(stage, place, layout, known))
+    _add(graph, GLOSSARY, "glossary", "finish", None, layout.plan_paths())
     return graph
 
 
-def _norm(term: str) -> str:
-    return " ".join(term.casefold().split())
-
-
-def _introducers(lessons: list[tuple[str, str, str]],
-                 plans: Mapping[str, LessonPlan]) -> dict[str, str]:
-    """casefolded term -> the plan path that first introduces it."""
-    found: dict[str, str] = {}
-    for lesson_id, _module_dir, prefix in lessons:
-        plan = plans.get(lesson_id)
-        for term in plan.new_terms if plan else []:
-            found.setdefault(_norm(term.term), f"{prefix}.plan.yaml")
-    return found
-
-
-def _add(graph: nx.DiGraph[str], path: str, kind: str, inputs: Iterable[str]) -> None:
-    graph.add_node(path, kind=kind)
+def _add(graph: nx.DiGraph[str], path: str, stage: str, phase: str, unit: str | None,
+         inputs: Sequence[str]) -> None:
+    graph.add_node(path, kind=stage, stage=stage, phase=phase, unit=unit)
     for source in inputs:
         graph.add_edge(source, path)
 

@@ -8,14 +8,14 @@ graph is a DAG, and its properties can be proven with no model, key or course.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
 import networkx as nx
 
 from stay.errors import GraphError
-from stay.stages import STAGES
+from stay.stages import REGISTRY, Stage
 
 KINDS = ("entry", "router", "guard", "stage", "gate-summary", "gate-ask", "gate-record", "wave",
          "barrier", "mechanical", "validate", "repair")
@@ -58,6 +58,7 @@ class PipelineDecl:
     nodes: tuple[NodeDecl, ...]
     edges: tuple[tuple[str, str], ...]
     commands: Mapping[str, CommandDecl] = field(default_factory=dict)
+    stages: tuple[Stage, ...] = REGISTRY
 
     @property
     def entries(self) -> dict[str, str]:
@@ -65,15 +66,31 @@ class PipelineDecl:
         return {name: command.entry for name, command in self.commands.items()}
 
 
-SPINE = (
-    "entry", "choose_entry", "intake", "moderate", "scaffold", "audience", "curriculum",
-    "outcomes", "assessment", "design_summary", "design_ask", "design_record", "plan_modules",
-    "plan_summary", "plan_ask", "plan_record",
-)
 GUARDS = ("require_design", "require_gates", "repair_seed")
 
-DECLARATION = PipelineDecl(
-    nodes=(
+
+def declare(stages: Sequence[Stage] = REGISTRY) -> PipelineDecl:
+    """The pipeline's declaration, its stage nodes derived from the stage declarations:
+    each design stage is a node on the spine in registry order, each planning stage a
+    node between the gates, the lesson-scope wave stages share ``write_lesson``, and
+    each course-scope wave stage has its own ``write_<name>`` beside it."""
+    by_node: dict[str, list[Stage]] = {}
+    for stage in stages:
+        by_node.setdefault(stage.node_name, []).append(stage)
+
+    def nodes_of(phase: str) -> list[NodeDecl]:
+        found = []
+        for node, members in by_node.items():
+            if members[0].phase == phase:
+                kind = "wave" if phase == "wave" else "stage"
+                found.append(NodeDecl(node, kind, True, tuple(s.name for s in members), phase=phase))
+        return found
+
+    design, planning, wave = nodes_of("design"), nodes_of("plan"), nodes_of("wave")
+    before = ("entry", "choose_entry", "intake", "moderate", "scaffold")
+    spine = (*before, *(n.name for n in design), "design_summary", "design_ask", "design_record",
+             *(n.name for n in planning), "plan_summary", "plan_ask", "plan_record")
+    nodes = (
         NodeDecl("entry", "entry", False, doc="Where every run starts."),
         NodeDecl("choose_entry", "router", False, doc="Picks where the command joins the spine."),
         NodeDecl("require_design", "guard", False, requires=("design",),
@@ -84,39 +101,32 @@ DECLARATION = PipelineDecl(
                  doc="`repair`: an existing course, both approvals holding."),
         NodeDecl("intake", "mechanical", False, doc="Checks the brief and the slug."),
         NodeDecl("moderate", "guard", False, doc="Screens a brief not screened before, before anything is written."),
-        NodeDecl("scaffold", "mechanical", True, phase="design",
-                 doc="Creates the course directory and course.yaml."),
-        NodeDecl("audience", "stage", True, ("audience",), phase="design"),
-        NodeDecl("curriculum", "stage", True, ("curriculum",), phase="design"),
-        NodeDecl("outcomes", "stage", True, ("outcomes",), phase="design"),
-        NodeDecl("assessment", "stage", True, ("assessment",), phase="design"),
+        NodeDecl("scaffold", "mechanical", True, phase="design", doc="Creates the course directory and course.yaml."),
+        *design,
         NodeDecl("design_summary", "gate-summary", True, doc="Writes .state/design-gate.md."),
         NodeDecl("design_ask", "gate-ask", False, doc="Stops unless the design approval holds."),
         NodeDecl("design_record", "gate-record", True, doc="Records an answer (--yes) in gates.json."),
-        NodeDecl("plan_modules", "stage", True, ("plan",), phase="plan", doc="One planning call per module."),
+        *planning,
         NodeDecl("plan_summary", "gate-summary", True, doc="Writes .state/plan-gate.md."),
         NodeDecl("plan_ask", "gate-ask", False, doc="Stops unless the plan approval holds."),
         NodeDecl("plan_record", "gate-record", True, doc="Records an answer (--yes) in gates.json."),
-        NodeDecl("write_lesson", "wave", True, ("content", "exercises", "quiz"), phase="wave",
-                 doc="Per lesson: content, exercises and quiz, beside the capstone."),
-        NodeDecl("write_capstone", "wave", True, ("capstone",), phase="wave",
-                 doc="The capstone, in flight beside the lessons."),
-        NodeDecl("gather", "barrier", False, doc="Waits for every wave task; reports what the wave did."),
+        *wave,
+        NodeDecl("gather", "barrier", False, doc="Waits for every wave task (the barrier); reports what the wave did."),
         NodeDecl("merge_glossary", "mechanical", True, phase="finish", doc="glossary.yaml from the plans."),
         NodeDecl("land_manifest", "mechanical", True, phase="finish",
                  doc="Retires files no longer in the curriculum; course.yaml's status projection."),
         NodeDecl("validate", "validate", False, doc="The library validator, non-strict."),
         NodeDecl("repair", "repair", True, phase="repair", doc="Bounded repair of leaf artefacts."),
-    ),
-    edges=(
-        *itertools.pairwise(SPINE),
+    )
+    edges = (
+        *itertools.pairwise(spine),
         *(edge for guard in GUARDS for edge in (("choose_entry", guard), (guard, "intake"))),
-        ("plan_record", "write_lesson"), ("plan_record", "write_capstone"),
-        ("write_lesson", "gather"), ("write_capstone", "gather"),
+        *(("plan_record", node.name) for node in wave),
+        *((node.name, "gather") for node in wave),
         ("gather", "merge_glossary"), ("merge_glossary", "land_manifest"),
         ("land_manifest", "validate"), ("validate", "repair"),
-    ),
-    commands={
+    )
+    commands = {
         "new": CommandDecl("intake", "design_summary", ("design",),
                            "create the course and stop at the design gate"),
         "build": CommandDecl("intake", "repair", PHASES,
@@ -127,8 +137,11 @@ DECLARATION = PipelineDecl(
                              "lessons, exercises, quizzes and the capstone, then validate and repair"),
         "repair": CommandDecl("repair_seed", "repair", ("repair",),
                               "validate, then repair leaf artefacts in bounded rounds"),
-    },
-)
+    }
+    return PipelineDecl(nodes=nodes, edges=edges, commands=commands, stages=tuple(stages))
+
+
+DECLARATION = declare()
 # Every command walks from entry through intake, moderate, the design stages and both
 # gates: the guards join the spine before it, so no command can reach the wave, the
 # validator or repair around a design stage or a gate (topology properties 2 and 3).
@@ -137,18 +150,28 @@ DECLARATION = PipelineDecl(
 
 def build(declaration: PipelineDecl = DECLARATION) -> nx.DiGraph[str]:
     """The DiGraph of a declaration: node attributes kind, writes, stages, role, references."""
+    by_name = {stage.name: stage for stage in declaration.stages}
     graph: nx.DiGraph[str] = nx.DiGraph(name="stay pipeline", entries=declaration.entries,
-                                         commands=dict(declaration.commands))
+                                         commands=dict(declaration.commands), stages=by_name)
     for order, node in enumerate(declaration.nodes):
-        roles = {STAGES[stage].ROLE for stage in node.stages}
+        roles = {by_name[stage].role for stage in node.stages}
         graph.add_node(
             node.name, kind=node.kind, writes=node.writes, stages=node.stages, order=order,
             phase=node.phase, requires=node.requires, role=roles.pop() if len(roles) == 1 else (sorted(roles) or None),
-            references={stage: STAGES[stage].REFERENCES for stage in node.stages},
-            doc=node.doc or (STAGES[node.stages[0]].__doc__ or "").strip().splitlines()[0],
+            references={stage: by_name[stage].references for stage in node.stages},
+            doc=node.doc or (by_name[node.stages[0]].doc or _first_line(by_name[node.stages[0]])),
         )
     graph.add_edges_from(declaration.edges)
     return graph
+
+
+def _first_line(stage: Stage) -> str:
+    """The first line of the stage module's docstring: what the stage is for."""
+    import sys
+
+    module = sys.modules.get(f"stay.stages.{stage.name}")
+    doc = (module.__doc__ if module is not None else None) or f"Stage {stage.name}."
+    return doc.strip().splitlines()[0]
 
 
 def problems(graph: nx.DiGraph[str]) -> list[str]:
@@ -202,7 +225,7 @@ def problems(graph: nx.DiGraph[str]) -> list[str]:
             found.append(f"{name} writes, and no node that writes comes before it: only scaffold "
                          "may be the first node that writes")
         for stage, refs in attrs.get("references", {}).items():
-            if refs is not STAGES[stage].REFERENCES:
+            if refs is not graph.graph["stages"][stage].references:
                 found.append(f"node {name}'s reference set for {stage} is not the stage's constant")
     for before, after in (("gather", "merge_glossary"), ("merge_glossary", "land_manifest"),
                           ("land_manifest", "validate")):
@@ -247,13 +270,17 @@ def _command_problems(graph: nx.DiGraph[str]) -> list[str]:
     return found
 
 
-@cache
-def _checked() -> nx.DiGraph[str]:
-    graph = build()
+def checked(graph: nx.DiGraph[str]) -> nx.DiGraph[str]:
+    """``graph`` if it is sound, else a GraphError listing every problem at once."""
     found = problems(graph)
     if found:
         raise GraphError("the pipeline graph is unsound:\n- " + "\n- ".join(found))
     return graph
+
+
+@cache
+def _checked() -> nx.DiGraph[str]:
+    return checked(build())
 
 
 def graph() -> nx.DiGraph[str]:

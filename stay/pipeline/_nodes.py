@@ -11,50 +11,35 @@ adopt``) or removes it.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 import yaml
 
-from stay.artefacts import (
-    Assessment,
-    Audience,
-    CourseManifest,
-    Curriculum,
-    Glossary,
-    GlossaryTerm,
-    LessonPlan,
-    Outcomes,
-    dump,
-    load,
-    to_data,
-    write,
-)
+from stay.artefacts import Audience, CourseManifest, Curriculum, Glossary, GlossaryTerm, dump, to_data, write
 from stay.briefs import check_duration
 from stay.errors import AnswerError, BriefRejected, PipelineError, TruncationError, UsageError
 from stay.models import screening_of
-from stay.pipeline._course_graph import course_graph, lesson_paths
+from stay.pipeline._course_graph import course_graph
+from stay.pipeline._layout import GLOSSARY, norm_term
 from stay.pipeline._lock import CourseLock
+from stay.pipeline._policy import needs_writing, say_kept, why
+from stay.pipeline._produce import job
 from stay.pipeline._repair import repair_course
 from stay.pipeline._run import Run, Stop
-from stay.pipeline._state import AUTO_APPROVED, STATE, CourseState, Status, load_manifest, write_if_changed
-from stay.pipeline._wave import run_wave
-from stay.stages import assessment as assessment_stage
-from stay.stages import audience as audience_stage
-from stay.stages import curriculum as curriculum_stage
-from stay.stages import outcomes as outcomes_stage
-from stay.stages import plan as plan_stage
+from stay.pipeline._state import AUTO_APPROVED, STATE, CourseState, load_manifest, write_if_changed
+from stay.pipeline._wave import wave_of
+from stay.stages import REGISTRY, Stage
 from stay.validate import validate_course
 
 
 def entry(run: Run) -> None:
-    run.say(f"stay {run.command}: {run.slug or 'new course'} (backend: {run.backend.name})")
+    run.say(f"stay {run.config.command}: {run.slug or 'new course'} (backend: {run.backend.name})")
 
 
 def choose_entry(run: Run) -> str:
     from stay.pipeline._graph import DECLARATION
 
-    return DECLARATION.commands[run.command].entry
+    return DECLARATION.commands[run.config.command].entry
 
 
 # -- guards -------------------------------------------------------------------
@@ -64,12 +49,12 @@ def _guard(run: Run, gates: tuple[str, ...]) -> None:
     """The course exists and every named gate's approval holds; else refuse, naming
     the gate and the command that unblocks it. Nothing has been written yet."""
     if run.state is None or not (run.root / "course.yaml").is_file():
-        raise UsageError(f"there is no course '{run.slug}' in {run.courses_arg}; start one with "
+        raise UsageError(f"there is no course '{run.slug}' in {run.config.courses_arg}; start one with "
                          f"{run.hint('new', 'BRIEF.yaml')}")
     for gate in gates:
         holds, why = run.course.approval(gate)
         if not holds:
-            raise PipelineError(f"stay {run.command} needs the {gate} approval to hold: {why}; run "
+            raise PipelineError(f"stay {run.config.command} needs the {gate} approval to hold: {why}; run "
                                 f"{run.hint('build', run.slug)}, then {run.hint('approve', run.slug, gate)}")
 
 
@@ -92,9 +77,8 @@ def intake(run: Run) -> None:
     """The brief was read and checked, and the slug made safe, before the run began;
     here its duration is checked against the run's own house style."""
     if run.brief is None:
-        raise UsageError(f"stay {run.command} needs a brief file")
-    if run.house_limits is not None:
-        check_duration(run.brief.time_available, f"course '{run.slug}' brief", run.house_limits)
+        raise UsageError(f"stay {run.config.command} needs a brief file")
+    check_duration(run.brief.time_available, f"course '{run.slug}' brief", run.config.limits)
 
 
 def moderate(run: Run) -> None:
@@ -135,7 +119,7 @@ def scaffold(run: Run) -> None:
         if manifest.brief != run.brief:
             manifest = manifest.model_copy(update={"brief": run.brief, "title": run.brief.title})
             write(manifest_path, manifest)
-            run.written.append("course.yaml")
+            run.tally.add_written(["course.yaml"])
             run.say("course.yaml: the brief changed; what depends on it is now stale")
     else:
         run.root.mkdir(parents=True, exist_ok=True)
@@ -143,14 +127,15 @@ def scaffold(run: Run) -> None:
             run.course_lock = CourseLock(run.root)
             run.course_lock.acquire()
         if manifest_path.exists():  # another run made it between our check and the lock
-            raise UsageError(f"course '{run.slug}' already exists in {run.courses_arg}; continue it with "
+            raise UsageError(f"course '{run.slug}' already exists in {run.config.courses_arg}; continue it with "
                              f"{run.hint('build', run.slug)}")
         write(manifest_path, CourseManifest(schema_=1, slug=run.slug, title=run.brief.title, brief=run.brief,
                                             artefacts={}))
-        run.written.append("course.yaml")
+        run.tally.add_written(["course.yaml"])
         run.say(f"scaffold: {run.root}")
     if run.state is None:
-        run.state = CourseState(run.root, course_graph(Curriculum(modules=[])), run.brief)
+        run.state = CourseState(run.root, course_graph(Curriculum(modules=[]), stages=run.config.stages), run.brief,
+                                sources=run.config.sources, epoch=run.config.settings.source_date_epoch)
     else:
         run.state.brief = run.brief
     run.refresh_graph()
@@ -161,85 +146,42 @@ def scaffold(run: Run) -> None:
 # -- stages -------------------------------------------------------------------
 
 
-def regenerate_if_needed(run: Run, path: str, phase: str, make: Callable[[], object]) -> bool:
-    """The one policy for every single-file artefact: regenerate it if missing or stale
-    (only in a phase the command authors), keep it if edited by hand, and in a phase the
-    command only checks, refuse a file that is not there or behind its inputs. Returns
-    whether it wrote the file."""
-    status = run.course.status(path)
-    if not run.may_write(phase):
-        require_current(run, path, status)
-        return False
-    if status.state == "current":
+def run_course_stage(run: Run, stage: Stage) -> None:
+    """A course-scope stage (audience, curriculum, outcomes, assessment): regenerate its
+    one file if it must be (the one policy, ``needs_writing``)."""
+    path = stage.output
+    if needs_writing(run, path, stage.phase):
+        run.say(f"  {path}: writing ({why(run.course.status(path))})")
+        made = job(run, stage, None)
+        (artefact,) = run.produce(made.request, made.parse)
+        if not run.cancelled.is_set():
+            write(run.root / path, artefact)
+            run.wrote([path])
+    elif run.course.status(path).state == "current":
         run.say(f"  {path}: current")
-        return False
-    if status.state == "edited":
-        say_kept(run, path, status)
-        return False
-    reason = "missing" if status.state == "missing" else f"stale <- {', '.join(status.why)}"
-    run.say(f"  {path}: writing ({reason})")
-    artefact = make()
-    if run.cancelled.is_set():
-        return False
-    write(run.root / path, artefact)  # type: ignore[arg-type]
-    run.wrote([path])
-    return True
-
-
-def say_kept(run: Run, path: str, status: Status) -> None:
-    if status.why:
-        run.say(f"  {path}: kept (edited by hand), though {', '.join(status.why)} changed since; delete it to "
-                "regenerate it, or accept it with " + run.hint("adopt", run.slug))
-    else:
-        run.say(f"  {path}: kept (edited by hand)")
-
-
-def require_current(run: Run, path: str, status: Status) -> None:
-    """In a phase the command does not author, a file must be there and up to date."""
-    if status.state == "missing" or status.why:
-        what = "missing" if status.state == "missing" else f"stale <- {', '.join(status.why)}"
-        raise PipelineError(f"{path} is {what}; stay {run.command} does not write it: run "
-                            f"{run.hint('build', run.slug)} first")
-
-
-def audience(run: Run) -> None:
-    assert run.brief is not None
-    brief = run.brief
-
-    def make() -> Audience:
-        return run.produce(audience_stage.request(brief, run.prompts), audience_stage.artefact)
-
-    regenerate_if_needed(run, audience_stage.PATH, "design", make)
-
-
-def curriculum(run: Run) -> None:
-    assert run.brief is not None
-    brief = run.brief
-
-    def make() -> Curriculum:
-        audience = load(run.root / "audience.yaml", Audience)
-        return run.produce(curriculum_stage.request(brief, audience, run.prompts), curriculum_stage.artefact)
-
-    regenerate_if_needed(run, curriculum_stage.PATH, "design", make)
     run.refresh_graph()
 
 
-def outcomes(run: Run) -> None:
-    def make() -> Outcomes:
-        return run.produce(outcomes_stage.request(
-            load(run.root / "audience.yaml", Audience), load(run.root / "curriculum.yaml", Curriculum),
-            run.prompts), outcomes_stage.artefact)
-
-    regenerate_if_needed(run, outcomes_stage.PATH, "design", make)
-
-
-def assessment(run: Run) -> None:
-    def make() -> Assessment:
-        return run.produce(assessment_stage.request(
-            load(run.root / "curriculum.yaml", Curriculum), load(run.root / "outcomes.yaml", Outcomes),
-            run.prompts), assessment_stage.artefact)
-
-    regenerate_if_needed(run, assessment_stage.PATH, "design", make)
+def run_module_stage(run: Run, stage: Stage) -> None:
+    """A module-scope stage (lesson planning): one call per module with a file to write,
+    so the module's term budget is allocated, not audited after the fact. Only the files
+    that must be written are; an edited one is kept."""
+    for module in run.layout.curriculum.modules:
+        places = run.layout.lessons_of(module)
+        todo = [place.path(stage.output) for place in places
+                if needs_writing(run, place.path(stage.output), stage.phase)]
+        if todo:
+            run.say(f"  module {module.id}: planning {len(places)} lessons")
+            made = job(run, stage, module)
+            artefacts = run.produce(made.request, made.parse)
+            for path, artefact in zip(made.paths, artefacts, strict=True):
+                if path in todo:
+                    write(run.root / path, artefact)
+            run.refresh_graph()
+            run.wrote(todo)
+        else:
+            run.say(f"  module {module.id}: plans current")
+    run.refresh_graph()
 
 
 # -- gates ------------------------------------------------------------------
@@ -258,7 +200,9 @@ def _summary(run: Run, gate: str) -> None:
     curriculum = run.curriculum()
     audience_file = run.root / "audience.yaml"
     if curriculum is not None and audience_file.is_file():
-        budget = load(audience_file, Audience).time_budget_minutes
+        audience = run.load("audience.yaml")
+        assert isinstance(audience, Audience)
+        budget = audience.time_budget_minutes
         total = sum(lesson.minutes for module in curriculum.modules for lesson in module.lessons)
         lessons = sum(len(module.lessons) for module in curriculum.modules)
         lines += ["", "## Time", "",
@@ -278,7 +222,7 @@ def _summary(run: Run, gate: str) -> None:
     lines += ["", f"Approve with `stay approve {run.slug} {gate}`, or decline with "
               f"`stay approve {run.slug} {gate} --decline --note \"why\"`.", ""]
     if write_if_changed(run.root / STATE / f"{gate}-gate.md", "\n".join(lines)):
-        run.written.append(f"{STATE}/{gate}-gate.md")
+        run.tally.add_written([f"{STATE}/{gate}-gate.md"])
 
 
 def _ask(run: Run, gate: str) -> None:
@@ -286,7 +230,7 @@ def _ask(run: Run, gate: str) -> None:
     if holds:
         run.say(f"{gate} gate: approved")
         return
-    if run.yes:
+    if run.config.yes:
         run.say(f"{gate} gate: {AUTO_APPROVED}")
         return
     raise Stop(f"{gate} gate", f"{why}; review {STATE}/{gate}-gate.md, then run "
@@ -296,13 +240,13 @@ def _ask(run: Run, gate: str) -> None:
 def _record(run: Run, gate: str) -> None:
     state = run.course
     holds, _why = state.approval(gate)
-    if not holds and run.yes:
+    if not holds and run.config.yes:
         unready = state.unready(gate)
         if unready:
             raise PipelineError(f"cannot approve the {gate} gate: {', '.join(unready)}; run "
                                 f"{run.hint('build', run.slug)} first")
         state.answer(gate, approved=True, by=AUTO_APPROVED, accept_edits=False)
-        run.written.append(f"{STATE}/gates.json")
+        run.tally.add_written([f"{STATE}/gates.json"])
 
 
 def design_summary(run: Run) -> None:
@@ -329,82 +273,50 @@ def plan_record(run: Run) -> None:
     _record(run, "plan")
 
 
-# -- planning ---------------------------------------------------------------
-
-
-def plan_modules(run: Run) -> None:
-    curriculum = load(run.root / "curriculum.yaml", Curriculum)
-    state = run.course
-    earlier: list[LessonPlan] = []
-    for module in curriculum.modules:
-        paths = [f"modules/{module.id}-{module.slug}/{lesson.id}.plan.yaml" for lesson in module.lessons]
-        statuses = {path: state.status(path) for path in paths}
-        if not run.may_write("plan"):
-            for path, status in statuses.items():
-                require_current(run, path, status)
-        todo = [p for p, status in statuses.items() if status.state in ("missing", "stale")]
-        for path, status in statuses.items():
-            if status.state == "edited":
-                say_kept(run, path, status)
-        if todo and run.may_write("plan"):
-            run.say(f"  module {module.id}: planning {len(module.lessons)} lessons")
-            request = plan_stage.request(module, curriculum, load(run.root / "outcomes.yaml", Outcomes),
-                                         load(run.root / "assessment.yaml", Assessment), earlier,
-                                         run.prompts)
-            plans = run.produce(request, functools.partial(plan_stage.artefact, module=module))
-            for path, plan in zip(paths, plans, strict=True):
-                if path in todo:
-                    write(run.root / path, plan)
-            run.refresh_graph()
-            run.wrote(todo)
-        else:
-            run.say(f"  module {module.id}: plans current")
-        written = run.plans()
-        earlier += [written[lesson.id] for lesson in module.lessons if lesson.id in written]
-    run.refresh_graph()
-
-
 # -- the wave and after -----------------------------------------------------
 
 
 def write_lesson(run: Run) -> None:
-    run_wave(run)
+    """Start every lesson's calls (its lesson-scope wave stages); gather waits for them."""
+    wave_of(run).start_lessons()
 
 
-def write_capstone(run: Run) -> None:
-    """Runs inside ``run_wave``, beside the lessons; nothing more to do here."""
+def start_course_task(run: Run, stage: Stage) -> None:
+    """Start a course-scope wave stage's one call (the capstone) beside the lessons."""
+    wave_of(run).start_course(stage.name)
 
 
 def gather(run: Run) -> None:
-    run.say("wave: gathered")
+    """The barrier: wait for every task the wave nodes started; the first failure is
+    raised once all have ended."""
+    wave = wave_of(run)
+    if not wave.empty:
+        run.tally.wave = wave.wait()
+        run.say(f"wave: gathered {wave.total} tasks")
 
 
 def merge_glossary(run: Run) -> None:
     """glossary.yaml from every plan's new terms, in lesson order, then by term."""
-    path = "glossary.yaml"
-    status = run.course.status(path)
+    status = run.course.status(GLOSSARY)
     if not run.may_write("finish"):
         if status.state == "missing" or status.why:
-            run.say(f"  {path}: {status.state}; stay {run.command} does not write it "
+            run.say(f"  {GLOSSARY}: {status.state}; stay {run.config.command} does not write it "
                     f"({run.hint('write', run.slug)} does)")
         return
     if status.state == "edited":
-        say_kept(run, path, status)
+        say_kept(run, GLOSSARY, status)
         return
-    curriculum = load(run.root / "curriculum.yaml", Curriculum)
     plans = run.plans()
     terms: list[GlossaryTerm] = []
     seen: set[str] = set()
-    for lesson_id, _module_dir, _prefix in lesson_paths(curriculum):
-        plan = plans.get(lesson_id)
+    for place in run.layout.lessons():
+        plan = plans.get(place.id)
         for new in sorted(plan.new_terms if plan else [], key=lambda t: (t.term.casefold(), t.term)):
-            key = " ".join(new.term.casefold().split())
-            if key not in seen:
-                seen.add(key)
-                terms.append(GlossaryTerm(term=new.term, definition=new.definition,
-                                          introduced_in=lesson_id))
-    if write_if_changed(run.root / path, dump(Glossary(terms=terms))) or status.state != "current":
-        run.wrote([path])
+            if norm_term(new.term) not in seen:
+                seen.add(norm_term(new.term))
+                terms.append(GlossaryTerm(term=new.term, definition=new.definition, introduced_in=place.id))
+    if write_if_changed(run.root / GLOSSARY, dump(Glossary(terms=terms))) or status.state != "current":
+        run.wrote([GLOSSARY])
 
 
 def land_manifest(run: Run) -> None:
@@ -412,17 +324,17 @@ def land_manifest(run: Run) -> None:
     course.yaml's status projection."""
     if not run.may_write("finish"):
         return
-    retired = run.course.retire(f"run-{run.run_number}")
+    number = run.config.run_number
+    retired = run.course.retire(f"run-{number}")
     for path in retired:
-        run.say(f"  retired {path} (not in the curriculum) to {STATE}/retired/run-{run.run_number}/{path}")
-    run.retired += retired
+        run.say(f"  retired {path} (not in the curriculum) to {STATE}/retired/run-{number}/{path}")
+    run.tally.retired += retired
     if run.course.project_statuses(load_manifest(run.root)):
-        run.written.append("course.yaml")
+        run.tally.add_written(["course.yaml"])
 
 
 def validate(run: Run) -> None:
-    run.validation = validate_course(run.root)
-    report = run.validation
+    report = run.tally.validation = validate_course(run.root, data_dir=run.config.settings.resolved_data_dir())
     run.say(f"validate: {report.fails} FAIL, {report.warns} WARN, {report.checks} checks")
 
 
@@ -433,17 +345,42 @@ def repair(run: Run) -> None:
         if not holds:
             raise PipelineError(f"repair needs the {gate} approval to hold: {why}; run "
                                 f"{run.hint('approve', run.slug, gate)}")
-    run.repair = repair_course(run)
+    run.tally.repair = repair_course(run)
 
 
-HANDLERS: dict[str, Callable[[Run], object]] = {
-    "entry": entry, "choose_entry": choose_entry, "intake": intake, "moderate": moderate,
-    "scaffold": scaffold, "audience": audience, "curriculum": curriculum, "outcomes": outcomes,
-    "assessment": assessment, "design_summary": design_summary, "design_ask": design_ask,
-    "design_record": design_record, "require_design": require_design, "plan_modules": plan_modules,
-    "plan_summary": plan_summary, "plan_ask": plan_ask, "plan_record": plan_record,
-    "require_gates": require_gates, "write_lesson": write_lesson, "write_capstone": write_capstone,
-    "gather": gather, "merge_glossary": merge_glossary, "land_manifest": land_manifest,
-    "validate": validate, "repair_seed": repair_seed, "repair": repair,
+BASE_HANDLERS: Mapping[str, Callable[[Run], object]] = {
+    "entry": entry, "choose_entry": choose_entry, "require_design": require_design, "require_gates": require_gates,
+    "repair_seed": repair_seed, "intake": intake, "moderate": moderate, "scaffold": scaffold,
+    "design_summary": design_summary, "design_ask": design_ask, "design_record": design_record,
+    "plan_summary": plan_summary, "plan_ask": plan_ask, "plan_record": plan_record, "write_lesson": write_lesson,
+    "gather": gather, "merge_glossary": merge_glossary, "land_manifest": land_manifest, "validate": validate,
+    "repair": repair,
 }
-"""node name -> what it does; a test holds its keys equal to the graph's nodes."""
+"""The nodes that are not a stage's."""
+
+
+def handlers(stages: Sequence[Stage] = REGISTRY) -> dict[str, Callable[[Run], object]]:
+    """node name -> what it does: the fixed nodes, and one handler per stage node,
+    derived from the stage declarations (a test holds the keys equal to the graph's nodes)."""
+    found = dict(BASE_HANDLERS)
+    for stage in stages:
+        if stage.node_name in found:
+            continue
+        if stage.phase == "wave":
+            found[stage.node_name] = _bind(start_course_task, stage)
+        elif stage.scope == "module":
+            found[stage.node_name] = _bind(run_module_stage, stage)
+        else:
+            found[stage.node_name] = _bind(run_course_stage, stage)
+    return found
+
+
+def _bind(handler: Callable[[Run, Stage], None], stage: Stage) -> Callable[[Run], None]:
+    def run_stage(run: Run) -> None:
+        handler(run, stage)
+
+    run_stage.__name__ = f"{handler.__name__}[{stage.name}]"
+    return run_stage
+
+
+HANDLERS = handlers()

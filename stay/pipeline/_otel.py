@@ -32,15 +32,14 @@ recorded). Only counts and names leave the machine: no prompt, answer or key.
 from __future__ import annotations
 
 import logging
-import os
 import random
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
+
+from stay.settings import OtlpTarget, environment, otlp_from
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -48,48 +47,9 @@ if TYPE_CHECKING:
 INSTALL_HINT = "pip install 'stay[otel]'"
 
 
-@dataclass(frozen=True)
-class OtlpTarget:
-    """Where to send traces: the full OTLP/HTTP traces URL, and its headers."""
-
-    endpoint: str
-    """e.g. ``http://localhost:6006/v1/traces`` (the signal path included)."""
-    headers: Mapping[str, str] = field(default_factory=dict)
-    timeout: float = 10.0
-    """Seconds the export may take, retries included; a run waits at most this long."""
-
-
 def otlp_target_from_environment(environ: Mapping[str, str] | None = None) -> OtlpTarget | None:
-    """SETTINGS: the one place stay reads the OpenTelemetry exporter's environment
-    (to move into the Settings object). None when no endpoint is set: no export.
-
-    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is used as given; else
-    ``OTEL_EXPORTER_OTLP_ENDPOINT`` is a base URL to which ``/v1/traces`` is appended,
-    as the OTLP specification says. Headers come from
-    ``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` or ``OTEL_EXPORTER_OTLP_HEADERS``
-    (``key=value`` pairs separated by commas, values percent-decoded).
-    """
-    env = os.environ if environ is None else environ
-    traces = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
-    base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
-    if traces:
-        endpoint = traces
-    elif base:
-        endpoint = base.rstrip("/") + "/v1/traces"
-    else:
-        return None
-    raw = env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
-    return OtlpTarget(endpoint=endpoint, headers=parse_headers(raw))
-
-
-def parse_headers(raw: str) -> dict[str, str]:
-    """``"a=1,b=x%20y"`` -> ``{"a": "1", "b": "x y"}``; pairs without ``=`` are skipped."""
-    headers: dict[str, str] = {}
-    for pair in raw.split(","):
-        key, sep, value = pair.partition("=")
-        if sep and key.strip():
-            headers[unquote(key.strip())] = unquote(value.strip())
-    return headers
+    """The exporter's target from an environment (``stay.settings.otlp_from``)."""
+    return otlp_from(environment() if environ is None else environ)
 
 
 def _warn(line: str) -> None:

@@ -14,28 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from stay.artefacts import (
-    Artefact,
-    Assessment,
-    Audience,
-    Curriculum,
-    Glossary,
-    Outcomes,
-    load,
-    write,
-)
-from stay.models import ModelRequest
-from stay.pipeline._course_graph import lesson_paths
+from stay.artefacts import Glossary
+from stay.pipeline._layout import GLOSSARY, norm_term
+from stay.pipeline._produce import Note, regenerate
 from stay.pipeline._run import Run
-from stay.pipeline._wave import revisited_plans
-from stay.stages import capstone as capstone_stage
-from stay.stages import content as content_stage
-from stay.stages import exercises as exercises_stage
-from stay.stages import quiz as quiz_stage
 from stay.validate import Defect, validate_course
 
-LEAF_OWNERS = {"content": ".md", "exercises": ".exercises.yaml", "quiz": ".quiz.yaml",
-               "capstone": "project.yaml"}
 STOP_NOTHING_REMAINS = "nothing remains"
 STOP_NOTHING_ACTIONABLE = "nothing actionable"
 STOP_NO_REDUCTION = "a round reduced no count"
@@ -63,8 +47,15 @@ class RepairReport:
 
 @dataclass(frozen=True)
 class Router:
-    """Where each defect goes, from the curriculum and glossary as they are this round."""
+    """Where each defect goes, from the curriculum and glossary as they are this round.
 
+    A defect's owner names the stage that must fix it: repair may regenerate the files
+    of wave stages only (the others were approved at a gate), the lesson the defect's
+    path belongs to, or for ``ret001`` the lesson the glossary says introduced the term.
+    """
+
+    outputs: dict[tuple[str, str], str]
+    """(stage, lesson id or '') -> the file that stage writes for it."""
     prefixes: dict[str, str]
     """lesson id -> modules/<module dir>/<lesson id>"""
     introduced_in: dict[str, str]
@@ -72,34 +63,31 @@ class Router:
 
     @classmethod
     def of(cls, run: Run) -> Router:
-        curriculum = load(run.root / "curriculum.yaml", Curriculum)
-        glossary_path = run.root / "glossary.yaml"
-        terms = load(glossary_path, Glossary).terms if glossary_path.is_file() else []
-        return cls({lesson_id: prefix for lesson_id, _d, prefix in lesson_paths(curriculum)},
-                   {_norm(t.term): t.introduced_in for t in reversed(terms)})
+        layout = run.layout
+        outputs: dict[tuple[str, str], str] = {}
+        for stage in (s for s in run.config.stages if s.phase == "wave"):
+            for path, place in layout.outputs(stage):
+                outputs[(stage.name, place.id if place else "")] = path
+        glossary = run.load(GLOSSARY) if (run.root / GLOSSARY).is_file() else Glossary(terms=[])
+        assert isinstance(glossary, Glossary)
+        return cls(outputs, {place.id: place.path("{lesson}") for place in layout.lessons()},
+                   {norm_term(t.term): t.introduced_in for t in reversed(glossary.terms)})
 
     def route(self, defect: Defect) -> str | None:
         """The leaf artefact that must change to fix ``defect``, or None if repair may not."""
-        suffix = LEAF_OWNERS.get(defect.owner)
-        if suffix is None:
-            return None
-        if defect.owner == "capstone":
-            return capstone_stage.PATH
+        if (defect.owner, "") in self.outputs:  # a course-scope wave stage: the capstone
+            return self.outputs[(defect.owner, "")]
         if defect.code == "ret001":  # through the glossary, to the introducing lesson's quiz
-            lesson = self.introduced_in.get(_norm(defect.subject))
+            lesson = self.introduced_in.get(norm_term(defect.subject))
         else:
             lesson = next((i for i, prefix in self.prefixes.items() if defect.path.startswith(prefix + ".")),
                           None)
-        return self.prefixes[lesson] + suffix if lesson in self.prefixes else None
-
-
-def _norm(term: str) -> str:
-    return " ".join(term.casefold().split())
+        return self.outputs.get((defect.owner, lesson or ""))
 
 
 def repair_course(run: Run) -> RepairReport:
-    report = run.validation if run.validation is not None else validate_course(run.root)
-    limit = run.repair_rounds
+    report = run.tally.validation if run.tally.validation is not None else validate_course(run.root)
+    limit = run.config.settings.repair_rounds
     rounds: list[RepairRound] = []
     kept: set[str] = set()
     while True:
@@ -135,45 +123,12 @@ def repair_course(run: Run) -> RepairReport:
         if after >= before:
             stop = STOP_NO_REDUCTION
             break
-    run.validation = report
+    run.tally.validation = report
     run.say(f"repair: stopped ({stop}); {report.fails} FAIL, {report.warns} WARN remain")
     return RepairReport(stop, tuple(rounds), report.defects, tuple(sorted(kept)))
 
 
 def _regenerate(run: Run, path: str, defects: list[Defect]) -> None:
     """Ask the owning stage again, with the defects to fix attached to its inputs."""
-    curriculum = load(run.root / "curriculum.yaml", Curriculum)
-    outcomes = load(run.root / "outcomes.yaml", Outcomes)
-    audience = load(run.root / "audience.yaml", Audience)
-    plans = run.plans()
     notes = [f"{d.code} {d.path} {d.subject}: {d.message}" for d in defects]
-    made: Artefact
-    if path == capstone_stage.PATH:
-        request = capstone_stage.request(curriculum, outcomes, load(run.root / "assessment.yaml", Assessment),
-                                         [plans[i] for i, _d, _p in lesson_paths(curriculum)], run.prompts)
-        made = run.produce(with_defects(request, notes), capstone_stage.artefact)
-    else:
-        lesson_id = next(i for i, _d, prefix in lesson_paths(curriculum) if path.startswith(prefix + "."))
-        plan = plans[lesson_id]
-        own = [o for o in outcomes.outcomes if o.lesson == lesson_id]
-        if path.endswith(".md"):
-            request = content_stage.request(plan, own, audience, path, run.prompts)
-            made = run.produce(with_defects(request, notes),
-                               lambda answer: content_stage.artefact(answer, plan, path))
-        elif path.endswith(".exercises.yaml"):
-            request = exercises_stage.request(plan, own, audience, path, run.prompts)
-            made = run.produce(with_defects(request, notes),
-                               lambda answer: exercises_stage.artefact(answer, path))
-        else:
-            request = quiz_stage.request(plan, own, audience, revisited_plans(plans, curriculum, plan),
-                                         path, run.prompts)
-            made = run.produce(with_defects(request, notes), lambda answer: quiz_stage.artefact(answer, path))
-    write(run.root / path, made)
-    run.wrote([path])
-
-
-def with_defects(request: ModelRequest, notes: list[str]) -> ModelRequest:
-    """The stage's request, with the validator's findings to fix appended."""
-    inputs = {**request.inputs, "defects_to_fix": notes}
-    user = request.user + "\n## defects_to_fix\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
-    return request.model_copy(update={"inputs": inputs, "user": user})
+    regenerate(run, path, (Note("defects_to_fix", notes, "\n".join(f"- {n}" for n in notes)),))

@@ -1,23 +1,37 @@
-"""One run of the pipeline: its inputs, what it has done so far, and how it reports."""
+"""One run of the pipeline, in three parts: what it was asked to do (``RunConfig``,
+frozen), what it has done (``Tally``, typed), and the ``Run`` the node handlers share,
+which reads the course (``Reader`` for the stages' inputs) and asks the model."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 import threading
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from stay.artefacts import Brief, Curriculum, LessonPlan, load
+from stay.artefacts import Artefact, Brief, Curriculum, LessonPlan, artefact_type, load
+from stay.artefacts._brief import DurationLimits
 from stay.errors import AnswerError, PipelineError
-from stay.models import ModelAnswer, ModelClient, ModelRequest, Usage, cost, model_for
+from stay.models import ModelClient, Usage, cost
 from stay.pipeline._course_graph import course_graph
-from stay.pipeline._state import CourseState
-from stay.stages import Prompts
+from stay.pipeline._layout import CourseLayout
+from stay.pipeline._state import CourseState, Sources
+from stay.requests import ModelAnswer, ModelRequest
+from stay.settings import Settings
+from stay.stages import Prompts, Stage
 from stay.validate import CourseReport
+
+if TYPE_CHECKING:
+    from stay.models import RequestCache
+    from stay.pipeline._lock import CourseLock
+    from stay.pipeline._repair import RepairReport
+    from stay.pipeline._trace import Tracer
+    from stay.pipeline._wave import Wave, WaveStats
 
 Progress = Callable[[str], None]
 
@@ -27,14 +41,9 @@ def print_progress(line: str) -> None:
     sys.stderr.flush()
 
 
-T = TypeVar("T")
-
-
 def command_hint(courses_arg: str, *words: str) -> str:
     """A ``stay`` command to suggest, carrying the --courses-dir the user passed (none
     when it is the default), so it can be pasted as it is."""
-    import shlex
-
     where = "" if courses_arg == "courses" else f" --courses-dir {shlex.quote(courses_arg)}"
     return f"`stay {' '.join(words)}{where}`"
 
@@ -48,69 +57,126 @@ class Stop(Exception):
         self.reason = reason
 
 
-@dataclass
-class Run:
+@dataclass(frozen=True)
+class BatchPlan:
+    """The wave goes through Message Batches: the SDK client, the request cache the
+    batch answers into, and how often to poll."""
+
+    client: Any
+    cache: RequestCache
+    poll_seconds: float
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What a run was asked to do. Nothing here changes while it runs."""
+
     command: str
-    courses_dir: Path
-    backend: ModelClient
-    prompts: Prompts
-    progress: Progress
-    yes: bool = False
-    authors: tuple[str, ...] = ()
-    """The phases this command may write (stay.pipeline._graph.PHASES); elsewhere it checks."""
-    courses_arg: str = "courses"
+    slug: str
+    root: Path
+    courses_arg: str
     """--courses-dir as the user gave it, for the commands a hint tells them to run."""
-    brief: Brief | None = None
-    slug: str = ""
-    root: Path = Path()
-    state: CourseState | None = None
-    written: list[str] = field(default_factory=list)
+    authors: tuple[str, ...]
+    """The phases this command may write (stay.pipeline._graph.PHASES); elsewhere it checks."""
+    settings: Settings
+    prompts: Prompts
+    stages: tuple[Stage, ...]
+    limits: DurationLimits
+    """The shortest and longest course the run's house style allows."""
+    sources: Sources
+    """What each stage is made with (prompts, references, schema, model): ledger inputs."""
+    yes: bool = False
+    run_number: int = 1
+    """This run's number in .state/run-log.md: names its .state/retired/run-<n>/."""
+    batch: BatchPlan | None = None
+
+    def hint(self, *words: str) -> str:
+        return command_hint(self.courses_arg, *words)
+
+    def stage(self, name: str) -> Stage:
+        return next(stage for stage in self.stages if stage.name == name)
+
+
+@dataclass
+class Tally:
+    """What a run has done so far: calls, tokens, dollars, files. Wave threads add to it
+    at once, so every change goes through its lock."""
+
     calls: int = 0
     usage: Usage = field(default_factory=Usage)
     usage_by_stage: dict[str, Usage] = field(default_factory=dict)
     cost: float = 0.0
-    """US dollars for this run's calls (models in ``unpriced`` not included)."""
-    unpriced: set[str] = field(default_factory=set)
+    """US dollars for the priced calls (``unpriced`` lists the models with no price)."""
     cost_by_stage: dict[str, float] = field(default_factory=dict)
+    unpriced: set[str] = field(default_factory=set)
+    written: list[str] = field(default_factory=list)
+    retired: list[str] = field(default_factory=list)
     validation: CourseReport | None = None
-    repair: Any = None
-    """RepairReport, when repair ran."""
-    wave: Any = None
-    """WaveStats of the wave, when one ran."""
-    batch: Any = None
-    """(anthropic client, RequestCache, poll seconds) when the wave goes through a Message Batch."""
-    tracer: Any = None
-    """The run's Tracer (stay.pipeline._trace)."""
-    calls_in_flight: Any = field(default_factory=lambda: nullcontext())
-    """A Gauge during the wave (stay.pipeline._wave); a no-op elsewhere."""
-    wave_width: int = 4
-    model_width: int = 8
-    repair_rounds: int = 2
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    repair: RepairReport | None = None
+    wave: WaveStats | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add_call(self, stage: str, answer: ModelAnswer) -> None:
+        price = cost(answer.model, answer.usage, batch=answer.batch)
+        with self.lock:
+            self.calls += 1
+            self.usage_by_stage[stage] = self.usage_by_stage.get(stage, Usage()) + answer.usage
+            if price is None:
+                self.unpriced.add(answer.model)
+            else:
+                self.cost += price
+                self.cost_by_stage[stage] = self.cost_by_stage.get(stage, 0.0) + price
+            self.usage = self.usage + answer.usage
+
+    def add_written(self, paths: list[str]) -> None:
+        with self.lock:
+            self.written.extend(paths)
+
+
+@dataclass
+class Run:
+    """What the node handlers share: the config, the tally, the course on disk, and the
+    model behind its two caps."""
+
+    config: RunConfig
+    backend: ModelClient
+    progress: Progress
+    brief: Brief | None
+    state: CourseState | None = None
+    tally: Tally = field(default_factory=Tally)
+    tracer: Tracer | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
     """Set when the run is interrupted: no wave task writes a file after it."""
-    run_number: int = 1
-    """This run's number in .state/run-log.md: names its .state/retired/run-<n>/."""
-    retired: list[str] = field(default_factory=list)
+    model_slots: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(8))
+    calls_in_flight: AbstractContextManager[Any] = field(default_factory=nullcontext)
+    """A Gauge during the wave (stay.pipeline._wave); a no-op elsewhere."""
+    course_lock: CourseLock | None = None
     screened: bool = False
     """Input moderation passed this run's brief (recorded in the ledger by scaffold)."""
-    course_lock: Any = None
-    """The CourseLock this run holds (stay.pipeline._lock), once it holds one."""
-    house_limits: Any = None
-    """DurationLimits of the run's house style (stay.briefs.house_limits)."""
-    model_slots: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(8))
-    _plan_cache: dict[tuple[str, int, int], LessonPlan] = field(default_factory=dict)
+    wave: Wave | None = None
+    """The wave's tasks, started by the wave nodes and awaited by gather."""
+    _loaded: dict[tuple[str, int, int], Artefact] = field(default_factory=dict, repr=False)
+
+    # -- what the handlers read ----------------------------------------------------------
+
+    @property
+    def slug(self) -> str:
+        return self.config.slug
+
+    @property
+    def root(self) -> Path:
+        return self.config.root
 
     def say(self, line: str) -> None:
         self.progress(line)
 
     def may_write(self, phase: str) -> bool:
         """Whether this command authors ``phase`` (else its nodes only check)."""
-        return phase in self.authors
+        return phase in self.config.authors
 
     def hint(self, *words: str) -> str:
         """A command to suggest, with the --courses-dir this run was given."""
-        return command_hint(self.courses_arg, *words)
+        return self.config.hint(*words)
 
     @property
     def course(self) -> CourseState:
@@ -118,8 +184,52 @@ class Run:
             raise PipelineError(f"course '{self.slug}' is not loaded; this is a bug in stay")
         return self.state
 
-    def produce(self, request: ModelRequest, parse: Callable[[ModelAnswer], T]) -> T:
-        """Ask, and parse the answer into an artefact. An answer that does not fit its
+    @property
+    def layout(self) -> CourseLayout:
+        curriculum = self.curriculum()
+        return CourseLayout(curriculum) if curriculum is not None else CourseLayout.empty()
+
+    # -- reading the course (the stages' inputs) ------------------------------------------
+
+    def load(self, path: str) -> Artefact:
+        """A course file as its artefact, re-read only when the file changed."""
+        file = self.root / path
+        stat = file.stat()
+        key = (path, stat.st_mtime_ns, stat.st_size)
+        cached = self._loaded.get(key)
+        if cached is None:
+            cached = load(file, artefact_type(path))
+            self._loaded[key] = cached
+        return cached
+
+    def curriculum(self) -> Curriculum | None:
+        if not (self.root / "curriculum.yaml").is_file():
+            return None
+        loaded = self.load("curriculum.yaml")
+        assert isinstance(loaded, Curriculum)
+        return loaded
+
+    def plans(self) -> dict[str, LessonPlan]:
+        """Every plan on disk, by lesson id."""
+        found: dict[str, LessonPlan] = {}
+        for place in self.layout.lessons():
+            path = place.path("{lesson}.plan.yaml")
+            if (self.root / path).is_file():
+                plan = self.load(path)
+                assert isinstance(plan, LessonPlan)
+                found[place.id] = plan
+        return found
+
+    def refresh_graph(self) -> None:
+        """Rebuild the artefact graph once the curriculum (and plans) are on disk."""
+        curriculum = self.curriculum()
+        if curriculum is not None:
+            self.course.graph = course_graph(curriculum, self.plans(), self.config.stages)
+
+    # -- asking the model -------------------------------------------------------------------
+
+    def produce(self, request: ModelRequest, parse: Callable[[ModelAnswer], list[Artefact]]) -> list[Artefact]:
+        """Ask, and parse the answer into artefacts. An answer that does not fit its
         schema is asked for once more, with the validation errors attached; a second
         misfit is reported (AnswerError, naming the stage, the file and the field)."""
         try:
@@ -127,14 +237,11 @@ class Run:
         except AnswerError as exc:
             self.say(f"  {request.artefact}: the answer did not fit its schema; asking once more")
             note = f"Your previous answer did not fit the output schema: {exc}. Answer again."
-            retry = request.model_copy(update={
-                "user": request.user + "\n## schema_errors\n\n" + note + "\n",
-                "inputs": {**request.inputs, "schema_errors": [str(exc)]}})
-            return parse(self.ask(retry))
+            return parse(self.ask(with_note(request, "schema_errors", [str(exc)], note)))
 
     def ask(self, request: ModelRequest) -> ModelAnswer:
         """One model call, under the model-call cap, counted and priced."""
-        model = model_for(request.role)
+        model = self.config.settings.model(request.role)
         with self.model_slots, self.calls_in_flight:
             start = time.perf_counter()
             answer = self.backend.complete(request, model)
@@ -146,52 +253,17 @@ class Run:
         """Count, price (at the batch price when a batch paid) and trace one answer."""
         if self.tracer is not None:
             self.tracer.call(request, answer, seconds)
-        price = cost(answer.model, answer.usage, batch=answer.batch)
-        with self.lock:
-            self.calls += 1
-            stage = self.usage_by_stage.get(request.stage, Usage())
-            self.usage_by_stage[request.stage] = stage + answer.usage
-            if price is None:
-                self.unpriced.add(answer.model)
-            else:
-                self.cost += price
-                self.cost_by_stage[request.stage] = self.cost_by_stage.get(request.stage, 0.0) + price
-            self.usage = self.usage + answer.usage
+        self.tally.add_call(request.stage, answer)
 
     def wrote(self, paths: list[str]) -> None:
         """Record files just written by the pipeline in the ledger and the run's list."""
-        with self.lock:
+        with self.tally.lock:
             self.course.record(paths)
-            self.written.extend(paths)
+            self.tally.written.extend(paths)
 
-    def refresh_graph(self) -> None:
-        """Rebuild the artefact graph once the curriculum (and plans) are on disk."""
-        curriculum = self.curriculum()
-        if curriculum is not None:
-            self.course.graph = course_graph(curriculum, self.plans(curriculum))
 
-    def curriculum(self) -> Curriculum | None:
-        path = self.root / "curriculum.yaml"
-        return load(path, Curriculum) if path.is_file() else None
-
-    def plans(self, curriculum: Curriculum | None = None) -> dict[str, LessonPlan]:
-        """Every plan on disk, by lesson id (re-read only when a file changed)."""
-        curriculum = curriculum if curriculum is not None else self.curriculum()
-        found: dict[str, LessonPlan] = {}
-        if curriculum is None:
-            return found
-        for module in curriculum.modules:
-            for lesson in module.lessons:
-                path = self.root / f"modules/{module.id}-{module.slug}/{lesson.id}.plan.yaml"
-                if path.is_file():
-                    found[lesson.id] = self._load_plan(path)
-        return found
-
-    def _load_plan(self, path: Path) -> LessonPlan:
-        stat = path.stat()
-        key = (str(path), stat.st_mtime_ns, stat.st_size)
-        cached = self._plan_cache.get(key)
-        if cached is None:
-            cached = load(path, LessonPlan)
-            self._plan_cache[key] = cached
-        return cached
+def with_note(request: ModelRequest, name: str, value: object, text: str) -> ModelRequest:
+    """The request with one more named input, shown last in its user message: the
+    validator's defects to fix, a schema error to mend, a reviewer's note."""
+    return request.model_copy(update={"inputs": {**request.inputs, name: value},
+                                      "user": request.user + f"\n## {name}\n\n{text}\n"})

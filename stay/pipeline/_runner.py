@@ -11,17 +11,18 @@ import functools
 import getpass
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import networkx as nx
+
 from stay.artefacts import Brief, Curriculum, load
 from stay.briefs import (
     DEFAULT_LIMITS,
     DurationLimits,
-    brief_from_data,
     check_duration,
     check_slug,
     course_dir,
@@ -30,27 +31,18 @@ from stay.briefs import (
     slugify,
 )
 from stay.errors import EnvironmentProblem, PipelineError, StayError, UsageError
-from stay.models import (
-    AnthropicBackend,
-    CachedBackend,
-    ModelClient,
-    OfflineBackend,
-    RequestCache,
-    Usage,
-    describe_cost,
-    model_table,
-)
+from stay.models import AnthropicBackend, CachedBackend, ModelClient, OfflineBackend, RequestCache, Usage, describe_cost
 from stay.pipeline._course_graph import course_graph
-from stay.pipeline._graph import DECLARATION, CommandDecl, command_walk, graph
+from stay.pipeline._graph import CommandDecl, build, command_walk, declare
 from stay.pipeline._lock import CourseLock
-from stay.pipeline._nodes import HANDLERS
-from stay.pipeline._otel import otlp_target_from_environment
+from stay.pipeline._nodes import handlers
 from stay.pipeline._repair import RepairReport
-from stay.pipeline._run import Progress, Run, Stop, command_hint, print_progress
-from stay.pipeline._state import GATES, CourseState, Status, load_manifest, now, plans_on_disk, read_ledger
+from stay.pipeline._run import BatchPlan, Progress, Run, RunConfig, Stop, command_hint, print_progress
+from stay.pipeline._state import GATES, CourseState, Sources, Status, load_manifest, plans_on_disk, read_ledger
 from stay.pipeline._trace import Tracer
 from stay.pipeline._wave import WaveStats
-from stay.stages import Prompts
+from stay.settings import Backend, Settings
+from stay.stages import REGISTRY, Prompts, Stage
 from stay.validate import CourseReport
 
 Command = Literal["new", "build", "plan", "write", "repair"]
@@ -92,169 +84,162 @@ class BuildResult:
         return self.stopped_at is None
 
 
-def default_backend(progress: Progress | None = None, name: str | None = None) -> ModelClient:
-    """The named backend; by default anthropic when ``ANTHROPIC_API_KEY`` is set, else the
-    offline backend. Either is announced in one line."""
+def default_backend(settings: Settings, progress: Progress | None = None) -> ModelClient:
+    """The backend the settings choose (anthropic when an API key is set, else offline),
+    announced in one line."""
     say = progress or print_progress
-    chosen = name or ("anthropic" if os.environ.get("ANTHROPIC_API_KEY") else "offline")
-    if chosen == "anthropic":
-        backend = AnthropicBackend(progress=say)  # says in one line when a timeout or retry cap is hit
-        models = ", ".join(f"{role} {model}" for role, model in model_table().items())
+    if settings.chosen_backend == "anthropic":
+        backend = AnthropicBackend(api_key=settings.api_key, base_url=settings.base_url, progress=say,
+                                   screen_model=settings.model("analysis"),
+                                   timeout=settings.request_timeout, max_retries=settings.max_retries,
+                                   retry_after_cap=settings.retry_after_cap)
+        models = ", ".join(f"{role} {model}" for role, model in settings.models.items())
         say(f"backend: anthropic ({models})")
         return backend
-    if chosen == "offline":
-        say("backend: offline (ANTHROPIC_API_KEY is not set): deterministic template prose, no network"
-            if not os.environ.get("ANTHROPIC_API_KEY") else
-            "backend: offline (chosen): deterministic template prose, no network")
-        return OfflineBackend()
-    raise UsageError(f"unknown backend '{chosen}'; use offline or anthropic")
+    say("backend: offline (ANTHROPIC_API_KEY is not set): deterministic template prose, no network"
+        if not settings.api_key else "backend: offline (chosen): deterministic template prose, no network")
+    return OfflineBackend()
 
 
-def _caps() -> tuple[int, int, int]:
-    def number(name: str, default: int) -> int:
-        raw = os.environ.get(name, "")
-        try:
-            value = int(raw) if raw else default
-        except ValueError:
-            raise UsageError(f"{name}={raw!r} is not a whole number") from None
-        least = 0 if name == "STAY_REPAIR_ROUNDS" else 1
-        if value < least:
-            raise UsageError(f"{name} must be at least {least}")
-        return value
-
-    return (number("STAY_WAVE_CONCURRENCY", 4), number("STAY_MODEL_CONCURRENCY", 8),
-            number("STAY_REPAIR_ROUNDS", 2))
-
-
-def run_command(command: Command, target: Brief | str | os.PathLike[str], **options: object) -> BuildResult:
+def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
+                courses_dir: str | os.PathLike[str] = "courses", yes: bool = False,
+                settings: Settings | None = None, backend: ModelClient | Backend | None = None,
+                prompts_dir: str | os.PathLike[str] | None = None, cache: bool | None = None,
+                progress: Progress | None = None, slug: str | None = None,
+                on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
+                stages: Sequence[Stage] = REGISTRY) -> BuildResult:
     """Run one command. ``target`` is a Brief, a brief file, or (plan, write, repair,
-    build of an existing course) a course slug. Options as for ``build_course``."""
+    build of an existing course) a course slug. The rest as for ``build_course``."""
+    chosen = (settings or Settings.from_env()).replace(
+        backend=backend if isinstance(backend, str) else None,
+        prompts_dir=Path(prompts_dir) if prompts_dir is not None else None, cache=cache)
+    client = backend if isinstance(backend, ModelClient) else None
     try:
-        return _run_command(command, target, **options)  # type: ignore[arg-type]
+        return _run_command(command, target, courses_dir=courses_dir, yes=yes, settings=chosen, client=client,
+                            progress=progress or print_progress, slug=slug, on_node=on_node, replay=replay,
+                            batch=batch, stages=tuple(stages))
     except OSError as exc:
         raise EnvironmentProblem.from_os_error(exc) from None
 
 
-def _house_limits() -> DurationLimits:
-    from stay.validate import HouseData, default_data_dir
+def _house_limits(settings: Settings) -> DurationLimits:
+    from stay.validate import HouseData
 
     try:
-        return house_limits(HouseData.load(default_data_dir()))
+        return house_limits(HouseData.load(settings.resolved_data_dir()))
     except StayError:
         return DEFAULT_LIMITS  # without readable data files the validator will say so
 
 
-def _run_command(command: Command, target: Brief | str | os.PathLike[str], *,
-                courses_dir: str | os.PathLike[str] = "courses", yes: bool = False,
-                backend: ModelClient | str | None = None, prompts: Prompts | None = None,
-                progress: Progress | None = None, slug: str | None = None,
-                on_node: Callable[[str], None] | None = None, cache: bool | None = None,
-                replay: bool = False, batch: bool = False) -> BuildResult:
-    say = progress or print_progress
-    declared = DECLARATION.commands.get(command)
+def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, courses_dir: str | os.PathLike[str],
+                 yes: bool, settings: Settings, client: ModelClient | None, progress: Progress,
+                 slug: str | None, on_node: Callable[[str], None] | None, replay: bool, batch: bool,
+                 stages: tuple[Stage, ...]) -> BuildResult:
+    say = progress
+    pipeline = _pipeline(stages)
+    declared: CommandDecl | None = pipeline.graph["commands"].get(command)
     if declared is None:
-        raise UsageError(f"unknown command '{command}'; the commands are {', '.join(DECLARATION.commands)}")
+        raise UsageError(f"unknown command '{command}'; the commands are {', '.join(pipeline.graph['commands'])}")
     courses_arg = os.fspath(courses_dir)
+    hint = functools.partial(command_hint, courses_arg)
     brief, slug = _resolve(command, target, Path(courses_dir), slug)
     root = course_dir(courses_dir, slug)
     exists = (root / "course.yaml").is_file()
-    hint = functools.partial(command_hint, courses_arg)
     if command == "new" and exists:
-        raise UsageError(f"course '{slug}' already exists in {courses_arg}; continue it with "
-                         f"{hint('build', slug)}")
+        raise UsageError(f"course '{slug}' already exists in {courses_arg}; continue it with {hint('build', slug)}")
     if command not in ("new", "build") and not exists:
-        raise UsageError(f"there is no course '{slug}' in {courses_arg}; start one with "
-                         f"{hint('new', 'BRIEF.yaml')}")
-    limits = _house_limits()
+        raise UsageError(f"there is no course '{slug}' in {courses_arg}; start one with {hint('new', 'BRIEF.yaml')}")
+    limits = _house_limits(settings)
     if brief is not None:
         check_duration(brief.time_available, f"course '{slug}' brief", limits)
-    wave, models, rounds = _caps()
-    now()  # a bad SOURCE_DATE_EPOCH is refused before the run, not when a gate is answered
+    prompts = Prompts.load(settings.prompts_dir)
+    sources = Sources(prompts, settings.models, stages)
     # Every id and path on disk is checked before anything is written or locked.
-    state = _open_course(root) if exists else None
-    client = backend if isinstance(backend, ModelClient) else default_backend(say, backend)
-    if batch and not isinstance(client, AnthropicBackend):
+    state = _open_course(root, sources, settings, stages) if exists else None
+    chosen = client if client is not None else default_backend(settings, say)
+    if batch and not isinstance(chosen, AnthropicBackend):
         raise UsageError("--batch needs the anthropic backend (Message Batches are an API feature)")
     lock = CourseLock(root) if exists else None
     if lock is not None:
         lock.acquire()
+    run: Run | None = None
     try:
-        return _walk(declared, command, brief, slug, root, state, lock, client, say, courses_arg, limits,
-                     (wave, models, rounds), yes=yes, prompts=prompts, on_node=on_node, cache=cache,
-                     replay=replay, batch=batch, courses_dir=Path(courses_dir))
+        batching = None
+        caching = settings.cache if settings.cache is not None else not isinstance(chosen, OfflineBackend)
+        if replay or batch or caching:
+            request_cache = RequestCache(root / ".runs" / "cache")
+            if isinstance(chosen, AnthropicBackend) and batch:
+                batching = BatchPlan(chosen.client, request_cache, settings.batch_poll_seconds)
+            chosen = CachedBackend(chosen, request_cache, replay=replay)
+        config = RunConfig(command=command, slug=slug, root=root, courses_arg=courses_arg, authors=declared.authors,
+                           settings=settings, prompts=prompts, stages=stages, limits=limits, sources=sources,
+                           yes=yes, run_number=state.next_run_number() if state else 1, batch=batching)
+        run = Run(config=config, backend=chosen, progress=say, brief=brief, state=state, course_lock=lock,
+                  model_slots=threading.Semaphore(settings.model_concurrency))
+        return _walk(run, pipeline, declared, on_node)
     finally:
-        if lock is not None:
-            lock.release()
+        held = run.course_lock if run is not None else lock  # scaffold takes it for a new course
+        if held is not None:
+            held.release()
 
 
-def _walk(declared: CommandDecl, command: str, brief: Brief | None, slug: str, root: Path,
-          state: CourseState | None, lock: CourseLock | None, client: ModelClient, say: Progress,
-          courses_arg: str, limits: DurationLimits, caps: tuple[int, int, int], *, yes: bool,
-          prompts: Prompts | None, on_node: Callable[[str], None] | None, cache: bool | None, replay: bool,
-          batch: bool, courses_dir: Path) -> BuildResult:
-    wave, models, rounds = caps
-    batching = None
-    if replay or batch or (cache if cache is not None else not isinstance(client, OfflineBackend)):
-        request_cache = RequestCache(root / ".runs" / "cache")
-        if isinstance(client, AnthropicBackend) and batch:
-            poll = os.environ.get("STAY_BATCH_POLL_SECONDS", "30")
-            try:
-                batching = (client.client, request_cache, float(poll))
-            except ValueError:
-                raise UsageError(f"STAY_BATCH_POLL_SECONDS={poll!r} is not a number of seconds") from None
-        client = CachedBackend(client, request_cache, replay=replay)
-    run = Run(command=command, courses_dir=courses_dir, backend=client,
-              prompts=prompts or Prompts.load(), progress=say, yes=yes, brief=brief, slug=slug,
-              root=root, wave_width=wave, model_width=models, repair_rounds=rounds,
-              model_slots=threading.Semaphore(models), batch=batching, authors=declared.authors,
-              courses_arg=courses_arg, state=state, course_lock=lock, house_limits=limits)
-    if state is not None:
-        run.run_number = state.next_run_number()
-    pipeline = graph()
-    tracer = run.tracer = Tracer(slug, command, run.backend.name)  # minted before the run
+@functools.cache
+def _pipeline(stages: tuple[Stage, ...]) -> nx.DiGraph[str]:
+    from stay.pipeline._graph import checked
+
+    return checked(build(declare(stages)))
+
+
+def _walk(run: Run, pipeline: nx.DiGraph[str], declared: CommandDecl,
+          on_node: Callable[[str], None] | None) -> BuildResult:
+    config = run.config
+    table = handlers(config.stages)
+    tracer = run.tracer = Tracer(config.slug, config.command, run.backend.name)  # minted before the run
     stopped: str | None = None
     reason = "done"
     try:
-        for name in command_walk(pipeline, command):
-            if name == "write_capstone":
-                continue  # runs inside the wave, beside the lessons
+        for name in command_walk(pipeline, config.command):
             kind = pipeline.nodes[name]["kind"]
             if kind == "stage":
                 run.say(f"[{name}]")
-            with tracer.span(name, kind):
-                HANDLERS[name](run)
+            with tracer.span(name, kind, pipeline.nodes[name]["stages"]):
+                table[name](run)
             if on_node:
                 on_node(name)
         if pipeline.nodes[declared.last]["kind"] == "gate-summary":
             gate = declared.last.removesuffix("_summary")
-            raise Stop(f"{gate} gate", f"stay {command} stops at the {gate} gate; review "
-                                       f".state/{gate}-gate.md, then {run.hint('approve', slug, gate)}")
+            raise Stop(f"{gate} gate", f"stay {config.command} stops at the {gate} gate; review "
+                                       f".state/{gate}-gate.md, then {run.hint('approve', config.slug, gate)}")
     except Stop as stop:
         stopped, reason = stop.where, stop.reason
         run.say(f"stopped at the {stop.where}: {stop.reason}")
+    except BaseException:
+        if run.wave is not None:
+            run.wave.cancel()  # no task may write after the run has failed or been stopped
+        raise
     finally:
-        if run.state is not None and (root / "course.yaml").is_file():
-            run.course.project_statuses(load_manifest(root))
-            run.course.log_run(command, run.backend.name, run.written, stopped, run.retired)
-            if run.validation is not None:
-                tracer.scores(run.validation)
-            tracer.flush(root, stopped, otlp=otlp_target_from_environment())
-        if run.course_lock is not None and run.course_lock is not lock:
-            run.course_lock.release()  # taken by scaffold for a new course
-    if command == "plan" and stopped is None:
-        reason = f"planned; write the course with {run.hint('write', slug)}"
-    usage = run.usage
-    price = describe_cost(run.cost, run.unpriced)
-    run.say(f"{run.calls} model calls, {len(set(run.written))} files written; tokens: "
+        tally = run.tally
+        if run.state is not None and (config.root / "course.yaml").is_file():
+            run.course.project_statuses(load_manifest(config.root))
+            run.course.log_run(config.command, run.backend.name, tally.written, stopped, tally.retired)
+            if tally.validation is not None:
+                tracer.scores(tally.validation)
+            tracer.flush(config.root, stopped, otlp=config.settings.otlp)
+    if config.command == "plan" and stopped is None:
+        reason = f"planned; write the course with {run.hint('write', config.slug)}"
+    tally = run.tally
+    usage = tally.usage
+    run.say(f"{tally.calls} model calls, {len(set(tally.written))} files written; tokens: "
             f"{usage.input_tokens} input, {usage.cache_creation_input_tokens} cache writes, "
-            f"{usage.cache_read_input_tokens} cache reads, {usage.output_tokens} output; cost {price}")
-    return BuildResult(slug=slug, course_dir=root, command=command, stopped_at=stopped, reason=reason,
-                       validation=run.validation, repair=run.repair,
-                       written=tuple(sorted(set(run.written))), calls=run.calls, usage=run.usage,
-                       wave=run.wave, trace_id=tracer.trace_id, cost=None if run.unpriced else run.cost,
-                       usage_by_stage=dict(sorted(run.usage_by_stage.items())),
-                       unpriced=tuple(sorted(run.unpriced)), cost_by_stage=dict(sorted(run.cost_by_stage.items())),
-                       retired=tuple(sorted(run.retired)))
+            f"{usage.cache_read_input_tokens} cache reads, {usage.output_tokens} output; "
+            f"cost {describe_cost(None if tally.unpriced else tally.cost, tally.unpriced)}")
+    return BuildResult(slug=config.slug, course_dir=config.root, command=config.command, stopped_at=stopped,
+                       reason=reason, validation=tally.validation, repair=tally.repair,
+                       written=tuple(sorted(set(tally.written))), calls=tally.calls, usage=tally.usage,
+                       wave=tally.wave, trace_id=tracer.trace_id, cost=None if tally.unpriced else tally.cost,
+                       usage_by_stage=dict(sorted(tally.usage_by_stage.items())),
+                       unpriced=tuple(sorted(tally.unpriced)), cost_by_stage=dict(sorted(tally.cost_by_stage.items())),
+                       retired=tuple(sorted(tally.retired)))
 
 
 def _resolve(command: str, target: Brief | str | os.PathLike[str], courses_dir: Path,
@@ -274,55 +259,63 @@ def _resolve(command: str, target: Brief | str | os.PathLike[str], courses_dir: 
 
 
 def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os.PathLike[str] = "courses",
-                 yes: bool = False, backend: ModelClient | str | None = None,
-                 prompts: Prompts | None = None, progress: Progress | None = None,
-                 slug: str | None = None, on_node: Callable[[str], None] | None = None,
-                 cache: bool | None = None, replay: bool = False, batch: bool = False) -> BuildResult:
+                 yes: bool = False, settings: Settings | None = None,
+                 backend: ModelClient | Backend | None = None, prompts_dir: str | os.PathLike[str] | None = None,
+                 cache: bool | None = None, progress: Progress | None = None, slug: str | None = None,
+                 on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
+                 stages: Sequence[Stage] = REGISTRY) -> BuildResult:
     """Build a course from its brief, resuming from whatever is on disk.
 
     Stops at the design gate and the plan gate unless their approvals hold; with
     ``yes=True`` each gate is answered and recorded as ``auto-approved (--yes)``.
-    ``backend`` is a ModelClient, or "offline" / "anthropic" (default: anthropic when
-    ANTHROPIC_API_KEY is set). Answers are cached under <course>/.runs/cache/ (by default
-    for every backend but offline); ``replay=True`` answers only from that cache;
-    ``batch=True`` sends the wave's requests through one Message Batch (half price).
+
+    ``settings`` (default: ``Settings.from_env()``) says everything a run is told from
+    outside; ``backend`` ("offline", "anthropic", or a ModelClient), ``prompts_dir`` and
+    ``cache`` override it. Answers are cached under <course>/.runs/cache/ (by default for
+    every backend but offline); ``replay=True`` answers only from that cache;
+    ``batch=True`` sends the wave's requests through Message Batches (half price).
     ``on_node`` is called with each node's name after it completes (tests use it to
     crash a run after any node and show that a rerun finishes the same course).
+    ``stages`` is the stage registry (``stay.stages.REGISTRY``).
     """
-    return run_command("build", brief, courses_dir=courses_dir, yes=yes, backend=backend,
-                       prompts=prompts, progress=progress, slug=slug, on_node=on_node, cache=cache,
-                       replay=replay, batch=batch)
+    return run_command("build", brief, courses_dir=courses_dir, yes=yes, settings=settings, backend=backend,
+                       prompts_dir=prompts_dir, cache=cache, progress=progress, slug=slug, on_node=on_node,
+                       replay=replay, batch=batch, stages=stages)
 
 
-def _open(slug: str, courses_dir: str | os.PathLike[str]) -> CourseState:
+def _open(slug: str, courses_dir: str | os.PathLike[str], settings: Settings | None = None,
+          stages: Sequence[Stage] = REGISTRY) -> CourseState:
+    chosen = settings or Settings.from_env()
     try:
         root = course_dir(courses_dir, slug)
         if not (root / "course.yaml").is_file():
             raise UsageError(f"there is no course '{slug}' in {os.fspath(courses_dir)}")
-        return _open_course(root)
+        sources = Sources(Prompts.load(chosen.prompts_dir), chosen.models, tuple(stages))
+        return _open_course(root, sources, chosen, tuple(stages))
     except OSError as exc:
         raise EnvironmentProblem.from_os_error(exc) from None
 
 
-def _open_course(root: Path) -> CourseState:
+def _open_course(root: Path, sources: Sources, settings: Settings, stages: tuple[Stage, ...]) -> CourseState:
     """A course on disk, its manifest, curriculum and plans loaded, which checks every id
     and slug they hold before any path is built from them."""
     manifest = load_manifest(root)
-    state = CourseState(root, course_graph(Curriculum(modules=[])), manifest.brief)
+    state = CourseState(root, course_graph(Curriculum(modules=[]), stages=stages), manifest.brief,
+                        sources=sources, epoch=settings.source_date_epoch)
     curriculum_path = root / "curriculum.yaml"
     if curriculum_path.is_file():
         curriculum = load(curriculum_path, Curriculum)
-        state.graph = course_graph(curriculum, plans_on_disk(root, curriculum))
+        state.graph = course_graph(curriculum, plans_on_disk(root, curriculum), stages)
     return state
 
 
 def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "courses",
-            decline: bool = False, note: str = "", by: str | None = None) -> None:
+            decline: bool = False, note: str = "", by: str | None = None, settings: Settings | None = None) -> None:
     """Answer a gate for a course: record approval (or a decline) with the hash of
     every file it covers, so a later edit to any of them retires the answer."""
     if gate not in ("design", "plan"):
         raise UsageError(f"unknown gate '{gate}'; the gates are design and plan")
-    state = _open(slug, courses_dir)
+    state = _open(slug, courses_dir, settings)
     hint = functools.partial(command_hint, os.fspath(courses_dir))
     with _locked(state.root):
         if gate == "plan" and not decline:
@@ -345,13 +338,15 @@ def _user() -> str:
         return "unknown"
 
 
-def status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses") -> dict[str, Status]:
+def status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
+           settings: Settings | None = None) -> dict[str, Status]:
     """Every artefact's derived status, with the inputs that made a stale one stale."""
-    return _open(slug, courses_dir).statuses()
+    return _open(slug, courses_dir, settings).statuses()
 
 
-def gate_status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses") -> dict[str, str]:
-    state = _open(slug, courses_dir)
+def gate_status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
+                settings: Settings | None = None) -> dict[str, str]:
+    state = _open(slug, courses_dir, settings)
     found = {}
     for gate in ("design", "plan"):
         holds, why = state.approval(gate)
@@ -359,7 +354,8 @@ def gate_status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses") -
     return found
 
 
-def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses") -> dict[str, Status]:
+def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
+          settings: Settings | None = None) -> dict[str, Status]:
     """Rebuild the hash ledger from the files on disk, for a course written elsewhere:
     every existing artefact becomes current; no model is called."""
     root = course_dir(courses_dir, slug)
@@ -367,7 +363,9 @@ def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses") -> dict
         raise UsageError(f"there is no course '{slug}' in {os.fspath(courses_dir)}")
     with _locked(root):
         _set_aside_damaged(root / GATES, "gates")
-        state = _open_course(root)
+        chosen = settings or Settings.from_env()
+        stages = tuple(REGISTRY)
+        state = _open_course(root, Sources(Prompts.load(chosen.prompts_dir), chosen.models, stages), chosen, stages)
         state.adopt()
         state.project_statuses(load_manifest(state.root))
         return state.statuses()
@@ -394,5 +392,5 @@ def _set_aside_damaged(path: Path, section: str) -> None:
         print_progress(f"{path} was damaged: moved to {target}; answer the gates again")
 
 
-__all__ = ["BuildResult", "adopt", "approve", "brief_from_data", "build_course", "gate_status",
+__all__ = ["BuildResult", "adopt", "approve", "build_course", "gate_status",
            "run_command", "status"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,8 +35,11 @@ from stay.artefacts import (
     to_data,
     write_text_atomic,
 )
-from stay.errors import EnvironmentProblem, UsageError
-from stay.pipeline._course_graph import BRIEF, DESIGN, artefact_paths
+from stay.errors import EnvironmentProblem
+from stay.pipeline._course_graph import artefact_paths
+from stay.pipeline._layout import BRIEF
+from stay.requests import Role
+from stay.stages import REGISTRY, Prompts, Stage
 
 State = Literal["missing", "current", "stale", "edited", "orphaned"]
 STATE = ".state"
@@ -72,20 +75,45 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class Sources:
+    """What a stage's artefacts are made with besides their files: its prompt templates
+    (the common preamble and its own), its reference documents, its answer schema and
+    its model. Each is an input in the ledger, so changing any of them makes exactly
+    that stage's artefacts stale, named: ``stale m01-l01.md <- prompts/content.md``."""
+
+    prompts: Prompts
+    models: Mapping[Role, str]
+    stages: Sequence[Stage] = REGISTRY
+    _known: dict[str, dict[str, str]] = field(default_factory=dict, repr=False, compare=False)
+
+    def of(self, stage_name: str | None) -> dict[str, str]:
+        """source name -> its digest (the model: its id), for one stage; {} for none."""
+        stage = next((s for s in self.stages if s.name == stage_name), None)
+        if stage is None:
+            return {}
+        if stage.name not in self._known:  # every status asks: hash each stage's sources once
+            self._known[stage.name] = self._of(stage)
+        return dict(self._known[stage.name])
+
+    def _of(self, stage: Stage) -> dict[str, str]:
+        found = {"prompts/common.md": self.prompts.digest("common")[:16],
+                 f"prompts/{stage.prompt}.md": self.prompts.digest(stage.prompt)[:16]}
+        for name in stage.references:
+            found[f"prompts/reference/{name}"] = self.prompts.digest(f"reference/{name}")[:16]
+        schema = json.dumps(stage.answer.model_json_schema(), sort_keys=True)
+        found[f"schema {stage.answer.__name__}"] = digest(schema.encode())
+        found["model"] = self.models[stage.role]
+        return dict(sorted(found.items()))
+
+
 def brief_hash(brief: Brief) -> str:
     return digest(dump_yaml(to_data(brief)).encode())
 
 
-def now() -> str:
-    """UTC now, or ``$SOURCE_DATE_EPOCH`` when set, for reproducible ledgers."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if not epoch:
-        return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    try:
-        moment = datetime.fromtimestamp(int(epoch), UTC)
-    except (ValueError, OverflowError, OSError):
-        raise UsageError(f"SOURCE_DATE_EPOCH={epoch[:40]!r} is not a usable time: give whole seconds since "
-                         "1970 (e.g. 1780000000), or unset it") from None
+def now(epoch: int | None = None) -> str:
+    """UTC now, or ``epoch`` (``Settings.source_date_epoch``) when set, for reproducible ledgers."""
+    moment = datetime.fromtimestamp(epoch, UTC) if epoch is not None else datetime.now(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -125,6 +153,10 @@ class CourseState:
     root: Path
     graph: nx.DiGraph[str]
     brief: Brief
+    sources: Sources | None = None
+    """What each stage is made with; None: staleness is judged on files alone."""
+    epoch: int | None = None
+    """The time an answer records (SOURCE_DATE_EPOCH), else the clock."""
     _ledger: dict[str, Any] | None = None
     """hashes.json as last read or written: every status reads it, so it is read once."""
     _screened: str | None = field(default=None, repr=False)
@@ -163,10 +195,18 @@ class CourseState:
         and its inputs' hashes, as they are now."""
         ledger = dict(self.ledger())
         for path in paths:
-            ledger[path] = {"hash": self.current_hash(path),
-                            "inputs": {i: self.current_hash(i)
-                                       for i in sorted(self.graph.predecessors(path))}}
+            entry: dict[str, Any] = {"hash": self.current_hash(path),
+                                     "inputs": {i: self.current_hash(i) for i in sorted(self.graph.predecessors(path))}}
+            made_with = self._sources(path)
+            if made_with:
+                entry["sources"] = made_with
+            ledger[path] = entry
         self._write_ledger(ledger)
+
+    def _sources(self, path: str) -> dict[str, str]:
+        if self.sources is None or path not in self.graph:
+            return {}
+        return self.sources.of(self.graph.nodes[path].get("stage"))
 
     def forget(self, paths: list[str]) -> None:
         ledger = {p: entry for p, entry in self.ledger().items() if p not in paths}
@@ -212,6 +252,10 @@ class CourseState:
         inputs = sorted(self.graph.predecessors(path))
         changed = [i for i in inputs if recorded.get(i) != self.current_hash(i)]
         changed += [i for i in sorted(recorded) if i not in inputs]
+        made_with = entry.get("sources")
+        if isinstance(made_with, dict):  # a ledger written before sources were recorded judges files only
+            now = self._sources(path)
+            changed += [name for name in sorted(set(now) | set(made_with)) if now.get(name) != made_with.get(name)]
         if entry.get("hash") != own:
             return Status("edited", changed)
         return Status("stale", changed) if changed else Status("current", [])
@@ -263,8 +307,10 @@ class CourseState:
     # -- gates -------------------------------------------------------------
 
     def covered(self, gate: str) -> list[str]:
-        plans = sorted(p for p in self.graph if p.endswith(".plan.yaml"))
-        return list(DESIGN) + (plans if gate == "plan" else [])
+        """The files a gate covers: the design stages' outputs, and for the plan gate the
+        planning stages' too (derived from the stage declarations)."""
+        phases = ("design",) if gate == "design" else ("design", "plan")
+        return [path for path in self.graph if self.graph.nodes[path].get("phase") in phases]
 
     def gates(self) -> dict[str, Any]:
         return read_ledger(self.root / GATES, "gates", self.slug)
@@ -300,7 +346,7 @@ class CourseState:
         ``--yes`` approves without accepting (``accept_edits=False``): an edited file stays
         ``edited`` in the ledger, though the approval covers its bytes."""
         gates = self.gates()
-        gates[gate] = {"approved": approved, "at": now(), "by": by, "note": note,
+        gates[gate] = {"approved": approved, "at": now(self.epoch), "by": by, "note": note,
                        "covered": {p: self.current_hash(p) for p in self.covered(gate)}}
         if approved and accept_edits:
             edited = [p for p in self.covered(gate) if self.status(p).state == "edited"]

@@ -25,7 +25,7 @@ from stay.models import ModelAnswer, ModelRequest, cost
 from stay.validate import OWNERS, CourseReport
 
 if TYPE_CHECKING:
-    from stay.pipeline._otel import OtlpTarget
+    from stay.settings import OtlpTarget
 
 TRACES = ".runs/traces"
 
@@ -53,7 +53,10 @@ class Tracer:
         })
 
     @contextmanager
-    def span(self, name: str, kind: str) -> Iterator[None]:
+    def span(self, name: str, kind: str, stages: tuple[str, ...] = ()) -> Iterator[None]:
+        """A node's span. A wave node only starts its tasks, which make their calls later,
+        while gather waits: its span owns every later call of its ``stages`` (assigned
+        when the trace is flushed), and the barrier's span keeps only what is left."""
         first = len(self._calls)
         start = time.perf_counter()
         status = "ok"
@@ -63,16 +66,39 @@ class Tracer:
             status = type(exc).__name__
             raise
         finally:
-            calls = sorted(self._calls[first:], key=lambda c: (c["stage"], c["artefact"]))
             self.records.append({
                 "type": "span", "trace_id": self.trace_id, "session_id": self.slug, "name": name,
                 "kind": kind, "status": status, "seconds": round(time.perf_counter() - start, 4),
-                "calls": calls,
+                "_first": first, "_last": len(self._calls), "_owns": list(stages) if kind == "wave" else [],
+            })
+
+    def _finished_records(self) -> list[dict[str, Any]]:
+        """Spans with their calls: a wave span's by stage, every other span's by time."""
+        owned: set[int] = set()
+        spans: dict[int, list[dict[str, Any]]] = {}
+        for index, record in enumerate(self.records):
+            if record.get("type") == "span" and record["_owns"]:
+                mine = [i for i in range(record["_first"], len(self._calls))
+                        if self._calls[i]["stage"] in record["_owns"] and i not in owned]
+                owned.update(mine)
+                spans[index] = [self._calls[i] for i in mine]
+        finished = []
+        for index, record in enumerate(self.records):
+            if record.get("type") != "span":
+                finished.append(record)
+                continue
+            calls = spans.get(index)
+            if calls is None:
+                calls = [self._calls[i] for i in range(record["_first"], record["_last"]) if i not in owned]
+            calls = sorted(calls, key=lambda c: (c["stage"], c["artefact"]))
+            finished.append({
+                **{k: v for k, v in record.items() if not k.startswith("_")}, "calls": calls,
                 "input_tokens": sum(c["input_tokens"] for c in calls),
                 "output_tokens": sum(c["output_tokens"] for c in calls),
                 "cache_read_input_tokens": sum(c["cache_read_input_tokens"] for c in calls),
                 "models": sorted({c["model"] for c in calls}),
             })
+        return finished
 
     def scores(self, report: CourseReport) -> None:
         counts = {owner: 0 for owner in OWNERS}
@@ -91,10 +117,11 @@ class Tracer:
         header = {"type": "trace", "trace_id": self.trace_id, "session_id": self.slug,
                   "command": self.command, "backend": self.backend, "stopped_at": stopped_at}
         path = course_dir / TRACES / f"{self.trace_id}.jsonl"
-        lines = [json.dumps(record, sort_keys=True) for record in (header, *self.records)]
+        records = self._finished_records()
+        lines = [json.dumps(record, sort_keys=True) for record in (header, *records)]
         write_text_atomic(path, "\n".join(lines) + "\n")
         if otlp is not None:
             from stay.pipeline._otel import export_trace
 
-            export_trace([header, *self.records], otlp)
+            export_trace([header, *records], otlp)
         return path

@@ -1,40 +1,32 @@
 """The wave: every lesson (content, exercises, quiz) and the capstone, in flight together.
 
+The wave nodes start their tasks and return at once: ``write_lesson`` every lesson's
+calls, ``write_capstone`` (each course-scope wave stage) its one call beside them;
+``gather``, the barrier, waits for every task and re-raises the first failure. What the
+wave must write is worked out once, from the stage declarations, when the first wave
+node runs, so progress counts every task from the start.
+
 ``STAY_WAVE_CONCURRENCY`` caps lessons in flight; ``STAY_MODEL_CONCURRENCY`` caps
-model calls in flight whatever the width: each lesson makes its three calls at
-once, so four lessons alone would be twelve requests. Each wave task writes only
-its own files, atomically, as soon as they are done, so a crash loses no finished
-file; the ledger is written sorted, and the shared files (glossary.yaml,
-course.yaml, the run log) are written once, after the barrier.
+model calls in flight whatever the width: each lesson makes its calls at once, so four
+lessons alone would be twelve requests. Each task writes only its own files,
+atomically, as soon as they are done, so a crash loses no finished file; the ledger is
+written sorted, and the shared files (glossary.yaml, course.yaml, the run log) are
+written once, after the barrier.
 """
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from stay.artefacts import (
-    Artefact,
-    Assessment,
-    Audience,
-    Curriculum,
-    LessonPlan,
-    Outcome,
-    Outcomes,
-    load,
-    write,
-)
-from stay.models import ModelAnswer, ModelRequest, model_for, prefetch
-from stay.pipeline._course_graph import lesson_paths
+from stay.artefacts import write
+from stay.models import prefetch
+from stay.pipeline._policy import needs_writing
+from stay.pipeline._produce import Job, job
 from stay.pipeline._run import Run
-from stay.stages import capstone as capstone_stage
-from stay.stages import content as content_stage
-from stay.stages import exercises as exercises_stage
-from stay.stages import quiz as quiz_stage
+from stay.stages import Stage
 
 
 @dataclass(frozen=True)
@@ -65,158 +57,141 @@ class Gauge:
             self.now -= 1
 
 
-def _todo(run: Run, path: str) -> bool:
-    """Whether the wave must write ``path``: missing or stale. An edited file is kept,
-    and never recorded as current."""
-    from stay.pipeline._nodes import say_kept
+@dataclass
+class Wave:
+    """The wave's work and its tasks: started by the wave nodes, awaited by gather."""
 
-    status = run.course.status(path)
-    if status.state == "edited":
-        say_kept(run, path, status)
-    return status.state in ("missing", "stale")
+    run: Run
+    lessons: dict[str, list[Job]]
+    """lesson id -> its calls, in lesson order (only lessons with something to write)."""
+    courses: dict[str, Job]
+    """course-scope wave stage -> its call."""
+    started: float = field(default_factory=time.perf_counter)
+    futures: list[Future[None]] = field(default_factory=list)
+    _finished: int = 0
 
+    def __post_init__(self) -> None:
+        run = self.run
+        self.lesson_gauge = Gauge()
+        self.call_gauge = Gauge()
+        run.calls_in_flight = self.call_gauge
+        self.lesson_slots = threading.Semaphore(run.config.settings.wave_concurrency)
+        # Not ``with`` executors: leaving a ``with`` block waits for every task, and a
+        # person pressing Ctrl-C must not wait on a call that hangs.
+        self.calls_pool = ThreadPoolExecutor(max_workers=run.config.settings.model_concurrency + 1,
+                                             thread_name_prefix="stay-call")
+        self.lessons_pool = ThreadPoolExecutor(max_workers=run.config.settings.wave_concurrency + 1,
+                                               thread_name_prefix="stay-lesson")
+        self.calls_before = run.tally.calls
+        self.total = len(self.lessons) + len(self.courses)
 
-def revisited_plans(plans: dict[str, LessonPlan], curriculum: Curriculum,
-                    plan: LessonPlan) -> list[LessonPlan]:
-    """The plans that introduce the terms ``plan`` revisits (a quiz's extra inputs)."""
-    introducer: dict[str, LessonPlan] = {}
-    for lesson_id, _module_dir, _prefix in lesson_paths(curriculum):
-        for new in plans[lesson_id].new_terms if lesson_id in plans else []:
-            introducer.setdefault(" ".join(new.term.casefold().split()), plans[lesson_id])
-    found: list[LessonPlan] = []
-    for revisited in plan.revisits:
-        source = introducer.get(" ".join(revisited.casefold().split()))
-        if source is not None and source not in found:
-            found.append(source)
-    return found
+    @property
+    def empty(self) -> bool:
+        return self.total == 0
 
+    # -- the wave nodes start tasks -----------------------------------------------------
 
-Parse = Callable[[ModelAnswer], Artefact]
+    def start_lessons(self) -> None:
+        for lesson_id, calls in self.lessons.items():
+            self.futures.append(self.lessons_pool.submit(self._lesson, lesson_id, calls))
 
+    def start_course(self, stage: str) -> None:
+        call = self.courses.get(stage)
+        if call is not None:  # beside the lessons: a model-call slot, not a lesson slot
+            self.futures.append(self.calls_pool.submit(self._course, call))
 
-def _requests(run: Run, jobs: list[tuple[str, str, LessonPlan, list[Outcome], list[str]]], capstone: bool,
-              curriculum: Curriculum, outcomes: Outcomes, audience: Audience,
-              plans: dict[str, LessonPlan]) -> dict[str, tuple[ModelRequest, Parse]]:
-    """Every request the wave will make, by the file it becomes, with its parser."""
-    found: dict[str, tuple[ModelRequest, Parse]] = {}
-    for _lesson_id, prefix, plan, own, todo in jobs:
-        for suffix in todo:
-            path = prefix + suffix
-            if suffix == ".md":
-                found[path] = (content_stage.request(plan, own, audience, path, run.prompts),
-                               functools.partial(content_stage.artefact, plan=plan, path=path))
-            elif suffix == ".exercises.yaml":
-                found[path] = (exercises_stage.request(plan, own, audience, path, run.prompts),
-                               functools.partial(exercises_stage.artefact, path=path))
-            else:
-                found[path] = (quiz_stage.request(plan, own, audience, revisited_plans(plans, curriculum, plan),
-                                                  path, run.prompts),
-                               functools.partial(quiz_stage.artefact, path=path))
-    if capstone:
-        found[capstone_stage.PATH] = (capstone_stage.request(
-            curriculum, outcomes, load(run.root / "assessment.yaml", Assessment),
-            [plans[i] for i, _d, _p in lesson_paths(curriculum)], run.prompts), capstone_stage.artefact)
-    return found
+    def _lesson(self, lesson_id: str, calls: list[Job]) -> None:
+        with self.lesson_slots, self.lesson_gauge:
+            futures = [self.calls_pool.submit(self._write, call) for call in calls]  # the lesson's calls at once
+            for future in futures:
+                future.result()
+        self._progress(f"{lesson_id}: {', '.join(call.stage.name for call in calls)}")
 
+    def _course(self, call: Job) -> None:
+        self._write(call)
+        self._progress(f"{call.stage.name}: {call.paths[0]}")
 
-def run_wave(run: Run) -> WaveStats:
-    if not run.may_write("wave"):
-        _check(run)
-        return WaveStats(0, 0, 0, 0, 0.0)
-    curriculum = load(run.root / "curriculum.yaml", Curriculum)
-    outcomes = load(run.root / "outcomes.yaml", Outcomes)
-    audience = load(run.root / "audience.yaml", Audience)
-    plans = run.plans()
-    jobs: list[tuple[str, str, LessonPlan, list[Outcome], list[str]]] = []
-    for lesson_id, _module_dir, prefix in lesson_paths(curriculum):
-        plan = plans[lesson_id]
-        own = [o for o in outcomes.outcomes if o.lesson == lesson_id]
-        todo = [s for s in (".md", ".exercises.yaml", ".quiz.yaml") if _todo(run, prefix + s)]
-        if todo:
-            jobs.append((lesson_id, prefix, plan, own, todo))
-    capstone = _todo(run, capstone_stage.PATH)
-    total = len(jobs) + capstone
-    if not total:
-        run.say("wave: every lesson and the capstone are current")
-        return WaveStats(0, 0, 0, 0, 0.0)
-    run.say(f"wave: {len(jobs)} lessons{' and the capstone' if capstone else ''} "
-            f"(at most {run.wave_width} lessons, {run.model_width} calls in flight)")
-    calls = _requests(run, jobs, capstone, curriculum, outcomes, audience, plans)
-    if run.batch is not None:  # warm the request cache through one Message Batch first
-        client, cache, poll = run.batch
-        prefetch(client, [(request, model_for(request.role)) for request, _parse in calls.values()], cache,
-                 progress=run.say, poll_seconds=poll)
-    lessons_gauge = Gauge()
-    run.calls_in_flight = Gauge()
-    lesson_slots = threading.Semaphore(run.wave_width)
-    finished = 0
-    calls_before = run.calls
-    start = time.perf_counter()
-
-    def call(path: str, make: Callable[[], Artefact]) -> None:
+    def _write(self, call: Job) -> None:
+        run = self.run
         if run.cancelled.is_set():
             return
-        made = make()
+        (made,) = run.produce(call.request, call.parse)
         if run.cancelled.is_set():  # interrupted while the call was in flight: write nothing
             return
-        write(run.root / path, made)
-        run.wrote([path])
+        write(run.root / call.paths[0], made)
+        run.wrote([call.paths[0]])
 
-    def progress(label: str) -> None:
-        nonlocal finished
-        with run.lock:
-            finished += 1
-            count = finished
-        run.say(f"  [{count}/{total}] {label}")
+    def _progress(self, label: str) -> None:
+        with self.run.tally.lock:
+            self._finished += 1
+            count = self._finished
+        self.run.say(f"  [{count}/{self.total}] {label}")
 
-    # Not ``with`` executors: leaving a ``with`` block waits for every task, and a person
-    # pressing Ctrl-C must not wait on a call that hangs. On any interruption the run is
-    # marked cancelled (no task writes after it) and pending tasks are dropped.
-    calls_pool = ThreadPoolExecutor(max_workers=max(1, run.model_width) + 1, thread_name_prefix="stay-call")
-    lessons_pool = ThreadPoolExecutor(max_workers=max(1, run.wave_width) + 1, thread_name_prefix="stay-lesson")
-    try:
+    # -- gather: the barrier ------------------------------------------------------------
 
-        def lesson(job: tuple[str, str, LessonPlan, list[Outcome], list[str]]) -> None:
-            lesson_id, prefix, _plan, _own, todo = job
-            with lesson_slots, lessons_gauge:
-                # the lesson's calls at once; the model-call cap is in Run.ask
-                futures = [calls_pool.submit(call, prefix + s, functools.partial(run.produce, *calls[prefix + s]))
-                           for s in todo]
-                for future in futures:
-                    future.result()
-            progress(f"{lesson_id}: {', '.join(s.lstrip('.').split('.')[0] for s in todo)}")
+    def wait(self) -> WaveStats:
+        """Wait for every task; the first failure is raised once all have ended."""
+        try:
+            errors = [future.exception() for future in self.futures]
+        except BaseException:
+            self.cancel()
+            raise
+        self.calls_pool.shutdown(wait=True)
+        self.lessons_pool.shutdown(wait=True)
+        failure = next((e for e in errors if e is not None), None)
+        if failure is not None:
+            raise failure
+        return WaveStats(len(self.lessons), self.run.tally.calls - self.calls_before, self.lesson_gauge.most,
+                         self.call_gauge.most, time.perf_counter() - self.started)
 
-        def project() -> None:
-            call(capstone_stage.PATH, functools.partial(run.produce, *calls[capstone_stage.PATH]))
-            progress("capstone: project.yaml")
-
-        futures: list[Future[None]] = []
-        if capstone:  # beside the lessons: it takes a model-call slot, not a lesson slot
-            futures.append(calls_pool.submit(project))
-        futures += [lessons_pool.submit(lesson, job) for job in jobs]
-        errors = [f.exception() for f in futures]  # gather: the barrier waits for every task
-    except BaseException:
-        run.cancelled.set()
-        raise
-    finally:
-        finished_cleanly = not run.cancelled.is_set()
-        calls_pool.shutdown(wait=finished_cleanly, cancel_futures=True)
-        lessons_pool.shutdown(wait=finished_cleanly, cancel_futures=True)
-    failure = next((e for e in errors if e is not None), None)
-    if failure is not None:
-        raise failure
-    stats = WaveStats(len(jobs), run.calls - calls_before, lessons_gauge.most, run.calls_in_flight.most,
-                      time.perf_counter() - start)
-    run.wave = stats
-    return stats
+    def cancel(self) -> None:
+        """Drop pending tasks and let running ones end without writing; never wait."""
+        self.run.cancelled.set()
+        self.calls_pool.shutdown(wait=False, cancel_futures=True)
+        self.lessons_pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _check(run: Run) -> None:
-    """A command that does not author the wave reports what the wave would write."""
-    curriculum = load(run.root / "curriculum.yaml", Curriculum)
-    pending = [prefix + suffix for _id, _dir, prefix in lesson_paths(curriculum)
-               for suffix in (".md", ".exercises.yaml", ".quiz.yaml")] + [capstone_stage.PATH]
-    behind = [p for p in pending if run.course.status(p).state in ("missing", "stale")]
+def wave_of(run: Run) -> Wave:
+    """The run's wave, worked out on first use from every wave stage's declaration."""
+    if run.wave is None:
+        run.wave = _plan(run)
+    return run.wave
+
+
+def _plan(run: Run) -> Wave:
+    config = run.config
+    wave_stages = [stage for stage in config.stages if stage.phase == "wave"]
+    if not run.may_write("wave"):
+        _report_behind(run, wave_stages)
+        return Wave(run, {}, {})
+    layout = run.layout
+    lessons: dict[str, list[Job]] = {}
+    for place in layout.lessons():
+        for stage in (s for s in wave_stages if s.scope == "lesson"):
+            if needs_writing(run, place.path(stage.output), "wave"):
+                lessons.setdefault(place.id, []).append(job(run, stage, place))
+    courses = {stage.name: job(run, stage, None)
+               for stage in wave_stages if stage.scope == "course" and needs_writing(run, stage.output, "wave")}
+    wave = Wave(run, lessons, courses)
+    if wave.empty:
+        run.say("wave: every lesson and the capstone are current")
+        return wave
+    extra = " and " + ", ".join(f"the {name}" for name in courses) if courses else ""
+    settings = config.settings
+    run.say(f"wave: {len(lessons)} lessons{extra} (at most {settings.wave_concurrency} lessons, "
+            f"{settings.model_concurrency} calls in flight)")
+    if config.batch is not None:  # warm the request cache through Message Batches first
+        calls = [call for group in lessons.values() for call in group] + list(courses.values())
+        prefetch(config.batch.client, [(call.request, settings.model(call.request.role)) for call in calls],
+                 config.batch.cache, progress=run.say, poll_seconds=config.batch.poll_seconds)
+    return wave
+
+
+def _report_behind(run: Run, wave_stages: list[Stage]) -> None:
+    """A command that does not author the wave says what the wave would write."""
+    layout = run.layout
+    paths = [path for stage in wave_stages for path, _place in layout.outputs(stage)]
+    behind = [p for p in paths if run.course.status(p).state in ("missing", "stale")]
     if behind:
-        run.say(f"wave: {len(behind)} files missing or stale; stay {run.command} does not write them "
+        run.say(f"wave: {len(behind)} files missing or stale; stay {run.config.command} does not write them "
                 f"({run.hint('write', run.slug)} does)")

@@ -115,11 +115,12 @@ def _epoch_of(course: Path, seen: int) -> int:
 def _score(ns: argparse.Namespace) -> int:
     from stay.models import Usage
     from stay.scoring import CourseOnDisk, default_scorers, score_course, scorer_versions
+    from stay.scoring._judges import make_judge
     from stay.scoring._report import build_entry, report, write_report
-    from stay.scoring._suite import backend_name, make_judge
+    from stay.settings import Settings
     from stay.stages import Prompts
 
-    backend = backend_name(ns.backend)
+    backend = ns.backend or Settings.from_env().chosen_backend
     builds: dict[str, list[dict[str, Any]]] = {}
     for course_dir in map(Path, ns.courses):
         course = CourseOnDisk.load(course_dir)

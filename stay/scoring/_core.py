@@ -39,7 +39,7 @@ from stay.artefacts import (
     load,
 )
 from stay.errors import AnswerError, ModelError
-from stay.models import ModelAnswer, ModelClient, ModelRequest, SystemBlock, Usage, model_for
+from stay.models import DEFAULT_MODELS, ModelAnswer, ModelClient, ModelRequest, SystemBlock, Usage
 
 A = TypeVar("A", bound=BaseModel)
 Failure = Literal["unparseable", "error"]
@@ -208,7 +208,7 @@ class ModelJudge:
     never grades its own prose (self-preference)."""
 
     backend: ModelClient
-    model: str = field(default_factory=lambda: model_for("judging"))
+    model: str = DEFAULT_MODELS["judging"]
 
     @property
     def name(self) -> str:

@@ -23,7 +23,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from stay.models import Usage, cost, model_table
+from stay.models import DEFAULT_MODELS, Usage, cost
+from stay.requests import Role
 from stay.scoring._core import ScoreResult
 
 VERSION = 2
@@ -70,8 +71,10 @@ def judge_of(builds: Mapping[str, list[dict[str, Any]]]) -> tuple[str, str | Non
 
 def report(*, label: str, backend: str, prompts_dir: str, prompt_hashes: Mapping[str, str],
            scorers: Mapping[str, int], builds: Mapping[str, list[dict[str, Any]]], epochs: int,
-           seed: int | None = None, quality: Mapping[str, float] | None = None) -> dict[str, Any]:
-    """The whole report, from each brief's builds (``builds``: slug -> build entries)."""
+           seed: int | None = None, quality: Mapping[str, float] | None = None,
+           models: Mapping[Role, str] = DEFAULT_MODELS) -> dict[str, Any]:
+    """The whole report, from each brief's builds (``builds``: slug -> build entries);
+    ``models`` is the role -> model table the builds used (``Settings.models``)."""
     judge, judge_model = judge_of(builds)
     entries = [entry for slug in sorted(builds) for entry in builds[slug]]
     means: dict[str, float | None] = {}
@@ -88,7 +91,7 @@ def report(*, label: str, backend: str, prompts_dir: str, prompt_hashes: Mapping
         "version": VERSION, "label": label, "backend": backend, "judge": judge, "judge_model": judge_model,
         "scorers": dict(sorted(scorers.items())), "epochs": epochs, "seed": seed,
         "quality": dict(sorted((quality or {}).items())),
-        "models": dict(model_table()), "prompts": {"dir": prompts_dir, "sha256": dict(prompt_hashes)},
+        "models": dict(models), "prompts": {"dir": prompts_dir, "sha256": dict(prompt_hashes)},
         "briefs": {slug: {"builds": sorted(builds[slug], key=lambda e: e["epoch"])} for slug in sorted(builds)},
         "means": means, "failures": failures,
         "totals": {"builds": len(entries),

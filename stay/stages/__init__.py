@@ -1,28 +1,49 @@
-"""The stages: pure functions from typed inputs to a model request, and from the
-model's structured answer to an artefact. No I/O, clock or randomness inside;
-stages build requests and never call a model."""
+"""The stages: one ``Stage`` declaration each, from which the pipeline derives its graph,
+the artefact graph, the dispatch and the node handlers. A stage is pure: typed inputs to
+a model request, and the model's structured answer to artefacts. No I/O, clock or
+randomness inside; stages build requests and never call a model.
+
+Adding a stage: one module declaring its ``STAGE``, one line below, one prompt file."""
 
 from __future__ import annotations
 
-from types import ModuleType
+from collections.abc import Mapping
 
-from stay.stages import (
-    assessment,
-    audience,
-    capstone,
-    content,
-    curriculum,
-    exercises,
-    outcomes,
-    plan,
-    quiz,
+from stay.stages import assessment, audience, capstone, content, curriculum, exercises, outcomes, plan, quiz
+from stay.stages._prompt import REFERENCE_NAMES, Prompts, packaged_prompts_dir, reference_set, render_inputs
+from stay.stages._stage import (
+    AllPlansInput,
+    BriefInput,
+    EarlierPlansInput,
+    FileInput,
+    LessonOutcomesInput,
+    LessonPlanInput,
+    ModuleIdInput,
+    Phase,
+    RevisitedPlansInput,
+    Scope,
+    Source,
+    Stage,
 )
-from stay.stages._prompt import REFERENCE_NAMES, Prompts, packaged_prompts_dir, reference_set
 
-STAGES: dict[str, ModuleType] = {
-    module.STAGE: module
-    for module in (audience, curriculum, outcomes, assessment, plan, content, exercises, quiz, capstone)
-}
-"""stage name -> its module (STAGE, ROLE, REFERENCES, request(), artefact())."""
+REGISTRY: tuple[Stage, ...] = (
+    audience.STAGE,
+    curriculum.STAGE,
+    outcomes.STAGE,
+    assessment.STAGE,
+    plan.STAGE,
+    content.STAGE,
+    exercises.STAGE,
+    quiz.STAGE,
+    capstone.STAGE,
+)
+"""Every stage, in the order the pipeline runs them (the design stages in this order)."""
 
-__all__ = ["REFERENCE_NAMES", "STAGES", "Prompts", "packaged_prompts_dir", "reference_set"]
+STAGES: Mapping[str, Stage] = {stage.name: stage for stage in REGISTRY}
+"""stage name -> its declaration."""
+
+__all__ = [
+    "REFERENCE_NAMES", "REGISTRY", "STAGES", "AllPlansInput", "BriefInput", "EarlierPlansInput", "FileInput",
+    "LessonOutcomesInput", "LessonPlanInput", "ModuleIdInput", "Phase", "Prompts", "RevisitedPlansInput",
+    "Scope", "Source", "Stage", "packaged_prompts_dir", "reference_set", "render_inputs",
+]

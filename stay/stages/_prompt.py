@@ -19,8 +19,8 @@ import yaml
 from pydantic import BaseModel
 
 from stay.artefacts import ArtefactLoadError, validate_as
-from stay.errors import AnswerError
-from stay.models import ModelAnswer, ModelRequest, Role, SystemBlock
+from stay.errors import AnswerError, GraphError, UsageError
+from stay.requests import ModelAnswer, ModelRequest, Role, SystemBlock
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -36,7 +36,7 @@ def reference_set(*names: str) -> tuple[str, ...]:
     """A stage's fixed reference set, checked against the ten documents at import."""
     unknown = [name for name in names if name not in REFERENCE_NAMES]
     if unknown:
-        raise ValueError(f"unknown reference documents {unknown}; known: {REFERENCE_NAMES}")
+        raise GraphError(f"unknown reference documents {unknown}; known: {REFERENCE_NAMES}")
     return names
 
 
@@ -57,11 +57,32 @@ class Prompts:
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str] | None = None) -> Prompts:
+        """Every template and reference of ``directory`` (default: the packaged prompts/);
+        a missing or unreadable file is a one-line UsageError naming it."""
         root = Path(directory) if directory is not None else packaged_prompts_dir()
-        templates = {p.stem: p.read_text(encoding="utf-8") for p in sorted(root.glob("*.md"))}
-        references = {name: (root / "reference" / name).read_text(encoding="utf-8")
-                      for name in REFERENCE_NAMES}
+        if not root.is_dir():
+            raise UsageError(f"{root}: the prompts directory does not exist; give a copy of prompts/ "
+                             "(--prompts-dir or STAY_PROMPTS_DIR)")
+        try:
+            templates = {p.stem: p.read_text(encoding="utf-8") for p in sorted(root.glob("*.md"))}
+            references = {name: (root / "reference" / name).read_text(encoding="utf-8")
+                          for name in REFERENCE_NAMES}
+        except (OSError, UnicodeDecodeError) as exc:
+            where = getattr(exc, "filename", None) or root
+            raise UsageError(f"{where}: cannot read this prompt file ({type(exc).__name__}); a prompts "
+                             "directory holds one template per stage and reference/ with the ten documents") from None
         return cls(os.fspath(root), templates, references)
+
+    def template(self, name: str) -> str:
+        if name not in self.templates:
+            raise UsageError(f"{self.directory}: there is no prompt template {name}.md; every stage needs one")
+        return self.templates[name]
+
+    def digest(self, name: str) -> str:
+        """sha256 of a template (``content``) or a reference (``reference/house-style.yaml``)."""
+        text = self.references[name.removeprefix("reference/")] if name.startswith("reference/") \
+            else self.template(name)
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def hashes(self) -> dict[str, str]:
         """sha256 of every template and reference, by relative path (for eval reports)."""
@@ -109,7 +130,7 @@ def _documents(prompts: Prompts, names: tuple[str, ...]) -> str:
 
 def build_request(*, stage: str, role: Role, references: tuple[str, ...], prompts: Prompts,
                   artefact: str, output: type[BaseModel], inputs: Mapping[str, Any],
-                  shared: tuple[str, ...] = ()) -> ModelRequest:
+                  shared: tuple[str, ...] = (), template: str | None = None) -> ModelRequest:
     """The request for one stage call.
 
     The system prompt is the stable prefix, identical for every call of the stage, laid
@@ -125,7 +146,8 @@ def build_request(*, stage: str, role: Role, references: tuple[str, ...], prompt
     system = (
         SystemBlock(text=prompts.templates["common"].strip(), label="the common preamble (prompt template)"),
         SystemBlock(text=_documents(prompts, common), cache=True, label="the reference documents"),
-        SystemBlock(text=prompts.templates[stage].strip(), label="the stage instructions (prompt template)"),
+        SystemBlock(text=prompts.template(template or stage).strip(),
+                    label="the stage instructions (prompt template)"),
         SystemBlock(text=_documents(prompts, own), cache=bool(shared), label="the reference documents"),
     )
     # The API refuses an empty text block. A stage without a shared reference (the quiz)

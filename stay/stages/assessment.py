@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-from stay.artefacts import Assessment, Curriculum, Outcomes, to_data
-from stay.models import ModelAnswer, ModelRequest, Role
-from stay.stages._prompt import Prompts, build_request, parse_answer, reference_set
+from stay.artefacts import Assessment
+from stay.stages._prompt import reference_set
+from stay.stages._stage import FileInput, Stage
 
-STAGE = "assessment"
-ROLE: Role = "planning"
-REFERENCES = reference_set("assessment-design.md", "blooms-taxonomy.md", "course-state.md")
-PATH = "assessment.yaml"
-
-
-def request(curriculum: Curriculum, outcomes: Outcomes, prompts: Prompts) -> ModelRequest:
-    return build_request(stage=STAGE, role=ROLE, references=REFERENCES, prompts=prompts,
-                         artefact=PATH, output=Assessment,
-                         inputs={"curriculum": to_data(curriculum), "outcomes": to_data(outcomes)})
-
-
-def artefact(answer: ModelAnswer) -> Assessment:
-    return parse_answer(Assessment, answer, STAGE, PATH)
+STAGE = Stage(
+    name="assessment", role="planning", phase="design", scope="course", output="assessment.yaml",
+    answer=Assessment,
+    inputs=(("curriculum", FileInput("curriculum.yaml")), ("outcomes", FileInput("outcomes.yaml"))),
+    references=reference_set("assessment-design.md", "blooms-taxonomy.md", "course-state.md"),
+)

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from stay.artefacts import Audience, Brief, to_data
-from stay.models import ModelAnswer, ModelRequest, Role
-from stay.stages._prompt import Prompts, build_request, parse_answer, reference_set
+from stay.artefacts import Audience
+from stay.stages._prompt import reference_set
+from stay.stages._stage import BriefInput, Stage
 
-STAGE = "audience"
-ROLE: Role = "analysis"
-REFERENCES = reference_set("backward-design.md", "course-state.md")
-PATH = "audience.yaml"
-
-
-def request(brief: Brief, prompts: Prompts) -> ModelRequest:
-    return build_request(stage=STAGE, role=ROLE, references=REFERENCES, prompts=prompts,
-                         artefact=PATH, output=Audience, inputs={"brief": to_data(brief)})
-
-
-def artefact(answer: ModelAnswer) -> Audience:
-    return parse_answer(Audience, answer, STAGE, PATH)
+STAGE = Stage(
+    name="audience", role="analysis", phase="design", scope="course", output="audience.yaml", answer=Audience,
+    inputs=(("brief", BriefInput()),),
+    references=reference_set("backward-design.md", "course-state.md"),
+)

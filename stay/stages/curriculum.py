@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-from stay.artefacts import Audience, Brief, Curriculum, to_data
-from stay.models import ModelAnswer, ModelRequest, Role
-from stay.stages._prompt import Prompts, build_request, parse_answer, reference_set
+from stay.artefacts import Curriculum
+from stay.stages._prompt import reference_set
+from stay.stages._stage import BriefInput, FileInput, Stage
 
-STAGE = "curriculum"
-ROLE: Role = "planning"
-REFERENCES = reference_set("backward-design.md", "cognitive-load.md", "house-style.yaml",
-                           "course-state.md")
-PATH = "curriculum.yaml"
-
-
-def request(brief: Brief, audience: Audience, prompts: Prompts) -> ModelRequest:
-    return build_request(stage=STAGE, role=ROLE, references=REFERENCES, prompts=prompts,
-                         artefact=PATH, output=Curriculum,
-                         inputs={"brief": to_data(brief), "audience": to_data(audience)})
-
-
-def artefact(answer: ModelAnswer) -> Curriculum:
-    return parse_answer(Curriculum, answer, STAGE, PATH)
+STAGE = Stage(
+    name="curriculum", role="planning", phase="design", scope="course", output="curriculum.yaml",
+    answer=Curriculum,
+    inputs=(("brief", BriefInput()), ("audience", FileInput("audience.yaml"))),
+    references=reference_set("backward-design.md", "cognitive-load.md", "house-style.yaml", "course-state.md"),
+)

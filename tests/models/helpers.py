@@ -53,7 +53,7 @@ def recording(responses: list[dict[str, Any] | httpx2.Response] | None = None,
 
 
 def audience_request() -> ModelRequest:
-    return STAGES["audience"].request(Brief.from_yaml(HTTP), Prompts.load())
+    return STAGES["audience"].request({"brief": Brief.from_yaml(HTTP)}, Prompts.load(), "audience.yaml")
 
 
 def quiet(_line: str) -> None:

@@ -18,7 +18,6 @@ from stay.models import (
     THINKING,
     AnthropicBackend,
     Usage,
-    model_for,
     request_params,
 )
 from stay.models._wire import SDK_NONSTREAMING_TOKENS, streams
@@ -47,7 +46,7 @@ def test_every_request_has_its_roles_model_thinking_schema_and_cache_layout(tmp_
     single = {"audience", "curriculum", "outcomes", "assessment", "capstone"}
     for body in seen:
         stage = stage_of(body)
-        role = STAGES[stage].ROLE
+        role = STAGES[stage].role
         assert body["model"] == {"planning": "claude-opus-5-5"}.get(role, "claude-sonnet-5-5")
         assert body["max_tokens"] == MAX_TOKENS + THINKING[role].room  # thinking shares max_tokens
         assert body["thinking"] == {"type": "adaptive"}
@@ -59,7 +58,7 @@ def test_every_request_has_its_roles_model_thinking_schema_and_cache_layout(tmp_
         marks = [bool(block.get("cache_control")) for block in body["system"]]
         # the common preamble and shared references: one prefix across stages; the stage's own
         # references are cached only when later calls of the stage will read them
-        if "course-state.md" in STAGES[stage].REFERENCES:
+        if "course-state.md" in STAGES[stage].references:
             assert marks == [False, True, False, stage not in single], stage
             assert body["system"][1]["text"].startswith('<reference name="course-state.md">')
         else:  # no reference shared with every stage: the stage's own prefix only
@@ -68,11 +67,14 @@ def test_every_request_has_its_roles_model_thinking_schema_and_cache_layout(tmp_
 
 def test_the_roles_are_planning_opus_and_the_rest_sonnet_and_can_be_overridden(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    assert model_for("planning") == "claude-opus-5-5" and model_for("writing") == "claude-sonnet-5-5"
-    monkeypatch.setenv("STAY_MODEL", "claude-sonnet-5")
-    assert model_for("planning") == model_for("writing") == "claude-sonnet-5"
-    monkeypatch.setenv("STAY_MODEL_WRITING", "claude-haiku-4-5")
-    assert (model_for("writing"), model_for("analysis")) == ("claude-haiku-4-5", "claude-sonnet-5")
+    from stay.settings import Settings
+
+    defaults = Settings.from_env({})
+    assert defaults.model("planning") == "claude-opus-5-5" and defaults.model("writing") == "claude-sonnet-5-5"
+    every = Settings.from_env({"STAY_MODEL": "claude-sonnet-5"})
+    assert every.model("planning") == every.model("writing") == "claude-sonnet-5"
+    one = Settings.from_env({"STAY_MODEL": "claude-sonnet-5", "STAY_MODEL_WRITING": "claude-haiku-4-5"})
+    assert (one.model("writing"), one.model("analysis")) == ("claude-haiku-4-5", "claude-sonnet-5")
 
 
 def test_a_model_without_adaptive_thinking_gets_neither_thinking_nor_effort() -> None:
@@ -111,7 +113,7 @@ def test_a_streamed_request_with_max_tokens_32000_parses() -> None:
     handle, seen = recording([message({"modules": []}, model="claude-opus-5-5", thinking="Outline first.",
                                       usage={"input_tokens": 9, "output_tokens": 900,
                                              "output_tokens_details": {"thinking_tokens": 700}})])
-    request = audience_request().model_copy(update={"role": plan.ROLE, "stage": "curriculum"})
+    request = audience_request().model_copy(update={"role": plan.role, "stage": "curriculum"})
     answer = backend(handle).complete(request, "claude-opus-5-5")
     assert seen[0]["max_tokens"] == 32_000 > SDK_NONSTREAMING_TOKENS and seen[0]["stream"] is True
     assert answer.data == {"modules": []} and answer.usage.thinking_tokens == 700
@@ -200,5 +202,5 @@ def test_the_sse_fixture_is_what_the_sdk_reads() -> None:
 @pytest.mark.api
 @pytest.mark.skipif(not LIVE_KEY, reason="needs ANTHROPIC_API_KEY")
 def test_live_smoke_the_audience_stage_answers() -> None:
-    answer = AnthropicBackend(api_key=LIVE_KEY).complete(audience_request(), model_for("analysis"))
+    answer = AnthropicBackend(api_key=LIVE_KEY).complete(audience_request(), "claude-sonnet-5-5")
     assert STAGES["audience"].artefact(answer).time_budget_minutes > 0

@@ -16,7 +16,7 @@ from stay.errors import ModelError, ModelUnavailable
 from stay.models import AnthropicBackend, RequestCache, Usage, prefetch
 from stay.models._batch import split
 from stay.pipeline import build_course, run_command
-from stay.scoring._suite import batch_score
+from stay.scoring._judges import batch_score
 from stay.stages import STAGES, Prompts
 from tests.conftest import ROOT
 from tests.models.fake_api import answer_for, is_stage, message, reply
@@ -164,7 +164,8 @@ def test_a_failed_batch_entry_is_asked_again_live(tmp_path: Path) -> None:
 
 def _jobs(count: int) -> list[tuple[Any, str]]:
     brief = Brief.from_yaml(BRIEF)
-    return [(STAGES["audience"].request(brief.model_copy(update={"title": f"Course {n}"}), Prompts.load()),
+    return [(STAGES["audience"].request({"brief": brief.model_copy(update={"title": f"Course {n}"})}, Prompts.load(),
+                                        "audience.yaml"),
              "claude-sonnet-5-5") for n in range(count)]
 
 

@@ -4,6 +4,7 @@ since the nearest cached request."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -43,14 +44,14 @@ def test_replay_makes_no_http_call_and_a_miss_says_what_changed(tmp_path: Path) 
                             progress=quiet)
     assert replayed.complete and replayed.cost == 0 and replayed.calls == 25  # the screen's verdict was free
 
-    prompts = Prompts.load()
-    changed = Prompts(prompts.directory, {**prompts.templates, "content": prompts.templates["content"] + "\nMore."},
-                      prompts.references)
+    changed = tmp_path / "prompts"
+    shutil.copytree(Prompts.load().directory, changed)
+    (changed / "content.md").write_text((changed / "content.md").read_text() + "\nMore.")
     for path in first.course_dir.glob("modules/*/*.md"):
         path.unlink()
     with pytest.raises(stay.errors.ReplayMiss, match=r"stage content .*: the stage instructions \(prompt template\)"
                                                      r" since the nearest cached request"):
-        build_course(HTTP, courses_dir=tmp_path, yes=True, replay=True, prompts=changed,
+        build_course(HTTP, courses_dir=tmp_path, yes=True, replay=True, prompts_dir=changed,
                      backend=backend(no_network), progress=quiet)
 
 
@@ -71,12 +72,12 @@ def test_a_rerun_does_not_pay_for_the_screen_again(tmp_path: Path) -> None:
 def test_the_nearest_cached_request_is_the_one_with_the_fewest_changes(tmp_path: Path) -> None:
     cache = RequestCache(tmp_path)
     brief = Brief.from_yaml(HTTP)
-    request = STAGES["audience"].request(brief, Prompts.load())
+    request = STAGES["audience"].request({"brief": brief}, Prompts.load(), "audience.yaml")
     answer = ModelAnswer(data={}, model="m", usage=Usage())
     # two changes (model and brief), stored under a key that sorts first ...
-    far = STAGES["audience"].request(brief.model_copy(update={"title": "Far"}), Prompts.load())
+    far = STAGES["audience"].request({"brief": brief.model_copy(update={"title": "Far"})}, Prompts.load(), "audience.yaml")
     # ... and one change (the brief) under another
-    near = STAGES["audience"].request(brief.model_copy(update={"title": "Near"}), Prompts.load())
+    near = STAGES["audience"].request({"brief": brief.model_copy(update={"title": "Near"})}, Prompts.load(), "audience.yaml")
     cache.put(far, "claude-opus-5-5", answer)
     cache.put(near, "claude-sonnet-5-5", answer)
     # the farther one first in sort order, as the first-found rule would have picked it

@@ -8,11 +8,14 @@ from pathlib import Path
 import pytest
 
 from stay.artefacts import Brief
+from stay.artefacts._brief import DEFAULT_LIMITS
 from stay.models import OfflineBackend
 from stay.pipeline import build_course
 from stay.pipeline._nodes import moderate
-from stay.pipeline._run import Run
-from stay.stages import Prompts
+from stay.pipeline._run import Run, RunConfig
+from stay.pipeline._state import Sources
+from stay.settings import Settings
+from stay.stages import REGISTRY, Prompts
 from stay.validate import OWNERS
 from tests.conftest import ROOT
 from tests.pipeline.test_build import quiet
@@ -33,8 +36,10 @@ def test_the_screen_sees_the_whole_brief_as_one_message(tmp_path: Path) -> None:
 def test_an_empty_brief_makes_no_screening_call(tmp_path: Path) -> None:
     backend = OfflineBackend(flag="would reject anything")
     empty = Brief.model_construct(title=" ", topic="", audience="\n", time_available="  ")
-    run = Run(command="build", courses_dir=tmp_path, backend=backend, prompts=Prompts.load(),
-              progress=quiet, brief=empty)
+    run = Run(RunConfig(command="build", slug="x", root=tmp_path / "x", courses_arg=str(tmp_path), authors=(),
+                        settings=Settings(), prompts=Prompts.load(), stages=REGISTRY, limits=DEFAULT_LIMITS,
+                        sources=Sources(Prompts.load(), Settings().models)),
+              backend=backend, progress=quiet, brief=empty)
     moderate(run)  # no exception: nothing to screen
     assert backend.screened == []
 
@@ -50,7 +55,9 @@ def test_every_run_writes_a_trace_with_a_span_per_node_and_scores(tmp_path: Path
             "gather", "merge_glossary", "land_manifest", "validate", "repair"} <= set(spans)
     assert spans["audience"]["calls"][0]["stage"] == "audience"
     assert spans["audience"]["models"] == ["offline"] and spans["audience"]["input_tokens"] > 0
-    assert len(spans["write_lesson"]["calls"]) == 6 * 3 + 1
+    assert len(spans["write_lesson"]["calls"]) == 6 * 3  # the calls it started, made while gather waits
+    assert [c["stage"] for c in spans["write_capstone"]["calls"]] == ["capstone"]
+    assert spans["gather"]["calls"] == []
     assert all("seconds" in span and "cache_read_input_tokens" in span for span in spans.values())
     scores = {r["name"]: r["value"] for r in records if r["type"] == "score"}
     assert scores == {**{f"validator_{owner}": 0 for owner in OWNERS},

@@ -27,14 +27,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from stay.pipeline import build_course
-from stay.pipeline._otel import (
-    INSTALL_HINT,
-    OtlpTarget,
-    build_spans,
-    export_trace,
-    otlp_target_from_environment,
-    parse_headers,
-)
+from stay.pipeline._otel import INSTALL_HINT, build_spans, export_trace, otlp_target_from_environment
+from stay.settings import OtlpTarget, parse_headers
 from tests.conftest import ROOT
 
 BRIEF = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"

@@ -41,7 +41,7 @@ PROMPTS = Prompts.load()
 
 
 def test_reference_sets_are_pinned() -> None:
-    assert {name: module.REFERENCES for name, module in STAGES.items()} == PINNED
+    assert {name: module.references for name, module in STAGES.items()} == PINNED
 
 
 def test_every_reference_document_is_used_by_some_stage() -> None:
@@ -87,30 +87,37 @@ def _sample_inputs() -> dict[str, Any]:
 INPUTS = _sample_inputs()
 
 
-def _sample_requests(inputs: dict[str, Any] = INPUTS) -> dict[str, ModelRequest]:
-    """Every stage's request for the sample brief: no file is read here."""
+def _typed_inputs(inputs: dict[str, Any] = INPUTS) -> dict[str, dict[str, Any]]:
+    """Every stage's named inputs for the sample brief, as the runner would resolve them."""
     brief, audience, curriculum = inputs["brief"], inputs["audience"], inputs["curriculum"]
     outcomes, assessment, module = inputs["outcomes"], inputs["assessment"], inputs["module"]
-    prefix, first, plan, own = inputs["prefix"], inputs["first"], inputs["plan"], inputs["own"]
-    stages = STAGES
+    first, plan, own = inputs["first"], inputs["plan"], inputs["own"]
+    lesson = {"plan": plan, "outcomes": own, "audience": audience}
     return {
-        "audience": stages["audience"].request(brief, PROMPTS),
-        "curriculum": stages["curriculum"].request(brief, audience, PROMPTS),
-        "outcomes": stages["outcomes"].request(audience, curriculum, PROMPTS),
-        "assessment": stages["assessment"].request(curriculum, outcomes, PROMPTS),
-        "plan": stages["plan"].request(module, curriculum, outcomes, assessment, first, PROMPTS),
-        "content": stages["content"].request(plan, own, audience, f"{prefix}/{plan.lesson}.md", PROMPTS),
-        "exercises": stages["exercises"].request(plan, own, audience, f"{prefix}/x.exercises.yaml",
-                                                 PROMPTS),
-        "quiz": stages["quiz"].request(plan, own, audience, first[:1], f"{prefix}/x.quiz.yaml", PROMPTS),
-        "capstone": stages["capstone"].request(curriculum, outcomes, assessment, first, PROMPTS),
+        "audience": {"brief": brief},
+        "curriculum": {"brief": brief, "audience": audience},
+        "outcomes": {"audience": audience, "curriculum": curriculum},
+        "assessment": {"curriculum": curriculum, "outcomes": outcomes},
+        "plan": {"curriculum": curriculum, "outcomes": outcomes, "assessment": assessment, "module": module.id,
+                 "earlier_plans": first},
+        "content": lesson, "exercises": lesson, "quiz": {**lesson, "revisited_plans": first[:1]},
+        "capstone": {"curriculum": curriculum, "outcomes": outcomes, "assessment": assessment, "plans": first},
     }
+
+
+def _sample_requests(inputs: dict[str, Any] = INPUTS) -> dict[str, ModelRequest]:
+    """Every stage's request for the sample brief: no file is read here."""
+    prefix, plan = inputs["prefix"], inputs["plan"]
+    files = {"plan": f"{prefix}/*.plan.yaml", "content": f"{prefix}/{plan.lesson}.md",
+             "exercises": f"{prefix}/x.exercises.yaml", "quiz": f"{prefix}/x.quiz.yaml"}
+    return {name: STAGES[name].request(typed, PROMPTS, files.get(name, STAGES[name].output))
+            for name, typed in _typed_inputs(inputs).items()}
 
 
 @pytest.mark.parametrize("stage", list(STAGES))
 def test_rendered_request_for_the_sample_brief(stage: str, snapshot: SnapshotAssertion) -> None:
     request = _sample_requests()[stage]
-    assert request.stage == stage and request.role == STAGES[stage].ROLE
+    assert request.stage == stage and request.role == STAGES[stage].role
     # preamble, the references every stage shares (cached: one prefix across stages), the stage's
     # instructions, its own references (cached only for a stage called more than once a run)
     (instructions,) = [b for b in request.system if b.label == "the stage instructions (prompt template)"]
@@ -119,7 +126,7 @@ def test_rendered_request_for_the_sample_brief(stage: str, snapshot: SnapshotAss
     assert [b.cache for b in documents] == [True] * (len(documents) - 1) + [bool(request.shared)]
     text = "\n\n".join(b.text for b in documents)
     names = [line.split('"')[1] for line in text.splitlines() if line.startswith("<reference ")]
-    assert sorted(names) == sorted(STAGES[stage].REFERENCES) and len(names) == len(set(names))
+    assert sorted(names) == sorted(STAGES[stage].references) and len(names) == len(set(names))
     assert {
         "role": request.role, "artefact": request.artefact, "output": request.output_name,
         "schema_fields": sorted(request.output_schema["properties"]),
@@ -132,11 +139,11 @@ def test_rendered_request_for_the_sample_brief(stage: str, snapshot: SnapshotAss
 def test_the_stable_prefix_is_the_same_for_every_lesson_of_the_wave() -> None:
     plans, outcomes, audience = INPUTS["first"], INPUTS["outcomes"], INPUTS["audience"]
     for stage in ("content", "exercises", "quiz"):
-        requests = [
-            STAGES[stage].request(plan, [o for o in outcomes.outcomes if o.lesson == plan.lesson], audience,
-                                  *([[]] if stage == "quiz" else []), f"{plan.lesson}.x", PROMPTS)
-            for plan in plans
-        ]
+        requests = []
+        for plan in plans:
+            inputs = {"plan": plan, "outcomes": [o for o in outcomes.outcomes if o.lesson == plan.lesson],
+                      "audience": audience, "revisited_plans": []}
+            requests.append(STAGES[stage].request(inputs, PROMPTS, f"{plan.lesson}.x"))
         assert len({r.user for r in requests}) == len(plans)  # each lesson asks something different
         assert len({(r.system, r.shared) for r in requests}) == 1  # behind one shared, cached prefix
 
@@ -154,9 +161,7 @@ def test_stages_do_no_io_clock_or_randomness(monkeypatch: pytest.MonkeyPatch) ->
         monkeypatch.setattr(target, name, forbidden)
     again = _sample_requests()
     assert again == requests  # same inputs, same request
-    plan, module = INPUTS["plan"], INPUTS["module"]
-    STAGES["audience"].artefact(answers["audience"])
-    STAGES["plan"].artefact(answers["plan"], module)
-    STAGES["content"].artefact(answers["content"], plan, "x.md")
-    STAGES["quiz"].artefact(answers["quiz"], "x.quiz.yaml")
-    STAGES["capstone"].artefact(answers["capstone"])
+    typed = _typed_inputs()
+    for name, answer in answers.items():
+        made = STAGES[name].artefacts(answer, typed[name], requests[name].artefact)
+        assert made and all(isinstance(m, artefacts.Artefact) for m in made)

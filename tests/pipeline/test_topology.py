@@ -131,8 +131,8 @@ def test_8_each_stage_reference_set_is_the_declared_constant() -> None:
     seen = set()
     for _name, attrs in g.nodes(data=True):
         for stage, refs in attrs["references"].items():
-            assert refs is STAGES[stage].REFERENCES
-            assert attrs["role"] in (STAGES[stage].ROLE, sorted({STAGES[s].ROLE for s in attrs["stages"]}))
+            assert refs is STAGES[stage].references
+            assert attrs["role"] in (STAGES[stage].role, sorted({STAGES[s].role for s in attrs["stages"]}))
             seen.add(stage)
     assert seen == set(STAGES)
 
@@ -206,7 +206,7 @@ def test_a_shortcut_into_the_wave_is_caught() -> None:
 
 def test_a_swapped_reference_set_is_caught() -> None:
     g = graph()
-    g.nodes["outcomes"]["references"] = {"outcomes": tuple(STAGES["outcomes"].REFERENCES)[::-1]}
+    g.nodes["outcomes"]["references"] = {"outcomes": tuple(STAGES["outcomes"].references)[::-1]}
     assert any("reference set for outcomes" in p for p in problems(g))
 
 

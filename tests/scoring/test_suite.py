@@ -16,8 +16,7 @@ from stay.models import Usage
 from stay.scoring import CourseOnDisk, ModelJudge, OfflineJudge, default_scorers, score_course, scorer_versions
 from stay.scoring._compare import ITEMS, WORSE, compare
 from stay.scoring._report import build_entry, check_report, report
-from stay.scoring._suite import OFFLINE, evaluate_build, merge_parts, write_run_report
-from stay.stages import Prompts
+from stay.suite import OFFLINE, evaluate_build, merge_parts, write_run_report
 from tests.conftest import ROOT
 from tests.scoring.test_scorers import FakeModel
 
@@ -45,7 +44,7 @@ def suite(tmp: Path, label: str, seed: int) -> tuple[Run, dict[str, Any]]:
     parts.mkdir()
     for epoch in range(1, EPOCHS + 1):
         slug, entry = evaluate_build(BRIEF, epoch=epoch, courses_dir=run.courses, backend=OFFLINE,
-                                     prompts=Prompts.load(), judge=OfflineJudge(), run_seed=seed, quality=QUALITY)
+                                     prompts_dir=None, judge=OfflineJudge(), run_seed=seed, quality=QUALITY)
         (parts / f"{BRIEF.stem}-e{epoch:02d}.json").write_text(json.dumps({"slug": slug, "build": entry}))
     return run, write_run_report(run, merge_parts(parts))
 
@@ -76,7 +75,7 @@ def test_each_epoch_is_its_own_build_in_its_own_directory(runs: dict[str, tuple[
 
 def test_a_build_is_reproducible_from_its_seed(runs: dict[str, tuple[Run, dict[str, Any]]], tmp_path: Path) -> None:
     _run, document = runs["one"]
-    _slug, again = evaluate_build(BRIEF, epoch=2, courses_dir=tmp_path, backend=OFFLINE, prompts=Prompts.load(),
+    _slug, again = evaluate_build(BRIEF, epoch=2, courses_dir=tmp_path, backend=OFFLINE, prompts_dir=None,
                                   judge=OfflineJudge(), run_seed=1, quality=QUALITY)
     assert again == document["briefs"]["accessible-web-forms"]["builds"][1]
 

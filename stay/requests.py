@@ -1,4 +1,7 @@
-"""What a stage asks a model, and what comes back: plain data, no client in sight."""
+"""What a stage asks a model, and what comes back: plain data, no client in sight.
+
+A leaf module: the stages build these requests and the model layer answers them, and
+neither imports the other."""
 
 from __future__ import annotations
 

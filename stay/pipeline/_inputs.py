@@ -1,0 +1,134 @@
+"""How a stage's declared inputs are found in a course: the files each reads (the
+artefact graph's edges) and their values (the typed artefacts, loaded from disk).
+
+A stage only says *what* it needs (``stay.stages._stage``); this is the one place that
+knows where that is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from stay.artefacts import Artefact, Brief, LessonPlan, Module, Outcomes
+from stay.errors import GraphError, PipelineError
+from stay.pipeline._layout import BRIEF, CourseLayout, LessonPlace
+from stay.stages import (
+    AllPlansInput,
+    BriefInput,
+    EarlierPlansInput,
+    FileInput,
+    LessonOutcomesInput,
+    LessonPlanInput,
+    ModuleIdInput,
+    RevisitedPlansInput,
+    Source,
+    Stage,
+)
+
+Unit = LessonPlace | Module | None
+"""What one call is about: a lesson, a module, or (None) the course."""
+
+
+class Reader(Protocol):
+    """What resolving an input needs from a course on disk."""
+
+    @property
+    def brief(self) -> Brief | None: ...
+
+    @property
+    def layout(self) -> CourseLayout: ...
+
+    def load(self, path: str) -> Artefact: ...
+
+    def plans(self) -> dict[str, LessonPlan]: ...
+
+
+def input_paths(source: Source, unit: Unit, layout: CourseLayout, plans: Mapping[str, LessonPlan]) -> list[str]:
+    """The artefacts ``source`` reads for ``unit``: the edges into what it makes."""
+    if isinstance(source, BriefInput):
+        return [BRIEF]
+    if isinstance(source, FileInput):
+        return [source.path]
+    if isinstance(source, LessonOutcomesInput):
+        return ["outcomes.yaml"]
+    if isinstance(source, ModuleIdInput):
+        return []
+    if isinstance(source, LessonPlanInput):
+        return [layout.plan_path(_place(unit))]
+    if isinstance(source, RevisitedPlansInput):
+        plan = plans.get(_place(unit).id)
+        return sorted({layout.plan_path(p) for p in layout.revisited(plan, plans)}) if plan else []
+    if isinstance(source, EarlierPlansInput):
+        return [layout.plan_path(p) for p in _earlier(layout, _module(unit))]
+    if isinstance(source, AllPlansInput):
+        return layout.plan_paths()
+    raise GraphError(f"no way to find an input of kind {type(source).__name__}")
+
+
+def input_value(source: Source, unit: Unit, reader: Reader) -> Any:
+    """The input's value for ``unit``, loaded from the course."""
+    layout = reader.layout
+    if isinstance(source, BriefInput):
+        if reader.brief is None:
+            raise PipelineError("this run has no brief to give the stage")
+        return reader.brief
+    if isinstance(source, FileInput):
+        return reader.load(source.path)
+    if isinstance(source, ModuleIdInput):
+        return _module(unit).id
+    if isinstance(source, LessonOutcomesInput):
+        outcomes = reader.load("outcomes.yaml")
+        assert isinstance(outcomes, Outcomes)
+        return [o for o in outcomes.outcomes if o.lesson == _place(unit).id]
+    plans = reader.plans()
+    if isinstance(source, LessonPlanInput):
+        return _plan(plans, _place(unit))
+    if isinstance(source, RevisitedPlansInput):
+        return [plans[p.id] for p in layout.revisited(_plan(plans, _place(unit)), plans)]
+    if isinstance(source, EarlierPlansInput):
+        return [plans[p.id] for p in _earlier(layout, _module(unit)) if p.id in plans]
+    if isinstance(source, AllPlansInput):
+        return [_plan(plans, place) for place in layout.lessons()]
+    raise GraphError(f"no way to find an input of kind {type(source).__name__}")
+
+
+def stage_inputs(stage: Stage, unit: Unit, reader: Reader) -> dict[str, Any]:
+    """Every declared input of ``stage`` for ``unit``, by name, in declaration order."""
+    return {name: input_value(source, unit, reader) for name, source in stage.inputs}
+
+
+def direct_inputs(stage: Stage, unit: Unit, layout: CourseLayout, plans: Mapping[str, LessonPlan]) -> list[str]:
+    """The artefacts an output of ``stage`` for ``unit`` is made from (sorted, unique)."""
+    return sorted({path for _name, source in stage.inputs for path in input_paths(source, unit, layout, plans)})
+
+
+def _earlier(layout: CourseLayout, module: Module) -> list[LessonPlace]:
+    earlier: list[LessonPlace] = []
+    for candidate in layout.curriculum.modules:
+        if candidate.id == module.id:
+            return earlier
+        earlier += layout.lessons_of(candidate)
+    return earlier
+
+
+def _place(unit: Unit) -> LessonPlace:
+    if not isinstance(unit, LessonPlace):
+        raise GraphError("a lesson-scope input was asked for outside a lesson")
+    return unit
+
+
+def _module(unit: Unit) -> Module:
+    if not isinstance(unit, Module):
+        raise GraphError("a module-scope input was asked for outside a module")
+    return unit
+
+
+def _plan(plans: Mapping[str, LessonPlan], place: LessonPlace) -> LessonPlan:
+    plan = plans.get(place.id)
+    if plan is None:
+        raise PipelineError(f"{place.path('{lesson}.plan.yaml')} is missing; plan the lesson first (stay build)")
+    return plan
+
+
+

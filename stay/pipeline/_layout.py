@@ -1,0 +1,98 @@
+"""Where everything of a course is: the one owner of paths and of term normalisation.
+
+Every path the pipeline builds comes from a ``CourseLayout``, and a layout is only
+made from a ``Curriculum``, whose type has already checked every id and slug that
+becomes part of a path (``stay.artefacts._ids``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from stay.artefacts import Curriculum, LessonEntry, LessonPlan, Module
+from stay.stages import Stage
+
+BRIEF = "brief"
+"""The pseudo-artefact for the brief (held in course.yaml)."""
+GLOSSARY = "glossary.yaml"
+"""The one artefact no stage writes: merged from the plans after the wave."""
+
+
+def norm_term(term: str) -> str:
+    """A term as the validator compares terms: casefolded, whitespace runs to one space."""
+    return " ".join(term.casefold().split())
+
+
+@dataclass(frozen=True)
+class LessonPlace:
+    """One lesson of the curriculum, with its module."""
+
+    module: Module
+    lesson: LessonEntry
+
+    @property
+    def id(self) -> str:
+        return self.lesson.id
+
+    @property
+    def directory(self) -> str:
+        return f"modules/{self.module.id}-{self.module.slug}"
+
+    def path(self, name: str) -> str:
+        """A file of this lesson, from a stage's output pattern (``{lesson}.md``)."""
+        return f"{self.directory}/{name.format(lesson=self.lesson.id)}"
+
+
+@dataclass(frozen=True)
+class CourseLayout:
+    """The paths of a course with this curriculum."""
+
+    curriculum: Curriculum
+
+    @classmethod
+    def empty(cls) -> CourseLayout:
+        return cls(Curriculum(modules=[]))
+
+    def lessons(self) -> Iterator[LessonPlace]:
+        """Every lesson, in lesson order (modules in list order, lessons in list order)."""
+        for module in self.curriculum.modules:
+            for lesson in module.lessons:
+                yield LessonPlace(module, lesson)
+
+    def lessons_of(self, module: Module) -> list[LessonPlace]:
+        return [LessonPlace(module, lesson) for lesson in module.lessons]
+
+    def lesson(self, lesson_id: str) -> LessonPlace | None:
+        return next((place for place in self.lessons() if place.id == lesson_id), None)
+
+    def plan_path(self, place: LessonPlace) -> str:
+        return place.path("{lesson}.plan.yaml")
+
+    def plan_paths(self) -> list[str]:
+        return [self.plan_path(place) for place in self.lessons()]
+
+    def outputs(self, stage: Stage) -> list[tuple[str, LessonPlace | None]]:
+        """Every file ``stage`` writes in this course, with its lesson (None for course scope)."""
+        if stage.scope == "course":
+            return [(stage.output, None)]
+        return [(place.path(stage.output), place) for place in self.lessons()]
+
+    def introducers(self, plans: Mapping[str, LessonPlan]) -> dict[str, LessonPlace]:
+        """norm(term) -> the lesson whose plan first introduces it, in lesson order."""
+        found: dict[str, LessonPlace] = {}
+        for place in self.lessons():
+            plan = plans.get(place.id)
+            for term in plan.new_terms if plan else []:
+                found.setdefault(norm_term(term.term), place)
+        return found
+
+    def revisited(self, plan: LessonPlan, plans: Mapping[str, LessonPlan]) -> list[LessonPlace]:
+        """The lessons whose plans introduce the terms ``plan`` revisits, first seen first."""
+        introducer = self.introducers(plans)
+        found: list[LessonPlace] = []
+        for term in plan.revisits:
+            place = introducer.get(norm_term(term))
+            if place is not None and place not in found:
+                found.append(place)
+        return found

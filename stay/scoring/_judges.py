@@ -1,0 +1,56 @@
+"""Judges for the evals: the offline heuristic judge, or the judging model behind the
+request cache, and scoring through Message Batches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from stay.models import AnthropicBackend, CachedBackend, RequestCache, prefetch
+from stay.scoring import CourseOnDisk, Judge, ModelJudge, OfflineJudge, ScoreResult, default_scorers, score_course
+from stay.scoring._core import JudgeReply
+from stay.settings import Settings
+
+OFFLINE = "offline"
+
+
+def make_judge(backend: str, cache_dir: Path, *, judge_model: str | None = None,
+               settings: Settings | None = None) -> Judge:
+    """The offline heuristic judge, or the judging model (``judge_model``, default the
+    judging role's) behind the request cache: a judged item is never paid for twice."""
+    if backend == OFFLINE:
+        return OfflineJudge()
+    chosen = settings or Settings.from_env()
+    client = AnthropicBackend(api_key=chosen.api_key, base_url=chosen.base_url, timeout=chosen.request_timeout)
+    return ModelJudge(CachedBackend(client, RequestCache(cache_dir)), judge_model or chosen.model("judging"))
+
+
+class _Recorder:
+    """A judge that only records what it is asked (the first pass of batch scoring)."""
+
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.requests: list[Any] = []
+
+    def ask(self, request: Any) -> JudgeReply:
+        self.requests.append(request)
+        return JudgeReply(None, "(recorded for a batch)", "none")
+
+
+def batch_score(course_dir: Path, client: Any, cache: RequestCache, *, poll_seconds: float = 30.0,
+                sleep: Any = None, judge_model: str | None = None,
+                settings: Settings | None = None) -> dict[str, ScoreResult]:
+    """Score a course with every judge request sent through one Message Batch: a first
+    pass records the requests (scorers build them purely), the batch answers them into
+    the request cache, and a second pass scores from the cache with no live call."""
+    recorder = _Recorder()
+    course = CourseOnDisk.load(course_dir)
+    score_course(course, default_scorers(recorder))
+    model = judge_model or (settings or Settings.from_env()).model("judging")
+    kwargs: dict[str, Any] = {"poll_seconds": poll_seconds}
+    if sleep is not None:
+        kwargs["sleep"] = sleep
+    prefetch(client, [(request, model) for request in recorder.requests], cache, **kwargs)
+    judge = ModelJudge(CachedBackend(AnthropicBackend(client), cache), model)
+    return score_course(course, default_scorers(judge))

@@ -1,0 +1,273 @@
+"""Settings: everything a run can be told from outside, in one typed object.
+
+The environment is read in one place, ``Settings.from_env``, by whoever stands at the
+edge (the command line; ``build_course`` when it is given no settings), and the object
+is passed down: no other module of stay reads ``os.environ``. A value that cannot be
+used is a one-line ``UsageError`` naming the variable and what it takes.
+
+    variable                      field                 default
+    STAY_BACKEND                  backend               anthropic with a key, else offline
+    ANTHROPIC_API_KEY             api_key               (none; never shown in a repr)
+    ANTHROPIC_BASE_URL            base_url              the SDK's
+    STAY_MODEL, STAY_MODEL_<ROLE> models                DEFAULT_MODELS
+    STAY_WAVE_CONCURRENCY         wave_concurrency      4 lessons in flight
+    STAY_MODEL_CONCURRENCY        model_concurrency     8 model calls in flight
+    STAY_REPAIR_ROUNDS            repair_rounds         2
+    STAY_REQUEST_TIMEOUT          request_timeout       300 seconds per request
+    STAY_RETRY_AFTER_CAP          retry_after_cap       60 seconds at most between retries
+    STAY_MAX_RETRIES              max_retries           4
+    STAY_BATCH_POLL_SECONDS       batch_poll_seconds    30
+    STAY_PROMPTS_DIR              prompts_dir           the packaged prompts/
+    STAY_DATA_DIR                 data_dir              ./data, else the packaged data/
+    STAY_CACHE                    cache                 auto: on for a model, off offline
+    SOURCE_DATE_EPOCH             source_date_epoch     the clock
+    OTEL_EXPORTER_OTLP_*          otlp                  no export
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import unquote
+
+from stay.errors import UsageError
+from stay.requests import ROLES, Role
+
+Backend = Literal["offline", "anthropic"]
+
+DEFAULT_MODELS: Mapping[Role, str] = {
+    # The current generation as of late 2026; none is on the SDK's deprecation list.
+    # Planning gets the strongest model because every later stage inherits its mistakes;
+    # writing a cheaper one because it runs once per lesson per artefact and is checked
+    # mechanically afterwards.
+    "analysis": "claude-sonnet-5-5",
+    "planning": "claude-opus-5-5",
+    "writing": "claude-sonnet-5-5",
+    "judging": "claude-sonnet-5-5",
+}
+
+
+def environment() -> Mapping[str, str]:
+    """The process environment: the only place stay reads it."""
+    return os.environ
+
+
+@dataclass(frozen=True)
+class OtlpTarget:
+    """Where OpenTelemetry spans go (OTLP over HTTP), with its headers."""
+
+    endpoint: str
+    """The full OTLP/HTTP traces URL, e.g. ``http://localhost:6006/v1/traces``."""
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    timeout: float = 10.0
+    """Seconds the export may take, retries included; a run waits at most this long."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a run is told from outside. Frozen: ``settings.replace(...)`` for a variant."""
+
+    backend: Backend | None = None
+    """None: anthropic when an API key is set, else offline."""
+    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = None
+    models: Mapping[Role, str] = field(default_factory=lambda: dict(DEFAULT_MODELS))
+    wave_concurrency: int = 4
+    model_concurrency: int = 8
+    repair_rounds: int = 2
+    request_timeout: float = 300.0
+    retry_after_cap: float = 60.0
+    max_retries: int = 4
+    batch_poll_seconds: float = 30.0
+    prompts_dir: Path | None = None
+    """None: the prompts shipped with stay."""
+    data_dir: Path | None = None
+    """None: ./data when it exists, else the data shipped with stay."""
+    cache: bool | None = None
+    """The request cache under <course>/.runs/cache/: None is on for a model, off offline."""
+    source_date_epoch: int | None = None
+    """When set, the time every ledger records (reproducible builds)."""
+    otlp: OtlpTarget | None = None
+
+    def __post_init__(self) -> None:
+        if self.backend not in (None, "offline", "anthropic"):
+            raise UsageError(f"backend {self.backend!r} is not one of offline, anthropic")
+        for name, least in (("wave_concurrency", 1), ("model_concurrency", 1), ("repair_rounds", 0),
+                            ("max_retries", 0)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise UsageError(f"{name} must be a whole number of at least {least}, not {value!r}")
+        for name, least in (("request_timeout", 0.0), ("retry_after_cap", 0.0), ("batch_poll_seconds", -1.0)):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or isinstance(value, bool) or not value > least:
+                raise UsageError(f"{name} must be a number of seconds above {max(least, 0):g}, not {value!r}")
+        unknown = set(self.models) - set(ROLES)
+        if unknown or not all(isinstance(m, str) and m.strip() for m in self.models.values()):
+            raise UsageError(f"models must map the roles {', '.join(ROLES)} to model ids")
+        object.__setattr__(self, "models", {role: self.models.get(role, DEFAULT_MODELS[role]) for role in ROLES})
+
+    @property
+    def chosen_backend(self) -> Backend:
+        return self.backend or ("anthropic" if self.api_key else "offline")
+
+    def model(self, role: Role) -> str:
+        """The model id that plays ``role``."""
+        return self.models[role]
+
+    def replace(self, **changes: Any) -> Settings:
+        """These settings with some fields changed (None leaves a field as it is)."""
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    def resolved_data_dir(self) -> Path:
+        from stay.validate import packaged_data_dir
+
+        if self.data_dir is not None:
+            return self.data_dir
+        local = Path("data")
+        return local if local.is_dir() else packaged_data_dir()
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Settings from the environment (``environ`` defaults to the process's), then
+        ``overrides`` (keyword arguments; None leaves the environment's value)."""
+        env = environment() if environ is None else environ
+        read = _Reader(env)
+        models = {role: (env.get(f"STAY_MODEL_{role.upper()}") or env.get("STAY_MODEL") or DEFAULT_MODELS[role]).strip()
+                  for role in ROLES}
+        values: dict[str, Any] = {
+            "backend": read.choice("STAY_BACKEND", ("offline", "anthropic")),
+            "api_key": env.get("ANTHROPIC_API_KEY") or None,
+            "base_url": env.get("ANTHROPIC_BASE_URL") or None,
+            "models": models,
+            "wave_concurrency": read.integer("STAY_WAVE_CONCURRENCY", 4, least=1),
+            "model_concurrency": read.integer("STAY_MODEL_CONCURRENCY", 8, least=1),
+            "repair_rounds": read.integer("STAY_REPAIR_ROUNDS", 2, least=0),
+            "request_timeout": read.seconds("STAY_REQUEST_TIMEOUT", 300.0),
+            "retry_after_cap": read.seconds("STAY_RETRY_AFTER_CAP", 60.0),
+            "max_retries": read.integer("STAY_MAX_RETRIES", 4, least=0),
+            "batch_poll_seconds": read.seconds("STAY_BATCH_POLL_SECONDS", 30.0, zero=True),
+            "prompts_dir": read.path("STAY_PROMPTS_DIR"),
+            "data_dir": data_dir_from(env),
+            "cache": read.switch("STAY_CACHE"),
+            "source_date_epoch": read.epoch("SOURCE_DATE_EPOCH"),
+            "otlp": otlp_from(env),
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+
+class _Reader:
+    """Reads one variable at a time, refusing a value that cannot be used in one line."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+
+    def _raw(self, name: str) -> str | None:
+        value = self.env.get(name, "").strip()
+        return value or None
+
+    def choice(self, name: str, allowed: tuple[str, ...]) -> str | None:
+        raw = self._raw(name)
+        if raw is not None and raw not in allowed:
+            raise UsageError(f"{name}={raw[:40]!r} is not one of {', '.join(allowed)}")
+        return raw
+
+    def integer(self, name: str, default: int, *, least: int) -> int:
+        raw = self._raw(name)
+        if raw is None:
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise UsageError(f"{name}={raw[:40]!r} is not a whole number") from None
+        if value < least:
+            raise UsageError(f"{name} must be at least {least}, not {value}")
+        return value
+
+    def seconds(self, name: str, default: float, *, zero: bool = False) -> float:
+        raw = self._raw(name)
+        if raw is None:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            raise UsageError(f"{name}={raw[:40]!r} is not a number of seconds") from None
+        if not (value >= 0 if zero else value > 0) or value == float("inf"):
+            raise UsageError(f"{name} must be a number of seconds{' of at least 0' if zero else ' above 0'}, "
+                             f"not {raw[:40]}")
+        return value
+
+    def path(self, name: str) -> Path | None:
+        raw = self._raw(name)
+        return Path(raw) if raw is not None else None
+
+    def switch(self, name: str) -> bool | None:
+        raw = self._raw(name)
+        if raw is None or raw.lower() == "auto":
+            return None
+        if raw.lower() in ("on", "1", "true", "yes"):
+            return True
+        if raw.lower() in ("off", "0", "false", "no"):
+            return False
+        raise UsageError(f"{name}={raw[:40]!r} is not on, off or auto")
+
+    def epoch(self, name: str) -> int | None:
+        raw = self._raw(name)
+        if raw is None:
+            return None
+        from datetime import UTC, datetime
+
+        try:
+            value = int(raw)
+            datetime.fromtimestamp(value, UTC)
+        except (ValueError, OverflowError, OSError):
+            raise UsageError(f"{name}={raw[:40]!r} is not a usable time: give whole seconds since 1970 "
+                             "(e.g. 1780000000), or unset it") from None
+        return value
+
+
+def data_dir_from(env: Mapping[str, str] | None = None) -> Path | None:
+    """``STAY_DATA_DIR`` alone: the validator's data directory (its contract's default),
+    read without the rest of the settings, so a bad unrelated variable never stops it."""
+    raw = (environment() if env is None else env).get("STAY_DATA_DIR", "").strip()
+    return Path(raw) if raw else None
+
+
+def api_key_from(env: Mapping[str, str] | None = None) -> str:
+    """``ANTHROPIC_API_KEY`` alone (for redacting it from anything printed); '' when unset."""
+    return (environment() if env is None else env).get("ANTHROPIC_API_KEY", "")
+
+
+def otlp_from(env: Mapping[str, str]) -> OtlpTarget | None:
+    """The OpenTelemetry exporter's target, as its specification reads the environment.
+
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is used as given; else
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` is a base URL to which ``/v1/traces`` is appended.
+    Headers come from ``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` or
+    ``OTEL_EXPORTER_OTLP_HEADERS`` (``key=value`` pairs separated by commas, values
+    percent-decoded). None when no endpoint is set: nothing is exported.
+    """
+    traces = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+    base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    if traces:
+        endpoint = traces
+    elif base:
+        endpoint = base.rstrip("/") + "/v1/traces"
+    else:
+        return None
+    raw = env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
+    return OtlpTarget(endpoint=endpoint, headers=parse_headers(raw))
+
+
+def parse_headers(raw: str) -> dict[str, str]:
+    """``"a=1,b=x%20y"`` -> ``{"a": "1", "b": "x y"}``; pairs without ``=`` are skipped."""
+    headers: dict[str, str] = {}
+    for pair in raw.split(","):
+        key, sep, value = pair.partition("=")
+        if sep and key.strip():
+            headers[unquote(key.strip())] = unquote(value.strip())
+    return headers

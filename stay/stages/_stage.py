@@ -1,0 +1,184 @@
+"""One declaration per stage: everything the pipeline derives about a stage is here.
+
+A stage module declares one ``Stage``: its name, role, prompt template, reference set,
+answer model, where its output goes, and its named inputs, each saying how it is found
+in a course. From the declarations the pipeline derives its graph's stage nodes, the
+per-course artefact graph (an artefact's direct inputs, hence its staleness), the
+design, wave and repair dispatch, and the node handlers. Adding a stage is one new
+module, one line in ``stay.stages.STAGES`` and one prompt file.
+
+A stage stays pure: given its inputs (typed artefacts the runner loaded) it builds a
+request (``Stage.request``) and turns the model's answer into its artefacts
+(``Stage.artefacts``). No I/O, clock or randomness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from stay.artefacts import Artefact, to_data
+from stay.errors import GraphError
+from stay.requests import ModelAnswer, ModelRequest, Role
+from stay.stages._prompt import Prompts, build_request, parse_answer
+
+Phase = Literal["design", "plan", "wave"]
+"""When a stage runs: before the design gate, between the gates, or in the wave."""
+Scope = Literal["course", "module", "lesson"]
+"""What one call is about: the whole course, one module (its lessons' artefacts in one
+answer), or one lesson."""
+
+
+# -- how an input is found in a course ----------------------------------------------------
+# Each is a description only; stay.pipeline resolves it to the files it reads (the
+# artefact graph's edges) and to its value (the typed artefacts, loaded).
+
+
+@dataclass(frozen=True)
+class BriefInput:
+    """The brief, as course.yaml holds it."""
+
+
+@dataclass(frozen=True)
+class FileInput:
+    """A top-level artefact of the course, e.g. ``audience.yaml``."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class LessonPlanInput:
+    """This lesson's plan (lesson scope)."""
+
+
+@dataclass(frozen=True)
+class LessonOutcomesInput:
+    """This lesson's outcomes, from outcomes.yaml (lesson scope)."""
+
+
+@dataclass(frozen=True)
+class RevisitedPlansInput:
+    """The plans that introduce the terms this lesson's plan revisits (lesson scope)."""
+
+
+@dataclass(frozen=True)
+class ModuleIdInput:
+    """This module's id (module scope): no file, so no edge."""
+
+
+@dataclass(frozen=True)
+class EarlierPlansInput:
+    """The plans of every module before this one (module scope)."""
+
+
+@dataclass(frozen=True)
+class AllPlansInput:
+    """Every lesson plan of the course, in lesson order."""
+
+
+Source = (BriefInput | FileInput | LessonPlanInput | LessonOutcomesInput | RevisitedPlansInput
+          | ModuleIdInput | EarlierPlansInput | AllPlansInput)
+
+SCOPED: Mapping[type, tuple[Scope, ...]] = {
+    LessonPlanInput: ("lesson",), LessonOutcomesInput: ("lesson",), RevisitedPlansInput: ("lesson",),
+    ModuleIdInput: ("module",), EarlierPlansInput: ("module",),
+}
+"""Inputs that only make sense for a scope; the rest fit every scope."""
+
+Make = Callable[[Any, Mapping[str, Any]], Artefact | Sequence[Artefact]]
+
+
+def same(answer: Any, _inputs: Mapping[str, Any]) -> Artefact:
+    """The answer is the artefact (its answer model is the artefact's model)."""
+    made: Artefact = answer
+    return made
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A stage, declared once. See the module docstring for what is derived from it."""
+
+    name: str
+    role: Role
+    phase: Phase
+    scope: Scope
+    output: str
+    """Where its artefact goes: a course path (``audience.yaml``) for course scope, or a
+    lesson file name with ``{lesson}`` for module and lesson scope
+    (``{lesson}.plan.yaml``), placed in the lesson's module directory."""
+    answer: type[BaseModel]
+    """The structured answer asked of the model (its JSON schema goes with the request)."""
+    inputs: tuple[tuple[str, Source], ...]
+    """(name, how it is found), in the order the request shows them."""
+    references: tuple[str, ...]
+    """The reference documents in the system prompt: a constant, bound at import."""
+    shared: tuple[str, ...] = ()
+    """Inputs every call of the stage in one run shares: sent first, and cached."""
+    make: Make = same
+    """Answer (and typed inputs) -> its artefact, or for module scope the module's
+    artefacts in lesson order."""
+    template: str = ""
+    """The prompt template's name in prompts/ (default: the stage's name)."""
+    node: str = ""
+    """The pipeline node that runs it (default: derived from phase and scope)."""
+    doc: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        problems = []
+        names = [name for name, _source in self.inputs]
+        if len(set(names)) != len(names):
+            problems.append("an input name is used twice")
+        for name in self.shared:
+            if name not in names:
+                problems.append(f"shared input {name!r} is not one of its inputs")
+        for name, source in self.inputs:
+            scopes = SCOPED.get(type(source))
+            if scopes is not None and self.scope not in scopes:
+                problems.append(f"input {name!r} ({type(source).__name__}) needs scope {scopes[0]}, "
+                                f"not {self.scope}")
+        if self.scope == "course" and "{lesson}" in self.output:
+            problems.append("a course-scope output names no lesson")
+        if self.scope != "course" and "{lesson}" not in self.output:
+            problems.append("a module- or lesson-scope output must contain {lesson}")
+        if self.phase == "plan" and self.scope == "lesson":
+            problems.append("planning runs per module or per course, before the wave")
+        if problems:
+            raise GraphError(f"stage {self.name}: " + "; ".join(problems))
+
+    @property
+    def prompt(self) -> str:
+        """The template's name in prompts/ (``content`` for prompts/content.md)."""
+        return self.template or self.name
+
+    @property
+    def node_name(self) -> str:
+        if self.node:
+            return self.node
+        if self.phase == "wave":
+            return "write_lesson" if self.scope == "lesson" else f"write_{self.name}"
+        return self.name if self.scope == "course" else f"{self.name}_modules"
+
+    def request(self, inputs: Mapping[str, Any], prompts: Prompts, artefact: str) -> ModelRequest:
+        """The request for one call, from its typed inputs (pure)."""
+        data = {name: _plain(inputs[name]) for name, _source in self.inputs}
+        return build_request(stage=self.name, template=self.prompt, role=self.role, references=self.references,
+                             prompts=prompts, artefact=artefact, output=self.answer, inputs=data,
+                             shared=self.shared)
+
+    def artefacts(self, answer: ModelAnswer, inputs: Mapping[str, Any], artefact: str) -> list[Artefact]:
+        """The model's answer as this call's artefacts (one, or a module's in lesson
+        order); a misfit is an ``AnswerError`` naming the stage, the file and the field."""
+        parsed = parse_answer(self.answer, answer, self.name, artefact)
+        made = self.make(parsed, inputs)
+        return list(made) if isinstance(made, Sequence) else [made]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return to_data(value)
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value

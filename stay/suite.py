@@ -1,0 +1,119 @@
+"""The evals suite: build each brief once per epoch, score every build, and report.
+
+It sits above both the pipeline (which builds) and the scorers (which judge courses on
+disk): neither imports the other. Used by ``pytest evals/``. Each build (brief x epoch)
+is independent and goes into its own course directory, ``<courses>/e<NN>/<slug>``.
+Offline, epochs differ by a seed (the run's seed, the brief and the epoch), which the
+offline backend's quality knob turns into build-to-build noise; with a model, the same
+seed goes into the request cache's key as a salt (never into the prompt), so every
+epoch is a fresh set of requests while a rerun of the same run pays for nothing.
+
+Every build goes through the pipeline's staleness, with the prompts it is given: a
+rerun after a prompt edit rebuilds exactly the artefacts of the stages that prompt
+feeds, and the report records, per course, what the ledger says each artefact was
+actually built with (``built_with``: its prompts', references', schema's and model's
+hashes), not what the run was asked to use.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from stay.artefacts import Brief
+from stay.briefs import slugify
+from stay.models import AnthropicBackend, CachedBackend, OfflineBackend, RequestCache, Usage
+from stay.pipeline import build_course
+from stay.scoring import CourseOnDisk, Judge, OfflineJudge, Scorer, default_scorers, score_course, scorer_versions
+from stay.scoring._report import build_entry, report, write_report
+from stay.settings import Settings
+from stay.stages import Prompts
+
+OFFLINE = "offline"
+DEFAULT_EPOCHS = 6
+"""Builds per brief and run. At six, the calibration benchmark (``benchmarks/
+evals_calibration.py``) puts the gate's power at a 20% degradation at or above 0.8 for
+each 72-item scorer, with a false-positive rate under 0.05; at four it is 0.66-0.75
+(docs/evals.md). CI runs the offline suite with ``--stay-epochs 2``: it proves the
+plumbing, not the power."""
+
+
+def backend_name(requested: str | None = None, settings: Settings | None = None) -> str:
+    return requested or (settings or Settings.from_env()).chosen_backend
+
+
+def build_seed(run_seed: int, slug: str, epoch: int) -> str:
+    """One build's seed: its run's seed, its brief and its epoch."""
+    return f"{run_seed}/{slug}/{epoch}"
+
+
+def epoch_dir(courses_dir: Path, epoch: int) -> Path:
+    return courses_dir / f"e{epoch:02d}"
+
+
+def built_with(course_dir: Path) -> dict[str, dict[str, str]]:
+    """Per artefact, what the ledger says it was built with (prompts, references, schema,
+    model); artefacts the ledger records no sources for are left out."""
+    path = course_dir / ".state" / "hashes.json"
+    if not path.is_file():
+        return {}
+    document = json.loads(path.read_text(encoding="utf-8"))
+    entries = document.get("artefacts", {}) if isinstance(document, dict) else {}
+    return {name: dict(entry["sources"]) for name, entry in sorted(entries.items())
+            if isinstance(entry, dict) and isinstance(entry.get("sources"), dict)}
+
+
+def evaluate_build(brief_path: Path, *, epoch: int, courses_dir: Path, backend: str,
+                   prompts_dir: Path | None, judge: Judge, run_seed: int = 0, rebuild: bool = True,
+                   quality: Mapping[str, float] | None = None, scorers: list[Scorer] | None = None,
+                   settings: Settings | None = None) -> tuple[str, dict[str, Any]]:
+    """Build (or, with ``rebuild=False``, load) one epoch of a brief's course and score it:
+    (slug, the build's report entry). A build of a course already on disk regenerates
+    what is stale, prompt changes included, and nothing else."""
+    chosen = settings or Settings.from_env()
+    brief = Brief.from_yaml(brief_path)
+    slug = slugify(brief.title)
+    seed = build_seed(run_seed, slug, epoch)
+    where = epoch_dir(courses_dir, epoch)
+    usage, built = Usage(), False
+    cost: float | None = 0.0
+    if rebuild or not (where / slug / "course.yaml").is_file():
+        generator: Any
+        cache: bool | None = None
+        if backend == OFFLINE:
+            generator = OfflineBackend(quality=dict(quality or {}), seed=seed)
+        else:  # the epoch's salt keys its requests apart in the cache; the prompt is untouched
+            generator = CachedBackend(AnthropicBackend(api_key=chosen.api_key, base_url=chosen.base_url,
+                                                       timeout=chosen.request_timeout),
+                                      RequestCache(where / slug / ".runs" / "cache", salt=seed))
+            cache = False
+        result = build_course(brief, courses_dir=where, yes=True, backend=generator, settings=chosen,
+                              prompts_dir=prompts_dir, cache=cache, progress=lambda _line: None)
+        usage, cost, built = result.usage, result.cost, True
+    course = CourseOnDisk.load(where / slug)
+    scores = score_course(course, scorers or default_scorers(judge))
+    return slug, build_entry(scores, epoch=epoch, seed=seed, course_sha256=course.sha256, build_usage=usage,
+                             build_cost=cost, built=built, built_with=built_with(where / slug))
+
+
+def merge_parts(parts: Path) -> dict[str, list[dict[str, Any]]]:
+    """The builds the suite's workers wrote (one JSON file each), by brief slug."""
+    builds: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(parts.glob("*.json")):
+        part = json.loads(path.read_text(encoding="utf-8"))
+        builds.setdefault(part["slug"], []).append(part["build"])
+    return builds
+
+
+def write_run_report(cfg: Any, builds: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The suite's report from its builds and its configuration (``evals/conftest.py``'s
+    ``EvalConfig``: label, backend, prompts_dir, epochs, seed, quality, output)."""
+    document = report(label=cfg.label, backend=cfg.backend, prompts_dir=str(cfg.prompts_dir or "prompts (packaged)"),
+                      prompt_hashes=Prompts.load(cfg.prompts_dir).hashes(),
+                      scorers=scorer_versions(default_scorers(OfflineJudge())), builds=builds, epochs=cfg.epochs,
+                      seed=cfg.seed, quality=cfg.quality if cfg.backend == OFFLINE else None,
+                      models=Settings.from_env().models)
+    write_report(cfg.output, document)
+    return document
