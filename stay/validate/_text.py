@@ -1,7 +1,11 @@
 """The contract's text definitions: norm, words, mentions, and a lesson body's parts.
 
-Every function here is the literal reading of a definition in validator-rules.md
-("Text definitions"); the rules never re-derive these on their own.
+Every function here is a reading of a definition in validator-rules.md ("Text
+definitions"); the rules never re-derive these on their own. Where the contract
+states a definition as a regular expression and a plain-string reading is faster or
+linear where the expression is not (``norm``, ``mentions``, headings), the
+expression is kept here as ``CONTRACT_*`` and a differential test over generated
+inputs (``tests/validate/test_text.py``) holds the two equal.
 """
 
 from __future__ import annotations
@@ -13,18 +17,31 @@ from fractions import Fraction
 from functools import lru_cache
 
 _WORD = re.compile(r"[A-Za-z0-9]+(?:['\u2019-][A-Za-z0-9]+)*")
-_SPACE_RUN = re.compile(r"\s+")
-_FENCE = re.compile(r"(`{3,}|~{3,})")
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
 _NUMBERED_ITEM = re.compile(r"[0-9]+(?:\. |\) )")
 _NOT_PARAGRAPH = ("#", "|", ">", "<", "![", "- ", "* ", "+ ")
 
 
+CONTRACT_SPACE_RUN = re.compile(r"\s+")
+CONTRACT_FENCE = re.compile(r"(`{3,}|~{3,})")
+CONTRACT_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+"""The contract's heading expression: quadratic on a long run of blanks (a 100 KB line
+takes minutes), so ``heading`` reads lines without it."""
+
+
+def contract_mention_pattern(term: str) -> re.Pattern[str]:
+    """The contract's ``mentions`` expression for ``term``."""
+    return re.compile(r"(?<![a-z0-9])" + re.escape(norm(term)) + r"(?![a-z0-9])")
+
+
 def norm(text: str) -> str:
-    """Casefold, fold whitespace runs to one space, strip."""
-    return _SPACE_RUN.sub(" ", text.casefold()).strip()
+    """Casefold, fold whitespace runs to one space, strip.
+
+    ``str.split()`` splits on exactly the characters ``\\s`` matches in a str
+    pattern (``str.isspace``), so this is ``re.sub(r"\\s+", " ", ...).strip()``.
+    """
+    return " ".join(text.casefold().split())
 
 
 def words(text: str) -> list[str]:
@@ -38,14 +55,31 @@ def first_word(text: str) -> str:
     return match.group(0).casefold() if match else ""
 
 
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
 @lru_cache(maxsize=4096)
-def _mention_pattern(term: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![a-z0-9])" + re.escape(norm(term)) + r"(?![a-z0-9])")
+def _needle(term: str) -> str:
+    return norm(term)
 
 
 def mentions_normed(normed_text: str, term: str) -> bool:
-    """``mentions`` for a text already passed through ``norm`` (lesson bodies are)."""
-    return _mention_pattern(term).search(normed_text) is not None
+    """``mentions`` for a text already passed through ``norm`` (lesson bodies are).
+
+    The contract's ``(?<![a-z0-9])norm(t)(?![a-z0-9])`` searched as a ``str.find``
+    loop: every occurrence, overlapping ones included, checked for an ASCII letter or
+    digit on either side.
+    """
+    needle = _needle(term)
+    size, end = len(needle), len(normed_text)
+    at = normed_text.find(needle)
+    while at != -1:
+        after = at + size
+        if (at == 0 or normed_text[at - 1] not in _ALNUM) and (
+                after == end or normed_text[after] not in _ALNUM):
+            return True
+        at = normed_text.find(needle, at + 1)
+    return False
 
 
 def mentions(text: str, term: str) -> bool:
@@ -65,6 +99,37 @@ def id_matches(value: str, lesson_id: str, letter: str) -> bool:
     """Whether ``value`` is ``<lesson_id>-<letter><n>`` with n counted from 1."""
     pattern = re.escape(lesson_id) + "-" + letter + "[1-9][0-9]*"
     return re.fullmatch(pattern, value) is not None
+
+
+def heading(line: str) -> tuple[int, str] | None:
+    """``(level, text)`` when ``line`` is a heading by ``CONTRACT_HEADING``, else None.
+
+    Read without backtracking, so linear in the line's length. The expression takes
+    a run of 1-6 ``#`` and then every blank after it (greedy, and never given back:
+    the lazy group can always reach the end); the lazy group then ends where the
+    shortest remainder matching ``(?:[ \\t]+#+)?[ \\t]*$`` starts: before trailing
+    blanks, and before a closing run of ``#`` that has a blank in front of it.
+    """
+    if "\n" in line:  # `.` stops at a newline and `$` matches only before a final one
+        if line.index("\n") != len(line) - 1:
+            return None
+        line = line[:-1]
+    level = len(line) - len(line.lstrip("#"))
+    if not 1 <= level <= 6 or level == len(line) or line[level] not in " \t":
+        return None
+    body = line[level:].lstrip(" \t").rstrip(" \t")
+    opening = body.rstrip("#")
+    if len(opening) < len(body) and opening[-1:] in (" ", "\t"):
+        body = opening.rstrip(" \t")
+    return level, body.strip()
+
+
+def fence(start: str) -> str | None:
+    """The run of three or more backticks or tildes ``start`` opens with (``CONTRACT_FENCE``)."""
+    mark = start[:1]
+    if mark in ("`", "~") and start.startswith(mark * 3):
+        return start[:len(start) - len(start.lstrip(mark))]
+    return None
 
 
 def sentences(paragraph: str) -> list[str]:
@@ -89,6 +154,11 @@ class Body:
     """The info string of every code block, in order."""
     paragraphs: tuple[str, ...]
     """Paragraph texts, numbered from 1 by position."""
+    sentence_words: tuple[tuple[int, ...], ...]
+    """Per paragraph, the word count of each of its sentences (``sentences()``), in order."""
+    paragraph_words: tuple[int, ...]
+    """Per paragraph, its word count: the sum of its sentences' (a sentence break is
+    whitespace, which no word holds)."""
     prose_words: int
     prose_text: str
     """Prose lines (headings included) joined with newlines, inline code removed."""
@@ -105,39 +175,38 @@ class Body:
         index = 0
         while index < count:
             start = lines[index].lstrip()
-            fence = _FENCE.match(start)
-            if fence is None:
+            run = fence(start)
+            if run is None:
                 index += 1
                 continue
-            run = fence.group(1)
-            infos.append(start[len(run):].strip())
+            mark, width = run[0], len(run)
+            infos.append(start[width:].strip())
             code[index] = True
             index += 1
             while index < count:  # an unclosed block runs to the end
                 code[index] = True
                 inner = lines[index].strip()
                 index += 1
-                if len(inner) >= len(run) and inner == run[0] * len(inner):
+                if len(inner) >= width and inner == mark * len(inner):
                     break
-        heading = [False] * count
         headings: list[tuple[int, str]] = []
-        for index, line in enumerate(lines):
-            if code[index]:
-                continue
-            match = _HEADING.match(line)
-            if match:
-                heading[index] = True
-                headings.append((len(match.group(1)), match.group(2).strip()))
         blocks: list[list[str]] = []
         block: list[str] = []
-        prose_words = 0
         prose: list[str] = []
+        counted: list[str] = []
         for index, line in enumerate(lines):
-            if not code[index]:
-                prose.append(line)
-                if not heading[index]:
-                    prose_words += len(_WORD.findall(line))
-            if code[index] or heading[index] or not line.strip():
+            if code[index]:
+                if block:
+                    blocks.append(block)
+                    block = []
+                continue
+            prose.append(line)
+            found = heading(line) if line.startswith("#") else None
+            if found is not None:
+                headings.append(found)
+            else:
+                counted.append(line)
+            if found is not None or not line.strip():
                 if block:
                     blocks.append(block)
                     block = []
@@ -145,16 +214,23 @@ class Body:
             block.append(line)
         if block:
             blocks.append(block)
+        paragraphs = tuple(" ".join(line.strip() for line in b) for b in blocks if _is_paragraph(b[0]))
+        sentence_words: list[tuple[int, ...]] = []
+        for paragraph in paragraphs:
+            pieces = (len(_WORD.findall(piece)) for piece in _SENTENCE_BREAK.split(paragraph))
+            sentence_words.append(tuple(n for n in pieces if n))
         text = "\n".join(lines)
-        prose_text = _CODE_SPAN.sub("", "\n".join(prose))
+        prose_text = "\n".join(prose)
+        if "`" in prose_text:
+            prose_text = _CODE_SPAN.sub("", prose_text)
         return cls(
             text=text,
             headings=tuple(headings),
             code_infos=tuple(infos),
-            paragraphs=tuple(
-                " ".join(line.strip() for line in b) for b in blocks if _is_paragraph(b[0])
-            ),
-            prose_words=prose_words,
+            paragraphs=paragraphs,
+            sentence_words=tuple(sentence_words),
+            paragraph_words=tuple(sum(counts) for counts in sentence_words),
+            prose_words=len(_WORD.findall("\n".join(counted))),  # no word spans a line break
             prose_text=prose_text,
             normed_text=norm(text),
             normed_prose=norm(prose_text),

@@ -13,6 +13,27 @@ to disagree, is handed to the pure parser, whose answer is authoritative:
   character (``-``, ``:``, ``?``, ``[`` or ``{``), so their count bounds the depth:
   a text with many of them never reaches libyaml, and a composed tree deeper than
   ``_DEEP`` is re-parsed by the pure parser.
+* Where libyaml accepts what the pure parser rejects, or reads it differently, the
+  file never reaches libyaml (``_pure_only``). A differential test over tens of
+  thousands of generated snippets (``tests/validate/test_yaml_parity.py``) found
+  these, and finds no other:
+
+  - a tab anywhere: libyaml allows it as separation whitespace in places the pure
+    scanner does not (after ``:``, before ``#``, after a quoted scalar, in flow
+    collections);
+  - U+FEFF anywhere: libyaml skips a byte order mark at the start of any line, the
+    pure reader only at the very start of the text;
+  - NEL (U+0085), LINE SEPARATOR (U+2028) and PARAGRAPH SEPARATOR (U+2029): line
+    breaks in YAML 1.1, which the two scanners fold and count differently;
+  - a block scalar header followed directly by ``#`` (``|#``, ``>-#``): libyaml
+    takes it as a comment, the pure scanner requires a space first;
+  - the non-specific tag ``!`` (or ``!<!>``) on an empty node: libyaml resolves
+    the empty value as a string, the pure composer as null.
+
+  Every other character is either printable to both, or non-printable to both
+  (both readers reject C0 controls but tab, LF and CR, DEL, C1 controls but NEL,
+  surrogates and U+FFFE/U+FFFF), and a rejection by libyaml is always re-checked
+  by the pure parser anyway.
 """
 
 from __future__ import annotations
@@ -32,16 +53,86 @@ _DEEP = 64
 # More nesting indicators than this could overflow libyaml's C stack (seen at ~25,000).
 _MAX_INDICATORS = 10_000
 _INDICATORS = "-:?[{"
+# Characters on which the two parsers can disagree: see the module docstring.
+_PURE_ONLY_CHARS = ("\t", "\ufeff", "\x85", "\u2028", "\u2029")
+# What may stand before a token (a flow collection, a tag) and after a tag.
+_BEFORE_TOKEN = " ,[]{}:?-"
+_AFTER_TAG = ",[]{}"
 
 
 class _TooDeep(Exception):
     """The composed tree is deeper than ``_DEEP``: let the pure parser decide."""
 
 
+def _pure_only(text: str) -> bool:
+    """Whether ``text`` holds a character or construct libyaml may read differently.
+
+    Each test over-approximates (a file sent to the pure parser for nothing costs
+    time, never a verdict) and is a ``str.find`` loop, not an expression, because it
+    runs on every file: linear, and cheap when the character is absent.
+    """
+    if any(c in text for c in _PURE_ONLY_CHARS):
+        return True
+    if "#" in text and _header_runs_into_comment(text):
+        return True
+    if "!" in text and _empty_non_specific_tag(text):
+        return True
+    if ("?" in text or "!" in text) and _opens_flow_collection(text):
+        return True
+    return sum(text.count(c) for c in _INDICATORS) > _MAX_INDICATORS
+
+
+def _header_runs_into_comment(text: str) -> bool:
+    """A ``#`` after ``|`` or ``>`` and only chomping or indentation indicators (``|#``,
+    ``>-2#``): libyaml reads a comment, the pure scanner wants a space first."""
+    at = text.find("#")
+    while at != -1:
+        before = at - 1
+        while before >= 0 and text[before] in "-+0123456789":
+            before -= 1
+        if before >= 0 and text[before] in "|>":
+            return True
+        at = text.find("#", at + 1)
+    return False
+
+
+def _empty_non_specific_tag(text: str) -> bool:
+    """``!`` or ``!<!>`` standing alone as a token (at the start, or after whitespace or a
+    flow indicator; before whitespace, a flow indicator or the end): on an empty node
+    libyaml resolves a string, the pure composer null."""
+    at = text.find("!")
+    while at != -1:
+        if at == 0 or text[at - 1].isspace() or text[at - 1] in _BEFORE_TOKEN:
+            after = at + 4 if text.startswith("<!>", at + 1) else at + 1
+            if after == len(text) or text[after].isspace() or text[after] in _AFTER_TAG:
+                return True
+        at = text.find("!", at + 1)
+    return False
+
+
+def _opens_flow_collection(text: str) -> bool:
+    """Some ``[`` or ``{`` may open a flow collection that is not empty: it stands where a
+    token can start and is not closed at once. Inside one, the pure scanner ends a
+    plain scalar at ``?`` and takes ``,`` ``[`` ``]`` into a tag; libyaml does neither."""
+    for opener, closer in (("[", "]"), ("{", "}")):
+        at = text.find(opener)
+        while at != -1:
+            if (at == 0 or text[at - 1].isspace() or text[at - 1] in _BEFORE_TOKEN) and (
+                    text[at + 1:at + 2] != closer):
+                return True
+            at = text.find(opener, at + 1)
+    return False
+
+
+def pure_load(text: str) -> Any:
+    """``yaml.safe_load``: PyYAML's pure-Python parser, the contract's definition."""
+    return yaml.load(text, Loader=yaml.SafeLoader)
+
+
 def safe_load(text: str) -> Any:
     """Parse ``text`` exactly as ``yaml.safe_load`` would, raising where it raises."""
-    if _FastLoader is None or sum(text.count(c) for c in _INDICATORS) > _MAX_INDICATORS:
-        return yaml.load(text, Loader=yaml.SafeLoader)
+    if _FastLoader is None or _pure_only(text):
+        return pure_load(text)
     try:
         loader = _FastLoader(text)
         try:
@@ -53,7 +144,7 @@ def safe_load(text: str) -> Any:
         finally:
             loader.dispose()
     except Exception:
-        return yaml.load(text, Loader=yaml.SafeLoader)
+        return pure_load(text)
 
 
 def _check_depth(root: Node) -> None:
