@@ -41,12 +41,63 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from yaml.nodes import MappingNode, Node, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 try:
-    from yaml import CSafeLoader as _FastLoader
+    from yaml import CSafeLoader
 except ImportError:  # PyYAML built without libyaml: the pure parser does it all
-    _FastLoader = None  # type: ignore[assignment,misc]
+    CSafeLoader = None  # type: ignore[assignment,misc]
+
+_Resolvers = dict[str, tuple[tuple[str, Any], ...]]
+_resolvers: tuple[tuple[int, ...], _Resolvers, tuple[tuple[str, Any], ...]] | None = None
+
+
+def _implicit_resolvers() -> tuple[_Resolvers, tuple[tuple[str, Any], ...]] | None:
+    """SafeLoader's implicit resolvers by first character ('' for the empty scalar),
+    wildcard resolvers last; rebuilt whenever anyone has added one since (so this stays
+    ``Resolver.resolve``'s table). None when path resolvers are in use."""
+    global _resolvers
+    table = yaml.SafeLoader.yaml_implicit_resolvers
+    if yaml.SafeLoader.yaml_path_resolvers:
+        return None
+    fingerprint = (id(table), len(table), *map(len, table.values()))
+    if _resolvers is None or _resolvers[0] != fingerprint:
+        wildcard = tuple(table.get(None, []))
+        by_first = {first: (*resolvers, *wildcard) for first, resolvers in table.items() if first is not None}
+        _resolvers = (fingerprint, by_first, wildcard)
+    return _resolvers[1], _resolvers[2]
+
+
+_FastLoader: Any = None
+if CSafeLoader is not None:
+
+    class _SpecialisedLoader(CSafeLoader):
+        """libyaml's parser with ``Resolver.resolve`` specialised to SafeLoader's tables:
+        libyaml calls it for every node, and the general method rebuilds a list of
+        resolvers on each call."""
+
+        def __init__(self, stream: str, tables: tuple[_Resolvers, tuple[tuple[str, Any], ...]]) -> None:
+            super().__init__(stream)
+            self._by_first, self._wildcard = tables
+
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+            if kind is ScalarNode:
+                if implicit[0]:
+                    for tag, regexp in self._by_first.get(value[:1], self._wildcard):
+                        if regexp.match(value):
+                            return tag
+                return self.DEFAULT_SCALAR_TAG
+            if kind is SequenceNode:
+                return self.DEFAULT_SEQUENCE_TAG
+            return self.DEFAULT_MAPPING_TAG
+
+    _FastLoader = _SpecialisedLoader
+
+
+def _fast_loader(text: str) -> Any:
+    tables = _implicit_resolvers()
+    return CSafeLoader(text) if tables is None else _FastLoader(text, tables)
+
 
 # Deeper than this, the pure parser decides (it fails somewhere past 300 levels).
 _DEEP = 64
@@ -134,17 +185,66 @@ def safe_load(text: str) -> Any:
     if _FastLoader is None or _pure_only(text):
         return pure_load(text)
     try:
-        loader = _FastLoader(text)
+        loader = _fast_loader(text)
         try:
             node = loader.get_single_node()
             if node is None:
                 return None
+            if "*" not in text:  # no alias, so no node is shared: the tree can be built directly
+                try:
+                    return _build(loader, node, 1)
+                except _Unusual:
+                    pass
             _check_depth(node)
             return loader.construct_document(node)
         finally:
             loader.dispose()
     except Exception:
         return pure_load(text)
+
+
+_STR = "tag:yaml.org,2002:str"
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+_MERGE = "tag:yaml.org,2002:merge"
+# Scalar tags whose SafeConstructor methods are plain functions: built in one call.
+# (The collection constructors are generators that finish only in construct_document,
+# where a scalar tagged !!map or !!set raises.)
+_PLAIN_SCALARS = frozenset(f"tag:yaml.org,2002:{name}" for name in
+                           ("null", "bool", "int", "float", "binary", "timestamp"))
+
+
+class _Unusual(Exception):
+    """A node ``_build`` leaves to PyYAML's own constructor (a merge key, a set, a
+    collection as a key, a tag it does not know)."""
+
+
+def _build(loader: Any, node: Node, depth: int) -> Any:
+    """What ``SafeConstructor.construct_document`` makes of an alias-free tree, built
+    without its per-node bookkeeping (most of the fast path's time); raises ``_TooDeep``
+    past ``_DEEP`` as ``_check_depth`` does. Strings, mappings with scalar keys and
+    sequences are built here; every other scalar (int, float, bool, null, timestamp,
+    binary, or an error) by the loader's own constructor; anything else is ``_Unusual``.
+    """
+    if depth > _DEEP:
+        raise _TooDeep
+    kind = type(node)
+    if kind is ScalarNode:
+        if node.tag == _STR:
+            return node.value
+        if node.tag in _PLAIN_SCALARS:
+            return loader.construct_object(node)
+        raise _Unusual
+    if kind is MappingNode and node.tag == _MAP:
+        mapping: dict[Any, Any] = {}
+        for key, value in node.value:
+            if type(key) is not ScalarNode or key.tag == _MERGE:
+                raise _Unusual
+            mapping[_build(loader, key, depth + 1)] = _build(loader, value, depth + 1)
+        return mapping
+    if kind is SequenceNode and node.tag == _SEQ:
+        return [_build(loader, child, depth + 1) for child in node.value]
+    raise _Unusual
 
 
 def _check_depth(root: Node) -> None:

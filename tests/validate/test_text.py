@@ -20,6 +20,7 @@ from stay.validate._text import (
     CONTRACT_SPACE_RUN,
     Body,
     contract_mention_pattern,
+    count_words,
     fence,
     heading,
     mentions,
@@ -105,6 +106,15 @@ def test_mentions_is_the_contract_expression(text: str, term: str) -> None:
 
 
 WORD_PIECES = ["a", "Bc", "1", "'", "\u2019", "-", " ", "  ", "\n", ".", "!", "?", ". ", "? ", "é", "x.y"]
+
+
+@settings(max_examples=examples(3_000))
+@given(text_of([*WORD_PIECES, "''", "--", "'-", "a'", "-b", "\u2019\u2019", "?", "\x00", "\ud800", "²", "٣", "ａ"], 30))
+@example("a'b-c\u2019d")
+@example("'a' -b- a''b a--b a'-b")
+@example("rock-'n'-roll")
+def test_count_words_is_the_number_of_words(text: str) -> None:
+    assert count_words(text) == len(words(text))
 
 
 @settings(max_examples=examples(1_000))

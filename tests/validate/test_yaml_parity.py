@@ -216,3 +216,23 @@ def test_a_well_formed_course_file_takes_the_fast_path() -> None:
 
     texts = [path.read_text(encoding="utf-8") for path in sorted(SAMPLE.rglob("*.yaml"))]
     assert texts and not any(_pure_only(text) for text in texts)
+
+
+def test_a_resolver_added_to_safe_loader_at_run_time_is_honoured() -> None:
+    """The fast path reads SafeLoader's resolver table, so it follows yaml.safe_load
+    even when a program changes that table after stay was imported."""
+    import re
+
+    had_own = "yaml_implicit_resolvers" in yaml.SafeLoader.__dict__
+    saved = {key: list(value) for key, value in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    assert safe_load("bang: 1") == {"bang": 1}
+    try:
+        yaml.add_implicit_resolver("tag:example.com,2024:bang", re.compile(r"^bang$"), ["b"],
+                                   Loader=yaml.SafeLoader)
+        assert verdict(safe_load, "bang: 1") == verdict(pure_load, "bang: 1") == ("error", "ConstructorError")
+    finally:
+        if had_own:
+            yaml.SafeLoader.yaml_implicit_resolvers = saved
+        else:
+            del yaml.SafeLoader.yaml_implicit_resolvers
+    assert safe_load("bang: 1") == {"bang": 1}
