@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -111,6 +110,8 @@ class ValidationReport:
                 "warn": self.warns,
             },
         }
+        import json  # here, not at the top: start-up pays for it only when JSON is asked for
+
         return json.dumps(document, indent=2, sort_keys=True) + "\n"
 
 

@@ -13,11 +13,15 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fractions import Fraction
 
 _WORD = re.compile(r"[A-Za-z0-9]+(?:['\u2019-][A-Za-z0-9]+)*")
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
+_WORD_START = re.compile(r"[A-Za-z0-9]")  # a text holds a word exactly when it holds one of these
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
 _NUMBERED_ITEM = re.compile(r"[0-9]+(?:\. |\) )")
 _NOT_PARAGRAPH = ("#", "|", ">", "<", "![", "- ", "* ", "+ ")
@@ -176,11 +180,10 @@ class Body:
     """The info string of every code block, in order."""
     paragraphs: tuple[str, ...]
     """Paragraph texts, numbered from 1 by position."""
-    sentence_words: tuple[tuple[int, ...], ...]
-    """Per paragraph, the word count of each of its sentences (``sentences()``), in order."""
     paragraph_words: tuple[int, ...]
-    """Per paragraph, its word count: the sum of its sentences' (a sentence break is
-    whitespace, which no word holds)."""
+    """Per paragraph, its word count. It is also the sum of its sentences' counts (a
+    sentence break is whitespace, which no word holds), so no sentence of a paragraph
+    of n words has more than n."""
     prose_words: int
     prose_text: str
     """Prose lines (headings included) joined with newlines, inline code removed."""
@@ -237,10 +240,6 @@ class Body:
         if block:
             blocks.append(block)
         paragraphs = tuple(" ".join(line.strip() for line in b) for b in blocks if _is_paragraph(b[0]))
-        sentence_words: list[tuple[int, ...]] = []
-        for paragraph in paragraphs:
-            pieces = (count_words(piece) for piece in _SENTENCE_BREAK.split(paragraph))
-            sentence_words.append(tuple(n for n in pieces if n))
         text = "\n".join(lines)
         prose_text = "\n".join(prose)
         if "`" in prose_text:
@@ -250,13 +249,22 @@ class Body:
             headings=tuple(headings),
             code_infos=tuple(infos),
             paragraphs=paragraphs,
-            sentence_words=tuple(sentence_words),
-            paragraph_words=tuple(sum(counts) for counts in sentence_words),
+            paragraph_words=tuple(count_words(paragraph) for paragraph in paragraphs),
             prose_words=count_words("\n".join(counted)),  # no word spans a line break
             prose_text=prose_text,
             normed_text=norm(text),
             normed_prose=norm(prose_text),
         )
+
+
+    def sentence_count(self, index: int) -> int:
+        """How many sentences paragraph ``index`` (from 0) has: ``len(sentences(p))``."""
+        return sum(1 for piece in _SENTENCE_BREAK.split(self.paragraphs[index]) if _WORD_START.search(piece))
+
+    def sentence_words(self, index: int) -> list[int]:
+        """The word count of each sentence of paragraph ``index`` (from 0), in order."""
+        counts = (count_words(piece) for piece in _SENTENCE_BREAK.split(self.paragraphs[index]))
+        return [n for n in counts if n]
 
 
 def show(value: object) -> str:
@@ -305,4 +313,6 @@ def times(a: float, b: float) -> float | Fraction:
     try:
         return a * b
     except OverflowError:
+        from fractions import Fraction  # only on overflow: it costs start-up time
+
         return Fraction(a) * Fraction(b)

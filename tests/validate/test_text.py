@@ -140,5 +140,7 @@ LINE_PIECES = ["# ", "## ", "```", "~~~", "`", "``", "- ", "1. ", "| ", "> ", "w
 def test_body_counts_match_the_contract_definitions(lines: list[str]) -> None:
     body = Body.parse(lines)
     assert body.paragraph_words == tuple(len(words(p)) for p in body.paragraphs)
-    assert body.sentence_words == tuple(tuple(len(words(s)) for s in sentences(p)) for p in body.paragraphs)
+    for index, paragraph in enumerate(body.paragraphs):
+        assert body.sentence_words(index) == [len(words(s)) for s in sentences(paragraph)]
+        assert body.sentence_count(index) == len(sentences(paragraph))
     assert body.normed_text == norm(body.text) and body.normed_prose == norm(body.prose_text)

@@ -94,8 +94,12 @@ def les008(course: Course) -> Iterator[Finding]:
     """A sentence is longer than house style allows (advisory)."""
     most = course.data["prose.max_sentence_words"]
     for lesson, body in _written(course):
-        for k, counts in enumerate(body.sentence_words, 1):
-            for s, n in enumerate(counts, 1):
+        for k, paragraph_words in enumerate(body.paragraph_words, 1):
+            if paragraph_words <= most:  # no sentence is longer than its paragraph: each passes, uncounted
+                for s in range(1, body.sentence_count(k - 1) + 1):
+                    yield finding(lesson.md.path, f"paragraph {k} sentence {s}", False)
+                continue
+            for s, n in enumerate(body.sentence_words(k - 1), 1):
                 yield finding(lesson.md.path, f"paragraph {k} sentence {s}", n > most,
                               n=n, max=most)
 
