@@ -144,3 +144,25 @@ def test_body_counts_match_the_contract_definitions(lines: list[str]) -> None:
         assert body.sentence_words(index) == [len(words(s)) for s in sentences(paragraph)]
         assert body.sentence_count(index) == len(sentences(paragraph))
     assert body.normed_text == norm(body.text) and body.normed_prose == norm(body.prose_text)
+
+
+BODY_PIECES = [*LINE_PIECES, "### h ###", "#\t#", "####### no", "  ```py", "~~~~", "    ~~~", "`code` span", "2) two",
+               "> quote", "<b>", "![img](x)", "+ item", "* item", "A sentence. Another one! A third?", "don't-stop",
+               "\u2019", "é", "\xa0", "\u2028", "  ", "\t#"]
+
+
+@settings(max_examples=examples(1_000))
+@given(st.lists(text_of(BODY_PIECES, 5), max_size=14))
+def test_body_is_the_frozen_references_body(lines: list[str]) -> None:
+    """Every part of a parsed body, against the reference validator's own Body class."""
+    from tests.parity.harness import reference
+
+    ours, theirs = Body.parse(lines), reference().Body(lines)
+    assert ours.headings == tuple(theirs.headings)
+    assert ours.code_infos == tuple(theirs.code_infos)
+    assert ours.paragraphs == tuple(theirs.paragraphs)
+    assert ours.prose_words == theirs.prose_words
+    assert ours.prose_text == theirs.prose_text
+    assert ours.text == theirs.text
+    assert ours.normed_text == reference().norm(theirs.text)
+    assert ours.normed_prose == reference().norm(theirs.prose_text)
