@@ -17,8 +17,11 @@ from hypothesis import strategies as st
 from stay.validate._text import (
     CONTRACT_FENCE,
     CONTRACT_HEADING,
+    CONTRACT_SENTENCE_BREAK,
     CONTRACT_SPACE_RUN,
     Body,
+    _classes,
+    _count,
     contract_mention_pattern,
     count_words,
     fence,
@@ -26,6 +29,7 @@ from stay.validate._text import (
     mentions,
     mentions_normed,
     norm,
+    sentence_spans,
     sentences,
     words,
 )
@@ -115,6 +119,18 @@ WORD_PIECES = ["a", "Bc", "1", "'", "\u2019", "-", " ", "  ", "\n", ".", "!", "?
 @example("rock-'n'-roll")
 def test_count_words_is_the_number_of_words(text: str) -> None:
     assert count_words(text) == len(words(text))
+    classes = _classes(text)
+    assert len(classes) == len(text)  # one byte per character: spans index both
+    for start in range(0, len(text) + 1, 3):
+        for end in range(start, len(text) + 1, 2):
+            assert _count(classes, start, end) == len(words(text[start:end]))
+
+
+@settings(max_examples=examples(2_000))
+@given(text_of([*WORD_PIECES, "...", ".!", "?\t", ".\n\n", ".\xa0", "!\u2003", " . ", "a.b"], 30))
+def test_sentence_spans_are_the_contract_split(paragraph: str) -> None:
+    assert [paragraph[start:end] for start, end in sentence_spans(paragraph)] == \
+        CONTRACT_SENTENCE_BREAK.split(paragraph)
 
 
 @settings(max_examples=examples(1_000))
