@@ -190,7 +190,7 @@ def safe_load(text: str) -> Any:
             node = loader.get_single_node()
             if node is None:
                 return None
-            if "*" not in text:  # no alias, so no node is shared: the tree can be built directly
+            if not _may_alias(text):  # no node is shared: the tree can be built directly
                 try:
                     return _build(loader, node, 1)
                 except _Unusual:
@@ -201,6 +201,17 @@ def safe_load(text: str) -> Any:
             loader.dispose()
     except Exception:
         return pure_load(text)
+
+
+def _may_alias(text: str) -> bool:
+    """Whether some ``*`` stands where an alias token can start: at the start, or after
+    whitespace or a flow or block indicator (inside a scalar, ``"*"`` or ``a*b``, it cannot)."""
+    at = text.find("*")
+    while at != -1:
+        if at == 0 or text[at - 1].isspace() or text[at - 1] in _BEFORE_TOKEN:
+            return True
+        at = text.find("*", at + 1)
+    return False
 
 
 _STR = "tag:yaml.org,2002:str"
