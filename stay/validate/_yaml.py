@@ -28,12 +28,20 @@ to disagree, is handed to the pure parser, whose answer is authoritative:
   - a block scalar header followed directly by ``#`` (``|#``, ``>-#``): libyaml
     takes it as a comment, the pure scanner requires a space first;
   - the non-specific tag ``!`` (or ``!<!>``) on an empty node: libyaml resolves
-    the empty value as a string, the pure composer as null.
+    the empty value as a string, the pure composer as null;
+  - ``?`` or ``!`` with a non-empty flow collection: inside one, libyaml 0.2.5 keeps
+    ``?`` in a plain scalar and ends a tag at ``,``; the pure scanner ends the
+    scalar at ``?`` and takes ``,`` into the tag.
 
   Every other character is either printable to both, or non-printable to both
   (both readers reject C0 controls but tab, LF and CR, DEL, C1 controls but NEL,
   surrogates and U+FFFE/U+FFFF), and a rejection by libyaml is always re-checked
   by the pure parser anyway.
+
+After libyaml composes the nodes, ``_build`` makes the Python values of an alias-free
+document directly, and libyaml's per-node ``resolve`` call reads SafeLoader's own
+resolver table: the parsing itself is libyaml's, the construction PyYAML's rules
+without its per-node bookkeeping. The same differential test covers both.
 """
 
 from __future__ import annotations
