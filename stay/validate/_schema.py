@@ -7,7 +7,9 @@ present (it "must be" something); an optional one that is absent or null is fine
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
 Scalar = Literal["str", "int", "bool", "map"]
@@ -136,11 +138,51 @@ def _fits(value: object, type_: Type) -> tuple[bool, str]:
 
 def problems(document: object, schema: MapOf) -> list[str]:
     """Every problem of a parsed document against ``schema``, in schema order."""
+    if fits(schema)(document):  # most files fit: skip building a path for every field
+        return []
     if not isinstance(document, dict):
         return ["(root) must be a mapping"]
     found: list[str] = []
     _fields(document, schema, "", found)
     return found
+
+
+Fits = Callable[[object], bool]
+
+
+@cache
+def fits(type_: Type) -> Fits:
+    """A predicate: whether a value has no problem against ``type_`` (``problems`` of it
+    would be empty), compiled once per schema node into nested closures."""
+    if isinstance(type_, ListOf):
+        if type_.item == "str":
+            return lambda value: isinstance(value, list) and all(is_str(element) for element in value)
+        item = fits(type_.item)
+        return lambda value: isinstance(value, list) and all(item(element) for element in value)
+    if isinstance(type_, MapOf):
+        fields = tuple((field.name, field.optional, fits(field.type)) for field in type_.fields)
+
+        def mapping(value: object) -> bool:
+            if not isinstance(value, dict):
+                return False
+            for name, optional, check in fields:
+                if name not in value:
+                    if optional:
+                        continue
+                    return False
+                element = value[name]
+                if not (element is None and optional) and not check(element):
+                    return False
+            return True
+
+        return mapping
+    if type_ == "map":
+        return lambda value: isinstance(value, dict)
+    if type_ == "str":
+        return is_str
+    if type_ == "int":
+        return lambda value: isinstance(value, int) and not isinstance(value, bool)
+    return lambda value: isinstance(value, bool)
 
 
 def _fields(mapping: dict[object, object], schema: MapOf, prefix: str, found: list[str]) -> None:

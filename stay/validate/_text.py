@@ -1,7 +1,11 @@
 """The contract's text definitions: norm, words, mentions, and a lesson body's parts.
 
-Every function here is the literal reading of a definition in validator-rules.md
-("Text definitions"); the rules never re-derive these on their own.
+Every function here is a reading of a definition in validator-rules.md ("Text
+definitions"); the rules never re-derive these on their own. Where the contract
+states a definition as a regular expression and a plain-string reading is faster or
+linear where the expression is not (``norm``, ``mentions``, headings), the
+expression is kept here as ``CONTRACT_*`` and a differential test over generated
+inputs (``tests/validate/test_text.py``) holds the two equal.
 """
 
 from __future__ import annotations
@@ -9,27 +13,79 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fractions import Fraction
 
 _WORD = re.compile(r"[A-Za-z0-9]+(?:['\u2019-][A-Za-z0-9]+)*")
-_SPACE_RUN = re.compile(r"\s+")
-_FENCE = re.compile(r"(`{3,}|~{3,})")
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
+CONTRACT_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
+_STOP = re.compile(r"[.!?](?=\s)")
+_WORD_START = re.compile(r"[A-Za-z0-9]")  # a text holds a word exactly when it holds one of these
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
 _NUMBERED_ITEM = re.compile(r"[0-9]+(?:\. |\) )")
 _NOT_PARAGRAPH = ("#", "|", ">", "<", "![", "- ", "* ", "+ ")
 
 
+CONTRACT_SPACE_RUN = re.compile(r"\s+")
+CONTRACT_FENCE = re.compile(r"(`{3,}|~{3,})")
+CONTRACT_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+"""The contract's heading expression: quadratic on a long run of blanks (a 100 KB line
+takes minutes), so ``heading`` reads lines without it."""
+
+
+def contract_mention_pattern(term: str) -> re.Pattern[str]:
+    """The contract's ``mentions`` expression for ``term``."""
+    return re.compile(r"(?<![a-z0-9])" + re.escape(norm(term)) + r"(?![a-z0-9])")
+
+
 def norm(text: str) -> str:
-    """Casefold, fold whitespace runs to one space, strip."""
-    return _SPACE_RUN.sub(" ", text.casefold()).strip()
+    """Casefold, fold whitespace runs to one space, strip.
+
+    ``str.split()`` splits on exactly the characters ``\\s`` matches in a str
+    pattern (``str.isspace``), so this is ``re.sub(r"\\s+", " ", ...).strip()``.
+    """
+    return " ".join(text.casefold().split())
 
 
 def words(text: str) -> list[str]:
     """The words of ``text``; a word count is their number."""
     return _WORD.findall(text)
+
+
+# Word characters to "a", joiners to "'", every other byte (and "?", which stands for
+# each non-ASCII character after encoding) to a space.
+_WORD_CLASSES = bytes(
+    ord("a") if chr(byte).isascii() and chr(byte).isalnum() else ord("'") if chr(byte) in "'-" else ord(" ")
+    for byte in range(256)
+)
+
+
+def _classes(text: str) -> bytes:
+    """``text`` as one byte per character: "a" for an ASCII letter or digit, "'" for a
+    joiner (``'``, ``’``, ``-``), a space for anything else."""
+    return text.replace("\u2019", "'").encode("ascii", "replace").translate(_WORD_CLASSES)
+
+
+def _count(classes: bytes, start: int = 0, end: int | None = None) -> int:
+    """The words in ``classes[start:end]``: runs of "a", less the joiners that join two.
+
+    A word is a maximal chain of letter-or-digit runs joined by single joiners, so
+    the count is the runs (an "a" at the start or after a non-"a") less the joiners
+    with an "a" on both sides: those after an "a", but for the ones followed by a space,
+    another joiner or the end. Each term is a C count over the bytes; nothing is copied.
+    """
+    end = len(classes) if end is None else end
+    runs = classes.count(b" a", start, end) + classes.count(b"'a", start, end) + classes.startswith(b"a", start, end)
+    joined = (classes.count(b"a'", start, end) - classes.count(b"a' ", start, end)
+              - classes.count(b"a''", start, end) - classes.endswith(b"a'", start, end))
+    return runs - joined
+
+
+def count_words(text: str) -> int:
+    """``len(words(text))``, without building the list (see ``_count``)."""
+    return _count(_classes(text))
 
 
 def first_word(text: str) -> str:
@@ -38,14 +94,31 @@ def first_word(text: str) -> str:
     return match.group(0).casefold() if match else ""
 
 
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
 @lru_cache(maxsize=4096)
-def _mention_pattern(term: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![a-z0-9])" + re.escape(norm(term)) + r"(?![a-z0-9])")
+def _needle(term: str) -> str:
+    return norm(term)
 
 
 def mentions_normed(normed_text: str, term: str) -> bool:
-    """``mentions`` for a text already passed through ``norm`` (lesson bodies are)."""
-    return _mention_pattern(term).search(normed_text) is not None
+    """``mentions`` for a text already passed through ``norm`` (lesson bodies are).
+
+    The contract's ``(?<![a-z0-9])norm(t)(?![a-z0-9])`` searched as a ``str.find``
+    loop: every occurrence, overlapping ones included, checked for an ASCII letter or
+    digit on either side.
+    """
+    needle = _needle(term)
+    size, end = len(needle), len(normed_text)
+    at = normed_text.find(needle)
+    while at != -1:
+        after = at + size
+        if (at == 0 or normed_text[at - 1] not in _ALNUM) and (
+                after == end or normed_text[after] not in _ALNUM):
+            return True
+        at = normed_text.find(needle, at + 1)
+    return False
 
 
 def mentions(text: str, term: str) -> bool:
@@ -67,9 +140,58 @@ def id_matches(value: str, lesson_id: str, letter: str) -> bool:
     return re.fullmatch(pattern, value) is not None
 
 
+def heading(line: str) -> tuple[int, str] | None:
+    """``(level, text)`` when ``line`` is a heading by ``CONTRACT_HEADING``, else None.
+
+    Read without backtracking, so linear in the line's length. The expression takes
+    a run of 1-6 ``#`` and then every blank after it (greedy, and never given back:
+    the lazy group can always reach the end); the lazy group then ends where the
+    shortest remainder matching ``(?:[ \\t]+#+)?[ \\t]*$`` starts: before trailing
+    blanks, and before a closing run of ``#`` that has a blank in front of it.
+    """
+    if "\n" in line:  # `.` stops at a newline and `$` matches only before a final one
+        if line.index("\n") != len(line) - 1:
+            return None
+        line = line[:-1]
+    level = len(line) - len(line.lstrip("#"))
+    if not 1 <= level <= 6 or level == len(line) or line[level] not in " \t":
+        return None
+    body = line[level:].lstrip(" \t").rstrip(" \t")
+    opening = body.rstrip("#")
+    if len(opening) < len(body) and opening[-1:] in (" ", "\t"):
+        body = opening.rstrip(" \t")
+    return level, body.strip()
+
+
+def fence(start: str) -> str | None:
+    """The run of three or more backticks or tildes ``start`` opens with (``CONTRACT_FENCE``)."""
+    mark = start[:1]
+    if mark in ("`", "~") and start.startswith(mark * 3):
+        return start[:len(start) - len(start.lstrip(mark))]
+    return None
+
+
+def sentence_spans(paragraph: str) -> list[tuple[int, int]]:
+    """(start, end) of each piece ``CONTRACT_SENTENCE_BREAK.split`` gives, words or not.
+
+    A break is a whitespace run right after ``.``, ``!`` or ``?``; looking for those
+    characters first is several times faster than trying the lookbehind everywhere.
+    """
+    spans: list[tuple[int, int]] = []
+    start, size = 0, len(paragraph)
+    for stop in _STOP.finditer(paragraph):
+        at = after = stop.end()
+        while after < size and paragraph[after].isspace():
+            after += 1
+        spans.append((start, at))
+        start = after
+    spans.append((start, size))
+    return spans
+
+
 def sentences(paragraph: str) -> list[str]:
     """The sentences of a paragraph: pieces between sentence breaks that hold words."""
-    return [piece for piece in _SENTENCE_BREAK.split(paragraph) if _WORD.search(piece)]
+    return [piece for piece in CONTRACT_SENTENCE_BREAK.split(paragraph) if _WORD.search(piece)]
 
 
 def _is_paragraph(first_line: str) -> bool:
@@ -89,6 +211,10 @@ class Body:
     """The info string of every code block, in order."""
     paragraphs: tuple[str, ...]
     """Paragraph texts, numbered from 1 by position."""
+    paragraph_words: tuple[int, ...]
+    """Per paragraph, its word count. It is also the sum of its sentences' counts (a
+    sentence break is whitespace, which no word holds), so no sentence of a paragraph
+    of n words has more than n."""
     prose_words: int
     prose_text: str
     """Prose lines (headings included) joined with newlines, inline code removed."""
@@ -105,39 +231,38 @@ class Body:
         index = 0
         while index < count:
             start = lines[index].lstrip()
-            fence = _FENCE.match(start)
-            if fence is None:
+            run = fence(start)
+            if run is None:
                 index += 1
                 continue
-            run = fence.group(1)
-            infos.append(start[len(run):].strip())
+            mark, width = run[0], len(run)
+            infos.append(start[width:].strip())
             code[index] = True
             index += 1
             while index < count:  # an unclosed block runs to the end
                 code[index] = True
                 inner = lines[index].strip()
                 index += 1
-                if len(inner) >= len(run) and inner == run[0] * len(inner):
+                if len(inner) >= width and inner == mark * len(inner):
                     break
-        heading = [False] * count
         headings: list[tuple[int, str]] = []
-        for index, line in enumerate(lines):
-            if code[index]:
-                continue
-            match = _HEADING.match(line)
-            if match:
-                heading[index] = True
-                headings.append((len(match.group(1)), match.group(2).strip()))
         blocks: list[list[str]] = []
         block: list[str] = []
-        prose_words = 0
         prose: list[str] = []
+        counted: list[str] = []
         for index, line in enumerate(lines):
-            if not code[index]:
-                prose.append(line)
-                if not heading[index]:
-                    prose_words += len(_WORD.findall(line))
-            if code[index] or heading[index] or not line.strip():
+            if code[index]:
+                if block:
+                    blocks.append(block)
+                    block = []
+                continue
+            prose.append(line)
+            found = heading(line) if line.startswith("#") else None
+            if found is not None:
+                headings.append(found)
+            else:
+                counted.append(line)
+            if found is not None or not line.strip():
                 if block:
                     blocks.append(block)
                     block = []
@@ -145,20 +270,35 @@ class Body:
             block.append(line)
         if block:
             blocks.append(block)
+        paragraphs = tuple(" ".join(line.strip() for line in b) for b in blocks if _is_paragraph(b[0]))
         text = "\n".join(lines)
-        prose_text = _CODE_SPAN.sub("", "\n".join(prose))
+        prose_text = "\n".join(prose)
+        if "`" in prose_text:
+            prose_text = _CODE_SPAN.sub("", prose_text)
         return cls(
             text=text,
             headings=tuple(headings),
             code_infos=tuple(infos),
-            paragraphs=tuple(
-                " ".join(line.strip() for line in b) for b in blocks if _is_paragraph(b[0])
-            ),
-            prose_words=prose_words,
+            paragraphs=paragraphs,
+            paragraph_words=tuple(count_words(paragraph) for paragraph in paragraphs),
+            prose_words=count_words("\n".join(counted)),  # no word spans a line break
             prose_text=prose_text,
             normed_text=norm(text),
             normed_prose=norm(prose_text),
         )
+
+
+    def sentence_count(self, index: int) -> int:
+        """How many sentences paragraph ``index`` (from 0) has: ``len(sentences(p))``."""
+        paragraph = self.paragraphs[index]
+        return sum(1 for start, end in sentence_spans(paragraph) if _WORD_START.search(paragraph, start, end))
+
+    def sentence_words(self, index: int) -> list[int]:
+        """The word count of each sentence of paragraph ``index`` (from 0), in order."""
+        paragraph = self.paragraphs[index]
+        classes = _classes(paragraph)  # one byte per character, so the spans index both
+        counts = (_count(classes, start, end) for start, end in sentence_spans(paragraph))
+        return [n for n in counts if n]
 
 
 def show(value: object) -> str:
@@ -207,4 +347,6 @@ def times(a: float, b: float) -> float | Fraction:
     try:
         return a * b
     except OverflowError:
+        from fractions import Fraction  # only on overflow: it costs start-up time
+
         return Fraction(a) * Fraction(b)

@@ -4,7 +4,9 @@ A course is held in memory as {relative path: bytes}. Structural damage (deleted
 files, dropped or retyped fields, renamed ids, banned words, shuffled, emptied or
 duplicated lists, broken Markdown) keeps files parseable so deep rules run;
 garbage (random bytes, YAML of the wrong shape, non-UTF-8, huge and deeply
-nested files) exercises loading. Every choice is drawn by hypothesis, so a
+nested files) exercises loading; whitespace damage (a tab, CR, byte order mark,
+NEL, U+2028 or U+2029 put in place of a space or line break, or between any two
+characters) is where libyaml and the pure parser disagree. Every choice is drawn by hypothesis, so a
 failing example shrinks to the smallest damage that shows it.
 """
 
@@ -83,6 +85,8 @@ class Damage:
             del files[path]
         elif self.kind == "garbage":
             files[path] = self.value
+        elif self.kind in ("respace", "inspace"):
+            files[path] = _damage_whitespace(files[path], self)
         elif self.kind == "stray":
             name = "".join(c for c in str(self.value) if c.isalnum() or c in "._-")
             files[f"modules/{name.lstrip('.') or 'stray'}.txt"] = b"stray\n"
@@ -146,6 +150,35 @@ def _damage_markdown(raw: bytes, damage: Damage) -> bytes:
         lines[at] = str(damage.value)
     return "\n".join(lines).encode("utf-8", "surrogateescape")
 
+
+# Whitespace and line breaks the two YAML parsers (and the Markdown reading) may treat
+# differently, and plain ones.
+WHITESPACE = ["\t", "\t", "\r", "\r\n", "\n", "\ufeff", "\x85", "\u2028", "\u2029", "\x0b", "\x0c",
+              "\xa0", "\u3000", " ", "  ", " \t", "\t\t"]
+
+
+def _damage_whitespace(raw: bytes, damage: Damage) -> bytes:
+    """``respace``: one existing space or line break becomes ``value``; ``inspace``:
+    ``value`` goes between two characters anywhere."""
+    text = raw.decode("utf-8", "surrogateescape")
+    if damage.kind == "respace":
+        spots = [index for index, char in enumerate(text) if char in " \n"]
+        if spots:
+            at = spots[damage.at % len(spots)]
+            text = text[:at] + str(damage.value) + text[at + 1:]
+    else:
+        at = damage.at % (len(text) + 1)
+        text = text[:at] + str(damage.value) + text[at:]
+    return text.encode("utf-8", "surrogateescape")
+
+
+whitespace = st.builds(
+    Damage,
+    kind=st.sampled_from(["respace", "respace", "inspace"]),
+    file=st.integers(0, 10_000),
+    at=st.integers(0, 100_000),
+    value=st.sampled_from(WHITESPACE),
+)
 
 structural = st.builds(
     Damage,

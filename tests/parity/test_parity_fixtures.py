@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLE
-from tests.fixtures.mutations import MUTATIONS, make_fixture
+from tests.fixtures.rules import MUTATIONS, make_fixture
 from tests.parity.harness import assert_parity
 
 

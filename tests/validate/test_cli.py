@@ -75,6 +75,10 @@ def test_stay_validate_is_the_same_command(corpus: Path) -> None:
     (["no/such/dir"], "PATH 'no/such/dir' does not exist"),
     (["pyproject.toml"], "PATH 'pyproject.toml' is not a directory"),
     (["--data-dir", "nowhere", "courses"], "data file 'nowhere/bloom-verbs.yaml' is missing"),
+    (["--jobs", "0"], "argument --jobs: must be a whole number of processes, at least 1; got '0'"),
+    (["--jobs", "two", "courses"], "argument --jobs: must be a whole number of processes, at least 1; got 'two'"),
+    (["--jobs", "-1"], "argument --jobs: must be a whole number of processes, at least 1; got '-1'"),
+    (["--jobs"], "argument --jobs: expected one argument"),
 ])
 def test_usage_errors_exit_2_with_one_line(argv: list[str], fragment: str) -> None:
     result = _run("-m", "stay.validate", *argv)
@@ -123,3 +127,63 @@ def test_fuzzing_any_artefact_never_crashes(path: str, content: bytes, strict: b
     assert code in (0, 1), err
     assert err == ""
     assert '"version": 1' in out
+
+
+@pytest.fixture
+def many(corpus: Path) -> Path:
+    """The three-course corpus and five more damaged copies, so each process gets several."""
+    for index, (name, text) in enumerate([("outcomes.yaml", "outcomes: []\n"), ("audience.yaml", "x: [\n"),
+                                          ("glossary.yaml", "terms: 3\n"), ("project.yaml", ""),
+                                          ("course.yaml", "slug: other\n")]):
+        target = corpus / f"d-{index}"
+        shutil.copytree(SAMPLE, target)
+        (target / name).write_text(text)
+    return corpus
+
+
+@pytest.mark.parametrize("options", [[], ["--strict"], ["--format", "json"], ["--format", "json", "--strict"]])
+def test_jobs_gives_byte_identical_output(many: Path, options: list[str]) -> None:
+    one = _run("-m", "stay.validate", *options, "--jobs", "1", str(many))
+    assert one.returncode == 1 and one.stderr == b""
+    assert one.stdout.count(b"== ") == 8 or b'"courses": 8' in one.stdout
+    for jobs in ("2", "3", "16"):
+        parallel = _run("-m", "stay.validate", *options, "--jobs", jobs, str(many))
+        assert (parallel.returncode, parallel.stdout, parallel.stderr) == (one.returncode, one.stdout, b"")
+    default = _run("-m", "stay.validate", *options, str(many))
+    assert (default.returncode, default.stdout) == (one.returncode, one.stdout)
+
+
+def test_the_library_takes_jobs_too(many: Path) -> None:
+    from stay.errors import UsageError
+    from stay.validate import validate_courses
+
+    one = validate_courses(many, jobs=1)
+    assert validate_courses(many, jobs=2) == one == validate_courses(many, jobs=None)
+    assert one.to_json() == validate_courses(many, jobs=3).to_json()
+    for bad in (0, -2, True, 1.5):
+        with pytest.raises(UsageError, match="jobs must be a whole number of processes, at least 1"):
+            validate_courses(many, jobs=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(__import__("multiprocessing").get_start_method() != "fork",
+                    reason="a patch reaches worker processes only when they are forked")
+def test_a_crash_in_a_worker_is_exit_3_with_one_line(many: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def explode(*_args: object, **_kwargs: object) -> None:
+        raise KeyError("boom")
+
+    monkeypatch.setattr("stay.validate._check.check_course", explode)
+    code, out, err = _main(["--jobs", "2", str(many)])
+    assert (code, out) == (3, "")
+    assert err == "internal error: KeyError: 'boom' (a bug in the validator, not a defect in the course)\n"
+
+
+def test_start_up_imports_no_pipeline_model_client_or_process_pool() -> None:
+    """``python -m stay.validate`` reads course files and two data files; it must not pay
+    for the pipeline's dependencies, nor for a process pool it does not use."""
+    result = _run("-X", "importtime", "-m", "stay.validate", "--jobs", "4", str(SAMPLE))
+    assert result.returncode == 0, result.stderr.decode()
+    imported = {line.split("|")[-1].strip() for line in result.stderr.decode().splitlines() if "|" in line}
+    assert "stay.validate._check" in imported
+    for heavy in ("networkx", "anthropic", "pydantic", "httpx", "httpx2", "stay.pipeline", "stay.models",
+                  "stay.scoring", "stay.stages", "concurrent.futures.process"):
+        assert heavy not in imported, heavy

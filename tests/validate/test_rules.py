@@ -1,30 +1,34 @@
-"""Every rule, on its own fixture: it fires, and what it reports is snapshotted."""
+"""Every rule has one fixture, in the module of its family, and strict mode promotes warnings.
+
+Each family's rules are run on their fixtures, and snapshotted, by the family's own
+test module: ``tests/validate/rules/test_<prefix>.py``.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from syrupy.assertion import SnapshotAssertion
 
 from stay.validate import RULES, Severity, validate_course
-from tests.fixtures.mutations import MUTATIONS, make_fixture
+from stay.validate._rules import FAMILIES, prefix_of
+from tests.fixtures.rules import FAMILIES as FIXTURE_FAMILIES
+from tests.fixtures.rules import MUTATIONS, codes_of, make_fixture
+
+TESTS = Path(__file__).resolve().parent / "rules"
 
 
 def test_there_is_one_fixture_per_registered_rule() -> None:
     assert list(MUTATIONS) == list(RULES)
 
 
-@pytest.mark.parametrize("code", list(RULES))
-def test_rule_fires_on_its_fixture(code: str, tmp_path: Path, snapshot: SnapshotAssertion) -> None:
-    report = validate_course(make_fixture(code, tmp_path))
-    own = [defect for defect in report.defects if defect.code == code]
-    assert own, f"{code} did not fire on its fixture"
-    rule = RULES[code]
-    assert all(defect.severity is rule.severity for defect in own)
-    assert rule.owner is None or all(defect.owner == rule.owner for defect in own)
-    assert report.evaluated[code] >= len(own)
-    assert [defect.as_dict() for defect in report.defects] == snapshot
+@pytest.mark.parametrize("family", FAMILIES, ids=prefix_of)
+def test_each_family_has_its_rule_module_fixture_module_and_test_module(family: object) -> None:
+    prefix = prefix_of(family)  # type: ignore[arg-type]
+    assert codes_of(prefix) == [rule.code for rule in family.RULES]  # type: ignore[attr-defined]
+    assert all(code.startswith(prefix) and code[len(prefix):].isdigit() for code in codes_of(prefix))
+    assert (TESTS / f"test_{prefix}.py").is_file()
+    assert list(FIXTURE_FAMILIES) == [prefix_of(f) for f in FAMILIES]
 
 
 @pytest.mark.parametrize("code", ["out006", "les007", "glo004"])

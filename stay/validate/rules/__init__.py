@@ -1,1 +1,2 @@
-"""The rule families, one module each; ``stay.validate._rules`` is their registry."""
+"""The rule families, one module each, named by the prefix of its codes (``les.py`` holds
+les001..les011); ``stay.validate._rules`` is their registry."""

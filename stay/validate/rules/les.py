@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from stay.validate._course import Course, Lesson
 from stay.validate._registry import Finding, Severity, finding, rule
-from stay.validate._text import Body, mentions_normed, quoted, sentences, show, times, words
+from stay.validate._text import Body, mentions_normed, quoted, show, times
 
 FAIL, WARN = Severity.FAIL, Severity.WARN
 
@@ -85,8 +85,7 @@ def les007(course: Course) -> Iterator[Finding]:
     """A paragraph is longer than house style allows (advisory)."""
     most = course.data["prose.max_paragraph_words"]
     for lesson, body in _written(course):
-        for k, paragraph in enumerate(body.paragraphs, 1):
-            n = len(words(paragraph))
+        for k, n in enumerate(body.paragraph_words, 1):
             yield finding(lesson.md.path, f"paragraph {k}", n > most, n=n, max=most)
 
 
@@ -95,9 +94,12 @@ def les008(course: Course) -> Iterator[Finding]:
     """A sentence is longer than house style allows (advisory)."""
     most = course.data["prose.max_sentence_words"]
     for lesson, body in _written(course):
-        for k, paragraph in enumerate(body.paragraphs, 1):
-            for s, sentence in enumerate(sentences(paragraph), 1):
-                n = len(words(sentence))
+        for k, paragraph_words in enumerate(body.paragraph_words, 1):
+            if paragraph_words <= most:  # no sentence is longer than its paragraph: each passes, uncounted
+                for s in range(1, body.sentence_count(k - 1) + 1):
+                    yield finding(lesson.md.path, f"paragraph {k} sentence {s}", False)
+                continue
+            for s, n in enumerate(body.sentence_words(k - 1), 1):
                 yield finding(lesson.md.path, f"paragraph {k} sentence {s}", n > most,
                               n=n, max=most)
 

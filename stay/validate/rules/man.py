@@ -1,9 +1,8 @@
-"""man, lay: course.yaml agrees with the directory, and nothing stray sits in modules/.
+"""man: course.yaml agrees with the directory.
 
 The manifest's status map is a projection of the hash ledger that a static viewer
 and a diff read; it must not claim a file exists that does not, nor omit one that
-does. A file under modules/ that no curriculum lesson owns is a leftover (a renamed
-lesson, a stray draft) that the viewer would never show.
+does.
 """
 
 from __future__ import annotations
@@ -68,27 +67,4 @@ def man005(course: Course) -> Iterator[Finding]:
             yield finding(C, path, path not in artefacts, path=path)
 
 
-@rule("lay001", WARN, "manifest", "file is not part of the curriculum")
-def lay001(course: Course) -> Iterator[Finding]:
-    """A file under modules/ is none of the lesson files the curriculum looks at.
-
-    Names starting with '.' are skipped at any depth; symlinked directories are
-    not followed. An unusable lesson file is not reported again here.
-    """
-    top = os.path.join(course.root, "modules")
-    if not os.path.isdir(top):
-        return
-    looked_at = {posixpath.normpath(p) for lesson in course.lessons for p in lesson.paths}
-    found: list[str] = []
-    for current, dirnames, filenames in os.walk(top):
-        dirnames[:] = [name for name in dirnames if not name.startswith(".")]
-        relative = os.path.relpath(current, top)
-        prefix = "modules" if relative == os.curdir else "modules/" + relative.replace(os.sep, "/")
-        found.extend(f"{prefix}/{name}" for name in filenames if not name.startswith("."))
-    for path in sorted(found):
-        normal = posixpath.normpath(path)
-        if normal not in course.unusable:
-            yield finding(path, "-", normal not in looked_at)
-
-
-RULES = (man001, man002, man003, man004, man005, lay001)
+RULES = (man001, man002, man003, man004, man005)

@@ -1,0 +1,16 @@
+"""The out rules (`stay/validate/rules/out.py`) on their fixtures (`tests/fixtures/rules/out.py`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from tests.fixtures.rules import codes_of
+from tests.validate.rules._fires import assert_fires_on_its_fixture
+
+
+@pytest.mark.parametrize("code", codes_of("out"))
+def test_rule_fires_on_its_fixture(code: str, tmp_path: Path, snapshot: SnapshotAssertion) -> None:
+    assert_fires_on_its_fixture(code, tmp_path, snapshot)
