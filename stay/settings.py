@@ -101,10 +101,12 @@ class Settings:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise UsageError(f"{name} must be a whole number of at least {least}, not {value!r}")
-        for name, least in (("request_timeout", 0.0), ("retry_after_cap", 0.0), ("batch_poll_seconds", -1.0)):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or isinstance(value, bool) or not value > least:
-                raise UsageError(f"{name} must be a number of seconds above {max(least, 0):g}, not {value!r}")
+        for name, zero in (("request_timeout", False), ("retry_after_cap", False), ("batch_poll_seconds", True)):
+            seconds = getattr(self, name)
+            if not isinstance(seconds, int | float) or isinstance(seconds, bool) or not (
+                    seconds >= 0 if zero else seconds > 0):
+                raise UsageError(f"{name} must be a number of seconds {'of at least' if zero else 'above'} 0, "
+                                 f"not {seconds!r}")
         unknown = set(self.models) - set(ROLES)
         if unknown or not all(isinstance(m, str) and m.strip() for m in self.models.values()):
             raise UsageError(f"models must map the roles {', '.join(ROLES)} to model ids")

@@ -24,7 +24,7 @@ from stay.view import build_site, render_course
 from stay.view._load import load_course
 from stay.view._status import NO_LEDGER, badge_class
 from tests.conftest import ROOT, SAMPLE
-from tests.fixtures.mutations import MUTATIONS, make_fixture
+from tests.fixtures.rules import MUTATIONS, make_fixture
 from tests.view.conftest import normalise, page_text
 
 CODE_FENCE = re.compile(r"^(```|~~~)")
