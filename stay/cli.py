@@ -27,7 +27,10 @@ import contextlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
-from typing import NoReturn  # noqa: E402
+from typing import TYPE_CHECKING, NoReturn  # noqa: E402
+
+if TYPE_CHECKING:
+    from stay.settings import Settings
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_BUG, EXIT_GATE, EXIT_REFUSED, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
 
@@ -48,6 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     common.add_argument("--courses-dir", default="courses", metavar="DIR",
                         help="where courses live (default: courses)")
+    common.add_argument("--prompts-dir", metavar="DIR",
+                        help="the prompt templates and references (default: $STAY_PROMPTS_DIR, else the packaged "
+                             "prompts/); an artefact whose stage's prompts changed is stale")
     helps = {
         "new": "create a course from a brief and stop at the design gate",
         "build": "build (or resume) a course: design, gate, plans, gate, wave, validate, repair",
@@ -84,9 +90,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("validate", help="check courses against the course format (see `stay validate`)",
                    add_help=False)
     from stay.scoring._cli import add_evals_parser
-    from stay.view._cli import add_parser as add_view_parser
+    from stay.view import view_parser
 
-    add_view_parser(sub)
+    view_parser(sub)
     add_evals_parser(sub)
     return parser
 
@@ -97,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if args and args[0] == "validate":
-            from stay.validate._cli import main as validate_main
+            from stay.validate import main as validate_main
 
             return validate_main(args[1:])
         return _dispatch(args)
@@ -159,7 +165,9 @@ def _report(exc: BaseException) -> int:
 def _one_line(text: object) -> str:
     """One line, and never a secret: the API key is cut out of anything printed."""
     line = " ".join(str(text).split())
-    key = os.environ.get("ANTHROPIC_API_KEY", "")
+    from stay.settings import api_key_from
+
+    key = api_key_from()
     return line.replace(key, "[redacted]") if len(key) >= 8 else line
 
 
@@ -170,30 +178,17 @@ def _dispatch(args: list[str]) -> int:
         return EXIT_USAGE
     ns = parser.parse_args(args)
     if ns.command in ("new", "build", "plan", "write", "repair"):
-        return _run(ns)
-    import stay.pipeline as pipeline
-
-    if ns.command == "approve":
-        pipeline.approve(ns.slug, ns.gate, courses_dir=ns.courses_dir, decline=ns.decline, note=ns.note)
-        print(f"{ns.slug}: the {ns.gate} gate is {'declined' if ns.decline else 'approved'}")
-        return EXIT_OK
-    if ns.command in ("status", "adopt"):
-        statuses = (pipeline.adopt if ns.command == "adopt" else pipeline.status)(
-            ns.slug, courses_dir=ns.courses_dir)
-        for path, status in statuses.items():
-            detail = status.describe()
-            print(f"{status.state:8} {path}" + (f"  {detail}" if detail else ""))
-        for gate, verdict in pipeline.gate_status(ns.slug, courses_dir=ns.courses_dir).items():
-            print(f"gate     {gate}: {verdict}")
-        return EXIT_OK
+        return _run(ns, _settings(ns))
+    if ns.command in ("approve", "status", "adopt"):
+        return _course_command(ns, _settings(ns))
     if ns.command == "evals":
         from stay.scoring._cli import run_evals
 
         return run_evals(ns)
     if ns.command == "view":
-        from stay.view._cli import run as run_view
+        from stay.view import view_main
 
-        return run_view(ns)
+        return view_main(ns)
     if ns.command == "graph":
         print(render_graph(ns.format), end="")
         return EXIT_OK
@@ -201,12 +196,40 @@ def _dispatch(args: list[str]) -> int:
     return EXIT_USAGE
 
 
-def _run(ns: argparse.Namespace) -> int:
+def _settings(ns: argparse.Namespace) -> Settings:
+    """The environment, read once, with the command line's overrides."""
+    from pathlib import Path
+
+    from stay.settings import Settings
+
+    prompts = getattr(ns, "prompts_dir", None)
+    return Settings.from_env(backend=getattr(ns, "backend", None), prompts_dir=Path(prompts) if prompts else None)
+
+
+def _course_command(ns: argparse.Namespace, settings: Settings) -> int:
+    import stay.pipeline as pipeline
+
+    if ns.command == "approve":
+        pipeline.approve(ns.slug, ns.gate, courses_dir=ns.courses_dir, decline=ns.decline, note=ns.note,
+                         settings=settings)
+        print(f"{ns.slug}: the {ns.gate} gate is {'declined' if ns.decline else 'approved'}")
+        return EXIT_OK
+    statuses = (pipeline.adopt if ns.command == "adopt" else pipeline.status)(
+        ns.slug, courses_dir=ns.courses_dir, settings=settings)
+    for path, status in statuses.items():
+        detail = status.describe()
+        print(f"{status.state:8} {path}" + (f"  {detail}" if detail else ""))
+    for gate, verdict in pipeline.gate_status(ns.slug, courses_dir=ns.courses_dir, settings=settings).items():
+        print(f"gate     {gate}: {verdict}")
+    return EXIT_OK
+
+
+def _run(ns: argparse.Namespace, settings: Settings) -> int:
     from stay.models import describe_cost
     from stay.pipeline import run_command
 
     result = run_command(ns.command, ns.target, courses_dir=ns.courses_dir, yes=getattr(ns, "yes", False),
-                         slug=ns.slug, backend=ns.backend, replay=ns.replay, batch=ns.batch)
+                         slug=ns.slug, settings=settings, replay=ns.replay, batch=ns.batch)
     print(f"{result.slug}: {result.course_dir}")
     usage = result.usage
     print(f"usage: {result.calls} calls; {usage.input_tokens} input, {usage.cache_creation_input_tokens} "

@@ -29,7 +29,8 @@ one table, ``EXIT_CODES`` (the most specific class wins).
     │   │                     name a path outside the course, or breaks the id format
     │   └── CourseLocked      another command is writing this course
     ├── InvalidRun            an eval report with too many failed judge items to trust (5)
-    ├── GraphError            a pipeline graph that breaks its contract (a bug)        (3)
+    ├── GraphError            a declaration that breaks its contract: the pipeline graph,
+    │                         a stage, the rule registry (a bug)                       (3)
     └── InjectedFault         a fault a test asked the offline backend to raise        (5)
 """
 
@@ -165,7 +166,8 @@ class CourseLocked(PipelineError):
 
 
 class GraphError(StayError, ValueError):
-    """A pipeline graph that breaks its contract; the message lists every problem."""
+    """A declaration that breaks its contract (the pipeline graph, a stage, the rule
+    registry): a bug in stay, found when it is built; the message lists every problem."""
 
 
 class InjectedFault(StayError, RuntimeError):

@@ -5,12 +5,13 @@ neither imports the other."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Role = Literal["analysis", "planning", "writing", "judging"]
-ROLES: tuple[Role, ...] = ("analysis", "planning", "writing", "judging")
+from stay.settings import ROLES, Role
+
+__all__ = ["MAX_TOKENS", "ROLES", "ModelAnswer", "ModelRequest", "Role", "SystemBlock", "Usage"]
 
 MAX_TOKENS = 16_000
 """The room for a call's answer, in tokens. A chat model's default cap is sized for a

@@ -35,7 +35,10 @@ from typing import Any, Literal
 from urllib.parse import unquote
 
 from stay.errors import UsageError
-from stay.requests import ROLES, Role
+
+Role = Literal["analysis", "planning", "writing", "judging"]
+"""What a model does in the pipeline: each role is played by one model (``Settings.models``)."""
+ROLES: tuple[Role, ...] = ("analysis", "planning", "writing", "judging")
 
 Backend = Literal["offline", "anthropic"]
 

@@ -78,15 +78,15 @@ DEFAULT_LIMITS = DurationLimits()
 
 def parse_duration(text: str) -> int:
     """Minutes of learning in free text: "45 minutes", "4 hours", "1.5 h", "1 day",
-    "2 hours 30 minutes", "half a day", "an hour and a half". Raises ValueError, in
+    "2 hours 30 minutes", "half a day", "an hour and a half". Raises BriefError, in
     words a person can act on, for anything else."""
     shown = text if len(text) <= 60 else text[:57] + "..."
     if _RANGE.search(text):
-        raise ValueError(f"{shown!r} is a range; give one duration, e.g. '3 hours'")
+        raise BriefError(f"{shown!r} is a range; give one duration, e.g. '3 hours'")
     for match in _OTHER_UNIT.finditer(text):
         word = match.group(1).lower()
         if word not in _UNITS and word not in _FILLER:
-            raise ValueError(f"{shown!r}: '{word}' is not a unit stay accepts; write the time as "
+            raise BriefError(f"{shown!r}: '{word}' is not a unit stay accepts; write the time as "
                              f"{UNITS_IN_WORDS}")
     total = 0.0
     for match in _AMOUNT.finditer(text):
@@ -96,9 +96,9 @@ def parse_duration(text: str) -> int:
             amount += 0.5
         total += amount * _UNITS[match.group("unit").lower()]
     if not math.isfinite(total) or total > 10**9:
-        raise ValueError(f"{shown!r} is far longer than any course; give the time a course takes")
+        raise BriefError(f"{shown!r} is far longer than any course; give the time a course takes")
     if total <= 0:
-        raise ValueError(f"cannot read {shown!r} as a duration; write it as {UNITS_IN_WORDS}")
+        raise BriefError(f"cannot read {shown!r} as a duration; write it as {UNITS_IN_WORDS}")
     return round(total)
 
 
@@ -106,7 +106,7 @@ def check_duration(text: str, where: str, limits: DurationLimits = DEFAULT_LIMIT
     """The brief's minutes, within what the pipeline can make; else a BriefError."""
     try:
         minutes = parse_duration(text)
-    except ValueError as exc:
+    except BriefError as exc:
         raise BriefError(f"{where}: field 'time_available': {exc}") from None
     if minutes < limits.shortest:
         raise BriefError(f"{where}: field 'time_available': {text!r} is {minutes} minutes, shorter than the "

@@ -105,7 +105,7 @@ class OfflineBackend:
                   else dict.fromkeys(self.defects, None))
         unknown = set(counts) - set(DEFECTS)
         if unknown:
-            raise ValueError(f"unknown defects {sorted(unknown)}; known: {sorted(DEFECTS)}")
+            raise UsageError(f"unknown defects {sorted(unknown)}; known: {sorted(DEFECTS)}")
         self._defects_left = counts
         self._errors_left = dict(self.errors)
 

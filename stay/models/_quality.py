@@ -26,6 +26,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
+from stay.errors import UsageError
 from stay.requests import ModelRequest
 
 QUALITY_KNOBS = ("distractors", "untaught", "exercises", "rubrics")
@@ -64,10 +65,10 @@ _DEGREE_LADDERS = (
 def check_knobs(quality: Mapping[str, float]) -> None:
     unknown = set(quality) - set(QUALITY_KNOBS)
     if unknown:
-        raise ValueError(f"unknown quality knobs {sorted(unknown)}; known: {QUALITY_KNOBS}")
+        raise UsageError(f"unknown quality knobs {sorted(unknown)}; known: {QUALITY_KNOBS}")
     for knob, rate in quality.items():
         if not 0.0 <= rate <= 1.0:
-            raise ValueError(f"quality knob {knob}={rate}: a share of items, between 0 and 1")
+            raise UsageError(f"quality knob {knob}={rate}: a share of items, between 0 and 1")
 
 
 def _unit(*parts: object) -> float:

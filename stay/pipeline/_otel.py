@@ -39,17 +39,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from stay.settings import OtlpTarget, environment, otlp_from
+from stay.settings import OtlpTarget
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
 INSTALL_HINT = "pip install 'stay[otel]'"
-
-
-def otlp_target_from_environment(environ: Mapping[str, str] | None = None) -> OtlpTarget | None:
-    """The exporter's target from an environment (``stay.settings.otlp_from``)."""
-    return otlp_from(environment() if environ is None else environ)
 
 
 def _warn(line: str) -> None:

@@ -338,10 +338,10 @@ def _user() -> str:
         return "unknown"
 
 
-def status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
-           settings: Settings | None = None) -> dict[str, Status]:
+def status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses", settings: Settings | None = None,
+           stages: Sequence[Stage] = REGISTRY) -> dict[str, Status]:
     """Every artefact's derived status, with the inputs that made a stale one stale."""
-    return _open(slug, courses_dir, settings).statuses()
+    return _open(slug, courses_dir, settings, stages).statuses()
 
 
 def gate_status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",

@@ -27,6 +27,8 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
+from stay.errors import InvalidRun
+
 PERMUTATIONS = 4999
 """Random permutations per test: p-values resolve to 1/5000, a twentieth of the
 smallest Holm threshold five scorers need (0.01)."""
@@ -152,7 +154,7 @@ def stratified_test(strata: Sequence[Stratum], *, permutations: int = PERMUTATIO
     test that shuffles run labels among each brief's units only."""
     used = [s for s in strata if s.baseline and s.candidate and s.weight > 0]
     if not used:
-        raise ValueError("no brief has units in both runs")
+        raise InvalidRun("no brief has scored builds in both runs: nothing can be compared")
     total = sum(s.weight for s in used)
     a = np.zeros(permutations)
     b = np.zeros(permutations)

@@ -1,7 +1,7 @@
 """The course validator: the rules of validator-rules.md, reproducible to the defect.
 
-    >>> from stay.validate import validate, validate_course
-    >>> report = validate("courses", strict=True)
+    >>> from stay.validate import validate_courses, validate_course
+    >>> report = validate_courses("courses", strict=True)
     >>> report.ok, [d.line() for c in report.courses for d in c.defects]
 
 It reads course files and the two data files only; it never imports the pipeline
@@ -16,10 +16,10 @@ from stay.validate._check import (
     ValidationReport,
     check_course,
     find_courses,
-    validate,
     validate_course,
     validate_courses,
 )
+from stay.validate._cli import main
 from stay.validate._data import HouseData, default_data_dir, packaged_data_dir
 from stay.validate._defect import OWNERS, Defect, Owner, Severity
 from stay.validate._registry import Rule
@@ -39,8 +39,8 @@ __all__ = [
     "check_course",
     "default_data_dir",
     "find_courses",
+    "main",
     "packaged_data_dir",
-    "validate",
     "validate_course",
     "validate_courses",
 ]

@@ -181,7 +181,7 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def validate(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = "courses", *,
+def validate_courses(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = "courses", *,
              strict: bool = False,
              data_dir: str | os.PathLike[str] | None = None,
              jobs: int | None = 1) -> ValidationReport:
@@ -237,7 +237,6 @@ def _check_one(shown: str) -> CourseReport:
     return check_course(Path(shown), data, strict=strict, shown=shown)
 
 
-validate_courses = validate
 """``validate`` under the name ``stay`` exports it by (``stay.validate`` is this package)."""
 
 

@@ -69,10 +69,10 @@ def _one_line(text: object) -> str:
 
 def run(argv: Sequence[str]) -> int:
     """Validate and print; returns the exit code. UsageError propagates."""
-    from stay.validate._check import validate  # imported here so --help-like errors stay cheap
+    from stay.validate._check import validate_courses  # imported here so --help-like errors stay cheap
 
     args = _parse(argv)
-    report = validate(args.paths or ["courses"], strict=args.strict, data_dir=args.data_dir, jobs=args.jobs)
+    report = validate_courses(args.paths or ["courses"], strict=args.strict, data_dir=args.data_dir, jobs=args.jobs)
     _write(sys.stdout, report.to_json() if args.format == "json" else report.to_text())
     return report.exit_code
 

@@ -171,34 +171,34 @@ class Course:
                 ))
         return course
 
-    # -- the top-level files, by their letter in the rules table -------------
+    # -- the top-level files (the rules table's C, A, K, O, S, J, G) ----------
 
     @property
-    def C(self) -> CourseFile:
+    def manifest_file(self) -> CourseFile:
         return self.files["course.yaml"]
 
     @property
-    def A(self) -> CourseFile:
+    def audience_file(self) -> CourseFile:
         return self.files["audience.yaml"]
 
     @property
-    def K(self) -> CourseFile:
+    def curriculum_file(self) -> CourseFile:
         return self.files["curriculum.yaml"]
 
     @property
-    def O(self) -> CourseFile:  # noqa: E743
+    def outcomes_file(self) -> CourseFile:
         return self.files["outcomes.yaml"]
 
     @property
-    def S(self) -> CourseFile:
+    def assessment_file(self) -> CourseFile:
         return self.files["assessment.yaml"]
 
     @property
-    def J(self) -> CourseFile:
+    def project_file(self) -> CourseFile:
         return self.files["project.yaml"]
 
     @property
-    def G(self) -> CourseFile:
+    def glossary_file(self) -> CourseFile:
         return self.files["glossary.yaml"]
 
     # -- derived views, computed once -----------------------------------------
@@ -217,7 +217,7 @@ class Course:
     @cached_property
     def outcomes(self) -> list[dict[str, Any]]:
         """The entries of a usable outcomes.yaml, in file order ([] otherwise)."""
-        return self.O.data["outcomes"] if self.O.usable else []
+        return self.outcomes_file.data["outcomes"] if self.outcomes_file.usable else []
 
     @cached_property
     def outcome_first(self) -> dict[str, dict[str, Any]]:

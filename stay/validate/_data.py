@@ -161,8 +161,10 @@ def default_data_dir() -> Path:
     The contract's default is ``$STAY_DATA_DIR`` then ``./data``; the last fallback
     lets ``stay validate`` work from any directory after a plain ``pip install``.
     """
-    env = os.environ.get("STAY_DATA_DIR")
-    if env:
-        return Path(env)
+    from stay.settings import data_dir_from
+
+    chosen = data_dir_from()
+    if chosen is not None:
+        return chosen
     local = Path("data")
     return local if local.is_dir() else packaged_data_dir()

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from stay.errors import GraphError
 from stay.validate._course import Course
 from stay.validate._defect import Owner, Severity
 
@@ -55,7 +56,7 @@ def rule(code: str, severity: Severity, owner: Owner | None, template: str) -> C
     def declare(check: Check) -> Rule:
         doc = (check.__doc__ or "").strip()
         if not doc:
-            raise TypeError(f"rule {code} has no docstring saying what it checks and why")
+            raise GraphError(f"rule {code} has no docstring saying what it checks and why")
         return Rule(code, severity, owner, template, check, doc)
 
     return declare

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType, ModuleType
 
+from stay.errors import GraphError
 from stay.validate._registry import Rule
 from stay.validate.rules import (
     asm,
@@ -50,9 +51,9 @@ def _build() -> Mapping[str, Rule]:
         prefix = prefix_of(family)
         for rule in family.RULES:
             if rule.code in registry:
-                raise RuntimeError(f"rule {rule.code} is registered twice")
+                raise GraphError(f"rule {rule.code} is registered twice")
             if rule.code[:-3] != prefix or rule.check.__name__ != rule.code:
-                raise RuntimeError(f"rule {rule.code} is declared as {rule.check.__name__} in "
+                raise GraphError(f"rule {rule.code} is declared as {rule.check.__name__} in "
                                    f"rules/{prefix}.py; it belongs in rules/{rule.code[:-3]}.py, "
                                    f"named {rule.code}")
             registry[rule.code] = rule

@@ -22,14 +22,16 @@ _EXPORTS = {
     "ScorerRow": "stay.view._reports", "render_compare_html": "stay.view._reports",
     "render_run_summary_html": "stay.view._reports", "build_site": "stay.view._site",
     "default_out_dir": "stay.view._site", "render_course": "stay.view._site", "write_site": "stay.view._site",
+    "view_parser": "stay.view._cli", "view_main": "stay.view._cli",
 }
 
 __all__ = [
     "CompareHeader", "Interval", "ItemDiffRow", "ScorerRow", "build_site", "default_out_dir",
-    "render_compare_html", "render_course", "render_run_summary_html", "write_site",
+    "render_compare_html", "render_course", "render_run_summary_html", "view_main", "view_parser", "write_site",
 ]
 
 if TYPE_CHECKING:
+    from stay.view._cli import view_main, view_parser
     from stay.view._reports import (
         CompareHeader,
         Interval,

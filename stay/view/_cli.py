@@ -1,6 +1,6 @@
 """``stay view SLUG``: the command's arguments and what it does.
 
-``add_parser`` adds the subcommand to ``stay``'s parser; ``run`` runs it and returns
+``view_parser`` adds the subcommand to ``stay``'s parser; ``view_main`` runs it and returns
 the exit code. Kept apart from stay/cli.py so the command owns its options.
 """
 
@@ -14,7 +14,7 @@ DESCRIPTION = ("render a course as a static, read-only site (never writes into t
                "--serve shows it on 127.0.0.1")
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+def view_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``view`` to ``subparsers`` (the object ``add_subparsers`` returned)."""
     view: argparse.ArgumentParser = subparsers.add_parser("view", help=DESCRIPTION, description=DESCRIPTION)
     view.add_argument("slug", help="the course's slug: a directory in --courses-dir")
@@ -28,7 +28,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return view
 
 
-def run(ns: argparse.Namespace) -> int:
+def view_main(ns: argparse.Namespace) -> int:
     """Render (and maybe serve) the course ``ns.slug``; the exit code."""
     from stay.briefs import course_dir
     from stay.errors import UsageError

@@ -27,8 +27,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from stay.pipeline import build_course
-from stay.pipeline._otel import INSTALL_HINT, build_spans, export_trace, otlp_target_from_environment
-from stay.settings import OtlpTarget, parse_headers
+from stay.pipeline._otel import INSTALL_HINT, build_spans, export_trace
+from stay.settings import OtlpTarget, otlp_from, parse_headers
 from tests.conftest import ROOT
 
 BRIEF = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
@@ -239,7 +239,7 @@ def test_a_plain_import_of_the_pipeline_does_not_import_opentelemetry() -> None:
 ])
 def test_the_settings_follow_the_otlp_environment_variables(environ: dict[str, str],
                                                             expected: OtlpTarget | None) -> None:
-    assert otlp_target_from_environment(environ) == expected
+    assert otlp_from(environ) == expected
 
 
 def test_headers_are_comma_separated_and_percent_decoded() -> None:

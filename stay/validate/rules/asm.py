@@ -19,13 +19,13 @@ METHODS = ("quiz", "exercise", "capstone")
 
 
 def _evidence(course: Course) -> list[dict[str, Any]]:
-    return course.S.data["evidence"] if course.S.usable else []
+    return course.assessment_file.data["evidence"] if course.assessment_file.usable else []
 
 
 @rule("asm001", FAIL, "assessment", "outcome {id} has no evidence entry")
 def asm001(course: Course) -> Iterator[Finding]:
     """An outcome no evidence entry names: nothing would show it was learnt."""
-    if course.S.usable and course.O.usable:
+    if course.assessment_file.usable and course.outcomes_file.usable:
         named = {entry["outcome"] for entry in _evidence(course)}
         for outcome in course.outcomes:
             yield finding(S, show(outcome["id"]), outcome["id"] not in named, id=outcome["id"])
@@ -34,7 +34,7 @@ def asm001(course: Course) -> Iterator[Finding]:
 @rule("asm002", FAIL, "assessment", "evidence names unknown outcome '{o}'")
 def asm002(course: Course) -> Iterator[Finding]:
     """An evidence entry names an outcome outcomes.yaml does not have."""
-    if course.O.usable:
+    if course.outcomes_file.usable:
         for entry in _evidence(course):
             oid = entry["outcome"]
             yield finding(S, show(oid), oid not in course.outcome_first, o=oid)
@@ -63,7 +63,7 @@ def asm004(course: Course) -> Iterator[Finding]:
       "outcome {o} is not assessed by quiz; every outcome gets a quiz item")
 def asm005(course: Course) -> Iterator[Finding]:
     """A known outcome's methods lack quiz; every outcome gets a quiz item."""
-    if course.O.usable:
+    if course.outcomes_file.usable:
         for entry in _evidence(course):
             oid = entry["outcome"]
             if oid in course.outcome_first:
@@ -74,7 +74,7 @@ def asm005(course: Course) -> Iterator[Finding]:
 def asm006(course: Course) -> Iterator[Finding]:
     """An outcome at apply or above is not assessed by an exercise: a quiz item cannot
     show a learner performing it."""
-    if course.O.usable:
+    if course.outcomes_file.usable:
         for entry in _evidence(course):
             oid = entry["outcome"]
             if oid in course.outcome_first:

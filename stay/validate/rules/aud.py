@@ -18,23 +18,23 @@ A = "audience.yaml"
 @rule("aud001", FAIL, "audience", "time_budget_minutes must be positive, found {n}")
 def aud001(course: Course) -> Iterator[Finding]:
     """The time budget is zero or negative, so no curriculum can fit it."""
-    if course.A.usable:
-        budget = course.A.data["time_budget_minutes"]
+    if course.audience_file.usable:
+        budget = course.audience_file.data["time_budget_minutes"]
         yield finding(A, "time_budget_minutes", budget <= 0, n=budget)
 
 
 @rule("aud002", WARN, "audience", "prior_knowledge is empty")
 def aud002(course: Course) -> Iterator[Finding]:
     """No prior knowledge is recorded: lessons cannot build on what learners know."""
-    if course.A.usable:
-        yield finding(A, "prior_knowledge", not course.A.data["prior_knowledge"])
+    if course.audience_file.usable:
+        yield finding(A, "prior_knowledge", not course.audience_file.data["prior_knowledge"])
 
 
 @rule("aud003", FAIL, "audience", "goals is empty")
 def aud003(course: Course) -> Iterator[Finding]:
     """No goals: backward design starts from what learners want to do, so nothing can."""
-    if course.A.usable:
-        yield finding(A, "goals", not course.A.data["goals"])
+    if course.audience_file.usable:
+        yield finding(A, "goals", not course.audience_file.data["goals"])
 
 
 RULES = (aud001, aud002, aud003)

@@ -21,7 +21,7 @@ _SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 @rule("cur001", FAIL, "curriculum", "{n} modules; house style allows {min} to {max}")
 def cur001(course: Course) -> Iterator[Finding]:
     """The module count is outside house style's course range."""
-    if course.K.usable:
+    if course.curriculum_file.usable:
         lo, hi = course.data["course.min_modules"], course.data["course.max_modules"]
         n = len(course.modules)
         yield finding(K, "modules", not lo <= n <= hi, n=n, min=lo, max=hi)
@@ -30,7 +30,7 @@ def cur001(course: Course) -> Iterator[Finding]:
 @rule("cur002", FAIL, "curriculum", "module {id} has {n} lessons; house style allows {min} to {max}")
 def cur002(course: Course) -> Iterator[Finding]:
     """A module's lesson count is outside house style's module range."""
-    if course.K.usable:
+    if course.curriculum_file.usable:
         lo, hi = course.data["module.min_lessons"], course.data["module.max_lessons"]
         for module in course.modules:
             n = len(module["lessons"])
@@ -41,7 +41,7 @@ def cur002(course: Course) -> Iterator[Finding]:
 @rule("cur003", FAIL, "curriculum", "lesson {id} is {n} minutes; house style allows {min} to {max}")
 def cur003(course: Course) -> Iterator[Finding]:
     """A lesson is shorter or longer than house style allows (attention and load)."""
-    if course.K.usable:
+    if course.curriculum_file.usable:
         lo, hi = course.data["lesson.min_minutes"], course.data["lesson.max_minutes"]
         for module in course.modules:
             for entry in module["lessons"]:
@@ -53,9 +53,9 @@ def cur003(course: Course) -> Iterator[Finding]:
 @rule("cur004", FAIL, "curriculum", "the curriculum totals {t} minutes; the audience budget is {b}")
 def cur004(course: Course) -> Iterator[Finding]:
     """The lessons add up to more time than the audience has."""
-    if course.K.usable and course.A.usable:
+    if course.curriculum_file.usable and course.audience_file.usable:
         total = sum(lesson.minutes for lesson in course.lessons)
-        budget = course.A.data["time_budget_minutes"]
+        budget = course.audience_file.data["time_budget_minutes"]
         yield finding(K, "minutes", total > budget, t=total, b=budget)
 
 
@@ -63,9 +63,9 @@ def cur004(course: Course) -> Iterator[Finding]:
       "the curriculum totals {t} minutes, under {pct}% of the audience budget of {b}")
 def cur005(course: Course) -> Iterator[Finding]:
     """The lessons use too little of the budget: the course probably under-teaches."""
-    if course.K.usable and course.A.usable:
+    if course.curriculum_file.usable and course.audience_file.usable:
         total = sum(lesson.minutes for lesson in course.lessons)
-        budget = course.A.data["time_budget_minutes"]
+        budget = course.audience_file.data["time_budget_minutes"]
         share = course.data["course.min_budget_use"]
         yield finding(K, "minutes", total < times(share, budget),
                       t=total, pct=round(share * 100), b=budget)
@@ -74,7 +74,7 @@ def cur005(course: Course) -> Iterator[Finding]:
 @rule("cur006", FAIL, "curriculum", "module id '{id}' should be '{expected}'")
 def cur006(course: Course) -> Iterator[Finding]:
     """The i-th module's id is not m<i>, two digits, counted from m01."""
-    if course.K.usable:
+    if course.curriculum_file.usable:
         for i, module in enumerate(course.modules, 1):
             expected = f"m{i:02d}"
             yield finding(K, show(module["id"]), module["id"] != expected,
@@ -84,7 +84,7 @@ def cur006(course: Course) -> Iterator[Finding]:
 @rule("cur007", FAIL, "curriculum", "lesson id '{id}' should be '{expected}'")
 def cur007(course: Course) -> Iterator[Finding]:
     """The j-th lesson of a module is not <module id>-l<j>, two digits, from l01."""
-    if course.K.usable:
+    if course.curriculum_file.usable:
         for module in course.modules:
             for j, entry in enumerate(module["lessons"], 1):
                 expected = f"{module['id']}-l{j:02d}"
@@ -95,7 +95,7 @@ def cur007(course: Course) -> Iterator[Finding]:
 @rule("cur008", FAIL, "curriculum", "module slug '{slug}' is not a valid slug")
 def cur008(course: Course) -> Iterator[Finding]:
     """A module slug is not lowercase words joined by hyphens; it names a directory."""
-    if course.K.usable:
+    if course.curriculum_file.usable:
         for module in course.modules:
             slug = module["slug"]
             yield finding(K, show(module["id"]), _SLUG.fullmatch(slug) is None, slug=slug)

@@ -42,7 +42,7 @@ def exe002(course: Course) -> Iterator[Finding]:
 @rule("exe003", FAIL, "exercises", "outcome {o} ({bloom}) has no exercise")
 def exe003(course: Course) -> Iterator[Finding]:
     """An outcome of the lesson at apply or above has no exercise targeting it."""
-    if course.O.usable:
+    if course.outcomes_file.usable:
         for lesson, exercises in _written(course):
             targeted = {exercise["outcome"] for exercise in exercises}
             for outcome in course.outcomes_of(lesson.id):
@@ -55,7 +55,7 @@ def exe003(course: Course) -> Iterator[Finding]:
 @rule("exe004", FAIL, "exercises", "exercise targets '{o}', which is not an outcome of {id}")
 def exe004(course: Course) -> Iterator[Finding]:
     """An exercise targets an outcome that is not this lesson's."""
-    if course.O.usable:
+    if course.outcomes_file.usable:
         for lesson, exercises in _written(course):
             own = {outcome["id"] for outcome in course.outcomes_of(lesson.id)}
             for exercise in exercises:
@@ -66,7 +66,7 @@ def exe004(course: Course) -> Iterator[Finding]:
 @rule("exe005", FAIL, "exercises", "exercise level '{b}' differs from its outcome's '{ob}'")
 def exe005(course: Course) -> Iterator[Finding]:
     """An exercise's level differs from its (known) outcome's level."""
-    if course.O.usable:
+    if course.outcomes_file.usable:
         for lesson, exercises in _written(course):
             for exercise in exercises:
                 outcome = course.outcome_first.get(exercise["outcome"])
@@ -80,7 +80,7 @@ def exe005(course: Course) -> Iterator[Finding]:
       "exercise targets {o} at level {ob}; exercises are for apply or above")
 def exe006(course: Course) -> Iterator[Finding]:
     """An exercise targets an outcome below apply, which a quiz item already checks."""
-    if course.O.usable:
+    if course.outcomes_file.usable:
         for lesson, exercises in _written(course):
             for exercise in exercises:
                 outcome = course.outcome_first.get(exercise["outcome"])

@@ -21,7 +21,7 @@ def _firsts(course: Course) -> list[dict[str, Any]]:
     """The first glossary entry for each norm(term), in file order."""
     seen: set[str] = set()
     firsts = []
-    for entry in course.G.data["terms"]:
+    for entry in course.glossary_file.data["terms"]:
         term = norm(entry["term"])
         if term not in seen:
             seen.add(term)
@@ -32,16 +32,16 @@ def _firsts(course: Course) -> list[dict[str, Any]]:
 @rule("glo001", WARN, "glossary", "the course has no glossary")
 def glo001(course: Course) -> Iterator[Finding]:
     """Plans introduce terms but there is no usable glossary (mid-run, a WARN)."""
-    if course.K.usable:
+    if course.curriculum_file.usable:
         has_terms = any(lesson.plan.data["new_terms"] for lesson in course.planned_lessons)
-        yield finding(G, "-", has_terms and not course.G.usable)
+        yield finding(G, "-", has_terms and not course.glossary_file.usable)
 
 
 @rule("glo002", FAIL, "glossary", "term '{t}' introduced in {id} is missing from the glossary")
 def glo002(course: Course) -> Iterator[Finding]:
     """An introduced term has no glossary entry."""
-    if course.G.usable and course.K.usable:
-        present = {norm(entry["term"]) for entry in course.G.data["terms"]}
+    if course.glossary_file.usable and course.curriculum_file.usable:
+        present = {norm(entry["term"]) for entry in course.glossary_file.data["terms"]}
         for term, intro in course.introduced.items():
             yield finding(G, show(intro.term), term not in present,
                           t=intro.term, id=intro.lesson.id)
@@ -50,7 +50,7 @@ def glo002(course: Course) -> Iterator[Finding]:
 @rule("glo003", FAIL, "glossary", "glossary says '{t}' is introduced in {x}; its plan is {id}")
 def glo003(course: Course) -> Iterator[Finding]:
     """A glossary entry names another introducing lesson than the plans do."""
-    if course.G.usable and course.K.usable:
+    if course.glossary_file.usable and course.curriculum_file.usable:
         for entry in _firsts(course):
             intro = course.introduced.get(norm(entry["term"]))
             if intro is not None:
@@ -61,7 +61,7 @@ def glo003(course: Course) -> Iterator[Finding]:
 @rule("glo004", WARN, "glossary", "glossary term '{t}' is not introduced by any plan")
 def glo004(course: Course) -> Iterator[Finding]:
     """A glossary entry no plan introduces (mid-run, a plan may not be written yet)."""
-    if course.G.usable and course.K.usable:
+    if course.glossary_file.usable and course.curriculum_file.usable:
         for entry in _firsts(course):
             yield finding(G, show(entry["term"]), norm(entry["term"]) not in course.introduced,
                           t=entry["term"])
@@ -70,9 +70,9 @@ def glo004(course: Course) -> Iterator[Finding]:
 @rule("glo005", FAIL, "glossary", "duplicate glossary term '{t}'")
 def glo005(course: Course) -> Iterator[Finding]:
     """Two glossary entries share a term (after norm)."""
-    if course.G.usable:
+    if course.glossary_file.usable:
         seen: set[str] = set()
-        for entry in course.G.data["terms"]:
+        for entry in course.glossary_file.data["terms"]:
             term = norm(entry["term"])
             yield finding(G, show(entry["term"]), term in seen, t=entry["term"])
             seen.add(term)

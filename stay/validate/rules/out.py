@@ -28,7 +28,7 @@ def out001(course: Course) -> Iterator[Finding]:
 @rule("out002", FAIL, "outcomes", "outcome names lesson '{lesson}', which is not in the curriculum")
 def out002(course: Course) -> Iterator[Finding]:
     """An outcome belongs to a lesson the curriculum does not have."""
-    if course.K.usable:
+    if course.curriculum_file.usable:
         for outcome in course.outcomes:
             lesson = outcome["lesson"]
             yield finding(O, show(outcome["id"]), lesson not in course.lesson_ids, lesson=lesson)
@@ -80,7 +80,7 @@ def out006(course: Course) -> Iterator[Finding]:
 @rule("out007", FAIL, "outcomes", "lesson {id} has {n} outcomes; house style allows 1 to {max}")
 def out007(course: Course) -> Iterator[Finding]:
     """A curriculum lesson has no outcome, or more than a lesson can teach."""
-    if course.K.usable and course.O.usable:
+    if course.curriculum_file.usable and course.outcomes_file.usable:
         most = course.data["lesson.max_outcomes"]
         for lesson in course.lessons:
             n = len(course.outcomes_of(lesson.id))

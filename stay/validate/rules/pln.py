@@ -61,7 +61,7 @@ def pln005(course: Course) -> Iterator[Finding]:
 @rule("pln006", FAIL, "plan", "outcome {o} is missing from the plan")
 def pln006(course: Course) -> Iterator[Finding]:
     """An outcome of the lesson is not in the plan's outcomes, so nothing plans to teach it."""
-    if course.O.usable:
+    if course.outcomes_file.usable:
         for lesson in course.planned_lessons:
             listed = lesson.plan.data["outcomes"]
             for outcome in course.outcomes_of(lesson.id):
@@ -72,7 +72,7 @@ def pln006(course: Course) -> Iterator[Finding]:
 @rule("pln007", WARN, "plan", "plan lists '{o}', which is not an outcome of {id}")
 def pln007(course: Course) -> Iterator[Finding]:
     """The plan lists an outcome that is not the lesson's (mid-run, it may be written yet)."""
-    if course.O.usable:
+    if course.outcomes_file.usable:
         for lesson in course.planned_lessons:
             own = {outcome["id"] for outcome in course.outcomes_of(lesson.id)}
             for listed in lesson.plan.data["outcomes"]:
@@ -83,7 +83,7 @@ def pln007(course: Course) -> Iterator[Finding]:
 @rule("pln008", FAIL, "plan", "outcome {o} is not covered by any section")
 def pln008(course: Course) -> Iterator[Finding]:
     """A listed outcome of the lesson is in no section's covers: planned, never taught."""
-    if course.O.usable:
+    if course.outcomes_file.usable:
         for lesson in course.planned_lessons:
             plan = lesson.plan.data
             covered = {oid for section in plan["sections"] for oid in section["covers"]}

@@ -23,21 +23,21 @@ _RUBRIC_ID = re.compile(r"r[1-9][0-9]*")
 
 
 def _project(course: Course) -> dict[str, Any] | None:
-    return course.J.data if course.J.usable else None
+    return course.project_file.data if course.project_file.usable else None
 
 
 @rule("prj001", WARN, "capstone", "the course has no capstone project")
 def prj001(course: Course) -> Iterator[Finding]:
     """A course with a usable curriculum has no usable project.yaml (mid-run, a WARN)."""
-    if course.K.usable:
-        yield finding(J, "-", not course.J.usable)
+    if course.curriculum_file.usable:
+        yield finding(J, "-", not course.project_file.usable)
 
 
 @rule("prj002", FAIL, "capstone", "module {id} is not covered by any milestone")
 def prj002(course: Course) -> Iterator[Finding]:
     """A curriculum module is in no milestone: the capstone skips what it taught."""
     project = _project(course)
-    if project is not None and course.K.usable:
+    if project is not None and course.curriculum_file.usable:
         covered = {m for milestone in project["milestones"] for m in milestone["modules"]}
         for module in course.modules:
             yield finding(J, show(module["id"]), module["id"] not in covered, id=module["id"])
@@ -47,7 +47,7 @@ def prj002(course: Course) -> Iterator[Finding]:
 def prj003(course: Course) -> Iterator[Finding]:
     """A milestone names a module the curriculum does not have; the first is reported."""
     project = _project(course)
-    if project is not None and course.K.usable:
+    if project is not None and course.curriculum_file.usable:
         known = [module["id"] for module in course.modules]
         for milestone in project["milestones"]:
             unknown = next((m for m in milestone["modules"] if m not in known), None)
@@ -69,7 +69,7 @@ def prj004(course: Course) -> Iterator[Finding]:
 def prj005(course: Course) -> Iterator[Finding]:
     """A criterion names an outcome outcomes.yaml does not have; the first is reported."""
     project = _project(course)
-    if project is not None and course.O.usable:
+    if project is not None and course.outcomes_file.usable:
         for criterion in project["rubric"]:
             unknown = next((o for o in criterion["outcomes"] if o not in course.outcome_first),
                            None)
@@ -92,8 +92,8 @@ def prj006(course: Course) -> Iterator[Finding]:
 def prj007(course: Course) -> Iterator[Finding]:
     """Assessment says the capstone assesses an outcome, but no criterion marks it."""
     project = _project(course)
-    if project is not None and course.S.usable and course.O.usable:
-        capstone = {entry["outcome"] for entry in course.S.data["evidence"]
+    if project is not None and course.assessment_file.usable and course.outcomes_file.usable:
+        capstone = {entry["outcome"] for entry in course.assessment_file.data["evidence"]
                     if "capstone" in entry["methods"]}
         named = {oid for criterion in project["rubric"] for oid in criterion["outcomes"]}
         for outcome in course.outcomes:

@@ -51,7 +51,7 @@ def qz002(course: Course) -> Iterator[Finding]:
 @rule("qz003", FAIL, "quiz", "outcome {o} has no quiz item")
 def qz003(course: Course) -> Iterator[Finding]:
     """An outcome of the lesson has no item checking it; every outcome gets one."""
-    if course.O.usable:
+    if course.outcomes_file.usable:
         for lesson, items in _written(course):
             asked = {item.get("outcome") for item in items if item.get("outcome") is not None}
             for outcome in course.outcomes_of(lesson.id):
@@ -62,7 +62,7 @@ def qz003(course: Course) -> Iterator[Finding]:
 @rule("qz004", FAIL, "quiz", "item targets '{o}', which is not an outcome of {id}")
 def qz004(course: Course) -> Iterator[Finding]:
     """An item checks an outcome that is not this lesson's."""
-    if course.O.usable:
+    if course.outcomes_file.usable:
         for lesson, items in _written(course):
             own = {outcome["id"] for outcome in course.outcomes_of(lesson.id)}
             for item in items:
