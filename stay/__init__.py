@@ -7,6 +7,21 @@ pipeline's dependencies.
 
 from __future__ import annotations
 
+import sys
+
+if sys.argv[:1] == ["-m"] or (sys.argv[:1] and sys.argv[0].endswith(("/stay", "\\stay", "/stay.exe"))):
+    # Starting as the ``stay`` program (``python -m stay.cli`` imports this package
+    # first): Ctrl-C before the command line takes over ends quietly with 130, not a
+    # traceback. stay.cli installs the normal handling once it runs.
+    import os
+    import signal
+
+    def _interrupted_at_start(_signal: int, _frame: object) -> None:
+        sys.stderr.write("interrupted\n")
+        os._exit(130)
+
+    signal.signal(signal.SIGINT, _interrupted_at_start)
+
 import importlib
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +33,7 @@ _EXPORTS = {
     "adopt": "stay.pipeline",
     "approve": "stay.pipeline",
     "build_course": "stay.pipeline",
+    "revise": "stay.pipeline",
     "status": "stay.pipeline",
     "CourseReport": "stay.validate",
     "Defect": "stay.validate",
@@ -74,6 +90,7 @@ __all__ = [
     "adopt",
     "approve",
     "build_course",
+    "revise",
     "status",
     "validate_course",
     "validate_courses",
@@ -101,7 +118,7 @@ if TYPE_CHECKING:
         UnsafeId,
         UsageError,
     )
-    from stay.pipeline import BuildResult, adopt, approve, build_course, status
+    from stay.pipeline import BuildResult, adopt, approve, build_course, revise, status
     from stay.validate import (
         CourseReport,
         Defect,

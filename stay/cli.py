@@ -76,6 +76,19 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("--replay", action="store_true",
                              help="answer only from <course>/.runs/cache/: no model call; a miss "
                                   "says what changed")
+    revise = sub.add_parser("revise", parents=[common],
+                            help="regenerate named artefacts with a reviewer's note; nothing else is written",
+                            description="Regenerate each TARGET with the note attached to its stage's request, "
+                                        "next to the file as it is now. A TARGET is a file path in the course, a "
+                                        "lesson id (its lesson files) or a stage name (every file of that stage).")
+    revise.add_argument("slug")
+    revise.add_argument("targets", nargs="+", metavar="TARGET")
+    revise.add_argument("--note", help="the reviewer's guidance (default: the note of a decline of the gate "
+                                       "that covers the target)")
+    revise.add_argument("--force", action="store_true",
+                        help="revise a file edited by hand too (its bytes are kept in .state/retired/)")
+    revise.add_argument("--backend", choices=("offline", "anthropic"),
+                        help="default: anthropic when ANTHROPIC_API_KEY is set, else offline")
     approve = sub.add_parser("approve", parents=[common], help="answer a gate for a course")
     approve.add_argument("slug")
     approve.add_argument("gate", choices=("design", "plan"))
@@ -177,7 +190,7 @@ def _dispatch(args: list[str]) -> int:
         parser.print_help()
         return EXIT_USAGE
     ns = parser.parse_args(args)
-    if ns.command in ("new", "build", "plan", "write", "repair"):
+    if ns.command in ("new", "build", "plan", "write", "repair", "revise"):
         return _run(ns, _settings(ns))
     if ns.command in ("approve", "status", "adopt"):
         return _course_command(ns, _settings(ns))
@@ -228,8 +241,14 @@ def _run(ns: argparse.Namespace, settings: Settings) -> int:
     from stay.models import describe_cost
     from stay.pipeline import run_command
 
-    result = run_command(ns.command, ns.target, courses_dir=ns.courses_dir, yes=getattr(ns, "yes", False),
-                         slug=ns.slug, settings=settings, replay=ns.replay, batch=ns.batch)
+    if ns.command == "revise":
+        from stay.pipeline import revise
+
+        result = revise(ns.slug, ns.targets, note=ns.note, courses_dir=ns.courses_dir, force=ns.force,
+                        settings=settings)
+    else:
+        result = run_command(ns.command, ns.target, courses_dir=ns.courses_dir, yes=getattr(ns, "yes", False),
+                             slug=ns.slug, settings=settings, replay=ns.replay, batch=ns.batch)
     print(f"{result.slug}: {result.course_dir}")
     usage = result.usage
     print(f"usage: {result.calls} calls; {usage.input_tokens} input, {usage.cache_creation_input_tokens} "
@@ -238,6 +257,8 @@ def _run(ns: argparse.Namespace, settings: Settings) -> int:
     if result.stopped_at is not None:
         print(f"stopped at the {result.stopped_at}: {result.reason}")
         return EXIT_OK if ns.command == "new" else EXIT_GATE
+    if ns.command == "revise":
+        print(result.reason)
     report = result.validation
     if report is not None:
         print(f"validation: {report.fails} FAIL, {report.warns} WARN ({report.checks} checks)")

@@ -8,7 +8,7 @@ import sys
 import stay
 
 PUBLIC = [
-    "Brief", "BuildResult", "adopt", "approve", "build_course", "status",
+    "Brief", "BuildResult", "adopt", "approve", "build_course", "revise", "status",
     "CourseReport", "Defect", "Severity", "ValidationReport", "__version__", "validate_course", "validate_courses",
     # the whole error tree (stay/errors.py), so a caller can catch exactly what it handles
     "StayError", "UsageError", "CoursePathError", "DataFileError", "BriefError", "EnvironmentProblem",

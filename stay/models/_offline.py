@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stay.errors import InjectedFault, UsageError
-from stay.models._offline_course import ANSWERS
+from stay.models._offline_course import ANSWERS, honour_note
 from stay.models._quality import BUILD_NOISE, degrade
 from stay.models._screen import SCREEN_STAGE, Screening, screen_request
 from stay.requests import ModelAnswer, ModelRequest, Usage
@@ -58,7 +58,9 @@ def offline_answer(stage: str, inputs: dict[str, Any]) -> dict[str, Any]:
     if answer is None:
         raise UsageError(f"offline_answer: unknown stage {stage!r}; the stages are {', '.join(STAGES)}")
     try:
-        return answer(copy.deepcopy(inputs))
+        data = answer(copy.deepcopy(inputs))
+        note = inputs.get("reviewer_note")
+        return honour_note(stage, data, note) if isinstance(note, str) else data
     except KeyError as exc:
         raise UsageError(f"offline_answer: stage {stage!r} needs the input {exc.args[0]!r}; give it the "
                          "inputs its request carries (ModelRequest.inputs)") from None

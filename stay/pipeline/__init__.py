@@ -11,12 +11,13 @@ from stay.pipeline._runner import (
     approve,
     build_course,
     gate_status,
+    revise,
     run_command,
     status,
 )
 
 __all__ = [
     "DECLARATION", "BriefRejected", "BuildResult", "GraphError", "adopt", "approve", "build",
-    "build_course", "course_graph", "gate_status", "graph", "problems", "run_command", "status",
+    "build_course", "course_graph", "gate_status", "graph", "problems", "revise", "run_command", "status",
     "walk_order",
 ]

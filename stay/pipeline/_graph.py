@@ -38,6 +38,9 @@ class NodeDecl:
     """The phase this node authors (PHASES), for stage, wave, mechanical and repair nodes."""
     requires: tuple[str, ...] = ()
     """For a guard: the gates whose approvals must hold before the command goes on."""
+    requires_by_phase: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """For a guard whose command writes in any phase (revise): per phase of what it is
+    asked to write, the gates whose approvals must hold."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,7 @@ class PipelineDecl:
         return {name: command.entry for name, command in self.commands.items()}
 
 
-GUARDS = ("require_design", "require_gates", "repair_seed")
+GUARDS = ("require_design", "require_gates", "repair_seed", "revise_seed")
 
 
 def declare(stages: Sequence[Stage] = REGISTRY) -> PipelineDecl:
@@ -99,6 +102,9 @@ def declare(stages: Sequence[Stage] = REGISTRY) -> PipelineDecl:
                  doc="`write`: both approvals must hold."),
         NodeDecl("repair_seed", "guard", False, requires=("design", "plan"),
                  doc="`repair`: an existing course, both approvals holding."),
+        NodeDecl("revise_seed", "guard", False,
+                 requires_by_phase=(("design", ()), ("plan", ("design",)), ("wave", ("design", "plan"))),
+                 doc="`revise`: the approvals each target's phase needs (a wave file both, a design file none)."),
         NodeDecl("intake", "mechanical", False, doc="Checks the brief and the slug."),
         NodeDecl("moderate", "guard", False, doc="Screens a brief not screened before, before anything is written."),
         NodeDecl("scaffold", "mechanical", True, phase="design", doc="Creates the course directory and course.yaml."),
@@ -137,6 +143,8 @@ def declare(stages: Sequence[Stage] = REGISTRY) -> PipelineDecl:
                              "lessons, exercises, quizzes and the capstone, then validate and repair"),
         "repair": CommandDecl("repair_seed", "repair", ("repair",),
                               "validate, then repair leaf artefacts in bounded rounds"),
+        "revise": CommandDecl("revise_seed", "validate", (),
+                              "regenerate the named artefacts with a reviewer's note, nothing else"),
     }
     return PipelineDecl(nodes=nodes, edges=edges, commands=commands, stages=tuple(stages))
 
@@ -157,7 +165,8 @@ def build(declaration: PipelineDecl = DECLARATION) -> nx.DiGraph[str]:
         roles = {by_name[stage].role for stage in node.stages}
         graph.add_node(
             node.name, kind=node.kind, writes=node.writes, stages=node.stages, order=order,
-            phase=node.phase, requires=node.requires, role=roles.pop() if len(roles) == 1 else (sorted(roles) or None),
+            phase=node.phase, requires=node.requires, requires_by_phase=dict(node.requires_by_phase),
+            role=roles.pop() if len(roles) == 1 else (sorted(roles) or None),
             references={stage: by_name[stage].references for stage in node.stages},
             doc=node.doc or (by_name[node.stages[0]].doc or _first_line(by_name[node.stages[0]])),
         )
@@ -264,9 +273,17 @@ def _command_problems(graph: nx.DiGraph[str]) -> list[str]:
             if not needed <= required:
                 found.append(f"command {name} authors {node} after {sorted(needed - required)}, which its "
                              f"guard {entry} does not require")
-    for guard in (n for n, a in graph.nodes(data=True) if a["kind"] == "guard" and a.get("requires")):
+    for guard, attrs in graph.nodes(data=True):
+        if attrs["kind"] != "guard" or not (attrs.get("requires") or attrs.get("requires_by_phase")):
+            continue
         if list(graph.successors(guard)) != ["intake"]:
             found.append(f"guard {guard} must lead only to intake, so its command walks the whole spine")
+        for phase, gates in attrs.get("requires_by_phase", {}).items():
+            nodes = [n for n, a in graph.nodes(data=True) if a.get("phase") == phase and a["kind"] != "mechanical"]
+            needed = {a for n in nodes for a in nx.ancestors(graph, n) if graph.nodes[a]["kind"] == "gate-record"}
+            if needed != {records[g] for g in gates if g in records}:
+                found.append(f"guard {guard} requires {list(gates)} for a {phase} file, but the gate records "
+                             f"before that phase are {sorted(needed)}")
     return found
 
 

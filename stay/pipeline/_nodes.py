@@ -23,8 +23,9 @@ from stay.pipeline._course_graph import course_graph
 from stay.pipeline._layout import GLOSSARY, norm_term
 from stay.pipeline._lock import CourseLock
 from stay.pipeline._policy import needs_writing, say_kept, why
-from stay.pipeline._produce import job
+from stay.pipeline._produce import job, regenerate
 from stay.pipeline._repair import repair_course
+from stay.pipeline._revise import check_revisions, notes_for, pending, set_aside
 from stay.pipeline._run import Run, Stop
 from stay.pipeline._state import AUTO_APPROVED, STATE, CourseState, load_manifest, write_if_changed
 from stay.pipeline._wave import wave_of
@@ -68,6 +69,16 @@ def require_gates(run: Run) -> None:
 
 def repair_seed(run: Run) -> None:
     _guard(run, ("design", "plan"))
+
+
+def revise_seed(run: Run) -> None:
+    """``revise``: the course exists; each target's phase has the approvals it needs
+    (declared on the node: a wave file both, a plan the design gate's, a design file
+    none); an edited file is revised only when forced, and its bytes kept first."""
+    _guard(run, ())
+    check_revisions(run)
+    set_aside(run, list(run.config.revisions))
+    run.revisions = pending(run)
 
 
 # -- intake, moderation, scaffold ---------------------------------------------
@@ -150,7 +161,10 @@ def run_course_stage(run: Run, stage: Stage) -> None:
     """A course-scope stage (audience, curriculum, outcomes, assessment): regenerate its
     one file if it must be (the one policy, ``needs_writing``)."""
     path = stage.output
-    if needs_writing(run, path, stage.phase):
+    if path in run.revisions:
+        run.say(f"  {path}: revising with the reviewer's note")
+        regenerate(run, path, notes_for(run, path))
+    elif needs_writing(run, path, stage.phase):
         run.say(f"  {path}: writing ({why(run.course.status(path))})")
         made = job(run, stage, None)
         (artefact,) = run.produce(made.request, made.parse)
@@ -168,6 +182,10 @@ def run_module_stage(run: Run, stage: Stage) -> None:
     that must be written are; an edited one is kept."""
     for module in run.layout.curriculum.modules:
         places = run.layout.lessons_of(module)
+        for target in (p.path(stage.output) for p in places if p.path(stage.output) in run.revisions):
+            run.say(f"  {target}: revising with the reviewer's note (the module's call, this file written)")
+            regenerate(run, target, notes_for(run, target), only=(target,))
+            run.refresh_graph()
         todo = [place.path(stage.output) for place in places
                 if needs_writing(run, place.path(stage.output), stage.phase)]
         if todo:
@@ -190,6 +208,8 @@ def run_module_stage(run: Run, stage: Stage) -> None:
 def _summary(run: Run, gate: str) -> None:
     """Write what the gate is about to ask about. When its approval already holds there
     is nothing to ask, and the summary that was shown when it was asked stays."""
+    if run.revising:
+        return  # revise asks no gate: what it changes retires an approval by itself
     state = run.course
     if state.approval(gate)[0]:
         return
@@ -226,11 +246,20 @@ def _summary(run: Run, gate: str) -> None:
 
 
 def _ask(run: Run, gate: str) -> None:
+    if run.revising:
+        return
     holds, why = run.course.approval(gate)
     if holds:
         run.say(f"{gate} gate: approved")
         return
     if run.config.yes:
+        declined = run.course.standing_decline(gate)
+        if declined is not None:  # --yes answers gates nobody answered, never a person's "no"
+            said = f" ({declined!r})" if declined else ""
+            raise Stop(f"{gate} gate", f"the {gate} gate was declined{said} and nothing it covers has changed "
+                                      f"since: edit the files, revise them with "
+                                      f"{run.hint('revise', run.slug, 'TARGET', '--note', repr('...'))}, or approve "
+                                      f"with {run.hint('approve', run.slug, gate)}")
         run.say(f"{gate} gate: {AUTO_APPROVED}")
         return
     raise Stop(f"{gate} gate", f"{why}; review {STATE}/{gate}-gate.md, then run "
@@ -238,6 +267,8 @@ def _ask(run: Run, gate: str) -> None:
 
 
 def _record(run: Run, gate: str) -> None:
+    if run.revising:
+        return
     state = run.course
     holds, _why = state.approval(gate)
     if not holds and run.config.yes:
@@ -299,7 +330,7 @@ def merge_glossary(run: Run) -> None:
     """glossary.yaml from every plan's new terms, in lesson order, then by term."""
     status = run.course.status(GLOSSARY)
     if not run.may_write("finish"):
-        if status.state == "missing" or status.why:
+        if (status.state == "missing" or status.why) and not run.revising:
             run.say(f"  {GLOSSARY}: {status.state}; stay {run.config.command} does not write it "
                     f"({run.hint('write', run.slug)} does)")
         return
@@ -340,6 +371,8 @@ def validate(run: Run) -> None:
 
 def repair(run: Run) -> None:
     """Repair runs only while both gate records hold, exactly like the wave."""
+    if not run.may_write("repair"):
+        return
     for gate in ("design", "plan"):
         holds, why = run.course.approval(gate)
         if not holds:
@@ -350,7 +383,8 @@ def repair(run: Run) -> None:
 
 BASE_HANDLERS: Mapping[str, Callable[[Run], object]] = {
     "entry": entry, "choose_entry": choose_entry, "require_design": require_design, "require_gates": require_gates,
-    "repair_seed": repair_seed, "intake": intake, "moderate": moderate, "scaffold": scaffold,
+    "repair_seed": repair_seed, "revise_seed": revise_seed, "intake": intake, "moderate": moderate,
+    "scaffold": scaffold,
     "design_summary": design_summary, "design_ask": design_ask, "design_record": design_record,
     "plan_summary": plan_summary, "plan_ask": plan_ask, "plan_record": plan_record, "write_lesson": write_lesson,
     "gather": gather, "merge_glossary": merge_glossary, "land_manifest": land_manifest, "validate": validate,

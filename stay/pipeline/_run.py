@@ -8,7 +8,7 @@ import shlex
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,6 +89,10 @@ class RunConfig:
     run_number: int = 1
     """This run's number in .state/run-log.md: names its .state/retired/run-<n>/."""
     batch: BatchPlan | None = None
+    revisions: Mapping[str, str] = field(default_factory=dict)
+    """``stay revise``: course file -> the reviewer's note to regenerate it with."""
+    force: bool = False
+    """``stay revise --force``: revise files edited by hand too (their bytes are kept)."""
 
     def hint(self, *words: str) -> str:
         return command_hint(self.courses_arg, *words)
@@ -111,6 +115,8 @@ class Tally:
     unpriced: set[str] = field(default_factory=set)
     written: list[str] = field(default_factory=list)
     retired: list[str] = field(default_factory=list)
+    revised: dict[str, str] = field(default_factory=dict)
+    """Files this run revised, with their notes."""
     validation: CourseReport | None = None
     repair: RepairReport | None = None
     wave: WaveStats | None = None
@@ -155,6 +161,8 @@ class Run:
     """Input moderation passed this run's brief (recorded in the ledger by scaffold)."""
     wave: Wave | None = None
     """The wave's tasks, started by the wave nodes and awaited by gather."""
+    revisions: dict[str, str] = field(default_factory=dict)
+    """The revisions still to send (``revise_seed`` drops a note a file already has)."""
     _loaded: dict[tuple[str, int, int], Artefact] = field(default_factory=dict, repr=False)
 
     # -- what the handlers read ----------------------------------------------------------
@@ -173,6 +181,11 @@ class Run:
     def may_write(self, phase: str) -> bool:
         """Whether this command authors ``phase`` (else its nodes only check)."""
         return phase in self.config.authors
+
+    @property
+    def revising(self) -> bool:
+        """``stay revise``: only the named files are written; no gate is asked."""
+        return bool(self.config.revisions)
 
     def hint(self, *words: str) -> str:
         """A command to suggest, with the --courses-dir this run was given."""
@@ -256,10 +269,13 @@ class Run:
         self.tally.add_call(request.stage, answer)
 
     def wrote(self, paths: list[str]) -> None:
-        """Record files just written by the pipeline in the ledger and the run's list."""
+        """Record files just written by the pipeline in the ledger and the run's list; a
+        revised file's ledger entry keeps the note it was revised with."""
+        revised = {path: self.revisions[path] for path in paths if path in self.revisions}
         with self.tally.lock:
-            self.course.record(paths)
+            self.course.record(paths, revisions=revised)
             self.tally.written.extend(paths)
+            self.tally.revised.update(revised)
 
 
 def with_note(request: ModelRequest, name: str, value: object, text: str) -> ModelRequest:

@@ -11,7 +11,7 @@ import functools
 import getpass
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +45,7 @@ from stay.settings import Backend, Settings
 from stay.stages import REGISTRY, Prompts, Stage
 from stay.validate import CourseReport
 
-Command = Literal["new", "build", "plan", "write", "repair"]
+Command = Literal["new", "build", "plan", "write", "repair", "revise"]
 
 
 @dataclass(frozen=True)
@@ -107,9 +107,11 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                 prompts_dir: str | os.PathLike[str] | None = None, cache: bool | None = None,
                 progress: Progress | None = None, slug: str | None = None,
                 on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
-                stages: Sequence[Stage] = REGISTRY) -> BuildResult:
+                stages: Sequence[Stage] = REGISTRY, revisions: Mapping[str, str] | None = None,
+                force: bool = False) -> BuildResult:
     """Run one command. ``target`` is a Brief, a brief file, or (plan, write, repair,
-    build of an existing course) a course slug. The rest as for ``build_course``."""
+    build of an existing course) a course slug. The rest as for ``build_course``;
+    ``revisions`` and ``force`` are ``revise``'s."""
     chosen = (settings or Settings.from_env()).replace(
         backend=backend if isinstance(backend, str) else None,
         prompts_dir=Path(prompts_dir) if prompts_dir is not None else None, cache=cache)
@@ -117,7 +119,7 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
     try:
         return _run_command(command, target, courses_dir=courses_dir, yes=yes, settings=chosen, client=client,
                             progress=progress or print_progress, slug=slug, on_node=on_node, replay=replay,
-                            batch=batch, stages=tuple(stages))
+                            batch=batch, stages=tuple(stages), revisions=dict(revisions or {}), force=force)
     except OSError as exc:
         raise EnvironmentProblem.from_os_error(exc) from None
 
@@ -134,7 +136,7 @@ def _house_limits(settings: Settings) -> DurationLimits:
 def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, courses_dir: str | os.PathLike[str],
                  yes: bool, settings: Settings, client: ModelClient | None, progress: Progress,
                  slug: str | None, on_node: Callable[[str], None] | None, replay: bool, batch: bool,
-                 stages: tuple[Stage, ...]) -> BuildResult:
+                 stages: tuple[Stage, ...], revisions: dict[str, str], force: bool) -> BuildResult:
     say = progress
     pipeline = _pipeline(stages)
     declared: CommandDecl | None = pipeline.graph["commands"].get(command)
@@ -173,7 +175,8 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
             chosen = CachedBackend(chosen, request_cache, replay=replay)
         config = RunConfig(command=command, slug=slug, root=root, courses_arg=courses_arg, authors=declared.authors,
                            settings=settings, prompts=prompts, stages=stages, limits=limits, sources=sources,
-                           yes=yes, run_number=state.next_run_number() if state else 1, batch=batching)
+                           yes=yes, run_number=state.next_run_number() if state else 1, batch=batching,
+                           revisions=revisions, force=force)
         run = Run(config=config, backend=chosen, progress=say, brief=brief, state=state, course_lock=lock,
                   model_slots=threading.Semaphore(settings.model_concurrency))
         return _walk(run, pipeline, declared, on_node)
@@ -221,12 +224,15 @@ def _walk(run: Run, pipeline: nx.DiGraph[str], declared: CommandDecl,
         tally = run.tally
         if run.state is not None and (config.root / "course.yaml").is_file():
             run.course.project_statuses(load_manifest(config.root))
-            run.course.log_run(config.command, run.backend.name, tally.written, stopped, tally.retired)
+            run.course.log_run(config.command, run.backend.name, tally.written, stopped, tally.retired,
+                               tally.revised)
             if tally.validation is not None:
                 tracer.scores(tally.validation)
             tracer.flush(config.root, stopped, otlp=config.settings.otlp)
     if config.command == "plan" and stopped is None:
         reason = f"planned; write the course with {run.hint('write', config.slug)}"
+    if config.command == "revise" and stopped is None:
+        reason = _revised(run)
     tally = run.tally
     usage = tally.usage
     run.say(f"{tally.calls} model calls, {len(set(tally.written))} files written; tokens: "
@@ -281,6 +287,53 @@ def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os
     return run_command("build", brief, courses_dir=courses_dir, yes=yes, settings=settings, backend=backend,
                        prompts_dir=prompts_dir, cache=cache, progress=progress, slug=slug, on_node=on_node,
                        replay=replay, batch=batch, stages=stages)
+
+
+def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
+           courses_dir: str | os.PathLike[str] = "courses", force: bool = False, settings: Settings | None = None,
+           backend: ModelClient | Backend | None = None, prompts_dir: str | os.PathLike[str] | None = None,
+           progress: Progress | None = None, stages: Sequence[Stage] = REGISTRY) -> BuildResult:
+    """Regenerate the named artefacts with ``note`` attached to their stages' requests as
+    reviewer guidance, next to the current version of each file; nothing else is written.
+
+    A target is a course file path, a lesson id (its lesson files) or a stage name (every
+    file of that stage). Without ``note``, the note of a decline of the gate covering a
+    target is used. A file edited by hand is revised only with ``force`` (its bytes are
+    kept in .state/retired/). Revising a gated file retires that gate's approval;
+    dependents become stale. Returns the same result type as ``build_course``.
+    """
+    from stay.pipeline._revise import declined_note, resolve_targets
+
+    state = _open(slug, courses_dir, settings, stages)
+    paths = resolve_targets(state, list(targets), {stage.name for stage in stages})
+    revisions = {}
+    for path in paths:
+        given = note if note is not None and note.strip() else declined_note(state, path)
+        if not given.strip():
+            raise UsageError(f"no note to revise {path} with: give --note TEXT (or decline its gate with --note)")
+        revisions[path] = given
+    return run_command("revise", slug, courses_dir=courses_dir, settings=settings, backend=backend,
+                       prompts_dir=prompts_dir, progress=progress, stages=stages, revisions=revisions, force=force)
+
+
+def _revised(run: Run) -> str:
+    """What a revision did, and what a person should do next."""
+    revised = sorted(run.tally.revised)
+    if not revised:
+        return "nothing to revise: every file already has this note"
+    course = run.course
+    retired = [gate for gate in ("design", "plan")
+               if any(p in course.covered(gate) for p in revised) and not course.approval(gate)[0]]
+    stale = sorted({d for p in revised for d in course.graph.successors(p) if course.status(d).state == "stale"})
+    said = f"revised {', '.join(revised)}"
+    if retired:
+        said += f"; the {' and '.join(retired)} " + ("approvals no longer hold" if len(retired) > 1
+                                                       else "approval no longer holds")
+    if stale:
+        said += f"; {len(stale)} file{'s' if len(stale) > 1 else ''} now stale"
+    if retired or stale:
+        said += f": run {run.hint('build', run.slug)} to regenerate and review"
+    return said
 
 
 def _open(slug: str, courses_dir: str | os.PathLike[str], settings: Settings | None = None,
@@ -392,5 +445,5 @@ def _set_aside_damaged(path: Path, section: str) -> None:
         print_progress(f"{path} was damaged: moved to {target}; answer the gates again")
 
 
-__all__ = ["BuildResult", "adopt", "approve", "build_course", "gate_status",
+__all__ = ["BuildResult", "adopt", "approve", "build_course", "gate_status", "revise",
            "run_command", "status"]

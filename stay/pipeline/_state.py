@@ -190,9 +190,9 @@ class CourseState:
             self._screened = screened if isinstance(screened, str) else None
         return self._ledger
 
-    def record(self, paths: list[str]) -> None:
+    def record(self, paths: list[str], revisions: Mapping[str, str] | None = None) -> None:
         """Record what the pipeline just wrote (or a person accepted): each path's hash
-        and its inputs' hashes, as they are now."""
+        and its inputs' hashes, as they are now; a revised file also keeps its note."""
         ledger = dict(self.ledger())
         for path in paths:
             entry: dict[str, Any] = {"hash": self.current_hash(path),
@@ -200,6 +200,9 @@ class CourseState:
             made_with = self._sources(path)
             if made_with:
                 entry["sources"] = made_with
+            if revisions and path in revisions:
+                note = revisions[path]
+                entry["revision"] = {"note": note, "sha": hashlib.sha256(note.encode()).hexdigest()[:16]}
             ledger[path] = entry
         self._write_ledger(ledger)
 
@@ -330,6 +333,19 @@ class CourseState:
             return False, f"{', '.join(moved)} changed since the {gate} gate was approved"
         return True, ""
 
+    def standing_decline(self, gate: str) -> str | None:
+        """The note of a decline that still stands: the gate was declined and nothing it
+        covers has changed since ('' for a decline without a note); None otherwise."""
+        entry = self.gates().get(gate)
+        if entry is None or entry.get("approved"):
+            return None
+        covered = entry.get("covered", {})
+        if not isinstance(covered, dict) or sorted(covered) != sorted(self.covered(gate)):
+            return None
+        if any(covered.get(p) != self.current_hash(p) for p in self.covered(gate)):
+            return None
+        return str(entry.get("note") or "")
+
     def unready(self, gate: str) -> list[str]:
         """Covered files a person cannot sign yet: missing, or behind a changed input
         (regenerate those first). An edited file can be signed: approving accepts it."""
@@ -362,7 +378,7 @@ class CourseState:
         return text.count("\n## run ") + 1
 
     def log_run(self, command: str, backend: str, written: list[str], stopped: str | None,
-                retired: list[str] | None = None) -> None:
+                retired: list[str] | None = None, revised: Mapping[str, str] | None = None) -> None:
         """Append one run to .state/run-log.md, if it wrote anything; stable order."""
         if not written and not retired:
             return
@@ -372,6 +388,8 @@ class CourseState:
         lines = [f"## run {number}: {command} ({backend})", ""]
         lines += [f"- wrote {p}" for p in sorted(set(written))]
         lines += [f"- retired {p} to {RETIRED}/run-{number}/{p}" for p in sorted(retired or [])]
+        lines += [f"- revised {p} with note {hashlib.sha256(n.encode()).hexdigest()[:16]}: "
+                  f"{' '.join(n.split())[:80]!r}" for p, n in sorted((revised or {}).items())]
         lines += [f"- stopped at {stopped}" if stopped else "- completed"]
         write_text_atomic(path, text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n")
 

@@ -15,7 +15,7 @@ from stay.stages import STAGES
 
 DESIGN_STAGES = ["audience", "curriculum", "outcomes", "assessment"]
 WAVE = ["write_lesson", "write_capstone"]
-GUARDS = ["require_design", "require_gates", "repair_seed"]
+GUARDS = ["require_design", "require_gates", "repair_seed", "revise_seed"]
 
 
 def _kinds(g: nx.DiGraph, kind: str) -> list[str]:
@@ -140,7 +140,7 @@ def test_8_each_stage_reference_set_is_the_declared_constant() -> None:
 def test_entries_join_where_the_contract_says() -> None:
     g = graph()
     assert dict(DECLARATION.entries) == {"new": "intake", "build": "intake", "plan": "require_design",
-                                         "write": "require_gates", "repair": "repair_seed"}
+                                         "write": "require_gates", "repair": "repair_seed", "revise": "revise_seed"}
     assert sorted(g.successors("choose_entry")) == sorted({*DECLARATION.entries.values()})
     assert all(g.nodes[guard]["kind"] == "guard" for guard in GUARDS)
     assert all(list(g.successors(guard)) == ["intake"] for guard in GUARDS)  # the guards join before moderate

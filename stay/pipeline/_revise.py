@@ -1,0 +1,131 @@
+"""Acting on a review: regenerate named artefacts with a reviewer's note.
+
+``stay revise SLUG TARGET... --note TEXT`` walks the graph like every command, behind
+its guard (``revise_seed``), which asks for the approvals the targets' phases need: a
+wave file both gates', a plan the design gate's, a design file none. Each target's
+stage is asked again with two more inputs: the file as it is now, and the note, as
+reviewer guidance. Nothing else is written: dependents become stale by the usual rule,
+and revising a gated file retires that gate's approval, as any change does.
+
+The note and its hash are recorded in the ledger with the revised file and in the run
+log; a later rebuild therefore keeps the revision (the file is current), and the same
+note is never sent twice for the same file. A file edited by hand is revised only when
+forced, and its bytes are kept in ``.state/retired/`` first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Mapping
+
+from stay.artefacts import dump_yaml, to_data
+from stay.errors import PipelineError, UsageError
+from stay.pipeline._layout import GLOSSARY
+from stay.pipeline._produce import Note
+from stay.pipeline._run import Run
+from stay.pipeline._state import RETIRED, CourseState
+
+NEEDS = {"design": (), "plan": ("design",), "wave": ("design", "plan")}
+"""Per phase of a target, the gates whose approvals must hold (the guard's declaration)."""
+
+
+def note_digest(note: str) -> str:
+    return hashlib.sha256(note.encode("utf-8")).hexdigest()[:16]
+
+
+def resolve_targets(state: CourseState, targets: list[str], stage_names: set[str]) -> list[str]:
+    """Course files from what a person named: a file path, a lesson id (its lesson-scope
+    files) or a stage name (every file of that stage); unique, in graph order."""
+    graph = state.graph
+    staged = [n for n in graph if graph.nodes[n].get("stage") in stage_names]
+    found: list[str] = []
+    for target in targets:
+        clean = target.strip().removeprefix("./")
+        if clean in (GLOSSARY, "course.yaml"):
+            what = "merged from the plans" if clean == GLOSSARY else "the manifest"
+            raise UsageError(f"{clean} is not written by a stage ({what}); revise the plans or the brief instead")
+        if clean in graph and clean in staged:
+            matched = [clean]
+        elif clean in stage_names:
+            matched = [n for n in staged if graph.nodes[n]["stage"] == clean]
+        else:
+            matched = [n for n in staged if graph.nodes[n].get("unit") == clean and graph.nodes[n]["phase"] == "wave"]
+        if not matched:
+            raise UsageError(f"'{target[:60]}' names no artefact of course '{state.slug}': give a file path "
+                             "(e.g. modules/m01-.../m01-l02.quiz.yaml), a lesson id (m01-l02) or a stage name "
+                             f"({', '.join(sorted(stage_names))})")
+        found += [m for m in matched if m not in found]
+    return found
+
+
+def declined_note(state: CourseState, path: str) -> str:
+    """The note of a decline of the gate that covers ``path`` ('' when there is none)."""
+    for gate in ("design", "plan"):
+        entry = state.gates().get(gate)
+        if path in state.covered(gate) and entry and not entry.get("approved") and entry.get("note"):
+            return str(entry["note"])
+    return ""
+
+
+def check_revisions(run: Run) -> None:
+    """The guard's work: the approvals each target's phase needs hold, and an edited file
+    is revised only when forced."""
+    course = run.course
+    for path, note in run.config.revisions.items():
+        phase = course.graph.nodes[path]["phase"]
+        for gate in NEEDS[phase]:
+            holds, why = course.approval(gate)
+            if not holds:
+                raise PipelineError(f"revising {path} (a {phase} file) needs the {gate} approval to hold: {why}; "
+                                    f"run {run.hint('approve', run.slug, gate)} first")
+        status = course.status(path)
+        if status.state == "edited" and not run.config.force:
+            raise PipelineError(f"{path} was edited by hand: revise it with --force (its current bytes are kept "
+                                f"in {RETIRED}/), or edit it yourself")
+        if not note.strip():
+            raise UsageError(f"no note to revise {path} with: give --note TEXT (or decline its gate with a note)")
+
+
+def pending(run: Run) -> dict[str, str]:
+    """The revisions still to send: a note already applied to a file is not sent twice."""
+    course = run.course
+    todo = {}
+    for path, note in run.config.revisions.items():
+        entry = course.ledger().get(path, {})
+        applied = entry.get("revision", {}).get("sha") if isinstance(entry.get("revision"), dict) else None
+        if applied == note_digest(note) and course.status(path).state == "current":
+            run.say(f"  {path}: already revised with this note; nothing to send")
+            continue
+        todo[path] = note
+    return todo
+
+
+def notes_for(run: Run, path: str) -> tuple[Note, ...]:
+    """The two inputs a revision adds: the file as it is now, and the reviewer's note."""
+    note = run.config.revisions[path]
+    file = run.root / path
+    current: tuple[Note, ...] = ()
+    if file.is_file():
+        if path.endswith(".md"):
+            text = file.read_text(encoding="utf-8")
+            current = (Note("current_version", text, "```markdown\n" + text + "```"),)
+        else:
+            data = to_data(run.load(path))
+            current = (Note("current_version", data, "```yaml\n" + dump_yaml(data) + "```"),)
+    return (*current, Note("reviewer_note", note, note))
+
+
+def set_aside(run: Run, paths: list[str]) -> None:
+    """Keep the bytes of the edited files a forced revision will replace."""
+    for path in paths:
+        if run.course.status(path).state == "edited":
+            target = run.root / RETIRED / f"run-{run.config.run_number}" / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(run.root / path, target)
+            run.say(f"  {path}: edited by hand; its bytes are kept in {target.relative_to(run.root)}")
+
+
+def revised_entries(revisions: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """What the ledger records of each revision: the note and its hash."""
+    return {path: {"sha": note_digest(note), "note": note} for path, note in revisions.items()}

@@ -1,0 +1,210 @@
+"""Acting on a review: a decline stands, a note reaches the model, one artefact can be
+revised on request, and nothing else is touched."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import stay
+from stay.errors import PipelineError, UsageError
+from stay.models import OfflineBackend
+from stay.pipeline import approve, build_course, gate_status, revise, status
+from stay.pipeline._graph import build, declare, problems
+from tests.conftest import ROOT
+from tests.pipeline.test_build import quiet, tree
+
+HTTP = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
+SLUG = "how-http-requests-travel"
+NOTE = "fewer modules; the audience already knows SQL"
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SOURCE_DATE_EPOCH", "1780000000")
+        patch.delenv("ANTHROPIC_API_KEY", raising=False)
+        courses = tmp_path_factory.mktemp("finished")
+        build_course(HTTP, courses_dir=courses, yes=True, progress=quiet)
+        return courses
+
+
+@pytest.fixture
+def courses(finished: Path, tmp_path: Path) -> Path:
+    shutil.copytree(finished, tmp_path / "c")
+    return tmp_path / "c"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "stay.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          check=False, env={k: v for k, v in __import__("os").environ.items()
+                                            if k != "ANTHROPIC_API_KEY"})
+
+
+# -- a decline stands --------------------------------------------------------------------
+
+
+def test_a_decline_stands_against_yes_while_nothing_it_covers_changed(tmp_path: Path) -> None:
+    build_course(HTTP, courses_dir=tmp_path, progress=quiet)  # stops at the design gate
+    approve(SLUG, "design", courses_dir=tmp_path, decline=True, note=NOTE, by="reviewer")
+    backend = OfflineBackend()
+    result = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
+    assert result.stopped_at == "design gate" and backend.total_calls == 0
+    assert "was declined ('fewer modules; the audience already knows SQL')" in result.reason
+    assert "stay revise" in result.reason and "stay approve" in result.reason
+    assert gate_status(SLUG, courses_dir=tmp_path)["design"] == "the design gate was declined"
+    done = cli("build", SLUG, "--yes", "--courses-dir", str(tmp_path))
+    assert done.returncode == 4 and "was declined" in done.stdout
+
+
+def test_yes_still_answers_a_gate_nobody_answered_and_one_whose_files_changed_since_the_decline(
+        tmp_path: Path) -> None:
+    build_course(HTTP, courses_dir=tmp_path, progress=quiet)
+    approve(SLUG, "design", courses_dir=tmp_path, decline=True, note=NOTE)
+    revise(SLUG, ["curriculum"], courses_dir=tmp_path, progress=quiet)  # the note of the decline is used
+    result = build_course(HTTP, courses_dir=tmp_path, yes=True, progress=quiet)
+    assert result.complete  # the decline was about the old curriculum; --yes answers the new one
+
+
+# -- revising a design artefact --------------------------------------------------------------
+
+
+def test_revising_a_design_artefact_retires_its_gate_and_makes_its_dependents_stale(courses: Path) -> None:
+    root = courses / SLUG
+    before = tree(root)
+    backend = OfflineBackend()
+    result = revise(SLUG, ["curriculum"], note=NOTE, courses_dir=courses, backend=backend, progress=quiet)
+    assert backend.calls == {"curriculum": 1}
+    assert result.written == ("curriculum.yaml",) and result.complete
+    assert "Revised on review: fewer modules; the audience already knows SQL." in (root / "curriculum.yaml").read_text()
+    gates = gate_status(SLUG, courses_dir=courses)
+    assert gates["design"].startswith("curriculum.yaml changed since the design gate was approved")
+    statuses = status(SLUG, courses_dir=courses)
+    assert statuses["curriculum.yaml"] == ("current", [])
+    assert statuses["outcomes.yaml"] == ("stale", ["curriculum.yaml"])  # dependents: stale, not rewritten
+    changed = {p for p in tree(root) if tree(root)[p] != before.get(p)}
+    assert changed <= {"curriculum.yaml", "course.yaml", ".state/hashes.json", ".state/run-log.md"}
+    assert "the design and plan approvals no longer hold" in result.reason
+
+
+def test_the_note_is_in_the_request_as_reviewer_guidance_beside_the_current_file(courses: Path) -> None:
+    seen = []
+
+    class Recording(OfflineBackend):
+        def complete(self, request, model):  # type: ignore[no-untyped-def]
+            seen.append(request)
+            return super().complete(request, model)
+
+    quiz = next((courses / SLUG).glob("modules/*/m01-l02.quiz.yaml"))
+    current = quiz.read_text()
+    revise(SLUG, ["m01-l02"], note="Ask about TTLs.", courses_dir=courses, backend=Recording(), progress=quiet)
+    asked = {r.stage: r for r in seen}
+    assert set(asked) == {"content", "exercises", "quiz"}  # a lesson id: its lesson files
+    request = asked["quiz"]
+    assert request.inputs["reviewer_note"] == "Ask about TTLs."
+    assert request.user.endswith("## reviewer_note\n\nAsk about TTLs.\n")
+    assert "## current_version" in request.user and current.splitlines()[1] in request.user
+
+
+# -- revising one lesson's quiz -------------------------------------------------------------------
+
+
+def test_revising_one_quiz_makes_exactly_one_call_and_touches_nothing_else(courses: Path) -> None:
+    root = courses / SLUG
+    quiz = next(root.glob("modules/*/m01-l02.quiz.yaml")).relative_to(root).as_posix()
+    before = tree(root)
+    backend = OfflineBackend()
+    result = revise(SLUG, [quiz], note="Ask about TTLs.", courses_dir=courses, backend=backend, progress=quiet)
+    assert backend.calls == {"quiz": 1} and result.written == (quiz,)
+    after = tree(root)
+    assert {p for p in after if after[p] != before.get(p)} == {quiz, ".state/hashes.json", ".state/run-log.md"}
+    assert gate_status(SLUG, courses_dir=courses) == {"design": "approved", "plan": "approved"}
+    ledger = json.loads((root / ".state" / "hashes.json").read_text())["artefacts"][quiz]
+    assert ledger["revision"]["note"] == "Ask about TTLs." and len(ledger["revision"]["sha"]) == 16
+    assert f"- revised {quiz} with note {ledger['revision']['sha']}: 'Ask about TTLs.'" in \
+        (root / ".state" / "run-log.md").read_text()
+
+    rebuild = OfflineBackend()
+    build_course(SLUG, courses_dir=courses, yes=True, backend=rebuild, progress=quiet)
+    assert rebuild.total_calls == 0  # a rebuild keeps the revision
+    assert "Revised on review: Ask about TTLs." in (root / quiz).read_text()
+    again = OfflineBackend()
+    repeat = revise(SLUG, [quiz], note="Ask about TTLs.", courses_dir=courses, backend=again, progress=quiet)
+    assert again.total_calls == 0 and "already has this note" in repeat.reason  # never sent twice
+
+
+def test_a_wave_revision_needs_both_approvals_and_a_design_one_none(courses: Path) -> None:
+    approve(SLUG, "plan", courses_dir=courses, decline=True)
+    backend = OfflineBackend()
+    with pytest.raises(PipelineError, match="needs the plan approval to hold: the plan gate was declined"):
+        revise(SLUG, ["quiz"], note="x y z", courses_dir=courses, backend=backend, progress=quiet)
+    assert backend.total_calls == 0
+    revise(SLUG, ["assessment"], note="Weigh the capstone more.", courses_dir=courses, backend=backend,
+           progress=quiet)
+    assert backend.calls == {"assessment": 1}
+
+
+# -- edited files ---------------------------------------------------------------------------------
+
+
+def test_an_edited_file_is_revised_only_with_force_and_its_bytes_are_kept(courses: Path) -> None:
+    root = courses / SLUG
+    lesson = next(root.glob("modules/*/m02-l01.md"))
+    rel = lesson.relative_to(root).as_posix()
+    edited = lesson.read_text() + "\nA person's paragraph.\n"
+    lesson.write_text(edited)
+    backend = OfflineBackend()
+    with pytest.raises(PipelineError, match=r"was edited by hand: revise it with --force"):
+        revise(SLUG, [rel], note="Tighter.", courses_dir=courses, backend=backend, progress=quiet)
+    assert backend.total_calls == 0 and lesson.read_text() == edited
+    refused = cli("revise", SLUG, rel, "--note", "Tighter.", "--courses-dir", str(courses))
+    assert refused.returncode == 5 and "--force" in refused.stderr
+    revise(SLUG, [rel], note="Tighter.", courses_dir=courses, force=True, backend=backend, progress=quiet)
+    (kept,) = root.glob(f".state/retired/run-*/{rel}")
+    assert kept.read_text() == edited and "Revised on review: Tighter." in lesson.read_text()
+    assert status(SLUG, courses_dir=courses)[rel].state == "current"
+
+
+# -- targets and notes ----------------------------------------------------------------------------
+
+
+def test_targets_are_paths_lesson_ids_or_stage_names_and_anything_else_is_one_line(courses: Path) -> None:
+    with pytest.raises(UsageError, match=r"'m09-l09' names no artefact of course"):
+        revise(SLUG, ["m09-l09"], note="x", courses_dir=courses, progress=quiet)
+    with pytest.raises(UsageError, match=r"glossary\.yaml is not written by a stage"):
+        revise(SLUG, ["glossary.yaml"], note="x", courses_dir=courses, progress=quiet)
+    with pytest.raises(UsageError, match="no note to revise"):
+        revise(SLUG, ["quiz"], courses_dir=courses, progress=quiet)
+    result = cli("revise", SLUG, "capstone", "--note", "Shorter milestones.", "--courses-dir", str(courses))
+    assert result.returncode == 0 and "revised project.yaml" in result.stdout
+
+
+def test_the_python_api_returns_the_same_result_type_as_build_course(courses: Path) -> None:
+    result = stay.revise(SLUG, ["capstone"], note="Name the audience.", courses_dir=courses, progress=quiet)
+    assert isinstance(result, stay.BuildResult) and result.command == "revise" and result.calls == 1
+
+
+# -- the graph ---------------------------------------------------------------------------------------
+
+
+def test_revise_enters_through_a_guard_that_declares_the_gates_each_phase_needs() -> None:
+    graph = build(declare())
+    assert graph.graph["commands"]["revise"].entry == "revise_seed"
+    assert graph.nodes["revise_seed"]["requires_by_phase"] == {"design": (), "plan": ("design",),
+                                                               "wave": ("design", "plan")}
+    broken = build(declare())
+    broken.nodes["revise_seed"]["requires_by_phase"] = {"design": (), "plan": (), "wave": ("design",)}
+    found = problems(broken)
+    assert any("requires [] for a plan file" in p for p in found)
+    assert any("requires ['design'] for a wave file" in p for p in found)
