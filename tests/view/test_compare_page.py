@@ -133,7 +133,7 @@ def test_each_runs_interval_is_a_t_interval_over_the_tests_units() -> None:
                                    strict=True):
                 if found is not None and mean is not None:  # centred on compare's own mean, over the same units
                     assert found.low <= mean <= found.high
-                    if 0 < found.low and found.high < 1:
+                    if found.low > 0 and found.high < 1:
                         assert (found.low + found.high) / 2 == pytest.approx(mean)
 
 
