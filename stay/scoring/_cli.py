@@ -132,6 +132,8 @@ def _compare(ns: argparse.Namespace) -> int:
     if not 0 < ns.alpha < 1 or not 0 <= ns.max_failed < 1 or not 0 < ns.effect <= 1:
         raise UsageError("--alpha must be between 0 and 1, --max-failed at least 0 and below 1, and --effect above 0 "
                          "and at most 1")
+    if ns.items is not None and ns.items < 1:
+        raise UsageError(f"--items {ns.items}: list at least 1 item, or leave --items out")
     if ns.permutations is not None and ns.permutations < 99:
         raise UsageError(f"--permutations {ns.permutations}: at least 99, or no p-value can fall below 0.01")
     baseline, candidate = read_report(ns.baseline), read_report(ns.candidate)

@@ -136,3 +136,14 @@ def test_show_refuses_a_file_that_is_not_a_report(tmp_path: Path, capsys: pytest
     assert main(["evals", "show", str(path), "--html", str(tmp_path / "run.html")]) == 2
     assert capsys.readouterr().err == f"error: {path}: not an eval report (a JSON object is expected)\n"
     assert not (tmp_path / "run.html").exists()
+
+
+def test_items_must_list_at_least_one_and_the_page_default_is_the_commands(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from stay.scoring import _cli
+    from stay.view import _compare_page
+
+    assert _cli.PAGE_ITEMS == _compare_page.PAGE_ITEMS  # kept apart so `stay --help` does not import Jinja2
+    code, _out, err, page = compare_html(tmp_path, capsys, BASE, make_report(steady(), label="c"), "--items", "-3")
+    assert code == 2 and err == "error: --items -3: list at least 1 item, or leave --items out\n"
+    assert "Refused: no comparison (exit 2)" in page_text(page.read_text())
