@@ -1,4 +1,4 @@
-"""``stay evals ...``: compare two eval reports, and score saved courses again.
+"""``stay evals ...``: compare two eval reports, show one, and score saved courses again.
 
 ``stay/cli.py`` calls ``add_evals_parser`` to add the ``evals`` command to its
 subparsers and ``run_evals`` to run it; everything else about the command is here.
@@ -8,6 +8,15 @@ at a Holm-adjusted p below alpha; 2 refused, the runs cannot be compared (they d
 in judge, judge model, backend, scorer versions or briefs, and ``--allow`` does not
 name the difference), or a usage error; 5 refused, a run is invalid (more than
 ``--max-failed`` of a scorer's judge items failed): rescore it, then compare.
+
+``--html PATH`` writes the comparison as one self-contained page (atomically: a reader
+never sees half a page), whatever the verdict: a CI job uploads it after the gate has
+failed the step. Once the command line has parsed, every run of the command that
+exits 2 or 5 writes a page at PATH saying it refused and why, in place of a comparison,
+so an earlier run's page is never taken for this one's.
+
+``stay evals show REPORT.json [--html PATH]`` prints one run's summary (who judged,
+the mean per scorer, judge failures, cost) and writes it as a page.
 """
 
 from __future__ import annotations
@@ -18,7 +27,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from stay.errors import EXIT_OK, EXIT_USAGE, InvalidRun, RunsNotComparable, exit_code
+from stay.errors import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, InvalidRun, RunsNotComparable, StayError, exit_code
+
+PAGE_ITEMS = 100
+"""Changed items the --html page lists without --items (stay.view._compare_page's default,
+which is not imported here: it loads Jinja2, and `stay --help` must not pay for it)."""
 
 
 def add_evals_parser(subparsers: Any) -> None:
@@ -35,13 +48,17 @@ def add_evals_parser(subparsers: Any) -> None:
     compare.add_argument("baseline", metavar="BASELINE.json")
     compare.add_argument("candidate", metavar="CANDIDATE.json")
     compare.add_argument("--markdown", metavar="PATH", help="also write a Markdown report with a chart")
+    compare.add_argument("--html", metavar="PATH",
+                         help="also write the comparison as one HTML page: both means with interval bars, "
+                              "the difference, adjusted p, MDE and verdict per scorer, the judge and models, "
+                              "and the changed items matched by content; written on exit 0, 1, 2 and 5 alike")
     compare.add_argument("--alpha", type=float, default=ALPHA, help=f"family-wise error rate (default {ALPHA})")
     compare.add_argument("--allow", action="append", default=[], metavar="WHAT",
                          help=f"a difference between the runs to accept: {', '.join(ALLOWABLE)} "
                               "(repeat, or separate with commas)")
     compare.add_argument("--items", nargs="?", type=int, const=10, default=None, metavar="N",
                          help="list the N content-matched items that changed most (default 10), with both "
-                              "judges' reasons")
+                              f"judges' reasons; the --html page lists N too (without --items: {PAGE_ITEMS})")
     compare.add_argument("--max-failed", type=float, default=MAX_FAILED, metavar="SHARE",
                          help=f"a run with a larger share of failed judge items per scorer is invalid "
                               f"(default {MAX_FAILED})")
@@ -51,6 +68,12 @@ def add_evals_parser(subparsers: Any) -> None:
     compare.add_argument("--permutations", type=int, default=None, metavar="N",
                          help="permutations per test (default 4999)")
     compare.add_argument("--seed", type=int, default=0, help="the permutations' seed (default 0)")
+    show = commands.add_parser(
+        "show", help="one eval run's summary: judge, models, mean per scorer, judge failures, cost",
+        description="Print one eval report's summary; --html also writes it as a page with every brief, build "
+                    "and item. Exit 0, or 2 when the file is not an eval report.")
+    show.add_argument("report", metavar="REPORT.json")
+    show.add_argument("--html", metavar="PATH", help="also write the run as one self-contained HTML page")
     score = commands.add_parser("score", help="score saved courses again, without regenerating them")
     score.add_argument("courses", nargs="+", metavar="COURSE_DIR",
                        help="course directories; those under an eNN directory (the suite's layout) are that epoch")
@@ -67,13 +90,36 @@ def run_evals(ns: argparse.Namespace) -> int:
     if ns.evals_command == "compare":
         try:
             return _compare(ns)
-        except (RunsNotComparable, InvalidRun) as exc:
+        except StayError as exc:
+            code = exit_code(exc)
+            if ns.html and code in (EXIT_USAGE, EXIT_REFUSED):
+                _write_refused_page(ns, exc, code)
+            if not isinstance(exc, RunsNotComparable | InvalidRun):
+                raise  # stay's command line prints it as it prints every error
             sys.stderr.write(f"refused: {' '.join(str(exc).split())}\n")
-            return exit_code(exc)
+            return code
+    if ns.evals_command == "show":
+        return _show(ns)
     if ns.evals_command == "score":
         return _score(ns)
-    sys.stderr.write("usage: stay evals compare BASELINE.json CANDIDATE.json | stay evals score COURSE_DIR ...\n")
+    sys.stderr.write("usage: stay evals compare BASELINE.json CANDIDATE.json | stay evals show REPORT.json | "
+                     "stay evals score COURSE_DIR ...\n")
     return EXIT_USAGE
+
+
+def _write_refused_page(ns: argparse.Namespace, exc: StayError, code: int) -> None:
+    """The page says the comparison was refused, and why: never a stale comparison, and,
+    when the page cannot be written, the refusal is still what the command reports."""
+    from stay.artefacts import write_text_atomic
+    from stay.view._reports import render_compare_refused_html
+
+    page = render_compare_refused_html(str(ns.baseline), str(ns.candidate), " ".join(str(exc).split()), code)
+    try:
+        write_text_atomic(ns.html, page)
+    except OSError as error:
+        sys.stderr.write(f"error: {ns.html}: the refusal page was not written ({error.strerror or error})\n")
+        return
+    print(f"wrote {ns.html} (refused, exit {code})")
 
 
 def _compare(ns: argparse.Namespace) -> int:
@@ -86,6 +132,8 @@ def _compare(ns: argparse.Namespace) -> int:
     if not 0 < ns.alpha < 1 or not 0 <= ns.max_failed < 1 or not 0 < ns.effect <= 1:
         raise UsageError("--alpha must be between 0 and 1, --max-failed at least 0 and below 1, and --effect above 0 "
                          "and at most 1")
+    if ns.items is not None and ns.items < 1:
+        raise UsageError(f"--items {ns.items}: list at least 1 item, or leave --items out")
     if ns.permutations is not None and ns.permutations < 99:
         raise UsageError(f"--permutations {ns.permutations}: at least 99, or no p-value can fall below 0.01")
     baseline, candidate = read_report(ns.baseline), read_report(ns.candidate)
@@ -100,11 +148,64 @@ def _compare(ns: argparse.Namespace) -> int:
     if ns.markdown:
         write_text_atomic(ns.markdown, markdown(comparison, paths, changes))
         print(f"wrote {ns.markdown}")
+    if ns.html:
+        from stay.view._compare_page import compare_page
+
+        page = compare_page(comparison, baseline, candidate, paths=paths,
+                            items=ns.items if ns.items is not None else PAGE_ITEMS)
+        write_text_atomic(ns.html, page.html())
+        print(f"wrote {ns.html}")
     worse = [r for r in comparison.scorers if r.scorer in comparison.regressions]
     if worse:
         print("regression: " + ", ".join(f"{r.scorer} {r.difference:+.3f} (Holm-adjusted p {r.p_adjusted:.2g} < "
                                           f"{ns.alpha})" for r in worse if r.difference is not None))
     return comparison.exit_code
+
+
+def _show(ns: argparse.Namespace) -> int:
+    from stay.scoring._report import read_report
+
+    document = read_report(ns.report)
+    print(summary_text(document, str(ns.report)), end="")
+    if ns.html:
+        from stay.artefacts import write_text_atomic
+        from stay.view._reports import render_run_summary_html
+
+        write_text_atomic(ns.html, render_run_summary_html(document))
+        print(f"wrote {ns.html}")
+    return EXIT_OK
+
+
+def summary_text(document: dict[str, Any], path: str) -> str:
+    """One run's report as a person reads it in a terminal: who judged, with which
+    models, the mean per scorer with its judge failures, and what building and judging cost."""
+    from stay.scoring._render import _num
+
+    quality = ", ".join(f"{k} {v}" for k, v in sorted((document.get("quality") or {}).items())) or "none"
+    builds = [b for brief in document["briefs"].values() for b in brief["builds"]]
+    models = sorted((document.get("models") or {}).items())
+    lines = [f"run: {path} ({document['label']}, {document.get('epochs', 'n/a')} epochs, seed "
+             f"{document.get('seed', 'n/a')})",
+             f"backend {document['backend']}; offline quality knob {quality}",
+             f"judge {document['judge']}" + (f" ({document['judge_model']})" if document.get("judge_model") else ""),
+             "models: " + (", ".join(f"{role} {model}" for role, model in models) or "n/a"),
+             f"briefs: {len(document['briefs'])} ({', '.join(sorted(document['briefs']))}), {len(builds)} builds",
+             "", f"{'scorer':20} {'version':>7} {'mean':>6} {'items':>6} {'unparseable':>11} {'errors':>6}"]
+    means, failures = document.get("means") or {}, document.get("failures") or {}
+    scorers = document["scorers"] if isinstance(document["scorers"], dict) else {}
+    for name, version in sorted(scorers.items()):
+        counts = failures.get(name) or {}
+        lines.append(f"{name:20} {'v' + str(version):>7} {_num(means.get(name)):>6} {counts.get('items', 'n/a'):>6} "
+                     f"{counts.get('unparseable', 'n/a'):>11} {counts.get('errors', 'n/a'):>6}")
+    totals = document.get("totals") or {}
+
+    def dollars(value: Any) -> str:
+        return "n/a (a model has no price on file)" if value is None else f"${value:.4f}"
+
+    lines += ["", f"cost: building {dollars(totals.get('build_cost'))}, judging {dollars(totals.get('judge_cost'))} "
+                  f"({totals.get('judge_input_tokens', 'n/a')} input, {totals.get('judge_output_tokens', 'n/a')} "
+                  "output tokens)"]
+    return "\n".join(lines) + "\n"
 
 
 def _epoch_of(course: Path, seen: int) -> int:

@@ -105,6 +105,46 @@ class Comparison:
     def exit_code(self) -> int:
         return 1 if self.regressions else 0
 
+    @property
+    def gate(self) -> str:
+        """The gate's outcome in words, with the exit code ``stay evals compare`` gives."""
+        if self.regressions:
+            return (f"gate fires (exit 1): {', '.join(self.regressions)} worse at a Holm-adjusted p below "
+                    f"{self.alpha}")
+        return f"gate passes (exit 0): no scorer is worse at a Holm-adjusted p below {self.alpha}"
+
+    def _display(self) -> tuple[str, tuple[str, ...], list[tuple[str, ...]]]:
+        from stay.scoring._render import _interval, _num, _p
+
+        title = (f"{self.candidate_label} against {self.baseline_label} (epochs: baseline {self.epochs[0]}, "
+                 f"candidate {self.epochs[1]})")
+        head: tuple[str, ...] = ("scorer", "test", "baseline", "candidate", "difference", "95% interval", "p",
+                                 "p (Holm)", "MDE", "verdict")
+        rows: list[tuple[str, ...]] = []
+        for r in self.scorers:
+            tested = r.difference is not None  # "nothing judged": its p-values are placeholders
+            rows.append((r.scorer, r.test, _num(r.baseline), _num(r.candidate), _num(r.difference, True),
+                         _interval(r), _p(r.p) if tested else "n/a", _p(r.p_adjusted) if tested else "n/a",
+                         _num(r.mde), r.verdict))
+        return title, head, rows
+
+    def _repr_html_(self) -> str:
+        """In a notebook: per scorer both means, the difference with its interval, the raw
+        and adjusted p, the MDE and the verdict; then the gate's outcome."""
+        from stay.validate._display import html_table, html_text
+
+        title, head, rows = self._display()
+        return (f'<div class="stay-comparison"><p><strong>{html_text(title)}</strong></p>'
+                f"{html_table(head, rows, numeric={2, 3, 4, 6, 7, 8})}<p><strong>{html_text(self.gate)}"
+                "</strong></p></div>")
+
+    def _repr_markdown_(self) -> str:
+        from stay.validate._display import markdown_table, markdown_text
+
+        title, head, rows = self._display()
+        return (f"**{markdown_text(title)}**\n\n{markdown_table(head, rows, numeric={2, 3, 4, 6, 7, 8})}\n"
+                f"**{markdown_text(self.gate)}**\n")
+
 
 def differences(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, str]:
     """What differs between two runs that a comparison holds fixed: name -> how."""

@@ -16,6 +16,8 @@ from stay.validate._rules import RULES
 from stay.validate._text import show
 
 CONTRACT_VERSION = 1
+DISPLAY_DEFECTS = 20
+"""Defects a notebook shows (``_repr_html_``, ``_repr_markdown_``); ``to_text`` lists them all."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,13 @@ class CourseReport:
         return {"dir": self.dir, "slug": self.slug, "evaluated": dict(self.evaluated),
                 "passed": dict(self.passed), "defects": [d.as_dict() for d in self.defects]}
 
+    def _repr_html_(self) -> str:
+        """In a notebook: the same tables as a ``ValidationReport`` of this one course."""
+        return ValidationReport((self,), self.strict)._repr_html_()
+
+    def _repr_markdown_(self) -> str:
+        return ValidationReport((self,), self.strict)._repr_markdown_()
+
 
 @dataclass(frozen=True)
 class ValidationReport:
@@ -96,6 +105,60 @@ class ValidationReport:
                          f"{sum(course.passed.values())} passed")
         lines.append(f"{len(self.courses)} courses: {self.fails} FAIL, {self.warns} WARN")
         return "\n".join(lines) + "\n"
+
+    def _display(self) -> tuple[str, list[tuple[Sequence[str], list[tuple[object, ...]], set[int]]], str]:
+        """What a notebook shows: a summary line, then tables (head, rows, numeric columns):
+        per course, defects by owner, and the first defects; then what was left out."""
+        from stay.validate._defect import OWNERS
+
+        summary = (f"stay validate{' --strict' if self.strict else ''}: {len(self.courses)} "
+                   f"course{'s' if len(self.courses) != 1 else ''}, {self.fails} FAIL, {self.warns} WARN, "
+                   f"{sum(course.checks for course in self.courses)} checks run")
+        tables: list[tuple[Sequence[str], list[tuple[object, ...]], set[int]]] = [
+            (("course", "FAIL", "WARN", "checks run", "passed", "rules"),
+             [(course.dir, course.fails, course.warns, course.checks, sum(course.passed.values()),
+               len(course.evaluated)) for course in self.courses], {1, 2, 3, 4, 5})]
+        defects = [(course.dir, defect) for course in self.courses for defect in course.defects]
+        owners: dict[str, list[Defect]] = {}
+        for _slug, defect in defects:
+            owners.setdefault(defect.owner, []).append(defect)
+        if owners:
+            rows: list[tuple[object, ...]] = []
+            for owner in sorted(owners, key=lambda o: (OWNERS.index(o) if o in OWNERS else len(OWNERS), o)):
+                found = owners[owner]
+                codes = Counter(d.code for d in found)
+                rows.append((owner, sum(d.severity is Severity.FAIL for d in found),
+                             sum(d.severity is Severity.WARN for d in found),
+                             ", ".join(f"{code} x{n}" if n > 1 else code for code, n in sorted(codes.items()))))
+            tables.append((("owner", "FAIL", "WARN", "codes"), rows, {1, 2}))
+            tables.append((("course", "severity", "code", "path", "subject", "message"),
+                           [(slug, str(d.severity), d.code, d.path, d.subject, d.message)
+                            for slug, d in defects[:DISPLAY_DEFECTS]], set()))
+        rest = len(defects) - DISPLAY_DEFECTS
+        tail = (f"{rest} more defects not shown; to_text() lists every one." if rest > 0
+                else "" if defects else "No defects.")
+        return summary, tables, tail
+
+    def _repr_html_(self) -> str:
+        """The report in a notebook: counts per course, defects by owner, the first defects."""
+        from stay.validate._display import html_table, html_text
+
+        summary, tables, tail = self._display()
+        parts = [f"<p><strong>{html_text(summary)}</strong></p>"]
+        parts += [html_table(head, rows, numeric=numeric) for head, rows, numeric in tables]
+        if tail:
+            parts.append(f"<p>{html_text(tail)}</p>")
+        return '<div class="stay-validation-report">' + "".join(parts) + "</div>"
+
+    def _repr_markdown_(self) -> str:
+        from stay.validate._display import markdown_table, markdown_text
+
+        summary, tables, tail = self._display()
+        parts = [f"**{markdown_text(summary)}**\n"]
+        parts += [markdown_table(head, rows, numeric=numeric) for head, rows, numeric in tables]
+        if tail:
+            parts.append(markdown_text(tail) + "\n")
+        return "\n".join(parts)
 
     def to_json(self) -> str:
         document = {

@@ -27,6 +27,7 @@ from typing import Any
 from stay.view._env import environment, static_text
 
 BETTER, WORSE = "better", "worse"
+INCONCLUSIVE = "inconclusive"
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,16 @@ class ScorerRow:
     verdict: str
     """"better", "worse", or any other text (e.g. "no detectable difference")."""
     pairs: int = 0
-    """Items present in both runs."""
+    """Items present in both runs (shown when ``units`` is not given)."""
+    test: str = ""
+    """What the test's units are: "builds" (each build's mean, brief by brief) or "items"
+    (items matched by content); empty when not known."""
+    units: tuple[int, int] | None = None
+    """Units in (baseline, candidate): builds for a "builds" test, matched items for "items"."""
+    threshold: float | None = None
+    """The drop the difference's interval must exclude for "no detectable difference"."""
+    spread: float | None = None
+    """The observed standard deviation the MDE was computed from."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +114,24 @@ class CompareHeader:
     """The paired test, in words (e.g. "exact sign test on paired items")."""
     adjustment: str = ""
     """The multiple-comparison adjustment of the p-values (e.g. "Holm")."""
+    gate: str = ""
+    """The gate's outcome in words (e.g. "fires: distractor_quality is worse ..."); empty: no gate."""
+    exit_code: int | None = None
+    """What the command exits with for this comparison (0 passes, 1 the gate fires)."""
+    regressions: tuple[str, ...] = ()
+    """The scorers the gate fires on, each linked to its row."""
+    sources: tuple[str, str] | None = None
+    """Where the two reports were read from (baseline, candidate)."""
+    epochs: tuple[int, int] | None = None
+    """Builds per brief in each run."""
+    intervals: str = ""
+    """How each run's own interval (around its mean) was computed, in words."""
+    notes: tuple[str, ...] = ()
+    """Anything else a reader must know: judge failures, accepted differences, briefs left out."""
+    items_matched: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    """scorer -> (items matched by content, items in the baseline)."""
+    items_changed: int | None = None
+    """How many matched items changed score in all (the page may list fewer)."""
 
 
 @dataclass(frozen=True)
@@ -182,7 +210,17 @@ def _fmt_interval(interval: Interval | None) -> str:
 
 
 def verdict_class(verdict: str) -> str:
+    if verdict.startswith(INCONCLUSIVE):
+        return "verdict-inconclusive"
     return {BETTER: "verdict-better", WORSE: "verdict-worse"}.get(verdict, "verdict-none")
+
+
+def _units(row: ScorerRow) -> str:
+    if row.units is None:
+        return str(row.pairs)
+    if row.test == "items":
+        return f"{row.units[0]} item pairs"
+    return f"{row.units[0]} + {row.units[1]} {row.test or 'units'}"
 
 
 def render_compare_html(header: CompareHeader, rows: Sequence[ScorerRow],
@@ -197,8 +235,22 @@ def render_compare_html(header: CompareHeader, rows: Sequence[ScorerRow],
     return environment().get_template("compare.html.j2").render(
         header=header, rows=sorted(rows, key=lambda r: r.scorer), items=ordered_items,
         changed=[i for i in ordered_items or [] if i.change != "same"], roles=roles,
-        means_bar=_means_bar, difference_bar=_difference_bar, verdict_class=verdict_class,
+        means_bar=_means_bar, difference_bar=_difference_bar, verdict_class=verdict_class, units=_units,
         fmt_interval=_fmt_interval, css=static_text("style.css"))
+
+
+EXIT_MEANINGS = {
+    2: "the runs cannot be compared (they differ in what a comparison holds fixed), or a report cannot be read",
+    5: "a run is invalid: too many of its judge items failed, or a scorer judged nothing in a brief",
+}
+
+
+def render_compare_refused_html(baseline: str, candidate: str, reason: str, exit_code: int) -> str:
+    """The page ``stay evals compare --html`` writes when it refuses to compare: which
+    reports, the one-line reason, and the exit code, so the page never outlives its run."""
+    return environment().get_template("refused.html.j2").render(
+        baseline=baseline, candidate=candidate, reason=reason, exit_code=exit_code,
+        meaning=EXIT_MEANINGS.get(exit_code, "refused"), css=static_text("style.css"))
 
 
 def render_run_summary_html(report: Mapping[str, Any]) -> str:
@@ -226,8 +278,9 @@ def _clean_briefs(raw: Any) -> dict[str, dict[str, Any]]:
         for name, result in scorers.items() if isinstance(scorers, Mapping) else ():
             if isinstance(result, Mapping):
                 items = result.get("items")
-                kept = [i for i in items if isinstance(i, Mapping)] if isinstance(items, list) else []
-                cleaned[str(name)] = {**result, "items": kept}
+                kept = [{**i, "failed": _item_failure(i)} for i in items if isinstance(i, Mapping)] \
+                    if isinstance(items, list) else []
+                cleaned[str(name)] = {**result, "items": kept, "failed": _failed(result)}
         build = entry.get("build")
         build = build if isinstance(build, Mapping) else {}
         briefs[str(slug)] = {**entry, "scorers": cleaned, "build": build}
@@ -254,6 +307,24 @@ def _builds(raw: Mapping[Any, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     return found
 
 
+def _failed(result: Mapping[str, Any]) -> int:
+    """Judge failures of one result: a version 2 report counts unparseable replies and
+    model or API errors apart; a version 1 report kept one count, ``failed``."""
+    counts = [result.get(key) for key in ("unparseable", "errors")]
+    if any(isinstance(c, int) and not isinstance(c, bool) for c in counts):
+        return sum(c for c in counts if isinstance(c, int) and not isinstance(c, bool))
+    failed = result.get("failed")
+    return failed if isinstance(failed, int) and not isinstance(failed, bool) else 0
+
+
+def _item_failure(item: Mapping[str, Any]) -> str:
+    """Why an item's judge failed ("unparseable", "error"), or "" when it did not."""
+    failure = item.get("failure")
+    if isinstance(failure, str) and failure:
+        return failure
+    return "failed" if item.get("failed") is True else ""
+
+
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
@@ -269,4 +340,4 @@ def _value_bar(value: float | None) -> _Bar | None:
 
 
 __all__ = ["CompareHeader", "Interval", "ItemDiffRow", "ScorerRow", "render_compare_html",
-           "render_run_summary_html"]
+           "render_compare_refused_html", "render_run_summary_html"]

@@ -61,3 +61,38 @@ def built_course(tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = build_course(HTTP_BRIEF, courses_dir=courses, yes=True, backend="offline", progress=quiet)
     assert result.complete, result.reason
     return result.course_dir
+
+
+EVAL_BRIEFS = (ROOT / "evals" / "briefs" / "accessible-web-forms.yaml", ROOT / "evals" / "briefs" / "home-energy-audit.yaml")
+EVAL_EPOCHS = 3
+"""Two briefs at three epochs a run: 20 ways to split each brief's six builds, so the
+smallest p-value is 2/400 and a clear regression can pass Holm's 0.01 (at two epochs the
+design cannot reach it: every builds test would be inconclusive)."""
+
+
+@pytest.fixture(scope="session")
+def eval_reports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two real offline eval runs, built in-process the way `pytest evals/` builds them: a
+    baseline with nothing degraded and a candidate whose distractors the offline backend's
+    quality knob degrades (a third of them), each two briefs x three epochs. Returns the
+    paths of their reports (baseline, candidate)."""
+    from stay.scoring import OfflineJudge, default_scorers, scorer_versions
+    from stay.scoring._report import report, write_report
+    from stay.suite import OFFLINE, evaluate_build
+
+    tmp = tmp_path_factory.mktemp("evals")
+    paths = []
+    for label, seed, quality in (("baseline", 1, {"distractors": 0.0}), ("fewer-misconceptions", 2,
+                                                                         {"distractors": 0.3})):
+        builds: dict[str, list[dict[str, object]]] = {}
+        for brief in EVAL_BRIEFS:
+            for epoch in range(1, EVAL_EPOCHS + 1):
+                slug, entry = evaluate_build(brief, epoch=epoch, courses_dir=tmp / label, backend=OFFLINE,
+                                             prompts_dir=None, judge=OfflineJudge(), run_seed=seed, quality=quality)
+                builds.setdefault(slug, []).append(entry)
+        path = tmp / f"{label}.json"
+        write_report(path, report(label=label, backend=OFFLINE, prompts_dir="prompts (packaged)", prompt_hashes={},
+                                  scorers=scorer_versions(default_scorers(OfflineJudge())), builds=builds,
+                                  epochs=EVAL_EPOCHS, seed=seed, quality=quality))
+        paths.append(path)
+    return paths[0], paths[1]

@@ -258,3 +258,41 @@ def test_the_site_works_opened_from_disk(browser: Any, sample_site: Path) -> Non
     question.locator("details.explanation > p").wait_for(state="visible", timeout=5000)
     assert watch.problems == []
     page.close()
+
+
+def _in_page_links(page: Any) -> tuple[list[str], set[str]]:
+    """Every link's href as written, and every element id, of the open page."""
+    hrefs = page.eval_on_selector_all("a[href]", "els => els.map(a => a.getAttribute('href'))")
+    return hrefs, set(page.eval_on_selector_all("[id]", "els => els.map(e => e.id)"))
+
+
+def test_the_pages_the_evals_commands_write_from_two_real_runs(browser: Any, serve: Any, tmp_path: Path,
+                                                              eval_reports: tuple[Path, Path]) -> None:
+    """`stay evals compare A B --html` and `stay evals show B --html`, run on two offline
+    eval runs whose candidate has degraded distractors, open cleanly in Chromium."""
+    from stay.cli import main
+
+    baseline, candidate = eval_reports
+    assert main(["evals", "compare", str(baseline), str(candidate), "--html", str(tmp_path / "compare.html")]) == 1
+    assert main(["evals", "show", str(candidate), "--html", str(tmp_path / "run.html")]) == 0
+    base = serve(tmp_path)
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    watch = Watch(base)
+    watch.attach(page)
+    for name, links in (("compare.html", 8), ("run.html", 10)):
+        page.goto(base + name)
+        hrefs, ids = _in_page_links(page)
+        assert len(hrefs) >= links and all(h.startswith("#") for h in hrefs), hrefs  # self-contained: no other page
+        assert [h for h in hrefs if h[1:] not in ids] == []
+        for href in hrefs[:3]:  # following one scrolls to its target
+            page.click(f'a[href="{href}"]')
+            assert page.evaluate("location.hash") == href
+        assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")  # nothing spills sideways
+        screenshot(page, f"evals-{name.replace('.html', '.png')}")
+    page.goto(base + "compare.html")
+    assert page.locator("#gate").inner_text().startswith("Gate fires (exit 1):")
+    assert page.locator("#scorer-distractor_quality td.verdict-worse").inner_text() == "worse"
+    assert page.locator("td.verdict-none").all_inner_texts() == ["no detectable difference"] * 4
+    assert page.locator("table.scorers svg.interval").count() == 10  # both means, and the difference, per scorer
+    assert watch.problems == []
+    page.close()

@@ -1,0 +1,50 @@
+"""Small HTML and Markdown tables for notebooks (``_repr_html_``, ``_repr_markdown_``).
+
+Built with ``html.escape`` and nothing else, so showing a report costs the validator no
+import (no template engine, no pydantic), and every value is escaped: a course name or
+a defect message is text, never markup, in HTML and in Markdown alike. The same values
+give the same string.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Collection, Iterable, Sequence
+
+_MARKDOWN_INLINE = re.compile(r"([\\`*_\[\]|~])")
+"""What Markdown would read as markup inside a line: escapes, code, emphasis, links, table
+cells and strikethrough. (<, > and & become entities first.)"""
+
+
+def html_text(value: object) -> str:
+    """One line of text for HTML: whitespace collapsed, everything escaped."""
+    return html.escape(" ".join(str(value).split()))
+
+
+def markdown_text(value: object) -> str:
+    """One line of text for Markdown, safe in a table cell: whitespace collapsed, HTML's
+    characters as entities (Markdown passes raw HTML through), inline markup escaped."""
+    return _MARKDOWN_INLINE.sub(r"\\\1", html.escape(" ".join(str(value).split()), quote=False))
+
+
+def html_table(head: Sequence[str], rows: Iterable[Sequence[object]], *, numeric: Collection[int] = ()) -> str:
+    """A table; the columns in ``numeric`` are right-aligned."""
+
+    right = ' style="text-align:right"'
+
+    def cells(tag: str, values: Sequence[object]) -> str:
+        return "".join(f"<{tag}{right if i in numeric else ''}>{html_text(v)}</{tag}>" for i, v in enumerate(values))
+
+    body = "".join(f"<tr>{cells('td', row)}</tr>" for row in rows)
+    return f"<table><thead><tr>{cells('th', head)}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def markdown_table(head: Sequence[str], rows: Iterable[Sequence[object]], *, numeric: Collection[int] = ()) -> str:
+    """A GitHub-flavoured Markdown table; the columns in ``numeric`` are right-aligned."""
+
+    def line(values: Sequence[object]) -> str:
+        return "| " + " | ".join(markdown_text(v) for v in values) + " |"
+
+    rule = "|" + "|".join("---:" if i in numeric else "---" for i in range(len(head))) + "|"
+    return "\n".join([line(head), rule, *(line(row) for row in rows)]) + "\n"

@@ -1,0 +1,149 @@
+"""`stay evals compare --html` and `stay evals show`: the pages the commands write, with
+the exit codes they always had, and never a half-written or stale page."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stay.cli import main
+from tests.scoring.reports import make_report, steady, with_
+from tests.view.conftest import page_text
+
+BASE = make_report(steady(), label="baseline")
+
+
+def _write(tmp_path: Path, baseline: dict[str, Any], candidate: dict[str, Any]) -> tuple[str, str]:
+    paths = []
+    for name, document in (("baseline", baseline), ("candidate", candidate)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(document))
+        paths.append(str(path))
+    return paths[0], paths[1]
+
+
+def compare_html(tmp_path: Path, capsys: pytest.CaptureFixture[str], baseline: dict[str, Any],
+                 candidate: dict[str, Any], *args: str) -> tuple[int, str, str, Path]:
+    page = tmp_path / "out" / "compare.html"
+    code = main(["evals", "compare", *_write(tmp_path, baseline, candidate), "--html", str(page),
+                 "--permutations", "999", *args])
+    out, err = capsys.readouterr()
+    return code, out, err, page
+
+
+def test_the_page_is_written_when_the_gate_fires_and_the_exit_code_is_unchanged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _err, page = compare_html(tmp_path, capsys, BASE, make_report(steady(drop={"a": 0.25}),
+                                                                             label="candidate"))
+    assert code == 1 and f"wrote {page}\n" in out and out.rstrip().splitlines()[-1].startswith("regression: a")
+    html = page.read_text()
+    text = page_text(html)
+    assert "Gate fires (exit 1): at least one scorer is worse at a Holm-adjusted p below 0.05. Regressions: a." in text
+    assert re.search(r'<tr id="scorer-a">.*class="verdict-worse">worse</td>', html, re.DOTALL)
+    assert re.search(r'<tr id="scorer-b">.*class="verdict-none">no detectable difference</td>', html, re.DOTALL)
+    assert "No item diff" in text  # regenerated courses: nothing is matched by content
+    assert [p.name for p in page.parent.iterdir()] == ["compare.html"]  # no temporary file left beside it
+
+
+def test_a_passing_comparison_writes_the_same_page_every_time(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    candidate = make_report(steady(), label="candidate")
+    code, _out, _err, page = compare_html(tmp_path, capsys, BASE, candidate)
+    first = page.read_bytes()
+    assert code == 0 and "Gate passes (exit 0)" in page_text(first.decode())
+    assert compare_html(tmp_path, capsys, BASE, candidate)[0] == 0 and page.read_bytes() == first
+
+
+def test_items_bounds_the_pages_item_diff_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    baseline = make_report(steady(), content="course")
+    candidate = make_report(steady(drop={"a": 0.25}), content="course", judge_model="claude-opus-5-5", label="c",
+                            reasons="stricter")
+    code, out, _err, page = compare_html(tmp_path, capsys, baseline, candidate, "--allow", "judge-model",
+                                         "--items", "3")
+    assert code == 1 and out.count(": 1.00 -> 0.00") == 3
+    html = page.read_text()
+    assert html.count('<tr class="changed-worse">') == 3 and "the 3 that changed most are listed" in page_text(html)
+    assert "candidate:</strong> stricter a-" in html
+
+
+@pytest.mark.parametrize("case, expected_code, said", [
+    ("not comparable", 2, "refused: cannot compare"),
+    ("invalid", 5, "refused: invalid run"),
+    ("not a report", 2, "error: "),
+])
+def test_a_refusal_replaces_any_earlier_page_with_one_that_says_why(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, expected_code: int, said: str) -> None:
+    candidate = {
+        "not comparable": with_(make_report(steady(), label="candidate"), backend="offline"),
+        "invalid": make_report({b: [{"a": [], "b": e["b"]} for e in es] for b, es in steady().items()}, label="c"),
+        "not a report": with_(BASE, version=1),
+    }[case]
+    page = tmp_path / "out" / "compare.html"
+    page.parent.mkdir()
+    page.write_text("an earlier run's comparison")
+    code, out, err, page = compare_html(tmp_path, capsys, BASE, candidate)
+    assert code == expected_code and err.startswith(said) and len(err.splitlines()) == 1
+    assert out == f"wrote {page} (refused, exit {expected_code})\n"
+    text = page_text(page.read_text())
+    assert f"Refused: no comparison (exit {expected_code})" in text
+    assert " ".join(err.split(": ", 1)[1].split()) in text  # the reason, word for word
+    assert [p.name for p in page.parent.iterdir()] == ["compare.html"]
+
+
+def test_a_page_that_fails_to_render_leaves_the_earlier_one_whole(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import stay.view._compare_page as compare_page
+
+    def broken(_self: Any) -> str:
+        raise RuntimeError("a bug while rendering")
+
+    monkeypatch.setattr(compare_page.ComparePage, "html", broken)
+    page = tmp_path / "out" / "compare.html"
+    page.parent.mkdir()
+    page.write_text("the earlier page")
+    code, _out, err, page = compare_html(tmp_path, capsys, BASE, make_report(steady(), label="candidate"))
+    assert code == 3 and err.startswith("internal error: RuntimeError: a bug while rendering")
+    assert page.read_text() == "the earlier page" and len(list(page.parent.iterdir())) == 1
+
+
+def test_show_prints_a_run_and_writes_its_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    document = with_(make_report(steady(), label="nightly"), models={"judging": "claude-sonnet-5-5"}, means={"a": 0.75},
+                     failures={"a": {"items": 288, "unparseable": 1, "errors": 2}}, seed=7,
+                     totals={"build_cost": None, "judge_cost": 0.5, "judge_input_tokens": 10,
+                             "judge_output_tokens": 3})
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(document))
+    page = tmp_path / "pages" / "run.html"
+    assert main(["evals", "show", str(path), "--html", str(page)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"run: {path} (nightly, 4 epochs, seed 7)\n")
+    assert re.search(r"^a +v2 +0\.750 +288 +1 +2$", out, re.MULTILINE)
+    assert "judge model (claude-sonnet-5-5)" in out and "models: judging claude-sonnet-5-5" in out
+    assert "cost: building n/a (a model has no price on file), judging $0.5000 (10 input, 3 output tokens)" in out
+    assert out.endswith(f"wrote {page}\n")
+    text = page_text(page.read_text())
+    assert "Eval run nightly" in text and "1 unparseable, 2 errors of 288 items" in text
+    assert "Builds 24 (4 epochs a brief, run seed 7)" in text
+
+
+def test_show_refuses_a_file_that_is_not_a_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "run.json"
+    path.write_text("[]")
+    assert main(["evals", "show", str(path), "--html", str(tmp_path / "run.html")]) == 2
+    assert capsys.readouterr().err == f"error: {path}: not an eval report (a JSON object is expected)\n"
+    assert not (tmp_path / "run.html").exists()
+
+
+def test_items_must_list_at_least_one_and_the_page_default_is_the_commands(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from stay.scoring import _cli
+    from stay.view import _compare_page
+
+    assert _cli.PAGE_ITEMS == _compare_page.PAGE_ITEMS  # kept apart so `stay --help` does not import Jinja2
+    code, _out, err, page = compare_html(tmp_path, capsys, BASE, make_report(steady(), label="c"), "--items", "-3")
+    assert code == 2 and err == "error: --items -3: list at least 1 item, or leave --items out\n"
+    assert "Refused: no comparison (exit 2)" in page_text(page.read_text())
