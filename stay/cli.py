@@ -102,11 +102,11 @@ def _parser() -> argparse.ArgumentParser:
     graph.add_argument("--format", choices=("mermaid", "dot", "json"), default="mermaid")
     sub.add_parser("validate", help="check courses against the course format (see `stay validate`)",
                    add_help=False)
-    from stay.scoring._cli import add_evals_parser
+    from stay.scoring import evals_parser
     from stay.view import view_parser
 
     view_parser(sub)
-    add_evals_parser(sub)
+    evals_parser(sub)
     return parser
 
 
@@ -195,9 +195,9 @@ def _dispatch(args: list[str]) -> int:
     if ns.command in ("approve", "status", "adopt"):
         return _course_command(ns, _settings(ns))
     if ns.command == "evals":
-        from stay.scoring._cli import run_evals
+        from stay.scoring import evals_main
 
-        return run_evals(ns)
+        return evals_main(ns)
     if ns.command == "view":
         from stay.view import view_main
 

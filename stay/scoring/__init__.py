@@ -7,60 +7,75 @@ changes across a fixed set of courses. They never gate a build.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Protocol
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from stay.scoring._core import (
-    CourseOnDisk,
-    ItemResult,
-    Judge,
-    JudgeReply,
-    ModelJudge,
-    ScoreResult,
-    judge_request,
-)
-from stay.scoring._offline_judge import OfflineJudge
-from stay.scoring.distractor_quality import DistractorQuality
-from stay.scoring.exercise_alignment import ExerciseAlignment
-from stay.scoring.outcome_coverage import OutcomeCoverage
-from stay.scoring.rubric_specificity import RubricSpecificity
-from stay.scoring.validator import Validator
-
-
-class Scorer(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def version(self) -> int:
-        """Bumped whenever the scorer's instructions or logic change; recorded in reports,
-        and two runs whose scorer versions differ are not compared unless allowed."""
-        ...
-
-    def score(self, course: CourseOnDisk) -> ScoreResult: ...
-
-
-def default_scorers(judge: Judge) -> list[Scorer]:
-    """Every scorer, judged by ``judge`` where a judge is needed."""
-    return [OutcomeCoverage(judge), DistractorQuality(judge), ExerciseAlignment(judge),
-            RubricSpecificity(judge), Validator()]
-
-
-def score_course(course_dir: str | os.PathLike[str] | CourseOnDisk,
-                 scorers: Sequence[Scorer]) -> dict[str, ScoreResult]:
-    """Run every scorer on a course on disk (nothing is regenerated)."""
-    course = course_dir if isinstance(course_dir, CourseOnDisk) else CourseOnDisk.load(Path(course_dir))
-    return {scorer.name: scorer.score(course) for scorer in scorers}
-
-
-def scorer_versions(scorers: Sequence[Scorer]) -> dict[str, int]:
-    return {scorer.name: scorer.version for scorer in sorted(scorers, key=lambda s: s.name)}
-
+# Names are imported on first use: ``stay --help`` builds the ``evals`` parser from
+# here, and must not pay for pydantic and the model layer.
+_EXPORTS = {
+    "CourseOnDisk": "stay.scoring._core",
+    "ItemResult": "stay.scoring._core",
+    "Judge": "stay.scoring._core",
+    "JudgeReply": "stay.scoring._core",
+    "ModelJudge": "stay.scoring._core",
+    "ScoreResult": "stay.scoring._core",
+    "judge_request": "stay.scoring._core",
+    "OfflineJudge": "stay.scoring._offline_judge",
+    "DistractorQuality": "stay.scoring.distractor_quality",
+    "ExerciseAlignment": "stay.scoring.exercise_alignment",
+    "OutcomeCoverage": "stay.scoring.outcome_coverage",
+    "RubricSpecificity": "stay.scoring.rubric_specificity",
+    "Validator": "stay.scoring.validator",
+    "Scorer": "stay.scoring._scorers",
+    "default_scorers": "stay.scoring._scorers",
+    "score_course": "stay.scoring._scorers",
+    "scorer_versions": "stay.scoring._scorers",
+    "evals_parser": "stay.scoring._cli",
+    "evals_main": "stay.scoring._cli",
+}
 
 __all__ = [
-    "CourseOnDisk", "DistractorQuality", "ExerciseAlignment", "ItemResult", "Judge", "JudgeReply",
-    "ModelJudge", "OfflineJudge", "OutcomeCoverage", "RubricSpecificity", "ScoreResult", "Scorer",
-    "Validator", "default_scorers", "judge_request", "score_course", "scorer_versions",
+    "CourseOnDisk",
+    "DistractorQuality",
+    "ExerciseAlignment",
+    "ItemResult",
+    "Judge",
+    "JudgeReply",
+    "ModelJudge",
+    "OfflineJudge",
+    "OutcomeCoverage",
+    "RubricSpecificity",
+    "ScoreResult",
+    "Scorer",
+    "Validator",
+    "default_scorers",
+    "evals_main",
+    "evals_parser",
+    "judge_request",
+    "score_course",
+    "scorer_versions",
 ]
+
+if TYPE_CHECKING:
+    from stay.scoring._cli import evals_main, evals_parser
+    from stay.scoring._core import CourseOnDisk, ItemResult, Judge, JudgeReply, ModelJudge, ScoreResult, judge_request
+    from stay.scoring._offline_judge import OfflineJudge
+    from stay.scoring._scorers import Scorer, default_scorers, score_course, scorer_versions
+    from stay.scoring.distractor_quality import DistractorQuality
+    from stay.scoring.exercise_alignment import ExerciseAlignment
+    from stay.scoring.outcome_coverage import OutcomeCoverage
+    from stay.scoring.rubric_specificity import RubricSpecificity
+    from stay.scoring.validator import Validator
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'stay.scoring' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

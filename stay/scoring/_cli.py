@@ -1,7 +1,7 @@
 """``stay evals ...``: compare two eval reports, show one, and score saved courses again.
 
-``stay/cli.py`` calls ``add_evals_parser`` to add the ``evals`` command to its
-subparsers and ``run_evals`` to run it; everything else about the command is here.
+``stay/cli.py`` calls ``evals_parser`` to add the ``evals`` command to its
+subparsers and ``evals_main`` to run it; everything else about the command is here.
 
 Exit codes of ``stay evals compare``: 0 no regression; 1 at least one scorer is worse
 at a Holm-adjusted p below alpha; 2 refused, the runs cannot be compared (they differ
@@ -34,7 +34,7 @@ PAGE_ITEMS = 100
 which is not imported here: it loads Jinja2, and `stay --help` must not pay for it)."""
 
 
-def add_evals_parser(subparsers: Any) -> None:
+def evals_parser(subparsers: Any) -> None:
     """Add ``evals`` (with ``compare`` and ``score``) to an argparse subparsers object."""
     from stay.scoring._compare import ALLOWABLE, ALPHA, EFFECT, MAX_FAILED
 
@@ -84,7 +84,7 @@ def add_evals_parser(subparsers: Any) -> None:
     score.add_argument("--judge-model", metavar="MODEL", help="the judge's model (default: the judging role's)")
 
 
-def run_evals(ns: argparse.Namespace) -> int:
+def evals_main(ns: argparse.Namespace) -> int:
     """Run a parsed ``stay evals ...`` command; returns its exit code. A comparison that is
     refused prints one line to stderr."""
     if ns.evals_command == "compare":

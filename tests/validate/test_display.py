@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from stay.validate import CourseReport, Defect, Severity, ValidationReport, validate
+from stay.validate import CourseReport, Defect, Severity, ValidationReport, validate_courses
 from tests.conftest import ROOT, SAMPLE
 from tests.fixtures.rules import make_fixture
 
@@ -90,7 +90,7 @@ def test_a_clean_report_says_no_defects_and_a_long_one_says_what_is_left_out() -
 
 def test_the_same_report_gives_the_same_strings(tmp_path: Path) -> None:
     course = make_fixture("qz003", tmp_path)
-    first, second = validate(course), validate(course)
+    first, second = validate_courses(course), validate_courses(course)
     assert first.fails >= 1
     assert first._repr_html_() == second._repr_html_() and first._repr_markdown_() == second._repr_markdown_()
     assert "| quiz |" in first._repr_markdown_()
@@ -98,7 +98,7 @@ def test_the_same_report_gives_the_same_strings(tmp_path: Path) -> None:
 
 
 def test_showing_a_report_imports_no_template_engine_and_no_pydantic() -> None:
-    code = ("import sys, stay.validate as v; r = v.validate(sys.argv[1]); r._repr_html_(); r._repr_markdown_(); "
+    code = ("import sys, stay.validate as v; r = v.validate_courses(sys.argv[1]); r._repr_html_(); r._repr_markdown_(); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jinja2', 'markupsafe', 'pydantic')))")
     done = subprocess.run([sys.executable, "-c", code, str(SAMPLE)], capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
