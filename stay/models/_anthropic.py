@@ -13,7 +13,6 @@ is lost, rerun to continue. API error text never carries the key.
 
 from __future__ import annotations
 
-import asyncio
 import random
 import re
 import time
@@ -82,7 +81,7 @@ class AnthropicBackend:
                  retry_after_cap: float = RETRY_AFTER_CAP, thinking: Mapping[Role, Thinking] | None = None,
                  answer_tokens: int | None = None, progress: Progress | None = None,
                  warm_prefixes: bool = True, sleep: Callable[[float], None] = time.sleep,
-                 async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 async_sleep: Callable[[float], Awaitable[None]] | None = None,
                  jitter: Callable[[], float] = random.random) -> None:
         if timeout <= 0 or max_retries < 0 or retry_after_cap < 0:
             raise UsageError("AnthropicBackend needs timeout > 0, max_retries >= 0 and retry_after_cap >= 0")
@@ -93,7 +92,8 @@ class AnthropicBackend:
         self.answer_tokens = answer_tokens
         self.progress = progress or _quiet
         self.gate = PrefixGate() if warm_prefixes else None
-        self.sleep, self.async_sleep, self.jitter = sleep, async_sleep, jitter
+        self.sleep, self.jitter = sleep, jitter
+        self.async_sleep = async_sleep  # asyncio.sleep when None: asyncio is imported only by async callers
         self._api_key = api_key
         self._base_url = base_url
         self.screen_model = screen_model
@@ -192,7 +192,12 @@ class AnthropicBackend:
                 failure = self._classify(exc, where, attempt)
                 if not failure.retryable or attempt == self.max_retries:
                     raise failure.error from None
-                await self.async_sleep(self._wait(failure, where, attempt))
+                pause = self.async_sleep
+                if pause is None:
+                    import asyncio
+
+                    pause = asyncio.sleep
+                await pause(self._wait(failure, where, attempt))
         return answer_from(message, request, budget=budget_for(request, model, thinking, self.answer_tokens))
 
     # -- failures --------------------------------------------------------------------------

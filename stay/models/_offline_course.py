@@ -109,11 +109,15 @@ def _lesson_titles(subjects: list[str], count: int) -> list[str]:
     stems = ("{}", "{} in practice", "{}: diagnosing problems", "{}: further cases")
     titles: list[str] = []
     for index in range(count):
-        subject = " ".join(subjects[index % len(subjects)].split()[:8])
         round_ = index // len(subjects)
-        title = stems[round_ % len(stems)].format(subject)
-        if round_ >= len(stems):
-            title += f" (part {round_ // len(stems) + 1})"
+        stem = stems[round_ % len(stems)]
+        part = f" (part {round_ // len(stems) + 1})" if round_ >= len(stems) else ""
+        # A title is also the lesson's term, and a term holds at most 64 characters.
+        room = 64 - len(stem.format("")) - len(part)
+        words = subjects[index % len(subjects)].split()[:8]
+        while len(words) > 1 and len(" ".join(words)) > room:
+            words.pop()
+        title = stem.format(" ".join(words)[:room]) + part
         titles.append(title[:1].upper() + title[1:])
     return titles
 

@@ -8,7 +8,7 @@ becomes part of a path (``stay.artefacts._ids``).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from stay.artefacts import Curriculum, LessonEntry, LessonPlan, Module
 from stay.stages import Stage
@@ -49,6 +49,9 @@ class CourseLayout:
     """The paths of a course with this curriculum."""
 
     curriculum: Curriculum
+    _introduced: list[tuple[Mapping[str, LessonPlan], dict[str, LessonPlace]]] = field(
+        default_factory=list, repr=False, compare=False)
+    """The last introducers worked out, with the plans they were worked out from."""
 
     @classmethod
     def empty(cls) -> CourseLayout:
@@ -79,7 +82,15 @@ class CourseLayout:
         return [(place.path(stage.output), place) for place in self.lessons()]
 
     def introducers(self, plans: Mapping[str, LessonPlan]) -> dict[str, LessonPlace]:
-        """norm(term) -> the lesson whose plan first introduces it, in lesson order."""
+        """norm(term) -> the lesson whose plan first introduces it, in lesson order.
+        Worked out once for the same plans mapping: every quiz asks for it."""
+        if self._introduced and self._introduced[0][0] is plans:
+            return self._introduced[0][1]
+        found = self._introducers(plans)
+        self._introduced[:] = [(plans, found)]
+        return found
+
+    def _introducers(self, plans: Mapping[str, LessonPlan]) -> dict[str, LessonPlace]:
         found: dict[str, LessonPlace] = {}
         for place in self.lessons():
             plan = plans.get(place.id)

@@ -195,8 +195,7 @@ def run_module_stage(run: Run, stage: Stage) -> None:
             for path, artefact in zip(made.paths, artefacts, strict=True):
                 if path in todo:
                     write(run.root / path, artefact)
-            run.refresh_graph()
-            run.wrote(todo)
+            run.wrote(todo)  # a plan's own inputs do not depend on plans' contents: one refresh, below
         else:
             run.say(f"  module {module.id}: plans current")
     run.refresh_graph()
@@ -362,6 +361,7 @@ def land_manifest(run: Run) -> None:
     run.tally.retired += retired
     if run.course.project_statuses(load_manifest(run.root)):
         run.tally.add_written(["course.yaml"])
+    run.tally.projected = len(run.tally.written)
 
 
 def validate(run: Run) -> None:

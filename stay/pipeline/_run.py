@@ -117,6 +117,8 @@ class Tally:
     retired: list[str] = field(default_factory=list)
     revised: dict[str, str] = field(default_factory=dict)
     """Files this run revised, with their notes."""
+    projected: int | None = None
+    """How many files were written when land_manifest last wrote the status projection."""
     validation: CourseReport | None = None
     repair: RepairReport | None = None
     wave: WaveStats | None = None
@@ -164,6 +166,9 @@ class Run:
     revisions: dict[str, str] = field(default_factory=dict)
     """The revisions still to send (``revise_seed`` drops a note a file already has)."""
     _loaded: dict[tuple[str, int, int], Artefact] = field(default_factory=dict, repr=False)
+    _plans: dict[str, LessonPlan] | None = field(default=None, repr=False)
+    """Every plan, as last read; dropped whenever the run writes a file."""
+    _layout: CourseLayout | None = field(default=None, repr=False)
 
     # -- what the handlers read ----------------------------------------------------------
 
@@ -200,7 +205,11 @@ class Run:
     @property
     def layout(self) -> CourseLayout:
         curriculum = self.curriculum()
-        return CourseLayout(curriculum) if curriculum is not None else CourseLayout.empty()
+        if curriculum is None:
+            return CourseLayout.empty()
+        if self._layout is None or self._layout.curriculum is not curriculum:
+            self._layout = CourseLayout(curriculum)
+        return self._layout
 
     # -- reading the course (the stages' inputs) ------------------------------------------
 
@@ -223,7 +232,9 @@ class Run:
         return loaded
 
     def plans(self) -> dict[str, LessonPlan]:
-        """Every plan on disk, by lesson id."""
+        """Every plan on disk, by lesson id (read again only after the run wrote a file)."""
+        if self._plans is not None:
+            return self._plans
         found: dict[str, LessonPlan] = {}
         for place in self.layout.lessons():
             path = place.path("{lesson}.plan.yaml")
@@ -231,6 +242,7 @@ class Run:
                 plan = self.load(path)
                 assert isinstance(plan, LessonPlan)
                 found[place.id] = plan
+        self._plans = found
         return found
 
     def refresh_graph(self) -> None:
@@ -272,6 +284,8 @@ class Run:
         """Record files just written by the pipeline in the ledger and the run's list; a
         revised file's ledger entry keeps the note it was revised with."""
         revised = {path: self.revisions[path] for path in paths if path in self.revisions}
+        if any(path.endswith(".plan.yaml") or path == "curriculum.yaml" for path in paths):
+            self._plans = None
         with self.tally.lock:
             self.course.record(paths, revisions=revised)
             self.tally.written.extend(paths)

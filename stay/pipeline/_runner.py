@@ -207,6 +207,8 @@ def _walk(run: Run, pipeline: nx.DiGraph[str], declared: CommandDecl,
                 run.say(f"[{name}]")
             with tracer.span(name, kind, pipeline.nodes[name]["stages"]):
                 table[name](run)
+            if run.state is not None:
+                run.course.checkpoint()  # hashes.json once per node; the journal in between
             if on_node:
                 on_node(name)
         if pipeline.nodes[declared.last]["kind"] == "gate-summary":
@@ -223,7 +225,9 @@ def _walk(run: Run, pipeline: nx.DiGraph[str], declared: CommandDecl,
     finally:
         tally = run.tally
         if run.state is not None and (config.root / "course.yaml").is_file():
-            run.course.project_statuses(load_manifest(config.root))
+            run.course.checkpoint()
+            if tally.projected != len(tally.written):  # else land_manifest's projection is still true
+                run.course.project_statuses(load_manifest(config.root))
             run.course.log_run(config.command, run.backend.name, tally.written, stopped, tally.retired,
                                tally.revised)
             if tally.validation is not None:

@@ -39,11 +39,15 @@ from stay.errors import EnvironmentProblem
 from stay.pipeline._course_graph import artefact_paths
 from stay.pipeline._layout import BRIEF
 from stay.requests import Role
-from stay.stages import REGISTRY, Prompts, Stage
+from stay.stages import REGISTRY, Prompts, Stage, answer_schema
 
 State = Literal["missing", "current", "stale", "edited", "orphaned"]
 STATE = ".state"
 HASHES = f"{STATE}/hashes.json"
+JOURNAL = f"{STATE}/hashes.journal"
+"""Records since hashes.json was last written, one JSON line each (gone after a checkpoint)."""
+VERSION = 2
+"""The ledger's format: 2 records each stage's sources and writes one artefact a line."""
 GATES = f"{STATE}/gates.json"
 RUN_LOG = f"{STATE}/run-log.md"
 RETIRED = f"{STATE}/retired"
@@ -101,7 +105,7 @@ class Sources:
                  f"prompts/{stage.prompt}.md": self.prompts.digest(stage.prompt)[:16]}
         for name in stage.references:
             found[f"prompts/reference/{name}"] = self.prompts.digest(f"reference/{name}")[:16]
-        schema = json.dumps(stage.answer.model_json_schema(), sort_keys=True)
+        schema = json.dumps(answer_schema(stage.answer), sort_keys=True)
         found[f"schema {stage.answer.__name__}"] = digest(schema.encode())
         found["model"] = self.models[stage.role]
         return dict(sorted(found.items()))
@@ -127,6 +131,28 @@ def write_if_changed(path: Path, text: str) -> bool:
         return False
     write_text_atomic(path, text)
     return True
+
+
+def read_document(path: Path, slug: str) -> dict[str, Any]:
+    """hashes.json as a mapping ({} when absent); a damaged one names ``stay adopt``."""
+    read_ledger(path, "artefacts", slug)  # refuses a damaged file, in one line
+    if not path.is_file():
+        return {}
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return document
+
+
+def _journal_lines(path: Path) -> Iterator[dict[str, Any]]:
+    """The journal's records; a last line cut off by a crash is ignored."""
+    if not path.is_file():
+        return
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and all(isinstance(v, dict) for v in record.values()):
+            yield record
 
 
 def read_ledger(path: Path, section: str, slug: str) -> dict[str, Any]:
@@ -159,6 +185,8 @@ class CourseState:
     """The time an answer records (SOURCE_DATE_EPOCH), else the clock."""
     _ledger: dict[str, Any] | None = None
     """hashes.json as last read or written: every status reads it, so it is read once."""
+    _dirty: bool = field(default=False, repr=False)
+    _brief_digest: tuple[Brief, str] | None = field(default=None, repr=False)
     _screened: str | None = field(default=None, repr=False)
 
     @property
@@ -169,31 +197,33 @@ class CourseState:
 
     def current_hash(self, path: str) -> str | None:
         if path == BRIEF:
-            return brief_hash(self.brief)
+            if self._brief_digest is None or self._brief_digest[0] is not self.brief:
+                self._brief_digest = (self.brief, brief_hash(self.brief))
+            return self._brief_digest[1]
         file = self.root / path
         return digest(file.read_bytes()) if file.is_file() else None
 
-    def _document(self) -> dict[str, Any]:
-        path = self.root / HASHES
-        if not path.is_file():
-            return {}
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError):
-            document = None
-        return document if isinstance(document, dict) else {}
-
     def ledger(self) -> dict[str, Any]:
+        """hashes.json, with what the journal recorded since it was last written."""
         if self._ledger is None:
-            self._ledger = read_ledger(self.root / HASHES, "artefacts", self.slug)
-            screened = self._document().get("screened")
+            document = read_document(self.root / HASHES, self.slug)
+            self._ledger = dict(document.get("artefacts", {}))
+            screened = document.get("screened")
             self._screened = screened if isinstance(screened, str) else None
+            for line in _journal_lines(self.root / JOURNAL):
+                self._ledger.update(line)
         return self._ledger
 
     def record(self, paths: list[str], revisions: Mapping[str, str] | None = None) -> None:
         """Record what the pipeline just wrote (or a person accepted): each path's hash
-        and its inputs' hashes, as they are now; a revised file also keeps its note."""
-        ledger = dict(self.ledger())
+        and its inputs' hashes, as they are now; a revised file also keeps its note.
+
+        Each record is appended to the journal (one line, synced), so a file the wave
+        finished is never mistaken for a hand edit after a crash; hashes.json itself is
+        rewritten only at a checkpoint (after each node), which keeps a build linear in
+        its lessons."""
+        ledger = self.ledger()
+        entries: dict[str, Any] = {}
         for path in paths:
             entry: dict[str, Any] = {"hash": self.current_hash(path),
                                      "inputs": {i: self.current_hash(i) for i in sorted(self.graph.predecessors(path))}}
@@ -203,8 +233,23 @@ class CourseState:
             if revisions and path in revisions:
                 note = revisions[path]
                 entry["revision"] = {"note": note, "sha": hashlib.sha256(note.encode()).hexdigest()[:16]}
-            ledger[path] = entry
-        self._write_ledger(ledger)
+            entries[path] = entry
+        if not entries:
+            return
+        ledger.update(entries)
+        journal = self.root / JOURNAL
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        with open(journal, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entries, sort_keys=True) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        self._dirty = True
+
+    def checkpoint(self) -> None:
+        """Write hashes.json from the ledger and drop the journal (nothing to do when
+        nothing was recorded since the last checkpoint)."""
+        if self._dirty or (self.root / JOURNAL).exists():
+            self._write_ledger(self.ledger())
 
     def _sources(self, path: str) -> dict[str, str]:
         if self.sources is None or path not in self.graph:
@@ -216,11 +261,17 @@ class CourseState:
         self._write_ledger(ledger)
 
     def _write_ledger(self, ledger: dict[str, Any]) -> None:
-        document: dict[str, Any] = {"version": 1, "artefacts": dict(sorted(ledger.items()))}
-        if self._screened is not None:
-            document["screened"] = self._screened
-        write_json(self.root / HASHES, document)
+        """The whole ledger, one artefact a line (a diff shows which changed), written
+        with the C JSON encoder: the pure-Python one behind ``indent`` is 10x slower."""
+        lines = [f"    {json.dumps(path)}: {json.dumps(entry, sort_keys=True)}"
+                 for path, entry in sorted(ledger.items())]
+        head = [f'  "screened": {json.dumps(self._screened)},'] if self._screened is not None else []
+        text = "\n".join(["{", '  "artefacts": {', ",\n".join(lines), "  },", *head, f'  "version": {VERSION}', "}",
+                          ""])
+        write_if_changed(self.root / HASHES, text)
+        (self.root / JOURNAL).unlink(missing_ok=True)
         self._ledger = ledger
+        self._dirty = False
 
     def screened(self, brief: Brief) -> bool:
         """Whether ``brief`` passed input moderation before (its hash is in the ledger)."""
@@ -240,6 +291,7 @@ class CourseState:
         self._ledger = {}
         self._write_ledger({})
         self.record(present)
+        self.checkpoint()
 
     # -- statuses ----------------------------------------------------------
 
@@ -368,6 +420,7 @@ class CourseState:
             edited = [p for p in self.covered(gate) if self.status(p).state == "edited"]
             if edited:
                 self.record(edited)
+                self.checkpoint()
         write_json(self.root / GATES, {"version": 1, "gates": dict(sorted(gates.items()))})
 
     # -- the run log -------------------------------------------------------

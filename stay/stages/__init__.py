@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stay.stages import assessment, audience, capstone, content, curriculum, exercises, outcomes, plan, quiz
-from stay.stages._prompt import REFERENCE_NAMES, Prompts, packaged_prompts_dir, reference_set, render_inputs
+from stay.stages._prompt import (
+    REFERENCE_NAMES,
+    Prompts,
+    answer_schema,
+    packaged_prompts_dir,
+    reference_set,
+    render_inputs,
+)
 from stay.stages._stage import (
     AllPlansInput,
     BriefInput,
@@ -43,7 +50,24 @@ STAGES: Mapping[str, Stage] = {stage.name: stage for stage in REGISTRY}
 """stage name -> its declaration."""
 
 __all__ = [
-    "REFERENCE_NAMES", "REGISTRY", "STAGES", "AllPlansInput", "BriefInput", "EarlierPlansInput", "FileInput",
-    "LessonOutcomesInput", "LessonPlanInput", "ModuleIdInput", "Phase", "Prompts", "RevisitedPlansInput",
-    "Scope", "Source", "Stage", "packaged_prompts_dir", "reference_set", "render_inputs",
+    "REFERENCE_NAMES",
+    "REGISTRY",
+    "STAGES",
+    "AllPlansInput",
+    "BriefInput",
+    "EarlierPlansInput",
+    "FileInput",
+    "LessonOutcomesInput",
+    "LessonPlanInput",
+    "ModuleIdInput",
+    "Phase",
+    "Prompts",
+    "RevisitedPlansInput",
+    "Scope",
+    "Source",
+    "Stage",
+    "answer_schema",
+    "packaged_prompts_dir",
+    "reference_set",
+    "render_inputs",
 ]

@@ -115,7 +115,8 @@ def render_inputs(inputs: Mapping[str, Any]) -> str:
 
 
 @cache
-def _schema(output: type[BaseModel]) -> dict[str, Any]:
+def answer_schema(output: type[BaseModel]) -> dict[str, Any]:
+    """An answer model's JSON schema, worked out once per model."""
     return output.model_json_schema()
 
 
@@ -157,6 +158,6 @@ def build_request(*, stage: str, role: Role, references: tuple[str, ...], prompt
         stage=stage, role=role, artefact=artefact, system=tuple(kept),
         shared=render_inputs({k: inputs[k] for k in shared}),
         user=render_inputs({k: v for k, v in inputs.items() if k not in shared}),
-        output_schema=_schema(output),
+        output_schema=answer_schema(output),
         output_name=output.__name__, inputs=dict(inputs),
     )
