@@ -3,6 +3,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -32,7 +33,7 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile(
-    "dev", deadline=None, max_examples=40,
+    "dev", deadline=None, max_examples=40, derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
@@ -44,3 +45,26 @@ def sample_copy(tmp_path: Path) -> Path:
     target = tmp_path / SAMPLE.name
     shutil.copytree(SAMPLE, target)
     return target
+
+
+def run_stay(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The ``stay`` command line, run in this process (``stay.cli.main`` with these
+    arguments), with ANTHROPIC_API_KEY unset unless ``env`` sets it: its exit code,
+    stdout and stderr, as a process would give them. Tests that need a process of their
+    own (a signal, a second writer, a closed pipe, a memory limit) start one."""
+    import contextlib
+    import io
+
+    from stay.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved = dict(os.environ)
+    os.environ.pop("ANTHROPIC_API_KEY", None)
+    os.environ.update(env or {})
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())

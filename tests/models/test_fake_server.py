@@ -31,7 +31,7 @@ from tests.conftest import ROOT
 from tests.models.fake_api import CacheAccounting, FakeMessagesAPI, TooManyBreakpoints, inputs_of, stage_of
 from tests.models.helpers import SQL
 
-LATENCY = 0.2
+LATENCY = 0.06
 """Seconds the fake takes to answer, so that calls in flight together really overlap."""
 
 Served = tuple[FakeMessagesAPI, Path, subprocess.CompletedProcess[str]]
@@ -108,9 +108,9 @@ def test_at_least_70_percent_of_generation_input_is_read_from_the_cache(served: 
     assert f"{accounting.cache_read_input_tokens} cache-read" in done.stdout  # stay counts what was billed
 
 
-def _build(tmp_path: Path, *, warm: bool, min_tokens: int = 1_024) -> CacheAccounting:
+def _build(tmp_path: Path, *, warm: bool, min_tokens: int = 1_024, latency: float = LATENCY) -> CacheAccounting:
     """The same build in process, with or without the prefix gate."""
-    with FakeMessagesAPI(CacheAccounting(min_tokens=min_tokens), latency=LATENCY) as api:
+    with FakeMessagesAPI(CacheAccounting(min_tokens=min_tokens), latency=latency) as api:
         client = anthropic.Anthropic(api_key="test-key", base_url=api.url)
         result = build_course(SQL, courses_dir=tmp_path, yes=True, backend=AnthropicBackend(client, warm_prefixes=warm),
                               progress=lambda _line: None)
@@ -123,17 +123,25 @@ def test_the_prefix_gate_is_what_keeps_the_wave_from_paying_one_write_per_call(
     for name in ("STAY_MODEL", "STAY_WAVE_CONCURRENCY", "STAY_MODEL_CONCURRENCY"):
         monkeypatch.delenv(name, raising=False)
     gated = served[0].accounting
-    ungated = _build(tmp_path / "ungated", warm=False)
-    stricter = _build(tmp_path / "stricter", warm=True, min_tokens=2_048)
-    print(f"read share: {gated.read_share:.1%} gated, {ungated.read_share:.1%} without the gate, "
-          f"{stricter.read_share:.1%} gated with a 2,048-token cache minimum")
-    assert gated.read_share >= 0.70 and stricter.read_share >= 0.70
+    # Without the gate, calls that overlap each pay a write: a slower fake keeps them
+    # overlapping however loaded the machine is.
+    ungated = _build(tmp_path / "ungated", warm=False, latency=0.15)
+    print(f"read share: {gated.read_share:.1%} gated, {ungated.read_share:.1%} without the gate")
+    assert gated.read_share >= 0.70
     assert ungated.cache_creation_input_tokens > gated.cache_creation_input_tokens * 1.4
     wave = {"content", "exercises", "quiz"}
     for stage in wave:  # with the gate, each wave stage writes its own prefix once
         writes = [b.usage["cache_creation_input_tokens"] for b in gated.billed
                   if b.stage == stage and b.usage["cache_creation_input_tokens"]]
         assert len(writes) == 1, (stage, writes)
+
+
+def test_the_share_holds_with_a_2048_token_cache_minimum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("STAY_MODEL", "STAY_WAVE_CONCURRENCY", "STAY_MODEL_CONCURRENCY"):
+        monkeypatch.delenv(name, raising=False)
+    stricter = _build(tmp_path / "stricter", warm=True, min_tokens=2_048)
+    print(f"read share {stricter.read_share:.1%} with a 2,048-token cache minimum")
+    assert stricter.read_share >= 0.70
 
 
 # -- the fake's own rule, checked directly -----------------------------------------------

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_stay
 
 BRIEF = str(ROOT / "examples" / "briefs" / "incident-postmortems.yaml")
 SLUG = "incident-postmortems"
@@ -24,9 +24,15 @@ def refusal(stderr: str) -> str:
     return lines[-1]
 
 
-def stay(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+def stay(*args: str) -> subprocess.CompletedProcess[str]:
+    """``stay`` in this process (``tests.conftest.run_stay``); one test below starts real
+    processes, so the command as installed is exercised too."""
+    return run_stay(*args)
+
+
+def process(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
-    return subprocess.run([sys.executable, "-m", "stay.cli", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "stay.cli", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, check=False)
 
 
@@ -97,7 +103,7 @@ def test_refusals_are_one_line(tmp_path: Path, args: list[str], code: int, fragm
 
 @pytest.mark.parametrize("fmt", ["mermaid", "dot", "json"])
 def test_graph_prints_the_pipeline(fmt: str) -> None:
-    result = stay("graph", "--format", fmt)
+    result = process("graph", "--format", fmt)
     assert result.returncode == 0
     if fmt == "json":
         data = json.loads(result.stdout)

@@ -17,7 +17,7 @@ from stay.pipeline._nodes import handlers
 from stay.requests import ModelRequest
 from stay.settings import DEFAULT_MODELS, Settings
 from stay.stages import REGISTRY, LessonPlanInput, Prompts, Stage, reference_set
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_stay
 from tests.pipeline.test_build import quiet, tree
 
 HTTP = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
@@ -157,17 +157,11 @@ def test_the_common_preamble_a_reference_and_the_model_are_inputs_too(built: Pat
 
 def test_the_command_line_names_the_prompt_and_takes_the_prompts_dir_from_either_place(
         built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import subprocess
-    import sys
-
     prompts = prompts_copy(tmp_path, **{"quiz.md": "\nAsk one more.\n"})
     lesson = next(p for p in status(SLUG, courses_dir=built) if p.endswith("m01-l01.quiz.yaml"))
     line = f"stale    {lesson}  <- prompts/quiz.md"
-    flag = subprocess.run([sys.executable, "-m", "stay.cli", "status", SLUG, "--courses-dir", str(built),
-                           "--prompts-dir", str(prompts)], capture_output=True, text=True, check=True)
-    env = subprocess.run([sys.executable, "-m", "stay.cli", "status", SLUG, "--courses-dir", str(built)],
-                         capture_output=True, text=True, check=True,
-                         env={**__import__("os").environ, "STAY_PROMPTS_DIR": str(prompts)})
+    flag = run_stay("status", SLUG, "--courses-dir", str(built), "--prompts-dir", str(prompts))
+    env = run_stay("status", SLUG, "--courses-dir", str(built), env={"STAY_PROMPTS_DIR": str(prompts)})
     assert line in flag.stdout and line in env.stdout
 
 

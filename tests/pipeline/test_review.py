@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +14,7 @@ from stay.errors import PipelineError, UsageError
 from stay.models import OfflineBackend
 from stay.pipeline import approve, build_course, gate_status, revise, status
 from stay.pipeline._graph import build, declare, problems
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_stay
 from tests.pipeline.test_build import quiet, tree
 
 HTTP = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
@@ -46,10 +44,7 @@ def courses(finished: Path, tmp_path: Path) -> Path:
     return tmp_path / "c"
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "stay.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          check=False, env={k: v for k, v in __import__("os").environ.items()
-                                            if k != "ANTHROPIC_API_KEY"})
+cli = run_stay
 
 
 # -- a decline stands --------------------------------------------------------------------

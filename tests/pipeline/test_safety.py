@@ -27,7 +27,7 @@ from stay.errors import CourseLocked, EnvironmentProblem, PipelineError, UsageEr
 from stay.models import ModelAnswer, ModelRequest, OfflineBackend
 from stay.pipeline import approve, build_course, run_command, status
 from stay.pipeline._lock import CourseLock
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_stay
 from tests.parity.harness import reference_report
 from tests.pipeline.test_build import quiet, tree
 
@@ -47,7 +47,11 @@ def everything(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+cli = run_stay
+
+
+def process(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``stay`` in a process of its own."""
     base = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
     return subprocess.run([sys.executable, "-m", "stay.cli", *args], cwd=ROOT, env={**base, **(env or {})},
                           capture_output=True, text=True, check=False, timeout=timeout)
@@ -281,6 +285,8 @@ def test_a_changed_brief_under_the_same_slug_leaves_a_course_that_passes_strict(
 
 def test_a_second_writer_is_refused_at_once_naming_the_holder(courses: Path) -> None:
     with CourseLock(courses / SLUG):
+        other = process("build", SLUG, "--yes", "--courses-dir", str(courses))  # another process, at once
+        assert other.returncode == 5 and f"(pid {os.getpid()})" in other.stderr
         for command in (["build", SLUG, "--yes"], ["repair", SLUG], ["approve", SLUG, "plan"], ["adopt", SLUG]):
             started = time.monotonic()
             result = cli(*command, "--courses-dir", str(courses))

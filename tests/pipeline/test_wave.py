@@ -25,7 +25,7 @@ def test_both_caps_hold_and_are_reached(tmp_path: Path, monkeypatch: pytest.Monk
                                         width: int, calls: int) -> None:
     monkeypatch.setenv("STAY_WAVE_CONCURRENCY", str(width))
     monkeypatch.setenv("STAY_MODEL_CONCURRENCY", str(calls))
-    backend = OfflineBackend(latency=0.08)
+    backend = OfflineBackend(latency=0.03)
     result = build_course(SQL, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
     wave = result.wave
     assert wave is not None and wave.lessons == 12 and wave.calls == 37
@@ -40,7 +40,7 @@ def test_both_caps_hold_and_are_reached(tmp_path: Path, monkeypatch: pytest.Monk
 def test_default_caps_are_4_lessons_and_8_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("STAY_WAVE_CONCURRENCY", raising=False)
     monkeypatch.delenv("STAY_MODEL_CONCURRENCY", raising=False)
-    result = build_course(SQL, courses_dir=tmp_path, yes=True, backend=OfflineBackend(latency=0.08),
+    result = build_course(SQL, courses_dir=tmp_path, yes=True, backend=OfflineBackend(latency=0.03),
                           progress=quiet)
     assert result.wave is not None
     assert (result.wave.max_lessons_in_flight, result.wave.max_calls_in_flight) == (4, 8)
