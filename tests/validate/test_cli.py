@@ -67,9 +67,28 @@ def test_stay_validate_is_the_same_command(corpus: Path) -> None:
     assert (script.returncode, script.stdout) == (module.returncode, module.stdout)
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["-h"], ["--strict", "--help", "no/such/dir"]])
+def test_help_prints_the_options_and_exits_0(argv: list[str]) -> None:
+    """Issue 9: `stay validate --help` works. The frozen reference calls -h a bad
+    option (exit 2); the issue outranks the spec, so this departure is deliberate."""
+    for result in (_run("-m", "stay.validate", *argv), _run("-m", "stay.cli", "validate", *argv)):
+        out = result.stdout.decode()
+        assert result.returncode == 0, result.stderr.decode()
+        assert result.stderr == b""
+        assert out.startswith("usage: ")
+        for option in ("--strict", "--format", "--data-dir", "--jobs", "exit codes"):
+            assert option in out
+
+
+def test_help_as_an_options_value_is_still_a_usage_error() -> None:
+    code, out, err = _main(["--data-dir", "--help"])
+    assert code == 2 and out == ""
+    assert err.startswith("usage error: ")
+
+
 @pytest.mark.parametrize("argv, fragment", [
     (["--bogus"], "unrecognized arguments: --bogus"),
-    (["-h"], "unrecognized arguments: -h"),
+    (["--he"], "unrecognized arguments: --he"),
     (["--format", "xml"], "invalid choice: 'xml'"),
     (["--stri"], "unrecognized arguments: --stri"),
     (["no/such/dir"], "PATH 'no/such/dir' does not exist"),
