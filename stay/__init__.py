@@ -30,6 +30,8 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "Brief": "stay.artefacts",
     "BuildResult": "stay.pipeline",
+    "NotebookProgress": "stay.pipeline",
+    "ProgressUpdate": "stay.pipeline",
     "adopt": "stay.pipeline",
     "approve": "stay.pipeline",
     "build_course": "stay.pipeline",
@@ -77,7 +79,9 @@ __all__ = [
     "GraphError",
     "ModelError",
     "ModelUnavailable",
+    "NotebookProgress",
     "PipelineError",
+    "ProgressUpdate",
     "RefusalError",
     "ReplayMiss",
     "Severity",

@@ -238,7 +238,6 @@ def _course_command(ns: argparse.Namespace, settings: Settings) -> int:
 
 
 def _run(ns: argparse.Namespace, settings: Settings) -> int:
-    from stay.models import describe_cost
     from stay.pipeline import run_command
 
     if ns.command == "revise":
@@ -249,23 +248,11 @@ def _run(ns: argparse.Namespace, settings: Settings) -> int:
     else:
         result = run_command(ns.command, ns.target, courses_dir=ns.courses_dir, yes=getattr(ns, "yes", False),
                              slug=ns.slug, settings=settings, replay=ns.replay, batch=ns.batch)
-    print(f"{result.slug}: {result.course_dir}")
-    usage = result.usage
-    print(f"usage: {result.calls} calls; {usage.input_tokens} input, {usage.cache_creation_input_tokens} "
-          f"cache-write, {usage.cache_read_input_tokens} cache-read, {usage.output_tokens} output tokens; "
-          f"{describe_cost(result.cost, set(result.unpriced))}")
+    print(result.summary(), end="")
     if result.stopped_at is not None:
-        print(f"stopped at the {result.stopped_at}: {result.reason}")
         return EXIT_OK if ns.command == "new" else EXIT_GATE
-    if ns.command == "revise":
-        print(result.reason)
     report = result.validation
-    if report is not None:
-        print(f"validation: {report.fails} FAIL, {report.warns} WARN ({report.checks} checks)")
-        if result.repair:
-            print(f"repair: stopped because {result.repair.stop}")
-        return EXIT_FAIL if report.fails else EXIT_OK
-    return EXIT_OK
+    return EXIT_FAIL if report is not None and report.fails else EXIT_OK
 
 
 def render_graph(fmt: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from stay.errors import BriefRejected, GraphError
 from stay.pipeline._course_graph import course_graph
 from stay.pipeline._graph import DECLARATION, build, graph, problems, walk_order
+from stay.pipeline._progress import NotebookProgress, ProgressUpdate
 from stay.pipeline._runner import (
     BuildResult,
     adopt,
@@ -17,7 +18,8 @@ from stay.pipeline._runner import (
 )
 
 __all__ = [
-    "DECLARATION", "BriefRejected", "BuildResult", "GraphError", "adopt", "approve", "build",
+    "DECLARATION", "BriefRejected", "BuildResult", "GraphError", "NotebookProgress", "ProgressUpdate", "adopt",
+    "approve", "build",
     "build_course", "course_graph", "gate_status", "graph", "problems", "revise", "run_command", "status",
     "walk_order",
 ]

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import yaml
 
+from stay._display import plural
 from stay.artefacts import Audience, CourseManifest, Curriculum, Glossary, GlossaryTerm, dump, to_data, write
 from stay.briefs import check_duration
 from stay.errors import AnswerError, BriefRejected, PipelineError, TruncationError, UsageError
@@ -189,7 +190,7 @@ def run_module_stage(run: Run, stage: Stage) -> None:
         todo = [place.path(stage.output) for place in places
                 if needs_writing(run, place.path(stage.output), stage.phase)]
         if todo:
-            run.say(f"  module {module.id}: planning {len(places)} lessons")
+            run.say(f"  module {module.id}: planning {plural(len(places), 'lesson')}")
             made = job(run, stage, module)
             artefacts = run.produce(made.request, made.parse)
             for path, artefact in zip(made.paths, artefacts, strict=True):
@@ -225,8 +226,8 @@ def _summary(run: Run, gate: str) -> None:
         total = sum(lesson.minutes for module in curriculum.modules for lesson in module.lessons)
         lessons = sum(len(module.lessons) for module in curriculum.modules)
         lines += ["", "## Time", "",
-                  f"{len(curriculum.modules)} modules, {lessons} lessons, {total} minutes against a "
-                  f"budget of {budget} ({round(100 * total / budget)}%)."]
+                  f"{plural(len(curriculum.modules), 'module')}, {plural(lessons, 'lesson')}, {total} minutes "
+                  f"against a budget of {budget} ({round(100 * total / budget)}%)."]
     previous = state.gates().get(gate)
     lines += ["", "## Since the previous answer", ""]
     if previous is None:
@@ -322,7 +323,7 @@ def gather(run: Run) -> None:
     wave = wave_of(run)
     if not wave.empty:
         run.tally.wave = wave.wait()
-        run.say(f"wave: gathered {wave.total} tasks")
+        run.say(f"wave: gathered {plural(wave.total, 'task')}")
 
 
 def merge_glossary(run: Run) -> None:
@@ -366,7 +367,7 @@ def land_manifest(run: Run) -> None:
 
 def validate(run: Run) -> None:
     report = run.tally.validation = validate_course(run.root, data_dir=run.config.settings.resolved_data_dir())
-    run.say(f"validate: {report.fails} FAIL, {report.warns} WARN, {report.checks} checks")
+    run.say(f"validate: {report.fails} FAIL, {report.warns} WARN, {plural(report.checks, 'check')}")
 
 
 def repair(run: Run) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from stay._display import plural
 from stay.artefacts import Glossary
 from stay.pipeline._layout import GLOSSARY, norm_term
 from stay.pipeline._produce import Note, regenerate
@@ -113,7 +114,7 @@ def repair_course(run: Run) -> RepairReport:
             stop = STOP_ROUND_LIMIT
             break
         before = sum(map(len, todo.values()))
-        run.say(f"repair: round {len(rounds) + 1}: {before} defects in {len(todo)} files")
+        run.say(f"repair: round {len(rounds) + 1}: {plural(before, 'defect')} in {plural(len(todo), 'file')}")
         for path in sorted(todo):
             _regenerate(run, path, todo[path])
         report = validate_course(run.root)

@@ -5,7 +5,6 @@ which reads the course (``Reader`` for the stages' inputs) and asks the model.""
 from __future__ import annotations
 
 import shlex
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -20,6 +19,7 @@ from stay.errors import AnswerError, PipelineError
 from stay.models import ModelClient, Usage, cost
 from stay.pipeline._course_graph import course_graph
 from stay.pipeline._layout import CourseLayout
+from stay.pipeline._progress import Progress, ProgressSink, ProgressUpdate
 from stay.pipeline._state import CourseState, Sources
 from stay.requests import ModelAnswer, ModelRequest
 from stay.settings import Settings
@@ -32,14 +32,6 @@ if TYPE_CHECKING:
     from stay.pipeline._repair import RepairReport
     from stay.pipeline._trace import Tracer
     from stay.pipeline._wave import Wave, WaveStats
-
-Progress = Callable[[str], None]
-
-
-def print_progress(line: str) -> None:
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
-
 
 def command_hint(courses_arg: str, *words: str) -> str:
     """A ``stay`` command to suggest, carrying the --courses-dir the user passed (none
@@ -165,6 +157,8 @@ class Run:
     """The wave's tasks, started by the wave nodes and awaited by gather."""
     revisions: dict[str, str] = field(default_factory=dict)
     """The revisions still to send (``revise_seed`` drops a note a file already has)."""
+    started: float = field(default_factory=time.monotonic)
+    """When the run began: progress counts elapsed time from here."""
     _loaded: dict[tuple[str, int, int], Artefact] = field(default_factory=dict, repr=False)
     _plans: dict[str, LessonPlan] | None = field(default=None, repr=False)
     """Every plan, as last read; dropped whenever the run writes a file."""
@@ -181,7 +175,21 @@ class Run:
         return self.config.root
 
     def say(self, line: str) -> None:
-        self.progress(line)
+        self._emit(ProgressUpdate(line, time.monotonic() - self.started, self._cost_so_far()))
+
+    def tick(self, label: str, done: int, total: int) -> None:
+        """Counted work finished: ``[done/total] label``, with the elapsed time and cost."""
+        self._emit(ProgressUpdate(label, time.monotonic() - self.started, self._cost_so_far(), done, total))
+
+    def _cost_so_far(self) -> float | None:
+        with self.tally.lock:
+            return None if self.tally.unpriced else self.tally.cost
+
+    def _emit(self, update: ProgressUpdate) -> None:
+        if isinstance(self.progress, ProgressSink):
+            self.progress.update(update)
+        else:
+            self.progress(update.line())
 
     def may_write(self, phase: str) -> bool:
         """Whether this command authors ``phase`` (else its nodes only check)."""

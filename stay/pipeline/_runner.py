@@ -11,14 +11,15 @@ import functools
 import getpass
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import networkx as nx
 
+from stay._display import plural
 from stay.artefacts import Brief, Curriculum, load
 from stay.briefs import (
     DEFAULT_LIMITS,
@@ -31,63 +32,26 @@ from stay.briefs import (
     slugify,
 )
 from stay.errors import EnvironmentProblem, PipelineError, StayError, UsageError
-from stay.models import AnthropicBackend, CachedBackend, ModelClient, OfflineBackend, RequestCache, Usage, describe_cost
+from stay.models import AnthropicBackend, CachedBackend, ModelClient, OfflineBackend, RequestCache, describe_cost
 from stay.pipeline._course_graph import course_graph
 from stay.pipeline._graph import CommandDecl, build, command_walk, declare
 from stay.pipeline._lock import CourseLock
 from stay.pipeline._nodes import handlers
-from stay.pipeline._repair import RepairReport
-from stay.pipeline._run import BatchPlan, Progress, Run, RunConfig, Stop, command_hint, print_progress
+from stay.pipeline._progress import Progress, clock, default_progress, print_progress
+from stay.pipeline._result import BuildResult
+from stay.pipeline._run import BatchPlan, Run, RunConfig, Stop, command_hint
 from stay.pipeline._state import GATES, CourseState, Sources, Status, load_manifest, plans_on_disk, read_ledger
 from stay.pipeline._trace import Tracer
-from stay.pipeline._wave import WaveStats
 from stay.settings import Backend, Settings
 from stay.stages import REGISTRY, Prompts, Stage
-from stay.validate import CourseReport
 
 Command = Literal["new", "build", "plan", "write", "repair", "revise"]
-
-
-@dataclass(frozen=True)
-class BuildResult:
-    """Where a run stopped and why, what it wrote, and the validation report."""
-
-    slug: str
-    course_dir: Path
-    command: str
-    stopped_at: str | None
-    """None when the run went to the end; else where it waits, e.g. 'design gate'."""
-    reason: str
-    validation: CourseReport | None
-    repair: RepairReport | None
-    written: tuple[str, ...]
-    calls: int
-    """Model calls this run made (0 when nothing was missing or stale)."""
-    usage: Usage
-    wave: WaveStats | None = None
-    """Lessons, calls and the most in flight at each level, when a wave ran."""
-    trace_id: str = ""
-    """The id of this run's trace in <course>/.runs/traces/."""
-    cost: float | None = 0.0
-    """US dollars this run paid, from stay.models.PRICES (a replayed answer costs nothing;
-    a batched one, half); None (unknown) when a call used a model with no price on file."""
-    usage_by_stage: dict[str, Usage] | None = None
-    retired: tuple[str, ...] = ()
-    """Files no longer in the curriculum, moved to .state/retired/run-<n>/ by this run."""
-    unpriced: tuple[str, ...] = ()
-    """Models this run used that have no price on file (then ``cost`` is None)."""
-    cost_by_stage: dict[str, float] | None = None
-    """US dollars per stage (priced calls only; see ``unpriced``)."""
-
-    @property
-    def complete(self) -> bool:
-        return self.stopped_at is None
 
 
 def default_backend(settings: Settings, progress: Progress | None = None) -> ModelClient:
     """The backend the settings choose (anthropic when an API key is set, else offline),
     announced in one line."""
-    say = progress or print_progress
+    say = progress or default_progress()
     if settings.chosen_backend == "anthropic":
         backend = AnthropicBackend(api_key=settings.api_key, base_url=settings.base_url, progress=say,
                                    screen_model=settings.model("analysis"),
@@ -118,7 +82,7 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
     client = backend if isinstance(backend, ModelClient) else None
     try:
         return _run_command(command, target, courses_dir=courses_dir, yes=yes, settings=chosen, client=client,
-                            progress=progress or print_progress, slug=slug, on_node=on_node, replay=replay,
+                            progress=progress or default_progress(), slug=slug, on_node=on_node, replay=replay,
                             batch=batch, stages=tuple(stages), revisions=dict(revisions or {}), force=force)
     except OSError as exc:
         raise EnvironmentProblem.from_os_error(exc) from None
@@ -216,8 +180,7 @@ def _walk(run: Run, pipeline: nx.DiGraph[str], declared: CommandDecl,
             raise Stop(f"{gate} gate", f"stay {config.command} stops at the {gate} gate; review "
                                        f".state/{gate}-gate.md, then {run.hint('approve', config.slug, gate)}")
     except Stop as stop:
-        stopped, reason = stop.where, stop.reason
-        run.say(f"stopped at the {stop.where}: {stop.reason}")
+        stopped, reason = stop.where, stop.reason  # said once, by whoever reads the result
     except BaseException:
         if run.wave is not None:
             run.wave.cancel()  # no task may write after the run has failed or been stopped
@@ -238,11 +201,9 @@ def _walk(run: Run, pipeline: nx.DiGraph[str], declared: CommandDecl,
     if config.command == "revise" and stopped is None:
         reason = _revised(run)
     tally = run.tally
-    usage = tally.usage
-    run.say(f"{tally.calls} model calls, {len(set(tally.written))} files written; tokens: "
-            f"{usage.input_tokens} input, {usage.cache_creation_input_tokens} cache writes, "
-            f"{usage.cache_read_input_tokens} cache reads, {usage.output_tokens} output; "
-            f"cost {describe_cost(None if tally.unpriced else tally.cost, tally.unpriced)}")
+    run.say(f"{plural(tally.calls, 'model call')}, {plural(len(set(tally.written)), 'file')} written in "
+            f"{clock(time.monotonic() - run.started)}; cost "
+            f"{describe_cost(None if tally.unpriced else tally.cost, tally.unpriced)}")
     return BuildResult(slug=config.slug, course_dir=config.root, command=config.command, stopped_at=stopped,
                        reason=reason, validation=tally.validation, repair=tally.repair,
                        written=tuple(sorted(set(tally.written))), calls=tally.calls, usage=tally.usage,

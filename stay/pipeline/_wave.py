@@ -21,6 +21,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from stay._display import plural
 from stay.artefacts import write
 from stay.models import prefetch
 from stay.pipeline._policy import needs_writing
@@ -68,7 +69,9 @@ class Wave:
     """course-scope wave stage -> its call."""
     started: float = field(default_factory=time.perf_counter)
     futures: list[Future[None]] = field(default_factory=list)
-    _finished: int = 0
+    _finished: dict[str, str] = field(default_factory=dict)
+    """Task -> its progress label, for tasks done but not yet reported."""
+    _reported: int = 0
 
     def __post_init__(self) -> None:
         run = self.run
@@ -84,6 +87,9 @@ class Wave:
                                                thread_name_prefix="stay-lesson")
         self.calls_before = run.tally.calls
         self.total = len(self.lessons) + len(self.courses)
+        self._report_lock = threading.Lock()
+        self._order = [*self.lessons, *self.courses]
+        # progress reports tasks in this order: the curriculum's, then the course's
 
     @property
     def empty(self) -> bool:
@@ -105,11 +111,11 @@ class Wave:
             futures = [self.calls_pool.submit(self._write, call) for call in calls]  # the lesson's calls at once
             for future in futures:
                 future.result()
-        self._progress(f"{lesson_id}: {', '.join(call.stage.name for call in calls)}")
+        self._progress(lesson_id, f"{lesson_id}: {', '.join(call.stage.name for call in calls)}")
 
     def _course(self, call: Job) -> None:
         self._write(call)
-        self._progress(f"{call.stage.name}: {call.paths[0]}")
+        self._progress(call.stage.name, f"{call.stage.name}: {call.paths[0]}")
 
     def _write(self, call: Job) -> None:
         run = self.run
@@ -121,11 +127,18 @@ class Wave:
         write(run.root / call.paths[0], made)
         run.wrote([call.paths[0]])
 
-    def _progress(self, label: str) -> None:
-        with self.run.tally.lock:
-            self._finished += 1
-            count = self._finished
-        self.run.say(f"  [{count}/{self.total}] {label}")
+    def _progress(self, task: str, label: str) -> None:
+        """Report ``task`` done, in the wave's order: a task that finishes before an
+        earlier one waits for it, so the same course prints the same lines whichever
+        thread is faster. Reporting happens under the lock, so lines never interleave."""
+        if self.run.cancelled.is_set():
+            return
+        with self._report_lock:
+            self._finished[task] = label
+            while self._reported < len(self._order) and self._order[self._reported] in self._finished:
+                done = self._order[self._reported]
+                self._reported += 1
+                self.run.tick(self._finished.pop(done), self._reported, self.total)
 
     # -- gather: the barrier ------------------------------------------------------------
 
@@ -180,8 +193,8 @@ def _plan(run: Run) -> Wave:
         return wave
     extra = " and " + ", ".join(f"the {name}" for name in courses) if courses else ""
     settings = config.settings
-    run.say(f"wave: {len(lessons)} lessons{extra} (at most {settings.wave_concurrency} lessons, "
-            f"{settings.model_concurrency} calls in flight)")
+    run.say(f"wave: {plural(len(lessons), 'lesson')}{extra} (at most {plural(settings.wave_concurrency, 'lesson')}, "
+            f"{plural(settings.model_concurrency, 'call')} in flight)")
     if config.batch is not None:  # warm the request cache through Message Batches first
         calls = [call for group in lessons.values() for call in group] + list(courses.values())
         prefetch(config.batch.client, [(call.request, settings.model(call.request.role)) for call in calls],
@@ -195,7 +208,7 @@ def _report_behind(run: Run, wave_stages: list[Stage]) -> None:
     paths = [path for stage in wave_stages for path, _place in layout.outputs(stage)]
     behind = [p for p in paths if run.course.status(p).state in ("missing", "stale")]
     if behind:
-        run.say(f"wave: {len(behind)} files missing or stale; stay {run.config.command} does not write them "
+        run.say(f"wave: {plural(len(behind), 'file')} missing or stale; stay {run.config.command} does not write them "
                 f"({run.hint('write', run.slug)} does)")
 
 

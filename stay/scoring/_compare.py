@@ -131,7 +131,7 @@ class Comparison:
     def _repr_html_(self) -> str:
         """In a notebook: per scorer both means, the difference with its interval, the raw
         and adjusted p, the MDE and the verdict; then the gate's outcome."""
-        from stay.validate._display import html_table, html_text
+        from stay._display import html_table, html_text
 
         title, head, rows = self._display()
         return (f'<div class="stay-comparison"><p><strong>{html_text(title)}</strong></p>'
@@ -139,7 +139,7 @@ class Comparison:
                 "</strong></p></div>")
 
     def _repr_markdown_(self) -> str:
-        from stay.validate._display import markdown_table, markdown_text
+        from stay._display import markdown_table, markdown_text
 
         title, head, rows = self._display()
         return (f"**{markdown_text(title)}**\n\n{markdown_table(head, rows, numeric={2, 3, 4, 6, 7, 8})}\n"

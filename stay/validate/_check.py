@@ -141,7 +141,7 @@ class ValidationReport:
 
     def _repr_html_(self) -> str:
         """The report in a notebook: counts per course, defects by owner, the first defects."""
-        from stay.validate._display import html_table, html_text
+        from stay._display import html_table, html_text
 
         summary, tables, tail = self._display()
         parts = [f"<p><strong>{html_text(summary)}</strong></p>"]
@@ -151,7 +151,7 @@ class ValidationReport:
         return '<div class="stay-validation-report">' + "".join(parts) + "</div>"
 
     def _repr_markdown_(self) -> str:
-        from stay.validate._display import markdown_table, markdown_text
+        from stay._display import markdown_table, markdown_text
 
         summary, tables, tail = self._display()
         parts = [f"**{markdown_text(summary)}**\n"]

@@ -1,4 +1,5 @@
-"""Small HTML and Markdown tables for notebooks (``_repr_html_``, ``_repr_markdown_``).
+"""Small HTML and Markdown tables for notebooks (``_repr_html_``, ``_repr_markdown_``),
+and counted nouns (``plural``) for everything stay prints.
 
 Built with ``html.escape`` and nothing else, so showing a report costs the validator no
 import (no template engine, no pydantic), and every value is escaped: a course name or
@@ -48,3 +49,8 @@ def markdown_table(head: Sequence[str], rows: Iterable[Sequence[object]], *, num
 
     rule = "|" + "|".join("---:" if i in numeric else "---" for i in range(len(head))) + "|"
     return "\n".join([line(head), rule, *(line(row) for row in rows)]) + "\n"
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 lesson``, ``2 lessons``, ``0 lessons``: a count with its noun agreeing."""
+    return f"{count} {word if count == 1 else many or word + 's'}"

@@ -1,0 +1,175 @@
+"""What a run says while it works: lines in a terminal, a progress bar in a notebook.
+
+A run reports through one callable, ``progress(line)``: every stage, every gate, every
+retry is a line. Counted work (each lesson of the wave, the capstone) prints as
+``[7/12]``, the label, the time since the run started and what it has cost so far. A
+sink with an ``update`` method gets every ``ProgressUpdate`` itself (a notebook draws a bar from
+them); any other callable gets ``ProgressUpdate.line()``. Counted lines arrive in curriculum
+order whatever order the wave's threads finish in, so the same course prints the same
+lines.
+
+The default sink is chosen once per run: a notebook (a Jupyter kernel is running) gets
+``NotebookProgress``; anything else gets lines on stderr.
+"""
+
+from __future__ import annotations
+
+import html
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from stay._display import plural
+
+Progress = Callable[[str], None]
+"""Where a run's progress lines go (default: stderr, or a bar in a notebook)."""
+
+
+@dataclass(frozen=True)
+class ProgressUpdate:
+    """One thing a run says, with where it stands: the time since it started, what it has
+    cost so far and, for counted work (a lesson of the wave), ``done`` of ``total``."""
+
+    text: str
+    elapsed: float
+    """Seconds since the run started."""
+    cost: float | None
+    """US dollars the run has paid so far; None when a model it used has no price."""
+    done: int | None = None
+    total: int | None = None
+
+    @property
+    def counted(self) -> bool:
+        return self.done is not None and self.total is not None
+
+    def line(self) -> str:
+        """The terminal's line: counted work as ``  [ 7/12] m02-l01: ...  (4.2 s, $0.0123)``."""
+        if self.done is None or self.total is None:
+            return self.text
+        width = len(str(self.total))
+        return f"  [{self.done:>{width}}/{self.total}] {self.text}  ({clock(self.elapsed)}, {money(self.cost)})"
+
+
+@runtime_checkable
+class ProgressSink(Protocol):
+    """A progress sink that draws updates itself (a notebook's bar); any other callable
+    gets ``ProgressUpdate.line()``."""
+
+    def __call__(self, line: str) -> None: ...
+
+    def update(self, update: ProgressUpdate) -> None: ...
+
+
+def clock(seconds: float) -> str:
+    """``4.2 s``, ``3 min 07 s``: elapsed time a person reads at a glance."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(int(seconds), 60)
+    return f"{minutes} min {rest:02d} s"
+
+
+def money(cost: float | None) -> str:
+    return "cost unknown" if cost is None else f"${cost:.4f}"
+
+
+def print_progress(line: str) -> None:
+    """The terminal sink: one line on stderr, flushed at once."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def in_notebook() -> bool:
+    """Whether this process is a Jupyter kernel. IPython is looked up, never imported:
+    a script or a terminal pays nothing for the check."""
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    shell = get() if callable(get) else None
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def default_progress() -> Progress:
+    return NotebookProgress() if in_notebook() else print_progress
+
+
+def _ipython_show() -> Callable[[str], None]:
+    """Show HTML in the cell, then replace it in place on every later call."""
+    import importlib
+
+    ipython: Any = importlib.import_module("IPython.display")  # only in a notebook, where it is installed
+    handle: Any = None
+
+    def show(markup: str) -> None:
+        nonlocal handle
+        if handle is None:
+            handle = ipython.display(ipython.HTML(markup), display_id=True)
+        else:
+            handle.update(ipython.HTML(markup))
+
+    return show
+
+
+@dataclass
+class NotebookProgress:
+    """A progress bar in the notebook cell that runs the build, redrawn in place: the
+    bar counts the wave's lessons (indeterminate before the wave), beside the elapsed
+    time and running cost, with the run's latest lines beneath it.
+
+    ``show`` receives the HTML to display; by default IPython's display handle, which
+    replaces the cell's output rather than appending to it.
+    """
+
+    show: Callable[[str], None] | None = None
+    keep: int = 4
+    """How many of the latest lines to show under the bar."""
+    lines: list[str] = field(default_factory=list)
+    latest: ProgressUpdate | None = None
+    counted: ProgressUpdate | None = None
+    """The latest counted update: what the bar shows."""
+
+    def __call__(self, line: str) -> None:
+        """A line from outside a run (the backend announcing itself): shown as it is."""
+        self._add(line)
+        self._draw()
+
+    def update(self, update: ProgressUpdate) -> None:
+        self.latest = update
+        if update.counted:
+            self.counted = update
+        self._add(update.text)
+        self._draw()
+
+    def html(self) -> str:
+        counted = self.counted
+        if counted is None or counted.done is None or counted.total is None:
+            bar, count = "<progress></progress>", ""  # no value: the browser draws it indeterminate
+        else:
+            bar = f'<progress value="{counted.done}" max="{counted.total}"></progress>'
+            count = f"{counted.done}/{plural(counted.total, 'task')} · "
+        latest = self.latest
+        where = f"{clock(latest.elapsed)} · {money(latest.cost)}" if latest is not None else "starting"
+        text = "\n".join(html.escape(line) for line in self.lines)
+        return (f'<div class="stay-progress">{bar} <span>{html.escape(count + where)}</span>'
+                f'<pre style="margin:0.2em 0">{text}</pre></div>')
+
+    def _add(self, line: str) -> None:
+        self.lines = [*self.lines, line][-max(self.keep, 1):]
+
+    def _draw(self) -> None:
+        if self.show is None:
+            self.show = _ipython_show()
+        self.show(self.html())
+
+
+__all__ = [
+    "NotebookProgress",
+    "Progress",
+    "ProgressSink",
+    "ProgressUpdate",
+    "clock",
+    "default_progress",
+    "in_notebook",
+    "money",
+    "plural",
+    "print_progress",
+]

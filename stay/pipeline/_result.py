@@ -1,0 +1,164 @@
+"""What a run returns: ``BuildResult``, with the lines the command line prints and the
+tables a notebook shows (``_repr_html_``, ``_repr_markdown_``): where the run stopped and
+why, the defects by owner, the tokens and the cost, per stage."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from stay._display import html_table, html_text, markdown_table, markdown_text, plural
+from stay.models import Usage, describe_cost
+from stay.pipeline._repair import RepairReport
+from stay.pipeline._wave import WaveStats
+from stay.validate import OWNERS, CourseReport, Severity
+
+Table = tuple[Sequence[str], list[tuple[object, ...]], set[int]]
+"""head, rows, the numeric (right-aligned) columns"""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """Where a run stopped and why, what it wrote, and the validation report."""
+
+    slug: str
+    course_dir: Path
+    command: str
+    stopped_at: str | None
+    """None when the run went to the end; else where it waits, e.g. 'design gate'."""
+    reason: str
+    validation: CourseReport | None
+    repair: RepairReport | None
+    written: tuple[str, ...]
+    calls: int
+    """Model calls this run made (0 when nothing was missing or stale)."""
+    usage: Usage
+    wave: WaveStats | None = None
+    """Lessons, calls and the most in flight at each level, when a wave ran."""
+    trace_id: str = ""
+    """The id of this run's trace in <course>/.runs/traces/."""
+    cost: float | None = 0.0
+    """US dollars this run paid, from stay.models.PRICES (a replayed answer costs nothing;
+    a batched one, half); None (unknown) when a call used a model with no price on file."""
+    usage_by_stage: dict[str, Usage] | None = None
+    retired: tuple[str, ...] = ()
+    """Files no longer in the curriculum, moved to .state/retired/run-<n>/ by this run."""
+    unpriced: tuple[str, ...] = ()
+    """Models this run used that have no price on file (then ``cost`` is None)."""
+    cost_by_stage: dict[str, float] | None = None
+    """US dollars per stage (priced calls only; see ``unpriced``)."""
+
+    @property
+    def complete(self) -> bool:
+        return self.stopped_at is None
+
+    @property
+    def outcome(self) -> str:
+        """One line: where the run stopped and why, or that it went to the end."""
+        if self.stopped_at is not None:
+            return f"stopped at the {self.stopped_at}: {self.reason}"
+        return "complete" if self.reason == "done" else self.reason
+
+    def tokens(self) -> str:
+        usage = self.usage
+        return (f"{usage.input_tokens} input, {usage.cache_creation_input_tokens} cache-write, "
+                f"{usage.cache_read_input_tokens} cache-read, {usage.output_tokens} output tokens")
+
+    def summary(self) -> str:
+        """What ``stay build`` prints on stdout: the course, the usage and cost, then where
+        the run stopped, or the validation and repair results."""
+        lines = [f"{self.slug}: {self.course_dir}",
+                 f"usage: {plural(self.calls, 'call')}; {self.tokens()}; "
+                 f"{describe_cost(self.cost, set(self.unpriced))}"]
+        if self.stopped_at is not None:
+            lines.append(self.outcome)
+            return "\n".join(lines) + "\n"
+        if self.command == "revise":
+            lines.append(self.reason)
+        report = self.validation
+        if report is not None:
+            lines.append(f"validation: {report.fails} FAIL, {report.warns} WARN ({plural(report.checks, 'check')})")
+            if self.repair is not None:
+                lines.append(f"repair: stopped because {self.repair.stop}")
+        return "\n".join(lines) + "\n"
+
+    # -- in a notebook -------------------------------------------------------------------
+
+    def _display(self) -> tuple[str, list[Table], str]:
+        """A summary line, the tables (the run; defects by owner; usage and cost by stage)
+        and a closing line."""
+        head = f"stay {self.command} {self.slug}: {self.outcome}"
+        run: list[tuple[object, ...]] = [
+            ("course", str(self.course_dir)),
+            ("model calls", self.calls),
+            ("files written", len(self.written)),
+            ("tokens", self.tokens()),
+            ("cost", describe_cost(self.cost, set(self.unpriced))),
+        ]
+        if self.retired:
+            run.append(("files retired", len(self.retired)))
+        if self.wave is not None:
+            run.append(("wave", f"{plural(self.wave.lessons, 'lesson')}, {plural(self.wave.calls, 'call')} "
+                                f"in {self.wave.seconds:.1f} s"))
+        if self.trace_id:
+            run.append(("trace", self.trace_id))
+        tables: list[Table] = [(("run", "value"), run, set())]
+        report = self.validation
+        tail = "Not validated: the run stopped before the validator." if report is None else ""
+        if report is not None:
+            run.append(("validation", f"{report.fails} FAIL, {report.warns} WARN, {plural(report.checks, 'check')}"))
+            owners = _by_owner(report)
+            if owners:
+                tables.append((("owner", "FAIL", "WARN", "codes"), owners, {1, 2}))
+            else:
+                tail = "No defects."
+        if self.repair is not None:
+            rounds = len(self.repair.rounds)
+            run.append(("repair", f"{plural(rounds, 'round')}, stopped because {self.repair.stop}; "
+                                  f"{plural(len(self.repair.unrepaired), 'defect')} left"))
+        stages = self.usage_by_stage or {}
+        if stages:
+            costs = self.cost_by_stage or {}
+            rows: list[tuple[object, ...]] = [
+                (stage, u.input_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens, u.output_tokens,
+                 f"${costs[stage]:.4f}" if stage in costs else "unknown")
+                for stage, u in sorted(stages.items())]
+            tables.append((("stage", "input", "cache writes", "cache reads", "output", "cost"), rows,
+                           {1, 2, 3, 4, 5}))
+        return head, tables, tail
+
+    def _repr_html_(self) -> str:
+        """The run in a notebook: its outcome, defects by owner, usage and cost by stage."""
+        head, tables, tail = self._display()
+        parts = [f"<p><strong>{html_text(head)}</strong></p>"]
+        parts += [html_table(columns, rows, numeric=numeric) for columns, rows, numeric in tables]
+        if tail:
+            parts.append(f"<p>{html_text(tail)}</p>")
+        return '<div class="stay-build-result">' + "".join(parts) + "</div>"
+
+    def _repr_markdown_(self) -> str:
+        head, tables, tail = self._display()
+        parts = [f"**{markdown_text(head)}**\n"]
+        parts += [markdown_table(columns, rows, numeric=numeric) for columns, rows, numeric in tables]
+        if tail:
+            parts.append(markdown_text(tail) + "\n")
+        return "\n".join(parts)
+
+
+def _by_owner(report: CourseReport) -> list[tuple[object, ...]]:
+    """owner, FAIL, WARN, codes: one row per owner with a defect, in the pipeline's order."""
+    found: dict[str, list[tuple[str, Severity]]] = {}
+    for defect in report.defects:
+        found.setdefault(defect.owner, []).append((defect.code, defect.severity))
+    rows: list[tuple[object, ...]] = []
+    for owner in sorted(found, key=lambda o: (OWNERS.index(o) if o in OWNERS else len(OWNERS), o)):
+        defects = found[owner]
+        codes = Counter(code for code, _ in defects)
+        rows.append((owner, sum(s is Severity.FAIL for _, s in defects), sum(s is Severity.WARN for _, s in defects),
+                     ", ".join(f"{code} x{n}" if n > 1 else code for code, n in sorted(codes.items()))))
+    return rows
+
+
+__all__ = ["BuildResult"]

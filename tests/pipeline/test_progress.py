@@ -1,0 +1,153 @@
+"""Progress, as a person sees it: in a terminal, a ``[7/12]`` counter with the elapsed
+time and running cost, in curriculum order, with nouns that agree with their counts and
+one stop line; in a notebook, a bar redrawn in place with the same figures."""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from stay import NotebookProgress, ProgressUpdate, build_course
+from stay.models import OfflineBackend
+from stay.pipeline import _progress
+from stay.requests import ModelAnswer, ModelRequest
+from tests.conftest import ROOT, run_stay
+
+FIRST_AID = ROOT / "examples" / "briefs" / "first-aid-at-work.yaml"  # 13 lessons, one module of 1 lesson
+COUNTED = re.compile(r"^  \[ ?(\d+)/(\d+)\] ([\w-]+): .+  \((\d+\.\d s|\d+ min \d\d s), \$(\d+\.\d{4})\)$")
+WRONG_PLURAL = re.compile(r"(?<![\d.])1 (lesson|call|model call|file|task|check|module|defect|round)s\b")
+ORDER = [f"m0{m}-l0{n}" for m in range(1, 5) for n in range(1, 4)] + ["m05-l01", "capstone"]
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+
+@dataclass
+class PricedAndUneven(OfflineBackend):
+    """The offline answers, billed as a priced model, with the first lesson slowest, so
+    the wave's threads finish out of curriculum order."""
+
+    slow: str = "m01-l01"
+
+    def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
+        if self.slow in request.artefact:
+            time.sleep(0.15)
+        answer = super().complete(request, model)
+        return answer.model_copy(update={"model": "claude-sonnet-5-5"})
+
+
+def _counted(lines: list[str]) -> list[re.Match[str]]:
+    return [m for m in map(COUNTED.match, lines) if m]
+
+
+def test_the_terminal_counts_lessons_in_curriculum_order_with_time_and_cost(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = build_course(FIRST_AID, courses_dir=tmp_path, yes=True, backend=PricedAndUneven())
+    lines = capsys.readouterr().err.splitlines()
+    counted = _counted(lines)
+    assert [m[3] for m in counted] == ORDER  # whichever thread finished first
+    assert [int(m[1]) for m in counted] == list(range(1, 15))
+    assert {int(m[2]) for m in counted} == {14}
+    costs = [float(m[5]) for m in counted]
+    assert costs == sorted(costs) and 0 < costs[-1] <= (result.cost or 0)  # running, never above the total
+    assert lines[-1].startswith("49 model calls, 62 files written in ") and lines[-1].endswith(
+        f"; cost ${result.cost:.4f}")
+
+
+def test_counts_agree_with_their_nouns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    build_course(FIRST_AID, courses_dir=tmp_path, yes=True, backend="offline")
+    err = capsys.readouterr().err
+    assert "  module m05: planning 1 lesson\n" in err
+    assert WRONG_PLURAL.search(err) is None
+    assert _progress.plural(0, "lesson") == "0 lessons"
+    assert _progress.plural(1, "model call") == "1 model call"
+    assert _progress.plural(2, "query", "queries") == "2 queries"
+
+
+def test_a_stop_is_said_once(tmp_path: Path) -> None:
+    new = run_stay("new", str(FIRST_AID), "--courses-dir", str(tmp_path))
+    assert new.returncode == 0
+    both = new.stdout + new.stderr
+    assert both.count("stopped at the design gate") == 1
+    assert "stopped at the design gate: stay new stops at the design gate" in new.stdout
+    build = run_stay("build", "first-aid-at-work", "--courses-dir", str(tmp_path))
+    assert build.returncode == 4
+    assert (build.stdout + build.stderr).count("stopped at") == 1
+    assert WRONG_PLURAL.search(new.stderr + build.stderr) is None
+
+
+def test_a_plain_callable_gets_the_terminal_lines(tmp_path: Path) -> None:
+    lines: list[str] = []
+    build_course(FIRST_AID, courses_dir=tmp_path, yes=True, backend="offline", progress=lines.append)
+    assert [m[3] for m in _counted(lines)] == ORDER
+
+
+def test_a_notebook_draws_a_bar_with_elapsed_time_and_running_cost(tmp_path: Path) -> None:
+    drawn: list[str] = []
+    bar = NotebookProgress(show=drawn.append)
+    result = build_course(FIRST_AID, courses_dir=tmp_path, yes=True, backend=PricedAndUneven(), progress=bar)
+    assert drawn[0].startswith('<div class="stay-progress"><progress></progress>')  # indeterminate at first
+    values = [tuple(map(int, m.groups())) for m in
+              (re.search(r'<progress value="(\d+)" max="(\d+)">', html) for html in drawn) if m]
+    assert values[0] == (1, 14) and values[-1] == (14, 14)
+    assert [done for done, _ in values] == sorted(done for done, _ in values)
+    assert re.search(r"14/14 tasks · \d+\.\d s · \$\d+\.\d{4}", drawn[-1])
+    assert f"${result.cost:.4f}" in drawn[-1]
+    assert "49 model calls, 62 files written in" in drawn[-1]  # the latest lines, under the bar
+    assert drawn[-1].count("\n") < 4  # only the latest few lines are kept
+    assert bar.counted is not None and bar.counted.text == "capstone: project.yaml"
+
+
+def test_a_notebook_escapes_what_it_shows() -> None:
+    drawn: list[str] = []
+    bar = NotebookProgress(show=drawn.append)
+    bar.update(ProgressUpdate("<script>alert(1)</script> & more", 1.0, 0.5))
+    assert "<script>" not in drawn[-1] and "&lt;script&gt;" in drawn[-1]
+    assert "1.0 s · $0.5000" in drawn[-1]
+
+
+def test_the_default_is_a_bar_in_a_jupyter_kernel_and_lines_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _progress.default_progress() is _progress.print_progress
+    kernel = type("ZMQInteractiveShell", (), {})()
+    fake = types.ModuleType("IPython")
+    fake.get_ipython = lambda: kernel  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+    assert isinstance(_progress.default_progress(), NotebookProgress)
+    terminal = type("TerminalInteractiveShell", (), {})()
+    fake.get_ipython = lambda: terminal  # type: ignore[attr-defined]
+    assert _progress.default_progress() is _progress.print_progress  # IPython in a terminal: lines
+
+
+def test_the_bar_is_shown_once_then_updated_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, str]] = []
+
+    class Handle:
+        def update(self, shown: object) -> None:
+            calls.append(("update", str(shown)))
+
+    display = types.ModuleType("IPython.display")
+    display.HTML = lambda markup: markup  # type: ignore[attr-defined]
+
+    def show(shown: object, display_id: bool = False) -> Handle:
+        assert display_id is True
+        calls.append(("display", str(shown)))
+        return Handle()
+
+    display.display = show  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "IPython", types.ModuleType("IPython"))  # CI has no IPython
+    monkeypatch.setitem(sys.modules, "IPython.display", display)
+    bar = NotebookProgress()
+    bar("backend: offline")
+    bar.update(ProgressUpdate("m01-l01: content", 2.0, 0.01, 1, 3))
+    bar.update(ProgressUpdate("m01-l02: content", 3.0, 0.02, 2, 3))
+    assert [kind for kind, _ in calls] == ["display", "update", "update"]
+    assert '<progress value="2" max="3">' in calls[-1][1]
