@@ -133,3 +133,30 @@ def test_a_harsher_judge_on_the_same_courses_is_caught_item_by_item(runs: dict[s
     assert rejudged["judge"] == "model" and rejudged["judge_model"] == "claude-opus-5-5"
     result = {r.scorer: r for r in compare(document, rejudged, allow=["judge", "judge-model"]).scorers}
     assert result["distractor_quality"].test == ITEMS and result["distractor_quality"].verdict == WORSE
+
+
+def test_rerunning_a_label_after_a_prompt_edit_rebuilds_that_stage_and_records_it(tmp_path: Path) -> None:
+    """Issue 11, item 1: a label rerun into the same courses directory after one prompt
+    changed rebuilds exactly that stage's files, and the report says what each file was
+    actually built with (not what the run was asked to use)."""
+    import shutil
+
+    courses = tmp_path / "courses"
+    common: dict[str, Any] = dict(epoch=1, courses_dir=courses, backend=OFFLINE, judge=OfflineJudge())
+    _, before = evaluate_build(BRIEF, prompts_dir=None, **common)
+    prompts = tmp_path / "prompts"
+    shutil.copytree(ROOT / "prompts", prompts)
+    quiz = prompts / "quiz.md"
+    quiz.write_text(quiz.read_text(encoding="utf-8") + "\nEvery distractor names one misconception.\n",
+                    encoding="utf-8")
+    _, after = evaluate_build(BRIEF, prompts_dir=prompts, **common)
+
+    changed = sorted(path for path, record in after["built_with"].items() if before["built_with"][path] != record)
+    quizzes = sorted(path for path in after["built_with"] if path.endswith(".quiz.yaml"))
+    assert quizzes and changed == quizzes  # the quiz stage, and nothing else
+    assert all(after["built_with"][p]["prompts/quiz.md"] != before["built_with"][p]["prompts/quiz.md"]
+               for p in quizzes)
+    assert after["built"] and after["build"]["usage"]["input_tokens"] > 0  # the calls were made, not skipped
+    _, again = evaluate_build(BRIEF, prompts_dir=prompts, **common)
+    assert again["build"]["usage"]["input_tokens"] == 0  # nothing left stale: a rerun calls no model
+    assert again["built_with"] == after["built_with"]
