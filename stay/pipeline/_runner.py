@@ -287,8 +287,10 @@ def _revised(run: Run) -> str:
     if not revised:
         return "nothing to revise: every file already has this note"
     course = run.course
-    retired = [gate for gate in ("design", "plan")
-               if any(p in course.covered(gate) for p in revised) and not course.approval(gate)[0]]
+    answers = course.gates()
+    retired = [gate for gate in ("design", "plan")  # an approval the revision retired, not a decline
+               if answers.get(gate, {}).get("approved") and any(p in course.covered(gate) for p in revised)
+               and not course.approval(gate)[0]]
     stale = sorted({d for p in revised for d in course.graph.successors(p) if course.status(d).state == "stale"})
     said = f"revised {', '.join(revised)}"
     if retired:

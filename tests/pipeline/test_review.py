@@ -72,6 +72,14 @@ def test_yes_still_answers_a_gate_nobody_answered_and_one_whose_files_changed_si
     assert result.complete  # the decline was about the old curriculum; --yes answers the new one
 
 
+def test_a_revision_after_a_decline_retires_no_approval_that_never_held(tmp_path: Path) -> None:
+    build_course(HTTP, courses_dir=tmp_path, progress=quiet)
+    approve(SLUG, "design", courses_dir=tmp_path, decline=True, note=NOTE)
+    result = revise(SLUG, ["curriculum"], courses_dir=tmp_path, progress=quiet)
+    assert "approval" not in result.reason  # declined, and the plan gate never answered
+    assert result.reason.startswith("revised curriculum.yaml; 2 files now stale: run `stay build")
+
+
 # -- revising a design artefact --------------------------------------------------------------
 
 
