@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 from stay.errors import BriefRejected, GraphError
+from stay.pipeline._commands import adopt, approve, gate_status, status
 from stay.pipeline._course_graph import course_graph
 from stay.pipeline._graph import DECLARATION, build, graph, problems, walk_order
 from stay.pipeline._progress import NotebookProgress, ProgressUpdate
-from stay.pipeline._runner import (
-    BuildResult,
-    adopt,
-    approve,
-    build_course,
-    gate_status,
-    revise,
-    run_command,
-    status,
-)
+from stay.pipeline._runner import BuildResult, build_course, revise, run_command
 
 __all__ = [
     "DECLARATION", "BriefRejected", "BuildResult", "GraphError", "NotebookProgress", "ProgressUpdate", "adopt",

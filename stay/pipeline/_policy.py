@@ -10,8 +10,8 @@ or finishing file that is not is only reported, since validate will say so.
 from __future__ import annotations
 
 from stay.errors import PipelineError
+from stay.pipeline._ledger import Status
 from stay.pipeline._run import Run
-from stay.pipeline._state import Status
 
 GATED = ("design", "plan")
 """Phases whose files a gate covers: a command that does not write them needs them."""

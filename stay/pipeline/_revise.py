@@ -22,9 +22,10 @@ from collections.abc import Mapping
 from stay.artefacts import dump_yaml, to_data
 from stay.errors import PipelineError, UsageError
 from stay.pipeline._layout import GLOSSARY
+from stay.pipeline._ledger import RETIRED
 from stay.pipeline._produce import Note
 from stay.pipeline._run import Run
-from stay.pipeline._state import RETIRED, CourseState
+from stay.pipeline._state import CourseState
 
 NEEDS = {"design": (), "plan": ("design",), "wave": ("design", "plan")}
 """Per phase of a target, the gates whose approvals must hold (the guard's declaration)."""

@@ -19,8 +19,9 @@ from stay.errors import AnswerError, PipelineError
 from stay.models import ModelClient, Usage, cost
 from stay.pipeline._course_graph import course_graph
 from stay.pipeline._layout import CourseLayout
+from stay.pipeline._ledger import Sources
 from stay.pipeline._progress import Progress, ProgressSink, ProgressUpdate
-from stay.pipeline._state import CourseState, Sources
+from stay.pipeline._state import CourseState
 from stay.requests import ModelAnswer, ModelRequest
 from stay.settings import Settings
 from stay.stages import Prompts, Stage

@@ -8,19 +8,17 @@ from there, so a run resumed days later never replays stale state.
 from __future__ import annotations
 
 import functools
-import getpass
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
 import networkx as nx
 
 from stay._display import plural
-from stay.artefacts import Brief, Curriculum, load
+from stay.artefacts import Brief
 from stay.briefs import (
     DEFAULT_LIMITS,
     DurationLimits,
@@ -31,16 +29,17 @@ from stay.briefs import (
     load_brief,
     slugify,
 )
-from stay.errors import EnvironmentProblem, PipelineError, StayError, UsageError
+from stay.errors import EnvironmentProblem, StayError, UsageError
 from stay.models import AnthropicBackend, CachedBackend, ModelClient, OfflineBackend, RequestCache, describe_cost
-from stay.pipeline._course_graph import course_graph
+from stay.pipeline._commands import open_course, open_course_named
 from stay.pipeline._graph import CommandDecl, build, command_walk, declare
+from stay.pipeline._ledger import Sources
 from stay.pipeline._lock import CourseLock
 from stay.pipeline._nodes import handlers
-from stay.pipeline._progress import Progress, clock, default_progress, print_progress
+from stay.pipeline._progress import Progress, clock, default_progress
 from stay.pipeline._result import BuildResult
 from stay.pipeline._run import BatchPlan, Run, RunConfig, Stop, command_hint
-from stay.pipeline._state import GATES, CourseState, Sources, Status, load_manifest, plans_on_disk, read_ledger
+from stay.pipeline._state import load_manifest
 from stay.pipeline._trace import Tracer
 from stay.settings import Backend, Settings
 from stay.stages import REGISTRY, Prompts, Stage
@@ -121,7 +120,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
     prompts = Prompts.load(settings.prompts_dir)
     sources = Sources(prompts, settings.models, stages)
     # Every id and path on disk is checked before anything is written or locked.
-    state = _open_course(root, sources, settings, stages) if exists else None
+    state = open_course(root, sources, settings, stages) if exists else None
     chosen = client if client is not None else default_backend(settings, say)
     if batch and not isinstance(chosen, AnthropicBackend):
         raise UsageError("--batch needs the anthropic backend (Message Batches are an API feature)")
@@ -269,7 +268,7 @@ def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
     """
     from stay.pipeline._revise import declined_note, resolve_targets
 
-    state = _open(slug, courses_dir, settings, stages)
+    state = open_course_named(slug, courses_dir, settings, stages)
     paths = resolve_targets(state, list(targets), {stage.name for stage in stages})
     revisions = {}
     for path in paths:
@@ -303,114 +302,4 @@ def _revised(run: Run) -> str:
     return said
 
 
-def _open(slug: str, courses_dir: str | os.PathLike[str], settings: Settings | None = None,
-          stages: Sequence[Stage] = REGISTRY) -> CourseState:
-    chosen = settings or Settings.from_env()
-    try:
-        root = course_dir(courses_dir, slug)
-        if not (root / "course.yaml").is_file():
-            raise UsageError(f"there is no course '{slug}' in {os.fspath(courses_dir)}")
-        sources = Sources(Prompts.load(chosen.prompts_dir), chosen.models, tuple(stages))
-        return _open_course(root, sources, chosen, tuple(stages))
-    except OSError as exc:
-        raise EnvironmentProblem.from_os_error(exc) from None
-
-
-def _open_course(root: Path, sources: Sources, settings: Settings, stages: tuple[Stage, ...]) -> CourseState:
-    """A course on disk, its manifest, curriculum and plans loaded, which checks every id
-    and slug they hold before any path is built from them."""
-    manifest = load_manifest(root)
-    state = CourseState(root, course_graph(Curriculum(modules=[]), stages=stages), manifest.brief,
-                        sources=sources, epoch=settings.source_date_epoch)
-    curriculum_path = root / "curriculum.yaml"
-    if curriculum_path.is_file():
-        curriculum = load(curriculum_path, Curriculum)
-        state.graph = course_graph(curriculum, plans_on_disk(root, curriculum), stages)
-    return state
-
-
-def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "courses",
-            decline: bool = False, note: str = "", by: str | None = None, settings: Settings | None = None) -> None:
-    """Answer a gate for a course: record approval (or a decline) with the hash of
-    every file it covers, so a later edit to any of them retires the answer."""
-    if gate not in ("design", "plan"):
-        raise UsageError(f"unknown gate '{gate}'; the gates are design and plan")
-    state = _open(slug, courses_dir, settings)
-    hint = functools.partial(command_hint, os.fspath(courses_dir))
-    with _locked(state.root):
-        if gate == "plan" and not decline:
-            holds, why = state.approval("design")
-            if not holds:
-                raise PipelineError(f"approve the design gate first: {why}")
-        unready = state.unready(gate)
-        if unready and not decline:
-            raise PipelineError(f"cannot approve the {gate} gate of '{slug}': {', '.join(unready)}; run "
-                                f"{hint('build', slug)} first")
-        who = by or _user()
-        state.answer(gate, approved=not decline, by=who, note=note)
-        state.project_statuses(load_manifest(state.root))
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:
-        return "unknown"
-
-
-def status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses", settings: Settings | None = None,
-           stages: Sequence[Stage] = REGISTRY) -> dict[str, Status]:
-    """Every artefact's derived status, with the inputs that made a stale one stale."""
-    return _open(slug, courses_dir, settings, stages).statuses()
-
-
-def gate_status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
-                settings: Settings | None = None) -> dict[str, str]:
-    state = _open(slug, courses_dir, settings)
-    found = {}
-    for gate in ("design", "plan"):
-        holds, why = state.approval(gate)
-        found[gate] = "approved" if holds else why
-    return found
-
-
-def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
-          settings: Settings | None = None) -> dict[str, Status]:
-    """Rebuild the hash ledger from the files on disk, for a course written elsewhere:
-    every existing artefact becomes current; no model is called."""
-    root = course_dir(courses_dir, slug)
-    if not (root / "course.yaml").is_file():
-        raise UsageError(f"there is no course '{slug}' in {os.fspath(courses_dir)}")
-    with _locked(root):
-        _set_aside_damaged(root / GATES, "gates")
-        chosen = settings or Settings.from_env()
-        stages = tuple(REGISTRY)
-        state = _open_course(root, Sources(Prompts.load(chosen.prompts_dir), chosen.models, stages), chosen, stages)
-        state.adopt()
-        state.project_statuses(load_manifest(state.root))
-        return state.statuses()
-
-
-@contextmanager
-def _locked(root: Path) -> Iterator[None]:
-    try:
-        with CourseLock(root):
-            yield
-    except OSError as exc:
-        raise EnvironmentProblem.from_os_error(exc) from None
-
-
-def _set_aside_damaged(path: Path, section: str) -> None:
-    """A damaged gates.json cannot be rebuilt (approvals are a person's): adopting moves it
-    to .state/retired/ and the gates must be answered again."""
-    try:
-        read_ledger(path, section, path.parent.parent.name)
-    except EnvironmentProblem:
-        target = path.parent / "retired" / f"damaged-{path.name}"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(path, target)
-        print_progress(f"{path} was damaged: moved to {target}; answer the gates again")
-
-
-__all__ = ["BuildResult", "adopt", "approve", "build_course", "gate_status", "revise",
-           "run_command", "status"]
+__all__ = ["BuildResult", "build_course", "revise", "run_command"]

@@ -16,11 +16,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 import networkx as nx
 
@@ -30,146 +29,29 @@ from stay.artefacts import (
     Curriculum,
     LessonPlan,
     dump,
-    dump_yaml,
     load,
-    to_data,
     write_text_atomic,
 )
-from stay.errors import EnvironmentProblem
 from stay.pipeline._course_graph import artefact_paths
 from stay.pipeline._layout import BRIEF
-from stay.requests import Role
-from stay.stages import REGISTRY, Prompts, Stage, answer_schema
-
-State = Literal["missing", "current", "stale", "edited", "orphaned"]
-STATE = ".state"
-HASHES = f"{STATE}/hashes.json"
-JOURNAL = f"{STATE}/hashes.journal"
-"""Records since hashes.json was last written, one JSON line each (gone after a checkpoint)."""
-VERSION = 2
-"""The ledger's format: 2 records each stage's sources and writes one artefact a line."""
-GATES = f"{STATE}/gates.json"
-RUN_LOG = f"{STATE}/run-log.md"
-RETIRED = f"{STATE}/retired"
-GATE_NAMES = ("design", "plan")
-AUTO_APPROVED = "auto-approved (--yes)"
-
-
-class Status(NamedTuple):
-    """An artefact's derived status, and the inputs that changed since it was written.
-
-    ``edited`` files may have changed inputs too: both are shown, and neither is hidden
-    by the other. ``orphaned`` files are on disk but in no lesson of the curriculum.
-    """
-
-    state: State
-    why: list[str]
-
-    def describe(self) -> str:
-        if self.state == "edited" and self.why:
-            return f"<- {', '.join(self.why)} (edited by hand, and its inputs changed since)"
-        if self.why:
-            return f"<- {', '.join(self.why)}"
-        if self.state == "orphaned":
-            return "(not in the curriculum: the next build retires it to .state/retired/)"
-        return ""
-
-
-def digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class Sources:
-    """What a stage's artefacts are made with besides their files: its prompt templates
-    (the common preamble and its own), its reference documents, its answer schema and
-    its model. Each is an input in the ledger, so changing any of them makes exactly
-    that stage's artefacts stale, named: ``stale m01-l01.md <- prompts/content.md``."""
-
-    prompts: Prompts
-    models: Mapping[Role, str]
-    stages: Sequence[Stage] = REGISTRY
-    _known: dict[str, dict[str, str]] = field(default_factory=dict, repr=False, compare=False)
-
-    def of(self, stage_name: str | None) -> dict[str, str]:
-        """source name -> its digest (the model: its id), for one stage; {} for none."""
-        stage = next((s for s in self.stages if s.name == stage_name), None)
-        if stage is None:
-            return {}
-        if stage.name not in self._known:  # every status asks: hash each stage's sources once
-            self._known[stage.name] = self._of(stage)
-        return dict(self._known[stage.name])
-
-    def _of(self, stage: Stage) -> dict[str, str]:
-        found = {"prompts/common.md": self.prompts.digest("common")[:16],
-                 f"prompts/{stage.prompt}.md": self.prompts.digest(stage.prompt)[:16]}
-        for name in stage.references:
-            found[f"prompts/reference/{name}"] = self.prompts.digest(f"reference/{name}")[:16]
-        schema = json.dumps(answer_schema(stage.answer), sort_keys=True)
-        found[f"schema {stage.answer.__name__}"] = digest(schema.encode())
-        found["model"] = self.models[stage.role]
-        return dict(sorted(found.items()))
-
-
-def brief_hash(brief: Brief) -> str:
-    return digest(dump_yaml(to_data(brief)).encode())
-
-
-def now(epoch: int | None = None) -> str:
-    """UTC now, or ``epoch`` (``Settings.source_date_epoch``) when set, for reproducible ledgers."""
-    moment = datetime.fromtimestamp(epoch, UTC) if epoch is not None else datetime.now(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def write_json(path: Path, document: Any) -> None:
-    write_if_changed(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
-
-
-def write_if_changed(path: Path, text: str) -> bool:
-    """Atomic whole-file write, skipped when the bytes would not change."""
-    if path.is_file() and path.read_bytes() == text.encode("utf-8"):
-        return False
-    write_text_atomic(path, text)
-    return True
-
-
-def read_document(path: Path, slug: str) -> dict[str, Any]:
-    """hashes.json as a mapping ({} when absent); a damaged one names ``stay adopt``."""
-    read_ledger(path, "artefacts", slug)  # refuses a damaged file, in one line
-    if not path.is_file():
-        return {}
-    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return document
-
-
-def _journal_lines(path: Path) -> Iterator[dict[str, Any]]:
-    """The journal's records; a last line cut off by a crash is ignored."""
-    if not path.is_file():
-        return
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and all(isinstance(v, dict) for v in record.values()):
-            yield record
-
-
-def read_ledger(path: Path, section: str, slug: str) -> dict[str, Any]:
-    """``section`` of a ledger file ({} when the file is absent). A damaged ledger is an
-    environment problem with one way out, named: ``stay adopt``."""
-    if not path.is_file():
-        return {}
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise EnvironmentProblem(f"{path} is damaged ({type(exc).__name__}); run `stay adopt {slug}` to "
-                                 "rebuild the ledger from the files on disk") from None
-    part = document.get(section, {}) if isinstance(document, dict) else None
-    if not isinstance(part, dict) or not all(isinstance(v, dict) for v in part.values()):
-        raise EnvironmentProblem(f"{path} is damaged ('{section}' is not a mapping of entries); run "
-                                 f"`stay adopt {slug}` to rebuild the ledger from the files on disk")
-    return part
+from stay.pipeline._ledger import (
+    GATES,
+    HASHES,
+    JOURNAL,
+    RETIRED,
+    RUN_LOG,
+    VERSION,
+    Sources,
+    Status,
+    brief_hash,
+    digest,
+    journal_lines,
+    now,
+    read_document,
+    read_ledger,
+    write_if_changed,
+    write_json,
+)
 
 
 @dataclass
@@ -210,7 +92,7 @@ class CourseState:
             self._ledger = dict(document.get("artefacts", {}))
             screened = document.get("screened")
             self._screened = screened if isinstance(screened, str) else None
-            for line in _journal_lines(self.root / JOURNAL):
+            for line in journal_lines(self.root / JOURNAL):
                 self._ledger.update(line)
         return self._ledger
 

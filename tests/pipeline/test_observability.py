@@ -11,9 +11,9 @@ from stay.artefacts import Brief
 from stay.artefacts._brief import DEFAULT_LIMITS
 from stay.models import OfflineBackend
 from stay.pipeline import build_course
+from stay.pipeline._ledger import Sources
 from stay.pipeline._nodes import moderate
 from stay.pipeline._run import Run, RunConfig
-from stay.pipeline._state import Sources
 from stay.settings import Settings
 from stay.stages import REGISTRY, Prompts
 from stay.validate import OWNERS

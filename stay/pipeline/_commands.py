@@ -1,0 +1,137 @@
+"""The commands that open a course without walking the pipeline: ``approve`` answers
+a gate, ``status`` and ``gate_status`` report, ``adopt`` rebuilds the ledger. Each
+opens the course the same way a run does (``open_course``), so every id and path on
+disk is checked before it is used."""
+
+from __future__ import annotations
+
+import functools
+import getpass
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from stay.artefacts import Curriculum, load
+from stay.briefs import course_dir
+from stay.errors import EnvironmentProblem, PipelineError, UsageError
+from stay.pipeline._course_graph import course_graph
+from stay.pipeline._ledger import GATES, Sources, Status, read_ledger
+from stay.pipeline._lock import CourseLock
+from stay.pipeline._progress import print_progress
+from stay.pipeline._run import command_hint
+from stay.pipeline._state import CourseState, load_manifest, plans_on_disk
+from stay.settings import Settings
+from stay.stages import REGISTRY, Prompts, Stage
+
+
+def open_course_named(slug: str, courses_dir: str | os.PathLike[str], settings: Settings | None = None,
+          stages: Sequence[Stage] = REGISTRY) -> CourseState:
+    chosen = settings or Settings.from_env()
+    try:
+        root = course_dir(courses_dir, slug)
+        if not (root / "course.yaml").is_file():
+            raise UsageError(f"there is no course '{slug}' in {os.fspath(courses_dir)}")
+        sources = Sources(Prompts.load(chosen.prompts_dir), chosen.models, tuple(stages))
+        return open_course(root, sources, chosen, tuple(stages))
+    except OSError as exc:
+        raise EnvironmentProblem.from_os_error(exc) from None
+
+
+def open_course(root: Path, sources: Sources, settings: Settings, stages: tuple[Stage, ...]) -> CourseState:
+    """A course on disk, its manifest, curriculum and plans loaded, which checks every id
+    and slug they hold before any path is built from them."""
+    manifest = load_manifest(root)
+    state = CourseState(root, course_graph(Curriculum(modules=[]), stages=stages), manifest.brief,
+                        sources=sources, epoch=settings.source_date_epoch)
+    curriculum_path = root / "curriculum.yaml"
+    if curriculum_path.is_file():
+        curriculum = load(curriculum_path, Curriculum)
+        state.graph = course_graph(curriculum, plans_on_disk(root, curriculum), stages)
+    return state
+
+
+def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "courses",
+            decline: bool = False, note: str = "", by: str | None = None, settings: Settings | None = None) -> None:
+    """Answer a gate for a course: record approval (or a decline) with the hash of
+    every file it covers, so a later edit to any of them retires the answer."""
+    if gate not in ("design", "plan"):
+        raise UsageError(f"unknown gate '{gate}'; the gates are design and plan")
+    state = open_course_named(slug, courses_dir, settings)
+    hint = functools.partial(command_hint, os.fspath(courses_dir))
+    with _locked(state.root):
+        if gate == "plan" and not decline:
+            holds, why = state.approval("design")
+            if not holds:
+                raise PipelineError(f"approve the design gate first: {why}")
+        unready = state.unready(gate)
+        if unready and not decline:
+            raise PipelineError(f"cannot approve the {gate} gate of '{slug}': {', '.join(unready)}; run "
+                                f"{hint('build', slug)} first")
+        who = by or _user()
+        state.answer(gate, approved=not decline, by=who, note=note)
+        state.project_statuses(load_manifest(state.root))
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "unknown"
+
+
+def status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses", settings: Settings | None = None,
+           stages: Sequence[Stage] = REGISTRY) -> dict[str, Status]:
+    """Every artefact's derived status, with the inputs that made a stale one stale."""
+    return open_course_named(slug, courses_dir, settings, stages).statuses()
+
+
+def gate_status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
+                settings: Settings | None = None) -> dict[str, str]:
+    state = open_course_named(slug, courses_dir, settings)
+    found = {}
+    for gate in ("design", "plan"):
+        holds, why = state.approval(gate)
+        found[gate] = "approved" if holds else why
+    return found
+
+
+def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
+          settings: Settings | None = None) -> dict[str, Status]:
+    """Rebuild the hash ledger from the files on disk, for a course written elsewhere:
+    every existing artefact becomes current; no model is called."""
+    root = course_dir(courses_dir, slug)
+    if not (root / "course.yaml").is_file():
+        raise UsageError(f"there is no course '{slug}' in {os.fspath(courses_dir)}")
+    with _locked(root):
+        _set_aside_damaged(root / GATES, "gates")
+        chosen = settings or Settings.from_env()
+        stages = tuple(REGISTRY)
+        state = open_course(root, Sources(Prompts.load(chosen.prompts_dir), chosen.models, stages), chosen, stages)
+        state.adopt()
+        state.project_statuses(load_manifest(state.root))
+        return state.statuses()
+
+
+@contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    try:
+        with CourseLock(root):
+            yield
+    except OSError as exc:
+        raise EnvironmentProblem.from_os_error(exc) from None
+
+
+def _set_aside_damaged(path: Path, section: str) -> None:
+    """A damaged gates.json cannot be rebuilt (approvals are a person's): adopting moves it
+    to .state/retired/ and the gates must be answered again."""
+    try:
+        read_ledger(path, section, path.parent.parent.name)
+    except EnvironmentProblem:
+        target = path.parent / "retired" / f"damaged-{path.name}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+        print_progress(f"{path} was damaged: moved to {target}; answer the gates again")
+
+
+__all__ = ["adopt", "approve", "gate_status", "open_course", "open_course_named", "status"]
