@@ -54,3 +54,25 @@ def markdown_table(head: Sequence[str], rows: Iterable[Sequence[object]], *, num
 def plural(count: int, word: str, many: str | None = None) -> str:
     """``1 lesson``, ``2 lessons``, ``0 lessons``: a count with its noun agreeing."""
     return f"{count} {word if count == 1 else many or word + 's'}"
+
+
+Table = tuple[Sequence[str], Sequence[Sequence[object]], Collection[int]]
+"""A table to show: its head, its rows, and which columns are numeric (right-aligned)."""
+
+
+def html_block(css_class: str, summary: str, tables: Iterable[Table], tail: str = "") -> str:
+    """A summary line in bold, the tables, then a closing line: one ``<div>``."""
+    parts = [f"<p><strong>{html_text(summary)}</strong></p>"]
+    parts += [html_table(head, rows, numeric=numeric) for head, rows, numeric in tables]
+    if tail:
+        parts.append(f"<p>{html_text(tail)}</p>")
+    return f'<div class="{html.escape(css_class)}">' + "".join(parts) + "</div>"
+
+
+def markdown_block(summary: str, tables: Iterable[Table], tail: str = "") -> str:
+    """The same as Markdown: the summary in bold, the tables, the closing line."""
+    parts = [f"**{markdown_text(summary)}**\n"]
+    parts += [markdown_table(head, rows, numeric=numeric) for head, rows, numeric in tables]
+    if tail:
+        parts.append(markdown_text(tail) + "\n")
+    return "\n".join(parts)

@@ -5,18 +5,14 @@ why, the defects by owner, the tokens and the cost, per stage."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from stay._display import html_table, html_text, markdown_table, markdown_text, plural
+from stay._display import Table, html_block, markdown_block, plural
 from stay.models import Usage, describe_cost
 from stay.pipeline._repair import RepairReport
 from stay.pipeline._wave import WaveStats
 from stay.validate import OWNERS, CourseReport, Severity
-
-Table = tuple[Sequence[str], list[tuple[object, ...]], set[int]]
-"""head, rows, the numeric (right-aligned) columns"""
 
 
 @dataclass(frozen=True)
@@ -131,20 +127,10 @@ class BuildResult:
 
     def _repr_html_(self) -> str:
         """The run in a notebook: its outcome, defects by owner, usage and cost by stage."""
-        head, tables, tail = self._display()
-        parts = [f"<p><strong>{html_text(head)}</strong></p>"]
-        parts += [html_table(columns, rows, numeric=numeric) for columns, rows, numeric in tables]
-        if tail:
-            parts.append(f"<p>{html_text(tail)}</p>")
-        return '<div class="stay-build-result">' + "".join(parts) + "</div>"
+        return html_block("stay-build-result", *self._display())
 
     def _repr_markdown_(self) -> str:
-        head, tables, tail = self._display()
-        parts = [f"**{markdown_text(head)}**\n"]
-        parts += [markdown_table(columns, rows, numeric=numeric) for columns, rows, numeric in tables]
-        if tail:
-            parts.append(markdown_text(tail) + "\n")
-        return "\n".join(parts)
+        return markdown_block(*self._display())
 
 
 def _by_owner(report: CourseReport) -> list[tuple[object, ...]]:

@@ -141,24 +141,14 @@ class ValidationReport:
 
     def _repr_html_(self) -> str:
         """The report in a notebook: counts per course, defects by owner, the first defects."""
-        from stay._display import html_table, html_text
+        from stay._display import html_block
 
-        summary, tables, tail = self._display()
-        parts = [f"<p><strong>{html_text(summary)}</strong></p>"]
-        parts += [html_table(head, rows, numeric=numeric) for head, rows, numeric in tables]
-        if tail:
-            parts.append(f"<p>{html_text(tail)}</p>")
-        return '<div class="stay-validation-report">' + "".join(parts) + "</div>"
+        return html_block("stay-validation-report", *self._display())
 
     def _repr_markdown_(self) -> str:
-        from stay._display import markdown_table, markdown_text
+        from stay._display import markdown_block
 
-        summary, tables, tail = self._display()
-        parts = [f"**{markdown_text(summary)}**\n"]
-        parts += [markdown_table(head, rows, numeric=numeric) for head, rows, numeric in tables]
-        if tail:
-            parts.append(markdown_text(tail) + "\n")
-        return "\n".join(parts)
+        return markdown_block(*self._display())
 
     def to_json(self) -> str:
         document = {
