@@ -4,6 +4,7 @@ which reads the course (``Reader`` for the stages' inputs) and asks the model.""
 
 from __future__ import annotations
 
+import os
 import shlex
 import threading
 import time
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stay.artefacts import Artefact, Brief, Curriculum, LessonPlan, artefact_type, load
+from stay.artefacts import Artefact, ArtefactLoadError, Brief, Curriculum, LessonPlan, artefact_type, parse
 from stay.artefacts._brief import DurationLimits
 from stay.errors import AnswerError, PipelineError
 from stay.models import ModelClient, Usage, cost
@@ -160,7 +161,8 @@ class Run:
     """The revisions still to send (``revise_seed`` drops a note a file already has)."""
     started: float = field(default_factory=time.monotonic)
     """When the run began: progress counts elapsed time from here."""
-    _loaded: dict[tuple[str, int, int], Artefact] = field(default_factory=dict, repr=False)
+    _loaded: dict[str, tuple[bytes, Artefact]] = field(default_factory=dict, repr=False)
+    """course file -> the bytes last parsed and what they parsed to"""
     _plans: dict[str, LessonPlan] | None = field(default=None, repr=False)
     """Every plan, as last read; dropped whenever the run writes a file."""
     _layout: CourseLayout | None = field(default=None, repr=False)
@@ -223,15 +225,24 @@ class Run:
     # -- reading the course (the stages' inputs) ------------------------------------------
 
     def load(self, path: str) -> Artefact:
-        """A course file as its artefact, re-read only when the file changed."""
+        """A course file as its artefact, parsed again only when its bytes changed. The
+        bytes are read every time: a cache keyed on a file's time and size would miss a
+        rewrite of the same size within one tick of the filesystem's clock."""
         file = self.root / path
-        stat = file.stat()
-        key = (path, stat.st_mtime_ns, stat.st_size)
-        cached = self._loaded.get(key)
-        if cached is None:
-            cached = load(file, artefact_type(path))
-            self._loaded[key] = cached
-        return cached
+        try:
+            data = file.read_bytes()
+        except FileNotFoundError:
+            raise ArtefactLoadError(f"{file}: file not found") from None
+        cached = self._loaded.get(path)
+        if cached is not None and cached[0] == data:
+            return cached[1]
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ArtefactLoadError(f"{file}: not UTF-8; save the file as UTF-8") from None
+        artefact: Artefact = parse(artefact_type(path), text, os.fspath(file))
+        self._loaded[path] = (data, artefact)
+        return artefact
 
     def curriculum(self) -> Curriculum | None:
         if not (self.root / "curriculum.yaml").is_file():
