@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import stay
 
 PUBLIC = [
@@ -81,3 +83,16 @@ def test_validate_and_validate_course_agree() -> None:
     many = stay.validate_courses(SAMPLE.parent, strict=True)
     assert many.courses[0].defects == one.defects == ()
     assert many.ok and one.ok and one.checks == sum(one.passed.values())
+
+
+@pytest.mark.parametrize("package", ["stay", "stay.view", "stay.scoring"])
+def test_what_a_package_imports_on_first_use_is_exactly_its_public_names(package: str) -> None:
+    import importlib
+
+    module = importlib.import_module(package)
+    assert set(module._EXPORTS) == set(module.__all__) - {"__version__"}
+    assert dir(module) == list(module.__all__)
+    for name in module.__all__:
+        assert getattr(module, name) is not None
+    with pytest.raises(AttributeError, match=f"module '{package}' has no attribute 'missing'"):
+        module.missing  # noqa: B018

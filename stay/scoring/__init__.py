@@ -7,8 +7,9 @@ changes across a fixed set of courses. They never gate a build.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from stay._lazy import lazy_names
 
 # Names are imported on first use: ``stay --help`` builds the ``evals`` parser from
 # here, and must not pay for pydantic and the model layer.
@@ -68,14 +69,4 @@ if TYPE_CHECKING:
     from stay.scoring.validator import Validator
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'stay.scoring' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS, __all__)

@@ -13,8 +13,9 @@ anything from a network.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from stay._lazy import lazy_names
 
 # Names are imported on first use: ``stay --help`` builds the parser from
 # stay.view._cli, and must not pay for Jinja2, markdown-it and Pygments.
@@ -49,14 +50,4 @@ if TYPE_CHECKING:
     from stay.view._site import build_site, default_out_dir, render_course, write_site
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'stay.view' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS, __all__)
