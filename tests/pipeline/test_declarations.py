@@ -26,8 +26,6 @@ SLUG = "how-http-requests-travel"
 
 @pytest.fixture(autouse=True)
 def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("STAY_PROMPTS_DIR", raising=False)
 
 

@@ -25,12 +25,6 @@ WRONG_PLURAL = re.compile(r"(?<![\d.])1 (lesson|call|model call|file|task|check|
 ORDER = [f"m0{m}-l0{n}" for m in range(1, 5) for n in range(1, 4)] + ["m05-l01", "capstone"]
 
 
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-
-
 @dataclass
 class PricedAndUneven(OfflineBackend):
     """The offline answers, billed as a priced model, with the first lesson slowest, so

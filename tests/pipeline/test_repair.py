@@ -16,7 +16,6 @@ HTTP = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"  # 6 lesso
 
 @pytest.fixture(autouse=True)
 def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")
     monkeypatch.delenv("STAY_REPAIR_ROUNDS", raising=False)
 
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from stay import BuildResult, CourseReport, Defect, Severity, build_course
 from stay.models import OfflineBackend, Usage
 from stay.pipeline._repair import RepairReport, RepairRound
@@ -16,12 +14,6 @@ from tests.conftest import ROOT
 from tests.validate.test_display import HOSTILE, _Tables
 
 HTTP = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
 
 
 def _result(**changes: object) -> BuildResult:

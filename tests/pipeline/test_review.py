@@ -4,7 +4,6 @@ revised on request, and nothing else is touched."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -22,26 +21,6 @@ SLUG = "how-http-requests-travel"
 NOTE = "fewer modules; the audience already knows SQL"
 
 
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-
-
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SOURCE_DATE_EPOCH", "1780000000")
-        patch.delenv("ANTHROPIC_API_KEY", raising=False)
-        courses = tmp_path_factory.mktemp("finished")
-        build_course(HTTP, courses_dir=courses, yes=True, progress=quiet)
-        return courses
-
-
-@pytest.fixture
-def courses(finished: Path, tmp_path: Path) -> Path:
-    shutil.copytree(finished, tmp_path / "c")
-    return tmp_path / "c"
 
 
 cli = run_stay

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -35,12 +34,6 @@ HTTP = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
 SLUG = "how-http-requests-travel"
 
 
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-
-
 def everything(root: Path) -> dict[str, str]:
     """Every file under ``root``, hidden ones and .runs/ included, by content hash."""
     return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
@@ -57,22 +50,6 @@ def process(*args: str, env: dict[str, str] | None = None, timeout: float = 120)
                           capture_output=True, text=True, check=False, timeout=timeout)
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished course (both gates auto-approved), to copy from."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SOURCE_DATE_EPOCH", "1780000000")
-        patch.delenv("ANTHROPIC_API_KEY", raising=False)
-        courses = tmp_path_factory.mktemp("built")
-        build_course(HTTP, courses_dir=courses, yes=True, progress=quiet)
-        return courses
-
-
-@pytest.fixture
-def courses(built: Path, tmp_path: Path) -> Path:
-    target = tmp_path / "courses"
-    shutil.copytree(built, target)
-    return target
 
 
 # -- 1. ids read from disk are checked like ids from a model ------------------------------

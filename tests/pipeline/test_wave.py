@@ -14,12 +14,6 @@ from tests.pipeline.test_build import quiet, tree
 SQL = ROOT / "examples" / "briefs" / "sql-window-functions.yaml"  # 12 lessons
 
 
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-
-
 @pytest.mark.parametrize("width, calls", [(4, 8), (2, 3), (1, 2), (3, 9)])
 def test_both_caps_hold_and_are_reached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                         width: int, calls: int) -> None:
