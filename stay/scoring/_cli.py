@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from stay._display import fixed
 from stay.errors import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, InvalidRun, RunsNotComparable, StayError, exit_code
 
 PAGE_ITEMS = 100
@@ -179,7 +180,6 @@ def _show(ns: argparse.Namespace) -> int:
 def summary_text(document: dict[str, Any], path: str) -> str:
     """One run's report as a person reads it in a terminal: who judged, with which
     models, the mean per scorer with its judge failures, and what building and judging cost."""
-    from stay.scoring._render import _num
 
     quality = ", ".join(f"{k} {v}" for k, v in sorted((document.get("quality") or {}).items())) or "none"
     builds = [b for brief in document["briefs"].values() for b in brief["builds"]]
@@ -195,7 +195,7 @@ def summary_text(document: dict[str, Any], path: str) -> str:
     scorers = document["scorers"] if isinstance(document["scorers"], dict) else {}
     for name, version in sorted(scorers.items()):
         counts = failures.get(name) or {}
-        lines.append(f"{name:20} {'v' + str(version):>7} {_num(means.get(name)):>6} {counts.get('items', 'n/a'):>6} "
+        lines.append(f"{name:20} {'v' + str(version):>7} {fixed(means.get(name)):>6} {counts.get('items', 'n/a'):>6} "
                      f"{counts.get('unparseable', 'n/a'):>11} {counts.get('errors', 'n/a'):>6}")
     totals = document.get("totals") or {}
 

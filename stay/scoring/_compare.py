@@ -25,6 +25,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from stay._display import fixed
 from stay.errors import InvalidRun, RunsNotComparable
 
 ALPHA = 0.05
@@ -114,7 +115,7 @@ class Comparison:
         return f"gate passes (exit 0): no scorer is worse at a Holm-adjusted p below {self.alpha}"
 
     def _display(self) -> tuple[str, tuple[str, ...], list[tuple[str, ...]]]:
-        from stay.scoring._render import _interval, _num, _p
+        from stay.scoring._render import _interval, _p
 
         title = (f"{self.candidate_label} against {self.baseline_label} (epochs: baseline {self.epochs[0]}, "
                  f"candidate {self.epochs[1]})")
@@ -123,9 +124,9 @@ class Comparison:
         rows: list[tuple[str, ...]] = []
         for r in self.scorers:
             tested = r.difference is not None  # "nothing judged": its p-values are placeholders
-            rows.append((r.scorer, r.test, _num(r.baseline), _num(r.candidate), _num(r.difference, True),
+            rows.append((r.scorer, r.test, fixed(r.baseline), fixed(r.candidate), fixed(r.difference, signed=True),
                          _interval(r), _p(r.p) if tested else "n/a", _p(r.p_adjusted) if tested else "n/a",
-                         _num(r.mde), r.verdict))
+                         fixed(r.mde), r.verdict))
         return title, head, rows
 
     def _repr_html_(self) -> str:

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
+from stay._display import fixed
 from stay.scoring._compare import BUILDS, Comparison, ItemChange, ScorerComparison
-
-
-def _num(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:+.3f}" if signed else f"{value:.3f}"
 
 
 def _p(value: float) -> str:
@@ -63,9 +58,9 @@ def text(comparison: Comparison, paths: tuple[str, str] = ("baseline", "candidat
              f"candidate: {paths[1]} ({comparison.candidate_label}, {comparison.epochs[1]} epochs)",
              method(comparison), "", header]
     for r in comparison.scorers:
-        lines.append(f"{r.scorer:20} {r.test:6} {_num(r.baseline):>8} {_num(r.candidate):>9} "
-                     f"{_num(r.difference, True):>7} {_interval(r):>18} {_p(r.p):>7} {_p(r.p_adjusted):>7} "
-                     f"{_num(r.mde):>6}  {r.verdict}")
+        lines.append(f"{r.scorer:20} {r.test:6} {fixed(r.baseline):>8} {fixed(r.candidate):>9} "
+                     f"{fixed(r.difference, signed=True):>7} {_interval(r):>18} {_p(r.p):>7} {_p(r.p_adjusted):>7} "
+                     f"{fixed(r.mde):>6}  {r.verdict}")
     lines += ["", *_notes(comparison, paths)]
     return "\n".join(lines) + "\n"
 
@@ -97,19 +92,19 @@ def markdown(comparison: Comparison, paths: tuple[str, str] = ("baseline", "cand
              "| scorer | test | baseline | candidate | difference | 95% interval | p | p (Holm) | MDE | verdict |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        lines.append(f"| {r.scorer} | {r.test} | {_num(r.baseline)} | {_num(r.candidate)} | "
-                     f"{_num(r.difference, True)} | {_interval(r)} | {_p(r.p)} | {_p(r.p_adjusted)} | "
-                     f"{_num(r.mde)} | **{r.verdict}** |")
+        lines.append(f"| {r.scorer} | {r.test} | {fixed(r.baseline)} | {fixed(r.candidate)} | "
+                     f"{fixed(r.difference, signed=True)} | {_interval(r)} | {_p(r.p)} | {_p(r.p_adjusted)} | "
+                     f"{fixed(r.mde)} | **{r.verdict}** |")
     lines += ["", *[f"- {note}" for note in _notes(comparison, paths)], "",
               "```mermaid", "xychart-beta", '    title "Mean score per scorer"',
               f"    x-axis [{', '.join(names)}]", '    y-axis "mean score" 0 --> 1',
-              f"    bar [{', '.join(_num(r.baseline) if r.baseline is not None else '0' for r in results)}]",
-              f"    bar [{', '.join(_num(r.candidate) if r.candidate is not None else '0' for r in results)}]",
+              f"    bar [{', '.join(fixed(r.baseline) if r.baseline is not None else '0' for r in results)}]",
+              f"    bar [{', '.join(fixed(r.candidate) if r.candidate is not None else '0' for r in results)}]",
               "```", "", "First bar of each pair: baseline; second: candidate.", ""]
     for r in results:
         base, cand = r.baseline or 0.0, r.candidate or 0.0
-        lines.append(f"    {r.scorer:20} baseline  {'#' * round(base * 40):40} {_num(r.baseline)}")
-        lines.append(f"    {'':20} candidate {'#' * round(cand * 40):40} {_num(r.candidate)}")
+        lines.append(f"    {r.scorer:20} baseline  {'#' * round(base * 40):40} {fixed(r.baseline)}")
+        lines.append(f"    {'':20} candidate {'#' * round(cand * 40):40} {fixed(r.candidate)}")
     if changes:
         lines += ["", "## Items that changed most (matched by content)", "",
                   "| scorer | brief | item | baseline | candidate | baseline judge | candidate judge |",

@@ -14,6 +14,7 @@ from importlib import resources
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from stay._display import fixed
 from stay.view._links import fragment
 from stay.view._status import badge_class
 
@@ -33,8 +34,8 @@ def environment() -> Environment:
     env.filters["fragment"] = fragment
     env.filters["badge_class"] = badge_class
     env.filters["minutes"] = _minutes
-    env.filters["number"] = _number
-    env.filters["signed"] = lambda value, digits=3: _number(value, digits, signed=True)
+    env.filters["number"] = fixed
+    env.filters["signed"] = lambda value, digits=3: fixed(value, digits, signed=True)
     env.filters["pvalue"] = _pvalue
     return env
 
@@ -51,12 +52,6 @@ def _minutes(value: int | None) -> str:
     if hours and minutes:
         return f"{hours} h {minutes} min"
     return f"{hours} h" if hours else f"{minutes} min"
-
-
-def _number(value: float | None, digits: int = 3, signed: bool = False) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
 def _pvalue(value: float | None) -> str:

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from stay._display import fixed
 from stay.view._env import environment, static_text
 
 BETTER, WORSE = "better", "worse"
@@ -173,9 +174,9 @@ def _means_bar(row: ScorerRow) -> _Bar | None:
             continue
         lo, hi = (interval.low, interval.high) if interval is not None else (mean, mean)
         lines.append((css, y, x(lo), x(hi), x(mean) if mean is not None else None))
-    label = (f"baseline {_fmt(row.baseline_mean)} {_fmt_interval(row.baseline_interval)}; "
-             f"candidate {_fmt(row.candidate_mean)} {_fmt_interval(row.candidate_interval)}")
-    return _Bar(ticks=((x(low), _fmt(low, 2)), (x(high), _fmt(high, 2))), lines=tuple(lines), zero=None,
+    label = (f"baseline {fixed(row.baseline_mean)} {_fmt_interval(row.baseline_interval)}; "
+             f"candidate {fixed(row.candidate_mean)} {_fmt_interval(row.candidate_interval)}")
+    return _Bar(ticks=((x(low), fixed(low, 2)), (x(high), fixed(high, 2))), lines=tuple(lines), zero=None,
                 band=None, label=label)
 
 
@@ -191,16 +192,10 @@ def _difference_bar(row: ScorerRow) -> _Bar | None:
     lo, hi = (interval.low, interval.high) if interval is not None else (row.difference or 0.0,) * 2
     mean = x(row.difference) if row.difference is not None else None
     band = (x(-row.mde), x(row.mde)) if row.mde is not None else None
-    label = (f"difference {_fmt(row.difference, signed=True)} {_fmt_interval(interval)}"
-             + (f"; minimum detectable effect {_fmt(row.mde)}" if row.mde is not None else ""))
-    return _Bar(ticks=((x(-reach), _fmt(-reach, 2, True)), (x(0.0), "0"), (x(reach), _fmt(reach, 2, True))),
+    label = (f"difference {fixed(row.difference, signed=True)} {_fmt_interval(interval)}"
+             + (f"; minimum detectable effect {fixed(row.mde)}" if row.mde is not None else ""))
+    return _Bar(ticks=((x(-reach), fixed(-reach, 2, True)), (x(0.0), "0"), (x(reach), fixed(reach, 2, True))),
                 lines=(("difference", 16.0, x(lo), x(hi), mean),), zero=x(0.0), band=band, label=label)
-
-
-def _fmt(value: float | None, digits: int = 3, signed: bool = False) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
 def _fmt_interval(interval: Interval | None) -> str:
@@ -334,9 +329,9 @@ def _value_bar(value: float | None) -> _Bar | None:
         return None
     low, high = min(0.0, value), max(1.0, value)
     x = _scale(low, high)
-    return _Bar(ticks=((x(low), _fmt(low, 2)), (x(high), _fmt(high, 2))),
+    return _Bar(ticks=((x(low), fixed(low, 2)), (x(high), fixed(high, 2))),
                 lines=(("candidate", 16.0, x(value), x(value), x(value)),), zero=None, band=None,
-                label=f"mean {_fmt(value)}")
+                label=f"mean {fixed(value)}")
 
 
 __all__ = ["CompareHeader", "Interval", "ItemDiffRow", "ScorerRow", "render_compare_html",
