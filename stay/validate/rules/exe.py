@@ -23,6 +23,17 @@ def _written(course: Course) -> Iterator[tuple[Lesson, list[dict[str, Any]]]]:
             yield lesson, lesson.exercises.data["exercises"]
 
 
+def _with_outcome(course: Course) -> Iterator[tuple[Lesson, dict[str, Any], dict[str, Any]]]:
+    """Every written exercise whose outcome the outcomes file defines, with that outcome
+    (its first definition); nothing when outcomes.yaml is not usable."""
+    if course.outcomes_file.usable:
+        for lesson, exercises in _written(course):
+            for exercise in exercises:
+                outcome = course.outcome_first.get(exercise["outcome"])
+                if outcome is not None:
+                    yield lesson, exercise, outcome
+
+
 @rule("exe001", WARN, "exercises", "lesson {id} has no exercises")
 def exe001(course: Course) -> Iterator[Finding]:
     """A planned lesson has no usable exercises file (mid-run, a WARN)."""
@@ -66,28 +77,18 @@ def exe004(course: Course) -> Iterator[Finding]:
 @rule("exe005", FAIL, "exercises", "exercise level '{b}' differs from its outcome's '{ob}'")
 def exe005(course: Course) -> Iterator[Finding]:
     """An exercise's level differs from its (known) outcome's level."""
-    if course.outcomes_file.usable:
-        for lesson, exercises in _written(course):
-            for exercise in exercises:
-                outcome = course.outcome_first.get(exercise["outcome"])
-                if outcome is not None:
-                    yield finding(lesson.exercises.path, show(exercise["id"]),
-                                  exercise["bloom"] != outcome["bloom"],
-                                  b=exercise["bloom"], ob=outcome["bloom"])
+    for lesson, exercise, outcome in _with_outcome(course):
+        yield finding(lesson.exercises.path, show(exercise["id"]), exercise["bloom"] != outcome["bloom"],
+                      b=exercise["bloom"], ob=outcome["bloom"])
 
 
 @rule("exe006", FAIL, "exercises",
       "exercise targets {o} at level {ob}; exercises are for apply or above")
 def exe006(course: Course) -> Iterator[Finding]:
     """An exercise targets an outcome below apply, which a quiz item already checks."""
-    if course.outcomes_file.usable:
-        for lesson, exercises in _written(course):
-            for exercise in exercises:
-                outcome = course.outcome_first.get(exercise["outcome"])
-                if outcome is not None:
-                    yield finding(lesson.exercises.path, show(exercise["id"]),
-                                  course.data.below_apply(outcome["bloom"]),
-                                  o=exercise["outcome"], ob=outcome["bloom"])
+    for lesson, exercise, outcome in _with_outcome(course):
+        yield finding(lesson.exercises.path, show(exercise["id"]), course.data.below_apply(outcome["bloom"]),
+                      o=exercise["outcome"], ob=outcome["bloom"])
 
 
 @rule("exe007", FAIL, "exercises", "exercise id '{x}' does not match '{id}-e<n>'")
