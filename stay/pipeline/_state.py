@@ -33,7 +33,7 @@ from stay.artefacts import (
     write_text_atomic,
 )
 from stay.pipeline._course_graph import artefact_paths
-from stay.pipeline._layout import BRIEF
+from stay.pipeline._layout import BRIEF, CourseLayout
 from stay.pipeline._ledger import (
     GATES,
     HASHES,
@@ -342,12 +342,12 @@ def _files_under(top: Path, root: Path) -> Iterator[str]:
 
 def plans_on_disk(root: Path, curriculum: Curriculum) -> dict[str, LessonPlan]:
     """Every lesson plan that exists, by lesson id."""
+    layout = CourseLayout(curriculum)
     found: dict[str, LessonPlan] = {}
-    for module in curriculum.modules:
-        for lesson in module.lessons:
-            path = root / f"modules/{module.id}-{module.slug}/{lesson.id}.plan.yaml"
-            if path.is_file():
-                found[lesson.id] = load(path, LessonPlan)
+    for place in layout.lessons():
+        path = root / layout.plan_path(place)
+        if path.is_file():
+            found[place.id] = load(path, LessonPlan)
     return found
 
 

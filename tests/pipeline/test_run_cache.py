@@ -1,22 +1,27 @@
-"""The run's artefact cache (``Run.load``) against the slow path (``stay.artefacts.load``):
+"""What a run remembers against the slow path. ``Run.load`` against ``stay.artefacts.load``:
 whatever sequence of rewrites a course file goes through, the same size and the same
-clock tick included, the run sees what a fresh read sees, errors and all."""
+clock tick included, the run sees what a fresh read sees, errors and all. ``Run.plans``
+and the layout's introducers against reading every plan and working them out anew."""
 
 from __future__ import annotations
 
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stay.artefacts import ArtefactLoadError, load
+from stay.artefacts import ArtefactLoadError, Curriculum, LessonPlan, load, write
 from stay.briefs import DEFAULT_LIMITS
 from stay.models import OfflineBackend
+from stay.pipeline._commands import open_course
+from stay.pipeline._layout import CourseLayout
 from stay.pipeline._ledger import Sources
 from stay.pipeline._run import Run, RunConfig
+from stay.pipeline._state import plans_on_disk
 from stay.settings import Settings
 from stay.stages import REGISTRY, Prompts
 from tests.conftest import SAMPLE
@@ -74,3 +79,56 @@ def test_an_unchanged_file_is_parsed_once(tmp_path: Path) -> None:
     shutil.copytree(SAMPLE, root)
     run = _run(root)
     assert run.load("glossary.yaml") is run.load("glossary.yaml")
+
+
+# -- the plans, the layout and the introducers, remembered between writes --------------------
+
+LESSONS = 6  # the sample's
+
+
+def _fresh(root: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    """The slow path: every plan read from disk, and the introducers worked out anew."""
+    curriculum = load(root / "curriculum.yaml", Curriculum)
+    plans = plans_on_disk(root, curriculum)
+    layout = CourseLayout(curriculum)
+    return plans, {term: place.id for term, place in layout._introducers(plans).items()}
+
+
+_steps = st.lists(st.one_of(
+    st.tuples(st.just("terms"), st.integers(0, LESSONS - 1), st.integers(0, LESSONS - 1)),
+    st.tuples(st.just("reorder"), st.integers(0, 1), st.just(0)),
+), min_size=1, max_size=8)
+
+
+@settings(max_examples=30, deadline=None)
+@given(steps=_steps)
+def test_remembered_plans_and_introducers_equal_a_fresh_read_after_every_write(
+        tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, int, int]]) -> None:
+    """Each step is what the pipeline does, through the run (``Run.wrote``): a plan
+    rewritten with another lesson's new terms, or a module's lessons put in another order."""
+    root = tmp_path_factory.mktemp("course") / SAMPLE.name
+    shutil.copytree(SAMPLE, root)
+    settings_ = Settings()
+    state = open_course(root, Sources(Prompts.load(), settings_.models), settings_, REGISTRY)
+    run = _run(root)
+    run.state = state
+    run.plans()  # remembered from the start
+    for kind, first, second in steps:
+        layout = CourseLayout(load(root / "curriculum.yaml", Curriculum))
+        places = list(layout.lessons())
+        if kind == "terms":
+            target, donor = places[first], places[second]
+            plan = load(root / layout.plan_path(target), LessonPlan)
+            given_terms = load(root / layout.plan_path(donor), LessonPlan).new_terms
+            write(root / layout.plan_path(target), plan.model_copy(update={"new_terms": given_terms}))
+            run.wrote([layout.plan_path(target)])
+        else:
+            curriculum = layout.curriculum
+            module = curriculum.modules[first]
+            reordered = module.model_copy(update={"lessons": list(reversed(module.lessons))})
+            modules = [reordered if m is module else m for m in curriculum.modules]
+            write(root / "curriculum.yaml", curriculum.model_copy(update={"modules": modules}))
+            run.wrote(["curriculum.yaml"])
+        plans, introducers = _fresh(root)
+        assert run.plans() == plans
+        assert {t: p.id for t, p in run.layout.introducers(run.plans()).items()} == introducers
