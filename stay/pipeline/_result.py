@@ -71,7 +71,7 @@ class BuildResult:
         if self.stopped_at is not None:
             lines.append(self.outcome)
             return "\n".join(lines) + "\n"
-        if self.command == "revise":
+        if self.reason != "done":  # what plan and revise did, and the command to run next
             lines.append(self.reason)
         report = self.validation
         if report is not None:

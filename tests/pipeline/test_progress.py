@@ -145,3 +145,11 @@ def test_the_bar_is_shown_once_then_updated_in_place(monkeypatch: pytest.MonkeyP
     bar.update(ProgressUpdate("m01-l02: content", 3.0, 0.02, 2, 3))
     assert [kind for kind, _ in calls] == ["display", "update", "update"]
     assert '<progress value="2" max="3">' in calls[-1][1]
+
+
+def test_plan_says_what_to_run_next(tmp_path: Path) -> None:
+    assert run_stay("new", str(FIRST_AID), "--courses-dir", str(tmp_path)).returncode == 0
+    assert run_stay("approve", "first-aid-at-work", "design", "--courses-dir", str(tmp_path)).returncode == 0
+    planned = run_stay("plan", "first-aid-at-work", "--yes", "--courses-dir", str(tmp_path))
+    assert planned.returncode == 0
+    assert f"planned; write the course with `stay write first-aid-at-work --courses-dir {tmp_path}`" in planned.stdout

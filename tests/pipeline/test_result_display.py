@@ -87,7 +87,8 @@ def test_a_real_run_shows_the_same_strings_twice_and_its_summary_is_the_command_
     text = first._repr_markdown_()
     assert text.startswith(f"**stay build {first.slug}: complete**")
     assert "No defects." in text and "| validation | 0 FAIL, 0 WARN," in text
+    assert first.validation is not None
     assert first.summary().splitlines()[1:] == [
         f"usage: {first.calls} calls; {first.tokens()}; $0.0000",
-        f"validation: 0 FAIL, 0 WARN ({first.validation.checks} checks)" if first.validation else "",
+        f"validation: 0 FAIL, 0 WARN ({first.validation.checks} checks)",
         "repair: stopped because nothing remains"]
