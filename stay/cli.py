@@ -32,13 +32,23 @@ from typing import TYPE_CHECKING, NoReturn  # noqa: E402
 if TYPE_CHECKING:
     from stay.settings import Settings
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_BUG, EXIT_GATE, EXIT_REFUSED, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
+from stay.errors import (  # noqa: E402  (errors imports nothing: --help stays cheap)
+    EXIT_BUG,
+    EXIT_FAIL,
+    EXIT_GATE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    EnvironmentProblem,
+    StayError,
+    UsageError,
+    exit_code,
+)
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        from stay.errors import UsageError
-
         raise UsageError(f"{message} (run `stay --help`)")
 
 
@@ -157,8 +167,6 @@ def _quiet_stdout() -> None:
 
 
 def _report(exc: BaseException) -> int:
-    from stay.errors import EXIT_BUG, EXIT_UNAVAILABLE, EXIT_USAGE, EnvironmentProblem, StayError, exit_code
-
     if isinstance(exc, OSError):
         exc = EnvironmentProblem.from_os_error(exc)
     code = exit_code(exc) if isinstance(exc, StayError) else EXIT_BUG
