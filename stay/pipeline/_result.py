@@ -4,7 +4,6 @@ why, the defects by owner, the tokens and the cost, per stage."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from stay._display import Table, html_block, markdown_block, plural
 from stay.models import Usage, describe_cost
 from stay.pipeline._repair import RepairReport
 from stay.pipeline._wave import WaveStats
-from stay.validate import OWNERS, CourseReport, Severity
+from stay.validate import OWNER_HEAD, CourseReport, owner_rows
 
 
 @dataclass(frozen=True)
@@ -105,9 +104,9 @@ class BuildResult:
         tail = "Not validated: the run stopped before the validator." if report is None else ""
         if report is not None:
             run.append(("validation", f"{report.fails} FAIL, {report.warns} WARN, {plural(report.checks, 'check')}"))
-            owners = _by_owner(report)
+            owners = owner_rows(report.defects)
             if owners:
-                tables.append((("owner", "FAIL", "WARN", "codes"), owners, {1, 2}))
+                tables.append((OWNER_HEAD, owners, {1, 2}))
             else:
                 tail = "No defects."
         if self.repair is not None:
@@ -131,20 +130,6 @@ class BuildResult:
 
     def _repr_markdown_(self) -> str:
         return markdown_block(*self._display())
-
-
-def _by_owner(report: CourseReport) -> list[tuple[object, ...]]:
-    """owner, FAIL, WARN, codes: one row per owner with a defect, in the pipeline's order."""
-    found: dict[str, list[tuple[str, Severity]]] = {}
-    for defect in report.defects:
-        found.setdefault(defect.owner, []).append((defect.code, defect.severity))
-    rows: list[tuple[object, ...]] = []
-    for owner in sorted(found, key=lambda o: (OWNERS.index(o) if o in OWNERS else len(OWNERS), o)):
-        defects = found[owner]
-        codes = Counter(code for code, _ in defects)
-        rows.append((owner, sum(s is Severity.FAIL for _, s in defects), sum(s is Severity.WARN for _, s in defects),
-                     ", ".join(f"{code} x{n}" if n > 1 else code for code, n in sorted(codes.items()))))
-    return rows
 
 
 __all__ = ["BuildResult"]

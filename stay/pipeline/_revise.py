@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from collections.abc import Mapping
 
 from stay.artefacts import dump_yaml, to_data
 from stay.errors import PipelineError, UsageError
@@ -125,8 +124,3 @@ def set_aside(run: Run, paths: list[str]) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(run.root / path, target)
             run.say(f"  {path}: edited by hand; its bytes are kept in {target.relative_to(run.root)}")
-
-
-def revised_entries(revisions: Mapping[str, str]) -> dict[str, dict[str, str]]:
-    """What the ledger records of each revision: the note and its hash."""
-    return {path: {"sha": note_digest(note), "note": note} for path, note in revisions.items()}

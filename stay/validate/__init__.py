@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from stay.validate._check import (
     CONTRACT_VERSION,
+    OWNER_HEAD,
     CourseReport,
     ValidationReport,
     check_course,
     find_courses,
+    owner_rows,
     validate_course,
     validate_courses,
 )
@@ -28,6 +30,7 @@ from stay.validate._rules import RULES
 __all__ = [
     "CONTRACT_VERSION",
     "OWNERS",
+    "OWNER_HEAD",
     "RULES",
     "CourseReport",
     "Defect",
@@ -40,6 +43,7 @@ __all__ = [
     "default_data_dir",
     "find_courses",
     "main",
+    "owner_rows",
     "packaged_data_dir",
     "validate_course",
     "validate_courses",

@@ -20,6 +20,27 @@ DISPLAY_DEFECTS = 20
 """Defects a notebook shows (``_repr_html_``, ``_repr_markdown_``); ``to_text`` lists them all."""
 
 
+OWNER_HEAD = ("owner", "FAIL", "WARN", "codes")
+
+
+def owner_rows(defects: Iterable[Defect]) -> list[tuple[object, ...]]:
+    """Defects by the stage that must fix them, as table rows (owner, FAILs, WARNs, the
+    codes with their counts), in the pipeline's owner order; none for no defect."""
+    from stay.validate._defect import OWNERS
+
+    owners: dict[str, list[Defect]] = {}
+    for defect in defects:
+        owners.setdefault(defect.owner, []).append(defect)
+    rows: list[tuple[object, ...]] = []
+    for owner in sorted(owners, key=lambda o: (OWNERS.index(o) if o in OWNERS else len(OWNERS), o)):
+        found = owners[owner]
+        codes = Counter(d.code for d in found)
+        rows.append((owner, sum(d.severity is Severity.FAIL for d in found),
+                     sum(d.severity is Severity.WARN for d in found),
+                     ", ".join(f"{code} x{n}" if n > 1 else code for code, n in sorted(codes.items()))))
+    return rows
+
+
 @dataclass(frozen=True)
 class CourseReport:
     """What the validator found in one course."""
@@ -109,8 +130,6 @@ class ValidationReport:
     def _display(self) -> tuple[str, list[tuple[Sequence[str], list[tuple[object, ...]], set[int]]], str]:
         """What a notebook shows: a summary line, then tables (head, rows, numeric columns):
         per course, defects by owner, and the first defects; then what was left out."""
-        from stay.validate._defect import OWNERS
-
         summary = (f"stay validate{' --strict' if self.strict else ''}: {len(self.courses)} "
                    f"course{'s' if len(self.courses) != 1 else ''}, {self.fails} FAIL, {self.warns} WARN, "
                    f"{sum(course.checks for course in self.courses)} checks run")
@@ -119,18 +138,9 @@ class ValidationReport:
              [(course.dir, course.fails, course.warns, course.checks, sum(course.passed.values()),
                len(course.evaluated)) for course in self.courses], {1, 2, 3, 4, 5})]
         defects = [(course.dir, defect) for course in self.courses for defect in course.defects]
-        owners: dict[str, list[Defect]] = {}
-        for _slug, defect in defects:
-            owners.setdefault(defect.owner, []).append(defect)
-        if owners:
-            rows: list[tuple[object, ...]] = []
-            for owner in sorted(owners, key=lambda o: (OWNERS.index(o) if o in OWNERS else len(OWNERS), o)):
-                found = owners[owner]
-                codes = Counter(d.code for d in found)
-                rows.append((owner, sum(d.severity is Severity.FAIL for d in found),
-                             sum(d.severity is Severity.WARN for d in found),
-                             ", ".join(f"{code} x{n}" if n > 1 else code for code, n in sorted(codes.items()))))
-            tables.append((("owner", "FAIL", "WARN", "codes"), rows, {1, 2}))
+        rows = owner_rows(defect for _slug, defect in defects)
+        if rows:
+            tables.append((OWNER_HEAD, rows, {1, 2}))
             tables.append((("course", "severity", "code", "path", "subject", "message"),
                            [(slug, str(d.severity), d.code, d.path, d.subject, d.message)
                             for slug, d in defects[:DISPLAY_DEFECTS]], set()))
