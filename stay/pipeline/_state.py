@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +71,10 @@ class CourseState:
     _dirty: bool = field(default=False, repr=False)
     _brief_digest: tuple[Brief, str] | None = field(default=None, repr=False)
     _screened: str | None = field(default=None, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+    """Held by every read-modify-write of the ledger: the wave's threads record while the
+    main thread checkpoints, and a record that lands between a checkpoint's snapshot and
+    its dropping the journal would be lost from disk (a finished file then looks edited)."""
 
     @property
     def slug(self) -> str:
@@ -87,6 +92,10 @@ class CourseState:
 
     def ledger(self) -> dict[str, Any]:
         """hashes.json, with what the journal recorded since it was last written."""
+        with self._lock:
+            return self._load_ledger()
+
+    def _load_ledger(self) -> dict[str, Any]:
         if self._ledger is None:
             document = read_document(self.root / HASHES, self.slug)
             self._ledger = dict(document.get("artefacts", {}))
@@ -104,6 +113,10 @@ class CourseState:
         finished is never mistaken for a hand edit after a crash; hashes.json itself is
         rewritten only at a checkpoint (after each node), which keeps a build linear in
         its lessons."""
+        with self._lock:
+            self._record(paths, revisions)
+
+    def _record(self, paths: list[str], revisions: Mapping[str, str] | None) -> None:
         ledger = self.ledger()
         entries: dict[str, Any] = {}
         for path in paths:
@@ -130,8 +143,9 @@ class CourseState:
     def checkpoint(self) -> None:
         """Write hashes.json from the ledger and drop the journal (nothing to do when
         nothing was recorded since the last checkpoint)."""
-        if self._dirty or (self.root / JOURNAL).exists():
-            self._write_ledger(self.ledger())
+        with self._lock:
+            if self._dirty or (self.root / JOURNAL).exists():
+                self._write_ledger(self.ledger())
 
     def _sources(self, path: str) -> dict[str, str]:
         if self.sources is None or path not in self.graph:
@@ -139,21 +153,23 @@ class CourseState:
         return self.sources.of(self.graph.nodes[path].get("stage"))
 
     def forget(self, paths: list[str]) -> None:
-        ledger = {p: entry for p, entry in self.ledger().items() if p not in paths}
-        self._write_ledger(ledger)
+        with self._lock:
+            ledger = {p: entry for p, entry in self.ledger().items() if p not in paths}
+            self._write_ledger(ledger)
 
     def _write_ledger(self, ledger: dict[str, Any]) -> None:
         """The whole ledger, one artefact a line (a diff shows which changed), written
         with the C JSON encoder: the pure-Python one behind ``indent`` is 10x slower."""
-        lines = [f"    {json.dumps(path)}: {json.dumps(entry, sort_keys=True)}"
-                 for path, entry in sorted(ledger.items())]
-        head = [f'  "screened": {json.dumps(self._screened)},'] if self._screened is not None else []
-        text = "\n".join(["{", '  "artefacts": {', ",\n".join(lines), "  },", *head, f'  "version": {VERSION}', "}",
-                          ""])
-        write_if_changed(self.root / HASHES, text)
-        (self.root / JOURNAL).unlink(missing_ok=True)
-        self._ledger = ledger
-        self._dirty = False
+        with self._lock:
+            lines = [f"    {json.dumps(path)}: {json.dumps(entry, sort_keys=True)}"
+                     for path, entry in sorted(ledger.items())]
+            head = [f'  "screened": {json.dumps(self._screened)},'] if self._screened is not None else []
+            text = "\n".join(["{", '  "artefacts": {', ",\n".join(lines), "  },", *head,
+                              f'  "version": {VERSION}', "}", ""])
+            write_if_changed(self.root / HASHES, text)
+            (self.root / JOURNAL).unlink(missing_ok=True)
+            self._ledger = ledger
+            self._dirty = False
 
     def screened(self, brief: Brief) -> bool:
         """Whether ``brief`` passed input moderation before (its hash is in the ledger)."""
@@ -161,19 +177,21 @@ class CourseState:
         return self._screened == brief_hash(brief)
 
     def mark_screened(self, brief: Brief) -> None:
-        self.ledger()
-        if self._screened != brief_hash(brief):
-            self._screened = brief_hash(brief)
-            self._write_ledger(dict(self.ledger()))
+        with self._lock:
+            self.ledger()
+            if self._screened != brief_hash(brief):
+                self._screened = brief_hash(brief)
+                self._write_ledger(dict(self.ledger()))
 
     def adopt(self) -> None:
         """Rebuild the ledger from the files on disk: every existing artefact current.
         A damaged ledger is replaced, not read."""
         present = [p for p in artefact_paths(self.graph) if (self.root / p).is_file()]
-        self._ledger = {}
-        self._write_ledger({})
-        self.record(present)
-        self.checkpoint()
+        with self._lock:
+            self._ledger = {}
+            self._write_ledger({})
+            self.record(present)
+            self.checkpoint()
 
     # -- statuses ----------------------------------------------------------
 

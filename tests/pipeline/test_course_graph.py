@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import tempfile
+import threading
 from pathlib import Path
 
 import networkx as nx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -117,3 +119,37 @@ def test_a_hand_edit_is_edited_not_stale(tmp_path: Path) -> None:
     assert state.status("assessment.yaml") == ("stale", ["outcomes.yaml"])
     (tmp_path / "project.yaml").unlink()
     assert state.status("project.yaml") == ("missing", [])
+
+
+def test_a_record_made_while_a_checkpoint_writes_is_never_lost(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wave's threads record while the main thread checkpoints (after each node). A
+    record landing after a checkpoint took its snapshot must still reach disk: lost, the
+    finished file would look edited by hand to the next run (a CI failure found this)."""
+    from stay.pipeline import _state
+
+    g = course_graph(Curriculum(modules=[]))
+    for path in artefact_paths(g):
+        (tmp_path / path).write_text("x\n")
+    state = CourseState(tmp_path, g, BRIEF_VALUE)
+    state.adopt()
+    (tmp_path / "audience.yaml").write_text("written by the wave\n")
+    state.record(["audience.yaml"])  # something to checkpoint
+    (tmp_path / "outcomes.yaml").write_text("also written by the wave\n")
+
+    real = _state.write_if_changed
+    recorder = threading.Thread(target=state.record, args=(["outcomes.yaml"],))
+
+    def slow_write(path: Path, text: str) -> bool:
+        if not recorder.is_alive() and recorder.ident is None:
+            recorder.start()  # a wave thread finishes a file while the snapshot is written
+            recorder.join(timeout=0.2)  # with the lock it waits for the checkpoint instead
+        return real(path, text)
+
+    monkeypatch.setattr(_state, "write_if_changed", slow_write)
+    state.checkpoint()
+    recorder.join()
+    state.checkpoint()  # the runner's next checkpoint
+    fresh = CourseState(tmp_path, g, BRIEF_VALUE)  # the next run: nothing shared but the disk
+    assert fresh.status("outcomes.yaml") == ("current", [])
+    assert fresh.status("audience.yaml") == ("current", [])
