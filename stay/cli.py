@@ -9,17 +9,23 @@ from __future__ import annotations
 import signal
 import sys
 
+
+def _interrupted_at_start(_signal: int = 0, _frame: object = None) -> None:
+    """The SIGINT handler while stay is starting or exiting: one line, exit 130."""
+    import os
+
+    try:
+        sys.stdout.flush()  # what a finished command printed still reaches its reader
+        sys.stderr.write("interrupted\n")
+    except Exception:
+        pass
+    os._exit(130)
+
+
 if __name__ == "__main__" or (sys.argv and sys.argv[0].endswith("stay")):
     # Ctrl-C during start-up (the imports below, a slow disk) ends quietly with 130,
     # not a traceback; main() installs the normal handling once it is running.
-    signal.signal(signal.SIGINT, lambda *_: _interrupted_at_start())
-
-
-def _interrupted_at_start() -> None:
-    import os
-
-    sys.stderr.write("interrupted\n")
-    os._exit(130)
+    signal.signal(signal.SIGINT, _interrupted_at_start)
 
 
 import argparse  # noqa: E402
@@ -121,23 +127,38 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    if argv is None:  # the process's own command line: Ctrl-C is ours to handle
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    process = argv is None  # the process's own command line: Ctrl-C is ours to handle
     args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        try:
+            if process:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+            return _command(args)
+        finally:
+            if process:  # leaving: a Ctrl-C from here to the exit ends quietly, as at start-up
+                signal.signal(signal.SIGINT, _interrupted_at_start)
+    except KeyboardInterrupt:
+        # Outside _run, so a Ctrl-C that lands while the handler is being swapped (signal.signal
+        # is Python code) or while _command turns another exception into a code lands here too.
+        _interrupted(process)
+        return EXIT_INTERRUPTED
+
+
+def _command(args: list[str]) -> int:
+    """The command, every exception but Ctrl-C turned into its exit code and one line."""
     try:
         if args and args[0] == "validate":
             from stay.validate import main as validate_main
 
             return validate_main(args[1:])
         return _dispatch(args)
-    except KeyboardInterrupt:
-        _interrupted(argv is None)
-        return EXIT_INTERRUPTED
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
     except BrokenPipeError:
         _quiet_stdout()
         return EXIT_OK
+    except KeyboardInterrupt:
+        raise
     except BaseException as exc:  # every error ends in one line; none as a traceback
         return _report(exc)
 
