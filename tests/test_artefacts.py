@@ -19,6 +19,7 @@ from stay.artefacts import (
     Quiz,
 )
 from tests.conftest import ROOT, SAMPLE
+from tests.parity.harness import examples
 
 FILES = sorted(p for p in SAMPLE.rglob("*") if p.is_file())
 
@@ -54,7 +55,7 @@ TERMS = st.text(st.characters(exclude_categories=("Cc", "Cf", "Cs", "Zl", "Zp"))
                 max_size=64).filter(str.strip)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300, dev=100))
 @given(st.lists(st.tuples(TERMS, st.text(min_size=1).filter(str.strip)), max_size=4))
 def test_any_glossary_survives_a_dump_and_load(pairs: list[tuple[str, str]]) -> None:
     glossary = Glossary(terms=[GlossaryTerm(term=t, definition=d, introduced_in="m01-l01")

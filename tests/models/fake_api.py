@@ -288,7 +288,8 @@ class FakeMessagesAPI:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
+                                       daemon=True)  # shutdown() waits a poll: 0.5 s by default
 
     @property
     def url(self) -> str:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx2
@@ -17,7 +15,7 @@ from stay.artefacts import Brief
 from stay.models import CachedBackend, ModelAnswer, RequestCache, Usage
 from stay.pipeline import build_course
 from stay.stages import STAGES, Prompts
-from tests.conftest import ROOT
+from tests.conftest import run_stay
 from tests.models.fake_api import FakeMessagesAPI
 from tests.models.helpers import HTTP, audience_request, backend, quiet, recording
 
@@ -97,20 +95,18 @@ def test_a_miss_names_the_model_when_only_the_model_changed(tmp_path: Path) -> N
         "request")
 
 
-def test_replay_needs_no_api_key(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("STAY_MODEL", "ANTHROPIC_"))}
-    env["SOURCE_DATE_EPOCH"] = "1780000000"
+def test_replay_needs_no_api_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [k for k in os.environ if k.startswith(("STAY_MODEL", "ANTHROPIC_"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")
     with FakeMessagesAPI() as api:
-        built = subprocess.run([sys.executable, "-m", "stay.cli", "new", str(HTTP), "--backend", "anthropic",
-                                "--courses-dir", str(tmp_path)],
-                               env={**env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key"},
-                               capture_output=True, text=True, cwd=ROOT, check=False)
+        built = run_stay("new", str(HTTP), "--backend", "anthropic", "--courses-dir", str(tmp_path),
+                         env={"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key"})
     assert built.returncode == 0, built.stderr
     audience = tmp_path / "how-http-requests-travel" / "audience.yaml"
     written = audience.read_text()
     audience.unlink()
-    replayed = subprocess.run([sys.executable, "-m", "stay.cli", "build", "how-http-requests-travel",
-                               "--backend", "anthropic", "--replay", "--courses-dir", str(tmp_path)],
-                              env=env, capture_output=True, text=True, cwd=ROOT, check=False)
+    replayed = run_stay("build", "how-http-requests-travel", "--backend", "anthropic", "--replay",
+                        "--courses-dir", str(tmp_path))  # no key, no base URL
     assert replayed.returncode == 4, replayed.stderr  # back at the design gate, having replayed the audience
     assert "ANTHROPIC_API_KEY" not in replayed.stderr and audience.read_text() == written

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx2
@@ -14,7 +12,7 @@ import pytest
 
 from stay.models import BATCH_DISCOUNT, PRICES, Usage, cost, describe_cost
 from stay.pipeline import build_course
-from tests.conftest import ROOT
+from tests.conftest import run_stay
 from tests.models.fake_api import FakeMessagesAPI, answer_for, is_stage, message, reply
 from tests.models.helpers import HTTP, backend, quiet
 
@@ -105,13 +103,12 @@ def test_an_unpriced_model_makes_the_cost_unknown_in_the_result_and_on_stdout(
     assert result.stopped_at == "design gate"
     assert result.cost is None and result.unpriced == ("claude-fable-5-2",)
     assert result.cost_by_stage is not None and "audience" in result.cost_by_stage  # what is priced, per stage
+    for name in [k for k in os.environ if k.startswith("STAY_MODEL")]:
+        monkeypatch.delenv(name)
     with FakeMessagesAPI() as api:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("STAY_MODEL")}
-        env.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key-not-real",
-                   STAY_MODEL_PLANNING="claude-fable-5-2", SOURCE_DATE_EPOCH="1780000000")
-        done = subprocess.run([sys.executable, "-m", "stay.cli", "new", str(HTTP), "--courses-dir",
-                               str(tmp_path / "cli")], env=env, capture_output=True, text=True, cwd=ROOT,
-                              check=False)
+        done = run_stay("new", str(HTTP), "--courses-dir", str(tmp_path / "cli"),
+                        env={"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key-not-real",
+                             "STAY_MODEL_PLANNING": "claude-fable-5-2", "SOURCE_DATE_EPOCH": "1780000000"})
     assert done.returncode == 0, done.stderr
     usage_line = next(line for line in done.stdout.splitlines() if line.startswith("usage:"))
     assert usage_line.endswith("cost unknown (no price on file for claude-fable-5-2)") and "$" not in usage_line

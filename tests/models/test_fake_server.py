@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from stay.artefacts import (
 )
 from stay.models import AnthropicBackend
 from stay.pipeline import build_course
-from tests.conftest import ROOT
+from tests.conftest import run_stay
 from tests.models.fake_api import CacheAccounting, FakeMessagesAPI, TooManyBreakpoints, inputs_of, stage_of
 from tests.models.helpers import SQL
 
@@ -41,12 +40,11 @@ Served = tuple[FakeMessagesAPI, Path, subprocess.CompletedProcess[str]]
 def served(tmp_path_factory: pytest.TempPathFactory) -> Served:
     """``stay build`` of the 12-lesson brief over HTTP, at the default caps."""
     courses = tmp_path_factory.mktemp("courses")
-    with FakeMessagesAPI(latency=LATENCY) as api:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("STAY_MODEL", "STAY_WAVE", "STAY_REPAIR"))}
-        env.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key-not-real")
-        done = subprocess.run([sys.executable, "-m", "stay.cli", "build", str(SQL), "--yes", "--backend",
-                               "anthropic", "--courses-dir", str(courses)],
-                              env=env, capture_output=True, text=True, cwd=ROOT, check=False)
+    with FakeMessagesAPI(latency=LATENCY) as api, pytest.MonkeyPatch.context() as patch:
+        for name in [k for k in os.environ if k.startswith(("STAY_MODEL", "STAY_WAVE", "STAY_REPAIR"))]:
+            patch.delenv(name)
+        done = run_stay("build", str(SQL), "--yes", "--backend", "anthropic", "--courses-dir", str(courses),
+                        env={"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key-not-real"})
     return api, courses / "sql-window-functions", done
 
 

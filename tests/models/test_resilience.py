@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -21,9 +19,10 @@ from hypothesis import strategies as st
 from stay.errors import EXIT_REFUSED, EXIT_UNAVAILABLE, ModelError, ModelUnavailable, exit_code
 from stay.models import AnthropicBackend
 from stay.models._wire import _depth, retry_after
-from tests.conftest import ROOT
+from tests.conftest import run_stay
 from tests.models.fake_api import message
 from tests.models.helpers import HTTP, KEY, audience_request, backend, client, recording
+from tests.parity.harness import examples
 
 AUDIENCE = {"learners": "x", "prior_knowledge": [], "goals": ["g"], "time_budget_minutes": 60}
 WHERE = "stage audience (audience.yaml)"
@@ -203,7 +202,8 @@ def test_every_request_is_sent_once_per_attempt_with_the_sdk_retries_off() -> No
     assert len(seen) == 2 and json.dumps(seen[0], sort_keys=True) == json.dumps(seen[1], sort_keys=True)
 
 
-def test_the_command_exits_6_with_one_line_when_the_service_stays_unavailable(tmp_path: Path) -> None:
+def test_the_command_exits_6_with_one_line_when_the_service_stays_unavailable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     class Overloaded(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             raw = json.dumps({"type": "error", "error": {"type": "overloaded_error",
@@ -219,14 +219,14 @@ def test_the_command_exits_6_with_one_line_when_the_service_stays_unavailable(tm
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Overloaded)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         host, port = server.server_address[:2]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("STAY_MODEL")}
-        env.update(ANTHROPIC_BASE_URL=f"http://{host}:{port}", ANTHROPIC_API_KEY=KEY)
-        done = subprocess.run([sys.executable, "-m", "stay.cli", "new", str(HTTP), "--courses-dir", str(tmp_path)],
-                              env=env, capture_output=True, text=True, cwd=ROOT, check=False)
+        for name in [k for k in os.environ if k.startswith("STAY_MODEL")]:
+            monkeypatch.delenv(name)
+        done = run_stay("new", str(HTTP), "--courses-dir", str(tmp_path),
+                        env={"ANTHROPIC_BASE_URL": f"http://{host}:{port}", "ANTHROPIC_API_KEY": KEY})
     finally:
         server.shutdown()
         server.server_close()
@@ -253,7 +253,7 @@ def nesting(value: object) -> int:
 
 
 @given(json_values)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300, dev=100), deadline=None)
 def test_the_depth_guard_measures_what_the_parser_would_nest(value: object) -> None:
     """The guard runs before json.loads: it must never call a shallow answer deep (strings
     full of brackets and escaped quotes included)."""

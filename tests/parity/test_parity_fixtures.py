@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,20 +20,35 @@ def test_sample_course_is_clean_in_both_validators(strict: bool) -> None:
     assert len(course["evaluated"]) == 101  # every rule runs on a complete course
 
 
-@pytest.mark.parametrize("strict", [False, True], ids=["normal", "strict"])
+@pytest.fixture(scope="module")
+def fixture_of(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """Each rule's fixture, made once for every test here (none writes to it)."""
+    made: dict[str, Path] = {}
+
+    def of(code: str) -> Path:
+        if code not in made:
+            made[code] = make_fixture(code, tmp_path_factory.mktemp(code))
+        return made[code]
+
+    return of
+
+
 @pytest.mark.parametrize("code", list(MUTATIONS))
-def test_rule_fixture_gives_identical_reports(code: str, strict: bool, tmp_path: Path) -> None:
-    report = assert_parity(make_fixture(code, tmp_path), strict)
-    fired = {defect["code"] for defect in report["courses"][0]["defects"]}
-    assert code in fired
+def test_rule_fixture_gives_identical_reports(code: str, fixture_of: Callable[[str], Path]) -> None:
+    for strict in (False, True):  # both severity modes (the failure names which)
+        report = assert_parity(fixture_of(code), strict)
+        fired = {defect["code"] for defect in report["courses"][0]["defects"]}
+        assert code in fired, f"strict={strict}"
 
 
 @pytest.mark.parametrize("code", list(MUTATIONS)[::9])
-def test_remembering_the_references_yaml_changes_none_of_its_reports(code: str, tmp_path: Path) -> None:
-    """The harness lets the reference remember what it parsed (``RememberedYaml``): its
-    reports must be byte-identical to those of the reference as it ships."""
+def test_remembering_the_references_yaml_changes_none_of_its_reports(code: str,
+                                                                      fixture_of: Callable[[str], Path]) -> None:
+    """The harness lets the reference remember what it parsed (``RememberedYaml``) and
+    its functions of text alone: its reports must be byte-identical to those of the
+    reference as it ships."""
     from tests.parity.harness import reference_report
 
-    course = make_fixture(code, tmp_path)
+    course = fixture_of(code)
     for strict in (False, True):
         assert reference_report(course, strict) == reference_report(course, strict, remembered=False)

@@ -15,6 +15,7 @@ from stay.artefacts import Brief, Curriculum, LessonEntry, LessonPlan, Module, N
 from stay.pipeline import course_graph
 from stay.pipeline._course_graph import BRIEF, artefact_paths
 from stay.pipeline._state import CourseState
+from tests.parity.harness import examples
 
 BRIEF_VALUE = Brief(title="T", topic="t", audience="a", time_available="1 hour")
 
@@ -76,7 +77,7 @@ def test_the_artefact_graph_is_acyclic_and_wave_artefacts_have_only_declared_inp
     assert set(g.predecessors("audience.yaml")) == {BRIEF}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60, dev=25), deadline=None)
 @given(curricula(), st.data())
 def test_staleness_is_non_transitive(generated: tuple[Curriculum, dict[str, LessonPlan]],
                                      data: st.DataObject) -> None:

@@ -25,6 +25,7 @@ from stay.pipeline._state import plans_on_disk
 from stay.settings import Settings
 from stay.stages import REGISTRY, Prompts
 from tests.conftest import SAMPLE
+from tests.parity.harness import examples
 
 GLOSSARY = (SAMPLE / "glossary.yaml").read_text(encoding="utf-8")
 LETTERS = st.sampled_from("abcdefghij")
@@ -48,7 +49,7 @@ _outcomes = st.one_of(LETTERS.map(_variant), st.just("terms: [unclosed\n"), st.j
                       st.just(None))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40, dev=20), deadline=None)
 @given(steps=st.lists(_outcomes, min_size=1, max_size=6))
 def test_the_cache_sees_every_rewrite_as_a_fresh_read_does(tmp_path_factory: pytest.TempPathFactory,
                                                           steps: list[str | None]) -> None:
@@ -100,7 +101,7 @@ _steps = st.lists(st.one_of(
 ), min_size=1, max_size=8)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30, dev=15), deadline=None)
 @given(steps=_steps)
 def test_remembered_plans_and_introducers_equal_a_fresh_read_after_every_write(
         tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, int, int]]) -> None:

@@ -293,7 +293,7 @@ def test_two_concurrent_builds_never_both_run(tmp_path: Path) -> None:
 class _Hang:
     """A TCP server that accepts and never answers: every model call hangs."""
 
-    def __enter__(self) -> str:
+    def __enter__(self) -> _Hang:
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(64)
@@ -309,7 +309,8 @@ class _Hang:
                     continue
 
         threading.Thread(target=accept, daemon=True).start()
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        return self
 
     def __exit__(self, *_exc: object) -> None:
         self.stop.set()
@@ -323,15 +324,16 @@ def test_ctrl_c_during_a_hanging_wave_exits_130_within_two_seconds(tmp_path: Pat
     root = tmp_path / SLUG
     for lesson in root.glob("modules/*/*.md"):
         lesson.unlink()  # the wave has work to do
-    with _Hang() as url:
-        env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-key-0000", "ANTHROPIC_BASE_URL": url}
+    with _Hang() as hang:
+        env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-key-0000", "ANTHROPIC_BASE_URL": hang.url}
         proc = subprocess.Popen([sys.executable, "-m", "stay.cli", "write", SLUG, "--courses-dir", str(tmp_path),
                                  "--backend", "anthropic"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (root / ".runs" / "lock").exists():
-            time.sleep(0.05)
-        time.sleep(2.0)  # calls are in flight and hanging
+        while time.monotonic() < deadline and not hang.conns:
+            time.sleep(0.02)
+        assert hang.conns, "no call reached the server"
+        time.sleep(0.2)  # a call is in flight and hanging (the first waits on no answer, the rest on it)
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=30)

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import fcntl
 import html.parser
+import os
 import re
 from pathlib import Path
 
@@ -76,12 +78,25 @@ def eval_reports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     baseline with nothing degraded and a candidate whose distractors the offline backend's
     quality knob degrades (a third of them), each two briefs x three epochs. Returns the
     paths of their reports (baseline, candidate)."""
+    base = tmp_path_factory.getbasetemp()
+    # under xdist each worker's base is a directory of this session's own: its parent is
+    # shared by the workers (and by no other session); alone, the base is the session's
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "eval-reports"
+    shared.mkdir(exist_ok=True)
+    with open(shared / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the first worker builds them; the others wait, then read
+        done = shared / "done"
+        if not done.exists():
+            _write_eval_reports(shared)
+            done.touch()
+    return shared / "baseline.json", shared / "fewer-misconceptions.json"
+
+
+def _write_eval_reports(tmp: Path) -> None:
     from stay.scoring import OfflineJudge, default_scorers, scorer_versions
     from stay.scoring._report import report, write_report
     from stay.suite import OFFLINE, evaluate_build
 
-    tmp = tmp_path_factory.mktemp("evals")
-    paths = []
     for label, seed, quality in (("baseline", 1, {"distractors": 0.0}), ("fewer-misconceptions", 2,
                                                                          {"distractors": 0.3})):
         builds: dict[str, list[dict[str, object]]] = {}
@@ -94,5 +109,3 @@ def eval_reports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         write_report(path, report(label=label, backend=OFFLINE, prompts_dir="prompts (packaged)", prompt_hashes={},
                                   scorers=scorer_versions(default_scorers(OfflineJudge())), builds=builds,
                                   epochs=EVAL_EPOCHS, seed=seed, quality=quality))
-        paths.append(path)
-    return paths[0], paths[1]

@@ -12,8 +12,9 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -285,7 +286,7 @@ def test_everything_read_from_a_course_is_escaped(tmp_path: Path) -> None:
     assert '<a class="image-link" href="https://example.com/x.png">[image: pic]</a>' in lesson
 
 
-def test_damaged_and_missing_files_show_as_such(tmp_path: Path) -> None:
+def test_damaged_and_missing_files_show_as_such(tmp_path: Path, no_validator: None) -> None:
     course = tmp_path / "courses" / SAMPLE.name
     shutil.copytree(SAMPLE, course)
     m01 = course / "modules" / "m01-from-url-to-connection"
@@ -423,14 +424,23 @@ class _Anchors(html.parser.HTMLParser):
             self.hrefs.append(str(found["href"]))
 
 
+_PARSED: dict[bytes, _Anchors] = {}
+
+
+def _anchors(page: bytes) -> _Anchors:
+    """A page's ids and links, parsed once per distinct page: the per-rule fixtures damage
+    one file each, so most of their pages are byte-identical to the sample's."""
+    if page not in _PARSED:
+        parser = _Anchors()
+        parser.feed(page.decode())
+        parser.close()
+        _PARSED[page] = parser
+    return _PARSED[page]
+
+
 def broken_links(site: dict[str, bytes]) -> list[tuple[str, str]]:
     """Internal links (to a page of the site, or a fragment of one) that name nothing."""
-    pages = {}
-    for name, data in site.items():
-        if name.endswith(".html"):
-            parser = _Anchors()
-            parser.feed(data.decode())
-            pages[name] = parser
+    pages = {name: _anchors(data) for name, data in site.items() if name.endswith(".html")}
     broken = []
     for name, parser in pages.items():
         for href in parser.hrefs:
@@ -456,8 +466,31 @@ def test_the_sample_has_no_broken_internal_link(sample_site: dict[str, bytes]) -
     assert broken_links(sample_site) == []
 
 
+_RENDERED: dict[tuple[object, ...], Any] = {}
+
+
+@pytest.fixture
+def remembered_markdown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """render_markdown is a function of its arguments alone, and the per-rule fixtures
+    share all but one file of the sample: render each distinct lesson once (its result
+    is frozen), so these tests pay for the pages, not for Markdown 101 times over."""
+    from stay.view import _site
+
+    real = _site.render_markdown
+
+    def remembered(text: str, *, lesson_pages: Mapping[str, str] | None = None,
+                   drop_title: str | None = None) -> Any:
+        key = (text, tuple(sorted(lesson_pages.items())) if lesson_pages is not None else None, drop_title)
+        if key not in _RENDERED:
+            _RENDERED[key] = real(text, lesson_pages=lesson_pages, drop_title=drop_title)
+        return _RENDERED[key]
+
+    monkeypatch.setattr(_site, "render_markdown", remembered)
+
+
 @pytest.mark.parametrize("code", sorted(MUTATIONS))
-def test_every_rule_fixture_renders_with_its_links_intact(code: str, tmp_path: Path, no_validator: None) -> None:
+def test_every_rule_fixture_renders_with_its_links_intact(code: str, tmp_path: Path, no_validator: None,
+                                                          remembered_markdown: None) -> None:
     site = build_site(make_fixture(code, tmp_path))
     assert {"index.html", "outcomes.html", "glossary.html", "capstone.html", "status.html"} <= set(site)
     assert broken_links(site) == []
