@@ -4,6 +4,7 @@ which reads the course (``Reader`` for the stages' inputs) and asks the model.""
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 import threading
@@ -103,9 +104,8 @@ class Tally:
     calls: int = 0
     usage: Usage = field(default_factory=Usage)
     usage_by_stage: dict[str, Usage] = field(default_factory=dict)
-    cost: float = 0.0
-    """US dollars for the priced calls (``unpriced`` lists the models with no price)."""
-    cost_by_stage: dict[str, float] = field(default_factory=dict)
+    prices: dict[str, list[float]] = field(default_factory=dict)
+    """Stage -> the price of each of its priced calls, in US dollars."""
     unpriced: set[str] = field(default_factory=set)
     written: list[str] = field(default_factory=list)
     retired: list[str] = field(default_factory=list)
@@ -126,9 +126,21 @@ class Tally:
             if price is None:
                 self.unpriced.add(answer.model)
             else:
-                self.cost += price
-                self.cost_by_stage[stage] = self.cost_by_stage.get(stage, 0.0) + price
+                self.prices.setdefault(stage, []).append(price)
             self.usage = self.usage + answer.usage
+
+    # Wave threads finish in any order, and a running float sum depends on its order: the
+    # same answers could cost $0.01234 or $0.01234000001. math.fsum is exactly rounded,
+    # so the totals are the same whatever order the calls ended in.
+
+    @property
+    def cost(self) -> float:
+        """US dollars for the priced calls (``unpriced`` lists the models with no price)."""
+        return math.fsum(price for prices in self.prices.values() for price in prices)
+
+    @property
+    def cost_by_stage(self) -> dict[str, float]:
+        return {stage: math.fsum(prices) for stage, prices in self.prices.items()}
 
     def add_written(self, paths: list[str]) -> None:
         with self.lock:

@@ -112,3 +112,32 @@ def test_an_unpriced_model_makes_the_cost_unknown_in_the_result_and_on_stdout(
     assert done.returncode == 0, done.stderr
     usage_line = next(line for line in done.stdout.splitlines() if line.startswith("usage:"))
     assert usage_line.endswith("cost unknown (no price on file for claude-fable-5-2)") and "$" not in usage_line
+
+
+def test_the_total_cost_is_the_same_whatever_order_the_calls_end_in() -> None:
+    """Wave threads finish in any order; a running float sum would make the same answers
+    cost a different last digit from one run to the next (and the eval reports differ)."""
+    import itertools
+
+    from stay.models import ModelAnswer
+    from stay.pipeline._run import Tally
+
+    answers = [ModelAnswer(data={}, model=model, usage=Usage(input_tokens=tokens, output_tokens=7 * tokens + 3,
+                                                             cache_read_input_tokens=tokens // 3))
+               for model, tokens in (("claude-sonnet-5-5", 1_237), ("claude-opus-5-5", 9_901),
+                                     ("claude-sonnet-5-5", 31), ("claude-haiku-5-5", 77_777),
+                                     ("claude-opus-5-5", 5))]
+    totals = set()
+    by_stage = set()
+    naive = set()
+    for order in itertools.permutations(answers):
+        tally = Tally()
+        running = 0.0
+        for answer in order:
+            tally.add_call("content", answer)
+            running += cost(answer.model, answer.usage) or 0.0
+        totals.add(tally.cost)
+        by_stage.add(tally.cost_by_stage["content"])
+        naive.add(running)
+    assert len(totals) == 1 and by_stage == totals
+    assert len(naive) > 1  # the running sum this replaced does depend on the order
