@@ -51,6 +51,14 @@ def markdown_table(head: Sequence[str], rows: Iterable[Sequence[object]], *, num
     return "\n".join([line(head), rule, *(line(row) for row in rows)]) + "\n"
 
 
+def clock(seconds: float) -> str:
+    """``4.2 s``, ``3 min 07 s``: elapsed time a person reads at a glance."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(int(seconds), 60)
+    return f"{minutes} min {rest:02d} s"
+
+
 def plural(count: int, word: str, many: str | None = None) -> str:
     """``1 lesson``, ``2 lessons``, ``0 lessons``: a count with its noun agreeing."""
     return f"{count} {word if count == 1 else many or word + 's'}"

@@ -36,6 +36,7 @@ from collections.abc import Sequence  # noqa: E402
 from typing import TYPE_CHECKING, NoReturn  # noqa: E402
 
 if TYPE_CHECKING:
+    from stay.pipeline import BuildResult
     from stay.settings import Settings
 
 from stay.errors import (  # noqa: E402  (errors imports nothing: --help stays cheap)
@@ -219,7 +220,9 @@ def _dispatch(args: list[str]) -> int:
         parser.print_help()
         return EXIT_USAGE
     ns = parser.parse_args(args)
-    if ns.command in ("new", "build", "plan", "write", "repair", "revise"):
+    if ns.command == "build":
+        return _build(ns, _settings(ns), args)
+    if ns.command in ("new", "plan", "write", "repair", "revise"):
         return _run(ns, _settings(ns))
     if ns.command in ("approve", "status", "adopt"):
         return _course_command(ns, _settings(ns))
@@ -266,17 +269,42 @@ def _course_command(ns: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+def _build(ns: argparse.Namespace, settings: Settings, args: list[str]) -> int:
+    """``stay build``: a rebuild whose inputs are all as a run with nothing to do left
+    them is answered from that run's record (``stay._quick``); else the pipeline runs."""
+    import time
+
+    from stay import _quick
+
+    started = time.monotonic()
+    code = _quick.replay(args, ns.target, ns.slug, ns.courses_dir, settings, started)
+    if code is not None:
+        return code
+    with _quick.Recorder(args, ns.target, ns.slug, ns.courses_dir, settings) as recorder:
+        result = _result(ns, settings)
+        code = _printed(ns, result)
+        recorder.finish(code, result)
+    return code
+
+
 def _run(ns: argparse.Namespace, settings: Settings) -> int:
+    return _printed(ns, _result(ns, settings))
+
+
+def _result(ns: argparse.Namespace, settings: Settings) -> BuildResult:
     from stay.pipeline import run_command
 
     if ns.command == "revise":
         from stay.pipeline import revise
 
-        result = revise(ns.slug, ns.targets, note=ns.note, courses_dir=ns.courses_dir, force=ns.force,
-                        settings=settings)
-    else:
-        result = run_command(ns.command, ns.target, courses_dir=ns.courses_dir, yes=getattr(ns, "yes", False),
-                             slug=ns.slug, settings=settings, replay=ns.replay, batch=ns.batch)
+        return revise(ns.slug, ns.targets, note=ns.note, courses_dir=ns.courses_dir, force=ns.force,
+                      settings=settings)
+    return run_command(ns.command, ns.target, courses_dir=ns.courses_dir, yes=getattr(ns, "yes", False),
+                       slug=ns.slug, settings=settings, replay=ns.replay, batch=ns.batch)
+
+
+def _printed(ns: argparse.Namespace, result: BuildResult) -> int:
+    """Print the result's summary; its exit code."""
     print(result.summary(), end="")
     if result.stopped_at is not None:
         return EXIT_OK if ns.command == "new" else EXIT_GATE

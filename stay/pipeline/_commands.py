@@ -12,12 +12,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from stay._lock import CourseLock
 from stay.artefacts import Curriculum, load
 from stay.briefs import course_dir
 from stay.errors import EnvironmentProblem, PipelineError, UsageError
 from stay.pipeline._course_graph import course_graph
 from stay.pipeline._ledger import GATES, Sources, Status, read_ledger
-from stay.pipeline._lock import CourseLock
 from stay.pipeline._progress import print_progress
 from stay.pipeline._run import command_hint
 from stay.pipeline._state import CourseState, load_manifest, plans_on_disk

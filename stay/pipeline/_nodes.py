@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 import yaml
 
 from stay._display import plural
+from stay._lock import CourseLock
 from stay.artefacts import CourseManifest, Curriculum, Glossary, GlossaryTerm, dump, to_data, write
 from stay.briefs import check_duration
 from stay.errors import AnswerError, BriefRejected, PipelineError, TruncationError, UsageError
@@ -31,7 +32,6 @@ from stay.pipeline._gates import (
 )
 from stay.pipeline._layout import GLOSSARY, norm_term
 from stay.pipeline._ledger import STATE, write_if_changed
-from stay.pipeline._lock import CourseLock
 from stay.pipeline._policy import needs_writing, say_kept, why
 from stay.pipeline._produce import job, regenerate
 from stay.pipeline._repair import repair_course

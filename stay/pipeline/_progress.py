@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from stay._display import plural
+from stay._display import clock, plural
 
 Progress = Callable[[str], None]
 """Where a run's progress lines go (default: stderr, or a bar in a notebook)."""
@@ -59,14 +59,6 @@ class ProgressSink(Protocol):
     def __call__(self, line: str) -> None: ...
 
     def update(self, update: ProgressUpdate) -> None: ...
-
-
-def clock(seconds: float) -> str:
-    """``4.2 s``, ``3 min 07 s``: elapsed time a person reads at a glance."""
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, rest = divmod(int(seconds), 60)
-    return f"{minutes} min {rest:02d} s"
 
 
 def money(cost: float | None) -> str:

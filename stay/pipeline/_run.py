@@ -30,8 +30,8 @@ from stay.stages import Prompts, Stage
 from stay.validate import CourseReport
 
 if TYPE_CHECKING:
+    from stay._lock import CourseLock
     from stay.models import RequestCache
-    from stay.pipeline._lock import CourseLock
     from stay.pipeline._repair import RepairReport
     from stay.pipeline._trace import Tracer
     from stay.pipeline._wave import Wave, WaveStats

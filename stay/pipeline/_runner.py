@@ -18,6 +18,7 @@ from typing import Literal
 import networkx as nx
 
 from stay._display import plural
+from stay._lock import CourseLock
 from stay.artefacts import Brief
 from stay.briefs import (
     DEFAULT_LIMITS,
@@ -34,7 +35,6 @@ from stay.models import AnthropicBackend, CachedBackend, ModelClient, OfflineBac
 from stay.pipeline._commands import open_course, open_course_named
 from stay.pipeline._graph import CommandDecl, build, command_walk, declare
 from stay.pipeline._ledger import Sources
-from stay.pipeline._lock import CourseLock
 from stay.pipeline._nodes import handlers
 from stay.pipeline._progress import Progress, clock, default_progress
 from stay.pipeline._result import BuildResult

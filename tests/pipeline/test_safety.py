@@ -22,10 +22,10 @@ import pytest
 import yaml
 
 import stay
+from stay._lock import CourseLock
 from stay.errors import CourseLocked, EnvironmentProblem, PipelineError, UsageError
 from stay.models import ModelAnswer, ModelRequest, OfflineBackend
 from stay.pipeline import approve, build_course, run_command, status
-from stay.pipeline._lock import CourseLock
 from tests.conftest import ROOT, run_stay
 from tests.parity.harness import reference_report
 from tests.pipeline.test_build import quiet, tree
