@@ -65,8 +65,11 @@ def replay(args: Sequence[str], target: str, slug: str | None, courses_dir: str,
     if lock is None:
         return None  # another command is writing: the pipeline reports it
     try:
-        if record.get("fingerprint") != fingerprint(args, target, root, settings):
-            return None
+        try:
+            if record.get("fingerprint") != fingerprint(args, target, root, settings):
+                return None
+        except OSError:
+            return None  # whatever could not be read, the pipeline reports in one line
         stderr, stdout, code = record.get("stderr"), record.get("stdout"), record.get("code")
         last = record.get("last")
         if not (isinstance(stderr, str) and isinstance(stdout, str) and isinstance(code, int)
@@ -216,8 +219,11 @@ class Recorder:
 
     def __enter__(self) -> Recorder:
         self.root = course_candidate(self.target, self.slug, self.courses_dir)
-        if self.root is not None and (self.root / "course.yaml").is_file():
-            self.before = fingerprint(self.args, self.target, self.root, self.settings)
+        try:
+            if self.root is not None and (self.root / "course.yaml").is_file():
+                self.before = fingerprint(self.args, self.target, self.root, self.settings)
+        except OSError:
+            self.before = None  # the pipeline reports what cannot be read; nothing is recorded
         self._saved = (sys.stdout, sys.stderr)
         sys.stdout = _Tee(sys.stdout, self._out)
         sys.stderr = _Tee(sys.stderr, self._err)
@@ -229,8 +235,15 @@ class Recorder:
             self._saved = None
 
     def finish(self, code: int, result: Any) -> None:
-        """After the run: keep the record if it had nothing to do and changed nothing."""
+        """After the run: keep the record if it had nothing to do and changed nothing.
+        Best effort: a record that cannot be written only means the next run walks."""
         self.__exit__()
+        try:
+            self._finish(code, result)
+        except OSError:
+            pass
+
+    def _finish(self, code: int, result: Any) -> None:
         course = Path(result.course_dir)
         record = course / RECORD
         record.unlink(missing_ok=True)  # whatever this run did, an older record no longer holds

@@ -270,3 +270,14 @@ def test_exporting_spans_turns_the_record_off(place: tuple[Path, Path], monkeypa
     assert capsys.readouterr() == ("", "")
     assert _quick.replay(args, SLUG, None, str(courses), plain, time.monotonic()) == 0  # the same course, replayed
     assert "validation: 0 FAIL" in capsys.readouterr().out
+
+
+def test_a_record_that_cannot_be_written_or_read_never_fails_the_build(place: tuple[Path, Path]) -> None:
+    courses, pristine = place
+    course = _reset(courses, pristine)
+    (course / ".runs" / "quick.json").unlink()
+    (course / ".runs" / "quick.json").mkdir()  # neither readable as a record nor replaceable by one
+    for _ in range(2):
+        done = run_stay("build", SLUG, "--yes", "--courses-dir", str(courses), env={"SOURCE_DATE_EPOCH": EPOCH})
+        assert done.returncode == 0, done.stderr
+        assert "validation: 0 FAIL, 0 WARN" in done.stdout
