@@ -24,6 +24,7 @@ with ``STAY_QUICK=off``. Stdlib only: importing this module costs nothing.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -238,10 +239,8 @@ class Recorder:
         """After the run: keep the record if it had nothing to do and changed nothing.
         Best effort: a record that cannot be written only means the next run walks."""
         self.__exit__()
-        try:
+        with contextlib.suppress(OSError):
             self._finish(code, result)
-        except OSError:
-            pass
 
     def _finish(self, code: int, result: Any) -> None:
         course = Path(result.course_dir)
