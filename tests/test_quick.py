@@ -178,7 +178,7 @@ def _both_ways(place: tuple[Path, Path], command: int, changes: list[tuple[Mutat
     return outcomes
 
 
-@settings(max_examples=examples(80, dev=20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40, dev=20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(changes=st.lists(st.tuples(st.sampled_from(MUTATIONS), st.integers(0, 10_000)), max_size=2),
        command=st.integers(0, 3))
 def test_the_record_answers_exactly_as_the_pipeline_would(place: tuple[Path, Path], command: int,
