@@ -281,3 +281,17 @@ def test_a_record_that_cannot_be_written_or_read_never_fails_the_build(place: tu
         done = run_stay("build", SLUG, "--yes", "--courses-dir", str(courses), env={"SOURCE_DATE_EPOCH": EPOCH})
         assert done.returncode == 0, done.stderr
         assert "validation: 0 FAIL, 0 WARN" in done.stdout
+
+
+def test_a_record_that_is_not_of_a_clean_run_is_never_replayed(place: tuple[Path, Path]) -> None:
+    """Only a run that exited 0 is ever recorded: a record saying otherwise (or naming
+    other output) is not ours, and the pipeline answers instead."""
+    courses, pristine = place
+    course = _reset(courses, pristine)
+    record = course / ".runs" / "quick.json"
+    document = json.loads(record.read_text())
+    record.write_text(json.dumps({**document, "code": 1, "stdout": "everything is fine\n"}))
+    traces = _traces(course)
+    done = run_stay("build", SLUG, "--yes", "--courses-dir", str(courses), env={"SOURCE_DATE_EPOCH": EPOCH})
+    assert done.returncode == 0 and "everything is fine" not in done.stdout
+    assert _traces(course) == traces + 1  # the pipeline ran
