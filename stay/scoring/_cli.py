@@ -37,7 +37,7 @@ which is not imported here: it loads Jinja2, and `stay --help` must not pay for 
 
 def evals_parser(subparsers: Any) -> None:
     """Add ``evals`` (with ``compare`` and ``score``) to an argparse subparsers object."""
-    from stay.scoring._compare import ALLOWABLE, ALPHA, EFFECT, MAX_FAILED
+    from stay.scoring._defaults import ALLOWABLE, ALPHA, EFFECT, MAX_FAILED
 
     evals = subparsers.add_parser("evals", help="compare two eval reports, and score saved courses again")
     commands = evals.add_subparsers(dest="evals_command", metavar="EVALS_COMMAND")

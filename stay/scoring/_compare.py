@@ -27,14 +27,8 @@ from typing import Any
 
 from stay._display import fixed
 from stay.errors import InvalidRun, RunsNotComparable
+from stay.scoring._defaults import ALLOWABLE, ALPHA, EFFECT, MAX_FAILED
 
-ALPHA = 0.05
-MAX_FAILED = 0.10
-POWER = 0.80
-EFFECT = 0.20
-"""The smallest drop that matters, as a share of the baseline's mean: a fifth of the items
-that passed now fail (the degradation the calibration benchmark is run at)."""
-ALLOWABLE = ("judge", "judge-model", "backend", "scorers", "briefs")
 BUILDS, ITEMS = "builds", "items"
 WORSE, BETTER, SAME = "worse", "better", "no detectable difference"
 INCONCLUSIVE = "inconclusive: run more epochs"

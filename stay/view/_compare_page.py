@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-from stay.scoring._compare import ITEMS, POWER, Comparison, ItemChange, ScorerComparison, item_changes
+from stay.scoring._compare import ITEMS, Comparison, ItemChange, ScorerComparison, item_changes
+from stay.scoring._defaults import POWER
 from stay.view._reports import CompareHeader, Interval, ItemDiffRow, ScorerRow, render_compare_html
 
 PAGE_ITEMS = 100

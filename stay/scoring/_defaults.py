@@ -1,0 +1,15 @@
+"""The comparison's defaults, apart from the comparison itself: the command line's parser
+names them in its help, and building the parser must not import the statistics."""
+
+from __future__ import annotations
+
+ALPHA = 0.05
+"""The family-wise error rate the gate holds (Holm over the scorers)."""
+MAX_FAILED = 0.10
+"""A run with a larger share of failed judge items per scorer is invalid."""
+POWER = 0.80
+EFFECT = 0.20
+"""The smallest drop that matters, as a share of the baseline's mean: a fifth of the items
+that passed now fail (the degradation the calibration benchmark is run at)."""
+ALLOWABLE = ("judge", "judge-model", "backend", "scorers", "briefs")
+"""The differences between two runs ``compare --allow`` can accept."""
