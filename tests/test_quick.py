@@ -178,7 +178,7 @@ def _both_ways(place: tuple[Path, Path], command: int, changes: list[tuple[Mutat
     return outcomes
 
 
-@settings(max_examples=examples(40, dev=20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40, dev=10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(changes=st.lists(st.tuples(st.sampled_from(MUTATIONS), st.integers(0, 10_000)), max_size=2),
        command=st.integers(0, 3))
 def test_the_record_answers_exactly_as_the_pipeline_would(place: tuple[Path, Path], command: int,
@@ -191,8 +191,7 @@ def test_the_record_answers_exactly_as_the_pipeline_would(place: tuple[Path, Pat
 
 
 @pytest.mark.parametrize("mutation, pick", [(_edit, 3), (_delete, 5), (_orphan, 0), (_temporary, 1), (_decline, 0),
-                                            (_environment, 0), (_environment, 2), (_prompts, 1), (_data, 1),
-                                            (_data, 2), (_brief, 0)],
+                                            (_environment, 2), (_prompts, 1), (_data, 2), (_brief, 0)],
                          ids=lambda v: getattr(v, "__name__", str(v)))
 def test_each_kind_of_input_is_in_the_fingerprint(place: tuple[Path, Path], mutation: Mutation, pick: int) -> None:
     """One change of each kind of input, through the command that reads it: the record is

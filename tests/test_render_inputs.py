@@ -24,7 +24,7 @@ values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
                       | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=25)
 
 
-@settings(max_examples=examples(600, dev=150), deadline=None)
+@settings(max_examples=examples(600, dev=60), deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["audience", "plan", "note"]), values), min_size=1, max_size=6))
 def test_remembered_renderings_equal_fresh_ones(inputs: list[tuple[str, Any]]) -> None:
     for name, value in inputs:  # each value twice: once to remember, once from memory

@@ -41,7 +41,7 @@ def test_rule_fixture_gives_identical_reports(code: str, fixture_of: Callable[[s
         assert code in fired, f"strict={strict}"
 
 
-@pytest.mark.parametrize("code", list(MUTATIONS)[::9])
+@pytest.mark.parametrize("code", list(MUTATIONS)[::13])
 def test_remembering_the_references_yaml_changes_none_of_its_reports(code: str,
                                                                       fixture_of: Callable[[str], Path]) -> None:
     """The harness lets the reference remember what it parsed (``RememberedYaml``) and

@@ -467,13 +467,15 @@ def test_the_sample_has_no_broken_internal_link(sample_site: dict[str, bytes]) -
 
 
 _RENDERED: dict[tuple[object, ...], Any] = {}
+_PARSED_FILES: dict[tuple[object, ...], Any] = {}
 
 
 @pytest.fixture
 def remembered_markdown(monkeypatch: pytest.MonkeyPatch) -> None:
-    """render_markdown is a function of its arguments alone, and the per-rule fixtures
-    share all but one file of the sample: render each distinct lesson once (its result
-    is frozen), so these tests pay for the pages, not for Markdown 101 times over."""
+    """render_markdown and the loader's _parse are functions of their arguments alone,
+    and the per-rule fixtures share all but one file of the sample: render and parse each
+    distinct file once, so these tests pay for the pages, not for Markdown and YAML 101
+    times over. The damaged file of each fixture is new text: parsed for real."""
     from stay.view import _site
 
     real = _site.render_markdown
@@ -486,6 +488,19 @@ def remembered_markdown(monkeypatch: pytest.MonkeyPatch) -> None:
         return _RENDERED[key]
 
     monkeypatch.setattr(_site, "render_markdown", remembered)
+
+    from stay.view import _load
+
+    parse = _load._parse
+
+    def parsed(model: type[Any], text: str, where: str) -> Any:
+        """A file's model, parsed once per distinct text (a failure is raised afresh)."""
+        key = (model, text, where)
+        if key not in _PARSED_FILES:
+            _PARSED_FILES[key] = parse(model, text, where)
+        return _PARSED_FILES[key]
+
+    monkeypatch.setattr(_load, "_parse", parsed)
 
 
 @pytest.mark.parametrize("code", sorted(MUTATIONS))
