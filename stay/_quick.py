@@ -19,7 +19,8 @@ The fingerprint is deliberately wide; a miss costs 0.4 s, a false match a wrong 
 - every file of the course but ``.runs/`` (names, bytes, and where links point).
 
 Never used when spans are exported (``OTEL_EXPORTER_OTLP_*``: the run's side effect), or
-with ``STAY_QUICK=off``. Stdlib only: importing this module costs nothing.
+with ``STAY_QUICK=off``. It imports only stay's light modules (settings, the lock, slugs,
+display helpers) and, for a brief target, PyYAML: never the pipeline or pydantic.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from typing import Any, TextIO
 
 from stay._display import clock
 from stay._lock import LOCK
+from stay._slug import is_slug, slugify
 from stay.settings import Settings
 
 RECORD = ".runs/quick.json"
@@ -95,15 +97,14 @@ def course_candidate(target: str, slug: str | None, courses_dir: str) -> Path | 
         name = _brief_slug(Path(target))
     elif name is None:
         name = target
-    if name is None or len(name) > 60 or not re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", name):
+    if name is None or not is_slug(name):
         return None  # not a slug (the pipeline says so, in one line)
     return Path(courses_dir) / name
 
 
 def _brief_slug(brief: Path) -> str | None:
-    """``stay.briefs.slugify`` of the brief's title (a test holds the two equal)."""
-    import unicodedata
-
+    """The slug ``stay build BRIEF`` uses by default: ``slugify`` of the brief's title as
+    written (the brief model may tidy the title; a different slug is only a miss)."""
     import yaml
 
     try:
@@ -111,16 +112,7 @@ def _brief_slug(brief: Path) -> str | None:
     except (OSError, ValueError, yaml.YAMLError):
         return None
     title = data.get("title") if isinstance(data, dict) else None
-    if not isinstance(title, str):
-        return None
-    words = re.findall(r"[a-z0-9]+", unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode().lower())
-    slug = ""
-    for word in words:
-        candidate = f"{slug}-{word}" if slug else word
-        if len(candidate) > 60:
-            break
-        slug = candidate
-    return slug or "course"
+    return slugify(title) if isinstance(title, str) else None
 
 
 def fingerprint(args: Sequence[str], target: str, root: Path, settings: Settings) -> str:

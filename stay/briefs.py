@@ -5,11 +5,10 @@ are one function)."""
 from __future__ import annotations
 
 import os
-import re
-import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from stay._slug import SLUG_MAX, is_slug, slugify
 from stay.artefacts._brief import (
     DEFAULT_LIMITS,
     DurationLimits,
@@ -18,7 +17,6 @@ from stay.artefacts._brief import (
     parse_duration,
     read_brief,
 )
-from stay.artefacts._ids import SLUG_MAX, SLUG_PATTERN
 from stay.errors import EnvironmentProblem, UsageError
 
 if TYPE_CHECKING:
@@ -31,22 +29,9 @@ load_brief = read_brief
 """Read and check a brief file (the same function as ``Brief.from_yaml``)."""
 
 
-def slugify(title: str) -> str:
-    """A course slug from a title: lowercase ASCII words joined by hyphens, at most 60."""
-    ascii_text = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
-    words = re.findall(r"[a-z0-9]+", ascii_text.lower())
-    slug = ""
-    for word in words:
-        candidate = f"{slug}-{word}" if slug else word
-        if len(candidate) > SLUG_MAX:
-            break
-        slug = candidate
-    return slug or "course"
-
-
 def check_slug(slug: str) -> str:
     """The slug, if it is one; a slug can never name a path outside the courses directory."""
-    if len(slug) > SLUG_MAX or SLUG_PATTERN.fullmatch(slug) is None:
+    if not is_slug(slug):
         shown = slug if len(slug) <= 40 else slug[:37] + "..."
         raise UsageError(f"{shown!r} is not a course slug: use lowercase letters, digits and "
                          f"single hyphens, at most {SLUG_MAX} characters (e.g. how-http-requests-travel)")

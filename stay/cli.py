@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if process:  # leaving: a Ctrl-C from here to the exit ends quietly, as at start-up
                 signal.signal(signal.SIGINT, _interrupted_at_start)
     except KeyboardInterrupt:
-        # Outside _run, so a Ctrl-C that lands while the handler is being swapped (signal.signal
+        # Outside _command, so a Ctrl-C that lands while the handler is being swapped (signal.signal
         # is Python code) or while _command turns another exception into a code lands here too.
         _interrupted(process)
         return EXIT_INTERRUPTED

@@ -1,0 +1,31 @@
+"""Course slugs, for the parts of stay that must not import the artefact models: the
+command line's no-op record (``stay._quick``) works out a course directory with them,
+and ``stay.briefs`` uses the same ``slugify``. The format's limits are also declared
+with the artefact ids (``stay.artefacts._ids``, which imports nothing of ours); a test
+holds the two equal."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+SLUG_MAX = 60
+SLUG_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+def slugify(title: str) -> str:
+    """A course slug from a title: lowercase ASCII words joined by hyphens, at most 60."""
+    ascii_text = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
+    slug = ""
+    for word in re.findall(r"[a-z0-9]+", ascii_text.lower()):
+        candidate = f"{slug}-{word}" if slug else word
+        if len(candidate) > SLUG_MAX:
+            break
+        slug = candidate
+    return slug or "course"
+
+
+def is_slug(name: str) -> bool:
+    """Whether ``name`` is a course slug (and so can never name a path outside the courses
+    directory)."""
+    return len(name) <= SLUG_MAX and SLUG_PATTERN.fullmatch(name) is not None
