@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from stay.artefacts._emit import emit
 from stay.artefacts._models import (
     Artefact,
     Assessment,
@@ -65,7 +66,14 @@ _Dumper.add_representer(str, _represent_str)
 
 
 def dump_yaml(data: Any) -> str:
-    """Plain data as the format's YAML text."""
+    """Plain data as the format's YAML text: written directly when ``_emit`` can (the
+    same bytes, a test holds them equal), else by PyYAML."""
+    text = emit(data)
+    return text if text is not None else pyyaml_dump(data)
+
+
+def pyyaml_dump(data: Any) -> str:
+    """The format's YAML text as PyYAML writes it: the definition ``_emit`` is held to."""
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
                      default_flow_style=False, width=1_000_000)
 
