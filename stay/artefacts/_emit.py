@@ -21,6 +21,7 @@ and the whole text over generated documents and every file of the sample course.
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Any
 
 import yaml
@@ -29,8 +30,20 @@ _BREAKS = "\n\x85\u2028\u2029"
 _WHITESPACE = "\0 \t\r" + _BREAKS
 _FOLDED = re.compile("[\r\x85\u2028\u2029]")  # the format's representer double-quotes these
 
-# Not printable for an emitter that allows unicode: only double quotes can carry it.
-_SPECIAL = re.compile("[^\n -~\x85\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010fffe]")
+# Not printable for an emitter that allows unicode: only double quotes can carry it. The
+# full class takes milliseconds to compile, so ASCII text (nearly all of it) never needs it.
+_SPECIAL_ASCII = re.compile("[^\n -~]")
+
+
+@cache
+def _special_unicode() -> re.Pattern[str]:
+    return re.compile("[^\n -~\x85\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010fffe]")
+
+
+def _special(text: str) -> bool:
+    pattern = _SPECIAL_ASCII if text.isascii() else _special_unicode()
+    return pattern.search(text) is not None
+
 _SPACE_BREAK = re.compile(f" [{_BREAKS}]")
 _BREAK_SPACE = re.compile(f"[{_BREAKS}] ")
 _LINE_BREAK = re.compile(f"[{_BREAKS}]")
@@ -140,12 +153,12 @@ def _string(value: str, indent: int) -> str:
     if _FOLDED.search(value):
         raise _Unsupported  # double-quoted
     if "\n" in value:
-        if value[-1] == " " or _SPACE_BREAK.search(value) or _SPECIAL.search(value):
+        if value[-1] == " " or _SPACE_BREAK.search(value) or _special(value):
             raise _Unsupported  # no block allowed: double-quoted
         return _literal(value, indent + 2)
     if _plain(value):
         return " " + value + "\n"
-    if _SPECIAL.search(value):
+    if _special(value):
         raise _Unsupported  # neither plain nor single-quoted: double-quoted
     return " '" + value.replace("'", "''") + "'\n"
 
@@ -156,7 +169,7 @@ def _key(key: str) -> str:
         raise _Unsupported  # not a simple key (PyYAML writes "? "), or double-quoted
     if _plain(key):
         return key
-    if _SPECIAL.search(key):
+    if _special(key):
         raise _Unsupported
     return "'" + key.replace("'", "''") + "'"
 
@@ -167,7 +180,7 @@ def _plain(text: str) -> bool:
     if not _reads_as_str(text):
         return False
     return not (text[0] == " " or text[-1] == " " or _LEADING_INDICATOR.match(text)
-                or _INNER_COLON.search(text, 1) or _HASH_AFTER_SPACE.search(text) or _SPECIAL.search(text))
+                or _INNER_COLON.search(text, 1) or _HASH_AFTER_SPACE.search(text) or _special(text))
 
 
 def _reads_as_str(text: str) -> bool:

@@ -1,4 +1,4 @@
-"""The pipeline: one networkx graph of pure stages, walked by a plain-Python runner."""
+"""The pipeline: one graph of pure stages (a networkx DAG when asked for), walked by a plain-Python runner."""
 
 from __future__ import annotations
 

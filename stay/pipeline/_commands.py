@@ -16,7 +16,7 @@ from stay._lock import CourseLock
 from stay.artefacts import Curriculum, load
 from stay.briefs import course_dir
 from stay.errors import EnvironmentProblem, PipelineError, UsageError
-from stay.pipeline._course_graph import course_graph
+from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._ledger import GATES, Sources, Status, read_ledger
 from stay.pipeline._progress import print_progress
 from stay.pipeline._run import command_hint
@@ -42,12 +42,12 @@ def open_course(root: Path, sources: Sources, settings: Settings, stages: tuple[
     """A course on disk, its manifest, curriculum and plans loaded, which checks every id
     and slug they hold before any path is built from them."""
     manifest = load_manifest(root)
-    state = CourseState(root, course_graph(Curriculum(modules=[]), stages=stages), manifest.brief,
+    state = CourseState(root, artefact_graph(Curriculum(modules=[]), stages=stages), manifest.brief,
                         sources=sources, epoch=settings.source_date_epoch)
     curriculum_path = root / "curriculum.yaml"
     if curriculum_path.is_file():
         curriculum = load(curriculum_path, Curriculum)
-        state.graph = course_graph(curriculum, plans_on_disk(root, curriculum), stages)
+        state.graph = artefact_graph(curriculum, plans_on_disk(root, curriculum), stages)
     return state
 
 

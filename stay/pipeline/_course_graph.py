@@ -6,22 +6,34 @@ declares (``_inputs.input_paths``); the glossary, merged from every plan, is the
 artefact no stage writes. Staleness, scheduling, dispatch and ``stay status`` are
 computed on it. It is deliberately non-transitive: only direct inputs are edges, so a
 regeneration that reproduces its input byte for byte stops a cascade there.
+
+A run holds it as a ``Dag`` (``artefact_graph``); ``course_graph`` gives the same graph as
+a ``networkx.DiGraph``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from stay.artefacts import Curriculum, LessonPlan
+from stay.pipeline._dag import Dag, to_networkx
 from stay.pipeline._inputs import direct_inputs
 from stay.pipeline._layout import BRIEF, GLOSSARY, CourseLayout
 from stay.stages import REGISTRY, Stage
 
+if TYPE_CHECKING:
+    import networkx as nx
+
 
 def course_graph(curriculum: Curriculum, plans: Mapping[str, LessonPlan] | None = None,
                  stages: Sequence[Stage] = REGISTRY) -> nx.DiGraph[str]:
+    """``artefact_graph`` as a networkx DiGraph, node for node and edge for edge."""
+    return to_networkx(artefact_graph(curriculum, plans, stages))
+
+
+def artefact_graph(curriculum: Curriculum, plans: Mapping[str, LessonPlan] | None = None,
+                   stages: Sequence[Stage] = REGISTRY) -> Dag:
     """Artefact paths as nodes, direct inputs as edges (input -> artefact). Each node
     carries ``stage`` (its stage's name, or ``glossary``), ``phase`` and ``unit`` (its
     lesson id, module id, or None for the course).
@@ -31,7 +43,7 @@ def course_graph(curriculum: Curriculum, plans: Mapping[str, LessonPlan] | None 
     """
     layout = CourseLayout(curriculum)
     known = plans or {}
-    graph: nx.DiGraph[str] = nx.DiGraph()
+    graph = Dag()
     graph.add_node(BRIEF, kind="brief", stage=None, phase=None, unit=None)
     for stage in stages:
         if stage.scope == "module":
@@ -47,13 +59,13 @@ def course_graph(curriculum: Curriculum, plans: Mapping[str, LessonPlan] | None 
     return graph
 
 
-def _add(graph: nx.DiGraph[str], path: str, stage: str, phase: str, unit: str | None,
+def _add(graph: Dag, path: str, stage: str, phase: str, unit: str | None,
          inputs: Sequence[str]) -> None:
     graph.add_node(path, kind=stage, stage=stage, phase=phase, unit=unit)
     for source in inputs:
         graph.add_edge(source, path)
 
 
-def artefact_paths(graph: nx.DiGraph[str]) -> list[str]:
+def artefact_paths(graph: Dag) -> list[str]:
     """Every artefact path of a course graph (the brief excluded), sorted."""
     return sorted(node for node in graph if node != BRIEF)

@@ -1,8 +1,13 @@
-"""The pipeline as one networkx DiGraph, built from declarations.
+"""The pipeline as one graph, built from declarations.
 
 The runner walks this graph; it is not a drawing of some other code path. Loops
 (one planning call per module, bounded repair rounds) live inside a node, so the
 graph is a DAG, and its properties can be proven with no model, key or course.
+
+The runner holds it as a ``Dag`` (``_dag``: the operations a walk needs, without importing
+networkx); ``graph()`` and ``build()`` give it as a ``networkx.DiGraph``, node for node
+and edge for edge, for proofs, drawings and ``stay graph``. ``problems``, ``walk_order``
+and ``command_walk`` take either.
 """
 
 from __future__ import annotations
@@ -11,11 +16,14 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from stay.errors import GraphError
+from stay.pipeline._dag import Dag, ancestors, descendants, has_path, is_acyclic, to_networkx, topological_order
 from stay.stages import REGISTRY, Stage
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 KINDS = ("entry", "router", "guard", "stage", "gate-summary", "gate-ask", "gate-record", "wave",
          "barrier", "mechanical", "validate", "repair")
@@ -157,10 +165,16 @@ DECLARATION = declare()
 
 
 def build(declaration: PipelineDecl = DECLARATION) -> nx.DiGraph[str]:
-    """The DiGraph of a declaration: node attributes kind, writes, stages, role, references."""
+    """The networkx DiGraph of a declaration: node attributes kind, writes, stages, role,
+    references (``assemble``'s graph, node for node)."""
+    return to_networkx(assemble(declaration))
+
+
+def assemble(declaration: PipelineDecl = DECLARATION) -> Dag:
+    """The graph of a declaration, as the runner holds it."""
     by_name = {stage.name: stage for stage in declaration.stages}
-    graph: nx.DiGraph[str] = nx.DiGraph(name="stay pipeline", entries=declaration.entries,
-                                         commands=dict(declaration.commands), stages=by_name)
+    graph = Dag(name="stay pipeline", entries=declaration.entries, commands=dict(declaration.commands),
+                stages=by_name)
     for order, node in enumerate(declaration.nodes):
         roles = {by_name[stage].role for stage in node.stages}
         graph.add_node(
@@ -183,17 +197,20 @@ def _first_line(stage: Stage) -> str:
     return doc.strip().splitlines()[0]
 
 
-def problems(graph: nx.DiGraph[str]) -> list[str]:
+def problems(given: Dag | nx.DiGraph[str]) -> list[str]:
     """Everything wrong with a pipeline graph, all at once (empty when it is sound)."""
+    graph = Dag.of(given)
     found: list[str] = []
     for name, attrs in graph.nodes(data=True):
         if attrs.get("kind") not in KINDS:
             found.append(f"node {name} has unknown kind {attrs.get('kind')!r}")
-    if not nx.is_directed_acyclic_graph(graph):
-        found.append(f"the graph has a cycle: {nx.find_cycle(graph)}")
+    if not is_acyclic(graph):
+        import networkx as nx  # only to name the cycle, as networkx finds it
+
+        found.append(f"the graph has a cycle: {nx.find_cycle(to_networkx(graph))}")
     if "entry" not in graph:
         return [*found, "there is no entry node"]
-    reachable = nx.descendants(graph, "entry") | {"entry"}
+    reachable = descendants(graph, "entry") | {"entry"}
     for name in sorted(set(graph) - reachable):
         found.append(f"node {name} is unreachable from the entry")
     sinks = [n for n in graph if graph.out_degree(n) == 0]
@@ -211,7 +228,7 @@ def problems(graph: nx.DiGraph[str]) -> list[str]:
         if set(graph.successors(node)) != {"gather"}:
             found.append(f"wave node {node} must lead only to gather, leads to "
                          f"{sorted(graph.successors(node))}")
-        gates = [g for g in nx.descendants(graph, node)
+        gates = [g for g in descendants(graph, node)
                  if graph.nodes[g]["kind"].startswith("gate")]
         if gates:
             found.append(f"gate nodes {sorted(gates)} are reachable from wave node {node}")
@@ -219,18 +236,18 @@ def problems(graph: nx.DiGraph[str]) -> list[str]:
     for record in records:
         cut = graph.copy()
         cut.remove_node(record)
-        leaks = [w for w in wave if nx.has_path(cut, "entry", w)]
+        leaks = [w for w in wave if has_path(cut, "entry", w)]
         if leaks:
             found.append(f"the wave ({sorted(leaks)}) is reachable from the entry without passing "
                          f"{record}")
     if "moderate" in graph and "scaffold" in graph:
         cut = graph.copy()
         cut.remove_node("moderate")
-        if nx.has_path(cut, "entry", "scaffold"):
+        if has_path(cut, "entry", "scaffold"):
             found.append("scaffold (the first node that writes) is reachable without passing moderate")
     for name, attrs in graph.nodes(data=True):
         if attrs["writes"] and name != "scaffold" and not any(
-                graph.nodes[a]["writes"] for a in nx.ancestors(graph, name)):
+                graph.nodes[a]["writes"] for a in ancestors(graph, name)):
             found.append(f"{name} writes, and no node that writes comes before it: only scaffold "
                          "may be the first node that writes")
         for stage, refs in attrs.get("references", {}).items():
@@ -243,7 +260,7 @@ def problems(graph: nx.DiGraph[str]) -> list[str]:
     return found
 
 
-def _command_problems(graph: nx.DiGraph[str]) -> list[str]:
+def _command_problems(graph: Dag) -> list[str]:
     """Each command joins at choose_entry's successor, intake or a guard, and stops at a
     node after it; a command joining at a guard authors only what lies after the gate
     records its guard requires (the guard re-checks, each run, what they recorded)."""
@@ -256,7 +273,7 @@ def _command_problems(graph: nx.DiGraph[str]) -> list[str]:
             continue
         if entry != "intake" and graph.nodes[entry]["kind"] != "guard":
             found.append(f"command {name} joins at {entry}, which is neither intake nor a guard")
-        if last not in graph or not (last == entry or nx.has_path(graph, entry, last)):
+        if last not in graph or not (last == entry or has_path(graph, entry, last)):
             found.append(f"command {name} stops at {last}, which does not follow its entry {entry}")
             continue
         unknown = set(command.authors) - set(PHASES)
@@ -265,11 +282,11 @@ def _command_problems(graph: nx.DiGraph[str]) -> list[str]:
         if graph.nodes[entry]["kind"] != "guard":
             continue
         required = {records[g] for g in graph.nodes[entry].get("requires", ()) if g in records}
-        span = (nx.descendants(graph, entry) & (nx.ancestors(graph, last) | {last}))
+        span = (descendants(graph, entry) & (ancestors(graph, last) | {last}))
         for node in sorted(span):
             if graph.nodes[node].get("phase") not in command.authors:
                 continue
-            needed = {a for a in nx.ancestors(graph, node) if graph.nodes[a]["kind"] == "gate-record"}
+            needed = {a for a in ancestors(graph, node) if graph.nodes[a]["kind"] == "gate-record"}
             if not needed <= required:
                 found.append(f"command {name} authors {node} after {sorted(needed - required)}, which its "
                              f"guard {entry} does not require")
@@ -280,14 +297,14 @@ def _command_problems(graph: nx.DiGraph[str]) -> list[str]:
             found.append(f"guard {guard} must lead only to intake, so its command walks the whole spine")
         for phase, gates in attrs.get("requires_by_phase", {}).items():
             nodes = [n for n, a in graph.nodes(data=True) if a.get("phase") == phase and a["kind"] != "mechanical"]
-            needed = {a for n in nodes for a in nx.ancestors(graph, n) if graph.nodes[a]["kind"] == "gate-record"}
+            needed = {a for n in nodes for a in ancestors(graph, n) if graph.nodes[a]["kind"] == "gate-record"}
             if needed != {records[g] for g in gates if g in records}:
                 found.append(f"guard {guard} requires {list(gates)} for a {phase} file, but the gate records "
                              f"before that phase are {sorted(needed)}")
     return found
 
 
-def checked(graph: nx.DiGraph[str]) -> nx.DiGraph[str]:
+def checked(graph: Dag) -> Dag:
     """``graph`` if it is sound, else a GraphError listing every problem at once."""
     found = problems(graph)
     if found:
@@ -296,27 +313,29 @@ def checked(graph: nx.DiGraph[str]) -> nx.DiGraph[str]:
 
 
 @cache
-def _checked() -> nx.DiGraph[str]:
-    return checked(build())
+def _checked() -> Dag:
+    return checked(assemble())
 
 
 def graph() -> nx.DiGraph[str]:
-    """The whole pipeline, checked when built (every problem reported at once). A copy:
-    the runner's own graph cannot be changed through it."""
-    return _checked().copy()
+    """The whole pipeline as a networkx DiGraph, checked when built (every problem
+    reported at once). A copy (``DiGraph.copy``, as it always was): the runner's own graph
+    cannot be changed through it."""
+    return to_networkx(_checked()).copy()
 
 
-def walk_order(graph: nx.DiGraph[str], start: str) -> list[str]:
+def walk_order(given: Dag | nx.DiGraph[str], start: str) -> list[str]:
     """``start`` and every node after it, in a topological order that follows the
     declaration where the graph leaves a choice."""
-    reachable = nx.descendants(graph, start) | {start}
-    sub = graph.subgraph(reachable)
-    return list(nx.lexicographical_topological_sort(sub, key=lambda n: graph.nodes[n]["order"]))
+    graph = Dag.of(given)
+    reachable = descendants(graph, start) | {start}
+    return topological_order(graph.subgraph(reachable), key=lambda n: graph.nodes[n]["order"])
 
 
-def command_walk(graph: nx.DiGraph[str], command: str) -> list[str]:
+def command_walk(given: Dag | nx.DiGraph[str], command: str) -> list[str]:
     """Every node ``command`` runs, in order: entry, choose_entry, then from the node it
     joins at to the node it stops at, as the graph declares them."""
+    graph = Dag.of(given)
     declared = graph.graph["commands"][command]
-    span = nx.ancestors(graph, declared.last) | {declared.last}
+    span = ancestors(graph, declared.last) | {declared.last}
     return ["entry", "choose_entry", *[n for n in walk_order(graph, declared.entry) if n in span]]

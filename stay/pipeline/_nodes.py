@@ -21,7 +21,7 @@ from stay.artefacts import CourseManifest, Curriculum, Glossary, GlossaryTerm, d
 from stay.briefs import check_duration
 from stay.errors import AnswerError, BriefRejected, PipelineError, TruncationError, UsageError
 from stay.models import screening_of
-from stay.pipeline._course_graph import course_graph
+from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._gates import (
     design_ask,
     design_record,
@@ -155,7 +155,7 @@ def scaffold(run: Run) -> None:
         run.tally.add_written(["course.yaml"])
         run.say(f"scaffold: {run.root}")
     if run.state is None:
-        run.state = CourseState(run.root, course_graph(Curriculum(modules=[]), stages=run.config.stages), run.brief,
+        run.state = CourseState(run.root, artefact_graph(Curriculum(modules=[]), stages=run.config.stages), run.brief,
                                 sources=run.config.sources, epoch=run.config.settings.source_date_epoch)
     else:
         run.state.brief = run.brief

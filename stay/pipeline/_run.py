@@ -19,7 +19,7 @@ from stay.artefacts import Artefact, ArtefactLoadError, Brief, Curriculum, Lesso
 from stay.artefacts._brief import DurationLimits
 from stay.errors import AnswerError, PipelineError
 from stay.models import ModelClient, Usage, cost
-from stay.pipeline._course_graph import course_graph
+from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._layout import CourseLayout
 from stay.pipeline._ledger import Sources
 from stay.pipeline._progress import Progress, ProgressSink, ProgressUpdate
@@ -281,7 +281,7 @@ class Run:
         """Rebuild the artefact graph once the curriculum (and plans) are on disk."""
         curriculum = self.curriculum()
         if curriculum is not None:
-            self.course.graph = course_graph(curriculum, self.plans(), self.config.stages)
+            self.course.graph = artefact_graph(curriculum, self.plans(), self.config.stages)
 
     # -- asking the model -------------------------------------------------------------------
 

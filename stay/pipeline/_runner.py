@@ -15,8 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-import networkx as nx
-
 from stay._display import plural
 from stay._lock import CourseLock
 from stay.artefacts import Brief
@@ -33,7 +31,8 @@ from stay.briefs import (
 from stay.errors import EnvironmentProblem, StayError, UsageError
 from stay.models import AnthropicBackend, CachedBackend, ModelClient, OfflineBackend, RequestCache, describe_cost
 from stay.pipeline._commands import open_course, open_course_named
-from stay.pipeline._graph import CommandDecl, build, command_walk, declare
+from stay.pipeline._dag import Dag
+from stay.pipeline._graph import CommandDecl, assemble, checked, command_walk, declare
 from stay.pipeline._ledger import Sources
 from stay.pipeline._nodes import handlers
 from stay.pipeline._progress import Progress, clock, default_progress
@@ -150,13 +149,11 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
 
 
 @functools.cache
-def _pipeline(stages: tuple[Stage, ...]) -> nx.DiGraph[str]:
-    from stay.pipeline._graph import checked
-
-    return checked(build(declare(stages)))
+def _pipeline(stages: tuple[Stage, ...]) -> Dag:
+    return checked(assemble(declare(stages)))
 
 
-def _walk(run: Run, pipeline: nx.DiGraph[str], declared: CommandDecl,
+def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
           on_node: Callable[[str], None] | None) -> BuildResult:
     config = run.config
     table = handlers(config.stages)

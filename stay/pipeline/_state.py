@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import networkx as nx
-
 from stay.artefacts import (
     Brief,
     CourseManifest,
@@ -34,6 +32,7 @@ from stay.artefacts import (
     write_text_atomic,
 )
 from stay.pipeline._course_graph import artefact_paths
+from stay.pipeline._dag import Dag
 from stay.pipeline._layout import BRIEF, CourseLayout
 from stay.pipeline._ledger import (
     GATES,
@@ -60,7 +59,7 @@ class CourseState:
     """A course directory, its artefact graph, and its hash ledger."""
 
     root: Path
-    graph: nx.DiGraph[str]
+    graph: Dag
     brief: Brief
     sources: Sources | None = None
     """What each stage is made with; None: staleness is judged on files alone."""
