@@ -18,6 +18,7 @@ from stay.scoring._compare import BETTER, INCONCLUSIVE, ITEMS, NOTHING, SAME, WO
 from stay.view import compare_page, render_compare_refused_html
 from stay.view._compare_page import run_intervals, stratified_interval, t_quantile
 from stay.view._reports import Interval
+from tests.parity.harness import examples
 from tests.scoring.reports import make_report, steady
 from tests.view.conftest import page_text
 
@@ -148,7 +149,7 @@ def test_t_quantiles_match_the_tables(df: int, critical: float) -> None:
     assert t_quantile(0.95, df) == pytest.approx(critical, abs=1e-4)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200, dev=40), deadline=None)
 @given(df=st.integers(1, 5000), level=st.floats(0.5, 0.999))
 def test_t_quantiles_agree_with_scipy(df: int, level: float) -> None:
     from scipy import stats  # the oracle: a dev dependency, so this differential test always runs
