@@ -92,7 +92,7 @@ def _mapping(data: dict[Any, Any], indent: int, out: list[str], seen: set[int], 
             raise _Unsupported
         out.append(("" if inline else pad) + _key(key) + ":")
         inline = False
-        _value(value, indent, out, seen)
+        _child(value, indent, out, seen, same_line=False)
 
 
 def _sequence(data: list[Any], indent: int, out: list[str], seen: set[int], inline: bool) -> None:
@@ -101,25 +101,19 @@ def _sequence(data: list[Any], indent: int, out: list[str], seen: set[int], inli
     for item in data:
         out.append(("" if inline else pad) + "-")
         inline = False
-        kind = type(item)
-        if kind is dict and item:
-            out.append(" ")
-            _mapping(item, indent + 2, out, seen, inline=True)
-        elif kind is list and item:
-            out.append(" ")
-            _sequence(item, indent + 2, out, seen, inline=True)
-        else:
-            out.append(_scalar(item, indent))
+        _child(item, indent, out, seen, same_line=True)
 
 
-def _value(value: Any, indent: int, out: list[str], seen: set[int]) -> None:
+def _child(value: Any, indent: int, out: list[str], seen: set[int], same_line: bool) -> None:
+    """What follows ``key:`` or ``-``: a scalar, or a nested block two columns in, which
+    starts on the next line after a key and on the same line after a dash."""
     kind = type(value)
     if kind is dict and value:
-        out.append("\n")
-        _mapping(value, indent + 2, out, seen, inline=False)
+        out.append(" " if same_line else "\n")
+        _mapping(value, indent + 2, out, seen, inline=same_line)
     elif kind is list and value:
-        out.append("\n")
-        _sequence(value, indent + 2, out, seen, inline=False)
+        out.append(" " if same_line else "\n")
+        _sequence(value, indent + 2, out, seen, inline=same_line)
     else:
         out.append(_scalar(value, indent))
 
