@@ -204,7 +204,7 @@ def test_an_unreachable_endpoint_is_one_warning(tmp_path: Path, capsys: pytest.C
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     warnings: list[str] = []
-    assert export_trace(RECORDS, OtlpTarget(f"http://127.0.0.1:{port}/v1/traces", timeout=1),
+    assert export_trace(RECORDS, OtlpTarget(f"http://127.0.0.1:{port}/v1/traces", timeout=0.3),
                         warn=warnings.append) is False
     assert len(warnings) == 1 and "could not export trace" in warnings[0]
     assert capsys.readouterr().err == ""  # the exporter's own log lines went into the warning

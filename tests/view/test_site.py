@@ -24,7 +24,7 @@ import stay.artefacts as artefacts
 from stay.view import build_site, render_course
 from stay.view._load import load_course
 from stay.view._status import NO_LEDGER, badge_class
-from tests.conftest import ROOT, SAMPLE
+from tests.conftest import ROOT, SAMPLE, run_stay
 from tests.fixtures.rules import MUTATIONS, make_fixture
 from tests.view.conftest import normalise, page_text
 
@@ -376,9 +376,11 @@ def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     (["how-http-requests-travel", "--out", "{sample}/site"], "is inside the course"),
     (["how-http-requests-travel", "--port", "9"], "--port needs --serve"),
 ])
-def test_the_command_refuses_bad_input_in_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+def test_the_command_refuses_bad_input_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   args: list[str], message: str) -> None:
     args = [a.replace("{sample}", str(SAMPLE)) for a in args]
-    done = _run("view", *args, "--courses-dir", str(SAMPLE.parent), cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)  # in-process: whatever it might write lands here
+    done = run_stay("view", *args, "--courses-dir", str(SAMPLE.parent))
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
 
