@@ -20,6 +20,8 @@ documented, and independently of stay's own prefix code:
 
 from __future__ import annotations
 
+import copy
+import functools
 import hashlib
 import json
 import re
@@ -73,7 +75,14 @@ def user_text(body: dict[str, Any]) -> str:
 
 def inputs_of(body: dict[str, Any]) -> dict[str, Any]:
     text = user_text(body)
-    return {m.group("name"): yaml.safe_load(m.group("body")) for m in _BLOCK.finditer(text)}
+    return {m.group("name"): copy.deepcopy(_parsed(m.group("body"))) for m in _BLOCK.finditer(text)}
+
+
+@functools.lru_cache(maxsize=512)
+def _parsed(text: str) -> Any:
+    """``yaml.safe_load``, once per text: every lesson's calls carry the same audience,
+    outcomes and plan (callers get a deep copy)."""
+    return yaml.safe_load(text)
 
 
 def answer_for(body: dict[str, Any]) -> dict[str, Any]:
