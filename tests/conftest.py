@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import shutil
 import subprocess
@@ -37,6 +38,14 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection imported (the anthropic SDK's thousands of classes among it) lives
+    for the whole session: frozen out of the cycle collector's way, so each full collection
+    walks only what the tests make (about a second less garbage collection per worker)."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture

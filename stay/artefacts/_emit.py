@@ -13,7 +13,7 @@ It covers what artefacts hold: dicts with string keys, lists, strings, ints, boo
 and None, with every string plain, single-quoted or a literal block. Anything else (a
 string that needs double quotes, a key that needs ``?``, a float, a shared list that
 PyYAML would anchor, an empty or scalar document) returns None, and the caller uses
-PyYAML. ``tests/artefacts/test_emit.py`` holds the two equal: the scalar analysis
+PyYAML. ``tests/test_emit.py`` holds the two equal: the scalar analysis
 exhaustively over short strings of the characters that matter and over generated text,
 and the whole text over generated documents and every file of the sample course.
 """
@@ -33,19 +33,7 @@ _FOLDED = re.compile("[\r\x85\u2028\u2029]")  # the format's representer double-
 # Not printable for an emitter that allows unicode: only double quotes can carry it. The
 # full class takes milliseconds to compile, so ASCII text (nearly all of it) never needs it.
 _SPECIAL_ASCII = re.compile("[^\n -~]")
-
-
-@cache
-def _special_unicode() -> re.Pattern[str]:
-    return re.compile("[^\n -~\x85\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010fffe]")
-
-
-def _special(text: str) -> bool:
-    pattern = _SPECIAL_ASCII if text.isascii() else _special_unicode()
-    return pattern.search(text) is not None
-
 _SPACE_BREAK = re.compile(f" [{_BREAKS}]")
-_BREAK_SPACE = re.compile(f"[{_BREAKS}] ")
 _LINE_BREAK = re.compile(f"[{_BREAKS}]")
 _FOLLOWED = f"(?=[{_WHITESPACE}]|\\Z)"
 # Indicators that forbid a plain scalar in block context: at the start, and inside.
@@ -59,6 +47,16 @@ _STR = "tag:yaml.org,2002:str"
 
 class _Unsupported(Exception):
     """A value this emitter does not write; PyYAML does."""
+
+
+@cache
+def _special_unicode() -> re.Pattern[str]:
+    return re.compile("[^\n -~\x85\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010fffe]")
+
+
+def _special(text: str) -> bool:
+    pattern = _SPECIAL_ASCII if text.isascii() else _special_unicode()
+    return pattern.search(text) is not None
 
 
 def emit(data: Any) -> str | None:
