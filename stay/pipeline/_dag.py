@@ -145,15 +145,6 @@ class NodeView:
     def __getitem__(self, node: str) -> dict[str, Any]:
         return self._nodes[node]
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._nodes)
-
-    def __len__(self) -> int:
-        return len(self._nodes)
-
-    def __contains__(self, node: object) -> bool:
-        return node in self._nodes
-
     def __call__(self, data: bool = False) -> Iterator[Any]:
         return iter(self._nodes.items()) if data else iter(self._nodes)
 
