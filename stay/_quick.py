@@ -269,12 +269,19 @@ class _Tee:
 
 
 def _write(path: Path, document: Any) -> None:
-    """Whole or not at all: a temporary file, then a rename."""
+    """Whole or not at all: a temporary file, then a rename. ``stay.artefacts``'s
+    ``write_text_atomic`` does the same for course files, but importing it would import
+    pydantic and the artefact models, which this module exists to avoid; a record need
+    not survive a power cut (a lost one only means the next run walks), so no fsync."""
     import tempfile
 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(document, handle, indent=1, sort_keys=True)
-        handle.write("\n")
-    os.replace(temporary, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(document, handle, indent=1, sort_keys=True)
+            handle.write("\n")
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
