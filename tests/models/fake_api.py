@@ -20,8 +20,6 @@ documented, and independently of stay's own prefix code:
 
 from __future__ import annotations
 
-import copy
-import functools
 import hashlib
 import json
 import re
@@ -33,9 +31,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx2
-import yaml
 
 from stay.models import offline_answer
+from tests.remembered_yaml import load_yaml
 
 STAGE_HEADERS = {"audience": "audience", "curriculum": "curriculum", "outcomes": "outcomes",
                  "assessment": "assessment", "lesson planning": "plan", "lesson content": "content",
@@ -75,14 +73,7 @@ def user_text(body: dict[str, Any]) -> str:
 
 def inputs_of(body: dict[str, Any]) -> dict[str, Any]:
     text = user_text(body)
-    return {m.group("name"): copy.deepcopy(_parsed(m.group("body"))) for m in _BLOCK.finditer(text)}
-
-
-@functools.lru_cache(maxsize=512)
-def _parsed(text: str) -> Any:
-    """``yaml.safe_load``, once per text: every lesson's calls carry the same audience,
-    outcomes and plan (callers get a deep copy)."""
-    return yaml.safe_load(text)
+    return {m.group("name"): load_yaml(m.group("body")) for m in _BLOCK.finditer(text)}
 
 
 def answer_for(body: dict[str, Any]) -> dict[str, Any]:
