@@ -176,13 +176,24 @@ _SUFFIXES: tuple[tuple[str, type[Artefact]], ...] = (
 def load(path: str | os.PathLike[str], model: type[M] | None = None) -> M:
     """Read one artefact file; the model defaults to the one its name implies."""
     chosen = model if model is not None else artefact_type(path)
+    return parse_bytes(chosen, read_bytes(path), os.fspath(path))  # type: ignore[return-value]
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """A course file's bytes; a missing file is an ArtefactLoadError naming it."""
     try:
-        text = Path(path).read_bytes().decode("utf-8")
+        return Path(path).read_bytes()
     except FileNotFoundError:
-        raise ArtefactLoadError(f"{path}: file not found") from None
+        raise ArtefactLoadError(f"{os.fspath(path)}: file not found") from None
+
+
+def parse_bytes(model: type[M], data: bytes, where: str) -> M:
+    """A file's bytes as ``model``: UTF-8 (else an error naming ``where``), then ``parse``."""
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise ArtefactLoadError(f"{path}: not UTF-8; save the file as UTF-8") from None
-    return parse(chosen, text, os.fspath(path))  # type: ignore[return-value]
+        raise ArtefactLoadError(f"{where}: not UTF-8; save the file as UTF-8") from None
+    return parse(model, text, where)
 
 
 def _umask() -> int:

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stay.artefacts import Artefact, ArtefactLoadError, Brief, Curriculum, LessonPlan, artefact_type, parse
+from stay.artefacts import Artefact, Brief, Curriculum, LessonPlan, artefact_type
 from stay.artefacts._brief import DurationLimits
+from stay.artefacts._io import parse_bytes, read_bytes
 from stay.errors import AnswerError, PipelineError
 from stay.models import ModelClient, Usage, cost
 from stay.pipeline._course_graph import artefact_graph
@@ -241,18 +242,11 @@ class Run:
         bytes are read every time: a cache keyed on a file's time and size would miss a
         rewrite of the same size within one tick of the filesystem's clock."""
         file = self.root / path
-        try:
-            data = file.read_bytes()
-        except FileNotFoundError:
-            raise ArtefactLoadError(f"{file}: file not found") from None
+        data = read_bytes(file)
         cached = self._loaded.get(path)
         if cached is not None and cached[0] == data:
             return cached[1]
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise ArtefactLoadError(f"{file}: not UTF-8; save the file as UTF-8") from None
-        artefact: Artefact = parse(artefact_type(path), text, os.fspath(file))
+        artefact: Artefact = parse_bytes(artefact_type(path), data, os.fspath(file))
         self._loaded[path] = (data, artefact)
         return artefact
 
