@@ -50,3 +50,17 @@ def test_values_that_are_not_plain_data_are_never_remembered() -> None:
     assert list(_prompt._RENDERED) == [repr([1, 2])]  # only the plain one
     assert rendered == "\n".join(f"## {name}\n\n```yaml\n{_fresh(value)}```\n" for name, value in
                                  (("a", [day]), ("b", {1: "int key"}), ("c", {"k": {"a set"}}), ("d", [1, 2])))
+
+
+@settings(max_examples=examples(300, dev=40), deadline=None)
+@given(st.lists(values, min_size=1, max_size=3) | st.dictionaries(st.text(max_size=8), values, min_size=1, max_size=3),
+       st.booleans())
+def test_a_list_or_dict_in_a_value_twice_renders_as_fresh_as_two_equal_copies(inner: Any, shared_first: bool) -> None:
+    """The same object twice is written with an anchor and an alias, two equal copies
+    without; their reprs are the same, so neither may be answered from the other's memory."""
+    import copy
+
+    shared, copies = {"a": inner, "b": inner}, {"a": inner, "b": copy.deepcopy(inner)}
+    for value in ((shared, copies) if shared_first else (copies, shared)):
+        assert render_inputs({"x": value}) == f"## x\n\n```yaml\n{_fresh(value)}```\n"
+    assert _fresh(shared) != _fresh(copies)  # the case is real: the two texts differ

@@ -116,7 +116,7 @@ def render_value(value: Any) -> str:
     once and remembered by its ``repr``, which tells apart every value that renders
     differently (types included); anything else is rendered afresh. A test holds the
     remembered text equal to a fresh rendering over generated values."""
-    if not _plain(value):
+    if not _plain(value, set()):
         return _render(value)
     key = repr(value)
     text = _RENDERED.get(key)
@@ -135,14 +135,19 @@ _RENDERED: dict[str, str] = {}
 _REMEMBER = 1_024
 
 
-def _plain(value: Any) -> bool:
+def _plain(value: Any, seen: set[int]) -> bool:
     """Data made only of dicts with string keys, lists, strings, ints, floats, booleans
-    and None, exactly those types (a subclass may render differently with the same repr)."""
+    and None, exactly those types (a subclass may render differently with the same repr),
+    with no list or dict in it twice (YAML writes that one as an anchor and an alias; its
+    repr is the same as two equal copies')."""
     kind = type(value)
-    if kind is dict:
-        return all(type(k) is str and _plain(v) for k, v in value.items())
-    if kind is list:
-        return all(_plain(item) for item in value)
+    if kind is dict or kind is list:
+        if id(value) in seen:
+            return False
+        seen.add(id(value))
+        if kind is dict:
+            return all(type(k) is str and _plain(v, seen) for k, v in value.items())
+        return all(_plain(item, seen) for item in value)
     return kind in (str, int, float, bool) or value is None
 
 
