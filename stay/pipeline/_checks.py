@@ -1,0 +1,26 @@
+"""The validator's findings about given course files: what a write-time check sends
+back to the model, what a gate summary lists, and what ``--yes`` refuses to approve.
+
+One function over the one validator, so the check after a write, the gate summary and
+the gate's refusal can never disagree about which defects a file holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from stay.pipeline._run import Run
+from stay.validate import Defect, Severity, validate_course
+
+
+def defects_in(run: Run, paths: Iterable[str], *, fails_only: bool = False) -> tuple[Defect, ...]:
+    """The defects the validator finds in ``paths`` (course-relative), in report order.
+
+    The whole course is validated (cross-file rules need it), then the defects are kept
+    whose path is one of ``paths``. Mid-run, a file not written yet is a WARN of its own
+    path, so it never shows up against a file that exists; ``fails_only`` keeps FAILs.
+    """
+    wanted = set(paths)
+    report = validate_course(run.root, data_dir=run.config.settings.resolved_data_dir())
+    return tuple(d for d in report.defects
+                 if d.path in wanted and (not fails_only or d.severity == Severity.FAIL))
