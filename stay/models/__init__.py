@@ -11,7 +11,7 @@ from stay.models._cache import CachedBackend, RequestCache, request_key
 from stay.models._offline import DEFECTS, OFFLINE_MODEL, OfflineBackend, offline_answer
 from stay.models._prefix_gate import PrefixGate, prefix_keys
 from stay.models._prices import BATCH_DISCOUNT, PRICES, Price, Rates, cost, describe_cost
-from stay.models._protocol import ModelClient
+from stay.models._protocol import ModelClient, Rejecting
 from stay.models._roles import DEFAULT_MODELS, SCREENING, THINKING, Thinking
 from stay.models._screen import Screening, screen_request, screening_of, verdict
 from stay.models._wire import answer_from, request_params
@@ -48,6 +48,7 @@ __all__ = [
     "PrefixGate",
     "Price",
     "Rates",
+    "Rejecting",
     "RequestCache",
     "Role",
     "Screening",

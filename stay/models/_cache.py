@@ -9,6 +9,14 @@ harness leaves open.
 Every paid token is reported once, in the run that uses the answer: a live answer's
 usage comes back from the call that paid it; an answer a Message Batch paid for is
 stored unreported, and the first run to use it reports its usage at the batch price.
+
+An answer that fails the check of whoever asked (the schema, then the stage's own
+checks) is rejected: taken out of the cache into ``rejected/`` beside it, with the
+reason, for diagnosis only. Nothing reads an answer back from there, so the next run
+asks the model again instead of failing the same way forever, and a replay misses,
+saying so. Live and batch answers take the same path: each is stored when it arrives
+(a paid answer survives a crash before its check) and leaves the cache the moment its
+check fails, before the asking run goes on.
 """
 
 from __future__ import annotations
@@ -20,11 +28,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stay.errors import ReplayMiss
+from stay.errors import AnswerError, ReplayMiss
 from stay.models._protocol import ModelClient
 from stay.models._roles import DEFAULT_MODELS
 from stay.models._screen import Screening, screen_request, screening_of, verdict
 from stay.requests import ModelAnswer, ModelRequest, Usage
+
+REJECTIONS_KEPT = 3
+"""Rejected answers kept per request, the latest last: enough to see whether a model
+fails the same way each time it is asked again, while reruns cannot grow the folder
+without bound."""
 
 
 def request_key(request: ModelRequest, model: str, salt: str = "") -> str:
@@ -73,6 +86,11 @@ class RequestCache:
     def _path(self, key: str) -> Path:
         return self.directory / f"{key}.json"
 
+    @property
+    def rejected_dir(self) -> Path:
+        """Where rejected answers are kept: ``rejected/`` beside the cache (``.runs/rejected/``)."""
+        return self.directory.parent / "rejected"
+
     def _entry(self, request: ModelRequest, model: str) -> dict[str, Any] | None:
         path = self._path(request_key(request, model, self.salt))
         if not path.is_file():
@@ -111,9 +129,45 @@ class RequestCache:
             self.put(request, model, answer, reported=True)
             return answer
 
+    def reject(self, request: ModelRequest, model: str, why: str, *, raw: str | None = None) -> None:
+        """The answer to ``request`` failed its check (``why``): take it out of the cache
+        and keep it under ``rejected/`` for diagnosis, with the reason (``raw``: the text
+        of an answer that was not even JSON, which never reached the cache)."""
+        from stay.artefacts import write_text_atomic
+
+        key = request_key(request, model, self.salt)
+        record = self.rejected_dir / f"{key}.json"
+        with self._lock:
+            entry = self._entry(request, model)
+            rejection = {"why": why, "answer": entry["answer"] if entry is not None else None, "raw": raw}
+            document = {"model": model, "request": request.model_dump(mode="json"),
+                        "rejections": [*self._rejections(record), rejection][-REJECTIONS_KEPT:]}
+            # the record first: a crash between the two leaves the answer to be checked, and rejected, again
+            write_text_atomic(record, json.dumps(document, sort_keys=True))
+            self._path(key).unlink(missing_ok=True)
+
+    @staticmethod
+    def _rejections(record: Path) -> list[dict[str, Any]]:
+        try:
+            kept = json.loads(record.read_text(encoding="utf-8"))["rejections"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return []  # none yet, or a damaged record: start it again
+        return [item for item in kept if isinstance(item, dict)] if isinstance(kept, list) else []
+
+    def rejection(self, request: ModelRequest, model: str) -> str | None:
+        """Why the latest rejected answer to ``request`` was rejected, or None if none was."""
+        kept = self._rejections(self.rejected_dir / f"{request_key(request, model, self.salt)}.json")
+        return str(kept[-1].get("why")) if kept else None
+
     def explain_miss(self, request: ModelRequest, model: str) -> str:
-        """What changed since the nearest cached request for the same stage and file:
-        the one with the fewest changed parts (ties: the first by file name)."""
+        """Why the cache holds no answer: one was rejected (it is never served), or what
+        changed since the nearest cached request for the same stage and file: the one with
+        the fewest changed parts (ties: the first by file name)."""
+        rejected = self.rejection(request, model)
+        if rejected is not None:
+            record = self.rejected_dir / f"{request_key(request, model, self.salt)}.json"
+            return (f"stage {request.stage} ({request.artefact}): its answer was rejected ({rejected}); it is "
+                    f"kept for diagnosis only, in {record}, and never served")
         best: list[str] | None = None
         if self.directory.is_dir():
             for path in sorted(self.directory.glob("*.json")):
@@ -157,9 +211,17 @@ class CachedBackend:
             why = self.cache.explain_miss(request, model)
             raise ReplayMiss(f"replay has no answer for this request: {why}")
         self.misses += 1
-        answer = self.inner.complete(request, model)
+        try:
+            answer = self.inner.complete(request, model)
+        except AnswerError as exc:  # not JSON, or not an object: kept for diagnosis like any rejected answer
+            self.cache.reject(request, model, str(exc), raw=exc.raw)
+            raise
         self.cache.put(request, model, answer)
         return answer
+
+    def reject(self, request: ModelRequest, model: str, why: str) -> None:
+        """The answer ``complete`` gave failed the asker's check: never serve it again."""
+        self.cache.reject(request, model, why)
 
     def screening(self, text: str) -> Screening:
         """The screen, through the cache: a rerun does not pay for it again; a replayed

@@ -21,3 +21,12 @@ class ModelClient(Protocol):
     def screen(self, text: str) -> str | None:
         """Input moderation: a reason to reject ``text``, or None to let it through."""
         ...
+
+
+@runtime_checkable
+class Rejecting(Protocol):
+    """A backend that keeps answers (the request cache) and is told when one failed the
+    asker's check, so that it never serves that answer again. Apart from ``ModelClient``,
+    which stays what every backend must do: only a backend that remembers needs it."""
+
+    def reject(self, request: ModelRequest, model: str, why: str) -> None: ...

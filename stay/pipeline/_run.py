@@ -19,7 +19,7 @@ from stay.artefacts import Artefact, Brief, Curriculum, LessonPlan, artefact_typ
 from stay.artefacts._brief import DurationLimits
 from stay.artefacts._io import parse_bytes, read_bytes
 from stay.errors import AnswerError, PipelineError
-from stay.models import ModelClient, Usage, cost
+from stay.models import ModelClient, Rejecting, Usage, cost
 from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._layout import CourseLayout
 from stay.pipeline._ledger import Sources
@@ -284,11 +284,23 @@ class Run:
         schema is asked for once more, with the validation errors attached; a second
         misfit is reported (AnswerError, naming the stage, the file and the field)."""
         try:
-            return parse(self.ask(request))
+            return self.checked(request, parse)
         except AnswerError as exc:
             self.say(f"  {request.artefact}: the answer did not fit its schema; asking once more")
             note = f"Your previous answer did not fit the output schema: {exc}. Answer again."
-            return parse(self.ask(with_note(request, "schema_errors", [str(exc)], note)))
+            return self.checked(with_note(request, "schema_errors", [str(exc)], note), parse)
+
+    def checked(self, request: ModelRequest, parse: Callable[[ModelAnswer], list[Artefact]]) -> list[Artefact]:
+        """Ask and parse (the schema, then the stage's checks). An answer that fails is
+        rejected where the backend keeps answers (the request cache), so no rerun or
+        replay is served it again: "ask again" means the model is asked."""
+        answer = self.ask(request)
+        try:
+            return parse(answer)
+        except AnswerError as exc:
+            if isinstance(self.backend, Rejecting):
+                self.backend.reject(request, self.config.settings.model(request.role), str(exc))
+            raise
 
     def ask(self, request: ModelRequest) -> ModelAnswer:
         """One model call, under the model-call cap, counted and priced."""
