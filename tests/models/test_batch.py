@@ -12,7 +12,7 @@ import httpx2
 import pytest
 
 from stay.artefacts import Brief
-from stay.errors import ModelError, ModelUnavailable
+from stay.errors import AnswerError, ModelError, ModelUnavailable
 from stay.models import AnthropicBackend, RequestCache, Usage, prefetch
 from stay.models._batch import split
 from stay.pipeline import build_course, run_command
@@ -255,3 +255,43 @@ def test_judging_at_scale_goes_through_one_batch(tmp_path: Path) -> None:
     assert len(api.batches) == 1 and api.live == []
     assert results["distractor_quality"].score == 1.0 and results["outcome_coverage"].score == 0.0
     assert results["exercise_alignment"].judge.startswith("model:")
+
+
+def _calls(course: Path, stage: str) -> list[dict[str, Any]]:
+    """Every call of ``stage`` in every run's trace, as traced (usage, batch or live)."""
+    records = [json.loads(line) for path in sorted((course / ".runs" / "traces").glob("*.jsonl"))
+               for line in path.read_text().splitlines()]
+    return [call for record in records for call in record.get("calls", []) if call["stage"] == stage]
+
+
+def test_a_batch_answer_that_fails_its_check_is_asked_again_and_paid_for_once(tmp_path: Path) -> None:
+    api = FakeBatches()
+    honest, spoiled = api.answer, []
+
+    def answer(params: dict[str, Any]) -> dict[str, Any]:  # run 1's quizzes, from its batch and live retries
+        if "# Stage: quiz" in json.dumps(params["system"]) and len(api.batches) == 1:
+            spoiled.append(params)
+            return {}
+        return honest(params)
+
+    api.answer = answer  # type: ignore[method-assign]
+    with pytest.raises(AnswerError, match="quiz"):
+        build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=_backend(api), batch=True,
+                     progress=lambda _l: None)
+    course = tmp_path / "incident-postmortems"
+    cache = RequestCache(course / ".runs" / "cache")
+    rejected = sorted(cache.rejected_dir.glob("*.json"))
+    assert len(rejected) == len(spoiled) and not any(
+        json.loads(path.read_text())["answer"]["data"] == {} for path in cache.directory.glob("*.json"))
+    batches = len(api.batches)
+    result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=_backend(api), batch=True,
+                          progress=lambda _l: None)
+    assert result.complete and len(api.batches) == batches + 1  # the rejected batch answer was asked again
+    again = api.batches[f"msgbatch_{batches + 1}"]
+    assert again and all("# Stage: quiz" in json.dumps(entry["params"]["system"]) for entry in again)
+    # every quiz answer the fake sent is counted once, across both runs: none twice, none lost
+    sent = [entry for entries in api.batches.values() for entry in entries
+            if "# Stage: quiz" in json.dumps(entry["params"]["system"])]
+    live = [body for body in api.live if "# Stage: quiz" in json.dumps(body["system"])]
+    traced = _calls(course, "quiz")
+    assert sum(call["input_tokens"] for call in traced) == USAGE["input_tokens"] * (len(sent) + len(live))

@@ -3,6 +3,7 @@ since the nearest cached request."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -12,11 +13,12 @@ import pytest
 
 import stay
 from stay.artefacts import Brief
-from stay.models import CachedBackend, ModelAnswer, RequestCache, Usage
+from stay.models import CachedBackend, ModelAnswer, Rejecting, RequestCache, Usage
+from stay.models._cache import REJECTIONS_KEPT
 from stay.pipeline import build_course
 from stay.stages import STAGES, Prompts
 from tests.conftest import run_stay
-from tests.models.fake_api import FakeMessagesAPI
+from tests.models.fake_api import FakeMessagesAPI, message
 from tests.models.helpers import HTTP, audience_request, backend, quiet, recording
 
 
@@ -110,3 +112,48 @@ def test_replay_needs_no_api_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                         "--courses-dir", str(tmp_path))  # no key, no base URL
     assert replayed.returncode == 4, replayed.stderr  # back at the design gate, having replayed the audience
     assert "ANTHROPIC_API_KEY" not in replayed.stderr and audience.read_text() == written
+
+
+def test_a_rejected_answer_leaves_the_cache_for_good_and_a_replay_miss_says_so(tmp_path: Path) -> None:
+    cache = RequestCache(tmp_path / ".runs" / "cache")
+    handle, seen = recording()
+    live = CachedBackend(backend(handle), cache)
+    request, model = audience_request(), "claude-sonnet-5-5"
+    answer = live.complete(request, model)
+    assert isinstance(live, Rejecting) and cache.get(request, model) == answer
+    live.reject(request, model, "stage audience: not what was asked")
+    assert cache.get(request, model) is None and not list(cache.directory.glob("*.json"))
+    (record,) = cache.rejected_dir.glob("*.json")
+    assert record.parent == tmp_path / ".runs" / "rejected"
+    (kept,) = json.loads(record.read_text())["rejections"]
+    assert kept == {"why": "stage audience: not what was asked", "answer": answer.model_dump(mode="json"),
+                    "raw": None}
+    with pytest.raises(stay.errors.ReplayMiss, match=r"its answer was rejected \(stage audience: not what was "
+                                                     r"asked\); it is kept for diagnosis only, in .*rejected"):
+        CachedBackend(backend(no_network), cache, replay=True).complete(request, model)
+    calls = len(seen)
+    assert live.complete(request, model).data == answer.data and len(seen) == calls + 1  # asked again
+
+
+def test_rejections_kept_per_request_are_bounded_the_latest_last(tmp_path: Path) -> None:
+    cache = RequestCache(tmp_path / "cache")
+    request, model = audience_request(), "claude-sonnet-5-5"
+    whys = [f"rejection {n}" for n in range(REJECTIONS_KEPT + 2)]
+    for why in whys:
+        cache.put(request, model, ModelAnswer(data={"why": why}, model=model, usage=Usage()))
+        cache.reject(request, model, why)
+    (record,) = cache.rejected_dir.glob("*.json")
+    kept = json.loads(record.read_text())["rejections"]
+    assert [item["why"] for item in kept] == whys[-REJECTIONS_KEPT:]
+    assert [item["answer"]["data"] for item in kept] == [{"why": why} for why in whys[-REJECTIONS_KEPT:]]
+    assert cache.rejection(request, model) == whys[-1]
+
+
+def test_an_answer_that_is_not_json_is_kept_as_text_beside_the_rejected_ones(tmp_path: Path) -> None:
+    cache = RequestCache(tmp_path / "cache")
+    handle, _seen = recording([message("not json at all")])
+    with pytest.raises(stay.errors.AnswerError, match="not JSON"):
+        CachedBackend(backend(handle), cache).complete(audience_request(), "claude-sonnet-5-5")
+    (record,) = cache.rejected_dir.glob("*.json")
+    (kept,) = json.loads(record.read_text())["rejections"]
+    assert kept["answer"] is None and kept["raw"] == "not json at all" and "not JSON" in kept["why"]
