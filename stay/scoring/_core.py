@@ -39,7 +39,7 @@ from stay.artefacts import (
     load,
 )
 from stay.errors import AnswerError, ModelError
-from stay.models import DEFAULT_MODELS, ModelAnswer, ModelClient, ModelRequest, SystemBlock, Usage
+from stay.models import DEFAULT_MODELS, ModelAnswer, ModelClient, ModelRequest, Rejecting, SystemBlock, Usage
 
 A = TypeVar("A", bound=BaseModel)
 Failure = Literal["unparseable", "error"]
@@ -223,6 +223,12 @@ class ModelJudge:
             return JudgeReply(None, "", self.model, error=f"{type(exc).__name__}: {' '.join(str(exc).split())}")
         return JudgeReply(answer.data, json.dumps(answer.data, sort_keys=True), answer.model, answer.usage)
 
+    def reject(self, request: ModelRequest, why: str) -> None:
+        """The reply to ``request`` could not be read as its verdict: where the backend keeps
+        answers (the request cache), it is never served again, so a re-score asks anew."""
+        if isinstance(self.backend, Rejecting):
+            self.backend.reject(request, self.model, why)
+
 
 def parsed(reply: JudgeReply, answer: type[A]) -> tuple[A | None, str | None]:
     """The reply as ``answer``, or (None, why it could not be read)."""
@@ -270,10 +276,13 @@ class Judging:
     def ask(self, item: str, inputs: dict[str, Any], answer: type[A], verdict: Callable[[A], tuple[float, str]],
             *, lesson: str | None = None) -> None:
         content = content_hash({"inputs": inputs, "lesson": lesson})
-        reply = self.judge.ask(judge_request(self.scorer, self.instructions, item, inputs, answer, lesson=lesson))
+        request = judge_request(self.scorer, self.instructions, item, inputs, answer, lesson=lesson)
+        reply = self.judge.ask(request)
         self.usage = self.usage + reply.usage
         parsed_answer, why = parsed(reply, answer)
         if parsed_answer is None:
+            if reply.data is not None and isinstance(self.judge, ModelJudge):
+                self.judge.reject(request, why or "unreadable")
             self.items.append(failed_item(item, content, reply, why or "unreadable"))
             return
         score, reason = verdict(parsed_answer)

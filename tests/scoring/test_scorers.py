@@ -129,6 +129,24 @@ def test_judges_use_the_judging_role_and_the_request_cache(course: CourseOnDisk,
     assert all(r.output_schema["properties"] for r in fake.seen)
 
 
+def test_a_judge_reply_that_is_no_verdict_is_never_served_again(course: CourseOnDisk, tmp_path: Path) -> None:
+    answers = [{"verdict": "yes"}]  # no "embodies": unreadable as the verdict the scorer asked for
+
+    def reply(_request: ModelRequest) -> dict[str, Any]:
+        return answers[0]
+
+    fake = FakeModel(reply)
+    cache = RequestCache(tmp_path / "cache")
+    judge = ModelJudge(CachedBackend(fake, cache))
+    first = DistractorQuality(judge).score(course)
+    asked = len(fake.seen)
+    assert asked > 0 and first.unparseable == len(first.items) == asked
+    assert not list(cache.directory.glob("*.json")) and len(list(cache.rejected_dir.glob("*.json"))) == asked
+    answers[0] = {"embodies": True, "reason": "names the belief"}
+    again = DistractorQuality(judge).score(course)
+    assert len(fake.seen) == 2 * asked and again.unparseable == 0 and again.score == 1.0  # asked anew
+
+
 def test_the_offline_judge_says_what_it_is_in_every_result(course: CourseOnDisk) -> None:
     results = score_course(course.root, default_scorers(OfflineJudge()))
     for name, result in results.items():
