@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import stay.pipeline._runner
-from stay.errors import EXIT_REFUSED, AnswerError
+from stay.errors import EXIT_REFUSED, AnswerError, ReplayMiss
 from stay.models import ModelAnswer, ModelRequest, OfflineBackend
 from stay.pipeline import build_course
 from stay.stages import REGISTRY
@@ -70,9 +70,14 @@ def _answers(folder: Path) -> list[Any]:
     return [json.loads(path.read_text())["answer"]["data"] for path in sorted(folder.glob("*.json"))]
 
 
-def _rejected(folder: Path) -> list[Any]:
-    return [item["answer"]["data"] for path in sorted(folder.glob("*.json"))
-            for item in json.loads(path.read_text())["rejections"]]
+def _rejected(folder: Path) -> list[str]:
+    """Every rejected answer kept in ``folder``, as sorted JSON texts (the files are by request key)."""
+    return sorted(json.dumps(item["answer"]["data"], sort_keys=True) for path in folder.glob("*.json")
+                  for item in json.loads(path.read_text())["rejections"])
+
+
+def _texts(answers: list[dict[str, Any]]) -> list[str]:
+    return sorted(json.dumps(data, sort_keys=True) for data in answers)
 
 
 @pytest.mark.parametrize(("stage", "spoil"), [("plan", no_plans), *((s.name, nothing) for s in REGISTRY)],
@@ -87,15 +92,18 @@ def test_an_answer_rejected_twice_is_asked_again_by_the_rerun(tmp_path: Path, st
     course = tmp_path / "how-http-requests-travel"
     cache, rejected = course / ".runs" / "cache", course / ".runs" / "rejected"
     # both spoiled answers (the first, and the one asked for with the error) are kept for diagnosis only
-    assert len(backend.spoiled) == backend.bad and _rejected(rejected) == backend.spoiled
+    assert len(backend.spoiled) == backend.bad and _rejected(rejected) == _texts(backend.spoiled)
     assert not [data for data in _answers(cache) if data in backend.spoiled]
 
     calls = backend.calls
+    with pytest.raises(ReplayMiss, match=r"its answer was rejected \(.*\); it is kept for diagnosis only"):
+        build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend, replay=True, progress=quiet)
+    assert backend.calls == calls  # a replay never serves a rejected answer, and never asks
     again = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend, cache=True, progress=quiet)
     assert again.complete and again.calls > 0 and backend.calls > calls  # the model was asked again
     summary = reference_report(course, strict=True)["summary"]
     assert (summary["fail"], summary["warn"]) == (0, 0), summary
-    assert _rejected(rejected) == backend.spoiled  # still there, still never served
+    assert _rejected(rejected) == _texts(backend.spoiled)  # still there, still never served
 
 
 def test_the_command_line_says_ask_again_in_one_line_and_the_rerun_finishes(
