@@ -18,8 +18,9 @@ from stay.models._cache import REJECTIONS_KEPT
 from stay.pipeline import build_course
 from stay.stages import STAGES, Prompts
 from tests.conftest import run_stay
-from tests.models.fake_api import FakeMessagesAPI, message
+from tests.models.fake_api import FakeMessagesAPI, answer_for, is_stage, message, reply, stage_of
 from tests.models.helpers import HTTP, audience_request, backend, quiet, recording
+from tests.parity.harness import reference_report
 
 
 @pytest.fixture(autouse=True)
@@ -157,3 +158,23 @@ def test_an_answer_that_is_not_json_is_kept_as_text_beside_the_rejected_ones(tmp
     (record,) = cache.rejected_dir.glob("*.json")
     (kept,) = json.loads(record.read_text())["rejections"]
     assert kept["answer"] is None and kept["raw"] == "not json at all" and "not JSON" in kept["why"]
+
+
+def test_over_the_real_sdk_a_plan_rejected_twice_is_asked_again_by_the_rerun(tmp_path: Path) -> None:
+    handle, seen = recording()
+    spoiled: list[dict[str, object]] = []
+
+    def no_plans(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        if is_stage(body) and stage_of(body) == "plan" and len(spoiled) < 2:
+            spoiled.append(body)  # fits the schema; fails the plan stage's one-plan-per-lesson check
+            return reply(body, message({**answer_for(body), "plans": []}, model=body["model"]))
+        return handle(request)
+
+    with pytest.raises(stay.errors.AnswerError, match="answer holds 0 plans; ask again"):
+        build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend(no_plans), progress=quiet)
+    asked = len(seen)
+    again = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend(no_plans), progress=quiet)
+    assert again.complete and len(seen) > asked and any(stage_of(body) == "plan" for body in seen[asked:])
+    summary = reference_report(again.course_dir, strict=True)["summary"]
+    assert (summary["fail"], summary["warn"]) == (0, 0), summary
