@@ -255,9 +255,15 @@ def _course_command(ns: argparse.Namespace, settings: Settings) -> int:
     import stay.pipeline as pipeline
 
     if ns.command == "approve":
-        pipeline.approve(ns.slug, ns.gate, courses_dir=ns.courses_dir, decline=ns.decline, note=ns.note,
-                         settings=settings)
-        print(f"{ns.slug}: the {ns.gate} gate is {'declined' if ns.decline else 'approved'}")
+        fails = pipeline.approve(ns.slug, ns.gate, courses_dir=ns.courses_dir, decline=ns.decline, note=ns.note,
+                                 settings=settings)
+        said = f"{ns.slug}: the {ns.gate} gate is {'declined' if ns.decline else 'approved'}"
+        if fails:  # a person may sign a FAIL, but not unaware of it
+            import shlex
+
+            where = shlex.quote(os.path.join(ns.courses_dir, ns.slug))
+            said += f"; its files hold {len(fails)} FAIL: `stay validate {where}` lists them"
+        print(said)
         return EXIT_OK
     statuses = (pipeline.adopt if ns.command == "adopt" else pipeline.status)(
         ns.slug, courses_dir=ns.courses_dir, settings=settings)

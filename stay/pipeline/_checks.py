@@ -8,8 +8,10 @@ the gate's refusal can never disagree about which defects a file holds.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 from stay.pipeline._run import Run
+from stay.settings import Settings
 from stay.validate import Defect, Severity, validate_course
 
 
@@ -20,7 +22,13 @@ def defects_in(run: Run, paths: Iterable[str], *, fails_only: bool = False) -> t
     whose path is one of ``paths``. Mid-run, a file not written yet is a WARN of its own
     path, so it never shows up against a file that exists; ``fails_only`` keeps FAILs.
     """
+    return course_defects(run.root, run.config.settings, paths, fails_only=fails_only)
+
+
+def course_defects(root: Path, settings: Settings, paths: Iterable[str], *,
+                   fails_only: bool = False) -> tuple[Defect, ...]:
+    """``defects_in`` for a course opened without a run (``stay approve``)."""
     wanted = set(paths)
-    report = validate_course(run.root, data_dir=run.config.settings.resolved_data_dir())
+    report = validate_course(root, data_dir=settings.resolved_data_dir())
     return tuple(d for d in report.defects
                  if d.path in wanted and (not fails_only or d.severity == Severity.FAIL))

@@ -16,6 +16,7 @@ from stay._lock import CourseLock
 from stay.artefacts import Curriculum, load
 from stay.briefs import course_dir
 from stay.errors import EnvironmentProblem, PipelineError, UsageError
+from stay.pipeline._checks import course_defects
 from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._ledger import GATES, Sources, Status, read_ledger
 from stay.pipeline._progress import print_progress
@@ -23,6 +24,7 @@ from stay.pipeline._run import command_hint
 from stay.pipeline._state import CourseState, load_manifest, plans_on_disk
 from stay.settings import Settings
 from stay.stages import REGISTRY, Prompts, Stage
+from stay.validate import Defect
 
 
 def open_course_named(slug: str, courses_dir: str | os.PathLike[str], settings: Settings | None = None,
@@ -52,12 +54,17 @@ def open_course(root: Path, sources: Sources, settings: Settings, stages: tuple[
 
 
 def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "courses",
-            decline: bool = False, note: str = "", by: str | None = None, settings: Settings | None = None) -> None:
+            decline: bool = False, note: str = "", by: str | None = None,
+            settings: Settings | None = None) -> tuple[Defect, ...]:
     """Answer a gate for a course: record approval (or a decline) with the hash of
-    every file it covers, so a later edit to any of them retires the answer."""
+    every file it covers, so a later edit to any of them retires the answer.
+
+    Returns the FAILs the validator finds in the files the gate covers. A person may
+    approve them (``--yes`` may not): the caller says how many, so nobody signs unaware."""
     if gate not in ("design", "plan"):
         raise UsageError(f"unknown gate '{gate}'; the gates are design and plan")
-    state = open_course_named(slug, courses_dir, settings)
+    chosen = settings or Settings.from_env()
+    state = open_course_named(slug, courses_dir, chosen)
     hint = functools.partial(command_hint, os.fspath(courses_dir))
     with _locked(state.root):
         if gate == "plan" and not decline:
@@ -71,6 +78,7 @@ def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "cour
         who = by or _user()
         state.answer(gate, approved=not decline, by=who, note=note)
         state.project_statuses(load_manifest(state.root))
+        return course_defects(state.root, chosen, state.covered(gate), fails_only=True)
 
 
 def _user() -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from stay.models import OfflineBackend
-from stay.pipeline import build_course, run_command
+from stay.pipeline import approve, build_course, run_command
 from tests.conftest import ROOT
 from tests.pipeline.test_build import quiet
 
@@ -59,6 +59,7 @@ def test_a_defect_owned_by_a_gated_stage_is_reported_never_repaired(tmp_path: Pa
     result = build_course(HTTP, courses_dir=tmp_path, yes=False, backend=backend, progress=quiet)
     assert result.stopped_at == "design gate"
     outcomes = (result.course_dir / "outcomes.yaml").read_bytes()
+    approve(result.slug, "design", courses_dir=tmp_path, by="reviewer")  # --yes would refuse the FAIL; a person signs
     done = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
     assert done.repair is not None and done.repair.stop == "nothing actionable"
     assert done.repair.rounds == ()

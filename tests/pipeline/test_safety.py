@@ -199,7 +199,8 @@ def test_an_edited_file_behind_a_changed_input_shows_both_and_is_never_marked_cu
     plan = next(root.glob("modules/*/m01-l01.plan.yaml"))
     rel, plan_rel = (p.relative_to(root).as_posix() for p in (lesson, plan))
     lesson.write_text(lesson.read_text() + "\nA person's note.\n")
-    plan.write_text(plan.read_text().replace("title:", "title: Revised -", 1))
+    # an edit the validator passes: one that FAILs (a title unlike the curriculum's) stops --yes at the plan gate
+    plan.write_text(plan.read_text().replace("definition: '", "definition: 'Revised: ", 1))
     found = status(SLUG, courses_dir=courses)
     assert found[rel] == ("edited", [plan_rel])
     shown = cli("status", SLUG, "--courses-dir", str(courses)).stdout
