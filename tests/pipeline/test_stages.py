@@ -22,6 +22,7 @@ from stay.artefacts import (
     Outcomes,
 )
 from stay.models import ModelAnswer, ModelRequest, OfflineBackend
+from stay.pipeline._fix import REGENERATE
 from stay.stages import REFERENCE_NAMES, STAGES, Prompts
 from tests.conftest import ROOT, SAMPLE
 
@@ -61,7 +62,8 @@ def test_reference_documents_have_substance() -> None:
 
 
 def test_one_template_per_stage() -> None:
-    assert set(PROMPTS.templates) == {*STAGES, "common"}
+    # and the two every request shares: the preamble, and the block a regeneration adds
+    assert set(PROMPTS.templates) == {*STAGES, "common", REGENERATE}
 
 
 def _sample_inputs() -> dict[str, Any]:
