@@ -108,6 +108,23 @@ def test_the_offline_repair_keeps_the_file_it_is_shown_not_a_fresh_one() -> None
     assert body == stood.replace("This section simply", "This section", 1)
 
 
+def test_the_offline_repair_of_yaml_replaces_only_the_items_the_defects_name() -> None:
+    from stay.models._offline_repair import keep_file
+
+    fresh = {"outcomes": [{"id": "o1", "verb": "explain"}, {"id": "o2", "verb": "list"}]}
+    stood = {"outcomes": [{"id": "o1", "verb": "understand"}, {"id": "o2", "verb": "name"}]}
+    named = [{"code": "out005", "subject": "o1", "message": "verb 'understand'"}]
+    assert keep_file("outcomes", fresh, stood, named) == {
+        "outcomes": [{"id": "o1", "verb": "explain"}, {"id": "o2", "verb": "name"}]}  # o2 as it stood
+    plans = {"plans": [{"lesson": "l1", "sections": [{"id": "s1", "x": 1}, {"id": "s2", "x": 2}]},
+                       {"lesson": "l2", "sections": []}]}
+    one = {"lesson": "l1", "sections": [{"id": "s1", "x": 9}, {"id": "s2", "x": 8}]}
+    answer = keep_file("plan", plans, one, [{"code": "pln", "subject": "s2 heading", "message": "m"}])
+    assert answer["plans"] == [{"lesson": "l1", "sections": [{"id": "s1", "x": 9}, {"id": "s2", "x": 2}]},
+                               plans["plans"][1]]
+    assert keep_file("outcomes", fresh, stood, [{"code": "x", "subject": "-", "message": "m"}]) == fresh
+
+
 def _sample_plan() -> dict[str, Any]:
     from stay.artefacts import LessonPlan, to_data
 
