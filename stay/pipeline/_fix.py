@@ -23,10 +23,9 @@ from stay.artefacts import LessonContent, dump, dump_yaml, to_data
 from stay.pipeline._checks import defects_in
 from stay.pipeline._produce import Note, regenerate
 from stay.pipeline._run import Run
+from stay.stages import REGENERATE
 from stay.validate import Defect
 
-REGENERATE = "regenerate"
-"""The instruction block's prompt template: prompts/regenerate.md."""
 CURRENT = "current_version"
 DEFECTS = "defects_to_fix"
 DIFF_LINES = 80

@@ -175,7 +175,7 @@ def run_course_stage(run: Run, stage: Stage) -> None:
     path = stage.output
     if path in run.revisions:
         run.say(f"  {path}: revising with the reviewer's note")
-        regenerate(run, path, notes_for(run, path))
+        check_written(run, regenerate(run, path, notes_for(run, path)))
     elif needs_writing(run, path, stage.phase):
         run.say(f"  {path}: writing ({why(run.course.status(path))})")
         made = job(run, stage, None)
@@ -198,7 +198,7 @@ def run_module_stage(run: Run, stage: Stage) -> None:
         places = run.layout.lessons_of(module)
         for target in (p.path(stage.output) for p in places if p.path(stage.output) in run.revisions):
             run.say(f"  {target}: revising with the reviewer's note (the module's call, this file written)")
-            regenerate(run, target, notes_for(run, target), only=(target,))
+            check_written(run, regenerate(run, target, notes_for(run, target), only=(target,)))
             run.refresh_graph()
         todo = [place.path(stage.output) for place in places
                 if needs_writing(run, place.path(stage.output), stage.phase)]

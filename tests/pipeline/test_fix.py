@@ -14,8 +14,8 @@ import pytest
 from stay.artefacts import LessonContent, load
 from stay.models import ModelAnswer, ModelRequest, OfflineBackend, offline_answer
 from stay.pipeline import build_course, revise
-from stay.pipeline._fix import CURRENT, DEFECTS, REGENERATE, Change
-from stay.stages import Prompts
+from stay.pipeline._fix import CURRENT, DEFECTS, Change
+from stay.stages import REGENERATE, Prompts
 from stay.validate import validate_course
 from tests.conftest import ROOT
 from tests.pipeline.test_build import quiet
@@ -192,3 +192,24 @@ def test_a_plan_with_a_fail_at_the_write_is_asked_again_alone_before_the_plan_ga
     modules = len({r.artefact for r in backend.seen if r.stage == "plan"})
     assert backend.calls["plan"] == modules + 1  # one call per module, and the one fix
     assert not [d for d in validate_course(result.course_dir).defects if d.code == "pln003"]
+
+
+def test_a_prompts_directory_without_the_instruction_block_is_refused_when_loaded(tmp_path: Path) -> None:
+    import shutil
+
+    from stay.errors import UsageError
+
+    target = tmp_path / "prompts"
+    shutil.copytree(Prompts.load().directory, target)
+    (target / f"{REGENERATE}.md").unlink()
+    with pytest.raises(UsageError, match=f"has no {REGENERATE}.md; copy it from stay's prompts/"):
+        Prompts.load(target)
+
+
+def test_a_revised_design_file_is_checked_at_the_write_too(courses: Path) -> None:
+    backend = Recording(defects={"banned-verb": 1})  # the revision's answer "understands"
+    result = revise(SLUG, ["outcomes"], note="Shorter texts.", courses_dir=courses, backend=backend, progress=quiet)
+    assert backend.calls == {"outcomes": 2} and result.unresolved == ()
+    (request,) = backend.fixes("outcomes")
+    assert [d["code"] for d in request.inputs[DEFECTS]] == ["out005"]
+    assert not [d for d in validate_course(courses / SLUG).defects if d.path == "outcomes.yaml"]
