@@ -15,6 +15,7 @@ what a run did, while a trace is per run and is not read by a person).
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -98,7 +99,11 @@ class Change:
     def log_lines(self) -> list[str]:
         """The change as the run log shows it: one line, then the diff, fenced."""
         head = f"- fixed {self.path}: {self.describe()}"
-        return [head] if not self.diff else [head, "", "```diff", self.diff, "```", ""]
+        if not self.diff:
+            return [head]
+        # a lesson's own fence (a context line " ```") must not close the diff's: a longer one
+        fence = "`" * max(3, 1 + max(map(len, re.findall("`+", self.diff)), default=0))
+        return [head, "", fence + "diff", self.diff, fence, ""]
 
 
 def fix(run: Run, path: str, defects: Sequence[Defect]) -> Change | None:

@@ -79,7 +79,8 @@ def test_a_repair_request_carries_the_file_and_the_instruction_and_keeps_what_th
     assert change.path == path and change.lines == len(whole) and change.kept == len(whole) - len(changed)
     assert f"{path}: {change.describe()}" in result.summary()
     log = (result.course_dir / ".state" / "run-log.md").read_text()
-    assert f"- fixed {path}: {change.describe()}" in log and "```diff\n" + change.diff + "\n```" in log
+    assert f"- fixed {path}: {change.describe()}" in log and "\n".join(change.log_lines()) in log
+    assert "diff\n" + change.diff + "\n```" in log
     assert all(f"\n-{line}\n" in change.diff for line in changed)
 
 
@@ -140,6 +141,8 @@ def test_a_change_counts_the_lines_kept_and_bounds_its_diff() -> None:
     assert (change.kept, change.lines) == (9, 10) and change.describe() == "9 of 10 lines kept (90%)"
     rewritten = Change.of("a.yaml", before * 20, "other\n" * 200)
     assert rewritten.kept == 0 and "more diff lines" in rewritten.diff.splitlines()[-1]
+    fenced = Change.of("a.md", "```bash\nls\n```\nold\n", "```bash\nls\n```\nnew\n").log_lines()
+    assert fenced[2] == "````diff" and fenced[-2] == "````"  # the lesson's " ```" cannot close it
 
 
 # -- item 7: the check at the write -------------------------------------------------------------
