@@ -17,6 +17,7 @@ from typing import Any
 
 from stay.errors import InjectedFault, UsageError
 from stay.models._offline_course import ANSWERS, honour_note
+from stay.models._offline_repair import keep_file
 from stay.models._quality import BUILD_NOISE, degrade
 from stay.models._screen import SCREEN_STAGE, Screening, screen_request
 from stay.requests import ModelAnswer, ModelRequest, Usage
@@ -49,8 +50,10 @@ def offline_answer(stage: str, inputs: dict[str, Any]) -> dict[str, Any]:
     same inputs give the same answer, ``inputs`` is not modified, no clock or randomness;
     an answer changes only with the offline course generator (``_offline_course``), which
     is noted in the changelog of ``docs/models.md``. ``moderation`` (inputs
-    ``{"brief_text": ...}``) never flags. Defects, faults and quality knobs are options
-    of ``OfflineBackend``, not of this function.
+    ``{"brief_text": ...}``) never flags. A repair (inputs ``current_version`` and
+    ``defects_to_fix``) keeps the current file and changes only what the defects name
+    (``_offline_repair``). Defects, faults and quality knobs are options of
+    ``OfflineBackend``, not of this function.
     """
     if stage == SCREEN_STAGE:
         return {"flagged": False, "reason": "the offline backend does not screen briefs"}
@@ -59,6 +62,9 @@ def offline_answer(stage: str, inputs: dict[str, Any]) -> dict[str, Any]:
         raise UsageError(f"offline_answer: unknown stage {stage!r}; the stages are {', '.join(STAGES)}")
     try:
         data = answer(copy.deepcopy(inputs))
+        current, defects = inputs.get("current_version"), inputs.get("defects_to_fix")
+        if current is not None and isinstance(defects, list):  # a repair: keep the file, fix what is named
+            data = keep_file(stage, data, current, defects)
         note = inputs.get("reviewer_note")
         return honour_note(stage, data, note) if isinstance(note, str) else data
     except KeyError as exc:

@@ -22,6 +22,7 @@ from stay.briefs import check_duration
 from stay.errors import AnswerError, BriefRejected, PipelineError, TruncationError, UsageError
 from stay.models import screening_of
 from stay.pipeline._course_graph import artefact_graph
+from stay.pipeline._fix import check_written
 from stay.pipeline._gates import (
     design_ask,
     design_record,
@@ -169,11 +170,12 @@ def scaffold(run: Run) -> None:
 
 def run_course_stage(run: Run, stage: Stage) -> None:
     """A course-scope stage (audience, curriculum, outcomes, assessment): regenerate its
-    one file if it must be (the one policy, ``needs_writing``)."""
+    one file if it must be (the one policy, ``needs_writing``), then check it at the write:
+    a FAIL goes back to the model once, with the file, before the gate."""
     path = stage.output
     if path in run.revisions:
         run.say(f"  {path}: revising with the reviewer's note")
-        regenerate(run, path, notes_for(run, path))
+        check_written(run, regenerate(run, path, notes_for(run, path)))
     elif needs_writing(run, path, stage.phase):
         run.say(f"  {path}: writing ({why(run.course.status(path))})")
         made = job(run, stage, None)
@@ -181,6 +183,7 @@ def run_course_stage(run: Run, stage: Stage) -> None:
         if not run.cancelled.is_set():
             write(run.root / path, artefact)
             run.wrote([path])
+            check_written(run, [path])
     elif run.course.status(path).state == "current":
         run.say(f"  {path}: current")
     run.refresh_graph()
@@ -189,12 +192,13 @@ def run_course_stage(run: Run, stage: Stage) -> None:
 def run_module_stage(run: Run, stage: Stage) -> None:
     """A module-scope stage (lesson planning): one call per module with a file to write,
     so the module's term budget is allocated, not audited after the fact. Only the files
-    that must be written are; an edited one is kept."""
+    that must be written are; an edited one is kept. The module's plans are checked at
+    the write, like a design file."""
     for module in run.layout.curriculum.modules:
         places = run.layout.lessons_of(module)
         for target in (p.path(stage.output) for p in places if p.path(stage.output) in run.revisions):
             run.say(f"  {target}: revising with the reviewer's note (the module's call, this file written)")
-            regenerate(run, target, notes_for(run, target), only=(target,))
+            check_written(run, regenerate(run, target, notes_for(run, target), only=(target,)))
             run.refresh_graph()
         todo = [place.path(stage.output) for place in places
                 if needs_writing(run, place.path(stage.output), stage.phase)]
@@ -206,6 +210,7 @@ def run_module_stage(run: Run, stage: Stage) -> None:
                 if path in todo:
                     write(run.root / path, artefact)
             run.wrote(todo)  # a plan's own inputs do not depend on plans' contents: one refresh, below
+            check_written(run, todo)
         else:
             run.say(f"  module {module.id}: plans current")
     run.refresh_graph()

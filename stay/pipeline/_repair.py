@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from stay._display import plural
 from stay.artefacts import Glossary
+from stay.pipeline._fix import Change, fix
 from stay.pipeline._layout import GLOSSARY, norm_term
-from stay.pipeline._produce import Note, regenerate
 from stay.pipeline._run import Run
 from stay.validate import Defect, validate_course
 
@@ -32,6 +32,13 @@ class RepairRound:
     actionable_before: int
     actionable_after: int
     regenerated: tuple[str, ...]
+    changes: tuple[Change, ...] = ()
+    """What each regeneration changed: the share of its lines kept, and its diff."""
+
+    @property
+    def least_kept(self) -> Change | None:
+        """The file of this round that kept the smallest share of its lines."""
+        return min(self.changes, key=lambda c: (c.share, c.path), default=None)
 
 
 @dataclass(frozen=True)
@@ -115,12 +122,11 @@ def repair_course(run: Run) -> RepairReport:
             break
         before = sum(map(len, todo.values()))
         run.say(f"repair: round {len(rounds) + 1}: {plural(before, 'defect')} in {plural(len(todo), 'file')}")
-        for path in sorted(todo):
-            _regenerate(run, path, todo[path])
+        changes = [fix(run, path, todo[path]) for path in sorted(todo)]
         report = validate_course(run.root)
         router = Router.of(run)
         after = sum(1 for d in report.defects if router.route(d) not in (None, *kept))
-        rounds.append(RepairRound(before, after, tuple(sorted(todo))))
+        rounds.append(RepairRound(before, after, tuple(sorted(todo)), tuple(c for c in changes if c is not None)))
         if after >= before:
             stop = STOP_NO_REDUCTION
             break
@@ -128,8 +134,3 @@ def repair_course(run: Run) -> RepairReport:
     run.say(f"repair: stopped ({stop}); {report.fails} FAIL, {report.warns} WARN remain")
     return RepairReport(stop, tuple(rounds), report.defects, tuple(sorted(kept)))
 
-
-def _regenerate(run: Run, path: str, defects: list[Defect]) -> None:
-    """Ask the owning stage again, with the defects to fix attached to its inputs."""
-    notes = [f"{d.code} {d.path} {d.subject}: {d.message}" for d in defects]
-    regenerate(run, path, (Note("defects_to_fix", notes, "\n".join(f"- {n}" for n in notes)),))

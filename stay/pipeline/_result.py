@@ -9,9 +9,10 @@ from pathlib import Path
 
 from stay._display import Table, html_block, markdown_block, plural
 from stay.models import Usage, describe_cost
+from stay.pipeline._fix import Change
 from stay.pipeline._repair import RepairReport
 from stay.pipeline._wave import WaveStats
-from stay.validate import OWNER_HEAD, CourseReport, owner_rows
+from stay.validate import OWNER_HEAD, CourseReport, Defect, owner_rows
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,16 @@ class BuildResult:
     """Models this run used that have no price on file (then ``cost`` is None)."""
     cost_by_stage: dict[str, float] | None = None
     """US dollars per stage (priced calls only; see ``unpriced``)."""
+    unresolved: tuple[Defect, ...] = ()
+    """FAILs the check at the write left in the design files and plans this run wrote,
+    after asking the model once more: what the gate's reviewer must see."""
+
+    def unresolved_by_file(self) -> dict[str, tuple[str, ...]]:
+        """File -> the codes of its unresolved FAILs, in report order."""
+        found: dict[str, tuple[str, ...]] = {}
+        for defect in self.unresolved:
+            found[defect.path] = (*found.get(defect.path, ()), defect.code)
+        return found
 
     @property
     def complete(self) -> bool:
@@ -67,6 +78,8 @@ class BuildResult:
         lines = [f"{self.slug}: {self.course_dir}",
                  f"usage: {plural(self.calls, 'call')}; {self.tokens()}; "
                  f"{describe_cost(self.cost, set(self.unpriced))}"]
+        lines += [f"unresolved at the write: {path}: {', '.join(codes)}"
+                  for path, codes in self.unresolved_by_file().items()]
         if self.stopped_at is not None:
             lines.append(self.outcome)
             return "\n".join(lines) + "\n"
@@ -77,6 +90,8 @@ class BuildResult:
             lines.append(f"validation: {report.fails} FAIL, {report.warns} WARN ({plural(report.checks, 'check')})")
             if self.repair is not None:
                 lines.append(f"repair: stopped because {self.repair.stop}")
+                lines += [f"repair: round {n}: {change.path}: {change.describe()}"
+                          for n, change in self._least_kept()]
         return "\n".join(lines) + "\n"
 
     # -- in a notebook -------------------------------------------------------------------
@@ -113,6 +128,13 @@ class BuildResult:
             rounds = len(self.repair.rounds)
             run.append(("repair", f"{plural(rounds, 'round')}, stopped because {self.repair.stop}; "
                                   f"{plural(len(self.repair.unrepaired), 'defect')} left"))
+        if self.unresolved:
+            tables.append((("file", "unresolved at the write"),
+                           [(path, ", ".join(codes)) for path, codes in self.unresolved_by_file().items()], set()))
+        if self.repair is not None and any(r.changes for r in self.repair.rounds):
+            tables.append((("round", "repaired file", "lines kept", "of", "share"),
+                           [(n, c.path, c.kept, c.lines, f"{c.share:.0%}")
+                            for n, r in enumerate(self.repair.rounds, 1) for c in r.changes], {0, 2, 3, 4}))
         stages = self.usage_by_stage or {}
         if stages:
             costs = self.cost_by_stage or {}
@@ -123,6 +145,12 @@ class BuildResult:
             tables.append((("stage", "input", "cache writes", "cache reads", "output", "cost"), rows,
                            {1, 2, 3, 4, 5}))
         return head, tables, tail
+
+    def _least_kept(self) -> list[tuple[int, Change]]:
+        """Per repair round, the file that kept the smallest share of its lines: the one
+        line a terminal shows of what repair changed (the table and the run log, all)."""
+        rounds = self.repair.rounds if self.repair is not None else ()
+        return [(n, r.least_kept) for n, r in enumerate(rounds, 1) if r.least_kept is not None]
 
     def _repr_html_(self) -> str:
         """The run in a notebook: its outcome, defects by owner, usage and cost by stage."""

@@ -18,8 +18,8 @@ from __future__ import annotations
 import hashlib
 import shutil
 
-from stay.artefacts import dump_yaml, to_data
 from stay.errors import PipelineError, UsageError
+from stay.pipeline._fix import regeneration_notes
 from stay.pipeline._layout import GLOSSARY
 from stay.pipeline._ledger import RETIRED
 from stay.pipeline._produce import Note
@@ -102,18 +102,10 @@ def pending(run: Run) -> dict[str, str]:
 
 
 def notes_for(run: Run, path: str) -> tuple[Note, ...]:
-    """The two inputs a revision adds: the file as it is now, and the reviewer's note."""
+    """The inputs a revision adds: the file as it stands, the reviewer's note, and the
+    instruction block every regeneration of an existing file gets."""
     note = run.config.revisions[path]
-    file = run.root / path
-    current: tuple[Note, ...] = ()
-    if file.is_file():
-        if path.endswith(".md"):
-            text = file.read_text(encoding="utf-8")
-            current = (Note("current_version", text, "```markdown\n" + text + "```"),)
-        else:
-            data = to_data(run.load(path))
-            current = (Note("current_version", data, "```yaml\n" + dump_yaml(data) + "```"),)
-    return (*current, Note("reviewer_note", note, note))
+    return regeneration_notes(run, path, Note("reviewer_note", note, note))
 
 
 def set_aside(run: Run, paths: list[str]) -> None:

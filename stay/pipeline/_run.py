@@ -9,7 +9,7 @@ import os
 import shlex
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,11 +28,12 @@ from stay.pipeline._state import CourseState
 from stay.requests import ModelAnswer, ModelRequest
 from stay.settings import Settings
 from stay.stages import Prompts, Stage
-from stay.validate import CourseReport
+from stay.validate import CourseReport, Defect
 
 if TYPE_CHECKING:
     from stay._lock import CourseLock
     from stay.models import RequestCache
+    from stay.pipeline._fix import Change
     from stay.pipeline._repair import RepairReport
     from stay.pipeline._trace import Tracer
     from stay.pipeline._wave import Wave, WaveStats
@@ -117,6 +118,10 @@ class Tally:
     validation: CourseReport | None = None
     repair: RepairReport | None = None
     wave: WaveStats | None = None
+    changes: list[Change] = field(default_factory=list)
+    """What each regeneration to fix defects changed (repair, the check at the write), in order."""
+    unresolved: dict[str, tuple[Defect, ...]] = field(default_factory=dict)
+    """File -> the FAILs the check at the write left in it (only files with some)."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add_call(self, stage: str, answer: ModelAnswer) -> None:
@@ -146,6 +151,19 @@ class Tally:
     def add_written(self, paths: list[str]) -> None:
         with self.lock:
             self.written.extend(paths)
+
+    def add_change(self, change: Change) -> None:
+        with self.lock:
+            self.changes.append(change)
+
+    def settle(self, paths: Sequence[str], remaining: Sequence[Defect]) -> None:
+        """The check at the write found ``remaining`` in ``paths``: what it found before
+        in them is replaced (a file fixed since is listed no more)."""
+        with self.lock:
+            for path in paths:
+                self.unresolved.pop(path, None)
+            for defect in remaining:
+                self.unresolved[defect.path] = (*self.unresolved.get(defect.path, ()), defect)
 
 
 @dataclass

@@ -188,7 +188,7 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
             if tally.projected != len(tally.written):  # else land_manifest's projection is still true
                 run.course.project_statuses(load_manifest(config.root))
             run.course.log_run(config.command, run.backend.name, tally.written, stopped, tally.retired,
-                               tally.revised)
+                               tally.revised, [line for change in tally.changes for line in change.log_lines()])
             if tally.validation is not None:
                 tracer.scores(tally.validation)
             tracer.flush(config.root, stopped, otlp=config.settings.otlp)
@@ -206,7 +206,8 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
                        wave=tally.wave, trace_id=tracer.trace_id, cost=None if tally.unpriced else tally.cost,
                        usage_by_stage=dict(sorted(tally.usage_by_stage.items())),
                        unpriced=tuple(sorted(tally.unpriced)), cost_by_stage=dict(sorted(tally.cost_by_stage.items())),
-                       retired=tuple(sorted(tally.retired)))
+                       retired=tuple(sorted(tally.retired)),
+                       unresolved=tuple(d for path in sorted(tally.unresolved) for d in tally.unresolved[path]))
 
 
 def _resolve(command: str, target: Brief | str | os.PathLike[str], courses_dir: Path,

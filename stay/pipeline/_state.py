@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -330,8 +330,10 @@ class CourseState:
         return text.count("\n## run ") + 1
 
     def log_run(self, command: str, backend: str, written: list[str], stopped: str | None,
-                retired: list[str] | None = None, revised: Mapping[str, str] | None = None) -> None:
-        """Append one run to .state/run-log.md, if it wrote anything; stable order."""
+                retired: list[str] | None = None, revised: Mapping[str, str] | None = None,
+                fixed: Sequence[str] = ()) -> None:
+        """Append one run to .state/run-log.md, if it wrote anything; stable order. ``fixed``
+        is what the run's fixes changed, as lines (``Change.log_lines``), in the order made."""
         if not written and not retired:
             return
         path = self.root / RUN_LOG
@@ -342,6 +344,7 @@ class CourseState:
         lines += [f"- retired {p} to {RETIRED}/run-{number}/{p}" for p in sorted(retired or [])]
         lines += [f"- revised {p} with note {hashlib.sha256(n.encode()).hexdigest()[:16]}: "
                   f"{' '.join(n.split())[:80]!r}" for p, n in sorted((revised or {}).items())]
+        lines += fixed
         lines += [f"- stopped at {stopped}" if stopped else "- completed"]
         write_text_atomic(path, text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n")
 

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from stay.stages import assessment, audience, capstone, content, curriculum, exercises, outcomes, plan, quiz
 from stay.stages._prompt import (
     REFERENCE_NAMES,
+    REGENERATE,
+    SHARED_TEMPLATES,
     Prompts,
     answer_schema,
     packaged_prompts_dir,
@@ -51,7 +53,9 @@ STAGES: Mapping[str, Stage] = {stage.name: stage for stage in REGISTRY}
 
 __all__ = [
     "REFERENCE_NAMES",
+    "REGENERATE",
     "REGISTRY",
+    "SHARED_TEMPLATES",
     "STAGES",
     "AllPlansInput",
     "BriefInput",

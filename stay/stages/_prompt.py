@@ -32,6 +32,13 @@ REFERENCE_NAMES: tuple[str, ...] = (
 """The ten reference documents; the two YAML files are byte-identical to data/."""
 
 
+REGENERATE = "regenerate"
+"""The instruction block every request that regenerates an existing file ends with
+(repair, revision, the check at the write): prompts/regenerate.md."""
+SHARED_TEMPLATES: tuple[str, ...] = ("common", REGENERATE)
+"""The templates that are no stage's: a prompts directory must hold them, besides one per stage."""
+
+
 def reference_set(*names: str) -> tuple[str, ...]:
     """A stage's fixed reference set, checked against the ten documents at import."""
     unknown = [name for name in names if name not in REFERENCE_NAMES]
@@ -71,6 +78,10 @@ class Prompts:
             where = getattr(exc, "filename", None) or root
             raise UsageError(f"{where}: cannot read this prompt file ({type(exc).__name__}); a prompts "
                              "directory holds one template per stage and reference/ with the ten documents") from None
+        missing = [f"{name}.md" for name in SHARED_TEMPLATES if name not in templates]
+        if missing:  # said now, not when a repair first needs it, after the calls before it were paid
+            raise UsageError(f"{root}: the prompts directory has no {', '.join(missing)}; copy it from stay's "
+                             "prompts/ (every stage's request uses common.md, a repair or revision regenerate.md)")
         return cls(os.fspath(root), templates, references)
 
     def template(self, name: str) -> str:

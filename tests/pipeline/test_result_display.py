@@ -92,3 +92,20 @@ def test_a_real_run_shows_the_same_strings_twice_and_its_summary_is_the_command_
         f"usage: {first.calls} calls; {first.tokens()}; $0.0000",
         f"validation: 0 FAIL, 0 WARN ({first.validation.checks} checks)",
         "repair: stopped because nothing remains"]
+
+
+def test_what_the_check_at_the_write_left_and_what_repair_kept_are_shown() -> None:
+    from stay.pipeline._fix import Change
+
+    left = Defect("outcomes.yaml", "out005", "m01-l01-o1", "verb 'understand'", Severity.FAIL, "outcomes")
+    quiz = "modules/m01/m01-l01.quiz.yaml"
+    change = Change.of(quiz, "a\nb\nc\nd\n", f"a\nb\nc\n{HOSTILE}\n")
+    result = _result(unresolved=(left,), repair=RepairReport(
+        "nothing remains", (RepairRound(1, 0, (quiz,), (change,)),)))
+    text = result._repr_markdown_()
+    assert "| outcomes.yaml | out005 |" in text
+    assert f"| 1 | {quiz} | 3 | 4 | 75% |" in text and "<script>" not in text
+    summary = result.summary().splitlines()
+    assert "unresolved at the write: outcomes.yaml: out005" in summary
+    assert f"repair: round 1: {quiz}: 3 of 4 lines kept (75%)" in summary
+    assert "unresolved" not in _result().summary() and "lines kept" not in _result()._repr_markdown_()

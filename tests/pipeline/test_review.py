@@ -95,7 +95,7 @@ def test_the_note_is_in_the_request_as_reviewer_guidance_beside_the_current_file
     assert set(asked) == {"content", "exercises", "quiz"}  # a lesson id: its lesson files
     request = asked["quiz"]
     assert request.inputs["reviewer_note"] == "Ask about TTLs."
-    assert request.user.endswith("## reviewer_note\n\nAsk about TTLs.\n")
+    assert "## reviewer_note\n\nAsk about TTLs.\n" in request.user
     assert "## current_version" in request.user and current.splitlines()[1] in request.user
 
 

@@ -22,7 +22,7 @@ from stay.artefacts import (
     Outcomes,
 )
 from stay.models import ModelAnswer, ModelRequest, OfflineBackend
-from stay.stages import REFERENCE_NAMES, STAGES, Prompts
+from stay.stages import REFERENCE_NAMES, SHARED_TEMPLATES, STAGES, Prompts
 from tests.conftest import ROOT, SAMPLE
 
 PINNED = {
@@ -61,7 +61,7 @@ def test_reference_documents_have_substance() -> None:
 
 
 def test_one_template_per_stage() -> None:
-    assert set(PROMPTS.templates) == {*STAGES, "common"}
+    assert set(PROMPTS.templates) == {*STAGES, *SHARED_TEMPLATES}
 
 
 def _sample_inputs() -> dict[str, Any]:

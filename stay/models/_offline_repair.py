@@ -1,0 +1,82 @@
+"""How the offline backend answers a repair: it keeps the file it is shown and changes
+only what the defects name, as ``prompts/regenerate.md`` asks a model to.
+
+A repair request carries ``current_version`` (the file as it stands: a lesson's body, or
+any other file's data) and ``defects_to_fix`` (each defect's fields). The offline
+generator's fresh answer is a clean file, so it says what a fixed part looks like; the
+answer is the current version with only the named parts taken from it:
+
+- in a lesson body, the lines that mention a phrase a defect quotes (``banned phrases:
+  'simply'``), each replaced by the fresh answer's counterpart (the diff's hunk);
+- in YAML data, each item whose ``id`` a defect's subject names (``m01-l01-o1``).
+
+Where the defects name nothing it can find (a whole-file defect, a term), it cannot
+tell what to keep, and answers the fresh file, as a regeneration would.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterator
+from typing import Any
+
+_QUOTED = re.compile(r"'([^']+)'")
+
+
+def keep_file(stage: str, fresh: dict[str, Any], current: object, defects: list[Any]) -> dict[str, Any]:
+    """The repair answer for ``stage``: ``current`` with what ``defects`` name taken from
+    ``fresh`` (the generator's answer), in the shape of ``fresh``."""
+    found = [d for d in defects if isinstance(d, dict)]
+    if isinstance(current, str) and isinstance(fresh.get("body"), str):
+        body = _keep_lines(current, fresh["body"], {p for d in found for p in _QUOTED.findall(str(d["message"]))})
+        return fresh if body is None else {**fresh, "body": body}
+    if not isinstance(current, dict):
+        return fresh
+    subjects = {str(d["subject"]).split(" ", 1)[0] for d in found}
+    fixed = {item["id"]: item for item in _items(fresh) if item["id"] in subjects}
+    if not fixed:
+        return fresh
+    kept = _patched(current, fixed)
+    if "plans" in fresh and "lesson" in current:  # a module's call: this plan among the fresh others
+        return {**fresh, "plans": [kept if plan.get("lesson") == current["lesson"] else plan
+                                   for plan in fresh["plans"]]}
+    assert isinstance(kept, dict)
+    return kept
+
+
+def _keep_lines(current: str, fresh: str, phrases: set[str]) -> str | None:
+    """``current`` with each diff hunk that holds a line mentioning one of ``phrases``
+    taken from ``fresh``; None when no line mentions one."""
+    old, new = current.splitlines(keepends=True), fresh.splitlines(keepends=True)
+    patterns = [re.compile(r"(?<!\w)" + re.escape(p) + r"(?!\w)", re.IGNORECASE) for p in phrases]
+    touched = {i for i, line in enumerate(old) if any(p.search(line) for p in patterns)}
+    if not touched:
+        return None
+    out: list[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        out += new[j1:j2] if tag != "equal" and touched.intersection(range(i1, i2)) else old[i1:i2]
+    return "".join(out)
+
+
+def _items(data: object) -> Iterator[dict[str, Any]]:
+    """Every mapping with a string ``id`` in ``data``, outermost first."""
+    if isinstance(data, dict):
+        if isinstance(data.get("id"), str):
+            yield data
+        for value in data.values():
+            yield from _items(value)
+    elif isinstance(data, list):
+        for value in data:
+            yield from _items(value)
+
+
+def _patched(data: object, fixed: dict[str, dict[str, Any]]) -> object:
+    """``data`` with every mapping whose id is in ``fixed`` replaced by that fresh one."""
+    if isinstance(data, dict):
+        if isinstance(data.get("id"), str) and data["id"] in fixed:
+            return fixed[data["id"]]
+        return {key: _patched(value, fixed) for key, value in data.items()}
+    if isinstance(data, list):
+        return [_patched(value, fixed) for value in data]
+    return data
