@@ -159,6 +159,7 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
     table = handlers(config.stages)
     tracer = run.tracer = Tracer(config.slug, config.command, run.backend.name)  # minted before the run
     stopped: str | None = None
+    failed: str | None = None
     reason = "done"
     try:
         for name in command_walk(pipeline, config.command):
@@ -177,7 +178,9 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
                                        f".state/{gate}-gate.md, then {run.hint('approve', config.slug, gate)}")
     except Stop as stop:
         stopped, reason = stop.where, stop.reason  # said once, by whoever reads the result
-    except BaseException:
+    except BaseException as exc:
+        # the run log must not call a refused, failed or interrupted run "completed"
+        failed = type(exc).__name__ + (f": {exc}" if str(exc) else "")
         if run.wave is not None:
             run.wave.cancel()  # no task may write after the run has failed or been stopped
         raise
@@ -188,7 +191,8 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
             if tally.projected != len(tally.written):  # else land_manifest's projection is still true
                 run.course.project_statuses(load_manifest(config.root))
             run.course.log_run(config.command, run.backend.name, tally.written, stopped, tally.retired,
-                               tally.revised, [line for change in tally.changes for line in change.log_lines()])
+                               tally.revised, [line for change in tally.changes for line in change.log_lines()],
+                               failed)
             if tally.validation is not None:
                 tracer.scores(tally.validation)
             tracer.flush(config.root, stopped, otlp=config.settings.otlp)

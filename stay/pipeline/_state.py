@@ -331,9 +331,10 @@ class CourseState:
 
     def log_run(self, command: str, backend: str, written: list[str], stopped: str | None,
                 retired: list[str] | None = None, revised: Mapping[str, str] | None = None,
-                fixed: Sequence[str] = ()) -> None:
+                fixed: Sequence[str] = (), failed: str | None = None) -> None:
         """Append one run to .state/run-log.md, if it wrote anything; stable order. ``fixed``
-        is what the run's fixes changed, as lines (``Change.log_lines``), in the order made."""
+        is what the run's fixes changed, as lines (``Change.log_lines``), in the order made;
+        ``failed`` says why a run that raised ended (it did not complete)."""
         if not written and not retired:
             return
         path = self.root / RUN_LOG
@@ -345,7 +346,9 @@ class CourseState:
         lines += [f"- revised {p} with note {hashlib.sha256(n.encode()).hexdigest()[:16]}: "
                   f"{' '.join(n.split())[:80]!r}" for p, n in sorted((revised or {}).items())]
         lines += fixed
-        lines += [f"- stopped at {stopped}" if stopped else "- completed"]
+        ending = f"- failed: {' '.join(failed.split())[:200]}" if failed else (
+            f"- stopped at {stopped}" if stopped else "- completed")
+        lines.append(ending)
         write_text_atomic(path, text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n")
 
 

@@ -59,6 +59,8 @@ def test_yes_refuses_a_design_gate_whose_files_hold_a_fail_and_names_the_approve
     assert message.endswith(f"`stay approve {SLUG} design --courses-dir {tmp_path}`")  # the command comes last
     assert not (tmp_path / SLUG / "modules").exists()  # nothing past the gate was paid for
     assert "design" not in open_course_named(SLUG, tmp_path).gates()  # nobody signed
+    last_run = (tmp_path / SLUG / ".state" / "run-log.md").read_text().rsplit("## run ", 1)[1]
+    assert "- completed" not in last_run and "- failed: PipelineError: " in last_run  # the log says it was refused
 
     listed = section(gate_page(tmp_path, "design"), "Defects")
     assert f"- {markdown_text(fails[0].line())}" in listed
