@@ -47,9 +47,11 @@ RubricLevels: type[Artefact] = create_model(
 object with no properties and ``additionalProperties: false`` (only ``{}`` is legal under
 structured output), so each house-style level is a required field of its own."""
 
-CriterionAnswer = _like(RubricCriterion, "CriterionAnswer", "A rubric criterion, its levels named.",
+# Named as the artefacts they stand for: the prompt asks for a `Project`, and the schema's
+# titles are what the model reads.
+CriterionAnswer = _like(RubricCriterion, "RubricCriterion", "A rubric criterion, its levels named.",
                         levels=RubricLevels)
-CapstoneAnswer = _like(Project, "CapstoneAnswer", "The capstone stage's answer: project.yaml, its rubric "
+CapstoneAnswer = _like(Project, "Project", "The capstone stage's answer: project.yaml, its rubric "
                        "levels named one by one.", rubric=list[CriterionAnswer])  # type: ignore[valid-type]
 
 
