@@ -140,8 +140,10 @@ def _point_at_page(link: Token, pages: Mapping[str, str]) -> None:
 
 
 def item_html(owner: Any, name: str, text: str, lesson_pages: Mapping[str, str] | None = None) -> Markup:
-    """``text``, one item of ``owner``'s field ``name`` (a hint of a list, a level of a
-    mapping) or the field itself, rendered as ``field_html`` says."""
+    """``text`` (``owner``'s field ``name``, or one item of it: a hint, a rubric level's
+    text) as HTML, by the format its model declares (``stay.artefacts.text_format``):
+    Markdown through ``render_markdown`` in a ``div.markdown``; anything else escaped in
+    a ``span.as-written``, white space kept, so a "- x" stays text."""
     if text_format(type(owner), name) == "markdown":
         rendered = render_markdown(text.strip(), lesson_pages=lesson_pages).html
         return Markup(f'<div class="markdown">{rendered}</div>')
