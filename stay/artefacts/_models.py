@@ -10,7 +10,9 @@ not these models': they only say what a well-formed artefact looks like.
 from __future__ import annotations
 
 import os
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -28,6 +30,55 @@ Text = Annotated[str, AfterValidator(_not_blank)]
 TermText = Annotated[Term, AfterValidator(_not_blank)]
 """A term: non-empty, printable, at most 64 characters (see ``_ids``)."""
 
+TextFormat = Literal["markdown", "plain"]
+
+
+@dataclass(frozen=True)
+class Format:
+    """How a text field is written, declared once in its type (``Markdown``, ``Plain``).
+    The answer schema says it in the field's description, so the model reads it on the
+    wire, and the viewer renders the field by it (``text_format``)."""
+
+    kind: TextFormat
+
+
+FORMAT_NOTES: Mapping[TextFormat, str] = {"markdown": "Markdown.", "plain": "Plain text, no Markdown."}
+"""What a field's description says of its format."""
+
+Markdown = Annotated[Text, Format("markdown")]
+"""Text a reader sees rendered as CommonMark: lists, code, emphasis."""
+Plain = Annotated[Text, Format("plain")]
+"""Text shown exactly as written: a "- x" stays a dash."""
+
+
+def text_format(model: type[BaseModel], name: str) -> TextFormat | None:
+    """The declared format of ``model``'s field ``name`` (of its items, for a list or a
+    mapping), or None for a field that is not declared text."""
+    info = model.model_fields[name]
+    return _declared(info.metadata) or _format_of(info.annotation)
+
+
+def _declared(metadata: Any) -> TextFormat | None:
+    return next((item.kind for item in metadata if isinstance(item, Format)), None)
+
+
+def _format_of(annotation: Any) -> TextFormat | None:
+    if get_origin(annotation) is Annotated:
+        base, *metadata = get_args(annotation)
+        return _declared(metadata) or _format_of(base)
+    return next((kind for arg in get_args(annotation) if (kind := _format_of(arg)) is not None), None)
+
+
+def _note_formats(schema: dict[str, Any], model: type[Any]) -> None:
+    """Each text field's format, added to its description in the model's JSON schema."""
+    properties = schema.get("properties", {})
+    for name, info in model.model_fields.items():
+        kind = text_format(model, name)
+        prop = properties.get(info.alias or name)
+        if kind is not None and prop is not None:
+            note = FORMAT_NOTES[kind]
+            prop["description"] = f"{prop['description']} {note}" if "description" in prop else note
+
 ManifestStatus = Literal["missing", "current", "stale"]
 """What course.yaml's artefacts map may say of a file (the pipeline derives richer statuses)."""
 BloomLevel = Literal["remember", "understand", "apply", "analyze", "evaluate", "create"]
@@ -39,7 +90,7 @@ ItemType = Literal["mcq", "short"]
 class Artefact(BaseModel):
     """Base of every artefact: strict types, unknown fields kept in order."""
 
-    model_config = ConfigDict(strict=True, extra="allow", frozen=True)
+    model_config = ConfigDict(strict=True, extra="allow", frozen=True, json_schema_extra=_note_formats)
 
 
 class Brief(Artefact):
@@ -185,9 +236,9 @@ class Exercise(Artefact):
     id: Text
     outcome: Text
     bloom: BloomLevel
-    task: Text
-    hints: list[Text]
-    solution: Text
+    task: Markdown
+    hints: list[Markdown]
+    solution: Markdown
 
 
 class Exercises(Artefact):
@@ -198,9 +249,9 @@ class Exercises(Artefact):
 
 
 class Option(Artefact):
-    text: Text
+    text: Plain
     correct: bool
-    why_wrong: Text | None = Field(default=None,
+    why_wrong: Plain | None = Field(default=None,
                                    description="The misconception a wrong option embodies.")
 
 
@@ -210,10 +261,10 @@ class QuizItem(Artefact):
     retrieves: TermText | None = Field(default=None,
                                    description="An earlier-introduced term this item retrieves.")
     type: ItemType
-    stem: Text
+    stem: Markdown
     options: list[Option] | None = None
-    answer: Text | None = None
-    explanation: Text
+    answer: Plain | None = None
+    explanation: Markdown
 
 
 class Quiz(Artefact):
@@ -227,14 +278,14 @@ class Milestone(Artefact):
     id: Text
     title: Text
     modules: list[Text]
-    description: Text
+    description: Markdown
 
 
 class RubricCriterion(Artefact):
     id: Text
     criterion: Text
     outcomes: list[Text]
-    levels: dict[str, Text] = Field(
+    levels: dict[str, Plain] = Field(
         description="One description per house-style rubric level, in that order.")
 
 
@@ -242,8 +293,8 @@ class Project(Artefact):
     """project.yaml: the capstone."""
 
     title: Text
-    brief: Text
-    deliverable: Text
+    brief: Markdown
+    deliverable: Markdown
     milestones: list[Milestone]
     rubric: list[RubricCriterion]
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from stay.artefacts import Project
 from stay.stages._prompt import reference_set
 from stay.stages._stage import AllPlansInput, FileInput, Stage
+from stay.stages.answers import CapstoneAnswer, project
 
 STAGE = Stage(
-    name="capstone", role="planning", phase="wave", scope="course", output="project.yaml", answer=Project,
+    name="capstone", role="planning", phase="wave", scope="course", output="project.yaml",
+    answer=CapstoneAnswer, make=project,
     inputs=(("curriculum", FileInput("curriculum.yaml")), ("outcomes", FileInput("outcomes.yaml")),
             ("assessment", FileInput("assessment.yaml")), ("plans", AllPlansInput())),
     references=reference_set("capstone-design.md", "assessment-design.md", "house-style.yaml", "course-state.md"),

@@ -3,19 +3,24 @@
 Templates and static files are package data (``stay/view/templates``,
 ``stay/view/static``), found through the package loader, so a wheel install has
 them. Autoescaping is on for every template: everything read from a course or a
-report is text; the one exception is a lesson's HTML, which markdown-it-py rendered
-with raw HTML disabled (``_markdown.py``).
+report is text; the exceptions are a lesson's HTML and the text fields its model
+declares Markdown (the ``field`` and ``field_item`` filters, by ``text_format``), which
+markdown-it-py rendered with raw HTML disabled (``_markdown.py``).
 """
 
 from __future__ import annotations
 
 from functools import cache
 from importlib import resources
+from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context
+from jinja2.runtime import Context
+from markupsafe import Markup
 
 from stay._display import fixed
 from stay.view._links import fragment
+from stay.view._markdown import item_html
 from stay.view._status import badge_class
 
 STATIC_FILES = ("style.css", "quiz.js")
@@ -37,7 +42,26 @@ def environment() -> Environment:
     env.filters["number"] = fixed
     env.filters["signed"] = lambda value, digits=3: fixed(value, digits, signed=True)
     env.filters["pvalue"] = _pvalue
+    env.filters["field"] = _field
+    env.filters["field_item"] = _field_item
     return env
+
+
+@pass_context
+def _field(context: Context, owner: Any, name: str) -> Markup:
+    """``{{ exercise | field("task") }}``: a text field as its model declares it is written."""
+    return item_html(owner, name, str(getattr(owner, name)), _lesson_pages(context))
+
+
+@pass_context
+def _field_item(context: Context, owner: Any, name: str, text: str) -> Markup:
+    """``{{ exercise | field_item("hints", hint) }}``: one item of a list or mapping field."""
+    return item_html(owner, name, text, _lesson_pages(context))
+
+
+def _lesson_pages(context: Context) -> Any:
+    links = context.get("links")  # the course pages have them; links between lessons follow
+    return getattr(links, "lesson_pages", None)
 
 
 def static_text(name: str) -> str:

@@ -21,10 +21,13 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
+from markupsafe import Markup, escape
 from pygments import highlight as pygments_highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
+
+from stay.artefacts import text_format
 
 PYGMENTS_STYLE = "default"
 MAX_HIGHLIGHT = 100_000
@@ -134,3 +137,14 @@ def _point_at_page(link: Token, pages: Mapping[str, str]) -> None:
     match = _LESSON_LINK.fullmatch(href)
     if match is not None and match.group(1) in pages:
         link.attrSet("href", pages[match.group(1)] + (match.group(2) or ""))
+
+
+def item_html(owner: Any, name: str, text: str, lesson_pages: Mapping[str, str] | None = None) -> Markup:
+    """``text`` (``owner``'s field ``name``, or one item of it: a hint, a rubric level's
+    text) as HTML, by the format its model declares (``stay.artefacts.text_format``):
+    Markdown through ``render_markdown`` in a ``div.markdown``; anything else escaped in
+    a ``span.as-written``, white space kept, so a "- x" stays text."""
+    if text_format(type(owner), name) == "markdown":
+        rendered = render_markdown(text.strip(), lesson_pages=lesson_pages).html
+        return Markup(f'<div class="markdown">{rendered}</div>')
+    return Markup(f'<span class="as-written">{escape(text.strip())}</span>')

@@ -6,6 +6,17 @@ its instructions, the inputs from the YAML blocks of the user message) and answe
 ``stay.models.offline_answer``. ``message`` and ``sse`` build a response body, plain
 JSON or a Server-Sent Events stream (``reply`` picks the one the request asked for).
 
+Structured output is enforced as the real API's constrained decoding enforces it: the
+answer is fitted to the request's ``output_config.format.schema`` (every property that
+schema does not declare is dropped, at every depth: the model could never have written
+it; see ``tests/wire_schema.py``), and what remains must validate against that schema
+(``jsonschema``). So a field the wire schema cannot carry arrives empty or missing, as it
+would from the real model, and the course's validator sees it. An answer that still
+fails the schema is one the real API could never return: the fake records it in
+``VIOLATIONS`` and raises ``WireViolation`` (its HTTP servers answer 400 with the
+reasons); ``tests/models/conftest.py`` fails the test that caused it, whatever stay did
+with the error. Canned bodies a test writes itself are sent as they are.
+
 ``CacheAccounting`` bills prompt caching the way the API does, as far as it is
 documented, and independently of stay's own prefix code:
 
@@ -34,6 +45,7 @@ import httpx2
 
 from stay.models import offline_answer
 from tests.remembered_yaml import load_yaml
+from tests.wire_schema import check, fit
 
 STAGE_HEADERS = {"audience": "audience", "curriculum": "curriculum", "outcomes": "outcomes",
                  "assessment": "assessment", "lesson planning": "plan", "lesson content": "content",
@@ -76,8 +88,53 @@ def inputs_of(body: dict[str, Any]) -> dict[str, Any]:
     return {m.group("name"): load_yaml(m.group("body")) for m in _BLOCK.finditer(text)}
 
 
+class WireViolation(AssertionError):
+    """An answer the request's wire schema does not admit: the real API could not give it."""
+
+
+VIOLATIONS: list[str] = []
+"""Every wire-schema violation a fake met in this process, in order (the fakes run in
+threads of the test process; the conftest fixture empties it around each test)."""
+
+
+def wire_schema_of(body: dict[str, Any]) -> dict[str, Any]:
+    schema = (body.get("output_config") or {}).get("format", {}).get("schema")
+    if not isinstance(schema, dict):
+        raise _violation(body, ["the request carries no output_config.format.schema"])
+    return schema
+
+
+def enforce(body: dict[str, Any], data: Any) -> Any:
+    """``data`` as constrained decoding under the request's schema lets it through: fitted,
+    then validated; a misfit is recorded and raised (``WireViolation``)."""
+    schema = wire_schema_of(body)
+    fitted = fit(data, schema)
+    problems = check(fitted, schema)
+    if problems:
+        raise _violation(body, problems)
+    return fitted
+
+
+def _violation(body: dict[str, Any], problems: list[str]) -> WireViolation:
+    where = stage_of(body) if is_stage(body) else "a non-stage request"
+    text = f"fake API: the answer for {where} cannot satisfy its wire schema: " + "; ".join(problems)
+    VIOLATIONS.append(text)
+    return WireViolation(text)
+
+
+def violation_response(exc: WireViolation) -> httpx2.Response:
+    """The 400 the MockTransport handlers send for a violation (recorded already)."""
+    return httpx2.Response(400, json=error_body(str(exc)))
+
+
+def error_body(text: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": "invalid_request_error", "message": text}}
+
+
 def answer_for(body: dict[str, Any]) -> dict[str, Any]:
-    return offline_answer(stage_of(body), inputs_of(body))
+    """The offline backend's answer to a stage request, as the wire schema lets it through."""
+    fitted: dict[str, Any] = enforce(body, offline_answer(stage_of(body), inputs_of(body)))
+    return fitted
 
 
 def message(data: dict[str, Any] | str, *, model: str = "claude-sonnet-5-5", stop_reason: str = "end_turn",
@@ -237,12 +294,15 @@ class CacheAccounting:
 
 class FakeMessagesAPI:
     """POST /v1/messages on 127.0.0.1, answering every stage and the input screen, as JSON
-    or as a stream; records what it saw and said, and bills the prompt cache."""
+    or as a stream; records what it saw and said, and bills the prompt cache. Every answer
+    is held to the request's wire schema (the module docstring); one it cannot satisfy is a
+    400 naming the reasons, kept in ``violations``."""
 
     def __init__(self, accounting: CacheAccounting | None = None, latency: float = 0.0) -> None:
         self.requests: list[dict[str, Any]] = []
         self.answers: list[dict[str, Any]] = []
         self.screens: list[dict[str, Any]] = []
+        self.violations: list[str] = []
         self.accounting = accounting or CacheAccounting()
         self.latency = latency
         api = self
@@ -255,7 +315,13 @@ class FakeMessagesAPI:
                 if self.path.rstrip("/") != "/v1/messages":
                     return self._send(404, {"type": "error", "error": {"type": "not_found_error",
                                                                        "message": self.path}}, body)
-                data = answer_for(body) if is_stage(body) else {"flagged": False, "reason": "a course brief"}
+                try:
+                    data = answer_for(body) if is_stage(body) else enforce(
+                        body, {"flagged": False, "reason": "a course brief"})
+                except WireViolation as exc:
+                    with lock:
+                        api.violations.append(str(exc))
+                    return self._send(400, error_body(str(exc)), body)
                 try:
                     usage, writes = api.accounting.bill(body, json.dumps(data))
                 except TooManyBreakpoints as exc:

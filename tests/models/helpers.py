@@ -14,7 +14,7 @@ from stay.artefacts import Brief
 from stay.models import AnthropicBackend, ModelRequest
 from stay.stages import STAGES, Prompts
 from tests.conftest import ROOT
-from tests.models.fake_api import answer_for, is_stage, message, reply
+from tests.models.fake_api import WireViolation, answer_for, enforce, is_stage, message, reply, violation_response
 
 HTTP = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
 SQL = ROOT / "examples" / "briefs" / "sql-window-functions.yaml"
@@ -36,18 +36,27 @@ def backend(handler: Handler, **options: Any) -> AnthropicBackend:
 def recording(responses: list[dict[str, Any] | httpx2.Response] | None = None,
               ) -> tuple[Handler, list[dict[str, Any]]]:
     """A handler that records every stage request's body and answers like the offline
-    backend, or with the given bodies (a dict is sent as JSON or a stream, as asked)."""
+    backend, or with the given bodies (a dict is sent as JSON or a stream, as asked).
+    Its own answers are held to the request's wire schema as the real API holds a
+    model's (``fake_api.enforce``: fitted, then validated; a misfit is a recorded 400);
+    the given bodies are sent as they are, being what a test chose to send."""
     seen: list[dict[str, Any]] = []
 
     def handle(request: httpx2.Request) -> httpx2.Response:
         body = json.loads(request.content)
         if not is_stage(body):  # the input screen
-            return reply(body, message({"flagged": False, "reason": "fine"}, model=body["model"]))
+            try:
+                return reply(body, message(enforce(body, {"flagged": False, "reason": "fine"}), model=body["model"]))
+            except WireViolation as exc:
+                return violation_response(exc)
         seen.append(body)
         if responses:
             canned = responses.pop(0)
             return canned if isinstance(canned, httpx2.Response) else reply(body, canned)
-        return reply(body, message(answer_for(body), model=body["model"]))
+        try:
+            return reply(body, message(answer_for(body), model=body["model"]))
+        except WireViolation as exc:
+            return violation_response(exc)
 
     return handle, seen
 

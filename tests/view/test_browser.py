@@ -197,7 +197,7 @@ def test_clicking_a_quiz_option_reveals_why_it_is_wrong_and_the_explanation(brow
     wrong = next(i for i, o in enumerate(item.options) if not o.correct)
     question = page.locator(f"#{item.id}")
     why = question.locator(".option").nth(wrong).locator(".why-wrong")
-    explanation = question.locator("details.explanation > p")
+    explanation = question.locator("details.explanation > .markdown")
     assert not why.is_visible() and not explanation.is_visible()
     question.locator(".option > summary").nth(wrong).click()
     why.wait_for(state="visible", timeout=5000)
@@ -222,9 +222,9 @@ def test_the_quiz_works_without_javascript(browser: Any, serve: Any, sample_site
     question = page.locator(f"#{item.id}")
     question.locator(".option > summary").nth(1).click()
     assert question.locator(".option").nth(1).locator(".why-wrong").inner_text() == item.options[1].why_wrong
-    assert not question.locator("details.explanation > p").is_visible()  # no script: one click, one reveal
+    assert not question.locator("details.explanation > .markdown").is_visible()  # no script: one click, one reveal
     question.locator("details.explanation > summary").click()
-    question.locator("details.explanation > p").wait_for(state="visible", timeout=5000)
+    question.locator("details.explanation > .markdown").wait_for(state="visible", timeout=5000)
     solution = page.locator("#m01-l01-e1 details.solution")
     solution.locator("summary").click()
     assert "Z%C3%BCrich" in solution.inner_text()
@@ -266,7 +266,7 @@ def test_the_site_works_opened_from_disk(browser: Any, sample_site: Path) -> Non
     assert page.eval_on_selector("header.site", "e => getComputedStyle(e).display") == "flex"
     question = page.locator("#m01-l01-q1")
     question.locator(".option > summary").nth(1).click()
-    question.locator("details.explanation > p").wait_for(state="visible", timeout=5000)
+    question.locator("details.explanation > .markdown").wait_for(state="visible", timeout=5000)
     assert watch.problems == []
     page.close()
 

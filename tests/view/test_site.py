@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import stay.artefacts as artefacts
 from stay.view import build_site, render_course
 from stay.view._load import load_course
+from stay.view._markdown import render_markdown
 from stay.view._status import NO_LEDGER, badge_class
 from tests.conftest import ROOT, SAMPLE, run_stay
 from tests.fixtures.rules import MUTATIONS, make_fixture
@@ -40,6 +41,15 @@ def _plain(line: str) -> str | None:
     if re.search(r"[\[\]*_<>\\]", text):
         return None
     return normalise(text)
+
+
+def shown(owner: Any, name: str, text: str | None = None) -> str:
+    """What a reader sees of a text field (or one item of it): a field declared Markdown as
+    its rendered text, any other as written."""
+    value = str(getattr(owner, name) if text is None else text)
+    if artefacts.text_format(type(owner), name) == "markdown":
+        return page_text(render_markdown(value).html)
+    return value
 
 
 def expectations(course: Path) -> Iterator[tuple[str, str]]:
@@ -68,10 +78,10 @@ def expectations(course: Path) -> Iterator[tuple[str, str]]:
         yield "outcomes.html", outcome.text
         yield "index.html", outcome.text
     project = artefacts.load(course / "project.yaml")
-    for text in (project.title, project.brief, project.deliverable):
+    for text in (project.title, shown(project, "brief"), shown(project, "deliverable")):
         yield "capstone.html", text
     for milestone in project.milestones:
-        for text in (milestone.id, milestone.title, milestone.description):
+        for text in (milestone.id, milestone.title, shown(milestone, "description")):
             yield "capstone.html", text
     for criterion in project.rubric:
         for text in (criterion.id, criterion.criterion, *criterion.levels, *criterion.levels.values()):
@@ -102,10 +112,12 @@ def _lesson(directory: Path, lesson_id: str) -> Iterator[tuple[str, str]]:
         if text and text.strip():
             yield page, normalise(text)
     for exercise in artefacts.load(directory / f"{lesson_id}.exercises.yaml").exercises:
-        for text in (exercise.id, exercise.outcome, exercise.task, exercise.solution, *exercise.hints):
+        for text in (exercise.id, exercise.outcome, shown(exercise, "task"), shown(exercise, "solution"),
+                     *(shown(exercise, "hints", hint) for hint in exercise.hints)):
             yield page, normalise(text)
     for item in artefacts.load(directory / f"{lesson_id}.quiz.yaml").items:
-        for text in (item.id, item.stem, item.explanation, item.answer, item.outcome, item.retrieves):
+        for text in (item.id, shown(item, "stem"), shown(item, "explanation"), item.answer, item.outcome,
+                     item.retrieves):
             if text:
                 yield page, normalise(text)
         for option in item.options or []:

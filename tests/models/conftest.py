@@ -1,0 +1,18 @@
+"""Every test here fails if a fake Messages API met an answer its request's wire schema
+does not admit (``fake_api.VIOLATIONS``), even when stay handled the error it was sent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.models.fake_api import VIOLATIONS
+
+
+@pytest.fixture(autouse=True)
+def _answers_fit_the_wire_schema() -> Iterator[None]:
+    VIOLATIONS.clear()
+    yield
+    met, VIOLATIONS[:] = list(VIOLATIONS), []
+    assert not met, "a fake answered outside the request's wire schema:\n" + "\n".join(met)
