@@ -157,9 +157,11 @@ def answer_schema(output: type[BaseModel]) -> dict[str, Any]:
     return output.model_json_schema()
 
 
-COMMON_REFERENCES: tuple[str, ...] = ("course-state.md",)
-"""References every stage's set holds: sent right after the common preamble, so the two
-form one prefix that every call of a model shares, across stages."""
+COMMON_REFERENCES: tuple[str, ...] = ("course-state.md", "house-style.yaml", "bloom-verbs.yaml")
+"""References every stage's set holds: sent right after the common preamble, in this
+order, so they form one prefix that every call of a model shares, across stages. The
+two data files are here because the common preamble and course-state.md tell every
+stage that they are the authority for the numbers the references quote."""
 
 
 def _documents(prompts: Prompts, names: tuple[str, ...]) -> str:
@@ -179,7 +181,7 @@ def build_request(*, stage: str, role: Role, references: tuple[str, ...], prompt
     read again, and caching it would only pay the write premium). Everything that varies
     per call is in the user message.
     """
-    common = tuple(name for name in references if name in COMMON_REFERENCES)
+    common = tuple(name for name in COMMON_REFERENCES if name in references)
     own = tuple(name for name in references if name not in COMMON_REFERENCES)
     system = (
         SystemBlock(text=prompts.templates["common"].strip(), label="the common preamble (prompt template)"),

@@ -25,12 +25,12 @@ def _module_plans(answer: ModulePlans, inputs: Mapping[str, Any]) -> list[Lesson
 
 STAGE = Stage(
     name="plan", role="planning", phase="plan", scope="module", output="{lesson}.plan.yaml", answer=ModulePlans,
-    inputs=(("curriculum", FileInput("curriculum.yaml")), ("outcomes", FileInput("outcomes.yaml")),
-            ("assessment", FileInput("assessment.yaml")), ("module", ModuleIdInput()),
-            ("earlier_plans", EarlierPlansInput())),
+    inputs=(("audience", FileInput("audience.yaml")), ("curriculum", FileInput("curriculum.yaml")),
+            ("outcomes", FileInput("outcomes.yaml")), ("assessment", FileInput("assessment.yaml")),
+            ("module", ModuleIdInput()), ("earlier_plans", EarlierPlansInput())),
     references=reference_set("cognitive-load.md", "retrieval-and-spacing.md", "example-design.md",
-                             "house-style.yaml", "course-state.md"),
-    shared=("curriculum", "outcomes", "assessment"),
+                             "house-style.yaml", "course-state.md", "bloom-verbs.yaml"),
+    shared=("audience", "curriculum", "outcomes", "assessment"),
     make=_module_plans,
     node="plan_modules",
 )
