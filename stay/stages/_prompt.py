@@ -190,7 +190,7 @@ def build_request(*, stage: str, role: Role, references: tuple[str, ...], prompt
                     label="the stage instructions (prompt template)"),
         SystemBlock(text=_documents(prompts, own), cache=bool(shared), label="the reference documents"),
     )
-    # The API refuses an empty text block. A stage without a shared reference (the quiz)
+    # The API refuses an empty text block. A stage holding none of the common references
     # keeps no breakpoint after the preamble alone: it is far below any model's cache minimum.
     kept = [block for block in system if block.text]
     return ModelRequest(

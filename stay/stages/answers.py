@@ -4,13 +4,27 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from stay.artefacts import Artefact, LessonPlan
+from stay.artefacts import Artefact, PlanCore, RunningExample, Text
+
+
+class PlannedLesson(PlanCore):
+    """One lesson's plan as the planning call writes it: the plan's fields, and the facts
+    of its worked example, which the answer must give (on disk they are optional)."""
+
+    example_facts: list[Text] = Field(
+        min_length=1, description="The facts this lesson's worked example uses, within the module's running "
+                                  "example: who does what, with which exact data. The lesson, its exercises "
+                                  "and its quiz are written from them.")
 
 
 class ModulePlans(Artefact):
-    """One planning call's answer: every lesson plan of one module, in curriculum order."""
+    """One planning call's answer: the module's running example, once, and every lesson
+    plan of the module, in curriculum order. The stage copies the running example into
+    every plan, so each writer of the module's lessons sees the same one."""
 
-    plans: list[LessonPlan]
+    running_example: RunningExample = Field(
+        description="The one case every lesson of this module works on, set in the learners' workplace.")
+    plans: list[PlannedLesson]
 
 
 class LessonBody(Artefact):
