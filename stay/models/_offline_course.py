@@ -174,8 +174,9 @@ _PEOPLE = ("Ana Ruiz, the team lead who sets the task", "Ben Okafor, the team me
 def _running_example(module: dict[str, Any], audience: dict[str, Any]) -> dict[str, Any]:
     """One case for the whole module, set among the learners audience.yaml describes."""
     who = " ".join(audience["learners"].split(",")[0].rstrip(".").split()[:12])
+    learners = f"the learners ({who})" if who else "the learners"
     return {
-        "setting": f"The workplace of the learners ({who}), on one task the module follows: {module['title']}.",
+        "setting": f"The workplace of {learners}, on one task the module follows: {module['title']}.",
         "people": list(_PEOPLE),
         "data": [f"Task {module['id']}: {module['title']}, carried out on one real case from the team's work.",
                  "A log of each step: what was tried, what was seen, and how long it took."],
