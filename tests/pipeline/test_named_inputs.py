@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -134,3 +135,23 @@ def test_the_finder_sees_the_instructions_the_issue_quotes() -> None:
     assert "recorded in `audience.yaml`" in lines[0] or "from `audience.yaml`" in lines[0]
     assert all("audience.yaml" in line for line in lines)
     assert "house-style.yaml" in named(STAGES["quiz"])
+
+
+def test_every_request_shows_the_model_each_file_its_stage_reads(tmp_path: Path) -> None:
+    """In the requests themselves, as the model reads them: every call of a stage that reads
+    audience.yaml (planning, assessment and the capstone among them) shows it, whole."""
+    from stay.artefacts import Audience, load, to_data
+    from stay.pipeline import build_course
+    from tests.pipeline.test_build import quiet
+    from tests.pipeline.test_running_example import BRIEF, Recording, shown
+
+    backend = Recording()
+    result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
+    audience = to_data(load(result.course_dir / STAGES["audience"].output, Audience))
+    readers = {stage.name: name for stage in REGISTRY for name, source in stage.inputs
+               if isinstance(source, FileInput) and source.path == STAGES["audience"].output}
+    assert {"plan", "assessment", "capstone"} <= set(readers)
+    asked = [request for request, _answer in backend.seen if request.stage in readers]
+    assert {request.stage for request in asked} == set(readers)
+    for request in asked:
+        assert shown(request)[readers[request.stage]] == audience, (request.stage, request.artefact)
