@@ -210,8 +210,20 @@ class NewTerm(Artefact):
     definition: Text
 
 
-class LessonPlan(Artefact):
-    """<lesson>.plan.yaml: the contract the wave writes a lesson to."""
+class RunningExample(Artefact):
+    """A module's running example: the one case all its lessons work on. The writers of a
+    module's lessons run side by side and never see each other; each sees this, in its
+    lesson's plan, so the lessons tell one story with the same people and numbers."""
+
+    setting: Text = Field(description="Where it happens, in the learners' own workplace as audience.yaml "
+                                      "describes it: the organisation, the system, the situation.")
+    people: list[Text] = Field(min_length=1, description="Who is in it, each with a name and a job title.")
+    data: list[Text] = Field(min_length=1, description="The concrete data it works with: records, numbers, "
+                                                       "names, commands, each stated exactly.")
+
+
+class PlanCore(Artefact):
+    """What a lesson plan holds as the planning call writes it, per lesson."""
 
     lesson: LessonId
     title: Text
@@ -221,6 +233,17 @@ class LessonPlan(Artefact):
     new_terms: list[NewTerm]
     prerequisites: list[TermText]
     revisits: list[TermText]
+
+
+class LessonPlan(PlanCore):
+    """<lesson>.plan.yaml: the contract the wave writes a lesson to. The worked-example
+    facts and the running example are optional (extra fields to the format), so a
+    course planned without them still loads."""
+
+    example_facts: list[Text] | None = Field(
+        default=None, description="The facts this lesson's worked example uses, within the running example.")
+    running_example: RunningExample | None = Field(
+        default=None, description="The module's running example, the same in every plan of the module.")
 
 
 class LessonContent(Artefact):

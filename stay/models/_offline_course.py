@@ -168,13 +168,36 @@ def _sections(minutes: int, title: str, ids: list[str]) -> list[dict[str, Any]]:
     ]
 
 
+_PEOPLE = ("Ana Ruiz, the team lead who sets the task", "Ben Okafor, the team member who carries it out")
+
+
+def _running_example(module: dict[str, Any], audience: dict[str, Any]) -> dict[str, Any]:
+    """One case for the whole module, set among the learners audience.yaml describes."""
+    who = " ".join(audience["learners"].split(",")[0].rstrip(".").split()[:12])
+    learners = f"the learners ({who})" if who else "the learners"
+    return {
+        "setting": f"The workplace of {learners}, on one task the module follows: {module['title']}.",
+        "people": list(_PEOPLE),
+        "data": [f"Task {module['id']}: {module['title']}, carried out on one real case from the team's work.",
+                 "A log of each step: what was tried, what was seen, and how long it took."],
+    }
+
+
+def _example_facts(module: dict[str, Any], lesson: dict[str, Any]) -> list[str]:
+    ana, ben = (person.split(",")[0] for person in _PEOPLE)
+    return [f"{ben} uses {lesson['title']} on task {module['id']}, and {ana} reviews each step.",
+            f"The log for lesson {lesson['id']} records each step and its result."]
+
+
 def plan(inputs: dict[str, Any]) -> dict[str, Any]:
     lessons = _lessons(inputs["curriculum"])
     order = [lesson["id"] for _module, lesson in lessons]
     plans = []
+    running: dict[str, Any] = {}
     for module, lesson in lessons:
         if module["id"] != inputs["module"]:
             continue
+        running = running or _running_example(module, inputs["audience"])
         ids = [o["id"] for o in inputs["outcomes"]["outcomes"] if o["lesson"] == lesson["id"]]
         position = order.index(lesson["id"])
         previous = lessons[position - 1][1]["title"] if position else None
@@ -184,8 +207,9 @@ def plan(inputs: dict[str, Any]) -> dict[str, Any]:
             "new_terms": [{"term": lesson["title"],
                            "definition": f"The subject of lesson {lesson['id']}: {lesson['title']}."}],
             "prerequisites": [], "revisits": [previous] if previous else [],
+            "example_facts": _example_facts(module, lesson),
         })
-    return {"plans": plans}
+    return {"running_example": running, "plans": plans}
 
 
 _PROSE = {
@@ -220,6 +244,8 @@ def content(inputs: dict[str, Any]) -> dict[str, Any]:
     for section in lesson_plan["sections"]:
         lines += [f"## {section['heading']}", ""]
         sentences = [s.format(t=term) for s in _PROSE.get(section["kind"], _PROSE["explain"])]
+        if section["kind"] == "example":
+            sentences[1:1] = _worked_example(lesson_plan)
         target = section["minutes"] * WORDS_PER_MINUTE
         written = 0
         paragraph: list[str] = []
@@ -235,6 +261,20 @@ def content(inputs: dict[str, Any]) -> dict[str, Any]:
     return {"body": "\n".join(lines).rstrip("\n") + "\n"}
 
 
+def _worked_example(lesson_plan: dict[str, Any]) -> list[str]:
+    """The plan's worked-example facts as sentences, after one naming the running example's
+    people (a plan written before plans carried them has neither)."""
+    running = lesson_plan.get("running_example")
+    names = " and ".join(person.split(",")[0] for person in running["people"]) if running else ""
+    people = [f"It follows the module's running example, with {names}."] if running else []
+    return people + list(lesson_plan.get("example_facts") or [])
+
+
+def _setting(lesson_plan: dict[str, Any]) -> str:
+    running = lesson_plan.get("running_example")
+    return f" Work in the module's running example. {running['setting']}" if running else ""
+
+
 def exercises(inputs: dict[str, Any]) -> dict[str, Any]:
     lesson_plan = inputs["plan"]
     found: list[dict[str, Any]] = []
@@ -245,7 +285,7 @@ def exercises(inputs: dict[str, Any]) -> dict[str, Any]:
                 "id": f"{lesson_plan['lesson']}-e{number}", "outcome": outcome["id"],
                 "bloom": outcome["bloom"],
                 "task": f"Pick a small task from your own work where {lesson_plan['title']} plays a "
-                        f"part. {outcome['text']} Write down each step you take.",
+                        f"part. {outcome['text']} Write down each step you take.{_setting(lesson_plan)}",
                 "hints": ["Start from the worked example in the lesson.",
                           "Name the step where the lesson's idea does the work."],
                 "solution": "Offline template solution: a model-written solution would work the task "
@@ -263,6 +303,7 @@ def quiz(inputs: dict[str, Any]) -> dict[str, Any]:
         return f"{lesson}-q{len(items) + 1}"
 
     term = lesson_plan["new_terms"][0]["term"] if lesson_plan["new_terms"] else lesson_plan["title"]
+    facts = lesson_plan.get("example_facts") or []
     for outcome in inputs["outcomes"]:
         if outcome["bloom"] in ("remember", "understand"):
             items.append({
@@ -283,7 +324,8 @@ def quiz(inputs: dict[str, Any]) -> dict[str, Any]:
             items.append({
                 "id": next_id(), "outcome": outcome["id"], "type": "short",
                 "stem": f"Describe, in two sentences, one task where you would use {term}.",
-                "answer": "Any realistic task from the learner's work, with the step that uses it named.",
+                "answer": "Any realistic task from the learner's work, with the step that uses it named"
+                          + (f", such as the lesson's worked example: {facts[0]}" if facts else "."),
                 "explanation": "The outcome asks for use on a realistic task, so the answer names one.",
             })
     for revisited in lesson_plan["revisits"]:

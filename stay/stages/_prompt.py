@@ -168,9 +168,11 @@ def answer_schema(output: type[BaseModel]) -> dict[str, Any]:
     return output.model_json_schema()
 
 
-COMMON_REFERENCES: tuple[str, ...] = ("course-state.md",)
-"""References every stage's set holds: sent right after the common preamble, so the two
-form one prefix that every call of a model shares, across stages."""
+COMMON_REFERENCES: tuple[str, ...] = ("course-state.md", "house-style.yaml", "bloom-verbs.yaml")
+"""References every stage's set holds: sent right after the common preamble, in this
+order, so they form one prefix that every call of a model shares, across stages. The
+two data files are here because the common preamble and course-state.md tell every
+stage that they are the authority for the numbers the references quote."""
 
 
 def _documents(prompts: Prompts, names: tuple[str, ...]) -> str:
@@ -190,7 +192,7 @@ def build_request(*, stage: str, role: Role, references: tuple[str, ...], prompt
     read again, and caching it would only pay the write premium). Everything that varies
     per call is in the user message.
     """
-    common = tuple(name for name in references if name in COMMON_REFERENCES)
+    common = tuple(name for name in COMMON_REFERENCES if name in references)
     own = tuple(name for name in references if name not in COMMON_REFERENCES)
     system = (
         SystemBlock(text=prompts.templates["common"].strip(), label="the common preamble (prompt template)"),
@@ -199,7 +201,7 @@ def build_request(*, stage: str, role: Role, references: tuple[str, ...], prompt
                     label="the stage instructions (prompt template)"),
         SystemBlock(text=_documents(prompts, own), cache=bool(shared), label="the reference documents"),
     )
-    # The API refuses an empty text block. A stage without a shared reference (the quiz)
+    # The API refuses an empty text block. A stage holding none of the common references
     # keeps no breakpoint after the preamble alone: it is far below any model's cache minimum.
     kept = [block for block in system if block.text]
     return ModelRequest(

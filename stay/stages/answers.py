@@ -6,14 +6,28 @@ from typing import Any, get_args
 
 from pydantic import Field, create_model
 
-from stay.artefacts import Artefact, LessonPlan, Project, RubricCriterion
+from stay.artefacts import Artefact, PlanCore, Project, RubricCriterion, RunningExample, Text
 from stay.validate import HouseData, packaged_data_dir
 
 
-class ModulePlans(Artefact):
-    """One planning call's answer: every lesson plan of one module, in curriculum order."""
+class PlannedLesson(PlanCore):
+    """One lesson's plan as the planning call writes it: the plan's fields, and the facts
+    of its worked example, which the answer must give (on disk they are optional)."""
 
-    plans: list[LessonPlan]
+    example_facts: list[Text] = Field(
+        min_length=1, description="The facts this lesson's worked example uses, within the module's running "
+                                  "example: who does what, with which exact data. The lesson, its exercises "
+                                  "and its quiz are written from them.")
+
+
+class ModulePlans(Artefact):
+    """One planning call's answer: the module's running example, once, and every lesson
+    plan of the module, in curriculum order. The stage copies the running example into
+    every plan, so each writer of the module's lessons sees the same one."""
+
+    running_example: RunningExample = Field(
+        description="The one case every lesson of this module works on, set in the learners' workplace.")
+    plans: list[PlannedLesson]
 
 
 class LessonBody(Artefact):

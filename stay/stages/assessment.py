@@ -9,6 +9,8 @@ from stay.stages._stage import FileInput, Stage
 STAGE = Stage(
     name="assessment", role="planning", phase="design", scope="course", output="assessment.yaml",
     answer=Assessment,
-    inputs=(("curriculum", FileInput("curriculum.yaml")), ("outcomes", FileInput("outcomes.yaml"))),
-    references=reference_set("assessment-design.md", "blooms-taxonomy.md", "course-state.md"),
+    inputs=(("audience", FileInput("audience.yaml")), ("curriculum", FileInput("curriculum.yaml")),
+            ("outcomes", FileInput("outcomes.yaml"))),
+    references=reference_set("assessment-design.md", "blooms-taxonomy.md", "course-state.md", "house-style.yaml",
+                             "bloom-verbs.yaml"),
 )

@@ -9,5 +9,5 @@ from stay.stages._stage import BriefInput, Stage
 STAGE = Stage(
     name="audience", role="analysis", phase="design", scope="course", output="audience.yaml", answer=Audience,
     inputs=(("brief", BriefInput()),),
-    references=reference_set("backward-design.md", "course-state.md"),
+    references=reference_set("backward-design.md", "course-state.md", "house-style.yaml", "bloom-verbs.yaml"),
 )

@@ -9,7 +9,9 @@ from stay.stages.answers import CapstoneAnswer, project
 STAGE = Stage(
     name="capstone", role="planning", phase="wave", scope="course", output="project.yaml",
     answer=CapstoneAnswer, make=project,
-    inputs=(("curriculum", FileInput("curriculum.yaml")), ("outcomes", FileInput("outcomes.yaml")),
+    inputs=(("audience", FileInput("audience.yaml")), ("curriculum", FileInput("curriculum.yaml")),
+            ("outcomes", FileInput("outcomes.yaml")),
             ("assessment", FileInput("assessment.yaml")), ("plans", AllPlansInput())),
-    references=reference_set("capstone-design.md", "assessment-design.md", "house-style.yaml", "course-state.md"),
+    references=reference_set("capstone-design.md", "assessment-design.md", "house-style.yaml", "course-state.md",
+                             "bloom-verbs.yaml"),
 )

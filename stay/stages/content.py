@@ -21,7 +21,8 @@ STAGE = Stage(
     name="content", role="writing", phase="wave", scope="lesson", output="{lesson}.md", answer=LessonBody,
     inputs=(("plan", LessonPlanInput()), ("outcomes", LessonOutcomesInput()),
             ("audience", FileInput("audience.yaml"))),
-    references=reference_set("house-style.yaml", "example-design.md", "cognitive-load.md", "course-state.md"),
+    references=reference_set("house-style.yaml", "example-design.md", "cognitive-load.md", "course-state.md",
+                             "bloom-verbs.yaml"),
     shared=("audience",),
     make=_lesson,
 )

@@ -10,5 +10,6 @@ STAGE = Stage(
     name="curriculum", role="planning", phase="design", scope="course", output="curriculum.yaml",
     answer=Curriculum,
     inputs=(("brief", BriefInput()), ("audience", FileInput("audience.yaml"))),
-    references=reference_set("backward-design.md", "cognitive-load.md", "house-style.yaml", "course-state.md"),
+    references=reference_set("backward-design.md", "cognitive-load.md", "house-style.yaml", "course-state.md",
+                             "bloom-verbs.yaml"),
 )

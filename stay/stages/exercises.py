@@ -11,6 +11,7 @@ STAGE = Stage(
     answer=Exercises,
     inputs=(("plan", LessonPlanInput()), ("outcomes", LessonOutcomesInput()),
             ("audience", FileInput("audience.yaml"))),
-    references=reference_set("assessment-design.md", "blooms-taxonomy.md", "example-design.md", "course-state.md"),
+    references=reference_set("assessment-design.md", "blooms-taxonomy.md", "example-design.md", "course-state.md",
+                             "house-style.yaml", "bloom-verbs.yaml"),
     shared=("audience",),
 )

@@ -9,5 +9,5 @@ from stay.stages._stage import FileInput, Stage
 STAGE = Stage(
     name="outcomes", role="planning", phase="design", scope="course", output="outcomes.yaml", answer=Outcomes,
     inputs=(("audience", FileInput("audience.yaml")), ("curriculum", FileInput("curriculum.yaml"))),
-    references=reference_set("blooms-taxonomy.md", "bloom-verbs.yaml", "course-state.md"),
+    references=reference_set("blooms-taxonomy.md", "bloom-verbs.yaml", "course-state.md", "house-style.yaml"),
 )

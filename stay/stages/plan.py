@@ -14,23 +14,25 @@ from stay.stages.answers import ModulePlans
 
 
 def _module_plans(answer: ModulePlans, inputs: Mapping[str, Any]) -> list[LessonPlan]:
-    """The module's plans, one per curriculum lesson, in curriculum order."""
+    """The module's plans, one per curriculum lesson, in curriculum order, each carrying
+    the module's running example: the wave's writers of one module run side by side and
+    each sees only its lesson's plan, so the plan is where they all find the same one."""
     module = inputs["module"]
     lessons = next(len(m.lessons) for m in inputs["curriculum"].modules if m.id == module)
     if len(answer.plans) != lessons:
         raise AnswerError(f"stage plan: module {module} has {lessons} lessons but the answer holds "
                           f"{len(answer.plans)} plans; ask again")
-    return list(answer.plans)
+    return [LessonPlan(**dict(plan), running_example=answer.running_example) for plan in answer.plans]
 
 
 STAGE = Stage(
     name="plan", role="planning", phase="plan", scope="module", output="{lesson}.plan.yaml", answer=ModulePlans,
-    inputs=(("curriculum", FileInput("curriculum.yaml")), ("outcomes", FileInput("outcomes.yaml")),
-            ("assessment", FileInput("assessment.yaml")), ("module", ModuleIdInput()),
-            ("earlier_plans", EarlierPlansInput())),
+    inputs=(("audience", FileInput("audience.yaml")), ("curriculum", FileInput("curriculum.yaml")),
+            ("outcomes", FileInput("outcomes.yaml")), ("assessment", FileInput("assessment.yaml")),
+            ("module", ModuleIdInput()), ("earlier_plans", EarlierPlansInput())),
     references=reference_set("cognitive-load.md", "retrieval-and-spacing.md", "example-design.md",
-                             "house-style.yaml", "course-state.md"),
-    shared=("curriculum", "outcomes", "assessment"),
+                             "house-style.yaml", "course-state.md", "bloom-verbs.yaml"),
+    shared=("audience", "curriculum", "outcomes", "assessment"),
     make=_module_plans,
     node="plan_modules",
 )

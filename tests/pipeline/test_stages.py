@@ -22,20 +22,38 @@ from stay.artefacts import (
     Outcomes,
 )
 from stay.models import ModelAnswer, ModelRequest, OfflineBackend
-from stay.stages import REFERENCE_NAMES, SHARED_TEMPLATES, STAGES, Prompts
+from stay.stages import (
+    REFERENCE_NAMES,
+    SHARED_TEMPLATES,
+    STAGES,
+    AllPlansInput,
+    BriefInput,
+    EarlierPlansInput,
+    FileInput,
+    LessonOutcomesInput,
+    LessonPlanInput,
+    ModuleIdInput,
+    Prompts,
+    RevisitedPlansInput,
+)
 from tests.conftest import ROOT, SAMPLE
 
 PINNED = {
-    "audience": ("backward-design.md", "course-state.md"),
-    "curriculum": ("backward-design.md", "cognitive-load.md", "house-style.yaml", "course-state.md"),
-    "outcomes": ("blooms-taxonomy.md", "bloom-verbs.yaml", "course-state.md"),
-    "assessment": ("assessment-design.md", "blooms-taxonomy.md", "course-state.md"),
+    "audience": ("backward-design.md", "course-state.md", "house-style.yaml", "bloom-verbs.yaml"),
+    "curriculum": ("backward-design.md", "cognitive-load.md", "house-style.yaml", "course-state.md",
+                   "bloom-verbs.yaml"),
+    "outcomes": ("blooms-taxonomy.md", "bloom-verbs.yaml", "course-state.md", "house-style.yaml"),
+    "assessment": ("assessment-design.md", "blooms-taxonomy.md", "course-state.md", "house-style.yaml",
+                   "bloom-verbs.yaml"),
     "plan": ("cognitive-load.md", "retrieval-and-spacing.md", "example-design.md", "house-style.yaml",
-             "course-state.md"),
-    "content": ("house-style.yaml", "example-design.md", "cognitive-load.md", "course-state.md"),
-    "exercises": ("assessment-design.md", "blooms-taxonomy.md", "example-design.md", "course-state.md"),
-    "quiz": ("house-style.yaml", "assessment-design.md", "blooms-taxonomy.md", "retrieval-and-spacing.md"),
-    "capstone": ("capstone-design.md", "assessment-design.md", "house-style.yaml", "course-state.md"),
+             "course-state.md", "bloom-verbs.yaml"),
+    "content": ("house-style.yaml", "example-design.md", "cognitive-load.md", "course-state.md", "bloom-verbs.yaml"),
+    "exercises": ("assessment-design.md", "blooms-taxonomy.md", "example-design.md", "course-state.md",
+                  "house-style.yaml", "bloom-verbs.yaml"),
+    "quiz": ("house-style.yaml", "assessment-design.md", "blooms-taxonomy.md", "retrieval-and-spacing.md",
+             "bloom-verbs.yaml"),
+    "capstone": ("capstone-design.md", "assessment-design.md", "house-style.yaml", "course-state.md",
+                 "bloom-verbs.yaml"),
 }
 PROMPTS = Prompts.load()
 
@@ -88,21 +106,18 @@ INPUTS = _sample_inputs()
 
 
 def _typed_inputs(inputs: dict[str, Any] = INPUTS) -> dict[str, dict[str, Any]]:
-    """Every stage's named inputs for the sample brief, as the runner would resolve them."""
-    brief, audience, curriculum = inputs["brief"], inputs["audience"], inputs["curriculum"]
-    outcomes, assessment, module = inputs["outcomes"], inputs["assessment"], inputs["module"]
-    first, plan, own = inputs["first"], inputs["plan"], inputs["own"]
-    lesson = {"plan": plan, "outcomes": own, "audience": audience}
-    return {
-        "audience": {"brief": brief},
-        "curriculum": {"brief": brief, "audience": audience},
-        "outcomes": {"audience": audience, "curriculum": curriculum},
-        "assessment": {"curriculum": curriculum, "outcomes": outcomes},
-        "plan": {"curriculum": curriculum, "outcomes": outcomes, "assessment": assessment, "module": module.id,
-                 "earlier_plans": first},
-        "content": lesson, "exercises": lesson, "quiz": {**lesson, "revisited_plans": first[:1]},
-        "capstone": {"curriculum": curriculum, "outcomes": outcomes, "assessment": assessment, "plans": first},
+    """Every stage's named inputs for the sample brief, as the runner would resolve them:
+    each stage's declared inputs, found by their kind (no stage's inputs written out here)."""
+    files = {"audience.yaml": inputs["audience"], "curriculum.yaml": inputs["curriculum"],
+             "outcomes.yaml": inputs["outcomes"], "assessment.yaml": inputs["assessment"]}
+    first = inputs["first"]
+    by_kind: dict[type, Any] = {
+        BriefInput: inputs["brief"], ModuleIdInput: inputs["module"].id, EarlierPlansInput: first,
+        AllPlansInput: first, LessonPlanInput: inputs["plan"], LessonOutcomesInput: inputs["own"],
+        RevisitedPlansInput: first[:1],
     }
+    return {stage.name: {name: files[source.path] if isinstance(source, FileInput) else by_kind[type(source)]
+                         for name, source in stage.inputs} for stage in STAGES.values()}
 
 
 def _sample_requests(inputs: dict[str, Any] = INPUTS) -> dict[str, ModelRequest]:
