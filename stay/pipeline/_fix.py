@@ -43,9 +43,16 @@ def as_it_stands(run: Run, path: str) -> Note | None:
         return None
     artefact = run.load(path)
     if isinstance(artefact, LessonContent):
-        return Note(CURRENT, artefact.body, "```markdown\n" + artefact.body + "```")
+        return Note(CURRENT, artefact.body, fenced(artefact.body, "markdown"))
     data = to_data(artefact)
     return Note(CURRENT, data, "```yaml\n" + dump_yaml(data) + "```")
+
+
+def fenced(text: str, info: str) -> str:
+    """``text`` in a code fence longer than any run of backticks in it, so a lesson's own
+    code fences (in its body, or a diff's context lines) cannot close it early."""
+    fence = "`" * max(3, 1 + max(map(len, re.findall("`+", text)), default=0))
+    return f"{fence}{info}\n{text}{'' if text.endswith(chr(10)) else chr(10)}{fence}"
 
 
 def regeneration_notes(run: Run, path: str, ask: Note) -> tuple[Note, ...]:
@@ -101,9 +108,7 @@ class Change:
         head = f"- fixed {self.path}: {self.describe()}"
         if not self.diff:
             return [head]
-        # a lesson's own fence (a context line " ```") must not close the diff's: a longer one
-        fence = "`" * max(3, 1 + max(map(len, re.findall("`+", self.diff)), default=0))
-        return [head, "", fence + "diff", self.diff, fence, ""]
+        return [head, "", *fenced(self.diff, "diff").splitlines(), ""]
 
 
 def fix(run: Run, path: str, defects: Sequence[Defect]) -> Change | None:

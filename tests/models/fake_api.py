@@ -50,7 +50,12 @@ from tests.wire_schema import check, fit
 STAGE_HEADERS = {"audience": "audience", "curriculum": "curriculum", "outcomes": "outcomes",
                  "assessment": "assessment", "lesson planning": "plan", "lesson content": "content",
                  "exercises": "exercises", "quiz": "quiz", "capstone": "capstone"}
-_BLOCK = re.compile(r"^## (?P<name>\w+)\n\n```yaml\n(?P<body>.*?)```\n", re.DOTALL | re.MULTILINE)
+_BLOCK = re.compile(r"^## (?P<name>\w+)\n\n(?P<fence>`{3,})(?P<kind>yaml|markdown)\n(?P<body>.*?)(?P=fence)\n",
+                    re.DOTALL | re.MULTILINE)
+"""An input as a request shows it: YAML data, or (the file as it stands, for a lesson) a
+Markdown body, in a fence longer than any backtick run inside it."""
+_DEFECT = re.compile(r"^- (?P<code>\S+) (?P<path>\S+) (?P<subject>.+?): (?P<message>.*)$", re.MULTILINE)
+"""One line of ``defects_to_fix`` as a repair request shows it (stay.pipeline._fix.defects_note)."""
 MIN_CACHEABLE_TOKENS = 1_024
 """The smallest prefix the fake caches. Anthropic documents 512 tokens for Opus 5 and
 Fable 5, 1,024 for Opus 4.8 and Sonnet 5, and up to 4,096 for older models; no figure is
@@ -85,7 +90,13 @@ def user_text(body: dict[str, Any]) -> str:
 
 def inputs_of(body: dict[str, Any]) -> dict[str, Any]:
     text = user_text(body)
-    return {m.group("name"): load_yaml(m.group("body")) for m in _BLOCK.finditer(text)}
+    found: dict[str, Any] = {m.group("name"): load_yaml(m.group("body")) if m.group("kind") == "yaml"
+                             else m.group("body") for m in _BLOCK.finditer(text)}
+    # a repair's defects are a list of lines, not a block: read back as the fields the offline repair uses
+    defects = re.search(r"^## defects_to_fix\n\n(?P<lines>(?:- .*\n)+)", text, re.MULTILINE)
+    if defects is not None:
+        found["defects_to_fix"] = [m.groupdict() for m in _DEFECT.finditer(defects.group("lines"))]
+    return found
 
 
 class WireViolation(AssertionError):

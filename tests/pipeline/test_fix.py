@@ -6,18 +6,20 @@ write, so a FAIL goes back to the model before the gate, and what remains is lis
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from stay.artefacts import LessonContent, load
-from stay.models import ModelAnswer, ModelRequest, OfflineBackend, offline_answer
+from stay.models import ModelAnswer, ModelRequest, OfflineBackend, offline_answer, request_params
 from stay.pipeline import build_course, revise
-from stay.pipeline._fix import CURRENT, DEFECTS, Change
+from stay.pipeline._fix import CURRENT, DEFECTS, Change, fenced
 from stay.stages import REGENERATE, Prompts
 from stay.validate import validate_course
 from tests.conftest import ROOT
+from tests.models.fake_api import inputs_of
 from tests.pipeline.test_build import quiet
 
 HTTP = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
@@ -62,7 +64,9 @@ def test_a_repair_request_carries_the_file_and_the_instruction_and_keeps_what_th
     stood = request.inputs[CURRENT]
     path = request.artefact
     assert isinstance(stood, str) and not stood.startswith("---")  # the body, without front matter
-    assert "simply" in stood and "```markdown\n" + stood + "```" in request.user
+    inner = max(map(len, re.findall("`+", stood)), default=0)
+    fence = "`" * max(3, inner + 1)  # longer than the lesson's own code fences: they cannot close it
+    assert "simply" in stood and f"{fence}markdown\n{stood}{fence}" in request.user
     assert [d["code"] for d in request.inputs[DEFECTS]] == ["les009"]
     assert BLOCK in request.user  # the one instruction block, in the user message
     assert _sections(request)[-3:] == [CURRENT, DEFECTS, REGENERATE]  # the file, what to do, how
@@ -216,3 +220,25 @@ def test_a_revised_design_file_is_checked_at_the_write_too(courses: Path) -> Non
     (request,) = backend.fixes("outcomes")
     assert [d["code"] for d in request.inputs[DEFECTS]] == ["out005"]
     assert not [d for d in validate_course(courses / SLUG).defects if d.path == "outcomes.yaml"]
+
+
+def test_a_repair_request_on_the_wire_reads_back_as_the_offline_backend_sees_it(tmp_path: Path) -> None:
+    """The fake Messages API answers from the request's text: a lesson's body in a fence
+    longer than its own code fences, and the defects' lines, read back as the inputs the
+    offline backend repairs from, so a repair over HTTP keeps the file as it does offline."""
+    backend = Recording(defects={"banned-phrase": 1, "banned-verb": 1})
+    build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
+    fixes = backend.fixes("content") + backend.fixes("outcomes")
+    assert {r.stage for r in fixes} == {"content", "outcomes"}
+    for request in fixes:
+        seen = inputs_of(request_params(request, "claude-sonnet-5-5"))
+        assert seen[CURRENT] == request.inputs[CURRENT]
+        wanted = [{k: d[k] for k in ("code", "path", "subject", "message")} for d in request.inputs[DEFECTS]]
+        assert seen[DEFECTS] == wanted
+
+
+def test_a_body_holding_code_fences_is_fenced_longer() -> None:
+    body = "# T\n\n````text\n```nested```\n````\n"
+    shown = fenced(body, "markdown")
+    assert shown.startswith("`````markdown\n") and shown.endswith("\n`````") and body in shown
+    assert fenced("plain\n", "diff") == "```diff\nplain\n```"
