@@ -22,6 +22,7 @@ from tests.models.fake_api import answer_for, is_stage
 from tests.parity.harness import reference_report
 from tools import relay as relay_module
 from tools.relay import Relay, schema_of, system_of, user_of
+from tools.wire import problems
 
 BRIEF = ROOT / "examples" / "briefs" / "incident-postmortems.yaml"
 POLL = 0.01
@@ -239,3 +240,18 @@ def test_a_retry_waits_for_the_same_answer_and_a_request_answered_is_asked_again
     assert again.status_code == 200
     assert sorted(path.name for path in relay.directory.glob("*.request.json")) == [
         "001-audience.request.json", "002-audience.request.json"]
+
+
+def test_an_answer_may_hold_only_what_the_schema_declares_at_every_depth() -> None:
+    """A hand-made schema that never says ``additionalProperties`` is held to its declared
+    properties as constrained decoding would hold a model, through $defs, anyOf and items;
+    a property named ``properties`` is a property like another."""
+    schema = {"type": "object", "required": ["items"],
+              "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/Item"}},
+                             "properties": {"anyOf": [{"type": "null"}, {"type": "object",
+                                                                        "properties": {"a": {"type": "string"}}}]}},
+              "$defs": {"Item": {"type": "object", "properties": {"name": {"type": "string"}}}}}
+    assert problems(schema, {"items": [{"name": "x"}], "properties": {"a": "y"}}) == []
+    found = problems(schema, {"items": [{"name": "x", "extra": 1}], "properties": {"a": "y", "b": 2}, "top": 3})
+    assert sorted(line.split(":")[0] for line in found) == ["at $", "at $.items[0]", "at $.properties"]
+    assert all("was unexpected" in line or "is not valid under any" in line for line in found)

@@ -42,13 +42,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import jsonschema  # type: ignore[import-untyped]  # no stubs; only stay/ is checked in CI
+try:
+    import jsonschema  # type: ignore[import-untyped]  # no stubs; only stay/ is type-checked in CI
+except ImportError:  # a fresh clone installed without the dev extras
+    raise SystemExit("relay: needs jsonschema: pip install -e '.[dev]' (or pip install 'jsonschema>=4.20')") from None
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from a fresh clone: tools/ is not installed
     sys.path.insert(0, str(ROOT))
 
-from tools.wire import message, sse  # noqa: E402
+from tools.wire import cut, message, problems, sse  # noqa: E402
 
 HOST = "127.0.0.1"
 """Loopback only: the relay hands out whatever a person writes, to whoever asks."""
@@ -60,8 +63,6 @@ MAX_ANSWER_BYTES = 4 * 1024 * 1024
 the most any model writes, is about 0.5 MB of text)."""
 MAX_PROBLEMS = 30
 """Schema problems listed in an error file; the rest are counted."""
-MAX_PROBLEM_CHARS = 300
-"""A problem's line is cut here: jsonschema quotes the offending value, which can be a whole lesson."""
 POLL_SECONDS = 0.25
 PING_SECONDS = 10.0
 """A streamed request hears a ping this often while the person writes, well inside stay's
@@ -124,30 +125,6 @@ def rough_tokens(text: str) -> int:
 
 
 # -- checking an answer ------------------------------------------------------------------------
-
-
-def closed(schema: Any) -> Any:
-    """``schema`` with every object closed (``additionalProperties: false`` where it says
-    nothing): constrained decoding never lets a model write a property the schema does not
-    declare. The SDK's ``transform_schema`` closes them all already; a hand-made schema may not."""
-    if isinstance(schema, list):
-        return [closed(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {key: closed(value) for key, value in schema.items()}
-    if (schema.get("type") == "object" or "properties" in schema) and "additionalProperties" not in schema:
-        out["additionalProperties"] = False
-    return out
-
-
-def _cut(text: str) -> str:
-    return text if len(text) <= MAX_PROBLEM_CHARS else text[:MAX_PROBLEM_CHARS - 3] + "..."
-
-
-def problems(schema: dict[str, Any], data: Any) -> list[str]:
-    """Every way ``data`` fails ``schema`` (closed), one line each, naming where."""
-    validator = jsonschema.validators.validator_for(schema)(closed(schema))
-    return [_cut(f"at {error.json_path}: {error.message}") for error in validator.iter_errors(data)]
 
 
 def judge(raw: bytes, schema: dict[str, Any], *, size: int | None = None) -> tuple[Any, list[str]]:
@@ -348,7 +325,7 @@ def _handler(relay: Relay) -> type[BaseHTTPRequestHandler]:
                 jsonschema.validators.validator_for(schema).check_schema(schema)
             except jsonschema.SchemaError as exc:
                 return self._json(*_error(400, "invalid_request_error",
-                                          _cut(f"output_config.format.schema is not a JSON schema: {exc.message}")))
+                                          cut(f"output_config.format.schema is not a JSON schema: {exc.message}")))
             if relay.pass_screen and label_of(body) == SCREEN_LABEL:
                 return self._answer(body, NOT_FLAGGED, streaming=False)
             self._wait(relay.hand_over(raw, body, schema), body)

@@ -1,6 +1,9 @@
-"""Messages API response bodies, as the SDK reads them: one plain JSON message
-(``message``), the same message as a Server-Sent Events stream (``sse``), and an
-``httpx2.Response`` in whichever form the request asked for (``reply``).
+"""The Messages API on the wire, as a server playing it needs it. Response bodies, as the
+SDK reads them: one plain JSON message (``message``), the same message as a Server-Sent
+Events stream (``sse``), and an ``httpx2.Response`` in whichever form the request asked
+for (``reply``). And what an answer may be: ``problems`` lists every way a value breaks
+a request's ``output_config.format.schema``, as constrained decoding would have held a
+model to it (no property the schema does not declare).
 
 One module for every server that plays the API: the tests' fake (tests/models/fake_api.py)
 and the relay that hands requests to a person (tools/relay.py). Plain code, no test
@@ -13,6 +16,10 @@ import json
 from typing import Any
 
 import httpx2
+import jsonschema  # type: ignore[import-untyped]  # no stubs; only stay/ is type-checked in CI
+
+MAX_PROBLEM_CHARS = 300
+"""A problem's line is cut here: jsonschema quotes the offending value, which can be a whole lesson."""
 
 
 def message(data: dict[str, Any] | str, *, model: str = "claude-sonnet-5-5", stop_reason: str = "end_turn",
@@ -64,3 +71,43 @@ def reply(request_body: dict[str, Any], body: dict[str, Any], status: int = 200)
     if request_body.get("stream"):
         return httpx2.Response(status, content=sse(body), headers={"content-type": "text/event-stream"})
     return httpx2.Response(status, json=body)
+
+
+# -- what the wire schema admits ------------------------------------------------------------
+
+
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
+_SCHEMA_LISTS = ("anyOf", "allOf", "oneOf", "prefixItems")
+_SCHEMA_ONES = ("items", "additionalProperties", "not", "contains")
+
+
+def closed(schema: Any) -> Any:
+    """``schema`` with every object closed (``additionalProperties: false`` where it says
+    nothing): constrained decoding never lets a model write a property the schema does not
+    declare. The SDK's ``transform_schema`` closes them all already; a hand-made schema may
+    not. Only subschemas are walked, so a property named ``properties`` stays a property."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    for key in _SCHEMA_MAPS:
+        if isinstance(out.get(key), dict):
+            out[key] = {name: closed(part) for name, part in out[key].items()}
+    for key in _SCHEMA_LISTS:
+        if isinstance(out.get(key), list):
+            out[key] = [closed(part) for part in out[key]]
+    for key in _SCHEMA_ONES:
+        if isinstance(out.get(key), dict):
+            out[key] = closed(out[key])
+    if (out.get("type") == "object" or "properties" in out) and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
+def cut(text: str) -> str:
+    return text if len(text) <= MAX_PROBLEM_CHARS else text[:MAX_PROBLEM_CHARS - 3] + "..."
+
+
+def problems(schema: dict[str, Any], data: Any) -> list[str]:
+    """Every way ``data`` fails ``schema`` (closed), one line each, naming where."""
+    validator = jsonschema.validators.validator_for(schema)(closed(schema))
+    return [cut(f"at {error.json_path}: {error.message}") for error in validator.iter_errors(data)]
