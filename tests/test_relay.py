@@ -255,3 +255,13 @@ def test_an_answer_may_hold_only_what_the_schema_declares_at_every_depth() -> No
     found = problems(schema, {"items": [{"name": "x", "extra": 1}], "properties": {"a": "y", "b": 2}, "top": 3})
     assert sorted(line.split(":")[0] for line in found) == ["at $", "at $.items[0]", "at $.properties"]
     assert all("was unexpected" in line or "is not valid under any" in line for line in found)
+
+
+def test_pass_screen_answers_the_input_screen_without_handing_it_over(tmp_path: Path) -> None:
+    with Relay(tmp_path / "relay", port=0, poll=POLL, pass_screen=True, say=lambda _line: None) as served:
+        backend = AnthropicBackend(api_key="relay-key-not-real", base_url=served.url, max_retries=0)
+        assert backend.screen("title: A brief") is None
+        assert list(served.directory.iterdir()) == []
+        _answer_when_asked(served, {"flagged": False})
+        stage = httpx2.post(f"{served.url}/v1/messages", json=_body(), timeout=10)  # a stage is still handed over
+        assert stage.status_code == 200 and (served.directory / "001-audience.request.md").exists()

@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from a fresh clone: tools/ is not installed
     sys.path.insert(0, str(ROOT))
 
+from stay.models import screen_request  # noqa: E402
 from tools.wire import cut, message, problems, sse  # noqa: E402
 
 HOST = "127.0.0.1"
@@ -69,6 +70,7 @@ PING_SECONDS = 10.0
 300-second request timeout (which measures silence on a stream)."""
 LABEL_CHARS = 40
 SCREEN_LABEL = "input-screen"
+SCREEN_SYSTEM = screen_request("").system[0].text
 NOT_FLAGGED = {"flagged": False, "reason": "passed unread by the relay (--pass-screen)"}
 
 _STAGE = re.compile(r"^# Stage: (.+)$", re.MULTILINE)
@@ -106,10 +108,15 @@ def safe_label(text: str) -> str:
     return label or "request"
 
 
+def is_screen(body: dict[str, Any]) -> bool:
+    """Whether ``body`` is stay's input screen, known by its system prompt (stay's own text)."""
+    return SCREEN_SYSTEM in system_of(body)
+
+
 def label_of(body: dict[str, Any]) -> str:
-    """The stage a request is for, from its ``# Stage:`` header; the screen has none."""
+    """The stage a request is for, from its ``# Stage:`` header; the screen and a judge have none."""
     header = _STAGE.search(system_of(body))
-    return safe_label(header.group(1)) if header else SCREEN_LABEL
+    return safe_label(header.group(1)) if header else SCREEN_LABEL if is_screen(body) else "request"
 
 
 def schema_of(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -297,6 +304,10 @@ def _error(status: int, kind: str, text: str) -> tuple[int, dict[str, Any]]:
 
 def _handler(relay: Relay) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        timeout = 60.0
+        """Seconds a socket read may stall: a client that sends less than its content-length
+        is dropped, not waited on forever. The wait for a person is no socket read."""
+
         def do_GET(self) -> None:
             self._json(*_error(405, "invalid_request_error", "the relay serves POST /v1/messages only"))
 
@@ -310,7 +321,10 @@ def _handler(relay: Relay) -> type[BaseHTTPRequestHandler]:
             if not 0 <= length <= MAX_REQUEST_BYTES:
                 return self._json(*_error(413, "request_too_large",
                                           f"the request is {length:,} bytes; at most {MAX_REQUEST_BYTES:,}"))
-            raw = self.rfile.read(length)
+            try:
+                raw = self.rfile.read(length)
+            except TimeoutError:
+                return self._json(*_error(408, "invalid_request_error", "the request body stopped arriving"))
             try:
                 body = json.loads(raw)
             except (ValueError, RecursionError):
@@ -326,7 +340,7 @@ def _handler(relay: Relay) -> type[BaseHTTPRequestHandler]:
             except jsonschema.SchemaError as exc:
                 return self._json(*_error(400, "invalid_request_error",
                                           cut(f"output_config.format.schema is not a JSON schema: {exc.message}")))
-            if relay.pass_screen and label_of(body) == SCREEN_LABEL:
+            if relay.pass_screen and is_screen(body):
                 return self._answer(body, NOT_FLAGGED, streaming=False)
             self._wait(relay.hand_over(raw, body, schema), body)
 
