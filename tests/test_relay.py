@@ -21,8 +21,8 @@ from tests.conftest import ROOT, run_stay
 from tests.models.fake_api import answer_for, is_stage
 from tests.parity.harness import reference_report
 from tools import relay as relay_module
-from tools.relay import Relay, schema_of, system_of, user_of
-from tools.wire import problems
+from tools.relay import Relay
+from tools.wire import problems, read_answer, schema_of, system_of, user_of
 
 BRIEF = ROOT / "examples" / "briefs" / "incident-postmortems.yaml"
 POLL = 0.01
@@ -265,3 +265,12 @@ def test_pass_screen_answers_the_input_screen_without_handing_it_over(tmp_path: 
         _answer_when_asked(served, {"flagged": False})
         stage = httpx2.post(f"{served.url}/v1/messages", json=_body(), timeout=10)  # a stage is still handed over
         assert stage.status_code == 200 and (served.directory / "001-audience.request.md").exists()
+
+
+def test_an_answer_file_that_is_not_json_is_named_for_what_it_is() -> None:
+    assert read_answer(b'{"flagged": true', SCHEMA)[1] == [
+        "not JSON: Expecting ',' delimiter at line 1 column 17"]
+    assert read_answer('{"flagged": true}'.encode("utf-16"), SCHEMA)[1] == [
+        "the file is not UTF-8 (byte 0); save it as UTF-8"]
+    assert read_answer(b"[" * 100_000, SCHEMA)[1] == ["not JSON a parser can read: nested too deeply"]
+    assert read_answer(b'{"flagged": true}', SCHEMA) == ({"flagged": True}, [])

@@ -16,7 +16,7 @@ file to change; a good one goes back to stay as a Messages API response (an even
 when the request asked for one, with pings while it waits, so a streamed request never
 times out however long the person takes).
 
-The input screen (not a ``# Stage:`` request) is handed over the same way, unless
+The input screen (known by stay's screen prompt) is handed over the same way, unless
 ``--pass-screen`` answers it "not flagged". A request the client sends again while its
 answer is awaited (stay retrying after a timeout) waits for the same answer file; once a
 request has been answered, the same request again is a new one, with a new number, as a
@@ -26,6 +26,7 @@ real model would be asked again.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -52,7 +53,7 @@ if str(ROOT) not in sys.path:  # run as a script from a fresh clone: tools/ is n
     sys.path.insert(0, str(ROOT))
 
 from stay.models import screen_request  # noqa: E402
-from tools.wire import cut, message, problems, sse  # noqa: E402
+from tools.wire import cut, message, read_answer, schema_of, sse, system_of, user_of  # noqa: E402
 
 HOST = "127.0.0.1"
 """Loopback only: the relay hands out whatever a person writes, to whoever asks."""
@@ -60,8 +61,8 @@ DEFAULT_PORT = 8765
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 """The Messages API's own limit on a request body (32 MB); a larger one is a 413, as there."""
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
-"""A bound on what is read into memory, far above any real answer (a 128,000-token answer,
-the most any model writes, is about 0.5 MB of text)."""
+"""A bound on what is read into memory: about a million tokens of text at four characters
+a token, far above the max_tokens of any request stay sends."""
 MAX_PROBLEMS = 30
 """Schema problems listed in an error file; the rest are counted."""
 POLL_SECONDS = 0.25
@@ -78,27 +79,6 @@ _NUMBERED = re.compile(r"^(\d+)-")
 
 
 # -- reading a request -------------------------------------------------------------------------
-
-
-def _texts(value: Any) -> str:
-    """A system prompt or message content as text: a string, or its text blocks joined."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return "\n\n".join(block["text"] for block in value
-                           if isinstance(block, dict) and isinstance(block.get("text"), str))
-    return ""
-
-
-def system_of(body: dict[str, Any]) -> str:
-    return _texts(body.get("system", ""))
-
-
-def user_of(body: dict[str, Any]) -> str:
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        return ""
-    return "\n\n".join(_texts(m.get("content")) for m in messages if isinstance(m, dict))
 
 
 def safe_label(text: str) -> str:
@@ -119,36 +99,9 @@ def label_of(body: dict[str, Any]) -> str:
     return safe_label(header.group(1)) if header else SCREEN_LABEL if is_screen(body) else "request"
 
 
-def schema_of(body: dict[str, Any]) -> dict[str, Any] | None:
-    output = body.get("output_config")
-    fmt = output.get("format") if isinstance(output, dict) else None
-    schema = fmt.get("schema") if isinstance(fmt, dict) else None
-    return schema if isinstance(schema, dict) else None
-
-
 def rough_tokens(text: str) -> int:
     """About four characters a token: usage for stay's cost report, not a bill."""
     return max(1, len(text) // 4)
-
-
-# -- checking an answer ------------------------------------------------------------------------
-
-
-def judge(raw: bytes, schema: dict[str, Any], *, size: int | None = None) -> tuple[Any, list[str]]:
-    """The answer file's data and what is wrong with it (nothing: it is accepted). ``raw``
-    may be the file's first ``MAX_ANSWER_BYTES + 1`` bytes and ``size`` its whole size."""
-    size = len(raw) if size is None else size
-    if size > MAX_ANSWER_BYTES:
-        return None, [f"the file is {size:,} bytes; the relay reads at most {MAX_ANSWER_BYTES:,}"]
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        return None, [f"the file is not UTF-8 (byte {exc.start}); save it as UTF-8"]
-    except json.JSONDecodeError as exc:
-        return None, [f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"]
-    except RecursionError:
-        return None, ["not JSON a parser can read: nested too deeply"]
-    return data, problems(schema, data)
 
 
 # -- one request and its answer file -----------------------------------------------------------
@@ -188,9 +141,15 @@ class Pending:
             if now == self.judged:
                 return False, None
             self.judged = now
-            with self.path("answer.json").open("rb") as handle:
-                raw = handle.read(MAX_ANSWER_BYTES + 1)  # bounded even if it grew since the look
-            data, wrong = judge(raw, self.schema, size=max(now[1], len(raw)))
+            try:
+                with self.path("answer.json").open("rb") as handle:
+                    raw = handle.read(MAX_ANSWER_BYTES + 1)  # bounded even if it grew since the look
+            except OSError:  # replaced or removed since the look: judge the next version
+                self.judged = None
+                return False, None
+            size = max(now[1], len(raw))
+            data, wrong = ((None, [f"the file is {size:,} bytes; the relay reads at most {MAX_ANSWER_BYTES:,}"])
+                           if size > MAX_ANSWER_BYTES else read_answer(raw, self.schema))
             if wrong:
                 shown = wrong[:MAX_PROBLEMS] + ([f"... and {len(wrong) - MAX_PROBLEMS} more"]
                                                 if len(wrong) > MAX_PROBLEMS else [])
@@ -341,7 +300,7 @@ def _handler(relay: Relay) -> type[BaseHTTPRequestHandler]:
                 return self._json(*_error(400, "invalid_request_error",
                                           cut(f"output_config.format.schema is not a JSON schema: {exc.message}")))
             if relay.pass_screen and is_screen(body):
-                return self._answer(body, NOT_FLAGGED, streaming=False)
+                return self._answer(body, NOT_FLAGGED)
             self._wait(relay.hand_over(raw, body, schema), body)
 
         def _wait(self, entry: Pending, body: dict[str, Any]) -> None:
@@ -351,15 +310,13 @@ def _handler(relay: Relay) -> type[BaseHTTPRequestHandler]:
             (stay timed out) stays pending, so its retry is answered by the same file."""
             streaming = bool(body.get("stream"))
             if streaming:
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.end_headers()  # no length: the stream ends when the connection closes (HTTP/1.0)
+                self._start_stream()
             quiet_since = time.monotonic()
             try:
                 while not relay.closing.is_set() and not self._gone():
                     done, data = entry.poll()
                     if done:
-                        self._answer(body, data, streaming=streaming)
+                        self._answer(body, data, started=streaming)
                         relay.settle(entry)  # only once sent: a lost answer is kept for the retry
                         return
                     if streaming and time.monotonic() - quiet_since >= relay.ping:
@@ -369,6 +326,11 @@ def _handler(relay: Relay) -> type[BaseHTTPRequestHandler]:
                     time.sleep(relay.poll)
             except (BrokenPipeError, ConnectionResetError):
                 pass
+
+        def _start_stream(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()  # no length: the stream ends when the connection closes (HTTP/1.0)
 
         def _gone(self) -> bool:
             """Whether the client has closed the connection (readable, with nothing to read)."""
@@ -388,15 +350,13 @@ def _handler(relay: Relay) -> type[BaseHTTPRequestHandler]:
                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
             return message(text, model=str(body.get("model", "relay")), usage=usage)
 
-        def _answer(self, body: dict[str, Any], data: Any, *, streaming: bool) -> None:
-            """The answer as a Messages API response; ``streaming``: its stream's headers are sent."""
+        def _answer(self, body: dict[str, Any], data: Any, *, started: bool = False) -> None:
+            """The answer as a Messages API response, a stream if asked (``started``: its headers are sent)."""
             payload = self._message(body, data)
-            if not streaming and not body.get("stream"):
+            if not body.get("stream"):
                 return self._json(200, payload)
-            if not streaming:
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.end_headers()
+            if not started:
+                self._start_stream()
             self.wfile.write(sse(payload))
             self.wfile.flush()
 
@@ -421,9 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pass-screen", action="store_true",
                         help="answer the input screen 'not flagged' instead of handing it over")
     args = parser.parse_args(argv)
-    def say(line: str) -> None:
-        print(line, flush=True)
-
+    say = functools.partial(print, flush=True)
     try:
         relay = Relay(args.dir, port=args.port, pass_screen=args.pass_screen, say=say)
     except OSError as exc:

@@ -1,9 +1,10 @@
-"""The Messages API on the wire, as a server playing it needs it. Response bodies, as the
-SDK reads them: one plain JSON message (``message``), the same message as a Server-Sent
-Events stream (``sse``), and an ``httpx2.Response`` in whichever form the request asked
-for (``reply``). And what an answer may be: ``problems`` lists every way a value breaks
-a request's ``output_config.format.schema``, as constrained decoding would have held a
-model to it (no property the schema does not declare).
+"""The Messages API on the wire, as a server playing it needs it. A request's texts and
+schema (``system_of``, ``user_of``, ``schema_of``). Response bodies, as the SDK reads
+them: one plain JSON message (``message``), the same message as a Server-Sent Events
+stream (``sse``), and an ``httpx2.Response`` in whichever form the request asked for
+(``reply``). And what an answer may be: ``problems`` lists every way a value breaks a
+request's ``output_config.format.schema``, as constrained decoding would have held a
+model to it (no property the schema does not declare); ``read_answer`` reads one from text.
 
 One module for every server that plays the API: the tests' fake (tests/models/fake_api.py)
 and the relay that hands requests to a person (tools/relay.py). Plain code, no test
@@ -20,6 +21,40 @@ import jsonschema  # type: ignore[import-untyped]  # no stubs; only stay/ is typ
 
 MAX_PROBLEM_CHARS = 300
 """A problem's line is cut here: jsonschema quotes the offending value, which can be a whole lesson."""
+
+
+# -- a request's body -------------------------------------------------------------------------
+
+
+def _texts(value: Any) -> str:
+    """A system prompt or message content as text: a string, or its text blocks joined."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n\n".join(block["text"] for block in value
+                           if isinstance(block, dict) and isinstance(block.get("text"), str))
+    return ""
+
+
+def system_of(body: dict[str, Any]) -> str:
+    return _texts(body.get("system", ""))
+
+
+def user_of(body: dict[str, Any]) -> str:
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return ""
+    return "\n\n".join(_texts(m.get("content")) for m in messages if isinstance(m, dict))
+
+
+def schema_of(body: dict[str, Any]) -> dict[str, Any] | None:
+    output = body.get("output_config")
+    fmt = output.get("format") if isinstance(output, dict) else None
+    schema = fmt.get("schema") if isinstance(fmt, dict) else None
+    return schema if isinstance(schema, dict) else None
+
+
+# -- a response's body ------------------------------------------------------------------------
 
 
 def message(data: dict[str, Any] | str, *, model: str = "claude-sonnet-5-5", stop_reason: str = "end_turn",
@@ -111,3 +146,16 @@ def problems(schema: dict[str, Any], data: Any) -> list[str]:
     """Every way ``data`` fails ``schema`` (closed), one line each, naming where."""
     validator = jsonschema.validators.validator_for(schema)(closed(schema))
     return [cut(f"at {error.json_path}: {error.message}") for error in validator.iter_errors(data)]
+
+
+def read_answer(raw: bytes, schema: dict[str, Any]) -> tuple[Any, list[str]]:
+    """An answer's text as data, and every way it is not one the schema admits (none: it is)."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return None, [f"the file is not UTF-8 (byte {exc.start}); save it as UTF-8"]
+    except json.JSONDecodeError as exc:
+        return None, [f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"]
+    except RecursionError:
+        return None, ["not JSON a parser can read: nested too deeply"]
+    return data, problems(schema, data)
