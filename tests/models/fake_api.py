@@ -46,7 +46,7 @@ import httpx2
 from stay.models import offline_answer
 from tests.remembered_yaml import load_yaml
 from tests.wire_schema import check, fit
-from tools.wire import message, sse
+from tools.wire import message, sse, system_of, user_of
 from tools.wire import reply as reply  # the tests import it from here, beside answer_for
 
 STAGE_HEADERS = {"audience": "audience", "curriculum": "curriculum", "outcomes": "outcomes",
@@ -70,28 +70,18 @@ def tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-def system_text(body: dict[str, Any]) -> str:
-    system = body.get("system", "")
-    return system if isinstance(system, str) else "\n".join(block["text"] for block in system)
-
-
 def is_stage(body: dict[str, Any]) -> bool:
-    return "# Stage:" in system_text(body)
+    return "# Stage:" in system_of(body)
 
 
 def stage_of(body: dict[str, Any]) -> str:
-    header = re.search(r"^# Stage: (.+)$", system_text(body), re.MULTILINE)
+    header = re.search(r"^# Stage: (.+)$", system_of(body), re.MULTILINE)
     assert header is not None, "no '# Stage:' header in the system prompt"
     return STAGE_HEADERS[header.group(1).strip()]
 
 
-def user_text(body: dict[str, Any]) -> str:
-    content = body["messages"][0]["content"]
-    return content if isinstance(content, str) else "".join(block["text"] for block in content)
-
-
 def inputs_of(body: dict[str, Any]) -> dict[str, Any]:
-    text = user_text(body)
+    text = user_of(body)
     found: dict[str, Any] = {m.group("name"): load_yaml(m.group("body")) if m.group("kind") == "yaml"
                              else m.group("body") for m in _BLOCK.finditer(text)}
     # a repair's defects are a list of lines, not a block: read back as the fields the offline repair uses
