@@ -11,6 +11,6 @@ STAGE = Stage(
     inputs=(("plan", LessonPlanInput()), ("outcomes", LessonOutcomesInput()),
             ("audience", FileInput("audience.yaml")), ("revisited_plans", RevisitedPlansInput())),
     references=reference_set("house-style.yaml", "assessment-design.md", "blooms-taxonomy.md",
-                             "retrieval-and-spacing.md", "bloom-verbs.yaml"),
+                             "retrieval-and-spacing.md", "bloom-verbs.yaml", "course-state.md"),
     shared=("audience",),
 )

@@ -36,6 +36,7 @@ from stay.stages import (
     Prompts,
     RevisitedPlansInput,
 )
+from stay.stages._prompt import COMMON_REFERENCES
 from tests.conftest import ROOT, SAMPLE
 
 PINNED = {
@@ -51,7 +52,7 @@ PINNED = {
     "exercises": ("assessment-design.md", "blooms-taxonomy.md", "example-design.md", "course-state.md",
                   "house-style.yaml", "bloom-verbs.yaml"),
     "quiz": ("house-style.yaml", "assessment-design.md", "blooms-taxonomy.md", "retrieval-and-spacing.md",
-             "bloom-verbs.yaml"),
+             "bloom-verbs.yaml", "course-state.md"),
     "capstone": ("capstone-design.md", "assessment-design.md", "house-style.yaml", "course-state.md",
                  "bloom-verbs.yaml"),
 }
@@ -60,6 +61,15 @@ PROMPTS = Prompts.load()
 
 def test_reference_sets_are_pinned() -> None:
     assert {name: module.references for name, module in STAGES.items()} == PINNED
+
+
+def test_every_stage_holds_the_common_references_so_every_call_shares_one_prefix() -> None:
+    """course-state.md and the two data files are sent first, as one cached block: a stage
+    without one of them starts its own prefix, and the cross-stage cache reads nothing."""
+    requests = _sample_requests()
+    missing = {name: [ref for ref in COMMON_REFERENCES if ref not in STAGES[name].references] for name in STAGES}
+    assert {name: refs for name, refs in missing.items() if refs} == {}
+    assert len({request.system[1].text for request in requests.values()}) == 1
 
 
 def test_every_reference_document_is_used_by_some_stage() -> None:
