@@ -42,6 +42,7 @@ from stay.pipeline._state import load_manifest
 from stay.pipeline._trace import Tracer
 from stay.settings import Backend, Settings
 from stay.stages import REGISTRY, Prompts, Stage
+from stay.stages.answers import RUBRIC_LEVELS
 
 Command = Literal["new", "build", "plan", "write", "repair", "revise"]
 
@@ -87,12 +88,23 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
 
 
 def _house_limits(settings: Settings) -> DurationLimits:
+    """The run's house style: its duration limits, after checking that its rubric levels
+    are the ones the capstone's answer schema asks for (that schema is built once, from
+    the packaged house style; a data directory with other levels would have every
+    capstone fail prj006 after it was paid for)."""
     from stay.validate import HouseData
 
     try:
-        return house_limits(HouseData.load(settings.resolved_data_dir()))
+        data = HouseData.load(settings.resolved_data_dir())
     except StayError:
         return DEFAULT_LIMITS  # without readable data files the validator will say so
+    levels = tuple(data["rubric.levels"])
+    if levels != RUBRIC_LEVELS:
+        where = Path(settings.resolved_data_dir()) / "house-style.yaml"
+        raise UsageError(f"{where}: rubric.levels is {list(levels)}, but the capstone's answer schema asks for "
+                         f"{list(RUBRIC_LEVELS)} (the packaged house style); use those levels, or a data "
+                         "directory whose rubric levels match")
+    return house_limits(data)
 
 
 def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, courses_dir: str | os.PathLike[str],

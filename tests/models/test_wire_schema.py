@@ -13,8 +13,10 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from stay.models import offline_answer, request_params
+from stay.errors import UsageError
+from stay.models import OfflineBackend, offline_answer, request_params
 from stay.pipeline import build_course
+from stay.settings import Settings
 from stay.stages import REGISTRY, STAGES, answer_schema
 from tests.conftest import ROOT
 from tests.models.fake_api import VIOLATIONS, FakeMessagesAPI, answer_for, inputs_of, stage_of
@@ -58,6 +60,25 @@ def test_the_capstone_answer_requires_exactly_the_house_style_rubric_levels() ->
     for house in (ROOT / "data" / "house-style.yaml", ROOT / "prompts" / "reference" / "house-style.yaml"):
         named = yaml.safe_load(house.read_text(encoding="utf-8"))["rubric"]["levels"]
         assert list(levels["properties"]) == levels["required"] == named
+
+
+def test_a_data_directory_whose_rubric_levels_differ_from_the_schemas_is_refused_before_any_call(
+        tmp_path: Path) -> None:
+    """The capstone's schema is built from the packaged house style; a run checked against
+    other levels would pay for a capstone that fails prj006 on every criterion."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "bloom-verbs.yaml").write_bytes((ROOT / "data" / "bloom-verbs.yaml").read_bytes())
+    house = yaml.safe_load((ROOT / "data" / "house-style.yaml").read_text(encoding="utf-8"))
+    house["rubric"]["levels"] = list(reversed(house["rubric"]["levels"]))
+    (data / "house-style.yaml").write_text(yaml.safe_dump(house), encoding="utf-8")
+    counting = OfflineBackend()
+    with pytest.raises(UsageError) as refused:
+        build_course(HTTP, courses_dir=tmp_path / "courses", yes=True, backend=counting, progress=quiet,
+                     settings=Settings(data_dir=data))
+    message = str(refused.value)
+    assert message.startswith(f"{data / 'house-style.yaml'}: rubric.levels is ") and "\n" not in message
+    assert counting.total_calls == 0 and not (tmp_path / "courses").exists()
 
 
 # -- the helper itself: each check can fail ----------------------------------------------
