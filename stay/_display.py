@@ -15,7 +15,10 @@ from collections.abc import Collection, Iterable, Sequence
 
 _MARKDOWN_INLINE = re.compile(r"([\\`*_\[\]|~])")
 """What Markdown would read as markup inside a line: escapes, code, emphasis, links, table
-cells and strikethrough. (<, > and & become entities first.)"""
+cells and strikethrough. (< and > become entities first, and an & that would start one.)"""
+_REFERENCE = re.compile(r"&(?=#[0-9]+;|#[xX][0-9a-fA-F]+;|[A-Za-z][A-Za-z0-9]*;)")
+"""An & that Markdown would read as a character reference (``&amp;``, ``&#60;``): only
+that one needs escaping, so "TCP & TLS" reads as written in a terminal, not "TCP &amp; TLS"."""
 
 
 def html_text(value: object) -> str:
@@ -24,9 +27,11 @@ def html_text(value: object) -> str:
 
 
 def markdown_text(value: object) -> str:
-    """One line of text for Markdown, safe in a table cell: whitespace collapsed, HTML's
-    characters as entities (Markdown passes raw HTML through), inline markup escaped."""
-    return _MARKDOWN_INLINE.sub(r"\\\1", html.escape(" ".join(str(value).split()), quote=False))
+    """One line of text for Markdown, safe in a table cell: whitespace collapsed, < and >
+    as entities (Markdown passes raw HTML through), an & only where it would start a
+    character reference, inline markup escaped."""
+    flat = _REFERENCE.sub("&amp;", " ".join(str(value).split()))
+    return _MARKDOWN_INLINE.sub(r"\\\1", flat.replace("<", "&lt;").replace(">", "&gt;"))
 
 
 def html_table(head: Sequence[str], rows: Iterable[Sequence[object]], *, numeric: Collection[int] = ()) -> str:
