@@ -3,13 +3,12 @@
 ``build_site`` is pure apart from reading the course (and the ledger and validator,
 which only read): the same course gives the same bytes, with no clock in them.
 ``write_site`` writes into a directory that is outside the course, and is either
-new, empty, or a site this function wrote before (it keeps a list of its files in
-``.stay-site``, and removes what a new render no longer has, nothing else).
+new, empty, or a site this function wrote before: it overwrites and removes only files
+whose bytes it wrote (``.stay-site``, stay/view/_out.py), never a person's.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +20,17 @@ from stay.view._env import STATIC_FILES, environment, static_text
 from stay.view._links import Links, outcomes_map
 from stay.view._load import CourseView, LessonView, Loaded, load_course
 from stay.view._markdown import Rendered, pygments_css, render_markdown
+from stay.view._out import (
+    MARKER,
+    conflicts,
+    digest,
+    file_digest,
+    owned_now,
+    read_marker,
+    sweep_temporaries,
+    write_marker,
+)
 from stay.view._status import Ledger, Validation, read_ledger, run_validator
-
-MARKER = ".stay-site"
-"""The list of files a render wrote, so the next render may replace exactly those."""
 
 PAGES = (("index.html", "Course"), ("outcomes.html", "Outcomes"), ("glossary.html", "Glossary"),
          ("capstone.html", "Capstone"), ("status.html", "Status"))
@@ -127,8 +133,8 @@ def default_out_dir(slug: str) -> Path:
 
 
 def write_site(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_dir: str | os.PathLike[str]) -> Path:
-    """Write ``site`` into ``out_dir``, refusing any place inside the course or holding
-    files this function did not write. Returns the directory."""
+    """Write ``site`` into ``out_dir``, refusing any place inside the course, and any file
+    there that this function did not write (stay/view/_out.py). Returns the directory."""
     out = Path(out_dir).resolve()
     course = Path(course_dir).resolve()
     if out == course or out.is_relative_to(course):
@@ -138,31 +144,25 @@ def write_site(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_d
         raise UsageError(f"--out {out_dir} contains the course {course_dir}; choose a directory of its own")
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out_dir} is a file; give a directory")
-    previous = _previous_files(out, out_dir)
+    owned = owned_now(out, read_marker(out, out_dir))
+    refused = conflicts(out, site, owned)
+    if refused:
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        raise UsageError(f"--out {out_dir} holds {refused[0]!r}{more}, which `stay view` did not write or which "
+                         "changed since; move it away or choose another directory")
+    new = {name: digest(data) for name, data in site.items()}
+    sweep_temporaries(out, {MARKER, *site, *owned})
+    out.mkdir(parents=True, exist_ok=True)
+    # the record first: an interrupted render leaves only files whose bytes it lists
+    write_marker(out, owned, writing=new)
     for name, data in site.items():
-        write_text_atomic(out / name, data.decode("utf-8"))
-    for name in sorted(previous - set(site)):
-        stale = out / name
-        if stale.is_file() and not stale.is_symlink():
-            stale.unlink()
-    write_text_atomic(out / MARKER, json.dumps({"files": sorted(site)}, indent=1) + "\n")
+        if owned.get(name) != new[name]:
+            write_text_atomic(out / name, data.decode("utf-8"))
+    for name in sorted(set(owned) - set(site)):
+        if file_digest(out / name) == owned[name]:  # still the bytes it wrote a moment ago
+            (out / name).unlink()
+    write_marker(out, new)
     return out
-
-
-def _previous_files(out: Path, given: str | os.PathLike[str]) -> set[str]:
-    if not out.is_dir():
-        return set()
-    marker = out / MARKER
-    if marker.is_file():
-        try:
-            files = json.loads(marker.read_text(encoding="utf-8"))["files"]
-            return {name for name in files if isinstance(name, str) and "/" not in name and name not in ("", ".", "..")}
-        except (ValueError, KeyError, TypeError, OSError):
-            return set()
-    if any(out.iterdir()):
-        raise UsageError(f"--out {given} is not empty and was not written by `stay view`; choose an empty or "
-                         "new directory")
-    return set()
 
 
 def render_course(course_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,

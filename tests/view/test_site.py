@@ -3,6 +3,7 @@ and that rendering never touches the course."""
 
 from __future__ import annotations
 
+import hashlib
 import html.parser
 import json
 import os
@@ -367,7 +368,8 @@ def test_write_site_refuses_a_directory_it_did_not_write_and_prunes_its_own(tmp_
     render_course(course, out)
     assert not (out / "m02-l03.html").exists()
     assert (out / "m02-l02.html").is_file() and (out / "keep.txt").read_text() == "a file of the user's"
-    assert json.loads((out / ".stay-site").read_text())["files"] == sorted(build_site(course))
+    recorded = json.loads((out / ".stay-site").read_text())["files"]
+    assert recorded == {name: hashlib.sha256(data).hexdigest() for name, data in build_site(course).items()}
 
 
 def stay_usage_error() -> type[Exception]:
