@@ -239,3 +239,25 @@ def test_stay_view_interrupted_then_run_again_renders_the_course(tmp_path: Path,
     rerun = run_stay(*args, "--out", "again")
     assert rerun.returncode == 0, rerun.stderr
     assert snapshot(tmp_path / "again") == snapshot(tmp_path / "whole")
+
+
+def test_a_page_the_course_dropped_is_kept_when_the_person_edited_it(tmp_path: Path) -> None:
+    (tmp_path / "course").mkdir()
+    out = write_site(OLD, tmp_path / "out", tmp_path / "course")
+    edited = OLD["m01-l02.html"] + b"<p>my notes</p>"
+    (out / "m01-l02.html").write_bytes(edited)  # NEW no longer has this page
+    write_site(NEW, out, tmp_path / "course")
+    assert (out / "m01-l02.html").read_bytes() == edited
+    assert snapshot(out).keys() == {*NEW, "m01-l02.html", MARKER}
+
+
+def test_the_command_refuses_a_persons_page_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "index.html").write_bytes(b"my own home page")
+    (out / MARKER).write_text(json.dumps({"files": ["index.html"]}))  # planted, or an older viewer's
+    monkeypatch.chdir(tmp_path)
+    done = run_stay("view", SAMPLE.name, "--courses-dir", str(SAMPLE.parent), "--out", str(out))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "holds 'index.html'" in done.stderr
+    assert snapshot(out) == {MARKER: (out / MARKER).read_bytes(), "index.html": b"my own home page"}
