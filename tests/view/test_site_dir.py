@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from stay.errors import UsageError
+from stay.errors import EXIT_INTERRUPTED, UsageError
 from stay.view import write_site
 from stay.view._out import MARKER
 from tests.conftest import ROOT, SAMPLE, run_stay
@@ -235,7 +235,7 @@ def test_stay_view_interrupted_then_run_again_renders_the_course(tmp_path: Path,
     with monkeypatch.context() as patch:
         patch.setattr(os, "replace", interrupt.wrap(os.replace))
         stopped = run_stay(*args, "--out", "again")
-    assert stopped.returncode != 0 and "run the command again" in stopped.stderr
+    assert stopped.returncode == EXIT_INTERRUPTED and "run the command again" in stopped.stderr
     rerun = run_stay(*args, "--out", "again")
     assert rerun.returncode == 0, rerun.stderr
     assert snapshot(tmp_path / "again") == snapshot(tmp_path / "whole")
