@@ -88,6 +88,8 @@ def test_a_link_out_of_the_course_is_refused_in_one_line_and_nothing_outside_is_
         line = result.stderr.strip()
         assert "\n" not in line and "Traceback" not in line, (command, result.stderr)
         assert str(link) in line and "symlink leads outside the course" in line, (command, line)
+    validated = run_stay("validate", str(course))
+    assert validated.returncode == 2 and validated.stderr.count("\n") == 1 and str(link) in validated.stderr
     assert _hashes(outside) == before  # nothing written, deleted or swept out there
     assert _hashes(course) == inside  # refused before anything was locked or written
 
