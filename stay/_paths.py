@@ -5,8 +5,8 @@ linked module directory, ``.state/``, ``.runs/``, a lesson file) would send less
 ledger, the lock and traces elsewhere, and feed an outside file to the pipeline as the
 course's own. So every command that opens a course first checks every link in it
 (``check_links``), before it reads, locks or writes anything there: one walk, linear in
-the course, that never follows a link. The course directory itself may be a link: what
-counts is where it resolves.
+the course, that never follows a link. Inside means inside the course directory as it
+resolves; a link that points within it is fine.
 
 Light on purpose (only ``stay.errors``): the lock and the quick path import it.
 """

@@ -67,14 +67,18 @@ class BatchOutcome:
         return self.batch_ids[-1] if self.batch_ids else ""
 
 
-def checked_id(batch_id: object, where: str) -> str:
+_SERVER_FIX = "the service (or ANTHROPIC_BASE_URL) is not the Message Batches API; nothing was written or deleted"
+_RECORD_FIX = "delete the record if no batch of yours is running; nothing was written or deleted"
+
+
+def checked_id(batch_id: object, where: str, fix: str = _SERVER_FIX) -> str:
     """``batch_id`` if it has BATCH_ID's shape, else UnsafeId naming ``where`` it came from."""
     if isinstance(batch_id, str) and BATCH_ID.fullmatch(batch_id):
         return batch_id
     shown = repr(batch_id)
     shown = shown if len(shown) <= 80 else shown[:77] + "..."
     raise UnsafeId(f"{where}: batch id {shown} is not a Message Batch id ('msgbatch_' then letters and "
-                   "digits); nothing was written or deleted for it")
+                   f"digits); {fix}")
 
 
 @dataclass
@@ -93,10 +97,10 @@ class _Ledger:
             except ValueError:
                 continue
             if isinstance(record, dict) and "batch_id" in record:
-                batch_id = checked_id(record["batch_id"], str(path))
+                batch_id = checked_id(record["batch_id"], f"{path}: field 'batch_id'", _RECORD_FIX)
                 if path.name != f"{batch_id}.json":
-                    raise UnsafeId(f"{path}: holds batch {batch_id}, not the one its name says; delete the "
-                                   "file if no batch of yours is running")
+                    raise UnsafeId(f"{path}: field 'batch_id': holds batch {batch_id}, not the one the file's "
+                                   f"name says; {_RECORD_FIX}")
                 yield path, record
 
     def add(self, batch_id: str, custom_ids: list[str]) -> None:
@@ -109,7 +113,7 @@ class _Ledger:
         self._path(batch_id).unlink(missing_ok=True)
 
     def _path(self, batch_id: str) -> Path:
-        return self.directory / f"{checked_id(batch_id, 'Message Batches')}.json"
+        return self.directory / f"{checked_id(batch_id, 'Message Batches')}.json"  # checked before: a backstop
 
 
 @dataclass

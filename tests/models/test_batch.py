@@ -349,7 +349,7 @@ def test_a_planted_batch_record_deletes_nothing_even_when_the_api_answers_404(tm
     record.write_text(json.dumps({**planted, "custom_ids": [request_key(*job) for job in jobs]}))
     before = _everything(tmp_path)
     api = FakeBatches()  # honest: it has no such batch (404)
-    with pytest.raises(UnsafeId, match=r"planted\.json: .*batch"):
+    with pytest.raises(UnsafeId, match=r"planted\.json: field .batch_id.: .*; delete the record"):
         prefetch(_client(api), jobs, cache, poll_seconds=0, sleep=lambda _s: None)
     assert _everything(tmp_path) == before and api.batches == {}  # nothing deleted, nothing submitted
     assert mine.read_text() == '{"name": "mine"}\n'
