@@ -9,22 +9,21 @@ two concurrent builds would each pay for every call and call the other's files
 ``flock``: the kernel releases it when the holder exits, however it exits.
 
 Whoever holds the lock may also clean up after a killed run: a temporary file left by
-an interrupted atomic write (``.<name>.<random>.tmp``) is removed.
+an interrupted atomic write (``.<name>.stay-<16 hex digits>.tmp``, the form only stay
+makes) is removed; a person's own ``*.tmp`` files are left alone.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
-import re
 from pathlib import Path
 from types import TracebackType
 
+from stay._paths import check_links
 from stay.errors import CourseLocked
 
 LOCK = ".runs/lock"
-_TEMPORARY = re.compile(r"\..+\.[A-Za-z0-9_]+\.tmp")
-"""The name ``write_text_atomic`` gives its temporary files."""
 
 
 class CourseLock:
@@ -36,6 +35,7 @@ class CourseLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
+        check_links(self.course_dir)  # before the lock file: a linked .runs/ would put it elsewhere
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -66,12 +66,15 @@ class CourseLock:
 
 
 def sweep_temporaries(course_dir: Path) -> list[Path]:
-    """Remove the temporary files a killed run left behind (only the lock holder may)."""
+    """Remove the temporary files a killed run left behind (only the lock holder may):
+    exactly the names ``write_text_atomic`` makes, nothing else."""
+    from stay.artefacts._io import TEMPORARY  # here, not at the top: the quick path imports this module
+
     removed = []
     for current, dirnames, filenames in os.walk(course_dir):
         dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(current, d))]
         for name in filenames:
-            if _TEMPORARY.fullmatch(name):
+            if TEMPORARY.fullmatch(name):
                 path = Path(current) / name
                 path.unlink(missing_ok=True)
                 removed.append(path)

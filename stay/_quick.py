@@ -19,8 +19,8 @@ The fingerprint is deliberately wide; a miss costs 0.4 s, a false match a wrong 
 - every file of the course but ``.runs/`` (names, bytes, and where links point).
 
 Never used when spans are exported (``OTEL_EXPORTER_OTLP_*``: the run's side effect), or
-with ``STAY_QUICK=off``. It imports only stay's light modules (settings, the lock, slugs,
-display helpers) and, for a brief target, PyYAML: never the pipeline or pydantic.
+with ``STAY_QUICK=off``. It imports only stay's light modules (settings, the lock, slugs, the
+link check, display helpers) and, for a brief target, PyYAML: never the pipeline or pydantic.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ from typing import Any, TextIO
 
 from stay._display import clock
 from stay._lock import LOCK
+from stay._paths import check_links
 from stay._slug import is_slug, slugify
+from stay.errors import EnvironmentProblem
 from stay.settings import Settings
 
 RECORD = ".runs/quick.json"
@@ -56,7 +58,7 @@ def replay(args: Sequence[str], target: str, slug: str | None, courses_dir: str,
     if not settings.quick or settings.otlp is not None:
         return None
     root = course_candidate(target, slug, courses_dir)
-    if root is None or not (root / RECORD).is_file():
+    if root is None or not _links_stay_inside(root) or not (root / RECORD).is_file():
         return None
     try:
         record = json.loads((root / RECORD).read_text(encoding="utf-8"))
@@ -85,6 +87,16 @@ def replay(args: Sequence[str], target: str, slug: str | None, courses_dir: str,
         return 0
     finally:
         os.close(lock)
+
+
+def _links_stay_inside(root: Path) -> bool:
+    """Whether the record, the lock and the fingerprint may be read here: a link out of the
+    course is the pipeline's to refuse, in one line, before it reads anything."""
+    try:
+        check_links(root)
+    except EnvironmentProblem:
+        return False
+    return True
 
 
 def course_candidate(target: str, slug: str | None, courses_dir: str) -> Path | None:
@@ -213,7 +225,7 @@ class Recorder:
     def __enter__(self) -> Recorder:
         self.root = course_candidate(self.target, self.slug, self.courses_dir)
         try:
-            if self.root is not None and (self.root / "course.yaml").is_file():
+            if self.root is not None and _links_stay_inside(self.root) and (self.root / "course.yaml").is_file():
                 self.before = fingerprint(self.args, self.target, self.root, self.settings)
         except OSError:
             self.before = None  # the pipeline reports what cannot be read; nothing is recorded
@@ -272,16 +284,19 @@ def _write(path: Path, document: Any) -> None:
     """Whole or not at all: a temporary file, then a rename. ``stay.artefacts``'s
     ``write_text_atomic`` does the same for course files, but importing it would import
     pydantic and the artefact models, which this module exists to avoid; a record need
-    not survive a power cut (a lost one only means the next run walks), so no fsync."""
-    import tempfile
+    not survive a power cut (a lost one only means the next run walks), so no fsync. The
+    temporary name has ``temporary_name``'s form (a test holds it), so the sweep after a
+    killed run removes it."""
+    import secrets
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    temporary = path.parent / f".{path.name}.stay-{secrets.token_hex(8)}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(document, handle, indent=1, sort_keys=True)
             handle.write("\n")
         os.replace(temporary, path)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise

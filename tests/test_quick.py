@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from stay.artefacts._io import TEMPORARY
 from tests.conftest import ROOT, run_stay
 from tests.parity.harness import examples
 from tests.pipeline.test_build import tree
@@ -83,7 +84,10 @@ def _orphan(course: Path, pick: int) -> dict[str, str]:
 
 
 def _temporary(course: Path, pick: int) -> dict[str, str]:
-    (course / f".course.yaml.a{pick}.tmp").write_text("half a file")
+    """A temporary file a killed run left, in the one form stay makes (the sweep removes it)."""
+    name = f".course.yaml.stay-{pick:016x}.tmp"
+    assert TEMPORARY.fullmatch(name)
+    (course / name).write_text("half a file")
     return {}
 
 
@@ -294,3 +298,32 @@ def test_a_record_that_is_not_of_a_clean_run_is_never_replayed(place: tuple[Path
     done = run_stay("build", SLUG, "--yes", "--courses-dir", str(courses), env={"SOURCE_DATE_EPOCH": EPOCH})
     assert done.returncode == 0 and "everything is fine" not in done.stdout
     assert _traces(course) == traces + 1  # the pipeline ran
+
+
+def test_the_records_temporary_file_has_the_one_form_the_sweep_removes(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_quick`` may not import ``stay.artefacts`` (pydantic), so it spells the form out: this holds it."""
+    from stay import _quick
+
+    renamed: list[str] = []
+    real = os.replace
+    monkeypatch.setattr(os, "replace", lambda source, target: (renamed.append(Path(source).name),
+                                                               real(source, target)))
+    _quick._write(tmp_path / "quick.json", {"version": 1})
+    assert len(renamed) == 1 and TEMPORARY.fullmatch(renamed[0]), renamed
+    assert json.loads((tmp_path / "quick.json").read_text()) == {"version": 1}
+
+
+def test_a_record_behind_a_link_out_of_the_course_is_never_read(place: tuple[Path, Path], tmp_path: Path) -> None:
+    """The record, the lock and the fingerprint are read only where the pipeline would read:
+    with .runs/ linked outside, the pipeline refuses the course in one line."""
+    courses, pristine = place
+    course = _reset(courses, pristine)
+    outside = tmp_path / "runs-elsewhere"
+    shutil.move(course / ".runs", outside)
+    (course / ".runs").symlink_to(outside, target_is_directory=True)
+    before = {p.relative_to(outside).as_posix(): p.read_bytes() for p in sorted(outside.rglob("*")) if p.is_file()}
+    done = run_stay("build", SLUG, "--yes", "--courses-dir", str(courses), env={"SOURCE_DATE_EPOCH": EPOCH})
+    assert done.returncode == 2 and "symlink leads outside the course" in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and done.stdout == ""
+    assert {p.relative_to(outside).as_posix(): p.read_bytes() for p in sorted(outside.rglob("*")) if p.is_file()} == before

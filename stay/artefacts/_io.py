@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -196,30 +196,40 @@ def parse_bytes(model: type[M], data: bytes, where: str) -> M:
     return parse(model, text, where)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+TEMPORARY = re.compile(r"\..+\.stay-[0-9a-f]{16}\.tmp")
+"""The name of every temporary file stay makes beside a file it writes (``temporary_name``):
+the sweep after a killed run removes exactly these, never a person's own ``*.tmp``."""
 
 
-# Read once, at import: os.umask can only be read by setting it, which is not thread-safe.
-_FILE_MODE = 0o666 & ~_umask()
+def temporary_name(name: str) -> str:
+    """A fresh temporary name for a file about to be written as ``name``, in TEMPORARY's form."""
+    return f".{name}.stay-{secrets.token_hex(8)}.tmp"
+
+
+def _create_beside(target: Path) -> tuple[int, Path]:
+    """A new temporary file beside ``target``, open for writing; mode 0666 less the umask, as
+    any other file the person makes (mkstemp's 0600 would hide a course file from a group)."""
+    while True:
+        temp = target.parent / temporary_name(target.name)
+        try:
+            return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), temp
+        except FileExistsError:
+            continue  # 64 random bits met an existing name: draw again
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write a whole file or nothing: a temporary file beside it, then a rename."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    fd, temp = _create_beside(target)
     try:
-        os.fchmod(fd, _FILE_MODE)  # mkstemp makes 0600; a course file is as readable as any other
         with os.fdopen(fd, "wb") as handle:
             handle.write(text.encode("utf-8"))
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, target)
     except BaseException:
-        Path(temp).unlink(missing_ok=True)
+        temp.unlink(missing_ok=True)
         raise
 
 

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stay.errors import ModelError, ModelUnavailable
+from stay.errors import ModelError, ModelUnavailable, UnsafeId
 from stay.models._cache import RequestCache, request_key
 from stay.models._roles import THINKING
 from stay.models._wire import answer_from, budget_for, one_line, redact, request_params
@@ -35,6 +36,11 @@ MAX_BATCH_BYTES = 256 * 1000 * 1000
 MAX_BATCH = MAX_BATCH_REQUESTS  # the name this module exported before
 _ENVELOPE = 1_024
 """Bytes kept free in each batch for the JSON around the requests."""
+
+BATCH_ID = re.compile(r"msgbatch_[A-Za-z0-9]{1,128}")
+"""A Message Batch id as the API makes them (``msgbatch_013Zva2CMHLNnXjNJJKqJ2EF``; the
+length may change, so up to 128): a record's file name is built from it, so an id of any
+other shape, from a response or from disk, is refused before any path is."""
 
 Params = Callable[[ModelRequest, str], dict[str, Any]]
 
@@ -61,9 +67,24 @@ class BatchOutcome:
         return self.batch_ids[-1] if self.batch_ids else ""
 
 
+_SERVER_FIX = "the service (or ANTHROPIC_BASE_URL) is not the Message Batches API; nothing was written or deleted"
+_RECORD_FIX = "delete the record if no batch of yours is running; nothing was written or deleted"
+
+
+def checked_id(batch_id: object, where: str, fix: str = _SERVER_FIX) -> str:
+    """``batch_id`` if it has BATCH_ID's shape, else UnsafeId naming ``where`` it came from."""
+    if isinstance(batch_id, str) and BATCH_ID.fullmatch(batch_id):
+        return batch_id
+    shown = repr(batch_id)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    raise UnsafeId(f"{where}: batch id {shown} is not a Message Batch id ('msgbatch_' then letters and "
+                   f"digits); {fix}")
+
+
 @dataclass
 class _Ledger:
-    """Batch records under .runs/batches/: one JSON file per batch still to collect."""
+    """Batch records under .runs/batches/: one JSON file per batch still to collect, named
+    by its id. Every id is checked (``checked_id``) before a path is built from it."""
 
     directory: Path
 
@@ -75,17 +96,24 @@ class _Ledger:
                 record = json.loads(path.read_text(encoding="utf-8"))
             except ValueError:
                 continue
-            if isinstance(record, dict) and isinstance(record.get("batch_id"), str):
+            if isinstance(record, dict) and "batch_id" in record:
+                batch_id = checked_id(record["batch_id"], f"{path}: field 'batch_id'", _RECORD_FIX)
+                if path.name != f"{batch_id}.json":
+                    raise UnsafeId(f"{path}: field 'batch_id': holds batch {batch_id}, not the one the file's "
+                                   f"name says; {_RECORD_FIX}")
                 yield path, record
 
     def add(self, batch_id: str, custom_ids: list[str]) -> None:
         from stay.artefacts import write_text_atomic
 
-        write_text_atomic(self.directory / f"{batch_id}.json",
+        write_text_atomic(self._path(batch_id),
                           json.dumps({"batch_id": batch_id, "custom_ids": sorted(custom_ids)}, sort_keys=True))
 
     def done(self, batch_id: str) -> None:
-        (self.directory / f"{batch_id}.json").unlink(missing_ok=True)
+        self._path(batch_id).unlink(missing_ok=True)
+
+    def _path(self, batch_id: str) -> Path:
+        return self.directory / f"{checked_id(batch_id, 'Message Batches')}.json"  # checked before: a backstop
 
 
 @dataclass
@@ -224,27 +252,31 @@ def prefetch(client: Any, jobs: Sequence[tuple[ModelRequest, str]], cache: Reque
     batch_ids: list[str] = []
     covered: set[str] = set()
     for _path, record in book.records():
-        ids = set(record.get("custom_ids") or [])
+        listed = record.get("custom_ids")
+        ids = {i for i in listed if isinstance(i, str)} if isinstance(listed, list) else set()
         if not ids & set(todo):
             continue
-        batch = run.lookup(record["batch_id"])
+        stored = record["batch_id"]  # checked by records(): the only id a record's file is named by
+        batch = run.lookup(stored)
         if batch is None:  # gone (batches are kept 29 days): its requests are submitted again
-            say(f"batch {record['batch_id']}: submitted by an earlier run, no longer on the server")
-            book.done(record["batch_id"])
+            say(f"batch {stored}: submitted by an earlier run, no longer on the server")
+            book.done(stored)
             continue
+        checked_id(batch.id, f"Message Batches: batch {stored} as the server returned it")
         say(f"batch {batch.id}: submitted by an earlier run, {batch.processing_status}; collecting it "
             "instead of submitting its requests again")
         run.wait(batch)
         run.collect(batch.id)
         covered |= ids & set(todo)
         batch_ids.append(batch.id)
-        book.done(batch.id)
+        book.done(stored)
     resumed = len(covered)
     remaining = [(key, job) for key, job in sorted(todo.items()) if key not in covered]
     entries = [{"custom_id": key, "params": params(request, model)} for key, (request, model) in remaining]
     submitted: list[Any] = []
     for chunk in split(entries, max_requests=max_requests, max_bytes=max_bytes):
         batch = run.api("creating a batch", functools.partial(client.messages.batches.create, requests=chunk))
+        checked_id(batch.id, "Message Batches: the batch just created")
         book.add(batch.id, [entry["custom_id"] for entry in chunk])
         say(f"batch {batch.id}: {len(chunk)} requests submitted (its id is stored under .runs/batches/)")
         submitted.append(batch)

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from stay._lock import CourseLock
+from stay._paths import check_links
 from stay.artefacts import Curriculum, load
 from stay.briefs import course_dir
 from stay.errors import EnvironmentProblem, PipelineError, UsageError
@@ -42,7 +43,9 @@ def open_course_named(slug: str, courses_dir: str | os.PathLike[str], settings: 
 
 def open_course(root: Path, sources: Sources, settings: Settings, stages: tuple[Stage, ...]) -> CourseState:
     """A course on disk, its manifest, curriculum and plans loaded, which checks every id
-    and slug they hold before any path is built from them."""
+    and slug they hold before any path is built from them, and every link in it before
+    anything is read through one (``check_links``)."""
+    check_links(root)
     manifest = load_manifest(root)
     state = CourseState(root, artefact_graph(Curriculum(modules=[]), stages=stages), manifest.brief,
                         sources=sources, epoch=settings.source_date_epoch)

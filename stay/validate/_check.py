@@ -8,7 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from stay.errors import CoursePathError, UsageError
+from stay._paths import check_links
+from stay.errors import CoursePathError, EnvironmentProblem, UsageError
 from stay.validate._course import Course
 from stay.validate._data import HouseData, default_data_dir
 from stay.validate._defect import Defect, Severity
@@ -180,8 +181,14 @@ class ValidationReport:
 
 def check_course(path: str | os.PathLike[str], data: HouseData, *, strict: bool = False,
                  shown: str | None = None) -> CourseReport:
-    """Validate one course directory with already-loaded data files."""
+    """Validate one course directory with already-loaded data files; a course holding a
+    link that leads outside it is refused, as every command refuses it (nothing is read
+    through such a link), as a path the validator cannot use."""
     root = shown if shown is not None else os.fspath(path)
+    try:
+        check_links(root)
+    except EnvironmentProblem as exc:
+        raise CoursePathError(str(exc)) from None
     course = Course.load(root, data)
     evaluated: Counter[str] = Counter()
     fired: Counter[str] = Counter()
@@ -253,8 +260,9 @@ def validate_courses(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
     ``jobs`` courses are checked at once, each in its own process (``None``: one per
     available core); the report is the same, byte for byte, whatever ``jobs`` is.
     Raises ``CoursePathError`` for a path that does not exist, ``DataFileError`` for
-    missing or malformed data files, and ``UsageError`` for a ``jobs`` below 1; a
-    defect in a course is never an exception.
+    missing or malformed data files, ``UsageError`` for a ``jobs`` below 1, and
+    ``CoursePathError`` for a course holding a link that leads outside it; a defect in a
+    course is never an exception.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]

@@ -12,9 +12,10 @@ import httpx2
 import pytest
 
 from stay.artefacts import Brief
-from stay.errors import AnswerError, ModelError, ModelUnavailable
+from stay.errors import AnswerError, ModelError, ModelUnavailable, UnsafeId, exit_code
 from stay.models import AnthropicBackend, RequestCache, Usage, prefetch
-from stay.models._batch import split
+from stay.models._batch import BATCH_ID, split
+from stay.models._cache import request_key
 from stay.pipeline import build_course, run_command
 from stay.scoring._judges import batch_score
 from stay.stages import STAGES, Prompts
@@ -41,7 +42,10 @@ class FakeBatches:
     A batch ends after ``polls_to_end`` polls; ``fail`` makes those entries error;
     ``down`` makes polling answer 500 (the service going away mid-batch)."""
 
-    def __init__(self, judge: Any = None, fail: set[int] | None = None, polls_to_end: int = 2) -> None:
+    def __init__(self, judge: Any = None, fail: set[int] | None = None, polls_to_end: int = 2,
+                 name: Any = None) -> None:
+        self.name = name or (lambda number: f"msgbatch_{number}")
+        """The id the server gives its n-th batch (a hostile server chooses any string)."""
         self.batches: dict[str, list[dict[str, Any]]] = {}
         self.polls: dict[str, int] = {}
         self.live: list[dict[str, Any]] = []
@@ -67,7 +71,7 @@ class FakeBatches:
         path = request.url.path
         if request.method == "POST" and path == "/v1/messages/batches":
             body = json.loads(request.content)
-            batch_id = f"msgbatch_{len(self.batches) + 1}"
+            batch_id = self.name(len(self.batches) + 1)
             self.batches[batch_id], self.polls[batch_id] = body["requests"], 0
             return httpx2.Response(200, json=_batch(batch_id, "in_progress", {"processing": len(body["requests"])}))
         if request.method == "GET" and path.endswith("/results"):
@@ -295,3 +299,57 @@ def test_a_batch_answer_that_fails_its_check_is_asked_again_and_paid_for_once(tm
     live = [body for body in api.live if "# Stage: quiz" in json.dumps(body["system"])]
     traced = _calls(course, "quiz")
     assert sum(call["input_tokens"] for call in traced) == USAGE["input_tokens"] * (len(sent) + len(live))
+
+
+# -- batch ids name files: only the API's shape is ever used as one ----------------------------
+
+OUTSIDE = "../../../outside/package"
+"""From <course>/.runs/batches/, a record named by this id lands in <tmp>/outside/package.json."""
+
+
+def _sentinel(tmp_path: Path) -> tuple[RequestCache, Path]:
+    """A course's request cache, and a file of the person's beside the course, outside it."""
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "package.json").write_text('{"name": "mine"}\n')
+    return RequestCache(tmp_path / "course" / ".runs" / "cache"), tmp_path / "outside" / "package.json"
+
+
+def _everything(tmp_path: Path) -> dict[str, bytes]:
+    return {p.relative_to(tmp_path).as_posix(): p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("hostile", [OUTSIDE, "{tmp}/outside/package", "msgbatch_1/../../../../outside/package",
+                                     "msgbatch_1\x00", "msgbatch_" + "a" * 300, "msgbatch_", "msgbatch_1\n",
+                                     "MSGBATCH_1"])
+def test_a_batch_id_of_another_shape_from_the_server_is_refused_before_any_path(tmp_path: Path,
+                                                                                   hostile: str) -> None:
+    hostile = hostile.format(tmp=tmp_path)  # an absolute path, to the person's file
+    assert not BATCH_ID.fullmatch(hostile)
+    cache, mine = _sentinel(tmp_path)
+    before = _everything(tmp_path)
+    api = FakeBatches(name=lambda _n: hostile)
+    with pytest.raises(UnsafeId) as refused:
+        prefetch(_client(api), _jobs(2), cache, poll_seconds=0, sleep=lambda _s: None)
+    message = str(refused.value)
+    assert exit_code(refused.value) == 5 and "\n" not in message and "not a Message Batch id" in message
+    assert _everything(tmp_path) == before  # nothing written (no record) and nothing deleted
+    assert mine.read_text() == '{"name": "mine"}\n'
+
+
+@pytest.mark.parametrize("planted", [{"batch_id": "../../../outside/package"},
+                                     {"batch_id": "/nonexistent/stay-hostile-batch"},
+                                     {"batch_id": 7},
+                                     {"batch_id": "msgbatch_7"}])  # a good id in a file not named by it
+def test_a_planted_batch_record_deletes_nothing_even_when_the_api_answers_404(tmp_path: Path,
+                                                                               planted: dict[str, Any]) -> None:
+    cache, mine = _sentinel(tmp_path)
+    jobs = _jobs(2)
+    record = cache.directory.parent / "batches" / "planted.json"
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({**planted, "custom_ids": [request_key(*job) for job in jobs]}))
+    before = _everything(tmp_path)
+    api = FakeBatches()  # honest: it has no such batch (404)
+    with pytest.raises(UnsafeId, match=r"planted\.json: field .batch_id.: .*; delete the record"):
+        prefetch(_client(api), jobs, cache, poll_seconds=0, sleep=lambda _s: None)
+    assert _everything(tmp_path) == before and api.batches == {}  # nothing deleted, nothing submitted
+    assert mine.read_text() == '{"name": "mine"}\n'

@@ -23,6 +23,7 @@ import yaml
 
 import stay
 from stay._lock import CourseLock
+from stay.artefacts._io import temporary_name
 from stay.errors import CourseLocked, EnvironmentProblem, PipelineError, UsageError
 from stay.models import ModelAnswer, ModelRequest, OfflineBackend
 from stay.pipeline import approve, build_course, run_command, status
@@ -372,8 +373,8 @@ def test_ctrl_c_at_any_seam_of_start_up_or_exit_exits_130_without_a_traceback(ar
 
 def test_temporary_files_a_killed_run_left_are_removed_by_the_next_run(courses: Path) -> None:
     root = courses / SLUG
-    leftovers = [root / ".course.yaml.k3j2h1.tmp", next(root.glob("modules/*")) / ".m01-l01.md.a1b2c3.tmp",
-                 root / ".state" / ".hashes.json.zz9.tmp"]
+    leftovers = [root / temporary_name("course.yaml"), next(root.glob("modules/*")) / temporary_name("m01-l01.md"),
+                 root / ".state" / temporary_name("hashes.json")]
     for path in leftovers:
         path.write_text("half a file")
     build_course(SLUG, courses_dir=courses, yes=True, progress=quiet)
