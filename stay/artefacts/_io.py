@@ -196,7 +196,7 @@ def parse_bytes(model: type[M], data: bytes, where: str) -> M:
     return parse(model, text, where)
 
 
-TEMPORARY = re.compile(r"\..+\.stay-[0-9a-f]{16}\.tmp")
+TEMPORARY = re.compile(r"\.(?P<name>.+)\.stay-[0-9a-f]{16}\.tmp")
 """The name of every temporary file stay makes beside a file it writes (``temporary_name``):
 the sweep after a killed run removes exactly these, never a person's own ``*.tmp``."""
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
 
 from stay.artefacts import write_text_atomic
+from stay.artefacts._io import TEMPORARY
 from stay.errors import UsageError
 
 MARKER = ".stay-site"
@@ -30,8 +30,6 @@ MARKER_MAX_BYTES = 16 * 1024 * 1024
 """A marker is about 100 bytes a page; a larger one was not written by the viewer."""
 _NAME_MAX = 255  # the longest file name POSIX file systems take
 _CHUNK = 1024 * 1024
-_TEMPORARY = re.compile(r"\.(.+)\.[a-z0-9_]{8}\.tmp")
-"""The name write_text_atomic gives a file while it is written: ``.<name>.<mkstemp's 8>.tmp``."""
 
 Recorded = dict[str, frozenset[str]]
 """file name -> every sha256 the viewer recorded for it (old and about-to-be-written)."""
@@ -143,8 +141,8 @@ def sweep_temporaries(out: Path, names: set[str]) -> None:
     if not out.is_dir():
         return
     for entry in os.scandir(out):
-        match = _TEMPORARY.fullmatch(entry.name)
-        if match and match.group(1) in names and entry.is_file(follow_symlinks=False):
+        match = TEMPORARY.fullmatch(entry.name)  # the one form write_text_atomic gives a temporary
+        if match and match.group("name") in names and entry.is_file(follow_symlinks=False):
             os.unlink(entry.path)
 
 
