@@ -216,3 +216,30 @@ def test_an_answer_from_any_backend_is_cut_of_configured_secrets(tmp_path: Path)
     files = [path for path in tmp_path.rglob("*") if path.is_file()]
     assert any(b"[redacted]" in path.read_bytes() for path in files)
     assert [path for path in files if KEY.encode() in path.read_bytes()] == []
+
+
+def test_a_malformed_otlp_header_and_the_endpoints_userinfo_are_never_shown(
+        monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    """Only malformed pairs: stay sends no headers, so the exporter reads the variable
+    itself and logs the bad pair whole; that log, and the warning, are cut."""
+    import dataclasses
+    import socket
+
+    from stay.pipeline._otel import export_trace
+    from stay.settings import otlp_from
+    from tests.pipeline.test_otel import RECORDS
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{OTLP_USER}:{OTLP_PASSWORD}@127.0.0.1:{port}",
+           "OTEL_EXPORTER_OTLP_HEADERS": OTLP_MALFORMED}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    target = otlp_from(env)
+    assert target is not None and target.headers == {}
+    warnings: list[str] = []
+    assert export_trace(RECORDS, dataclasses.replace(target, timeout=0.3), warn=warnings.append) is False
+    printed = capfd.readouterr()
+    assert len(warnings) == 1 and "[redacted]" in warnings[0]
+    assert _leaks(" ".join([*warnings, printed.out, printed.err])) == []
