@@ -4,6 +4,7 @@ are one function)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,7 +53,5 @@ def course_dir(courses_dir: str | os.PathLike[str], slug: str) -> Path:
 
 
 def house_limits(house: HouseData) -> DurationLimits:
-    """The shortest and longest course a house style allows (see ``DurationLimits``)."""
-    return DurationLimits(shortest=int(house["lesson.min_minutes"]),
-                          longest=int(house["course.max_modules"]) * int(house["module.max_lessons"])
-                          * int(house["lesson.max_minutes"]))
+    """The bounds a house style puts on a course (see ``DurationLimits``)."""
+    return DurationLimits(**{f.name: int(house[f.metadata["key"]]) for f in dataclasses.fields(DurationLimits)})

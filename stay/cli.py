@@ -206,12 +206,13 @@ def _report(exc: BaseException) -> int:
 
 
 def _one_line(text: object) -> str:
-    """One line, and never a secret: the API key is cut out of anything printed."""
-    line = " ".join(str(text).split())
-    from stay.settings import api_key_from
+    """One line, and never a secret: every configured one is cut out by value, before the
+    line is flattened and after (a secret may hold a space)."""
+    from stay._secrets import redact
+    from stay.settings import secrets_from
 
-    key = api_key_from()
-    return line.replace(key, "[redacted]") if len(key) >= 8 else line
+    secrets = secrets_from()
+    return redact(" ".join(redact(str(text), secrets).split()), secrets)
 
 
 def _dispatch(args: list[str]) -> int:

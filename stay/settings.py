@@ -7,7 +7,7 @@ used is a one-line ``UsageError`` naming the variable and what it takes.
 
     variable                      field                 default
     STAY_BACKEND                  backend               anthropic with a key, else offline
-    ANTHROPIC_API_KEY             api_key               (none; never shown in a repr)
+    ANTHROPIC_API_KEY             api_key               (none; stripped; never shown)
     ANTHROPIC_BASE_URL            base_url              the SDK's
     STAY_MODEL, STAY_MODEL_<ROLE> models                DEFAULT_MODELS
     STAY_WAVE_CONCURRENCY         wave_concurrency      4 lessons in flight
@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote
 
+from stay import _secrets
 from stay.errors import UsageError
 
 Role = Literal["analysis", "planning", "writing", "judging"]
@@ -69,6 +70,14 @@ class OtlpTarget:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     timeout: float = 10.0
     """Seconds the export may take, retries included; a run waits at most this long."""
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    """What must never be shown: the endpoint's userinfo and every header value, also
+    those of pairs too malformed to send (``otlp_from`` fills it from the raw variables)."""
+
+    def __post_init__(self) -> None:
+        extra = (*_secrets.url_secrets(self.endpoint), *self.headers.values())
+        object.__setattr__(self, "secrets", tuple(dict.fromkeys((*self.secrets, *extra))))
+        _secrets.keep(self.secrets)
 
 
 @dataclass(frozen=True)
@@ -101,6 +110,9 @@ class Settings:
     nothing to do from that run's record, without running the pipeline (``stay._quick``)."""
 
     def __post_init__(self) -> None:
+        if self.api_key is not None:
+            object.__setattr__(self, "api_key", checked_key(self.api_key))
+        _secrets.keep(self.secrets)
         if self.backend not in (None, "offline", "anthropic"):
             raise UsageError(f"backend {self.backend!r} is not one of offline, anthropic")
         for name, least in (("wave_concurrency", 1), ("model_concurrency", 1), ("repair_rounds", 0),
@@ -118,6 +130,14 @@ class Settings:
         if unknown or not all(isinstance(m, str) and m.strip() for m in self.models.values()):
             raise UsageError(f"models must map the roles {', '.join(ROLES)} to model ids")
         object.__setattr__(self, "models", {role: self.models.get(role, DEFAULT_MODELS[role]) for role in ROLES})
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Every configured secret, by value: the API key, the userinfo of
+        ``ANTHROPIC_BASE_URL``, the OTLP endpoint's and its headers' (``stay._secrets``
+        cuts them out of everything printed or written)."""
+        otlp = self.otlp.secrets if self.otlp is not None else ()
+        return (*([self.api_key] if self.api_key else []), *_secrets.url_secrets(self.base_url), *otlp)
 
     @property
     def chosen_backend(self) -> Backend:
@@ -149,7 +169,7 @@ class Settings:
                   for role in ROLES}
         values: dict[str, Any] = {
             "backend": read.choice("STAY_BACKEND", ("offline", "anthropic")),
-            "api_key": env.get("ANTHROPIC_API_KEY") or None,
+            "api_key": checked_key(env.get("ANTHROPIC_API_KEY", "")) or None,
             "base_url": env.get("ANTHROPIC_BASE_URL") or None,
             "models": models,
             "wave_concurrency": read.integer("STAY_WAVE_CONCURRENCY", 4, least=1),
@@ -247,9 +267,29 @@ def data_dir_from(env: Mapping[str, str] | None = None) -> Path | None:
     return Path(raw) if raw else None
 
 
-def api_key_from(env: Mapping[str, str] | None = None) -> str:
-    """``ANTHROPIC_API_KEY`` alone (for redacting it from anything printed); '' when unset."""
-    return (environment() if env is None else env).get("ANTHROPIC_API_KEY", "")
+def checked_key(raw: str) -> str:
+    """An API key as read: surrounding whitespace stripped (a key pasted with its newline),
+    and refused, without being shown, when what is left holds a character no HTTP header
+    can carry (it would reach the terminal in the HTTP library's error)."""
+    key = raw.strip()
+    if any(not 33 <= ord(char) <= 126 for char in key):
+        _secrets.keep([key, raw])
+        raise UsageError("ANTHROPIC_API_KEY holds a space, a control character or a non-ASCII character inside "
+                         "it; set it to the key alone (the value is not shown)")
+    return key
+
+
+def secrets_from(env: Mapping[str, str] | None = None) -> list[str]:
+    """Every secret the environment holds, as written and as read, without checking
+    anything (for the last line a failing command prints: it never raises)."""
+    env = environment() if env is None else env
+    key = env.get("ANTHROPIC_API_KEY", "")
+    found = [key, key.strip(), *_secrets.url_secrets(env.get("ANTHROPIC_BASE_URL"))]
+    for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        found += _secrets.url_secrets(env.get(name))
+    for name in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"):
+        found += _secrets.header_secrets(env.get(name))
+    return [value for value in found if value]
 
 
 def otlp_from(env: Mapping[str, str]) -> OtlpTarget | None:
@@ -270,7 +310,11 @@ def otlp_from(env: Mapping[str, str]) -> OtlpTarget | None:
     else:
         return None
     raw = env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
-    return OtlpTarget(endpoint=endpoint, headers=parse_headers(raw))
+    # both variables' values are secrets: the exporter reads the other itself when these are empty
+    secrets = [*(value for name in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+                 for value in _secrets.header_secrets(env.get(name))),
+               *_secrets.url_secrets(traces), *_secrets.url_secrets(base)]
+    return OtlpTarget(endpoint=endpoint, headers=parse_headers(raw), secrets=tuple(secrets))
 
 
 def parse_headers(raw: str) -> dict[str, str]:

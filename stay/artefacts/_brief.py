@@ -14,7 +14,7 @@ import difflib
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,16 +61,30 @@ _FILLER = {"and", "a", "an", "of", "in", "total", "about", "around", "roughly", 
 
 @dataclass(frozen=True)
 class DurationLimits:
-    """The shortest and longest course the pipeline can make, in minutes.
+    """The house style's bounds on a course's shape, and from them the shortest and
+    longest course the pipeline can make, in minutes.
 
-    ``shortest`` is house style's shortest lesson (``lesson.min_minutes``); ``longest``
-    its largest course: ``course.max_modules`` x ``module.max_lessons`` x
-    ``lesson.max_minutes``. The defaults are the shipped house style's (a test holds
-    them equal to data/house-style.yaml); the pipeline checks again against the house
-    style of its own data directory."""
+    Each field names its house-style key (``metadata['key']``). ``shortest`` is the shortest
+    lesson; ``longest`` the largest course: most modules x most lessons x longest
+    lesson. The defaults are the shipped house style's (a test holds them equal to
+    data/house-style.yaml); the pipeline checks again against the house style of its own
+    data directory, the brief's duration before any call and a curriculum answer before
+    anything past it is asked for."""
 
-    shortest: int = 10
-    longest: int = 10 * 6 * 45
+    min_modules: int = field(default=1, metadata={"key": "course.min_modules"})
+    max_modules: int = field(default=10, metadata={"key": "course.max_modules"})
+    min_lessons: int = field(default=1, metadata={"key": "module.min_lessons"})
+    max_lessons: int = field(default=6, metadata={"key": "module.max_lessons"})
+    min_minutes: int = field(default=10, metadata={"key": "lesson.min_minutes"})
+    max_minutes: int = field(default=45, metadata={"key": "lesson.max_minutes"})
+
+    @property
+    def shortest(self) -> int:
+        return self.min_minutes
+
+    @property
+    def longest(self) -> int:
+        return self.max_modules * self.max_lessons * self.max_minutes
 
 
 DEFAULT_LIMITS = DurationLimits()

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the SDK takes seconds to import: only a run that talks to Claude pays for it
     import anthropic
 
+from stay import _secrets
 from stay.errors import ModelError, ModelUnavailable, RefusalError, StayError, UsageError
 from stay.models._prefix_gate import PrefixGate, prefix_keys
 from stay.models._roles import DEFAULT_MODELS, SCREENING, THINKING, Thinking
@@ -94,8 +95,9 @@ class AnthropicBackend:
         self.gate = PrefixGate() if warm_prefixes else None
         self.sleep, self.jitter = sleep, jitter
         self.async_sleep = async_sleep  # asyncio.sleep when None: asyncio is imported only by async callers
-        self._api_key = api_key
+        self._api_key = api_key.strip() if api_key else api_key  # a key pasted with its newline
         self._base_url = base_url
+        _secrets.keep([self._api_key, *_secrets.url_secrets(base_url)])
         self.screen_model = screen_model
         """The model that screens briefs (the analysis role's)."""
         self._client = None if client is None else self._configured(client)
@@ -108,6 +110,8 @@ class AnthropicBackend:
         import httpx2
 
         self._api_key = self._api_key or getattr(client, "api_key", None)
+        # a client made elsewhere carries its own key and URL: known secrets from here on
+        _secrets.keep([self._api_key, *_secrets.url_secrets(str(getattr(client, "base_url", "") or ""))])
         return client.with_options(max_retries=0,
                                    timeout=httpx2.Timeout(self.timeout, connect=min(self.timeout, 10.0)))
 

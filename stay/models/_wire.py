@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from stay import _secrets
 from stay.errors import AnswerError, ModelError, RefusalError, TruncationError
 from stay.models._roles import Thinking, thinks_adaptively
 from stay.requests import ModelAnswer, ModelRequest, Usage
@@ -149,7 +150,24 @@ def _depth(text: str) -> int:
 def answer_from(message: Any, request: ModelRequest, *, budget: Budget | None = None,
                 batch: bool = False) -> ModelAnswer:
     """A Messages API response as an answer, or the error it means: the stop reason
-    first, then the response's shape, then the answer's JSON."""
+    first, then the response's shape, then the answer's JSON. No configured secret
+    survives in the answer or the error: a model or API that echoes one (a key in an
+    error body, in a lesson) has it cut out here, before the answer is cached or
+    written."""
+    try:
+        return _answer_from(message, request, budget=budget, batch=batch)
+    except (AnswerError, ModelError) as exc:
+        # a response's text reaches the message (a refusal's explanation, the answer's
+        # raw text): an API or proxy that echoes a secret must not have it printed or kept
+        raw = getattr(exc, "raw", None)
+        if _secrets.redact(str(exc)) == str(exc) and (raw is None or _secrets.redact(raw) == raw):
+            raise
+        if isinstance(exc, AnswerError):
+            raise type(exc)(_secrets.redact(str(exc)), raw=None if raw is None else _secrets.redact(raw)) from None
+        raise type(exc)(_secrets.redact(str(exc))) from None
+
+
+def _answer_from(message: Any, request: ModelRequest, *, budget: Budget | None, batch: bool) -> ModelAnswer:
     where = f"stage {request.stage} ({request.artefact})"
     if isinstance(message, (str, bytes, list, dict)) or message is None:
         kinds: dict[type, str] = {str: "text (an HTML page or a proxy's error?)", bytes: "bytes",
@@ -193,7 +211,9 @@ def answer_from(message: Any, request: ModelRequest, *, budget: Budget | None = 
     if not isinstance(data, dict):
         raise AnswerError(f"{where}: the answer is JSON but not an object", raw=text)
     model = getattr(message, "model", None)
-    return ModelAnswer(data=data, model=model if isinstance(model, str) and model else "unknown",
+    # by value only: a lesson may well show what an Anthropic key looks like
+    return ModelAnswer(data=_secrets.redact_data(data),
+                       model=_secrets.redact(model) if isinstance(model, str) and model else "unknown",
                        usage=usage, batch=batch)
 
 
@@ -203,12 +223,10 @@ _KEY_SHAPE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` with every given secret, and anything shaped like an Anthropic key,
-    replaced: API error text is printed to terminals and logs."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
-    return _KEY_SHAPE.sub("[redacted]", text)
+    """``text`` with every configured secret and every given one cut out by value
+    (``stay._secrets``), and then anything shaped like an Anthropic key: API error text
+    is printed to terminals and logs."""
+    return _KEY_SHAPE.sub(_secrets.REDACTED, _secrets.redact(text, secrets))
 
 
 def one_line(text: object, limit: int = 200) -> str:

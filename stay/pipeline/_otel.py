@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from stay._secrets import redact
 from stay.settings import OtlpTarget
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ INSTALL_HINT = "pip install 'stay[otel]'"
 
 
 def _warn(line: str) -> None:
-    sys.stderr.write(f"warning: {line}\n")
+    sys.stderr.write(f"warning: {redact(line)}\n")
 
 
 def export_trace(records: Sequence[Mapping[str, Any]], target: OtlpTarget, *, end_ns: int | None = None,
@@ -68,8 +69,10 @@ def export_trace(records: Sequence[Mapping[str, Any]], target: OtlpTarget, *, en
         return False
     spans = build_spans(records, end_ns=end_ns if end_ns is not None else time.time_ns())
     trace_id = _header(records).get("trace_id", "?")
-    exporter = OTLPSpanExporter(endpoint=target.endpoint, headers=dict(target.headers), timeout=target.timeout)
     with _exporter_log() as logged:
+        # made in here: the exporter reads the OTLP variables itself too, and logs a
+        # malformed header whole
+        exporter = OTLPSpanExporter(endpoint=target.endpoint, headers=dict(target.headers), timeout=target.timeout)
         try:
             result = exporter.export(spans)
         except Exception as exc:  # the exporter's own errors are not stay's: say so, and go on
@@ -79,7 +82,8 @@ def export_trace(records: Sequence[Mapping[str, Any]], target: OtlpTarget, *, en
             exporter.shutdown()  # type: ignore[no-untyped-call]
     if result is not SpanExportResult.SUCCESS:
         why = " ".join(logged[-1].split()) if logged else "the backend did not accept it"
-        warn(f"could not export trace {trace_id} to {target.endpoint}: {why} (the JSONL trace keeps it)")
+        line = f"could not export trace {trace_id} to {target.endpoint}: {why} (the JSONL trace keeps it)"
+        warn(redact(line, target.secrets))  # the endpoint's userinfo, a header the exporter echoed
         return False
     return True
 
@@ -105,7 +109,8 @@ def _exporter_log() -> Iterator[list[str]]:
         logger.propagate = propagate
 
 
-_EXPORTER_LOGGER = "opentelemetry.exporter.otlp.proto.http"
+_EXPORTER_LOGGER = "opentelemetry"
+"""Every OpenTelemetry logger: the exporter's, and the header parser's (``opentelemetry.util.re``)."""
 
 
 def _header(records: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:

@@ -53,7 +53,7 @@ def job(run: Run, stage: Stage, unit: Unit, notes: tuple[Note, ...] = ()) -> Job
     request = stage.request(inputs, run.config.prompts, artefact)
     for note in notes:
         request = with_note(request, note.name, note.value, note.text)
-    return Job(stage, unit, paths, request, lambda answer: stage.artefacts(answer, inputs, artefact))
+    return Job(stage, unit, paths, request, lambda answer: stage.artefacts(answer, inputs, artefact, run.config.limits))
 
 
 def owner(run: Run, path: str) -> tuple[Stage, Unit]:

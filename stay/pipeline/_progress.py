@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from stay._display import clock, plural
+from stay._secrets import redact
 
 Progress = Callable[[str], None]
 """Where a run's progress lines go (default: stderr, or a bar in a notebook)."""
@@ -66,8 +67,8 @@ def money(cost: float | None) -> str:
 
 
 def print_progress(line: str) -> None:
-    """The terminal sink: one line on stderr, flushed at once."""
-    sys.stderr.write(line + "\n")
+    """The terminal sink: one line on stderr, flushed at once, never with a secret in it."""
+    sys.stderr.write(redact(line) + "\n")
     sys.stderr.flush()
 
 

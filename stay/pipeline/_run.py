@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from stay._secrets import redact, redact_data
 from stay.artefacts import Artefact, Brief, Curriculum, LessonPlan, artefact_type
 from stay.artefacts._brief import DurationLimits
 from stay.artefacts._io import parse_bytes, read_bytes
@@ -209,7 +210,8 @@ class Run:
         return self.config.root
 
     def say(self, line: str) -> None:
-        self._emit(ProgressUpdate(line, time.monotonic() - self.started, self._cost_so_far()))
+        # any sink, a notebook's too, gets no secret (a warning may quote an exception)
+        self._emit(ProgressUpdate(redact(line), time.monotonic() - self.started, self._cost_so_far()))
 
     def tick(self, label: str, done: int, total: int) -> None:
         """Counted work finished: ``[done/total] label``, with the elapsed time and cost."""
@@ -327,6 +329,11 @@ class Run:
             start = time.perf_counter()
             answer = self.backend.complete(request, model)
             seconds = time.perf_counter() - start
+        # every answer, whatever served it (a cache written before secrets were cut out of
+        # answers, a relay, a backend of the caller's), before it is traced or written
+        data, model_name = redact_data(answer.data), redact(answer.model)
+        if data != answer.data or model_name != answer.model:
+            answer = answer.model_copy(update={"data": data, "model": model_name})
         self.account(request, answer, seconds)
         return answer
 

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from stay.artefacts import Artefact, to_data
+from stay.artefacts._brief import DEFAULT_LIMITS, DurationLimits
 from stay.errors import GraphError
 from stay.requests import ModelAnswer, ModelRequest, Role
 from stay.stages._prompt import Prompts, build_request, parse_answer
@@ -89,6 +90,9 @@ SCOPED: Mapping[type, tuple[Scope, ...]] = {
 """Inputs that only make sense for a scope; the rest fit every scope."""
 
 Make = Callable[[Any, Mapping[str, Any]], Artefact | Sequence[Artefact]]
+Check = Callable[[Sequence[Artefact], Mapping[str, Any], DurationLimits], None]
+"""A stage's own check of what it made, against its inputs and the run's house limits:
+an ``AnswerError`` (the answer is asked for again) when the artefacts could not go on."""
 
 
 def same(answer: Any, _inputs: Mapping[str, Any]) -> Artefact:
@@ -120,6 +124,10 @@ class Stage:
     make: Make = same
     """Answer (and typed inputs) -> its artefact, or for module scope the module's
     artefacts in lesson order."""
+    check: Check | None = None
+    """Checked before anything is written, where a misfit would be paid for many times
+    over: the calls after a stage can scale with what it made (the curriculum's modules
+    and lessons)."""
     template: str = ""
     """The prompt template's name in prompts/ (default: the stage's name)."""
     node: str = ""
@@ -168,12 +176,17 @@ class Stage:
                              prompts=prompts, artefact=artefact, output=self.answer, inputs=data,
                              shared=self.shared)
 
-    def artefacts(self, answer: ModelAnswer, inputs: Mapping[str, Any], artefact: str) -> list[Artefact]:
+    def artefacts(self, answer: ModelAnswer, inputs: Mapping[str, Any], artefact: str,
+                  limits: DurationLimits = DEFAULT_LIMITS) -> list[Artefact]:
         """The model's answer as this call's artefacts (one, or a module's in lesson
-        order); a misfit is an ``AnswerError`` naming the stage, the file and the field."""
+        order); a misfit is an ``AnswerError`` naming the stage, the file and the field.
+        ``limits`` is the run's house style, for the stage's ``check``."""
         parsed = parse_answer(self.answer, answer, self.name, artefact)
         made = self.make(parsed, inputs)
-        return list(made) if isinstance(made, Sequence) else [made]
+        artefacts = list(made) if isinstance(made, Sequence) else [made]
+        if self.check is not None:
+            self.check(artefacts, inputs, limits)
+        return artefacts
 
 
 def _plain(value: Any) -> Any:

@@ -1,0 +1,96 @@
+"""The secrets this process was configured with, cut out by value from what stay prints
+and writes.
+
+A secret is redacted by its value, not by its shape: an API key for a proxy need not look
+like ``sk-ant-...``, and an OTLP header or a URL's ``user:password`` has no shape at
+all. Every place that is given one (``Settings``, a backend given a key or a client)
+``keep``s it here, and every sink (the one-line error, progress lines, the exporter's
+warnings, a model's answer before it is cached or written) calls ``redact``. The set is
+process-wide because the text to clean often comes from code that never saw the
+settings: the SDK's exception text, the OpenTelemetry exporter's log, an API's echo.
+Imports nothing of stay's, so every layer may use it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+REDACTED = "[redacted]"
+SHORTEST = 8
+"""Values shorter than this are not cut out: a short header value or key (``test``)
+would take words out of every message; an API key or a token is far longer."""
+
+_known: set[str] = set()
+_lock = threading.Lock()
+
+
+def keep(values: Iterable[str | None]) -> None:
+    """Remember ``values`` as secrets (empty and too-short ones are ignored)."""
+    found = {value for value in values if value and len(value) >= SHORTEST}
+    if found:
+        with _lock:
+            _known.update(found)
+
+
+def known() -> tuple[str, ...]:
+    with _lock:
+        return tuple(_known)
+
+
+def redact(text: str, extra: Iterable[str | None] = ()) -> str:
+    """``text`` with every known secret, and every one of ``extra``, replaced by
+    ``[redacted]``; the longest first, so a secret that holds another is cut whole."""
+    secrets = {value for value in (*known(), *extra) if value and len(value) >= SHORTEST}
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def redact_data(value: Any, extra: Iterable[str | None] = ()) -> Any:
+    """``value`` (JSON-like: dicts, lists, strings) with ``redact`` applied to every string
+    in it, keys included."""
+    secrets = tuple(extra)
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, dict):
+        return {redact_data(k, secrets): redact_data(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_data(item, secrets) for item in value]
+    return value
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """The credentials in a URL's userinfo (``https://user:password@host``), as written and
+    percent-decoded: the whole ``user:password``, and each part."""
+    if not url or "@" not in url:
+        return []
+    try:
+        netloc = urlsplit(url.strip()).netloc
+    except ValueError:
+        netloc = url.strip().split("/", 3)[2] if url.count("/") >= 2 else url
+    userinfo = netloc.rpartition("@")[0] if "@" in netloc else ""
+    if not userinfo:
+        return []
+    user, _sep, password = userinfo.partition(":")
+    parts = [userinfo, user, password]
+    return [text for part in parts for text in {part, unquote(part)} if text]
+
+
+def header_secrets(raw: str | None) -> list[str]:
+    """Every value of an OTLP headers variable (``key=value,...``), as written and
+    percent-decoded, and each word of it (the token of ``Bearer <token>`` is the secret
+    even without its scheme), and every pair that is not ``key=value`` whole: a
+    malformed pair is still somebody's token."""
+    found: list[str] = []
+    for pair in (raw or "").split(","):
+        _name, sep, value = pair.partition("=")
+        if not sep:
+            found.append(pair.strip())
+            continue
+        decoded = unquote(value.strip())
+        found += [value.strip(), decoded, *decoded.split()]
+    return [text for text in found if text]
