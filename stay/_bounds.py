@@ -2,11 +2,13 @@
 refused from its event stream before any document is built.
 
 A course file, a brief and a plan are untrusted input. A 500 MB lesson read whole costs
-gigabytes once decoded and parsed, and a kilobyte of YAML anchors and aliases expands to
-gigabytes as soon as anything walks it; composing is where an alias bomb expands, so the
-refusal comes from the parser's events, before composing. Every reader (the brief, the
-artefacts, the viewer, a run's inputs) calls these two functions, so the bounds are
-declared once. It imports nothing of stay's, so the artefacts and the validator may use it.
+gigabytes once decoded and parsed, and a kilobyte of YAML anchors and aliases is a graph
+that any walk over it (pydantic, a dump, a rule) writes out to gigabytes, so the
+refusal comes from the parser's events, before a document exists. The brief, the
+artefacts (and so a run's inputs) and the viewer call these functions, and the
+validator reads with ``read_bounded`` (it keeps the reference's reading of anchors), so
+the bounds are declared once. It imports nothing of stay's but ``errors``, so the
+artefacts and the validator may both use it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import os
 from typing import Any, Literal
 
 import yaml
+
+from stay.errors import ArtefactError
 
 MAX_FILE_BYTES = 16 * 2**20
 """The largest course file stay reads (16 MB): the longest lesson house style allows is a
@@ -33,8 +37,9 @@ except AttributeError:  # PyYAML built without libyaml
     _EVENTS = yaml.SafeLoader
 
 
-class TooLarge(Exception):
-    """A file larger than the limit; raised after reading at most ``limit + 1`` bytes."""
+class TooLarge(ArtefactError):
+    """A file larger than the limit; raised after reading at most ``limit + 1`` bytes.
+    Each reader says it in its own terms (a brief, a damaged page, a schema defect)."""
 
     def __init__(self, path: str, limit: int) -> None:
         super().__init__(f"{path}: larger than {limit // 2**20} MB, the limit on a file stay reads; "

@@ -215,3 +215,14 @@ def test_a_big_shallow_file_is_parsed_by_libyaml_not_the_pure_parser(monkeypatch
 
     monkeypatch.setattr(validator_yaml, "pure_load", refuse)
     assert validator_yaml.safe_load(text) == expected
+
+
+def test_the_quick_rebuild_fingerprint_hashes_an_oversized_lesson_without_holding_it(sample_copy: Path) -> None:
+    from stay._quick import fingerprint
+    from stay.settings import Settings
+
+    _sparse(sample_copy / f"{LESSON}.md", OVERSIZED)
+    args = ["build", sample_copy.name, "--courses-dir", str(sample_copy.parent)]
+    found, peak = _peak(lambda: fingerprint(args, sample_copy.name, sample_copy, Settings.from_env()))
+    assert isinstance(found, str), found
+    assert peak < 2 * MAX_FILE_BYTES
