@@ -67,7 +67,8 @@ def course_dir(courses_dir: str | os.PathLike[str], slug: str) -> Path:
 def house_limits(house: HouseData) -> DurationLimits:
     """The shortest and longest course a house style allows (see ``DurationLimits``)."""
     return DurationLimits(shortest=int(house["lesson.min_minutes"]),
-                          longest=most_lessons(house) * int(house["lesson.max_minutes"]))
+                          longest=int(house["course.max_modules"]) * int(house["module.max_lessons"])
+                          * int(house["lesson.max_minutes"]))
 
 
 def most_lessons(house: HouseData) -> int:

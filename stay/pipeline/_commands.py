@@ -42,14 +42,14 @@ def open_course_named(slug: str, courses_dir: str | os.PathLike[str], settings: 
 
 def open_course(root: Path, sources: Sources, settings: Settings, stages: tuple[Stage, ...]) -> CourseState:
     """A course on disk, its manifest, curriculum and plans loaded, which checks every id
-    and slug they hold before any path is built from them, and the curriculum's size
-    against house style before any work grows with it."""
+    and slug they hold before any path is built from them."""
     manifest = load_manifest(root)
     state = CourseState(root, artefact_graph(Curriculum(modules=[]), stages=stages), manifest.brief,
                         sources=sources, epoch=settings.source_date_epoch)
     curriculum_path = root / "curriculum.yaml"
     if curriculum_path.is_file():
         curriculum = load(curriculum_path, Curriculum)
+        # before the graph: its edges, and so every command's work, grow faster than the curriculum
         check_curriculum_size(curriculum, house_data(settings), os.fspath(curriculum_path))
         state.graph = artefact_graph(curriculum, plans_on_disk(root, curriculum), stages)
     return state
