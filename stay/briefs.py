@@ -42,6 +42,26 @@ load_brief = read_brief
 """Read and check a brief file (the same function as ``Brief.from_yaml``)."""
 
 
+def most_lessons(house: HouseData) -> int:
+    """The most lessons a house style's course holds: ``course.max_modules`` x
+    ``module.max_lessons``."""
+    return int(house["course.max_modules"]) * int(house["module.max_lessons"])
+
+
+def check_curriculum_size(curriculum: Curriculum, house: HouseData, where: str) -> None:
+    """Refuse a curriculum with more lessons than house style's largest course, before
+    anything is built from it: a command's work grows faster than the curriculum (the
+    artefact graph has an edge per direct input, and a lesson's inputs include earlier
+    lessons' plans), and no course stay writes is larger. A curriculum only a little
+    over a per-module limit stays readable, so a build can still repair it."""
+    lessons = sum(len(module.lessons) for module in curriculum.modules)
+    limit = most_lessons(house)
+    if lessons > limit:
+        raise PipelineError(f"{where}: {lessons:,} lessons in {len(curriculum.modules):,} modules; house style's "
+                            f"largest course has {limit} (course.max_modules x module.max_lessons): shorten the "
+                            "curriculum, or split the subject into several courses")
+
+
 def check_slug(slug: str) -> str:
     """The slug, if it is one; a slug can never name a path outside the courses directory."""
     if not is_slug(slug):
@@ -70,22 +90,3 @@ def house_limits(house: HouseData) -> DurationLimits:
                           longest=int(house["course.max_modules"]) * int(house["module.max_lessons"])
                           * int(house["lesson.max_minutes"]))
 
-
-def most_lessons(house: HouseData) -> int:
-    """The most lessons a house style's course holds: ``course.max_modules`` x
-    ``module.max_lessons``."""
-    return int(house["course.max_modules"]) * int(house["module.max_lessons"])
-
-
-def check_curriculum_size(curriculum: Curriculum, house: HouseData, where: str) -> None:
-    """Refuse a curriculum with more lessons than house style's largest course, before
-    anything is built from it: a command's work grows faster than the curriculum (the
-    artefact graph has an edge per direct input, and a lesson's inputs include earlier
-    lessons' plans), and no course stay writes is larger. A curriculum only a little
-    over a per-module limit stays readable, so a build can still repair it."""
-    lessons = sum(len(module.lessons) for module in curriculum.modules)
-    limit = most_lessons(house)
-    if lessons > limit:
-        raise PipelineError(f"{where}: {lessons:,} lessons in {len(curriculum.modules):,} modules; house style's "
-                            f"largest course has {limit} (course.max_modules x module.max_lessons): shorten the "
-                            "curriculum, or split the subject into several courses")
