@@ -89,4 +89,3 @@ def house_limits(house: HouseData) -> DurationLimits:
     return DurationLimits(shortest=int(house["lesson.min_minutes"]),
                           longest=int(house["course.max_modules"]) * int(house["module.max_lessons"])
                           * int(house["lesson.max_minutes"]))
-
