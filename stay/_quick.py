@@ -16,7 +16,7 @@ The fingerprint is deliberately wide; a miss costs 0.4 s, a false match a wrong 
 - the versions of the libraries the pipeline uses;
 - every file of the stay package, of the prompts and data directories that could be
   used, and of the brief when the target is a file;
-- every file of the course but ``.runs/`` (names, bytes, and where links point).
+- every file of the course but ``.runs/`` (names, the bytes' SHA-256, and where links point).
 
 Never used when spans are exported (``OTEL_EXPORTER_OTLP_*``: the run's side effect), or
 with ``STAY_QUICK=off``. It imports only stay's light modules (settings, the lock, slugs, the
@@ -119,9 +119,14 @@ def _brief_slug(brief: Path) -> str | None:
     written (the brief model may tidy the title; a different slug is only a miss)."""
     import yaml
 
+    from stay._bounds import TooLarge, read_bounded, yaml_shape
+
     try:
-        data = yaml.safe_load(brief.read_text(encoding="utf-8"))
-    except (OSError, ValueError, yaml.YAMLError):
+        text = read_bounded(brief).decode("utf-8")
+        if yaml_shape(text) is not None:  # anchors, aliases or deep nesting: the brief's check says so
+            return None
+        data = yaml.safe_load(text)
+    except (OSError, ValueError, yaml.YAMLError, TooLarge):
         return None
     title = data.get("title") if isinstance(data, dict) else None
     return slugify(title) if isinstance(title, str) else None
@@ -148,7 +153,7 @@ def fingerprint(args: Sequence[str], target: str, root: Path, settings: Settings
             add(path, content)
     brief = Path(target)
     if target.endswith((".yaml", ".yml")) and brief.is_file():
-        add("brief", brief.read_bytes())
+        add("brief", _file_digest(brief))
     add("course", str(root))
     for path, content in _files(root, skip=(".runs",), top_only=True):
         add(path, content)
@@ -167,6 +172,13 @@ def _versions() -> list[str]:
     return found
 
 
+def _file_digest(path: Path) -> bytes:
+    """A file's SHA-256, read in blocks: a file of any size in the course costs a block of
+    memory, not its size."""
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").digest()
+
+
 def _files(top: Path, skip: tuple[str, ...], top_only: bool = False) -> Iterator[tuple[str, bytes]]:
     """Every file under ``top`` (sorted; a link gives where it points and what it reads),
     leaving out directories named in ``skip`` (at the top only, when ``top_only``)."""
@@ -183,7 +195,7 @@ def _files(top: Path, skip: tuple[str, ...], top_only: bool = False) -> Iterator
                 yield f"{relative} -> {os.readlink(path)}", b""
             if path.is_file():
                 try:
-                    yield relative, path.read_bytes()
+                    yield relative, _file_digest(path)
                 except OSError as exc:
                     yield relative, f"unreadable: {exc.errno}".encode()
             else:

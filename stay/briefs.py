@@ -18,16 +18,49 @@ from stay.artefacts._brief import (
     parse_duration,
     read_brief,
 )
-from stay.errors import EnvironmentProblem, UsageError
+from stay.errors import EnvironmentProblem, PipelineError, UsageError
 
 if TYPE_CHECKING:
+    from stay.artefacts import Curriculum
     from stay.validate import HouseData
 
-__all__ = ["DEFAULT_LIMITS", "DurationLimits", "brief_from_data", "check_duration", "check_slug", "course_dir",
-           "house_limits", "load_brief", "parse_duration", "slugify"]
+__all__ = [
+    "DEFAULT_LIMITS",
+    "DurationLimits",
+    "brief_from_data",
+    "check_curriculum_size",
+    "check_duration",
+    "check_slug",
+    "course_dir",
+    "house_limits",
+    "load_brief",
+    "most_lessons",
+    "parse_duration",
+    "slugify",
+]
 
 load_brief = read_brief
 """Read and check a brief file (the same function as ``Brief.from_yaml``)."""
+
+
+def most_lessons(house: HouseData) -> int:
+    """The most lessons a house style's course holds: ``course.max_modules`` x
+    ``module.max_lessons``."""
+    return int(house["course.max_modules"]) * int(house["module.max_lessons"])
+
+
+def check_curriculum_size(curriculum: Curriculum, house: HouseData, where: str) -> None:
+    """Refuse a curriculum with more lessons than house style's largest course, before
+    anything is built from it: a command's work grows faster than the curriculum (the
+    artefact graph has an edge per direct input, and a lesson's inputs include earlier
+    lessons' plans), and no course stay writes is larger. A curriculum only a little
+    over a per-module limit stays readable, so a build can still repair it."""
+    lessons = sum(len(module.lessons) for module in curriculum.modules)
+    limit = most_lessons(house)
+    if lessons > limit:
+        raise PipelineError(f"{where}: {lessons:,} lessons in {len(curriculum.modules):,} modules; house style's "
+                            f"largest course has {limit} (course.max_modules x module.max_lessons): shorten the "
+                            "curriculum, or split the subject into several courses")
 
 
 def check_slug(slug: str) -> str:

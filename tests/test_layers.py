@@ -67,9 +67,16 @@ def test_a_package_never_imports_what_sits_above_it(package: str, forbidden: set
 
 
 def test_the_artefact_models_import_nothing_of_stays_but_errors() -> None:
+    """And the bounds on reading, which import nothing of stay's but errors (the next test)."""
     crossing = sorted((module, imported) for module, imports in _from("stay.artefacts").items()
-                      for imported in imports if _package(imported) not in ("stay.artefacts", "stay.errors"))
+                      for imported in imports
+                      if _package(imported) not in ("stay.artefacts", "stay.errors", "stay._bounds"))
     assert crossing == []
+
+
+def test_the_bounds_on_reading_import_nothing_of_stays_but_errors() -> None:
+    """The artefacts and the validator (which may not import each other) share them."""
+    assert GRAPH["stay._bounds"] == {"stay.errors"}
 
 
 def test_the_errors_import_nothing_of_stays() -> None:

@@ -20,10 +20,10 @@ from typing import Any
 
 import yaml
 
+from stay._bounds import MAX_DEPTH, TooLarge, read_bounded, yaml_shape
 from stay.errors import BriefError
 
 MAX_BYTES = 64 * 1024
-MAX_DEPTH = 20
 REQUIRED = ("title", "topic", "audience", "time_available")
 OPTIONAL = ("industry", "constraints")
 EXAMPLE = "examples/briefs/how-http-requests-travel.yaml"
@@ -134,24 +134,19 @@ def check_duration(text: str, where: str, limits: DurationLimits = DEFAULT_LIMIT
 
 def _structure(text: str, where: str) -> None:
     """Refuse anchors, aliases and deep nesting from the event stream, before any
-    document is built: composing is where an alias bomb expands."""
-    depth = 0
+    document is built (``stay._bounds.yaml_shape``, the guard every reader uses)."""
     try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                raise BriefError(f"{where}: the brief uses YAML anchors or aliases (& and *); write each "
-                                 "value out in full")
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    raise BriefError(f"{where}: the brief nests deeper than {MAX_DEPTH} levels; a brief is a "
-                                     "flat mapping with a list of constraints")
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
+        shape = yaml_shape(text, MAX_DEPTH, yaml.SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
         raise BriefError(f"{where}: the brief is not valid YAML{at}; fix its syntax") from None
+    if shape == "aliases":
+        raise BriefError(f"{where}: the brief uses YAML anchors or aliases (& and *); write each "
+                         "value out in full")
+    if shape == "deep":
+        raise BriefError(f"{where}: the brief nests deeper than {MAX_DEPTH} levels; a brief is a "
+                         "flat mapping with a list of constraints")
 
 
 def brief_data(text: str, where: str) -> dict[str, Any]:
@@ -184,16 +179,15 @@ def check_keys(data: object, where: str) -> dict[str, Any]:
 def read_brief_text(path: str | os.PathLike[str]) -> str:
     where = os.fspath(path)
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_BYTES + 1)
+        raw = read_bounded(path, MAX_BYTES)
+    except TooLarge:
+        raise BriefError(f"{where}: the brief is larger than {MAX_BYTES // 1024} KB; a brief is a few lines") from None
     except FileNotFoundError:
         raise BriefError(f"{where}: brief not found; give the path of a brief YAML file") from None
     except IsADirectoryError:
         raise BriefError(f"{where}: is a directory; give the path of a brief YAML file") from None
     except OSError as exc:
         raise BriefError(f"{where}: cannot read the brief ({exc.strerror or type(exc).__name__})") from None
-    if len(raw) > MAX_BYTES:
-        raise BriefError(f"{where}: the brief is larger than {MAX_BYTES // 1024} KB; a brief is a few lines")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:

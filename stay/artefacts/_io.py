@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from stay._bounds import MAX_DEPTH, TooLarge, read_bounded, yaml_shape
 from stay.artefacts._emit import emit
 from stay.artefacts._models import (
     Artefact,
@@ -115,7 +116,17 @@ except AttributeError:  # PyYAML built without libyaml
 
 
 def _safe_load(text: str, where: str) -> Any:
+    """The document, after the guard every reader uses (``stay._bounds.yaml_shape``): no
+    anchors or aliases (an alias bomb expands as soon as pydantic walks it), no nesting
+    deeper than any artefact's, which libyaml would otherwise compose recursively in C."""
     try:
+        shape = yaml_shape(text)
+        if shape == "aliases":
+            raise ArtefactLoadError(f"{where}: uses YAML anchors or aliases (& and *); write each value "
+                                    "out in full")
+        if shape == "deep":
+            raise ArtefactLoadError(f"{where}: nests deeper than {MAX_DEPTH} levels, deeper than any "
+                                    "artefact; fix the file, or regenerate it")
         return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -180,9 +191,12 @@ def load(path: str | os.PathLike[str], model: type[M] | None = None) -> M:
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
-    """A course file's bytes; a missing file is an ArtefactLoadError naming it."""
+    """A course file's bytes, read no further than ``stay._bounds.MAX_FILE_BYTES``; a
+    missing or larger file is an ArtefactLoadError naming it."""
     try:
-        return Path(path).read_bytes()
+        return read_bounded(path)
+    except TooLarge as exc:
+        raise ArtefactLoadError(str(exc)) from None
     except FileNotFoundError:
         raise ArtefactLoadError(f"{os.fspath(path)}: file not found") from None
 

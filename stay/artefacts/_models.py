@@ -10,6 +10,7 @@ not these models': they only say what a well-formed artefact looks like.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args, get_origin
@@ -165,7 +166,7 @@ class Curriculum(Artefact):
     def _no_repeats(self) -> Curriculum:
         for kind, values in (("module id", [m.id for m in self.modules]),
                              ("lesson id", [lesson.id for m in self.modules for lesson in m.lessons])):
-            repeated = sorted({v for v in values if values.count(v) > 1})
+            repeated = sorted(v for v, n in Counter(values).items() if n > 1)  # linear: a curriculum may be huge
             if repeated:
                 raise ValueError(f"{kind} {', '.join(map(repr, repeated))} is used more than once; "
                                  "every one must be unique")

@@ -15,8 +15,8 @@ from pathlib import Path
 from stay._lock import CourseLock
 from stay._paths import check_links
 from stay.artefacts import Curriculum, load
-from stay.briefs import course_dir
-from stay.errors import EnvironmentProblem, PipelineError, UsageError
+from stay.briefs import check_curriculum_size, course_dir
+from stay.errors import EnvironmentProblem, PipelineError, StayError, UsageError
 from stay.pipeline._checks import course_defects
 from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._ledger import GATES, Sources, Status, read_ledger
@@ -25,7 +25,7 @@ from stay.pipeline._run import command_hint
 from stay.pipeline._state import CourseState, load_manifest, plans_on_disk
 from stay.settings import Settings
 from stay.stages import REGISTRY, Prompts, Stage
-from stay.validate import Defect
+from stay.validate import Defect, HouseData, packaged_data_dir
 
 
 def open_course_named(slug: str, courses_dir: str | os.PathLike[str], settings: Settings | None = None,
@@ -52,8 +52,19 @@ def open_course(root: Path, sources: Sources, settings: Settings, stages: tuple[
     curriculum_path = root / "curriculum.yaml"
     if curriculum_path.is_file():
         curriculum = load(curriculum_path, Curriculum)
+        # before the graph: its edges, and so every command's work, grow faster than the curriculum
+        check_curriculum_size(curriculum, house_data(settings), os.fspath(curriculum_path))
         state.graph = artefact_graph(curriculum, plans_on_disk(root, curriculum), stages)
     return state
+
+
+def house_data(settings: Settings) -> HouseData:
+    """The run's house style; the packaged one when its data directory cannot be read
+    (the validator says so where it reports)."""
+    try:
+        return HouseData.load(settings.resolved_data_dir())
+    except StayError:
+        return HouseData.load(packaged_data_dir())
 
 
 def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "courses",

@@ -57,6 +57,13 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
+def file_digest(path: Path) -> str:
+    """``digest`` of a file's bytes, read in blocks: a file of any size costs a block of
+    memory, not its size (status hashes every course file, whatever a person put there)."""
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()[:16]
+
+
 @dataclass(frozen=True)
 class Sources:
     """What a stage's artefacts are made with besides their files: its prompt templates

@@ -44,7 +44,7 @@ from stay.pipeline._ledger import (
     Sources,
     Status,
     brief_hash,
-    digest,
+    file_digest,
     journal_lines,
     now,
     read_document,
@@ -87,7 +87,7 @@ class CourseState:
                 self._brief_digest = (self.brief, brief_hash(self.brief))
             return self._brief_digest[1]
         file = self.root / path
-        return digest(file.read_bytes()) if file.is_file() else None
+        return file_digest(file) if file.is_file() else None
 
     def ledger(self) -> dict[str, Any]:
         """hashes.json, with what the journal recorded since it was last written."""

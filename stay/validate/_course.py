@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from stay._bounds import MAX_FILE_BYTES, TooLarge, read_bounded
 from stay.validate._data import HouseData
 from stay.validate._defect import Owner
 from stay.validate._schema import SCHEMAS, problems
 from stay.validate._text import Body, norm, split_lines
-from stay.validate._yaml import safe_load
+from stay.validate._yaml import expands_past, may_alias, safe_load
 
 # The seven top-level files, in the order they are looked at.
 TOP_FILES: tuple[tuple[str, str], ...] = (
@@ -76,8 +77,11 @@ def load_file(root: str, path: str, kind: str) -> CourseFile:
         return record
     record.exists = True
     try:
-        with open(full, "rb") as handle:
-            text = handle.read().decode("utf-8")
+        text = read_bounded(full).decode("utf-8")
+    except TooLarge:  # not read whole: a schema defect that says why (the reference would read it)
+        record.parsed = True
+        record.problems = (f"larger than {MAX_FILE_BYTES // 2**20} MB, the limit on a course file; not read",)
+        return record
     except (OSError, ValueError):
         return record
     body_lines: list[str] | None = None
@@ -97,6 +101,12 @@ def load_file(root: str, path: str, kind: str) -> CourseFile:
     except Exception:
         return record
     record.parsed = True
+    # Anchors the reference reads are read alike (parity); aliases that expand to more
+    # values than the text itself holds are an alias bomb, and nothing walks them.
+    if may_alias(text) and expands_past(document, len(text)):
+        record.problems = ("its YAML aliases expand to more values than the file holds; write each value out "
+                           "in full",)
+        return record
     record.problems = tuple(problems(document, SCHEMAS[kind]))
     if not record.problems:
         record.data = document

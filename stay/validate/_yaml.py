@@ -11,8 +11,10 @@ to disagree, is handed to the pure parser, whose answer is authoritative:
   but raises ``RecursionError`` with ``safe_load``, and at tens of thousands of
   levels libyaml overflows the C stack. Every level of nesting needs an indicator
   character (``-``, ``:``, ``?``, ``[`` or ``{``), so their count bounds the depth:
-  a text with many of them never reaches libyaml, and a composed tree deeper than
-  ``_DEEP`` is re-parsed by the pure parser.
+  a text with many of them reaches libyaml's composer only when libyaml's event
+  stream (linear, not recursive: ``stay._bounds.nests_deeper``) shows it nests no
+  deeper than ``_DEEP``, and a composed tree deeper than ``_DEEP`` is re-parsed by
+  the pure parser.
 * Where libyaml accepts what the pure parser rejects, or reads it differently, the
   file never reaches libyaml (``_pure_only``). A differential test over tens of
   thousands of generated snippets (``tests/validate/test_yaml_parity.py``) found
@@ -50,6 +52,8 @@ from typing import Any
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from stay._bounds import nests_deeper
 
 try:
     from yaml import CSafeLoader
@@ -138,7 +142,9 @@ def _pure_only(text: str) -> bool:
         return True
     if ("?" in text or "!" in text) and _opens_flow_collection(text):
         return True
-    return sum(text.count(c) for c in _INDICATORS) > _MAX_INDICATORS
+    # Many indicators may mean deep nesting: libyaml's event stream (linear, not
+    # recursive) says whether it is; the pure parser is ten times slower on a big file.
+    return sum(text.count(c) for c in _INDICATORS) > _MAX_INDICATORS and nests_deeper(text, _DEEP)
 
 
 def _header_runs_into_comment(text: str) -> bool:
@@ -198,7 +204,7 @@ def safe_load(text: str) -> Any:
             node = loader.get_single_node()
             if node is None:
                 return None
-            if not _may_alias(text):  # no node is shared: the tree can be built directly
+            if not may_alias(text):  # no node is shared: the tree can be built directly
                 try:
                     return _build(loader, node, 1)
                 except _Unusual:
@@ -211,7 +217,7 @@ def safe_load(text: str) -> Any:
         return pure_load(text)
 
 
-def _may_alias(text: str) -> bool:
+def may_alias(text: str) -> bool:
     """Whether some ``*`` stands where an alias token can start: at the start, or after
     whitespace or a flow or block indicator (inside a scalar, ``"*"`` or ``a*b``, it cannot)."""
     at = text.find("*")
@@ -285,3 +291,29 @@ def _check_depth(root: Node) -> None:
             for key, value in node.value:
                 stack.append((key, depth + 1))
                 stack.append((value, depth + 1))
+
+
+def expands_past(document: Any, bound: int) -> bool:
+    """Whether ``document`` written out as a tree (each shared part once per reference, as
+    any reader walks it) holds more than ``bound`` values. Each distinct part is sized
+    once, so the cost is the parsed document's, however far an alias bomb would expand;
+    a part that holds itself (``&a [*a]``) counts once where it recurs."""
+    sizes: dict[int, int] = {}
+
+    def size(value: Any) -> int:
+        if not isinstance(value, dict | list):
+            return 1
+        known = sizes.get(id(value))
+        if known is not None:
+            return known
+        sizes[id(value)] = 1  # while it is being sized: a reference back to it counts once
+        children = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+        total = 1
+        for child in children:
+            total += size(child)
+            if total > bound:
+                break
+        sizes[id(value)] = total
+        return total
+
+    return size(document) > bound

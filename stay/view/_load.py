@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 import yaml
 from pydantic import BaseModel
 
+from stay._bounds import MAX_DEPTH, MAX_FILE_BYTES, TooLarge, read_bounded, yaml_shape
 from stay.artefacts import (
     ArtefactLoadError,
     Assessment,
@@ -34,12 +35,13 @@ from stay.artefacts import (
     Quiz,
     validate_as,
 )
+from stay.briefs import check_curriculum_size
+from stay.errors import PipelineError, StayError
+from stay.validate import HouseData, default_data_dir, packaged_data_dir
 from stay.validate._yaml import safe_load  # the validator's parser: libyaml speed, no C-stack overflow
 
 M = TypeVar("M", bound=BaseModel)
 
-MAX_BYTES = 4_000_000
-"""A course file larger than this is shown as too large, not read: no artefact is near it."""
 
 _FRONT_MATTER = re.compile(r"---\n(.*?\n)?---(?:\n|$)", re.DOTALL)
 
@@ -136,10 +138,10 @@ def read_artefact(root: Path, relative: str, model: type[M]) -> Loaded[M]:
             return Loaded(relative, problem="missing", missing=True)
         if not path.is_file():
             return Loaded(relative, problem="not a regular file")
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            return Loaded(relative, problem=f"too large to show ({size:,} bytes)")
-        data = path.read_bytes()
+        data = read_bounded(path)
+    except TooLarge:
+        return Loaded(relative, problem=f"too large to show (over {MAX_FILE_BYTES // 2**20} MB, the limit on a "
+                                        "course file)")
     except OSError as exc:
         return Loaded(relative, problem=f"cannot be read ({exc.strerror or type(exc).__name__})")
     try:
@@ -158,22 +160,32 @@ def read_artefact(root: Path, relative: str, model: type[M]) -> Loaded[M]:
         return Loaded(relative, problem=f"{relative}: nested too deeply to read")
 
 
+def _load_yaml(text: str, where: str) -> Any:
+    """``safe_load`` after the guard every reader uses: no anchors or aliases, no deep nesting."""
+    shape = yaml_shape(text)
+    if shape == "aliases":
+        raise ArtefactLoadError(f"{where}: uses YAML anchors or aliases (& and *); not expanded")
+    if shape == "deep":
+        raise ArtefactLoadError(f"{where}: nests deeper than {MAX_DEPTH} levels; not read")
+    return safe_load(text)
+
+
 def _parse(model: type[M], text: str, where: str) -> M:
     if model is LessonContent:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         match = _FRONT_MATTER.match(text)
         if match is None:
             raise ArtefactLoadError(f"{where}: front matter is missing (a '---' block with lesson and title)")
-        front = safe_load(match.group(1) or "")
+        front = _load_yaml(match.group(1) or "", where)
         if not isinstance(front, dict):
             raise ArtefactLoadError(f"{where}: front matter must be a mapping with lesson and title")
         return validate_as(model, {**front, "body": text[match.end():]}, where)
-    return validate_as(model, safe_load(text), where)
+    return validate_as(model, _load_yaml(text, where), where)
 
 
 def load_course(root: Path) -> CourseView:
     """Everything the pages show, read once; damage is recorded, never raised."""
-    curriculum = read_artefact(root, "curriculum.yaml", Curriculum)
+    curriculum = _within_house_style(read_artefact(root, "curriculum.yaml", Curriculum))
     modules: list[ModuleView] = []
     seen_lessons: set[str] = set()
     # The Curriculum type has checked every module id, slug and lesson id (format, no
@@ -202,6 +214,26 @@ def load_course(root: Path) -> CourseView:
         modules=tuple(modules),
         unlisted=tuple(sorted(set(_module_files(root)) - listed)),
     )
+
+
+def _within_house_style(curriculum: Loaded[Curriculum]) -> Loaded[Curriculum]:
+    """The curriculum, or a damaged one when it holds more lessons than house style's
+    largest course: every page lists every lesson, so the site grows with the square of
+    the curriculum, and nothing is read or rendered for one no build could write."""
+    if curriculum.model is None:
+        return curriculum
+    try:
+        check_curriculum_size(curriculum.model, _house(), curriculum.path)
+    except PipelineError as exc:
+        return Loaded(curriculum.path, problem=str(exc))
+    return curriculum
+
+
+def _house() -> HouseData:
+    try:
+        return HouseData.load(default_data_dir())
+    except StayError:  # the validator says so on the status page
+        return HouseData.load(packaged_data_dir())
 
 
 def _lesson(root: Path, module_id: str, directory: str | None, lesson_id: str, title: str, minutes: int,
