@@ -44,9 +44,8 @@ load_brief = read_brief
 
 
 def most_lessons(house: HouseData) -> int:
-    """The most lessons a house style's course holds: ``course.max_modules`` x
-    ``module.max_lessons``."""
-    return int(house["course.max_modules"]) * int(house["module.max_lessons"])
+    """The most lessons a house style's course holds (``DurationLimits.most_lessons``)."""
+    return house_limits(house).most_lessons
 
 
 def check_curriculum_size(curriculum: Curriculum, house: HouseData, where: str) -> None:

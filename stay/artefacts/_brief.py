@@ -83,8 +83,13 @@ class DurationLimits:
         return self.min_minutes
 
     @property
+    def most_lessons(self) -> int:
+        """The most lessons a course holds: most modules x most lessons a module."""
+        return self.max_modules * self.max_lessons
+
+    @property
     def longest(self) -> int:
-        return self.max_modules * self.max_lessons * self.max_minutes
+        return self.most_lessons * self.max_minutes
 
 
 DEFAULT_LIMITS = DurationLimits()
