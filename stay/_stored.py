@@ -80,7 +80,7 @@ def load_stored_json(path: str | os.PathLike[str], limit: int = MAX_STORED_BYTES
         raise Damaged(where, "JSON nested too deeply") from None
     except ValueError as exc:
         line = getattr(exc, "lineno", None)
-        raise Damaged(where, "not valid JSON" + (f" (line {line})" if line else "; truncated?")) from None
+        raise Damaged(where, "not valid JSON" + (f" at line {line}" if line else "")) from None
 
 
 def _nesting(text: str) -> int:
