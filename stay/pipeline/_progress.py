@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from stay._display import clock, plural
+from stay._display import clock, plural, terminal_text
 
 Progress = Callable[[str], None]
 """Where a run's progress lines go (default: stderr, or a bar in a notebook)."""
@@ -66,8 +66,9 @@ def money(cost: float | None) -> str:
 
 
 def print_progress(line: str) -> None:
-    """The terminal sink: one line on stderr, flushed at once."""
-    sys.stderr.write(line + "\n")
+    """The terminal sink: one line on stderr, flushed at once, escaped for a terminal (a
+    line can carry a file name or a heading)."""
+    sys.stderr.write(terminal_text(line) + "\n")
     sys.stderr.flush()
 
 
