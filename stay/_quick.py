@@ -105,6 +105,8 @@ def course_candidate(target: str, slug: str | None, courses_dir: str) -> Path | 
 def _brief_slug(brief: Path) -> str | None:
     """The slug ``stay build BRIEF`` uses by default: ``slugify`` of the brief's title as
     written (the brief model may tidy the title; a different slug is only a miss)."""
+    if not brief.is_file():  # a pipe (/dev/stdin, <(...)) is read once: that read is the pipeline's
+        return None
     import yaml
 
     try:
