@@ -6,7 +6,7 @@ A file stay wrote is a regular file of bounded size holding shallow JSON. Anythi
 file of gigabytes, JSON nested deeper than any document stay writes, bytes that are not
 UTF-8) is ``Damaged``: one reason, in words, that the caller turns into a cache miss or a
 one-line refusal, never a hang, a MemoryError or a traceback. It imports nothing of
-stay's, so every package may use it.
+stay's but ``errors``, so every package may use it.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import re
 import stat
 from typing import Any
 
+from stay.errors import StayError
+
 MAX_STORED_BYTES = 16 * 2**20
 """The largest stored JSON file read back (16 MB, the limit on a course file): a cache entry
 holds one request and one answer (tens of KB), an eval report a few MB of judged items."""
@@ -25,8 +27,10 @@ MAX_STORED_DEPTH = 64
 dozen levels; a report nests about eight."""
 
 
-class Damaged(ValueError):
-    """A stored file that is not what stay writes; ``reason`` says what it is instead."""
+class Damaged(StayError):
+    """A stored file that is not what stay writes; ``reason`` says what it is instead.
+    Its readers turn it into a miss or their own one-line error; one that escaped them
+    would still be one line (exit 5), as every ``StayError`` is."""
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"{path}: {reason}")
