@@ -40,6 +40,7 @@ from typing import Any, TextIO
 from stay._display import clock
 from stay._lock import LOCK
 from stay._slug import is_slug, slugify
+from stay._stored import Damaged, load_stored_json
 from stay.settings import Settings
 
 RECORD = ".runs/quick.json"
@@ -58,9 +59,9 @@ def replay(args: Sequence[str], target: str, slug: str | None, courses_dir: str,
     root = course_candidate(target, slug, courses_dir)
     if root is None or not (root / RECORD).is_file():
         return None
-    try:
-        record = json.loads((root / RECORD).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    try:  # a damaged record (deep, huge, not a file) is only a miss
+        record = load_stored_json(root / RECORD)
+    except (OSError, Damaged):
         return None
     if not isinstance(record, dict) or record.get("version") != VERSION:
         return None
