@@ -63,6 +63,9 @@ def test_a_file_name_with_an_escape_or_not_utf8_is_escaped_in_every_command(buil
         assert done.returncode == 0 and "Traceback" not in done.stderr, (name, done.stderr[-1500:])
         assert "\x1b" not in done.stdout + done.stderr, name
     assert "\\xff\\x1b]0;owned\\x07" in (courses / SLUG / ".state" / "run-log.md").read_text()
+    stray.write_text("stray\n")
+    checked = stay_process("validate", str(courses / SLUG), cwd=tmp_path)  # its pipe text: the next test
+    assert checked.returncode == 0 and "Traceback" not in checked.stderr and "lay001" in checked.stdout
 
 
 def test_validate_on_a_terminal_escapes_and_into_a_pipe_keeps_the_contracts_text(built: Path, tmp_path: Path) -> None:
