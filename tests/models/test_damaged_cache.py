@@ -59,6 +59,8 @@ DAMAGES: dict[str, Callable[[Path], None]] = {
     "truncated": _write('{"model": "m", "answer": {"data": {'),
     "huge": _sparse,
 }
+UNENDING = {"fifo", "endless"}
+"""The damages whose read, unguarded, blocks for ever or never ends."""
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +88,10 @@ def _damaged(built: Path, tmp_path: Path, kind: str) -> Path:
 @pytest.mark.parametrize("kind", sorted(DAMAGES))
 def test_a_replay_over_a_damaged_entry_is_a_miss_in_one_line(built: Path, tmp_path: Path, kind: str) -> None:
     courses = _damaged(built, tmp_path, kind)
-    done = stay_process("build", SLUG, "--courses-dir", str(courses), "--yes", "--backend", "offline", "--replay",
-                        cwd=tmp_path, env={"STAY_CACHE": "1"})
+    args = ("build", SLUG, "--courses-dir", str(courses), "--yes", "--backend", "offline", "--replay")
+    # A read that would block or never end runs in a process of its own: at worst it stalls that process.
+    done = (stay_process(*args, cwd=tmp_path, env={"STAY_CACHE": "1"}) if kind in UNENDING
+            else run_stay(*args, env={"STAY_CACHE": "1"}))
     line = assert_one_line(done, (5,))
     assert line.startswith("refused: replay has no answer") and "is damaged (" in line, line
 
