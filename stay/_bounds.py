@@ -18,12 +18,14 @@ from typing import Any, Literal
 
 import yaml
 
+from stay._stored import MAX_STORED_BYTES
 from stay.errors import ArtefactError
 
-MAX_FILE_BYTES = 16 * 2**20
-"""The largest course file stay reads (16 MB): the longest lesson house style allows is a
-few tens of KB, so no file stay writes is near it, and 16 MB parsed stays well under a
-gigabyte."""
+MAX_FILE_BYTES = MAX_STORED_BYTES
+"""The largest course file stay reads, the same 16 MB as any file stay stored (declared in
+``stay._stored``, which the stdlib-only quick path imports): the longest lesson house
+style allows is a few tens of KB, so no file stay writes is near it, and 16 MB parsed
+stays well under a gigabyte."""
 MAX_DEPTH = 20
 """The deepest YAML nesting stay reads: the deepest artefact schema nests 5 levels, and a
 recursive composer (libyaml's, in C) overflows its stack tens of thousands deeper."""

@@ -1,5 +1,6 @@
 """Small HTML and Markdown tables for notebooks (``_repr_html_``, ``_repr_markdown_``),
-and counted nouns (``plural``) for everything stay prints.
+counted nouns (``plural``) for everything stay prints, and ``terminal_text``: what any of it
+becomes on a terminal.
 
 Built with ``html.escape`` and nothing else, so showing a report costs the validator no
 import (no template engine, no pydantic), and every value is escaped: a course name or
@@ -12,6 +13,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Collection, Iterable, Sequence
+from typing import Any, TextIO, cast
 
 _MARKDOWN_INLINE = re.compile(r"([\\`*_\[\]|~])")
 """What Markdown would read as markup inside a line: escapes, code, emphasis, links, table
@@ -19,6 +21,51 @@ cells and strikethrough. (< and > become entities first, and an & that would sta
 _REFERENCE = re.compile(r"&(?=#[0-9]+;|#[xX][0-9a-fA-F]+;|[A-Za-z][A-Za-z0-9]*;)")
 """An & that Markdown would read as a character reference (``&amp;``, ``&#60;``): only
 that one needs escaping, so "TCP & TLS" reads as written in a terminal, not "TCP &amp; TLS"."""
+
+
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+"""What a terminal would obey rather than show: C0 controls but tab and newline (ESC starts
+every escape sequence, CR rewrites the line), DEL, C1 controls (CSI among them), the
+bidirectional overrides that reorder what is shown, and lone surrogates (a file name's
+bytes that are not UTF-8, as ``os.fsdecode`` keeps them)."""
+
+
+def _shown(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # surrogateescape: the file name's own byte
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_text(value: object) -> str:
+    """Text as a terminal should show it: every control character, bidirectional override
+    and undecodable byte written out as an escape (``\\x1b``), so a file name, a heading or
+    a report field can colour, move or hide nothing. Tab and newline are kept."""
+    return _UNPRINTABLE.sub(_shown, str(value))
+
+
+class _TerminalStream:
+    """A text stream whose every write is ``terminal_text``, encoded so that the stream
+    can take it (a character an ASCII locale cannot encode becomes ``\\u00e9``)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        shown = terminal_text(text)
+        encoding = getattr(self._stream, "encoding", None)
+        if isinstance(encoding, str):
+            shown = shown.encode(encoding, "backslashreplace").decode(encoding, "replace")
+        self._stream.write(shown)
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def terminal_stream(stream: TextIO) -> TextIO:
+    """``stream``, every write through ``terminal_text`` (once: a wrapped stream is kept)."""
+    return stream if isinstance(stream, _TerminalStream) else cast(TextIO, _TerminalStream(stream))
 
 
 def html_text(value: object) -> str:

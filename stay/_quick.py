@@ -41,6 +41,7 @@ from stay._display import clock
 from stay._lock import LOCK
 from stay._paths import check_links
 from stay._slug import is_slug, slugify
+from stay._stored import Damaged, load_stored_json
 from stay.errors import EnvironmentProblem
 from stay.settings import Settings
 
@@ -60,9 +61,9 @@ def replay(args: Sequence[str], target: str, slug: str | None, courses_dir: str,
     root = course_candidate(target, slug, courses_dir)
     if root is None or not _links_stay_inside(root) or not (root / RECORD).is_file():
         return None
-    try:
-        record = json.loads((root / RECORD).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    try:  # a damaged record (deep, huge, not a file) is only a miss
+        record = load_stored_json(root / RECORD)
+    except (OSError, Damaged):
         return None
     if not isinstance(record, dict) or record.get("version") != VERSION:
         return None
@@ -117,6 +118,8 @@ def course_candidate(target: str, slug: str | None, courses_dir: str) -> Path | 
 def _brief_slug(brief: Path) -> str | None:
     """The slug ``stay build BRIEF`` uses by default: ``slugify`` of the brief's title as
     written (the brief model may tidy the title; a different slug is only a miss)."""
+    if not brief.is_file():  # a pipe (/dev/stdin, <(...)) is read once: that read is the pipeline's
+        return None
     import yaml
 
     from stay._bounds import TooLarge, read_bounded, yaml_shape

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from stay.pipeline import BuildResult
     from stay.settings import Settings
 
+from stay._display import terminal_stream  # noqa: E402  (re and html only)
 from stay.errors import (  # noqa: E402  (errors imports nothing: --help stays cheap)
     EXIT_BUG,
     EXIT_FAIL,
@@ -130,6 +131,11 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     process = argv is None  # the process's own command line: Ctrl-C is ours to handle
     args = list(sys.argv[1:] if argv is None else argv)
+    streams = sys.stdout, sys.stderr
+    # Everything the command prints, whoever prints it, reaches the terminal escaped and
+    # encodable: a file name, a heading or a report field cannot drive the terminal, and an
+    # ASCII locale cannot turn a Unicode path into a crash.
+    sys.stdout, sys.stderr = terminal_stream(sys.stdout), terminal_stream(sys.stderr)
     try:
         try:
             if process:
@@ -138,6 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             if process:  # leaving: a Ctrl-C from here to the exit ends quietly, as at start-up
                 signal.signal(signal.SIGINT, _interrupted_at_start)
+            sys.stdout, sys.stderr = streams
     except KeyboardInterrupt:
         # Outside _command, so a Ctrl-C that lands while the handler is being swapped (signal.signal
         # is Python code) or while _command turns another exception into a code lands here too.

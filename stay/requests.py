@@ -5,7 +5,7 @@ neither imports the other."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,6 +60,11 @@ class ModelRequest(BaseModel):
     inputs: dict[str, Any] = Field(default_factory=dict)
 
 
+Tokens = Annotated[int, Field(ge=0, strict=True)]
+"""A count of tokens: a whole number, never negative, whoever reports it (the API, a
+cache entry on disk), so no sum of usages can print a negative cost."""
+
+
 class Usage(BaseModel):
     """Tokens one call (or a sum of calls) was billed for. Total input is input + cache
     writes + cache reads; ``thinking_tokens`` is the part of ``output_tokens`` the model
@@ -67,11 +72,11 @@ class Usage(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    thinking_tokens: int = 0
+    input_tokens: Tokens = 0
+    output_tokens: Tokens = 0
+    cache_creation_input_tokens: Tokens = 0
+    cache_read_input_tokens: Tokens = 0
+    thinking_tokens: Tokens = 0
 
     @property
     def total_input_tokens(self) -> int:

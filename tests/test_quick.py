@@ -327,3 +327,22 @@ def test_a_record_behind_a_link_out_of_the_course_is_never_read(place: tuple[Pat
     assert done.returncode == 2 and "symlink leads outside the course" in done.stderr, done.stderr
     assert done.stderr.count("\n") == 1 and done.stdout == ""
     assert {p.relative_to(outside).as_posix(): p.read_bytes() for p in sorted(outside.rglob("*")) if p.is_file()} == before
+
+
+@pytest.mark.parametrize("damage", ["nested", "not UTF-8", "huge"])
+def test_a_damaged_record_is_only_a_miss(place: tuple[Path, Path], damage: str) -> None:
+    """A record nested past any record's depth was exit 3 (RecursionError), a huge one read whole."""
+    from stay._stored import MAX_STORED_BYTES, MAX_STORED_DEPTH
+
+    courses, pristine = place
+    course = _reset(courses, pristine)
+    record = course / ".runs" / "quick.json"
+    if damage == "huge":
+        with record.open("r+b") as handle:
+            handle.truncate(MAX_STORED_BYTES + 1)
+    else:
+        record.write_bytes(b"\xff\xfe{" if damage == "not UTF-8" else b"[" * MAX_STORED_DEPTH * 1000)
+    traces = _traces(course)
+    done = run_stay("build", SLUG, "--yes", "--courses-dir", str(courses), env={"SOURCE_DATE_EPOCH": EPOCH})
+    assert done.returncode == 0 and "validation: 0 FAIL, 0 WARN" in done.stdout, done.stderr
+    assert _traces(course) == traces + 1  # the pipeline ran

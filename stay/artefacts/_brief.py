@@ -203,7 +203,11 @@ def read_brief(path: str | os.PathLike[str], limits: DurationLimits = DEFAULT_LI
     """Read and check a brief file: a ``Brief``, or a one-line ``BriefError`` naming the
     file, the field and the fix."""
     where = os.fspath(Path(path))
-    return brief_from_data(brief_data(read_brief_text(path), where), where, limits)
+    text = read_brief_text(path)
+    if not text.strip():  # an empty file, or a pipe read to its end already (it is read once)
+        raise BriefError(f"{where}: the brief is empty, nothing was read from it; give a brief YAML file "
+                         f"(see {EXAMPLE}), or pipe one in")
+    return brief_from_data(brief_data(text, where), where, limits)
 
 
 def brief_from_data(data: object, where: str = "brief", limits: DurationLimits = DEFAULT_LIMITS) -> Any:

@@ -23,11 +23,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from stay._stored import Damaged, load_stored_json
 from stay.errors import AnswerError, ReplayMiss
 from stay.models._protocol import ModelClient
 from stay.models._roles import DEFAULT_MODELS
@@ -68,12 +72,40 @@ def differences(cached: dict[str, Any], cached_model: str | None, request: Model
 
 def _system_changes(was: Any, now: list[dict[str, Any]]) -> list[str]:
     """Which parts of the system prompt changed, by the blocks' labels."""
-    if not isinstance(was, list) or [b.get("label") for b in was if isinstance(b, dict)] != [
-            b.get("label") for b in now]:
+    if not isinstance(was, list) or not all(isinstance(b, dict) for b in was) or [
+            b.get("label") for b in was] != [b.get("label") for b in now]:  # a damaged entry: its layout
         return ["the system prompt's layout"]
     pairs = enumerate(zip(was, now, strict=True))
     return [block.get("label") or f"system block {index + 1}" for index, (old, block) in pairs
             if old.get("text") != block.get("text")]
+
+
+def _stored(path: Path) -> dict[str, Any] | None:
+    """A cache file's JSON object, or None for anything else: missing, or damaged in any
+    way (not a regular file, too large, too deep, not UTF-8, not JSON, not an object).
+    The cache is a convenience, so damage costs a call (or, replaying, a miss), never the run."""
+    try:
+        document = load_stored_json(path)
+    except (OSError, Damaged):
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def _damage(path: Path) -> str:
+    """What is wrong with a cache file that ``_stored`` or the answer's check refused."""
+    try:
+        document = load_stored_json(path)
+    except Damaged as exc:
+        return exc.reason
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    answer = document.get("answer") if isinstance(document, dict) else None
+    try:
+        ModelAnswer.model_validate(answer)
+    except ValidationError as exc:
+        where = "".join(f".{part}" for part in exc.errors()[0]["loc"])
+        return f"field 'answer{where}' is invalid"
+    return "not a cache entry"
 
 
 @dataclass
@@ -92,15 +124,14 @@ class RequestCache:
         return self.directory.parent / "rejected"
 
     def _entry(self, request: ModelRequest, model: str) -> dict[str, Any] | None:
-        path = self._path(request_key(request, model, self.salt))
-        if not path.is_file():
+        entry = _stored(self._path(request_key(request, model, self.salt)))
+        if entry is None:
             return None
         try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
-            ModelAnswer.model_validate(entry["answer"])
-        except (ValueError, KeyError, TypeError):
+            ModelAnswer.model_validate(entry.get("answer"))  # usage included: counts, never negative
+        except ValueError:
             return None  # a damaged entry is a miss, never a crash
-        return entry if isinstance(entry, dict) else None
+        return entry
 
     def get(self, request: ModelRequest, model: str) -> ModelAnswer | None:
         """The cached answer as it was stored (with the usage it was paid with)."""
@@ -148,10 +179,8 @@ class RequestCache:
 
     @staticmethod
     def _rejections(record: Path) -> list[dict[str, Any]]:
-        try:
-            kept = json.loads(record.read_text(encoding="utf-8"))["rejections"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return []  # none yet, or a damaged record: start it again
+        document = _stored(record)  # none yet, or a damaged record: start it again
+        kept = document.get("rejections") if document is not None else None
         return [item for item in kept if isinstance(item, dict)] if isinstance(kept, list) else []
 
     def rejection(self, request: ModelRequest, model: str) -> str | None:
@@ -168,14 +197,15 @@ class RequestCache:
             record = self.rejected_dir / f"{request_key(request, model, self.salt)}.json"
             return (f"stage {request.stage} ({request.artefact}): its answer was rejected ({rejected}); it is "
                     f"kept for diagnosis only, in {record}, and never served")
+        own = self._path(request_key(request, model, self.salt))
+        if os.path.lexists(own):  # there, but not an answer stay can serve
+            return (f"stage {request.stage} ({request.artefact}): its cache entry {own} is damaged "
+                    f"({_damage(own)}) and never served; run without --replay to ask again")
         best: list[str] | None = None
         if self.directory.is_dir():
             for path in sorted(self.directory.glob("*.json")):
-                try:
-                    entry = json.loads(path.read_text(encoding="utf-8"))
-                    cached = entry["request"]
-                except (ValueError, KeyError, TypeError):
-                    continue
+                entry = _stored(path) or {}
+                cached = entry.get("request")
                 if not isinstance(cached, dict) or (cached.get("stage"), cached.get("artefact")) != (
                         request.stage, request.artefact):
                     continue

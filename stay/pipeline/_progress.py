@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from stay._display import clock, plural
+from stay._display import clock, plural, terminal_text
 from stay._secrets import redact
 
 Progress = Callable[[str], None]
@@ -67,8 +67,9 @@ def money(cost: float | None) -> str:
 
 
 def print_progress(line: str) -> None:
-    """The terminal sink: one line on stderr, flushed at once, never with a secret in it."""
-    sys.stderr.write(redact(line) + "\n")
+    """The terminal sink: one line on stderr, flushed at once, never with a secret in it,
+    escaped for a terminal (a line can carry a file name or a heading)."""
+    sys.stderr.write(terminal_text(redact(line)) + "\n")
     sys.stderr.flush()
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from stay._display import terminal_text
 from stay.artefacts import (
     Brief,
     CourseManifest,
@@ -349,7 +350,9 @@ class CourseState:
         ending = f"- failed: {' '.join(failed.split())[:200]}" if failed else (
             f"- stopped at {stopped}" if stopped else "- completed")
         lines.append(ending)
-        write_text_atomic(path, text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n")
+        # read in a terminal, and a retired path may hold any bytes (not UTF-8, an escape)
+        shown = "\n".join(terminal_text(line) for line in lines)
+        write_text_atomic(path, text.rstrip("\n") + "\n\n" + shown + "\n")
 
 
 def _files_under(top: Path, root: Path) -> Iterator[str]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from stay.models import DEFAULT_MODELS, Usage, cost
@@ -109,38 +108,35 @@ def write_report(path: str | os.PathLike[str], document: dict[str, Any]) -> None
 
 
 def read_report(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A report from disk, checked; a file that is not one is a one-line ``UsageError``."""
+    """A report from disk, checked; a file that is not one (missing, not a regular file,
+    larger than any report, truncated, not UTF-8, too deep, of the wrong shape) is a
+    one-line ``UsageError``."""
+    from stay._stored import Damaged, load_stored_json
     from stay.errors import UsageError
 
     try:
-        document: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
+        document = load_stored_json(path)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such report; run `pytest evals/` to write one") from None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: not an eval report ({type(exc).__name__})") from None
+    except Damaged as exc:
+        raise UsageError(f"{path}: not an eval report ({exc.reason})") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the report ({exc.strerror or type(exc).__name__})") from None
     check_report(document, str(path))
-    return document
+    return dict(document)
 
 
 def check_report(document: Any, where: str = "report") -> None:
-    """Raise ``UsageError`` naming the first field of ``document`` that a report lacks."""
+    """Raise ``UsageError`` naming the first field of ``document`` that a report lacks or
+    holds in the wrong shape (``stay.scoring._shape``)."""
     from stay.errors import UsageError
+    from stay.scoring._shape import shape_problem
 
     if not isinstance(document, dict):
         raise UsageError(f"{where}: not an eval report (a JSON object is expected)")
     if document.get("version") != VERSION:
-        raise UsageError(f"{where}: an eval report of version {document.get('version')!r}, expected {VERSION}; "
-                         "run the suite again with this version of stay")
-    for key in ("label", "backend", "judge", "scorers", "briefs"):
-        if key not in document:
-            raise UsageError(f"{where}: field '{key}' is missing; not an eval report")
-    for slug, brief in document["briefs"].items():
-        builds = brief.get("builds") if isinstance(brief, dict) else None
-        if not isinstance(builds, list):
-            raise UsageError(f"{where}: field 'briefs.{slug}.builds' is missing or not a list")
-        for n, build in enumerate(builds):
-            if not isinstance(build, dict) or not isinstance(build.get("scorers"), dict):
-                raise UsageError(f"{where}: field 'briefs.{slug}.builds.{n}.scorers' is missing")
-            for name, result in build["scorers"].items():
-                if not isinstance(result, dict) or not isinstance(result.get("items"), list):
-                    raise UsageError(f"{where}: field 'briefs.{slug}.builds.{n}.scorers.{name}.items' is missing")
+        raise UsageError(f"{where}: an eval report of version {repr(document.get('version'))[:40]}, expected "
+                         f"{VERSION}; run the suite again with this version of stay")
+    problem = shape_problem(document)
+    if problem is not None:
+        raise UsageError(f"{where}: not an eval report: {problem}")

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn, TextIO
 
+from stay._display import terminal_text
 from stay.errors import UsageError
 
 USAGE = "python -m stay.validate [--strict] [--format text|json] [--data-dir DIR] [--jobs N] [PATH ...]"
@@ -90,7 +91,13 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def _write(stream: TextIO, text: str) -> None:
-    """Write UTF-8 whatever the locale; unencodable characters are backslash-escaped."""
+    """Write UTF-8 whatever the locale; unencodable characters are backslash-escaped. On a
+    terminal, control characters from file names and headings are written out as escapes
+    (``stay._display.terminal_text``), so none can drive the terminal; into a pipe or a file
+    the text is the contract's, as written (R6, R7)."""
+    isatty = getattr(stream, "isatty", None)
+    if callable(isatty) and isatty():
+        text = terminal_text(text)
     data = text.encode("utf-8", "backslashreplace")
     buffer = getattr(stream, "buffer", None)
     if buffer is not None:

@@ -80,7 +80,8 @@ def build_site(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLik
     for name in STATIC_FILES:
         site[name] = static_text(name)
     site["pygments.css"] = pygments_css()
-    return {name: text.encode("utf-8") for name, text in sorted(site.items())}
+    # a file name that is not UTF-8 (shown in a defect) is shown as its escapes, never a crash
+    return {name: text.encode("utf-8", "backslashreplace") for name, text in sorted(site.items())}
 
 
 def _lesson_page(lesson: LessonView, links: Links, previous: LessonView | None,

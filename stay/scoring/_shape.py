@@ -1,0 +1,78 @@
+"""The shape of an eval report, as every reader of one relies on it: checked once, when a
+report is read, so a damaged or hand-edited report (a list where a mapping belongs, a
+string where a count does) is one line naming the field, never an AttributeError deep
+inside a comparison or a page.
+
+Every model allows fields it does not name: a report carries more than its readers need
+(hashes, usage, totals), and a newer stay may add fields an older reader ignores. Items are
+``ItemResult``, the scorers' own model, so a report item is held to what wrote it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+
+from stay.scoring._core import ItemResult
+
+Count = Annotated[int, Field(ge=0, strict=True)]
+Dollars = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ScorerResult(_Open):
+    items: list[ItemResult]
+    judge: str = ""
+    unparseable: Count = 0
+    errors: Count = 0
+    cost: Dollars | None = None
+
+
+class BuildShape(_Open):
+    epoch: StrictInt = 0
+    scorers: dict[str, ScorerResult]
+    built_with: dict[str, dict[str, str]] | None = None
+
+
+class BriefShape(_Open):
+    builds: list[BuildShape]
+
+
+class FailureCounts(_Open):
+    items: Count | None = None
+    unparseable: Count | None = None
+    errors: Count | None = None
+
+
+class ReportShape(_Open):
+    label: str
+    backend: str
+    judge: str
+    judge_model: str | None = None
+    scorers: dict[str, StrictInt]
+    epochs: Count | None = None
+    seed: int | str | None = None
+    briefs: dict[str, BriefShape]
+    quality: dict[str, float] | None = None
+    models: dict[str, str] | None = None
+    means: dict[str, float | None] | None = None
+    failures: dict[str, FailureCounts] | None = None
+    totals: dict[str, Dollars | Count | None] | None = None
+
+
+def shape_problem(document: object) -> str | None:
+    """The first field of ``document`` that breaks a report's shape, in words, or None."""
+    try:
+        ReportShape.model_validate(document)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]) or "the report"
+        return f"field '{where}': {error['msg'].lower()}"
+    return None
+
+
+__all__ = ["BriefShape", "BuildShape", "ReportShape", "ScorerResult", "shape_problem"]
