@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from stay._lock import CourseLock
+from stay.errors import CourseLocked
 from stay.models import OfflineBackend
 from stay.pipeline import build_course, gate_status, graph, walk_order
 from tests.conftest import ROOT
@@ -53,3 +55,18 @@ def test_deleting_runs_withdraws_no_approval(tmp_path: Path) -> None:
     assert gate_status(result.slug, courses_dir=tmp_path) == {"design": "approved", "plan": "approved"}
     again = build_course(BRIEF, courses_dir=tmp_path, backend=OfflineBackend(), progress=quiet)
     assert again.complete and again.calls == 0
+
+
+# -- the lock does not live in the cache -----------------------------------------------------------
+
+
+def test_deleting_runs_while_a_command_holds_the_lock_lets_no_second_writer_in(courses: Path) -> None:
+    course = next(courses.iterdir())
+    with CourseLock(course):
+        shutil.rmtree(course / ".runs", ignore_errors=True)
+        with pytest.raises(CourseLocked):
+            CourseLock(course).acquire()
+        with pytest.raises(CourseLocked):
+            build_course(course.name, courses_dir=courses, yes=True, progress=quiet)
+    with CourseLock(course):
+        pass  # released with its holder
