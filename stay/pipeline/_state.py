@@ -118,13 +118,11 @@ class CourseState:
 
     def write(self, files: Mapping[str, str], revisions: Mapping[str, str] | None = None,
               cancelled: threading.Event | None = None) -> bool:
-        """Write files the pipeline made and record them, as one step under the ledger lock:
-        each file's intended hash is journalled (synced) before its rename, so a process
-        that dies anywhere in between leaves the old bytes or the new ones and an entry
-        naming them: never a whole, finished file without a record, which would be taken
-        for a hand edit and kept forever. Files written together (a module's plans) share
-        one journal line. Nothing is written once ``cancelled`` is set (False): it is set
-        under this lock too (``cancel``), so no write starts after a run is cancelled."""
+        """Write files the pipeline made and record them, in one step under the ledger lock:
+        their intended hashes are journalled (one synced line) before the renames, so a
+        process that dies anywhere leaves the old bytes or the new ones with an entry naming
+        them, never a finished file without a record (it would pass for a hand edit). Once
+        ``cancelled`` is set (under this lock too: ``cancel``), nothing is written: False."""
         with self._lock:
             if cancelled is not None and cancelled.is_set():
                 return False
@@ -147,12 +145,9 @@ class CourseState:
             cancelled.set()
 
     def record(self, paths: list[str], revisions: Mapping[str, str] | None = None) -> None:
-        """Record files as they are now (a person accepted them, or ``adopt``): each path's
-        hash and its inputs' hashes; a revised file also keeps its note.
-
-        Each record is appended to the journal (one line, synced); hashes.json itself is
-        rewritten only at a checkpoint (after each node), which keeps a build linear in
-        its lessons."""
+        """Record files as they are now (a person accepted them, or ``adopt``), in the
+        journal; hashes.json is rewritten only at a checkpoint (after each node), which
+        keeps a build linear in its lessons."""
         with self._lock:
             ledger = self.ledger()
             entries = self._entries(paths, revisions, {})
