@@ -102,7 +102,7 @@ def test_a_kill_at_a_write_point_resumes_to_the_course_an_uninterrupted_run_writ
                           cwd=ROOT, capture_output=True, text=True, timeout=600, env=_scratch())
     assert done.returncode == 0, done.stderr
     head, *points = [json.loads(line) for line in done.stdout.splitlines()]
-    assert len(points) == head["chosen"] == min(sample, head["points"]) and points
+    assert 0 < len(points) == head["chosen"] <= min(sample, head["points"])
     killed = -signal.SIGKILL if kind == "KILL" else EXIT_INTERRUPTED
     for point in points:
         if point["ran"] is None:
