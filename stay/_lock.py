@@ -1,12 +1,15 @@
-"""One writing command at a time per course: an exclusive lock on ``<course>/.runs/lock``.
+"""One writing command at a time per course: an exclusive lock on the course directory.
 
 Commands that write (new, build, plan, write, repair, approve, adopt) hold it for
 their whole run; read-only ones (status, validate, graph) never take it. A second
 writer does not wait: it is refused at once, naming the holder's process id, because
 two concurrent builds would each pay for every call and call the other's files
-"edited by hand". The lock lives under ``.runs/`` (a cache, git-ignored) rather than
-``.state/`` (committed), so holding it never changes a committed byte. It is an
-``flock``: the kernel releases it when the holder exits, however it exits.
+"edited by hand". The lock is an ``flock`` on the course directory itself, not on a file
+in it: a file under ``.runs/`` (a cache a person may delete at any time) was dropped
+with it, and the next writer locked a new file beside a run still writing. Holding it
+never changes a byte of the course, and the kernel releases it when the holder exits,
+however it exits. The holder's process id is noted in ``.runs/lock`` for the refusal's
+message only; deleting it loses the note, never the lock.
 
 Whoever holds the lock may also clean up after a killed run: a temporary file left by
 an interrupted atomic write (``.<name>.stay-<16 hex digits>.tmp``, the form only stay
@@ -24,6 +27,7 @@ from stay._paths import check_links
 from stay.errors import CourseLocked
 
 LOCK = ".runs/lock"
+"""The note of the holder's process id (the lock itself is the directory's)."""
 
 
 class CourseLock:
@@ -35,20 +39,37 @@ class CourseLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        check_links(self.course_dir)  # before the lock file: a linked .runs/ would put it elsewhere
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-            os.close(fd)
+        check_links(self.course_dir)  # before any note: a linked .runs/ would put it elsewhere
+        fd = try_lock(self.course_dir)
+        if fd is None:
             raise CourseLocked(f"course '{self.course_dir.name}' is being written by another stay command "
-                               f"(pid {holder}); wait for it to finish, then run this again") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                               f"(pid {self._holder()}); wait for it to finish, then run this again")
         self._fd = fd
+        self._note()
         sweep_temporaries(self.course_dir)
+
+    def _note(self) -> None:
+        """The holder's pid, for a refused writer to name (never through a link: the note is
+        the course's own file, and a linked .runs/ or lock file would write elsewhere)."""
+        if self.path.parent.is_symlink():
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        note = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        try:
+            os.write(note, f"{os.getpid()}\n".encode())
+        finally:
+            os.close(note)
+
+    def _holder(self) -> str:
+        try:
+            note = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return "unknown"
+        try:
+            text = os.read(note, 32).decode("ascii", "replace").strip()
+        finally:
+            os.close(note)
+        return text if text.isdigit() else "unknown"
 
     def release(self) -> None:
         if self._fd is not None:
@@ -63,6 +84,21 @@ class CourseLock:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
         self.release()
+
+
+def try_lock(course_dir: Path) -> int | None:
+    """The course directory's lock, held (an open descriptor of the directory), or None
+    when another command holds it."""
+    fd = os.open(course_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def sweep_temporaries(course_dir: Path) -> list[Path]:

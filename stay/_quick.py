@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from stay._display import clock
-from stay._lock import LOCK
+from stay._lock import try_lock
 from stay._paths import check_links
 from stay._slug import is_slug, slugify
 from stay._stored import Damaged, load_stored_json
@@ -208,18 +208,10 @@ def _files(top: Path, skip: tuple[str, ...], top_only: bool = False) -> Iterator
 def _try_lock(root: Path) -> int | None:
     """The course's lock, held (a file descriptor), or None if another command holds it.
     Unlike the pipeline's, it sweeps nothing: the fingerprint must see the course as is."""
-    import fcntl
-
     try:
-        fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        return try_lock(root)
     except OSError:
         return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
 
 
 @dataclass

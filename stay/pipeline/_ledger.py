@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -112,10 +113,30 @@ def write_json(path: Path, document: Any) -> None:
 
 def write_if_changed(path: Path, text: str) -> bool:
     """Atomic whole-file write, skipped when the bytes would not change."""
-    if path.is_file() and path.read_bytes() == text.encode("utf-8"):
+    if same_bytes(path, text):
         return False
     write_text_atomic(path, text)
     return True
+
+
+def same_bytes(path: Path, text: str) -> bool:
+    """Whether ``path`` is a file holding exactly ``text`` (a file of another size is not
+    read: whatever was put there, comparing costs no more than the text)."""
+    data = text.encode("utf-8")
+    try:
+        if not path.is_file() or path.stat().st_size != len(data):
+            return False
+        return path.read_bytes() == data
+    except OSError:
+        return False
+
+
+def ledger_text(ledger: Mapping[str, Any], screened: str | None) -> str:
+    """hashes.json's text: one artefact a line (a diff shows which changed), written with
+    the C JSON encoder: the pure-Python one behind ``indent`` is 10x slower."""
+    lines = [f"    {json.dumps(path)}: {json.dumps(entry, sort_keys=True)}" for path, entry in sorted(ledger.items())]
+    head = [f'  "screened": {json.dumps(screened)},'] if screened is not None else []
+    return "\n".join(["{", '  "artefacts": {', ",\n".join(lines), "  },", *head, f'  "version": {VERSION}', "}", ""])
 
 
 def read_document(path: Path, slug: str) -> dict[str, Any]:
@@ -125,6 +146,22 @@ def read_document(path: Path, slug: str) -> dict[str, Any]:
         return {}
     document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return document
+
+
+def append_journal(path: Path, entries: Mapping[str, Any]) -> None:
+    """One journal line, in one write, synced. A line a killed run cut short is ended
+    first, so the new line is not read as part of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = (json.dumps(entries, sort_keys=True) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            line = b"\n" + line
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def journal_lines(path: Path) -> Iterator[dict[str, Any]]:

@@ -32,7 +32,7 @@ from stay.pipeline._gates import (
     plan_summary,
 )
 from stay.pipeline._layout import GLOSSARY, norm_term
-from stay.pipeline._ledger import STATE, write_if_changed
+from stay.pipeline._ledger import STATE, same_bytes
 from stay.pipeline._policy import needs_writing, say_kept, why
 from stay.pipeline._produce import job, regenerate
 from stay.pipeline._repair import repair_course
@@ -180,9 +180,7 @@ def run_course_stage(run: Run, stage: Stage) -> None:
         run.say(f"  {path}: writing ({why(run.course.status(path))})")
         made = job(run, stage, None)
         (artefact,) = run.produce(made.request, made.parse)
-        if not run.cancelled.is_set():
-            write(run.root / path, artefact)
-            run.wrote([path])
+        if run.write({path: artefact}):
             check_written(run, [path])
     elif run.course.status(path).state == "current":
         run.say(f"  {path}: current")
@@ -206,11 +204,12 @@ def run_module_stage(run: Run, stage: Stage) -> None:
             run.say(f"  module {module.id}: planning {plural(len(places), 'lesson')}")
             made = job(run, stage, module)
             artefacts = run.produce(made.request, made.parse)
-            for path, artefact in zip(made.paths, artefacts, strict=True):
-                if path in todo:
-                    write(run.root / path, artefact)
-            run.wrote(todo)  # a plan's own inputs do not depend on plans' contents: one refresh, below
-            check_written(run, todo)
+            # the module's plans in one step: one journal line before their renames, so a
+            # crash between two of them leaves none unrecorded. A plan's own inputs do not
+            # depend on plans' contents: one refresh, below
+            if run.write({path: artefact for path, artefact in zip(made.paths, artefacts, strict=True)
+                          if path in todo}):
+                check_written(run, todo)
         else:
             run.say(f"  module {module.id}: plans current")
     run.refresh_graph()
@@ -258,8 +257,9 @@ def merge_glossary(run: Run) -> None:
             if norm_term(new.term) not in seen:
                 seen.add(norm_term(new.term))
                 terms.append(GlossaryTerm(term=new.term, definition=new.definition, introduced_in=place.id))
-    if write_if_changed(run.root / GLOSSARY, dump(Glossary(terms=terms))) or status.state != "current":
-        run.wrote([GLOSSARY])
+    glossary = Glossary(terms=terms)
+    if status.state != "current" or not same_bytes(run.root / GLOSSARY, dump(glossary)):
+        run.write({GLOSSARY: glossary})
 
 
 def land_manifest(run: Run) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from stay.artefacts import Artefact, Module, write
+from stay.artefacts import Artefact, Module
 from stay.errors import PipelineError
 from stay.pipeline._inputs import Unit, stage_inputs
 from stay.pipeline._run import Run, with_note
@@ -78,10 +78,5 @@ def regenerate(run: Run, path: str, notes: tuple[Note, ...] = (), *, only: tuple
     made = job(run, stage, unit, notes)
     artefacts = run.produce(made.request, made.parse)
     keep = set(only) or set(made.paths)
-    written = []
-    for target, artefact in zip(made.paths, artefacts, strict=True):
-        if target in keep and not run.cancelled.is_set():
-            write(run.root / target, artefact)
-            written.append(target)
-    run.wrote(written)
-    return written
+    chosen = {target: artefact for target, artefact in zip(made.paths, artefacts, strict=True) if target in keep}
+    return list(chosen) if run.write(chosen) else []

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stay._secrets import redact, redact_data
-from stay.artefacts import Artefact, Brief, Curriculum, LessonPlan, artefact_type
+from stay.artefacts import Artefact, Brief, Curriculum, LessonPlan, artefact_type, dump
 from stay.artefacts._brief import DurationLimits
 from stay.artefacts._io import parse_bytes, read_bytes
 from stay.errors import AnswerError, PipelineError
@@ -343,16 +343,24 @@ class Run:
             self.tracer.call(request, answer, seconds)
         self.tally.add_call(request.stage, answer)
 
-    def wrote(self, paths: list[str]) -> None:
-        """Record files just written by the pipeline in the ledger and the run's list; a
-        revised file's ledger entry keeps the note it was revised with."""
+    def write(self, made: Mapping[str, Artefact]) -> bool:
+        """Write files the pipeline made, and record them in the ledger and the run's list,
+        as one step (``CourseState.write``: no crash leaves a finished file unrecorded); a
+        revised file's ledger entry keeps the note it was revised with. Nothing is written
+        once the run is cancelled: False."""
+        if not made:
+            return True
+        paths = list(made)
         revised = {path: self.revisions[path] for path in paths if path in self.revisions}
         if any(path.endswith(".plan.yaml") or path == "curriculum.yaml" for path in paths):
             self._plans = None
+        texts = {path: dump(artefact) for path, artefact in made.items()}
+        if not self.course.write(texts, revisions=revised, cancelled=self.cancelled):
+            return False
         with self.tally.lock:
-            self.course.record(paths, revisions=revised)
             self.tally.written.extend(paths)
             self.tally.revised.update(revised)
+        return True
 
 
 def with_note(request: ModelRequest, name: str, value: object, text: str) -> ModelRequest:

@@ -157,7 +157,10 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
     finally:
         held = run.course_lock if run is not None else lock  # scaffold takes it for a new course
         if held is not None:
-            held.release()
+            if run is not None and run.wave is not None:
+                run.wave.then(held.release)  # only once every wave worker has ended
+            else:
+                held.release()
 
 
 @functools.cache
@@ -193,8 +196,8 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
     except BaseException as exc:
         # the run log must not call a refused, failed or interrupted run "completed"
         failed = type(exc).__name__ + (f": {exc}" if str(exc) else "")
-        if run.wave is not None:
-            run.wave.cancel()  # no task may write after the run has failed or been stopped
+        if run.wave is not None:  # no task may write after the run has failed or been stopped, and
+            run.wave.cancel(wait=isinstance(exc, Exception))  # none outlives it but after a Ctrl-C
         raise
     finally:
         tally = run.tally

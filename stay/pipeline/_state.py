@@ -14,7 +14,6 @@ current on its own, and nothing the pipeline does overwrites it.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -41,12 +40,14 @@ from stay.pipeline._ledger import (
     JOURNAL,
     RETIRED,
     RUN_LOG,
-    VERSION,
     Sources,
     Status,
+    append_journal,
     brief_hash,
+    digest,
     file_digest,
     journal_lines,
+    ledger_text,
     now,
     read_document,
     read_ledger,
@@ -71,10 +72,13 @@ class CourseState:
     _dirty: bool = field(default=False, repr=False)
     _brief_digest: tuple[Brief, str] | None = field(default=None, repr=False)
     _screened: str | None = field(default=None, repr=False)
+    _pending: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    """Journalled entries not yet known to have landed: a dead run's journal as read, or a
+    write an interrupt cut short. ``_settle`` keeps those whose file has their bytes."""
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
-    """Held by every read-modify-write of the ledger: the wave's threads record while the
-    main thread checkpoints, and a record that lands between a checkpoint's snapshot and
-    its dropping the journal would be lost from disk (a finished file then looks edited)."""
+    """Held by every read-modify-write of the ledger and by every pipeline write: the wave's
+    threads write while the main thread checkpoints, and a record that lands between a
+    checkpoint's snapshot and its dropping the journal would be lost from disk."""
 
     @property
     def slug(self) -> str:
@@ -93,35 +97,79 @@ class CourseState:
     def ledger(self) -> dict[str, Any]:
         """hashes.json, with what the journal recorded since it was last written."""
         with self._lock:
-            return self._load_ledger()
+            if self._ledger is None:
+                document = read_document(self.root / HASHES, self.slug)
+                self._ledger = dict(document.get("artefacts", {}))
+                screened = document.get("screened")
+                self._screened = screened if isinstance(screened, str) else None
+                self._pending = list(journal_lines(self.root / JOURNAL))
+            if self._pending:
+                self._settle(self._ledger)
+            return self._ledger
 
-    def _load_ledger(self) -> dict[str, Any]:
-        if self._ledger is None:
-            document = read_document(self.root / HASHES, self.slug)
-            self._ledger = dict(document.get("artefacts", {}))
-            screened = document.get("screened")
-            self._screened = screened if isinstance(screened, str) else None
-            for line in journal_lines(self.root / JOURNAL):
-                self._ledger.update(line)
-        return self._ledger
+    def _settle(self, ledger: dict[str, Any]) -> None:
+        """Every journalled entry whose file has its bytes is the pipeline's own: the file
+        was renamed into place (maybe by a process that died right after). The others name
+        bytes that never landed, and the entry before them stands. In journal order, so a
+        later write of the same file wins."""
+        for entries in self._pending:
+            for path, entry in entries.items():
+                if entry.get("hash") == self.current_hash(path):
+                    ledger[path] = entry
+        self._pending = []
+
+    def write(self, files: Mapping[str, str], revisions: Mapping[str, str] | None = None,
+              cancelled: threading.Event | None = None) -> bool:
+        """Write files the pipeline made and record them, in one step under the ledger lock:
+        their intended hashes are journalled (one synced line) before the renames, so a
+        process that dies anywhere leaves the old bytes or the new ones with an entry naming
+        them, never a finished file without a record (it would pass for a hand edit). Once
+        ``cancelled`` is set (under this lock too: ``cancel``), nothing is written: False."""
+        with self._lock:
+            if cancelled is not None and cancelled.is_set():
+                return False
+            ledger = self.ledger()
+            intended = {path: digest(text.encode("utf-8")) for path, text in files.items()}
+            entries = self._entries(list(files), revisions, intended)
+            self._pending = [entries]  # until every rename is done (an interrupt leaves it to _settle)
+            append_journal(self.root / JOURNAL, entries)
+            self._dirty = True
+            for path, text in files.items():
+                write_if_changed(self.root / path, text)
+            ledger.update(entries)
+            self._pending = []
+            return True
+
+    def cancel(self, cancelled: threading.Event) -> None:
+        """Set ``cancelled`` under the ledger lock: a write under way ends first, and no
+        ``write`` given that event starts after this returns."""
+        with self._lock:
+            cancelled.set()
 
     def record(self, paths: list[str], revisions: Mapping[str, str] | None = None) -> None:
-        """Record what the pipeline just wrote (or a person accepted): each path's hash
-        and its inputs' hashes, as they are now; a revised file also keeps its note.
-
-        Each record is appended to the journal (one line, synced), so a file the wave
-        finished is never mistaken for a hand edit after a crash; hashes.json itself is
-        rewritten only at a checkpoint (after each node), which keeps a build linear in
-        its lessons."""
+        """Record files as they are now (a person accepted them, or ``adopt``), in the
+        journal; hashes.json is rewritten only at a checkpoint (after each node), which
+        keeps a build linear in its lessons."""
         with self._lock:
-            self._record(paths, revisions)
+            ledger = self.ledger()
+            entries = self._entries(paths, revisions, {})
+            if entries:
+                append_journal(self.root / JOURNAL, entries)
+                ledger.update(entries)
+                self._dirty = True
 
-    def _record(self, paths: list[str], revisions: Mapping[str, str] | None) -> None:
-        ledger = self.ledger()
+    def _entries(self, paths: list[str], revisions: Mapping[str, str] | None,
+                 intended: Mapping[str, str]) -> dict[str, Any]:
+        """Each path's ledger entry: its hash (``intended`` for a file about to be
+        written) and its inputs' (an input written in the same step by its intended hash)."""
+
+        def hash_of(path: str) -> str | None:
+            return intended[path] if path in intended else self.current_hash(path)
+
         entries: dict[str, Any] = {}
         for path in paths:
-            entry: dict[str, Any] = {"hash": self.current_hash(path),
-                                     "inputs": {i: self.current_hash(i) for i in sorted(self.graph.predecessors(path))}}
+            entry: dict[str, Any] = {"hash": hash_of(path),
+                                     "inputs": {i: hash_of(i) for i in sorted(self.graph.predecessors(path))}}
             made_with = self._sources(path)
             if made_with:
                 entry["sources"] = made_with
@@ -129,16 +177,7 @@ class CourseState:
                 note = revisions[path]
                 entry["revision"] = {"note": note, "sha": hashlib.sha256(note.encode()).hexdigest()[:16]}
             entries[path] = entry
-        if not entries:
-            return
-        ledger.update(entries)
-        journal = self.root / JOURNAL
-        journal.parent.mkdir(parents=True, exist_ok=True)
-        with open(journal, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entries, sort_keys=True) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        self._dirty = True
+        return entries
 
     def checkpoint(self) -> None:
         """Write hashes.json from the ledger and drop the journal (nothing to do when
@@ -158,15 +197,8 @@ class CourseState:
             self._write_ledger(ledger)
 
     def _write_ledger(self, ledger: dict[str, Any]) -> None:
-        """The whole ledger, one artefact a line (a diff shows which changed), written
-        with the C JSON encoder: the pure-Python one behind ``indent`` is 10x slower."""
         with self._lock:
-            lines = [f"    {json.dumps(path)}: {json.dumps(entry, sort_keys=True)}"
-                     for path, entry in sorted(ledger.items())]
-            head = [f'  "screened": {json.dumps(self._screened)},'] if self._screened is not None else []
-            text = "\n".join(["{", '  "artefacts": {', ",\n".join(lines), "  },", *head,
-                              f'  "version": {VERSION}', "}", ""])
-            write_if_changed(self.root / HASHES, text)
+            write_if_changed(self.root / HASHES, ledger_text(ledger, self._screened))
             (self.root / JOURNAL).unlink(missing_ok=True)
             self._ledger = ledger
             self._dirty = False
@@ -188,7 +220,7 @@ class CourseState:
         A damaged ledger is replaced, not read."""
         present = [p for p in artefact_paths(self.graph) if (self.root / p).is_file()]
         with self._lock:
-            self._ledger = {}
+            self._ledger, self._pending = {}, []
             self._write_ledger({})
             self.record(present)
             self.checkpoint()

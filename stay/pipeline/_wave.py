@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from stay._display import plural
-from stay.artefacts import write
 from stay.models import prefetch
 from stay.pipeline._policy import needs_writing
 from stay.pipeline._produce import Job, job
@@ -72,6 +72,8 @@ class Wave:
     _finished: dict[str, str] = field(default_factory=dict)
     """Task -> its progress label, for tasks done but not yet reported."""
     _reported: int = 0
+    _joined: threading.Event = field(default_factory=threading.Event)
+    """Set once every worker thread has ended."""
 
     def __post_init__(self) -> None:
         run = self.run
@@ -122,10 +124,7 @@ class Wave:
         if run.cancelled.is_set():
             return
         (made,) = run.produce(call.request, call.parse)
-        if run.cancelled.is_set():  # interrupted while the call was in flight: write nothing
-            return
-        write(run.root / call.paths[0], made)
-        run.wrote([call.paths[0]])
+        run.write({call.paths[0]: made})  # checks for a cancel under the ledger lock: none written after
 
     def _progress(self, task: str, label: str) -> None:
         """Report ``task`` done, in the wave's order: a task that finishes before an
@@ -144,24 +143,44 @@ class Wave:
 
     def wait(self) -> WaveStats:
         """Wait for every task; the first failure is raised once all have ended."""
-        try:
-            errors = [future.exception() for future in self.futures]
-        except BaseException:
-            self.cancel()
-            raise
-        self.calls_pool.shutdown(wait=True)
-        self.lessons_pool.shutdown(wait=True)
+        errors = [future.exception() for future in self.futures]
+        self._join()
         failure = next((e for e in errors if e is not None), None)
         if failure is not None:
             raise failure
         return WaveStats(len(self.lessons), self.run.tally.calls - self.calls_before, self.lesson_gauge.most,
                          self.call_gauge.most, time.perf_counter() - self.started)
 
-    def cancel(self) -> None:
-        """Drop pending tasks and let running ones end without writing; never wait."""
-        self.run.cancelled.set()
-        self.calls_pool.shutdown(wait=False, cancel_futures=True)
+    def cancel(self, *, wait: bool) -> None:
+        """No task writes after this returns (the run's cancel is set under the ledger
+        lock, which every write checks), and pending tasks are dropped. With ``wait``, the
+        running ones are waited for too; without (Ctrl-C: a person must not wait on a call
+        that hangs), ``then`` releases the course lock once they have ended."""
+        run = self.run
+        run.course.cancel(run.cancelled)
         self.lessons_pool.shutdown(wait=False, cancel_futures=True)
+        self.calls_pool.shutdown(wait=False, cancel_futures=True)
+        if wait:
+            self._join()
+
+    def _join(self) -> None:
+        self.lessons_pool.shutdown(wait=True)
+        self.calls_pool.shutdown(wait=True)
+        self._joined.set()
+
+    def then(self, release: Callable[[], None]) -> None:
+        """Call ``release`` once every worker has ended: now if they have, else from a
+        thread that waits for them, so no worker outlives the lock its run held (a retry
+        in the same process is refused until then, rather than racing them)."""
+        if self._joined.is_set() or not self.futures:
+            release()
+            return
+
+        def reap() -> None:
+            self._join()
+            release()
+
+        threading.Thread(target=reap, name="stay-release", daemon=True).start()
 
 
 def wave_of(run: Run) -> Wave:

@@ -1,14 +1,29 @@
-"""Crash the run after every node in turn; a fresh runner finishes the same course."""
+"""Crash the run after every node in turn, or kill it at a write point; a fresh runner
+finishes the same course. A run that fails ends its workers before it frees the lock."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from stay.models import OfflineBackend
-from stay.pipeline import build_course, gate_status, graph, walk_order
+from stay._lock import CourseLock
+from stay.artefacts import Curriculum, load
+from stay.briefs import load_brief, slugify
+from stay.errors import EXIT_INTERRUPTED, CourseLocked
+from stay.models import ModelAnswer, ModelRequest, OfflineBackend
+from stay.pipeline import build_course, gate_status, graph, status, walk_order
+from stay.pipeline._layout import CourseLayout
+from stay.stages import REGISTRY
 from tests.conftest import ROOT
 from tests.pipeline.test_build import quiet, tree
 
@@ -53,3 +68,180 @@ def test_deleting_runs_withdraws_no_approval(tmp_path: Path) -> None:
     assert gate_status(result.slug, courses_dir=tmp_path) == {"design": "approved", "plan": "approved"}
     again = build_course(BRIEF, courses_dir=tmp_path, backend=OfflineBackend(), progress=quiet)
     assert again.complete and again.calls == 0
+
+
+# -- a kill at a write point: the resumed course is the one an uninterrupted run writes ----
+
+PROBE = ROOT / "tests" / "crash_probe.py"
+ARTEFACT_RENAMES = r"^after replace (?!(hashes|gates|course|quick)\.|run-log|\w+-gate\.md)\S+\.(yaml|md)$"
+"""Right after a course artefact's rename: where a file was recorded only later."""
+
+
+def _scratch() -> dict[str, str]:
+    """The probe's environment: its courses in memory where the machine has /dev/shm
+    (each point is two builds; the kills are not power cuts, so real syncs prove nothing)."""
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    if os.access("/dev/shm", os.W_OK):
+        env["TMPDIR"] = "/dev/shm"
+    return env
+
+
+@pytest.mark.parametrize(("kind", "where", "sample"), [
+    pytest.param("KILL", ARTEFACT_RENAMES, 6, id="SIGKILL-after-artefact-renames"),
+    pytest.param("INT", ARTEFACT_RENAMES, 4, id="SIGINT-after-artefact-renames"),
+    *([pytest.param("KILL", "", 30, id="SIGKILL-anywhere"), pytest.param("INT", "", 12, id="SIGINT-anywhere")]
+      if os.environ.get("CI") == "true" else []),  # CI has the time for more points
+])
+def test_a_kill_at_a_write_point_resumes_to_the_course_an_uninterrupted_run_writes(
+        kind: str, where: str, sample: int) -> None:
+    """SIGKILL, or Ctrl-C, just before or after an os.replace or os.fsync; the command run
+    again finishes the same bytes, .state/ (the ledger, the gates) included. The points are
+    counted in an uninterrupted run; benchmarks/crash_points.py takes every one."""
+    done = subprocess.run([sys.executable, str(PROBE), "--signal", kind, "--sample", str(sample), "--where", where,
+                           "--", "build", str(BRIEF.relative_to(ROOT)), "--yes"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=_scratch())
+    assert done.returncode == 0, done.stderr
+    head, *points = [json.loads(line) for line in done.stdout.splitlines()]
+    assert 0 < len(points) == head["chosen"] <= min(sample, head["points"])
+    killed = -signal.SIGKILL if kind == "KILL" else EXIT_INTERRUPTED
+    for point in points:
+        if point["ran"] is None:
+            assert point["code"] == killed, point  # the signal landed: the run did not finish
+        else:  # that run passed fewer points than the reference (the wave saved a checkpoint)
+            assert point["code"] == 0 and point["ran"] < point["point"], point
+        assert point["resumed"] == 0 and point["differs"] == [], point
+    assert any(point["ran"] is None for point in points)
+
+
+# -- no thread outlives its run ----------------------------------------------------------------
+
+WAVE = {stage.name for stage in REGISTRY if stage.phase == "wave"}
+
+
+class Held(OfflineBackend):
+    """Every wave call waits at ``gate``, so it is in flight when the run fails."""
+
+    def __init__(self, gate: threading.Event) -> None:
+        super().__init__()
+        self.gate = gate
+        self.entered = threading.Semaphore(0)
+
+    def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
+        if request.stage in WAVE:
+            self.entered.release()
+            self.gate.wait()
+        return super().complete(request, model)
+
+    def crash_in_flight(self, error: BaseException) -> Callable[[str], None]:
+        """An ``on_node`` that raises ``error`` once the wave has started and one of its
+        calls is waiting at the gate."""
+
+        def crash(name: str) -> None:
+            if name == "write_lesson":
+                assert self.entered.acquire(timeout=60)  # a bound: the call says when it is there
+                raise error
+
+        return crash
+
+
+def _workers() -> list[str]:
+    return sorted(t.name for t in threading.enumerate()
+                  if t.name.startswith(("stay-call", "stay-lesson")) and t is not threading.current_thread())
+
+
+class Release:
+    """Which workers were alive when the course lock was released, the course's files
+    then, and when it was."""
+
+    def __init__(self) -> None:
+        self.alive: list[list[str]] = []
+        self.files: dict[str, str] = {}
+        self.done = threading.Event()
+
+
+def _watch_release(monkeypatch: pytest.MonkeyPatch, course: Path) -> Release:
+    seen = Release()
+    real = CourseLock.release
+
+    def release(self: CourseLock) -> None:
+        if self.course_dir == course and self._fd is not None and not seen.done.is_set():
+            seen.alive.append(_workers())
+            seen.files = tree(course)
+            seen.done.set()
+        real(self)
+
+    monkeypatch.setattr(CourseLock, "release", release)
+    return seen
+
+
+def test_a_run_that_fails_mid_wave_ends_every_worker_before_it_frees_the_lock(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wave's calls are held until the run waits for its workers (an executor shut down
+    with wait=True), so a run that frees the lock without waiting leaves them alive. After
+    the raise no worker is left and no wave file was written: the cancel came first."""
+    gate = threading.Event()
+    shutdown = ThreadPoolExecutor.shutdown
+
+    def waiting(self: ThreadPoolExecutor, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        if wait:
+            gate.set()
+        shutdown(self, wait=wait, cancel_futures=cancel_futures)
+
+    monkeypatch.setattr(ThreadPoolExecutor, "shutdown", waiting)
+    course = tmp_path / slugify(load_brief(BRIEF).title)
+    release = _watch_release(monkeypatch, course)
+    with pytest.raises(Crash):
+        held = Held(gate)
+        build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=held, progress=quiet,
+                     on_node=held.crash_in_flight(Crash()))
+    assert release.alive == [[]] and _workers() == []
+    assert tree(course) == release.files  # nothing appeared or changed after the lock was free
+    _no_wave_file_written(course, tmp_path)
+    CourseLock(course).acquire()  # free
+
+
+def test_an_interrupted_run_frees_the_lock_only_once_its_workers_have_ended(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C does not wait for a call that hangs, so the lock stays held (a retry in the
+    same process is refused, never racing the workers) until the last worker ends; none
+    of them writes after the interrupt."""
+    gate = threading.Event()
+    course = tmp_path / slugify(load_brief(BRIEF).title)
+    release = _watch_release(monkeypatch, course)
+    with pytest.raises(KeyboardInterrupt):
+        held = Held(gate)
+        build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=held, progress=quiet,
+                     on_node=held.crash_in_flight(KeyboardInterrupt()))
+    with pytest.raises(CourseLocked):
+        build_course(BRIEF, courses_dir=tmp_path, yes=True, progress=quiet)  # the calls still hang
+    assert not release.done.is_set()
+    gate.set()
+    assert release.done.wait(timeout=60)  # a bound, not a synchronisation: the release says when
+    assert release.alive == [[]]
+    _no_wave_file_written(course, tmp_path)
+    assert build_course(BRIEF, courses_dir=tmp_path, yes=True, progress=quiet).complete
+
+
+def _no_wave_file_written(course: Path, courses: Path) -> None:
+    """Every file the wave writes is missing (derived from the wave stages and the
+    curriculum), and nothing is taken for a hand edit."""
+    layout = CourseLayout(load(course / "curriculum.yaml", Curriculum))
+    wave = [path for stage in REGISTRY if stage.phase == "wave" for path, _place in layout.outputs(stage)]
+    statuses = status(course.name, courses_dir=courses)
+    assert wave and all(statuses[path].state == "missing" for path in wave)
+    assert "edited" not in {s.state for s in statuses.values()}
+
+
+# -- the lock does not live in the cache -----------------------------------------------------------
+
+
+def test_deleting_runs_while_a_command_holds_the_lock_lets_no_second_writer_in(courses: Path) -> None:
+    course = next(courses.iterdir())
+    with CourseLock(course):
+        shutil.rmtree(course / ".runs", ignore_errors=True)
+        with pytest.raises(CourseLocked):
+            CourseLock(course).acquire()
+        with pytest.raises(CourseLocked):
+            build_course(course.name, courses_dir=courses, yes=True, progress=quiet)
+    with CourseLock(course):
+        pass  # released with its holder

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stay.artefacts import ArtefactLoadError, Curriculum, LessonPlan, load, write
+from stay.artefacts import ArtefactLoadError, Curriculum, LessonPlan, load
 from stay.briefs import DEFAULT_LIMITS
 from stay.models import OfflineBackend
 from stay.pipeline._commands import open_course
@@ -105,7 +105,7 @@ _steps = st.lists(st.one_of(
 @given(steps=_steps)
 def test_remembered_plans_and_introducers_equal_a_fresh_read_after_every_write(
         tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, int, int]]) -> None:
-    """Each step is what the pipeline does, through the run (``Run.wrote``): a plan
+    """Each step is what the pipeline does, through the run (``Run.write``): a plan
     rewritten with another lesson's new terms, or a module's lessons put in another order."""
     root = tmp_path_factory.mktemp("course") / SAMPLE.name
     shutil.copytree(SAMPLE, root)
@@ -121,15 +121,13 @@ def test_remembered_plans_and_introducers_equal_a_fresh_read_after_every_write(
             target, donor = places[first], places[second]
             plan = load(root / layout.plan_path(target), LessonPlan)
             given_terms = load(root / layout.plan_path(donor), LessonPlan).new_terms
-            write(root / layout.plan_path(target), plan.model_copy(update={"new_terms": given_terms}))
-            run.wrote([layout.plan_path(target)])
+            run.write({layout.plan_path(target): plan.model_copy(update={"new_terms": given_terms})})
         else:
             curriculum = layout.curriculum
             module = curriculum.modules[first]
             reordered = module.model_copy(update={"lessons": list(reversed(module.lessons))})
             modules = [reordered if m is module else m for m in curriculum.modules]
-            write(root / "curriculum.yaml", curriculum.model_copy(update={"modules": modules}))
-            run.wrote(["curriculum.yaml"])
+            run.write({"curriculum.yaml": curriculum.model_copy(update={"modules": modules})})
         plans, introducers = _fresh(root)
         assert run.plans() == plans
         assert {t: p.id for t, p in run.layout.introducers(run.plans()).items()} == introducers
