@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from stay._stored import Damaged, load_stored_json, read_stored
 from stay.artefacts import Brief, dump_yaml, to_data, write_text_atomic
 from stay.errors import EnvironmentProblem
 from stay.requests import Role
@@ -141,11 +142,9 @@ def ledger_text(ledger: Mapping[str, Any], screened: str | None) -> str:
 
 def read_document(path: Path, slug: str) -> dict[str, Any]:
     """hashes.json as a mapping ({} when absent); a damaged one names ``stay adopt``."""
-    read_ledger(path, "artefacts", slug)  # refuses a damaged file, in one line
-    if not path.is_file():
-        return {}
-    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return document
+    document = _ledger_document(path, slug)
+    _section(document, path, "artefacts", slug)  # refuses a damaged file, in one line
+    return document if isinstance(document, dict) else {}
 
 
 def append_journal(path: Path, entries: Mapping[str, Any]) -> None:
@@ -168,7 +167,11 @@ def journal_lines(path: Path) -> Iterator[dict[str, Any]]:
     """The journal's records; a last line cut off by a crash is ignored."""
     if not path.is_file():
         return
-    for line in path.read_text(encoding="utf-8").splitlines():
+    try:
+        text = read_stored(path).decode("utf-8", "replace")  # bounded; a damaged line is skipped below
+    except Damaged as exc:
+        raise EnvironmentProblem(f"{exc}; move it aside and run the command again") from None
+    for line in text.splitlines():
         try:
             record = json.loads(line)
         except ValueError:
@@ -180,13 +183,23 @@ def journal_lines(path: Path) -> Iterator[dict[str, Any]]:
 def read_ledger(path: Path, section: str, slug: str) -> dict[str, Any]:
     """``section`` of a ledger file ({} when the file is absent). A damaged ledger is an
     environment problem with one way out, named: ``stay adopt``."""
-    if not path.is_file():
+    return _section(_ledger_document(path, slug), path, section, slug)
+
+
+def _ledger_document(path: Path, slug: str) -> Any:
+    """A ledger file's JSON, read bounded (a regular file, at most 16 MB, shallow: what stay
+    writes there); absent is {}."""
+    if not os.path.lexists(path):
         return {}
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise EnvironmentProblem(f"{path} is damaged ({type(exc).__name__}); run `stay adopt {slug}` to "
+        return load_stored_json(path)
+    except (Damaged, OSError) as exc:
+        why = exc.reason if isinstance(exc, Damaged) else type(exc).__name__
+        raise EnvironmentProblem(f"{path} is damaged ({why}); run `stay adopt {slug}` to "
                                  "rebuild the ledger from the files on disk") from None
+
+
+def _section(document: Any, path: Path, section: str, slug: str) -> dict[str, Any]:
     part = document.get(section, {}) if isinstance(document, dict) else None
     if not isinstance(part, dict) or not all(isinstance(v, dict) for v in part.values()):
         raise EnvironmentProblem(f"{path} is damaged ('{section}' is not a mapping of entries); run "

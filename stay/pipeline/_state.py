@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from stay._display import terminal_text
+from stay._stored import Damaged, read_stored
 from stay.artefacts import (
     Brief,
     CourseManifest,
@@ -31,6 +32,7 @@ from stay.artefacts import (
     load,
     write_text_atomic,
 )
+from stay.errors import EnvironmentProblem
 from stay.pipeline._course_graph import artefact_paths
 from stay.pipeline._dag import Dag
 from stay.pipeline._layout import BRIEF, CourseLayout
@@ -357,10 +359,20 @@ class CourseState:
 
     # -- the run log -------------------------------------------------------
 
-    def next_run_number(self) -> int:
+    def _run_log(self) -> str | None:
+        """The run log's text, read bounded (None when there is none yet); a log that is not
+        what stay writes (a link, a FIFO, past 16 MB) is one line naming the fix."""
         path = self.root / RUN_LOG
-        text = path.read_text(encoding="utf-8") if path.is_file() else ""
-        return text.count("\n## run ") + 1
+        if not os.path.lexists(path):
+            return None
+        try:
+            return read_stored(path).decode("utf-8", "replace")
+        except Damaged as exc:
+            raise EnvironmentProblem(f"{exc}; move it aside (stay starts a new one) and run the command again") \
+                from None
+
+    def next_run_number(self) -> int:
+        return (self._run_log() or "").count("\n## run ") + 1
 
     def log_run(self, command: str, backend: str, written: list[str], stopped: str | None,
                 retired: list[str] | None = None, revised: Mapping[str, str] | None = None,
@@ -371,7 +383,7 @@ class CourseState:
         if not written and not retired:
             return
         path = self.root / RUN_LOG
-        text = path.read_text(encoding="utf-8") if path.is_file() else "# Run log\n"
+        text = self._run_log() or "# Run log\n"
         number = text.count("\n## run ") + 1
         lines = [f"## run {number}: {command} ({backend})", ""]
         lines += [f"- wrote {p}" for p in sorted(set(written))]
