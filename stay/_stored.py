@@ -77,7 +77,7 @@ def load_stored_json(path: str | os.PathLike[str], limit: int = MAX_STORED_BYTES
     except UnicodeDecodeError:
         raise Damaged(where, "not UTF-8 text") from None
     # Nesting is counted before parsing: the parser recurses once per level.
-    if _nesting(text) > depth:
+    if json_nesting(text) > depth:
         raise Damaged(where, f"JSON nested deeper than {depth} levels, deeper than anything stay writes")
     try:
         return json.loads(text)
@@ -88,9 +88,11 @@ def load_stored_json(path: str | os.PathLike[str], limit: int = MAX_STORED_BYTES
         raise Damaged(where, "not valid JSON" + (f" at line {line}" if line else "")) from None
 
 
-def _nesting(text: str) -> int:
+def json_nesting(text: str) -> int:
     """The deepest bracket nesting of a JSON text, brackets inside strings not counted:
-    strings are cut out by a regular expression, then one pass over the brackets left."""
+    strings are cut out by a regular expression, then one pass over the brackets left.
+    The guard before every ``json.loads`` of untrusted text (stored files, a model's
+    answer): the parser recurses once per level."""
     level = deepest = 0
     for bracket in _BRACKET.findall(_STRING.sub("", text)):
         level += 1 if bracket in "[{" else -1
@@ -102,4 +104,4 @@ _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # unrolled: linear on a long 
 _BRACKET = re.compile(r"[\[\]{}]")
 
 
-__all__ = ["MAX_STORED_BYTES", "MAX_STORED_DEPTH", "Damaged", "load_stored_json", "read_stored"]
+__all__ = ["MAX_STORED_BYTES", "MAX_STORED_DEPTH", "Damaged", "json_nesting", "load_stored_json", "read_stored"]

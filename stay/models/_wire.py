@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stay import _secrets
+from stay._stored import json_nesting
 from stay.errors import AnswerError, ModelError, RefusalError, TruncationError
 from stay.models._roles import Thinking, thinks_adaptively
 from stay.requests import ModelAnswer, ModelRequest, Usage
@@ -125,28 +126,6 @@ def usage_of(message: Any, where: str) -> Usage:
     return Usage(**counts, thinking_tokens=thinking)
 
 
-def _depth(text: str) -> int:
-    """The deepest nesting of brackets outside strings (a cheap guard before json.loads)."""
-    deepest = depth = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
-    return deepest
-
-
 def answer_from(message: Any, request: ModelRequest, *, budget: Budget | None = None,
                 batch: bool = False) -> ModelAnswer:
     """A Messages API response as an answer, or the error it means: the stop reason
@@ -200,7 +179,7 @@ def _answer_from(message: Any, request: ModelRequest, *, budget: Budget | None, 
                            "revise the brief or the inputs of this stage")
     text = "".join(getattr(block, "text", "") or "" for block in content
                    if getattr(block, "type", None) == "text")
-    if _depth(text) > MAX_ANSWER_DEPTH:
+    if json_nesting(text) > MAX_ANSWER_DEPTH:
         raise ModelError(f"{where}: the answer nests deeper than {MAX_ANSWER_DEPTH} levels; no artefact "
                          "is that deep, so it was not parsed: run the command again")
     try:

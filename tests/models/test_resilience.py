@@ -16,9 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stay._stored import json_nesting
 from stay.errors import EXIT_REFUSED, EXIT_UNAVAILABLE, ModelError, ModelUnavailable, exit_code
 from stay.models import AnthropicBackend
-from stay.models._wire import _depth, retry_after
+from stay.models._wire import retry_after
 from tests.conftest import run_stay
 from tests.models.fake_api import message
 from tests.models.helpers import HTTP, KEY, audience_request, backend, client, recording
@@ -257,7 +258,8 @@ def nesting(value: object) -> int:
 def test_the_depth_guard_measures_what_the_parser_would_nest(value: object) -> None:
     """The guard runs before json.loads: it must never call a shallow answer deep (strings
     full of brackets and escaped quotes included)."""
-    assert _depth(json.dumps(value)) == nesting(value)
+    assert json_nesting(json.dumps(value)) == nesting(value)
+    assert json_nesting(json.dumps(value, ensure_ascii=False)) == nesting(value)
 
 
 def test_retry_after_reads_milliseconds_then_seconds_and_ignores_dates() -> None:
