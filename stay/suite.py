@@ -26,6 +26,7 @@ from stay.artefacts import Brief
 from stay.briefs import slugify
 from stay.models import AnthropicBackend, CachedBackend, OfflineBackend, RequestCache, Usage
 from stay.pipeline import build_course
+from stay.pipeline._ledger import read_document
 from stay.scoring import CourseOnDisk, Judge, OfflineJudge, Scorer, default_scorers, score_course, scorer_versions
 from stay.scoring._report import build_entry, report, write_report
 from stay.settings import Settings
@@ -59,7 +60,7 @@ def built_with(course_dir: Path) -> dict[str, dict[str, str]]:
     path = course_dir / ".state" / "hashes.json"
     if not path.is_file():
         return {}
-    document = json.loads(path.read_text(encoding="utf-8"))
+    document = read_document(path, course_dir.name)  # the ledger's own bounded reader
     entries = document.get("artefacts", {}) if isinstance(document, dict) else {}
     return {name: dict(entry["sources"]) for name, entry in sorted(entries.items())
             if isinstance(entry, dict) and isinstance(entry.get("sources"), dict)}

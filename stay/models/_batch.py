@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stay._stored import Damaged, load_stored_json
 from stay.errors import ModelError, ModelUnavailable, UnsafeId
 from stay.models._cache import RequestCache, request_key
 from stay.models._roles import THINKING
@@ -92,9 +93,9 @@ class _Ledger:
         if not self.directory.is_dir():
             return
         for path in sorted(self.directory.glob("*.json")):
-            try:
-                record = json.loads(path.read_text(encoding="utf-8"))
-            except ValueError:
+            try:  # bounded, a regular file only: a planted FIFO or a huge file is skipped like damage
+                record = load_stored_json(path)
+            except (Damaged, OSError):
                 continue
             if isinstance(record, dict) and "batch_id" in record:
                 batch_id = checked_id(record["batch_id"], f"{path}: field 'batch_id'", _RECORD_FIX)

@@ -353,3 +353,20 @@ def test_a_planted_batch_record_deletes_nothing_even_when_the_api_answers_404(tm
         prefetch(_client(api), jobs, cache, poll_seconds=0, sleep=lambda _s: None)
     assert _everything(tmp_path) == before and api.batches == {}  # nothing deleted, nothing submitted
     assert mine.read_text() == '{"name": "mine"}\n'
+
+
+def test_a_planted_record_that_is_a_fifo_or_huge_is_skipped_not_read(tmp_path: Path) -> None:
+    """Batch records are read like every stored file: a FIFO would block the read for ever,
+    a sparse 17 MB file would be read whole; each is passed over, the good record kept."""
+    import os
+
+    from stay._stored import MAX_STORED_BYTES
+    from stay.models._batch import _Ledger
+
+    ledger = _Ledger(tmp_path)
+    ledger.add("msgbatch_good1", ["a"])
+    os.mkfifo(tmp_path / "msgbatch_fifo1.json")
+    with (tmp_path / "msgbatch_huge1.json").open("wb") as handle:
+        handle.truncate(MAX_STORED_BYTES + 1)
+    assert [(path.name, record["batch_id"]) for path, record in ledger.records()] == [
+        ("msgbatch_good1.json", "msgbatch_good1")]
