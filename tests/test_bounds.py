@@ -226,3 +226,19 @@ def test_the_quick_rebuild_fingerprint_hashes_an_oversized_lesson_without_holdin
     found, peak = _peak(lambda: fingerprint(args, sample_copy.name, sample_copy, Settings.from_env()))
     assert isinstance(found, str), found
     assert peak < 2 * MAX_FILE_BYTES
+
+
+def test_an_oversized_prompt_file_is_one_line_naming_it(tmp_path: Path) -> None:
+    """A prompts directory is an input like a course: its files are read bounded too."""
+    import shutil
+
+    from stay.errors import UsageError
+    from stay.stages import Prompts, packaged_prompts_dir
+
+    prompts = tmp_path / "prompts"
+    shutil.copytree(packaged_prompts_dir(), prompts)
+    with (prompts / "quiz.md").open("ab") as handle:
+        handle.truncate(MAX_FILE_BYTES + 1)  # sparse: no disk
+    with pytest.raises(UsageError) as refused:
+        Prompts.load(prompts)
+    assert str(refused.value).startswith(f"{prompts / 'quiz.md'}: larger than 16 MB") and "\n" not in str(refused.value)

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel
 
+from stay._bounds import TooLarge, read_bounded
 from stay.artefacts import ArtefactLoadError, validate_as
 from stay.errors import AnswerError, GraphError, UsageError
 from stay.requests import ModelAnswer, ModelRequest, Role, SystemBlock
@@ -70,10 +71,14 @@ class Prompts:
         if not root.is_dir():
             raise UsageError(f"{root}: the prompts directory does not exist; give a copy of prompts/ "
                              "(--prompts-dir or STAY_PROMPTS_DIR)")
+        def read(path: Path) -> str:
+            return read_bounded(path).decode("utf-8")  # a prompt file is an input like any other: bounded
+
         try:
-            templates = {p.stem: p.read_text(encoding="utf-8") for p in sorted(root.glob("*.md"))}
-            references = {name: (root / "reference" / name).read_text(encoding="utf-8")
-                          for name in REFERENCE_NAMES}
+            templates = {p.stem: read(p) for p in sorted(root.glob("*.md"))}
+            references = {name: read(root / "reference" / name) for name in REFERENCE_NAMES}
+        except TooLarge as exc:
+            raise UsageError(str(exc)) from None
         except (OSError, UnicodeDecodeError) as exc:
             where = getattr(exc, "filename", None) or root
             raise UsageError(f"{where}: cannot read this prompt file ({type(exc).__name__}); a prompts "
