@@ -20,9 +20,9 @@ one table, ``EXIT_CODES`` (the most specific class wins).
     │   │                     malformed                                               (5)
     │   ├── TruncationError   the answer was cut off at max_tokens
     │   ├── RefusalError      the model refused to answer
-    │   ├── ReplayMiss        a replayed run met a request it has no recorded answer for
-    │   └── ModelUnavailable  the service is unavailable after retries (429, 529, 5xx,
-    │                         connection, timeout): rerun to continue                  (6)
+    │   └── ReplayMiss        a replayed run met a request it has no recorded answer for
+    ├── ModelUnavailable      no reply came: the service is unavailable after retries
+    │                         (429, 529, 5xx, connection, timeout): rerun to continue  (6)
     ├── PipelineError         the pipeline refused to go on (a gate, a guard)          (5)
     │   ├── BriefRejected     input moderation flagged the brief; nothing was written
     │   ├── UnsafeId          an id or slug read from disk or from a model that could
@@ -143,9 +143,13 @@ class ReplayMiss(ModelError):
     """A replayed run needed an answer the request cache does not hold."""
 
 
-class ModelUnavailable(ModelError):
+class ModelUnavailable(StayError):
     """The model service did not answer after its retries (rate limit, overload, a server
-    error, no connection, a timeout). Nothing is lost: rerun the command to continue."""
+    error, no connection, a timeout). Nothing is lost: rerun the command to continue.
+
+    Not a ``ModelError``: that is a reply that came and cannot be used, this is no reply
+    at all (httpx's split of TransportError from HTTPStatusError). Code that handles both,
+    such as a judge that records either as "no verdict", names both."""
 
 
 class PipelineError(StayError):

@@ -36,7 +36,7 @@ def test_exception_tree() -> None:
     assert issubclass(stay.ArtefactError, stay.StayError)
     assert issubclass(stay.AnswerError, stay.StayError)
     assert issubclass(stay.PipelineError, stay.StayError)
-    assert issubclass(stay.ModelUnavailable, stay.ModelError)
+    assert issubclass(stay.ModelUnavailable, stay.StayError) and not issubclass(stay.ModelUnavailable, stay.ModelError)
     assert issubclass(stay.BriefError, stay.UsageError)
     assert issubclass(stay.CourseLocked, stay.PipelineError)
 

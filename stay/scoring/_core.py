@@ -38,7 +38,7 @@ from stay.artefacts import (
     Quiz,
     load,
 )
-from stay.errors import AnswerError, ModelError
+from stay.errors import AnswerError, ModelError, ModelUnavailable
 from stay.models import DEFAULT_MODELS, ModelAnswer, ModelClient, ModelRequest, Rejecting, SystemBlock, Usage
 
 A = TypeVar("A", bound=BaseModel)
@@ -219,7 +219,7 @@ class ModelJudge:
             answer: ModelAnswer = self.backend.complete(request, self.model)
         except AnswerError as exc:
             return JudgeReply(None, exc.raw if exc.raw is not None else str(exc), self.model)
-        except ModelError as exc:  # unavailable, refused, truncated: no verdict at all
+        except (ModelError, ModelUnavailable) as exc:  # refused, truncated, unavailable: no verdict at all
             return JudgeReply(None, "", self.model, error=f"{type(exc).__name__}: {' '.join(str(exc).split())}")
         return JudgeReply(answer.data, json.dumps(answer.data, sort_keys=True), answer.model, answer.usage)
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stay._stored import json_nesting
-from stay.errors import EXIT_REFUSED, EXIT_UNAVAILABLE, ModelError, ModelUnavailable, exit_code
+from stay.errors import EXIT_REFUSED, EXIT_UNAVAILABLE, ModelError, ModelUnavailable, StayError, exit_code
 from stay.models import AnthropicBackend
 from stay.models._wire import retry_after
 from tests.conftest import run_stay
@@ -125,6 +125,24 @@ def test_a_rejected_key_is_not_retried() -> None:
     with pytest.raises(ModelError, match=r"ANTHROPIC_API_KEY was rejected \(401\)"):
         backend(handle).complete(PLAIN, "m")
     assert len(seen) == 1
+
+
+def test_no_reply_and_an_unusable_reply_are_disjoint_and_keep_their_exit_codes() -> None:
+    """After httpx's split of TransportError from HTTPStatusError: the service not answering
+    (ModelUnavailable, exit 6) is no kind of reply that cannot be used (ModelError, exit 5),
+    so an ``except ModelError`` never swallows a rerun-to-continue."""
+    def refuse(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError("connection refused", request=request)
+
+    with pytest.raises(StayError) as none_came:
+        backend(refuse, max_retries=0).complete(PLAIN, "m")
+    handle, _seen = recording([error(401, "authentication_error")])
+    with pytest.raises(StayError) as unusable:
+        backend(handle).complete(PLAIN, "m")
+    assert isinstance(none_came.value, ModelUnavailable) and not isinstance(none_came.value, ModelError)
+    assert isinstance(unusable.value, ModelError) and not isinstance(unusable.value, ModelUnavailable)
+    assert not issubclass(ModelError, ModelUnavailable) and not issubclass(ModelUnavailable, ModelError)
+    assert (exit_code(none_came.value), exit_code(unusable.value)) == (EXIT_UNAVAILABLE, EXIT_REFUSED)
 
 
 def _body(**changes: Any) -> dict[str, Any]:

@@ -92,7 +92,8 @@ def test_a_reply_of_the_wrong_shape_is_a_failed_item_too(course: CourseOnDisk) -
 
 @pytest.mark.parametrize("error", [ModelUnavailable("stage judge: the API is overloaded (529) after 4 retries"),
                                    RefusalError("stage judge: the model refused"), ModelError("HTTP 500")])
-def test_a_model_or_api_error_is_an_evaluator_error_not_a_low_score(course: CourseOnDisk, error: ModelError) -> None:
+def test_a_model_or_api_error_is_an_evaluator_error_not_a_low_score(course: CourseOnDisk,
+                                                                  error: ModelError | ModelUnavailable) -> None:
     calls = []
 
     def reply(request: ModelRequest) -> dict[str, Any]:
