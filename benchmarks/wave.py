@@ -35,8 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from stay.models import OfflineBackend  # noqa: E402
 from stay.pipeline import build_course, run_command  # noqa: E402
+from stay.testing import RiggedBackend  # noqa: E402
 
 BRIEF = ROOT / "examples" / "briefs" / "sql-window-functions.yaml"
 CAPS = [(4, 8), (2, 3), (1, 8), (1, 2), (8, 32), (4, 4)]
@@ -99,7 +99,7 @@ def main() -> int:
             os.environ["STAY_WAVE_CONCURRENCY"] = str(width)
             os.environ["STAY_MODEL_CONCURRENCY"] = str(models)
             result = run_command("write", course.name, courses_dir=tmp, progress=quiet,
-                                 backend=OfflineBackend(latency=args.latency))
+                                 backend=RiggedBackend(latency=args.latency))
             wave = result.wave
             assert wave is not None and wave.calls == calls
             assert result.validation is not None and not result.validation.defects

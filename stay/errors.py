@@ -29,9 +29,11 @@ one table, ``EXIT_CODES`` (the most specific class wins).
     │   │                     name a path outside the course, or breaks the id format
     │   └── CourseLocked      another command is writing this course
     ├── InvalidRun            an eval report with too many failed judge items to trust (5)
-    ├── GraphError            a declaration that breaks its contract: the pipeline graph,
-    │                         a stage, the rule registry (a bug)                       (3)
-    └── InjectedFault         a fault a test asked the offline backend to raise        (5)
+    └── GraphError            a declaration that breaks its contract: the pipeline graph,
+                              a stage, the rule registry (a bug)                       (3)
+
+Test support raises one more StayError, ``stay.testing.InjectedFault`` (5), declared
+there because only a test asks for it.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ __all__ = [
     "EXIT_BUG", "EXIT_CODES", "EXIT_FAIL", "EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_REFUSED",
     "EXIT_UNAVAILABLE", "EXIT_USAGE", "AnswerError", "ArtefactError", "BriefError", "BriefRejected",
     "CourseLocked", "CoursePathError", "DataFileError", "EnvironmentProblem", "GraphError",
-    "InjectedFault", "InvalidRun", "ModelError", "ModelUnavailable", "PipelineError", "RefusalError", "ReplayMiss",
+    "InvalidRun", "ModelError", "ModelUnavailable", "PipelineError", "RefusalError", "ReplayMiss",
     "RunsNotComparable", "StayError", "TruncationError", "UnsafeId", "UsageError", "exit_code",
 ]
 
@@ -172,10 +174,6 @@ class CourseLocked(PipelineError):
 class GraphError(StayError, ValueError):
     """A declaration that breaks its contract (the pipeline graph, a stage, the rule
     registry): a bug in stay, found when it is built; the message lists every problem."""
-
-
-class InjectedFault(StayError, RuntimeError):
-    """A fault the offline backend was asked to raise (tests only)."""
 
 
 EXIT_CODES: dict[type[BaseException], int] = {

@@ -4,7 +4,7 @@ It sits above both the pipeline (which builds) and the scorers (which judge cour
 disk): neither imports the other. Used by ``pytest evals/``. Each build (brief x epoch)
 is independent and goes into its own course directory, ``<courses>/e<NN>/<slug>``.
 Offline, epochs differ by a seed (the run's seed, the brief and the epoch), which the
-offline backend's quality knob turns into build-to-build noise; with a model, the same
+quality knob (``stay.testing.RiggedBackend``) turns into build-to-build noise; with a model, the same
 seed goes into the request cache's key as a salt (never into the prompt), so every
 epoch is a fresh set of requests while a rerun of the same run pays for nothing.
 
@@ -24,13 +24,14 @@ from typing import Any
 
 from stay.artefacts import Brief
 from stay.briefs import slugify
-from stay.models import AnthropicBackend, CachedBackend, OfflineBackend, RequestCache, Usage
+from stay.models import AnthropicBackend, CachedBackend, RequestCache, Usage
 from stay.pipeline import build_course
 from stay.pipeline._ledger import read_document
 from stay.scoring import CourseOnDisk, Judge, OfflineJudge, Scorer, default_scorers, score_course, scorer_versions
 from stay.scoring._report import build_entry, report, write_report
 from stay.settings import Settings
 from stay.stages import Prompts
+from stay.testing import RiggedBackend
 
 OFFLINE = "offline"
 DEFAULT_EPOCHS = 6
@@ -84,7 +85,9 @@ def evaluate_build(brief_path: Path, *, epoch: int, courses_dir: Path, backend: 
         generator: Any
         cache: bool | None = None
         if backend == OFFLINE:
-            generator = OfflineBackend(quality=dict(quality or {}), seed=seed)
+            # the offline suite's one test knob (--stay-quality: worse generation on purpose,
+            # to test the harness) is test support, so it comes from stay.testing
+            generator = RiggedBackend(quality=dict(quality or {}), seed=seed)
         else:  # the epoch's salt keys its requests apart in the cache; the prompt is untouched
             generator = CachedBackend(AnthropicBackend(api_key=chosen.api_key, base_url=chosen.base_url,
                                                        timeout=chosen.request_timeout),

@@ -4,16 +4,15 @@ behind one protocol (offline, anthropic, and the request cache in front of eithe
 
 from __future__ import annotations
 
-from stay.errors import InjectedFault
 from stay.models._anthropic import AnthropicBackend
 from stay.models._batch import MAX_BATCH_BYTES, MAX_BATCH_REQUESTS, BatchOutcome, prefetch
 from stay.models._cache import CachedBackend, RequestCache, request_key
-from stay.models._offline import DEFECTS, OFFLINE_MODEL, OfflineBackend, offline_answer
+from stay.models._offline import OFFLINE_MODEL, OfflineBackend, offline_answer
 from stay.models._prefix_gate import PrefixGate, prefix_keys
 from stay.models._prices import BATCH_DISCOUNT, PRICES, Price, Rates, cost, describe_cost
 from stay.models._protocol import ModelClient, Rejecting
 from stay.models._roles import DEFAULT_MODELS, SCREENING, THINKING, Thinking
-from stay.models._screen import Screening, screen_request, screening_of, verdict
+from stay.models._screen import SCREEN_STAGE, Screening, screen_request, screening_of, verdict
 from stay.models._wire import answer_from, request_params
 from stay.requests import (
     MAX_TOKENS,
@@ -28,7 +27,6 @@ from stay.requests import (
 __all__ = [
     "BATCH_DISCOUNT",
     "DEFAULT_MODELS",
-    "DEFECTS",
     "MAX_BATCH_BYTES",
     "MAX_BATCH_REQUESTS",
     "MAX_TOKENS",
@@ -36,11 +34,11 @@ __all__ = [
     "PRICES",
     "ROLES",
     "SCREENING",
+    "SCREEN_STAGE",
     "THINKING",
     "AnthropicBackend",
     "BatchOutcome",
     "CachedBackend",
-    "InjectedFault",
     "ModelAnswer",
     "ModelClient",
     "ModelRequest",

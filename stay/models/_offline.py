@@ -1,40 +1,25 @@
-"""The offline backend: deterministic answers with no network, and faults on request.
+"""The offline backend: deterministic answers with no network.
 
 It is the default when ``ANTHROPIC_API_KEY`` is unset. From any reasonable brief it
 writes a complete course that passes the validator with --strict, in honest template
-prose (see ``_offline_course``). For the tests of later work it can also inject
-latency, errors, defects and a moderation flag.
+prose (see ``_offline_course``). What only tests use (counting calls, latency, faults,
+defects, a moderation flag, quality knobs) is ``stay.testing.RiggedBackend``, a
+subclass, not part of this one.
 """
 
 from __future__ import annotations
 
 import copy
-import threading
-import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from stay.errors import InjectedFault, UsageError
+from stay.errors import UsageError
 from stay.models._offline_course import ANSWERS, honour_note
 from stay.models._offline_repair import keep_file
-from stay.models._quality import BUILD_NOISE, degrade
 from stay.models._screen import SCREEN_STAGE, Screening, screen_request
 from stay.requests import ModelAnswer, ModelRequest, Usage
 
 OFFLINE_MODEL = "offline"
-
-# Defects the backend can be asked to inject, by name: the stage whose answer they
-# damage, and how. Each makes the validator fire a known rule.
-DEFECTS = {
-    "banned-phrase": "content",        # les009: the prose says "simply"
-    "missing-why-wrong": "quiz",       # qz009: a distractor without its misconception
-    "exercise-level": "exercises",     # exe005: an exercise pitched at another level
-    "vague-criterion": "capstone",     # prj004: a rubric criterion that says "good"
-    "banned-verb": "outcomes",         # out005: an outcome that "understands"
-    "no-retrieval": "quiz",            # ret001: no item asks about the lesson's term again
-}
-
 
 STAGES = (*ANSWERS, SCREEN_STAGE)
 """Every stage ``offline_answer`` answers."""
@@ -53,7 +38,7 @@ def offline_answer(stage: str, inputs: dict[str, Any]) -> dict[str, Any]:
     ``{"brief_text": ...}``) never flags. A repair (inputs ``current_version`` and
     ``defects_to_fix``) keeps the current file and changes only what the defects name
     (``_offline_repair``). Defects, faults and quality knobs are options of
-    ``OfflineBackend``, not of this function.
+    ``stay.testing.RiggedBackend``, not of this function.
     """
     if stage == SCREEN_STAGE:
         return {"flagged": False, "reason": "the offline backend does not screen briefs"}
@@ -74,128 +59,31 @@ def offline_answer(stage: str, inputs: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class OfflineBackend:
-    """Answers every stage from its inputs. ``calls`` counts requests per stage."""
+    """Answers every stage from its inputs: the same request, the same answer. It keeps no
+    state, so one instance serves any number of runs and threads; a run's calls are
+    counted in its ``BuildResult``. Tests that count, slow down or damage what it answers
+    use ``stay.testing.RiggedBackend``, a subclass, so the pipeline treats it the same
+    (no request cache by default, like every offline run)."""
 
-    latency: float = 0.0
-    """Seconds each call sleeps, to make concurrency observable."""
-    errors: Mapping[str, int] = field(default_factory=dict)
-    """stage -> how many of its next calls raise ``InjectedFault``."""
-    defects: Mapping[str, int | None] | Iterable[str] = ()
-    """Names from ``DEFECTS`` to inject into answers of their stage: a mapping gives how
-    many answers to damage (None: all of them); a plain collection damages all."""
-    flag: str | None = None
-    """A moderation reason to flag every brief with."""
-    quality: Mapping[str, float] = field(default_factory=dict)
-    """Degradations the validator cannot see, for testing the evals harness: the share of
-    "distractors" whose why_wrong names no real misconception, of outcomes left
-    "untaught" by the sections meant to teach them, of "exercises" pitched below their
-    outcome's level, and of "rubrics" criteria whose levels differ only in degree words
-    (see ``stay.models._quality``). Without a seed, which items are degraded is a hash of
-    their ids: the same every run."""
-    seed: int | str | None = None
-    """Seeded build-to-build noise around ``quality``'s rates (one seed per build)."""
-    quality_noise: float = BUILD_NOISE
-    """The noise's standard deviation on the logit scale."""
     name: str = "offline"
-    calls: dict[str, int] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _errors_left: dict[str, int] = field(default_factory=dict, repr=False)
-    _defects_left: dict[str, int | None] = field(default_factory=dict, repr=False)
-    screened: list[str] = field(default_factory=list)
-    """Every text given to ``screen``, in order."""
-    in_flight: int = 0
-    most_in_flight: int = 0
-    lessons_in_flight: dict[str, int] = field(default_factory=dict)
-    most_lessons_in_flight: int = 0
-
-    def __post_init__(self) -> None:
-        counts = (dict(self.defects) if isinstance(self.defects, Mapping)
-                  else dict.fromkeys(self.defects, None))
-        unknown = set(counts) - set(DEFECTS)
-        if unknown:
-            raise UsageError(f"unknown defects {sorted(unknown)}; known: {sorted(DEFECTS)}")
-        self._defects_left = counts
-        self._errors_left = dict(self.errors)
-
-    @property
-    def total_calls(self) -> int:
-        return sum(self.calls.values())
 
     def screen(self, text: str) -> str | None:
-        with self._lock:
-            self.screened.append(text)
-        return self.flag
+        """The reason to reject ``text``: the offline backend flags no brief."""
+        return None
 
     def screening(self, text: str) -> Screening:
         """The screen's verdict; no model is called, so there is no usage to count."""
         return Screening(self.screen(text), screen_request(text))
 
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
-        lesson = _lesson_of(request)
-        with self._lock:
-            self.calls[request.stage] = self.calls.get(request.stage, 0) + 1
-            failing = self._errors_left.get(request.stage, 0) > 0
-            if failing:
-                self._errors_left[request.stage] -= 1
-            inject = []
-            for name, left in sorted(self._defects_left.items()):
-                if DEFECTS[name] == request.stage and (left is None or left > 0):
-                    inject.append(name)
-                    if left is not None:
-                        self._defects_left[name] = left - 1
-            self.in_flight += 1
-            self.most_in_flight = max(self.most_in_flight, self.in_flight)
-            if lesson:
-                self.lessons_in_flight[lesson] = self.lessons_in_flight.get(lesson, 0) + 1
-                self.most_lessons_in_flight = max(self.most_lessons_in_flight, len(self.lessons_in_flight))
-        try:
-            if self.latency:
-                time.sleep(self.latency)
-            if failing:
-                raise InjectedFault(f"injected error in stage {request.stage} ({request.artefact})")
-            if request.stage == SCREEN_STAGE:
-                data = {"flagged": self.flag is not None, "reason": self.flag or "not flagged (offline)"}
-            else:
-                data = offline_answer(request.stage, request.inputs)
-        finally:
-            with self._lock:
-                self.in_flight -= 1
-                if lesson:
-                    self.lessons_in_flight[lesson] -= 1
-                    if not self.lessons_in_flight[lesson]:
-                        del self.lessons_in_flight[lesson]
-        for name in inject:
-            _inject(name, data)
-        if self.quality:
-            degrade(request, data, self.quality, seed=self.seed, noise=self.quality_noise)
+        data = self.answer(request)
         words = len(request.user.split()) + sum(len(b.text.split()) for b in request.system)
         return ModelAnswer(data=data, model=OFFLINE_MODEL,
                            usage=Usage(input_tokens=words, output_tokens=len(str(data).split())))
 
-
-def _lesson_of(request: ModelRequest) -> str | None:
-    """The lesson a wave request is for (from the file it becomes), else None."""
-    if request.stage not in ("content", "exercises", "quiz"):
-        return None
-    return request.artefact.rsplit("/", 1)[-1].split(".", 1)[0]
-
-
-def _inject(defect: str, data: dict[str, Any]) -> None:
-    if defect == "banned-phrase":
-        data["body"] = data["body"].replace("This section", "This section simply", 1)
-    elif defect == "missing-why-wrong":
-        for item in data["items"]:
-            for option in item.get("options") or []:
-                option.pop("why_wrong", None)
-    elif defect == "exercise-level":
-        for exercise in data["exercises"]:
-            exercise["bloom"] = "create"
-    elif defect == "vague-criterion":
-        for criterion in data["rubric"]:
-            criterion["criterion"] += " The work is good."
-    elif defect == "no-retrieval":
-        data["items"] = [{**item, "stem": "Which statement matches what this lesson teaches?"}
-                         for item in data["items"] if item.get("outcome")]
-    elif defect == "banned-verb":
-        first = data["outcomes"][0]
-        first["verb"], first["text"] = "understand", "Understand " + first["text"].split(" ", 1)[1]
+    def answer(self, request: ModelRequest) -> dict[str, Any]:
+        """The data of the answer to ``request``; ``complete`` counts its tokens. The one
+        place a subclass changes what is answered (``stay.testing.RiggedBackend``)."""
+        if request.stage == SCREEN_STAGE:
+            return {"flagged": False, "reason": "not flagged (offline)"}
+        return offline_answer(request.stage, request.inputs)

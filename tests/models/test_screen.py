@@ -12,6 +12,7 @@ import pytest
 from stay.errors import AnswerError, BriefRejected, TruncationError
 from stay.models import SCREENING, OfflineBackend, offline_answer, screen_request, screening_of
 from stay.pipeline import build_course
+from stay.testing import RiggedBackend
 from tests.models.fake_api import answer_for, is_stage, message, reply
 from tests.models.helpers import HTTP, backend, quiet
 
@@ -84,7 +85,7 @@ def test_the_service_being_down_for_the_screen_warns_and_continues(tmp_path: Pat
 
 
 def test_the_offline_screen_is_deterministic_and_free() -> None:
-    flagged = OfflineBackend(flag="no")
+    flagged = RiggedBackend(flag="no")
     assert screening_of(flagged, "a brief").reason == "no" and screening_of(flagged, "a brief").answer is None
     assert screening_of(OfflineBackend(), "a brief").reason is None
     assert flagged.complete(screen_request("x"), "offline").data == {"flagged": True, "reason": "no"}

@@ -14,10 +14,11 @@ import yaml
 from pydantic import BaseModel
 
 from stay.errors import UsageError
-from stay.models import OfflineBackend, offline_answer, request_params
+from stay.models import offline_answer, request_params
 from stay.pipeline import build_course
 from stay.settings import Settings
 from stay.stages import REGISTRY, STAGES, answer_schema
+from stay.testing import RiggedBackend
 from tests.conftest import ROOT
 from tests.models.fake_api import VIOLATIONS, FakeMessagesAPI, answer_for, inputs_of, stage_of
 from tests.models.helpers import HTTP, SQL, audience_request, backend, quiet, recording
@@ -72,7 +73,7 @@ def test_a_data_directory_whose_rubric_levels_differ_from_the_schemas_is_refused
     house = yaml.safe_load((ROOT / "data" / "house-style.yaml").read_text(encoding="utf-8"))
     house["rubric"]["levels"] = list(reversed(house["rubric"]["levels"]))
     (data / "house-style.yaml").write_text(yaml.safe_dump(house), encoding="utf-8")
-    counting = OfflineBackend()
+    counting = RiggedBackend()
     with pytest.raises(UsageError) as refused:
         build_course(HTTP, courses_dir=tmp_path / "courses", yes=True, backend=counting, progress=quiet,
                      settings=Settings(data_dir=data))

@@ -11,8 +11,8 @@ import yaml
 
 import stay
 from stay.artefacts import load
-from stay.models import InjectedFault, OfflineBackend
 from stay.pipeline import BriefRejected, approve, build_course, run_command, status
+from stay.testing import InjectedFault, RiggedBackend
 from tests.conftest import ROOT, SAMPLE
 from tests.parity.harness import reference_report
 
@@ -54,7 +54,7 @@ def test_every_example_brief_builds_offline_and_passes_the_frozen_reference_stri
 def test_building_again_makes_no_model_call_and_changes_no_byte(tmp_path: Path) -> None:
     first = build_course(HTTP, courses_dir=tmp_path, yes=True, progress=quiet)
     before = tree(tmp_path)
-    backend = OfflineBackend()
+    backend = RiggedBackend()
     again = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
     assert (again.calls, backend.total_calls, again.written) == (0, 0, ())
     assert tree(tmp_path) == before
@@ -121,7 +121,7 @@ def test_adopt_makes_a_hand_written_course_current_with_no_model_call(tmp_path: 
     assert {s for s, _why in before.values()} == {"edited"}  # no ledger: written elsewhere
     after = stay.adopt(SAMPLE.name, courses_dir=tmp_path)
     assert {s for s, _why in after.values()} == {"current"}
-    backend = OfflineBackend()
+    backend = RiggedBackend()
     approve(SAMPLE.name, "design", courses_dir=tmp_path, by="reviewer")
     approve(SAMPLE.name, "plan", courses_dir=tmp_path, by="reviewer")
     result = build_course(HTTP, courses_dir=tmp_path, backend=backend, progress=quiet)
@@ -174,7 +174,7 @@ def test_an_unreadable_duration_is_refused_naming_the_field(tmp_path: Path) -> N
 
 def test_a_crash_mid_wave_leaves_whole_files_and_a_rerun_finishes_the_same_course(tmp_path: Path) -> None:
     clean = build_course(HTTP, courses_dir=tmp_path / "clean", yes=True, progress=quiet)
-    crashing = OfflineBackend(errors={"quiz": 1})
+    crashing = RiggedBackend(errors={"quiz": 1})
     with pytest.raises(InjectedFault):
         build_course(HTTP, courses_dir=tmp_path / "crash", yes=True, backend=crashing, progress=quiet)
     course = tmp_path / "crash" / clean.slug
@@ -188,7 +188,7 @@ def test_a_crash_mid_wave_leaves_whole_files_and_a_rerun_finishes_the_same_cours
 
 
 def test_a_flagged_brief_is_rejected_before_any_directory_exists(tmp_path: Path) -> None:
-    backend = OfflineBackend(flag="violent content")
+    backend = RiggedBackend(flag="violent content")
     with pytest.raises(BriefRejected, match=r"^Course brief rejected by input moderation: violent content$"):
         build_course(HTTP, courses_dir=tmp_path / "courses", backend=backend, progress=quiet)
     assert not (tmp_path / "courses").exists()
@@ -196,7 +196,7 @@ def test_a_flagged_brief_is_rejected_before_any_directory_exists(tmp_path: Path)
 
 
 def test_a_screening_error_warns_and_continues(tmp_path: Path) -> None:
-    class Flaky(OfflineBackend):
+    class Flaky(RiggedBackend):
         def screen(self, text: str) -> str | None:
             raise TimeoutError("moderation endpoint slow")
 

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from stay.artefacts import Artefact
-from stay.models import ModelAnswer, OfflineBackend
+from stay.models import ModelAnswer
 from stay.pipeline import build_course, course_graph, status
 from stay.pipeline._graph import build, command_walk, declare, problems
 from stay.pipeline._nodes import handlers
 from stay.requests import ModelRequest
 from stay.settings import DEFAULT_MODELS, Settings
 from stay.stages import REGISTRY, LessonPlanInput, Prompts, Stage, reference_set
+from stay.testing import RiggedBackend
 from tests.conftest import ROOT, run_stay
 from tests.pipeline.test_build import quiet, tree
 
@@ -54,7 +55,7 @@ TOY = Stage(name="summary", role="writing", phase="wave", scope="lesson", output
 WITH_TOY = (*REGISTRY, TOY)
 
 
-class ToyBackend(OfflineBackend):
+class ToyBackend(RiggedBackend):
     """The offline backend, answering the toy stage too."""
 
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
@@ -121,14 +122,14 @@ def test_a_rebuild_after_a_prompt_change_makes_one_call_per_lesson_content_nothi
     course = built / SLUG
     before = tree(course)
     prompts = prompts_copy(tmp_path, **{"content.md": "\nWrite shorter sentences.\n"})
-    backend = OfflineBackend()
+    backend = RiggedBackend()
     build_course(SLUG, courses_dir=built, yes=True, backend=backend, prompts_dir=prompts, progress=quiet)
     assert backend.calls == {"content": 6}
     after = tree(course)
     changed = {p for p in after if after[p] != before.get(p)}
     assert changed <= {*(p for p in after if p.endswith(".md") and p.startswith("modules/")),
                        ".state/hashes.json", ".state/run-log.md"}
-    again = OfflineBackend()
+    again = RiggedBackend()
     build_course(SLUG, courses_dir=built, yes=True, backend=again, prompts_dir=prompts, progress=quiet)
     assert again.total_calls == 0
 
@@ -170,7 +171,7 @@ def test_adopt_keeps_a_finished_course_after_a_prompt_tweak_without_a_call(built
 
     adopted = adopt(SLUG, courses_dir=built, settings=settings)
     assert {state for state, _why in adopted.values()} == {"current"}
-    backend = OfflineBackend()
+    backend = RiggedBackend()
     result = build_course(SLUG, courses_dir=built, backend=backend, prompts_dir=prompts, progress=quiet)
     assert result.complete and backend.total_calls == 0
 

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from stay.artefacts import LessonContent, load
-from stay.models import ModelAnswer, ModelRequest, OfflineBackend, offline_answer, request_params
+from stay.models import ModelAnswer, ModelRequest, offline_answer, request_params
 from stay.pipeline import build_course, revise
 from stay.pipeline._fix import CURRENT, DEFECTS, Change, fenced
 from stay.stages import REGENERATE, Prompts
+from stay.testing import RiggedBackend
 from stay.validate import validate_course
 from tests.conftest import ROOT
 from tests.models.fake_api import inputs_of
@@ -32,7 +33,7 @@ def _env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("STAY_REPAIR_ROUNDS", raising=False)
 
 
-class Recording(OfflineBackend):
+class Recording(RiggedBackend):
     """The offline backend, keeping every request it was sent."""
 
     def __init__(self, **options: Any) -> None:

@@ -14,12 +14,12 @@ import stay
 from stay._display import markdown_text
 from stay.artefacts import Assessment, Audience, Curriculum, LessonPlan, Outcomes, load
 from stay.errors import exit_code
-from stay.models import OfflineBackend
 from stay.pipeline import _gate_page as page
 from stay.pipeline import approve, build_course
 from stay.pipeline._commands import open_course_named
 from stay.pipeline._ledger import AUTO_APPROVED, digest
 from stay.pipeline._state import plans_on_disk
+from stay.testing import RiggedBackend
 from stay.validate import Severity
 from tests.conftest import ROOT, run_stay
 from tests.pipeline.test_build import quiet
@@ -50,7 +50,7 @@ def covered_defects(courses: Path, gate: str) -> tuple[stay.Defect, ...]:
 
 def test_yes_refuses_a_design_gate_whose_files_hold_a_fail_and_names_the_approve_command(tmp_path: Path) -> None:
     with pytest.raises(stay.PipelineError) as refused:
-        build_course(HTTP, courses_dir=tmp_path, yes=True, backend=OfflineBackend(defects=BANNED), progress=quiet)
+        build_course(HTTP, courses_dir=tmp_path, yes=True, backend=RiggedBackend(defects=BANNED), progress=quiet)
     fails = [d for d in covered_defects(tmp_path, "design") if d.severity == Severity.FAIL]
     assert [d.code for d in fails] == ["out005"]  # the injected defect, and nothing else
     message = str(refused.value)
@@ -67,7 +67,7 @@ def test_yes_refuses_a_design_gate_whose_files_hold_a_fail_and_names_the_approve
 
 
 def test_a_persons_approval_signs_the_fail_and_the_build_goes_on(tmp_path: Path) -> None:
-    backend = OfflineBackend(defects=BANNED)
+    backend = RiggedBackend(defects=BANNED)
     with pytest.raises(stay.PipelineError):
         build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
     signed = approve(SLUG, "design", courses_dir=tmp_path, by="reviewer")
@@ -111,7 +111,7 @@ def test_only_a_persons_design_approval_lets_yes_pass_the_plan_gate_over_a_desig
 
 
 def test_stay_approve_says_how_many_fails_the_person_signs(tmp_path: Path) -> None:
-    build_course(HTTP, courses_dir=tmp_path, backend=OfflineBackend(defects=BANNED), progress=quiet)
+    build_course(HTTP, courses_dir=tmp_path, backend=RiggedBackend(defects=BANNED), progress=quiet)
     fails = [d for d in covered_defects(tmp_path, "design") if d.severity == Severity.FAIL]
     said = run_stay("approve", SLUG, "design", "--courses-dir", str(tmp_path))
     assert said.returncode == 0, said.stderr

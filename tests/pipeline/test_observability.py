@@ -9,13 +9,13 @@ import pytest
 
 from stay.artefacts import Brief
 from stay.artefacts._brief import DEFAULT_LIMITS
-from stay.models import OfflineBackend
 from stay.pipeline import build_course
 from stay.pipeline._ledger import Sources
 from stay.pipeline._nodes import moderate
 from stay.pipeline._run import Run, RunConfig
 from stay.settings import Settings
 from stay.stages import REGISTRY, Prompts
+from stay.testing import RiggedBackend
 from stay.validate import OWNERS
 from tests.conftest import ROOT
 from tests.pipeline.test_build import quiet
@@ -25,7 +25,7 @@ SECRET = "sk-ant-api03-THIS-IS-A-TEST-SECRET-0123456789"
 
 
 def test_the_screen_sees_the_whole_brief_as_one_message(tmp_path: Path) -> None:
-    backend = OfflineBackend()
+    backend = RiggedBackend()
     build_course(HTTP, courses_dir=tmp_path, backend=backend, progress=quiet)
     (message,) = backend.screened
     brief = Brief.from_yaml(HTTP)
@@ -34,7 +34,7 @@ def test_the_screen_sees_the_whole_brief_as_one_message(tmp_path: Path) -> None:
 
 
 def test_an_empty_brief_makes_no_screening_call(tmp_path: Path) -> None:
-    backend = OfflineBackend(flag="would reject anything")
+    backend = RiggedBackend(flag="would reject anything")
     empty = Brief.model_construct(title=" ", topic="", audience="\n", time_available="  ")
     run = Run(RunConfig(command="build", slug="x", root=tmp_path / "x", courses_arg=str(tmp_path), authors=(),
                         settings=Settings(), prompts=Prompts.load(), stages=REGISTRY, limits=DEFAULT_LIMITS,
@@ -45,7 +45,7 @@ def test_an_empty_brief_makes_no_screening_call(tmp_path: Path) -> None:
 
 
 def test_every_run_writes_a_trace_with_a_span_per_node_and_scores(tmp_path: Path) -> None:
-    result = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=OfflineBackend(), progress=quiet)
+    result = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=RiggedBackend(), progress=quiet)
     path = result.course_dir / ".runs" / "traces" / f"{result.trace_id}.jsonl"
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert {r["trace_id"] for r in records} == {result.trace_id}
@@ -65,7 +65,7 @@ def test_every_run_writes_a_trace_with_a_span_per_node_and_scores(tmp_path: Path
 
 
 def test_scores_count_defects_per_owner(tmp_path: Path) -> None:
-    backend = OfflineBackend(defects={"banned-phrase": None})
+    backend = RiggedBackend(defects={"banned-phrase": None})
     result = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
     path = result.course_dir / ".runs" / "traces" / f"{result.trace_id}.jsonl"
     scores = {r["name"]: r["value"] for r in map(json.loads, path.read_text().splitlines())
@@ -77,7 +77,7 @@ def test_the_api_key_never_reaches_a_trace_a_log_or_a_file(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
     lines: list[str] = []
-    build_course(HTTP, courses_dir=tmp_path, yes=True, backend=OfflineBackend(), progress=lines.append)
+    build_course(HTTP, courses_dir=tmp_path, yes=True, backend=RiggedBackend(), progress=lines.append)
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(".runs" in p.parts for p in written) and any(p.name == "run-log.md" for p in written)
     for path in written:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from stay.models import OfflineBackend
 from stay.pipeline import approve, build_course, run_command
+from stay.testing import RiggedBackend
 from tests.conftest import ROOT
 from tests.pipeline.test_build import quiet
 
@@ -25,7 +25,7 @@ def _codes(result: object) -> list[str]:
 
 def test_fixable_defects_are_repaired_until_nothing_remains(tmp_path: Path) -> None:
     # the first answer of each damaged stage is damaged; a repair's answer is not
-    backend = OfflineBackend(defects={"banned-phrase": 6, "missing-why-wrong": 6, "exercise-level": 6,
+    backend = RiggedBackend(defects={"banned-phrase": 6, "missing-why-wrong": 6, "exercise-level": 6,
                                       "vague-criterion": 1})
     result = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
     report = result.repair
@@ -37,7 +37,7 @@ def test_fixable_defects_are_repaired_until_nothing_remains(tmp_path: Path) -> N
 
 
 def test_a_round_that_reduces_no_count_stops_repair(tmp_path: Path) -> None:
-    backend = OfflineBackend(defects={"banned-phrase": None})  # every answer, repairs included
+    backend = RiggedBackend(defects={"banned-phrase": None})  # every answer, repairs included
     result = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
     assert result.repair is not None and result.repair.stop == "a round reduced no count"
     assert [(r.actionable_before, r.actionable_after) for r in result.repair.rounds] == [(6, 6)]
@@ -46,7 +46,7 @@ def test_a_round_that_reduces_no_count_stops_repair(tmp_path: Path) -> None:
 
 def test_the_round_limit_stops_repair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STAY_REPAIR_ROUNDS", "1")
-    backend = OfflineBackend(defects={"banned-phrase": 8})  # 6 in the wave, 2 of the 6 repairs
+    backend = RiggedBackend(defects={"banned-phrase": 8})  # 6 in the wave, 2 of the 6 repairs
     result = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
     assert result.repair is not None and result.repair.stop == "round limit"
     assert [(r.actionable_before, r.actionable_after) for r in result.repair.rounds] == [(6, 2)]
@@ -55,7 +55,7 @@ def test_the_round_limit_stops_repair(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_a_defect_owned_by_a_gated_stage_is_reported_never_repaired(tmp_path: Path) -> None:
-    backend = OfflineBackend(defects={"banned-verb": None})
+    backend = RiggedBackend(defects={"banned-verb": None})
     result = build_course(HTTP, courses_dir=tmp_path, yes=False, backend=backend, progress=quiet)
     assert result.stopped_at == "design gate"
     outcomes = (result.course_dir / "outcomes.yaml").read_bytes()
@@ -68,7 +68,7 @@ def test_a_defect_owned_by_a_gated_stage_is_reported_never_repaired(tmp_path: Pa
 
 
 def test_a_retrieval_defect_goes_through_the_glossary_to_the_introducing_quiz(tmp_path: Path) -> None:
-    backend = OfflineBackend(defects={"no-retrieval": 6})
+    backend = RiggedBackend(defects={"no-retrieval": 6})
     result = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
     assert result.repair is not None and result.repair.stop == "nothing remains"
     (only,) = result.repair.rounds
@@ -78,7 +78,7 @@ def test_a_retrieval_defect_goes_through_the_glossary_to_the_introducing_quiz(tm
 
 
 def test_repair_never_touches_an_approved_file(tmp_path: Path) -> None:
-    backend = OfflineBackend(defects={"banned-phrase": None})
+    backend = RiggedBackend(defects={"banned-phrase": None})
     result = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
     gated = [p for p in (result.course_dir).rglob("*") if p.name.endswith(".plan.yaml")
              or p.name in ("audience.yaml", "curriculum.yaml", "outcomes.yaml", "assessment.yaml")]

@@ -10,9 +10,9 @@ import pytest
 
 import stay
 from stay.errors import PipelineError, UsageError
-from stay.models import OfflineBackend
 from stay.pipeline import approve, build_course, gate_status, revise, status
 from stay.pipeline._graph import build, declare, problems
+from stay.testing import RiggedBackend
 from tests.conftest import ROOT, run_stay
 from tests.pipeline.test_build import quiet, tree
 
@@ -32,7 +32,7 @@ cli = run_stay
 def test_a_decline_stands_against_yes_while_nothing_it_covers_changed(tmp_path: Path) -> None:
     build_course(HTTP, courses_dir=tmp_path, progress=quiet)  # stops at the design gate
     approve(SLUG, "design", courses_dir=tmp_path, decline=True, note=NOTE, by="reviewer")
-    backend = OfflineBackend()
+    backend = RiggedBackend()
     result = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
     assert result.stopped_at == "design gate" and backend.total_calls == 0
     assert "was declined ('fewer modules; the audience already knows SQL')" in result.reason
@@ -65,7 +65,7 @@ def test_a_revision_after_a_decline_retires_no_approval_that_never_held(tmp_path
 def test_revising_a_design_artefact_retires_its_gate_and_makes_its_dependents_stale(courses: Path) -> None:
     root = courses / SLUG
     before = tree(root)
-    backend = OfflineBackend()
+    backend = RiggedBackend()
     result = revise(SLUG, ["curriculum"], note=NOTE, courses_dir=courses, backend=backend, progress=quiet)
     assert backend.calls == {"curriculum": 1}
     assert result.written == ("curriculum.yaml",) and result.complete
@@ -83,7 +83,7 @@ def test_revising_a_design_artefact_retires_its_gate_and_makes_its_dependents_st
 def test_the_note_is_in_the_request_as_reviewer_guidance_beside_the_current_file(courses: Path) -> None:
     seen = []
 
-    class Recording(OfflineBackend):
+    class Recording(RiggedBackend):
         def complete(self, request, model):  # type: ignore[no-untyped-def]
             seen.append(request)
             return super().complete(request, model)
@@ -106,7 +106,7 @@ def test_revising_one_quiz_makes_exactly_one_call_and_touches_nothing_else(cours
     root = courses / SLUG
     quiz = next(root.glob("modules/*/m01-l02.quiz.yaml")).relative_to(root).as_posix()
     before = tree(root)
-    backend = OfflineBackend()
+    backend = RiggedBackend()
     result = revise(SLUG, [quiz], note="Ask about TTLs.", courses_dir=courses, backend=backend, progress=quiet)
     assert backend.calls == {"quiz": 1} and result.written == (quiz,)
     after = tree(root)
@@ -117,18 +117,18 @@ def test_revising_one_quiz_makes_exactly_one_call_and_touches_nothing_else(cours
     assert f"- revised {quiz} with note {ledger['revision']['sha']}: 'Ask about TTLs.'" in \
         (root / ".state" / "run-log.md").read_text()
 
-    rebuild = OfflineBackend()
+    rebuild = RiggedBackend()
     build_course(SLUG, courses_dir=courses, yes=True, backend=rebuild, progress=quiet)
     assert rebuild.total_calls == 0  # a rebuild keeps the revision
     assert "Revised on review: Ask about TTLs." in (root / quiz).read_text()
-    again = OfflineBackend()
+    again = RiggedBackend()
     repeat = revise(SLUG, [quiz], note="Ask about TTLs.", courses_dir=courses, backend=again, progress=quiet)
     assert again.total_calls == 0 and "already has this note" in repeat.reason  # never sent twice
 
 
 def test_a_wave_revision_needs_both_approvals_and_a_design_one_none(courses: Path) -> None:
     approve(SLUG, "plan", courses_dir=courses, decline=True)
-    backend = OfflineBackend()
+    backend = RiggedBackend()
     with pytest.raises(PipelineError, match="needs the plan approval to hold: the plan gate was declined"):
         revise(SLUG, ["quiz"], note="x y z", courses_dir=courses, backend=backend, progress=quiet)
     assert backend.total_calls == 0
@@ -146,7 +146,7 @@ def test_an_edited_file_is_revised_only_with_force_and_its_bytes_are_kept(course
     rel = lesson.relative_to(root).as_posix()
     edited = lesson.read_text() + "\nA person's paragraph.\n"
     lesson.write_text(edited)
-    backend = OfflineBackend()
+    backend = RiggedBackend()
     with pytest.raises(PipelineError, match=r"was edited by hand: revise it with --force"):
         revise(SLUG, [rel], note="Tighter.", courses_dir=courses, backend=backend, progress=quiet)
     assert backend.total_calls == 0 and lesson.read_text() == edited

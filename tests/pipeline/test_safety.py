@@ -25,8 +25,9 @@ import stay
 from stay._lock import CourseLock
 from stay.artefacts._io import temporary_name
 from stay.errors import CourseLocked, EnvironmentProblem, PipelineError, UsageError
-from stay.models import ModelAnswer, ModelRequest, OfflineBackend
+from stay.models import ModelAnswer, ModelRequest
 from stay.pipeline import approve, build_course, run_command, status
+from stay.testing import RiggedBackend
 from tests.conftest import ROOT, run_stay
 from tests.parity.harness import reference_report
 from tests.pipeline.test_build import quiet, tree
@@ -103,7 +104,7 @@ def test_ids_and_terms_in_plans_and_course_yaml_are_checked_too(courses: Path, e
     assert everything(courses.parent) == before
 
 
-class BadCurriculum(OfflineBackend):
+class BadCurriculum(RiggedBackend):
     """Answers the curriculum stage with a damaged id, every time."""
 
     def __init__(self, damage: dict[str, str]) -> None:
@@ -144,7 +145,7 @@ def test_repair_refuses_with_no_call_after_both_gates_are_declined(courses: Path
     approve(SLUG, "plan", courses_dir=courses, decline=True, note="no")
     approve(SLUG, "design", courses_dir=courses, decline=True, note="no")
     before = tree(courses / SLUG)
-    backend = OfflineBackend()
+    backend = RiggedBackend()
     with pytest.raises(PipelineError, match=r"needs the design approval to hold: the design gate was declined"):
         run_command("repair", SLUG, courses_dir=courses, backend=backend, progress=quiet)
     assert backend.total_calls == 0 and tree(courses / SLUG) == before  # only its trace, under .runs/
@@ -155,7 +156,7 @@ def test_repair_refuses_with_no_call_after_both_gates_are_declined(courses: Path
 @pytest.mark.parametrize("gate", ["design", "plan"])
 def test_repair_and_write_refuse_when_either_gate_does_not_hold(courses: Path, gate: str) -> None:
     approve(SLUG, gate, courses_dir=courses, decline=True)
-    backend = OfflineBackend()
+    backend = RiggedBackend()
     for command in ("repair", "write"):
         with pytest.raises(PipelineError, match=f"the {gate} gate was declined"):
             run_command(command, SLUG, courses_dir=courses, backend=backend, progress=quiet)

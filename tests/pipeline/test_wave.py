@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from stay.models import OfflineBackend
 from stay.pipeline import build_course
+from stay.testing import RiggedBackend
 from tests.conftest import ROOT
 from tests.pipeline.test_build import quiet, tree
 
@@ -19,7 +19,7 @@ def test_both_caps_hold_and_are_reached(tmp_path: Path, monkeypatch: pytest.Monk
                                         width: int, calls: int) -> None:
     monkeypatch.setenv("STAY_WAVE_CONCURRENCY", str(width))
     monkeypatch.setenv("STAY_MODEL_CONCURRENCY", str(calls))
-    backend = OfflineBackend(latency=0.03)
+    backend = RiggedBackend(latency=0.03)
     result = build_course(SQL, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
     wave = result.wave
     assert wave is not None and wave.lessons == 12 and wave.calls == 37
@@ -34,16 +34,16 @@ def test_both_caps_hold_and_are_reached(tmp_path: Path, monkeypatch: pytest.Monk
 def test_default_caps_are_4_lessons_and_8_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("STAY_WAVE_CONCURRENCY", raising=False)
     monkeypatch.delenv("STAY_MODEL_CONCURRENCY", raising=False)
-    result = build_course(SQL, courses_dir=tmp_path, yes=True, backend=OfflineBackend(latency=0.03),
+    result = build_course(SQL, courses_dir=tmp_path, yes=True, backend=RiggedBackend(latency=0.03),
                           progress=quiet)
     assert result.wave is not None
     assert (result.wave.max_lessons_in_flight, result.wave.max_calls_in_flight) == (4, 8)
 
 
 def test_two_concurrent_runs_give_byte_identical_files_and_run_logs(tmp_path: Path) -> None:
-    a = build_course(SQL, courses_dir=tmp_path / "a", yes=True, backend=OfflineBackend(latency=0.02),
+    a = build_course(SQL, courses_dir=tmp_path / "a", yes=True, backend=RiggedBackend(latency=0.02),
                      progress=quiet)
-    b = build_course(SQL, courses_dir=tmp_path / "b", yes=True, backend=OfflineBackend(latency=0.005),
+    b = build_course(SQL, courses_dir=tmp_path / "b", yes=True, backend=RiggedBackend(latency=0.005),
                      progress=quiet)
     assert tree(a.course_dir) == tree(b.course_dir)  # .state/run-log.md and hashes.json included
 

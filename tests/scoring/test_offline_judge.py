@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 import stay.scoring._offline_judge as offline_judge
-from stay.models import ModelRequest, OfflineBackend, RequestCache, request_key
-from stay.models._quality import _DEGREE_LADDERS, _GENERIC_WHY_WRONG, _LOWER_TASKS, build_rate, picked
+from stay.models import ModelRequest, RequestCache, request_key
 from stay.scoring import OfflineJudge
 from stay.scoring.distractor_quality import DistractorAnswer
+from stay.testing import RiggedBackend
+from stay.testing._quality import _DEGREE_LADDERS, _GENERIC_WHY_WRONG, _LOWER_TASKS, build_rate, picked
 from tests.conftest import ROOT
 
 
@@ -96,7 +97,7 @@ def test_coverage_quotes_the_best_sentence_of_the_sections_meant_to_teach_it() -
 
 def test_the_offline_judge_knows_nothing_of_the_quality_knob() -> None:
     source = inspect.getsource(offline_judge)
-    assert "models._quality" not in source and "OfflineBackend" not in source
+    assert "stay.testing" not in source and "RiggedBackend" not in source
     knob_wordings = [*_GENERIC_WHY_WRONG, *(t for tasks in _LOWER_TASKS.values() for t in tasks),
                      *(level for ladder in _DEGREE_LADDERS for level in ladder)]
     assert not [w for w in knob_wordings if w.split("{")[0][:20] in source]
@@ -122,7 +123,7 @@ def test_degraded_offline_builds_still_pass_the_validator_and_differ_by_seed(tmp
     knobs = {"distractors": 0.5, "untaught": 0.5, "exercises": 0.5, "rubrics": 0.5}
     scores, hashes = [], []
     for seed in ("1", "2"):
-        result = build_course(brief, courses_dir=tmp_path / seed, yes=True, backend=OfflineBackend(quality=knobs,
+        result = build_course(brief, courses_dir=tmp_path / seed, yes=True, backend=RiggedBackend(quality=knobs,
                               seed=seed), progress=lambda _l: None)
         assert result.validation is not None and result.validation.fails == 0
         course = CourseOnDisk.load(result.course_dir)

@@ -1,5 +1,5 @@
-"""The offline backend's quality knob: degradations the validator cannot see, with
-seeded build-to-build noise, for testing the evals harness.
+"""``RiggedBackend``'s quality knob: degradations the validator cannot see, with seeded
+build-to-build noise, for testing the evals harness (the suite's ``--stay-quality``).
 
 A knob's value is the share of items to degrade. Without a seed, which items are
 degraded is a hash of their ids, the same every run (the knob is a fixed defect). With

@@ -1,0 +1,165 @@
+"""The offline backend rigged for tests: counted, gauged, and on request slowed down,
+failing, damaged or flagging.
+
+A subclass of ``OfflineBackend`` rather than a wrapper around any backend, for two
+reasons: the defects and quality knobs rewrite the offline generator's own answers (its
+prose, its item shapes), so they mean nothing around another backend; and the pipeline
+treats an offline backend as offline (no request cache unless asked), which a test of
+the offline path must keep. ``answer`` is the one hook: the product class answers, this
+one counts and damages around it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from stay.errors import StayError, UsageError
+from stay.models import SCREEN_STAGE, ModelRequest, OfflineBackend
+from stay.testing._quality import BUILD_NOISE, degrade
+
+# Defects the backend can be asked to inject, by name: the stage whose answer they
+# damage, and how. Each makes the validator fire a known rule.
+DEFECTS = {
+    "banned-phrase": "content",        # les009: the prose says "simply"
+    "missing-why-wrong": "quiz",       # qz009: a distractor without its misconception
+    "exercise-level": "exercises",     # exe005: an exercise pitched at another level
+    "vague-criterion": "capstone",     # prj004: a rubric criterion that says "good"
+    "banned-verb": "outcomes",         # out005: an outcome that "understands"
+    "no-retrieval": "quiz",            # ret001: no item asks about the lesson's term again
+}
+
+_WAVE_STAGES = ("content", "exercises", "quiz")
+"""The stages a lesson wave asks, one request per lesson: what the lesson gauge counts."""
+
+
+class InjectedFault(StayError, RuntimeError):
+    """A fault a test asked ``RiggedBackend`` to raise. A ``StayError``, so the command line
+    reports it in one line as refused (exit code 5), like any error stay raises on purpose."""
+
+
+@dataclass
+class RiggedBackend(OfflineBackend):
+    """The offline backend's answers, with what a test observes or injects. ``calls``
+    counts requests per stage; the gauges record how many calls and lessons were in
+    flight at once."""
+
+    latency: float = 0.0
+    """Seconds each call sleeps, to make concurrency observable."""
+    errors: Mapping[str, int] = field(default_factory=dict)
+    """stage -> how many of its next calls raise ``InjectedFault``."""
+    defects: Mapping[str, int | None] | Iterable[str] = ()
+    """Names from ``DEFECTS`` to inject into answers of their stage: a mapping gives how
+    many answers to damage (None: all of them); a plain collection damages all."""
+    flag: str | None = None
+    """A moderation reason to flag every brief with."""
+    quality: Mapping[str, float] = field(default_factory=dict)
+    """Degradations the validator cannot see, for testing the evals harness (the evals
+    suite's ``--stay-quality``): the share of "distractors" whose why_wrong names no real
+    misconception, of outcomes left "untaught" by the sections meant to teach them, of
+    "exercises" pitched below their outcome's level, and of "rubrics" criteria whose
+    levels differ only in degree words (see ``stay.testing._quality``). Without a seed,
+    which items are degraded is a hash of their ids: the same every run."""
+    seed: int | str | None = None
+    """Seeded build-to-build noise around ``quality``'s rates (one seed per build)."""
+    quality_noise: float = BUILD_NOISE
+    """The noise's standard deviation on the logit scale."""
+    calls: dict[str, int] = field(default_factory=dict)
+    screened: list[str] = field(default_factory=list)
+    """Every text given to ``screen``, in order."""
+    in_flight: int = 0
+    most_in_flight: int = 0
+    lessons_in_flight: dict[str, int] = field(default_factory=dict)
+    most_lessons_in_flight: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _errors_left: dict[str, int] = field(default_factory=dict, repr=False)
+    _defects_left: dict[str, int | None] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        counts = (dict(self.defects) if isinstance(self.defects, Mapping)
+                  else dict.fromkeys(self.defects, None))
+        unknown = set(counts) - set(DEFECTS)
+        if unknown:
+            raise UsageError(f"unknown defects {sorted(unknown)}; known: {sorted(DEFECTS)}")
+        self._defects_left = counts
+        self._errors_left = dict(self.errors)
+
+    @property
+    def total_calls(self) -> int:
+        return sum(self.calls.values())
+
+    def screen(self, text: str) -> str | None:
+        with self._lock:
+            self.screened.append(text)
+        return self.flag
+
+    def answer(self, request: ModelRequest) -> dict[str, Any]:
+        lesson = _lesson_of(request)
+        with self._lock:
+            self.calls[request.stage] = self.calls.get(request.stage, 0) + 1
+            failing = self._errors_left.get(request.stage, 0) > 0
+            if failing:
+                self._errors_left[request.stage] -= 1
+            inject = []
+            for name, left in sorted(self._defects_left.items()):
+                if DEFECTS[name] == request.stage and (left is None or left > 0):
+                    inject.append(name)
+                    if left is not None:
+                        self._defects_left[name] = left - 1
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            if lesson:
+                self.lessons_in_flight[lesson] = self.lessons_in_flight.get(lesson, 0) + 1
+                self.most_lessons_in_flight = max(self.most_lessons_in_flight, len(self.lessons_in_flight))
+        try:
+            if self.latency:
+                time.sleep(self.latency)
+            if failing:
+                raise InjectedFault(f"injected error in stage {request.stage} ({request.artefact})")
+            if request.stage == SCREEN_STAGE and self.flag is not None:
+                data = {"flagged": True, "reason": self.flag}
+            else:
+                data = super().answer(request)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+                if lesson:
+                    self.lessons_in_flight[lesson] -= 1
+                    if not self.lessons_in_flight[lesson]:
+                        del self.lessons_in_flight[lesson]
+        for name in inject:
+            _inject(name, data)
+        if self.quality:
+            degrade(request, data, self.quality, seed=self.seed, noise=self.quality_noise)
+        return data
+
+
+def _lesson_of(request: ModelRequest) -> str | None:
+    """The lesson a wave request is for (from the file it becomes), else None."""
+    if request.stage not in _WAVE_STAGES:
+        return None
+    return request.artefact.rsplit("/", 1)[-1].split(".", 1)[0]
+
+
+def _inject(defect: str, data: dict[str, Any]) -> None:
+    if defect == "banned-phrase":
+        data["body"] = data["body"].replace("This section", "This section simply", 1)
+    elif defect == "missing-why-wrong":
+        for item in data["items"]:
+            for option in item.get("options") or []:
+                option.pop("why_wrong", None)
+    elif defect == "exercise-level":
+        for exercise in data["exercises"]:
+            exercise["bloom"] = "create"
+    elif defect == "vague-criterion":
+        for criterion in data["rubric"]:
+            criterion["criterion"] += " The work is good."
+    elif defect == "no-retrieval":
+        data["items"] = [{**item, "stem": "Which statement matches what this lesson teaches?"}
+                         for item in data["items"] if item.get("outcome")]
+    elif defect == "banned-verb":
+        first = data["outcomes"][0]
+        first["verb"], first["text"] = "understand", "Understand " + first["text"].split(" ", 1)[1]
