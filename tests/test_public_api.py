@@ -19,9 +19,19 @@ PUBLIC = [
     "ModelUnavailable", "PipelineError", "BriefRejected", "UnsafeId", "CourseLocked", "GraphError",
 ]
 
+TESTING = ["RiggedBackend", "InjectedFault", "DEFECTS", "QUALITY_KNOBS"]
+"""stay.testing: test support, public so tests outside stay can rig the offline backend too."""
+
 
 def test_all_is_exactly_the_curated_list() -> None:
     assert sorted(stay.__all__) == sorted(PUBLIC)
+
+
+def test_the_test_support_is_exactly_its_curated_list() -> None:
+    import stay.testing
+
+    assert sorted(stay.testing.__all__) == sorted(TESTING)
+    assert all(getattr(stay.testing, name) is not None for name in TESTING)
 
 
 def test_every_public_name_resolves() -> None:
