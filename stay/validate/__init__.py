@@ -27,6 +27,7 @@ from stay.validate._data import HouseData, default_data_dir
 from stay.validate._defect import OWNERS, Defect, Owner, Severity
 from stay.validate._registry import Rule
 from stay.validate._rules import RULES
+from stay.validate._yaml import safe_load
 
 __all__ = [
     "CONTRACT_VERSION",
@@ -46,6 +47,7 @@ __all__ = [
     "main",
     "owner_rows",
     "packaged_data_dir",
+    "safe_load",
     "validate_course",
     "validate_courses",
 ]
