@@ -147,11 +147,17 @@ def edges(graph: Sequence[Import]) -> dict[tuple[str, str], list[Import]]:
     return between
 
 
-def layer_breaks(graph: Sequence[Import], layers: Mapping[str, frozenset[str]] = LAYERS) -> list[tuple[str, str]]:
-    """The edges between units that the layers do not allow (a unit they leave out breaks
-    them with every import it makes, so a new package or module must be placed)."""
+def breaking_imports(graph: Sequence[Import], layers: Mapping[str, frozenset[str]] = LAYERS) -> list[Import]:
+    """The imports the layers do not allow (a unit they leave out breaks them with every
+    import it makes, so a new package or module must be placed)."""
     below = beneath(layers)
-    return sorted(pair for pair in edges(graph) if pair[1] not in below.get(pair[0], set()))
+    return [found for pair, imports in edges(graph).items() if pair[1] not in below.get(pair[0], set())
+            for found in imports]
+
+
+def layer_breaks(graph: Sequence[Import], layers: Mapping[str, frozenset[str]] = LAYERS) -> list[tuple[str, str]]:
+    """The edges between units that the layers do not allow."""
+    return sorted({(unit(found.importer), unit(found.imported)) for found in breaking_imports(graph, layers)})
 
 
 def cycles(graph: Sequence[Import]) -> list[list[str]]:
