@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script: tools/ is not installed
     sys.path.insert(0, str(ROOT))
 
-from tools.layers import cycles, import_graph, layer_breaks, private_reach_ins  # noqa: E402
+from tools.layers import breaking_imports, cycles, import_graph, layer_breaks, private_reach_ins  # noqa: E402
 
 HANDLER_MODULES = ("_nodes", "_gates", "_revise", "_repair", "_wave", "_produce", "_policy", "_fix")
 """The modules of stay/pipeline whose functions the runner hands the run context to."""
@@ -65,11 +65,12 @@ def records(path: Path) -> Iterator[ast.ClassDef]:
             yield node
 
 
-def largest_class(root: Path) -> tuple[str, int]:
+def largest_class(root: Path) -> tuple[list[str], int]:
+    """The classes of stay/pipeline with the most fields (every one, when several tie), and that count."""
     counted = [(len(fields(cls)), f"{path.stem}.{cls.name}")
                for path in sorted((root / "stay" / "pipeline").glob("*.py")) for cls in records(path)]
-    count, name = max(counted, key=lambda pair: pair[0])
-    return name, count
+    most = max(count for count, _ in counted)
+    return [name for count, name in counted if count == most], most
 
 
 def run_context(root: Path) -> dict[str, int]:
@@ -103,14 +104,14 @@ def lines(directory: Path) -> int:
 
 def report(root: Path) -> list[str]:
     graph = import_graph(root)
-    name, count = largest_class(root)
+    names, count = largest_class(root)
     context = run_context(root)
     return [
-        f"largest class (stay/pipeline): {name}, {count} fields",
+        f"largest class (stay/pipeline): {', '.join(names)}, {count} fields",
         "run context: " + (", ".join(f"{cls} {n}" for cls, n in context.items()) +
                            f"; {sum(context.values())} fields" if context else "no class Run in stay/pipeline/_run.py"),
         f"reach-ins from handlers: {reach_ins(root)}",
-        f"layer breaks: {len(layer_breaks(graph))}",
+        f"layer breaks: {len(layer_breaks(graph))} (in {len(breaking_imports(graph))} imports)",
         f"package cycles: {len(cycles(graph))}",
         f"private reach-ins: {len(private_reach_ins(graph))}",
         f"lines: production {lines(root / 'stay')}, tests {lines(root / 'tests')}",
