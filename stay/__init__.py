@@ -25,8 +25,7 @@ if sys.argv[:1] == ["-m"] or (sys.argv[:1] and sys.argv[0].endswith(("/stay", "\
 from typing import TYPE_CHECKING
 
 from stay._lazy import lazy_names
-
-__version__ = "0.1.0"
+from stay._version import __version__
 
 _EXPORTS = {
     "Brief": "stay.artefacts",

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from stay._slug import SLUG_MAX, is_slug, slugify
-from stay.artefacts._brief import (
+from stay.artefacts import (
     DEFAULT_LIMITS,
     DurationLimits,
     brief_from_data,

@@ -152,8 +152,6 @@ class Settings:
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     def resolved_data_dir(self) -> Path:
-        from stay.validate import packaged_data_dir
-
         if self.data_dir is not None:
             return self.data_dir
         local = Path("data")
@@ -258,6 +256,13 @@ class _Reader:
             raise UsageError(f"{name}={raw[:40]!r} is not a usable time: give whole seconds since 1970 "
                              "(e.g. 1780000000), or unset it") from None
         return value
+
+
+def packaged_data_dir() -> Path:
+    """The data directory shipped with stay: inside the wheel, or the checkout's data/."""
+    here = Path(__file__).resolve().parent
+    wheel = here / "_data"
+    return wheel if wheel.is_dir() else here.parent / "data"
 
 
 def data_dir_from(env: Mapping[str, str] | None = None) -> Path | None:

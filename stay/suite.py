@@ -25,10 +25,19 @@ from typing import Any
 from stay.artefacts import Brief
 from stay.briefs import slugify
 from stay.models import AnthropicBackend, CachedBackend, RequestCache, Usage
-from stay.pipeline import build_course
-from stay.pipeline._ledger import read_document
-from stay.scoring import CourseOnDisk, Judge, OfflineJudge, Scorer, default_scorers, score_course, scorer_versions
-from stay.scoring._report import build_entry, report, write_report
+from stay.pipeline import build_course, read_document
+from stay.scoring import (
+    CourseOnDisk,
+    Judge,
+    OfflineJudge,
+    Scorer,
+    build_entry,
+    default_scorers,
+    report,
+    score_course,
+    scorer_versions,
+    write_report,
+)
 from stay.settings import Settings
 from stay.stages import Prompts
 from stay.testing import RiggedBackend

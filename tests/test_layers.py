@@ -1,4 +1,5 @@
-"""The layers hold: imports point one way, enforced by reading every import of stay/.
+"""The layers hold: every import of stay/ points down the one declaration of the layering
+(``tools/layers.py``, which ``tools/metrics.py`` prints the same figures from).
 
 Function-level imports count as much as module-level ones (a lazy import is still a
 dependency), and so does an import under ``TYPE_CHECKING``.
@@ -12,83 +13,100 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tools.layers import (
+    LAYERS,
+    Import,
+    beneath,
+    breaking_imports,
+    cycles,
+    import_graph,
+    layer_breaks,
+    private_reach_ins,
+    undeclared,
+)
 
 STAY = ROOT / "stay"
+GRAPH = import_graph(ROOT)
 
 
-def _module(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+def _where(found: list[Import]) -> list[str]:
+    return [f"{i.importer}:{i.line} imports {i.imported}" for i in found]
 
 
-def _imports(path: Path) -> set[str]:
-    """Every stay module ``path`` imports (``from stay import x`` counts as stay.x)."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names if alias.name.startswith("stay")}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("stay"):
-            found.add(node.module)
-            if node.module == "stay":
-                found |= {f"stay.{alias.name}" for alias in node.names}
-    return found
+def test_every_unit_of_stay_has_its_place_in_the_layers() -> None:
+    """A new package or top-level module is placed, and a retired one leaves the table."""
+    assert undeclared(ROOT) == ([], [])
 
 
-GRAPH = {_module(path): _imports(path) for path in sorted(STAY.rglob("*.py"))}
+def test_no_import_breaks_the_layers() -> None:
+    assert _where(breaking_imports(GRAPH)) == []
 
 
-def _package(module: str) -> str:
-    parts = module.split(".")
-    return ".".join(parts[:2]) if len(parts) > 1 else module
+def test_no_two_units_import_each_other_round_about() -> None:
+    assert cycles(GRAPH) == []
 
 
-def _from(package: str) -> dict[str, set[str]]:
-    return {module: imports for module, imports in GRAPH.items() if _package(module) == package}
+def test_no_module_reaches_into_another_packages_private_modules() -> None:
+    """What another package needs from one is in that package's ``__init__``."""
+    assert _where(private_reach_ins(GRAPH)) == []
 
 
-@pytest.mark.parametrize("package, forbidden", [
-    ("stay.validate", {"stay.pipeline", "stay.models", "stay.stages", "stay.scoring", "stay.suite", "stay.view",
-                       "stay.cli", "stay.artefacts", "stay.requests", "stay.briefs"}),
-    ("stay.stages", {"stay.models", "stay.pipeline", "stay.scoring", "stay.suite", "stay.view", "stay.cli"}),
-    ("stay.models", {"stay.pipeline", "stay.stages", "stay.scoring", "stay.suite", "stay.view", "stay.cli"}),
-    ("stay.pipeline", {"stay.cli", "stay.scoring", "stay.suite", "stay.view"}),
-    ("stay.scoring", {"stay.pipeline", "stay.suite", "stay.cli"}),
-    ("stay.view", {"stay.cli", "stay.suite"}),
-    ("stay.requests", {"stay.models", "stay.stages", "stay.pipeline", "stay.artefacts", "stay.validate"}),
-    ("stay.settings", {"stay.models", "stay.stages", "stay.pipeline", "stay.artefacts", "stay.requests",
-                       "stay.scoring"}),
+@pytest.mark.parametrize("unit, never", [
+    ("stay.stages", {"stay.models", "stay.pipeline"}),  # the stages never import a backend
+    ("stay.validate", {"stay.pipeline", "stay.models", "stay.artefacts", "stay.stages"}),
+    ("stay.models", {"stay.pipeline", "stay.stages"}),
+    ("stay.pipeline", {"stay", "stay.cli", "stay.suite", "stay.scoring", "stay.view"}),
+    ("stay.view", {"stay.cli", "stay.suite", "stay.scoring"}),
+    ("stay.settings", {"stay.validate", "stay.models", "stay.artefacts", "stay.requests"}),
 ])
-def test_a_package_never_imports_what_sits_above_it(package: str, forbidden: set[str]) -> None:
-    modules = _from(package)
-    assert modules, package
-    crossing = sorted((module, imported) for module, imports in modules.items() for imported in imports
-                      if _package(imported) in forbidden)
-    assert crossing == []
+def test_the_layers_say_what_the_brief_says(unit: str, never: set[str]) -> None:
+    """The stated layering, held against the declaration, so loosening it is a visible change."""
+    assert beneath()[unit] & never == set()
 
 
-def test_the_artefact_models_import_nothing_of_stays_but_errors() -> None:
-    """And the bounds on reading, which import nothing of stay's but errors (the next test)."""
-    crossing = sorted((module, imported) for module, imports in _from("stay.artefacts").items()
-                      for imported in imports
-                      if _package(imported) not in ("stay.artefacts", "stay.errors", "stay._bounds"))
-    assert crossing == []
+def test_the_artefacts_stand_on_the_errors_and_the_leaf_readers_alone() -> None:
+    assert beneath()["stay.artefacts"] == {"stay._bounds", "stay._stored", "stay.errors"}
 
 
-def test_the_bounds_on_reading_import_nothing_of_stays_but_errors() -> None:
-    """The artefacts and the validator (which may not import each other) share them; the
-    size limit is the stored files' (stay._stored, stdlib only), declared once."""
-    assert GRAPH["stay._bounds"] == {"stay.errors", "stay._stored"}
-    assert GRAPH["stay._stored"] == {"stay.errors"}
+def test_the_suite_stands_on_the_pipeline_and_the_scorers_and_nothing_stands_on_the_command_line() -> None:
+    assert {"stay.pipeline", "stay.scoring"} <= beneath()["stay.suite"]
+    assert all("stay.cli" not in below for below in beneath().values())
 
 
-def test_the_errors_import_nothing_of_stays() -> None:
-    assert GRAPH["stay.errors"] == set()
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in {"stay/__init__.py": "", "stay/errors.py": "", **files}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
 
 
-def test_the_command_line_uses_other_packages_public_names_only() -> None:
-    private = sorted(imported for imported in GRAPH["stay.cli"]
-                     if any(part.startswith("_") for part in imported.split(".")[2:]))
-    assert private == []
+TOY = {"stay": frozenset({"stay.pipeline"}), "stay.pipeline": frozenset({"stay.artefacts"}),
+       "stay.artefacts": frozenset({"stay.errors"}), "stay.errors": frozenset()}
+
+
+def test_an_import_inside_a_function_or_under_type_checking_is_a_dependency(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "stay/pipeline/__init__.py": "from stay.artefacts import x\n",
+        "stay/pipeline/_run.py": "def later():\n    import stay\n",
+        "stay/artefacts/__init__.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                      "    from stay.pipeline import _run\n",
+    })
+    graph = import_graph(root)
+    assert layer_breaks(graph, TOY) == [("stay.artefacts", "stay.pipeline"), ("stay.pipeline", "stay")]
+    assert cycles(graph) == [["stay.artefacts", "stay.pipeline"]]
+    assert _where(private_reach_ins(graph)) == ["stay.artefacts:3 imports stay.pipeline._run"]
+    assert [i.in_function for i in graph if i.importer == "stay.pipeline._run"] == [True]
+
+
+def test_a_unit_the_layers_leave_out_breaks_them_with_every_import(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {"stay/extra.py": "from stay import errors\n", "stay/artefacts/__init__.py": ""})
+    assert undeclared(root, TOY) == (["stay.extra"], ["stay.pipeline"])
+    assert layer_breaks(import_graph(root), TOY) == [("stay.extra", "stay.errors")]
+
+
+def test_layers_that_go_round_are_refused() -> None:
+    with pytest.raises(ValueError, match="go round"):
+        beneath({**LAYERS, "stay.errors": frozenset({"stay.cli"})})
 
 
 def test_only_settings_reads_the_environment() -> None:
@@ -98,5 +116,5 @@ def test_only_settings_reads_the_environment() -> None:
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv") and \
                     isinstance(node.value, ast.Name) and node.value.id == "os":
-                readers.append(_module(path))
+                readers.append(".".join(path.relative_to(ROOT).with_suffix("").parts))
     assert sorted(set(readers)) == ["stay.settings"]

@@ -3,13 +3,24 @@ on-disk form. Imports nothing else of stay's, so anything may import it."""
 
 from __future__ import annotations
 
+from stay.artefacts._brief import (
+    DEFAULT_LIMITS,
+    DurationLimits,
+    brief_from_data,
+    check_duration,
+    parse_duration,
+    read_brief,
+)
 from stay.artefacts._io import (
+    TEMPORARY,
     ArtefactLoadError,
     artefact_type,
     dump,
     dump_yaml,
     load,
     parse,
+    parse_bytes,
+    read_bytes,
     to_data,
     validate_as,
     write,
@@ -57,7 +68,9 @@ from stay.artefacts._models import (
 )
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "FORMAT_NOTES",
+    "TEMPORARY",
     "Artefact",
     "ArtefactLoadError",
     "Assessment",
@@ -66,6 +79,7 @@ __all__ = [
     "Brief",
     "CourseManifest",
     "Curriculum",
+    "DurationLimits",
     "Evidence",
     "Exercise",
     "Exercises",
@@ -96,10 +110,16 @@ __all__ = [
     "Text",
     "TextFormat",
     "artefact_type",
+    "brief_from_data",
+    "check_duration",
     "dump",
     "dump_yaml",
     "load",
     "parse",
+    "parse_bytes",
+    "parse_duration",
+    "read_brief",
+    "read_bytes",
     "text_format",
     "to_data",
     "validate_as",

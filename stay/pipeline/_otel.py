@@ -40,6 +40,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from stay._secrets import redact
+from stay._version import __version__
 from stay.settings import OtlpTarget
 
 if TYPE_CHECKING:
@@ -127,8 +128,6 @@ def build_spans(records: Sequence[Mapping[str, Any]], *, end_ns: int) -> list[Re
     from opentelemetry.sdk.trace.id_generator import IdGenerator
     from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
-    import stay
-
     header = _header(records)
     trace_hex = str(header.get("trace_id", ""))
     session = str(header.get("session_id", ""))
@@ -152,10 +151,10 @@ def build_spans(records: Sequence[Mapping[str, Any]], *, end_ns: int) -> list[Re
 
     collected = InMemorySpanExporter()
     provider = TracerProvider(sampler=ALWAYS_ON, id_generator=FromTrace(), shutdown_on_exit=False,
-                              resource=Resource.create({"service.name": "stay", "service.version": stay.__version__,
+                              resource=Resource.create({"service.name": "stay", "service.version": __version__,
                                                         "openinference.project.name": "stay"}))
     provider.add_span_processor(SimpleSpanProcessor(collected))
-    tracer = provider.get_tracer("stay.pipeline", stay.__version__)
+    tracer = provider.get_tracer("stay.pipeline", __version__)
     session_attrs = {"session.id": session, "langfuse.session.id": session}
 
     total = sum(_ns(span.get("seconds")) for span in spans)

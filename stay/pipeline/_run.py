@@ -16,9 +16,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stay._secrets import redact, redact_data
-from stay.artefacts import Artefact, Brief, Curriculum, LessonPlan, artefact_type, dump
-from stay.artefacts._brief import DurationLimits
-from stay.artefacts._io import parse_bytes, read_bytes
+from stay.artefacts import (
+    Artefact,
+    Brief,
+    Curriculum,
+    DurationLimits,
+    LessonPlan,
+    artefact_type,
+    dump,
+    parse_bytes,
+    read_bytes,
+)
 from stay.errors import AnswerError, PipelineError
 from stay.models import ModelClient, Rejecting, Usage, cost
 from stay.pipeline._course_graph import artefact_graph

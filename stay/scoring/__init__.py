@@ -31,11 +31,17 @@ _EXPORTS = {
     "default_scorers": "stay.scoring._scorers",
     "score_course": "stay.scoring._scorers",
     "scorer_versions": "stay.scoring._scorers",
+    "ComparePage": "stay.scoring._compare_page",
+    "compare_page": "stay.scoring._compare_page",
+    "build_entry": "stay.scoring._report",
+    "report": "stay.scoring._report",
+    "write_report": "stay.scoring._report",
     "evals_parser": "stay.scoring._cli",
     "evals_main": "stay.scoring._cli",
 }
 
 __all__ = [
+    "ComparePage",
     "CourseOnDisk",
     "DistractorQuality",
     "ExerciseAlignment",
@@ -49,18 +55,24 @@ __all__ = [
     "ScoreResult",
     "Scorer",
     "Validator",
+    "build_entry",
+    "compare_page",
     "default_scorers",
     "evals_main",
     "evals_parser",
     "judge_request",
+    "report",
     "score_course",
     "scorer_versions",
+    "write_report",
 ]
 
 if TYPE_CHECKING:
     from stay.scoring._cli import evals_main, evals_parser
+    from stay.scoring._compare_page import ComparePage, compare_page
     from stay.scoring._core import CourseOnDisk, ItemResult, Judge, JudgeReply, ModelJudge, ScoreResult, judge_request
     from stay.scoring._offline_judge import OfflineJudge
+    from stay.scoring._report import build_entry, report, write_report
     from stay.scoring._scorers import Scorer, default_scorers, score_course, scorer_versions
     from stay.scoring.distractor_quality import DistractorQuality
     from stay.scoring.exercise_alignment import ExerciseAlignment

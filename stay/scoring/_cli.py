@@ -31,7 +31,7 @@ from stay._display import fixed
 from stay.errors import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, InvalidRun, RunsNotComparable, StayError, exit_code
 
 PAGE_ITEMS = 100
-"""Changed items the --html page lists without --items (stay.view._compare_page's default,
+"""Changed items the --html page lists without --items (stay.scoring._compare_page's default,
 which is not imported here: it loads Jinja2, and `stay --help` must not pay for it)."""
 
 
@@ -112,7 +112,7 @@ def _write_refused_page(ns: argparse.Namespace, exc: StayError, code: int) -> No
     """The page says the comparison was refused, and why: never a stale comparison, and,
     when the page cannot be written, the refusal is still what the command reports."""
     from stay.artefacts import write_text_atomic
-    from stay.view._reports import render_compare_refused_html
+    from stay.view import render_compare_refused_html
 
     page = render_compare_refused_html(str(ns.baseline), str(ns.candidate), " ".join(str(exc).split()), code)
     try:
@@ -150,7 +150,7 @@ def _compare(ns: argparse.Namespace) -> int:
         write_text_atomic(ns.markdown, markdown(comparison, paths, changes))
         print(f"wrote {ns.markdown}")
     if ns.html:
-        from stay.view._compare_page import compare_page
+        from stay.scoring._compare_page import compare_page
 
         page = compare_page(comparison, baseline, candidate, paths=paths,
                             items=ns.items if ns.items is not None else PAGE_ITEMS)
@@ -170,7 +170,7 @@ def _show(ns: argparse.Namespace) -> int:
     print(summary_text(document, str(ns.report)), end="")
     if ns.html:
         from stay.artefacts import write_text_atomic
-        from stay.view._reports import render_run_summary_html
+        from stay.view import render_run_summary_html
 
         write_text_atomic(ns.html, render_run_summary_html(document))
         print(f"wrote {ns.html}")

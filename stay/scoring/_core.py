@@ -188,7 +188,7 @@ def judge_request(scorer: str, instructions: str, item: str, inputs: dict[str, A
     every item judged on it (every scorer's); then the scorer's instructions and the item.
 
     ``inputs`` (the offline judge answers from them) also carry the lesson."""
-    from stay.stages._prompt import render_inputs
+    from stay.stages import render_inputs
 
     shared = f"# The lesson\n\n{lesson}" if lesson is not None else ""
     return ModelRequest(

@@ -20,8 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from stay.artefacts import Artefact, to_data
-from stay.artefacts._brief import DEFAULT_LIMITS, DurationLimits
+from stay.artefacts import DEFAULT_LIMITS, Artefact, DurationLimits, to_data
 from stay.errors import GraphError
 from stay.requests import ModelAnswer, ModelRequest, Role
 from stay.stages._prompt import Prompts, build_request, parse_answer

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from stay.artefacts import Artefact, Curriculum
-from stay.artefacts._brief import DurationLimits
+from stay.artefacts import Artefact, Curriculum, DurationLimits
 from stay.errors import AnswerError
 from stay.stages._prompt import reference_set
 from stay.stages._stage import BriefInput, FileInput, Stage

@@ -10,6 +10,7 @@ or a model, so a hook or CI job can run it without either.
 
 from __future__ import annotations
 
+from stay.settings import packaged_data_dir
 from stay.validate._check import (
     CONTRACT_VERSION,
     OWNER_HEAD,
@@ -22,10 +23,11 @@ from stay.validate._check import (
     validate_courses,
 )
 from stay.validate._cli import main
-from stay.validate._data import HouseData, default_data_dir, packaged_data_dir
+from stay.validate._data import HouseData, default_data_dir
 from stay.validate._defect import OWNERS, Defect, Owner, Severity
 from stay.validate._registry import Rule
 from stay.validate._rules import RULES
+from stay.validate._yaml import safe_load
 
 __all__ = [
     "CONTRACT_VERSION",
@@ -45,6 +47,7 @@ __all__ = [
     "main",
     "owner_rows",
     "packaged_data_dir",
+    "safe_load",
     "validate_course",
     "validate_courses",
 ]

@@ -148,20 +148,13 @@ class HouseData:
         )
 
 
-def packaged_data_dir() -> Path:
-    """The data directory shipped with stay: inside the wheel, or the checkout's data/."""
-    here = Path(__file__).resolve().parent.parent
-    wheel = here / "_data"
-    return wheel if wheel.is_dir() else here.parent / "data"
-
-
 def default_data_dir() -> Path:
     """``$STAY_DATA_DIR``, else ``./data``, else the data shipped with stay.
 
     The contract's default is ``$STAY_DATA_DIR`` then ``./data``; the last fallback
     lets ``stay validate`` work from any directory after a plain ``pip install``.
     """
-    from stay.settings import data_dir_from
+    from stay.settings import data_dir_from, packaged_data_dir
 
     chosen = data_dir_from()
     if chosen is not None:

@@ -6,8 +6,8 @@
 ``build_site`` returns every file of a course's site in memory (same course, same
 bytes); ``render_course`` writes them to a directory outside the course. The report
 pages (``render_compare_html``, ``render_run_summary_html``) turn eval results into
-one self-contained HTML page each; ``compare_page`` maps the result of
-``stay evals compare`` onto the comparison page's rows. Nothing here writes into a course or fetches
+one self-contained HTML page each (``stay.scoring.compare_page`` maps the result of
+``stay evals compare`` onto the comparison page's rows). Nothing here writes into a course or fetches
 anything from a network.
 """
 
@@ -23,21 +23,19 @@ _EXPORTS = {
     "CompareHeader": "stay.view._reports", "Interval": "stay.view._reports", "ItemDiffRow": "stay.view._reports",
     "ScorerRow": "stay.view._reports", "render_compare_html": "stay.view._reports",
     "render_run_summary_html": "stay.view._reports", "render_compare_refused_html": "stay.view._reports",
-    "ComparePage": "stay.view._compare_page", "compare_page": "stay.view._compare_page",
     "build_site": "stay.view._site",
     "default_out_dir": "stay.view._site", "render_course": "stay.view._site", "write_site": "stay.view._site",
     "view_parser": "stay.view._cli", "view_main": "stay.view._cli",
 }
 
 __all__ = [
-    "CompareHeader", "ComparePage", "Interval", "ItemDiffRow", "ScorerRow", "build_site", "compare_page",
+    "CompareHeader", "Interval", "ItemDiffRow", "ScorerRow", "build_site",
     "default_out_dir", "render_compare_html", "render_compare_refused_html", "render_course",
     "render_run_summary_html", "view_main", "view_parser", "write_site",
 ]
 
 if TYPE_CHECKING:
     from stay.view._cli import view_main, view_parser
-    from stay.view._compare_page import ComparePage, compare_page
     from stay.view._reports import (
         CompareHeader,
         Interval,

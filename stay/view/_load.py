@@ -37,8 +37,12 @@ from stay.artefacts import (
 )
 from stay.briefs import check_curriculum_size
 from stay.errors import PipelineError, StayError
-from stay.validate import HouseData, default_data_dir, packaged_data_dir
-from stay.validate._yaml import safe_load  # the validator's parser: libyaml speed, no C-stack overflow
+from stay.validate import (
+    HouseData,
+    default_data_dir,
+    packaged_data_dir,
+    safe_load,  # the validator's parser: libyaml speed, no C-stack overflow
+)
 
 M = TypeVar("M", bound=BaseModel)
 

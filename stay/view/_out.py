@@ -20,8 +20,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from stay.artefacts import write_text_atomic
-from stay.artefacts._io import TEMPORARY
+from stay.artefacts import TEMPORARY, write_text_atomic
 from stay.errors import UsageError
 
 MARKER = ".stay-site"

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stay.validate import Defect
+from stay.validate import Defect, validate_course
 
 NO_LEDGER = "no ledger (not built by stay; `stay adopt` to track it)"
 LEDGER_FILE = ".state/hashes.json"
@@ -50,15 +50,14 @@ class Validation:
 
 
 def read_ledger(course: Path) -> Ledger:
-    """Statuses and gate verdicts from ``stay.status`` and ``stay.pipeline.gate_status``."""
+    """Statuses and gate verdicts from ``stay.pipeline.status`` and ``gate_status``."""
     if not (course / LEDGER_FILE).is_file():
         return Ledger(tracked=False, note=NO_LEDGER)
-    import stay
-    from stay.pipeline import gate_status
+    from stay.pipeline import gate_status, status
 
     slug, courses_dir = course.name, course.parent
     try:
-        found = stay.status(slug, courses_dir=courses_dir)
+        found = status(slug, courses_dir=courses_dir)
         gates = gate_status(slug, courses_dir=courses_dir)
     except Exception as exc:  # a damaged ledger or course must show on the page, not end the render
         return Ledger(tracked=True, note=f"statuses cannot be derived: {_one_line(exc)}")
@@ -69,11 +68,9 @@ def read_ledger(course: Path) -> Ledger:
 
 def run_validator(course: Path, data_dir: Path | None = None) -> Validation:
     """The validator's counts, non-strict and strict, and its defects (non-strict)."""
-    import stay
-
     try:
-        report = stay.validate_course(course, data_dir=data_dir)
-        strict = stay.validate_course(course, strict=True, data_dir=data_dir)
+        report = validate_course(course, data_dir=data_dir)
+        strict = validate_course(course, strict=True, data_dir=data_dir)
     except Exception as exc:  # e.g. missing data files: say so where the result would be
         return Validation(ran=False, note=f"the validator could not run: {_one_line(exc)}")
     return Validation(ran=True, note=None, fails=report.fails, warns=report.warns, strict_fails=strict.fails,

@@ -96,7 +96,7 @@ def test_a_refusal_replaces_any_earlier_page_with_one_that_says_why(
 
 def test_a_page_that_fails_to_render_leaves_the_earlier_one_whole(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    import stay.view._compare_page as compare_page
+    import stay.scoring._compare_page as compare_page
 
     def broken(_self: Any) -> str:
         raise RuntimeError("a bug while rendering")
@@ -140,8 +140,7 @@ def test_show_refuses_a_file_that_is_not_a_report(tmp_path: Path, capsys: pytest
 
 def test_items_must_list_at_least_one_and_the_page_default_is_the_commands(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from stay.scoring import _cli
-    from stay.view import _compare_page
+    from stay.scoring import _cli, _compare_page
 
     assert _cli.PAGE_ITEMS == _compare_page.PAGE_ITEMS  # kept apart so `stay --help` does not import Jinja2
     code, _out, err, page = compare_html(tmp_path, capsys, BASE, make_report(steady(), label="c"), "--items", "-3")

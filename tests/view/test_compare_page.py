@@ -14,9 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stay.cli import main
+from stay.scoring import compare_page
 from stay.scoring._compare import BETTER, INCONCLUSIVE, ITEMS, NOTHING, SAME, WORSE, Comparison, compare
-from stay.view import compare_page, render_compare_refused_html
-from stay.view._compare_page import run_intervals, stratified_interval, t_quantile
+from stay.scoring._compare_page import run_intervals, stratified_interval, t_quantile
+from stay.view import render_compare_refused_html
 from stay.view._reports import Interval
 from tests.parity.harness import examples
 from tests.scoring.reports import make_report, steady

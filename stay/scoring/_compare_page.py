@@ -1,7 +1,7 @@
 """From the result of ``stay evals compare`` to the comparison page's rows.
 
 ``compare_page`` is the one place a ``Comparison`` (``stay.scoring._compare``) becomes
-the plain data ``render_compare_html`` draws (``stay.view._reports``): every field of
+the plain data the viewer's ``render_compare_html`` draws: every field of
 every ``ScorerComparison`` goes into a ``ScorerRow``; the judge, backend and models
 come from the two reports, since a comparison holds them fixed rather than carrying
 them; and the item diff is listed only for items matched by content (the same item and
@@ -28,7 +28,7 @@ from typing import Any
 
 from stay.scoring._compare import ITEMS, Comparison, ItemChange, ScorerComparison, item_changes
 from stay.scoring._defaults import POWER
-from stay.view._reports import CompareHeader, Interval, ItemDiffRow, ScorerRow, render_compare_html
+from stay.view import CompareHeader, Interval, ItemDiffRow, ScorerRow, render_compare_html
 
 PAGE_ITEMS = 100
 """Changed items a page lists when not told otherwise: those that changed most."""
