@@ -10,6 +10,7 @@ or a model, so a hook or CI job can run it without either.
 
 from __future__ import annotations
 
+from stay.settings import packaged_data_dir
 from stay.validate._check import (
     CONTRACT_VERSION,
     OWNER_HEAD,
@@ -22,7 +23,7 @@ from stay.validate._check import (
     validate_courses,
 )
 from stay.validate._cli import main
-from stay.validate._data import HouseData, default_data_dir, packaged_data_dir
+from stay.validate._data import HouseData, default_data_dir
 from stay.validate._defect import OWNERS, Defect, Owner, Severity
 from stay.validate._registry import Rule
 from stay.validate._rules import RULES
