@@ -24,7 +24,7 @@ from typing import Any
 
 from stay.artefacts import Brief
 from stay.briefs import slugify
-from stay.models import AnthropicBackend, CachedBackend, OfflineBackend, RequestCache, Usage
+from stay.models import CachedBackend, OfflineBackend, RequestCache, Usage, backend_from
 from stay.pipeline import build_course
 from stay.pipeline._ledger import read_document
 from stay.scoring import CourseOnDisk, Judge, OfflineJudge, Scorer, default_scorers, score_course, scorer_versions
@@ -86,8 +86,7 @@ def evaluate_build(brief_path: Path, *, epoch: int, courses_dir: Path, backend: 
         if backend == OFFLINE:
             generator = OfflineBackend(quality=dict(quality or {}), seed=seed)
         else:  # the epoch's salt keys its requests apart in the cache; the prompt is untouched
-            generator = CachedBackend(AnthropicBackend(api_key=chosen.api_key, base_url=chosen.base_url,
-                                                       timeout=chosen.request_timeout),
+            generator = CachedBackend(backend_from(chosen.replace(backend="anthropic")),
                                       RequestCache(where / slug / ".runs" / "cache", salt=seed))
             cache = False
         result = build_course(brief, courses_dir=where, yes=True, backend=generator, settings=chosen,

@@ -8,6 +8,7 @@ from stay.errors import InjectedFault
 from stay.models._anthropic import AnthropicBackend
 from stay.models._batch import MAX_BATCH_BYTES, MAX_BATCH_REQUESTS, BatchOutcome, prefetch
 from stay.models._cache import CachedBackend, RequestCache, request_key
+from stay.models._factory import backend_from
 from stay.models._offline import DEFECTS, OFFLINE_MODEL, OfflineBackend, offline_answer
 from stay.models._prefix_gate import PrefixGate, prefix_keys
 from stay.models._prices import BATCH_DISCOUNT, PRICES, Price, Rates, cost, describe_cost
@@ -56,6 +57,7 @@ __all__ = [
     "Thinking",
     "Usage",
     "answer_from",
+    "backend_from",
     "cost",
     "describe_cost",
     "offline_answer",
