@@ -93,7 +93,7 @@ def evaluate_build(brief_path: Path, *, epoch: int, courses_dir: Path, backend: 
                               prompts_dir=prompts_dir, cache=cache, progress=lambda _line: None)
         usage, cost, built = result.usage, result.cost, True
     course = CourseOnDisk.load(where / slug)
-    scores = score_course(course, scorers or default_scorers(judge))
+    scores = score_course(course, scorers or default_scorers(judge, data_dir=chosen.resolved_data_dir()))
     return slug, build_entry(scores, epoch=epoch, seed=seed, course_sha256=course.sha256, build_usage=usage,
                              build_cost=cost, built=built, built_with=built_with(where / slug))
 

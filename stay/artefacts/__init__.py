@@ -3,6 +3,7 @@ on-disk form. Imports nothing else of stay's, so anything may import it."""
 
 from __future__ import annotations
 
+from stay.artefacts._course import CourseReader, Loaded, lesson_file, module_dir
 from stay.artefacts._io import (
     ArtefactLoadError,
     artefact_type,
@@ -65,6 +66,7 @@ __all__ = [
     "BloomLevel",
     "Brief",
     "CourseManifest",
+    "CourseReader",
     "Curriculum",
     "Evidence",
     "Exercise",
@@ -75,6 +77,7 @@ __all__ = [
     "LessonContent",
     "LessonEntry",
     "LessonPlan",
+    "Loaded",
     "ManifestStatus",
     "Markdown",
     "Method",
@@ -98,7 +101,9 @@ __all__ = [
     "artefact_type",
     "dump",
     "dump_yaml",
+    "lesson_file",
     "load",
+    "module_dir",
     "parse",
     "text_format",
     "to_data",
