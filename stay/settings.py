@@ -152,10 +152,8 @@ class Settings:
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     def resolved_data_dir(self) -> Path:
-        if self.data_dir is not None:
-            return self.data_dir
-        local = Path("data")
-        return local if local.is_dir() else packaged_data_dir()
+        """The house style this run is checked against (``resolve_data_dir``)."""
+        return resolve_data_dir(self.data_dir)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -263,6 +261,17 @@ def packaged_data_dir() -> Path:
     here = Path(__file__).resolve().parent
     wheel = here / "_data"
     return wheel if wheel.is_dir() else here.parent / "data"
+
+
+def resolve_data_dir(chosen: str | os.PathLike[str] | None) -> Path:
+    """The one resolution of the data directory, for a run and for ``stay validate``
+    alike: the one chosen (``Settings.data_dir``, ``--data-dir``, ``STAY_DATA_DIR``),
+    else ``./data`` (the contract's default), else the data shipped with stay (so the
+    validator works from any directory after a plain ``pip install``)."""
+    if chosen is not None:
+        return Path(chosen)
+    local = Path("data")
+    return local if local.is_dir() else packaged_data_dir()
 
 
 def data_dir_from(env: Mapping[str, str] | None = None) -> Path | None:

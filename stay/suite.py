@@ -24,7 +24,7 @@ from typing import Any
 
 from stay.artefacts import Brief
 from stay.briefs import slugify
-from stay.models import AnthropicBackend, CachedBackend, RequestCache, Usage
+from stay.models import CachedBackend, RequestCache, Usage, backend_from
 from stay.pipeline import build_course, read_document
 from stay.scoring import (
     CourseOnDisk,
@@ -98,15 +98,14 @@ def evaluate_build(brief_path: Path, *, epoch: int, courses_dir: Path, backend: 
             # to test the harness) is test support, so it comes from stay.testing
             generator = RiggedBackend(quality=dict(quality or {}), seed=seed)
         else:  # the epoch's salt keys its requests apart in the cache; the prompt is untouched
-            generator = CachedBackend(AnthropicBackend(api_key=chosen.api_key, base_url=chosen.base_url,
-                                                       timeout=chosen.request_timeout),
+            generator = CachedBackend(backend_from(chosen.replace(backend="anthropic")),
                                       RequestCache(where / slug / ".runs" / "cache", salt=seed))
             cache = False
         result = build_course(brief, courses_dir=where, yes=True, backend=generator, settings=chosen,
                               prompts_dir=prompts_dir, cache=cache, progress=lambda _line: None)
         usage, cost, built = result.usage, result.cost, True
     course = CourseOnDisk.load(where / slug)
-    scores = score_course(course, scorers or default_scorers(judge))
+    scores = score_course(course, scorers or default_scorers(judge, data_dir=chosen.resolved_data_dir()))
     return slug, build_entry(scores, epoch=epoch, seed=seed, course_sha256=course.sha256, build_usage=usage,
                              build_cost=cost, built=built, built_with=built_with(where / slug))
 

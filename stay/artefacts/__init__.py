@@ -11,6 +11,7 @@ from stay.artefacts._brief import (
     parse_duration,
     read_brief,
 )
+from stay.artefacts._course import CourseReader, Loaded, lesson_file, module_dir
 from stay.artefacts._io import (
     TEMPORARY,
     ArtefactLoadError,
@@ -78,6 +79,7 @@ __all__ = [
     "BloomLevel",
     "Brief",
     "CourseManifest",
+    "CourseReader",
     "Curriculum",
     "DurationLimits",
     "Evidence",
@@ -89,6 +91,7 @@ __all__ = [
     "LessonContent",
     "LessonEntry",
     "LessonPlan",
+    "Loaded",
     "ManifestStatus",
     "Markdown",
     "Method",
@@ -114,7 +117,9 @@ __all__ = [
     "check_duration",
     "dump",
     "dump_yaml",
+    "lesson_file",
     "load",
+    "module_dir",
     "parse",
     "parse_bytes",
     "parse_duration",

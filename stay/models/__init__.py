@@ -7,6 +7,7 @@ from __future__ import annotations
 from stay.models._anthropic import AnthropicBackend
 from stay.models._batch import MAX_BATCH_BYTES, MAX_BATCH_REQUESTS, BatchOutcome, prefetch
 from stay.models._cache import CachedBackend, RequestCache, request_key
+from stay.models._factory import backend_from
 from stay.models._offline import OFFLINE_MODEL, OfflineBackend, offline_answer
 from stay.models._prefix_gate import PrefixGate, prefix_keys
 from stay.models._prices import BATCH_DISCOUNT, PRICES, Price, Rates, cost, describe_cost
@@ -54,6 +55,7 @@ __all__ = [
     "Thinking",
     "Usage",
     "answer_from",
+    "backend_from",
     "cost",
     "describe_cost",
     "offline_answer",

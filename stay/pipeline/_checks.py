@@ -2,7 +2,10 @@
 back to the model, what a gate summary lists, and what ``--yes`` refuses to approve.
 
 One function over the one validator, so the check after a write, the gate summary and
-the gate's refusal can never disagree about which defects a file holds.
+the gate's refusal can never disagree about which defects a file holds; and every
+validation of a run (the validate node, each round of repair) goes through
+``course_report``, against the run's own house style (``Settings.resolved_data_dir``,
+the one resolution): ``validate_course`` alone falls back to the environment's.
 """
 
 from __future__ import annotations
@@ -12,7 +15,17 @@ from pathlib import Path
 
 from stay.pipeline._run import Run
 from stay.settings import Settings
-from stay.validate import Defect, Severity, validate_course
+from stay.validate import CourseReport, Defect, Severity, validate_course
+
+
+def course_report(root: Path, settings: Settings) -> CourseReport:
+    """The validator's report on a course, against the house style ``settings`` choose."""
+    return validate_course(root, data_dir=settings.resolved_data_dir())
+
+
+def validation(run: Run) -> CourseReport:
+    """``course_report`` for the course of a run."""
+    return course_report(run.root, run.config.settings)
 
 
 def defects_in(run: Run, paths: Iterable[str], *, fails_only: bool = False) -> tuple[Defect, ...]:
@@ -29,6 +42,6 @@ def course_defects(root: Path, settings: Settings, paths: Iterable[str], *,
                    fails_only: bool = False) -> tuple[Defect, ...]:
     """``defects_in`` for a course opened without a run (``stay approve``)."""
     wanted = set(paths)
-    report = validate_course(root, data_dir=settings.resolved_data_dir())
+    report = course_report(root, settings)
     return tuple(d for d in report.defects
                  if d.path in wanted and (not fails_only or d.severity == Severity.FAIL))

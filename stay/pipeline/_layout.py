@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from stay.artefacts import Curriculum, LessonEntry, LessonPlan, Module
+from stay.artefacts import Curriculum, LessonEntry, LessonPlan, Module, module_dir
 from stay.stages import Stage
 
 BRIEF = "brief"
@@ -37,7 +37,7 @@ class LessonPlace:
 
     @property
     def directory(self) -> str:
-        return f"modules/{self.module.id}-{self.module.slug}"
+        return module_dir(self.module)  # the course reader's layout, shared with the scorers and viewer
 
     def path(self, name: str) -> str:
         """A file of this lesson, from a stage's output pattern (``{lesson}.md``)."""

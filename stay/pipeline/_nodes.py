@@ -21,6 +21,7 @@ from stay.artefacts import CourseManifest, Curriculum, Glossary, GlossaryTerm, d
 from stay.briefs import check_duration
 from stay.errors import AnswerError, BriefRejected, PipelineError, TruncationError, UsageError
 from stay.models import screening_of
+from stay.pipeline._checks import validation
 from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._fix import check_written
 from stay.pipeline._gates import (
@@ -41,7 +42,6 @@ from stay.pipeline._run import Run
 from stay.pipeline._state import CourseState, load_manifest
 from stay.pipeline._wave import wave_of
 from stay.stages import REGISTRY, Stage
-from stay.validate import validate_course
 
 
 def entry(run: Run) -> None:
@@ -278,7 +278,7 @@ def land_manifest(run: Run) -> None:
 
 
 def validate(run: Run) -> None:
-    report = run.tally.validation = validate_course(run.root, data_dir=run.config.settings.resolved_data_dir())
+    report = run.tally.validation = validation(run)
     run.say(f"validate: {report.fails} FAIL, {report.warns} WARN, {plural(report.checks, 'check')}")
 
 

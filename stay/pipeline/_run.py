@@ -5,7 +5,6 @@ which reads the course (``Reader`` for the stages' inputs) and asks the model.""
 from __future__ import annotations
 
 import math
-import os
 import shlex
 import threading
 import time
@@ -19,13 +18,12 @@ from stay._secrets import redact, redact_data
 from stay.artefacts import (
     Artefact,
     Brief,
+    CourseReader,
     Curriculum,
     DurationLimits,
     LessonPlan,
     artefact_type,
     dump,
-    parse_bytes,
-    read_bytes,
 )
 from stay.errors import AnswerError, PipelineError
 from stay.models import ModelClient, Rejecting, Usage, cost
@@ -201,8 +199,8 @@ class Run:
     """The revisions still to send (``revise_seed`` drops a note a file already has)."""
     started: float = field(default_factory=time.monotonic)
     """When the run began: progress counts elapsed time from here."""
-    _loaded: dict[str, tuple[bytes, Artefact]] = field(default_factory=dict, repr=False)
-    """course file -> the bytes last parsed and what they parsed to"""
+    _files: CourseReader | None = field(default=None, repr=False)
+    """The course reader (``stay.artefacts.CourseReader``, its parse cache), made on first read."""
     _plans: dict[str, LessonPlan] | None = field(default=None, repr=False)
     """Every plan, as last read; dropped whenever the run writes a file."""
     _layout: CourseLayout | None = field(default=None, repr=False)
@@ -266,17 +264,11 @@ class Run:
     # -- reading the course (the stages' inputs) ------------------------------------------
 
     def load(self, path: str) -> Artefact:
-        """A course file as its artefact, parsed again only when its bytes changed. The
-        bytes are read every time: a cache keyed on a file's time and size would miss a
-        rewrite of the same size within one tick of the filesystem's clock."""
-        file = self.root / path
-        data = read_bytes(file)
-        cached = self._loaded.get(path)
-        if cached is not None and cached[0] == data:
-            return cached[1]
-        artefact: Artefact = parse_bytes(artefact_type(path), data, os.fspath(file))
-        self._loaded[path] = (data, artefact)
-        return artefact
+        """A course file as its artefact, through the one course reader: parsed again
+        only when its bytes changed."""
+        if self._files is None:
+            self._files = CourseReader(self.root)
+        return self._files.load(path, artefact_type(path))
 
     def curriculum(self) -> Curriculum | None:
         if not (self.root / "curriculum.yaml").is_file():

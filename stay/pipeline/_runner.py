@@ -29,7 +29,15 @@ from stay.briefs import (
     slugify,
 )
 from stay.errors import EnvironmentProblem, StayError, UsageError
-from stay.models import AnthropicBackend, CachedBackend, ModelClient, OfflineBackend, RequestCache, describe_cost
+from stay.models import (
+    AnthropicBackend,
+    CachedBackend,
+    ModelClient,
+    OfflineBackend,
+    RequestCache,
+    backend_from,
+    describe_cost,
+)
 from stay.pipeline._commands import open_course, open_course_named
 from stay.pipeline._dag import Dag
 from stay.pipeline._graph import CommandDecl, assemble, checked, command_walk, declare
@@ -49,19 +57,16 @@ Command = Literal["new", "build", "plan", "write", "repair", "revise"]
 
 def default_backend(settings: Settings, progress: Progress | None = None) -> ModelClient:
     """The backend the settings choose (anthropic when an API key is set, else offline),
-    announced in one line."""
+    made by the one factory (``stay.models.backend_from``) and announced in one line."""
     say = progress or default_progress()
+    backend = backend_from(settings, progress=say)
     if settings.chosen_backend == "anthropic":
-        backend = AnthropicBackend(api_key=settings.api_key, base_url=settings.base_url, progress=say,
-                                   screen_model=settings.model("analysis"),
-                                   timeout=settings.request_timeout, max_retries=settings.max_retries,
-                                   retry_after_cap=settings.retry_after_cap)
         models = ", ".join(f"{role} {model}" for role, model in settings.models.items())
         say(f"backend: anthropic ({models})")
         return backend
     say("backend: offline (ANTHROPIC_API_KEY is not set): deterministic template prose, no network"
         if not settings.api_key else "backend: offline (chosen): deterministic template prose, no network")
-    return OfflineBackend()
+    return backend
 
 
 def run_command(command: Command, target: Brief | str | os.PathLike[str], *,

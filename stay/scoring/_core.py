@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from stay.artefacts import (
     Assessment,
     Audience,
+    CourseReader,
     Curriculum,
     Exercises,
     LessonContent,
@@ -36,7 +37,7 @@ from stay.artefacts import (
     Outcomes,
     Project,
     Quiz,
-    load,
+    lesson_file,
 )
 from stay.errors import AnswerError, ModelError, ModelUnavailable
 from stay.models import DEFAULT_MODELS, ModelAnswer, ModelClient, ModelRequest, Rejecting, SystemBlock, Usage
@@ -129,39 +130,27 @@ class CourseOnDisk:
 
     @classmethod
     def load(cls, root: str | Path) -> CourseOnDisk:
-        root = Path(root)
-
-        def maybe(path: Path, model: type[A]) -> A | None:
-            return load(path, model) if path.is_file() else None
-
-        curriculum = load(root / "curriculum.yaml", Curriculum)
+        """The course as the one course reader reads it (``stay.artefacts.CourseReader``):
+        its layout, bounded reads, one-line errors naming the file."""
+        files = CourseReader(root)
+        curriculum = files.load("curriculum.yaml", Curriculum)
         lessons = []
         for module in curriculum.modules:
             for lesson in module.lessons:
-                prefix = root / "modules" / f"{module.id}-{module.slug}" / lesson.id
-                lessons.append(LessonOnDisk(
-                    lesson.id, load(Path(f"{prefix}.plan.yaml"), LessonPlan),
-                    maybe(Path(f"{prefix}.md"), LessonContent),
-                    maybe(Path(f"{prefix}.exercises.yaml"), Exercises), maybe(Path(f"{prefix}.quiz.yaml"), Quiz)))
-        return cls(root, load(root / "audience.yaml", Audience), curriculum,
-                   load(root / "outcomes.yaml", Outcomes), load(root / "assessment.yaml", Assessment),
-                   maybe(root / "project.yaml", Project), tuple(lessons))
+                plan, text, exercises, quiz = (lesson_file(module, lesson.id, kind)
+                                               for kind in (LessonPlan, LessonContent, Exercises, Quiz))
+                lessons.append(LessonOnDisk(lesson.id, files.load(plan, LessonPlan),
+                                            files.maybe(text, LessonContent), files.maybe(exercises, Exercises),
+                                            files.maybe(quiz, Quiz)))
+        return cls(files.root, files.load("audience.yaml", Audience), curriculum,
+                   files.load("outcomes.yaml", Outcomes), files.load("assessment.yaml", Assessment),
+                   files.maybe("project.yaml", Project), tuple(lessons))
 
     @cached_property
     def sha256(self) -> str:
         """One hash of every course file (hidden directories, the ledger and caches, left
         out): two builds with this hash equal scored byte-identical course files."""
-        return course_sha256(self.root)
-
-
-def course_sha256(root: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        relative = path.relative_to(root)
-        if any(part.startswith(".") for part in relative.parts):
-            continue
-        digest.update(f"{relative.as_posix()}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
-    return digest.hexdigest()
+        return CourseReader(self.root).sha256()
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from stay.models import AnthropicBackend, CachedBackend, RequestCache, prefetch
+from stay.models import CachedBackend, RequestCache, backend_from, prefetch
 from stay.scoring import CourseOnDisk, Judge, ModelJudge, OfflineJudge, ScoreResult, default_scorers, score_course
 from stay.scoring._core import JudgeReply
 from stay.settings import Settings
@@ -21,7 +21,7 @@ def make_judge(backend: str, cache_dir: Path, *, judge_model: str | None = None,
     if backend == OFFLINE:
         return OfflineJudge()
     chosen = settings or Settings.from_env()
-    client = AnthropicBackend(api_key=chosen.api_key, base_url=chosen.base_url, timeout=chosen.request_timeout)
+    client = backend_from(chosen.replace(backend="anthropic"))  # the retry settings, as the build's
     return ModelJudge(CachedBackend(client, RequestCache(cache_dir)), judge_model or chosen.model("judging"))
 
 
@@ -47,10 +47,11 @@ def batch_score(course_dir: Path, client: Any, cache: RequestCache, *, poll_seco
     recorder = _Recorder()
     course = CourseOnDisk.load(course_dir)
     score_course(course, default_scorers(recorder))
-    model = judge_model or (settings or Settings.from_env()).model("judging")
+    chosen = settings or Settings.from_env()
+    model = judge_model or chosen.model("judging")
     kwargs: dict[str, Any] = {"poll_seconds": poll_seconds}
     if sleep is not None:
         kwargs["sleep"] = sleep
     prefetch(client, [(request, model) for request in recorder.requests], cache, **kwargs)
-    judge = ModelJudge(CachedBackend(AnthropicBackend(client), cache), model)
+    judge = ModelJudge(CachedBackend(backend_from(chosen.replace(backend="anthropic"), client=client), cache), model)
     return score_course(course, default_scorers(judge))

@@ -28,10 +28,11 @@ class Scorer(Protocol):
     def score(self, course: CourseOnDisk) -> ScoreResult: ...
 
 
-def default_scorers(judge: Judge) -> list[Scorer]:
-    """Every scorer, judged by ``judge`` where a judge is needed."""
+def default_scorers(judge: Judge, *, data_dir: Path | None = None) -> list[Scorer]:
+    """Every scorer, judged by ``judge`` where a judge is needed; the validator's holds a
+    course to the house style in ``data_dir`` (None: the validator's default)."""
     return [OutcomeCoverage(judge), DistractorQuality(judge), ExerciseAlignment(judge),
-            RubricSpecificity(judge), Validator()]
+            RubricSpecificity(judge), Validator(data_dir=data_dir)]
 
 
 def score_course(course_dir: str | os.PathLike[str] | CourseOnDisk,

@@ -8,6 +8,7 @@ so does the number of checks run, because a rule that stops running stops failin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from stay.scoring._core import CourseOnDisk, ItemResult, ScoreResult, content_hash
@@ -19,11 +20,14 @@ JUDGE = "validator (no model)"
 @dataclass(frozen=True)
 class Validator:
     strict: bool = True
+    data_dir: Path | None = None
+    """The house style the course is held to: the build's (``Settings.resolved_data_dir``);
+    None is the validator's default, as ``stay validate``'s."""
     name: ClassVar[str] = "validator"
     version: ClassVar[int] = 1
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
-        report = validate_course(course.root, strict=self.strict)
+        report = validate_course(course.root, strict=self.strict, data_dir=self.data_dir)
         counts = {owner: 0 for owner in OWNERS}
         for defect in report.defects:
             counts[defect.owner] += 1

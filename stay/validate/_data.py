@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from stay.errors import DataFileError
+from stay.settings import data_dir_from, resolve_data_dir
 from stay.validate._yaml import safe_load
 
 BLOOM_FILE = "bloom-verbs.yaml"
@@ -149,15 +150,7 @@ class HouseData:
 
 
 def default_data_dir() -> Path:
-    """``$STAY_DATA_DIR``, else ``./data``, else the data shipped with stay.
-
-    The contract's default is ``$STAY_DATA_DIR`` then ``./data``; the last fallback
-    lets ``stay validate`` work from any directory after a plain ``pip install``.
-    """
-    from stay.settings import data_dir_from, packaged_data_dir
-
-    chosen = data_dir_from()
-    if chosen is not None:
-        return chosen
-    local = Path("data")
-    return local if local.is_dir() else packaged_data_dir()
+    """``$STAY_DATA_DIR``, else ``./data``, else the data shipped with stay: the one
+    resolution (``stay.settings.resolve_data_dir``) of the variable alone, so a bad
+    unrelated variable never stops the validator."""
+    return resolve_data_dir(data_dir_from())

@@ -10,59 +10,38 @@ followed. Nothing here writes.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel
 
-from stay._bounds import MAX_DEPTH, MAX_FILE_BYTES, TooLarge, read_bounded, yaml_shape
 from stay.artefacts import (
-    ArtefactLoadError,
     Assessment,
     Audience,
     CourseManifest,
+    CourseReader,
     Curriculum,
     Exercises,
     Glossary,
     LessonContent,
     LessonPlan,
+    Loaded,
+    Module,
     Outcomes,
     Project,
     Quiz,
-    validate_as,
+    lesson_file,
+    module_dir,
 )
 from stay.briefs import check_curriculum_size
 from stay.errors import PipelineError, StayError
-from stay.validate import (
-    HouseData,
-    default_data_dir,
-    packaged_data_dir,
-    safe_load,  # the validator's parser: libyaml speed, no C-stack overflow
-)
+from stay.validate import HouseData, default_data_dir, packaged_data_dir
 
 M = TypeVar("M", bound=BaseModel)
 
-
-_FRONT_MATTER = re.compile(r"---\n(.*?\n)?---(?:\n|$)", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class Loaded(Generic[M]):
-    """One course file: its artefact, or the one-line reason there is none."""
-
-    path: str
-    """Relative to the course directory, '/'-separated."""
-    model: M | None = None
-    problem: str | None = None
-    missing: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.model is not None
+__all__ = ["CourseView", "LessonView", "Loaded", "ModuleView", "load_course", "read_artefact"]
 
 
 @dataclass(frozen=True)
@@ -133,130 +112,71 @@ class CourseView:
 
 def read_artefact(root: Path, relative: str, model: type[M]) -> Loaded[M]:
     """One file as ``model``, or why not; never raises for anything the file holds."""
-    path = root / relative
-    try:
-        resolved = path.resolve()
-        if not resolved.is_relative_to(root.resolve()):
-            return Loaded(relative, problem="a link that leaves the course directory; not followed")
-        if not path.exists():
-            return Loaded(relative, problem="missing", missing=True)
-        if not path.is_file():
-            return Loaded(relative, problem="not a regular file")
-        data = read_bounded(path)
-    except TooLarge:
-        return Loaded(relative, problem=f"too large to show (over {MAX_FILE_BYTES // 2**20} MB, the limit on a "
-                                        "course file)")
-    except OSError as exc:
-        return Loaded(relative, problem=f"cannot be read ({exc.strerror or type(exc).__name__})")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return Loaded(relative, problem="not UTF-8 text")
-    try:
-        return Loaded(relative, model=_parse(model, text, relative))
-    except ArtefactLoadError as exc:
-        return Loaded(relative, problem=str(exc))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        return Loaded(relative, problem=f"{relative}: not valid YAML{where}")
-    except RecursionError:
-        return Loaded(relative, problem=f"{relative}: nested too deeply to read")
+    return CourseReader(root).read(relative, model)
 
 
-def _load_yaml(text: str, where: str) -> Any:
-    """``safe_load`` after the guard every reader uses: no anchors or aliases, no deep nesting."""
-    shape = yaml_shape(text)
-    if shape == "aliases":
-        raise ArtefactLoadError(f"{where}: uses YAML anchors or aliases (& and *); not expanded")
-    if shape == "deep":
-        raise ArtefactLoadError(f"{where}: nests deeper than {MAX_DEPTH} levels; not read")
-    return safe_load(text)
-
-
-def _parse(model: type[M], text: str, where: str) -> M:
-    if model is LessonContent:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-        match = _FRONT_MATTER.match(text)
-        if match is None:
-            raise ArtefactLoadError(f"{where}: front matter is missing (a '---' block with lesson and title)")
-        front = _load_yaml(match.group(1) or "", where)
-        if not isinstance(front, dict):
-            raise ArtefactLoadError(f"{where}: front matter must be a mapping with lesson and title")
-        return validate_as(model, {**front, "body": text[match.end():]}, where)
-    return validate_as(model, _load_yaml(text, where), where)
-
-
-def load_course(root: Path) -> CourseView:
-    """Everything the pages show, read once; damage is recorded, never raised."""
-    curriculum = _within_house_style(read_artefact(root, "curriculum.yaml", Curriculum))
+def load_course(root: Path, data_dir: Path | None = None) -> CourseView:
+    """Everything the pages show, read once through the course reader; damage is
+    recorded, never raised. ``data_dir`` is the house style the course is held to
+    (None: the validator's default, ``stay.validate.default_data_dir``)."""
+    files = CourseReader(root)
+    curriculum = _within_house_style(files.read("curriculum.yaml", Curriculum), data_dir)
     modules: list[ModuleView] = []
-    seen_lessons: set[str] = set()
     # The Curriculum type has checked every module id, slug and lesson id (format, no
     # path separators, no repeats): a curriculum that breaks them is shown as damaged,
     # and no path is built from it.
     for module in curriculum.model.modules if curriculum.model else []:
-        problem = None
-        directory: str | None = f"modules/{module.id}-{module.slug}"
         lessons = []
         for entry in module.lessons:
-            lessons.append(_lesson(root, module.id, directory, entry.id, entry.title, entry.minutes, entry.summary,
-                                   seen_lessons))
-            seen_lessons.add(entry.id)
-        modules.append(ModuleView(module.id, module.slug, module.title, module.summary, directory, problem,
+            lessons.append(_lesson(files, module, entry.id, entry.title, entry.minutes, entry.summary))
+        modules.append(ModuleView(module.id, module.slug, module.title, module.summary, module_dir(module), None,
                                   tuple(lessons)))
     listed = {f.path for m in modules for lesson in m.lessons for f in lesson.files()}
     return CourseView(
         root=root, slug=root.name,
-        manifest=read_artefact(root, "course.yaml", CourseManifest),
-        audience=read_artefact(root, "audience.yaml", Audience),
+        manifest=files.read("course.yaml", CourseManifest),
+        audience=files.read("audience.yaml", Audience),
         curriculum=curriculum,
-        outcomes=read_artefact(root, "outcomes.yaml", Outcomes),
-        assessment=read_artefact(root, "assessment.yaml", Assessment),
-        project=read_artefact(root, "project.yaml", Project),
-        glossary=read_artefact(root, "glossary.yaml", Glossary),
+        outcomes=files.read("outcomes.yaml", Outcomes),
+        assessment=files.read("assessment.yaml", Assessment),
+        project=files.read("project.yaml", Project),
+        glossary=files.read("glossary.yaml", Glossary),
         modules=tuple(modules),
         unlisted=tuple(sorted(set(_module_files(root)) - listed)),
     )
 
 
-def _within_house_style(curriculum: Loaded[Curriculum]) -> Loaded[Curriculum]:
+def _within_house_style(curriculum: Loaded[Curriculum], data_dir: Path | None) -> Loaded[Curriculum]:
     """The curriculum, or a damaged one when it holds more lessons than house style's
     largest course: every page lists every lesson, so the site grows with the square of
     the curriculum, and nothing is read or rendered for one no build could write."""
     if curriculum.model is None:
         return curriculum
     try:
-        check_curriculum_size(curriculum.model, _house(), curriculum.path)
+        check_curriculum_size(curriculum.model, _house(data_dir), curriculum.path)
     except PipelineError as exc:
         return Loaded(curriculum.path, problem=str(exc))
     return curriculum
 
 
-def _house() -> HouseData:
+def _house(data_dir: Path | None) -> HouseData:
     try:
-        return HouseData.load(default_data_dir())
+        return HouseData.load(data_dir if data_dir is not None else default_data_dir())
     except StayError:  # the validator says so on the status page
         return HouseData.load(packaged_data_dir())
 
 
-def _lesson(root: Path, module_id: str, directory: str | None, lesson_id: str, title: str, minutes: int,
-            summary: str, seen: set[str]) -> LessonView:
+def _lesson(files: CourseReader, module: Module, lesson_id: str, title: str, minutes: int,
+            summary: str) -> LessonView:
     problem = None
-    page: str | None = f"{lesson_id}.html"
-    if not lesson_id.startswith(module_id + "-"):
-        problem = f"lesson id '{lesson_id}' does not start with its module's id '{module_id}'"
-    if directory is None:
-        reason = problem or "its module's directory cannot be named safely"
-        files = [Loaded[Any](f"(not read: {reason})", problem=reason) for _ in range(4)]
-        return LessonView(lesson_id, title, minutes, summary, module_id, page, problem, *files)
-    base = f"{directory}/{lesson_id}"
+    if not lesson_id.startswith(module.id + "-"):
+        problem = f"lesson id '{lesson_id}' does not start with its module's id '{module.id}'"
     return LessonView(
-        lesson_id, title, minutes, summary, module_id, page, problem,
-        plan=read_artefact(root, f"{base}.plan.yaml", LessonPlan),
-        content=read_artefact(root, f"{base}.md", LessonContent),
-        exercises=read_artefact(root, f"{base}.exercises.yaml", Exercises),
-        quiz=read_artefact(root, f"{base}.quiz.yaml", Quiz),
+        lesson_id, title, minutes, summary, module.id, f"{lesson_id}.html", problem,
+        plan=files.read(lesson_file(module, lesson_id, LessonPlan), LessonPlan),
+        content=files.read(lesson_file(module, lesson_id, LessonContent), LessonContent),
+        exercises=files.read(lesson_file(module, lesson_id, Exercises), Exercises),
+        quiz=files.read(lesson_file(module, lesson_id, Quiz), Quiz),
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from stay.artefacts import write_text_atomic
 from stay.errors import UsageError
+from stay.validate import default_data_dir
 from stay.view._env import STATIC_FILES, environment, static_text
 from stay.view._links import Links, outcomes_map
 from stay.view._load import CourseView, LessonView, Loaded, load_course
@@ -52,9 +53,10 @@ def build_site(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLik
     root = Path(course_dir)
     if not root.is_dir():
         raise UsageError(f"course directory '{root}' does not exist; check the slug and --courses-dir")
-    course = load_course(root)
+    house = Path(data_dir) if data_dir is not None else default_data_dir()  # one resolution, for both reads
+    course = load_course(root, house)
     ledger = read_ledger(root)
-    validation = run_validator(root, Path(data_dir) if data_dir is not None else None)
+    validation = run_validator(root, house)
     links = Links(course)
     env = environment()
     common: dict[str, Any] = {

@@ -488,7 +488,7 @@ _PARSED_FILES: dict[tuple[object, ...], Any] = {}
 
 @pytest.fixture
 def remembered_markdown(monkeypatch: pytest.MonkeyPatch) -> None:
-    """render_markdown and the loader's _parse are functions of their arguments alone,
+    """render_markdown and the course reader's parse_bytes are functions of their arguments alone,
     and the per-rule fixtures share all but one file of the sample: render and parse each
     distinct file once, so these tests pay for the pages, not for Markdown and YAML 101
     times over. The damaged file of each fixture is new text: parsed for real."""
@@ -505,18 +505,18 @@ def remembered_markdown(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(_site, "render_markdown", remembered)
 
-    from stay.view import _load
+    from stay.artefacts import _course
 
-    parse = _load._parse
+    parse = _course.parse_bytes
 
-    def parsed(model: type[Any], text: str, where: str) -> Any:
-        """A file's model, parsed once per distinct text (a failure is raised afresh)."""
-        key = (model, text, where)
+    def parsed(model: type[Any], data: bytes, where: str) -> Any:
+        """A file's model, parsed once per distinct bytes (a failure is raised afresh)."""
+        key = (model, data, where)
         if key not in _PARSED_FILES:
-            _PARSED_FILES[key] = parse(model, text, where)
+            _PARSED_FILES[key] = parse(model, data, where)
         return _PARSED_FILES[key]
 
-    monkeypatch.setattr(_load, "_parse", parsed)
+    monkeypatch.setattr(_course, "parse_bytes", parsed)
 
 
 @pytest.mark.parametrize("code", sorted(MUTATIONS))
