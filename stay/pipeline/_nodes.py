@@ -11,7 +11,8 @@ adopt``) or removes it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import yaml
 
@@ -22,25 +23,20 @@ from stay.briefs import check_duration
 from stay.errors import AnswerError, BriefRejected, PipelineError, TruncationError, UsageError
 from stay.models import screening_of
 from stay.pipeline._course_graph import artefact_graph
+from stay.pipeline._dag import Dag
 from stay.pipeline._fix import check_written
-from stay.pipeline._gates import (
-    design_ask,
-    design_record,
-    design_summary,
-    plan_ask,
-    plan_record,
-    plan_summary,
-)
+from stay.pipeline._gates import ask, record, summary
+from stay.pipeline._graph import assemble
 from stay.pipeline._layout import GLOSSARY, norm_term
 from stay.pipeline._ledger import STATE, same_bytes
 from stay.pipeline._policy import needs_writing, say_kept, why
-from stay.pipeline._produce import job, regenerate
+from stay.pipeline._produce import job
 from stay.pipeline._repair import repair_course
-from stay.pipeline._revise import check_revisions, notes_for, pending, set_aside
+from stay.pipeline._revise import check_revisions, pending, revise_files, revise_gather, set_aside
 from stay.pipeline._run import Run
 from stay.pipeline._state import CourseState, load_manifest
 from stay.pipeline._wave import wave_of
-from stay.stages import REGISTRY, Stage
+from stay.stages import Stage
 from stay.validate import validate_course
 
 
@@ -48,10 +44,9 @@ def entry(run: Run) -> None:
     run.say(f"stay {run.config.command}: {run.slug or 'new course'} (backend: {run.backend.name})")
 
 
-def choose_entry(run: Run) -> str:
-    from stay.pipeline._graph import DECLARATION
-
-    return DECLARATION.commands[run.config.command].entry
+def choose(run: Run, router: str) -> str:
+    """A router's answer: the successor this run's command goes on to (the runner follows it)."""
+    return run.config.routes[router]
 
 
 # -- guards -------------------------------------------------------------------
@@ -70,24 +65,12 @@ def _guard(run: Run, gates: tuple[str, ...]) -> None:
                                 f"{run.hint('build', run.slug)}, then {run.hint('approve', run.slug, gate)}")
 
 
-def require_design(run: Run) -> None:
-    _guard(run, ("design",))
-
-
-def require_gates(run: Run) -> None:
-    _guard(run, ("design", "plan"))
-
-
-def repair_seed(run: Run) -> None:
-    _guard(run, ("design", "plan"))
-
-
-def revise_seed(run: Run) -> None:
+def revise_seed(run: Run, by_phase: Mapping[str, tuple[str, ...]]) -> None:
     """``revise``: the course exists; each target's phase has the approvals it needs
-    (declared on the node: a wave file both, a plan the design gate's, a design file
+    (``by_phase``, the node's: a wave file both, a plan the design gate's, a design file
     none); an edited file is revised only when forced, and its bytes kept first."""
     _guard(run, ())
-    check_revisions(run)
+    check_revisions(run, by_phase)
     set_aside(run, list(run.config.revisions))
     run.revisions = pending(run)
 
@@ -173,10 +156,7 @@ def run_course_stage(run: Run, stage: Stage) -> None:
     one file if it must be (the one policy, ``needs_writing``), then check it at the write:
     a FAIL goes back to the model once, with the file, before the gate."""
     path = stage.output
-    if path in run.revisions:
-        run.say(f"  {path}: revising with the reviewer's note")
-        check_written(run, regenerate(run, path, notes_for(run, path)))
-    elif needs_writing(run, path, stage.phase):
+    if needs_writing(run, path, stage.phase):
         run.say(f"  {path}: writing ({why(run.course.status(path))})")
         made = job(run, stage, None)
         (artefact,) = run.produce(made.request, made.parse)
@@ -194,10 +174,6 @@ def run_module_stage(run: Run, stage: Stage) -> None:
     the write, like a design file."""
     for module in run.layout.curriculum.modules:
         places = run.layout.lessons_of(module)
-        for target in (p.path(stage.output) for p in places if p.path(stage.output) in run.revisions):
-            run.say(f"  {target}: revising with the reviewer's note (the module's call, this file written)")
-            check_written(run, regenerate(run, target, notes_for(run, target), only=(target,)))
-            run.refresh_graph()
         todo = [place.path(stage.output) for place in places
                 if needs_writing(run, place.path(stage.output), stage.phase)]
         if todo:
@@ -241,7 +217,7 @@ def merge_glossary(run: Run) -> None:
     """glossary.yaml from every plan's new terms, in lesson order, then by term."""
     status = run.course.status(GLOSSARY)
     if not run.may_write("finish"):
-        if (status.state == "missing" or status.why) and not run.revising:
+        if status.state == "missing" or status.why:
             run.say(f"  {GLOSSARY}: {status.state}; stay {run.config.command} does not write it "
                     f"({run.hint('write', run.slug)} does)")
         return
@@ -282,11 +258,12 @@ def validate(run: Run) -> None:
     run.say(f"validate: {report.fails} FAIL, {report.warns} WARN, {plural(report.checks, 'check')}")
 
 
-def repair(run: Run) -> None:
-    """Repair runs only while both gate records hold, exactly like the wave."""
+def repair(run: Run, requires: tuple[str, ...]) -> None:
+    """Repair runs only while the gates it requires (the node's: every gate) hold,
+    exactly like the wave."""
     if not run.may_write("repair"):
         return
-    for gate in ("design", "plan"):
+    for gate in requires:
         holds, why = run.course.approval(gate)
         if not holds:
             raise PipelineError(f"repair needs the {gate} approval to hold: {why}; run "
@@ -294,40 +271,55 @@ def repair(run: Run) -> None:
     run.tally.repair = repair_course(run)
 
 
-BASE_HANDLERS: Mapping[str, Callable[[Run], object]] = {
-    "entry": entry, "choose_entry": choose_entry, "require_design": require_design, "require_gates": require_gates,
-    "repair_seed": repair_seed, "revise_seed": revise_seed, "intake": intake, "moderate": moderate,
-    "scaffold": scaffold,
-    "design_summary": design_summary, "design_ask": design_ask, "design_record": design_record,
-    "plan_summary": plan_summary, "plan_ask": plan_ask, "plan_record": plan_record, "write_lesson": write_lesson,
+Handler = Callable[[Run], object]
+
+FIXED: Mapping[str, Handler] = {
+    "entry": entry, "intake": intake, "moderate": moderate, "scaffold": scaffold, "write_lesson": write_lesson,
     "gather": gather, "merge_glossary": merge_glossary, "land_manifest": land_manifest, "validate": validate,
-    "repair": repair,
+    "revise_files": revise_files, "revise_gather": revise_gather,
 }
-"""The nodes that are not a stage's."""
+"""The nodes whose work is their own: every other node's handler is derived from its
+node (a router, a guard, a gate, repair) or its stage."""
 
-
-def handlers(stages: Sequence[Stage] = REGISTRY) -> dict[str, Callable[[Run], object]]:
-    """node name -> what it does: the fixed nodes, and one handler per stage node,
-    derived from the stage declarations (a test holds the keys equal to the graph's nodes)."""
-    found = dict(BASE_HANDLERS)
-    for stage in stages:
-        if stage.node_name in found:
-            continue
-        if stage.phase == "wave":
-            found[stage.node_name] = _bind(start_course_task, stage)
-        elif stage.scope == "module":
-            found[stage.node_name] = _bind(run_module_stage, stage)
-        else:
-            found[stage.node_name] = _bind(run_course_stage, stage)
+def handlers(pipeline: Dag) -> dict[str, Handler]:
+    """node name -> what it does, read from the graph: a guard is bound to the gates its
+    node requires, a gate node to its gate, a stage node to its stage (a test holds the
+    keys equal to the graph's nodes)."""
+    gates = {gate.name: gate for gate in pipeline.graph["gates"]}
+    found: dict[str, Handler] = {}
+    for name, attrs in pipeline.nodes(data=True):
+        kind = attrs["kind"]
+        if name in FIXED:
+            found[name] = FIXED[name]
+        elif kind == "router":
+            found[name] = _bind(choose, name)
+        elif kind == "gate-summary":
+            found[name] = _bind(summary, gates[attrs["gate"]])
+        elif kind in ("gate-ask", "gate-record"):
+            found[name] = _bind(ask if kind == "gate-ask" else record, attrs["gate"])
+        elif attrs.get("requires_by_phase"):
+            found[name] = _bind(revise_seed, attrs["requires_by_phase"])
+        elif kind == "guard":
+            found[name] = _bind(_guard, attrs["requires"])
+        elif kind == "repair":
+            found[name] = _bind(repair, attrs["requires"])
+        elif attrs["stages"]:
+            found[name] = _stage_handler(pipeline.graph["stages"][attrs["stages"][0]])
     return found
 
 
-def _bind(handler: Callable[[Run, Stage], None], stage: Stage) -> Callable[[Run], None]:
-    def run_stage(run: Run) -> None:
-        handler(run, stage)
-
-    run_stage.__name__ = f"{handler.__name__}[{stage.name}]"
-    return run_stage
+def _stage_handler(stage: Stage) -> Handler:
+    if stage.phase == "wave":
+        return _bind(start_course_task, stage)
+    return _bind(run_module_stage if stage.scope == "module" else run_course_stage, stage)
 
 
-HANDLERS = handlers()
+def _bind(handler: Callable[[Run, Any], object], what: Any) -> Handler:
+    def run_node(run: Run) -> object:
+        return handler(run, what)
+
+    run_node.__name__ = f"{handler.__name__}[{getattr(what, 'name', what)}]"
+    return run_node
+
+
+HANDLERS = handlers(assemble())

@@ -91,6 +91,9 @@ class RunConfig:
     """``stay revise``: course file -> the reviewer's note to regenerate it with."""
     force: bool = False
     """``stay revise --force``: revise files edited by hand too (their bytes are kept)."""
+    routes: Mapping[str, str] = field(default_factory=dict)
+    """Router -> the successor this command goes on to (``_graph.route``): what a router
+    node answers, and the runner follows."""
 
     def hint(self, *words: str) -> str:
         return command_hint(self.courses_arg, *words)
@@ -190,7 +193,8 @@ class Run:
     wave: Wave | None = None
     """The wave's tasks, started by the wave nodes and awaited by gather."""
     revisions: dict[str, str] = field(default_factory=dict)
-    """The revisions still to send (``revise_seed`` drops a note a file already has)."""
+    """The revisions still to send (``revise_seed`` drops a note a file already has):
+    what revise's nodes regenerate, and the note each write of one records."""
     started: float = field(default_factory=time.monotonic)
     """When the run began: progress counts elapsed time from here."""
     _loaded: dict[str, tuple[bytes, Artefact]] = field(default_factory=dict, repr=False)
@@ -230,11 +234,6 @@ class Run:
     def may_write(self, phase: str) -> bool:
         """Whether this command authors ``phase`` (else its nodes only check)."""
         return phase in self.config.authors
-
-    @property
-    def revising(self) -> bool:
-        """``stay revise``: only the named files are written; no gate is asked."""
-        return bool(self.config.revisions)
 
     def hint(self, *words: str) -> str:
         """A command to suggest, with the --courses-dir this run was given."""

@@ -32,7 +32,8 @@ from stay.errors import EnvironmentProblem, StayError, UsageError
 from stay.models import AnthropicBackend, CachedBackend, ModelClient, OfflineBackend, RequestCache, describe_cost
 from stay.pipeline._commands import open_course, open_course_named
 from stay.pipeline._dag import Dag
-from stay.pipeline._graph import CommandDecl, assemble, checked, command_walk, declare
+from stay.pipeline._gate_decl import GATE_NAMES
+from stay.pipeline._graph import CommandDecl, assemble, checked, declare, route, walk
 from stay.pipeline._ledger import Sources
 from stay.pipeline._nodes import handlers
 from stay.pipeline._progress import Progress, clock, default_progress
@@ -150,7 +151,9 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
         config = RunConfig(command=command, slug=slug, root=root, courses_arg=courses_arg, authors=declared.authors,
                            settings=settings, prompts=prompts, stages=stages, limits=limits, sources=sources,
                            yes=yes, run_number=state.next_run_number() if state else 1, batch=batching,
-                           revisions=revisions, force=force)
+                           revisions=revisions, force=force,
+                           routes={name: route(pipeline, command, name) for name, attrs in pipeline.nodes(data=True)
+                                   if attrs["kind"] == "router"})
         run = Run(config=config, backend=chosen, progress=say, brief=brief, state=state, course_lock=lock,
                   model_slots=threading.Semaphore(settings.model_concurrency))
         return _walk(run, pipeline, declared, on_node)
@@ -171,18 +174,21 @@ def _pipeline(stages: tuple[Stage, ...]) -> Dag:
 def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
           on_node: Callable[[str], None] | None) -> BuildResult:
     config = run.config
-    table = handlers(config.stages)
+    table = handlers(pipeline)
     tracer = run.tracer = Tracer(config.slug, config.command, run.backend.name)  # minted before the run
     stopped: str | None = None
     failed: str | None = None
     reason = "done"
     try:
-        for name in command_walk(pipeline, config.command):
+        answers: dict[str, str] = {}
+        for name in walk(pipeline, config.command, answers.__getitem__):  # a router's edge is its answer
             kind = pipeline.nodes[name]["kind"]
             if kind == "stage":
                 run.say(f"[{name}]")
             with tracer.span(name, kind, pipeline.nodes[name]["stages"]):
-                table[name](run)
+                answer = table[name](run)
+            if kind == "router":
+                answers[name] = str(answer)
             if run.state is not None:
                 run.course.checkpoint()  # hashes.json once per node; the journal in between
             if on_node:
@@ -304,7 +310,7 @@ def _revised(run: Run) -> str:
         return "nothing to revise: every file already has this note"
     course = run.course
     answers = course.gates()
-    retired = [gate for gate in ("design", "plan")  # an approval the revision retired, not a decline
+    retired = [gate for gate in GATE_NAMES  # an approval the revision retired, not a decline
                if answers.get(gate, {}).get("approved") and any(p in course.covered(gate) for p in revised)
                and not course.approval(gate)[0]]
     stale = sorted({d for p in revised for d in course.graph.successors(p) if course.status(d).state == "stale"})

@@ -193,8 +193,6 @@ def wave_of(run: Run) -> Wave:
 def _plan(run: Run) -> Wave:
     config = run.config
     wave_stages = [stage for stage in config.stages if stage.phase == "wave"]
-    if run.revising:
-        return _revisions(run, wave_stages)
     if not run.may_write("wave"):
         _report_behind(run, wave_stages)
         return Wave(run, {}, {})
@@ -229,22 +227,3 @@ def _report_behind(run: Run, wave_stages: list[Stage]) -> None:
     if behind:
         run.say(f"wave: {plural(len(behind), 'file')} missing or stale; stay {run.config.command} does not write them "
                 f"({run.hint('write', run.slug)} does)")
-
-
-def _revisions(run: Run, wave_stages: list[Stage]) -> Wave:
-    """``revise``: only the named wave files, each asked with its reviewer's note."""
-    from stay.pipeline._revise import notes_for
-
-    lessons: dict[str, list[Job]] = {}
-    courses: dict[str, Job] = {}
-    for place in run.layout.lessons():
-        for stage in (s for s in wave_stages if s.scope == "lesson"):
-            path = place.path(stage.output)
-            if path in run.revisions:
-                run.say(f"  {path}: revising with the reviewer's note")
-                lessons.setdefault(place.id, []).append(job(run, stage, place, notes_for(run, path)))
-    for stage in (s for s in wave_stages if s.scope == "course"):
-        if stage.output in run.revisions:
-            run.say(f"  {stage.output}: revising with the reviewer's note")
-            courses[stage.name] = job(run, stage, None, notes_for(run, stage.output))
-    return Wave(run, lessons, courses)

@@ -12,7 +12,7 @@ import pytest
 from stay.artefacts import Artefact
 from stay.models import ModelAnswer, OfflineBackend
 from stay.pipeline import build_course, course_graph, status
-from stay.pipeline._graph import build, command_walk, declare, problems
+from stay.pipeline._graph import assemble, build, command_walk, declare, problems
 from stay.pipeline._nodes import handlers
 from stay.requests import ModelRequest
 from stay.settings import DEFAULT_MODELS, Settings
@@ -72,7 +72,7 @@ def test_a_toy_stage_gets_its_node_its_edges_its_status_and_its_dispatch_from_it
     graph = build(declare(WITH_TOY))
     assert problems(graph) == []
     assert graph.nodes["write_lesson"]["stages"] == ("content", "exercises", "quiz", "summary")
-    assert set(handlers(WITH_TOY)) == set(graph)
+    assert set(handlers(assemble(declare(WITH_TOY)))) == set(graph)
     prompts = prompts_copy(tmp_path, **{})
     (prompts / "summary.md").write_text("# Stage: summary\n\nList the lesson's key points.\n")
 
@@ -195,7 +195,7 @@ def test_every_node_of_the_graph_runs_for_some_command_and_every_stage_node_has_
     graph = build(declare())
     walked = {node for command in graph.graph["commands"] for node in command_walk(graph, command)}
     assert walked == set(graph)
-    assert set(handlers()) == set(graph)
+    assert set(handlers(assemble())) == set(graph)
 
 
 def test_a_full_build_traces_a_span_for_every_node_it_walks(tmp_path: Path) -> None:
