@@ -31,9 +31,9 @@ def summary(run: Run, declared: GateDecl) -> None:
         return
     covered = state.covered(gate)
     lines = [f"# The {gate} gate: {run.slug}", ""]
-    view = page.GateView(run.curriculum(), _loaded(run, "audience.yaml", Audience),
+    view = page.GateView(run.reader.curriculum(), _loaded(run, "audience.yaml", Audience),
                          _loaded(run, "outcomes.yaml", Outcomes), _loaded(run, "assessment.yaml", Assessment),
-                         run.plans)
+                         run.reader.plans)
     lines += declared.page(view)
     defects = defects_in(run, covered)
     unsigned = set(_unsigned(run, gate))
@@ -64,7 +64,7 @@ def _loaded(run: Run, path: str, kind: type[A]) -> A | None:
     """A design file the page shows, or None while it is not written."""
     if not (run.root / path).is_file():
         return None
-    artefact = run.load(path)
+    artefact = run.reader.load(path)
     assert isinstance(artefact, kind)
     return artefact
 
@@ -83,7 +83,7 @@ def _unsigned(run: Run, gate: str) -> list[str]:
 def ask(run: Run, gate: str) -> None:
     holds, why = run.course.approval(gate)
     if holds:
-        run.say(f"{gate} gate: approved")
+        run.report.say(f"{gate} gate: approved")
         return
     if run.config.yes:
         declined = run.course.standing_decline(gate)
@@ -100,7 +100,7 @@ def ask(run: Run, gate: str) -> None:
                                 f"(by hand, or with {run.hint('revise', run.slug, 'FILE', '--note', repr('...'))}) "
                                 f"and build again, or approve them as they are with "
                                 f"{run.hint('approve', run.slug, gate)}")
-        run.say(f"{gate} gate: {AUTO_APPROVED}")
+        run.report.say(f"{gate} gate: {AUTO_APPROVED}")
         return
     raise Stop(f"{gate} gate", f"{why}; review {STATE}/{gate}-gate.md, then run "
                               f"{run.hint('approve', run.slug, gate)} (or build with --yes)")

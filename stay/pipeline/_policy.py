@@ -37,10 +37,10 @@ def why(status: Status) -> str:
 
 def say_kept(run: Run, path: str, status: Status) -> None:
     if status.why:
-        run.say(f"  {path}: kept (edited by hand), though {', '.join(status.why)} changed since; delete it to "
-                "regenerate it, or accept it with " + run.hint("adopt", run.slug))
+        run.report.say(f"  {path}: kept (edited by hand), though {', '.join(status.why)} changed since; delete it to "
+                       "regenerate it, or accept it with " + run.hint("adopt", run.slug))
     else:
-        run.say(f"  {path}: kept (edited by hand)")
+        run.report.say(f"  {path}: kept (edited by hand)")
 
 
 def require_current(run: Run, path: str, status: Status) -> None:

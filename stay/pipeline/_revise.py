@@ -100,7 +100,7 @@ def pending(run: Run) -> dict[str, str]:
         entry = course.ledger().get(path, {})
         applied = entry.get("revision", {}).get("sha") if isinstance(entry.get("revision"), dict) else None
         if applied == note_digest(note) and course.status(path).state == "current":
-            run.say(f"  {path}: already revised with this note; nothing to send")
+            run.report.say(f"  {path}: already revised with this note; nothing to send")
             continue
         todo[path] = note
     return todo
@@ -120,7 +120,7 @@ def set_aside(run: Run, paths: list[str]) -> None:
             target = run.root / RETIRED / f"run-{run.config.run_number}" / path
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(run.root / path, target)
-            run.say(f"  {path}: edited by hand; its bytes are kept in {target.relative_to(run.root)}")
+            run.report.say(f"  {path}: edited by hand; its bytes are kept in {target.relative_to(run.root)}")
 
 
 # -- revise's own nodes --------------------------------------------------------------
@@ -134,28 +134,29 @@ def revise_files(run: Run) -> None:
     todo = run.revisions
     for stage in (s for s in run.config.stages if s.phase != "wave"):
         if stage.scope == "module":
+            layout = run.reader.layout
             targets = [(place.path(stage.output), " (the module's call, this file written)")
-                       for module in run.layout.curriculum.modules for place in run.layout.lessons_of(module)]
+                       for module in layout.curriculum.modules for place in layout.lessons_of(module)]
         else:
             targets = [(stage.output, "")]
         for path, how in targets:
             if path in todo:
-                run.say(f"  {path}: revising with the reviewer's note{how}")
+                run.report.say(f"  {path}: revising with the reviewer's note{how}")
                 only = (path,) if stage.scope == "module" else ()
                 check_written(run, regenerate(run, path, notes_for(run, path), only=only))
                 run.refresh_graph()
     wave_stages = [s for s in run.config.stages if s.phase == "wave"]
     lessons: dict[str, list[Job]] = {}
     courses: dict[str, Job] = {}
-    for place in run.layout.lessons():
+    for place in run.reader.layout.lessons():
         for stage in (s for s in wave_stages if s.scope == "lesson"):
             path = place.path(stage.output)
             if path in todo:
-                run.say(f"  {path}: revising with the reviewer's note")
+                run.report.say(f"  {path}: revising with the reviewer's note")
                 lessons.setdefault(place.id, []).append(job(run, stage, place, notes_for(run, path)))
     for stage in (s for s in wave_stages if s.scope == "course"):
         if stage.output in todo:
-            run.say(f"  {stage.output}: revising with the reviewer's note")
+            run.report.say(f"  {stage.output}: revising with the reviewer's note")
             courses[stage.name] = job(run, stage, None, notes_for(run, stage.output))
     run.wave = Wave(run, lessons, courses)
     run.wave.start_lessons()
@@ -168,4 +169,4 @@ def revise_gather(run: Run) -> None:
     wave = run.wave
     if wave is not None and not wave.empty:
         run.tally.wave = wave.wait()
-        run.say(f"wave: gathered {plural(wave.total, 'task')}")
+        run.report.say(f"wave: gathered {plural(wave.total, 'task')}")

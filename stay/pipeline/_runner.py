@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -154,8 +153,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
                            revisions=revisions, force=force,
                            routes={name: route(pipeline, command, name) for name, attrs in pipeline.nodes(data=True)
                                    if attrs["kind"] == "router"})
-        run = Run(config=config, backend=chosen, progress=say, brief=brief, state=state, course_lock=lock,
-                  model_slots=threading.Semaphore(settings.model_concurrency))
+        run = Run.start(config, chosen, say, brief, state=state, course_lock=lock)
         return _walk(run, pipeline, declared, on_node)
     finally:
         held = run.course_lock if run is not None else lock  # scaffold takes it for a new course
@@ -175,7 +173,7 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
           on_node: Callable[[str], None] | None) -> BuildResult:
     config = run.config
     table = handlers(pipeline)
-    tracer = run.tracer = Tracer(config.slug, config.command, run.backend.name)  # minted before the run
+    tracer = run.model.tracer = Tracer(config.slug, config.command, run.model.backend.name)  # minted before the run
     stopped: str | None = None
     failed: str | None = None
     reason = "done"
@@ -184,7 +182,7 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
         for name in walk(pipeline, config.command, answers.__getitem__):  # a router's edge is its answer
             kind = pipeline.nodes[name]["kind"]
             if kind == "stage":
-                run.say(f"[{name}]")
+                run.report.say(f"[{name}]")
             with tracer.span(name, kind, pipeline.nodes[name]["stages"]):
                 answer = table[name](run)
             if kind == "router":
@@ -211,7 +209,7 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
             run.course.checkpoint()
             if tally.projected != len(tally.written):  # else land_manifest's projection is still true
                 run.course.project_statuses(load_manifest(config.root))
-            run.course.log_run(config.command, run.backend.name, tally.written, stopped, tally.retired,
+            run.course.log_run(config.command, run.model.backend.name, tally.written, stopped, tally.retired,
                                tally.revised, [line for change in tally.changes for line in change.log_lines()],
                                failed)
             if tally.validation is not None:
@@ -222,9 +220,9 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
     if config.command == "revise" and stopped is None:
         reason = _revised(run)
     tally = run.tally
-    run.say(f"{plural(tally.calls, 'model call')}, {plural(len(set(tally.written)), 'file')} written in "
-            f"{clock(time.monotonic() - run.started)}; cost "
-            f"{describe_cost(None if tally.unpriced else tally.cost, tally.unpriced)}")
+    run.report.say(f"{plural(tally.calls, 'model call')}, {plural(len(set(tally.written)), 'file')} written in "
+                   f"{clock(time.monotonic() - run.report.started)}; cost "
+                   f"{describe_cost(None if tally.unpriced else tally.cost, tally.unpriced)}")
     return BuildResult(slug=config.slug, course_dir=config.root, command=config.command, stopped_at=stopped,
                        reason=reason, validation=tally.validation, repair=tally.repair,
                        written=tuple(sorted(set(tally.written))), calls=tally.calls, usage=tally.usage,
