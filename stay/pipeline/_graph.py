@@ -185,10 +185,9 @@ def declare(stages: Sequence[Stage] = REGISTRY, gates: Sequence[GateDecl] = GATE
 
 
 DECLARATION = declare()
-# Every command walks from entry through intake, moderate, the design stages and both
-# gates: the guards join the spine before it, so no command can reach the wave, the
-# validator or repair around a design stage or a gate (topology properties 2 and 3).
-# In the phases a command does not author, its nodes only check.
+# The guards join before intake, and only revise leaves the spine (at choose_work, for
+# nodes that write only what it names): no command reaches the wave or repair around a
+# design stage or a gate (topology properties 2 and 3).
 
 
 def build(declaration: PipelineDecl = DECLARATION) -> nx.DiGraph[str]:
