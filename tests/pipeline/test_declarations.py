@@ -248,3 +248,21 @@ def test_the_same_brief_builds_the_same_course_files_through_the_declared_stages
 EXPECTED_COURSE_DIGEST = "35934f73ad668b94c9f5e154005c84e4361f84386a152267e15e5481117c3db1"
 """The sample brief built offline (every file but .state/ and .runs/): at 5830015, before the
 redesign, and since issue 19 item 6 with each module's running example in its plans and lessons."""
+
+
+def test_a_guard_enforces_the_gates_its_node_declares(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The handlers are bound from the graph: the same command refuses or goes on as its
+    guard node's ``requires`` says, with no tuple of gates of its own to disagree."""
+    from stay.errors import PipelineError
+    from stay.pipeline import _runner, approve, run_command
+
+    build_course(HTTP, courses_dir=tmp_path, progress=quiet)  # stops at the design gate
+    approve(SLUG, "design", courses_dir=tmp_path, by="reviewer")
+    declared = assemble(declare())
+    stricter = assemble(declare())
+    stricter.nodes["require_design"]["requires"] = ("design", "plan")
+    monkeypatch.setattr(_runner, "_pipeline", lambda _stages: stricter)
+    with pytest.raises(PipelineError, match="stay plan needs the plan approval to hold"):
+        run_command("plan", SLUG, courses_dir=tmp_path, progress=quiet)
+    monkeypatch.setattr(_runner, "_pipeline", lambda _stages: declared)
+    assert run_command("plan", SLUG, courses_dir=tmp_path, progress=quiet).stopped_at == "plan gate"  # past the guard
