@@ -115,3 +115,13 @@ def test_graph_prints_the_pipeline(fmt: str) -> None:
         assert result.stdout.startswith("flowchart TD\n") and "design_ask --> design_record" in result.stdout
     else:
         assert result.stdout.startswith("digraph stay {") and "design_ask -> design_record;" in result.stdout
+
+
+def test_approve_offers_exactly_the_declared_gates() -> None:
+    """cli.py names the gates itself (importing the pipeline would slow every --help):
+    held here to the one declaration, stay.pipeline._gate_decl.GATES."""
+    from stay.pipeline import GATE_NAMES
+
+    result = process("approve", "some-course", "no-such-gate")
+    assert result.returncode == 2
+    assert f"(choose from {', '.join(map(repr, GATE_NAMES))})" in result.stderr
