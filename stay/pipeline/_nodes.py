@@ -1,6 +1,8 @@
-"""What each node of the pipeline graph does. The runner calls ``HANDLERS[name](run)``.
+"""What each node of the pipeline graph does. The runner calls ``handlers(graph)[name](run)``,
+each handler bound from its node: a guard to the gates the node requires, a gate node
+to its gate, a stage node to its stage, a writing node to its phase.
 
-A node does work; ``choose_entry`` alone only reads the run and names an edge. A
+A node does work; a router only reads the run and names the edge the runner takes. A
 node authors its phase only when the command says so (``Run.may_write``); in the
 other phases it checks that what is on disk is current and refuses otherwise. A
 stage regenerates an artefact only when it is missing or stale. A file edited by
@@ -52,7 +54,7 @@ def choose(run: Run, router: str) -> str:
 # -- guards -------------------------------------------------------------------
 
 
-def _guard(run: Run, gates: tuple[str, ...]) -> None:
+def require(run: Run, gates: tuple[str, ...]) -> None:
     """The course exists and every named gate's approval holds; else refuse, naming
     the gate and the command that unblocks it. Nothing has been written yet."""
     if run.state is None or not (run.root / "course.yaml").is_file():
@@ -69,7 +71,7 @@ def revise_seed(run: Run, by_phase: Mapping[str, tuple[str, ...]]) -> None:
     """``revise``: the course exists; each target's phase has the approvals it needs
     (``by_phase``, the node's: a wave file both, a plan the design gate's, a design file
     none); an edited file is revised only when forced, and its bytes kept first."""
-    _guard(run, ())
+    require(run, ())
     check_revisions(run, by_phase)
     set_aside(run, list(run.config.revisions))
     run.revisions = pending(run)
@@ -306,7 +308,7 @@ def handlers(pipeline: Dag) -> dict[str, Handler]:
         elif attrs.get("requires_by_phase"):
             found[name] = _bind(revise_seed, attrs["requires_by_phase"])
         elif kind == "guard":
-            found[name] = _bind(_guard, attrs["requires"])
+            found[name] = _bind(require, attrs["requires"])
         elif name in PHASED:
             found[name] = _bind(PHASED[name], attrs["phase"])
         elif kind == "repair":
