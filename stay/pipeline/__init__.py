@@ -5,14 +5,15 @@ from __future__ import annotations
 from stay.errors import BriefRejected, GraphError
 from stay.pipeline._commands import adopt, approve, gate_status, status
 from stay.pipeline._course_graph import course_graph
+from stay.pipeline._gate_decl import GATE_NAMES
 from stay.pipeline._graph import DECLARATION, build, graph, problems, walk_order
 from stay.pipeline._ledger import read_document
 from stay.pipeline._progress import NotebookProgress, ProgressUpdate
 from stay.pipeline._runner import BuildResult, build_course, revise, run_command
 
 __all__ = [
-    "DECLARATION", "BriefRejected", "BuildResult", "GraphError", "NotebookProgress", "ProgressUpdate", "adopt",
-    "approve", "build",
+    "DECLARATION", "GATE_NAMES", "BriefRejected", "BuildResult", "GraphError", "NotebookProgress", "ProgressUpdate",
+    "adopt", "approve", "build",
     "build_course", "course_graph", "gate_status", "graph", "problems", "read_document", "revise", "run_command",
     "status", "walk_order",
 ]

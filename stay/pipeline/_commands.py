@@ -19,6 +19,7 @@ from stay.briefs import check_curriculum_size, course_dir
 from stay.errors import EnvironmentProblem, PipelineError, StayError, UsageError
 from stay.pipeline._checks import course_defects
 from stay.pipeline._course_graph import artefact_graph
+from stay.pipeline._gate_decl import GATE_NAMES, earlier
 from stay.pipeline._ledger import GATES, Sources, Status, read_ledger
 from stay.pipeline._progress import print_progress
 from stay.pipeline._run import command_hint
@@ -75,16 +76,16 @@ def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "cour
 
     Returns the FAILs the validator finds in the files the gate covers. A person may
     approve them (``--yes`` may not): the caller says how many, so nobody signs unaware."""
-    if gate not in ("design", "plan"):
-        raise UsageError(f"unknown gate '{gate}'; the gates are design and plan")
+    if gate not in GATE_NAMES:
+        raise UsageError(f"unknown gate '{gate}'; the gates are {' and '.join(GATE_NAMES)}")
     chosen = settings or Settings.from_env()
     state = open_course_named(slug, courses_dir, chosen)
     hint = functools.partial(command_hint, os.fspath(courses_dir))
     with _locked(state.root):
-        if gate == "plan" and not decline:
-            holds, why = state.approval("design")
+        for before in () if decline else earlier(gate):
+            holds, why = state.approval(before)
             if not holds:
-                raise PipelineError(f"approve the design gate first: {why}")
+                raise PipelineError(f"approve the {before} gate first: {why}")
         unready = state.unready(gate)
         if unready and not decline:
             raise PipelineError(f"cannot approve the {gate} gate of '{slug}': {', '.join(unready)}; run "
@@ -112,7 +113,7 @@ def gate_status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
                 settings: Settings | None = None) -> dict[str, str]:
     state = open_course_named(slug, courses_dir, settings)
     found = {}
-    for gate in ("design", "plan"):
+    for gate in GATE_NAMES:
         holds, why = state.approval(gate)
         found[gate] = "approved" if holds else why
     return found

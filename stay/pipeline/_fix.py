@@ -41,7 +41,7 @@ def as_it_stands(run: Run, path: str) -> Note | None:
     front matter is derived from the plan), any other file as its YAML data."""
     if not (run.root / path).is_file():
         return None
-    artefact = run.load(path)
+    artefact = run.reader.load(path)
     if isinstance(artefact, LessonContent):
         return Note(CURRENT, artefact.body, fenced(artefact.body, "markdown"))
     data = to_data(artefact)
@@ -115,12 +115,12 @@ def fix(run: Run, path: str, defects: Sequence[Defect]) -> Change | None:
     """Ask ``path``'s stage again with the defects and the file as it stands, write its
     answer (this file only: a module's call answers all its plans) and record the change.
     None when the run was cancelled before the write."""
-    before = dump(run.load(path))
+    before = dump(run.reader.load(path))
     if path not in regenerate(run, path, regeneration_notes(run, path, defects_note(defects)), only=(path,)):
         return None
-    change = Change.of(path, before, dump(run.load(path)))
+    change = Change.of(path, before, dump(run.reader.load(path)))
     run.tally.add_change(change)
-    run.say(f"  {path}: {change.describe()}")
+    run.report.say(f"  {path}: {change.describe()}")
     return change
 
 
@@ -135,13 +135,13 @@ def check_written(run: Run, paths: Sequence[str]) -> tuple[Defect, ...]:
     if found:
         for path, defects in by_path(found).items():
             codes = ", ".join(sorted({d.code for d in defects}))
-            run.say(f"  {path}: {plural(len(defects), 'FAIL')} at the write ({codes}); asking once more "
-                    "with the defects and the file")
+            run.report.say(f"  {path}: {plural(len(defects), 'FAIL')} at the write ({codes}); asking once more "
+                           "with the defects and the file")
             fix(run, path, defects)
         found = defects_in(run, paths, fails_only=True)
         for path, defects in by_path(found).items():
-            run.say(f"  {path}: {plural(len(defects), 'FAIL')} {'remains' if len(defects) == 1 else 'remain'} "
-                    f"({', '.join(sorted({d.code for d in defects}))}); the gate lists them")
+            run.report.say(f"  {path}: {plural(len(defects), 'FAIL')} {'remains' if len(defects) == 1 else 'remain'} "
+                           f"({', '.join(sorted({d.code for d in defects}))}); the gate lists them")
     run.tally.settle(paths, found)
     return found
 

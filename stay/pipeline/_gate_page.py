@@ -16,7 +16,8 @@ text. Pure: the same artefacts give the same lines.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from stay._display import markdown_table, markdown_text, plural
 from stay.artefacts import Assessment, Audience, Curriculum, LessonPlan, Outcomes
@@ -121,3 +122,35 @@ def bounded(defects: Sequence[Defect]) -> list[str]:
     if len(ordered) > LISTED:
         lines.append(f"and {len(ordered) - LISTED} more")
     return lines
+
+
+@dataclass(frozen=True)
+class GateView:
+    """What a gate page shows, as the course holds it now (None while not written)."""
+
+    curriculum: Curriculum | None
+    audience: Audience | None
+    outcomes: Outcomes | None
+    assessment: Assessment | None
+    plans: Callable[[], Mapping[str, LessonPlan]]
+    """Every plan on disk; a call, so a page that shows none reads none."""
+
+
+def design_page(view: GateView) -> list[str]:
+    """The design gate: the curriculum against the time budget, the outcomes, the assessment."""
+    lines: list[str] = []
+    if view.curriculum is not None:
+        lines += [*curriculum_lines(view.curriculum, view.audience), ""]
+    if view.outcomes is not None:
+        lines += [*outcome_lines(view.outcomes, view.assessment), ""]
+    if view.assessment is not None:
+        lines += [*assessment_lines(view.assessment, view.outcomes), ""]
+    return lines
+
+
+def plan_page(view: GateView) -> list[str]:
+    """The plan gate: the course's size against the budget, and every lesson's plan."""
+    if view.curriculum is None:
+        return []
+    return ["## Time", "", *time_lines(view.curriculum, view.audience), "",
+            *plan_lines(view.curriculum, view.plans()), ""]

@@ -1,4 +1,5 @@
-"""The gate nodes: each gate is a summary (what it is about to ask about, written to
+"""The gate nodes, one handler per kind, bound to its gate (``_gate_decl.GATES``) by
+the node: each gate is a summary (what it is about to ask about, written to
 ``.state/<gate>-gate.md``), an ask (stop unless the approval holds; ``--yes`` answers a
 gate nobody answered, never a person's decline, and never one whose files hold a FAIL
 no person has signed), and a record (``--yes``'s answer, written with the hash of every
@@ -13,6 +14,7 @@ from stay.artefacts import Artefact, Assessment, Audience, Outcomes
 from stay.errors import PipelineError
 from stay.pipeline import _gate_page as page
 from stay.pipeline._checks import defects_in
+from stay.pipeline._gate_decl import GateDecl, earlier
 from stay.pipeline._ledger import AUTO_APPROVED, STATE, write_if_changed
 from stay.pipeline._run import Run, Stop
 from stay.validate import Severity
@@ -20,31 +22,19 @@ from stay.validate import Severity
 A = TypeVar("A", bound=Artefact)
 
 
-def _summary(run: Run, gate: str) -> None:
-    """Write what the gate is about to ask about (``_gate_page``: what a reviewer reviews,
-    and the defects that remain). When its approval already holds there is nothing to
-    ask, and the summary that was shown when it was asked stays."""
-    if run.revising:
-        return  # revise asks no gate: what it changes retires an approval by itself
-    state = run.course
+def summary(run: Run, declared: GateDecl) -> None:
+    """Write what the gate is about to ask about (its declared page, then the defects
+    that remain). When its approval already holds there is nothing to ask, and the
+    summary that was shown when it was asked stays."""
+    gate, state = declared.name, run.course
     if state.approval(gate)[0]:
         return
     covered = state.covered(gate)
     lines = [f"# The {gate} gate: {run.slug}", ""]
-    curriculum = run.curriculum()
-    audience = _loaded(run, "audience.yaml", Audience)
-    outcomes = _loaded(run, "outcomes.yaml", Outcomes)
-    assessment = _loaded(run, "assessment.yaml", Assessment)
-    if gate == "design":
-        if curriculum is not None:
-            lines += [*page.curriculum_lines(curriculum, audience), ""]
-        if outcomes is not None:
-            lines += [*page.outcome_lines(outcomes, assessment), ""]
-        if assessment is not None:
-            lines += [*page.assessment_lines(assessment, outcomes), ""]
-    elif curriculum is not None:
-        lines += ["## Time", "", *page.time_lines(curriculum, audience), "",
-                  *page.plan_lines(curriculum, run.plans()), ""]
+    view = page.GateView(run.reader.curriculum(), _loaded(run, "audience.yaml", Audience),
+                         _loaded(run, "outcomes.yaml", Outcomes), _loaded(run, "assessment.yaml", Assessment),
+                         run.reader.plans)
+    lines += declared.page(view)
     defects = defects_in(run, covered)
     unsigned = set(_unsigned(run, gate))
     blocking = any(d.severity == Severity.FAIL and d.path in unsigned for d in defects)
@@ -74,30 +64,26 @@ def _loaded(run: Run, path: str, kind: type[A]) -> A | None:
     """A design file the page shows, or None while it is not written."""
     if not (run.root / path).is_file():
         return None
-    artefact = run.load(path)
+    artefact = run.reader.load(path)
     assert isinstance(artefact, kind)
     return artefact
 
 
 def _unsigned(run: Run, gate: str) -> list[str]:
-    """The files ``--yes`` would sign for the gate. A person's approval of the design gate
-    that still holds has accepted the design files as they are, FAILs included, so the
-    plan gate's ``--yes`` does not refuse them again."""
+    """The files ``--yes`` would sign for the gate. A person's approval of an earlier gate
+    that still holds has accepted that gate's files as they are, FAILs included, so a
+    later gate's ``--yes`` does not refuse them again."""
     state = run.course
-    covered = state.covered(gate)
-    design = state.gates().get("design", {})
-    if gate == "plan" and state.approval("design")[0] and design.get("by") != AUTO_APPROVED:
-        signed = set(state.covered("design"))
-        return [path for path in covered if path not in signed]
-    return covered
+    answers = state.gates()
+    signed = {path for before in earlier(gate) if state.approval(before)[0]
+              and answers.get(before, {}).get("by") != AUTO_APPROVED for path in state.covered(before)}
+    return [path for path in state.covered(gate) if path not in signed]
 
 
-def _ask(run: Run, gate: str) -> None:
-    if run.revising:
-        return
+def ask(run: Run, gate: str) -> None:
     holds, why = run.course.approval(gate)
     if holds:
-        run.say(f"{gate} gate: approved")
+        run.report.say(f"{gate} gate: approved")
         return
     if run.config.yes:
         declined = run.course.standing_decline(gate)
@@ -114,15 +100,13 @@ def _ask(run: Run, gate: str) -> None:
                                 f"(by hand, or with {run.hint('revise', run.slug, 'FILE', '--note', repr('...'))}) "
                                 f"and build again, or approve them as they are with "
                                 f"{run.hint('approve', run.slug, gate)}")
-        run.say(f"{gate} gate: {AUTO_APPROVED}")
+        run.report.say(f"{gate} gate: {AUTO_APPROVED}")
         return
     raise Stop(f"{gate} gate", f"{why}; review {STATE}/{gate}-gate.md, then run "
                               f"{run.hint('approve', run.slug, gate)} (or build with --yes)")
 
 
-def _record(run: Run, gate: str) -> None:
-    if run.revising:
-        return
+def record(run: Run, gate: str) -> None:
     state = run.course
     holds, _why = state.approval(gate)
     if not holds and run.config.yes:
@@ -132,27 +116,3 @@ def _record(run: Run, gate: str) -> None:
                                 f"{run.hint('build', run.slug)} first")
         state.answer(gate, approved=True, by=AUTO_APPROVED, accept_edits=False)
         run.tally.add_written([f"{STATE}/gates.json"])
-
-
-def design_summary(run: Run) -> None:
-    _summary(run, "design")
-
-
-def design_ask(run: Run) -> None:
-    _ask(run, "design")
-
-
-def design_record(run: Run) -> None:
-    _record(run, "design")
-
-
-def plan_summary(run: Run) -> None:
-    _summary(run, "plan")
-
-
-def plan_ask(run: Run) -> None:
-    _ask(run, "plan")
-
-
-def plan_record(run: Run) -> None:
-    _record(run, "plan")

@@ -13,25 +13,28 @@ and ``command_walk`` take either.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING
 
 from stay.errors import GraphError
 from stay.pipeline._dag import Dag, ancestors, descendants, has_path, is_acyclic, to_networkx, topological_order
+from stay.pipeline._gate_decl import GATED, GATES, GateDecl, needed_before
 from stay.stages import REGISTRY, Stage
 
 if TYPE_CHECKING:
     import networkx as nx
 
 KINDS = ("entry", "router", "guard", "stage", "gate-summary", "gate-ask", "gate-record", "wave",
-         "barrier", "mechanical", "validate", "repair")
+         "barrier", "mechanical", "validate", "repair", "revise")
 
-
-PHASES = ("design", "plan", "wave", "finish", "repair")
-"""What a stage or mechanical node authors. A command names the phases it may write;
-in the others its nodes only check that what is on disk is current."""
+AFTER_GATES = ("wave", "finish", "repair", "revise")
+"""The phases after every gate: the wave, what follows it, and revise's own nodes."""
+PHASES = (*GATED, *AFTER_GATES)
+"""What a stage or mechanical node authors (a declaration with other gates has its own,
+``PipelineDecl.phases``). A command names the phases it may write; in the others its
+nodes only check that what is on disk is current."""
 
 
 @dataclass(frozen=True)
@@ -45,10 +48,14 @@ class NodeDecl:
     phase: str = ""
     """The phase this node authors (PHASES), for stage, wave, mechanical and repair nodes."""
     requires: tuple[str, ...] = ()
-    """For a guard: the gates whose approvals must hold before the command goes on."""
+    """For a guard (and repair): the gates whose approvals must hold before it goes on."""
     requires_by_phase: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """For a guard whose command writes in any phase (revise): per phase of what it is
     asked to write, the gates whose approvals must hold."""
+    gate: str = ""
+    """For a gate node: the gate it is part of (``_gate_decl.GATES``)."""
+    default: str = ""
+    """For a router: the successor a command that names no other goes on to."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,9 @@ class CommandDecl:
     authors: tuple[str, ...]
     """The phases whose artefacts it may (re)generate; elsewhere it only checks."""
     doc: str = ""
+    routes: tuple[tuple[str, str], ...] = ()
+    """Router -> the successor it sends this command to, where not the router's default
+    (choose_entry always sends a command to its ``entry``)."""
 
 
 @dataclass(frozen=True)
@@ -70,21 +80,29 @@ class PipelineDecl:
     edges: tuple[tuple[str, str], ...]
     commands: Mapping[str, CommandDecl] = field(default_factory=dict)
     stages: tuple[Stage, ...] = REGISTRY
+    gates: tuple[GateDecl, ...] = GATES
 
     @property
     def entries(self) -> dict[str, str]:
         """Command -> the node it joins at (a successor of choose_entry)."""
         return {name: command.entry for name, command in self.commands.items()}
 
+    @property
+    def phases(self) -> tuple[str, ...]:
+        """The phases each gate closes, in order, then those after every gate."""
+        return (*(gate.closes for gate in self.gates), *AFTER_GATES)
+
 
 GUARDS = ("require_design", "require_gates", "repair_seed", "revise_seed")
 
 
-def declare(stages: Sequence[Stage] = REGISTRY) -> PipelineDecl:
-    """The pipeline's declaration, its stage nodes derived from the stage declarations:
-    each design stage is a node on the spine in registry order, each planning stage a
-    node between the gates, the lesson-scope wave stages share ``write_lesson``, and
-    each course-scope wave stage has its own ``write_<name>`` beside it."""
+def declare(stages: Sequence[Stage] = REGISTRY, gates: Sequence[GateDecl] = GATES) -> PipelineDecl:
+    """The pipeline's declaration, its stage and gate nodes derived from the stage and
+    gate declarations: each gate follows the nodes of the phase it closes (a design
+    stage's node on the spine in registry order, then the design gate; each planning
+    stage's, then the plan gate), the lesson-scope wave stages share ``write_lesson``,
+    and each course-scope wave stage has its own ``write_<name>`` beside it. What a
+    guard requires is derived from where its command writes: the gates before it."""
     by_node: dict[str, list[Stage]] = {}
     for stage in stages:
         by_node.setdefault(stage.node_name, []).append(stage)
@@ -97,71 +115,79 @@ def declare(stages: Sequence[Stage] = REGISTRY) -> PipelineDecl:
                 found.append(NodeDecl(node, kind, True, tuple(s.name for s in members), phase=phase))
         return found
 
-    design, planning, wave = nodes_of("design"), nodes_of("plan"), nodes_of("wave")
-    before = ("entry", "choose_entry", "intake", "moderate", "scaffold")
-    spine = (*before, *(n.name for n in design), "design_summary", "design_ask", "design_record",
-             *(n.name for n in planning), "plan_summary", "plan_ask", "plan_record")
+    names = tuple(gate.name for gate in gates)
+    first, plan = gates[0], gates[1] if len(gates) > 1 else gates[0]
+    phases = (*(gate.closes for gate in gates), *AFTER_GATES)
+    gated = [(gate, nodes_of(gate.closes)) for gate in gates]
+    wave = nodes_of("wave")
+    before = ("entry", "choose_entry", "intake", "moderate", "scaffold", "choose_work")
+    spine = (*before, *(name for gate, staged in gated for name in (*(n.name for n in staged), *gate.nodes)))
+    gate_nodes = {gate.name: (
+        NodeDecl(gate.summary, "gate-summary", True, gate=gate.name, doc=f"Writes .state/{gate.name}-gate.md."),
+        NodeDecl(gate.ask, "gate-ask", False, gate=gate.name, doc=f"Stops unless the {gate.name} approval holds."),
+        NodeDecl(gate.record, "gate-record", True, gate=gate.name, doc="Records an answer (--yes) in gates.json."),
+    ) for gate in gates}
+    by_phase = tuple((gate.closes, needed_before(gate.closes, gates)) for gate in gates)
     nodes = (
         NodeDecl("entry", "entry", False, doc="Where every run starts."),
-        NodeDecl("choose_entry", "router", False, doc="Picks where the command joins the spine."),
-        NodeDecl("require_design", "guard", False, requires=("design",),
-                 doc="`plan`: the design approval must hold."),
-        NodeDecl("require_gates", "guard", False, requires=("design", "plan"),
-                 doc="`write`: both approvals must hold."),
-        NodeDecl("repair_seed", "guard", False, requires=("design", "plan"),
-                 doc="`repair`: an existing course, both approvals holding."),
-        NodeDecl("revise_seed", "guard", False,
-                 requires_by_phase=(("design", ()), ("plan", ("design",)), ("wave", ("design", "plan"))),
-                 doc="`revise`: the approvals each target's phase needs (a wave file both, a design file none)."),
+        NodeDecl("choose_entry", "router", False, doc="Routes the command to where it joins: intake or a guard."),
+        NodeDecl("require_design", "guard", False, requires=needed_before(plan.closes, gates),
+                 doc="`plan`: the approvals before the planning stages must hold."),
+        NodeDecl("require_gates", "guard", False, requires=names, doc="`write`: every approval must hold."),
+        NodeDecl("repair_seed", "guard", False, requires=names,
+                 doc="`repair`: an existing course, every approval holding."),
+        NodeDecl("revise_seed", "guard", False, requires_by_phase=(*by_phase, ("wave", names)),
+                 doc="`revise`: the approvals each target's phase needs (a wave file all, a design file none)."),
         NodeDecl("intake", "mechanical", False, doc="Checks the brief and the slug."),
         NodeDecl("moderate", "guard", False, doc="Screens a brief not screened before, before anything is written."),
-        NodeDecl("scaffold", "mechanical", True, phase="design", doc="Creates the course directory and course.yaml."),
-        *design,
-        NodeDecl("design_summary", "gate-summary", True, doc="Writes .state/design-gate.md."),
-        NodeDecl("design_ask", "gate-ask", False, doc="Stops unless the design approval holds."),
-        NodeDecl("design_record", "gate-record", True, doc="Records an answer (--yes) in gates.json."),
-        *planning,
-        NodeDecl("plan_summary", "gate-summary", True, doc="Writes .state/plan-gate.md."),
-        NodeDecl("plan_ask", "gate-ask", False, doc="Stops unless the plan approval holds."),
-        NodeDecl("plan_record", "gate-record", True, doc="Records an answer (--yes) in gates.json."),
+        NodeDecl("scaffold", "mechanical", True, phase=first.closes,
+                 doc="Creates the course directory and course.yaml."),
+        NodeDecl("choose_work", "router", False, default=spine[len(before)],
+                 doc="Routes a build along the spine, a revision to its own nodes."),
+        *(node for gate, staged in gated for node in (*staged, *gate_nodes[gate.name])),
         *wave,
         NodeDecl("gather", "barrier", False, doc="Waits for every wave task (the barrier); reports what the wave did."),
         NodeDecl("merge_glossary", "mechanical", True, phase="finish", doc="glossary.yaml from the plans."),
         NodeDecl("land_manifest", "mechanical", True, phase="finish",
                  doc="Retires files no longer in the curriculum; course.yaml's status projection."),
+        NodeDecl("revise_files", "revise", True, phase="revise",
+                 doc="Regenerates each named design and plan file with its note, then starts the named wave files."),
+        NodeDecl("revise_gather", "barrier", False, doc="Waits for the revised wave files."),
         NodeDecl("validate", "validate", False, doc="The library validator, non-strict."),
-        NodeDecl("repair", "repair", True, phase="repair", doc="Bounded repair of leaf artefacts."),
+        NodeDecl("repair", "repair", True, phase="repair", requires=names, doc="Bounded repair of leaf artefacts."),
     )
+    last_record = gates[-1].record
     edges = (
         *itertools.pairwise(spine),
         *(edge for guard in GUARDS for edge in (("choose_entry", guard), (guard, "intake"))),
-        *(("plan_record", node.name) for node in wave),
+        *((last_record, node.name) for node in wave),
         *((node.name, "gather") for node in wave),
         ("gather", "merge_glossary"), ("merge_glossary", "land_manifest"),
         ("land_manifest", "validate"), ("validate", "repair"),
+        ("choose_work", "revise_files"), ("revise_files", "revise_gather"), ("revise_gather", "validate"),
     )
     commands = {
-        "new": CommandDecl("intake", "design_summary", ("design",),
+        "new": CommandDecl("intake", first.summary, (first.closes,),
                            "create the course and stop at the design gate"),
-        "build": CommandDecl("intake", "repair", PHASES,
+        "build": CommandDecl("intake", "repair", tuple(p for p in phases if p != "revise"),
                              "build or resume: design, gate, plans, gate, wave, validate, repair"),
-        "plan": CommandDecl("require_design", "plan_record", ("plan",),
+        "plan": CommandDecl("require_design", plan.record, (plan.closes,),
                             "plan every lesson and stop after the plan gate"),
         "write": CommandDecl("require_gates", "repair", ("wave", "finish", "repair"),
                              "lessons, exercises, quizzes and the capstone, then validate and repair"),
         "repair": CommandDecl("repair_seed", "repair", ("repair",),
                               "validate, then repair leaf artefacts in bounded rounds"),
-        "revise": CommandDecl("revise_seed", "validate", (),
-                              "regenerate the named artefacts with a reviewer's note, nothing else"),
+        "revise": CommandDecl("revise_seed", "validate", ("revise",),
+                              "regenerate the named artefacts with a reviewer's note, nothing else",
+                              routes=(("choose_work", "revise_files"),)),
     }
-    return PipelineDecl(nodes=nodes, edges=edges, commands=commands, stages=tuple(stages))
+    return PipelineDecl(nodes=nodes, edges=edges, commands=commands, stages=tuple(stages), gates=tuple(gates))
 
 
 DECLARATION = declare()
-# Every command walks from entry through intake, moderate, the design stages and both
-# gates: the guards join the spine before it, so no command can reach the wave, the
-# validator or repair around a design stage or a gate (topology properties 2 and 3).
-# In the phases a command does not author, its nodes only check.
+# The guards join before intake, and only revise leaves the spine (at choose_work, for
+# nodes that write only what it names): no command reaches the wave or repair around a
+# design stage or a gate (topology properties 2 and 3).
 
 
 def build(declaration: PipelineDecl = DECLARATION) -> nx.DiGraph[str]:
@@ -174,12 +200,13 @@ def assemble(declaration: PipelineDecl = DECLARATION) -> Dag:
     """The graph of a declaration, as the runner holds it."""
     by_name = {stage.name: stage for stage in declaration.stages}
     graph = Dag(name="stay pipeline", entries=declaration.entries, commands=dict(declaration.commands),
-                stages=by_name)
+                stages=by_name, phases=declaration.phases, gates=declaration.gates)
     for order, node in enumerate(declaration.nodes):
         roles = {by_name[stage].role for stage in node.stages}
         graph.add_node(
             node.name, kind=node.kind, writes=node.writes, stages=node.stages, order=order,
             phase=node.phase, requires=node.requires, requires_by_phase=dict(node.requires_by_phase),
+            gate=node.gate, default=node.default,
             role=roles.pop() if len(roles) == 1 else (sorted(roles) or None),
             references={stage: by_name[stage].references for stage in node.stages},
             doc=node.doc or (by_name[node.stages[0]].doc or _first_line(by_name[node.stages[0]])),
@@ -265,7 +292,7 @@ def _command_problems(graph: Dag) -> list[str]:
     node after it; a command joining at a guard authors only what lies after the gate
     records its guard requires (the guard re-checks, each run, what they recorded)."""
     found: list[str] = []
-    records = {n.removesuffix("_record"): n for n, a in graph.nodes(data=True) if a["kind"] == "gate-record"}
+    records = {a["gate"]: n for n, a in graph.nodes(data=True) if a["kind"] == "gate-record"}
     for name, command in graph.graph.get("commands", {}).items():
         entry, last = command.entry, command.last
         if entry not in graph or not graph.has_edge("choose_entry", entry):
@@ -276,7 +303,7 @@ def _command_problems(graph: Dag) -> list[str]:
         if last not in graph or not (last == entry or has_path(graph, entry, last)):
             found.append(f"command {name} stops at {last}, which does not follow its entry {entry}")
             continue
-        unknown = set(command.authors) - set(PHASES)
+        unknown = set(command.authors) - set(graph.graph.get("phases", PHASES))
         if unknown:
             found.append(f"command {name} authors unknown phases {sorted(unknown)}")
         if graph.nodes[entry]["kind"] != "guard":
@@ -290,6 +317,17 @@ def _command_problems(graph: Dag) -> list[str]:
             if not needed <= required:
                 found.append(f"command {name} authors {node} after {sorted(needed - required)}, which its "
                              f"guard {entry} does not require")
+    for name, attrs in graph.nodes(data=True):
+        before = {a for a in ancestors(graph, name) if graph.nodes[a]["kind"] == "gate-record"}
+        if attrs["kind"] != "guard" and attrs.get("requires") and \
+                {records.get(g) for g in attrs["requires"]} != before:
+            found.append(f"{name} requires {list(attrs['requires'])}, but the gate records before it are "
+                         f"{sorted(before)}")
+        if attrs["kind"] == "router":
+            routes = {route(graph, command, name) for command in graph.graph.get("commands", {})}
+            strays = sorted(r for r in routes if not graph.has_edge(name, r))
+            if strays:
+                found.append(f"router {name} would send a command to {strays}, which it does not lead to")
     for guard, attrs in graph.nodes(data=True):
         if attrs["kind"] != "guard" or not (attrs.get("requires") or attrs.get("requires_by_phase")):
             continue
@@ -332,10 +370,39 @@ def walk_order(given: Dag | nx.DiGraph[str], start: str) -> list[str]:
     return topological_order(graph.subgraph(reachable), key=lambda n: graph.nodes[n]["order"])
 
 
+def route(graph: Dag | nx.DiGraph[str], command: str, router: str) -> str:
+    """The successor ``router`` sends ``command`` to: choose_entry its entry, another
+    router the one the command names, else the router's default."""
+    declared: CommandDecl = graph.graph["commands"][command]
+    if router == "choose_entry":
+        return declared.entry
+    return dict(declared.routes).get(router) or str(graph.nodes[router]["default"])
+
+
+def walk(given: Dag | nx.DiGraph[str], command: str, answer: Callable[[str], str]) -> Iterator[str]:
+    """The nodes ``command`` runs, in order: from entry to the node it stops at, a
+    router's successors cut to the one ``answer(router)`` names (asked once the router
+    has been yielded, so the runner can answer with what the router's handler said)."""
+    graph = Dag.of(given)
+    last = graph.graph["commands"][command].last
+    span = ancestors(graph, last) | {last}
+    reached = {"entry"}
+    for node in walk_order(graph, "entry"):
+        if node not in reached or node not in span:
+            continue
+        yield node
+        if graph.nodes[node]["kind"] == "router":
+            chosen = answer(node)
+            if not graph.has_edge(node, chosen):
+                raise GraphError(f"router {node} answered {chosen!r}, which is not one of its successors "
+                                 f"{sorted(graph.successors(node))}")
+            reached.add(chosen)
+        else:
+            reached.update(graph.successors(node))
+
+
 def command_walk(given: Dag | nx.DiGraph[str], command: str) -> list[str]:
     """Every node ``command`` runs, in order: entry, choose_entry, then from the node it
-    joins at to the node it stops at, as the graph declares them."""
+    joins at to the node it stops at, each router sending it where the declaration says."""
     graph = Dag.of(given)
-    declared = graph.graph["commands"][command]
-    span = ancestors(graph, declared.last) | {declared.last}
-    return ["entry", "choose_entry", *[n for n in walk_order(graph, declared.entry) if n in span]]
+    return list(walk(graph, command, lambda router: route(graph, command, router)))

@@ -31,7 +31,6 @@ VERSION = 2
 GATES = f"{STATE}/gates.json"
 RUN_LOG = f"{STATE}/run-log.md"
 RETIRED = f"{STATE}/retired"
-GATE_NAMES = ("design", "plan")
 AUTO_APPROVED = "auto-approved (--yes)"
 
 

@@ -10,18 +10,16 @@ or finishing file that is not is only reported, since validate will say so.
 from __future__ import annotations
 
 from stay.errors import PipelineError
+from stay.pipeline._gate_decl import GATED
 from stay.pipeline._ledger import Status
 from stay.pipeline._run import Run
-
-GATED = ("design", "plan")
-"""Phases whose files a gate covers: a command that does not write them needs them."""
 
 
 def needs_writing(run: Run, path: str, phase: str) -> bool:
     """Whether ``path`` (of ``phase``) must be written now. Says what it decided."""
     status = run.course.status(path)
     if not run.may_write(phase):
-        if phase in GATED and not run.revising:
+        if phase in GATED:
             require_current(run, path, status)
         return False
     if status.state == "current":
@@ -39,10 +37,10 @@ def why(status: Status) -> str:
 
 def say_kept(run: Run, path: str, status: Status) -> None:
     if status.why:
-        run.say(f"  {path}: kept (edited by hand), though {', '.join(status.why)} changed since; delete it to "
-                "regenerate it, or accept it with " + run.hint("adopt", run.slug))
+        run.report.say(f"  {path}: kept (edited by hand), though {', '.join(status.why)} changed since; delete it to "
+                       "regenerate it, or accept it with " + run.hint("adopt", run.slug))
     else:
-        run.say(f"  {path}: kept (edited by hand)")
+        run.report.say(f"  {path}: kept (edited by hand)")
 
 
 def require_current(run: Run, path: str, status: Status) -> None:

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from stay.artefacts import Artefact, Module
 from stay.errors import PipelineError
+from stay.pipeline._gateway import with_note
 from stay.pipeline._inputs import Unit, stage_inputs
-from stay.pipeline._run import Run, with_note
+from stay.pipeline._run import Run
 from stay.requests import ModelAnswer, ModelRequest
 from stay.stages import Stage
 
@@ -41,7 +42,7 @@ class Job:
 
 def job(run: Run, stage: Stage, unit: Unit, notes: tuple[Note, ...] = ()) -> Job:
     """The call of ``stage`` for ``unit`` (a lesson, a module, or the course)."""
-    layout = run.layout
+    layout = run.reader.layout
     if isinstance(unit, Module):
         paths = tuple(place.path(stage.output) for place in layout.lessons_of(unit))
     elif unit is not None:
@@ -49,7 +50,7 @@ def job(run: Run, stage: Stage, unit: Unit, notes: tuple[Note, ...] = ()) -> Job
     else:
         paths = (stage.output,)
     artefact = paths[0] if len(paths) == 1 else f"{paths[0].rsplit('/', 1)[0]}/*{stage.output.split('}', 1)[1]}"
-    inputs = stage_inputs(stage, unit, run)
+    inputs = stage_inputs(stage, unit, run.reader)
     request = stage.request(inputs, run.config.prompts, artefact)
     for note in notes:
         request = with_note(request, note.name, note.value, note.text)
@@ -65,7 +66,7 @@ def owner(run: Run, path: str) -> tuple[Stage, Unit]:
     lesson = graph.nodes[path].get("unit")
     if stage.scope == "course" or lesson is None:
         return stage, None
-    place = run.layout.lesson(lesson)
+    place = run.reader.layout.lesson(lesson)
     if place is None:
         raise PipelineError(f"{path}: lesson {lesson} is not in the curriculum")
     return stage, (place.module if stage.scope == "module" else place)
@@ -76,7 +77,7 @@ def regenerate(run: Run, path: str, notes: tuple[Note, ...] = (), *, only: tuple
     of the call, or of them only those in ``only``. Returns the paths written."""
     stage, unit = owner(run, path)
     made = job(run, stage, unit, notes)
-    artefacts = run.produce(made.request, made.parse)
+    artefacts = run.model.produce(made.request, made.parse)
     keep = set(only) or set(made.paths)
     chosen = {target: artefact for target, artefact in zip(made.paths, artefacts, strict=True) if target in keep}
     return list(chosen) if run.write(chosen) else []

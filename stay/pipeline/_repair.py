@@ -72,12 +72,12 @@ class Router:
 
     @classmethod
     def of(cls, run: Run) -> Router:
-        layout = run.layout
+        layout = run.reader.layout
         outputs: dict[tuple[str, str], str] = {}
         for stage in (s for s in run.config.stages if s.phase == "wave"):
             for path, place in layout.outputs(stage):
                 outputs[(stage.name, place.id if place else "")] = path
-        glossary = run.load(GLOSSARY) if (run.root / GLOSSARY).is_file() else Glossary(terms=[])
+        glossary = run.reader.load(GLOSSARY) if (run.root / GLOSSARY).is_file() else Glossary(terms=[])
         assert isinstance(glossary, Glossary)
         return cls(outputs, {place.id: place.path("{lesson}") for place in layout.lessons()},
                    {norm_term(t.term): t.introduced_in for t in reversed(glossary.terms)})
@@ -113,8 +113,8 @@ def repair_course(run: Run) -> RepairReport:
             if run.course.status(path).state == "edited":  # a person's bytes are never overwritten
                 codes = ", ".join(sorted({d.code for d in todo.pop(path)}))
                 kept.add(path)
-                run.say(f"repair: {path} ({codes}): edited by hand: fix it, or regenerate it (delete it, "
-                        f"then {run.hint('write', run.slug)})")
+                run.report.say(f"repair: {path} ({codes}): edited by hand: fix it, or regenerate it (delete it, "
+                               f"then {run.hint('write', run.slug)})")
         if not todo:
             stop = STOP_NOTHING_ACTIONABLE
             break
@@ -122,7 +122,7 @@ def repair_course(run: Run) -> RepairReport:
             stop = STOP_ROUND_LIMIT
             break
         before = sum(map(len, todo.values()))
-        run.say(f"repair: round {len(rounds) + 1}: {plural(before, 'defect')} in {plural(len(todo), 'file')}")
+        run.report.say(f"repair: round {len(rounds) + 1}: {plural(before, 'defect')} in {plural(len(todo), 'file')}")
         changes = [fix(run, path, todo[path]) for path in sorted(todo)]
         report = validation(run)  # against the run's house style, as the validate node did
         router = Router.of(run)
@@ -132,6 +132,6 @@ def repair_course(run: Run) -> RepairReport:
             stop = STOP_NO_REDUCTION
             break
     run.tally.validation = report
-    run.say(f"repair: stopped ({stop}); {report.fails} FAIL, {report.warns} WARN remain")
+    run.report.say(f"repair: stopped ({stop}); {report.fails} FAIL, {report.warns} WARN remain")
     return RepairReport(stop, tuple(rounds), report.defects, tuple(sorted(kept)))
 

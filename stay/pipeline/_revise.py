@@ -1,11 +1,15 @@
 """Acting on a review: regenerate named artefacts with a reviewer's note.
 
 ``stay revise SLUG TARGET... --note TEXT`` walks the graph like every command, behind
-its guard (``revise_seed``), which asks for the approvals the targets' phases need: a
-wave file both gates', a plan the design gate's, a design file none. Each target's
-stage is asked again with two more inputs: the file as it is now, and the note, as
-reviewer guidance. Nothing else is written: dependents become stale by the usual rule,
-and revising a gated file retires that gate's approval, as any change does.
+its guard (``revise_seed``), which asks for the approvals the targets' phases need (the
+node declares them: a wave file both gates', a plan the design gate's, a design file
+none). After intake, moderation and scaffold's check, ``choose_work`` sends it to its own
+nodes, not along the spine: ``revise_files`` asks each target's stage again with two
+more inputs, the file as it is now and the note as reviewer guidance (design and plan
+files in stage order, each checked at the write; the wave files started together), and
+``revise_gather`` waits for those, before ``validate``. Nothing else is written: no gate
+is asked, dependents become stale by the usual rule, and revising a gated file retires
+that gate's approval, as any change does.
 
 The note and its hash are recorded in the ledger with the revised file and in the run
 log; a later rebuild therefore keeps the revision (the file is current), and the same
@@ -17,17 +21,18 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+from collections.abc import Mapping
 
+from stay._display import plural
 from stay.errors import PipelineError, UsageError
-from stay.pipeline._fix import regeneration_notes
+from stay.pipeline._fix import check_written, regeneration_notes
+from stay.pipeline._gate_decl import GATE_NAMES
 from stay.pipeline._layout import GLOSSARY
 from stay.pipeline._ledger import RETIRED
-from stay.pipeline._produce import Note
+from stay.pipeline._produce import Job, Note, job, regenerate
 from stay.pipeline._run import Run
 from stay.pipeline._state import CourseState
-
-NEEDS = {"design": (), "plan": ("design",), "wave": ("design", "plan")}
-"""Per phase of a target, the gates whose approvals must hold (the guard's declaration)."""
+from stay.pipeline._wave import Wave
 
 
 def note_digest(note: str) -> str:
@@ -61,20 +66,20 @@ def resolve_targets(state: CourseState, targets: list[str], stage_names: set[str
 
 def declined_note(state: CourseState, path: str) -> str:
     """The note of a decline of the gate that covers ``path`` ('' when there is none)."""
-    for gate in ("design", "plan"):
+    for gate in GATE_NAMES:
         entry = state.gates().get(gate)
         if path in state.covered(gate) and entry and not entry.get("approved") and entry.get("note"):
             return str(entry["note"])
     return ""
 
 
-def check_revisions(run: Run) -> None:
-    """The guard's work: the approvals each target's phase needs hold, and an edited file
-    is revised only when forced."""
+def check_revisions(run: Run, by_phase: Mapping[str, tuple[str, ...]]) -> None:
+    """The guard's work: the approvals each target's phase needs (``by_phase``, the
+    guard node's declaration) hold, and an edited file is revised only when forced."""
     course = run.course
     for path, note in run.config.revisions.items():
         phase = course.graph.nodes[path]["phase"]
-        for gate in NEEDS[phase]:
+        for gate in by_phase[phase]:
             holds, why = course.approval(gate)
             if not holds:
                 raise PipelineError(f"revising {path} (a {phase} file) needs the {gate} approval to hold: {why}; "
@@ -95,7 +100,7 @@ def pending(run: Run) -> dict[str, str]:
         entry = course.ledger().get(path, {})
         applied = entry.get("revision", {}).get("sha") if isinstance(entry.get("revision"), dict) else None
         if applied == note_digest(note) and course.status(path).state == "current":
-            run.say(f"  {path}: already revised with this note; nothing to send")
+            run.report.say(f"  {path}: already revised with this note; nothing to send")
             continue
         todo[path] = note
     return todo
@@ -115,4 +120,53 @@ def set_aside(run: Run, paths: list[str]) -> None:
             target = run.root / RETIRED / f"run-{run.config.run_number}" / path
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(run.root / path, target)
-            run.say(f"  {path}: edited by hand; its bytes are kept in {target.relative_to(run.root)}")
+            run.report.say(f"  {path}: edited by hand; its bytes are kept in {target.relative_to(run.root)}")
+
+
+# -- revise's own nodes --------------------------------------------------------------
+
+
+def revise_files(run: Run) -> None:
+    """The named design and plan files first, in stage order (a later stage's request
+    reads what an earlier one just wrote), each checked at the write: a plan is
+    regenerated by its module's call, and only it written. Then every named wave file's
+    call is started, together, as the wave's are; ``revise_gather`` waits for them."""
+    todo = run.revisions
+    for stage in (s for s in run.config.stages if s.phase != "wave"):
+        if stage.scope == "module":
+            layout = run.reader.layout
+            targets = [(place.path(stage.output), " (the module's call, this file written)")
+                       for module in layout.curriculum.modules for place in layout.lessons_of(module)]
+        else:
+            targets = [(stage.output, "")]
+        for path, how in targets:
+            if path in todo:
+                run.report.say(f"  {path}: revising with the reviewer's note{how}")
+                only = (path,) if stage.scope == "module" else ()
+                check_written(run, regenerate(run, path, notes_for(run, path), only=only))
+                run.refresh_graph()
+    wave_stages = [s for s in run.config.stages if s.phase == "wave"]
+    lessons: dict[str, list[Job]] = {}
+    courses: dict[str, Job] = {}
+    for place in run.reader.layout.lessons():
+        for stage in (s for s in wave_stages if s.scope == "lesson"):
+            path = place.path(stage.output)
+            if path in todo:
+                run.report.say(f"  {path}: revising with the reviewer's note")
+                lessons.setdefault(place.id, []).append(job(run, stage, place, notes_for(run, path)))
+    for stage in (s for s in wave_stages if s.scope == "course"):
+        if stage.output in todo:
+            run.report.say(f"  {stage.output}: revising with the reviewer's note")
+            courses[stage.name] = job(run, stage, None, notes_for(run, stage.output))
+    run.wave = Wave(run, lessons, courses)
+    run.wave.start_lessons()
+    for name in courses:
+        run.wave.start_course(name)
+
+
+def revise_gather(run: Run) -> None:
+    """Wait for the revised wave files; the first failure is raised once all have ended."""
+    wave = run.wave
+    if wave is not None and not wave.empty:
+        run.tally.wave = wave.wait()
+        run.report.say(f"wave: gathered {plural(wave.total, 'task')}")

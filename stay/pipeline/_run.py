@@ -1,38 +1,29 @@
-"""One run of the pipeline, in three parts: what it was asked to do (``RunConfig``,
-frozen), what it has done (``Tally``, typed), and the ``Run`` the node handlers share,
-which reads the course (``Reader`` for the stages' inputs) and asks the model."""
+"""One run of the pipeline: what it was asked to do (``RunConfig``, frozen), what it has
+done (``Tally``, typed), and the ``Run`` context the node handlers receive, which holds
+the four collaborators they work through: the course reader (``_reader``), the model
+gateway (``_gateway``), the reporter (``_reporter``) and the ledger (``CourseState``)."""
 
 from __future__ import annotations
 
 import math
 import shlex
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stay._secrets import redact, redact_data
-from stay.artefacts import (
-    Artefact,
-    Brief,
-    CourseReader,
-    Curriculum,
-    DurationLimits,
-    LessonPlan,
-    artefact_type,
-    dump,
-)
-from stay.errors import AnswerError, PipelineError
-from stay.models import ModelClient, Rejecting, Usage, cost
+from stay.artefacts import Artefact, Brief, DurationLimits, dump
+from stay.errors import PipelineError
+from stay.models import ModelClient, Usage, cost
 from stay.pipeline._course_graph import artefact_graph
-from stay.pipeline._layout import CourseLayout
+from stay.pipeline._gateway import ModelGateway
 from stay.pipeline._ledger import Sources
-from stay.pipeline._progress import Progress, ProgressSink, ProgressUpdate
+from stay.pipeline._progress import Progress
+from stay.pipeline._reader import RunReader
+from stay.pipeline._reporter import Reporter
 from stay.pipeline._state import CourseState
-from stay.requests import ModelAnswer, ModelRequest
+from stay.requests import ModelAnswer
 from stay.settings import Settings
 from stay.stages import Prompts, Stage
 from stay.validate import CourseReport, Defect
@@ -42,8 +33,8 @@ if TYPE_CHECKING:
     from stay.models import RequestCache
     from stay.pipeline._fix import Change
     from stay.pipeline._repair import RepairReport
-    from stay.pipeline._trace import Tracer
     from stay.pipeline._wave import Wave, WaveStats
+
 
 def command_hint(courses_arg: str, *words: str) -> str:
     """A ``stay`` command to suggest, carrying the --courses-dir the user passed (none
@@ -97,6 +88,9 @@ class RunConfig:
     """``stay revise``: course file -> the reviewer's note to regenerate it with."""
     force: bool = False
     """``stay revise --force``: revise files edited by hand too (their bytes are kept)."""
+    routes: Mapping[str, str] = field(default_factory=dict)
+    """Router -> the successor this command goes on to (``_graph.route``): what a router
+    node answers, and the runner follows."""
 
     def hint(self, *words: str) -> str:
         return command_hint(self.courses_arg, *words)
@@ -175,37 +169,47 @@ class Tally:
 
 @dataclass
 class Run:
-    """What the node handlers share: the config, the tally, the course on disk, and the
-    model behind its two caps."""
+    """The context a node handler receives: what the run was asked (``config``), what it
+    has done (``tally``), and the four collaborators it works through, each its own
+    object: the course ``reader`` (files as artefacts, the layout, the parse cache), the
+    ``model`` gateway (asking under the caps, pricing, tracing), the ``report`` (what the
+    run says) and the ledger (``course``, the CourseState). The rest is what the walk
+    carries from one node to the next."""
 
     config: RunConfig
-    backend: ModelClient
-    progress: Progress
-    brief: Brief | None
+    reader: RunReader
+    model: ModelGateway
+    report: Reporter
     state: CourseState | None = None
+    """The ledger, once the course exists (scaffold makes it for a new one)."""
     tally: Tally = field(default_factory=Tally)
-    tracer: Tracer | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
     """Set when the run is interrupted: no wave task writes a file after it."""
-    model_slots: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(8))
-    calls_in_flight: AbstractContextManager[Any] = field(default_factory=nullcontext)
-    """A Gauge during the wave (stay.pipeline._wave); a no-op elsewhere."""
     course_lock: CourseLock | None = None
     screened: bool = False
     """Input moderation passed this run's brief (recorded in the ledger by scaffold)."""
     wave: Wave | None = None
-    """The wave's tasks, started by the wave nodes and awaited by gather."""
+    """The wave's tasks, started by the wave nodes (or revise_files) and awaited by a barrier."""
     revisions: dict[str, str] = field(default_factory=dict)
-    """The revisions still to send (``revise_seed`` drops a note a file already has)."""
-    started: float = field(default_factory=time.monotonic)
-    """When the run began: progress counts elapsed time from here."""
-    _files: CourseReader | None = field(default=None, repr=False)
-    """The course reader (``stay.artefacts.CourseReader``, its parse cache), made on first read."""
-    _plans: dict[str, LessonPlan] | None = field(default=None, repr=False)
-    """Every plan, as last read; dropped whenever the run writes a file."""
-    _layout: CourseLayout | None = field(default=None, repr=False)
+    """The revisions still to send (``revise_seed`` drops a note a file already has):
+    what revise's nodes regenerate, and the note each write of one records."""
 
-    # -- what the handlers read ----------------------------------------------------------
+    @classmethod
+    def start(cls, config: RunConfig, backend: ModelClient, progress: Progress, brief: Brief | None, *,
+              state: CourseState | None = None, course_lock: CourseLock | None = None,
+              model_slots: threading.Semaphore | None = None) -> Run:
+        """A run's context, its collaborators made from the config and sharing one tally."""
+        tally = Tally()
+
+        def cost() -> float | None:
+            with tally.lock:
+                return None if tally.unpriced else tally.cost
+
+        report = Reporter(progress, cost)
+        model = ModelGateway(backend, config.settings, tally, report,
+                             model_slots or threading.Semaphore(config.settings.model_concurrency))
+        return cls(config=config, reader=RunReader(config.root, brief), model=model, report=report,
+                   state=state, tally=tally, course_lock=course_lock)
 
     @property
     def slug(self) -> str:
@@ -215,32 +219,9 @@ class Run:
     def root(self) -> Path:
         return self.config.root
 
-    def say(self, line: str) -> None:
-        # any sink, a notebook's too, gets no secret (a warning may quote an exception)
-        self._emit(ProgressUpdate(redact(line), time.monotonic() - self.started, self._cost_so_far()))
-
-    def tick(self, label: str, done: int, total: int) -> None:
-        """Counted work finished: ``[done/total] label``, with the elapsed time and cost."""
-        self._emit(ProgressUpdate(label, time.monotonic() - self.started, self._cost_so_far(), done, total))
-
-    def _cost_so_far(self) -> float | None:
-        with self.tally.lock:
-            return None if self.tally.unpriced else self.tally.cost
-
-    def _emit(self, update: ProgressUpdate) -> None:
-        if isinstance(self.progress, ProgressSink):
-            self.progress.update(update)
-        else:
-            self.progress(update.line())
-
     def may_write(self, phase: str) -> bool:
         """Whether this command authors ``phase`` (else its nodes only check)."""
         return phase in self.config.authors
-
-    @property
-    def revising(self) -> bool:
-        """``stay revise``: only the named files are written; no gate is asked."""
-        return bool(self.config.revisions)
 
     def hint(self, *words: str) -> str:
         """A command to suggest, with the --courses-dir this run was given."""
@@ -248,100 +229,16 @@ class Run:
 
     @property
     def course(self) -> CourseState:
+        """The ledger."""
         if self.state is None:
             raise PipelineError(f"course '{self.slug}' is not loaded; this is a bug in stay")
         return self.state
 
-    @property
-    def layout(self) -> CourseLayout:
-        curriculum = self.curriculum()
-        if curriculum is None:
-            return CourseLayout.empty()
-        if self._layout is None or self._layout.curriculum is not curriculum:
-            self._layout = CourseLayout(curriculum)
-        return self._layout
-
-    # -- reading the course (the stages' inputs) ------------------------------------------
-
-    def load(self, path: str) -> Artefact:
-        """A course file as its artefact, through the one course reader: parsed again
-        only when its bytes changed."""
-        if self._files is None:
-            self._files = CourseReader(self.root)
-        return self._files.load(path, artefact_type(path))
-
-    def curriculum(self) -> Curriculum | None:
-        if not (self.root / "curriculum.yaml").is_file():
-            return None
-        loaded = self.load("curriculum.yaml")
-        assert isinstance(loaded, Curriculum)
-        return loaded
-
-    def plans(self) -> dict[str, LessonPlan]:
-        """Every plan on disk, by lesson id (read again only after the run wrote a file)."""
-        if self._plans is not None:
-            return self._plans
-        found: dict[str, LessonPlan] = {}
-        for place in self.layout.lessons():
-            path = place.path("{lesson}.plan.yaml")
-            if (self.root / path).is_file():
-                plan = self.load(path)
-                assert isinstance(plan, LessonPlan)
-                found[place.id] = plan
-        self._plans = found
-        return found
-
     def refresh_graph(self) -> None:
         """Rebuild the artefact graph once the curriculum (and plans) are on disk."""
-        curriculum = self.curriculum()
+        curriculum = self.reader.curriculum()
         if curriculum is not None:
-            self.course.graph = artefact_graph(curriculum, self.plans(), self.config.stages)
-
-    # -- asking the model -------------------------------------------------------------------
-
-    def produce(self, request: ModelRequest, parse: Callable[[ModelAnswer], list[Artefact]]) -> list[Artefact]:
-        """Ask, and parse the answer into artefacts. An answer that does not fit its
-        schema is asked for once more, with the validation errors attached; a second
-        misfit is reported (AnswerError, naming the stage, the file and the field)."""
-        try:
-            return self.checked(request, parse)
-        except AnswerError as exc:
-            self.say(f"  {request.artefact}: the answer did not fit its schema; asking once more")
-            note = f"Your previous answer did not fit the output schema: {exc}. Answer again."
-            return self.checked(with_note(request, "schema_errors", [str(exc)], note), parse)
-
-    def checked(self, request: ModelRequest, parse: Callable[[ModelAnswer], list[Artefact]]) -> list[Artefact]:
-        """Ask and parse (the schema, then the stage's checks). An answer that fails is
-        rejected where the backend keeps answers (the request cache), so no rerun or
-        replay is served it again: "ask again" means the model is asked."""
-        answer = self.ask(request)
-        try:
-            return parse(answer)
-        except AnswerError as exc:
-            if isinstance(self.backend, Rejecting):
-                self.backend.reject(request, self.config.settings.model(request.role), str(exc))
-            raise
-
-    def ask(self, request: ModelRequest) -> ModelAnswer:
-        """One model call, under the model-call cap, counted and priced."""
-        model = self.config.settings.model(request.role)
-        with self.model_slots, self.calls_in_flight:
-            start = time.perf_counter()
-            answer = self.backend.complete(request, model)
-            seconds = time.perf_counter() - start
-        # every answer, whatever served it (a cache written before secrets were cut out of
-        # answers, a relay, a backend of the caller's), before it is traced or written
-        data, model_name = redact_data(answer.data), redact(answer.model)
-        if data != answer.data or model_name != answer.model:
-            answer = answer.model_copy(update={"data": data, "model": model_name})
-        self.account(request, answer, seconds)
-        return answer
-
-    def account(self, request: ModelRequest, answer: ModelAnswer, seconds: float = 0.0) -> None:
-        """Count, price (at the batch price when a batch paid) and trace one answer."""
-        if self.tracer is not None:
-            self.tracer.call(request, answer, seconds)
-        self.tally.add_call(request.stage, answer)
+            self.course.graph = artefact_graph(curriculum, self.reader.plans(), self.config.stages)
 
     def write(self, made: Mapping[str, Artefact]) -> bool:
         """Write files the pipeline made, and record them in the ledger and the run's list,
@@ -352,8 +249,7 @@ class Run:
             return True
         paths = list(made)
         revised = {path: self.revisions[path] for path in paths if path in self.revisions}
-        if any(path.endswith(".plan.yaml") or path == "curriculum.yaml" for path in paths):
-            self._plans = None
+        self.reader.wrote(paths)
         texts = {path: dump(artefact) for path, artefact in made.items()}
         if not self.course.write(texts, revisions=revised, cancelled=self.cancelled):
             return False
@@ -361,10 +257,3 @@ class Run:
             self.tally.written.extend(paths)
             self.tally.revised.update(revised)
         return True
-
-
-def with_note(request: ModelRequest, name: str, value: object, text: str) -> ModelRequest:
-    """The request with one more named input, shown last in its user message: the
-    validator's defects to fix, a schema error to mend, a reviewer's note."""
-    return request.model_copy(update={"inputs": {**request.inputs, name: value},
-                                      "user": request.user + f"\n## {name}\n\n{text}\n"})

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -40,7 +39,8 @@ from stay.models import (
 )
 from stay.pipeline._commands import open_course, open_course_named
 from stay.pipeline._dag import Dag
-from stay.pipeline._graph import CommandDecl, assemble, checked, command_walk, declare
+from stay.pipeline._gate_decl import GATE_NAMES
+from stay.pipeline._graph import CommandDecl, assemble, checked, declare, route, walk
 from stay.pipeline._ledger import Sources
 from stay.pipeline._nodes import handlers
 from stay.pipeline._progress import Progress, clock, default_progress
@@ -155,9 +155,10 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
         config = RunConfig(command=command, slug=slug, root=root, courses_arg=courses_arg, authors=declared.authors,
                            settings=settings, prompts=prompts, stages=stages, limits=limits, sources=sources,
                            yes=yes, run_number=state.next_run_number() if state else 1, batch=batching,
-                           revisions=revisions, force=force)
-        run = Run(config=config, backend=chosen, progress=say, brief=brief, state=state, course_lock=lock,
-                  model_slots=threading.Semaphore(settings.model_concurrency))
+                           revisions=revisions, force=force,
+                           routes={name: route(pipeline, command, name) for name, attrs in pipeline.nodes(data=True)
+                                   if attrs["kind"] == "router"})
+        run = Run.start(config, chosen, say, brief, state=state, course_lock=lock)
         return _walk(run, pipeline, declared, on_node)
     finally:
         held = run.course_lock if run is not None else lock  # scaffold takes it for a new course
@@ -176,18 +177,21 @@ def _pipeline(stages: tuple[Stage, ...]) -> Dag:
 def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
           on_node: Callable[[str], None] | None) -> BuildResult:
     config = run.config
-    table = handlers(config.stages)
-    tracer = run.tracer = Tracer(config.slug, config.command, run.backend.name)  # minted before the run
+    table = handlers(pipeline)
+    tracer = run.model.tracer = Tracer(config.slug, config.command, run.model.backend.name)  # minted before the run
     stopped: str | None = None
     failed: str | None = None
     reason = "done"
     try:
-        for name in command_walk(pipeline, config.command):
+        answers: dict[str, str] = {}
+        for name in walk(pipeline, config.command, answers.__getitem__):  # a router's edge is its answer
             kind = pipeline.nodes[name]["kind"]
             if kind == "stage":
-                run.say(f"[{name}]")
+                run.report.say(f"[{name}]")
             with tracer.span(name, kind, pipeline.nodes[name]["stages"]):
-                table[name](run)
+                answer = table[name](run)
+            if kind == "router":
+                answers[name] = str(answer)
             if run.state is not None:
                 run.course.checkpoint()  # hashes.json once per node; the journal in between
             if on_node:
@@ -210,7 +214,7 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
             run.course.checkpoint()
             if tally.projected != len(tally.written):  # else land_manifest's projection is still true
                 run.course.project_statuses(load_manifest(config.root))
-            run.course.log_run(config.command, run.backend.name, tally.written, stopped, tally.retired,
+            run.course.log_run(config.command, run.model.backend.name, tally.written, stopped, tally.retired,
                                tally.revised, [line for change in tally.changes for line in change.log_lines()],
                                failed)
             if tally.validation is not None:
@@ -221,9 +225,9 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
     if config.command == "revise" and stopped is None:
         reason = _revised(run)
     tally = run.tally
-    run.say(f"{plural(tally.calls, 'model call')}, {plural(len(set(tally.written)), 'file')} written in "
-            f"{clock(time.monotonic() - run.started)}; cost "
-            f"{describe_cost(None if tally.unpriced else tally.cost, tally.unpriced)}")
+    run.report.say(f"{plural(tally.calls, 'model call')}, {plural(len(set(tally.written)), 'file')} written in "
+                   f"{clock(time.monotonic() - run.report.started)}; cost "
+                   f"{describe_cost(None if tally.unpriced else tally.cost, tally.unpriced)}")
     return BuildResult(slug=config.slug, course_dir=config.root, command=config.command, stopped_at=stopped,
                        reason=reason, validation=tally.validation, repair=tally.repair,
                        written=tuple(sorted(set(tally.written))), calls=tally.calls, usage=tally.usage,
@@ -309,7 +313,7 @@ def _revised(run: Run) -> str:
         return "nothing to revise: every file already has this note"
     course = run.course
     answers = course.gates()
-    retired = [gate for gate in ("design", "plan")  # an approval the revision retired, not a decline
+    retired = [gate for gate in GATE_NAMES  # an approval the revision retired, not a decline
                if answers.get(gate, {}).get("approved") and any(p in course.covered(gate) for p in revised)
                and not course.approval(gate)[0]]
     stale = sorted({d for p in revised for d in course.graph.successors(p) if course.status(d).state == "stale"})

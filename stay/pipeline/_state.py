@@ -35,6 +35,7 @@ from stay.artefacts import (
 from stay.errors import EnvironmentProblem
 from stay.pipeline._course_graph import artefact_paths
 from stay.pipeline._dag import Dag
+from stay.pipeline._gate_decl import covered_phases
 from stay.pipeline._layout import BRIEF, CourseLayout
 from stay.pipeline._ledger import (
     GATES,
@@ -296,9 +297,9 @@ class CourseState:
     # -- gates -------------------------------------------------------------
 
     def covered(self, gate: str) -> list[str]:
-        """The files a gate covers: the design stages' outputs, and for the plan gate the
-        planning stages' too (derived from the stage declarations)."""
-        phases = ("design",) if gate == "design" else ("design", "plan")
+        """The files a gate covers: the outputs of the phase it closes and of every earlier
+        gate's (the design stages', and for the plan gate the planning stages' too)."""
+        phases = covered_phases(gate)
         return [path for path in self.graph if self.graph.nodes[path].get("phase") in phases]
 
     def gates(self) -> dict[str, Any]:

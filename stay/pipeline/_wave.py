@@ -79,7 +79,7 @@ class Wave:
         run = self.run
         self.lesson_gauge = Gauge()
         self.call_gauge = Gauge()
-        run.calls_in_flight = self.call_gauge
+        run.model.in_flight = self.call_gauge
         self.lesson_slots = threading.Semaphore(run.config.settings.wave_concurrency)
         # Not ``with`` executors: leaving a ``with`` block waits for every task, and a
         # person pressing Ctrl-C must not wait on a call that hangs.
@@ -123,7 +123,7 @@ class Wave:
         run = self.run
         if run.cancelled.is_set():
             return
-        (made,) = run.produce(call.request, call.parse)
+        (made,) = run.model.produce(call.request, call.parse)
         run.write({call.paths[0]: made})  # checks for a cancel under the ledger lock: none written after
 
     def _progress(self, task: str, label: str) -> None:
@@ -137,7 +137,7 @@ class Wave:
             while self._reported < len(self._order) and self._order[self._reported] in self._finished:
                 done = self._order[self._reported]
                 self._reported += 1
-                self.run.tick(self._finished.pop(done), self._reported, self.total)
+                self.run.report.tick(self._finished.pop(done), self._reported, self.total)
 
     # -- gather: the barrier ------------------------------------------------------------
 
@@ -193,12 +193,10 @@ def wave_of(run: Run) -> Wave:
 def _plan(run: Run) -> Wave:
     config = run.config
     wave_stages = [stage for stage in config.stages if stage.phase == "wave"]
-    if run.revising:
-        return _revisions(run, wave_stages)
     if not run.may_write("wave"):
         _report_behind(run, wave_stages)
         return Wave(run, {}, {})
-    layout = run.layout
+    layout = run.reader.layout
     lessons: dict[str, list[Job]] = {}
     for place in layout.lessons():
         for stage in (s for s in wave_stages if s.scope == "lesson"):
@@ -208,43 +206,26 @@ def _plan(run: Run) -> Wave:
                for stage in wave_stages if stage.scope == "course" and needs_writing(run, stage.output, "wave")}
     wave = Wave(run, lessons, courses)
     if wave.empty:
-        run.say("wave: every lesson and the capstone are current")
+        run.report.say("wave: every lesson and the capstone are current")
         return wave
     extra = " and " + ", ".join(f"the {name}" for name in courses) if courses else ""
     settings = config.settings
-    run.say(f"wave: {plural(len(lessons), 'lesson')}{extra} (at most {plural(settings.wave_concurrency, 'lesson')}, "
-            f"{plural(settings.model_concurrency, 'call')} in flight)")
+    run.report.say(f"wave: {plural(len(lessons), 'lesson')}{extra} (at most "
+                   f"{plural(settings.wave_concurrency, 'lesson')}, {plural(settings.model_concurrency, 'call')} "
+                   "in flight)")
     if config.batch is not None:  # warm the request cache through Message Batches first
         calls = [call for group in lessons.values() for call in group] + list(courses.values())
         prefetch(config.batch.client, [(call.request, settings.model(call.request.role)) for call in calls],
-                 config.batch.cache, progress=run.say, poll_seconds=config.batch.poll_seconds)
+                 config.batch.cache, progress=run.report.say, poll_seconds=config.batch.poll_seconds)
     return wave
 
 
 def _report_behind(run: Run, wave_stages: list[Stage]) -> None:
     """A command that does not author the wave says what the wave would write."""
-    layout = run.layout
+    layout = run.reader.layout
     paths = [path for stage in wave_stages for path, _place in layout.outputs(stage)]
     behind = [p for p in paths if run.course.status(p).state in ("missing", "stale")]
     if behind:
-        run.say(f"wave: {plural(len(behind), 'file')} missing or stale; stay {run.config.command} does not write them "
-                f"({run.hint('write', run.slug)} does)")
-
-
-def _revisions(run: Run, wave_stages: list[Stage]) -> Wave:
-    """``revise``: only the named wave files, each asked with its reviewer's note."""
-    from stay.pipeline._revise import notes_for
-
-    lessons: dict[str, list[Job]] = {}
-    courses: dict[str, Job] = {}
-    for place in run.layout.lessons():
-        for stage in (s for s in wave_stages if s.scope == "lesson"):
-            path = place.path(stage.output)
-            if path in run.revisions:
-                run.say(f"  {path}: revising with the reviewer's note")
-                lessons.setdefault(place.id, []).append(job(run, stage, place, notes_for(run, path)))
-    for stage in (s for s in wave_stages if s.scope == "course"):
-        if stage.output in run.revisions:
-            run.say(f"  {stage.output}: revising with the reviewer's note")
-            courses[stage.name] = job(run, stage, None, notes_for(run, stage.output))
-    return Wave(run, lessons, courses)
+        run.report.say(f"wave: {plural(len(behind), 'file')} missing or stale; stay {run.config.command} does not "
+                       "write them "
+                       f"({run.hint('write', run.slug)} does)")

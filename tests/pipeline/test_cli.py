@@ -106,10 +106,22 @@ def test_graph_prints_the_pipeline(fmt: str) -> None:
     result = process("graph", "--format", fmt)
     assert result.returncode == 0
     if fmt == "json":
+        from stay.pipeline import graph
+
         data = json.loads(result.stdout)
-        assert len(data["nodes"]) == 27 and {"source": "design_ask", "target": "design_record"} in [
+        assert [n["id"] for n in data["nodes"]] == list(graph()) and {"source": "design_ask", "target": "design_record"} in [
             {"source": e["source"], "target": e["target"]} for e in data["edges"]]
     elif fmt == "mermaid":
         assert result.stdout.startswith("flowchart TD\n") and "design_ask --> design_record" in result.stdout
     else:
         assert result.stdout.startswith("digraph stay {") and "design_ask -> design_record;" in result.stdout
+
+
+def test_approve_offers_exactly_the_declared_gates() -> None:
+    """cli.py names the gates itself (importing the pipeline would slow every --help):
+    held here to the one declaration, stay.pipeline._gate_decl.GATES."""
+    from stay.pipeline import GATE_NAMES
+
+    result = process("approve", "some-course", "no-such-gate")
+    assert result.returncode == 2
+    assert f"(choose from {', '.join(map(repr, GATE_NAMES))})" in result.stderr

@@ -12,7 +12,7 @@ import pytest
 from stay.artefacts import Artefact
 from stay.models import ModelAnswer
 from stay.pipeline import build_course, course_graph, status
-from stay.pipeline._graph import build, command_walk, declare, problems
+from stay.pipeline._graph import assemble, build, command_walk, declare, problems
 from stay.pipeline._nodes import handlers
 from stay.requests import ModelRequest
 from stay.settings import DEFAULT_MODELS, Settings
@@ -73,7 +73,7 @@ def test_a_toy_stage_gets_its_node_its_edges_its_status_and_its_dispatch_from_it
     graph = build(declare(WITH_TOY))
     assert problems(graph) == []
     assert graph.nodes["write_lesson"]["stages"] == ("content", "exercises", "quiz", "summary")
-    assert set(handlers(WITH_TOY)) == set(graph)
+    assert set(handlers(assemble(declare(WITH_TOY)))) == set(graph)
     prompts = prompts_copy(tmp_path, **{})
     (prompts / "summary.md").write_text("# Stage: summary\n\nList the lesson's key points.\n")
 
@@ -196,7 +196,7 @@ def test_every_node_of_the_graph_runs_for_some_command_and_every_stage_node_has_
     graph = build(declare())
     walked = {node for command in graph.graph["commands"] for node in command_walk(graph, command)}
     assert walked == set(graph)
-    assert set(handlers()) == set(graph)
+    assert set(handlers(assemble())) == set(graph)
 
 
 def test_a_full_build_traces_a_span_for_every_node_it_walks(tmp_path: Path) -> None:
@@ -249,3 +249,21 @@ def test_the_same_brief_builds_the_same_course_files_through_the_declared_stages
 EXPECTED_COURSE_DIGEST = "35934f73ad668b94c9f5e154005c84e4361f84386a152267e15e5481117c3db1"
 """The sample brief built offline (every file but .state/ and .runs/): at 5830015, before the
 redesign, and since issue 19 item 6 with each module's running example in its plans and lessons."""
+
+
+def test_a_guard_enforces_the_gates_its_node_declares(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The handlers are bound from the graph: the same command refuses or goes on as its
+    guard node's ``requires`` says, with no tuple of gates of its own to disagree."""
+    from stay.errors import PipelineError
+    from stay.pipeline import _runner, approve, run_command
+
+    build_course(HTTP, courses_dir=tmp_path, progress=quiet)  # stops at the design gate
+    approve(SLUG, "design", courses_dir=tmp_path, by="reviewer")
+    declared = assemble(declare())
+    stricter = assemble(declare())
+    stricter.nodes["require_design"]["requires"] = ("design", "plan")
+    monkeypatch.setattr(_runner, "_pipeline", lambda _stages: stricter)
+    with pytest.raises(PipelineError, match="stay plan needs the plan approval to hold"):
+        run_command("plan", SLUG, courses_dir=tmp_path, progress=quiet)
+    monkeypatch.setattr(_runner, "_pipeline", lambda _stages: declared)
+    assert run_command("plan", SLUG, courses_dir=tmp_path, progress=quiet).stopped_at == "plan gate"  # past the guard

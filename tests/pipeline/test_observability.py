@@ -36,10 +36,10 @@ def test_the_screen_sees_the_whole_brief_as_one_message(tmp_path: Path) -> None:
 def test_an_empty_brief_makes_no_screening_call(tmp_path: Path) -> None:
     backend = RiggedBackend(flag="would reject anything")
     empty = Brief.model_construct(title=" ", topic="", audience="\n", time_available="  ")
-    run = Run(RunConfig(command="build", slug="x", root=tmp_path / "x", courses_arg=str(tmp_path), authors=(),
-                        settings=Settings(), prompts=Prompts.load(), stages=REGISTRY, limits=DEFAULT_LIMITS,
-                        sources=Sources(Prompts.load(), Settings().models)),
-              backend=backend, progress=quiet, brief=empty)
+    run = Run.start(RunConfig(command="build", slug="x", root=tmp_path / "x", courses_arg=str(tmp_path), authors=(),
+                              settings=Settings(), prompts=Prompts.load(), stages=REGISTRY, limits=DEFAULT_LIMITS,
+                              sources=Sources(Prompts.load(), Settings().models)),
+                    backend, quiet, empty)
     moderate(run)  # no exception: nothing to screen
     assert backend.screened == []
 

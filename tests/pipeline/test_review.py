@@ -190,3 +190,20 @@ def test_revise_enters_through_a_guard_that_declares_the_gates_each_phase_needs(
     found = problems(broken)
     assert any("requires [] for a plan file" in p for p in found)
     assert any("requires ['design'] for a wave file" in p for p in found)
+
+
+def test_revise_walks_its_own_nodes_and_asks_in_stage_order_whatever_order_it_was_given(courses: Path) -> None:
+    """The runner follows choose_work to revise's nodes: the trace has a span for each node
+    of revise's walk and none for a stage node or a gate; the targets are asked in stage
+    order (curriculum before outcomes, which reads it), not in the order they were named."""
+    from stay.pipeline._graph import command_walk
+
+    backend = RiggedBackend()
+    result = revise(SLUG, ["outcomes", "curriculum"], note="Shorter.", courses_dir=courses, backend=backend,
+                    progress=quiet)
+    assert list(backend.calls) == ["curriculum", "outcomes"]
+    trace = courses / SLUG / ".runs" / "traces" / f"{result.trace_id}.jsonl"
+    spans = [r["name"] for r in map(json.loads, trace.read_text().splitlines()) if r["type"] == "span"]
+    graph = build(declare())
+    assert spans == command_walk(graph, "revise")
+    assert "revise_files" in spans and not [n for n in spans if graph.nodes[n]["kind"] in ("stage", "gate-ask")]

@@ -35,7 +35,7 @@ def _run(root: Path) -> Run:
     config = RunConfig(command="build", slug=root.name, root=root, courses_arg=str(root.parent), authors=(),
                        settings=Settings(), prompts=Prompts.load(), stages=REGISTRY, limits=DEFAULT_LIMITS,
                        sources=Sources(Prompts.load(), Settings().models))
-    return Run(config, backend=OfflineBackend(), progress=lambda _line: None, brief=None)
+    return Run.start(config, OfflineBackend(), lambda _line: None, None)
 
 
 def _variant(letter: str) -> str:
@@ -69,7 +69,7 @@ def test_the_cache_sees_every_rewrite_as_a_fresh_read_does(tmp_path_factory: pyt
         except ArtefactLoadError as exc:
             expected = ("error", str(exc))
         try:
-            seen: object = run.load("glossary.yaml")
+            seen: object = run.reader.load("glossary.yaml")
         except ArtefactLoadError as exc:
             seen = ("error", str(exc))
         assert seen == expected
@@ -79,7 +79,7 @@ def test_an_unchanged_file_is_parsed_once(tmp_path: Path) -> None:
     root = tmp_path / "c"
     shutil.copytree(SAMPLE, root)
     run = _run(root)
-    assert run.load("glossary.yaml") is run.load("glossary.yaml")
+    assert run.reader.load("glossary.yaml") is run.reader.load("glossary.yaml")
 
 
 # -- the plans, the layout and the introducers, remembered between writes --------------------
@@ -113,7 +113,7 @@ def test_remembered_plans_and_introducers_equal_a_fresh_read_after_every_write(
     state = open_course(root, Sources(Prompts.load(), settings_.models), settings_, REGISTRY)
     run = _run(root)
     run.state = state
-    run.plans()  # remembered from the start
+    run.reader.plans()  # remembered from the start
     for kind, first, second in steps:
         layout = CourseLayout(load(root / "curriculum.yaml", Curriculum))
         places = list(layout.lessons())
@@ -129,5 +129,5 @@ def test_remembered_plans_and_introducers_equal_a_fresh_read_after_every_write(
             modules = [reordered if m is module else m for m in curriculum.modules]
             run.write({"curriculum.yaml": curriculum.model_copy(update={"modules": modules})})
         plans, introducers = _fresh(root)
-        assert run.plans() == plans
-        assert {t: p.id for t, p in run.layout.introducers(run.plans()).items()} == introducers
+        assert run.reader.plans() == plans
+        assert {t: p.id for t, p in run.reader.layout.introducers(run.reader.plans()).items()} == introducers

@@ -6,16 +6,21 @@ shown to catch a copy of the graph broken on purpose.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import networkx as nx
 import pytest
 
 from stay.pipeline import DECLARATION, graph, problems
-from stay.pipeline._graph import command_walk
-from stay.stages import STAGES
+from stay.pipeline._gate_decl import GATES, GateDecl
+from stay.pipeline._graph import PipelineDecl, assemble, build, command_walk, declare
+from stay.pipeline._nodes import handlers
+from stay.stages import REGISTRY, STAGES
 
-DESIGN_STAGES = ["audience", "curriculum", "outcomes", "assessment"]
-WAVE = ["write_lesson", "write_capstone"]
-GUARDS = ["require_design", "require_gates", "repair_seed", "revise_seed"]
+DESIGN_STAGES = [stage.node_name for stage in REGISTRY if stage.phase == GATES[0].closes]
+WAVE = sorted({stage.node_name for stage in REGISTRY if stage.phase == "wave"})
+GUARDS = [n for n in graph().successors("choose_entry") if n != "intake"]
+RECORDS = [gate.record for gate in GATES]
 
 
 def _kinds(g: nx.DiGraph, kind: str) -> list[str]:
@@ -43,10 +48,15 @@ def test_2_removing_a_design_stage_cuts_off_everything_after_it(removed: str) ->
     assert {"write_lesson", "write_capstone", "validate", "repair"} <= after
     g.remove_node(removed)
     reachable = nx.descendants(g, "entry")
-    # as written: the next stage, the gates, the wave, validate and repair, for every command
-    assert not reachable & after, sorted(reachable & after)
+    # as written: the next stage, the gates, the wave and all that follows on the spine;
+    # only revise's own nodes (behind their guard's approvals) still reach validate
+    spine_after = {n for n in after if g.nodes[n]["kind"] not in ("validate", "repair")}
+    assert not reachable & spine_after, sorted(reachable & spine_after)
+    assert reachable & after <= {"validate", "repair"}
     for command in DECLARATION.commands:  # and no command walks around it
-        assert removed in command_walk(graph(), command), command
+        walked = command_walk(graph(), command)
+        if set(walked) & spine_after:
+            assert removed in walked and walked.index(removed) < min(map(walked.index, set(walked) & after))
 
 
 def test_every_command_walks_every_design_stage_and_both_gates_before_the_wave() -> None:
@@ -55,16 +65,20 @@ def test_every_command_walks_every_design_stage_and_both_gates_before_the_wave()
         walked = command_walk(g, name)
         assert walked[:2] == ["entry", "choose_entry"] and walked[2] == command.entry
         assert walked.index("moderate") < walked.index("scaffold")
-        if "write_lesson" in walked:
-            for node in (*DESIGN_STAGES, "design_record", "plan_record"):
-                assert walked.index(node) < walked.index("write_lesson"), (name, node)
+        for wave in set(WAVE) & set(walked):
+            for node in (*DESIGN_STAGES, *RECORDS):
+                assert walked.index(node) < walked.index(wave), (name, node)
 
 
 def test_a_guard_requires_every_gate_recorded_before_what_its_command_writes() -> None:
     g = graph()
-    assert g.nodes["require_design"]["requires"] == ("design",)
-    assert g.nodes["require_gates"]["requires"] == ("design", "plan")
-    assert g.nodes["repair_seed"]["requires"] == ("design", "plan")
+    for guard in GUARDS:
+        command = next(c for c in DECLARATION.commands.values() if c.entry == guard)
+        written = [n for n in command_walk(g, next(k for k, v in DECLARATION.commands.items() if v is command))
+                   if g.nodes[n].get("phase") in command.authors]
+        before = {g.nodes[r]["gate"] for n in written for r in nx.ancestors(g, n)
+                  if g.nodes[r]["kind"] == "gate-record"}
+        assert set(g.nodes[guard]["requires"]) == before, guard
     broken = graph()
     broken.nodes["repair_seed"]["requires"] = ("design",)
     assert any("authors repair after ['plan_record']" in p for p in problems(broken))
@@ -79,27 +93,27 @@ def test_commands_stop_where_the_graph_declares() -> None:
 
 def test_3_every_path_into_the_wave_passes_both_gate_records() -> None:
     g = graph()
-    for record in ("design_record", "plan_record"):
+    for record in RECORDS:
         cut = g.copy()
         cut.remove_node(record)
         for wave in WAVE:
             assert not nx.has_path(cut, "entry", wave), (record, wave)
     for wave in WAVE:
         for path in nx.all_simple_paths(g, "entry", wave):
-            assert "design_record" in path and "plan_record" in path
+            assert set(RECORDS) <= set(path)
 
 
 def test_4_no_gate_node_is_reachable_from_the_wave() -> None:
     g = graph()
     gates = {n for n, a in g.nodes(data=True) if a["kind"].startswith("gate")}
-    assert len(gates) == 6
+    assert len(gates) == 3 * len(GATES)
     for wave in WAVE:
         assert not nx.descendants(g, wave) & gates
 
 
 def test_5_each_gate_is_exactly_summary_ask_record() -> None:
     g = graph()
-    for gate in ("design", "plan"):
+    for gate in (declared.name for declared in GATES):
         assert list(g.predecessors(f"{gate}_ask")) == [f"{gate}_summary"]
         assert list(g.successors(f"{gate}_ask")) == [f"{gate}_record"]
         assert g.nodes[f"{gate}_summary"]["kind"] == "gate-summary"
@@ -217,3 +231,72 @@ def test_every_problem_is_reported_at_once() -> None:
     g.add_node("orphan", kind="mechanical", writes=False, references={}, stages=(), order=99)
     found = problems(g)
     assert len(found) >= 3
+
+
+# -- a gate is a declaration; a router's answer is the edge taken; revise walks its own nodes --
+
+
+def _third_gate() -> PipelineDecl:
+    """The registry plus a toy `review` phase (one stage, after the planning stages) closed
+    by a toy third gate: one GateDecl, one stage declaration, nothing else."""
+    review = replace(STAGES["assessment"], name="review", phase="review", output="review.yaml")  # type: ignore[arg-type]
+    return declare((*REGISTRY, review), (*GATES, GateDecl("review", "review", lambda _view: [])))
+
+
+def _with_third_gate() -> nx.DiGraph:
+    return build(_third_gate())
+
+
+def test_a_third_gate_is_one_declaration_and_every_property_holds_for_it() -> None:
+    g = _with_third_gate()
+    assert problems(g) == []
+    assert [n for n in g if n.startswith("review_")] == ["review_summary", "review_ask", "review_record"]
+    assert list(g.predecessors("review_summary")) == ["review"]  # after the phase it closes
+    for wave in WAVE:  # property 3 for the third gate: the wave is behind every record
+        cut = g.copy()
+        cut.remove_node("review_record")
+        assert not nx.has_path(cut, "entry", wave)
+    assert g.nodes["require_gates"]["requires"] == g.nodes["repair"]["requires"] == ("design", "plan", "review")
+    assert g.nodes["require_design"]["requires"] == ("design",)  # `plan` writes before the plan gate
+    assert g.nodes["revise_seed"]["requires_by_phase"]["review"] == ("design", "plan")
+    assert g.nodes["revise_seed"]["requires_by_phase"]["wave"] == ("design", "plan", "review")
+    walked = command_walk(g, "write")
+    assert walked.index("review_record") < walked.index("write_lesson")
+    table = handlers(assemble(_third_gate()))  # its handlers come from its nodes too
+    assert set(table) == set(g) and table["review_ask"].__name__ == "ask[review]"
+
+
+def test_a_guard_that_does_not_require_the_third_gate_is_caught() -> None:
+    g = _with_third_gate()
+    g.nodes["require_gates"]["requires"] = ("design", "plan")
+    g.nodes["repair"]["requires"] = ("design", "plan")
+    found = problems(g)
+    assert any("authors write_lesson after ['review_record']" in p for p in found)
+    assert any("repair requires ['design', 'plan'], but the gate records before it are" in p for p in found)
+
+
+def test_the_walk_follows_the_edge_a_router_answers() -> None:
+    from stay.errors import GraphError
+    from stay.pipeline._graph import walk
+
+    g = graph()
+    spine = list(walk(g, "build", {"choose_entry": "intake", "choose_work": "audience"}.__getitem__))
+    assert spine == command_walk(g, "build")
+    # the same command, its router answering the other edge: revise's nodes, not the spine
+    routed = list(walk(g, "build", {"choose_entry": "intake", "choose_work": "revise_files"}.__getitem__))
+    assert "revise_files" in routed and not set(routed) & set(DESIGN_STAGES)
+    with pytest.raises(GraphError, match="router choose_work answered 'gather'"):
+        list(walk(g, "build", {"choose_entry": "intake", "choose_work": "gather"}.__getitem__))
+
+
+def test_revise_walks_its_own_nodes_and_no_stage_or_gate_of_the_spine() -> None:
+    g = graph()
+    walked = command_walk(g, "revise")
+    assert walked[-1] == DECLARATION.commands["revise"].last == "validate"
+    assert not {n for n in walked if g.nodes[n]["kind"] in ("stage", "wave") or g.nodes[n]["kind"].startswith("gate")}
+    own = [n for n in walked if g.nodes[n].get("phase") == "revise"]
+    assert own and DECLARATION.commands["revise"].authors == ("revise",)
+    for command, declared in DECLARATION.commands.items():  # and no other command walks them
+        if command != "revise":
+            assert not set(command_walk(g, command)) & set(own), command
+            assert "revise" not in declared.authors
