@@ -23,7 +23,7 @@ from stay.errors import ArtefactError
 
 MAX_FILE_BYTES = MAX_STORED_BYTES
 """The largest course file stay reads, the same 16 MB as any file stay stored (declared in
-``stay._stored``, which the stdlib-only quick path imports): the longest lesson house
+``stay._stored``, which imports nothing of ours but errors): the longest lesson house
 style allows is a few tens of KB, so no file stay writes is near it, and 16 MB parsed
 stays well under a gigabyte."""
 MAX_DEPTH = 20

@@ -104,7 +104,7 @@ def try_lock(course_dir: Path) -> int | None:
 def sweep_temporaries(course_dir: Path) -> list[Path]:
     """Remove the temporary files a killed run left behind (only the lock holder may):
     exactly the names ``write_text_atomic`` makes, nothing else."""
-    from stay.artefacts import TEMPORARY  # here, not at the top: the quick path imports this module
+    from stay.artefacts import TEMPORARY  # here, not at the top: importing the lock stays light (stdlib, _paths)
 
     removed = []
     for current, dirnames, filenames in os.walk(course_dir):

@@ -8,7 +8,7 @@ course's own. So every command that opens a course first checks every link in it
 the course, that never follows a link. Inside means inside the course directory as it
 resolves; a link that points within it is fine.
 
-Light on purpose (only ``stay.errors``): the lock and the quick path import it.
+Light on purpose (only ``stay.errors``): the lock imports it.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Course slugs, for the parts of stay that must not import the artefact models: the
-command line's no-op record (``stay._quick``) works out a course directory with them,
-and ``stay.briefs`` uses the same ``slugify``. The format's limits are also declared
-with the artefact ids (``stay.artefacts._ids``, which imports nothing of ours); a test
-holds the two equal."""
+"""Course slugs, stdlib only: ``stay.briefs`` makes and checks them with these. The
+format's limits are also declared with the artefact ids (``stay.artefacts._ids``, which
+imports nothing of ours); a test holds the two equal."""
 
 from __future__ import annotations
 

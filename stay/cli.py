@@ -228,9 +228,7 @@ def _dispatch(args: list[str]) -> int:
         parser.print_help()
         return EXIT_USAGE
     ns = parser.parse_args(args)
-    if ns.command == "build":
-        return _build(ns, _settings(ns), args)
-    if ns.command in ("new", "plan", "write", "repair", "revise"):
+    if ns.command in ("new", "build", "plan", "write", "repair", "revise"):
         return _run(ns, _settings(ns))
     if ns.command in ("approve", "status", "adopt"):
         return _course_command(ns, _settings(ns))
@@ -281,24 +279,6 @@ def _course_command(ns: argparse.Namespace, settings: Settings) -> int:
     for gate, verdict in pipeline.gate_status(ns.slug, courses_dir=ns.courses_dir, settings=settings).items():
         print(f"gate     {gate}: {verdict}")
     return EXIT_OK
-
-
-def _build(ns: argparse.Namespace, settings: Settings, args: list[str]) -> int:
-    """``stay build``: a rebuild whose inputs are all as a run with nothing to do left
-    them is answered from that run's record (``stay._quick``); else the pipeline runs."""
-    import time
-
-    from stay import _quick
-
-    started = time.monotonic()
-    code = _quick.replay(args, ns.target, ns.slug, ns.courses_dir, settings, started)
-    if code is not None:
-        return code
-    with _quick.Recorder(args, ns.target, ns.slug, ns.courses_dir, settings) as recorder:
-        result = _result(ns, settings)
-        code = _printed(ns, result)
-        recorder.finish(code, result)
-    return code
 
 
 def _run(ns: argparse.Namespace, settings: Settings) -> int:

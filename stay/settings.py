@@ -20,7 +20,6 @@ used is a one-line ``UsageError`` naming the variable and what it takes.
     STAY_PROMPTS_DIR              prompts_dir           the packaged prompts/
     STAY_DATA_DIR                 data_dir              ./data, else the packaged data/
     STAY_CACHE                    cache                 auto: on for a model, off offline
-    STAY_QUICK                    quick                 on: a CLI rebuild with nothing to do is answered from its record
     SOURCE_DATE_EPOCH             source_date_epoch     the clock
     OTEL_EXPORTER_OTLP_*          otlp                  no export
 """
@@ -105,9 +104,6 @@ class Settings:
     source_date_epoch: int | None = None
     """When set, the time every ledger records (reproducible builds)."""
     otlp: OtlpTarget | None = None
-    quick: bool = True
-    """``stay build`` answers a rebuild whose every input is unchanged since a run that had
-    nothing to do from that run's record, without running the pipeline (``stay._quick``)."""
 
     def __post_init__(self) -> None:
         if self.api_key is not None:
@@ -180,7 +176,6 @@ class Settings:
             "cache": read.switch("STAY_CACHE"),
             "source_date_epoch": read.epoch("SOURCE_DATE_EPOCH"),
             "otlp": otlp_from(env),
-            "quick": read.switch("STAY_QUICK") is not False,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)

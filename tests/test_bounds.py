@@ -217,17 +217,6 @@ def test_a_big_shallow_file_is_parsed_by_libyaml_not_the_pure_parser(monkeypatch
     assert validator_yaml.safe_load(text) == expected
 
 
-def test_the_quick_rebuild_fingerprint_hashes_an_oversized_lesson_without_holding_it(sample_copy: Path) -> None:
-    from stay._quick import fingerprint
-    from stay.settings import Settings
-
-    _sparse(sample_copy / f"{LESSON}.md", OVERSIZED)
-    args = ["build", sample_copy.name, "--courses-dir", str(sample_copy.parent)]
-    found, peak = _peak(lambda: fingerprint(args, sample_copy.name, sample_copy, Settings.from_env()))
-    assert isinstance(found, str), found
-    assert peak < 2 * MAX_FILE_BYTES
-
-
 def test_an_oversized_prompt_file_is_one_line_naming_it(tmp_path: Path) -> None:
     """A prompts directory is an input like a course: its files are read bounded too."""
     import shutil

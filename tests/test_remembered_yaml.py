@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -41,3 +42,14 @@ def test_a_remembered_parse_is_a_fresh_parse_and_edits_never_reach_it(value: Any
     elif isinstance(first, list):
         first.append("edited")
     assert _shape(load_yaml(text), {}) == _shape(yaml.safe_load(text), {})
+
+
+@pytest.mark.parametrize("text", ["a: [1", "- &x 1\n- *y\n", "!!python/object:os.system x", "a: b\n\tc: d\n"])
+def test_a_text_that_raises_raises_each_time_as_a_fresh_parse_does(text: str) -> None:
+    with pytest.raises(yaml.YAMLError) as fresh:
+        yaml.safe_load(text)
+    for _ in range(2):  # the second time from memory, if it were remembered
+        with pytest.raises(type(fresh.value)) as remembered:
+            load_yaml(text)
+        assert str(remembered.value) == str(fresh.value)
+

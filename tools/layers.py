@@ -26,9 +26,8 @@ from pathlib import Path
 # artefacts, and the artefacts reach nothing of ours but the errors and the two leaf
 # readers (stay._bounds, stay._stored).
 LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under in {
-    "stay.cli": {"stay", "stay.suite", "stay._quick"},
+    "stay.cli": {"stay", "stay.suite"},
     "stay": {"stay.pipeline", "stay.validate", "stay._lazy"},  # the public names
-    "stay._quick": {"stay.settings", "stay._lock", "stay._display", "stay._slug", "stay._bounds"},
     "stay.suite": {"stay.scoring", "stay.testing"},  # builds courses and scores them
     "stay.testing": {"stay.models"},  # test support: a rigged offline backend
     "stay.scoring": {"stay.view"},  # writes its report pages with the viewer's templates

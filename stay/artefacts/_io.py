@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import sys
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,7 +19,6 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from stay._bounds import MAX_DEPTH, TooLarge, read_bounded, yaml_shape
-from stay.artefacts._emit import emit
 from stay.artefacts._models import (
     Artefact,
     Assessment,
@@ -67,16 +67,11 @@ _Dumper.add_representer(str, _represent_str)
 
 
 def dump_yaml(data: Any) -> str:
-    """Plain data as the format's YAML text: written directly when ``_emit`` can (the
-    same bytes, a test holds them equal), else by PyYAML."""
-    text = emit(data)
-    return text if text is not None else pyyaml_dump(data)
-
-
-def pyyaml_dump(data: Any) -> str:
-    """The format's YAML text as PyYAML writes it: the definition ``_emit`` is held to."""
+    """Plain data as the format's YAML text, as PyYAML's pure-Python emitter writes it
+    with the format's settings (libyaml's emitter cannot indent a sequence under its key).
+    The width is the largest there is: a line is never wrapped, however long."""
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
-                     default_flow_style=False, width=1_000_000)
+                     default_flow_style=False, width=sys.maxsize)
 
 
 def to_data(model: BaseModel) -> Any:

@@ -4,9 +4,10 @@ A run walks the pipeline graph and reads the artefact graph: node attributes,
 successors and predecessors, what lies before or after a node, and a topological
 order. Those are a few lines of plain Python; importing networkx for them was about a
 sixth of a fresh ``stay build`` (it imports every algorithm it has). So the runner's
-graphs are ``Dag``s, and networkx is imported where its graphs are asked for: the public
+graphs are ``Dag``s, the only graphs a run holds, built straight from the declaration and
+the curriculum. networkx is imported where its graphs are asked for: the public
 ``stay.pipeline.graph()``, ``build()`` and ``course_graph()`` give ``networkx.DiGraph``s
-made from the same ``Dag`` (``to_networkx``), and ``stay graph`` prints one.
+made from the same ``Dag`` (``to_networkx``, one way only), and ``stay graph`` prints one.
 
 ``Dag`` keeps networkx's order everywhere order shows: nodes and neighbours in the order
 they were added, a node added again keeping its place and updating its attributes.
@@ -17,7 +18,6 @@ generated graphs, and the runner's walks equal to walks computed with networkx.
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -39,18 +39,6 @@ class Dag:
         self._added: dict[tuple[str, str], None] = {}
         """Every edge in the order it was added: each node's successors and predecessors
         are in this order, and ``to_networkx`` adds the edges in it to keep both."""
-
-    @classmethod
-    def of(cls, graph: Dag | nx.DiGraph[str]) -> Dag:
-        """``graph`` itself if it is a Dag, else a Dag with its nodes, edges and attributes,
-        each node's successors and predecessors in the same order."""
-        if isinstance(graph, Dag):
-            return graph
-        dag = cls(**graph.graph)
-        for node, attrs in graph.nodes(data=True):
-            dag.add_node(node, **attrs)
-        dag.add_edges_from(_addition_order(graph))
-        return dag
 
     # -- building -----------------------------------------------------------------------
 
@@ -218,29 +206,3 @@ def to_networkx(graph: Dag) -> nx.DiGraph[str]:
     result.add_nodes_from(graph.nodes(data=True))
     result.add_edges_from(graph._added)
     return result
-
-
-def _addition_order(graph: nx.DiGraph[str]) -> list[tuple[str, str]]:
-    """An order to add ``graph``'s edges in that gives every node its successors and its
-    predecessors in ``graph``'s order: each list is the order edges were added, so one
-    order agrees with all of them; this finds one (Kahn's algorithm over the edges, each
-    after the edge before it in its source's and its target's list)."""
-    after: dict[tuple[str, str], list[tuple[str, str]]] = {edge: [] for edge in graph.edges}
-    waiting = dict.fromkeys(after, 0)
-    for lists in (graph.succ, graph.pred):
-        for node, neighbours in lists.items():
-            edges = [(node, n) if lists is graph.succ else (n, node) for n in neighbours]
-            for earlier, later in itertools.pairwise(edges):
-                after[earlier].append(later)
-                waiting[later] += 1
-    ready = [edge for edge, count in waiting.items() if count == 0]
-    ready.reverse()
-    order: list[tuple[str, str]] = []
-    while ready:
-        edge = ready.pop()
-        order.append(edge)
-        for later in after[edge]:
-            waiting[later] -= 1
-            if waiting[later] == 0:
-                ready.append(later)
-    return order

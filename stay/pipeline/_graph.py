@@ -224,9 +224,23 @@ def _first_line(stage: Stage) -> str:
     return doc.strip().splitlines()[0]
 
 
+def _dag(given: Dag | nx.DiGraph[str]) -> Dag:
+    """The runner's own ``Dag`` as it is; a networkx graph (``graph()`` or ``build()``, as a
+    caller may have changed it) read node by node, then edge by edge. Nothing read from
+    it depends on the order of a node's neighbours (sets, sorted lists, a topological
+    order keyed by the declaration), so the edges need no particular order."""
+    if isinstance(given, Dag):
+        return given
+    dag = Dag(**given.graph)
+    for node, attrs in given.nodes(data=True):
+        dag.add_node(node, **attrs)
+    dag.add_edges_from(given.edges)
+    return dag
+
+
 def problems(given: Dag | nx.DiGraph[str]) -> list[str]:
     """Everything wrong with a pipeline graph, all at once (empty when it is sound)."""
-    graph = Dag.of(given)
+    graph = _dag(given)
     found: list[str] = []
     for name, attrs in graph.nodes(data=True):
         if attrs.get("kind") not in KINDS:
@@ -245,7 +259,7 @@ def problems(given: Dag | nx.DiGraph[str]) -> list[str]:
         found.append(f"the graph should end in one node, it ends in {sorted(sinks)}")
     found += _command_problems(graph)
     for ask in (n for n, a in graph.nodes(data=True) if a["kind"] == "gate-ask"):
-        preds, succs = list(graph.predecessors(ask)), list(graph.successors(ask))
+        preds, succs = sorted(graph.predecessors(ask)), sorted(graph.successors(ask))
         if len(preds) != 1 or graph.nodes[preds[0]]["kind"] != "gate-summary":
             found.append(f"{ask} must have exactly one predecessor, its gate's summary; has {preds}")
         if len(succs) != 1 or graph.nodes[succs[0]]["kind"] != "gate-record":
@@ -365,7 +379,7 @@ def graph() -> nx.DiGraph[str]:
 def walk_order(given: Dag | nx.DiGraph[str], start: str) -> list[str]:
     """``start`` and every node after it, in a topological order that follows the
     declaration where the graph leaves a choice."""
-    graph = Dag.of(given)
+    graph = _dag(given)
     reachable = descendants(graph, start) | {start}
     return topological_order(graph.subgraph(reachable), key=lambda n: graph.nodes[n]["order"])
 
@@ -383,7 +397,7 @@ def walk(given: Dag | nx.DiGraph[str], command: str, answer: Callable[[str], str
     """The nodes ``command`` runs, in order: from entry to the node it stops at, a
     router's successors cut to the one ``answer(router)`` names (asked once the router
     has been yielded, so the runner can answer with what the router's handler said)."""
-    graph = Dag.of(given)
+    graph = _dag(given)
     last = graph.graph["commands"][command].last
     span = ancestors(graph, last) | {last}
     reached = {"entry"}
@@ -404,5 +418,5 @@ def walk(given: Dag | nx.DiGraph[str], command: str, answer: Callable[[str], str
 def command_walk(given: Dag | nx.DiGraph[str], command: str) -> list[str]:
     """Every node ``command`` runs, in order: entry, choose_entry, then from the node it
     joins at to the node it stops at, each router sending it where the declaration says."""
-    graph = Dag.of(given)
+    graph = _dag(given)
     return list(walk(graph, command, lambda router: route(graph, command, router)))

@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import Any
 
 from stay.validate import HouseData, check_course
+from tests.remembered_yaml import load_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
@@ -42,9 +43,10 @@ KNOWN_DIVERGENCES: tuple[Divergence, ...] = ()
 
 class RememberedYaml:
     """PyYAML for the reference, with ``safe_load`` remembered by the exact text it is
-    given: the same text, the same document (a fresh copy each time, so nothing the
-    reference does to one can reach another), and a text that raises is parsed again
-    so it raises as it always does. The reference parses every course file with the
+    given (``tests.remembered_yaml``, the tests' one memo): the same text, the same
+    document (a fresh copy each time, so nothing the reference does to one can reach
+    another), and a text that raises is parsed again so it raises as it always does.
+    The reference parses every course file with the
     pure-Python parser, and the per-rule fixtures share all but one file of the
     sample, so this spares reparsing them 200 times. It changes no answer; a test
     holds the reference's reports equal with and without it (and without the
@@ -54,24 +56,12 @@ class RememberedYaml:
         import yaml
 
         self._yaml = yaml
-        self._seen: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._yaml, name)
 
     def safe_load(self, text: Any) -> Any:
-        import pickle
-
-        if not isinstance(text, str) or len(text) > 200_000:
-            return self._yaml.safe_load(text)
-        if text not in self._seen:
-            try:
-                self._seen[text] = (True, pickle.dumps(self._yaml.safe_load(text), pickle.HIGHEST_PROTOCOL))
-            except Exception:
-                self._seen[text] = (False, b"")
-        ok, document = self._seen[text]
-        # a fresh copy each time, shared parts (anchors) still shared: what deepcopy gives, faster
-        return pickle.loads(document) if ok else self._yaml.safe_load(text)
+        return load_yaml(text)  # the tests' one memo of parsed YAML
 
 
 def _load_reference(remember: bool) -> ModuleType:
