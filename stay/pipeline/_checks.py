@@ -12,7 +12,7 @@ from pathlib import Path
 
 from stay.pipeline._run import Run
 from stay.settings import Settings
-from stay.validate import Defect, Severity, validate_course
+from stay.validate import PIPELINE_SELECT, Defect, Severity, validate_course
 
 
 def defects_in(run: Run, paths: Iterable[str], *, fails_only: bool = False) -> tuple[Defect, ...]:
@@ -29,6 +29,6 @@ def course_defects(root: Path, settings: Settings, paths: Iterable[str], *,
                    fails_only: bool = False) -> tuple[Defect, ...]:
     """``defects_in`` for a course opened without a run (``stay approve``)."""
     wanted = set(paths)
-    report = validate_course(root, data_dir=settings.resolved_data_dir())
+    report = validate_course(root, data_dir=settings.resolved_data_dir(), select=PIPELINE_SELECT)
     return tuple(d for d in report.defects
                  if d.path in wanted and (not fails_only or d.severity == Severity.FAIL))

@@ -41,7 +41,7 @@ from stay.pipeline._run import Run
 from stay.pipeline._state import CourseState, load_manifest
 from stay.pipeline._wave import wave_of
 from stay.stages import REGISTRY, Stage
-from stay.validate import validate_course
+from stay.validate import PIPELINE_SELECT, validate_course
 
 
 def entry(run: Run) -> None:
@@ -278,7 +278,8 @@ def land_manifest(run: Run) -> None:
 
 
 def validate(run: Run) -> None:
-    report = run.tally.validation = validate_course(run.root, data_dir=run.config.settings.resolved_data_dir())
+    report = run.tally.validation = validate_course(run.root, data_dir=run.config.settings.resolved_data_dir(),
+                                                    select=PIPELINE_SELECT)
     run.say(f"validate: {report.fails} FAIL, {report.warns} WARN, {plural(report.checks, 'check')}")
 
 

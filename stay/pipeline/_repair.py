@@ -19,7 +19,7 @@ from stay.artefacts import Glossary
 from stay.pipeline._fix import Change, fix
 from stay.pipeline._layout import GLOSSARY, norm_term
 from stay.pipeline._run import Run
-from stay.validate import Defect, validate_course
+from stay.validate import PIPELINE_SELECT, Defect, validate_course
 
 STOP_NOTHING_REMAINS = "nothing remains"
 STOP_NOTHING_ACTIONABLE = "nothing actionable"
@@ -94,7 +94,9 @@ class Router:
 
 
 def repair_course(run: Run) -> RepairReport:
-    report = run.tally.validation if run.tally.validation is not None else validate_course(run.root)
+    report = run.tally.validation
+    if report is None:
+        report = validate_course(run.root, select=PIPELINE_SELECT)
     limit = run.config.settings.repair_rounds
     rounds: list[RepairRound] = []
     kept: set[str] = set()
@@ -123,7 +125,7 @@ def repair_course(run: Run) -> RepairReport:
         before = sum(map(len, todo.values()))
         run.say(f"repair: round {len(rounds) + 1}: {plural(before, 'defect')} in {plural(len(todo), 'file')}")
         changes = [fix(run, path, todo[path]) for path in sorted(todo)]
-        report = validate_course(run.root)
+        report = validate_course(run.root, select=PIPELINE_SELECT)
         router = Router.of(run)
         after = sum(1 for d in report.defects if router.route(d) not in (None, *kept))
         rounds.append(RepairRound(before, after, tuple(sorted(todo)), tuple(c for c in changes if c is not None)))
