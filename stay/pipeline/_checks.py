@@ -15,12 +15,12 @@ from pathlib import Path
 
 from stay.pipeline._run import Run
 from stay.settings import Settings
-from stay.validate import CourseReport, Defect, Severity, validate_course
+from stay.validate import PIPELINE_SELECT, CourseReport, Defect, Severity, validate_course
 
 
 def course_report(root: Path, settings: Settings) -> CourseReport:
     """The validator's report on a course, against the house style ``settings`` choose."""
-    return validate_course(root, data_dir=settings.resolved_data_dir())
+    return validate_course(root, data_dir=settings.resolved_data_dir(), select=PIPELINE_SELECT)
 
 
 def validation(run: Run) -> CourseReport:

@@ -4,8 +4,10 @@
     >>> report = validate_courses("courses", strict=True)
     >>> report.ok, [d.line() for c in report.courses for d in c.defects]
 
-It reads course files and the two data files only; it never imports the pipeline
-or a model, so a hook or CI job can run it without either.
+Rules come in groups (``contract``, the reference's; ``stay``, ours), chosen with
+``select``/``ignore``; with neither, the contract's. It reads course files and the two
+data files only; it never imports the pipeline or a model, so a hook or CI job can run
+it without either.
 """
 
 from __future__ import annotations
@@ -25,17 +27,21 @@ from stay.validate._check import (
 from stay.validate._cli import main
 from stay.validate._data import HouseData, default_data_dir
 from stay.validate._defect import OWNERS, Defect, Owner, Severity
-from stay.validate._registry import Rule
-from stay.validate._rules import RULES
+from stay.validate._registry import Group, Rule
+from stay.validate._rules import RULES, register, unregister
+from stay.validate._select import DEFAULT_SELECT, PIPELINE_SELECT, selected
 from stay.validate._yaml import safe_load
 
 __all__ = [
     "CONTRACT_VERSION",
+    "DEFAULT_SELECT",
     "OWNERS",
     "OWNER_HEAD",
+    "PIPELINE_SELECT",
     "RULES",
     "CourseReport",
     "Defect",
+    "Group",
     "HouseData",
     "Owner",
     "Rule",
@@ -47,7 +53,10 @@ __all__ = [
     "main",
     "owner_rows",
     "packaged_data_dir",
+    "register",
     "safe_load",
+    "selected",
+    "unregister",
     "validate_course",
     "validate_courses",
 ]

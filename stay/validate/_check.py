@@ -13,7 +13,7 @@ from stay.errors import CoursePathError, EnvironmentProblem, UsageError
 from stay.validate._course import Course
 from stay.validate._data import HouseData, default_data_dir
 from stay.validate._defect import Defect, Severity
-from stay.validate._rules import RULES
+from stay.validate._select import Selectors, selected
 from stay.validate._text import show
 
 CONTRACT_VERSION = 1
@@ -180,10 +180,13 @@ class ValidationReport:
 
 
 def check_course(path: str | os.PathLike[str], data: HouseData, *, strict: bool = False,
-                 shown: str | None = None) -> CourseReport:
-    """Validate one course directory with already-loaded data files; a course holding a
-    link that leads outside it is refused, as every command refuses it (nothing is read
-    through such a link), as a path the validator cannot use."""
+                 shown: str | None = None, select: Selectors | None = None,
+                 ignore: Selectors | None = None) -> CourseReport:
+    """Validate one course directory with already-loaded data files, running the rules
+    ``select`` and ``ignore`` choose (``_select.selected``: by default the contract's); a
+    course holding a link that leads outside it is refused, as every command refuses it
+    (nothing is read through such a link), as a path the validator cannot use."""
+    rules = selected(select, ignore)
     root = shown if shown is not None else os.fspath(path)
     try:
         check_links(root)
@@ -193,7 +196,7 @@ def check_course(path: str | os.PathLike[str], data: HouseData, *, strict: bool 
     evaluated: Counter[str] = Counter()
     fired: Counter[str] = Counter()
     defects: list[Defect] = []
-    for code, rule in RULES.items():
+    for code, rule in rules.items():
         severity = Severity.FAIL if strict else rule.severity
         count = 0
         for found in rule.check(course):
@@ -254,16 +257,21 @@ def available_cores() -> int:
 def validate_courses(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = "courses", *,
              strict: bool = False,
              data_dir: str | os.PathLike[str] | None = None,
-             jobs: int | None = 1) -> ValidationReport:
+             jobs: int | None = 1,
+             select: Selectors | None = None,
+             ignore: Selectors | None = None) -> ValidationReport:
     """Validate a course directory, a directory of courses, or several of either.
 
     ``jobs`` courses are checked at once, each in its own process (``None``: one per
     available core); the report is the same, byte for byte, whatever ``jobs`` is.
+    ``select`` and ``ignore`` choose the rules (codes, family prefixes, groups; by
+    default the contract group, the reference's rules).
     Raises ``CoursePathError`` for a path that does not exist, ``DataFileError`` for
-    missing or malformed data files, ``UsageError`` for a ``jobs`` below 1, and
-    ``CoursePathError`` for a course holding a link that leads outside it; a defect in a
-    course is never an exception.
+    missing or malformed data files, ``UsageError`` for a ``jobs`` below 1 or a selector
+    that names no rule, and ``CoursePathError`` for a course holding a link that leads
+    outside it; a defect in a course is never an exception.
     """
+    codes = tuple(selected(select, ignore))  # resolved once, and a bad selector refused before any work
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     workers = available_cores() if jobs is None else jobs
@@ -271,51 +279,57 @@ def validate_courses(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
         raise UsageError(f"jobs must be a whole number of processes, at least 1; got {jobs!r}")
     courses = find_courses(paths)
     data = HouseData.load(data_dir if data_dir is not None else default_data_dir())
-    return ValidationReport(tuple(_check_all(courses, data, strict, workers)), strict)
+    return ValidationReport(tuple(_check_all(courses, data, strict, workers, codes)), strict)
 
 
-def _check_all(courses: list[str], data: HouseData, strict: bool, jobs: int) -> list[CourseReport]:
+def _check_all(courses: list[str], data: HouseData, strict: bool, jobs: int,
+               codes: tuple[str, ...]) -> list[CourseReport]:
     """Each course's report, in the order given, from up to ``jobs`` processes."""
     workers = min(jobs, len(courses))
     if workers > 1:
         try:
-            return _check_in_processes(courses, data, strict, workers)
+            return _check_in_processes(courses, data, strict, workers, codes)
         except (OSError, NotImplementedError, ImportError):
             pass  # no processes or semaphores here (a sandbox): one process does the same work
-    return [check_course(Path(shown), data, strict=strict, shown=shown) for shown in courses]
+    return [check_course(Path(shown), data, strict=strict, shown=shown, select=codes) for shown in courses]
 
 
-def _check_in_processes(courses: list[str], data: HouseData, strict: bool, workers: int) -> list[CourseReport]:
+def _check_in_processes(courses: list[str], data: HouseData, strict: bool, workers: int,
+                        codes: tuple[str, ...]) -> list[CourseReport]:
     from concurrent.futures import ProcessPoolExecutor  # only when asked for: it costs start-up time
 
     # A few chunks per worker: few round trips, and a slow course does not leave a worker idle.
     chunk = max(1, len(courses) // (workers * 4))
-    with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(data, strict)) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker,
+                             initargs=(data, strict, codes)) as pool:
         return list(pool.map(_check_one, courses, chunksize=chunk))
 
 
-_worker: tuple[HouseData, bool] | None = None
+_worker: tuple[HouseData, bool, tuple[str, ...]] | None = None
 
 
-def _start_worker(data: HouseData, strict: bool) -> None:
+def _start_worker(data: HouseData, strict: bool, codes: tuple[str, ...]) -> None:
     global _worker
-    _worker = (data, strict)
+    _worker = (data, strict, codes)
 
 
 def _check_one(shown: str) -> CourseReport:
     assert _worker is not None, "a worker process checks courses only after _start_worker"
-    data, strict = _worker
-    return check_course(Path(shown), data, strict=strict, shown=shown)
+    data, strict, codes = _worker
+    return check_course(Path(shown), data, strict=strict, shown=shown, select=codes)
 
 
 """``validate`` under the name ``stay`` exports it by (``stay.validate`` is this package)."""
 
 
 def validate_course(course_dir: str | os.PathLike[str], *, strict: bool = False,
-                    data_dir: str | os.PathLike[str] | None = None) -> CourseReport:
-    """Validate one course directory (with or without a course.yaml)."""
+                    data_dir: str | os.PathLike[str] | None = None,
+                    select: Selectors | None = None, ignore: Selectors | None = None) -> CourseReport:
+    """Validate one course directory (with or without a course.yaml), running the rules
+    ``select`` and ``ignore`` choose (by default the contract group)."""
+    codes = tuple(selected(select, ignore))
     path = os.fspath(course_dir)
     if not os.path.isdir(path):
         raise CoursePathError(f"course directory '{path}' does not exist; check the slug or path")
     data = HouseData.load(data_dir if data_dir is not None else default_data_dir())
-    return check_course(path, data, strict=strict)
+    return check_course(path, data, strict=strict, select=codes)

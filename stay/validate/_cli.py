@@ -2,7 +2,8 @@
 
 ``--jobs N`` is stay's extension to the contract's options: courses are checked N at
 a time, each in its own process (default: one per available core); the output is
-byte-identical whatever N is.
+byte-identical whatever N is. ``--select`` and ``--ignore`` are the other: which rules
+run (``_select.py``); with neither, the contract's, so the output is the reference's.
 
 Exit codes: 0 no FAIL, 1 at least one FAIL, 2 usage error, 3 internal error; a
 usage or internal error is one line on stderr, never a traceback, because whoever
@@ -24,7 +25,8 @@ from typing import NoReturn, TextIO
 from stay._display import terminal_text
 from stay.errors import UsageError
 
-USAGE = "python -m stay.validate [--strict] [--format text|json] [--data-dir DIR] [--jobs N] [PATH ...]"
+USAGE = ("python -m stay.validate [--strict] [--format text|json] [--data-dir DIR] [--jobs N] "
+         "[--select RULES] [--ignore RULES] [PATH ...]")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -59,6 +61,10 @@ options:
                      shipped with stay)
   --jobs N           check N courses at a time, one process each (default: one per
                      core); the output is the same whatever N is
+  --select RULES     run only these rules: codes (aud001), family prefixes (aud)
+                     or groups (contract, stay), comma-separated or repeated;
+                     default: contract, the rules of the course format
+  --ignore RULES     do not run these rules (the same forms)
 
 exit codes: 0 no FAIL, 1 at least one FAIL, 2 usage error, 3 internal error
 """
@@ -66,7 +72,7 @@ exit codes: 0 no FAIL, 1 at least one FAIL, 2 usage error, 3 internal error
 
 def _wants_help(argv: Sequence[str]) -> bool:
     """``-h``/``--help`` given as an option (not as the value of --format/--data-dir/--jobs)."""
-    takes_value = {"--format", "--data-dir", "--jobs"}
+    takes_value = {"--format", "--data-dir", "--jobs", "--select", "--ignore"}
     previous = ""
     for arg in argv:
         if arg == "--":
@@ -83,6 +89,8 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--data-dir", dest="data_dir", default=None)
     parser.add_argument("--jobs", type=_jobs, default=None)
+    parser.add_argument("--select", action="append", default=None)
+    parser.add_argument("--ignore", action="append", default=None)
     parser.add_argument("paths", nargs="*", metavar="PATH")
     try:
         return parser.parse_intermixed_args(list(argv))
@@ -121,7 +129,8 @@ def run(argv: Sequence[str]) -> int:
     from stay.validate._check import validate_courses  # imported here so --help stays cheap
 
     args = _parse(argv)
-    report = validate_courses(args.paths or ["courses"], strict=args.strict, data_dir=args.data_dir, jobs=args.jobs)
+    report = validate_courses(args.paths or ["courses"], strict=args.strict, data_dir=args.data_dir, jobs=args.jobs,
+                              select=args.select, ignore=args.ignore)
     _write(sys.stdout, report.to_json() if args.format == "json" else report.to_text())
     return report.exit_code
 

@@ -4,19 +4,25 @@ A rule is a plain function from a loaded ``Course`` to the findings of its
 evaluations, one per subject the contract's "per" column names, whether or not it
 fired. Declaring it with ``@rule(code, severity, owner, template)`` binds it to its
 row of the contract; its docstring says what it checks and why, and is required.
+
+Every rule belongs to one group, after ruff's Stable and Preview: ``contract`` (the
+rules of validator-rules.md, which the frozen reference has and parity holds to it;
+the default) or ``stay`` (rules stay adds, declared ``group=Group.STAY``). The group is
+declared here, on the rule, and nowhere else; selection (``_select.py``) reads it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import NamedTuple
 
 from stay.errors import GraphError
 from stay.validate._course import Course
 from stay.validate._defect import Owner, Severity
 
-__all__ = ["Check", "Finding", "Rule", "Severity", "finding", "rule"]
+__all__ = ["Check", "Finding", "Group", "Rule", "Severity", "finding", "rule"]
 
 
 class Finding(NamedTuple):
@@ -36,6 +42,16 @@ class Finding(NamedTuple):
 Check = Callable[[Course], Iterator[Finding]]
 
 
+class Group(StrEnum):
+    """Which rules a rule stands with; a group's name is also a selector (``--select stay``)."""
+
+    CONTRACT = "contract"
+    """The contract's rules: exactly the frozen reference's, held to it by parity; what
+    ``stay validate`` runs with no selection."""
+    STAY = "stay"
+    """Rules stay adds beyond the contract: the pipeline runs them, parity never compares them."""
+
+
 @dataclass(frozen=True, slots=True)
 class Rule:
     code: str
@@ -45,19 +61,24 @@ class Rule:
     template: str
     check: Check
     doc: str
+    group: Group
 
     def __call__(self, course: Course) -> Iterator[Finding]:
         return self.check(course)
 
 
-def rule(code: str, severity: Severity, owner: Owner | None, template: str) -> Callable[[Check], Rule]:
-    """Declare a rule: its contract row, and the function that evaluates it."""
+def rule(code: str, severity: Severity, owner: Owner | None, template: str, *,
+         group: Group = Group.CONTRACT) -> Callable[[Check], Rule]:
+    """Declare a rule: its row (of the contract, or of stay's own rules), its group, and
+    the function that evaluates it."""
 
+    # contract is the default so the contract's rules say nothing extra; a new rule that
+    # forgets group=Group.STAY is caught, as the reference does not know it (test_registry.py)
     def declare(check: Check) -> Rule:
         doc = (check.__doc__ or "").strip()
         if not doc:
             raise GraphError(f"rule {code} has no docstring saying what it checks and why")
-        return Rule(code, severity, owner, template, check, doc)
+        return Rule(code, severity, owner, template, check, doc, Group(group))
 
     return declare
 

@@ -1,11 +1,15 @@
-"""The registry: every rule of validator-rules.md, by code, in the contract's order.
+"""The registry: every rule, by code; the contract's in the contract's order.
 
 This is the one place a rule is switched on. Each family of rules lives in the
 module named by its prefix (``rules/les.py`` holds les001..les011), declares each
 rule with ``@rule(code, severity, owner, template)`` beside its check and its
-docstring, and lists them in its ``RULES``; the families below are read in the
-contract's order. A test holds the result equal, code for code, severity for
-severity and owner for owner, to the contract's rules table.
+docstring (``group=Group.STAY`` for a rule beyond the contract), and lists them in
+its ``RULES``; the families below are read in the contract's order. Tests hold the
+contract group equal, code for code, severity for severity and owner for owner, to
+the contract's rules table, and its codes to the frozen reference's.
+
+``register`` adds a ``stay`` rule at run time (a house's own rule, or a test's); the
+contract group is closed: it is the reference's, and nothing joins it after start-up.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections.abc import Mapping
 from types import MappingProxyType, ModuleType
 
 from stay.errors import GraphError
-from stay.validate._registry import Rule
+from stay.validate._registry import Group, Rule
 from stay.validate.rules import (
     asm,
     aud,
@@ -45,20 +49,49 @@ def prefix_of(family: ModuleType) -> str:
     return family.__name__.rpartition(".")[2]
 
 
-def _build() -> Mapping[str, Rule]:
-    registry: dict[str, Rule] = {}
+_REGISTRY: dict[str, Rule] = {}
+
+RULES: Mapping[str, Rule] = MappingProxyType(_REGISTRY)
+"""code -> Rule (severity, owner, message template, check, docstring, group): a read-only
+view of the registry, so a rule ``register`` adds is seen wherever RULES is read."""
+
+
+def _add(rule: Rule, module: str) -> None:
+    if rule.code in _REGISTRY:
+        raise GraphError(f"rule {rule.code} is registered twice")
+    if rule.code[:-3] != module or rule.check.__name__ != rule.code or not rule.code[-3:].isdigit():
+        raise GraphError(f"rule {rule.code} is declared as {rule.check.__name__} in "
+                         f"rules/{module}.py; it belongs in rules/{rule.code[:-3]}.py, "
+                         f"named {rule.code}")
+    _REGISTRY[rule.code] = rule
+
+
+def register(rule: Rule) -> Rule:
+    """Add a ``stay``-group rule to the registry (after every family's); returns it, so it
+    can stand as a decorator above ``@rule(...)``. Its function must be named by its code.
+    A contract rule is refused: the contract group is exactly the reference's rules."""
+    if rule.group is Group.CONTRACT:
+        raise GraphError(f"rule {rule.code} cannot join the contract group, which holds the frozen "
+                         f"reference's rules only; declare it with group=Group.STAY")
+    if rule.check.__name__ != rule.code:
+        raise GraphError(f"rule {rule.code} is declared as {rule.check.__name__}; name its function {rule.code}")
+    _add(rule, rule.code[:-3])
+    return rule
+
+
+def unregister(code: str) -> None:
+    """Remove a rule ``register`` added; the rules of the families stay."""
+    if code not in _REGISTRY or code in _DECLARED:
+        raise GraphError(f"rule {code} was not added by register(), so it cannot be removed")
+    del _REGISTRY[code]
+
+
+def _declare_families() -> frozenset[str]:
     for family in FAMILIES:
-        prefix = prefix_of(family)
         for rule in family.RULES:
-            if rule.code in registry:
-                raise GraphError(f"rule {rule.code} is registered twice")
-            if rule.code[:-3] != prefix or rule.check.__name__ != rule.code:
-                raise GraphError(f"rule {rule.code} is declared as {rule.check.__name__} in "
-                                   f"rules/{prefix}.py; it belongs in rules/{rule.code[:-3]}.py, "
-                                   f"named {rule.code}")
-            registry[rule.code] = rule
-    return MappingProxyType(registry)
+            _add(rule, prefix_of(family))
+    return frozenset(_REGISTRY)
 
 
-RULES: Mapping[str, Rule] = _build()
-"""code -> Rule (severity, owner, message template, check, docstring)."""
+_DECLARED = _declare_families()
+"""The codes the family modules declare: what unregister never removes."""

@@ -1,4 +1,5 @@
-"""The registry is the contract's rules table, code for code."""
+"""The registry's contract group is the contract's rules table, code for code, and the
+frozen reference's rules, no more and no fewer."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from stay.validate import OWNERS, RULES, Severity
+from stay.validate import OWNERS, RULES, Group, Severity
+from tests.parity.harness import reference
 
 CONTRACT = Path(__file__).resolve().parents[2] / "docs" / "contract" / "validator-rules.md"
 SHARED_CONTRACT = Path(__file__).resolve().parents[3] / "shared" / "spec" / "validator-rules.md"
@@ -37,8 +39,17 @@ def test_contract_table_has_101_rules() -> None:
 
 
 def test_registry_lists_the_contract_codes_severities_owners_and_messages_in_order() -> None:
-    registered = [(r.code, str(r.severity), r.owner, r.template) for r in RULES.values()]
+    registered = [(r.code, str(r.severity), r.owner, r.template) for r in RULES.values()
+                  if r.group is Group.CONTRACT]
     assert registered == _table()
+
+
+def test_the_contract_group_is_exactly_the_rules_the_frozen_reference_knows() -> None:
+    """The group is declared on each rule; its membership is derived from the reference
+    (its own ``RULES`` table), so a rule added without ``group=Group.STAY`` fails here."""
+    contract = [code for code, r in RULES.items() if r.group is Group.CONTRACT]
+    assert contract == list(reference().RULES)
+    assert all(r.group in tuple(Group) for r in RULES.values())
 
 
 def test_every_rule_says_what_it_checks_and_has_a_known_owner() -> None:
