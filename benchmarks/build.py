@@ -57,7 +57,8 @@ def quiet(_line: str) -> None:
 
 
 def in_process(rounds: int) -> None:
-    best: dict[int, float] = {}
+    wall: dict[int, float] = {}
+    cpu: dict[int, float] = {}
     counted: dict[int, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
         briefs = {size: brief_for(size, Path(tmp)) for size in SIZES}
@@ -65,17 +66,24 @@ def in_process(rounds: int) -> None:
         for round_ in range(rounds):
             for size in SIZES:
                 courses = Path(tmp) / f"r{round_}-{size}"
-                start = time.perf_counter()
+                start, started = time.perf_counter(), time.process_time()
                 result = build_course(briefs[size], courses_dir=courses, yes=True, progress=quiet)
-                seconds = time.perf_counter() - start
+                seconds, used = time.perf_counter() - start, time.process_time() - started
                 assert result.complete and result.validation is not None and not result.validation.defects
                 counted[size] = len(list(result.course_dir.glob("modules/*/*.plan.yaml")))
-                best[size] = min(best.get(size, seconds), seconds)
-    print(f"{'lessons':>7} {'build':>8} {'per lesson':>11}")
+                wall[size] = min(wall.get(size, seconds), seconds)
+                cpu[size] = min(cpu.get(size, used), used)
+    print(f"{'lessons':>7} {'build':>8} {'per lesson':>11} {'CPU':>8} {'per lesson':>11}")
     for size in SIZES:
-        print(f"{counted[size]:>7} {best[size]:7.3f}s {1000 * best[size] / counted[size]:9.2f}ms")
-    ratio = (best[48] / counted[48]) / (best[12] / counted[12])
-    print(f"per-lesson cost at {counted[48]} lessons / at {counted[12]}: {ratio:.2f} (goal <= 1.1)")
+        print(f"{counted[size]:>7} {wall[size]:7.3f}s {1000 * wall[size] / counted[size]:9.2f}ms "
+              f"{cpu[size]:7.3f}s {1000 * cpu[size] / counted[size]:9.2f}ms")
+
+    def growth(best: dict[int, float]) -> float:
+        return (best[48] / counted[48]) / (best[12] / counted[12])
+
+    # CPU time too: on a shared machine the wall clock also counts other people's work
+    print(f"per-lesson cost at {counted[48]} lessons / at {counted[12]}: {growth(wall):.2f} wall, "
+          f"{growth(cpu):.2f} CPU (goal <= 1.1)")
 
 
 @contextmanager
