@@ -24,7 +24,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from stay.artefacts import Brief, Curriculum, LessonEntry, Module, load
-from stay.pipeline import _state, build_course
+from stay.models import ModelAnswer, ModelRequest, OfflineBackend
+from stay.pipeline import _state, build_course, status
 from stay.pipeline._course_graph import artefact_graph, artefact_paths
 from stay.pipeline._dag import Dag
 from stay.pipeline._layout import CourseLayout
@@ -154,3 +155,37 @@ def test_the_wave_journals_each_lesson_in_one_line(tmp_path: Path, monkeypatch: 
     for place in layout.lessons():
         files = {place.path(stage.output) for stage in wave}
         assert [line for line in lines if line & files] == [files], place.id
+
+
+class _FailsOne(OfflineBackend):
+    """Offline, but one wave call fails: ``failing``, the file it would become."""
+
+    def __init__(self, failing: str) -> None:
+        super().__init__()
+        self.failing = failing
+
+    def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
+        if request.artefact == self.failing:
+            raise _CallFailed(request.artefact)
+        return super().complete(request, model)
+
+
+class _CallFailed(Exception):
+    pass
+
+
+def test_a_failed_call_loses_none_of_its_lessons_finished_files(tmp_path: Path, courses: Path) -> None:
+    """Written together, a lesson's files still land when one of its calls fails: the
+    others are on disk and current, the failed one missing."""
+    finished = courses / HTTP.stem
+    curriculum = load(finished / "curriculum.yaml", Curriculum)
+    place = next(iter(CourseLayout(curriculum).lessons()))
+    wave = [stage for stage in REGISTRY if stage.phase == "wave" and stage.scope == "lesson"]
+    failing, *others = [place.path(stage.output) for stage in reversed(wave)]
+    with pytest.raises(_CallFailed):
+        build_course(HTTP, courses_dir=tmp_path, yes=True, backend=_FailsOne(failing), progress=lambda _line: None)
+    found = status(HTTP.stem, courses_dir=tmp_path)
+    assert found[failing].state == "missing"
+    assert {path: found[path].state for path in others} == dict.fromkeys(others, "current")
+    for path in others:
+        assert (tmp_path / HTTP.stem / path).read_bytes() == (finished / path).read_bytes()
