@@ -82,6 +82,7 @@ def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "cour
     state = open_course_named(slug, courses_dir, chosen)
     hint = functools.partial(command_hint, os.fspath(courses_dir))
     with _locked(state.root):
+        state.hash_once()
         for before in () if decline else earlier(gate):
             holds, why = state.approval(before)
             if not holds:
@@ -106,7 +107,9 @@ def _user() -> str:
 def status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses", settings: Settings | None = None,
            stages: Sequence[Stage] = REGISTRY) -> dict[str, Status]:
     """Every artefact's derived status, with the inputs that made a stale one stale."""
-    return open_course_named(slug, courses_dir, settings, stages).statuses()
+    state = open_course_named(slug, courses_dir, settings, stages)
+    state.hash_once()  # one read of the course: each file hashed once is one snapshot of it
+    return state.statuses()
 
 
 def gate_status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
@@ -131,6 +134,7 @@ def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
         chosen = settings or Settings.from_env()
         stages = tuple(REGISTRY)
         state = open_course(root, Sources(Prompts.load(chosen.prompts_dir), chosen.models, stages), chosen, stages)
+        state.hash_once()
         state.adopt()
         state.project_statuses(load_manifest(state.root))
         return state.statuses()

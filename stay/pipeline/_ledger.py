@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -63,6 +63,46 @@ def file_digest(path: Path) -> str:
     memory, not its size (status hashes every course file, whatever a person put there)."""
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()[:16]
+
+
+@dataclass
+class FileHashes:
+    """A course's files' hashes, as the ledger reads them: each ask reads the file, until
+    ``once``. From then on each file is read at most once, and a change the owner makes
+    (``wrote``, ``moving``) updates what is remembered: the ledger's own read, memoised,
+    never a second record. Only for an owner that is the course's one writer while this
+    lives (it holds the course lock); the owner's lock serialises asks and changes."""
+
+    root: Path
+    _known: dict[str, str | None] | None = None
+    """path -> its file's hash (None: no file); None: nothing is remembered."""
+
+    def once(self) -> None:
+        if self._known is None:
+            self._known = {}
+
+    def of(self, path: str) -> str | None:
+        if self._known is None:
+            return self._read(path)
+        if path not in self._known:
+            self._known[path] = self._read(path)
+        return self._known[path]
+
+    def moving(self, paths: Iterable[str]) -> None:
+        """``paths`` are about to change on disk: the next ask reads them (an interrupt
+        between a rename and ``wrote`` leaves nothing stale behind)."""
+        if self._known is not None:
+            for path in paths:
+                self._known.pop(path, None)
+
+    def wrote(self, path: str, hashed: str) -> None:
+        """``path`` now holds bytes whose ``digest`` is ``hashed`` (not read back)."""
+        if self._known is not None:
+            self._known[path] = hashed
+
+    def _read(self, path: str) -> str | None:
+        file = self.root / path
+        return file_digest(file) if file.is_file() else None
 
 
 @dataclass(frozen=True)

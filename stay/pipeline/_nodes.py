@@ -144,6 +144,7 @@ def scaffold(run: Run, phase: str) -> None:
     if run.state is None:
         run.state = CourseState(run.root, artefact_graph(Curriculum(modules=[]), stages=run.config.stages), brief,
                                 sources=run.config.sources, epoch=run.config.settings.source_date_epoch)
+        run.state.hash_once()  # under the lock taken above
     else:
         run.state.brief = brief
     run.refresh_graph()

@@ -143,6 +143,8 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
     lock = CourseLock(root) if exists else None
     if lock is not None:
         lock.acquire()
+    if state is not None:
+        state.hash_once()  # the run holds the lock: no one else writes its files
     run: Run | None = None
     try:
         batching = None

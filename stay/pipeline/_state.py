@@ -43,12 +43,12 @@ from stay.pipeline._ledger import (
     JOURNAL,
     RETIRED,
     RUN_LOG,
+    FileHashes,
     Sources,
     Status,
     append_journal,
     brief_hash,
     digest,
-    file_digest,
     journal_lines,
     ledger_text,
     now,
@@ -82,6 +82,10 @@ class CourseState:
     """Held by every read-modify-write of the ledger and by every pipeline write: the wave's
     threads write while the main thread checkpoints, and a record that lands between a
     checkpoint's snapshot and its dropping the journal would be lost from disk."""
+    _hashes: FileHashes = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._hashes = FileHashes(self.root)
 
     @property
     def slug(self) -> str:
@@ -89,13 +93,20 @@ class CourseState:
 
     # -- hashes ------------------------------------------------------------
 
+    def hash_once(self) -> None:
+        """Hash each file at most once from now on: the caller holds the course lock, so
+        only this state changes its files (``FileHashes.once``; a hand edit made meanwhile
+        is the next run's to see). Rehashed at every status, a build grew as n^1.75."""
+        with self._lock:
+            self._hashes.once()
+
     def current_hash(self, path: str) -> str | None:
         if path == BRIEF:
             if self._brief_digest is None or self._brief_digest[0] is not self.brief:
                 self._brief_digest = (self.brief, brief_hash(self.brief))
             return self._brief_digest[1]
-        file = self.root / path
-        return file_digest(file) if file.is_file() else None
+        with self._lock:  # no wave thread's write lands between reading a file and remembering it
+            return self._hashes.of(path)
 
     def ledger(self) -> dict[str, Any]:
         """hashes.json, with what the journal recorded since it was last written."""
@@ -137,8 +148,10 @@ class CourseState:
             self._pending = [entries]  # until every rename is done (an interrupt leaves it to _settle)
             append_journal(self.root / JOURNAL, entries)
             self._dirty = True
+            self._hashes.moving(files)
             for path, text in files.items():
                 write_if_changed(self.root / path, text)
+                self._hashes.wrote(path, intended[path])
             ledger.update(entries)
             self._pending = []
             return True
@@ -269,7 +282,9 @@ class CourseState:
         for path in self.orphans():
             target = self.root / RETIRED / run_id / path
             target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(self.root / path, target)
+            with self._lock:
+                self._hashes.moving([path])
+                os.replace(self.root / path, target)
             moved.append(path)
         for directory in sorted({(self.root / p).parent for p in moved}, key=lambda d: -len(d.parts)):
             while directory != self.root and directory.is_dir() and not any(directory.iterdir()):

@@ -9,9 +9,10 @@ node runs, so progress counts every task from the start.
 ``STAY_WAVE_CONCURRENCY`` caps lessons in flight; ``STAY_MODEL_CONCURRENCY`` caps
 model calls in flight whatever the width: each lesson makes its calls at once, so four
 lessons alone would be twelve requests. Each task writes only its own files,
-atomically, as soon as they are done, so a crash loses no finished file; the ledger is
-written sorted, and the shared files (glossary.yaml, course.yaml, the run log) are
-written once, after the barrier.
+atomically, once its calls are done (a lesson's together: one synced journal line, as
+a module's plans), so a crash loses no finished lesson; the ledger is written sorted,
+and the shared files (glossary.yaml, course.yaml, the run log) are written once, after
+the barrier.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from stay._display import plural
+from stay.artefacts import Artefact
 from stay.models import prefetch
 from stay.pipeline._policy import needs_writing
 from stay.pipeline._produce import Job, job
@@ -110,21 +112,36 @@ class Wave:
 
     def _lesson(self, lesson_id: str, calls: list[Job]) -> None:
         with self.lesson_slots, self.lesson_gauge:
-            futures = [self.calls_pool.submit(self._write, call) for call in calls]  # the lesson's calls at once
-            for future in futures:
-                future.result()
+            futures = [self.calls_pool.submit(self._answer, call) for call in calls]  # the lesson's calls at once
+            made: dict[str, Artefact] = {}
+            failure: BaseException | None = None
+            for call, future in zip(calls, futures, strict=True):
+                try:
+                    answer = future.result()
+                except BaseException as exc:  # the first, raised once the others' files are written
+                    failure = failure or exc
+                    continue
+                if answer is not None:
+                    made[call.paths[0]] = answer
+            # the lesson's files in one step: one synced journal line before their renames,
+            # not one a file (a failed call loses none of its lesson's finished files)
+            self.run.write(made)  # checks for a cancel under the ledger lock: none written after
+            if failure is not None:
+                raise failure
         self._progress(lesson_id, f"{lesson_id}: {', '.join(call.stage.name for call in calls)}")
 
     def _course(self, call: Job) -> None:
-        self._write(call)
+        answer = self._answer(call)
+        if answer is not None:
+            self.run.write({call.paths[0]: answer})
         self._progress(call.stage.name, f"{call.stage.name}: {call.paths[0]}")
 
-    def _write(self, call: Job) -> None:
-        run = self.run
-        if run.cancelled.is_set():
-            return
-        (made,) = run.model.produce(call.request, call.parse)
-        run.write({call.paths[0]: made})  # checks for a cancel under the ledger lock: none written after
+    def _answer(self, call: Job) -> Artefact | None:
+        """The call's artefact; None once the run is cancelled (nothing is asked)."""
+        if self.run.cancelled.is_set():
+            return None
+        (made,) = self.run.model.produce(call.request, call.parse)
+        return made
 
     def _progress(self, task: str, label: str) -> None:
         """Report ``task`` done, in the wave's order: a task that finishes before an
