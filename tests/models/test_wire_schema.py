@@ -14,10 +14,10 @@ import yaml
 from pydantic import BaseModel
 
 from stay.errors import UsageError
-from stay.models import OfflineBackend, offline_answer, request_params
+from stay.models import OfflineBackend, request_params
 from stay.pipeline import build_course
 from stay.settings import Settings
-from stay.stages import REGISTRY, STAGES, answer_schema
+from stay.stages import REGISTRY, STAGES, answer_schema, offline_answer
 from tests.conftest import ROOT
 from tests.models.fake_api import VIOLATIONS, FakeMessagesAPI, answer_for, inputs_of, stage_of
 from tests.models.helpers import HTTP, SQL, audience_request, backend, quiet, recording
