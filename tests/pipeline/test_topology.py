@@ -11,10 +11,12 @@ import pytest
 
 from stay.pipeline import DECLARATION, graph, problems
 from stay.pipeline._graph import command_walk
-from stay.stages import STAGES
+from stay.stages import REGISTRY, STAGES
 
-DESIGN_STAGES = ["audience", "curriculum", "outcomes", "assessment"]
-WAVE = ["write_lesson", "write_capstone"]
+DESIGN_STAGES = [stage.node_name for stage in REGISTRY if stage.phase == "design"]
+"""The design stages' nodes, in the order the registry runs them."""
+WAVE = sorted({stage.node_name for stage in REGISTRY if stage.phase == "wave"})
+"""The wave's nodes: one for a lesson's stages, one for each course-scope wave stage."""
 GUARDS = ["require_design", "require_gates", "repair_seed", "revise_seed"]
 
 
