@@ -16,6 +16,7 @@ from stay.artefacts._io import (
     write_text_atomic,
 )
 from stay.artefacts._models import (
+    FILES,
     FORMAT_NOTES,
     Artefact,
     Assessment,
@@ -57,6 +58,7 @@ from stay.artefacts._models import (
 )
 
 __all__ = [
+    "FILES",
     "FORMAT_NOTES",
     "Artefact",
     "ArtefactLoadError",
