@@ -50,3 +50,11 @@ def files_written(curriculum: Curriculum, stages: Sequence[Stage] = REGISTRY) ->
                   if kind.__module__.startswith("stay.") and "{lesson}" not in path and path not in outputs]
     gates = [node for node, attrs in graph().nodes(data=True) if attrs["kind"] == "gate-summary"]
     return made + len(mechanical) + len(gates) + 1
+
+
+def artefacts_of(course: Path) -> list[str]:
+    """Every artefact a course's status lists: its files but the manifest, which lists them,
+    and what lies under a dot directory (.state, .runs)."""
+    files = (p.relative_to(course) for p in course.rglob("*") if p.is_file())
+    return sorted(path.as_posix() for path in files
+                  if path.as_posix() != "course.yaml" and not any(part.startswith(".") for part in path.parts))

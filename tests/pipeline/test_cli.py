@@ -79,14 +79,13 @@ def test_adopt_and_status_report_every_artefact(tmp_path: Path) -> None:
     import shutil
 
     from tests.conftest import SAMPLE
+    from tests.expected import artefacts_of
 
     shutil.copytree(SAMPLE, tmp_path / SAMPLE.name)
     adopted = stay("adopt", SAMPLE.name, "--courses-dir", str(tmp_path))
     assert adopted.returncode == 0
     lines = [line for line in adopted.stdout.splitlines() if not line.startswith("gate")]
-    listed = sorted(line.split()[1] for line in lines)
-    files = sorted(p.relative_to(SAMPLE).as_posix() for p in SAMPLE.rglob("*") if p.is_file())
-    assert listed == [path for path in files if path != "course.yaml"]  # every artefact but the manifest
+    assert sorted(line.split()[1] for line in lines) == artefacts_of(SAMPLE)
     assert all(line.startswith("current ") for line in lines)
 
 
