@@ -55,3 +55,19 @@ def test_a_wrong_stage_or_a_missing_input_is_a_clear_error() -> None:
         offline_answer("lesson", {})
     with pytest.raises(UsageError, match=r"stage 'audience' needs the input 'brief'"):
         offline_answer("audience", {})
+
+
+def test_a_request_carries_its_stages_offline_answer_outside_its_data() -> None:
+    """The offline backend answers from the request (the model layer cannot import the
+    stages), and the answer it carries is no part of what is cached, keyed or sent."""
+    from stay.models import request_key, request_params
+    from tests.models.helpers import audience_request
+
+    request = audience_request()
+    bare = request.model_copy(update={"offline": None})
+    assert request.offline is not None and "offline" not in request.model_dump(mode="json")
+    assert request_key(request, "m") == request_key(bare, "m")
+    assert request_params(request, "claude-opus-5-5") == request_params(bare, "claude-opus-5-5")
+    assert OfflineBackend().complete(request, "offline").data == offline_answer("audience", request.inputs)
+    with pytest.raises(UsageError, match=r"the request for stage 'audience' carries no offline answer"):
+        OfflineBackend().complete(bare, "offline")
