@@ -98,9 +98,10 @@ INPUTS = _sample_inputs()
 
 def _typed_inputs(inputs: dict[str, Any] = INPUTS) -> dict[str, dict[str, Any]]:
     """Every stage's named inputs for the sample brief, as the runner would resolve them:
-    each stage's declared inputs, found by their kind (no stage's inputs written out here)."""
-    files = {"audience.yaml": inputs["audience"], "curriculum.yaml": inputs["curriculum"],
-             "outcomes.yaml": inputs["outcomes"], "assessment.yaml": inputs["assessment"]}
+    each stage's declared inputs, found by their kind (no stage's inputs written out here).
+    Files are read once, into ``inputs["files"]`` (the first call is at import)."""
+    files = inputs.setdefault("files", {"audience.yaml": inputs["audience"], "curriculum.yaml": inputs["curriculum"],
+                                        "outcomes.yaml": inputs["outcomes"], "assessment.yaml": inputs["assessment"]})
     return {stage.name: _resolve(stage, inputs, files) for stage in STAGES.values()}
 
 
@@ -138,6 +139,9 @@ def _artefact(stage: Stage, inputs: dict[str, Any] = INPUTS) -> str:
         return stage.output
     lesson = inputs["plan"].lesson if stage.scope == "lesson" else "*"
     return f"{inputs['prefix']}/{stage.output.format(lesson=lesson)}"
+
+
+_typed_inputs()  # every file the stages read, read now: the test of purity forbids reading later
 
 
 def _sample_requests(inputs: dict[str, Any] = INPUTS) -> dict[str, ModelRequest]:
