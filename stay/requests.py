@@ -5,13 +5,18 @@ neither imports the other."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from stay.settings import ROLES, Role
 
-__all__ = ["MAX_TOKENS", "ROLES", "ModelAnswer", "ModelRequest", "Role", "SystemBlock", "Usage"]
+__all__ = ["MAX_TOKENS", "ROLES", "ModelAnswer", "ModelRequest", "OfflineAnswer", "Role", "SystemBlock", "Usage"]
+
+OfflineAnswer = Callable[[dict[str, Any]], dict[str, Any]]
+"""A stage's answer with no model asked: its request's inputs as plain data to its answer
+as plain data, pure (``stay.stages.Stage.answer_offline``)."""
 
 MAX_TOKENS = 16_000
 """The room for a call's answer, in tokens. A chat model's default cap is sized for a
@@ -58,6 +63,10 @@ class ModelRequest(BaseModel):
     output_name: str
     max_tokens: int = MAX_TOKENS
     inputs: dict[str, Any] = Field(default_factory=dict)
+    offline: OfflineAnswer | None = Field(default=None, exclude=True, repr=False)
+    """The stage's offline answer, which the offline backend answers with: carried by the
+    request, since the model layer may not import the stages. Not data (never dumped, so
+    never cached, sent or part of a request's key); a real model reads the text."""
 
 
 Tokens = Annotated[int, Field(ge=0, strict=True)]

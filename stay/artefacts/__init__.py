@@ -28,6 +28,7 @@ from stay.artefacts._io import (
     write_text_atomic,
 )
 from stay.artefacts._models import (
+    FILES,
     FORMAT_NOTES,
     Artefact,
     Assessment,
@@ -70,6 +71,7 @@ from stay.artefacts._models import (
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "FILES",
     "FORMAT_NOTES",
     "TEMPORARY",
     "Artefact",

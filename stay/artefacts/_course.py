@@ -3,7 +3,7 @@ the viewer share, and the one place a course's layout is spelled out.
 
 Where each file is: the top files by name, a lesson's files in its module's directory
 (``module_dir``), named by its lesson id and its kind's suffix (``lesson_file``, from
-``_io``'s table of kinds). Every read is bounded (``stay._bounds``: a regular file of at
+its kind's declared ``FILE``). Every read is bounded (``stay._bounds``: a regular file of at
 most ``MAX_FILE_BYTES``, YAML without aliases or deep nesting). A file is parsed again
 only when its bytes changed (``load``), and there are two ways to ask for one: ``load``
 raises ``ArtefactLoadError`` (a one-line reason naming the file; the pipeline and the
@@ -23,7 +23,7 @@ from typing import Generic, TypeVar, cast
 from pydantic import BaseModel
 
 from stay._bounds import MAX_FILE_BYTES, TooLarge, read_bounded
-from stay.artefacts._io import _SUFFIXES, ArtefactLoadError, artefact_type, parse_bytes, read_bytes
+from stay.artefacts._io import ArtefactLoadError, artefact_type, parse_bytes, read_bytes
 from stay.artefacts._models import Artefact, Module
 
 M = TypeVar("M", bound=BaseModel)
@@ -37,10 +37,10 @@ def module_dir(module: Module) -> str:
 
 def lesson_file(module: Module, lesson_id: str, kind: type[Artefact]) -> str:
     """The course-relative path of a lesson's file of ``kind`` (its plan, its text, ...)."""
-    suffix = next((suffix for suffix, model in _SUFFIXES if model is kind), None)
-    if suffix is None:
+    pattern = kind.FILE
+    if pattern is None or "{lesson}" not in pattern:
         raise ArtefactLoadError(f"{kind.__name__} is not a kind of lesson file; see course-format.md")
-    return f"{module_dir(module)}/{lesson_id}{suffix}"
+    return f"{module_dir(module)}/{pattern.format(lesson=lesson_id)}"
 
 
 @dataclass(frozen=True)

@@ -19,20 +19,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from stay._bounds import MAX_DEPTH, TooLarge, read_bounded, yaml_shape
-from stay.artefacts._models import (
-    Artefact,
-    Assessment,
-    Audience,
-    CourseManifest,
-    Curriculum,
-    Exercises,
-    Glossary,
-    LessonContent,
-    LessonPlan,
-    Outcomes,
-    Project,
-    Quiz,
-)
+from stay.artefacts._models import FILES, Artefact, LessonContent
 from stay.errors import ArtefactError
 
 M = TypeVar("M", bound=BaseModel)
@@ -151,32 +138,19 @@ def parse(model: type[M], text: str, where: str = "artefact") -> M:
 
 
 def artefact_type(path: str | os.PathLike[str]) -> type[Artefact]:
-    """The artefact model of a course file, from its name."""
+    """The artefact model of a course file, from its name: the kind whose ``FILE`` it
+    matches (a lesson's file by what follows ``{lesson}``, the longest such ending first;
+    any other by its whole name)."""
     name = Path(path).name
-    for suffix, model in _SUFFIXES:
+    lesson_files = [(pattern.removeprefix("{lesson}"), model) for pattern, model in FILES.items()
+                    if "{lesson}" in pattern]
+    for suffix, model in sorted(lesson_files, key=lambda pair: -len(pair[0])):  # .plan.yaml before a .yaml
         if name.endswith(suffix):
             return model
-    top = _TOP_FILES.get(name)
-    if top is None:
+    top = FILES.get(name)
+    if top is None or "{lesson}" in name:
         raise ArtefactLoadError(f"{path}: not a course artefact; see course-format.md for names")
     return top
-
-
-_TOP_FILES: dict[str, type[Artefact]] = {
-    "course.yaml": CourseManifest,
-    "audience.yaml": Audience,
-    "curriculum.yaml": Curriculum,
-    "outcomes.yaml": Outcomes,
-    "assessment.yaml": Assessment,
-    "project.yaml": Project,
-    "glossary.yaml": Glossary,
-}
-_SUFFIXES: tuple[tuple[str, type[Artefact]], ...] = (
-    (".plan.yaml", LessonPlan),
-    (".exercises.yaml", Exercises),
-    (".quiz.yaml", Quiz),
-    (".md", LessonContent),
-)
 
 
 def load(path: str | os.PathLike[str], model: type[M] | None = None) -> M:

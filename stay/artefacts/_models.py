@@ -13,11 +13,12 @@ import os
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from stay.artefacts._ids import LessonId, ModuleId, Slug, Term
+from stay.errors import ArtefactError
 
 
 def _not_blank(value: str) -> str:
@@ -88,10 +89,34 @@ Method = Literal["quiz", "exercise", "capstone"]
 ItemType = Literal["mcq", "short"]
 
 
+FILES: dict[str, type[Artefact]] = {}
+"""Every artefact kind that is a course file, by its file pattern: filled as each kind is
+declared with its ``FILE`` (here, or in the stage module that adds a kind), so the
+readers' table (``stay.artefacts.artefact_type``) is the declarations themselves."""
+
+
 class Artefact(BaseModel):
     """Base of every artefact: strict types, unknown fields kept in order."""
 
     model_config = ConfigDict(strict=True, extra="allow", frozen=True, json_schema_extra=_note_formats)
+
+    FILE: ClassVar[str | None] = None
+    """The course file a kind is, if it is one: a name at the course's top
+    (``audience.yaml``) or, for a lesson's file, a name with ``{lesson}``
+    (``{lesson}.quiz.yaml``), placed in the lesson's module directory. Declared once, on
+    the kind: the readers and the stage that writes it (``Stage.output``) take it from here."""
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        file = cls.__dict__.get("FILE")
+        if file is None:  # an answer shape or a part of a file (inherits no file of its own)
+            return
+        known = FILES.get(file)
+        if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise ArtefactError(f"{cls.__qualname__} and {known.__qualname__} both declare the course file "
+                                f"{file}; give each kind its own FILE")
+        FILES[file] = cls
 
 
 class Brief(Artefact):
@@ -117,6 +142,8 @@ class Brief(Artefact):
 class CourseManifest(Artefact):
     """course.yaml: the brief and a status projection of every artefact."""
 
+    FILE = "course.yaml"
+
     schema_: int = Field(alias="schema", serialization_alias="schema")
     slug: Slug
     title: Text
@@ -128,6 +155,8 @@ class CourseManifest(Artefact):
 
 class Audience(Artefact):
     """audience.yaml: who the learners are and how much time they have."""
+
+    FILE = "audience.yaml"
 
     learners: Text
     prior_knowledge: list[Text]
@@ -160,6 +189,8 @@ class Curriculum(Artefact):
     checked (``_ids``) and none may repeat: two lessons with one id would be one file.
     """
 
+    FILE = "curriculum.yaml"
+
     modules: list[Module]
 
     @model_validator(mode="after")
@@ -184,6 +215,8 @@ class Outcome(Artefact):
 class Outcomes(Artefact):
     """outcomes.yaml: what a learner can do after each lesson."""
 
+    FILE = "outcomes.yaml"
+
     outcomes: list[Outcome]
 
 
@@ -194,6 +227,8 @@ class Evidence(Artefact):
 
 class Assessment(Artefact):
     """assessment.yaml: how evidence of each outcome is gathered."""
+
+    FILE = "assessment.yaml"
 
     strategy: Text
     evidence: list[Evidence]
@@ -241,6 +276,8 @@ class LessonPlan(PlanCore):
     facts and the running example are optional (extra fields to the format), so a
     course planned without them still loads."""
 
+    FILE = "{lesson}.plan.yaml"
+
     example_facts: list[Text] | None = Field(
         default=None, description="The facts this lesson's worked example uses, within the running example.")
     running_example: RunningExample | None = Field(
@@ -249,6 +286,8 @@ class LessonPlan(PlanCore):
 
 class LessonContent(Artefact):
     """<lesson>.md: front matter (lesson, title) and the Markdown body."""
+
+    FILE = "{lesson}.md"
 
     lesson: Text
     title: Text
@@ -267,6 +306,8 @@ class Exercise(Artefact):
 
 class Exercises(Artefact):
     """<lesson>.exercises.yaml: practice for outcomes at apply or above."""
+
+    FILE = "{lesson}.exercises.yaml"
 
     lesson: Text
     exercises: list[Exercise]
@@ -294,6 +335,8 @@ class QuizItem(Artefact):
 class Quiz(Artefact):
     """<lesson>.quiz.yaml: one item per outcome, plus retrieval items."""
 
+    FILE = "{lesson}.quiz.yaml"
+
     lesson: Text
     items: list[QuizItem]
 
@@ -316,6 +359,8 @@ class RubricCriterion(Artefact):
 class Project(Artefact):
     """project.yaml: the capstone."""
 
+    FILE = "project.yaml"
+
     title: Text
     brief: Markdown
     deliverable: Markdown
@@ -331,5 +376,7 @@ class GlossaryTerm(Artefact):
 
 class Glossary(Artefact):
     """glossary.yaml: every introduced term, merged from the plans after the wave."""
+
+    FILE = "glossary.yaml"
 
     terms: list[GlossaryTerm]

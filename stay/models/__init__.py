@@ -8,7 +8,7 @@ from stay.models._anthropic import AnthropicBackend
 from stay.models._batch import MAX_BATCH_BYTES, MAX_BATCH_REQUESTS, BatchOutcome, prefetch
 from stay.models._cache import CachedBackend, RequestCache, request_key
 from stay.models._factory import backend_from
-from stay.models._offline import OFFLINE_MODEL, OfflineBackend, offline_answer
+from stay.models._offline import OFFLINE_MODEL, OfflineBackend
 from stay.models._prefix_gate import PrefixGate, prefix_keys
 from stay.models._prices import BATCH_DISCOUNT, PRICES, Price, Rates, cost, describe_cost
 from stay.models._protocol import ModelClient, Rejecting
@@ -58,7 +58,6 @@ __all__ = [
     "backend_from",
     "cost",
     "describe_cost",
-    "offline_answer",
     "prefetch",
     "prefix_keys",
     "request_key",

@@ -2,59 +2,32 @@
 
 It is the default when ``ANTHROPIC_API_KEY`` is unset. From any reasonable brief it
 writes a complete course that passes the validator with --strict, in honest template
-prose (see ``_offline_course``). What only tests use (counting calls, latency, faults,
+prose: the answer each stage declares (``Stage.offline``), which its request carries,
+since the model layer may not import the stages (``stay.stages.offline_answer`` answers
+by stage name, for fakes). What only tests use (counting calls, latency, faults,
 defects, a moderation flag, quality knobs) is ``stay.testing.RiggedBackend``, a
 subclass, not part of this one.
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any
 
 from stay.errors import UsageError
-from stay.models._offline_course import ANSWERS, honour_note
-from stay.models._offline_repair import keep_file
 from stay.models._screen import SCREEN_STAGE, Screening, screen_request
 from stay.requests import ModelAnswer, ModelRequest, Usage
 
 OFFLINE_MODEL = "offline"
 
-STAGES = (*ANSWERS, SCREEN_STAGE)
-"""Every stage ``offline_answer`` answers."""
 
-
-def offline_answer(stage: str, inputs: dict[str, Any]) -> dict[str, Any]:
-    """The offline backend's answer for one stage, from the named inputs its request
-    carries (``ModelRequest.inputs``: e.g. ``{"brief": ...}`` for ``audience``, ``{"plan":
-    ..., "outcomes": ..., "audience": ...}`` for ``content``), as plain JSON data.
-
-    Public and stable, so fakes and tests outside stay can answer as the offline backend
-    does (``tests/models/fake_api.py`` serves it over HTTP). Pure and deterministic: the
-    same inputs give the same answer, ``inputs`` is not modified, no clock or randomness;
-    an answer changes only with the offline course generator (``_offline_course``), which
-    is noted in the changelog of ``docs/models.md``. ``moderation`` (inputs
-    ``{"brief_text": ...}``) never flags. A repair (inputs ``current_version`` and
-    ``defects_to_fix``) keeps the current file and changes only what the defects name
-    (``_offline_repair``). Defects, faults and quality knobs are options of
-    ``stay.testing.RiggedBackend``, not of this function.
-    """
-    if stage == SCREEN_STAGE:
-        return {"flagged": False, "reason": "the offline backend does not screen briefs"}
-    answer = ANSWERS.get(stage)
-    if answer is None:
-        raise UsageError(f"offline_answer: unknown stage {stage!r}; the stages are {', '.join(STAGES)}")
-    try:
-        data = answer(copy.deepcopy(inputs))
-        current, defects = inputs.get("current_version"), inputs.get("defects_to_fix")
-        if current is not None and isinstance(defects, list):  # a repair: keep the file, fix what is named
-            data = keep_file(stage, data, current, defects)
-        note = inputs.get("reviewer_note")
-        return honour_note(stage, data, note) if isinstance(note, str) else data
-    except KeyError as exc:
-        raise UsageError(f"offline_answer: stage {stage!r} needs the input {exc.args[0]!r}; give it the "
-                         "inputs its request carries (ModelRequest.inputs)") from None
+def _answer(request: ModelRequest) -> dict[str, Any]:
+    """The offline backend's answer to one request, as plain JSON data: its stage's
+    declared answer, which the request carries."""
+    if request.offline is None:
+        raise UsageError(f"offline backend: the request for stage {request.stage!r} carries no offline answer; "
+                         "build it with its stage's Stage.request")
+    return request.offline(request.inputs)
 
 
 @dataclass
@@ -86,4 +59,4 @@ class OfflineBackend:
         place a subclass changes what is answered (``stay.testing.RiggedBackend``)."""
         if request.stage == SCREEN_STAGE:
             return {"flagged": False, "reason": "not flagged (offline)"}
-        return offline_answer(request.stage, request.inputs)
+        return _answer(request)

@@ -3,12 +3,15 @@ the artefact graph, the dispatch and the node handlers. A stage is pure: typed i
 a model request, and the model's structured answer to artefacts. No I/O, clock or
 randomness inside; stages build requests and never call a model.
 
-Adding a stage: one module declaring its ``STAGE``, one line below, one prompt file."""
+Adding a stage: one module declaring its ``STAGE`` (with its artefact kind and offline
+answer), one line below, an input in each stage that reads it, one prompt file."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from stay.errors import UsageError
 from stay.stages import assessment, audience, capstone, content, curriculum, exercises, outcomes, plan, quiz
 from stay.stages._prompt import (
     REFERENCE_NAMES,
@@ -51,6 +54,18 @@ REGISTRY: tuple[Stage, ...] = (
 STAGES: Mapping[str, Stage] = {stage.name: stage for stage in REGISTRY}
 """stage name -> its declaration."""
 
+
+def offline_answer(stage: str, inputs: Mapping[str, Any], stages: Sequence[Stage] = REGISTRY) -> dict[str, Any]:
+    """The offline backend's answer for one stage, from the named inputs its request
+    carries (``ModelRequest.inputs``), as plain JSON data: public, so fakes and tests
+    outside stay can answer as the offline backend does (``tests/models/fake_api.py``
+    serves it over HTTP). Pure and deterministic; ``inputs`` is not modified. An unknown
+    stage or a missing input is a one-line UsageError naming it."""
+    declared = {known.name: known for known in stages}
+    if stage not in declared:
+        raise UsageError(f"offline_answer: unknown stage {stage!r}; the stages are {', '.join(declared)}")
+    return declared[stage].answer_offline(inputs)
+
 __all__ = [
     "REFERENCE_NAMES",
     "REGENERATE",
@@ -71,6 +86,7 @@ __all__ = [
     "Source",
     "Stage",
     "answer_schema",
+    "offline_answer",
     "packaged_prompts_dir",
     "reference_set",
     "render_inputs",

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from stay._bounds import TooLarge, read_bounded
 from stay.artefacts import ArtefactLoadError, validate_as
 from stay.errors import AnswerError, GraphError, UsageError
-from stay.requests import ModelAnswer, ModelRequest, Role, SystemBlock
+from stay.requests import ModelAnswer, ModelRequest, OfflineAnswer, Role, SystemBlock
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -150,7 +150,8 @@ def _documents(prompts: Prompts, names: tuple[str, ...]) -> str:
 
 def build_request(*, stage: str, role: Role, references: tuple[str, ...], prompts: Prompts,
                   artefact: str, output: type[BaseModel], inputs: Mapping[str, Any],
-                  shared: tuple[str, ...] = (), template: str | None = None) -> ModelRequest:
+                  shared: tuple[str, ...] = (), template: str | None = None,
+                  offline: OfflineAnswer | None = None) -> ModelRequest:
     """The request for one stage call.
 
     The system prompt is the stable prefix, identical for every call of the stage, laid
@@ -178,5 +179,5 @@ def build_request(*, stage: str, role: Role, references: tuple[str, ...], prompt
         shared=render_inputs({k: inputs[k] for k in shared}),
         user=render_inputs({k: v for k, v in inputs.items() if k not in shared}),
         output_schema=answer_schema(output),
-        output_name=output.__name__, inputs=dict(inputs),
+        output_name=output.__name__, inputs=dict(inputs), offline=offline,
     )

@@ -1,11 +1,14 @@
 """One declaration per stage: everything the pipeline derives about a stage is here.
 
 A stage module declares one ``Stage``: its name, role, prompt template, reference set,
-answer model, where its output goes, and its named inputs, each saying how it is found
-in a course. From the declarations the pipeline derives its graph's stage nodes, the
-per-course artefact graph (an artefact's direct inputs, hence its staleness), the
-design, wave and repair dispatch, and the node handlers. Adding a stage is one new
-module, one line in ``stay.stages.STAGES`` and one prompt file.
+answer model, offline answer, the artefact kind it makes (whose ``FILE`` says where it
+goes), and its named inputs, each saying how it is found in a course. From the
+declarations the pipeline derives its graph's stage nodes, the per-course artefact graph
+(an artefact's direct inputs, hence its staleness), the design, wave and repair
+dispatch, the node handlers, the offline backend's answers (each request carries its
+stage's) and the tests' tables; the readers' file table comes from the kinds. Adding a
+stage is one new module (its kind, answer and offline answer), one line in
+``stay.stages.REGISTRY``, an input in each stage that reads it, and one prompt file.
 
 A stage stays pure: given its inputs (typed artefacts the runner loaded) it builds a
 request (``Stage.request``) and turns the model's answer into its artefacts
@@ -22,7 +25,8 @@ from pydantic import BaseModel
 
 from stay.artefacts import DEFAULT_LIMITS, Artefact, DurationLimits, to_data
 from stay.errors import GraphError
-from stay.requests import ModelAnswer, ModelRequest, Role
+from stay.requests import ModelAnswer, ModelRequest, OfflineAnswer, Role
+from stay.stages._offline_repair import answer_offline
 from stay.stages._prompt import Prompts, build_request, parse_answer
 
 Phase = Literal["design", "plan", "wave"]
@@ -108,16 +112,19 @@ class Stage:
     role: Role
     phase: Phase
     scope: Scope
-    output: str
-    """Where its artefact goes: a course path (``audience.yaml``) for course scope, or a
-    lesson file name with ``{lesson}`` for module and lesson scope
-    (``{lesson}.plan.yaml``), placed in the lesson's module directory."""
     answer: type[BaseModel]
     """The structured answer asked of the model (its JSON schema goes with the request)."""
     inputs: tuple[tuple[str, Source], ...]
     """(name, how it is found), in the order the request shows them."""
     references: tuple[str, ...]
     """The reference documents in the system prompt: a constant, bound at import."""
+    offline: OfflineAnswer
+    """Its answer when no model is asked (the offline backend): the request's inputs as
+    plain data to the answer as plain data, pure, complete enough that the course passes
+    the validator with --strict. See ``answer_offline`` for a repair's or a note's."""
+    makes: type[Artefact] | None = None
+    """The artefact kind it writes, when the answer is another shape (default: the answer
+    is the artefact). The kind's ``FILE`` is where it goes (``output``)."""
     shared: tuple[str, ...] = ()
     """Inputs every call of the stage in one run shares: sent first, and cached."""
     make: Make = same
@@ -146,14 +153,43 @@ class Stage:
             if scopes is not None and self.scope not in scopes:
                 problems.append(f"input {name!r} ({type(source).__name__}) needs scope {scopes[0]}, "
                                 f"not {self.scope}")
-        if self.scope == "course" and "{lesson}" in self.output:
+        kind = self.makes or self.answer
+        file = kind.FILE if issubclass(kind, Artefact) else None
+        if file is None:
+            problems.append(f"{kind.__name__} is no course file (an Artefact with a FILE); name the kind it "
+                            "makes (makes=...)")
+        elif self.scope == "course" and "{lesson}" in file:
             problems.append("a course-scope output names no lesson")
-        if self.scope != "course" and "{lesson}" not in self.output:
+        elif self.scope != "course" and "{lesson}" not in file:
             problems.append("a module- or lesson-scope output must contain {lesson}")
         if self.phase == "plan" and self.scope == "lesson":
             problems.append("planning runs per module or per course, before the wave")
         if problems:
             raise GraphError(f"stage {self.name}: " + "; ".join(problems))
+
+    @property
+    def kind(self) -> type[Artefact]:
+        """The artefact kind its calls write (checked at declaration to be a course file)."""
+        kind = self.makes or self.answer
+        assert issubclass(kind, Artefact)
+        return kind
+
+    @property
+    def output(self) -> str:
+        """Where its artefact goes, as its kind declares (``Artefact.FILE``): a course path
+        (``audience.yaml``) for course scope, or a lesson file name with ``{lesson}``
+        (``{lesson}.plan.yaml``) for module and lesson scope."""
+        file = self.kind.FILE
+        assert file is not None
+        return file
+
+    def answer_offline(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """The offline answer to one of its requests (``ModelRequest.inputs``): ``offline``
+        on a copy of the inputs; for a repair (inputs ``current_version`` and
+        ``defects_to_fix``) the current file with only what the defects name taken from
+        it; with a reviewer's note, the note shown where the artefact has free text. A
+        missing input is a one-line UsageError naming it."""
+        return answer_offline(self.name, self.offline, inputs)
 
     @property
     def prompt(self) -> str:
@@ -173,7 +209,7 @@ class Stage:
         data = {name: _plain(inputs[name]) for name, _source in self.inputs}
         return build_request(stage=self.name, template=self.prompt, role=self.role, references=self.references,
                              prompts=prompts, artefact=artefact, output=self.answer, inputs=data,
-                             shared=self.shared)
+                             shared=self.shared, offline=self.answer_offline)
 
     def artefacts(self, answer: ModelAnswer, inputs: Mapping[str, Any], artefact: str,
                   limits: DurationLimits = DEFAULT_LIMITS) -> list[Artefact]:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from stay.artefacts import Assessment
+from stay.stages import _offline
 from stay.stages._prompt import reference_set
 from stay.stages._stage import FileInput, Stage
 
 STAGE = Stage(
-    name="assessment", role="planning", phase="design", scope="course", output="assessment.yaml",
+    name="assessment", role="planning", phase="design", scope="course",
     answer=Assessment,
+    offline=_offline.assessment,
     inputs=(("audience", FileInput("audience.yaml")), ("curriculum", FileInput("curriculum.yaml")),
             ("outcomes", FileInput("outcomes.yaml"))),
     references=reference_set("assessment-design.md", "blooms-taxonomy.md", "course-state.md", "house-style.yaml",

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from stay.artefacts import Project
+from stay.stages import _offline
 from stay.stages._prompt import reference_set
 from stay.stages._stage import AllPlansInput, FileInput, Stage
 from stay.stages.answers import CapstoneAnswer, project
 
 STAGE = Stage(
-    name="capstone", role="planning", phase="wave", scope="course", output="project.yaml",
-    answer=CapstoneAnswer, make=project,
+    name="capstone", role="planning", phase="wave", scope="course",
+    answer=CapstoneAnswer,
+    offline=_offline.capstone, makes=Project, make=project,
     inputs=(("audience", FileInput("audience.yaml")), ("curriculum", FileInput("curriculum.yaml")),
             ("outcomes", FileInput("outcomes.yaml")),
             ("assessment", FileInput("assessment.yaml")), ("plans", AllPlansInput())),

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stay.artefacts import LessonContent
+from stay.stages import _offline
 from stay.stages._prompt import reference_set
 from stay.stages._stage import FileInput, LessonOutcomesInput, LessonPlanInput, Stage
 from stay.stages.answers import LessonBody
@@ -18,7 +19,8 @@ def _lesson(answer: LessonBody, inputs: Mapping[str, Any]) -> LessonContent:
 
 
 STAGE = Stage(
-    name="content", role="writing", phase="wave", scope="lesson", output="{lesson}.md", answer=LessonBody,
+    name="content", role="writing", phase="wave", scope="lesson", answer=LessonBody,
+    offline=_offline.content, makes=LessonContent,
     inputs=(("plan", LessonPlanInput()), ("outcomes", LessonOutcomesInput()),
             ("audience", FileInput("audience.yaml"))),
     references=reference_set("house-style.yaml", "example-design.md", "cognitive-load.md", "course-state.md",

@@ -7,6 +7,7 @@ from typing import Any
 
 from stay.artefacts import Artefact, Curriculum, DurationLimits
 from stay.errors import AnswerError
+from stay.stages import _offline
 from stay.stages._prompt import reference_set
 from stay.stages._stage import BriefInput, FileInput, Stage
 
@@ -43,8 +44,9 @@ def within_house_limits(made: Sequence[Artefact], inputs: Mapping[str, Any], lim
 
 
 STAGE = Stage(
-    name="curriculum", role="planning", phase="design", scope="course", output="curriculum.yaml",
+    name="curriculum", role="planning", phase="design", scope="course",
     answer=Curriculum,
+    offline=_offline.curriculum,
     inputs=(("brief", BriefInput()), ("audience", FileInput("audience.yaml"))),
     references=reference_set("backward-design.md", "cognitive-load.md", "house-style.yaml", "course-state.md",
                              "bloom-verbs.yaml"),

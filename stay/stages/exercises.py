@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from stay.artefacts import Exercises
+from stay.stages import _offline
 from stay.stages._prompt import reference_set
 from stay.stages._stage import FileInput, LessonOutcomesInput, LessonPlanInput, Stage
 
 STAGE = Stage(
-    name="exercises", role="writing", phase="wave", scope="lesson", output="{lesson}.exercises.yaml",
+    name="exercises", role="writing", phase="wave", scope="lesson",
     answer=Exercises,
+    offline=_offline.exercises,
     inputs=(("plan", LessonPlanInput()), ("outcomes", LessonOutcomesInput()),
             ("audience", FileInput("audience.yaml"))),
     references=reference_set("assessment-design.md", "blooms-taxonomy.md", "example-design.md", "course-state.md",

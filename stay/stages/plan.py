@@ -8,6 +8,7 @@ from typing import Any
 
 from stay.artefacts import LessonPlan
 from stay.errors import AnswerError
+from stay.stages import _offline
 from stay.stages._prompt import reference_set
 from stay.stages._stage import EarlierPlansInput, FileInput, ModuleIdInput, Stage
 from stay.stages.answers import ModulePlans
@@ -26,7 +27,8 @@ def _module_plans(answer: ModulePlans, inputs: Mapping[str, Any]) -> list[Lesson
 
 
 STAGE = Stage(
-    name="plan", role="planning", phase="plan", scope="module", output="{lesson}.plan.yaml", answer=ModulePlans,
+    name="plan", role="planning", phase="plan", scope="module", answer=ModulePlans,
+    offline=_offline.plan, makes=LessonPlan,
     inputs=(("audience", FileInput("audience.yaml")), ("curriculum", FileInput("curriculum.yaml")),
             ("outcomes", FileInput("outcomes.yaml")), ("assessment", FileInput("assessment.yaml")),
             ("module", ModuleIdInput()), ("earlier_plans", EarlierPlansInput())),

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from stay.artefacts import Quiz
+from stay.stages import _offline
 from stay.stages._prompt import reference_set
 from stay.stages._stage import FileInput, LessonOutcomesInput, LessonPlanInput, RevisitedPlansInput, Stage
 
 STAGE = Stage(
-    name="quiz", role="writing", phase="wave", scope="lesson", output="{lesson}.quiz.yaml", answer=Quiz,
+    name="quiz", role="writing", phase="wave", scope="lesson", answer=Quiz,
+    offline=_offline.quiz,
     inputs=(("plan", LessonPlanInput()), ("outcomes", LessonOutcomesInput()),
             ("audience", FileInput("audience.yaml")), ("revisited_plans", RevisitedPlansInput())),
     references=reference_set("house-style.yaml", "assessment-design.md", "blooms-taxonomy.md",

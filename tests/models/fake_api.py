@@ -3,7 +3,7 @@ prompt-cache accounting that follows the real API's rules.
 
 ``answer_for`` reads a real request body the way a model would see it (the stage from
 its instructions, the inputs from the YAML blocks of the user message) and answers with
-``stay.models.offline_answer``. ``message`` and ``sse`` build a response body, plain
+``stay.stages.offline_answer``. ``message`` and ``sse`` build a response body, plain
 JSON or a Server-Sent Events stream (``reply`` picks the one the request asked for).
 
 Structured output is enforced as the real API's constrained decoding enforces it: the
@@ -43,15 +43,28 @@ from typing import Any
 
 import httpx2
 
-from stay.models import offline_answer
+from stay.stages import REGISTRY, Prompts, offline_answer
 from tests.remembered_yaml import load_yaml
 from tests.wire_schema import check, fit
 from tools.wire import message, sse, system_of, user_of
 from tools.wire import reply as reply  # the tests import it from here, beside answer_for
 
-STAGE_HEADERS = {"audience": "audience", "curriculum": "curriculum", "outcomes": "outcomes",
-                 "assessment": "assessment", "lesson planning": "plan", "lesson content": "content",
-                 "exercises": "exercises", "quiz": "quiz", "capstone": "capstone"}
+_HEADER = re.compile(r"^# Stage: (.+)$", re.MULTILINE)
+"""The first line of every stage's prompt template, which a model reads as its stage."""
+
+
+def stage_headers(prompts: Prompts | None = None) -> dict[str, str]:
+    """Each stage's header, as its prompt template names it, to the stage's name."""
+    chosen = prompts or Prompts.load()
+    found = {}
+    for stage in REGISTRY:
+        header = _HEADER.search(chosen.template(stage.prompt))
+        assert header is not None, f"prompts/{stage.prompt}.md has no '# Stage:' header"
+        found[header.group(1).strip()] = stage.name
+    return found
+
+
+STAGE_HEADERS = stage_headers()
 _BLOCK = re.compile(r"^## (?P<name>\w+)\n\n(?P<fence>`{3,})(?P<kind>yaml|markdown)\n(?P<body>.*?)(?P=fence)\n",
                     re.DOTALL | re.MULTILINE)
 """An input as a request shows it: YAML data, or (the file as it stands, for a lesson) a
@@ -75,7 +88,7 @@ def is_stage(body: dict[str, Any]) -> bool:
 
 
 def stage_of(body: dict[str, Any]) -> str:
-    header = re.search(r"^# Stage: (.+)$", system_of(body), re.MULTILINE)
+    header = _HEADER.search(system_of(body))
     assert header is not None, "no '# Stage:' header in the system prompt"
     return STAGE_HEADERS[header.group(1).strip()]
 

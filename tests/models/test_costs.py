@@ -10,9 +10,11 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from stay.models import BATCH_DISCOUNT, PRICES, Usage, cost, describe_cost
+from stay.models import BATCH_DISCOUNT, DEFAULT_MODELS, PRICES, Usage, cost, describe_cost
 from stay.pipeline import build_course
+from stay.stages import STAGES
 from tests.conftest import run_stay
+from tests.expected import calls, curriculum_of
 from tests.models.fake_api import FakeMessagesAPI, answer_for, is_stage, message, reply
 from tests.models.helpers import HTTP, backend, quiet
 
@@ -82,10 +84,12 @@ def test_a_build_prices_every_call_stage_and_the_screen(tmp_path: Path) -> None:
                           progress=quiet)
     per_call = {"claude-sonnet-5-5": (1000 * 2 + 500 * 10 + 4000 * 0.2) / 1e6,
                 "claude-opus-5-5": (1000 * 4 + 500 * 20 + 4000 * 0.2) / 1e6}
-    sonnet_calls, opus_calls = 1 + 18 + 1, 1 + 1 + 1 + 2 + 1  # audience, wave, screen; design, plans, capstone
-    assert result.cost == pytest.approx(sonnet_calls * per_call["claude-sonnet-5-5"]
-                                        + opus_calls * per_call["claude-opus-5-5"])
-    assert result.usage_by_stage is not None and result.usage_by_stage["content"].input_tokens == 6000
+    made = calls(curriculum_of(result.course_dir))
+    screen = per_call[DEFAULT_MODELS["analysis"]]  # the input screen is asked of the analysis model
+    assert result.cost == pytest.approx(
+        sum(n * per_call[DEFAULT_MODELS[STAGES[stage].role]] for stage, n in made.items()) + screen)
+    assert result.usage_by_stage is not None
+    assert result.usage_by_stage["content"].input_tokens == usage["input_tokens"] * made["content"]
     assert result.usage_by_stage["moderation"].input_tokens == 1000  # the screen is counted
     assert result.cost_by_stage is not None and result.cost_by_stage["moderation"] == pytest.approx(
         per_call["claude-sonnet-5-5"])

@@ -13,20 +13,15 @@ import anthropic
 import pytest
 
 from stay.artefacts import (
-    Assessment,
-    Audience,
-    Curriculum,
-    Exercises,
     LessonContent,
     LessonPlan,
-    Outcomes,
-    Project,
-    Quiz,
     dump,
 )
 from stay.models import AnthropicBackend
 from stay.pipeline import build_course
+from stay.stages import REGISTRY, STAGES
 from tests.conftest import run_stay
+from tests.expected import curriculum_of, total_calls
 from tests.models.fake_api import CacheAccounting, FakeMessagesAPI, TooManyBreakpoints, inputs_of, stage_of
 from tests.models.helpers import SQL
 
@@ -53,7 +48,7 @@ def test_the_build_completes_over_http(served: Served) -> None:
     assert done.returncode == 0, done.stderr
     assert "backend: anthropic (analysis claude-sonnet-5-5, planning claude-opus-5-5" in done.stderr
     assert "validation: 0 FAIL, 0 WARN" in done.stdout
-    assert len(api.requests) == 45 and len(api.screens) == 1
+    assert len(api.requests) == total_calls(curriculum_of(_course)) and len(api.screens) == 1
 
 
 def test_every_request_streams_with_its_schema_and_at_most_four_breakpoints(served: Served) -> None:
@@ -68,9 +63,7 @@ def test_every_request_streams_with_its_schema_and_at_most_four_breakpoints(serv
 
 def test_the_files_written_are_the_servers_answers(served: Served) -> None:
     api, course, _done = served
-    single = {"audience": ("audience.yaml", Audience), "curriculum": ("curriculum.yaml", Curriculum),
-              "outcomes": ("outcomes.yaml", Outcomes), "assessment": ("assessment.yaml", Assessment),
-              "capstone": ("project.yaml", Project)}
+    single = {stage.name: (stage.output, stage.kind) for stage in REGISTRY if stage.scope == "course"}
     checked = 0
     for body, answer in zip(api.requests, api.answers, strict=True):
         stage = stage_of(body)
@@ -88,13 +81,12 @@ def test_the_files_written_are_the_servers_answers(served: Served) -> None:
             (found,) = course.glob(f"modules/*/{plan['lesson']}.md")
             assert found.read_text() == dump(LessonContent(lesson=plan["lesson"], title=plan["title"],
                                                            body=answer["body"]))
-        else:
-            model = Exercises if stage == "exercises" else Quiz
-            suffix = ".exercises.yaml" if stage == "exercises" else ".quiz.yaml"
-            (found,) = course.glob(f"modules/*/{answer['lesson']}{suffix}")
-            assert found.read_text() == dump(model.model_validate(answer))
+        else:  # a lesson's file whose answer is the artefact (exercises, quiz)
+            declared = STAGES[stage]
+            (found,) = course.glob(f"modules/*/{declared.output.format(lesson=answer['lesson'])}")
+            assert found.read_text() == dump(declared.kind.model_validate(answer))
         checked += 1
-    assert checked == 45
+    assert checked == total_calls(curriculum_of(course))
 
 
 def test_at_least_70_percent_of_generation_input_is_read_from_the_cache(served: Served) -> None:

@@ -1,4 +1,4 @@
-"""``stay.models.offline_answer``: the offline backend's answer for one stage, public, so
+"""``stay.stages.offline_answer``: the offline backend's answer for one stage, public, so
 fakes outside stay can answer as it does."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from stay.errors import UsageError
-from stay.models import ModelAnswer, ModelRequest, OfflineBackend, offline_answer
+from stay.models import ModelAnswer, ModelRequest, OfflineBackend
 from stay.pipeline import build_course
+from stay.stages import REGISTRY, offline_answer
 from tests.conftest import ROOT
 
 BRIEFS = sorted((ROOT / "examples" / "briefs").glob("*.yaml"))
@@ -39,8 +40,7 @@ def test_it_answers_every_stage_as_the_offline_backend_does(brief: Path, tmp_pat
         assert offline_answer(request.stage, inputs) == answer.data
         assert inputs == request.inputs  # the caller's inputs are not modified
         stages.add(request.stage)
-    assert stages == {"audience", "curriculum", "outcomes", "assessment", "plan", "content", "exercises",
-                      "quiz", "capstone"}
+    assert stages == {stage.name for stage in REGISTRY}
 
 
 def test_it_is_plain_json_and_deterministic() -> None:
@@ -51,7 +51,23 @@ def test_it_is_plain_json_and_deterministic() -> None:
 
 
 def test_a_wrong_stage_or_a_missing_input_is_a_clear_error() -> None:
-    with pytest.raises(UsageError, match=r"unknown stage 'lesson'; the stages are audience, .*, moderation"):
+    with pytest.raises(UsageError, match=r"unknown stage 'lesson'; the stages are audience, .*, capstone$"):
         offline_answer("lesson", {})
     with pytest.raises(UsageError, match=r"stage 'audience' needs the input 'brief'"):
         offline_answer("audience", {})
+
+
+def test_a_request_carries_its_stages_offline_answer_outside_its_data() -> None:
+    """The offline backend answers from the request (the model layer cannot import the
+    stages), and the answer it carries is no part of what is cached, keyed or sent."""
+    from stay.models import request_key, request_params
+    from tests.models.helpers import audience_request
+
+    request = audience_request()
+    bare = request.model_copy(update={"offline": None})
+    assert request.offline is not None and "offline" not in request.model_dump(mode="json")
+    assert request_key(request, "m") == request_key(bare, "m")
+    assert request_params(request, "claude-opus-5-5") == request_params(bare, "claude-opus-5-5")
+    assert OfflineBackend().complete(request, "offline").data == offline_answer("audience", request.inputs)
+    with pytest.raises(UsageError, match=r"the request for stage 'audience' carries no offline answer"):
+        OfflineBackend().complete(bare, "offline")

@@ -10,7 +10,7 @@ import httpx2
 import pytest
 
 from stay.errors import AnswerError, BriefRejected, TruncationError
-from stay.models import SCREENING, OfflineBackend, offline_answer, screen_request, screening_of
+from stay.models import SCREENING, OfflineBackend, screen_request, screening_of
 from stay.pipeline import build_course
 from stay.testing import RiggedBackend
 from tests.models.fake_api import answer_for, is_stage, message, reply
@@ -89,4 +89,4 @@ def test_the_offline_screen_is_deterministic_and_free() -> None:
     assert screening_of(flagged, "a brief").reason == "no" and screening_of(flagged, "a brief").answer is None
     assert screening_of(OfflineBackend(), "a brief").reason is None
     assert flagged.complete(screen_request("x"), "offline").data == {"flagged": True, "reason": "no"}
-    assert offline_answer("moderation", {"brief_text": "x"})["flagged"] is False
+    assert OfflineBackend().complete(screen_request("x"), "offline").data["flagged"] is False

@@ -14,10 +14,10 @@ import yaml
 from pydantic import BaseModel
 
 from stay.errors import UsageError
-from stay.models import offline_answer, request_params
+from stay.models import request_params
 from stay.pipeline import build_course
 from stay.settings import Settings
-from stay.stages import REGISTRY, STAGES, answer_schema
+from stay.stages import REGISTRY, STAGES, answer_schema, offline_answer
 from stay.testing import RiggedBackend
 from tests.conftest import ROOT
 from tests.models.fake_api import VIOLATIONS, FakeMessagesAPI, answer_for, inputs_of, stage_of

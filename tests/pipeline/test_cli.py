@@ -79,12 +79,14 @@ def test_adopt_and_status_report_every_artefact(tmp_path: Path) -> None:
     import shutil
 
     from tests.conftest import SAMPLE
+    from tests.expected import artefacts_of
 
     shutil.copytree(SAMPLE, tmp_path / SAMPLE.name)
     adopted = stay("adopt", SAMPLE.name, "--courses-dir", str(tmp_path))
     assert adopted.returncode == 0
     lines = [line for line in adopted.stdout.splitlines() if not line.startswith("gate")]
-    assert len(lines) == 30 and all(line.startswith("current ") for line in lines)
+    assert sorted(line.split()[1] for line in lines) == artefacts_of(SAMPLE)
+    assert all(line.startswith("current ") for line in lines)
 
 
 @pytest.mark.parametrize("args, code, fragment", [

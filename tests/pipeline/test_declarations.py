@@ -3,22 +3,23 @@ with (its prompts, references, schema and model) is an input like its files."""
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
+from syrupy.assertion import SnapshotAssertion
 
-from stay.artefacts import Artefact
-from stay.models import ModelAnswer
+from stay.artefacts import Artefact, RubricCriterion
 from stay.pipeline import build_course, course_graph, status
 from stay.pipeline._graph import assemble, build, command_walk, declare, problems
 from stay.pipeline._nodes import handlers
-from stay.requests import ModelRequest
 from stay.settings import DEFAULT_MODELS, Settings
-from stay.stages import REGISTRY, LessonPlanInput, Prompts, Stage, reference_set
+from stay.stages import REGISTRY, AllPlansInput, LessonPlanInput, Prompts, Stage, reference_set
 from stay.testing import RiggedBackend
 from tests.conftest import ROOT, run_stay
+from tests.expected import calls, curriculum_of
+from tests.parity.harness import reference_report
 from tests.pipeline.test_build import quiet, tree
 
 HTTP = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
@@ -40,64 +41,97 @@ def prompts_copy(tmp_path: Path, **changes: str) -> Path:
     return target
 
 
-# -- a toy stage: one module, one registry line, one prompt file --------------------------
+# -- a toy stage, added as docs/pipeline.md says: its module (kind, answer, offline answer),
+# -- its registry line, and its prompt file -------------------------------------------------
 
 
 class Summary(Artefact):
-    """The toy stage's answer: a lesson's key points."""
+    """The toy stage's artefact and answer: a lesson's key points, in a file of its own."""
+
+    FILE = "{lesson}.summary.yaml"
 
     lesson: str
     points: list[str]
 
 
-TOY = Stage(name="summary", role="writing", phase="wave", scope="lesson", output="{lesson}.summary.yaml",
-            answer=Summary, inputs=(("plan", LessonPlanInput()),), references=reference_set("course-state.md"))
+def summarise(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The toy stage's offline answer: its plan's section headings."""
+    plan = inputs["plan"]
+    return {"lesson": plan["lesson"], "points": [section["heading"] for section in plan["sections"]]}
+
+
+TOY = Stage(name="summary", role="writing", phase="wave", scope="lesson", answer=Summary, offline=summarise,
+            inputs=(("plan", LessonPlanInput()),), references=reference_set("course-state.md"))
 WITH_TOY = (*REGISTRY, TOY)
 
 
-class ToyBackend(RiggedBackend):
-    """The offline backend, answering the toy stage too."""
-
-    def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
-        if request.stage != "summary":
-            return super().complete(request, model)
-        with self._lock:
-            self.calls["summary"] = self.calls.get("summary", 0) + 1
-        plan = request.inputs["plan"]
-        return ModelAnswer(data={"lesson": plan["lesson"], "points": [s["heading"] for s in plan["sections"]]},
-                           model="offline")
-
-
-def test_a_toy_stage_gets_its_node_its_edges_its_status_and_its_dispatch_from_its_declaration(
+def test_a_toy_stage_gets_its_node_its_edges_its_status_its_dispatch_and_its_answer_from_its_declaration(
         tmp_path: Path) -> None:
     graph = build(declare(WITH_TOY))
     assert problems(graph) == []
-    assert graph.nodes["write_lesson"]["stages"] == ("content", "exercises", "quiz", "summary")
+    wave = [stage.name for stage in WITH_TOY if stage.node_name == "write_lesson"]
+    assert graph.nodes["write_lesson"]["stages"] == tuple(wave) and wave[-1] == "summary"
     assert set(handlers(assemble(declare(WITH_TOY)))) == set(graph)
     prompts = prompts_copy(tmp_path, **{})
     (prompts / "summary.md").write_text("# Stage: summary\n\nList the lesson's key points.\n")
 
-    backend = ToyBackend()
+    backend = RiggedBackend()  # the offline backend, counting its calls: the toy's requests carry its answer
     result = build_course(HTTP, courses_dir=tmp_path / "c", yes=True, backend=backend, prompts_dir=prompts,
                           stages=WITH_TOY, progress=quiet)
-    assert result.complete and backend.calls["summary"] == 6
     root = result.course_dir
-    written = sorted(p.relative_to(root).as_posix() for p in root.glob("modules/*/*.summary.yaml"))
-    assert len(written) == 6
-    from stay.artefacts import Curriculum, load
+    from stay.artefacts import Curriculum, artefact_type, load
 
-    edges = course_graph(load(root / "curriculum.yaml", Curriculum), stages=WITH_TOY)
+    curriculum = load(root / "curriculum.yaml", Curriculum)
+    lessons = [lesson.id for module in curriculum.modules for lesson in module.lessons]
+    assert result.complete and backend.calls["summary"] == len(lessons)
+    written = sorted(p.relative_to(root).as_posix() for p in root.glob("modules/*/*.summary.yaml"))
+    assert [path.rsplit("/", 1)[1].split(".")[0] for path in written] == lessons
+    assert artefact_type(written[0]) is Summary and load(root / written[0]).points  # type: ignore[attr-defined]
+    # the contract knows no such lesson file: its layout rule (a WARN) names each, and nothing else fires
+    assert result.validation is not None
+    assert {(d.code, d.path) for d in result.validation.defects} == {("lay001", path) for path in written}
+
+    edges = course_graph(curriculum, stages=WITH_TOY)
     first = written[0]
     assert list(edges.predecessors(first)) == [first.replace(".summary.yaml", ".plan.yaml")]
 
     settings = Settings.from_env(prompts_dir=prompts)
     statuses = status(SLUG, courses_dir=tmp_path / "c", settings=settings, stages=WITH_TOY)
     assert all(statuses[path].state == "current" for path in written)
-    again = ToyBackend()
+    again = RiggedBackend()
     (root / first).unlink()
     rebuilt = build_course(HTTP, courses_dir=tmp_path / "c", yes=True, backend=again, prompts_dir=prompts,
                            stages=WITH_TOY, progress=quiet)
     assert again.calls == {"summary": 1} and rebuilt.written[0] == first
+
+
+class Digest(Artefact):
+    """A second toy's artefact: one file at the course's top, which the format allows."""
+
+    FILE = "digest.yaml"
+
+    lessons: list[str]
+
+
+DIGEST = Stage(name="digest", role="planning", phase="wave", scope="course", answer=Digest,
+               offline=lambda inputs: {"lessons": [plan["title"] for plan in inputs["plans"]]},
+               inputs=(("plans", AllPlansInput()),), references=reference_set("course-state.md"))
+
+
+def test_a_stage_added_as_the_docs_say_builds_a_course_both_validators_pass_strictly(tmp_path: Path) -> None:
+    prompts = prompts_copy(tmp_path)
+    (prompts / "digest.md").write_text("# Stage: digest\n\nList the lessons' titles.\n")
+    result = build_course(HTTP, courses_dir=tmp_path / "c", yes=True, prompts_dir=prompts,
+                          stages=(*REGISTRY, DIGEST), progress=quiet)
+    assert result.complete and result.validation is not None and result.validation.defects == ()
+    report = reference_report(result.course_dir, strict=True)
+    assert report["courses"][0]["defects"] == [] and report["summary"]["fail"] == 0
+    from stay.artefacts import Curriculum, load
+
+    curriculum = load(result.course_dir / "curriculum.yaml", Curriculum)
+    titles = [lesson.title for module in curriculum.modules for lesson in module.lessons]
+    assert load(result.course_dir / "digest.yaml").lessons == titles  # type: ignore[attr-defined]
+    assert "digest.yaml" in load(result.course_dir / "course.yaml").artefacts  # type: ignore[attr-defined]
 
 
 # -- prompts, references, schema and model are inputs ------------------------------------
@@ -114,7 +148,8 @@ def test_changing_one_prompt_makes_exactly_its_stages_artefacts_stale_and_names_
     found = status(SLUG, courses_dir=built, settings=Settings.from_env(prompts_dir=prompts))
     stale = {path: why for path, (state, why) in found.items() if state != "current"}
     lessons = sorted(p for p in found if p.endswith(".md"))
-    assert len(lessons) == 6 and stale == {path: ["prompts/content.md"] for path in lessons}
+    assert len(lessons) == calls(curriculum_of(built / SLUG))["content"]
+    assert stale == {path: ["prompts/content.md"] for path in lessons}
 
 
 def test_a_rebuild_after_a_prompt_change_makes_one_call_per_lesson_content_nothing_else(
@@ -124,7 +159,7 @@ def test_a_rebuild_after_a_prompt_change_makes_one_call_per_lesson_content_nothi
     prompts = prompts_copy(tmp_path, **{"content.md": "\nWrite shorter sentences.\n"})
     backend = RiggedBackend()
     build_course(SLUG, courses_dir=built, yes=True, backend=backend, prompts_dir=prompts, progress=quiet)
-    assert backend.calls == {"content": 6}
+    assert backend.calls == {"content": calls(curriculum_of(course))["content"]}
     after = tree(course)
     changed = {p for p in after if after[p] != before.get(p)}
     assert changed <= {*(p for p in after if p.endswith(".md") and p.startswith("modules/")),
@@ -212,14 +247,28 @@ def test_a_stage_declaration_that_contradicts_itself_is_refused_naming_every_pro
     from stay.errors import GraphError
     from stay.stages import ModuleIdInput
 
+    class Bad(Artefact):
+        FILE = "bad.yaml"
+
     with pytest.raises(GraphError) as caught:
-        Stage(name="bad", role="writing", phase="plan", scope="lesson", output="bad.yaml", answer=Summary,
+        Stage(name="bad", role="writing", phase="plan", scope="lesson", answer=Bad, offline=summarise,
               inputs=(("module", ModuleIdInput()), ("module", ModuleIdInput())), references=(),
               shared=("nothing",))
     message = str(caught.value)
     for fragment in ("used twice", "shared input 'nothing'", "needs scope module", "must contain {lesson}",
                      "planning runs per module"):
         assert fragment in message
+    with pytest.raises(GraphError, match=r"RubricCriterion is no course file .*; name the kind it makes"):
+        Stage(name="bad", role="writing", phase="wave", scope="course", answer=RubricCriterion,
+              offline=summarise, inputs=(), references=())
+
+
+def test_a_course_file_is_declared_by_one_kind_only() -> None:
+    from stay.errors import ArtefactError
+
+    with pytest.raises(ArtefactError, match=r"Other and Audience both declare the course file audience\.yaml"):
+        class Other(Artefact):
+            FILE = "audience.yaml"
 
 
 def test_settings_are_read_once_and_refuse_a_bad_value_in_one_line() -> None:
@@ -238,17 +287,17 @@ def test_settings_are_read_once_and_refuse_a_bad_value_in_one_line() -> None:
             Settings.from_env({name: value})
 
 
-def test_the_same_brief_builds_the_same_course_files_through_the_declared_stages(tmp_path: Path) -> None:
-    """The redesign changed no course byte: the sample brief's files hash as they did."""
+def test_the_sample_brief_builds_the_committed_offline_course_byte_for_byte(
+        tmp_path: Path, snapshot: SnapshotAssertion) -> None:
+    """The offline course of the sample brief, every file but .state/ and .runs/, against
+    the one committed in __snapshots__/test_declarations.ambr: a change to what the
+    offline backend writes is a diff of the files it changed, and is committed as one
+    (``pytest --snapshot-update``). Each file is read as UTF-8, so bytes that are not
+    would fail here rather than be compared loosely."""
     result = build_course(HTTP, courses_dir=tmp_path, yes=True, progress=quiet)
-    files = {p: h for p, h in tree(result.course_dir).items() if not p.startswith(".state/")}
-    digest = hashlib.sha256("".join(f"{p}:{h}\n" for p, h in sorted(files.items())).encode()).hexdigest()
-    assert digest == EXPECTED_COURSE_DIGEST
-
-
-EXPECTED_COURSE_DIGEST = "35934f73ad668b94c9f5e154005c84e4361f84386a152267e15e5481117c3db1"
-"""The sample brief built offline (every file but .state/ and .runs/): at 5830015, before the
-redesign, and since issue 19 item 6 with each module's running example in its plans and lessons."""
+    root = result.course_dir
+    paths = sorted(p for p in tree(root) if not p.startswith(".state/"))
+    assert {path: (root / path).read_bytes().decode("utf-8") for path in paths} == snapshot
 
 
 def test_a_guard_enforces_the_gates_its_node_declares(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

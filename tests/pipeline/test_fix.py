@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from stay.artefacts import LessonContent, load
-from stay.models import ModelAnswer, ModelRequest, offline_answer, request_params
+from stay.models import ModelAnswer, ModelRequest, request_params
 from stay.pipeline import build_course, revise
 from stay.pipeline._fix import CURRENT, DEFECTS, Change, fenced
-from stay.stages import REGENERATE, Prompts
+from stay.stages import REGENERATE, Prompts, offline_answer
 from stay.testing import RiggedBackend
 from stay.validate import validate_course
 from tests.conftest import ROOT
@@ -115,7 +115,7 @@ def test_the_offline_repair_keeps_the_file_it_is_shown_not_a_fresh_one() -> None
 
 
 def test_the_offline_repair_of_yaml_replaces_only_the_items_the_defects_name() -> None:
-    from stay.models._offline_repair import keep_file
+    from stay.stages._offline_repair import keep_file
 
     fresh = {"outcomes": [{"id": "o1", "verb": "explain"}, {"id": "o2", "verb": "list"}]}
     stood = {"outcomes": [{"id": "o1", "verb": "understand"}, {"id": "o2", "verb": "name"}]}

@@ -17,12 +17,25 @@ from stay import NotebookProgress, ProgressUpdate, build_course
 from stay.models import OfflineBackend
 from stay.pipeline import _progress
 from stay.requests import ModelAnswer, ModelRequest
+from stay.stages import REGISTRY
 from tests.conftest import ROOT, run_stay
+from tests.expected import curriculum_of, files_written, total_calls
 
 FIRST_AID = ROOT / "examples" / "briefs" / "first-aid-at-work.yaml"  # 13 lessons, one module of 1 lesson
 COUNTED = re.compile(r"^  \[ ?(\d+)/(\d+)\] ([\w-]+): .+  \((\d+\.\d s|\d+ min \d\d s), \$(\d+\.\d{4})\)$")
 WRONG_PLURAL = re.compile(r"(?<![\d.])1 (lesson|call|model call|file|task|check|module|defect|round)s\b")
-ORDER = [f"m0{m}-l0{n}" for m in range(1, 5) for n in range(1, 4)] + ["m05-l01", "capstone"]
+
+
+def _order(course: Path) -> list[str]:
+    """The wave's tasks in curriculum order: each lesson, then each course-scope wave stage."""
+    curriculum = curriculum_of(course)
+    return [*(lesson.id for module in curriculum.modules for lesson in module.lessons),
+            *(stage.name for stage in REGISTRY if stage.phase == "wave" and stage.scope == "course")]
+
+
+def _stop_line(course: Path) -> str:
+    curriculum = curriculum_of(course)
+    return f"{total_calls(curriculum)} model calls, {files_written(curriculum)} files written in "
 
 
 @dataclass
@@ -48,13 +61,14 @@ def test_the_terminal_counts_lessons_in_curriculum_order_with_time_and_cost(
     result = build_course(FIRST_AID, courses_dir=tmp_path, yes=True, backend=PricedAndUneven())
     lines = capsys.readouterr().err.splitlines()
     counted = _counted(lines)
-    assert [m[3] for m in counted] == ORDER  # whichever thread finished first
-    assert [int(m[1]) for m in counted] == list(range(1, 15))
-    assert {int(m[2]) for m in counted} == {14}
+    order = _order(result.course_dir)
+    assert [m[3] for m in counted] == order  # whichever thread finished first
+    assert [int(m[1]) for m in counted] == list(range(1, len(order) + 1))
+    assert {int(m[2]) for m in counted} == {len(order)}
     costs = [float(m[5]) for m in counted]
     # running, never above the total (both as shown: to four places, so compare them rounded alike)
     assert costs == sorted(costs) and 0 < costs[-1] <= float(f"{result.cost or 0:.4f}")
-    assert lines[-1].startswith("49 model calls, 62 files written in ") and lines[-1].endswith(
+    assert lines[-1].startswith(_stop_line(result.course_dir)) and lines[-1].endswith(
         f"; cost ${result.cost:.4f}")
 
 
@@ -82,8 +96,8 @@ def test_a_stop_is_said_once(tmp_path: Path) -> None:
 
 def test_a_plain_callable_gets_the_terminal_lines(tmp_path: Path) -> None:
     lines: list[str] = []
-    build_course(FIRST_AID, courses_dir=tmp_path, yes=True, backend="offline", progress=lines.append)
-    assert [m[3] for m in _counted(lines)] == ORDER
+    result = build_course(FIRST_AID, courses_dir=tmp_path, yes=True, backend="offline", progress=lines.append)
+    assert [m[3] for m in _counted(lines)] == _order(result.course_dir)
 
 
 def test_a_notebook_draws_a_bar_with_elapsed_time_and_running_cost(tmp_path: Path) -> None:
@@ -93,11 +107,12 @@ def test_a_notebook_draws_a_bar_with_elapsed_time_and_running_cost(tmp_path: Pat
     assert drawn[0].startswith('<div class="stay-progress"><progress></progress>')  # indeterminate at first
     values = [tuple(map(int, m.groups())) for m in
               (re.search(r'<progress value="(\d+)" max="(\d+)">', html) for html in drawn) if m]
-    assert values[0] == (1, 14) and values[-1] == (14, 14)
+    tasks = len(_order(result.course_dir))
+    assert values[0] == (1, tasks) and values[-1] == (tasks, tasks)
     assert [done for done, _ in values] == sorted(done for done, _ in values)
-    assert re.search(r"14/14 tasks · \d+\.\d s · \$\d+\.\d{4}", drawn[-1])
+    assert re.search(rf"{tasks}/{tasks} tasks · \d+\.\d s · \$\d+\.\d{{4}}", drawn[-1])
     assert f"${result.cost:.4f}" in drawn[-1]
-    assert "49 model calls, 62 files written in" in drawn[-1]  # the latest lines, under the bar
+    assert _stop_line(result.course_dir) in drawn[-1]  # the latest lines, under the bar
     assert drawn[-1].count("\n") < 4  # only the latest few lines are kept
     assert bar.counted is not None and bar.counted.text == "capstone: project.yaml"
 

@@ -35,32 +35,12 @@ from stay.stages import (
     ModuleIdInput,
     Prompts,
     RevisitedPlansInput,
+    Stage,
 )
 from stay.stages._prompt import COMMON_REFERENCES
 from tests.conftest import ROOT, SAMPLE
 
-PINNED = {
-    "audience": ("backward-design.md", "course-state.md", "house-style.yaml", "bloom-verbs.yaml"),
-    "curriculum": ("backward-design.md", "cognitive-load.md", "house-style.yaml", "course-state.md",
-                   "bloom-verbs.yaml"),
-    "outcomes": ("blooms-taxonomy.md", "bloom-verbs.yaml", "course-state.md", "house-style.yaml"),
-    "assessment": ("assessment-design.md", "blooms-taxonomy.md", "course-state.md", "house-style.yaml",
-                   "bloom-verbs.yaml"),
-    "plan": ("cognitive-load.md", "retrieval-and-spacing.md", "example-design.md", "house-style.yaml",
-             "course-state.md", "bloom-verbs.yaml"),
-    "content": ("house-style.yaml", "example-design.md", "cognitive-load.md", "course-state.md", "bloom-verbs.yaml"),
-    "exercises": ("assessment-design.md", "blooms-taxonomy.md", "example-design.md", "course-state.md",
-                  "house-style.yaml", "bloom-verbs.yaml"),
-    "quiz": ("house-style.yaml", "assessment-design.md", "blooms-taxonomy.md", "retrieval-and-spacing.md",
-             "bloom-verbs.yaml", "course-state.md"),
-    "capstone": ("capstone-design.md", "assessment-design.md", "house-style.yaml", "course-state.md",
-                 "bloom-verbs.yaml"),
-}
 PROMPTS = Prompts.load()
-
-
-def test_reference_sets_are_pinned() -> None:
-    assert {name: module.references for name, module in STAGES.items()} == PINNED
 
 
 def test_every_stage_holds_the_common_references_so_every_call_shares_one_prefix() -> None:
@@ -73,7 +53,8 @@ def test_every_stage_holds_the_common_references_so_every_call_shares_one_prefix
 
 
 def test_every_reference_document_is_used_by_some_stage() -> None:
-    assert {name for refs in PINNED.values() for name in refs} == set(REFERENCE_NAMES)
+    """Each stage's own set is pinned by its request's snapshot (``references``)."""
+    assert {name for stage in STAGES.values() for name in stage.references} == set(REFERENCE_NAMES)
 
 
 @pytest.mark.parametrize("name", ["bloom-verbs.yaml", "house-style.yaml"])
@@ -117,25 +98,55 @@ INPUTS = _sample_inputs()
 
 def _typed_inputs(inputs: dict[str, Any] = INPUTS) -> dict[str, dict[str, Any]]:
     """Every stage's named inputs for the sample brief, as the runner would resolve them:
-    each stage's declared inputs, found by their kind (no stage's inputs written out here)."""
-    files = {"audience.yaml": inputs["audience"], "curriculum.yaml": inputs["curriculum"],
-             "outcomes.yaml": inputs["outcomes"], "assessment.yaml": inputs["assessment"]}
+    each stage's declared inputs, found by their kind (no stage's inputs written out here).
+    Files are read once, into ``inputs["files"]`` (the first call is at import)."""
+    files = inputs.setdefault("files", {"audience.yaml": inputs["audience"], "curriculum.yaml": inputs["curriculum"],
+                                        "outcomes.yaml": inputs["outcomes"], "assessment.yaml": inputs["assessment"]})
+    return {stage.name: _resolve(stage, inputs, files) for stage in STAGES.values()}
+
+
+def _resolve(stage: Stage, inputs: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
     first = inputs["first"]
     by_kind: dict[type, Any] = {
         BriefInput: inputs["brief"], ModuleIdInput: inputs["module"].id, EarlierPlansInput: first,
         AllPlansInput: first, LessonPlanInput: inputs["plan"], LessonOutcomesInput: inputs["own"],
         RevisitedPlansInput: first[:1],
     }
-    return {stage.name: {name: files[source.path] if isinstance(source, FileInput) else by_kind[type(source)]
-                         for name, source in stage.inputs} for stage in STAGES.values()}
+    return {name: _sample_file(source.path, inputs, files) if isinstance(source, FileInput)
+            else by_kind[type(source)] for name, source in stage.inputs}
+
+
+def _sample_file(path: str, inputs: dict[str, Any], files: dict[str, Any]) -> Any:
+    """A course file a stage reads: the sample course's, or, for a kind the sample has none
+    of (a stage added since it was written), what its stage makes offline from its own
+    sample inputs; so a new stage's sample inputs are derived, never written out here."""
+    if path not in files:
+        if (SAMPLE / path).is_file():
+            files[path] = artefacts.load(SAMPLE / path)
+        else:
+            (maker,) = [stage for stage in STAGES.values() if stage.output == path]
+            typed = _resolve(maker, inputs, files)
+            answer = ModelAnswer(data=maker.answer_offline(maker.request(typed, PROMPTS, path).inputs),
+                                 model="offline")
+            (files[path],) = maker.artefacts(answer, typed, path)
+    return files[path]
+
+
+def _artefact(stage: Stage, inputs: dict[str, Any] = INPUTS) -> str:
+    """The file a sample call of ``stage`` is for: a lesson's (a module's, for module scope)
+    in the sample's second module, or the course file."""
+    if stage.scope == "course":
+        return stage.output
+    lesson = inputs["plan"].lesson if stage.scope == "lesson" else "*"
+    return f"{inputs['prefix']}/{stage.output.format(lesson=lesson)}"
+
+
+_typed_inputs()  # every file the stages read, read now: the test of purity forbids reading later
 
 
 def _sample_requests(inputs: dict[str, Any] = INPUTS) -> dict[str, ModelRequest]:
     """Every stage's request for the sample brief: no file is read here."""
-    prefix, plan = inputs["prefix"], inputs["plan"]
-    files = {"plan": f"{prefix}/*.plan.yaml", "content": f"{prefix}/{plan.lesson}.md",
-             "exercises": f"{prefix}/x.exercises.yaml", "quiz": f"{prefix}/x.quiz.yaml"}
-    return {name: STAGES[name].request(typed, PROMPTS, files.get(name, STAGES[name].output))
+    return {name: STAGES[name].request(typed, PROMPTS, _artefact(STAGES[name], inputs))
             for name, typed in _typed_inputs(inputs).items()}
 
 

@@ -11,6 +11,7 @@ from dataclasses import replace
 import networkx as nx
 import pytest
 
+from stay.artefacts import Assessment
 from stay.pipeline import DECLARATION, graph, problems
 from stay.pipeline._gate_decl import GATES, GateDecl
 from stay.pipeline._graph import PipelineDecl, assemble, build, command_walk, declare
@@ -236,10 +237,16 @@ def test_every_problem_is_reported_at_once() -> None:
 # -- a gate is a declaration; a router's answer is the edge taken; revise walks its own nodes --
 
 
+class ReviewNotes(Assessment):
+    """The toy review stage's kind of file (a kind declares where it goes)."""
+
+    FILE = "review.yaml"
+
+
 def _third_gate() -> PipelineDecl:
     """The registry plus a toy `review` phase (one stage, after the planning stages) closed
     by a toy third gate: one GateDecl, one stage declaration, nothing else."""
-    review = replace(STAGES["assessment"], name="review", phase="review", output="review.yaml")  # type: ignore[arg-type]
+    review = replace(STAGES["assessment"], name="review", phase="review", makes=ReviewNotes)  # type: ignore[arg-type]
     return declare((*REGISTRY, review), (*GATES, GateDecl("review", "review", lambda _view: [])))
 
 

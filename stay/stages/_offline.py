@@ -1,5 +1,5 @@
-"""What the offline backend answers: a complete course, from any reasonable brief, in
-honest template prose.
+"""The stages' offline answers (each stage declares its own, ``Stage.offline``): a
+complete course, from any reasonable brief, in honest template prose.
 
 Every answer is a pure function of the request's inputs. The prose says plainly that it
 is template text standing in for a model's; what matters is that the structure is
@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any
 
-from stay.briefs import parse_duration
+from stay.artefacts import parse_duration
 
 # Words house style bans from prose (prose.banned_phrases) or rubric criteria
 # (rubric.vague_words); brief text is scrubbed of them before it is reused anywhere.
@@ -61,7 +61,7 @@ def _slug(text: str, fallback: str) -> str:
     return "-".join(words) or fallback
 
 
-# -- stage answers --------------------------------------------------------------------
+# -- stage answers: each stage module names its own ---------------------------------------
 
 
 def audience(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -366,35 +366,3 @@ def capstone(inputs: dict[str, Any]) -> dict[str, Any]:
                        for index, module in enumerate(modules, 1)],
         "rubric": rubric,
     }
-
-
-ANSWERS = {
-    "audience": audience, "curriculum": curriculum, "outcomes": outcomes, "assessment": assessment,
-    "plan": plan, "content": content, "exercises": exercises, "quiz": quiz, "capstone": capstone,
-}
-
-
-def honour_note(stage: str, data: dict[str, Any], note: str) -> dict[str, Any]:
-    """A revision's answer: the same artefact, with the reviewer's note recorded where the
-    artefact has free text (scrubbed of banned words, at most 25 words, so the file still
-    passes the validator). Where it has none (outcomes, plans) the answer is unchanged:
-    the offline backend cannot rewrite to a note, only show it was read."""
-    said = " ".join(scrub(note).split()[:25]).rstrip(".")
-    if not said:
-        return data
-    line = f"Revised on review: {said}."
-    if stage == "audience":
-        data["learners"] = f"{data['learners']} {line}"
-    elif stage == "curriculum" and data.get("modules"):
-        data["modules"][0]["summary"] = f"{data['modules'][0]['summary']} {line}"
-    elif stage == "assessment":
-        data["strategy"] = f"{data['strategy']} {line}"
-    elif stage == "content":
-        data["body"] = data["body"].rstrip("\n") + f"\n\n{line}\n"
-    elif stage == "exercises" and data.get("exercises"):
-        data["exercises"][0]["hints"] = [*data["exercises"][0]["hints"], line]
-    elif stage == "quiz" and data.get("items"):
-        data["items"][0]["explanation"] = f"{data['items'][0]['explanation']} {line}"
-    elif stage == "capstone":
-        data["brief"] = f"{data['brief']} {line}"
-    return data

@@ -1,5 +1,7 @@
-"""How the offline backend answers a repair: it keeps the file it is shown and changes
-only what the defects name, as ``prompts/regenerate.md`` asks a model to.
+"""A stage's offline answer to any of its requests (``answer_offline``), and how it
+regenerates a file: a repair keeps the file it is shown and changes only what the
+defects name, as ``prompts/regenerate.md`` asks a model to; a revision shows the
+reviewer's note.
 
 A repair request carries ``current_version`` (the file as it stands: a lesson's body, or
 any other file's data) and ``defects_to_fix`` (each defect's fields). The offline
@@ -16,12 +18,34 @@ tell what to keep, and answers the fresh file, as a regeneration would.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+from stay.errors import UsageError
+from stay.requests import OfflineAnswer
+from stay.stages._offline import scrub
+
 _QUOTED = re.compile(r"'([^']+)'")
+
+
+def answer_offline(stage: str, offline: OfflineAnswer, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """``stage``'s answer to a request carrying ``inputs`` (``ModelRequest.inputs``), from
+    its declared ``offline`` answer, as plain JSON data; ``inputs`` is not modified. A
+    repair (inputs ``current_version`` and ``defects_to_fix``) keeps the current file and
+    changes only what the defects name; a ``reviewer_note`` is shown (``honour_note``)."""
+    try:
+        data = offline(copy.deepcopy(dict(inputs)))
+        current, defects = inputs.get("current_version"), inputs.get("defects_to_fix")
+        if current is not None and isinstance(defects, list):  # a repair: keep the file, fix what is named
+            data = keep_file(stage, data, current, defects)
+        note = inputs.get("reviewer_note")
+        return honour_note(stage, data, note) if isinstance(note, str) else data
+    except KeyError as exc:
+        raise UsageError(f"offline_answer: stage {stage!r} needs the input {exc.args[0]!r}; give it the "
+                         "inputs its request carries (ModelRequest.inputs)") from None
 
 
 def keep_file(stage: str, fresh: dict[str, Any], current: object, defects: list[Any]) -> dict[str, Any]:
@@ -79,4 +103,30 @@ def _patched(data: object, fixed: dict[str, dict[str, Any]]) -> object:
         return {key: _patched(value, fixed) for key, value in data.items()}
     if isinstance(data, list):
         return [_patched(value, fixed) for value in data]
+    return data
+
+
+def honour_note(stage: str, data: dict[str, Any], note: str) -> dict[str, Any]:
+    """A revision's answer: the same artefact, with the reviewer's note recorded where the
+    artefact has free text (scrubbed of banned words, at most 25 words, so the file still
+    passes the validator). Where it has none (outcomes, plans) the answer is unchanged:
+    the offline backend cannot rewrite to a note, only show it was read."""
+    said = " ".join(scrub(note).split()[:25]).rstrip(".")
+    if not said:
+        return data
+    line = f"Revised on review: {said}."
+    if stage == "audience":
+        data["learners"] = f"{data['learners']} {line}"
+    elif stage == "curriculum" and data.get("modules"):
+        data["modules"][0]["summary"] = f"{data['modules'][0]['summary']} {line}"
+    elif stage == "assessment":
+        data["strategy"] = f"{data['strategy']} {line}"
+    elif stage == "content":
+        data["body"] = data["body"].rstrip("\n") + f"\n\n{line}\n"
+    elif stage == "exercises" and data.get("exercises"):
+        data["exercises"][0]["hints"] = [*data["exercises"][0]["hints"], line]
+    elif stage == "quiz" and data.get("items"):
+        data["items"][0]["explanation"] = f"{data['items'][0]['explanation']} {line}"
+    elif stage == "capstone":
+        data["brief"] = f"{data['brief']} {line}"
     return data
