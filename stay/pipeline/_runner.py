@@ -163,10 +163,10 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
         run = Run.start(config, chosen, say, brief, state=state, course_lock=lock)
         return _walk(run, pipeline, declared, on_node)
     finally:
-        held = run.course_lock if run is not None else lock  # scaffold takes it for a new course
+        held = run.walk.course_lock if run is not None else lock  # scaffold takes it for a new course
         if held is not None:
-            if run is not None and run.wave is not None:
-                run.wave.then(held.release)  # only once every wave worker has ended
+            if run is not None and run.walk.wave is not None:
+                run.walk.wave.then(held.release)  # only once every wave worker has ended
             else:
                 held.release()
 
@@ -194,25 +194,25 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
                 answer = table[name](run)
             if kind == "router":
                 answers[name] = str(answer)
-            if run.state is not None:
+            if run.walk.state is not None:
                 run.course.checkpoint()  # hashes.json once per node; the journal in between
             if on_node:
                 on_node(name)
         if pipeline.nodes[declared.last]["kind"] == "gate-summary":
             gate = declared.last.removesuffix("_summary")
             raise Stop(f"{gate} gate", f"stay {config.command} stops at the {gate} gate; review "
-                                       f".state/{gate}-gate.md, then {run.hint('approve', config.slug, gate)}")
+                                       f".state/{gate}-gate.md, then {config.hint('approve', config.slug, gate)}")
     except Stop as stop:
         stopped, reason = stop.where, stop.reason  # said once, by whoever reads the result
     except BaseException as exc:
         # the run log must not call a refused, failed or interrupted run "completed"
         failed = type(exc).__name__ + (f": {exc}" if str(exc) else "")
-        if run.wave is not None:  # no task may write after the run has failed or been stopped, and
-            run.wave.cancel(wait=isinstance(exc, Exception))  # none outlives it but after a Ctrl-C
+        if run.walk.wave is not None:  # no task may write after the run has failed or been stopped, and
+            run.walk.wave.cancel(wait=isinstance(exc, Exception))  # none outlives it but after a Ctrl-C
         raise
     finally:
         tally = run.tally
-        if run.state is not None and (config.root / "course.yaml").is_file():
+        if run.walk.state is not None and (config.root / "course.yaml").is_file():
             run.course.checkpoint()
             if tally.projected != len(tally.written):  # else land_manifest's projection is still true
                 run.course.project_statuses(load_manifest(config.root))
@@ -223,7 +223,7 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
                 tracer.scores(tally.validation)
             tracer.flush(config.root, stopped, otlp=config.settings.otlp)
     if config.command == "plan" and stopped is None:
-        reason = f"planned; write the course with {run.hint('write', config.slug)}"
+        reason = f"planned; write the course with {config.hint('write', config.slug)}"
     if config.command == "revise" and stopped is None:
         reason = _revised(run)
     tally = run.tally
@@ -326,7 +326,7 @@ def _revised(run: Run) -> str:
     if stale:
         said += f"; {len(stale)} file{'s' if len(stale) > 1 else ''} now stale"
     if retired or stale:
-        said += f": run {run.hint('build', run.slug)} to regenerate and review"
+        said += f": run {run.config.hint('build', run.config.slug)} to regenerate and review"
     return said
 
 
