@@ -40,14 +40,16 @@ from stay.models import (
 from stay.pipeline._commands import open_course, open_course_named
 from stay.pipeline._dag import Dag
 from stay.pipeline._gate_decl import GATE_NAMES
-from stay.pipeline._graph import CommandDecl, assemble, checked, declare, route, walk
+from stay.pipeline._graph import CommandDecl, assemble, checked, declare
 from stay.pipeline._ledger import Sources
 from stay.pipeline._nodes import handlers
 from stay.pipeline._progress import Progress, clock, default_progress
 from stay.pipeline._result import BuildResult
 from stay.pipeline._run import BatchPlan, Run, RunConfig, Stop, command_hint
+from stay.pipeline._run_log import log_run, next_run_number
 from stay.pipeline._state import load_manifest
 from stay.pipeline._trace import Tracer
+from stay.pipeline._walk import route, walk
 from stay.settings import Backend, Settings
 from stay.stages import REGISTRY, Prompts, Stage
 from stay.stages.answers import RUBRIC_LEVELS
@@ -156,7 +158,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
             chosen = CachedBackend(chosen, request_cache, replay=replay)
         config = RunConfig(command=command, slug=slug, root=root, courses_arg=courses_arg, authors=declared.authors,
                            settings=settings, prompts=prompts, stages=stages, limits=limits, sources=sources,
-                           yes=yes, run_number=state.next_run_number() if state else 1, batch=batching,
+                           yes=yes, run_number=next_run_number(root) if state else 1, batch=batching,
                            revisions=revisions, force=force,
                            routes={name: route(pipeline, command, name) for name, attrs in pipeline.nodes(data=True)
                                    if attrs["kind"] == "router"})
@@ -216,9 +218,8 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
             run.course.checkpoint()
             if tally.projected != len(tally.written):  # else land_manifest's projection is still true
                 run.course.project_statuses(load_manifest(config.root))
-            run.course.log_run(config.command, run.model.backend.name, tally.written, stopped, tally.retired,
-                               tally.revised, [line for change in tally.changes for line in change.log_lines()],
-                               failed)
+            log_run(config.root, config.command, run.model.backend.name, tally.written, stopped, tally.retired,
+                    tally.revised, [line for change in tally.changes for line in change.log_lines()], failed)
             if tally.validation is not None:
                 tracer.scores(tally.validation)
             tracer.flush(config.root, stopped, otlp=config.settings.otlp)

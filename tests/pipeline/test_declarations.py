@@ -12,8 +12,9 @@ import pytest
 from stay.artefacts import Artefact
 from stay.models import ModelAnswer
 from stay.pipeline import build_course, course_graph, status
-from stay.pipeline._graph import assemble, build, command_walk, declare, problems
+from stay.pipeline._graph import assemble, build, declare, problems
 from stay.pipeline._nodes import handlers
+from stay.pipeline._walk import command_walk
 from stay.requests import ModelRequest
 from stay.settings import DEFAULT_MODELS, Settings
 from stay.stages import REGISTRY, LessonPlanInput, Prompts, Stage, reference_set
