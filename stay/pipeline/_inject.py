@@ -110,4 +110,5 @@ def _bound(handler: Callable[..., object], fixed: Mapping[str, object],
         return handler(**fixed, **{parameter: get(run) for parameter, get in wanted})
 
     run_node.__name__ = label
+    run_node.__wrapped__ = handler  # type: ignore[attr-defined]  # what it binds, for inspection
     return run_node
