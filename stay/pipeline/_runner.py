@@ -178,10 +178,15 @@ def _pipeline(stages: tuple[Stage, ...]) -> Dag:
     return checked(assemble(declare(stages)))
 
 
+_handlers = functools.cache(handlers)
+"""The handler table of each pipeline (``_pipeline``'s, one per stage list): handlers'
+parameters are read once a process, not once a run."""
+
+
 def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
           on_node: Callable[[str], None] | None) -> BuildResult:
     config = run.config
-    table = handlers(pipeline)
+    table = _handlers(pipeline)
     tracer = run.model.tracer = Tracer(config.slug, config.command, run.model.backend.name)  # minted before the run
     stopped: str | None = None
     failed: str | None = None
