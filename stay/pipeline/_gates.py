@@ -29,8 +29,7 @@ def summary(config: RunConfig, reader: RunReader, ledger: CourseState, tally: Ta
     """Write what the gate is about to ask about (its declared page, then the defects
     that remain). When its approval already holds there is nothing to ask, and the
     summary that was shown when it was asked stays."""
-    declared, state = gate, ledger
-    name, slug = declared.name, config.slug
+    state, name, slug = ledger, gate.name, config.slug
     if state.approval(name)[0]:
         return
     covered = state.covered(name)
@@ -38,7 +37,7 @@ def summary(config: RunConfig, reader: RunReader, ledger: CourseState, tally: Ta
     view = page.GateView(reader.curriculum(), _loaded(reader, "audience.yaml", Audience),
                          _loaded(reader, "outcomes.yaml", Outcomes), _loaded(reader, "assessment.yaml", Assessment),
                          reader.plans)
-    lines += declared.page(view)
+    lines += gate.page(view)
     defects = defects_in(config.root, config.settings, covered)
     unsigned = set(_unsigned(state, name))
     blocking = any(d.severity == Severity.FAIL and d.path in unsigned for d in defects)
