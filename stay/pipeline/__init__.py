@@ -6,10 +6,11 @@ from stay.errors import BriefRejected, GraphError
 from stay.pipeline._commands import adopt, approve, gate_status, status
 from stay.pipeline._course_graph import course_graph
 from stay.pipeline._gate_decl import GATE_NAMES
-from stay.pipeline._graph import DECLARATION, build, graph, problems, walk_order
+from stay.pipeline._graph import DECLARATION, build, graph, problems
 from stay.pipeline._ledger import read_document
 from stay.pipeline._progress import NotebookProgress, ProgressUpdate
 from stay.pipeline._runner import BuildResult, build_course, revise, run_command
+from stay.pipeline._walk import walk_order
 
 __all__ = [
     "DECLARATION", "GATE_NAMES", "BriefRejected", "BuildResult", "GraphError", "NotebookProgress", "ProgressUpdate",

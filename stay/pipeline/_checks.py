@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from stay.pipeline._run import Run
 from stay.settings import Settings
 from stay.validate import PIPELINE_SELECT, CourseReport, Defect, Severity, validate_course
 
@@ -23,24 +22,14 @@ def course_report(root: Path, settings: Settings) -> CourseReport:
     return validate_course(root, data_dir=settings.resolved_data_dir(), select=PIPELINE_SELECT)
 
 
-def validation(run: Run) -> CourseReport:
-    """``course_report`` for the course of a run."""
-    return course_report(run.root, run.config.settings)
-
-
-def defects_in(run: Run, paths: Iterable[str], *, fails_only: bool = False) -> tuple[Defect, ...]:
+def defects_in(root: Path, settings: Settings, paths: Iterable[str], *,
+               fails_only: bool = False) -> tuple[Defect, ...]:
     """The defects the validator finds in ``paths`` (course-relative), in report order.
 
     The whole course is validated (cross-file rules need it), then the defects are kept
     whose path is one of ``paths``. Mid-run, a file not written yet is a WARN of its own
     path, so it never shows up against a file that exists; ``fails_only`` keeps FAILs.
     """
-    return course_defects(run.root, run.config.settings, paths, fails_only=fails_only)
-
-
-def course_defects(root: Path, settings: Settings, paths: Iterable[str], *,
-                   fails_only: bool = False) -> tuple[Defect, ...]:
-    """``defects_in`` for a course opened without a run (``stay approve``)."""
     wanted = set(paths)
     report = course_report(root, settings)
     return tuple(d for d in report.defects

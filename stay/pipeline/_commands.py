@@ -17,7 +17,7 @@ from stay._paths import check_links
 from stay.artefacts import Curriculum, load
 from stay.briefs import check_curriculum_size, course_dir
 from stay.errors import EnvironmentProblem, PipelineError, StayError, UsageError
-from stay.pipeline._checks import course_defects
+from stay.pipeline._checks import defects_in
 from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._gate_decl import GATE_NAMES, earlier
 from stay.pipeline._ledger import GATES, Sources, Status, read_ledger
@@ -94,7 +94,7 @@ def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "cour
         who = by or _user()
         state.answer(gate, approved=not decline, by=who, note=note)
         state.project_statuses(load_manifest(state.root))
-        return course_defects(state.root, chosen, state.covered(gate), fails_only=True)
+        return defects_in(state.root, chosen, state.covered(gate), fails_only=True)
 
 
 def _user() -> str:

@@ -16,15 +16,18 @@ from __future__ import annotations
 
 import difflib
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stay._display import plural
 from stay.artefacts import LessonContent, dump, dump_yaml, to_data
 from stay.pipeline._checks import defects_in
-from stay.pipeline._produce import Note, regenerate
-from stay.pipeline._run import Run
-from stay.stages import REGENERATE
+from stay.pipeline._produce import Again, Note, regenerate
+from stay.pipeline._reader import RunReader
+from stay.pipeline._reporter import Reporter
+from stay.pipeline._run import RunConfig, Tally
+from stay.stages import REGENERATE, Prompts
 from stay.validate import Defect
 
 CURRENT = "current_version"
@@ -35,13 +38,13 @@ local fix makes, while a whole rewritten lesson (whose diff is two copies of it)
 cut, and its share of lines kept already says what happened."""
 
 
-def as_it_stands(run: Run, path: str) -> Note | None:
+def as_it_stands(reader: RunReader, path: str) -> Note | None:
     """The file as it stands, read through the run's bounded reader (None if missing):
     a lesson's body without its front matter (the content stage answers the body; the
     front matter is derived from the plan), any other file as its YAML data."""
-    if not (run.root / path).is_file():
+    if not reader.exists(path):
         return None
-    artefact = run.reader.load(path)
+    artefact = reader.load(path)
     if isinstance(artefact, LessonContent):
         return Note(CURRENT, artefact.body, fenced(artefact.body, "markdown"))
     data = to_data(artefact)
@@ -55,14 +58,14 @@ def fenced(text: str, info: str) -> str:
     return f"{fence}{info}\n{text}{'' if text.endswith(chr(10)) else chr(10)}{fence}"
 
 
-def regeneration_notes(run: Run, path: str, ask: Note) -> tuple[Note, ...]:
+def regeneration_notes(reader: RunReader, prompts: Prompts, path: str, ask: Note) -> tuple[Note, ...]:
     """What a request that regenerates ``path`` adds to the stage's inputs, in this
     order: the file as it stands, what to change (``ask``), then the instruction block.
     A file not on disk yet has no current version, so it gets neither that nor the block."""
-    current = as_it_stands(run, path)
+    current = as_it_stands(reader, path)
     if current is None:
         return (ask,)
-    text = run.config.prompts.template(REGENERATE).strip()
+    text = prompts.template(REGENERATE).strip()
     return current, ask, Note(REGENERATE, text, text)
 
 
@@ -111,38 +114,55 @@ class Change:
         return [head, "", *fenced(self.diff, "diff").splitlines(), ""]
 
 
-def fix(run: Run, path: str, defects: Sequence[Defect]) -> Change | None:
+@dataclass(frozen=True)
+class Fixer:
+    """What fixing a file's defects works through: asking its stage again (``again``),
+    and the tally and reporter that record and say what each fix changed."""
+
+    again: Again
+    tally: Tally
+    report: Reporter
+
+    @property
+    def config(self) -> RunConfig:
+        return self.again.config
+
+
+def fix(fixer: Fixer, path: str, defects: Sequence[Defect]) -> Change | None:
     """Ask ``path``'s stage again with the defects and the file as it stands, write its
     answer (this file only: a module's call answers all its plans) and record the change.
     None when the run was cancelled before the write."""
-    before = dump(run.reader.load(path))
-    if path not in regenerate(run, path, regeneration_notes(run, path, defects_note(defects)), only=(path,)):
+    reader = fixer.again.reader
+    before = dump(reader.load(path))
+    notes = regeneration_notes(reader, fixer.config.prompts, path, defects_note(defects))
+    if path not in regenerate(fixer.again, path, notes, only=(path,)):
         return None
-    change = Change.of(path, before, dump(run.reader.load(path)))
-    run.tally.add_change(change)
-    run.report.say(f"  {path}: {change.describe()}")
+    change = Change.of(path, before, dump(reader.load(path)))
+    fixer.tally.add_change(change)
+    fixer.report.say(f"  {path}: {change.describe()}")
     return change
 
 
-def check_written(run: Run, paths: Sequence[str]) -> tuple[Defect, ...]:
+def check_written(fixer: Fixer, cancelled: threading.Event, paths: Sequence[str]) -> tuple[Defect, ...]:
     """Validate at the write: the FAILs the rules find in ``paths`` (files this run just
     wrote) go back to their stage once, with the file, before any gate, as a schema
     misfit does in ``Run.produce``. What remains is recorded on the tally (and so in
     ``BuildResult.unresolved``) and returned."""
-    if not paths or run.cancelled.is_set():
+    if not paths or cancelled.is_set():
         return ()
-    found = defects_in(run, paths, fails_only=True)
+    config, report = fixer.config, fixer.report
+    found = defects_in(config.root, config.settings, paths, fails_only=True)
     if found:
         for path, defects in by_path(found).items():
             codes = ", ".join(sorted({d.code for d in defects}))
-            run.report.say(f"  {path}: {plural(len(defects), 'FAIL')} at the write ({codes}); asking once more "
-                           "with the defects and the file")
-            fix(run, path, defects)
-        found = defects_in(run, paths, fails_only=True)
+            report.say(f"  {path}: {plural(len(defects), 'FAIL')} at the write ({codes}); asking once more "
+                       "with the defects and the file")
+            fix(fixer, path, defects)
+        found = defects_in(config.root, config.settings, paths, fails_only=True)
         for path, defects in by_path(found).items():
-            run.report.say(f"  {path}: {plural(len(defects), 'FAIL')} {'remains' if len(defects) == 1 else 'remain'} "
-                           f"({', '.join(sorted({d.code for d in defects}))}); the gate lists them")
-    run.tally.settle(paths, found)
+            report.say(f"  {path}: {plural(len(defects), 'FAIL')} {'remains' if len(defects) == 1 else 'remain'} "
+                       f"({', '.join(sorted({d.code for d in defects}))}); the gate lists them")
+    fixer.tally.settle(paths, found)
     return found
 
 

@@ -16,34 +16,37 @@ from stay.pipeline import _gate_page as page
 from stay.pipeline._checks import defects_in
 from stay.pipeline._gate_decl import GateDecl, earlier
 from stay.pipeline._ledger import AUTO_APPROVED, STATE, write_if_changed
-from stay.pipeline._run import Run, Stop
+from stay.pipeline._reader import RunReader
+from stay.pipeline._reporter import Reporter
+from stay.pipeline._run import RunConfig, Stop, Tally
+from stay.pipeline._state import CourseState
 from stay.validate import Severity
 
 A = TypeVar("A", bound=Artefact)
 
 
-def summary(run: Run, declared: GateDecl) -> None:
+def summary(config: RunConfig, reader: RunReader, ledger: CourseState, tally: Tally, gate: GateDecl) -> None:
     """Write what the gate is about to ask about (its declared page, then the defects
     that remain). When its approval already holds there is nothing to ask, and the
     summary that was shown when it was asked stays."""
-    gate, state = declared.name, run.course
-    if state.approval(gate)[0]:
+    state, name, slug = ledger, gate.name, config.slug
+    if state.approval(name)[0]:
         return
-    covered = state.covered(gate)
-    lines = [f"# The {gate} gate: {run.slug}", ""]
-    view = page.GateView(run.reader.curriculum(), _loaded(run, "audience.yaml", Audience),
-                         _loaded(run, "outcomes.yaml", Outcomes), _loaded(run, "assessment.yaml", Assessment),
-                         run.reader.plans)
-    lines += declared.page(view)
-    defects = defects_in(run, covered)
-    unsigned = set(_unsigned(run, gate))
+    covered = state.covered(name)
+    lines = [f"# The {name} gate: {slug}", ""]
+    view = page.GateView(reader.curriculum(), _loaded(reader, "audience.yaml", Audience),
+                         _loaded(reader, "outcomes.yaml", Outcomes), _loaded(reader, "assessment.yaml", Assessment),
+                         reader.plans)
+    lines += gate.page(view)
+    defects = defects_in(config.root, config.settings, covered)
+    unsigned = set(_unsigned(state, name))
     blocking = any(d.severity == Severity.FAIL and d.path in unsigned for d in defects)
     lines += [*page.defect_lines(defects, refused=blocking), ""]
     statuses = state.statuses()
     unusual = [f"- {path}: {statuses[path].state}" for path in covered if statuses[path].state != "current"]
     if unusual:
         lines += ["## Files not as the pipeline last wrote them", "", *unusual, ""]
-    previous = state.gates().get(gate)
+    previous = state.gates().get(name)
     lines += ["## Since the previous answer", ""]
     if previous is None:
         lines.append("This gate has not been answered before.")
@@ -54,65 +57,65 @@ def summary(run: Run, declared: GateDecl) -> None:
         lines += [f"- changed: {p}" for p in moved] or ["Nothing it covers has changed since."]
     # No --courses-dir here: this file is committed beside the course, and must read the
     # same wherever the course is checked out.
-    lines += ["", f"Approve with `stay approve {run.slug} {gate}`, or decline with "
-              f"`stay approve {run.slug} {gate} --decline --note \"why\"`.", ""]
-    if write_if_changed(run.root / STATE / f"{gate}-gate.md", "\n".join(lines)):
-        run.tally.add_written([f"{STATE}/{gate}-gate.md"])
+    lines += ["", f"Approve with `stay approve {slug} {name}`, or decline with "
+              f"`stay approve {slug} {name} --decline --note \"why\"`.", ""]
+    if write_if_changed(config.root / STATE / f"{name}-gate.md", "\n".join(lines)):
+        tally.add_written([f"{STATE}/{name}-gate.md"])
 
 
-def _loaded(run: Run, path: str, kind: type[A]) -> A | None:
+def _loaded(reader: RunReader, path: str, kind: type[A]) -> A | None:
     """A design file the page shows, or None while it is not written."""
-    if not (run.root / path).is_file():
+    if not reader.exists(path):
         return None
-    artefact = run.reader.load(path)
+    artefact = reader.load(path)
     assert isinstance(artefact, kind)
     return artefact
 
 
-def _unsigned(run: Run, gate: str) -> list[str]:
+def _unsigned(state: CourseState, gate: str) -> list[str]:
     """The files ``--yes`` would sign for the gate. A person's approval of an earlier gate
     that still holds has accepted that gate's files as they are, FAILs included, so a
     later gate's ``--yes`` does not refuse them again."""
-    state = run.course
     answers = state.gates()
     signed = {path for before in earlier(gate) if state.approval(before)[0]
               and answers.get(before, {}).get("by") != AUTO_APPROVED for path in state.covered(before)}
     return [path for path in state.covered(gate) if path not in signed]
 
 
-def ask(run: Run, gate: str) -> None:
-    holds, why = run.course.approval(gate)
+def ask(config: RunConfig, ledger: CourseState, report: Reporter, gate: GateDecl) -> None:
+    name, slug, hint = gate.name, config.slug, config.hint
+    holds, why = ledger.approval(name)
     if holds:
-        run.report.say(f"{gate} gate: approved")
+        report.say(f"{name} gate: approved")
         return
-    if run.config.yes:
-        declined = run.course.standing_decline(gate)
+    if config.yes:
+        declined = ledger.standing_decline(name)
         if declined is not None:  # --yes answers gates nobody answered, never a person's "no"
             said = f" ({declined!r})" if declined else ""
-            raise Stop(f"{gate} gate", f"the {gate} gate was declined{said} and nothing it covers has changed "
+            raise Stop(f"{name} gate", f"the {name} gate was declined{said} and nothing it covers has changed "
                                       f"since: edit the files, revise them with "
-                                      f"{run.hint('revise', run.slug, 'TARGET', '--note', repr('...'))}, or approve "
-                                      f"with {run.hint('approve', run.slug, gate)}")
-        fails = defects_in(run, _unsigned(run, gate), fails_only=True)
+                                      f"{hint('revise', slug, 'TARGET', '--note', repr('...'))}, or approve "
+                                      f"with {hint('approve', slug, name)}")
+        fails = defects_in(config.root, config.settings, _unsigned(ledger, name), fails_only=True)
         if fails:  # --yes signs for nobody: a FAIL it approved would be paid for in the wave, unseen
-            raise PipelineError(f"--yes does not approve the {gate} gate: its files hold {len(fails)} FAIL: "
-                                f"{'; '.join(page.bounded(fails))}. Review {STATE}/{gate}-gate.md, fix the files "
-                                f"(by hand, or with {run.hint('revise', run.slug, 'FILE', '--note', repr('...'))}) "
+            raise PipelineError(f"--yes does not approve the {name} gate: its files hold {len(fails)} FAIL: "
+                                f"{'; '.join(page.bounded(fails))}. Review {STATE}/{name}-gate.md, fix the files "
+                                f"(by hand, or with {hint('revise', slug, 'FILE', '--note', repr('...'))}) "
                                 f"and build again, or approve them as they are with "
-                                f"{run.hint('approve', run.slug, gate)}")
-        run.report.say(f"{gate} gate: {AUTO_APPROVED}")
+                                f"{hint('approve', slug, name)}")
+        report.say(f"{name} gate: {AUTO_APPROVED}")
         return
-    raise Stop(f"{gate} gate", f"{why}; review {STATE}/{gate}-gate.md, then run "
-                              f"{run.hint('approve', run.slug, gate)} (or build with --yes)")
+    raise Stop(f"{name} gate", f"{why}; review {STATE}/{name}-gate.md, then run "
+                              f"{hint('approve', slug, name)} (or build with --yes)")
 
 
-def record(run: Run, gate: str) -> None:
-    state = run.course
-    holds, _why = state.approval(gate)
-    if not holds and run.config.yes:
-        unready = state.unready(gate)
+def record(config: RunConfig, ledger: CourseState, tally: Tally, gate: GateDecl) -> None:
+    name = gate.name
+    holds, _why = ledger.approval(name)
+    if not holds and config.yes:
+        unready = ledger.unready(name)
         if unready:
-            raise PipelineError(f"cannot approve the {gate} gate: {', '.join(unready)}; run "
-                                f"{run.hint('build', run.slug)} first")
-        state.answer(gate, approved=True, by=AUTO_APPROVED, accept_edits=False)
-        run.tally.add_written([f"{STATE}/gates.json"])
+            raise PipelineError(f"cannot approve the {name} gate: {', '.join(unready)}; run "
+                                f"{config.hint('build', config.slug)} first")
+        ledger.answer(name, approved=True, by=AUTO_APPROVED, accept_edits=False)
+        tally.add_written([f"{STATE}/gates.json"])

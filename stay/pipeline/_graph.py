@@ -6,21 +6,22 @@ graph is a DAG, and its properties can be proven with no model, key or course.
 
 The runner holds it as a ``Dag`` (``_dag``: the operations a walk needs, without importing
 networkx); ``graph()`` and ``build()`` give it as a ``networkx.DiGraph``, node for node
-and edge for edge, for proofs, drawings and ``stay graph``. ``problems``, ``walk_order``
-and ``command_walk`` take either.
+and edge for edge, for proofs, drawings and ``stay graph``. ``problems`` takes either,
+as do the walks (``_walk``: the order a command runs its nodes in).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING
 
 from stay.errors import GraphError
-from stay.pipeline._dag import Dag, ancestors, descendants, has_path, is_acyclic, to_networkx, topological_order
+from stay.pipeline._dag import Dag, ancestors, descendants, has_path, is_acyclic, to_networkx
 from stay.pipeline._gate_decl import GATED, GATES, GateDecl, needed_before
+from stay.pipeline._walk import as_dag, route
 from stay.stages import REGISTRY, Stage
 
 if TYPE_CHECKING:
@@ -224,23 +225,9 @@ def _first_line(stage: Stage) -> str:
     return doc.strip().splitlines()[0]
 
 
-def _dag(given: Dag | nx.DiGraph[str]) -> Dag:
-    """The runner's own ``Dag`` as it is; a networkx graph (``graph()`` or ``build()``, as a
-    caller may have changed it) read node by node, then edge by edge. Nothing read from
-    it depends on the order of a node's neighbours (sets, sorted lists, a topological
-    order keyed by the declaration), so the edges need no particular order."""
-    if isinstance(given, Dag):
-        return given
-    dag = Dag(**given.graph)
-    for node, attrs in given.nodes(data=True):
-        dag.add_node(node, **attrs)
-    dag.add_edges_from(given.edges)
-    return dag
-
-
 def problems(given: Dag | nx.DiGraph[str]) -> list[str]:
     """Everything wrong with a pipeline graph, all at once (empty when it is sound)."""
-    graph = _dag(given)
+    graph = as_dag(given)
     found: list[str] = []
     for name, attrs in graph.nodes(data=True):
         if attrs.get("kind") not in KINDS:
@@ -374,49 +361,3 @@ def graph() -> nx.DiGraph[str]:
     reported at once). A copy (``DiGraph.copy``, as it always was): the runner's own graph
     cannot be changed through it."""
     return to_networkx(_checked()).copy()
-
-
-def walk_order(given: Dag | nx.DiGraph[str], start: str) -> list[str]:
-    """``start`` and every node after it, in a topological order that follows the
-    declaration where the graph leaves a choice."""
-    graph = _dag(given)
-    reachable = descendants(graph, start) | {start}
-    return topological_order(graph.subgraph(reachable), key=lambda n: graph.nodes[n]["order"])
-
-
-def route(graph: Dag | nx.DiGraph[str], command: str, router: str) -> str:
-    """The successor ``router`` sends ``command`` to: choose_entry its entry, another
-    router the one the command names, else the router's default."""
-    declared: CommandDecl = graph.graph["commands"][command]
-    if router == "choose_entry":
-        return declared.entry
-    return dict(declared.routes).get(router) or str(graph.nodes[router]["default"])
-
-
-def walk(given: Dag | nx.DiGraph[str], command: str, answer: Callable[[str], str]) -> Iterator[str]:
-    """The nodes ``command`` runs, in order: from entry to the node it stops at, a
-    router's successors cut to the one ``answer(router)`` names (asked once the router
-    has been yielded, so the runner can answer with what the router's handler said)."""
-    graph = _dag(given)
-    last = graph.graph["commands"][command].last
-    span = ancestors(graph, last) | {last}
-    reached = {"entry"}
-    for node in walk_order(graph, "entry"):
-        if node not in reached or node not in span:
-            continue
-        yield node
-        if graph.nodes[node]["kind"] == "router":
-            chosen = answer(node)
-            if not graph.has_edge(node, chosen):
-                raise GraphError(f"router {node} answered {chosen!r}, which is not one of its successors "
-                                 f"{sorted(graph.successors(node))}")
-            reached.add(chosen)
-        else:
-            reached.update(graph.successors(node))
-
-
-def command_walk(given: Dag | nx.DiGraph[str], command: str) -> list[str]:
-    """Every node ``command`` runs, in order: entry, choose_entry, then from the node it
-    joins at to the node it stops at, each router sending it where the declaration says."""
-    graph = _dag(given)
-    return list(walk(graph, command, lambda router: route(graph, command, router)))

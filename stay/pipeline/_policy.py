@@ -12,20 +12,22 @@ from __future__ import annotations
 from stay.errors import PipelineError
 from stay.pipeline._gate_decl import GATED
 from stay.pipeline._ledger import Status
-from stay.pipeline._run import Run
+from stay.pipeline._reporter import Reporter
+from stay.pipeline._run import RunConfig
+from stay.pipeline._state import CourseState
 
 
-def needs_writing(run: Run, path: str, phase: str) -> bool:
+def needs_writing(config: RunConfig, ledger: CourseState, report: Reporter, path: str, phase: str) -> bool:
     """Whether ``path`` (of ``phase``) must be written now. Says what it decided."""
-    status = run.course.status(path)
-    if not run.may_write(phase):
+    status = ledger.status(path)
+    if not config.may_write(phase):
         if phase in GATED:
-            require_current(run, path, status)
+            require_current(config, path, status)
         return False
     if status.state == "current":
         return False
     if status.state == "edited":
-        say_kept(run, path, status)
+        say_kept(config, report, path, status)
         return False
     return True
 
@@ -35,17 +37,17 @@ def why(status: Status) -> str:
     return "missing" if status.state == "missing" else f"stale <- {', '.join(status.why)}"
 
 
-def say_kept(run: Run, path: str, status: Status) -> None:
+def say_kept(config: RunConfig, report: Reporter, path: str, status: Status) -> None:
     if status.why:
-        run.report.say(f"  {path}: kept (edited by hand), though {', '.join(status.why)} changed since; delete it to "
-                       "regenerate it, or accept it with " + run.hint("adopt", run.slug))
+        report.say(f"  {path}: kept (edited by hand), though {', '.join(status.why)} changed since; delete it to "
+                   "regenerate it, or accept it with " + config.hint("adopt", config.slug))
     else:
-        run.report.say(f"  {path}: kept (edited by hand)")
+        report.say(f"  {path}: kept (edited by hand)")
 
 
-def require_current(run: Run, path: str, status: Status) -> None:
+def require_current(config: RunConfig, path: str, status: Status) -> None:
     """In a phase the command does not author, a gated file must be there and up to date."""
     if status.state == "missing" or status.why:
         what = "missing" if status.state == "missing" else f"stale <- {', '.join(status.why)}"
-        raise PipelineError(f"{path} is {what}; stay {run.config.command} does not write it: run "
-                            f"{run.hint('build', run.slug)} first")
+        raise PipelineError(f"{path} is {what}; stay {config.command} does not write it: run "
+                            f"{config.hint('build', config.slug)} first")

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 
 from stay._display import plural
 from stay.artefacts import Glossary
-from stay.pipeline._checks import validation
-from stay.pipeline._fix import Change, fix
+from stay.pipeline._checks import course_report
+from stay.pipeline._fix import Change, Fixer, fix
 from stay.pipeline._layout import GLOSSARY, norm_term
-from stay.pipeline._run import Run
+from stay.pipeline._reader import RunReader
+from stay.pipeline._run import RunConfig
 from stay.validate import Defect
 
 STOP_NOTHING_REMAINS = "nothing remains"
@@ -71,13 +72,13 @@ class Router:
     """norm(term) -> the lesson the glossary says introduced it"""
 
     @classmethod
-    def of(cls, run: Run) -> Router:
-        layout = run.reader.layout
+    def of(cls, config: RunConfig, reader: RunReader) -> Router:
+        layout = reader.layout
         outputs: dict[tuple[str, str], str] = {}
-        for stage in (s for s in run.config.stages if s.phase == "wave"):
+        for stage in (s for s in config.stages if s.phase == "wave"):
             for path, place in layout.outputs(stage):
                 outputs[(stage.name, place.id if place else "")] = path
-        glossary = run.reader.load(GLOSSARY) if (run.root / GLOSSARY).is_file() else Glossary(terms=[])
+        glossary = reader.load(GLOSSARY) if reader.exists(GLOSSARY) else Glossary(terms=[])
         assert isinstance(glossary, Glossary)
         return cls(outputs, {place.id: place.path("{lesson}") for place in layout.lessons()},
                    {norm_term(t.term): t.introduced_in for t in reversed(glossary.terms)})
@@ -94,27 +95,31 @@ class Router:
         return self.outputs.get((defect.owner, lesson or ""))
 
 
-def repair_course(run: Run) -> RepairReport:
-    report = run.tally.validation if run.tally.validation is not None else validation(run)
-    limit = run.config.settings.repair_rounds
+def repair_course(fixer: Fixer) -> RepairReport:
+    """Repair rounds until one of the four stops, through ``fixer`` (each file's stage
+    asked again); the last validation is left on the tally."""
+    config, reader, ledger, tally, say = (fixer.config, fixer.again.reader, fixer.again.ledger, fixer.tally,
+                                          fixer.report.say)
+    report = tally.validation if tally.validation is not None else course_report(config.root, config.settings)
+    limit = config.settings.repair_rounds
     rounds: list[RepairRound] = []
     kept: set[str] = set()
     while True:
         if not report.defects:
             stop = STOP_NOTHING_REMAINS
             break
-        router = Router.of(run)
+        router = Router.of(config, reader)
         todo: dict[str, list[Defect]] = {}
         for defect in report.defects:
             target = router.route(defect)
             if target is not None:
                 todo.setdefault(target, []).append(defect)
         for path in sorted(todo):
-            if run.course.status(path).state == "edited":  # a person's bytes are never overwritten
+            if ledger.status(path).state == "edited":  # a person's bytes are never overwritten
                 codes = ", ".join(sorted({d.code for d in todo.pop(path)}))
                 kept.add(path)
-                run.report.say(f"repair: {path} ({codes}): edited by hand: fix it, or regenerate it (delete it, "
-                               f"then {run.hint('write', run.slug)})")
+                say(f"repair: {path} ({codes}): edited by hand: fix it, or regenerate it (delete it, "
+                    f"then {config.hint('write', config.slug)})")
         if not todo:
             stop = STOP_NOTHING_ACTIONABLE
             break
@@ -122,16 +127,16 @@ def repair_course(run: Run) -> RepairReport:
             stop = STOP_ROUND_LIMIT
             break
         before = sum(map(len, todo.values()))
-        run.report.say(f"repair: round {len(rounds) + 1}: {plural(before, 'defect')} in {plural(len(todo), 'file')}")
-        changes = [fix(run, path, todo[path]) for path in sorted(todo)]
-        report = validation(run)  # against the run's house style, as the validate node did
-        router = Router.of(run)
+        say(f"repair: round {len(rounds) + 1}: {plural(before, 'defect')} in {plural(len(todo), 'file')}")
+        changes = [fix(fixer, path, todo[path]) for path in sorted(todo)]
+        report = course_report(config.root, config.settings)  # the run's house style, as the validate node's
+        router = Router.of(config, reader)
         after = sum(1 for d in report.defects if router.route(d) not in (None, *kept))
         rounds.append(RepairRound(before, after, tuple(sorted(todo)), tuple(c for c in changes if c is not None)))
         if after >= before:
             stop = STOP_NO_REDUCTION
             break
-    run.tally.validation = report
-    run.report.say(f"repair: stopped ({stop}); {report.fails} FAIL, {report.warns} WARN remain")
+    tally.validation = report
+    say(f"repair: stopped ({stop}); {report.fails} FAIL, {report.warns} WARN remain")
     return RepairReport(stop, tuple(rounds), report.defects, tuple(sorted(kept)))
 

@@ -25,12 +25,15 @@ from collections.abc import Mapping
 
 from stay._display import plural
 from stay.errors import PipelineError, UsageError
-from stay.pipeline._fix import check_written, regeneration_notes
+from stay.pipeline._fix import Fixer, check_written, regeneration_notes
 from stay.pipeline._gate_decl import GATE_NAMES
+from stay.pipeline._gateway import ModelGateway
 from stay.pipeline._layout import GLOSSARY
 from stay.pipeline._ledger import RETIRED
 from stay.pipeline._produce import Job, Note, job, regenerate
-from stay.pipeline._run import Run
+from stay.pipeline._reader import RunReader
+from stay.pipeline._reporter import Reporter
+from stay.pipeline._run import RunConfig, Tally, Walk, Writer
 from stay.pipeline._state import CourseState
 from stay.pipeline._wave import Wave
 
@@ -73,100 +76,102 @@ def declined_note(state: CourseState, path: str) -> str:
     return ""
 
 
-def check_revisions(run: Run, by_phase: Mapping[str, tuple[str, ...]]) -> None:
+def check_revisions(config: RunConfig, course: CourseState, by_phase: Mapping[str, tuple[str, ...]]) -> None:
     """The guard's work: the approvals each target's phase needs (``by_phase``, the
     guard node's declaration) hold, and an edited file is revised only when forced."""
-    course = run.course
-    for path, note in run.config.revisions.items():
+    for path, note in config.revisions.items():
         phase = course.graph.nodes[path]["phase"]
         for gate in by_phase[phase]:
             holds, why = course.approval(gate)
             if not holds:
                 raise PipelineError(f"revising {path} (a {phase} file) needs the {gate} approval to hold: {why}; "
-                                    f"run {run.hint('approve', run.slug, gate)} first")
+                                    f"run {config.hint('approve', config.slug, gate)} first")
         status = course.status(path)
-        if status.state == "edited" and not run.config.force:
+        if status.state == "edited" and not config.force:
             raise PipelineError(f"{path} was edited by hand: revise it with --force (its current bytes are kept "
                                 f"in {RETIRED}/), or edit it yourself")
         if not note.strip():
             raise UsageError(f"no note to revise {path} with: give --note TEXT (or decline its gate with a note)")
 
 
-def pending(run: Run) -> dict[str, str]:
+def pending(config: RunConfig, course: CourseState, report: Reporter) -> dict[str, str]:
     """The revisions still to send: a note already applied to a file is not sent twice."""
-    course = run.course
     todo = {}
-    for path, note in run.config.revisions.items():
+    for path, note in config.revisions.items():
         entry = course.ledger().get(path, {})
         applied = entry.get("revision", {}).get("sha") if isinstance(entry.get("revision"), dict) else None
         if applied == note_digest(note) and course.status(path).state == "current":
-            run.report.say(f"  {path}: already revised with this note; nothing to send")
+            report.say(f"  {path}: already revised with this note; nothing to send")
             continue
         todo[path] = note
     return todo
 
 
-def notes_for(run: Run, path: str) -> tuple[Note, ...]:
+def notes_for(config: RunConfig, reader: RunReader, path: str) -> tuple[Note, ...]:
     """The inputs a revision adds: the file as it stands, the reviewer's note, and the
     instruction block every regeneration of an existing file gets."""
-    note = run.config.revisions[path]
-    return regeneration_notes(run, path, Note("reviewer_note", note, note))
+    note = config.revisions[path]
+    return regeneration_notes(reader, config.prompts, path, Note("reviewer_note", note, note))
 
 
-def set_aside(run: Run, paths: list[str]) -> None:
+def set_aside(config: RunConfig, course: CourseState, report: Reporter, paths: list[str]) -> None:
     """Keep the bytes of the edited files a forced revision will replace."""
+    root = config.root
     for path in paths:
-        if run.course.status(path).state == "edited":
-            target = run.root / RETIRED / f"run-{run.config.run_number}" / path
+        if course.status(path).state == "edited":
+            target = root / RETIRED / f"run-{config.run_number}" / path
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(run.root / path, target)
-            run.report.say(f"  {path}: edited by hand; its bytes are kept in {target.relative_to(run.root)}")
+            shutil.copy2(root / path, target)
+            report.say(f"  {path}: edited by hand; its bytes are kept in {target.relative_to(root)}")
 
 
 # -- revise's own nodes --------------------------------------------------------------
 
 
-def revise_files(run: Run) -> None:
+def revise_files(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer,
+                 walk: Walk, fixer: Fixer) -> None:
     """The named design and plan files first, in stage order (a later stage's request
     reads what an earlier one just wrote), each checked at the write: a plan is
     regenerated by its module's call, and only it written. Then every named wave file's
     call is started, together, as the wave's are; ``revise_gather`` waits for them."""
-    todo = run.revisions
-    for stage in (s for s in run.config.stages if s.phase != "wave"):
+    todo = walk.revisions
+    for stage in (s for s in config.stages if s.phase != "wave"):
         if stage.scope == "module":
-            layout = run.reader.layout
+            layout = reader.layout
             targets = [(place.path(stage.output), " (the module's call, this file written)")
                        for module in layout.curriculum.modules for place in layout.lessons_of(module)]
         else:
             targets = [(stage.output, "")]
         for path, how in targets:
             if path in todo:
-                run.report.say(f"  {path}: revising with the reviewer's note{how}")
+                report.say(f"  {path}: revising with the reviewer's note{how}")
                 only = (path,) if stage.scope == "module" else ()
-                check_written(run, regenerate(run, path, notes_for(run, path), only=only))
-                run.refresh_graph()
-    wave_stages = [s for s in run.config.stages if s.phase == "wave"]
+                check_written(fixer, walk.cancelled,
+                              regenerate(fixer.again, path, notes_for(config, reader, path), only=only))
+                writer.refresh_graph()
+    wave_stages = [s for s in config.stages if s.phase == "wave"]
     lessons: dict[str, list[Job]] = {}
     courses: dict[str, Job] = {}
-    for place in run.reader.layout.lessons():
+    for place in reader.layout.lessons():
         for stage in (s for s in wave_stages if s.scope == "lesson"):
             path = place.path(stage.output)
             if path in todo:
-                run.report.say(f"  {path}: revising with the reviewer's note")
-                lessons.setdefault(place.id, []).append(job(run, stage, place, notes_for(run, path)))
+                report.say(f"  {path}: revising with the reviewer's note")
+                lessons.setdefault(place.id, []).append(job(config, reader, stage, place,
+                                                            notes_for(config, reader, path)))
     for stage in (s for s in wave_stages if s.scope == "course"):
         if stage.output in todo:
-            run.report.say(f"  {stage.output}: revising with the reviewer's note")
-            courses[stage.name] = job(run, stage, None, notes_for(run, stage.output))
-    run.wave = Wave(run, lessons, courses)
-    run.wave.start_lessons()
+            report.say(f"  {stage.output}: revising with the reviewer's note")
+            courses[stage.name] = job(config, reader, stage, None, notes_for(config, reader, stage.output))
+    wave = walk.wave = Wave(model, report, writer, config.settings, lessons, courses)
+    wave.start_lessons()
     for name in courses:
-        run.wave.start_course(name)
+        wave.start_course(name)
 
 
-def revise_gather(run: Run) -> None:
+def revise_gather(walk: Walk, tally: Tally, report: Reporter) -> None:
     """Wait for the revised wave files; the first failure is raised once all have ended."""
-    wave = run.wave
+    wave = walk.wave
     if wave is not None and not wave.empty:
-        run.tally.wave = wave.wait()
-        run.report.say(f"wave: gathered {plural(wave.total, 'task')}")
+        tally.wave = wave.wait()
+        report.say(f"wave: gathered {plural(wave.total, 'task')}")

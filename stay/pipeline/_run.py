@@ -1,7 +1,9 @@
 """One run of the pipeline: what it was asked to do (``RunConfig``, frozen), what it has
 done (``Tally``, typed), and the ``Run`` context the node handlers receive, which holds
-the four collaborators they work through: the course reader (``_reader``), the model
-gateway (``_gateway``), the reporter (``_reporter``) and the ledger (``CourseState``)."""
+the collaborators they work through: the course reader (``_reader``), the model
+gateway (``_gateway``), the reporter (``_reporter``), the ledger (``CourseState``) and
+the ``Writer``, with the ``Walk`` state. Each handler is passed the ones it names
+(``_inject``)."""
 
 from __future__ import annotations
 
@@ -95,6 +97,10 @@ class RunConfig:
     def hint(self, *words: str) -> str:
         return command_hint(self.courses_arg, *words)
 
+    def may_write(self, phase: str) -> bool:
+        """Whether this command authors ``phase`` (else its nodes only check)."""
+        return phase in self.authors
+
     def stage(self, name: str) -> Stage:
         return next(stage for stage in self.stages if stage.name == name)
 
@@ -168,21 +174,15 @@ class Tally:
 
 
 @dataclass
-class Run:
-    """The context a node handler receives: what the run was asked (``config``), what it
-    has done (``tally``), and the four collaborators it works through, each its own
-    object: the course ``reader`` (files as artefacts, the layout, the parse cache), the
-    ``model`` gateway (asking under the caps, pricing, tracing), the ``report`` (what the
-    run says) and the ledger (``course``, the CourseState). The rest is what the walk
-    carries from one node to the next."""
+class Walk:
+    """What one walk carries from node to node, mutable and per run: the ledger once the
+    course exists, the cancel its wave threads check, the course lock, the moderation
+    verdict, the wave's tasks and revise's pending notes. A handler that changes one of
+    them names ``walk``; the others get the collaborators alone."""
 
-    config: RunConfig
-    reader: RunReader
-    model: ModelGateway
-    report: Reporter
+    slug: str
     state: CourseState | None = None
     """The ledger, once the course exists (scaffold makes it for a new one)."""
-    tally: Tally = field(default_factory=Tally)
     cancelled: threading.Event = field(default_factory=threading.Event)
     """Set when the run is interrupted: no wave task writes a file after it."""
     course_lock: CourseLock | None = None
@@ -193,6 +193,71 @@ class Run:
     revisions: dict[str, str] = field(default_factory=dict)
     """The revisions still to send (``revise_seed`` drops a note a file already has):
     what revise's nodes regenerate, and the note each write of one records."""
+
+    @property
+    def course(self) -> CourseState:
+        """The ledger (a handler that names ``ledger`` gets this)."""
+        if self.state is None:
+            raise PipelineError(f"course '{self.slug}' is not loaded; this is a bug in stay")
+        return self.state
+
+
+@dataclass(frozen=True)
+class Writer:
+    """The one way a node's files reach the course: written, recorded in the ledger and
+    on the tally as one step, and the artefact graph rebuilt from what is on disk."""
+
+    stages: tuple[Stage, ...]
+    reader: RunReader
+    tally: Tally
+    walk: Walk
+
+    def refresh_graph(self) -> None:
+        """Rebuild the artefact graph once the curriculum (and plans) are on disk."""
+        curriculum = self.reader.curriculum()
+        if curriculum is not None:
+            self.walk.course.graph = artefact_graph(curriculum, self.reader.plans(), self.stages)
+
+    def write(self, made: Mapping[str, Artefact]) -> bool:
+        """Write files the pipeline made, and record them in the ledger and the run's list,
+        as one step (``CourseState.write``: no crash leaves a finished file unrecorded); a
+        revised file's ledger entry keeps the note it was revised with. Nothing is written
+        once the run is cancelled: False."""
+        if not made:
+            return True
+        paths = list(made)
+        walk = self.walk
+        revised = {path: walk.revisions[path] for path in paths if path in walk.revisions}
+        self.reader.wrote(paths)
+        texts = {path: dump(artefact) for path, artefact in made.items()}
+        if not walk.course.write(texts, revisions=revised, cancelled=walk.cancelled):
+            return False
+        with self.tally.lock:
+            self.tally.written.extend(paths)
+            self.tally.revised.update(revised)
+        return True
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run's context, as the runner holds it: what the run was asked (``config``), what
+    it has done (``tally``), its collaborators, each its own object (the course
+    ``reader``, the ``model`` gateway, the ``report``; the ledger is ``walk.course``,
+    and the ``writer`` is made from them) and the ``walk`` state. Handlers never receive it: the runner passes
+    each the collaborators its parameters name (``_inject``)."""
+
+    config: RunConfig
+    reader: RunReader
+    model: ModelGateway
+    report: Reporter
+    tally: Tally
+    walk: Walk
+
+    @property
+    def writer(self) -> Writer:
+        """The writer over this run's reader, tally and walk (it holds nothing of its own,
+        so one made here is the same as any other)."""
+        return Writer(self.config.stages, self.reader, self.tally, self.walk)
 
     @classmethod
     def start(cls, config: RunConfig, backend: ModelClient, progress: Progress, brief: Brief | None, *,
@@ -208,52 +273,14 @@ class Run:
         report = Reporter(progress, cost)
         model = ModelGateway(backend, config.settings, tally, report,
                              model_slots or threading.Semaphore(config.settings.model_concurrency))
-        return cls(config=config, reader=RunReader(config.root, brief), model=model, report=report,
-                   state=state, tally=tally, course_lock=course_lock)
-
-    @property
-    def slug(self) -> str:
-        return self.config.slug
-
-    @property
-    def root(self) -> Path:
-        return self.config.root
-
-    def may_write(self, phase: str) -> bool:
-        """Whether this command authors ``phase`` (else its nodes only check)."""
-        return phase in self.config.authors
-
-    def hint(self, *words: str) -> str:
-        """A command to suggest, with the --courses-dir this run was given."""
-        return self.config.hint(*words)
+        reader = RunReader(config.root, brief)
+        walk = Walk(config.slug, state=state, course_lock=course_lock)
+        return cls(config=config, reader=reader, model=model, report=report, tally=tally, walk=walk)
 
     @property
     def course(self) -> CourseState:
         """The ledger."""
-        if self.state is None:
-            raise PipelineError(f"course '{self.slug}' is not loaded; this is a bug in stay")
-        return self.state
-
-    def refresh_graph(self) -> None:
-        """Rebuild the artefact graph once the curriculum (and plans) are on disk."""
-        curriculum = self.reader.curriculum()
-        if curriculum is not None:
-            self.course.graph = artefact_graph(curriculum, self.reader.plans(), self.config.stages)
+        return self.walk.course
 
     def write(self, made: Mapping[str, Artefact]) -> bool:
-        """Write files the pipeline made, and record them in the ledger and the run's list,
-        as one step (``CourseState.write``: no crash leaves a finished file unrecorded); a
-        revised file's ledger entry keeps the note it was revised with. Nothing is written
-        once the run is cancelled: False."""
-        if not made:
-            return True
-        paths = list(made)
-        revised = {path: self.revisions[path] for path in paths if path in self.revisions}
-        self.reader.wrote(paths)
-        texts = {path: dump(artefact) for path, artefact in made.items()}
-        if not self.course.write(texts, revisions=revised, cancelled=self.cancelled):
-            return False
-        with self.tally.lock:
-            self.tally.written.extend(paths)
-            self.tally.revised.update(revised)
-        return True
+        return self.writer.write(made)

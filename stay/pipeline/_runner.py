@@ -40,14 +40,16 @@ from stay.models import (
 from stay.pipeline._commands import open_course, open_course_named
 from stay.pipeline._dag import Dag
 from stay.pipeline._gate_decl import GATE_NAMES
-from stay.pipeline._graph import CommandDecl, assemble, checked, declare, route, walk
+from stay.pipeline._graph import CommandDecl, assemble, checked, declare
 from stay.pipeline._ledger import Sources
 from stay.pipeline._nodes import handlers
 from stay.pipeline._progress import Progress, clock, default_progress
 from stay.pipeline._result import BuildResult
 from stay.pipeline._run import BatchPlan, Run, RunConfig, Stop, command_hint
+from stay.pipeline._run_log import log_run, next_run_number
 from stay.pipeline._state import load_manifest
 from stay.pipeline._trace import Tracer
+from stay.pipeline._walk import route, walk
 from stay.settings import Backend, Settings
 from stay.stages import REGISTRY, Prompts, Stage
 from stay.stages.answers import RUBRIC_LEVELS
@@ -156,17 +158,17 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
             chosen = CachedBackend(chosen, request_cache, replay=replay)
         config = RunConfig(command=command, slug=slug, root=root, courses_arg=courses_arg, authors=declared.authors,
                            settings=settings, prompts=prompts, stages=stages, limits=limits, sources=sources,
-                           yes=yes, run_number=state.next_run_number() if state else 1, batch=batching,
+                           yes=yes, run_number=next_run_number(root) if state else 1, batch=batching,
                            revisions=revisions, force=force,
                            routes={name: route(pipeline, command, name) for name, attrs in pipeline.nodes(data=True)
                                    if attrs["kind"] == "router"})
         run = Run.start(config, chosen, say, brief, state=state, course_lock=lock)
         return _walk(run, pipeline, declared, on_node)
     finally:
-        held = run.course_lock if run is not None else lock  # scaffold takes it for a new course
+        held = run.walk.course_lock if run is not None else lock  # scaffold takes it for a new course
         if held is not None:
-            if run is not None and run.wave is not None:
-                run.wave.then(held.release)  # only once every wave worker has ended
+            if run is not None and run.walk.wave is not None:
+                run.walk.wave.then(held.release)  # only once every wave worker has ended
             else:
                 held.release()
 
@@ -176,10 +178,15 @@ def _pipeline(stages: tuple[Stage, ...]) -> Dag:
     return checked(assemble(declare(stages)))
 
 
+_handlers = functools.cache(handlers)
+"""The handler table of each pipeline (``_pipeline``'s, one per stage list): handlers'
+parameters are read once a process, not once a run."""
+
+
 def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
           on_node: Callable[[str], None] | None) -> BuildResult:
     config = run.config
-    table = handlers(pipeline)
+    table = _handlers(pipeline)
     tracer = run.model.tracer = Tracer(config.slug, config.command, run.model.backend.name)  # minted before the run
     stopped: str | None = None
     failed: str | None = None
@@ -194,36 +201,35 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
                 answer = table[name](run)
             if kind == "router":
                 answers[name] = str(answer)
-            if run.state is not None:
+            if run.walk.state is not None:
                 run.course.checkpoint()  # hashes.json once per node; the journal in between
             if on_node:
                 on_node(name)
         if pipeline.nodes[declared.last]["kind"] == "gate-summary":
             gate = declared.last.removesuffix("_summary")
             raise Stop(f"{gate} gate", f"stay {config.command} stops at the {gate} gate; review "
-                                       f".state/{gate}-gate.md, then {run.hint('approve', config.slug, gate)}")
+                                       f".state/{gate}-gate.md, then {config.hint('approve', config.slug, gate)}")
     except Stop as stop:
         stopped, reason = stop.where, stop.reason  # said once, by whoever reads the result
     except BaseException as exc:
         # the run log must not call a refused, failed or interrupted run "completed"
         failed = type(exc).__name__ + (f": {exc}" if str(exc) else "")
-        if run.wave is not None:  # no task may write after the run has failed or been stopped, and
-            run.wave.cancel(wait=isinstance(exc, Exception))  # none outlives it but after a Ctrl-C
+        if run.walk.wave is not None:  # no task may write after the run has failed or been stopped, and
+            run.walk.wave.cancel(wait=isinstance(exc, Exception))  # none outlives it but after a Ctrl-C
         raise
     finally:
         tally = run.tally
-        if run.state is not None and (config.root / "course.yaml").is_file():
+        if run.walk.state is not None and (config.root / "course.yaml").is_file():
             run.course.checkpoint()
             if tally.projected != len(tally.written):  # else land_manifest's projection is still true
                 run.course.project_statuses(load_manifest(config.root))
-            run.course.log_run(config.command, run.model.backend.name, tally.written, stopped, tally.retired,
-                               tally.revised, [line for change in tally.changes for line in change.log_lines()],
-                               failed)
+            log_run(config.root, config.command, run.model.backend.name, tally.written, stopped, tally.retired,
+                    tally.revised, [line for change in tally.changes for line in change.log_lines()], failed)
             if tally.validation is not None:
                 tracer.scores(tally.validation)
             tracer.flush(config.root, stopped, otlp=config.settings.otlp)
     if config.command == "plan" and stopped is None:
-        reason = f"planned; write the course with {run.hint('write', config.slug)}"
+        reason = f"planned; write the course with {config.hint('write', config.slug)}"
     if config.command == "revise" and stopped is None:
         reason = _revised(run)
     tally = run.tally
@@ -326,7 +332,7 @@ def _revised(run: Run) -> str:
     if stale:
         said += f"; {len(stale)} file{'s' if len(stale) > 1 else ''} now stale"
     if retired or stale:
-        said += f": run {run.hint('build', run.slug)} to regenerate and review"
+        said += f": run {run.config.hint('build', run.config.slug)} to regenerate and review"
     return said
 
 

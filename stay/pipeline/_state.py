@@ -1,4 +1,4 @@
-"""The ledgers beside a course, in .state/: hashes, gates and the run log.
+"""The ledgers beside a course, in .state/: hashes and gates (the run log is ``_run_log``).
 
 Statuses are derived, never trusted: ``.state/hashes.json`` records, per artefact,
 its own content hash and its direct inputs' hashes, and a status is recomputed from
@@ -16,13 +16,11 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from stay._display import terminal_text
-from stay._stored import Damaged, read_stored
 from stay.artefacts import (
     Brief,
     CourseManifest,
@@ -30,9 +28,7 @@ from stay.artefacts import (
     LessonPlan,
     dump,
     load,
-    write_text_atomic,
 )
-from stay.errors import EnvironmentProblem
 from stay.pipeline._course_graph import artefact_paths
 from stay.pipeline._dag import Dag
 from stay.pipeline._gate_decl import covered_phases
@@ -42,7 +38,6 @@ from stay.pipeline._ledger import (
     HASHES,
     JOURNAL,
     RETIRED,
-    RUN_LOG,
     FileHashes,
     Sources,
     Status,
@@ -372,47 +367,6 @@ class CourseState:
                 self.record(edited)
                 self.checkpoint()
         write_json(self.root / GATES, {"version": 1, "gates": dict(sorted(gates.items()))})
-
-    # -- the run log -------------------------------------------------------
-
-    def _run_log(self) -> str | None:
-        """The run log's text, read bounded (None when there is none yet); a log that is not
-        what stay writes (a link, a FIFO, past 16 MB) is one line naming the fix."""
-        path = self.root / RUN_LOG
-        if not os.path.lexists(path):
-            return None
-        try:
-            return read_stored(path).decode("utf-8", "replace")
-        except Damaged as exc:
-            raise EnvironmentProblem(f"{exc}; move it aside (stay starts a new one) and run the command again") \
-                from None
-
-    def next_run_number(self) -> int:
-        return (self._run_log() or "").count("\n## run ") + 1
-
-    def log_run(self, command: str, backend: str, written: list[str], stopped: str | None,
-                retired: list[str] | None = None, revised: Mapping[str, str] | None = None,
-                fixed: Sequence[str] = (), failed: str | None = None) -> None:
-        """Append one run to .state/run-log.md, if it wrote anything; stable order. ``fixed``
-        is what the run's fixes changed, as lines (``Change.log_lines``), in the order made;
-        ``failed`` says why a run that raised ended (it did not complete)."""
-        if not written and not retired:
-            return
-        path = self.root / RUN_LOG
-        text = self._run_log() or "# Run log\n"
-        number = text.count("\n## run ") + 1
-        lines = [f"## run {number}: {command} ({backend})", ""]
-        lines += [f"- wrote {p}" for p in sorted(set(written))]
-        lines += [f"- retired {p} to {RETIRED}/run-{number}/{p}" for p in sorted(retired or [])]
-        lines += [f"- revised {p} with note {hashlib.sha256(n.encode()).hexdigest()[:16]}: "
-                  f"{' '.join(n.split())[:80]!r}" for p, n in sorted((revised or {}).items())]
-        lines += fixed
-        ending = f"- failed: {' '.join(failed.split())[:200]}" if failed else (
-            f"- stopped at {stopped}" if stopped else "- completed")
-        lines.append(ending)
-        # read in a terminal, and a retired path may hold any bytes (not UTF-8, an escape)
-        shown = "\n".join(terminal_text(line) for line in lines)
-        write_text_atomic(path, text.rstrip("\n") + "\n\n" + shown + "\n")
 
 
 def _files_under(top: Path, root: Path) -> Iterator[str]:

@@ -26,9 +26,14 @@ from dataclasses import dataclass, field
 from stay._display import plural
 from stay.artefacts import Artefact
 from stay.models import prefetch
+from stay.pipeline._gateway import ModelGateway
 from stay.pipeline._policy import needs_writing
 from stay.pipeline._produce import Job, job
-from stay.pipeline._run import Run
+from stay.pipeline._reader import RunReader
+from stay.pipeline._reporter import Reporter
+from stay.pipeline._run import RunConfig, Tally, Walk, Writer
+from stay.pipeline._state import CourseState
+from stay.settings import Settings
 from stay.stages import Stage
 
 
@@ -62,9 +67,14 @@ class Gauge:
 
 @dataclass
 class Wave:
-    """The wave's work and its tasks: started by the wave nodes, awaited by gather."""
+    """The wave's work and its tasks: started by the wave nodes, awaited by gather. Its
+    threads ask through the model gateway, write through the writer, and stop once the
+    walk is cancelled."""
 
-    run: Run
+    model: ModelGateway
+    report: Reporter
+    writer: Writer
+    settings: Settings
     lessons: dict[str, list[Job]]
     """lesson id -> its calls, in lesson order (only lessons with something to write)."""
     courses: dict[str, Job]
@@ -78,18 +88,20 @@ class Wave:
     """Set once every worker thread has ended."""
 
     def __post_init__(self) -> None:
-        run = self.run
+        settings = self.settings
+        self.tally: Tally = self.writer.tally
+        self.walk: Walk = self.writer.walk
         self.lesson_gauge = Gauge()
         self.call_gauge = Gauge()
-        run.model.in_flight = self.call_gauge
-        self.lesson_slots = threading.Semaphore(run.config.settings.wave_concurrency)
+        self.model.in_flight = self.call_gauge
+        self.lesson_slots = threading.Semaphore(settings.wave_concurrency)
         # Not ``with`` executors: leaving a ``with`` block waits for every task, and a
         # person pressing Ctrl-C must not wait on a call that hangs.
-        self.calls_pool = ThreadPoolExecutor(max_workers=run.config.settings.model_concurrency + 1,
+        self.calls_pool = ThreadPoolExecutor(max_workers=settings.model_concurrency + 1,
                                              thread_name_prefix="stay-call")
-        self.lessons_pool = ThreadPoolExecutor(max_workers=run.config.settings.wave_concurrency + 1,
+        self.lessons_pool = ThreadPoolExecutor(max_workers=settings.wave_concurrency + 1,
                                                thread_name_prefix="stay-lesson")
-        self.calls_before = run.tally.calls
+        self.calls_before = self.tally.calls
         self.total = len(self.lessons) + len(self.courses)
         self._report_lock = threading.Lock()
         self._order = [*self.lessons, *self.courses]
@@ -125,7 +137,7 @@ class Wave:
                     made[call.paths[0]] = answer
             # the lesson's files in one step: one synced journal line before their renames,
             # not one a file (a failed call loses none of its lesson's finished files)
-            self.run.write(made)  # checks for a cancel under the ledger lock: none written after
+            self.writer.write(made)  # checks for a cancel under the ledger lock: none written after
             if failure is not None:
                 raise failure
         self._progress(lesson_id, f"{lesson_id}: {', '.join(call.stage.name for call in calls)}")
@@ -133,28 +145,28 @@ class Wave:
     def _course(self, call: Job) -> None:
         answer = self._answer(call)
         if answer is not None:
-            self.run.write({call.paths[0]: answer})
+            self.writer.write({call.paths[0]: answer})
         self._progress(call.stage.name, f"{call.stage.name}: {call.paths[0]}")
 
     def _answer(self, call: Job) -> Artefact | None:
         """The call's artefact; None once the run is cancelled (nothing is asked)."""
-        if self.run.cancelled.is_set():
+        if self.walk.cancelled.is_set():
             return None
-        (made,) = self.run.model.produce(call.request, call.parse)
+        (made,) = self.model.produce(call.request, call.parse)
         return made
 
     def _progress(self, task: str, label: str) -> None:
         """Report ``task`` done, in the wave's order: a task that finishes before an
         earlier one waits for it, so the same course prints the same lines whichever
         thread is faster. Reporting happens under the lock, so lines never interleave."""
-        if self.run.cancelled.is_set():
+        if self.walk.cancelled.is_set():
             return
         with self._report_lock:
             self._finished[task] = label
             while self._reported < len(self._order) and self._order[self._reported] in self._finished:
                 done = self._order[self._reported]
                 self._reported += 1
-                self.run.report.tick(self._finished.pop(done), self._reported, self.total)
+                self.report.tick(self._finished.pop(done), self._reported, self.total)
 
     # -- gather: the barrier ------------------------------------------------------------
 
@@ -165,7 +177,7 @@ class Wave:
         failure = next((e for e in errors if e is not None), None)
         if failure is not None:
             raise failure
-        return WaveStats(len(self.lessons), self.run.tally.calls - self.calls_before, self.lesson_gauge.most,
+        return WaveStats(len(self.lessons), self.tally.calls - self.calls_before, self.lesson_gauge.most,
                          self.call_gauge.most, time.perf_counter() - self.started)
 
     def cancel(self, *, wait: bool) -> None:
@@ -173,8 +185,7 @@ class Wave:
         lock, which every write checks), and pending tasks are dropped. With ``wait``, the
         running ones are waited for too; without (Ctrl-C: a person must not wait on a call
         that hangs), ``then`` releases the course lock once they have ended."""
-        run = self.run
-        run.course.cancel(run.cancelled)
+        self.walk.course.cancel(self.walk.cancelled)
         self.lessons_pool.shutdown(wait=False, cancel_futures=True)
         self.calls_pool.shutdown(wait=False, cancel_futures=True)
         if wait:
@@ -200,49 +211,49 @@ class Wave:
         threading.Thread(target=reap, name="stay-release", daemon=True).start()
 
 
-def wave_of(run: Run) -> Wave:
+def wave_of(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer) -> Wave:
     """The run's wave, worked out on first use from every wave stage's declaration."""
-    if run.wave is None:
-        run.wave = _plan(run)
-    return run.wave
+    walk = writer.walk
+    if walk.wave is None:
+        walk.wave = _plan(config, reader, model, report, writer)
+    return walk.wave
 
 
-def _plan(run: Run) -> Wave:
-    config = run.config
+def _plan(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer) -> Wave:
     wave_stages = [stage for stage in config.stages if stage.phase == "wave"]
-    if not run.may_write("wave"):
-        _report_behind(run, wave_stages)
-        return Wave(run, {}, {})
-    layout = run.reader.layout
+    ledger = writer.walk.course
+    if not config.may_write("wave"):
+        _report_behind(config, reader, ledger, report, wave_stages)
+        return Wave(model, report, writer, config.settings, {}, {})
+    layout = reader.layout
     lessons: dict[str, list[Job]] = {}
     for place in layout.lessons():
         for stage in (s for s in wave_stages if s.scope == "lesson"):
-            if needs_writing(run, place.path(stage.output), "wave"):
-                lessons.setdefault(place.id, []).append(job(run, stage, place))
-    courses = {stage.name: job(run, stage, None)
-               for stage in wave_stages if stage.scope == "course" and needs_writing(run, stage.output, "wave")}
-    wave = Wave(run, lessons, courses)
+            if needs_writing(config, ledger, report, place.path(stage.output), "wave"):
+                lessons.setdefault(place.id, []).append(job(config, reader, stage, place))
+    courses = {stage.name: job(config, reader, stage, None) for stage in wave_stages
+               if stage.scope == "course" and needs_writing(config, ledger, report, stage.output, "wave")}
+    wave = Wave(model, report, writer, config.settings, lessons, courses)
     if wave.empty:
-        run.report.say("wave: every lesson and the capstone are current")
+        report.say("wave: every lesson and the capstone are current")
         return wave
     extra = " and " + ", ".join(f"the {name}" for name in courses) if courses else ""
     settings = config.settings
-    run.report.say(f"wave: {plural(len(lessons), 'lesson')}{extra} (at most "
+    report.say(f"wave: {plural(len(lessons), 'lesson')}{extra} (at most "
                    f"{plural(settings.wave_concurrency, 'lesson')}, {plural(settings.model_concurrency, 'call')} "
                    "in flight)")
     if config.batch is not None:  # warm the request cache through Message Batches first
         calls = [call for group in lessons.values() for call in group] + list(courses.values())
         prefetch(config.batch.client, [(call.request, settings.model(call.request.role)) for call in calls],
-                 config.batch.cache, progress=run.report.say, poll_seconds=config.batch.poll_seconds)
+                 config.batch.cache, progress=report.say, poll_seconds=config.batch.poll_seconds)
     return wave
 
 
-def _report_behind(run: Run, wave_stages: list[Stage]) -> None:
+def _report_behind(config: RunConfig, reader: RunReader, ledger: CourseState, report: Reporter,
+                   wave_stages: list[Stage]) -> None:
     """A command that does not author the wave says what the wave would write."""
-    layout = run.reader.layout
-    paths = [path for stage in wave_stages for path, _place in layout.outputs(stage)]
-    behind = [p for p in paths if run.course.status(p).state in ("missing", "stale")]
+    paths = [path for stage in wave_stages for path, _place in reader.layout.outputs(stage)]
+    behind = [p for p in paths if ledger.status(p).state in ("missing", "stale")]
     if behind:
-        run.report.say(f"wave: {plural(len(behind), 'file')} missing or stale; stay {run.config.command} does not "
-                       "write them "
-                       f"({run.hint('write', run.slug)} does)")
+        report.say(f"wave: {plural(len(behind), 'file')} missing or stale; stay {config.command} does not "
+                   f"write them ({config.hint('write', config.slug)} does)")

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from stay.pipeline import DECLARATION, course_graph, graph, problems, walk_order
 from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._dag import Dag, ancestors, descendants, has_path, is_acyclic, to_networkx, topological_order
-from stay.pipeline._graph import PipelineDecl, assemble, command_walk, declare, route
+from stay.pipeline._graph import PipelineDecl, assemble, declare
+from stay.pipeline._walk import command_walk, route
 from tests.conftest import ROOT
 from tests.parity.harness import examples
 from tests.pipeline.test_declarations import WITH_TOY

@@ -11,7 +11,7 @@ from stay.artefacts import Brief
 from stay.artefacts._brief import DEFAULT_LIMITS
 from stay.pipeline import build_course
 from stay.pipeline._ledger import Sources
-from stay.pipeline._nodes import moderate
+from stay.pipeline._nodes import HANDLERS
 from stay.pipeline._run import Run, RunConfig
 from stay.settings import Settings
 from stay.stages import REGISTRY, Prompts
@@ -40,7 +40,7 @@ def test_an_empty_brief_makes_no_screening_call(tmp_path: Path) -> None:
                               settings=Settings(), prompts=Prompts.load(), stages=REGISTRY, limits=DEFAULT_LIMITS,
                               sources=Sources(Prompts.load(), Settings().models)),
                     backend, quiet, empty)
-    moderate(run)  # no exception: nothing to screen
+    HANDLERS["moderate"](run)  # no exception: nothing to screen
     assert backend.screened == []
 
 

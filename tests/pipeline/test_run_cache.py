@@ -112,7 +112,7 @@ def test_remembered_plans_and_introducers_equal_a_fresh_read_after_every_write(
     settings_ = Settings()
     state = open_course(root, Sources(Prompts.load(), settings_.models), settings_, REGISTRY)
     run = _run(root)
-    run.state = state
+    run.walk.state = state
     run.reader.plans()  # remembered from the start
     for kind, first, second in steps:
         layout = CourseLayout(load(root / "curriculum.yaml", Curriculum))

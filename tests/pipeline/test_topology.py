@@ -14,8 +14,9 @@ import pytest
 from stay.artefacts import Assessment
 from stay.pipeline import DECLARATION, graph, problems
 from stay.pipeline._gate_decl import GATES, GateDecl
-from stay.pipeline._graph import PipelineDecl, assemble, build, command_walk, declare
+from stay.pipeline._graph import PipelineDecl, assemble, build, declare
 from stay.pipeline._nodes import handlers
+from stay.pipeline._walk import command_walk
 from stay.stages import REGISTRY, STAGES
 
 DESIGN_STAGES = [stage.node_name for stage in REGISTRY if stage.phase == GATES[0].closes]
@@ -284,7 +285,7 @@ def test_a_guard_that_does_not_require_the_third_gate_is_caught() -> None:
 
 def test_the_walk_follows_the_edge_a_router_answers() -> None:
     from stay.errors import GraphError
-    from stay.pipeline._graph import walk
+    from stay.pipeline._walk import walk
 
     g = graph()
     spine = list(walk(g, "build", {"choose_entry": "intake", "choose_work": "audience"}.__getitem__))
