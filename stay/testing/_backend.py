@@ -19,6 +19,7 @@ from typing import Any
 
 from stay.errors import StayError, UsageError
 from stay.models import SCREEN_STAGE, ModelRequest, OfflineBackend
+from stay.stages import REGISTRY
 from stay.testing._quality import BUILD_NOISE, degrade
 
 # Defects the backend can be asked to inject, by name: the stage whose answer they
@@ -32,8 +33,9 @@ DEFECTS = {
     "no-retrieval": "quiz",            # ret001: no item asks about the lesson's term again
 }
 
-_WAVE_STAGES = ("content", "exercises", "quiz")
-"""The stages a lesson wave asks, one request per lesson: what the lesson gauge counts."""
+_WAVE_STAGES = frozenset(stage.name for stage in REGISTRY if stage.phase == "wave" and stage.scope == "lesson")
+"""The stages a lesson wave asks, one request per lesson: what the lesson gauge counts
+(from the registry, so a stage added there is counted without a second list)."""
 
 
 class InjectedFault(StayError, RuntimeError):
