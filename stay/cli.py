@@ -109,7 +109,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="default: anthropic when ANTHROPIC_API_KEY is set, else offline")
     approve = sub.add_parser("approve", parents=[common], help="answer a gate for a course")
     approve.add_argument("slug")
-    approve.add_argument("gate", choices=("design", "plan"))
+    # the gates are declared once, in the pipeline (stay.pipeline._gate_decl), which checks
+    # the name: importing it here would slow every --help
+    approve.add_argument("gate", metavar="GATE", help="the gate to answer, named as its gate page names it")
     approve.add_argument("--decline", action="store_true")
     approve.add_argument("--note", default="")
     for name, text in (("status", "what is missing, current, stale or edited, and why"),
