@@ -13,6 +13,7 @@ from stay.errors import CoursePathError, EnvironmentProblem, UsageError
 from stay.validate._course import Course
 from stay.validate._data import HouseData, default_data_dir
 from stay.validate._defect import Defect, Severity
+from stay.validate._rules import added_at_run_time
 from stay.validate._select import Selectors, selected
 from stay.validate._text import show
 
@@ -286,7 +287,9 @@ def _check_all(courses: list[str], data: HouseData, strict: bool, jobs: int,
                codes: tuple[str, ...]) -> list[CourseReport]:
     """Each course's report, in the order given, from up to ``jobs`` processes."""
     workers = min(jobs, len(courses))
-    if workers > 1:
+    # a rule registered in this process is unknown to a worker started fresh (spawn,
+    # forkserver: the default on some platforms and Pythons), so those run here
+    if workers > 1 and not added_at_run_time(codes):
         try:
             return _check_in_processes(courses, data, strict, workers, codes)
         except (OSError, NotImplementedError, ImportError):

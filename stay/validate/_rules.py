@@ -86,6 +86,12 @@ def unregister(code: str) -> None:
     del _REGISTRY[code]
 
 
+def added_at_run_time(codes: tuple[str, ...]) -> bool:
+    """Whether any of ``codes`` is a rule ``register`` added in this process: a worker
+    process started fresh (spawn, forkserver) would not know it."""
+    return any(code not in _DECLARED for code in codes)
+
+
 def _declare_families() -> frozenset[str]:
     for family in FAMILIES:
         for rule in family.RULES:

@@ -158,3 +158,34 @@ def test_the_contract_group_is_closed_and_a_rule_is_named_by_its_code() -> None:
     with pytest.raises(GraphError, match="not added by register"):
         unregister("aud001")
     assert "aud901" not in RULES and "toy002" not in RULES
+
+
+SPAWNED = """
+import multiprocessing, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from tests.validate.test_groups import toy001
+from stay.validate import register, validate_courses
+
+if __name__ == "__main__":
+    multiprocessing.set_start_method("spawn")  # a worker imports stay afresh, as forkserver does
+    register(toy001)
+    report = validate_courses(sys.argv[2:], jobs=2, select="stay")
+    print(sorted(code for course in report.courses for code in course.evaluated))
+"""
+
+
+def test_a_rule_registered_at_run_time_runs_with_jobs_under_spawn(tmp_path: Path) -> None:
+    """``--jobs`` workers started fresh do not know a rule this process registered: the
+    courses are checked here instead, so the report is the one ``jobs=1`` gives."""
+    import shutil
+
+    courses = [tmp_path / name for name in ("one", "two")]
+    for course in courses:
+        shutil.copytree(SAMPLE, course)
+    script = tmp_path / "spawned.py"
+    script.write_text(SPAWNED)
+    done = subprocess.run([sys.executable, str(script), str(ROOT), *map(str, courses)], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == repr([TOY, TOY])
