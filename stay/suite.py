@@ -18,6 +18,7 @@ hashes), not what the run was asked to use.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,14 +26,18 @@ from typing import Any
 from stay.artefacts import Brief
 from stay.briefs import slugify
 from stay.models import CachedBackend, RequestCache, Usage, backend_from
-from stay.pipeline import build_course, read_document
+from stay.pipeline import build_course
 from stay.scoring import (
+    OFFLINE,
+    QUALITY_RECORD,
     CourseOnDisk,
     Judge,
     OfflineJudge,
     Scorer,
     build_entry,
     default_scorers,
+    ledger_built_with,
+    recorded_quality,
     report,
     score_course,
     scorer_versions,
@@ -42,7 +47,6 @@ from stay.settings import Settings
 from stay.stages import Prompts
 from stay.testing import RiggedBackend
 
-OFFLINE = "offline"
 DEFAULT_EPOCHS = 6
 """Builds per brief and run. At six, the calibration benchmark (``benchmarks/
 evals_calibration.py``) puts the gate's power at a 20% degradation at or above 0.8 for
@@ -64,18 +68,6 @@ def epoch_dir(courses_dir: Path, epoch: int) -> Path:
     return courses_dir / f"e{epoch:02d}"
 
 
-def built_with(course_dir: Path) -> dict[str, dict[str, str]]:
-    """Per artefact, what the ledger says it was built with (prompts, references, schema,
-    model); artefacts the ledger records no sources for are left out."""
-    path = course_dir / ".state" / "hashes.json"
-    if not path.is_file():
-        return {}
-    document = read_document(path, course_dir.name)  # the ledger's own bounded reader
-    entries = document.get("artefacts", {}) if isinstance(document, dict) else {}
-    return {name: dict(entry["sources"]) for name, entry in sorted(entries.items())
-            if isinstance(entry, dict) and isinstance(entry.get("sources"), dict)}
-
-
 def evaluate_build(brief_path: Path, *, epoch: int, courses_dir: Path, backend: str,
                    prompts_dir: Path | None, judge: Judge, run_seed: int = 0, rebuild: bool = True,
                    quality: Mapping[str, float] | None = None, scorers: list[Scorer] | None = None,
@@ -90,6 +82,11 @@ def evaluate_build(brief_path: Path, *, epoch: int, courses_dir: Path, backend: 
     where = epoch_dir(courses_dir, epoch)
     usage, built = Usage(), False
     cost: float | None = 0.0
+    knob = {k: float(v) for k, v in sorted((quality or {}).items())} if backend == OFFLINE else {}
+    if rebuild and backend == OFFLINE and (where / slug / "course.yaml").is_file() \
+            and recorded_quality(where / slug) != knob:
+        # built under another knob: nothing in the ledger is stale, so start the build afresh
+        shutil.rmtree(where / slug)
     if rebuild or not (where / slug / "course.yaml").is_file():
         generator: Any
         cache: bool | None = None
@@ -104,10 +101,16 @@ def evaluate_build(brief_path: Path, *, epoch: int, courses_dir: Path, backend: 
         result = build_course(brief, courses_dir=where, yes=True, backend=generator, settings=chosen,
                               prompts_dir=prompts_dir, cache=cache, progress=lambda _line: None)
         usage, cost, built = result.usage, result.cost, True
+        if backend == OFFLINE:
+            (where / slug / QUALITY_RECORD).parent.mkdir(parents=True, exist_ok=True)
+            (where / slug / QUALITY_RECORD).write_text(json.dumps(knob, sort_keys=True) + "\n", encoding="utf-8")
     course = CourseOnDisk.load(where / slug)
     scores = score_course(course, scorers or default_scorers(judge, data_dir=chosen.resolved_data_dir()))
-    return slug, build_entry(scores, epoch=epoch, seed=seed, course_sha256=course.sha256, build_usage=usage,
-                             build_cost=cost, built=built, built_with=built_with(where / slug))
+    entry = build_entry(scores, epoch=epoch, seed=seed, course_sha256=course.sha256, build_usage=usage,
+                        build_cost=cost, built=built, built_with=ledger_built_with(where / slug))
+    if backend == OFFLINE:  # what this build was made with, which a rescore may not have asked for
+        entry["quality"] = recorded_quality(where / slug)
+    return slug, entry
 
 
 def merge_parts(parts: Path) -> dict[str, list[dict[str, Any]]]:
@@ -121,11 +124,19 @@ def merge_parts(parts: Path) -> dict[str, list[dict[str, Any]]]:
 
 def write_run_report(cfg: Any, builds: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """The suite's report from its builds and its configuration (``evals/conftest.py``'s
-    ``EvalConfig``: label, backend, prompts_dir, epochs, seed, quality, output)."""
-    document = report(label=cfg.label, backend=cfg.backend, prompts_dir=str(cfg.prompts_dir or "prompts (packaged)"),
-                      prompt_hashes=Prompts.load(cfg.prompts_dir).hashes(),
+    ``EvalConfig``: label, backend, prompts_dir, epochs, seed, quality, rescore, output).
+    The prompt hashes and the quality knob are what the builds record they were made with
+    (``report``);
+    the directory is the one the builds were given (``--stay-prompts``, else
+    ``STAY_PROMPTS_DIR``, else the packaged prompts), or none when the run rescored."""
+    settings = Settings.from_env()
+    given = cfg.prompts_dir or settings.prompts_dir
+    where = str(given or "prompts (packaged)")
+    if getattr(cfg, "rescore", False):
+        where = "(not generated: courses scored as saved" + (f"; {given} not used)" if given else ")")
+    document = report(label=cfg.label, backend=cfg.backend, prompts_dir=where,
+                      prompt_hashes=Prompts.load(given).hashes(),
                       scorers=scorer_versions(default_scorers(OfflineJudge())), builds=builds, epochs=cfg.epochs,
-                      seed=cfg.seed, quality=cfg.quality if cfg.backend == OFFLINE else None,
-                      models=Settings.from_env().models)
+                      seed=cfg.seed, quality=cfg.quality if cfg.backend == OFFLINE else None, models=settings.models)
     write_report(cfg.output, document)
     return document

@@ -33,6 +33,11 @@ _EXPORTS = {
     "scorer_versions": "stay.scoring._scorers",
     "ComparePage": "stay.scoring._compare_page",
     "compare_page": "stay.scoring._compare_page",
+    "OFFLINE": "stay.scoring._provenance",
+    "ledger_built_with": "stay.scoring._provenance",
+    "QUALITY_RECORD": "stay.scoring._provenance",
+    "recorded_quality": "stay.scoring._provenance",
+    "provenance_notes": "stay.scoring._provenance",
     "build_entry": "stay.scoring._report",
     "report": "stay.scoring._report",
     "write_report": "stay.scoring._report",
@@ -41,6 +46,8 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "OFFLINE",
+    "QUALITY_RECORD",
     "ComparePage",
     "CourseOnDisk",
     "DistractorQuality",
@@ -61,6 +68,9 @@ __all__ = [
     "evals_main",
     "evals_parser",
     "judge_request",
+    "ledger_built_with",
+    "provenance_notes",
+    "recorded_quality",
     "report",
     "score_course",
     "scorer_versions",
@@ -72,6 +82,13 @@ if TYPE_CHECKING:
     from stay.scoring._compare_page import ComparePage, compare_page
     from stay.scoring._core import CourseOnDisk, ItemResult, Judge, JudgeReply, ModelJudge, ScoreResult, judge_request
     from stay.scoring._offline_judge import OfflineJudge
+    from stay.scoring._provenance import (
+        OFFLINE,
+        QUALITY_RECORD,
+        ledger_built_with,
+        provenance_notes,
+        recorded_quality,
+    )
     from stay.scoring._report import build_entry, report, write_report
     from stay.scoring._scorers import Scorer, default_scorers, score_course, scorer_versions
     from stay.scoring.distractor_quality import DistractorQuality

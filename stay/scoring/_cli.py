@@ -127,6 +127,7 @@ def _compare(ns: argparse.Namespace) -> int:
     from stay.artefacts import write_text_atomic
     from stay.errors import UsageError
     from stay.scoring._compare import compare, item_changes
+    from stay.scoring._provenance import provenance_notes
     from stay.scoring._render import items_text, markdown, text
     from stay.scoring._report import read_report
 
@@ -141,13 +142,14 @@ def _compare(ns: argparse.Namespace) -> int:
     paths = (str(ns.baseline), str(ns.candidate))
     comparison = compare(baseline, candidate, alpha=ns.alpha, allow=ns.allow, max_failed=ns.max_failed,
                          effect=ns.effect, permutations=ns.permutations, seed=ns.seed, names=paths)
-    print(text(comparison, paths), end="")
+    provenance = provenance_notes(baseline, candidate)
+    print(text(comparison, paths, provenance), end="")
     changes = None
     if ns.items is not None:
         changes, coverage = item_changes(baseline, candidate, top=ns.items)
         print(items_text(changes, coverage), end="")
     if ns.markdown:
-        write_text_atomic(ns.markdown, markdown(comparison, paths, changes))
+        write_text_atomic(ns.markdown, markdown(comparison, paths, changes, provenance))
         print(f"wrote {ns.markdown}")
     if ns.html:
         from stay.scoring._compare_page import compare_page
@@ -217,6 +219,7 @@ def _score(ns: argparse.Namespace) -> int:
     from stay.models import Usage
     from stay.scoring import CourseOnDisk, default_scorers, score_course, scorer_versions
     from stay.scoring._judges import make_judge
+    from stay.scoring._provenance import QUALITY_RECORD, ledger_built_with, recorded_quality
     from stay.scoring._report import build_entry, report, write_report
     from stay.settings import Settings
     from stay.stages import Prompts
@@ -230,7 +233,9 @@ def _score(ns: argparse.Namespace) -> int:
         entries = builds.setdefault(slug, [])
         entries.append(build_entry(score_course(course, default_scorers(judge)), epoch=_epoch_of(course_dir,
                                    len(entries)), seed=None, course_sha256=course.sha256, build_usage=Usage(),
-                                   build_cost=0.0, built=False))
+                                   build_cost=0.0, built=False, built_with=ledger_built_with(course_dir)))
+        if (course_dir / QUALITY_RECORD).is_file():  # an offline suite's build: say its knob
+            entries[-1]["quality"] = recorded_quality(course_dir)
         sys.stderr.write(f"scored {course_dir}\n")
     document = report(label=ns.label, backend=backend, prompts_dir="(not generated: courses scored as saved)",
                       prompt_hashes=Prompts.load().hashes(), scorers=scorer_versions(default_scorers(judge)),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from stay._display import fixed
 from stay.scoring._compare import BUILDS, Comparison, ItemChange, ScorerComparison
 
@@ -51,12 +53,16 @@ def _notes(comparison: Comparison, paths: tuple[str, str]) -> list[str]:
     return lines
 
 
-def text(comparison: Comparison, paths: tuple[str, str] = ("baseline", "candidate")) -> str:
+def text(comparison: Comparison, paths: tuple[str, str] = ("baseline", "candidate"),
+         provenance: Sequence[str] = ()) -> str:
+    """The table with its header and notes; ``provenance`` (``stay.scoring._provenance.
+    provenance_notes``: who generated and judged each run, the prompt files that differ,
+    whether the generator can see them) is printed under the two runs' names."""
     header = (f"{'scorer':20} {'test':6} {'baseline':>8} {'candidate':>9} {'diff':>7} {'95% interval':>18} "
               f"{'p':>7} {'p(Holm)':>7} {'MDE':>6}  verdict")
     lines = [f"baseline:  {paths[0]} ({comparison.baseline_label}, {comparison.epochs[0]} epochs)",
              f"candidate: {paths[1]} ({comparison.candidate_label}, {comparison.epochs[1]} epochs)",
-             method(comparison), "", header]
+             *provenance, method(comparison), "", header]
     for r in comparison.scorers:
         lines.append(f"{r.scorer:20} {r.test:6} {fixed(r.baseline):>8} {fixed(r.candidate):>9} "
                      f"{fixed(r.difference, signed=True):>7} {_interval(r):>18} {_p(r.p):>7} {_p(r.p_adjusted):>7} "
@@ -82,13 +88,14 @@ def items_text(changes: list[ItemChange], coverage: dict[str, tuple[int, int]]) 
 
 
 def markdown(comparison: Comparison, paths: tuple[str, str] = ("baseline", "candidate"),
-             changes: list[ItemChange] | None = None) -> str:
-    """The comparison as Markdown: the table, the notes, a bar chart of both means, and
-    (when asked) the item diff with both judges' reasons side by side."""
+             changes: list[ItemChange] | None = None, provenance: Sequence[str] = ()) -> str:
+    """The comparison as Markdown: the provenance lines (as in ``text``), the table, the
+    notes, a bar chart of both means, and (when asked) the item diff with both judges'
+    reasons side by side."""
     results = comparison.scorers
     names = [r.scorer for r in results]
     lines = [f"# Eval comparison: {comparison.baseline_label} vs {comparison.candidate_label}", "",
-             method(comparison), "",
+             *[f"- {line}" for line in provenance], *([""] if provenance else []), method(comparison), "",
              "| scorer | test | baseline | candidate | difference | 95% interval | p | p (Holm) | MDE | verdict |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:

@@ -5,14 +5,17 @@ per brief and build: the epoch and its seed, a hash of the course files scored, 
 usage and cost of building, and per scorer the score, every item with its content hash
 and reason, the judge failures apart from the scores, and the judge's usage and cost.
 At the top: the backend, the judge and judge model, each scorer's version, the model
-ids, a hash of every prompt and reference file used, the means, and the totals.
+ids, a hash of every prompt and reference file the courses were built with (from the
+builds' ``built_with``, ``prompts.source: "ledger"``; a file built in more than one
+version is under ``prompts.mixed``; only a run whose builds record nothing falls back to
+the hashes it was asked to use, ``"requested"``), the means, and the totals.
 Same inputs, same answers: same bytes.
 
 A build may also carry ``built_with``: per artefact (its path in the course), the
 hashes its ledger says it was built with, ``{"prompt": sha, "references": sha,
-"schema": sha, "model": id}``. It is optional (the pipeline does not record it yet);
-``compare`` uses it, when both runs have it, to say which artefacts two runs share
-unchanged.
+"schema": sha, "model": id}``, read from the course's ledger. ``compare`` uses it, when
+both runs have it, to say which artefacts two runs share unchanged and which prompt
+files differ (``stay.scoring._provenance``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 from stay.models import DEFAULT_MODELS, Usage, cost
 from stay.requests import Role
 from stay.scoring._core import ScoreResult
+from stay.scoring._provenance import header_prompts
 
 VERSION = 2
 BUILT_WITH_KEYS = ("prompt", "references", "schema", "model")
@@ -73,9 +77,14 @@ def report(*, label: str, backend: str, prompts_dir: str, prompt_hashes: Mapping
            seed: int | None = None, quality: Mapping[str, float] | None = None,
            models: Mapping[Role, str] = DEFAULT_MODELS) -> dict[str, Any]:
     """The whole report, from each brief's builds (``builds``: slug -> build entries);
-    ``models`` is the role -> model table the builds used (``Settings.models``)."""
+    ``models`` is the role -> model table the builds used (``Settings.models``). The prompt
+    hashes and the quality knob are the ones the builds record (``built_with``, ``quality``);
+    ``prompt_hashes`` and ``quality`` stand in only where no build records them."""
     judge, judge_model = judge_of(builds)
     entries = [entry for slug in sorted(builds) for entry in builds[slug]]
+    knobs = {json.dumps(e["quality"], sort_keys=True) for e in entries if isinstance(e.get("quality"), dict)}
+    if len(knobs) == 1 and all("quality" in e for e in entries):
+        quality = json.loads(knobs.pop())
     means: dict[str, float | None] = {}
     failures = {}
     for name in sorted(scorers):
@@ -90,7 +99,8 @@ def report(*, label: str, backend: str, prompts_dir: str, prompt_hashes: Mapping
         "version": VERSION, "label": label, "backend": backend, "judge": judge, "judge_model": judge_model,
         "scorers": dict(sorted(scorers.items())), "epochs": epochs, "seed": seed,
         "quality": dict(sorted((quality or {}).items())),
-        "models": dict(models), "prompts": {"dir": prompts_dir, "sha256": dict(prompt_hashes)},
+        # what the courses were built with, from their ledgers; what was asked only when no build says
+        "models": dict(models), "prompts": {"dir": prompts_dir, **header_prompts(entries, prompt_hashes)},
         "briefs": {slug: {"builds": sorted(builds[slug], key=lambda e: e["epoch"])} for slug in sorted(builds)},
         "means": means, "failures": failures,
         "totals": {"builds": len(entries),
