@@ -191,6 +191,7 @@ def summary_text(document: dict[str, Any], path: str) -> str:
              f"backend {document['backend']}; offline quality knob {quality}",
              f"judge {document['judge']}" + (f" ({document['judge_model']})" if document.get("judge_model") else ""),
              "models: " + (", ".join(f"{role} {model}" for role, model in models) or "n/a"),
+             _prompts_line(document.get("prompts") or {}),
              f"briefs: {len(document['briefs'])} ({', '.join(sorted(document['briefs']))}), {len(builds)} builds",
              "", f"{'scorer':20} {'version':>7} {'mean':>6} {'items':>6} {'unparseable':>11} {'errors':>6}"]
     means, failures = document.get("means") or {}, document.get("failures") or {}
@@ -208,6 +209,15 @@ def summary_text(document: dict[str, Any], path: str) -> str:
                   f"({totals.get('judge_input_tokens', 'n/a')} input, {totals.get('judge_output_tokens', 'n/a')} "
                   "output tokens)"]
     return "\n".join(lines) + "\n"
+
+
+def _prompts_line(prompts: dict[str, Any]) -> str:
+    """Where the run's prompt hashes come from, and any prompt its builds used in more than one version."""
+    source = {"ledger": "as the builds' ledgers record them", "requested": "as asked (no build records them)"}
+    mixed = sorted(prompts.get("mixed") or {})
+    origin = source.get(str(prompts.get("source")), "of unknown origin")
+    return (f"prompts: {prompts.get('dir', 'n/a')}, hashes {origin}"
+            + (f"; built in more than one version: {', '.join(mixed)}" if mixed else ""))
 
 
 def _epoch_of(course: Path, seen: int) -> int:

@@ -133,3 +133,22 @@ def test_a_rerun_under_another_quality_knob_rebuilds_and_records_the_knob(tmp_pa
     assert plain["quality"] == {} and rerun["quality"] == fresh["quality"] == knob
     _, rescored = evaluate_build(BRIEF, courses_dir=tmp_path / "same", rebuild=False, **common)
     assert rescored["quality"] == knob  # a rescore reports the knob the course was built with
+
+
+def test_show_says_where_the_prompt_hashes_come_from_and_names_a_prompt_built_in_two_versions(
+        edited: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from stay.scoring._report import report
+
+    one, two = run(tmp_path, "a", None), run(tmp_path, "b", edited)
+    builds = [b for document in (one, two) for b in document["briefs"]["accessible-web-forms"]["builds"]]
+    for epoch, build in enumerate(builds, 1):
+        build["epoch"] = epoch
+    mixed = report(label="mixed", backend=OFFLINE, prompts_dir="-", prompt_hashes={}, scorers=one["scorers"],
+                   builds={"accessible-web-forms": builds}, epochs=len(builds))
+    assert sorted(mixed["prompts"]["mixed"]) == [EDITED] and EDITED not in mixed["prompts"]["sha256"]
+    path = tmp_path / "mixed.json"
+    path.write_text(json.dumps(mixed), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["evals", "show", str(path)]) == 0
+    assert f"hashes as the builds' ledgers record them; built in more than one version: {EDITED}\n" \
+        in capsys.readouterr().out
