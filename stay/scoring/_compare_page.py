@@ -55,6 +55,7 @@ def compare_page(comparison: Comparison, baseline: Mapping[str, Any], candidate:
                  paths: tuple[str, str] = ("baseline", "candidate"), items: int | None = PAGE_ITEMS) -> ComparePage:
     """The page for ``comparison`` of the reports ``baseline`` and ``candidate`` (read from
     ``paths``), listing at most ``items`` changed items (None: every one)."""
+    from stay.scoring._provenance import provenance_notes
     from stay.scoring._render import _notes, method
 
     intervals = run_intervals(comparison, baseline, candidate)
@@ -72,7 +73,9 @@ def compare_page(comparison: Comparison, baseline: Mapping[str, Any], candidate:
         adjustment=f"Holm-Bonferroni across {tested} scorers",
         gate=_gate(comparison), exit_code=comparison.exit_code, regressions=tuple(comparison.regressions),
         sources=paths, epochs=comparison.epochs, intervals=INTERVALS,
-        notes=tuple(_notes(comparison, paths)) + _quality(baseline, candidate),
+        # the provenance lines as the terminal prints them (the page's header names backend and judge)
+        notes=tuple(_notes(comparison, paths)) + _quality(baseline, candidate)
+        + tuple(provenance_notes(baseline, candidate)),
         items_matched=coverage if matched else {}, items_changed=len(changes) if matched else None)
     return ComparePage(header, rows, diff)
 

@@ -94,11 +94,13 @@ def test_compare_names_backends_judges_the_changed_prompt_and_that_offline_canno
     run(tmp_path, "base", None)
     run(tmp_path, "cand", edited)
     capsys.readouterr()
-    markdown = tmp_path / "compare.md"
-    main(["evals", "compare", str(tmp_path / "base.json"), str(tmp_path / "cand.json"), "--markdown", str(markdown)])
+    markdown, html = tmp_path / "compare.md", tmp_path / "compare.html"
+    main(["evals", "compare", str(tmp_path / "base.json"), str(tmp_path / "cand.json"), "--markdown", str(markdown),
+          "--html", str(html)])
     out = capsys.readouterr().out
     page = markdown.read_text(encoding="utf-8")
     judge = OfflineJudge().name
+    assert OFFLINE_BLIND in html.read_text(encoding="utf-8")
     for shown in (out, page):
         assert f"baseline: backend {OFFLINE}, judge {judge}; candidate: backend {OFFLINE}, judge {judge}" in shown
         assert f"prompt files that differ between the runs: {EDITED}\n" in shown
