@@ -34,6 +34,8 @@ WORSE, BETTER, SAME = "worse", "better", "no detectable difference"
 INCONCLUSIVE = "inconclusive: run more epochs"
 INCONCLUSIVE_ITEMS = "inconclusive: judge more items"
 NOTHING = "nothing judged"
+SHOWN = 3
+"""Run-file problems a refusal names (the rest counted): one readable line, not one per build."""
 
 
 @dataclass(frozen=True)
@@ -306,7 +308,8 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     findings = run_checks((f"baseline {names[0]}", baseline), (f"candidate {names[1]}", candidate))
     broken = [f.message for f in findings if f.kind == REFUSE and f.allow not in allowed_names]
     if broken:
-        raise RunsNotComparable(f"cannot compare {names[0]} with {names[1]}: " + "; ".join(broken))
+        more = f"; and {len(broken) - SHOWN} more like these" if len(broken) > SHOWN else ""
+        raise RunsNotComparable(f"cannot compare {names[0]} with {names[1]}: " + "; ".join(broken[:SHOWN]) + more)
     found = differences(baseline, candidate)
     found.update({f.allow: f.message for f in findings if f.allow is not None and f.allow in allowed_names})
     refused = {name: why for name, why in found.items() if name not in allowed_names}

@@ -62,7 +62,7 @@ def duplicated_builds(run: Run) -> list[str]:
     name, report = run
     found = []
     seen: dict[tuple[str, Any], str] = {}
-    shas: dict[str, str] = {}
+    shas: dict[tuple[Any, Any], str] = {}
     for brief, index, build in _builds(report):
         where = f"briefs.{brief}.builds[{index}]"
         key = (brief, build.get("epoch", 0))
@@ -70,11 +70,13 @@ def duplicated_builds(run: Run) -> list[str]:
             found.append(f"{name}: {where}: epoch {key[1]} of brief {brief} again (first at {seen[key]}); "
                          "keep one build per (brief, epoch): score each course directory once")
         seen.setdefault(key, where)
-        sha = build.get("course_sha256")
-        if sha and sha in shas:
-            found.append(f"{name}: {where}.course_sha256: the same course as {shas[sha]}; a course counted twice "
-                         "shrinks the interval: score each course directory once")
-        if sha:
+        # the same course under two different seeds is a deterministic generator (the offline
+        # backend without --stay-quality), not one course counted twice
+        sha = (build.get("course_sha256"), build.get("seed"))
+        if sha[0] and sha in shas:
+            found.append(f"{name}: {where}.course_sha256: the same course (and seed) as {shas[sha]}; a course "
+                         "counted twice shrinks the interval: score each course directory once")
+        if sha[0]:
             shas.setdefault(sha, where)
     return found
 

@@ -15,7 +15,7 @@ import pytest
 
 from stay.cli import main
 from stay.errors import RunsNotComparable, exit_code
-from stay.scoring._compare import compare
+from stay.scoring._compare import SHOWN, compare
 from stay.scoring._defaults import FAILURE_GAP, MAX_FAILED
 from stay.scoring._runs_check import CHECKS, REFUSE, WARN, run_checks
 from tests.scoring.reports import make_report, steady
@@ -50,7 +50,8 @@ def _same_epoch_twice(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
 
 
 def _same_course_twice(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
-    first(cand)[1]["course_sha256"] = first(cand)[0]["course_sha256"]  # `stay evals score DIR DIR`
+    for build in first(cand)[:2]:  # `stay evals score DIR DIR`: no seed, one course twice
+        build.update(seed=None, course_sha256=first(cand)[0]["course_sha256"])
     return base, cand
 
 
@@ -138,6 +139,23 @@ def test_each_broken_run_is_refused_or_warned_on_as_its_check_says(check: Any, b
     else:
         assert check.kind == WARN
         assert {f.message for f in mine} <= set(compare(base, cand, names=names).warnings)
+
+
+def test_one_course_under_two_seeds_is_a_deterministic_generator_not_a_duplicate() -> None:
+    base, cand = pair()
+    for build in first(cand):  # the offline backend without --stay-quality builds one course per brief
+        build["course_sha256"] = first(cand)[0]["course_sha256"]
+    assert [f for f in run_checks(("baseline", base), ("candidate", cand)) if f.kind == REFUSE] == []
+
+
+def test_a_refusal_names_the_first_problems_and_counts_the_rest() -> None:
+    base, cand = pair()
+    for entry in cand["briefs"].values():
+        entry["builds"].pop()
+    with pytest.raises(RunsNotComparable) as refused:
+        compare(base, cand)
+    assert str(refused.value).count("an interrupted or partial run") == SHOWN
+    assert str(refused.value).endswith(f"and {len(cand['briefs']) - SHOWN} more like these")
 
 
 def test_different_models_pass_with_allow_models_and_are_named() -> None:
