@@ -70,15 +70,28 @@ def duplicated_builds(run: Run) -> list[str]:
             found.append(f"{name}: {where}: epoch {key[1]} of brief {brief} again (first at {seen[key]}); "
                          "keep one build per (brief, epoch): score each course directory once")
         seen.setdefault(key, where)
-        # the same course under two different seeds is a deterministic generator (the offline
-        # backend without --stay-quality), not one course counted twice
-        sha = (build.get("course_sha256"), build.get("seed"))
-        if sha[0] and sha in shas:
-            found.append(f"{name}: {where}.course_sha256: the same course (and seed) as {shas[sha]}; a course "
-                         "counted twice shrinks the interval: score each course directory once")
-        if sha[0]:
-            shas.setdefault(sha, where)
+        # the same course twice is one counted twice only when its seed says so too: under two
+        # seeds, or none recorded (a rescored course), it may be a generator that ignores the
+        # seed (the offline backend without --stay-quality), which ``same_courses`` warns on
+        sha = build.get("course_sha256")
+        if sha and build.get("seed") is not None and (sha, build["seed"]) in shas:
+            found.append(f"{name}: {where}.course_sha256: the same course and seed as {shas[sha, build['seed']]}; "
+                         "a course counted twice shrinks the interval: score each course directory once")
+        if sha:
+            shas.setdefault((sha, build.get("seed")), where)
     return found
+
+
+def same_courses(run: Run) -> list[str]:
+    name, report = run
+    repeated = sorted(brief for brief, entry in report["briefs"].items()
+                      if len({b.get("course_sha256") for b in entry["builds"] if b.get("course_sha256")})
+                      < sum(bool(b.get("course_sha256")) for b in entry["builds"]))
+    if not repeated:
+        return []
+    return [f"{name}: briefs.*.builds.course_sha256: {len(repeated)} of {len(report['briefs'])} briefs have the same "
+            f"course at two epochs ({', '.join(repeated[:3])}{', ...' if len(repeated) > 3 else ''}): a generator "
+            "that ignores the seed, or a course scored twice; those epochs measure no build-to-build variance"]
 
 
 def partial_run(run: Run) -> list[str]:
@@ -213,6 +226,7 @@ CHECKS: tuple[Check, ...] = (
     Check("seeded-elsewhere", REFUSE, _each(seeded_elsewhere)),
     Check("judge-fields", REFUSE, _each(judge_fields)),
     Check("models", REFUSE, models_differ, allow="models"),
+    Check("same-courses", WARN, _each(same_courses)),
     Check("identical-runs", WARN, identical_runs),
     Check("identical-prompts", WARN, identical_prompts),
     Check("failure-rates", WARN, failure_rates_differ),
