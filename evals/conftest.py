@@ -123,11 +123,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     cfg = _config(session.config)
     if not cfg.parts.is_dir():
         return
-    from stay.suite import merge_parts, write_run_report
+    from stay.suite import finish_run
 
-    builds = merge_parts(cfg.parts)
-    document = write_run_report(cfg, builds)
-    shutil.rmtree(cfg.parts, ignore_errors=True)
-    session.config.pluginmanager.get_plugin("terminalreporter").write_line(  # type: ignore[union-attr]
-        f"stay evals: wrote {cfg.output} ({len(builds)} briefs x {cfg.epochs} epochs; means: "
-        + ", ".join(f"{k} {v:.3f}" for k, v in document["means"].items() if v is not None) + ")")
+    _document, line = finish_run(cfg)  # an interrupted or partly failed run writes no report
+    session.config.pluginmanager.get_plugin("terminalreporter").write_line(line)  # type: ignore[union-attr]

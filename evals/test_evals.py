@@ -8,7 +8,7 @@ from pathlib import Path
 
 from evals.conftest import BRIEFS, EvalConfig
 from stay.scoring._judges import make_judge
-from stay.suite import OFFLINE, evaluate_build
+from stay.suite import OFFLINE, evaluate_build, part_name
 
 SCORERS = {"outcome_coverage", "distractor_quality", "exercise_alignment", "rubric_specificity", "validator"}
 
@@ -24,7 +24,7 @@ def test_build(brief: Path, epoch: int, eval_config: EvalConfig) -> None:
                                  prompts_dir=cfg.prompts_dir, judge=judge, run_seed=cfg.seed, rebuild=not cfg.rescore,
                                  quality=cfg.quality)
     cfg.parts.mkdir(parents=True, exist_ok=True)
-    (cfg.parts / f"{brief.stem}-e{epoch:02d}.json").write_text(json.dumps({"slug": slug, "build": entry},
+    (cfg.parts / part_name(brief, epoch)).write_text(json.dumps({"slug": slug, "build": entry},
                                                                           sort_keys=True))
     assert set(entry["scorers"]) == SCORERS
     for name, result in entry["scorers"].items():

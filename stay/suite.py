@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +111,38 @@ def evaluate_build(brief_path: Path, *, epoch: int, courses_dir: Path, backend: 
     if backend == OFFLINE:  # what this build was made with, which a rescore may not have asked for
         entry["quality"] = recorded_quality(where / slug)
     return slug, entry
+
+
+def part_name(brief: Path, epoch: int) -> str:
+    """The file one build of the suite writes its entry to, in the run's parts directory."""
+    return f"{brief.stem}-e{epoch:02d}.json"
+
+
+def missing_builds(parts: Path, briefs: Iterable[Path], epochs: int) -> list[str]:
+    """The builds a suite run asked for that wrote no entry: they failed, or never ran (the
+    run was interrupted). A report without them would leave out the worst builds and
+    lean towards a pass, so ``finish_run`` writes none."""
+    present = {path.name for path in parts.glob("*.json")} if parts.is_dir() else set()
+    wanted = [part_name(brief, epoch) for brief in briefs for epoch in range(1, epochs + 1)]
+    return [name.removesuffix(".json") for name in wanted if name not in present]
+
+
+def finish_run(cfg: Any) -> tuple[dict[str, Any] | None, str]:
+    """The suite's end: the report written from a complete run, or, when a build is missing,
+    nothing written (an earlier report at ``cfg.output`` is kept as it was); and the line
+    that says which. ``cfg`` is ``evals/conftest.py``'s ``EvalConfig``."""
+    missing = missing_builds(cfg.parts, cfg.briefs, cfg.epochs)
+    if missing:
+        shutil.rmtree(cfg.parts, ignore_errors=True)
+        wanted = len(cfg.briefs) * cfg.epochs
+        return None, (f"stay evals: {cfg.output} not written: {len(missing)} of {wanted} builds failed or did not "
+                      f"run ({', '.join(missing[:6])}{', ...' if len(missing) > 6 else ''}); fix them and run the "
+                      "suite again")
+    builds = merge_parts(cfg.parts)
+    document = write_run_report(cfg, builds)
+    shutil.rmtree(cfg.parts, ignore_errors=True)
+    return document, (f"stay evals: wrote {cfg.output} ({len(builds)} briefs x {cfg.epochs} epochs; means: "
+                      + ", ".join(f"{k} {v:.3f}" for k, v in document["means"].items() if v is not None) + ")")
 
 
 def merge_parts(parts: Path) -> dict[str, list[dict[str, Any]]]:

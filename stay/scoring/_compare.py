@@ -34,6 +34,8 @@ WORSE, BETTER, SAME = "worse", "better", "no detectable difference"
 INCONCLUSIVE = "inconclusive: run more epochs"
 INCONCLUSIVE_ITEMS = "inconclusive: judge more items"
 NOTHING = "nothing judged"
+SHOWN = 3
+"""Run-file problems a refusal names (the rest counted): one readable line, not one per build."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,8 @@ class Comparison:
     """brief -> artefacts built with the same prompt, references, schema and model in both
     runs (from ``built_with``; empty when either run lacks it)."""
     epochs: tuple[int, int] = (0, 0)
+    warnings: tuple[str, ...] = ()
+    """What ``_runs_check`` warned on: legal, but rarely what was meant (A against A, ...)."""
 
     @property
     def regressions(self) -> list[str]:
@@ -297,10 +301,17 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     Raises ``RunsNotComparable`` or ``InvalidRun`` rather than answering a question the
     two runs cannot answer. ``names`` are how messages name the runs (e.g. their paths)."""
     from stay.scoring import _stats
+    from stay.scoring._runs_check import REFUSE, run_checks
 
     permutations = permutations or _stats.PERMUTATIONS
     allowed_names = _allowed(allow)
+    findings = run_checks((f"baseline {names[0]}", baseline), (f"candidate {names[1]}", candidate))
+    broken = [f.message for f in findings if f.kind == REFUSE and f.allow not in allowed_names]
+    if broken:
+        more = f"; and {len(broken) - SHOWN} more like these" if len(broken) > SHOWN else ""
+        raise RunsNotComparable(f"cannot compare {names[0]} with {names[1]}: " + "; ".join(broken[:SHOWN]) + more)
     found = differences(baseline, candidate)
+    found.update({f.allow: f.message for f in findings if f.allow is not None and f.allow in allowed_names})
     refused = {name: why for name, why in found.items() if name not in allowed_names}
     if refused:
         raise RunsNotComparable(
@@ -371,7 +382,8 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
         allowed={k: v for k, v in found.items() if k in allowed_names},
         missing={k: v for k, v in (("baseline only", only_base), ("candidate only", only_cand)) if v},
         failures=failures, unchanged=_unchanged(baseline, candidate, briefs),
-        epochs=(int(baseline.get("epochs", 0)), int(candidate.get("epochs", 0))))
+        epochs=(int(baseline.get("epochs", 0)), int(candidate.get("epochs", 0))),
+        warnings=tuple(f.message for f in findings if f.kind != REFUSE))
 
 
 def item_changes(baseline: dict[str, Any], candidate: dict[str, Any], *, top: int = 10,

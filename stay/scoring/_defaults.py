@@ -11,5 +11,8 @@ POWER = 0.80
 EFFECT = 0.20
 """The smallest drop that matters, as a share of the baseline's mean: a fifth of the items
 that passed now fail (the degradation the calibration benchmark is run at)."""
-ALLOWABLE = ("judge", "judge-model", "backend", "scorers", "briefs")
+ALLOWABLE = ("judge", "judge-model", "backend", "scorers", "briefs", "models")
 """The differences between two runs ``compare --allow`` can accept."""
+FAILURE_GAP = MAX_FAILED / 2
+"""Judge-failure shares (per scorer) further apart than this between two runs are warned
+on: half ``MAX_FAILED``, so a run just inside the limit against a clean one is named."""

@@ -45,6 +45,8 @@ def _notes(comparison: Comparison, paths: tuple[str, str]) -> list[str]:
                      f"of {items} items (left out of the means)")
     for why in comparison.allowed.values():
         lines.append(f"allowed: {why}")
+    for why in comparison.warnings:
+        lines.append(f"warning: {why}")
     for side, briefs in comparison.missing.items():
         lines.append(f"briefs left out ({side}): {', '.join(briefs)}")
     for brief, paths_ in comparison.unchanged.items():

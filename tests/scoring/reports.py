@@ -32,7 +32,8 @@ def make_report(builds: dict[str, list[dict[str, list[Item]]]], *, label: str = 
                                   "score": None if failure else value, "failure": failure,
                                   "reason": f"{reasons} {name}-{i}", "raw": None})
                 results[name] = {"items": items, "unparseable": sum(v == "unparseable" for v in values),
-                                 "errors": sum(v == "error" for v in values), "judge": f"model:{judge_model}"}
+                                 "errors": sum(v == "error" for v in values),
+                             "judge": f"model:{judge_model}" if judge == "model" else judge}
             entries.append({"epoch": number, "scorers": results, "seed": None, "built": True})
         briefs[brief] = {"builds": entries}
     return {"version": VERSION, "label": label, "backend": backend, "judge": judge, "judge_model": judge_model,

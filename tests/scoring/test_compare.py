@@ -75,7 +75,10 @@ def test_holm_adjusts_across_scorers() -> None:
 ])
 def test_each_guard_refuses_with_exit_2_naming_the_difference(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], allow: str, change: dict[str, Any], named: str) -> None:
-    candidate = with_(make_report(steady(), label="candidate"), **change)
+    # the judge fields are each scorer's too (a header that disagrees with them is refused on its own)
+    judged = {k: v for k, v in change.items() if k in ("judge", "judge_model")}
+    candidate = with_(make_report(steady(), label="candidate", **judged),
+                      **{k: v for k, v in change.items() if k not in judged})
     code, out, err = run(tmp_path, capsys, BASE, candidate)
     assert code == 2 and out == ""
     assert err.startswith("refused: cannot compare") and named in err and f"--allow {allow}" in err
@@ -87,7 +90,7 @@ def test_each_guard_refuses_with_exit_2_naming_the_difference(
 
 def test_two_differences_are_named_together_and_need_both_allowed(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    candidate = with_(make_report(steady(), label="candidate"), backend="offline", judge_model="claude-opus-5-5")
+    candidate = with_(make_report(steady(), label="candidate", judge_model="claude-opus-5-5"), backend="offline")
     code, _out, err = run(tmp_path, capsys, BASE, candidate, "--allow", "backend")
     assert code == 2 and "judge-model differs" in err and "backend" not in err.split("--allow")[-1]
     assert run(tmp_path, capsys, BASE, candidate, "--allow", "backend,judge-model")[0] == 0

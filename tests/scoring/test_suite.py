@@ -16,7 +16,7 @@ from stay.models import Usage
 from stay.scoring import CourseOnDisk, ModelJudge, OfflineJudge, default_scorers, score_course, scorer_versions
 from stay.scoring._compare import ITEMS, WORSE, compare
 from stay.scoring._report import build_entry, check_report, report
-from stay.suite import OFFLINE, evaluate_build, merge_parts, write_run_report
+from stay.suite import OFFLINE, evaluate_build, finish_run, part_name
 from tests.conftest import ROOT
 from tests.scoring.test_scorers import FakeModel
 
@@ -35,24 +35,46 @@ class Run:
     backend: str = OFFLINE
     epochs: int = EPOCHS
     quality: Any = None
+    briefs: tuple[Path, ...] = (BRIEF,)
+
+    @property
+    def parts(self) -> Path:
+        return self.output.with_name(self.output.name + ".parts")
 
 
 def suite(tmp: Path, label: str, seed: int) -> tuple[Run, dict[str, Any]]:
     """What `pytest evals/ --stay-epochs 2 --stay-seed S --stay-quality ...` does, on one brief."""
     run = Run(label, seed, tmp / "courses" / label, tmp / f"{label}.json", quality=QUALITY)
-    parts = tmp / f"{label}.parts"
-    parts.mkdir()
+    run.parts.mkdir()
     for epoch in range(1, EPOCHS + 1):
         slug, entry = evaluate_build(BRIEF, epoch=epoch, courses_dir=run.courses, backend=OFFLINE,
                                      prompts_dir=None, judge=OfflineJudge(), run_seed=seed, quality=QUALITY)
-        (parts / f"{BRIEF.stem}-e{epoch:02d}.json").write_text(json.dumps({"slug": slug, "build": entry}))
-    return run, write_run_report(run, merge_parts(parts))
+        (run.parts / part_name(BRIEF, epoch)).write_text(json.dumps({"slug": slug, "build": entry}))
+    document, line = finish_run(run)
+    assert document is not None and line.startswith(f"stay evals: wrote {run.output}") and not run.parts.exists()
+    return run, document
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Run, dict[str, Any]]]:
     tmp = tmp_path_factory.mktemp("suite")
     return {"one": suite(tmp, "one", 1), "two": suite(tmp, "two", 2)}
+
+
+def test_a_run_with_a_build_missing_writes_no_report_and_keeps_the_last(
+        runs: dict[str, tuple[Run, dict[str, Any]]], tmp_path: Path) -> None:
+    done, _document = runs["one"]
+    run = Run("partial", 1, done.courses, tmp_path / "partial.json", briefs=(BRIEF, BRIEF.with_name("other.yaml")))
+    run.output.write_bytes(done.output.read_bytes())  # a complete report from an earlier run
+    run.parts.mkdir()
+    for epoch in range(1, EPOCHS + 1):  # every build of the first brief; the second's failed or never ran
+        (run.parts / part_name(BRIEF, epoch)).write_text(json.dumps({"slug": "x", "build": {}}))
+    document, line = finish_run(run)
+    wanted = len(run.briefs) * EPOCHS
+    assert document is None and run.output.read_bytes() == done.output.read_bytes()
+    assert line == (f"stay evals: {run.output} not written: {wanted - EPOCHS} of {wanted} builds failed or did not "
+                    f"run ({', '.join(f'other-e{e:02d}' for e in range(1, EPOCHS + 1))}); fix them and run the "
+                    "suite again")
 
 
 def test_each_epoch_is_its_own_build_in_its_own_directory(runs: dict[str, tuple[Run, dict[str, Any]]]) -> None:

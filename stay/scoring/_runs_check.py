@@ -1,0 +1,242 @@
+"""What two run files must be before ``compare`` may test them: checks a report's shape
+cannot make, because each is about what the numbers mean, not their type.
+
+A duplicated build counts one course twice and shrinks the interval (``stay evals score
+DIR DIR`` makes one); a brief with fewer builds than the run's epochs is an interrupted
+run; a NaN or out-of-range score passes every comparison the mean makes and fakes a
+difference; two generation models, a build seeded under another brief, or a scorer judged
+by another judge than the header names mean the run is not what its header says. Those
+refuse. Identical runs, identical prompts and judge-failure rates far apart are legal but
+rarely what was meant: those warn.
+
+``CHECKS`` is the registry: each check is one small function of both runs, returning its
+findings; ``run_checks`` runs them all. Each finding is one line naming the file, the
+field and the fix.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from stay.scoring._defaults import FAILURE_GAP
+
+REFUSE, WARN = "refuse", "warn"
+Run = tuple[str, dict[str, Any]]
+"""A run's name in messages (e.g. "baseline runs/a.json") and its report."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    kind: str
+    message: str
+    allow: str | None = None
+    """The ``--allow`` name that accepts this difference, when one can."""
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    kind: str
+    run: Callable[[Run, Run], list[str]]
+    """Both runs -> one message per problem found."""
+    allow: str | None = None
+
+
+def _builds(report: dict[str, Any]) -> Iterator[tuple[str, int, dict[str, Any]]]:
+    for brief, entry in sorted(report["briefs"].items()):
+        for index, build in enumerate(entry["builds"]):
+            yield brief, index, build
+
+
+def _each(check: Callable[[Run], list[str]]) -> Callable[[Run, Run], list[str]]:
+    """A check of one run, made a check of both (each run on its own)."""
+    return lambda baseline, candidate: check(baseline) + check(candidate)
+
+
+def duplicated_builds(run: Run) -> list[str]:
+    name, report = run
+    found = []
+    seen: dict[tuple[str, Any], str] = {}
+    shas: dict[tuple[Any, Any], str] = {}
+    for brief, index, build in _builds(report):
+        where = f"briefs.{brief}.builds[{index}]"
+        key = (brief, build.get("epoch", 0))
+        if key in seen:
+            found.append(f"{name}: {where}: epoch {key[1]} of brief {brief} again (first at {seen[key]}); "
+                         "keep one build per (brief, epoch): score each course directory once")
+        seen.setdefault(key, where)
+        # the same course twice is one counted twice only when its seed says so too: under two
+        # seeds, or none recorded (a rescored course), it may be a generator that ignores the
+        # seed (the offline backend without --stay-quality), which ``same_courses`` warns on
+        sha = build.get("course_sha256")
+        if sha and build.get("seed") is not None and (sha, build["seed"]) in shas:
+            found.append(f"{name}: {where}.course_sha256: the same course and seed as {shas[sha, build['seed']]}; "
+                         "a course counted twice shrinks the interval: score each course directory once")
+        if sha:
+            shas.setdefault((sha, build.get("seed")), where)
+    return found
+
+
+def same_courses(run: Run) -> list[str]:
+    name, report = run
+    repeated = sorted(brief for brief, entry in report["briefs"].items()
+                      if len({b.get("course_sha256") for b in entry["builds"] if b.get("course_sha256")})
+                      < sum(bool(b.get("course_sha256")) for b in entry["builds"]))
+    if not repeated:
+        return []
+    return [f"{name}: briefs.*.builds.course_sha256: {len(repeated)} of {len(report['briefs'])} briefs have the same "
+            f"course at two epochs ({', '.join(repeated[:3])}{', ...' if len(repeated) > 3 else ''}): a generator "
+            "that ignores the seed, or a course scored twice; those epochs measure no build-to-build variance"]
+
+
+def partial_run(run: Run) -> list[str]:
+    """A brief with no builds at all is left to compare's own check (a scorer that scored
+    nothing where the other run did: an invalid run, exit 5), as before this check."""
+    name, report = run
+    epochs = report.get("epochs")
+    if not epochs:
+        return []
+    return [f"{name}: briefs.{brief}.builds: {len(entry['builds'])} builds, but the run's epochs is {epochs}; "
+            "an interrupted or partial run: run the suite again to completion"
+            for brief, entry in sorted(report["briefs"].items()) if entry["builds"] and len(entry["builds"]) != epochs]
+
+
+def _bad_score(score: object) -> str | None:
+    if score is None:
+        return None
+    if isinstance(score, bool) or not isinstance(score, int | float):
+        return f"{score!r} is not a number"
+    if not math.isfinite(score):
+        return f"{score} is not finite"
+    if not 0 <= score <= 1:
+        return f"{score} is outside [0, 1]"
+    return None
+
+
+def bad_scores(run: Run) -> list[str]:
+    name, report = run
+    found = []
+    for brief, index, build in _builds(report):
+        for scorer, result in sorted(build["scorers"].items()):
+            for number, item in enumerate(result["items"]):
+                why = _bad_score(item.get("score"))
+                if why:
+                    found.append(f"{name}: briefs.{brief}.builds[{index}].scorers.{scorer}.items[{number}].score: "
+                                 f"{why}; a score is a number in [0, 1]: rescore the run (`stay evals score`)")
+    return found
+
+
+def seeded_elsewhere(run: Run) -> list[str]:
+    """A build's seed is ``run/slug/epoch`` (``stay.suite.build_seed``): its slug and epoch
+    must be the brief and epoch it is filed under."""
+    name, report = run
+    found = []
+    for brief, index, build in _builds(report):
+        seed = build.get("seed")
+        if not isinstance(seed, str) or seed.count("/") < 2:
+            continue  # no seed recorded (a rescored course), or not the suite's form
+        _run, slug, epoch = seed.rsplit("/", 2)
+        if slug != brief or epoch != str(build.get("epoch", 0)):
+            found.append(f"{name}: briefs.{brief}.builds[{index}].seed: {seed!r} was seeded for brief {slug} epoch "
+                         f"{epoch}, not brief {brief} epoch {build.get('epoch', 0)}: file each build under its own "
+                         "brief, or run the suite again")
+    return found
+
+
+def judge_fields(run: Run) -> list[str]:
+    """Each scorer's judge must be one the header names (``_report.judge_of``'s forms)."""
+    name, report = run
+    judge, model = report.get("judge"), report.get("judge_model")
+    named = ({f"model:{m}" for m in str(model).split(", ")} if judge == "model" and model
+             else set(str(judge).split(", ")))
+    found = []
+    for brief, index, build in _builds(report):
+        for scorer, result in sorted(build["scorers"].items()):
+            if scorer != "validator" and result.get("judge") and result["judge"] not in named:
+                found.append(f"{name}: briefs.{brief}.builds[{index}].scorers.{scorer}.judge: {result['judge']!r}, "
+                             f"but the header says judge {judge!r}" + (f", judge_model {model!r}" if model else "")
+                             + ": rescore the run with one judge (`stay evals score`)")
+    return found
+
+
+def models_differ(baseline: Run, candidate: Run) -> list[str]:
+    before, after = baseline[1].get("models") or {}, candidate[1].get("models") or {}
+    if not before or not after or before == after:
+        return []
+    roles = sorted(role for role in set(before) | set(after) if before.get(role) != after.get(role))
+    return [f"{candidate[0]}: models: generation models differ from {baseline[0]} ("
+            + ", ".join(f"{r} {before.get(r)} -> {after.get(r)}" for r in roles)
+            + "); if that is what you are testing, pass --allow models"]
+
+
+def _content(report: dict[str, Any]) -> object:
+    """What a comparison reads of a run: per build its course and every item's score."""
+    return sorted((brief, str(build.get("epoch", 0)), str(build.get("course_sha256")),
+                   repr(sorted((s, [i.get("score") for i in r["items"]]) for s, r in build["scorers"].items())))
+                  for brief, _index, build in _builds(report))
+
+
+def identical_runs(baseline: Run, candidate: Run) -> list[str]:
+    if _content(baseline[1]) != _content(candidate[1]):
+        return []
+    return [f"{candidate[0]}: briefs: the same builds and scores as {baseline[0]} (A against A): "
+            "compare a run with a different candidate"]
+
+
+def identical_prompts(baseline: Run, candidate: Run) -> list[str]:
+    before = (baseline[1].get("prompts") or {}).get("sha256")
+    after = (candidate[1].get("prompts") or {}).get("sha256")
+    if not before or before != after:
+        return []
+    return [f"{candidate[0]}: prompts.sha256: built with the same prompt files as {baseline[0]}; a prompt change "
+            "cannot show: build the candidate with --stay-prompts DIR"]
+
+
+def _failed_share(report: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    counts: Counter[str] = Counter()
+    items: Counter[str] = Counter()
+    for _brief, _index, build in _builds(report):
+        for scorer, result in build["scorers"].items():
+            items[scorer] += len(result["items"])
+            counts[scorer] += sum(i.get("failure") is not None for i in result["items"])
+    return {s: (counts[s], items[s]) for s in items if items[s]}
+
+
+def failure_rates_differ(baseline: Run, candidate: Run) -> list[str]:
+    before, after = _failed_share(baseline[1]), _failed_share(candidate[1])
+    found = []
+    for scorer in sorted(set(before) & set(after)):
+        (fb, nb), (fa, na) = before[scorer], after[scorer]
+        if abs(fb / nb - fa / na) > FAILURE_GAP:
+            found.append(f"{candidate[0]}: failures.{scorer}: {fa / na:.0%} of judge items failed against "
+                         f"{fb / nb:.0%} in {baseline[0]}; the judge's failures are not the same in both runs, so "
+                         "the means leave out different items: rescore the run with more failures")
+    return found
+
+
+CHECKS: tuple[Check, ...] = (
+    Check("duplicated-builds", REFUSE, _each(duplicated_builds)),
+    Check("partial-run", REFUSE, _each(partial_run)),
+    Check("bad-scores", REFUSE, _each(bad_scores)),
+    Check("seeded-elsewhere", REFUSE, _each(seeded_elsewhere)),
+    Check("judge-fields", REFUSE, _each(judge_fields)),
+    Check("models", REFUSE, models_differ, allow="models"),
+    Check("same-courses", WARN, _each(same_courses)),
+    Check("identical-runs", WARN, identical_runs),
+    Check("identical-prompts", WARN, identical_prompts),
+    Check("failure-rates", WARN, failure_rates_differ),
+)
+
+
+def run_checks(baseline: Run, candidate: Run) -> list[Finding]:
+    """Every check's findings on the two runs, in the registry's order."""
+    return [Finding(check.name, check.kind, message, check.allow)
+            for check in CHECKS for message in check.run(baseline, candidate)]
+
+
+__all__ = ["CHECKS", "REFUSE", "WARN", "Check", "Finding", "run_checks"]

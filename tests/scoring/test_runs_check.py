@@ -1,0 +1,196 @@
+"""`compare` on run files that lie: one broken run made from a good one per check in the
+registry (``_runs_check.CHECKS``), each refused or warned on as the registry declares."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stay.cli import main
+from stay.errors import RunsNotComparable, exit_code
+from stay.scoring._compare import SHOWN, compare
+from stay.scoring._defaults import FAILURE_GAP, MAX_FAILED
+from stay.scoring._runs_check import CHECKS, REFUSE, WARN, run_checks
+from tests.scoring.reports import make_report, steady
+
+Pair = tuple[dict[str, Any], dict[str, Any]]
+
+
+def good(label: str, prompts: str, drop: float = 0.0) -> dict[str, Any]:
+    """A run as the suite writes one: each build's course hash and seed, the models, the prompts."""
+    report = make_report(steady(drop={"a": drop}), label=label)
+    for brief, entry in report["briefs"].items():
+        for build in entry["builds"]:
+            build["seed"] = f"7/{brief}/{build['epoch']}"
+            build["course_sha256"] = hashlib.sha256(f"{label}/{brief}/{build['epoch']}".encode()).hexdigest()
+    report["models"] = {"generate": "claude-sonnet-5-5"}
+    report["prompts"] = {"dir": prompts, "sha256": {"lesson.yaml": hashlib.sha256(prompts.encode()).hexdigest()}}
+    return report
+
+
+def pair() -> Pair:
+    return good("baseline", "prompts"), good("candidate", "candidate-prompts", drop=0.1)
+
+
+def first(report: dict[str, Any]) -> list[dict[str, Any]]:
+    builds: list[dict[str, Any]] = report["briefs"]["brief-0"]["builds"]
+    return builds
+
+
+def _same_epoch_twice(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
+    first(cand)[1] = copy.deepcopy(first(cand)[0])
+    return base, cand
+
+
+def _same_course_and_seed_twice(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
+    first(cand)[1].update(seed=first(cand)[0]["seed"], course_sha256=first(cand)[0]["course_sha256"])
+    return base, cand
+
+
+def _rescored_course_twice(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
+    for build in first(cand)[:2]:  # `stay evals score e01/x e02/x`: no seed recorded, one course at two epochs
+        build.update(seed=None, course_sha256=first(cand)[0]["course_sha256"])
+    return base, cand
+
+
+def _seed_ignored(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
+    for build in first(cand):  # the offline backend without --stay-quality builds one course per brief
+        build["course_sha256"] = first(cand)[0]["course_sha256"]
+    return base, cand
+
+
+def _interrupted(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
+    first(cand).pop()
+    return base, cand
+
+
+def _score(value: object) -> Callable[[dict[str, Any], dict[str, Any]], Pair]:
+    def broken(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
+        first(cand)[0]["scorers"]["a"]["items"][0]["score"] = value
+        return base, cand
+    return broken
+
+
+def _seeded_under_another_brief(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
+    first(cand)[0]["seed"] = f"7/brief-1/{first(cand)[0]['epoch']}"
+    return base, cand
+
+
+def _another_judge(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
+    first(cand)[0]["scorers"]["a"]["judge"] = "model:claude-haiku-5"
+    return base, cand
+
+
+def _other_models(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
+    cand["models"] = {"generate": "claude-opus-5-5"}
+    return base, cand
+
+
+def _a_against_a(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
+    return base, {**copy.deepcopy(base), "label": "candidate"}
+
+
+def _same_prompts(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
+    cand["prompts"] = copy.deepcopy(base["prompts"])
+    return base, cand
+
+
+def _judge_failed_more(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
+    builds = [b for entry in cand["briefs"].values() for b in entry["builds"]]
+    items = sum(len(b["scorers"]["a"]["items"]) for b in builds)
+    # more than the warning's gap, within the invalid run's limit: a legal run, warned on
+    for build in builds[:math.ceil(items * (FAILURE_GAP + MAX_FAILED) / 2)]:
+        build["scorers"]["a"]["items"][0].update(score=None, failure="unparseable")
+    return base, cand
+
+
+BREAKERS: dict[str, list[Callable[[dict[str, Any], dict[str, Any]], Pair]]] = {
+    "duplicated-builds": [_same_epoch_twice, _same_course_and_seed_twice],
+    "same-courses": [_rescored_course_twice, _seed_ignored],
+    "partial-run": [_interrupted],
+    "bad-scores": [_score(float("nan")), _score(float("inf")), _score(1.5), _score(-0.5), _score("0.5"),
+                   _score(True)],
+    "seeded-elsewhere": [_seeded_under_another_brief],
+    "judge-fields": [_another_judge],
+    "models": [_other_models],
+    "identical-runs": [_a_against_a],
+    "identical-prompts": [_same_prompts],
+    "failure-rates": [_judge_failed_more],
+}
+CASES = [(check, breaker) for check in CHECKS for breaker in BREAKERS.get(check.name, [])]
+
+
+def test_every_check_has_a_broken_run() -> None:
+    assert set(BREAKERS) == {check.name for check in CHECKS}
+
+
+def test_a_good_pair_has_no_findings() -> None:
+    assert run_checks(("baseline", pair()[0]), ("candidate", pair()[1])) == []
+    assert compare(*pair()).warnings == ()
+
+
+@pytest.mark.parametrize("check, breaker", CASES, ids=[f"{c.name}-{BREAKERS[c.name].index(b)}" for c, b in CASES])
+def test_each_broken_run_is_refused_or_warned_on_as_its_check_says(check: Any, breaker: Any) -> None:
+    base, cand = breaker(*pair())
+    names = ("runs/base.json", "runs/cand.json")
+    mine = [f for f in run_checks((f"baseline {names[0]}", base), (f"candidate {names[1]}", cand))
+            if f.check == check.name]
+    assert mine and all(f.kind == check.kind and "\n" not in f.message for f in mine)
+    assert all(f.message.split(":")[0] in (f"baseline {names[0]}", f"candidate {names[1]}") for f in mine)
+    if check.kind == REFUSE:
+        with pytest.raises(RunsNotComparable) as refused:
+            compare(base, cand, names=names)
+        assert all(f.message in str(refused.value) for f in mine)
+    else:
+        assert check.kind == WARN
+        assert {f.message for f in mine} <= set(compare(base, cand, names=names).warnings)
+
+
+def test_a_refusal_names_the_first_problems_and_counts_the_rest() -> None:
+    base, cand = pair()
+    for entry in cand["briefs"].values():
+        entry["builds"].pop()
+    with pytest.raises(RunsNotComparable) as refused:
+        compare(base, cand)
+    assert str(refused.value).count("an interrupted or partial run") == SHOWN
+    assert str(refused.value).endswith(f"and {len(cand['briefs']) - SHOWN} more like these")
+
+
+def test_different_models_pass_with_allow_models_and_are_named() -> None:
+    base, cand = _other_models(*pair())
+    result = compare(base, cand, allow=["models"])
+    assert "claude-sonnet-5-5 -> claude-opus-5-5" in result.allowed["models"]
+
+
+def test_the_command_line_refuses_in_one_line_naming_the_file_and_field(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base, cand = _score(float("nan"))(*pair())
+    paths = []
+    for name, document in (("baseline", base), ("candidate", cand)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(document))  # NaN, as json.dumps writes it
+        paths.append(str(path))
+    code = main(["evals", "compare", *paths])
+    out, err = capsys.readouterr()
+    assert code == exit_code(RunsNotComparable("")) and out == ""
+    assert err.count("\n") == 1 and err.startswith("refused: ") and paths[1] in err
+    assert "briefs.brief-0.builds[0].scorers.a.items[0].score: nan is not finite" in err
+
+
+def test_warnings_are_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base, cand = _same_prompts(*pair())
+    paths = []
+    for name, document in (("baseline", base), ("candidate", cand)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(document))
+        paths.append(str(path))
+    main(["evals", "compare", *paths])
+    out, _err = capsys.readouterr()
+    assert f"warning: candidate {paths[1]}: prompts.sha256: built with the same prompt files" in out
