@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from stay._stored import Damaged
 from stay.artefacts import Brief
 from stay.briefs import slugify
 from stay.models import CachedBackend, RequestCache, Usage, backend_from
@@ -84,7 +85,7 @@ def evaluate_build(brief_path: Path, *, epoch: int, courses_dir: Path, backend: 
     cost: float | None = 0.0
     knob = {k: float(v) for k, v in sorted((quality or {}).items())} if backend == OFFLINE else {}
     if rebuild and backend == OFFLINE and (where / slug / "course.yaml").is_file() \
-            and recorded_quality(where / slug) != knob:
+            and _built_under(where / slug) != knob:
         # built under another knob: nothing in the ledger is stale, so start the build afresh
         shutil.rmtree(where / slug)
     if rebuild or not (where / slug / "course.yaml").is_file():
@@ -172,3 +173,12 @@ def write_run_report(cfg: Any, builds: dict[str, list[dict[str, Any]]]) -> dict[
                       seed=cfg.seed, quality=cfg.quality if cfg.backend == OFFLINE else None, models=settings.models)
     write_report(cfg.output, document)
     return document
+
+
+def _built_under(course_dir: Path) -> dict[str, float] | None:
+    """The knob a course was built with; None when its record is damaged (unknown, so the
+    rebuild starts afresh rather than trust it)."""
+    try:
+        return recorded_quality(course_dir)
+    except Damaged:
+        return None

@@ -11,10 +11,13 @@ prompts that ``stay evals score`` would otherwise name).
 
 from __future__ import annotations
 
-import json
+import math
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+from stay._stored import Damaged, load_stored_json
 
 PROMPTS = "prompts/"
 """The ledger's prefix for a prompt or reference file (``Prompts.hashes`` names them without it)."""
@@ -45,8 +48,12 @@ def recorded_quality(course_dir: Path) -> dict[str, float]:
     path = course_dir / QUALITY_RECORD
     if not path.is_file():
         return {}
-    document = json.loads(path.read_text(encoding="utf-8"))
-    return {str(k): float(v) for k, v in document.items()} if isinstance(document, dict) else {}
+    document = load_stored_json(path)  # bounded, like every stored file: a record is untrusted
+    if not isinstance(document, dict) or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in document.values()):
+        raise Damaged(os.fspath(path), "not a quality record (knob names to numbers); delete the course "
+                                       "directory and build it again")
+    return {str(k): float(v) for k, v in document.items()}
 
 
 def built_prompts(builds: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:

@@ -154,3 +154,23 @@ def test_show_says_where_the_prompt_hashes_come_from_and_names_a_prompt_built_in
     assert main(["evals", "show", str(path)]) == 0
     assert f"hashes as the builds' ledgers record them; built in more than one version: {EDITED}\n" \
         in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("record", [b"{not json", b'{"distractors": "lots"}', b'{"distractors": NaN}', b"[0.5]"])
+def test_a_damaged_quality_record_is_one_line_and_a_rerun_rebuilds_rather_than_trust_it(
+        tmp_path: Path, record: bytes) -> None:
+    """The record beside a course is read from disk, so it is untrusted: read bounded and
+    checked, a damaged one is a one-line Damaged, and the suite's rerun builds afresh."""
+    from stay._stored import Damaged
+    from stay.scoring import QUALITY_RECORD, recorded_quality
+
+    common: dict[str, Any] = dict(epoch=1, backend=OFFLINE, prompts_dir=None, judge=OfflineJudge())
+    _, fresh = evaluate_build(BRIEF, courses_dir=tmp_path / "fresh", **common)
+    _, first = evaluate_build(BRIEF, courses_dir=tmp_path / "same", quality={"distractors": 0.9}, **common)
+    (path,) = (tmp_path / "same").glob(f"*/*/{QUALITY_RECORD.as_posix()}")
+    path.write_bytes(record)
+    with pytest.raises(Damaged, match="not a quality record|not valid JSON|JSON") as raised:
+        recorded_quality(path.parents[1])
+    assert "\n" not in str(raised.value) and str(path) in str(raised.value)
+    _, rerun = evaluate_build(BRIEF, courses_dir=tmp_path / "same", **common)
+    assert rerun["course_sha256"] == fresh["course_sha256"] != first["course_sha256"] and rerun["quality"] == {}
