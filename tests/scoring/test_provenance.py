@@ -169,7 +169,7 @@ def test_a_damaged_quality_record_is_one_line_and_a_rerun_rebuilds_rather_than_t
     _, first = evaluate_build(BRIEF, courses_dir=tmp_path / "same", quality={"distractors": 0.9}, **common)
     (path,) = (tmp_path / "same").glob(f"*/*/{QUALITY_RECORD.as_posix()}")
     path.write_bytes(record)
-    with pytest.raises(Damaged, match="not a quality record|not valid JSON|JSON") as raised:
+    with pytest.raises(Damaged, match=r"not a quality record|JSON") as raised:
         recorded_quality(path.parents[1])
     assert "\n" not in str(raised.value) and str(path) in str(raised.value)
     _, rerun = evaluate_build(BRIEF, courses_dir=tmp_path / "same", **common)
