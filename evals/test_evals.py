@@ -1,14 +1,14 @@
 """One test per build (brief x epoch): build (or load) its course, score it, keep the
-result for the report."""
+result for the report (``stay.suite.run_build``: a build that raises is kept as failed,
+and the run then writes no report)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from evals.conftest import BRIEFS, EvalConfig
 from stay.scoring._judges import make_judge
-from stay.suite import OFFLINE, evaluate_build, part_name
+from stay.suite import OFFLINE, run_build
 
 SCORERS = {"outcome_coverage", "distractor_quality", "exercise_alignment", "rubric_specificity", "validator"}
 
@@ -20,12 +20,7 @@ def test_the_suite_has_at_least_six_briefs() -> None:
 def test_build(brief: Path, epoch: int, eval_config: EvalConfig) -> None:
     cfg = eval_config
     judge = make_judge(cfg.backend, cfg.courses / ".judge-cache", judge_model=cfg.judge_model)
-    slug, entry = evaluate_build(brief, epoch=epoch, courses_dir=cfg.courses, backend=cfg.backend,
-                                 prompts_dir=cfg.prompts_dir, judge=judge, run_seed=cfg.seed, rebuild=not cfg.rescore,
-                                 quality=cfg.quality)
-    cfg.parts.mkdir(parents=True, exist_ok=True)
-    (cfg.parts / part_name(brief, epoch)).write_text(json.dumps({"slug": slug, "build": entry},
-                                                                          sort_keys=True))
+    _slug, entry = run_build(cfg, brief, epoch, judge)
     assert set(entry["scorers"]) == SCORERS
     for name, result in entry["scorers"].items():
         assert result["items"], f"{name} judged nothing"

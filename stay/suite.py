@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from stay._stored import Damaged
-from stay.artefacts import Brief
+from stay.artefacts import Brief, write_text_atomic
 from stay.briefs import slugify
 from stay.models import CachedBackend, RequestCache, Usage, backend_from
 from stay.pipeline import build_course
@@ -37,6 +37,7 @@ from stay.scoring import (
     Scorer,
     build_entry,
     default_scorers,
+    failed_entry,
     ledger_built_with,
     recorded_quality,
     report,
@@ -119,29 +120,72 @@ def part_name(brief: Path, epoch: int) -> str:
     return f"{brief.stem}-e{epoch:02d}.json"
 
 
-def missing_builds(parts: Path, briefs: Iterable[Path], epochs: int) -> list[str]:
-    """The builds a suite run asked for that wrote no entry: they failed, or never ran (the
-    run was interrupted). A report without them would leave out the worst builds and
-    lean towards a pass, so ``finish_run`` writes none."""
-    present = {path.name for path in parts.glob("*.json")} if parts.is_dir() else set()
-    wanted = [part_name(brief, epoch) for brief in briefs for epoch in range(1, epochs + 1)]
-    return [name.removesuffix(".json") for name in wanted if name not in present]
+def incomplete_record(output: Path) -> Path:
+    """Where a run that wrote no report lists its failed builds (with their errors) and the
+    builds that did not run: beside the report it did not write."""
+    return output.with_suffix(".incomplete.json")
+
+
+def run_build(cfg: Any, brief: Path, epoch: int, judge: Judge) -> tuple[str, dict[str, Any]]:
+    """One build of the suite (``evaluate_build`` with ``cfg``, ``evals/conftest.py``'s
+    ``EvalConfig``), recorded in the run's parts directory whatever happens: its entry, or,
+    when it raises, the failure (``failed_entry``), and the error raised again so the test
+    fails too. A build stopped by Ctrl-C records nothing: it did not run."""
+    cfg.parts.mkdir(parents=True, exist_ok=True)
+    try:
+        slug, entry = evaluate_build(brief, epoch=epoch, courses_dir=cfg.courses, backend=cfg.backend,
+                                     prompts_dir=cfg.prompts_dir, judge=judge, run_seed=cfg.seed,
+                                     rebuild=not cfg.rescore, quality=cfg.quality)
+    except Exception as error:  # any error: a build that raised is a failed build, never a missing one
+        slug = _slug(brief)
+        entry = failed_entry(error, epoch=epoch, seed=build_seed(cfg.seed, slug, epoch), build_cost=None)
+        write_text_atomic(cfg.parts / part_name(brief, epoch), json.dumps({"slug": slug, "build": entry},
+                                                                          sort_keys=True))
+        raise
+    write_text_atomic(cfg.parts / part_name(brief, epoch), json.dumps({"slug": slug, "build": entry}, sort_keys=True))
+    return slug, entry
+
+
+def unfinished_builds(parts: Path, briefs: Iterable[Path], epochs: int) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """The builds a suite run asked for that it cannot report: those that failed (part name
+    -> the failure they recorded) and those that wrote nothing (they never ran: the run was
+    interrupted, or a worker died). A report without them would leave out the worst builds
+    and lean towards a pass, so ``finish_run`` writes none."""
+    failed, missing = {}, []
+    for name in (part_name(brief, epoch).removesuffix(".json") for brief in briefs for epoch in range(1, epochs + 1)):
+        part = _read_part(parts / f"{name}.json")
+        if part is None:
+            missing.append(name)
+        elif isinstance(part.get("build"), dict) and isinstance(part["build"].get("failed"), dict):
+            failed[name] = part["build"]["failed"]
+    return failed, missing
 
 
 def finish_run(cfg: Any) -> tuple[dict[str, Any] | None, str]:
-    """The suite's end: the report written from a complete run, or, when a build is missing,
-    nothing written (an earlier report at ``cfg.output`` is kept as it was); and the line
-    that says which. ``cfg`` is ``evals/conftest.py``'s ``EvalConfig``."""
-    missing = missing_builds(cfg.parts, cfg.briefs, cfg.epochs)
-    if missing:
+    """The suite's end: the report written from a complete run, or, when a build failed or
+    did not run, nothing written (an earlier report at ``cfg.output`` is kept as it was), the
+    unfinished builds listed in ``incomplete_record``; and the lines that say which.
+    ``cfg`` is ``evals/conftest.py``'s ``EvalConfig``."""
+    failed, missing = unfinished_builds(cfg.parts, cfg.briefs, cfg.epochs)
+    record = incomplete_record(cfg.output)
+    if failed or missing:
         shutil.rmtree(cfg.parts, ignore_errors=True)
         wanted = len(cfg.briefs) * cfg.epochs
-        return None, (f"stay evals: {cfg.output} not written: {len(missing)} of {wanted} builds failed or did not "
-                      f"run ({', '.join(missing[:6])}{', ...' if len(missing) > 6 else ''}); fix them and run the "
-                      "suite again")
+        write_text_atomic(record, json.dumps({"output": str(cfg.output), "builds": wanted, "failed": failed,
+                                              "did_not_run": missing}, indent=2, sort_keys=True) + "\n")
+        counts = " and ".join(([f"{len(failed)} failed"] if failed else [])
+                              + ([f"{len(missing)} did not run"] if missing else []))
+        lines = [f"stay evals: {cfg.output} not written (an earlier report is kept as it was): of {wanted} builds, "
+                 f"{counts}; listed in {record}"]
+        lines += [f"  failed: {name}: {why.get('error')}: {why.get('message')}" for name, why in failed.items()]
+        if missing:
+            lines.append(f"  did not run: {', '.join(missing[:6])}{', ...' if len(missing) > 6 else ''}")
+        lines.append("fix them and run the suite again: the builds that passed are reused")
+        return None, "\n".join(lines)
     builds = merge_parts(cfg.parts)
     document = write_run_report(cfg, builds)
     shutil.rmtree(cfg.parts, ignore_errors=True)
+    record.unlink(missing_ok=True)  # an earlier incomplete run's list no longer says anything true
     return document, (f"stay evals: wrote {cfg.output} ({len(builds)} briefs x {cfg.epochs} epochs; means: "
                       + ", ".join(f"{k} {v:.3f}" for k, v in document["means"].items() if v is not None) + ")")
 
@@ -173,6 +217,23 @@ def write_run_report(cfg: Any, builds: dict[str, list[dict[str, Any]]]) -> dict[
                       seed=cfg.seed, quality=cfg.quality if cfg.backend == OFFLINE else None, models=settings.models)
     write_report(cfg.output, document)
     return document
+
+
+def _slug(brief: Path) -> str:
+    """A brief's slug, or its file's stem when the brief cannot be read (its build failed there)."""
+    try:
+        return slugify(Brief.from_yaml(brief).title)
+    except Exception:  # the build's own error is what the record names; this only files it
+        return brief.stem
+
+
+def _read_part(path: Path) -> dict[str, Any] | None:
+    """A build's part, or None when there is none (or it cannot be read: the build did not finish)."""
+    try:
+        part = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return part if isinstance(part, dict) else None
 
 
 def _built_under(course_dir: Path) -> dict[str, float] | None:

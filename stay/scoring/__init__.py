@@ -39,6 +39,7 @@ _EXPORTS = {
     "recorded_quality": "stay.scoring._provenance",
     "provenance_notes": "stay.scoring._provenance",
     "build_entry": "stay.scoring._report",
+    "failed_entry": "stay.scoring._report",
     "report": "stay.scoring._report",
     "write_report": "stay.scoring._report",
     "evals_parser": "stay.scoring._cli",
@@ -67,6 +68,7 @@ __all__ = [
     "default_scorers",
     "evals_main",
     "evals_parser",
+    "failed_entry",
     "judge_request",
     "ledger_built_with",
     "provenance_notes",
@@ -89,7 +91,7 @@ if TYPE_CHECKING:
         provenance_notes,
         recorded_quality,
     )
-    from stay.scoring._report import build_entry, report, write_report
+    from stay.scoring._report import build_entry, failed_entry, report, write_report
     from stay.scoring._scorers import Scorer, default_scorers, score_course, scorer_versions
     from stay.scoring.distractor_quality import DistractorQuality
     from stay.scoring.exercise_alignment import ExerciseAlignment

@@ -185,6 +185,8 @@ def summary_text(document: dict[str, Any], path: str) -> str:
 
     quality = ", ".join(f"{k} {v}" for k, v in sorted((document.get("quality") or {}).items())) or "none"
     builds = [b for brief in document["briefs"].values() for b in brief["builds"]]
+    failed = [f"{slug} e{b.get('epoch', 0):02d}" for slug, brief in sorted(document["briefs"].items())
+              for b in brief["builds"] if b.get("failed")]
     models = sorted((document.get("models") or {}).items())
     lines = [f"run: {path} ({document['label']}, {document.get('epochs', 'n/a')} epochs, seed "
              f"{document.get('seed', 'n/a')})",
@@ -192,7 +194,9 @@ def summary_text(document: dict[str, Any], path: str) -> str:
              f"judge {document['judge']}" + (f" ({document['judge_model']})" if document.get("judge_model") else ""),
              "models: " + (", ".join(f"{role} {model}" for role, model in models) or "n/a"),
              _prompts_line(document.get("prompts") or {}),
-             f"briefs: {len(document['briefs'])} ({', '.join(sorted(document['briefs']))}), {len(builds)} builds",
+             f"briefs: {len(document['briefs'])} ({', '.join(sorted(document['briefs']))}), {len(builds)} builds"
+             + (f", {len(failed)} failed ({', '.join(failed)}): compare refuses this run until they are rebuilt"
+                if failed else ""),
              "", f"{'scorer':20} {'version':>7} {'mean':>6} {'items':>6} {'unparseable':>11} {'errors':>6}"]
     means, failures = document.get("means") or {}, document.get("failures") or {}
     scorers = document["scorers"] if isinstance(document["scorers"], dict) else {}
@@ -226,30 +230,43 @@ def _epoch_of(course: Path, seen: int) -> int:
 
 
 def _score(ns: argparse.Namespace) -> int:
+    """Score each course again; a course that cannot be scored (not a course, a damaged
+    file) is recorded as a failed build, never left out, and the command exits 5 once the
+    report is written: compare refuses the report until the course is rebuilt."""
     from stay.models import Usage
-    from stay.scoring import CourseOnDisk, default_scorers, score_course, scorer_versions
+    from stay.scoring import CourseOnDisk, OfflineJudge, default_scorers, score_course, scorer_versions
     from stay.scoring._judges import make_judge
     from stay.scoring._provenance import QUALITY_RECORD, ledger_built_with, recorded_quality
-    from stay.scoring._report import build_entry, report, write_report
+    from stay.scoring._report import build_entry, failed_entry, report, write_report
     from stay.settings import Settings
     from stay.stages import Prompts
 
     backend = ns.backend or Settings.from_env().chosen_backend
     builds: dict[str, list[dict[str, Any]]] = {}
+    failed = 0
     for course_dir in map(Path, ns.courses):
-        course = CourseOnDisk.load(course_dir)
-        judge = make_judge(backend, course_dir / ".runs" / "judge-cache", judge_model=ns.judge_model)
         slug = course_dir.name
         entries = builds.setdefault(slug, [])
-        entries.append(build_entry(score_course(course, default_scorers(judge)), epoch=_epoch_of(course_dir,
-                                   len(entries)), seed=None, course_sha256=course.sha256, build_usage=Usage(),
-                                   build_cost=0.0, built=False, built_with=ledger_built_with(course_dir)))
-        if (course_dir / QUALITY_RECORD).is_file():  # an offline suite's build: say its knob
-            entries[-1]["quality"] = recorded_quality(course_dir)
-        sys.stderr.write(f"scored {course_dir}\n")
+        epoch = _epoch_of(course_dir, len(entries))
+        try:
+            course = CourseOnDisk.load(course_dir)
+            judge = make_judge(backend, course_dir / ".runs" / "judge-cache", judge_model=ns.judge_model)
+            entry = build_entry(score_course(course, default_scorers(judge)), epoch=epoch, seed=None,
+                                course_sha256=course.sha256, build_usage=Usage(), build_cost=0.0, built=False,
+                                built_with=ledger_built_with(course_dir))
+            if (course_dir / QUALITY_RECORD).is_file():  # an offline suite's build: say its knob
+                entry["quality"] = recorded_quality(course_dir)
+        except (StayError, OSError) as error:  # this course cannot be scored; the others still can
+            entry = failed_entry(error, epoch=epoch, seed=None)
+            failed += 1
+            sys.stderr.write(f"failed {course_dir}: {entry['failed']['error']}: {entry['failed']['message']}\n")
+        else:
+            sys.stderr.write(f"scored {course_dir}\n")
+        entries.append(entry)
     document = report(label=ns.label, backend=backend, prompts_dir="(not generated: courses scored as saved)",
-                      prompt_hashes=Prompts.load().hashes(), scorers=scorer_versions(default_scorers(judge)),
+                      prompt_hashes=Prompts.load().hashes(), scorers=scorer_versions(default_scorers(OfflineJudge())),
                       builds=builds, epochs=max(len(entries) for entries in builds.values()))
     write_report(ns.output, document)
-    print(f"wrote {ns.output}")
-    return EXIT_OK
+    print(f"wrote {ns.output}" + (f" ({failed} of {len(ns.courses)} courses failed and are recorded as failed "
+                                  "builds; compare refuses the report until they are rebuilt)" if failed else ""))
+    return EXIT_REFUSED if failed else EXIT_OK

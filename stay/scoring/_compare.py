@@ -301,7 +301,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     Raises ``RunsNotComparable`` or ``InvalidRun`` rather than answering a question the
     two runs cannot answer. ``names`` are how messages name the runs (e.g. their paths)."""
     from stay.scoring import _stats
-    from stay.scoring._runs_check import REFUSE, run_checks
+    from stay.scoring._runs_check import INVALID, REFUSE, WARN, run_checks
 
     permutations = permutations or _stats.PERMUTATIONS
     allowed_names = _allowed(allow)
@@ -327,9 +327,13 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
                 + _invalid("candidate", names[1], failures["candidate"], max_failed)
                 + _empty_briefs(f"baseline {names[0]}", baseline, candidate, scorers, briefs)
                 + _empty_briefs(f"candidate {names[1]}", candidate, baseline, scorers, briefs))
-    if problems:
-        raise InvalidRun("invalid run: " + "; ".join(problems)
-                         + "; rescore it (`stay evals score`) once the judge answers, then compare again")
+    failed = [f.message for f in findings if f.kind == INVALID]  # each names its own fix
+    if problems or failed:
+        more = f"; and {len(failed) - SHOWN} more like these" if len(failed) > SHOWN else ""
+        raise InvalidRun("invalid run: " + "; ".join(failed[:SHOWN]) + more + ("; " if failed and problems else "")
+                         + "; ".join(problems)
+                         + ("; rescore it (`stay evals score`) once the judge answers, then compare again"
+                            if problems else ""))
 
     plans: dict[str, tuple[str, Any]] = {}  # per scorer: the test, and what it is run on
     for scorer in scorers:
@@ -382,8 +386,8 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
         allowed={k: v for k, v in found.items() if k in allowed_names},
         missing={k: v for k, v in (("baseline only", only_base), ("candidate only", only_cand)) if v},
         failures=failures, unchanged=_unchanged(baseline, candidate, briefs),
-        epochs=(int(baseline.get("epochs", 0)), int(candidate.get("epochs", 0))),
-        warnings=tuple(f.message for f in findings if f.kind != REFUSE))
+        epochs=(int(baseline.get("epochs") or 0), int(candidate.get("epochs") or 0)),
+        warnings=tuple(f.message for f in findings if f.kind == WARN))
 
 
 def item_changes(baseline: dict[str, Any], candidate: dict[str, Any], *, top: int = 10,

@@ -16,6 +16,11 @@ hashes its ledger says it was built with, ``{"prompt": sha, "references": sha,
 "schema": sha, "model": id}``, read from the course's ledger. ``compare`` uses it, when
 both runs have it, to say which artefacts two runs share unchanged and which prompt
 files differ (``stay.scoring._provenance``).
+
+A build that failed (the pipeline raised, or its course cannot be read) is kept, as
+``failed_entry``: ``failed: {"error": class name, "message": one line}`` and no scores.
+Leaving it out would drop the worst builds and lean towards a pass; ``compare`` refuses a
+run with one (exit 5) instead.
 """
 
 from __future__ import annotations
@@ -60,6 +65,24 @@ def build_entry(scores: Mapping[str, ScoreResult], *, epoch: int, seed: str | No
     if built_with is not None:
         entry["built_with"] = {path: dict(record) for path, record in sorted(built_with.items())}
     return entry
+
+
+def failure(error: BaseException) -> dict[str, str]:
+    """A failed build's record: the error's class and its message, one line, bounded."""
+    from stay.scoring._shape import FAILURE_CHARS
+
+    message = " ".join(str(error).split())
+    if len(message) > FAILURE_CHARS:
+        message = message[:FAILURE_CHARS - 3] + "..."
+    return {"error": type(error).__name__[:100], "message": message}
+
+
+def failed_entry(error: BaseException, *, epoch: int, seed: str | None,
+                 build_cost: float | None = 0.0) -> dict[str, Any]:
+    """The report entry of a build that failed: why, and nothing scored. ``build_cost`` is
+    None when what the failed build spent is unknown (a suite build that raised midway)."""
+    return {"epoch": epoch, "seed": seed, "built": False, "course_sha256": None,
+            "build": {"usage": Usage().model_dump(), "cost": build_cost}, "scorers": {}, "failed": failure(error)}
 
 
 def judge_of(builds: Mapping[str, list[dict[str, Any]]]) -> tuple[str, str | None]:

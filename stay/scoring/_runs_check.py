@@ -5,9 +5,11 @@ A duplicated build counts one course twice and shrinks the interval (``stay eval
 DIR DIR`` makes one); a brief with fewer builds than the run's epochs is an interrupted
 run; a NaN or out-of-range score passes every comparison the mean makes and fakes a
 difference; two generation models, a build seeded under another brief, or a scorer judged
-by another judge than the header names mean the run is not what its header says. Those
-refuse. Identical runs, identical prompts and judge-failure rates far apart are legal but
-rarely what was meant: those warn.
+by another judge than the header names, or builds made under different quality knobs
+mean the run is not what its header says. Those refuse. A build that failed makes the run
+invalid (exit 5, like too many failed judge items): the run is incomplete, and leaving
+the build out would lean towards a pass. Identical runs, identical prompts and
+judge-failure rates far apart are legal but rarely what was meant: those warn.
 
 ``CHECKS`` is the registry: each check is one small function of both runs, returning its
 findings; ``run_checks`` runs them all. Each finding is one line naming the file, the
@@ -16,6 +18,7 @@ field and the fix.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -24,7 +27,8 @@ from typing import Any
 
 from stay.scoring._defaults import FAILURE_GAP
 
-REFUSE, WARN = "refuse", "warn"
+REFUSE, WARN, INVALID = "refuse", "warn", "invalid"
+"""What a finding makes of the comparison: refused (exit 2), a warning, or an invalid run (exit 5)."""
 Run = tuple[str, dict[str, Any]]
 """A run's name in messages (e.g. "baseline runs/a.json") and its report."""
 
@@ -99,16 +103,16 @@ def partial_run(run: Run) -> list[str]:
     nothing where the other run did: an invalid run, exit 5), as before this check."""
     name, report = run
     epochs = report.get("epochs")
-    if not epochs:
+    if epochs is None:  # an old report that does not say: nothing to hold its builds to
         return []
     return [f"{name}: briefs.{brief}.builds: {len(entry['builds'])} builds, but the run's epochs is {epochs}; "
             "an interrupted or partial run: run the suite again to completion"
             for brief, entry in sorted(report["briefs"].items()) if entry["builds"] and len(entry["builds"]) != epochs]
 
 
-def _bad_score(score: object) -> str | None:
-    if score is None:
-        return None
+def _bad_score(score: object, failure: object) -> str | None:
+    if score is None:  # a judge that failed scores nothing; an item that did not fail must score
+        return None if failure is not None else "null, and the item records no judge failure"
     if isinstance(score, bool) or not isinstance(score, int | float):
         return f"{score!r} is not a number"
     if not math.isfinite(score):
@@ -124,7 +128,7 @@ def bad_scores(run: Run) -> list[str]:
     for brief, index, build in _builds(report):
         for scorer, result in sorted(build["scorers"].items()):
             for number, item in enumerate(result["items"]):
-                why = _bad_score(item.get("score"))
+                why = _bad_score(item.get("score"), item.get("failure"))
                 if why:
                     found.append(f"{name}: briefs.{brief}.builds[{index}].scorers.{scorer}.items[{number}].score: "
                                  f"{why}; a score is a number in [0, 1]: rescore the run (`stay evals score`)")
@@ -219,6 +223,44 @@ def failure_rates_differ(baseline: Run, candidate: Run) -> list[str]:
     return found
 
 
+def failed_builds(run: Run) -> list[str]:
+    name, report = run
+    return [f"{name}: briefs.{brief}.builds[{index}].failed: epoch {build.get('epoch', 0)} of brief {brief} failed "
+            f"({build['failed'].get('error')}: {build['failed'].get('message')}); a run without its failed builds "
+            "leans towards a pass: rebuild them (run the suite again: the builds that passed are reused), then "
+            "compare"
+            for brief, index, build in _builds(report) if isinstance(build.get("failed"), dict)]
+
+
+def _knob(value: object) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def quality_knobs(run: Run) -> list[str]:
+    """Offline builds record the ``--stay-quality`` knob they were made under; the header's
+    ``quality`` is theirs only when they agree. Builds under two knobs measure a mix of two
+    generators, and a header that says another knob than its builds' misnames them."""
+    name, report = run
+    knobs: dict[str, str] = {}  # knob -> the first build made under it
+    recorded = unrecorded = 0
+    for brief, index, build in _builds(report):
+        if "quality" in build:
+            knobs.setdefault(_knob(build["quality"]), f"briefs.{brief}.builds[{index}].quality")
+            recorded += 1
+        else:
+            unrecorded += 1
+    header = _knob(report.get("quality") or {})
+    if len(knobs) > 1:
+        (one, first), (other, second) = list(knobs.items())[:2]
+        return [f"{name}: {second}: built under quality knob {other}, but {first} under {one}: a run's builds "
+                "measure one generator: rebuild the run under one --stay-quality"]
+    if recorded and not unrecorded and header not in knobs:  # then the header must be theirs
+        (knob, where), = knobs.items()
+        return [f"{name}: quality: the header says knob {header}, but its builds were made under {knob} ({where}): "
+                "rebuild the run, or rescore it with `stay evals score`"]
+    return []
+
+
 CHECKS: tuple[Check, ...] = (
     Check("duplicated-builds", REFUSE, _each(duplicated_builds)),
     Check("partial-run", REFUSE, _each(partial_run)),
@@ -226,6 +268,8 @@ CHECKS: tuple[Check, ...] = (
     Check("seeded-elsewhere", REFUSE, _each(seeded_elsewhere)),
     Check("judge-fields", REFUSE, _each(judge_fields)),
     Check("models", REFUSE, models_differ, allow="models"),
+    Check("quality-knobs", REFUSE, _each(quality_knobs)),
+    Check("failed-builds", INVALID, _each(failed_builds)),
     Check("same-courses", WARN, _each(same_courses)),
     Check("identical-runs", WARN, identical_runs),
     Check("identical-prompts", WARN, identical_prompts),
@@ -239,4 +283,4 @@ def run_checks(baseline: Run, candidate: Run) -> list[Finding]:
             for check in CHECKS for message in check.run(baseline, candidate)]
 
 
-__all__ = ["CHECKS", "REFUSE", "WARN", "Check", "Finding", "run_checks"]
+__all__ = ["CHECKS", "INVALID", "REFUSE", "WARN", "Check", "Finding", "run_checks"]

@@ -5,14 +5,17 @@ inside a comparison or a page.
 
 Every model allows fields it does not name: a report carries more than its readers need
 (hashes, usage, totals), and a newer stay may add fields an older reader ignores. Items are
-``ItemResult``, the scorers' own model, so a report item is held to what wrote it.
+``ItemResult``, the scorers' own model, so a report item is held to what wrote it. A
+build that failed (its course could not be built or read) carries ``failed`` and no
+scores: it stays in the report, so a comparison can refuse the run rather than never
+see the build.
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 
 from stay.scoring._core import ItemResult
 
@@ -32,10 +35,31 @@ class ScorerResult(_Open):
     cost: Dollars | None = None
 
 
+FAILURE_CHARS = 300
+"""The longest failure message a report keeps: one line that names the error, never a log."""
+
+
+class BuildFailure(BaseModel):
+    """Why a build has no scores: the error's class name and its message, on one line."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    error: Annotated[str, Field(min_length=1, max_length=100)]
+    message: Annotated[str, Field(max_length=FAILURE_CHARS, pattern=r"^[^\n]*$")]
+
+
 class BuildShape(_Open):
     epoch: StrictInt = 0
     scorers: dict[str, ScorerResult]
     built_with: dict[str, dict[str, str]] | None = None
+    failed: BuildFailure | None = None
+
+    @model_validator(mode="after")
+    def _failed_has_no_scores(self) -> BuildShape:
+        # a failed build's scores would be counted by every reader that ignores ``failed``
+        if self.failed is not None and self.scorers:
+            raise ValueError("a failed build has no scorers (its scores cannot be trusted)")
+        return self
 
 
 class BriefShape(_Open):
@@ -75,4 +99,4 @@ def shape_problem(document: object) -> str | None:
     return None
 
 
-__all__ = ["BriefShape", "BuildShape", "ReportShape", "ScorerResult", "shape_problem"]
+__all__ = ["FAILURE_CHARS", "BriefShape", "BuildFailure", "BuildShape", "ReportShape", "ScorerResult", "shape_problem"]

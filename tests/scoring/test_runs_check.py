@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 
 from stay.cli import main
-from stay.errors import RunsNotComparable, exit_code
+from stay.errors import InvalidRun, RunsNotComparable, exit_code
 from stay.scoring._compare import SHOWN, compare
 from stay.scoring._defaults import FAILURE_GAP, MAX_FAILED
-from stay.scoring._runs_check import CHECKS, REFUSE, WARN, run_checks
+from stay.scoring._report import failed_entry
+from stay.scoring._runs_check import CHECKS, INVALID, REFUSE, WARN, run_checks
+from stay.testing import InjectedFault
 from tests.scoring.reports import make_report, steady
 
 Pair = tuple[dict[str, Any], dict[str, Any]]
@@ -111,6 +113,27 @@ def _judge_failed_more(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
     return base, cand
 
 
+def _mixed_knobs(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
+    for build in first(cand):  # two builds of one run made under two --stay-quality knobs
+        build["quality"] = {"distractors": 0.2 if build is first(cand)[0] else 0.0}
+    cand["quality"] = {"distractors": 0.0}
+    return base, cand
+
+
+def _header_knob_not_the_builds(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
+    for entry in cand["briefs"].values():
+        for build in entry["builds"]:
+            build["quality"] = {"distractors": 0.2}
+    cand["quality"] = {}
+    return base, cand
+
+
+def _failed_build(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
+    first(cand)[0] = failed_entry(InjectedFault("injected error in stage outcomes"), epoch=first(cand)[0]["epoch"],
+                                  seed=first(cand)[0]["seed"])
+    return base, cand
+
+
 BREAKERS: dict[str, list[Callable[[dict[str, Any], dict[str, Any]], Pair]]] = {
     "duplicated-builds": [_same_epoch_twice, _same_course_and_seed_twice],
     "same-courses": [_rescored_course_twice, _seed_ignored],
@@ -120,6 +143,8 @@ BREAKERS: dict[str, list[Callable[[dict[str, Any], dict[str, Any]], Pair]]] = {
     "seeded-elsewhere": [_seeded_under_another_brief],
     "judge-fields": [_another_judge],
     "models": [_other_models],
+    "quality-knobs": [_mixed_knobs, _header_knob_not_the_builds],
+    "failed-builds": [_failed_build],
     "identical-runs": [_a_against_a],
     "identical-prompts": [_same_prompts],
     "failure-rates": [_judge_failed_more],
@@ -144,8 +169,8 @@ def test_each_broken_run_is_refused_or_warned_on_as_its_check_says(check: Any, b
             if f.check == check.name]
     assert mine and all(f.kind == check.kind and "\n" not in f.message for f in mine)
     assert all(f.message.split(":")[0] in (f"baseline {names[0]}", f"candidate {names[1]}") for f in mine)
-    if check.kind == REFUSE:
-        with pytest.raises(RunsNotComparable) as refused:
+    if check.kind in (REFUSE, INVALID):
+        with pytest.raises(RunsNotComparable if check.kind == REFUSE else InvalidRun) as refused:
             compare(base, cand, names=names)
         assert all(f.message in str(refused.value) for f in mine)
     else:

@@ -3,6 +3,7 @@ own directories, seeds, the report, rescoring saved courses, and compare over re
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -12,11 +13,13 @@ from typing import Any
 import pytest
 
 from stay.cli import main
+from stay.errors import StayError
 from stay.models import Usage
 from stay.scoring import CourseOnDisk, ModelJudge, OfflineJudge, default_scorers, score_course, scorer_versions
 from stay.scoring._compare import ITEMS, WORSE, compare
 from stay.scoring._report import build_entry, check_report, report
-from stay.suite import OFFLINE, evaluate_build, finish_run, part_name
+from stay.suite import OFFLINE, evaluate_build, finish_run, incomplete_record, part_name, run_build
+from stay.testing import InjectedFault, RiggedBackend
 from tests.conftest import ROOT
 from tests.scoring.test_scorers import FakeModel
 
@@ -36,6 +39,7 @@ class Run:
     epochs: int = EPOCHS
     quality: Any = None
     briefs: tuple[Path, ...] = (BRIEF,)
+    rescore: bool = False
 
     @property
     def parts(self) -> Path:
@@ -67,14 +71,58 @@ def test_a_run_with_a_build_missing_writes_no_report_and_keeps_the_last(
     run = Run("partial", 1, done.courses, tmp_path / "partial.json", briefs=(BRIEF, BRIEF.with_name("other.yaml")))
     run.output.write_bytes(done.output.read_bytes())  # a complete report from an earlier run
     run.parts.mkdir()
-    for epoch in range(1, EPOCHS + 1):  # every build of the first brief; the second's failed or never ran
+    for epoch in range(1, EPOCHS + 1):  # every build of the first brief; the second's never ran
         (run.parts / part_name(BRIEF, epoch)).write_text(json.dumps({"slug": "x", "build": {}}))
     document, line = finish_run(run)
     wanted = len(run.briefs) * EPOCHS
     assert document is None and run.output.read_bytes() == done.output.read_bytes()
-    assert line == (f"stay evals: {run.output} not written: {wanted - EPOCHS} of {wanted} builds failed or did not "
-                    f"run ({', '.join(f'other-e{e:02d}' for e in range(1, EPOCHS + 1))}); fix them and run the "
-                    "suite again")
+    assert line.splitlines()[0] == (f"stay evals: {run.output} not written (an earlier report is kept as it was): of "
+                                    f"{wanted} builds, {wanted - EPOCHS} did not run; listed in "
+                                    f"{incomplete_record(run.output)}")
+    assert line.splitlines()[1] == f"  did not run: {', '.join(f'other-e{e:02d}' for e in range(1, EPOCHS + 1))}"
+    assert "failed" not in line
+    assert json.loads(incomplete_record(run.output).read_text())["did_not_run"] == [
+        f"other-e{e:02d}" for e in range(1, EPOCHS + 1)]
+
+
+def test_a_build_that_raises_is_recorded_as_failed_and_named_with_its_error(
+        runs: dict[str, tuple[Run, dict[str, Any]]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failing build (here the backend raises in the outcomes stage) writes its part as
+    failed, so the run names it as failed, with its error, not as one that did not run;
+    the earlier report stays, and a complete rerun writes the report and drops the record."""
+    done, _document = runs["one"]
+    run = Run("failing", 1, tmp_path / "courses", tmp_path / "failing.json", quality=QUALITY)
+    run.output.write_bytes(done.output.read_bytes())
+    rigged = functools.partial(RiggedBackend, errors={"outcomes": 1})
+    monkeypatch.setattr("stay.suite.RiggedBackend", rigged)
+    with pytest.raises(InjectedFault):
+        run_build(run, BRIEF, 1, OfflineJudge())
+    monkeypatch.undo()
+    run_build(run, BRIEF, 2, OfflineJudge())
+    part = json.loads((run.parts / part_name(BRIEF, 1)).read_text())
+    assert part["build"]["failed"] == {"error": "InjectedFault", "message": part["build"]["failed"]["message"]}
+    assert part["build"]["scorers"] == {} and "outcomes" in part["build"]["failed"]["message"]
+    document, line = finish_run(run)
+    assert document is None and run.output.read_bytes() == done.output.read_bytes()
+    failed = f"{BRIEF.stem}-e01"
+    assert f"of {EPOCHS} builds, 1 failed;" in line and "did not run" not in line
+    assert f"  failed: {failed}: InjectedFault: injected error in stage outcomes" in line
+    assert json.loads(incomplete_record(run.output).read_text())["failed"][failed]["error"] == "InjectedFault"
+    for epoch in range(1, EPOCHS + 1):  # the rerun: the failed build is built now, the other reused
+        run_build(run, BRIEF, epoch, OfflineJudge())
+    document, line = finish_run(run)
+    assert document is not None and line.startswith(f"stay evals: wrote {run.output}")
+    assert not incomplete_record(run.output).exists()
+
+
+def test_a_brief_that_cannot_be_read_is_a_failed_build_filed_under_its_file(tmp_path: Path) -> None:
+    brief = tmp_path / "broken.yaml"
+    brief.write_text("title: [\n", encoding="utf-8")
+    run = Run("broken", 1, tmp_path / "courses", tmp_path / "broken.json", briefs=(brief,), epochs=1)
+    with pytest.raises(StayError):
+        run_build(run, brief, 1, OfflineJudge())
+    _document, line = finish_run(run)
+    assert "  failed: broken-e01: BriefError: " in line
 
 
 def test_each_epoch_is_its_own_build_in_its_own_directory(runs: dict[str, tuple[Run, dict[str, Any]]]) -> None:
