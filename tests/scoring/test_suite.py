@@ -3,9 +3,11 @@ own directories, seeds, the report, rescoring saved courses, and compare over re
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,7 @@ from typing import Any
 import pytest
 
 from stay.cli import main
-from stay.errors import StayError
+from stay.errors import InvalidRun, RunsNotComparable, StayError, exit_code
 from stay.models import Usage
 from stay.scoring import CourseOnDisk, ModelJudge, OfflineJudge, default_scorers, score_course, scorer_versions
 from stay.scoring._compare import ITEMS, WORSE, compare
@@ -108,8 +110,9 @@ def test_a_build_that_raises_is_recorded_as_failed_and_named_with_its_error(
     assert f"of {EPOCHS} builds, 1 failed;" in line and "did not run" not in line
     assert f"  failed: {failed}: InjectedFault: injected error in stage outcomes" in line
     assert json.loads(incomplete_record(run.output).read_text())["failed"][failed]["error"] == "InjectedFault"
-    for epoch in range(1, EPOCHS + 1):  # the rerun: the failed build is built now, the other reused
-        run_build(run, BRIEF, epoch, OfflineJudge())
+    reran = {epoch: run_build(run, BRIEF, epoch, OfflineJudge())[1] for epoch in range(1, EPOCHS + 1)}
+    assert reran[1]["build"]["usage"]["input_tokens"] > 0  # the failed build is built now
+    assert all(reran[e]["build"]["usage"]["input_tokens"] == 0 for e in range(2, EPOCHS + 1))  # the rest reused
     document, line = finish_run(run)
     assert document is not None and line.startswith(f"stay evals: wrote {run.output}")
     assert not incomplete_record(run.output).exists()
@@ -209,7 +212,6 @@ def test_rerunning_a_label_after_a_prompt_edit_rebuilds_that_stage_and_records_i
     """Issue 11, item 1: a label rerun into the same courses directory after one prompt
     changed rebuilds exactly that stage's files, and the report says what each file was
     actually built with (not what the run was asked to use)."""
-    import shutil
 
     courses = tmp_path / "courses"
     common: dict[str, Any] = dict(epoch=1, courses_dir=courses, backend=OFFLINE, judge=OfflineJudge())
@@ -230,3 +232,48 @@ def test_rerunning_a_label_after_a_prompt_edit_rebuilds_that_stage_and_records_i
     _, again = evaluate_build(BRIEF, prompts_dir=prompts, **common)
     assert again["build"]["usage"]["input_tokens"] == 0  # nothing left stale: a rerun calls no model
     assert again["built_with"] == after["built_with"]
+
+
+def test_rescoring_a_course_that_cannot_be_read_records_it_as_failed_and_compare_refuses_the_report(
+        runs: dict[str, tuple[Run, dict[str, Any]]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run, _document = runs["one"]
+    good = sorted(run.courses.glob("e*/accessible-web-forms"))
+    damaged = tmp_path / "e03" / "accessible-web-forms"
+    shutil.copytree(good[0], damaged)
+    (damaged / "curriculum.yaml").write_text("modules: [\n", encoding="utf-8")
+    not_a_course = tmp_path / "e04" / "accessible-web-forms"
+    not_a_course.mkdir(parents=True)
+    output = tmp_path / "rescored.json"
+    code = main(["evals", "score", *map(str, good), str(damaged), str(not_a_course), "--output", str(output),
+                 "--backend", "offline"])
+    _out, err = capsys.readouterr()
+    assert code == exit_code(InvalidRun(""))
+    assert f"failed {damaged}: ArtefactLoadError: {damaged / 'curriculum.yaml'}: not valid YAML" in err
+    rescored = json.loads(output.read_text())
+    check_report(rescored)  # a report with failed builds is a report
+    builds = rescored["briefs"]["accessible-web-forms"]["builds"]
+    assert [b["epoch"] for b in builds] == [1, 2, 3, 4] and rescored["epochs"] == len(builds)
+    assert [b.get("failed", {}).get("error") for b in builds] == [None, None, "ArtefactLoadError", "ArtefactLoadError"]
+    assert main(["evals", "compare", str(run.output), str(output)]) == exit_code(InvalidRun(""))
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith("refused: invalid run: ")
+    assert (f"candidate {output}: briefs.accessible-web-forms.builds[2].failed: epoch 3 of brief "
+            "accessible-web-forms failed (ArtefactLoadError: ") in err
+    assert "rebuild them (run the suite again: the builds that passed are reused)" in err
+    assert main(["evals", "show", str(output)]) == 0
+    assert "2 failed (accessible-web-forms e03, accessible-web-forms e04)" in capsys.readouterr().out
+
+
+def test_a_run_built_under_two_quality_knobs_is_refused(runs: dict[str, tuple[Run, dict[str, Any]]],
+                                                         tmp_path: Path) -> None:
+    """Epoch 1 built under the run's knob, epoch 2 under another (a rerun into the same parts
+    with another --stay-quality): the header's quality names one knob, the builds two."""
+    _done, document = runs["one"]
+    run = Run("mixed", 1, tmp_path / "courses", tmp_path / "mixed.json", quality=QUALITY)
+    for epoch, knob in ((1, QUALITY), (2, {k: v * 2 for k, v in QUALITY.items()})):
+        run_build(dataclasses.replace(run, quality=knob), BRIEF, epoch, OfflineJudge())
+    mixed, _line = finish_run(run)
+    assert mixed is not None and mixed["quality"] == QUALITY  # the header says one knob
+    with pytest.raises(RunsNotComparable, match=r"builds\[1\]\.quality: built under quality knob .*"
+                                                 r"rebuild the run under one --stay-quality"):
+        compare(document, mixed)
