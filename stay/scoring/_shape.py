@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, model_validator
 
 from stay.scoring._core import ItemResult
 
@@ -50,8 +50,12 @@ class BuildFailure(BaseModel):
 
 class BuildShape(_Open):
     epoch: StrictInt = 0
+    # what the run checks key builds by: a list here would be an unhashable key there
+    seed: StrictStr | StrictInt | None = None
+    course_sha256: StrictStr | None = None
     scorers: dict[str, ScorerResult]
     built_with: dict[str, dict[str, str]] | None = None
+    quality: dict[str, float] | None = None
     failed: BuildFailure | None = None
 
     @model_validator(mode="after")
@@ -72,6 +76,13 @@ class FailureCounts(_Open):
     errors: Count | None = None
 
 
+class PromptsShape(_Open):
+    dir: str | None = None
+    sha256: dict[str, str] | None = None
+    mixed: dict[str, list[str]] | None = None
+    source: str | None = None
+
+
 class ReportShape(_Open):
     label: str
     backend: str
@@ -83,6 +94,7 @@ class ReportShape(_Open):
     briefs: dict[str, BriefShape]
     quality: dict[str, float] | None = None
     models: dict[str, str] | None = None
+    prompts: PromptsShape | None = None
     means: dict[str, float | None] | None = None
     failures: dict[str, FailureCounts] | None = None
     totals: dict[str, Dollars | Count | None] | None = None
@@ -99,4 +111,5 @@ def shape_problem(document: object) -> str | None:
     return None
 
 
-__all__ = ["FAILURE_CHARS", "BriefShape", "BuildFailure", "BuildShape", "ReportShape", "ScorerResult", "shape_problem"]
+__all__ = ["FAILURE_CHARS", "BriefShape", "BuildFailure", "BuildShape", "PromptsShape", "ReportShape", "ScorerResult",
+           "shape_problem"]

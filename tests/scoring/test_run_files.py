@@ -236,6 +236,15 @@ CASES = (
          "field 'briefs.brief-0.builds.0.failed.message'"),
     Case("a-scorer-version-a-string", candidate(scorers={"a": "2", "b": 2}), NOT_A_REPORT, "field 'scorers.a'"),
     Case("no-version", dropped("version"), NOT_A_REPORT, "an eval report of version None"),
+    # once internal errors: a field the run checks read, of a type they cannot use
+    Case("a-course-hash-a-list", in_build(course_sha256=["x"]), NOT_A_REPORT,
+         "field 'briefs.brief-0.builds.0.course_sha256'"),
+    Case("a-seed-a-mapping", in_build(seed={"run": 7}), NOT_A_REPORT, "field 'briefs.brief-0.builds.0.seed"),
+    Case("prompts-a-string", candidate(prompts="prompts"), NOT_A_REPORT, "field 'prompts'"),
+    Case("prompt-hashes-a-list", candidate(prompts={"sha256": ["x"]}), NOT_A_REPORT, "field 'prompts.sha256'"),
+    # once accepted: a build's knob that is not a knob
+    Case("a-build-knob-a-string", in_build(quality="distractors"), NOT_A_REPORT,
+         "field 'briefs.brief-0.builds.0.quality'"),
 )
 
 
