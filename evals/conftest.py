@@ -17,7 +17,10 @@ Options (all optional):
                            knobs: distractors, untaught, exercises, rubrics
 
 Under pytest-xdist each worker writes its builds' results beside the report; the
-controller merges them into the one report when the session ends.
+controller merges them into the one report when the session ends. A build that fails is
+recorded as failed (``stay.suite.run_build``); a run with a failed build, or one that did
+not run, writes no report (the last one is kept) and lists them in
+``<output>.incomplete.json`` instead (``stay.suite.finish_run``).
 """
 
 from __future__ import annotations

@@ -75,7 +75,11 @@ def evals_parser(subparsers: Any) -> None:
                     "and item. Exit 0, or 2 when the file is not an eval report.")
     show.add_argument("report", metavar="REPORT.json")
     show.add_argument("--html", metavar="PATH", help="also write the run as one self-contained HTML page")
-    score = commands.add_parser("score", help="score saved courses again, without regenerating them")
+    score = commands.add_parser(
+        "score", help="score saved courses again, without regenerating them",
+        description="Score saved courses again into one eval report. A course that cannot be read (not a course, "
+                    "a damaged file) is recorded as a failed build, never left out: the report is written and the "
+                    "command exits 5, and compare refuses the report until the course is rebuilt.")
     score.add_argument("courses", nargs="+", metavar="COURSE_DIR",
                        help="course directories; those under an eNN directory (the suite's layout) are that epoch")
     score.add_argument("--output", required=True, metavar="PATH")
