@@ -104,11 +104,14 @@ def test_a_build_that_raises_is_recorded_as_failed_and_named_with_its_error(
     part = json.loads((run.parts / part_name(BRIEF, 1)).read_text())
     assert part["build"]["failed"] == {"error": "InjectedFault", "message": part["build"]["failed"]["message"]}
     assert part["build"]["scorers"] == {} and "outcomes" in part["build"]["failed"]["message"]
-    document, line = finish_run(run)
+    other = BRIEF.with_name("other.yaml")  # a brief none of whose builds ran (Ctrl-C)
+    document, line = finish_run(dataclasses.replace(run, briefs=(BRIEF, other)))
     assert document is None and run.output.read_bytes() == done.output.read_bytes()
     failed = f"{BRIEF.stem}-e01"
-    assert f"of {EPOCHS} builds, 1 failed;" in line and "did not run" not in line
-    assert f"  failed: {failed}: InjectedFault: injected error in stage outcomes" in line
+    assert f"of {2 * EPOCHS} builds, 1 failed and {EPOCHS} did not run;" in line
+    assert line.splitlines()[1] == f"  failed: {failed}: InjectedFault: {part['build']['failed']['message']}"
+    assert "injected error in stage outcomes" in line.splitlines()[1]
+    assert line.splitlines()[2] == f"  did not run: {', '.join(f'other-e{e:02d}' for e in range(1, EPOCHS + 1))}"
     assert json.loads(incomplete_record(run.output).read_text())["failed"][failed]["error"] == "InjectedFault"
     reran = {epoch: run_build(run, BRIEF, epoch, OfflineJudge())[1] for epoch in range(1, EPOCHS + 1)}
     assert reran[1]["build"]["usage"]["input_tokens"] > 0  # the failed build is built now
