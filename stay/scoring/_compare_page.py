@@ -27,8 +27,9 @@ from statistics import NormalDist
 from typing import Any
 
 from stay.scoring._compare import ITEMS, Comparison, ItemChange, ScorerComparison, item_changes
+from stay.scoring._compare_detail import PER_KIND, compare_detail
 from stay.scoring._defaults import POWER
-from stay.view import CompareHeader, Interval, ItemDiffRow, ScorerRow, render_compare_html
+from stay.view import CompareDetail, CompareHeader, Interval, ItemDiffRow, ScorerRow, render_compare_html
 
 PAGE_ITEMS = 100
 """Changed items a page lists when not told otherwise: those that changed most."""
@@ -40,21 +41,24 @@ INTERVALS = ("each run's mean with a 95% t interval over the test's own units, b
 
 @dataclass(frozen=True)
 class ComparePage:
-    """What the comparison page draws: the header, a row per scorer, and the item diff
-    (None: no item was matched by content)."""
+    """What the comparison page draws: the header, a row per scorer, the item diff
+    (None: no item was matched by content), and what changed in detail."""
 
     header: CompareHeader
     rows: tuple[ScorerRow, ...]
     items: tuple[ItemDiffRow, ...] | None
+    detail: CompareDetail | None = None
 
     def html(self) -> str:
-        return render_compare_html(self.header, self.rows, self.items)
+        return render_compare_html(self.header, self.rows, self.items, self.detail)
 
 
 def compare_page(comparison: Comparison, baseline: Mapping[str, Any], candidate: Mapping[str, Any], *,
-                 paths: tuple[str, str] = ("baseline", "candidate"), items: int | None = PAGE_ITEMS) -> ComparePage:
+                 paths: tuple[str, str] = ("baseline", "candidate"), items: int | None = PAGE_ITEMS,
+                 pairs: int = PER_KIND) -> ComparePage:
     """The page for ``comparison`` of the reports ``baseline`` and ``candidate`` (read from
-    ``paths``), listing at most ``items`` changed items (None: every one)."""
+    ``paths``), listing at most ``items`` changed items (None: every one), and side by
+    side at most ``pairs`` items of each kind per scorer (``stay.scoring._compare_detail``)."""
     from stay.scoring._provenance import provenance_notes
     from stay.scoring._render import _notes, method
 
@@ -77,7 +81,7 @@ def compare_page(comparison: Comparison, baseline: Mapping[str, Any], candidate:
         notes=tuple(_notes(comparison, paths)) + _quality(baseline, candidate)
         + tuple(provenance_notes(baseline, candidate)),
         items_matched=coverage if matched else {}, items_changed=len(changes) if matched else None)
-    return ComparePage(header, rows, diff)
+    return ComparePage(header, rows, diff, compare_detail(baseline, candidate, per_kind=pairs))
 
 
 def _row(r: ScorerComparison, baseline: Interval | None, candidate: Interval | None) -> ScorerRow:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stay._display import fixed
+from stay.view._compare_detail import PAIR_KINDS, CompareDetail, dollars
 from stay.view._env import environment, static_text
 
 BETTER, WORSE = "better", "worse"
@@ -219,15 +220,23 @@ def _units(row: ScorerRow) -> str:
 
 
 def render_compare_html(header: CompareHeader, rows: Sequence[ScorerRow],
-                        items: Sequence[ItemDiffRow] | None) -> str:
+                        items: Sequence[ItemDiffRow] | None, detail: CompareDetail | None = None) -> str:
     """The comparison page: per scorer both means with interval bars, the difference,
-    adjusted p, MDE and verdict; then the item diff (or why there is none)."""
+    adjusted p, MDE and verdict; then the item diff (or why there is none); then, given
+    ``detail``, each brief's build means, the items side by side, the cost and the
+    prompt files that differ (``stay.view._compare_detail``)."""
     ordered_items = None
     if items is not None:
         rank = {WORSE: 0, BETTER: 1, "removed": 2, "added": 3, "same": 4}
         ordered_items = sorted(items, key=lambda i: (rank[i.change], i.scorer, i.brief, i.item))
     roles = sorted(set(header.baseline_models) | set(header.candidate_models))
+    brief_means: dict[str, dict[str, Any]] = {}
+    for cell in detail.brief_means if detail else ():
+        brief_means.setdefault(cell.brief, {})[cell.scorer] = cell
     return environment().get_template("compare.html.j2").render(
+        detail=detail, brief_means=brief_means, kinds=PAIR_KINDS, dollars=dollars,
+        detail_scorers=sorted({c.scorer for c in detail.brief_means}) if detail else [],
+        pair_total=sum(len(s.pairs) for s in detail.scorers) if detail else 0,
         header=header, rows=sorted(rows, key=lambda r: r.scorer), items=ordered_items,
         changed=[i for i in ordered_items or [] if i.change != "same"], roles=roles,
         means_bar=_means_bar, difference_bar=_difference_bar, verdict_class=verdict_class, units=_units,
