@@ -21,6 +21,7 @@ from stay._lazy import lazy_names
 # stay.view._cli, and must not pay for Jinja2, markdown-it and Pygments.
 _EXPORTS = {
     "CompareHeader": "stay.view._reports", "Interval": "stay.view._reports", "ItemDiffRow": "stay.view._reports",
+    "MeanError": "stay.view._reports",
     "ScorerRow": "stay.view._reports", "render_compare_html": "stay.view._reports",
     "render_run_summary_html": "stay.view._reports", "render_compare_refused_html": "stay.view._reports",
     "PAIR_KINDS": "stay.view._compare_detail", "BuildMeans": "stay.view._compare_detail",
@@ -34,7 +35,7 @@ _EXPORTS = {
 
 __all__ = [
     "PAIR_KINDS", "BuildMeans", "CompareDetail", "CompareHeader", "Interval", "ItemDiffRow", "ItemPair", "ItemSide",
-    "PromptFile", "RunCost", "ScorerPairs", "ScorerRow", "build_site",
+    "MeanError", "PromptFile", "RunCost", "ScorerPairs", "ScorerRow", "build_site",
     "default_out_dir", "render_compare_html", "render_compare_refused_html", "render_course",
     "render_run_summary_html", "view_main", "view_parser", "write_site",
 ]
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
         CompareHeader,
         Interval,
         ItemDiffRow,
+        MeanError,
         ScorerRow,
         render_compare_html,
         render_compare_refused_html,

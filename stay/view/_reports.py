@@ -73,6 +73,19 @@ class ScorerRow:
 
 
 @dataclass(frozen=True)
+class MeanError:
+    """One run's scorer over its builds, as a comparison weighs them (briefs held fixed)."""
+
+    mean: float
+    """The brief-weighted mean of build means (weights: a brief's mean items per build)."""
+    error: float | None
+    """Its standard error; None with one build per brief (no variance to estimate)."""
+    builds: int
+    interval: Interval | None
+    """The 95% t interval around ``mean`` (the page's error bar)."""
+
+
+@dataclass(frozen=True)
 class ItemDiffRow:
     scorer: str
     brief: str
@@ -257,17 +270,19 @@ def render_compare_refused_html(baseline: str, candidate: str, reason: str, exit
         meaning=EXIT_MEANINGS.get(exit_code, "refused"), css=static_text("style.css"))
 
 
-def render_run_summary_html(report: Mapping[str, Any]) -> str:
+def render_run_summary_html(report: Mapping[str, Any], errors: Mapping[str, MeanError] | None = None,
+                            method: str = "") -> str:
     """One eval run's report (the JSON ``stay.scoring._report.report`` writes) as a page:
-    who judged with which models, the mean per scorer, per brief scores and every item
-    with its reason, and what building and judging cost. Missing fields show as n/a."""
+    who judged with which models, the mean per scorer (with ``errors``: its mean over builds
+    with the standard error and an error bar, ``method`` saying how), per brief scores and
+    every item with its reason, and what building and judging cost. Missing fields show as n/a."""
     briefs = _clean_briefs(report.get("briefs"))
     scorers = sorted({name for entry in briefs.values() for name in (entry.get("scorers") or {})})
     means: Mapping[str, Any] = report.get("means") or {}
     rows = [(name, _number(means.get(name))) for name in scorers]
     return environment().get_template("run.html.j2").render(
-        report=report, briefs=dict(sorted(briefs.items())), scorers=scorers, rows=rows,
-        value_bar=_value_bar, number=_number, css=static_text("style.css"))
+        report=report, briefs=dict(sorted(briefs.items())), scorers=scorers, rows=rows, errors=errors or {},
+        method=method, value_bar=_value_bar, error_bar=_error_bar, number=_number, css=static_text("style.css"))
 
 
 def _clean_briefs(raw: Any) -> dict[str, dict[str, Any]]:
@@ -333,6 +348,15 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def _error_bar(e: MeanError) -> _Bar:
+    """A run's mean over builds with its 95% interval (a dot alone without one)."""
+    low, high = (e.interval.low, e.interval.high) if e.interval else (e.mean, e.mean)
+    x = _scale(min(0.0, low), max(1.0, high))
+    return _Bar(ticks=((x(min(0.0, low)), fixed(min(0.0, low), 2)), (x(max(1.0, high)), fixed(max(1.0, high), 2))),
+                lines=(("candidate", 16.0, x(low), x(high), x(e.mean)),), zero=None, band=None,
+                label=f"mean over builds {fixed(e.mean)} {_fmt_interval(e.interval)}")
+
+
 def _value_bar(value: float | None) -> _Bar | None:
     if value is None:
         return None
@@ -343,5 +367,5 @@ def _value_bar(value: float | None) -> _Bar | None:
                 label=f"mean {fixed(value)}")
 
 
-__all__ = ["CompareHeader", "Interval", "ItemDiffRow", "ScorerRow", "render_compare_html",
+__all__ = ["CompareHeader", "Interval", "ItemDiffRow", "MeanError", "ScorerRow", "render_compare_html",
            "render_compare_refused_html", "render_run_summary_html"]
