@@ -15,8 +15,9 @@ failed the step. Once the command line has parsed, every run of the command that
 exits 2 or 5 writes a page at PATH saying it refused and why, in place of a comparison,
 so an earlier run's page is never taken for this one's.
 
-``stay evals show REPORT.json [--html PATH]`` prints one run's summary (who judged,
-the mean per scorer, judge failures, cost) and writes it as a page.
+``stay evals show REPORT.json [--html PATH] [--markdown PATH]`` prints one run's summary
+(who judged, the mean per scorer, its mean over builds with the standard error, judge
+failures, cost) and writes it as a page, or its means as Markdown.
 """
 
 from __future__ import annotations

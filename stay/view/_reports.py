@@ -282,7 +282,8 @@ def render_run_summary_html(report: Mapping[str, Any], errors: Mapping[str, Mean
     rows = [(name, _number(means.get(name))) for name in scorers]
     return environment().get_template("run.html.j2").render(
         report=report, briefs=dict(sorted(briefs.items())), scorers=scorers, rows=rows, errors=errors or {},
-        method=method, value_bar=_value_bar, error_bar=_error_bar, number=_number, css=static_text("style.css"))
+        method=method, value_bar=_value_bar, error_bar=_error_bar, number=_number, dollars=dollars,
+        css=static_text("style.css"))
 
 
 def _clean_briefs(raw: Any) -> dict[str, dict[str, Any]]:

@@ -128,6 +128,7 @@ def test_show_prints_a_run_and_writes_its_page(tmp_path: Path, capsys: pytest.Ca
     text = page_text(page.read_text())
     assert "Eval run nightly" in text and "1 unparseable, 2 errors of 288 items" in text
     assert "Builds 24 (4 epochs a brief, run seed 7)" in text
+    assert "building unknown (a model has no price on file" in text and "$n/a" not in text  # unknown, not $n/a
 
 
 def test_show_refuses_a_file_that_is_not_a_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
