@@ -49,12 +49,12 @@ from stay.models import DEFAULT_MODELS, ModelAnswer, ModelClient, ModelRequest, 
 
 A = TypeVar("A", bound=BaseModel)
 MAX_SHOWN = 2_000
-"""Characters of the text a judge was shown an item records: an outcome, exercise, quiz
+"""Characters an item keeps of the text its judge was shown: an outcome, exercise, quiz
 option or rubric criterion is a few hundred; the rest is cut, and says how much."""
 MAX_QUOTE = 1_000
-"""Characters of a judge's quote an item records (outcome_coverage asks for 1-3 sentences)."""
+"""Characters an item keeps of its judge's quote (outcome_coverage asks for 1-3 sentences)."""
 MAX_RAW = 4_000
-"""Characters of a judge's raw reply an item records: a verdict is a few hundred; a reply
+"""Characters an item keeps of its judge's raw reply: a verdict is a few hundred; a reply
 that runs on (unparseable prose) is kept in part, enough to see what went wrong."""
 Failure = Literal["unparseable", "error"]
 
