@@ -10,7 +10,7 @@ which says so in every result.
 
 Every item keeps what a reader needs to check its verdict, bounded (``bounded``): the text
 the judge was shown for it (``shown``: the item's inputs as the request rendered them; the
-lesson, shared by every item judged on it, is not repeated), the judge's quote when its
+lesson, shared by every item judged on it, is noted, not repeated), the judge's quote when its
 answer has one, and its raw reply, for passing items as for failed ones.
 
 A judge's request puts the lesson first, as a cached block (``ModelRequest.shared``)
@@ -75,6 +75,11 @@ def bounded(text: str | None, limit: int) -> str | None:
     if text is None or len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+def lesson_note(lesson: str) -> str:
+    """What an item's ``shown`` says in place of the lesson its judge read first."""
+    return f"(the lesson came first: {len(lesson)} characters, not repeated here)\n\n"
 
 
 def content_hash(value: Any) -> str:
@@ -299,7 +304,8 @@ class Judging:
         content = content_hash({"inputs": inputs, "lesson": lesson})
         request = judge_request(self.scorer, self.instructions, item, inputs, answer, lesson=lesson)
         # the rendered inputs, as the request carries them after the instructions (not rendered twice)
-        shown = bounded(request.user.removeprefix(f"{WHAT_TO_JUDGE}{self.instructions}\n\n"), MAX_SHOWN)
+        inputs_text = request.user.removeprefix(f"{WHAT_TO_JUDGE}{self.instructions}\n\n")
+        shown = bounded(inputs_text if lesson is None else f"{lesson_note(lesson)}{inputs_text}", MAX_SHOWN)
         reply = self.judge.ask(request)
         self.usage = self.usage + reply.usage
         parsed_answer, why = parsed(reply, answer)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from stay.scoring import CourseOnDisk, DistractorQuality, ModelJudge, OutcomeCoverage
-from stay.scoring._core import MAX_QUOTE, MAX_RAW, MAX_SHOWN, WHAT_TO_JUDGE, ItemResult, bounded
+from stay.scoring._core import MAX_QUOTE, MAX_RAW, MAX_SHOWN, WHAT_TO_JUDGE, ItemResult, bounded, lesson_note
 from stay.scoring._shape import shape_problem
 from tests.scoring.reports import make_report, steady
 from tests.scoring.test_scorers import BRIEF, FakeModel
@@ -37,8 +37,9 @@ def test_a_passing_item_keeps_the_judges_quote_raw_reply_and_what_it_was_shown(c
     shown = {request.artefact: request.user for request in model.seen}
     for item in passing:
         assert item.quote == real and json.loads(item.raw or "") == answer
-        # what the judge was shown after its instructions: the item's inputs, not the lesson
-        assert item.shown and shown[item.item].endswith(item.shown) and WHAT_TO_JUDGE not in item.shown
+        # what the judge was shown after its instructions: the item's inputs, and a note for the lesson
+        assert item.shown and item.shown.startswith(lesson_note(lesson.body)) and WHAT_TO_JUDGE not in item.shown
+        assert shown[item.item].endswith(item.shown.removeprefix(lesson_note(lesson.body)))
         assert item.item in item.shown and lesson.body not in item.shown
 
 
