@@ -15,8 +15,9 @@ failed the step. Once the command line has parsed, every run of the command that
 exits 2 or 5 writes a page at PATH saying it refused and why, in place of a comparison,
 so an earlier run's page is never taken for this one's.
 
-``stay evals show REPORT.json [--html PATH]`` prints one run's summary (who judged,
-the mean per scorer, judge failures, cost) and writes it as a page.
+``stay evals show REPORT.json [--html PATH] [--markdown PATH]`` prints one run's summary
+(who judged, the mean per scorer, its mean over builds with the standard error, judge
+failures, cost) and writes it as a page, or its means as Markdown.
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ def evals_parser(subparsers: Any) -> None:
                     "and item. Exit 0, or 2 when the file is not an eval report.")
     show.add_argument("report", metavar="REPORT.json")
     show.add_argument("--html", metavar="PATH", help="also write the run as one self-contained HTML page")
+    show.add_argument("--markdown", metavar="PATH", help="also write the mean per scorer, with its standard "
+                                                        "error over builds, as Markdown")
     score = commands.add_parser(
         "score", help="score saved courses again, without regenerating them",
         description="Score saved courses again into one eval report. A course that cannot be read (not a course, "
@@ -170,17 +173,47 @@ def _compare(ns: argparse.Namespace) -> int:
 
 
 def _show(ns: argparse.Namespace) -> int:
+    from stay.artefacts import write_text_atomic
+    from stay.scoring._compare_page import run_errors
     from stay.scoring._report import read_report
 
     document = read_report(ns.report)
     print(summary_text(document, str(ns.report)), end="")
+    if ns.markdown:
+        write_text_atomic(ns.markdown, summary_markdown(document, str(ns.report)))
+        print(f"wrote {ns.markdown}")
     if ns.html:
-        from stay.artefacts import write_text_atomic
         from stay.view import render_run_summary_html
 
-        write_text_atomic(ns.html, render_run_summary_html(document))
+        write_text_atomic(ns.html, render_run_summary_html(document, run_errors(document), STDERR))
         print(f"wrote {ns.html}")
     return EXIT_OK
+
+
+STDERR = ("build mean ± SE: a scorer's brief-weighted mean of build means (weights: a brief's mean items a "
+          "build, as compare weighs them) and its standard error sqrt(s2 * sum((w_b / W)^2 / n_b)), s2 the "
+          "variance of build means within briefs pooled over them; n/a with one build per brief; 0.000: "
+          "every build of a brief scored the same")
+"""How ``show``'s error bars are computed, in every output (``stay.scoring._compare_page.run_errors``)."""
+
+
+def _mean_error(document: dict[str, Any]) -> dict[str, str]:
+    """Per scorer, its mean over builds ± its standard error, and the builds, in words."""
+    from stay.scoring._compare_page import run_errors
+
+    return {name: f"{e.mean:.3f} ± {fixed(e.error)} ({e.builds} builds)" for name, e in run_errors(document).items()}
+
+
+def summary_markdown(document: dict[str, Any], path: str) -> str:
+    """One run's mean per scorer with its standard error over builds, as Markdown."""
+    errors = _mean_error(document)
+    means = document.get("means") or {}
+    lines = [f"# Eval run {document['label']}", "", f"- report: {path}", f"- backend {document['backend']}; judge "
+             f"{document['judge']}" + (f" ({document['judge_model']})" if document.get("judge_model") else ""),
+             "", "| scorer | item mean | build mean ± SE |", "|---|---|---|"]
+    lines += [f"| {name} | {fixed(means.get(name))} | {errors.get(name, 'n/a')} |" for name in sorted(
+        document["scorers"])]
+    return "\n".join([*lines, "", STDERR + ".", ""])
 
 
 def summary_text(document: dict[str, Any], path: str) -> str:
@@ -201,13 +234,17 @@ def summary_text(document: dict[str, Any], path: str) -> str:
              f"briefs: {len(document['briefs'])} ({', '.join(sorted(document['briefs']))}), {len(builds)} builds"
              + (f", {len(failed)} failed ({', '.join(failed)}): compare refuses this run until they are rebuilt"
                 if failed else ""),
-             "", f"{'scorer':20} {'version':>7} {'mean':>6} {'items':>6} {'unparseable':>11} {'errors':>6}"]
+             "", f"{'scorer':20} {'version':>7} {'mean':>6} {'items':>6} {'unparseable':>11} {'errors':>6}  "
+                 "build mean ± SE"]
     means, failures = document.get("means") or {}, document.get("failures") or {}
     scorers = document["scorers"] if isinstance(document["scorers"], dict) else {}
+    errors = _mean_error(document)
     for name, version in sorted(scorers.items()):
         counts = failures.get(name) or {}
         lines.append(f"{name:20} {'v' + str(version):>7} {fixed(means.get(name)):>6} {counts.get('items', 'n/a'):>6} "
-                     f"{counts.get('unparseable', 'n/a'):>11} {counts.get('errors', 'n/a'):>6}")
+                     f"{counts.get('unparseable', 'n/a'):>11} {counts.get('errors', 'n/a'):>6}  "
+                     f"{errors.get(name, 'n/a')}")
+    lines += ["", STDERR]
     totals = document.get("totals") or {}
 
     def dollars(value: Any) -> str:

@@ -27,8 +27,9 @@ from statistics import NormalDist
 from typing import Any
 
 from stay.scoring._compare import ITEMS, Comparison, ItemChange, ScorerComparison, item_changes
+from stay.scoring._compare_detail import PER_KIND, compare_detail
 from stay.scoring._defaults import POWER
-from stay.view import CompareHeader, Interval, ItemDiffRow, ScorerRow, render_compare_html
+from stay.view import CompareDetail, CompareHeader, Interval, ItemDiffRow, MeanError, ScorerRow, render_compare_html
 
 PAGE_ITEMS = 100
 """Changed items a page lists when not told otherwise: those that changed most."""
@@ -40,21 +41,24 @@ INTERVALS = ("each run's mean with a 95% t interval over the test's own units, b
 
 @dataclass(frozen=True)
 class ComparePage:
-    """What the comparison page draws: the header, a row per scorer, and the item diff
-    (None: no item was matched by content)."""
+    """What the comparison page draws: the header, a row per scorer, the item diff
+    (None: no item was matched by content), and what changed in detail."""
 
     header: CompareHeader
     rows: tuple[ScorerRow, ...]
     items: tuple[ItemDiffRow, ...] | None
+    detail: CompareDetail | None = None
 
     def html(self) -> str:
-        return render_compare_html(self.header, self.rows, self.items)
+        return render_compare_html(self.header, self.rows, self.items, self.detail)
 
 
 def compare_page(comparison: Comparison, baseline: Mapping[str, Any], candidate: Mapping[str, Any], *,
-                 paths: tuple[str, str] = ("baseline", "candidate"), items: int | None = PAGE_ITEMS) -> ComparePage:
+                 paths: tuple[str, str] = ("baseline", "candidate"), items: int | None = PAGE_ITEMS,
+                 pairs: int = PER_KIND) -> ComparePage:
     """The page for ``comparison`` of the reports ``baseline`` and ``candidate`` (read from
-    ``paths``), listing at most ``items`` changed items (None: every one)."""
+    ``paths``), listing at most ``items`` changed items (None: every one), and side by
+    side at most ``pairs`` items of each kind per scorer (``stay.scoring._compare_detail``)."""
     from stay.scoring._provenance import provenance_notes
     from stay.scoring._render import _notes, method
 
@@ -77,7 +81,7 @@ def compare_page(comparison: Comparison, baseline: Mapping[str, Any], candidate:
         notes=tuple(_notes(comparison, paths)) + _quality(baseline, candidate)
         + tuple(provenance_notes(baseline, candidate)),
         items_matched=coverage if matched else {}, items_changed=len(changes) if matched else None)
-    return ComparePage(header, rows, diff)
+    return ComparePage(header, rows, diff, compare_detail(baseline, candidate, per_kind=pairs))
 
 
 def _row(r: ScorerComparison, baseline: Interval | None, candidate: Interval | None) -> ScorerRow:
@@ -153,9 +157,13 @@ def run_intervals(comparison: Comparison, baseline: Mapping[str, Any], candidate
     return found
 
 
-def stratified_interval(strata: Sequence[tuple[float, Sequence[float]]], level: float = LEVEL) -> Interval | None:
-    """The t interval of a weighted mean of stratum means, ``strata`` being (weight, values),
-    from the variance within strata pooled over them; None without a degree of freedom."""
+def stratified_error(strata: Sequence[tuple[float, Sequence[float]]]) -> tuple[float, float, int] | None:
+    """(mean, standard error, degrees of freedom) of a weighted mean of stratum means,
+    ``strata`` being (weight, values): with W the weights' sum, n_b and m_b a stratum's
+    size and mean, the mean is sum(w_b m_b) / W, and the standard error
+    sqrt(s2 * sum((w_b / W)^2 / n_b)), s2 the variance within strata pooled over them
+    (sum of squared deviations from each stratum's mean over sum(n_b - 1) degrees of
+    freedom). None without a degree of freedom (one value per stratum)."""
     used = [(w, v) for w, v in strata if w > 0 and v]
     total = sum(w for w, _v in used)
     df = sum(len(v) - 1 for _w, v in used)
@@ -164,8 +172,45 @@ def stratified_interval(strata: Sequence[tuple[float, Sequence[float]]], level: 
     means = [(w / total, sum(v) / len(v), v) for w, v in used]
     mean = sum(w * m for w, m, _v in means)
     squares = sum((x - m) ** 2 for _w, m, v in means for x in v)
-    half = t_quantile(level, df) * math.sqrt(squares / df * sum(w * w / len(v) for w, _m, v in means))
+    return mean, math.sqrt(squares / df * sum(w * w / len(v) for w, _m, v in means)), df
+
+
+def stratified_interval(strata: Sequence[tuple[float, Sequence[float]]], level: float = LEVEL) -> Interval | None:
+    """The t interval of a weighted mean of stratum means (``stratified_error``), clipped
+    to [0, 1]; None without a degree of freedom."""
+    found = stratified_error(strata)
+    if found is None:
+        return None
+    mean, error, df = found
+    half = t_quantile(level, df) * error
     return Interval(max(0.0, mean - half), min(1.0, mean + half), level)
+
+
+def run_errors(report: Mapping[str, Any], level: float = LEVEL) -> dict[str, MeanError]:
+    """Per scorer of one run: its mean over builds with the standard error, like Inspect's
+    stderr per metric, stratified by brief as ``compare`` stratifies its test."""
+    found = {}
+    for scorer in sorted(report["scorers"]):
+        strata = []
+        for brief in sorted(report["briefs"]):
+            counts, means = [], []
+            for build in report["briefs"][brief]["builds"]:
+                result = build["scorers"].get(scorer)
+                values = [float(i["score"]) for i in (result or {}).get("items", [])
+                          if i.get("failure") is None and i.get("score") is not None]
+                if values:
+                    counts.append(len(values))
+                    means.append(sum(values) / len(values))
+            if means:
+                strata.append((sum(counts) / len(counts), means))
+        if not strata:
+            continue
+        estimate = stratified_error(strata)
+        total = sum(w for w, _v in strata)
+        mean = estimate[0] if estimate else sum(w * sum(v) / len(v) for w, v in strata) / total
+        found[scorer] = MeanError(mean, estimate[1] if estimate else None, sum(len(v) for _w, v in strata),
+                                 stratified_interval(strata, level))
+    return found
 
 
 def t_quantile(level: float, df: int) -> float:
@@ -208,4 +253,5 @@ def _t_coverage(t: float, df: int) -> float:
     return math.sin(theta) * series
 
 
-__all__ = ["ComparePage", "compare_page", "run_intervals", "stratified_interval", "t_quantile"]
+__all__ = ["ComparePage", "compare_page", "run_errors", "run_intervals", "stratified_error",
+           "stratified_interval", "t_quantile"]

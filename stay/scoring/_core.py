@@ -8,6 +8,11 @@ through the model layer (the judging role, the same request cache and usage
 accounting as the pipeline), or, with no key, through the offline heuristic judge,
 which says so in every result.
 
+Every item keeps what a reader needs to check its verdict, bounded (``bounded``): the text
+the judge was shown for it (``shown``: the item's inputs as the request rendered them; the
+lesson, shared by every item judged on it, is noted, not repeated), the judge's quote when its
+answer has one, and its raw reply, for passing items as for failed ones.
+
 A judge's request puts the lesson first, as a cached block (``ModelRequest.shared``)
 after one short system prompt common to every judge, so every outcome, exercise and
 distractor judged on a lesson reads the same cached prefix; the scorer's instructions
@@ -43,6 +48,14 @@ from stay.errors import AnswerError, ModelError, ModelUnavailable
 from stay.models import DEFAULT_MODELS, ModelAnswer, ModelClient, ModelRequest, Rejecting, SystemBlock, Usage
 
 A = TypeVar("A", bound=BaseModel)
+MAX_SHOWN = 2_000
+"""Characters an item keeps of the text its judge was shown: an outcome, exercise, quiz
+option or rubric criterion is a few hundred; the rest is cut, and says how much."""
+MAX_QUOTE = 1_000
+"""Characters an item keeps of its judge's quote (outcome_coverage asks for 1-3 sentences)."""
+MAX_RAW = 4_000
+"""Characters an item keeps of its judge's raw reply: a verdict is a few hundred; a reply
+that runs on (unparseable prose) is kept in part, enough to see what went wrong."""
 Failure = Literal["unparseable", "error"]
 
 JUDGE_SYSTEM = (
@@ -50,6 +63,23 @@ JUDGE_SYSTEM = (
     "The lesson (when there is one) comes first, then what you are asked to judge and how. Judge only "
     "what is written, quote only what is there, and answer with JSON that fits the schema given."
 )
+
+
+WHAT_TO_JUDGE = "# What to judge\n\n"
+"""The heading of a judge's request's user turn: the scorer's instructions, then the item."""
+
+
+def bounded(text: str | None, limit: int) -> str | None:
+    """``text`` cut to ``limit`` characters, saying how many were left out (a report of
+    ~1,600 items a run stays a few MB whatever a judge replies)."""
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+def lesson_note(lesson: str) -> str:
+    """What an item's ``shown`` says in place of the lesson its judge read first."""
+    return f"(the lesson came first: {len(lesson)} characters, not repeated here)\n\n"
 
 
 def content_hash(value: Any) -> str:
@@ -72,6 +102,12 @@ class ItemResult(BaseModel):
     reason: str
     failure: Failure | None = None
     raw: str | None = None
+    """The judge's reply as it came back (``MAX_RAW``); None for an item no judge was asked."""
+    quote: str | None = None
+    """The passage the judge quoted, when its answer has a ``quote`` (``MAX_QUOTE``)."""
+    shown: str | None = None
+    """What the judge was shown for this item, the lesson left out (``MAX_SHOWN``). Optional,
+    like ``quote``: a report written before them reads as it did (no version bump)."""
 
     @property
     def failed(self) -> bool:
@@ -183,7 +219,7 @@ def judge_request(scorer: str, instructions: str, item: str, inputs: dict[str, A
     return ModelRequest(
         stage=f"judge-{scorer}", role="judging", artefact=item,
         system=(SystemBlock(text=JUDGE_SYSTEM),), shared=shared,
-        user=f"# What to judge\n\n{instructions}\n\n{render_inputs(inputs)}",
+        user=f"{WHAT_TO_JUDGE}{instructions}\n\n{render_inputs(inputs)}",
         output_schema=answer.model_json_schema(), output_name=answer.__name__, max_tokens=2_000,
         inputs=inputs if lesson is None else {**inputs, "lesson": lesson},
     )
@@ -231,11 +267,12 @@ def parsed(reply: JudgeReply, answer: type[A]) -> tuple[A | None, str | None]:
         return None, f"the judge's reply does not fit {answer.__name__}: {where}: {first['msg']}"
 
 
-def failed_item(item: str, content: str, reply: JudgeReply, why: str) -> ItemResult:
+def failed_item(item: str, content: str, reply: JudgeReply, why: str, shown: str | None = None) -> ItemResult:
     if reply.error is not None:
         return ItemResult(item=item, content=content, score=None, reason=f"judge error: {reply.error}",
-                          failure="error", raw=reply.raw or None)
-    return ItemResult(item=item, content=content, score=None, reason=why, failure="unparseable", raw=reply.raw)
+                          failure="error", raw=bounded(reply.raw or None, MAX_RAW), shown=shown)
+    return ItemResult(item=item, content=content, score=None, reason=why, failure="unparseable",
+                      raw=bounded(reply.raw, MAX_RAW), shown=shown)
 
 
 Verdict = Callable[[Any], tuple[float, str]]
@@ -266,21 +303,29 @@ class Judging:
             *, lesson: str | None = None) -> None:
         content = content_hash({"inputs": inputs, "lesson": lesson})
         request = judge_request(self.scorer, self.instructions, item, inputs, answer, lesson=lesson)
+        # the rendered inputs, as the request carries them after the instructions (not rendered twice)
+        inputs_text = request.user.removeprefix(f"{WHAT_TO_JUDGE}{self.instructions}\n\n")
+        shown = bounded(inputs_text if lesson is None else f"{lesson_note(lesson)}{inputs_text}", MAX_SHOWN)
         reply = self.judge.ask(request)
         self.usage = self.usage + reply.usage
         parsed_answer, why = parsed(reply, answer)
         if parsed_answer is None:
             if reply.data is not None and isinstance(self.judge, ModelJudge):
                 self.judge.reject(request, why or "unreadable")
-            self.items.append(failed_item(item, content, reply, why or "unreadable"))
+            self.items.append(failed_item(item, content, reply, why or "unreadable", shown))
             return
         score, reason = verdict(parsed_answer)
-        self.items.append(ItemResult(item=item, content=content, score=score, reason=reason))
+        quote = getattr(parsed_answer, "quote", None)
+        self.items.append(ItemResult(item=item, content=content, score=score, reason=reason,
+                                     raw=bounded(reply.raw, MAX_RAW), shown=shown,
+                                     quote=bounded(quote, MAX_QUOTE) if isinstance(quote, str) else None))
 
     def add(self, item: str, inputs: dict[str, Any], score: float, reason: str) -> None:
         """An item settled without asking the judge (e.g. it names no outcome)."""
+        from stay.stages import render_inputs
+
         self.items.append(ItemResult(item=item, content=content_hash({"inputs": inputs}), score=score,
-                                     reason=reason))
+                                     reason=reason, shown=bounded(render_inputs(inputs), MAX_SHOWN)))
 
     def result(self) -> ScoreResult:
         return ScoreResult.of(self.scorer, self.judge.name, self.items, self.usage, self.version)

@@ -21,25 +21,42 @@ from stay._lazy import lazy_names
 # stay.view._cli, and must not pay for Jinja2, markdown-it and Pygments.
 _EXPORTS = {
     "CompareHeader": "stay.view._reports", "Interval": "stay.view._reports", "ItemDiffRow": "stay.view._reports",
+    "MeanError": "stay.view._reports",
     "ScorerRow": "stay.view._reports", "render_compare_html": "stay.view._reports",
     "render_run_summary_html": "stay.view._reports", "render_compare_refused_html": "stay.view._reports",
+    "PAIR_KINDS": "stay.view._compare_detail", "BuildMeans": "stay.view._compare_detail",
+    "CompareDetail": "stay.view._compare_detail", "ItemPair": "stay.view._compare_detail",
+    "ItemSide": "stay.view._compare_detail", "PromptFile": "stay.view._compare_detail",
+    "RunCost": "stay.view._compare_detail", "ScorerPairs": "stay.view._compare_detail",
     "build_site": "stay.view._site",
     "default_out_dir": "stay.view._site", "render_course": "stay.view._site", "write_site": "stay.view._site",
     "view_parser": "stay.view._cli", "view_main": "stay.view._cli",
 }
 
 __all__ = [
-    "CompareHeader", "Interval", "ItemDiffRow", "ScorerRow", "build_site",
+    "PAIR_KINDS", "BuildMeans", "CompareDetail", "CompareHeader", "Interval", "ItemDiffRow", "ItemPair", "ItemSide",
+    "MeanError", "PromptFile", "RunCost", "ScorerPairs", "ScorerRow", "build_site",
     "default_out_dir", "render_compare_html", "render_compare_refused_html", "render_course",
     "render_run_summary_html", "view_main", "view_parser", "write_site",
 ]
 
 if TYPE_CHECKING:
     from stay.view._cli import view_main, view_parser
+    from stay.view._compare_detail import (
+        PAIR_KINDS,
+        BuildMeans,
+        CompareDetail,
+        ItemPair,
+        ItemSide,
+        PromptFile,
+        RunCost,
+        ScorerPairs,
+    )
     from stay.view._reports import (
         CompareHeader,
         Interval,
         ItemDiffRow,
+        MeanError,
         ScorerRow,
         render_compare_html,
         render_compare_refused_html,

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stay._display import fixed
+from stay.view._compare_detail import PAIR_KINDS, CompareDetail, dollars
 from stay.view._env import environment, static_text
 
 BETTER, WORSE = "better", "worse"
@@ -69,6 +70,19 @@ class ScorerRow:
     """The drop the difference's interval must exclude for "no detectable difference"."""
     spread: float | None = None
     """The observed standard deviation the MDE was computed from."""
+
+
+@dataclass(frozen=True)
+class MeanError:
+    """One run's scorer over its builds, as a comparison weighs them (briefs held fixed)."""
+
+    mean: float
+    """The brief-weighted mean of build means (weights: a brief's mean items per build)."""
+    error: float | None
+    """Its standard error; None with one build per brief (no variance to estimate)."""
+    builds: int
+    interval: Interval | None
+    """The 95% t interval around ``mean`` (the page's error bar)."""
 
 
 @dataclass(frozen=True)
@@ -219,15 +233,23 @@ def _units(row: ScorerRow) -> str:
 
 
 def render_compare_html(header: CompareHeader, rows: Sequence[ScorerRow],
-                        items: Sequence[ItemDiffRow] | None) -> str:
+                        items: Sequence[ItemDiffRow] | None, detail: CompareDetail | None = None) -> str:
     """The comparison page: per scorer both means with interval bars, the difference,
-    adjusted p, MDE and verdict; then the item diff (or why there is none)."""
+    adjusted p, MDE and verdict; then the item diff (or why there is none); then, given
+    ``detail``, each brief's build means, the items side by side, the cost and the
+    prompt files that differ (``stay.view._compare_detail``)."""
     ordered_items = None
     if items is not None:
         rank = {WORSE: 0, BETTER: 1, "removed": 2, "added": 3, "same": 4}
         ordered_items = sorted(items, key=lambda i: (rank[i.change], i.scorer, i.brief, i.item))
     roles = sorted(set(header.baseline_models) | set(header.candidate_models))
+    brief_means: dict[str, dict[str, Any]] = {}
+    for cell in detail.brief_means if detail else ():
+        brief_means.setdefault(cell.brief, {})[cell.scorer] = cell
     return environment().get_template("compare.html.j2").render(
+        detail=detail, brief_means=brief_means, kinds=PAIR_KINDS, dollars=dollars,
+        detail_scorers=sorted({c.scorer for c in detail.brief_means}) if detail else [],
+        pair_total=sum(len(s.pairs) for s in detail.scorers) if detail else 0,
         header=header, rows=sorted(rows, key=lambda r: r.scorer), items=ordered_items,
         changed=[i for i in ordered_items or [] if i.change != "same"], roles=roles,
         means_bar=_means_bar, difference_bar=_difference_bar, verdict_class=verdict_class, units=_units,
@@ -248,17 +270,20 @@ def render_compare_refused_html(baseline: str, candidate: str, reason: str, exit
         meaning=EXIT_MEANINGS.get(exit_code, "refused"), css=static_text("style.css"))
 
 
-def render_run_summary_html(report: Mapping[str, Any]) -> str:
+def render_run_summary_html(report: Mapping[str, Any], errors: Mapping[str, MeanError] | None = None,
+                            method: str = "") -> str:
     """One eval run's report (the JSON ``stay.scoring._report.report`` writes) as a page:
-    who judged with which models, the mean per scorer, per brief scores and every item
-    with its reason, and what building and judging cost. Missing fields show as n/a."""
+    who judged with which models, the mean per scorer (with ``errors``: its mean over builds
+    with the standard error and an error bar, ``method`` saying how), per brief scores and
+    every item with its reason, and what building and judging cost. Missing fields show as n/a."""
     briefs = _clean_briefs(report.get("briefs"))
     scorers = sorted({name for entry in briefs.values() for name in (entry.get("scorers") or {})})
     means: Mapping[str, Any] = report.get("means") or {}
     rows = [(name, _number(means.get(name))) for name in scorers]
     return environment().get_template("run.html.j2").render(
-        report=report, briefs=dict(sorted(briefs.items())), scorers=scorers, rows=rows,
-        value_bar=_value_bar, number=_number, css=static_text("style.css"))
+        report=report, briefs=dict(sorted(briefs.items())), scorers=scorers, rows=rows, errors=errors or {},
+        method=method, value_bar=_value_bar, error_bar=_error_bar, number=_number, dollars=dollars,
+        css=static_text("style.css"))
 
 
 def _clean_briefs(raw: Any) -> dict[str, dict[str, Any]]:
@@ -324,6 +349,15 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def _error_bar(e: MeanError) -> _Bar:
+    """A run's mean over builds with its 95% interval (a dot alone without one)."""
+    low, high = (e.interval.low, e.interval.high) if e.interval else (e.mean, e.mean)
+    x = _scale(min(0.0, low), max(1.0, high))
+    return _Bar(ticks=((x(min(0.0, low)), fixed(min(0.0, low), 2)), (x(max(1.0, high)), fixed(max(1.0, high), 2))),
+                lines=(("candidate", 16.0, x(low), x(high), x(e.mean)),), zero=None, band=None,
+                label=f"mean over builds {fixed(e.mean)} {_fmt_interval(e.interval)}")
+
+
 def _value_bar(value: float | None) -> _Bar | None:
     if value is None:
         return None
@@ -334,5 +368,5 @@ def _value_bar(value: float | None) -> _Bar | None:
                 label=f"mean {fixed(value)}")
 
 
-__all__ = ["CompareHeader", "Interval", "ItemDiffRow", "ScorerRow", "render_compare_html",
+__all__ = ["CompareHeader", "Interval", "ItemDiffRow", "MeanError", "ScorerRow", "render_compare_html",
            "render_compare_refused_html", "render_run_summary_html"]

@@ -121,13 +121,14 @@ def test_show_prints_a_run_and_writes_its_page(tmp_path: Path, capsys: pytest.Ca
     assert main(["evals", "show", str(path), "--html", str(page)]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"run: {path} (nightly, 4 epochs, seed 7)\n")
-    assert re.search(r"^a +v2 +0\.750 +288 +1 +2$", out, re.MULTILINE)
+    assert re.search(r"^a +v2 +0\.750 +288 +1 +2  \d\.\d{3} ± \d\.\d{3} \(24 builds\)$", out, re.MULTILINE)
     assert "judge model (claude-sonnet-5-5)" in out and "models: judging claude-sonnet-5-5" in out
     assert "cost: building n/a (a model has no price on file), judging $0.5000 (10 input, 3 output tokens)" in out
     assert out.endswith(f"wrote {page}\n")
     text = page_text(page.read_text())
     assert "Eval run nightly" in text and "1 unparseable, 2 errors of 288 items" in text
     assert "Builds 24 (4 epochs a brief, run seed 7)" in text
+    assert "building unknown (a model has no price on file" in text and "$n/a" not in text  # unknown, not $n/a
 
 
 def test_show_refuses_a_file_that_is_not_a_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -146,3 +147,65 @@ def test_items_must_list_at_least_one_and_the_page_default_is_the_commands(
     code, _out, err, page = compare_html(tmp_path, capsys, BASE, make_report(steady(), label="c"), "--items", "-3")
     assert code == 2 and err == "error: --items -3: list at least 1 item, or leave --items out\n"
     assert "Refused: no comparison (exit 2)" in page_text(page.read_text())
+
+
+def _stratified(report: dict[str, Any], scorer: str) -> tuple[float, float]:
+    """The brief-weighted mean of build means and its standard error, worked out here from
+    the report: weights a brief's items a build, variance pooled within briefs."""
+    strata = []
+    for brief in report["briefs"].values():
+        means, counts = [], []
+        for build in brief["builds"]:
+            values = [i["score"] for i in build["scorers"][scorer]["items"] if i["failure"] is None]
+            means.append(sum(values) / len(values))
+            counts.append(len(values))
+        strata.append((sum(counts) / len(counts), means))
+    total = sum(w for w, _m in strata)
+    mean = sum(w * sum(m) / len(m) for w, m in strata) / total
+    df = sum(len(m) - 1 for _w, m in strata)
+    pooled = sum((x - sum(m) / len(m)) ** 2 for _w, m in strata for x in m) / df
+    return mean, (pooled * sum((w / total) ** 2 / len(m) for w, m in strata)) ** 0.5
+
+
+def test_show_gives_each_scorers_mean_over_builds_with_its_standard_error_in_every_output(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    document = make_report(steady(drop={"b": 0.25}), label="nightly")
+    document["briefs"]["brief-0"]["builds"][0]["scorers"]["a"]["items"][0].update(score=None, failure="error")
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(document))
+    page, notes = tmp_path / "run.html", tmp_path / "run.md"
+    assert main(["evals", "show", str(path), "--html", str(page), "--markdown", str(notes)]) == 0
+    out = capsys.readouterr().out
+    builds = sum(len(b["builds"]) for b in document["briefs"].values())
+    for scorer in document["scorers"]:
+        mean, error = _stratified(document, scorer)
+        assert error > 0  # steady builds vary a little from epoch to epoch
+        said = f"{mean:.3f} ± {error:.3f} ({builds} builds)"
+        assert re.search(rf"^{scorer} .*  {re.escape(said)}$", out, re.MULTILINE)
+        assert f"| {scorer} | " in notes.read_text() and f" | {said} |" in notes.read_text()
+        assert f"{scorer} " in page_text(page.read_text())
+        assert f"{mean:.3f} ± {error:.3f} {builds} builds" in page_text(page.read_text())
+    assert "sqrt(s2 * sum((w_b / W)^2 / n_b))" in out and "sqrt(s2" in page_text(page.read_text())
+    bars = len(document["scorers"]) + len(document.get("means") or {})  # one over builds; the item mean's, if any
+    assert page.read_text().count('<svg class="interval"') == bars
+
+
+def test_show_says_no_standard_error_with_one_build_per_brief(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(make_report(steady(epochs=1), label="once")))
+    assert main(["evals", "show", str(path)]) == 0
+    assert re.search(r"^a .*  0\.\d{3} ± n/a \(6 builds\)$", capsys.readouterr().out, re.MULTILINE)
+
+
+def test_the_compare_page_has_the_brief_means_side_by_side_items_cost_and_prompt_sections(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    baseline = make_report(steady(), content="course", label="b")
+    candidate = make_report(steady(drop={"a": 0.25}), content="course", label="c")
+    code, _out, _err, page = compare_html(tmp_path, capsys, baseline, candidate)
+    html = page.read_text()
+    for section in ("briefs", "side-by-side", "cost", "prompts"):
+        assert f'<h2 id="{section}">' in html and f'href="#{section}"' in html
+    for kind in ("all", "changed", "failed", "passed"):  # the filters: radio buttons, no script
+        assert f'<input type="radio" name="pair-filter" id="show-{kind}"' in html
+    assert "<script" not in html and code == 1

@@ -1,0 +1,123 @@
+"""What the comparison page shows below its table: the plain data, apart from the
+statistics code (``stay.scoring._compare_detail`` fills it from two reports).
+
+* ``BuildMeans``: per brief and scorer, the mean of each run's build means, with N;
+* ``ItemPair``: one item of each run side by side (``ItemSide``: its verdict, reason,
+  quote, raw reply and what the judge was shown), paired by content when the two runs
+  judged the same content, else by brief, epoch and item id; ``ScorerPairs`` holds a
+  scorer's listed pairs and counts the rest;
+* ``PromptFile``: a prompt file that differs between the runs, with its unified diff
+  when both texts were found as the runs recorded them, else why not;
+* ``RunCost``: what building and judging a run cost; None is unknown, never $0.
+
+A pair is *changed* when its two sides differ in score or failure, or only one run has
+it; *failed* when a side scored less than full marks or its judge failed; *passed* when
+every side it has scored full marks. The page's filters show one kind at a time with
+radio buttons and CSS alone (no script: the report pages' policy allows none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CHANGED, FAILED, PASSED = "changed", "failed", "passed"
+PAIR_KINDS = (CHANGED, FAILED, PASSED)
+
+
+@dataclass(frozen=True)
+class BuildMeans:
+    brief: str
+    scorer: str
+    baseline: float | None
+    """The mean of the baseline's build means in this brief; None: no build scored."""
+    baseline_builds: int
+    candidate: float | None
+    candidate_builds: int
+
+
+@dataclass(frozen=True)
+class ItemSide:
+    epoch: int
+    item: str
+    score: float | None
+    failure: str | None
+    reason: str
+    quote: str | None = None
+    raw: str | None = None
+    shown: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.failure is None and self.score is not None and self.score >= 1.0
+
+
+@dataclass(frozen=True)
+class ItemPair:
+    scorer: str
+    brief: str
+    matched: bool
+    """True: both sides judged byte-identical content; False: paired by brief, epoch and id."""
+    baseline: ItemSide | None
+    candidate: ItemSide | None
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        sides = [s for s in (self.baseline, self.candidate) if s is not None]
+        found = []
+        if len(sides) < 2 or (sides[0].score, sides[0].failure) != (sides[1].score, sides[1].failure):
+            found.append(CHANGED)
+        found.append(PASSED if all(s.passed for s in sides) else FAILED)
+        return tuple(found)
+
+
+@dataclass(frozen=True)
+class ScorerPairs:
+    scorer: str
+    pairs: tuple[ItemPair, ...]
+    """The listed pairs: the most changed first, then unchanged failed, then unchanged passed."""
+    totals: tuple[tuple[str, int], ...]
+    """(kind, pairs of that kind in all): what the listing is cut from."""
+    matched: int
+    """Pairs whose sides judged the same content."""
+
+
+@dataclass(frozen=True)
+class PromptFile:
+    name: str
+    baseline: str
+    """The baseline's hash(es) of it, as its builds recorded them ("none": not used)."""
+    candidate: str
+    diff: str | None
+    """The unified diff, baseline to candidate; None when the texts are not both at hand."""
+    why: str = ""
+    """Why there is no diff (the directory is not on disk, the file there is another version, ...)."""
+
+
+@dataclass(frozen=True)
+class RunCost:
+    build: float | None
+    judge: float | None
+
+
+@dataclass(frozen=True)
+class CompareDetail:
+    brief_means: tuple[BuildMeans, ...]
+    scorers: tuple[ScorerPairs, ...]
+    per_kind: int
+    """Pairs each scorer lists of each kind at most."""
+    prompts: tuple[PromptFile, ...]
+    costs: tuple[RunCost, RunCost]
+    """(baseline, candidate)."""
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Listed pairs of each kind, over every scorer: the filters' labels."""
+        return {kind: sum(kind in p.kinds for s in self.scorers for p in s.pairs) for kind in PAIR_KINDS}
+
+
+def dollars(value: float | None) -> str:
+    return "unknown (a model has no price on file, or the report records none)" if value is None else f"${value:.4f}"
+
+
+__all__ = ["PAIR_KINDS", "BuildMeans", "CompareDetail", "ItemPair", "ItemSide", "PromptFile", "RunCost", "ScorerPairs",
+           "dollars"]
