@@ -1,5 +1,5 @@
-"""One test per build (brief x epoch): build (or load) its course, score it, keep the
-result for the report."""
+"""One test per build (brief x epoch, and arm in a two-arm run): build (or load) its
+course, score it, keep the result for the report."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ def test_the_suite_has_at_least_six_briefs() -> None:
     assert len(BRIEFS) >= 6
 
 
-def test_build(brief: Path, epoch: int, eval_config: EvalConfig) -> None:
-    cfg = eval_config
-    judge = make_judge(cfg.backend, cfg.courses / ".judge-cache", judge_model=cfg.judge_model)
+def test_build(brief: Path, epoch: int, arm: str | None, eval_config: EvalConfig) -> None:
+    cfg = eval_config.arm(arm)
+    # the cache is salted with the session: its verdicts are this session's, never another day's
+    judge = make_judge(cfg.backend, cfg.courses / ".judge-cache", judge_model=cfg.judge_model, salt=cfg.session)
     slug, entry = evaluate_build(brief, epoch=epoch, courses_dir=cfg.courses, backend=cfg.backend,
                                  prompts_dir=cfg.prompts_dir, judge=judge, run_seed=cfg.seed, rebuild=not cfg.rescore,
                                  quality=cfg.quality)

@@ -83,6 +83,19 @@ def evals_parser(subparsers: Any) -> None:
     score.add_argument("--backend", choices=("offline", "anthropic"),
                        help="the judge: the offline heuristic judge, or the judging model")
     score.add_argument("--judge-model", metavar="MODEL", help="the judge's model (default: the judging role's)")
+    rejudge = commands.add_parser(
+        "rejudge", help="judge two runs' saved courses again in one session, interleaved, so compare can test them",
+        description="Judge the baseline's and the candidate's saved courses in one judging session, alternating "
+                    "(per brief and epoch, the baseline's build, then the candidate's), and write both reports "
+                    "anew as NAME.rejudged.json beside each input (or in --output-dir), with one session id: a "
+                    "judge that drifted between the days the runs were judged cannot pass for a difference. "
+                    "Exit 0, or 2 when a report or a course it names cannot be read.")
+    rejudge.add_argument("baseline", metavar="BASELINE.json")
+    rejudge.add_argument("candidate", metavar="CANDIDATE.json")
+    rejudge.add_argument("--backend", choices=("offline", "anthropic"),
+                         help="the judge: the offline heuristic judge, or the judging model")
+    rejudge.add_argument("--judge-model", metavar="MODEL", help="the judge's model (default: the judging role's)")
+    rejudge.add_argument("--output-dir", metavar="DIR", help="where both reports go (default: beside each input)")
 
 
 def evals_main(ns: argparse.Namespace) -> int:
@@ -103,8 +116,10 @@ def evals_main(ns: argparse.Namespace) -> int:
         return _show(ns)
     if ns.evals_command == "score":
         return _score(ns)
+    if ns.evals_command == "rejudge":
+        return _rejudge(ns)
     sys.stderr.write("usage: stay evals compare BASELINE.json CANDIDATE.json | stay evals show REPORT.json | "
-                     "stay evals score COURSE_DIR ...\n")
+                     "stay evals score COURSE_DIR ... | stay evals rejudge BASELINE.json CANDIDATE.json\n")
     return EXIT_USAGE
 
 
@@ -252,4 +267,17 @@ def _score(ns: argparse.Namespace) -> int:
                       builds=builds, epochs=max(len(entries) for entries in builds.values()))
     write_report(ns.output, document)
     print(f"wrote {ns.output}")
+    return EXIT_OK
+
+
+def _rejudge(ns: argparse.Namespace) -> int:
+    from stay.scoring._session import rejudge
+    from stay.settings import Settings
+
+    backend = ns.backend or Settings.from_env().chosen_backend
+    session, written = rejudge(Path(ns.baseline), Path(ns.candidate), backend=backend, judge_model=ns.judge_model,
+                               output_dir=Path(ns.output_dir) if ns.output_dir else None,
+                               progress=lambda line: sys.stderr.write(line + "\n"))
+    builds = sum(len(brief["builds"]) for _path, document in written for brief in document["briefs"].values())
+    print(f"wrote {written[0][0]} and {written[1][0]} ({builds} builds judged interleaved in session {session})")
     return EXIT_OK

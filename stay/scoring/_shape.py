@@ -36,6 +36,9 @@ class BuildShape(_Open):
     epoch: StrictInt = 0
     scorers: dict[str, ScorerResult]
     built_with: dict[str, dict[str, str]] | None = None
+    judged_in: str | None = None
+    built_in: str | None = None
+    course: str | None = None
 
 
 class BriefShape(_Open):
