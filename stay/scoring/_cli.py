@@ -246,19 +246,25 @@ def _score(ns: argparse.Namespace) -> int:
     from stay.scoring._judges import make_judge
     from stay.scoring._provenance import QUALITY_RECORD, ledger_built_with, recorded_quality
     from stay.scoring._report import build_entry, report, write_report
+    from stay.scoring._session import judge_name, relative_course, session_id
     from stay.settings import Settings
     from stay.stages import Prompts
 
     backend = ns.backend or Settings.from_env().chosen_backend
     builds: dict[str, list[dict[str, Any]]] = {}
-    for course_dir in map(Path, ns.courses):
-        course = CourseOnDisk.load(course_dir)
-        judge = make_judge(backend, course_dir / ".runs" / "judge-cache", judge_model=ns.judge_model)
+    courses = [(course_dir, CourseOnDisk.load(course_dir)) for course_dir in map(Path, ns.courses)]
+    # one judging session (stay.scoring._session), answered afresh: never another session's cached verdicts
+    session = session_id(judge_name(backend, ns.judge_model),
+                         {ns.label: [f"{d.parent.name}/{d.name}/{course.sha256}" for d, course in courses]})
+    for course_dir, course in courses:
+        judge = make_judge(backend, course_dir / ".runs" / "judge-cache", judge_model=ns.judge_model, salt=session)
         slug = course_dir.name
         entries = builds.setdefault(slug, [])
         entries.append(build_entry(score_course(course, default_scorers(judge)), epoch=_epoch_of(course_dir,
                                    len(entries)), seed=None, course_sha256=course.sha256, build_usage=Usage(),
-                                   build_cost=0.0, built=False, built_with=ledger_built_with(course_dir)))
+                                   build_cost=0.0, built=False, built_with=ledger_built_with(course_dir),
+                                   judged_in=session))
+        entries[-1]["course"] = relative_course(course_dir, Path(ns.output))
         if (course_dir / QUALITY_RECORD).is_file():  # an offline suite's build: say its knob
             entries[-1]["quality"] = recorded_quality(course_dir)
         sys.stderr.write(f"scored {course_dir}\n")

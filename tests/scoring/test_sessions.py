@@ -225,6 +225,19 @@ def test_the_rejudge_command_writes_beside_the_inputs(two_days: tuple[Arm, Arm])
     assert documents[0]["judge"] == OFFLINE_JUDGE
 
 
+def test_a_rescore_is_a_session_of_its_own_that_names_its_courses_so_it_can_be_rejudged(
+        two_days: tuple[Arm, Arm], tmp_path: Path) -> None:
+    courses = [str(epoch_dir(two_days[1].courses, epoch) / SLUG) for epoch in range(1, EPOCHS + 1)]
+    output = tmp_path / "rescored.json"
+    assert run_stay("evals", "score", *courses, "--output", str(output), "--backend", "offline").returncode == 0
+    rescored = read_report(output)
+    builds = rescored["briefs"][SLUG]["builds"]
+    assert len(rescored["sessions"]["judged_in"]) == 1 and all(b["judged_in"] for b in builds)
+    assert [str((output.parent / b["course"]).resolve()) for b in builds] == [str(Path(c).resolve()) for c in courses]
+    session, _reports = rejudge(two_days[0].output, output, backend=OFFLINE, output_dir=tmp_path / "rejudged")
+    assert session != rescored["sessions"]["judged_in"][0]
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda build, tmp: build.pop("course"), "no course directory recorded"),
     (lambda build, tmp: build.update(course="elsewhere"), "is not a course directory"),
