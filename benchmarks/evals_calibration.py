@@ -4,6 +4,7 @@ exit code out), at the real item counts and the default epochs. No model, no key
 
     python benchmarks/evals_calibration.py            # the figures quoted in docs/evals.md
     python benchmarks/evals_calibration.py --quick    # a tenth of the comparisons
+    python benchmarks/evals_calibration.py --drift 0.2,0.3 --null 400   # judge drift between sessions
 
 The noise model, printed with the figures (change it with the options):
 - Items per build: counted from an offline build of the six briefs in evals/briefs/
@@ -162,6 +163,49 @@ def offline_null(seeds: int, epochs: int, pairs: int, quality: dict[str, float])
     return found
 
 
+def _judged_in(document: dict[str, Any], session: str) -> dict[str, Any]:
+    """The synthetic run as a model judged it, in ``session`` (the simulated judge is exempt
+    from the sessions check, as the offline one is)."""
+    document.update(judge="model", judge_model="simulated-judge")
+    for brief in document["briefs"].values():
+        for build in brief["builds"]:
+            build["judged_in"] = session
+            for result in build["scorers"].values():
+                result["judge"] = "model:simulated-judge"
+    return document
+
+
+def drift(n: int, counts: dict[str, tuple[int, ...]], epochs: int, noise: Noise, shift: float,
+          seed: int) -> dict[str, float]:
+    """Null comparisons (equal quality) whose judge is ``shift`` logits harsher on one day:
+    judged apart (the candidate on the harsher day; compared with --allow sessions, as
+    before sessions were recorded), refused (what compare does to them now), and judged in
+    one session (``stay evals rejudge``, or the two-arm suite: both arms on the harsher day).
+    The rates of exit 1, of any other scorer than the first called worse, and of refusal."""
+    from stay.errors import RunsNotComparable
+
+    base = math.log(noise.base_rate / (1 - noise.base_rate))
+    harsher = replace(noise, base_rate=1 / (1 + math.exp(-(base - shift))))
+    rng = np.random.default_rng(seed)
+    fired = {"apart": 0, "one session": 0}
+    refused = 0
+    for index in range(n):
+        effects = {name: rng.normal(0, noise.brief_sd, len(values)) for name, values in counts.items()}
+        runs = {"apart": (synthetic_run(rng, f"b{index}", counts, effects, epochs, noise, {}),
+                          synthetic_run(rng, f"c{index}", counts, effects, epochs, harsher, {})),
+                "one session": (synthetic_run(rng, f"b{index}", counts, effects, epochs, harsher, {}),
+                                synthetic_run(rng, f"c{index}", counts, effects, epochs, harsher, {}))}
+        apart = (_judged_in(runs["apart"][0], "s-monday"), _judged_in(runs["apart"][1], "s-tuesday"))
+        try:
+            compare(*apart)
+        except RunsNotComparable:
+            refused += 1
+        fired["apart"] += compare(*apart, allow=["sessions"]).exit_code == 1
+        together = [_judged_in(run, "s-one") for run in runs["one session"]]
+        fired["one session"] += compare(*together).exit_code == 1
+    return {"apart": fired["apart"] / n, "refused": refused / n, "one session": fired["one session"] / n}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--null", type=int, default=1000, help="null comparisons (default 1000)")
@@ -174,7 +218,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--offline-seeds", type=int, default=16, help="offline builds per brief (0: skip)")
     parser.add_argument("--quick", action="store_true", help="a tenth of the comparisons")
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--drift", default=None, metavar="LOGITS",
+                        help="only the drift figures: the judge this many logits harsher on one day, e.g. 0.2,0.3 "
+                             "(--null comparisons each)")
     args = parser.parse_args(argv)
+    if args.drift:
+        noise = Noise(args.base_rate, args.brief_sd, args.build_sd)
+        counts = item_counts()
+        n = max(50, args.null // (10 if args.quick else 1))
+        print(f"judge drift between sessions, {n} null comparisons each, {args.epochs} epochs; noise: "
+              f"{noise.describe()}")
+        for shift in (float(value) for value in args.drift.split(",")):
+            rates = drift(n, counts, args.epochs, noise, shift, args.seed)
+            print(f"  judge {shift} logit harsher on the candidate's day: gate false-positive rate judged apart "
+                  f"{share(round(rates['apart'] * n), n)} (compared anyway, --allow sessions); refused "
+                  f"{rates['refused']:.3f}; judged in one session (both on the harsher day) "
+                  f"{share(round(rates['one session'] * n), n)}")
+        return 0
     if 0 < args.offline_seeds < 2 * args.epochs:
         parser.error(f"--offline-seeds {args.offline_seeds}: two runs of {args.epochs} epochs need at least "
                      f"{2 * args.epochs} seeds per brief (or 0 to skip)")

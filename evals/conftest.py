@@ -15,6 +15,13 @@ Options (all optional):
   --stay-rescore           score the courses already in --stay-courses; build nothing
   --stay-quality K=V       offline only: degrade generation, e.g. distractors=0.2 (harness tests);
                            knobs: distractors, untaught, exercises, rubrics
+  --stay-baseline-prompts DIR  build and judge a baseline arm too, with DIR's prompts, in the same
+                           session: builds are parametrized by (brief, epoch, arm) so the arms
+                           interleave, and both reports record one judging session (docs/evals.md,
+                           "Drift between sessions")
+  --stay-baseline-label NAME   the baseline arm's label (default: baseline); its report and courses go
+                           beside the candidate's, under that name
+  --stay-baseline-seed N   the baseline arm's seed (default: --stay-seed + 1000: its own fresh builds)
 
 Under pytest-xdist each worker writes its builds' results beside the report; the
 controller merges them into the one report when the session ends. A build that fails is
@@ -48,10 +55,21 @@ class EvalConfig:
     seed: int
     judge_model: str | None = None
     briefs: tuple[Path, ...] = field(default=tuple(BRIEFS))
+    session: str = ""
+    """The judging session every build of the run is judged in (``stay.suite.suite_session``)."""
+    baseline: EvalConfig | None = None
+    """A two-arm run's baseline arm (``--stay-baseline-prompts``), judged in the same session."""
 
     @property
     def parts(self) -> Path:
         return self.output.with_name(self.output.name + ".parts")
+
+    @property
+    def arms(self) -> tuple[EvalConfig, ...]:
+        return (self.baseline, self) if self.baseline else (self,)
+
+    def arm(self, label: str | None) -> EvalConfig:
+        return next(arm for arm in self.arms if label in (None, arm.label))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -68,6 +86,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--stay-courses", default=None)
     group.addoption("--stay-rescore", action="store_true")
     group.addoption("--stay-quality", action="append", default=[])
+    group.addoption("--stay-baseline-prompts", default=None)
+    group.addoption("--stay-baseline-label", default="baseline")
+    group.addoption("--stay-baseline-seed", type=int, default=None)
 
 
 def _quality(pairs: list[str]) -> dict[str, float]:
@@ -85,7 +106,9 @@ def _quality(pairs: list[str]) -> dict[str, float]:
 
 
 def _config(config: pytest.Config) -> EvalConfig:
-    from stay.suite import backend_name
+    from dataclasses import replace
+
+    from stay.suite import backend_name, suite_session
 
     label = config.getoption("--stay-label")
     output = Path(config.getoption("--stay-output") or HERE / "out" / f"{label}.json")
@@ -93,17 +116,34 @@ def _config(config: pytest.Config) -> EvalConfig:
     if epochs < 1:
         raise pytest.UsageError(f"--stay-epochs {epochs}: at least one build per brief")
     prompts = config.getoption("--stay-prompts")
-    return EvalConfig(Path(prompts) if prompts else None, label, backend_name(config.getoption("--stay-backend")),
-                      output.resolve(), Path(config.getoption("--stay-courses") or HERE / "out" / "courses" / label),
-                      config.getoption("--stay-rescore"), _quality(config.getoption("--stay-quality")), epochs,
-                      config.getoption("--stay-seed"), config.getoption("--stay-judge-model"))
+    courses = Path(config.getoption("--stay-courses") or HERE / "out" / "courses" / label)
+    cfg = EvalConfig(Path(prompts) if prompts else None, label, backend_name(config.getoption("--stay-backend")),
+                     output.resolve(), courses, config.getoption("--stay-rescore"),
+                     _quality(config.getoption("--stay-quality")), epochs, config.getoption("--stay-seed"),
+                     config.getoption("--stay-judge-model"))
+    base_prompts = config.getoption("--stay-baseline-prompts")
+    if base_prompts:
+        base_label = config.getoption("--stay-baseline-label")
+        if base_label == label:
+            raise pytest.UsageError(f"--stay-baseline-label {base_label}: the candidate's label too; give the arms "
+                                    "different labels (--stay-label)")
+        seed = config.getoption("--stay-baseline-seed")
+        cfg = replace(cfg, baseline=replace(cfg, prompts_dir=Path(base_prompts), label=base_label,
+                                            output=cfg.output.with_name(f"{base_label}.json"),
+                                            courses=courses.with_name(base_label),
+                                            seed=cfg.seed + 1000 if seed is None else seed))
+    session = suite_session(cfg.arms)
+    return replace(cfg, session=session, baseline=cfg.baseline and replace(cfg.baseline, session=session))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if {"brief", "epoch"} <= set(metafunc.fixturenames):
-        epochs = range(1, _config(metafunc.config).epochs + 1)
-        cases = [(brief, epoch) for brief in BRIEFS for epoch in epochs]
-        metafunc.parametrize(("brief", "epoch"), cases, ids=[f"{b.stem}-e{e:02d}" for b, e in cases])
+    if {"brief", "epoch", "arm"} <= set(metafunc.fixturenames):
+        cfg = _config(metafunc.config)
+        # per brief and epoch, the baseline arm's build and then the candidate's: the arms interleave
+        labels = [arm.label for arm in cfg.arms] if cfg.baseline else [None]
+        cases = [(brief, epoch, label) for brief in BRIEFS for epoch in range(1, cfg.epochs + 1) for label in labels]
+        metafunc.parametrize(("brief", "epoch", "arm"), cases,
+                             ids=[f"{b.stem}-e{e:02d}" + (f"-{a}" if a else "") for b, e, a in cases])
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -112,7 +152,8 @@ def _is_worker(config: pytest.Config) -> bool:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     if not _is_worker(session.config):
-        shutil.rmtree(_config(session.config).parts, ignore_errors=True)
+        for arm in _config(session.config).arms:
+            shutil.rmtree(arm.parts, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -123,10 +164,10 @@ def eval_config(request: pytest.FixtureRequest) -> EvalConfig:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _is_worker(session.config):
         return
-    cfg = _config(session.config)
-    if not cfg.parts.is_dir():
+    arms = _config(session.config).arms
+    if not any(arm.parts.is_dir() for arm in arms):
         return
-    from stay.suite import finish_run
+    from stay.suite import finish_runs
 
-    _document, line = finish_run(cfg)  # an interrupted or partly failed run writes no report
-    session.config.pluginmanager.get_plugin("terminalreporter").write_line(line)  # type: ignore[union-attr]
+    for line in finish_runs(arms):  # an interrupted or partly failed run writes no report (nor its other arm's)
+        session.config.pluginmanager.get_plugin("terminalreporter").write_line(line)  # type: ignore[union-attr]

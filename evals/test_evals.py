@@ -1,6 +1,6 @@
-"""One test per build (brief x epoch): build (or load) its course, score it, keep the
-result for the report (``stay.suite.run_build``: a build that raises is kept as failed,
-and the run then writes no report)."""
+"""One test per build (brief x epoch, and arm in a two-arm run): build (or load) its
+course, score it, keep the result for the report (``stay.suite.run_build``: a build that
+raises is kept as failed, and the run then writes no report)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ def test_the_suite_has_at_least_six_briefs() -> None:
     assert len(BRIEFS) >= 6
 
 
-def test_build(brief: Path, epoch: int, eval_config: EvalConfig) -> None:
-    cfg = eval_config
-    judge = make_judge(cfg.backend, cfg.courses / ".judge-cache", judge_model=cfg.judge_model)
+def test_build(brief: Path, epoch: int, arm: str | None, eval_config: EvalConfig) -> None:
+    cfg = eval_config.arm(arm)
+    # the cache is salted with the session: its verdicts are this session's, never another day's
+    judge = make_judge(cfg.backend, cfg.courses / ".judge-cache", judge_model=cfg.judge_model, salt=cfg.session)
     _slug, entry = run_build(cfg, brief, epoch, judge)
     assert set(entry["scorers"]) == SCORERS
     for name, result in entry["scorers"].items():

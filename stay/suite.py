@@ -36,13 +36,17 @@ from stay.scoring import (
     OfflineJudge,
     Scorer,
     build_entry,
+    content_hash,
     default_scorers,
     failed_entry,
+    judge_name,
     ledger_built_with,
     recorded_quality,
+    relative_course,
     report,
     score_course,
     scorer_versions,
+    session_id,
     write_report,
 )
 from stay.settings import Settings
@@ -120,6 +124,22 @@ def part_name(brief: Path, epoch: int) -> str:
     return f"{brief.stem}-e{epoch:02d}.json"
 
 
+def suite_session(arms: Iterable[Any]) -> str:
+    """The judging session of one suite run: a hash of its judge and, per arm (one, or the
+    baseline and candidate of a two-arm run), every build it was asked for (brief, epoch,
+    seed, the prompts' hashes, the quality knob, whether it rescored). The same command
+    over the same prompts is the same session (its cached verdicts are its own); another
+    prompt or seed is another session, judged afresh. ``arms`` are ``EvalConfig``s."""
+    chosen = list(arms)
+    builds = {}
+    for cfg in chosen:
+        prompts = content_hash(Prompts.load(cfg.prompts_dir or Settings.from_env().prompts_dir).hashes())
+        knob = json.dumps(dict(sorted(cfg.quality.items())), sort_keys=True)
+        builds[cfg.label] = [f"{brief.stem}/{epoch}/seed {cfg.seed}/prompts {prompts}/quality {knob}/rescore "
+                             f"{bool(cfg.rescore)}" for brief in cfg.briefs for epoch in range(1, cfg.epochs + 1)]
+    return session_id(judge_name(chosen[0].backend, chosen[0].judge_model), builds)
+
+
 def incomplete_record(output: Path) -> Path:
     """Where a run that wrote no report lists its failed builds (with their errors) and the
     builds that did not run: beside the report it did not write."""
@@ -190,6 +210,27 @@ def finish_run(cfg: Any) -> tuple[dict[str, Any] | None, str]:
                       + ", ".join(f"{k} {v:.3f}" for k, v in document["means"].items() if v is not None) + ")")
 
 
+def finish_runs(cfgs: Iterable[Any]) -> list[str]:
+    """``finish_run`` for every arm of a run, all or none: the arms of a two-arm run share
+    one judging session, so one is never written without the other (an older report of
+    the other arm would pass for its partner)."""
+    arms = list(cfgs)
+    def unfinished(cfg: Any) -> bool:
+        return any(unfinished_builds(cfg.parts, cfg.briefs, cfg.epochs))
+
+    if len(arms) == 1 or not any(unfinished(cfg) for cfg in arms):
+        return [finish_run(cfg)[1] for cfg in arms]
+    lines = []
+    for cfg in arms:
+        if unfinished(cfg):
+            lines.append(finish_run(cfg)[1])
+        else:
+            shutil.rmtree(cfg.parts, ignore_errors=True)
+            lines.append(f"stay evals: {cfg.output} not written: its builds are complete, but the other arm's are "
+                         "not, and the two arms are judged in one session; fix them and run the suite again")
+    return lines
+
+
 def merge_parts(parts: Path) -> dict[str, list[dict[str, Any]]]:
     """The builds the suite's workers wrote (one JSON file each), by brief slug."""
     builds: dict[str, list[dict[str, Any]]] = {}
@@ -201,7 +242,9 @@ def merge_parts(parts: Path) -> dict[str, list[dict[str, Any]]]:
 
 def write_run_report(cfg: Any, builds: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """The suite's report from its builds and its configuration (``evals/conftest.py``'s
-    ``EvalConfig``: label, backend, prompts_dir, epochs, seed, quality, rescore, output).
+    ``EvalConfig``: label, backend, prompts_dir, epochs, seed, quality, rescore, output,
+    and, when it has them, courses and session: each build records where its course is,
+    relative to the report, and the session it was judged in, and built in if it was).
     The prompt hashes and the quality knob are what the builds record they were made with
     (``report``);
     the directory is the one the builds were given (``--stay-prompts``, else
@@ -211,6 +254,13 @@ def write_run_report(cfg: Any, builds: dict[str, list[dict[str, Any]]]) -> dict[
     where = str(given or "prompts (packaged)")
     if getattr(cfg, "rescore", False):
         where = "(not generated: courses scored as saved" + (f"; {given} not used)" if given else ")")
+    session, courses = getattr(cfg, "session", None), getattr(cfg, "courses", None)
+    for slug, entries in builds.items():  # where each course is, and the session it was judged (and built) in
+        for entry in entries:
+            if courses is not None:
+                entry["course"] = relative_course(epoch_dir(courses, entry["epoch"]) / slug, cfg.output)
+            if session:
+                entry.update({"judged_in": session, **({"built_in": session} if entry.get("built") else {})})
     document = report(label=cfg.label, backend=cfg.backend, prompts_dir=where,
                       prompt_hashes=Prompts.load(given).hashes(),
                       scorers=scorer_versions(default_scorers(OfflineJudge())), builds=builds, epochs=cfg.epochs,

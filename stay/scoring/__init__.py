@@ -21,6 +21,10 @@ _EXPORTS = {
     "ModelJudge": "stay.scoring._core",
     "ScoreResult": "stay.scoring._core",
     "judge_request": "stay.scoring._core",
+    "content_hash": "stay.scoring._core",
+    "judge_name": "stay.scoring._session",
+    "relative_course": "stay.scoring._session",
+    "session_id": "stay.scoring._session",
     "OfflineJudge": "stay.scoring._offline_judge",
     "DistractorQuality": "stay.scoring.distractor_quality",
     "ExerciseAlignment": "stay.scoring.exercise_alignment",
@@ -65,24 +69,37 @@ __all__ = [
     "Validator",
     "build_entry",
     "compare_page",
+    "content_hash",
     "default_scorers",
     "evals_main",
     "evals_parser",
     "failed_entry",
+    "judge_name",
     "judge_request",
     "ledger_built_with",
     "provenance_notes",
     "recorded_quality",
+    "relative_course",
     "report",
     "score_course",
     "scorer_versions",
+    "session_id",
     "write_report",
 ]
 
 if TYPE_CHECKING:
     from stay.scoring._cli import evals_main, evals_parser
     from stay.scoring._compare_page import ComparePage, compare_page
-    from stay.scoring._core import CourseOnDisk, ItemResult, Judge, JudgeReply, ModelJudge, ScoreResult, judge_request
+    from stay.scoring._core import (
+        CourseOnDisk,
+        ItemResult,
+        Judge,
+        JudgeReply,
+        ModelJudge,
+        ScoreResult,
+        content_hash,
+        judge_request,
+    )
     from stay.scoring._offline_judge import OfflineJudge
     from stay.scoring._provenance import (
         OFFLINE,
@@ -93,6 +110,7 @@ if TYPE_CHECKING:
     )
     from stay.scoring._report import build_entry, failed_entry, report, write_report
     from stay.scoring._scorers import Scorer, default_scorers, score_course, scorer_versions
+    from stay.scoring._session import judge_name, relative_course, session_id
     from stay.scoring.distractor_quality import DistractorQuality
     from stay.scoring.exercise_alignment import ExerciseAlignment
     from stay.scoring.outcome_coverage import OutcomeCoverage

@@ -90,6 +90,19 @@ def evals_parser(subparsers: Any) -> None:
     score.add_argument("--backend", choices=("offline", "anthropic"),
                        help="the judge: the offline heuristic judge, or the judging model")
     score.add_argument("--judge-model", metavar="MODEL", help="the judge's model (default: the judging role's)")
+    rejudge = commands.add_parser(
+        "rejudge", help="judge two runs' saved courses again in one session, interleaved, so compare can test them",
+        description="Judge the baseline's and the candidate's saved courses in one judging session, alternating "
+                    "(per brief and epoch, the baseline's build, then the candidate's), and write both reports "
+                    "anew as NAME.rejudged.json beside each input (or in --output-dir), with one session id: a "
+                    "judge that drifted between the days the runs were judged cannot pass for a difference. "
+                    "Exit 0, or 2 when a report or a course it names cannot be read.")
+    rejudge.add_argument("baseline", metavar="BASELINE.json")
+    rejudge.add_argument("candidate", metavar="CANDIDATE.json")
+    rejudge.add_argument("--backend", choices=("offline", "anthropic"),
+                         help="the judge: the offline heuristic judge, or the judging model")
+    rejudge.add_argument("--judge-model", metavar="MODEL", help="the judge's model (default: the judging role's)")
+    rejudge.add_argument("--output-dir", metavar="DIR", help="where both reports go (default: beside each input)")
 
 
 def evals_main(ns: argparse.Namespace) -> int:
@@ -110,8 +123,10 @@ def evals_main(ns: argparse.Namespace) -> int:
         return _show(ns)
     if ns.evals_command == "score":
         return _score(ns)
+    if ns.evals_command == "rejudge":
+        return _rejudge(ns)
     sys.stderr.write("usage: stay evals compare BASELINE.json CANDIDATE.json | stay evals show REPORT.json | "
-                     "stay evals score COURSE_DIR ...\n")
+                     "stay evals score COURSE_DIR ... | stay evals rejudge BASELINE.json CANDIDATE.json\n")
     return EXIT_USAGE
 
 
@@ -279,22 +294,33 @@ def _score(ns: argparse.Namespace) -> int:
     from stay.scoring._judges import make_judge
     from stay.scoring._provenance import QUALITY_RECORD, ledger_built_with, recorded_quality
     from stay.scoring._report import build_entry, failed_entry, report, write_report
+    from stay.scoring._session import judge_name, relative_course, session_id
     from stay.settings import Settings
     from stay.stages import Prompts
 
     backend = ns.backend or Settings.from_env().chosen_backend
     builds: dict[str, list[dict[str, Any]]] = {}
-    failed = 0
+    loaded: list[tuple[Path, CourseOnDisk | StayError | OSError]] = []
     for course_dir in map(Path, ns.courses):
+        try:
+            loaded.append((course_dir, CourseOnDisk.load(course_dir)))
+        except (StayError, OSError) as error:  # this course cannot be scored; the others still can
+            loaded.append((course_dir, error))
+    # one judging session (stay.scoring._session), answered afresh: never another session's cached verdicts
+    session = session_id(judge_name(backend, ns.judge_model), {ns.label: [
+        f"{d.parent.name}/{d.name}/{c.sha256 if isinstance(c, CourseOnDisk) else 'unreadable'}" for d, c in loaded]})
+    failed = 0
+    for course_dir, course in loaded:
         slug = course_dir.name
         entries = builds.setdefault(slug, [])
         epoch = _epoch_of(course_dir, len(entries))
         try:
-            course = CourseOnDisk.load(course_dir)
-            judge = make_judge(backend, course_dir / ".runs" / "judge-cache", judge_model=ns.judge_model)
+            if not isinstance(course, CourseOnDisk):
+                raise course
+            judge = make_judge(backend, course_dir / ".runs" / "judge-cache", judge_model=ns.judge_model, salt=session)
             entry = build_entry(score_course(course, default_scorers(judge)), epoch=epoch, seed=None,
                                 course_sha256=course.sha256, build_usage=Usage(), build_cost=0.0, built=False,
-                                built_with=ledger_built_with(course_dir))
+                                built_with=ledger_built_with(course_dir), judged_in=session)
             if (course_dir / QUALITY_RECORD).is_file():  # an offline suite's build: say its knob
                 entry["quality"] = recorded_quality(course_dir)
         except (StayError, OSError) as error:  # this course cannot be scored; the others still can
@@ -303,6 +329,7 @@ def _score(ns: argparse.Namespace) -> int:
             sys.stderr.write(f"failed {course_dir}: {entry['failed']['error']}: {entry['failed']['message']}\n")
         else:
             sys.stderr.write(f"scored {course_dir}\n")
+        entry["course"] = relative_course(course_dir, Path(ns.output))
         entries.append(entry)
     document = report(label=ns.label, backend=backend, prompts_dir="(not generated: courses scored as saved)",
                       prompt_hashes=Prompts.load().hashes(), scorers=scorer_versions(default_scorers(OfflineJudge())),
@@ -311,3 +338,16 @@ def _score(ns: argparse.Namespace) -> int:
     print(f"wrote {ns.output}" + (f" ({failed} of {len(ns.courses)} courses failed and are recorded as failed "
                                   "builds; compare refuses the report until they are rebuilt)" if failed else ""))
     return EXIT_REFUSED if failed else EXIT_OK
+
+
+def _rejudge(ns: argparse.Namespace) -> int:
+    from stay.scoring._session import rejudge
+    from stay.settings import Settings
+
+    backend = ns.backend or Settings.from_env().chosen_backend
+    session, written = rejudge(Path(ns.baseline), Path(ns.candidate), backend=backend, judge_model=ns.judge_model,
+                               output_dir=Path(ns.output_dir) if ns.output_dir else None,
+                               progress=lambda line: sys.stderr.write(line + "\n"))
+    builds = sum(len(brief["builds"]) for _path, document in written for brief in document["briefs"].values())
+    print(f"wrote {written[0][0]} and {written[1][0]} ({builds} builds judged interleaved in session {session})")
+    return EXIT_OK

@@ -11,7 +11,7 @@ POWER = 0.80
 EFFECT = 0.20
 """The smallest drop that matters, as a share of the baseline's mean: a fifth of the items
 that passed now fail (the degradation the calibration benchmark is run at)."""
-ALLOWABLE = ("judge", "judge-model", "backend", "scorers", "briefs", "models")
+ALLOWABLE = ("judge", "judge-model", "backend", "scorers", "briefs", "models", "sessions")
 """The differences between two runs ``compare --allow`` can accept."""
 FAILURE_GAP = MAX_FAILED / 2
 """Judge-failure shares (per scorer) further apart than this between two runs are warned

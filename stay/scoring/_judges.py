@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from stay.models import CachedBackend, RequestCache, backend_from, prefetch
+from stay.models import CachedBackend, ModelClient, RequestCache, backend_from, prefetch
 from stay.scoring import CourseOnDisk, Judge, ModelJudge, OfflineJudge, ScoreResult, default_scorers, score_course
 from stay.scoring._core import JudgeReply
 from stay.settings import Settings
@@ -15,14 +15,19 @@ OFFLINE = "offline"
 
 
 def make_judge(backend: str, cache_dir: Path, *, judge_model: str | None = None,
-               settings: Settings | None = None) -> Judge:
+               settings: Settings | None = None, salt: str = "", client: ModelClient | None = None) -> Judge:
     """The offline heuristic judge, or the judging model (``judge_model``, default the
-    judging role's) behind the request cache: a judged item is never paid for twice."""
+    judging role's) behind the request cache: a judged item is never paid for twice.
+
+    ``salt`` keys the cache's answers apart by judging session (``stay.scoring._session``):
+    a new session is answered afresh, never from another day's verdicts, while the same
+    session run again pays nothing. ``client`` stands in for the Claude backend (tests)."""
     if backend == OFFLINE:
         return OfflineJudge()
     chosen = settings or Settings.from_env()
-    client = backend_from(chosen.replace(backend="anthropic"))  # the retry settings, as the build's
-    return ModelJudge(CachedBackend(client, RequestCache(cache_dir)), judge_model or chosen.model("judging"))
+    model_client = client or backend_from(chosen.replace(backend="anthropic"))  # the retry settings, as the build's
+    return ModelJudge(CachedBackend(model_client, RequestCache(cache_dir, salt=salt)),
+                      judge_model or chosen.model("judging"))
 
 
 class _Recorder:

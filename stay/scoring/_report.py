@@ -11,6 +11,11 @@ version is under ``prompts.mixed``; only a run whose builds record nothing falls
 the hashes it was asked to use, ``"requested"``), the means, and the totals.
 Same inputs, same answers: same bytes.
 
+A build may also record the session it was judged in (``judged_in``) and, when the suite
+built it, built in (``built_in``), and where its course is (``course``, relative to the
+report): the header's ``sessions`` lists both, and ``compare`` refuses two runs a model
+judged in different sessions (``stay.scoring._session``).
+
 A build may also carry ``built_with``: per artefact (its path in the course), the
 hashes its ledger says it was built with, ``{"prompt": sha, "references": sha,
 "schema": sha, "model": id}``, read from the course's ledger. ``compare`` uses it, when
@@ -47,8 +52,10 @@ def _known_sum(costs: Iterable[float | None]) -> float | None:
 
 def build_entry(scores: Mapping[str, ScoreResult], *, epoch: int, seed: str | None, course_sha256: str,
                 build_usage: Usage, build_cost: float | None, built: bool,
-                built_with: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, Any]:
-    """One build's part of a report: a brief built (or loaded) once, and scored."""
+                built_with: Mapping[str, Mapping[str, str]] | None = None,
+                judged_in: str | None = None) -> dict[str, Any]:
+    """One build's part of a report: a brief built (or loaded) once, and scored
+    (``judged_in``: the judging session, ``stay.scoring._session``)."""
     judged = {}
     for name, result in sorted(scores.items()):
         entry = result.model_dump(mode="json")
@@ -64,6 +71,8 @@ def build_entry(scores: Mapping[str, ScoreResult], *, epoch: int, seed: str | No
     }
     if built_with is not None:
         entry["built_with"] = {path: dict(record) for path, record in sorted(built_with.items())}
+    if judged_in is not None:
+        entry["judged_in"] = judged_in
     return entry
 
 
@@ -83,6 +92,13 @@ def failed_entry(error: BaseException, *, epoch: int, seed: str | None,
     None when what the failed build spent is unknown (a suite build that raised midway)."""
     return {"epoch": epoch, "seed": seed, "built": False, "course_sha256": None,
             "build": {"usage": Usage().model_dump(), "cost": build_cost}, "scorers": {}, "failed": failure(error)}
+
+
+def sessions_of(entries: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """The header's sessions: the distinct ``judged_in`` and ``built_in`` of the builds
+    (a build that records none is left out: its session is unknown)."""
+    builds = list(entries)
+    return {key: sorted({str(e[key]) for e in builds if e.get(key) is not None}) for key in ("built_in", "judged_in")}
 
 
 def judge_of(builds: Mapping[str, list[dict[str, Any]]]) -> tuple[str, str | None]:
@@ -125,6 +141,7 @@ def report(*, label: str, backend: str, prompts_dir: str, prompt_hashes: Mapping
         # what the courses were built with, from their ledgers; what was asked only when no build says
         "models": dict(models), "prompts": {"dir": prompts_dir, **header_prompts(entries, prompt_hashes)},
         "briefs": {slug: {"builds": sorted(builds[slug], key=lambda e: e["epoch"])} for slug in sorted(builds)},
+        "sessions": sessions_of(entries),
         "means": means, "failures": failures,
         "totals": {"builds": len(entries),
                    "build_cost": _known_sum(e["build"]["cost"] for e in entries),  # unknown, never partial

@@ -6,10 +6,13 @@ DIR DIR`` makes one); a brief with fewer builds than the run's epochs is an inte
 run; a NaN or out-of-range score passes every comparison the mean makes and fakes a
 difference; two generation models, a build seeded under another brief, or a scorer judged
 by another judge than the header names, or builds made under different quality knobs
-mean the run is not what its header says. Those refuse. A build that failed makes the run
-invalid (exit 5, like too many failed judge items): the run is incomplete, and leaving
-the build out would lean towards a pass. Identical runs, identical prompts and
-judge-failure rates far apart are legal but rarely what was meant: those warn.
+mean the run is not what its header says. Those refuse; so do two runs a model judged in
+different sessions (``stay.scoring._session``: judge drift would shift one whole run),
+unless ``--allow sessions``. A build that failed makes the run invalid (exit 5, like too
+many failed judge items): the run is incomplete, and leaving the build out would lean
+towards a pass. Identical runs, identical prompts and judge-failure rates far apart are
+legal but rarely what was meant: those warn, as do two runs a model built in different
+sessions.
 
 ``CHECKS`` is the registry: each check is one small function of both runs, returning its
 findings; ``run_checks`` runs them all. Each finding is one line naming the file, the
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stay.scoring._defaults import FAILURE_GAP
+from stay.scoring._provenance import OFFLINE
 
 REFUSE, WARN, INVALID = "refuse", "warn", "invalid"
 """What a finding makes of the comparison: refused (exit 2), a warning, or an invalid run (exit 5)."""
@@ -261,6 +265,60 @@ def quality_knobs(run: Run) -> list[str]:
     return []
 
 
+def _judged_by_a_model(report: dict[str, Any]) -> bool:
+    """A model judge can drift between sessions; the offline judge is a pure function of the
+    course (and the simulated one of its inputs), so it judges alike on any day."""
+    return report.get("judge") == "model" or any(
+        str(result.get("judge", "")).startswith("model:") for _brief, _index, build in _builds(report)
+        for name, result in build["scorers"].items() if name != "validator")
+
+
+def _sessions(report: dict[str, Any], key: str) -> set[str | None]:
+    return {build.get(key) if isinstance(build.get(key), str) else None for _brief, _index, build in _builds(report)}
+
+
+def _in(sessions: set[str | None]) -> str:
+    known = sorted(s for s in sessions if s is not None)
+    unknown = "an unknown session (a report from before sessions were recorded)" if None in sessions else ""
+    named = ("session " if len(known) == 1 else "sessions ") + ", ".join(known) if known else ""
+    return " and ".join(part for part in (named, unknown) if part)
+
+
+def _path(name: str) -> str:
+    """The file in a run's name ("baseline runs/a.json"), quoted for a shell."""
+    import shlex
+
+    return shlex.quote(name.split(" ", 1)[-1])
+
+
+def judged_apart(baseline: Run, candidate: Run) -> list[str]:
+    """Two runs a model judged in different sessions (or in sessions unknown): a judge that
+    shifted between the days shifts one whole run, which the test does not allow for."""
+    if not (_judged_by_a_model(baseline[1]) or _judged_by_a_model(candidate[1])):
+        return []
+    before, after = _sessions(baseline[1], "judged_in"), _sessions(candidate[1], "judged_in")
+    if len(before | after) == 1 and None not in before:
+        return []
+    return [f"{candidate[0]}: briefs.*.builds.judged_in: judged in {_in(after)}, {baseline[0]} in {_in(before)}: "
+            "judged in different sessions (judge drift between days is not in the test, so it is not accounted "
+            f"for): re-judge both in one session with `stay evals rejudge {_path(baseline[0])} "
+            f"{_path(candidate[0])}`, or pass --allow sessions"]
+
+
+def built_apart(baseline: Run, candidate: Run) -> list[str]:
+    """Two runs a model built in different sessions: a generator that shifted between the
+    days shifts one whole run too. Warned on, not refused: rebuilding both arms costs the
+    generation again, and a prompt change is rebuilt anyway."""
+    if OFFLINE in (baseline[1].get("backend"), candidate[1].get("backend")):
+        return []  # the offline backend (and the quality knob) is a pure function of its seed
+    before, after = _sessions(baseline[1], "built_in"), _sessions(candidate[1], "built_in")
+    if len(before | after) == 1 and None not in before:
+        return []
+    return [f"{candidate[0]}: briefs.*.builds.built_in: built in {_in(after)}, {baseline[0]} in {_in(before)}: "
+            "generator drift between the sessions is not accounted for; build both arms in one session with "
+            "`pytest evals --stay-prompts CANDIDATE_DIR --stay-baseline-prompts BASELINE_DIR`"]
+
+
 CHECKS: tuple[Check, ...] = (
     Check("duplicated-builds", REFUSE, _each(duplicated_builds)),
     Check("partial-run", REFUSE, _each(partial_run)),
@@ -270,10 +328,12 @@ CHECKS: tuple[Check, ...] = (
     Check("models", REFUSE, models_differ, allow="models"),
     Check("quality-knobs", REFUSE, _each(quality_knobs)),
     Check("failed-builds", INVALID, _each(failed_builds)),
+    Check("sessions", REFUSE, judged_apart, allow="sessions"),
     Check("same-courses", WARN, _each(same_courses)),
     Check("identical-runs", WARN, identical_runs),
     Check("identical-prompts", WARN, identical_prompts),
     Check("failure-rates", WARN, failure_rates_differ),
+    Check("built-apart", WARN, built_apart),
 )
 
 

@@ -57,6 +57,9 @@ class BuildShape(_Open):
     built_with: dict[str, dict[str, str]] | None = None
     quality: dict[str, float] | None = None
     failed: BuildFailure | None = None
+    judged_in: str | None = None
+    built_in: str | None = None
+    course: str | None = None
 
     @model_validator(mode="after")
     def _failed_has_no_scores(self) -> BuildShape:

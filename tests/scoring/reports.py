@@ -13,10 +13,13 @@ Item = float | str | None
 
 def make_report(builds: dict[str, list[dict[str, list[Item]]]], *, label: str = "run", content: str | None = None,
                 judge: str = "model", judge_model: str | None = "claude-sonnet-5-5", backend: str = "anthropic",
-                versions: dict[str, int] | None = None, reasons: str = "judged") -> dict[str, Any]:
+                versions: dict[str, int] | None = None, reasons: str = "judged",
+                session: str | None = "s-one-session") -> dict[str, Any]:
     """A report: ``builds`` maps brief -> per epoch, scorer -> item scores. Items judged
     the same content in two reports when both use the same ``content`` tag (None: a tag of
-    the label, so two reports never share content)."""
+    the label, so two reports never share content). Every build was built and judged in
+    ``session`` (None: a report from before sessions were recorded); by default two
+    reports share it, as the suite's two-arm run and ``stay evals rejudge`` write them."""
     tag = label if content is None else content
     scorers = sorted({name for epochs in builds.values() for epoch in epochs for name in epoch})
     briefs: dict[str, Any] = {}
@@ -34,7 +37,8 @@ def make_report(builds: dict[str, list[dict[str, list[Item]]]], *, label: str = 
                 results[name] = {"items": items, "unparseable": sum(v == "unparseable" for v in values),
                                  "errors": sum(v == "error" for v in values),
                              "judge": f"model:{judge_model}" if judge == "model" else judge}
-            entries.append({"epoch": number, "scorers": results, "seed": None, "built": True})
+            entries.append({"epoch": number, "scorers": results, "seed": None, "built": True,
+                            **({"judged_in": session, "built_in": session} if session else {})})
         briefs[brief] = {"builds": entries}
     return {"version": VERSION, "label": label, "backend": backend, "judge": judge, "judge_model": judge_model,
             "scorers": versions or dict.fromkeys(scorers, 2), "epochs": max(map(len, builds.values())),

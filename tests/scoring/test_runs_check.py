@@ -134,6 +134,17 @@ def _failed_build(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
     return base, cand
 
 
+def _session(key: str, value: str | None, run: int = 1) -> Callable[[dict[str, Any], dict[str, Any]], Pair]:
+    """Every build of one run (0 the baseline) recorded in another session (None: none recorded)."""
+    def broken(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
+        for entry in (base, cand)[run]["briefs"].values():
+            for build in entry["builds"]:
+                build.pop(key, None)
+                build.update({key: value} if value else {})
+        return base, cand
+    return broken
+
+
 BREAKERS: dict[str, list[Callable[[dict[str, Any], dict[str, Any]], Pair]]] = {
     "duplicated-builds": [_same_epoch_twice, _same_course_and_seed_twice],
     "same-courses": [_rescored_course_twice, _seed_ignored],
@@ -148,6 +159,8 @@ BREAKERS: dict[str, list[Callable[[dict[str, Any], dict[str, Any]], Pair]]] = {
     "identical-runs": [_a_against_a],
     "identical-prompts": [_same_prompts],
     "failure-rates": [_judge_failed_more],
+    "sessions": [_session("judged_in", "s-another-day"), _session("judged_in", None, run=0)],
+    "built-apart": [_session("built_in", "s-another-day"), _session("built_in", None, run=0)],
 }
 CASES = [(check, breaker) for check in CHECKS for breaker in BREAKERS.get(check.name, [])]
 
