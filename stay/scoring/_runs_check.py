@@ -274,7 +274,9 @@ def _judged_by_a_model(report: dict[str, Any]) -> bool:
 
 
 def _sessions(report: dict[str, Any], key: str) -> set[str | None]:
-    return {build.get(key) if isinstance(build.get(key), str) else None for _brief, _index, build in _builds(report)}
+    # a failed build was never judged (``failed-builds`` makes its run invalid): it has no session
+    return {build.get(key) if isinstance(build.get(key), str) else None for _brief, _index, build in _builds(report)
+            if not isinstance(build.get("failed"), dict)}
 
 
 def _in(sessions: set[str | None]) -> str:
