@@ -14,6 +14,7 @@ from stay._lazy import lazy_names
 # Names are imported on first use: ``stay --help`` builds the ``evals`` parser from
 # here, and must not pay for pydantic and the model layer.
 _EXPORTS = {
+    "DEFAULT_EPOCHS": "stay.scoring._defaults",
     "CourseOnDisk": "stay.scoring._core",
     "ItemResult": "stay.scoring._core",
     "Judge": "stay.scoring._core",
@@ -46,6 +47,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "DEFAULT_EPOCHS",
     "OFFLINE",
     "QUALITY_RECORD",
     "ComparePage",
@@ -80,6 +82,7 @@ __all__ = [
 if TYPE_CHECKING:
     from stay.scoring._cli import evals_main, evals_parser
     from stay.scoring._compare_page import ComparePage, compare_page
+    from stay.scoring._defaults import DEFAULT_EPOCHS
     from stay.scoring._core import CourseOnDisk, ItemResult, Judge, JudgeReply, ModelJudge, ScoreResult, judge_request
     from stay.scoring._offline_judge import OfflineJudge
     from stay.scoring._provenance import (
