@@ -28,8 +28,8 @@ from stay.artefacts import Brief
 from stay.briefs import slugify
 from stay.models import CachedBackend, RequestCache, Usage, backend_from
 from stay.pipeline import build_course
+from stay.scoring import DEFAULT_EPOCHS as DEFAULT_EPOCHS  # re-exported: declared with the gate's defaults
 from stay.scoring import (
-    DEFAULT_EPOCHS,
     OFFLINE,
     QUALITY_RECORD,
     CourseOnDisk,
@@ -48,7 +48,6 @@ from stay.scoring import (
 from stay.settings import Settings
 from stay.stages import Prompts
 from stay.testing import RiggedBackend
-
 
 
 def backend_name(requested: str | None = None, settings: Settings | None = None) -> str:

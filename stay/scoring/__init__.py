@@ -82,8 +82,8 @@ __all__ = [
 if TYPE_CHECKING:
     from stay.scoring._cli import evals_main, evals_parser
     from stay.scoring._compare_page import ComparePage, compare_page
-    from stay.scoring._defaults import DEFAULT_EPOCHS
     from stay.scoring._core import CourseOnDisk, ItemResult, Judge, JudgeReply, ModelJudge, ScoreResult, judge_request
+    from stay.scoring._defaults import DEFAULT_EPOCHS
     from stay.scoring._offline_judge import OfflineJudge
     from stay.scoring._provenance import (
         OFFLINE,
