@@ -15,6 +15,9 @@ Options (all optional):
   --stay-rescore           score the courses already in --stay-courses; build nothing
   --stay-quality K=V       offline only: degrade generation, e.g. distractors=0.2 (harness tests);
                            knobs: distractors, untaught, exercises, rubrics
+  --stay-plan-from PATH    plan the epochs from this baseline report (default: the previous report at
+                           --stay-output, when there is one): a run with fewer epochs than
+                           `stay evals plan` says some scorer needs starts with a `warning:` line
 
 Under pytest-xdist each worker writes its builds' results beside the report; the
 controller merges them into the one report when the session ends.
@@ -65,6 +68,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--stay-courses", default=None)
     group.addoption("--stay-rescore", action="store_true")
     group.addoption("--stay-quality", action="append", default=[])
+    group.addoption("--stay-plan-from", default=None)
 
 
 def _quality(pairs: list[str]) -> dict[str, float]:
@@ -110,6 +114,22 @@ def _is_worker(config: pytest.Config) -> bool:
 def pytest_sessionstart(session: pytest.Session) -> None:
     if not _is_worker(session.config):
         shutil.rmtree(_config(session.config).parts, ignore_errors=True)
+        line = epochs_warning(session.config)
+        if line is not None:
+            session.config.pluginmanager.get_plugin("terminalreporter").write_line(line)  # type: ignore[union-attr]
+
+
+def epochs_warning(config: pytest.Config) -> str | None:
+    """The run's ``warning:`` line when its epochs are below the plan from a baseline: the one
+    ``--stay-plan-from`` names, else the report this run is about to replace."""
+    from stay.errors import UsageError
+    from stay.scoring import epochs_warning as planned
+
+    cfg, asked = _config(config), config.getoption("--stay-plan-from")
+    try:
+        return planned(asked or cfg.output, cfg.epochs, asked=asked is not None)
+    except UsageError as exc:
+        raise pytest.UsageError(f"--stay-plan-from: {exc}") from None
 
 
 @pytest.fixture(scope="session")

@@ -44,6 +44,7 @@ _EXPORTS = {
     "write_report": "stay.scoring._report",
     "evals_parser": "stay.scoring._cli",
     "evals_main": "stay.scoring._cli",
+    "epochs_warning": "stay.scoring._plan",
 }
 
 __all__ = [
@@ -67,6 +68,7 @@ __all__ = [
     "build_entry",
     "compare_page",
     "default_scorers",
+    "epochs_warning",
     "evals_main",
     "evals_parser",
     "judge_request",
@@ -85,6 +87,7 @@ if TYPE_CHECKING:
     from stay.scoring._core import CourseOnDisk, ItemResult, Judge, JudgeReply, ModelJudge, ScoreResult, judge_request
     from stay.scoring._defaults import DEFAULT_EPOCHS
     from stay.scoring._offline_judge import OfflineJudge
+    from stay.scoring._plan import epochs_warning
     from stay.scoring._provenance import (
         OFFLINE,
         QUALITY_RECORD,

@@ -195,12 +195,13 @@ def _show(ns: argparse.Namespace) -> int:
 
 def _plan(ns: argparse.Namespace) -> int:
     from stay.errors import UsageError
-    from stay.scoring._plan import plan
+    from stay.scoring._plan import plan_epochs
     from stay.scoring._report import read_report
 
     if not 0 < ns.alpha < 1 or not 0 < ns.power < 1 or not 0 < ns.effect <= 1:
         raise UsageError("--alpha and --power must be between 0 and 1, and --effect above 0 and at most 1")
-    found = plan(read_report(ns.baseline), path=str(ns.baseline), effect=ns.effect, power=ns.power, alpha=ns.alpha)
+    found = plan_epochs(read_report(ns.baseline), path=str(ns.baseline), effect=ns.effect, power=ns.power,
+                        alpha=ns.alpha)
     print(found.json() if ns.json else found.text(), end="")
     return EXIT_OK
 

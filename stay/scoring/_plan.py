@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
@@ -195,7 +197,7 @@ def needed(noise: Sequence[BriefNoise], effect: float, level: float, goal: float
     return next((n for n in range(FIRST, LIMIT + 1) if power_at(noise, n, effect, level) >= goal), None)
 
 
-def plan(report: dict[str, Any], *, path: str, effect: float = EFFECT, power: float = POWER,
+def plan_epochs(report: dict[str, Any], *, path: str, effect: float = EFFECT, power: float = POWER,
          alpha: float = ALPHA) -> Plan:
     """The plan for every scorer the baseline scored; a baseline no brief of which has two
     builds is a one-line ``UsageError`` naming the fix."""
@@ -222,5 +224,24 @@ def plan(report: dict[str, Any], *, path: str, effect: float = EFFECT, power: fl
                 len(scorers), effect, power, tuple(rows))
 
 
-__all__ = ["FIRST", "LIMIT", "BriefNoise", "Plan", "ScorerPlan", "brief_noise", "needed", "plan", "power_at",
-           "smallest_p"]
+def epochs_warning(baseline: str | os.PathLike[str], epochs: int, *, asked: bool) -> str | None:
+    """The suite's ``warning:`` line when a run of ``epochs`` builds per brief is below what the
+    plan from ``baseline`` says; None when it is not. A baseline given on purpose (``asked``:
+    ``--stay-plan-from``) that cannot be planned from is a one-line ``UsageError``; the run's
+    own previous report, which it is about to replace, is read only when it exists, and one that
+    cannot be planned from (damaged, one build per brief) says nothing."""
+    from stay.scoring._report import read_report
+
+    if not asked and not Path(baseline).is_file():
+        return None
+    try:
+        found = plan_epochs(read_report(baseline), path=str(baseline))
+    except UsageError:
+        if asked:
+            raise
+        return None
+    return found.warning(epochs)
+
+
+__all__ = ["FIRST", "LIMIT", "BriefNoise", "Plan", "ScorerPlan", "brief_noise", "epochs_warning", "needed",
+           "plan_epochs", "power_at", "smallest_p"]
