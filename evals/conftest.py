@@ -115,8 +115,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if not _is_worker(session.config):
         shutil.rmtree(_config(session.config).parts, ignore_errors=True)
         line = epochs_warning(session.config)
-        if line is not None:
-            session.config.pluginmanager.get_plugin("terminalreporter").write_line(line)  # type: ignore[union-attr]
+        if line is not None:  # scorer names come from the baseline file: shown, never obeyed
+            from stay._display import terminal_text
+
+            session.config.pluginmanager.get_plugin("terminalreporter").write_line(  # type: ignore[union-attr]
+                terminal_text(line))
 
 
 def epochs_warning(config: pytest.Config) -> str | None:
