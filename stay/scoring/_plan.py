@@ -39,7 +39,7 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
-from stay._display import fixed
+from stay._display import fixed, plural
 from stay.errors import UsageError
 from stay.scoring._defaults import ALPHA, DEFAULT_EPOCHS, EFFECT, POWER
 
@@ -97,8 +97,9 @@ class Plan:
         return self.alpha / max(1, self.tested)
 
     def short(self, epochs: int) -> list[ScorerPlan]:
-        """The scorers that do not reach the goal at ``epochs`` builds per brief."""
-        return [s for s in self.scorers if s.needed is None or s.needed > epochs]
+        """The scorers that do not reach the goal at ``epochs`` builds per brief (a scorer
+        whose baseline mean is 0 has no drop to detect, and cannot regress: never short)."""
+        return [s for s in self.scorers if s.drop > 0 and (s.needed is None or s.needed > epochs)]
 
     def text(self) -> str:
         lines = [f"plan from {self.path} ({self.label}, {self.epochs} epochs, {self.briefs} briefs): epochs per "
@@ -107,7 +108,7 @@ class Plan:
                  "", f"{'scorer':20} {'items':>5} {'mean':>6} {'drop':>6} {'brief sd':>8} {'build sd':>8} "
                      f"{'epochs':>7} {f'power at {self.epochs}':>11} {f'power at {self.default_epochs}':>11}"]
         for s in self.scorers:
-            needed = str(s.needed) if s.needed is not None else f">{LIMIT}"
+            needed = "n/a" if s.drop <= 0 else str(s.needed) if s.needed is not None else f">{LIMIT}"
             lines.append(f"{s.scorer:20} {s.items:>5.0f} {fixed(s.mean):>6} {fixed(s.drop):>6} "
                          f"{fixed(s.brief_sd):>8} {fixed(s.build_sd):>8} {needed:>7} {s.power_at_run:>11.2f} "
                          f"{s.power_at_default:>11.2f}")
@@ -119,7 +120,7 @@ class Plan:
         short = self.short(self.default_epochs)
         if not short:
             return f"every scorer reaches power {self.power:.2f} at the default {self.default_epochs} epochs"
-        return (f"at the default {self.default_epochs} epochs, {len(short)} scorer(s) cannot reach power "
+        return (f"at the default {self.default_epochs} epochs, {plural(len(short), 'scorer')} cannot reach power "
                 f"{self.power:.2f}: " + "; ".join(f"{s.scorer} (power {s.power_at_default:.2f}) {_needs(s)}"
                                                  for s in short))
 
@@ -137,8 +138,6 @@ class Plan:
 
 
 def _needs(s: ScorerPlan) -> str:
-    if s.drop <= 0:
-        return "has no drop to detect (its baseline mean is 0)"
     if s.needed is None:
         return f"needs more than {LIMIT} epochs (more items a build)"
     return f"needs {s.needed} epochs (--stay-epochs {s.needed})"

@@ -118,7 +118,7 @@ def test_the_line_names_the_scorers_short_at_the_default_and_what_they_need() ->
     short = [s for s in found.scorers if s.needed is None or s.needed > DEFAULT_EPOCHS]
     assert [s.scorer for s in short] == ["short"]  # one item a build: far from the goal at the default
     need = f"needs {short[0].needed} epochs" if short[0].needed is not None else f"needs more than {LIMIT} epochs"
-    assert found.verdict().startswith(f"at the default {DEFAULT_EPOCHS} epochs, 1 scorer(s) cannot reach power")
+    assert found.verdict().startswith(f"at the default {DEFAULT_EPOCHS} epochs, 1 scorer cannot reach power")
     assert "short (power" in found.verdict() and need in found.verdict() and "long" not in found.verdict()
     assert found.text().rstrip().endswith(found.verdict())
 
@@ -135,6 +135,16 @@ def test_builds_that_happened_to_agree_are_planned_at_the_binomial_floor() -> No
     assert row.build_sd == 0.0 and row.needed is not None and row.needed > FIRST
     noise = brief_noise(make_report(same), "s")
     assert power_at(noise, row.needed - 1, EFFECT, found.level) < POWER
+
+
+def test_a_scorer_that_never_passes_has_no_drop_to_plan_for_and_is_never_short() -> None:
+    builds = _noisy(np.random.default_rng(8), 6, 3, {"never": 6}, 0.5, 0.0)
+    for epochs in builds.values():
+        for epoch in epochs:
+            epoch["never"] = [0.0] * len(epoch["never"])
+    found = plan_epochs(make_report(builds), path="zero.json")
+    assert found.scorers[0].drop == 0 and found.scorers[0].needed is None and found.short(FIRST) == []
+    assert found.warning(FIRST) is None and " n/a " in found.text()
 
 
 def test_epochs_too_few_for_the_permutation_test_to_reach_the_level_have_no_power() -> None:
