@@ -18,13 +18,16 @@ variance a lower pass rate adds, at ``q_b = p_b (1 - effect)``. The brief-to-bri
 variance cancels in the stratified difference (a hard brief is hard in both runs): it is
 printed, not used. The drop to detect is ``effect`` times the baseline's weighted mean.
 
-Power at ``N`` is the normal approximation ``Phi(drop / se(N) - z(1 - alpha / m))``: the
-plan is the smallest ``N`` from 2 (one build per brief shows no build-to-build variance)
-to ``LIMIT`` with ``z(1 - alpha / m) + z(power) <= drop / se(N)``. Simulated through
-``compare``, the permutation test's power follows it closely (tests/scoring/test_plan.py).
-Then the permutation test's discreteness: when the smallest p-value ``N`` builds can give
-at all (one arrangement in ``prod_b C(2N, N)``, or one permutation in ``PERMUTATIONS + 1``)
-is not below ``alpha / m``, no effect is detectable and the power is 0. A plan is as good
+Power at ``N`` is the normal approximation ``Phi((drop - h/2) / se(N) - z(1 - alpha / m))``:
+the plan is the smallest ``N`` from 2 (one build per brief shows no build-to-build
+variance) to ``LIMIT`` with ``z(1 - alpha / m) + z(power) <= (drop - h/2) / se(N)``. ``h``
+is the step the difference moves by (``2 / (N * items an epoch)`` with 0/1 items), and
+half of it the continuity correction for a test that counts ties as extreme: a scorer of
+one to five items a build is lumpy enough for it to matter. Simulated through ``compare``,
+the permutation test's power follows this closely (tests/scoring/test_plan.py). Then the
+permutation test's discreteness at its extreme: when the smallest p-value ``N`` builds can
+give at all (one arrangement in ``prod_b C(2N, N)``, or one permutation in
+``PERMUTATIONS + 1``) is not below ``alpha / m``, no effect is detectable and the power is 0. A plan is as good
 as the baseline's variance estimate: a baseline of few epochs gives a rough one.
 """
 
@@ -187,9 +190,18 @@ def power_at(noise: Sequence[BriefNoise], epochs: int, effect: float, level: flo
     if epochs < FIRST or drop <= 0 or smallest_p(len(noise), epochs) >= level:
         return 0.0
     variance = sum(b.weight**2 * (v + w) / epochs for b, (v, w) in zip(noise, _variances(noise, effect), strict=True))
+    seen = drop - _step(noise, epochs) / 2  # a tie with the critical value is not a rejection
     if variance <= 0:
-        return 1.0
-    return NormalDist().cdf(drop / math.sqrt(variance) - NormalDist().inv_cdf(1 - level))
+        return 1.0 if seen > 0 else 0.0
+    return NormalDist().cdf(seen / math.sqrt(variance) - NormalDist().inv_cdf(1 - level))
+
+
+def _step(noise: Sequence[BriefNoise], epochs: int) -> float:
+    """The finest step the stratified difference moves by between two arrangements: swapping
+    one build of brief b between the runs moves it by a multiple of ``2 w_b / (N n_b)`` (a
+    build mean of ``n_b`` 0/1 items moves by ``1 / n_b``); with ``compare``'s item weights,
+    the same step in every brief."""
+    return min(2 * b.weight / (epochs * b.items) for b in noise)
 
 
 def needed(noise: Sequence[BriefNoise], effect: float, level: float, goal: float) -> int | None:
