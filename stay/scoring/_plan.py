@@ -209,11 +209,14 @@ def needed(noise: Sequence[BriefNoise], effect: float, level: float, goal: float
 
 
 def plan_epochs(report: dict[str, Any], *, path: str, effect: float = EFFECT, power: float = POWER,
-         alpha: float = ALPHA) -> Plan:
+                alpha: float = ALPHA) -> Plan:
     """The plan for every scorer the baseline scored; a baseline no brief of which has two
     builds is a one-line ``UsageError`` naming the fix."""
     scorers = {name: brief_noise(report, name) for name in sorted(report["scorers"])}
     scorers = {name: noise for name, noise in scorers.items() if noise}
+    if not scorers:
+        raise UsageError(f"{path}: no scorer scored an item (every judge item failed?); rescore it "
+                         "(stay evals score) and plan from that")
     if not any(b.variance is not None for noise in scorers.values() for b in noise):
         raise UsageError(f"{path}: a run of one build per brief shows no build-to-build variance, which a plan needs; "
                          "run the baseline with two epochs or more (python -m pytest evals --stay-epochs 3 "

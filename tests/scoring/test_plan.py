@@ -171,12 +171,15 @@ def test_the_command_prints_the_plan_and_its_json(tmp_path: Path, capsys: pytest
     assert document["default_epochs"] == DEFAULT_EPOCHS and document["level"] == pytest.approx(ALPHA / 2)
 
 
-@pytest.mark.parametrize("case", ["one build per brief", "damaged", "missing", "not a report", "bad option"])
+@pytest.mark.parametrize("case", ["one build per brief", "nothing scored", "damaged", "missing", "not a report",
+                                  "bad option"])
 def test_a_baseline_that_cannot_be_planned_from_is_one_line_and_exit_2(
         case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path, extra = tmp_path / "base.json", []
     if case == "one build per brief":
         write_report(path, make_report({"brief-0": [{"a": [1.0, 0.0]}], "brief-1": [{"a": [1.0, 1.0]}]}))
+    elif case == "nothing scored":
+        write_report(path, make_report({"brief-0": [{"a": ["error", "unparseable"]}, {"a": ["error"]}]}))
     elif case == "damaged":
         path.write_text('{"version": 2, "briefs": {')
     elif case == "not a report":
@@ -189,6 +192,8 @@ def test_a_baseline_that_cannot_be_planned_from_is_one_line_and_exit_2(
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     if case == "one build per brief":
         assert str(path) in err and "--stay-epochs" in err and "build-to-build variance" in err
+    elif case == "nothing scored":
+        assert str(path) in err and "no scorer scored an item" in err
     elif case != "bad option":
         assert str(path) in err
 
