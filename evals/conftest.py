@@ -22,6 +22,9 @@ Options (all optional):
   --stay-baseline-label NAME   the baseline arm's label (default: baseline); its report and courses go
                            beside the candidate's, under that name
   --stay-baseline-seed N   the baseline arm's seed (default: --stay-seed + 1000: its own fresh builds)
+  --stay-plan-from PATH    plan the epochs from this baseline report (default: the previous report at
+                           --stay-output, when there is one): a run with fewer epochs than
+                           `stay evals plan` says some scorer needs starts with a `warning:` line
 
 Under pytest-xdist each worker writes its builds' results beside the report; the
 controller merges them into the one report when the session ends. A build that fails is
@@ -89,6 +92,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--stay-baseline-prompts", default=None)
     group.addoption("--stay-baseline-label", default="baseline")
     group.addoption("--stay-baseline-seed", type=int, default=None)
+    group.addoption("--stay-plan-from", default=None)
 
 
 def _quality(pairs: list[str]) -> dict[str, float]:
@@ -154,6 +158,25 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if not _is_worker(session.config):
         for arm in _config(session.config).arms:
             shutil.rmtree(arm.parts, ignore_errors=True)
+        line = epochs_warning(session.config)
+        if line is not None:  # scorer names come from the baseline file: shown, never obeyed
+            from stay._display import terminal_text
+
+            session.config.pluginmanager.get_plugin("terminalreporter").write_line(  # type: ignore[union-attr]
+                terminal_text(line))
+
+
+def epochs_warning(config: pytest.Config) -> str | None:
+    """The run's ``warning:`` line when its epochs are below the plan from a baseline: the one
+    ``--stay-plan-from`` names, else the report this run is about to replace."""
+    from stay.errors import UsageError
+    from stay.scoring import epochs_warning as planned
+
+    cfg, asked = _config(config), config.getoption("--stay-plan-from")
+    try:
+        return planned(asked or cfg.output, cfg.epochs, asked=asked is not None)
+    except UsageError as exc:
+        raise pytest.UsageError(f"--stay-plan-from: {exc}") from None
 
 
 @pytest.fixture(scope="session")

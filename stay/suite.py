@@ -28,6 +28,7 @@ from stay.artefacts import Brief, write_text_atomic
 from stay.briefs import slugify
 from stay.models import CachedBackend, RequestCache, Usage, backend_from
 from stay.pipeline import build_course
+from stay.scoring import DEFAULT_EPOCHS as DEFAULT_EPOCHS  # re-exported: declared with the gate's defaults
 from stay.scoring import (
     OFFLINE,
     QUALITY_RECORD,
@@ -52,13 +53,6 @@ from stay.scoring import (
 from stay.settings import Settings
 from stay.stages import Prompts
 from stay.testing import RiggedBackend
-
-DEFAULT_EPOCHS = 6
-"""Builds per brief and run. At six, the calibration benchmark (``benchmarks/
-evals_calibration.py``) puts the gate's power at a 20% degradation at or above 0.8 for
-each 72-item scorer, with a false-positive rate under 0.05; at four it is 0.66-0.75
-(docs/evals.md). CI runs the offline suite with ``--stay-epochs 2``: it proves the
-plumbing, not the power."""
 
 
 def backend_name(requested: str | None = None, settings: Settings | None = None) -> str:

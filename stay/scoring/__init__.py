@@ -14,6 +14,7 @@ from stay._lazy import lazy_names
 # Names are imported on first use: ``stay --help`` builds the ``evals`` parser from
 # here, and must not pay for pydantic and the model layer.
 _EXPORTS = {
+    "DEFAULT_EPOCHS": "stay.scoring._defaults",
     "CourseOnDisk": "stay.scoring._core",
     "ItemResult": "stay.scoring._core",
     "Judge": "stay.scoring._core",
@@ -48,9 +49,11 @@ _EXPORTS = {
     "write_report": "stay.scoring._report",
     "evals_parser": "stay.scoring._cli",
     "evals_main": "stay.scoring._cli",
+    "epochs_warning": "stay.scoring._plan",
 }
 
 __all__ = [
+    "DEFAULT_EPOCHS",
     "OFFLINE",
     "QUALITY_RECORD",
     "ComparePage",
@@ -71,6 +74,7 @@ __all__ = [
     "compare_page",
     "content_hash",
     "default_scorers",
+    "epochs_warning",
     "evals_main",
     "evals_parser",
     "failed_entry",
@@ -100,7 +104,9 @@ if TYPE_CHECKING:
         content_hash,
         judge_request,
     )
+    from stay.scoring._defaults import DEFAULT_EPOCHS
     from stay.scoring._offline_judge import OfflineJudge
+    from stay.scoring._plan import epochs_warning
     from stay.scoring._provenance import (
         OFFLINE,
         QUALITY_RECORD,

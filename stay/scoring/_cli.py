@@ -38,7 +38,7 @@ which is not imported here: it loads Jinja2, and `stay --help` must not pay for 
 
 def evals_parser(subparsers: Any) -> None:
     """Add ``evals`` (with ``compare`` and ``score``) to an argparse subparsers object."""
-    from stay.scoring._defaults import ALLOWABLE, ALPHA, EFFECT, MAX_FAILED
+    from stay.scoring._defaults import ALLOWABLE, ALPHA, EFFECT, MAX_FAILED, POWER
 
     evals = subparsers.add_parser("evals", help="compare two eval reports, and score saved courses again")
     commands = evals.add_subparsers(dest="evals_command", metavar="EVALS_COMMAND")
@@ -78,6 +78,18 @@ def evals_parser(subparsers: Any) -> None:
     show.add_argument("--html", metavar="PATH", help="also write the run as one self-contained HTML page")
     show.add_argument("--markdown", metavar="PATH", help="also write the mean per scorer, with its standard "
                                                         "error over builds, as Markdown")
+    plan = commands.add_parser(
+        "plan", help="the epochs per brief each scorer needs for power at a drop that matters, from a baseline",
+        description="From a baseline eval report's own build-to-build variance, print per scorer the epochs "
+                    "(builds per brief) a comparison needs to see a drop of --effect times its mean with "
+                    "--power, at the gate's one-sided Holm level, and the power at the run's and the "
+                    "default epochs. Exit 0, or 2 when the file is not a report or has one build per brief.")
+    plan.add_argument("baseline", metavar="BASELINE.json")
+    plan.add_argument("--effect", type=float, default=EFFECT, metavar="SHARE",
+                      help=f"the drop to detect, as a share of the baseline mean (default {EFFECT})")
+    plan.add_argument("--power", type=float, default=POWER, help=f"the power to plan for (default {POWER})")
+    plan.add_argument("--alpha", type=float, default=ALPHA, help=f"the gate's family-wise error rate (default {ALPHA})")
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON")
     score = commands.add_parser(
         "score", help="score saved courses again, without regenerating them",
         description="Score saved courses again into one eval report. A course that cannot be read (not a course, "
@@ -125,6 +137,8 @@ def evals_main(ns: argparse.Namespace) -> int:
         return _score(ns)
     if ns.evals_command == "rejudge":
         return _rejudge(ns)
+    if ns.evals_command == "plan":
+        return _plan(ns)
     sys.stderr.write("usage: stay evals compare BASELINE.json CANDIDATE.json | stay evals show REPORT.json | "
                      "stay evals score COURSE_DIR ... | stay evals rejudge BASELINE.json CANDIDATE.json\n")
     return EXIT_USAGE
@@ -229,6 +243,19 @@ def summary_markdown(document: dict[str, Any], path: str) -> str:
     lines += [f"| {name} | {fixed(means.get(name))} | {errors.get(name, 'n/a')} |" for name in sorted(
         document["scorers"])]
     return "\n".join([*lines, "", STDERR + ".", ""])
+
+
+def _plan(ns: argparse.Namespace) -> int:
+    from stay.errors import UsageError
+    from stay.scoring._plan import plan_epochs
+    from stay.scoring._report import read_report
+
+    if not 0 < ns.alpha < 1 or not 0 < ns.power < 1 or not 0 < ns.effect <= 1:
+        raise UsageError("--alpha and --power must be between 0 and 1, and --effect above 0 and at most 1")
+    found = plan_epochs(read_report(ns.baseline), path=str(ns.baseline), effect=ns.effect, power=ns.power,
+                        alpha=ns.alpha)
+    print(found.json() if ns.json else found.text(), end="")
+    return EXIT_OK
 
 
 def summary_text(document: dict[str, Any], path: str) -> str:

@@ -1,0 +1,261 @@
+"""``stay evals plan``: how many builds per brief (epochs) a comparison needs, per scorer, to
+see a drop that matters, from a baseline run's own variance.
+
+The gate is one-sided (it is about regressions) and Holm's strictest step is what a lone
+regression must beat: level ``alpha / m`` for ``m`` tested scorers. For a design of ``N``
+builds per brief in both runs, the stratified difference ``D = sum_b w_b (cand_b - base_b)``
+(``w_b`` the brief weights ``compare`` uses, from ``_compare._strata``) has
+
+    se(N)^2 = sum_b w_b^2 (v_b + v'_b) / N
+
+where ``v_b`` is brief b's observed variance of a build's mean around the brief's mean
+(each brief its own, as ``compare`` estimates it; a brief with one build borrows the
+pooled variance), floored at the binomial ``p_b (1 - p_b) / n_b`` (``p_b`` the brief's
+mean, ``n_b`` its items per build: the variance item sampling alone gives a 0/1 scorer,
+and an upper bound on it for scores in [0, 1]), so a baseline whose builds happened to
+agree never plans one build; ``v'_b`` is the candidate's, the same plus the binomial
+variance a lower pass rate adds, at ``q_b = p_b (1 - effect)``. The brief-to-brief
+variance cancels in the stratified difference (a hard brief is hard in both runs): it is
+printed, not used. The drop to detect is ``effect`` times the baseline's weighted mean.
+
+Power at ``N`` is the normal approximation ``Phi((drop - h/2) / se(N) - z(1 - alpha / m))``:
+the plan is the smallest ``N`` from 2 (one build per brief shows no build-to-build
+variance) to ``LIMIT`` with ``z(1 - alpha / m) + z(power) <= (drop - h/2) / se(N)``. ``h``
+is the step the difference moves by (``2 / (N * items an epoch)`` with 0/1 items), and
+half of it the continuity correction for a test that counts ties as extreme: a scorer of
+one to five items a build is lumpy enough for it to matter. Simulated through ``compare``,
+the permutation test's power follows this closely (tests/scoring/test_plan.py). Then the
+permutation test's discreteness at its extreme: when the smallest p-value ``N`` builds can
+give at all (one arrangement in ``prod_b C(2N, N)``, or one permutation in
+``PERMUTATIONS + 1``) is not below ``alpha / m``, no effect is detectable and the power is 0. A plan is as good
+as the baseline's variance estimate: a baseline of few epochs gives a rough one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from statistics import NormalDist
+from typing import Any
+
+from stay._display import fixed, plural
+from stay.errors import UsageError
+from stay.scoring._defaults import ALPHA, DEFAULT_EPOCHS, EFFECT, POWER
+
+LIMIT = 64
+"""The most epochs a plan searches: past it, a scorer "needs more than 64" (more items a
+build, not more builds, is then the cheaper fix)."""
+FIRST = 2
+"""The fewest epochs planned: one build per brief cannot show build-to-build variance."""
+
+
+@dataclass(frozen=True)
+class BriefNoise:
+    """One brief of one scorer in the baseline: what its builds' means did."""
+
+    weight: float
+    """The brief's share of the difference (``compare``'s weights, normalised)."""
+    mean: float
+    items: float
+    """Items per build."""
+    variance: float | None
+    """Observed variance of a build's mean around the brief's mean; None with one build."""
+
+
+@dataclass(frozen=True)
+class ScorerPlan:
+    scorer: str
+    items: float
+    """Items an epoch (per build, summed over the briefs)."""
+    mean: float
+    drop: float
+    brief_sd: float | None
+    build_sd: float | None
+    needed: int | None
+    """Epochs per brief for the goal; None: not within ``LIMIT`` (or nothing to drop from)."""
+    power_at_run: float
+    power_at_default: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    path: str
+    label: str
+    epochs: int
+    default_epochs: int
+    briefs: int
+    alpha: float
+    tested: int
+    effect: float
+    power: float
+    scorers: tuple[ScorerPlan, ...]
+
+    @property
+    def level(self) -> float:
+        """The one-sided level a lone regression must beat: Holm's strictest step."""
+        return self.alpha / max(1, self.tested)
+
+    def short(self, epochs: int) -> list[ScorerPlan]:
+        """The scorers that do not reach the goal at ``epochs`` builds per brief (a scorer
+        whose baseline mean is 0 has no drop to detect, and cannot regress: never short)."""
+        return [s for s in self.scorers if s.drop > 0 and (s.needed is None or s.needed > epochs)]
+
+    def text(self) -> str:
+        lines = [f"plan from {self.path} ({self.label}, {self.epochs} epochs, {self.briefs} briefs): epochs per "
+                 f"brief for power {self.power:.2f} against a drop of {self.effect:.0%} of a scorer's baseline mean, "
+                 f"one-sided at alpha/{self.tested} = {self.level:.3g}",
+                 "", f"{'scorer':20} {'items':>5} {'mean':>6} {'drop':>6} {'brief sd':>8} {'build sd':>8} "
+                     f"{'epochs':>7} {f'power at {self.epochs}':>11} {f'power at {self.default_epochs}':>11}"]
+        for s in self.scorers:
+            needed = "n/a" if s.drop <= 0 else str(s.needed) if s.needed is not None else f">{LIMIT}"
+            lines.append(f"{s.scorer:20} {s.items:>5.0f} {fixed(s.mean):>6} {fixed(s.drop):>6} "
+                         f"{fixed(s.brief_sd):>8} {fixed(s.build_sd):>8} {needed:>7} {s.power_at_run:>11.2f} "
+                         f"{s.power_at_default:>11.2f}")
+        lines += ["", self.verdict()]
+        return "\n".join(lines) + "\n"
+
+    def verdict(self) -> str:
+        """One plain line: which scorers cannot reach the goal at the suite's default, and what they need."""
+        short = self.short(self.default_epochs)
+        if not short:
+            return f"every scorer reaches power {self.power:.2f} at the default {self.default_epochs} epochs"
+        return (f"at the default {self.default_epochs} epochs, {plural(len(short), 'scorer')} cannot reach power "
+                f"{self.power:.2f}: " + "; ".join(f"{s.scorer} (power {s.power_at_default:.2f}) {_needs(s)}"
+                                                 for s in short))
+
+    def warning(self, epochs: int) -> str | None:
+        """The suite's line when a run of ``epochs`` builds per brief is below this plan."""
+        short = self.short(epochs)
+        if not short:
+            return None
+        return (f"warning: --stay-epochs {epochs} is below what `stay evals plan {self.path}` says for power "
+                f"{self.power:.2f} at a {self.effect:.0%} drop: " + "; ".join(f"{s.scorer} {_needs(s)}"
+                                                                          for s in short))
+
+    def json(self) -> str:
+        return json.dumps({**asdict(self), "level": self.level, "limit": LIMIT}, indent=2, sort_keys=True) + "\n"
+
+
+def _needs(s: ScorerPlan) -> str:
+    if s.needed is None:
+        return f"needs more than {LIMIT} epochs (more items a build)"
+    return f"needs {s.needed} epochs (--stay-epochs {s.needed})"
+
+
+def brief_noise(report: dict[str, Any], scorer: str) -> list[BriefNoise]:
+    """Per brief, the scorer's build means as ``compare`` sees them (its strata, its weights)."""
+    from stay.scoring._compare import _strata
+
+    strata = _strata(report, report, scorer, sorted(report["briefs"]))
+    total = sum(s.weight for s in strata)
+    found = []
+    for s in strata:
+        means = s.baseline
+        mean = sum(means) / len(means)
+        variance = sum((m - mean) ** 2 for m in means) / (len(means) - 1) if len(means) > 1 else None
+        found.append(BriefNoise(s.weight / total, mean, s.weight, variance))
+    return found
+
+
+def _variances(noise: Sequence[BriefNoise], effect: float) -> list[tuple[float, float]]:
+    """Per brief, (baseline, candidate) variance of a build's mean: observed, pooled where a
+    brief has one build, floored at the binomial; the candidate's at the dropped rate."""
+    observed = [b.variance for b in noise if b.variance is not None]
+    pooled = sum(observed) / len(observed) if observed else 0.0
+    found = []
+    for b in noise:
+        base = max(b.variance if b.variance is not None else pooled, b.mean * (1 - b.mean) / b.items)
+        dropped = b.mean * (1 - effect)
+        extra = max(0.0, dropped * (1 - dropped) - b.mean * (1 - b.mean)) / b.items
+        found.append((base, base + extra))
+    return found
+
+
+def smallest_p(briefs: int, epochs: int) -> float:
+    """The smallest one-sided p-value the stratified permutation test can give with
+    ``epochs`` builds per brief in both runs."""
+    from stay.scoring._stats import PERMUTATIONS
+
+    return max(1 / float(math.comb(2 * epochs, epochs)) ** briefs, 1 / (1 + PERMUTATIONS))
+
+
+def power_at(noise: Sequence[BriefNoise], epochs: int, effect: float, level: float) -> float:
+    """The power of the one-sided test at ``level`` against a drop of ``effect`` times the
+    weighted mean, with ``epochs`` builds per brief in both runs."""
+    drop = effect * sum(b.weight * b.mean for b in noise)
+    if epochs < FIRST or drop <= 0 or smallest_p(len(noise), epochs) >= level:
+        return 0.0
+    variance = sum(b.weight**2 * (v + w) / epochs for b, (v, w) in zip(noise, _variances(noise, effect), strict=True))
+    seen = drop - _step(noise, epochs) / 2  # a tie with the critical value is not a rejection
+    if variance <= 0:
+        return 1.0 if seen > 0 else 0.0
+    return NormalDist().cdf(seen / math.sqrt(variance) - NormalDist().inv_cdf(1 - level))
+
+
+def _step(noise: Sequence[BriefNoise], epochs: int) -> float:
+    """The finest step the stratified difference moves by between two arrangements: swapping
+    one build of brief b between the runs moves it by a multiple of ``2 w_b / (N n_b)`` (a
+    build mean of ``n_b`` 0/1 items moves by ``1 / n_b``); with ``compare``'s item weights,
+    the same step in every brief."""
+    return min(2 * b.weight / (epochs * b.items) for b in noise)
+
+
+def needed(noise: Sequence[BriefNoise], effect: float, level: float, goal: float) -> int | None:
+    return next((n for n in range(FIRST, LIMIT + 1) if power_at(noise, n, effect, level) >= goal), None)
+
+
+def plan_epochs(report: dict[str, Any], *, path: str, effect: float = EFFECT, power: float = POWER,
+                alpha: float = ALPHA) -> Plan:
+    """The plan for every scorer the baseline scored; a baseline no brief of which has two
+    builds is a one-line ``UsageError`` naming the fix."""
+    scorers = {name: brief_noise(report, name) for name in sorted(report["scorers"])}
+    scorers = {name: noise for name, noise in scorers.items() if noise}
+    if not scorers:
+        raise UsageError(f"{path}: no scorer scored an item (every judge item failed?); rescore it "
+                         "(stay evals score) and plan from that")
+    if not any(b.variance is not None for noise in scorers.values() for b in noise):
+        raise UsageError(f"{path}: a run of one build per brief shows no build-to-build variance, which a plan needs; "
+                         "run the baseline with two epochs or more (python -m pytest evals --stay-epochs 3 "
+                         "--stay-output BASELINE.json) and plan from that")
+    level = alpha / max(1, len(scorers))
+    epochs = int(report.get("epochs") or max(len(b["builds"]) for b in report["briefs"].values()))
+    rows = []
+    for name, noise in scorers.items():
+        mean = sum(b.weight * b.mean for b in noise)
+        spread = [b.mean for b in noise]
+        brief_sd = math.sqrt(sum((m - sum(spread) / len(spread)) ** 2 for m in spread) / (len(spread) - 1)) \
+            if len(spread) > 1 else None
+        observed = [b.variance for b in noise if b.variance is not None]
+        build_sd = math.sqrt(sum(observed) / len(observed)) if observed else None
+        rows.append(ScorerPlan(name, sum(b.items for b in noise), mean, effect * mean, brief_sd, build_sd,
+                               needed(noise, effect, level, power), power_at(noise, epochs, effect, level),
+                               power_at(noise, DEFAULT_EPOCHS, effect, level)))
+    return Plan(path, str(report.get("label", "baseline")), epochs, DEFAULT_EPOCHS, len(report["briefs"]), alpha,
+                len(scorers), effect, power, tuple(rows))
+
+
+def epochs_warning(baseline: str | os.PathLike[str], epochs: int, *, asked: bool) -> str | None:
+    """The suite's ``warning:`` line when a run of ``epochs`` builds per brief is below what the
+    plan from ``baseline`` says; None when it is not. A baseline given on purpose (``asked``:
+    ``--stay-plan-from``) that cannot be planned from is a one-line ``UsageError``; the run's
+    own previous report, which it is about to replace, is read only when it exists, and one that
+    cannot be planned from (damaged, one build per brief) says nothing."""
+    from stay.scoring._report import read_report
+
+    if not asked and not Path(baseline).is_file():
+        return None
+    try:
+        found = plan_epochs(read_report(baseline), path=str(baseline))
+    except UsageError:
+        if asked:
+            raise
+        return None
+    return found.warning(epochs)
+
+
+__all__ = ["FIRST", "LIMIT", "BriefNoise", "Plan", "ScorerPlan", "brief_noise", "epochs_warning", "needed",
+           "plan_epochs", "power_at", "smallest_p"]
