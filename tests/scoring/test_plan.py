@@ -217,16 +217,27 @@ def test_the_suite_warns_when_its_epochs_are_below_the_plan(tmp_path: Path) -> N
         epochs_warning(path, 2, asked=True)
 
 
+def _declared_defaults(suite: Any) -> dict[str, Any]:
+    """The options ``evals/conftest.py`` declares, each at its declared default."""
+    found: dict[str, Any] = {}
+
+    def addoption(name: str, **declared: Any) -> None:
+        found[name] = declared.get("default", False if declared.get("action") == "store_true" else None)
+
+    suite.pytest_addoption(SimpleNamespace(getgroup=lambda _name: SimpleNamespace(addoption=addoption)))
+    return found
+
+
 def test_the_suite_prints_the_warning_at_the_start_of_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """evals/conftest.py's session start, called directly: the line goes to the terminal."""
     suite = _module("stay_evals_conftest", ROOT / "evals" / "conftest.py", monkeypatch)
     baseline = tmp_path / "baseline.json"
     write_report(baseline, make_report(_noisy(np.random.default_rng(7), 6, 3, {"long": 24, "short": 2}, 0.8, 0.5)))
     written: list[str] = []
-    options = {"--stay-label": "candidate", "--stay-output": str(tmp_path / "candidate.json"), "--stay-epochs": 2,
-               "--stay-prompts": None, "--stay-backend": "offline", "--stay-courses": str(tmp_path / "courses"),
-               "--stay-rescore": False, "--stay-quality": [], "--stay-seed": 0, "--stay-judge-model": None,
-               "--stay-plan-from": str(baseline)}
+    options = _declared_defaults(suite)  # every option the suite declares, at its default: none hand-listed
+    options.update({"--stay-output": str(tmp_path / "candidate.json"), "--stay-epochs": 2,
+                    "--stay-backend": "offline", "--stay-courses": str(tmp_path / "courses"),
+                    "--stay-plan-from": str(baseline)})
     terminal = SimpleNamespace(write_line=written.append)
     config = SimpleNamespace(getoption=options.__getitem__,
                              pluginmanager=SimpleNamespace(get_plugin=lambda _name: terminal))
