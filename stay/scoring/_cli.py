@@ -251,7 +251,7 @@ def summary_text(document: dict[str, Any], path: str) -> str:
     """One run's report as a person reads it in a terminal: who judged, with which
     models, in which sessions, the mean per scorer with its judge failures, and what
     building and judging cost."""
-    from stay.view._compare_detail import dollars  # unknown reads "unknown", never $0, as on the pages
+    from stay.view import dollars  # unknown reads "unknown", never $0, as on the pages
 
     quality = ", ".join(f"{k} {v}" for k, v in sorted((document.get("quality") or {}).items())) or "none"
     builds = [b for brief in document["briefs"].values() for b in brief["builds"]]
