@@ -170,7 +170,7 @@ def with_lessons(groups: tuple[ScorerPairs, ...], reports: tuple[Mapping[str, An
         return replace(p, baseline=sides[0], candidate=sides[1])
 
     listed = tuple(replace(group, pairs=tuple(pair(p) for p in group.pairs)) for group in groups)
-    return listed, tuple(found.lessons.values())
+    return listed, tuple(replace(lesson, read_by=tuple(sorted(lesson.read_by))) for lesson in found.lessons.values())
 
 
 __all__ = ["MAX_LESSONS", "MAX_LESSON_CHARS", "JudgedLessons", "judged_length", "with_lessons"]

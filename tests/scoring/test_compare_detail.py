@@ -316,3 +316,22 @@ def test_a_lesson_that_cannot_be_trusted_is_not_shown_and_the_item_says_why(
     text = page_text(compare_page(compare(*reports, permutations=199), *reports,
                                   paths=(str(paths[0]), str(paths[1]))).html())
     assert f"is not shown: {candidate[0].lesson_why}." in text
+
+
+def test_the_lessons_a_page_shows_are_bounded_in_number_and_length(
+        tmp_path: Path, eval_reports: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    from stay.scoring import _judged_lessons
+    from stay.scoring._report import read_report
+
+    paths = runs_with_courses(tmp_path, eval_reports)
+    reports = (read_report(paths[0]), read_report(paths[1]))
+    every = compare_detail(*reports, paths=paths).lessons
+    shortest = min(lesson.characters for lesson in every)
+    monkeypatch.setattr(_judged_lessons, "MAX_LESSONS", len(every) - 1)
+    monkeypatch.setattr(_judged_lessons, "MAX_LESSON_CHARS", shortest // 2)
+    detail = compare_detail(*reports, paths=paths)
+    assert [lesson.anchor for lesson in detail.lessons] == [lesson.anchor for lesson in every][:len(every) - 1]
+    for lesson in detail.lessons:
+        assert lesson.text.endswith(f"... ({lesson.characters - shortest // 2} more characters)")
+    left = {side.lesson_why for _r, _s, _p, side in _judged_sides(detail) if side.lesson_anchor is None}
+    assert left == {f"the page shows at most {len(every) - 1} lessons"}
