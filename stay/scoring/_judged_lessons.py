@@ -60,10 +60,13 @@ class _Course:
     root: Path | None
     why: str = ""
     """Why the course cannot be used (``root`` None)."""
+    reader: Any = None
+    """The course's one reader (``CourseReader``: it parses a file once per distinct bytes)."""
 
 
 class JudgedLessons:
-    """The lessons of two runs' listed items, looked up once per build and once per lesson."""
+    """The lessons of two runs' listed items: each build's course checked once (its hash),
+    then read through its one reader; each lesson's text kept once (``lessons``)."""
 
     def __init__(self, reports: tuple[Mapping[str, Any], Mapping[str, Any]],
                  paths: tuple[Path | None, Path | None]) -> None:
@@ -99,13 +102,13 @@ class JudgedLessons:
             return _Course(None, f"the course {named} is reached through a symbolic link, which is not followed")
         try:
             digest = CourseReader(root).sha256()
-        except ArtefactLoadError:
+        except (ArtefactLoadError, OSError):
             return _Course(None, f"the course {named} cannot be read whole")
         if not build.get("course_sha256"):
             return _Course(None, "the report records no course hash, so the course on disk cannot be checked")
         if digest != build.get("course_sha256"):
             return _Course(None, CHANGED)
-        return _Course(root)
+        return _Course(root, reader=CourseReader(root))
 
     def text(self, run: int, brief: str, index: int, item: str) -> tuple[str | None, str | None, str]:
         """(the lesson ``item`` names, its body in that build's course, why there is none)."""
@@ -115,12 +118,12 @@ class JudgedLessons:
         return self._texts[key]
 
     def _read(self, run: int, brief: str, index: int, item: str) -> tuple[str | None, str | None, str]:
-        from stay.artefacts import ArtefactLoadError, CourseReader, Curriculum, LessonContent, lesson_file
+        from stay.artefacts import ArtefactLoadError, Curriculum, LessonContent, lesson_file
 
         course = self.course(run, brief, index)
         if course.root is None:
             return None, None, course.why
-        reader = CourseReader(course.root)
+        reader = course.reader
         try:
             curriculum = reader.load("curriculum.yaml", Curriculum)
             found = next(((m, lsn.id) for m in curriculum.modules for lsn in m.lessons
@@ -133,7 +136,7 @@ class JudgedLessons:
             if os.path.realpath(file) != os.path.normpath(file) or not file.is_file():
                 return lesson, None, f"{relative} is not a regular file of the course (a symbolic link is not followed)"
             return lesson, reader.load(relative, LessonContent).body, ""
-        except ArtefactLoadError as exc:
+        except (ArtefactLoadError, OSError) as exc:
             return None, None, f"the lesson cannot be read ({' '.join(str(exc).split())[:200]})"
 
     def side(self, run: int, brief: str, side: ItemSide) -> ItemSide:
