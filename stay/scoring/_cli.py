@@ -233,12 +233,28 @@ def _mean_error(document: dict[str, Any]) -> dict[str, str]:
     return {name: f"{e.mean:.3f} ± {fixed(e.error)} ({e.builds} builds)" for name, e in run_errors(document).items()}
 
 
+UNKNOWN_SESSION = "unknown (a report from before sessions were recorded)"
+"""A report without the header's ``sessions``: where it was built and judged is not known."""
+
+
+def sessions_line(document: dict[str, Any]) -> str:
+    """The sessions the run's builds were built and judged in (``stay.scoring._session``),
+    from the header's ``sessions``; a kind no build records is "none recorded" (courses
+    rescored as saved were built by no suite session)."""
+    sessions = document.get("sessions")
+    if not isinstance(sessions, dict):
+        return f"sessions: {UNKNOWN_SESSION}"
+    said = {key: ", ".join(map(str, sessions.get(key) or [])) or "none recorded" for key in ("built_in", "judged_in")}
+    return f"sessions: built in {said['built_in']}; judged in {said['judged_in']}"
+
+
 def summary_markdown(document: dict[str, Any], path: str) -> str:
     """One run's mean per scorer with its standard error over builds, as Markdown."""
     errors = _mean_error(document)
     means = document.get("means") or {}
     lines = [f"# Eval run {document['label']}", "", f"- report: {path}", f"- backend {document['backend']}; judge "
              f"{document['judge']}" + (f" ({document['judge_model']})" if document.get("judge_model") else ""),
+             f"- {sessions_line(document)}",
              "", "| scorer | item mean | build mean ± SE |", "|---|---|---|"]
     lines += [f"| {name} | {fixed(means.get(name))} | {errors.get(name, 'n/a')} |" for name in sorted(
         document["scorers"])]
@@ -260,7 +276,9 @@ def _plan(ns: argparse.Namespace) -> int:
 
 def summary_text(document: dict[str, Any], path: str) -> str:
     """One run's report as a person reads it in a terminal: who judged, with which
-    models, the mean per scorer with its judge failures, and what building and judging cost."""
+    models, in which sessions, the mean per scorer with its judge failures, and what
+    building and judging cost."""
+    from stay.view import dollars  # unknown reads "unknown", never $0, as on the pages
 
     quality = ", ".join(f"{k} {v}" for k, v in sorted((document.get("quality") or {}).items())) or "none"
     builds = [b for brief in document["briefs"].values() for b in brief["builds"]]
@@ -273,6 +291,7 @@ def summary_text(document: dict[str, Any], path: str) -> str:
              f"judge {document['judge']}" + (f" ({document['judge_model']})" if document.get("judge_model") else ""),
              "models: " + (", ".join(f"{role} {model}" for role, model in models) or "n/a"),
              _prompts_line(document.get("prompts") or {}),
+             sessions_line(document),
              f"briefs: {len(document['briefs'])} ({', '.join(sorted(document['briefs']))}), {len(builds)} builds"
              + (f", {len(failed)} failed ({', '.join(failed)}): compare refuses this run until they are rebuilt"
                 if failed else ""),
@@ -289,10 +308,11 @@ def summary_text(document: dict[str, Any], path: str) -> str:
     lines += ["", STDERR]
     totals = document.get("totals") or {}
 
-    def dollars(value: Any) -> str:
-        return "n/a (a model has no price on file)" if value is None else f"${value:.4f}"
+    def known(value: Any) -> float | None:  # a damaged total is unknown too
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
-    lines += ["", f"cost: building {dollars(totals.get('build_cost'))}, judging {dollars(totals.get('judge_cost'))} "
+    lines += ["", f"cost: building {dollars(known(totals.get('build_cost')))}, judging "
+                  f"{dollars(known(totals.get('judge_cost')))} "
                   f"({totals.get('judge_input_tokens', 'n/a')} input, {totals.get('judge_output_tokens', 'n/a')} "
                   "output tokens)"]
     return "\n".join(lines) + "\n"

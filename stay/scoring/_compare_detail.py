@@ -44,26 +44,32 @@ MAX_DIFF_LINES = 400
 PACKAGED = "prompts (packaged)"
 """How the suite names the packaged prompts in a report's ``prompts.dir``."""
 
-Items = list[tuple[str, int, dict[str, Any]]]
+Items = list[tuple[str, int, int, dict[str, Any]]]
+"""(brief, epoch, build index, item) per item of a run."""
 
 
 def compare_detail(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *,
-                   per_kind: int = PER_KIND) -> CompareDetail:
+                   per_kind: int = PER_KIND, paths: tuple[Path | None, Path | None] = (None, None)) -> CompareDetail:
+    """What changed between the reports ``baseline`` and ``candidate``, read from ``paths``
+    (None: not from a file, so no course of theirs can be found, and no lesson shown)."""
+    from stay.scoring._judged_lessons import with_lessons
+
     briefs = sorted(set(baseline["briefs"]) & set(candidate["briefs"]))
     scorers = sorted(set(baseline["scorers"]) & set(candidate["scorers"]))
+    listed, lessons = with_lessons(tuple(_listed(scorer, pair_items(baseline, candidate, scorer, briefs), per_kind)
+                                         for scorer in scorers), (baseline, candidate), paths)
     return CompareDetail(
         brief_means=tuple(_brief_means(baseline, candidate, scorer, brief) for brief in briefs for scorer in scorers),
-        scorers=tuple(_listed(scorer, pair_items(baseline, candidate, scorer, briefs), per_kind)
-                      for scorer in scorers),
-        per_kind=per_kind, prompts=tuple(prompt_files(baseline, candidate)),
-        costs=(run_cost(baseline), run_cost(candidate)))
+        scorers=listed, per_kind=per_kind, prompts=tuple(prompt_files(baseline, candidate)),
+        costs=(run_cost(baseline), run_cost(candidate)), lessons=lessons)
 
 
-def _results(report: Mapping[str, Any], scorer: str, brief: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    for build in report["briefs"][brief]["builds"]:
+def _results(report: Mapping[str, Any], scorer: str, brief: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """(epoch, build index, result) of each build that ``scorer`` judged."""
+    for index, build in enumerate(report["briefs"][brief]["builds"]):
         result = build["scorers"].get(scorer)
         if result is not None:
-            yield int(build.get("epoch", 0)), result
+            yield int(build.get("epoch", 0)), index, result
 
 
 def _build_mean(result: Mapping[str, Any]) -> float | None:
@@ -74,18 +80,18 @@ def _build_mean(result: Mapping[str, Any]) -> float | None:
 def _brief_means(baseline: Mapping[str, Any], candidate: Mapping[str, Any], scorer: str, brief: str) -> BuildMeans:
     found: list[tuple[float | None, int]] = []
     for report in (baseline, candidate):
-        means = [m for _e, r in _results(report, scorer, brief) if (m := _build_mean(r)) is not None]
+        means = [m for _e, _b, r in _results(report, scorer, brief) if (m := _build_mean(r)) is not None]
         found.append((sum(means) / len(means) if means else None, len(means)))
     return BuildMeans(brief, scorer, found[0][0], found[0][1], found[1][0], found[1][1])
 
 
 def _items(report: Mapping[str, Any], scorer: str, briefs: list[str]) -> Items:
-    return [(brief, epoch, item) for brief in briefs
-            for epoch, result in sorted(_results(report, scorer, brief), key=lambda er: er[0])
+    return [(brief, epoch, index, item) for brief in briefs
+            for epoch, index, result in sorted(_results(report, scorer, brief), key=lambda er: er[:2])
             for item in sorted(result["items"], key=lambda i: str(i["item"]))]
 
 
-def _side(epoch: int, item: Mapping[str, Any]) -> ItemSide:
+def _side(epoch: int, build: int, item: Mapping[str, Any]) -> ItemSide:
     def text(key: str) -> str | None:
         value = item.get(key)
         return value if isinstance(value, str) else None
@@ -93,7 +99,7 @@ def _side(epoch: int, item: Mapping[str, Any]) -> ItemSide:
     score = item.get("score")
     return ItemSide(epoch=epoch, item=str(item["item"]), score=None if score is None else float(score),
                     failure=text("failure"), reason=str(item.get("reason", "")), quote=text("quote"),
-                    raw=text("raw"), shown=text("shown"))
+                    raw=text("raw"), shown=text("shown"), build=build)
 
 
 def pair_items(baseline: Mapping[str, Any], candidate: Mapping[str, Any], scorer: str,
@@ -101,30 +107,30 @@ def pair_items(baseline: Mapping[str, Any], candidate: Mapping[str, Any], scorer
     """Every item of both runs under ``scorer``, paired (see the module's docstring)."""
     before, after = _items(baseline, scorer, briefs), _items(candidate, scorer, briefs)
     by_content: dict[str, list[int]] = defaultdict(list)
-    for k, (_brief, _epoch, item) in enumerate(after):
+    for k, (_brief, _epoch, _build, item) in enumerate(after):
         if item.get("content"):
             by_content[str(item["content"])].append(k)
     pairs: list[ItemPair] = []
     used: set[int] = set()
-    left: list[tuple[str, int, dict[str, Any]]] = []
-    for brief, epoch, item in before:
+    left: Items = []
+    for brief, epoch, build, item in before:
         queue = by_content.get(str(item.get("content") or ""))
         if queue:
             k = queue.pop(0)
             used.add(k)
-            pairs.append(ItemPair(scorer, brief, True, _side(epoch, item), _side(after[k][1], after[k][2])))
+            pairs.append(ItemPair(scorer, brief, True, _side(epoch, build, item), _side(*after[k][1:])))
         else:
-            left.append((brief, epoch, item))
+            left.append((brief, epoch, build, item))
     by_place: dict[tuple[str, int, str], int | None] = {
-        (brief, epoch, str(item["item"])): k for k, (brief, epoch, item) in enumerate(after) if k not in used}
-    for brief, epoch, item in left:
+        (brief, epoch, str(item["item"])): k for k, (brief, epoch, _build, item) in enumerate(after) if k not in used}
+    for brief, epoch, build, item in left:
         place = by_place.pop((brief, epoch, str(item["item"])), None)
         if place is not None:
             used.add(place)
-        pairs.append(ItemPair(scorer, brief, False, _side(epoch, item),
-                              None if place is None else _side(after[place][1], after[place][2])))
-    pairs += [ItemPair(scorer, brief, False, None, _side(epoch, item))
-              for k, (brief, epoch, item) in enumerate(after) if k not in used]
+        pairs.append(ItemPair(scorer, brief, False, _side(epoch, build, item),
+                              None if place is None else _side(*after[place][1:])))
+    pairs += [ItemPair(scorer, brief, False, None, _side(epoch, build, item))
+              for k, (brief, epoch, build, item) in enumerate(after) if k not in used]
     return pairs
 
 

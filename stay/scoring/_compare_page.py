@@ -23,6 +23,7 @@ import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
@@ -81,7 +82,8 @@ def compare_page(comparison: Comparison, baseline: Mapping[str, Any], candidate:
         notes=tuple(_notes(comparison, paths)) + _quality(baseline, candidate)
         + tuple(provenance_notes(baseline, candidate)),
         items_matched=coverage if matched else {}, items_changed=len(changes) if matched else None)
-    return ComparePage(header, rows, diff, compare_detail(baseline, candidate, per_kind=pairs))
+    return ComparePage(header, rows, diff, compare_detail(baseline, candidate, per_kind=pairs,
+                                                          paths=(Path(paths[0]), Path(paths[1]))))
 
 
 def _row(r: ScorerComparison, baseline: Interval | None, candidate: Interval | None) -> ScorerRow:

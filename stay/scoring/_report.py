@@ -145,7 +145,8 @@ def report(*, label: str, backend: str, prompts_dir: str, prompt_hashes: Mapping
         "means": means, "failures": failures,
         "totals": {"builds": len(entries),
                    "build_cost": _known_sum(e["build"]["cost"] for e in entries),  # unknown, never partial
-                   "judge_cost": round(sum(r.get("cost") or 0.0 for e in entries for r in e["scorers"].values()), 6),
+                   # a judge with no price on file is unknown, never $0: the compare page's rule
+                   "judge_cost": _known_sum(r.get("cost") for e in entries for r in e["scorers"].values()),
                    **{f"judge_{k}": sum(u[k] for u in judge_usage) for k in
                       ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")}},
     }

@@ -28,6 +28,7 @@ _EXPORTS = {
     "CompareDetail": "stay.view._compare_detail", "ItemPair": "stay.view._compare_detail",
     "ItemSide": "stay.view._compare_detail", "PromptFile": "stay.view._compare_detail",
     "RunCost": "stay.view._compare_detail", "ScorerPairs": "stay.view._compare_detail",
+    "LessonText": "stay.view._compare_detail", "dollars": "stay.view._compare_detail",
     "build_site": "stay.view._site",
     "default_out_dir": "stay.view._site", "render_course": "stay.view._site", "write_site": "stay.view._site",
     "view_parser": "stay.view._cli", "view_main": "stay.view._cli",
@@ -35,8 +36,8 @@ _EXPORTS = {
 
 __all__ = [
     "PAIR_KINDS", "BuildMeans", "CompareDetail", "CompareHeader", "Interval", "ItemDiffRow", "ItemPair", "ItemSide",
-    "MeanError", "PromptFile", "RunCost", "ScorerPairs", "ScorerRow", "build_site",
-    "default_out_dir", "render_compare_html", "render_compare_refused_html", "render_course",
+    "LessonText", "MeanError", "PromptFile", "RunCost", "ScorerPairs", "ScorerRow", "build_site",
+    "default_out_dir", "dollars", "render_compare_html", "render_compare_refused_html", "render_course",
     "render_run_summary_html", "view_main", "view_parser", "write_site",
 ]
 
@@ -48,9 +49,11 @@ if TYPE_CHECKING:
         CompareDetail,
         ItemPair,
         ItemSide,
+        LessonText,
         PromptFile,
         RunCost,
         ScorerPairs,
+        dollars,
     )
     from stay.view._reports import (
         CompareHeader,

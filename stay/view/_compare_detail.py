@@ -8,7 +8,9 @@ statistics code (``stay.scoring._compare_detail`` fills it from two reports).
   scorer's listed pairs and counts the rest;
 * ``PromptFile``: a prompt file that differs between the runs, with its unified diff
   when both texts were found as the runs recorded them, else why not;
-* ``RunCost``: what building and judging a run cost; None is unknown, never $0.
+* ``RunCost``: what building and judging a run cost; None is unknown, never $0;
+* ``LessonText``: a lesson listed items were judged on, read back from its course, shown
+  once and linked from each item that read it (or the item says why it is not shown).
 
 A pair is *changed* when its two sides differ in score or failure, or only one run has
 it; *failed* when a side scored less than full marks or its judge failed; *passed* when
@@ -45,6 +47,14 @@ class ItemSide:
     quote: str | None = None
     raw: str | None = None
     shown: str | None = None
+    build: int = 0
+    """The build's index among its brief's builds in its run's report."""
+    lesson: str | None = None
+    """The lesson the item was judged on, when its id names one."""
+    lesson_anchor: str | None = None
+    """The page's anchor of that lesson's text (a ``LessonText``); None: not shown (``lesson_why``)."""
+    lesson_why: str = ""
+    """Why the lesson an item was judged on is not shown ("course not on disk", ...)."""
 
     @property
     def passed(self) -> bool:
@@ -100,6 +110,19 @@ class RunCost:
 
 
 @dataclass(frozen=True)
+class LessonText:
+    """A lesson judged items were judged on, as its course holds it: shown once on a page."""
+
+    anchor: str
+    lesson: str
+    text: str
+    """Bounded (``stay.scoring._judged_lessons.MAX_LESSON_CHARS``)."""
+    characters: int
+    read_by: tuple[str, ...]
+    """The builds whose listed items read it: "baseline <brief> e01", ..."""
+
+
+@dataclass(frozen=True)
 class CompareDetail:
     brief_means: tuple[BuildMeans, ...]
     scorers: tuple[ScorerPairs, ...]
@@ -108,6 +131,8 @@ class CompareDetail:
     prompts: tuple[PromptFile, ...]
     costs: tuple[RunCost, RunCost]
     """(baseline, candidate)."""
+    lessons: tuple[LessonText, ...] = ()
+    """The lessons the listed items were judged on, each once (``ItemSide.lesson_anchor``)."""
 
     @property
     def counts(self) -> dict[str, int]:
@@ -119,5 +144,5 @@ def dollars(value: float | None) -> str:
     return "unknown (a model has no price on file, or the report records none)" if value is None else f"${value:.4f}"
 
 
-__all__ = ["PAIR_KINDS", "BuildMeans", "CompareDetail", "ItemPair", "ItemSide", "PromptFile", "RunCost", "ScorerPairs",
-           "dollars"]
+__all__ = ["PAIR_KINDS", "BuildMeans", "CompareDetail", "ItemPair", "ItemSide", "LessonText", "PromptFile", "RunCost",
+           "ScorerPairs", "dollars"]

@@ -5,7 +5,9 @@ Expectations are worked out from the input reports, never pinned."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ from stay.scoring._compare import compare
 from stay.scoring._compare_detail import MAX_DIFF_LINES, PER_KIND, compare_detail, pair_items, run_cost
 from stay.view import PAIR_KINDS
 from tests.scoring.reports import make_report, steady, with_
-from tests.view.conftest import page_text
+from tests.view.conftest import eval_reports, page_text  # noqa: F401  (eval_reports: two real offline runs)
 
 CHANGED, FAILED, PASSED = PAIR_KINDS
 
@@ -182,3 +184,154 @@ def test_a_long_prompt_diff_is_cut_and_counted(tmp_path: Path) -> None:
     assert changed.diff is not None and len(changed.diff.splitlines()) == MAX_DIFF_LINES + 1
     more = int(re.findall(r"\.\.\. \((\d+) more lines of the diff\)", changed.diff)[0])
     assert more == 2 * MAX_DIFF_LINES + 3 - MAX_DIFF_LINES  # ---, +++, one hunk header, every line out and in
+
+
+# The lesson each item was judged on: two real offline runs (tests/view/conftest.py), their
+# courses copied beside their reports and named by each build, as the suite names them.
+
+def runs_with_courses(tmp_path: Path, reports: tuple[Path, Path]) -> tuple[Path, Path]:
+    """Both runs' reports and courses copied into ``tmp_path``, each build naming its
+    course relative to its report (``course``), as the suite's report records it."""
+    from stay.scoring._session import relative_course
+    from stay.suite import epoch_dir
+
+    copied = []
+    for report in reports:
+        courses = tmp_path / report.stem
+        shutil.copytree(report.parent / report.stem, courses, symlinks=True)
+        document = json.loads(report.read_text())
+        path = tmp_path / report.name
+        for slug, brief in document["briefs"].items():
+            for build in brief["builds"]:
+                build["course"] = relative_course(epoch_dir(courses, build["epoch"]) / slug, path)
+        path.write_text(json.dumps(document))
+        copied.append(path)
+    return copied[0], copied[1]
+
+
+def _lesson_of(course: Any, scorer: str, item: str) -> str:
+    """The lesson a scorer judged ``item`` on, found from the course's own artefacts."""
+    if scorer == "outcome_coverage":
+        return next(str(o.lesson) for o in course.outcomes.outcomes if o.id == item)
+    if scorer == "exercise_alignment":
+        return next(lsn.id for lsn in course.lessons if lsn.exercises and any(
+            e.id == item for e in lsn.exercises.exercises))
+    assert scorer == "distractor_quality", scorer
+    return next(lsn.id for lsn in course.lessons if lsn.quiz and any(
+        item.rsplit(" option ", 1)[0] == q.id for q in lsn.quiz.items))
+
+
+def _judged_sides(detail: Any) -> list[tuple[int, str, Any, Any]]:
+    """(run, scorer, pair, side) of every listed side judged on a lesson."""
+    from stay.scoring._judged_lessons import judged_length
+
+    return [(run, group.scorer, pair, side) for group in detail.scorers for pair in group.pairs
+            for run, side in enumerate((pair.baseline, pair.candidate))
+            if side is not None and judged_length(side.shown) is not None]
+
+
+def test_an_item_judged_on_a_lesson_links_to_the_lesson_its_judge_read_each_shown_once(
+        tmp_path: Path, eval_reports: tuple[Path, Path]) -> None:  # noqa: F811
+    from stay.scoring import CourseOnDisk
+    from stay.scoring._compare_page import compare_page as page_of
+    from stay.scoring._judged_lessons import MAX_LESSON_CHARS, judged_length
+    from stay.scoring._report import read_report
+
+    paths = runs_with_courses(tmp_path, eval_reports)
+    reports = (read_report(paths[0]), read_report(paths[1]))
+    detail = compare_detail(*reports, paths=paths)
+    judged = _judged_sides(detail)
+    assert {"outcome_coverage", "distractor_quality", "exercise_alignment"} <= {s for _r, s, _p, _side in judged}
+    lessons = {lesson.anchor: lesson for lesson in detail.lessons}
+    expected: dict[str, set[str]] = {}
+    for run, scorer, pair, side in judged:
+        build = reports[run]["briefs"][pair.brief]["builds"][side.build]
+        course = CourseOnDisk.load(paths[run].parent / build["course"])
+        lesson = next(lsn for lsn in course.lessons if lsn.id == _lesson_of(course, scorer, side.item))
+        assert lesson.content is not None and len(lesson.content.body) == judged_length(side.shown)
+        assert side.lesson == lesson.id and side.lesson_why == "" and side.lesson_anchor in lessons
+        shown = lessons[side.lesson_anchor]
+        assert shown.text == lesson.content.body and len(shown.text) < MAX_LESSON_CHARS  # whole, not cut
+        assert f"{('baseline', 'candidate')[run]} {pair.brief} e{side.epoch:02d}" in shown.read_by
+        expected.setdefault(lesson.content.body, set()).add(side.lesson_anchor)
+    assert len(detail.lessons) == len(expected) and all(len(a) == 1 for a in expected.values())  # once per text
+    unjudged = [side for group in detail.scorers for pair in group.pairs for side in (pair.baseline, pair.candidate)
+                if side is not None and judged_length(side.shown) is None]
+    assert unjudged and not any(side.lesson or side.lesson_why for side in unjudged)  # the rubric, the validator
+    comparison = compare(*reports, permutations=199)
+    html = page_of(comparison, *reports, paths=(str(paths[0]), str(paths[1]))).html()
+    for lesson in detail.lessons:
+        links = sum(side.lesson_anchor == lesson.anchor for _r, _s, _p, side in judged)
+        assert html.count(f'id="{lesson.anchor}"') == 1 and html.count(f'href="#{lesson.anchor}"') == links
+        assert str(escape(lesson.text)) in html
+    assert html == page_of(comparison, *reports, paths=(str(paths[0]), str(paths[1]))).html()  # deterministic
+
+
+def _candidate_courses(paths: tuple[Path, Path]) -> Path:
+    return paths[1].parent / paths[1].stem
+
+
+@pytest.mark.parametrize(("case", "why"), [
+    ("no course recorded", "course not on disk: the report names no course"),
+    ("course moved", "course not on disk ("),
+    ("course edited", "course changed since it was judged"),
+    ("course through a link", "is reached through a symbolic link, which is not followed"),
+    ("lesson file a link", "is not a regular file of the course (a symbolic link is not followed)"),
+])
+def test_a_lesson_that_cannot_be_trusted_is_not_shown_and_the_item_says_why(
+        tmp_path: Path, eval_reports: tuple[Path, Path], case: str, why: str) -> None:  # noqa: F811
+    from stay.scoring._report import read_report
+
+    paths = runs_with_courses(tmp_path, eval_reports)
+    courses = _candidate_courses(paths)
+    if case == "no course recorded":
+        document = json.loads(paths[1].read_text())
+        for brief in document["briefs"].values():
+            for build in brief["builds"]:
+                del build["course"]
+        paths[1].write_text(json.dumps(document))
+    elif case == "course moved":
+        courses.rename(tmp_path / "elsewhere")
+    elif case == "course edited":
+        for lesson in courses.rglob("*.md"):
+            lesson.write_text(lesson.read_text() + "\nAdded after the run was judged.\n")
+    elif case == "course through a link":
+        courses.rename(tmp_path / "elsewhere")
+        courses.symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    else:  # the same bytes, so the course still hashes as judged: the link itself is refused
+        outside = tmp_path / "outside"
+        for n, lesson in enumerate(sorted(courses.rglob("m*-l*.md"))):
+            outside.mkdir(exist_ok=True)
+            (outside / f"{n}.md").write_bytes(lesson.read_bytes())
+            lesson.unlink()
+            lesson.symlink_to(outside / f"{n}.md")
+    reports = (read_report(paths[0]), read_report(paths[1]))
+    detail = compare_detail(*reports, paths=paths)
+    judged = _judged_sides(detail)
+    candidate = [side for run, _s, _p, side in judged if run == 1]
+    assert candidate and all(side.lesson_anchor is None and why in side.lesson_why for side in candidate)
+    assert all(side.lesson_anchor for run, _s, _p, side in judged if run == 0)  # the baseline's still show
+    read_by = {label.split()[0] for lesson in detail.lessons for label in lesson.read_by}
+    assert read_by == {"baseline"}
+    text = page_text(compare_page(compare(*reports, permutations=199), *reports,
+                                  paths=(str(paths[0]), str(paths[1]))).html())
+    assert f"is not shown: {candidate[0].lesson_why}." in text
+
+
+def test_the_lessons_a_page_shows_are_bounded_in_number_and_length(
+        tmp_path: Path, eval_reports: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    from stay.scoring import _judged_lessons
+    from stay.scoring._report import read_report
+
+    paths = runs_with_courses(tmp_path, eval_reports)
+    reports = (read_report(paths[0]), read_report(paths[1]))
+    every = compare_detail(*reports, paths=paths).lessons
+    shortest = min(lesson.characters for lesson in every)
+    monkeypatch.setattr(_judged_lessons, "MAX_LESSONS", len(every) - 1)
+    monkeypatch.setattr(_judged_lessons, "MAX_LESSON_CHARS", shortest // 2)
+    detail = compare_detail(*reports, paths=paths)
+    assert [lesson.anchor for lesson in detail.lessons] == [lesson.anchor for lesson in every][:len(every) - 1]
+    for lesson in detail.lessons:
+        assert lesson.text.endswith(f"... ({lesson.characters - shortest // 2} more characters)")
+    left = {side.lesson_why for _r, _s, _p, side in _judged_sides(detail) if side.lesson_anchor is None}
+    assert left == {f"the page shows at most {len(every) - 1} lessons"}

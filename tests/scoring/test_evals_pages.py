@@ -123,7 +123,8 @@ def test_show_prints_a_run_and_writes_its_page(tmp_path: Path, capsys: pytest.Ca
     assert out.startswith(f"run: {path} (nightly, 4 epochs, seed 7)\n")
     assert re.search(r"^a +v2 +0\.750 +288 +1 +2  \d\.\d{3} ± \d\.\d{3} \(24 builds\)$", out, re.MULTILINE)
     assert "judge model (claude-sonnet-5-5)" in out and "models: judging claude-sonnet-5-5" in out
-    assert "cost: building n/a (a model has no price on file), judging $0.5000 (10 input, 3 output tokens)" in out
+    assert ("cost: building unknown (a model has no price on file, or the report records none), judging $0.5000 "
+            "(10 input, 3 output tokens)") in out
     assert out.endswith(f"wrote {page}\n")
     text = page_text(page.read_text())
     assert "Eval run nightly" in text and "1 unparseable, 2 errors of 288 items" in text
@@ -209,3 +210,86 @@ def test_the_compare_page_has_the_brief_means_side_by_side_items_cost_and_prompt
     for kind in ("all", "changed", "failed", "passed"):  # the filters: radio buttons, no script
         assert f'<input type="radio" name="pair-filter" id="show-{kind}"' in html
     assert "<script" not in html and code == 1
+
+
+def _real_run(tmp_path: Path, judges: tuple[str, ...], *, sessions: bool = True,
+              failed: BaseException | None = None) -> Path:
+    """A report as the suite's ``report`` writes it: one brief, a build per judge (each
+    judged by that model, with tokens used), and a failed build when ``failed`` is given."""
+    from stay.models import Usage
+    from stay.scoring._core import ItemResult, ScoreResult
+    from stay.scoring._report import build_entry, failed_entry, report, write_report
+
+    builds = []
+    for epoch, judge in enumerate(judges, 1):
+        result = ScoreResult.of("a", judge, [ItemResult(item="x", content="c", score=1.0, reason="taught")],
+                                Usage(input_tokens=1_000, output_tokens=100))
+        entry = build_entry({"a": result}, epoch=epoch, seed=None, course_sha256=f"sha-{epoch}",
+                            build_usage=Usage(), build_cost=0.0, built=True,
+                            judged_in="s-judged" if sessions else None)
+        builds.append({**entry, "built_in": "s-built"} if sessions else entry)
+    if failed is not None:
+        builds.append(failed_entry(failed, epoch=len(judges) + 1, seed=None))
+    document = report(label="priced", backend="anthropic", prompts_dir="prompts", prompt_hashes={},
+                      scorers={"a": 2}, builds={"brief-0": builds}, epochs=len(builds))
+    path = tmp_path / "run.json"
+    write_report(path, document)
+    return path
+
+
+def test_show_says_a_judging_cost_with_a_model_of_no_price_is_unknown_never_zero(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from stay.models import PRICES
+
+    priced = next(iter(PRICES))
+    unpriced = "no-price-model"
+    assert unpriced not in PRICES
+    path = _real_run(tmp_path, (f"model:{priced}", f"model:{unpriced}"))
+    assert json.loads(path.read_text())["totals"]["judge_cost"] is None  # unknown, not the priced part alone
+    page = tmp_path / "run.html"
+    assert main(["evals", "show", str(path), "--html", str(page)]) == 0
+    out = capsys.readouterr().out
+    assert "judging unknown (a model has no price on file" in out and "judging $" not in out
+    assert "judging unknown (a model has no price on file" in page_text(page.read_text())
+    known = _real_run(tmp_path, (f"model:{priced}",) * 2)  # every price known: the sum, as before
+    cost = json.loads(known.read_text())["totals"]["judge_cost"]
+    assert cost > 0 and main(["evals", "show", str(known)]) == 0
+    assert f"judging ${cost:.4f}" in capsys.readouterr().out
+
+
+def test_show_names_the_sessions_the_run_was_built_and_judged_in_or_says_they_are_unknown(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _real_run(tmp_path, ("offline",))
+    sessions = json.loads(path.read_text())["sessions"]
+    said = f"built in {', '.join(sessions['built_in'])}; judged in {', '.join(sessions['judged_in'])}"
+    page, notes = tmp_path / "run.html", tmp_path / "run.md"
+    assert main(["evals", "show", str(path), "--html", str(page), "--markdown", str(notes)]) == 0
+    assert f"\nsessions: {said}\n" in capsys.readouterr().out
+    assert f"- sessions: {said}\n" in notes.read_text()
+    assert f"Sessions {said}" in page_text(page.read_text())
+    document = json.loads(path.read_text())
+    del document["sessions"]  # a report from before sessions were recorded
+    path.write_text(json.dumps(document))
+    assert main(["evals", "show", str(path), "--html", str(page), "--markdown", str(notes)]) == 0
+    unknown = "unknown (a report from before sessions were recorded)"
+    assert f"\nsessions: {unknown}\n" in capsys.readouterr().out and f"- sessions: {unknown}" in notes.read_text()
+    assert f"Sessions {unknown}" in page_text(page.read_text())
+
+
+def test_the_run_page_lists_failed_builds_with_their_error_and_says_compare_refuses_the_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from stay.errors import ModelUnavailable
+
+    path = _real_run(tmp_path, ("offline",) * 2, failed=ModelUnavailable("the judging model is overloaded"))
+    build = json.loads(path.read_text())["briefs"]["brief-0"]["builds"][-1]
+    page = tmp_path / "run.html"
+    assert main(["evals", "show", str(path), "--html", str(page)]) == 0
+    assert "1 failed (brief-0 e03): compare refuses this run until they are rebuilt" in capsys.readouterr().out
+    text = page_text(page.read_text())
+    builds = len(json.loads(path.read_text())["briefs"]["brief-0"]["builds"])
+    assert (f"Failed builds 1 of {builds} builds failed and have no scores: stay evals compare refuses this run "
+            "until they are rebuilt.") in text
+    assert f"brief-0 e{build['epoch']:02d} {build['failed']['error']} {build['failed']['message']}" in text
+    healthy = _real_run(tmp_path, ("offline",) * 2)
+    assert main(["evals", "show", str(healthy), "--html", str(page)]) == 0
+    assert "Failed builds" not in page_text(page.read_text())

@@ -2,7 +2,8 @@
 driven by Playwright, as tests/view/test_browser.py does, and skipped as it is), opened
 from disk under its own Content-Security-Policy: the filters change what is visible,
 with JavaScript on and off; both runs' items sit side by side; the prompt diff and the
-provenance notes are on screen; and nothing is refused or logged as an error."""
+provenance notes are on screen; an item's link opens the lesson its judge read; and
+nothing is refused or logged as an error."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from stay.cli import main
 from stay.scoring._compare_detail import PACKAGED
 from stay.stages import packaged_prompts_dir
 from stay.view import PAIR_KINDS
+from tests.scoring.test_compare_detail import runs_with_courses
 from tests.view.test_browser import Watch, browser, screenshot  # noqa: F401  (browser: the module's fixture)
 
 EDIT = "\nEvery lesson ends with one worked example.\n"
@@ -49,7 +51,7 @@ def _with_edited_prompt(candidate: Path, tmp_path: Path) -> Path:
 @pytest.fixture(scope="module")
 def compare_page_file(tmp_path_factory: pytest.TempPathFactory, eval_reports: tuple[Path, Path]) -> Path:
     tmp = tmp_path_factory.mktemp("compare-page")
-    baseline, candidate = eval_reports
+    baseline, candidate = runs_with_courses(tmp, eval_reports)  # each build names its course, as the suite's do
     assert json.loads(baseline.read_text())["prompts"]["dir"] == PACKAGED  # the diff's left side is on disk
     page = tmp / "compare.html"
     assert main(["evals", "compare", str(baseline), str(_with_edited_prompt(candidate, tmp)), "--html", str(page),
@@ -114,4 +116,36 @@ def test_the_filters_work_with_javascript_off(browser: Any, compare_page_file: P
         page.locator(f'label[for="show-{kind}"]').click()
         visible = sum(page.locator(".pair").nth(n).is_visible() for n in range(page.locator(".pair").count()))
         assert visible == counts[kind]
+    page.locator('label[for="show-all"]').click()
+    link = page.locator("p.lesson-link a").first
+    lesson = page.locator(str(link.get_attribute("href")))
+    assert not lesson.is_visible()
+    link.click()
+    assert lesson.locator("pre").is_visible()  # a link opens its lesson without a script too
     context.close()
+
+
+def test_an_items_link_opens_the_lesson_its_judge_read(browser: Any, compare_page_file: Path) -> None:  # noqa: F811
+    from stay.scoring import CourseOnDisk
+
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    watch = Watch("file://")
+    watch.attach(page)
+    page.goto(compare_page_file.as_uri())
+    link = page.locator(".side-baseline p.lesson-link a").first
+    anchor = str(link.get_attribute("href")).removeprefix("#")
+    lesson = page.locator(f"#{anchor}")
+    assert anchor.startswith("lesson-") and not lesson.is_visible()  # collapsed until asked for
+    link.click()
+    assert lesson.is_visible() and lesson.locator("pre").is_visible()
+    lesson_id = link.locator("code").inner_text()
+    shown = lesson.locator("pre").inner_text()
+    # the lesson's text as the baseline's course holds it (any of its builds: the page shows each text once)
+    courses = compare_page_file.parent / "baseline"
+    bodies = {lsn.content.body for course in courses.glob("e*/*") for lsn in CourseOnDisk.load(course).lessons
+              if lsn.id == lesson_id and lsn.content is not None}
+    assert shown in bodies or shown.strip() in {b.strip() for b in bodies}
+    assert page.evaluate(f"document.getElementById('{anchor}').getBoundingClientRect().top < innerHeight")
+    screenshot(page, "evals-compare-lesson.png")
+    assert watch.problems == []
+    page.close()
