@@ -16,10 +16,10 @@ was recorded (``stay.scoring._core``: ``MAX_SHOWN``, ``MAX_QUOTE``, ``MAX_RAW``)
 
 Prompt diffs. A report records its prompt directory and each file's hash. A diff is shown
 only when both directories are real directories on disk (not symlinks), the file lies
-inside its directory once resolved, is a regular file within ``MAX_PROMPT_BYTES``, and
-its text hashes to what the run recorded: a file edited since the run would otherwise
-be diffed as if the run had used it. Otherwise the page lists the file with its hashes
-and says why its text is not shown.
+inside its directory once resolved, is a regular file that reads as a build reads it
+(``stay.stages.read_prompt``: bounded, UTF-8), and its text hashes to what the run
+recorded: a file edited since the run would otherwise be diffed as if the run had used it.
+Otherwise the page lists the file with its hashes and says why its text is not shown.
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ CHANGED, FAILED, PASSED = PAIR_KINDS
 
 PER_KIND = 20
 """Pairs a scorer lists of each kind (changed, failed, passed) at most."""
-MAX_PROMPT_BYTES = 256 * 1024
-"""The largest prompt file diffed: a template is a few KB, a reference some tens."""
 MAX_DIFF_LINES = 400
 """Lines of one file's diff shown; the rest is counted."""
 PACKAGED = "prompts (packaged)"
@@ -194,16 +192,17 @@ def _directory(report: Mapping[str, Any]) -> tuple[Path | None, str]:
 
 def _text(root: Path, name: str, recorded: set[str]) -> tuple[str | None, str]:
     """The file's text as the run recorded it, or None and why not."""
-    from stay._bounds import TooLarge, read_bounded
+    from stay._bounds import TooLarge
+    from stay.stages import read_prompt
 
     path = root / name
     try:
         inside = path.resolve().is_relative_to(root.resolve())
         if not inside or path.is_symlink() or not path.is_file():
             return None, f"{path} is not a regular file inside {root}"
-        text = read_bounded(path, MAX_PROMPT_BYTES).decode("utf-8")
+        text = read_prompt(path)
     except TooLarge:
-        return None, f"{path} is larger than {MAX_PROMPT_BYTES // 1024} KB"
+        return None, f"{path} is larger than a prompt file may be"
     except (OSError, UnicodeDecodeError) as exc:
         return None, f"{path} cannot be read ({type(exc).__name__})"
     digest = hashlib.sha256(text.encode()).hexdigest()

@@ -20,6 +20,7 @@ from stay.stages._prompt import (
     Prompts,
     answer_schema,
     packaged_prompts_dir,
+    read_prompt,
     reference_set,
     render_inputs,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "answer_schema",
     "offline_answer",
     "packaged_prompts_dir",
+    "read_prompt",
     "reference_set",
     "render_inputs",
 ]

@@ -55,6 +55,13 @@ def packaged_prompts_dir() -> Path:
     return wheel if wheel.is_dir() else here.parent / "prompts"
 
 
+def read_prompt(path: str | os.PathLike[str]) -> str:
+    """One prompt file's text, as a build reads it: bounded (``TooLarge``), UTF-8
+    (``UnicodeDecodeError``), OSError as ``open`` raises it. The one way stay reads a
+    prompt file, for a build and for the evals' prompt diffs alike."""
+    return read_bounded(path).decode("utf-8")  # a prompt file is an input like any other: bounded
+
+
 @dataclass(frozen=True)
 class Prompts:
     """Every stage template and reference document of one prompt directory."""
@@ -71,9 +78,7 @@ class Prompts:
         if not root.is_dir():
             raise UsageError(f"{root}: the prompts directory does not exist; give a copy of prompts/ "
                              "(--prompts-dir or STAY_PROMPTS_DIR)")
-        def read(path: Path) -> str:
-            return read_bounded(path).decode("utf-8")  # a prompt file is an input like any other: bounded
-
+        read = read_prompt
         try:
             templates = {p.stem: read(p) for p in sorted(root.glob("*.md"))}
             references = {name: read(root / "reference" / name) for name in REFERENCE_NAMES}
