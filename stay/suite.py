@@ -48,12 +48,13 @@ from stay.settings import Settings
 from stay.stages import Prompts
 from stay.testing import RiggedBackend
 
-DEFAULT_EPOCHS = 6
-"""Builds per brief and run. At six, the calibration benchmark (``benchmarks/
-evals_calibration.py``) puts the gate's power at a 20% degradation at or above 0.8 for
-each 72-item scorer, with a false-positive rate under 0.05; at four it is 0.66-0.75
-(docs/evals.md). CI runs the offline suite with ``--stay-epochs 2``: it proves the
-plumbing, not the power."""
+DEFAULT_EPOCHS = 10
+"""Builds per brief and run: the fewest at which the calibration benchmark (``benchmarks/
+evals_calibration.py``) puts the one-sided gate's power at a 20% degradation at or above
+0.8 for every scorer of 36 or more items a run, at build ICC up to 0.15, with a
+false-positive rate under 0.05 (docs/evals.md, "Calibration", quotes the table and the
+epochs the 14-item rubric_specificity needs). CI runs the offline suite with
+``--stay-epochs 2``: it proves the plumbing, not the power."""
 
 
 def backend_name(requested: str | None = None, settings: Settings | None = None) -> str:
