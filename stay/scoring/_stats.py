@@ -171,16 +171,17 @@ def _detectable(a: Floats, b: Floats, observed: float, se: float | None, seen: f
     centred = a - observed * b
     if seen is not None and seen > 0:
         centred = centred * max(1.0, se / seen)
+    rank = int(alpha * (a.size - 1))  # the alpha quantile's rank (partitioning: the bisection's cost)
 
     def short(delta: float) -> float:
         if seen is None or seen <= 0:
             return NormalDist().inv_cdf(1.0 - alpha) * se + z * se - delta
-        return -float(np.quantile(centred - delta * b, alpha)) + z * se - delta
+        return -float(np.partition(centred - delta * b, rank)[rank]) + z * se - delta
 
     if short(_SCALE[1]) > 0:
         return None
     low, high = 0.0, _SCALE[1]
-    for _ in range(30):
+    for _ in range(20):  # to within 1e-6: the MDE prints to 0.001
         middle = (low + high) / 2
         low, high = (middle, high) if short(middle) > 0 else (low, middle)
     return high
