@@ -283,7 +283,7 @@ def offline_null(seeds: int, epochs: int, pairs: int, quality: dict[str, float])
 def epochs_needed(counts: dict[str, tuple[int, ...]], name: str, noise: Noise, start: int, n: int, share_: float,
                   seed: int) -> int | None:
     """The fewest epochs (on a ladder from ``start``) at which ``name`` reaches the goal's power."""
-    for epochs in (e for e in (start, 8, 10, 12, 16, 20, 24, 32) if e >= start):
+    for epochs in sorted({start, *(e for e in (8, 10, 12, 16, 20, 24, 32) if e > start)}):
         results = simulate(n, counts, epochs, noise, {name: share_}, seed + epochs)
         value = power(results, name)
         print(f"    {name:20} {epochs:>2} epochs: power {value:.3f} ({n} comparisons)")
