@@ -250,32 +250,34 @@ def table(levels: list[Level], epochs: int, seed: int) -> str:
 
 def offline_null(seeds: int, epochs: int, pairs: int, quality: dict[str, float]) -> list[Any]:
     """Two runs of the real suite code with different seeds and equal quality: a pool of
-    ``seeds`` offline builds per brief, each pair of runs drawing disjoint seeds."""
+    ``seeds`` offline builds per brief and epoch (a build's seed names its epoch, which
+    compare checks), each pair of runs drawing two different seeds for every slot."""
     from stay.scoring import default_scorers, scorer_versions
     from stay.scoring._judges import make_judge
     from stay.scoring._report import report
     from stay.suite import OFFLINE, evaluate_build
 
-    pool: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    pool: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     with tempfile.TemporaryDirectory() as tmp:
         judge = make_judge(OFFLINE, Path(tmp) / "judge")
         for brief in BRIEFS:
-            for seed in range(1, seeds + 1):
-                slug, entry = evaluate_build(brief, epoch=1, courses_dir=Path(tmp) / f"s{seed}", backend=OFFLINE,
-                                             prompts_dir=None, judge=judge, run_seed=seed, quality=quality)
-                pool[slug].append(entry)
+            for epoch in range(1, epochs + 1):
+                for seed in range(1, seeds + 1):
+                    slug, entry = evaluate_build(brief, epoch=epoch, courses_dir=Path(tmp) / f"s{seed}",
+                                                 backend=OFFLINE, prompts_dir=None, judge=judge, run_seed=seed,
+                                                 quality=quality)
+                    pool[slug, epoch].append(entry)
     versions = scorer_versions(default_scorers(judge))
     rng = random.Random(0)
     found = []
     for index in range(pairs):
-        runs: list[dict[str, list[dict[str, Any]]]] = [{}, {}]
-        for slug, entries in pool.items():
-            drawn = rng.sample(entries, 2 * epochs)
-            for side in (0, 1):
-                mine = drawn[side * epochs:(side + 1) * epochs]
-                runs[side][slug] = [{**e, "epoch": k + 1} for k, e in enumerate(mine)]
+        runs: list[dict[str, list[dict[str, Any]]]] = [defaultdict(list), defaultdict(list)]
+        for (slug, _epoch), entries in sorted(pool.items()):
+            for side, entry in enumerate(rng.sample(entries, 2)):
+                runs[side][slug].append(entry)
         documents = [report(label=f"{side}-{index}", backend=OFFLINE, prompts_dir="prompts", prompt_hashes={},
-                            scorers=versions, builds=runs[side], epochs=epochs, quality=quality) for side in (0, 1)]
+                            scorers=versions, builds=dict(runs[side]), epochs=epochs, quality=quality)
+                     for side in (0, 1)]
         found.append(compare(documents[0], documents[1]))
     return found
 
@@ -302,13 +304,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-rate", type=float, default=Noise.base_rate)
     parser.add_argument("--brief-icc", type=float, default=BRIEF_ICC)
     parser.add_argument("--build-icc", type=float, nargs="+", default=list(BUILD_ICCS))
-    parser.add_argument("--offline-seeds", type=int, default=0, help="offline builds per brief for (6) (0: skip)")
+    parser.add_argument("--offline-seeds", type=int, default=0, help="offline builds a brief and epoch, (6) (0: skip)")
     parser.add_argument("--quick", action="store_true", help="a tenth of the comparisons")
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args(argv)
-    if 0 < args.offline_seeds < 2 * args.epochs:
-        parser.error(f"--offline-seeds {args.offline_seeds}: two runs of {args.epochs} epochs need at least "
-                     f"{2 * args.epochs} seeds per brief (or 0 to skip)")
+    if args.offline_seeds == 1:
+        parser.error("--offline-seeds 1: two runs need two seeds for every brief and epoch (or 0 to skip)")
     scale = 10 if args.quick else 1
     n_null, n_power = max(50, args.null // scale), max(50, args.power // scale)
     n_check = max(50, args.check // scale)
@@ -372,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         pairs = max(50, 400 // scale)
         offline = offline_null(args.offline_seeds, args.epochs, pairs, quality)
         fp = sum(c.exit_code == 1 for c in offline)
-        print(f"(6) offline, end to end: {args.offline_seeds} seeded builds per brief at quality "
+        print(f"(6) offline, end to end: {args.offline_seeds} seeded builds per brief and epoch at quality "
               f"{', '.join(f'{k}={v}' for k, v in quality.items())}; {pairs} pairs of runs with disjoint seeds and "
               f"equal quality ({args.epochs} epochs each; the pairs share builds, so the rates are correlated):")
         print(f"  gate false-positive rate {share(fp, pairs)}")
