@@ -11,20 +11,24 @@ The noise model, printed with the figures (change it with the options):
   (per scorer and brief, e.g. outcome_coverage 4 to 26 items a build, 72 a run).
 - An item passes with a probability set on the logit scale: the scorer's base rate
   (0.8: the rate at which a 0/1 item varies most in the plausible range 0.7-0.95, so
-  the least favourable), plus a brief effect (sd 1.0: briefs differ a lot, one brief's
-  scorer at 0.6 while another's is at 0.93; shared by both runs, the brief is the same),
-  plus a build effect (sd 0.5: two builds of one brief by one prompt differ by up to 15
-  points on a scorer; drawn anew for every build of every run).
+  the least favourable), plus a brief effect (shared by both runs, the brief is the
+  same), plus a build effect (drawn anew for every build of every run). Each is given as
+  an intraclass correlation on the logit scale, ICC = sd^2 / (sd^2 + pi^2 / 3): brief ICC
+  0.15 (sd 0.76), and build ICC 0.05, 0.15 and 0.30 (sd 0.42, 0.76, 1.19), the plausible
+  range (at 0.15 two builds of one brief by one prompt differ by up to 20 points).
 - A degradation of 20% makes each item of the candidate's builds fail with probability
   0.2 (the share of degraded items), so the scorer's mean drops by 0.2 x its rate.
 
-Then: (1) null comparisons (equal quality) give the gate's false-positive rate, the
-rate of each verdict, and the minimum detectable effect (MDE) each comparison printed;
-(2) comparisons where one scorer at a time is degraded by 20% give the power per
-scorer; (3) comparisons shifted by the printed MDE check that claim (power should be
-near 0.8); (4) the epochs `rubric_specificity` needs to reach 0.8; (5) sensitivity to
-the build noise; (6) end to end offline: two runs of the real suite code with
-different seeds and equal quality, from a pool of offline builds.
+Then, at each build ICC: (1) null comparisons (equal quality) give the gate's
+false-positive rate, each scorer's rate of a false "worse", the median minimum
+detectable effect (MDE) printed and the interval's coverage; (2) comparisons where one
+scorer at a time is degraded by 20% give the power per scorer, the rate at which another
+scorer is falsely called worse, and the interval's coverage of the true difference.
+(3) The table docs/evals.md quotes (and tests/scoring/test_calibration.py holds).
+(4) The epochs each scorer needs for power 0.8, at build ICC 0.05 and 0.15. (5) The
+printed MDE is a claim: power at a drop of the median MDE. (6) End to end offline: two
+runs of the real suite code with different seeds and equal quality, from a pool of
+offline builds.
 """
 
 from __future__ import annotations
@@ -46,22 +50,42 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from stay.scoring._compare import INCONCLUSIVE, SAME, WORSE, compare  # noqa: E402
+from stay.scoring._compare import INCONCLUSIVE, SAME, WORSE, Comparison, ScorerComparison, compare  # noqa: E402
 from stay.scoring._report import VERSION, check_report  # noqa: E402
 from stay.suite import DEFAULT_EPOCHS  # noqa: E402
 
 BRIEFS = sorted((ROOT / "evals" / "briefs").glob("*.yaml"))
 
 
+def logit_sd(icc: float) -> float:
+    """The sd of a logit-scale effect with intraclass correlation ``icc`` (logistic residual)."""
+    return math.sqrt(icc / (1 - icc) * math.pi ** 2 / 3)
+
+
+BRIEF_ICC = 0.15
+BUILD_ICCS = (0.05, 0.15, 0.30)
+"""The build ICCs the figures are given at; the goal holds up to ``GOAL_ICC``."""
+GOAL_ICC = 0.15
+GOAL_POWER = 0.8
+GOAL_FPR = 0.05
+GOAL_ITEMS = 36
+"""The goal is claimed for every scorer with at least this many items a run of one epoch."""
+
+
 @dataclass(frozen=True)
 class Noise:
     base_rate: float = 0.8
-    brief_sd: float = 1.0
-    build_sd: float = 0.5
+    brief_sd: float = logit_sd(BRIEF_ICC)
+    build_sd: float = logit_sd(GOAL_ICC)
 
     def describe(self) -> str:
         return (f"item pass rate {self.base_rate} (logit {math.log(self.base_rate / (1 - self.base_rate)):+.2f}); "
-                f"brief effect sd {self.brief_sd} and build effect sd {self.build_sd}, on the logit scale")
+                f"brief effect sd {self.brief_sd:.2f} (ICC {icc(self.brief_sd):.2f}) and build effect sd "
+                f"{self.build_sd:.2f} (ICC {icc(self.build_sd):.2f}), on the logit scale")
+
+
+def icc(sd: float) -> float:
+    return sd * sd / (sd * sd + math.pi ** 2 / 3)
 
 
 def item_counts() -> dict[str, tuple[int, ...]]:
@@ -106,15 +130,44 @@ def synthetic_run(rng: np.random.Generator, label: str, counts: dict[str, tuple[
 
 
 def simulate(n: int, counts: dict[str, tuple[int, ...]], epochs: int, noise: Noise, degrade: dict[str, float],
-             seed: int, shift: dict[str, float] | None = None) -> list[Any]:
+             seed: int, shift: dict[str, float] | None = None, permutations: int | None = None) -> list[Any]:
+    """``n`` comparisons of a baseline with a candidate (``degrade`` or ``shift``), brief
+    effects drawn anew for each pair."""
+    return [c for c, _truth in simulate_with_truth(n, counts, epochs, noise, degrade, seed, shift, permutations)]
+
+
+def simulate_with_truth(n: int, counts: dict[str, tuple[int, ...]], epochs: int, noise: Noise,
+                        degrade: dict[str, float], seed: int, shift: dict[str, float] | None = None,
+                        permutations: int | None = None) -> list[tuple[Any, dict[str, float]]]:
+    """As ``simulate``, each comparison with the true difference per scorer: the weighted
+    brief means' expected change, over the build effects (Gauss-Hermite)."""
     rng = np.random.default_rng(seed)
+    nodes, weights = np.polynomial.hermite_e.hermegauss(40)
+    weights = weights / weights.sum()
+    base = math.log(noise.base_rate / (1 - noise.base_rate))
     found = []
     for index in range(n):
         effects = {name: rng.normal(0, noise.brief_sd, len(values)) for name, values in counts.items()}
         baseline = synthetic_run(rng, f"b{index}", counts, effects, epochs, noise, {})
         candidate = synthetic_run(rng, f"c{index}", counts, effects, epochs, noise, degrade, shift)
-        found.append(compare(baseline, candidate))
+        truth = {}
+        for name, per_brief in counts.items():
+            rates = [float(weights @ (1 / (1 + np.exp(-(base + e + noise.build_sd * nodes))))) for e in effects[name]]
+            drops = [r * degrade.get(name, 0.0) + (shift or {}).get(name, 0.0) for r in rates]
+            truth[name] = -sum(n_b * d for n_b, d in zip(per_brief, drops, strict=True)) / sum(per_brief)
+        found.append((compare(baseline, candidate, permutations=permutations), truth))
     return found
+
+
+def row(comparison: Comparison, scorer: str) -> ScorerComparison:
+    return next(r for r in comparison.scorers if r.scorer == scorer)
+
+
+def covered(results: list[tuple[Any, dict[str, float]]], scorer: str) -> float:
+    """The share of intervals that contain the true difference."""
+    rows = [(row(c, scorer), truth[scorer]) for c, truth in results]
+    return sum(r.low is not None and r.high is not None and r.low - 1e-9 <= t <= r.high + 1e-9
+               for r, t in rows) / len(rows)
 
 
 def share(hits: int, n: int) -> str:
@@ -128,37 +181,104 @@ def share(hits: int, n: int) -> str:
 
 
 def power(results: list[Any], scorer: str) -> float:
-    return sum(next(r for r in c.scorers if r.scorer == scorer).verdict == WORSE for c in results) / len(results)
+    return sum(bool(row(c, scorer).verdict == WORSE) for c in results) / len(results)
+
+
+def false_alarm(results: list[Any], scorer: str) -> float:
+    """The share of comparisons in which a scorer other than ``scorer`` is called worse."""
+    return sum(any(r.verdict == WORSE and r.scorer != scorer for r in c.scorers) for c in results) / len(results)
+
+
+@dataclass(frozen=True)
+class Level:
+    """The figures at one build ICC: the gate's false-positive rate and, per scorer, its
+    power at the degradation, with the comparisons behind each."""
+
+    build_icc: float
+    null: int
+    fpr: float
+    compared: int
+    powers: dict[str, float]
+
+
+def calibrate(counts: dict[str, tuple[int, ...]], epochs: int, noise: Noise, n_null: int, n_power: int, share_: float,
+              seed: int, permutations: int | None = None, scorers: tuple[str, ...] | None = None,
+              report: bool = False) -> Level:
+    """The gate at one noise level: null comparisons, then one scorer degraded at a time.
+    The seeds are derived from ``seed`` and the scorer's place, so the test reruns the
+    benchmark's own draws (fewer of them) when it asks for the same ``seed``."""
+    null = simulate_with_truth(n_null, counts, epochs, noise, {}, seed, permutations=permutations)
+    fp = sum(c.exit_code == 1 for c, _t in null)
+    if report:
+        print(f"  {n_null} null comparisons: the gate's false-positive rate (exit 1) {share(fp, n_null)} "
+              f"(goal <= {GOAL_FPR})")
+        for name in counts:
+            rows = [row(c, name) for c, _t in null]
+            mdes = [r.mde for r in rows if r.mde is not None]
+            verdicts = Counter(r.verdict for r in rows)
+            print(f"    {name:20} called worse {verdicts[WORSE] / n_null:.3f}; no detectable difference "
+                  f"{verdicts[SAME] / n_null:.3f}; inconclusive {verdicts[INCONCLUSIVE] / n_null:.3f}; median MDE "
+                  f"{statistics.median(mdes) if mdes else float('nan'):.3f}; interval covers 0 "
+                  f"{covered(null, name):.3f}")
+    powers = {}
+    for k, name in enumerate(counts):
+        if scorers is not None and name not in scorers:
+            continue
+        results = simulate_with_truth(n_power, counts, epochs, noise, {name: share_}, seed + 1 + k,
+                                      permutations=permutations)
+        comparisons = [c for c, _t in results]
+        powers[name] = power(comparisons, name)
+        if report:
+            goal = f" (goal >= {GOAL_POWER})" if sum(counts[name]) >= GOAL_ITEMS else ""
+            print(f"    {name:20} {sum(counts[name]):>3} items a run: power "
+                  f"{share(round(powers[name] * n_power), n_power)}{goal}; another scorer falsely worse "
+                  f"{false_alarm(comparisons, name):.3f}; interval covers the true difference "
+                  f"{covered(results, name):.3f}")
+    return Level(icc(noise.build_sd), n_null, fp / n_null, n_power, powers)
+
+
+def table(levels: list[Level], epochs: int, seed: int) -> str:
+    """The Markdown table docs/evals.md quotes, as printed (the test parses it back)."""
+    names = list(levels[0].powers)
+    lines = [f"| build ICC (sd) | gate FPR | {' | '.join(names)} |", "|---" * (len(names) + 2) + "|"]
+    for level in levels:
+        lines.append(f"| {level.build_icc:.2f} ({logit_sd(level.build_icc):.2f}) | {level.fpr:.3f} | "
+                     + " | ".join(f"{level.powers[n]:.3f}" for n in names) + " |")
+    lines.append(f"\n{epochs} epochs; {levels[0].null} null comparisons and {levels[0].compared} per degraded scorer "
+                 f"at each level; brief ICC {BRIEF_ICC}; seed {seed}")
+    return "\n".join(lines)
 
 
 def offline_null(seeds: int, epochs: int, pairs: int, quality: dict[str, float]) -> list[Any]:
     """Two runs of the real suite code with different seeds and equal quality: a pool of
-    ``seeds`` offline builds per brief, each pair of runs drawing disjoint seeds."""
+    ``seeds`` offline builds per brief and epoch (a build's seed names its epoch, which
+    compare checks), each pair of runs drawing two different seeds for every slot."""
     from stay.scoring import default_scorers, scorer_versions
     from stay.scoring._judges import make_judge
     from stay.scoring._report import report
     from stay.suite import OFFLINE, evaluate_build
 
-    pool: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    pool: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     with tempfile.TemporaryDirectory() as tmp:
         judge = make_judge(OFFLINE, Path(tmp) / "judge")
         for brief in BRIEFS:
-            for seed in range(1, seeds + 1):
-                slug, entry = evaluate_build(brief, epoch=1, courses_dir=Path(tmp) / f"s{seed}", backend=OFFLINE,
-                                             prompts_dir=None, judge=judge, run_seed=seed, quality=quality)
-                pool[slug].append(entry)
+            for epoch in range(1, epochs + 1):
+                for seed in range(1, seeds + 1):
+                    slug, entry = evaluate_build(brief, epoch=epoch, courses_dir=Path(tmp) / f"s{seed}",
+                                                 backend=OFFLINE, prompts_dir=None, judge=judge, run_seed=seed,
+                                                 quality=quality)
+                    pool[slug, epoch].append(entry)
     versions = scorer_versions(default_scorers(judge))
     rng = random.Random(0)
     found = []
     for index in range(pairs):
-        runs: list[dict[str, list[dict[str, Any]]]] = [{}, {}]
-        for slug, entries in pool.items():
-            drawn = rng.sample(entries, 2 * epochs)
-            for side in (0, 1):
-                mine = drawn[side * epochs:(side + 1) * epochs]
-                runs[side][slug] = [{**e, "epoch": k + 1} for k, e in enumerate(mine)]
+        runs: list[dict[str, list[dict[str, Any]]]] = [defaultdict(list), defaultdict(list)]
+        for (slug, _epoch), entries in sorted(pool.items()):
+            for side, entry in enumerate(rng.sample(entries, 2)):
+                runs[side][slug].append(entry)
         documents = [report(label=f"{side}-{index}", backend=OFFLINE, prompts_dir="prompts", prompt_hashes={},
-                            scorers=versions, builds=runs[side], epochs=epochs, quality=quality) for side in (0, 1)]
+                            scorers=versions, builds=dict(runs[side]), epochs=epochs, quality=quality)
+                     for side in (0, 1)]
         found.append(compare(documents[0], documents[1]))
     return found
 
@@ -206,16 +326,29 @@ def drift(n: int, counts: dict[str, tuple[int, ...]], epochs: int, noise: Noise,
     return {"apart": fired["apart"] / n, "refused": refused / n, "one session": fired["one session"] / n}
 
 
+def epochs_needed(counts: dict[str, tuple[int, ...]], name: str, noise: Noise, start: int, n: int, share_: float,
+                  seed: int) -> int | None:
+    """The fewest epochs (on a ladder from ``start``) at which ``name`` reaches the goal's power."""
+    for epochs in sorted({start, *(e for e in (8, 10, 12, 16, 20, 24, 32) if e > start)}):
+        results = simulate(n, counts, epochs, noise, {name: share_}, seed + epochs)
+        value = power(results, name)
+        print(f"    {name:20} {epochs:>2} epochs: power {value:.3f} ({n} comparisons)")
+        if value >= GOAL_POWER:
+            return epochs
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--null", type=int, default=1000, help="null comparisons (default 1000)")
-    parser.add_argument("--power", type=int, default=1000, help="comparisons per degraded scorer (default 1000)")
+    parser.add_argument("--null", type=int, default=1000, help="null comparisons per build ICC (default 1000)")
+    parser.add_argument("--power", type=int, default=500, help="comparisons per degraded scorer (default 500)")
     parser.add_argument("--epochs", type=int, default=DEFAULT_EPOCHS)
+    parser.add_argument("--check", type=int, default=200, help="comparisons a step of (4) and (5) (default 200)")
     parser.add_argument("--share", type=float, default=0.2, help="share of degraded items (default 0.2)")
     parser.add_argument("--base-rate", type=float, default=Noise.base_rate)
-    parser.add_argument("--brief-sd", type=float, default=Noise.brief_sd)
-    parser.add_argument("--build-sd", type=float, default=Noise.build_sd)
-    parser.add_argument("--offline-seeds", type=int, default=16, help="offline builds per brief (0: skip)")
+    parser.add_argument("--brief-icc", type=float, default=BRIEF_ICC)
+    parser.add_argument("--build-icc", type=float, nargs="+", default=list(BUILD_ICCS))
+    parser.add_argument("--offline-seeds", type=int, default=0, help="offline builds a brief and epoch, (6) (0: skip)")
     parser.add_argument("--quick", action="store_true", help="a tenth of the comparisons")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--drift", default=None, metavar="LOGITS",
@@ -223,97 +356,77 @@ def main(argv: list[str] | None = None) -> int:
                              "(--null comparisons each)")
     args = parser.parse_args(argv)
     if args.drift:
-        noise = Noise(args.base_rate, args.brief_sd, args.build_sd)
         counts = item_counts()
         n = max(50, args.null // (10 if args.quick else 1))
-        print(f"judge drift between sessions, {n} null comparisons each, {args.epochs} epochs; noise: "
-              f"{noise.describe()}")
-        for shift in (float(value) for value in args.drift.split(",")):
-            rates = drift(n, counts, args.epochs, noise, shift, args.seed)
-            print(f"  judge {shift} logit harsher on the candidate's day: gate false-positive rate judged apart "
-                  f"{share(round(rates['apart'] * n), n)} (compared anyway, --allow sessions); refused "
-                  f"{rates['refused']:.3f}; judged in one session (both on the harsher day) "
-                  f"{share(round(rates['one session'] * n), n)}")
+        for level in args.build_icc:
+            noise = Noise(args.base_rate, logit_sd(args.brief_icc), logit_sd(level))
+            print(f"judge drift between sessions, {n} null comparisons each, {args.epochs} epochs; noise: "
+                  f"{noise.describe()}")
+            for shift in (float(value) for value in args.drift.split(",")):
+                rates = drift(n, counts, args.epochs, noise, shift, args.seed)
+                print(f"  judge {shift} logit harsher on the candidate's day: gate false-positive rate judged "
+                      f"apart {share(round(rates['apart'] * n), n)} (compared anyway, --allow sessions); refused "
+                      f"{rates['refused']:.3f}; judged in one session (both on the harsher day) "
+                      f"{share(round(rates['one session'] * n), n)}")
         return 0
-    if 0 < args.offline_seeds < 2 * args.epochs:
-        parser.error(f"--offline-seeds {args.offline_seeds}: two runs of {args.epochs} epochs need at least "
-                     f"{2 * args.epochs} seeds per brief (or 0 to skip)")
+    if args.offline_seeds == 1:
+        parser.error("--offline-seeds 1: two runs need two seeds for every brief and epoch (or 0 to skip)")
     scale = 10 if args.quick else 1
     n_null, n_power = max(50, args.null // scale), max(50, args.power // scale)
-    noise = Noise(args.base_rate, args.brief_sd, args.build_sd)
+    n_check = max(50, args.check // scale)
     started = time.perf_counter()
     counts = item_counts()
-    print(f"briefs: {len(BRIEFS)}; epochs: {args.epochs} (the default); items per build, per brief:")
+    print(f"briefs: {len(BRIEFS)}; epochs: {args.epochs} (default {DEFAULT_EPOCHS}); items per build, per brief:")
     for name, values in counts.items():
         print(f"  {name:20} {' '.join(f'{v:>3}' for v in values)}   ({sum(values)} a run of one epoch)")
-    print(f"noise: {noise.describe()}")
-    null = simulate(n_null, counts, args.epochs, noise, {}, args.seed)
-    means = {name: statistics.median(next(r for r in c.scorers if r.scorer == name).baseline for c in null)
-             for name in counts}
-    print(f"degradation: {args.share:.0%} of a scorer's items fail in every candidate build (a run's mean is "
-          f"about {statistics.median(means.values()):.2f} once briefs and builds vary, so it drops by about "
-          f"{args.share * statistics.median(means.values()):.2f})")
+    noises = [Noise(args.base_rate, logit_sd(args.brief_icc), logit_sd(level)) for level in args.build_icc]
+    print(f"degradation: {args.share:.0%} of a scorer's items fail in every candidate build")
     print()
 
-    fp = sum(c.exit_code == 1 for c in null)
-    print(f"(1) {n_null} null comparisons (equal quality): the gate's false-positive rate (exit 1) "
-          f"{share(fp, n_null)}  (goal <= 0.05)")
-    medians = {}
-    for name in counts:
-        rows = [next(r for r in c.scorers if r.scorer == name) for c in null]
-        verdicts = Counter(r.verdict for r in rows)
-        medians[name] = statistics.median(r.mde for r in rows if r.mde is not None)
-        print(f"  {name:20} called worse {verdicts[WORSE] / n_null:.3f}; no detectable difference "
-              f"{verdicts[SAME] / n_null:.3f}; inconclusive {verdicts[INCONCLUSIVE] / n_null:.3f}; "
-              f"median MDE {medians[name]:.3f}; median build sd {statistics.median(r.spread for r in rows):.3f}")
+    levels = []
+    for k, noise in enumerate(noises):
+        print(f"(1, 2) noise: {noise.describe()}")
+        levels.append(calibrate(counts, args.epochs, noise, n_null, n_power, args.share, args.seed + 1000 * k,
+                                report=True))
+        print()
+    print(f"(3) the table docs/evals.md quotes (power at a {args.share:.0%} degradation, one scorer at a time):")
+    print(table(levels, args.epochs, args.seed))
+    met = all(level.fpr <= GOAL_FPR and all(level.powers[n] >= GOAL_POWER for n in counts
+                                             if sum(counts[n]) >= GOAL_ITEMS)
+              for level in levels if level.build_icc <= GOAL_ICC + 1e-9)
+    print(f"goal (FPR <= {GOAL_FPR}, power >= {GOAL_POWER} for every scorer of {GOAL_ITEMS}+ items a run, build "
+          f"ICC up to {GOAL_ICC}) at {args.epochs} epochs: {'met' if met else 'NOT met'}")
     print()
 
-    print(f"(2) power at a {args.share:.0%} degradation of one scorer at a time ({n_power} comparisons each):")
-    powers = {}
-    for k, name in enumerate(counts):
-        results = simulate(n_power, counts, args.epochs, noise, {name: args.share}, args.seed + 1 + k)
-        powers[name] = power(results, name)
-        others = sum(any(r.verdict == WORSE and r.scorer != name for r in c.scorers) for c in results)
-        goal = "  (goal >= 0.8)" if sum(counts[name]) >= 72 else ""
-        print(f"  {name:20} {sum(counts[name]):>3} items a run: power {share(round(powers[name] * n_power), n_power)}"
-              f"{goal}; another scorer falsely worse in {others / n_power:.3f}")
-    print()
-
-    n_check = max(50, 300 // scale)
-    print(f"(3) the printed MDE is a claim: power when the true drop equals the median MDE printed in (1), "
-          f"{n_check} comparisons each; as a shift of every build's pass rate (the MDE's definition: the "
-          f"observed variance, shifted), and as degraded items (which also add variance):")
-    for k, name in enumerate(counts):
-        shifted = simulate(n_check, counts, args.epochs, noise, {}, args.seed + 100 + k, {name: medians[name]})
-        degraded = simulate(n_check, counts, args.epochs, noise, {name: min(1.0, medians[name] / means[name])},
-                            args.seed + 150 + k)
-        print(f"  {name:20} drop {medians[name]:.3f}: power as a shift {power(shifted, name):.3f}, as degraded "
-              f"items {power(degraded, name):.3f}  (claim: 0.8)")
-    print()
-
-    print(f"(4) epochs rubric_specificity needs for power 0.8 at a {args.share:.0%} degradation:")
-    needed = None
-    for epochs in sorted({args.epochs, 6, 8, 10, 12, 14, 16, 20, 24, 32}):
-        if epochs < args.epochs:
+    print(f"(4) epochs each scorer needs for power {GOAL_POWER} ({n_check} comparisons a step):")
+    for k, noise in enumerate(noises):
+        if icc(noise.build_sd) > GOAL_ICC + 1e-9:
             continue
-        results = simulate(n_check, counts, epochs, noise, {"rubric_specificity": args.share}, args.seed + 200 + epochs)
-        value = power(results, "rubric_specificity")
-        print(f"  {epochs:>2} epochs: power {value:.3f} ({n_check} comparisons)")
-        if value >= 0.8:
-            needed = epochs
-            break
-    print(f"  -> rubric_specificity needs about {needed or 'more than 32'} epochs")
+        level = next(x for x in levels if abs(x.build_icc - icc(noise.build_sd)) < 1e-9)
+        print(f"  build ICC {icc(noise.build_sd):.2f}:")
+        for name in counts:
+            if level.powers[name] >= GOAL_POWER:
+                print(f"    {name:20} {args.epochs} epochs suffice (power {level.powers[name]:.3f})")
+                continue
+            needed = epochs_needed(counts, name, noise, args.epochs + 2, n_check, args.share,
+                                   args.seed + 5000 + 100 * k)
+            print(f"    -> {name} needs about {needed or 'more than 32'} epochs")
     print()
 
-    print(f"(5) sensitivity to the build noise ({n_check} comparisons each):")
-    for build_sd in (0.25, 1.0):
-        varied = replace(noise, build_sd=build_sd)
-        nulls = simulate(n_check, counts, args.epochs, varied, {}, args.seed + 300)
-        line = f"  build sd {build_sd}: false-positive rate {sum(c.exit_code == 1 for c in nulls) / n_check:.3f}"
-        for name in ("outcome_coverage", "distractor_quality"):
-            degraded = simulate(n_check, counts, args.epochs, varied, {name: args.share}, args.seed + 301)
-            line += f"; power {name} {power(degraded, name):.3f}"
-        print(line)
+    noise = next(n for n in noises if abs(icc(n.build_sd) - GOAL_ICC) < 1e-9) if GOAL_ICC in args.build_icc \
+        else noises[0]
+    null = simulate(n_check, counts, args.epochs, noise, {}, args.seed + 7000)
+    print(f"(5) the printed MDE is a claim, at build ICC {icc(noise.build_sd):.2f}: power when the true drop equals "
+          f"the median MDE printed by {n_check} null comparisons, as a shift of every build's pass rate (the MDE's "
+          f"definition), {n_check} comparisons each:")
+    for k, name in enumerate(counts):
+        mdes = [m for c in null if (m := row(c, name).mde) is not None]
+        if not mdes:
+            print(f"  {name:20} no MDE printed")
+            continue
+        median = float(statistics.median(mdes))
+        shifted = simulate(n_check, counts, args.epochs, noise, {}, args.seed + 7100 + k, {name: median})
+        print(f"  {name:20} drop {median:.3f}: power {power(shifted, name):.3f}  (claim: {GOAL_POWER})")
     print()
 
     if args.offline_seeds:
@@ -321,12 +434,12 @@ def main(argv: list[str] | None = None) -> int:
         pairs = max(50, 400 // scale)
         offline = offline_null(args.offline_seeds, args.epochs, pairs, quality)
         fp = sum(c.exit_code == 1 for c in offline)
-        print(f"(6) offline, end to end: {args.offline_seeds} seeded builds per brief at quality "
+        print(f"(6) offline, end to end: {args.offline_seeds} seeded builds per brief and epoch at quality "
               f"{', '.join(f'{k}={v}' for k, v in quality.items())}; {pairs} pairs of runs with disjoint seeds and "
               f"equal quality ({args.epochs} epochs each; the pairs share builds, so the rates are correlated):")
         print(f"  gate false-positive rate {share(fp, pairs)}")
         for name in counts:
-            verdicts = Counter(next(r for r in c.scorers if r.scorer == name).verdict for c in offline)
+            verdicts = Counter(row(c, name).verdict for c in offline)
             print(f"  {name:20} no detectable difference {verdicts[SAME] / pairs:.3f}; inconclusive "
                   f"{verdicts[INCONCLUSIVE] / pairs:.3f}; worse {verdicts[WORSE] / pairs:.3f}")
         print()

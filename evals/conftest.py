@@ -5,7 +5,7 @@ Options (all optional):
   --stay-prompts DIR       the prompt directory under test (default: the packaged prompts/)
   --stay-label NAME        the report's label (default: candidate)
   --stay-backend NAME      offline or anthropic (default: anthropic when ANTHROPIC_API_KEY is set)
-  --stay-epochs N          independent builds per brief (default: 6, what the gate needs; see docs/evals.md)
+  --stay-epochs N          independent builds per brief (default: stay.suite.DEFAULT_EPOCHS; see docs/evals.md)
   --stay-seed N            the run's seed (default 0): offline, the quality knob's build-to-build noise;
                            with a model, the request cache's salt, so another seed is a fresh set of builds
   --stay-judge-model ID    the judge's model (default: the judging role's); set it apart from the writer's

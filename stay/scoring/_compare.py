@@ -7,11 +7,13 @@ scorers' versions, or the set of briefs, unless ``allow`` names the difference; 
 refuses (``InvalidRun``, exit 5) a run in which more than ``max_failed`` of a scorer's
 judge items failed, or a scorer judged nothing in a brief the other run judged. Then,
 per scorer, it estimates the candidate's difference from the baseline with its 95%
-interval and a permutation p-value (``_stats``): over builds (brief x epoch),
+interval and permutation p-values (``_stats``): over builds (brief x epoch),
 stratified by brief, or over content-matched items when both runs judged byte-identical
-content. Holm–Bonferroni adjusts the p-values across scorers, and the gate (exit 1)
-fires only on an adjusted-significant regression. Each scorer also gets the minimum
-detectable effect (MDE) at 80% power for its observed variance and N. "No detectable
+content. The gate is one-sided: Holm–Bonferroni adjusts each scorer's p-value of "the
+candidate is worse" across scorers, and the gate (exit 1) fires only on an
+adjusted-significant regression ("better" is Holm-adjusted as a family of its own and
+never gates). Each scorer also gets the minimum detectable drop (MDE) at 80% power at
+the strictest one-sided Holm level, for its variance (floored at the binomial) and N. "No detectable
 difference" is said only when the interval excludes a drop as large as the MDE, or as
 the drop that matters (``effect``, a fifth of the baseline mean), whichever is smaller;
 otherwise the scorer is "inconclusive: run more epochs" (the gate is about regressions,
@@ -49,10 +51,15 @@ class ScorerComparison:
     low: float | None
     high: float | None
     p: float
+    """Two-sided p-value of "no difference", the one the 95% interval agrees with: the
+    interval excludes 0 exactly when ``p <= 0.05``."""
     p_adjusted: float
+    """The gate's p-value: the one-sided p of "worse" (``p_worse``), Holm-adjusted over the
+    tested scorers; "worse" when it is below alpha."""
     mde: float | None
-    """Minimum detectable effect at 80% power, at the gate's strictest Holm level; None when
-    it cannot be estimated, or when no effect could reach the gate with this few units."""
+    """Minimum detectable drop at 80% power, at the gate's strictest one-sided Holm level
+    (alpha over the tested scorers); None when it cannot be estimated, or when no effect
+    could reach the gate with this few units."""
     threshold: float | None
     """The drop the interval must exclude for "no detectable difference": the smaller of the
     MDE and ``effect`` times the baseline mean."""
@@ -62,6 +69,11 @@ class ScorerComparison:
     spread: float | None = None
     """Observed standard deviation of a build's mean around its brief's (``builds``), or of a
     paired difference (``items``): the noise the MDE is computed from."""
+    p_worse: float = 1.0
+    """One-sided p-value of "the candidate is worse" (what ``p_adjusted`` adjusts)."""
+    p_better: float = 1.0
+    """One-sided p-value of "the candidate is better": "better" when its own Holm adjustment
+    (over the same scorers) is below alpha; it never moves the gate."""
 
 
 @dataclass(frozen=True)
@@ -281,7 +293,8 @@ def _strata(baseline: dict[str, Any], candidate: dict[str, Any], scorer: str, br
                     counts.append(len(values))
             runs.append(tuple(means))
         if runs[0] and runs[1]:
-            strata.append(Stratum(runs[0], runs[1], weight=sum(counts) / len(counts)))
+            per_build = sum(counts) / len(counts)
+            strata.append(Stratum(runs[0], runs[1], weight=per_build, items=per_build))
     return strata
 
 
@@ -359,7 +372,10 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
             estimates[scorer] = (BUILDS, estimate, _weighted_means(data), units)
 
     tested = sorted(estimates)
-    adjusted = dict(zip(tested, _stats.holm([estimates[s][1].p for s in tested]), strict=True))
+    # the gate is one-sided: Holm over "worse" only, so no alpha is spent on "better", which
+    # is a family of its own (reported, never gating)
+    adjusted = dict(zip(tested, _stats.holm([estimates[s][1].p_worse for s in tested]), strict=True))
+    better = dict(zip(tested, _stats.holm([estimates[s][1].p_better for s in tested]), strict=True))
     results = []
     for scorer in scorers:
         if scorer not in estimates:
@@ -370,14 +386,16 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
         mde = estimate.mde
         threshold = None if mde is None else min(mde, effect * mean_base)
         if adjusted[scorer] < alpha:
-            verdict = WORSE if estimate.difference < 0 else BETTER
+            verdict = WORSE
+        elif better[scorer] < alpha:
+            verdict = BETTER
         elif threshold is None or estimate.low < -threshold - 1e-9:  # cannot exclude a drop that large
             verdict = INCONCLUSIVE if test == BUILDS else INCONCLUSIVE_ITEMS
         else:
             verdict = SAME
         results.append(ScorerComparison(scorer, test, mean_base, mean_cand, estimate.difference, estimate.low,
                                         estimate.high, estimate.p, adjusted[scorer], mde, threshold, units, verdict,
-                                        estimate.spread))
+                                        estimate.spread, estimate.p_worse, estimate.p_better))
     only_base = tuple(sorted(set(baseline["briefs"]) - set(candidate["briefs"])))
     only_cand = tuple(sorted(set(candidate["briefs"]) - set(baseline["briefs"])))
     return Comparison(

@@ -26,10 +26,12 @@ def method(comparison: Comparison) -> str:
         parts.append("over items matched by content (both runs judged byte-identical content): a paired sign-flip "
                      "permutation test")
     tested = sum(r.test in (BUILDS, "items") and r.difference is not None for r in comparison.scorers)
-    return ("Candidate minus baseline per scorer, " + "; ".join(parts) + f". 95% interval: the test inverted. "
-            f"Holm-Bonferroni across {tested} scorers at alpha {comparison.alpha}; the gate fires only on an "
-            "adjusted-significant regression. MDE: the difference this run detects 80% of the time at the gate's "
-            "strictest level, for its observed variance and N. 'No detectable difference' needs the interval to "
+    return ("Candidate minus baseline per scorer, " + "; ".join(parts) + ". 95% interval: the two one-sided "
+            "tests inverted, so it excludes 0 exactly when the two-sided p is at most 0.05. The gate is one-sided: "
+            f"Holm-Bonferroni over the p-values of 'worse' across {tested} scorers at alpha {comparison.alpha} "
+            "(p (Holm)); it fires only on an adjusted-significant regression ('better' is its own family and never "
+            "gates). MDE: the drop this run detects 80% of the time at the gate's strictest level, for its observed "
+            "variance (at least the binomial) and N. 'No detectable difference' needs the interval to "
             f"exclude a drop as large as the MDE or {comparison.effect:.0%} of the baseline mean, whichever is "
             "smaller; otherwise 'inconclusive'.")
 

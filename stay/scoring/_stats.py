@@ -10,16 +10,21 @@ between the two runs, so their run labels are shuffled within each brief, never 
 judged byte-identical content (rescoring with a changed judge or scorer), the unit is
 the item, and ``paired_test`` flips the signs of the content-matched differences.
 
-Both statistics are linear in a shift ``delta`` of the candidate's values, so one set
-of permutations gives the p-value at every shift, and the 95% interval is the set of
-shifts the test does not reject (the test inverted): the interval and the p-value can
-never disagree. Permutations are drawn from a fixed seed: same reports, same answer.
+Each test gives two one-sided p-values, "the candidate is worse" (``p_worse``, the one
+the gate adjusts) and "better" (``p_better``), and the two-sided ``p``, twice the smaller.
+Both statistics are linear in a shift ``delta`` of the candidate's values, and a
+permuted statistic moves by at most as much as the observed one, so each one-sided
+p-value is monotone in the shift: one set of permutations gives it at every shift, and
+inverting each at half the level gives the interval's two ends exactly. So the 95%
+interval excludes 0 if and only if ``p <= 0.05``, on any data, ties and lumps included
+(the ends are found by bisection seeded at 0, so rounding cannot put an end on the wrong
+side of it). Permutations are drawn from a fixed seed: same reports, same answer.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
@@ -30,13 +35,20 @@ import numpy.typing as npt
 from stay.errors import InvalidRun
 
 PERMUTATIONS = 4999
-"""Random permutations per test: p-values resolve to 1/5000, a twentieth of the
-smallest Holm threshold five scorers need (0.01)."""
+"""Random permutations per test: p-values resolve to 1/5000, a fiftieth of the smallest
+one-sided Holm threshold five scorers need (0.01)."""
 LEVEL = 0.95
 _EPS = 1e-9
 _SCALE = (-1.0, 1.0)
 """Scores are in [0, 1], so a difference of means is in [-1, 1]; an interval that
 reaches an end of this scale is as wide as the data allow."""
+_BISECTIONS = 40
+"""Halvings of the scale's width (2) when finding an interval's end: to within 2e-12."""
+_SNAP = 1e-7
+"""An interval's end this close to 0 or to the estimate is rounding (of the tie tolerance)."""
+_PRIOR = 0.5
+"""Half an item of each outcome added to a proportion before its binomial variance is
+taken (Jeffreys' prior), so that all items passing gives a small variance, not zero."""
 
 Floats = npt.NDArray[np.float64]
 
@@ -48,6 +60,9 @@ class Stratum:
     baseline: tuple[float, ...]
     candidate: tuple[float, ...]
     weight: float
+    items: float = 0.0
+    """Scored items per build (the mean), for the binomial floor of a build mean's variance;
+    0: no floor (the units are not means of [0, 1] items)."""
 
 
 @dataclass(frozen=True)
@@ -56,20 +71,26 @@ class Estimate:
     """Candidate minus baseline (weighted over briefs, or the mean paired difference)."""
     low: float
     high: float
-    """The interval at ``LEVEL``: every shift the test does not reject."""
+    """The interval at ``LEVEL``: every shift neither one-sided test rejects at half its alpha."""
     p: float
-    """Two-sided permutation p-value of "no difference", (1 + as extreme) / (1 + permutations)."""
+    """Two-sided p-value of "no difference": twice the smaller one-sided p (at most 1), the one
+    the interval agrees with (it excludes 0 exactly when ``p <= 1 - LEVEL``)."""
     se: float | None
-    """Standard error of ``difference`` from the observed variance (None: cannot be estimated)."""
+    """Standard error of ``difference``: the observed variance, floored at the binomial one
+    (None: cannot be estimated)."""
     df: int
     spread: float | None = None
     """The standard deviation behind ``se``: of a build's mean around its brief's (builds), or
     of a paired difference (items)."""
     min_p: float = 0.0
-    """The smallest p-value this design can give at all (e.g. 0.5 for two pairs): below a
-    threshold no effect, however large, is detectable."""
+    """The smallest one-sided p-value this design can give at all (e.g. 0.25 for two pairs):
+    below a threshold no effect, however large, is detectable."""
     mde: float | None = None
-    """The minimum detectable effect, when asked for (``detect_alpha``): see ``_detectable``."""
+    """The minimum detectable drop, when asked for (``detect_alpha``): see ``_detectable``."""
+    p_worse: float = 1.0
+    """One-sided p-value of "the candidate is worse", (1 + as low) / (1 + permutations)."""
+    p_better: float = 1.0
+    """One-sided p-value of "the candidate is better", (1 + as high) / (1 + permutations)."""
 
 
 @lru_cache(maxsize=256)
@@ -89,63 +110,106 @@ def _signs(n: int, permutations: int, seed: int) -> Floats:
     return rng.choice(np.array([-1.0, 1.0]), size=(permutations, n))
 
 
-def _p_at(shift: float, a: Floats, b: Floats, observed: float) -> float:
-    """The p-value of "the difference is ``shift``" (statistic a - shift * b, observed - shift)."""
-    extreme = np.abs(a - shift * b) >= abs(observed - shift) - _EPS
-    return float((1 + int(extreme.sum())) / (1 + a.size))
+def _p_worse(shift: float, a: Floats, b: Floats, observed: float) -> float:
+    """The one-sided p-value of "the difference is below ``shift``": the share of permuted
+    statistics (a - shift * b) at or below the observed one (observed - shift). As ``b <= 1``,
+    it never grows with the shift."""
+    low = a - shift * b <= observed - shift + _EPS
+    return float((1 + int(low.sum())) / (1 + a.size))
 
 
-def _bound(a: Floats, b: Floats, observed: float, alpha: float, end: float) -> float:
-    """The interval's end towards ``end``: where the p-value first drops to ``alpha``."""
-    if _p_at(end, a, b, observed) > alpha:
+def _p_better(shift: float, a: Floats, b: Floats, observed: float) -> float:
+    """The one-sided p-value of "the difference is above ``shift``": never shrinks with it."""
+    high = a - shift * b >= observed - shift - _EPS
+    return float((1 + int(high.sum())) / (1 + a.size))
+
+
+def _end(p_of: Callable[[float], float], alpha: float, end: float, observed: float) -> float:
+    """The interval's end towards ``end``, for a one-sided p-value ``p_of`` that falls
+    monotonically towards ``end``: the last shift it does not reject at ``alpha``.
+
+    The far end of the scale is never rejected (the candidate shifted by a whole scale
+    the other way is as extreme as can be), and 0 is placed on its side before bisecting,
+    so the end is on the same side of 0 as the test at 0 says: exact agreement. An end
+    within rounding of 0 or of the estimate, which the test keeps, is that point (no spread:
+    the interval is the point)."""
+    if p_of(end) > alpha:
         return end
-    inside, outside = observed, end
-    for _ in range(24):  # to within 2e-7 of the scale
+    inside, outside = -end, end
+    if p_of(0.0) > alpha:
+        inside = 0.0
+    else:
+        outside = 0.0
+    for _ in range(_BISECTIONS):
         middle = (inside + outside) / 2
-        if _p_at(middle, a, b, observed) > alpha:
+        if p_of(middle) > alpha:
             inside = middle
         else:
             outside = middle
-    return observed if abs(inside - observed) < 1e-6 else inside  # no spread: the interval is the point
+    for point in (0.0, observed):
+        if abs(inside - point) < _SNAP and p_of(point) > alpha:
+            return point
+    return inside
 
 
-def _detectable(a: Floats, b: Floats, se: float | None, alpha: float, power: float) -> float | None:
-    """The smallest shift of the candidate's units the test rejects at ``alpha`` with
-    probability ``power``, for the observed variance and N.
+def _detectable(a: Floats, b: Floats, observed: float, se: float | None, seen: float | None, alpha: float,
+                power: float) -> float | None:
+    """The smallest drop of the candidate's units the one-sided test rejects at ``alpha``
+    with probability ``power``, for the variance and N.
 
-    A shift ``delta`` moves every permutation's statistic to a + delta * b, so the test's
-    critical value at that shift is the (1 - alpha) quantile of |a + delta * b| (it grows
-    with the shift: the effect is in the pooled data too), and the estimate is about normal
-    around ``delta`` with standard error ``se``. The answer solves
-    delta = critical(delta) + z(power) * se. None when no shift on the scale is detectable."""
+    ``a - observed * b`` is the permutation distribution of the data with its observed
+    difference removed; a drop ``delta`` moves it to ``a - (observed + delta) * b``, so the
+    test's critical value at that drop is its ``alpha`` quantile (it moves with the drop:
+    the effect is in the pooled data too), and the estimate is about normal around
+    ``-delta`` with standard error ``se``. The answer solves delta = critical(delta) +
+    z(power) * se. When the binomial floor raised ``se`` above the observed ``seen``, the
+    permuted spread is widened by the same factor; with no observed spread at all, the
+    critical value is the normal one. None when no drop on the scale is detectable."""
     if se is None:
         return None
     z = NormalDist().inv_cdf(power)
+    centred = a - observed * b
+    if seen is not None and seen > 0:
+        centred = centred * max(1.0, se / seen)
+    rank = int(alpha * (a.size - 1))  # the alpha quantile's rank (partitioning: the bisection's cost)
 
     def short(delta: float) -> float:
-        return float(np.quantile(np.abs(a + delta * b), 1.0 - alpha)) + z * se - delta
+        if seen is None or seen <= 0:
+            return NormalDist().inv_cdf(1.0 - alpha) * se + z * se - delta
+        return -float(np.partition(centred - delta * b, rank)[rank]) + z * se - delta
 
     if short(_SCALE[1]) > 0:
         return None
     low, high = 0.0, _SCALE[1]
-    for _ in range(30):
+    for _ in range(20):  # to within 1e-6: the MDE prints to 0.001
         middle = (low + high) / 2
         low, high = (middle, high) if short(middle) > 0 else (low, middle)
     return high
 
 
-def _estimate(a: Floats, b: Floats, observed: float, se: float | None, df: int, level: float,
-              spread: float | None, arrangements: float, mirrored: bool, detect_alpha: float | None,
-              power: float) -> Estimate:
-    alpha = 1.0 - level
+def _estimate(a: Floats, b: Floats, observed: float, se: tuple[float | None, float | None], df: int, level: float,
+              spread: float | None, arrangements: float, detect_alpha: float | None, power: float) -> Estimate:
+    half = (1.0 - level) / 2
     observed = float(observed)
-    min_p = max((2.0 if mirrored else 1.0) / arrangements, 1 / (1 + a.size))
+    b = np.minimum(b, 1.0)  # 1 exactly for the observed labelling: rounding must not break monotonicity
+    min_p = max(1.0 / arrangements, 1 / (1 + a.size))
     mde = None
     if detect_alpha is not None and min_p < detect_alpha:  # else too few units for any effect to reach it
-        mde = _detectable(a, b, se, detect_alpha, power)
-    return Estimate(difference=observed, low=float(_bound(a, b, observed, alpha, _SCALE[0])),
-                    high=float(_bound(a, b, observed, alpha, _SCALE[1])), p=_p_at(0.0, a, b, observed), se=se,
-                    df=df, spread=spread, min_p=min_p, mde=mde)
+        mde = _detectable(a, b, observed, se[0], se[1], detect_alpha, power)
+    worse, better = _p_worse(0.0, a, b, observed), _p_better(0.0, a, b, observed)
+    return Estimate(difference=observed,
+                    low=_end(lambda shift: _p_better(shift, a, b, observed), half, _SCALE[0], observed),
+                    high=_end(lambda shift: _p_worse(shift, a, b, observed), half, _SCALE[1], observed),
+                    p=min(1.0, 2 * min(worse, better)), se=se[0], df=df, spread=spread, min_p=min_p, mde=mde,
+                    p_worse=worse, p_better=better)
+
+
+def binomial_variance(passed: float, items: float) -> float:
+    """The variance of one [0, 1] item whose run-wide pass count is ``passed`` of ``items``,
+    with Jeffreys' half an item of each outcome: exact for a 0/1 item, an upper bound for
+    a fractional one (so as a floor it errs towards a larger MDE, never a smaller)."""
+    rate = (passed + _PRIOR) / (items + 2 * _PRIOR)
+    return rate * (1.0 - rate)
 
 
 def stratified_test(strata: Sequence[Stratum], *, permutations: int = PERMUTATIONS, seed: int = 0,
@@ -159,7 +223,7 @@ def stratified_test(strata: Sequence[Stratum], *, permutations: int = PERMUTATIO
     a = np.zeros(permutations)
     b = np.zeros(permutations)
     observed = 0.0
-    briefs: list[tuple[float, float, int]] = []  # per brief: w^2 (1/n_a + 1/n_c), sum of squares, df
+    briefs: list[tuple[float, float, int, float]] = []  # per brief: w^2 (1/n_a + 1/n_c), sum of squares, df, floor
     differences = []
     for index, stratum in enumerate(used):
         w = stratum.weight / total
@@ -173,34 +237,43 @@ def stratified_test(strata: Sequence[Stratum], *, permutations: int = PERMUTATIO
         observed += w * (cand.mean() - base.mean())
         differences.append((w, float(cand.mean() - base.mean())))
         squares = float(((base - base.mean()) ** 2).sum() + ((cand - cand.mean()) ** 2).sum())
-        briefs.append((w * w * (1 / n_a + 1 / n_c), squares, n_a + n_c - 2))
-    se, df, spread = _standard_error(briefs, differences)
+        # a build mean of n 0/1 items varies at least binomially, however alike the observed builds
+        floor = binomial_variance(float(pooled.mean()) * stratum.items * pooled.size,
+                                  stratum.items * pooled.size) / stratum.items if stratum.items > 0 else 0.0
+        briefs.append((w * w * (1 / n_a + 1 / n_c), squares, n_a + n_c - 2, floor))
+    se, seen, df, spread = _standard_error(briefs, differences)
     arrangements = math.prod(math.comb(len(s.baseline) + len(s.candidate), len(s.candidate)) for s in used)
-    mirrored = all(len(s.baseline) == len(s.candidate) for s in used)
-    return _estimate(a, b, observed, se, df, level, spread, float(arrangements), mirrored, detect_alpha, power)
+    return _estimate(a, b, observed, (se, seen), df, level, spread, float(arrangements), detect_alpha, power)
 
 
-def _standard_error(briefs: list[tuple[float, float, int]],
-                    differences: list[tuple[float, float]]) -> tuple[float | None, int, float | None]:
-    """(standard error, degrees of freedom, pooled sd of a build around its brief's mean).
+def _standard_error(briefs: list[tuple[float, float, int, float]], differences: list[tuple[float, float]]
+                    ) -> tuple[float | None, float | None, int, float | None]:
+    """(standard error, the same from the observed variance alone, degrees of freedom,
+    pooled sd of a build around its brief's mean).
 
     Each brief's variance is its own (builds of a short brief vary more than those of a
     long one), with Welch–Satterthwaite degrees of freedom; a brief with one build per
     run borrows the pooled variance. With one build per brief and run everywhere, the
-    spread of the briefs' differences stands in."""
-    pooled_df = sum(df for _f, _ss, df in briefs)
+    spread of the briefs' differences stands in. Each brief's variance is at least its
+    binomial floor: six builds that happen to agree do not make a build mean certain."""
+    pooled_df = sum(df for _f, _ss, df, _floor in briefs)
     if pooled_df > 0:
-        pooled = sum(ss for _f, ss, _df in briefs) / pooled_df
-        parts = [(f * (ss / df if df > 0 else pooled), df if df > 0 else pooled_df) for f, ss, df in briefs]
-        variance = sum(v for v, _df in parts)
-        denominator = sum(v * v / df for v, df in parts)
+        pooled = sum(ss for _f, ss, _df, _floor in briefs) / pooled_df
+        parts = [(f, ss / df if df > 0 else pooled, df if df > 0 else pooled_df, floor)
+                 for f, ss, df, floor in briefs]
+        seen = sum(f * v for f, v, _df, _floor in parts)
+        variance = sum(f * max(v, floor) for f, v, _df, floor in parts)
+        denominator = sum((f * max(v, floor)) ** 2 / df for f, v, df, floor in parts)
         df = max(1, math.floor(variance * variance / denominator + 1e-9)) if denominator > 0 else pooled_df
-        return math.sqrt(variance), df, math.sqrt(pooled)
+        return math.sqrt(variance), math.sqrt(seen), df, math.sqrt(pooled)
     if len(differences) >= 2:
         mean = sum(d for _w, d in differences) / len(differences)
         spread = math.sqrt(sum((d - mean) ** 2 for _w, d in differences) / (len(differences) - 1))
-        return spread * math.sqrt(sum(w * w for w, _d in differences)), len(differences) - 1, spread
-    return None, 0, None
+        seen = spread * math.sqrt(sum(w * w for w, _d in differences))
+        floored = sum(max(spread * spread * w * w, f * floor)
+                      for (w, _d), (f, _ss, _df, floor) in zip(differences, briefs, strict=True))
+        return math.sqrt(floored), seen, len(differences) - 1, spread
+    return None, None, 0, None
 
 
 def paired_test(differences: Sequence[float], *, permutations: int = PERMUTATIONS, seed: int = 0,
@@ -212,9 +285,15 @@ def paired_test(differences: Sequence[float], *, permutations: int = PERMUTATION
     d = np.asarray(differences, float)
     signs = _signs(d.size, permutations, seed)
     spread = float(d.std(ddof=1)) if d.size > 1 else None
-    se = spread / math.sqrt(d.size) if spread is not None else None
-    return _estimate(signs @ d / d.size, signs.mean(axis=1), float(d.mean()), se, d.size - 1, level, spread,
-                     2.0**d.size, True, detect_alpha, power)
+    seen = spread / math.sqrt(d.size) if spread is not None else None
+    se = None
+    if spread is not None:
+        # the floor: a multinomial of up, down and unchanged items, each with half an item of prior
+        up = (float(np.clip(d, 0, None).sum()) + _PRIOR) / (d.size + 2 * _PRIOR)
+        down = (float(np.clip(-d, 0, None).sum()) + _PRIOR) / (d.size + 2 * _PRIOR)
+        se = math.sqrt(max(spread * spread, up + down - (up - down) ** 2) / d.size)
+    return _estimate(signs @ d / d.size, signs.mean(axis=1), float(d.mean()), (se, seen), d.size - 1, level,
+                     spread, 2.0**d.size, detect_alpha, power)
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

@@ -20,8 +20,9 @@ from stay.scoring._stats import (
 scores = st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0])
 
 
-def exact_stratified_p(strata: list[Stratum]) -> float:
-    """Every relabelling within each brief, enumerated: the slow path the test samples."""
+def exact_stratified_p(strata: list[Stratum]) -> tuple[float, float]:
+    """Every relabelling within each brief, enumerated: the slow path the test samples.
+    The one-sided p-values (worse, better)."""
     total = sum(s.weight for s in strata)
 
     def statistic(groups: list[tuple[list[float], list[float]]]) -> float:
@@ -35,9 +36,9 @@ def exact_stratified_p(strata: list[Stratum]) -> float:
         for chosen in itertools.combinations(range(len(pooled)), len(s.candidate)):
             splits.append(([pooled[i] for i in range(len(pooled)) if i not in chosen], [pooled[i] for i in chosen]))
         options.append(splits)
-    combos = list(itertools.product(*options))
-    extreme = sum(abs(statistic(list(combo))) >= abs(observed) - 1e-9 for combo in combos)
-    return extreme / len(combos)
+    values = [statistic(list(combo)) for combo in itertools.product(*options)]
+    return (sum(v <= observed + 1e-9 for v in values) / len(values),
+            sum(v >= observed - 1e-9 for v in values) / len(values))
 
 
 @settings(max_examples=25, deadline=None)
@@ -45,19 +46,23 @@ def exact_stratified_p(strata: list[Stratum]) -> float:
                           st.integers(1, 20)), min_size=1, max_size=3))
 def test_the_stratified_p_value_matches_exact_enumeration(data: list[tuple[list[float], list[float], int]]) -> None:
     strata = [Stratum(tuple(b), tuple(c), float(w)) for b, c, w in data]
-    exact = exact_stratified_p(strata)
-    sampled = stratified_test(strata, permutations=4999).p
-    assert sampled == pytest.approx(exact, abs=0.03)  # Monte Carlo error of 4999 draws is under 0.008
+    worse, better = exact_stratified_p(strata)
+    sampled = stratified_test(strata, permutations=4999)
+    # Monte Carlo error of 4999 draws is under 0.008
+    assert (sampled.p_worse, sampled.p_better) == pytest.approx((worse, better), abs=0.03)
+    assert sampled.p == min(1.0, 2 * min(sampled.p_worse, sampled.p_better))  # two-sided: twice the smaller
 
 
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.sampled_from([-1.0, -0.5, 0.0, 0.5, 1.0]), min_size=1, max_size=8))
 def test_the_paired_p_value_matches_exact_sign_flips(differences: list[float]) -> None:
-    observed = abs(sum(differences) / len(differences))
-    flips = list(itertools.product((-1, 1), repeat=len(differences)))
-    exact = sum(abs(sum(s * d for s, d in zip(signs, differences, strict=True)) / len(differences))
-                >= observed - 1e-9 for signs in flips) / len(flips)
-    assert paired_test(differences, permutations=4999).p == pytest.approx(exact, abs=0.03)
+    observed = sum(differences) / len(differences)
+    flips = [sum(s * d for s, d in zip(signs, differences, strict=True)) / len(differences)
+             for signs in itertools.product((-1, 1), repeat=len(differences))]
+    worse = sum(v <= observed + 1e-9 for v in flips) / len(flips)
+    better = sum(v >= observed - 1e-9 for v in flips) / len(flips)
+    sampled = paired_test(differences, permutations=4999)
+    assert (sampled.p_worse, sampled.p_better) == pytest.approx((worse, better), abs=0.03)
 
 
 def test_the_interval_is_the_inverted_test() -> None:
@@ -82,7 +87,7 @@ def test_a_shift_moves_the_estimate_and_its_interval_by_the_same_amount() -> Non
 
 def test_no_difference_and_no_spread_is_a_point_interval_at_p_one() -> None:
     estimate = stratified_test([Stratum((1.0, 1.0), (1.0, 1.0), 12.0)] * 3)
-    assert (estimate.difference, estimate.low, estimate.high, estimate.p, estimate.se) == (0.0, 0.0, 0.0, 1.0, 0.0)
+    assert (estimate.difference, estimate.low, estimate.high, estimate.p) == (0.0, 0.0, 0.0, 1.0)
     paired = paired_test([0.0] * 20)
     assert (paired.low, paired.high, paired.p) == (0.0, 0.0, 1.0)
 
@@ -138,15 +143,17 @@ def test_the_minimum_detectable_effect_is_what_the_test_detects_80_percent_of_th
     found = [stratified_test(draw(0.0), detect_alpha=0.01).mde for _ in range(20)]
     assert all(m is not None and 0.05 < m < 0.2 for m in found)
     mde = sorted(found)[10]  # type: ignore[type-var]
-    detected = sum(stratified_test(draw(mde), permutations=999).p < 0.01 for _ in range(200)) / 200  # type: ignore[arg-type]
-    assert 0.7 < detected < 0.9  # a claim, checked: at a shift of the MDE, about 80% power
+    # the gate's test: one-sided, "worse"
+    detected = sum(stratified_test(draw(mde), permutations=999).p_worse < 0.01 for _ in range(200)) / 200  # type: ignore[arg-type]
+    assert 0.7 < detected < 0.9  # a claim, checked: at a drop of the MDE, about 80% power
     assert stratified_test(draw(0.0), detect_alpha=None).mde is None
 
 
 def test_too_few_units_for_the_gate_is_no_detectable_effect_at_all() -> None:
+    # one-sided: only the observed arrangement is as low as can be
     two_pairs = paired_test([0.0, 0.0], detect_alpha=0.01)
-    assert two_pairs.min_p == 0.5 and two_pairs.mde is None
+    assert two_pairs.min_p == 1 / 4 and two_pairs.mde is None
     one_brief = stratified_test([Stratum((0.2, 0.9), (0.4, 0.1), 3.0)], detect_alpha=0.01)
-    assert one_brief.min_p == pytest.approx(2 / 6) and one_brief.mde is None
+    assert one_brief.min_p == pytest.approx(1 / 6) and one_brief.mde is None
     enough = paired_test([0.0, 1.0, -1.0, 0.0, 1.0, 0.0, 0.0, -1.0, 0.0, 0.0], detect_alpha=0.01)
-    assert enough.min_p == pytest.approx(2 / 1024) and enough.mde is not None
+    assert enough.min_p == pytest.approx(1 / 1024) and enough.mde is not None
