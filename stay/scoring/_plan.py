@@ -157,7 +157,8 @@ def brief_noise(report: dict[str, Any], scorer: str) -> list[BriefNoise]:
         means = s.baseline
         mean = sum(means) / len(means)
         variance = sum((m - mean) ** 2 for m in means) / (len(means) - 1) if len(means) > 1 else None
-        found.append(BriefNoise(s.weight / total, mean, s.weight, variance))
+        # items per build as the strata count them (their weights could be other than item counts)
+        found.append(BriefNoise(s.weight / total, mean, s.items or s.weight, variance))
     return found
 
 

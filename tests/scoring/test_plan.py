@@ -9,7 +9,6 @@ import json
 import math
 import re
 import sys
-from dataclasses import fields
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -20,7 +19,7 @@ import pytest
 from stay.cli import main
 from stay.errors import UsageError
 from stay.scoring import DEFAULT_EPOCHS, epochs_warning
-from stay.scoring._compare import WORSE, ScorerComparison, compare
+from stay.scoring._compare import WORSE, compare
 from stay.scoring._defaults import ALPHA, EFFECT, POWER
 from stay.scoring._plan import FIRST, LIMIT, brief_noise, plan_epochs, power_at, smallest_p
 from stay.scoring._report import write_report
@@ -54,13 +53,6 @@ def _noisy(rng: np.random.Generator, briefs: int, epochs: int, items: dict[str, 
     return found
 
 
-def _one_sided_alpha() -> float:
-    """The alpha at which ``compare``'s gate is the one-sided test at ``ALPHA`` the plan is for.
-    A two-sided test at 2 alpha rejects a drop exactly when the one-sided test at alpha does;
-    once the gate is one-sided (it reports ``p_worse``, issue 22), it is ``ALPHA`` itself."""
-    return ALPHA if "p_worse" in {f.name for f in fields(ScorerComparison)} else 2 * ALPHA
-
-
 def test_the_planned_epochs_give_the_planned_power_through_compare(monkeypatch: pytest.MonkeyPatch) -> None:
     """A synthetic baseline under the calibration benchmark's noise model (the briefs fixed,
     as they are in use): at the planned epochs, a 20% degradation of the planned scorer is
@@ -82,7 +74,7 @@ def test_the_planned_epochs_give_the_planned_power_through_compare(monkeypatch: 
         for index in range(SIMULATED):
             base = bench.synthetic_run(sim, f"b{index}", counts, effects, epochs, noise, {})
             cand = bench.synthetic_run(sim, f"c{index}", counts, effects, epochs, noise, {target: EFFECT})
-            result = compare(base, cand, alpha=_one_sided_alpha(), permutations=PERMUTATIONS)
+            result = compare(base, cand, alpha=ALPHA, permutations=PERMUTATIONS)
             caught += next(r for r in result.scorers if r.scorer == target).verdict == WORSE
         return caught / SIMULATED
 
