@@ -106,6 +106,9 @@ class Comparison:
     runs (from ``built_with``; empty when either run lacks it)."""
     epochs: tuple[int, int] = (0, 0)
     warnings: tuple[str, ...] = ()
+    power: tuple[str, ...] = ()
+    """Scorers the baseline's plan (``stay evals plan``) says this many epochs cannot hold to
+    the power goal, each with the epochs it needs."""
     """What ``_runs_check`` warned on: legal, but rarely what was meant (A against A, ...)."""
 
     @property
@@ -314,6 +317,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     Raises ``RunsNotComparable`` or ``InvalidRun`` rather than answering a question the
     two runs cannot answer. ``names`` are how messages name the runs (e.g. their paths)."""
     from stay.scoring import _stats
+    from stay.scoring._plan import power_notes
     from stay.scoring._runs_check import INVALID, REFUSE, WARN, run_checks
 
     permutations = permutations or _stats.PERMUTATIONS
@@ -398,14 +402,17 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
                                         estimate.spread, estimate.p_worse, estimate.p_better))
     only_base = tuple(sorted(set(baseline["briefs"]) - set(candidate["briefs"])))
     only_cand = tuple(sorted(set(candidate["briefs"]) - set(baseline["briefs"])))
+    epochs = (int(baseline.get("epochs") or 0), int(candidate.get("epochs") or 0))
     return Comparison(
         baseline_label=str(baseline.get("label", "baseline")),
         candidate_label=str(candidate.get("label", "candidate")), alpha=alpha, scorers=tuple(results), effect=effect,
         allowed={k: v for k, v in found.items() if k in allowed_names},
         missing={k: v for k, v in (("baseline only", only_base), ("candidate only", only_cand)) if v},
         failures=failures, unchanged=_unchanged(baseline, candidate, briefs),
-        epochs=(int(baseline.get("epochs") or 0), int(candidate.get("epochs") or 0)),
-        warnings=tuple(f.message for f in findings if f.kind == WARN))
+        epochs=epochs,
+        warnings=tuple(f.message for f in findings if f.kind == WARN),
+        power=power_notes(baseline, path=names[0], epochs=min(epochs), effect=effect, alpha=alpha,
+                          scorers={s for s, (test, _data) in plans.items() if test == BUILDS}))
 
 
 def item_changes(baseline: dict[str, Any], candidate: dict[str, Any], *, top: int = 10,

@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from statistics import NormalDist
@@ -258,5 +258,22 @@ def epochs_warning(baseline: str | os.PathLike[str], epochs: int, *, asked: bool
     return found.warning(epochs)
 
 
+def power_notes(report: dict[str, Any], *, path: str, epochs: int, effect: float, alpha: float,
+                scorers: Collection[str]) -> tuple[str, ...]:
+    """What a comparison with ``epochs`` builds per brief cannot promise, by the plan from its
+    baseline: one line per scorer of ``scorers`` (those tested over builds) short of the
+    goal's power. Nothing when the baseline cannot be planned from (one build per brief):
+    its MDE column still says what the run could detect."""
+    if epochs < 1:  # a header that does not say its epochs: nothing to plan against
+        return ()
+    try:
+        found = plan_epochs(report, path=path, effect=effect, alpha=alpha)
+    except UsageError:
+        return ()
+    return tuple(f"{s.scorer} would catch a {found.effect:.0%} drop with power about {s.power_at_run:.2f} at the "
+                 f"baseline's {found.epochs} epochs (goal {found.power:.2f}): it {_needs(s)}; see `stay evals "
+                 f"plan {path}`" for s in found.short(epochs) if s.scorer in scorers)
+
+
 __all__ = ["FIRST", "LIMIT", "BriefNoise", "Plan", "ScorerPlan", "brief_noise", "epochs_warning", "needed",
-           "plan_epochs", "power_at", "smallest_p"]
+           "plan_epochs", "power_at", "power_notes", "smallest_p"]

@@ -49,6 +49,8 @@ def _notes(comparison: Comparison, paths: tuple[str, str]) -> list[str]:
         lines.append(f"allowed: {why}")
     for why in comparison.warnings:
         lines.append(f"warning: {why}")
+    for why in comparison.power:
+        lines.append(f"power: {why}")
     for side, briefs in comparison.missing.items():
         lines.append(f"briefs left out ({side}): {', '.join(briefs)}")
     for brief, paths_ in comparison.unchanged.items():

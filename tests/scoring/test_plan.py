@@ -115,6 +115,23 @@ def test_the_line_names_the_scorers_short_at_the_default_and_what_they_need() ->
     assert found.text().rstrip().endswith(found.verdict())
 
 
+def test_a_comparison_says_which_scorers_its_epochs_cannot_hold_to_the_goal_and_what_they_need() -> None:
+    """compare's own output (every format goes through ``_notes``) names the scorers the
+    baseline's plan puts short at the comparison's epochs, with the epochs each needs."""
+    from stay.scoring._render import text
+
+    items = {"long": 24, "short": 1}
+    baseline = make_report(_noisy(np.random.default_rng(5), 6, 3, items, 0.8, 0.5), label="base")
+    candidate = make_report(_noisy(np.random.default_rng(8), 6, 3, items, 0.8, 0.5), label="cand")
+    result = compare(baseline, candidate, names=("base.json", "cand.json"), permutations=999)
+    short = plan_epochs(baseline, path="base.json").short(3)
+    assert short and len(result.power) == len(short)  # the plan's short scorers, one line each
+    for line, s in zip(result.power, short, strict=True):
+        assert line.startswith(f"{s.scorer} would catch a 20% drop") and "stay evals plan base.json" in line
+    assert [line for line in text(result).splitlines() if line.startswith("power: ")] == \
+        [f"power: {line}" for line in result.power]
+
+
 def test_builds_that_happened_to_agree_are_planned_at_the_binomial_floor() -> None:
     """Identical builds show no variance, but a build of n 0/1 items at rate p varies by at
     least p(1 - p)/n: the plan is the one for that variance, never the fewest epochs."""
