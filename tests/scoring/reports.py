@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
+from evals.conftest import EvalConfig
 from stay.scoring._report import VERSION
+from stay.suite import OFFLINE
+from tests.conftest import ROOT
 
 Item = float | str | None
 """A score, or "unparseable" / "error" for a judge that failed."""
@@ -65,3 +69,17 @@ def with_(report: dict[str, Any], **changes: Any) -> dict[str, Any]:
     changed = copy.deepcopy(report)
     changed.update(changes)
     return changed
+
+
+SUITE_BRIEF = ROOT / "evals" / "briefs" / "accessible-web-forms.yaml"
+"""The one brief the suite tests build (the smallest of the suite's)."""
+
+
+def suite_run(label: str, seed: int, courses: Path, output: Path, **changes: Any) -> EvalConfig:
+    """The suite's own configuration (``evals/conftest.py``'s ``EvalConfig``) of an offline run
+    of two epochs of ``SUITE_BRIEF``, no quality knob, with ``changes``: tests drive the
+    suite's functions with what the suite gives them, not a stand-in."""
+    fields: dict[str, Any] = {"prompts_dir": None, "label": label, "backend": OFFLINE, "output": output,
+                              "courses": courses, "rescore": False, "quality": {}, "epochs": 2, "seed": seed,
+                              "briefs": (SUITE_BRIEF,)}
+    return EvalConfig(**{**fields, **changes})

@@ -7,17 +7,18 @@ session (``--stay-baseline-prompts``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from evals.conftest import EvalConfig
 from stay.artefacts import Brief
 from stay.briefs import slugify
 from stay.errors import RunsNotComparable, UsageError, exit_code
@@ -28,10 +29,10 @@ from stay.scoring._runs_check import run_checks
 from stay.scoring._session import interleaved, rejudge
 from stay.suite import OFFLINE, epoch_dir, evaluate_build, finish_run, finish_runs, part_name, suite_session
 from tests.conftest import ROOT, run_stay
-from tests.scoring.reports import make_report, steady
+from tests.scoring.reports import SUITE_BRIEF, make_report, steady, suite_run
 from tests.scoring.test_scorers import FakeModel
 
-BRIEF = ROOT / "evals" / "briefs" / "accessible-web-forms.yaml"
+BRIEF = SUITE_BRIEF
 SLUG = slugify(Brief.from_yaml(BRIEF).title)
 EPOCHS = 2
 OFFLINE_JUDGE = "offline heuristic judge (not a model)"
@@ -102,25 +103,9 @@ def test_one_session_interleaves_the_arms_by_brief_and_epoch() -> None:
 # --- stay evals rejudge, over two runs the suite wrote, each judged by a model on its own day
 
 
-@dataclass(frozen=True)
-class Arm:
-    """What evals/conftest.py's EvalConfig gives the suite's functions, on one brief."""
-    label: str
-    seed: int
-    courses: Path
-    output: Path
-    prompts_dir: Path | None = None
-    backend: str = OFFLINE
-    epochs: int = EPOCHS
-    quality: dict[str, float] = field(default_factory=dict)
-    rescore: bool = False
-    judge_model: str | None = "claude-sonnet-5-5"
-    briefs: tuple[Path, ...] = (BRIEF,)
-    session: str = ""
-
-    @property
-    def parts(self) -> Path:
-        return self.output.with_name(self.output.name + ".parts")
+def Arm(label: str, seed: int, courses: Path, output: Path, **changes: Any) -> EvalConfig:
+    """One arm of a run on this file's brief, judged by a model: the suite's own configuration."""
+    return suite_run(label, seed, courses, output, **{"judge_model": "claude-sonnet-5-5", **changes})
 
 
 def verdict(value: bool) -> Any:
@@ -136,7 +121,7 @@ def judged_on_its_own_day(tmp: Path, label: str, seed: int, model: FakeModel) ->
     """One arm of the suite, built offline and judged by ``model`` in a session of its own;
     each course's judge cache (where `stay evals score` keeps one) holds that day's verdicts."""
     arm = Arm(label, seed, tmp / "courses" / label, tmp / f"{label}.json", quality={"distractors": 0.2})
-    arm = Arm(**{**arm.__dict__, "session": suite_session([arm])})
+    arm = dataclasses.replace(arm, session=suite_session([arm]))
     arm.parts.mkdir(parents=True)
     for epoch in range(1, EPOCHS + 1):
         cache = epoch_dir(arm.courses, epoch) / SLUG / ".runs" / "judge-cache"

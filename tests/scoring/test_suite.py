@@ -8,7 +8,6 @@ import functools
 import json
 import re
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,29 +22,16 @@ from stay.scoring._report import build_entry, check_report, report
 from stay.suite import OFFLINE, evaluate_build, finish_run, incomplete_record, part_name, run_build
 from stay.testing import InjectedFault, RiggedBackend
 from tests.conftest import ROOT
+from tests.scoring.reports import SUITE_BRIEF, suite_run
 from tests.scoring.test_scorers import FakeModel
 
-BRIEF = ROOT / "evals" / "briefs" / "accessible-web-forms.yaml"
+BRIEF = SUITE_BRIEF
 QUALITY = {"distractors": 0.1, "untaught": 0.1, "exercises": 0.1, "rubrics": 0.1}
 EPOCHS = 2
 
 
-@dataclass(frozen=True)
-class Run:
-    label: str
-    seed: int
-    courses: Path
-    output: Path
-    prompts_dir: Path | None = None
-    backend: str = OFFLINE
-    epochs: int = EPOCHS
-    quality: Any = None
-    briefs: tuple[Path, ...] = (BRIEF,)
-    rescore: bool = False
-
-    @property
-    def parts(self) -> Path:
-        return self.output.with_name(self.output.name + ".parts")
+Run = suite_run
+"""A suite run of this file's brief: the suite's own configuration."""
 
 
 def suite(tmp: Path, label: str, seed: int) -> tuple[Run, dict[str, Any]]:
