@@ -288,7 +288,17 @@ def _course_command(ns: argparse.Namespace, settings: Settings) -> int:
 
 
 def _run(ns: argparse.Namespace, settings: Settings) -> int:
-    return _printed(ns, _result(ns, settings))
+    try:
+        result = _result(ns, settings)
+    except BaseException as exc:  # a failed or interrupted run still says what it paid, on stdout as ever
+        from stay.pipeline import spent_of
+
+        spent = spent_of(exc)
+        if spent is not None:
+            with contextlib.suppress(Exception):
+                print("\n".join(spent.lines(so_far=True)), flush=True)
+        raise
+    return _printed(ns, result)
 
 
 def _result(ns: argparse.Namespace, settings: Settings) -> BuildResult:

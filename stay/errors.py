@@ -124,6 +124,10 @@ class AnswerError(StayError):
     """A model's answer does not fit the stage's schema: names the stage, file and field.
     ``raw`` keeps the answer's text, when there was one, for whoever has to read it."""
 
+    billed: object | None = None
+    """The failed reply's answer (a ``stay.requests.ModelAnswer`` with no data) when the
+    call was billed: whoever counts usage counts it, though nothing came of it."""
+
     def __init__(self, message: str, *, raw: str | None = None) -> None:
         super().__init__(message)
         self.raw = raw
@@ -131,6 +135,9 @@ class AnswerError(StayError):
 
 class ModelError(StayError):
     """The model's reply cannot be used: the message names the stage, the file and what to do."""
+
+    billed: object | None = None
+    """As ``AnswerError.billed``: a reply cut off at max_tokens or refused is still paid for."""
 
 
 class TruncationError(ModelError):

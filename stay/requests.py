@@ -111,3 +111,8 @@ class ModelAnswer(BaseModel):
     batch: bool = False
     """True when the usage was paid at the Message Batches price (half of input and
     output), so ``stay.models.cost`` prices it that way."""
+    service_tier: str | None = None
+    """The response's ``usage.service_tier`` (standard, priority, batch), when it said."""
+    inference_geo: str | None = None
+    """The response's ``usage.inference_geo`` (global, us), when it said: US-only
+    inference is priced higher (``stay.models.answer_cost``)."""

@@ -10,7 +10,7 @@ from stay.models._cache import CachedBackend, RequestCache, request_key
 from stay.models._factory import backend_from
 from stay.models._offline import OFFLINE_MODEL, OfflineBackend
 from stay.models._prefix_gate import PrefixGate, prefix_keys
-from stay.models._prices import BATCH_DISCOUNT, PRICES, Price, Rates, cost, describe_cost
+from stay.models._prices import BATCH_DISCOUNT, PRICES, Price, Rates, answer_cost, cost, describe_cost, price_label
 from stay.models._protocol import ModelClient, Rejecting
 from stay.models._roles import DEFAULT_MODELS, SCREENING, THINKING, Thinking
 from stay.models._screen import SCREEN_STAGE, Screening, screen_request, screening_of, verdict
@@ -54,12 +54,14 @@ __all__ = [
     "SystemBlock",
     "Thinking",
     "Usage",
+    "answer_cost",
     "answer_from",
     "backend_from",
     "cost",
     "describe_cost",
     "prefetch",
     "prefix_keys",
+    "price_label",
     "request_key",
     "request_params",
     "screen_request",

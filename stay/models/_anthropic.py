@@ -272,7 +272,8 @@ class AnthropicBackend:
         except RefusalError as exc:  # a refusal to read the brief is a verdict, not a failure
             found = re.search(r"refused to answer \((.*)\); ", str(exc))
             why = f" ({found.group(1)})" if found else ""
-            return Screening(f"the screening model refused to read the brief{why}", request)
+            billed = exc.billed if isinstance(exc.billed, ModelAnswer) else None  # a refusal is paid for
+            return Screening(f"the screening model refused to read the brief{why}", request, billed)
         return Screening(verdict(answer), request, answer)
 
     def screen(self, text: str) -> str | None:

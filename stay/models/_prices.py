@@ -6,7 +6,9 @@ Opus 5.5 and 0.025x on Fable 5.1. ``docs/models.md`` lists each row with its sou
 A model missing from the table is *unpriced*: ``cost`` returns None and a run that
 used it reports its cost as unknown, never as a partial sum that looks complete.
 
-Cache writes are priced at the 5-minute rate: stay only writes 5-minute entries.
+Cache writes are priced at the 5-minute rate: stay only writes 5-minute entries. What a
+response's usage says it was served as is priced too: ``service_tier`` batch at half,
+priority as unknown (no per-token price is published), ``inference_geo`` us at 1.1x.
 Message Batches cost half, on input and output; the discount applies to every token
 class of a batched request (Anthropic's pricing page: batch and caching discounts
 stack).
@@ -17,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from stay.requests import Usage
+from stay.requests import ModelAnswer, Usage
 
 BATCH_DISCOUNT = 0.5
 """Message Batches: 50% off input and output (every model's page: "Batch API: 50%
@@ -38,10 +40,14 @@ class Rates:
 @dataclass(frozen=True)
 class Price:
     """A model's rates; ``long`` applies to a request whose prompt (input, cache writes
-    and cache reads together) is over ``long_above`` tokens, on every token of it."""
+    and cache reads together) is over ``long_above`` tokens, on every token of it.
+    ``source`` is the page the rates were read from (a URL, and what on it), ``checked``
+    the day they were last read there; a rate no official page showed says so in
+    ``source`` ("unverified")."""
 
     rates: Rates
     source: str
+    checked: str
     long: Rates | None = None
     long_above: int = 0
 
@@ -51,11 +57,14 @@ class Price:
         return self.rates
 
 
-_PRICING_PAGE = "platform.claude.com/docs/en/about-claude/pricing (model pricing table)"
+CHECKED = "2026-12-01"
+"""The day every row below was read from its source (through stored copies of the pages)."""
+
+_PRICING_PAGE = "https://platform.claude.com/docs/en/about-claude/pricing (Model pricing table)"
 
 
 def _model_page(slug: str) -> str:
-    return f"platform.claude.com/docs/en/models/{slug}/overview (Specifications > Pricing)"
+    return f"https://platform.claude.com/docs/en/models/{slug}/overview (Specifications > Pricing)"
 
 
 _OPUS_45_TO_5 = Rates(input=5.0, output=25.0, cache_write=6.25, cache_read=0.50)
@@ -63,59 +72,100 @@ _FABLE_5 = Rates(input=10.0, output=50.0, cache_write=12.50, cache_read=1.00)
 _FABLE_51 = Rates(input=10.0, output=50.0, cache_write=12.50, cache_read=0.25)
 _SONNET_4X = Rates(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30)
 _HAIKU_45 = Rates(input=1.0, output=5.0, cache_write=1.25, cache_read=0.10)
-_HAIKU_55_SOURCE = (_model_page("haiku-5-5") + " for input, output and cache writes by prompt length; "
-                    "cache reads ($0.01, $0.05) as recorded from the live pricing page by the "
+_HAIKU_55_SOURCE = (_model_page("haiku-5-5") + " for input, output and cache writes by prompt length; cache "
+                    "reads ($0.01, $0.05) unverified: no official page read showed them, taken from the "
                     "kurofune/claudit v1.9.2 price refresh of 2026-10-24")
+_SONNET_4X_SOURCE = (_PRICING_PAGE + "; unverified: the stored copy of the page ends before the Sonnet 4.x "
+                     "rows, the rates are the earlier revision's")
+_HAIKU_45_SOURCE = (_PRICING_PAGE + "; input and output as the model pages' comparison tables show them "
+                    "($1 / $5); cache rates unverified (the earlier revision's Haiku 4.5 row)")
 
 PRICES: Mapping[str, Price] = {
     # the current generation (the SDK's types/model.py lists these first)
     "claude-opus-5-5": Price(Rates(input=4.0, output=20.0, cache_write=5.0, cache_read=0.20),
-                             _model_page("opus-5-5")),
+                             _model_page("opus-5-5"), CHECKED),
+    # Sonnet 5.5's cache reads: the official model page shows $0.20 / MTok; two third-party
+    # price refreshes (kurofune/claudit v1.9.2, TheKrush/PromptFuel v1.0.23) report a cut to
+    # $0.10 on 2026-10-07 that no official page read shows. The official figure is kept.
     "claude-sonnet-5-5": Price(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.20),
-                               _model_page("sonnet-5-5")),
+                               _model_page("sonnet-5-5") + " (cache reads $0.20, not the $0.10 third parties "
+                               "report)", CHECKED),
     "claude-haiku-5-5": Price(Rates(input=0.10, output=0.50, cache_write=0.125, cache_read=0.01),
-                              _HAIKU_55_SOURCE,
+                              _HAIKU_55_SOURCE, CHECKED,
                               long=Rates(input=0.50, output=2.50, cache_write=0.625, cache_read=0.05),
                               long_above=100_000),
-    "claude-fable-5-1": Price(_FABLE_51, _PRICING_PAGE),
-    "claude-mythos-5-1": Price(_FABLE_51, _PRICING_PAGE),
-    "claude-fable-5": Price(_FABLE_5, _PRICING_PAGE),
-    "claude-mythos-5": Price(_FABLE_5, _PRICING_PAGE),
-    "claude-opus-5": Price(_OPUS_45_TO_5, _PRICING_PAGE + "; " + _model_page("opus-5")),
+    "claude-fable-5-1": Price(_FABLE_51, _PRICING_PAGE, CHECKED),
+    "claude-mythos-5-1": Price(_FABLE_51, _PRICING_PAGE, CHECKED),
+    "claude-fable-5": Price(_FABLE_5, _PRICING_PAGE, CHECKED),
+    "claude-mythos-5": Price(_FABLE_5, _PRICING_PAGE, CHECKED),
+    "claude-opus-5": Price(_OPUS_45_TO_5, _PRICING_PAGE + "; " + _model_page("opus-5"), CHECKED),
     "claude-sonnet-5": Price(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.20),
-                             _model_page("sonnet-5")),
-    "claude-opus-4-8": Price(_OPUS_45_TO_5, _PRICING_PAGE),
-    "claude-opus-4-7": Price(_OPUS_45_TO_5, _PRICING_PAGE),
-    "claude-opus-4-6": Price(_OPUS_45_TO_5, _PRICING_PAGE),
-    "claude-opus-4-5": Price(_OPUS_45_TO_5, _PRICING_PAGE),
-    "claude-opus-4-5-20251101": Price(_OPUS_45_TO_5, _PRICING_PAGE),
-    "claude-sonnet-4-6": Price(_SONNET_4X, _PRICING_PAGE + " (earlier revision: Sonnet 4.x row)"),
-    "claude-sonnet-4-5": Price(_SONNET_4X, _PRICING_PAGE + " (earlier revision: Sonnet 4.x row; prompts up to "
-                                                           "200K tokens, the standard context window)"),
-    "claude-sonnet-4-5-20250929": Price(_SONNET_4X, _PRICING_PAGE + " (earlier revision: Sonnet 4.x row)"),
-    "claude-haiku-4-5": Price(_HAIKU_45, _PRICING_PAGE + " (earlier revision: Haiku 4.5 row)"),
-    "claude-haiku-4-5-20251001": Price(_HAIKU_45, _PRICING_PAGE + " (earlier revision: Haiku 4.5 row)"),
+                             _model_page("sonnet-5"), CHECKED),
+    "claude-opus-4-8": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
+    "claude-opus-4-7": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
+    "claude-opus-4-6": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
+    "claude-opus-4-5": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
+    "claude-opus-4-5-20251101": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
+    "claude-sonnet-4-6": Price(_SONNET_4X, _SONNET_4X_SOURCE, CHECKED),
+    "claude-sonnet-4-5": Price(_SONNET_4X, _SONNET_4X_SOURCE + " (prompts up to 200K tokens, the standard "
+                                                               "context window)", CHECKED),
+    "claude-sonnet-4-5-20250929": Price(_SONNET_4X, _SONNET_4X_SOURCE, CHECKED),
+    "claude-haiku-4-5": Price(_HAIKU_45, _HAIKU_45_SOURCE, CHECKED),
+    "claude-haiku-4-5-20251001": Price(_HAIKU_45, _HAIKU_45_SOURCE, CHECKED),
     # the offline backend: no network, no bill
-    "offline": Price(Rates(input=0.0, output=0.0, cache_write=0.0, cache_read=0.0), "no API call is made"),
+    "offline": Price(Rates(input=0.0, output=0.0, cache_write=0.0, cache_read=0.0), "no API call is made",
+                     CHECKED),
 }
 """Model id -> price. Deliberately absent (unpriced: a run that uses them reports its
 cost as unknown): claude-fable-5-2 and claude-mythos-5-2 (no Anthropic page with their
 prices was found; third-party listings give Fable 5.2 $8 / $40) and
 claude-mythos-preview (no published price)."""
 
+US_INFERENCE = 1.1
+"""``inference_geo: us`` (US-only inference) costs 1.1x on every token class
+(https://docs.aws.amazon.com/claude-platform/latest/userguide/data-residency.html, "A 1.1x
+pricing multiplier applies", checked 2026-12-01; the Claude API's own data-residency page,
+https://platform.claude.com/docs/en/manage-claude/data-residency, was read but its price
+was not reached). Global inference, the default, is the table's price."""
 
-def cost(model: str, usage: Usage, *, batch: bool = False) -> float | None:
-    """US dollars for one call's usage, or None for a model with no price on file.
-    ``batch=True`` prices it as a Message Batches request (half price)."""
+_GEO = {None: 1.0, "global": 1.0, "us": US_INFERENCE}
+_TIERS = (None, "standard", "batch")
+"""Tiers the table prices: standard (the table), batch (half). Priority Tier is billed by
+commitment, at no published per-token price: its cost is unknown, never a guess."""
+
+
+def cost(model: str, usage: Usage, *, batch: bool = False, service_tier: str | None = None,
+         inference_geo: str | None = None) -> float | None:
+    """US dollars for one call's usage, or None for a model with no price on file, a
+    service tier (priority) or an inference geography with no price on file.
+    ``batch=True`` (or ``service_tier="batch"``) prices it as a Message Batches request
+    (half price); ``inference_geo="us"`` at the US-only multiplier."""
     price = PRICES.get(model)
-    if price is None:
+    if price is None or service_tier not in _TIERS or inference_geo not in _GEO:
         return None
     rates = price.rates_for(usage)
     dollars = (usage.input_tokens * rates.input
                + usage.cache_creation_input_tokens * rates.cache_write
                + usage.cache_read_input_tokens * rates.cache_read
-               + usage.output_tokens * rates.output) / 1_000_000
-    return dollars * BATCH_DISCOUNT if batch else dollars
+               + usage.output_tokens * rates.output) / 1_000_000 * _GEO[inference_geo]
+    return dollars * BATCH_DISCOUNT if batch or service_tier == "batch" else dollars
+
+
+def answer_cost(answer: ModelAnswer) -> float | None:
+    """What one answer cost, as its response said it was served (``cost``)."""
+    return cost(answer.model, answer.usage, batch=answer.batch, service_tier=answer.service_tier,
+                inference_geo=answer.inference_geo)
+
+
+def price_label(answer: ModelAnswer) -> str:
+    """The name an unpriced answer is reported under: its model, and the tier or the
+    geography the table has no price for."""
+    extra = []
+    if answer.service_tier not in _TIERS:
+        extra.append(f"{answer.service_tier} tier")
+    if answer.inference_geo not in _GEO:
+        extra.append(f"inference_geo {answer.inference_geo}")
+    return answer.model + (f" ({', '.join(extra)})" if extra else "")
 
 
 def describe_cost(dollars: float | None, unpriced: frozenset[str] | set[str] = frozenset()) -> str:

@@ -136,14 +136,46 @@ def answer_from(message: Any, request: ModelRequest, *, budget: Budget | None = 
     try:
         return _answer_from(message, request, budget=budget, batch=batch)
     except (AnswerError, ModelError) as exc:
+        # a reply that was read far enough to have its usage was billed, whatever it
+        # said (cut off, refused, not JSON): the error carries what it cost
+        billed = _billed(message, request, batch)
         # a response's text reaches the message (a refusal's explanation, the answer's
         # raw text): an API or proxy that echoes a secret must not have it printed or kept
         raw = getattr(exc, "raw", None)
         if _secrets.redact(str(exc)) == str(exc) and (raw is None or _secrets.redact(raw) == raw):
+            exc.billed = billed
             raise
-        if isinstance(exc, AnswerError):
-            raise type(exc)(_secrets.redact(str(exc)), raw=None if raw is None else _secrets.redact(raw)) from None
-        raise type(exc)(_secrets.redact(str(exc))) from None
+        clean: AnswerError | ModelError = (
+            type(exc)(_secrets.redact(str(exc)), raw=None if raw is None else _secrets.redact(raw))
+            if isinstance(exc, AnswerError) else type(exc)(_secrets.redact(str(exc))))
+        clean.billed = billed
+        raise clean from None
+
+
+def _billed(message: Any, request: ModelRequest, batch: bool) -> ModelAnswer | None:
+    """A failed reply as an answer with no data, for counting: None when even its usage
+    cannot be read (then there is nothing trustworthy to count)."""
+    try:
+        usage = usage_of(message, f"stage {request.stage} ({request.artefact})")
+    except ModelError:
+        return None
+    return ModelAnswer(data={}, model=_model_of(message), usage=usage, batch=batch, **_tier_of(message))
+
+
+def _model_of(message: Any) -> str:
+    model = getattr(message, "model", None)
+    return _secrets.redact(model) if isinstance(model, str) and model else "unknown"
+
+
+def _tier_of(message: Any) -> dict[str, str | None]:
+    """What the response's usage says it was served as, where that changes the price:
+    ``service_tier`` (standard, priority, batch) and ``inference_geo`` (global, us)."""
+    usage = getattr(message, "usage", None)
+    found: dict[str, str | None] = {}
+    for name in ("service_tier", "inference_geo"):
+        value = getattr(usage, name, None)
+        found[name] = value if isinstance(value, str) and value else None
+    return found
 
 
 def _answer_from(message: Any, request: ModelRequest, *, budget: Budget | None, batch: bool) -> ModelAnswer:
@@ -189,11 +221,9 @@ def _answer_from(message: Any, request: ModelRequest, *, budget: Budget | None, 
                           raw=text) from None
     if not isinstance(data, dict):
         raise AnswerError(f"{where}: the answer is JSON but not an object", raw=text)
-    model = getattr(message, "model", None)
     # by value only: a lesson may well show what an Anthropic key looks like
-    return ModelAnswer(data=_secrets.redact_data(data),
-                       model=_secrets.redact(model) if isinstance(model, str) and model else "unknown",
-                       usage=usage, batch=batch)
+    return ModelAnswer(data=_secrets.redact_data(data), model=_model_of(message), usage=usage, batch=batch,
+                       **_tier_of(message))
 
 
 # -- errors ------------------------------------------------------------------------------

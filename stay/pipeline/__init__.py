@@ -9,12 +9,31 @@ from stay.pipeline._gate_decl import GATE_NAMES
 from stay.pipeline._graph import DECLARATION, build, graph, problems
 from stay.pipeline._ledger import read_document
 from stay.pipeline._progress import NotebookProgress, ProgressUpdate
+from stay.pipeline._result import Spent, spent_of
 from stay.pipeline._runner import BuildResult, build_course, revise, run_command
 from stay.pipeline._walk import walk_order
 
 __all__ = [
-    "DECLARATION", "GATE_NAMES", "BriefRejected", "BuildResult", "GraphError", "NotebookProgress", "ProgressUpdate",
-    "adopt", "approve", "build",
-    "build_course", "course_graph", "gate_status", "graph", "problems", "read_document", "revise", "run_command",
-    "status", "walk_order",
+    "DECLARATION",
+    "GATE_NAMES",
+    "BriefRejected",
+    "BuildResult",
+    "GraphError",
+    "NotebookProgress",
+    "ProgressUpdate",
+    "Spent",
+    "adopt",
+    "approve",
+    "build",
+    "build_course",
+    "course_graph",
+    "gate_status",
+    "graph",
+    "problems",
+    "read_document",
+    "revise",
+    "run_command",
+    "spent_of",
+    "status",
+    "walk_order",
 ]

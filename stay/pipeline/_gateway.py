@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from stay._secrets import redact, redact_data
 from stay.artefacts import Artefact
-from stay.errors import AnswerError
+from stay.errors import AnswerError, ModelError
 from stay.models import ModelClient, Rejecting
 from stay.requests import ModelAnswer, ModelRequest
 from stay.settings import Settings
@@ -69,7 +69,14 @@ class ModelGateway:
         model = self.settings.model(request.role)
         with self.slots, self.in_flight:
             start = time.perf_counter()
-            answer = self.backend.complete(request, model)
+            try:
+                answer = self.backend.complete(request, model)
+            except (AnswerError, ModelError) as exc:
+                # a reply that was paid for and cannot be used (cut off, refused, not
+                # JSON) is counted, priced and traced before the error goes on
+                if isinstance(exc.billed, ModelAnswer):
+                    self.account(request, exc.billed, time.perf_counter() - start, error=type(exc).__name__)
+                raise
             seconds = time.perf_counter() - start
         # every answer, whatever served it (a cache written before secrets were cut out of
         # answers, a relay, a backend of the caller's), before it is traced or written
@@ -79,10 +86,12 @@ class ModelGateway:
         self.account(request, answer, seconds)
         return answer
 
-    def account(self, request: ModelRequest, answer: ModelAnswer, seconds: float = 0.0) -> None:
-        """Count, price (at the batch price when a batch paid) and trace one answer."""
+    def account(self, request: ModelRequest, answer: ModelAnswer, seconds: float = 0.0,
+                error: str | None = None) -> None:
+        """Count, price (at the batch price when a batch paid) and trace one answer;
+        ``error`` names what a billed reply that could not be used raised."""
         if self.tracer is not None:
-            self.tracer.call(request, answer, seconds)
+            self.tracer.call(request, answer, seconds, error)
         self.tally.add_call(request.stage, answer)
 
 

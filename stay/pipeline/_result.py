@@ -4,7 +4,7 @@ why, the defects by owner, the tokens and the cost, per stage."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from stay._display import Table, html_block, markdown_block, plural
@@ -13,6 +13,50 @@ from stay.pipeline._fix import Change
 from stay.pipeline._repair import RepairReport
 from stay.pipeline._wave import WaveStats
 from stay.validate import OWNER_HEAD, CourseReport, Defect, owner_rows
+
+
+def tokens_of(usage: Usage) -> str:
+    """Tokens as the summary says them."""
+    return (f"{usage.input_tokens} input, {usage.cache_creation_input_tokens} cache-write, "
+            f"{usage.cache_read_input_tokens} cache-read, {usage.output_tokens} output tokens")
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What a run has paid, in total and per stage: what its summary's ``usage:`` lines
+    say, for a run that went to the end and for one that failed or was interrupted."""
+
+    calls: int
+    usage: Usage
+    cost: float | None
+    """US dollars; None (unknown) when a call used a model with no price on file."""
+    unpriced: tuple[str, ...] = ()
+    usage_by_stage: dict[str, Usage] = field(default_factory=dict)
+    cost_by_stage: dict[str, float] = field(default_factory=dict)
+    calls_by_stage: dict[str, int] = field(default_factory=dict)
+
+    def lines(self, *, so_far: bool = False) -> list[str]:
+        """``usage: N calls; tokens; cost``, then one line per stage that called a model;
+        ``so_far`` for a run that did not end (what it paid before it stopped)."""
+        total = describe_cost(self.cost, set(self.unpriced)) + (" so far" if so_far else "")
+        lines = [f"usage: {plural(self.calls, 'call')}; {tokens_of(self.usage)}; {total}"]
+        for stage, usage in sorted(self.usage_by_stage.items()):
+            price = self.cost_by_stage.get(stage)
+            # a stage's priced calls only: with an unpriced model its sum would look complete
+            paid = "cost unknown" if price is None or self.unpriced else f"${price:.4f}"
+            lines.append(f"usage: {stage}: {plural(self.calls_by_stage.get(stage, 0), 'call')}; "
+                         f"{tokens_of(usage)}; {paid}")
+        return lines
+
+
+SPENT = "stay_spent"
+"""The attribute a failed or interrupted run's exception carries its ``Spent`` under."""
+
+
+def spent_of(error: BaseException) -> Spent | None:
+    """What the run that raised ``error`` had paid when it stopped, if a run raised it."""
+    spent = getattr(error, SPENT, None)
+    return spent if isinstance(spent, Spent) else None
 
 
 @dataclass(frozen=True)
@@ -48,6 +92,13 @@ class BuildResult:
     unresolved: tuple[Defect, ...] = ()
     """FAILs the check at the write left in the design files and plans this run wrote,
     after asking the model once more: what the gate's reviewer must see."""
+    calls_by_stage: dict[str, int] | None = None
+    """Model calls per stage (a billed call that failed is counted too)."""
+
+    @property
+    def spent(self) -> Spent:
+        return Spent(self.calls, self.usage, self.cost, self.unpriced, dict(self.usage_by_stage or {}),
+                     dict(self.cost_by_stage or {}), dict(self.calls_by_stage or {}))
 
     def unresolved_by_file(self) -> dict[str, tuple[str, ...]]:
         """File -> the codes of its unresolved FAILs, in report order."""
@@ -68,16 +119,12 @@ class BuildResult:
         return "complete" if self.reason == "done" else self.reason
 
     def tokens(self) -> str:
-        usage = self.usage
-        return (f"{usage.input_tokens} input, {usage.cache_creation_input_tokens} cache-write, "
-                f"{usage.cache_read_input_tokens} cache-read, {usage.output_tokens} output tokens")
+        return tokens_of(self.usage)
 
     def summary(self) -> str:
         """What ``stay build`` prints on stdout: the course, the usage and cost, then where
         the run stopped, or the validation and repair results."""
-        lines = [f"{self.slug}: {self.course_dir}",
-                 f"usage: {plural(self.calls, 'call')}; {self.tokens()}; "
-                 f"{describe_cost(self.cost, set(self.unpriced))}"]
+        lines = [f"{self.slug}: {self.course_dir}", *self.spent.lines()]
         lines += [f"unresolved at the write: {path}: {', '.join(codes)}"
                   for path, codes in self.unresolved_by_file().items()]
         if self.stopped_at is not None:
@@ -160,4 +207,4 @@ class BuildResult:
         return markdown_block(*self._display())
 
 
-__all__ = ["BuildResult"]
+__all__ = ["BuildResult", "Spent", "spent_of"]

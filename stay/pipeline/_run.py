@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from stay.artefacts import Artefact, Brief, DurationLimits, dump
 from stay.errors import PipelineError
-from stay.models import ModelClient, Usage, cost
+from stay.models import ModelClient, Usage, answer_cost, price_label
 from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._gateway import ModelGateway
 from stay.pipeline._ledger import Sources
@@ -113,6 +113,7 @@ class Tally:
     calls: int = 0
     usage: Usage = field(default_factory=Usage)
     usage_by_stage: dict[str, Usage] = field(default_factory=dict)
+    calls_by_stage: dict[str, int] = field(default_factory=dict)
     prices: dict[str, list[float]] = field(default_factory=dict)
     """Stage -> the price of each of its priced calls, in US dollars."""
     unpriced: set[str] = field(default_factory=set)
@@ -132,12 +133,13 @@ class Tally:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add_call(self, stage: str, answer: ModelAnswer) -> None:
-        price = cost(answer.model, answer.usage, batch=answer.batch)
+        price = answer_cost(answer)
         with self.lock:
             self.calls += 1
+            self.calls_by_stage[stage] = self.calls_by_stage.get(stage, 0) + 1
             self.usage_by_stage[stage] = self.usage_by_stage.get(stage, Usage()) + answer.usage
             if price is None:
-                self.unpriced.add(answer.model)
+                self.unpriced.add(price_label(answer))
             else:
                 self.prices.setdefault(stage, []).append(price)
             self.usage = self.usage + answer.usage

@@ -44,7 +44,7 @@ from stay.pipeline._graph import CommandDecl, assemble, checked, declare
 from stay.pipeline._ledger import Sources
 from stay.pipeline._nodes import handlers
 from stay.pipeline._progress import Progress, clock, default_progress
-from stay.pipeline._result import BuildResult
+from stay.pipeline._result import SPENT, BuildResult, Spent
 from stay.pipeline._run import BatchPlan, Run, RunConfig, Stop, command_hint
 from stay.pipeline._run_log import log_run, next_run_number
 from stay.pipeline._state import load_manifest
@@ -214,6 +214,7 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
     except BaseException as exc:
         # the run log must not call a refused, failed or interrupted run "completed"
         failed = type(exc).__name__ + (f": {exc}" if str(exc) else "")
+        setattr(exc, SPENT, _spent(run))  # what it paid before it stopped: the command line says it
         if run.walk.wave is not None:  # no task may write after the run has failed or been stopped, and
             run.walk.wave.cancel(wait=isinstance(exc, Exception))  # none outlives it but after a Ctrl-C
         raise
@@ -233,17 +234,26 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
     if config.command == "revise" and stopped is None:
         reason = _revised(run)
     tally = run.tally
+    spent = _spent(run)
     run.report.say(f"{plural(tally.calls, 'model call')}, {plural(len(set(tally.written)), 'file')} written in "
                    f"{clock(time.monotonic() - run.report.started)}; cost "
                    f"{describe_cost(None if tally.unpriced else tally.cost, tally.unpriced)}")
     return BuildResult(slug=config.slug, course_dir=config.root, command=config.command, stopped_at=stopped,
                        reason=reason, validation=tally.validation, repair=tally.repair,
-                       written=tuple(sorted(set(tally.written))), calls=tally.calls, usage=tally.usage,
-                       wave=tally.wave, trace_id=tracer.trace_id, cost=None if tally.unpriced else tally.cost,
-                       usage_by_stage=dict(sorted(tally.usage_by_stage.items())),
-                       unpriced=tuple(sorted(tally.unpriced)), cost_by_stage=dict(sorted(tally.cost_by_stage.items())),
+                       written=tuple(sorted(set(tally.written))), calls=spent.calls, usage=spent.usage,
+                       wave=tally.wave, trace_id=tracer.trace_id, cost=spent.cost, usage_by_stage=spent.usage_by_stage,
+                       unpriced=spent.unpriced, cost_by_stage=spent.cost_by_stage, calls_by_stage=spent.calls_by_stage,
                        retired=tuple(sorted(tally.retired)),
                        unresolved=tuple(d for path in sorted(tally.unresolved) for d in tally.unresolved[path]))
+
+
+def _spent(run: Run) -> Spent:
+    """What the run has paid so far, from its tally (under its lock: wave threads add to it)."""
+    tally = run.tally
+    with tally.lock:
+        return Spent(tally.calls, tally.usage, None if tally.unpriced else tally.cost, tuple(sorted(tally.unpriced)),
+                     dict(sorted(tally.usage_by_stage.items())), dict(sorted(tally.cost_by_stage.items())),
+                     dict(sorted(tally.calls_by_stage.items())))
 
 
 def _resolve(command: str, target: Brief | str | os.PathLike[str], courses_dir: Path,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stay.artefacts import write_text_atomic
-from stay.models import ModelAnswer, ModelRequest, cost
+from stay.models import ModelAnswer, ModelRequest, answer_cost
 from stay.validate import OWNERS, CourseReport
 
 if TYPE_CHECKING:
@@ -39,17 +39,19 @@ class Tracer:
     records: list[dict[str, Any]] = field(default_factory=list)
     _calls: list[dict[str, Any]] = field(default_factory=list)
 
-    def call(self, request: ModelRequest, answer: ModelAnswer, seconds: float) -> None:
-        """One model call (list.append is atomic: wave threads may call this at once)."""
+    def call(self, request: ModelRequest, answer: ModelAnswer, seconds: float, error: str | None = None) -> None:
+        """One model call (list.append is atomic: wave threads may call this at once);
+        ``error`` names what a billed reply that could not be used raised."""
         usage = answer.usage
-        self._calls.append({
+        failed = {} if error is None else {"error": error}
+        self._calls.append({**failed,
             "stage": request.stage, "artefact": request.artefact, "model": answer.model,
             "seconds": round(seconds, 4), "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
             "cache_creation_input_tokens": usage.cache_creation_input_tokens,
             "cache_read_input_tokens": usage.cache_read_input_tokens,
             "thinking_tokens": usage.thinking_tokens, "batch": answer.batch,
-            "cost_usd": cost(answer.model, usage, batch=answer.batch),
+            "cost_usd": answer_cost(answer),
         })
 
     @contextmanager

@@ -257,14 +257,31 @@ class CacheAccounting:
         return self.cache_read_input_tokens / whole if whole else 0.0
 
 
+def _stopped(body: dict[str, Any], reason: str | None) -> dict[str, Any]:
+    """The response as the model stopped it: cut off at max_tokens, or refused."""
+    if reason == "max_tokens":
+        text = body["content"][-1]["text"]
+        return {**body, "stop_reason": reason, "content": [{"type": "text", "text": text[:len(text) // 2]}]}
+    if reason == "refusal":
+        return {**body, "stop_reason": reason, "content": [],
+                "stop_details": {"type": "refusal", "category": "cyber", "explanation": "a test refusal"}}
+    return body
+
+
 class FakeMessagesAPI:
     """POST /v1/messages on 127.0.0.1, answering every stage and the input screen, as JSON
     or as a stream; records what it saw and said, and bills the prompt cache. Every answer
     is held to the request's wire schema (the module docstring); one it cannot satisfy is a
     400 naming the reasons, kept in ``violations``."""
 
-    def __init__(self, accounting: CacheAccounting | None = None, latency: float = 0.0) -> None:
+    def __init__(self, accounting: CacheAccounting | None = None, latency: float = 0.0,
+                 stop: Callable[[dict[str, Any]], str | None] | None = None) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.stop = stop
+        """Called with each stage request before it is answered (it may block, as a model
+        still thinking does): the stop reason the model stops for, or None for end_turn.
+        ``max_tokens``: the answer's text is cut in half; ``refusal``: no text, with
+        ``stop_details``. Either is billed as any answer is, as the real API bills them."""
         self.answers: list[dict[str, Any]] = []
         self.screens: list[dict[str, Any]] = []
         self.violations: list[str] = []
@@ -294,6 +311,7 @@ class FakeMessagesAPI:
                                                                        "message": str(exc)}}, body)
                 if api.latency:
                     time.sleep(api.latency)
+                reason = api.stop(body) if api.stop is not None and is_stage(body) else None
                 with lock:
                     if is_stage(body):
                         api.requests.append(body)
@@ -303,7 +321,7 @@ class FakeMessagesAPI:
                         api.screens.append(body)
                 # readable from the moment the response goes out: no client can know of it sooner
                 api.accounting.answered(writes)
-                self._send(200, message(data, model=body["model"], usage=usage), body)
+                self._send(200, _stopped(message(data, model=body["model"], usage=usage), reason), body)
 
             def _send(self, status: int, payload: dict[str, Any], body: dict[str, Any]) -> None:
                 streamed = status == 200 and body.get("stream")

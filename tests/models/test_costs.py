@@ -10,13 +10,14 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from stay.models import BATCH_DISCOUNT, DEFAULT_MODELS, PRICES, Usage, cost, describe_cost
-from stay.pipeline import build_course
+from stay.errors import EXIT_REFUSED, RefusalError, TruncationError
+from stay.models import BATCH_DISCOUNT, DEFAULT_MODELS, PRICES, AnthropicBackend, Usage, cost, describe_cost
+from stay.pipeline import build_course, spent_of
 from stay.stages import STAGES
 from tests.conftest import run_stay
 from tests.expected import calls, curriculum_of
-from tests.models.fake_api import FakeMessagesAPI, answer_for, is_stage, message, reply
-from tests.models.helpers import HTTP, backend, quiet
+from tests.models.fake_api import FakeMessagesAPI, answer_for, is_stage, message, reply, stage_of
+from tests.models.helpers import HTTP, KEY, backend, quiet
 
 MILLION = Usage(input_tokens=1_000_000, output_tokens=1_000_000, cache_creation_input_tokens=1_000_000,
                 cache_read_input_tokens=1_000_000)
@@ -145,3 +146,101 @@ def test_the_total_cost_is_the_same_whatever_order_the_calls_end_in() -> None:
         naive.add(running)
     assert len(totals) == 1 and by_stage == totals
     assert len(naive) > 1  # the running sum this replaced does depend on the order
+
+
+# -- a billed call that failed, and a run that failed ------------------------------------
+
+FAILING = "curriculum"
+"""The stage the fake's model stops early on: the second of the design phase, so one
+stage has been paid for in full before it."""
+
+
+def _anthropic(api: FakeMessagesAPI) -> AnthropicBackend:
+    return AnthropicBackend(api_key=KEY, base_url=api.url, sleep=lambda _s: None)
+
+
+@pytest.mark.parametrize("reason, error", [("refusal", RefusalError), ("max_tokens", TruncationError)])
+def test_a_refused_or_cut_off_call_is_counted_priced_and_traced(
+        tmp_path: Path, reason: str, error: type[Exception]) -> None:
+    """The API bills a reply that stopped at max_tokens or refused: the run's usage, cost
+    and trace count it, though it raised."""
+    with FakeMessagesAPI(stop=lambda body: reason if stage_of(body) == FAILING else None) as api, \
+            pytest.raises(error) as raised:
+        build_course(HTTP, courses_dir=tmp_path, backend=_anthropic(api), progress=quiet)
+    billed = [b for b in api.accounting.billed if b.stage == FAILING]
+    assert len(billed) == 1, "the fake's model answered the failing stage once"
+    paid = Usage(**billed[0].usage)
+    spent = spent_of(raised.value)
+    assert spent is not None
+    assert spent.calls_by_stage[FAILING] == 1 and spent.usage_by_stage[FAILING] == paid
+    assert spent.cost_by_stage[FAILING] == pytest.approx(cost(billed[0].model, paid))
+    assert spent.calls == len(api.requests) + len(api.screens)  # every reply that came, counted once
+    trace = next((tmp_path / curriculum_slug() / ".runs" / "traces").glob("*.jsonl")).read_text()
+    calls = [c for line in trace.splitlines() for c in json.loads(line).get("calls", [])]
+    failed = [c for c in calls if c["stage"] == FAILING]
+    assert len(failed) == 1 and failed[0]["error"] == error.__name__
+    assert failed[0]["input_tokens"] == paid.input_tokens and failed[0]["output_tokens"] == paid.output_tokens
+    assert failed[0]["cost_usd"] == pytest.approx(cost(billed[0].model, paid))
+    assert all("error" not in c for c in calls if c["stage"] != FAILING)  # only a failed call says one
+
+
+def curriculum_slug() -> str:
+    from stay.briefs import load_brief, slugify
+
+    return slugify(load_brief(HTTP).title)
+
+
+def _usage_lines(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if line.startswith("usage:")]
+
+
+def test_a_failed_run_still_prints_its_usage_line(tmp_path: Path) -> None:
+    with FakeMessagesAPI(stop=lambda body: "refusal" if stage_of(body) == FAILING else None) as api:
+        done = run_stay("new", str(HTTP), "--courses-dir", str(tmp_path),
+                        env={"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": KEY,
+                             "SOURCE_DATE_EPOCH": "1780000000"})
+    assert done.returncode == EXIT_REFUSED, done.stderr
+    assert "refused:" in done.stderr and "the model refused" in done.stderr
+    lines = _usage_lines(done.stdout)
+    calls = len(api.requests) + len(api.screens)
+    assert lines and lines[0].startswith(f"usage: {calls} calls; ") and lines[0].endswith(" so far")
+    assert "$" in lines[0]  # every model of the run is priced: a figure, not "unknown"
+    stages = {stage_of(body) for body in api.requests}
+    assert {line.split(":")[1].strip() for line in lines[1:]} == stages | {"moderation"}
+
+
+def test_an_interrupted_run_still_prints_its_usage_line(tmp_path: Path) -> None:
+    """Ctrl-C while the failing stage's call is in flight: the calls answered before it
+    are what the run paid, and the command says so before it exits 130."""
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from tests.conftest import ROOT
+
+    reached, release = threading.Event(), threading.Event()
+
+    def hold(body: dict[str, object]) -> None:
+        if stage_of(body) == FAILING:
+            reached.set()
+            release.wait(30)  # a model still thinking
+
+    with FakeMessagesAPI(stop=hold) as api:
+        try:
+            env = {**os.environ, "ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": api.url}
+            proc = subprocess.Popen([sys.executable, "-m", "stay.cli", "new", str(HTTP), "--courses-dir",
+                                     str(tmp_path)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+            assert reached.wait(60), "the failing stage's call never reached the fake"
+            time.sleep(0.2)
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            release.set()
+    assert proc.returncode == 130, err
+    lines = _usage_lines(out)
+    answered = len(api.screens) + len([b for b in api.requests if stage_of(b) != FAILING])
+    assert lines and lines[0].startswith(f"usage: {answered} calls; ") and lines[0].endswith(" so far"), out
+    assert "interrupted" in err

@@ -8,7 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from stay import BuildResult, CourseReport, Defect, Severity, build_course
+from stay._display import plural
 from stay.models import OfflineBackend, Usage
+from stay.pipeline._result import tokens_of
 from stay.pipeline._repair import RepairReport, RepairRound
 from tests.conftest import ROOT
 from tests.validate.test_display import HOSTILE, _Tables
@@ -88,8 +90,12 @@ def test_a_real_run_shows_the_same_strings_twice_and_its_summary_is_the_command_
     assert text.startswith(f"**stay build {first.slug}: complete**")
     assert "No defects." in text and "| validation | 0 FAIL, 0 WARN," in text
     assert first.validation is not None
+    assert first.usage_by_stage and first.calls_by_stage
+    assert sum(first.calls_by_stage.values()) == first.calls  # every call is some stage's
     assert first.summary().splitlines()[1:] == [
         f"usage: {first.calls} calls; {first.tokens()}; $0.0000",
+        *[f"usage: {stage}: {plural(first.calls_by_stage[stage], 'call')}; {tokens_of(usage)}; $0.0000"
+          for stage, usage in sorted(first.usage_by_stage.items())],
         f"validation: 0 FAIL, 0 WARN ({first.validation.checks} checks)",
         "repair: stopped because nothing remains"]
 
