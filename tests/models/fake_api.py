@@ -275,8 +275,12 @@ class FakeMessagesAPI:
     400 naming the reasons, kept in ``violations``."""
 
     def __init__(self, accounting: CacheAccounting | None = None, latency: float = 0.0,
-                 stop: Callable[[dict[str, Any]], str | None] | None = None) -> None:
+                 stop: Callable[[dict[str, Any]], str | None] | None = None,
+                 served: dict[str, str] | None = None) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.served = served or {}
+        """Added to every response's usage, as the real API reports how it served a request:
+        ``service_tier`` (standard, priority, batch), ``inference_geo`` (global, us)."""
         self.stop = stop
         """Called with each stage request before it is answered (it may block, as a model
         still thinking does): the stop reason the model stops for, or None for end_turn.
@@ -321,7 +325,8 @@ class FakeMessagesAPI:
                         api.screens.append(body)
                 # readable from the moment the response goes out: no client can know of it sooner
                 api.accounting.answered(writes)
-                self._send(200, _stopped(message(data, model=body["model"], usage=usage), reason), body)
+                self._send(200, _stopped(message(data, model=body["model"], usage={**usage, **api.served}), reason),
+                           body)
 
             def _send(self, status: int, payload: dict[str, Any], body: dict[str, Any]) -> None:
                 streamed = status == 200 and body.get("stream")

@@ -4,6 +4,7 @@ partial, when a model has no price."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 
 from stay.errors import EXIT_REFUSED, RefusalError, TruncationError
 from stay.models import BATCH_DISCOUNT, DEFAULT_MODELS, PRICES, AnthropicBackend, Usage, cost, describe_cost
+from stay.models._prices import US_INFERENCE
 from stay.pipeline import build_course, spent_of
 from stay.stages import STAGES
 from tests.conftest import run_stay
@@ -244,3 +246,45 @@ def test_an_interrupted_run_still_prints_its_usage_line(tmp_path: Path) -> None:
     answered = len(api.screens) + len([b for b in api.requests if stage_of(b) != FAILING])
     assert lines and lines[0].startswith(f"usage: {answered} calls; ") and lines[0].endswith(" so far"), out
     assert "interrupted" in err
+
+
+# -- where a price comes from, and how a response was served ------------------------------
+
+def test_every_price_cites_its_page_and_the_day_it_was_checked() -> None:
+    import datetime
+    import re
+
+    for model, price in PRICES.items():
+        if model == "offline":
+            continue
+        assert re.search(r"https://\S+", price.source), f"{model}: no source page"
+        assert datetime.date.fromisoformat(price.checked) <= datetime.date.today(), model
+    # where the official pages were not reached for a rate, the row says so
+    assert "unverified" in PRICES["claude-haiku-5-5"].source
+    # two public sources disagree on Sonnet 5.5's cache reads: the official page's is kept
+    assert PRICES["claude-sonnet-5-5"].rates.cache_read == 0.20
+    assert "platform.claude.com" in PRICES["claude-sonnet-5-5"].source
+
+
+@pytest.mark.parametrize("served, factor", [({"service_tier": "standard", "inference_geo": "global"}, 1.0),
+                                            ({"inference_geo": "us"}, US_INFERENCE),
+                                            ({"service_tier": "batch"}, BATCH_DISCOUNT),
+                                            ({"service_tier": "priority"}, None)])
+def test_how_the_api_says_it_served_a_call_prices_it(
+        tmp_path: Path, served: dict[str, str], factor: float | None) -> None:
+    """``usage.service_tier`` and ``usage.inference_geo`` change the price: US-only
+    inference costs 1.1x, the batch tier half, and Priority Tier (no published per-token
+    price) makes the cost unknown, named, never a guess at the standard price."""
+    with FakeMessagesAPI(served=served) as api:
+        result = build_course(HTTP, courses_dir=tmp_path, backend=_anthropic(api), progress=quiet)
+    assert result.stopped_at == "design gate"
+    standard = math.fsum(cost(b.model, Usage(**b.usage)) or 0.0 for b in api.accounting.billed)
+    assert result.cost_by_stage is not None and result.calls == len(api.requests) + len(api.screens)
+    if factor is None:
+        assert result.cost is None
+        assert set(result.unpriced) == {f"{model} (priority tier)" for model in
+                                        {b.model for b in api.accounting.billed} | {DEFAULT_MODELS["analysis"]}}
+        assert "priority tier" in result.summary().splitlines()[1]
+    else:
+        staged = math.fsum(result.cost_by_stage[stage] for stage in {b.stage for b in api.accounting.billed})
+        assert staged == pytest.approx(standard * factor)
