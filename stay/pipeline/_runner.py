@@ -91,7 +91,10 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                             progress=progress or default_progress(), slug=slug, on_node=on_node, replay=replay,
                             batch=batch, stages=tuple(stages), revisions=dict(revisions or {}), force=force)
     except OSError as exc:
-        raise EnvironmentProblem.from_os_error(exc) from None
+        problem = EnvironmentProblem.from_os_error(exc)
+        if hasattr(exc, SPENT):  # what the run paid before the disk stopped it, said as for any failure
+            setattr(problem, SPENT, getattr(exc, SPENT))
+        raise problem from None
 
 
 def _house_limits(settings: Settings) -> DurationLimits:

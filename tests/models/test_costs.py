@@ -288,3 +288,21 @@ def test_how_the_api_says_it_served_a_call_prices_it(
     else:
         staged = math.fsum(result.cost_by_stage[stage] for stage in {b.stage for b in api.accounting.billed})
         assert staged == pytest.approx(standard * factor)
+
+
+def test_a_run_the_disk_stops_still_says_what_it_paid(tmp_path: Path) -> None:
+    """An OSError mid-run becomes one EnvironmentProblem line; what was paid goes with it."""
+    import errno
+
+    from stay.errors import EnvironmentProblem
+
+    def full(node: str) -> None:
+        if node == FAILING:
+            raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x"))
+
+    with FakeMessagesAPI() as api, pytest.raises(EnvironmentProblem) as raised:
+        build_course(HTTP, courses_dir=tmp_path, backend=_anthropic(api), progress=quiet, on_node=full)
+    spent = spent_of(raised.value)
+    assert spent is not None and spent.calls == len(api.requests) + len(api.screens) > 0
+    assert spent.cost == pytest.approx(math.fsum(cost(b.model, Usage(**b.usage)) or 0.0
+                                                 for b in api.accounting.billed) + spent.cost_by_stage["moderation"])
