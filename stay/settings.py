@@ -14,7 +14,7 @@ used is a one-line ``UsageError`` naming the variable and what it takes.
     STAY_MODEL_CONCURRENCY        model_concurrency     8 model calls in flight
     STAY_REPAIR_ROUNDS            repair_rounds         2
     STAY_REQUEST_TIMEOUT          request_timeout       300 seconds per request
-    STAY_RETRY_AFTER_CAP          retry_after_cap       60 seconds at most between retries
+    STAY_RETRY_AFTER_CAP          retry_after_cap       60: a longer retry-after stops the call
     STAY_MAX_RETRIES              max_retries           4
     STAY_CALL_DEADLINE            call_deadline         per call, retries included: max_tokens at 20/s, >= 600 s
     STAY_BATCH_POLL_SECONDS       batch_poll_seconds    30

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from stay.errors import EXIT_REFUSED, EXIT_UNAVAILABLE, ModelError, ModelUnavailable, exit_code
+from stay.errors import EXIT_REFUSED, EXIT_UNAVAILABLE, ModelError, ModelUnavailable, UsageError, exit_code
 from stay.models import AnthropicBackend
 from stay.models._wire import BACKOFF_FIRST, RETRY_AFTER_SPREAD, backoff, jittered
 from stay.settings import Settings
@@ -172,9 +172,9 @@ def test_a_stream_that_never_answers_ends_at_the_call_deadline(fault: Stall | Pi
 
 
 def test_an_async_stream_of_pings_ends_at_the_call_deadline_too() -> None:
-    with FakeMessagesAPI(faults=[PingsOnly(LONG)]) as api:
-        with pytest.raises(ModelUnavailable, match=r"no complete answer within 0.4 s \(the call's deadline"):
-            asyncio.run(over(api, call_deadline=DEADLINE).acomplete(STREAMED, "claude-sonnet-5-5"))
+    with FakeMessagesAPI(faults=[PingsOnly(LONG)]) as api, pytest.raises(
+            ModelUnavailable, match=r"no complete answer within 0.4 s \(the call's deadline"):
+        asyncio.run(over(api, call_deadline=DEADLINE).acomplete(STREAMED, "claude-sonnet-5-5"))
 
 
 def test_a_wait_that_would_outlast_the_deadline_is_not_waited() -> None:
@@ -188,7 +188,5 @@ def test_a_wait_that_would_outlast_the_deadline_is_not_waited() -> None:
 def test_the_deadline_is_a_setting() -> None:
     assert Settings.from_env({"STAY_CALL_DEADLINE": "90"}).call_deadline == 90.0
     assert Settings.from_env({}).call_deadline is None
-    from stay.errors import UsageError
-
     with pytest.raises(UsageError, match="STAY_CALL_DEADLINE"):
         Settings.from_env({"STAY_CALL_DEADLINE": "0"})
