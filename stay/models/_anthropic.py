@@ -348,7 +348,8 @@ class AnthropicBackend:
                 return _Failure(False, ModelError(f"{where}: ANTHROPIC_API_KEY was rejected (401); check the key"))
             if spend_limited(body):
                 return _Failure(False, ModelError(
-                    f"{where}: the API refused the call: a spend limit is reached (HTTP {status}: {detail}); "
+                    f"{where}: the API refused the call: a spend limit or the credit balance is reached (HTTP "
+                    f"{status}: {detail}); "
                     "not retried, since waiting will not lift it: raise the limit in the Claude Console "
                     "(Billing), or rerun once it resets (finished files are kept, nothing is paid twice)"))
             if retryable_status(status, headers, body):

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from stay.errors import EXIT_REFUSED, EXIT_UNAVAILABLE, ModelError, ModelUnavailable, UsageError, exit_code
-from stay.models import AnthropicBackend
+from stay.models import AnthropicBackend, backend_from
 from stay.models._wire import BACKOFF_FIRST, RETRY_AFTER_SPREAD, backoff, jittered
 from stay.settings import Settings
 from tests.models.fake_api import FakeMessagesAPI, Limiter, PingsOnly, RateLimited, Stall
@@ -82,7 +82,7 @@ def test_a_spend_limit_429_is_not_retried_and_says_the_fix() -> None:
             over(api, sleep=sleeps).complete(PLAIN, "claude-sonnet-5-5")
     assert sleeps.all == [] and api.requests == []
     text = str(caught.value)
-    assert text.startswith(f"{WHERE}: the API refused the call: a spend limit is reached (HTTP 429")
+    assert text.startswith(f"{WHERE}: the API refused the call: a spend limit or the credit balance is reached (HTTP 429")
     assert "not retried" in text and "Billing" in text and "\n" not in text
     assert exit_code(caught.value) == EXIT_REFUSED  # not 6: rerunning at once cannot help
 
@@ -188,5 +188,7 @@ def test_a_wait_that_would_outlast_the_deadline_is_not_waited() -> None:
 def test_the_deadline_is_a_setting() -> None:
     assert Settings.from_env({"STAY_CALL_DEADLINE": "90"}).call_deadline == 90.0
     assert Settings.from_env({}).call_deadline is None
+    made = backend_from(Settings(backend="anthropic", api_key=KEY, call_deadline=90))
+    assert isinstance(made, AnthropicBackend) and made.call_deadline == 90
     with pytest.raises(UsageError, match="STAY_CALL_DEADLINE"):
         Settings.from_env({"STAY_CALL_DEADLINE": "0"})
