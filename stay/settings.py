@@ -14,8 +14,9 @@ used is a one-line ``UsageError`` naming the variable and what it takes.
     STAY_MODEL_CONCURRENCY        model_concurrency     8 model calls in flight
     STAY_REPAIR_ROUNDS            repair_rounds         2
     STAY_REQUEST_TIMEOUT          request_timeout       300 seconds per request
-    STAY_RETRY_AFTER_CAP          retry_after_cap       60 seconds at most between retries
+    STAY_RETRY_AFTER_CAP          retry_after_cap       60: a longer retry-after stops the call
     STAY_MAX_RETRIES              max_retries           4
+    STAY_CALL_DEADLINE            call_deadline         per call, retries included: max_tokens at 20/s, >= 600 s
     STAY_BATCH_POLL_SECONDS       batch_poll_seconds    30
     STAY_PROMPTS_DIR              prompts_dir           the packaged prompts/
     STAY_DATA_DIR                 data_dir              ./data, else the packaged data/
@@ -94,6 +95,8 @@ class Settings:
     request_timeout: float = 300.0
     retry_after_cap: float = 60.0
     max_retries: int = 4
+    call_deadline: float | None = None
+    """None: each call's own (``stay.models._anthropic.default_deadline``)."""
     batch_poll_seconds: float = 30.0
     prompts_dir: Path | None = None
     """None: the prompts shipped with stay."""
@@ -116,8 +119,11 @@ class Settings:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise UsageError(f"{name} must be a whole number of at least {least}, not {value!r}")
-        for name, zero in (("request_timeout", False), ("retry_after_cap", False), ("batch_poll_seconds", True)):
+        for name, zero in (("request_timeout", False), ("retry_after_cap", False), ("batch_poll_seconds", True),
+                           ("call_deadline", False)):
             seconds = getattr(self, name)
+            if name == "call_deadline" and seconds is None:
+                continue
             if not isinstance(seconds, int | float) or isinstance(seconds, bool) or not (
                     seconds >= 0 if zero else seconds > 0):
                 raise UsageError(f"{name} must be a number of seconds {'of at least' if zero else 'above'} 0, "
@@ -170,6 +176,7 @@ class Settings:
             "request_timeout": read.seconds("STAY_REQUEST_TIMEOUT", 300.0),
             "retry_after_cap": read.seconds("STAY_RETRY_AFTER_CAP", 60.0),
             "max_retries": read.integer("STAY_MAX_RETRIES", 4, least=0),
+            "call_deadline": read.seconds("STAY_CALL_DEADLINE", 0.0) or None,  # 0 is refused when given
             "batch_poll_seconds": read.seconds("STAY_BATCH_POLL_SECONDS", 30.0, zero=True),
             "prompts_dir": read.path("STAY_PROMPTS_DIR"),
             "data_dir": data_dir_from(env),

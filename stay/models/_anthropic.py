@@ -2,12 +2,16 @@
 timeout, streaming where a call could be long, the prefix gate, and one-line errors.
 
 Retries are ours, not the SDK's (its client runs with ``max_retries=0``): the SDK
-sleeps for whatever ``retry-after`` says, up to 49 days. Here a wait is capped
-(``retry_after_cap``, 60 s) and a capped wait or a timeout is said in one line through
-``progress``. Every request has a timeout (300 s by default); a request whose answer
-could take longer than that streams, so the timeout measures silence on the
-connection, never the length of an answer. The service being unavailable after the
-retries (429, 529, 5xx, a connection error, a timeout) is ``ModelUnavailable``: nothing
+sleeps for whatever ``retry-after`` says, up to 49 days. Here every wait is jittered
+(concurrent calls that failed together must not retry together), a ``retry-after``
+(seconds or an HTTP-date) is waited in full, and one above ``retry_after_cap`` (60 s)
+ends the call at once in one line rather than retrying before the service allows; a
+spend limit is never retried. Every request has a timeout (300 s by default); a
+request whose answer could take longer than that streams, so the timeout measures
+silence on the connection, never the length of an answer. Every call, its retries
+included, has a deadline (``call_deadline``), so a stalled stream or one that only
+sends ``ping`` events ends too. The service being unavailable after the retries (429,
+529, 5xx, a connection error, a timeout, the deadline) is ``ModelUnavailable``: nothing
 is lost, rerun to continue. API error text never carries the key.
 """
 
@@ -15,9 +19,10 @@ from __future__ import annotations
 
 import random
 import re
+import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from contextlib import nullcontext
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,11 +38,13 @@ from stay.models._wire import (
     answer_from,
     backoff,
     budget_for,
+    jittered,
     one_line,
     redact,
     request_params,
     retry_after,
     retryable_status,
+    spend_limited,
     streams,
 )
 from stay.requests import ModelAnswer, ModelRequest, Role
@@ -46,6 +53,15 @@ Progress = Callable[[str], None]
 
 DEFAULT_TIMEOUT = 300.0
 RETRY_AFTER_CAP = 60.0
+SLOWEST_TOKENS_PER_SECOND = 20.0
+"""The slowest answer a call waits for, when no ``call_deadline`` is set: a call may take
+``max_tokens`` at this rate (and never less than two request timeouts) before it ends."""
+
+
+def default_deadline(max_tokens: int, timeout: float) -> float:
+    """A call's deadline when none is set: generous enough for a whole answer at the
+    slowest rate stay waits for, so only a stall or a stream of pings can reach it."""
+    return max(2 * timeout, max_tokens / SLOWEST_TOKENS_PER_SECOND)
 
 
 @dataclass(frozen=True)
@@ -61,16 +77,81 @@ def _quiet(_line: str) -> None:
     pass
 
 
+class _Deadline:
+    """One call's deadline, its retries and waits included: each attempt's request
+    timeout is cut to the time left, and the call ends in one line once it has passed."""
+
+    def __init__(self, backend: AnthropicBackend, max_tokens: int, where: str) -> None:
+        self.backend, self.where = backend, where
+        self.seconds = backend.call_deadline or default_deadline(max_tokens, backend.timeout)
+        self.ends = backend.clock() + self.seconds
+        self.cut = False
+        """Whether the last attempt's request timeout was cut to the time left."""
+        self.fired = False
+        """Whether the watchdog ended an attempt (``watch``)."""
+
+    def left(self) -> float:
+        return self.ends - self.backend.clock()
+
+    def timeout(self, attempt: int) -> Any:
+        import httpx2
+
+        self.check(attempt)
+        seconds = min(self.backend.timeout, self.left())
+        self.cut = seconds < self.backend.timeout
+        return httpx2.Timeout(seconds, connect=min(seconds, 10.0))
+
+    @contextmanager
+    def watch(self, close: Callable[[], None]) -> Iterator[None]:
+        """Close a stream once the deadline passes. The SDK drops ``ping`` events before
+        any caller sees them, and a ping resets the read timeout, so nothing else ends a
+        stream that only pings: closing it makes its next read fail."""
+        def fire() -> None:
+            self.fired = True
+            close()
+
+        timer = threading.Timer(max(self.left(), 0.0), fire)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
+
+    async def awaited(self, call: Awaitable[Any], attempt: int) -> Any:
+        """``call`` under the deadline: cancelled, and said in one line, once it passes."""
+        import asyncio
+
+        try:
+            return await asyncio.wait_for(call, timeout=max(self.left(), 0.0))
+        except TimeoutError:
+            self.check(attempt, ended=True)
+            raise
+
+    def check(self, attempt: int, wait: float = 0.0, *, ended: bool = False) -> None:
+        """Raise once the deadline has passed (or ``ended`` says so), or would pass during ``wait``."""
+        if not ended and self.left() > wait:
+            return
+        tries = f"{attempt + 1} attempt{'s' if attempt else ''}"
+        raise ModelUnavailable(
+            f"{self.where}: no complete answer within {self.seconds:g} s (the call's deadline, after {tries}; "
+            "the service stalled or sent only pings): rerun to continue (finished files are kept, nothing is "
+            "paid twice), or raise STAY_CALL_DEADLINE")
+
+
 class AnthropicBackend:
     """Answers stage requests with Claude. Sync (``complete``) and async (``acomplete``).
 
     ``client`` may be given (tests pass one over ``httpx2.MockTransport``); otherwise it
     is made on first use from ``api_key`` or ``ANTHROPIC_API_KEY``, so a replayed run,
     which never calls, needs no key. Settings, with their defaults: ``timeout`` 300 s per
-    request, ``max_retries`` 4, ``retry_after_cap`` 60 s, ``thinking`` per role
+    request, ``max_retries`` 4, ``retry_after_cap`` 60 s, ``call_deadline`` (default
+    ``default_deadline``: a whole call, its retries and waits included), ``thinking`` per role
     (``stay.models.THINKING``), ``answer_tokens`` (default: each request's
     ``max_tokens``, i.e. ``stay.models.MAX_TOKENS``), ``warm_prefixes`` (the prefix gate).
-    ``sleep`` and ``jitter`` are injectable so tests never really wait.
+    ``sleep``, ``jitter``, ``clock`` (monotonic, for the deadline) and ``wall`` (the
+    wall clock an HTTP-date ``retry-after`` is read against) are injectable so tests
+    never really wait.
     """
 
     name = "anthropic"
@@ -83,9 +164,12 @@ class AnthropicBackend:
                  answer_tokens: int | None = None, progress: Progress | None = None,
                  warm_prefixes: bool = True, sleep: Callable[[float], None] = time.sleep,
                  async_sleep: Callable[[float], Awaitable[None]] | None = None,
-                 jitter: Callable[[], float] = random.random) -> None:
-        if timeout <= 0 or max_retries < 0 or retry_after_cap < 0:
-            raise UsageError("AnthropicBackend needs timeout > 0, max_retries >= 0 and retry_after_cap >= 0")
+                 jitter: Callable[[], float] = random.random, call_deadline: float | None = None,
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+        if timeout <= 0 or max_retries < 0 or retry_after_cap < 0 or (call_deadline is not None
+                                                                     and call_deadline <= 0):
+            raise UsageError("AnthropicBackend needs timeout > 0, max_retries >= 0, retry_after_cap >= 0 "
+                             "and call_deadline > 0")
         self.max_retries = max_retries
         self.timeout = timeout
         self.retry_after_cap = retry_after_cap
@@ -94,6 +178,8 @@ class AnthropicBackend:
         self.progress = progress or _quiet
         self.gate = PrefixGate() if warm_prefixes else None
         self.sleep, self.jitter = sleep, jitter
+        self.call_deadline = call_deadline
+        self.clock, self.wall = clock, wall
         self.async_sleep = async_sleep  # asyncio.sleep when None: asyncio is imported only by async callers
         self._api_key = api_key.strip() if api_key else api_key  # a key pasted with its newline
         self._base_url = base_url
@@ -159,20 +245,21 @@ class AnthropicBackend:
 
     def _call(self, params: dict[str, Any], where: str) -> Any:
         streamed = streams(params["max_tokens"], self.timeout)
+        clock = _Deadline(self, params["max_tokens"], where)
         for attempt in range(self.max_retries + 1):
             try:
                 client = self.client
+                timeout = clock.timeout(attempt)
                 if streamed:
-                    with client.messages.stream(**params) as stream:
+                    with client.messages.stream(**params, timeout=timeout) as stream, clock.watch(stream.close):
                         return stream.get_final_message()
-                return client.messages.create(**params)
+                return client.messages.create(**params, timeout=timeout)
             except StayError:
                 raise
             except Exception as exc:
+                clock.check(attempt, ended=clock.fired)  # the watchdog closed the stream: that is why
                 failure = self._classify(exc, where, attempt)
-                if not failure.retryable or attempt == self.max_retries:
-                    raise failure.error from None
-                self.sleep(self._wait(failure, where, attempt))
+                self.sleep(self._wait(failure, where, attempt, clock))
         raise AssertionError("unreachable: the loop returns or raises")
 
     async def acomplete(self, request: ModelRequest, model: str) -> ModelAnswer:
@@ -181,43 +268,58 @@ class AnthropicBackend:
         thinking = self.thinking.get(request.role)
         params = request_params(request, model, thinking, answer_tokens=self.answer_tokens)
         streamed = streams(params["max_tokens"], self.timeout)
+        clock = _Deadline(self, params["max_tokens"], where)
         for attempt in range(self.max_retries + 1):
             try:
                 client = self.async_client
-                if streamed:
-                    async with client.messages.stream(**params) as stream:
-                        message = await stream.get_final_message()
-                else:
-                    message = await client.messages.create(**params)
+                timeout = clock.timeout(attempt)
+                message = await clock.awaited(self._acall(client, params, streamed, timeout), attempt)
                 break
             except StayError:
                 raise
             except Exception as exc:
                 failure = self._classify(exc, where, attempt)
-                if not failure.retryable or attempt == self.max_retries:
-                    raise failure.error from None
+                wait = self._wait(failure, where, attempt, clock)
                 pause = self.async_sleep
                 if pause is None:
                     import asyncio
 
                     pause = asyncio.sleep
-                await pause(self._wait(failure, where, attempt))
+                await pause(wait)
         return answer_from(message, request, budget=budget_for(request, model, thinking, self.answer_tokens))
+
+    @staticmethod
+    async def _acall(client: Any, params: dict[str, Any], streamed: bool, timeout: Any) -> Any:
+        if streamed:
+            async with client.messages.stream(**params, timeout=timeout) as stream:
+                return await stream.get_final_message()
+        return await client.messages.create(**params, timeout=timeout)
 
     # -- failures --------------------------------------------------------------------------
 
-    def _wait(self, failure: _Failure, where: str, attempt: int) -> float:
+    def _wait(self, failure: _Failure, where: str, attempt: int, clock: _Deadline) -> float:
+        """How long to wait before the next attempt, or the error that ends the call: the
+        failure is final, the retries are spent, the service asks for a longer wait than
+        this run allows, or the wait would outlast the call's deadline."""
+        if not failure.retryable:
+            raise failure.error from None
+        # a stall whose timeout the deadline cut short ends here, not as "no answer within 300 s"
+        clock.check(attempt, ended=failure.timed_out and clock.cut)
+        if attempt == self.max_retries:
+            raise failure.error from None
+        hint = failure.wait_hint
+        if hint is not None and hint > self.retry_after_cap:
+            # retrying sooner than the service allows only earns another 429
+            raise ModelUnavailable(
+                f"{where}: the API asks to wait {hint:g} s (retry-after, above the {self.retry_after_cap:g} s "
+                "this run waits); rerun after that (finished files are kept, nothing is paid twice), or "
+                "raise STAY_RETRY_AFTER_CAP") from None
+        wait = backoff(attempt, self.jitter()) if hint is None else jittered(hint, self.jitter())
+        clock.check(attempt, wait)
         if failure.timed_out:
             self.progress(f"  {where}: no answer within {self.timeout:g} s (the request timeout); "
                           f"retrying ({attempt + 1} of {self.max_retries})")
-        if failure.wait_hint is None:
-            return backoff(attempt, self.jitter())
-        if failure.wait_hint > self.retry_after_cap:
-            self.progress(f"  {where}: the API asked to wait {failure.wait_hint:g} s (retry-after); waiting "
-                          f"{self.retry_after_cap:g} s, the cap, then retrying ({attempt + 1} of "
-                          f"{self.max_retries})")
-            return self.retry_after_cap
-        return failure.wait_hint
+        return wait
 
     def _classify(self, exc: Exception, where: str, attempt: int) -> _Failure:
         """What a failed attempt means: retry it, or the error to raise."""
@@ -244,11 +346,17 @@ class AnthropicBackend:
             detail = clean(getattr(exc, "message", exc))
             if status == 401:
                 return _Failure(False, ModelError(f"{where}: ANTHROPIC_API_KEY was rejected (401); check the key"))
+            if spend_limited(body):
+                return _Failure(False, ModelError(
+                    f"{where}: the API refused the call: a spend limit or the credit balance is reached (HTTP "
+                    f"{status}: {detail}); "
+                    "not retried, since waiting will not lift it: raise the limit in the Claude Console "
+                    "(Billing), or rerun once it resets (finished files are kept, nothing is paid twice)"))
             if retryable_status(status, headers, body):
                 what = {429: "rate limited (429)", 529: "overloaded (529)"}.get(
                     status, f"unavailable (HTTP {status}: {detail})")
                 return _Failure(True, ModelUnavailable(f"{where}: the API is {what} {tries}; {rerun}"),
-                                wait_hint=retry_after(headers))
+                                wait_hint=retry_after(headers, now=self.wall))
             return _Failure(False, ModelError(f"{where}: the API answered HTTP {status}: {detail}"))
         if isinstance(exc, (anthropic.APIResponseValidationError, ValueError, AssertionError, RuntimeError,
                             KeyError, TypeError, AttributeError)):

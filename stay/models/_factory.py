@@ -26,4 +26,5 @@ def backend_from(settings: Settings, *, progress: Callable[[str], None] | None =
         return OfflineBackend()
     return AnthropicBackend(client, api_key=settings.api_key, base_url=settings.base_url, progress=progress,
                             screen_model=settings.model("analysis"), timeout=settings.request_timeout,
-                            max_retries=settings.max_retries, retry_after_cap=settings.retry_after_cap)
+                            max_retries=settings.max_retries, retry_after_cap=settings.retry_after_cap,
+                            call_deadline=settings.call_deadline)

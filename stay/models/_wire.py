@@ -13,9 +13,12 @@ answer.
 
 from __future__ import annotations
 
+import datetime
+import email.utils
 import json
 import re
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -246,9 +249,32 @@ def one_line(text: object, limit: int = 200) -> str:
 _RETRYABLE_ERROR_TYPES = ("overloaded_error", "rate_limit_error", "api_error", "timeout_error")
 
 
+_SPEND_LIMIT_CODES = ("enforced_spend_limit_reached",)
+_SPEND_LIMIT_WORDS = ("spend limit", "usage limit", "credit balance")
+
+
+def spend_limited(body: Any) -> bool:
+    """Whether an error body says a spend limit is reached: waiting will not help until
+    the limit resets or is raised. The API marks it by ``error.details.error_code``
+    ``enforced_spend_limit_reached`` on a 429 (with no ``retry-after``); a message that
+    speaks of a spend or usage limit, or of the credit balance, is taken the same way,
+    since a proxy may pass the message on without the details."""
+    error = body.get("error") if isinstance(body, Mapping) else None
+    if not isinstance(error, Mapping):
+        return False
+    details = error.get("details")
+    if isinstance(details, Mapping) and details.get("error_code") in _SPEND_LIMIT_CODES:
+        return True
+    text = error.get("message")
+    return isinstance(text, str) and any(word in text.lower() for word in _SPEND_LIMIT_WORDS)
+
+
 def retryable_status(status: int, headers: Mapping[str, str] | None, body: Any) -> bool:
     """The SDK's retry rule (408, 409, 429, 5xx, ``x-should-retry``), plus a retryable
-    error event inside a stream that began with 200."""
+    error event inside a stream that began with 200; never a spend limit, whatever the
+    status or ``x-should-retry`` says."""
+    if spend_limited(body):
+        return False
     should = (headers or {}).get("x-should-retry")
     if should in ("true", "false"):
         return should == "true"
@@ -258,9 +284,11 @@ def retryable_status(status: int, headers: Mapping[str, str] | None, body: Any) 
     return isinstance(error, Mapping) and error.get("type") in _RETRYABLE_ERROR_TYPES
 
 
-def retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds the server asked to wait (``retry-after-ms``, then ``retry-after`` in
-    seconds), or None. An HTTP-date is ignored: it depends on a clock we do not share."""
+def retry_after(headers: Mapping[str, str] | None, now: Callable[[], float] = time.time) -> float | None:
+    """Seconds the server asked to wait, or None: ``retry-after-ms``, then ``retry-after``
+    in seconds, then ``retry-after`` as an HTTP-date (RFC 9110), read against ``now``
+    (the wall clock, as the date is); a date already past means no wait. The order is
+    the SDK's (``_parse_retry_after_header``)."""
     if not headers:
         return None
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
@@ -273,9 +301,34 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
             continue
         if seconds >= 0 and seconds == seconds and seconds != float("inf"):
             return seconds
-    return None
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # RFC 9110 dates are GMT; "-0000" parses as naive
+        when = when.replace(tzinfo=datetime.UTC)
+    return max(0.0, when.timestamp() - now())
+
+
+BACKOFF_FIRST = 0.5
+BACKOFF_MOST = 8.0
+RETRY_AFTER_SPREAD = 0.25
+"""A retry-after wait is lengthened by up to this share of itself (at least up to
+``BACKOFF_FIRST``): every call told "retry after 1 s" must not come back in the same
+millisecond."""
 
 
 def backoff(attempt: int, jitter: float) -> float:
-    """The SDK's backoff: 0.5 s doubling to 8 s, less up to a quarter (``jitter`` in [0, 1))."""
-    return min(0.5 * 2.0 ** attempt, 8.0) * (1 - 0.25 * jitter)
+    """0.5 s doubling to 8 s, with "equal jitter" (``jitter`` in [0, 1)): half the step
+    fixed, half random, so concurrent calls that failed together spread over half a step
+    instead of the SDK's quarter, and none retries at once."""
+    step = min(BACKOFF_FIRST * 2.0 ** attempt, BACKOFF_MOST)
+    return step * (0.5 + 0.5 * jitter)
+
+
+def jittered(hint: float, jitter: float) -> float:
+    """A retry-after wait with jitter added, never shorter than the service asked."""
+    return hint + jitter * max(RETRY_AFTER_SPREAD * hint, BACKOFF_FIRST)

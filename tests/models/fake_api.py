@@ -27,6 +27,13 @@ documented, and independently of stay's own prefix code:
   returned: requests in flight together each pay the write;
 - a prefix shorter than ``min_tokens`` (default 1,024) is neither written nor read;
 - entries live 5 minutes from their last use; more than 4 breakpoints is a 400.
+
+``FakeMessagesAPI`` can also misbehave as the service does under load, each way stated
+where it is declared: ``faults`` are sent, one per request and in order, before it
+answers normally (``RateLimited``: a 429 whose ``retry-after`` is the raw header value,
+seconds or an HTTP-date, or a spend-limit 429 as the API marks it; ``Stall``: a stream
+that starts and then sends nothing; ``PingsOnly``: a stream that sends only ``ping``
+events), and a ``Limiter`` answers 429 to every request past its rate.
 """
 
 from __future__ import annotations
@@ -153,6 +160,69 @@ def answer_for(body: dict[str, Any]) -> dict[str, Any]:
     return fitted
 
 
+# -- misbehaviour ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RateLimited:
+    """A 429 ``rate_limit_error``. ``retry_after`` is sent as the ``retry-after`` header,
+    verbatim (``"20"`` or an HTTP-date such as ``"Wed, 21 Oct 2026 07:28:20 GMT"``).
+    ``spend_limit``: the organisation's spend limit is reached, as the API says it:
+    ``error.details.error_code`` ``enforced_spend_limit_reached`` and no ``retry-after``."""
+
+    retry_after: str | None = None
+    spend_limit: bool = False
+
+    def body(self) -> dict[str, Any]:
+        if not self.spend_limit:
+            return {"type": "error", "error": {"type": "rate_limit_error", "message": "Rate limited"}}
+        return {"type": "error", "error": {
+            "type": "rate_limit_error", "details": {"error_code": "enforced_spend_limit_reached"},
+            "message": "Your organization has reached its monthly spend limit."}}
+
+
+@dataclass(frozen=True)
+class Stall:
+    """A stream that starts (200, ``message_start``) and then sends nothing for
+    ``seconds`` (or until the fake stops), then closes: a hung upstream."""
+
+    seconds: float = 5.0
+
+
+@dataclass(frozen=True)
+class PingsOnly:
+    """A stream that starts and then sends only ``ping`` events, one every ``every``
+    seconds, for ``seconds`` (or until the fake stops): alive, but never answering."""
+
+    seconds: float = 5.0
+    every: float = 0.02
+
+
+Fault = RateLimited | Stall | PingsOnly
+
+
+@dataclass
+class Limiter:
+    """A rate limiter in front of the API: at most ``limit`` requests are admitted in any
+    ``window`` seconds; every other request is a 429 with ``retry-after`` ``retry_after``.
+    Records when each request arrived and whether it was admitted."""
+
+    limit: int
+    window: float
+    retry_after: str = "1"
+    clock: Callable[[], float] = time.monotonic
+    arrivals: list[tuple[float, bool]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def admit(self) -> bool:
+        with self.lock:
+            now = self.clock()
+            recent = sum(1 for when, admitted in self.arrivals if admitted and when > now - self.window)
+            admitted = recent < self.limit
+            self.arrivals.append((now, admitted))
+            return admitted
+
+
 # -- prompt-cache accounting -------------------------------------------------------------
 
 
@@ -276,7 +346,11 @@ class FakeMessagesAPI:
 
     def __init__(self, accounting: CacheAccounting | None = None, latency: float = 0.0,
                  stop: Callable[[dict[str, Any]], str | None] | None = None,
-                 served: dict[str, str] | None = None) -> None:
+                 served: dict[str, str] | None = None, *,
+                 faults: list[Fault] | None = None, limiter: Limiter | None = None) -> None:
+        self.faults = list(faults or [])
+        self.limiter = limiter
+        self.stopping = threading.Event()
         self.requests: list[dict[str, Any]] = []
         self.served = served or {}
         """Added to every response's usage, as the real API reports how it served a request:
@@ -301,6 +375,12 @@ class FakeMessagesAPI:
                 if self.path.rstrip("/") != "/v1/messages":
                     return self._send(404, {"type": "error", "error": {"type": "not_found_error",
                                                                        "message": self.path}}, body)
+                with lock:
+                    fault = api.faults.pop(0) if api.faults else None
+                if fault is None and api.limiter is not None and not api.limiter.admit():
+                    fault = RateLimited(api.limiter.retry_after)
+                if fault is not None:
+                    return self._misbehave(fault, body)
                 try:
                     data = answer_for(body) if is_stage(body) else enforce(
                         body, {"flagged": False, "reason": "a course brief"})
@@ -327,6 +407,34 @@ class FakeMessagesAPI:
                 api.accounting.answered(writes)
                 self._send(200, _stopped(message(data, model=body["model"], usage={**usage, **api.served}), reason),
                            body)
+
+            def _misbehave(self, fault: Fault, body: dict[str, Any]) -> None:
+                if isinstance(fault, RateLimited):
+                    raw = json.dumps(fault.body()).encode()
+                    self.send_response(429)
+                    if fault.retry_after is not None and not fault.spend_limit:
+                        self.send_header("retry-after", fault.retry_after)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                    return
+                # a stream with no length: it ends when the connection closes
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                started = message("", model=body["model"])
+                self.wfile.write(sse(started).split(b"\n\n")[0] + b"\n\n")  # message_start only
+                self.wfile.flush()
+                ends = time.monotonic() + fault.seconds
+                every = fault.every if isinstance(fault, PingsOnly) else 0.02
+                try:
+                    while time.monotonic() < ends and not api.stopping.wait(every):
+                        if isinstance(fault, PingsOnly):
+                            self.wfile.write(b'event: ping\ndata: {"type": "ping"}\n\n')
+                            self.wfile.flush()
+                except OSError:
+                    pass  # the client gave up: what a deadline is for
 
             def _send(self, status: int, payload: dict[str, Any], body: dict[str, Any]) -> None:
                 streamed = status == 200 and body.get("stream")
@@ -355,6 +463,7 @@ class FakeMessagesAPI:
         return self
 
     def __exit__(self, *_exc: object) -> None:
+        self.stopping.set()
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)

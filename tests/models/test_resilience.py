@@ -1,9 +1,10 @@
-"""When the service misbehaves: retries under a capped retry-after, timeouts, the service
-unavailable (exit 6), malformed responses (a model error naming stage and file, never
+"""When the service misbehaves: retries that wait what retry-after asks (and stop above the
+cap), timeouts, the service unavailable (exit 6), malformed responses (a model error naming stage and file, never
 exit 3), and API error text that never carries the key. No test really sleeps."""
 
 from __future__ import annotations
 
+import email.utils
 import json
 import os
 import threading
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from stay._stored import json_nesting
 from stay.errors import EXIT_REFUSED, EXIT_UNAVAILABLE, ModelError, ModelUnavailable, StayError, exit_code
 from stay.models import AnthropicBackend
-from stay.models._wire import retry_after
+from stay.models._wire import backoff, retry_after
 from tests.conftest import run_stay
 from tests.models.fake_api import message
 from tests.models.helpers import HTTP, KEY, audience_request, backend, client, recording
@@ -49,27 +50,31 @@ class Clock:
 def test_a_529_is_retried_then_succeeds() -> None:
     handle, seen = recording([error(529, "overloaded_error", headers={"retry-after": "2"}), message(AUDIENCE)])
     clock = Clock()
-    answer = backend(handle, sleep=clock.sleep).complete(STREAMED, "claude-sonnet-5-5")
+    answer = backend(handle, sleep=clock.sleep, jitter=lambda: 0.0).complete(STREAMED, "claude-sonnet-5-5")
     assert len(seen) == 2 and answer.data == AUDIENCE and clock.slept == [2.0]
 
 
-def test_a_retry_after_of_100000_s_waits_60_s_and_says_so_in_one_line() -> None:
+def test_a_retry_after_above_the_cap_stops_at_once_exit_6_in_one_line() -> None:
     handle, seen = recording([error(429, "rate_limit_error", headers={"retry-after": "100000"}),
                               message(AUDIENCE)])
     clock, lines = Clock(), []
-    answer = backend(handle, sleep=clock.sleep, progress=lines.append).complete(STREAMED, "claude-sonnet-5-5")
-    assert answer.data == AUDIENCE and len(seen) == 2
-    assert clock.slept == [60.0]  # not 28 hours
-    (line,) = lines
-    assert "asked to wait 100000 s (retry-after); waiting 60 s, the cap" in line and "\n" not in line
+    with pytest.raises(ModelUnavailable) as caught:
+        backend(handle, sleep=clock.sleep, progress=lines.append).complete(STREAMED, "claude-sonnet-5-5")
+    assert len(seen) == 1 and clock.slept == [] and lines == []  # no early retry, no 28-hour wait
+    text = str(caught.value)
+    assert text.startswith(f"{WHERE}: the API asks to wait 100000 s (retry-after, above the 60 s this run waits)")
+    assert "STAY_RETRY_AFTER_CAP" in text and "\n" not in text and exit_code(caught.value) == EXIT_UNAVAILABLE
 
 
 def test_the_cap_is_settable_and_backoff_applies_without_retry_after() -> None:
-    handle, _seen = recording([error(503, "api_error", headers={"retry-after-ms": "90000"}),
+    handle, _seen = recording([error(503, "api_error", headers={"retry-after-ms": "4000"}),
                                error(500, "api_error"), message(AUDIENCE)])
     clock = Clock()
     backend(handle, sleep=clock.sleep, retry_after_cap=5, jitter=lambda: 0.0).complete(PLAIN, "m")
-    assert clock.slept == [5.0, 1.0]  # capped hint; then the SDK's backoff, 0.5 s doubling
+    assert clock.slept == [4.0, backoff(1, 0.0)]  # the hint under the cap; then the backoff
+    handle, _seen = recording([error(503, "api_error", headers={"retry-after-ms": "6000"}), message(AUDIENCE)])
+    with pytest.raises(ModelUnavailable, match=r"asks to wait 6 s \(retry-after, above the 5 s"):
+        backend(handle, retry_after_cap=5).complete(PLAIN, "m")
 
 
 def test_a_hung_endpoint_times_out_says_so_and_ends_unavailable() -> None:
@@ -280,8 +285,13 @@ def test_the_depth_guard_measures_what_the_parser_would_nest(value: object) -> N
     assert json_nesting(json.dumps(value, ensure_ascii=False)) == nesting(value)
 
 
-def test_retry_after_reads_milliseconds_then_seconds_and_ignores_dates() -> None:
+def test_retry_after_reads_milliseconds_then_seconds_then_an_http_date() -> None:
     assert retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
     assert retry_after({"retry-after": "100000"}) == 100_000
-    assert retry_after({"retry-after": "Wed, 21 Oct 2026 07:28:00 GMT"}) is None
+    date = "Wed, 21 Oct 2026 07:28:00 GMT"
+    at = email.utils.parsedate_to_datetime(date).timestamp()
+    assert retry_after({"retry-after": date}, now=lambda: at - 20) == 20.0
+    assert retry_after({"retry-after": "Wed, 21 Oct 2026 07:28:00 -0000"}, now=lambda: at - 20) == 20.0
+    assert retry_after({"retry-after": date}, now=lambda: at + 5) == 0.0  # already past: no wait
+    assert retry_after({"retry-after": "not a date"}) is None
     assert retry_after({"retry-after": "-3"}) is None and retry_after({}) is None

@@ -3,7 +3,9 @@ build does (``stay.models.backend_from``): the retries and the retry-after cap t
 given are the ones they keep to. Before, both made their own backend and kept the
 defaults (4 retries, a 60 s cap), whatever they were told.
 
-Against an API on 127.0.0.1 that is always overloaded and asks for a long wait.
+Against an API on 127.0.0.1 that is always overloaded, and asks either for a wait far
+above the cap given (which stops each call at once: with the default 60 s cap it would
+be retried) or for 1 ms (so each call is retried as often as it is told).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ BODY = b'{"type": "error", "error": {"type": "overloaded_error", "message": "Ove
 @dataclass
 class Overloaded:
     url: str
+    asks: str
+    """"cap": retry-after far above the cap given; "retries": a wait under it."""
     arrivals: list[tuple[bytes, float]] = field(default_factory=list)
     """Each request's body and when it arrived."""
 
@@ -48,16 +52,18 @@ class Overloaded:
         return found
 
 
-@pytest.fixture
-def api() -> Iterator[Overloaded]:
+@pytest.fixture(params=["cap", "retries"])
+def api(request: pytest.FixtureRequest) -> Iterator[Overloaded]:
     arrivals: list[tuple[bytes, float]] = []
+    asks = request.param
+    header = ("retry-after", str(ASKED_WAIT)) if asks == "cap" else ("retry-after-ms", "1")
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             arrivals.append((self.rfile.read(int(self.headers.get("content-length", 0))), time.monotonic()))
             self.send_response(529)
             self.send_header("content-type", "application/json")
-            self.send_header("retry-after", str(ASKED_WAIT))
+            self.send_header(*header)
             self.send_header("content-length", str(len(BODY)))
             self.end_headers()
             self.wfile.write(BODY)
@@ -70,7 +76,7 @@ def api() -> Iterator[Overloaded]:
     thread.start()
     host, port = server.server_address[:2]
     try:
-        yield Overloaded(f"http://{host}:{port}", arrivals)
+        yield Overloaded(f"http://{host}:{port}", asks, arrivals)
     finally:
         server.shutdown()
         server.server_close()
@@ -82,10 +88,12 @@ def _settings(api: Overloaded) -> Settings:
 
 
 def _kept_to(api: Overloaded, settings: Settings) -> None:
-    """Every request was sent once and retried ``max_retries`` times, each retry after
-    the cap, not the wait the API asked for."""
+    """Asked to wait above the cap given, every request was sent once and not retried
+    (the call stops rather than retry early); asked to wait under it, every request was
+    retried ``max_retries`` times, none after the long wait."""
     attempts = api.attempts()
-    assert attempts and all(len(times) == settings.max_retries + 1 for times in attempts.values())
+    sends = 1 if api.asks == "cap" else settings.max_retries + 1
+    assert attempts and all(len(times) == sends for times in attempts.values())
     assert all(later - earlier < ASKED_WAIT for times in attempts.values() for earlier, later in pairwise(times))
 
 
