@@ -40,7 +40,7 @@ from stay.models._anthropic import AnthropicBackend
 from stay.models._cache import RequestCache, request_key
 from stay.models._prices import BATCH_CACHE_TTL, cost
 from stay.models._roles import THINKING
-from stay.models._wire import answer_from, budget_for, request_params, usage_of
+from stay.models._wire import answer_from, budget_for, one_line, request_params, usage_of
 from stay.requests import ModelAnswer, ModelRequest
 
 MAX_BATCH_REQUESTS = 100_000
@@ -226,26 +226,26 @@ class _Collector:
             try:
                 budget = budget_for(request, model, THINKING.get(request.role))
                 answer = answer_from(line.result.message, request, budget=budget, batch=True)
-            except (RefusalError, TruncationError) as exc:  # billed, with no answer: counted, then asked live
-                self.failed[line.custom_id] = str(exc)
+            except Exception as exc:  # refused, cut off, not JSON, malformed: billed all the same
+                self.failed[line.custom_id] = str(exc) or type(exc).__name__
                 self.say(f"{where}: {self.bill(request, model, line.result.message, exc)}; {again}")
-                continue
-            except ModelError as exc:  # malformed: the live call reports it if it happens again
-                self.failed[line.custom_id] = str(exc)
-                self.say(f"{where}: unreadable ({exc}); {again}")
                 continue
             self.cache.put(request, model, answer, reported=False)
             self.succeeded += 1
         return held
 
-    def bill(self, request: ModelRequest, model: str, message: Any, exc: ModelError) -> str:
-        """Hand a billed entry's usage to ``billed``; what it was and cost, in words."""
-        usage = usage_of(message, f"stage {request.stage} ({request.artefact})")
-        self.billed(request, ModelAnswer(data={}, model=getattr(message, "model", None) or model, usage=usage,
-                                         batch=True))
+    def bill(self, request: ModelRequest, model: str, message: Any, exc: Exception) -> str:
+        """Hand the usage of an entry that succeeded with no usable answer to ``billed``
+        (it was billed); what it was and what it cost, in words."""
+        kinds: dict[type, str] = {RefusalError: "refused", TruncationError: "cut off"}
+        what = kinds.get(type(exc)) or f"unreadable ({one_line(exc)})"
+        try:
+            usage = usage_of(message, f"stage {request.stage} ({request.artefact})")
+        except ModelError:
+            return f"{what}, with no usage to count"
+        self.billed(request, ModelAnswer(data={}, model=model, usage=usage, batch=True))
         dollars = cost(model, usage, batch=True)
         price = "an unknown price" if dollars is None else f"${dollars:.4f}"
-        what = "refused" if isinstance(exc, RefusalError) else "cut off"
         return f"{what}, billed {price} at the batch price (counted)"
 
 

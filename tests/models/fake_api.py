@@ -37,7 +37,9 @@ ended batch has run its entries one after another, in order, through the same an
 and cache accounting as live requests (``between_entries`` runs between two, to let a
 test move the accounting's clock as a long batch would). ``batch_outcomes`` makes an
 entry (by index) end ``errored``, ``canceled``, ``expired`` (none of them billed: no
-message, no usage) or ``refusal`` (a billed message whose stop reason is ``refusal``).
+message, no usage), ``refusal`` (a billed message whose stop reason is ``refusal``) or
+``garbled`` (a billed message whose text is not JSON: canned, as no model under
+constrained decoding writes it).
 ``batch_faults`` is a queue of failures for the next batch calls, one each (None: that
 call is answered as usual): an HTTP
 status (answered with the API's error body, and ``retry-after: batch_retry_after`` when
@@ -422,7 +424,9 @@ class FakeMessagesAPI:
             self.requests.append(params)
             self.answers.append(data)
             self.accounting.record(stage_of(params), params["model"], usage)
-        if outcome == "refusal":
+        if outcome == "garbled":
+            body = message("<html>not JSON", model=params["model"], usage=usage)
+        elif outcome == "refusal":
             body = message("", model=params["model"], usage=usage, stop_reason="refusal",
                            stop_details={"type": "refusal", "category": "cyber", "explanation": "injected"})
         else:

@@ -415,7 +415,7 @@ def test_batch_calls_whose_retries_are_spent_end_the_run_saying_the_ids_are_stor
 
 
 def test_entries_that_end_without_an_answer_are_said_one_line_each_and_a_refusal_is_counted(tmp_path: Path) -> None:
-    outcomes = {0: "expired", 1: "refusal", 2: "errored", 3: "canceled"}
+    outcomes = {0: "expired", 1: "refusal", 2: "errored", 3: "canceled", 4: "garbled"}
     lines: list[str] = []
     with FakeMessagesAPI(batch_outcomes=outcomes) as api:
         result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=_http_backend(api, []), batch=True,
@@ -427,7 +427,8 @@ def test_entries_that_end_without_an_answer_are_said_one_line_each_and_a_refusal
         (line,) = [line for line in said if f": {kind}, not billed; " in line]
         assert "at the full price (twice the batch's)" in line
     (refused,) = [line for line in said if ": refused, billed $" in line]
-    assert "at the batch price (counted)" in refused
+    (garbled,) = [line for line in said if ": unreadable (" in line and "not JSON" in line]
+    assert "at the batch price (counted)" in refused and "at the batch price (counted)" in garbled
     # every token the fake billed, batch entries (the refused one too) and live calls, is in the run's usage
     for field in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
         counted = sum(getattr(usage, field) for stage, usage in result.usage_by_stage.items() if stage != "moderation")  # the fake bills stages only
@@ -435,7 +436,8 @@ def test_entries_that_end_without_an_answer_are_said_one_line_each_and_a_refusal
     traced = [call for path in (result.course_dir / ".runs" / "traces").glob("*.jsonl")
               for record in map(json.loads, path.read_text().splitlines()) for call in record.get("calls", [])]
     (entries,) = api.batches.values()
-    assert sum(call["batch"] for call in traced) == len(entries) - (len(outcomes) - 1)  # answered + refused
+    unbilled = sum(kind in ("expired", "errored", "canceled") for kind in outcomes.values())
+    assert sum(call["batch"] for call in traced) == len(entries) - unbilled  # answered, refused, garbled
 
 
 def test_batch_requests_write_one_hour_entries_that_outlive_a_long_batch(tmp_path: Path) -> None:
