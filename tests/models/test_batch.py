@@ -17,6 +17,7 @@ from stay.models import PRICES, AnthropicBackend, RequestCache, Usage, cost, pre
 from stay.models._batch import BATCH_ID, split
 from stay.models._cache import request_key
 from stay.models._prices import BATCH_CACHE_TTL
+from stay.models._wire import backoff
 from stay.pipeline import build_course, run_command
 from stay.scoring._judges import batch_score
 from stay.stages import STAGES, Prompts
@@ -391,27 +392,30 @@ def test_a_500_a_dropped_connection_and_a_429_on_the_batch_calls_are_retried_not
     each is retried by the live rules: the retry-after a status carried, else the backoff
     (0.5 s doubling, no jitter here: 1 s at a second attempt)."""
     faults: list[int | str | None] = [500, "reset", None, 429, None, 503]  # None: answered
-    with FakeMessagesAPI(batch_faults=list(faults), batch_retry_after="3") as api:
+    asked = "3"
+    with FakeMessagesAPI(batch_faults=list(faults), batch_retry_after=asked) as api:
         slept: list[float] = []
         result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=_http_backend(api, slept),
                               batch=True, progress=lambda _l: None)
     assert result.complete and len(api.batches) == 1  # the failed create made no second batch
     poll = "GET /v1/messages/batches/msgbatch_0001fake"
     assert api.batch_calls == ["POST /v1/messages/batches"] * 3 + [poll] * 4 + [poll + "/results"]
-    assert slept == [3.0, 1.0, 3.0, 3.0] and not api.batch_faults
+    hint = float(asked)
+    assert slept == [hint, backoff(1, 0.0), hint, hint] and not api.batch_faults
     (entries,) = api.batches.values()
     assert sum(stage_of(body) in WAVE for body in api.requests) == len(entries)  # no wave stage asked live
 
 
 def test_batch_calls_whose_retries_are_spent_end_the_run_saying_the_ids_are_stored(tmp_path: Path) -> None:
-    with FakeMessagesAPI(batch_faults=[500] * 10) as api:
+    with FakeMessagesAPI() as api:
         slept: list[float] = []
         backend = _http_backend(api, slept)
-        with pytest.raises(ModelUnavailable, match=r"creating a batch: .*HTTP 500.* after 5 attempts.*stored under "
-                                                   r"\.runs/batches/") as stopped:
+        api.batch_faults = [500] * (backend.max_retries + 1)
+        with pytest.raises(ModelUnavailable, match=rf"creating a batch: .*HTTP 500.* after {backend.max_retries + 1} "
+                                                   r"attempts.*stored under \.runs/batches/") as stopped:
             build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=backend, batch=True,
                          progress=lambda _l: None)
-    assert len(slept) == backend.max_retries and exit_code(stopped.value) == 6 and "\n" not in str(stopped.value)
+    assert len(slept) == backend.max_retries and not api.batches and exit_code(stopped.value) == 6 and "\n" not in str(stopped.value)
 
 
 def test_entries_that_end_without_an_answer_are_said_one_line_each_and_a_refusal_is_counted(tmp_path: Path) -> None:
