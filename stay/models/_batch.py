@@ -11,6 +11,16 @@ stops while a batch is running (Ctrl-C, a crash, the poll timeout) leaves a reco
 and the next run collects that batch, running or ended, instead of paying for the same
 requests again. Requests beyond one batch's limits (100,000 requests or 256 MB) are
 split across batches.
+
+Every batch call (create, poll, results) is retried like a live call, by the Claude
+backend's own rules (``AnthropicBackend``: the retryable statuses, backoff with jitter,
+``retry-after`` and its cap, ``max_retries``), so one 500 or a dropped connection during
+a poll that may last 24 hours does not end the run. An entry that ends without an answer
+is said, one line each, with what it cost and that it is asked again live at full price:
+``errored``, ``canceled`` and ``expired`` entries are not billed; a refused or cut-off
+answer was, and its usage is handed to ``billed`` to be counted at the batch price.
+Batch requests mark their cache breakpoints with 1-hour entries (``BATCH_CACHE_TTL``), as
+the batch docs advise: a batch can take longer than the 5 minutes a default entry lives.
 """
 
 from __future__ import annotations
@@ -25,11 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from stay._stored import Damaged, load_stored_json
-from stay.errors import ModelError, ModelUnavailable, UnsafeId
+from stay.errors import ModelError, ModelUnavailable, RefusalError, StayError, TruncationError, UnsafeId
+from stay.models._anthropic import AnthropicBackend, _Deadline
 from stay.models._cache import RequestCache, request_key
+from stay.models._prices import BATCH_CACHE_TTL, cost
 from stay.models._roles import THINKING
-from stay.models._wire import answer_from, budget_for, one_line, redact, request_params
-from stay.requests import ModelRequest
+from stay.models._wire import answer_from, budget_for, one_line, request_params, usage_of
+from stay.requests import ModelAnswer, ModelRequest
 
 MAX_BATCH_REQUESTS = 100_000
 MAX_BATCH_BYTES = 256 * 1000 * 1000
@@ -44,11 +56,27 @@ length may change, so up to 128): a record's file name is built from it, so an i
 other shape, from a response or from disk, is refused before any path is."""
 
 Params = Callable[[ModelRequest, str], dict[str, Any]]
+Billed = Callable[[ModelRequest, ModelAnswer], None]
+"""Told of a batch entry that was billed but gave no answer (a refusal, a cut-off): its
+usage, at the batch price, as an answer with no data."""
 
 
 def default_params(request: ModelRequest, model: str) -> dict[str, Any]:
     """What the Claude backend would send live, with its default thinking per role."""
     return request_params(request, model, THINKING.get(request.role))
+
+
+def hour_long(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with every cache breakpoint a ``BATCH_CACHE_TTL`` entry. All of them, so
+    no 1-hour entry follows a 5-minute one (the API requires longer entries first)."""
+    def marked(block: Any) -> Any:
+        if isinstance(block, dict) and "cache_control" in block:
+            return {**block, "cache_control": {**block["cache_control"], "ttl": BATCH_CACHE_TTL}}
+        return block
+
+    messages = [{**turn, "content": [marked(b) for b in turn["content"]]} if isinstance(turn.get("content"), list)
+                else turn for turn in params.get("messages", [])]
+    return {**params, "system": [marked(b) for b in params.get("system", [])], "messages": messages}
 
 
 @dataclass(frozen=True)
@@ -126,33 +154,42 @@ class _Collector:
     sleep: Callable[[float], None]
     poll_seconds: float
     timeout_seconds: float
-    secret: str | None
+    rules: AnthropicBackend
+    """Whose retry rules every batch call follows (its classification, waits and max_retries)."""
+    billed: Billed
     succeeded: int = 0
     failed: dict[str, str] = field(default_factory=dict)
 
-    def api(self, what: str, call: Callable[[], Any]) -> Any:
+    def api(self, what: str, call: Callable[[], Any], *, missing_ok: bool = False) -> Any:
+        """``call()``, retried as the Claude backend retries a live call; a final failure is
+        its one-line error, saying that every batch id is stored. ``missing_ok``: a 404 is None."""
         import anthropic
 
-        try:
-            return call()
-        except (anthropic.APIConnectionError, anthropic.RateLimitError, anthropic.InternalServerError) as exc:
-            raise ModelUnavailable(f"Message Batches: {what} failed ({type(exc).__name__}: "
-                                   f"{one_line(redact(str(exc), [self.secret]))}); every batch id is stored "
-                                   "under .runs/batches/: rerun to continue") from None
-        except anthropic.APIError as exc:
-            raise ModelError(f"Message Batches: {what} failed ({type(exc).__name__}: "
-                             f"{one_line(redact(str(exc), [self.secret]))})") from None
+        where = f"Message Batches: {what}"
+        clock = _Deadline(self.rules, 0, where)  # each batch call's retries and waits have a deadline too
+        for attempt in range(self.rules.max_retries + 1):
+            try:
+                return call()
+            except StayError:
+                raise
+            except anthropic.NotFoundError:
+                if missing_ok:
+                    return None
+                raise ModelError(f"{where}: the API answered 404 (not found)") from None
+            except Exception as exc:
+                failure = self.rules._classify(exc, where, attempt)
+                if not failure.retryable or attempt == self.rules.max_retries:
+                    error = failure.error
+                    if isinstance(error, ModelUnavailable):  # nothing is lost: say where the ids are
+                        error = ModelUnavailable(f"{error} (every batch id is stored under .runs/batches/)")
+                    raise error from None
+                self.rules.sleep(self.rules._wait(failure, where, attempt, clock))
+        raise AssertionError("unreachable: the loop returns or raises")
 
     def lookup(self, batch_id: str) -> Any:
         """A stored batch, or None when the server no longer has it."""
-        import anthropic
-
-        try:
-            return self.client.messages.batches.retrieve(batch_id)
-        except anthropic.NotFoundError:
-            return None
-        except anthropic.APIError:
-            return self.api(f"looking up batch {batch_id}", lambda: self.client.messages.batches.retrieve(batch_id))
+        return self.api(f"looking up batch {batch_id}",
+                        functools.partial(self.client.messages.batches.retrieve, batch_id), missing_ok=True)
 
     def wait(self, batch: Any) -> Any:
         """Poll until the batch ends, saying how far it got each time."""
@@ -181,21 +218,36 @@ class _Collector:
                 continue  # not needed any more (its inputs changed since it was submitted)
             held += 1
             request, model = job
-            if line.result.type != "succeeded":
+            where = f"  stage {request.stage} ({request.artefact}), batch {batch_id}"
+            again = "asking it again live, at the full price (twice the batch's)"
+            if line.result.type != "succeeded":  # errored, canceled, expired: no message, not billed
                 self.failed[line.custom_id] = line.result.type
+                self.say(f"{where}: {line.result.type}, not billed; {again}")
                 continue
             try:
                 budget = budget_for(request, model, THINKING.get(request.role))
                 answer = answer_from(line.result.message, request, budget=budget, batch=True)
-            except ModelError as exc:  # truncated, refused, malformed: the live call reports it
-                self.failed[line.custom_id] = str(exc)
-                continue
-            except Exception as exc:
-                self.failed[line.custom_id] = f"{type(exc).__name__}: {exc}"
+            except Exception as exc:  # refused, cut off, not JSON, malformed: billed all the same
+                self.failed[line.custom_id] = str(exc) or type(exc).__name__
+                self.say(f"{where}: {self.bill(request, model, line.result.message, exc)}; {again}")
                 continue
             self.cache.put(request, model, answer, reported=False)
             self.succeeded += 1
         return held
+
+    def bill(self, request: ModelRequest, model: str, message: Any, exc: Exception) -> str:
+        """Hand the usage of an entry that succeeded with no usable answer to ``billed``
+        (it was billed); what it was and what it cost, in words."""
+        kinds: dict[type, str] = {RefusalError: "refused", TruncationError: "cut off"}
+        what = kinds.get(type(exc)) or f"unreadable ({one_line(exc)})"
+        try:
+            usage = usage_of(message, f"stage {request.stage} ({request.artefact})")
+        except ModelError:
+            return f"{what}, with no usage to count"
+        self.billed(request, ModelAnswer(data={}, model=model, usage=usage, batch=True))
+        dollars = cost(model, usage, batch=True)
+        price = "an unknown price" if dollars is None else f"${dollars:.4f}"
+        return f"{what}, billed {price} at the batch price (counted)"
 
 
 def progress_line(batch: Any) -> str:
@@ -234,22 +286,28 @@ def prefetch(client: Any, jobs: Sequence[tuple[ModelRequest, str]], cache: Reque
              params: Params = default_params, ledger: Path | None = None, poll_seconds: float = 30.0,
              timeout_seconds: float = 24 * 3600, sleep: Callable[[float], None] = time.sleep,
              progress: Callable[[str], None] | None = None, max_requests: int = MAX_BATCH_REQUESTS,
-             max_bytes: int = MAX_BATCH_BYTES) -> BatchOutcome | None:
+             max_bytes: int = MAX_BATCH_BYTES, retries: AnthropicBackend | None = None,
+             billed: Billed | None = None) -> BatchOutcome | None:
     """Answer ``jobs`` (request, model) through Message Batches into ``cache``.
 
     First collects any batch an earlier run stored in ``ledger`` (default: ``batches/``
     beside the cache directory, i.e. ``.runs/batches/``), waiting for it if it is still
     running; then submits what is still missing, split to the limits. Returns None when
     the cache already holds every answer (no batch is created or read).
+
+    ``retries``: the backend whose retry rules (and sleep) the batch calls follow (default:
+    the Claude backend's defaults, waiting with ``sleep``). ``billed``: told of every entry
+    billed without an answer (default: nobody; the progress line still says its price).
     """
     say = progress or (lambda _line: None)
+    rules = retries if retries is not None else AnthropicBackend(client, progress=say, sleep=sleep)
     todo = {request_key(request, model): (request, model) for request, model in jobs
             if cache.get(request, model) is None}
     if not todo:
         return None
     book = _Ledger(ledger if ledger is not None else cache.directory.parent / "batches")
-    run = _Collector(client, cache, todo, say, sleep, poll_seconds, timeout_seconds,
-                     getattr(client, "api_key", None))
+    run = _Collector(client, cache, todo, say, sleep, poll_seconds, timeout_seconds, rules,
+                     billed or (lambda _request, _answer: None))
     batch_ids: list[str] = []
     covered: set[str] = set()
     for _path, record in book.records():
@@ -273,7 +331,7 @@ def prefetch(client: Any, jobs: Sequence[tuple[ModelRequest, str]], cache: Reque
         book.done(stored)
     resumed = len(covered)
     remaining = [(key, job) for key, job in sorted(todo.items()) if key not in covered]
-    entries = [{"custom_id": key, "params": params(request, model)} for key, (request, model) in remaining]
+    entries = [{"custom_id": key, "params": hour_long(params(request, model))} for key, (request, model) in remaining]
     submitted: list[Any] = []
     for chunk in split(entries, max_requests=max_requests, max_bytes=max_bytes):
         batch = run.api("creating a batch", functools.partial(client.messages.batches.create, requests=chunk))
@@ -286,5 +344,5 @@ def prefetch(client: Any, jobs: Sequence[tuple[ModelRequest, str]], cache: Reque
         run.collect(batch.id)
         batch_ids.append(batch.id)
         book.done(batch.id)
-    say(f"batches: {run.succeeded} answers collected, {len(run.failed)} to ask again live")
+    say(f"batches: {run.succeeded} answers collected, {len(run.failed)} to ask again live (at the full price)")
     return BatchOutcome(tuple(batch_ids), len(entries), run.succeeded, dict(run.failed), resumed)

@@ -6,12 +6,14 @@ Opus 5.5 and 0.025x on Fable 5.1. ``docs/models.md`` lists each row with its sou
 A model missing from the table is *unpriced*: ``cost`` returns None and a run that
 used it reports its cost as unknown, never as a partial sum that looks complete.
 
-Cache writes are priced at the 5-minute rate: stay only writes 5-minute entries. What a
-response's usage says it was served as is priced too: ``service_tier`` batch at half,
-priority as unknown (no per-token price is published), ``inference_geo`` us at 1.1x.
+Live cache writes are priced at the 5-minute rate (live calls write 5-minute entries; a
+batch writes 1-hour ones, ``ONE_HOUR_WRITE``). What a response's usage says it was served
+as is priced too: ``service_tier`` batch at half, priority as unknown (no per-token price
+is published), ``inference_geo`` us at 1.1x.
 Message Batches cost half, on input and output; the discount applies to every token
 class of a batched request (Anthropic's pricing page: batch and caching discounts
-stack).
+stack). A batch writes 1-hour entries only (``BATCH_CACHE_TTL``), so its cache writes
+are priced at the 1-hour rate, then halved.
 """
 
 from __future__ import annotations
@@ -24,6 +26,13 @@ from stay.requests import ModelAnswer, Usage
 BATCH_DISCOUNT = 0.5
 """Message Batches: 50% off input and output (every model's page: "Batch API: 50%
 discount on input and output")."""
+
+BATCH_CACHE_TTL = "1h"
+"""The ``cache_control.ttl`` of every breakpoint in a batch request (``stay.models._batch``):
+the batch docs advise 1-hour entries, a batch taking longer than 5 minutes."""
+ONE_HOUR_WRITE = 2.0
+"""A 1-hour cache write costs twice the model's base input price (the pricing page's prompt
+caching multipliers: 5-minute writes 1.25x, 1-hour writes 2x, reads 0.1x of base input)."""
 
 
 @dataclass(frozen=True)
@@ -144,8 +153,9 @@ def cost(model: str, usage: Usage, *, batch: bool = False, service_tier: str | N
     if price is None or service_tier not in _TIERS or inference_geo not in _GEO:
         return None
     rates = price.rates_for(usage)
+    write = rates.input * ONE_HOUR_WRITE if batch else rates.cache_write  # a batch writes 1-hour entries
     dollars = (usage.input_tokens * rates.input
-               + usage.cache_creation_input_tokens * rates.cache_write
+               + usage.cache_creation_input_tokens * write
                + usage.cache_read_input_tokens * rates.cache_read
                + usage.output_tokens * rates.output) / 1_000_000 * _GEO[inference_geo]
     return dollars * BATCH_DISCOUNT if batch or service_tier == "batch" else dollars

@@ -62,6 +62,8 @@ class BatchPlan:
     client: Any
     cache: RequestCache
     poll_seconds: float
+    retries: Any = None
+    """The AnthropicBackend whose retry rules the batch calls follow (None: its defaults)."""
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
         if replay or batch or caching:
             request_cache = RequestCache(root / ".runs" / "cache")
             if isinstance(chosen, AnthropicBackend) and batch:
-                batching = BatchPlan(chosen.client, request_cache, settings.batch_poll_seconds)
+                batching = BatchPlan(chosen.client, request_cache, settings.batch_poll_seconds, chosen)
             chosen = CachedBackend(chosen, request_cache, replay=replay)
         config = RunConfig(command=command, slug=slug, root=root, courses_arg=courses_arg, authors=declared.authors,
                            settings=settings, prompts=prompts, stages=stages, limits=limits, sources=sources,

@@ -245,7 +245,8 @@ def _plan(config: RunConfig, reader: RunReader, model: ModelGateway, report: Rep
     if config.batch is not None:  # warm the request cache through Message Batches first
         calls = [call for group in lessons.values() for call in group] + list(courses.values())
         prefetch(config.batch.client, [(call.request, settings.model(call.request.role)) for call in calls],
-                 config.batch.cache, progress=report.say, poll_seconds=config.batch.poll_seconds)
+                 config.batch.cache, progress=report.say, poll_seconds=config.batch.poll_seconds,
+                 retries=config.batch.retries, billed=model.account)  # a refused entry was paid for: counted
     return wave
 
 

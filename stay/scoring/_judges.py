@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from stay.models import CachedBackend, ModelClient, RequestCache, backend_from, prefetch
+from stay.models import AnthropicBackend, CachedBackend, ModelClient, RequestCache, backend_from, prefetch
 from stay.scoring import CourseOnDisk, Judge, ModelJudge, OfflineJudge, ScoreResult, default_scorers, score_course
 from stay.scoring._core import JudgeReply
 from stay.settings import Settings
@@ -54,9 +54,12 @@ def batch_score(course_dir: Path, client: Any, cache: RequestCache, *, poll_seco
     score_course(course, default_scorers(recorder))
     chosen = settings or Settings.from_env()
     model = judge_model or chosen.model("judging")
+    claude = backend_from(chosen.replace(backend="anthropic"), client=client)
     kwargs: dict[str, Any] = {"poll_seconds": poll_seconds}
     if sleep is not None:
         kwargs["sleep"] = sleep
+    if isinstance(claude, AnthropicBackend):  # the batch calls retry by the settings, as the build's do
+        kwargs["retries"] = claude
     prefetch(client, [(request, model) for request in recorder.requests], cache, **kwargs)
-    judge = ModelJudge(CachedBackend(backend_from(chosen.replace(backend="anthropic"), client=client), cache), model)
+    judge = ModelJudge(CachedBackend(claude, cache), model)
     return score_course(course, default_scorers(judge))

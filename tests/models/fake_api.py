@@ -26,7 +26,24 @@ documented, and independently of stay's own prefix code:
 - a prefix becomes readable only once the request that wrote it has had its response
   returned: requests in flight together each pay the write;
 - a prefix shorter than ``min_tokens`` (default 1,024) is neither written nor read;
-- entries live 5 minutes from their last use; more than 4 breakpoints is a 400.
+- entries live 5 minutes from their last use, or an hour when the breakpoint says
+  ``"ttl": "1h"``; more than 4 breakpoints is a 400.
+
+``FakeMessagesAPI`` also serves the Message Batches endpoints as the API documents them:
+``POST /v1/messages/batches`` takes ``{"requests": [{"custom_id", "params"}]}`` and
+answers an ``in_progress`` batch; ``GET /v1/messages/batches/{id}`` polls it (it ends at
+the ``batch_polls``-th poll); ``GET .../results`` streams one JSON line per entry. An
+ended batch has run its entries one after another, in order, through the same answers
+and cache accounting as live requests (``between_entries`` runs between two, to let a
+test move the accounting's clock as a long batch would). ``batch_outcomes`` makes an
+entry (by index) end ``errored``, ``canceled``, ``expired`` (none of them billed: no
+message, no usage), ``refusal`` (a billed message whose stop reason is ``refusal``) or
+``garbled`` (a billed message whose text is not JSON: canned, as no model under
+constrained decoding writes it).
+``batch_faults`` is a queue of failures for the next batch calls, one each (None: that
+call is answered as usual): an HTTP
+status (answered with the API's error body, and ``retry-after: batch_retry_after`` when
+that is set) or ``"reset"`` (the connection is closed with no response).
 
 ``FakeMessagesAPI`` can also misbehave as the service does under load, each way stated
 where it is declared: ``faults`` are sent, one per request and in order, before it
@@ -255,6 +272,8 @@ class CacheAccounting:
     clock: Callable[[], float] = time.monotonic
     readable: dict[str, float] = field(default_factory=dict)
     """key -> when it expires; written by a request whose response has been returned."""
+    lifetimes: dict[str, float] = field(default_factory=dict)
+    """key -> how long its entry lives after each use (its breakpoint's ttl: 5 minutes or 1 hour)."""
     billed: list[Billed] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -270,6 +289,7 @@ class CacheAccounting:
             size = sum(tokens(block["text"]) for block in prefix)
             if size >= self.min_tokens:
                 key = hashlib.sha256(json.dumps([body["model"], [b["text"] for b in prefix]]).encode()).hexdigest()
+                self.lifetimes[key] = 3600.0 if blocks[index]["cache_control"].get("ttl") == "1h" else self.ttl
                 found.append((key, size))
         return found
 
@@ -287,7 +307,7 @@ class CacheAccounting:
                     break
             for key, size in points:
                 if size <= read:
-                    self.readable[key] = now + self.ttl  # a read refreshes the entry
+                    self.readable[key] = now + self.lifetimes.get(key, self.ttl)  # a read refreshes the entry
             written = [key for key, size in points if size > read]
             wrote = max((size for _key, size in points), default=read) - read
         usage = {"input_tokens": total - read - wrote, "output_tokens": tokens(answer),
@@ -297,9 +317,9 @@ class CacheAccounting:
     def answered(self, keys: list[str]) -> None:
         """The writer's response has been returned: its prefixes are readable from now."""
         with self.lock:
-            until = self.clock() + self.ttl
+            now = self.clock()
             for key in keys:
-                self.readable[key] = until
+                self.readable[key] = now + self.lifetimes.get(key, self.ttl)
 
     def record(self, stage: str, model: str, usage: dict[str, int]) -> None:
         with self.lock:
@@ -347,7 +367,9 @@ class FakeMessagesAPI:
     def __init__(self, accounting: CacheAccounting | None = None, latency: float = 0.0,
                  stop: Callable[[dict[str, Any]], str | None] | None = None,
                  served: dict[str, str] | None = None, *,
-                 faults: list[Fault] | None = None, limiter: Limiter | None = None) -> None:
+                 faults: list[Fault] | None = None, limiter: Limiter | None = None, batch_polls: int = 1,
+                 batch_outcomes: dict[int, str] | None = None, batch_faults: list[int | str | None] | None = None,
+                 batch_retry_after: str | None = None, between_entries: Callable[[], None] | None = None) -> None:
         self.faults = list(faults or [])
         self.limiter = limiter
         self.stopping = threading.Event()
@@ -360,6 +382,15 @@ class FakeMessagesAPI:
         still thinking does): the stop reason the model stops for, or None for end_turn.
         ``max_tokens``: the answer's text is cut in half; ``refusal``: no text, with
         ``stop_details``. Either is billed as any answer is, as the real API bills them."""
+        self.batches: dict[str, list[dict[str, Any]]] = {}
+        """Batch id -> its entries as submitted."""
+        self.batch_calls: list[str] = []
+        """Every batch call, in order (``POST batches``, ``GET <id>``, ``GET <id>/results``), faults included."""
+        self.batch_results: dict[str, list[dict[str, Any]]] = {}
+        self.batch_polls, self.batch_outcomes = batch_polls, batch_outcomes or {}
+        self.batch_faults, self.batch_retry_after = list(batch_faults or []), batch_retry_after
+        self.between_entries = between_entries
+        self._polled: dict[str, int] = {}
         self.answers: list[dict[str, Any]] = []
         self.screens: list[dict[str, Any]] = []
         self.violations: list[str] = []
@@ -372,6 +403,8 @@ class FakeMessagesAPI:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length))
+                if self.path.rstrip("/") == "/v1/messages/batches":
+                    return self._batches("POST", body)
                 if self.path.rstrip("/") != "/v1/messages":
                     return self._send(404, {"type": "error", "error": {"type": "not_found_error",
                                                                        "message": self.path}}, body)
@@ -436,10 +469,40 @@ class FakeMessagesAPI:
                 except OSError:
                     pass  # the client gave up: what a deadline is for
 
-            def _send(self, status: int, payload: dict[str, Any], body: dict[str, Any]) -> None:
+            def do_GET(self) -> None:
+                self._batches("GET", {})
+
+            def _batches(self, method: str, body: dict[str, Any]) -> None:
+                path = self.path.split("?")[0].rstrip("/")
+                with lock:
+                    api.batch_calls.append(f"{method} {path}")
+                    fault = api.batch_faults.pop(0) if api.batch_faults else None
+                if fault == "reset":
+                    self.close_connection = True
+                    self.connection.shutdown(2)  # no status line at all: the client sees the connection drop
+                    return
+                if isinstance(fault, int):
+                    kind = {429: "rate_limit_error", 529: "overloaded_error"}.get(fault, "api_error")
+                    headers = {"retry-after": api.batch_retry_after} if api.batch_retry_after else {}
+                    return self._send(fault, {"type": "error", "error": {"type": kind, "message": "injected"}}, {},
+                                      headers)
+                status, payload = api.batch_call(method, path, body, self.headers.get("host", ""))
+                if isinstance(payload, bytes):
+                    self.send_response(status)
+                    self.send_header("content-type", "application/binary")
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                self._send(status, payload, {})
+
+            def _send(self, status: int, payload: dict[str, Any], body: dict[str, Any],
+                      headers: dict[str, str] | None = None) -> None:
                 streamed = status == 200 and body.get("stream")
                 raw = sse(payload) if streamed else json.dumps(payload).encode()
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("content-type", "text/event-stream" if streamed else "application/json")
                 self.send_header("content-length", str(len(raw)))
                 self.end_headers()
@@ -452,6 +515,66 @@ class FakeMessagesAPI:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
                                        daemon=True)  # shutdown() waits a poll: 0.5 s by default
+
+    # -- Message Batches ------------------------------------------------------------------
+
+    def batch_call(self, method: str, path: str, body: dict[str, Any], host: str,
+                   ) -> tuple[int, dict[str, Any] | bytes]:
+        """One Message Batches call (faults already applied): the status and JSON or JSONL body."""
+        parts = path.split("/")[4:]  # after /v1/messages/batches
+        if method == "POST" and not parts:
+            batch_id = f"msgbatch_{len(self.batches) + 1:04d}fake"
+            self.batches[batch_id], self._polled[batch_id] = list(body["requests"]), 0
+            return 200, self._batch(batch_id, host)
+        batch_id = parts[0] if parts else ""
+        if method != "GET" or batch_id not in self.batches:
+            return 404, {"type": "error", "error": {"type": "not_found_error", "message": f"no batch {batch_id}"}}
+        if parts[1:] == ["results"]:
+            if batch_id not in self.batch_results:
+                return 400, error_body(f"batch {batch_id} has not ended")
+            return 200, "\n".join(json.dumps(line) for line in self.batch_results[batch_id]).encode()
+        self._polled[batch_id] += 1
+        if self._polled[batch_id] >= self.batch_polls and batch_id not in self.batch_results:
+            self.batch_results[batch_id] = [self._run_entry(index, entry) for index, entry
+                                            in enumerate(self.batches[batch_id])]
+        return 200, self._batch(batch_id, host)
+
+    def _run_entry(self, index: int, entry: dict[str, Any]) -> dict[str, Any]:
+        if index and self.between_entries is not None:
+            self.between_entries()
+        outcome, params = self.batch_outcomes.get(index, "succeeded"), entry["params"]
+        if outcome in ("errored", "canceled", "expired"):
+            result: dict[str, Any] = {"type": outcome}
+            if outcome == "errored":
+                result["error"] = {"type": "error", "error": {"type": "api_error", "message": "injected"}}
+            return {"custom_id": entry["custom_id"], "result": result}
+        data = answer_for(params) if is_stage(params) else enforce(params, {"flagged": False, "reason": "fine"})
+        usage, writes = self.accounting.bill(params, json.dumps(data))
+        self.accounting.answered(writes)
+        if is_stage(params):
+            self.requests.append(params)
+            self.answers.append(data)
+            self.accounting.record(stage_of(params), params["model"], usage)
+        if outcome == "garbled":
+            body = message("<html>not JSON", model=params["model"], usage=usage)
+        elif outcome == "refusal":
+            body = message("", model=params["model"], usage=usage, stop_reason="refusal",
+                           stop_details={"type": "refusal", "category": "cyber", "explanation": "injected"})
+        else:
+            body = message(data, model=params["model"], usage=usage)
+        return {"custom_id": entry["custom_id"], "result": {"type": "succeeded", "message": body}}
+
+    def _batch(self, batch_id: str, host: str) -> dict[str, Any]:
+        entries, ended = self.batches[batch_id], batch_id in self.batch_results
+        counts = {"processing": 0 if ended else len(entries), "succeeded": 0, "errored": 0, "canceled": 0,
+                  "expired": 0}
+        for line in self.batch_results.get(batch_id, []):
+            counts[line["result"]["type"]] += 1
+        return {"id": batch_id, "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
+                "request_counts": counts, "created_at": "2026-11-30T00:00:00Z",
+                "expires_at": "2026-12-01T00:00:00Z", "ended_at": "2026-11-30T01:00:00Z" if ended else None,
+                "archived_at": None, "cancel_initiated_at": None,
+                "results_url": f"http://{host}/v1/messages/batches/{batch_id}/results" if ended else None}
 
     @property
     def url(self) -> str:

@@ -13,14 +13,16 @@ import pytest
 
 from stay.artefacts import Brief
 from stay.errors import AnswerError, ModelError, ModelUnavailable, UnsafeId, exit_code
-from stay.models import AnthropicBackend, RequestCache, Usage, prefetch
+from stay.models import PRICES, AnthropicBackend, RequestCache, Usage, cost, prefetch
 from stay.models._batch import BATCH_ID, split
 from stay.models._cache import request_key
+from stay.models._prices import BATCH_CACHE_TTL
+from stay.models._wire import backoff
 from stay.pipeline import build_course, run_command
 from stay.scoring._judges import batch_score
 from stay.stages import STAGES, Prompts
 from tests.conftest import ROOT
-from tests.models.fake_api import answer_for, is_stage, message, reply
+from tests.models.fake_api import CacheAccounting, FakeMessagesAPI, answer_for, is_stage, message, reply, stage_of
 
 BRIEF = ROOT / "examples" / "briefs" / "incident-postmortems.yaml"
 USAGE = {"input_tokens": 1000, "output_tokens": 400, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
@@ -216,9 +218,9 @@ def test_a_build_stopped_mid_batch_collects_it_when_run_again(tmp_path: Path) ->
 
     client = anthropic.Anthropic(api_key="test", base_url="http://testserver", max_retries=0,
                                  http_client=httpx2.Client(transport=httpx2.MockTransport(going_away)))
-    with pytest.raises(ModelUnavailable, match="rerun to continue"):
-        build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=AnthropicBackend(client), batch=True,
-                     progress=lambda _l: None)
+    with pytest.raises(ModelUnavailable, match="rerun to continue"):  # the poll's retries are spent too
+        build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=AnthropicBackend(client, sleep=lambda _s: None),
+                     batch=True, progress=lambda _l: None)
     api.down = False
     result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=_backend(api), batch=True,
                           progress=lambda _l: None)
@@ -370,3 +372,101 @@ def test_a_planted_record_that_is_a_fifo_or_huge_is_skipped_not_read(tmp_path: P
         handle.truncate(MAX_STORED_BYTES + 1)
     assert [(path.name, record["batch_id"]) for path, record in ledger.records()] == [
         ("msgbatch_good1.json", "msgbatch_good1")]
+
+
+# -- over real HTTP, against the local fake's Message Batches endpoints ------------------------
+
+
+def _http_backend(api: FakeMessagesAPI, slept: list[float]) -> AnthropicBackend:
+    return AnthropicBackend(api_key="test-key-not-real", base_url=api.url, sleep=slept.append, jitter=lambda: 0.0)
+
+
+def _breakpoints(params: dict[str, Any]) -> list[dict[str, Any]]:
+    blocks = list(params["system"]) + [b for turn in params["messages"] if isinstance(turn["content"], list)
+                                       for b in turn["content"]]
+    return [block["cache_control"] for block in blocks if "cache_control" in block]
+
+
+def test_a_500_a_dropped_connection_and_a_429_on_the_batch_calls_are_retried_not_the_end(tmp_path: Path) -> None:
+    """The create meets a 500 then a dropped connection, the poll a 429, the results a 503;
+    each is retried by the live rules: the retry-after a status carried, else the backoff
+    (0.5 s doubling, no jitter here: 1 s at a second attempt)."""
+    faults: list[int | str | None] = [500, "reset", None, 429, None, 503]  # None: answered
+    asked = "3"
+    with FakeMessagesAPI(batch_faults=list(faults), batch_retry_after=asked) as api:
+        slept: list[float] = []
+        result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=_http_backend(api, slept),
+                              batch=True, progress=lambda _l: None)
+    assert result.complete and len(api.batches) == 1  # the failed create made no second batch
+    poll = "GET /v1/messages/batches/msgbatch_0001fake"
+    assert api.batch_calls == ["POST /v1/messages/batches"] * 3 + [poll] * 4 + [poll + "/results"]
+    hint = float(asked)
+    assert slept == [hint, backoff(1, 0.0), hint, hint] and not api.batch_faults
+    (entries,) = api.batches.values()
+    assert sum(stage_of(body) in WAVE for body in api.requests) == len(entries)  # no wave stage asked live
+
+
+def test_batch_calls_whose_retries_are_spent_end_the_run_saying_the_ids_are_stored(tmp_path: Path) -> None:
+    with FakeMessagesAPI() as api:
+        slept: list[float] = []
+        backend = _http_backend(api, slept)
+        api.batch_faults = [500] * (backend.max_retries + 1)
+        with pytest.raises(ModelUnavailable, match=rf"creating a batch: .*HTTP 500.* after {backend.max_retries + 1} "
+                                                   r"attempts.*stored under \.runs/batches/") as stopped:
+            build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=backend, batch=True,
+                         progress=lambda _l: None)
+    assert len(slept) == backend.max_retries and not api.batches and exit_code(stopped.value) == 6 and "\n" not in str(stopped.value)
+
+
+def test_entries_that_end_without_an_answer_are_said_one_line_each_and_a_refusal_is_counted(tmp_path: Path) -> None:
+    outcomes = {0: "expired", 1: "refusal", 2: "errored", 3: "canceled", 4: "garbled"}
+    lines: list[str] = []
+    with FakeMessagesAPI(batch_outcomes=outcomes) as api:
+        result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=_http_backend(api, []), batch=True,
+                              progress=lines.append)
+    assert result.complete and result.usage_by_stage is not None
+    said = [line for line in lines if ", batch msgbatch_" in line and "asking it again live" in line]
+    assert len(said) == len(outcomes)
+    for kind in ("expired", "errored", "canceled"):
+        (line,) = [line for line in said if f": {kind}, not billed; " in line]
+        assert "at the full price (twice the batch's)" in line
+    (refused,) = [line for line in said if ": refused, billed $" in line]
+    (garbled,) = [line for line in said if ": unreadable (" in line and "not JSON" in line]
+    assert "at the batch price (counted)" in refused and "at the batch price (counted)" in garbled
+    # every token the fake billed, batch entries (the refused one too) and live calls, is in the run's usage
+    for field in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+        counted = sum(getattr(usage, field) for stage, usage in result.usage_by_stage.items() if stage != "moderation")  # the fake bills stages only
+        assert counted == api.accounting.total(field), field
+    traced = [call for path in (result.course_dir / ".runs" / "traces").glob("*.jsonl")
+              for record in map(json.loads, path.read_text().splitlines()) for call in record.get("calls", [])]
+    (entries,) = api.batches.values()
+    unbilled = sum(kind in ("expired", "errored", "canceled") for kind in outcomes.values())
+    assert sum(call["batch"] for call in traced) == len(entries) - unbilled  # answered, refused, garbled
+
+
+def test_batch_requests_write_one_hour_entries_that_outlive_a_long_batch(tmp_path: Path) -> None:
+    """Entries processed 10 minutes apart, as a long batch may: 5-minute entries would have
+    expired between them; the 1-hour ones are read."""
+    now = [0.0]
+
+    def later() -> None:
+        now[0] += 600.0
+
+    accounting = CacheAccounting(clock=lambda: now[0])
+    with FakeMessagesAPI(accounting, between_entries=later) as api:
+        result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=_http_backend(api, []), batch=True,
+                              progress=lambda _l: None)
+    assert result.complete
+    (entries,) = api.batches.values()
+    marks = [mark for entry in entries for mark in _breakpoints(entry["params"])]
+    assert marks and all(mark == {"type": "ephemeral", "ttl": BATCH_CACHE_TTL} for mark in marks)
+    batched = [bill for bill in accounting.billed[-len(entries):]]
+    assert sum(bill.usage["cache_read_input_tokens"] for bill in batched) > 0
+
+
+def test_a_batch_cache_write_is_priced_at_the_one_hour_rate_then_halved() -> None:
+    for model, price in PRICES.items():
+        written = Usage(cache_creation_input_tokens=1_000_000)
+        # 2x the base input for a 1-hour write, half of it in a batch: the base input price
+        assert cost(model, written, batch=True) == pytest.approx(price.rates_for(written).input), model
+        assert cost(model, written) == pytest.approx(price.rates_for(written).cache_write), model  # live: 5-minute writes
