@@ -27,6 +27,16 @@ documented, and independently of stay's own prefix code:
   returned: requests in flight together each pay the write;
 - a prefix shorter than ``min_tokens`` (default 1,024) is neither written nor read;
 - entries live 5 minutes from their last use; more than 4 breakpoints is a 400.
+
+``FakeMessagesAPI`` also serves the Models API and authenticates as the real API does:
+
+- ``GET /v1/models/{id}`` answers a ``ModelInfo`` for a model the SDK lists
+  (``KNOWN_MODELS``) and a 404 ``not_found_error`` for any other id; ``POST
+  /v1/messages`` naming an unknown model is the same 404, as the API answers it;
+- every request must carry a credential, ``x-api-key`` or ``Authorization: Bearer``
+  (a gateway's token); one without, or one not in ``credentials`` when that is given,
+  is a 401 ``authentication_error``. ``seen_auth`` records which header each request
+  carried and its value, in arrival order.
 """
 
 from __future__ import annotations
@@ -71,6 +81,14 @@ _BLOCK = re.compile(r"^## (?P<name>\w+)\n\n(?P<fence>`{3,})(?P<kind>yaml|markdow
 Markdown body, in a fence longer than any backtick run inside it."""
 _DEFECT = re.compile(r"^- (?P<code>\S+) (?P<path>\S+) (?P<subject>.+?): (?P<message>.*)$", re.MULTILINE)
 """One line of ``defects_to_fix`` as a repair request shows it (stay.pipeline._fix.defects_note)."""
+def _sdk_models() -> frozenset[str]:
+    from anthropic.types import model_param
+
+    return frozenset(model_param.ModelParam.__args__[0].__args__)  # type: ignore[attr-defined]
+
+
+KNOWN_MODELS = _sdk_models()
+"""The model ids the fake serves: those the installed SDK lists as current."""
 MIN_CACHEABLE_TOKENS = 1_024
 """The smallest prefix the fake caches. Anthropic documents 512 tokens for Opus 5 and
 Fable 5, 1,024 for Opus 4.8 and Sonnet 5, and up to 4,096 for older models; no figure is
@@ -263,8 +281,13 @@ class FakeMessagesAPI:
     is held to the request's wire schema (the module docstring); one it cannot satisfy is a
     400 naming the reasons, kept in ``violations``."""
 
-    def __init__(self, accounting: CacheAccounting | None = None, latency: float = 0.0) -> None:
+    def __init__(self, accounting: CacheAccounting | None = None, latency: float = 0.0,
+                 credentials: frozenset[str] | None = None) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.credentials = credentials
+        """The keys and tokens accepted; None accepts any non-empty one."""
+        self.seen_auth: list[tuple[str, str]] = []
+        self.model_checks: list[str] = []
         self.answers: list[dict[str, Any]] = []
         self.screens: list[dict[str, Any]] = []
         self.violations: list[str] = []
@@ -274,12 +297,42 @@ class FakeMessagesAPI:
         lock = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
+            def _authenticated(self) -> bool:
+                bearer = self.headers.get("authorization", "")
+                found = (("x-api-key", self.headers["x-api-key"]) if self.headers.get("x-api-key") else
+                         ("bearer", bearer.removeprefix("Bearer ")) if bearer.startswith("Bearer ") else ("", ""))
+                with lock:
+                    api.seen_auth.append(found)
+                if found[1] and (api.credentials is None or found[1] in api.credentials):
+                    return True
+                self._send(401, {"type": "error", "error": {"type": "authentication_error",
+                                                            "message": "invalid x-api-key"}}, {})
+                return False
+
+            def do_GET(self) -> None:
+                if not self._authenticated():
+                    return None
+                model = self.path.removeprefix("/v1/models/").split("?")[0]
+                with lock:
+                    api.model_checks.append(model)
+                if not self.path.startswith("/v1/models/") or model not in KNOWN_MODELS:
+                    return self._send(404, {"type": "error", "error": {"type": "not_found_error",
+                                                                       "message": f"model: {model}"}}, {})
+                return self._send(200, {"type": "model", "id": model, "display_name": model,
+                                        "created_at": "2026-01-01T00:00:00Z"}, {})
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length))
+                if not self._authenticated():
+                    return None
                 if self.path.rstrip("/") != "/v1/messages":
                     return self._send(404, {"type": "error", "error": {"type": "not_found_error",
                                                                        "message": self.path}}, body)
+                if body.get("model") not in KNOWN_MODELS:
+                    return self._send(404, {"type": "error", "error": {"type": "not_found_error",
+                                                                       "message": f"model: {body.get('model')}"}},
+                                      body)
                 try:
                     data = answer_for(body) if is_stage(body) else enforce(
                         body, {"flagged": False, "reason": "a course brief"})
