@@ -27,9 +27,10 @@ if TYPE_CHECKING:  # the SDK takes seconds to import: only a run that talks to C
 from stay import _secrets
 from stay.errors import ModelError, ModelUnavailable, RefusalError, StayError, UsageError
 from stay.models._prefix_gate import PrefixGate, prefix_keys
-from stay.models._roles import DEFAULT_MODELS, SCREENING, THINKING, Thinking
+from stay.models._roles import DEFAULT_MODELS, OUTPUT_LIMIT, SCREENING, THINKING, Thinking
 from stay.models._screen import Screening, screen_request, verdict
 from stay.models._wire import (
+    Budget,
     answer_from,
     backoff,
     budget_for,
@@ -50,8 +51,9 @@ MODEL_CHECK_TIMEOUT = 10.0
 """Seconds the up-front model check may wait per id: a stalled gateway costs a run this
 much once, then the calls' own timeout and retries take over."""
 
-_CHECKED: set[tuple[str, str]] = set()
-"""(endpoint, model id) pairs the Models API confirmed in this process."""
+_CHECKED: dict[tuple[str, str], int | None] = {}
+"""(endpoint, model id) -> its largest ``max_tokens``, for each id the Models API
+confirmed in this process (None when it did not say)."""
 
 
 @dataclass(frozen=True)
@@ -181,9 +183,11 @@ class AnthropicBackend:
     def check_models(self, models: Mapping[Role, str]) -> None:
         """Each distinct model id, asked of the Models API (``models.retrieve``) before
         anything is paid: an id it does not know (a 404 that names the id) is one line
-        naming the settings that chose it; a rejected credential (401, 403) is one line too. Asked once a process per endpoint and id. Any other outcome (no
-        connection, a 5xx, a gateway without the Models API) is left to the calls, which
-        retry and say it themselves: the check must never stop a run that would work."""
+        naming the settings that chose it; a rejected credential (401, 403) is one line
+        too. Asked once a process per endpoint and id; the answer's ``max_tokens`` is kept
+        (``output_limit``). Any other outcome (no connection, a 5xx, a gateway without the
+        Models API) is left to the calls, which retry and say it themselves: the check must
+        never stop a run that would work."""
         import anthropic
 
         by_id: dict[str, list[Role]] = {}
@@ -195,7 +199,7 @@ class AnthropicBackend:
             if key in _CHECKED:
                 continue
             try:
-                client.models.retrieve(model)
+                info = client.models.retrieve(model)
             except anthropic.NotFoundError as exc:
                 if model not in str(exc):
                     continue  # a gateway without the Models API (its 404 names a route, not this id)
@@ -208,7 +212,25 @@ class AnthropicBackend:
                                  f"'{model}'; check it; nothing was paid or written") from None
             except Exception:  # not a verdict on the id: the calls will say what it is
                 continue
-            _CHECKED.add(key)
+            limit = getattr(info, "max_tokens", None)
+            _CHECKED[key] = limit if isinstance(limit, int) and limit > 0 else None
+
+    def output_limit(self, model: str) -> int:
+        """The most ``max_tokens`` ``model`` takes: what the Models API said, else ``OUTPUT_LIMIT``."""
+        said = _CHECKED.get((str((self._client or self._async_client or self.client).base_url), model))
+        return said if said is not None else OUTPUT_LIMIT
+
+    def _more_room(self, message: Any, budget: Budget, model: str, where: str) -> Budget | None:
+        """For an answer cut off at ``max_tokens``: the budget of the one retry, with the
+        answer's room doubled up to the model's limit; None when there is no more room."""
+        if getattr(message, "stop_reason", None) != "max_tokens":
+            return None
+        answer = min(2 * budget.answer, self.output_limit(model) - budget.thinking)
+        if answer <= budget.answer:
+            return None
+        self.progress(f"  {where}: the answer was cut off at max_tokens={budget.max_tokens}; asking once more "
+                      f"with {answer} tokens for the answer (set STAY_ANSWER_TOKENS to start there)")
+        return Budget(answer, budget.thinking)
 
     # -- requests --------------------------------------------------------------------------
 
@@ -222,6 +244,10 @@ class AnthropicBackend:
         holding = self.gate.hold(prefix_keys(params)) if self.gate is not None else nullcontext()
         with holding:
             message = self._call(params, where)
+        more = self._more_room(message, budget, model, where)
+        if more is not None:  # the prefix is warm by now: the retry needs no gate
+            budget = more
+            message = self._call(request_params(request, model, thinking, answer_tokens=more.answer), where)
         return answer_from(message, request, budget=budget)
 
     def _call(self, params: dict[str, Any], where: str) -> Any:
@@ -246,7 +272,15 @@ class AnthropicBackend:
         """``complete`` for asyncio callers (no prefix gate: it coordinates threads)."""
         where = f"stage {request.stage} ({request.artefact})"
         thinking = self.thinking.get(request.role)
-        params = request_params(request, model, thinking, answer_tokens=self.answer_tokens)
+        budget = budget_for(request, model, thinking, self.answer_tokens)
+        message = await self._acall(request_params(request, model, thinking, answer_tokens=budget.answer), where)
+        more = self._more_room(message, budget, model, where)
+        if more is not None:
+            budget = more
+            message = await self._acall(request_params(request, model, thinking, answer_tokens=more.answer), where)
+        return answer_from(message, request, budget=budget)
+
+    async def _acall(self, params: dict[str, Any], where: str) -> Any:
         streamed = streams(params["max_tokens"], self.timeout)
         for attempt in range(self.max_retries + 1):
             try:
@@ -256,7 +290,7 @@ class AnthropicBackend:
                         message = await stream.get_final_message()
                 else:
                     message = await client.messages.create(**params)
-                break
+                return message
             except StayError:
                 raise
             except Exception as exc:
@@ -269,7 +303,7 @@ class AnthropicBackend:
 
                     pause = asyncio.sleep
                 await pause(self._wait(failure, where, attempt))
-        return answer_from(message, request, budget=budget_for(request, model, thinking, self.answer_tokens))
+        raise AssertionError("unreachable: the loop returns or raises")
 
     # -- failures --------------------------------------------------------------------------
 

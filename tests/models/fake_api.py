@@ -37,6 +37,12 @@ documented, and independently of stay's own prefix code:
   (a gateway's token); one without, or one not in ``credentials`` when that is given,
   is a 401 ``authentication_error``. ``seen_auth`` records which header each request
   carried and its value, in arrival order.
+
+And it answers within ``max_tokens`` as the API does: every model takes ``max_tokens``
+up to ``output_limit`` (served as ``ModelInfo.max_tokens``; a request above it is a
+400); a request with adaptive thinking spends ``thinking`` tokens (default 0) thinking
+first, counted in ``output_tokens`` and against ``max_tokens``; an answer that does not
+fit what is left is cut there, with ``stop_reason`` ``max_tokens``.
 """
 
 from __future__ import annotations
@@ -89,6 +95,9 @@ def _sdk_models() -> frozenset[str]:
 
 KNOWN_MODELS = _sdk_models()
 """The model ids the fake serves: those the installed SDK lists as current."""
+OUTPUT_LIMIT = 64_000
+"""The fake's ``max_tokens`` limit for every model unless a test gives another (the
+documented limit of the 4.5 models)."""
 MIN_CACHEABLE_TOKENS = 1_024
 """The smallest prefix the fake caches. Anthropic documents 512 tokens for Opus 5 and
 Fable 5, 1,024 for Opus 4.8 and Sonnet 5, and up to 4,096 for older models; no figure is
@@ -282,11 +291,13 @@ class FakeMessagesAPI:
     400 naming the reasons, kept in ``violations``."""
 
     def __init__(self, accounting: CacheAccounting | None = None, latency: float = 0.0,
-                 credentials: frozenset[str] | None = None) -> None:
+                 credentials: frozenset[str] | None = None, thinking: int = 0,
+                 output_limit: int = OUTPUT_LIMIT) -> None:
         self.requests: list[dict[str, Any]] = []
         self.credentials = credentials
         """The keys and tokens accepted; None accepts any non-empty one."""
         self.seen_auth: list[tuple[str, str]] = []
+        self.thinking, self.output_limit = thinking, output_limit
         self.model_checks: list[str] = []
         self.answers: list[dict[str, Any]] = []
         self.screens: list[dict[str, Any]] = []
@@ -319,7 +330,8 @@ class FakeMessagesAPI:
                     return self._send(404, {"type": "error", "error": {"type": "not_found_error",
                                                                        "message": f"model: {model}"}}, {})
                 return self._send(200, {"type": "model", "id": model, "display_name": model,
-                                        "created_at": "2026-01-01T00:00:00Z"}, {})
+                                        "created_at": "2026-01-01T00:00:00Z", "lifecycle": "active",
+                                        "max_tokens": api.output_limit}, {})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))
@@ -340,8 +352,17 @@ class FakeMessagesAPI:
                     with lock:
                         api.violations.append(str(exc))
                     return self._send(400, error_body(str(exc)), body)
+                if body.get("max_tokens", 0) > api.output_limit:
+                    return self._send(400, error_body(f"max_tokens: {body['max_tokens']} > {api.output_limit}, "
+                                                      f"which is the maximum allowed for {body['model']}"), body)
+                thought = api.thinking if body.get("thinking") else 0
+                text, stop = json.dumps(data), "end_turn"
+                room = max(body.get("max_tokens", 0) - thought, 0)
+                if tokens(text) > room:  # cut where max_tokens ends, as the model is
+                    text, stop = text[:room * 4], "max_tokens"
                 try:
-                    usage, writes = api.accounting.bill(body, json.dumps(data))
+                    usage, writes = api.accounting.bill(body, text)
+                    usage["output_tokens"] = thought + (room if stop == "max_tokens" else usage["output_tokens"])
                 except TooManyBreakpoints as exc:
                     return self._send(400, {"type": "error", "error": {"type": "invalid_request_error",
                                                                        "message": str(exc)}}, body)
@@ -356,7 +377,7 @@ class FakeMessagesAPI:
                         api.screens.append(body)
                 # readable from the moment the response goes out: no client can know of it sooner
                 api.accounting.answered(writes)
-                self._send(200, message(data, model=body["model"], usage=usage), body)
+                self._send(200, message(text, model=body["model"], usage=usage, stop_reason=stop), body)
 
             def _send(self, status: int, payload: dict[str, Any], body: dict[str, Any]) -> None:
                 streamed = status == 200 and body.get("stream")
