@@ -90,3 +90,14 @@ def test_a_cut_off_screen_from_the_command_line_exits_5_naming_the_setting(tmp_p
     assert "STAY_ANSWER_TOKENS=4" in errors[0] and "AnthropicBackend(" not in errors[0]  # asked at 1, then 2
     assert [body["max_tokens"] for body in api.screens] == [1 + SCREENING.room, 2 + SCREENING.room]
     assert api.requests == [] and not (tmp_path / "c").exists()
+
+
+def test_an_async_caller_gets_the_same_one_retry() -> None:
+    import asyncio
+
+    with FakeMessagesAPI(thinking=ROOM) as api:
+        room = _answer_size(api) - 1
+        chosen = AnthropicBackend(api_key=KEY, base_url=api.url, answer_tokens=room, progress=quiet)
+        answer = asyncio.run(chosen.acomplete(audience_request(), MODEL))
+    assert [body["max_tokens"] for body in api.requests[1:]] == [room + ROOM, 2 * room + ROOM]
+    assert answer.data == api.answers[-1]
