@@ -210,6 +210,8 @@ class AnthropicBackend:
             except (anthropic.AuthenticationError, anthropic.PermissionDeniedError) as exc:
                 raise UsageError(f"{self._credential} was rejected ({exc.status_code}) when checking the model "
                                  f"'{model}'; check it; nothing was paid or written") from None
+            except (anthropic.APITimeoutError, anthropic.APIConnectionError):
+                return  # the endpoint is not answering: wait no longer here, the calls will say so
             except Exception:  # not a verdict on the id: the calls will say what it is
                 continue
             limit = getattr(info, "max_tokens", None)

@@ -36,7 +36,8 @@ documented, and independently of stay's own prefix code:
 - every request must carry a credential, ``x-api-key`` or ``Authorization: Bearer``
   (a gateway's token); one without, or one not in ``credentials`` when that is given,
   is a 401 ``authentication_error``. ``seen_auth`` records which header each request
-  carried and its value, in arrival order.
+  carried and its value, in arrival order. With ``models_api=False`` it plays a gateway
+  that serves only the Messages API: every ``GET`` is a 404 that names no model.
 
 And it answers within ``max_tokens`` as the API does: every model takes ``max_tokens``
 up to ``output_limit`` (served as ``ModelInfo.max_tokens``; a request above it is a
@@ -292,12 +293,12 @@ class FakeMessagesAPI:
 
     def __init__(self, accounting: CacheAccounting | None = None, latency: float = 0.0,
                  credentials: frozenset[str] | None = None, thinking: int = 0,
-                 output_limit: int = OUTPUT_LIMIT) -> None:
+                 output_limit: int = OUTPUT_LIMIT, models_api: bool = True) -> None:
         self.requests: list[dict[str, Any]] = []
         self.credentials = credentials
         """The keys and tokens accepted; None accepts any non-empty one."""
         self.seen_auth: list[tuple[str, str]] = []
-        self.thinking, self.output_limit = thinking, output_limit
+        self.thinking, self.output_limit, self.models_api = thinking, output_limit, models_api
         self.model_checks: list[str] = []
         self.answers: list[dict[str, Any]] = []
         self.screens: list[dict[str, Any]] = []
@@ -326,6 +327,9 @@ class FakeMessagesAPI:
                 model = self.path.removeprefix("/v1/models/").split("?")[0]
                 with lock:
                     api.model_checks.append(model)
+                if not api.models_api:
+                    return self._send(404, {"type": "error", "error": {"type": "not_found_error",
+                                                                       "message": "Not Found"}}, {})
                 if not self.path.startswith("/v1/models/") or model not in KNOWN_MODELS:
                     return self._send(404, {"type": "error", "error": {"type": "not_found_error",
                                                                        "message": f"model: {model}"}}, {})

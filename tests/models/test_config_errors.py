@@ -61,6 +61,14 @@ def test_the_model_ids_are_checked_once_a_process_and_not_for_a_given_backend(tm
         assert TYPO not in api.model_checks  # the screen met it, not the check
 
 
+def test_a_gateway_without_the_models_api_builds_as_before(tmp_path: Path) -> None:
+    with FakeMessagesAPI(models_api=False) as api:
+        done = run_stay("new", str(HTTP), "--courses-dir", str(tmp_path),
+                        env={"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": KEY})
+    assert done.returncode == 0, done.stderr
+    assert api.model_checks and api.requests  # asked, answered with a route's 404, and built all the same
+
+
 def test_offline_checks_no_model(tmp_path: Path) -> None:
     with FakeMessagesAPI() as api:
         build_course(HTTP, courses_dir=tmp_path, settings=Settings(base_url=api.url, backend="offline"),
