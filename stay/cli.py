@@ -89,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
                                  help="answer each gate; recorded as 'auto-approved (--yes)'")
         command.add_argument("--backend", choices=("offline", "anthropic"),
                              help="default: anthropic when ANTHROPIC_API_KEY is set, else offline")
+        command.add_argument("--answer-tokens", type=_positive, metavar="N", help=ANSWER_TOKENS_HELP)
         command.add_argument("--batch", action="store_true",
                              help="send the wave through one Message Batch (half price, slower)")
         command.add_argument("--replay", action="store_true",
@@ -107,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="revise a file edited by hand too (its bytes are kept in .state/retired/)")
     revise.add_argument("--backend", choices=("offline", "anthropic"),
                         help="default: anthropic when ANTHROPIC_API_KEY is set, else offline")
+    revise.add_argument("--answer-tokens", type=_positive, metavar="N", help=ANSWER_TOKENS_HELP)
     approve = sub.add_parser("approve", parents=[common], help="answer a gate for a course")
     approve.add_argument("slug")
     # the gates are declared once, in the pipeline (stay.pipeline._gate_decl), which checks
@@ -249,6 +251,21 @@ def _dispatch(args: list[str]) -> int:
     return EXIT_USAGE
 
 
+ANSWER_TOKENS_HELP = ("every answer's room in tokens, thinking on top (default: STAY_ANSWER_TOKENS, else each "
+                      "stage's own); a cut-off answer is asked once more with twice the room")
+
+
+def _positive(raw: str) -> int:
+    """A whole number of at least 1, for argparse (which prints the error as a usage line)."""
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw[:40]!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def _settings(ns: argparse.Namespace) -> Settings:
     """The environment, read once, with the command line's overrides."""
     from pathlib import Path
@@ -256,7 +273,8 @@ def _settings(ns: argparse.Namespace) -> Settings:
     from stay.settings import Settings
 
     prompts = getattr(ns, "prompts_dir", None)
-    return Settings.from_env(backend=getattr(ns, "backend", None), prompts_dir=Path(prompts) if prompts else None)
+    return Settings.from_env(backend=getattr(ns, "backend", None), prompts_dir=Path(prompts) if prompts else None,
+                             answer_tokens=getattr(ns, "answer_tokens", None))
 
 
 def _course_command(ns: argparse.Namespace, settings: Settings) -> int:

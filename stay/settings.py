@@ -8,6 +8,7 @@ used is a one-line ``UsageError`` naming the variable and what it takes.
     variable                      field                 default
     STAY_BACKEND                  backend               anthropic with a key, else offline
     ANTHROPIC_API_KEY             api_key               (none; stripped; never shown)
+    ANTHROPIC_AUTH_TOKEN          auth_token            (none; a gateway's bearer token, used without a key)
     ANTHROPIC_BASE_URL            base_url              the SDK's
     STAY_MODEL, STAY_MODEL_<ROLE> models                DEFAULT_MODELS
     STAY_WAVE_CONCURRENCY         wave_concurrency      4 lessons in flight
@@ -17,6 +18,7 @@ used is a one-line ``UsageError`` naming the variable and what it takes.
     STAY_RETRY_AFTER_CAP          retry_after_cap       60: a longer retry-after stops the call
     STAY_MAX_RETRIES              max_retries           4
     STAY_CALL_DEADLINE            call_deadline         per call, retries included: max_tokens at 20/s, >= 600 s
+    STAY_ANSWER_TOKENS            answer_tokens         each stage's own room (stay.models.MAX_TOKENS)
     STAY_BATCH_POLL_SECONDS       batch_poll_seconds    30
     STAY_PROMPTS_DIR              prompts_dir           the packaged prompts/
     STAY_DATA_DIR                 data_dir              ./data, else the packaged data/
@@ -87,6 +89,8 @@ class Settings:
     backend: Backend | None = None
     """None: anthropic when an API key is set, else offline."""
     api_key: str | None = field(default=None, repr=False)
+    auth_token: str | None = field(default=None, repr=False)
+    """A gateway's bearer token (``Authorization: Bearer``), sent only when there is no key."""
     base_url: str | None = None
     models: Mapping[Role, str] = field(default_factory=lambda: dict(DEFAULT_MODELS))
     wave_concurrency: int = 4
@@ -97,6 +101,8 @@ class Settings:
     max_retries: int = 4
     call_deadline: float | None = None
     """None: each call's own (``stay.models._anthropic.default_deadline``)."""
+    answer_tokens: int | None = None
+    """Every answer's room in tokens (thinking comes on top); None: each stage's own."""
     batch_poll_seconds: float = 30.0
     prompts_dir: Path | None = None
     """None: the prompts shipped with stay."""
@@ -111,6 +117,8 @@ class Settings:
     def __post_init__(self) -> None:
         if self.api_key is not None:
             object.__setattr__(self, "api_key", checked_key(self.api_key))
+        if self.auth_token is not None:
+            object.__setattr__(self, "auth_token", checked_key(self.auth_token, "ANTHROPIC_AUTH_TOKEN") or None)
         _secrets.keep(self.secrets)
         if self.backend not in (None, "offline", "anthropic"):
             raise UsageError(f"backend {self.backend!r} is not one of offline, anthropic")
@@ -119,6 +127,9 @@ class Settings:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise UsageError(f"{name} must be a whole number of at least {least}, not {value!r}")
+        if self.answer_tokens is not None and (not isinstance(self.answer_tokens, int) or
+                                               isinstance(self.answer_tokens, bool) or self.answer_tokens < 1):
+            raise UsageError(f"answer_tokens must be a whole number of at least 1, not {self.answer_tokens!r}")
         for name, zero in (("request_timeout", False), ("retry_after_cap", False), ("batch_poll_seconds", True),
                            ("call_deadline", False)):
             seconds = getattr(self, name)
@@ -139,11 +150,12 @@ class Settings:
         ``ANTHROPIC_BASE_URL``, the OTLP endpoint's and its headers' (``stay._secrets``
         cuts them out of everything printed or written)."""
         otlp = self.otlp.secrets if self.otlp is not None else ()
-        return (*([self.api_key] if self.api_key else []), *_secrets.url_secrets(self.base_url), *otlp)
+        return (*([self.api_key] if self.api_key else []), *([self.auth_token] if self.auth_token else []),
+                *_secrets.url_secrets(self.base_url), *otlp)
 
     @property
     def chosen_backend(self) -> Backend:
-        return self.backend or ("anthropic" if self.api_key else "offline")
+        return self.backend or ("anthropic" if self.api_key or self.auth_token else "offline")
 
     def model(self, role: Role) -> str:
         """The model id that plays ``role``."""
@@ -168,6 +180,7 @@ class Settings:
         values: dict[str, Any] = {
             "backend": read.choice("STAY_BACKEND", ("offline", "anthropic")),
             "api_key": checked_key(env.get("ANTHROPIC_API_KEY", "")) or None,
+            "auth_token": checked_key(env.get("ANTHROPIC_AUTH_TOKEN", ""), "ANTHROPIC_AUTH_TOKEN") or None,
             "base_url": env.get("ANTHROPIC_BASE_URL") or None,
             "models": models,
             "wave_concurrency": read.integer("STAY_WAVE_CONCURRENCY", 4, least=1),
@@ -177,6 +190,7 @@ class Settings:
             "retry_after_cap": read.seconds("STAY_RETRY_AFTER_CAP", 60.0),
             "max_retries": read.integer("STAY_MAX_RETRIES", 4, least=0),
             "call_deadline": read.seconds("STAY_CALL_DEADLINE", 0.0) or None,  # 0 is refused when given
+            "answer_tokens": read.integer("STAY_ANSWER_TOKENS", 0, least=1) or None,
             "batch_poll_seconds": read.seconds("STAY_BATCH_POLL_SECONDS", 30.0, zero=True),
             "prompts_dir": read.path("STAY_PROMPTS_DIR"),
             "data_dir": data_dir_from(env),
@@ -283,14 +297,14 @@ def data_dir_from(env: Mapping[str, str] | None = None) -> Path | None:
     return Path(raw) if raw else None
 
 
-def checked_key(raw: str) -> str:
+def checked_key(raw: str, name: str = "ANTHROPIC_API_KEY") -> str:
     """An API key as read: surrounding whitespace stripped (a key pasted with its newline),
     and refused, without being shown, when what is left holds a character no HTTP header
     can carry (it would reach the terminal in the HTTP library's error)."""
     key = raw.strip()
     if any(not 33 <= ord(char) <= 126 for char in key):
         _secrets.keep([key, raw])
-        raise UsageError("ANTHROPIC_API_KEY holds a space, a control character or a non-ASCII character inside "
+        raise UsageError(f"{name} holds a space, a control character or a non-ASCII character inside "
                          "it; set it to the key alone (the value is not shown)")
     return key
 
@@ -299,8 +313,8 @@ def secrets_from(env: Mapping[str, str] | None = None) -> list[str]:
     """Every secret the environment holds, as written and as read, without checking
     anything (for the last line a failing command prints: it never raises)."""
     env = environment() if env is None else env
-    key = env.get("ANTHROPIC_API_KEY", "")
-    found = [key, key.strip(), *_secrets.url_secrets(env.get("ANTHROPIC_BASE_URL"))]
+    key, token = env.get("ANTHROPIC_API_KEY", ""), env.get("ANTHROPIC_AUTH_TOKEN", "")
+    found = [key, key.strip(), token, token.strip(), *_secrets.url_secrets(env.get("ANTHROPIC_BASE_URL"))]
     for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
         found += _secrets.url_secrets(env.get(name))
     for name in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"):

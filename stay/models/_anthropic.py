@@ -30,11 +30,12 @@ if TYPE_CHECKING:  # the SDK takes seconds to import: only a run that talks to C
     import anthropic
 
 from stay import _secrets
-from stay.errors import ModelError, ModelUnavailable, RefusalError, StayError, UsageError
+from stay.errors import AnswerError, ModelError, ModelUnavailable, RefusalError, StayError, UsageError
 from stay.models._prefix_gate import PrefixGate, prefix_keys
-from stay.models._roles import DEFAULT_MODELS, SCREENING, THINKING, Thinking
+from stay.models._roles import DEFAULT_MODELS, OUTPUT_LIMIT, SCREENING, THINKING, Thinking
 from stay.models._screen import Screening, screen_request, verdict
 from stay.models._wire import (
+    Budget,
     answer_from,
     backoff,
     budget_for,
@@ -46,8 +47,9 @@ from stay.models._wire import (
     retryable_status,
     spend_limited,
     streams,
+    usage_of,
 )
-from stay.requests import ModelAnswer, ModelRequest, Role
+from stay.requests import ModelAnswer, ModelRequest, Role, Usage
 
 Progress = Callable[[str], None]
 
@@ -64,6 +66,15 @@ def default_deadline(max_tokens: int, timeout: float) -> float:
     return max(2 * timeout, max_tokens / SLOWEST_TOKENS_PER_SECOND)
 
 
+MODEL_CHECK_TIMEOUT = 10.0
+"""Seconds the up-front model check may wait per id: a stalled gateway costs a run this
+much once, then the calls' own timeout and retries take over."""
+
+_CHECKED: dict[tuple[str, str], int | None] = {}
+"""(endpoint, model id) -> its largest ``max_tokens``, for each id the Models API
+confirmed in this process (None when it did not say)."""
+
+
 @dataclass(frozen=True)
 class _Failure:
     retryable: bool
@@ -73,8 +84,34 @@ class _Failure:
     timed_out: bool = False
 
 
+class _Rejected(ModelError):
+    """The API refused the request itself (a 4xx that no retry changes), with its status,
+    so the screen can tell a configuration error (400, 401, 403, 404) from a bad reply."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+CONFIG_STATUSES = (400, 401, 403, 404)
+"""A request refused for what it asks (a mistyped model id, a rejected key): an error in
+the configuration, never the service being unreachable."""
+
+
 def _quiet(_line: str) -> None:
     pass
+
+
+def _counting(spent: Usage, answer: Callable[[], ModelAnswer]) -> ModelAnswer:
+    """``answer()`` with ``spent`` (an earlier reply of the same call, billed) added to its
+    usage, or to the usage its error says was billed: one call, everything it paid."""
+    try:
+        found = answer()
+    except (AnswerError, ModelError) as exc:
+        if isinstance(exc.billed, ModelAnswer):
+            exc.billed = exc.billed.model_copy(update={"usage": spent + exc.billed.usage})
+        raise
+    return found.model_copy(update={"usage": spent + found.usage})
 
 
 class _Deadline:
@@ -158,7 +195,8 @@ class AnthropicBackend:
 
     def __init__(self, client: anthropic.Anthropic | None = None,
                  async_client: anthropic.AsyncAnthropic | None = None, *, api_key: str | None = None,
-                 base_url: str | None = None, screen_model: str = DEFAULT_MODELS["analysis"],
+                 auth_token: str | None = None, base_url: str | None = None,
+                 screen_model: str = DEFAULT_MODELS["analysis"],
                  max_retries: int = 4, timeout: float = DEFAULT_TIMEOUT,
                  retry_after_cap: float = RETRY_AFTER_CAP, thinking: Mapping[Role, Thinking] | None = None,
                  answer_tokens: int | None = None, progress: Progress | None = None,
@@ -182,8 +220,10 @@ class AnthropicBackend:
         self.clock, self.wall = clock, wall
         self.async_sleep = async_sleep  # asyncio.sleep when None: asyncio is imported only by async callers
         self._api_key = api_key.strip() if api_key else api_key  # a key pasted with its newline
+        # a bearer token for a gateway (ANTHROPIC_AUTH_TOKEN), used only when there is no key
+        self._auth_token = None if self._api_key else (auth_token.strip() if auth_token else None) or None
         self._base_url = base_url
-        _secrets.keep([self._api_key, *_secrets.url_secrets(base_url)])
+        _secrets.keep([self._api_key, self._auth_token, *_secrets.url_secrets(base_url)])
         self.screen_model = screen_model
         """The model that screens briefs (the analysis role's)."""
         self._client = None if client is None else self._configured(client)
@@ -196,18 +236,25 @@ class AnthropicBackend:
         import httpx2
 
         self._api_key = self._api_key or getattr(client, "api_key", None)
-        # a client made elsewhere carries its own key and URL: known secrets from here on
-        _secrets.keep([self._api_key, *_secrets.url_secrets(str(getattr(client, "base_url", "") or ""))])
+        self._auth_token = self._auth_token or getattr(client, "auth_token", None)
+        # a client made elsewhere carries its own key, token and URL: known secrets from here on
+        _secrets.keep([self._api_key, self._auth_token,
+                       *_secrets.url_secrets(str(getattr(client, "base_url", "") or ""))])
         return client.with_options(max_retries=0,
                                    timeout=httpx2.Timeout(self.timeout, connect=min(self.timeout, 10.0)))
 
-    def _key(self) -> str:
-        key = self._api_key
-        if not key:
-            raise UsageError("the anthropic backend needs an API key (ANTHROPIC_API_KEY); set it, or build "
-                             "offline with --backend offline (a --replay run needs no key)")
-        self._api_key = key
-        return key
+    @property
+    def _credential(self) -> str:
+        """The setting the client authenticates with, to name in an error."""
+        return "ANTHROPIC_AUTH_TOKEN" if self._auth_token and not self._api_key else "ANTHROPIC_API_KEY"
+
+    def _credentials(self) -> tuple[str | None, str | None]:
+        """``(api_key, auth_token)``: the key, or else a gateway's token (``Authorization: Bearer``)."""
+        if self._api_key or self._auth_token:
+            return self._api_key, self._auth_token
+        raise UsageError("the anthropic backend needs an API key (ANTHROPIC_API_KEY) or a gateway's bearer token "
+                         "(ANTHROPIC_AUTH_TOKEN); set one, or build offline with --backend offline (a --replay "
+                         "run needs neither)")
 
     @property
     def client(self) -> anthropic.Anthropic:
@@ -215,7 +262,9 @@ class AnthropicBackend:
             import anthropic
 
             # base_url is left to the SDK, which reads ANTHROPIC_BASE_URL when it is set
-            self._client = self._configured(anthropic.Anthropic(api_key=self._key(), base_url=self._base_url))
+            key, token = self._credentials()
+            self._client = self._configured(anthropic.Anthropic(
+                api_key=key, auth_token=token, base_url=self._base_url))
         client: anthropic.Anthropic = self._client
         return client
 
@@ -224,10 +273,67 @@ class AnthropicBackend:
         if self._async_client is None:
             import anthropic
 
-            self._async_client = self._configured(anthropic.AsyncAnthropic(api_key=self._key(),
-                                                                           base_url=self._base_url))
+            key, token = self._credentials()
+            self._async_client = self._configured(anthropic.AsyncAnthropic(
+                api_key=key, auth_token=token, base_url=self._base_url))
         client: anthropic.AsyncAnthropic = self._async_client
         return client
+
+    # -- model ids -------------------------------------------------------------------------
+
+    def check_models(self, models: Mapping[Role, str]) -> None:
+        """Each distinct model id, asked of the Models API (``models.retrieve``) before
+        anything is paid: an id it does not know (a 404 that names the id) is one line
+        naming the settings that chose it; a rejected credential (401, 403) is one line
+        too. Asked once a process per endpoint and id; the answer's ``max_tokens`` is kept
+        (``output_limit``). Any other outcome (no connection, a 5xx, a gateway without the
+        Models API) is left to the calls, which retry and say it themselves: the check must
+        never stop a run that would work."""
+        import anthropic
+
+        by_id: dict[str, list[Role]] = {}
+        for role, model in models.items():
+            by_id.setdefault(model, []).append(role)
+        client = self.client.with_options(timeout=min(self.timeout, MODEL_CHECK_TIMEOUT))
+        for model, roles in by_id.items():
+            key = (str(client.base_url), model)
+            if key in _CHECKED:
+                continue
+            try:
+                info = client.models.retrieve(model)
+            except anthropic.NotFoundError as exc:
+                if model not in str(exc):
+                    continue  # a gateway without the Models API (its 404 names a route, not this id)
+                names = " and ".join(f"STAY_MODEL_{role.upper()}" for role in roles)
+                raise UsageError(f"{names}={model}: the Anthropic API knows no model '{model}' (404 from the "
+                                 f"Models API); fix the id (the default is {DEFAULT_MODELS[roles[0]]}) and run the "
+                                 "command again; nothing was paid or written") from None
+            except (anthropic.AuthenticationError, anthropic.PermissionDeniedError) as exc:
+                raise UsageError(f"{self._credential} was rejected ({exc.status_code}) when checking the model "
+                                 f"'{model}'; check it; nothing was paid or written") from None
+            except (anthropic.APITimeoutError, anthropic.APIConnectionError):
+                return  # the endpoint is not answering: wait no longer here, the calls will say so
+            except Exception:  # not a verdict on the id: the calls will say what it is
+                continue
+            limit = getattr(info, "max_tokens", None)
+            _CHECKED[key] = limit if isinstance(limit, int) and limit > 0 else None
+
+    def output_limit(self, model: str) -> int:
+        """The most ``max_tokens`` ``model`` takes: what the Models API said, else ``OUTPUT_LIMIT``."""
+        said = _CHECKED.get((str((self._client or self._async_client or self.client).base_url), model))
+        return said if said is not None else OUTPUT_LIMIT
+
+    def _more_room(self, message: Any, budget: Budget, model: str, where: str) -> Budget | None:
+        """For an answer cut off at ``max_tokens``: the budget of the one retry, with the
+        answer's room doubled up to the model's limit; None when there is no more room."""
+        if getattr(message, "stop_reason", None) != "max_tokens":
+            return None
+        answer = min(2 * budget.answer, self.output_limit(model) - budget.thinking)
+        if answer <= budget.answer:
+            return None
+        self.progress(f"  {where}: the answer was cut off at max_tokens={budget.max_tokens}; asking once more "
+                      f"with {answer} tokens for the answer (set STAY_ANSWER_TOKENS to start there)")
+        return Budget(answer, budget.thinking)
 
     # -- requests --------------------------------------------------------------------------
 
@@ -241,7 +347,13 @@ class AnthropicBackend:
         holding = self.gate.hold(prefix_keys(params)) if self.gate is not None else nullcontext()
         with holding:
             message = self._call(params, where)
-        return answer_from(message, request, budget=budget)
+        more = self._more_room(message, budget, model, where)
+        if more is None:
+            return answer_from(message, request, budget=budget)
+        spent = usage_of(message, where)  # the cut-off reply was billed too: it is counted with the retry's
+        # the prefix is warm by now: the retry needs no gate
+        message = self._call(request_params(request, model, thinking, answer_tokens=more.answer), where)
+        return _counting(spent, lambda: answer_from(message, request, budget=more))
 
     def _call(self, params: dict[str, Any], where: str) -> Any:
         streamed = streams(params["max_tokens"], self.timeout)
@@ -266,15 +378,23 @@ class AnthropicBackend:
         """``complete`` for asyncio callers (no prefix gate: it coordinates threads)."""
         where = f"stage {request.stage} ({request.artefact})"
         thinking = self.thinking.get(request.role)
-        params = request_params(request, model, thinking, answer_tokens=self.answer_tokens)
+        budget = budget_for(request, model, thinking, self.answer_tokens)
+        message = await self._acall(request_params(request, model, thinking, answer_tokens=budget.answer), where)
+        more = self._more_room(message, budget, model, where)
+        if more is None:
+            return answer_from(message, request, budget=budget)
+        spent = usage_of(message, where)  # as in ``_complete``: the cut-off reply is counted too
+        message = await self._acall(request_params(request, model, thinking, answer_tokens=more.answer), where)
+        return _counting(spent, lambda: answer_from(message, request, budget=more))
+
+    async def _acall(self, params: dict[str, Any], where: str) -> Any:
         streamed = streams(params["max_tokens"], self.timeout)
         clock = _Deadline(self, params["max_tokens"], where)
         for attempt in range(self.max_retries + 1):
             try:
                 client = self.async_client
                 timeout = clock.timeout(attempt)
-                message = await clock.awaited(self._acall(client, params, streamed, timeout), attempt)
-                break
+                return await clock.awaited(self._attempt(client, params, streamed, timeout), attempt)
             except StayError:
                 raise
             except Exception as exc:
@@ -286,10 +406,10 @@ class AnthropicBackend:
 
                     pause = asyncio.sleep
                 await pause(wait)
-        return answer_from(message, request, budget=budget_for(request, model, thinking, self.answer_tokens))
+        raise AssertionError("unreachable: the loop returns or raises")
 
     @staticmethod
-    async def _acall(client: Any, params: dict[str, Any], streamed: bool, timeout: Any) -> Any:
+    async def _attempt(client: Any, params: dict[str, Any], streamed: bool, timeout: Any) -> Any:
         if streamed:
             async with client.messages.stream(**params, timeout=timeout) as stream:
                 return await stream.get_final_message()
@@ -330,7 +450,7 @@ class AnthropicBackend:
         rerun = "rerun to continue (finished files are kept, nothing is paid twice)"
 
         def clean(text: object) -> str:
-            return one_line(redact(str(text), [self._api_key]))
+            return one_line(redact(str(text), [self._api_key, self._auth_token]))
 
         if isinstance(exc, (anthropic.APITimeoutError, httpx2.TimeoutException)):
             return _Failure(True, ModelUnavailable(
@@ -345,7 +465,7 @@ class AnthropicBackend:
             status, headers, body = exc.status_code, exc.response.headers, exc.body
             detail = clean(getattr(exc, "message", exc))
             if status == 401:
-                return _Failure(False, ModelError(f"{where}: ANTHROPIC_API_KEY was rejected (401); check the key"))
+                return _Failure(False, _Rejected(f"{where}: {self._credential} was rejected (401); check it", 401))
             if spend_limited(body):
                 return _Failure(False, ModelError(
                     f"{where}: the API refused the call: a spend limit or the credit balance is reached (HTTP "
@@ -357,7 +477,7 @@ class AnthropicBackend:
                     status, f"unavailable (HTTP {status}: {detail})")
                 return _Failure(True, ModelUnavailable(f"{where}: the API is {what} {tries}; {rerun}"),
                                 wait_hint=retry_after(headers, now=self.wall))
-            return _Failure(False, ModelError(f"{where}: the API answered HTTP {status}: {detail}"))
+            return _Failure(False, _Rejected(f"{where}: the API answered HTTP {status}: {detail}", status))
         if isinstance(exc, (anthropic.APIResponseValidationError, ValueError, AssertionError, RuntimeError,
                             KeyError, TypeError, AttributeError)):
             # the SDK could not read the body: not JSON, an HTML page, a stream with no message
@@ -377,6 +497,14 @@ class AnthropicBackend:
         request = screen_request(text)
         try:
             answer = self._complete(request, self.screen_model, SCREENING)
+        except _Rejected as exc:
+            if exc.status not in CONFIG_STATUSES:
+                raise
+            # a configuration error, not the service being unreachable: never fail open on it
+            fix = (f"check {self._credential}" if exc.status in (401, 403) else
+                   f"check STAY_MODEL_ANALYSIS={self.screen_model} (the screen's model) names a model "
+                   "this key can use")
+            raise UsageError(f"{exc}; the brief was not screened and nothing was written: {fix}") from None
         except RefusalError as exc:  # a refusal to read the brief is a verdict, not a failure
             found = re.search(r"refused to answer \((.*)\); ", str(exc))
             why = f" ({found.group(1)})" if found else ""

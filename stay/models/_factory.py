@@ -1,6 +1,6 @@
 """The one place a backend is made from ``Settings``: the runner's, the evals suite's
 and the judges' all come from here, so each takes every setting that bears on it (the
-key and URL, the screening model, the timeout, the retries and the retry-after cap),
+key or token and URL, the screening model, the answers' room, the timeout, the retries and the retry-after cap),
 and a setting added later reaches all of them at once."""
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ def backend_from(settings: Settings, *, progress: Callable[[str], None] | None =
     (batch scoring's), ``progress`` where the Claude backend says it retries."""
     if settings.chosen_backend == "offline":
         return OfflineBackend()
-    return AnthropicBackend(client, api_key=settings.api_key, base_url=settings.base_url, progress=progress,
+    return AnthropicBackend(client, api_key=settings.api_key, auth_token=settings.auth_token,
+                            base_url=settings.base_url, progress=progress,
                             screen_model=settings.model("analysis"), timeout=settings.request_timeout,
                             max_retries=settings.max_retries, retry_after_cap=settings.retry_after_cap,
-                            call_deadline=settings.call_deadline)
+                            call_deadline=settings.call_deadline,
+                            answer_tokens=settings.answer_tokens)

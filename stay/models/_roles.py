@@ -14,7 +14,7 @@ from typing import Literal
 from stay.requests import Role
 from stay.settings import DEFAULT_MODELS
 
-__all__ = ["DEFAULT_MODELS", "SCREENING", "THINKING", "Effort", "Thinking", "thinks_adaptively"]
+__all__ = ["DEFAULT_MODELS", "OUTPUT_LIMIT", "SCREENING", "THINKING", "Effort", "Thinking", "thinks_adaptively"]
 
 # Which model plays which role is a setting (stay.settings: DEFAULT_MODELS, and
 # STAY_MODEL / STAY_MODEL_<ROLE> read once by Settings.from_env).
@@ -47,6 +47,12 @@ THINKING: Mapping[Role, Thinking] = {
 }
 """Thinking per role, set explicitly rather than left to each model's default (Opus 5.5
 always thinks and defaults to medium effort; Sonnet 5.5 thinks by default at high)."""
+
+OUTPUT_LIMIT = 64_000
+"""The largest ``max_tokens`` assumed for a model the Models API has not described (its
+``ModelInfo.max_tokens``, read by the up-front model check, comes first): 64,000 is the
+documented output limit of Opus 4.5, Sonnet 4.5 and Haiku 4.5, and no later model stay
+knows of publishes less. It bounds the one automatic retry of a cut-off answer."""
 
 SCREENING = Thinking(effort="low", room=2_000)
 """The input screen: a classification of one brief."""

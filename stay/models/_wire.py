@@ -199,8 +199,8 @@ def _answer_from(message: Any, request: ModelRequest, *, budget: Budget | None, 
         raise TruncationError(
             f"{where}: the answer was cut off at max_tokens={budget.max_tokens} ({budget.answer} for the "
             f"answer, {budget.thinking} for thinking{thought}); it is incomplete, not malformed: split the "
-            "artefact, or give answers more room with AnthropicBackend(answer_tokens=...) (default "
-            "stay.models.MAX_TOKENS; above the SDK's non-streaming limit requests stream)")
+            f"artefact, or give answers more room: STAY_ANSWER_TOKENS={2 * budget.answer} (or --answer-tokens "
+            f"{2 * budget.answer}; the default is each stage's own, stay.models.MAX_TOKENS), then rerun")
     if stop == "model_context_window_exceeded":
         raise TruncationError(
             f"{where}: the request and its answer filled {getattr(message, 'model', 'the model')}'s context "

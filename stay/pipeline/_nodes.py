@@ -22,7 +22,7 @@ from stay._display import plural
 from stay._lock import CourseLock
 from stay.artefacts import CourseManifest, Curriculum, Glossary, GlossaryTerm, dump, to_data, write
 from stay.briefs import check_duration
-from stay.errors import AnswerError, BriefRejected, PipelineError, TruncationError, UsageError
+from stay.errors import BriefRejected, ModelUnavailable, PipelineError, UsageError
 from stay.models import screening_of
 from stay.pipeline._checks import course_report
 from stay.pipeline._course_graph import artefact_graph
@@ -105,7 +105,10 @@ def intake(config: RunConfig, reader: RunReader) -> None:
 def moderate(reader: RunReader, model: ModelGateway, report: Reporter, walk: Walk) -> None:
     """Screen the whole brief as one message: a topic and an audience that are each
     unremarkable can be a different thing together. A brief screened before (its hash
-    is in the ledger) is not screened again. Fails open."""
+    is in the ledger) is not screened again. Fails open only when the service is
+    unreachable (``ModelUnavailable``, a timeout, no connection): anything else, a
+    configuration error (a mistyped ``STAY_MODEL_ANALYSIS``, a rejected key) or a verdict
+    that cannot be read, is an error, and the brief is not built unscreened."""
     brief = reader.brief
     assert brief is not None
     if walk.state is not None and walk.state.screened(brief):
@@ -115,9 +118,7 @@ def moderate(reader: RunReader, model: ModelGateway, report: Reporter, walk: Wal
         return  # nothing to screen: no model call
     try:
         screening = screening_of(model.backend, yaml.safe_dump(fields, sort_keys=False, allow_unicode=True))
-    except (TruncationError, AnswerError):
-        raise  # the screen answered, but its verdict cannot be read: never taken as "not flagged"
-    except Exception as exc:
+    except (ModelUnavailable, TimeoutError, ConnectionError) as exc:
         report.say(f"warning: input moderation failed ({type(exc).__name__}: {exc}); continuing")
         return
     if screening.answer is not None:

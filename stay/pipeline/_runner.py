@@ -145,6 +145,8 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
     chosen = client if client is not None else default_backend(settings, say)
     if batch and not isinstance(chosen, AnthropicBackend):
         raise UsageError("--batch needs the anthropic backend (Message Batches are an API feature)")
+    if client is None and not replay and isinstance(chosen, AnthropicBackend):
+        chosen.check_models(settings.models)  # a mistyped id, before anything is paid or locked
     lock = CourseLock(root) if exists else None
     if lock is not None:
         lock.acquire()

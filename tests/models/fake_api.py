@@ -51,6 +51,23 @@ answers normally (``RateLimited``: a 429 whose ``retry-after`` is the raw header
 seconds or an HTTP-date, or a spend-limit 429 as the API marks it; ``Stall``: a stream
 that starts and then sends nothing; ``PingsOnly``: a stream that sends only ``ping``
 events), and a ``Limiter`` answers 429 to every request past its rate.
+
+``FakeMessagesAPI`` also serves the Models API and authenticates as the real API does:
+
+- ``GET /v1/models/{id}`` answers a ``ModelInfo`` for a model the SDK lists
+  (``KNOWN_MODELS``) and a 404 ``not_found_error`` for any other id; ``POST
+  /v1/messages`` naming an unknown model is the same 404, as the API answers it;
+- every request must carry a credential, ``x-api-key`` or ``Authorization: Bearer``
+  (a gateway's token); one without, or one not in ``credentials`` when that is given,
+  is a 401 ``authentication_error``. ``seen_auth`` records which header each request
+  carried and its value, in arrival order. With ``models_api=False`` it plays a gateway
+  that serves only the Messages API: every ``GET`` is a 404 that names no model.
+
+And it answers within ``max_tokens`` as the API does: every model takes ``max_tokens``
+up to ``output_limit`` (served as ``ModelInfo.max_tokens``; a request above it is a
+400); a request with adaptive thinking spends ``thinking`` tokens (default 0) thinking
+first, counted in ``output_tokens`` and against ``max_tokens``; an answer that does not
+fit what is left is cut there, with ``stop_reason`` ``max_tokens``.
 """
 
 from __future__ import annotations
@@ -95,6 +112,17 @@ _BLOCK = re.compile(r"^## (?P<name>\w+)\n\n(?P<fence>`{3,})(?P<kind>yaml|markdow
 Markdown body, in a fence longer than any backtick run inside it."""
 _DEFECT = re.compile(r"^- (?P<code>\S+) (?P<path>\S+) (?P<subject>.+?): (?P<message>.*)$", re.MULTILINE)
 """One line of ``defects_to_fix`` as a repair request shows it (stay.pipeline._fix.defects_note)."""
+def _sdk_models() -> frozenset[str]:
+    from anthropic.types import model_param
+
+    return frozenset(model_param.ModelParam.__args__[0].__args__)  # type: ignore[attr-defined]
+
+
+KNOWN_MODELS = _sdk_models()
+"""The model ids the fake serves: those the installed SDK lists as current."""
+OUTPUT_LIMIT = 64_000
+"""The fake's ``max_tokens`` limit for every model unless a test gives another (the
+documented limit of the 4.5 models)."""
 MIN_CACHEABLE_TOKENS = 1_024
 """The smallest prefix the fake caches. Anthropic documents 512 tokens for Opus 5 and
 Fable 5, 1,024 for Opus 4.8 and Sonnet 5, and up to 4,096 for older models; no figure is
@@ -369,7 +397,9 @@ class FakeMessagesAPI:
                  served: dict[str, str] | None = None, *,
                  faults: list[Fault] | None = None, limiter: Limiter | None = None, batch_polls: int = 1,
                  batch_outcomes: dict[int, str] | None = None, batch_faults: list[int | str | None] | None = None,
-                 batch_retry_after: str | None = None, between_entries: Callable[[], None] | None = None) -> None:
+                 batch_retry_after: str | None = None, between_entries: Callable[[], None] | None = None,
+                 credentials: frozenset[str] | None = None, thinking: int = 0,
+                 output_limit: int = OUTPUT_LIMIT, models_api: bool = True) -> None:
         self.faults = list(faults or [])
         self.limiter = limiter
         self.stopping = threading.Event()
@@ -391,6 +421,11 @@ class FakeMessagesAPI:
         self.batch_faults, self.batch_retry_after = list(batch_faults or []), batch_retry_after
         self.between_entries = between_entries
         self._polled: dict[str, int] = {}
+        self.credentials = credentials
+        """The keys and tokens accepted; None accepts any non-empty one."""
+        self.seen_auth: list[tuple[str, str]] = []
+        self.thinking, self.output_limit, self.models_api = thinking, output_limit, models_api
+        self.model_checks: list[str] = []
         self.answers: list[dict[str, Any]] = []
         self.screens: list[dict[str, Any]] = []
         self.violations: list[str] = []
@@ -400,14 +435,50 @@ class FakeMessagesAPI:
         lock = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
+            def _authenticated(self) -> bool:
+                bearer = self.headers.get("authorization", "")
+                found = (("x-api-key", self.headers["x-api-key"]) if self.headers.get("x-api-key") else
+                         ("bearer", bearer.removeprefix("Bearer ")) if bearer.startswith("Bearer ") else ("", ""))
+                with lock:
+                    api.seen_auth.append(found)
+                if found[1] and (api.credentials is None or found[1] in api.credentials):
+                    return True
+                self._send(401, {"type": "error", "error": {"type": "authentication_error",
+                                                            "message": "invalid x-api-key"}}, {})
+                return False
+
+            def do_GET(self) -> None:
+                if not self._authenticated():
+                    return None
+                if self.path.startswith("/v1/messages/batches"):
+                    return self._batches("GET", {})
+                model = self.path.removeprefix("/v1/models/").split("?")[0]
+                with lock:
+                    api.model_checks.append(model)
+                if not api.models_api:
+                    return self._send(404, {"type": "error", "error": {"type": "not_found_error",
+                                                                       "message": "Not Found"}}, {})
+                if not self.path.startswith("/v1/models/") or model not in KNOWN_MODELS:
+                    return self._send(404, {"type": "error", "error": {"type": "not_found_error",
+                                                                       "message": f"model: {model}"}}, {})
+                return self._send(200, {"type": "model", "id": model, "display_name": model,
+                                        "created_at": "2026-01-01T00:00:00Z", "lifecycle": "active",
+                                        "max_tokens": api.output_limit}, {})
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length))
+                if not self._authenticated():
+                    return None
                 if self.path.rstrip("/") == "/v1/messages/batches":
                     return self._batches("POST", body)
                 if self.path.rstrip("/") != "/v1/messages":
                     return self._send(404, {"type": "error", "error": {"type": "not_found_error",
                                                                        "message": self.path}}, body)
+                if body.get("model") not in KNOWN_MODELS:
+                    return self._send(404, {"type": "error", "error": {"type": "not_found_error",
+                                                                       "message": f"model: {body.get('model')}"}},
+                                      body)
                 with lock:
                     fault = api.faults.pop(0) if api.faults else None
                 if fault is None and api.limiter is not None and not api.limiter.admit():
@@ -421,8 +492,17 @@ class FakeMessagesAPI:
                     with lock:
                         api.violations.append(str(exc))
                     return self._send(400, error_body(str(exc)), body)
+                if body.get("max_tokens", 0) > api.output_limit:
+                    return self._send(400, error_body(f"max_tokens: {body['max_tokens']} > {api.output_limit}, "
+                                                      f"which is the maximum allowed for {body['model']}"), body)
+                thought = api.thinking if body.get("thinking") else 0
+                text, stop = json.dumps(data), "end_turn"
+                room = max(body.get("max_tokens", 0) - thought, 0)
+                if tokens(text) > room:  # cut where max_tokens ends, as the model is
+                    text, stop = text[:room * 4], "max_tokens"
                 try:
-                    usage, writes = api.accounting.bill(body, json.dumps(data))
+                    usage, writes = api.accounting.bill(body, text)
+                    usage["output_tokens"] = thought + (room if stop == "max_tokens" else usage["output_tokens"])
                 except TooManyBreakpoints as exc:
                     return self._send(400, {"type": "error", "error": {"type": "invalid_request_error",
                                                                        "message": str(exc)}}, body)
@@ -438,8 +518,8 @@ class FakeMessagesAPI:
                         api.screens.append(body)
                 # readable from the moment the response goes out: no client can know of it sooner
                 api.accounting.answered(writes)
-                self._send(200, _stopped(message(data, model=body["model"], usage={**usage, **api.served}), reason),
-                           body)
+                self._send(200, _stopped(message(text, model=body["model"], usage={**usage, **api.served},
+                                                 stop_reason=stop), reason), body)
 
             def _misbehave(self, fault: Fault, body: dict[str, Any]) -> None:
                 if isinstance(fault, RateLimited):
@@ -468,9 +548,6 @@ class FakeMessagesAPI:
                             self.wfile.flush()
                 except OSError:
                     pass  # the client gave up: what a deadline is for
-
-            def do_GET(self) -> None:
-                self._batches("GET", {})
 
             def _batches(self, method: str, body: dict[str, Any]) -> None:
                 path = self.path.split("?")[0].rstrip("/")

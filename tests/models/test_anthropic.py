@@ -142,12 +142,13 @@ def test_a_short_request_does_not_stream_and_the_rule_follows_the_timeout() -> N
 def test_truncation_names_the_stage_the_file_and_the_budget_never_a_schema_error() -> None:
     cut = message('{"learners": "cut off', stop_reason="max_tokens",
                   usage={"input_tokens": 5, "output_tokens": 24_000, "output_tokens_details": {"thinking_tokens": 9_000}})
-    handle, _seen = recording([cut])
+    handle, seen = recording([cut, cut])  # cut off again when asked once more, with twice the room
     with pytest.raises(stay.errors.TruncationError) as caught:
         backend(handle).complete(audience_request(), "claude-sonnet-5-5")
     text = str(caught.value)
-    assert "stage audience (audience.yaml)" in text and "max_tokens=24000 (16000 for the answer, 8000 for " \
-        "thinking; 9000 went to thinking)" in text and "answer_tokens" in text
+    assert [body["max_tokens"] for body in seen] == [24_000, 40_000]
+    assert "stage audience (audience.yaml)" in text and "max_tokens=40000 (32000 for the answer, 8000 for " \
+        "thinking; 9000 went to thinking)" in text and "STAY_ANSWER_TOKENS=64000" in text
     assert "schema" not in text
 
 

@@ -141,7 +141,8 @@ def test_the_mock_transport_handler_answers_a_misfit_with_a_recorded_400() -> No
 
 def test_the_fake_server_answers_a_misfit_with_a_400_and_keeps_it() -> None:
     with FakeMessagesAPI() as api:
-        response = httpx2.post(f"{api.url}/v1/messages", content=json.dumps(_misfit_body()), timeout=10)
+        response = httpx2.post(f"{api.url}/v1/messages", content=json.dumps(_misfit_body()), timeout=10,
+                               headers={"x-api-key": "test-key-not-real"})  # the fake authenticates as the API
     assert response.status_code == 400 and "cohort" in response.json()["error"]["message"]
     assert len(api.violations) == 1 and api.requests == []
     VIOLATIONS.clear()
