@@ -12,7 +12,7 @@ import httpx2
 import pytest
 
 from stay.errors import EXIT_REFUSED, RefusalError, TruncationError
-from stay.models import BATCH_DISCOUNT, DEFAULT_MODELS, PRICES, AnthropicBackend, Usage, cost, describe_cost
+from stay.models import BATCH_DISCOUNT, DEFAULT_MODELS, PRICES, SCREENING, AnthropicBackend, Usage, cost, describe_cost
 from stay.models._prices import US_INFERENCE
 from stay.pipeline import build_course, spent_of
 from stay.stages import STAGES
@@ -310,3 +310,20 @@ def test_a_run_the_disk_stops_still_says_what_it_paid(tmp_path: Path) -> None:
     assert spent is not None and spent.calls == len(api.requests) + len(api.screens) > 0
     assert spent.cost == pytest.approx(math.fsum(cost(b.model, Usage(**b.usage)) or 0.0
                                                  for b in api.accounting.billed) + spent.cost_by_stage["moderation"])
+
+
+def test_a_cut_off_screen_is_counted_though_the_build_stops(tmp_path: Path) -> None:
+    """The input screen is a billed call too: cut off at max_tokens (the fake's screen thinks
+    all its room, and one token, then two, is left for the verdict), its replies are in the
+    run's usage under its own stage, though the build stops there."""
+    with FakeMessagesAPI(thinking=SCREENING.room) as api, pytest.raises(TruncationError) as raised:
+        build_course(HTTP, courses_dir=tmp_path, backend=AnthropicBackend(api_key=KEY, base_url=api.url,
+                                                                        answer_tokens=1, sleep=lambda _s: None),
+                     progress=quiet)
+    spent = spent_of(raised.value)
+    assert spent is not None and len(api.screens) == 2 and not api.requests  # asked again with more room
+    assert spent.calls_by_stage == {"moderation": 1}
+    # each reply spends its whole room, thinking included: both are counted, all of each
+    rooms = sum(body["max_tokens"] for body in api.screens)
+    assert spent.usage_by_stage["moderation"].output_tokens == rooms
+    assert spent.usage_by_stage["moderation"].input_tokens > 0
