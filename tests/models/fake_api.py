@@ -20,12 +20,16 @@ with the error. Canned bodies a test writes itself are sent as they are.
 ``CacheAccounting`` bills prompt caching the way the API does, as far as it is
 documented, and independently of stay's own prefix code:
 
-- the cache key is the model plus every block, in cache order (system, then the
-  message's content), up to a block marked ``cache_control``; every breakpoint is
-  checked, longest first, and the longest one cached is read;
+- the cache key is the model, the tools, the structured-output schema
+  (``output_config.format``) and the thinking settings (``thinking`` and
+  ``output_config.effort``: the documented invalidations), plus every block, in cache
+  order (system, then the message's content), up to a block marked ``cache_control``;
+  every breakpoint is checked, longest first, and the longest one cached is read; so a
+  request differing from a written one in its schema or effort alone reads nothing;
 - a prefix becomes readable only once the request that wrote it has had its response
   returned: requests in flight together each pay the write;
-- a prefix shorter than ``min_tokens`` (default 1,024) is neither written nor read;
+- a prefix shorter than ``min_tokens`` (by default the model's published minimum,
+  ``stay.models.min_cacheable_tokens``) is neither written nor read;
 - entries live 5 minutes from their last use, or an hour when the breakpoint says
   ``"ttl": "1h"``; more than 4 breakpoints is a 400.
 
@@ -84,6 +88,7 @@ from typing import Any
 
 import httpx2
 
+from stay.models import min_cacheable_tokens
 from stay.stages import REGISTRY, Prompts, offline_answer
 from tests.remembered_yaml import load_yaml
 from tests.wire_schema import check, fit
@@ -123,13 +128,6 @@ KNOWN_MODELS = _sdk_models()
 OUTPUT_LIMIT = 64_000
 """The fake's ``max_tokens`` limit for every model unless a test gives another (the
 documented limit of the 4.5 models)."""
-MIN_CACHEABLE_TOKENS = 1_024
-"""The smallest prefix the fake caches. Anthropic documents 512 tokens for Opus 5 and
-Fable 5, 1,024 for Opus 4.8 and Sonnet 5, and up to 4,096 for older models; no figure is
-published for the 5.5 generation, so the fake takes 1,024, the floor of the two
-generations before it (the test at 2,048 shows the result does not hinge on it)."""
-
-
 def tokens(text: str) -> int:
     """A stand-in tokenizer: about four characters a token."""
     return max(1, len(text) // 4)
@@ -295,7 +293,8 @@ class Billed:
 class CacheAccounting:
     """The API's prompt-cache billing, as documented (see the module docstring)."""
 
-    min_tokens: int = MIN_CACHEABLE_TOKENS
+    min_tokens: int | None = None
+    """The minimum cacheable prefix for every model; None: each model's published one."""
     ttl: float = 300.0
     clock: Callable[[], float] = time.monotonic
     readable: dict[str, float] = field(default_factory=dict)
@@ -315,8 +314,11 @@ class CacheAccounting:
         for index in marked:
             prefix = blocks[:index + 1]
             size = sum(tokens(block["text"]) for block in prefix)
-            if size >= self.min_tokens:
-                key = hashlib.sha256(json.dumps([body["model"], [b["text"] for b in prefix]]).encode()).hexdigest()
+            if size >= (min_cacheable_tokens(body["model"]) if self.min_tokens is None else self.min_tokens):
+                config = body.get("output_config") or {}
+                scope = [body["model"], body.get("tools"), body.get("tool_choice"), body.get("thinking"),
+                         config.get("format"), config.get("effort")]
+                key = hashlib.sha256(json.dumps([scope, [b["text"] for b in prefix]], sort_keys=True).encode()).hexdigest()
                 self.lifetimes[key] = 3600.0 if blocks[index]["cache_control"].get("ttl") == "1h" else self.ttl
                 found.append((key, size))
         return found

@@ -17,8 +17,9 @@ from stay.artefacts import (
     LessonPlan,
     dump,
 )
-from stay.models import AnthropicBackend
+from stay.models import AnthropicBackend, min_cacheable_tokens
 from stay.pipeline import build_course
+from stay.settings import DEFAULT_MODELS
 from stay.stages import REGISTRY, STAGES
 from tests.conftest import run_stay
 from tests.expected import curriculum_of, total_calls
@@ -100,7 +101,7 @@ def test_at_least_70_percent_of_generation_input_is_read_from_the_cache(served: 
     assert f"{accounting.cache_read_input_tokens} cache-read" in done.stdout  # stay counts what was billed
 
 
-def _build(tmp_path: Path, *, warm: bool, min_tokens: int = 1_024, latency: float = LATENCY) -> CacheAccounting:
+def _build(tmp_path: Path, *, warm: bool, min_tokens: int | None = None, latency: float = LATENCY) -> CacheAccounting:
     """The same build in process, with or without the prefix gate."""
     with FakeMessagesAPI(CacheAccounting(min_tokens=min_tokens), latency=latency) as api:
         client = anthropic.Anthropic(api_key="test-key", base_url=api.url)
@@ -188,3 +189,24 @@ def test_the_fake_caches_nothing_below_the_minimum_and_forgets_after_five_minute
 def test_the_fake_refuses_more_than_four_breakpoints() -> None:
     with pytest.raises(TooManyBreakpoints):
         CacheAccounting().bill(_body("m", *[(BIG, True)] * 5), "x")
+
+
+def test_the_fake_keys_its_cache_on_the_schema_and_the_effort_as_the_api_does() -> None:
+    cache = CacheAccounting()
+    body = {**_body("m", (BIG, True)), "thinking": {"type": "adaptive"},
+            "output_config": {"effort": "medium", "format": {"type": "json_schema", "schema": {"title": "A"}}}}
+    _usage, writes = cache.bill(body, "x")
+    cache.answered(writes)
+    assert cache.bill(body, "x")[0]["cache_read_input_tokens"] == 2_000
+    for changed in ({"effort": "low", "format": body["output_config"]["format"]},
+                    {"effort": "medium", "format": {"type": "json_schema", "schema": {"title": "B"}}}):
+        usage, _ = cache.bill({**body, "output_config": changed}, "x")
+        assert usage["cache_read_input_tokens"] == 0 and usage["cache_creation_input_tokens"] == 2_000, changed
+
+
+def test_the_fake_caches_from_each_models_published_minimum() -> None:
+    for model in DEFAULT_MODELS.values():
+        floor = min_cacheable_tokens(model)
+        cache = CacheAccounting()
+        assert cache.bill(_body(model, ("x" * floor * 4, True)), "x")[1]
+        assert not cache.bill(_body(model, ("x" * (floor - 1) * 4, True)), "x")[1]
