@@ -1,11 +1,13 @@
 """Write each cached prompt prefix once, however many calls are in flight.
 
 The API can serve a prefix from its cache only once an earlier request that wrote it
-has been answered: eight calls sent at once with one shared prefix pay eight cache
-writes. ``PrefixGate`` lets the first request with a given cache key (scope and prefix) through and
-holds every later one that shares the prefix until the first one's response has
-arrived; they then read the cache. A prefix counts as written for the cache's
-lifetime (5 minutes), refreshed by every call that uses it, as the API refreshes it.
+has begun its response ("a cache entry becomes available after the first response
+begins", the prompt-caching docs): eight calls sent at once with one shared prefix pay
+eight cache writes. ``PrefixGate`` lets the first request with a given cache key (scope
+and prefix) through and holds every later one that shares the prefix until the first
+one's response has started (its stream's first event; a whole answer, when it does not
+stream); they then read the cache. A prefix counts as written for the cache's lifetime
+(5 minutes), refreshed by every call that uses it, as the API refreshes it.
 
 Only requests wait, never the pipeline: the wave is unchanged, and a request whose
 prefixes are all written (or all its own to write) goes straight through.
@@ -93,11 +95,13 @@ class PrefixGate:
         return self._fresh_until.get(key, float("-inf")) > self.clock()
 
     @contextmanager
-    def hold(self, keys: Sequence[str]) -> Iterator[None]:
+    def hold(self, keys: Sequence[str]) -> Iterator[Callable[[], None]]:
         """Wait while another request is writing one of ``keys``; then send, writing
-        the ones not in the cache. A failed write leaves its prefixes ungated for the
-        cache's lifetime: when the service is failing, the requests that waited must
-        fail together, not one writer after another."""
+        the ones not in the cache. Yields ``started``, to call when the response begins:
+        the waiters are let go then, not at its end. A write that failed before its
+        response began leaves its prefixes ungated for the cache's lifetime: when the
+        service is failing, the requests that waited must fail together, not one writer
+        after another."""
         with self._changed:
             waited = False
             while any(key in self._writing for key in keys):
@@ -108,14 +112,29 @@ class PrefixGate:
             mine = [key for key in keys
                     if not self._fresh(key) and self._ungated_until.get(key, float("-inf")) <= now]
             self._writing.update(mine)
-        answered = False
-        try:
-            yield
-            answered = True
-        finally:
+        begun = False
+
+        def started() -> None:
+            nonlocal begun
             with self._changed:
+                begun = True
                 self._writing.difference_update(mine)
                 until = self.clock() + self.ttl
-                for key in keys if answered else mine:
-                    (self._fresh_until if answered else self._ungated_until)[key] = until
+                for key in keys:
+                    self._fresh_until[key] = until
                 self._changed.notify_all()
+
+        answered = False
+        try:
+            yield started
+            answered = True
+        finally:
+            if answered or begun:
+                started()  # an answer is a use: it refreshes the entries too
+            else:
+                with self._changed:
+                    self._writing.difference_update(mine)
+                    until = self.clock() + self.ttl
+                    for key in mine:
+                        self._ungated_until[key] = until
+                    self._changed.notify_all()

@@ -26,8 +26,9 @@ documented, and independently of stay's own prefix code:
   order (system, then the message's content), up to a block marked ``cache_control``;
   every breakpoint is checked, longest first, and the longest one cached is read; so a
   request differing from a written one in its schema or effort alone reads nothing;
-- a prefix becomes readable only once the request that wrote it has had its response
-  returned: requests in flight together each pay the write;
+- a prefix becomes readable only once the request that wrote it has begun its
+  response (a stream's first event, sent half its ``latency`` in; a whole answer, when it
+  does not stream): requests sent before that each pay the write;
 - a prefix shorter than ``min_tokens`` (by default the model's published minimum,
   ``stay.models.min_cacheable_tokens``) is neither written nor read;
 - entries live 5 minutes from their last use, or an hour when the breakpoint says
@@ -345,7 +346,7 @@ class CacheAccounting:
         return usage, written
 
     def answered(self, keys: list[str]) -> None:
-        """The writer's response has been returned: its prefixes are readable from now."""
+        """The writer's response has begun: its prefixes are readable from now."""
         with self.lock:
             now = self.clock()
             for key in keys:
@@ -508,8 +509,6 @@ class FakeMessagesAPI:
                 except TooManyBreakpoints as exc:
                     return self._send(400, {"type": "error", "error": {"type": "invalid_request_error",
                                                                        "message": str(exc)}}, body)
-                if api.latency:
-                    time.sleep(api.latency)
                 reason = api.stop(body) if api.stop is not None and is_stage(body) else None
                 with lock:
                     if is_stage(body):
@@ -518,10 +517,28 @@ class FakeMessagesAPI:
                         api.accounting.record(stage_of(body), body["model"], usage)
                     else:
                         api.screens.append(body)
-                # readable from the moment the response goes out: no client can know of it sooner
+                payload = _stopped(message(text, model=body["model"], usage={**usage, **api.served},
+                                           stop_reason=stop), reason)
+                if not body.get("stream"):
+                    time.sleep(api.latency)
+                    # readable from the moment the response goes out: no client can know of it sooner
+                    api.accounting.answered(writes)
+                    return self._send(200, payload, body)
+                # a stream: half the latency to its first event (the prefill), half to its end;
+                # the prefix is readable once the response has begun, as the docs have it
+                raw = sse(payload)
+                first = raw.index(b"\n\n") + 2
+                time.sleep(api.latency / 2)
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("content-length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw[:first])
+                self.wfile.flush()
                 api.accounting.answered(writes)
-                self._send(200, _stopped(message(text, model=body["model"], usage={**usage, **api.served},
-                                                 stop_reason=stop), reason), body)
+                time.sleep(api.latency / 2)
+                self.wfile.write(raw[first:])
+                self.wfile.flush()
 
             def _misbehave(self, fault: Fault, body: dict[str, Any]) -> None:
                 if isinstance(fault, RateLimited):

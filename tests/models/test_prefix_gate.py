@@ -130,3 +130,32 @@ def test_after_a_failed_write_requests_go_through_together_not_one_after_another
     now[0] = 1_000.0
     with gate.hold(["k"]):
         assert "k" in gate._writing  # expired: gated again, this request writes it
+
+
+def test_waiters_go_when_the_writers_response_begins_not_when_it_ends() -> None:
+    gate = PrefixGate()
+    begun, second_sent, release = threading.Event(), threading.Event(), threading.Event()
+
+    def first() -> None:
+        with gate.hold(["k"]) as started:
+            begun.wait(5)
+            started()  # the stream's message_start has arrived: the prefix is in the cache
+            release.wait(5)  # ...while the rest of the answer is still streaming
+
+    def second() -> None:
+        with gate.hold(["k"]):
+            second_sent.set()
+
+    writer = threading.Thread(target=first)
+    writer.start()
+    time.sleep(0.05)
+    reader = threading.Thread(target=second)
+    reader.start()
+    time.sleep(0.05)
+    assert not second_sent.is_set()  # held while the write has not begun
+    begun.set()
+    assert second_sent.wait(2)  # let go while the writer is still answering
+    assert writer.is_alive() and gate._fresh("k") and gate.waits == 1
+    release.set()
+    for thread in (writer, reader):
+        thread.join(5)
