@@ -1,6 +1,6 @@
 """stay, end to end over real HTTP, against a fake Messages API on 127.0.0.1 whose prompt
-cache bills like the real one: a prefix is readable only after its writer's response,
-keys are scoped by model, every breakpoint is checked."""
+cache bills like the real one: a prefix is readable only once its writer's response has
+begun, keys are scoped by model, schema and effort, every breakpoint is checked."""
 
 from __future__ import annotations
 
