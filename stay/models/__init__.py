@@ -12,7 +12,14 @@ from stay.models._offline import OFFLINE_MODEL, OfflineBackend
 from stay.models._prefix_gate import PrefixGate, prefix_keys
 from stay.models._prices import BATCH_DISCOUNT, PRICES, Price, Rates, answer_cost, cost, describe_cost, price_label
 from stay.models._protocol import ModelClient, Rejecting
-from stay.models._roles import DEFAULT_MODELS, SCREENING, THINKING, Thinking
+from stay.models._roles import (
+    DEFAULT_MODELS,
+    MIN_CACHEABLE_TOKENS,
+    SCREENING,
+    THINKING,
+    Thinking,
+    min_cacheable_tokens,
+)
 from stay.models._screen import SCREEN_STAGE, Screening, screen_request, screening_of, verdict
 from stay.models._wire import answer_from, request_params
 from stay.requests import (
@@ -31,6 +38,7 @@ __all__ = [
     "MAX_BATCH_BYTES",
     "MAX_BATCH_REQUESTS",
     "MAX_TOKENS",
+    "MIN_CACHEABLE_TOKENS",
     "OFFLINE_MODEL",
     "PRICES",
     "ROLES",
@@ -59,6 +67,7 @@ __all__ = [
     "backend_from",
     "cost",
     "describe_cost",
+    "min_cacheable_tokens",
     "prefetch",
     "prefix_keys",
     "price_label",

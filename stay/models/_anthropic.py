@@ -102,6 +102,19 @@ def _quiet(_line: str) -> None:
     pass
 
 
+def _nothing() -> None:
+    """No prefix gate to tell."""
+
+
+def _begun(stream: Any, started: Callable[[], None]) -> None:
+    """Read ``stream`` up to its ``message_start`` (the response has begun: its prefixes
+    are in the cache) and say so; ``get_final_message`` reads the rest."""
+    for event in iter(lambda: next(stream, None), None):
+        if event.type == "message_start":
+            started()
+            return
+
+
 def _counting(spent: Usage, answer: Callable[[], ModelAnswer]) -> ModelAnswer:
     """``answer()`` with ``spent`` (an earlier reply of the same call, billed) added to its
     usage, or to the usage its error says was billed: one call, everything it paid."""
@@ -344,9 +357,9 @@ class AnthropicBackend:
         where = f"stage {request.stage} ({request.artefact})"
         params = request_params(request, model, thinking, answer_tokens=self.answer_tokens)
         budget = budget_for(request, model, thinking, self.answer_tokens)
-        holding = self.gate.hold(prefix_keys(params)) if self.gate is not None else nullcontext()
-        with holding:
-            message = self._call(params, where)
+        holding = self.gate.hold(prefix_keys(params)) if self.gate is not None else nullcontext(_nothing)
+        with holding as started:
+            message = self._call(params, where, started)
         more = self._more_room(message, budget, model, where)
         if more is None:
             return answer_from(message, request, budget=budget)
@@ -355,7 +368,9 @@ class AnthropicBackend:
         message = self._call(request_params(request, model, thinking, answer_tokens=more.answer), where)
         return _counting(spent, lambda: answer_from(message, request, budget=more))
 
-    def _call(self, params: dict[str, Any], where: str) -> Any:
+    def _call(self, params: dict[str, Any], where: str, started: Callable[[], None] = _nothing) -> Any:
+        """One call with its retries; ``started`` is told when a streamed response begins
+        (its ``message_start``): the prefix gate lets its waiters go then."""
         streamed = streams(params["max_tokens"], self.timeout)
         clock = _Deadline(self, params["max_tokens"], where)
         for attempt in range(self.max_retries + 1):
@@ -364,6 +379,7 @@ class AnthropicBackend:
                 timeout = clock.timeout(attempt)
                 if streamed:
                     with client.messages.stream(**params, timeout=timeout) as stream, clock.watch(stream.close):
+                        _begun(stream, started)
                         return stream.get_final_message()
                 return client.messages.create(**params, timeout=timeout)
             except StayError:

@@ -14,7 +14,8 @@ from typing import Literal
 from stay.requests import Role
 from stay.settings import DEFAULT_MODELS
 
-__all__ = ["DEFAULT_MODELS", "OUTPUT_LIMIT", "SCREENING", "THINKING", "Effort", "Thinking", "thinks_adaptively"]
+__all__ = ["DEFAULT_MODELS", "MIN_CACHEABLE_TOKENS", "OUTPUT_LIMIT", "SCREENING", "THINKING", "Effort", "Thinking",
+           "min_cacheable_tokens", "thinks_adaptively"]
 
 # Which model plays which role is a setting (stay.settings: DEFAULT_MODELS, and
 # STAY_MODEL / STAY_MODEL_<ROLE> read once by Settings.from_env).
@@ -65,3 +66,27 @@ def thinks_adaptively(model: str) -> bool:
     """Whether ``model`` takes adaptive thinking and the effort parameter (the 4.6
     generation and later). Others get neither field, so their own defaults apply."""
     return model.startswith(_ADAPTIVE)
+
+
+MIN_CACHEABLE_TOKENS: Mapping[str, int] = {
+    # Published by Anthropic (prompt-caching docs, "minimum cacheable prompt length"), per
+    # model-id prefix; the longest matching prefix wins. 512 for the 5.5 Sonnet and Haiku and
+    # for Opus 5 (issue 23's audit of the docs), and for Fable 5 and Mythos 5.
+    "claude-sonnet-5-5": 512, "claude-haiku-5-5": 512, "claude-opus-5": 512,
+    "claude-fable-5": 512, "claude-mythos-5": 512,
+    "claude-sonnet-5": 1_024, "claude-opus-4-8": 1_024, "claude-sonnet-4": 1_024, "claude-opus-4": 1_024,
+    "claude-opus-4-7": 2_048,
+    "claude-opus-4-6": 4_096, "claude-opus-4-5": 4_096, "claude-haiku-4-5": 4_096,
+}
+"""The smallest prefix, in tokens, each model caches: a shorter one is neither written
+nor read. ``claude-opus-5`` covers Opus 5 and, as no figure of its own is published,
+Opus 5.5 (planning: one call a course, so a wrong guess costs one write at most)."""
+
+UNPUBLISHED_MIN_CACHEABLE = 1_024
+"""A model the table does not know: the floor of the generations before 5.5."""
+
+
+def min_cacheable_tokens(model: str) -> int:
+    """The minimum cacheable prefix of ``model``, in tokens (``MIN_CACHEABLE_TOKENS``)."""
+    known = [prefix for prefix in MIN_CACHEABLE_TOKENS if model.startswith(prefix)]
+    return MIN_CACHEABLE_TOKENS[max(known, key=len)] if known else UNPUBLISHED_MIN_CACHEABLE

@@ -20,12 +20,17 @@ with the error. Canned bodies a test writes itself are sent as they are.
 ``CacheAccounting`` bills prompt caching the way the API does, as far as it is
 documented, and independently of stay's own prefix code:
 
-- the cache key is the model plus every block, in cache order (system, then the
-  message's content), up to a block marked ``cache_control``; every breakpoint is
-  checked, longest first, and the longest one cached is read;
-- a prefix becomes readable only once the request that wrote it has had its response
-  returned: requests in flight together each pay the write;
-- a prefix shorter than ``min_tokens`` (default 1,024) is neither written nor read;
+- the cache key is the model, the tools, the structured-output schema
+  (``output_config.format``) and the thinking settings (``thinking`` and
+  ``output_config.effort``: the documented invalidations), plus every block, in cache
+  order (system, then the message's content), up to a block marked ``cache_control``;
+  every breakpoint is checked, longest first, and the longest one cached is read; so a
+  request differing from a written one in its schema or effort alone reads nothing;
+- a prefix becomes readable only once the request that wrote it has begun its
+  response (a stream's first event, sent half its ``latency`` in; a whole answer, when it
+  does not stream): requests sent before that each pay the write;
+- a prefix shorter than ``min_tokens`` (by default the model's published minimum,
+  ``stay.models.min_cacheable_tokens``) is neither written nor read;
 - entries live 5 minutes from their last use, or an hour when the breakpoint says
   ``"ttl": "1h"``; more than 4 breakpoints is a 400.
 
@@ -84,6 +89,7 @@ from typing import Any
 
 import httpx2
 
+from stay.models import min_cacheable_tokens
 from stay.stages import REGISTRY, Prompts, offline_answer
 from tests.remembered_yaml import load_yaml
 from tests.wire_schema import check, fit
@@ -123,13 +129,6 @@ KNOWN_MODELS = _sdk_models()
 OUTPUT_LIMIT = 64_000
 """The fake's ``max_tokens`` limit for every model unless a test gives another (the
 documented limit of the 4.5 models)."""
-MIN_CACHEABLE_TOKENS = 1_024
-"""The smallest prefix the fake caches. Anthropic documents 512 tokens for Opus 5 and
-Fable 5, 1,024 for Opus 4.8 and Sonnet 5, and up to 4,096 for older models; no figure is
-published for the 5.5 generation, so the fake takes 1,024, the floor of the two
-generations before it (the test at 2,048 shows the result does not hinge on it)."""
-
-
 def tokens(text: str) -> int:
     """A stand-in tokenizer: about four characters a token."""
     return max(1, len(text) // 4)
@@ -295,7 +294,8 @@ class Billed:
 class CacheAccounting:
     """The API's prompt-cache billing, as documented (see the module docstring)."""
 
-    min_tokens: int = MIN_CACHEABLE_TOKENS
+    min_tokens: int | None = None
+    """The minimum cacheable prefix for every model; None: each model's published one."""
     ttl: float = 300.0
     clock: Callable[[], float] = time.monotonic
     readable: dict[str, float] = field(default_factory=dict)
@@ -315,8 +315,11 @@ class CacheAccounting:
         for index in marked:
             prefix = blocks[:index + 1]
             size = sum(tokens(block["text"]) for block in prefix)
-            if size >= self.min_tokens:
-                key = hashlib.sha256(json.dumps([body["model"], [b["text"] for b in prefix]]).encode()).hexdigest()
+            if size >= (min_cacheable_tokens(body["model"]) if self.min_tokens is None else self.min_tokens):
+                config = body.get("output_config") or {}
+                scope = [body["model"], body.get("tools"), body.get("tool_choice"), body.get("thinking"),
+                         config.get("format"), config.get("effort")]
+                key = hashlib.sha256(json.dumps([scope, [b["text"] for b in prefix]], sort_keys=True).encode()).hexdigest()
                 self.lifetimes[key] = 3600.0 if blocks[index]["cache_control"].get("ttl") == "1h" else self.ttl
                 found.append((key, size))
         return found
@@ -343,7 +346,7 @@ class CacheAccounting:
         return usage, written
 
     def answered(self, keys: list[str]) -> None:
-        """The writer's response has been returned: its prefixes are readable from now."""
+        """The writer's response has begun: its prefixes are readable from now."""
         with self.lock:
             now = self.clock()
             for key in keys:
@@ -506,8 +509,6 @@ class FakeMessagesAPI:
                 except TooManyBreakpoints as exc:
                     return self._send(400, {"type": "error", "error": {"type": "invalid_request_error",
                                                                        "message": str(exc)}}, body)
-                if api.latency:
-                    time.sleep(api.latency)
                 reason = api.stop(body) if api.stop is not None and is_stage(body) else None
                 with lock:
                     if is_stage(body):
@@ -516,10 +517,28 @@ class FakeMessagesAPI:
                         api.accounting.record(stage_of(body), body["model"], usage)
                     else:
                         api.screens.append(body)
-                # readable from the moment the response goes out: no client can know of it sooner
+                payload = _stopped(message(text, model=body["model"], usage={**usage, **api.served},
+                                           stop_reason=stop), reason)
+                if not body.get("stream"):
+                    time.sleep(api.latency)
+                    # readable from the moment the response goes out: no client can know of it sooner
+                    api.accounting.answered(writes)
+                    return self._send(200, payload, body)
+                # a stream: half the latency to its first event (the prefill), half to its end;
+                # the prefix is readable once the response has begun, as the docs have it
+                raw = sse(payload)
+                first = raw.index(b"\n\n") + 2
+                time.sleep(api.latency / 2)
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("content-length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw[:first])
+                self.wfile.flush()
                 api.accounting.answered(writes)
-                self._send(200, _stopped(message(text, model=body["model"], usage={**usage, **api.served},
-                                                 stop_reason=stop), reason), body)
+                time.sleep(api.latency / 2)
+                self.wfile.write(raw[first:])
+                self.wfile.flush()
 
             def _misbehave(self, fault: Fault, body: dict[str, Any]) -> None:
                 if isinstance(fault, RateLimited):

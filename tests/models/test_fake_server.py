@@ -1,11 +1,13 @@
 """stay, end to end over real HTTP, against a fake Messages API on 127.0.0.1 whose prompt
-cache bills like the real one: a prefix is readable only after its writer's response,
-keys are scoped by model, every breakpoint is checked."""
+cache bills like the real one: a prefix is readable only once its writer's response has
+begun, keys are scoped by model, schema and effort, every breakpoint is checked."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +19,14 @@ from stay.artefacts import (
     LessonPlan,
     dump,
 )
-from stay.models import AnthropicBackend
+from stay.models import AnthropicBackend, min_cacheable_tokens
 from stay.pipeline import build_course
+from stay.settings import DEFAULT_MODELS
 from stay.stages import REGISTRY, STAGES
 from tests.conftest import run_stay
 from tests.expected import curriculum_of, total_calls
 from tests.models.fake_api import CacheAccounting, FakeMessagesAPI, TooManyBreakpoints, inputs_of, stage_of
-from tests.models.helpers import SQL
+from tests.models.helpers import HTTP, SQL
 
 LATENCY = 0.06
 """Seconds the fake takes to answer, so that calls in flight together really overlap."""
@@ -100,12 +103,13 @@ def test_at_least_70_percent_of_generation_input_is_read_from_the_cache(served: 
     assert f"{accounting.cache_read_input_tokens} cache-read" in done.stdout  # stay counts what was billed
 
 
-def _build(tmp_path: Path, *, warm: bool, min_tokens: int = 1_024, latency: float = LATENCY) -> CacheAccounting:
+def _build(tmp_path: Path, *, warm: bool, min_tokens: int | None = None, latency: float = LATENCY,
+           accounting: CacheAccounting | None = None, brief: Path = SQL) -> CacheAccounting:
     """The same build in process, with or without the prefix gate."""
-    with FakeMessagesAPI(CacheAccounting(min_tokens=min_tokens), latency=latency) as api:
+    with FakeMessagesAPI(accounting or CacheAccounting(min_tokens=min_tokens), latency=latency) as api:
         client = anthropic.Anthropic(api_key="test-key", base_url=api.url)
-        result = build_course(SQL, courses_dir=tmp_path, yes=True, backend=AnthropicBackend(client, warm_prefixes=warm),
-                              progress=lambda _line: None)
+        result = build_course(brief, courses_dir=tmp_path, yes=True,
+                              backend=AnthropicBackend(client, warm_prefixes=warm), progress=lambda _line: None)
         assert result.complete
         return api.accounting
 
@@ -134,6 +138,32 @@ def test_the_share_holds_with_a_2048_token_cache_minimum(tmp_path: Path, monkeyp
     stricter = _build(tmp_path / "stricter", warm=True, min_tokens=2_048)
     print(f"read share {stricter.read_share:.1%} with a 2,048-token cache minimum")
     assert stricter.read_share >= 0.70
+
+
+@dataclass
+class Arrivals(CacheAccounting):
+    """The accounting, noting when each stage request arrived (``bill`` runs on arrival)."""
+
+    arrived: list[tuple[str, float]] = field(default_factory=list)
+
+    def bill(self, body: dict[str, Any], answer: str) -> tuple[dict[str, int], list[str]]:
+        self.arrived.append((stage_of(body), time.monotonic()))
+        return super().bill(body, answer)
+
+
+def test_the_gate_lets_a_wave_stages_calls_go_once_the_first_response_begins(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("STAY_MODEL", "STAY_WAVE_CONCURRENCY", "STAY_MODEL_CONCURRENCY"):
+        monkeypatch.delenv(name, raising=False)
+    latency = 0.4  # the fake's first event comes at 0.2 s, its last at 0.4 s
+    accounting = _build(tmp_path, warm=True, latency=latency, accounting=Arrivals(), brief=HTTP)
+    assert isinstance(accounting, Arrivals)
+    for stage in ("content", "exercises", "quiz"):
+        times = [at for name, at in accounting.arrived if name == stage]
+        # the second call was sent while the first one was still answering, and read its prefix
+        assert len(times) > 1 and times[1] - times[0] < latency, (stage, times[:2])
+        reads = [b.usage["cache_read_input_tokens"] for b in accounting.billed if b.stage == stage]
+        assert reads[0] == 0 and all(reads[1:]), (stage, reads)
 
 
 # -- the fake's own rule, checked directly -----------------------------------------------
@@ -188,3 +218,24 @@ def test_the_fake_caches_nothing_below_the_minimum_and_forgets_after_five_minute
 def test_the_fake_refuses_more_than_four_breakpoints() -> None:
     with pytest.raises(TooManyBreakpoints):
         CacheAccounting().bill(_body("m", *[(BIG, True)] * 5), "x")
+
+
+def test_the_fake_keys_its_cache_on_the_schema_and_the_effort_as_the_api_does() -> None:
+    cache = CacheAccounting()
+    body = {**_body("m", (BIG, True)), "thinking": {"type": "adaptive"},
+            "output_config": {"effort": "medium", "format": {"type": "json_schema", "schema": {"title": "A"}}}}
+    _usage, writes = cache.bill(body, "x")
+    cache.answered(writes)
+    assert cache.bill(body, "x")[0]["cache_read_input_tokens"] == 2_000
+    for changed in ({"effort": "low", "format": body["output_config"]["format"]},
+                    {"effort": "medium", "format": {"type": "json_schema", "schema": {"title": "B"}}}):
+        usage, _ = cache.bill({**body, "output_config": changed}, "x")
+        assert usage["cache_read_input_tokens"] == 0 and usage["cache_creation_input_tokens"] == 2_000, changed
+
+
+def test_the_fake_caches_from_each_models_published_minimum() -> None:
+    for model in DEFAULT_MODELS.values():
+        floor = min_cacheable_tokens(model)
+        cache = CacheAccounting()
+        assert cache.bill(_body(model, ("x" * floor * 4, True)), "x")[1]
+        assert not cache.bill(_body(model, ("x" * (floor - 1) * 4, True)), "x")[1]
