@@ -1,0 +1,224 @@
+"""``stay estimate``: the calls a build would make and what they would cost, made offline.
+
+The build is run for real, with the offline backend, in a scratch copy (a temporary
+courses directory, removed after; the user's course is never written), and every request
+the pipeline sends is recorded. So the calls are the ones a build makes, rendered as the
+Claude backend would send them (``stay.models.request_params``: the role's model, its
+thinking room and ``max_tokens``), and a rebuild after a prompt edit records only the
+stale stages' calls: the ledger's staleness decides, as in a real rebuild.
+
+Input tokens are counted by the token-counting endpoint when a credential is set, else as
+characters/4 per text block (said in the output). Two costs are given, per stage and in
+all: *low*, each answer the size of the offline answer with no thinking, and every cache
+prefix (keyed as the API keys it: model, output format and effort, and the text up to
+the breakpoint) read from the second call on; *high*, every answer at its full
+``max_tokens`` (thinking included) and every cacheable prefix written, none read. Repair
+rounds are not foreseen: an offline build passes the validator, so none is recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stay.artefacts import Brief
+from stay.models import (
+    PRICES,
+    SCREENING,
+    THINKING,
+    OfflineBackend,
+    Screening,
+    backend_from,
+    cost,
+    describe_cost,
+    request_params,
+    screen_request,
+)
+from stay.models._anthropic import AnthropicBackend
+from stay.pipeline._runner import run_command
+from stay.requests import ModelAnswer, ModelRequest, Usage
+from stay.settings import Settings
+
+MIN_CACHEABLE = 512
+"""The shortest prefix the low end assumes is cached: the smallest minimum any current
+model publishes (Sonnet 5.5, Haiku 5.5, Opus 5), so the low end never assumes less caching
+than the API could give."""
+
+CHARS_PER_TOKEN = 4
+"""Without the token-counting endpoint, a token is taken to be about four characters."""
+
+
+@dataclass
+class _Recorder(OfflineBackend):
+    """The offline backend, recording each request and the model the build would send it to."""
+
+    screen_model: str = ""
+    calls: list[tuple[ModelRequest, str, bool]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
+        with self.lock:
+            self.calls.append((request, model, False))
+        return super().complete(request, model)
+
+    def screening(self, text: str) -> Screening:
+        with self.lock:
+            self.calls.append((screen_request(text), self.screen_model, True))
+        return super().screening(text)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One recorded call, rendered: its input tokens, cache prefixes and output room."""
+
+    stage: str
+    model: str
+    input_tokens: int
+    prefixes: tuple[tuple[str, int], ...]
+    """(key, tokens up to and including the breakpoint) of every cache breakpoint, shortest first."""
+    max_tokens: int
+    typical_output: int
+
+
+@dataclass(frozen=True)
+class StageEstimate:
+    stage: str
+    calls: int
+    input_tokens: int
+    max_output: int
+    typical_output: int
+    low: float | None
+    high: float | None
+
+
+@dataclass(frozen=True)
+class Estimate:
+    stages: tuple[StageEstimate, ...]
+    counted_by: str
+    """How input tokens were counted: "the token-counting endpoint" or "characters/4"."""
+    unpriced: frozenset[str]
+
+    @property
+    def low(self) -> float | None:
+        return _total(s.low for s in self.stages)
+
+    @property
+    def high(self) -> float | None:
+        return _total(s.high for s in self.stages)
+
+    def lines(self) -> list[str]:
+        said = [f"{'stage':12} {'calls':>5} {'input':>9} {'output typical':>14} {'output max':>10}  cost"]
+        for s in self.stages:
+            said.append(f"{s.stage:12} {s.calls:5} {s.input_tokens:9} {s.typical_output:14} {s.max_output:10}  "
+                        f"{_range(s.low, s.high, self.unpriced)}")
+        calls = sum(s.calls for s in self.stages)
+        said.append(f"estimate: {calls} call{'s' if calls != 1 else ''}, "
+                    f"{_range(self.low, self.high, self.unpriced)} (low: typical answers and cache reads; "
+                    f"high: no cache read, every answer at max_tokens); input tokens by {self.counted_by}")
+        return said
+
+
+def _total(values: Any) -> float | None:
+    found = list(values)
+    return None if any(v is None for v in found) else sum(found)
+
+
+def _range(low: float | None, high: float | None, unpriced: frozenset[str]) -> str:
+    if low is None or high is None:
+        return describe_cost(None, set(unpriced))
+    return f"${low:.4f} to ${high:.4f}"
+
+
+def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.PathLike[str] = "courses",
+             settings: Settings | None = None) -> Estimate:
+    """The calls ``stay build TARGET --yes`` would make from here, and their cost range.
+    ``target`` is a brief (a fresh course) or the slug of a course in ``courses_dir`` (a
+    rebuild: only what is missing or stale, e.g. after a prompt edit, is asked)."""
+    chosen = settings or Settings.from_env()
+    recorder = _Recorder(screen_model=chosen.model("analysis"))
+    scratch = Path(tempfile.mkdtemp(prefix="stay-estimate-"))
+    try:
+        where = Path(courses_dir) / os.fspath(target) if not isinstance(target, Brief) else None
+        if where is not None and (where / "course.yaml").is_file():  # a slug: rebuild a copy of it
+            shutil.copytree(where, scratch / where.name, ignore=shutil.ignore_patterns(".runs", ".lock"))
+        run_command("build", target, courses_dir=scratch, yes=True, settings=chosen, backend=recorder,
+                    progress=lambda _line: None)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    counter = _counter(chosen)
+    calls = [_call(request, model, screen, chosen, counter) for request, model, screen in recorder.calls]
+    return _priced(calls, "the token-counting endpoint" if counter is not None else "characters/4")
+
+
+def _counter(settings: Settings) -> AnthropicBackend | None:
+    """The Claude backend whose client counts tokens, when a credential is set."""
+    if not (settings.api_key or settings.auth_token):
+        return None
+    backend = backend_from(settings.replace(backend="anthropic"))
+    return backend if isinstance(backend, AnthropicBackend) else None
+
+
+def _texts(params: dict[str, Any]) -> list[tuple[str, bool]]:
+    """Every text block in cache order (system, then the user message), and whether it is a breakpoint."""
+    content = params["messages"][0]["content"]
+    blocks = list(params["system"]) + ([{"text": content}] if isinstance(content, str) else list(content))
+    return [(block["text"], bool(block.get("cache_control"))) for block in blocks]
+
+
+def _call(request: ModelRequest, model: str, screen: bool, settings: Settings,
+          counter: AnthropicBackend | None) -> Call:
+    thinking = SCREENING if screen else THINKING.get(request.role)
+    params = request_params(request, model, thinking, answer_tokens=settings.answer_tokens)
+    texts = _texts(params)
+    sizes = [max(1, len(text) // CHARS_PER_TOKEN) for text, _mark in texts]
+    counted = sum(sizes)
+    if counter is not None:
+        fields = {k: params[k] for k in ("model", "system", "messages", "output_config", "thinking") if k in params}
+        counted = counter.client.messages.count_tokens(**fields).input_tokens
+    # the API keys a cache entry on the model, the output format and effort, and the prefix's text
+    scope = [model, params["output_config"]]
+    prefixes = tuple((hashlib.sha256(json.dumps([scope, [t for t, _m in texts[:i + 1]]],
+                                                sort_keys=True).encode()).hexdigest(), sum(sizes[:i + 1]))
+                     for i, (_text, mark) in enumerate(texts) if mark and sum(sizes[:i + 1]) >= MIN_CACHEABLE)
+    answer = OfflineBackend().answer(request)
+    return Call(stage=request.stage, model=model, input_tokens=counted, prefixes=prefixes,
+                max_tokens=int(params["max_tokens"]),
+                typical_output=max(1, len(json.dumps(answer)) // CHARS_PER_TOKEN))
+
+
+def _priced(calls: Sequence[Call], counted_by: str) -> Estimate:
+    seen: set[str] = set()
+    order: list[str] = []
+    low: dict[str, float | None] = {}
+    high: dict[str, float | None] = {}
+    totals: dict[str, list[int]] = {}
+    unpriced = frozenset(call.model for call in calls if call.model not in PRICES)
+    for call in calls:
+        if call.stage not in totals:
+            order.append(call.stage)
+            totals[call.stage], low[call.stage], high[call.stage] = [0, 0, 0, 0], 0.0, 0.0
+        longest = min(max((size for _key, size in call.prefixes), default=0), call.input_tokens)
+        read = max((size for key, size in call.prefixes if key in seen), default=0)
+        seen.update(key for key, _size in call.prefixes)
+        cheap = Usage(input_tokens=call.input_tokens - longest, cache_creation_input_tokens=longest - min(read, longest),
+                      cache_read_input_tokens=min(read, longest), output_tokens=call.typical_output)
+        dear = Usage(input_tokens=call.input_tokens - longest, cache_creation_input_tokens=longest,
+                     output_tokens=call.max_tokens)
+        low[call.stage] = _add(low[call.stage], cost(call.model, cheap))
+        high[call.stage] = _add(high[call.stage], cost(call.model, dear))
+        for i, n in enumerate((1, call.input_tokens, call.max_tokens, call.typical_output)):
+            totals[call.stage][i] += n
+    stages = tuple(StageEstimate(stage, *totals[stage], low=low[stage], high=high[stage]) for stage in order)
+    return Estimate(stages, counted_by, unpriced)
+
+
+def _add(total: float | None, more: float | None) -> float | None:
+    return None if total is None or more is None else total + more
