@@ -10,8 +10,8 @@ stale stages' calls: the ledger's staleness decides, as in a real rebuild.
 Input tokens are counted by the token-counting endpoint when a credential is set, else as
 characters/4 per text block (said in the output). Two costs are given, per stage and in
 all: *low*, each answer the size of the offline answer with no thinking, and every cache
-prefix (keyed as the API keys it: model, output format and effort, and the text up to
-the breakpoint) read from the second call on; *high*, every answer at its full
+prefix (keyed on the model and the text up to the breakpoint: the most any keying rule
+could share, so the low end is a floor) read from the second call on; *high*, every answer at its full
 ``max_tokens`` (thinking included) and every cacheable prefix written, none read. Repair
 rounds are not foreseen: an offline build passes the validator, so none is recorded.
 """
@@ -34,6 +34,7 @@ from stay.models import (
     PRICES,
     SCREENING,
     THINKING,
+    AnthropicBackend,
     OfflineBackend,
     Screening,
     backend_from,
@@ -42,7 +43,6 @@ from stay.models import (
     request_params,
     screen_request,
 )
-from stay.models._anthropic import AnthropicBackend
 from stay.pipeline._runner import run_command
 from stay.requests import ModelAnswer, ModelRequest, Usage
 from stay.settings import Settings
@@ -183,41 +183,42 @@ def _call(request: ModelRequest, model: str, screen: bool, settings: Settings,
     if counter is not None:
         fields = {k: params[k] for k in ("model", "system", "messages", "output_config", "thinking") if k in params}
         counted = counter.client.messages.count_tokens(**fields).input_tokens
-    # the API keys a cache entry on the model, the output format and effort, and the prefix's text
-    scope = [model, params["output_config"]]
-    prefixes = tuple((hashlib.sha256(json.dumps([scope, [t for t, _m in texts[:i + 1]]],
-                                                sort_keys=True).encode()).hexdigest(), sum(sizes[:i + 1]))
+    # Keyed on the model and the prefix's text only: the API keys an entry on the output
+    # format and effort too, but the low end is the least the build could cost, so it does
+    # not count on that rule (a service that shares more across stages is still above it).
+    prefixes = tuple((hashlib.sha256(json.dumps([model, [t for t, _m in texts[:i + 1]]]).encode()).hexdigest(),
+                      sum(sizes[:i + 1]))
                      for i, (_text, mark) in enumerate(texts) if mark and sum(sizes[:i + 1]) >= MIN_CACHEABLE)
-    answer = OfflineBackend().answer(request)
+    # a stage's typical answer is its offline one; the screen's is its verdict with no reason
+    # (a reason's length is the model's to choose: the low end takes the shortest)
+    answer = {"flagged": False, "reason": ""} if screen else OfflineBackend().answer(request)
     return Call(stage=request.stage, model=model, input_tokens=counted, prefixes=prefixes,
                 max_tokens=int(params["max_tokens"]),
                 typical_output=max(1, len(json.dumps(answer)) // CHARS_PER_TOKEN))
 
 
 def _priced(calls: Sequence[Call], counted_by: str) -> Estimate:
+    """Each stage's calls priced low and high, in the order the build first asked them."""
     seen: set[str] = set()
-    order: list[str] = []
+    by_stage: dict[str, list[Call]] = {}
     low: dict[str, float | None] = {}
     high: dict[str, float | None] = {}
-    totals: dict[str, list[int]] = {}
-    unpriced = frozenset(call.model for call in calls if call.model not in PRICES)
     for call in calls:
-        if call.stage not in totals:
-            order.append(call.stage)
-            totals[call.stage], low[call.stage], high[call.stage] = [0, 0, 0, 0], 0.0, 0.0
-        longest = min(max((size for _key, size in call.prefixes), default=0), call.input_tokens)
-        read = max((size for key, size in call.prefixes if key in seen), default=0)
+        by_stage.setdefault(call.stage, []).append(call)
+        cached = min(max((size for _key, size in call.prefixes), default=0), call.input_tokens)
+        read = min(max((size for key, size in call.prefixes if key in seen), default=0), cached)
         seen.update(key for key, _size in call.prefixes)
-        cheap = Usage(input_tokens=call.input_tokens - longest, cache_creation_input_tokens=longest - min(read, longest),
-                      cache_read_input_tokens=min(read, longest), output_tokens=call.typical_output)
-        dear = Usage(input_tokens=call.input_tokens - longest, cache_creation_input_tokens=longest,
+        cheap = Usage(input_tokens=call.input_tokens - cached, cache_creation_input_tokens=cached - read,
+                      cache_read_input_tokens=read, output_tokens=call.typical_output)
+        dear = Usage(input_tokens=call.input_tokens - cached, cache_creation_input_tokens=cached,
                      output_tokens=call.max_tokens)
-        low[call.stage] = _add(low[call.stage], cost(call.model, cheap))
-        high[call.stage] = _add(high[call.stage], cost(call.model, dear))
-        for i, n in enumerate((1, call.input_tokens, call.max_tokens, call.typical_output)):
-            totals[call.stage][i] += n
-    stages = tuple(StageEstimate(stage, *totals[stage], low=low[stage], high=high[stage]) for stage in order)
-    return Estimate(stages, counted_by, unpriced)
+        low[call.stage] = _add(low.get(call.stage, 0.0), cost(call.model, cheap))
+        high[call.stage] = _add(high.get(call.stage, 0.0), cost(call.model, dear))
+    stages = tuple(StageEstimate(stage, calls=len(made), input_tokens=sum(c.input_tokens for c in made),
+                                 max_output=sum(c.max_tokens for c in made),
+                                 typical_output=sum(c.typical_output for c in made),
+                                 low=low[stage], high=high[stage]) for stage, made in by_stage.items())
+    return Estimate(stages, counted_by, frozenset(call.model for call in calls if call.model not in PRICES))
 
 
 def _add(total: float | None, more: float | None) -> float | None:
