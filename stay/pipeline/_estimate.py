@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from stay.artefacts import Brief
+from stay.errors import UsageError
 from stay.models import (
     PRICES,
     SCREENING,
@@ -146,9 +147,13 @@ def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.Pa
     recorder = _Recorder(screen_model=chosen.model("analysis"))
     scratch = Path(tempfile.mkdtemp(prefix="stay-estimate-"))
     try:
-        where = Path(courses_dir) / os.fspath(target) if not isinstance(target, Brief) else None
-        if where is not None and (where / "course.yaml").is_file():  # a slug: rebuild a copy of it
-            shutil.copytree(where, scratch / where.name, ignore=shutil.ignore_patterns(".runs", ".lock"))
+        if not isinstance(target, Brief) and not Path(target).is_file():  # a slug: rebuild a copy of it
+            where = Path(courses_dir) / os.fspath(target)
+            if not (where / "course.yaml").is_file():  # said here, or the error would name the scratch copy
+                raise UsageError(f"there is no course '{os.fspath(target)}' in {os.fspath(courses_dir)} and no "
+                                 f"brief file {os.fspath(target)}; give a brief YAML file or a course's slug")
+            # the runs' logs and request cache stay behind: an offline build reads neither
+            shutil.copytree(where, scratch / where.name, ignore=shutil.ignore_patterns(".runs"))
         run_command("build", target, courses_dir=scratch, yes=True, settings=chosen, backend=recorder,
                     progress=lambda _line: None)
     finally:

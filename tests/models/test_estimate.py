@@ -8,8 +8,7 @@ import math
 import shutil
 from pathlib import Path
 
-import pytest
-
+from stay.errors import EXIT_USAGE
 from stay.models import SCREEN_STAGE, AnthropicBackend, Usage, cost
 from stay.pipeline import build_course, estimate
 from stay.settings import Settings
@@ -69,10 +68,16 @@ def test_with_a_key_the_token_counting_endpoint_counts_every_request(tmp_path: P
     assert [s.input_tokens for s in counted.stages] == [s.input_tokens for s in offline.stages]
 
 
-@pytest.mark.parametrize("target", [str(HTTP)])
-def test_the_command_prints_each_stage_and_the_range(tmp_path: Path, target: str) -> None:
-    done = run_stay("estimate", target, "--courses-dir", str(tmp_path))
+def test_the_command_prints_each_stage_and_the_range(tmp_path: Path) -> None:
+    done = run_stay("estimate", str(HTTP), "--courses-dir", str(tmp_path))
     assert done.returncode == 0, done.stderr
     guess = estimate(HTTP, courses_dir=tmp_path, settings=Settings())
     assert done.stdout.splitlines() == guess.lines()
     assert not any(tmp_path.iterdir())
+
+
+def test_an_unknown_slug_is_one_line_naming_the_courses_dir(tmp_path: Path) -> None:
+    done = run_stay("estimate", "no-such-course", "--courses-dir", str(tmp_path))
+    assert done.returncode == EXIT_USAGE and done.stdout == ""
+    assert done.stderr.splitlines() == [f"error: there is no course 'no-such-course' in {tmp_path} and no brief "
+                                        "file no-such-course; give a brief YAML file or a course's slug"]
