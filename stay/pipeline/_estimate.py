@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from stay.artefacts import Brief
-from stay.errors import UsageError
+from stay.errors import ModelUnavailable, UsageError
 from stay.models import (
     PRICES,
     SCREENING,
@@ -171,6 +171,23 @@ def _counter(settings: Settings) -> AnthropicBackend | None:
     return backend if isinstance(backend, AnthropicBackend) else None
 
 
+def _counted(counter: AnthropicBackend, params: dict[str, Any], role: str) -> int:
+    """The input tokens of ``params`` by the token-counting endpoint (free: nothing is
+    answered); a refusal or no answer is one line, never a guess passed off as a count."""
+    import anthropic  # the SDK's own errors; only with a credential set
+
+    fields = {k: params[k] for k in ("model", "system", "messages", "output_config", "thinking") if k in params}
+    try:
+        return int(counter.client.messages.count_tokens(**fields).input_tokens)
+    except anthropic.APIStatusError as exc:
+        raise UsageError(f"the token-counting endpoint answered {exc.status_code} for model {params['model']}: "
+                         f"check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) and STAY_MODEL_{role.upper()}; "
+                         "nothing was paid") from None
+    except anthropic.APIConnectionError:
+        raise ModelUnavailable("the token-counting endpoint did not answer; run again, or unset "
+                               "ANTHROPIC_API_KEY to estimate by characters/4") from None
+
+
 def _texts(params: dict[str, Any]) -> list[tuple[str, bool]]:
     """Every text block in cache order (system, then the user message), and whether it is a breakpoint."""
     content = params["messages"][0]["content"]
@@ -186,8 +203,7 @@ def _call(request: ModelRequest, model: str, screen: bool, settings: Settings,
     sizes = [max(1, len(text) // CHARS_PER_TOKEN) for text, _mark in texts]
     counted = sum(sizes)
     if counter is not None:
-        fields = {k: params[k] for k in ("model", "system", "messages", "output_config", "thinking") if k in params}
-        counted = counter.client.messages.count_tokens(**fields).input_tokens
+        counted = _counted(counter, params, request.role)
     # Keyed on the model and the prefix's text only: the API keys an entry on the output
     # format and effort too, but the low end is the least the build could cost, so it does
     # not count on that rule (a service that shares more across stages is still above it).

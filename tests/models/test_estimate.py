@@ -81,3 +81,13 @@ def test_an_unknown_slug_is_one_line_naming_the_courses_dir(tmp_path: Path) -> N
     assert done.returncode == EXIT_USAGE and done.stdout == ""
     assert done.stderr.splitlines() == [f"error: there is no course 'no-such-course' in {tmp_path} and no brief "
                                         "file no-such-course; give a brief YAML file or a course's slug"]
+
+
+def test_a_key_the_counting_endpoint_refuses_is_one_line_naming_the_fix(tmp_path: Path) -> None:
+    with FakeMessagesAPI(credentials={"another-key"}) as api:
+        done = run_stay("estimate", str(HTTP), "--courses-dir", str(tmp_path),
+                        env={"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": KEY})
+    assert done.returncode == EXIT_USAGE and done.stdout == "" and not api.requests
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("error: the token-counting endpoint answered 401 for model ")
+    assert "check ANTHROPIC_API_KEY" in line and KEY not in line
