@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stay._display import plural
 from stay.artefacts import Brief
 from stay.errors import ModelUnavailable, UsageError
 from stay.models import (
@@ -91,6 +92,9 @@ class Call:
 
 @dataclass(frozen=True)
 class StageEstimate:
+    """One stage's calls: their input tokens, typical and maximum output, and cost range
+    (None when a model it uses has no price on file)."""
+
     stage: str
     calls: int
     input_tokens: int
@@ -102,6 +106,8 @@ class StageEstimate:
 
 @dataclass(frozen=True)
 class Estimate:
+    """Every stage a build would call, in the order it first calls them, and the whole range."""
+
     stages: tuple[StageEstimate, ...]
     counted_by: str
     """How input tokens were counted: "the token-counting endpoint" or "characters/4"."""
@@ -120,8 +126,7 @@ class Estimate:
         for s in self.stages:
             said.append(f"{s.stage:12} {s.calls:5} {s.input_tokens:9} {s.typical_output:14} {s.max_output:10}  "
                         f"{_range(s.low, s.high, self.unpriced)}")
-        calls = sum(s.calls for s in self.stages)
-        said.append(f"estimate: {calls} call{'s' if calls != 1 else ''}, "
+        said.append(f"estimate: {plural(sum(s.calls for s in self.stages), 'call')}, "
                     f"{_range(self.low, self.high, self.unpriced)} (low: typical answers and cache reads; "
                     f"high: no cache read, every answer at max_tokens); input tokens by {self.counted_by}")
         return said
