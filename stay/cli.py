@@ -120,6 +120,11 @@ def _parser() -> argparse.ArgumentParser:
                        ("adopt", "rebuild the hash ledger from the files of a course written elsewhere")):
         command = sub.add_parser(name, parents=[common], help=text)
         command.add_argument("slug")
+    estimate = sub.add_parser("estimate", parents=[common],
+                              help="the calls a build would make and their cost range, made offline")
+    estimate.add_argument("target", metavar="BRIEF-or-SLUG",
+                          help="a brief YAML file (a fresh course), or the slug of a course in --courses-dir "
+                               "(a rebuild: only what is missing or stale)")
     graph = sub.add_parser("graph", help="print the pipeline graph")
     graph.add_argument("--format", choices=("mermaid", "dot", "json"), default="mermaid")
     sub.add_parser("validate", help="check courses against the course format (see `stay validate`)",
@@ -244,6 +249,8 @@ def _dispatch(args: list[str]) -> int:
         from stay.view import view_main
 
         return view_main(ns)
+    if ns.command == "estimate":
+        return _estimate(ns, _settings(ns))
     if ns.command == "graph":
         print(render_graph(ns.format), end="")
         return EXIT_OK
@@ -302,6 +309,14 @@ def _course_command(ns: argparse.Namespace, settings: Settings) -> int:
         print(f"{status.state:8} {path}" + (f"  {detail}" if detail else ""))
     for gate, verdict in pipeline.gate_status(ns.slug, courses_dir=ns.courses_dir, settings=settings).items():
         print(f"gate     {gate}: {verdict}")
+    return EXIT_OK
+
+
+def _estimate(ns: argparse.Namespace, settings: Settings) -> int:
+    """``stay estimate``: each stage's calls, tokens and cost range, and the whole range."""
+    from stay.pipeline import estimate
+
+    print("\n".join(estimate(ns.target, courses_dir=ns.courses_dir, settings=settings).lines()))
     return EXIT_OK
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from stay.errors import BriefRejected, GraphError
 from stay.pipeline._commands import adopt, approve, gate_status, status
 from stay.pipeline._course_graph import course_graph
+from stay.pipeline._estimate import Estimate, estimate
 from stay.pipeline._gate_decl import GATE_NAMES
 from stay.pipeline._graph import DECLARATION, build, graph, problems
 from stay.pipeline._ledger import read_document
@@ -14,8 +15,9 @@ from stay.pipeline._runner import BuildResult, build_course, revise, run_command
 from stay.pipeline._walk import walk_order
 
 __all__ = [
-    "DECLARATION", "GATE_NAMES", "BriefRejected", "BuildResult", "GraphError", "NotebookProgress", "ProgressUpdate",
-    "Spent", "adopt", "approve", "build",
-    "build_course", "course_graph", "gate_status", "graph", "problems", "read_document", "revise", "run_command",
+    "DECLARATION", "GATE_NAMES", "BriefRejected", "BuildResult", "Estimate", "GraphError", "NotebookProgress",
+    "ProgressUpdate", "Spent", "adopt", "approve", "build",
+    "build_course", "course_graph", "estimate", "gate_status", "graph", "problems", "read_document", "revise",
+    "run_command",
     "spent_of", "status", "walk_order",
 ]

@@ -429,6 +429,8 @@ class FakeMessagesAPI:
         self.seen_auth: list[tuple[str, str]] = []
         self.thinking, self.output_limit, self.models_api = thinking, output_limit, models_api
         self.model_checks: list[str] = []
+        self.token_counts: list[dict[str, Any]] = []
+        """The bodies POSTed to /v1/messages/count_tokens, in arrival order."""
         self.answers: list[dict[str, Any]] = []
         self.screens: list[dict[str, Any]] = []
         self.violations: list[str] = []
@@ -449,6 +451,18 @@ class FakeMessagesAPI:
                 self._send(401, {"type": "error", "error": {"type": "authentication_error",
                                                             "message": "invalid x-api-key"}}, {})
                 return False
+
+            def _count_tokens(self, body: dict[str, Any]) -> None:
+                """``POST /v1/messages/count_tokens``: the input tokens the same body would be
+                billed for as ``/v1/messages`` (every text block, ``tokens`` each; nothing is
+                cached or answered, and nothing billed); an unknown model is the same 404."""
+                if body.get("model") not in KNOWN_MODELS:
+                    return self._send(404, {"type": "error", "error": {"type": "not_found_error",
+                                                                       "message": f"model: {body.get('model')}"}},
+                                      body)
+                with lock:
+                    api.token_counts.append(body)
+                return self._send(200, {"input_tokens": sum(tokens(block["text"]) for block in _blocks(body))}, {})
 
             def do_GET(self) -> None:
                 if not self._authenticated():
@@ -475,6 +489,8 @@ class FakeMessagesAPI:
                     return None
                 if self.path.rstrip("/") == "/v1/messages/batches":
                     return self._batches("POST", body)
+                if self.path.rstrip("/") == "/v1/messages/count_tokens":
+                    return self._count_tokens(body)
                 if self.path.rstrip("/") != "/v1/messages":
                     return self._send(404, {"type": "error", "error": {"type": "not_found_error",
                                                                        "message": self.path}}, body)
