@@ -23,10 +23,10 @@ What the backend receives, for one run:
   ``gen_ai.usage.cache_creation.input_tokens``) and OpenInference's ``llm.*`` names,
   which Phoenix reads.
 
-The JSONL trace records durations, not wall-clock starts, so the spans are laid end to
-end in the order the nodes ran, ending when the export happens; a call span starts
-with its node (calls in the wave overlap, and their order within a node is not
-recorded). Only counts and names leave the machine: no prompt, answer or key.
+Spans carry the run's own clock: the JSONL trace records when each node and each call
+began (``start_unix_nano``) and how long it took, so calls in the wave overlap as they
+ran. (A trace written before starts were recorded is laid end to end, ending when the
+export happens.) Only counts and names leave the machine: no prompt, answer or key.
 """
 
 from __future__ import annotations
@@ -157,32 +157,63 @@ def build_spans(records: Sequence[Mapping[str, Any]], *, end_ns: int) -> list[Re
     tracer = provider.get_tracer("stay.pipeline", __version__)
     session_attrs = {"session.id": session, "langfuse.session.id": session}
 
-    total = sum(_ns(span.get("seconds")) for span in spans)
-    cursor = end_ns - total
-    root = tracer.start_span(f"stay {command}", start_time=cursor, attributes={
+    layout = _layout(spans, end_ns)
+    root_start, root_end = min((t[0] for t in layout), default=end_ns), max((t[1] for t in layout), default=end_ns)
+    root = tracer.start_span(f"stay {command}", start_time=root_start, attributes={
         **session_attrs, **_root_attributes(header, scores), "gen_ai.conversation.id": session,
         "langfuse.trace.name": f"stay {command} {session}", "openinference.span.kind": "CHAIN"})
     for score in scores:
-        root.add_event("gen_ai.evaluation.result", timestamp=end_ns, attributes={
+        root.add_event("gen_ai.evaluation.result", timestamp=root_end, attributes={
             "gen_ai.evaluation.name": str(score.get("name")),
             "gen_ai.evaluation.score.value": _number(score.get("value"))})
-    for record in spans:
-        start, duration = cursor, _ns(record.get("seconds"))
+    for record, (start, end, call_times) in zip(spans, layout, strict=True):
         node = tracer.start_span(str(record.get("name")), context=api.set_span_in_context(root), start_time=start,
                                  attributes={**session_attrs, "stay.node.kind": str(record.get("kind")),
                                              "openinference.span.kind": "CHAIN"})
-        for call in record.get("calls") or []:
+        for call, (call_start, call_end) in zip(record.get("calls") or [], call_times, strict=True):
             span = tracer.start_span(f"chat {call.get('model')}", context=api.set_span_in_context(node),
-                                     kind=api.SpanKind.CLIENT, start_time=start,
+                                     kind=api.SpanKind.CLIENT, start_time=call_start,
                                      attributes={**session_attrs, **_call_attributes(call, backend)})
-            span.end(end_time=start + min(_ns(call.get("seconds")), duration))
+            span.end(end_time=call_end)
         if record.get("status") not in (None, "ok"):
             node.set_status(api.Status(api.StatusCode.ERROR, str(record.get("status"))))
-        node.end(end_time=start + duration)
-        cursor = start + duration
-    root.end(end_time=end_ns)
+        node.end(end_time=end)
+    root.end(end_time=root_end)
     provider.shutdown()
     return list(collected.get_finished_spans())
+
+
+Times = tuple[int, int, list[tuple[int, int]]]
+"""A node span's start and end, and each of its calls' (nanoseconds since the epoch)."""
+
+
+def _layout(spans: Sequence[Mapping[str, Any]], end_ns: int) -> list[Times]:
+    """When each span and call ran. A trace that recorded wall-clock starts
+    (``start_unix_nano``) is the real timeline: a call keeps its own start and length,
+    and a wave node, whose calls run after it has started them, lasts until its last
+    call ends. An older trace, with durations only, is laid end to end, ending at
+    ``end_ns``, each call starting with its node."""
+    if spans and all(_clock(span) for span in spans):
+        layout = []
+        for span in spans:
+            start = _clock(span)
+            calls = [((_clock(call) or start), (_clock(call) or start) + _ns(call.get("seconds")))
+                     for call in span.get("calls") or []]
+            layout.append((start, max([start + _ns(span.get("seconds")), *(end for _, end in calls)]), calls))
+        return layout
+    cursor, layout = end_ns - sum(_ns(span.get("seconds")) for span in spans), []
+    for span in spans:
+        start, duration = cursor, _ns(span.get("seconds"))
+        layout.append((start, start + duration, [(start, start + min(_ns(call.get("seconds")), duration))
+                                                 for call in span.get("calls") or []]))
+        cursor = start + duration
+    return layout
+
+
+def _clock(record: Mapping[str, Any]) -> int:
+    """The record's wall-clock start, 0 when it has none."""
+    value = record.get("start_unix_nano")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _is_trace_id(text: str) -> bool:

@@ -46,6 +46,8 @@ class Tracer:
         failed = {} if error is None else {"error": error}
         self._calls.append({**failed,
             "stage": request.stage, "artefact": request.artefact, "model": answer.model,
+            # the wall clock when the call began (it ends now), so an exported span has the real time
+            "start_unix_nano": time.time_ns() - round(seconds * 1e9), "max_tokens": request.max_tokens,
             "seconds": round(seconds, 4), "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
             "cache_creation_input_tokens": usage.cache_creation_input_tokens,
@@ -60,7 +62,7 @@ class Tracer:
         while gather waits: its span owns every later call of its ``stages`` (assigned
         when the trace is flushed), and the barrier's span keeps only what is left."""
         first = len(self._calls)
-        start = time.perf_counter()
+        start, began = time.perf_counter(), time.time_ns()
         status = "ok"
         try:
             yield
@@ -71,6 +73,7 @@ class Tracer:
             self.records.append({
                 "type": "span", "trace_id": self.trace_id, "session_id": self.slug, "name": name,
                 "kind": kind, "status": status, "seconds": round(time.perf_counter() - start, 4),
+                "start_unix_nano": began,
                 "_first": first, "_last": len(self._calls), "_owns": list(stages) if kind == "wave" else [],
             })
 

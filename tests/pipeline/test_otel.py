@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -245,3 +246,48 @@ def test_the_settings_follow_the_otlp_environment_variables(environ: dict[str, s
 def test_headers_are_comma_separated_and_percent_decoded() -> None:
     assert parse_headers("Authorization=Basic%20abc%3D%3D, x-a = 1 ,junk,=novalue") == {
         "Authorization": "Basic abc==", "x-a": "1"}
+
+
+def test_spans_carry_the_runs_own_clock(receiver: Receiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    before = time.time_ns()
+    result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend="offline", progress=lambda _: None)
+    after = time.time_ns()
+    records = _read_trace(result.course_dir, result.trace_id)
+    jsonl_calls = {(c["stage"], c["artefact"]): c for r in records if r["type"] == "span" for c in r["calls"]}
+    spans = receiver.spans()
+    calls = [s for s in spans if "gen_ai.request.model" in attributes(s.attributes)]
+    assert len(calls) == len(jsonl_calls) > 0
+    for span in calls:
+        a = attributes(span.attributes)
+        call = jsonl_calls[(a["stay.stage"], a["stay.artefact"])]
+        assert before <= span.start_time_unix_nano == call["start_unix_nano"] <= after
+        assert span.end_time_unix_nano - span.start_time_unix_nano == round(call["seconds"] * 1e9)
+    by_id = {s.span_id: s for s in spans}
+    for span in spans:  # every span lies within its parent, and the run within the build
+        parent = by_id.get(span.parent_span_id)
+        if parent is not None:
+            assert parent.start_time_unix_nano <= span.start_time_unix_nano <= span.end_time_unix_nano
+            assert span.end_time_unix_nano <= parent.end_time_unix_nano
+        assert before <= span.start_time_unix_nano and span.end_time_unix_nano <= after
+
+
+CLOCKED: list[dict[str, Any]] = [RECORDS[0], {
+    **RECORDS[1], "start_unix_nano": 10**18,
+    "calls": [{**RECORDS[1]["calls"][0], "start_unix_nano": 10**18 + 1_000},
+              {**RECORDS[1]["calls"][1], "start_unix_nano": 10**18 + 2_000, "seconds": 20.0}]},
+    {**RECORDS[2], "start_unix_nano": 10**18 + 30 * 10**9}, *RECORDS[3:]]
+
+
+def test_calls_keep_their_own_starts_and_a_wave_lasts_until_its_last_call() -> None:
+    spans = {s.name if s.name != "chat claude-sonnet-5-5" else s.attributes["stay.stage"]: s
+             for s in build_spans(CLOCKED, end_ns=5)}
+    wave_calls = CLOCKED[1]["calls"]
+    for call in wave_calls:
+        span = spans[call["stage"]]
+        assert span.start_time == call["start_unix_nano"]
+        assert span.end_time == call["start_unix_nano"] + round(call["seconds"] * 1e9)
+    assert spans["wave"].start_time == CLOCKED[1]["start_unix_nano"] == spans["stay write"].start_time
+    assert spans["wave"].end_time == spans["quiz"].end_time  # its longest call, past its own seconds
+    assert spans["validate"].start_time == CLOCKED[2]["start_unix_nano"]
+    assert spans["stay write"].end_time == spans["validate"].end_time  # the run's end, not the export's
