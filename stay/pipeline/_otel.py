@@ -174,10 +174,19 @@ def build_spans(records: Sequence[Mapping[str, Any]], *, end_ns: int) -> list[Re
             span = tracer.start_span(f"chat {call.get('model')}", context=api.set_span_in_context(node),
                                      kind=api.SpanKind.CLIENT, start_time=call_start,
                                      attributes={**session_attrs, **_call_attributes(call, backend)})
+            if call.get("error"):
+                span.set_status(api.Status(api.StatusCode.ERROR, str(call["error"])))
             span.end(end_time=call_end)
         if record.get("status") not in (None, "ok"):
             node.set_status(api.Status(api.StatusCode.ERROR, str(record.get("status"))))
         node.end(end_time=end)
+    # a failed run: what ended it; a trace written before runs recorded that has the first
+    # node that failed (a gate's stop is a node's status too, but not the run's error)
+    error = header["error"] if "error" in header else next(
+        (str(r["status"]) for r in spans if r.get("status") not in (None, "ok")), None)
+    if error:
+        root.set_attribute("error.type", str(error))
+        root.set_status(api.Status(api.StatusCode.ERROR, str(error)))
     root.end(end_time=root_end)
     provider.shutdown()
     return list(collected.get_finished_spans())
@@ -259,7 +268,7 @@ def _call_attributes(call: Mapping[str, Any], backend: str) -> dict[str, Any]:
     written = int(call.get("cache_creation_input_tokens") or 0)
     output = int(call.get("output_tokens") or 0)
     prompt = fresh + read + written  # the convention's input_tokens includes cached tokens
-    return {
+    attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat", "gen_ai.provider.name": provider, "gen_ai.system": provider,
         "gen_ai.request.model": model, "gen_ai.response.model": model,
         "gen_ai.usage.input_tokens": prompt, "gen_ai.usage.output_tokens": output,
@@ -269,4 +278,19 @@ def _call_attributes(call: Mapping[str, Any], backend: str) -> dict[str, Any]:
         "llm.token_count.total": prompt + output, "llm.token_count.prompt_details.cache_read": read,
         "llm.token_count.prompt_details.cache_write": written,
         "stay.stage": str(call.get("stage", "")), "stay.artefact": str(call.get("artefact", "")),
+        "gen_ai.usage.reasoning.output_tokens": int(call.get("thinking_tokens") or 0),
     }
+    # what the JSONL call record holds only when it is known: absent rather than a made-up value
+    if isinstance(call.get("max_tokens"), int):
+        attributes["gen_ai.request.max_tokens"] = call["max_tokens"]
+    if call.get("response_id"):
+        attributes["gen_ai.response.id"] = str(call["response_id"])
+    if call.get("stop_reason"):
+        attributes["gen_ai.response.finish_reasons"] = (str(call["stop_reason"]),)
+    if call.get("error"):  # a billed reply that could not be used: the error it raised
+        attributes["error.type"] = str(call["error"])
+    cost = call.get("cost_usd")
+    if isinstance(cost, int | float) and not isinstance(cost, bool):
+        # no GenAI convention prices a call yet: OpenLIT's name, which Langfuse reads too, and ours
+        attributes["gen_ai.usage.cost"] = attributes["stay.cost_usd"] = float(cost)
+    return attributes

@@ -47,12 +47,13 @@ class Tracer:
         self._calls.append({**failed,
             "stage": request.stage, "artefact": request.artefact, "model": answer.model,
             # the wall clock when the call began (it ends now), so an exported span has the real time
-            "start_unix_nano": time.time_ns() - round(seconds * 1e9), "max_tokens": request.max_tokens,
+            "start_unix_nano": time.time_ns() - round(seconds * 1e9), "max_tokens": answer.max_tokens,
             "seconds": round(seconds, 4), "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
             "cache_creation_input_tokens": usage.cache_creation_input_tokens,
             "cache_read_input_tokens": usage.cache_read_input_tokens,
             "thinking_tokens": usage.thinking_tokens, "batch": answer.batch,
+            "response_id": answer.response_id, "stop_reason": answer.stop_reason,
             "cost_usd": answer_cost(answer),
         })
 
@@ -117,10 +118,12 @@ class Tracer:
         self.records.append({"type": "score", "trace_id": self.trace_id, "session_id": self.slug,
                              "name": name, "value": value})
 
-    def flush(self, course_dir: Path, stopped_at: str | None, otlp: OtlpTarget | None = None) -> Path:
-        """Write the trace; with ``otlp``, also export it there (stay/pipeline/_otel.py)."""
+    def flush(self, course_dir: Path, stopped_at: str | None, otlp: OtlpTarget | None = None,
+              error: str | None = None) -> Path:
+        """Write the trace; with ``otlp``, also export it there (stay/pipeline/_otel.py).
+        ``error`` names what ended a failed run (an exception's type)."""
         header = {"type": "trace", "trace_id": self.trace_id, "session_id": self.slug,
-                  "command": self.command, "backend": self.backend, "stopped_at": stopped_at}
+                  "command": self.command, "backend": self.backend, "stopped_at": stopped_at, "error": error}
         path = course_dir / TRACES / f"{self.trace_id}.jsonl"
         records = self._finished_records()
         lines = [json.dumps(record, sort_keys=True) for record in (header, *records)]

@@ -27,10 +27,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from stay.errors import RefusalError
 from stay.pipeline import build_course
 from stay.pipeline._otel import INSTALL_HINT, build_spans, export_trace
 from stay.settings import OtlpTarget, otlp_from, parse_headers
 from tests.conftest import ROOT
+from tests.models.helpers import backend as claude
+from tests.models.helpers import recording
+from tools.wire import message
 
 BRIEF = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
 
@@ -291,3 +295,64 @@ def test_calls_keep_their_own_starts_and_a_wave_lasts_until_its_last_call() -> N
     assert spans["wave"].end_time == spans["quiz"].end_time  # its longest call, past its own seconds
     assert spans["validate"].start_time == CLOCKED[2]["start_unix_nano"]
     assert spans["stay write"].end_time == spans["validate"].end_time  # the run's end, not the export's
+
+
+def test_a_claude_call_span_names_its_response_room_reasoning_and_cost(
+        receiver: Receiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    handler, seen = recording()
+    result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=claude(handler), progress=lambda _: None)
+    assert result.complete and result.cost is not None
+    calls = [attributes(s.attributes) for s in receiver.spans() if "gen_ai.request.model" in attributes(s.attributes)]
+    stage_calls = [a for a in calls if a["stay.stage"] != "moderation"]
+    assert len(stage_calls) == len(seen) > 0
+    sent = message({})  # what the fake answers every call with
+    assert {a["gen_ai.response.id"] for a in calls} == {sent["id"]}
+    assert {tuple(a["gen_ai.response.finish_reasons"].values[i].string_value
+                  for i in range(len(a["gen_ai.response.finish_reasons"].values))) for a in calls} == {
+        (sent["stop_reason"],)}
+    assert sorted(a["gen_ai.request.max_tokens"] for a in stage_calls) == sorted(body["max_tokens"] for body in seen)
+    assert sum(a["gen_ai.usage.cost"] for a in calls) == pytest.approx(result.cost)
+    assert all(a["stay.cost_usd"] == a["gen_ai.usage.cost"] for a in calls)
+    assert sum(a["gen_ai.usage.reasoning.output_tokens"] for a in calls) == result.usage.thinking_tokens
+    assert not any("error.type" in a for a in calls)
+
+
+def test_a_failed_calls_span_names_its_error_and_reasoning_tokens() -> None:
+    refused = {**RECORDS[1]["calls"][0], "error": "RefusalError", "thinking_tokens": 700, "stop_reason": "refusal",
+               "max_tokens": 24000, "response_id": "msg_01", "cost_usd": 0.25}
+    records = [RECORDS[0], {**RECORDS[1], "calls": [refused]}]
+    span = next(s for s in build_spans(records, end_ns=10**18) if s.name.startswith("chat "))
+    assert span.attributes["error.type"] == "RefusalError"
+    assert span.status.status_code.name == "ERROR" and span.status.description == "RefusalError"
+    assert span.attributes["gen_ai.usage.reasoning.output_tokens"] == refused["thinking_tokens"]
+    assert span.attributes["gen_ai.response.finish_reasons"] == (refused["stop_reason"],)
+    assert span.attributes["gen_ai.request.max_tokens"] == refused["max_tokens"]
+    assert span.attributes["gen_ai.response.id"] == refused["response_id"]
+    assert span.attributes["gen_ai.usage.cost"] == refused["cost_usd"]
+
+
+def test_a_failed_runs_root_span_is_an_error_and_names_it(receiver: Receiver, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    refusal = message("", stop_reason="refusal", stop_details={"type": "refusal", "category": "cyber",
+                                                                 "explanation": "no"})
+    handler, _ = recording([refusal])  # the first stage call is refused
+    with pytest.raises(RefusalError):
+        build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=claude(handler), progress=lambda _: None)
+    spans = receiver.spans()
+    root = next(s for s in spans if not s.parent_span_id)
+    assert root.status.code == root.status.STATUS_CODE_ERROR and root.status.message == RefusalError.__name__
+    assert attributes(root.attributes)["error.type"] == RefusalError.__name__
+    refused = [attributes(s.attributes) for s in spans if attributes(s.attributes).get("error.type")
+               and "gen_ai.request.model" in attributes(s.attributes)]
+    assert [a["gen_ai.response.finish_reasons"].values[0].string_value for a in refused] == [refusal["stop_reason"]]
+
+
+def test_a_run_stopped_at_a_gate_is_not_an_error(receiver: Receiver, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    result = build_course(BRIEF, courses_dir=tmp_path, backend="offline", progress=lambda _: None)
+    assert result.stopped_at is not None
+    root = next(s for s in receiver.spans() if not s.parent_span_id)
+    assert root.status.code != root.status.STATUS_CODE_ERROR and "error.type" not in attributes(root.attributes)
