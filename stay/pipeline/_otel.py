@@ -68,7 +68,8 @@ def export_trace(records: Sequence[Mapping[str, Any]], target: OtlpTarget, *, en
         warn(f"OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry exporter is not installed; "
              f"{INSTALL_HINT} to export traces (the JSONL trace is written as always)")
         return False
-    spans = build_spans(records, end_ns=end_ns if end_ns is not None else time.time_ns())
+    spans = build_spans(records, end_ns=end_ns if end_ns is not None else time.time_ns(),
+                        service_name=target.service_name)
     trace_id = _header(records).get("trace_id", "?")
     with _exporter_log() as logged:
         # made in here: the exporter reads the OTLP variables itself too, and logs a
@@ -118,7 +119,8 @@ def _header(records: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     return next((r for r in records if r.get("type") == "trace"), {})
 
 
-def build_spans(records: Sequence[Mapping[str, Any]], *, end_ns: int) -> list[ReadableSpan]:
+def build_spans(records: Sequence[Mapping[str, Any]], *, end_ns: int,
+                service_name: str = OtlpTarget.service_name) -> list[ReadableSpan]:
     """The OpenTelemetry spans of one trace, ready for any span exporter."""
     from opentelemetry import trace as api
     from opentelemetry.sdk.resources import Resource
@@ -151,7 +153,7 @@ def build_spans(records: Sequence[Mapping[str, Any]], *, end_ns: int) -> list[Re
 
     collected = InMemorySpanExporter()
     provider = TracerProvider(sampler=ALWAYS_ON, id_generator=FromTrace(), shutdown_on_exit=False,
-                              resource=Resource.create({"service.name": "stay", "service.version": __version__,
+                              resource=Resource.create({"service.name": service_name, "service.version": __version__,
                                                         "openinference.project.name": "stay"}))
     provider.add_span_processor(SimpleSpanProcessor(collected))
     tracer = provider.get_tracer("stay.pipeline", __version__)

@@ -241,6 +241,9 @@ def test_a_plain_import_of_the_pipeline_does_not_import_opentelemetry() -> None:
      OtlpTarget("http://localhost:6006/v1/traces", {"x-project-name": "stay"})),
     ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://b/custom"},
      OtlpTarget("http://b/custom")),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a", "OTEL_SDK_DISABLED": " TRUE "}, None),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a", "OTEL_SDK_DISABLED": "false", "OTEL_SERVICE_NAME": "courses"},
+     OtlpTarget("http://a/v1/traces", service_name="courses")),
 ])
 def test_the_settings_follow_the_otlp_environment_variables(environ: dict[str, str],
                                                             expected: OtlpTarget | None) -> None:
@@ -356,3 +359,20 @@ def test_a_run_stopped_at_a_gate_is_not_an_error(receiver: Receiver, tmp_path: P
     assert result.stopped_at is not None
     root = next(s for s in receiver.spans() if not s.parent_span_id)
     assert root.status.code != root.status.STATUS_CODE_ERROR and "error.type" not in attributes(root.attributes)
+
+
+@pytest.mark.parametrize("disabled", [False, True])
+def test_the_service_name_and_the_sdk_switch_are_honoured(receiver: Receiver, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch, disabled: bool) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "course-factory")
+    if disabled:
+        monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    result = build_course(BRIEF, courses_dir=tmp_path, backend="offline", progress=lambda _: None)
+    assert (result.course_dir / ".runs" / "traces" / f"{result.trace_id}.jsonl").is_file()  # kept either way
+    if disabled:
+        assert receiver.received == []
+        return
+    names = {attributes(rs.resource.attributes)["service.name"] for r in receiver.received
+             for rs in r.request.resource_spans}
+    assert names == {"course-factory"}
