@@ -33,8 +33,11 @@ from __future__ import annotations
 
 import logging
 import random
+import socket
 import sys
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -68,9 +71,14 @@ def export_trace(records: Sequence[Mapping[str, Any]], target: OtlpTarget, *, en
         warn(f"OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry exporter is not installed; "
              f"{INSTALL_HINT} to export traces (the JSONL trace is written as always)")
         return False
+    trace_id = _header(records).get("trace_id", "?")
+    why = _unreachable(target.endpoint, min(target.timeout, REACH_SECONDS))
+    if why is not None:  # not the exporter's retries until its timeout, and its vague line
+        warn(redact(f"could not reach the trace receiver at {target.endpoint} ({why}); trace {trace_id} was not "
+                    "exported (the JSONL trace keeps it)", target.secrets))
+        return False
     spans = build_spans(records, end_ns=end_ns if end_ns is not None else time.time_ns(),
                         service_name=target.service_name)
-    trace_id = _header(records).get("trace_id", "?")
     with _exporter_log() as logged:
         # made in here: the exporter reads the OTLP variables itself too, and logs a
         # malformed header whole
@@ -88,6 +96,32 @@ def export_trace(records: Sequence[Mapping[str, Any]], target: OtlpTarget, *, en
         warn(redact(line, target.secrets))  # the endpoint's userinfo, a header the exporter echoed
         return False
     return True
+
+
+REACH_SECONDS = 2.0
+"""How long the receiver may take to accept a connection before the export is given up."""
+
+
+def _unreachable(endpoint: str, seconds: float) -> str | None:
+    """Why nothing listens at ``endpoint`` (refused, no such host, no answer), or None
+    when it accepts a connection, or when a proxy stands between (the exporter's
+    requests go through it: only the export can tell)."""
+    parts = urllib.parse.urlsplit(endpoint)
+    try:
+        host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:  # a malformed port: the exporter says what is wrong with it
+        return None
+    if not host or (urllib.request.getproxies().get(parts.scheme) and not urllib.request.proxy_bypass(host)):
+        return None
+    try:
+        with socket.create_connection((host, port), timeout=seconds):
+            return None
+    except socket.gaierror:
+        return f"no such host {host}"
+    except TimeoutError:
+        return f"no answer within {seconds:g} s"
+    except OSError as exc:
+        return (exc.strerror or type(exc).__name__).lower()
 
 
 @contextmanager
