@@ -27,6 +27,7 @@ used is a one-line ``UsageError`` naming the variable and what it takes.
     OTEL_EXPORTER_OTLP_*          otlp                  no export
     OTEL_SERVICE_NAME             otlp                  service.name stay
     OTEL_SDK_DISABLED             otlp                  false (true: no export)
+    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT  otlp  false (true: prompts and answers exported)
 """
 
 from __future__ import annotations
@@ -76,6 +77,9 @@ class OtlpTarget:
     """Seconds the export may take, retries included; a run waits at most this long."""
     service_name: str = "stay"
     """The resource's ``service.name``: ``OTEL_SERVICE_NAME`` when set."""
+    capture_content: bool = False
+    """Send each call's prompt and answer too (GenAI ``gen_ai.input.messages`` ...):
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``, off by default."""
     secrets: tuple[str, ...] = field(default=(), repr=False)
     """What must never be shown: the endpoint's userinfo and every header value, also
     those of pairs too malformed to send (``otlp_from`` fills it from the raw variables)."""
@@ -353,7 +357,12 @@ def otlp_from(env: Mapping[str, str]) -> OtlpTarget | None:
                  for value in _secrets.header_secrets(env.get(name))),
                *_secrets.url_secrets(traces), *_secrets.url_secrets(base)]
     return OtlpTarget(endpoint=endpoint, headers=parse_headers(raw), secrets=tuple(secrets),
-                      service_name=env.get("OTEL_SERVICE_NAME", "").strip() or OtlpTarget.service_name)
+                      service_name=env.get("OTEL_SERVICE_NAME", "").strip() or OtlpTarget.service_name,
+                      capture_content=env.get(CAPTURE_CONTENT, "").strip().lower() == "true")
+
+
+CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""The GenAI instrumentations' switch for sending prompts and answers with the spans."""
 
 
 def parse_headers(raw: str) -> dict[str, str]:

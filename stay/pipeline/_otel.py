@@ -26,11 +26,16 @@ What the backend receives, for one run:
 Spans carry the run's own clock: the JSONL trace records when each node and each call
 began (``start_unix_nano``) and how long it took, so calls in the wave overlap as they
 ran. (A trace written before starts were recorded is laid end to end, ending when the
-export happens.) Only counts and names leave the machine: no prompt, answer or key.
+export happens.) Only counts and names leave the machine, no key and, unless
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``, no prompt or answer; with it,
+each call span has its prompt and answer (``gen_ai.system_instructions``,
+``gen_ai.input.messages``, ``gen_ai.output.messages``, and OpenInference's
+``input.value``/``output.value``), kept in memory for the export, never in the JSONL file.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import socket
@@ -273,6 +278,21 @@ def _number(value: Any) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
+def _content_attributes(content: Mapping[str, Any], stop_reason: Any) -> dict[str, Any]:
+    """A call's prompt and answer as the GenAI conventions' JSON messages, and as
+    OpenInference's ``input.value``/``output.value`` (what Phoenix and Langfuse show)."""
+    system = [{"type": "text", "content": text} for text in content.get("system") or []]
+    user = [{"role": "user", "parts": [{"type": "text", "content": text} for text in content.get("user") or []]}]
+    answer = str(content.get("answer", ""))
+    output: list[dict[str, Any]] = [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]
+    if stop_reason:  # the offline backend has none, and none is made up
+        output[0]["finish_reason"] = str(stop_reason)
+    return {"gen_ai.system_instructions": json.dumps(system, ensure_ascii=False),
+            "gen_ai.input.messages": json.dumps(user, ensure_ascii=False),
+            "gen_ai.output.messages": json.dumps(output, ensure_ascii=False),
+            "input.value": "\n\n".join(content.get("user") or []), "output.value": answer}
+
+
 def _root_attributes(header: Mapping[str, Any], scores: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         "stay.trace_id": str(header.get("trace_id", "")), "stay.command": str(header.get("command", "")),
@@ -325,6 +345,9 @@ def _call_attributes(call: Mapping[str, Any], backend: str) -> dict[str, Any]:
         attributes["gen_ai.response.finish_reasons"] = (str(call["stop_reason"]),)
     if call.get("error"):  # a billed reply that could not be used: the error it raised
         attributes["error.type"] = str(call["error"])
+    content = call.get("_content")
+    if isinstance(content, Mapping):  # OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true
+        attributes.update(_content_attributes(content, call.get("stop_reason")))
     cost = call.get("cost_usd")
     if isinstance(cost, int | float) and not isinstance(cost, bool):
         # no GenAI convention prices a call yet: OpenLIT's name, which Langfuse reads too, and ours

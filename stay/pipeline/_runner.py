@@ -192,7 +192,9 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
           on_node: Callable[[str], None] | None) -> BuildResult:
     config = run.config
     table = _handlers(pipeline)
-    tracer = run.model.tracer = Tracer(config.slug, config.command, run.model.backend.name)  # minted before the run
+    otlp = config.settings.otlp
+    tracer = run.model.tracer = Tracer(config.slug, config.command, run.model.backend.name,  # minted before the run
+                                       capture=otlp is not None and otlp.capture_content)
     stopped: str | None = None
     failed: str | None = None
     reason = "done"

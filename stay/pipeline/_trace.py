@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from stay._secrets import redact
 from stay.artefacts import write_text_atomic
 from stay.models import ModelAnswer, ModelRequest, answer_cost
 from stay.validate import OWNERS, CourseReport
@@ -28,6 +29,21 @@ if TYPE_CHECKING:
     from stay.settings import OtlpTarget
 
 TRACES = ".runs/traces"
+CONTENT = "_content"
+"""A call record's prompt and answer, when captured: exported, never written to the file."""
+
+
+def _content(request: ModelRequest, answer: ModelAnswer) -> dict[str, Any]:
+    # the answer's data is already redacted (the gateway); the prompt holds the brief's text
+    return {"system": [redact(block.text) for block in request.system],
+            "user": [redact(text) for text in (request.shared, request.user) if text],
+            "answer": json.dumps(answer.data, sort_keys=True, ensure_ascii=False)}
+
+
+def _without_content(record: dict[str, Any]) -> dict[str, Any]:
+    if not record.get("calls"):
+        return record
+    return {**record, "calls": [{k: v for k, v in call.items() if k != CONTENT} for call in record["calls"]]}
 
 
 @dataclass
@@ -36,6 +52,8 @@ class Tracer:
     command: str
     backend: str
     trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    capture: bool = False
+    """Keep each call's prompt and answer for the OpenTelemetry export (never the JSONL file)."""
     records: list[dict[str, Any]] = field(default_factory=list)
     _calls: list[dict[str, Any]] = field(default_factory=list)
 
@@ -55,6 +73,7 @@ class Tracer:
             "thinking_tokens": usage.thinking_tokens, "batch": answer.batch,
             "response_id": answer.response_id, "stop_reason": answer.stop_reason,
             "cost_usd": answer_cost(answer),
+            **({CONTENT: _content(request, answer)} if self.capture else {}),
         })
 
     @contextmanager
@@ -126,7 +145,7 @@ class Tracer:
                   "command": self.command, "backend": self.backend, "stopped_at": stopped_at, "error": error}
         path = course_dir / TRACES / f"{self.trace_id}.jsonl"
         records = self._finished_records()
-        lines = [json.dumps(record, sort_keys=True) for record in (header, *records)]
+        lines = [json.dumps(_without_content(record), sort_keys=True) for record in (header, *records)]
         write_text_atomic(path, "\n".join(lines) + "\n")
         if otlp is not None:
             from stay.pipeline._otel import export_trace

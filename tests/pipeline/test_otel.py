@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed: pip install -e '.[dev]'")
 pytest.importorskip("opentelemetry.proto", reason="opentelemetry-proto is not installed: pip install -e '.[dev]'")
@@ -27,6 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from stay.artefacts import Brief
 from stay.errors import RefusalError
 from stay.pipeline import build_course
 from stay.pipeline._otel import INSTALL_HINT, REACH_SECONDS, build_spans, export_trace
@@ -379,3 +381,31 @@ def test_the_service_name_and_the_sdk_switch_are_honoured(receiver: Receiver, tm
     names = {attributes(rs.resource.attributes)["service.name"] for r in receiver.received
              for rs in r.request.resource_spans}
     assert names == {"course-factory"}
+
+
+@pytest.mark.parametrize("capture", [False, True])
+def test_prompts_and_answers_are_exported_only_when_asked(receiver: Receiver, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch, capture: bool) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    if capture:
+        monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    result = build_course(BRIEF, courses_dir=tmp_path, backend="offline", progress=lambda _: None)
+    title = Brief.from_yaml(BRIEF).title
+    trace = (result.course_dir / ".runs" / "traces" / f"{result.trace_id}.jsonl").read_text()
+    assert title not in trace and "_content" not in trace  # the file never holds a prompt
+    calls = [attributes(s.attributes) for s in receiver.spans() if "gen_ai.request.model" in attributes(s.attributes)]
+    assert calls
+    keys = {"gen_ai.system_instructions", "gen_ai.input.messages", "gen_ai.output.messages", "input.value",
+            "output.value"}
+    if not capture:
+        assert not any(keys & set(a) for a in calls)
+        return
+    assert all(keys <= set(a) for a in calls)
+    audience = next(a for a in calls if a["stay.stage"] == "audience")
+    assert title in audience["input.value"]
+    (user,) = json.loads(audience["gen_ai.input.messages"])
+    assert user["role"] == "user" and title in "".join(part["content"] for part in user["parts"])
+    assert json.loads(audience["gen_ai.system_instructions"])[0]["type"] == "text"
+    (answer,) = json.loads(audience["gen_ai.output.messages"])
+    written = yaml.safe_load((result.course_dir / "audience.yaml").read_text())
+    assert answer["role"] == "assistant" and json.loads(answer["parts"][0]["content"]) == written
