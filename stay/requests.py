@@ -116,3 +116,12 @@ class ModelAnswer(BaseModel):
     inference_geo: str | None = None
     """The response's ``usage.inference_geo`` (global, us), when it said: US-only
     inference is priced higher (``stay.models.answer_cost``)."""
+    max_tokens: int | None = None
+    """The ``max_tokens`` the request was sent with (its answer's room plus any thinking
+    room), when a backend sent one: the trace's ``gen_ai.request.max_tokens``."""
+    response_id: str | None = None
+    """The response's ``id`` (``msg_...``), when it had one: the trace's
+    ``gen_ai.response.id``, to find the call in the provider's console."""
+    stop_reason: str | None = None
+    """Why the model stopped (``end_turn``, ``max_tokens``, ``refusal``, ...), when it said:
+    the trace's ``gen_ai.response.finish_reasons``."""

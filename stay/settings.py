@@ -25,6 +25,9 @@ used is a one-line ``UsageError`` naming the variable and what it takes.
     STAY_CACHE                    cache                 auto: on for a model, off offline
     SOURCE_DATE_EPOCH             source_date_epoch     the clock
     OTEL_EXPORTER_OTLP_*          otlp                  no export
+    OTEL_SERVICE_NAME             otlp                  service.name stay
+    OTEL_SDK_DISABLED             otlp                  false (true: no export)
+    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT  otlp  false (true: prompts and answers exported)
 """
 
 from __future__ import annotations
@@ -72,6 +75,11 @@ class OtlpTarget:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     timeout: float = 10.0
     """Seconds the export may take, retries included; a run waits at most this long."""
+    service_name: str = "stay"
+    """The resource's ``service.name``: ``OTEL_SERVICE_NAME`` when set."""
+    capture_content: bool = False
+    """Send each call's prompt and answer too (GenAI ``gen_ai.input.messages`` ...):
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``, off by default."""
     secrets: tuple[str, ...] = field(default=(), repr=False)
     """What must never be shown: the endpoint's userinfo and every header value, also
     those of pairs too malformed to send (``otlp_from`` fills it from the raw variables)."""
@@ -329,8 +337,12 @@ def otlp_from(env: Mapping[str, str]) -> OtlpTarget | None:
     ``OTEL_EXPORTER_OTLP_ENDPOINT`` is a base URL to which ``/v1/traces`` is appended.
     Headers come from ``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` or
     ``OTEL_EXPORTER_OTLP_HEADERS`` (``key=value`` pairs separated by commas, values
-    percent-decoded). None when no endpoint is set: nothing is exported.
+    percent-decoded). None when no endpoint is set, or when ``OTEL_SDK_DISABLED`` is
+    ``true`` (any case, as the specification has it): nothing is exported.
+    ``OTEL_SERVICE_NAME`` names the service (else ``stay``).
     """
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return None
     traces = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
     base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
     if traces:
@@ -344,7 +356,13 @@ def otlp_from(env: Mapping[str, str]) -> OtlpTarget | None:
     secrets = [*(value for name in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
                  for value in _secrets.header_secrets(env.get(name))),
                *_secrets.url_secrets(traces), *_secrets.url_secrets(base)]
-    return OtlpTarget(endpoint=endpoint, headers=parse_headers(raw), secrets=tuple(secrets))
+    return OtlpTarget(endpoint=endpoint, headers=parse_headers(raw), secrets=tuple(secrets),
+                      service_name=env.get("OTEL_SERVICE_NAME", "").strip() or OtlpTarget.service_name,
+                      capture_content=env.get(CAPTURE_CONTENT, "").strip().lower() == "true")
+
+
+CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""The GenAI instrumentations' switch for sending prompts and answers with the spans."""
 
 
 def parse_headers(raw: str) -> dict[str, str]:

@@ -141,7 +141,7 @@ def answer_from(message: Any, request: ModelRequest, *, budget: Budget | None = 
     except (AnswerError, ModelError) as exc:
         # a reply that was read far enough to have its usage was billed, whatever it
         # said (cut off, refused, not JSON): the error carries what it cost
-        billed = _billed(message, request, batch)
+        billed = _billed(message, request, batch, budget)
         # a response's text reaches the message (a refusal's explanation, the answer's
         # raw text): an API or proxy that echoes a secret must not have it printed or kept
         raw = getattr(exc, "raw", None)
@@ -155,14 +155,15 @@ def answer_from(message: Any, request: ModelRequest, *, budget: Budget | None = 
         raise clean from None
 
 
-def _billed(message: Any, request: ModelRequest, batch: bool) -> ModelAnswer | None:
+def _billed(message: Any, request: ModelRequest, batch: bool, budget: Budget | None) -> ModelAnswer | None:
     """A failed reply as an answer with no data, for counting: None when even its usage
     cannot be read (then there is nothing trustworthy to count)."""
     try:
         usage = usage_of(message, f"stage {request.stage} ({request.artefact})")
     except ModelError:
         return None
-    return ModelAnswer(data={}, model=_model_of(message), usage=usage, batch=batch, **_tier_of(message))
+    return ModelAnswer(data={}, model=_model_of(message), usage=usage, batch=batch, **_tier_of(message),
+                       **_reply_of(message, budget))
 
 
 def _model_of(message: Any) -> str:
@@ -192,7 +193,7 @@ def _answer_from(message: Any, request: ModelRequest, *, budget: Budget | None, 
     if not isinstance(content, list):
         raise _malformed(where, f"content is {content!r}, not a list of blocks")
     usage = usage_of(message, where)
-    budget = budget or Budget(request.max_tokens, 0)
+    sent, budget = budget, budget or Budget(request.max_tokens, 0)
     stop = getattr(message, "stop_reason", None)
     if stop == "max_tokens":
         thought = f"; {usage.thinking_tokens} went to thinking" if usage.thinking_tokens else ""
@@ -226,7 +227,17 @@ def _answer_from(message: Any, request: ModelRequest, *, budget: Budget | None, 
         raise AnswerError(f"{where}: the answer is JSON but not an object", raw=text)
     # by value only: a lesson may well show what an Anthropic key looks like
     return ModelAnswer(data=_secrets.redact_data(data), model=_model_of(message), usage=usage, batch=batch,
-                       **_tier_of(message))
+                       **_tier_of(message), **_reply_of(message, sent))
+
+
+def _reply_of(message: Any, budget: Budget | None) -> dict[str, Any]:
+    """For the trace: the ``max_tokens`` the request was sent with (when the caller said),
+    and the response's id and stop reason (strings only: a proxy may send anything)."""
+    found: dict[str, Any] = {"max_tokens": None if budget is None else budget.max_tokens}
+    for field, name in (("id", "response_id"), ("stop_reason", "stop_reason")):
+        value = getattr(message, field, None)
+        found[name] = _secrets.redact(value) if isinstance(value, str) and value else None
+    return found
 
 
 # -- errors ------------------------------------------------------------------------------

@@ -23,18 +23,26 @@ What the backend receives, for one run:
   ``gen_ai.usage.cache_creation.input_tokens``) and OpenInference's ``llm.*`` names,
   which Phoenix reads.
 
-The JSONL trace records durations, not wall-clock starts, so the spans are laid end to
-end in the order the nodes ran, ending when the export happens; a call span starts
-with its node (calls in the wave overlap, and their order within a node is not
-recorded). Only counts and names leave the machine: no prompt, answer or key.
+Spans carry the run's own clock: the JSONL trace records when each node and each call
+began (``start_unix_nano``) and how long it took, so calls in the wave overlap as they
+ran. (A trace written before starts were recorded is laid end to end, ending when the
+export happens.) Only counts and names leave the machine, no key and, unless
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``, no prompt or answer; with it,
+each call span has its prompt and answer (``gen_ai.system_instructions``,
+``gen_ai.input.messages``, ``gen_ai.output.messages``, and OpenInference's
+``input.value``/``output.value``), kept in memory for the export, never in the JSONL file.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import random
+import socket
 import sys
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -68,8 +76,14 @@ def export_trace(records: Sequence[Mapping[str, Any]], target: OtlpTarget, *, en
         warn(f"OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry exporter is not installed; "
              f"{INSTALL_HINT} to export traces (the JSONL trace is written as always)")
         return False
-    spans = build_spans(records, end_ns=end_ns if end_ns is not None else time.time_ns())
     trace_id = _header(records).get("trace_id", "?")
+    why = _unreachable(target.endpoint, min(target.timeout, REACH_SECONDS))
+    if why is not None:  # not the exporter's retries until its timeout, and its vague line
+        warn(redact(f"could not reach the trace receiver at {target.endpoint} ({why}); trace {trace_id} was not "
+                    "exported (the JSONL trace keeps it)", target.secrets))
+        return False
+    spans = build_spans(records, end_ns=end_ns if end_ns is not None else time.time_ns(),
+                        service_name=target.service_name)
     with _exporter_log() as logged:
         # made in here: the exporter reads the OTLP variables itself too, and logs a
         # malformed header whole
@@ -87,6 +101,32 @@ def export_trace(records: Sequence[Mapping[str, Any]], target: OtlpTarget, *, en
         warn(redact(line, target.secrets))  # the endpoint's userinfo, a header the exporter echoed
         return False
     return True
+
+
+REACH_SECONDS = 2.0
+"""How long the receiver may take to accept a connection before the export is given up."""
+
+
+def _unreachable(endpoint: str, seconds: float) -> str | None:
+    """Why nothing listens at ``endpoint`` (refused, no such host, no answer), or None
+    when it accepts a connection, or when a proxy stands between (the exporter's
+    requests go through it: only the export can tell)."""
+    parts = urllib.parse.urlsplit(endpoint)
+    try:
+        host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:  # a malformed port: the exporter says what is wrong with it
+        return None
+    if not host or (urllib.request.getproxies().get(parts.scheme) and not urllib.request.proxy_bypass(host)):
+        return None
+    try:
+        with socket.create_connection((host, port), timeout=seconds):
+            return None
+    except socket.gaierror:
+        return f"no such host {host}"
+    except TimeoutError:
+        return f"no answer within {seconds:g} s"
+    except OSError as exc:
+        return (exc.strerror or type(exc).__name__).lower()
 
 
 @contextmanager
@@ -118,7 +158,8 @@ def _header(records: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     return next((r for r in records if r.get("type") == "trace"), {})
 
 
-def build_spans(records: Sequence[Mapping[str, Any]], *, end_ns: int) -> list[ReadableSpan]:
+def build_spans(records: Sequence[Mapping[str, Any]], *, end_ns: int,
+                service_name: str = OtlpTarget.service_name) -> list[ReadableSpan]:
     """The OpenTelemetry spans of one trace, ready for any span exporter."""
     from opentelemetry import trace as api
     from opentelemetry.sdk.resources import Resource
@@ -151,38 +192,78 @@ def build_spans(records: Sequence[Mapping[str, Any]], *, end_ns: int) -> list[Re
 
     collected = InMemorySpanExporter()
     provider = TracerProvider(sampler=ALWAYS_ON, id_generator=FromTrace(), shutdown_on_exit=False,
-                              resource=Resource.create({"service.name": "stay", "service.version": __version__,
+                              resource=Resource.create({"service.name": service_name, "service.version": __version__,
                                                         "openinference.project.name": "stay"}))
     provider.add_span_processor(SimpleSpanProcessor(collected))
     tracer = provider.get_tracer("stay.pipeline", __version__)
     session_attrs = {"session.id": session, "langfuse.session.id": session}
 
-    total = sum(_ns(span.get("seconds")) for span in spans)
-    cursor = end_ns - total
-    root = tracer.start_span(f"stay {command}", start_time=cursor, attributes={
+    layout = _layout(spans, end_ns)
+    root_start, root_end = min((t[0] for t in layout), default=end_ns), max((t[1] for t in layout), default=end_ns)
+    root = tracer.start_span(f"stay {command}", start_time=root_start, attributes={
         **session_attrs, **_root_attributes(header, scores), "gen_ai.conversation.id": session,
         "langfuse.trace.name": f"stay {command} {session}", "openinference.span.kind": "CHAIN"})
     for score in scores:
-        root.add_event("gen_ai.evaluation.result", timestamp=end_ns, attributes={
+        root.add_event("gen_ai.evaluation.result", timestamp=root_end, attributes={
             "gen_ai.evaluation.name": str(score.get("name")),
             "gen_ai.evaluation.score.value": _number(score.get("value"))})
-    for record in spans:
-        start, duration = cursor, _ns(record.get("seconds"))
+    for record, (start, end, call_times) in zip(spans, layout, strict=True):
         node = tracer.start_span(str(record.get("name")), context=api.set_span_in_context(root), start_time=start,
                                  attributes={**session_attrs, "stay.node.kind": str(record.get("kind")),
                                              "openinference.span.kind": "CHAIN"})
-        for call in record.get("calls") or []:
+        for call, (call_start, call_end) in zip(record.get("calls") or [], call_times, strict=True):
             span = tracer.start_span(f"chat {call.get('model')}", context=api.set_span_in_context(node),
-                                     kind=api.SpanKind.CLIENT, start_time=start,
+                                     kind=api.SpanKind.CLIENT, start_time=call_start,
                                      attributes={**session_attrs, **_call_attributes(call, backend)})
-            span.end(end_time=start + min(_ns(call.get("seconds")), duration))
+            if call.get("error"):
+                span.set_status(api.Status(api.StatusCode.ERROR, str(call["error"])))
+            span.end(end_time=call_end)
         if record.get("status") not in (None, "ok"):
             node.set_status(api.Status(api.StatusCode.ERROR, str(record.get("status"))))
-        node.end(end_time=start + duration)
-        cursor = start + duration
-    root.end(end_time=end_ns)
+        node.end(end_time=end)
+    # a failed run: what ended it; a trace written before runs recorded that has the first
+    # node that failed (a gate's stop is a node's status too, but not the run's error)
+    error = header["error"] if "error" in header else next(
+        (str(r["status"]) for r in spans if r.get("status") not in (None, "ok")), None)
+    if error:
+        root.set_attribute("error.type", str(error))
+        root.set_status(api.Status(api.StatusCode.ERROR, str(error)))
+    root.end(end_time=root_end)
     provider.shutdown()
     return list(collected.get_finished_spans())
+
+
+Times = tuple[int, int, list[tuple[int, int]]]
+"""A node span's start and end, and each of its calls' (nanoseconds since the epoch)."""
+
+
+def _layout(spans: Sequence[Mapping[str, Any]], end_ns: int) -> list[Times]:
+    """When each span and call ran. A trace that recorded wall-clock starts
+    (``start_unix_nano``) is the real timeline: a call keeps its own start and length,
+    and a wave node, whose calls run after it has started them, lasts until its last
+    call ends. An older trace, with durations only, is laid end to end, ending at
+    ``end_ns``, each call starting with its node."""
+    if spans and all(_clock(span) for span in spans):
+        layout = []
+        for span in spans:
+            start = _clock(span)
+            calls = [((_clock(call) or start), (_clock(call) or start) + _ns(call.get("seconds")))
+                     for call in span.get("calls") or []]
+            layout.append((start, max([start + _ns(span.get("seconds")), *(end for _, end in calls)]), calls))
+        return layout
+    cursor, layout = end_ns - sum(_ns(span.get("seconds")) for span in spans), []
+    for span in spans:
+        start, duration = cursor, _ns(span.get("seconds"))
+        layout.append((start, start + duration, [(start, start + min(_ns(call.get("seconds")), duration))
+                                                 for call in span.get("calls") or []]))
+        cursor = start + duration
+    return layout
+
+
+def _clock(record: Mapping[str, Any]) -> int:
+    """The record's wall-clock start, 0 when it has none."""
+    value = record.get("start_unix_nano")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _is_trace_id(text: str) -> bool:
@@ -195,6 +276,21 @@ def _ns(seconds: Any) -> int:
 
 def _number(value: Any) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def _content_attributes(content: Mapping[str, Any], stop_reason: Any) -> dict[str, Any]:
+    """A call's prompt and answer as the GenAI conventions' JSON messages, and as
+    OpenInference's ``input.value``/``output.value`` (what Phoenix and Langfuse show)."""
+    system = [{"type": "text", "content": text} for text in content.get("system") or []]
+    user = [{"role": "user", "parts": [{"type": "text", "content": text} for text in content.get("user") or []]}]
+    answer = str(content.get("answer", ""))
+    output: list[dict[str, Any]] = [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]
+    if stop_reason:  # the offline backend has none, and none is made up
+        output[0]["finish_reason"] = str(stop_reason)
+    return {"gen_ai.system_instructions": json.dumps(system, ensure_ascii=False),
+            "gen_ai.input.messages": json.dumps(user, ensure_ascii=False),
+            "gen_ai.output.messages": json.dumps(output, ensure_ascii=False),
+            "input.value": "\n\n".join(content.get("user") or []), "output.value": answer}
 
 
 def _root_attributes(header: Mapping[str, Any], scores: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -228,7 +324,7 @@ def _call_attributes(call: Mapping[str, Any], backend: str) -> dict[str, Any]:
     written = int(call.get("cache_creation_input_tokens") or 0)
     output = int(call.get("output_tokens") or 0)
     prompt = fresh + read + written  # the convention's input_tokens includes cached tokens
-    return {
+    attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat", "gen_ai.provider.name": provider, "gen_ai.system": provider,
         "gen_ai.request.model": model, "gen_ai.response.model": model,
         "gen_ai.usage.input_tokens": prompt, "gen_ai.usage.output_tokens": output,
@@ -238,4 +334,22 @@ def _call_attributes(call: Mapping[str, Any], backend: str) -> dict[str, Any]:
         "llm.token_count.total": prompt + output, "llm.token_count.prompt_details.cache_read": read,
         "llm.token_count.prompt_details.cache_write": written,
         "stay.stage": str(call.get("stage", "")), "stay.artefact": str(call.get("artefact", "")),
+        "gen_ai.usage.reasoning.output_tokens": int(call.get("thinking_tokens") or 0),
     }
+    # what the JSONL call record holds only when it is known: absent rather than a made-up value
+    if isinstance(call.get("max_tokens"), int):
+        attributes["gen_ai.request.max_tokens"] = call["max_tokens"]
+    if call.get("response_id"):
+        attributes["gen_ai.response.id"] = str(call["response_id"])
+    if call.get("stop_reason"):
+        attributes["gen_ai.response.finish_reasons"] = (str(call["stop_reason"]),)
+    if call.get("error"):  # a billed reply that could not be used: the error it raised
+        attributes["error.type"] = str(call["error"])
+    content = call.get("_content")
+    if isinstance(content, Mapping):  # OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true
+        attributes.update(_content_attributes(content, call.get("stop_reason")))
+    cost = call.get("cost_usd")
+    if isinstance(cost, int | float) and not isinstance(cost, bool):
+        # no GenAI convention prices a call yet: OpenLIT's name, which Langfuse reads too, and ours
+        attributes["gen_ai.usage.cost"] = attributes["stay.cost_usd"] = float(cost)
+    return attributes

@@ -192,7 +192,9 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
           on_node: Callable[[str], None] | None) -> BuildResult:
     config = run.config
     table = _handlers(pipeline)
-    tracer = run.model.tracer = Tracer(config.slug, config.command, run.model.backend.name)  # minted before the run
+    otlp = config.settings.otlp
+    tracer = run.model.tracer = Tracer(config.slug, config.command, run.model.backend.name,  # minted before the run
+                                       capture=otlp is not None and otlp.capture_content)
     stopped: str | None = None
     failed: str | None = None
     reason = "done"
@@ -233,7 +235,9 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
                     tally.revised, [line for change in tally.changes for line in change.log_lines()], failed)
             if tally.validation is not None:
                 tracer.scores(tally.validation)
-            tracer.flush(config.root, stopped, otlp=config.settings.otlp)
+            # the error's type only (``failed`` is "Type: message"): the root span is marked with it
+            tracer.flush(config.root, stopped, otlp=config.settings.otlp,
+                         error=None if failed is None else failed.partition(":")[0])
     if config.command == "plan" and stopped is None:
         reason = f"planned; write the course with {config.hint('write', config.slug)}"
     if config.command == "revise" and stopped is None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from stay._secrets import redact
 from stay.artefacts import write_text_atomic
 from stay.models import ModelAnswer, ModelRequest, answer_cost
 from stay.validate import OWNERS, CourseReport
@@ -28,6 +29,21 @@ if TYPE_CHECKING:
     from stay.settings import OtlpTarget
 
 TRACES = ".runs/traces"
+CONTENT = "_content"
+"""A call record's prompt and answer, when captured: exported, never written to the file."""
+
+
+def _content(request: ModelRequest, answer: ModelAnswer) -> dict[str, Any]:
+    # the answer's data is already redacted (the gateway); the prompt holds the brief's text
+    return {"system": [redact(block.text) for block in request.system],
+            "user": [redact(text) for text in (request.shared, request.user) if text],
+            "answer": json.dumps(answer.data, sort_keys=True, ensure_ascii=False)}
+
+
+def _without_content(record: dict[str, Any]) -> dict[str, Any]:
+    if not record.get("calls"):
+        return record
+    return {**record, "calls": [{k: v for k, v in call.items() if k != CONTENT} for call in record["calls"]]}
 
 
 @dataclass
@@ -36,6 +52,8 @@ class Tracer:
     command: str
     backend: str
     trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    capture: bool = False
+    """Keep each call's prompt and answer for the OpenTelemetry export (never the JSONL file)."""
     records: list[dict[str, Any]] = field(default_factory=list)
     _calls: list[dict[str, Any]] = field(default_factory=list)
 
@@ -46,12 +64,16 @@ class Tracer:
         failed = {} if error is None else {"error": error}
         self._calls.append({**failed,
             "stage": request.stage, "artefact": request.artefact, "model": answer.model,
+            # the wall clock when the call began (it ends now), so an exported span has the real time
+            "start_unix_nano": time.time_ns() - round(seconds * 1e9), "max_tokens": answer.max_tokens,
             "seconds": round(seconds, 4), "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
             "cache_creation_input_tokens": usage.cache_creation_input_tokens,
             "cache_read_input_tokens": usage.cache_read_input_tokens,
             "thinking_tokens": usage.thinking_tokens, "batch": answer.batch,
+            "response_id": answer.response_id, "stop_reason": answer.stop_reason,
             "cost_usd": answer_cost(answer),
+            **({CONTENT: _content(request, answer)} if self.capture else {}),
         })
 
     @contextmanager
@@ -60,7 +82,7 @@ class Tracer:
         while gather waits: its span owns every later call of its ``stages`` (assigned
         when the trace is flushed), and the barrier's span keeps only what is left."""
         first = len(self._calls)
-        start = time.perf_counter()
+        start, began = time.perf_counter(), time.time_ns()
         status = "ok"
         try:
             yield
@@ -71,6 +93,7 @@ class Tracer:
             self.records.append({
                 "type": "span", "trace_id": self.trace_id, "session_id": self.slug, "name": name,
                 "kind": kind, "status": status, "seconds": round(time.perf_counter() - start, 4),
+                "start_unix_nano": began,
                 "_first": first, "_last": len(self._calls), "_owns": list(stages) if kind == "wave" else [],
             })
 
@@ -114,13 +137,15 @@ class Tracer:
         self.records.append({"type": "score", "trace_id": self.trace_id, "session_id": self.slug,
                              "name": name, "value": value})
 
-    def flush(self, course_dir: Path, stopped_at: str | None, otlp: OtlpTarget | None = None) -> Path:
-        """Write the trace; with ``otlp``, also export it there (stay/pipeline/_otel.py)."""
+    def flush(self, course_dir: Path, stopped_at: str | None, otlp: OtlpTarget | None = None,
+              error: str | None = None) -> Path:
+        """Write the trace; with ``otlp``, also export it there (stay/pipeline/_otel.py).
+        ``error`` names what ended a failed run (an exception's type)."""
         header = {"type": "trace", "trace_id": self.trace_id, "session_id": self.slug,
-                  "command": self.command, "backend": self.backend, "stopped_at": stopped_at}
+                  "command": self.command, "backend": self.backend, "stopped_at": stopped_at, "error": error}
         path = course_dir / TRACES / f"{self.trace_id}.jsonl"
         records = self._finished_records()
-        lines = [json.dumps(record, sort_keys=True) for record in (header, *records)]
+        lines = [json.dumps(_without_content(record), sort_keys=True) for record in (header, *records)]
         write_text_atomic(path, "\n".join(lines) + "\n")
         if otlp is not None:
             from stay.pipeline._otel import export_trace

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed: pip install -e '.[dev]'")
 pytest.importorskip("opentelemetry.proto", reason="opentelemetry-proto is not installed: pip install -e '.[dev]'")
@@ -26,10 +28,15 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from stay.artefacts import Brief
+from stay.errors import RefusalError
 from stay.pipeline import build_course
-from stay.pipeline._otel import INSTALL_HINT, build_spans, export_trace
+from stay.pipeline._otel import INSTALL_HINT, REACH_SECONDS, build_spans, export_trace
 from stay.settings import OtlpTarget, otlp_from, parse_headers
 from tests.conftest import ROOT
+from tests.models.helpers import backend as claude
+from tests.models.helpers import recording
+from tools.wire import message
 
 BRIEF = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
 
@@ -204,9 +211,12 @@ def test_an_unreachable_endpoint_is_one_warning(tmp_path: Path, capsys: pytest.C
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     warnings: list[str] = []
-    assert export_trace(RECORDS, OtlpTarget(f"http://127.0.0.1:{port}/v1/traces", timeout=0.3),
-                        warn=warnings.append) is False
-    assert len(warnings) == 1 and "could not export trace" in warnings[0]
+    target = OtlpTarget(f"http://127.0.0.1:{port}/v1/traces")  # the default timeout: no retries until it ends
+    started = time.monotonic()
+    assert export_trace(RECORDS, target, warn=warnings.append) is False
+    assert time.monotonic() - started < REACH_SECONDS < target.timeout
+    assert warnings == [f"could not reach the trace receiver at {target.endpoint} (connection refused); trace "
+                        f"{RECORDS[0]['trace_id']} was not exported (the JSONL trace keeps it)"]
     assert capsys.readouterr().err == ""  # the exporter's own log lines went into the warning
 
 
@@ -236,6 +246,9 @@ def test_a_plain_import_of_the_pipeline_does_not_import_opentelemetry() -> None:
      OtlpTarget("http://localhost:6006/v1/traces", {"x-project-name": "stay"})),
     ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://b/custom"},
      OtlpTarget("http://b/custom")),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a", "OTEL_SDK_DISABLED": " TRUE "}, None),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a", "OTEL_SDK_DISABLED": "false", "OTEL_SERVICE_NAME": "courses"},
+     OtlpTarget("http://a/v1/traces", service_name="courses")),
 ])
 def test_the_settings_follow_the_otlp_environment_variables(environ: dict[str, str],
                                                             expected: OtlpTarget | None) -> None:
@@ -245,3 +258,154 @@ def test_the_settings_follow_the_otlp_environment_variables(environ: dict[str, s
 def test_headers_are_comma_separated_and_percent_decoded() -> None:
     assert parse_headers("Authorization=Basic%20abc%3D%3D, x-a = 1 ,junk,=novalue") == {
         "Authorization": "Basic abc==", "x-a": "1"}
+
+
+def test_spans_carry_the_runs_own_clock(receiver: Receiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    before = time.time_ns()
+    result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend="offline", progress=lambda _: None)
+    after = time.time_ns()
+    records = _read_trace(result.course_dir, result.trace_id)
+    jsonl_calls = {(c["stage"], c["artefact"]): c for r in records if r["type"] == "span" for c in r["calls"]}
+    spans = receiver.spans()
+    calls = [s for s in spans if "gen_ai.request.model" in attributes(s.attributes)]
+    assert len(calls) == len(jsonl_calls) > 0
+    for span in calls:
+        a = attributes(span.attributes)
+        call = jsonl_calls[(a["stay.stage"], a["stay.artefact"])]
+        assert before <= span.start_time_unix_nano == call["start_unix_nano"] <= after
+        assert span.end_time_unix_nano - span.start_time_unix_nano == round(call["seconds"] * 1e9)
+    by_id = {s.span_id: s for s in spans}
+    for span in spans:  # every span lies within its parent, and the run within the build
+        parent = by_id.get(span.parent_span_id)
+        if parent is not None:
+            assert parent.start_time_unix_nano <= span.start_time_unix_nano <= span.end_time_unix_nano
+            assert span.end_time_unix_nano <= parent.end_time_unix_nano
+        assert before <= span.start_time_unix_nano and span.end_time_unix_nano <= after
+
+
+CLOCKED: list[dict[str, Any]] = [RECORDS[0], {
+    **RECORDS[1], "start_unix_nano": 10**18,
+    "calls": [{**RECORDS[1]["calls"][0], "start_unix_nano": 10**18 + 1_000},
+              {**RECORDS[1]["calls"][1], "start_unix_nano": 10**18 + 2_000, "seconds": 20.0}]},
+    {**RECORDS[2], "start_unix_nano": 10**18 + 30 * 10**9}, *RECORDS[3:]]
+
+
+def test_calls_keep_their_own_starts_and_a_wave_lasts_until_its_last_call() -> None:
+    spans = {s.name if s.name != "chat claude-sonnet-5-5" else s.attributes["stay.stage"]: s
+             for s in build_spans(CLOCKED, end_ns=5)}
+    wave_calls = CLOCKED[1]["calls"]
+    for call in wave_calls:
+        span = spans[call["stage"]]
+        assert span.start_time == call["start_unix_nano"]
+        assert span.end_time == call["start_unix_nano"] + round(call["seconds"] * 1e9)
+    assert spans["wave"].start_time == CLOCKED[1]["start_unix_nano"] == spans["stay write"].start_time
+    assert spans["wave"].end_time == spans["quiz"].end_time  # its longest call, past its own seconds
+    assert spans["validate"].start_time == CLOCKED[2]["start_unix_nano"]
+    assert spans["stay write"].end_time == spans["validate"].end_time  # the run's end, not the export's
+
+
+def test_a_claude_call_span_names_its_response_room_reasoning_and_cost(
+        receiver: Receiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    handler, seen = recording()
+    result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=claude(handler), progress=lambda _: None)
+    assert result.complete and result.cost is not None
+    calls = [attributes(s.attributes) for s in receiver.spans() if "gen_ai.request.model" in attributes(s.attributes)]
+    stage_calls = [a for a in calls if a["stay.stage"] != "moderation"]
+    assert len(stage_calls) == len(seen) > 0
+    sent = message({})  # what the fake answers every call with
+    assert {a["gen_ai.response.id"] for a in calls} == {sent["id"]}
+    assert {tuple(a["gen_ai.response.finish_reasons"].values[i].string_value
+                  for i in range(len(a["gen_ai.response.finish_reasons"].values))) for a in calls} == {
+        (sent["stop_reason"],)}
+    assert sorted(a["gen_ai.request.max_tokens"] for a in stage_calls) == sorted(body["max_tokens"] for body in seen)
+    assert sum(a["gen_ai.usage.cost"] for a in calls) == pytest.approx(result.cost)
+    assert all(a["stay.cost_usd"] == a["gen_ai.usage.cost"] for a in calls)
+    assert sum(a["gen_ai.usage.reasoning.output_tokens"] for a in calls) == result.usage.thinking_tokens
+    assert not any("error.type" in a for a in calls)
+
+
+def test_a_failed_calls_span_names_its_error_and_reasoning_tokens() -> None:
+    refused = {**RECORDS[1]["calls"][0], "error": "RefusalError", "thinking_tokens": 700, "stop_reason": "refusal",
+               "max_tokens": 24000, "response_id": "msg_01", "cost_usd": 0.25}
+    records = [RECORDS[0], {**RECORDS[1], "calls": [refused]}]
+    span = next(s for s in build_spans(records, end_ns=10**18) if s.name.startswith("chat "))
+    assert span.attributes["error.type"] == "RefusalError"
+    assert span.status.status_code.name == "ERROR" and span.status.description == "RefusalError"
+    assert span.attributes["gen_ai.usage.reasoning.output_tokens"] == refused["thinking_tokens"]
+    assert span.attributes["gen_ai.response.finish_reasons"] == (refused["stop_reason"],)
+    assert span.attributes["gen_ai.request.max_tokens"] == refused["max_tokens"]
+    assert span.attributes["gen_ai.response.id"] == refused["response_id"]
+    assert span.attributes["gen_ai.usage.cost"] == refused["cost_usd"]
+
+
+def test_a_failed_runs_root_span_is_an_error_and_names_it(receiver: Receiver, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    refusal = message("", stop_reason="refusal", stop_details={"type": "refusal", "category": "cyber",
+                                                                 "explanation": "no"})
+    handler, _ = recording([refusal])  # the first stage call is refused
+    with pytest.raises(RefusalError):
+        build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=claude(handler), progress=lambda _: None)
+    spans = receiver.spans()
+    root = next(s for s in spans if not s.parent_span_id)
+    assert root.status.code == root.status.STATUS_CODE_ERROR and root.status.message == RefusalError.__name__
+    assert attributes(root.attributes)["error.type"] == RefusalError.__name__
+    refused = [attributes(s.attributes) for s in spans if attributes(s.attributes).get("error.type")
+               and "gen_ai.request.model" in attributes(s.attributes)]
+    assert [a["gen_ai.response.finish_reasons"].values[0].string_value for a in refused] == [refusal["stop_reason"]]
+
+
+def test_a_run_stopped_at_a_gate_is_not_an_error(receiver: Receiver, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    result = build_course(BRIEF, courses_dir=tmp_path, backend="offline", progress=lambda _: None)
+    assert result.stopped_at is not None
+    root = next(s for s in receiver.spans() if not s.parent_span_id)
+    assert root.status.code != root.status.STATUS_CODE_ERROR and "error.type" not in attributes(root.attributes)
+
+
+@pytest.mark.parametrize("disabled", [False, True])
+def test_the_service_name_and_the_sdk_switch_are_honoured(receiver: Receiver, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch, disabled: bool) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "course-factory")
+    if disabled:
+        monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    result = build_course(BRIEF, courses_dir=tmp_path, backend="offline", progress=lambda _: None)
+    assert (result.course_dir / ".runs" / "traces" / f"{result.trace_id}.jsonl").is_file()  # kept either way
+    if disabled:
+        assert receiver.received == []
+        return
+    names = {attributes(rs.resource.attributes)["service.name"] for r in receiver.received
+             for rs in r.request.resource_spans}
+    assert names == {"course-factory"}
+
+
+@pytest.mark.parametrize("capture", [False, True])
+def test_prompts_and_answers_are_exported_only_when_asked(receiver: Receiver, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch, capture: bool) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    if capture:
+        monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    result = build_course(BRIEF, courses_dir=tmp_path, backend="offline", progress=lambda _: None)
+    title = Brief.from_yaml(BRIEF).title
+    trace = (result.course_dir / ".runs" / "traces" / f"{result.trace_id}.jsonl").read_text()
+    assert title not in trace and "_content" not in trace  # the file never holds a prompt
+    calls = [attributes(s.attributes) for s in receiver.spans() if "gen_ai.request.model" in attributes(s.attributes)]
+    assert calls
+    keys = {"gen_ai.system_instructions", "gen_ai.input.messages", "gen_ai.output.messages", "input.value",
+            "output.value"}
+    if not capture:
+        assert not any(keys & set(a) for a in calls)
+        return
+    assert all(keys <= set(a) for a in calls)
+    audience = next(a for a in calls if a["stay.stage"] == "audience")
+    assert title in audience["input.value"]
+    (user,) = json.loads(audience["gen_ai.input.messages"])
+    assert user["role"] == "user" and title in "".join(part["content"] for part in user["parts"])
+    assert json.loads(audience["gen_ai.system_instructions"])[0]["type"] == "text"
+    (answer,) = json.loads(audience["gen_ai.output.messages"])
+    written = yaml.safe_load((result.course_dir / "audience.yaml").read_text())
+    assert answer["role"] == "assistant" and json.loads(answer["parts"][0]["content"]) == written
