@@ -19,7 +19,7 @@ from stay.artefacts import Artefact, Brief, DurationLimits, dump
 from stay.errors import PipelineError
 from stay.models import ModelClient, Usage, answer_cost, price_label
 from stay.pipeline._course_graph import artefact_graph
-from stay.pipeline._gateway import ModelGateway
+from stay.pipeline._gateway import ModelGateway, cost_cap
 from stay.pipeline._ledger import Sources
 from stay.pipeline._progress import Progress
 from stay.pipeline._reader import RunReader
@@ -276,7 +276,8 @@ class Run:
 
         report = Reporter(progress, cost)
         model = ModelGateway(backend, config.settings, tally, report,
-                             model_slots or threading.Semaphore(config.settings.model_concurrency))
+                             model_slots or threading.Semaphore(config.settings.model_concurrency),
+                             cap=cost_cap(config.settings))
         reader = RunReader(config.root, brief)
         walk = Walk(config.slug, state=state, course_lock=course_lock)
         return cls(config=config, reader=reader, model=model, report=report, tally=tally, walk=walk)
