@@ -145,8 +145,14 @@ class CostCap:
     held is let go, so only the real price stays spent."""
 
     limit: float
-    held: float = 0.0
+    holds: list[float] = field(default_factory=list)
+    """The worst case of each call in flight (a list, not a running sum, so that once all
+    are let go nothing is left held by rounding)."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def held(self) -> float:
+        return math.fsum(self.holds)
 
     def hold(self, request: ModelRequest, model: str, settings: Settings, tally: Tally) -> float:
         worst = worst_case(request, model, settings)
@@ -157,19 +163,20 @@ class CostCap:
                 raise CostCapReached(f"stopped before {request.stage} ({request.artefact}): the cost cap cannot be "
                                      f"kept, a reply had no price on file ({', '.join(unpriced) or model}); "
                                      "rerun without --max-cost (STAY_MAX_COST) to go on")
-            if spent + self.held + worst > self.limit:
-                flight = f" (and ${self.held:.4f} held for calls in flight)" if self.held else ""
+            held = self.held
+            if spent + held + worst > self.limit:
+                flight = f" (and ${held:.4f} held for calls in flight)" if held else ""
                 raise CostCapReached(
                     f"stopped before {request.stage} ({request.artefact}) at the cost cap: ${spent:.4f} spent"
                     f"{flight} of ${self.limit:.4f}, ${max(0.0, self.limit - spent):.4f} left, and this call could "
                     f"cost up to ${worst:.4f}; rerun with a higher --max-cost (or STAY_MAX_COST) to go on: what "
                     "is finished is not paid again")
-            self.held += worst
+            self.holds.append(worst)
             return worst
 
     def release(self, worst: float) -> None:
         with self.lock:
-            self.held -= worst
+            self.holds.remove(worst)
 
 
 def with_note(request: ModelRequest, name: str, value: object, text: str) -> ModelRequest:
