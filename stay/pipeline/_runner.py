@@ -149,7 +149,8 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
     if batch and settings.max_cost is not None:  # a batch sends the whole wave at once: no call to stop before
         raise UsageError("--batch cannot keep to --max-cost (STAY_MAX_COST): a batch sends every wave call at "
                          "once; drop one of them")
-    cost_cap(settings)  # a cap over a model with no price, refused before anything is paid or locked
+    if not isinstance(chosen, OfflineBackend):  # an offline run is not billed: nothing to cap
+        cost_cap(settings)  # a cap over a model with no price, refused before anything is paid or locked
     if client is None and not replay and isinstance(chosen, AnthropicBackend):
         chosen.check_models(settings.models)  # a mistyped id, before anything is paid or locked
     lock = CourseLock(root) if exists else None

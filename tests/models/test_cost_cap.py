@@ -192,3 +192,20 @@ def test_the_worst_case_is_held_atomically_and_let_go_when_the_call_returns() ->
     with pytest.raises(ModelUnavailable):
         gateway.ask(request)  # room again: the call is made, and fails
     assert gateway.cap.held == 0  # a failed call lets go of its hold too
+
+
+@pytest.mark.parametrize("raw", ["0", "-2", "nan", "a dollar"])
+def test_a_max_cost_flag_that_is_not_an_amount_is_one_usage_line(raw: str, tmp_path: Path) -> None:
+    done = run_stay("build", str(HTTP), "--yes", "--courses-dir", str(tmp_path), f"--max-cost={raw}")
+    assert done.returncode == EXIT_USAGE
+    assert "--max-cost" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / SLUG).exists()
+
+
+def test_an_offline_run_is_not_billed_so_a_cap_never_stops_it(tmp_path: Path) -> None:
+    """The worst case is priced at the settings' models; an offline run pays nothing, and
+    a cap far below any one call's worst case leaves it as it is, an unpriced model too."""
+    done = run_stay("new", str(HTTP), "--backend", "offline", "--courses-dir", str(tmp_path), "--max-cost", "0.0001",
+                    env={"STAY_MODEL_WRITING": "claude-sonnet-4-0"})
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / SLUG / "curriculum.yaml").is_file()
