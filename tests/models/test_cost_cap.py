@@ -209,3 +209,12 @@ def test_an_offline_run_is_not_billed_so_a_cap_never_stops_it(tmp_path: Path) ->
                     env={"STAY_MODEL_WRITING": "claude-sonnet-4-0"})
     assert done.returncode == 0, done.stderr
     assert (tmp_path / SLUG / "curriculum.yaml").is_file()
+
+
+def test_a_cap_with_batch_is_refused_up_front(tmp_path: Path) -> None:
+    with FakeMessagesAPI() as api:
+        done = run_stay("build", str(HTTP), "--yes", "--batch", "--backend", "anthropic", "--courses-dir",
+                        str(tmp_path), env=_env(api, STAY_MAX_COST="5"))
+    assert done.returncode == EXIT_USAGE
+    assert sum("--batch cannot keep to --max-cost" in line for line in done.stderr.splitlines()) == 1
+    assert api.requests == [] and not (tmp_path / SLUG).exists()
