@@ -90,6 +90,7 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("--backend", choices=("offline", "anthropic"),
                              help="default: anthropic when ANTHROPIC_API_KEY is set, else offline")
         command.add_argument("--answer-tokens", type=_positive, metavar="N", help=ANSWER_TOKENS_HELP)
+        command.add_argument("--max-cost", type=_dollars, metavar="USD", help=MAX_COST_HELP)
         command.add_argument("--batch", action="store_true",
                              help="send the wave through one Message Batch (half price, slower)")
         command.add_argument("--replay", action="store_true",
@@ -109,6 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     revise.add_argument("--backend", choices=("offline", "anthropic"),
                         help="default: anthropic when ANTHROPIC_API_KEY is set, else offline")
     revise.add_argument("--answer-tokens", type=_positive, metavar="N", help=ANSWER_TOKENS_HELP)
+    revise.add_argument("--max-cost", type=_dollars, metavar="USD", help=MAX_COST_HELP)
     approve = sub.add_parser("approve", parents=[common], help="answer a gate for a course")
     approve.add_argument("slug")
     # the gates are declared once, in the pipeline (stay.pipeline._gate_decl), which checks
@@ -262,6 +264,21 @@ ANSWER_TOKENS_HELP = ("every answer's room in tokens, thinking on top (default: 
                       "stage's own); a cut-off answer is asked once more with twice the room")
 
 
+MAX_COST_HELP = ("US dollars this run may spend (default: STAY_MAX_COST, else no cap): a call whose worst case "
+                 "would pass it is not made; the run stops there with exit 5, and a rerun pays nothing twice")
+
+
+def _dollars(raw: str) -> float:
+    """An amount of US dollars above 0, for argparse."""
+    try:
+        value = float(raw.removeprefix("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw[:40]!r} is not an amount of US dollars (e.g. 2.50)") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be above 0, not {raw[:40]}")
+    return value
+
+
 def _positive(raw: str) -> int:
     """A whole number of at least 1, for argparse (which prints the error as a usage line)."""
     try:
@@ -281,7 +298,8 @@ def _settings(ns: argparse.Namespace) -> Settings:
 
     prompts = getattr(ns, "prompts_dir", None)
     return Settings.from_env(backend=getattr(ns, "backend", None), prompts_dir=Path(prompts) if prompts else None,
-                             answer_tokens=getattr(ns, "answer_tokens", None))
+                             answer_tokens=getattr(ns, "answer_tokens", None),
+                             max_cost=getattr(ns, "max_cost", None))
 
 
 def _course_command(ns: argparse.Namespace, settings: Settings) -> int:

@@ -27,7 +27,8 @@ one table, ``EXIT_CODES`` (the most specific class wins).
     │   ├── BriefRejected     input moderation flagged the brief; nothing was written
     │   ├── UnsafeId          an id or slug read from disk or from a model that could
     │   │                     name a path outside the course, or breaks the id format
-    │   └── CourseLocked      another command is writing this course
+    │   ├── CourseLocked      another command is writing this course
+    │   └── CostCapReached    the next call could pass --max-cost: stopped before it
     ├── InvalidRun            an eval report with too many failed judge items to trust (5)
     └── GraphError            a declaration that breaks its contract: the pipeline graph,
                               a stage, the rule registry (a bug)                       (3)
@@ -41,7 +42,7 @@ from __future__ import annotations
 __all__ = [
     "EXIT_BUG", "EXIT_CODES", "EXIT_FAIL", "EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_REFUSED",
     "EXIT_UNAVAILABLE", "EXIT_USAGE", "AnswerError", "ArtefactError", "BriefError", "BriefRejected",
-    "CourseLocked", "CoursePathError", "DataFileError", "EnvironmentProblem", "GraphError",
+    "CostCapReached", "CourseLocked", "CoursePathError", "DataFileError", "EnvironmentProblem", "GraphError",
     "InvalidRun", "ModelError", "ModelUnavailable", "PipelineError", "RefusalError", "ReplayMiss",
     "RunsNotComparable", "StayError", "TruncationError", "UnsafeId", "UsageError", "exit_code",
 ]
@@ -176,6 +177,12 @@ class UnsafeId(PipelineError):
 
 class CourseLocked(PipelineError):
     """Another command holds this course's lock; names its process id."""
+
+
+class CostCapReached(PipelineError):
+    """The next model call's worst case would take the run past its cost cap
+    (``--max-cost``, ``STAY_MAX_COST``): the run stopped before it, keeping what it
+    finished; names the spend so far, the cap and what is left (exit code 5)."""
 
 
 class GraphError(StayError, ValueError):

@@ -19,6 +19,7 @@ used is a one-line ``UsageError`` naming the variable and what it takes.
     STAY_MAX_RETRIES              max_retries           4
     STAY_CALL_DEADLINE            call_deadline         per call, retries included: max_tokens at 20/s, >= 600 s
     STAY_ANSWER_TOKENS            answer_tokens         each stage's own room (stay.models.MAX_TOKENS)
+    STAY_MAX_COST                 max_cost              no cap: US dollars a run may spend (stay.pipeline._gateway)
     STAY_BATCH_POLL_SECONDS       batch_poll_seconds    30
     STAY_PROMPTS_DIR              prompts_dir           the packaged prompts/
     STAY_DATA_DIR                 data_dir              ./data, else the packaged data/
@@ -111,6 +112,9 @@ class Settings:
     """None: each call's own (``stay.models._anthropic.default_deadline``)."""
     answer_tokens: int | None = None
     """Every answer's room in tokens (thinking comes on top); None: each stage's own."""
+    max_cost: float | None = None
+    """US dollars a run may spend: a call whose worst case would pass it is not made
+    (``stay.pipeline._gateway.CostCap``); None: no cap."""
     batch_poll_seconds: float = 30.0
     prompts_dir: Path | None = None
     """None: the prompts shipped with stay."""
@@ -138,6 +142,9 @@ class Settings:
         if self.answer_tokens is not None and (not isinstance(self.answer_tokens, int) or
                                                isinstance(self.answer_tokens, bool) or self.answer_tokens < 1):
             raise UsageError(f"answer_tokens must be a whole number of at least 1, not {self.answer_tokens!r}")
+        if self.max_cost is not None and (not isinstance(self.max_cost, int | float) or
+                                          isinstance(self.max_cost, bool) or not 0 < self.max_cost < float("inf")):
+            raise UsageError(f"max_cost must be a number of US dollars above 0, not {self.max_cost!r}")
         for name, zero in (("request_timeout", False), ("retry_after_cap", False), ("batch_poll_seconds", True),
                            ("call_deadline", False)):
             seconds = getattr(self, name)
@@ -199,6 +206,7 @@ class Settings:
             "max_retries": read.integer("STAY_MAX_RETRIES", 4, least=0),
             "call_deadline": read.seconds("STAY_CALL_DEADLINE", 0.0) or None,  # 0 is refused when given
             "answer_tokens": read.integer("STAY_ANSWER_TOKENS", 0, least=1) or None,
+            "max_cost": read.dollars("STAY_MAX_COST"),
             "batch_poll_seconds": read.seconds("STAY_BATCH_POLL_SECONDS", 30.0, zero=True),
             "prompts_dir": read.path("STAY_PROMPTS_DIR"),
             "data_dir": data_dir_from(env),
@@ -249,6 +257,18 @@ class _Reader:
         if not (value >= 0 if zero else value > 0) or value == float("inf"):
             raise UsageError(f"{name} must be a number of seconds{' of at least 0' if zero else ' above 0'}, "
                              f"not {raw[:40]}")
+        return value
+
+    def dollars(self, name: str) -> float | None:
+        raw = self._raw(name)
+        if raw is None:
+            return None
+        try:
+            value = float(raw.removeprefix("$"))
+        except ValueError:
+            raise UsageError(f"{name}={raw[:40]!r} is not an amount of US dollars (e.g. {name}=2.50)") from None
+        if not 0 < value < float("inf"):
+            raise UsageError(f"{name} must be an amount of US dollars above 0, not {raw[:40]}")
         return value
 
     def path(self, name: str) -> Path | None:

@@ -16,7 +16,8 @@ PUBLIC = [
     # the whole error tree (stay/errors.py), so a caller can catch exactly what it handles
     "StayError", "UsageError", "CoursePathError", "DataFileError", "BriefError", "EnvironmentProblem",
     "ArtefactError", "AnswerError", "ModelError", "TruncationError", "RefusalError", "ReplayMiss",
-    "ModelUnavailable", "PipelineError", "BriefRejected", "UnsafeId", "CourseLocked", "GraphError",
+    "ModelUnavailable", "PipelineError", "BriefRejected", "UnsafeId", "CourseLocked", "CostCapReached",
+    "GraphError",
 ]
 
 TESTING = ["RiggedBackend", "InjectedFault", "DEFECTS", "QUALITY_KNOBS"]

@@ -4,10 +4,14 @@ One of the four collaborators a node handler works through (``stay.pipeline._run
 A call waits for one of the run's model slots (``STAY_MODEL_CONCURRENCY``), is timed,
 has any secret cut out of its answer before anything else sees it, and is added to the
 run's tally and trace. ``produce`` is the one way an answer becomes artefacts.
+Under a cost cap (``--max-cost``, ``STAY_MAX_COST``) a call is made only when its worst
+case fits in what is left (``CostCap``).
 """
 
 from __future__ import annotations
 
+import json
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -17,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from stay._secrets import redact, redact_data
 from stay.artefacts import Artefact
-from stay.errors import AnswerError, ModelError
-from stay.models import ModelClient, Rejecting
-from stay.requests import ModelAnswer, ModelRequest
+from stay.errors import AnswerError, CostCapReached, ModelError, UsageError
+from stay.models import THINKING, ModelClient, Rejecting, cost, request_params
+from stay.requests import ROLES, ModelAnswer, ModelRequest, Usage
 from stay.settings import Settings
 
 if TYPE_CHECKING:
@@ -40,6 +44,7 @@ class ModelGateway:
     in_flight: AbstractContextManager[Any] = field(default_factory=nullcontext)
     """A Gauge during the wave (stay.pipeline._wave); a no-op elsewhere."""
     tracer: Tracer | None = None
+    cap: CostCap | None = None
 
     def produce(self, request: ModelRequest, parse: Callable[[ModelAnswer], list[Artefact]]) -> list[Artefact]:
         """Ask, and parse the answer into artefacts. An answer that does not fit its
@@ -65,19 +70,29 @@ class ModelGateway:
             raise
 
     def ask(self, request: ModelRequest) -> ModelAnswer:
-        """One model call, under the model-call cap, counted and priced."""
+        """One model call, under the model-call cap and the cost cap, counted and priced."""
         model = self.settings.model(request.role)
         with self.slots, self.in_flight:
-            start = time.perf_counter()
+            # held once a slot is taken, so calls waiting for one hold nothing, and let go
+            # only once the answer's real price is in the tally: never both missing at once
+            held = self.cap.hold(request, model, self.settings, self.tally) if self.cap is not None else 0.0
             try:
-                answer = self.backend.complete(request, model)
-            except (AnswerError, ModelError) as exc:
-                # a reply that was paid for and cannot be used (cut off, refused, not
-                # JSON) is counted, priced and traced before the error goes on
-                if isinstance(exc.billed, ModelAnswer):
-                    self.account(request, exc.billed, time.perf_counter() - start, error=type(exc).__name__)
-                raise
-            seconds = time.perf_counter() - start
+                return self._asked(request, model)
+            finally:
+                if self.cap is not None:
+                    self.cap.release(held)
+
+    def _asked(self, request: ModelRequest, model: str) -> ModelAnswer:
+        start = time.perf_counter()
+        try:
+            answer = self.backend.complete(request, model)
+        except (AnswerError, ModelError) as exc:
+            # a reply that was paid for and cannot be used (cut off, refused, not
+            # JSON) is counted, priced and traced before the error goes on
+            if isinstance(exc.billed, ModelAnswer):
+                self.account(request, exc.billed, time.perf_counter() - start, error=type(exc).__name__)
+            raise
+        seconds = time.perf_counter() - start
         # every answer, whatever served it (a cache written before secrets were cut out of
         # answers, a relay, a backend of the caller's), before it is traced or written
         data, model_name = redact_data(answer.data), redact(answer.model)
@@ -93,6 +108,75 @@ class ModelGateway:
         if self.tracer is not None:
             self.tracer.call(request, answer, seconds, error)
         self.tally.add_call(request.stage, answer)
+
+
+CHARS_PER_TOKEN = 4
+"""How a worst case counts a request's input: one token per 4 characters of the request
+as it is sent (its JSON: instructions, inputs, schema), as the offline estimate counts."""
+
+
+def worst_case(request: ModelRequest, model: str, settings: Settings) -> float | None:
+    """The most one call can cost: its whole input at the full input price (no cache
+    read), plus ``max_tokens`` of output (the answer's room and the thinking room);
+    None for a model with no price on file."""
+    params = request_params(request, model, THINKING.get(request.role), answer_tokens=settings.answer_tokens)
+    tokens = math.ceil(len(json.dumps(params, ensure_ascii=False)) / CHARS_PER_TOKEN)
+    return cost(model, Usage(input_tokens=tokens, output_tokens=params["max_tokens"]))
+
+
+def cost_cap(settings: Settings) -> CostCap | None:
+    """The run's cost cap, or None without one. A cap over a model with no price on file
+    is refused up front: what cannot be priced cannot be capped."""
+    if settings.max_cost is None:
+        return None
+    for role in ROLES:
+        model = settings.model(role)
+        if cost(model, Usage()) is None:
+            raise UsageError(f"--max-cost (STAY_MAX_COST) cannot cap the {role} role's model {model!r}: it has no "
+                             f"price on file; set STAY_MODEL_{role.upper()} to a priced model, or run without a cap")
+    return CostCap(settings.max_cost)
+
+
+@dataclass
+class CostCap:
+    """A run's cap in US dollars. Before each call its worst case is held against the cap,
+    atomically, with what the run has paid and what calls in flight hold: a call that
+    would not fit is not made (``CostCapReached``). Once its answer is counted, what was
+    held is let go, so only the real price stays spent."""
+
+    limit: float
+    holds: list[float] = field(default_factory=list)
+    """The worst case of each call in flight (a list, not a running sum, so that once all
+    are let go nothing is left held by rounding)."""
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def held(self) -> float:
+        return math.fsum(self.holds)
+
+    def hold(self, request: ModelRequest, model: str, settings: Settings, tally: Tally) -> float:
+        worst = worst_case(request, model, settings)
+        with self.lock:
+            with tally.lock:
+                spent, unpriced = tally.cost, sorted(tally.unpriced)
+            if worst is None or unpriced:
+                raise CostCapReached(f"stopped before {request.stage} ({request.artefact}): the cost cap cannot be "
+                                     f"kept, a reply had no price on file ({', '.join(unpriced) or model}); "
+                                     "rerun without --max-cost (STAY_MAX_COST) to go on")
+            held = self.held
+            if spent + held + worst > self.limit:
+                flight = f" (and ${held:.4f} held for calls in flight)" if held else ""
+                raise CostCapReached(
+                    f"stopped before {request.stage} ({request.artefact}) at the cost cap: ${spent:.4f} spent"
+                    f"{flight} of ${self.limit:.4f}, ${max(0.0, self.limit - spent):.4f} left, and this call could "
+                    f"cost up to ${worst:.4f}; rerun with a higher --max-cost (or STAY_MAX_COST) to go on: what "
+                    "is finished is not paid again")
+            self.holds.append(worst)
+            return worst
+
+    def release(self, worst: float) -> None:
+        with self.lock:
+            self.holds.remove(worst)
 
 
 def with_note(request: ModelRequest, name: str, value: object, text: str) -> ModelRequest:

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from stay.artefacts import Artefact, Brief, DurationLimits, dump
 from stay.errors import PipelineError
-from stay.models import ModelClient, Usage, answer_cost, price_label
+from stay.models import ModelClient, OfflineBackend, Usage, answer_cost, price_label
 from stay.pipeline._course_graph import artefact_graph
-from stay.pipeline._gateway import ModelGateway
+from stay.pipeline._gateway import ModelGateway, cost_cap
 from stay.pipeline._ledger import Sources
 from stay.pipeline._progress import Progress
 from stay.pipeline._reader import RunReader
@@ -242,6 +242,13 @@ class Writer:
         return True
 
 
+def _unbilled(backend: ModelClient) -> bool:
+    """Whether no call of this backend is billed (offline, behind the request cache or
+    not): there is nothing to cap, and a worst case priced at the settings' models
+    would stop a run that costs nothing."""
+    return isinstance(getattr(backend, "inner", backend), OfflineBackend)
+
+
 @dataclass(frozen=True)
 class Run:
     """A run's context, as the runner holds it: what the run was asked (``config``), what
@@ -276,7 +283,8 @@ class Run:
 
         report = Reporter(progress, cost)
         model = ModelGateway(backend, config.settings, tally, report,
-                             model_slots or threading.Semaphore(config.settings.model_concurrency))
+                             model_slots or threading.Semaphore(config.settings.model_concurrency),
+                             cap=None if _unbilled(backend) else cost_cap(config.settings))
         reader = RunReader(config.root, brief)
         walk = Walk(config.slug, state=state, course_lock=course_lock)
         return cls(config=config, reader=reader, model=model, report=report, tally=tally, walk=walk)

@@ -40,6 +40,7 @@ from stay.models import (
 from stay.pipeline._commands import open_course, open_course_named
 from stay.pipeline._dag import Dag
 from stay.pipeline._gate_decl import GATE_NAMES
+from stay.pipeline._gateway import cost_cap
 from stay.pipeline._graph import CommandDecl, assemble, checked, declare
 from stay.pipeline._ledger import Sources
 from stay.pipeline._nodes import handlers
@@ -145,6 +146,11 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
     chosen = client if client is not None else default_backend(settings, say)
     if batch and not isinstance(chosen, AnthropicBackend):
         raise UsageError("--batch needs the anthropic backend (Message Batches are an API feature)")
+    if batch and settings.max_cost is not None:  # a batch sends the whole wave at once: no call to stop before
+        raise UsageError("--batch cannot keep to --max-cost (STAY_MAX_COST): a batch sends every wave call at "
+                         "once; drop one of them")
+    if not isinstance(chosen, OfflineBackend):  # an offline run is not billed: nothing to cap
+        cost_cap(settings)  # a cap over a model with no price, refused before anything is paid or locked
     if client is None and not replay and isinstance(chosen, AnthropicBackend):
         chosen.check_models(settings.models)  # a mistyped id, before anything is paid or locked
     lock = CourseLock(root) if exists else None
