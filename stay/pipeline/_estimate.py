@@ -48,6 +48,7 @@ from stay.models import (
 from stay.pipeline._runner import run_command
 from stay.requests import ModelAnswer, ModelRequest, Usage
 from stay.settings import Settings
+from stay.stages import STAGES
 
 MIN_CACHEABLE = 512
 """The shortest prefix the low end assumes is cached: the smallest minimum any current
@@ -88,6 +89,8 @@ class Call:
     """(key, tokens up to and including the breakpoint) of every cache breakpoint, shortest first."""
     max_tokens: int
     typical_output: int
+    artefact: str = ""
+    """The file the call writes: with the stage, what orders calls the same on every run."""
 
 
 @dataclass(frozen=True)
@@ -220,11 +223,16 @@ def _call(request: ModelRequest, model: str, screen: bool, settings: Settings,
     answer = {"flagged": False, "reason": ""} if screen else OfflineBackend().answer(request)
     return Call(stage=request.stage, model=model, input_tokens=counted, prefixes=prefixes,
                 max_tokens=int(params["max_tokens"]),
-                typical_output=max(1, len(json.dumps(answer)) // CHARS_PER_TOKEN))
+                typical_output=max(1, len(json.dumps(answer)) // CHARS_PER_TOKEN), artefact=request.artefact)
 
 
 def _priced(calls: Sequence[Call], counted_by: str) -> Estimate:
-    """Each stage's calls priced low and high, in the order the build first asked them."""
+    """Each stage's calls priced low and high, in the pipeline's order: the screen, then
+    the stages as declared, each stage's calls by the file they write. Not the order the
+    build asked them in: a wave's calls run concurrently, and their order (which decides
+    which call writes a shared prefix and which reads it) would change from run to run."""
+    order = {stage: rank for rank, stage in enumerate(STAGES)}
+    calls = sorted(calls, key=lambda c: (c.stage in order, order.get(c.stage, -1), c.stage, c.artefact))
     seen: set[str] = set()
     by_stage: dict[str, list[Call]] = {}
     low: dict[str, float | None] = {}
