@@ -122,6 +122,9 @@ class ModelAnswer(BaseModel):
     response_id: str | None = None
     """The response's ``id`` (``msg_...``), when it had one: the trace's
     ``gen_ai.response.id``, to find the call in the provider's console."""
+    request_id: str | None = None
+    """The API's ``request-id`` for the HTTP exchange that answered (``req_...``), when it
+    sent one: the trace's ``stay.request_id``, what the provider's support asks for."""
     stop_reason: str | None = None
     """Why the model stopped (``end_turn``, ``max_tokens``, ``refusal``, ...), when it said:
     the trace's ``gen_ai.response.finish_reasons``."""

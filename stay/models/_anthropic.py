@@ -42,6 +42,7 @@ from stay.models._wire import (
     jittered,
     one_line,
     redact,
+    request_id_of,
     request_params,
     retry_after,
     retryable_status,
@@ -104,6 +105,14 @@ def _quiet(_line: str) -> None:
 
 def _nothing() -> None:
     """No prefix gate to tell."""
+
+
+def _identified(message: Any, stream: Any) -> Any:
+    """The streamed message with the ``request-id`` its stream's response carried: the SDK
+    sets ``_request_id`` on a message it parsed whole, not on one a stream assembled."""
+    if getattr(message, "_request_id", None) is None:
+        message._request_id = getattr(stream, "request_id", None)
+    return message
 
 
 def _begun(stream: Any, started: Callable[[], None]) -> None:
@@ -380,7 +389,7 @@ class AnthropicBackend:
                 if streamed:
                     with client.messages.stream(**params, timeout=timeout) as stream, clock.watch(stream.close):
                         _begun(stream, started)
-                        return stream.get_final_message()
+                        return _identified(stream.get_final_message(), stream)
                 return client.messages.create(**params, timeout=timeout)
             except StayError:
                 raise
@@ -428,7 +437,7 @@ class AnthropicBackend:
     async def _attempt(client: Any, params: dict[str, Any], streamed: bool, timeout: Any) -> Any:
         if streamed:
             async with client.messages.stream(**params, timeout=timeout) as stream:
-                return await stream.get_final_message()
+                return _identified(await stream.get_final_message(), stream)
         return await client.messages.create(**params, timeout=timeout)
 
     # -- failures --------------------------------------------------------------------------
@@ -480,6 +489,8 @@ class AnthropicBackend:
         if isinstance(exc, anthropic.APIStatusError):
             status, headers, body = exc.status_code, exc.response.headers, exc.body
             detail = clean(getattr(exc, "message", exc))
+            said = request_id_of(exc.request_id)
+            detail += f"; request-id {said}" if said else ""  # what the provider's support asks for
             if status == 401:
                 return _Failure(False, _Rejected(f"{where}: {self._credential} was rejected (401); check it", 401))
             if spend_limited(body):

@@ -237,7 +237,17 @@ def _reply_of(message: Any, budget: Budget | None) -> dict[str, Any]:
     for field, name in (("id", "response_id"), ("stop_reason", "stop_reason")):
         value = getattr(message, field, None)
         found[name] = _secrets.redact(value) if isinstance(value, str) and value else None
+    found["request_id"] = request_id_of(getattr(message, "_request_id", None))
     return found
+
+
+_REQUEST_ID = re.compile(r"[A-Za-z0-9_\-]{1,128}")
+
+
+def request_id_of(value: object) -> str | None:
+    """A ``request-id`` header's value as stay records it: an id's characters only, at
+    most 128 of them (a header is untrusted; anything else is not recorded)."""
+    return value if isinstance(value, str) and _REQUEST_ID.fullmatch(value) else None
 
 
 # -- errors ------------------------------------------------------------------------------

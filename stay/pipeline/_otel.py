@@ -341,6 +341,8 @@ def _call_attributes(call: Mapping[str, Any], backend: str) -> dict[str, Any]:
         attributes["gen_ai.request.max_tokens"] = call["max_tokens"]
     if call.get("response_id"):
         attributes["gen_ai.response.id"] = str(call["response_id"])
+    if call.get("request_id"):  # the HTTP exchange's id, what the provider's support asks for
+        attributes["stay.request_id"] = str(call["request_id"])
     if call.get("stop_reason"):
         attributes["gen_ai.response.finish_reasons"] = (str(call["stop_reason"]),)
     if call.get("error"):  # a billed reply that could not be used: the error it raised

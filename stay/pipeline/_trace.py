@@ -71,7 +71,8 @@ class Tracer:
             "cache_creation_input_tokens": usage.cache_creation_input_tokens,
             "cache_read_input_tokens": usage.cache_read_input_tokens,
             "thinking_tokens": usage.thinking_tokens, "batch": answer.batch,
-            "response_id": answer.response_id, "stop_reason": answer.stop_reason,
+            "response_id": answer.response_id, "request_id": answer.request_id,
+            "stop_reason": answer.stop_reason,
             "cost_usd": answer_cost(answer),
             **({CONTENT: _content(request, answer)} if self.capture else {}),
         })

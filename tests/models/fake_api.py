@@ -57,6 +57,9 @@ seconds or an HTTP-date, or a spend-limit 429 as the API marks it; ``Stall``: a 
 that starts and then sends nothing; ``PingsOnly``: a stream that sends only ``ping``
 events), and a ``Limiter`` answers 429 to every request past its rate.
 
+Every response carries a ``request-id`` header (``req_fake`` and a counter), as the API's
+do; ``request_ids`` lists them in the order sent.
+
 ``FakeMessagesAPI`` also serves the Models API and authenticates as the real API does:
 
 - ``GET /v1/models/{id}`` answers a ``ModelInfo`` for a model the SDK lists
@@ -407,6 +410,8 @@ class FakeMessagesAPI:
         self.limiter = limiter
         self.stopping = threading.Event()
         self.requests: list[dict[str, Any]] = []
+        self.request_ids: list[str] = []
+        """The ``request-id`` of every response sent, in order."""
         self.served = served or {}
         """Added to every response's usage, as the real API reports how it served a request:
         ``service_tier`` (standard, priority, batch), ``inference_geo`` (global, us)."""
@@ -440,6 +445,14 @@ class FakeMessagesAPI:
         lock = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
+            def send_response(self, code: int, message: str | None = None) -> None:
+                """Every response carries a ``request-id`` header, as the API's do."""
+                super().send_response(code, message)
+                with lock:
+                    api.request_ids.append(f"req_fake{len(api.request_ids):06d}")
+                    said = api.request_ids[-1]
+                self.send_header("request-id", said)
+
             def _authenticated(self) -> bool:
                 bearer = self.headers.get("authorization", "")
                 found = (("x-api-key", self.headers["x-api-key"]) if self.headers.get("x-api-key") else
