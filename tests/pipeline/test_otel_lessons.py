@@ -1,0 +1,179 @@
+"""A span per lesson in the exported trace: each lesson of the curriculum is a span of
+its own, with its own times, holding its calls (the wave's, and repair's), through the
+same in-process OTLP/HTTP receiver as tests/pipeline/test_otel.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed: pip install -e '.[dev]'")
+pytest.importorskip("opentelemetry.proto", reason="opentelemetry-proto is not installed: pip install -e '.[dev]'")
+
+from stay.artefacts import Curriculum
+from stay.pipeline import BuildResult, build_course
+from stay.pipeline._layout import CourseLayout, LessonPlace
+from stay.pipeline._otel import LESSON_SUMS, build_spans
+from stay.stages import REGISTRY
+from stay.testing import RiggedBackend
+from tests.models.helpers import backend as claude
+from tests.models.helpers import recording
+from tests.pipeline.test_otel import BRIEF, RECORDS, Receiver, attributes
+from tests.pipeline.test_otel import receiver as receiver  # the fixture
+
+LESSON_STAGES = [stage for stage in REGISTRY if stage.scope == "lesson"]
+"""The stages that write a lesson's files: each lesson span holds one call of each."""
+
+
+def _places(result: BuildResult) -> list[LessonPlace]:
+    curriculum = Curriculum.model_validate(yaml.safe_load((result.course_dir / "curriculum.yaml").read_text()))
+    return list(CourseLayout(curriculum).lessons())
+
+
+def _well_formed(spans: list[Any]) -> dict[bytes, Any]:
+    """Span ids unique, one root, every other span's parent present, and each child
+    within its parent's times; the spans by id."""
+    by_id = {span.span_id: span for span in spans}
+    assert len(by_id) == len(spans)
+    assert len([span for span in spans if not span.parent_span_id]) == 1
+    for span in spans:
+        if not span.parent_span_id:
+            continue
+        parent = by_id[span.parent_span_id]
+        assert parent.start_time_unix_nano <= span.start_time_unix_nano <= span.end_time_unix_nano, span.name
+        assert span.end_time_unix_nano <= parent.end_time_unix_nano, span.name
+    return by_id
+
+
+def _is_call(span: Any) -> bool:
+    return "gen_ai.request.model" in attributes(span.attributes)
+
+
+def _lessons(spans: list[Any], parent: Any) -> dict[str, Any]:
+    found = [span for span in spans if span.name.startswith("lesson ") and span.parent_span_id == parent.span_id]
+    by_lesson = {attributes(span.attributes)["stay.lesson.id"]: span for span in found}
+    assert len(by_lesson) == len(found)  # one span per lesson under a node
+    return by_lesson
+
+
+def _holds_its_calls(lesson: Any, calls: list[Any]) -> None:
+    """The lesson span starts with its first call, ends with its last, and sums their usage."""
+    assert calls
+    assert lesson.start_time_unix_nano == min(c.start_time_unix_nano for c in calls)
+    assert lesson.end_time_unix_nano == max(c.end_time_unix_nano for c in calls)
+    mine = attributes(lesson.attributes)
+    assert mine["stay.lesson.calls"] == len(calls)
+    for name, total in LESSON_SUMS.items():
+        assert mine[total] == sum(attributes(c.attributes)[name] for c in calls)
+    assert mine["stay.cost_usd"] == pytest.approx(sum(attributes(c.attributes)["stay.cost_usd"] for c in calls))
+    assert not any(name.startswith(("gen_ai.usage.", "llm.token_count")) for name in mine)  # never counted twice
+
+
+def test_each_lesson_of_the_curriculum_is_a_span_holding_its_calls(receiver: Receiver, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend="offline", progress=lambda _: None)
+    assert result.complete
+    spans = receiver.spans()
+    _well_formed(spans)
+    places = _places(result)
+    wave = next(span for span in spans if span.name == "write_lesson")
+    lessons = _lessons(spans, wave)
+    assert list(lessons) == [place.id for place in places] and places  # in the curriculum's order
+    assert len([span for span in spans if span.name.startswith("lesson ")]) == len(places)
+    calls = [span for span in spans if _is_call(span)]
+    for place in places:
+        lesson = lessons[place.id]
+        assert lesson.name == f"lesson {place.id}"
+        mine = attributes(lesson.attributes)
+        assert (mine["stay.module.id"], mine["stay.lesson.title"]) == (place.module.id, place.lesson.title)
+        held = [call for call in calls if call.parent_span_id == lesson.span_id]
+        assert sorted(attributes(c.attributes)["stay.artefact"] for c in held) == sorted(
+            place.path(stage.output) for stage in LESSON_STAGES)
+        _holds_its_calls(lesson, held)
+    # the lessons' tokens are exactly what the run counted for the lesson stages, and
+    # with the calls about no one lesson (design, plans, capstone), the run's usage
+    usage = [result.usage_by_stage[stage.name] for stage in LESSON_STAGES]  # type: ignore[index]
+    lesson_attrs = [attributes(span.attributes) for span in lessons.values()]
+    assert sum(a["stay.usage.output_tokens"] for a in lesson_attrs) == sum(u.output_tokens for u in usage)
+    assert sum(a["stay.usage.input_tokens"] for a in lesson_attrs) == sum(u.total_input_tokens for u in usage)
+    outside = [attributes(c.attributes) for c in calls if c.parent_span_id not in {s.span_id for s in lessons.values()}]
+    assert sum(a["stay.usage.output_tokens"] for a in lesson_attrs) + sum(
+        a["gen_ai.usage.output_tokens"] for a in outside) == result.usage.output_tokens
+
+
+def test_a_lessons_repairs_are_a_lesson_span_under_repair(receiver: Receiver, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    backend = RiggedBackend(defects={"banned-phrase": None})  # every lesson's content is asked again
+    result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=backend, progress=lambda _: None)
+    assert result.repair is not None
+    regenerated = [path for round_ in result.repair.rounds for path in round_.regenerated]
+    assert regenerated
+    spans = receiver.spans()
+    _well_formed(spans)
+    by_path = {place.path(stage.output): place for place in _places(result) for stage in LESSON_STAGES}
+    calls = [span for span in spans if _is_call(span)]
+    wave = next(span for span in spans if span.name == "write_lesson")
+    repair = next(span for span in spans if span.name == "repair")
+    assert len(_lessons(spans, wave)) == len(by_path) // len(LESSON_STAGES)  # the wave's: every lesson, as before
+    lessons = _lessons(spans, repair)
+    assert sorted(lessons) == sorted({by_path[path].id for path in regenerated})
+    for lesson_id, lesson in lessons.items():
+        held = [call for call in calls if call.parent_span_id == lesson.span_id]
+        assert sorted(attributes(c.attributes)["stay.artefact"] for c in held) == sorted(
+            path for path in regenerated if by_path[path].id == lesson_id)
+        _holds_its_calls(lesson, held)
+    wave_calls = [c for c in calls if by_id_parent(spans, c) is wave]
+    assert len(wave_calls) == len(by_path)  # a repair is not the wave's call, nor does it stretch the wave
+
+
+def by_id_parent(spans: list[Any], span: Any) -> Any:
+    """The node a call belongs to: its parent, or its lesson span's parent."""
+    by_id = {s.span_id: s for s in spans}
+    parent = by_id[span.parent_span_id]
+    return by_id[parent.parent_span_id] if parent.name.startswith("lesson ") else parent
+
+
+def test_a_lesson_span_has_what_its_calls_were_asked_and_answered(receiver: Receiver, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    handler, _ = recording()
+    result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=claude(handler), progress=lambda _: None)
+    assert result.complete and result.cost is not None
+    spans = receiver.spans()
+    _well_formed(spans)
+    lessons = _lessons(spans, next(span for span in spans if span.name == "write_lesson"))
+    calls = [span for span in spans if _is_call(span)]
+    for place in _places(result):
+        held = {attributes(c.attributes)["stay.stage"]: attributes(c.attributes)
+                for c in calls if c.parent_span_id == lessons[place.id].span_id}
+        quiz = held["quiz"]
+        assert place.lesson.title in quiz["input.value"]  # what it was asked: this lesson
+        (answer,) = json.loads(quiz["gen_ai.output.messages"])
+        written = yaml.safe_load((result.course_dir / place.path("{lesson}.quiz.yaml")).read_text())
+        assert json.loads(answer["parts"][0]["content"]) == written == json.loads(quiz["output.value"])
+        _holds_its_calls(lessons[place.id], [c for c in calls if c.parent_span_id == lessons[place.id].span_id])
+    costs = [attributes(s.attributes)["stay.cost_usd"] for s in lessons.values()]
+    outside = [attributes(c.attributes)["stay.cost_usd"] for c in calls
+               if c.parent_span_id not in {s.span_id for s in lessons.values()}]
+    assert sum(costs) + sum(outside) == pytest.approx(result.cost) and min(costs) > 0
+
+
+def test_a_lesson_with_a_failed_call_is_an_error_and_an_old_trace_has_no_lessons() -> None:
+    call = RECORDS[1]["calls"][0]
+    failed = [RECORDS[0], {**RECORDS[1], "calls": [
+        {**call, "lesson": "m01-l01", "module": "m01", "error": "TruncationError", "cost_usd": 0.5},
+        {**RECORDS[1]["calls"][1], "lesson": "m01-l01", "module": "m01"}]},
+        {"type": "lesson", "id": "m01-l01", "module": "m01", "title": "Window functions"}]
+    spans = build_spans(failed, end_ns=10**18)
+    (lesson,) = [span for span in spans if span.name.startswith("lesson ")]
+    assert lesson.attributes["error.type"] == "TruncationError" and lesson.status.status_code.name == "ERROR"
+    assert lesson.attributes["stay.lesson.title"] == "Window functions"
+    assert "stay.cost_usd" not in lesson.attributes  # one call unpriced: no part passed off as the whole
+    assert not any(span.name.startswith("lesson ") for span in build_spans(RECORDS, end_ns=10**18))
