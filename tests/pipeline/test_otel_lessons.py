@@ -5,6 +5,7 @@ same in-process OTLP/HTTP receiver as tests/pipeline/test_otel.py."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +19,18 @@ from stay.artefacts import Curriculum
 from stay.pipeline import BuildResult, build_course
 from stay.pipeline._layout import CourseLayout, LessonPlace
 from stay.pipeline._otel import LESSON_SUMS, build_spans
+from stay.settings import OtlpTarget, Settings
 from stay.stages import REGISTRY
 from stay.testing import RiggedBackend
-from tests.models.helpers import backend as claude
-from tests.models.helpers import recording
+from tests.models.fake_api import FakeMessagesAPI
+from tests.models.helpers import KEY
 from tests.pipeline.test_otel import BRIEF, RECORDS, Receiver, attributes
 from tests.pipeline.test_otel import receiver as receiver  # the fixture
 
 LESSON_STAGES = [stage for stage in REGISTRY if stage.scope == "lesson"]
 """The stages that write a lesson's files: each lesson span holds one call of each."""
+THOUGHT = 64
+"""Tokens the fake thinks before each answer to a request with thinking on."""
 
 
 def _places(result: BuildResult) -> list[LessonPlace]:
@@ -58,6 +62,13 @@ def _lessons(spans: list[Any], parent: Any) -> dict[str, Any]:
     by_lesson = {attributes(span.attributes)["stay.lesson.id"]: span for span in found}
     assert len(by_lesson) == len(found)  # one span per lesson under a node
     return by_lesson
+
+
+def _node_of(spans: list[Any], call: Any) -> Any:
+    """The node a call belongs to: its parent, or its lesson span's parent."""
+    by_id = {s.span_id: s for s in spans}
+    parent = by_id[call.parent_span_id]
+    return by_id[parent.parent_span_id] if parent.name.startswith("lesson ") else parent
 
 
 def _holds_its_calls(lesson: Any, calls: list[Any]) -> None:
@@ -128,51 +139,55 @@ def test_a_lessons_repairs_are_a_lesson_span_under_repair(receiver: Receiver, tm
         assert sorted(attributes(c.attributes)["stay.artefact"] for c in held) == sorted(
             path for path in regenerated if by_path[path].id == lesson_id)
         _holds_its_calls(lesson, held)
-    wave_calls = [c for c in calls if by_id_parent(spans, c) is wave]
+    wave_calls = [c for c in calls if _node_of(spans, c) is wave]
     assert len(wave_calls) == len(by_path)  # a repair is not the wave's call, nor does it stretch the wave
 
 
-def by_id_parent(spans: list[Any], span: Any) -> Any:
-    """The node a call belongs to: its parent, or its lesson span's parent."""
-    by_id = {s.span_id: s for s in spans}
-    parent = by_id[span.parent_span_id]
-    return by_id[parent.parent_span_id] if parent.name.startswith("lesson ") else parent
-
-
-def test_a_lesson_span_has_what_its_calls_were_asked_and_answered(receiver: Receiver, tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
-    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
-    handler, _ = recording()
-    result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=claude(handler), progress=lambda _: None)
+def test_a_lesson_span_has_what_its_calls_were_asked_and_answered_thought_and_cost(
+        receiver: Receiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [k for k in os.environ if k.startswith(("STAY_", "ANTHROPIC_", "OTEL_"))]:
+        monkeypatch.delenv(name)
+    otlp = OtlpTarget(receiver.url + "/v1/traces", capture_content=True)
+    with FakeMessagesAPI(thinking=THOUGHT) as api:  # over HTTP: it thinks, bills and caches as the API does
+        result = build_course(BRIEF, courses_dir=tmp_path, yes=True, progress=lambda _: None,
+                              settings=Settings(api_key=KEY, base_url=api.url, otlp=otlp))
     assert result.complete and result.cost is not None
     spans = receiver.spans()
     _well_formed(spans)
     lessons = _lessons(spans, next(span for span in spans if span.name == "write_lesson"))
     calls = [span for span in spans if _is_call(span)]
     for place in _places(result):
-        held = {attributes(c.attributes)["stay.stage"]: attributes(c.attributes)
-                for c in calls if c.parent_span_id == lessons[place.id].span_id}
-        quiz = held["quiz"]
+        held = [c for c in calls if c.parent_span_id == lessons[place.id].span_id]
+        quiz = next(attributes(c.attributes) for c in held if attributes(c.attributes)["stay.stage"] == "quiz")
         assert place.lesson.title in quiz["input.value"]  # what it was asked: this lesson
         (answer,) = json.loads(quiz["gen_ai.output.messages"])
         written = yaml.safe_load((result.course_dir / place.path("{lesson}.quiz.yaml")).read_text())
         assert json.loads(answer["parts"][0]["content"]) == written == json.loads(quiz["output.value"])
-        _holds_its_calls(lessons[place.id], [c for c in calls if c.parent_span_id == lessons[place.id].span_id])
-    costs = [attributes(s.attributes)["stay.cost_usd"] for s in lessons.values()]
-    outside = [attributes(c.attributes)["stay.cost_usd"] for c in calls
-               if c.parent_span_id not in {s.span_id for s in lessons.values()}]
-    assert sum(costs) + sum(outside) == pytest.approx(result.cost) and min(costs) > 0
+        _holds_its_calls(lessons[place.id], held)
+    inside = {s.span_id for s in lessons.values()}
+    lesson_attrs = [attributes(s.attributes) for s in lessons.values()]
+    outside = [attributes(c.attributes) for c in calls if c.parent_span_id not in inside]
+    assert sum(a["stay.cost_usd"] for a in lesson_attrs + outside) == pytest.approx(result.cost)
+    assert min(a["stay.cost_usd"] for a in lesson_attrs) > 0
+    # (this fake counts thinking in output_tokens without output_tokens_details: the unit test below sums it)
+    assert sum(a["stay.usage.reasoning.output_tokens"] for a in lesson_attrs) + sum(
+        a["gen_ai.usage.reasoning.output_tokens"] for a in outside) == result.usage.thinking_tokens
+    assert sum(a["stay.usage.cache_read.input_tokens"] for a in lesson_attrs) + sum(
+        a["gen_ai.usage.cache_read.input_tokens"] for a in outside) == result.usage.cache_read_input_tokens > 0
 
 
 def test_a_lesson_with_a_failed_call_is_an_error_and_an_old_trace_has_no_lessons() -> None:
-    call = RECORDS[1]["calls"][0]
+    content, quiz = RECORDS[1]["calls"]
     failed = [RECORDS[0], {**RECORDS[1], "calls": [
-        {**call, "lesson": "m01-l01", "module": "m01", "error": "TruncationError", "cost_usd": 0.5},
-        {**RECORDS[1]["calls"][1], "lesson": "m01-l01", "module": "m01"}]},
+        {**content, "lesson": "m01-l01", "module": "m01", "error": "TruncationError", "cost_usd": 0.5,
+         "thinking_tokens": 700},
+        {**quiz, "lesson": "m01-l01", "module": "m01", "thinking_tokens": 300}]},
         {"type": "lesson", "id": "m01-l01", "module": "m01", "title": "Window functions"}]
     spans = build_spans(failed, end_ns=10**18)
     (lesson,) = [span for span in spans if span.name.startswith("lesson ")]
+    calls = failed[1]["calls"]
+    assert lesson.attributes["stay.usage.reasoning.output_tokens"] == sum(c["thinking_tokens"] for c in calls)
+    assert lesson.attributes["stay.usage.output_tokens"] == sum(c["output_tokens"] for c in calls)
     assert lesson.attributes["error.type"] == "TruncationError" and lesson.status.status_code.name == "ERROR"
     assert lesson.attributes["stay.lesson.title"] == "Window functions"
     assert "stay.cost_usd" not in lesson.attributes  # one call unpriced: no part passed off as the whole
