@@ -16,6 +16,10 @@ What the backend receives, for one run:
   ``stay.validator.defects``, ``stay.validator.checks_run``) and every score as
   ``stay.score.<name>`` and as a ``gen_ai.evaluation.result`` event;
 * a child span per pipeline node, with its kind and status;
+* under a node, a span per lesson it asked about (``lesson m01-l04``: id, module, title,
+  its calls' token sums and cost under ``stay.*`` names, so no backend counts a token
+  twice), lasting from its first call's start to its last call's end and holding them;
+  a call about no one lesson (design, a module's plans, the capstone) is the node's;
 * under it, a span per model call with the GenAI semantic conventions
   (``gen_ai.operation.name``, ``gen_ai.provider.name`` and the older ``gen_ai.system``,
   ``gen_ai.request.model``, ``gen_ai.usage.input_tokens`` including cached tokens as the
