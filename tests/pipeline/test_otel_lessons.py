@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +17,14 @@ pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed
 pytest.importorskip("opentelemetry.proto", reason="opentelemetry-proto is not installed: pip install -e '.[dev]'")
 
 from stay.artefacts import Curriculum
+from stay.errors import RefusalError
 from stay.pipeline import BuildResult, build_course
 from stay.pipeline._layout import CourseLayout, LessonPlace
 from stay.pipeline._otel import LESSON_SUMS, build_spans
 from stay.settings import OtlpTarget, Settings
 from stay.stages import REGISTRY
 from stay.testing import RiggedBackend
-from tests.models.fake_api import FakeMessagesAPI
+from tests.models.fake_api import FakeMessagesAPI, stage_of
 from tests.models.helpers import KEY
 from tests.pipeline.test_otel import BRIEF, RECORDS, Receiver, attributes
 from tests.pipeline.test_otel import receiver as receiver  # the fixture
@@ -115,6 +117,8 @@ def test_each_lesson_of_the_curriculum_is_a_span_holding_its_calls(receiver: Rec
     outside = [attributes(c.attributes) for c in calls if c.parent_span_id not in {s.span_id for s in lessons.values()}]
     assert sum(a["stay.usage.output_tokens"] for a in lesson_attrs) + sum(
         a["gen_ai.usage.output_tokens"] for a in outside) == result.usage.output_tokens
+    assert sum(a["stay.usage.input_tokens"] for a in lesson_attrs) + sum(
+        a["gen_ai.usage.input_tokens"] for a in outside) == result.usage.total_input_tokens
 
 
 def test_a_lessons_repairs_are_a_lesson_span_under_repair(receiver: Receiver, tmp_path: Path,
@@ -174,6 +178,37 @@ def test_a_lesson_span_has_what_its_calls_were_asked_and_answered_thought_and_co
         a["gen_ai.usage.reasoning.output_tokens"] for a in outside) == result.usage.thinking_tokens
     assert sum(a["stay.usage.cache_read.input_tokens"] for a in lesson_attrs) + sum(
         a["gen_ai.usage.cache_read.input_tokens"] for a in outside) == result.usage.cache_read_input_tokens > 0
+
+
+def test_a_refused_lesson_is_the_error_span_holding_the_refused_call(receiver: Receiver, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [k for k in os.environ if k.startswith(("STAY_", "ANTHROPIC_", "OTEL_"))]:
+        monkeypatch.delenv(name)
+    refused: list[dict[str, Any]] = []
+    lock = threading.Lock()
+
+    def refuse_one_quiz(body: dict[str, Any]) -> str | None:
+        with lock:  # the first quiz asked, whichever lesson's it is
+            if stage_of(body) != "quiz" or refused:
+                return None
+            refused.append(body)
+            return "refusal"
+
+    otlp = OtlpTarget(receiver.url + "/v1/traces")
+    with FakeMessagesAPI(stop=refuse_one_quiz) as api, pytest.raises(RefusalError):
+        build_course(BRIEF, courses_dir=tmp_path, yes=True, progress=lambda _: None,
+                     settings=Settings(api_key=KEY, base_url=api.url, otlp=otlp))
+    assert len(refused) == 1
+    spans = receiver.spans()
+    _well_formed(spans)
+    errors = [span for span in spans if span.name.startswith("lesson ")
+              and span.status.code == span.status.STATUS_CODE_ERROR]
+    (lesson,) = errors  # the refused quiz's lesson, and only it
+    assert attributes(lesson.attributes)["error.type"] == RefusalError.__name__
+    held = [attributes(c.attributes) for c in spans if c.parent_span_id == lesson.span_id]
+    quiz = next(a for a in held if a["stay.stage"] == "quiz")
+    assert quiz["error.type"] == RefusalError.__name__
+    assert quiz["stay.artefact"].endswith(f"/{attributes(lesson.attributes)['stay.lesson.id']}.quiz.yaml")
 
 
 def test_a_lesson_with_a_failed_call_is_an_error_and_an_old_trace_has_no_lessons() -> None:
