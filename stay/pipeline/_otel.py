@@ -57,7 +57,6 @@ from stay.settings import OtlpTarget
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
-    from opentelemetry.trace import Span
 
 INSTALL_HINT = "pip install 'stay[otel]'"
 
@@ -218,23 +217,24 @@ def build_spans(records: Sequence[Mapping[str, Any]], *, end_ns: int,
                                  attributes={**session_attrs, "stay.node.kind": str(record.get("kind")),
                                              "openinference.span.kind": "CHAIN"})
         for lesson_id, timed in _by_lesson(record.get("calls") or [], call_times).items():
-            parent = lesson = None if lesson_id is None else tracer.start_span(
-                f"lesson {lesson_id}", context=api.set_span_in_context(node),
-                start_time=min(call_start for _, (call_start, _) in timed),
-                attributes={**session_attrs, **_lesson_attributes(lesson_id, lessons.get(lesson_id), timed)})
-            made = []
-            for call, (call_start, call_end) in timed:
-                made.append(_call_attributes(call, backend))
-                span = tracer.start_span(f"chat {call.get('model')}",
-                                         context=api.set_span_in_context(parent or node),
+            made = [_call_attributes(call, backend) for call, _ in timed]
+            parent = node
+            if lesson_id is not None:
+                mine = _lesson_attributes(lesson_id, lessons.get(lesson_id), made)
+                parent = tracer.start_span(f"lesson {lesson_id}", context=api.set_span_in_context(node),
+                                           start_time=min(call_start for _, (call_start, _) in timed),
+                                           attributes={**session_attrs, **mine})
+                if "error.type" in mine:  # the lesson is as failed as its first failed call: where to look
+                    parent.set_status(api.Status(api.StatusCode.ERROR, str(mine["error.type"])))
+            for (call, (call_start, call_end)), attributes in zip(timed, made, strict=True):
+                span = tracer.start_span(f"chat {call.get('model')}", context=api.set_span_in_context(parent),
                                          kind=api.SpanKind.CLIENT, start_time=call_start,
-                                         attributes={**session_attrs, **made[-1]})
+                                         attributes={**session_attrs, **attributes})
                 if call.get("error"):
                     span.set_status(api.Status(api.StatusCode.ERROR, str(call["error"])))
                 span.end(end_time=call_end)
-            if lesson is not None:
-                _sum_calls(lesson, made)
-                lesson.end(end_time=max(call_end for _, (_, call_end) in timed))
+            if parent is not node:
+                parent.end(end_time=max(call_end for _, (_, call_end) in timed))
         if record.get("status") not in (None, "ok"):
             node.set_status(api.Status(api.StatusCode.ERROR, str(record.get("status"))))
         node.end(end_time=end)
@@ -291,16 +291,6 @@ def _by_lesson(calls: Sequence[Mapping[str, Any]],
     return grouped
 
 
-def _lesson_attributes(lesson_id: str, lesson: Mapping[str, Any] | None,
-                       timed: Sequence[TimedCall]) -> dict[str, Any]:
-    module = str((lesson or {}).get("module") or timed[0][0].get("module") or "")
-    attributes: dict[str, Any] = {"stay.lesson.id": lesson_id, "stay.module.id": module,
-                                  "stay.lesson.calls": len(timed), "openinference.span.kind": "CHAIN"}
-    if lesson and lesson.get("title"):
-        attributes["stay.lesson.title"] = str(lesson["title"])
-    return attributes
-
-
 LESSON_SUMS = {"gen_ai.usage.input_tokens": "stay.usage.input_tokens",
                "gen_ai.usage.output_tokens": "stay.usage.output_tokens",
                "gen_ai.usage.cache_read.input_tokens": "stay.usage.cache_read.input_tokens",
@@ -311,20 +301,24 @@ ones: a backend that totals ``gen_ai.usage.*`` over a trace (Langfuse) would cou
 lesson's tokens twice, once on the lesson and once on its calls."""
 
 
-def _sum_calls(lesson: Span, calls: Sequence[Mapping[str, Any]]) -> None:
-    """The lesson span's sums of its call spans' usage and cost (the cost only when every
-    call was priced: a part would pass for the whole), and the first failed call's error."""
-    from opentelemetry import trace as api
-
-    for name, total in LESSON_SUMS.items():
-        lesson.set_attribute(total, sum(int(call.get(name, 0)) for call in calls))
+def _lesson_attributes(lesson_id: str, lesson: Mapping[str, Any] | None,
+                       calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A lesson span's: its id, module and title, its calls' (attributes) sums, their cost
+    only when every call was priced (a part would pass for the whole), and the first
+    failed call's error."""
+    attributes: dict[str, Any] = {
+        "stay.lesson.id": lesson_id, "stay.module.id": str((lesson or {}).get("module", "")),
+        "stay.lesson.calls": len(calls), "openinference.span.kind": "CHAIN",
+        **{total: sum(int(call.get(name, 0)) for call in calls) for name, total in LESSON_SUMS.items()}}
+    if lesson and lesson.get("title"):
+        attributes["stay.lesson.title"] = str(lesson["title"])
     costs = [cost for call in calls if isinstance(cost := call.get("stay.cost_usd"), float)]
     if len(costs) == len(calls):
-        lesson.set_attribute("stay.cost_usd", sum(costs))
-    error = next((str(call["error.type"]) for call in calls if call.get("error.type")), None)
-    if error is not None:  # the lesson is as failed as its worst call: the first place to look
-        lesson.set_attribute("error.type", error)
-        lesson.set_status(api.Status(api.StatusCode.ERROR, error))
+        attributes["stay.cost_usd"] = sum(costs)
+    error = next((call["error.type"] for call in calls if call.get("error.type")), None)
+    if error is not None:
+        attributes["error.type"] = str(error)
+    return attributes
 
 
 def _clock(record: Mapping[str, Any]) -> int:
