@@ -16,6 +16,10 @@ What the backend receives, for one run:
   ``stay.validator.defects``, ``stay.validator.checks_run``) and every score as
   ``stay.score.<name>`` and as a ``gen_ai.evaluation.result`` event;
 * a child span per pipeline node, with its kind and status;
+* under a node, a span per lesson it asked about (``lesson m01-l04``: id, module, title,
+  its calls' token sums and cost under ``stay.*`` names, so no backend counts a token
+  twice), lasting from its first call's start to its last call's end and holding them;
+  a call about no one lesson (design, a module's plans, the capstone) is the node's;
 * under it, a span per model call with the GenAI semantic conventions
   (``gen_ai.operation.name``, ``gen_ai.provider.name`` and the older ``gen_ai.system``,
   ``gen_ai.request.model``, ``gen_ai.usage.input_tokens`` including cached tokens as the
@@ -207,17 +211,30 @@ def build_spans(records: Sequence[Mapping[str, Any]], *, end_ns: int,
         root.add_event("gen_ai.evaluation.result", timestamp=root_end, attributes={
             "gen_ai.evaluation.name": str(score.get("name")),
             "gen_ai.evaluation.score.value": _number(score.get("value"))})
+    lessons = {str(r.get("id")): r for r in records if r.get("type") == "lesson"}
     for record, (start, end, call_times) in zip(spans, layout, strict=True):
         node = tracer.start_span(str(record.get("name")), context=api.set_span_in_context(root), start_time=start,
                                  attributes={**session_attrs, "stay.node.kind": str(record.get("kind")),
                                              "openinference.span.kind": "CHAIN"})
-        for call, (call_start, call_end) in zip(record.get("calls") or [], call_times, strict=True):
-            span = tracer.start_span(f"chat {call.get('model')}", context=api.set_span_in_context(node),
-                                     kind=api.SpanKind.CLIENT, start_time=call_start,
-                                     attributes={**session_attrs, **_call_attributes(call, backend)})
-            if call.get("error"):
-                span.set_status(api.Status(api.StatusCode.ERROR, str(call["error"])))
-            span.end(end_time=call_end)
+        for lesson_id, timed in _by_lesson(record.get("calls") or [], call_times).items():
+            made = [_call_attributes(call, backend) for call, _ in timed]
+            parent = node
+            if lesson_id is not None:
+                mine = _lesson_attributes(lesson_id, lessons.get(lesson_id), made)
+                parent = tracer.start_span(f"lesson {lesson_id}", context=api.set_span_in_context(node),
+                                           start_time=min(call_start for _, (call_start, _) in timed),
+                                           attributes={**session_attrs, **mine})
+                if "error.type" in mine:  # the lesson is as failed as its first failed call: where to look
+                    parent.set_status(api.Status(api.StatusCode.ERROR, str(mine["error.type"])))
+            for (call, (call_start, call_end)), attributes in zip(timed, made, strict=True):
+                span = tracer.start_span(f"chat {call.get('model')}", context=api.set_span_in_context(parent),
+                                         kind=api.SpanKind.CLIENT, start_time=call_start,
+                                         attributes={**session_attrs, **attributes})
+                if call.get("error"):
+                    span.set_status(api.Status(api.StatusCode.ERROR, str(call["error"])))
+                span.end(end_time=call_end)
+            if parent is not node:
+                parent.end(end_time=max(call_end for _, (_, call_end) in timed))
         if record.get("status") not in (None, "ok"):
             node.set_status(api.Status(api.StatusCode.ERROR, str(record.get("status"))))
         node.end(end_time=end)
@@ -258,6 +275,50 @@ def _layout(spans: Sequence[Mapping[str, Any]], end_ns: int) -> list[Times]:
                                                  for call in span.get("calls") or []]))
         cursor = start + duration
     return layout
+
+
+TimedCall = tuple[Mapping[str, Any], tuple[int, int]]
+
+
+def _by_lesson(calls: Sequence[Mapping[str, Any]],
+               times: Sequence[tuple[int, int]]) -> dict[str | None, list[TimedCall]]:
+    """A node's calls with their times, by the lesson whose file each wrote (None: a call
+    about no one lesson, e.g. a module's plans, the capstone), in the node's order."""
+    grouped: dict[str | None, list[TimedCall]] = {}
+    for call, when in zip(calls, times, strict=True):
+        lesson = call.get("lesson")
+        grouped.setdefault(str(lesson) if lesson else None, []).append((call, when))
+    return grouped
+
+
+LESSON_SUMS = {"gen_ai.usage.input_tokens": "stay.usage.input_tokens",
+               "gen_ai.usage.output_tokens": "stay.usage.output_tokens",
+               "gen_ai.usage.cache_read.input_tokens": "stay.usage.cache_read.input_tokens",
+               "gen_ai.usage.cache_creation.input_tokens": "stay.usage.cache_creation.input_tokens",
+               "gen_ai.usage.reasoning.output_tokens": "stay.usage.reasoning.output_tokens"}
+"""A call span's usage -> the lesson span's sum of it. Under stay's names, not the GenAI
+ones: a backend that totals ``gen_ai.usage.*`` over a trace (Langfuse) would count a
+lesson's tokens twice, once on the lesson and once on its calls."""
+
+
+def _lesson_attributes(lesson_id: str, lesson: Mapping[str, Any] | None,
+                       calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A lesson span's: its id, module and title, its calls' (attributes) sums, their cost
+    only when every call was priced (a part would pass for the whole), and the first
+    failed call's error."""
+    attributes: dict[str, Any] = {
+        "stay.lesson.id": lesson_id, "stay.module.id": str((lesson or {}).get("module", "")),
+        "stay.lesson.calls": len(calls), "openinference.span.kind": "CHAIN",
+        **{total: sum(int(call.get(name, 0)) for call in calls) for name, total in LESSON_SUMS.items()}}
+    if lesson and lesson.get("title"):
+        attributes["stay.lesson.title"] = str(lesson["title"])
+    costs = [cost for call in calls if isinstance(cost := call.get("stay.cost_usd"), float)]
+    if len(costs) == len(calls):
+        attributes["stay.cost_usd"] = sum(costs)
+    error = next((call["error.type"] for call in calls if call.get("error.type")), None)
+    if error is not None:
+        attributes["error.type"] = str(error)
+    return attributes
 
 
 def _clock(record: Mapping[str, Any]) -> int:

@@ -49,7 +49,7 @@ from stay.pipeline._result import SPENT, BuildResult, Spent
 from stay.pipeline._run import BatchPlan, Run, RunConfig, Stop, command_hint
 from stay.pipeline._run_log import log_run, next_run_number
 from stay.pipeline._state import load_manifest
-from stay.pipeline._trace import Tracer
+from stay.pipeline._trace import Tracer, lesson_files
 from stay.pipeline._walk import route, walk
 from stay.settings import Backend, Settings
 from stay.stages import REGISTRY, Prompts, Stage
@@ -243,7 +243,8 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
                 tracer.scores(tally.validation)
             # the error's type only (``failed`` is "Type: message"): the root span is marked with it
             tracer.flush(config.root, stopped, otlp=config.settings.otlp,
-                         error=None if failed is None else failed.partition(":")[0])
+                         error=None if failed is None else failed.partition(":")[0],
+                         lessons=lesson_files(config.stages, run.reader))
     if config.command == "plan" and stopped is None:
         reason = f"planned; write the course with {config.hint('write', config.slug)}"
     if config.command == "revise" and stopped is None:

@@ -6,7 +6,9 @@ node is a span (timing, and per model call: stage, model, tokens, cache reads).
 After validation the defect counts are attached as scores, one per owner, zeros
 included (a missing score reads "not measured", a zero "measured, and clean"),
 plus ``validator_checks_run``, because a rule that stops running also stops
-failing. Nothing from the environment is ever written here: no key, no header.
+failing. A call that wrote a lesson's file names its lesson and module, and each
+lesson asked about is a ``lesson`` record (its title), so the export can give every
+lesson its own span. Nothing from the environment is ever written here: no key, no header.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,11 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 from stay._secrets import redact
 from stay.artefacts import write_text_atomic
+from stay.errors import StayError
 from stay.models import ModelAnswer, ModelRequest, answer_cost
 from stay.validate import OWNERS, CourseReport
 
 if TYPE_CHECKING:
+    from stay.pipeline._reader import RunReader
     from stay.settings import OtlpTarget
+    from stay.stages import Stage
 
 TRACES = ".runs/traces"
 CONTENT = "_content"
@@ -40,10 +45,36 @@ def _content(request: ModelRequest, answer: ModelAnswer) -> dict[str, Any]:
             "answer": json.dumps(answer.data, sort_keys=True, ensure_ascii=False)}
 
 
+@dataclass(frozen=True)
+class LessonRef:
+    """The lesson a file belongs to: what its exported lesson span is named and labelled by."""
+
+    id: str
+    module: str
+    title: str
+
+
+def lesson_files(stages: Sequence[Stage], reader: RunReader) -> dict[str, LessonRef]:
+    """Every lesson-scope stage's file -> its lesson, from the course's layout (the one
+    owner of paths); empty when there is no curriculum, or one that does not load (the
+    run says why; its trace goes without lessons rather than raise over the run's error)."""
+    try:
+        layout = reader.layout
+    except StayError:
+        return {}
+    return {path: LessonRef(place.id, place.module.id, place.lesson.title)
+            for stage in stages if stage.scope == "lesson" for path, place in layout.outputs(stage)
+            if place is not None}
+
+
 def _without_content(record: dict[str, Any]) -> dict[str, Any]:
     if not record.get("calls"):
         return record
     return {**record, "calls": [{k: v for k, v in call.items() if k != CONTENT} for call in record["calls"]]}
+
+
+def _with_lesson(call: dict[str, Any], ref: LessonRef | None) -> dict[str, Any]:
+    return call if ref is None else {**call, "lesson": ref.id, "module": ref.module}
 
 
 @dataclass
@@ -80,8 +111,9 @@ class Tracer:
     @contextmanager
     def span(self, name: str, kind: str, stages: tuple[str, ...] = ()) -> Iterator[None]:
         """A node's span. A wave node only starts its tasks, which make their calls later,
-        while gather waits: its span owns every later call of its ``stages`` (assigned
-        when the trace is flushed), and the barrier's span keeps only what is left."""
+        while gather waits: its span owns every later call of its ``stages`` until the
+        barrier ends (assigned when the trace is flushed), and the barrier's span keeps
+        only what is left."""
         first = len(self._calls)
         start, began = time.perf_counter(), time.time_ns()
         status = "ok"
@@ -98,13 +130,19 @@ class Tracer:
                 "_first": first, "_last": len(self._calls), "_owns": list(stages) if kind == "wave" else [],
             })
 
-    def _finished_records(self) -> list[dict[str, Any]]:
-        """Spans with their calls: a wave span's by stage, every other span's by time."""
+    def _finished_records(self, lessons: Mapping[str, LessonRef]) -> list[dict[str, Any]]:
+        """Spans with their calls: a wave span's by stage, every other span's by time. A
+        call that wrote a lesson's file names its lesson and module, and each such lesson
+        is a ``lesson`` record (id, module, title), after the spans."""
         owned: set[int] = set()
         spans: dict[int, list[dict[str, Any]]] = {}
         for index, record in enumerate(self.records):
             if record.get("type") == "span" and record["_owns"]:
-                mine = [i for i in range(record["_first"], len(self._calls))
+                # up to the barrier that waited for its tasks: a later call of the same stage
+                # (repair, revision) is its own node's
+                until = next((r["_last"] for r in self.records[index:] if r.get("kind") == "barrier"),
+                             len(self._calls))
+                mine = [i for i in range(record["_first"], until)
                         if self._calls[i]["stage"] in record["_owns"] and i not in owned]
                 owned.update(mine)
                 spans[index] = [self._calls[i] for i in mine]
@@ -116,7 +154,8 @@ class Tracer:
             calls = spans.get(index)
             if calls is None:
                 calls = [self._calls[i] for i in range(record["_first"], record["_last"]) if i not in owned]
-            calls = sorted(calls, key=lambda c: (c["stage"], c["artefact"]))
+            calls = [_with_lesson(call, lessons.get(call["artefact"]))
+                     for call in sorted(calls, key=lambda c: (c["stage"], c["artefact"]))]
             finished.append({
                 **{k: v for k, v in record.items() if not k.startswith("_")}, "calls": calls,
                 "input_tokens": sum(c["input_tokens"] for c in calls),
@@ -124,6 +163,10 @@ class Tracer:
                 "cache_read_input_tokens": sum(c["cache_read_input_tokens"] for c in calls),
                 "models": sorted({c["model"] for c in calls}),
             })
+        asked = {call["artefact"] for call in self._calls}
+        for ref in sorted({ref for path, ref in lessons.items() if path in asked}, key=lambda r: r.id):
+            finished.append({"type": "lesson", "trace_id": self.trace_id, "session_id": self.slug, "id": ref.id,
+                             "module": ref.module, "title": ref.title})
         return finished
 
     def scores(self, report: CourseReport) -> None:
@@ -139,13 +182,14 @@ class Tracer:
                              "name": name, "value": value})
 
     def flush(self, course_dir: Path, stopped_at: str | None, otlp: OtlpTarget | None = None,
-              error: str | None = None) -> Path:
+              error: str | None = None, lessons: Mapping[str, LessonRef] | None = None) -> Path:
         """Write the trace; with ``otlp``, also export it there (stay/pipeline/_otel.py).
-        ``error`` names what ended a failed run (an exception's type)."""
+        ``error`` names what ended a failed run (an exception's type); ``lessons`` maps
+        each lesson file to its lesson (``lesson_files``), so its calls are grouped by lesson."""
         header = {"type": "trace", "trace_id": self.trace_id, "session_id": self.slug,
                   "command": self.command, "backend": self.backend, "stopped_at": stopped_at, "error": error}
         path = course_dir / TRACES / f"{self.trace_id}.jsonl"
-        records = self._finished_records()
+        records = self._finished_records(lessons or {})
         lines = [json.dumps(_without_content(record), sort_keys=True) for record in (header, *records)]
         write_text_atomic(path, "\n".join(lines) + "\n")
         if otlp is not None:

@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 import yaml
 
@@ -34,8 +35,9 @@ from stay.pipeline import build_course
 from stay.pipeline._otel import INSTALL_HINT, REACH_SECONDS, build_spans, export_trace
 from stay.settings import OtlpTarget, otlp_from, parse_headers
 from tests.conftest import ROOT
+from tests.models.fake_api import answer_for, is_stage, reply
+from tests.models.helpers import Handler, recording
 from tests.models.helpers import backend as claude
-from tests.models.helpers import recording
 from tools.wire import message
 
 BRIEF = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
@@ -152,7 +154,8 @@ def test_a_run_exports_its_spans_usage_and_scores(receiver: Receiver, tmp_path: 
         assert a["gen_ai.operation.name"] == "chat" and a["gen_ai.request.model"] == "offline"
         assert {"gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_creation.input_tokens"} <= set(a)
     node_ids = {s.span_id for s in nodes}
-    assert all(s.parent_span_id in node_ids for s in calls)
+    lesson_ids = {s.span_id for s in spans if s.name.startswith("lesson ") and s.parent_span_id in node_ids}
+    assert all(s.parent_span_id in node_ids | lesson_ids for s in calls)  # a lesson's calls under its lesson span
 
 
 RECORDS: list[dict[str, Any]] = [
@@ -305,10 +308,31 @@ def test_calls_keep_their_own_starts_and_a_wave_lasts_until_its_last_call() -> N
     assert spans["stay write"].end_time == spans["validate"].end_time  # the run's end, not the export's
 
 
+THOUGHT = message({})["usage"]["output_tokens"] // 2
+"""Of each stage answer's output tokens, those the thinking fake reports spent thinking."""
+
+
+def thinking() -> tuple[Handler, list[dict[str, Any]]]:
+    """``recording()``'s answers, each stage answer's usage reporting THOUGHT of its output
+    tokens as thinking (``output_tokens_details``, as the API does with thinking on)."""
+    screen, _ = recording()
+    seen: list[dict[str, Any]] = []
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        if not is_stage(body):
+            return screen(request)
+        seen.append(body)
+        usage = {**message({})["usage"], "output_tokens_details": {"thinking_tokens": THOUGHT}}
+        return reply(body, message(answer_for(body), model=body["model"], usage=usage))
+
+    return handle, seen
+
+
 def test_a_claude_call_span_names_its_response_room_reasoning_and_cost(
         receiver: Receiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
-    handler, seen = recording()
+    handler, seen = thinking()
     result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=claude(handler), progress=lambda _: None)
     assert result.complete and result.cost is not None
     calls = [attributes(s.attributes) for s in receiver.spans() if "gen_ai.request.model" in attributes(s.attributes)]
@@ -322,7 +346,8 @@ def test_a_claude_call_span_names_its_response_room_reasoning_and_cost(
     assert sorted(a["gen_ai.request.max_tokens"] for a in stage_calls) == sorted(body["max_tokens"] for body in seen)
     assert sum(a["gen_ai.usage.cost"] for a in calls) == pytest.approx(result.cost)
     assert all(a["stay.cost_usd"] == a["gen_ai.usage.cost"] for a in calls)
-    assert sum(a["gen_ai.usage.reasoning.output_tokens"] for a in calls) == result.usage.thinking_tokens
+    assert sum(a["gen_ai.usage.reasoning.output_tokens"] for a in calls) == result.usage.thinking_tokens == (
+        THOUGHT * len(seen)) > 0
     assert not any("error.type" in a for a in calls)
 
 
