@@ -118,7 +118,8 @@ class ModelGateway:
 
         def more(params: dict[str, Any], paid: ModelAnswer | None) -> None:
             try:
-                holds.append(cap.hold(worst_of(params), f"asking {where} again with more room", model, self.tally))
+                again = f"asking {where} again with more room (its answer was cut off at max_tokens: paid, counted)"
+                holds.append(cap.hold(worst_of(params), again, model, self.tally))
             except CostCapReached:
                 if paid is not None:  # the cut-off reply was paid for: counted before the run stops
                     self.account(request, paid, error=CostCapReached.__name__)

@@ -331,3 +331,57 @@ def test_no_cap_is_passed_by_a_cut_off_retry_or_the_screen_and_a_rerun_pays_noth
         both = tuple(a + b for a, b in zip(_counted(capped), _counted(rerun), strict=True))
         assert both == _counted(reference), (cap, done.stderr)
     assert len(stopped) > len(reference.answers) // 2  # the caps stopped runs at many different requests
+
+
+def _first_cut_off(sends: list[tuple[dict[str, Any], float]], room: str) -> int:
+    """The index of the first request cut off at ``room`` (the next one is its retry, at twice the room)."""
+    return next(i for i, (body, _paid) in enumerate(sends[:-1])
+                if body["max_tokens"] == int(room) and sends[i + 1][0]["max_tokens"] == 2 * int(room))
+
+
+def test_a_retry_with_more_room_that_could_pass_the_cap_is_not_sent_and_the_cut_off_is_counted(
+        cut_offs: CutOffs, tmp_path: Path) -> None:
+    sends = _sends(cut_offs.reference)
+    first = _first_cut_off(sends, cut_offs.room)
+    cut_off = sends[first][0]
+    cap = math.fsum(paid for _body, paid in sends[:first]) + _worst(cut_off)  # the first ask just fits
+    with FakeMessagesAPI() as capped:
+        done = _design(tmp_path, capped, "--max-cost", repr(cap), STAY_ANSWER_TOKENS=cut_offs.room)
+    assert done.returncode == EXIT_REFUSED, done.stderr
+    [line] = [line for line in done.stderr.splitlines() if "cost cap" in line]
+    assert f"asking {stage_of(cut_off)} (" in line and "again with more room" in line, line
+    assert capped.requests[-1] == cut_off  # the cut-off reply came, and its retry was never sent
+    assert _spent(capped) <= cap
+    # the paid cut-off is in stay's count: its calls and tokens are the fake's bill
+    calls, _prompt, output = _counted(capped)
+    usage = next(line for line in done.stdout.splitlines() if line.startswith(f"usage: {calls} calls;"))
+    assert f" {output} output tokens" in usage, usage
+
+
+def test_the_screen_is_held_like_any_call(cut_offs: CutOffs, tmp_path: Path) -> None:
+    """A cap below the screen's worst case stops the run before anything is sent."""
+    [screen] = cut_offs.reference.screens
+    cap = _worst(screen) / 2
+    with FakeMessagesAPI() as capped:
+        done = _design(tmp_path, capped, "--max-cost", repr(cap), STAY_ANSWER_TOKENS=cut_offs.room)
+    assert done.returncode == EXIT_REFUSED, done.stderr
+    [line] = [line for line in done.stderr.splitlines() if "cost cap" in line]
+    assert "stopped before moderation (the brief)" in line, line
+    assert capped.screens == [] and capped.requests == []  # nothing was sent, nothing paid
+    assert not (tmp_path / SLUG).exists()  # the screen comes before anything is written
+
+
+@pytest.mark.xfail(strict=True, reason="not done: a cut-off reply stopped before its retry is not remembered, "
+                                       "so the rerun asks at the old room, is cut off again and pays that twice")
+def test_a_rerun_after_a_stop_before_a_retry_does_not_pay_the_cut_off_again(
+        cut_offs: CutOffs, tmp_path: Path) -> None:
+    sends = _sends(cut_offs.reference)
+    first = _first_cut_off(sends, cut_offs.room)
+    cap = math.fsum(paid for _body, paid in sends[:first]) + _worst(sends[first][0])
+    with FakeMessagesAPI() as capped:
+        assert _design(tmp_path, capped, "--max-cost", repr(cap),
+                       STAY_ANSWER_TOKENS=cut_offs.room).returncode == EXIT_REFUSED
+    with FakeMessagesAPI() as rerun:
+        assert _design(tmp_path, rerun, STAY_ANSWER_TOKENS=cut_offs.room).returncode in (0, EXIT_GATE)
+    both = tuple(a + b for a, b in zip(_counted(capped), _counted(rerun), strict=True))
+    assert both == _counted(cut_offs.reference)
