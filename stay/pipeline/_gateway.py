@@ -180,7 +180,9 @@ def worst_of(params: dict[str, Any]) -> float | None:
     never a cache read), plus ``max_tokens`` of output (the answer's room and the
     thinking room); None for a model with no price on file."""
     tokens = math.ceil(len(json.dumps(params, ensure_ascii=False)) / CHARS_PER_TOKEN)
-    writes = "cache_control" in json.dumps(params["system"]) + json.dumps(params["messages"])
+    contents = [message["content"] for message in params["messages"] if isinstance(message["content"], list)]
+    blocks = [*params["system"], *(block for content in contents for block in content)]
+    writes = any("cache_control" in block for block in blocks)
     usage = (Usage(cache_creation_input_tokens=tokens, output_tokens=params["max_tokens"]) if writes
              else Usage(input_tokens=tokens, output_tokens=params["max_tokens"]))
     return cost(params["model"], usage)

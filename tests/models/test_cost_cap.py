@@ -385,3 +385,19 @@ def test_a_rerun_after_a_stop_before_a_retry_does_not_pay_the_cut_off_again(
         assert _design(tmp_path, rerun, STAY_ANSWER_TOKENS=cut_offs.room).returncode in (0, EXIT_GATE)
     both = tuple(a + b for a, b in zip(_counted(capped), _counted(rerun), strict=True))
     assert both == _counted(cut_offs.reference)
+
+
+def test_the_screens_retry_with_more_room_is_held_too(cut_offs: CutOffs, tmp_path: Path) -> None:
+    """The screen's verdict cut off at a room of half its length: its first ask fits the
+    cap, its retry does not, and is never sent; the cut-off screen is counted."""
+    [screen], [usage] = cut_offs.reference.screens, cut_offs.reference.screen_usage
+    room = math.ceil(usage["output_tokens"] / 2)
+    cap = _worst({**screen, "max_tokens": room})  # the first ask just fits
+    with FakeMessagesAPI() as capped:
+        done = _design(tmp_path, capped, "--max-cost", repr(cap), STAY_ANSWER_TOKENS=str(room))
+    assert done.returncode == EXIT_REFUSED, done.stderr
+    [line] = [line for line in done.stderr.splitlines() if "cost cap" in line]
+    assert "asking moderation (the brief) again with more room" in line, line
+    assert [body["max_tokens"] for body in capped.screens] == [room] and capped.requests == []
+    assert _spent(capped) <= cap
+    assert any(line.startswith("usage: moderation: 1 call;") for line in done.stdout.splitlines()), done.stdout
