@@ -1,6 +1,9 @@
 """--max-cost over real HTTP, against the fake Messages API on 127.0.0.1: a cap hit in the
 middle of the wave stops the run before the call that could pass it (exit 5, one line,
-the usage: lines), and a rerun with a higher cap finishes having paid nothing twice."""
+the usage: lines), and a rerun with a higher cap finishes having paid nothing twice.
+Every billed request is held, not only a stage's first ask: the input screen, and the
+retry of an answer cut off at max_tokens (the screen's too), over a grid of caps at
+every request's edge, with the fake's bill priced at the price table's rates."""
 
 from __future__ import annotations
 
@@ -401,3 +404,36 @@ def test_the_screens_retry_with_more_room_is_held_too(cut_offs: CutOffs, tmp_pat
     assert [body["max_tokens"] for body in capped.screens] == [room] and capped.requests == []
     assert _spent(capped) <= cap
     assert any(line.startswith("usage: moderation: 1 call;") for line in done.stdout.splitlines()), done.stdout
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["complete", "acomplete"])
+def test_the_backend_tells_the_hook_of_a_retry_before_it_sends_it(asynchronous: bool) -> None:
+    """``hold_more`` is told the retry's parameters and the cut-off reply it paid for; when
+    it refuses, the retry is never sent (both the thread and the asyncio paths)."""
+    import asyncio
+
+    from stay.errors import CostCapReached
+    from stay.models import AnthropicBackend, ModelAnswer, holding
+    from tests.models.helpers import KEY, audience_request, quiet
+
+    model, request = ONE_ROOM_MODELS["STAY_MODEL_ANALYSIS"], audience_request()
+    told: list[tuple[dict[str, Any], ModelAnswer | None]] = []
+
+    def refuse(params: dict[str, Any], paid: ModelAnswer | None) -> None:
+        told.append((params, paid))
+        raise CostCapReached("no room for the retry")
+
+    with FakeMessagesAPI() as probe:
+        AnthropicBackend(api_key=KEY, base_url=probe.url, progress=quiet).complete(request, model)
+    room = tokens(json.dumps(probe.answers[-1])) - 1  # cut off by one token; twice the room holds it
+    with FakeMessagesAPI() as api:
+        chosen = AnthropicBackend(api_key=KEY, base_url=api.url, answer_tokens=room, progress=quiet)
+        with holding(refuse), pytest.raises(CostCapReached):
+            if asynchronous:
+                asyncio.run(chosen.acomplete(request, model))
+            else:
+                chosen.complete(request, model)
+    assert [body["max_tokens"] for body in api.requests] == [room]  # the retry was never sent
+    [(params, paid)] = told
+    assert params["max_tokens"] == 2 * room and params["messages"] == api.requests[0]["messages"]
+    assert paid is not None and paid.usage == Usage(**api.accounting.billed[0].usage)
