@@ -4,8 +4,9 @@ One of the four collaborators a node handler works through (``stay.pipeline._run
 A call waits for one of the run's model slots (``STAY_MODEL_CONCURRENCY``), is timed,
 has any secret cut out of its answer before anything else sees it, and is added to the
 run's tally and trace. ``produce`` is the one way an answer becomes artefacts.
-Under a cost cap (``--max-cost``, ``STAY_MAX_COST``) a call is made only when its worst
-case fits in what is left (``CostCap``).
+Under a cost cap (``--max-cost``, ``STAY_MAX_COST``) a request is sent only when its
+worst case fits in what is left (``CostCap``): a stage's call, the input screen
+(``screening``), and a retry its backend sends (``stay.models.hold_more``).
 """
 
 from __future__ import annotations
