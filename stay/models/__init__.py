@@ -8,6 +8,7 @@ from stay.models._anthropic import AnthropicBackend
 from stay.models._batch import MAX_BATCH_BYTES, MAX_BATCH_REQUESTS, BatchOutcome, prefetch
 from stay.models._cache import CachedBackend, RequestCache, request_key
 from stay.models._factory import backend_from
+from stay.models._hold import HoldMore, hold_more, holding
 from stay.models._offline import OFFLINE_MODEL, OfflineBackend
 from stay.models._prefix_gate import PrefixGate, prefix_keys
 from stay.models._prices import BATCH_DISCOUNT, PRICES, Price, Rates, answer_cost, cost, describe_cost, price_label
@@ -48,6 +49,7 @@ __all__ = [
     "AnthropicBackend",
     "BatchOutcome",
     "CachedBackend",
+    "HoldMore",
     "ModelAnswer",
     "ModelClient",
     "ModelRequest",
@@ -67,6 +69,8 @@ __all__ = [
     "backend_from",
     "cost",
     "describe_cost",
+    "hold_more",
+    "holding",
     "min_cacheable_tokens",
     "prefetch",
     "prefix_keys",

@@ -31,11 +31,13 @@ if TYPE_CHECKING:  # the SDK takes seconds to import: only a run that talks to C
 
 from stay import _secrets
 from stay.errors import AnswerError, ModelError, ModelUnavailable, RefusalError, StayError, UsageError
+from stay.models._hold import hold_more
 from stay.models._prefix_gate import PrefixGate, prefix_keys
 from stay.models._roles import DEFAULT_MODELS, OUTPUT_LIMIT, SCREENING, THINKING, Thinking
 from stay.models._screen import Screening, screen_request, verdict
 from stay.models._wire import (
     Budget,
+    _billed,
     answer_from,
     backoff,
     budget_for,
@@ -345,17 +347,28 @@ class AnthropicBackend:
         said = _CHECKED.get((str((self._client or self._async_client or self.client).base_url), model))
         return said if said is not None else OUTPUT_LIMIT
 
-    def _more_room(self, message: Any, budget: Budget, model: str, where: str) -> Budget | None:
+    def _more_room(self, message: Any, budget: Budget, model: str) -> Budget | None:
         """For an answer cut off at ``max_tokens``: the budget of the one retry, with the
         answer's room doubled up to the model's limit; None when there is no more room."""
         if getattr(message, "stop_reason", None) != "max_tokens":
             return None
         answer = min(2 * budget.answer, self.output_limit(model) - budget.thinking)
-        if answer <= budget.answer:
+        return Budget(answer, budget.thinking) if answer > budget.answer else None
+
+    def _retry(self, message: Any, request: ModelRequest, model: str, thinking: Thinking | None,
+               budget: Budget, where: str) -> tuple[dict[str, Any], Budget, Usage] | None:
+        """The one retry of a cut-off answer (its parameters, budget, and the cut-off reply's
+        usage, billed), held against the cost cap before it is sent (``hold_more``: a retry
+        that would pass the cap is never sent); None when there is no more room."""
+        more = self._more_room(message, budget, model)
+        if more is None:
             return None
+        spent = usage_of(message, where)  # the cut-off reply was billed too: it is counted with the retry's
+        params = request_params(request, model, thinking, answer_tokens=more.answer)
+        hold_more(params, _billed(message, request, False, budget))
         self.progress(f"  {where}: the answer was cut off at max_tokens={budget.max_tokens}; asking once more "
-                      f"with {answer} tokens for the answer (set STAY_ANSWER_TOKENS to start there)")
-        return Budget(answer, budget.thinking)
+                      f"with {more.answer} tokens for the answer (set STAY_ANSWER_TOKENS to start there)")
+        return params, more, spent
 
     # -- requests --------------------------------------------------------------------------
 
@@ -369,12 +382,11 @@ class AnthropicBackend:
         holding = self.gate.hold(prefix_keys(params)) if self.gate is not None else nullcontext(_nothing)
         with holding as started:
             message = self._call(params, where, started)
-        more = self._more_room(message, budget, model, where)
-        if more is None:
+        retry = self._retry(message, request, model, thinking, budget, where)
+        if retry is None:
             return answer_from(message, request, budget=budget)
-        spent = usage_of(message, where)  # the cut-off reply was billed too: it is counted with the retry's
-        # the prefix is warm by now: the retry needs no gate
-        message = self._call(request_params(request, model, thinking, answer_tokens=more.answer), where)
+        params, more, spent = retry
+        message = self._call(params, where)  # the prefix is warm by now: the retry needs no gate
         return _counting(spent, lambda: answer_from(message, request, budget=more))
 
     def _call(self, params: dict[str, Any], where: str, started: Callable[[], None] = _nothing) -> Any:
@@ -405,11 +417,11 @@ class AnthropicBackend:
         thinking = self.thinking.get(request.role)
         budget = budget_for(request, model, thinking, self.answer_tokens)
         message = await self._acall(request_params(request, model, thinking, answer_tokens=budget.answer), where)
-        more = self._more_room(message, budget, model, where)
-        if more is None:
+        retry = self._retry(message, request, model, thinking, budget, where)
+        if retry is None:
             return answer_from(message, request, budget=budget)
-        spent = usage_of(message, where)  # as in ``_complete``: the cut-off reply is counted too
-        message = await self._acall(request_params(request, model, thinking, answer_tokens=more.answer), where)
+        params, more, spent = retry
+        message = await self._acall(params, where)
         return _counting(spent, lambda: answer_from(message, request, budget=more))
 
     async def _acall(self, params: dict[str, Any], where: str) -> Any:

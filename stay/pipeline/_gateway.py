@@ -4,8 +4,9 @@ One of the four collaborators a node handler works through (``stay.pipeline._run
 A call waits for one of the run's model slots (``STAY_MODEL_CONCURRENCY``), is timed,
 has any secret cut out of its answer before anything else sees it, and is added to the
 run's tally and trace. ``produce`` is the one way an answer becomes artefacts.
-Under a cost cap (``--max-cost``, ``STAY_MAX_COST``) a call is made only when its worst
-case fits in what is left (``CostCap``).
+Under a cost cap (``--max-cost``, ``STAY_MAX_COST``) a request is sent only when its
+worst case fits in what is left (``CostCap``): a stage's call, the input screen
+(``screening``), and a retry its backend sends (``stay.models.hold_more``).
 """
 
 from __future__ import annotations
@@ -14,15 +15,27 @@ import json
 import math
 import threading
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from stay._secrets import redact, redact_data
 from stay.artefacts import Artefact
 from stay.errors import AnswerError, CostCapReached, ModelError, UsageError
-from stay.models import THINKING, ModelClient, Rejecting, cost, request_params
+from stay.models import (
+    SCREEN_STAGE,
+    SCREENING,
+    THINKING,
+    ModelClient,
+    Rejecting,
+    Screening,
+    cost,
+    holding,
+    request_params,
+    screen_request,
+    screening_of,
+)
 from stay.requests import ROLES, ModelAnswer, ModelRequest, Usage
 from stay.settings import Settings
 
@@ -72,15 +85,53 @@ class ModelGateway:
     def ask(self, request: ModelRequest) -> ModelAnswer:
         """One model call, under the model-call cap and the cost cap, counted and priced."""
         model = self.settings.model(request.role)
-        with self.slots, self.in_flight:
-            # held once a slot is taken, so calls waiting for one hold nothing, and let go
-            # only once the answer's real price is in the tally: never both missing at once
-            held = self.cap.hold(request, model, self.settings, self.tally) if self.cap is not None else 0.0
+        with self.slots, self.in_flight, self._held(request, model):
+            return self._asked(request, model)
+
+    def screening(self, text: str) -> Screening:
+        """The input screen of ``text``, under the cost cap as any call is (its worst case at
+        the screen's own thinking room), its billed reply counted, verdict or not."""
+        request = screen_request(text)
+        with self._held(request, self.settings.model("analysis")):
             try:
-                return self._asked(request, model)
-            finally:
-                if self.cap is not None:
-                    self.cap.release(held)
+                found = screening_of(self.backend, text)
+            except (AnswerError, ModelError) as exc:  # a billed verdict that cannot be used is still paid for
+                if isinstance(exc.billed, ModelAnswer):
+                    self.account(request, exc.billed, error=type(exc).__name__)
+                raise
+            if found.answer is not None:
+                self.account(found.request, found.answer)
+            return found
+
+    @contextmanager
+    def _held(self, request: ModelRequest, model: str) -> Iterator[None]:
+        """Under a cost cap: the call's worst case held before it is made, and the worst case
+        of every further request its backend sends (``stay.models.hold_more``: a retry with
+        more room) before that is sent; all let go only once the answer's real price is in
+        the tally, so the two are never both missing at once. Taken once a slot is, so
+        calls waiting for one hold nothing."""
+        cap = self.cap
+        if cap is None:
+            yield
+            return
+        where = f"{request.stage} ({request.artefact})"
+        holds = [cap.hold(worst_case(request, model, self.settings), where, model, self.tally)]
+
+        def more(params: dict[str, Any], paid: ModelAnswer | None) -> None:
+            try:
+                again = f"asking {where} again with more room (its answer was cut off at max_tokens: paid, counted)"
+                holds.append(cap.hold(worst_of(params), again, model, self.tally))
+            except CostCapReached:
+                if paid is not None:  # the cut-off reply was paid for: counted before the run stops
+                    self.account(request, paid, error=CostCapReached.__name__)
+                raise
+
+        try:
+            with holding(more):
+                yield
+        finally:
+            for held in holds:
+                cap.release(held)
 
     def _asked(self, request: ModelRequest, model: str) -> ModelAnswer:
         start = time.perf_counter()
@@ -116,12 +167,26 @@ as it is sent (its JSON: instructions, inputs, schema), as the offline estimate 
 
 
 def worst_case(request: ModelRequest, model: str, settings: Settings) -> float | None:
-    """The most one call can cost: its whole input at the full input price (no cache
-    read), plus ``max_tokens`` of output (the answer's room and the thinking room);
-    None for a model with no price on file."""
-    params = request_params(request, model, THINKING.get(request.role), answer_tokens=settings.answer_tokens)
+    """The most one call of ``request`` can cost: ``worst_of`` its parameters as sent, with
+    its thinking room (the screen's own, ``SCREENING``, or its role's); None for a model
+    with no price on file."""
+    thinking = SCREENING if request.stage == SCREEN_STAGE else THINKING.get(request.role)
+    return worst_of(request_params(request, model, thinking, answer_tokens=settings.answer_tokens))
+
+
+def worst_of(params: dict[str, Any]) -> float | None:
+    """The most one request with these Messages API parameters can cost: its whole input
+    (counted from the parameters as sent) at the highest price input is billed at (a
+    cache write, when the request marks a prefix for the cache; else full input price,
+    never a cache read), plus ``max_tokens`` of output (the answer's room and the
+    thinking room); None for a model with no price on file."""
     tokens = math.ceil(len(json.dumps(params, ensure_ascii=False)) / CHARS_PER_TOKEN)
-    return cost(model, Usage(input_tokens=tokens, output_tokens=params["max_tokens"]))
+    contents = [message["content"] for message in params["messages"] if isinstance(message["content"], list)]
+    blocks = [*params["system"], *(block for content in contents for block in content)]
+    writes = any("cache_control" in block for block in blocks)
+    usage = (Usage(cache_creation_input_tokens=tokens, output_tokens=params["max_tokens"]) if writes
+             else Usage(input_tokens=tokens, output_tokens=params["max_tokens"]))
+    return cost(params["model"], usage)
 
 
 def cost_cap(settings: Settings) -> CostCap | None:
@@ -154,20 +219,21 @@ class CostCap:
     def held(self) -> float:
         return math.fsum(self.holds)
 
-    def hold(self, request: ModelRequest, model: str, settings: Settings, tally: Tally) -> float:
-        worst = worst_case(request, model, settings)
+    def hold(self, worst: float | None, where: str, model: str, tally: Tally) -> float:
+        """Hold ``worst`` (one request's worst case) for the request ``where`` names, or
+        raise ``CostCapReached`` when it would not fit (or cannot be priced)."""
         with self.lock:
             with tally.lock:
                 spent, unpriced = tally.cost, sorted(tally.unpriced)
             if worst is None or unpriced:
-                raise CostCapReached(f"stopped before {request.stage} ({request.artefact}): the cost cap cannot be "
+                raise CostCapReached(f"stopped before {where}: the cost cap cannot be "
                                      f"kept, a reply had no price on file ({', '.join(unpriced) or model}); "
                                      "rerun without --max-cost (STAY_MAX_COST) to go on")
             held = self.held
             if spent + held + worst > self.limit:
                 flight = f" (and ${held:.4f} held for calls in flight)" if held else ""
                 raise CostCapReached(
-                    f"stopped before {request.stage} ({request.artefact}) at the cost cap: ${spent:.4f} spent"
+                    f"stopped before {where} at the cost cap: ${spent:.4f} spent"
                     f"{flight} of ${self.limit:.4f}, ${max(0.0, self.limit - spent):.4f} left, and this call could "
                     f"cost up to ${worst:.4f}; rerun with a higher --max-cost (or STAY_MAX_COST) to go on: what "
                     "is finished is not paid again")

@@ -22,8 +22,7 @@ from stay._display import plural
 from stay._lock import CourseLock
 from stay.artefacts import CourseManifest, Curriculum, Glossary, GlossaryTerm, dump, to_data, write
 from stay.briefs import check_duration
-from stay.errors import AnswerError, BriefRejected, ModelError, ModelUnavailable, PipelineError, UsageError
-from stay.models import screen_request, screening_of
+from stay.errors import BriefRejected, ModelUnavailable, PipelineError, UsageError
 from stay.pipeline._checks import course_report
 from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._dag import Dag
@@ -43,7 +42,6 @@ from stay.pipeline._revise import check_revisions, pending, revise_files, revise
 from stay.pipeline._run import RunConfig, Tally, Walk, Writer
 from stay.pipeline._state import CourseState, load_manifest
 from stay.pipeline._wave import wave_of
-from stay.requests import ModelAnswer
 from stay.stages import Stage
 
 Node = Mapping[str, Any]
@@ -119,16 +117,10 @@ def moderate(reader: RunReader, model: ModelGateway, report: Reporter, walk: Wal
         return  # nothing to screen: no model call
     text = yaml.safe_dump(fields, sort_keys=False, allow_unicode=True)
     try:
-        screening = screening_of(model.backend, text)
+        screening = model.screening(text)  # held under the cost cap and counted, as any call
     except (ModelUnavailable, TimeoutError, ConnectionError) as exc:
         report.say(f"warning: input moderation failed ({type(exc).__name__}: {exc}); continuing")
         return
-    except (AnswerError, ModelError) as exc:  # a billed verdict that cannot be used is still paid for
-        if isinstance(exc.billed, ModelAnswer):
-            model.account(screen_request(text), exc.billed, error=type(exc).__name__)
-        raise
-    if screening.answer is not None:
-        model.account(screening.request, screening.answer)
     reason = screening.reason
     if reason:
         raise BriefRejected(f"Course brief rejected by input moderation: {reason}")

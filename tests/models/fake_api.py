@@ -438,6 +438,8 @@ class FakeMessagesAPI:
         """The bodies POSTed to /v1/messages/count_tokens, in arrival order."""
         self.answers: list[dict[str, Any]] = []
         self.screens: list[dict[str, Any]] = []
+        self.screen_usage: list[dict[str, int]] = []
+        """The usage billed for each screen (a request with no stage), as ``screens`` has them."""
         self.violations: list[str] = []
         self.accounting = accounting or CacheAccounting()
         self.latency = latency
@@ -546,6 +548,7 @@ class FakeMessagesAPI:
                         api.accounting.record(stage_of(body), body["model"], usage)
                     else:
                         api.screens.append(body)
+                        api.screen_usage.append(usage)
                 payload = _stopped(message(text, model=body["model"], usage={**usage, **api.served},
                                            stop_reason=stop), reason)
                 if not body.get("stream"):

@@ -1,18 +1,17 @@
 """--max-cost over real HTTP, against the fake Messages API on 127.0.0.1: a cap hit in the
 middle of the wave stops the run before the call that could pass it (exit 5, one line,
-the usage: lines), and a rerun with a higher cap finishes having paid nothing twice."""
+the usage: lines), and a rerun with a higher cap finishes having paid nothing twice.
+(test_cost_cap_held: every billed request is held, the screen and a retry too.)"""
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from stay.errors import EXIT_REFUSED, EXIT_USAGE
-from stay.models import cost
+from stay.pipeline._gateway import worst_of
 from stay.requests import Usage
 from stay.stages import REGISTRY
 from tests.conftest import run_stay
@@ -45,10 +44,8 @@ def _messages(api: FakeMessagesAPI) -> list[dict[str, Any]]:
 
 
 def _worst(body: dict[str, Any]) -> float:
-    """A call's worst case as the cap counts it: the body as sent, at 4 characters a token
-    and the full input price, plus max_tokens of output."""
-    price = cost(body["model"], Usage(input_tokens=math.ceil(len(json.dumps(body)) / 4),
-                                      output_tokens=body["max_tokens"]))
+    """A call's worst case as the cap counts it (``worst_of``), from the body as sent."""
+    price = worst_of(body)
     assert price is not None
     return price
 
@@ -219,3 +216,4 @@ def test_a_cap_with_batch_is_refused_up_front(tmp_path: Path) -> None:
     assert done.returncode == EXIT_USAGE
     assert sum("--batch cannot keep to --max-cost" in line for line in done.stderr.splitlines()) == 1
     assert api.requests == [] and not (tmp_path / SLUG).exists()
+
