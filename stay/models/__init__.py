@@ -15,6 +15,7 @@ from stay.models._protocol import ModelClient, Rejecting
 from stay.models._roles import (
     DEFAULT_MODELS,
     MIN_CACHEABLE_TOKENS,
+    OUTPUT_LIMIT,
     SCREENING,
     THINKING,
     Thinking,
@@ -40,6 +41,7 @@ __all__ = [
     "MAX_TOKENS",
     "MIN_CACHEABLE_TOKENS",
     "OFFLINE_MODEL",
+    "OUTPUT_LIMIT",
     "PRICES",
     "ROLES",
     "SCREENING",
