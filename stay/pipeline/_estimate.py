@@ -157,6 +157,8 @@ class StageEstimate:
     high: float | None
     expected: float | None = None
     expected_output: int = 0
+    expected_read: int = 0
+    """Input tokens the expected end reads from the cache (the API's keying)."""
 
 
 @dataclass(frozen=True)
@@ -357,6 +359,7 @@ def _priced(calls: Sequence[Call], counted_by: str, batch: bool = False) -> Esti
     low: dict[str, float | None] = {}
     high: dict[str, float | None] = {}
     expected: dict[str, float | None] = {}
+    reading: dict[str, int] = {}
     for call in calls:
         by_stage.setdefault(call.stage, []).append(call)
         cached = min(max((size for _key, size in call.prefixes), default=0), call.input_tokens)
@@ -365,6 +368,7 @@ def _priced(calls: Sequence[Call], counted_by: str, batch: bool = False) -> Esti
         scoped = min(max((size for _key, size in call.scoped), default=0), call.input_tokens)
         reads = min(max((size for key, size in call.scoped if key in written), default=0), scoped)
         written.update(key for key, _size in call.scoped)
+        reading[call.stage] = reading.get(call.stage, 0) + reads
         cheap = Usage(input_tokens=call.input_tokens - cached, cache_creation_input_tokens=cached - read,
                       cache_read_input_tokens=read, output_tokens=call.typical_output)
         likely = Usage(input_tokens=call.input_tokens - scoped, cache_creation_input_tokens=scoped - reads,
@@ -384,7 +388,8 @@ def _priced(calls: Sequence[Call], counted_by: str, batch: bool = False) -> Esti
                                  max_output=sum(c.max_tokens for c in made),
                                  typical_output=sum(c.typical_output for c in made),
                                  low=low[stage], high=high[stage], expected=expected[stage],
-                                 expected_output=sum(c.expected_output for c in made))
+                                 expected_output=sum(c.expected_output for c in made),
+                                 expected_read=reading[stage])
                    for stage, made in by_stage.items())
     return Estimate(stages, counted_by, frozenset(call.model for call in calls if call.model not in PRICES), batch)
 

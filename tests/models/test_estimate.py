@@ -57,6 +57,13 @@ def test_the_range_holds_what_the_build_over_http_costs(tmp_path: Path) -> None:
     assert guess.low <= result.cost + 1e-9 and result.cost <= guess.high
     made = calls(curriculum_of(result.course_dir))
     assert {s.stage: s.calls for s in guess.stages} == {**made, SCREEN_STAGE: 1}
+    # the expected end keys the cache as the API does (model, thinking, format, effort, text):
+    # with the same requests, it reads what the fake, which keys so, read, stage by stage
+    read: dict[str, int] = {}
+    for entry in api.accounting.billed:
+        read[entry.stage] = read.get(entry.stage, 0) + entry.usage["cache_read_input_tokens"]
+    assert {s.stage: s.expected_read for s in guess.stages if s.stage in read} == read
+    assert sum(read.values()) > 0
     assert guess.counted_by == "characters/4" and "characters/4" in guess.lines()[-1]
 
 
