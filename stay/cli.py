@@ -127,6 +127,8 @@ def _parser() -> argparse.ArgumentParser:
     estimate.add_argument("target", metavar="BRIEF-or-SLUG",
                           help="a brief YAML file (a fresh course), or the slug of a course in --courses-dir "
                                "(a rebuild: only what is missing or stale)")
+    estimate.add_argument("--batch", action="store_true",
+                          help="price the wave as `stay build --batch` sends it (one Message Batch, half price)")
     graph = sub.add_parser("graph", help="print the pipeline graph")
     graph.add_argument("--format", choices=("mermaid", "dot", "json"), default="mermaid")
     sub.add_parser("validate", help="check courses against the course format (see `stay validate`)",
@@ -334,7 +336,8 @@ def _estimate(ns: argparse.Namespace, settings: Settings) -> int:
     """``stay estimate``: each stage's calls, tokens and cost range, and the whole range."""
     from stay.pipeline import estimate
 
-    print("\n".join(estimate(ns.target, courses_dir=ns.courses_dir, settings=settings).lines()))
+    print("\n".join(estimate(ns.target, courses_dir=ns.courses_dir, settings=settings,
+                             batch=ns.batch).lines()))
     return EXIT_OK
 
 

@@ -16,6 +16,7 @@ from stay.models._protocol import ModelClient, Rejecting
 from stay.models._roles import (
     DEFAULT_MODELS,
     MIN_CACHEABLE_TOKENS,
+    OUTPUT_LIMIT,
     SCREENING,
     THINKING,
     Thinking,
@@ -41,6 +42,7 @@ __all__ = [
     "MAX_TOKENS",
     "MIN_CACHEABLE_TOKENS",
     "OFFLINE_MODEL",
+    "OUTPUT_LIMIT",
     "PRICES",
     "ROLES",
     "SCREENING",

@@ -8,12 +8,30 @@ thinking room and ``max_tokens``), and a rebuild after a prompt edit records onl
 stale stages' calls: the ledger's staleness decides, as in a real rebuild.
 
 Input tokens are counted by the token-counting endpoint when a credential is set, else as
-characters/4 per text block (said in the output). Two costs are given, per stage and in
-all: *low*, each answer the size of the offline answer with no thinking, and every cache
-prefix (keyed on the model and the text up to the breakpoint: the most any keying rule
-could share, so the low end is a floor) read from the second call on; *high*, every answer at its full
-``max_tokens`` (thinking included) and every cacheable prefix written, none read. Repair
-rounds are not foreseen: an offline build passes the validator, so none is recorded.
+characters/4 per text block (said in the output). Three costs are given, per stage and in
+all:
+
+- *expected*, what a build by a real model should cost: each answer at a real model's
+  length (a lesson at the middle of house style's words per minute for its minutes,
+  ``TOKENS_PER_WORD``; any other answer the offline one with its prose ``PROSE_FACTOR``
+  times longer), thinking at ``THINKING_SHARE`` of its room, and the cache as the API keys
+  it (the prefix gate's ``prefix_keys``: model, tools, thinking, output format and effort,
+  and the text up to each breakpoint, at each model's minimum length): in the pipeline's
+  order the first call with a key writes it, every later one reads it;
+- *low*, a floor: each answer the size of the offline answer with no thinking, and every
+  cache prefix (keyed on the model and the text up to the breakpoint: the most any keying
+  rule could share) read from the second call on;
+- *high*, a ceiling: every answer at its full ``max_tokens`` (thinking included) and every
+  cacheable prefix written, none read, and then the one automatic retry of a cut-off answer
+  (``AnthropicBackend._more_room``: twice the answer's room, up to ``OUTPUT_LIMIT``) at its
+  full ``max_tokens`` too.
+
+Repair rounds are counted in none of them: an offline build passes the validator, so
+none is recorded, and how many a real model needs is not foreseeable (each costs about
+one more call of its stage). ``batch=True`` prices as ``stay build --batch``: the wave's
+calls at the batch price (half, with 1-hour cache writes); the high end adds each wave
+call's live worst case to its batch one, since an entry that ends without an answer, or
+cut off or refused, is asked again live at the full price.
 """
 
 from __future__ import annotations
@@ -30,9 +48,10 @@ from pathlib import Path
 from typing import Any
 
 from stay._display import plural
-from stay.artefacts import Brief
+from stay.artefacts import Brief, LessonContent
 from stay.errors import ModelUnavailable, UsageError
 from stay.models import (
+    OUTPUT_LIMIT,
     PRICES,
     SCREENING,
     THINKING,
@@ -42,6 +61,7 @@ from stay.models import (
     backend_from,
     cost,
     describe_cost,
+    prefix_keys,
     request_params,
     screen_request,
 )
@@ -49,6 +69,7 @@ from stay.pipeline._runner import run_command
 from stay.requests import ModelAnswer, ModelRequest, Usage
 from stay.settings import Settings
 from stay.stages import STAGES
+from stay.validate import HouseData
 
 MIN_CACHEABLE = 512
 """The shortest prefix the low end assumes is cached: the smallest minimum any current
@@ -57,6 +78,26 @@ than the API could give."""
 
 CHARS_PER_TOKEN = 4
 """Without the token-counting endpoint, a token is taken to be about four characters."""
+
+TOKENS_PER_WORD = 1.5
+"""A lesson's tokens per prose word, for the expected end. The committed sample course
+(model-written) runs 5.9 characters a word of its lessons, headings and code included:
+about 1.5 tokens a word at four characters a token."""
+
+PROSE_FACTOR = 2.0
+"""How much longer a real model's prose strings are than the offline answer's (a string
+with a space in it is prose; ids, slugs and levels have none), for the expected end. The
+committed sample course, model-written, has 1.35 to 2.25 times the characters of the
+offline build's design files for the same brief (audience 1.5, curriculum 1.35, outcomes
+2.0, assessment 2.25, plans 1.7). Its quizzes and exercises run about 5 times, but with
+more items than the offline answer has: the offline structure is what the estimate
+counts, so only the prose is scaled."""
+
+THINKING_SHARE = 0.25
+"""The share of its thinking room a thinking call is expected to use, for the expected end.
+Adaptive thinking spends what the task asks, not the room: a quarter is 4,000 tokens
+at planning's high effort and 2,000 at writing's medium (the high end keeps the whole
+room)."""
 
 
 @dataclass
@@ -86,11 +127,20 @@ class Call:
     model: str
     input_tokens: int
     prefixes: tuple[tuple[str, int], ...]
-    """(key, tokens up to and including the breakpoint) of every cache breakpoint, shortest first."""
+    """(key, tokens up to and including the breakpoint) of every cache breakpoint, shortest
+    first, keyed on the model and the text only (the low end's)."""
     max_tokens: int
     typical_output: int
     artefact: str = ""
     """The file the call writes: with the stage, what orders calls the same on every run."""
+    scoped: tuple[tuple[str, int], ...] = ()
+    """(key, tokens) of every breakpoint as the API keys its cache (``prefix_keys``), shortest first."""
+    expected_output: int = 0
+    """A real model's answer and thinking, in tokens (``TOKENS_PER_WORD``, ``PROSE_FACTOR``, ``THINKING_SHARE``)."""
+    retry_tokens: int = 0
+    """The ``max_tokens`` of the one automatic retry of a cut-off answer (0: no room for one)."""
+    wave: bool = False
+    """A wave stage's call: the calls ``--batch`` sends through a Message Batch."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +155,10 @@ class StageEstimate:
     typical_output: int
     low: float | None
     high: float | None
+    expected: float | None = None
+    expected_output: int = 0
+    expected_read: int = 0
+    """Input tokens the expected end reads from the cache (the API's keying)."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +169,7 @@ class Estimate:
     counted_by: str
     """How input tokens were counted: "the token-counting endpoint" or "characters/4"."""
     unpriced: frozenset[str]
+    batch: bool = False
 
     @property
     def low(self) -> float | None:
@@ -124,14 +179,24 @@ class Estimate:
     def high(self) -> float | None:
         return _total(s.high for s in self.stages)
 
+    @property
+    def expected(self) -> float | None:
+        return _total(s.expected for s in self.stages)
+
     def lines(self) -> list[str]:
-        said = [f"{'stage':12} {'calls':>5} {'input':>9} {'output typical':>14} {'output max':>10}  cost"]
+        priced = "at the batch price for the wave" if self.batch else "at the live price"
+        said = [f"estimate: {plural(sum(s.calls for s in self.stages), 'call')}, "
+                f"expected {_dollars(self.expected, self.unpriced)} "
+                f"(range {_range(self.low, self.high, self.unpriced)}), {priced}",
+                f"{'stage':12} {'calls':>5} {'input':>9} {'output expected':>15} {'output max':>10}  "
+                "expected (range)"]
         for s in self.stages:
-            said.append(f"{s.stage:12} {s.calls:5} {s.input_tokens:9} {s.typical_output:14} {s.max_output:10}  "
-                        f"{_range(s.low, s.high, self.unpriced)}")
-        said.append(f"estimate: {plural(sum(s.calls for s in self.stages), 'call')}, "
-                    f"{_range(self.low, self.high, self.unpriced)} (low: typical answers and cache reads; "
-                    f"high: no cache read, every answer at max_tokens); input tokens by {self.counted_by}")
+            said.append(f"{s.stage:12} {s.calls:5} {s.input_tokens:9} {s.expected_output:15} {s.max_output:10}  "
+                        f"{_dollars(s.expected, self.unpriced)} ({_range(s.low, s.high, self.unpriced)})")
+        said.append("expected: answers at a real model's length, a quarter of the thinking room, the cache as the "
+                    "API keys it; low: offline-sized answers, no thinking, every prefix shared; high: no cache read, "
+                    "every answer at max_tokens and once more at twice the room; repairs not counted; "
+                    f"input tokens by {self.counted_by}")
         return said
 
 
@@ -146,11 +211,16 @@ def _range(low: float | None, high: float | None, unpriced: frozenset[str]) -> s
     return f"${low:.4f} to ${high:.4f}"
 
 
+def _dollars(value: float | None, unpriced: frozenset[str]) -> str:
+    return describe_cost(None, set(unpriced)) if value is None else f"${value:.4f}"
+
+
 def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.PathLike[str] = "courses",
-             settings: Settings | None = None) -> Estimate:
+             settings: Settings | None = None, batch: bool = False) -> Estimate:
     """The calls ``stay build TARGET --yes`` would make from here, and their cost range.
     ``target`` is a brief (a fresh course) or the slug of a course in ``courses_dir`` (a
-    rebuild: only what is missing or stale, e.g. after a prompt edit, is asked)."""
+    rebuild: only what is missing or stale, e.g. after a prompt edit, is asked).
+    ``batch``: priced as ``stay build --batch`` would be (the module docstring)."""
     chosen = settings or Settings.from_env()
     recorder = _Recorder(screen_model=chosen.model("analysis"))
     scratch = Path(tempfile.mkdtemp(prefix="stay-estimate-"))
@@ -167,8 +237,18 @@ def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.Pa
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     counter = _counter(chosen)
-    calls = [_call(request, model, screen, chosen, counter) for request, model, screen in recorder.calls]
-    return _priced(calls, "the token-counting endpoint" if counter is not None else "characters/4")
+    pace = _words_per_minute(chosen)
+    calls = [_call(request, model, screen, chosen, counter, pace) for request, model, screen in recorder.calls]
+    return _priced(calls, "the token-counting endpoint" if counter is not None else "characters/4", batch)
+
+
+def _words_per_minute(settings: Settings) -> float:
+    """A real lesson's prose words per planned minute: the middle of house style's band
+    (``prose.min_words_per_minute`` to ``prose.max_words_per_minute``), the length a model
+    writing to it lands near on average. Read from the run's data directory, as the
+    validator reads it (the build that was just recorded read it too)."""
+    data = HouseData.load(settings.resolved_data_dir())
+    return (float(data["prose.min_words_per_minute"]) + float(data["prose.max_words_per_minute"])) / 2
 
 
 def _counter(settings: Settings) -> AnthropicBackend | None:
@@ -204,7 +284,7 @@ def _texts(params: dict[str, Any]) -> list[tuple[str, bool]]:
 
 
 def _call(request: ModelRequest, model: str, screen: bool, settings: Settings,
-          counter: AnthropicBackend | None) -> Call:
+          counter: AnthropicBackend | None, pace: float) -> Call:
     thinking = SCREENING if screen else THINKING.get(request.role)
     params = request_params(request, model, thinking, answer_tokens=settings.answer_tokens)
     texts = _texts(params)
@@ -218,41 +298,100 @@ def _call(request: ModelRequest, model: str, screen: bool, settings: Settings,
     prefixes = tuple((hashlib.sha256(json.dumps([model, [t for t, _m in texts[:i + 1]]]).encode()).hexdigest(),
                       sum(sizes[:i + 1]))
                      for i, (_text, mark) in enumerate(texts) if mark and sum(sizes[:i + 1]) >= MIN_CACHEABLE)
+    # The expected end keys as the API does, with the gate's own keys: prefix_keys leaves out
+    # the breakpoints under the model's minimum, which are the shortest, so its keys belong
+    # to the last of the marked breakpoints
+    marks = [sum(sizes[:i + 1]) for i, (_text, mark) in enumerate(texts) if mark]
+    keys = prefix_keys(params)
+    scoped = tuple(zip(keys, marks[len(marks) - len(keys):], strict=True))
     # a stage's typical answer is its offline one; the screen's is its verdict with no reason
     # (a reason's length is the model's to choose: the low end takes the shortest)
     answer = {"flagged": False, "reason": ""} if screen else OfflineBackend().answer(request)
+    room = int(params["max_tokens"])
+    think = room - (settings.answer_tokens or request.max_tokens) if "thinking" in params else 0
+    answer_room = room - think
+    retry = min(2 * answer_room, OUTPUT_LIMIT - think)
     return Call(stage=request.stage, model=model, input_tokens=counted, prefixes=prefixes,
-                max_tokens=int(params["max_tokens"]),
-                typical_output=max(1, len(json.dumps(answer)) // CHARS_PER_TOKEN), artefact=request.artefact)
+                max_tokens=room, typical_output=max(1, len(json.dumps(answer)) // CHARS_PER_TOKEN),
+                artefact=request.artefact, scoped=scoped,
+                expected_output=_expected_answer(request, screen, pace) + round(THINKING_SHARE * think),
+                retry_tokens=think + retry if retry > answer_room else 0,
+                wave=not screen and request.stage in STAGES and STAGES[request.stage].phase == "wave")
 
 
-def _priced(calls: Sequence[Call], counted_by: str) -> Estimate:
-    """Each stage's calls priced low and high, in the pipeline's order: the screen, then
-    the stages as declared, each stage's calls by the file they write. Not the order the
-    build asked them in: a wave's calls run concurrently, and their order (which decides
-    which call writes a shared prefix and which reads it) would change from run to run."""
+def _expected_answer(request: ModelRequest, screen: bool, pace: float) -> int:
+    """A real model's answer to ``request``, in tokens (no thinking): a lesson body at
+    ``pace`` words a minute of its plan, anything else the offline answer with its prose
+    ``PROSE_FACTOR`` times as long (the screen's: its verdict with a sentence of reason)."""
+    stage = STAGES.get(request.stage)
+    if stage is not None and stage.makes is LessonContent:
+        return round(float(request.inputs["plan"]["minutes"]) * pace * TOKENS_PER_WORD)
+    answer = {"flagged": False, "reason": "The brief asks for a course and nothing else."} if screen \
+        else OfflineBackend().answer(request)
+    text = json.dumps(answer)
+    prose = sum(len(json.dumps(value)) for value in _strings(answer) if " " in value)
+    return max(1, round((len(text) + (PROSE_FACTOR - 1) * prose) / CHARS_PER_TOKEN))
+
+
+def _strings(data: Any) -> list[str]:
+    """Every string in a JSON value, at any depth."""
+    if isinstance(data, str):
+        return [data]
+    if isinstance(data, dict):
+        return [found for value in data.values() for found in _strings(value)]
+    if isinstance(data, list):
+        return [found for value in data for found in _strings(value)]
+    return []
+
+
+def _priced(calls: Sequence[Call], counted_by: str, batch: bool = False) -> Estimate:
+    """Each stage's calls priced expected, low and high, in the pipeline's order: the
+    screen, then the stages as declared, each stage's calls by the file they write. Not the
+    order the build asked them in: a wave's calls run concurrently, and their order (which
+    decides which call writes a shared prefix and which reads it) would change from run to
+    run; the prefix gate holds a wave's later calls until the first one's response has
+    begun, so one writes and the rest read."""
     order = {stage: rank for rank, stage in enumerate(STAGES)}
     calls = sorted(calls, key=lambda c: (c.stage in order, order.get(c.stage, -1), c.stage, c.artefact))
     seen: set[str] = set()
+    written: set[str] = set()
     by_stage: dict[str, list[Call]] = {}
     low: dict[str, float | None] = {}
     high: dict[str, float | None] = {}
+    expected: dict[str, float | None] = {}
+    reading: dict[str, int] = {}
     for call in calls:
         by_stage.setdefault(call.stage, []).append(call)
         cached = min(max((size for _key, size in call.prefixes), default=0), call.input_tokens)
         read = min(max((size for key, size in call.prefixes if key in seen), default=0), cached)
         seen.update(key for key, _size in call.prefixes)
+        scoped = min(max((size for _key, size in call.scoped), default=0), call.input_tokens)
+        reads = min(max((size for key, size in call.scoped if key in written), default=0), scoped)
+        written.update(key for key, _size in call.scoped)
+        reading[call.stage] = reading.get(call.stage, 0) + reads
         cheap = Usage(input_tokens=call.input_tokens - cached, cache_creation_input_tokens=cached - read,
                       cache_read_input_tokens=read, output_tokens=call.typical_output)
+        likely = Usage(input_tokens=call.input_tokens - scoped, cache_creation_input_tokens=scoped - reads,
+                       cache_read_input_tokens=reads, output_tokens=call.expected_output)
         dear = Usage(input_tokens=call.input_tokens - cached, cache_creation_input_tokens=cached,
                      output_tokens=call.max_tokens)
-        low[call.stage] = _add(low.get(call.stage, 0.0), cost(call.model, cheap))
-        high[call.stage] = _add(high.get(call.stage, 0.0), cost(call.model, dear))
+        again = Usage(input_tokens=call.input_tokens - cached, cache_creation_input_tokens=cached,
+                      output_tokens=call.retry_tokens)
+        batched = batch and call.wave
+        worst = _add(cost(call.model, dear), cost(call.model, again) if call.retry_tokens else 0.0)
+        if batched:  # an entry with no usable answer is asked again live, at the full price
+            worst = _add(worst, cost(call.model, dear, batch=True))
+        low[call.stage] = _add(low.get(call.stage, 0.0), cost(call.model, cheap, batch=batched))
+        expected[call.stage] = _add(expected.get(call.stage, 0.0), cost(call.model, likely, batch=batched))
+        high[call.stage] = _add(high.get(call.stage, 0.0), worst)
     stages = tuple(StageEstimate(stage, calls=len(made), input_tokens=sum(c.input_tokens for c in made),
                                  max_output=sum(c.max_tokens for c in made),
                                  typical_output=sum(c.typical_output for c in made),
-                                 low=low[stage], high=high[stage]) for stage, made in by_stage.items())
-    return Estimate(stages, counted_by, frozenset(call.model for call in calls if call.model not in PRICES))
+                                 low=low[stage], high=high[stage], expected=expected[stage],
+                                 expected_output=sum(c.expected_output for c in made),
+                                 expected_read=reading[stage])
+                   for stage, made in by_stage.items())
+    return Estimate(stages, counted_by, frozenset(call.model for call in calls if call.model not in PRICES), batch)
 
 
 def _add(total: float | None, more: float | None) -> float | None:

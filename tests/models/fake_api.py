@@ -76,6 +76,12 @@ up to ``output_limit`` (served as ``ModelInfo.max_tokens``; a request above it i
 400); a request with adaptive thinking spends ``thinking`` tokens (default 0) thinking
 first, counted in ``output_tokens`` and against ``max_tokens``; an answer that does not
 fit what is left is cut there, with ``stop_reason`` ``max_tokens``.
+
+With ``realistic=Realism(seed=...)`` (``tests/models/fake_realism.py``, which states its
+rules) the answers are the length a real model writes, by seeded draws of its own:
+lessons inside house style's words-per-minute band, longer prose fields, and thinking
+tokens by effort for every request that thinks, live or in a batch; still held to the
+wire schema.
 """
 
 from __future__ import annotations
@@ -94,6 +100,7 @@ import httpx2
 
 from stay.models import min_cacheable_tokens
 from stay.stages import REGISTRY, Prompts, offline_answer
+from tests.models.fake_realism import Realism
 from tests.remembered_yaml import load_yaml
 from tests.wire_schema import check, fit
 from tools.wire import message, sse, system_of, user_of
@@ -405,7 +412,8 @@ class FakeMessagesAPI:
                  batch_outcomes: dict[int, str] | None = None, batch_faults: list[int | str | None] | None = None,
                  batch_retry_after: str | None = None, between_entries: Callable[[], None] | None = None,
                  credentials: frozenset[str] | None = None, thinking: int = 0,
-                 output_limit: int = OUTPUT_LIMIT, models_api: bool = True) -> None:
+                 output_limit: int = OUTPUT_LIMIT, models_api: bool = True,
+                 realistic: Realism | None = None) -> None:
         self.faults = list(faults or [])
         self.limiter = limiter
         self.stopping = threading.Event()
@@ -433,6 +441,9 @@ class FakeMessagesAPI:
         """The keys and tokens accepted; None accepts any non-empty one."""
         self.seen_auth: list[tuple[str, str]] = []
         self.thinking, self.output_limit, self.models_api = thinking, output_limit, models_api
+        self.realistic = realistic
+        """Answers and thinking the size a real model's are (``tests/models/fake_realism.py``);
+        None: the offline answers, and ``thinking`` tokens for every request that thinks."""
         self.model_checks: list[str] = []
         self.token_counts: list[dict[str, Any]] = []
         """The bodies POSTed to /v1/messages/count_tokens, in arrival order."""
@@ -520,8 +531,7 @@ class FakeMessagesAPI:
                 if fault is not None:
                     return self._misbehave(fault, body)
                 try:
-                    data = answer_for(body) if is_stage(body) else enforce(
-                        body, {"flagged": False, "reason": "a course brief"})
+                    data = api.answer(body, {"flagged": False, "reason": "a course brief"})
                 except WireViolation as exc:
                     with lock:
                         api.violations.append(str(exc))
@@ -529,7 +539,7 @@ class FakeMessagesAPI:
                 if body.get("max_tokens", 0) > api.output_limit:
                     return self._send(400, error_body(f"max_tokens: {body['max_tokens']} > {api.output_limit}, "
                                                       f"which is the maximum allowed for {body['model']}"), body)
-                thought = api.thinking if body.get("thinking") else 0
+                thought = api.thought(body)
                 text, stop = json.dumps(data), "end_turn"
                 room = max(body.get("max_tokens", 0) - thought, 0)
                 if tokens(text) > room:  # cut where max_tokens ends, as the model is
@@ -644,6 +654,21 @@ class FakeMessagesAPI:
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
                                        daemon=True)  # shutdown() waits a poll: 0.5 s by default
 
+    def answer(self, body: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
+        """The answer to a stage request (``answer_for``) or the screen (``verdict``), as long
+        as a real model writes it when ``realistic`` is set; held to the wire schema."""
+        data = answer_for(body) if is_stage(body) else enforce(body, verdict)
+        if self.realistic is None:
+            return data
+        grown: dict[str, Any] = enforce(body, self.realistic.answer(body, data, inputs_of(body)))
+        return grown
+
+    def thought(self, body: dict[str, Any]) -> int:
+        """The thinking tokens a request spends (0 unless it thinks)."""
+        if self.realistic is not None:
+            return self.realistic.thought(body)
+        return self.thinking if body.get("thinking") else 0
+
     # -- Message Batches ------------------------------------------------------------------
 
     def batch_call(self, method: str, path: str, body: dict[str, Any], host: str,
@@ -676,8 +701,10 @@ class FakeMessagesAPI:
             if outcome == "errored":
                 result["error"] = {"type": "error", "error": {"type": "api_error", "message": "injected"}}
             return {"custom_id": entry["custom_id"], "result": result}
-        data = answer_for(params) if is_stage(params) else enforce(params, {"flagged": False, "reason": "fine"})
+        data = self.answer(params, {"flagged": False, "reason": "fine"})
         usage, writes = self.accounting.bill(params, json.dumps(data))
+        if self.realistic is not None:  # a plain batch entry does not think: only a realistic one does
+            usage["output_tokens"] += self.realistic.thought(params)
         self.accounting.answered(writes)
         if is_stage(params):
             self.requests.append(params)

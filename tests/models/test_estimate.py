@@ -1,23 +1,38 @@
-"""``stay estimate``: the calls a build would make and a cost range, made offline, checked
-against what a build over HTTP against the fake (which bills realistically) really costs."""
+"""``stay estimate``: the calls a build would make, an expected cost and a range, made
+offline, checked against what a build over HTTP against the fake really costs: the plain
+fake (offline-sized answers) for the range, the realistic one (``tests/models/fake_realism.py``:
+answers the length a real model writes, with thinking, by its own seeded rules) for the
+expected figure, within the issue's ``TOLERANCE``."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import shutil
 from pathlib import Path
 
+import pytest
+
 from stay.errors import EXIT_USAGE
-from stay.models import SCREEN_STAGE, AnthropicBackend, Usage, cost
-from stay.pipeline import build_course, estimate
+from stay.models import SCREEN_STAGE, THINKING, AnthropicBackend, Usage, cost
+from stay.pipeline import BuildResult, Estimate, build_course, estimate
 from stay.settings import Settings
+from stay.stages import STAGES
+from stay.validate import validate_course
 from tests.conftest import ROOT, run_stay
 from tests.expected import calls, curriculum_of
-from tests.models.fake_api import FakeMessagesAPI
+from tests.models.fake_api import FakeMessagesAPI, stage_of, tokens
+from tests.models.fake_realism import Realism
 from tests.models.helpers import HTTP, KEY, quiet
 
 EDITED = "quiz"  # the stage whose prompt the rebuild test edits
+LARGE = ROOT / "tests" / "data" / "postgres-in-production.yaml"
+"""A 24-lesson brief (4 modules of 6 asked; the offline curriculum makes 8 of 3): kept under
+tests/, not examples/briefs/, which every example-brief test builds."""
+LARGE_LESSONS = 24
+TOLERANCE = 0.30
+"""Issue 23: the estimate is within 30% of what a realistic build costs."""
 
 
 def _tree(root: Path) -> str:
@@ -42,6 +57,13 @@ def test_the_range_holds_what_the_build_over_http_costs(tmp_path: Path) -> None:
     assert guess.low <= result.cost + 1e-9 and result.cost <= guess.high
     made = calls(curriculum_of(result.course_dir))
     assert {s.stage: s.calls for s in guess.stages} == {**made, SCREEN_STAGE: 1}
+    # the expected end keys the cache as the API does (model, thinking, format, effort, text):
+    # with the same requests, it reads what the fake, which keys so, read, stage by stage
+    read: dict[str, int] = {}
+    for entry in api.accounting.billed:
+        read[entry.stage] = read.get(entry.stage, 0) + entry.usage["cache_read_input_tokens"]
+    assert {s.stage: s.expected_read for s in guess.stages if s.stage in read} == read
+    assert sum(read.values()) > 0
     assert guess.counted_by == "characters/4" and "characters/4" in guess.lines()[-1]
 
 
@@ -84,10 +106,128 @@ def test_an_unknown_slug_is_one_line_naming_the_courses_dir(tmp_path: Path) -> N
 
 
 def test_a_key_the_counting_endpoint_refuses_is_one_line_naming_the_fix(tmp_path: Path) -> None:
-    with FakeMessagesAPI(credentials={"another-key"}) as api:
+    with FakeMessagesAPI(credentials=frozenset({"another-key"})) as api:
         done = run_stay("estimate", str(HTTP), "--courses-dir", str(tmp_path),
                         env={"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": KEY})
     assert done.returncode == EXIT_USAGE and done.stdout == "" and not api.requests
     (line,) = done.stderr.splitlines()
     assert line.startswith("error: the token-counting endpoint answered 401 for model ")
     assert "check ANTHROPIC_API_KEY" in line and KEY not in line
+
+
+# -- the expected figure against a realistic build ----------------------------------------------
+
+
+def _realistic(target: Path | str, courses: Path, seed: int, settings: Settings | None = None,
+               batch: bool = False) -> tuple[BuildResult, FakeMessagesAPI]:
+    """A build over HTTP against the realistic fake: what stay reports it cost, and the fake."""
+    with FakeMessagesAPI(realistic=Realism(seed=seed)) as api:
+        result = build_course(target, courses_dir=courses, yes=True, progress=quiet, batch=batch,
+                              settings=(settings or Settings()).replace(batch_poll_seconds=0),
+                              backend=AnthropicBackend(api_key=KEY, base_url=api.url, sleep=lambda _s: None))
+    return result, api
+
+
+def _compared(what: str, guess: Estimate, result: BuildResult, api: FakeMessagesAPI) -> float:
+    """The expected figure's error against the realistic build's cost, printed with the range."""
+    assert guess.expected is not None and guess.low is not None and guess.high is not None
+    assert result.cost is not None and result.complete
+    # no repair round (the realistic answers pass the validator) and no call unforeseen
+    assert len(api.requests) + len(api.screens) == sum(s.calls for s in guess.stages)
+    error = guess.expected / result.cost - 1
+    print(f"\n{what}: expected ${guess.expected:.4f} (low ${guess.low:.4f}, high ${guess.high:.4f}); "
+          f"the realistic fake billed ${result.cost:.4f}; off by {error:+.1%}")
+    return error
+
+
+def test_the_expected_cost_of_a_24_lesson_course_is_within_30_percent_of_a_realistic_build(
+        tmp_path: Path) -> None:
+    guess = estimate(LARGE, courses_dir=tmp_path / "unused", settings=Settings())
+    result, api = _realistic(LARGE, tmp_path / "real", seed=24)
+    curriculum = curriculum_of(result.course_dir)
+    assert sum(len(module.lessons) for module in curriculum.modules) == LARGE_LESSONS
+    assert abs(_compared("24-lesson brief", guess, result, api)) <= TOLERANCE
+    assert guess.low is not None and guess.high is not None and result.cost is not None
+    assert guess.low <= result.cost <= guess.high
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["live", "batch"])
+def test_the_expected_cost_of_the_sample_is_within_30_percent_of_a_realistic_build(
+        tmp_path: Path, batch: bool) -> None:
+    guess = estimate(HTTP, courses_dir=tmp_path / "unused", settings=Settings(), batch=batch)
+    result, api = _realistic(HTTP, tmp_path / "real", seed=6, batch=batch)
+    assert bool(api.batches) is batch
+    assert abs(_compared(f"sample brief{' --batch' if batch else ''}", guess, result, api)) <= TOLERANCE
+
+
+def test_the_expected_cost_of_a_rebuild_after_a_prompt_edit_is_within_30_percent(tmp_path: Path) -> None:
+    courses, prompts = tmp_path / "courses", tmp_path / "prompts"
+    built, _first = _realistic(HTTP, courses, seed=1)
+    shutil.copytree(ROOT / "prompts", prompts)
+    (prompts / f"{EDITED}.md").write_text((prompts / f"{EDITED}.md").read_text() + "\nBe brief.\n")
+    edited = Settings(prompts_dir=prompts)
+    guess = estimate(built.slug, courses_dir=courses, settings=edited)
+    assert [s.stage for s in guess.stages] == [EDITED]
+    rebuilt, api = _realistic(built.slug, courses, seed=2, settings=edited)
+    assert abs(_compared(f"rebuild after an edit of prompts/{EDITED}.md", guess, rebuilt, api)) <= TOLERANCE
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_low_and_high_hold_what_a_realistic_build_costs(tmp_path: Path, seed: int) -> None:
+    guess = estimate(HTTP, courses_dir=tmp_path / "unused", settings=Settings())
+    result, api = _realistic(HTTP, tmp_path / "real", seed=seed)
+    assert guess.low is not None and guess.high is not None and result.cost is not None
+    assert guess.low <= result.cost <= guess.high
+    assert api.accounting.total("output_tokens") > sum(s.typical_output for s in guess.stages)
+
+
+def test_the_realistic_fake_writes_lessons_inside_house_style_and_thinks(tmp_path: Path) -> None:
+    """The fake the expected figure is checked against: its lessons are longer than the
+    offline ones, yet the course passes the validator with no finding on their length."""
+    plain = build_course(HTTP, courses_dir=tmp_path / "plain", yes=True, progress=quiet, settings=Settings())
+    result, api = _realistic(HTTP, tmp_path / "real", seed=5)
+    report = validate_course(result.course_dir, strict=True)
+    assert report.fails == 0 and not [d for d in report.defects if d.code in ("les005", "les006", "les007", "les008")]
+    # a lesson drawn shorter than its offline body keeps that body: longer over the course, not each
+    lessons = sorted(path.relative_to(result.course_dir) for path in result.course_dir.rglob("*.md"))
+    assert lessons and sum(len((result.course_dir / path).read_text().split()) for path in lessons) > sum(
+        len((plain.course_dir / path).read_text().split()) for path in lessons)
+    thinking = [body for body in api.requests + api.screens if body.get("thinking")]
+    assert thinking and api.accounting.total("output_tokens") > sum(
+        len(str(answer)) // 4 for answer in api.answers)  # the thinking is billed as output
+
+
+def test_batch_prices_the_wave_at_the_batch_rate_and_its_high_end_keeps_a_live_retry(tmp_path: Path) -> None:
+    live = estimate(HTTP, courses_dir=tmp_path, settings=Settings())
+    batch = estimate(HTTP, courses_dir=tmp_path, settings=Settings(), batch=True)
+    assert [s.calls for s in batch.stages] == [s.calls for s in live.stages]
+    assert batch.expected is not None and live.expected is not None and batch.expected < live.expected
+    assert batch.high is not None and live.high is not None and batch.high > live.high
+    done = run_stay("estimate", str(HTTP), "--batch", "--courses-dir", str(tmp_path))
+    assert done.returncode == 0 and done.stdout.splitlines() == batch.lines()
+    assert "at the batch price for the wave" in batch.lines()[0]
+
+
+def test_the_high_end_holds_a_build_whose_every_answer_is_cut_off_and_asked_again(tmp_path: Path) -> None:
+    """Every call of the edited stage thinks its whole room and is cut off at max_tokens,
+    then asked once more with twice the answer's room (``_more_room``), both billed: a
+    ceiling without that retry is passed by about one max_tokens of output a call."""
+    courses, prompts = tmp_path / "courses", tmp_path / "prompts"
+    with FakeMessagesAPI() as api:
+        built = build_course(HTTP, courses_dir=courses, yes=True, progress=quiet,
+                             backend=AnthropicBackend(api_key=KEY, base_url=api.url, sleep=lambda _s: None))
+    sizes = [tokens(json.dumps(answer)) for body, answer in zip(api.requests, api.answers, strict=True)
+             if stage_of(body) == EDITED]
+    room = max(sizes) // 2 + 1  # every answer is longer than this room, and fits in twice it
+    assert min(sizes) > room
+    shutil.copytree(ROOT / "prompts", prompts)
+    (prompts / f"{EDITED}.md").write_text((prompts / f"{EDITED}.md").read_text() + "\nBe brief.\n")
+    tight = Settings(prompts_dir=prompts, answer_tokens=room)
+    guess = estimate(built.slug, courses_dir=courses, settings=tight)
+    with FakeMessagesAPI(thinking=THINKING[STAGES[EDITED].role].room) as cut:
+        rebuilt = build_course(built.slug, courses_dir=courses, yes=True, progress=quiet, settings=tight,
+                               backend=AnthropicBackend(api_key=KEY, base_url=cut.url, sleep=lambda _s: None,
+                                                        answer_tokens=room))
+    assert len(cut.requests) == 2 * guess.stages[0].calls  # each call cut off once, then answered
+    assert guess.high is not None and rebuilt.cost is not None and rebuilt.cost <= guess.high
+    print(f"\nevery answer cut off once: billed ${rebuilt.cost:.4f}, high ${guess.high:.4f}")
