@@ -50,6 +50,7 @@ from stay.scoring import (
     session_id,
     write_report,
 )
+from stay.scoring._provenance import course_built_by
 from stay.settings import Settings
 from stay.stages import Prompts
 from stay.testing import RiggedBackend
@@ -107,7 +108,8 @@ def evaluate_build(brief_path: Path, *, epoch: int, courses_dir: Path, backend: 
     course = CourseOnDisk.load(where / slug)
     scores = score_course(course, scorers or default_scorers(judge, data_dir=chosen.resolved_data_dir()))
     entry = build_entry(scores, epoch=epoch, seed=seed, course_sha256=course.sha256, build_usage=usage,
-                        build_cost=cost, built=built, built_with=ledger_built_with(where / slug))
+                        build_cost=cost, built=built, built_with=ledger_built_with(where / slug),
+                        built_by=course_built_by(where / slug))
     if backend == OFFLINE:  # what this build was made with, which a rescore may not have asked for
         entry["quality"] = recorded_quality(where / slug)
     return slug, entry

@@ -339,7 +339,7 @@ def _score(ns: argparse.Namespace) -> int:
     from stay.models import Usage
     from stay.scoring import CourseOnDisk, OfflineJudge, default_scorers, score_course, scorer_versions
     from stay.scoring._judges import make_judge
-    from stay.scoring._provenance import QUALITY_RECORD, ledger_built_with, recorded_quality
+    from stay.scoring._provenance import QUALITY_RECORD, course_built_by, ledger_built_with, recorded_quality
     from stay.scoring._report import build_entry, failed_entry, report, write_report
     from stay.scoring._session import judge_name, relative_course, session_id
     from stay.settings import Settings
@@ -367,7 +367,8 @@ def _score(ns: argparse.Namespace) -> int:
             judge = make_judge(backend, course_dir / ".runs" / "judge-cache", judge_model=ns.judge_model, salt=session)
             entry = build_entry(score_course(course, default_scorers(judge)), epoch=epoch, seed=None,
                                 course_sha256=course.sha256, build_usage=Usage(), build_cost=0.0, built=False,
-                                built_with=ledger_built_with(course_dir), judged_in=session)
+                                built_with=ledger_built_with(course_dir), judged_in=session,
+                                built_by=course_built_by(course_dir))
             if (course_dir / QUALITY_RECORD).is_file():  # an offline suite's build: say its knob
                 entry["quality"] = recorded_quality(course_dir)
         except (StayError, OSError) as error:  # this course cannot be scored; the others still can
