@@ -50,14 +50,16 @@ from stay.scoring import (
     session_id,
     write_report,
 )
+from stay.scoring._judges import checked_backend
 from stay.scoring._provenance import course_built_by
 from stay.settings import Settings
 from stay.stages import Prompts
 from stay.testing import RiggedBackend
 
 
-def backend_name(requested: str | None = None, settings: Settings | None = None) -> str:
-    return requested or (settings or Settings.from_env()).chosen_backend
+def backend_name(requested: str | None = None, settings: Settings | None = None, flag: str = "--stay-backend") -> str:
+    """The backend asked for (checked: one line naming ``flag`` when it is none), else the settings'."""
+    return checked_backend(requested, flag) if requested else (settings or Settings.from_env()).chosen_backend
 
 
 def build_seed(run_seed: int, slug: str, epoch: int) -> str:
@@ -96,7 +98,7 @@ def evaluate_build(brief_path: Path, *, epoch: int, courses_dir: Path, backend: 
             # to test the harness) is test support, so it comes from stay.testing
             generator = RiggedBackend(quality=dict(quality or {}), seed=seed)
         else:  # the epoch's salt keys its requests apart in the cache; the prompt is untouched
-            generator = CachedBackend(backend_from(chosen.replace(backend="anthropic")),
+            generator = CachedBackend(backend_from(chosen.replace(backend=checked_backend(backend, "--stay-backend"))),
                                       RequestCache(where / slug / ".runs" / "cache", salt=seed))
             cache = False
         result = build_course(brief, courses_dir=where, yes=True, backend=generator, settings=chosen,
@@ -133,7 +135,7 @@ def suite_session(arms: Iterable[Any]) -> str:
         knob = json.dumps(dict(sorted(cfg.quality.items())), sort_keys=True)
         builds[cfg.label] = [f"{brief.stem}/{epoch}/seed {cfg.seed}/prompts {prompts}/quality {knob}/rescore "
                              f"{bool(cfg.rescore)}" for brief in cfg.briefs for epoch in range(1, cfg.epochs + 1)]
-    return session_id(judge_name(chosen[0].backend, chosen[0].judge_model), builds)
+    return session_id(judge_name(chosen[0].judging, chosen[0].judge_model), builds)
 
 
 def incomplete_record(output: Path) -> Path:
