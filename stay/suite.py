@@ -37,7 +37,9 @@ from stay.scoring import (
     OfflineJudge,
     Scorer,
     build_entry,
+    checked_backend,
     content_hash,
+    course_built_by,
     default_scorers,
     failed_entry,
     judge_name,
@@ -50,8 +52,6 @@ from stay.scoring import (
     session_id,
     write_report,
 )
-from stay.scoring._judges import checked_backend
-from stay.scoring._provenance import course_built_by
 from stay.settings import Settings
 from stay.stages import Prompts
 from stay.testing import RiggedBackend
