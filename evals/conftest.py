@@ -4,7 +4,8 @@ prompt directory under test, scores every build, and writes one JSON report.
 Options (all optional):
   --stay-prompts DIR       the prompt directory under test (default: the packaged prompts/)
   --stay-label NAME        the report's label (default: candidate)
-  --stay-backend NAME      offline or anthropic (default: anthropic when ANTHROPIC_API_KEY is set)
+  --stay-backend NAME      the backend that builds: offline, anthropic, ... (default: anthropic when
+                           ANTHROPIC_API_KEY is set); a name that is none is one line naming the choices
   --stay-epochs N          independent builds per brief (default: stay.suite.DEFAULT_EPOCHS; see docs/evals.md)
   --stay-seed N            the run's seed (default 0): offline, the quality knob's build-to-build noise;
                            with a model, the request cache's salt, so another seed is a fresh set of builds
