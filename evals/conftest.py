@@ -4,11 +4,14 @@ prompt directory under test, scores every build, and writes one JSON report.
 Options (all optional):
   --stay-prompts DIR       the prompt directory under test (default: the packaged prompts/)
   --stay-label NAME        the report's label (default: candidate)
-  --stay-backend NAME      offline or anthropic (default: anthropic when ANTHROPIC_API_KEY is set)
+  --stay-backend NAME      the backend that builds: offline, anthropic, ... (default: anthropic when
+                           ANTHROPIC_API_KEY is set); a name that is none is one line naming the choices
   --stay-epochs N          independent builds per brief (default: stay.suite.DEFAULT_EPOCHS; see docs/evals.md)
   --stay-seed N            the run's seed (default 0): offline, the quality knob's build-to-build noise;
                            with a model, the request cache's salt, so another seed is a fresh set of builds
   --stay-judge-model ID    the judge's model (default: the judging role's); set it apart from the writer's
+  --stay-judge-backend NAME  the judge's backend (default: --stay-backend's): build with one provider,
+                           judge with another; the judge's name records it (``model:ID via NAME``)
   --stay-output PATH       where the report goes (default: evals/out/<label>.json)
   --stay-courses DIR       where courses are built or loaded (default: evals/out/courses/<label>), one
                            directory per epoch: <courses>/e01/<slug>, ...
@@ -57,6 +60,8 @@ class EvalConfig:
     epochs: int
     seed: int
     judge_model: str | None = None
+    judge_backend: str | None = None
+    """The judge's backend (``--stay-judge-backend``); None: the one that builds."""
     briefs: tuple[Path, ...] = field(default=tuple(BRIEFS))
     session: str = ""
     """The judging session every build of the run is judged in (``stay.suite.suite_session``)."""
@@ -66,6 +71,11 @@ class EvalConfig:
     @property
     def parts(self) -> Path:
         return self.output.with_name(self.output.name + ".parts")
+
+    @property
+    def judging(self) -> str:
+        """The backend the judge answers through."""
+        return self.judge_backend or self.backend
 
     @property
     def arms(self) -> tuple[EvalConfig, ...]:
@@ -81,7 +91,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("stay evals")
     group.addoption("--stay-prompts", default=None)
     group.addoption("--stay-label", default="candidate")
-    group.addoption("--stay-backend", default=None, choices=("offline", "anthropic"))
+    group.addoption("--stay-backend", default=None)  # checked by stay.suite.backend_name, as the judge's
+    group.addoption("--stay-judge-backend", default=None)
     group.addoption("--stay-epochs", type=int, default=DEFAULT_EPOCHS)
     group.addoption("--stay-seed", type=int, default=0)
     group.addoption("--stay-judge-model", default=None)
@@ -112,6 +123,7 @@ def _quality(pairs: list[str]) -> dict[str, float]:
 def _config(config: pytest.Config) -> EvalConfig:
     from dataclasses import replace
 
+    from stay.errors import UsageError
     from stay.suite import backend_name, suite_session
 
     label = config.getoption("--stay-label")
@@ -121,10 +133,16 @@ def _config(config: pytest.Config) -> EvalConfig:
         raise pytest.UsageError(f"--stay-epochs {epochs}: at least one build per brief")
     prompts = config.getoption("--stay-prompts")
     courses = Path(config.getoption("--stay-courses") or HERE / "out" / "courses" / label)
-    cfg = EvalConfig(Path(prompts) if prompts else None, label, backend_name(config.getoption("--stay-backend")),
+    try:
+        backend = backend_name(config.getoption("--stay-backend"))
+        judged = config.getoption("--stay-judge-backend")
+        judge_backend = backend_name(judged, flag="--stay-judge-backend") if judged else None
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    cfg = EvalConfig(Path(prompts) if prompts else None, label, backend,
                      output.resolve(), courses, config.getoption("--stay-rescore"),
                      _quality(config.getoption("--stay-quality")), epochs, config.getoption("--stay-seed"),
-                     config.getoption("--stay-judge-model"))
+                     config.getoption("--stay-judge-model"), judge_backend)
     base_prompts = config.getoption("--stay-baseline-prompts")
     if base_prompts:
         base_label = config.getoption("--stay-baseline-label")

@@ -20,12 +20,12 @@ def test_the_suite_has_at_least_six_briefs() -> None:
 def test_build(brief: Path, epoch: int, arm: str | None, eval_config: EvalConfig) -> None:
     cfg = eval_config.arm(arm)
     # the cache is salted with the session: its verdicts are this session's, never another day's
-    judge = make_judge(cfg.backend, cfg.courses / ".judge-cache", judge_model=cfg.judge_model, salt=cfg.session)
+    judge = make_judge(cfg.judging, cfg.courses / ".judge-cache", judge_model=cfg.judge_model, salt=cfg.session)
     _slug, entry = run_build(cfg, brief, epoch, judge)
     assert set(entry["scorers"]) == SCORERS
     for name, result in entry["scorers"].items():
         assert result["items"], f"{name} judged nothing"
-        if cfg.backend == OFFLINE:
+        if cfg.judging == OFFLINE:
             assert result["unparseable"] == result["errors"] == 0
             assert name == "validator" or result["judge"] == "offline heuristic judge (not a model)"
     assert entry["scorers"]["validator"]["score"] == 1.0 or cfg.rescore

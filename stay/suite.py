@@ -37,7 +37,9 @@ from stay.scoring import (
     OfflineJudge,
     Scorer,
     build_entry,
+    checked_backend,
     content_hash,
+    course_built_by,
     default_scorers,
     failed_entry,
     judge_name,
@@ -55,8 +57,9 @@ from stay.stages import Prompts
 from stay.testing import RiggedBackend
 
 
-def backend_name(requested: str | None = None, settings: Settings | None = None) -> str:
-    return requested or (settings or Settings.from_env()).chosen_backend
+def backend_name(requested: str | None = None, settings: Settings | None = None, flag: str = "--stay-backend") -> str:
+    """The backend asked for (checked: one line naming ``flag`` when it is none), else the settings'."""
+    return checked_backend(requested, flag) if requested else (settings or Settings.from_env()).chosen_backend
 
 
 def build_seed(run_seed: int, slug: str, epoch: int) -> str:
@@ -95,7 +98,7 @@ def evaluate_build(brief_path: Path, *, epoch: int, courses_dir: Path, backend: 
             # to test the harness) is test support, so it comes from stay.testing
             generator = RiggedBackend(quality=dict(quality or {}), seed=seed)
         else:  # the epoch's salt keys its requests apart in the cache; the prompt is untouched
-            generator = CachedBackend(backend_from(chosen.replace(backend="anthropic")),
+            generator = CachedBackend(backend_from(chosen.replace(backend=checked_backend(backend, "--stay-backend"))),
                                       RequestCache(where / slug / ".runs" / "cache", salt=seed))
             cache = False
         result = build_course(brief, courses_dir=where, yes=True, backend=generator, settings=chosen,
@@ -107,7 +110,8 @@ def evaluate_build(brief_path: Path, *, epoch: int, courses_dir: Path, backend: 
     course = CourseOnDisk.load(where / slug)
     scores = score_course(course, scorers or default_scorers(judge, data_dir=chosen.resolved_data_dir()))
     entry = build_entry(scores, epoch=epoch, seed=seed, course_sha256=course.sha256, build_usage=usage,
-                        build_cost=cost, built=built, built_with=ledger_built_with(where / slug))
+                        build_cost=cost, built=built, built_with=ledger_built_with(where / slug),
+                        built_by=course_built_by(where / slug))
     if backend == OFFLINE:  # what this build was made with, which a rescore may not have asked for
         entry["quality"] = recorded_quality(where / slug)
     return slug, entry
@@ -131,7 +135,7 @@ def suite_session(arms: Iterable[Any]) -> str:
         knob = json.dumps(dict(sorted(cfg.quality.items())), sort_keys=True)
         builds[cfg.label] = [f"{brief.stem}/{epoch}/seed {cfg.seed}/prompts {prompts}/quality {knob}/rescore "
                              f"{bool(cfg.rescore)}" for brief in cfg.briefs for epoch in range(1, cfg.epochs + 1)]
-    return session_id(judge_name(chosen[0].backend, chosen[0].judge_model), builds)
+    return session_id(judge_name(chosen[0].judging, chosen[0].judge_model), builds)
 
 
 def incomplete_record(output: Path) -> Path:

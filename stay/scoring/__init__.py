@@ -40,6 +40,8 @@ _EXPORTS = {
     "compare_page": "stay.scoring._compare_page",
     "OFFLINE": "stay.scoring._provenance",
     "ledger_built_with": "stay.scoring._provenance",
+    "course_built_by": "stay.scoring._provenance",
+    "checked_backend": "stay.scoring._judges",
     "QUALITY_RECORD": "stay.scoring._provenance",
     "recorded_quality": "stay.scoring._provenance",
     "provenance_notes": "stay.scoring._provenance",
@@ -71,8 +73,10 @@ __all__ = [
     "Scorer",
     "Validator",
     "build_entry",
+    "checked_backend",
     "compare_page",
     "content_hash",
+    "course_built_by",
     "default_scorers",
     "epochs_warning",
     "evals_main",
@@ -105,11 +109,13 @@ if TYPE_CHECKING:
         judge_request,
     )
     from stay.scoring._defaults import DEFAULT_EPOCHS
+    from stay.scoring._judges import checked_backend
     from stay.scoring._offline_judge import OfflineJudge
     from stay.scoring._plan import epochs_warning
     from stay.scoring._provenance import (
         OFFLINE,
         QUALITY_RECORD,
+        course_built_by,
         ledger_built_with,
         provenance_notes,
         recorded_quality,

@@ -99,8 +99,9 @@ def evals_parser(subparsers: Any) -> None:
                        help="course directories; those under an eNN directory (the suite's layout) are that epoch")
     score.add_argument("--output", required=True, metavar="PATH")
     score.add_argument("--label", default="rescored")
-    score.add_argument("--backend", choices=("offline", "anthropic"),
-                       help="the judge: the offline heuristic judge, or the judging model")
+    score.add_argument("--backend", "--judge-backend", dest="backend", metavar="NAME",
+                       help="the judge: offline (the heuristic judge), or the backend the judging model "
+                            "answers through, e.g. anthropic (default: STAY_BACKEND's); its name records it")
     score.add_argument("--judge-model", metavar="MODEL", help="the judge's model (default: the judging role's)")
     rejudge = commands.add_parser(
         "rejudge", help="judge two runs' saved courses again in one session, interleaved, so compare can test them",
@@ -111,8 +112,9 @@ def evals_parser(subparsers: Any) -> None:
                     "Exit 0, or 2 when a report or a course it names cannot be read.")
     rejudge.add_argument("baseline", metavar="BASELINE.json")
     rejudge.add_argument("candidate", metavar="CANDIDATE.json")
-    rejudge.add_argument("--backend", choices=("offline", "anthropic"),
-                         help="the judge: the offline heuristic judge, or the judging model")
+    rejudge.add_argument("--backend", "--judge-backend", dest="backend", metavar="NAME",
+                         help="the judge: offline (the heuristic judge), or the backend the judging model "
+                              "answers through, e.g. anthropic (default: STAY_BACKEND's); its name records it")
     rejudge.add_argument("--judge-model", metavar="MODEL", help="the judge's model (default: the judging role's)")
     rejudge.add_argument("--output-dir", metavar="DIR", help="where both reports go (default: beside each input)")
 
@@ -338,14 +340,14 @@ def _score(ns: argparse.Namespace) -> int:
     report is written: compare refuses the report until the course is rebuilt."""
     from stay.models import Usage
     from stay.scoring import CourseOnDisk, OfflineJudge, default_scorers, score_course, scorer_versions
-    from stay.scoring._judges import make_judge
-    from stay.scoring._provenance import QUALITY_RECORD, ledger_built_with, recorded_quality
+    from stay.scoring._judges import checked_backend, make_judge
+    from stay.scoring._provenance import QUALITY_RECORD, course_built_by, ledger_built_with, recorded_quality
     from stay.scoring._report import build_entry, failed_entry, report, write_report
     from stay.scoring._session import judge_name, relative_course, session_id
     from stay.settings import Settings
     from stay.stages import Prompts
 
-    backend = ns.backend or Settings.from_env().chosen_backend
+    backend = checked_backend(ns.backend, "--backend") if ns.backend else Settings.from_env().chosen_backend
     builds: dict[str, list[dict[str, Any]]] = {}
     loaded: list[tuple[Path, CourseOnDisk | StayError | OSError]] = []
     for course_dir in map(Path, ns.courses):
@@ -367,7 +369,8 @@ def _score(ns: argparse.Namespace) -> int:
             judge = make_judge(backend, course_dir / ".runs" / "judge-cache", judge_model=ns.judge_model, salt=session)
             entry = build_entry(score_course(course, default_scorers(judge)), epoch=epoch, seed=None,
                                 course_sha256=course.sha256, build_usage=Usage(), build_cost=0.0, built=False,
-                                built_with=ledger_built_with(course_dir), judged_in=session)
+                                built_with=ledger_built_with(course_dir), judged_in=session,
+                                built_by=course_built_by(course_dir))
             if (course_dir / QUALITY_RECORD).is_file():  # an offline suite's build: say its knob
                 entry["quality"] = recorded_quality(course_dir)
         except (StayError, OSError) as error:  # this course cannot be scored; the others still can
@@ -388,10 +391,11 @@ def _score(ns: argparse.Namespace) -> int:
 
 
 def _rejudge(ns: argparse.Namespace) -> int:
+    from stay.scoring._judges import checked_backend
     from stay.scoring._session import rejudge
     from stay.settings import Settings
 
-    backend = ns.backend or Settings.from_env().chosen_backend
+    backend = checked_backend(ns.backend, "--backend") if ns.backend else Settings.from_env().chosen_backend
     session, written = rejudge(Path(ns.baseline), Path(ns.candidate), backend=backend, judge_model=ns.judge_model,
                                output_dir=Path(ns.output_dir) if ns.output_dir else None,
                                progress=lambda line: sys.stderr.write(line + "\n"))

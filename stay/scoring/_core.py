@@ -225,19 +225,33 @@ def judge_request(scorer: str, instructions: str, item: str, inputs: dict[str, A
     )
 
 
+NAMELESS_BACKEND = "anthropic"
+"""The backend a model judge's name leaves unsaid: every run judged before a judge could
+use another backend was judged through it, and its reports keep their judges' names."""
+
+
+def model_judge_name(model: str, via: str | None = None) -> str:
+    """A model judge's name, ``model:ID``, and `` via BACKEND`` through any other backend than
+    ``NAMELESS_BACKEND``: the same model id served by another provider is another judge, so
+    the header's ``judge_model`` differs and ``compare``'s judge guard refuses the pair."""
+    return f"model:{model}" + ("" if via in (None, NAMELESS_BACKEND) else f" via {via}")
+
+
 @dataclass
 class ModelJudge:
     """A judge that is a model: the judging role, through any backend (cached or not).
 
     ``model`` defaults to the judging role's; set it apart from the writer's so a model
-    never grades its own prose (self-preference)."""
+    never grades its own prose (self-preference). ``via`` is the backend's name, which the
+    judge's name records (``model_judge_name``)."""
 
     backend: ModelClient
     model: str = DEFAULT_MODELS["judging"]
+    via: str | None = None
 
     @property
     def name(self) -> str:
-        return f"model:{self.model}"
+        return model_judge_name(self.model, self.via)
 
     def ask(self, request: ModelRequest) -> JudgeReply:
         try:

@@ -4,14 +4,26 @@ request cache, and scoring through Message Batches."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
+from stay.errors import UsageError
 from stay.models import AnthropicBackend, CachedBackend, ModelClient, RequestCache, backend_from, prefetch
 from stay.scoring import CourseOnDisk, Judge, ModelJudge, OfflineJudge, ScoreResult, default_scorers, score_course
 from stay.scoring._core import JudgeReply
-from stay.settings import Settings
+from stay.settings import Backend, Settings
 
 OFFLINE = "offline"
+
+
+def checked_backend(name: str, flag: str) -> str:
+    """``name`` if it is a backend stay can build or judge with, else a one-line
+    ``UsageError`` naming ``flag`` and the choices. The one place the evals check a
+    backend's name: against ``stay.settings``' backends until the backends' registry
+    (``stay.models._registry``) is the list to check."""
+    known = get_args(Backend)
+    if name not in known:
+        raise UsageError(f"{flag} {name!r}: not a backend; choose from {', '.join(known)}")
+    return name
 
 
 def make_judge(backend: str, cache_dir: Path, *, judge_model: str | None = None,
@@ -21,13 +33,16 @@ def make_judge(backend: str, cache_dir: Path, *, judge_model: str | None = None,
 
     ``salt`` keys the cache's answers apart by judging session (``stay.scoring._session``):
     a new session is answered afresh, never from another day's verdicts, while the same
-    session run again pays nothing. ``client`` stands in for the Claude backend (tests)."""
+    session run again pays nothing. ``backend`` is the judge's backend (``checked_backend``),
+    which may be another than the one that built the courses (``--stay-judge-backend``);
+    ``client`` stands in for it (tests)."""
     if backend == OFFLINE:
         return OfflineJudge()
     chosen = settings or Settings.from_env()
-    model_client = client or backend_from(chosen.replace(backend="anthropic"))  # the retry settings, as the build's
+    # the judge's own backend, with the retry settings, as the build's
+    model_client = client or backend_from(chosen.replace(backend=checked_backend(backend, "the judge's backend")))
     return ModelJudge(CachedBackend(model_client, RequestCache(cache_dir, salt=salt)),
-                      judge_model or chosen.model("judging"))
+                      judge_model or chosen.model("judging"), via=backend)
 
 
 class _Recorder:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,28 @@ def ledger_built_with(course_dir: Path) -> dict[str, dict[str, str]]:
     entries = document.get("artefacts", {}) if isinstance(document, dict) else {}
     return {name: dict(entry["sources"]) for name, entry in sorted(entries.items())
             if isinstance(entry, dict) and isinstance(entry.get("sources"), dict)}
+
+
+_RUN_ENTRY = re.compile(r"^## run \d+: \S+ \((.+)\)$", re.MULTILINE)
+"""A run log's entry heading (``stay.pipeline._run_log.log_run``): the command and the backend's name."""
+REPLAY = " (replay)"
+"""What a replaying backend adds to its name (``CachedBackend.name``): the same backend answered."""
+
+
+def course_built_by(course_dir: Path) -> list[str]:
+    """The backends that wrote a course, from its run log (every run that wrote anything
+    names its backend there): the course's own record, so a rescored course says who built
+    it, not who judged it. [] when there is no run log (a course from outside stay)."""
+    from stay._stored import read_stored
+
+    path = course_dir / ".state" / "run-log.md"
+    if not path.is_file():
+        return []
+    try:
+        text = read_stored(path).decode("utf-8", "replace")  # bounded, like every stored file
+    except (Damaged, OSError):
+        return []  # unknown, never a guess: the run check leaves an unknown builder alone
+    return sorted({name.removesuffix(REPLAY) for name in _RUN_ENTRY.findall(text)})
 
 
 def recorded_quality(course_dir: Path) -> dict[str, float]:

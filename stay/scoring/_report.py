@@ -16,6 +16,10 @@ built it, built in (``built_in``), and where its course is (``course``, relative
 report): the header's ``sessions`` lists both, and ``compare`` refuses two runs a model
 judged in different sessions (``stay.scoring._session``).
 
+A build may also carry ``built_by``: the backends (``offline``, ``anthropic``, ...) its
+course's run log says wrote it; ``compare`` refuses two runs built by different backends
+unless ``--allow backend`` (``stay.scoring._runs_check``).
+
 A build may also carry ``built_with``: per artefact (its path in the course), the
 hashes its ledger says it was built with, ``{"prompt": sha, "references": sha,
 "schema": sha, "model": id}``, read from the course's ledger. ``compare`` uses it, when
@@ -53,9 +57,10 @@ def _known_sum(costs: Iterable[float | None]) -> float | None:
 def build_entry(scores: Mapping[str, ScoreResult], *, epoch: int, seed: str | None, course_sha256: str,
                 build_usage: Usage, build_cost: float | None, built: bool,
                 built_with: Mapping[str, Mapping[str, str]] | None = None,
-                judged_in: str | None = None) -> dict[str, Any]:
+                judged_in: str | None = None, built_by: Iterable[str] | None = None) -> dict[str, Any]:
     """One build's part of a report: a brief built (or loaded) once, and scored
-    (``judged_in``: the judging session, ``stay.scoring._session``)."""
+    (``judged_in``: the judging session, ``stay.scoring._session``; ``built_by``: the
+    backends its course's run log says wrote it, ``_provenance.course_built_by``)."""
     judged = {}
     for name, result in sorted(scores.items()):
         entry = result.model_dump(mode="json")
@@ -73,6 +78,8 @@ def build_entry(scores: Mapping[str, ScoreResult], *, epoch: int, seed: str | No
         entry["built_with"] = {path: dict(record) for path, record in sorted(built_with.items())}
     if judged_in is not None:
         entry["judged_in"] = judged_in
+    if built_by:  # none recorded: unknown, which the backend check leaves to the header
+        entry["built_by"] = sorted(set(built_by))
     return entry
 
 

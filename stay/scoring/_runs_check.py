@@ -8,7 +8,8 @@ difference; two generation models, a build seeded under another brief, or a scor
 by another judge than the header names, or builds made under different quality knobs
 mean the run is not what its header says. Those refuse; so do two runs a model judged in
 different sessions (``stay.scoring._session``: judge drift would shift one whole run),
-unless ``--allow sessions``. A build that failed makes the run invalid (exit 5, like too
+unless ``--allow sessions``, and runs built by different backends (providers differ by
+more than any prompt change), unless ``--allow backend``. A build that failed makes the run invalid (exit 5, like too
 many failed judge items): the run is incomplete, and leaving the build out would lean
 towards a pass. Identical runs, identical prompts and judge-failure rates far apart are
 legal but rarely what was meant: those warn, as do two runs a model built in different
@@ -307,6 +308,25 @@ def judged_apart(baseline: Run, candidate: Run) -> list[str]:
             f"{_path(candidate[0])}`, or pass --allow sessions"]
 
 
+def _builders(report: dict[str, Any]) -> set[str]:
+    """The backends a run's builds record they were built by (``built_by``, from each
+    course's run log); a build that records none is unknown and adds nothing (the header's
+    ``backend`` is held fixed by ``compare`` itself)."""
+    return {str(name) for _brief, _index, build in _builds(report) if not isinstance(build.get("failed"), dict)
+            for name in build.get("built_by") or ()}
+
+
+def built_by_other_backends(baseline: Run, candidate: Run) -> list[str]:
+    """Two runs (or the builds of one) made by different backends: another provider's model
+    writes another course whatever the prompts say, so a difference would be the provider's."""
+    before, after = _builders(baseline[1]), _builders(candidate[1])
+    if len(before | after) < 2:
+        return []
+    return [f"{candidate[0]}: briefs.*.builds.built_by: built by {' and '.join(sorted(after)) or 'unknown'}, "
+            f"{baseline[0]} by {' and '.join(sorted(before)) or 'unknown'}: a difference would be the backends', "
+            "not the prompts': build both runs with one backend (--stay-backend), or pass --allow backend"]
+
+
 def built_apart(baseline: Run, candidate: Run) -> list[str]:
     """Two runs a model built in different sessions: a generator that shifted between the
     days shifts one whole run too. Warned on, not refused: rebuilding both arms costs the
@@ -331,6 +351,7 @@ CHECKS: tuple[Check, ...] = (
     Check("quality-knobs", REFUSE, _each(quality_knobs)),
     Check("failed-builds", INVALID, _each(failed_builds)),
     Check("sessions", REFUSE, judged_apart, allow="sessions"),
+    Check("backend", REFUSE, built_by_other_backends, allow="backend"),
     Check("same-courses", WARN, _each(same_courses)),
     Check("identical-runs", WARN, identical_runs),
     Check("identical-prompts", WARN, identical_prompts),

@@ -42,13 +42,14 @@ def session_id(judge: str, arms: Mapping[str, Iterable[str]]) -> str:
 
 def judge_name(backend: str, judge_model: str | None = None, settings: Any = None) -> str:
     """The name the judge ``make_judge`` makes would give itself, without making it (no key needed)."""
+    from stay.scoring._core import model_judge_name
     from stay.scoring._judges import OFFLINE
     from stay.scoring._offline_judge import OfflineJudge
     from stay.settings import Settings
 
     if backend == OFFLINE:
         return OfflineJudge().name
-    return "model:" + (judge_model or (settings or Settings.from_env()).model("judging"))
+    return model_judge_name(judge_model or (settings or Settings.from_env()).model("judging"), backend)
 
 
 def interleaved(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[tuple[int, str, int]]:

@@ -59,6 +59,7 @@ class BuildShape(_Open):
     failed: BuildFailure | None = None
     judged_in: str | None = None
     built_in: str | None = None
+    built_by: list[StrictStr] | None = None
     course: str | None = None
 
     @model_validator(mode="after")

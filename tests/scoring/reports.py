@@ -41,7 +41,7 @@ def make_report(builds: dict[str, list[dict[str, list[Item]]]], *, label: str = 
                 results[name] = {"items": items, "unparseable": sum(v == "unparseable" for v in values),
                                  "errors": sum(v == "error" for v in values),
                              "judge": f"model:{judge_model}" if judge == "model" else judge}
-            entries.append({"epoch": number, "scorers": results, "seed": None, "built": True,
+            entries.append({"epoch": number, "scorers": results, "seed": None, "built": True, "built_by": [backend],
                             **({"judged_in": session, "built_in": session} if session else {})})
         briefs[brief] = {"builds": entries}
     return {"version": VERSION, "label": label, "backend": backend, "judge": judge, "judge_model": judge_model,

@@ -196,6 +196,10 @@ CASES = (
     Case("header-judge-offline-scorers-a-model", candidate(judge="offline heuristic judge (not a model)",
                                                            judge_model=None), REFUSED,
          "but the header says judge 'offline heuristic judge (not a model)'"),
+    Case("built-by-another-backend", lambda _b, c: [b.update(built_by=["offline"]) for b in builds(c)], REFUSED,
+         "briefs.*.builds.built_by: built by offline, baseline"),
+    Case("one-build-by-another-backend", in_build(built_by=["offline"]), REFUSED,
+         "briefs.*.builds.built_by: built by anthropic and offline"),
     Case("builds-under-two-quality-knobs", knobs(0.2, 0.0, header=0.2), REFUSED,
          "builds[1].quality: built under quality knob"),
     Case("header-quality-not-the-builds", knobs(0.2, header=None), REFUSED,
@@ -216,6 +220,8 @@ CASES = (
     # accepted, with what --allow accepted named
     Case("other-models-allowed", other_models, ALLOWED, "generate claude-sonnet-5-5 -> claude-opus-5-5",
          args=("--allow", "models")),
+    Case("built-by-another-backend-allowed", in_build(built_by=["offline"]), ALLOWED,
+         "built by anthropic and offline", args=("--allow", "backend")),
     Case("no-epochs-recorded", candidate(epochs=None), ACCEPTED, "verdict"),  # an older report: once a crash
     # not a report (exit 2): the shape breaks before any check runs
     Case("epochs-a-string", candidate(epochs=str(EPOCHS)), NOT_A_REPORT, "field 'epochs'"),
@@ -240,6 +246,8 @@ CASES = (
     Case("a-course-hash-a-list", in_build(course_sha256=["x"]), NOT_A_REPORT,
          "field 'briefs.brief-0.builds.0.course_sha256'"),
     Case("a-seed-a-mapping", in_build(seed={"run": 7}), NOT_A_REPORT, "field 'briefs.brief-0.builds.0.seed"),
+    Case("a-builder-a-string", in_build(built_by="anthropic"), NOT_A_REPORT,
+         "field 'briefs.brief-0.builds.0.built_by'"),
     Case("prompts-a-string", candidate(prompts="prompts"), NOT_A_REPORT, "field 'prompts'"),
     Case("prompt-hashes-a-list", candidate(prompts={"sha256": ["x"]}), NOT_A_REPORT, "field 'prompts.sha256'"),
     # once accepted: a build's knob that is not a knob

@@ -145,6 +145,16 @@ def _session(key: str, value: str | None, run: int = 1) -> Callable[[dict[str, A
     return broken
 
 
+def _built_by(backend: str, builds: int | None = None) -> Callable[[dict[str, Any], dict[str, Any]], Pair]:
+    """The candidate's builds (the first ``builds`` of brief-0; None: all) made by ``backend``."""
+    def broken(base: dict[str, Any], cand: dict[str, Any]) -> Pair:
+        chosen = first(cand)[:builds] if builds else [b for e in cand["briefs"].values() for b in e["builds"]]
+        for build in chosen:
+            build["built_by"] = [backend]
+        return base, cand
+    return broken
+
+
 BREAKERS: dict[str, list[Callable[[dict[str, Any], dict[str, Any]], Pair]]] = {
     "duplicated-builds": [_same_epoch_twice, _same_course_and_seed_twice],
     "same-courses": [_rescored_course_twice, _seed_ignored],
@@ -160,6 +170,7 @@ BREAKERS: dict[str, list[Callable[[dict[str, Any], dict[str, Any]], Pair]]] = {
     "identical-prompts": [_same_prompts],
     "failure-rates": [_judge_failed_more],
     "sessions": [_session("judged_in", "s-another-day"), _session("judged_in", None, run=0)],
+    "backend": [_built_by("offline"), _built_by("offline", builds=1)],
     "built-apart": [_session("built_in", "s-another-day"), _session("built_in", None, run=0)],
 }
 CASES = [(check, breaker) for check in CHECKS for breaker in BREAKERS.get(check.name, [])]
@@ -205,6 +216,30 @@ def test_different_models_pass_with_allow_models_and_are_named() -> None:
     base, cand = _other_models(*pair())
     result = compare(base, cand, allow=["models"])
     assert "claude-sonnet-5-5 -> claude-opus-5-5" in result.allowed["models"]
+
+
+def test_runs_built_by_other_backends_pass_with_allow_backend_and_are_named() -> None:
+    base, cand = _built_by("offline")(*pair())
+    assert base["backend"] == cand["backend"]  # the header agrees: only the builds' own record tells
+    result = compare(base, cand, allow=["backend"])
+    assert "built by offline, baseline baseline by anthropic" in result.allowed["backend"]
+
+
+def test_allow_backend_compares_and_every_output_says_the_backends_differ(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paths = []
+    for name, document in zip(("baseline", "candidate"), _built_by("offline")(*pair()), strict=True):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(document))
+        paths.append(str(path))
+    markdown, html = tmp_path / "compare.md", tmp_path / "compare.html"
+    code = main(["evals", "compare", *paths, "--allow", "backend", "--markdown", str(markdown), "--html", str(html)])
+    out, err = capsys.readouterr()
+    said = "briefs.*.builds.built_by: built by offline"
+    assert code in (0, 1), err
+    assert any(line.startswith("allowed: ") and said in line for line in out.splitlines()), out
+    assert said in markdown.read_text(encoding="utf-8")
+    assert said in html.read_text(encoding="utf-8")
 
 
 def test_the_command_line_refuses_in_one_line_naming_the_file_and_field(

@@ -269,3 +269,23 @@ def test_a_run_built_under_two_quality_knobs_is_refused(runs: dict[str, tuple[Ru
     with pytest.raises(RunsNotComparable, match=r"builds\[1\]\.quality: built under quality knob .*"
                                                  r"rebuild the run under one --stay-quality"):
         compare(document, mixed)
+
+
+def test_each_build_records_the_backends_its_course_was_built_by(runs: dict[str, tuple[Run, dict[str, Any]]],
+                                                                 tmp_path: Path) -> None:
+    """From the course's own run log, so a rescore says who built the course, not who judges it."""
+    from stay.scoring._provenance import REPLAY, course_built_by
+
+    run, document = runs["one"]
+    assert all(b["built_by"] == [OFFLINE] for b in document["briefs"]["accessible-web-forms"]["builds"])
+    course = tmp_path / "course"
+    shutil.copytree(run.courses / "e01" / "accessible-web-forms", course)
+    log = course / ".state" / "run-log.md"
+    log.write_text(log.read_text() + f"\n## run 9: build (anthropic{REPLAY})\n\n- completed\n")
+    assert course_built_by(course) == sorted({OFFLINE, "anthropic"})
+    output = tmp_path / "rescored.json"
+    assert main(["evals", "score", str(course), "--output", str(output), "--backend", OFFLINE]) == 0
+    rescored = json.loads(output.read_text())["briefs"]["course"]["builds"]
+    assert rescored[0]["built_by"] == sorted({OFFLINE, "anthropic"})
+    log.unlink()  # a course from outside stay: unknown, never a guess
+    assert course_built_by(course) == []
