@@ -412,11 +412,15 @@ class AnthropicBackend:
         raise AssertionError("unreachable: the loop returns or raises")
 
     async def acomplete(self, request: ModelRequest, model: str) -> ModelAnswer:
-        """``complete`` for asyncio callers (no prefix gate: it coordinates threads)."""
+        """``complete`` for asyncio callers, through the same prefix gate (its waiters wait
+        on the event loop, never blocking it)."""
         where = f"stage {request.stage} ({request.artefact})"
         thinking = self.thinking.get(request.role)
         budget = budget_for(request, model, thinking, self.answer_tokens)
-        message = await self._acall(request_params(request, model, thinking, answer_tokens=budget.answer), where)
+        params = request_params(request, model, thinking, answer_tokens=budget.answer)
+        holding = self.gate.ahold(prefix_keys(params)) if self.gate is not None else nullcontext(_nothing)
+        async with holding as started:
+            message = await self._acall(params, where, started)
         retry = self._retry(message, request, model, thinking, budget, where)
         if retry is None:
             return answer_from(message, request, budget=budget)
@@ -424,14 +428,14 @@ class AnthropicBackend:
         message = await self._acall(params, where)
         return _counting(spent, lambda: answer_from(message, request, budget=more))
 
-    async def _acall(self, params: dict[str, Any], where: str) -> Any:
+    async def _acall(self, params: dict[str, Any], where: str, started: Callable[[], None] = _nothing) -> Any:
         streamed = streams(params["max_tokens"], self.timeout)
         clock = _Deadline(self, params["max_tokens"], where)
         for attempt in range(self.max_retries + 1):
             try:
                 client = self.async_client
                 timeout = clock.timeout(attempt)
-                return await clock.awaited(self._attempt(client, params, streamed, timeout), attempt)
+                return await clock.awaited(self._attempt(client, params, streamed, timeout, started), attempt)
             except StayError:
                 raise
             except Exception as exc:
@@ -446,9 +450,14 @@ class AnthropicBackend:
         raise AssertionError("unreachable: the loop returns or raises")
 
     @staticmethod
-    async def _attempt(client: Any, params: dict[str, Any], streamed: bool, timeout: Any) -> Any:
+    async def _attempt(client: Any, params: dict[str, Any], streamed: bool, timeout: Any,
+                       started: Callable[[], None]) -> Any:
         if streamed:
             async with client.messages.stream(**params, timeout=timeout) as stream:
+                async for event in stream:  # up to message_start, as ``_begun``; the rest is read below
+                    if event.type == "message_start":
+                        started()
+                        break
                 return _identified(await stream.get_final_message(), stream)
         return await client.messages.create(**params, timeout=timeout)
 

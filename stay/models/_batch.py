@@ -15,7 +15,9 @@ split across batches.
 Every batch call (create, poll, results) is retried like a live call, by the Claude
 backend's own rules (``AnthropicBackend``: the retryable statuses, backoff with jitter,
 ``retry-after`` and its cap, ``max_retries``), so one 500 or a dropped connection during
-a poll that may last 24 hours does not end the run. An entry that ends without an answer
+a poll that may last 24 hours does not end the run. Polling goes further (``_Collector.poll``):
+a transient failure is polled through until the batch can no longer be running (its
+``expires_at``), since a poll is free and the batch runs on whatever happens here. An entry that ends without an answer
 is said, one line each, with what it cost and that it is asked again live at full price:
 ``errored``, ``canceled`` and ``expired`` entries are not billed; a refused or cut-off
 answer was, and its usage is handed to ``billed`` to be counted at the batch price.
@@ -31,16 +33,17 @@ import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from stay._stored import Damaged, load_stored_json
 from stay.errors import ModelError, ModelUnavailable, RefusalError, StayError, TruncationError, UnsafeId
-from stay.models._anthropic import AnthropicBackend, _Deadline
+from stay.models._anthropic import CONFIG_STATUSES, AnthropicBackend, _Deadline
 from stay.models._cache import RequestCache, request_key
 from stay.models._prices import BATCH_CACHE_TTL, cost
 from stay.models._roles import THINKING
-from stay.models._wire import answer_from, budget_for, one_line, request_params, usage_of
+from stay.models._wire import answer_from, backoff, budget_for, jittered, one_line, request_params, usage_of
 from stay.requests import ModelAnswer, ModelRequest
 
 MAX_BATCH_REQUESTS = 100_000
@@ -201,10 +204,46 @@ class _Collector:
                                        "collect it")
             self.sleep(self.poll_seconds)
             waited += self.poll_seconds
-            batch = self.api(f"polling batch {batch.id}",
-                             functools.partial(self.client.messages.batches.retrieve, batch.id))
+            batch, spent = self.poll(batch)
+            waited += spent
             self.say(progress_line(batch))
         return batch
+
+    def poll(self, batch: Any) -> tuple[Any, float]:
+        """One poll, and the seconds spent waiting out failures. A poll is free and
+        idempotent, and the batch runs on at the server whatever happens here: a transient
+        failure (``_classify``'s retryable ones: 429, 529, 5xx, a reset, a timeout) is
+        polled through, with the live backoff and jitter (a 429's ``retry-after`` waited in
+        full, whatever the cap: waiting costs nothing here), for as long as the batch can
+        still end (``poll_until``); each streak of failures is said in one line. Anything
+        else (401, 403, 404) ends the run at once."""
+        where = f"Message Batches: polling batch {batch.id}"
+        until, spent, streak = poll_until(batch), 0.0, 0
+        while True:
+            try:
+                return self.client.messages.batches.retrieve(batch.id), spent
+            except StayError:
+                raise
+            except Exception as exc:
+                failure = self.rules._classify(exc, where, streak)
+                left = until - self.rules.wall()
+                # a 401, 403 or 404 is final whatever its body says: no wait changes a key or an id
+                if not failure.retryable or getattr(exc, "status_code", None) in CONFIG_STATUSES or left <= 0:
+                    kind = ModelUnavailable if isinstance(failure.error, ModelUnavailable) else ModelError
+                    raise kind(f"{failure.error}; the batch id is stored under .runs/batches/: a rerun "
+                               "reattaches to it (or submits its requests again if the server no longer "
+                               "has it)") from None
+                hint = failure.wait_hint
+                pause = backoff(streak, self.rules.jitter()) if hint is None else jittered(hint, self.rules.jitter())
+                pause = min(pause, left)
+                if not streak:
+                    ends = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(until))
+                    self.say(f"batch {batch.id}: a poll failed ({_what(exc)}); the batch runs on at the "
+                             f"server, so polling goes on through failures until {ends}, when it can no longer "
+                             "be running")
+                streak += 1
+                self.rules.sleep(pause)
+                spent += pause
 
     def collect(self, batch_id: str) -> int:
         """Store every answer of an ended batch that this run needs; returns how many
@@ -248,6 +287,30 @@ class _Collector:
         dollars = cost(model, usage, batch=True)
         price = "an unknown price" if dollars is None else f"${dollars:.4f}"
         return f"{what}, billed {price} at the batch price (counted)"
+
+
+def _what(exc: Exception) -> str:
+    """A failed poll in a few words: its status, or the kind of connection failure."""
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return f"HTTP {status}"
+    cause = exc.__cause__ or exc
+    return type(cause).__name__
+
+
+BATCH_LIFETIME = 24 * 3600.0
+"""Seconds a batch may run after its creation before the API expires what is left (the
+batch docs: 24 hours), the bound on polling when a batch does not say its ``expires_at``."""
+
+
+def poll_until(batch: Any) -> float:
+    """The wall-clock time (epoch seconds) after which ``batch`` can no longer be running:
+    its ``expires_at``, else ``BATCH_LIFETIME`` after its ``created_at``, else from now."""
+    expires, created = getattr(batch, "expires_at", None), getattr(batch, "created_at", None)
+    if isinstance(expires, datetime):
+        return expires.timestamp()
+    start = created.timestamp() if isinstance(created, datetime) else time.time()
+    return start + BATCH_LIFETIME
 
 
 def progress_line(batch: Any) -> str:

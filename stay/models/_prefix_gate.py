@@ -29,8 +29,8 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from stay.models._roles import min_cacheable_tokens
@@ -88,11 +88,49 @@ class PrefixGate:
         self._writing: set[str] = set()
         self._fresh_until: dict[str, float] = {}
         self._ungated_until: dict[str, float] = {}
+        self._async_waiters: list[tuple[Any, Any]] = []
+        """(event loop, asyncio.Event) of every coroutine waiting (``ahold``)."""
         self.waits = 0
         """How many requests were held for another request's cache write (for tests)."""
 
     def _fresh(self, key: str) -> bool:
         return self._fresh_until.get(key, float("-inf")) > self.clock()
+
+    def _claim(self, keys: Sequence[str]) -> list[str] | None:
+        """Under the lock: None while another request is writing one of ``keys``; else the
+        keys this request writes (those not in the cache), now marked as being written."""
+        if any(key in self._writing for key in keys):
+            return None
+        now = self.clock()
+        mine = [key for key in keys
+                if not self._fresh(key) and self._ungated_until.get(key, float("-inf")) <= now]
+        self._writing.update(mine)
+        return mine
+
+    def _notify(self) -> None:
+        """Under the lock: wake every waiter, threads and coroutines alike."""
+        self._changed.notify_all()
+        for loop, event in self._async_waiters:
+            loop.call_soon_threadsafe(event.set)
+        self._async_waiters.clear()
+
+    def _begin(self, keys: Sequence[str], mine: Sequence[str]) -> None:
+        """The response has begun (or an answer came): every key is fresh, waiters go."""
+        with self._changed:
+            self._writing.difference_update(mine)
+            until = self.clock() + self.ttl
+            for key in keys:
+                self._fresh_until[key] = until
+            self._notify()
+
+    def _fail(self, mine: Sequence[str]) -> None:
+        """A write that failed before its response began: its prefixes go ungated."""
+        with self._changed:
+            self._writing.difference_update(mine)
+            until = self.clock() + self.ttl
+            for key in mine:
+                self._ungated_until[key] = until
+            self._notify()
 
     @contextmanager
     def hold(self, keys: Sequence[str]) -> Iterator[Callable[[], None]]:
@@ -104,25 +142,41 @@ class PrefixGate:
         after another."""
         with self._changed:
             waited = False
-            while any(key in self._writing for key in keys):
+            while (mine := self._claim(keys)) is None:
                 waited = True
                 self._changed.wait()
             self.waits += waited
-            now = self.clock()
-            mine = [key for key in keys
-                    if not self._fresh(key) and self._ungated_until.get(key, float("-inf")) <= now]
-            self._writing.update(mine)
+        with self._holding(keys, mine) as started:
+            yield started
+
+    @asynccontextmanager
+    async def ahold(self, keys: Sequence[str]) -> AsyncIterator[Callable[[], None]]:
+        """``hold`` for a coroutine: it waits on an ``asyncio.Event`` the writer sets (from
+        any thread), so a held call never blocks its event loop."""
+        import asyncio
+
+        waited = False
+        while True:
+            with self._changed:
+                mine = self._claim(keys)
+                if mine is not None:
+                    self.waits += waited
+                    break
+                event = asyncio.Event()
+                self._async_waiters.append((asyncio.get_running_loop(), event))
+            waited = True
+            await event.wait()
+        with self._holding(keys, mine) as started:
+            yield started
+
+    @contextmanager
+    def _holding(self, keys: Sequence[str], mine: list[str]) -> Iterator[Callable[[], None]]:
         begun = False
 
         def started() -> None:
             nonlocal begun
-            with self._changed:
-                begun = True
-                self._writing.difference_update(mine)
-                until = self.clock() + self.ttl
-                for key in keys:
-                    self._fresh_until[key] = until
-                self._changed.notify_all()
+            begun = True
+            self._begin(keys, mine)
 
         answered = False
         try:
@@ -130,11 +184,6 @@ class PrefixGate:
             answered = True
         finally:
             if answered or begun:
-                started()  # an answer is a use: it refreshes the entries too
+                self._begin(keys, mine)  # an answer is a use: it refreshes the entries too
             else:
-                with self._changed:
-                    self._writing.difference_update(mine)
-                    until = self.clock() + self.ttl
-                    for key in mine:
-                        self._ungated_until[key] = until
-                    self._changed.notify_all()
+                self._fail(mine)

@@ -36,7 +36,8 @@ documented, and independently of stay's own prefix code:
 
 ``FakeMessagesAPI`` also serves the Message Batches endpoints as the API documents them:
 ``POST /v1/messages/batches`` takes ``{"requests": [{"custom_id", "params"}]}`` and
-answers an ``in_progress`` batch; ``GET /v1/messages/batches/{id}`` polls it (it ends at
+answers an ``in_progress`` batch (``created_at`` now, ``expires_at`` 24 hours later, as
+the API sets them); ``GET /v1/messages/batches/{id}`` polls it (it ends at
 the ``batch_polls``-th poll); ``GET .../results`` streams one JSON line per entry. An
 ended batch has run its entries one after another, in order, through the same answers
 and cache accounting as live requests (``between_entries`` runs between two, to let a
@@ -388,6 +389,11 @@ class CacheAccounting:
         return self.cache_read_input_tokens / whole if whole else 0.0
 
 
+def _stamp(when: float) -> str:
+    """``when`` (epoch seconds) as the API writes a time: RFC 3339, UTC."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
+
+
 def _stopped(body: dict[str, Any], reason: str | None) -> dict[str, Any]:
     """The response as the model stopped it: cut off at max_tokens, or refused."""
     if reason == "max_tokens":
@@ -437,6 +443,7 @@ class FakeMessagesAPI:
         self.batch_faults, self.batch_retry_after = list(batch_faults or []), batch_retry_after
         self.between_entries = between_entries
         self._polled: dict[str, int] = {}
+        self._created: dict[str, float] = {}
         self.credentials = credentials
         """The keys and tokens accepted; None accepts any non-empty one."""
         self.seen_auth: list[tuple[str, str]] = []
@@ -620,7 +627,8 @@ class FakeMessagesAPI:
                     self.connection.shutdown(2)  # no status line at all: the client sees the connection drop
                     return
                 if isinstance(fault, int):
-                    kind = {429: "rate_limit_error", 529: "overloaded_error"}.get(fault, "api_error")
+                    kind = {401: "authentication_error", 403: "permission_error", 404: "not_found_error",
+                            429: "rate_limit_error", 529: "overloaded_error"}.get(fault, "api_error")  # the API's
                     headers = {"retry-after": api.batch_retry_after} if api.batch_retry_after else {}
                     return self._send(fault, {"type": "error", "error": {"type": kind, "message": "injected"}}, {},
                                       headers)
@@ -678,6 +686,7 @@ class FakeMessagesAPI:
         if method == "POST" and not parts:
             batch_id = f"msgbatch_{len(self.batches) + 1:04d}fake"
             self.batches[batch_id], self._polled[batch_id] = list(body["requests"]), 0
+            self._created[batch_id] = time.time()
             return 200, self._batch(batch_id, host)
         batch_id = parts[0] if parts else ""
         if method != "GET" or batch_id not in self.batches:
@@ -721,13 +730,14 @@ class FakeMessagesAPI:
 
     def _batch(self, batch_id: str, host: str) -> dict[str, Any]:
         entries, ended = self.batches[batch_id], batch_id in self.batch_results
+        created = self._created[batch_id]  # the API's clock: a batch expires 24 hours after it was created
         counts = {"processing": 0 if ended else len(entries), "succeeded": 0, "errored": 0, "canceled": 0,
                   "expired": 0}
         for line in self.batch_results.get(batch_id, []):
             counts[line["result"]["type"]] += 1
         return {"id": batch_id, "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
-                "request_counts": counts, "created_at": "2026-11-30T00:00:00Z",
-                "expires_at": "2026-12-01T00:00:00Z", "ended_at": "2026-11-30T01:00:00Z" if ended else None,
+                "request_counts": counts, "created_at": _stamp(created), "expires_at": _stamp(created + 24 * 3600),
+                "ended_at": _stamp(created) if ended else None,
                 "archived_at": None, "cancel_initiated_at": None,
                 "results_url": f"http://{host}/v1/messages/batches/{batch_id}/results" if ended else None}
 
