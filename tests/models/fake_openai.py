@@ -36,7 +36,6 @@ What it emulates, and enforces:
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -157,7 +156,7 @@ class FakeOpenAI:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 if not self._authorised():
                     return
                 if self.path.rstrip("/") == "/v1/models":
@@ -165,7 +164,7 @@ class FakeOpenAI:
                         {"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in fake.models]})
                 self._send(404, _error("Not found", "invalid_request_error"))
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("content-length", "0")))
                 if not self._authorised():
                     return
@@ -275,7 +274,7 @@ class FakeOpenAI:
         total = tokens(prompt)
         with self.lock:
             seen = self._prompts.setdefault(model, [])
-            shared = max((len(os.path.commonprefix([prompt, old])) for old in seen), default=0)
+            shared = max((_common(prompt, old) for old in seen), default=0)
             seen.append(prompt)
         cached = (tokens(prompt[:shared]) // CACHE_STEP) * CACHE_STEP if shared else 0
         cached = cached if total >= CACHE_MIN_TOKENS and cached >= CACHE_MIN_TOKENS else 0
@@ -298,6 +297,14 @@ class FakeOpenAI:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
+
+
+def _common(one: str, other: str) -> int:
+    """How many characters two prompts share from their start."""
+    for index, (a, b) in enumerate(zip(one, other, strict=False)):
+        if a != b:
+            return index
+    return min(len(one), len(other))
 
 
 def _error(message: str, kind: str, code: str | None = None, param: str | None = None) -> dict[str, Any]:
