@@ -219,3 +219,18 @@ def test_make_reads_the_openai_settings_and_a_missing_key_is_one_line() -> None:
     assert "sk-x" in settings.secrets
     with pytest.raises(UsageError, match="OPENAI_API_KEY"):
         OpenAIBackend().client  # noqa: B018
+
+
+def test_import_stay_needs_no_openai_sdk_and_a_missing_one_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    probe = "import sys, stay, stay.models, stay.pipeline; print('openai' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True,
+                          env={"PYTHONPATH": str(ROOT), "PATH": ""})
+    assert done.stdout.strip() == "False"
+    monkeypatch.setitem(sys.modules, "openai", None)  # the SDK not installed
+    with pytest.raises(UsageError, match=r"pip install -e '\.\[openai\]'"):
+        OpenAIBackend(api_key="k").client  # noqa: B018

@@ -97,3 +97,11 @@ def test_a_stall_ends_at_the_call_deadline_as_unavailable(tmp_path: Path) -> Non
                     "build", str(HTTP), "--yes", "--backend", "openai", "--courses-dir", str(tmp_path))
     assert done.returncode == EXIT_CODES[ModelUnavailable], done.stderr
     assert "deadline" in done.stderr or "not answering" in done.stderr
+
+
+def test_a_cost_cap_over_an_unpriced_model_is_refused_before_any_call(tmp_path: Path) -> None:
+    with FakeOpenAI() as fake:
+        done = stay(environment(fake, STAY_MODEL="fake-model"), "build", str(HTTP), "--yes", "--backend", "openai",
+                    "--courses-dir", str(tmp_path), "--max-cost", "1")
+    assert done.returncode == EXIT_CODES[UsageError], done.stderr
+    assert "no price on file" in done.stderr and fake.bodies == []
