@@ -321,8 +321,9 @@ class OpenAIBackend:
         return self.screening(text).reason
 
 
-class _SchemaRefused(Exception):
-    """A 400 naming ``response_format``: this server does not take ``json_schema``."""
+class _SchemaRefused(ModelError):
+    """A 400 naming ``response_format``: this server does not take ``json_schema`` (caught in
+    ``_answered``, which asks again in JSON mode; a StayError like every error stay raises)."""
 
 
 @dataclass(frozen=True)
