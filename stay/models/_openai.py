@@ -58,6 +58,15 @@ def install_hint() -> UsageError:
     return UsageError("the openai backend needs the openai SDK: pip install -e '.[openai]'")
 
 
+def refuses_json_schema(detail: str) -> bool:
+    """Whether a 400 says the server does not take ``json_schema`` at all (it names
+    ``response_format``), not that it refused this schema ("Invalid schema for
+    response_format ..."): a schema strict mode refuses is stay's error, never a reason to
+    drop to JSON mode."""
+    text = detail.lower()
+    return "response_format" in text and "invalid schema" not in text
+
+
 def known_provider(base_url: str | None) -> bool:
     """Whether the server is OpenAI's own, whose model ids stay knows."""
     return base_url is None or urlparse(base_url).hostname == "api.openai.com"
@@ -285,7 +294,7 @@ class OpenAIBackend:
                 return _Failure(False, UsageError(
                     f"{where}: {self.endpoint} has no model '{model}' (404: {detail}); set STAY_MODEL (or "
                     "STAY_MODEL_<ROLE>) to a model it serves; nothing was written"))
-            if status == 400 and "response_format" in detail and self.endpoint not in _JSON_ONLY:
+            if status == 400 and self.endpoint not in _JSON_ONLY and refuses_json_schema(detail):
                 raise _SchemaRefused(detail)
             error = body if isinstance(body, Mapping) else {}  # the SDK hands over the body's "error" object
             if error.get("code") == "insufficient_quota":

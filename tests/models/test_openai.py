@@ -234,3 +234,14 @@ def test_import_stay_needs_no_openai_sdk_and_a_missing_one_is_one_line(monkeypat
     monkeypatch.setitem(sys.modules, "openai", None)  # the SDK not installed
     with pytest.raises(UsageError, match=r"pip install -e '\.\[openai\]'"):
         OpenAIBackend(api_key="k").client  # noqa: B018
+
+
+def test_a_schema_strict_mode_refuses_is_an_error_not_a_fall_back_to_json_mode() -> None:
+    params = request_params(audience_request(), "fake-model")
+    del params["response_format"]["json_schema"]["schema"]["additionalProperties"]
+    with FakeOpenAI() as fake:
+        chosen, _, _ = backend(fake)
+        with pytest.raises(ModelError, match="Invalid schema for response_format"):
+            chosen._call(params, "stage audience (audience.yaml)")
+    assert [b["response_format"]["type"] for b in fake.bodies] == ["json_schema"]
+    assert fake.url not in _openai._JSON_ONLY
