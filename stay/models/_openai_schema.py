@@ -171,23 +171,27 @@ def request_params(request: ModelRequest, model: str, *, answer_tokens: int | No
 
 
 def usage_of(completion: Any, where: str) -> Usage:
-    """Chat Completions usage as stay counts it: cached prompt tokens are cache reads, and
-    ``input_tokens`` the rest (as Anthropic's excludes its cache reads); reasoning tokens
-    are the part of the completion spent thinking."""
+    """Chat Completions usage as stay counts it: cached prompt tokens are cache reads,
+    ``cache_write_tokens`` (where a server reports them) cache writes, and ``input_tokens``
+    the rest of the prompt (as Anthropic's excludes both); reasoning tokens are the part of
+    the completion spent thinking."""
     usage = getattr(completion, "usage", None)
     prompt, output = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
-    cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None) or 0
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) or 0
+    written = getattr(details, "cache_write_tokens", None) or 0
     reasoning = getattr(getattr(usage, "completion_tokens_details", None), "reasoning_tokens", None) or 0
     for name, value in (("prompt_tokens", prompt), ("completion_tokens", output), ("cached_tokens", cached),
-                        ("reasoning_tokens", reasoning)):
+                        ("cache_write_tokens", written), ("reasoning_tokens", reasoning)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise malformed(where, f"usage.{name} is {value!r}, not a count of tokens")
     assert isinstance(prompt, int) and isinstance(output, int)
-    if cached > prompt or reasoning > output:
-        raise malformed(where, f"usage counts {cached} cached of {prompt} prompt tokens, {reasoning} reasoning "
-                                f"of {output} completion tokens")
-    return Usage(input_tokens=prompt - cached, output_tokens=output, cache_read_input_tokens=cached,
-                 thinking_tokens=reasoning)
+    assert isinstance(written, int)
+    if cached + written > prompt or reasoning > output:
+        raise malformed(where, f"usage counts {cached} cached and {written} cache-written of {prompt} prompt "
+                               f"tokens, {reasoning} reasoning of {output} completion tokens")
+    return Usage(input_tokens=prompt - cached - written, output_tokens=output, cache_read_input_tokens=cached,
+                 cache_creation_input_tokens=written, thinking_tokens=reasoning)
 
 
 def malformed(where: str, what: str) -> ModelError:

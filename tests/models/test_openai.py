@@ -245,3 +245,25 @@ def test_a_schema_strict_mode_refuses_is_an_error_not_a_fall_back_to_json_mode()
             chosen._call(params, "stage audience (audience.yaml)")
     assert [b["response_format"]["type"] for b in fake.bodies] == ["json_schema"]
     assert fake.url not in _openai._JSON_ONLY
+
+
+def test_cache_writes_where_a_server_reports_them_are_counted_and_the_default_model_is_priced() -> None:
+    from openai.types.chat import ChatCompletion
+
+    from stay.models import PRICES, cost
+    from stay.models._openai_schema import usage_of
+
+    completion = ChatCompletion.model_validate({
+        "id": "c", "object": "chat.completion", "created": 0, "model": _openai.OPENAI_MODEL, "choices": [],
+        "usage": {"prompt_tokens": 5000, "completion_tokens": 300, "total_tokens": 5300,
+                  "prompt_tokens_details": {"cached_tokens": 2048, "cache_write_tokens": 1024},
+                  "completion_tokens_details": {"reasoning_tokens": 100}}})
+    usage = usage_of(completion, "stage x")
+    assert (usage.input_tokens, usage.cache_read_input_tokens, usage.cache_creation_input_tokens) == (1928, 2048, 1024)
+    assert usage.total_input_tokens == 5000 and usage.thinking_tokens == 100
+    rates = PRICES[_openai.OPENAI_MODEL].rates
+    expected = (1928 * rates.input + 2048 * rates.cache_read + 1024 * rates.cache_write + 300 * rates.output) / 1e6
+    assert cost(_openai.OPENAI_MODEL, usage) == pytest.approx(expected)
+    broken = completion.model_copy(update={"usage": completion.usage.model_copy(update={"prompt_tokens": 10})})
+    with pytest.raises(ModelError, match="malformed"):
+        usage_of(broken, "stage x")
