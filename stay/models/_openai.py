@@ -151,6 +151,13 @@ class OpenAIBackend:
             self._defaults = {role: served[0] for role in ROLES}
         return self._defaults
 
+    @property
+    def screen_model(self) -> str:
+        """The screen's model, as the request cache keys its verdict: read without asking the
+        server (a replayed run may have none to ask)."""
+        return (self.models.get("analysis") or (self._defaults or {}).get("analysis")
+                or f"the model {self.endpoint} serves")
+
     def model_for(self, role: Role, model: str) -> str:
         """The id to send for ``role``: the one the settings chose, else the default. A Claude
         default id is what ``Settings`` holds for a role no STAY_MODEL names."""

@@ -205,6 +205,9 @@ def test_the_screen_is_a_call_through_the_backend_and_reports_its_usage() -> Non
 
 def test_models_default_only_where_the_provider_is_known() -> None:
     assert set(OpenAIBackend(api_key="k").default_models.values()) == {_openai.OPENAI_MODEL}
+    # the screen's cache key is the model it really uses, read without asking a server
+    assert OpenAIBackend(api_key="k").screen_model == _openai.OPENAI_MODEL
+    assert OpenAIBackend(base_url="http://127.0.0.1:9/v1", models={"analysis": "m"}).screen_model == "m"
     with FakeOpenAI(models=("only",)) as fake:
         assert set(OpenAIBackend(base_url=fake.url).default_models.values()) == {"only"}
     with FakeOpenAI(models=("a", "b")) as fake, pytest.raises(UsageError, match="STAY_MODEL"):
