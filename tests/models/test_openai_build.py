@@ -105,3 +105,24 @@ def test_a_cost_cap_over_an_unpriced_model_is_refused_before_any_call(tmp_path: 
                     "--courses-dir", str(tmp_path), "--max-cost", "1")
     assert done.returncode == EXIT_CODES[UsageError], done.stderr
     assert "no price on file" in done.stderr and fake.bodies == []
+
+
+def test_ctrl_c_during_a_call_to_the_server_ends_with_130_and_one_line(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    from stay.errors import EXIT_INTERRUPTED
+    from tests.models.fake_openai import Stall
+
+    with FakeOpenAI(faults=[Stall()]) as fake:
+        child = subprocess.Popen([sys.executable, "-m", "stay.cli", "build", str(HTTP), "--yes", "--backend", "openai",
+                                  "--courses-dir", str(tmp_path)], cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=environment(fake, STAY_MODEL="fake-model"))
+        ends = time.monotonic() + 60
+        while not fake.bodies and time.monotonic() < ends and child.poll() is None:
+            time.sleep(0.05)
+        assert fake.bodies, "the build never called the server"
+        child.send_signal(signal.SIGINT)  # the child this test started, by its own pid
+        _out, err = child.communicate(timeout=60)
+    assert child.returncode == EXIT_INTERRUPTED, err
+    assert "Traceback" not in err
