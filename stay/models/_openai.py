@@ -27,12 +27,12 @@ from urllib.parse import urlparse
 
 from stay import _secrets
 from stay.errors import AnswerError, ModelError, ModelUnavailable, RefusalError, StayError, TruncationError, UsageError
-from stay.models._anthropic import RETRY_AFTER_CAP, _Deadline, _Failure
+from stay.models._anthropic import RETRY_AFTER_CAP, AnthropicBackend, _Deadline, _Failure
 from stay.models._openai_schema import Read, malformed, parsed, read_completion, request_params, strict_schema
 from stay.models._prices import PRICES, Price
 from stay.models._roles import OUTPUT_LIMIT
 from stay.models._screen import Screening, screen_request, verdict
-from stay.models._wire import backoff, jittered, one_line, redact, retry_after, retryable_status
+from stay.models._wire import one_line, redact, retry_after, retryable_status
 from stay.requests import ROLES, ModelAnswer, ModelRequest, Role, Usage
 from stay.settings import DEFAULT_MODELS as CLAUDE_MODELS
 from stay.settings import Settings
@@ -227,7 +227,11 @@ class OpenAIBackend:
         params["messages"].append({"role": "user", "content": "Your previous answer did not fit the schema: "
                                    + "; ".join(problems[:10]) + ". Answer again, with the whole JSON object."})
         again = read_completion(self._call(params, where), request, room)
-        answer = parsed(again, request)
+        try:
+            answer = parsed(again, request)
+        except AnswerError as exc:  # both replies were paid for
+            exc.billed = again.answer.model_copy(update={"usage": spent + again.answer.usage})
+            raise
         left = [e.message for e in validator.iter_errors(json.loads(again.text))]
         if left:
             error = AnswerError(f"{where}: the JSON-mode answer does not fit its schema twice: {one_line(left[0])}",
@@ -254,24 +258,10 @@ class OpenAIBackend:
         raise AssertionError("unreachable: the loop returns or raises")
 
     def _wait(self, failure: _Failure, where: str, attempt: int, clock: _Deadline) -> float:
-        """The Claude backend's rule (``AnthropicBackend._wait``), for this backend's settings."""
-        if not failure.retryable:
-            raise failure.error from None
-        clock.check(attempt, ended=failure.timed_out and clock.cut)
-        if attempt == self.max_retries:
-            raise failure.error from None
-        hint = failure.wait_hint
-        if hint is not None and hint > self.retry_after_cap:
-            raise ModelUnavailable(
-                f"{where}: the server asks to wait {hint:g} s (retry-after, above the {self.retry_after_cap:g} s "
-                "this run waits); rerun after that (finished files are kept, nothing is paid twice), or "
-                "raise STAY_RETRY_AFTER_CAP") from None
-        wait = backoff(attempt, self.jitter()) if hint is None else jittered(hint, self.jitter())
-        clock.check(attempt, wait)
-        if failure.timed_out:
-            self.progress(f"  {where}: no answer within the request timeout; retrying ({attempt + 1} of "
-                          f"{self.max_retries})")
-        return wait
+        """The Claude backend's rule, shared: final failures raise, a retry-after above the cap
+        ends the call, the wait is backoff or the jittered hint, never past the deadline. It
+        reads only the settings both backends have (retries, cap, jitter, timeout, progress)."""
+        return AnthropicBackend._wait(self, failure, where, attempt, clock)  # type: ignore[arg-type]
 
     def _classify(self, exc: Exception, where: str, attempt: int, model: str) -> _Failure:
         import httpx2
