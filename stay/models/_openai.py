@@ -28,7 +28,7 @@ from urllib.parse import urlparse
 from stay import _secrets
 from stay.errors import AnswerError, ModelError, ModelUnavailable, RefusalError, StayError, TruncationError, UsageError
 from stay.models._anthropic import RETRY_AFTER_CAP, AnthropicBackend, _Deadline, _Failure
-from stay.models._openai_schema import Read, malformed, parsed, read_completion, request_params, strict_schema
+from stay.models._openai_schema import Read, malformed, parsed, read_completion, request_params
 from stay.models._prices import PRICES, Price
 from stay.models._roles import OUTPUT_LIMIT
 from stay.models._screen import Screening, screen_request, verdict
@@ -206,10 +206,13 @@ class OpenAIBackend:
         return self._checked(read, request, model, room, where)
 
     def _checked(self, read: Read, request: ModelRequest, model: str, room: int, where: str) -> ModelAnswer:
-        """A JSON-mode answer held to the strict schema, asked once more with what was wrong."""
+        """A JSON-mode answer held to its schema, asked once more with what was wrong. The
+        answer model's own schema, not the strict one: "every property required" is a rule of
+        strict decoding, and an answer that leaves an optional property out means what the
+        strict one's null means (``unnull``)."""
         import jsonschema  # type: ignore[import-untyped]  # the openai extra installs it; no stubs
 
-        validator = jsonschema.Draft202012Validator(strict_schema(request.output_schema))
+        validator = jsonschema.Draft202012Validator(request.output_schema)
         try:
             answer = parsed(read, request)
             data = json.loads(read.text)

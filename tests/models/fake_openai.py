@@ -30,7 +30,8 @@ What it emulates, and enforces:
   ``RateLimited`` (429, ``retry-after`` verbatim), ``Status`` (any status, OpenAI's error
   body), ``"refusal"`` (``message.refusal``, no content), ``"filter"`` (``finish_reason``
   ``content_filter``), ``"length"`` (cut at once), ``"malformed"`` (content that is not
-  JSON: no strict server sends it), ``Stall`` (the response never starts).
+  JSON: no strict server sends it), ``"misfit"`` (in JSON mode only, a JSON object of the
+  wrong shape), ``Stall`` (the response never starts).
 """
 
 from __future__ import annotations
@@ -144,9 +145,9 @@ def _as_messages_body(body: dict[str, Any]) -> dict[str, Any]:
 
 class FakeOpenAI:
     def __init__(self, *, models: tuple[str, ...] = ("fake-model",), keys: tuple[str, ...] = (),
-                 json_schema: bool = True, reasoning: int = 0, faults: list[Fault] | None = None) -> None:
+                 json_schema: bool = True, reasoning: int = 0, faults: list[Fault | None] | None = None) -> None:
         self.models, self.keys, self.json_schema, self.reasoning = models, keys, json_schema, reasoning
-        self.faults: list[Fault] = list(faults or [])
+        self.faults: list[Fault | None] = list(faults or [])  # None: that request is answered as usual
         self.bodies: list[dict[str, Any]] = []
         self.usages: list[dict[str, Any]] = []
         self.seen_keys: list[str] = []
@@ -258,6 +259,8 @@ class FakeOpenAI:
             finish, content = "content_filter", ""
         elif fault == "malformed":
             content = text[: len(text) // 2]
+        elif fault == "misfit" and fmt.get("type") == "json_object":
+            content = json.dumps({"misfit": True})  # JSON mode holds an answer to no schema
         elif fault == "length" or usage["completion_tokens"] > room:
             finish, content = "length", text[: len(text) // 2]
             usage["completion_tokens"] = min(usage["completion_tokens"], room)

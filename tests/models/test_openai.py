@@ -186,7 +186,7 @@ def test_a_server_without_json_schema_is_asked_in_json_mode_said_once_and_rememb
 
 
 def test_a_json_mode_answer_that_misfits_its_schema_is_asked_once_more_with_the_error() -> None:
-    with FakeOpenAI(json_schema=False, faults=[None, "malformed"]) as fake:  # type: ignore[list-item]
+    with FakeOpenAI(json_schema=False, faults=[None, "malformed"]) as fake:
         chosen, _, lines = backend(fake)
         answer = chosen.complete(audience_request(), "fake-model")
     assert answer.data and len(fake.bodies) == 3
@@ -270,3 +270,16 @@ def test_cache_writes_where_a_server_reports_them_are_counted_and_the_default_mo
     broken = completion.model_copy(update={"usage": completion.usage.model_copy(update={"prompt_tokens": 10})})
     with pytest.raises(ModelError, match="malformed"):
         usage_of(broken, "stage x")
+
+
+def test_a_json_mode_answer_of_the_wrong_shape_is_asked_again_with_what_its_schema_says() -> None:
+    with FakeOpenAI(json_schema=False, faults=[None, "misfit"]) as fake:
+        chosen, _, _ = backend(fake)
+        answer = chosen.complete(audience_request(), "fake-model")
+    assert answer.data and "learners" in answer.data and len(fake.bodies) == 3
+    assert "'learners' is a required property" in fake.bodies[-1]["messages"][-1]["content"]
+    assert answer.usage.output_tokens == sum(u["completion_tokens"] for u in fake.usages[-2:])
+    with FakeOpenAI(json_schema=False, faults=[None, "misfit", "misfit"]) as fake:
+        chosen, _, _ = backend(fake)
+        with pytest.raises(AnswerError, match="does not fit its schema twice"):
+            chosen.complete(audience_request(), "fake-model")

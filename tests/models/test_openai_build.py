@@ -126,3 +126,16 @@ def test_ctrl_c_during_a_call_to_the_server_ends_with_130_and_one_line(tmp_path:
         _out, err = child.communicate(timeout=60)
     assert child.returncode == EXIT_INTERRUPTED, err
     assert "Traceback" not in err
+
+
+def test_a_server_that_only_does_json_mode_builds_the_course_and_says_so_once(tmp_path: Path) -> None:
+    with FakeOpenAI(json_schema=False) as fake:
+        done = stay(environment(fake), "build", str(HTTP), "--yes", "--backend", "openai",
+                    "--courses-dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("using JSON mode") == 1
+    kinds = [b["response_format"]["type"] for b in fake.bodies]
+    assert kinds[0] == "json_schema" and set(kinds[1:]) == {"json_object"}
+    course = next(p for p in tmp_path.iterdir() if p.is_dir())
+    report = reference_report(course, strict=True)
+    assert report["courses"][0]["defects"] == [] and report["summary"]["fail"] == 0
