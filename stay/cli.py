@@ -87,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
         if name in ("build", "plan", "write"):
             command.add_argument("--yes", action="store_true",
                                  help="answer each gate; recorded as 'auto-approved (--yes)'")
-        command.add_argument("--backend", choices=("offline", "anthropic"),
+        command.add_argument("--backend", choices=("offline", "anthropic", "openai"),
                              help="default: anthropic when ANTHROPIC_API_KEY is set, else offline")
         command.add_argument("--answer-tokens", type=_positive, metavar="N", help=ANSWER_TOKENS_HELP)
         command.add_argument("--max-cost", type=_dollars, metavar="USD", help=MAX_COST_HELP)
@@ -107,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
                                        "that covers the target)")
     revise.add_argument("--force", action="store_true",
                         help="revise a file edited by hand too (its bytes are kept in .state/retired/)")
-    revise.add_argument("--backend", choices=("offline", "anthropic"),
+    revise.add_argument("--backend", choices=("offline", "anthropic", "openai"),
                         help="default: anthropic when ANTHROPIC_API_KEY is set, else offline")
     revise.add_argument("--answer-tokens", type=_positive, metavar="N", help=ANSWER_TOKENS_HELP)
     revise.add_argument("--max-cost", type=_dollars, metavar="USD", help=MAX_COST_HELP)

@@ -10,6 +10,8 @@ used is a one-line ``UsageError`` naming the variable and what it takes.
     ANTHROPIC_API_KEY             api_key               (none; stripped; never shown)
     ANTHROPIC_AUTH_TOKEN          auth_token            (none; a gateway's bearer token, used without a key)
     ANTHROPIC_BASE_URL            base_url              the SDK's
+    OPENAI_API_KEY                openai_api_key        (none; the openai backend's; never shown)
+    OPENAI_BASE_URL               openai_base_url       OpenAI's (any OpenAI-compatible server)
     STAY_MODEL, STAY_MODEL_<ROLE> models                DEFAULT_MODELS
     STAY_WAVE_CONCURRENCY         wave_concurrency      4 lessons in flight
     STAY_MODEL_CONCURRENCY        model_concurrency     8 model calls in flight
@@ -48,7 +50,7 @@ Role = Literal["analysis", "planning", "writing", "judging"]
 """What a model does in the pipeline: each role is played by one model (``Settings.models``)."""
 ROLES: tuple[Role, ...] = ("analysis", "planning", "writing", "judging")
 
-Backend = Literal["offline", "anthropic"]
+Backend = Literal["offline", "anthropic", "openai"]
 
 DEFAULT_MODELS: Mapping[Role, str] = {
     # The current generation as of late 2026; none is on the SDK's deprecation list.
@@ -101,6 +103,9 @@ class Settings:
     auth_token: str | None = field(default=None, repr=False)
     """A gateway's bearer token (``Authorization: Bearer``), sent only when there is no key."""
     base_url: str | None = None
+    openai_api_key: str | None = field(default=None, repr=False)
+    openai_base_url: str | None = None
+    """An OpenAI-compatible server (the openai backend's); None: OpenAI's own."""
     models: Mapping[Role, str] = field(default_factory=lambda: dict(DEFAULT_MODELS))
     wave_concurrency: int = 4
     model_concurrency: int = 8
@@ -131,9 +136,11 @@ class Settings:
             object.__setattr__(self, "api_key", checked_key(self.api_key))
         if self.auth_token is not None:
             object.__setattr__(self, "auth_token", checked_key(self.auth_token, "ANTHROPIC_AUTH_TOKEN") or None)
+        if self.openai_api_key is not None:
+            object.__setattr__(self, "openai_api_key", checked_key(self.openai_api_key, "OPENAI_API_KEY") or None)
         _secrets.keep(self.secrets)
-        if self.backend not in (None, "offline", "anthropic"):
-            raise UsageError(f"backend {self.backend!r} is not one of offline, anthropic")
+        if self.backend not in (None, "offline", "anthropic", "openai"):
+            raise UsageError(f"backend {self.backend!r} is not one of offline, anthropic, openai")
         for name, least in (("wave_concurrency", 1), ("model_concurrency", 1), ("repair_rounds", 0),
                             ("max_retries", 0)):
             value = getattr(self, name)
@@ -166,7 +173,8 @@ class Settings:
         cuts them out of everything printed or written)."""
         otlp = self.otlp.secrets if self.otlp is not None else ()
         return (*([self.api_key] if self.api_key else []), *([self.auth_token] if self.auth_token else []),
-                *_secrets.url_secrets(self.base_url), *otlp)
+                *_secrets.url_secrets(self.base_url), *otlp,
+                *([self.openai_api_key] if self.openai_api_key else []), *_secrets.url_secrets(self.openai_base_url))
 
     @property
     def chosen_backend(self) -> Backend:
@@ -193,10 +201,12 @@ class Settings:
         models = {role: (env.get(f"STAY_MODEL_{role.upper()}") or env.get("STAY_MODEL") or DEFAULT_MODELS[role]).strip()
                   for role in ROLES}
         values: dict[str, Any] = {
-            "backend": read.choice("STAY_BACKEND", ("offline", "anthropic")),
+            "backend": read.choice("STAY_BACKEND", ("offline", "anthropic", "openai")),
             "api_key": checked_key(env.get("ANTHROPIC_API_KEY", "")) or None,
             "auth_token": checked_key(env.get("ANTHROPIC_AUTH_TOKEN", ""), "ANTHROPIC_AUTH_TOKEN") or None,
             "base_url": env.get("ANTHROPIC_BASE_URL") or None,
+            "openai_api_key": checked_key(env.get("OPENAI_API_KEY", ""), "OPENAI_API_KEY") or None,
+            "openai_base_url": env.get("OPENAI_BASE_URL", "").strip() or None,
             "models": models,
             "wave_concurrency": read.integer("STAY_WAVE_CONCURRENCY", 4, least=1),
             "model_concurrency": read.integer("STAY_MODEL_CONCURRENCY", 8, least=1),
@@ -343,6 +353,8 @@ def secrets_from(env: Mapping[str, str] | None = None) -> list[str]:
     env = environment() if env is None else env
     key, token = env.get("ANTHROPIC_API_KEY", ""), env.get("ANTHROPIC_AUTH_TOKEN", "")
     found = [key, key.strip(), token, token.strip(), *_secrets.url_secrets(env.get("ANTHROPIC_BASE_URL"))]
+    found += [env.get("OPENAI_API_KEY", ""), env.get("OPENAI_API_KEY", "").strip(),
+              *_secrets.url_secrets(env.get("OPENAI_BASE_URL"))]
     for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
         found += _secrets.url_secrets(env.get(name))
     for name in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"):

@@ -24,6 +24,10 @@ def backend_from(settings: Settings, *, progress: Callable[[str], None] | None =
     (batch scoring's), ``progress`` where the Claude backend says it retries."""
     if settings.chosen_backend == "offline":
         return OfflineBackend()
+    if settings.chosen_backend == "openai":  # until the stay.backends registry finds it by name
+        from stay.models import _openai
+
+        return _openai.make(settings, progress=progress)
     return AnthropicBackend(client, api_key=settings.api_key, auth_token=settings.auth_token,
                             base_url=settings.base_url, progress=progress,
                             screen_model=settings.model("analysis"), timeout=settings.request_timeout,

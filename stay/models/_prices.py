@@ -121,6 +121,13 @@ PRICES: Mapping[str, Price] = {
     "claude-sonnet-4-5-20250929": Price(_SONNET_4X, _SONNET_4X_SOURCE, CHECKED),
     "claude-haiku-4-5": Price(_HAIKU_45, _HAIKU_45_SOURCE, CHECKED),
     "claude-haiku-4-5-20251001": Price(_HAIKU_45, _HAIKU_45_SOURCE, CHECKED),
+    # OpenAI (the openai backend's default): its model page's Pricing, Text tokens; the cache
+    # write rate is for 30-minute retention, the default; above 272K input tokens the whole
+    # request pays twice the input and cache rates and 1.5x the output rate
+    "gpt-6.2-sol": Price(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.10),
+                         "https://developers.openai.com/api/docs/models/gpt-6.2-sol (Pricing > Text tokens)",
+                         CHECKED, long=Rates(input=4.0, output=15.0, cache_write=5.0, cache_read=0.20),
+                         long_above=272_000),
     # the offline backend: no network, no bill
     "offline": Price(Rates(input=0.0, output=0.0, cache_write=0.0, cache_read=0.0), "no API call is made",
                      CHECKED),

@@ -67,6 +67,9 @@ def default_backend(settings: Settings, progress: Progress | None = None) -> Mod
         models = ", ".join(f"{role} {model}" for role, model in settings.models.items())
         say(f"backend: anthropic ({models})")
         return backend
+    if settings.chosen_backend == "openai":
+        say(f"backend: openai ({settings.openai_base_url or 'https://api.openai.com/v1'})")
+        return backend
     say("backend: offline (ANTHROPIC_API_KEY is not set): deterministic template prose, no network"
         if not settings.api_key else "backend: offline (chosen): deterministic template prose, no network")
     return backend

@@ -1,0 +1,354 @@
+"""The OpenAI-compatible backend: Chat Completions through the official ``openai`` SDK
+(an optional extra, ``pip install -e '.[openai]'``, imported only when a call is made),
+for OpenAI, Azure OpenAI, OpenRouter, Gemini's OpenAI endpoint, vLLM, llama.cpp's server,
+Ollama and LM Studio alike.
+
+It keeps the Claude backend's guarantees with the same helpers (``stay.models._wire``):
+our own retries (the SDK's are off), jittered backoff, ``retry-after`` waited in full and
+one above the cap ending the call in one line, a deadline per call (``_Deadline``), the
+same errors and exit codes, one retry at twice the room for a cut-off answer. The
+answer is strict structured output (``stay.models._openai_schema``); a server that only
+does JSON mode is asked with ``json_object`` and its answer checked here, with one retry.
+OpenAI caches a prompt's prefix by itself, so a request is laid out stable parts first:
+the system blocks in order, then the content every call of a stage shares, then the call's
+own. No ``reasoning_effort`` is sent (servers differ on it): no "thinking" feature.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+from stay import _secrets
+from stay.errors import AnswerError, ModelError, ModelUnavailable, RefusalError, StayError, TruncationError, UsageError
+from stay.models._anthropic import RETRY_AFTER_CAP, AnthropicBackend, _Deadline, _Failure
+from stay.models._openai_schema import Read, malformed, parsed, read_completion, request_params
+from stay.models._prices import PRICES, Price
+from stay.models._roles import OUTPUT_LIMIT
+from stay.models._screen import Screening, screen_request, verdict
+from stay.models._wire import one_line, redact, retry_after, retryable_status
+from stay.requests import ROLES, ModelAnswer, ModelRequest, Role, Usage
+from stay.settings import DEFAULT_MODELS as CLAUDE_MODELS
+from stay.settings import Settings
+
+Progress = Callable[[str], None]
+
+OPENAI_MODEL = "gpt-6.2-sol"
+"""The model every role uses on OpenAI itself when no STAY_MODEL_<ROLE> is set: the newest
+undated general id in the SDK's own list (``openai.types.shared.ChatModel``)."""
+PLACEHOLDER_KEY = "not-needed"
+"""Sent to a server at OPENAI_BASE_URL when OPENAI_API_KEY is unset: a local server checks
+no key, and the SDK refuses to run without one."""
+SLOWEST_TOKENS_PER_SECOND = 20.0
+"""An answer is not streamed, so a request's read timeout must cover a whole answer: at
+least ``max_completion_tokens`` at this rate (a small local model's pace)."""
+
+_JSON_ONLY: set[str] = set()
+"""Base URLs whose server refused ``json_schema`` in this process: asked in JSON mode."""
+_JSON_ONLY_LOCK = threading.Lock()
+
+
+def install_hint() -> UsageError:
+    return UsageError("the openai backend needs the openai SDK: pip install -e '.[openai]'")
+
+
+def refuses_json_schema(detail: str) -> bool:
+    """Whether a 400 says the server does not take ``json_schema`` at all (it names
+    ``response_format``), not that it refused this schema ("Invalid schema for
+    response_format ..."): a schema strict mode refuses is stay's error, never a reason to
+    drop to JSON mode."""
+    text = detail.lower()
+    return "response_format" in text and "invalid schema" not in text
+
+
+def known_provider(base_url: str | None) -> bool:
+    """Whether the server is OpenAI's own, whose model ids stay knows."""
+    return base_url is None or urlparse(base_url).hostname == "api.openai.com"
+
+
+class OpenAIBackend:
+    """Answers stage requests through an OpenAI-compatible Chat Completions server.
+
+    ``client`` may be given (tests); otherwise it is made on first use from ``api_key``
+    (or a placeholder when ``base_url`` names another server) and ``base_url``. ``models``
+    are the ids the settings chose per role (any id the server knows); a role left unset
+    uses ``default_models``. The rest are the Claude backend's settings, meant the same."""
+
+    name = "openai"
+    features: frozenset[str] = frozenset({"caching", "screen"})
+
+    def __init__(self, client: Any = None, *, api_key: str | None = None, base_url: str | None = None,
+                 models: Mapping[Role, str] | None = None, progress: Progress | None = None,
+                 max_retries: int = 4, timeout: float = 300.0, retry_after_cap: float = RETRY_AFTER_CAP,
+                 call_deadline: float | None = None, answer_tokens: int | None = None,
+                 sleep: Callable[[float], None] = time.sleep, jitter: Callable[[], float] = random.random,
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+        if timeout <= 0 or max_retries < 0 or retry_after_cap < 0 or (call_deadline is not None
+                                                                     and call_deadline <= 0):
+            raise UsageError("OpenAIBackend needs timeout > 0, max_retries >= 0, retry_after_cap >= 0 "
+                             "and call_deadline > 0")
+        self.max_retries, self.timeout, self.retry_after_cap = max_retries, timeout, retry_after_cap
+        self.call_deadline, self.answer_tokens = call_deadline, answer_tokens
+        self.progress: Progress = progress or (lambda _line: None)
+        self.sleep, self.jitter, self.clock, self.wall = sleep, jitter, clock, wall
+        self._api_key = api_key.strip() if api_key else None
+        self._base_url = base_url.rstrip("/") if base_url else None
+        _secrets.keep([self._api_key, *_secrets.url_secrets(base_url)])
+        self.models: Mapping[Role, str] = dict(models or {})
+        self._client = client
+        self._defaults: Mapping[Role, str] | None = (
+            {role: OPENAI_MODEL for role in ROLES} if known_provider(self._base_url) else None)
+
+    @property
+    def prices(self) -> Mapping[str, Price]:
+        """The rows of the price table for the models this backend uses; an id with none
+        is priced "unknown", never $0."""
+        return {model: PRICES[model] for model in {*self.models.values(), *(self._defaults or {}).values()}
+                if model in PRICES}
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            try:
+                import openai
+            except ImportError:
+                raise install_hint() from None
+            key = self._api_key or (PLACEHOLDER_KEY if self._base_url else None)
+            if key is None:
+                raise UsageError("the openai backend needs OPENAI_API_KEY (or OPENAI_BASE_URL naming a local "
+                                 "server, which needs no key); set one, or build offline with --backend offline")
+            self._client = openai.OpenAI(api_key=key, base_url=self._base_url, max_retries=0)
+        return self._client
+
+    @property
+    def endpoint(self) -> str:
+        return self._base_url or "https://api.openai.com/v1"
+
+    # -- models ----------------------------------------------------------------------------
+
+    @property
+    def default_models(self) -> Mapping[Role, str]:
+        """The ids used for a role no setting names: OpenAI's own on OpenAI; on another server,
+        the one model it serves (``GET /v1/models``), if it serves exactly one."""
+        if self._defaults is None:
+            try:
+                served = sorted(str(model.id) for model in self.client.models.list())
+            except StayError:
+                raise
+            except Exception as exc:
+                raise UsageError(f"{self.endpoint} did not list its models ({type(exc).__name__}); set STAY_MODEL "
+                                 "to the model id to use") from None
+            if len(served) != 1:
+                listed = ", ".join(served[:5]) + (", ..." if len(served) > 5 else "") or "none"
+                raise UsageError(f"{self.endpoint} serves {len(served)} models ({listed}); set STAY_MODEL (or "
+                                 "STAY_MODEL_<ROLE>) to the one to use")
+            self._defaults = {role: served[0] for role in ROLES}
+        return self._defaults
+
+    @property
+    def screen_model(self) -> str:
+        """The screen's model, as the request cache keys its verdict: read without asking the
+        server (a replayed run may have none to ask)."""
+        return (self.models.get("analysis") or (self._defaults or {}).get("analysis")
+                or f"the model {self.endpoint} serves")
+
+    def model_for(self, role: Role, model: str) -> str:
+        """The id to send for ``role``: the one the settings chose, else the default. A Claude
+        default id is what ``Settings`` holds for a role no STAY_MODEL names."""
+        if model != CLAUDE_MODELS[role]:
+            return model
+        return self.models.get(role) or self.default_models[role]
+
+    # -- requests --------------------------------------------------------------------------
+
+    def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
+        model = self.model_for(request.role, model)
+        where = f"stage {request.stage} ({request.artefact})"
+        room = self.answer_tokens or request.max_tokens
+        answer = self._answered(request, model, room, where)
+        if isinstance(answer, ModelAnswer):
+            return answer
+        more = min(2 * room, OUTPUT_LIMIT)
+        if more <= room:
+            raise answer
+        self.progress(f"  {where}: the answer was cut off at max_completion_tokens={room}; asking once more "
+                      f"with {more} tokens for the answer (set STAY_ANSWER_TOKENS to start there)")
+        spent = answer.billed.usage if isinstance(answer.billed, ModelAnswer) else Usage()
+        retried = self._answered(request, model, more, where)
+        if isinstance(retried, ModelAnswer):
+            return retried.model_copy(update={"usage": spent + retried.usage})
+        if isinstance(retried.billed, ModelAnswer):
+            retried.billed = retried.billed.model_copy(update={"usage": spent + retried.billed.usage})
+        raise retried
+
+    def _answered(self, request: ModelRequest, model: str, room: int, where: str) -> ModelAnswer | TruncationError:
+        """One answer at ``room``, or the truncation to retry with more; other errors raise."""
+        json_only = self.endpoint in _JSON_ONLY
+        try:
+            read = read_completion(self._call(request_params(request, model, answer_tokens=room,
+                                                             json_only=json_only), where), request, room)
+        except TruncationError as exc:
+            return exc
+        except _SchemaRefused:
+            self.progress(f"  {self.endpoint} does not take response_format json_schema; using JSON mode "
+                          "(json_object) and checking each answer against its schema here")
+            with _JSON_ONLY_LOCK:
+                _JSON_ONLY.add(self.endpoint)
+            return self._answered(request, model, room, where)
+        if not json_only:
+            return parsed(read, request)
+        return self._checked(read, request, model, room, where)
+
+    def _checked(self, read: Read, request: ModelRequest, model: str, room: int, where: str) -> ModelAnswer:
+        """A JSON-mode answer held to its schema, asked once more with what was wrong. The
+        answer model's own schema, not the strict one: "every property required" is a rule of
+        strict decoding, and an answer that leaves an optional property out means what the
+        strict one's null means (``unnull``)."""
+        import jsonschema  # type: ignore[import-untyped]  # the openai extra installs it; no stubs
+
+        validator = jsonschema.Draft202012Validator(request.output_schema)
+        try:
+            answer = parsed(read, request)
+            data = json.loads(read.text)
+        except AnswerError as exc:
+            problems = [str(exc)]
+            spent = read.answer.usage
+        else:
+            problems = sorted(f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {one_line(e.message, 150)}"
+                              for e in validator.iter_errors(data))
+            if not problems:
+                return answer
+            spent = answer.usage
+        self.progress(f"  {where}: the JSON-mode answer does not fit its schema; asking once more")
+        params = request_params(request, model, answer_tokens=room, json_only=True)
+        params["messages"].append({"role": "user", "content": "Your previous answer did not fit the schema: "
+                                   + "; ".join(problems[:10]) + ". Answer again, with the whole JSON object."})
+        again = read_completion(self._call(params, where), request, room)
+        try:
+            answer = parsed(again, request)
+        except AnswerError as exc:  # both replies were paid for
+            exc.billed = again.answer.model_copy(update={"usage": spent + again.answer.usage})
+            raise
+        left = [e.message for e in validator.iter_errors(json.loads(again.text))]
+        if left:
+            error = AnswerError(f"{where}: the JSON-mode answer does not fit its schema twice: {one_line(left[0])}",
+                                raw=again.text)
+            error.billed = answer.model_copy(update={"usage": spent + answer.usage})
+            raise error
+        return answer.model_copy(update={"usage": spent + answer.usage})
+
+    def _call(self, params: dict[str, Any], where: str) -> Any:
+        """One call with its retries, under the call's deadline. Not streamed: each attempt's
+        read timeout covers a whole answer at the slowest pace waited for."""
+        room = params["max_completion_tokens"]
+        clock = _Deadline(_Pace(max(self.timeout, room / SLOWEST_TOKENS_PER_SECOND), self.call_deadline,
+                                self.clock), room, where)  # type: ignore[arg-type]  # duck-typed
+        for attempt in range(self.max_retries + 1):
+            try:
+                client = self.client
+                return client.chat.completions.create(**params, timeout=clock.timeout(attempt))
+            except StayError:
+                raise
+            except Exception as exc:
+                failure = self._classify(exc, where, attempt, params["model"])
+                self.sleep(self._wait(failure, where, attempt, clock))
+        raise AssertionError("unreachable: the loop returns or raises")
+
+    def _wait(self, failure: _Failure, where: str, attempt: int, clock: _Deadline) -> float:
+        """The Claude backend's rule, shared: final failures raise, a retry-after above the cap
+        ends the call, the wait is backoff or the jittered hint, never past the deadline. It
+        reads only the settings both backends have (retries, cap, jitter, timeout, progress)."""
+        return AnthropicBackend._wait(self, failure, where, attempt, clock)  # type: ignore[arg-type]
+
+    def _classify(self, exc: Exception, where: str, attempt: int, model: str) -> _Failure:
+        import httpx2
+        import openai
+
+        tries = f"after {attempt + 1} attempt{'s' if attempt else ''}"
+        rerun = "rerun to continue (finished files are kept, nothing is paid twice)"
+
+        def clean(text: object) -> str:
+            return one_line(redact(str(text), [self._api_key]))
+
+        if isinstance(exc, (openai.APITimeoutError, httpx2.TimeoutException)):
+            return _Failure(True, ModelUnavailable(f"{where}: no answer within the request timeout, {tries}; the "
+                                                   f"server is not answering: {rerun}"), timed_out=True)
+        if isinstance(exc, (openai.APIConnectionError, httpx2.TransportError)):
+            cause = exc.__cause__ or exc
+            return _Failure(True, ModelUnavailable(
+                f"{where}: cannot reach {self.endpoint} ({type(cause).__name__}: {clean(cause)}) {tries}; check the "
+                f"network or OPENAI_BASE_URL, then {rerun}"))
+        if isinstance(exc, openai.APIStatusError):
+            status, headers, body = exc.status_code, exc.response.headers, exc.body
+            detail = clean(getattr(exc, "message", exc))
+            if status in (401, 403):
+                return _Failure(False, UsageError(f"{where}: OPENAI_API_KEY was rejected ({status}: {detail}); "
+                                                  "check it; nothing was written"))
+            if status == 404:
+                return _Failure(False, UsageError(
+                    f"{where}: {self.endpoint} has no model '{model}' (404: {detail}); set STAY_MODEL (or "
+                    "STAY_MODEL_<ROLE>) to a model it serves; nothing was written"))
+            if status == 400 and self.endpoint not in _JSON_ONLY and refuses_json_schema(detail):
+                raise _SchemaRefused(detail)
+            error = body if isinstance(body, Mapping) else {}  # the SDK hands over the body's "error" object
+            if error.get("code") == "insufficient_quota":
+                return _Failure(False, ModelError(
+                    f"{where}: the server refused the call: the account's quota is used up ({status}: {detail}); "
+                    "not retried, since waiting will not lift it: add credit, then rerun (finished files are kept)"))
+            if retryable_status(status, headers, {"error": error}):
+                what = {429: "rate limited (429)"}.get(status, f"unavailable (HTTP {status}: {detail})")
+                return _Failure(True, ModelUnavailable(f"{where}: the server is {what} {tries}; {rerun}"),
+                                wait_hint=retry_after(headers, now=self.wall))
+            return _Failure(False, ModelError(f"{where}: the server answered HTTP {status}: {detail}"))
+        if isinstance(exc, (openai.APIResponseValidationError, ValueError, TypeError, KeyError, AttributeError)):
+            return _Failure(False, malformed(where, f"it could not be read ({type(exc).__name__}: "
+                                                     f"{clean(exc) or 'no message'})"))
+        if isinstance(exc, openai.OpenAIError):
+            return _Failure(False, ModelError(f"{where}: {type(exc).__name__}: {clean(exc)}"))
+        raise exc
+
+    # -- moderation ------------------------------------------------------------------------
+
+    def screening(self, text: str) -> Screening:
+        """The provider-neutral screen (``stay.models._screen``), as a call on the analysis role's
+        model; a refusal to read the brief is a verdict, and paid for."""
+        request = screen_request(text)
+        try:
+            answer = self.complete(request, self.models.get("analysis") or CLAUDE_MODELS["analysis"])
+        except RefusalError as exc:
+            billed = exc.billed if isinstance(exc.billed, ModelAnswer) else None
+            return Screening(f"the screening model refused to read the brief ({exc})", request, billed)
+        return Screening(verdict(answer), request, answer)
+
+    def screen(self, text: str) -> str | None:
+        return self.screening(text).reason
+
+
+class _SchemaRefused(ModelError):
+    """A 400 naming ``response_format``: this server does not take ``json_schema`` (caught in
+    ``_answered``, which asks again in JSON mode; a StayError like every error stay raises)."""
+
+
+@dataclass(frozen=True)
+class _Pace:
+    """What ``_Deadline`` reads of a backend: the request timeout, the deadline, the clock."""
+
+    timeout: float
+    call_deadline: float | None
+    clock: Callable[[], float]
+
+
+def make(settings: Settings, *, progress: Progress | None = None) -> OpenAIBackend:
+    """The ``stay.backends`` factory: the OpenAI-compatible backend as ``settings`` configure it.
+    The roles' ids are those the settings set (a Claude default means none was)."""
+    chosen = {role: model for role, model in settings.models.items() if model != CLAUDE_MODELS[role]}
+    return OpenAIBackend(api_key=settings.openai_api_key, base_url=settings.openai_base_url, models=chosen,
+                         progress=progress, max_retries=settings.max_retries, timeout=settings.request_timeout,
+                         retry_after_cap=settings.retry_after_cap, call_deadline=settings.call_deadline,
+                         answer_tokens=settings.answer_tokens)
