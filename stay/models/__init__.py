@@ -11,7 +11,8 @@ from stay.models._factory import backend_from
 from stay.models._offline import OFFLINE_MODEL, OfflineBackend
 from stay.models._prefix_gate import PrefixGate, prefix_keys
 from stay.models._prices import BATCH_DISCOUNT, PRICES, Price, Rates, answer_cost, cost, describe_cost, price_label
-from stay.models._protocol import ModelClient, Rejecting
+from stay.models._protocol import FEATURES, Backend, ModelClient, Rejecting, can_screen, prices_of
+from stay.models._registry import backends, distribution, make_backend
 from stay.models._roles import (
     DEFAULT_MODELS,
     MIN_CACHEABLE_TOKENS,
@@ -35,6 +36,7 @@ from stay.requests import (
 __all__ = [
     "BATCH_DISCOUNT",
     "DEFAULT_MODELS",
+    "FEATURES",
     "MAX_BATCH_BYTES",
     "MAX_BATCH_REQUESTS",
     "MAX_TOKENS",
@@ -46,6 +48,7 @@ __all__ = [
     "SCREEN_STAGE",
     "THINKING",
     "AnthropicBackend",
+    "Backend",
     "BatchOutcome",
     "CachedBackend",
     "ModelAnswer",
@@ -65,12 +68,17 @@ __all__ = [
     "answer_cost",
     "answer_from",
     "backend_from",
+    "backends",
+    "can_screen",
     "cost",
     "describe_cost",
+    "distribution",
+    "make_backend",
     "min_cacheable_tokens",
     "prefetch",
     "prefix_keys",
     "price_label",
+    "prices_of",
     "request_key",
     "request_params",
     "screen_request",

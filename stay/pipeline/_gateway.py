@@ -14,7 +14,7 @@ import json
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from stay._secrets import redact, redact_data
 from stay.artefacts import Artefact
 from stay.errors import AnswerError, CostCapReached, ModelError, UsageError
-from stay.models import THINKING, ModelClient, Rejecting, cost, request_params
+from stay.models import THINKING, ModelClient, Price, Rejecting, cost, prices_of, request_params
 from stay.requests import ROLES, ModelAnswer, ModelRequest, Usage
 from stay.settings import Settings
 
@@ -107,7 +107,7 @@ class ModelGateway:
         ``error`` names what a billed reply that could not be used raised."""
         if self.tracer is not None:
             self.tracer.call(request, answer, seconds, error)
-        self.tally.add_call(request.stage, answer)
+        self.tally.add_call(request.stage, answer, prices_of(self.backend))
 
 
 CHARS_PER_TOKEN = 4
@@ -115,26 +115,28 @@ CHARS_PER_TOKEN = 4
 as it is sent (its JSON: instructions, inputs, schema), as the offline estimate counts."""
 
 
-def worst_case(request: ModelRequest, model: str, settings: Settings) -> float | None:
+def worst_case(request: ModelRequest, model: str, settings: Settings,
+               prices: Mapping[str, Price] | None = None) -> float | None:
     """The most one call can cost: its whole input at the full input price (no cache
     read), plus ``max_tokens`` of output (the answer's room and the thinking room);
-    None for a model with no price on file."""
+    None for a model with no price in ``prices`` (the backend's; None: Claude's)."""
     params = request_params(request, model, THINKING.get(request.role), answer_tokens=settings.answer_tokens)
     tokens = math.ceil(len(json.dumps(params, ensure_ascii=False)) / CHARS_PER_TOKEN)
-    return cost(model, Usage(input_tokens=tokens, output_tokens=params["max_tokens"]))
+    return cost(model, Usage(input_tokens=tokens, output_tokens=params["max_tokens"]), prices=prices)
 
 
-def cost_cap(settings: Settings) -> CostCap | None:
-    """The run's cost cap, or None without one. A cap over a model with no price on file
-    is refused up front: what cannot be priced cannot be capped."""
+def cost_cap(settings: Settings, prices: Mapping[str, Price] | None = None) -> CostCap | None:
+    """The run's cost cap, or None without one. A cap over a model with no price in the
+    backend's ``prices`` (None: Claude's) is refused up front: what cannot be priced cannot
+    be capped (a backend that declares no prices cannot be capped at all)."""
     if settings.max_cost is None:
         return None
     for role in ROLES:
         model = settings.model(role)
-        if cost(model, Usage()) is None:
+        if cost(model, Usage(), prices=prices) is None:
             raise UsageError(f"--max-cost (STAY_MAX_COST) cannot cap the {role} role's model {model!r}: it has no "
                              f"price on file; set STAY_MODEL_{role.upper()} to a priced model, or run without a cap")
-    return CostCap(settings.max_cost)
+    return CostCap(settings.max_cost, prices=prices)
 
 
 @dataclass
@@ -145,6 +147,8 @@ class CostCap:
     held is let go, so only the real price stays spent."""
 
     limit: float
+    prices: Mapping[str, Price] | None = None
+    """The backend's price table the worst cases are priced at (None: Claude's)."""
     holds: list[float] = field(default_factory=list)
     """The worst case of each call in flight (a list, not a running sum, so that once all
     are let go nothing is left held by rounding)."""
@@ -155,7 +159,7 @@ class CostCap:
         return math.fsum(self.holds)
 
     def hold(self, request: ModelRequest, model: str, settings: Settings, tally: Tally) -> float:
-        worst = worst_case(request, model, settings)
+        worst = worst_case(request, model, settings, self.prices)
         with self.lock:
             with tally.lock:
                 spent, unpriced = tally.cost, sorted(tally.unpriced)

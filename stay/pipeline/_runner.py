@@ -36,6 +36,7 @@ from stay.models import (
     RequestCache,
     backend_from,
     describe_cost,
+    prices_of,
 )
 from stay.pipeline._commands import open_course, open_course_named
 from stay.pipeline._dag import Dag
@@ -51,7 +52,7 @@ from stay.pipeline._run_log import log_run, next_run_number
 from stay.pipeline._state import load_manifest
 from stay.pipeline._trace import Tracer
 from stay.pipeline._walk import route, walk
-from stay.settings import Backend, Settings
+from stay.settings import BackendName, Settings
 from stay.stages import REGISTRY, Prompts, Stage
 from stay.stages.answers import RUBRIC_LEVELS
 
@@ -74,7 +75,7 @@ def default_backend(settings: Settings, progress: Progress | None = None) -> Mod
 
 def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                 courses_dir: str | os.PathLike[str] = "courses", yes: bool = False,
-                settings: Settings | None = None, backend: ModelClient | Backend | None = None,
+                settings: Settings | None = None, backend: ModelClient | BackendName | None = None,
                 prompts_dir: str | os.PathLike[str] | None = None, cache: bool | None = None,
                 progress: Progress | None = None, slug: str | None = None,
                 on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
@@ -150,7 +151,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
         raise UsageError("--batch cannot keep to --max-cost (STAY_MAX_COST): a batch sends every wave call at "
                          "once; drop one of them")
     if not isinstance(chosen, OfflineBackend):  # an offline run is not billed: nothing to cap
-        cost_cap(settings)  # a cap over a model with no price, refused before anything is paid or locked
+        cost_cap(settings, prices_of(chosen))  # a cap over an unpriced model, refused before anything is paid
     if client is None and not replay and isinstance(chosen, AnthropicBackend):
         chosen.check_models(settings.models)  # a mistyped id, before anything is paid or locked
     lock = CourseLock(root) if exists else None
@@ -200,7 +201,8 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
     table = _handlers(pipeline)
     otlp = config.settings.otlp
     tracer = run.model.tracer = Tracer(config.slug, config.command, run.model.backend.name,  # minted before the run
-                                       capture=otlp is not None and otlp.capture_content)
+                                       capture=otlp is not None and otlp.capture_content,
+                                       prices=prices_of(run.model.backend))
     stopped: str | None = None
     failed: str | None = None
     reason = "done"
@@ -289,7 +291,7 @@ def _resolve(command: str, target: Brief | str | os.PathLike[str], courses_dir: 
 
 def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os.PathLike[str] = "courses",
                  yes: bool = False, settings: Settings | None = None,
-                 backend: ModelClient | Backend | None = None, prompts_dir: str | os.PathLike[str] | None = None,
+                 backend: ModelClient | BackendName | None = None, prompts_dir: str | os.PathLike[str] | None = None,
                  cache: bool | None = None, progress: Progress | None = None, slug: str | None = None,
                  on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
                  stages: Sequence[Stage] = REGISTRY) -> BuildResult:
@@ -314,7 +316,7 @@ def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os
 
 def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
            courses_dir: str | os.PathLike[str] = "courses", force: bool = False, settings: Settings | None = None,
-           backend: ModelClient | Backend | None = None, prompts_dir: str | os.PathLike[str] | None = None,
+           backend: ModelClient | BackendName | None = None, prompts_dir: str | os.PathLike[str] | None = None,
            progress: Progress | None = None, stages: Sequence[Stage] = REGISTRY) -> BuildResult:
     """Regenerate the named artefacts with ``note`` attached to their stages' requests as
     reviewer guidance, next to the current version of each file; nothing else is written.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from stay._secrets import redact
 from stay.artefacts import write_text_atomic
-from stay.models import ModelAnswer, ModelRequest, answer_cost
+from stay.models import ModelAnswer, ModelRequest, Price, answer_cost
 from stay.validate import OWNERS, CourseReport
 
 if TYPE_CHECKING:
@@ -54,6 +54,8 @@ class Tracer:
     trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     capture: bool = False
     """Keep each call's prompt and answer for the OpenTelemetry export (never the JSONL file)."""
+    prices: Mapping[str, Price] | None = None
+    """The backend's price table (``Backend.prices``); None: Claude's."""
     records: list[dict[str, Any]] = field(default_factory=list)
     _calls: list[dict[str, Any]] = field(default_factory=list)
 
@@ -72,7 +74,7 @@ class Tracer:
             "cache_read_input_tokens": usage.cache_read_input_tokens,
             "thinking_tokens": usage.thinking_tokens, "batch": answer.batch,
             "response_id": answer.response_id, "stop_reason": answer.stop_reason,
-            "cost_usd": answer_cost(answer),
+            "cost_usd": answer_cost(answer, self.prices),
             **({CONTENT: _content(request, answer)} if self.capture else {}),
         })
 
