@@ -272,8 +272,8 @@ class CachedBackend:
         cached = self.cache.claim(request, model)
         if cached is not None:  # paid for by an earlier run: nothing to count now
             return Screening(verdict(cached), request)
-        if self.replay:
-            return Screening(None, request)
+        if self.replay:  # no call may be made: said and logged as unscreened, never as screened
+            return Screening(None, request, skipped="a replay with no recorded verdict for this brief")
         found = screening_of(self.inner, text)
         if found.answer is not None and found.reason is None:  # a rejected brief leaves no directory
             self.cache.put(found.request, model, found.answer)

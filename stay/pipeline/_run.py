@@ -92,6 +92,8 @@ class RunConfig:
     """``stay revise``: course file -> the reviewer's note to regenerate it with."""
     force: bool = False
     """``stay revise --force``: revise files edited by hand too (their bytes are kept)."""
+    screen: bool = True
+    """Screen the brief through the backend; False only from an explicit ``--no-screen``."""
     routes: Mapping[str, str] = field(default_factory=dict)
     """Router -> the successor this command goes on to (``_graph.route``): what a router
     node answers, and the runner follows."""
@@ -193,6 +195,9 @@ class Walk:
     course_lock: CourseLock | None = None
     screened: bool = False
     """Input moderation passed this run's brief (recorded in the ledger by scaffold)."""
+    unscreened: str | None = None
+    """Why this run's brief was screened by nothing (``--no-screen``, the service
+    unreachable, a replay with no recorded verdict): said, and written in the run log."""
     wave: Wave | None = None
     """The wave's tasks, started by the wave nodes (or revise_files) and awaited by a barrier."""
     revisions: dict[str, str] = field(default_factory=dict)

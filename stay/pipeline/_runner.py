@@ -35,6 +35,7 @@ from stay.models import (
     OfflineBackend,
     RequestCache,
     backend_from,
+    can_screen,
     describe_cost,
     prices_of,
 )
@@ -60,13 +61,13 @@ Command = Literal["new", "build", "plan", "write", "repair", "revise"]
 
 
 def default_backend(settings: Settings, progress: Progress | None = None) -> ModelClient:
-    """The backend the settings choose (anthropic when an API key is set, else offline),
-    made by the one factory (``stay.models.backend_from``) and announced in one line."""
+    """The backend the settings choose (``Settings.chosen_backend``), made by the one
+    factory (``stay.models.backend_from``, through the registry) and announced in one line."""
     say = progress or default_progress()
     backend = backend_from(settings, progress=say)
-    if settings.chosen_backend == "anthropic":
+    if settings.chosen_backend != "offline":
         models = ", ".join(f"{role} {model}" for role, model in settings.models.items())
-        say(f"backend: anthropic ({models})")
+        say(f"backend: {backend.name} ({models})")
         return backend
     say("backend: offline (ANTHROPIC_API_KEY is not set): deterministic template prose, no network"
         if not settings.api_key else "backend: offline (chosen): deterministic template prose, no network")
@@ -80,7 +81,7 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                 progress: Progress | None = None, slug: str | None = None,
                 on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
                 stages: Sequence[Stage] = REGISTRY, revisions: Mapping[str, str] | None = None,
-                force: bool = False) -> BuildResult:
+                force: bool = False, screen: bool = True) -> BuildResult:
     """Run one command. ``target`` is a Brief, a brief file, or (plan, write, repair,
     build of an existing course) a course slug. The rest as for ``build_course``;
     ``revisions`` and ``force`` are ``revise``'s."""
@@ -91,7 +92,8 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
     try:
         return _run_command(command, target, courses_dir=courses_dir, yes=yes, settings=chosen, client=client,
                             progress=progress or default_progress(), slug=slug, on_node=on_node, replay=replay,
-                            batch=batch, stages=tuple(stages), revisions=dict(revisions or {}), force=force)
+                            batch=batch, stages=tuple(stages), revisions=dict(revisions or {}), force=force,
+                            screen=screen)
     except OSError as exc:
         problem = EnvironmentProblem.from_os_error(exc)
         if hasattr(exc, SPENT):  # what the run paid before the disk stopped it, said as for any failure
@@ -122,7 +124,7 @@ def _house_limits(settings: Settings) -> DurationLimits:
 def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, courses_dir: str | os.PathLike[str],
                  yes: bool, settings: Settings, client: ModelClient | None, progress: Progress,
                  slug: str | None, on_node: Callable[[str], None] | None, replay: bool, batch: bool,
-                 stages: tuple[Stage, ...], revisions: dict[str, str], force: bool) -> BuildResult:
+                 stages: tuple[Stage, ...], revisions: dict[str, str], force: bool, screen: bool) -> BuildResult:
     say = progress
     pipeline = _pipeline(stages)
     declared: CommandDecl | None = pipeline.graph["commands"].get(command)
@@ -145,6 +147,11 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
     # Every id and path on disk is checked before anything is written or locked.
     state = open_course(root, sources, settings, stages) if exists else None
     chosen = client if client is not None else default_backend(settings, say)
+    if screen and declared.entry == "intake" and not can_screen(chosen) and not (
+            state is not None and brief is not None and state.screened(brief)):
+        raise UsageError(f"the {chosen.name} backend cannot screen a brief (its features lack 'screen'); give "
+                         "--no-screen (build_course(..., screen=False)) to build with no input moderation, which "
+                         "the run log records, or choose a backend that screens")
     if batch and not isinstance(chosen, AnthropicBackend):
         raise UsageError("--batch needs the anthropic backend (Message Batches are an API feature)")
     if batch and settings.max_cost is not None:  # a batch sends the whole wave at once: no call to stop before
@@ -171,7 +178,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
         config = RunConfig(command=command, slug=slug, root=root, courses_arg=courses_arg, authors=declared.authors,
                            settings=settings, prompts=prompts, stages=stages, limits=limits, sources=sources,
                            yes=yes, run_number=next_run_number(root) if state else 1, batch=batching,
-                           revisions=revisions, force=force,
+                           revisions=revisions, force=force, screen=screen,
                            routes={name: route(pipeline, command, name) for name, attrs in pipeline.nodes(data=True)
                                    if attrs["kind"] == "router"})
         run = Run.start(config, chosen, say, brief, state=state, course_lock=lock)
@@ -240,7 +247,8 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
             if tally.projected != len(tally.written):  # else land_manifest's projection is still true
                 run.course.project_statuses(load_manifest(config.root))
             log_run(config.root, config.command, run.model.backend.name, tally.written, stopped, tally.retired,
-                    tally.revised, [line for change in tally.changes for line in change.log_lines()], failed)
+                    tally.revised, [line for change in tally.changes for line in change.log_lines()], failed,
+                    run.walk.unscreened)
             if tally.validation is not None:
                 tracer.scores(tally.validation)
             # the error's type only (``failed`` is "Type: message"): the root span is marked with it
@@ -294,24 +302,26 @@ def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os
                  backend: ModelClient | BackendName | None = None, prompts_dir: str | os.PathLike[str] | None = None,
                  cache: bool | None = None, progress: Progress | None = None, slug: str | None = None,
                  on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
-                 stages: Sequence[Stage] = REGISTRY) -> BuildResult:
+                 stages: Sequence[Stage] = REGISTRY, screen: bool = True) -> BuildResult:
     """Build a course from its brief, resuming from whatever is on disk.
 
     Stops at the design gate and the plan gate unless their approvals hold; with
     ``yes=True`` each gate is answered and recorded as ``auto-approved (--yes)``.
 
     ``settings`` (default: ``Settings.from_env()``) says everything a run is told from
-    outside; ``backend`` ("offline", "anthropic", or a ModelClient), ``prompts_dir`` and
+    outside; ``backend`` (a registered backend's name, or a ModelClient), ``prompts_dir`` and
     ``cache`` override it. Answers are cached under <course>/.runs/cache/ (by default for
     every backend but offline); ``replay=True`` answers only from that cache;
     ``batch=True`` sends the wave's requests through Message Batches (half price).
     ``on_node`` is called with each node's name after it completes (tests use it to
     crash a run after any node and show that a rerun finishes the same course).
-    ``stages`` is the stage registry (``stay.stages.REGISTRY``).
+    ``stages`` is the stage registry (``stay.stages.REGISTRY``). ``screen=False``
+    (``--no-screen``) builds with no input moderation, said and written in the run log;
+    a backend without the "screen" feature needs it.
     """
     return run_command("build", brief, courses_dir=courses_dir, yes=yes, settings=settings, backend=backend,
                        prompts_dir=prompts_dir, cache=cache, progress=progress, slug=slug, on_node=on_node,
-                       replay=replay, batch=batch, stages=stages)
+                       replay=replay, batch=batch, stages=stages, screen=screen)
 
 
 def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
