@@ -34,6 +34,7 @@ used is a one-line ``UsageError`` naming the variable and what it takes.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -68,6 +69,15 @@ def registered_backends() -> dict[str, EntryPoint]:
     """Every backend's entry point by name, nothing loaded: stay's own, then what installed
     packages declare in ``stay.backends``. A built-in name is stay's: a plug-in of another
     distribution declaring it too is ignored, so no package can stand in for Claude."""
+    import sys
+
+    return dict(_registered(tuple(sys.path)))
+
+
+@functools.lru_cache(maxsize=8)
+def _registered(path: tuple[str, ...]) -> tuple[tuple[str, EntryPoint], ...]:
+    """Read once per ``sys.path`` (scanning every installed distribution takes tens of
+    milliseconds, and settings are made many times a run); a path added later is read anew."""
     from importlib.metadata import EntryPoint, entry_points
 
     found = {name: EntryPoint(name, value, BACKEND_GROUP) for name, value in BUILTIN_BACKENDS.items()}
@@ -75,12 +85,14 @@ def registered_backends() -> dict[str, EntryPoint]:
         dist = point.dist.name if point.dist is not None else None
         if point.name not in BUILTIN_BACKENDS or (dist == "stay" and point.value == BUILTIN_BACKENDS[point.name]):
             found[point.name] = point  # an installed built-in is stay's own, with its version
-    return dict(sorted(found.items()))
+    return tuple(sorted(found.items()))
 
 
 def checked_backend(name: object, where: str = "backend") -> str:
     """``name`` when a backend is registered under it, else one line: the closest name, and
     every installed one."""
+    if isinstance(name, str) and name in BUILTIN_BACKENDS:
+        return name  # no scan of the installed packages for stay's own
     names = registered_backends()
     if isinstance(name, str) and name in names:
         return name

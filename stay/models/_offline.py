@@ -12,8 +12,8 @@ subclass, not part of this one.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stay.errors import UsageError
 from stay.models._prices import PRICES, Price
@@ -46,9 +46,10 @@ class OfflineBackend:
     (no request cache by default, like every offline run)."""
 
     name: str = "offline"
-    prices: Mapping[str, Price] = field(default_factory=lambda: OFFLINE_PRICES)
-    features: frozenset[str] = frozenset({"screen"})
-    """It screens by its rule (it flags no brief), so an offline run needs no --no-screen."""
+    prices: ClassVar[Mapping[str, Price]] = OFFLINE_PRICES
+    features: ClassVar[frozenset[str]] = frozenset({"screen"})
+    """It screens by its rule (it flags no brief), so an offline run needs no --no-screen.
+    Both are the class's, not fields: the backend keeps no state of its own."""
 
     def screen(self, text: str) -> str | None:
         """The reason to reject ``text``: the offline backend flags no brief."""
