@@ -240,3 +240,21 @@ def test_a_throwaway_package_installed_with_pip_builds_a_course_by_name(tmp_path
     summary = reference_report(course, strict=True)["summary"]
     assert (summary["fail"], summary["warn"]) == (0, 0), summary
     assert "## run 1: build (echo)" in (course / ".state" / "run-log.md").read_text()
+
+
+def test_a_replay_with_no_recorded_verdict_says_the_brief_was_not_screened(tmp_path: Path) -> None:
+    """Replay makes no call, so a brief whose verdict is not in the request cache is
+    screened by nothing: said, in the run log, and not marked screened in the ledger."""
+    import shutil
+
+    first = build_course(HTTP, courses_dir=tmp_path / "a", yes=True, cache=True, progress=quiet)
+    again = tmp_path / "b" / first.slug / ".runs"
+    shutil.copytree(first.course_dir / ".runs" / "cache", again / "cache")  # the offline screen left no verdict
+    said: list[str] = []
+    replayed = build_course(HTTP, courses_dir=tmp_path / "b", yes=True, replay=True, progress=said.append)
+    assert replayed.complete
+    assert any("screened by nothing (a replay with no recorded verdict" in line for line in said)
+    assert "screened by nothing: a replay with no recorded verdict" in (
+        replayed.course_dir / ".state" / "run-log.md").read_text()
+    assert '"screened"' not in (replayed.course_dir / ".state" / "hashes.json").read_text()
+    assert '"screened"' in (first.course_dir / ".state" / "hashes.json").read_text()
