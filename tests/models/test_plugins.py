@@ -220,6 +220,14 @@ def test_a_throwaway_package_installed_with_pip_builds_a_course_by_name(tmp_path
     # the venv sees the installed packages (pydantic, the SDK, pip, hatchling); no pip of
     # its own is copied in, which takes seconds and nothing here needs
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    # and the packages of the interpreter running the tests, should that be a venv itself (whose
+    # --system-site-packages would be the base interpreter's, without stay's dependencies)
+    import site
+    import sysconfig
+
+    ours = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    parent = dict.fromkeys([sysconfig.get_paths()["purelib"], *site.getsitepackages()])
+    (ours / "_tests_parent.pth").write_text("".join(f"{path}\n" for path in parent))
     python = str(venv / "bin" / "python")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PIP_NO_INDEX": "1"}  # this checkout's stay; no network
     env.pop("ANTHROPIC_API_KEY", None)
