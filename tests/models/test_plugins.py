@@ -266,3 +266,17 @@ def test_a_replay_with_no_recorded_verdict_says_the_brief_was_not_screened(tmp_p
         replayed.course_dir / ".state" / "run-log.md").read_text()
     assert '"screened"' not in (replayed.course_dir / ".state" / "hashes.json").read_text()
     assert '"screened"' in (first.course_dir / ".state" / "hashes.json").read_text()
+
+
+def test_a_screen_that_failed_open_is_in_the_run_log(tmp_path: Path) -> None:
+    from stay.errors import ModelUnavailable
+    from stay.models import OfflineBackend
+
+    class Down(OfflineBackend):
+        def screen(self, text: str) -> str | None:
+            raise ModelUnavailable("the service is unreachable")
+
+    result = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=Down(), progress=quiet)
+    assert result.complete
+    assert "- the brief was screened by nothing: input moderation failed (ModelUnavailable)" in (
+        result.course_dir / ".state" / "run-log.md").read_text()
