@@ -1,6 +1,7 @@
 """The model layer: requests and answers, roles, thinking and prices, and the backends
-behind one protocol (offline, anthropic, and the request cache in front of either).
-``docs/models.md`` is the reference."""
+behind one public protocol (``Backend``), made by name through the ``stay.backends`` entry
+points (offline, anthropic, a plug-in's), with the request cache in front of any of them.
+``docs/models.md`` is the reference, ``docs/plugins.md`` how to write a backend."""
 
 from __future__ import annotations
 
