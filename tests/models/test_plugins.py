@@ -240,6 +240,9 @@ def test_a_throwaway_package_installed_with_pip_builds_a_course_by_name(tmp_path
     assert pip.returncode == 0, pip.stdout + pip.stderr
     version = run("-m", "stay.cli", "--version")
     assert version.returncode == 0 and "backend echo: echo-backend 0.0.1 (echo_backend:make)" in version.stdout
+    assert all(f"backend {name}: stay " in version.stdout for name in BUILTIN_BACKENDS)
+    choices = "{" + ",".join(sorted({*BUILTIN_BACKENDS, "echo"})) + "}"
+    assert choices in run("-m", "stay.cli", "build", "--help").stdout  # argparse wraps between words only
     courses = tmp_path / "courses"
     built = run("-m", "stay.cli", "build", str(HTTP), "--yes", "--backend", "echo", "--courses-dir", str(courses))
     assert built.returncode == 0, built.stderr
