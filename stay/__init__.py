@@ -28,6 +28,7 @@ from stay._lazy import lazy_names
 from stay._version import __version__
 
 _EXPORTS = {
+    "Backend": "stay.models",
     "Brief": "stay.artefacts",
     "BuildResult": "stay.pipeline",
     "NotebookProgress": "stay.pipeline",
@@ -67,6 +68,7 @@ _EXPORTS = {
 __all__ = [
     "AnswerError",
     "ArtefactError",
+    "Backend",
     "Brief",
     "BriefError",
     "BriefRejected",
@@ -125,6 +127,7 @@ if TYPE_CHECKING:
         UnsafeId,
         UsageError,
     )
+    from stay.models import Backend
     from stay.pipeline import BuildResult, adopt, approve, build_course, revise, status
     from stay.validate import (
         CourseReport,

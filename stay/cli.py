@@ -54,6 +54,26 @@ from stay.errors import (  # noqa: E402  (errors imports nothing: --help stays c
     exit_code,
 )
 
+BACKEND_HELP = ("an installed backend (stay --version lists them); default: $STAY_BACKEND, else anthropic when "
+                "ANTHROPIC_API_KEY is set, else offline")
+
+
+class _Version(argparse.Action):
+    """``stay --version``: stay's version, then one line per installed backend (its name,
+    the distribution that declares it and that one's version)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        from stay import __version__
+        from stay.models import backends, distribution
+
+        lines = [f"stay {__version__}"]
+        for name, point in backends().items():
+            dist, version = distribution(point)
+            lines.append(f"backend {name}: {dist} {version or __version__} ({point.value})")
+        print("\n".join(lines))
+        parser.exit()
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
@@ -61,10 +81,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from stay import __version__
+    from stay.settings import registered_backends
 
+    backends = tuple(registered_backends())  # names only: no backend is imported for --help
     parser = _Parser(prog="stay", description="Turn a course brief into a complete course.")
-    parser.add_argument("--version", action="version", version=f"stay {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print stay's version and each installed backend's, and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = _Parser(add_help=False)
     common.add_argument("--courses-dir", default="courses", metavar="DIR",
@@ -87,10 +109,13 @@ def _parser() -> argparse.ArgumentParser:
         if name in ("build", "plan", "write"):
             command.add_argument("--yes", action="store_true",
                                  help="answer each gate; recorded as 'auto-approved (--yes)'")
-        command.add_argument("--backend", choices=("offline", "anthropic", "openai"),
-                             help="default: anthropic when ANTHROPIC_API_KEY is set, else offline")
+        command.add_argument("--backend", choices=backends, help=BACKEND_HELP)
         command.add_argument("--answer-tokens", type=_positive, metavar="N", help=ANSWER_TOKENS_HELP)
         command.add_argument("--max-cost", type=_dollars, metavar="USD", help=MAX_COST_HELP)
+        if name in ("new", "build"):  # the commands that screen a brief
+            command.add_argument("--no-screen", dest="screen", action="store_false",
+                                 help="screen the brief with nothing (no input moderation); the run log records "
+                                      "it. A backend that cannot screen needs it")
         command.add_argument("--batch", action="store_true",
                              help="send the wave through one Message Batch (half price, slower)")
         command.add_argument("--replay", action="store_true",
@@ -107,8 +132,7 @@ def _parser() -> argparse.ArgumentParser:
                                        "that covers the target)")
     revise.add_argument("--force", action="store_true",
                         help="revise a file edited by hand too (its bytes are kept in .state/retired/)")
-    revise.add_argument("--backend", choices=("offline", "anthropic", "openai"),
-                        help="default: anthropic when ANTHROPIC_API_KEY is set, else offline")
+    revise.add_argument("--backend", choices=backends, help=BACKEND_HELP)
     revise.add_argument("--answer-tokens", type=_positive, metavar="N", help=ANSWER_TOKENS_HELP)
     revise.add_argument("--max-cost", type=_dollars, metavar="USD", help=MAX_COST_HELP)
     approve = sub.add_parser("approve", parents=[common], help="answer a gate for a course")
@@ -364,7 +388,8 @@ def _result(ns: argparse.Namespace, settings: Settings) -> BuildResult:
         return revise(ns.slug, ns.targets, note=ns.note, courses_dir=ns.courses_dir, force=ns.force,
                       settings=settings)
     return run_command(ns.command, ns.target, courses_dir=ns.courses_dir, yes=getattr(ns, "yes", False),
-                       slug=ns.slug, settings=settings, replay=ns.replay, batch=ns.batch)
+                       slug=ns.slug, settings=settings, replay=ns.replay, batch=ns.batch,
+                       screen=getattr(ns, "screen", True))
 
 
 def _printed(ns: argparse.Namespace, result: BuildResult) -> int:

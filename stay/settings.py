@@ -36,21 +36,74 @@ used is a one-line ``UsageError`` naming the variable and what it takes.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote
 
 from stay import _secrets
 from stay.errors import UsageError
 
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
 Role = Literal["analysis", "planning", "writing", "judging"]
 """What a model does in the pipeline: each role is played by one model (``Settings.models``)."""
 ROLES: tuple[Role, ...] = ("analysis", "planning", "writing", "judging")
 
-Backend = Literal["offline", "anthropic", "openai"]
+BackendName = str
+"""A backend's name: an entry point of the ``stay.backends`` group (``registered_backends``)."""
+BACKEND_GROUP = "stay.backends"
+BUILTIN_BACKENDS: Mapping[str, str] = {
+    "offline": "stay.models._offline:make",
+    "anthropic": "stay.models._anthropic:make",
+    "openai": "stay.models._openai:make",
+}
+"""stay's own backends, as pyproject.toml declares them (a test holds the two equal); used
+as well when the installed metadata lacks them (a checkout run without installing it, an
+editable install made before they were declared)."""
+
+
+def registered_backends() -> dict[str, EntryPoint]:
+    """Every backend's entry point by name, nothing loaded: stay's own, then what installed
+    packages declare in ``stay.backends``. A built-in name is stay's: a plug-in of another
+    distribution declaring it too is ignored, so no package can stand in for Claude."""
+    import sys
+
+    return dict(_registered(tuple(sys.path)))
+
+
+@functools.lru_cache(maxsize=8)
+def _registered(path: tuple[str, ...]) -> tuple[tuple[str, EntryPoint], ...]:
+    """Read once per ``sys.path`` (scanning every installed distribution takes tens of
+    milliseconds, and settings are made many times a run); a path added later is read anew."""
+    from importlib.metadata import EntryPoint, entry_points
+
+    found = {name: EntryPoint(name, value, BACKEND_GROUP) for name, value in BUILTIN_BACKENDS.items()}
+    for point in entry_points(group=BACKEND_GROUP):
+        dist = point.dist.name if point.dist is not None else None
+        if point.name not in BUILTIN_BACKENDS or (dist == "stay" and point.value == BUILTIN_BACKENDS[point.name]):
+            found[point.name] = point  # an installed built-in is stay's own, with its version
+    return tuple(sorted(found.items()))
+
+
+def checked_backend(name: object, where: str = "backend") -> str:
+    """``name`` when a backend is registered under it, else one line: the closest name, and
+    every installed one."""
+    if isinstance(name, str) and name in BUILTIN_BACKENDS:
+        return name  # no scan of the installed packages for stay's own
+    names = registered_backends()
+    if isinstance(name, str) and name in names:
+        return name
+    import difflib
+
+    close = difflib.get_close_matches(str(name), names, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise UsageError(f"{where} {str(name)[:40]!r} is not an installed backend{hint}; the installed backends are "
+                     f"{', '.join(names)} (a plug-in adds one through the {BACKEND_GROUP} entry points)")
 
 DEFAULT_MODELS: Mapping[Role, str] = {
     # The current generation as of late 2026; none is on the SDK's deprecation list.
@@ -97,8 +150,8 @@ class OtlpTarget:
 class Settings:
     """What a run is told from outside. Frozen: ``settings.replace(...)`` for a variant."""
 
-    backend: Backend | None = None
-    """None: anthropic when an API key is set, else offline."""
+    backend: BackendName | None = None
+    """None: anthropic when an API key is set, else offline; else a registered backend's name."""
     api_key: str | None = field(default=None, repr=False)
     auth_token: str | None = field(default=None, repr=False)
     """A gateway's bearer token (``Authorization: Bearer``), sent only when there is no key."""
@@ -139,8 +192,8 @@ class Settings:
         if self.openai_api_key is not None:
             object.__setattr__(self, "openai_api_key", checked_key(self.openai_api_key, "OPENAI_API_KEY") or None)
         _secrets.keep(self.secrets)
-        if self.backend not in (None, "offline", "anthropic", "openai"):
-            raise UsageError(f"backend {self.backend!r} is not one of offline, anthropic, openai")
+        if self.backend is not None:
+            checked_backend(self.backend)
         for name, least in (("wave_concurrency", 1), ("model_concurrency", 1), ("repair_rounds", 0),
                             ("max_retries", 0)):
             value = getattr(self, name)
@@ -177,7 +230,7 @@ class Settings:
                 *([self.openai_api_key] if self.openai_api_key else []), *_secrets.url_secrets(self.openai_base_url))
 
     @property
-    def chosen_backend(self) -> Backend:
+    def chosen_backend(self) -> BackendName:
         return self.backend or ("anthropic" if self.api_key or self.auth_token else "offline")
 
     def model(self, role: Role) -> str:
@@ -201,7 +254,7 @@ class Settings:
         models = {role: (env.get(f"STAY_MODEL_{role.upper()}") or env.get("STAY_MODEL") or DEFAULT_MODELS[role]).strip()
                   for role in ROLES}
         values: dict[str, Any] = {
-            "backend": read.choice("STAY_BACKEND", ("offline", "anthropic", "openai")),
+            "backend": read.backend("STAY_BACKEND"),
             "api_key": checked_key(env.get("ANTHROPIC_API_KEY", "")) or None,
             "auth_token": checked_key(env.get("ANTHROPIC_AUTH_TOKEN", ""), "ANTHROPIC_AUTH_TOKEN") or None,
             "base_url": env.get("ANTHROPIC_BASE_URL") or None,
@@ -238,11 +291,9 @@ class _Reader:
         value = self.env.get(name, "").strip()
         return value or None
 
-    def choice(self, name: str, allowed: tuple[str, ...]) -> str | None:
+    def backend(self, name: str) -> str | None:
         raw = self._raw(name)
-        if raw is not None and raw not in allowed:
-            raise UsageError(f"{name}={raw[:40]!r} is not one of {', '.join(allowed)}")
-        return raw
+        return None if raw is None else checked_backend(raw, name)
 
     def integer(self, name: str, default: int, *, least: int) -> int:
         raw = self._raw(name)

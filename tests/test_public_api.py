@@ -11,6 +11,7 @@ import stay
 
 PUBLIC = [
     "Brief", "BuildResult", "adopt", "approve", "build_course", "revise", "status",
+    "Backend",  # the protocol a backend plug-in implements (docs/plugins.md)
     "NotebookProgress", "ProgressUpdate",  # progress: a bar in a notebook; what a custom sink receives
     "CourseReport", "Defect", "Severity", "ValidationReport", "__version__", "validate_course", "validate_courses",
     # the whole error tree (stay/errors.py), so a caller can catch exactly what it handles

@@ -1,6 +1,7 @@
 """The model layer: requests and answers, roles, thinking and prices, and the backends
-behind one protocol (offline, anthropic, and the request cache in front of either).
-``docs/models.md`` is the reference."""
+behind one public protocol (``Backend``), made by name through the ``stay.backends`` entry
+points (offline, anthropic, a plug-in's), with the request cache in front of any of them.
+``docs/models.md`` is the reference, ``docs/plugins.md`` how to write a backend."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from stay.models._hold import HoldMore, hold_more, holding
 from stay.models._offline import OFFLINE_MODEL, OfflineBackend
 from stay.models._prefix_gate import PrefixGate, prefix_keys
 from stay.models._prices import BATCH_DISCOUNT, PRICES, Price, Rates, answer_cost, cost, describe_cost, price_label
-from stay.models._protocol import ModelClient, Rejecting
+from stay.models._protocol import FEATURES, Backend, ModelClient, Rejecting, can_screen, prices_of
+from stay.models._registry import backends, distribution, make_backend
 from stay.models._roles import (
     DEFAULT_MODELS,
     MIN_CACHEABLE_TOKENS,
@@ -37,6 +39,7 @@ from stay.requests import (
 __all__ = [
     "BATCH_DISCOUNT",
     "DEFAULT_MODELS",
+    "FEATURES",
     "MAX_BATCH_BYTES",
     "MAX_BATCH_REQUESTS",
     "MAX_TOKENS",
@@ -49,6 +52,7 @@ __all__ = [
     "SCREEN_STAGE",
     "THINKING",
     "AnthropicBackend",
+    "Backend",
     "BatchOutcome",
     "CachedBackend",
     "HoldMore",
@@ -69,14 +73,19 @@ __all__ = [
     "answer_cost",
     "answer_from",
     "backend_from",
+    "backends",
+    "can_screen",
     "cost",
     "describe_cost",
+    "distribution",
     "hold_more",
     "holding",
+    "make_backend",
     "min_cacheable_tokens",
     "prefetch",
     "prefix_keys",
     "price_label",
+    "prices_of",
     "request_key",
     "request_params",
     "screen_request",

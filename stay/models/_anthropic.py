@@ -29,10 +29,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the SDK takes seconds to import: only a run that talks to Claude pays for it
     import anthropic
 
+    from stay.settings import Settings
+
 from stay import _secrets
 from stay.errors import AnswerError, ModelError, ModelUnavailable, RefusalError, StayError, UsageError
 from stay.models._hold import hold_more
 from stay.models._prefix_gate import PrefixGate, prefix_keys
+from stay.models._prices import PRICES, Price
 from stay.models._roles import DEFAULT_MODELS, OUTPUT_LIMIT, SCREENING, THINKING, Thinking
 from stay.models._screen import Screening, screen_request, verdict
 from stay.models._wire import (
@@ -216,6 +219,9 @@ class AnthropicBackend:
     """
 
     name = "anthropic"
+    prices: Mapping[str, Price] = PRICES
+    features = frozenset({"caching", "batches", "thinking", "count_tokens", "screen"})
+    default_models: Mapping[Role, str] = DEFAULT_MODELS
 
     def __init__(self, client: anthropic.Anthropic | None = None,
                  async_client: anthropic.AsyncAnthropic | None = None, *, api_key: str | None = None,
@@ -562,3 +568,17 @@ class AnthropicBackend:
 
     def screen(self, text: str) -> str | None:
         return self.screening(text).reason
+
+
+def make(settings: Settings, *, progress: Progress | None = None,
+         client: anthropic.Anthropic | None = None) -> AnthropicBackend:
+    """The ``stay.backends`` entry point ``anthropic``: Claude as ``settings`` configure
+    it (the key or token and URL, the screening model, the answers' room, the timeout,
+    the retries and the retry-after cap). ``client`` is an SDK client made elsewhere
+    (batch scoring's)."""
+    return AnthropicBackend(client, api_key=settings.api_key, auth_token=settings.auth_token,
+                            base_url=settings.base_url, progress=progress,
+                            screen_model=settings.model("analysis"), timeout=settings.request_timeout,
+                            max_retries=settings.max_retries, retry_after_cap=settings.retry_after_cap,
+                            call_deadline=settings.call_deadline,
+                            answer_tokens=settings.answer_tokens)

@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,8 @@ from pydantic import ValidationError
 
 from stay._stored import Damaged, load_stored_json
 from stay.errors import AnswerError, ReplayMiss
-from stay.models._protocol import ModelClient
+from stay.models._prices import Price
+from stay.models._protocol import ModelClient, prices_of
 from stay.models._roles import DEFAULT_MODELS
 from stay.models._screen import Screening, screen_request, screening_of, verdict
 from stay.requests import ModelAnswer, ModelRequest, Usage
@@ -232,6 +234,16 @@ class CachedBackend:
     def name(self) -> str:
         return f"{self.inner.name} (replay)" if self.replay else self.inner.name
 
+    @property
+    def prices(self) -> Mapping[str, Price]:
+        """The inner backend's: an answer from the cache is priced as when it was paid for."""
+        return prices_of(self.inner)
+
+    @property
+    def features(self) -> frozenset[str]:
+        features = getattr(self.inner, "features", None)
+        return frozenset({"screen"}) if features is None else frozenset(features)  # a plain ModelClient screens
+
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
         cached = self.cache.claim(request, model)
         if cached is not None:
@@ -260,8 +272,8 @@ class CachedBackend:
         cached = self.cache.claim(request, model)
         if cached is not None:  # paid for by an earlier run: nothing to count now
             return Screening(verdict(cached), request)
-        if self.replay:
-            return Screening(None, request)
+        if self.replay:  # no call may be made: said and logged as unscreened, never as screened
+            return Screening(None, request, skipped="a replay with no recorded verdict for this brief")
         found = screening_of(self.inner, text)
         if found.answer is not None and found.reason is None:  # a rejected brief leaves no directory
             self.cache.put(found.request, model, found.answer)

@@ -11,14 +11,21 @@ subclass, not part of this one.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stay.errors import UsageError
+from stay.models._prices import PRICES, Price
 from stay.models._screen import SCREEN_STAGE, Screening, screen_request
 from stay.requests import ModelAnswer, ModelRequest, Usage
 
+if TYPE_CHECKING:
+    from stay.settings import Settings
+
 OFFLINE_MODEL = "offline"
+OFFLINE_PRICES: Mapping[str, Price] = {OFFLINE_MODEL: PRICES[OFFLINE_MODEL]}
+"""The offline backend's rule: its answers (all named ``OFFLINE_MODEL``) cost nothing."""
 
 
 def _answer(request: ModelRequest) -> dict[str, Any]:
@@ -39,6 +46,10 @@ class OfflineBackend:
     (no request cache by default, like every offline run)."""
 
     name: str = "offline"
+    prices: ClassVar[Mapping[str, Price]] = OFFLINE_PRICES
+    features: ClassVar[frozenset[str]] = frozenset({"screen"})
+    """It screens by its rule (it flags no brief), so an offline run needs no --no-screen.
+    Both are the class's, not fields: the backend keeps no state of its own."""
 
     def screen(self, text: str) -> str | None:
         """The reason to reject ``text``: the offline backend flags no brief."""
@@ -60,3 +71,8 @@ class OfflineBackend:
         if request.stage == SCREEN_STAGE:
             return {"flagged": False, "reason": "not flagged (offline)"}
         return _answer(request)
+
+
+def make(settings: Settings, *, progress: Callable[[str], None] | None = None) -> OfflineBackend:
+    """The ``stay.backends`` entry point ``offline``: nothing in ``settings`` bears on it."""
+    return OfflineBackend()

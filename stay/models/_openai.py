@@ -142,6 +142,10 @@ class OpenAIBackend:
             except StayError:
                 raise
             except Exception as exc:
+                status = getattr(exc, "status_code", None)
+                if status in (401, 403):
+                    raise UsageError(f"{self.endpoint}: OPENAI_API_KEY was rejected ({status}) listing its models; "
+                                     "check it") from None
                 raise UsageError(f"{self.endpoint} did not list its models ({type(exc).__name__}); set STAY_MODEL "
                                  "to the model id to use") from None
             if len(served) != 1:

@@ -151,12 +151,13 @@ commitment, at no published per-token price: its cost is unknown, never a guess.
 
 
 def cost(model: str, usage: Usage, *, batch: bool = False, service_tier: str | None = None,
-         inference_geo: str | None = None) -> float | None:
+         inference_geo: str | None = None, prices: Mapping[str, Price] | None = None) -> float | None:
     """US dollars for one call's usage, or None for a model with no price on file, a
     service tier (priority) or an inference geography with no price on file.
     ``batch=True`` (or ``service_tier="batch"``) prices it as a Message Batches request
-    (half price); ``inference_geo="us"`` at the US-only multiplier."""
-    price = PRICES.get(model)
+    (half price); ``inference_geo="us"`` at the US-only multiplier. ``prices`` is the
+    backend's table (``Backend.prices``); None: Claude's, ``PRICES``."""
+    price = (PRICES if prices is None else prices).get(model)
     if price is None or service_tier not in _TIERS or inference_geo not in _GEO:
         return None
     rates = price.rates_for(usage)
@@ -168,10 +169,11 @@ def cost(model: str, usage: Usage, *, batch: bool = False, service_tier: str | N
     return dollars * BATCH_DISCOUNT if batch or service_tier == "batch" else dollars
 
 
-def answer_cost(answer: ModelAnswer) -> float | None:
-    """What one answer cost, as its response said it was served (``cost``)."""
+def answer_cost(answer: ModelAnswer, prices: Mapping[str, Price] | None = None) -> float | None:
+    """What one answer cost, as its response said it was served (``cost``), at the
+    backend's ``prices`` (None: ``PRICES``)."""
     return cost(answer.model, answer.usage, batch=answer.batch, service_tier=answer.service_tier,
-                inference_geo=answer.inference_geo)
+                inference_geo=answer.inference_geo, prices=prices)
 
 
 def price_label(answer: ModelAnswer) -> str:

@@ -69,6 +69,8 @@ class Screening:
     reason: str | None
     request: ModelRequest
     answer: ModelAnswer | None = None
+    skipped: str | None = None
+    """Why nothing screened the brief (a replay with no recorded verdict); None: screened."""
 
 
 class _Screens(Protocol):

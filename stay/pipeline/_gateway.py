@@ -15,7 +15,7 @@ import json
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -28,10 +28,12 @@ from stay.models import (
     SCREENING,
     THINKING,
     ModelClient,
+    Price,
     Rejecting,
     Screening,
     cost,
     holding,
+    prices_of,
     request_params,
     screen_request,
     screening_of,
@@ -115,12 +117,12 @@ class ModelGateway:
             yield
             return
         where = f"{request.stage} ({request.artefact})"
-        holds = [cap.hold(worst_case(request, model, self.settings), where, model, self.tally)]
+        holds = [cap.hold(worst_case(request, model, self.settings, cap.prices), where, model, self.tally)]
 
         def more(params: dict[str, Any], paid: ModelAnswer | None) -> None:
             try:
                 again = f"asking {where} again with more room (its answer was cut off at max_tokens: paid, counted)"
-                holds.append(cap.hold(worst_of(params), again, model, self.tally))
+                holds.append(cap.hold(worst_of(params, cap.prices), again, model, self.tally))
             except CostCapReached:
                 if paid is not None:  # the cut-off reply was paid for: counted before the run stops
                     self.account(request, paid, error=CostCapReached.__name__)
@@ -158,7 +160,7 @@ class ModelGateway:
         ``error`` names what a billed reply that could not be used raised."""
         if self.tracer is not None:
             self.tracer.call(request, answer, seconds, error)
-        self.tally.add_call(request.stage, answer)
+        self.tally.add_call(request.stage, answer, prices_of(self.backend))
 
 
 CHARS_PER_TOKEN = 4
@@ -166,40 +168,43 @@ CHARS_PER_TOKEN = 4
 as it is sent (its JSON: instructions, inputs, schema), as the offline estimate counts."""
 
 
-def worst_case(request: ModelRequest, model: str, settings: Settings) -> float | None:
+def worst_case(request: ModelRequest, model: str, settings: Settings,
+               prices: Mapping[str, Price] | None = None) -> float | None:
     """The most one call of ``request`` can cost: ``worst_of`` its parameters as sent, with
     its thinking room (the screen's own, ``SCREENING``, or its role's); None for a model
-    with no price on file."""
+    with no price in ``prices`` (the backend's; None: Claude's)."""
     thinking = SCREENING if request.stage == SCREEN_STAGE else THINKING.get(request.role)
-    return worst_of(request_params(request, model, thinking, answer_tokens=settings.answer_tokens))
+    return worst_of(request_params(request, model, thinking, answer_tokens=settings.answer_tokens), prices)
 
 
-def worst_of(params: dict[str, Any]) -> float | None:
+def worst_of(params: dict[str, Any], prices: Mapping[str, Price] | None = None) -> float | None:
     """The most one request with these Messages API parameters can cost: its whole input
     (counted from the parameters as sent) at the highest price input is billed at (a
     cache write, when the request marks a prefix for the cache; else full input price,
     never a cache read), plus ``max_tokens`` of output (the answer's room and the
-    thinking room); None for a model with no price on file."""
+    thinking room); None for a model with no price in ``prices`` (None: Claude's). Another
+    backend's wire format differs, but its input is the same text and schema, counted alike."""
     tokens = math.ceil(len(json.dumps(params, ensure_ascii=False)) / CHARS_PER_TOKEN)
     contents = [message["content"] for message in params["messages"] if isinstance(message["content"], list)]
     blocks = [*params["system"], *(block for content in contents for block in content)]
     writes = any("cache_control" in block for block in blocks)
     usage = (Usage(cache_creation_input_tokens=tokens, output_tokens=params["max_tokens"]) if writes
              else Usage(input_tokens=tokens, output_tokens=params["max_tokens"]))
-    return cost(params["model"], usage)
+    return cost(params["model"], usage, prices=prices)
 
 
-def cost_cap(settings: Settings) -> CostCap | None:
-    """The run's cost cap, or None without one. A cap over a model with no price on file
-    is refused up front: what cannot be priced cannot be capped."""
+def cost_cap(settings: Settings, prices: Mapping[str, Price] | None = None) -> CostCap | None:
+    """The run's cost cap, or None without one. A cap over a model with no price in the
+    backend's ``prices`` (None: Claude's) is refused up front: what cannot be priced cannot
+    be capped (a backend that declares no prices cannot be capped at all)."""
     if settings.max_cost is None:
         return None
     for role in ROLES:
         model = settings.model(role)
-        if cost(model, Usage()) is None:
+        if cost(model, Usage(), prices=prices) is None:
             raise UsageError(f"--max-cost (STAY_MAX_COST) cannot cap the {role} role's model {model!r}: it has no "
                              f"price on file; set STAY_MODEL_{role.upper()} to a priced model, or run without a cap")
-    return CostCap(settings.max_cost)
+    return CostCap(settings.max_cost, prices=prices)
 
 
 @dataclass
@@ -210,6 +215,8 @@ class CostCap:
     held is let go, so only the real price stays spent."""
 
     limit: float
+    prices: Mapping[str, Price] | None = None
+    """The backend's price table the worst cases are priced at (None: Claude's)."""
     holds: list[float] = field(default_factory=list)
     """The worst case of each call in flight (a list, not a running sum, so that once all
     are let go nothing is left held by rounding)."""
@@ -220,8 +227,8 @@ class CostCap:
         return math.fsum(self.holds)
 
     def hold(self, worst: float | None, where: str, model: str, tally: Tally) -> float:
-        """Hold ``worst`` (one request's worst case) for the request ``where`` names, or
-        raise ``CostCapReached`` when it would not fit (or cannot be priced)."""
+        """Hold ``worst`` (one request's worst case, priced at ``prices``) for the request
+        ``where`` names, or raise ``CostCapReached`` when it would not fit (or cannot be priced)."""
         with self.lock:
             with tally.lock:
                 spent, unpriced = tally.cost, sorted(tally.unpriced)

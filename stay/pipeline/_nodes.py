@@ -101,16 +101,21 @@ def intake(config: RunConfig, reader: RunReader) -> None:
     check_duration(reader.brief.time_available, f"course '{config.slug}' brief", config.limits)
 
 
-def moderate(reader: RunReader, model: ModelGateway, report: Reporter, walk: Walk) -> None:
+def moderate(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, walk: Walk) -> None:
     """Screen the whole brief as one message: a topic and an audience that are each
     unremarkable can be a different thing together. A brief screened before (its hash
     is in the ledger) is not screened again. Fails open only when the service is
     unreachable (``ModelUnavailable``, a timeout, no connection): anything else, a
     configuration error (a mistyped ``STAY_MODEL_ANALYSIS``, a rejected key) or a verdict
-    that cannot be read, is an error, and the brief is not built unscreened."""
+    that cannot be read, is an error, and the brief is not built unscreened. A brief
+    screened by nothing (``--no-screen``, fail-open, a replay with no verdict) is said and
+    recorded in the run log, never skipped in silence."""
     brief = reader.brief
     assert brief is not None
     if walk.state is not None and walk.state.screened(brief):
+        return
+    if not config.screen:
+        _unscreened(report, walk, "--no-screen was given")
         return
     fields = {k: v for k, v in to_data(brief).items() if v and str(v).strip()}
     if not fields:
@@ -120,11 +125,20 @@ def moderate(reader: RunReader, model: ModelGateway, report: Reporter, walk: Wal
         screening = model.screening(text)  # held under the cost cap and counted, as any call
     except (ModelUnavailable, TimeoutError, ConnectionError) as exc:
         report.say(f"warning: input moderation failed ({type(exc).__name__}: {exc}); continuing")
+        walk.unscreened = f"input moderation failed ({type(exc).__name__})"
         return
     reason = screening.reason
     if reason:
         raise BriefRejected(f"Course brief rejected by input moderation: {reason}")
+    if screening.skipped is not None:
+        _unscreened(report, walk, screening.skipped)
+        return
     walk.screened = True
+
+
+def _unscreened(report: Reporter, walk: Walk, why: str) -> None:
+    report.say(f"input moderation: the brief is screened by nothing ({why})")
+    walk.unscreened = why
 
 
 def scaffold(config: RunConfig, reader: RunReader, report: Reporter, tally: Tally, writer: Writer, walk: Walk,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from stay.artefacts import Artefact, Brief, DurationLimits, dump
 from stay.errors import PipelineError
-from stay.models import ModelClient, OfflineBackend, Usage, answer_cost, price_label
+from stay.models import ModelClient, OfflineBackend, Price, Usage, answer_cost, price_label, prices_of
 from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._gateway import ModelGateway, cost_cap
 from stay.pipeline._ledger import Sources
@@ -92,6 +92,8 @@ class RunConfig:
     """``stay revise``: course file -> the reviewer's note to regenerate it with."""
     force: bool = False
     """``stay revise --force``: revise files edited by hand too (their bytes are kept)."""
+    screen: bool = True
+    """Screen the brief through the backend; False only from an explicit ``--no-screen``."""
     routes: Mapping[str, str] = field(default_factory=dict)
     """Router -> the successor this command goes on to (``_graph.route``): what a router
     node answers, and the runner follows."""
@@ -134,8 +136,9 @@ class Tally:
     """File -> the FAILs the check at the write left in it (only files with some)."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def add_call(self, stage: str, answer: ModelAnswer) -> None:
-        price = answer_cost(answer)
+    def add_call(self, stage: str, answer: ModelAnswer, prices: Mapping[str, Price] | None = None) -> None:
+        """Count one answer, priced at the backend's ``prices`` (None: Claude's)."""
+        price = answer_cost(answer, prices)
         with self.lock:
             self.calls += 1
             self.calls_by_stage[stage] = self.calls_by_stage.get(stage, 0) + 1
@@ -192,6 +195,9 @@ class Walk:
     course_lock: CourseLock | None = None
     screened: bool = False
     """Input moderation passed this run's brief (recorded in the ledger by scaffold)."""
+    unscreened: str | None = None
+    """Why this run's brief was screened by nothing (``--no-screen``, the service
+    unreachable, a replay with no recorded verdict): said, and written in the run log."""
     wave: Wave | None = None
     """The wave's tasks, started by the wave nodes (or revise_files) and awaited by a barrier."""
     revisions: dict[str, str] = field(default_factory=dict)
@@ -284,7 +290,7 @@ class Run:
         report = Reporter(progress, cost)
         model = ModelGateway(backend, config.settings, tally, report,
                              model_slots or threading.Semaphore(config.settings.model_concurrency),
-                             cap=None if _unbilled(backend) else cost_cap(config.settings))
+                             cap=None if _unbilled(backend) else cost_cap(config.settings, prices_of(backend)))
         reader = RunReader(config.root, brief)
         walk = Walk(config.slug, state=state, course_lock=course_lock)
         return cls(config=config, reader=reader, model=model, report=report, tally=tally, walk=walk)

@@ -38,10 +38,11 @@ def next_run_number(root: Path) -> int:
 
 def log_run(root: Path, command: str, backend: str, written: list[str], stopped: str | None,
             retired: list[str] | None = None, revised: Mapping[str, str] | None = None,
-            fixed: Sequence[str] = (), failed: str | None = None) -> None:
+            fixed: Sequence[str] = (), failed: str | None = None, unscreened: str | None = None) -> None:
     """Append one run to .state/run-log.md, if it wrote anything; stable order. ``fixed``
     is what the run's fixes changed, as lines (``Change.log_lines``), in the order made;
-    ``failed`` says why a run that raised ended (it did not complete)."""
+    ``failed`` says why a run that raised ended (it did not complete); ``unscreened`` why
+    nothing screened its brief."""
     if not written and not retired:
         return
     path = root / RUN_LOG
@@ -53,6 +54,8 @@ def log_run(root: Path, command: str, backend: str, written: list[str], stopped:
     lines += [f"- revised {p} with note {hashlib.sha256(n.encode()).hexdigest()[:16]}: "
               f"{' '.join(n.split())[:80]!r}" for p, n in sorted((revised or {}).items())]
     lines += fixed
+    if unscreened:
+        lines.append(f"- the brief was screened by nothing: {unscreened}")
     ending = f"- failed: {' '.join(failed.split())[:200]}" if failed else (
         f"- stopped at {stopped}" if stopped else "- completed")
     lines.append(ending)

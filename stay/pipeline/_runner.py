@@ -35,7 +35,9 @@ from stay.models import (
     OfflineBackend,
     RequestCache,
     backend_from,
+    can_screen,
     describe_cost,
+    prices_of,
 )
 from stay.pipeline._commands import open_course, open_course_named
 from stay.pipeline._dag import Dag
@@ -51,7 +53,7 @@ from stay.pipeline._run_log import log_run, next_run_number
 from stay.pipeline._state import load_manifest
 from stay.pipeline._trace import Tracer, lesson_files
 from stay.pipeline._walk import route, walk
-from stay.settings import Backend, Settings
+from stay.settings import DEFAULT_MODELS, BackendName, Settings
 from stay.stages import REGISTRY, Prompts, Stage
 from stay.stages.answers import RUBRIC_LEVELS
 
@@ -59,30 +61,48 @@ Command = Literal["new", "build", "plan", "write", "repair", "revise"]
 
 
 def default_backend(settings: Settings, progress: Progress | None = None) -> ModelClient:
-    """The backend the settings choose (anthropic when an API key is set, else offline),
-    made by the one factory (``stay.models.backend_from``) and announced in one line."""
-    say = progress or default_progress()
-    backend = backend_from(settings, progress=say)
-    if settings.chosen_backend == "anthropic":
-        models = ", ".join(f"{role} {model}" for role, model in settings.models.items())
-        say(f"backend: anthropic ({models})")
-        return backend
-    if settings.chosen_backend == "openai":
-        say(f"backend: openai ({settings.openai_base_url or 'https://api.openai.com/v1'})")
-        return backend
-    say("backend: offline (ANTHROPIC_API_KEY is not set): deterministic template prose, no network"
-        if not settings.api_key else "backend: offline (chosen): deterministic template prose, no network")
-    return backend
+    """The backend the settings choose (``Settings.chosen_backend``), made by the one
+    factory (``stay.models.backend_from``, through the registry)."""
+    return backend_from(settings, progress=progress or default_progress())
+
+
+def with_backend_models(settings: Settings, backend: ModelClient) -> Settings:
+    """``settings`` whose roles no setting named (each still at Claude's default id) play
+    the backend's own ``default_models``, when it has them (the openai backend's: OpenAI's
+    ids, or the one model a local server serves). Resolved once, before the ledger's model
+    digest, the request cache's keys, the cost cap and the run log read a role's model, so
+    all of them name the model that is really asked."""
+    if isinstance(backend, (OfflineBackend, AnthropicBackend)) or backend.name == "anthropic":
+        return settings
+    unset = [role for role, model in settings.models.items() if model == DEFAULT_MODELS[role]]
+    if not unset:  # read only when needed: a local server's defaults are asked of it
+        return settings
+    own: Mapping[str, str] = getattr(backend, "default_models", None) or {}
+    unset = [role for role in unset if role in own]
+    if not unset:
+        return settings
+    return settings.replace(models={**settings.models, **{role: own[role] for role in unset}})
+
+
+def announce(settings: Settings, backend: ModelClient, say: Progress) -> None:
+    """The one line that says which backend a run uses, and which model plays each role."""
+    if isinstance(backend, OfflineBackend):
+        say("backend: offline (ANTHROPIC_API_KEY is not set): deterministic template prose, no network"
+            if not settings.api_key else "backend: offline (chosen): deterministic template prose, no network")
+        return
+    models = ", ".join(f"{role} {model}" for role, model in settings.models.items())
+    where = getattr(backend, "endpoint", None)
+    say(f"backend: {backend.name} ({models}){f' at {where}' if isinstance(where, str) else ''}")
 
 
 def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                 courses_dir: str | os.PathLike[str] = "courses", yes: bool = False,
-                settings: Settings | None = None, backend: ModelClient | Backend | None = None,
+                settings: Settings | None = None, backend: ModelClient | BackendName | None = None,
                 prompts_dir: str | os.PathLike[str] | None = None, cache: bool | None = None,
                 progress: Progress | None = None, slug: str | None = None,
                 on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
                 stages: Sequence[Stage] = REGISTRY, revisions: Mapping[str, str] | None = None,
-                force: bool = False) -> BuildResult:
+                force: bool = False, screen: bool = True) -> BuildResult:
     """Run one command. ``target`` is a Brief, a brief file, or (plan, write, repair,
     build of an existing course) a course slug. The rest as for ``build_course``;
     ``revisions`` and ``force`` are ``revise``'s."""
@@ -93,7 +113,8 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
     try:
         return _run_command(command, target, courses_dir=courses_dir, yes=yes, settings=chosen, client=client,
                             progress=progress or default_progress(), slug=slug, on_node=on_node, replay=replay,
-                            batch=batch, stages=tuple(stages), revisions=dict(revisions or {}), force=force)
+                            batch=batch, stages=tuple(stages), revisions=dict(revisions or {}), force=force,
+                            screen=screen)
     except OSError as exc:
         problem = EnvironmentProblem.from_os_error(exc)
         if hasattr(exc, SPENT):  # what the run paid before the disk stopped it, said as for any failure
@@ -124,7 +145,7 @@ def _house_limits(settings: Settings) -> DurationLimits:
 def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, courses_dir: str | os.PathLike[str],
                  yes: bool, settings: Settings, client: ModelClient | None, progress: Progress,
                  slug: str | None, on_node: Callable[[str], None] | None, replay: bool, batch: bool,
-                 stages: tuple[Stage, ...], revisions: dict[str, str], force: bool) -> BuildResult:
+                 stages: tuple[Stage, ...], revisions: dict[str, str], force: bool, screen: bool) -> BuildResult:
     say = progress
     pipeline = _pipeline(stages)
     declared: CommandDecl | None = pipeline.graph["commands"].get(command)
@@ -143,17 +164,25 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
     if brief is not None:
         check_duration(brief.time_available, f"course '{slug}' brief", limits)
     prompts = Prompts.load(settings.prompts_dir)
+    chosen = client if client is not None else default_backend(settings, say)
+    settings = with_backend_models(settings, chosen)
+    if client is None:
+        announce(settings, chosen, say)
     sources = Sources(prompts, settings.models, stages)
     # Every id and path on disk is checked before anything is written or locked.
     state = open_course(root, sources, settings, stages) if exists else None
-    chosen = client if client is not None else default_backend(settings, say)
+    if screen and declared.entry == "intake" and not can_screen(chosen) and not (
+            state is not None and brief is not None and state.screened(brief)):
+        raise UsageError(f"the {chosen.name} backend cannot screen a brief (its features lack 'screen'); give "
+                         "--no-screen (build_course(..., screen=False)) to build with no input moderation, which "
+                         "the run log records, or choose a backend that screens")
     if batch and not isinstance(chosen, AnthropicBackend):
         raise UsageError("--batch needs the anthropic backend (Message Batches are an API feature)")
     if batch and settings.max_cost is not None:  # a batch sends the whole wave at once: no call to stop before
         raise UsageError("--batch cannot keep to --max-cost (STAY_MAX_COST): a batch sends every wave call at "
                          "once; drop one of them")
     if not isinstance(chosen, OfflineBackend):  # an offline run is not billed: nothing to cap
-        cost_cap(settings)  # a cap over a model with no price, refused before anything is paid or locked
+        cost_cap(settings, prices_of(chosen))  # a cap over an unpriced model, refused before anything is paid
     if client is None and not replay and isinstance(chosen, AnthropicBackend):
         chosen.check_models(settings.models)  # a mistyped id, before anything is paid or locked
     lock = CourseLock(root) if exists else None
@@ -173,7 +202,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
         config = RunConfig(command=command, slug=slug, root=root, courses_arg=courses_arg, authors=declared.authors,
                            settings=settings, prompts=prompts, stages=stages, limits=limits, sources=sources,
                            yes=yes, run_number=next_run_number(root) if state else 1, batch=batching,
-                           revisions=revisions, force=force,
+                           revisions=revisions, force=force, screen=screen,
                            routes={name: route(pipeline, command, name) for name, attrs in pipeline.nodes(data=True)
                                    if attrs["kind"] == "router"})
         run = Run.start(config, chosen, say, brief, state=state, course_lock=lock)
@@ -203,7 +232,8 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
     table = _handlers(pipeline)
     otlp = config.settings.otlp
     tracer = run.model.tracer = Tracer(config.slug, config.command, run.model.backend.name,  # minted before the run
-                                       capture=otlp is not None and otlp.capture_content)
+                                       capture=otlp is not None and otlp.capture_content,
+                                       prices=prices_of(run.model.backend))
     stopped: str | None = None
     failed: str | None = None
     reason = "done"
@@ -241,7 +271,8 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
             if tally.projected != len(tally.written):  # else land_manifest's projection is still true
                 run.course.project_statuses(load_manifest(config.root))
             log_run(config.root, config.command, run.model.backend.name, tally.written, stopped, tally.retired,
-                    tally.revised, [line for change in tally.changes for line in change.log_lines()], failed)
+                    tally.revised, [line for change in tally.changes for line in change.log_lines()], failed,
+                    run.walk.unscreened)
             if tally.validation is not None:
                 tracer.scores(tally.validation)
             # the error's type only (``failed`` is "Type: message"): the root span is marked with it
@@ -293,32 +324,34 @@ def _resolve(command: str, target: Brief | str | os.PathLike[str], courses_dir: 
 
 def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os.PathLike[str] = "courses",
                  yes: bool = False, settings: Settings | None = None,
-                 backend: ModelClient | Backend | None = None, prompts_dir: str | os.PathLike[str] | None = None,
+                 backend: ModelClient | BackendName | None = None, prompts_dir: str | os.PathLike[str] | None = None,
                  cache: bool | None = None, progress: Progress | None = None, slug: str | None = None,
                  on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
-                 stages: Sequence[Stage] = REGISTRY) -> BuildResult:
+                 stages: Sequence[Stage] = REGISTRY, screen: bool = True) -> BuildResult:
     """Build a course from its brief, resuming from whatever is on disk.
 
     Stops at the design gate and the plan gate unless their approvals hold; with
     ``yes=True`` each gate is answered and recorded as ``auto-approved (--yes)``.
 
     ``settings`` (default: ``Settings.from_env()``) says everything a run is told from
-    outside; ``backend`` ("offline", "anthropic", or a ModelClient), ``prompts_dir`` and
+    outside; ``backend`` (a registered backend's name, or a ModelClient), ``prompts_dir`` and
     ``cache`` override it. Answers are cached under <course>/.runs/cache/ (by default for
     every backend but offline); ``replay=True`` answers only from that cache;
     ``batch=True`` sends the wave's requests through Message Batches (half price).
     ``on_node`` is called with each node's name after it completes (tests use it to
     crash a run after any node and show that a rerun finishes the same course).
-    ``stages`` is the stage registry (``stay.stages.REGISTRY``).
+    ``stages`` is the stage registry (``stay.stages.REGISTRY``). ``screen=False``
+    (``--no-screen``) builds with no input moderation, said and written in the run log;
+    a backend without the "screen" feature needs it.
     """
     return run_command("build", brief, courses_dir=courses_dir, yes=yes, settings=settings, backend=backend,
                        prompts_dir=prompts_dir, cache=cache, progress=progress, slug=slug, on_node=on_node,
-                       replay=replay, batch=batch, stages=stages)
+                       replay=replay, batch=batch, stages=stages, screen=screen)
 
 
 def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
            courses_dir: str | os.PathLike[str] = "courses", force: bool = False, settings: Settings | None = None,
-           backend: ModelClient | Backend | None = None, prompts_dir: str | os.PathLike[str] | None = None,
+           backend: ModelClient | BackendName | None = None, prompts_dir: str | os.PathLike[str] | None = None,
            progress: Progress | None = None, stages: Sequence[Stage] = REGISTRY) -> BuildResult:
     """Regenerate the named artefacts with ``note`` attached to their stages' requests as
     reviewer guidance, next to the current version of each file; nothing else is written.

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from stay._secrets import redact
 from stay.artefacts import write_text_atomic
 from stay.errors import StayError
-from stay.models import ModelAnswer, ModelRequest, answer_cost
+from stay.models import ModelAnswer, ModelRequest, Price, answer_cost
 from stay.validate import OWNERS, CourseReport
 
 if TYPE_CHECKING:
@@ -85,6 +85,8 @@ class Tracer:
     trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     capture: bool = False
     """Keep each call's prompt and answer for the OpenTelemetry export (never the JSONL file)."""
+    prices: Mapping[str, Price] | None = None
+    """The backend's price table (``Backend.prices``); None: Claude's."""
     records: list[dict[str, Any]] = field(default_factory=list)
     _calls: list[dict[str, Any]] = field(default_factory=list)
 
@@ -104,7 +106,7 @@ class Tracer:
             "thinking_tokens": usage.thinking_tokens, "batch": answer.batch,
             "response_id": answer.response_id, "request_id": answer.request_id,
             "stop_reason": answer.stop_reason,
-            "cost_usd": answer_cost(answer),
+            "cost_usd": answer_cost(answer, self.prices),
             **({CONTENT: _content(request, answer)} if self.capture else {}),
         })
 

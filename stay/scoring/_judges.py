@@ -4,26 +4,22 @@ request cache, and scoring through Message Batches."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
-from stay.errors import UsageError
 from stay.models import AnthropicBackend, CachedBackend, ModelClient, RequestCache, backend_from, prefetch
 from stay.scoring import CourseOnDisk, Judge, ModelJudge, OfflineJudge, ScoreResult, default_scorers, score_course
 from stay.scoring._core import JudgeReply
-from stay.settings import Backend, Settings
+from stay.settings import Settings
+from stay.settings import checked_backend as settings_checked_backend
 
 OFFLINE = "offline"
 
 
 def checked_backend(name: str, flag: str) -> str:
-    """``name`` if it is a backend stay can build or judge with, else a one-line
-    ``UsageError`` naming ``flag`` and the choices. The one place the evals check a
-    backend's name: against ``stay.settings``' backends until the backends' registry
-    (``stay.models._registry``) is the list to check."""
-    known = get_args(Backend)
-    if name not in known:
-        raise UsageError(f"{flag} {name!r}: not a backend; choose from {', '.join(known)}")
-    return name
+    """``name`` if it is a backend stay can build or judge with (one registered under the
+    ``stay.backends`` entry points), else a one-line ``UsageError`` naming ``flag``, the
+    closest name and the installed ones. The one place the evals check a backend's name."""
+    return settings_checked_backend(name, flag)
 
 
 def make_judge(backend: str, cache_dir: Path, *, judge_model: str | None = None,

@@ -49,6 +49,11 @@ def test_a_build_through_the_openai_backend_passes_the_frozen_reference_strict(t
     assert cached > 0
     said = done.stderr + done.stdout
     assert "unknown" in said and "$0.00" not in said
+    # the model really asked is the one the run says, and the one its records are keyed on
+    assert "backend: openai (analysis fake-model, planning fake-model, writing fake-model, judging fake-model)" in said
+    records = [p.read_text() for p in (course / ".state").rglob("*") if p.is_file()]
+    assert records and all("claude" not in text for text in records)
+    assert any("fake-model" in text for text in records)
 
 
 def test_replay_builds_the_same_course_without_a_call(tmp_path: Path) -> None:

@@ -8,13 +8,15 @@ import re
 import sys
 import time
 import types
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from stay import NotebookProgress, ProgressUpdate, build_course
-from stay.models import OfflineBackend
+from stay.models import PRICES, OfflineBackend, Price
 from stay.pipeline import _progress
 from stay.requests import ModelAnswer, ModelRequest
 from stay.stages import REGISTRY
@@ -44,6 +46,7 @@ class PricedAndUneven(OfflineBackend):
     the wave's threads finish out of curriculum order."""
 
     slow: str = "m01-l01"
+    prices: ClassVar[Mapping[str, Price]] = PRICES  # a backend's answers are priced at its own table: Claude's
 
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
         if self.slow in request.artefact:

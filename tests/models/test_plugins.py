@@ -1,0 +1,285 @@
+"""Backends as plug-ins (issue 24): the ``stay.backends`` entry points, the public
+``stay.Backend`` protocol, prices and the cap through the backend, and the screen rule.
+
+A plug-in here is a real distribution: a ``*.dist-info`` directory with its
+``entry_points.txt`` on ``sys.path`` (what an install leaves), found by
+``importlib.metadata`` as any installed package is; the last test installs one with
+``pip install -e`` into a throwaway venv and builds a course through it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import stay
+from stay.errors import UsageError
+from stay.models import FEATURES, PRICES, Backend, backend_from, backends, make_backend
+from stay.pipeline import build_course
+from stay.settings import BACKEND_GROUP, BUILTIN_BACKENDS, Settings
+from tests.conftest import ROOT
+from tests.models.helpers import HTTP, KEY, quiet
+from tests.parity.harness import reference_report
+
+ECHO = '''
+from stay.models import OfflineBackend
+
+
+class Echo:
+    """Answers with stay's offline answer (named model "offline") and declares no prices."""
+
+    name = "echo"
+    prices = {{}}
+    features = frozenset({features})
+
+    def complete(self, request, model):
+        return OfflineBackend().complete(request, model)
+
+    def screen(self, text):
+        return None
+
+
+def make(settings, *, progress=None):
+    return Echo()
+'''
+
+
+def _plugin(root: Path, dist: str, modules: dict[str, str], points: dict[str, str]) -> Path:
+    """A distribution as an install leaves it: its modules, and its dist-info with its
+    ``stay.backends`` entry points."""
+    root.mkdir(parents=True, exist_ok=True)
+    for module, text in modules.items():
+        (root / f"{module}.py").write_text(textwrap.dedent(text))
+    info = root / f"{dist.replace('-', '_')}-1.2.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.2\n")
+    (info / "entry_points.txt").write_text(f"[{BACKEND_GROUP}]\n" + "".join(f"{n} = {v}\n" for n, v in points.items()))
+    return root
+
+
+@pytest.fixture
+def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+    """Install a plug-in distribution for this test alone (its modules are forgotten after)."""
+    def install(dist: str, modules: dict[str, str], points: dict[str, str]) -> None:
+        monkeypatch.syspath_prepend(str(_plugin(tmp_path / dist, dist, modules, points)))
+        for module in modules:
+            monkeypatch.delitem(sys.modules, module, raising=False)
+    return install
+
+
+def test_pyproject_declares_exactly_stays_own_backends() -> None:
+    """The built-ins are declared once for a checkout (stay.settings.BUILTIN_BACKENDS) and
+    once for an install: the two are held equal."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert pyproject["project"]["entry-points"][BACKEND_GROUP] == dict(BUILTIN_BACKENDS)
+
+
+def test_the_built_ins_are_found_even_where_the_installed_metadata_lacks_them() -> None:
+    assert set(BUILTIN_BACKENDS) <= set(backends())
+
+
+def test_offline_and_anthropic_are_backends_made_by_their_factories() -> None:
+    offline = make_backend("offline", Settings())
+    claude = make_backend("anthropic", Settings(api_key=KEY))
+    assert isinstance(offline, Backend) and isinstance(claude, Backend) and isinstance(offline, stay.Backend)
+    assert claude.prices is PRICES and claude.features <= FEATURES and "screen" in claude.features
+    assert "screen" in offline.features and offline.prices and all(
+        p.rates.input == p.rates.output == 0 for p in offline.prices.values())  # its rule: free
+    assert backend_from(Settings(backend="anthropic", api_key=KEY)).name == "anthropic"
+
+
+def test_an_unknown_backend_is_one_line_with_the_closest_and_the_installed_names() -> None:
+    for make in (lambda: Settings(backend="antropic"), lambda: Settings.from_env({"STAY_BACKEND": "antropic"})):
+        with pytest.raises(UsageError) as caught:
+            make()
+        said = str(caught.value)
+        assert "did you mean anthropic?" in said and "\n" not in said
+        assert all(name in said for name in backends())
+    with pytest.raises(UsageError, match="STAY_BACKEND"):
+        Settings.from_env({"STAY_BACKEND": "antropic"})
+
+
+def test_a_plug_in_that_fails_to_import_or_makes_no_backend_is_one_line_naming_it(
+        installed: Callable[..., None], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    installed("broken-plugin", {"broken_backend": "raise RuntimeError('the SDK is missing')",
+                                "odd_backend": "def make(settings, *, progress=None):\n    return object()\n"},
+              {"broken": "broken_backend:make", "odd": "odd_backend:make"})
+    with pytest.raises(UsageError, match=r"^backend 'broken' \(entry point broken_backend:make of broken-plugin "
+                                         r"1\.2\) cannot be loaded: RuntimeError: the SDK is missing"):
+        make_backend("broken", Settings())
+    with pytest.raises(UsageError, match=r"^backend 'odd' .* of broken-plugin 1\.2\) made a object, not a "
+                                         r"stay\.Backend \(it has no name, complete, screen, prices, features\)"):
+        make_backend("odd", Settings())
+    from stay.cli import main
+
+    assert main(["build", str(HTTP), "--yes", "--backend", "broken", "--courses-dir", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert "broken-plugin" in err and "Traceback" not in err and err.count("\n") == 1
+    assert not (tmp_path / "c").exists()
+
+
+def test_only_the_chosen_backend_is_imported(installed: Callable[..., None], tmp_path: Path) -> None:
+    """An offline or Claude run never imports another backend's module (nor the openai SDK)."""
+    installed("echo-plugin", {"echo_backend": ECHO.format(features='{"screen"}')}, {"echo": "echo_backend:make"})
+    code = textwrap.dedent(f"""
+        import sys
+        from stay.pipeline import build_course
+        from stay.settings import Settings
+        from stay.models import backend_from
+        build_course({str(HTTP)!r}, courses_dir={str(tmp_path / "c")!r}, yes=True, backend="offline",
+                     progress=lambda _l: None)
+        backend_from(Settings(backend="anthropic", api_key="{KEY}"))
+        assert not {{"openai", "stay.models._openai", "echo_backend"}} & set(sys.modules), sys.modules.keys()
+        backend_from(Settings(backend="echo"))
+        assert "echo_backend" in sys.modules
+    """)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path / "echo-plugin")])}
+    env.pop("ANTHROPIC_API_KEY", None)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_backend_without_prices_costs_unknown_and_cannot_be_capped(
+        installed: Callable[..., None], tmp_path: Path) -> None:
+    """Its answers name the model "offline", which Claude's table prices at $0: priced at
+    the backend's own (empty) table, the cost is unknown, never $0."""
+    installed("echo-plugin", {"echo_backend": ECHO.format(features='{"screen"}')}, {"echo": "echo_backend:make"})
+    result = build_course(HTTP, courses_dir=tmp_path / "c", yes=True, backend="echo", progress=quiet)
+    assert result.complete and result.calls > 0
+    assert result.cost is None and result.unpriced and "cost unknown" in result.summary()
+    with pytest.raises(UsageError, match=r"--max-cost .* no price on file"):
+        build_course(HTTP, courses_dir=tmp_path / "capped", yes=True, backend="echo", progress=quiet,
+                     settings=Settings(max_cost=5.0))
+    assert not (tmp_path / "capped").exists()
+
+
+def test_a_backend_that_cannot_screen_needs_no_screen_and_the_run_log_records_it(
+        installed: Callable[..., None], tmp_path: Path) -> None:
+    installed("mute-plugin", {"mute_backend": ECHO.format(features="")}, {"mute": "mute_backend:make"})
+    courses = tmp_path / "courses"
+    with pytest.raises(UsageError, match=r"the echo backend cannot screen a brief .* --no-screen"):
+        build_course(HTTP, courses_dir=courses, yes=True, backend="mute", progress=quiet)
+    assert not courses.exists()  # refused before anything was written
+    said: list[str] = []
+    result = build_course(HTTP, courses_dir=courses, yes=True, backend="mute", progress=said.append, screen=False)
+    assert result.complete
+    assert any("screened by nothing (--no-screen was given)" in line for line in said)
+    log = (result.course_dir / ".state" / "run-log.md").read_text()
+    assert "- the brief was screened by nothing: --no-screen was given" in log
+    from stay.cli import main
+
+    cli = tmp_path / "cli"
+    assert main(["build", str(HTTP), "--yes", "--backend", "mute", "--courses-dir", str(cli)]) == 2
+    assert not cli.exists()
+    assert main(["build", str(HTTP), "--yes", "--backend", "mute", "--no-screen", "--courses-dir", str(cli)]) == 0
+    assert "screened by nothing: --no-screen" in next(cli.glob("*/.state/run-log.md")).read_text()
+
+
+def test_no_screen_is_recorded_on_a_backend_that_screens_too(tmp_path: Path) -> None:
+    result = build_course(HTTP, courses_dir=tmp_path, yes=True, progress=quiet, screen=False)
+    assert "screened by nothing: --no-screen" in (result.course_dir / ".state" / "run-log.md").read_text()
+    screened = build_course(HTTP, courses_dir=tmp_path / "s", yes=True, progress=quiet)
+    assert "screened by nothing" not in (screened.course_dir / ".state" / "run-log.md").read_text()
+
+
+PYPROJECT = """
+[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+
+[project]
+name = "echo-backend"
+version = "0.0.1"
+
+[project.entry-points."stay.backends"]
+echo = "echo_backend:make"
+
+[tool.hatch.build.targets.wheel]
+include = ["echo_backend.py"]
+dev-mode-dirs = ["."]
+"""
+"""Hatchling, not setuptools: setuptools 65.5 (this environment's) builds an editable
+install through ``bdist_wheel``, which needs the ``wheel`` package, not installed and not
+installable offline. Hatchling is one of stay's dev dependencies; ``dev-mode-dirs`` makes
+its editable install a ``.pth`` file, with no ``editables`` package needed."""
+
+
+def test_a_throwaway_package_installed_with_pip_builds_a_course_by_name(tmp_path: Path) -> None:
+    package = tmp_path / "echo-backend"
+    package.mkdir()
+    (package / "pyproject.toml").write_text(PYPROJECT)
+    (package / "echo_backend.py").write_text(ECHO.format(features='{"screen"}'))
+    venv = tmp_path / "venv"
+    # the venv sees the installed packages (pydantic, the SDK, pip, hatchling); no pip of
+    # its own is copied in, which takes seconds and nothing here needs
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    # and the packages of the interpreter running the tests, should that be a venv itself (whose
+    # --system-site-packages would be the base interpreter's, without stay's dependencies)
+    import site
+    import sysconfig
+
+    ours = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    parent = dict.fromkeys([sysconfig.get_paths()["purelib"], *site.getsitepackages()])
+    (ours / "_tests_parent.pth").write_text("".join(f"{path}\n" for path in parent))
+    python = str(venv / "bin" / "python")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PIP_NO_INDEX": "1"}  # this checkout's stay; no network
+    env.pop("ANTHROPIC_API_KEY", None)
+    env.pop("STAY_BACKEND", None)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([python, *args], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+    pip = run("-m", "pip", "install", "--no-build-isolation", "--no-deps", "-e", str(package))
+    assert pip.returncode == 0, pip.stdout + pip.stderr
+    version = run("-m", "stay.cli", "--version")
+    assert version.returncode == 0 and "backend echo: echo-backend 0.0.1 (echo_backend:make)" in version.stdout
+    assert all(f"backend {name}: stay " in version.stdout for name in BUILTIN_BACKENDS)
+    choices = "{" + ",".join(sorted({*BUILTIN_BACKENDS, "echo"})) + "}"
+    assert choices in run("-m", "stay.cli", "build", "--help").stdout  # argparse wraps between words only
+    courses = tmp_path / "courses"
+    built = run("-m", "stay.cli", "build", str(HTTP), "--yes", "--backend", "echo", "--courses-dir", str(courses))
+    assert built.returncode == 0, built.stderr
+    assert "backend: echo" in built.stderr and "cost unknown" in built.stdout
+    (course,) = [path for path in courses.iterdir() if path.is_dir()]
+    summary = reference_report(course, strict=True)["summary"]
+    assert (summary["fail"], summary["warn"]) == (0, 0), summary
+    assert "## run 1: build (echo)" in (course / ".state" / "run-log.md").read_text()
+
+
+def test_a_replay_with_no_recorded_verdict_says_the_brief_was_not_screened(tmp_path: Path) -> None:
+    """Replay makes no call, so a brief whose verdict is not in the request cache is
+    screened by nothing: said, in the run log, and not marked screened in the ledger."""
+    import shutil
+
+    first = build_course(HTTP, courses_dir=tmp_path / "a", yes=True, cache=True, progress=quiet)
+    again = tmp_path / "b" / first.slug / ".runs"
+    shutil.copytree(first.course_dir / ".runs" / "cache", again / "cache")  # the offline screen left no verdict
+    said: list[str] = []
+    replayed = build_course(HTTP, courses_dir=tmp_path / "b", yes=True, replay=True, progress=said.append)
+    assert replayed.complete
+    assert any("screened by nothing (a replay with no recorded verdict" in line for line in said)
+    assert "screened by nothing: a replay with no recorded verdict" in (
+        replayed.course_dir / ".state" / "run-log.md").read_text()
+    assert '"screened"' not in (replayed.course_dir / ".state" / "hashes.json").read_text()
+    assert '"screened"' in (first.course_dir / ".state" / "hashes.json").read_text()
+
+
+def test_a_screen_that_failed_open_is_in_the_run_log(tmp_path: Path) -> None:
+    from stay.errors import ModelUnavailable
+    from stay.models import OfflineBackend
+
+    class Down(OfflineBackend):
+        def screen(self, text: str) -> str | None:
+            raise ModelUnavailable("the service is unreachable")
+
+    result = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=Down(), progress=quiet)
+    assert result.complete
+    assert "- the brief was screened by nothing: input moderation failed (ModelUnavailable)" in (
+        result.course_dir / ".state" / "run-log.md").read_text()
