@@ -285,9 +285,10 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
         reason = _revised(run)
     tally = run.tally
     spent = _spent(run)
+    priced = describe_cost(None if tally.unpriced else tally.cost, tally.unpriced)  # "$x" or "cost unknown (...)"
     run.report.say(f"{plural(tally.calls, 'model call')}, {plural(len(set(tally.written)), 'file')} written in "
-                   f"{clock(time.monotonic() - run.report.started)}; cost "
-                   f"{describe_cost(None if tally.unpriced else tally.cost, tally.unpriced)}")
+                   f"{clock(time.monotonic() - run.report.started)}; "
+                   f"{'cost ' + priced if priced.startswith('$') else priced}")
     return BuildResult(slug=config.slug, course_dir=config.root, command=config.command, stopped_at=stopped,
                        reason=reason, validation=tally.validation, repair=tally.repair,
                        written=tuple(sorted(set(tally.written))), calls=spent.calls, usage=spent.usage,

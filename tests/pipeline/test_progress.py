@@ -75,6 +75,24 @@ def test_the_terminal_counts_lessons_in_curriculum_order_with_time_and_cost(
         f"; cost ${result.cost:.4f}")
 
 
+class Unpriced(OfflineBackend):
+    """The offline answers, billed as a model no price table knows."""
+
+    prices: ClassVar[Mapping[str, Price]] = {}
+
+    def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
+        return super().complete(request, model).model_copy(update={"model": "mystery-model"})
+
+
+def test_an_unpriced_run_ends_saying_its_cost_is_unknown_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = build_course(FIRST_AID, courses_dir=tmp_path, yes=True, backend=Unpriced())
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert result.cost is None
+    assert last.startswith(_stop_line(result.course_dir))
+    assert last.endswith("; cost unknown (no price on file for mystery-model)") and "cost cost" not in last
+
+
 def test_counts_agree_with_their_nouns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     build_course(FIRST_AID, courses_dir=tmp_path, yes=True, backend="offline")
     err = capsys.readouterr().err
