@@ -12,8 +12,10 @@ Anthropic's (``anthropic.transform_schema``, ``stay.models._wire``):
 - only a bounded set of keywords is taken (``SUPPORTED``, as OpenAI's "Supported schemas"
   lists them: ``default`` and ``title`` are not among them); any other is moved into the
   ``description``, so the model still reads it as guidance;
-- ``$defs`` and ``#/$defs/...`` references are kept (strict mode allows them); a ``$ref``
-  keeps only its ``description`` beside it (the definition carries the rest).
+- ``$defs`` and ``#/$defs/...`` references are kept (strict mode allows them), but a
+  ``$ref`` may have no keyword beside it: one with a ``description`` beside it is replaced
+  by its definition, written out with that description (as the openai SDK's own
+  ``to_strict_json_schema`` does).
 
 Pure functions on plain data: no SDK is needed to build a request or read a reply.
 """
@@ -50,18 +52,21 @@ own name does not."""
 
 def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     """``schema`` (an answer model's JSON schema) as strict mode takes it."""
-    return _strict(schema)
+    return _strict(schema, schema.get("$defs") or {})
 
 
-def _strict(schema: Mapping[str, Any]) -> dict[str, Any]:
+def _strict(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> dict[str, Any]:
     found: dict[str, Any] = {}
     if "$defs" in schema:
-        found["$defs"] = {name: _strict(part) for name, part in schema["$defs"].items()}
+        found["$defs"] = {name: _strict(part, defs) for name, part in schema["$defs"].items()}
     if "$ref" in schema:
-        found["$ref"] = schema["$ref"]
-        if "description" in schema:
-            found["description"] = schema["description"]
-        return found
+        beside = {key: value for key, value in schema.items() if key not in ("$ref", "$defs")}
+        name = str(schema["$ref"]).removeprefix("#/$defs/")
+        if not beside or name not in defs:
+            return {**found, "$ref": schema["$ref"]}
+        # strict mode takes no keyword beside a $ref (the openai SDK's own transform unravels
+        # these too): the definition is written out here, with the description beside it
+        return {**found, **_strict({**defs[name], **beside}, defs)}
     kind = schema.get("type")
     allowed = SUPPORTED.get(kind, COMMON) if isinstance(kind, str) else COMMON
     moved: dict[str, Any] = {}
@@ -71,12 +76,12 @@ def _strict(schema: Mapping[str, Any]) -> dict[str, Any]:
         if key not in allowed:
             moved[key] = value
         elif key == "anyOf":
-            found[key] = [_strict(variant) for variant in value]
+            found[key] = [_strict(variant, defs) for variant in value]
         elif key == "items":
-            found[key] = _strict(value)
+            found[key] = _strict(value, defs)
         elif key == "properties":
             required = set(schema.get("required", ()))
-            found[key] = {name: _strict(part) if name in required else nullable(_strict(part))
+            found[key] = {name: _strict(part, defs) if name in required else nullable(_strict(part, defs))
                           for name, part in value.items()}
         elif key in ("required", "additionalProperties"):
             continue  # set below, for every object

@@ -6,7 +6,8 @@ What it emulates, and enforces:
 - **strict structured output**: a ``response_format`` of type ``json_schema`` with
   ``strict: true`` must carry a schema strict mode accepts (``schema_problems``: the root an
   object; every object ``additionalProperties: false`` with every property in ``required``;
-  only the keywords OpenAI's "Supported schemas" lists; ``$ref`` only to ``#/$defs/``),
+  only the keywords OpenAI's "Supported schemas" lists; ``$ref`` only to ``#/$defs/``, with
+  no keyword beside it),
   else it is OpenAI's 400 (``invalid_request_error``, ``param: response_format``). The
   answer is the offline backend's (``stay.stages.offline_answer``, read from the request as
   ``fake_api.answer_for`` reads a Messages request) fitted to that schema as constrained
@@ -97,6 +98,8 @@ def schema_problems(schema: Any, path: str = "(root)", root: bool = True) -> lis
     problems += [f"{path}: '{key}' is not permitted" for key in schema if key not in allowed]
     if "$ref" in schema and not str(schema["$ref"]).startswith("#/$defs/"):
         problems.append(f"{path}: $ref {schema['$ref']!r} is not to #/$defs/")
+    if "$ref" in schema and set(schema) - {"$ref"}:  # the openai SDK unravels these for the same reason
+        problems.append(f"{path}: $ref cannot have keywords {sorted(set(schema) - {'$ref'})}")
     if "object" in kinds or "properties" in schema:
         if schema.get("additionalProperties") is not False:
             problems.append(f"{path}: 'additionalProperties' is required to be supplied and to be false")
