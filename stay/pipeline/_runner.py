@@ -166,11 +166,11 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
     prompts = Prompts.load(settings.prompts_dir)
     chosen = client if client is not None else default_backend(settings, say)
     settings = with_backend_models(settings, chosen)
-    if client is None:
-        announce(settings, chosen, say)
     sources = Sources(prompts, settings.models, stages)
     # Every id and path on disk is checked before anything is written or locked.
     state = open_course(root, sources, settings, stages) if exists else None
+    if client is None:  # once the course on disk is known to be readable: a refusal is the one line
+        announce(settings, chosen, say)
     if screen and declared.entry == "intake" and not can_screen(chosen) and not (
             state is not None and brief is not None and state.screened(brief)):
         raise UsageError(f"the {chosen.name} backend cannot screen a brief (its features lack 'screen'); give "
