@@ -37,6 +37,7 @@ from stay.models._hold import hold_more
 from stay.models._prefix_gate import PrefixGate, prefix_keys
 from stay.models._prices import PRICES, Price
 from stay.models._roles import DEFAULT_MODELS, OUTPUT_LIMIT, SCREENING, THINKING, Thinking
+from stay.models._room import known_room, needs_room
 from stay.models._screen import Screening, screen_request, verdict
 from stay.models._wire import (
     Budget,
@@ -361,6 +362,23 @@ class AnthropicBackend:
         answer = min(2 * budget.answer, self.output_limit(model) - budget.thinking)
         return Budget(answer, budget.thinking) if answer > budget.answer else None
 
+    def _first(self, request: ModelRequest, model: str, thinking: Thinking | None, where: str) -> Budget:
+        """The first request's budget: the configured answer room, or, when an earlier run's
+        answer to this request was cut off, the room its retry was given (``known_room``),
+        up to the model's limit as that retry's was. A room larger than the configured one
+        is held against the cost cap before it is sent (``hold_more``, as a retry is)."""
+        budget = budget_for(request, model, thinking, self.answer_tokens)
+        known = known_room()
+        if known is None:
+            return budget
+        answer = min(known, self.output_limit(model) - budget.thinking)
+        if answer <= budget.answer:
+            return budget
+        hold_more(request_params(request, model, thinking, answer_tokens=answer), None)
+        self.progress(f"  {where}: asking with {answer} tokens for the answer at once (the room an earlier "
+                      "run's cut-off answer to it was given again)")
+        return Budget(answer, budget.thinking)
+
     def _retry(self, message: Any, request: ModelRequest, model: str, thinking: Thinking | None,
                budget: Budget, where: str) -> tuple[dict[str, Any], Budget, Usage] | None:
         """The one retry of a cut-off answer (its parameters, budget, and the cut-off reply's
@@ -371,6 +389,7 @@ class AnthropicBackend:
             return None
         spent = usage_of(message, where)  # the cut-off reply was billed too: it is counted with the retry's
         params = request_params(request, model, thinking, answer_tokens=more.answer)
+        needs_room(more.answer)  # recorded before the cap may stop the run: a rerun starts there
         hold_more(params, _billed(message, request, False, budget))
         self.progress(f"  {where}: the answer was cut off at max_tokens={budget.max_tokens}; asking once more "
                       f"with {more.answer} tokens for the answer (set STAY_ANSWER_TOKENS to start there)")
@@ -383,8 +402,8 @@ class AnthropicBackend:
 
     def _complete(self, request: ModelRequest, model: str, thinking: Thinking | None) -> ModelAnswer:
         where = f"stage {request.stage} ({request.artefact})"
-        params = request_params(request, model, thinking, answer_tokens=self.answer_tokens)
-        budget = budget_for(request, model, thinking, self.answer_tokens)
+        budget = self._first(request, model, thinking, where)
+        params = request_params(request, model, thinking, answer_tokens=budget.answer)
         holding = self.gate.hold(prefix_keys(params)) if self.gate is not None else nullcontext(_nothing)
         with holding as started:
             message = self._call(params, where, started)
@@ -422,7 +441,7 @@ class AnthropicBackend:
         on the event loop, never blocking it)."""
         where = f"stage {request.stage} ({request.artefact})"
         thinking = self.thinking.get(request.role)
-        budget = budget_for(request, model, thinking, self.answer_tokens)
+        budget = self._first(request, model, thinking, where)
         params = request_params(request, model, thinking, answer_tokens=budget.answer)
         holding = self.gate.ahold(prefix_keys(params)) if self.gate is not None else nullcontext(_nothing)
         async with holding as started:

@@ -120,8 +120,10 @@ class ModelGateway:
         holds = [cap.hold(worst_case(request, model, self.settings, cap.prices), where, model, self.tally)]
 
         def more(params: dict[str, Any], paid: ModelAnswer | None) -> None:
-            try:
-                again = f"asking {where} again with more room (its answer was cut off at max_tokens: paid, counted)"
+            try:  # paid None: an earlier run's cut-off (stay.models._room), or one whose usage cannot be read
+                again = (f"asking {where} again with more room (its answer was cut off at max_tokens: paid, counted)"
+                         if paid is not None else f"asking {where} with more room (an answer to it was cut off at "
+                         "max_tokens)")
                 holds.append(cap.hold(worst_of(params, cap.prices), again, model, self.tally))
             except CostCapReached:
                 if paid is not None:  # the cut-off reply was paid for: counted before the run stops
