@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the SDK takes seconds to import: only a run that talks to C
 
 from stay import _secrets
 from stay.errors import AnswerError, ModelError, ModelUnavailable, RefusalError, StayError, UsageError
-from stay.models._hold import hold_more
+from stay.models._hold import hold_instead, hold_more
 from stay.models._prefix_gate import PrefixGate, prefix_keys
 from stay.models._prices import PRICES, Price
 from stay.models._roles import DEFAULT_MODELS, OUTPUT_LIMIT, SCREENING, THINKING, Thinking
@@ -366,7 +366,8 @@ class AnthropicBackend:
         """The first request's budget: the configured answer room, or, when an earlier run's
         answer to this request was cut off, the room its retry was given (``known_room``),
         up to the model's limit as that retry's was. A room larger than the configured one
-        is held against the cost cap before it is sent (``hold_more``, as a retry is)."""
+        is held against the cost cap before it is sent, in place of the configured room's
+        worst case (``hold_instead``)."""
         budget = budget_for(request, model, thinking, self.answer_tokens)
         known = known_room()
         if known is None:
@@ -374,7 +375,7 @@ class AnthropicBackend:
         answer = min(known, self.output_limit(model) - budget.thinking)
         if answer <= budget.answer:
             return budget
-        hold_more(request_params(request, model, thinking, answer_tokens=answer), None)
+        hold_instead(request_params(request, model, thinking, answer_tokens=answer))
         self.progress(f"  {where}: asking with {answer} tokens for the answer at once (the room an earlier "
                       "run's cut-off answer to it was given again)")
         return Budget(answer, budget.thinking)

@@ -193,20 +193,28 @@ def test_a_rerun_after_a_stop_before_a_retry_does_not_pay_the_cut_off_again(
     assert replayed.requests == [] and replayed.screens == []
 
 
-def test_a_capped_rerun_holds_the_remembered_room_before_it_asks(cut_offs: CutOffs, tmp_path: Path) -> None:
-    """Under a cap that the old room's worst case fits and the remembered room's does not,
-    the rerun sends nothing for that request: the larger room is held first."""
+@pytest.mark.parametrize("fits", [False, True], ids=["below", "at"])
+def test_a_capped_rerun_holds_the_remembered_room_in_place_of_the_old_one(
+        fits: bool, cut_offs: CutOffs, tmp_path: Path) -> None:
+    """The rerun's cap is held for the remembered room before it asks: below that room's
+    worst case (though above the old room's) nothing is sent; at it, the request is sent,
+    at that room, because its worst case takes the old room's place rather than adding to it."""
     _capped, cut_off = _stopped_before_a_retry(cut_offs, tmp_path)
     sends = [body for body, _paid in _sends(cut_offs.reference)]
     retry = sends[sends.index(cut_off) + 1]
-    cap = (_worst(cut_off) + _worst(retry)) / 2  # this run pays nothing before it: the screen's verdict is cached
-    assert _worst(cut_off) < cap < _worst(retry)
+    # this run pays nothing before that request: every answer before it is cached
+    cap = _worst(retry) if fits else (_worst(cut_off) + _worst(retry)) / 2
+    assert _worst(cut_off) < cap < _worst(cut_off) + _worst(retry)  # the two held together would not fit
     with FakeMessagesAPI() as rerun:
         done = _design(tmp_path, rerun, "--max-cost", repr(cap), STAY_ANSWER_TOKENS=cut_offs.room)
+    assert _spent(rerun) <= cap and rerun.screens == [], done.stderr
+    if fits:
+        assert rerun.requests[:1] == [retry], done.stderr
+        return
     assert done.returncode == EXIT_REFUSED, done.stderr
     [line] = [line for line in done.stderr.splitlines() if "cost cap" in line]
-    assert f"asking {stage_of(cut_off)} (" in line and "with more room" in line, line
-    assert rerun.requests == [] and rerun.screens == [], done.stderr
+    assert f"asking {stage_of(cut_off)} (" in line and "with more room (an earlier run's" in line, line
+    assert rerun.requests == [], done.stderr
 
 
 def test_the_screens_retry_with_more_room_is_held_too(cut_offs: CutOffs, tmp_path: Path) -> None:
