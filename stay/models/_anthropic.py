@@ -354,13 +354,18 @@ class AnthropicBackend:
         said = _CHECKED.get((str((self._client or self._async_client or self.client).base_url), model))
         return said if said is not None else OUTPUT_LIMIT
 
+    def _roomier(self, answer: int, budget: Budget, model: str) -> Budget | None:
+        """``budget`` with ``answer`` tokens of room for the answer, up to the model's limit;
+        None when that is no more room than it has."""
+        answer = min(answer, self.output_limit(model) - budget.thinking)
+        return Budget(answer, budget.thinking) if answer > budget.answer else None
+
     def _more_room(self, message: Any, budget: Budget, model: str) -> Budget | None:
         """For an answer cut off at ``max_tokens``: the budget of the one retry, with the
         answer's room doubled up to the model's limit; None when there is no more room."""
         if getattr(message, "stop_reason", None) != "max_tokens":
             return None
-        answer = min(2 * budget.answer, self.output_limit(model) - budget.thinking)
-        return Budget(answer, budget.thinking) if answer > budget.answer else None
+        return self._roomier(2 * budget.answer, budget, model)
 
     def _first(self, request: ModelRequest, model: str, thinking: Thinking | None, where: str) -> Budget:
         """The first request's budget: the configured answer room, or, when an earlier run's
@@ -370,15 +375,13 @@ class AnthropicBackend:
         worst case (``hold_instead``)."""
         budget = budget_for(request, model, thinking, self.answer_tokens)
         known = known_room()
-        if known is None:
+        more = None if known is None else self._roomier(known, budget, model)
+        if more is None:
             return budget
-        answer = min(known, self.output_limit(model) - budget.thinking)
-        if answer <= budget.answer:
-            return budget
-        hold_instead(request_params(request, model, thinking, answer_tokens=answer))
-        self.progress(f"  {where}: asking with {answer} tokens for the answer at once (the room an earlier "
-                      "run's cut-off answer to it was given again)")
-        return Budget(answer, budget.thinking)
+        hold_instead(request_params(request, model, thinking, answer_tokens=more.answer))
+        self.progress(f"  {where}: asking with {more.answer} tokens for the answer at once, the room its "
+                      "retry was given when an earlier run's answer to it was cut off at max_tokens")
+        return more
 
     def _retry(self, message: Any, request: ModelRequest, model: str, thinking: Thinking | None,
                budget: Budget, where: str) -> tuple[dict[str, Any], Budget, Usage] | None:
