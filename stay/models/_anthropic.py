@@ -33,10 +33,11 @@ if TYPE_CHECKING:  # the SDK takes seconds to import: only a run that talks to C
 
 from stay import _secrets
 from stay.errors import AnswerError, ModelError, ModelUnavailable, RefusalError, StayError, UsageError
-from stay.models._hold import hold_more
+from stay.models._hold import hold_instead, hold_more
 from stay.models._prefix_gate import PrefixGate, prefix_keys
 from stay.models._prices import PRICES, Price
 from stay.models._roles import DEFAULT_MODELS, OUTPUT_LIMIT, SCREENING, THINKING, Thinking
+from stay.models._room import known_room, needs_room
 from stay.models._screen import Screening, screen_request, verdict
 from stay.models._wire import (
     Budget,
@@ -353,13 +354,34 @@ class AnthropicBackend:
         said = _CHECKED.get((str((self._client or self._async_client or self.client).base_url), model))
         return said if said is not None else OUTPUT_LIMIT
 
+    def _roomier(self, answer: int, budget: Budget, model: str) -> Budget | None:
+        """``budget`` with ``answer`` tokens of room for the answer, up to the model's limit;
+        None when that is no more room than it has."""
+        answer = min(answer, self.output_limit(model) - budget.thinking)
+        return Budget(answer, budget.thinking) if answer > budget.answer else None
+
     def _more_room(self, message: Any, budget: Budget, model: str) -> Budget | None:
         """For an answer cut off at ``max_tokens``: the budget of the one retry, with the
         answer's room doubled up to the model's limit; None when there is no more room."""
         if getattr(message, "stop_reason", None) != "max_tokens":
             return None
-        answer = min(2 * budget.answer, self.output_limit(model) - budget.thinking)
-        return Budget(answer, budget.thinking) if answer > budget.answer else None
+        return self._roomier(2 * budget.answer, budget, model)
+
+    def _first(self, request: ModelRequest, model: str, thinking: Thinking | None, where: str) -> Budget:
+        """The first request's budget: the configured answer room, or, when an earlier run's
+        answer to this request was cut off, the room its retry was given (``known_room``),
+        up to the model's limit as that retry's was. A room larger than the configured one
+        is held against the cost cap before it is sent, in place of the configured room's
+        worst case (``hold_instead``)."""
+        budget = budget_for(request, model, thinking, self.answer_tokens)
+        known = known_room()
+        more = None if known is None else self._roomier(known, budget, model)
+        if more is None:
+            return budget
+        hold_instead(request_params(request, model, thinking, answer_tokens=more.answer))
+        self.progress(f"  {where}: asking with {more.answer} tokens for the answer at once, the room its "
+                      "retry was given when an earlier run's answer to it was cut off at max_tokens")
+        return more
 
     def _retry(self, message: Any, request: ModelRequest, model: str, thinking: Thinking | None,
                budget: Budget, where: str) -> tuple[dict[str, Any], Budget, Usage] | None:
@@ -371,6 +393,7 @@ class AnthropicBackend:
             return None
         spent = usage_of(message, where)  # the cut-off reply was billed too: it is counted with the retry's
         params = request_params(request, model, thinking, answer_tokens=more.answer)
+        needs_room(more.answer)  # recorded before the cap may stop the run: a rerun starts there
         hold_more(params, _billed(message, request, False, budget))
         self.progress(f"  {where}: the answer was cut off at max_tokens={budget.max_tokens}; asking once more "
                       f"with {more.answer} tokens for the answer (set STAY_ANSWER_TOKENS to start there)")
@@ -383,8 +406,8 @@ class AnthropicBackend:
 
     def _complete(self, request: ModelRequest, model: str, thinking: Thinking | None) -> ModelAnswer:
         where = f"stage {request.stage} ({request.artefact})"
-        params = request_params(request, model, thinking, answer_tokens=self.answer_tokens)
-        budget = budget_for(request, model, thinking, self.answer_tokens)
+        budget = self._first(request, model, thinking, where)
+        params = request_params(request, model, thinking, answer_tokens=budget.answer)
         holding = self.gate.hold(prefix_keys(params)) if self.gate is not None else nullcontext(_nothing)
         with holding as started:
             message = self._call(params, where, started)
@@ -422,7 +445,7 @@ class AnthropicBackend:
         on the event loop, never blocking it)."""
         where = f"stage {request.stage} ({request.artefact})"
         thinking = self.thinking.get(request.role)
-        budget = budget_for(request, model, thinking, self.answer_tokens)
+        budget = self._first(request, model, thinking, where)
         params = request_params(request, model, thinking, answer_tokens=budget.answer)
         holding = self.gate.ahold(prefix_keys(params)) if self.gate is not None else nullcontext(_nothing)
         async with holding as started:

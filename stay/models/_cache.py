@@ -17,6 +17,11 @@ asks the model again instead of failing the same way forever, and a replay misse
 saying so. Live and batch answers take the same path: each is stored when it arrives
 (a paid answer survives a crash before its check) and leaves the cache the moment its
 check fails, before the asking run goes on.
+
+A request whose answer was cut off at ``max_tokens`` has the room its retry was given
+recorded (``rooms/``, through ``stay.models._room``) before that retry is sent, so a run
+stopped in between (the cost cap) is followed by one that asks at that room at once and
+stores its answer under the request's own key: the cut-off is paid once over both runs.
 """
 
 from __future__ import annotations
@@ -32,13 +37,23 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from stay._stored import Damaged, load_stored_json
+from stay._stored import MAX_STORED_BYTES, Damaged, load_stored_json
 from stay.errors import AnswerError, ReplayMiss
 from stay.models._prices import Price
 from stay.models._protocol import ModelClient, prices_of
 from stay.models._roles import DEFAULT_MODELS
+from stay.models._room import Room, sizing
 from stay.models._screen import Screening, screen_request, screening_of, verdict
 from stay.requests import ModelAnswer, ModelRequest, Usage
+
+ROOMS_DIR = "rooms"
+"""Where, inside the cache, the answer room each cut-off request needs is recorded: one
+small record per request key, rewritten in place, so reruns cannot grow it beyond the
+requests there are (``explain_miss`` reads only the cache's own ``*.json``)."""
+
+ROOM_RECORD_BYTES = 4096
+"""The largest room record read back: one count and the names of its request (about
+200 bytes); anything larger is not one, and is ignored without being read."""
 
 REJECTIONS_KEPT = 3
 """Rejected answers kept per request, the latest last: enough to see whether a model
@@ -82,12 +97,12 @@ def _system_changes(was: Any, now: list[dict[str, Any]]) -> list[str]:
             if old.get("text") != block.get("text")]
 
 
-def _stored(path: Path) -> dict[str, Any] | None:
+def _stored(path: Path, limit: int = MAX_STORED_BYTES) -> dict[str, Any] | None:
     """A cache file's JSON object, or None for anything else: missing, or damaged in any
     way (not a regular file, too large, too deep, not UTF-8, not JSON, not an object).
     The cache is a convenience, so damage costs a call (or, replaying, a miss), never the run."""
     try:
-        document = load_stored_json(path)
+        document = load_stored_json(path, limit)
     except (OSError, Damaged):
         return None
     return document if isinstance(document, dict) else None
@@ -119,6 +134,9 @@ class RequestCache:
 
     def _path(self, key: str) -> Path:
         return self.directory / f"{key}.json"
+
+    def _room_path(self, key: str) -> Path:
+        return self.directory / ROOMS_DIR / f"{key}.json"
 
     @property
     def rejected_dir(self) -> Path:
@@ -161,6 +179,23 @@ class RequestCache:
                 return answer.model_copy(update={"usage": Usage(), "batch": False})
             self.put(request, model, answer, reported=True)
             return answer
+
+    def room(self, request: ModelRequest, model: str) -> int | None:
+        """The answer room an earlier run found ``request`` needs (its answer was cut off at
+        less), or None: none recorded, or a record damaged in any way (as ``_stored`` reads
+        it; its count a positive integer, the backend bounding it by the model's limit)."""
+        record = _stored(self._room_path(request_key(request, model, self.salt)), ROOM_RECORD_BYTES)
+        room = record.get("answer_tokens") if record is not None else None
+        return room if type(room) is int and room > 0 else None  # not a bool, a float or a string
+
+    def remember_room(self, request: ModelRequest, model: str, answer_tokens: int) -> None:
+        """Record that ``request`` needs ``answer_tokens`` of room for its answer."""
+        from stay.artefacts import write_text_atomic
+
+        record = {"answer_tokens": answer_tokens, "model": model, "stage": request.stage,
+                  "artefact": request.artefact}
+        write_text_atomic(self._room_path(request_key(request, model, self.salt)),
+                          json.dumps(record, sort_keys=True))
 
     def reject(self, request: ModelRequest, model: str, why: str, *, raw: str | None = None) -> None:
         """The answer to ``request`` failed its check (``why``): take it out of the cache
@@ -253,8 +288,13 @@ class CachedBackend:
             why = self.cache.explain_miss(request, model)
             raise ReplayMiss(f"replay has no answer for this request: {why}")
         self.misses += 1
+        # the room an earlier run's cut-off answer needed is asked for at once, and a cut-off
+        # now is recorded before its retry is sent (a cost cap may stop the run in between)
+        room = Room(self.cache.room(request, model),
+                    lambda answer_tokens: self.cache.remember_room(request, model, answer_tokens))
         try:
-            answer = self.inner.complete(request, model)
+            with sizing(room):
+                answer = self.inner.complete(request, model)
         except AnswerError as exc:  # not JSON, or not an object: kept for diagnosis like any rejected answer
             self.cache.reject(request, model, str(exc), raw=exc.raw)
             raise

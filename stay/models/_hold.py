@@ -5,7 +5,10 @@ backend (``stay.pipeline._gateway``). A backend that sends a second billed reque
 the same call (the Claude backend's retry of an answer cut off at ``max_tokens``, with
 more room) tells ``hold_more`` first, with the parameters it is about to send and the
 reply already paid: the gateway holds that request's own worst case too, or raises
-``CostCapReached`` (having counted the paid reply) so it is never sent.
+``CostCapReached`` (having counted the paid reply) so it is never sent. A backend whose
+first request goes out with more room than the gateway held for (the room an earlier
+run's cut-off answer needed) tells ``hold_instead`` first: that worst case takes the
+first one's place.
 
 A context variable, not an argument: the hook belongs to the one call the gateway is
 making in this thread, and it must reach the backend through whatever wraps it (the
@@ -26,13 +29,20 @@ HoldMore = Callable[[dict[str, Any], ModelAnswer | None], None]
 """Told (the request's parameters as they will be sent, the reply already paid for or None
 when it cannot be read); returns once the request is held, or raises ``CostCapReached``."""
 
-_HOLD: ContextVar[HoldMore | None] = ContextVar("stay_hold_more", default=None)
+HoldInstead = Callable[[dict[str, Any]], None]
+"""Told the parameters the call's first request will be sent with in place of those the
+gateway held for (a larger answer room: ``stay.models._room``); returns once they are held
+instead of the first hold, or raises ``CostCapReached``."""
+
+_HOLD: ContextVar[tuple[HoldMore, HoldInstead | None] | None] = ContextVar("stay_hold_more", default=None)
 
 
 @contextmanager
-def holding(hold: HoldMore) -> Iterator[None]:
-    """``hold`` is told of every further billed request of the call made inside."""
-    token = _HOLD.set(hold)
+def holding(hold: HoldMore, instead: HoldInstead | None = None) -> Iterator[None]:
+    """``hold`` is told of every further billed request of the call made inside, and
+    ``instead`` of a first request sent otherwise than held for (without one, ``hold`` is
+    told of it too, with nothing paid: held on top of the first hold, never under it)."""
+    token = _HOLD.set((hold, instead))
     try:
         yield
     finally:
@@ -41,6 +51,19 @@ def holding(hold: HoldMore) -> Iterator[None]:
 
 def hold_more(params: dict[str, Any], paid: ModelAnswer | None) -> None:
     """Before a further billed request of the current call: hold it, or stop here."""
-    hold = _HOLD.get()
-    if hold is not None:
-        hold(params, paid)
+    hooks = _HOLD.get()
+    if hooks is not None:
+        hooks[0](params, paid)
+
+
+def hold_instead(params: dict[str, Any]) -> None:
+    """Before the current call's first request goes out with ``params`` rather than those
+    the gateway held for: hold them in place of that hold, or stop here."""
+    hooks = _HOLD.get()
+    if hooks is None:
+        return
+    hold, instead = hooks
+    if instead is None:
+        hold(params, None)
+    else:
+        instead(params)

@@ -109,9 +109,10 @@ class ModelGateway:
     def _held(self, request: ModelRequest, model: str) -> Iterator[None]:
         """Under a cost cap: the call's worst case held before it is made, and the worst case
         of every further request its backend sends (``stay.models.hold_more``: a retry with
-        more room) before that is sent; all let go only once the answer's real price is in
-        the tally, so the two are never both missing at once. Taken once a slot is, so
-        calls waiting for one hold nothing."""
+        more room) before that is sent, and a first request sent with more room than held for
+        (the room an earlier run's cut-off needed: ``hold_instead``) held in the first one's
+        place; all let go only once the answer's real price is in the tally, so the two are
+        never both missing at once. Taken once a slot is, so calls waiting for one hold nothing."""
         cap = self.cap
         if cap is None:
             yield
@@ -128,8 +129,12 @@ class ModelGateway:
                     self.account(request, paid, error=CostCapReached.__name__)
                 raise
 
+        def instead(params: dict[str, Any]) -> None:
+            roomier = f"asking {where} with more room (an earlier run's answer to it was cut off at max_tokens)"
+            holds[0] = cap.hold(worst_of(params, cap.prices), roomier, model, self.tally, replacing=holds[0])
+
         try:
-            with holding(more):
+            with holding(more, instead):
                 yield
         finally:
             for held in holds:
@@ -226,9 +231,12 @@ class CostCap:
     def held(self) -> float:
         return math.fsum(self.holds)
 
-    def hold(self, worst: float | None, where: str, model: str, tally: Tally) -> float:
+    def hold(self, worst: float | None, where: str, model: str, tally: Tally, *,
+             replacing: float | None = None) -> float:
         """Hold ``worst`` (one request's worst case, priced at ``prices``) for the request
-        ``where`` names, or raise ``CostCapReached`` when it would not fit (or cannot be priced)."""
+        ``where`` names, or raise ``CostCapReached`` when it would not fit (or cannot be priced).
+        ``replacing``: a hold of the same call's that ``worst`` takes the place of (its
+        request was never sent), let go only if ``worst`` fits without it."""
         with self.lock:
             with tally.lock:
                 spent, unpriced = tally.cost, sorted(tally.unpriced)
@@ -236,7 +244,10 @@ class CostCap:
                 raise CostCapReached(f"stopped before {where}: the cost cap cannot be "
                                      f"kept, a reply had no price on file ({', '.join(unpriced) or model}); "
                                      "rerun without --max-cost (STAY_MAX_COST) to go on")
-            held = self.held
+            others = list(self.holds)
+            if replacing is not None:
+                others.remove(replacing)
+            held = math.fsum(others)
             if spent + held + worst > self.limit:
                 flight = f" (and ${held:.4f} held for calls in flight)" if held else ""
                 raise CostCapReached(
@@ -244,7 +255,7 @@ class CostCap:
                     f"{flight} of ${self.limit:.4f}, ${max(0.0, self.limit - spent):.4f} left, and this call could "
                     f"cost up to ${worst:.4f}; rerun with a higher --max-cost (or STAY_MAX_COST) to go on: what "
                     "is finished is not paid again")
-            self.holds.append(worst)
+            self.holds[:] = [*others, worst]
             return worst
 
     def release(self, worst: float) -> None:

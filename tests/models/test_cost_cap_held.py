@@ -16,11 +16,13 @@ import pytest
 
 from stay.errors import EXIT_GATE, EXIT_REFUSED
 from stay.models import cost
+from stay.models._cache import ROOM_RECORD_BYTES, ROOMS_DIR
 from stay.requests import ROLES, Usage
 from tests.conftest import run_stay
 from tests.models.fake_api import FakeMessagesAPI, stage_of, tokens
 from tests.models.helpers import HTTP
 from tests.models.test_cost_cap import SLUG, _env, _worst
+from tests.models.test_damaged_cache import DAMAGES
 
 ONE_ROOM_MODELS = {f"STAY_MODEL_{role.upper()}": "claude-haiku-4-5" for role in ROLES}
 """A priced model that does not think adaptively, for every role: ``max_tokens`` is the
@@ -96,14 +98,6 @@ def _caps(sends: list[tuple[dict[str, Any], float]]) -> list[float]:
     return caps
 
 
-def _stranded(api: FakeMessagesAPI, room: str) -> bool:
-    """Whether the run's last stage request was cut off and stopped before its retry."""
-    if not api.answers:
-        return False
-    last = api.requests[-1]
-    return last["max_tokens"] == int(room) and tokens(json.dumps(api.answers[-1])) > int(room)
-
-
 def test_no_cap_is_passed_by_a_cut_off_retry_or_the_screen_and_a_rerun_pays_nothing_twice(
         cut_offs: CutOffs, tmp_path: Path) -> None:
     """Over a grid of caps at every request's edge (the screen's, each first ask, each
@@ -121,8 +115,6 @@ def test_no_cap_is_passed_by_a_cut_off_retry_or_the_screen_and_a_rerun_pays_noth
             assert done.returncode == EXIT_REFUSED, done.stderr
             assert "usage:" in done.stdout or not _sends(capped)
             stopped.add(len(_sends(capped)))
-        if _stranded(capped, room):
-            continue  # a cut-off reply stopped before its retry is asked again: see the xfail below
         with FakeMessagesAPI() as rerun:
             again = _design(courses, rerun, STAY_ANSWER_TOKENS=room)
         assert again.returncode in (0, EXIT_GATE), again.stderr
@@ -169,20 +161,60 @@ def test_the_screen_is_held_like_any_call(cut_offs: CutOffs, tmp_path: Path) -> 
     assert not (tmp_path / SLUG).exists()  # the screen comes before anything is written
 
 
-@pytest.mark.xfail(strict=True, reason="not done: a cut-off reply stopped before its retry is not remembered, "
-                                       "so the rerun asks at the old room, is cut off again and pays that twice")
-def test_a_rerun_after_a_stop_before_a_retry_does_not_pay_the_cut_off_again(
-        cut_offs: CutOffs, tmp_path: Path) -> None:
+def _stopped_before_a_retry(cut_offs: CutOffs, courses: Path) -> tuple[FakeMessagesAPI, dict[str, Any]]:
+    """A run the cap stops between the first cut-off answer (paid) and its retry: its
+    fake, and that cut-off request as it was sent."""
     sends = _sends(cut_offs.reference)
     first = _first_cut_off(sends, cut_offs.room)
     cap = math.fsum(paid for _body, paid in sends[:first]) + _worst(sends[first][0])
     with FakeMessagesAPI() as capped:
-        assert _design(tmp_path, capped, "--max-cost", repr(cap),
+        assert _design(courses, capped, "--max-cost", repr(cap),
                        STAY_ANSWER_TOKENS=cut_offs.room).returncode == EXIT_REFUSED
+    assert capped.requests[-1] == sends[first][0]
+    return capped, sends[first][0]
+
+
+def test_a_rerun_after_a_stop_before_a_retry_does_not_pay_the_cut_off_again(
+        cut_offs: CutOffs, tmp_path: Path) -> None:
+    """The rerun asks the cut-off request straight at its retry's room, and the two runs
+    pay what one uncapped run does; a replay then finds that answer under the request's key."""
+    capped, cut_off = _stopped_before_a_retry(cut_offs, tmp_path)
     with FakeMessagesAPI() as rerun:
-        assert _design(tmp_path, rerun, STAY_ANSWER_TOKENS=cut_offs.room).returncode in (0, EXIT_GATE)
+        again = _design(tmp_path, rerun, STAY_ANSWER_TOKENS=cut_offs.room)
+    assert again.returncode in (0, EXIT_GATE), again.stderr
+    sends = [body for body, _paid in _sends(cut_offs.reference)]
+    retry = sends[sends.index(cut_off) + 1]  # the reference's retry: the room the cut-off needed
+    assert retry in rerun.requests and cut_off not in rerun.requests, again.stderr
     both = tuple(a + b for a, b in zip(_counted(capped), _counted(rerun), strict=True))
     assert both == _counted(cut_offs.reference)
+    with FakeMessagesAPI() as replayed:
+        done = _design(tmp_path, replayed, "--replay", STAY_ANSWER_TOKENS=cut_offs.room)
+    assert done.returncode == again.returncode, done.stderr
+    assert replayed.requests == [] and replayed.screens == []
+
+
+@pytest.mark.parametrize("fits", [False, True], ids=["below", "at"])
+def test_a_capped_rerun_holds_the_remembered_room_in_place_of_the_old_one(
+        fits: bool, cut_offs: CutOffs, tmp_path: Path) -> None:
+    """The rerun's cap is held for the remembered room before it asks: below that room's
+    worst case (though above the old room's) nothing is sent; at it, the request is sent,
+    at that room, because its worst case takes the old room's place rather than adding to it."""
+    _capped, cut_off = _stopped_before_a_retry(cut_offs, tmp_path)
+    sends = [body for body, _paid in _sends(cut_offs.reference)]
+    retry = sends[sends.index(cut_off) + 1]
+    # this run pays nothing before that request: every answer before it is cached
+    cap = _worst(retry) if fits else (_worst(cut_off) + _worst(retry)) / 2
+    assert _worst(cut_off) < cap < _worst(cut_off) + _worst(retry)  # the two held together would not fit
+    with FakeMessagesAPI() as rerun:
+        done = _design(tmp_path, rerun, "--max-cost", repr(cap), STAY_ANSWER_TOKENS=cut_offs.room)
+    assert _spent(rerun) <= cap and rerun.screens == [], done.stderr
+    if fits:
+        assert rerun.requests[:1] == [retry], done.stderr
+        return
+    assert done.returncode == EXIT_REFUSED, done.stderr
+    [line] = [line for line in done.stderr.splitlines() if "cost cap" in line]
+    assert f"asking {stage_of(cut_off)} (" in line and "with more room (an earlier run's" in line, line
+    assert rerun.requests == [], done.stderr
 
 
 def test_the_screens_retry_with_more_room_is_held_too(cut_offs: CutOffs, tmp_path: Path) -> None:
@@ -232,3 +264,55 @@ def test_the_backend_tells_the_hook_of_a_retry_before_it_sends_it(asynchronous: 
     [(params, paid)] = told
     assert params["max_tokens"] == 2 * room and params["messages"] == api.requests[0]["messages"]
     assert paid is not None and paid.usage == Usage(**api.accounting.billed[0].usage)
+
+
+ROOM_DAMAGES: dict[str, str] = {"negative": '{"answer_tokens": -5}', "zero": '{"answer_tokens": 0}',
+                                "a bool": '{"answer_tokens": true}', "a string": '{"answer_tokens": "900"}',
+                                "a float": '{"answer_tokens": 900.0}', "not an object": "[900]",
+                                "oversized": json.dumps({"answer_tokens": 900, "pad": "x" * ROOM_RECORD_BYTES})}
+"""Damage only a room record can have, beside every damage a cache entry can (``DAMAGES``)."""
+
+
+@pytest.mark.parametrize("kind", [*(k for k in DAMAGES if k != "negative usage"), *ROOM_DAMAGES])
+def test_a_damaged_room_record_is_ignored(kind: str, tmp_path: Path) -> None:
+    """A room record is untrusted on read: damaged in any way, it is no record (the request
+    is asked at its configured room), never an error; a sound one is read back."""
+    from stay.models import RequestCache
+    from tests.models.helpers import audience_request
+
+    cache, request, model = RequestCache(tmp_path / "cache"), audience_request(), ONE_ROOM_MODELS["STAY_MODEL_ANALYSIS"]
+    cache.remember_room(request, model, 900)
+    assert cache.room(request, model) == 900
+    [record] = (tmp_path / "cache" / ROOMS_DIR).glob("*.json")
+    if kind in ROOM_DAMAGES:
+        record.write_text(ROOM_DAMAGES[kind])
+    else:
+        DAMAGES[kind](record)
+    assert cache.room(request, model) is None
+    assert cache.get(request, model) is None and "no cached request" in cache.explain_miss(request, model)
+
+
+def test_a_remembered_room_is_asked_at_once_held_first_and_bounded_by_the_models_limit() -> None:
+    """Inside the request cache's ``sizing``, the backend's first request goes out at the
+    remembered room, up to the model's limit, told to the cap's hook first (no reply paid
+    yet); a cut-off then is recorded before its retry is held."""
+    from stay.errors import TruncationError
+    from stay.models import AnthropicBackend, ModelAnswer, holding
+    from stay.models._room import Room, sizing
+    from tests.models.helpers import KEY, audience_request, quiet
+
+    model, request = ONE_ROOM_MODELS["STAY_MODEL_ANALYSIS"], audience_request()
+    told: list[tuple[int, ModelAnswer | None]] = []
+    remembered: list[int] = []
+    with FakeMessagesAPI() as api:
+        backend = AnthropicBackend(api_key=KEY, base_url=api.url, answer_tokens=1, progress=quiet)
+        limit = backend.output_limit(model)
+        with holding(lambda params, paid: told.append((params["max_tokens"], paid))), \
+                sizing(Room(10 * limit, remembered.append)):
+            backend.complete(request, model)
+        with holding(lambda params, paid: told.append((params["max_tokens"], paid))), \
+                sizing(Room(None, remembered.append)), pytest.raises(TruncationError):
+            backend.complete(request, model)  # cut off at one token: recorded, then retried (cut off again)
+    assert [body["max_tokens"] for body in api.requests] == [limit, 1, 2]
+    assert [room for room, _paid in told] == [limit, 2] and told[0][1] is None and told[1][1] is not None
+    assert remembered == [2]
