@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from stay.models._anthropic import AnthropicBackend
 from stay.models._batch import MAX_BATCH_BYTES, MAX_BATCH_REQUESTS, BatchOutcome, prefetch
-from stay.models._cache import CachedBackend, RequestCache, request_key
+from stay.models._cache import REPLAY, CachedBackend, RequestCache, request_key
 from stay.models._factory import backend_from
 from stay.models._hold import HoldMore, hold_more, holding
 from stay.models._offline import OFFLINE_MODEL, OfflineBackend
@@ -47,6 +47,7 @@ __all__ = [
     "OFFLINE_MODEL",
     "OUTPUT_LIMIT",
     "PRICES",
+    "REPLAY",
     "ROLES",
     "SCREENING",
     "SCREEN_STAGE",

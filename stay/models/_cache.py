@@ -255,6 +255,10 @@ class RequestCache:
         return f"stage {request.stage} ({request.artefact}): {what} since the nearest cached request"
 
 
+REPLAY = " (replay)"
+"""What a replaying backend adds to its inner backend's name: the same backend answers."""
+
+
 @dataclass
 class CachedBackend:
     """Any backend, behind the request cache. ``replay=True`` forbids calls entirely."""
@@ -267,7 +271,7 @@ class CachedBackend:
 
     @property
     def name(self) -> str:
-        return f"{self.inner.name} (replay)" if self.replay else self.inner.name
+        return self.inner.name + REPLAY if self.replay else self.inner.name
 
     @property
     def prices(self) -> Mapping[str, Price]:

@@ -32,7 +32,7 @@ from stay.models._openai_schema import Read, malformed, parsed, read_completion,
 from stay.models._prices import PRICES, Price
 from stay.models._roles import OUTPUT_LIMIT
 from stay.models._screen import Screening, screen_request, verdict
-from stay.models._wire import one_line, redact, retry_after, retryable_status
+from stay.models._wire import one_line, redact, request_id_of, retry_after, retryable_status
 from stay.requests import ROLES, ModelAnswer, ModelRequest, Role, Usage
 from stay.settings import DEFAULT_MODELS as CLAUDE_MODELS
 from stay.settings import Settings
@@ -291,6 +291,8 @@ class OpenAIBackend:
         if isinstance(exc, openai.APIStatusError):
             status, headers, body = exc.status_code, exc.response.headers, exc.body
             detail = clean(getattr(exc, "message", exc))
+            said = request_id_of(getattr(exc, "request_id", None))  # the x-request-id header, as Claude's
+            detail += f"; x-request-id {said}" if said else ""  # what the provider's support asks for
             if status in (401, 403):
                 return _Failure(False, UsageError(f"{where}: OPENAI_API_KEY was rejected ({status}: {detail}); "
                                                   "check it; nothing was written"))

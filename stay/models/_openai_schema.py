@@ -29,7 +29,7 @@ from typing import Any
 
 from stay import _secrets
 from stay.errors import AnswerError, ModelError, RefusalError, TruncationError
-from stay.models._wire import one_line
+from stay.models._wire import one_line, request_id_of
 from stay.requests import ModelAnswer, ModelRequest, Usage
 
 COMMON = frozenset({"type", "description", "enum", "const", "anyOf", "$ref", "$defs"})
@@ -226,7 +226,9 @@ def read_completion(completion: Any, request: ModelRequest, room: int) -> Read:
     message = getattr(choice, "message", None)
     billed = ModelAnswer(data={}, model=_secrets.redact(model) if isinstance(model, str) and model else "unknown",
                          usage=usage, max_tokens=room, stop_reason=finish if isinstance(finish, str) else None,
-                         response_id=_secrets.redact(str(getattr(completion, "id", "") or "")) or None)
+                         response_id=_secrets.redact(str(getattr(completion, "id", "") or "")) or None,
+                         # the x-request-id header, which the SDK keeps on a parsed response
+                         request_id=request_id_of(getattr(completion, "_request_id", None)))
     error: ModelError | None = None
     refusal = getattr(message, "refusal", None)
     if isinstance(refusal, str) and refusal:

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from stay._secrets import redact
 from stay._version import __version__
+from stay.models import REPLAY
 from stay.settings import OtlpTarget
 
 if TYPE_CHECKING:
@@ -378,8 +379,9 @@ def _root_attributes(header: Mapping[str, Any], scores: Sequence[Mapping[str, An
 
 def _call_attributes(call: Mapping[str, Any], backend: str) -> dict[str, Any]:
     model = str(call.get("model", ""))
-    provider = "anthropic" if backend.startswith("anthropic") or model.startswith("claude") else (
-        backend.split(" ")[0] or "unknown")
+    # the backend's own name (``Backend.name``), never guessed from the model's: a Claude model
+    # served through an OpenAI-compatible router is the openai backend's call
+    provider = backend.removesuffix(REPLAY) or "unknown"
     fresh = int(call.get("input_tokens") or 0)
     read = int(call.get("cache_read_input_tokens") or 0)
     written = int(call.get("cache_creation_input_tokens") or 0)

@@ -45,7 +45,18 @@ from stay.artefacts import (
     lesson_file,
 )
 from stay.errors import AnswerError, ModelError, ModelUnavailable
-from stay.models import DEFAULT_MODELS, ModelAnswer, ModelClient, ModelRequest, Rejecting, SystemBlock, Usage
+from stay.models import (
+    DEFAULT_MODELS,
+    ModelAnswer,
+    ModelClient,
+    ModelRequest,
+    Rejecting,
+    SystemBlock,
+    Usage,
+    answer_cost,
+    prices_of,
+)
+from stay.models import cost as cost_at
 
 A = TypeVar("A", bound=BaseModel)
 MAX_SHOWN = 2_000
@@ -128,15 +139,23 @@ class ScoreResult(BaseModel):
     unparseable: int = 0
     errors: int = 0
     usage: Usage = Field(default_factory=Usage)
+    cost: float | None = 0.0
+    """What the judge's replies cost at its backend's prices (``Backend.prices``); None:
+    unknown (a reply's model has no price there), never $0 for it."""
 
     @classmethod
     def of(cls, scorer: str, judge: str, items: list[ItemResult], usage: Usage | None = None,
-           version: int = 1) -> ScoreResult:
+           version: int = 1, cost: float | Literal["by name"] | None = "by name") -> ScoreResult:
+        """``cost`` is the judge's own (``Judging.cost``); "by name": a ``model:ID`` judge's
+        usage at Claude's table (the rule before backends declared prices), else nothing."""
+        if cost == "by name":
+            named = judge.removeprefix("model:") if judge.startswith("model:") else None
+            cost = cost_at(named, usage or Usage()) if named else 0.0
         scored = [item.score for item in items if item.score is not None and not item.failed]
         return cls(scorer=scorer, version=version, score=sum(scored) / len(scored) if scored else None,
                    items=tuple(sorted(items, key=lambda i: (i.item, i.content))), judge=judge,
                    unparseable=sum(item.failure == "unparseable" for item in items),
-                   errors=sum(item.failure == "error" for item in items), usage=usage or Usage())
+                   errors=sum(item.failure == "error" for item in items), usage=usage or Usage(), cost=cost)
 
     @property
     def failed(self) -> int:
@@ -198,6 +217,8 @@ class JudgeReply:
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
     """A model or API error: the judge could not answer at all (not a verdict)."""
+    cost: float | None = 0.0
+    """The reply's cost at the judge's backend's prices; None: its model has no price there."""
 
 
 class Judge(Protocol):
@@ -260,7 +281,9 @@ class ModelJudge:
             return JudgeReply(None, exc.raw if exc.raw is not None else str(exc), self.model)
         except (ModelError, ModelUnavailable) as exc:  # refused, truncated, unavailable: no verdict at all
             return JudgeReply(None, "", self.model, error=f"{type(exc).__name__}: {' '.join(str(exc).split())}")
-        return JudgeReply(answer.data, json.dumps(answer.data, sort_keys=True), answer.model, answer.usage)
+        # priced at the backend's own table (a judge through openai at OpenAI's), as a build's answers are
+        return JudgeReply(answer.data, json.dumps(answer.data, sort_keys=True), answer.model, answer.usage,
+                          cost=answer_cost(answer, prices_of(self.backend)))
 
     def reject(self, request: ModelRequest, why: str) -> None:
         """The reply to ``request`` could not be read as its verdict: where the backend keeps
@@ -312,6 +335,8 @@ class Judging:
     version: int = 1
     items: list[ItemResult] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    cost: float | None = 0.0
+    """The replies' cost summed; None once any reply's is unknown."""
 
     def ask(self, item: str, inputs: dict[str, Any], answer: type[A], verdict: Callable[[A], tuple[float, str]],
             *, lesson: str | None = None) -> None:
@@ -322,6 +347,7 @@ class Judging:
         shown = bounded(inputs_text if lesson is None else f"{lesson_note(lesson)}{inputs_text}", MAX_SHOWN)
         reply = self.judge.ask(request)
         self.usage = self.usage + reply.usage
+        self.cost = None if self.cost is None or reply.cost is None else self.cost + reply.cost
         parsed_answer, why = parsed(reply, answer)
         if parsed_answer is None:
             if reply.data is not None and isinstance(self.judge, ModelJudge):
@@ -342,4 +368,4 @@ class Judging:
                                      reason=reason, shown=bounded(render_inputs(inputs), MAX_SHOWN)))
 
     def result(self) -> ScoreResult:
-        return ScoreResult.of(self.scorer, self.judge.name, self.items, self.usage, self.version)
+        return ScoreResult.of(self.scorer, self.judge.name, self.items, self.usage, self.version, self.cost)

@@ -39,7 +39,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from stay.models import DEFAULT_MODELS, Usage, cost
+from stay.models import DEFAULT_MODELS, Usage
 from stay.requests import Role
 from stay.scoring._core import ScoreResult
 from stay.scoring._provenance import header_prompts
@@ -63,10 +63,8 @@ def build_entry(scores: Mapping[str, ScoreResult], *, epoch: int, seed: str | No
     backends its course's run log says wrote it, ``_provenance.course_built_by``)."""
     judged = {}
     for name, result in sorted(scores.items()):
-        entry = result.model_dump(mode="json")
-        model = result.judge.removeprefix("model:") if result.judge.startswith("model:") else None
-        price = cost(model, result.usage) if model else 0.0
-        entry["cost"] = None if price is None else round(price, 6)
+        entry = result.model_dump(mode="json")  # its cost: at the judge's backend's prices (ScoreResult.cost)
+        entry["cost"] = None if result.cost is None else round(result.cost, 6)
         judged[name] = entry
     entry = {
         "epoch": epoch, "seed": seed, "built": built, "course_sha256": course_sha256,

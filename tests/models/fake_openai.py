@@ -27,6 +27,9 @@ What it emulates, and enforces:
 - **models and keys**: ``GET /v1/models`` lists ``models``; a completion naming another id
   is a 404 ``model_not_found``; a request without ``Authorization: Bearer`` (or, when
   ``keys`` is given, with another key) is a 401;
+- **request ids**: every response carries an ``x-request-id`` header (``req_<n>``, in
+  the order answered; the ids sent are ``request_ids``), which the openai SDK reads into a
+  parsed response's ``_request_id``;
 - **faults**, one per completion request, in order, before it answers normally:
   ``RateLimited`` (429, ``retry-after`` verbatim), ``Status`` (any status, OpenAI's error
   body), ``"refusal"`` (``message.refusal``, no content), ``"filter"`` (``finish_reason``
@@ -154,6 +157,7 @@ class FakeOpenAI:
         self.bodies: list[dict[str, Any]] = []
         self.usages: list[dict[str, Any]] = []
         self.seen_keys: list[str] = []
+        self.request_ids: list[str] = []
         self._prompts: dict[str, list[str]] = {}
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -202,8 +206,12 @@ class FakeOpenAI:
 
             def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(payload).encode()
+                with fake.lock:
+                    fake.request_ids.append(f"req_{len(fake.request_ids) + 1}")
+                    request_id = fake.request_ids[-1]
                 try:
                     self.send_response(status)
+                    self.send_header("x-request-id", request_id)
                     for name, value in (headers or {}).items():
                         self.send_header(name, value)
                     self.send_header("content-type", "application/json")

@@ -283,3 +283,15 @@ def test_a_json_mode_answer_of_the_wrong_shape_is_asked_again_with_what_its_sche
         chosen, _, _ = backend(fake)
         with pytest.raises(AnswerError, match="does not fit its schema twice"):
             chosen.complete(audience_request(), "fake-model")
+
+
+def test_an_answer_and_a_refused_call_name_their_x_request_id() -> None:
+    """The response's ``x-request-id`` (what OpenAI's support asks for) is the answer's
+    ``request_id``, and the one line of a call the server refused names it, as Claude's do."""
+    with FakeOpenAI(faults=[None, Status(400, "bad request")]) as fake:
+        chosen, _waits, _lines = backend(fake)
+        answer = chosen.complete(audience_request(), "fake-model")
+        assert answer.request_id == fake.request_ids[-1]
+        with pytest.raises(ModelError) as refused:
+            chosen.complete(audience_request(), "fake-model")
+    assert str(refused.value).endswith(f"; x-request-id {fake.request_ids[-1]}")

@@ -144,3 +144,33 @@ def test_a_server_that_only_does_json_mode_builds_the_course_and_says_so_once(tm
     course = next(p for p in tmp_path.iterdir() if p.is_dir())
     report = reference_report(course, strict=True)
     assert report["courses"][0]["defects"] == [] and report["summary"]["fail"] == 0
+
+
+def test_without_the_openai_sdk_a_build_is_one_line_naming_the_extra_and_version_still_lists_it(
+        tmp_path: Path) -> None:
+    """The SDK hidden (``sys.modules["openai"] = None``, as if not installed): the build ends
+    with the usage error's code and one line naming the extra, which pyproject declares with
+    the SDK in it, and nothing is written; ``--version`` and ``--help`` still list openai."""
+    import tomllib
+
+    from stay.models._openai import install_hint
+
+    hint = str(install_hint())
+    extra = hint.split("'.[", 1)[1].split("]'", 1)[0]
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(dep.startswith("openai") for dep in declared[extra])
+    hidden = "import sys; sys.modules['openai'] = None; from stay.cli import main; sys.exit(main(sys.argv[1:]))"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_", "STAY_"))}
+        return subprocess.run([sys.executable, "-c", hidden, *args], capture_output=True, text=True, timeout=120,
+                              env={**env, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-test"}, cwd=ROOT,
+                              check=False)
+
+    done = run("build", str(HTTP), "--yes", "--backend", "openai", "--courses-dir", str(tmp_path))
+    assert done.returncode == EXIT_CODES[UsageError], done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: {hint}"] and "Traceback" not in done.stderr
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert "backend openai: stay " in run("--version").stdout
+    assert "openai" in run("build", "--help").stdout

@@ -28,27 +28,26 @@ from tests.conftest import ROOT
 from tests.models.helpers import HTTP, KEY, quiet
 from tests.parity.harness import reference_report
 
-ECHO = '''
-from stay.models import OfflineBackend
+SAMPLE_HEADING = "## A minimal one"
+"""The section of docs/plugins.md whose code block is the plug-in these tests install."""
 
 
-class Echo:
-    """Answers with stay's offline answer (named model "offline") and declares no prices."""
-
-    name = "echo"
-    prices = {{}}
-    features = frozenset({features})
-
-    def complete(self, request, model):
-        return OfflineBackend().complete(request, model)
-
-    def screen(self, text):
-        return None
+def _doc_sample() -> str:
+    """The Python block under ``SAMPLE_HEADING`` in docs/plugins.md: the page's sample is
+    the plug-in installed here, so it cannot drift from what works."""
+    text = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
+    section = text.split(f"\n{SAMPLE_HEADING}\n", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
 
 
-def make(settings, *, progress=None):
-    return Echo()
-'''
+ECHO = _doc_sample()
+SCREENS = 'features = frozenset({"screen"})'
+
+
+def echo(features: str) -> str:
+    """The documented plug-in, declaring ``features`` (a set literal's body) instead."""
+    assert ECHO.count(SCREENS) == 1, f"docs/plugins.md's sample no longer declares {SCREENS}"
+    return ECHO.replace(SCREENS, f"features = frozenset({features})")
 
 
 def _plugin(root: Path, dist: str, modules: dict[str, str], points: dict[str, str]) -> Path:
@@ -127,7 +126,7 @@ def test_a_plug_in_that_fails_to_import_or_makes_no_backend_is_one_line_naming_i
 
 def test_only_the_chosen_backend_is_imported(installed: Callable[..., None], tmp_path: Path) -> None:
     """An offline or Claude run never imports another backend's module (nor the openai SDK)."""
-    installed("echo-plugin", {"echo_backend": ECHO.format(features='{"screen"}')}, {"echo": "echo_backend:make"})
+    installed("echo-plugin", {"echo_backend": echo('{"screen"}')}, {"echo": "echo_backend:make"})
     code = textwrap.dedent(f"""
         import sys
         from stay.pipeline import build_course
@@ -150,7 +149,7 @@ def test_a_backend_without_prices_costs_unknown_and_cannot_be_capped(
         installed: Callable[..., None], tmp_path: Path) -> None:
     """Its answers name the model "offline", which Claude's table prices at $0: priced at
     the backend's own (empty) table, the cost is unknown, never $0."""
-    installed("echo-plugin", {"echo_backend": ECHO.format(features='{"screen"}')}, {"echo": "echo_backend:make"})
+    installed("echo-plugin", {"echo_backend": echo('{"screen"}')}, {"echo": "echo_backend:make"})
     result = build_course(HTTP, courses_dir=tmp_path / "c", yes=True, backend="echo", progress=quiet)
     assert result.complete and result.calls > 0
     assert result.cost is None and result.unpriced and "cost unknown" in result.summary()
@@ -162,7 +161,7 @@ def test_a_backend_without_prices_costs_unknown_and_cannot_be_capped(
 
 def test_a_backend_that_cannot_screen_needs_no_screen_and_the_run_log_records_it(
         installed: Callable[..., None], tmp_path: Path) -> None:
-    installed("mute-plugin", {"mute_backend": ECHO.format(features="")}, {"mute": "mute_backend:make"})
+    installed("mute-plugin", {"mute_backend": echo("")}, {"mute": "mute_backend:make"})
     courses = tmp_path / "courses"
     with pytest.raises(UsageError, match=r"the echo backend cannot screen a brief .* --no-screen"):
         build_course(HTTP, courses_dir=courses, yes=True, backend="mute", progress=quiet)
@@ -215,7 +214,7 @@ def test_a_throwaway_package_installed_with_pip_builds_a_course_by_name(tmp_path
     package = tmp_path / "echo-backend"
     package.mkdir()
     (package / "pyproject.toml").write_text(PYPROJECT)
-    (package / "echo_backend.py").write_text(ECHO.format(features='{"screen"}'))
+    (package / "echo_backend.py").write_text(echo('{"screen"}'))
     venv = tmp_path / "venv"
     # the venv sees the installed packages (pydantic, the SDK, pip, hatchling); no pip of
     # its own is copied in, which takes seconds and nothing here needs

@@ -6,8 +6,8 @@ business, never the request's.
 
 Each backend is built by a *served* factory: a context manager that starts what it talks
 to (a fake API on 127.0.0.1, over real HTTP; nothing for offline) and yields the backend.
-A third backend is one more entry in ``SERVED``: e.g. the OpenAI-compatible backend
-against ``tests/models/fake_openai.py``.
+A backend is one more entry in ``SERVED``: the OpenAI-compatible backend is served by
+``tests/models/fake_openai.py``.
 
 And the layers hold it: nothing the stages and ``stay.requests`` import, directly or
 through another module, is a backend (``stay.models`` and any module under it, such as
@@ -25,11 +25,14 @@ from typing import Any
 import pytest
 
 from stay.models import AnthropicBackend, ModelAnswer, ModelClient, ModelRequest, OfflineBackend
+from stay.models._openai import OpenAIBackend
+from stay.models._screen import Screening
 from stay.pipeline import build_course
 from stay.settings import Settings
 from tests.conftest import ROOT
 from tests.expected import calls, curriculum_of
 from tests.models.fake_api import VIOLATIONS, FakeMessagesAPI
+from tests.models.fake_openai import FakeOpenAI
 from tests.models.helpers import HTTP, KEY
 from tools.layers import import_graph, module_name
 
@@ -47,7 +50,14 @@ def anthropic_over_http() -> Iterator[ModelClient]:
         yield AnthropicBackend(api_key=KEY, base_url=api.url, sleep=lambda _s: None)
 
 
-SERVED: dict[str, Served] = {"offline": offline, "anthropic": anthropic_over_http}
+@contextlib.contextmanager
+def openai_over_http() -> Iterator[ModelClient]:
+    pytest.importorskip("openai")
+    with FakeOpenAI() as api:  # one model served, no key: the local-server case
+        yield OpenAIBackend(base_url=api.url, sleep=lambda _s: None)
+
+
+SERVED: dict[str, Served] = {"offline": offline, "anthropic": anthropic_over_http, "openai": openai_over_http}
 """Backend name -> its served factory. The reference is ``REFERENCE``; every other entry is
 held to it. The hook for a third backend: add its factory here."""
 REFERENCE = "offline"
@@ -55,19 +65,34 @@ REFERENCE = "offline"
 
 def recorded_requests(served: Served, courses: Path) -> list[dict[str, Any]]:
     """The sample build through ``served``'s backend, with each request it is asked for
-    recorded as the backend got it (before its wire rendering), in (stage, artefact) order.
+    recorded as the backend got it (before its wire rendering), in (stage, artefact) order;
+    the screen's request is the one the backend's ``screening`` reports, whether or not the
+    backend sends it through its own ``complete`` (the OpenAI backend does).
     The recording wraps the backend's own ``complete`` on the instance, so the pipeline sees
     the backend's class (offline runs are not billed, the Claude backend's models are
     checked) exactly as without it; the request cache is off, so every request reaches it."""
     asked: list[ModelRequest] = []
+    screening_now: list[bool] = []
     with served() as backend:
-        complete = backend.complete
+        complete, screening = backend.complete, backend.screening
 
         def recording(request: ModelRequest, model: str) -> ModelAnswer:
-            asked.append(request)
+            if not screening_now:  # a backend may screen through its own complete: that call is the screen's
+                asked.append(request)
             return complete(request, model)
 
-        object.__setattr__(backend, "complete", recording)  # on the instance: a dataclass may be frozen
+        def recording_screen(text: str) -> Screening:
+            screening_now.append(True)
+            try:
+                screened = screening(text)
+            finally:
+                screening_now.pop()
+            asked.append(screened.request)  # the screen's request, as the backend reports it
+            return screened
+
+        # on the instance: a dataclass may be frozen
+        object.__setattr__(backend, "complete", recording)
+        object.__setattr__(backend, "screening", recording_screen)
         build_course(HTTP, courses_dir=courses, yes=True, backend=backend, settings=Settings(cache=False),
                      progress=lambda _line: None)
     dumped = [request.model_dump(mode="json") for request in asked]
