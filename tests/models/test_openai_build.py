@@ -174,3 +174,27 @@ def test_without_the_openai_sdk_a_build_is_one_line_naming_the_extra_and_version
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]
     assert "backend openai: stay " in run("--version").stdout
     assert "openai" in run("build", "--help").stdout
+
+
+def test_a_cost_cap_stops_an_openai_build_before_the_call_that_would_pass_it_and_a_rerun_goes_on(
+        tmp_path: Path) -> None:
+    """The cap is the gateway's, priced at the backend's own table: the same stop and the same
+    nothing-paid-twice rerun as on Claude."""
+    from stay.errors import EXIT_REFUSED
+
+    model = "gpt-6.2-sol"  # the one OpenAI id with a price row
+    with FakeOpenAI(models=(model,)) as fake:
+        env = environment(fake, STAY_MODEL=model)
+        whole = stay(env, "build", str(HTTP), "--yes", "--backend", "openai", "--courses-dir", str(tmp_path / "a"))
+        assert whole.returncode == 0, whole.stderr
+        uncapped = len(fake.bodies)
+        fake.bodies.clear()
+        capped = stay(env, "build", str(HTTP), "--yes", "--backend", "openai", "--courses-dir", str(tmp_path / "b"),
+                      "--max-cost", "0.05")
+        first = len(fake.bodies)
+        rerun = stay(env, "build", str(HTTP), "--yes", "--backend", "openai", "--courses-dir", str(tmp_path / "b"))
+    assert capped.returncode == EXIT_REFUSED, capped.stderr  # exit 5, as on Claude
+    assert "cost cap" in capped.stderr and "usage:" in capped.stdout + capped.stderr
+    assert 0 < first < uncapped
+    assert rerun.returncode == 0, rerun.stderr
+    assert len(fake.bodies) == uncapped  # the capped run and its rerun asked what one build asks
