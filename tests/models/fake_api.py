@@ -95,7 +95,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 import httpx2
 
@@ -405,7 +405,37 @@ def _stopped(body: dict[str, Any], reason: str | None) -> dict[str, Any]:
     return body
 
 
-class FakeMessagesAPI:
+class LocalServer:
+    """A fake's HTTP server on 127.0.0.1, run on a daemon thread while the fake is entered
+    (``with``): the one lifecycle every fake here shares."""
+
+    server: ThreadingHTTPServer
+    thread: threading.Thread
+    stopping: threading.Event
+
+    def serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
+                                       daemon=True)  # shutdown() waits a poll: 0.5 s by default
+
+    @property
+    def origin(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stopping.set()
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+class FakeMessagesAPI(LocalServer):
     """POST /v1/messages on 127.0.0.1, answering every stage and the input screen, as JSON
     or as a stream; records what it saw and said, and bills the prompt cache. Every answer
     is held to the request's wire schema (the module docstring); one it cannot satisfy is a
@@ -658,9 +688,7 @@ class FakeMessagesAPI:
             def log_message(self, *_args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
-                                       daemon=True)  # shutdown() waits a poll: 0.5 s by default
+        self.serve(Handler)
 
     def answer(self, body: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
         """The answer to a stage request (``answer_for``) or the screen (``verdict``), as long
@@ -743,15 +771,4 @@ class FakeMessagesAPI:
 
     @property
     def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> FakeMessagesAPI:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.stopping.set()
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+        return self.origin

@@ -44,11 +44,11 @@ import json
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from stay.stages import offline_answer
-from tests.models.fake_api import VIOLATIONS, inputs_of, stage_of, tokens
+from tests.models.fake_api import VIOLATIONS, LocalServer, inputs_of, stage_of, tokens
 from tests.wire_schema import check, fit
 
 CACHE_MIN_TOKENS = 1024
@@ -149,7 +149,7 @@ def _as_messages_body(body: dict[str, Any]) -> dict[str, Any]:
     return {"system": system, "messages": user}
 
 
-class FakeOpenAI:
+class FakeOpenAI(LocalServer):
     def __init__(self, *, models: tuple[str, ...] = ("fake-model",), keys: tuple[str, ...] = (),
                  json_schema: bool = True, reasoning: int = 0, faults: list[Fault | None] | None = None) -> None:
         self.models, self.keys, self.json_schema, self.reasoning = models, keys, json_schema, reasoning
@@ -224,10 +224,7 @@ class FakeOpenAI:
             def log_message(self, *_args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
-                                       daemon=True)
+        self.serve(Handler)
 
     def complete(self, body: dict[str, Any], fault: Fault | None) -> tuple[int, dict[str, Any]]:
         model = body.get("model")
@@ -299,18 +296,7 @@ class FakeOpenAI:
 
     @property
     def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def __enter__(self) -> FakeOpenAI:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.stopping.set()
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+        return f"{self.origin}/v1"
 
 
 def _common(one: str, other: str) -> int:

@@ -117,12 +117,7 @@ def _backend(api: FakeBatches) -> AnthropicBackend:
     return AnthropicBackend(_client(api), sleep=lambda _s: None)
 
 
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")
-    monkeypatch.setenv("STAY_BATCH_POLL_SECONDS", "0")
-    for name in ("STAY_MODEL", "STAY_MODEL_WRITING", "STAY_MODEL_PLANNING"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("batch_env")  # tests/models/conftest.py
 
 
 def test_the_wave_goes_through_one_batch_and_makes_no_live_call(tmp_path: Path) -> None:

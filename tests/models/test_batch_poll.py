@@ -24,12 +24,7 @@ BRIEF = ROOT / "examples" / "briefs" / "incident-postmortems.yaml"
 CREATE = "POST /v1/messages/batches"
 
 
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")
-    monkeypatch.setenv("STAY_BATCH_POLL_SECONDS", "0")
-    for name in ("STAY_MODEL", "STAY_MODEL_WRITING", "STAY_MODEL_PLANNING"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("batch_env")  # tests/models/conftest.py
 
 
 def _backend(api: FakeMessagesAPI, slept: list[float], wall: float | None = None) -> AnthropicBackend:
