@@ -293,9 +293,11 @@ def needed(noise: Sequence[BriefNoise], effect: float, level: float, goal: float
 
 
 def plan_epochs(report: dict[str, Any], *, path: str, effect: float = EFFECT, power: float = POWER,
-                alpha: float = ALPHA) -> Plan:
+                alpha: float = ALPHA, short_at: int | None = None) -> Plan:
     """The plan for every scorer the baseline scored; a baseline no brief of which has two
-    builds is a one-line ``UsageError`` naming the fix."""
+    builds is a one-line ``UsageError`` naming the fix. With ``short_at``, the rows of only
+    the scorers whose power at that many epochs is below the goal (the others reach it
+    there): a comparison's notes need no more, and each simulated power costs."""
     scorers = {name: brief_noise(report, name) for name in sorted(report["scorers"])}
     scorers = {name: noise for name, noise in scorers.items() if noise}
     if not scorers:
@@ -309,6 +311,8 @@ def plan_epochs(report: dict[str, Any], *, path: str, effect: float = EFFECT, po
     epochs = int(report.get("epochs") or max(len(b["builds"]) for b in report["briefs"].values()))
     rows = []
     for name, noise in scorers.items():
+        if short_at is not None and power_at(noise, short_at, effect, level) >= power:
+            continue
         mean = sum(b.weight * b.mean for b in noise)
         spread = [b.mean for b in noise]
         brief_sd = math.sqrt(sum((m - sum(spread) / len(spread)) ** 2 for m in spread) / (len(spread) - 1)) \
@@ -350,7 +354,7 @@ def power_notes(report: dict[str, Any], *, path: str, epochs: int, effect: float
     if epochs < 1:  # a header that does not say its epochs: nothing to plan against
         return ()
     try:
-        found = plan_epochs(report, path=path, effect=effect, alpha=alpha)
+        found = plan_epochs(report, path=path, effect=effect, alpha=alpha, short_at=epochs)
     except UsageError:
         return ()
     return tuple(f"{s.scorer} would catch a {found.effect:.0%} drop with power about {s.power_at_run:.2f} at the "

@@ -136,6 +136,18 @@ def test_a_comparison_says_which_scorers_its_epochs_cannot_hold_to_the_goal_and_
         [f"power: {line}" for line in result.power]
 
 
+def test_a_plan_short_at_some_epochs_has_the_rows_of_the_scorers_below_the_goal_there() -> None:
+    """compare's notes plan only the scorers short at its epochs (each simulated power costs):
+    those rows are the full plan's, its Holm level still counts every scorer."""
+    document = make_report(_noisy(np.random.default_rng(5), 6, 3, {"long": 24, "short": 1}, 0.8, 0.5))
+    full = plan_epochs(document, path="base.json")
+    part = plan_epochs(document, path="base.json", short_at=DEFAULT_EPOCHS)
+    kept = tuple(s for s in full.scorers
+                 if power_at(brief_noise(document, s.scorer), DEFAULT_EPOCHS, EFFECT, full.level) < POWER)
+    assert 0 < len(kept) < len(full.scorers) and part.scorers == kept
+    assert part.level == full.level and part.short(DEFAULT_EPOCHS) == full.short(DEFAULT_EPOCHS)
+
+
 def test_builds_that_happened_to_agree_are_planned_at_the_binomial_floor() -> None:
     """Identical builds show no variance, but a build of n 0/1 items at rate p varies by at
     least p(1 - p)/n: the plan is the one for that variance, never the fewest epochs."""
