@@ -13,21 +13,27 @@ where ``v_b`` is brief b's observed variance of a build's mean around the brief'
 pooled variance), floored at the binomial ``p_b (1 - p_b) / n_b`` (``p_b`` the brief's
 mean, ``n_b`` its items per build: the variance item sampling alone gives a 0/1 scorer,
 and an upper bound on it for scores in [0, 1]), so a baseline whose builds happened to
-agree never plans one build; ``v'_b`` is the candidate's, the same plus the binomial
-variance a lower pass rate adds, at ``q_b = p_b (1 - effect)``. The brief-to-brief
+agree never plans one build; ``v'_b`` is the candidate's at ``q_b = p_b (1 - effect)``: the
+builds' own variance (``v_b`` beyond the binomial) scaled by ``(1 - effect)^2``, as a drop of
+every build's rate by that factor scales it, plus the binomial at ``q_b``. The brief-to-brief
 variance cancels in the stratified difference (a hard brief is hard in both runs): it is
 printed, not used. The drop to detect is ``effect`` times the baseline's weighted mean.
 
-Power at ``N`` is the normal approximation ``Phi((drop - h/2) / se(N) - z(1 - alpha / m))``:
-the plan is the smallest ``N`` from 2 (one build per brief shows no build-to-build
-variance) to ``LIMIT`` with ``z(1 - alpha / m) + z(power) <= (drop - h/2) / se(N)``. ``h``
-is the step the difference moves by (``2 / (N * items an epoch)`` with 0/1 items), and
-half of it the continuity correction for a test that counts ties as extreme: a scorer of
-one to five items a build is lumpy enough for it to matter. Simulated through ``compare``,
-the permutation test's power follows this closely (tests/scoring/test_plan.py). Then the
-permutation test's discreteness at its extreme: when the smallest p-value ``N`` builds can
-give at all (one arrangement in ``prod_b C(2N, N)``, or one permutation in
-``PERMUTATIONS + 1``) is not below ``alpha / m``, no effect is detectable and the power is 0. A plan is as good
+Power at ``N`` beyond ``SIMULATED_UP_TO`` is the normal approximation ``Phi((drop - h/2) /
+se(N) - z(1 - alpha / m))``. ``h`` is the step the difference moves by (``2 / (N * items an
+epoch)`` with 0/1 items), and half of it the continuity correction for a test that counts
+ties as extreme. At fewer builds that formula is optimistic where the drop is large beside
+the build noise (planned 0.72 where the gate had 0.65, tests/scoring/test_plan_power.py):
+the permutation null pools both runs' few, lumpy builds, the shift included, and its
+variance is itself estimated. So there the power is simulated: ``DRAWS`` seeded comparisons
+of build means drawn as the scorer makes them (a beta-binomial at the brief's rate and the
+plan's variance), each through the gate's own statistic and permutations (``_simulated``);
+the same baseline gives the same plan. The plan is the fewest ``N`` from 2 (one build per
+brief shows no build-to-build variance) to ``LIMIT`` whose power reaches the goal, found by
+bisection. Then the permutation test's discreteness at its extreme: when the smallest
+p-value ``N`` builds can give at all (one arrangement in ``prod_b C(2N, N)``, or one
+permutation in ``PERMUTATIONS + 1``) is not below ``alpha / m``, no effect is detectable
+and the power is 0. A plan is as good
 as the baseline's variance estimate: a baseline of few epochs gives a rough one.
 """
 
@@ -38,9 +44,13 @@ import math
 import os
 from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from stay._display import fixed, plural
 from stay.errors import UsageError
@@ -51,6 +61,20 @@ LIMIT = 64
 build, not more builds, is then the cheaper fix)."""
 FIRST = 2
 """The fewest epochs planned: one build per brief cannot show build-to-build variance."""
+SIMULATED_UP_TO = 8
+"""The most epochs whose power is simulated: at few builds the permutation null is lumpy and
+the normal formula optimistic (0.71 planned where 0.64 is simulated at 3 epochs of a
+3-brief design, 0.97 and 0.96 at 7); beyond, the formula (the simulation's cost grows with N)."""
+DRAWS = 1000
+"""Simulated comparisons per power: a standard error of at most 0.016 on it."""
+PERMUTATIONS = 999
+"""Permutations per simulated test (the gate's 4,999 resolve p-values finer than a power needs)."""
+SEED = 22
+"""The draws' seed (with the epochs and the briefs): the same baseline, the same plan."""
+_MOST_ALIKE = 0.999
+"""The largest intra-build correlation drawn (1 would be a beta of zero width)."""
+
+Floats = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -164,15 +188,16 @@ def brief_noise(report: dict[str, Any], scorer: str) -> list[BriefNoise]:
 
 def _variances(noise: Sequence[BriefNoise], effect: float) -> list[tuple[float, float]]:
     """Per brief, (baseline, candidate) variance of a build's mean: observed, pooled where a
-    brief has one build, floored at the binomial; the candidate's at the dropped rate."""
+    brief has one build, floored at the binomial; the candidate's at the dropped rate, its
+    builds' own variance scaled with the rate."""
     observed = [b.variance for b in noise if b.variance is not None]
     pooled = sum(observed) / len(observed) if observed else 0.0
     found = []
     for b in noise:
         base = max(b.variance if b.variance is not None else pooled, b.mean * (1 - b.mean) / b.items)
         dropped = b.mean * (1 - effect)
-        extra = max(0.0, dropped * (1 - dropped) - b.mean * (1 - b.mean)) / b.items
-        found.append((base, base + extra))
+        builds = base - b.mean * (1 - b.mean) / b.items  # the builds' own variance, beyond item sampling
+        found.append((base, (1 - effect) ** 2 * builds + dropped * (1 - dropped) / b.items))
     return found
 
 
@@ -186,15 +211,64 @@ def smallest_p(briefs: int, epochs: int) -> float:
 
 def power_at(noise: Sequence[BriefNoise], epochs: int, effect: float, level: float) -> float:
     """The power of the one-sided test at ``level`` against a drop of ``effect`` times the
-    weighted mean, with ``epochs`` builds per brief in both runs."""
+    weighted mean, with ``epochs`` builds per brief in both runs: simulated up to
+    ``SIMULATED_UP_TO`` epochs (``_simulated``), the normal approximation beyond."""
     drop = effect * sum(b.weight * b.mean for b in noise)
     if epochs < FIRST or drop <= 0 or smallest_p(len(noise), epochs) >= level:
         return 0.0
+    if epochs <= SIMULATED_UP_TO:
+        return _simulated(tuple(noise), epochs, effect, level)
     variance = sum(b.weight**2 * (v + w) / epochs for b, (v, w) in zip(noise, _variances(noise, effect), strict=True))
     seen = drop - _step(noise, epochs) / 2  # a tie with the critical value is not a rejection
     if variance <= 0:
         return 1.0 if seen > 0 else 0.0
     return NormalDist().cdf(seen / math.sqrt(variance) - NormalDist().inv_cdf(1 - level))
+
+
+@lru_cache(maxsize=256)
+def _simulated(noise: tuple[BriefNoise, ...], epochs: int, effect: float, level: float) -> float:
+    """The share of ``DRAWS`` seeded comparisons the gate's own test (``stratified_test``'s
+    statistic and its permutations, ``PERMUTATIONS`` of them) says worse at ``level``.
+
+    Each brief's build means are drawn as the scorer makes them, ``k / n`` of ``n`` 0/1 items
+    (a beta-binomial of the brief's rate, the baseline's or the dropped one, whose variance
+    is the plan's): at few builds the normal formula is optimistic where the drop is large
+    beside the build noise and the items few (planned 0.72 where the gate had 0.60,
+    tests/scoring/test_plan_power.py), as the permutation null pools both runs' lumpy
+    builds, the shift included, and a p-value counts its ties as extreme."""
+    from stay.scoring._stats import _chosen
+
+    rng = np.random.default_rng([SEED, epochs, len(noise)])
+    # a permuted statistic is sum_b w_b (2 x_b - sum_b) / N, x_b the sum of the builds that play
+    # the candidate: one product over all briefs' builds gives the x terms, and the rest, the
+    # same in every permutation of a draw, moves to the observed side of the comparison
+    pooled, scaled = [], []
+    observed = np.zeros(DRAWS)
+    for index, (b, variances) in enumerate(zip(noise, _variances(noise, effect), strict=True)):
+        runs = [_build_means(rng, rate, variance, b.items, epochs)
+                for rate, variance in zip((b.mean, b.mean * (1 - effect)), variances, strict=True)]
+        builds = np.concatenate(runs, axis=1)
+        chosen, _moved = _chosen(2 * epochs, epochs, PERMUTATIONS, 0, index)  # compare's seed, its strata order
+        pooled.append(builds)
+        scaled.append(chosen.T * (2 * b.weight / epochs))
+        observed += b.weight * (runs[1].mean(axis=1) - runs[0].mean(axis=1) + builds.sum(axis=1) / epochs)
+    permuted = np.concatenate(pooled, axis=1) @ np.concatenate(scaled, axis=0)
+    as_low = (permuted <= observed[:, None] + 1e-9).sum(axis=1)  # ties extreme, as _stats._p_worse counts them
+    return float(((1 + as_low) / (1 + PERMUTATIONS) < level).mean())
+
+
+def _build_means(rng: np.random.Generator, rate: float, variance: float, items: float, epochs: int) -> Floats:
+    """``DRAWS`` runs of ``epochs`` build means of ``items`` 0/1 items at ``rate``, varying from
+    build to build by ``variance`` (a beta-binomial: the binomial's, plus the builds' own)."""
+    n = max(1, round(items))
+    if rate <= 0 or rate >= 1:
+        return np.full((DRAWS, epochs), float(rate))
+    binomial = rate * (1 - rate) / n
+    within = min(_MOST_ALIKE, (variance / binomial - 1) / (n - 1)) if n > 1 else 0.0
+    if within <= 0:
+        return rng.binomial(n, rate, (DRAWS, epochs)) / n
+    spread = 1 / within - 1
+    return rng.binomial(n, rng.beta(rate * spread, (1 - rate) * spread, (DRAWS, epochs))) / n
 
 
 def _step(noise: Sequence[BriefNoise], epochs: int) -> float:
@@ -206,13 +280,24 @@ def _step(noise: Sequence[BriefNoise], epochs: int) -> float:
 
 
 def needed(noise: Sequence[BriefNoise], effect: float, level: float, goal: float) -> int | None:
-    return next((n for n in range(FIRST, LIMIT + 1) if power_at(noise, n, effect, level) >= goal), None)
+    """The fewest epochs whose power reaches ``goal`` (None: not within ``LIMIT``), by bisection:
+    power grows with the epochs, and each simulated one costs (the result is always an N that
+    reaches the goal where N - 1 does not, or ``FIRST``)."""
+    if power_at(noise, LIMIT, effect, level) < goal:
+        return None
+    short, enough = FIRST - 1, LIMIT  # one build per brief has no power
+    while enough - short > 1:
+        middle = (short + enough) // 2
+        short, enough = (short, middle) if power_at(noise, middle, effect, level) >= goal else (middle, enough)
+    return enough
 
 
 def plan_epochs(report: dict[str, Any], *, path: str, effect: float = EFFECT, power: float = POWER,
-                alpha: float = ALPHA) -> Plan:
+                alpha: float = ALPHA, short_at: int | None = None) -> Plan:
     """The plan for every scorer the baseline scored; a baseline no brief of which has two
-    builds is a one-line ``UsageError`` naming the fix."""
+    builds is a one-line ``UsageError`` naming the fix. With ``short_at``, the rows of only
+    the scorers whose power at that many epochs is below the goal (the others reach it
+    there): a comparison's notes need no more, and each simulated power costs."""
     scorers = {name: brief_noise(report, name) for name in sorted(report["scorers"])}
     scorers = {name: noise for name, noise in scorers.items() if noise}
     if not scorers:
@@ -226,6 +311,8 @@ def plan_epochs(report: dict[str, Any], *, path: str, effect: float = EFFECT, po
     epochs = int(report.get("epochs") or max(len(b["builds"]) for b in report["briefs"].values()))
     rows = []
     for name, noise in scorers.items():
+        if short_at is not None and power_at(noise, short_at, effect, level) >= power:
+            continue
         mean = sum(b.weight * b.mean for b in noise)
         spread = [b.mean for b in noise]
         brief_sd = math.sqrt(sum((m - sum(spread) / len(spread)) ** 2 for m in spread) / (len(spread) - 1)) \
@@ -267,7 +354,7 @@ def power_notes(report: dict[str, Any], *, path: str, epochs: int, effect: float
     if epochs < 1:  # a header that does not say its epochs: nothing to plan against
         return ()
     try:
-        found = plan_epochs(report, path=path, effect=effect, alpha=alpha)
+        found = plan_epochs(report, path=path, effect=effect, alpha=alpha, short_at=epochs)
     except UsageError:
         return ()
     return tuple(f"{s.scorer} would catch a {found.effect:.0%} drop with power about {s.power_at_run:.2f} at the "

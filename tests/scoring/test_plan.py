@@ -30,6 +30,10 @@ SIMULATED = 300
 """Comparisons per design in the simulation: a simulated power is within about 0.05 of the truth."""
 PERMUTATIONS = 999
 """Enough for p-values to resolve the strictest level of two scorers (0.025)."""
+BASELINE_EPOCHS = 80
+"""The baseline the plan reads: long, so its variance estimate is close to the truth and the
+test is of the plan, not of one small baseline's luck (20 epochs put one brief's variance at
+twice its true value, and the plan 0.09 under the gate's simulated power)."""
 
 
 def _module(name: str, path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
@@ -63,7 +67,7 @@ def test_the_planned_epochs_give_the_planned_power_through_compare(monkeypatch: 
     target, noise = "outcome_coverage", bench.Noise()
     rng = np.random.default_rng(1)
     effects = {name: rng.normal(0, noise.brief_sd, len(per)) for name, per in counts.items()}
-    baseline = bench.synthetic_run(rng, "baseline", counts, effects, 2 * DEFAULT_EPOCHS, noise, {})
+    baseline = bench.synthetic_run(rng, "baseline", counts, effects, BASELINE_EPOCHS, noise, {})
     found = plan_epochs(baseline, path="synthetic")
     planned = next(s for s in found.scorers if s.scorer == target).needed
     assert planned is not None and planned > FIRST  # else there is no "one fewer" to simulate
@@ -130,6 +134,18 @@ def test_a_comparison_says_which_scorers_its_epochs_cannot_hold_to_the_goal_and_
         assert line.startswith(f"{s.scorer} would catch a 20% drop") and "stay evals plan base.json" in line
     assert [line for line in text(result).splitlines() if line.startswith("power: ")] == \
         [f"power: {line}" for line in result.power]
+
+
+def test_a_plan_short_at_some_epochs_has_the_rows_of_the_scorers_below_the_goal_there() -> None:
+    """compare's notes plan only the scorers short at its epochs (each simulated power costs):
+    those rows are the full plan's, its Holm level still counts every scorer."""
+    document = make_report(_noisy(np.random.default_rng(5), 6, 3, {"long": 24, "short": 1}, 0.8, 0.5))
+    full = plan_epochs(document, path="base.json")
+    part = plan_epochs(document, path="base.json", short_at=DEFAULT_EPOCHS)
+    kept = tuple(s for s in full.scorers
+                 if power_at(brief_noise(document, s.scorer), DEFAULT_EPOCHS, EFFECT, full.level) < POWER)
+    assert 0 < len(kept) < len(full.scorers) and part.scorers == kept
+    assert part.level == full.level and part.short(DEFAULT_EPOCHS) == full.short(DEFAULT_EPOCHS)
 
 
 def test_builds_that_happened_to_agree_are_planned_at_the_binomial_floor() -> None:
