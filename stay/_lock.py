@@ -11,6 +11,12 @@ never changes a byte of the course, and the kernel releases it when the holder e
 however it exits. The holder's process id is noted in ``.runs/lock`` for the refusal's
 message only; deleting it loses the note, never the lock.
 
+Where there is no ``flock`` (Windows: no ``fcntl``) the lock is ``filelock``'s on the file
+``.runs/lock.held`` instead (``LockFileEx`` on Windows, which the system also releases when
+the holder dies, and which keeps the open file from being deleted meanwhile); the file is
+removed on release. A platform with neither gets filelock's soft lock (the file's existence
+is the lock), which a killed holder leaves behind: no platform stay supports takes that path.
+
 Whoever holds the lock may also clean up after a killed run: a temporary file left by
 an interrupted atomic write (``.<name>.stay-<16 hex digits>.tmp``, the form only stay
 makes) is removed; a person's own ``*.tmp`` files are left alone.
@@ -18,16 +24,28 @@ makes) is removed; a person's own ``*.tmp`` files are left alone.
 
 from __future__ import annotations
 
-import fcntl
 import os
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+
+try:
+    import fcntl
+except ImportError:  # Windows: the portable lock below; macOS and Linux have flock
+    FLOCK = False
+else:
+    FLOCK = True
 
 from stay._paths import check_links
 from stay.errors import CourseLocked
 
 LOCK = ".runs/lock"
 """The note of the holder's process id (the lock itself is the directory's)."""
+
+HELD = ".runs/lock.held"
+"""The file locked where there is no flock (never the note: Windows locks are mandatory,
+and a refused writer could not read the pid from a locked file)."""
 
 
 class CourseLock:
@@ -36,15 +54,15 @@ class CourseLock:
     def __init__(self, course_dir: Path) -> None:
         self.course_dir = course_dir
         self.path = course_dir / LOCK
-        self._fd: int | None = None
+        self._release: Callable[[], None] | None = None
 
     def acquire(self) -> None:
         check_links(self.course_dir)  # before any note: a linked .runs/ would put it elsewhere
-        fd = try_lock(self.course_dir)
-        if fd is None:
+        release = try_lock(self.course_dir)
+        if release is None:
             raise CourseLocked(f"course '{self.course_dir.name}' is being written by another stay command "
                                f"(pid {self._holder()}); wait for it to finish, then run this again")
-        self._fd = fd
+        self._release = release
         self._note()
         sweep_temporaries(self.course_dir)
 
@@ -72,10 +90,9 @@ class CourseLock:
         return text if text.isdigit() else "unknown"
 
     def release(self) -> None:
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+        if self._release is not None:
+            release, self._release = self._release, None
+            release()
 
     def __enter__(self) -> CourseLock:
         self.acquire()
@@ -86,9 +103,14 @@ class CourseLock:
         self.release()
 
 
-def try_lock(course_dir: Path) -> int | None:
-    """The course directory's lock, held (an open descriptor of the directory), or None
-    when another command holds it."""
+def try_lock(course_dir: Path) -> Callable[[], None] | None:
+    """The course's lock, held (the function that releases it), or None when another
+    command holds it."""
+    return _flock(course_dir) if FLOCK else _portable_lock(course_dir)
+
+
+def _flock(course_dir: Path) -> Callable[[], None] | None:
+    """An flock on an open descriptor of the directory itself."""
     fd = os.open(course_dir, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -98,7 +120,28 @@ def try_lock(course_dir: Path) -> int | None:
     except BaseException:
         os.close(fd)
         raise
-    return fd
+
+    def release() -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+    return release
+
+
+def _portable_lock(course_dir: Path) -> Callable[[], None] | None:
+    """filelock's lock on ``.runs/lock.held`` (a directory cannot be locked on Windows).
+    check_links has held any link under the course inside it; filelock opens the file
+    itself without following a link (a reparse point on Windows)."""
+    with warnings.catch_warnings():  # off Windows without fcntl it says it is the soft lock: the docstring says so
+        warnings.filterwarnings("ignore", "only soft file lock is available")
+        import filelock  # here: only the path without flock needs it
+    held = course_dir / HELD
+    held.parent.mkdir(parents=True, exist_ok=True)
+    lock = filelock.FileLock(os.fspath(held), timeout=0)  # timeout 0: one try, a second writer never waits
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        return None
+    return lock.release
 
 
 def sweep_temporaries(course_dir: Path) -> list[Path]:
