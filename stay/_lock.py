@@ -89,6 +89,10 @@ class CourseLock:
             os.close(note)
         return text if text.isdigit() else "unknown"
 
+    @property
+    def held(self) -> bool:
+        return self._release is not None
+
     def release(self) -> None:
         if self._release is not None:
             release, self._release = self._release, None

@@ -165,7 +165,7 @@ def _watch_release(monkeypatch: pytest.MonkeyPatch, course: Path) -> Release:
     real = CourseLock.release
 
     def release(self: CourseLock) -> None:
-        if self.course_dir == course and self._fd is not None and not seen.done.is_set():
+        if self.course_dir == course and self.held and not seen.done.is_set():
             seen.alive.append(_workers())
             seen.files = tree(course)
             seen.done.set()
