@@ -83,3 +83,26 @@ def test_without_fcntl_stay_builds_under_the_lock_refuses_a_second_writer_and_re
     assert holder.returncode != 0 and not (course / HELD).exists()  # interrupted, and released
     again = stay("build", SLUG, "--yes", "--courses-dir", str(tmp_path))
     assert again.returncode == 0, again.stderr
+
+
+SAME_PROCESS = NO_FCNTL + """\
+from pathlib import Path
+from stay._lock import CourseLock
+from stay.errors import CourseLocked
+course = Path(sys.argv[1])
+with CourseLock(course):
+    try:
+        CourseLock(course).acquire()
+    except CourseLocked:
+        print("refused")
+with CourseLock(course):
+    print("free again")
+"""
+
+
+def test_without_fcntl_a_second_lock_in_the_same_process_is_refused_too(tmp_path: Path) -> None:
+    """filelock's locks count re-entries of one object; a second CourseLock is another writer
+    (the build's threads and the test suite take locks in one process)."""
+    ran = subprocess.run([sys.executable, "-c", SAME_PROCESS, str(tmp_path)], cwd=ROOT, env=env(),
+                         capture_output=True, text=True, check=False, timeout=TIMEOUT)
+    assert ran.returncode == 0 and ran.stdout.split("\n") == ["refused", "free again", ""], ran
