@@ -73,13 +73,21 @@ def print_progress(line: str) -> None:
     sys.stderr.flush()
 
 
+_KERNEL_SHELLS = frozenset({"ipykernel.zmqshell.ZMQInteractiveShell", "google.colab._shell.Shell"})
+"""The shells that draw HTML, as tqdm.auto tells them: a Jupyter kernel's (JupyterLab,
+classic, VS Code's notebooks all run ipykernel), and Colab's, which subclasses it."""
+
+
 def in_notebook() -> bool:
-    """Whether this process is a Jupyter kernel. IPython is looked up, never imported:
-    a script or a terminal pays nothing for the check."""
+    """Whether this process is a notebook's kernel: the running IPython shell is one of
+    ``_KERNEL_SHELLS`` or a subclass of one (by its classes' names, as ``isinstance``
+    would say without importing ipykernel). IPython is looked up, never imported: a
+    script or a terminal pays nothing for the check."""
     ipython = sys.modules.get("IPython")
     get = getattr(ipython, "get_ipython", None)
     shell = get() if callable(get) else None
-    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+    return shell is not None and any(f"{cls.__module__}.{cls.__qualname__}" in _KERNEL_SHELLS
+                                     for cls in type(shell).__mro__)
 
 
 def default_progress() -> Progress:

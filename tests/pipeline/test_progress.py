@@ -146,16 +146,30 @@ def test_a_notebook_escapes_what_it_shows() -> None:
     assert "1.0 s · $0.5000" in drawn[-1]
 
 
-def test_the_default_is_a_bar_in_a_jupyter_kernel_and_lines_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert _progress.default_progress() is _progress.print_progress
-    kernel = type("ZMQInteractiveShell", (), {})()
+def _shell(qualified: str, *bases: type) -> type:
+    """A fake shell class, named and placed as the real one is (``module.Class``)."""
+    module, _, name = qualified.rpartition(".")
+    return type(name, bases, {"__module__": module})
+
+
+ZMQ = _shell("ipykernel.zmqshell.ZMQInteractiveShell")  # Jupyter, and VS Code's notebooks (ipykernel)
+COLAB = _shell("google.colab._shell.Shell", ZMQ)  # Colab's own class, a ZMQInteractiveShell
+KERNELS = {"jupyter and vs code": ZMQ, "colab": COLAB, "colab, base unseen": _shell("google.colab._shell.Shell"),
+           "a kernel's subclass": _shell("my.kernel.Shell", ZMQ)}
+NOT_KERNELS = {"terminal": _shell("IPython.terminal.interactiveshell.TerminalInteractiveShell"),
+               "a namesake elsewhere": _shell("elsewhere.Shell")}
+
+
+@pytest.mark.parametrize("shell", [*KERNELS.values(), *NOT_KERNELS.values()], ids=[*KERNELS, *NOT_KERNELS])
+def test_the_default_is_a_bar_in_a_notebook_kernel_and_lines_elsewhere(
+        shell: type, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _progress.default_progress() is _progress.print_progress  # no IPython: lines
     fake = types.ModuleType("IPython")
-    fake.get_ipython = lambda: kernel  # type: ignore[attr-defined]
+    fake.get_ipython = lambda: shell()  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "IPython", fake)
-    assert isinstance(_progress.default_progress(), NotebookProgress)
-    terminal = type("TerminalInteractiveShell", (), {})()
-    fake.get_ipython = lambda: terminal  # type: ignore[attr-defined]
-    assert _progress.default_progress() is _progress.print_progress  # IPython in a terminal: lines
+    assert isinstance(_progress.default_progress(), NotebookProgress) is (shell in KERNELS.values())
+    fake.get_ipython = lambda: None  # type: ignore[attr-defined]
+    assert _progress.default_progress() is _progress.print_progress  # IPython imported, no shell running
 
 
 def test_the_bar_is_shown_once_then_updated_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
