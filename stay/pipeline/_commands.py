@@ -143,7 +143,7 @@ def gate_status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
 
 
 def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
-          settings: Settings | None = None) -> dict[str, Status]:
+          settings: Settings | None = None) -> Statuses:
     """Rebuild the hash ledger from the files on disk, for a course written elsewhere:
     every existing artefact becomes current; no model is called."""
     root = course_dir(courses_dir, slug)
@@ -157,7 +157,7 @@ def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
         state.hash_once()
         state.adopt()
         state.project_statuses(load_manifest(state.root))
-        return state.statuses()
+        return Statuses(state.statuses())
 
 
 @contextmanager

@@ -32,6 +32,8 @@ def test_status_shows_each_artefact_its_state_and_why_with_a_count_per_state(tmp
     assert rows == [(html.escape(p), s.state, html.escape(s.describe())) for p, s in found.items()]
     markdown = MD.render(found._repr_markdown_())
     assert markdown.count("<tr>") == len(found) + 1  # the head and a row per artefact
+    adopted = stay.adopt(result.slug, courses_dir=tmp_path)  # adopt answers the same statuses, shown alike
+    assert adopted._repr_html_().startswith('<div class="stay-status">') and "edited" not in adopted._repr_html_()
 
 
 def test_a_brief_shows_its_fields_escaped_in_both_forms() -> None:
