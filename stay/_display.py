@@ -81,25 +81,31 @@ def markdown_text(value: object) -> str:
     return _MARKDOWN_INLINE.sub(r"\\\1", flat.replace("<", "&lt;").replace(">", "&gt;"))
 
 
-def html_table(head: Sequence[str], rows: Iterable[Sequence[object]], *, numeric: Collection[int] = ()) -> str:
-    """A table; the columns in ``numeric`` are right-aligned."""
+_ALIGN = {True: "right", False: "left"}
+"""A cell's alignment, by whether its column is numeric."""
 
-    right = ' style="text-align:right"'
+
+def html_table(head: Sequence[str], rows: Iterable[Sequence[object]], *, numeric: Collection[int] = ()) -> str:
+    """A table; the columns in ``numeric`` are right-aligned, every other column is
+    left-aligned, said on each cell: Jupyter's stylesheet right-aligns every cell, which
+    makes a column of paths or messages ragged on the left."""
 
     def cells(tag: str, values: Sequence[object]) -> str:
-        return "".join(f"<{tag}{right if i in numeric else ''}>{html_text(v)}</{tag}>" for i, v in enumerate(values))
+        return "".join(f'<{tag} style="text-align:{_ALIGN[i in numeric]}">{html_text(v)}</{tag}>'
+                       for i, v in enumerate(values))
 
     body = "".join(f"<tr>{cells('td', row)}</tr>" for row in rows)
     return f"<table><thead><tr>{cells('th', head)}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def markdown_table(head: Sequence[str], rows: Iterable[Sequence[object]], *, numeric: Collection[int] = ()) -> str:
-    """A GitHub-flavoured Markdown table; the columns in ``numeric`` are right-aligned."""
+    """A GitHub-flavoured Markdown table; the columns in ``numeric`` are right-aligned, the
+    others left-aligned (``:---``: a renderer's default alignment is its own, Jupyter's right)."""
 
     def line(values: Sequence[object]) -> str:
         return "| " + " | ".join(markdown_text(v) for v in values) + " |"
 
-    rule = "|" + "|".join("---:" if i in numeric else "---" for i in range(len(head))) + "|"
+    rule = "|" + "|".join("---:" if i in numeric else ":---" for i in range(len(head))) + "|"
     return "\n".join([line(head), rule, *(line(row) for row in rows)]) + "\n"
 
 

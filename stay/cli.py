@@ -376,6 +376,8 @@ def _run(ns: argparse.Namespace, settings: Settings) -> int:
             with contextlib.suppress(Exception):
                 print("\n".join(spent.lines(so_far=True)), flush=True)
         raise
+    if settings.otlp is not None and result.trace_id:  # the id to find this run by in the trace receiver
+        print(f"trace: {result.trace_id}")
     return _printed(ns, result)
 
 

@@ -11,7 +11,9 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import get_args
 
+from stay._display import Table, html_block, markdown_block, plural
 from stay._lock import CourseLock
 from stay._paths import check_links
 from stay.artefacts import Curriculum, load
@@ -20,7 +22,7 @@ from stay.errors import EnvironmentProblem, PipelineError, StayError, UsageError
 from stay.pipeline._checks import defects_in
 from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._gate_decl import GATE_NAMES, earlier
-from stay.pipeline._ledger import GATES, Sources, Status, read_ledger
+from stay.pipeline._ledger import GATES, Sources, State, Status, read_ledger
 from stay.pipeline._progress import print_progress
 from stay.pipeline._run import command_hint
 from stay.pipeline._state import CourseState, load_manifest, plans_on_disk
@@ -104,12 +106,30 @@ def _user() -> str:
         return "unknown"
 
 
+class Statuses(dict[str, Status]):
+    """Every artefact's status by path (a plain dict, as ever), shown in a notebook as a
+    count per state and a table of each artefact, its state and why."""
+
+    def _display(self) -> tuple[str, list[Table], str]:
+        counts = [plural(n, state, state) for state in get_args(State)
+                  if (n := sum(s.state == state for s in self.values()))]
+        head = f"{plural(len(self), 'artefact')}: {', '.join(counts) or 'none'}"
+        rows = [(path, found.state, found.describe()) for path, found in self.items()]
+        return head, [(("artefact", "status", "why"), rows, set())], ""
+
+    def _repr_html_(self) -> str:
+        return html_block("stay-status", *self._display())
+
+    def _repr_markdown_(self) -> str:
+        return markdown_block(*self._display())
+
+
 def status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses", settings: Settings | None = None,
-           stages: Sequence[Stage] = REGISTRY) -> dict[str, Status]:
+           stages: Sequence[Stage] = REGISTRY) -> Statuses:
     """Every artefact's derived status, with the inputs that made a stale one stale."""
     state = open_course_named(slug, courses_dir, settings, stages)
     state.hash_once()  # one read of the course: each file hashed once is one snapshot of it
-    return state.statuses()
+    return Statuses(state.statuses())
 
 
 def gate_status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
@@ -123,7 +143,7 @@ def gate_status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
 
 
 def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
-          settings: Settings | None = None) -> dict[str, Status]:
+          settings: Settings | None = None) -> Statuses:
     """Rebuild the hash ledger from the files on disk, for a course written elsewhere:
     every existing artefact becomes current; no model is called."""
     root = course_dir(courses_dir, slug)
@@ -137,7 +157,7 @@ def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
         state.hash_once()
         state.adopt()
         state.project_statuses(load_manifest(state.root))
-        return state.statuses()
+        return Statuses(state.statuses())
 
 
 @contextmanager

@@ -18,13 +18,16 @@ import html
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from stay._display import clock, plural, terminal_text
 from stay._secrets import redact
 
 Progress = Callable[[str], None]
 """Where a run's progress lines go (default: stderr, or a bar in a notebook)."""
+
+Ending = Literal["complete", "stopped", "failed"]
+"""How a run ended, as its last update says."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,9 @@ class ProgressUpdate:
     """US dollars the run has paid so far; None when a model it used has no price."""
     done: int | None = None
     total: int | None = None
+    final: Ending | None = None
+    """Set on a run's last update only (its text the outcome): a sink that draws (a bar)
+    closes in that state; a terminal is never sent it, as the command prints the outcome."""
 
     @property
     def counted(self) -> bool:
@@ -73,13 +79,21 @@ def print_progress(line: str) -> None:
     sys.stderr.flush()
 
 
+_KERNEL_SHELLS = frozenset({"ipykernel.zmqshell.ZMQInteractiveShell", "google.colab._shell.Shell"})
+"""The shells that draw HTML, as tqdm.auto tells them: a Jupyter kernel's (JupyterLab,
+classic, VS Code's notebooks all run ipykernel), and Colab's, which subclasses it."""
+
+
 def in_notebook() -> bool:
-    """Whether this process is a Jupyter kernel. IPython is looked up, never imported:
-    a script or a terminal pays nothing for the check."""
+    """Whether this process is a notebook's kernel: the running IPython shell is one of
+    ``_KERNEL_SHELLS`` or a subclass of one (by its classes' names, as ``isinstance``
+    would say without importing ipykernel). IPython is looked up, never imported: a
+    script or a terminal pays nothing for the check."""
     ipython = sys.modules.get("IPython")
     get = getattr(ipython, "get_ipython", None)
     shell = get() if callable(get) else None
-    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+    return shell is not None and any(f"{cls.__module__}.{cls.__qualname__}" in _KERNEL_SHELLS
+                                     for cls in type(shell).__mro__)
 
 
 def default_progress() -> Progress:
@@ -120,13 +134,19 @@ class NotebookProgress:
     latest: ProgressUpdate | None = None
     counted: ProgressUpdate | None = None
     """The latest counted update: what the bar shows."""
+    ended: Ending | None = None
+    """How the run ended, once its final update came: the bar is then drawn for good."""
 
     def __call__(self, line: str) -> None:
         """A line from outside a run (the backend announcing itself): shown as it is."""
-        self._add(line)
-        self._draw()
+        if self.ended is None:
+            self._add(line)
+            self._draw()
 
     def update(self, update: ProgressUpdate) -> None:
+        if self.ended is not None:  # one run's bar: nothing redraws it once it has ended
+            return
+        self.ended = update.final
         self.latest = update
         if update.counted:
             self.counted = update
@@ -136,14 +156,21 @@ class NotebookProgress:
     def html(self) -> str:
         counted = self.counted
         if counted is None or counted.done is None or counted.total is None:
-            bar, count = "<progress></progress>", ""  # no value: the browser draws it indeterminate
+            # no value: the browser draws it indeterminate (a spinner) until the run ends;
+            # then it is full for a complete run, empty for one that stopped or failed
+            full = int(self.ended == "complete")
+            bar = "<progress></progress>" if self.ended is None else f'<progress value="{full}" max="1"></progress>'
+            count = ""
         else:
             bar = f'<progress value="{counted.done}" max="{counted.total}"></progress>'
             count = f"{counted.done}/{plural(counted.total, 'task')} · "
         latest = self.latest
         where = f"{clock(latest.elapsed)} · {money(latest.cost)}" if latest is not None else "starting"
+        if self.ended is not None:
+            where = f"{where} · {self.ended}"
         text = "\n".join(html.escape(line) for line in self.lines)
-        return (f'<div class="stay-progress">{bar} <span>{html.escape(count + where)}</span>'
+        state = "" if self.ended is None else f' data-ended="{self.ended}"'
+        return (f'<div class="stay-progress"{state}>{bar} <span>{html.escape(count + where)}</span>'
                 f'<pre style="margin:0.2em 0">{text}</pre></div>')
 
     def _add(self, line: str) -> None:
@@ -156,6 +183,7 @@ class NotebookProgress:
 
 
 __all__ = [
+    "Ending",
     "NotebookProgress",
     "Progress",
     "ProgressSink",

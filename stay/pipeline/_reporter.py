@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from stay._secrets import redact
-from stay.pipeline._progress import Progress, ProgressSink, ProgressUpdate
+from stay.pipeline._progress import Ending, Progress, ProgressSink, ProgressUpdate
 
 
 @dataclass
@@ -29,6 +29,12 @@ class Reporter:
     def tick(self, label: str, done: int, total: int) -> None:
         """Counted work finished: ``[done/total] label``, with the elapsed time and cost."""
         self._emit(ProgressUpdate(label, self.elapsed(), self.cost(), done, total))
+
+    def end(self, outcome: str, ending: Ending) -> None:
+        """The run's last word, to a sink that draws (a bar closes on it); a plain callable
+        is not sent it, as whoever reads the result says the outcome (once)."""
+        if isinstance(self.progress, ProgressSink):
+            self.progress.update(ProgressUpdate(redact(outcome), self.elapsed(), self.cost(), final=ending))
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started

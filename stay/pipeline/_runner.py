@@ -263,6 +263,7 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
         setattr(exc, SPENT, _spent(run))  # what it paid before it stopped: the command line says it
         if run.walk.wave is not None:  # no task may write after the run has failed or been stopped, and
             run.walk.wave.cancel(wait=isinstance(exc, Exception))  # none outlives it but after a Ctrl-C
+        run.report.end(f"failed: {failed}", "failed")
         raise
     finally:
         tally = run.tally
@@ -289,13 +290,16 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
     run.report.say(f"{plural(tally.calls, 'model call')}, {plural(len(set(tally.written)), 'file')} written in "
                    f"{clock(time.monotonic() - run.report.started)}; "
                    f"{'cost ' + priced if priced.startswith('$') else priced}")
-    return BuildResult(slug=config.slug, course_dir=config.root, command=config.command, stopped_at=stopped,
-                       reason=reason, validation=tally.validation, repair=tally.repair,
-                       written=tuple(sorted(set(tally.written))), calls=spent.calls, usage=spent.usage,
-                       wave=tally.wave, trace_id=tracer.trace_id, cost=spent.cost, usage_by_stage=spent.usage_by_stage,
-                       unpriced=spent.unpriced, cost_by_stage=spent.cost_by_stage, calls_by_stage=spent.calls_by_stage,
-                       retired=tuple(sorted(tally.retired)),
-                       unresolved=tuple(d for path in sorted(tally.unresolved) for d in tally.unresolved[path]))
+    result = BuildResult(slug=config.slug, course_dir=config.root, command=config.command, stopped_at=stopped,
+                         reason=reason, validation=tally.validation, repair=tally.repair,
+                         written=tuple(sorted(set(tally.written))), calls=spent.calls, usage=spent.usage,
+                         wave=tally.wave, trace_id=tracer.trace_id, cost=spent.cost,
+                         usage_by_stage=spent.usage_by_stage, unpriced=spent.unpriced,
+                         cost_by_stage=spent.cost_by_stage, calls_by_stage=spent.calls_by_stage,
+                         retired=tuple(sorted(tally.retired)),
+                         unresolved=tuple(d for path in sorted(tally.unresolved) for d in tally.unresolved[path]))
+    run.report.end(result.outcome, "complete" if result.complete else "stopped")
+    return result
 
 
 def _spent(run: Run) -> Spent:

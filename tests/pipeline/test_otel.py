@@ -391,6 +391,21 @@ def test_a_run_stopped_at_a_gate_is_not_an_error(receiver: Receiver, tmp_path: P
     assert root.status.code != root.status.STATUS_CODE_ERROR and "error.type" not in attributes(root.attributes)
 
 
+def test_the_command_line_prints_the_trace_id_only_when_exporting(
+        receiver: Receiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from stay.cli import main
+
+    def traced(courses: Path) -> list[str]:
+        assert main(["new", str(BRIEF), "--courses-dir", str(courses)]) == 0
+        return [line for line in capsys.readouterr().out.splitlines() if line.startswith("trace")]
+
+    assert traced(tmp_path / "quiet") == []  # nothing exported: the id is in the result and .runs/traces/
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    exported = traced(tmp_path / "exported")
+    ids = {span.trace_id.hex() for span in receiver.spans()}
+    assert len(ids) == 1 and exported == [f"trace: {ids.pop()}"]
+
+
 @pytest.mark.parametrize("disabled", [False, True])
 def test_the_service_name_and_the_sdk_switch_are_honoured(receiver: Receiver, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch, disabled: bool) -> None:

@@ -4,6 +4,7 @@ one stop line; in a notebook, a bar redrawn in place with the same figures."""
 
 from __future__ import annotations
 
+import html
 import re
 import sys
 import time
@@ -15,7 +16,7 @@ from typing import ClassVar
 
 import pytest
 
-from stay import NotebookProgress, ProgressUpdate, build_course
+from stay import ModelError, NotebookProgress, ProgressUpdate, StayError, build_course
 from stay.models import PRICES, OfflineBackend, Price
 from stay.pipeline import _progress
 from stay.requests import ModelAnswer, ModelRequest
@@ -138,6 +139,41 @@ def test_a_notebook_draws_a_bar_with_elapsed_time_and_running_cost(tmp_path: Pat
     assert bar.counted is not None and bar.counted.text == "capstone: project.yaml"
 
 
+def test_a_run_that_stops_at_a_gate_closes_its_bar_saying_where_and_why(tmp_path: Path) -> None:
+    drawn: list[str] = []
+    bar = NotebookProgress(show=drawn.append)
+    result = build_course(FIRST_AID, courses_dir=tmp_path, backend="offline", progress=bar)  # no yes: the gate
+    assert result.stopped_at is not None
+    last = drawn[-1]
+    assert '<div class="stay-progress" data-ended="stopped">' in last
+    assert "<progress></progress>" not in last  # no longer spinning
+    assert html.escape(result.outcome) in last  # where it stopped, and why
+    assert all("data-ended" not in earlier for earlier in drawn[:-1])  # closed by the last update only
+    bar("a later line")
+    bar.update(ProgressUpdate("a later update", 9.0, None))
+    assert drawn[-1] is last and len(drawn) == drawn.index(last) + 1  # nothing redraws a closed bar
+
+
+def test_a_complete_run_closes_its_bar_full_and_a_failed_one_says_why(tmp_path: Path) -> None:
+    drawn: list[str] = []
+    result = build_course(FIRST_AID, courses_dir=tmp_path, yes=True, backend="offline",
+                          progress=NotebookProgress(show=drawn.append))
+    tasks = len(_order(result.course_dir))
+    assert f'data-ended="complete"><progress value="{tasks}" max="{tasks}">' in drawn[-1]
+    failed: list[str] = []
+    with pytest.raises(StayError) as raised:
+        build_course(FIRST_AID, courses_dir=tmp_path / "failed", yes=True, backend=Failing(),
+                     progress=NotebookProgress(show=failed.append))
+    assert 'data-ended="failed"' in failed[-1] and html.escape(str(raised.value)) in failed[-1]
+
+
+class Failing(OfflineBackend):
+    """The offline backend, but every call fails as a refused call does."""
+
+    def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
+        raise ModelError("the <model> refused")
+
+
 def test_a_notebook_escapes_what_it_shows() -> None:
     drawn: list[str] = []
     bar = NotebookProgress(show=drawn.append)
@@ -146,16 +182,30 @@ def test_a_notebook_escapes_what_it_shows() -> None:
     assert "1.0 s · $0.5000" in drawn[-1]
 
 
-def test_the_default_is_a_bar_in_a_jupyter_kernel_and_lines_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert _progress.default_progress() is _progress.print_progress
-    kernel = type("ZMQInteractiveShell", (), {})()
+def _shell(qualified: str, *bases: type) -> type:
+    """A fake shell class, named and placed as the real one is (``module.Class``)."""
+    module, _, name = qualified.rpartition(".")
+    return type(name, bases, {"__module__": module})
+
+
+ZMQ = _shell("ipykernel.zmqshell.ZMQInteractiveShell")  # Jupyter, and VS Code's notebooks (ipykernel)
+COLAB = _shell("google.colab._shell.Shell", ZMQ)  # Colab's own class, a ZMQInteractiveShell
+KERNELS = {"jupyter and vs code": ZMQ, "colab": COLAB, "colab, base unseen": _shell("google.colab._shell.Shell"),
+           "a kernel's subclass": _shell("my.kernel.Shell", ZMQ)}
+NOT_KERNELS = {"terminal": _shell("IPython.terminal.interactiveshell.TerminalInteractiveShell"),
+               "a namesake elsewhere": _shell("elsewhere.Shell")}
+
+
+@pytest.mark.parametrize("shell", [*KERNELS.values(), *NOT_KERNELS.values()], ids=[*KERNELS, *NOT_KERNELS])
+def test_the_default_is_a_bar_in_a_notebook_kernel_and_lines_elsewhere(
+        shell: type, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _progress.default_progress() is _progress.print_progress  # no IPython: lines
     fake = types.ModuleType("IPython")
-    fake.get_ipython = lambda: kernel  # type: ignore[attr-defined]
+    fake.get_ipython = lambda: shell()  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "IPython", fake)
-    assert isinstance(_progress.default_progress(), NotebookProgress)
-    terminal = type("TerminalInteractiveShell", (), {})()
-    fake.get_ipython = lambda: terminal  # type: ignore[attr-defined]
-    assert _progress.default_progress() is _progress.print_progress  # IPython in a terminal: lines
+    assert isinstance(_progress.default_progress(), NotebookProgress) is (shell in KERNELS.values())
+    fake.get_ipython = lambda: None  # type: ignore[attr-defined]
+    assert _progress.default_progress() is _progress.print_progress  # IPython imported, no shell running
 
 
 def test_the_bar_is_shown_once_then_updated_in_place(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -59,7 +59,7 @@ def test_the_markdown_has_the_same_table_escaped_and_the_gate() -> None:
     text = _regression()._repr_markdown_()
     assert text.startswith(r"**&lt;img src=x onerror=alert(1)&gt; \| \*\*x\*\* against baseline (epochs: baseline 4, "
                            "candidate 4)**\n\n| scorer | test | baseline | candidate | difference | 95% interval | p | "
-                           "p (Holm) | MDE | verdict |\n|---|---|---:|---:|---:|---|---:|---:|---:|---|\n| a | builds |")
+                           "p (Holm) | MDE | verdict |\n|:---|:---|---:|---:|---:|:---|---:|---:|---:|:---|\n| a | builds |")
     assert text.endswith("\n\n**gate fires (exit 1): a worse at a Holm-adjusted p below 0.05**\n")
     assert "| b | builds | 0.750 | 0.750 | +0.000 |" in text and "no detectable difference |" in text
 

@@ -68,7 +68,7 @@ def test_the_html_shows_counts_checks_and_defects_by_owner() -> None:
 def test_the_markdown_has_the_same_tables_and_escapes_markup() -> None:
     text = _report()._repr_markdown_()
     assert text.startswith("**stay validate: 2 courses, 3 FAIL, 1 WARN, 13 checks run**\n")
-    assert "| owner | FAIL | WARN | codes |\n|---|---:|---:|---|\n| manifest | 1 | 0 | man001 |\n" in text
+    assert "| owner | FAIL | WARN | codes |\n|:---|---:|---:|:---|\n| manifest | 1 | 0 | man001 |\n" in text
     assert "| quiz | 2 | 0 | qz003 x2 |" in text
     escaped = r"&lt;script&gt;alert('x')&lt;/script&gt; \| \*bold\* \[link\](javascript:alert(1)) \`code\` &amp;amp;"
     assert f"| courses/{escaped} | 3 | 1 | 10 | 7 | 2 |" in text
@@ -84,7 +84,7 @@ def test_a_clean_report_says_no_defects_and_a_long_one_says_what_is_left_out() -
     many = tuple(Defect(f"f{i:02d}.yaml", "qz003", "-", "m", Severity.FAIL, "quiz") for i in range(25))
     long = ValidationReport((CourseReport("c", "c", True, {"qz003": 25}, {"qz003": 0}, many),), strict=True)
     assert "stay validate --strict: 1 course, 25 FAIL" in long._repr_html_()
-    assert long._repr_html_().count("<td>FAIL</td>") == 20 and "5 more defects not shown; to\\_text() lists every one." \
+    assert long._repr_html_().count('<td style="text-align:left">FAIL</td>') == 20 and "5 more defects not shown; to\\_text() lists every one." \
         in long._repr_markdown_()
 
 
