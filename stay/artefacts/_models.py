@@ -17,7 +17,6 @@ from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from stay._display import Table, html_block, markdown_block
 from stay.artefacts._ids import LessonId, ModuleId, Slug, Term
 from stay.errors import ArtefactError
 
@@ -138,19 +137,6 @@ class Brief(Artefact):
 
         brief: Brief = read_brief(path)
         return brief
-
-    # -- in a notebook: every field the brief sets, escaped (its text is anyone's) --------
-
-    def _display(self) -> tuple[str, list[Table], str]:
-        rows = [(name, "; ".join(value) if isinstance(value, list) else value)
-                for name in type(self).model_fields if (value := getattr(self, name)) is not None]
-        return f"brief: {self.title}", [(("field", "value"), rows, set())], ""
-
-    def _repr_html_(self) -> str:
-        return html_block("stay-brief", *self._display())
-
-    def _repr_markdown_(self) -> str:
-        return markdown_block(*self._display())
 
 
 class CourseManifest(Artefact):
