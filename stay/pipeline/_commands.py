@@ -105,9 +105,10 @@ def _user() -> str:
 
 
 def status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses", settings: Settings | None = None,
-           stages: Sequence[Stage] = REGISTRY) -> dict[str, Status]:
-    """Every artefact's derived status, with the inputs that made a stale one stale."""
-    state = open_course_named(slug, courses_dir, settings, stages)
+           stages: Sequence[Stage] | None = None) -> dict[str, Status]:
+    """Every artefact's derived status, with the inputs that made a stale one stale.
+    ``stages`` is the stage registry (``None``: ``stay.stages.REGISTRY``)."""
+    state = open_course_named(slug, courses_dir, settings, REGISTRY if stages is None else stages)
     state.hash_once()  # one read of the course: each file hashed once is one snapshot of it
     return state.statuses()
 

@@ -328,7 +328,7 @@ def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os
                  backend: ModelClient | BackendName | None = None, prompts_dir: str | os.PathLike[str] | None = None,
                  cache: bool | None = None, progress: Progress | None = None, slug: str | None = None,
                  on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
-                 stages: Sequence[Stage] = REGISTRY, screen: bool = True) -> BuildResult:
+                 stages: Sequence[Stage] | None = None, screen: bool = True) -> BuildResult:
     """Build a course from its brief, resuming from whatever is on disk.
 
     Stops at the design gate and the plan gate unless their approvals hold; with
@@ -341,19 +341,20 @@ def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os
     ``batch=True`` sends the wave's requests through Message Batches (half price).
     ``on_node`` is called with each node's name after it completes (tests use it to
     crash a run after any node and show that a rerun finishes the same course).
-    ``stages`` is the stage registry (``stay.stages.REGISTRY``). ``screen=False``
+    ``stages`` is the stage registry (``None``: ``stay.stages.REGISTRY``; a ``None`` default, not the
+    registry itself, keeps ``help(build_course)`` readable). ``screen=False``
     (``--no-screen``) builds with no input moderation, said and written in the run log;
     a backend without the "screen" feature needs it.
     """
     return run_command("build", brief, courses_dir=courses_dir, yes=yes, settings=settings, backend=backend,
                        prompts_dir=prompts_dir, cache=cache, progress=progress, slug=slug, on_node=on_node,
-                       replay=replay, batch=batch, stages=stages, screen=screen)
+                       replay=replay, batch=batch, stages=REGISTRY if stages is None else stages, screen=screen)
 
 
 def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
            courses_dir: str | os.PathLike[str] = "courses", force: bool = False, settings: Settings | None = None,
            backend: ModelClient | BackendName | None = None, prompts_dir: str | os.PathLike[str] | None = None,
-           progress: Progress | None = None, stages: Sequence[Stage] = REGISTRY) -> BuildResult:
+           progress: Progress | None = None, stages: Sequence[Stage] | None = None) -> BuildResult:
     """Regenerate the named artefacts with ``note`` attached to their stages' requests as
     reviewer guidance, next to the current version of each file; nothing else is written.
 
@@ -365,6 +366,7 @@ def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
     """
     from stay.pipeline._revise import declined_note, resolve_targets
 
+    stages = REGISTRY if stages is None else stages  # None: the registry (a readable default in help())
     state = open_course_named(slug, courses_dir, settings, stages)
     paths = resolve_targets(state, list(targets), {stage.name for stage in stages})
     revisions = {}
