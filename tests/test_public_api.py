@@ -108,3 +108,26 @@ def test_what_a_package_imports_on_first_use_is_exactly_its_public_names(package
         assert getattr(module, name) is not None
     with pytest.raises(AttributeError, match=f"module '{package}' has no attribute 'missing'"):
         module.missing  # noqa: B018
+
+
+SIGNATURE_LIMIT = 600
+"""Characters a public function's signature may take: a help() page's first lines."""
+
+
+def test_help_shows_readable_signatures() -> None:
+    """A default that is a big object (the stage registry) is None in the signature, so
+    help(stay.build_course) is not 4 KB of Stage reprs. Functions only for the length:
+    a pydantic model's signature (Brief) spells its validators, which is not a default."""
+    import inspect
+
+    for name in stay.__all__:
+        found = getattr(stay, name)
+        if not callable(found):
+            continue
+        try:
+            signature = str(inspect.signature(found))
+        except (TypeError, ValueError):  # a class whose signature inspect cannot read
+            continue
+        assert "Stage(" not in signature, (name, signature[:200])
+        if inspect.isfunction(found):
+            assert len(signature) < SIGNATURE_LIMIT, (name, len(signature))
