@@ -101,7 +101,7 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                 prompts_dir: str | os.PathLike[str] | None = None, cache: bool | None = None,
                 progress: Progress | None = None, slug: str | None = None,
                 on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
-                stages: Sequence[Stage] = REGISTRY, revisions: Mapping[str, str] | None = None,
+                stages: Sequence[Stage] | None = None, revisions: Mapping[str, str] | None = None,
                 force: bool = False, screen: bool = True) -> BuildResult:
     """Run one command. ``target`` is a Brief, a brief file, or (plan, write, repair,
     build of an existing course) a course slug. The rest as for ``build_course``;
@@ -113,8 +113,8 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
     try:
         return _run_command(command, target, courses_dir=courses_dir, yes=yes, settings=chosen, client=client,
                             progress=progress or default_progress(), slug=slug, on_node=on_node, replay=replay,
-                            batch=batch, stages=tuple(stages), revisions=dict(revisions or {}), force=force,
-                            screen=screen)
+                            batch=batch, stages=tuple(REGISTRY if stages is None else stages),
+                            revisions=dict(revisions or {}), force=force, screen=screen)
     except OSError as exc:
         problem = EnvironmentProblem.from_os_error(exc)
         if hasattr(exc, SPENT):  # what the run paid before the disk stopped it, said as for any failure
@@ -348,7 +348,7 @@ def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os
     """
     return run_command("build", brief, courses_dir=courses_dir, yes=yes, settings=settings, backend=backend,
                        prompts_dir=prompts_dir, cache=cache, progress=progress, slug=slug, on_node=on_node,
-                       replay=replay, batch=batch, stages=REGISTRY if stages is None else stages, screen=screen)
+                       replay=replay, batch=batch, stages=stages, screen=screen)
 
 
 def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
