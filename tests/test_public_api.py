@@ -108,3 +108,33 @@ def test_what_a_package_imports_on_first_use_is_exactly_its_public_names(package
         assert getattr(module, name) is not None
     with pytest.raises(AttributeError, match=f"module '{package}' has no attribute 'missing'"):
         module.missing  # noqa: B018
+
+
+SIGNATURE_LIMIT = 800
+"""Characters a public function's signature may take: a few lines of a help() page. The
+longest honest parameter list (stay.pipeline.run_command, 17 parameters) is about 620; one
+default that spells the stage registry is over 5,000."""
+
+
+@pytest.mark.parametrize("package", ["stay", "stay.pipeline", "stay.stages", "stay.testing", "stay.models",
+                                     "stay.validate", "stay.view", "stay.scoring"])
+def test_help_shows_readable_signatures(package: str) -> None:
+    """A default that is a big object (the stage registry, the pipeline declaration) is
+    None in the signature, so help(stay.build_course) is not 4 KB of Stage reprs. Functions
+    only for the length: a pydantic model's signature (Brief) spells its validators, which
+    is not a default."""
+    import importlib
+    import inspect
+
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        found = getattr(module, name)
+        if not callable(found):
+            continue
+        try:
+            signature = str(inspect.signature(found))
+        except (TypeError, ValueError):  # a class whose signature inspect cannot read
+            continue
+        assert "Stage(" not in signature and "Decl(" not in signature, (name, signature[:200])
+        if inspect.isfunction(found):
+            assert len(signature) < SIGNATURE_LIMIT, (name, len(signature))

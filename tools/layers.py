@@ -26,6 +26,7 @@ from pathlib import Path
 # artefacts, and the artefacts reach nothing of ours but the errors and the two leaf
 # readers (stay._bounds, stay._stored).
 LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under in {
+    "stay.__main__": {"stay.cli"},  # ``python -m stay``: the program, nothing of its own
     "stay.cli": {"stay", "stay.suite"},
     "stay": {"stay.pipeline", "stay.validate", "stay._lazy"},  # the public names
     "stay.suite": {"stay.scoring", "stay.testing"},  # builds courses and scores them

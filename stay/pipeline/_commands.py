@@ -125,9 +125,10 @@ class Statuses(dict[str, Status]):
 
 
 def status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses", settings: Settings | None = None,
-           stages: Sequence[Stage] = REGISTRY) -> Statuses:
-    """Every artefact's derived status, with the inputs that made a stale one stale."""
-    state = open_course_named(slug, courses_dir, settings, stages)
+           stages: Sequence[Stage] | None = None) -> Statuses:
+    """Every artefact's derived status, with the inputs that made a stale one stale.
+    ``stages`` is the stage registry (``None``: ``stay.stages.REGISTRY``)."""
+    state = open_course_named(slug, courses_dir, settings, REGISTRY if stages is None else stages)
     state.hash_once()  # one read of the course: each file hashed once is one snapshot of it
     return Statuses(state.statuses())
 

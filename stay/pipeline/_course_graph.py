@@ -27,9 +27,10 @@ if TYPE_CHECKING:
 
 
 def course_graph(curriculum: Curriculum, plans: Mapping[str, LessonPlan] | None = None,
-                 stages: Sequence[Stage] = REGISTRY) -> nx.DiGraph[str]:
-    """``artefact_graph`` as a networkx DiGraph, node for node and edge for edge."""
-    return to_networkx(artefact_graph(curriculum, plans, stages))
+                 stages: Sequence[Stage] | None = None) -> nx.DiGraph[str]:
+    """``artefact_graph`` as a networkx DiGraph, node for node and edge for edge
+    (``stages`` None: the registry, a default help() can show)."""
+    return to_networkx(artefact_graph(curriculum, plans, REGISTRY if stages is None else stages))
 
 
 def artefact_graph(curriculum: Curriculum, plans: Mapping[str, LessonPlan] | None = None,

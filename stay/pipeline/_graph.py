@@ -191,10 +191,10 @@ DECLARATION = declare()
 # design stage or a gate (topology properties 2 and 3).
 
 
-def build(declaration: PipelineDecl = DECLARATION) -> nx.DiGraph[str]:
-    """The networkx DiGraph of a declaration: node attributes kind, writes, stages, role,
-    references (``assemble``'s graph, node for node)."""
-    return to_networkx(assemble(declaration))
+def build(declaration: PipelineDecl | None = None) -> nx.DiGraph[str]:
+    """The networkx DiGraph of a declaration (None: stay's own, a default help() can show):
+    node attributes kind, writes, stages, role, references (``assemble``'s graph, node for node)."""
+    return to_networkx(assemble(DECLARATION if declaration is None else declaration))
 
 
 def assemble(declaration: PipelineDecl = DECLARATION) -> Dag:

@@ -101,7 +101,7 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                 prompts_dir: str | os.PathLike[str] | None = None, cache: bool | None = None,
                 progress: Progress | None = None, slug: str | None = None,
                 on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
-                stages: Sequence[Stage] = REGISTRY, revisions: Mapping[str, str] | None = None,
+                stages: Sequence[Stage] | None = None, revisions: Mapping[str, str] | None = None,
                 force: bool = False, screen: bool = True) -> BuildResult:
     """Run one command. ``target`` is a Brief, a brief file, or (plan, write, repair,
     build of an existing course) a course slug. The rest as for ``build_course``;
@@ -113,8 +113,8 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
     try:
         return _run_command(command, target, courses_dir=courses_dir, yes=yes, settings=chosen, client=client,
                             progress=progress or default_progress(), slug=slug, on_node=on_node, replay=replay,
-                            batch=batch, stages=tuple(stages), revisions=dict(revisions or {}), force=force,
-                            screen=screen)
+                            batch=batch, stages=tuple(REGISTRY if stages is None else stages),
+                            revisions=dict(revisions or {}), force=force, screen=screen)
     except OSError as exc:
         problem = EnvironmentProblem.from_os_error(exc)
         if hasattr(exc, SPENT):  # what the run paid before the disk stopped it, said as for any failure
@@ -332,7 +332,7 @@ def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os
                  backend: ModelClient | BackendName | None = None, prompts_dir: str | os.PathLike[str] | None = None,
                  cache: bool | None = None, progress: Progress | None = None, slug: str | None = None,
                  on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
-                 stages: Sequence[Stage] = REGISTRY, screen: bool = True) -> BuildResult:
+                 stages: Sequence[Stage] | None = None, screen: bool = True) -> BuildResult:
     """Build a course from its brief, resuming from whatever is on disk.
 
     Stops at the design gate and the plan gate unless their approvals hold; with
@@ -345,7 +345,8 @@ def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os
     ``batch=True`` sends the wave's requests through Message Batches (half price).
     ``on_node`` is called with each node's name after it completes (tests use it to
     crash a run after any node and show that a rerun finishes the same course).
-    ``stages`` is the stage registry (``stay.stages.REGISTRY``). ``screen=False``
+    ``stages`` is the stage registry (``None``: ``stay.stages.REGISTRY``; a ``None`` default, not the
+    registry itself, keeps ``help(build_course)`` readable). ``screen=False``
     (``--no-screen``) builds with no input moderation, said and written in the run log;
     a backend without the "screen" feature needs it.
     """
@@ -357,7 +358,7 @@ def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os
 def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
            courses_dir: str | os.PathLike[str] = "courses", force: bool = False, settings: Settings | None = None,
            backend: ModelClient | BackendName | None = None, prompts_dir: str | os.PathLike[str] | None = None,
-           progress: Progress | None = None, stages: Sequence[Stage] = REGISTRY) -> BuildResult:
+           progress: Progress | None = None, stages: Sequence[Stage] | None = None) -> BuildResult:
     """Regenerate the named artefacts with ``note`` attached to their stages' requests as
     reviewer guidance, next to the current version of each file; nothing else is written.
 
@@ -369,6 +370,7 @@ def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
     """
     from stay.pipeline._revise import declined_note, resolve_targets
 
+    stages = REGISTRY if stages is None else stages  # None: the registry (a readable default in help())
     state = open_course_named(slug, courses_dir, settings, stages)
     paths = resolve_targets(state, list(targets), {stage.name for stage in stages})
     revisions = {}

@@ -56,13 +56,14 @@ STAGES: Mapping[str, Stage] = {stage.name: stage for stage in REGISTRY}
 """stage name -> its declaration."""
 
 
-def offline_answer(stage: str, inputs: Mapping[str, Any], stages: Sequence[Stage] = REGISTRY) -> dict[str, Any]:
+def offline_answer(stage: str, inputs: Mapping[str, Any], stages: Sequence[Stage] | None = None) -> dict[str, Any]:
     """The offline backend's answer for one stage, from the named inputs its request
     carries (``ModelRequest.inputs``), as plain JSON data: public, so fakes and tests
     outside stay can answer as the offline backend does (``tests/models/fake_api.py``
     serves it over HTTP). Pure and deterministic; ``inputs`` is not modified. An unknown
-    stage or a missing input is a one-line UsageError naming it."""
-    declared = {known.name: known for known in stages}
+    stage or a missing input is a one-line UsageError naming it. ``stages`` None: the
+    registry (a default help() can show)."""
+    declared = {known.name: known for known in (REGISTRY if stages is None else stages)}
     if stage not in declared:
         raise UsageError(f"offline_answer: unknown stage {stage!r}; the stages are {', '.join(declared)}")
     return declared[stage].answer_offline(inputs)
