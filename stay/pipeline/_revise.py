@@ -24,6 +24,7 @@ import shutil
 from collections.abc import Mapping
 
 from stay._display import plural
+from stay._words import did_you_mean
 from stay.errors import PipelineError, UsageError
 from stay.pipeline._fix import Fixer, check_written, regeneration_notes
 from stay.pipeline._gate_decl import GATE_NAMES
@@ -60,7 +61,10 @@ def resolve_targets(state: CourseState, targets: list[str], stage_names: set[str
         else:
             matched = [n for n in staged if graph.nodes[n].get("unit") == clean and graph.nodes[n]["phase"] == "wave"]
         if not matched:
-            raise UsageError(f"'{target[:60]}' names no artefact of course '{state.slug}': give a file path "
+            units = (str(graph.nodes[n]["unit"]) for n in staged if graph.nodes[n].get("unit"))
+            names = [*staged, *stage_names, *units]  # what the three kinds of TARGET can name
+            raise UsageError(f"'{target[:60]}' names no artefact of course '{state.slug}'"
+                             f"{did_you_mean(clean, names)}: give a file path "
                              "(e.g. modules/m01-.../m01-l02.quiz.yaml), a lesson id (m01-l02) or a stage name "
                              f"({', '.join(sorted(stage_names))})")
         found += [m for m in matched if m not in found]

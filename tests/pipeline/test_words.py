@@ -1,0 +1,69 @@
+"""Words that help (issue 26, item 6): a mistyped command, course slug, gate or revise
+target is refused in one line (exit 2) that names the nearest real one. Every typo here is
+made from a name the registry, the parser or the course on disk declares (its second letter
+dropped), so a new gate or command is covered without editing the test."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from stay.errors import EXIT_USAGE
+from tests.conftest import run_stay
+
+
+def _typo(name: str) -> str:
+    return name[:1] + name[2:]
+
+
+def _one_line_refusal(args: tuple[str, ...], meant: str) -> str:
+    done = run_stay(*args)
+    assert done.returncode == EXIT_USAGE, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert f"(did you mean '{meant}'?)" in done.stderr, done.stderr
+    return done.stderr
+
+
+def _commands() -> list[str]:
+    from stay.cli import _parser
+
+    sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return list(sub.choices)
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_a_mistyped_command_is_named(command: str) -> None:
+    _one_line_refusal((_typo(command), "x"), command)
+
+
+def test_a_mistyped_slug_is_named(sample_copy: Path) -> None:
+    slug = sample_copy.name
+    courses = str(sample_copy.parent)
+    for args in (("approve", _typo(slug), "design"), ("status", _typo(slug)), ("adopt", _typo(slug)),
+                 ("build", _typo(slug), "--backend", "offline"), ("revise", _typo(slug), "curriculum"), ("view", _typo(slug))):
+        _one_line_refusal((*args, "--courses-dir", courses), slug)
+
+
+def test_a_slug_with_nothing_near_names_nothing(sample_copy: Path) -> None:
+    done = run_stay("approve", "zzzz", "design", "--courses-dir", str(sample_copy.parent))
+    assert done.returncode == EXIT_USAGE and "no course 'zzzz'" in done.stderr
+    assert "did you mean" not in done.stderr
+
+
+def test_a_mistyped_gate_is_named(sample_copy: Path) -> None:
+    from stay.pipeline._gate_decl import GATE_NAMES
+
+    for gate in GATE_NAMES:
+        _one_line_refusal(("approve", sample_copy.name, _typo(gate), "--courses-dir", str(sample_copy.parent)), gate)
+
+
+def test_a_mistyped_revise_target_is_named(sample_copy: Path) -> None:
+    from stay.stages import REGISTRY
+
+    file = next(p.name for p in sample_copy.glob("*.yaml") if p.stem in {s.name for s in REGISTRY})
+    lesson = next(sample_copy.rglob("*.plan.yaml")).name.split(".")[0]
+    for meant in (file, lesson, REGISTRY[0].name):
+        _one_line_refusal(("revise", sample_copy.name, _typo(meant), "--backend", "offline",
+                           "--courses-dir", str(sample_copy.parent)), meant)
