@@ -67,3 +67,26 @@ def test_a_mistyped_revise_target_is_named(sample_copy: Path) -> None:
     for meant in (file, lesson, REGISTRY[0].name):
         _one_line_refusal(("revise", sample_copy.name, _typo(meant), "--backend", "offline",
                            "--courses-dir", str(sample_copy.parent)), meant)
+
+
+def test_an_offline_title_never_ends_inside_an_aside() -> None:
+    """A subject cut to fit a title drops an aside the cut would leave open (the example
+    brief's "messages (methods, status codes, headers)"), and keeps one that fits whole."""
+    import yaml
+
+    from stay.stages._offline import curriculum, subtopics
+    from tests.conftest import ROOT
+
+    brief = yaml.safe_load((ROOT / "examples/briefs/how-http-requests-travel.yaml").read_text(encoding="utf-8"))
+    subjects = subtopics(brief["topic"])
+    assert any("(" in subject for subject in subjects)  # the brief still holds an aside to cut
+    short = "a topic: one (short aside), two"  # an aside that fits stays whole
+    for topic in (brief["topic"], short):
+        lessons = [lesson for module in curriculum({"brief": {"topic": topic},
+                                                    "audience": {"time_budget_minutes": 600}})["modules"]
+                   for lesson in module["lessons"]]
+        for lesson in lessons:
+            title = lesson["title"]
+            assert title.count("(") == title.count(")"), title
+    assert any(lesson["title"] == "One (short aside)" for module in curriculum(
+        {"brief": {"topic": short}, "audience": {"time_budget_minutes": 600}})["modules"] for lesson in module["lessons"])
