@@ -90,3 +90,32 @@ def test_an_offline_title_never_ends_inside_an_aside() -> None:
             assert title.count("(") == title.count(")"), title
     assert any(lesson["title"] == "One (short aside)" for module in curriculum(
         {"brief": {"topic": short}, "audience": {"time_budget_minutes": 600}})["modules"] for lesson in module["lessons"])
+
+
+def test_every_evals_option_has_help(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pytest evals/ --help`` explains each ``--stay-*`` option evals/conftest.py declares,
+    and declaring them twice (pytest may) gives the same declarations."""
+    import importlib.util
+    import sys
+    from types import SimpleNamespace
+    from typing import Any
+
+    from tests.conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("stay_evals_conftest_words", ROOT / "evals" / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    suite = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, suite)
+    spec.loader.exec_module(suite)
+
+    def declared() -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        group = SimpleNamespace(addoption=lambda name, **kw: found.__setitem__(name, kw))
+        suite.pytest_addoption(SimpleNamespace(getgroup=lambda _name: group))
+        return found
+
+    first = declared()
+    assert first and all(name.startswith("--stay-") for name in first)
+    missing = [name for name, kw in first.items() if len(str(kw.get("help") or "").split()) < 3]
+    assert missing == []
+    assert declared() == first
