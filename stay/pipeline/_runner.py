@@ -26,7 +26,7 @@ from stay.briefs import (
     course_dir,
     house_limits,
     load_brief,
-    slugify,
+    title_slug,
 )
 from stay.errors import EnvironmentProblem, StayError, UsageError
 from stay.models import (
@@ -311,11 +311,11 @@ def _spent(run: Run) -> Spent:
 def _resolve(command: str, target: Brief | str | os.PathLike[str], courses_dir: Path,
              slug: str | None) -> tuple[Brief | None, str]:
     if isinstance(target, Brief):
-        return target, check_slug(slug or slugify(target.title))
+        return target, title_slug(target.title, slug)
     text = os.fspath(target)
     if text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text:
         brief = load_brief(text)
-        return brief, check_slug(slug or slugify(brief.title))
+        return brief, title_slug(brief.title, slug)
     name = check_slug(text)
     manifest_path = course_dir(courses_dir, name) / "course.yaml"
     if not manifest_path.is_file():

@@ -119,3 +119,25 @@ def test_every_evals_option_has_help(monkeypatch: pytest.MonkeyPatch) -> None:
     missing = [name for name, kw in first.items() if len(str(kw.get("help") or "").split()) < 3]
     assert missing == []
     assert declared() == first
+
+
+def test_a_title_with_no_latin_letters_asks_for_a_slug(tmp_path: Path) -> None:
+    """Two non-Latin titles no longer share the generic slug ``course``: the brief is
+    refused in one line asking for --slug (stay has no transliteration library), and given
+    one it builds there."""
+    import yaml
+
+    from tests.conftest import ROOT
+
+    brief = yaml.safe_load((ROOT / "examples/briefs/how-http-requests-travel.yaml").read_text(encoding="utf-8"))
+    brief["title"] = "日本語の講座"
+    path = tmp_path / "brief.yaml"
+    path.write_text(yaml.safe_dump(brief, allow_unicode=True), encoding="utf-8")
+    courses = tmp_path / "courses"
+    done = run_stay("new", str(path), "--backend", "offline", "--courses-dir", str(courses))
+    assert done.returncode == EXIT_USAGE and done.stderr.count("\n") == 1, done.stderr
+    assert "--slug" in done.stderr and "日本語の講座" in done.stderr
+    assert not courses.exists() or not any(courses.iterdir())  # nothing written under a made-up name
+    given = run_stay("new", str(path), "--slug", "nihongo", "--backend", "offline", "--courses-dir", str(courses))
+    assert given.returncode == 0, given.stderr
+    assert [p.name for p in courses.iterdir()] == ["nihongo"]
