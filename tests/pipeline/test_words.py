@@ -141,3 +141,21 @@ def test_a_title_with_no_latin_letters_asks_for_a_slug(tmp_path: Path) -> None:
     given = run_stay("new", str(path), "--slug", "nihongo", "--backend", "offline", "--courses-dir", str(courses))
     assert given.returncode == 0, given.stderr
     assert [p.name for p in courses.iterdir()] == ["nihongo"]
+
+
+def test_offline_revise_says_it_cannot_act_on_a_note(tmp_path: Path) -> None:
+    """The offline backend's answers are templates: `stay revise --note` says so in one line
+    and leaves the note out of the file, where it appended it to a summary as if acted on."""
+    from tests.conftest import ROOT
+
+    brief = ROOT / "examples/briefs/how-http-requests-travel.yaml"
+    courses = str(tmp_path)
+    assert run_stay("new", str(brief), "--backend", "offline", "--courses-dir", courses).returncode == 0
+    (root,) = tmp_path.iterdir()
+    note = "Give TLS a lesson of its own."
+    done = run_stay("revise", root.name, "curriculum.yaml", "--note", note, "--backend", "offline",
+                    "--courses-dir", courses)
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "cannot act on a note" in line]
+    assert len(said) == 1 and "offline" in said[0]
+    assert "TLS a lesson of its own" not in (root / "curriculum.yaml").read_text(encoding="utf-8")
