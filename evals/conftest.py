@@ -1,33 +1,8 @@
 """The evals suite: ``pytest evals/`` builds each brief ``--stay-epochs`` times with the
 prompt directory under test, scores every build, and writes one JSON report.
 
-Options (all optional):
-  --stay-prompts DIR       the prompt directory under test (default: the packaged prompts/)
-  --stay-label NAME        the report's label (default: candidate)
-  --stay-backend NAME      the backend that builds: offline, anthropic, ... (default: anthropic when
-                           ANTHROPIC_API_KEY is set); a name that is none is one line naming the choices
-  --stay-epochs N          independent builds per brief (default: stay.suite.DEFAULT_EPOCHS; see docs/evals.md)
-  --stay-seed N            the run's seed (default 0): offline, the quality knob's build-to-build noise;
-                           with a model, the request cache's salt, so another seed is a fresh set of builds
-  --stay-judge-model ID    the judge's model (default: the judging role's); set it apart from the writer's
-  --stay-judge-backend NAME  the judge's backend (default: --stay-backend's): build with one provider,
-                           judge with another; the judge's name records it (``model:ID via NAME``)
-  --stay-output PATH       where the report goes (default: evals/out/<label>.json)
-  --stay-courses DIR       where courses are built or loaded (default: evals/out/courses/<label>), one
-                           directory per epoch: <courses>/e01/<slug>, ...
-  --stay-rescore           score the courses already in --stay-courses; build nothing
-  --stay-quality K=V       offline only: degrade generation, e.g. distractors=0.2 (harness tests);
-                           knobs: distractors, untaught, exercises, rubrics
-  --stay-baseline-prompts DIR  build and judge a baseline arm too, with DIR's prompts, in the same
-                           session: builds are parametrized by (brief, epoch, arm) so the arms
-                           interleave, and both reports record one judging session (docs/evals.md,
-                           "Drift between sessions")
-  --stay-baseline-label NAME   the baseline arm's label (default: baseline); its report and courses go
-                           beside the candidate's, under that name
-  --stay-baseline-seed N   the baseline arm's seed (default: --stay-seed + 1000: its own fresh builds)
-  --stay-plan-from PATH    plan the epochs from this baseline report (default: the previous report at
-                           --stay-output, when there is one): a run with fewer epochs than
-                           `stay evals plan` says some scorer needs starts with a `warning:` line
+Options (all optional): OPTIONS below declares each with its help, which
+``pytest evals/ --help`` prints under "stay evals".
 
 Under pytest-xdist each worker writes its builds' results beside the report; the
 controller merges them into the one report when the session ends. A build that fails is
@@ -41,6 +16,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,25 +61,53 @@ class EvalConfig:
         return next(arm for arm in self.arms if label in (None, arm.label))
 
 
+# Each option once: its metavar, what argparse needs beyond the help, and the help that
+# ``pytest evals/ --help`` prints (--stay-epochs' default is stay.suite's, read when pytest asks).
+OPTIONS: dict[str, tuple[str | None, dict[str, Any], str]] = {
+    "--stay-prompts": ("DIR", {}, "the prompt directory under test (default: the packaged prompts/)"),
+    "--stay-label": ("NAME", {"default": "candidate"}, "the report's label (default: candidate)"),
+    "--stay-backend": ("NAME", {}, "the backend that builds: offline, anthropic, ... (default: anthropic when "
+                       "ANTHROPIC_API_KEY is set); a name that is none is one line naming the choices"),
+    "--stay-judge-backend": ("NAME", {}, "the judge's backend (default: --stay-backend's): build with one "
+                             "provider, judge with another; the judge's name records it (model:ID via NAME)"),
+    "--stay-epochs": ("N", {"type": int}, "independent builds per brief (default: stay.suite.DEFAULT_EPOCHS; "
+                      "see docs/evals.md)"),
+    "--stay-seed": ("N", {"type": int, "default": 0}, "the run's seed (default 0): offline, the quality knob's "
+                    "build-to-build noise; with a model, the request cache's salt, so another seed is a fresh "
+                    "set of builds"),
+    "--stay-judge-model": ("ID", {}, "the judge's model (default: the judging role's); set it apart from the "
+                           "writer's"),
+    "--stay-output": ("PATH", {}, "where the report goes (default: evals/out/<label>.json)"),
+    "--stay-courses": ("DIR", {}, "where courses are built or loaded (default: evals/out/courses/<label>), one "
+                       "directory per epoch: <courses>/e01/<slug>, ..."),
+    "--stay-rescore": (None, {"action": "store_true", "default": False},
+                       "score the courses already in --stay-courses; build nothing"),
+    "--stay-quality": ("K=V", {"action": "append", "default": []}, "offline only: degrade generation, e.g. "
+                       "distractors=0.2 (harness tests); knobs: distractors, untaught, exercises, rubrics"),
+    "--stay-baseline-prompts": ("DIR", {}, "build and judge a baseline arm too, with DIR's prompts, in the same "
+                                "session: builds are parametrized by (brief, epoch, arm) so the arms "
+                                "interleave, and both reports record one judging session (docs/evals.md, "
+                                "\"Drift between sessions\")"),
+    "--stay-baseline-label": ("NAME", {"default": "baseline"}, "the baseline arm's label (default: baseline); "
+                              "its report and courses go beside the candidate's, under that name"),
+    "--stay-baseline-seed": ("N", {"type": int}, "the baseline arm's seed (default: --stay-seed + 1000: its own "
+                             "fresh builds)"),
+    "--stay-plan-from": ("PATH", {}, "plan the epochs from this baseline report (default: the previous report at "
+                         "--stay-output, when there is one): a run with fewer epochs than `stay evals plan` says "
+                         "some scorer needs starts with a `warning:` line"),
+}
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     from stay.suite import DEFAULT_EPOCHS
 
     group = parser.getgroup("stay evals")
-    group.addoption("--stay-prompts", default=None)
-    group.addoption("--stay-label", default="candidate")
-    group.addoption("--stay-backend", default=None)  # checked by stay.suite.backend_name, as the judge's
-    group.addoption("--stay-judge-backend", default=None)
-    group.addoption("--stay-epochs", type=int, default=DEFAULT_EPOCHS)
-    group.addoption("--stay-seed", type=int, default=0)
-    group.addoption("--stay-judge-model", default=None)
-    group.addoption("--stay-output", default=None)
-    group.addoption("--stay-courses", default=None)
-    group.addoption("--stay-rescore", action="store_true")
-    group.addoption("--stay-quality", action="append", default=[])
-    group.addoption("--stay-baseline-prompts", default=None)
-    group.addoption("--stay-baseline-label", default="baseline")
-    group.addoption("--stay-baseline-seed", type=int, default=None)
-    group.addoption("--stay-plan-from", default=None)
+    for name, (metavar, declared, text) in OPTIONS.items():
+        given = {"default": DEFAULT_EPOCHS} if name == "--stay-epochs" else {"default": None}
+        given |= declared  # a copy: OPTIONS is read again by each pytest_addoption call
+        if metavar:
+            given["metavar"] = metavar
+        group.addoption(name, help=text, **given)
 
 
 def _quality(pairs: list[str]) -> dict[str, float]:

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from stay._slug import SLUG_MAX, is_slug, slugify
+from stay._slug import SLUG_MAX, is_slug, slugify, title_words
 from stay.artefacts import (
     DEFAULT_LIMITS,
     DurationLimits,
@@ -37,6 +37,7 @@ __all__ = [
     "most_lessons",
     "parse_duration",
     "slugify",
+    "title_slug",
 ]
 
 load_brief = read_brief
@@ -60,6 +61,20 @@ def check_curriculum_size(curriculum: Curriculum, house: HouseData, where: str) 
         raise PipelineError(f"{where}: {lessons:,} lessons in {len(curriculum.modules):,} modules; house style's "
                             f"largest course has {limit} (course.max_modules x module.max_lessons): shorten the "
                             "curriculum, or split the subject into several courses")
+
+
+def title_slug(title: str, slug: str | None = None) -> str:
+    """The course's slug: ``slug`` if given (checked), else the title's. A title with no
+    Latin letters or digits is refused in one line asking for a slug, rather than every
+    such course sharing the generic ``course``."""
+    if slug:
+        return check_slug(slug)
+    made = title_words(title)
+    if not made:
+        shown = title if len(title) <= 40 else title[:37] + "..."
+        raise UsageError(f"the brief's title {shown!r} has no Latin letters or digits to make a course slug from; "
+                         "name the course with --slug NAME (slug= from Python), e.g. --slug my-course")
+    return check_slug(made)
 
 
 def check_slug(slug: str) -> str:

@@ -79,6 +79,19 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (run `stay --help`)")
 
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        # Python 3.11's argparse lists the choices but names none: a mistyped command (or
+        # --backend, --format) gets the nearest of the action's own choices first
+        choices = action.choices
+        if choices is not None and value not in choices and isinstance(value, str):
+            from stay._words import did_you_mean
+
+            name = argparse._get_action_name(action)
+            listed = ", ".join(map(repr, choices))
+            self.error(f"argument {name}: invalid choice: {value!r}{did_you_mean(value, map(str, choices))} "
+                       f"(choose from {listed})")
+        super()._check_value(action, value)
+
 
 def _parser() -> argparse.ArgumentParser:
     from stay.settings import registered_backends

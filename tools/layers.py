@@ -33,7 +33,8 @@ LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under i
     "stay.testing": {"stay.models", "stay.stages"},  # test support: a rigged offline backend
     "stay.scoring": {"stay.view"},  # writes its report pages with the viewer's templates
     "stay.view": {"stay.pipeline", "stay._lazy"},  # shows a course, its validation and its gates
-    "stay.pipeline": {"stay.stages", "stay.models", "stay._lock", "stay._display", "stay._version"},
+    "stay.pipeline": {"stay.stages", "stay.models", "stay._lock", "stay._display", "stay._version",
+                      "stay._words"},
     "stay.stages": {"stay.artefacts", "stay.validate", "stay.requests"},
     "stay.models": {"stay.briefs", "stay.requests", "stay._secrets"},
     "stay.briefs": {"stay.artefacts", "stay.validate", "stay._slug"},
@@ -50,6 +51,7 @@ LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under i
     "stay._secrets": set(),
     "stay._slug": set(),
     "stay._version": set(),
+    "stay._words": set(),  # "did you mean": the CLI's parser and the pipeline's refusals
     "stay.errors": set(),
 }.items()}
 

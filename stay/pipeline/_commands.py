@@ -16,6 +16,7 @@ from typing import get_args
 from stay._display import Table, html_block, markdown_block, plural
 from stay._lock import CourseLock
 from stay._paths import check_links
+from stay._words import did_you_mean, no_course
 from stay.artefacts import Curriculum, load
 from stay.briefs import check_curriculum_size, course_dir
 from stay.errors import EnvironmentProblem, PipelineError, StayError, UsageError
@@ -37,7 +38,7 @@ def open_course_named(slug: str, courses_dir: str | os.PathLike[str], settings: 
     try:
         root = course_dir(courses_dir, slug)
         if not (root / "course.yaml").is_file():
-            raise UsageError(f"there is no course '{slug}' in {os.fspath(courses_dir)}")
+            raise UsageError(no_course(slug, courses_dir))
         sources = Sources(Prompts.load(chosen.prompts_dir), chosen.models, tuple(stages))
         return open_course(root, sources, chosen, tuple(stages))
     except OSError as exc:
@@ -79,7 +80,8 @@ def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "cour
     Returns the FAILs the validator finds in the files the gate covers. A person may
     approve them (``--yes`` may not): the caller says how many, so nobody signs unaware."""
     if gate not in GATE_NAMES:
-        raise UsageError(f"unknown gate '{gate}'; the gates are {' and '.join(GATE_NAMES)}")
+        raise UsageError(f"unknown gate '{gate}'{did_you_mean(gate, GATE_NAMES)}; the gates are "
+                         f"{' and '.join(GATE_NAMES)}")
     chosen = settings or Settings.from_env()
     state = open_course_named(slug, courses_dir, chosen)
     hint = functools.partial(command_hint, os.fspath(courses_dir))
@@ -149,7 +151,7 @@ def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
     every existing artefact becomes current; no model is called."""
     root = course_dir(courses_dir, slug)
     if not (root / "course.yaml").is_file():
-        raise UsageError(f"there is no course '{slug}' in {os.fspath(courses_dir)}")
+        raise UsageError(no_course(slug, courses_dir))
     with _locked(root):
         _set_aside_damaged(root / GATES, "gates")
         chosen = settings or Settings.from_env()

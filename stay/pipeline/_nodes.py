@@ -20,6 +20,7 @@ import yaml
 
 from stay._display import plural
 from stay._lock import CourseLock
+from stay._words import no_course
 from stay.artefacts import CourseManifest, Curriculum, Glossary, GlossaryTerm, dump, to_data, write
 from stay.briefs import check_duration
 from stay.errors import BriefRejected, ModelUnavailable, PipelineError, UsageError
@@ -75,7 +76,7 @@ def require(config: RunConfig, walk: Walk, node: Node) -> None:
 def _existing(config: RunConfig, walk: Walk) -> CourseState:
     """The ledger of a course that exists, or a refusal saying how to start one."""
     if walk.state is None or not (config.root / "course.yaml").is_file():
-        raise UsageError(f"there is no course '{config.slug}' in {config.courses_arg}; start one with "
+        raise UsageError(f"{no_course(config.slug, config.courses_arg)}; start one with "
                          f"{config.hint('new', 'BRIEF.yaml')}")
     return walk.state
 

@@ -16,6 +16,7 @@ from typing import Literal
 
 from stay._display import plural
 from stay._lock import CourseLock
+from stay._words import no_course
 from stay.artefacts import Brief
 from stay.briefs import (
     DEFAULT_LIMITS,
@@ -25,7 +26,7 @@ from stay.briefs import (
     course_dir,
     house_limits,
     load_brief,
-    slugify,
+    title_slug,
 )
 from stay.errors import EnvironmentProblem, StayError, UsageError
 from stay.models import (
@@ -159,7 +160,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
     if command == "new" and exists:
         raise UsageError(f"course '{slug}' already exists in {courses_arg}; continue it with {hint('build', slug)}")
     if command not in ("new", "build") and not exists:
-        raise UsageError(f"there is no course '{slug}' in {courses_arg}; start one with {hint('new', 'BRIEF.yaml')}")
+        raise UsageError(f"{no_course(slug, courses_arg)}; start one with {hint('new', 'BRIEF.yaml')}")
     limits = _house_limits(settings)
     if brief is not None:
         check_duration(brief.time_available, f"course '{slug}' brief", limits)
@@ -314,15 +315,15 @@ def _spent(run: Run) -> Spent:
 def _resolve(command: str, target: Brief | str | os.PathLike[str], courses_dir: Path,
              slug: str | None) -> tuple[Brief | None, str]:
     if isinstance(target, Brief):
-        return target, check_slug(slug or slugify(target.title))
+        return target, title_slug(target.title, slug)
     text = os.fspath(target)
     if text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text:
         brief = load_brief(text)
-        return brief, check_slug(slug or slugify(brief.title))
+        return brief, title_slug(brief.title, slug)
     name = check_slug(text)
     manifest_path = course_dir(courses_dir, name) / "course.yaml"
     if not manifest_path.is_file():
-        raise UsageError(f"there is no course '{name}' in {courses_dir}; start one with "
+        raise UsageError(f"{no_course(name, courses_dir)}; start one with "
                          "`stay new BRIEF.yaml`")
     return load_manifest(manifest_path.parent).brief, name
 

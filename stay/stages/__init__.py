@@ -56,6 +56,9 @@ STAGES: Mapping[str, Stage] = {stage.name: stage for stage in REGISTRY}
 """stage name -> its declaration."""
 
 
+from stay.stages._offline_repair import honour_note  # noqa: E402  (a test double's record of a note)
+
+
 def offline_answer(stage: str, inputs: Mapping[str, Any], stages: Sequence[Stage] | None = None) -> dict[str, Any]:
     """The offline backend's answer for one stage, from the named inputs its request
     carries (``ModelRequest.inputs``), as plain JSON data: public, so fakes and tests
@@ -88,6 +91,7 @@ __all__ = [
     "Source",
     "Stage",
     "answer_schema",
+    "honour_note",
     "offline_answer",
     "packaged_prompts_dir",
     "read_prompt",

@@ -117,9 +117,25 @@ def _lesson_titles(subjects: list[str], count: int) -> list[str]:
         words = subjects[index % len(subjects)].split()[:8]
         while len(words) > 1 and len(" ".join(words)) > room:
             words.pop()
+        words = _closed(words)
         title = stem.format(" ".join(words)[:room]) + part
         titles.append(title[:1].upper() + title[1:])
     return titles
+
+
+def _closed(words: list[str]) -> list[str]:
+    """The words up to an aside the cut left open: "messages (methods, status" is not a
+    title, "messages" is. The aside goes whole."""
+    depth, opened = 0, len(words)
+    for index, word in enumerate(words):
+        for char in word:
+            if char in "([{":
+                depth, opened = depth + 1, index if depth == 0 else opened
+            elif char in ")]}":
+                depth = max(0, depth - 1)
+    if not depth:
+        return words
+    return words[:opened] or [words[0].lstrip("([{")]  # an aside from the first word: its words, unbracketed
 
 
 def _lessons(curriculum_data: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:

@@ -35,14 +35,15 @@ def answer_offline(stage: str, offline: OfflineAnswer, inputs: Mapping[str, Any]
     """``stage``'s answer to a request carrying ``inputs`` (``ModelRequest.inputs``), from
     its declared ``offline`` answer, as plain JSON data; ``inputs`` is not modified. A
     repair (inputs ``current_version`` and ``defects_to_fix``) keeps the current file and
-    changes only what the defects name; a ``reviewer_note`` is shown (``honour_note``)."""
+    changes only what the defects name. A ``reviewer_note`` is not acted on: template
+    answers cannot follow guidance, and writing the note into the file would pass it off
+    as a revision (``stay revise`` says so in one line instead)."""
     try:
         data = offline(copy.deepcopy(dict(inputs)))
         current, defects = inputs.get("current_version"), inputs.get("defects_to_fix")
         if current is not None and isinstance(defects, list):  # a repair: keep the file, fix what is named
             data = keep_file(stage, data, current, defects)
-        note = inputs.get("reviewer_note")
-        return honour_note(stage, data, note) if isinstance(note, str) else data
+        return data  # a reviewer_note is not acted on: the pipeline's revise says so (stay.pipeline._revise)
     except KeyError as exc:
         raise UsageError(f"offline_answer: stage {stage!r} needs the input {exc.args[0]!r}; give it the "
                          "inputs its request carries (ModelRequest.inputs)") from None
@@ -107,10 +108,10 @@ def _patched(data: object, fixed: dict[str, dict[str, Any]]) -> object:
 
 
 def honour_note(stage: str, data: dict[str, Any], note: str) -> dict[str, Any]:
-    """A revision's answer: the same artefact, with the reviewer's note recorded where the
-    artefact has free text (scrubbed of banned words, at most 25 words, so the file still
-    passes the validator). Where it has none (outcomes, plans) the answer is unchanged:
-    the offline backend cannot rewrite to a note, only show it was read."""
+    """The same artefact with the reviewer's note recorded where it has free text
+    (scrubbed of banned words, at most 25 words, so the file still passes the validator);
+    where it has none (outcomes, plans) unchanged. Not the offline backend's answer: a
+    test double's (``stay.testing.RiggedBackend``) way to show a revision read its note."""
     said = " ".join(scrub(note).split()[:25]).rstrip(".")
     if not said:
         return data

@@ -19,7 +19,7 @@ from typing import Any
 
 from stay.errors import StayError, UsageError
 from stay.models import SCREEN_STAGE, ModelRequest, OfflineBackend
-from stay.stages import REGISTRY
+from stay.stages import REGISTRY, honour_note
 from stay.testing._quality import BUILD_NOISE, degrade
 
 # Defects the backend can be asked to inject, by name: the stage whose answer they
@@ -56,6 +56,9 @@ class RiggedBackend(OfflineBackend):
     defects: Mapping[str, int | None] | Iterable[str] = ()
     """Names from ``DEFECTS`` to inject into answers of their stage: a mapping gives how
     many answers to damage (None: all of them); a plain collection damages all."""
+    records_notes: bool = True
+    """Write a revision's reviewer note into the answer's free text, so a test sees the
+    revision read it (the offline backend itself cannot act on a note)."""
     flag: str | None = None
     """A moderation reason to flag every brief with."""
     quality: Mapping[str, float] = field(default_factory=dict)
@@ -125,6 +128,9 @@ class RiggedBackend(OfflineBackend):
                 data = {"flagged": True, "reason": self.flag}
             else:
                 data = super().answer(request)
+                note = request.inputs.get("reviewer_note")
+                if self.records_notes and isinstance(note, str):
+                    data = honour_note(request.stage, data, note)
         finally:
             with self._lock:
                 self.in_flight -= 1

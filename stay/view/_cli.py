@@ -41,7 +41,9 @@ def view_main(ns: argparse.Namespace) -> int:
         raise UsageError(f"--port {ns.port} is not a port; give 0 to 65535")
     root = course_dir(ns.courses_dir, ns.slug)
     if not root.is_dir():
-        raise UsageError(f"there is no course '{ns.slug}' in {ns.courses_dir}; check the slug and --courses-dir")
+        from stay._words import no_course
+
+        raise UsageError(f"{no_course(ns.slug, ns.courses_dir)}; check the slug and --courses-dir")
     out = render_course(root, ns.out or default_out_dir(ns.slug))
     pages = sum(1 for path in out.iterdir() if path.suffix == ".html")
     print(f"{ns.slug}: {pages} pages in {out} (open {out / 'index.html'})")

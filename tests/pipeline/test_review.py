@@ -47,7 +47,8 @@ def test_yes_still_answers_a_gate_nobody_answered_and_one_whose_files_changed_si
         tmp_path: Path) -> None:
     build_course(HTTP, courses_dir=tmp_path, progress=quiet)
     approve(SLUG, "design", courses_dir=tmp_path, decline=True, note=NOTE)
-    revise(SLUG, ["curriculum"], courses_dir=tmp_path, progress=quiet)  # the note of the decline is used
+    # the note of the decline is used; a rigged backend writes it in, as a model would act on it
+    revise(SLUG, ["curriculum"], courses_dir=tmp_path, backend=RiggedBackend(), progress=quiet)
     result = build_course(HTTP, courses_dir=tmp_path, yes=True, progress=quiet)
     assert result.complete  # the decline was about the old curriculum; --yes answers the new one
 
@@ -55,7 +56,7 @@ def test_yes_still_answers_a_gate_nobody_answered_and_one_whose_files_changed_si
 def test_a_revision_after_a_decline_retires_no_approval_that_never_held(tmp_path: Path) -> None:
     build_course(HTTP, courses_dir=tmp_path, progress=quiet)
     approve(SLUG, "design", courses_dir=tmp_path, decline=True, note=NOTE)
-    result = revise(SLUG, ["curriculum"], courses_dir=tmp_path, progress=quiet)
+    result = revise(SLUG, ["curriculum"], courses_dir=tmp_path, backend=RiggedBackend(), progress=quiet)
     assert "approval" not in result.reason  # declined, and the plan gate never answered
     readers = [stage for stage in REGISTRY if stage.phase == "design"  # what is written so far
                and any(getattr(source, "path", None) == "curriculum.yaml" for _name, source in stage.inputs)]
