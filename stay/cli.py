@@ -166,6 +166,12 @@ def _parser() -> argparse.ArgumentParser:
                                "(a rebuild: only what is missing or stale)")
     estimate.add_argument("--batch", action="store_true",
                           help="price the wave as `stay build --batch` sends it (one Message Batch, half price)")
+    watch = sub.add_parser("watch", parents=[common],
+                           help="validate a course on every save; print only the defects made and fixed",
+                           description="Watch a course's files (the optional extra: pip install -e '.[watch]'). "
+                                       "On every save the course is validated and only the difference is printed: "
+                                       "'+ <defect>' new, '- <defect>' fixed. Ctrl-C stops (exit 0).")
+    watch.add_argument("slug")
     graph = sub.add_parser("graph", help="print the pipeline graph")
     graph.add_argument("--format", choices=("mermaid", "dot", "json"), default="mermaid")
     sub.add_parser("validate", help="check courses against the course format (see `stay validate`)",
@@ -290,6 +296,10 @@ def _dispatch(args: list[str]) -> int:
         from stay.view import view_main
 
         return view_main(ns)
+    if ns.command == "watch":
+        from stay._watch import watch
+
+        return watch(ns.slug, ns.courses_dir)
     if ns.command == "estimate":
         return _estimate(ns, _settings(ns))
     if ns.command == "graph":
