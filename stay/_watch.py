@@ -44,6 +44,11 @@ DEBOUNCE_MS = 300
 """The longest a burst of writes (an editor's save is often several) is gathered before one
 validation; watchfiles' default of 1.6 s would miss the second the issue asks for."""
 
+TICK_MS = 250
+"""How long the watcher waits for a change before answering with none: the delay before the
+first line (the watcher is armed by then) and the longest a quiet watch sleeps."""
+
+
 
 def defect_changes(before: Iterable[Defect], after: Iterable[Defect]) -> list[str]:
     """What changed between two validations, as lines: ``- <defect>`` for each one fixed
@@ -68,7 +73,7 @@ def relevant(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> bool
     return os.path.commonpath([base, os.path.realpath(path)]) == base
 
 
-def watch(slug: str, courses_dir: str | os.PathLike[str], *, say: Callable[[str], None] | None = None) -> int:
+def watch(slug: str, courses_dir: str | os.PathLike[str]) -> int:
     """Watch the course ``slug`` in ``courses_dir`` until Ctrl-C; returns the exit code (0).
 
     Raises UsageError for a slug that names no course and when the ``watch`` extra is not
@@ -83,20 +88,28 @@ def watch(slug: str, courses_dir: str | os.PathLike[str], *, say: Callable[[str]
         import watchfiles
     except ImportError:
         raise UsageError(f"stay watch needs the optional watchfiles package: {INSTALL_HINT}") from None
-    out = say or _say
+    out = _say
     data = HouseData.load(Settings.from_env().resolved_data_dir())
     ignored = watchfiles.DefaultFilter()  # editors' swap and backup files, .git, caches
 
     def wanted(change: Change, path: str) -> bool:
         return relevant(root, path) and ignored(change, path)
 
+    # The watcher is armed when the generator first runs, so the course is checked after its
+    # first answer (a quiet tick, or the first changes): a save made once the first line is
+    # out always reaches the watcher, and what was saved before it is in that first check.
+    changes = watchfiles.watch(root, watch_filter=wanted, debounce=DEBOUNCE_MS, rust_timeout=TICK_MS,
+                               yield_on_timeout=True, raise_interrupt=True)
     try:
+        next(changes)
         defects = _defects(root, data, out) or ()
         fails = sum(d.severity is Severity.FAIL for d in defects)
         now = (f"{fails} FAIL, {len(defects) - fails} WARN now: `stay validate --select {','.join(PIPELINE_SELECT)} "
                f"{shlex.quote(str(root))}` lists them" if defects else "no defect now")
         out(f"watching {root} ({now}): + a new defect, - one fixed; Ctrl-C stops")
-        for _changes in watchfiles.watch(root, watch_filter=wanted, debounce=DEBOUNCE_MS, raise_interrupt=True):
+        for changed in changes:
+            if not changed:  # a quiet tick
+                continue
             found = _defects(root, data, out)
             if found is None:  # the course cannot be read just now: compare the next good check with the last
                 continue

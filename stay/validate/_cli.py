@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn, TextIO
 
 from stay._display import terminal_text
 from stay.errors import UsageError
 
 USAGE = ("python -m stay.validate [--strict] [--format text|json] [--data-dir DIR] [--jobs N] "
-         "[--select RULES] [--ignore RULES] [PATH ...]")
+         "[--select RULES] [--ignore RULES] [--courses-of] [PATH ...]")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,6 +67,10 @@ options:
                      or groups (contract, stay), comma-separated or repeated;
                      default: contract, the rules of the course format
   --ignore RULES     do not run these rules (the same forms)
+  --courses-of       each PATH is a file: check the courses holding them (the
+                     nearest directory above each with a course.yaml), as a
+                     pre-commit hook is given a commit's files; a file in no
+                     course is skipped
 
 exit codes: 0 no FAIL, 1 at least one FAIL, 2 usage error, 3 internal error
 """
@@ -91,6 +97,7 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--jobs", type=_jobs, default=None)
     parser.add_argument("--select", action="append", default=None)
     parser.add_argument("--ignore", action="append", default=None)
+    parser.add_argument("--courses-of", dest="courses_of", action="store_true")
     parser.add_argument("paths", nargs="*", metavar="PATH")
     try:
         return parser.parse_intermixed_args(list(argv))
@@ -129,10 +136,26 @@ def run(argv: Sequence[str]) -> int:
     from stay.validate._check import validate_courses  # imported here so --help stays cheap
 
     args = _parse(argv)
-    report = validate_courses(args.paths or ["courses"], strict=args.strict, data_dir=args.data_dir, jobs=args.jobs,
+    paths = courses_of(args.paths) if args.courses_of else args.paths or ["courses"]
+    report = validate_courses(paths, strict=args.strict, data_dir=args.data_dir, jobs=args.jobs,
                               select=args.select, ignore=args.ignore)
     _write(sys.stdout, report.to_json() if args.format == "json" else report.to_text())
     return report.exit_code
+
+
+def courses_of(files: Sequence[str]) -> list[str]:
+    """The courses holding ``files``, once each, in the order first met: for each file the
+    nearest directory at or above it (as given, relative or not) holding course.yaml, the
+    mark ``find_courses`` knows a course by. A file in no course is in none of them (a
+    course repository's README, its CI files). A file need not exist (a deletion)."""
+    found: dict[str, None] = {}
+    for file in files:
+        path = Path(file)
+        for directory in (path, *path.parents) if path.is_dir() else path.parents:
+            if (directory / "course.yaml").is_file():
+                found[os.fspath(directory)] = None
+                break
+    return list(found)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
