@@ -146,3 +146,43 @@ def test_the_python_hook_installs_stay_and_fails_a_fail(tmp_path: Path, sample_c
     tried = subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", os.fspath(ROOT), "stay-validate"],
                            cwd=repo, env=env, capture_output=True, text=True, timeout=1200)
     assert tried.returncode == 1 and "FAIL les009" in tried.stdout, tried.stdout + tried.stderr
+
+
+WORKFLOW = ROOT / "examples" / "ci" / "course-repository.yml"
+
+
+def _stay_commands(script: str) -> list[list[str]]:
+    import shlex
+
+    return [shlex.split(line.strip())[1:] for line in script.splitlines() if line.strip().startswith("stay ")]
+
+
+def test_the_example_workflow_runs_real_stay_commands() -> None:
+    """Every stay command the example workflow runs parses with stay's own parsers (a
+    renamed option fails here), it builds with --replay, validates strictly and uploads the
+    page compare writes."""
+    from stay.cli import _parser
+    from stay.validate._cli import _parse
+
+    steps = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))["jobs"]["course"]["steps"]
+    commands = [args for step in steps for args in _stay_commands(step.get("run", ""))]
+    for args in commands:
+        parsed = _parse(args[1:]) if args[0] == "validate" else _parser().parse_args(args)
+        assert parsed is not None
+    builds = [_parser().parse_args(args) for args in commands if args[0] == "build"]
+    assert builds and all(build.replay for build in builds)
+    assert any(_parse(args[1:]).strict for args in commands if args[0] == "validate")
+    pages = [args[args.index("--html") + 1] for args in commands if args[:2] == ["evals", "compare"]]
+    uploads = [step for step in steps if str(step.get("uses", "")).startswith("actions/upload-artifact@")]
+    assert pages and uploads and all(page in uploads[0]["with"]["path"].split() for page in pages)
+    assert uploads[0]["if"].startswith("always()")  # the page of a regression is the one worth reading
+
+
+def test_the_documented_pre_commit_config_names_a_shipped_hook() -> None:
+    import re
+
+    text = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    config = yaml.safe_load(re.search(r"```yaml\n(.*?)```", text, re.S).group(1))  # type: ignore[union-attr]
+    named = {hook["id"] for repo in config["repos"] for hook in repo["hooks"]}
+    shipped = {hook["id"] for hook in yaml.safe_load(HOOKS.read_text(encoding="utf-8"))}
+    assert named and named <= shipped
