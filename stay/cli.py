@@ -166,12 +166,13 @@ def _parser() -> argparse.ArgumentParser:
                                "(a rebuild: only what is missing or stale)")
     estimate.add_argument("--batch", action="store_true",
                           help="price the wave as `stay build --batch` sends it (one Message Batch, half price)")
-    watch = sub.add_parser("watch", parents=[common],
+    watch = sub.add_parser("watch",
                            help="validate a course on every save; print only the defects made and fixed",
                            description="Watch a course's files (the optional extra: pip install -e '.[watch]'). "
                                        "On every save the course is validated and only the difference is printed: "
                                        "'+ <defect>' new, '- <defect>' fixed. Ctrl-C stops (exit 0).")
     watch.add_argument("slug")
+    watch.add_argument("--courses-dir", default="courses", metavar="DIR", help="where courses live (default: courses)")
     graph = sub.add_parser("graph", help="print the pipeline graph")
     graph.add_argument("--format", choices=("mermaid", "dot", "json"), default="mermaid")
     sub.add_parser("validate", help="check courses against the course format (see `stay validate`)",

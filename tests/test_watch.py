@@ -153,3 +153,26 @@ def test_stay_watch_refuses_an_unknown_course_in_one_line(tmp_path: Path) -> Non
 
     done = run_stay("watch", "nowhere", "--courses-dir", str(tmp_path))
     assert done.returncode == EXIT_USAGE and done.stderr.count("\n") == 1 and "there is no course 'nowhere'" in done.stderr
+
+
+def test_without_the_extra_stay_watch_says_how_to_install_it(sample_copy: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from stay._watch import INSTALL_HINT
+    from tests.conftest import run_stay
+
+    monkeypatch.setitem(sys.modules, "watchfiles", None)  # import watchfiles raises ImportError
+    done = run_stay("watch", sample_copy.name, "--courses-dir", str(sample_copy.parent))
+    assert done.returncode == EXIT_USAGE and done.stderr.count("\n") == 1 and INSTALL_HINT in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_course_that_cannot_be_read_is_one_line_and_the_watch_goes_on(
+        sample_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from stay._watch import _defects
+
+    outside = tmp_path / "outside.md"
+    outside.write_text("# elsewhere\n", encoding="utf-8")
+    (sample_copy / "modules" / "linked.md").symlink_to(outside)
+    assert _defects(sample_copy, HouseData.load(default_data_dir()), print) is None
+    said = capsys.readouterr().out
+    assert said.startswith("! ") and said.count("\n") == 1 and "linked.md" in said, said
