@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -102,16 +102,21 @@ def watch(slug: str, courses_dir: str | os.PathLike[str]) -> int:
                                yield_on_timeout=True, raise_interrupt=True)
     try:
         next(changes)
-        defects = _defects(root, data, out) or ()
+        first = _check(root, data)
+        defects = first if isinstance(first, tuple) else ()
         fails = sum(d.severity is Severity.FAIL for d in defects)
-        now = (f"{fails} FAIL, {len(defects) - fails} WARN now: `stay validate --select {','.join(PIPELINE_SELECT)} "
-               f"{shlex.quote(str(root))}` lists them" if defects else "no defect now")
+        now = ("cannot be checked now" if isinstance(first, str) else "no defect now" if not defects else
+               f"{fails} FAIL, {len(defects) - fails} WARN now: `stay validate --select {','.join(PIPELINE_SELECT)} "
+               f"{shlex.quote(str(root))}` lists them")
         out(f"watching {root} ({now}): + a new defect, - one fixed; Ctrl-C stops")
+        if isinstance(first, str):
+            out(first)
         for changed in changes:
             if not changed:  # a quiet tick
                 continue
-            found = _defects(root, data, out)
-            if found is None:  # the course cannot be read just now: compare the next good check with the last
+            found = _check(root, data)
+            if isinstance(found, str):  # cannot be read just now: the next good check is compared with the last
+                out(found)
                 continue
             for line in defect_changes(defects, found):
                 out(line)
@@ -121,14 +126,13 @@ def watch(slug: str, courses_dir: str | os.PathLike[str]) -> int:
     return 0
 
 
-def _defects(root: Path, data: HouseData, out: Callable[[str], None]) -> tuple[Defect, ...] | None:
-    """The course's defects now, or None (after one ``! `` line) when it cannot be checked
-    (a link leading out of it, a directory gone): the watch goes on."""
+def _check(root: Path, data: HouseData) -> tuple[Defect, ...] | str:
+    """The course's defects now, or the one ``! `` line saying why it cannot be checked (a
+    link leading out of it, a directory gone): the watch goes on either way."""
     try:
         return check_course(root, data, select=PIPELINE_SELECT).defects
     except StayError as exc:
-        out(f"! {' '.join(str(exc).split())}")
-        return None
+        return f"! {' '.join(str(exc).split())}"
 
 
 def _say(line: str) -> None:

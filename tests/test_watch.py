@@ -166,13 +166,13 @@ def test_without_the_extra_stay_watch_says_how_to_install_it(sample_copy: Path,
     assert "Traceback" not in done.stderr
 
 
-def test_a_course_that_cannot_be_read_is_one_line_and_the_watch_goes_on(
-        sample_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from stay._watch import _defects
+def test_a_course_that_cannot_be_read_is_one_line_and_the_watch_goes_on(sample_copy: Path, tmp_path: Path) -> None:
+    from stay._watch import _check
 
+    data = HouseData.load(default_data_dir())
+    assert _check(sample_copy, data) == check_course(sample_copy, data, select=PIPELINE_SELECT).defects
     outside = tmp_path / "outside.md"
     outside.write_text("# elsewhere\n", encoding="utf-8")
     (sample_copy / "modules" / "linked.md").symlink_to(outside)
-    assert _defects(sample_copy, HouseData.load(default_data_dir()), print) is None
-    said = capsys.readouterr().out
-    assert said.startswith("! ") and said.count("\n") == 1 and "linked.md" in said, said
+    said = _check(sample_copy, data)
+    assert isinstance(said, str) and said.startswith("! ") and "\n" not in said and "linked.md" in said, said
