@@ -49,7 +49,6 @@ TICK_MS = 250
 first line (the watcher is armed by then) and the longest a quiet watch sleeps."""
 
 
-
 def defect_changes(before: Iterable[Defect], after: Iterable[Defect]) -> list[str]:
     """What changed between two validations, as lines: ``- <defect>`` for each one fixed
     (in ``before``, not in ``after``), then ``+ <defect>`` for each new one, each in report
