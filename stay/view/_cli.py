@@ -81,7 +81,8 @@ def _library(ns: argparse.Namespace) -> Path:
         _say(line)
     for row in library.rows:
         print(f"{row.slug}: {row.health}")
-    print(f"{len(library.rows)} courses in {out} (open {out / LISTING})")
+    courses = "course" if len(library.rows) == 1 else "courses"
+    print(f"{len(library.rows)} {courses} in {out} (open {out / LISTING})")
     return out
 
 

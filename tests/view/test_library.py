@@ -14,8 +14,7 @@ import pytest
 
 from stay.artefacts import CourseManifest, Curriculum, load
 from stay.pipeline import build_course
-from stay.view import render_course
-from stay.view import _library
+from stay.view import _library, render_course
 from stay.view._env import STATIC_FILES
 from stay.view._library import LISTING, build_library, render_library
 from stay.view._out import MARKER
