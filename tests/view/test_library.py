@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from stay.artefacts import CourseManifest, Curriculum, load
+from stay.errors import UsageError
 from stay.pipeline import build_course
 from stay.view import _library, render_course
 from stay.view._env import STATIC_FILES
@@ -190,11 +191,11 @@ def test_a_persons_files_stop_the_render_before_anything_is_written(library_dir:
     (out / last.name).mkdir(parents=True)
     (out / last.name / "index.html").write_text("my page\n")
     before = tree(out)
-    with pytest.raises(Exception, match="not empty and was not written"):
+    with pytest.raises(UsageError, match="not empty and was not written"):
         render_library(library_dir, out)
     assert tree(out) == before and not (out / first.name).exists() and not (out / MARKER).exists()
     render_course(first, out / first.name)  # beside a person's directory, it is no earlier site
-    with pytest.raises(Exception, match="not empty and was not written"):
+    with pytest.raises(UsageError, match="not empty and was not written"):
         render_library(library_dir, out)
 
 
