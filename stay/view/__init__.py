@@ -4,7 +4,8 @@
     >>> render_course("courses/how-http-requests-travel", "site/how-http-requests-travel")
 
 ``build_site`` returns every file of a course's site in memory (same course, same
-bytes); ``render_course`` writes them to a directory outside the course. The report
+bytes); ``render_course`` writes them to a directory outside the course;
+``render_library`` renders every course of a courses directory and a listing of them. The report
 pages (``render_compare_html``, ``render_run_summary_html``) turn eval results into
 one self-contained HTML page each (``stay.scoring.compare_page`` maps the result of
 ``stay evals compare`` onto the comparison page's rows). Nothing here writes into a course or fetches
@@ -32,13 +33,14 @@ _EXPORTS = {
     "build_site": "stay.view._site",
     "default_out_dir": "stay.view._site", "render_course": "stay.view._site", "write_site": "stay.view._site",
     "view_parser": "stay.view._cli", "view_main": "stay.view._cli",
+    "build_library": "stay.view._library", "render_library": "stay.view._library",
 }
 
 __all__ = [
     "PAIR_KINDS", "BuildMeans", "CompareDetail", "CompareHeader", "Interval", "ItemDiffRow", "ItemPair", "ItemSide",
-    "LessonText", "MeanError", "PromptFile", "RunCost", "ScorerPairs", "ScorerRow", "build_site",
+    "LessonText", "MeanError", "PromptFile", "RunCost", "ScorerPairs", "ScorerRow", "build_library", "build_site",
     "default_out_dir", "dollars", "render_compare_html", "render_compare_refused_html", "render_course",
-    "render_run_summary_html", "view_main", "view_parser", "write_site",
+    "render_library", "render_run_summary_html", "view_main", "view_parser", "write_site",
 ]
 
 if TYPE_CHECKING:
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
         ScorerPairs,
         dollars,
     )
+    from stay.view._library import build_library, render_library
     from stay.view._reports import (
         CompareHeader,
         Interval,

@@ -8,19 +8,25 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
-DESCRIPTION = ("render a course as a static, read-only site (never writes into the course); "
+DESCRIPTION = ("render a course (or, with no slug, every course and a listing) as a static, read-only site "
+               "(never writes into a course); "
                "--serve shows it on 127.0.0.1")
 
 
 def view_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``view`` to ``subparsers`` (the object ``add_subparsers`` returned)."""
     view: argparse.ArgumentParser = subparsers.add_parser("view", help=DESCRIPTION, description=DESCRIPTION)
-    view.add_argument("slug", help="the course's slug: a directory in --courses-dir")
+    view.add_argument("slug", nargs="?",
+                      help="the course's slug: a directory in --courses-dir (none: every course, as --all)")
+    view.add_argument("--all", action="store_true",
+                      help="render every course in --courses-dir as one site: a listing, then each course")
     view.add_argument("--courses-dir", default="courses", metavar="DIR", help="where courses live (default: courses)")
     view.add_argument("--out", metavar="DIR",
-                      help="where to write the site (default: site/<slug> under the current directory); "
+                      help="where to write the site (default: site/<slug> under the current directory, "
+                           "site/ for every course); "
                            "must be outside the course, and new, empty or an earlier site")
     view.add_argument("--serve", action="store_true", help="after rendering, serve the site on 127.0.0.1")
     view.add_argument("--port", type=int, metavar="P",
@@ -29,16 +35,30 @@ def view_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def view_main(ns: argparse.Namespace) -> int:
-    """Render (and maybe serve) the course ``ns.slug``; the exit code."""
-    from stay.briefs import course_dir
+    """Render (and maybe serve) the course ``ns.slug``, or every course; the exit code."""
     from stay.errors import UsageError
     from stay.view._serve import serve
-    from stay.view._site import default_out_dir, render_course
 
     if ns.port is not None and not ns.serve:
         raise UsageError("--port needs --serve")
     if ns.port is not None and not 0 <= ns.port <= 65535:
         raise UsageError(f"--port {ns.port} is not a port; give 0 to 65535")
+    if ns.all and ns.slug is not None:
+        raise UsageError(f"give a slug ({ns.slug}) or --all, not both")
+    out = _library(ns) if ns.slug is None else _one_course(ns)
+    if ns.serve:
+        try:
+            serve(out, 8000 if ns.port is None else ns.port, announce=_announce)
+        except KeyboardInterrupt:
+            _say("stopped serving")
+    return 0
+
+
+def _one_course(ns: argparse.Namespace) -> Path:
+    from stay.briefs import course_dir
+    from stay.errors import UsageError
+    from stay.view._site import default_out_dir, render_course
+
     root = course_dir(ns.courses_dir, ns.slug)
     if not root.is_dir():
         from stay._words import no_course
@@ -47,12 +67,23 @@ def view_main(ns: argparse.Namespace) -> int:
     out = render_course(root, ns.out or default_out_dir(ns.slug))
     pages = sum(1 for path in out.iterdir() if path.suffix == ".html")
     print(f"{ns.slug}: {pages} pages in {out} (open {out / 'index.html'})")
-    if ns.serve:
-        try:
-            serve(out, 8000 if ns.port is None else ns.port, announce=_announce)
-        except KeyboardInterrupt:
-            _say("stopped serving")
-    return 0
+    return out
+
+
+def _library(ns: argparse.Namespace) -> Path:
+    """Every course in --courses-dir: a line per course (its health) and per skipped directory."""
+    from stay.view._library import DEFAULT_OUT, LISTING, build_library, write_library
+
+    library = build_library(ns.courses_dir)
+    out = Path(ns.out) if ns.out else DEFAULT_OUT
+    write_library(library, out, ns.courses_dir)
+    for line in library.skipped:
+        _say(line)
+    for row in library.rows:
+        print(f"{row.slug}: {row.health}")
+    courses = "course" if len(library.rows) == 1 else "courses"
+    print(f"{len(library.rows)} {courses} in {out} (open {out / LISTING})")
+    return out
 
 
 def _announce(line: str) -> None:

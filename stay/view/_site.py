@@ -47,9 +47,18 @@ class LessonPage:
     next: LessonView | None
 
 
-def build_site(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None
-               ) -> dict[str, bytes]:
-    """Every file of the site, by its name, for the course at ``course_dir``."""
+def build_site(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
+               library: str | None = None) -> dict[str, bytes]:
+    """Every file of the site, by its name, for the course at ``course_dir``. ``library`` is
+    the listing's address from the course's pages when the course is rendered in a library
+    of courses (stay/view/_library.py): each page's header then links back to it."""
+    return site_and_health(course_dir, data_dir=data_dir, library=library)[0]
+
+
+def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
+                    library: str | None = None) -> tuple[dict[str, bytes], CourseView, Ledger, Validation]:
+    """``build_site``'s files, with the course, ledger and validation the pages were made
+    from (a library's listing sums them up without reading the course twice)."""
     root = Path(course_dir)
     if not root.is_dir():
         raise UsageError(f"course directory '{root}' does not exist; check the slug and --courses-dir")
@@ -62,7 +71,7 @@ def build_site(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLik
     common: dict[str, Any] = {
         "course": course, "ledger": ledger, "validation": validation, "links": links, "nav": PAGES,
         "file_state": lambda loaded: file_state(loaded, ledger, validation),
-        "budget": _budget(course), "file_kind": file_kind,
+        "budget": _budget(course), "file_kind": file_kind, "library": library,
     }
     lessons = [lesson for lesson in course.lessons if lesson.page is not None]
     views = [_lesson_page(lesson, links, lessons[i - 1] if i else None,
@@ -83,7 +92,8 @@ def build_site(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLik
         site[name] = static_text(name)
     site["pygments.css"] = pygments_css()
     # a file name that is not UTF-8 (shown in a defect) is shown as its escapes, never a crash
-    return {name: text.encode("utf-8", "backslashreplace") for name, text in sorted(site.items())}
+    files = {name: text.encode("utf-8", "backslashreplace") for name, text in sorted(site.items())}
+    return files, course, ledger, validation
 
 
 def _lesson_page(lesson: LessonView, links: Links, previous: LessonView | None,
@@ -138,21 +148,7 @@ def default_out_dir(slug: str) -> Path:
 def write_site(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_dir: str | os.PathLike[str]) -> Path:
     """Write ``site`` into ``out_dir``, refusing any place inside the course, and any file
     there that this function did not write (stay/view/_out.py). Returns the directory."""
-    out = Path(out_dir).resolve()
-    course = Path(course_dir).resolve()
-    if out == course or out.is_relative_to(course):
-        raise UsageError(f"--out {out_dir} is inside the course {course_dir}; the viewer never writes into a "
-                         "course: choose a directory outside it")
-    if course.is_relative_to(out):
-        raise UsageError(f"--out {out_dir} contains the course {course_dir}; choose a directory of its own")
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out_dir} is a file; give a directory")
-    owned = owned_now(out, read_marker(out, out_dir))
-    refused = conflicts(out, site, owned)
-    if refused:
-        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
-        raise UsageError(f"--out {out_dir} holds {refused[0]!r}{more}, which `stay view` did not write or which "
-                         "changed since; move it away or choose another directory")
+    out, owned = check_out_dir(site, out_dir, course_dir)
     new = {name: digest(data) for name, data in site.items()}
     sweep_temporaries(out, {MARKER, *site, *owned})
     out.mkdir(parents=True, exist_ok=True)
@@ -166,6 +162,42 @@ def write_site(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_d
             (out / name).unlink()
     write_marker(out, new)
     return out
+
+
+def check_out_dir(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_dir: str | os.PathLike[str],
+                  *, among_sites: bool = False) -> tuple[Path, dict[str, str]]:
+    """The refusals of ``write_site``, raised before anything is written (a library checks
+    every directory it will write first): the resolved directory and the files in it that
+    are the viewer's own (name -> sha256). ``among_sites``: a directory with no marker
+    that holds only earlier sites (``only_sites``) counts as empty."""
+    out = Path(out_dir).resolve()
+    course = Path(course_dir).resolve()
+    if out == course or out.is_relative_to(course):
+        raise UsageError(f"--out {out_dir} is inside the course {course_dir}; the viewer never writes into a "
+                         "course: choose a directory outside it")
+    if course.is_relative_to(out):
+        raise UsageError(f"--out {out_dir} contains the course {course_dir}; choose a directory of its own")
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out_dir} is a file; give a directory")
+    recorded = {} if among_sites and only_sites(out) else read_marker(out, out_dir)
+    owned = owned_now(out, recorded)
+    refused = conflicts(out, site, owned)
+    if refused:
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        raise UsageError(f"--out {out_dir} holds {refused[0]!r}{more}, which `stay view` did not write or which "
+                         "changed since; move it away or choose another directory")
+    return out, owned
+
+
+def only_sites(out: Path) -> bool:
+    """Whether ``out`` has no marker and holds nothing but directories an earlier ``stay view``
+    wrote (each with its own marker): ``site/`` after single-course renders into
+    ``site/<slug>``, which a library of courses takes as its folder."""
+    if not out.is_dir() or os.path.lexists(out / MARKER):
+        return False
+    with os.scandir(out) as entries:
+        return all(entry.is_dir(follow_symlinks=False) and (Path(entry.path) / MARKER).is_file()
+                   and not (Path(entry.path) / MARKER).is_symlink() for entry in entries)
 
 
 def render_course(course_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
