@@ -7,6 +7,7 @@ which wrote no review page."""
 from __future__ import annotations
 
 import shlex
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ import pytest
 
 import stay.artefacts as artefacts
 from stay.artefacts import Outcomes
+from stay.cli import main
+from stay.pipeline import approve
 from stay.view import render_course
 from tests.view.test_browser import SCREENSHOTS, Watch, browser, serve  # noqa: F401
 from tests.view.test_review import _stopped
@@ -49,11 +52,24 @@ def test_a_reviewer_follows_the_index_to_the_design_review(browser: Any, serve: 
 
 
 def test_the_review_page_does_not_scroll_sideways_at_390_px(browser: Any, serve: Any,  # noqa: F811
-                                                            design_site: tuple[Path, Path]) -> None:
-    _course, site = design_site
-    base = serve(site)
+                                                            design_site: tuple[Path, Path], tmp_path: Path) -> None:
+    """With the widest things it shows: the curriculum, a defects table (six columns) and
+    a diff of a long line (a hand edit declined, then replaced by a forced revision)."""
+    course = tmp_path / "courses" / design_site[0].name
+    shutil.copytree(design_site[0], course)
+    curriculum = course / "curriculum.yaml"
+    curriculum.write_text(curriculum.read_text().replace("summary: ", "summary: " + "a-very-long-word" * 20, 1))
+    approve(course.name, "design", courses_dir=course.parent, decline=True, note="wide")
+    assert main(["revise", course.name, "curriculum.yaml", "--force", "--courses-dir", str(course.parent)]) == 0
+    outcomes = course / "outcomes.yaml"
+    first = artefacts.load(outcomes, Outcomes).outcomes[0]
+    outcomes.write_text(outcomes.read_text().replace(f"verb: {first.verb}", "verb: ponder", 1))
+    base = serve(render_course(course, tmp_path / "site"))
     page = browser.new_page(viewport={"width": 390, "height": 844})
-    page.goto(base + "review.html")
+    response = page.goto(base + "review.html")
+    assert response is not None and response.status == 200
+    for shown in ("table.review-curriculum", "table.defects", "pre.review-diff"):
+        assert page.locator(shown).count() == 1, shown
     wide = page.evaluate("document.documentElement.scrollWidth")
     assert wide <= 390, f"review.html is {wide} px wide at 390 px"
     page.screenshot(path=str(SCREENSHOTS / "review-design-390.png"), full_page=True)
