@@ -17,11 +17,10 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from stay.errors import StayError
 from stay.pipeline import GateReview, capstone_outcomes, gate_review
 from stay.validate import Defect
 from stay.view._load import CourseView
-from stay.view._status import LEDGER_FILE, Validation
+from stay.view._status import LEDGER_FILE, Validation, _one_line
 
 PAGE = ("review.html", "Review")
 """The page's file and its label in the nav (shown there only while a gate waits)."""
@@ -70,8 +69,8 @@ def review_page(root: Path, course: CourseView, validation: Validation) -> Revie
     capstone = tuple(capstone_outcomes(course.assessment.model)) if course.assessment.model else ()
     try:
         data = gate_review(root.name, courses_dir=root.parent)
-    except StayError as exc:  # a damaged ledger or course shows on the page, not as a traceback
-        return Review(None, f"the gates cannot be read: {' '.join(str(exc).split())}", None, (), {}, {}, capstone)
+    except Exception as exc:  # a damaged ledger or course must show on the page, not end the render
+        return Review(None, f"the gates cannot be read: {_one_line(exc)}", None, (), {}, {}, capstone)
     if data.gate is None:
         return Review(None, None, data, (), {}, {}, capstone)
     covered = set(data.covered)

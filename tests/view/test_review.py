@@ -278,3 +278,11 @@ def test_a_course_past_every_gate_says_nothing_awaits_review(finished: Path) -> 
     assert "Nothing awaits review: every gate's approval holds." in review
     assert "stay approve" not in review
     assert "review.html" not in site["index.html"].decode()  # neither called out nor in the nav
+
+
+@pytest.mark.parametrize("damaged", [".state/gates.json", "curriculum.yaml"])
+def test_a_damaged_ledger_or_course_is_described_on_the_review_page(design_copy: Path, damaged: str) -> None:
+    approve(design_copy.name, "design", courses_dir=design_copy.parent, decline=True, note="")
+    (design_copy / damaged).write_text("{ not: [json or yaml")
+    review = page_text(build_site(design_copy)["review.html"])
+    assert "the gates cannot be read:" in review and "Traceback" not in review
