@@ -255,6 +255,7 @@ def test_rendering_the_review_writes_nothing_into_the_course(design_copy: Path, 
 
 def test_the_index_and_nav_point_at_the_review_while_a_gate_waits(at_design: Path) -> None:
     site = build_site(at_design)
+    assert build_site(at_design) == site  # same course, same bytes
     assert 'href="review.html">Review the design gate</a>' in site["index.html"].decode()
     for name, data in site.items():
         if name.endswith(".html"):
