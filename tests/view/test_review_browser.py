@@ -47,6 +47,7 @@ def test_a_reviewer_follows_the_index_to_the_design_review(browser: Any, serve: 
     assert page.locator('nav a[aria-current="page"]').inner_text() == "Review"
     SCREENSHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "review-design.png"), full_page=True)
+    print(f"screenshot: {SCREENSHOTS / 'review-design.png'}")
     assert watch.problems == []
     page.close()
 
@@ -72,5 +73,7 @@ def test_the_review_page_does_not_scroll_sideways_at_390_px(browser: Any, serve:
         assert page.locator(shown).count() == 1, shown
     wide = page.evaluate("document.documentElement.scrollWidth")
     assert wide <= 390, f"review.html is {wide} px wide at 390 px"
+    SCREENSHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "review-design-390.png"), full_page=True)
+    print(f"screenshot: {SCREENSHOTS / 'review-design-390.png'}")
     page.close()
