@@ -7,6 +7,8 @@ from stay.pipeline._commands import adopt, approve, gate_status, status
 from stay.pipeline._course_graph import course_graph
 from stay.pipeline._estimate import Estimate, estimate
 from stay.pipeline._gate_decl import GATE_NAMES
+from stay.pipeline._gate_page import capstone_outcomes
+from stay.pipeline._gate_review import GateReview, gate_review
 from stay.pipeline._graph import DECLARATION, build, graph, problems
 from stay.pipeline._ledger import read_document
 from stay.pipeline._progress import NotebookProgress, ProgressUpdate
@@ -15,9 +17,9 @@ from stay.pipeline._runner import BuildResult, build_course, revise, run_command
 from stay.pipeline._walk import walk_order
 
 __all__ = [
-    "DECLARATION", "GATE_NAMES", "BriefRejected", "BuildResult", "Estimate", "GraphError", "NotebookProgress",
-    "ProgressUpdate", "Spent", "adopt", "approve", "build",
-    "build_course", "course_graph", "estimate", "gate_status", "graph", "problems", "read_document", "revise",
-    "run_command",
+    "DECLARATION", "GATE_NAMES", "BriefRejected", "BuildResult", "Estimate", "GateReview", "GraphError",
+    "NotebookProgress", "ProgressUpdate", "Spent", "adopt", "approve", "build",
+    "build_course", "capstone_outcomes", "course_graph", "estimate", "gate_review", "gate_status", "graph",
+    "problems", "read_document", "revise", "run_command",
     "spent_of", "status", "walk_order",
 ]

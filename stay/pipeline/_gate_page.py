@@ -73,10 +73,15 @@ def outcome_lines(outcomes: Outcomes, assessment: Assessment | None) -> list[str
     return lines if outcomes.outcomes else [*lines, "No outcomes."]
 
 
+def capstone_outcomes(assessment: Assessment) -> list[str]:
+    """The outcomes the capstone gathers evidence of, in the assessment's order."""
+    return [evidence.outcome for evidence in assessment.evidence if "capstone" in evidence.methods]
+
+
 def assessment_lines(assessment: Assessment, outcomes: Outcomes | None) -> list[str]:
     """The strategy, then the outcomes the capstone gathers evidence of."""
     texts = {outcome.id: outcome.text for outcome in outcomes.outcomes} if outcomes else {}
-    capstone = [evidence.outcome for evidence in assessment.evidence if "capstone" in evidence.methods]
+    capstone = capstone_outcomes(assessment)
     lines = ["## Assessment", "", f"Strategy: {markdown_text(assessment.strategy)}", "",
              f"Capstone outcomes ({len(capstone)}):", ""]
     lines += [f"- {_lead(outcome)}" + (f": {markdown_text(texts[outcome])}" if outcome in texts else "")

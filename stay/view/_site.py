@@ -31,6 +31,8 @@ from stay.view._out import (
     sweep_temporaries,
     write_marker,
 )
+from stay.view._review import PAGE as REVIEW_PAGE
+from stay.view._review import review_page, tracked
 from stay.view._status import Ledger, Validation, read_ledger, run_validator
 
 PAGES = (("index.html", "Course"), ("outcomes.html", "Outcomes"), ("glossary.html", "Glossary"),
@@ -68,8 +70,12 @@ def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.Pa
     validation = run_validator(root, house)
     links = Links(course)
     env = environment()
+    # a course stay tracks gets a review page; it is in the nav only while a gate waits
+    review = review_page(root, course, validation) if tracked(root) else None
+    pending = review.gate if review is not None and review.pending else None
     common: dict[str, Any] = {
-        "course": course, "ledger": ledger, "validation": validation, "links": links, "nav": PAGES,
+        "course": course, "ledger": ledger, "validation": validation, "links": links,
+        "nav": (*PAGES, REVIEW_PAGE) if pending else PAGES, "review_pending": pending,
         "file_state": lambda loaded: file_state(loaded, ledger, validation),
         "budget": _budget(course), "file_kind": file_kind, "library": library,
     }
@@ -84,6 +90,8 @@ def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.Pa
     site["glossary.html"] = env.get_template("glossary.html.j2").render(common, page="glossary.html")
     site["capstone.html"] = env.get_template("capstone.html.j2").render(common, page="capstone.html")
     site["status.html"] = env.get_template("status.html.j2").render(common, page="status.html")
+    if review is not None:
+        site[REVIEW_PAGE[0]] = env.get_template("review.html.j2").render(common, page=REVIEW_PAGE[0], review=review)
     lesson_template = env.get_template("lesson.html.j2")
     for view in views:
         assert view.lesson.page is not None

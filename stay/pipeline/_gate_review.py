@@ -1,0 +1,131 @@
+"""What a reviewer at a gate needs from the ledger, read and never written: the gate a
+course waits at, the files it covers, the files ``stay revise`` takes there, and what
+changed since the last answer at that gate.
+
+The ledger keeps the digest of every covered file at each answer (``.state/gates.json``),
+not its text. The only earlier bytes a course keeps are those set aside under
+``.state/retired/`` (a forced revision of a hand-edited file, an orphan retired): a
+change is shown as a diff only when such a copy has exactly the digest recorded at the
+last answer, so no history is invented; otherwise the page says the text is not kept.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from stay._stored import Damaged, read_stored
+from stay.pipeline._commands import open_course_named
+from stay.pipeline._gate_decl import GATES
+from stay.pipeline._layout import GLOSSARY
+from stay.pipeline._ledger import RETIRED, digest
+from stay.pipeline._state import CourseState
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The last answer recorded at a gate."""
+
+    approved: bool
+    at: str
+    by: str
+    note: str
+
+
+@dataclass(frozen=True)
+class Change:
+    """A covered file whose bytes differ from those the last answer recorded."""
+
+    path: str
+    was: str | None
+    """Its digest at the last answer (None: the gate did not cover it then)."""
+    now: str | None
+    """Its digest now (None: it is gone)."""
+    earlier: str | None = None
+    """The text it had at the last answer, when a copy with that digest is kept."""
+    kept_in: str | None = None
+    """Where that copy is, relative to the course."""
+    text: str | None = None
+    """Its text now (None when it is gone, or there is nothing to compare it with)."""
+
+
+@dataclass(frozen=True)
+class GateReview:
+    """The gate a course waits at (``gate`` None: every gate's approval holds)."""
+
+    gate: str | None
+    why: str = ""
+    """Why its approval does not hold, as ``stay status`` says it."""
+    missing: tuple[str, ...] = ()
+    """Covered files not written yet: the course has not reached the gate."""
+    covered: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+    """The files of the gate's own phase, each a TARGET ``stay revise`` takes."""
+    previous: Answer | None = None
+    changes: tuple[Change, ...] = ()
+
+
+def gate_review(slug: str, *, courses_dir: str | os.PathLike[str] = "courses") -> GateReview:
+    """The first gate, in the order a course passes them, whose approval does not hold,
+    and what a reviewer there must judge. Reads the course and its ledger; writes nothing."""
+    state = open_course_named(slug, courses_dir)
+    state.hash_once()  # one snapshot of the course: each file hashed once
+    for gate in GATES:
+        holds, why = state.approval(gate.name)
+        if holds:
+            continue
+        covered = tuple(state.covered(gate.name))
+        graph = state.graph
+        targets = tuple(path for path in covered if graph.nodes[path].get("phase") == gate.closes
+                        and graph.nodes[path].get("stage") and path not in (GLOSSARY, "course.yaml"))
+        missing = tuple(path for path in covered if state.current_hash(path) is None)
+        entry = state.gates().get(gate.name)
+        previous = changes = None
+        if entry is not None:
+            previous = Answer(bool(entry.get("approved")), str(entry.get("at", "")), str(entry.get("by", "")),
+                              str(entry.get("note") or ""))
+            recorded = entry.get("covered", {})
+            changes = _changes(state, covered, recorded if isinstance(recorded, dict) else {})
+        return GateReview(gate.name, why, missing, covered, targets, previous, tuple(changes or ()))
+    return GateReview(None)
+
+
+def _changes(state: CourseState, covered: tuple[str, ...], recorded: dict[str, object]) -> list[Change]:
+    found = []
+    for path in [*covered, *sorted(set(recorded) - set(covered))]:
+        was = recorded.get(path)
+        was = was if isinstance(was, str) else None
+        now = state.current_hash(path)
+        if was == now:
+            continue
+        kept = _kept_copy(state.root, path, was) if was is not None else None
+        earlier = text = None
+        if kept is not None:
+            earlier = _text(state.root / kept)
+            text = _text(state.root / path) if now is not None else ""
+        found.append(Change(path, was, now, earlier, kept, text))
+    return found
+
+
+def _kept_copy(root: Path, path: str, wanted: str) -> str | None:
+    """A copy of ``path`` under .state/retired/ whose bytes have the digest ``wanted``."""
+    retired = root / RETIRED
+    if not retired.is_dir():
+        return None
+    for run in sorted(retired.iterdir()):
+        candidate = run / path
+        if candidate.is_file() and not candidate.is_symlink():
+            try:
+                if digest(read_stored(candidate)) == wanted:
+                    return candidate.relative_to(root).as_posix()
+            except (Damaged, OSError):
+                continue
+    return None
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return read_stored(path).decode("utf-8", "replace")
+    except (Damaged, OSError):
+        return None

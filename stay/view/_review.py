@@ -1,0 +1,116 @@
+"""The review page: what a reviewer must judge at the gate a course waits at.
+
+``review_page`` reads the gate from the ledger (``stay.pipeline.gate_review``, which
+writes nothing), keeps the validator's defects in the files the gate covers, turns what
+changed since the last answer into diff lines (only against earlier text the course
+keeps, by digest; else it says the text is not kept), and prints the commands that
+answer the gate as a person would paste them. The page shows every value as text: the
+template escapes it, and a diff line is marked ``+``/``-`` in its text as well as its
+colour.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from stay.pipeline import GateReview, capstone_outcomes, gate_review
+from stay.validate import Defect
+from stay.view._load import CourseView
+from stay.view._status import LEDGER_FILE, Validation, _one_line
+
+PAGE = ("review.html", "Review")
+"""The page's file and its label in the nav (shown there only while a gate waits)."""
+
+DEFAULT_COURSES = "courses"
+"""stay's default --courses-dir (stay/cli.py): a course under it needs no flag."""
+
+NOTE = '"..."'
+"""What the printed commands hold where the reviewer writes their note."""
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    kind: str
+    """add, del, hunk (an @@ line), file (a ---/+++ line) or same."""
+    text: str
+
+
+@dataclass(frozen=True)
+class Review:
+    """Everything the review page shows; ``gate`` None: nothing awaits review."""
+
+    gate: str | None
+    note: str | None
+    """Why the ledger cannot say (not tracked, or unreadable); None when it can."""
+    data: GateReview | None
+    defects: tuple[Defect, ...]
+    diffs: dict[str, tuple[DiffLine, ...]]
+    """path -> its diff against the copy kept from the last answer, for those that have one."""
+    commands: dict[str, tuple[str, ...]]
+    """approve, decline, revise -> the commands to copy."""
+    capstone: tuple[str, ...]
+
+    @property
+    def pending(self) -> bool:
+        return self.gate is not None and self.data is not None and not self.data.missing
+
+
+def tracked(root: Path) -> bool:
+    """Whether stay keeps a ledger for the course: only then has it gates to review."""
+    return (root / LEDGER_FILE).is_file()
+
+
+def review_page(root: Path, course: CourseView, validation: Validation) -> Review:
+    """What the review page shows for the course at ``root``; reads, never writes."""
+    capstone = tuple(capstone_outcomes(course.assessment.model)) if course.assessment.model else ()
+    try:
+        data = gate_review(root.name, courses_dir=root.parent)
+    except Exception as exc:  # a damaged ledger or course must show on the page, not end the render
+        return Review(None, f"the gates cannot be read: {_one_line(exc)}", None, (), {}, {}, capstone)
+    if data.gate is None:
+        return Review(None, None, data, (), {}, {}, capstone)
+    covered = set(data.covered)
+    defects = tuple(d for d in validation.defects if d.path in covered)
+    diffs = {change.path: diff_lines(change.path, change.earlier, change.text or "")
+             for change in data.changes if change.earlier is not None}
+    return Review(data.gate, None, data, defects, diffs, commands(root, data), capstone)
+
+
+def diff_lines(path: str, earlier: str, now: str) -> tuple[DiffLine, ...]:
+    """A unified diff of ``earlier`` against ``now``, each line with its kind."""
+    lines = difflib.unified_diff(earlier.splitlines(), now.splitlines(), f"{path} (at the last answer)",
+                                 f"{path} (now)", lineterm="")
+    return tuple(DiffLine(_kind(line), line) for line in lines)
+
+
+def _kind(line: str) -> str:
+    if line.startswith(("---", "+++")):
+        return "file"
+    return {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "same")
+
+
+def commands(root: Path, data: GateReview) -> dict[str, tuple[str, ...]]:
+    """The commands that answer the gate, as they parse (``stay approve SLUG GATE``,
+    ``--decline --note``, ``stay revise SLUG TARGET --note``), one revise per file the
+    gate's own phase wrote, each carrying the --courses-dir the course is under."""
+    assert data.gate is not None
+    slug, where = shlex.quote(root.name), _courses_flag(root.parent)
+    approve = f"stay approve {slug} {data.gate}"
+    return {
+        "approve": (approve + where,),
+        "decline": (f"{approve} --decline --note {NOTE}{where}",),
+        "revise": tuple(f"stay revise {slug} {shlex.quote(target)} --note {NOTE}{where}" for target in data.targets),
+    }
+
+
+def _courses_flag(courses: Path) -> str:
+    """`` --courses-dir DIR``, or nothing when DIR is the default (the same directory)."""
+    try:
+        default = courses.resolve() == Path(DEFAULT_COURSES).resolve()
+    except OSError:
+        default = False
+    return "" if default else f" --courses-dir {shlex.quote(os.fspath(courses))}"
