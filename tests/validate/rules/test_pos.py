@@ -140,3 +140,13 @@ def _one_mcq(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The items with every mcq item but the first dropped."""
     first = next(i for i in items if i["type"] == "mcq")
     return [i for i in items if i["type"] != "mcq" or i is first]
+
+
+def test_the_quiz_prompt_asks_for_what_the_rules_check() -> None:
+    """The quiz stage's prompt asks for the fix the pos rules' messages name, so a model is
+    told up front what a repair would later be told."""
+    from stay.stages import Prompts
+
+    prompt = (Path(Prompts.load().directory) / "quiz.md").read_text(encoding="utf-8").lower()
+    fixes = {RULES[code].template.rpartition(": ")[2] for code in _pos_codes()}
+    assert fixes == {FIX} and FIX in " ".join(prompt.split())
