@@ -150,3 +150,14 @@ def test_the_quiz_prompt_asks_for_what_the_rules_check() -> None:
     prompt = (Path(Prompts.load().directory) / "quiz.md").read_text(encoding="utf-8").lower()
     fixes = {RULES[code].template.rpartition(": ")[2] for code in _pos_codes()}
     assert fixes == {FIX} and FIX in " ".join(prompt.split())
+
+
+def test_the_docs_table_of_stays_rules_is_the_registrys() -> None:
+    """docs/validator.md lists every stay-group rule with its severity, owner and message."""
+    from stay.validate import Group
+
+    section = (ROOT / "docs" / "validator.md").read_text(encoding="utf-8").split("### stay's own rules", 1)[1]
+    rows = [[cell.strip() for cell in line.strip("|").split(" | ")] for line in section.split("\n## ", 1)[0].splitlines()
+            if line.startswith("| ") and not line.startswith(("| code", "| ---"))]
+    documented = [(code, severity, owner, message.strip("`")) for code, severity, owner, _per, message in rows]
+    assert documented == [(r.code, str(r.severity), r.owner, r.template) for r in RULES.values() if r.group is Group.STAY]
