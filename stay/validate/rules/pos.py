@@ -60,8 +60,9 @@ def pos001(course: Course) -> Iterator[Finding]:
                               "vary which option is correct", group=Group.STAY)
 def pos002(course: Course) -> Iterator[Finding]:
     """One module puts the correct option of every mcq item in the same position, across
-    two or more quizzes: each quiz may look varied to its own reader while the module
-    teaches the pattern. Items that all sit in one quiz are pos001's finding, not said twice."""
+    two or more quizzes: quizzes of one mcq item each show no pattern alone, while a
+    learner going through the module learns it. Items that all sit in one quiz are that
+    quiz's pos001, not said twice (two quizzes asking means two items or more)."""
     for module, module_dir in zip(course.modules, course.module_dirs, strict=True):
         quizzes = {lesson.quiz.path: _positions(lesson) for lesson in course.planned_lessons
                    if lesson.module_dir == module_dir}

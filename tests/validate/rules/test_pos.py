@@ -80,6 +80,17 @@ def test_a_module_of_all_c_across_its_quizzes_is_named_with_its_quizzes(tmp_path
         f"modules/{module}/{name}" for name, p in quizzes.items() if len(p) >= 2)
 
 
+def test_a_module_of_one_mcq_item_per_quiz_all_at_c_is_the_modules_finding_alone(tmp_path: Path) -> None:
+    """No quiz shows a pattern with one item, so pos001 evaluates none of m01's; pos002 fires."""
+    course = make_fixture("pos002", tmp_path)
+    for lesson_id in lessons_of(course, "m01"):
+        edit_quiz(course, lesson_id, lambda d: d.__setitem__("items", _one_mcq(d["items"])))
+    module = _module_dir(course, "m01")
+    assert all(len(found) == 1 for found in positions(course)[module].values())
+    (defect,) = pos_defects(course)
+    assert (defect.code, defect.path) == ("pos002", f"modules/{module}") and "is option C" in defect.message
+
+
 def test_silent_when_positions_vary_across_a_module_whose_quizzes_are_each_uniform(tmp_path: Path) -> None:
     """Each quiz of m01 put in one position of its own: every quiz fires, the module does not."""
     course = make_fixture("pos002", tmp_path / "made")  # all C, then each lesson moved to its own letter
