@@ -310,6 +310,20 @@ def exercises(inputs: dict[str, Any]) -> dict[str, Any]:
     return {"lesson": lesson_plan["lesson"], "exercises": found}
 
 
+def _placed(correct: dict[str, Any], wrong: list[dict[str, Any]], lesson: str,
+            earlier: int) -> list[dict[str, Any]]:
+    """The options with the correct one at a position that moves from item to item.
+
+    A learner who always picks the same letter must not score: the position steps by one
+    for each earlier mcq item of the quiz and for each lesson and module before this one
+    (the numbers of the lesson id, mNN-lNN, counted from m01-l01), so neighbouring items,
+    and a module's lessons, differ. Derived from ids alone, never chance, so the same plan
+    gives the same bytes."""
+    before = sum(int(number) - 1 for number in re.findall(r"\d+", lesson))
+    position = (before + earlier) % (len(wrong) + 1)
+    return [*wrong[:position], correct, *wrong[position:]]
+
+
 def quiz(inputs: dict[str, Any]) -> dict[str, Any]:
     lesson_plan = inputs["plan"]
     lesson = lesson_plan["lesson"]
@@ -325,15 +339,15 @@ def quiz(inputs: dict[str, Any]) -> dict[str, Any]:
             items.append({
                 "id": next_id(), "outcome": outcome["id"], "type": "mcq",
                 "stem": f"Which statement describes {term} as this lesson teaches it?",
-                "options": [
+                "options": _placed(
                     {"text": f"It is the subject of lesson {lesson}, which the learner practises "
                              "on a realistic task.", "correct": True},
-                    {"text": "It can be learnt by reading about it, without practice.", "correct": False,
-                     "why_wrong": "Confuses reading about an idea with being able to use it."},
-                    {"text": "It only matters to specialists, never to this audience.", "correct": False,
-                     "why_wrong": "Assumes only specialists can use the idea, which the course sets "
-                                  "out to disprove."},
-                ],
+                    [{"text": "It can be learnt by reading about it, without practice.", "correct": False,
+                      "why_wrong": "Confuses reading about an idea with being able to use it."},
+                     {"text": "It only matters to specialists, never to this audience.", "correct": False,
+                      "why_wrong": "Assumes only specialists can use the idea, which the course sets "
+                                   "out to disprove."}],
+                    lesson, sum(item["type"] == "mcq" for item in items)),
                 "explanation": "The lesson introduces the idea and then has the learner use it.",
             })
         else:

@@ -31,6 +31,7 @@ from stay.validate.rules import (
     man,
     out,
     pln,
+    pos,
     prj,
     qz,
     ret,
@@ -40,8 +41,10 @@ from stay.validate.rules import (
 
 FAMILIES: tuple[ModuleType, ...] = (
     sch, man, lay, aud, cur, out, asm, pln, lod, trm, les, exe, qz, ret, prj, glo,
+    pos,
 )
-"""The rule families in the contract's order; each module is named by its prefix."""
+"""The rule families in the contract's order, then stay's own (``pos``); each module is
+named by its prefix."""
 
 
 def prefix_of(family: ModuleType) -> str:
