@@ -224,13 +224,21 @@ def test_a_damaged_stored_value_is_treated_as_no_progress(site: tuple[Any, str, 
     assert watch.problems == []
 
 
-def test_no_storage_at_all_leaves_the_pages_working(browser: Any, serve: Any,  # noqa: F811
-                                                    sample_site: Path) -> None:  # noqa: F811
+UNAVAILABLE = {
+    # where storage is blocked (cookies off, some private modes): reading window.localStorage throws
+    "blocked": "Object.defineProperty(window, 'localStorage', "
+               "{get() { throw new DOMException('denied', 'SecurityError'); }});",
+    # a full quota: every write throws
+    "full": "Storage.prototype.setItem = function () { throw new DOMException('full', 'QuotaExceededError'); };",
+}
+
+
+@pytest.mark.parametrize("how", sorted(UNAVAILABLE))
+def test_storage_that_is_blocked_or_full_leaves_the_pages_working(browser: Any, serve: Any,  # noqa: F811
+                                                                   sample_site: Path, how: str) -> None:  # noqa: F811
     base = serve(sample_site)
     context = browser.new_context()
-    # as where storage is blocked: reading window.localStorage throws
-    context.add_init_script("Object.defineProperty(window, 'localStorage', "
-                            "{get() { throw new DOMException('denied', 'SecurityError'); }});")
+    context.add_init_script(UNAVAILABLE[how])
     page = context.new_page()
     watch = Watch(base)
     watch.attach(page)
