@@ -216,6 +216,7 @@ def test_the_site_works_opened_from_disk(browser: Any, sample_site: Path) -> Non
     assert page.eval_on_selector("header.site", "e => getComputedStyle(e).display") == "flex"
     question = page.locator("#m01-l01-q1")
     question.locator("label[for='m01-l01-q1-o1']").click()  # quizzes in a browser: test_learner_browser.py
+    question.locator("button.check-answer").click()
     question.locator(".explanation > .markdown").wait_for(state="visible", timeout=5000)
     assert watch.problems == []
     page.close()

@@ -63,6 +63,7 @@ def site(browser: Any, serve: Any, sample_site: Path) -> Iterator[tuple[Any, str
 
 def _answer(page: Any, item: artefacts.QuizItem, option: int) -> None:
     page.locator(f"label[for='{item.id}-o{option}']").click()
+    page.locator(f"#{item.id} button.check-answer").click()
 
 
 def _score(page: Any) -> str:
@@ -94,6 +95,14 @@ def test_answering_shows_the_verdict_the_right_option_and_the_explanation_never_
     assert item.explanation.strip() not in seen and "Correct." not in seen and "right answer" not in seen
     assert page.locator("#quiz details:visible").count() == 0
     assert _score(page) == ""
+    check = question.locator("button.check-answer")
+    assert check.is_disabled()  # nothing chosen yet
+    radios = question.locator("input[type=radio]")
+    radios.first.focus()
+    page.keyboard.press("Space")
+    page.keyboard.press("ArrowDown")  # moving through the options with the keys answers nothing
+    assert radios.nth(1).is_checked() and check.is_enabled()
+    assert not question.locator(".explanation").is_visible() and not question.locator(".verdict:visible").count()
 
     _answer(page, item, wrong)
     chosen = question.locator("li.option").nth(wrong)
@@ -261,7 +270,7 @@ def test_without_javascript_one_disclosure_reveals_the_answers(browser: Any, ser
     page.goto(serve(sample_site) + f"{LESSON}.html")
     item = _choices()[0]
     assert item.options is not None
-    _answer(page, item, _wrong(item))
+    page.locator(f"label[for='{item.id}-o{_wrong(item)}']").click()
     assert page.locator(f"#{item.id} input[type=radio]").nth(_wrong(item)).is_checked()  # the choice is made
     key = page.locator("#quiz details.answers")
     assert key.is_visible() and key.get_attribute("open") is None
@@ -271,7 +280,8 @@ def test_without_javascript_one_disclosure_reveals_the_answers(browser: Any, ser
     assert f"Right answer: {'ABCDEFGHIJKLMNOPQRSTUVWXYZ'[_right(item)]}. {item.options[_right(item)].text}" in shown
     assert item.explanation.strip() in shown and str(item.options[_wrong(item)].why_wrong) in shown
     # the controls that need script to keep anything are not offered
-    for control in ("button.finish", "button.show-answer", "input[data-exercise]", "button.reset-progress"):
+    for control in ("button.check-answer", "button.finish", "button.show-answer", "input[data-exercise]",
+                    "button.reset-progress"):
         assert page.locator(control).first.is_hidden(), control
     solution = page.locator(f"#{LESSON}-e1 details.solution")  # exercises' disclosures need no script either
     solution.locator("summary").click()

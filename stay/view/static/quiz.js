@@ -1,7 +1,7 @@
-// The quiz: nothing says which option is right until the learner answers. Choosing
-// an option answers the question once: the choice gets its verdict (and why it is
-// wrong), the right option is marked, the explanation opens, and the quiz's score
-// is updated. A short answer shows the model answer only once something is typed.
+// The quiz: nothing says which option is right until the learner answers. "Check my
+// answer" answers the question once, with the chosen option: the choice gets its
+// verdict (and why it is wrong), the right option is marked, the explanation opens,
+// and the quiz's score is updated. A short answer shows the model answer only once something is typed.
 // Answers are kept through progress.js (window.stayProgress) and shown again on a
 // reload. Without this script the page still works: the radio buttons choose, and
 // one "Check your answers" disclosure after the items reveals every answer.
@@ -110,13 +110,28 @@
       if (typeof answer === "number") {
         answerChoice(item, answer);
       }
-      item.addEventListener("change", function (event) {
-        var input = event.target;
-        var chosen = parseInt(input.value, 10);
-        if (input.type === "radio" && answerChoice(item, chosen)) {
+      // answered on the button, never on a change: arrow keys change the choice as they move
+      var check = item.querySelector("button.check-answer");
+      if (!check) {
+        return;
+      }
+      show(check.parentElement);
+      function choice() {
+        var input = item.querySelector("fieldset.options input[type=radio]:checked");
+        return input ? parseInt(input.value, 10) : -1;
+      }
+      function ready() {
+        check.disabled = item.classList.contains("answered") || choice() < 0;
+      }
+      ready();
+      item.addEventListener("change", ready);
+      check.addEventListener("click", function () {
+        var chosen = choice();
+        if (answerChoice(item, chosen)) {
           remember(id, chosen);
           tally();
         }
+        ready();
       });
       return;
     }
