@@ -23,7 +23,7 @@ from stay.view._links import fragment
 from stay.view._markdown import item_html
 from stay.view._status import badge_class
 
-STATIC_FILES = ("style.css", "quiz.js")
+STATIC_FILES = ("style.css", "progress.js", "quiz.js")
 
 
 @cache

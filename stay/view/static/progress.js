@@ -1,0 +1,259 @@
+// A learner's progress, kept in this browser's localStorage and never sent anywhere.
+// One key per course, "stay:progress:<slug>", holding
+//   {"v": 1, "opened": [lesson ids], "finished": [lesson ids], "quiz": {item id: answer},
+//    "exercises": [exercise ids], "last": "<lesson page>.html" or null}
+// where an answer is the chosen option's index (multiple choice) or the typed text.
+// The stored value is untrusted (edited by hand, written by an older viewer, cut short
+// by a full quota): load() keeps only well-formed entries, within bounds, and treats
+// anything else as no progress; every page applies only the ids it shows. No storage
+// at all (private mode, blocked cookies) means no progress, never an error.
+// Exposes window.stayProgress (load, save, clear, add, remove) for quiz.js.
+"use strict";
+(function () {
+  var VERSION = 1;
+  var MAX_CHARS = 200000; // a value longer than this was not written by this script
+  var MAX_ENTRIES = 5000; // per list, and answers per course
+  var MAX_ANSWER = 4000; // characters of one typed answer
+  var MAX_OPTION = 100; // an option index past this names no option of any quiz
+  var ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
+  var PAGE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}\.html$/;
+
+  function key(slug) {
+    return "stay:progress:" + slug;
+  }
+
+  function empty() {
+    return {v: VERSION, opened: [], finished: [], quiz: Object.create(null), exercises: [], last: null};
+  }
+
+  function storage() {
+    try {
+      return window.localStorage || null; // reading the property itself throws where storage is blocked
+    } catch (e) {
+      return null;
+    }
+  }
+
+  function ids(value) {
+    var kept = [];
+    if (!Array.isArray(value)) {
+      return kept;
+    }
+    for (var i = 0; i < value.length && kept.length < MAX_ENTRIES; i++) {
+      if (typeof value[i] === "string" && ID.test(value[i]) && kept.indexOf(value[i]) < 0) {
+        kept.push(value[i]);
+      }
+    }
+    return kept;
+  }
+
+  function answers(value) {
+    var kept = Object.create(null);
+    if (!value || typeof value !== "object" || Array.isArray(value)) {
+      return kept;
+    }
+    var names = Object.keys(value).slice(0, MAX_ENTRIES);
+    for (var i = 0; i < names.length; i++) {
+      var answer = value[names[i]];
+      var option = typeof answer === "number" && Math.floor(answer) === answer && answer >= 0 && answer < MAX_OPTION;
+      var text = typeof answer === "string" && answer.length > 0 && answer.length <= MAX_ANSWER;
+      if (ID.test(names[i]) && (option || text)) {
+        kept[names[i]] = answer;
+      }
+    }
+    return kept;
+  }
+
+  function load(slug) {
+    var state = empty();
+    var store = storage();
+    var raw = null;
+    var data = null;
+    if (!store || !ID.test(slug)) {
+      return state;
+    }
+    try {
+      raw = store.getItem(key(slug));
+      data = typeof raw === "string" && raw.length <= MAX_CHARS ? JSON.parse(raw) : null;
+    } catch (e) {
+      return state; // unreadable, or not JSON: no progress
+    }
+    if (!data || typeof data !== "object" || Array.isArray(data) || data.v !== VERSION) {
+      return state;
+    }
+    state.opened = ids(data.opened);
+    state.finished = ids(data.finished);
+    state.exercises = ids(data.exercises);
+    state.quiz = answers(data.quiz);
+    state.last = typeof data.last === "string" && PAGE.test(data.last) ? data.last : null;
+    return state;
+  }
+
+  function save(slug, state) {
+    var store = storage();
+    try {
+      store.setItem(key(slug), JSON.stringify(state));
+      return true;
+    } catch (e) {
+      return false; // no storage, or the quota is full: the page goes on without keeping it
+    }
+  }
+
+  function clear(slug) {
+    try {
+      storage().removeItem(key(slug));
+    } catch (e) {
+      // nothing stored, nothing to clear
+    }
+  }
+
+  function add(list, id) {
+    if (list.indexOf(id) < 0) {
+      list.push(id);
+    }
+  }
+
+  function remove(list, id) {
+    var at = list.indexOf(id);
+    if (at >= 0) {
+      list.splice(at, 1);
+    }
+  }
+
+  function reveal(element) {
+    // the controls that only work with script are rendered hidden, inside a <p hidden>
+    element.hidden = false;
+    if (element.parentElement && element.parentElement.hidden) {
+      element.parentElement.hidden = false;
+    }
+  }
+
+  function lessonsOf(bar) {
+    return (bar.getAttribute("data-lessons") || "").split(",").filter(function (id) {
+      return ID.test(id);
+    });
+  }
+
+  function count(list, known) {
+    return known.filter(function (id) {
+      return list.indexOf(id) >= 0;
+    }).length;
+  }
+
+  function fillBar(bar) {
+    var lessons = lessonsOf(bar);
+    var state = load(bar.getAttribute("data-course") || "");
+    var finished = count(state.finished, lessons);
+    var opened = count(state.opened, lessons);
+    var meter = document.createElement("progress");
+    meter.max = Math.max(lessons.length, 1);
+    meter.value = finished;
+    meter.setAttribute("aria-label", "Lessons finished");
+    var text = document.createElement("p");
+    text.className = "progress-text";
+    text.textContent = finished + " of " + lessons.length + " lessons finished; " + opened + " opened.";
+    bar.replaceChildren(meter, text);
+  }
+
+  function fillContinue(link) {
+    var slug = link.getAttribute("data-course") || "";
+    var last = load(slug).last;
+    var known = null; // the lessons a progress bar of this course on this page lists
+    document.querySelectorAll(".progress[data-course]").forEach(function (bar) {
+      if (bar.getAttribute("data-course") === slug) {
+        known = (known || []).concat(lessonsOf(bar));
+      }
+    });
+    if (!last || (known && known.indexOf(last.slice(0, -".html".length)) < 0)) {
+      link.hidden = true;
+      return;
+    }
+    // beside the link's own target: the course index, or <slug>/index.html on a listing
+    var own = link.getAttribute("href") || "";
+    var href = own.slice(0, own.lastIndexOf("/") + 1) + last;
+    var title = last.slice(0, -".html".length);
+    document.querySelectorAll("a[href]").forEach(function (a) {
+      if (a !== link && a.getAttribute("href") === href && a.textContent.trim()) {
+        title = a.textContent.trim();
+      }
+    });
+    link.href = href;
+    link.textContent = "Continue where you left off: " + title;
+    link.hidden = false;
+  }
+
+  function refresh() {
+    document.querySelectorAll(".progress[data-course]").forEach(fillBar);
+    document.querySelectorAll("a.continue[data-course]").forEach(fillContinue);
+  }
+
+  function lessonPage(host) {
+    var slug = host.getAttribute("data-course") || "";
+    var lesson = host.getAttribute("data-lesson") || "";
+    var page = host.getAttribute("data-page") || "";
+    if (!ID.test(lesson)) {
+      return;
+    }
+    var state = load(slug);
+    add(state.opened, lesson); // opened: its page loaded
+    state.last = PAGE.test(page) ? page : state.last;
+    save(slug, state);
+
+    var button = host.querySelector("button.finish");
+    var note = host.querySelector(".finished-note");
+    function show(finished) {
+      button.setAttribute("aria-pressed", finished ? "true" : "false");
+      if (note) {
+        note.textContent = finished ? "You finished this lesson." : "";
+      }
+    }
+    if (button) {
+      reveal(button);
+      show(state.finished.indexOf(lesson) >= 0);
+      button.addEventListener("click", function () {
+        var now = load(slug); // another tab, or quiz.js, may have written since
+        var finished = now.finished.indexOf(lesson) < 0;
+        (finished ? add : remove)(now.finished, lesson);
+        save(slug, now);
+        show(finished);
+      });
+    }
+
+    document.querySelectorAll("input[type=checkbox][data-exercise]").forEach(function (box) {
+      var id = box.getAttribute("data-exercise") || "";
+      if (!ID.test(id)) {
+        return;
+      }
+      reveal(box.closest(".exercise-done") || box);
+      box.checked = state.exercises.indexOf(id) >= 0;
+      box.addEventListener("change", function () {
+        var now = load(slug);
+        (box.checked ? add : remove)(now.exercises, id);
+        save(slug, now);
+      });
+    });
+  }
+
+  function resetButton(button) {
+    var slug = button.getAttribute("data-course") || "";
+    reveal(button);
+    button.addEventListener("click", function () {
+      if (window.confirm("Forget your progress in this course (lessons, quiz answers, exercises) in this browser?")) {
+        clear(slug);
+        refresh();
+      }
+    });
+  }
+
+  window.stayProgress = {load: load, save: save, clear: clear, add: add, remove: remove};
+
+  document.querySelectorAll(".lesson-progress[data-course]").forEach(lessonPage);
+  document.querySelectorAll("button.reset-progress[data-course]").forEach(resetButton);
+  refresh();
+  // back and forward restore a page from the cache without running this again
+  window.addEventListener("pageshow", function (event) {
+    if (event.persisted) {
+      refresh();
+    }
+  });
+}());
