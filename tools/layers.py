@@ -40,7 +40,7 @@ LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under i
     "stay.briefs": {"stay.artefacts", "stay.validate", "stay._slug"},
     "stay.requests": {"stay.settings"},
     "stay.validate": {"stay.settings", "stay._display", "stay._bounds", "stay._paths"},
-    "stay.settings": {"stay._secrets", "stay.errors"},  # the only reader of the environment
+    "stay.settings": {"stay._secrets", "stay.errors", "stay._version"},  # the only reader of the environment
     "stay._lock": {"stay._paths", "stay.artefacts"},
     "stay.artefacts": {"stay._bounds"},
     "stay._bounds": {"stay._stored"},  # the bounds on reading a course file
