@@ -163,3 +163,16 @@ def test_the_distribution_is_named_once_and_every_install_hint_uses_it(wheel: Pa
     found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}" for path in texts
              for number, line in enumerate(path.read_text().splitlines(), 1) if wrong.search(line)]
     assert not found, found
+
+
+def test_the_wheel_carries_the_example_briefs(wheel: Path) -> None:
+    """``stay init`` and ``stay new --example`` work from an install: the wheel holds
+    examples/briefs/ (the one copy) as stay/_examples, byte for byte, and nothing else there."""
+    from stay._init import example_names
+
+    briefs = ROOT / "examples" / "briefs"
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {n.removeprefix("stay/_examples/"): archive.read(n) for n in archive.namelist()
+                   if n.startswith("stay/_examples/")}
+    assert shipped == {p.name: p.read_bytes() for p in briefs.glob("*.yaml")}
+    assert sorted(Path(name).stem for name in shipped) == example_names()

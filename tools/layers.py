@@ -27,7 +27,8 @@ from pathlib import Path
 # readers (stay._bounds, stay._stored).
 LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under in {
     "stay.__main__": {"stay.cli"},  # ``python -m stay``: the program, nothing of its own
-    "stay.cli": {"stay", "stay.suite"},
+    "stay.cli": {"stay", "stay.suite", "stay._init"},
+    "stay._init": {"stay.briefs", "stay._words"},  # stay init and the packaged example briefs
     "stay": {"stay.pipeline", "stay.validate", "stay._lazy"},  # the public names
     "stay.suite": {"stay.scoring", "stay.testing"},  # builds courses and scores them
     "stay.testing": {"stay.models", "stay.stages"},  # test support: a rigged offline backend
