@@ -19,9 +19,11 @@ committed sample, nor anything else into the checkout.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -138,6 +140,27 @@ def _environment(tmp_path: Path, clone: Path) -> dict[str, str]:
     return env
 
 
+def _run(text: str, name: str, clone: Path, env: dict[str, str]) -> tuple[int, str]:
+    """One file's script: its exit code and stderr. It runs in a process group of its own,
+    which is killed when it ends or times out, so a block that started a server (or
+    anything left in the background) never outlives the test."""
+    process = subprocess.Popen(["bash", "-c", text, name], cwd=clone, env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, stderr = process.communicate(timeout=SECONDS_PER_FILE)
+        code = process.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        _, stderr = process.communicate()
+        stderr += (f"\n{FAILED} ? timeout still running after {SECONDS_PER_FILE} s: a command that serves or "
+                   "watches belongs under <!-- tour: skip (the reason) -->")
+        code = -1
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # the group is the script's alone (start_new_session)
+    return code, stderr
+
+
 def test_the_tour_runs_as_written_in_a_fresh_clone(tmp_path: Path) -> None:
     clone = _clone(tmp_path)
     env = _environment(tmp_path, clone)
@@ -146,14 +169,13 @@ def test_the_tour_runs_as_written_in_a_fresh_clone(tmp_path: Path) -> None:
         text = path.read_text()
         if not any(block.skipped is None for block in blocks(text)):
             continue
-        done = subprocess.run(["bash", "-c", script(text), path.name], cwd=clone, env=env, capture_output=True,
-                              text=True, timeout=SECONDS_PER_FILE, check=False, stdin=subprocess.DEVNULL)
-        if done.returncode != 0:
-            marks = [line for line in done.stderr.splitlines() if line.startswith(FAILED)]
-            where = marks[-1].split(maxsplit=3)[1:] if marks else ["?", str(done.returncode), "?"]
-            stderr = "\n    ".join(line for line in done.stderr.splitlines()[-25:] if not line.startswith(FAILED))
+        code, stderr = _run(script(text), path.name, clone, env)
+        if code != 0:
+            marks = [line for line in stderr.splitlines() if line.startswith(FAILED)]
+            where = marks[-1].split(maxsplit=3)[1:] if marks else ["?", str(code), "?"]
+            said = "\n    ".join(line for line in stderr.splitlines()[-25:] if not line.startswith(FAILED))
             failures.append(f"{path.relative_to(clone)}:{where[0]}: exit {where[1]}: "
-                            f"{where[2] if len(where) > 2 else '?'}\n    {stderr}")
+                            f"{where[2] if len(where) > 2 else '?'}\n    {said}")
     assert not failures, "\n".join(failures)
     changed = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=clone, capture_output=True,
                              text=True, check=True).stdout
