@@ -77,7 +77,7 @@ def example_lines() -> list[str]:
     shown = examples()
     width = max(len(example.name) for example in shown)
     lines = [f"{example.name:<{width}}  {example.title} ({example.time_available})" for example in shown]
-    return [*lines, f"build one with: stay new --example {shown[0].name}"]
+    return [*lines, f"build one with: stay new --example {INIT_EXAMPLE}"]
 
 
 def init(directory: str | os.PathLike[str] = ".", example: str = INIT_EXAMPLE) -> list[str]:
