@@ -116,8 +116,13 @@ def _parser() -> argparse.ArgumentParser:
     }
     for name, text in helps.items():
         command = sub.add_parser(name, parents=[common], help=text, description=text)
-        command.add_argument("target", metavar="BRIEF-or-SLUG",
+        command.add_argument("target", metavar="BRIEF-or-SLUG", nargs="?" if name == "new" else None,
                              help="a brief YAML file, or the slug of a course in --courses-dir")
+        if name == "new":  # a packaged brief, for a user with no checkout (stay/_init.py)
+            command.add_argument("--example", metavar="NAME", help="build from the example brief NAME, shipped "
+                                                                   "with stay, instead of a BRIEF")
+            command.add_argument("--list-examples", action="store_true",
+                                 help="list the example briefs with their titles, and exit")
         command.add_argument("--slug", help="the course slug (default: from the brief's title)")
         if name in ("build", "plan", "write"):
             command.add_argument("--yes", action="store_true",
@@ -173,6 +178,10 @@ def _parser() -> argparse.ArgumentParser:
                                        "'+ <defect>' new, '- <defect>' fixed. Ctrl-C stops (exit 0).")
     watch.add_argument("slug")
     watch.add_argument("--courses-dir", default="courses", metavar="DIR", help="where courses live (default: courses)")
+    init = sub.add_parser("init", help="write an example brief and a .gitignore for .runs/ to start from")
+    init.add_argument("directory", nargs="?", default=".", metavar="DIR", help="where (default: here)")
+    init.add_argument("--example", metavar="NAME", help="which example brief (default: how-http-requests-travel; "
+                                                        "`stay new --list-examples` lists them)")
     graph = sub.add_parser("graph", help="print the pipeline graph")
     graph.add_argument("--format", choices=("mermaid", "dot", "json"), default="mermaid")
     sub.add_parser("validate", help="check courses against the course format (see `stay validate`)",
@@ -285,6 +294,13 @@ def _dispatch(args: list[str]) -> int:
         parser.print_help()
         return EXIT_USAGE
     ns = parser.parse_args(args)
+    if ns.command == "init":
+        from stay._init import INIT_EXAMPLE, init
+
+        print("\n".join(init(ns.directory, ns.example or INIT_EXAMPLE)))
+        return EXIT_OK
+    if ns.command == "new" and (ns.list_examples or ns.example is not None or ns.target is None):
+        return _new_example(ns)
     if ns.command in ("new", "build", "plan", "write", "repair", "revise"):
         return _run(ns, _settings(ns))
     if ns.command in ("approve", "status", "adopt"):
@@ -308,6 +324,22 @@ def _dispatch(args: list[str]) -> int:
         return EXIT_OK
     parser.print_help()
     return EXIT_USAGE
+
+
+def _new_example(ns: argparse.Namespace) -> int:
+    """``stay new --list-examples``, ``stay new --example NAME``, or ``stay new`` given nothing."""
+    from stay._init import example_lines, example_path
+
+    if ns.list_examples:
+        print("\n".join(example_lines()))
+        return EXIT_OK
+    if ns.example is None:
+        raise UsageError("stay new needs a BRIEF.yaml, or --example NAME for a packaged one "
+                         "(`stay new --list-examples` lists them; `stay init` writes one to edit)")
+    if ns.target is not None:
+        raise UsageError(f"give a BRIEF ({ns.target[:60]}) or --example {ns.example[:60]}, not both")
+    ns.target = str(example_path(ns.example))
+    return _run(ns, _settings(ns))
 
 
 ANSWER_TOKENS_HELP = ("every answer's room in tokens, thinking on top (default: STAY_ANSWER_TOKENS, else each "

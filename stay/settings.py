@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,12 +83,20 @@ def _registered(path: tuple[str, ...]) -> tuple[tuple[str, EntryPoint], ...]:
     milliseconds, and settings are made many times a run); a path added later is read anew."""
     from importlib.metadata import EntryPoint, entry_points
 
+    from stay._version import DISTRIBUTION
+
     found = {name: EntryPoint(name, value, BACKEND_GROUP) for name, value in BUILTIN_BACKENDS.items()}
     for point in entry_points(group=BACKEND_GROUP):
-        dist = point.dist.name if point.dist is not None else None
-        if point.name not in BUILTIN_BACKENDS or (dist == "stay" and point.value == BUILTIN_BACKENDS[point.name]):
+        dist = _normalised(point.dist.name) if point.dist is not None else None
+        if point.name not in BUILTIN_BACKENDS or (dist == _normalised(DISTRIBUTION)
+                                                  and point.value == BUILTIN_BACKENDS[point.name]):
             found[point.name] = point  # an installed built-in is stay's own, with its version
     return tuple(sorted(found.items()))
+
+
+def _normalised(distribution: str) -> str:
+    """A distribution's name as PEP 503 compares them (``Stay_Course`` is ``stay-course``)."""
+    return re.sub(r"[-_.]+", "-", distribution).lower()
 
 
 def checked_backend(name: object, where: str = "backend") -> str:

@@ -144,3 +144,35 @@ def test_the_version_is_written_once() -> None:
         if name and path.is_file() and stay.__version__.encode() in path.read_bytes():
             spelled.append(name)
     assert spelled == [source]
+
+
+def test_the_distribution_is_named_once_and_every_install_hint_uses_it(wheel: Path) -> None:
+    """``stay`` on PyPI is an unrelated package: stay is installed as DISTRIBUTION, which
+    pyproject's name and the wheel's metadata spell, and no install instruction or hint, in
+    the docs or in what stay prints, names ``stay`` itself (``pip install 'stay[otel]'`` once
+    resolved to that other package and warned that it had no such extra)."""
+    from stay._version import DISTRIBUTION
+
+    assert PYPROJECT["project"]["name"] == DISTRIBUTION
+    _, fields = _metadata(wheel)
+    assert fields["Name"] == [DISTRIBUTION]
+    assert wheel.name.startswith(DISTRIBUTION.replace("-", "_") + "-")
+    texts = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "stay").rglob("*.py")),
+             ROOT / ".ci" / "run", *sorted((ROOT / "tools").glob("*.py"))]
+    wrong = re.compile(r"pip install\s+(?:-U\s+)?['\"]?stay(?:\[|['\"\s]|$)|`stay\[")
+    found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}" for path in texts
+             for number, line in enumerate(path.read_text().splitlines(), 1) if wrong.search(line)]
+    assert not found, found
+
+
+def test_the_wheel_carries_the_example_briefs(wheel: Path) -> None:
+    """``stay init`` and ``stay new --example`` work from an install: the wheel holds
+    examples/briefs/ (the one copy) as stay/_examples, byte for byte, and nothing else there."""
+    from stay._init import example_names
+
+    briefs = ROOT / "examples" / "briefs"
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {n.removeprefix("stay/_examples/"): archive.read(n) for n in archive.namelist()
+                   if n.startswith("stay/_examples/")}
+    assert shipped == {p.name: p.read_bytes() for p in briefs.glob("*.yaml")}
+    assert sorted(Path(name).stem for name in shipped) == example_names()

@@ -27,8 +27,9 @@ from pathlib import Path
 # readers (stay._bounds, stay._stored).
 LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under in {
     "stay.__main__": {"stay.cli"},  # ``python -m stay``: the program, nothing of its own
-    "stay.cli": {"stay", "stay.suite", "stay._watch"},
+    "stay.cli": {"stay", "stay.suite", "stay._watch", "stay._init"},
     "stay._watch": {"stay.validate", "stay.artefacts", "stay._words"},  # stay watch: validation as you save
+    "stay._init": {"stay.briefs", "stay._words"},  # stay init and the packaged example briefs
     "stay": {"stay.pipeline", "stay.validate", "stay._lazy"},  # the public names
     "stay.suite": {"stay.scoring", "stay.testing"},  # builds courses and scores them
     "stay.testing": {"stay.models", "stay.stages"},  # test support: a rigged offline backend
@@ -41,7 +42,7 @@ LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under i
     "stay.briefs": {"stay.artefacts", "stay.validate", "stay._slug"},
     "stay.requests": {"stay.settings"},
     "stay.validate": {"stay.settings", "stay._display", "stay._bounds", "stay._paths"},
-    "stay.settings": {"stay._secrets", "stay.errors"},  # the only reader of the environment
+    "stay.settings": {"stay._secrets", "stay.errors", "stay._version"},  # the only reader of the environment
     "stay._lock": {"stay._paths", "stay.artefacts"},
     "stay.artefacts": {"stay._bounds"},
     "stay._bounds": {"stay._stored"},  # the bounds on reading a course file

@@ -26,7 +26,9 @@ from stay.errors import BriefError
 MAX_BYTES = 64 * 1024
 REQUIRED = ("title", "topic", "audience", "time_available")
 OPTIONAL = ("industry", "constraints")
-EXAMPLE = "examples/briefs/how-http-requests-travel.yaml"
+EXAMPLE = "the example brief `stay init` writes"
+"""Where a refusal points for a brief that works: what every install has (``stay init``),
+never a checkout's path."""
 
 _NUMBER_WORDS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,

@@ -1,7 +1,7 @@
 """The OpenAI-compatible backend: Chat Completions through the official ``openai`` SDK
-(an optional extra, ``pip install -e '.[openai]'``, imported only when a call is made),
-for OpenAI, Azure OpenAI, OpenRouter, Gemini's OpenAI endpoint, vLLM, llama.cpp's server,
-Ollama and LM Studio alike.
+(an optional extra, ``pip install 'stay-course[openai]'``, or ``-e '.[openai]'`` in a
+checkout, imported only when a call is made), for OpenAI, Azure OpenAI, OpenRouter,
+Gemini's OpenAI endpoint, vLLM, llama.cpp's server, Ollama and LM Studio alike.
 
 It keeps the Claude backend's guarantees with the same helpers (``stay.models._wire``):
 our own retries (the SDK's are off), jittered backoff, ``retry-after`` waited in full and
@@ -55,7 +55,10 @@ _JSON_ONLY_LOCK = threading.Lock()
 
 
 def install_hint() -> UsageError:
-    return UsageError("the openai backend needs the openai SDK: pip install -e '.[openai]'")
+    from stay._version import DISTRIBUTION
+
+    return UsageError(f"the openai backend needs the openai SDK: pip install '{DISTRIBUTION}[openai]' "
+                      "(from a checkout: pip install -e '.[openai]')")
 
 
 def refuses_json_schema(detail: str) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from importlib.metadata import EntryPoint
 
+from stay._version import DISTRIBUTION
 from stay.errors import StayError, UsageError
 from stay.models._protocol import FEATURES, Backend
 from stay.settings import Settings, checked_backend, registered_backends
@@ -27,11 +28,11 @@ def backends() -> Mapping[str, EntryPoint]:
 
 
 def distribution(point: EntryPoint) -> tuple[str, str | None]:
-    """The distribution that declares ``point`` and its version; ``("stay", None)`` for a
-    built-in read from stay's own table (this stay, whatever its installed metadata says)."""
+    """The distribution that declares ``point`` and its version; ``(DISTRIBUTION, None)`` for
+    a built-in read from stay's own table (this stay, whatever its installed metadata says)."""
     if point.dist is not None:
         return point.dist.name, point.dist.version
-    return "stay", None
+    return DISTRIBUTION, None
 
 
 def _where(point: EntryPoint) -> str:

@@ -3,7 +3,7 @@
 The JSON-lines trace under ``<course>/.runs/traces/`` stays the record; this sends the
 same run, once it is flushed, to whatever tracing backend ``OTEL_EXPORTER_OTLP_ENDPOINT``
 names (Langfuse, Phoenix, a Collector, ...), with the optional extra
-``pip install 'stay[otel]'`` (``opentelemetry-sdk`` and the OTLP/HTTP exporter). The
+``pip install 'stay-course[otel]'`` (``opentelemetry-sdk`` and the OTLP/HTTP exporter). The
 SDK is imported only here, only when exporting, so a plain install runs without it.
 
 What the backend receives, for one run:
@@ -52,14 +52,14 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from stay._secrets import redact
-from stay._version import __version__
+from stay._version import DISTRIBUTION, __version__
 from stay.models import REPLAY
 from stay.settings import OtlpTarget
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
-INSTALL_HINT = "pip install 'stay[otel]'"
+INSTALL_HINT = f"pip install '{DISTRIBUTION}[otel]' (from a checkout: pip install -e '.[otel]')"
 
 
 def _warn(line: str) -> None:

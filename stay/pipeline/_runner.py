@@ -45,7 +45,7 @@ from stay.pipeline._dag import Dag
 from stay.pipeline._gate_decl import GATE_NAMES
 from stay.pipeline._gateway import cost_cap
 from stay.pipeline._graph import CommandDecl, assemble, checked, declare
-from stay.pipeline._ledger import Sources
+from stay.pipeline._ledger import STATE, Sources
 from stay.pipeline._nodes import handlers
 from stay.pipeline._progress import Progress, clock, default_progress
 from stay.pipeline._result import SPENT, BuildResult, Spent
@@ -158,7 +158,14 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
     root = course_dir(courses_dir, slug)
     exists = (root / "course.yaml").is_file()
     if command == "new" and exists:
-        raise UsageError(f"course '{slug}' already exists in {courses_arg}; continue it with {hint('build', slug)}")
+        if (root / STATE).is_dir():
+            raise UsageError(f"course '{slug}' already exists in {courses_arg}; continue it with "
+                             f"{hint('build', slug)}")
+        # No .state/: not a course a build started here (a checkout's committed sample, a
+        # course copied in), so never point at building over it
+        raise UsageError(f"course '{slug}' already exists in {courses_arg} and was not built there by stay (it "
+                         "has no .state/); build yours in another directory with --courses-dir DIR, or under "
+                         "another name with --slug NAME")
     if command not in ("new", "build") and not exists:
         raise UsageError(f"{no_course(slug, courses_arg)}; start one with {hint('new', 'BRIEF.yaml')}")
     limits = _house_limits(settings)

@@ -84,6 +84,20 @@ def test_the_built_ins_are_found_even_where_the_installed_metadata_lacks_them() 
     assert set(BUILTIN_BACKENDS) <= set(backends())
 
 
+@pytest.mark.parametrize("dist", ["stay", "stay-course", "Stay_Course"])
+def test_only_stays_own_distribution_declares_the_built_ins(installed: Callable[..., None], dist: str) -> None:
+    """stay is installed as DISTRIBUTION (pyproject's name): its entry points for the built-ins
+    are stay's own, with its version; PyPI's unrelated ``stay`` declaring the same names is not
+    taken for stay (the table's built-in stands), as no other package's is."""
+    from stay._version import DISTRIBUTION
+    from stay.models import distribution
+
+    installed(dist, {}, dict(BUILTIN_BACKENDS))
+    found = {name: distribution(point) for name, point in backends().items() if name in BUILTIN_BACKENDS}
+    ours = dist.lower().replace("_", "-") == DISTRIBUTION
+    assert found == {name: (dist, "1.2") if ours else (DISTRIBUTION, None) for name in BUILTIN_BACKENDS}
+
+
 def test_offline_and_anthropic_are_backends_made_by_their_factories() -> None:
     offline = make_backend("offline", Settings())
     claude = make_backend("anthropic", Settings(api_key=KEY))
@@ -239,7 +253,9 @@ def test_a_throwaway_package_installed_with_pip_builds_a_course_by_name(tmp_path
     assert pip.returncode == 0, pip.stdout + pip.stderr
     version = run("-m", "stay.cli", "--version")
     assert version.returncode == 0 and "backend echo: echo-backend 0.0.1 (echo_backend:make)" in version.stdout
-    assert all(f"backend {name}: stay " in version.stdout for name in BUILTIN_BACKENDS)
+    from stay._version import DISTRIBUTION
+
+    assert all(f"backend {name}: {DISTRIBUTION} " in version.stdout for name in BUILTIN_BACKENDS)
     choices = "{" + ",".join(sorted({*BUILTIN_BACKENDS, "echo"})) + "}"
     assert choices in run("-m", "stay.cli", "build", "--help").stdout  # argparse wraps between words only
     courses = tmp_path / "courses"

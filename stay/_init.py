@@ -1,0 +1,104 @@
+"""Something to start from outside a checkout: the example briefs shipped with stay,
+``stay init`` (a brief to edit and a ``.gitignore``) and ``stay new --example NAME``.
+
+The examples have one copy, ``examples/briefs/`` at the top of the repository; the wheel
+carries it as ``stay/_examples`` (pyproject's force-include, as ``data/`` and ``prompts/``),
+so a checkout and an install read the same files and no path a pip user lacks is printed.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from stay._words import did_you_mean
+from stay.errors import UsageError
+
+INIT_EXAMPLE = "how-http-requests-travel"
+"""The example ``stay init`` writes: the sample course's own brief, so what a newcomer builds
+can be set beside the committed sample."""
+BRIEF_FILE = "brief.yaml"
+"""What ``stay init`` names it: what it is, not what it is about, as the user edits it into
+their own course (the slug comes from the title inside)."""
+GITIGNORE = """\
+# Written by `stay init`: what stay writes that is not the course itself.
+# .runs/ is each course's request cache, traces, rejected answers and lock (rebuilt or
+# refilled by a run, and they hold whole prompts and answers); site/ is `stay view`'s
+# default output, rendered from the course. Commit the rest, .state/ included: it holds
+# the gates' answers and the ledger a resumed build trusts.
+.runs/
+/site/
+"""
+
+
+def examples_dir() -> Path:
+    """The example briefs: inside the wheel, else the checkout's examples/briefs/."""
+    here = Path(__file__).resolve().parent
+    wheel = here / "_examples"
+    return wheel if wheel.is_dir() else here.parent / "examples" / "briefs"
+
+
+def example_names() -> list[str]:
+    """Every packaged example, by name (its file name without ``.yaml``), sorted."""
+    return sorted(path.stem for path in examples_dir().glob("*.yaml"))
+
+
+def example_path(name: str) -> Path:
+    """The brief of the example called ``name``, or one line naming the nearest and all."""
+    names = example_names()
+    if name not in names:
+        raise UsageError(f"there is no example '{name[:60]}'{did_you_mean(name, names)}; the examples are "
+                         f"{', '.join(names)} (`stay new --list-examples` gives their titles)")
+    return examples_dir() / f"{name}.yaml"
+
+
+@dataclass(frozen=True)
+class Example:
+    name: str
+    title: str
+    time_available: str
+
+
+def examples() -> list[Example]:
+    """Every example with its title and length, read through the brief's own checks."""
+    from stay.briefs import load_brief
+
+    found = []
+    for name in example_names():
+        brief = load_brief(examples_dir() / f"{name}.yaml")
+        found.append(Example(name, brief.title, brief.time_available))
+    return found
+
+
+def example_lines() -> list[str]:
+    """``stay new --list-examples``: one line per example, then how to build one."""
+    shown = examples()
+    width = max(len(example.name) for example in shown)
+    lines = [f"{example.name:<{width}}  {example.title} ({example.time_available})" for example in shown]
+    return [*lines, f"build one with: stay new --example {INIT_EXAMPLE}"]
+
+
+def init(directory: str | os.PathLike[str] = ".", example: str = INIT_EXAMPLE) -> list[str]:
+    """Write ``brief.yaml`` (the example ``example``) and ``.gitignore`` into ``directory``
+    (made if missing); refuse, writing nothing, when either is there already. The lines
+    to print: what was written, and the next command."""
+    source = example_path(example)
+    root = Path(directory)
+    brief, ignore = root / BRIEF_FILE, root / ".gitignore"
+    for path in (brief, ignore):
+        if path.exists() or path.is_symlink():
+            raise UsageError(f"{path}: already exists; stay init never overwrites a file: move it away, "
+                             "or run `stay init DIR` for a new directory")
+    header = (f"# A course brief, from stay's example '{example}'. Edit it (title, topic, audience,\n"
+              "# time_available; optional: industry, constraints), then build it (stay new).\n")
+    root.mkdir(parents=True, exist_ok=True)
+    with open(brief, "x", encoding="utf-8") as out:  # "x": a file made meanwhile is never overwritten
+        out.write(header + source.read_text(encoding="utf-8"))
+    with open(ignore, "x", encoding="utf-8") as out:
+        out.write(GITIGNORE)
+    shown = BRIEF_FILE if os.path.normpath(directory) == "." else os.path.join(os.fspath(directory), BRIEF_FILE)
+    return [f"wrote {brief} and {ignore}",
+            f"next: stay new {shlex.quote(shown)}   (it stops at the design gate; "
+            f"`stay build {shlex.quote(shown)} --yes` answers both gates)"]
