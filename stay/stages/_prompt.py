@@ -30,6 +30,7 @@ from stay.stages._references import (
     attachment_problems,
     load_references,
     reference_set,
+    refusal,
 )
 
 M = TypeVar("M", bound=BaseModel)
@@ -68,9 +69,12 @@ class Prompts:
     _sets: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def load(cls, directory: str | os.PathLike[str] | None = None) -> Prompts:
+    def load(cls, directory: str | os.PathLike[str] | None = None,
+             stages: Sequence[Attachable] | None = None) -> Prompts:
         """Every template and reference of ``directory`` (default: the packaged prompts/);
-        a missing or unreadable file is a one-line UsageError naming it."""
+        a missing or unreadable file is a one-line UsageError naming it. The references'
+        front matter is checked against ``stages`` (None: ``stay.stages.REGISTRY``), every
+        problem of every document in one UsageError (``checked_references``)."""
         root = Path(directory) if directory is not None else packaged_prompts_dir()
         if not root.is_dir():
             raise UsageError(f"{root}: the prompts directory does not exist; give a copy of prompts/ "
@@ -84,12 +88,18 @@ class Prompts:
             where = getattr(exc, "filename", None) or root
             raise UsageError(f"{where}: cannot read this prompt file ({type(exc).__name__}); a prompts "
                              "directory holds one template per stage and reference/ with its documents") from None
-        references, applies = load_references(root / "reference", read)
+        references, applies, unread = load_references(root / "reference", read)
         missing = [f"{name}.md" for name in SHARED_TEMPLATES if name not in templates]
         if missing:  # said now, not when a repair first needs it, after the calls before it were paid
             raise UsageError(f"{root}: the prompts directory has no {', '.join(missing)}; copy it from stay's "
                              "prompts/ (every stage's request uses common.md, a repair or revision regenerate.md)")
-        return cls(os.fspath(root), templates, references, applies)
+        prompts = cls(os.fspath(root), templates, references, applies)
+        if stages is None:
+            from stay.stages import REGISTRY  # the package imports this module: at call time
+
+            stages = REGISTRY
+        checked_references(prompts, stages, unread)
+        return prompts
 
     def reference_set(self, stage: Attachable) -> tuple[str, ...]:
         """The documents ``stage`` reads, derived from the front matter (``_references``)."""
@@ -119,12 +129,14 @@ class Prompts:
         return {path: hashlib.sha256(text.encode()).hexdigest() for path, text in sorted(files.items())}
 
 
-def checked_references(prompts: Prompts, stages: Sequence[Attachable]) -> dict[str, tuple[str, ...]]:
+def checked_references(prompts: Prompts, stages: Sequence[Attachable],
+                       unread: Sequence[str] = ()) -> dict[str, tuple[str, ...]]:
     """Each stage's reference set, once the front matter is known to fit ``stages``:
-    else one UsageError, a line per problem (``_references.attachment_problems``)."""
-    problems = attachment_problems(prompts.directory, prompts.applies, stages)
+    else one UsageError, a line per problem, ``unread``'s first (files that are no
+    document) and then ``_references.attachment_problems``."""
+    problems = [*unread, *attachment_problems(prompts.directory, prompts.applies, stages)]
     if problems:
-        raise UsageError("\n".join(problems))
+        raise refusal(problems)
     return {stage.name: prompts.reference_set(stage) for stage in stages}
 
 

@@ -184,17 +184,28 @@ def parse_applies(path: Path, block: str) -> Applies:
                            f"{', '.join(keys)}") from None
         if not loc:
             raise _Refused(f"{path}: its front matter applies nowhere; give stages:, files: or always: true") from None
-        raise _Refused(f"{path}: front matter {loc}: {error['msg']}; stages and files are lists of names, "
-                       "always is true or false") from None
+        wanted = "true or false" if loc == "always" else f"a list, as {loc}: [...]"
+        raise _Refused(f"{path}: front matter {loc} should be {wanted}") from None
 
 
 class _Refused(Exception):
     """One problem with one reference file: a line of the refusal."""
 
 
-def load_references(directory: Path, read: Callable[[Path], str]) -> tuple[dict[str, str], dict[str, Applies]]:
-    """Every document of ``directory`` (reference/): its text as sent, and where it
-    applies. Every problem is one line of one UsageError, all of them at once."""
+def refusal(problems: Sequence[str]) -> UsageError:
+    """Every problem at once, one a line, numbered when there are several: the command
+    line prints a refusal as one line, and the numbers still part them there."""
+    if len(problems) == 1:
+        return UsageError(problems[0])
+    return UsageError(f"{len(problems)} problems with the reference documents:\n"
+                      + "\n".join(f"({number}) {line}" for number, line in enumerate(problems, 1)))
+
+
+def load_references(directory: Path, read: Callable[[Path], str]) -> tuple[dict[str, str], dict[str, Applies],
+                                                                           list[str]]:
+    """Every document of ``directory`` (reference/): its text as sent, where it applies,
+    and a line for each file that could not be read as one (its caller refuses them
+    with the stages' problems: ``refusal``, all at once)."""
     texts: dict[str, str] = {}
     applies: dict[str, Applies] = {}
     problems: list[str] = []
@@ -211,9 +222,7 @@ def load_references(directory: Path, read: Callable[[Path], str]) -> tuple[dict[
             problems.append(str(exc))
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(f"{entry}: cannot read this reference ({type(exc).__name__}); fix or remove it")
-    if problems:
-        raise UsageError("\n".join(problems))
-    return texts, applies
+    return texts, applies, problems
 
 
 def _one(entry: Path, names: Iterable[str], read: Callable[[Path], str], texts: dict[str, str],
@@ -241,4 +250,5 @@ def _one(entry: Path, names: Iterable[str], read: Callable[[Path], str], texts: 
                        "(rename it, or move it out)")
 
 
-__all__ = ("COMMON_REFERENCES", "Applies", "attachment_problems", "load_references", "reference_set", "sidecar_of")
+__all__ = ("COMMON_REFERENCES", "Applies", "attachment_problems", "load_references", "reference_set", "refusal",
+           "sidecar_of")
