@@ -40,7 +40,7 @@ def open_course_named(slug: str, courses_dir: str | os.PathLike[str], settings: 
         root = course_dir(courses_dir, slug)
         if not (root / "course.yaml").is_file():
             raise UsageError(no_course(slug, courses_dir))
-        prompts, chosen = reconciled(Prompts.load(chosen.prompts_dir), chosen)
+        prompts, chosen = reconciled(Prompts.load(chosen.prompts_dir, tuple(stages)), chosen)
         sources = Sources(prompts, chosen.models, tuple(stages))
         return open_course(root, sources, chosen, tuple(stages))
     except OSError as exc:
@@ -158,7 +158,7 @@ def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
         _set_aside_damaged(root / GATES, "gates")
         chosen = settings or Settings.from_env()
         stages = tuple(REGISTRY)
-        prompts, chosen = reconciled(Prompts.load(chosen.prompts_dir), chosen)
+        prompts, chosen = reconciled(Prompts.load(chosen.prompts_dir, stages), chosen)
         state = open_course(root, Sources(prompts, chosen.models, stages), chosen, stages)
         state.hash_once()
         state.adopt()

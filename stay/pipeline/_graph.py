@@ -195,8 +195,8 @@ def build(declaration: PipelineDecl | None = None, prompts: Prompts | None = Non
     """The networkx DiGraph of a declaration (None: stay's own, a default help() can show):
     node attributes kind, writes, stages, role, references (``assemble``'s graph, node for
     node), each stage's references derived from ``prompts`` (None: the packaged prompts/)."""
-    chosen = Prompts.load() if prompts is None else prompts
-    return to_networkx(assemble(DECLARATION if declaration is None else declaration, chosen))
+    declared = DECLARATION if declaration is None else declaration
+    return to_networkx(assemble(declared, Prompts.load(None, declared.stages) if prompts is None else prompts))
 
 
 def assemble(declaration: PipelineDecl = DECLARATION, prompts: Prompts | None = None) -> Dag:

@@ -163,7 +163,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
     if command not in ("new", "build") and not exists:
         raise UsageError(f"{no_course(slug, courses_arg)}; start one with {hint('new', 'BRIEF.yaml')}")
     # The prompts first: which copy of the shared data wins decides the house style checked.
-    prompts, settings = reconciled(Prompts.load(settings.prompts_dir), settings)
+    prompts, settings = reconciled(Prompts.load(settings.prompts_dir, stages), settings)
     limits = _house_limits(settings)
     if brief is not None:
         check_duration(brief.time_available, f"course '{slug}' brief", limits)

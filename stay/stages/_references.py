@@ -139,15 +139,19 @@ def attachment_problems(directory: str, applies: Mapping[str, Applies], stages: 
             if not any(_glob(pattern).fullmatch(stage.written) for stage in stages):
                 found.append(f"{declared}: files: {pattern!r} matches no file a stage writes (they are "
                              f"{', '.join(sorted({s.written for s in stages}))}); fix the glob")
+    missing: dict[str, list[str]] = {}  # a floor document -> the stages that lack it, one line per document
+    unreached: dict[str, list[str]] = {}
     for stage in stages:
         held = reference_set(applies, stage)
         for name in dict.fromkeys((*COMMON_REFERENCES, *stage.needs)):
-            if name not in applies:
-                found.append(f"{where}/{name}: missing, and stage {stage.name} cannot do without it; copy it "
-                             "from stay's prompts/reference/")
-            elif name not in held:
-                found.append(f"{where}/{name}: its front matter no longer reaches stage {stage.name}, which cannot "
-                             f"do without it; add {stage.name} to its stages:")
+            if name not in held:
+                (unreached if name in applies else missing).setdefault(name, []).append(stage.name)
+    for name, lacking in missing.items():
+        found.append(f"{where}/{name}: missing, and stage{'s' * (len(lacking) > 1)} {', '.join(lacking)} cannot do "
+                     "without it; copy it from stay's prompts/reference/")
+    for name, lacking in unreached.items():
+        found.append(f"{where}/{name}: its front matter no longer reaches stage{'s' * (len(lacking) > 1)} "
+                     f"{', '.join(lacking)}, which cannot do without it; add {', '.join(lacking)} to its stages:")
     return found
 
 
@@ -188,7 +192,7 @@ def parse_applies(path: Path, block: str) -> Applies:
         raise _Refused(f"{path}: front matter {loc} should be {wanted}") from None
 
 
-class _Refused(Exception):
+class _Refused(UsageError):
     """One problem with one reference file: a line of the refusal."""
 
 

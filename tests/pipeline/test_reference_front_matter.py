@@ -174,18 +174,22 @@ def test_bad_front_matter_is_refused_in_one_line_naming_the_file_and_the_fix(kin
     assert str(caught.value).startswith(f"{prompts_dir}/reference/{name}")
 
 
-def test_a_floor_no_front_matter_reaches_any_longer_is_refused_for_every_stage_at_once(tmp_path: Path) -> None:
+def test_a_floor_no_front_matter_reaches_any_longer_is_refused_naming_every_stage_and_document_at_once(
+        tmp_path: Path) -> None:
     prompts_dir = copy_prompts(tmp_path)
     document = prompts_dir / "reference" / "assessment-design.md"
-    document.write_text(document.read_text().replace("stages: [", "stages: [audience, ", 1).replace(
-        "assessment, exercises, quiz, capstone", "capstone", 1))
+    document.write_text(document.read_text().replace("assessment, exercises, quiz, capstone", "capstone", 1))
+    (prompts_dir / "reference" / "course-state.md").unlink()
     losing = [s.name for s in REGISTRY if "assessment-design.md" in s.needs and s.name != "capstone"]
     with pytest.raises(UsageError) as caught:
         Prompts.load(prompts_dir)
     lines = str(caught.value).splitlines()
-    assert lines[0] == f"{len(losing)} problems with the reference documents:" and len(lines) == len(losing) + 1
-    for stage, line in zip(losing, lines[1:], strict=True):
-        assert f"no longer reaches stage {stage}, which cannot do without it; add {stage} to its stages:" in line
+    assert lines[0] == "2 problems with the reference documents:" and len(lines) == 3
+    assert lines[1] == (f"(1) {prompts_dir}/reference/course-state.md: missing, and stages "
+                        f"{', '.join(STAGES)} cannot do without it; copy it from stay's prompts/reference/")
+    assert lines[2] == (f"(2) {prompts_dir}/reference/assessment-design.md: its front matter no longer reaches "
+                        f"stages {', '.join(losing)}, which cannot do without it; add {', '.join(losing)} to its "
+                        "stages:")
 
 
 def test_every_problem_of_every_document_is_one_refusal_and_the_cli_prints_one_line(
