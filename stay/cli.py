@@ -107,6 +107,10 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--prompts-dir", metavar="DIR",
                         help="the prompt templates and references (default: $STAY_PROMPTS_DIR, else the packaged "
                              "prompts/); an artefact whose stage's prompts changed is stale")
+    common.add_argument("--data-from", choices=("prompts", "data"),
+                        help="when the prompts' bloom-verbs.yaml or house-style.yaml differs from the data "
+                             "directory's (which the validator reads), which wins: data (the stage is sent the "
+                             "data's) or prompts (the course is checked against the prompts'); unset, a run refuses")
     helps = {
         "new": "create a course from a brief and stop at the design gate",
         "build": "build (or resume) a course: design, gate, plans, gate, wave, validate, repair",
@@ -184,6 +188,9 @@ def _parser() -> argparse.ArgumentParser:
                                                         "`stay new --list-examples` lists them)")
     graph = sub.add_parser("graph", help="print the pipeline graph")
     graph.add_argument("--format", choices=("mermaid", "dot", "json"), default="mermaid")
+    graph.add_argument("--prompts-dir", metavar="DIR",
+                       help="derive each stage's references from this prompts directory's front matter (default: "
+                            "$STAY_PROMPTS_DIR, else the packaged prompts/)")
     sub.add_parser("validate", help="check courses against the course format (see `stay validate`)",
                    add_help=False)
     from stay.scoring import evals_parser
@@ -320,7 +327,7 @@ def _dispatch(args: list[str]) -> int:
     if ns.command == "estimate":
         return _estimate(ns, _settings(ns))
     if ns.command == "graph":
-        print(render_graph(ns.format), end="")
+        print(render_graph(ns.format, _settings(ns).prompts_dir), end="")
         return EXIT_OK
     parser.print_help()
     return EXIT_USAGE
@@ -380,6 +387,7 @@ def _settings(ns: argparse.Namespace) -> Settings:
 
     prompts = getattr(ns, "prompts_dir", None)
     return Settings.from_env(backend=getattr(ns, "backend", None), prompts_dir=Path(prompts) if prompts else None,
+                             data_from=getattr(ns, "data_from", None),
                              answer_tokens=getattr(ns, "answer_tokens", None),
                              max_cost=getattr(ns, "max_cost", None))
 
@@ -459,13 +467,18 @@ def _printed(ns: argparse.Namespace, result: BuildResult) -> int:
     return EXIT_FAIL if report is not None and report.fails else EXIT_OK
 
 
-def render_graph(fmt: str) -> str:
-    """The pipeline graph as Mermaid, DOT or node-link JSON."""
+def render_graph(fmt: str, prompts_dir: str | os.PathLike[str] | None = None) -> str:
+    """The pipeline graph as Mermaid, DOT or node-link JSON, with the references each
+    stage reads (derived from ``prompts_dir``'s front matter): a node attribute in JSON, a
+    comment line per stage in Mermaid and DOT."""
     import networkx as nx
 
     from stay.pipeline import graph
+    from stay.stages import Prompts
 
-    pipeline = graph()
+    pipeline = graph(Prompts.load(prompts_dir) if prompts_dir is not None else None)
+    reads = [f"references of {stage}: {', '.join(refs)}" for _name, attrs in pipeline.nodes(data=True)
+             for stage, refs in attrs.get("references", {}).items()]
     if fmt == "json":
         import dataclasses
 
@@ -482,12 +495,14 @@ def render_graph(fmt: str) -> str:
             left, right = shapes.get(attrs["kind"], ("[", "]"))
             lines.append(f'    {name}{left}"{name}<br/>{attrs["kind"]}"{right}')
         lines += [f"    {a} --> {b}" for a, b in pipeline.edges]
+        lines += [f"    %% {line}" for line in reads]
         return "\n".join(lines) + "\n"
     lines = ["digraph stay {", "  rankdir=TB;"]
     for name, attrs in pipeline.nodes(data=True):
         shape = {"gate-ask": "diamond", "router": "diamond", "wave": "box3d"}.get(attrs["kind"], "box")
         lines.append(f'  {name} [label="{name}\\n{attrs["kind"]}", shape={shape}];')
     lines += [f"  {a} -> {b};" for a, b in pipeline.edges]
+    lines += [f"  // {line}" for line in reads]
     return "\n".join(lines) + "\n}\n"
 
 

@@ -187,6 +187,9 @@ class Settings:
     """None: the prompts shipped with stay."""
     data_dir: Path | None = None
     """None: ./data when it exists, else the data shipped with stay."""
+    data_from: Literal["prompts", "data"] | None = None
+    """Which wins when the prompts' bloom-verbs.yaml or house-style.yaml differs from the
+    data directory's (``--data-from``; ``stay.pipeline._shared_data``): None refuses the run."""
     cache: bool | None = None
     """The request cache under <course>/.runs/cache/: None is on for a model, off offline."""
     source_date_epoch: int | None = None
@@ -203,6 +206,8 @@ class Settings:
         _secrets.keep(self.secrets)
         if self.backend is not None:
             checked_backend(self.backend)
+        if self.data_from not in (None, "prompts", "data"):
+            raise UsageError(f"data_from is {self.data_from!r}; give 'prompts' or 'data' (or None)")
         for name, least in (("wave_concurrency", 1), ("model_concurrency", 1), ("repair_rounds", 0),
                             ("max_retries", 0)):
             value = getattr(self, name)

@@ -37,7 +37,7 @@ LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under i
     "stay.view": {"stay.pipeline", "stay._lazy"},  # shows a course, its validation and its gates
     "stay.pipeline": {"stay.stages", "stay.models", "stay._lock", "stay._display", "stay._version",
                       "stay._words"},
-    "stay.stages": {"stay.artefacts", "stay.validate", "stay.requests"},
+    "stay.stages": {"stay.artefacts", "stay.validate", "stay.requests", "stay._words"},
     "stay.models": {"stay.briefs", "stay.requests", "stay._secrets"},
     "stay.briefs": {"stay.artefacts", "stay.validate", "stay._slug"},
     "stay.requests": {"stay.settings"},

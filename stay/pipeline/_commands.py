@@ -26,6 +26,7 @@ from stay.pipeline._gate_decl import GATE_NAMES, earlier
 from stay.pipeline._ledger import GATES, Sources, State, Status, read_ledger
 from stay.pipeline._progress import print_progress
 from stay.pipeline._run import command_hint
+from stay.pipeline._shared_data import reconciled
 from stay.pipeline._state import CourseState, load_manifest, plans_on_disk
 from stay.settings import Settings
 from stay.stages import REGISTRY, Prompts, Stage
@@ -39,7 +40,8 @@ def open_course_named(slug: str, courses_dir: str | os.PathLike[str], settings: 
         root = course_dir(courses_dir, slug)
         if not (root / "course.yaml").is_file():
             raise UsageError(no_course(slug, courses_dir))
-        sources = Sources(Prompts.load(chosen.prompts_dir), chosen.models, tuple(stages))
+        prompts, chosen = reconciled(Prompts.load(chosen.prompts_dir, tuple(stages)), chosen)
+        sources = Sources(prompts, chosen.models, tuple(stages))
         return open_course(root, sources, chosen, tuple(stages))
     except OSError as exc:
         raise EnvironmentProblem.from_os_error(exc) from None
@@ -156,7 +158,8 @@ def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
         _set_aside_damaged(root / GATES, "gates")
         chosen = settings or Settings.from_env()
         stages = tuple(REGISTRY)
-        state = open_course(root, Sources(Prompts.load(chosen.prompts_dir), chosen.models, stages), chosen, stages)
+        prompts, chosen = reconciled(Prompts.load(chosen.prompts_dir, stages), chosen)
+        state = open_course(root, Sources(prompts, chosen.models, stages), chosen, stages)
         state.hash_once()
         state.adopt()
         state.project_statuses(load_manifest(state.root))

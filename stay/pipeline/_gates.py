@@ -42,6 +42,7 @@ def summary(config: RunConfig, reader: RunReader, ledger: CourseState, tally: Ta
     unsigned = set(_unsigned(state, name))
     blocking = any(d.severity == Severity.FAIL and d.path in unsigned for d in defects)
     lines += [*page.defect_lines(defects, refused=blocking), ""]
+    lines += reference_lines(config, gate)
     statuses = state.statuses()
     unusual = [f"- {path}: {statuses[path].state}" for path in covered if statuses[path].state != "current"]
     if unusual:
@@ -61,6 +62,15 @@ def summary(config: RunConfig, reader: RunReader, ledger: CourseState, tally: Ta
               f"`stay approve {slug} {name} --decline --note \"why\"`.", ""]
     if write_if_changed(config.root / STATE / f"{name}-gate.md", "\n".join(lines)):
         tally.add_written([f"{STATE}/{name}-gate.md"])
+
+
+def reference_lines(config: RunConfig, gate: GateDecl) -> list[str]:
+    """The reference documents each stage of the gate's phase read, as their front matter
+    attached them before the run (``Prompts.reference_set``): a reviewer sees what a
+    document dropped into the prompts directory reached."""
+    rows = [f"- {stage.name}: {', '.join(markdown_text(name) for name in config.prompts.reference_set(stage))}"
+            for stage in config.stages if stage.phase == gate.closes]
+    return ["## References each stage read", "", *rows, ""] if rows else []
 
 
 def _loaded(reader: RunReader, path: str, kind: type[A]) -> A | None:

@@ -22,7 +22,7 @@ from stay.errors import GraphError
 from stay.pipeline._dag import Dag, ancestors, descendants, has_path, is_acyclic, to_networkx
 from stay.pipeline._gate_decl import GATED, GATES, GateDecl, needed_before
 from stay.pipeline._walk import as_dag, route
-from stay.stages import REGISTRY, Stage
+from stay.stages import REGISTRY, Prompts, Stage, checked_references
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -191,17 +191,23 @@ DECLARATION = declare()
 # design stage or a gate (topology properties 2 and 3).
 
 
-def build(declaration: PipelineDecl | None = None) -> nx.DiGraph[str]:
+def build(declaration: PipelineDecl | None = None, prompts: Prompts | None = None) -> nx.DiGraph[str]:
     """The networkx DiGraph of a declaration (None: stay's own, a default help() can show):
-    node attributes kind, writes, stages, role, references (``assemble``'s graph, node for node)."""
-    return to_networkx(assemble(DECLARATION if declaration is None else declaration))
+    node attributes kind, writes, stages, role, references (``assemble``'s graph, node for
+    node), each stage's references derived from ``prompts`` (None: the packaged prompts/)."""
+    declared = DECLARATION if declaration is None else declaration
+    return to_networkx(assemble(declared, Prompts.load(None, declared.stages) if prompts is None else prompts))
 
 
-def assemble(declaration: PipelineDecl = DECLARATION) -> Dag:
-    """The graph of a declaration, as the runner holds it."""
+def assemble(declaration: PipelineDecl = DECLARATION, prompts: Prompts | None = None) -> Dag:
+    """The graph of a declaration, as the runner holds it. With ``prompts``, each stage
+    node holds the reference set each of its stages reads (``checked_references``: a
+    front matter that does not fit the stages is refused here, every problem at once);
+    without, none (the handler table needs no prompts)."""
     by_name = {stage.name: stage for stage in declaration.stages}
+    sets = checked_references(prompts, declaration.stages) if prompts is not None else {}
     graph = Dag(name="stay pipeline", entries=declaration.entries, commands=dict(declaration.commands),
-                stages=by_name, phases=declaration.phases, gates=declaration.gates)
+                stages=by_name, phases=declaration.phases, gates=declaration.gates, reference_sets=sets)
     for order, node in enumerate(declaration.nodes):
         roles = {by_name[stage].role for stage in node.stages}
         graph.add_node(
@@ -209,7 +215,7 @@ def assemble(declaration: PipelineDecl = DECLARATION) -> Dag:
             phase=node.phase, requires=node.requires, requires_by_phase=dict(node.requires_by_phase),
             gate=node.gate, default=node.default,
             role=roles.pop() if len(roles) == 1 else (sorted(roles) or None),
-            references={stage: by_name[stage].references for stage in node.stages},
+            references={stage: sets[stage] for stage in node.stages if stage in sets},
             doc=node.doc or (by_name[node.stages[0]].doc or _first_line(by_name[node.stages[0]])),
         )
     graph.add_edges_from(declaration.edges)
@@ -278,9 +284,10 @@ def problems(given: Dag | nx.DiGraph[str]) -> list[str]:
                 graph.nodes[a]["writes"] for a in ancestors(graph, name)):
             found.append(f"{name} writes, and no node that writes comes before it: only scaffold "
                          "may be the first node that writes")
+        derived = graph.graph.get("reference_sets", {})
         for stage, refs in attrs.get("references", {}).items():
-            if refs is not graph.graph["stages"][stage].references:
-                found.append(f"node {name}'s reference set for {stage} is not the stage's constant")
+            if refs != derived.get(stage):
+                found.append(f"node {name}'s reference set for {stage} is not the one its front matter derives")
     for before, after in (("gather", "merge_glossary"), ("merge_glossary", "land_manifest"),
                           ("land_manifest", "validate")):
         if before in graph and after in graph and not graph.has_edge(before, after):
@@ -353,11 +360,12 @@ def checked(graph: Dag) -> Dag:
 
 @cache
 def _checked() -> Dag:
-    return checked(assemble())
+    return checked(assemble(DECLARATION, Prompts.load()))
 
 
-def graph() -> nx.DiGraph[str]:
+def graph(prompts: Prompts | None = None) -> nx.DiGraph[str]:
     """The whole pipeline as a networkx DiGraph, checked when built (every problem
-    reported at once). A copy (``DiGraph.copy``, as it always was): the runner's own graph
+    reported at once), each stage's references derived from ``prompts`` (None: the
+    packaged prompts/). A copy (``DiGraph.copy``, as it always was): the runner's own graph
     cannot be changed through it."""
-    return to_networkx(_checked()).copy()
+    return to_networkx(_checked() if prompts is None else checked(assemble(DECLARATION, prompts))).copy()

@@ -19,7 +19,7 @@ from stay._stored import Damaged, load_stored_json, read_stored
 from stay.artefacts import Brief, dump_yaml, to_data, write_text_atomic
 from stay.errors import EnvironmentProblem
 from stay.requests import Role
-from stay.stages import REGISTRY, Prompts, Stage, answer_schema
+from stay.stages import REGISTRY, Prompts, Stage, answer_schema, checked_references
 
 State = Literal["missing", "current", "stale", "edited", "orphaned"]
 STATE = ".state"
@@ -117,6 +117,9 @@ class Sources:
     stages: Sequence[Stage] = REGISTRY
     _known: dict[str, dict[str, str]] = field(default_factory=dict, repr=False, compare=False)
 
+    def __post_init__(self) -> None:
+        checked_references(self.prompts, self.stages)  # a front matter that does not fit: refused, every line
+
     def of(self, stage_name: str | None) -> dict[str, str]:
         """source name -> its digest (the model: its id), for one stage; {} for none."""
         stage = next((s for s in self.stages if s.name == stage_name), None)
@@ -129,7 +132,7 @@ class Sources:
     def _of(self, stage: Stage) -> dict[str, str]:
         found = {"prompts/common.md": self.prompts.digest("common")[:16],
                  f"prompts/{stage.prompt}.md": self.prompts.digest(stage.prompt)[:16]}
-        for name in stage.references:
+        for name in self.prompts.reference_set(stage):
             found[f"prompts/reference/{name}"] = self.prompts.digest(f"reference/{name}")[:16]
         schema = json.dumps(answer_schema(stage.answer), sort_keys=True)
         found[f"schema {stage.answer.__name__}"] = digest(schema.encode())

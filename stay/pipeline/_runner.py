@@ -51,6 +51,7 @@ from stay.pipeline._progress import Progress, clock, default_progress
 from stay.pipeline._result import SPENT, BuildResult, Spent
 from stay.pipeline._run import BatchPlan, Run, RunConfig, Stop, command_hint
 from stay.pipeline._run_log import log_run, next_run_number
+from stay.pipeline._shared_data import reconciled
 from stay.pipeline._state import load_manifest
 from stay.pipeline._trace import Tracer, lesson_files
 from stay.pipeline._walk import route, walk
@@ -168,10 +169,11 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
                          "another name with --slug NAME")
     if command not in ("new", "build") and not exists:
         raise UsageError(f"{no_course(slug, courses_arg)}; start one with {hint('new', 'BRIEF.yaml')}")
+    # The prompts first: which copy of the shared data wins decides the house style checked.
+    prompts, settings = reconciled(Prompts.load(settings.prompts_dir, stages), settings)
     limits = _house_limits(settings)
     if brief is not None:
         check_duration(brief.time_available, f"course '{slug}' brief", limits)
-    prompts = Prompts.load(settings.prompts_dir)
     chosen = client if client is not None else default_backend(settings, say)
     settings = with_backend_models(settings, chosen)
     sources = Sources(prompts, settings.models, stages)

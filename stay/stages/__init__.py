@@ -14,16 +14,16 @@ from typing import Any
 from stay.errors import UsageError
 from stay.stages import assessment, audience, capstone, content, curriculum, exercises, outcomes, plan, quiz
 from stay.stages._prompt import (
-    REFERENCE_NAMES,
     REGENERATE,
     SHARED_TEMPLATES,
     Prompts,
     answer_schema,
+    checked_references,
     packaged_prompts_dir,
     read_prompt,
-    reference_set,
     render_inputs,
 )
+from stay.stages._references import COMMON_REFERENCES
 from stay.stages._stage import (
     AllPlansInput,
     BriefInput,
@@ -72,7 +72,7 @@ def offline_answer(stage: str, inputs: Mapping[str, Any], stages: Sequence[Stage
     return declared[stage].answer_offline(inputs)
 
 __all__ = [
-    "REFERENCE_NAMES",
+    "COMMON_REFERENCES",
     "REGENERATE",
     "REGISTRY",
     "SHARED_TEMPLATES",
@@ -91,10 +91,10 @@ __all__ = [
     "Source",
     "Stage",
     "answer_schema",
+    "checked_references",
     "honour_note",
     "offline_answer",
     "packaged_prompts_dir",
     "read_prompt",
-    "reference_set",
     "render_inputs",
 ]

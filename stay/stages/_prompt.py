@@ -7,10 +7,11 @@ of a stage are comparable: a prompt change shows up as a snapshot diff.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,32 +21,25 @@ from pydantic import BaseModel
 
 from stay._bounds import TooLarge, read_bounded
 from stay.artefacts import ArtefactLoadError, validate_as
-from stay.errors import AnswerError, GraphError, UsageError
+from stay.errors import AnswerError, UsageError
 from stay.requests import ModelAnswer, ModelRequest, OfflineAnswer, Role, SystemBlock
+from stay.stages._references import (
+    COMMON_REFERENCES,
+    Applies,
+    Attachable,
+    attachment_problems,
+    load_references,
+    reference_set,
+    refusal,
+)
 
 M = TypeVar("M", bound=BaseModel)
-
-REFERENCE_NAMES: tuple[str, ...] = (
-    "backward-design.md", "blooms-taxonomy.md", "cognitive-load.md", "assessment-design.md",
-    "example-design.md", "capstone-design.md", "retrieval-and-spacing.md", "course-state.md",
-    "bloom-verbs.yaml", "house-style.yaml",
-)
-"""The ten reference documents; the two YAML files are byte-identical to data/."""
-
 
 REGENERATE = "regenerate"
 """The instruction block every request that regenerates an existing file ends with
 (repair, revision, the check at the write): prompts/regenerate.md."""
 SHARED_TEMPLATES: tuple[str, ...] = ("common", REGENERATE)
 """The templates that are no stage's: a prompts directory must hold them, besides one per stage."""
-
-
-def reference_set(*names: str) -> tuple[str, ...]:
-    """A stage's fixed reference set, checked against the ten documents at import."""
-    unknown = [name for name in names if name not in REFERENCE_NAMES]
-    if unknown:
-        raise GraphError(f"unknown reference documents {unknown}; known: {REFERENCE_NAMES}")
-    return names
 
 
 def packaged_prompts_dir() -> Path:
@@ -69,11 +63,18 @@ class Prompts:
     directory: str
     templates: Mapping[str, str]
     references: Mapping[str, str]
+    """Each document's text as a stage is sent it: its front matter left out."""
+    applies: Mapping[str, Applies] = field(default_factory=dict)
+    """Where each document applies (its front matter): ``stages._references``."""
+    _sets: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def load(cls, directory: str | os.PathLike[str] | None = None) -> Prompts:
+    def load(cls, directory: str | os.PathLike[str] | None = None,
+             stages: Sequence[Attachable] | None = None) -> Prompts:
         """Every template and reference of ``directory`` (default: the packaged prompts/);
-        a missing or unreadable file is a one-line UsageError naming it."""
+        a missing or unreadable file is a one-line UsageError naming it. The references'
+        front matter is checked against ``stages`` (None: ``stay.stages.REGISTRY``), every
+        problem of every document in one UsageError (``checked_references``)."""
         root = Path(directory) if directory is not None else packaged_prompts_dir()
         if not root.is_dir():
             raise UsageError(f"{root}: the prompts directory does not exist; give a copy of prompts/ "
@@ -81,18 +82,34 @@ class Prompts:
         read = read_prompt
         try:
             templates = {p.stem: read(p) for p in sorted(root.glob("*.md"))}
-            references = {name: read(root / "reference" / name) for name in REFERENCE_NAMES}
         except TooLarge as exc:
             raise UsageError(str(exc)) from None
         except (OSError, UnicodeDecodeError) as exc:
             where = getattr(exc, "filename", None) or root
             raise UsageError(f"{where}: cannot read this prompt file ({type(exc).__name__}); a prompts "
-                             "directory holds one template per stage and reference/ with the ten documents") from None
+                             "directory holds one template per stage and reference/ with its documents") from None
+        references, applies, unread = load_references(root / "reference", read)
         missing = [f"{name}.md" for name in SHARED_TEMPLATES if name not in templates]
         if missing:  # said now, not when a repair first needs it, after the calls before it were paid
             raise UsageError(f"{root}: the prompts directory has no {', '.join(missing)}; copy it from stay's "
                              "prompts/ (every stage's request uses common.md, a repair or revision regenerate.md)")
-        return cls(os.fspath(root), templates, references)
+        prompts = cls(os.fspath(root), templates, references, applies)
+        if stages is None:
+            from stay.stages import REGISTRY  # the package imports this module: at call time
+
+            stages = REGISTRY
+        checked_references(prompts, stages, unread)
+        return prompts
+
+    def reference_set(self, stage: Attachable) -> tuple[str, ...]:
+        """The documents ``stage`` reads, derived from the front matter (``_references``)."""
+        if stage.name not in self._sets:
+            self._sets[stage.name] = reference_set(self.applies, stage)
+        return self._sets[stage.name]
+
+    def with_reference(self, name: str, text: str) -> Prompts:
+        """These prompts with document ``name``'s text replaced (``--data-from data``)."""
+        return dataclasses.replace(self, references={**self.references, name: text}, _sets={})
 
     def template(self, name: str) -> str:
         if name not in self.templates:
@@ -110,6 +127,17 @@ class Prompts:
         files = {f"{name}.md": text for name, text in self.templates.items()}
         files.update({f"reference/{name}": text for name, text in self.references.items()})
         return {path: hashlib.sha256(text.encode()).hexdigest() for path, text in sorted(files.items())}
+
+
+def checked_references(prompts: Prompts, stages: Sequence[Attachable],
+                       unread: Sequence[str] = ()) -> dict[str, tuple[str, ...]]:
+    """Each stage's reference set, once the front matter is known to fit ``stages``:
+    else one UsageError, a line per problem, ``unread``'s first (files that are no
+    document) and then ``_references.attachment_problems``."""
+    problems = [*unread, *attachment_problems(prompts.directory, prompts.applies, stages)]
+    if problems:
+        raise refusal(problems)
+    return {stage.name: prompts.reference_set(stage) for stage in stages}
 
 
 def parse_answer(output: type[M], answer: ModelAnswer, stage: str, artefact: str) -> M:
@@ -140,13 +168,6 @@ def _render(value: Any) -> str:
 def answer_schema(output: type[BaseModel]) -> dict[str, Any]:
     """An answer model's JSON schema, worked out once per model."""
     return output.model_json_schema()
-
-
-COMMON_REFERENCES: tuple[str, ...] = ("course-state.md", "house-style.yaml", "bloom-verbs.yaml")
-"""References every stage's set holds: sent right after the common preamble, in this
-order, so they form one prefix that every call of a model shares, across stages. The
-two data files are here because the common preamble and course-state.md tell every
-stage that they are the authority for the numbers the references quote."""
 
 
 def _documents(prompts: Prompts, names: tuple[str, ...]) -> str:

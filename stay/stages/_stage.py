@@ -1,6 +1,6 @@
 """One declaration per stage: everything the pipeline derives about a stage is here.
 
-A stage module declares one ``Stage``: its name, role, prompt template, reference set,
+A stage module declares one ``Stage``: its name, role, prompt template, reference floor,
 answer model, offline answer, the artefact kind it makes (whose ``FILE`` says where it
 goes), and its named inputs, each saying how it is found in a course. From the
 declarations the pipeline derives its graph's stage nodes, the per-course artefact graph
@@ -28,6 +28,7 @@ from stay.errors import GraphError
 from stay.requests import ModelAnswer, ModelRequest, OfflineAnswer, Role
 from stay.stages._offline_repair import answer_offline
 from stay.stages._prompt import Prompts, build_request, parse_answer
+from stay.stages._references import written_path
 
 Phase = Literal["design", "plan", "wave"]
 """When a stage runs: before the design gate, between the gates, or in the wave."""
@@ -116,8 +117,11 @@ class Stage:
     """The structured answer asked of the model (its JSON schema goes with the request)."""
     inputs: tuple[tuple[str, Source], ...]
     """(name, how it is found), in the order the request shows them."""
-    references: tuple[str, ...]
-    """The reference documents in the system prompt: a constant, bound at import."""
+    needs: tuple[str, ...]
+    """The reference documents it cannot do without (its floor; besides those every stage
+    shares): its set is derived from the documents' front matter before a run
+    (``Prompts.reference_set``), and a prompts directory whose front matter no longer
+    reaches one of these is refused. The first of its own in the system prompt, in this order."""
     offline: OfflineAnswer
     """Its answer when no model is asked (the offline backend): the request's inputs as
     plain data to the answer as plain data, pure, complete enough that the course passes
@@ -192,6 +196,12 @@ class Stage:
         return answer_offline(self.name, self.offline, inputs)
 
     @property
+    def written(self) -> str:
+        """The course path a ``files:`` glob of a reference is matched against (a lesson's
+        file as ``stages._references.SAMPLE_LESSON``'s)."""
+        return written_path(self.scope, self.output)
+
+    @property
     def prompt(self) -> str:
         """The template's name in prompts/ (``content`` for prompts/content.md)."""
         return self.template or self.name
@@ -207,9 +217,9 @@ class Stage:
     def request(self, inputs: Mapping[str, Any], prompts: Prompts, artefact: str) -> ModelRequest:
         """The request for one call, from its typed inputs (pure)."""
         data = {name: _plain(inputs[name]) for name, _source in self.inputs}
-        return build_request(stage=self.name, template=self.prompt, role=self.role, references=self.references,
-                             prompts=prompts, artefact=artefact, output=self.answer, inputs=data,
-                             shared=self.shared, offline=self.answer_offline)
+        return build_request(stage=self.name, template=self.prompt, role=self.role,
+                             references=prompts.reference_set(self), prompts=prompts, artefact=artefact,
+                             output=self.answer, inputs=data, shared=self.shared, offline=self.answer_offline)
 
     def artefacts(self, answer: ModelAnswer, inputs: Mapping[str, Any], artefact: str,
                   limits: DurationLimits = DEFAULT_LIMITS) -> list[Artefact]:

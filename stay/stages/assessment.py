@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from stay.artefacts import Assessment
 from stay.stages import _offline
-from stay.stages._prompt import reference_set
 from stay.stages._stage import FileInput, Stage
 
 STAGE = Stage(
@@ -13,6 +12,5 @@ STAGE = Stage(
     offline=_offline.assessment,
     inputs=(("audience", FileInput("audience.yaml")), ("curriculum", FileInput("curriculum.yaml")),
             ("outcomes", FileInput("outcomes.yaml"))),
-    references=reference_set("assessment-design.md", "blooms-taxonomy.md", "course-state.md", "house-style.yaml",
-                             "bloom-verbs.yaml"),
+    needs=("assessment-design.md", "blooms-taxonomy.md"),
 )

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from stay.artefacts import Audience
 from stay.stages import _offline
-from stay.stages._prompt import reference_set
 from stay.stages._stage import BriefInput, Stage
 
 STAGE = Stage(
     name="audience", role="analysis", phase="design", scope="course", answer=Audience,
     offline=_offline.audience,
     inputs=(("brief", BriefInput()),),
-    references=reference_set("backward-design.md", "course-state.md", "house-style.yaml", "bloom-verbs.yaml"),
+    needs=("backward-design.md",),
 )

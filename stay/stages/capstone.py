@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from stay.artefacts import Project
 from stay.stages import _offline
-from stay.stages._prompt import reference_set
 from stay.stages._stage import AllPlansInput, FileInput, Stage
 from stay.stages.answers import CapstoneAnswer, project
 
@@ -15,6 +14,5 @@ STAGE = Stage(
     inputs=(("audience", FileInput("audience.yaml")), ("curriculum", FileInput("curriculum.yaml")),
             ("outcomes", FileInput("outcomes.yaml")),
             ("assessment", FileInput("assessment.yaml")), ("plans", AllPlansInput())),
-    references=reference_set("capstone-design.md", "assessment-design.md", "house-style.yaml", "course-state.md",
-                             "bloom-verbs.yaml"),
+    needs=("capstone-design.md",),
 )

@@ -7,7 +7,6 @@ from typing import Any
 
 from stay.artefacts import LessonContent
 from stay.stages import _offline
-from stay.stages._prompt import reference_set
 from stay.stages._stage import FileInput, LessonOutcomesInput, LessonPlanInput, Stage
 from stay.stages.answers import LessonBody
 
@@ -23,8 +22,7 @@ STAGE = Stage(
     offline=_offline.content, makes=LessonContent,
     inputs=(("plan", LessonPlanInput()), ("outcomes", LessonOutcomesInput()),
             ("audience", FileInput("audience.yaml"))),
-    references=reference_set("house-style.yaml", "example-design.md", "cognitive-load.md", "course-state.md",
-                             "bloom-verbs.yaml"),
+    needs=("example-design.md",),
     shared=("audience",),
     make=_lesson,
 )

@@ -8,7 +8,6 @@ from typing import Any
 from stay.artefacts import Artefact, Curriculum, DurationLimits
 from stay.errors import AnswerError
 from stay.stages import _offline
-from stay.stages._prompt import reference_set
 from stay.stages._stage import BriefInput, FileInput, Stage
 
 
@@ -48,7 +47,6 @@ STAGE = Stage(
     answer=Curriculum,
     offline=_offline.curriculum,
     inputs=(("brief", BriefInput()), ("audience", FileInput("audience.yaml"))),
-    references=reference_set("backward-design.md", "cognitive-load.md", "house-style.yaml", "course-state.md",
-                             "bloom-verbs.yaml"),
+    needs=("backward-design.md", "cognitive-load.md"),
     check=within_house_limits,
 )

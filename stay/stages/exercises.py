@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from stay.artefacts import Exercises
 from stay.stages import _offline
-from stay.stages._prompt import reference_set
 from stay.stages._stage import FileInput, LessonOutcomesInput, LessonPlanInput, Stage
 
 STAGE = Stage(
@@ -13,7 +12,6 @@ STAGE = Stage(
     offline=_offline.exercises,
     inputs=(("plan", LessonPlanInput()), ("outcomes", LessonOutcomesInput()),
             ("audience", FileInput("audience.yaml"))),
-    references=reference_set("assessment-design.md", "blooms-taxonomy.md", "example-design.md", "course-state.md",
-                             "house-style.yaml", "bloom-verbs.yaml"),
+    needs=("assessment-design.md",),
     shared=("audience",),
 )

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from stay.artefacts import Outcomes
 from stay.stages import _offline
-from stay.stages._prompt import reference_set
 from stay.stages._stage import FileInput, Stage
 
 STAGE = Stage(
     name="outcomes", role="planning", phase="design", scope="course", answer=Outcomes,
     offline=_offline.outcomes,
     inputs=(("audience", FileInput("audience.yaml")), ("curriculum", FileInput("curriculum.yaml"))),
-    references=reference_set("blooms-taxonomy.md", "bloom-verbs.yaml", "course-state.md", "house-style.yaml"),
+    needs=("blooms-taxonomy.md",),
 )

@@ -9,7 +9,6 @@ from typing import Any
 from stay.artefacts import LessonPlan
 from stay.errors import AnswerError
 from stay.stages import _offline
-from stay.stages._prompt import reference_set
 from stay.stages._stage import EarlierPlansInput, FileInput, ModuleIdInput, Stage
 from stay.stages.answers import ModulePlans
 
@@ -32,8 +31,7 @@ STAGE = Stage(
     inputs=(("audience", FileInput("audience.yaml")), ("curriculum", FileInput("curriculum.yaml")),
             ("outcomes", FileInput("outcomes.yaml")), ("assessment", FileInput("assessment.yaml")),
             ("module", ModuleIdInput()), ("earlier_plans", EarlierPlansInput())),
-    references=reference_set("cognitive-load.md", "retrieval-and-spacing.md", "example-design.md",
-                             "house-style.yaml", "course-state.md", "bloom-verbs.yaml"),
+    needs=("cognitive-load.md", "retrieval-and-spacing.md"),
     shared=("audience", "curriculum", "outcomes", "assessment"),
     make=_module_plans,
     node="plan_modules",

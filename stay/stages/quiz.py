@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from stay.artefacts import Quiz
 from stay.stages import _offline
-from stay.stages._prompt import reference_set
 from stay.stages._stage import FileInput, LessonOutcomesInput, LessonPlanInput, RevisitedPlansInput, Stage
 
 STAGE = Stage(
@@ -12,7 +11,6 @@ STAGE = Stage(
     offline=_offline.quiz,
     inputs=(("plan", LessonPlanInput()), ("outcomes", LessonOutcomesInput()),
             ("audience", FileInput("audience.yaml")), ("revisited_plans", RevisitedPlansInput())),
-    references=reference_set("house-style.yaml", "assessment-design.md", "blooms-taxonomy.md",
-                             "retrieval-and-spacing.md", "bloom-verbs.yaml", "course-state.md"),
+    needs=("assessment-design.md",),
     shared=("audience",),
 )

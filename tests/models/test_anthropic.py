@@ -22,8 +22,7 @@ from stay.models import (
 )
 from stay.models._wire import SDK_NONSTREAMING_TOKENS, streams
 from stay.pipeline import build_course
-from stay.stages import STAGES
-from stay.stages._prompt import COMMON_REFERENCES
+from stay.stages import COMMON_REFERENCES, STAGES, Prompts
 from tests.expected import curriculum_of, total_calls
 from tests.models.fake_api import answer_for, message, reply, sse, stage_of
 from tests.models.helpers import HTTP, audience_request, backend, client, quiet, recording
@@ -61,7 +60,7 @@ def test_every_request_has_its_roles_model_thinking_schema_and_cache_layout(tmp_
         marks = [bool(block.get("cache_control")) for block in body["system"]]
         # the common preamble and shared references: one prefix across stages; the stage's own
         # references are cached only when later calls of the stage will read them
-        common = [name for name in COMMON_REFERENCES if name in STAGES[stage].references]
+        common = [name for name in COMMON_REFERENCES if name in Prompts.load().reference_set(STAGES[stage])]
         if common:
             assert marks == [False, True, False, stage not in single], stage
             assert body["system"][1]["text"].startswith(f'<reference name="{common[0]}">')

@@ -76,7 +76,7 @@ def test_a_data_directory_whose_rubric_levels_differ_from_the_schemas_is_refused
     counting = RiggedBackend()
     with pytest.raises(UsageError) as refused:
         build_course(HTTP, courses_dir=tmp_path / "courses", yes=True, backend=counting, progress=quiet,
-                     settings=Settings(data_dir=data))
+                     settings=Settings(data_dir=data, data_from="data"))
     message = str(refused.value)
     assert message.startswith(f"{data / 'house-style.yaml'}: rubric.levels is ") and "\n" not in message
     assert counting.total_calls == 0 and not (tmp_path / "courses").exists()

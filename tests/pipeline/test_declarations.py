@@ -16,7 +16,7 @@ from stay.pipeline._graph import assemble, build, declare, problems
 from stay.pipeline._nodes import handlers
 from stay.pipeline._walk import command_walk
 from stay.settings import DEFAULT_MODELS, Settings
-from stay.stages import REGISTRY, AllPlansInput, LessonPlanInput, Prompts, Stage, reference_set
+from stay.stages import REGISTRY, AllPlansInput, LessonPlanInput, Prompts, Stage
 from stay.testing import RiggedBackend
 from tests.conftest import ROOT, run_stay
 from tests.expected import calls, curriculum_of
@@ -62,7 +62,7 @@ def summarise(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 TOY = Stage(name="summary", role="writing", phase="wave", scope="lesson", answer=Summary, offline=summarise,
-            inputs=(("plan", LessonPlanInput()),), references=reference_set("course-state.md"))
+            inputs=(("plan", LessonPlanInput()),), needs=())
 WITH_TOY = (*REGISTRY, TOY)
 
 
@@ -116,7 +116,7 @@ class Digest(Artefact):
 
 DIGEST = Stage(name="digest", role="planning", phase="wave", scope="course", answer=Digest,
                offline=lambda inputs: {"lessons": [plan["title"] for plan in inputs["plans"]]},
-               inputs=(("plans", AllPlansInput()),), references=reference_set("course-state.md"))
+               inputs=(("plans", AllPlansInput()),), needs=())
 
 
 def test_a_stage_added_as_the_docs_say_builds_a_course_both_validators_pass_strictly(tmp_path: Path) -> None:
@@ -180,7 +180,7 @@ def test_the_common_preamble_a_reference_and_the_model_are_inputs_too(built: Pat
     reference = status(SLUG, courses_dir=built, settings=Settings.from_env(
         prompts_dir=prompts_copy(tmp_path / "b", **{"reference__retrieval-and-spacing.md": "\nSpace it.\n"})))
     stale = {p for p, (state, _why) in reference.items() if state == "stale"}
-    users = {s.name for s in REGISTRY if "retrieval-and-spacing.md" in s.references}
+    users = {s.name for s in REGISTRY if "retrieval-and-spacing.md" in Prompts.load().reference_set(s)}
     assert users == {"plan", "quiz"}
     assert stale == {p for p in reference if p.endswith((".plan.yaml", ".quiz.yaml"))}
 
@@ -253,7 +253,7 @@ def test_a_stage_declaration_that_contradicts_itself_is_refused_naming_every_pro
 
     with pytest.raises(GraphError) as caught:
         Stage(name="bad", role="writing", phase="plan", scope="lesson", answer=Bad, offline=summarise,
-              inputs=(("module", ModuleIdInput()), ("module", ModuleIdInput())), references=(),
+              inputs=(("module", ModuleIdInput()), ("module", ModuleIdInput())), needs=(),
               shared=("nothing",))
     message = str(caught.value)
     for fragment in ("used twice", "shared input 'nothing'", "needs scope module", "must contain {lesson}",
@@ -261,7 +261,7 @@ def test_a_stage_declaration_that_contradicts_itself_is_refused_naming_every_pro
         assert fragment in message
     with pytest.raises(GraphError, match=r"RubricCriterion is no course file .*; name the kind it makes"):
         Stage(name="bad", role="writing", phase="wave", scope="course", answer=RubricCriterion,
-              offline=summarise, inputs=(), references=())
+              offline=summarise, inputs=(), needs=())
 
 
 def test_a_course_file_is_declared_by_one_kind_only() -> None:

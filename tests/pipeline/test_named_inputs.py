@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from stay.stages import (
-    REFERENCE_NAMES,
     REGISTRY,
     STAGES,
     AllPlansInput,
@@ -35,7 +34,7 @@ from stay.stages import (
 )
 
 PROMPTS = Prompts.load()
-DATA_FILES = tuple(name for name in REFERENCE_NAMES if name.endswith(".yaml"))
+DATA_FILES = tuple(name for name in PROMPTS.references if name.endswith(".yaml"))
 COURSE_FILES = tuple(stage.output for stage in REGISTRY)
 """Each as its stage declares it: ``audience.yaml``, ``{lesson}.plan.yaml``, ..."""
 
@@ -68,7 +67,7 @@ def _file(spelled: str) -> str:
 def _texts(stage: Stage) -> Iterator[tuple[str, str]]:
     yield "common.md", PROMPTS.templates["common"]
     yield f"{stage.prompt}.md", PROMPTS.template(stage.prompt)
-    for name in stage.references:
+    for name in PROMPTS.reference_set(stage):
         if name.endswith(".md"):
             yield f"reference/{name}", PROMPTS.references[name]
 
@@ -110,7 +109,7 @@ def _reads(source: Source) -> str | None:
 def received(stage: Stage) -> set[str]:
     """What reaches the stage: its declared inputs' files and its data-file references."""
     files = {_reads(source) for _name, source in stage.inputs}
-    return {f for f in files if f} | {name for name in stage.references if name in DATA_FILES}
+    return {f for f in files if f} | {name for name in PROMPTS.reference_set(stage) if name in DATA_FILES}
 
 
 def test_every_source_kind_says_what_it_reads() -> None:

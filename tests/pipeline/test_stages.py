@@ -23,7 +23,7 @@ from stay.artefacts import (
 )
 from stay.models import ModelAnswer, ModelRequest, OfflineBackend
 from stay.stages import (
-    REFERENCE_NAMES,
+    COMMON_REFERENCES,
     SHARED_TEMPLATES,
     STAGES,
     AllPlansInput,
@@ -37,7 +37,6 @@ from stay.stages import (
     RevisitedPlansInput,
     Stage,
 )
-from stay.stages._prompt import COMMON_REFERENCES
 from tests.conftest import ROOT, SAMPLE
 
 PROMPTS = Prompts.load()
@@ -47,14 +46,14 @@ def test_every_stage_holds_the_common_references_so_every_call_shares_one_prefix
     """course-state.md and the two data files are sent first, as one cached block: a stage
     without one of them starts its own prefix, and the cross-stage cache reads nothing."""
     requests = _sample_requests()
-    missing = {name: [ref for ref in COMMON_REFERENCES if ref not in STAGES[name].references] for name in STAGES}
+    missing = {name: [ref for ref in COMMON_REFERENCES if ref not in PROMPTS.reference_set(STAGES[name])] for name in STAGES}
     assert {name: refs for name, refs in missing.items() if refs} == {}
     assert len({request.system[1].text for request in requests.values()}) == 1
 
 
 def test_every_reference_document_is_used_by_some_stage() -> None:
     """Each stage's own set is pinned by its request's snapshot (``references``)."""
-    assert {name for stage in STAGES.values() for name in stage.references} == set(REFERENCE_NAMES)
+    assert {name for stage in STAGES.values() for name in PROMPTS.reference_set(stage)} == set(PROMPTS.references)
 
 
 @pytest.mark.parametrize("name", ["bloom-verbs.yaml", "house-style.yaml"])
@@ -63,7 +62,7 @@ def test_the_verb_table_a_stage_is_told_is_the_table_it_is_checked_against(name:
 
 
 def test_reference_documents_have_substance() -> None:
-    for name in REFERENCE_NAMES:
+    for name in PROMPTS.references:
         if name.endswith(".md"):
             text = PROMPTS.references[name]
             assert text.startswith("# ") and len(text.split()) > 500, name
@@ -162,7 +161,7 @@ def test_rendered_request_for_the_sample_brief(stage: str, snapshot: SnapshotAss
     assert [b.cache for b in documents] == [True] * (len(documents) - 1) + [bool(request.shared)]
     text = "\n\n".join(b.text for b in documents)
     names = [line.split('"')[1] for line in text.splitlines() if line.startswith("<reference ")]
-    assert sorted(names) == sorted(STAGES[stage].references) and len(names) == len(set(names))
+    assert sorted(names) == sorted(PROMPTS.reference_set(STAGES[stage])) and len(names) == len(set(names))
     assert {
         "role": request.role, "artefact": request.artefact, "output": request.output_name,
         "schema_fields": sorted(request.output_schema["properties"]),

@@ -17,7 +17,7 @@ from stay.pipeline._gate_decl import GATES, GateDecl
 from stay.pipeline._graph import PipelineDecl, assemble, build, declare
 from stay.pipeline._nodes import handlers
 from stay.pipeline._walk import command_walk
-from stay.stages import REGISTRY, STAGES
+from stay.stages import REGISTRY, STAGES, Prompts
 
 DESIGN_STAGES = [stage.node_name for stage in REGISTRY if stage.phase == GATES[0].closes]
 WAVE = sorted({stage.node_name for stage in REGISTRY if stage.phase == "wave"})
@@ -142,12 +142,12 @@ def test_7_only_gather_follows_the_wave_then_merge_then_land_then_validate() -> 
     assert list(g.successors("land_manifest")) == ["validate"]
 
 
-def test_8_each_stage_reference_set_is_the_declared_constant() -> None:
-    g = graph()
+def test_8_each_stage_reference_set_is_the_one_its_front_matter_derives() -> None:
+    g, prompts = graph(), Prompts.load()
     seen = set()
     for _name, attrs in g.nodes(data=True):
         for stage, refs in attrs["references"].items():
-            assert refs is STAGES[stage].references
+            assert refs == prompts.reference_set(STAGES[stage])
             assert attrs["role"] in (STAGES[stage].role, sorted({STAGES[s].role for s in attrs["stages"]}))
             seen.add(stage)
     assert seen == set(STAGES)
@@ -222,7 +222,7 @@ def test_a_shortcut_into_the_wave_is_caught() -> None:
 
 def test_a_swapped_reference_set_is_caught() -> None:
     g = graph()
-    g.nodes["outcomes"]["references"] = {"outcomes": tuple(STAGES["outcomes"].references)[::-1]}
+    g.nodes["outcomes"]["references"] = {"outcomes": tuple(Prompts.load().reference_set(STAGES["outcomes"]))[::-1]}
     assert any("reference set for outcomes" in p for p in problems(g))
 
 
@@ -247,7 +247,8 @@ class ReviewNotes(Assessment):
 def _third_gate() -> PipelineDecl:
     """The registry plus a toy `review` phase (one stage, after the planning stages) closed
     by a toy third gate: one GateDecl, one stage declaration, nothing else."""
-    review = replace(STAGES["assessment"], name="review", phase="review", makes=ReviewNotes)  # type: ignore[arg-type]
+    review = replace(STAGES["assessment"], name="review", phase="review", makes=ReviewNotes,  # type: ignore[arg-type]
+                     needs=())  # no front matter names it: what every stage shares is its floor
     return declare((*REGISTRY, review), (*GATES, GateDecl("review", "review", lambda _view: [])))
 
 

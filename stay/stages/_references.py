@@ -1,0 +1,258 @@
+"""Where each reference document applies: its front matter, read with the prompts.
+
+A Markdown document in ``prompts/reference/`` opens with YAML front matter between two
+``---`` lines saying where it applies: ``stages: [outcomes, quiz]``, ``files:
+["modules/**/*.md"]`` (every stage that writes a matching course file), or ``always:
+true``. The two data files (bloom-verbs.yaml, house-style.yaml) are the validator's own
+and byte-identical to data/, so theirs lives beside them in ``<name>.applies.yaml``.
+Dropping a document in is enough: every file of reference/ is read, and one that is not
+a document (or says nowhere it applies) is refused, never skipped.
+
+A stage's set is derived before the run, from files alone, in a stable order: the
+references every stage shares (``COMMON_REFERENCES``, the cached prefix), then the ones
+the stage declares it cannot do without (``Stage.needs``, its floor, in its order), then
+the others by name. The model never chooses. The front matter is not sent: a document's
+text (and the hash the ledger keeps of it) is what follows it, so what a stage reads,
+and its ledger sources, change exactly when its set or a document's text does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Protocol
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from stay._bounds import TooLarge
+from stay._words import did_you_mean
+from stay.errors import UsageError
+
+COMMON_REFERENCES: tuple[str, ...] = ("course-state.md", "house-style.yaml", "bloom-verbs.yaml")
+"""References every stage's set holds: sent right after the common preamble, in this
+order, so they form one prefix that every call of a model shares, across stages. The
+two data files are here because the common preamble and course-state.md tell every
+stage that they are the authority for the numbers the references quote."""
+
+FENCE = "---"
+SIDECAR = ".applies.yaml"
+"""A YAML reference's front matter lives beside it, in ``<stem>.applies.yaml``."""
+SAMPLE_LESSON = "m01-l01"
+SAMPLE_MODULE_DIR = "modules/m01-module"
+"""A lesson- or module-scope stage's file is matched against ``files:`` globs as this
+lesson's, in this module's directory (``stay.artefacts.module_dir``'s layout)."""
+
+
+def sidecar_of(name: str) -> str:
+    """Where a YAML document's front matter lives: bloom-verbs.yaml's in bloom-verbs.applies.yaml."""
+    return name.removesuffix(".yaml") + SIDECAR
+
+
+def ignored(name: str) -> bool:
+    """Hidden files (.DS_Store, .git) and editors' backups and swap files: not documents,
+    and never meant as one, so they are passed over rather than refused."""
+    return name.startswith(".") or name.endswith(("~", ".swp", ".swo", ".swx")) or (
+        name.startswith("#") and name.endswith("#"))
+
+
+class Applies(BaseModel):
+    """A document's front matter: where it applies (any of the three, at least one)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stages: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    always: bool = False
+
+    @model_validator(mode="after")
+    def _somewhere(self) -> Applies:
+        if not (self.stages or self.files or self.always):
+            raise ValueError("it applies nowhere")
+        return self
+
+
+class Attachable(Protocol):
+    """What deriving a stage's set needs of it (``stay.stages.Stage``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def needs(self) -> tuple[str, ...]: ...
+
+    @property
+    def written(self) -> str: ...
+
+
+def written_path(scope: str, output: str) -> str:
+    """The course-relative path ``files:`` globs are matched against, for a stage's output."""
+    return output if scope == "course" else f"{SAMPLE_MODULE_DIR}/{output.format(lesson=SAMPLE_LESSON)}"
+
+
+@cache
+def _glob(pattern: str) -> re.Pattern[str]:
+    """A glob over course paths: ``*`` and ``?`` stay inside one folder, ``**`` spans any."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        else:
+            char = pattern[i]
+            out.append("[^/]*" if char == "*" else "[^/]" if char == "?" else re.escape(char))
+            i += 1
+    return re.compile("".join(out))
+
+
+def reaches(applies: Applies, stage: Attachable) -> bool:
+    return applies.always or stage.name in applies.stages or any(
+        _glob(pattern).fullmatch(stage.written) for pattern in applies.files)
+
+
+def reference_set(applies: Mapping[str, Applies], stage: Attachable) -> tuple[str, ...]:
+    """The documents ``stage`` reads, in their stable order (the module docstring's)."""
+    reached = {name for name, where in applies.items() if reaches(where, stage)}
+    floor = (*COMMON_REFERENCES, *stage.needs)
+    return (*(name for name in dict.fromkeys(floor) if name in reached),
+            *sorted(reached - set(floor)))
+
+
+def attachment_problems(directory: str, applies: Mapping[str, Applies], stages: Sequence[Attachable]) -> list[str]:
+    """Every front matter that names a stage there is not, or a glob no stage's file
+    matches, and every floor document a stage no longer reaches: one line each."""
+    names = [stage.name for stage in stages]
+    where = f"{directory}/reference"
+    found = []
+    for document, what in applies.items():
+        declared = f"{where}/{document}" + ("" if document.endswith(".md") else f" ({sidecar_of(document)})")
+        for name in what.stages:
+            if name not in names:
+                found.append(f"{declared}: there is no stage '{name}'{did_you_mean(name, names)}; the stages are "
+                             f"{', '.join(names)}")
+        for pattern in what.files:
+            if not any(_glob(pattern).fullmatch(stage.written) for stage in stages):
+                found.append(f"{declared}: files: {pattern!r} matches no file a stage writes (they are "
+                             f"{', '.join(sorted({s.written for s in stages}))}); fix the glob")
+    missing: dict[str, list[str]] = {}  # a floor document -> the stages that lack it, one line per document
+    unreached: dict[str, list[str]] = {}
+    for stage in stages:
+        held = reference_set(applies, stage)
+        for name in dict.fromkeys((*COMMON_REFERENCES, *stage.needs)):
+            if name not in held:
+                (unreached if name in applies else missing).setdefault(name, []).append(stage.name)
+    for name, lacking in missing.items():
+        found.append(f"{where}/{name}: missing, and stage{'s' * (len(lacking) > 1)} {', '.join(lacking)} cannot do "
+                     "without it; copy it from stay's prompts/reference/")
+    for name, lacking in unreached.items():
+        found.append(f"{where}/{name}: its front matter no longer reaches stage{'s' * (len(lacking) > 1)} "
+                     f"{', '.join(lacking)}, which cannot do without it; add {', '.join(lacking)} to its stages:")
+    return found
+
+
+def split_front_matter(path: Path, text: str) -> tuple[Applies, str]:
+    """A Markdown document's front matter and the text after it (what is sent)."""
+    lines = text.split("\n")
+    if lines[0].rstrip("\r") != FENCE:
+        raise _Refused(f"{path}: has no front matter; open it with '---', then 'stages: [outcomes]', "
+                       "'files: [\"modules/**/*.md\"]' or 'always: true', then '---'")
+    end = next((i for i in range(1, len(lines)) if lines[i].rstrip("\r") == FENCE), None)
+    if end is None:
+        raise _Refused(f"{path}: its front matter is never closed; end it with a line holding '---'")
+    return parse_applies(path, "\n".join(lines[1:end])), "\n".join(lines[end + 1:])
+
+
+def parse_applies(path: Path, block: str) -> Applies:
+    try:
+        raw = yaml.safe_load(block)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" (line {mark.line + 1})" if mark is not None else ""
+        raise _Refused(f"{path}: its front matter is not YAML{at}; write it as 'stages: [outcomes]'") from None
+    if not isinstance(raw, dict):
+        raise _Refused(f"{path}: its front matter is not a mapping; write 'stages: [...]', 'files: [...]' "
+                       "or 'always: true'")
+    try:
+        return Applies.model_validate(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = ".".join(str(part) for part in error["loc"])
+        keys = tuple(Applies.model_fields)
+        if error["type"] == "extra_forbidden":
+            raise _Refused(f"{path}: unknown front matter key '{loc}'{did_you_mean(loc, keys)}; the keys are "
+                           f"{', '.join(keys)}") from None
+        if not loc:
+            raise _Refused(f"{path}: its front matter applies nowhere; give stages:, files: or always: true") from None
+        wanted = "true or false" if loc == "always" else f"a list, as {loc}: [...]"
+        raise _Refused(f"{path}: front matter {loc} should be {wanted}") from None
+
+
+class _Refused(UsageError):
+    """One problem with one reference file: a line of the refusal."""
+
+
+def refusal(problems: Sequence[str]) -> UsageError:
+    """Every problem at once, one a line, numbered when there are several: the command
+    line prints a refusal as one line, and the numbers still part them there."""
+    if len(problems) == 1:
+        return UsageError(problems[0])
+    return UsageError(f"{len(problems)} problems with the reference documents:\n"
+                      + "\n".join(f"({number}) {line}" for number, line in enumerate(problems, 1)))
+
+
+def load_references(directory: Path, read: Callable[[Path], str]) -> tuple[dict[str, str], dict[str, Applies],
+                                                                           list[str]]:
+    """Every document of ``directory`` (reference/): its text as sent, where it applies,
+    and a line for each file that could not be read as one (its caller refuses them
+    with the stages' problems: ``refusal``, all at once)."""
+    texts: dict[str, str] = {}
+    applies: dict[str, Applies] = {}
+    problems: list[str] = []
+    entries = sorted(directory.iterdir()) if directory.is_dir() else []
+    names = {entry.name for entry in entries}
+    for entry in entries:
+        if ignored(entry.name):
+            continue
+        try:
+            _one(entry, names, read, texts, applies)
+        except _Refused as exc:
+            problems.append(str(exc))
+        except TooLarge as exc:
+            problems.append(str(exc))
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"{entry}: cannot read this reference ({type(exc).__name__}); fix or remove it")
+    return texts, applies, problems
+
+
+def _one(entry: Path, names: Iterable[str], read: Callable[[Path], str], texts: dict[str, str],
+         applies: dict[str, Applies]) -> None:
+    name = entry.name
+    if entry.is_dir():
+        raise _Refused(f"{entry}: reference/ holds documents, not folders; move it out")
+    if name.endswith(SIDECAR):
+        document = name.removesuffix(SIDECAR) + ".yaml"
+        if document not in names:
+            raise _Refused(f"{entry}: says where {document} applies, which is not here; "
+                           "remove it, or add that document")
+        return
+    if name.endswith(".md"):
+        applies[name], texts[name] = split_front_matter(entry, read(entry))
+    elif name.endswith(".yaml"):
+        sidecar = entry.with_name(sidecar_of(name))
+        if sidecar.name not in names:
+            raise _Refused(f"{entry}: has no front matter; a YAML document says where it applies in {sidecar.name} "
+                           "beside it (stages: [...], files: [...] or always: true)")
+        applies[name] = parse_applies(sidecar, read(sidecar))
+        texts[name] = read(entry)
+    else:
+        raise _Refused(f"{entry}: is not a reference document; reference/ holds .md and .yaml documents "
+                       "(rename it, or move it out)")
+
+
+__all__ = ("COMMON_REFERENCES", "Applies", "attachment_problems", "load_references", "reference_set", "refusal",
+           "sidecar_of")
