@@ -101,8 +101,8 @@ def keep_proposals(slug: str, targets: Sequence[str], *, courses_dir: str | os.P
                 _retire(root, path, run_number, progress)
         texts = {path: proposal.text for path, proposal in kept.items()}
         notes = {path: proposal.note for path, proposal in kept.items()}
-        threads = {path: recorded_thread(kept_notes(state, path) + list(proposal.set_aside), proposal.note)
-                   for path, proposal in kept.items()}
+        earlier = {path: kept_notes(state, path) + list(proposal.set_aside) for path, proposal in kept.items()}
+        threads = {path: recorded_thread(earlier[path], notes[path]) for path in paths if earlier[path]}
         try:
             state.write(texts, revisions=notes, threads=threads)
             state.checkpoint()

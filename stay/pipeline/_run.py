@@ -256,7 +256,9 @@ class Writer:
         revised = {path: walk.revisions[path] for path in paths if path in walk.revisions}
         self.reader.wrote(paths)
         texts = {path: dump(artefact) for path, artefact in made.items()}
-        threads = {path: recorded_thread(walk.threads.get(path, []), note) for path, note in revised.items()}
+        # a first note is its own thread: the ledger's revision {note, sha} says it, as before threads
+        threads = {path: recorded_thread(walk.threads[path], note) for path, note in revised.items()
+                   if walk.threads.get(path)}
         if not walk.course.write(texts, revisions=revised, cancelled=walk.cancelled, threads=threads):
             return False
         for path in revised:  # the thread goes on in the ledger; a proposal for the old bytes is over

@@ -66,6 +66,7 @@ def test_a_three_round_show_thread_is_sent_each_round_and_recorded_when_kept(cou
         assert all(earlier in request.user for earlier in NOTES[:n])
         assert f"--- a/{quiz}" in result.diff and f"+++ b/{quiz}" in result.diff
         assert f"Revised on review: {note.rstrip('.')}." in result.diff and result.written == ()
+        assert result.diff.rstrip("\n") in result.summary() and "shown, not written" in result.summary()
     proposal = _proposal(courses)
     shown = proposal["text"]
     assert proposal["note"] == NOTES[-1] and [item["note"] for item in proposal["set_aside"]] == list(NOTES[:-1])
@@ -151,6 +152,28 @@ def test_a_thread_ends_when_the_file_is_accepted_without_its_revision(courses: P
     revise(SLUG, [quiz], note=NOTES[1], courses_dir=courses, backend=backend, progress=quiet)
     (request,) = backend.seen
     assert THREAD not in request.inputs
+
+
+def test_a_first_kept_note_is_recorded_as_before_threads(courses: Path) -> None:
+    quiz = _quiz(courses)
+    revise(SLUG, [quiz], note=NOTES[0], show=True, courses_dir=courses, backend=RiggedBackend(), progress=quiet)
+    revise(SLUG, [quiz], keep=True, courses_dir=courses, progress=quiet)
+    assert _entry(courses, quiz)["revision"] == {"note": NOTES[0], "sha": note_sha(NOTES[0])}
+
+
+@pytest.mark.parametrize("where", ["outside", "inside"])
+def test_proposals_are_never_kept_through_a_link(courses: Path, tmp_path: Path, where: str) -> None:
+    quiz = _quiz(courses)
+    root = courses / SLUG
+    target = tmp_path / "outside" if where == "outside" else root / ".state" / "elsewhere"
+    target.mkdir()
+    (root / PROPOSALS).symlink_to(target, target_is_directory=True)
+    done = run_stay("revise", SLUG, quiz, "--note", NOTES[0], "--show", "--courses-dir", str(courses))
+    assert done.returncode != 0 and list(target.iterdir()) == []
+    (line,) = [text for text in done.stderr.splitlines() if text.startswith("error")]
+    # a link out of the course is refused as every such link is; one inside it, by the proposals' own check
+    said = "a symlink leads outside the course" if where == "outside" else "is a symbolic link"
+    assert said in line and PROPOSALS in line
 
 
 def test_the_thread_is_bounded_by_count_and_by_characters() -> None:
