@@ -11,9 +11,10 @@ Notes on one file make a thread, and each new revision of it (shown, kept or a p
 set aside. The thread is derived, never a second record: its kept notes are the ledger
 entry's ``revision.thread`` (recorded with the file, like every note), its set-aside
 notes are in the open proposal. A thread is about one line of versions of the file, so
-it ends when the ledger entry stops describing the file: a rebuild, an approval or an
-adoption records the file without a revision, and a hand edit changes its hash. An open
-proposal made against other bytes is stale and is not part of the thread either.
+its kept notes end when the ledger entry stops describing the file through revisions: a
+rebuild or an adoption records the file without a revision, a hand edit changes its hash,
+and an approval of a gate covering it accepts its bytes as they are. An open proposal made
+against other bytes is stale and is not part of the thread either.
 
 The thread is bounded (``THREAD_NOTES``, ``THREAD_CHARS``): a few rounds of back and
 forth is what a reviewer redirects with, and each earlier note is already in the file's
@@ -132,10 +133,15 @@ def open_proposal(course: CourseState, path: str) -> Proposal | None:
 
 def kept_notes(course: CourseState, path: str) -> list[ThreadNote]:
     """The thread's kept notes: the ledger entry's, while it describes the file (its hash
-    is the file's, and it records a revision)."""
+    is the file's, and it records a revision) and no approval has accepted these bytes
+    since (a gate that covers the file approved with its hash as it is now)."""
     entry = course.ledger().get(path, {})
     revision = entry.get("revision")
-    if not isinstance(revision, dict) or entry.get("hash") != course.current_hash(path):
+    current = course.current_hash(path)
+    if not isinstance(revision, dict) or entry.get("hash") != current:
+        return []
+    if any(answer.get("approved") and answer.get("covered", {}).get(path) == current
+           for answer in course.gates().values() if isinstance(answer.get("covered"), dict)):
         return []
     recorded: Any = revision.get("thread")
     if not isinstance(recorded, list):  # a revision recorded before threads: its one note

@@ -12,7 +12,7 @@ import pytest
 
 from stay.errors import UsageError
 from stay.models import ModelRequest
-from stay.pipeline import adopt, revise
+from stay.pipeline import adopt, approve, build_course, revise
 from stay.pipeline._thread import PROPOSALS, THREAD, THREAD_CHARS, THREAD_NOTES, ThreadNote, bounded, note_sha
 from stay.testing import RiggedBackend
 from tests.conftest import run_stay
@@ -152,6 +152,21 @@ def test_a_thread_ends_when_the_file_is_accepted_without_its_revision(courses: P
     revise(SLUG, [quiz], note=NOTES[1], courses_dir=courses, backend=backend, progress=quiet)
     (request,) = backend.seen
     assert THREAD not in request.inputs
+
+
+def test_approving_the_gate_that_covers_a_file_ends_its_kept_notes(courses: Path) -> None:
+    revise(SLUG, ["curriculum"], note=NOTES[0], courses_dir=courses, backend=RiggedBackend(), progress=quiet)
+
+    def thread_sent(note: str) -> list[tuple[str, str]]:
+        backend = Recording()
+        revise(SLUG, ["curriculum"], note=note, show=True, courses_dir=courses, backend=backend, progress=quiet)
+        (request,) = backend.seen
+        return [(item["note"], item["outcome"]) for item in request.inputs.get(THREAD, [])]
+
+    assert thread_sent(NOTES[1]) == [(NOTES[0], "kept")]
+    build_course(SLUG, courses_dir=courses, progress=quiet)  # its dependents again; it stops at the design gate
+    approve(SLUG, "design", courses_dir=courses, by="reviewer")  # the revised curriculum accepted as it is
+    assert thread_sent(NOTES[2]) == [(NOTES[1], "set aside")]  # the open proposal's note only
 
 
 def test_a_first_kept_note_is_recorded_as_before_threads(courses: Path) -> None:
