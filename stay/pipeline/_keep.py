@@ -24,7 +24,6 @@ from stay.pipeline._run_log import log_run, next_run_number
 from stay.pipeline._state import CourseState, load_manifest
 from stay.pipeline._thread import (
     Proposal,
-    ThreadNote,
     bounded,
     current_text,
     diff_of,
@@ -49,7 +48,7 @@ def shown(run: Run) -> tuple[str, str]:
     for path, note in config.revisions.items():
         if path in proposed:
             earlier = open_proposal(course, path)  # the open proposal this one sets aside
-            aside = [] if earlier is None else [*earlier.set_aside, *_as_set_aside(earlier)]
+            aside = [] if earlier is None else earlier.replaced()
             write_proposal(config.root, Proposal(path=path, base=course.current_hash(path), note=note,
                                                  text=proposed[path], set_aside=tuple(bounded(aside))))
         proposal = open_proposal(course, path)
@@ -64,10 +63,6 @@ def shown(run: Run) -> tuple[str, str]:
     again = config.hint("revise", config.slug, *paths, "--note", repr("..."), "--show")
     return "".join(diffs), (f"shown, not written: {', '.join(paths)} (the proposal is in .state/proposals/); "
                             f"keep it with {keep}, or try another note with {again}")
-
-
-def _as_set_aside(proposal: Proposal) -> list[ThreadNote]:
-    return [ThreadNote(note=proposal.note, sha=note_sha(proposal.note), outcome="set aside")]
 
 
 def keep_proposals(slug: str, targets: Sequence[str], *, courses_dir: str | os.PathLike[str], force: bool,

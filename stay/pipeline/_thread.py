@@ -71,6 +71,10 @@ class Proposal(BaseModel):
     text: str
     set_aside: tuple[ThreadNote, ...] = ()
 
+    def replaced(self) -> list[ThreadNote]:
+        """The notes set aside once a new revision replaces this proposal: its own, last."""
+        return [*self.set_aside, ThreadNote(note=self.note, sha=note_sha(self.note), outcome="set aside")]
+
 
 def bounded(thread: list[ThreadNote]) -> list[ThreadNote]:
     """The last ``THREAD_NOTES`` notes, fewer if their text passes ``THREAD_CHARS``."""
@@ -158,8 +162,7 @@ def thread_so_far(course: CourseState, path: str) -> list[ThreadNote]:
     thread = kept_notes(course, path)
     proposal = open_proposal(course, path)
     if proposal is not None:
-        thread += [*proposal.set_aside, ThreadNote(note=proposal.note, sha=note_sha(proposal.note),
-                                                   outcome="set aside")]
+        thread += proposal.replaced()
     return bounded(thread)
 
 
