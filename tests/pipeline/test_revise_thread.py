@@ -197,3 +197,16 @@ def test_the_thread_is_bounded_by_count_and_by_characters() -> None:
     assert bounded(many) == many[-THREAD_NOTES:]
     long = [ThreadNote(note="x" * (THREAD_CHARS // 2), sha="0" * 16, outcome="kept") for _ in range(3)]
     assert bounded(long) == long[-2:]  # two fit the budget, the third would pass it
+
+
+def test_offline_the_loop_runs_and_says_it_proposes_no_change(courses: Path) -> None:
+    quiz = _quiz(courses)
+    before = (courses / SLUG / quiz).read_bytes()
+    shown = run_stay("revise", SLUG, quiz, "--note", NOTES[0], "--show", "--courses-dir", str(courses))
+    assert shown.returncode == 0, shown.stderr
+    assert "each file is proposed as its template again" in shown.stderr
+    assert f"(the proposal for {quiz} changes nothing in it)" in shown.stdout and "shown, not written" in shown.stdout
+    kept = run_stay("revise", SLUG, quiz, "--keep", "--courses-dir", str(courses))
+    assert kept.returncode == 0 and f"revised {quiz}" in kept.stdout
+    assert (courses / SLUG / quiz).read_bytes() == before
+    assert _entry(courses, quiz)["revision"]["note"] == NOTES[0]
