@@ -161,8 +161,8 @@ def revise_files(config: RunConfig, reader: RunReader, model: ModelGateway, repo
     proposals), so there is no check at the write."""
     todo = walk.revisions
     if todo and isinstance(getattr(model.backend, "inner", model.backend), OfflineBackend):
-        made = "proposed as" if config.show else "written from"
-        report.say(f"  offline: the offline backend cannot act on a note; each file is {made} its template "
+        how = "proposed as" if config.show else "written from"
+        report.say(f"  offline: the offline backend cannot act on a note; each file is {how} its template "
                    "again (revise with a model backend, e.g. --backend anthropic, to apply the note)")
     for stage in (s for s in config.stages if s.phase != "wave"):
         if stage.scope == "module":
