@@ -1,5 +1,6 @@
 """The two ends of ``stay revise --show``: what a shown run keeps and prints, and
-``--keep``, which writes a kept proposal as a revise would, with no model call.
+``--keep``, which writes a kept proposal as a revise would, with no model call; and
+what writing revised files did, which a revise and a keep both say (``revised_reason``).
 
 The proposals themselves, and the reviewer's thread they belong to, are ``_thread``'s.
 """
@@ -8,13 +9,14 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from stay._lock import CourseLock
 from stay.errors import EnvironmentProblem, PipelineError, UsageError
 from stay.models import Usage
 from stay.pipeline._commands import open_course_named
+from stay.pipeline._gate_decl import GATE_NAMES
 from stay.pipeline._ledger import RETIRED
 from stay.pipeline._progress import Progress
 from stay.pipeline._result import BuildResult
@@ -70,7 +72,7 @@ def keep_proposals(slug: str, targets: Sequence[str], *, courses_dir: str | os.P
     """Write each target's shown proposal as ``revise`` would have: the ledger records the
     note and the thread, dependents go stale, a gated file's approval is retired. Refused,
     before anything is written, for a target with no proposal or a stale one."""
-    from stay.pipeline._runner import _pipeline, revised_reason
+    from stay.pipeline._runner import _pipeline
 
     state = open_course_named(slug, courses_dir, settings, stages)
     paths = resolve_targets(state, list(targets), {stage.name for stage in stages})
@@ -135,3 +137,23 @@ def _retire(root: Path, path: str, run_number: int, progress: Progress) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(root / path, target)
     progress(f"  {path}: edited by hand; its bytes are kept in {target.relative_to(root)}")
+
+
+def revised_reason(course: CourseState, revised: list[str], hint: Callable[..., str], slug: str) -> str:
+    """What writing the ``revised`` files did (a revise, or a kept proposal), and what next."""
+    if not revised:
+        return "nothing to revise: every file already has this note"
+    answers = course.gates()
+    retired = [gate for gate in GATE_NAMES  # an approval the revision retired, not a decline
+               if answers.get(gate, {}).get("approved") and any(p in course.covered(gate) for p in revised)
+               and not course.approval(gate)[0]]
+    stale = sorted({d for p in revised for d in course.graph.successors(p) if course.status(d).state == "stale"})
+    said = f"revised {', '.join(revised)}"
+    if retired:
+        said += f"; the {' and '.join(retired)} " + ("approvals no longer hold" if len(retired) > 1
+                                                       else "approval no longer holds")
+    if stale:
+        said += f"; {len(stale)} file{'s' if len(stale) > 1 else ''} now stale"
+    if retired or stale:
+        said += f": run {hint('build', slug)} to regenerate and review"
+    return said

@@ -42,16 +42,16 @@ from stay.models import (
 )
 from stay.pipeline._commands import open_course, open_course_named
 from stay.pipeline._dag import Dag
-from stay.pipeline._gate_decl import GATE_NAMES
 from stay.pipeline._gateway import cost_cap
 from stay.pipeline._graph import CommandDecl, assemble, checked, declare
+from stay.pipeline._keep import keep_proposals, revised_reason, shown
 from stay.pipeline._ledger import Sources
 from stay.pipeline._nodes import handlers
 from stay.pipeline._progress import Progress, clock, default_progress
 from stay.pipeline._result import SPENT, BuildResult, Spent
 from stay.pipeline._run import BatchPlan, Run, RunConfig, Stop, command_hint
 from stay.pipeline._run_log import log_run, next_run_number
-from stay.pipeline._state import CourseState, load_manifest
+from stay.pipeline._state import load_manifest
 from stay.pipeline._trace import Tracer, lesson_files
 from stay.pipeline._walk import route, walk
 from stay.settings import DEFAULT_MODELS, BackendName, Settings
@@ -287,8 +287,6 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
     diff = ""
     if config.command == "revise" and stopped is None:
         if config.show:
-            from stay.pipeline._keep import shown
-
             diff, reason = shown(run)
         else:
             reason = _revised(run)
@@ -391,8 +389,6 @@ def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
         if note is not None:
             raise UsageError("--keep writes the proposal already shown, whose note it records: give no --note "
                              "(to try another note, use --note TEXT --show)")
-        from stay.pipeline._keep import keep_proposals
-
         return keep_proposals(slug, list(targets), courses_dir=courses_dir, force=force, settings=settings,
                               stages=tuple(stages), progress=progress or default_progress())
     state = open_course_named(slug, courses_dir, settings, stages)
@@ -411,26 +407,6 @@ def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
 def _revised(run: Run) -> str:
     """What a revision did, and what a person should do next."""
     return revised_reason(run.course, sorted(run.tally.revised), run.config.hint, run.config.slug)
-
-
-def revised_reason(course: CourseState, revised: list[str], hint: Callable[..., str], slug: str) -> str:
-    """What writing the ``revised`` files did (a revise, or a kept proposal), and what next."""
-    if not revised:
-        return "nothing to revise: every file already has this note"
-    answers = course.gates()
-    retired = [gate for gate in GATE_NAMES  # an approval the revision retired, not a decline
-               if answers.get(gate, {}).get("approved") and any(p in course.covered(gate) for p in revised)
-               and not course.approval(gate)[0]]
-    stale = sorted({d for p in revised for d in course.graph.successors(p) if course.status(d).state == "stale"})
-    said = f"revised {', '.join(revised)}"
-    if retired:
-        said += f"; the {' and '.join(retired)} " + ("approvals no longer hold" if len(retired) > 1
-                                                       else "approval no longer holds")
-    if stale:
-        said += f"; {len(stale)} file{'s' if len(stale) > 1 else ''} now stale"
-    if retired or stale:
-        said += f": run {hint('build', slug)} to regenerate and review"
-    return said
 
 
 __all__ = ["BuildResult", "build_course", "revise", "run_command"]
