@@ -154,6 +154,12 @@ def _parser() -> argparse.ArgumentParser:
                                        "that covers the target)")
     revise.add_argument("--force", action="store_true",
                         help="revise a file edited by hand too (its bytes are kept in .state/retired/)")
+    shown = revise.add_mutually_exclusive_group()
+    shown.add_argument("--show", action="store_true",
+                       help="write no course file: print the diff the revision would make and keep it as a "
+                            "proposal in .state/proposals/ (--keep it, or --show again with another --note)")
+    shown.add_argument("--keep", action="store_true",
+                       help="write the proposal --show made, as a revise would, with no model call")
     revise.add_argument("--backend", choices=backends, help=BACKEND_HELP)
     revise.add_argument("--answer-tokens", type=_positive, metavar="N", help=ANSWER_TOKENS_HELP)
     revise.add_argument("--max-cost", type=_dollars, metavar="USD", help=MAX_COST_HELP)
@@ -452,7 +458,7 @@ def _result(ns: argparse.Namespace, settings: Settings) -> BuildResult:
         from stay.pipeline import revise
 
         return revise(ns.slug, ns.targets, note=ns.note, courses_dir=ns.courses_dir, force=ns.force,
-                      settings=settings)
+                      settings=settings, show=ns.show, keep=ns.keep)
     return run_command(ns.command, ns.target, courses_dir=ns.courses_dir, yes=getattr(ns, "yes", False),
                        slug=ns.slug, settings=settings, replay=ns.replay, batch=ns.batch,
                        screen=getattr(ns, "screen", True))

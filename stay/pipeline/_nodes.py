@@ -39,7 +39,7 @@ from stay.pipeline._produce import job
 from stay.pipeline._reader import RunReader
 from stay.pipeline._repair import repair_course
 from stay.pipeline._reporter import Reporter
-from stay.pipeline._revise import check_revisions, pending, revise_files, revise_gather, set_aside
+from stay.pipeline._revise import check_revisions, pending, revise_files, revise_gather, set_aside, threads
 from stay.pipeline._run import RunConfig, Tally, Walk, Writer
 from stay.pipeline._state import CourseState, load_manifest
 from stay.pipeline._wave import wave_of
@@ -87,8 +87,10 @@ def revise_seed(config: RunConfig, walk: Walk, report: Reporter, node: Node) -> 
     design file none); an edited file is revised only when forced, and its bytes kept first."""
     course = _existing(config, walk)
     check_revisions(config, course, node["requires_by_phase"])
-    set_aside(config, course, report, list(config.revisions))
+    if not config.show:  # a shown revision replaces nothing: --keep keeps an edited file's bytes
+        set_aside(config, course, report, list(config.revisions))
     walk.revisions = pending(config, course, report)
+    walk.threads = threads(course, list(walk.revisions))
 
 
 # -- intake, moderation, scaffold ---------------------------------------------

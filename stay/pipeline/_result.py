@@ -94,6 +94,8 @@ class BuildResult:
     after asking the model once more: what the gate's reviewer must see."""
     calls_by_stage: dict[str, int] | None = None
     """Model calls per stage (a billed call that failed is counted too)."""
+    diff: str = ""
+    """``revise --show``: the unified diff each proposal would make (nothing was written)."""
 
     @property
     def spent(self) -> Spent:
@@ -130,6 +132,8 @@ class BuildResult:
         if self.stopped_at is not None:
             lines.append(self.outcome)
             return "\n".join(lines) + "\n"
+        if self.diff:  # revise --show: what the proposals would change, before what to do with them
+            lines.append(self.diff.rstrip("\n"))
         if self.reason != "done":  # what plan and revise did, and the command to run next
             lines.append(self.reason)
         report = self.validation

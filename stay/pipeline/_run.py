@@ -25,6 +25,7 @@ from stay.pipeline._progress import Progress
 from stay.pipeline._reader import RunReader
 from stay.pipeline._reporter import Reporter
 from stay.pipeline._state import CourseState
+from stay.pipeline._thread import ThreadNote, drop_proposal, recorded_thread
 from stay.requests import ModelAnswer
 from stay.settings import Settings
 from stay.stages import Prompts, Stage
@@ -92,6 +93,8 @@ class RunConfig:
     """``stay revise``: course file -> the reviewer's note to regenerate it with."""
     force: bool = False
     """``stay revise --force``: revise files edited by hand too (their bytes are kept)."""
+    show: bool = False
+    """``stay revise --show``: a revision is kept as a proposal and shown, not written (``_thread``)."""
     screen: bool = True
     """Screen the brief through the backend; False only from an explicit ``--no-screen``."""
     routes: Mapping[str, str] = field(default_factory=dict)
@@ -203,6 +206,12 @@ class Walk:
     revisions: dict[str, str] = field(default_factory=dict)
     """The revisions still to send (``revise_seed`` drops a note a file already has):
     what revise's nodes regenerate, and the note each write of one records."""
+    threads: dict[str, list[ThreadNote]] = field(default_factory=dict)
+    """Each revised file's reviewer thread so far (``_thread``): given to its request, and
+    recorded, with the new note as kept, when the file is written."""
+    proposed: dict[str, str] | None = None
+    """``revise --show``: the revised files' texts, kept here instead of written; None
+    for every other run."""
 
     @property
     def course(self) -> CourseState:
@@ -232,16 +241,28 @@ class Writer:
         """Write files the pipeline made, and record them in the ledger and the run's list,
         as one step (``CourseState.write``: no crash leaves a finished file unrecorded); a
         revised file's ledger entry keeps the note it was revised with. Nothing is written
-        once the run is cancelled: False."""
+        once the run is cancelled: False. Under ``revise --show`` a revised file is not
+        written: its text is the run's proposal (``walk.proposed``)."""
+        walk = self.walk
+        if walk.proposed is not None:
+            shown = [path for path in made if path in walk.revisions]
+            if shown and walk.cancelled.is_set():
+                return False
+            walk.proposed.update({path: dump(made[path]) for path in shown})
+            made = {path: artefact for path, artefact in made.items() if path not in walk.revisions}
         if not made:
             return True
         paths = list(made)
-        walk = self.walk
         revised = {path: walk.revisions[path] for path in paths if path in walk.revisions}
         self.reader.wrote(paths)
         texts = {path: dump(artefact) for path, artefact in made.items()}
-        if not walk.course.write(texts, revisions=revised, cancelled=walk.cancelled):
+        # a first note is its own thread: the ledger's revision {note, sha} says it, as before threads
+        threads = {path: recorded_thread(walk.threads[path], note) for path, note in revised.items()
+                   if walk.threads.get(path)}
+        if not walk.course.write(texts, revisions=revised, cancelled=walk.cancelled, threads=threads):
             return False
+        for path in revised:  # the thread goes on in the ledger; a proposal for the old bytes is over
+            drop_proposal(walk.course.root, path)
         with self.tally.lock:
             self.tally.written.extend(paths)
             self.tally.revised.update(revised)
@@ -292,7 +313,7 @@ class Run:
                              model_slots or threading.Semaphore(config.settings.model_concurrency),
                              cap=None if _unbilled(backend) else cost_cap(config.settings, prices_of(backend)))
         reader = RunReader(config.root, brief)
-        walk = Walk(config.slug, state=state, course_lock=course_lock)
+        walk = Walk(config.slug, state=state, course_lock=course_lock, proposed={} if config.show else None)
         return cls(config=config, reader=reader, model=model, report=report, tally=tally, walk=walk)
 
     @property

@@ -42,9 +42,9 @@ from stay.models import (
 )
 from stay.pipeline._commands import open_course, open_course_named
 from stay.pipeline._dag import Dag
-from stay.pipeline._gate_decl import GATE_NAMES
 from stay.pipeline._gateway import cost_cap
 from stay.pipeline._graph import CommandDecl, assemble, checked, declare
+from stay.pipeline._keep import keep_proposals, revised_reason, shown
 from stay.pipeline._ledger import STATE, Sources
 from stay.pipeline._nodes import handlers
 from stay.pipeline._progress import Progress, clock, default_progress
@@ -104,10 +104,10 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                 progress: Progress | None = None, slug: str | None = None,
                 on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
                 stages: Sequence[Stage] | None = None, revisions: Mapping[str, str] | None = None,
-                force: bool = False, screen: bool = True) -> BuildResult:
+                force: bool = False, screen: bool = True, show: bool = False) -> BuildResult:
     """Run one command. ``target`` is a Brief, a brief file, or (plan, write, repair,
     build of an existing course) a course slug. The rest as for ``build_course``;
-    ``revisions`` and ``force`` are ``revise``'s."""
+    ``revisions``, ``force`` and ``show`` are ``revise``'s."""
     chosen = (settings or Settings.from_env()).replace(
         backend=backend if isinstance(backend, str) else None,
         prompts_dir=Path(prompts_dir) if prompts_dir is not None else None, cache=cache)
@@ -116,7 +116,7 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
         return _run_command(command, target, courses_dir=courses_dir, yes=yes, settings=chosen, client=client,
                             progress=progress or default_progress(), slug=slug, on_node=on_node, replay=replay,
                             batch=batch, stages=tuple(REGISTRY if stages is None else stages),
-                            revisions=dict(revisions or {}), force=force, screen=screen)
+                            revisions=dict(revisions or {}), force=force, screen=screen, show=show)
     except OSError as exc:
         problem = EnvironmentProblem.from_os_error(exc)
         if hasattr(exc, SPENT):  # what the run paid before the disk stopped it, said as for any failure
@@ -147,7 +147,8 @@ def _house_limits(settings: Settings) -> DurationLimits:
 def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, courses_dir: str | os.PathLike[str],
                  yes: bool, settings: Settings, client: ModelClient | None, progress: Progress,
                  slug: str | None, on_node: Callable[[str], None] | None, replay: bool, batch: bool,
-                 stages: tuple[Stage, ...], revisions: dict[str, str], force: bool, screen: bool) -> BuildResult:
+                 stages: tuple[Stage, ...], revisions: dict[str, str], force: bool, screen: bool,
+                 show: bool = False) -> BuildResult:
     say = progress
     pipeline = _pipeline(stages)
     declared: CommandDecl | None = pipeline.graph["commands"].get(command)
@@ -212,7 +213,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
         config = RunConfig(command=command, slug=slug, root=root, courses_arg=courses_arg, authors=declared.authors,
                            settings=settings, prompts=prompts, stages=stages, limits=limits, sources=sources,
                            yes=yes, run_number=next_run_number(root) if state else 1, batch=batching,
-                           revisions=revisions, force=force, screen=screen,
+                           revisions=revisions, force=force, screen=screen, show=show,
                            routes={name: route(pipeline, command, name) for name, attrs in pipeline.nodes(data=True)
                                    if attrs["kind"] == "router"})
         run = Run.start(config, chosen, say, brief, state=state, course_lock=lock)
@@ -292,8 +293,12 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
                          lessons=lesson_files(config.stages, run.reader))
     if config.command == "plan" and stopped is None:
         reason = f"planned; write the course with {config.hint('write', config.slug)}"
+    diff = ""
     if config.command == "revise" and stopped is None:
-        reason = _revised(run)
+        if config.show:
+            diff, reason = shown(run)
+        else:
+            reason = _revised(run)
     tally = run.tally
     spent = _spent(run)
     priced = describe_cost(None if tally.unpriced else tally.cost, tally.unpriced)  # "$x" or "cost unknown (...)"
@@ -306,7 +311,7 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
                          wave=tally.wave, trace_id=tracer.trace_id, cost=spent.cost,
                          usage_by_stage=spent.usage_by_stage, unpriced=spent.unpriced,
                          cost_by_stage=spent.cost_by_stage, calls_by_stage=spent.calls_by_stage,
-                         retired=tuple(sorted(tally.retired)),
+                         retired=tuple(sorted(tally.retired)), diff=diff,
                          unresolved=tuple(d for path in sorted(tally.unresolved) for d in tally.unresolved[path]))
     run.report.end(result.outcome, "complete" if result.complete else "stopped")
     return result
@@ -368,7 +373,8 @@ def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os
 def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
            courses_dir: str | os.PathLike[str] = "courses", force: bool = False, settings: Settings | None = None,
            backend: ModelClient | BackendName | None = None, prompts_dir: str | os.PathLike[str] | None = None,
-           progress: Progress | None = None, stages: Sequence[Stage] | None = None) -> BuildResult:
+           progress: Progress | None = None, stages: Sequence[Stage] | None = None, show: bool = False,
+           keep: bool = False) -> BuildResult:
     """Regenerate the named artefacts with ``note`` attached to their stages' requests as
     reviewer guidance, next to the current version of each file; nothing else is written.
 
@@ -377,10 +383,23 @@ def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
     target is used. A file edited by hand is revised only with ``force`` (its bytes are
     kept in .state/retired/). Revising a gated file retires that gate's approval;
     dependents become stale. Returns the same result type as ``build_course``.
+
+    ``show=True`` writes no course file: each revision is kept as a proposal in
+    .state/proposals/ and its unified diff is the result's ``diff``. ``keep=True`` (no
+    note, no model call) writes the proposals as a revision would. Each revision of a
+    file is given the reviewer's thread on it so far (``stay.pipeline._thread``).
     """
     from stay.pipeline._revise import declined_note, resolve_targets
 
+    if show and keep:
+        raise UsageError("--show and --keep are two steps: show a proposal with --note TEXT --show, then --keep it")
     stages = REGISTRY if stages is None else stages  # None: the registry (a readable default in help())
+    if keep:
+        if note is not None:
+            raise UsageError("--keep writes the proposal already shown, whose note it records: give no --note "
+                             "(to try another note, use --note TEXT --show)")
+        return keep_proposals(slug, list(targets), courses_dir=courses_dir, force=force, settings=settings,
+                              stages=tuple(stages), progress=progress or default_progress())
     state = open_course_named(slug, courses_dir, settings, stages)
     paths = resolve_targets(state, list(targets), {stage.name for stage in stages})
     revisions = {}
@@ -390,29 +409,13 @@ def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
             raise UsageError(f"no note to revise {path} with: give --note TEXT (or decline its gate with --note)")
         revisions[path] = given
     return run_command("revise", slug, courses_dir=courses_dir, settings=settings, backend=backend,
-                       prompts_dir=prompts_dir, progress=progress, stages=stages, revisions=revisions, force=force)
+                       prompts_dir=prompts_dir, progress=progress, stages=stages, revisions=revisions, force=force,
+                       show=show)
 
 
 def _revised(run: Run) -> str:
     """What a revision did, and what a person should do next."""
-    revised = sorted(run.tally.revised)
-    if not revised:
-        return "nothing to revise: every file already has this note"
-    course = run.course
-    answers = course.gates()
-    retired = [gate for gate in GATE_NAMES  # an approval the revision retired, not a decline
-               if answers.get(gate, {}).get("approved") and any(p in course.covered(gate) for p in revised)
-               and not course.approval(gate)[0]]
-    stale = sorted({d for p in revised for d in course.graph.successors(p) if course.status(d).state == "stale"})
-    said = f"revised {', '.join(revised)}"
-    if retired:
-        said += f"; the {' and '.join(retired)} " + ("approvals no longer hold" if len(retired) > 1
-                                                       else "approval no longer holds")
-    if stale:
-        said += f"; {len(stale)} file{'s' if len(stale) > 1 else ''} now stale"
-    if retired or stale:
-        said += f": run {run.config.hint('build', run.config.slug)} to regenerate and review"
-    return said
+    return revised_reason(run.course, sorted(run.tally.revised), run.config.hint, run.config.slug)
 
 
 __all__ = ["BuildResult", "build_course", "revise", "run_command"]

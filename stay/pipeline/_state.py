@@ -128,18 +128,20 @@ class CourseState:
         self._pending = []
 
     def write(self, files: Mapping[str, str], revisions: Mapping[str, str] | None = None,
-              cancelled: threading.Event | None = None) -> bool:
+              cancelled: threading.Event | None = None,
+              threads: Mapping[str, list[dict[str, str]]] | None = None) -> bool:
         """Write files the pipeline made and record them, in one step under the ledger lock:
         their intended hashes are journalled (one synced line) before the renames, so a
         process that dies anywhere leaves the old bytes or the new ones with an entry naming
         them, never a finished file without a record (it would pass for a hand edit). Once
-        ``cancelled`` is set (under this lock too: ``cancel``), nothing is written: False."""
+        ``cancelled`` is set (under this lock too: ``cancel``), nothing is written: False.
+        ``threads``: a revised file's reviewer thread, recorded with its note (``_thread``)."""
         with self._lock:
             if cancelled is not None and cancelled.is_set():
                 return False
             ledger = self.ledger()
             intended = {path: digest(text.encode("utf-8")) for path, text in files.items()}
-            entries = self._entries(list(files), revisions, intended)
+            entries = self._entries(list(files), revisions, intended, threads)
             self._pending = [entries]  # until every rename is done (an interrupt leaves it to _settle)
             append_journal(self.root / JOURNAL, entries)
             self._dirty = True
@@ -170,7 +172,8 @@ class CourseState:
                 self._dirty = True
 
     def _entries(self, paths: list[str], revisions: Mapping[str, str] | None,
-                 intended: Mapping[str, str]) -> dict[str, Any]:
+                 intended: Mapping[str, str],
+                 threads: Mapping[str, list[dict[str, str]]] | None = None) -> dict[str, Any]:
         """Each path's ledger entry: its hash (``intended`` for a file about to be
         written) and its inputs' (an input written in the same step by its intended hash)."""
 
@@ -187,6 +190,8 @@ class CourseState:
             if revisions and path in revisions:
                 note = revisions[path]
                 entry["revision"] = {"note": note, "sha": hashlib.sha256(note.encode()).hexdigest()[:16]}
+                if threads and path in threads:
+                    entry["revision"]["thread"] = threads[path]
             entries[path] = entry
         return entries
 
