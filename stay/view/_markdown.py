@@ -16,9 +16,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 from markupsafe import Markup, escape
@@ -125,7 +126,7 @@ def _parser(breaks: bool = False) -> MarkdownIt:
     md.add_render_rule("table_open", _table_open)
     md.add_render_rule("table_close", _table_close)
     for rule in ("fence", "code_block"):
-        md.add_render_rule(rule, _focusable(md.renderer.rules[rule]))
+        md.add_render_rule(rule, _focusable(cast(RendererHTML, md.renderer).rules[rule]))
     return md
 
 
