@@ -118,8 +118,7 @@ def _focusable(original: Any) -> Any:
 
 @cache
 def _parser(breaks: bool = False) -> MarkdownIt:
-    """The lesson parser; ``breaks``: a newline is a line break (a YAML field's text,
-    where a newline is one its author wrote on purpose, as in a capstone's brief)."""
+    """The lesson parser; ``breaks``: a newline inside a paragraph is a line break."""
     md = MarkdownIt("commonmark", {"html": False, "highlight": _highlight, "breaks": breaks})
     md.enable(["table", "strikethrough"])
     md.add_render_rule("image", _image_as_link)
@@ -176,14 +175,14 @@ def _point_at_page(link: Token, pages: Mapping[str, str]) -> None:
         link.attrSet("href", pages[match.group(1)] + (match.group(2) or ""))
 
 
-def item_html(owner: Any, name: str, text: str, lesson_pages: Mapping[str, str] | None = None) -> Markup:
+def item_html(owner: Any, name: str, text: str, lesson_pages: Mapping[str, str] | None = None, *,
+              breaks: bool = False) -> Markup:
     """``text`` (``owner``'s field ``name``, or one item of it: a hint, a rubric level's
     text) as HTML, by the format its model declares (``stay.artefacts.text_format``):
-    Markdown through ``render_markdown`` in a ``div.markdown``, each newline its author
-    wrote kept as a line break (a field is YAML text, not hard-wrapped prose, so a
-    multi-line brief stays lines, not one paragraph); anything else escaped in
+    Markdown through ``render_markdown`` in a ``div.markdown`` (with ``breaks``, each
+    newline kept as a line break); anything else escaped in
     a ``span.as-written``, white space kept, so a "- x" stays text."""
     if text_format(type(owner), name) == "markdown":
-        rendered = render_markdown(text.strip(), lesson_pages=lesson_pages, breaks=True).html
+        rendered = render_markdown(text.strip(), lesson_pages=lesson_pages, breaks=breaks).html
         return Markup(f'<div class="markdown">{rendered}</div>')
     return Markup(f'<span class="as-written">{escape(text.strip())}</span>')

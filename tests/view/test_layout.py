@@ -83,6 +83,7 @@ def test_a_multi_line_capstone_brief_keeps_its_lines_and_paragraphs(tmp_path: Pa
     project = yaml.safe_load((course / "project.yaml").read_text(encoding="utf-8"))
     lines = ["Pick one real HTTPS URL.", "Trace one request end to end."]
     project["brief"] = "\n".join(lines) + "\n\nThen break it on purpose."
+    project["deliverable"] = "\n".join(lines)  # other fields may be hard-wrapped prose: they flow
     (course / "project.yaml").write_text(yaml.safe_dump(project, sort_keys=False), encoding="utf-8")
     page = build_site(course)["capstone.html"].decode()
     lede = re.search(r'<div class="lede"><div class="markdown">(.*?)</div></div>', page, re.DOTALL)
@@ -90,6 +91,9 @@ def test_a_multi_line_capstone_brief_keeps_its_lines_and_paragraphs(tmp_path: Pa
     paragraphs = re.findall(r"<p>(.*?)</p>", lede.group(1), re.DOTALL)
     assert len(paragraphs) == 2  # the blank line: two paragraphs
     assert re.split(r"<br\s*/?>\s*", paragraphs[0]) == lines  # the newline: a line break, not a space
+    deliverable = re.search(r'<h2 id="deliverable">Deliverable</h2>\s*<div><div class="markdown"><p>(.*?)</p>', page,
+                            re.DOTALL)
+    assert deliverable is not None and deliverable.group(1) == "\n".join(lines)
 
 
 def _rules(css: str) -> dict[str, dict[str, str]]:
