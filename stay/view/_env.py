@@ -48,9 +48,12 @@ def environment() -> Environment:
 
 
 @pass_context
-def _field(context: Context, owner: Any, name: str) -> Markup:
-    """``{{ exercise | field("task") }}``: a text field as its model declares it is written."""
-    return item_html(owner, name, str(getattr(owner, name)), _lesson_pages(context))
+def _field(context: Context, owner: Any, name: str, breaks: bool = False) -> Markup:
+    """``{{ exercise | field("task") }}``: a text field as its model declares it is written;
+    ``breaks=True`` keeps a Markdown field's newlines as line breaks (the capstone's brief,
+    whose lines are its author's; a task or solution may be hard-wrapped, as the offline
+    templates write them, and flows as CommonMark says)."""
+    return item_html(owner, name, str(getattr(owner, name)), _lesson_pages(context), breaks=breaks)
 
 
 @pass_context

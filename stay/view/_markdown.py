@@ -16,9 +16,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 from markupsafe import Markup, escape
@@ -86,11 +87,45 @@ def _escape(text: str) -> str:
             .replace('"', "&quot;"))
 
 
+def _table_open(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+    """A table scrolls inside its own box, a region named by its header cells that a
+    keyboard can focus (so it can be scrolled without a mouse), never the page."""
+    heads = []
+    for token in tokens[idx + 1:]:
+        if token.type == "thead_close":
+            break
+        if token.type == "inline":
+            heads.append(token.content.strip())
+    label = "Table: " + ", ".join(h for h in heads if h) if any(heads) else "Table"
+    return (f'<div class="scroll" role="region" aria-label="{_escape(label)}" tabindex="0">\n'
+            + str(self.renderToken(tokens, idx, options, env)))
+
+
+def _table_close(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+    return str(self.renderToken(tokens, idx, options, env)) + "</div>\n"
+
+
+def _focusable(original: Any) -> Any:
+    """A code block scrolls sideways inside itself: ``tabindex`` lets a keyboard reach it."""
+
+    def render(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+        html = str(original(tokens, idx, options, env))
+        end = html.index(">", html.index("<pre"))  # the attribute goes last: <pre class=.. tabindex="0">
+        return html[:end] + ' tabindex="0"' + html[end:]
+
+    return render
+
+
 @cache
-def _parser() -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": False, "highlight": _highlight})
+def _parser(breaks: bool = False) -> MarkdownIt:
+    """The lesson parser; ``breaks``: a newline inside a paragraph is a line break."""
+    md = MarkdownIt("commonmark", {"html": False, "highlight": _highlight, "breaks": breaks})
     md.enable(["table", "strikethrough"])
     md.add_render_rule("image", _image_as_link)
+    md.add_render_rule("table_open", _table_open)
+    md.add_render_rule("table_close", _table_close)
+    for rule in ("fence", "code_block"):
+        md.add_render_rule(rule, _focusable(cast(RendererHTML, md.renderer).rules[rule]))
     return md
 
 
@@ -105,11 +140,12 @@ def anchor_for(text: str, used: set[str]) -> str:
 
 
 def render_markdown(text: str, *, lesson_pages: Mapping[str, str] | None = None,
-                    drop_title: str | None = None) -> Rendered:
+                    drop_title: str | None = None, breaks: bool = False) -> Rendered:
     """``text`` as safe HTML, with an id on every heading and links between lessons'
     Markdown files pointed at their pages (``lesson id -> page``). ``drop_title``: a
-    leading level-1 heading with exactly this text is left out (the page shows it)."""
-    md = _parser()
+    leading level-1 heading with exactly this text is left out (the page shows it).
+    ``breaks``: every newline inside a paragraph is a line break."""
+    md = _parser(breaks)
     env: dict[str, Any] = {}
     tokens = md.parse(text, env)
     if (drop_title is not None and len(tokens) >= 3 and tokens[0].type == "heading_open"
@@ -139,12 +175,14 @@ def _point_at_page(link: Token, pages: Mapping[str, str]) -> None:
         link.attrSet("href", pages[match.group(1)] + (match.group(2) or ""))
 
 
-def item_html(owner: Any, name: str, text: str, lesson_pages: Mapping[str, str] | None = None) -> Markup:
+def item_html(owner: Any, name: str, text: str, lesson_pages: Mapping[str, str] | None = None, *,
+              breaks: bool = False) -> Markup:
     """``text`` (``owner``'s field ``name``, or one item of it: a hint, a rubric level's
     text) as HTML, by the format its model declares (``stay.artefacts.text_format``):
-    Markdown through ``render_markdown`` in a ``div.markdown``; anything else escaped in
+    Markdown through ``render_markdown`` in a ``div.markdown`` (with ``breaks``, each
+    newline kept as a line break); anything else escaped in
     a ``span.as-written``, white space kept, so a "- x" stays text."""
     if text_format(type(owner), name) == "markdown":
-        rendered = render_markdown(text.strip(), lesson_pages=lesson_pages).html
+        rendered = render_markdown(text.strip(), lesson_pages=lesson_pages, breaks=breaks).html
         return Markup(f'<div class="markdown">{rendered}</div>')
     return Markup(f'<span class="as-written">{escape(text.strip())}</span>')

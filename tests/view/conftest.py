@@ -109,3 +109,11 @@ def _write_eval_reports(tmp: Path) -> None:
         write_report(path, report(label=label, backend=OFFLINE, prompts_dir="prompts (packaged)", prompt_hashes={},
                                   scorers=scorer_versions(default_scorers(OfflineJudge())), builds=builds,
                                   epochs=EVAL_EPOCHS, seed=seed, quality=quality))
+
+
+@pytest.fixture(scope="session")
+def rendered_sites(tmp_path_factory: pytest.TempPathFactory, eval_reports: tuple[Path, Path]) -> Path:
+    """Every kind of site the viewer writes, in one directory (tests/view/sites.py)."""
+    from tests.view.sites import write_sites
+
+    return write_sites(tmp_path_factory.mktemp("sites"), tmp_path_factory.mktemp("courses"), eval_reports)

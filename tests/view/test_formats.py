@@ -78,7 +78,7 @@ def test_a_task_holding_a_markdown_list_renders_as_a_list_and_a_plain_dash_stays
     assert '<span class="as-written">- x is not a list</span>' in page
     assert not any(path[-1] == "ul." for path, _attrs in _tags(site["m01-l01.html"], "m01-l01-q1"))
     capstone = site["capstone.html"].decode()
-    assert '<td><span class="as-written">- y as written</span></td>' in capstone
+    assert '<dd><span class="as-written">- y as written</span></dd>' in capstone
 
 
 def test_markdown_fields_stay_safe(sample_copy: Path) -> None:

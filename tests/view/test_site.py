@@ -185,7 +185,7 @@ def test_the_outcomes_map_lists_what_serves_each_outcome(sample_site: dict[str, 
 
 def test_the_lesson_page_renders_markdown_with_highlighting_and_section_links(sample_site: dict[str, bytes]) -> None:
     page = sample_site["m01-l01.html"].decode()
-    assert '<pre class="highlight"><code class="language-python">' in page
+    assert '<pre class="highlight" tabindex="0"><code class="language-python">' in page  # focusable: it scrolls
     assert '<span class="kn">from</span>' in page  # Pygments tokens
     assert "<table>" in page  # the lesson's GFM table
     assert '<h2 id="sec-the-parts-of-a-url">The parts of a URL</h2>' in page

@@ -1,0 +1,93 @@
+"""Every kind of site the viewer writes, for the browser tests that go through every page
+(test_layout_browser.py, test_a11y_browser.py): the sample course, a damaged copy of it,
+a hostile copy of it, and the eval report pages (two real offline runs compared and
+shown, the comparison's fixed rows, a refused comparison, a minimal run). A page another
+part of the viewer adds is checked by those tests without a new one."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import yaml
+
+from stay.view import render_compare_html, render_compare_refused_html, render_course, render_run_summary_html
+from tests.conftest import SAMPLE
+from tests.view.report_data import HEADER, ITEMS, ROWS
+
+LESSON_DIR = Path("modules") / "m01-from-url-to-connection"
+FLAG = "window.__stayPwned"
+"""Every hostile payload sets this; a page that ran any of them has it set."""
+PAYLOADS = ("<script>window.__stayPwned = 1</script>", "<img src=x onerror=\"window.__stayPwned = 2\">",
+            "[a javascript link](javascript:window.__stayPwned=3)", "<a href=\"javascript:window.__stayPwned=4\">raw</a>")
+HOSTILE = " ".join(PAYLOADS)
+
+
+def _copy(tmp: Path, name: str) -> Path:
+    course = tmp / name / SAMPLE.name
+    shutil.copytree(SAMPLE, course)
+    return course
+
+
+def _replace(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, (path, old)  # the sample changed: pick another anchor
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def hostile_course(tmp: Path) -> Path:
+    """The sample with every payload in a lesson's Markdown, in the Markdown fields of an
+    exercise (task) and a quiz item (stem, explanation), and in Plain option texts."""
+    course = _copy(tmp, "hostile")
+    lessons = course / LESSON_DIR
+    _replace(lessons / "m01-l01.md", "## Where a request begins\n", f"## Where a request begins\n\n{HOSTILE}\n\n")
+    quiz = yaml.safe_load((lessons / "m01-l01.quiz.yaml").read_text(encoding="utf-8"))
+    item = quiz["items"][0]
+    item["stem"] = f"{HOSTILE}\n\n{item['stem']}"
+    item["explanation"] = f"{HOSTILE}\n\n{item['explanation']}"
+    for option in item["options"]:
+        option["text"] = f"{option['text']} {HOSTILE}"
+    (lessons / "m01-l01.quiz.yaml").write_text(yaml.safe_dump(quiz, sort_keys=False), encoding="utf-8")
+    exercises = yaml.safe_load((lessons / "m01-l01.exercises.yaml").read_text(encoding="utf-8"))
+    exercise = exercises["exercises"][0]
+    exercise["task"] = f"{HOSTILE}\n\n{exercise['task']}"
+    (lessons / "m01-l01.exercises.yaml").write_text(yaml.safe_dump(exercises, sort_keys=False), encoding="utf-8")
+    return course
+
+
+def damaged_course(tmp: Path) -> Path:
+    """The sample with files that do not read: bad YAML, a missing file, bytes not UTF-8."""
+    course = _copy(tmp, "damaged")
+    lessons = course / LESSON_DIR
+    (lessons / "m01-l01.quiz.yaml").write_text("items: [unclosed\n", encoding="utf-8")
+    (lessons / "m01-l01.exercises.yaml").unlink()
+    (lessons / "m01-l02.md").write_bytes(b"---\nlesson: m01-l02\n---\n\xff\xfe not utf-8")
+    (lessons / "m01-l03.plan.yaml").write_text("lesson: m01-l03\n", encoding="utf-8")
+    (course / "glossary.yaml").write_text("- just\n- a list\n", encoding="utf-8")
+    return course
+
+
+def write_sites(root: Path, sources: Path, eval_reports: tuple[Path, Path]) -> Path:
+    """Every kind of site under ``root`` (the courses copied under ``sources``)."""
+    from stay.cli import main
+
+    render_course(SAMPLE, root / "sample")
+    render_course(damaged_course(sources), root / "damaged")
+    render_course(hostile_course(sources), root / "hostile")
+    reports = root / "reports"
+    reports.mkdir()
+    baseline, candidate = eval_reports
+    main(["evals", "compare", str(baseline), str(candidate), "--html", str(reports / "compare.html")])
+    main(["evals", "show", str(candidate), "--html", str(reports / "run.html")])
+    (reports / "compare-rows.html").write_text(render_compare_html(HEADER, ROWS, ITEMS), encoding="utf-8")
+    (reports / "refused.html").write_text(render_compare_refused_html("a.json", "b.json", "no brief in common", 2),
+                                          encoding="utf-8")
+    (reports / "run-minimal.html").write_text(render_run_summary_html({"label": "minimal"}), encoding="utf-8")
+    return root
+
+
+def every_page(root: Path) -> list[str]:
+    """Every page under ``root``, as a path relative to it."""
+    pages = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.html"))
+    assert {page.split("/")[0] for page in pages} == {"sample", "damaged", "hostile", "reports"}
+    return pages
