@@ -36,6 +36,10 @@ PHONE = 390
 """The phone width issue 25 measures pages at."""
 DESK = 1280
 """The desktop width of the closing note's screenshots."""
+READY = "domcontentloaded"
+"""Enough for a quiz page: its scripts are deferred, so they have run (and restored what
+was kept) when the document is parsed; waiting for "load" as well costs seconds over
+many pages. Widths are measured after "load", when every style has applied."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,10 @@ def _choices(item: QuizItem) -> bool:
 def _right(item: QuizItem) -> int:
     assert item.options is not None
     return next(k for k, option in enumerate(item.options) if option.correct)
+
+
+def _letter(position: int) -> str:
+    return "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[position]  # as the page's <ol type="A"> numbers options
 
 
 def _pick(item: QuizItem, k: int) -> int:
@@ -205,7 +213,7 @@ def answer(page: Any, quiz: Quiz) -> None:
             question.locator("button.show-answer").click()
 
 
-def test_the_listing_leads_to_every_course(context: Any, serve: Any, library: Built) -> None:
+def test_the_listing_leads_to_every_course(context: Any, serve: Any, library: Built) -> None:  # noqa: F811
     base = serve(library.site)
     page = context.new_page()
     watch = Watch(base)
@@ -226,7 +234,7 @@ def test_the_listing_leads_to_every_course(context: Any, serve: Any, library: Bu
     page.close()
 
 
-def test_every_quiz_hides_its_answers_then_keeps_them_through_a_reload(context: Any, serve: Any,
+def test_every_quiz_hides_its_answers_then_keeps_them_through_a_reload(context: Any, serve: Any,  # noqa: F811
                                                                        library: Built) -> None:
     base = serve(library.site)
     page = context.new_page()
@@ -242,11 +250,11 @@ def test_every_quiz_hides_its_answers_then_keeps_them_through_a_reload(context: 
             if quiz is None:
                 wrong.append(f"{name}: no quiz file")
                 continue
-            page.goto(base + name)
+            page.goto(base + name, wait_until=READY)
             wrong += _hidden_before(name, quiz, page.evaluate(READ))
             answer(page, quiz)
             wrong += _kept(name, quiz, page.evaluate(READ), "after answering")
-            page.reload()
+            page.reload(wait_until=READY)
             wrong += _kept(name, quiz, page.evaluate(READ), "after a reload")
             answered += len(quiz.items)
         page.goto(base + "index.html")  # the listing knows where this learner left off
@@ -271,8 +279,9 @@ def test_no_quiz_or_module_puts_every_correct_answer_in_one_position(library: Bu
                          and sum(o.correct for o in item.options or []) == 1]
             modules.setdefault(path.parent, []).extend(positions)
             if len(positions) >= 2 and len(set(positions)) == 1:
-                wrong.append(f"{path.relative_to(library.courses)}: every correct answer at {positions[0]}")
-        wrong += [f"{module.relative_to(library.courses)}: every correct answer at {found[0]}"
+                where = path.relative_to(library.courses)
+                wrong.append(f"{where}: every correct answer is option {_letter(positions[0])}")
+        wrong += [f"{module.relative_to(library.courses)}: every correct answer is option {_letter(found[0])}"
                   for module, found in modules.items() if len(found) >= 2 and len(set(found)) == 1]
         assert modules, f"{course.name} has no quiz"
     assert wrong == [], "\n".join(wrong)
@@ -295,7 +304,7 @@ def test_no_page_is_wider_than_a_phone(browser: Any, serve: Any, library: Built)
     assert wide == [], f"{len(wide)} of {len(pages)} pages are wider than {PHONE} px:\n" + "\n".join(wide)
 
 
-def test_screenshots_for_the_closing_note(context: Any, serve: Any, library: Built) -> None:
+def test_screenshots_for_the_closing_note(context: Any, serve: Any, library: Built) -> None:  # noqa: F811
     """The listing, a lesson's top, a quiz after answering and the design-gate review, at
     1280 px, into tests/view/screenshots/ (git-ignored)."""
     base = serve(library.site)
