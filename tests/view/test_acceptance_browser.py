@@ -106,8 +106,9 @@ def _letter(position: int) -> str:
 
 
 def _pick(item: QuizItem, k: int) -> int:
-    """What the learner chooses for the k-th mcq item of a lesson: right, then wrong, in
-    turn, so the score has both to count."""
+    """What the learner chooses for their k-th mcq item of a course: right, then wrong, in
+    turn, so scores and pages have both to show (offline quizzes have one mcq item each,
+    so the turn runs over the course, not the lesson)."""
     assert item.options is not None
     right = _right(item)
     return right if k % 2 == 0 else next(j for j in range(len(item.options)) if j != right)
@@ -165,7 +166,7 @@ def _hidden_before(name: str, quiz: Quiz, shown: dict[str, Any]) -> list[str]:
     return wrong
 
 
-def _kept(name: str, quiz: Quiz, shown: dict[str, Any], when: str) -> list[str]:
+def _kept(name: str, quiz: Quiz, shown: dict[str, Any], when: str, turn: int) -> list[str]:
     """After answering (and again after a reload): every answer, verdict, explanation and
     the score are on the page, where the YAML puts them."""
     wrong = []
@@ -173,7 +174,7 @@ def _kept(name: str, quiz: Quiz, shown: dict[str, Any], when: str) -> list[str]:
     if [seen["id"] for seen in shown["items"]] != [item.id for item in quiz.items]:
         return [f"{name}: the page's quiz items {[s['id'] for s in shown['items']]} are not the YAML's"]
     mcq = [item for item in quiz.items if _choices(item)]
-    picks = {item.id: _pick(item, k) for k, item in enumerate(mcq)}
+    picks = {item.id: _pick(item, turn + k) for k, item in enumerate(mcq)}
     for item, seen in zip(quiz.items, shown["items"], strict=True):
         if item.id in picks:
             chosen, right = picks[item.id], _right(item)
@@ -198,13 +199,14 @@ def _kept(name: str, quiz: Quiz, shown: dict[str, Any], when: str) -> list[str]:
     return wrong
 
 
-def answer(page: Any, quiz: Quiz) -> None:
+def answer(page: Any, quiz: Quiz, turn: int) -> None:
     """Answer every item as a person does: click an option's label, then the check button;
-    type a short answer, then ask for the model answer."""
+    type a short answer, then ask for the model answer. ``turn``: the learner's mcq items
+    answered before this quiz's (see _pick)."""
     mcq = [item for item in quiz.items if _choices(item)]
     for k, item in enumerate(mcq):
         question = page.locator(f".quiz-item[data-item='{item.id}']")
-        question.locator("label").nth(_pick(item, k)).click()
+        question.locator("label").nth(_pick(item, turn + k)).click()
         question.locator("button.check-answer").click()
     for item in quiz.items:
         if item.type != "mcq":
@@ -244,6 +246,7 @@ def test_every_quiz_hides_its_answers_then_keeps_them_through_a_reload(context: 
     answered = 0
     for course in library.complete:
         lessons = _lessons(course)
+        turn = 0
         for lesson in lessons:
             name = f"{course.name}/{lesson}.html"
             quiz = _quiz(course, lesson)
@@ -252,11 +255,12 @@ def test_every_quiz_hides_its_answers_then_keeps_them_through_a_reload(context: 
                 continue
             page.goto(base + name, wait_until=READY)
             wrong += _hidden_before(name, quiz, page.evaluate(READ))
-            answer(page, quiz)
-            wrong += _kept(name, quiz, page.evaluate(READ), "after answering")
+            answer(page, quiz, turn)
+            wrong += _kept(name, quiz, page.evaluate(READ), "after answering", turn)
             page.reload(wait_until=READY)
-            wrong += _kept(name, quiz, page.evaluate(READ), "after a reload")
+            wrong += _kept(name, quiz, page.evaluate(READ), "after a reload", turn)
             answered += len(quiz.items)
+            turn += sum(map(_choices, quiz.items))
         page.goto(base + "index.html")  # the listing knows where this learner left off
         link = page.locator(f"a.continue[data-course='{course.name}']")
         if not link.is_visible() or link.get_attribute("href") != f"{course.name}/{lessons[-1]}.html":
@@ -319,7 +323,7 @@ def test_screenshots_for_the_closing_note(context: Any, serve: Any, library: Bui
     shots["acceptance-listing.png"] = page.screenshot()
     page.goto(f"{base}{course.name}/{lesson}.html")
     shots["acceptance-lesson.png"] = page.screenshot()
-    answer(page, quiz)
+    answer(page, quiz, 1)  # a wrong choice first: the shot shows its why_wrong and the right option marked
     shots["acceptance-quiz-answered.png"] = page.locator("#quiz").screenshot()
     page.goto(f"{base}{library.gated.name}/review.html")
     assert page.get_by_role("heading", level=1).inner_text() == "Review: the design gate"
