@@ -23,6 +23,7 @@ from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._dag import Dag, ancestors, descendants, has_path, is_acyclic, to_networkx, topological_order
 from stay.pipeline._graph import PipelineDecl, assemble, declare
 from stay.pipeline._walk import command_walk, route
+from stay.stages import Prompts
 from tests.conftest import ROOT
 from tests.parity.harness import examples
 from tests.pipeline.test_declarations import WITH_TOY
@@ -111,8 +112,10 @@ def _networkx_walk(reference: nx.DiGraph[str], command: str) -> list[str]:
 
 @pytest.mark.parametrize("declaration", [DECLARATION, declare(WITH_TOY)], ids=["registry", "with-toy-stage"])
 def test_the_runner_walks_every_command_as_networkx_would(declaration: PipelineDecl) -> None:
-    runner, public = assemble(declaration), graph() if declaration is DECLARATION else to_networkx(
-        assemble(declaration))
+    # the runner's graph holds the reference sets the packaged prompts give, as graph()'s does
+    prompts = Prompts.load(None, declaration.stages)
+    runner = assemble(declaration, prompts)
+    public = graph() if declaration is DECLARATION else to_networkx(assemble(declaration, prompts))
     _same(runner, public)
     for command in declaration.commands:
         assert command_walk(runner, command) == command_walk(public, command) == _networkx_walk(public, command)
@@ -135,7 +138,7 @@ def test_a_networkx_graph_is_read_as_the_runner_reads_its_own(count: int) -> Non
     """The public graph, broken by a caller, gives the problems and walks the runner's own
     Dag broken the same way gives: a networkx graph is read node by node and edge by
     edge (there is no round trip that keeps neighbour order), and nothing depends on it."""
-    public, runner = graph(), assemble()
+    public, runner = graph(), assemble(DECLARATION, Prompts.load())
     for method, args in BREAKAGES[:count]:
         attrs = {"kind": "mechanical", "writes": False, "references": {}, "stages": (), "order": 99} \
             if method == "add_node" else {}
