@@ -246,7 +246,7 @@ def _quiet_stdout() -> None:
 
 
 def _report(exc: BaseException) -> int:
-    if isinstance(exc, OSError):
+    if isinstance(exc, OSError) and not isinstance(exc, StayError):  # BriefNotFound says its own fix
         exc = EnvironmentProblem.from_os_error(exc)
     code = exit_code(exc) if isinstance(exc, StayError) else EXIT_BUG
     if code == EXIT_BUG:

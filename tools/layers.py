@@ -29,7 +29,8 @@ from pathlib import Path
 LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under in {
     "stay.__main__": {"stay.cli"},  # ``python -m stay``: the program, nothing of its own
     "stay.cli": {"stay", "stay.suite"},
-    "stay": {"stay.pipeline", "stay.validate", "stay._lazy"},  # the public names
+    "stay": {"stay.pipeline", "stay.validate", "stay.scoring", "stay._lazy"},  # the public names (scoring:
+    # compare_runs and read_run, eval comparison from Python)
     "stay.suite": {"stay.scoring", "stay.testing"},  # builds courses and scores them
     "stay.testing": {"stay.models", "stay.stages"},  # test support: a rigged offline backend
     "stay.scoring": {"stay.view"},  # writes its report pages with the viewer's templates

@@ -28,7 +28,7 @@ from stay.briefs import (
     load_brief,
     title_slug,
 )
-from stay.errors import EnvironmentProblem, StayError, UsageError
+from stay.errors import CourseNotFound, EnvironmentProblem, StayError, UsageError
 from stay.models import (
     AnthropicBackend,
     CachedBackend,
@@ -116,6 +116,8 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                             progress=progress or default_progress(), slug=slug, on_node=on_node, replay=replay,
                             batch=batch, stages=tuple(REGISTRY if stages is None else stages),
                             revisions=dict(revisions or {}), force=force, screen=screen)
+    except StayError:  # a BriefNotFound is an OSError too, and already says what to do
+        raise
     except OSError as exc:
         problem = EnvironmentProblem.from_os_error(exc)
         if hasattr(exc, SPENT):  # what the run paid before the disk stopped it, said as for any failure
@@ -160,7 +162,8 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
     if command == "new" and exists:
         raise UsageError(f"course '{slug}' already exists in {courses_arg}; continue it with {hint('build', slug)}")
     if command not in ("new", "build") and not exists:
-        raise UsageError(f"{no_course(slug, courses_arg)}; start one with {hint('new', 'BRIEF.yaml')}")
+        raise CourseNotFound(f"{no_course(slug, courses_arg)}; start one with {hint('new', 'BRIEF.yaml')}",
+                             path=root)
     limits = _house_limits(settings)
     if brief is not None:
         check_duration(brief.time_available, f"course '{slug}' brief", limits)
@@ -323,8 +326,8 @@ def _resolve(command: str, target: Brief | str | os.PathLike[str], courses_dir: 
     name = check_slug(text)
     manifest_path = course_dir(courses_dir, name) / "course.yaml"
     if not manifest_path.is_file():
-        raise UsageError(f"{no_course(name, courses_dir)}; start one with "
-                         "`stay new BRIEF.yaml`")
+        raise CourseNotFound(f"{no_course(name, courses_dir)}; start one with "
+                             "`stay new BRIEF.yaml`", path=manifest_path.parent)
     return load_manifest(manifest_path.parent).brief, name
 
 
