@@ -206,3 +206,16 @@ def test_path_and_field_are_keyword_only_and_default_to_none() -> None:
         stay.StayError("a message", "a path", "a field", path=1, field=2, other=3)  # type: ignore[call-arg]
     made = stay.UsageError("m", path=Path("p"), field="f")
     assert (made.path, made.field, made.args) == ("p", "f", ("m",))
+
+
+@pytest.mark.parametrize("damage", ["not json", '{"hashes": []}'])
+def test_a_damaged_ledger_names_its_file_and_the_section(tmp_path: Path, damage: str) -> None:
+    from stay.pipeline._ledger import read_ledger
+
+    ledger = tmp_path / "hashes.json"
+    ledger.write_text(damage)
+    section = "hashes"
+    with pytest.raises(stay.EnvironmentProblem) as raised:
+        read_ledger(ledger, section, "a-course")
+    assert raised.value.path == str(ledger)
+    assert raised.value.field == (section if damage.startswith("{") else None)  # the section, once it is JSON
