@@ -28,7 +28,8 @@ def inside(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> str:
     if not _within(os.path.realpath(root), resolved):
         raise EnvironmentProblem(
             f"{os.fspath(path)}: a symlink leads outside the course (to {resolved}); stay reads and writes "
-            f"nothing through it: replace the link with a real directory or file inside {os.fspath(root)}")
+            f"nothing through it: replace the link with a real directory or file inside {os.fspath(root)}",
+            path=path)
     return resolved
 
 

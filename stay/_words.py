@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Literal
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -29,3 +32,26 @@ def course_slugs(courses_dir: str | os.PathLike[str]) -> list[str]:
 def no_course(slug: str, courses_dir: str | os.PathLike[str]) -> str:
     """The start of the line refusing a slug that names no course, with the nearest one."""
     return f"there is no course '{slug}' in {os.fspath(courses_dir)}{did_you_mean(slug, course_slugs(courses_dir))}"
+
+
+# -- who is told: a hint names the shell command, or the Python call -----------------------
+
+Speaks = Literal["python", "shell"]
+"""Whom a hint is for: a Python caller (``stay.approve(...)``, ``yes=True``) or a person at
+a shell (``stay approve ...``, ``--yes``)."""
+
+SPEAKS: ContextVar[Speaks] = ContextVar("stay_speaks", default="python")
+"""Who called: Python, unless the command line says otherwise (``speaking("shell")``, the
+one place that knows). A run captures it when it starts (``RunConfig.speaks``), so what
+its worker threads say is said the same way."""
+
+
+@contextmanager
+def speaking(speaks: Speaks) -> Iterator[None]:
+    """Hints made inside are for ``speaks``: the command line runs every command in
+    ``speaking("shell")``."""
+    token = SPEAKS.set(speaks)
+    try:
+        yield
+    finally:
+        SPEAKS.reset(token)

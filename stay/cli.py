@@ -238,7 +238,10 @@ def _command(args: list[str]) -> int:
             from stay.validate import main as validate_main
 
             return validate_main(args[1:])
-        return _dispatch(args)
+        from stay._words import speaking  # stdlib only: --help stays cheap
+
+        with speaking("shell"):  # every hint a command prints is a command to paste, not a Python call
+            return _dispatch(args)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
     except BrokenPipeError:
@@ -275,7 +278,7 @@ def _quiet_stdout() -> None:
 
 
 def _report(exc: BaseException) -> int:
-    if isinstance(exc, OSError):
+    if isinstance(exc, OSError) and not isinstance(exc, StayError):  # BriefNotFound says its own fix
         exc = EnvironmentProblem.from_os_error(exc)
     code = exit_code(exc) if isinstance(exc, StayError) else EXIT_BUG
     if code == EXIT_BUG:

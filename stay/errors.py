@@ -7,9 +7,12 @@ one table, ``EXIT_CODES`` (the most specific class wins).
 
     StayError
     ├── UsageError            a command or call was given something it cannot use      (2)
+    │   │                     (also a ValueError)
     │   ├── CoursePathError   a course path that does not exist or is not a directory
+    │   │   └── CourseNotFound    the course path does not exist (a FileNotFoundError)
     │   ├── DataFileError     bloom-verbs.yaml or house-style.yaml missing or malformed
     │   ├── BriefError        a brief that cannot be used: names the file and field
+    │   │   └── BriefNotFound     the brief file does not exist (a FileNotFoundError)
     │   └── RunsNotComparable two eval reports differ in what a comparison holds fixed
     │                         (judge, judge model, backend, scorer versions, briefs)
     ├── EnvironmentProblem    the machine is in the way: disk full, read-only, a damaged
@@ -33,18 +36,29 @@ one table, ``EXIT_CODES`` (the most specific class wins).
     └── GraphError            a declaration that breaks its contract: the pipeline graph,
                               a stage, the rule registry (a bug)                       (3)
 
+Python's own classes are bases where they apply, so code that knows nothing of stay can
+catch what it expects: a usage error is a ``ValueError``, a brief or course path that does
+not exist is a ``FileNotFoundError`` (``errno`` ENOENT, ``filename`` the path), and the
+exit code is still stay's (the stay class comes first in the MRO). Every error carries
+``path`` (the file or directory concerned) and ``field`` (the brief's or artefact's field,
+dotted, as ``modules.0.lessons``), each None where the error has none: the message says
+them for a person, the attributes for a program.
+
 Test support raises one more StayError, ``stay.testing.InjectedFault`` (5), declared
 there because only a test asks for it.
 """
 
 from __future__ import annotations
 
+import os
+
 __all__ = [
     "EXIT_BUG", "EXIT_CODES", "EXIT_FAIL", "EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_REFUSED",
-    "EXIT_UNAVAILABLE", "EXIT_USAGE", "AnswerError", "ArtefactError", "BriefError", "BriefRejected",
-    "CostCapReached", "CourseLocked", "CoursePathError", "DataFileError", "EnvironmentProblem", "GraphError",
-    "InvalidRun", "ModelError", "ModelUnavailable", "PipelineError", "RefusalError", "ReplayMiss",
-    "RunsNotComparable", "StayError", "TruncationError", "UnsafeId", "UsageError", "exit_code",
+    "EXIT_UNAVAILABLE", "EXIT_USAGE", "AnswerError", "ArtefactError", "BriefError", "BriefNotFound",
+    "BriefRejected", "CostCapReached", "CourseLocked", "CourseNotFound", "CoursePathError", "DataFileError",
+    "EnvironmentProblem", "GraphError", "InvalidRun", "ModelError", "ModelUnavailable", "PipelineError",
+    "RefusalError", "ReplayMiss", "RunsNotComparable", "StayError", "TruncationError", "UnsafeId", "UsageError",
+    "exit_code",
 ]
 
 EXIT_OK = 0
@@ -64,15 +78,58 @@ EXIT_INTERRUPTED = 130
 
 
 class StayError(Exception):
-    """Base class of every error stay raises on purpose."""
+    """Base class of every error stay raises on purpose.
+
+    ``path``: the file or directory concerned, or None; ``field``: the brief's or the
+    artefact's field, dotted (``modules.0.lessons``), or None. Keyword-only, so the
+    message stays the one positional argument, as every exception's is."""
+
+    path: str | None
+    field: str | None
+
+    def __init__(self, *args: object, path: str | os.PathLike[str] | None = None, field: str | None = None) -> None:
+        super().__init__(*args)
+        self.path = None if path is None else os.fspath(path)
+        self.field = field
 
 
-class UsageError(StayError):
-    """A command or call was given something it cannot use (exit code 2)."""
+class UsageError(StayError, ValueError):
+    """A command or call was given something it cannot use (exit code 2); a ``ValueError``,
+    as Python's own functions raise for an argument they cannot use."""
+
+
+class _Missing(StayError, FileNotFoundError):
+    """What makes a stay error also Python's FileNotFoundError: ``errno`` ENOENT and
+    ``filename`` the path, as ``open()`` would give them, while ``str()`` stays stay's one
+    line (OSError's own would be "[Errno 2] ...: 'path'"). Read from ``path``, not set:
+    StayError's ``__init__`` is the one that runs. Never raised alone; its subclasses name
+    their stay class first, so the exit code is that class's."""
+
+    @property
+    def errno(self) -> int:  # type: ignore[override]  # always ENOENT: read-only
+        import errno
+
+        return errno.ENOENT
+
+    @property
+    def strerror(self) -> str:  # type: ignore[override]
+        return os.strerror(self.errno)
+
+    @property
+    def filename(self) -> str | None:
+        return self.path
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class CoursePathError(UsageError):
     """A path given to the validator does not exist, is not a directory, or cannot be read."""
+
+
+class CourseNotFound(CoursePathError, _Missing):
+    """The course directory (or the path given to the validator) does not exist: also a
+    ``FileNotFoundError``."""
 
 
 class DataFileError(UsageError):
@@ -81,6 +138,10 @@ class DataFileError(UsageError):
 
 class BriefError(UsageError):
     """A brief that cannot be used; the message names the file, the field and the fix."""
+
+
+class BriefNotFound(BriefError, _Missing):
+    """The brief file does not exist: also a ``FileNotFoundError``."""
 
 
 class RunsNotComparable(UsageError):
@@ -114,7 +175,7 @@ class EnvironmentProblem(StayError):
             errno.EMFILE: "too many open files; raise the limit (ulimit -n) and run the command again",
         }
         what = fixes.get(error.errno or 0, f"{error.strerror or type(error).__name__}; check the path")
-        return cls(f"{where}: {what} (nothing written so far was lost)")
+        return cls(f"{where}: {what} (nothing written so far was lost)", path=error.filename)
 
 
 class ArtefactError(StayError):
@@ -129,8 +190,9 @@ class AnswerError(StayError):
     """The failed reply's answer (a ``stay.requests.ModelAnswer`` with no data) when the
     call was billed: whoever counts usage counts it, though nothing came of it."""
 
-    def __init__(self, message: str, *, raw: str | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, raw: str | None = None, path: str | os.PathLike[str] | None = None,
+                 field: str | None = None) -> None:
+        super().__init__(message, path=path, field=field)
         self.raw = raw
 
 

@@ -14,8 +14,10 @@ PUBLIC = [
     "Backend",  # the protocol a backend plug-in implements (docs/plugins.md)
     "NotebookProgress", "ProgressUpdate",  # progress: a bar in a notebook; what a custom sink receives
     "CourseReport", "Defect", "Severity", "ValidationReport", "__version__", "validate_course", "validate_courses",
+    "Comparison", "compare_runs", "read_run",  # eval comparison (docs/evals.md), as `stay evals compare`
     # the whole error tree (stay/errors.py), so a caller can catch exactly what it handles
-    "StayError", "UsageError", "CoursePathError", "DataFileError", "BriefError", "EnvironmentProblem",
+    "StayError", "UsageError", "CoursePathError", "CourseNotFound", "DataFileError", "BriefError", "BriefNotFound",
+    "EnvironmentProblem",
     "ArtefactError", "AnswerError", "ModelError", "TruncationError", "RefusalError", "ReplayMiss",
     "ModelUnavailable", "PipelineError", "BriefRejected", "UnsafeId", "CourseLocked", "CostCapReached",
     "GraphError",
@@ -138,3 +140,46 @@ def test_help_shows_readable_signatures(package: str) -> None:
         assert "Stage(" not in signature and "Decl(" not in signature, (name, signature[:200])
         if inspect.isfunction(found):
             assert len(signature) < SIGNATURE_LIMIT, (name, len(signature))
+
+
+def _python_blocks() -> list[tuple[str, str]]:
+    """(file, code) of every fenced ```python block in the README and docs/*.md."""
+    import re
+
+    from tests.conftest import ROOT
+
+    fence = re.compile(r"^```(?:python|py|pycon)\s*\n(.*?)^```", re.M | re.S)
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [(path.name, match.group(1)) for path in files for match in fence.finditer(path.read_text("utf-8"))]
+
+
+def _private(module: str) -> bool:
+    return module.split(".")[0] == "stay" and any(part.startswith("_") for part in module.split(".")[1:])
+
+
+def test_the_docs_import_nothing_private() -> None:
+    """What the docs show a user is the public surface: no ``stay.<x>._y`` module (e.g.
+    ``stay.scoring._compare``), and every name taken from a package is in its __all__."""
+    import ast
+    import importlib
+
+    blocks = _python_blocks()
+    assert blocks
+    found = []
+    for name, code in blocks:
+        lines = [line.removeprefix(">>> ").removeprefix("... ") for line in code.splitlines()]
+        try:
+            tree = ast.parse("\n".join(lines))
+        except SyntaxError:  # a signature shown as text (docs/plugins.md): its import lines alone
+            tree = ast.parse("\n".join(line for line in lines if line.startswith(("import ", "from "))))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found += [(name, alias.name) for alias in node.names if _private(alias.name)]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                if _private(node.module):
+                    found.append((name, node.module))
+                elif node.module.split(".")[0] == "stay":
+                    public = importlib.import_module(node.module).__all__
+                    found += [(name, f"{node.module}.{a.name}") for a in node.names if a.name not in public]
+    assert not found, found
+    assert _private("stay.scoring._compare") and not _private("stay.scoring")  # the check can fail

@@ -23,14 +23,16 @@ from pathlib import Path
 # the public names; the evals suite above the scorers and the pipeline; the pipeline over
 # the stages, the models, the validator and the artefacts. The stages never reach a
 # backend (stay.models), the validator never reaches the pipeline, a model or the
-# artefacts, and the artefacts reach nothing of ours but the errors and the two leaf
-# readers (stay._bounds, stay._stored).
+# artefacts, and the artefacts reach nothing of ours but the errors, the two leaf
+# readers (stay._bounds, stay._stored) and the leaf that draws notebook tables
+# (stay._display: html and re alone, so a Brief shows itself wherever it is made).
 LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under in {
     "stay.__main__": {"stay.cli"},  # ``python -m stay``: the program, nothing of its own
     "stay.cli": {"stay", "stay.suite", "stay._watch", "stay._init"},
     "stay._watch": {"stay.validate", "stay.artefacts", "stay._words"},  # stay watch: validation as you save
     "stay._init": {"stay.briefs", "stay._words"},  # stay init and the packaged example briefs
-    "stay": {"stay.pipeline", "stay.validate", "stay._lazy"},  # the public names
+    "stay": {"stay.pipeline", "stay.validate", "stay.scoring", "stay._lazy"},  # the public names (scoring:
+    # compare_runs and read_run, eval comparison from Python)
     "stay.suite": {"stay.scoring", "stay.testing"},  # builds courses and scores them
     "stay.testing": {"stay.models", "stay.stages"},  # test support: a rigged offline backend
     "stay.scoring": {"stay.view"},  # writes its report pages with the viewer's templates
@@ -44,7 +46,7 @@ LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under i
     "stay.validate": {"stay.settings", "stay._display", "stay._bounds", "stay._paths"},
     "stay.settings": {"stay._secrets", "stay.errors", "stay._version"},  # the only reader of the environment
     "stay._lock": {"stay._paths", "stay.artefacts"},
-    "stay.artefacts": {"stay._bounds"},
+    "stay.artefacts": {"stay._bounds", "stay._display"},  # _display: a leaf (html, re), for Brief's tables
     "stay._bounds": {"stay._stored"},  # the bounds on reading a course file
     "stay._stored": {"stay.errors"},  # the bounded reader of stored files
     "stay._paths": {"stay.errors"},

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from stay._bounds import MAX_DEPTH, TooLarge, read_bounded, yaml_shape
-from stay.errors import BriefError
+from stay.errors import BriefError, BriefNotFound
 
 MAX_BYTES = 64 * 1024
 REQUIRED = ("title", "topic", "audience", "time_available")
@@ -128,14 +128,14 @@ def check_duration(text: str, where: str, limits: DurationLimits = DEFAULT_LIMIT
     try:
         minutes = parse_duration(text)
     except BriefError as exc:
-        raise BriefError(f"{where}: field 'time_available': {exc}") from None
+        raise BriefError(f"{where}: field 'time_available': {exc}", field="time_available") from None
     if minutes < limits.shortest:
         raise BriefError(f"{where}: field 'time_available': {text!r} is {minutes} minutes, shorter than the "
-                         f"shortest lesson house style allows ({limits.shortest} minutes)")
+                         f"shortest lesson house style allows ({limits.shortest} minutes)", field="time_available")
     if minutes > limits.longest:
         raise BriefError(f"{where}: field 'time_available': {text[:60]!r} is {minutes:,} minutes; the longest "
                          f"course house style allows is {limits.longest:,} minutes ({limits.longest // 60} hours "
-                         "of study): split the subject into several courses")
+                         "of study): split the subject into several courses", field="time_available")
     return minutes
 
 
@@ -176,10 +176,10 @@ def check_keys(data: object, where: str) -> dict[str, Any]:
         if key not in known:
             near = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
             hint = f"did you mean '{near[0]}'?" if near else f"the fields are {', '.join(known)}"
-            raise BriefError(f"{where}: unknown field '{str(key)[:40]}'; {hint}")
+            raise BriefError(f"{where}: unknown field '{str(key)[:40]}'; {hint}", field=str(key))
     for key in REQUIRED:
         if key not in data or data[key] is None:
-            raise BriefError(f"{where}: field '{key}' is missing; add it (see {EXAMPLE})")
+            raise BriefError(f"{where}: field '{key}' is missing; add it (see {EXAMPLE})", field=key)
     return data
 
 
@@ -188,17 +188,19 @@ def read_brief_text(path: str | os.PathLike[str]) -> str:
     try:
         raw = read_bounded(path, MAX_BYTES)
     except TooLarge:
-        raise BriefError(f"{where}: the brief is larger than {MAX_BYTES // 1024} KB; a brief is a few lines") from None
+        raise BriefError(f"{where}: the brief is larger than {MAX_BYTES // 1024} KB; a brief is a few lines",
+                         path=where) from None
     except FileNotFoundError:
-        raise BriefError(f"{where}: brief not found; give the path of a brief YAML file") from None
+        raise BriefNotFound(f"{where}: brief not found; give the path of a brief YAML file", path=where) from None
     except IsADirectoryError:
-        raise BriefError(f"{where}: is a directory; give the path of a brief YAML file") from None
+        raise BriefError(f"{where}: is a directory; give the path of a brief YAML file", path=where) from None
     except OSError as exc:
-        raise BriefError(f"{where}: cannot read the brief ({exc.strerror or type(exc).__name__})") from None
+        raise BriefError(f"{where}: cannot read the brief ({exc.strerror or type(exc).__name__})",
+                         path=where) from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise BriefError(f"{where}: the brief is not UTF-8 text; save it as UTF-8") from None
+        raise BriefError(f"{where}: the brief is not UTF-8 text; save it as UTF-8", path=where) from None
 
 
 def read_brief(path: str | os.PathLike[str], limits: DurationLimits = DEFAULT_LIMITS) -> Any:
@@ -208,8 +210,12 @@ def read_brief(path: str | os.PathLike[str], limits: DurationLimits = DEFAULT_LI
     text = read_brief_text(path)
     if not text.strip():  # an empty file, or a pipe read to its end already (it is read once)
         raise BriefError(f"{where}: the brief is empty, nothing was read from it; give a brief YAML file "
-                         f"(see {EXAMPLE}), or pipe one in")
-    return brief_from_data(brief_data(text, where), where, limits)
+                         f"(see {EXAMPLE}), or pipe one in", path=where)
+    try:
+        return brief_from_data(brief_data(text, where), where, limits)
+    except BriefError as exc:  # the checks of a brief's text name no file: this one is read from it
+        exc.path = exc.path or where
+        raise
 
 
 def brief_from_data(data: object, where: str = "brief", limits: DurationLimits = DEFAULT_LIMITS) -> Any:
@@ -221,6 +227,6 @@ def brief_from_data(data: object, where: str = "brief", limits: DurationLimits =
     try:
         brief = validate_as(Brief, checked, where)
     except ArtefactLoadError as exc:
-        raise BriefError(str(exc)) from None
+        raise BriefError(str(exc), field=exc.field) from None
     check_duration(brief.time_available, where, limits)
     return brief

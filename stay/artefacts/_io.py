@@ -122,12 +122,12 @@ def validate_as(model: type[M], data: Any, where: str) -> M:
         return model.model_validate(data)
     except ValidationError as exc:
         error = exc.errors()[0]
-        field = ".".join(str(part) for part in error["loc"]) or "(root)"
+        dotted = ".".join(str(part) for part in error["loc"])
         message = str(error["msg"]).removeprefix("Value error, ")
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise ArtefactLoadError(
-            f"{where}: field '{field}': {message}{more}; fix the field, "
-            "or regenerate the file") from None
+            f"{where}: field '{dotted or '(root)'}': {message}{more}; fix the field, "
+            "or regenerate the file", field=dotted or None) from None
 
 
 def parse(model: type[M], text: str, where: str = "artefact") -> M:
@@ -149,7 +149,7 @@ def artefact_type(path: str | os.PathLike[str]) -> type[Artefact]:
             return model
     top = FILES.get(name)
     if top is None or "{lesson}" in name:
-        raise ArtefactLoadError(f"{path}: not a course artefact; see course-format.md for names")
+        raise ArtefactLoadError(f"{path}: not a course artefact; see course-format.md for names", path=path)
     return top
 
 
@@ -165,9 +165,9 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
     try:
         return read_bounded(path)
     except TooLarge as exc:
-        raise ArtefactLoadError(str(exc)) from None
+        raise ArtefactLoadError(str(exc), path=path) from None
     except FileNotFoundError:
-        raise ArtefactLoadError(f"{os.fspath(path)}: file not found") from None
+        raise ArtefactLoadError(f"{os.fspath(path)}: file not found", path=path) from None
 
 
 def parse_bytes(model: type[M], data: bytes, where: str) -> M:
@@ -175,8 +175,12 @@ def parse_bytes(model: type[M], data: bytes, where: str) -> M:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise ArtefactLoadError(f"{where}: not UTF-8; save the file as UTF-8") from None
-    return parse(model, text, where)
+        raise ArtefactLoadError(f"{where}: not UTF-8; save the file as UTF-8", path=where) from None
+    try:
+        return parse(model, text, where)
+    except ArtefactError as exc:  # parse's ``where`` may be a label; here it is the file
+        exc.path = exc.path or where
+        raise
 
 
 TEMPORARY = re.compile(r"\.(?P<name>.+)\.stay-[0-9a-f]{16}\.tmp")

@@ -17,6 +17,7 @@ from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from stay._display import Table, html_block, markdown_block, terminal_text
 from stay.artefacts._ids import LessonId, ModuleId, Slug, Term
 from stay.errors import ArtefactError
 
@@ -137,6 +138,29 @@ class Brief(Artefact):
 
         brief: Brief = read_brief(path)
         return brief
+
+    # -- in a notebook and at a prompt: every field the brief sets, escaped (its text is
+    # anyone's), as BuildResult shows a run --------------------------------------------
+
+    def _rows(self) -> list[tuple[str, str]]:
+        return [(name, "; ".join(value) if isinstance(value, list) else str(value))
+                for name in type(self).model_fields if (value := getattr(self, name)) is not None]
+
+    def _display(self) -> tuple[str, list[Table], str]:
+        return f"brief: {self.title}", [(("field", "value"), self._rows(), set())], ""
+
+    def _repr_html_(self) -> str:
+        return html_block("stay-brief", *self._display())
+
+    def _repr_markdown_(self) -> str:
+        return markdown_block(*self._display())
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython's terminal: one field a line, aligned, each value as a terminal shows it
+        safely; ``repr()`` stays pydantic's one line."""
+        width = max(len(name) for name, _ in self._rows())
+        printer.text("\n".join(["Brief"] + [f"  {name.ljust(width)}  {terminal_text(value)}"
+                                            for name, value in self._rows()]))
 
 
 class CourseManifest(Artefact):

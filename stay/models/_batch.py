@@ -103,14 +103,15 @@ _SERVER_FIX = "the service (or ANTHROPIC_BASE_URL) is not the Message Batches AP
 _RECORD_FIX = "delete the record if no batch of yours is running; nothing was written or deleted"
 
 
-def checked_id(batch_id: object, where: str, fix: str = _SERVER_FIX) -> str:
-    """``batch_id`` if it has BATCH_ID's shape, else UnsafeId naming ``where`` it came from."""
+def checked_id(batch_id: object, where: str, fix: str = _SERVER_FIX, *, path: Path | None = None) -> str:
+    """``batch_id`` if it has BATCH_ID's shape, else UnsafeId naming ``where`` it came from
+    (and, for an id read from a file, that ``path``, its field ``batch_id``)."""
     if isinstance(batch_id, str) and BATCH_ID.fullmatch(batch_id):
         return batch_id
     shown = repr(batch_id)
     shown = shown if len(shown) <= 80 else shown[:77] + "..."
     raise UnsafeId(f"{where}: batch id {shown} is not a Message Batch id ('msgbatch_' then letters and "
-                   f"digits); {fix}")
+                   f"digits); {fix}", path=path, field=None if path is None else "batch_id")
 
 
 @dataclass
@@ -129,10 +130,10 @@ class _Ledger:
             except (Damaged, OSError):
                 continue
             if isinstance(record, dict) and "batch_id" in record:
-                batch_id = checked_id(record["batch_id"], f"{path}: field 'batch_id'", _RECORD_FIX)
+                batch_id = checked_id(record["batch_id"], f"{path}: field 'batch_id'", _RECORD_FIX, path=path)
                 if path.name != f"{batch_id}.json":
                     raise UnsafeId(f"{path}: field 'batch_id': holds batch {batch_id}, not the one the file's "
-                                   f"name says; {_RECORD_FIX}")
+                                   f"name says; {_RECORD_FIX}", path=path, field="batch_id")
                 yield path, record
 
     def add(self, batch_id: str, custom_ids: list[str]) -> None:

@@ -19,7 +19,7 @@ from stay._paths import check_links
 from stay._words import did_you_mean, no_course
 from stay.artefacts import Curriculum, load
 from stay.briefs import check_curriculum_size, course_dir
-from stay.errors import EnvironmentProblem, PipelineError, StayError, UsageError
+from stay.errors import CourseNotFound, EnvironmentProblem, PipelineError, StayError, UsageError
 from stay.pipeline._checks import defects_in
 from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._gate_decl import GATE_NAMES, earlier
@@ -39,10 +39,12 @@ def open_course_named(slug: str, courses_dir: str | os.PathLike[str], settings: 
     try:
         root = course_dir(courses_dir, slug)
         if not (root / "course.yaml").is_file():
-            raise UsageError(no_course(slug, courses_dir))
+            raise CourseNotFound(no_course(slug, courses_dir), path=root)
         prompts, chosen = reconciled(Prompts.load(chosen.prompts_dir, tuple(stages)), chosen)
         sources = Sources(prompts, chosen.models, tuple(stages))
         return open_course(root, sources, chosen, tuple(stages))
+    except StayError:  # a stay error that is an OSError too (BriefNotFound) says its own fix
+        raise
     except OSError as exc:
         raise EnvironmentProblem.from_os_error(exc) from None
 
@@ -153,7 +155,7 @@ def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
     every existing artefact becomes current; no model is called."""
     root = course_dir(courses_dir, slug)
     if not (root / "course.yaml").is_file():
-        raise UsageError(no_course(slug, courses_dir))
+        raise CourseNotFound(no_course(slug, courses_dir), path=root)
     with _locked(root):
         _set_aside_damaged(root / GATES, "gates")
         chosen = settings or Settings.from_env()
@@ -171,6 +173,8 @@ def _locked(root: Path) -> Iterator[None]:
     try:
         with CourseLock(root):
             yield
+    except StayError:  # as open_course_named: not re-labelled as the machine's problem
+        raise
     except OSError as exc:
         raise EnvironmentProblem.from_os_error(exc) from None
 

@@ -108,7 +108,8 @@ def ask(config: RunConfig, ledger: CourseState, report: Reporter, gate: GateDecl
                                       f"with {hint('approve', slug, name)}")
         fails = defects_in(config.root, config.settings, _unsigned(ledger, name), fails_only=True)
         if fails:  # --yes signs for nobody: a FAIL it approved would be paid for in the wave, unseen
-            raise PipelineError(f"--yes does not approve the {name} gate: its files hold {len(fails)} FAIL: "
+            raise PipelineError(f"{config.yes_option} does not approve the {name} gate: its files hold "
+                                f"{len(fails)} FAIL: "
                                 f"{'; '.join(page.bounded(fails))}. Review {STATE}/{name}-gate.md, fix the files "
                                 f"(by hand, or with {hint('revise', slug, 'FILE', '--note', repr('...'))}) "
                                 f"and build again, or approve them as they are with "
@@ -116,7 +117,7 @@ def ask(config: RunConfig, ledger: CourseState, report: Reporter, gate: GateDecl
         report.say(f"{name} gate: {AUTO_APPROVED}")
         return
     raise Stop(f"{name} gate", f"{why}; review {STATE}/{name}-gate.md, then run "
-                              f"{hint('approve', slug, name)} (or build with --yes)")
+                              f"{hint('approve', slug, name)} (or build with {config.yes_option})")
 
 
 def record(config: RunConfig, ledger: CourseState, tally: Tally, gate: GateDecl) -> None:

@@ -238,12 +238,13 @@ def _ledger_document(path: Path, slug: str) -> Any:
     except (Damaged, OSError) as exc:
         why = exc.reason if isinstance(exc, Damaged) else type(exc).__name__
         raise EnvironmentProblem(f"{path} is damaged ({why}); run `stay adopt {slug}` to "
-                                 "rebuild the ledger from the files on disk") from None
+                                 "rebuild the ledger from the files on disk", path=path) from None
 
 
 def _section(document: Any, path: Path, section: str, slug: str) -> dict[str, Any]:
     part = document.get(section, {}) if isinstance(document, dict) else None
     if not isinstance(part, dict) or not all(isinstance(v, dict) for v in part.values()):
         raise EnvironmentProblem(f"{path} is damaged ('{section}' is not a mapping of entries); run "
-                                 f"`stay adopt {slug}` to rebuild the ledger from the files on disk")
+                                 f"`stay adopt {slug}` to rebuild the ledger from the files on disk",
+                                 path=path, field=section)
     return part

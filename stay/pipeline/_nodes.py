@@ -23,7 +23,7 @@ from stay._lock import CourseLock
 from stay._words import no_course
 from stay.artefacts import CourseManifest, Curriculum, Glossary, GlossaryTerm, dump, to_data, write
 from stay.briefs import check_duration
-from stay.errors import BriefRejected, ModelUnavailable, PipelineError, UsageError
+from stay.errors import BriefRejected, CourseNotFound, ModelUnavailable, PipelineError, UsageError
 from stay.pipeline._checks import course_report
 from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._dag import Dag
@@ -76,8 +76,8 @@ def require(config: RunConfig, walk: Walk, node: Node) -> None:
 def _existing(config: RunConfig, walk: Walk) -> CourseState:
     """The ledger of a course that exists, or a refusal saying how to start one."""
     if walk.state is None or not (config.root / "course.yaml").is_file():
-        raise UsageError(f"{no_course(config.slug, config.courses_arg)}; start one with "
-                         f"{config.hint('new', 'BRIEF.yaml')}")
+        raise CourseNotFound(f"{no_course(config.slug, config.courses_arg)}; start one with "
+                             f"{config.hint('new', 'BRIEF.yaml')}", path=config.root)
     return walk.state
 
 

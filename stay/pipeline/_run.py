@@ -7,6 +7,7 @@ the ``Writer``, with the ``Walk`` state. Each handler is passed the ones it name
 
 from __future__ import annotations
 
+import ast
 import math
 import shlex
 import threading
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from stay._words import SPEAKS, Speaks
 from stay.artefacts import Artefact, Brief, DurationLimits, dump
 from stay.errors import PipelineError
 from stay.models import ModelClient, OfflineBackend, Price, Usage, answer_cost, price_label, prices_of
@@ -39,9 +41,56 @@ if TYPE_CHECKING:
     from stay.pipeline._wave import Wave, WaveStats
 
 
-def command_hint(courses_arg: str, *words: str) -> str:
-    """A ``stay`` command to suggest, carrying the --courses-dir the user passed (none
-    when it is the default), so it can be pasted as it is."""
+PYTHON_CALLS: Mapping[str, tuple[str, tuple[str, ...]]] = {
+    "new": ("stay.build_course", ("brief",)),
+    "build": ("stay.build_course", ("brief",)),
+    "approve": ("stay.approve", ("slug", "gate")),
+    "revise": ("stay.revise", ("slug", "targets")),
+    "adopt": ("stay.adopt", ("slug",)),
+}
+"""A command a hint names -> the public call that does it from Python and the names of
+its positional parameters, in the command's order (``targets``, revise's, is a list).
+Any other command (``write``, ``plan``) is ``stay.pipeline.run_command(COMMAND, ...)``."""
+FLAGS = {"--decline": "decline", "--force": "force", "--yes": "yes"}
+"""The command line's switches, as the calls' keywords (each True when given)."""
+YES: Mapping[Speaks, str] = {"shell": "--yes", "python": "yes=True"}
+"""How a hint says "answer the gates unseen"."""
+
+
+def _literal(word: str) -> str:
+    """A hint's word as a Python literal: a word the shell form quotes (``'...'``) once."""
+    if word[:1] in "'\"" and len(word) > 1 and word[-1] == word[0]:
+        word = ast.literal_eval(word)
+    return repr(word)
+
+
+def python_call(courses_arg: str, *words: str) -> str:
+    """The Python call a hint's command words name, e.g. ``stay.approve('s', 'design')``."""
+    command, *rest = words
+    call, names = PYTHON_CALLS.get(command, ("stay.pipeline.run_command", ()))
+    args = [] if command in PYTHON_CALLS else [repr(command)]
+    keywords: list[str] = []
+    while rest:
+        word = rest.pop(0)
+        if word in FLAGS:
+            keywords.append(f"{FLAGS[word]}=True")
+        elif word.startswith("--"):
+            keywords.append(f"{word[2:].replace('-', '_')}={_literal(rest.pop(0))}")
+        elif names[len(args):len(args) + 1] == ("targets",):
+            args.append(f"[{_literal(word)}]")
+        else:
+            args.append(_literal(word))
+    if courses_arg != "courses":
+        keywords.append(f"courses_dir={courses_arg!r}")
+    return f"{call}({', '.join(args + keywords)})"
+
+
+def command_hint(courses_arg: str, *words: str, speaks: Speaks | None = None) -> str:
+    """A command to suggest, carrying the --courses-dir the user passed (none when it is
+    the default), so it can be pasted as it is: the ``stay`` command for the command line,
+    the Python call for a Python caller (``speaks``, by default who called: ``SPEAKS``)."""
+    if (speaks or SPEAKS.get()) == "python":
+        return f"`{python_call(courses_arg, *words)}`"
     where = "" if courses_arg == "courses" else f" --courses-dir {shlex.quote(courses_arg)}"
     return f"`stay {' '.join(words)}{where}`"
 
@@ -100,9 +149,16 @@ class RunConfig:
     routes: Mapping[str, str] = field(default_factory=dict)
     """Router -> the successor this command goes on to (``_graph.route``): what a router
     node answers, and the runner follows."""
+    speaks: Speaks = field(default_factory=SPEAKS.get)
+    """Who the hints are for, taken when the run starts (``stay._words.SPEAKS``)."""
 
     def hint(self, *words: str) -> str:
-        return command_hint(self.courses_arg, *words)
+        return command_hint(self.courses_arg, *words, speaks=self.speaks)
+
+    @property
+    def yes_option(self) -> str:
+        """``--yes`` or ``yes=True``, as ``hint`` speaks."""
+        return YES[self.speaks]
 
     def may_write(self, phase: str) -> bool:
         """Whether this command authors ``phase`` (else its nodes only check)."""

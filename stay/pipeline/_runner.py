@@ -28,7 +28,7 @@ from stay.briefs import (
     load_brief,
     title_slug,
 )
-from stay.errors import EnvironmentProblem, StayError, UsageError
+from stay.errors import CourseNotFound, EnvironmentProblem, StayError, UsageError
 from stay.models import (
     AnthropicBackend,
     CachedBackend,
@@ -117,6 +117,8 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                             progress=progress or default_progress(), slug=slug, on_node=on_node, replay=replay,
                             batch=batch, stages=tuple(REGISTRY if stages is None else stages),
                             revisions=dict(revisions or {}), force=force, screen=screen, show=show)
+    except StayError:  # a BriefNotFound is an OSError too, and already says what to do
+        raise
     except OSError as exc:
         problem = EnvironmentProblem.from_os_error(exc)
         if hasattr(exc, SPENT):  # what the run paid before the disk stopped it, said as for any failure
@@ -169,7 +171,8 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
                          "has no .state/); build yours in another directory with --courses-dir DIR, or under "
                          "another name with --slug NAME")
     if command not in ("new", "build") and not exists:
-        raise UsageError(f"{no_course(slug, courses_arg)}; start one with {hint('new', 'BRIEF.yaml')}")
+        raise CourseNotFound(f"{no_course(slug, courses_arg)}; start one with {hint('new', 'BRIEF.yaml')}",
+                             path=root)
     # The prompts first: which copy of the shared data wins decides the house style checked.
     prompts, settings = reconciled(Prompts.load(settings.prompts_dir, stages), settings)
     limits = _house_limits(settings)
@@ -337,8 +340,8 @@ def _resolve(command: str, target: Brief | str | os.PathLike[str], courses_dir: 
     name = check_slug(text)
     manifest_path = course_dir(courses_dir, name) / "course.yaml"
     if not manifest_path.is_file():
-        raise UsageError(f"{no_course(name, courses_dir)}; start one with "
-                         "`stay new BRIEF.yaml`")
+        raise CourseNotFound(f"{no_course(name, courses_dir)}; start one with "
+                             f"{command_hint('courses', 'new', 'BRIEF.yaml')}", path=manifest_path.parent)
     return load_manifest(manifest_path.parent).brief, name
 
 

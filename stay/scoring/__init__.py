@@ -37,6 +37,9 @@ _EXPORTS = {
     "score_course": "stay.scoring._scorers",
     "scorer_versions": "stay.scoring._scorers",
     "ComparePage": "stay.scoring._compare_page",
+    "Comparison": "stay.scoring._runs",
+    "compare_runs": "stay.scoring._runs",
+    "read_run": "stay.scoring._runs",
     "compare_page": "stay.scoring._compare_page",
     "OFFLINE": "stay.scoring._provenance",
     "ledger_built_with": "stay.scoring._provenance",
@@ -59,6 +62,7 @@ __all__ = [
     "OFFLINE",
     "QUALITY_RECORD",
     "ComparePage",
+    "Comparison",
     "CourseOnDisk",
     "DistractorQuality",
     "ExerciseAlignment",
@@ -75,6 +79,7 @@ __all__ = [
     "build_entry",
     "checked_backend",
     "compare_page",
+    "compare_runs",
     "content_hash",
     "course_built_by",
     "default_scorers",
@@ -86,6 +91,7 @@ __all__ = [
     "judge_request",
     "ledger_built_with",
     "provenance_notes",
+    "read_run",
     "recorded_quality",
     "relative_course",
     "report",
@@ -121,6 +127,7 @@ if TYPE_CHECKING:
         recorded_quality,
     )
     from stay.scoring._report import build_entry, failed_entry, report, write_report
+    from stay.scoring._runs import Comparison, compare_runs, read_run
     from stay.scoring._scorers import Scorer, default_scorers, score_course, scorer_versions
     from stay.scoring._session import judge_name, relative_course, session_id
     from stay.scoring.distractor_quality import DistractorQuality

@@ -145,7 +145,8 @@ def parse_answer(output: type[M], answer: ModelAnswer, stage: str, artefact: str
     try:
         return validate_as(output, answer.data, f"{artefact} (stage {stage})")
     except ArtefactLoadError as exc:
-        raise AnswerError(f"the model's answer does not fit its schema: {exc}") from None
+        raise AnswerError(f"the model's answer does not fit its schema: {exc}", path=artefact,
+                          field=exc.field) from None
 
 
 try:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stay._paths import check_links
-from stay.errors import CoursePathError, EnvironmentProblem, UsageError
+from stay.errors import CourseNotFound, CoursePathError, EnvironmentProblem, UsageError
 from stay.validate._course import Course
 from stay.validate._data import HouseData, default_data_dir
 from stay.validate._defect import Defect, Severity
@@ -192,7 +192,7 @@ def check_course(path: str | os.PathLike[str], data: HouseData, *, strict: bool 
     try:
         check_links(root)
     except EnvironmentProblem as exc:
-        raise CoursePathError(str(exc)) from None
+        raise CoursePathError(str(exc), path=exc.path or root) from None
     course = Course.load(root, data)
     evaluated: Counter[str] = Counter()
     fired: Counter[str] = Counter()
@@ -232,16 +232,16 @@ def find_courses(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
     for given in paths:
         path = os.fspath(given)
         if not os.path.exists(path):
-            raise CoursePathError(f"PATH '{path}' does not exist")
+            raise CourseNotFound(f"PATH '{path}' does not exist", path=path)
         if not os.path.isdir(path):
-            raise CoursePathError(f"PATH '{path}' is not a directory")
+            raise CoursePathError(f"PATH '{path}' is not a directory", path=path)
         if os.path.isfile(os.path.join(path, "course.yaml")):
             found.append(path)
             continue
         try:
             names = os.listdir(path)
         except OSError as exc:
-            raise CoursePathError(f"PATH '{path}' cannot be read ({exc.strerror or exc})") from None
+            raise CoursePathError(f"PATH '{path}' cannot be read ({exc.strerror or exc})", path=path) from None
         found.extend(os.path.join(path, name) for name in names
                      if not name.startswith((".", "_")) and os.path.isdir(os.path.join(path, name)))
     return sorted(found, key=lambda shown: (os.path.basename(os.path.abspath(shown)), shown))
@@ -333,6 +333,7 @@ def validate_course(course_dir: str | os.PathLike[str], *, strict: bool = False,
     codes = tuple(selected(select, ignore))
     path = os.fspath(course_dir)
     if not os.path.isdir(path):
-        raise CoursePathError(f"course directory '{path}' does not exist; check the slug or path")
+        missing = CourseNotFound if not os.path.exists(path) else CoursePathError  # a file there is no ENOENT
+        raise missing(f"course directory '{path}' does not exist; check the slug or path", path=path)
     data = HouseData.load(data_dir if data_dir is not None else default_data_dir())
     return check_course(path, data, strict=strict, select=codes)

@@ -73,14 +73,14 @@ def _read(path: Path) -> Any:
         text = path.read_bytes().decode("utf-8")
     except OSError as exc:
         raise DataError(
-            f"data file '{path}' is missing or unreadable ({exc.strerror or exc})"
+            f"data file '{path}' is missing or unreadable ({exc.strerror or exc})", path=path
         ) from None
     except UnicodeDecodeError:
-        raise DataError(f"data file '{path}' is not UTF-8") from None
+        raise DataError(f"data file '{path}' is not UTF-8", path=path) from None
     try:
         return safe_load(text)
     except Exception as exc:
-        raise DataError(f"data file '{path}' is not valid YAML ({type(exc).__name__})") from None
+        raise DataError(f"data file '{path}' is not valid YAML ({type(exc).__name__})", path=path) from None
 
 
 @dataclass(frozen=True)
@@ -112,8 +112,8 @@ class HouseData:
         bloom = _read(bloom_path)
         house = _read(house_path)
 
-        def bad(path: Path, what: str) -> DataError:
-            return DataError(f"data file '{path}' is unreadable: {what}")
+        def bad(path: Path, what: str, field: str | None = None) -> DataError:
+            return DataError(f"data file '{path}' is unreadable: {what}", path=path, field=field)
 
         if not isinstance(bloom, dict):
             raise bad(bloom_path, "the root is not a mapping")
@@ -121,13 +121,13 @@ class HouseData:
         if not isinstance(levels, dict) or not all(
             isinstance(key, str) and _str_list(value) for key, value in levels.items()
         ):
-            raise bad(bloom_path, "levels must map each level to a list of verbs")
+            raise bad(bloom_path, "levels must map each level to a list of verbs", "levels")
         if not _str_list(bloom.get("banned")):
-            raise bad(bloom_path, "banned must be a list of verbs")
+            raise bad(bloom_path, "banned must be a list of verbs", "banned")
         if not _str_list(bloom.get("order")):
-            raise bad(bloom_path, "order must be a list of levels")
+            raise bad(bloom_path, "order must be a list of levels", "order")
         if "apply" not in bloom["order"]:
-            raise bad(bloom_path, "order must contain apply")
+            raise bad(bloom_path, "order must contain apply", "order")
         if not isinstance(house, dict):
             raise bad(house_path, "the root is not a mapping")
         values: dict[str, Any] = {}
@@ -135,10 +135,10 @@ class HouseData:
             node: Any = house
             for part in dotted.split("."):
                 if not isinstance(node, dict) or part not in node:
-                    raise bad(house_path, f"{dotted} is missing")
+                    raise bad(house_path, f"{dotted} is missing", dotted)
                 node = node[part]
             if not check(node):
-                raise bad(house_path, f"{dotted} has the wrong type")
+                raise bad(house_path, f"{dotted} has the wrong type", dotted)
             values[dotted] = node
         return cls(
             levels=levels,

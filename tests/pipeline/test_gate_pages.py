@@ -56,7 +56,8 @@ def test_yes_refuses_a_design_gate_whose_files_hold_a_fail_and_names_the_approve
     message = str(refused.value)
     assert exit_code(refused.value) == 5
     assert f"its files hold {len(fails)} FAIL" in message and fails[0].line() in message
-    assert message.endswith(f"`stay approve {SLUG} design --courses-dir {tmp_path}`")  # the command comes last
+    # the call comes last, in Python: build_course was called from Python
+    assert message.endswith(f"`stay.approve({SLUG!r}, 'design', courses_dir={str(tmp_path)!r})`")
     assert not (tmp_path / SLUG / "modules").exists()  # nothing past the gate was paid for
     assert "design" not in open_course_named(SLUG, tmp_path).gates()  # nobody signed
     last_run = (tmp_path / SLUG / ".state" / "run-log.md").read_text().rsplit("## run ", 1)[1]
@@ -104,7 +105,7 @@ def test_only_a_persons_design_approval_lets_yes_pass_the_plan_gate_over_a_desig
     gates_file.write_text(json.dumps(gates))
     assert open_course_named(SLUG, tmp_path).approval("design") == (True, "")
     if signer == AUTO_APPROVED:
-        with pytest.raises(stay.PipelineError, match=r"--yes does not approve the plan gate: .*out005"):
+        with pytest.raises(stay.PipelineError, match=r"yes=True does not approve the plan gate: .*out005"):
             build_course(HTTP, courses_dir=tmp_path, yes=True, progress=quiet)
     else:
         assert build_course(HTTP, courses_dir=tmp_path, yes=True, progress=quiet).complete

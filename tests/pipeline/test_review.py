@@ -37,7 +37,7 @@ def test_a_decline_stands_against_yes_while_nothing_it_covers_changed(tmp_path: 
     result = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
     assert result.stopped_at == "design gate" and backend.total_calls == 0
     assert "was declined ('fewer modules; the audience already knows SQL')" in result.reason
-    assert "stay revise" in result.reason and "stay approve" in result.reason
+    assert "stay.revise(" in result.reason and "stay.approve(" in result.reason  # called from Python
     assert gate_status(SLUG, courses_dir=tmp_path)["design"] == "the design gate was declined"
     done = cli("build", SLUG, "--yes", "--courses-dir", str(tmp_path))
     assert done.returncode == 4 and "was declined" in done.stdout
@@ -60,7 +60,8 @@ def test_a_revision_after_a_decline_retires_no_approval_that_never_held(tmp_path
     assert "approval" not in result.reason  # declined, and the plan gate never answered
     readers = [stage for stage in REGISTRY if stage.phase == "design"  # what is written so far
                and any(getattr(source, "path", None) == "curriculum.yaml" for _name, source in stage.inputs)]
-    assert result.reason.startswith(f"revised curriculum.yaml; {len(readers)} files now stale: run `stay build")
+    assert result.reason.startswith(f"revised curriculum.yaml; {len(readers)} files now stale: run "
+                                    "`stay.build_course(")  # revise was called from Python
 
 
 # -- revising a design artefact --------------------------------------------------------------
