@@ -51,15 +51,15 @@ def keep(root: Path, covered: Mapping[str, str | None]) -> dict[str, str]:
     for path, wanted in sorted(covered.items()):
         if wanted is None:
             continue
-        if store is None or not _NAME.fullmatch(wanted):
-            refused[path] = f"{ANSWERED} is not a directory of this course"
+        if store is None:
+            refused[path] = f"{ANSWERED} is not a directory of this course (a link, or a file)"
             continue
         try:
             data = read_stored(root / path, MAX_FILE_BYTES)
         except (Damaged, OSError) as exc:
             refused[path] = getattr(exc, "reason", None) or str(exc)
             continue
-        if digest(data) != wanted:
+        if digest(data) != wanted or not _NAME.fullmatch(wanted):
             refused[path] = "its bytes changed after they were hashed"
             continue
         if kept(root, wanted) is None:
