@@ -3,10 +3,12 @@ course waits at, the files it covers, the files ``stay revise`` takes there, and
 changed since the last answer at that gate.
 
 The ledger keeps the digest of every covered file at each answer (``.state/gates.json``),
-not its text. The only earlier bytes a course keeps are those set aside under
-``.state/retired/`` (a forced revision of a hand-edited file, an orphan retired): a
-change is shown as a diff only when such a copy has exactly the digest recorded at the
-last answer, so no history is invented; otherwise the page says the text is not kept.
+and each answer keeps those bytes under their digest in ``.state/answered/`` (``_answered``).
+A change is shown as a diff against that copy, or, for an answer given before the store
+existed, against a copy set aside under ``.state/retired/`` (a forced revision of a
+hand-edited file, an orphan retired); either only when its bytes have exactly the digest
+recorded at the last answer, so no history is invented. Otherwise the page says the text
+is not kept.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stay._stored import Damaged, read_stored
+from stay.pipeline import _answered as answered
 from stay.pipeline._commands import open_course_named
 from stay.pipeline._gate_decl import GATES
 from stay.pipeline._layout import GLOSSARY
@@ -99,10 +102,14 @@ def _changes(state: CourseState, covered: tuple[str, ...], recorded: dict[str, o
         now = state.current_hash(path)
         if was == now:
             continue
-        kept = _kept_copy(state.root, path, was) if was is not None else None
-        earlier = text = None
-        if kept is not None:
-            earlier = _text(state.root / kept)
+        kept = earlier = text = None
+        blob = answered.kept(state.root, was) if was is not None else None
+        if blob is not None:  # the bytes checked against their digest, used as read
+            kept, earlier = f"{answered.ANSWERED}/{was}", blob.decode("utf-8", "replace")
+        elif was is not None:
+            kept = _kept_copy(state.root, path, was)
+            earlier = _text(state.root / kept) if kept is not None else None
+        if earlier is not None:
             text = _text(state.root / path) if now is not None else ""
         found.append(Change(path, was, now, earlier, kept, text))
     return found

@@ -116,8 +116,8 @@ def ask(config: RunConfig, ledger: CourseState, report: Reporter, gate: GateDecl
                                 f"{hint('approve', slug, name)}")
         report.say(f"{name} gate: {AUTO_APPROVED}")
         return
-    raise Stop(f"{name} gate", f"{why}; review {STATE}/{name}-gate.md, then run "
-                              f"{hint('approve', slug, name)} (or build with {config.yes_option})")
+    raise Stop(f"{name} gate", f"{why}; review {STATE}/{name}-gate.md (or {hint('view', slug)} for a review "
+                              f"page), then run {hint('approve', slug, name)} (or build with {config.yes_option})")
 
 
 def record(config: RunConfig, ledger: CourseState, tally: Tally, gate: GateDecl) -> None:

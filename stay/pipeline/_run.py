@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import math
+import os
 import shlex
 import threading
 from collections.abc import Mapping, Sequence
@@ -67,6 +68,8 @@ def _literal(word: str) -> str:
 def python_call(courses_arg: str, *words: str) -> str:
     """The Python call a hint's command words name, e.g. ``stay.approve('s', 'design')``."""
     command, *rest = words
+    if command == "view":  # the viewer's call takes the course's directory and the site's
+        return f"stay.view.render_course({os.path.join(courses_arg, rest[0])!r}, {os.path.join('site', rest[0])!r})"
     call, names = PYTHON_CALLS.get(command, ("stay.pipeline.run_command", ()))
     args = [] if command in PYTHON_CALLS else [repr(command)]
     keywords: list[str] = []

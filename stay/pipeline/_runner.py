@@ -267,8 +267,9 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
                 on_node(name)
         if pipeline.nodes[declared.last]["kind"] == "gate-summary":
             gate = declared.last.removesuffix("_summary")
-            raise Stop(f"{gate} gate", f"stay {config.command} stops at the {gate} gate; review "
-                                       f".state/{gate}-gate.md, then {config.hint('approve', config.slug, gate)}")
+            raise Stop(f"{gate} gate", f"stay {config.command} stops at the {gate} gate; review .state/{gate}-gate.md "
+                       f"(or {config.hint('view', config.slug)} for a review page), then "
+                       f"{config.hint('approve', config.slug, gate)}")
     except Stop as stop:
         stopped, reason = stop.where, stop.reason  # said once, by whoever reads the result
     except BaseException as exc:

@@ -29,6 +29,7 @@ from stay.artefacts import (
     dump,
     load,
 )
+from stay.pipeline import _answered as answered
 from stay.pipeline._course_graph import artefact_paths
 from stay.pipeline._dag import Dag
 from stay.pipeline._gate_decl import covered_phases
@@ -364,14 +365,20 @@ class CourseState:
         ``--yes`` approves without accepting (``accept_edits=False``): an edited file stays
         ``edited`` in the ledger, though the approval covers its bytes."""
         gates = self.gates()
-        gates[gate] = {"approved": approved, "at": now(self.epoch), "by": by, "note": note,
-                       "covered": {p: self.current_hash(p) for p in self.covered(gate)}}
+        covered = {p: self.current_hash(p) for p in self.covered(gate)}
+        gates[gate] = {"approved": approved, "at": now(self.epoch), "by": by, "note": note, "covered": covered}
+        # The bytes too, before the ledger names them, so the review page can diff a later
+        # revision against them; a file that cannot be kept is named in the answer.
+        not_kept = answered.keep(self.root, covered)
+        if not_kept:
+            gates[gate]["not_kept"] = not_kept
         if approved and accept_edits:
             edited = [p for p in self.covered(gate) if self.status(p).state == "edited"]
             if edited:
                 self.record(edited)
                 self.checkpoint()
         write_json(self.root / GATES, {"version": 1, "gates": dict(sorted(gates.items()))})
+        answered.prune(self.root, answered.referenced(gates))
 
 
 def _files_under(top: Path, root: Path) -> Iterator[str]:

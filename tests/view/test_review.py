@@ -201,8 +201,10 @@ def test_the_first_answer_has_nothing_to_compare(at_design: Path) -> None:
 
 
 def test_a_change_since_a_decline_is_named_and_the_text_said_not_kept(design_copy: Path) -> None:
+    """An answer given before the answered store existed: its bytes are not kept."""
     slug, courses = design_copy.name, design_copy.parent
     approve(slug, "design", courses_dir=courses, decline=True, note="<b>shorter</b>")
+    shutil.rmtree(design_copy / ".state" / "answered")
     assessment = design_copy / "assessment.yaml"
     assessment.write_text(assessment.read_text() + "\n")
     page = _review(design_copy)
@@ -216,12 +218,14 @@ def test_a_change_since_a_decline_is_named_and_the_text_said_not_kept(design_cop
 
 def test_a_forced_revision_keeps_the_declined_bytes_and_the_page_diffs_them(design_copy: Path) -> None:
     """A file edited by hand and declined, then revised with --force: its declined bytes
-    are kept in .state/retired/, so the page diffs them against the revised file."""
+    are kept in .state/retired/ too, so without the answered store (an answer given before
+    it existed) the page diffs those against the revised file."""
     slug, courses = design_copy.name, design_copy.parent
     curriculum = design_copy / "curriculum.yaml"
     title = artefacts.load(curriculum, Curriculum).modules[0].lessons[1].title
     curriculum.write_text(curriculum.read_text().replace(f"title: {title}", "title: A <hand> edit", 1))
     approve(slug, "design", courses_dir=courses, decline=True, note="say it plainer")
+    shutil.rmtree(design_copy / ".state" / "answered")
     assert main(["revise", slug, "curriculum.yaml", "--force", "--note", "plainer", "--courses-dir",
                  str(courses)]) == 0
     page = _review(design_copy)
