@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import stay
+import stay.view
 from stay.pipeline._run import FLAGS, PYTHON_CALLS, YES, command_hint, python_call
 from tests.conftest import ROOT
 
@@ -54,16 +55,20 @@ def _binds(call: ast.Call) -> None:
 def test_a_python_build_stopped_at_a_gate_names_the_python_call_that_answers_it(tmp_path: Path) -> None:
     result = stay.build_course(BRIEF, courses_dir=tmp_path, backend="offline", progress=quiet)
     assert result.stopped_at == "design gate"
-    (call,) = _calls(result.reason)
+    view, call = _calls(result.reason)
     assert _public(call) == "approve"
     _binds(call)
+    # the review page, from Python: the viewer's own call, which renders it
+    assert ast.unparse(view.func) == "stay.view.render_course"
+    inspect.signature(stay.view.render_course).bind(*[ast.literal_eval(a) for a in view.args])
+    assert Path(ast.literal_eval(view.args[0])) == tmp_path / result.slug
     assert YES["python"] in result.reason and YES["shell"] not in result.reason and "stay approve" not in result.reason
     assert "stay approve" not in result.outcome and "stay approve" not in result._repr_html_()
     # the call as the reason spells it is the one that answers the gate: run it, build on
     eval(compile(ast.Expression(call), "<reason>", "eval"), {"stay": stay})
     after = stay.build_course(BRIEF, courses_dir=tmp_path, backend="offline", progress=quiet)
     assert after.stopped_at == "plan gate"
-    (plan,) = _calls(after.reason)
+    _, plan = _calls(after.reason)
     assert ast.literal_eval(plan.args[1]) == "plan" and _public(plan) == "approve"
 
 
