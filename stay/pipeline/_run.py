@@ -52,7 +52,7 @@ PYTHON_CALLS: Mapping[str, tuple[str, tuple[str, ...]]] = {
 """A command a hint names -> the public call that does it from Python and the names of
 its positional parameters, in the command's order (``targets``, revise's, is a list).
 Any other command (``write``, ``plan``) is ``stay.pipeline.run_command(COMMAND, ...)``."""
-FLAGS = {"--decline": "decline", "--force": "force", "--yes": "yes"}
+FLAGS = {"--decline": "decline", "--force": "force", "--yes": "yes", "--show": "show", "--keep": "keep"}
 """The command line's switches, as the calls' keywords (each True when given)."""
 YES: Mapping[Speaks, str] = {"shell": "--yes", "python": "yes=True"}
 """How a hint says "answer the gates unseen"."""
@@ -79,8 +79,11 @@ def python_call(courses_arg: str, *words: str) -> str:
             keywords.append(f"{FLAGS[word]}=True")
         elif word.startswith("--"):
             keywords.append(f"{word[2:].replace('-', '_')}={_literal(rest.pop(0))}")
-        elif names[len(args):len(args) + 1] == ("targets",):
-            args.append(f"[{_literal(word)}]")
+        elif names[len(args):len(args) + 1] == ("targets",):  # every target word, one list
+            targets = [_literal(word)]
+            while rest and not rest[0].startswith("--"):
+                targets.append(_literal(rest.pop(0)))
+            args.append(f"[{', '.join(targets)}]")
         else:
             args.append(_literal(word))
     if courses_arg != "courses":

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from stay._version import DISTRIBUTION
 from stay.errors import EXIT_CODES, ModelUnavailable, UsageError
 from stay.stages import REGISTRY
 from tests.conftest import ROOT
@@ -172,7 +173,7 @@ def test_without_the_openai_sdk_a_build_is_one_line_naming_the_extra_and_version
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert errors == [f"error: {hint}"] and "Traceback" not in done.stderr
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert "backend openai: stay " in run("--version").stdout
+    assert f"backend openai: {DISTRIBUTION} " in run("--version").stdout
     assert "openai" in run("build", "--help").stdout
 
 

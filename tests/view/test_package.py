@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from stay._version import DISTRIBUTION
 from tests.conftest import ROOT, SAMPLE
 
 TEMPLATES = ("base.html.j2", "macros.html.j2", "index.html.j2", "lesson.html.j2", "glossary.html.j2",
@@ -40,7 +41,7 @@ def test_stay_view_runs_from_an_installed_wheel(tmp_path: Path) -> None:
                             "-w", str(tmp_path / "dist"), str(ROOT)], env=env, capture_output=True, text=True,
                            check=False, timeout=300)
     assert built.returncode == 0, built.stderr
-    wheel = next((tmp_path / "dist").glob("stay-*.whl"))
+    wheel = next((tmp_path / "dist").glob(f"{DISTRIBUTION.replace('-', '_')}-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {f"stay/view/templates/{t}" for t in TEMPLATES} | {f"stay/view/static/{s}" for s in STATIC} <= names
     # the wheel unpacked is what a non-editable install puts in site-packages; with it
