@@ -93,11 +93,18 @@ def init(directory: str | os.PathLike[str] = ".", example: str = INIT_EXAMPLE) -
                              "or run `stay init DIR` for a new directory")
     header = (f"# A course brief, from stay's example '{example}'. Edit it (title, topic, audience,\n"
               "# time_available; optional: industry, constraints), then build it (stay new).\n")
+    text = header + source.read_text(encoding="utf-8")
     root.mkdir(parents=True, exist_ok=True)
-    with open(brief, "x", encoding="utf-8") as out:  # "x": a file made meanwhile is never overwritten
-        out.write(header + source.read_text(encoding="utf-8"))
-    with open(ignore, "x", encoding="utf-8") as out:
-        out.write(GITIGNORE)
+    made: list[Path] = []
+    try:
+        for path, body in ((brief, text), (ignore, GITIGNORE)):
+            with open(path, "x", encoding="utf-8") as out:  # "x": a file made meanwhile is never overwritten
+                made.append(path)
+                out.write(body)
+    except BaseException:  # a write cut short (disk full, Ctrl-C) leaves nothing that blocks a retry
+        for path in made:
+            path.unlink(missing_ok=True)
+        raise
     shown = BRIEF_FILE if os.path.normpath(directory) == "." else os.path.join(os.fspath(directory), BRIEF_FILE)
     return [f"wrote {brief} and {ignore}",
             f"next: stay new {shlex.quote(shown)}   (it stops at the design gate; "

@@ -96,7 +96,10 @@ def gate_review(slug: str, *, courses_dir: str | os.PathLike[str] = "courses") -
 
 def _changes(state: CourseState, covered: tuple[str, ...], recorded: dict[str, object]) -> list[Change]:
     found = []
-    for path in [*covered, *sorted(set(recorded) - set(covered))]:
+    # gates.json is read from disk: a recorded name that is not a file of this course's
+    # graph (an absolute path, a "..") is never hashed, read or shown
+    dropped = sorted(path for path in set(recorded) - set(covered) if path in state.graph)
+    for path in [*covered, *dropped]:
         was = recorded.get(path)
         was = was if isinstance(was, str) else None
         now = state.current_hash(path)
@@ -118,9 +121,11 @@ def _changes(state: CourseState, covered: tuple[str, ...], recorded: dict[str, o
 def _kept_copy(root: Path, path: str, wanted: str) -> str | None:
     """A copy of ``path`` under .state/retired/ whose bytes have the digest ``wanted``."""
     retired = root / RETIRED
-    if not retired.is_dir():
+    if not retired.is_dir() or retired.is_symlink():
         return None
     for run in sorted(retired.iterdir()):
+        if run.is_symlink():  # never read through a link, even one that stays inside
+            continue
         candidate = run / path
         if candidate.is_file() and not candidate.is_symlink():
             try:

@@ -120,3 +120,26 @@ def test_a_brief_refusal_points_at_stay_init_not_a_checkout_path(tmp_path: Path,
     done = run_stay("new", str(brief), "--courses-dir", str(tmp_path / "c"))
     line = refusal(done.stderr)
     assert done.returncode == 2 and "stay init" in line and "examples/" not in line
+
+
+def test_an_init_cut_short_leaves_nothing_that_blocks_a_retry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write that fails part-way (here the .gitignore's: the disk full) removes what this
+    init made, so running it again is not refused with "already exists"."""
+    import builtins
+
+    import stay._init as init_module
+
+    real_open = builtins.open
+
+    def failing(file: object, mode: str = "r", *args: object, **kwargs: object) -> object:
+        if str(file).endswith(".gitignore") and "x" in mode:
+            raise OSError(28, "No space left on device", str(file))
+        return real_open(file, mode, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(builtins, "open", failing)
+    with pytest.raises(OSError):
+        init_module.init(tmp_path / "start")
+    assert list((tmp_path / "start").iterdir()) == []
+    monkeypatch.setattr(builtins, "open", real_open)
+    init_module.init(tmp_path / "start")
+    assert {p.name for p in (tmp_path / "start").iterdir()} == {BRIEF_FILE, ".gitignore"}

@@ -289,3 +289,22 @@ def test_without_javascript_one_disclosure_reveals_the_answers(browser: Any, ser
     page.goto(page.url.replace(f"{LESSON}.html", "index.html"))
     assert page.locator(".progress").inner_text().startswith(f"{len(_lessons())} lessons.")
     context.close()
+
+
+def test_progress_too_long_to_load_again_is_not_saved(site: tuple[Any, str, Watch]) -> None:
+    """A value load() would throw away (over its bound) is never written: the last
+    progress that fits stays, rather than every answer being lost on the next load."""
+    page, base, watch = site
+    page.goto(base + f"{LESSON}.html")
+    item = _choices()[0]
+    _answer(page, item, _right(item))
+    kept = page.evaluate(f"localStorage.getItem({json.dumps(KEY)})")
+    slug = KEY.removeprefix("stay:progress:")
+    saved = page.evaluate("([slug]) => { var s = window.stayProgress.load(slug);"
+                          " s.opened = s.opened.concat(Array(30000).fill('m01-l01'));"
+                          " return window.stayProgress.save(slug, s); }", [slug])
+    assert saved is False
+    assert page.evaluate(f"localStorage.getItem({json.dumps(KEY)})") == kept
+    page.reload()
+    assert page.locator(f"#{item.id}.answered").count() == 1
+    assert watch.problems == []

@@ -211,3 +211,22 @@ def test_the_gate_stop_line_names_the_review_page(stopped: tuple[Path, str], cou
     assert f"(or `stay.view.render_course({str(courses / slug)!r}, {str(Path('site') / slug)!r})` for a review page)" \
         in again.reason
     assert "\n" not in again.reason
+
+
+@pytest.mark.parametrize("name", ["absolute", "dotdot"])
+def test_a_recorded_name_outside_the_course_is_never_read_or_shown(course: Path, tmp_path: Path, name: str) -> None:
+    """gates.json comes from disk (a course from someone else, .state/ committed): a covered
+    name that is not a file of the course (an absolute path, a "..") with a planted blob of
+    its digest must not put another file's text on the review page."""
+    approve(course.name, "design", courses_dir=course.parent, decline=True, note="why")
+    secret = tmp_path / "SECRET.txt"
+    secret.write_text("TOP-SECRET-LINE\n", encoding="utf-8")
+    path = str(secret) if name == "absolute" else os.path.relpath(secret, course)
+    gates_file = course / ".state" / "gates.json"
+    ledger = json.loads(gates_file.read_text())
+    planted = digest(b"something else\n")
+    ledger["gates"]["design"]["covered"][path] = planted
+    gates_file.write_text(json.dumps(ledger), encoding="utf-8")
+    (course / _answered.ANSWERED / planted).write_bytes(b"something else\n")
+    page = _review(course)
+    assert "TOP-SECRET-LINE" not in page and "SECRET.txt" not in page

@@ -91,8 +91,12 @@
 
   function save(slug, state) {
     var store = storage();
+    var text = JSON.stringify(state);
+    if (text.length > MAX_CHARS) {
+      return false; // load() would throw away a longer value, and every answer with it: keep the last that fits
+    }
     try {
-      store.setItem(key(slug), JSON.stringify(state));
+      store.setItem(key(slug), text);
       return true;
     } catch (e) {
       return false; // no storage, or the quota is full: the page goes on without keeping it
