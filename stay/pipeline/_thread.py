@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import os
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from stay._stored import Damaged, load_stored_json
+from stay._stored import Damaged, load_stored_json, read_stored
 from stay.artefacts import write_text_atomic
 from stay.errors import EnvironmentProblem
 from stay.pipeline._ledger import STATE
@@ -184,5 +183,9 @@ def diff_of(path: str, before: str, after: str) -> str:
 
 
 def current_text(course: CourseState, path: str) -> str:
-    file = course.root / path
-    return file.read_text(encoding="utf-8") if file.is_file() and not os.path.islink(file) else ""
+    """The file as it is now, through the bounded reader: a link, a special file or one over
+    the bound reads as nothing (the course's own checks report those), never as a traceback."""
+    try:
+        return read_stored(course.root / path).decode("utf-8", "replace")
+    except (Damaged, OSError):
+        return ""

@@ -210,3 +210,18 @@ def test_offline_the_loop_runs_and_says_it_proposes_no_change(courses: Path) -> 
     assert kept.returncode == 0 and f"revised {quiz}" in kept.stdout
     assert (courses / SLUG / quiz).read_bytes() == before
     assert _entry(courses, quiz)["revision"]["note"] == NOTES[0]
+
+
+def test_the_file_a_proposal_is_diffed_against_is_read_through_the_bounded_reader(tmp_path: Path) -> None:
+    """A course file that is not UTF-8, a link, or missing is text to diff against (the
+    course's own checks report it), never a traceback, and a link is never followed."""
+    from types import SimpleNamespace
+
+    from stay.pipeline._thread import current_text
+
+    (tmp_path / "latin.md").write_bytes("caf\xe9\n".encode("latin-1"))
+    (tmp_path / "secret.md").write_text("outside\n", encoding="utf-8")
+    (tmp_path / "link.md").symlink_to(tmp_path / "secret.md")
+    course: Any = SimpleNamespace(root=tmp_path)
+    assert current_text(course, "latin.md") == "caf\ufffd\n"
+    assert current_text(course, "link.md") == "" and current_text(course, "gone.md") == ""
