@@ -36,6 +36,9 @@ DEFECTS = {
 _WAVE_STAGES = frozenset(stage.name for stage in REGISTRY if stage.phase == "wave" and stage.scope == "lesson")
 """The stages a lesson wave asks, one request per lesson: what the lesson gauge counts
 (from the registry, so a stage added there is counted without a second list)."""
+_HELD_STAGES = frozenset(stage.name for stage in REGISTRY if stage.phase == "wave")
+"""The stages ``gather`` holds: the wave's, which run side by side (the design and plan
+stages before it ask one call at a time, so holding them would only wait)."""
 
 
 class InjectedFault(StayError, RuntimeError):
@@ -51,6 +54,14 @@ class RiggedBackend(OfflineBackend):
 
     latency: float = 0.0
     """Seconds each call sleeps, to make concurrency observable."""
+    gather: int = 0
+    """Hold every wave call until this many are in flight at once (it happens once;
+    later calls are not held), or until ``gather_timeout`` passes. A test that a cap is
+    *reached* then does not depend on how fast a loaded machine starts threads: a sleep
+    alone lets the first calls finish before the last ones start."""
+    gather_timeout: float = 10.0
+    """Seconds a held call waits for the gathering before it goes on regardless (so a
+    runner that never allows ``gather`` calls at once is measured, not hung)."""
     errors: Mapping[str, int] = field(default_factory=dict)
     """stage -> how many of its next calls raise ``InjectedFault``."""
     defects: Mapping[str, int | None] | Iterable[str] = ()
@@ -82,6 +93,7 @@ class RiggedBackend(OfflineBackend):
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _errors_left: dict[str, int] = field(default_factory=dict, repr=False)
     _defects_left: dict[str, int | None] = field(default_factory=dict, repr=False)
+    _gathered: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def __post_init__(self) -> None:
         counts = (dict(self.defects) if isinstance(self.defects, Mapping)
@@ -119,7 +131,11 @@ class RiggedBackend(OfflineBackend):
             if lesson:
                 self.lessons_in_flight[lesson] = self.lessons_in_flight.get(lesson, 0) + 1
                 self.most_lessons_in_flight = max(self.most_lessons_in_flight, len(self.lessons_in_flight))
+            if self.gather and self.in_flight >= self.gather:
+                self._gathered.set()
         try:
+            if self.gather and request.stage in _HELD_STAGES:
+                self._gathered.wait(self.gather_timeout)
             if self.latency:
                 time.sleep(self.latency)
             if failing:
