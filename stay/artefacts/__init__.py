@@ -25,6 +25,7 @@ from stay.artefacts._io import (
     to_data,
     validate_as,
     write,
+    write_bytes_atomic,
     write_text_atomic,
 )
 from stay.artefacts._models import (
@@ -131,5 +132,6 @@ __all__ = [
     "to_data",
     "validate_as",
     "write",
+    "write_bytes_atomic",
     "write_text_atomic",
 ]

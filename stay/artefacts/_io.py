@@ -206,12 +206,18 @@ def _create_beside(target: Path) -> tuple[int, Path]:
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write a whole file or nothing: a temporary file beside it, then a rename."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """``write_text_atomic`` for bytes that need not be text (a hand-edited file kept as it
+    was). The rename replaces a link planted at ``path`` rather than writing through it."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = _create_beside(target)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, target)

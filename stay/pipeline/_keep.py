@@ -8,9 +8,7 @@ The proposals themselves, and the reviewer's thread they belong to, are ``_threa
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from stay._lock import CourseLock
 from stay.errors import EnvironmentProblem, PipelineError, UsageError
@@ -20,6 +18,7 @@ from stay.pipeline._gate_decl import GATE_NAMES
 from stay.pipeline._ledger import RETIRED
 from stay.pipeline._progress import Progress
 from stay.pipeline._result import BuildResult
+from stay.pipeline._retire_copy import keep_edited
 from stay.pipeline._revise import resolve_targets
 from stay.pipeline._run import Run, command_hint
 from stay.pipeline._run_log import log_run, next_run_number
@@ -92,10 +91,7 @@ def keep_proposals(slug: str, targets: Sequence[str], *, courses_dir: str | os.P
                     raise PipelineError(f"keeping the proposal for {path} (a {phase} file) needs the {gate} "
                                         f"approval to hold: {why}; run "
                                         f"{command_hint(courses_arg, 'approve', slug, gate)} first")
-        run_number = next_run_number(root)
-        for path in paths:
-            if state.status(path).state == "edited":  # forced: its bytes are kept first, as a revise keeps them
-                _retire(root, path, run_number, progress)
+        keep_edited(state, paths, next_run_number(root), progress)  # forced: kept first, as a revise keeps them
         texts = {path: proposal.text for path, proposal in kept.items()}
         notes = {path: proposal.note for path, proposal in kept.items()}
         earlier = {path: kept_notes(state, path) + list(proposal.set_aside) for path, proposal in kept.items()}
@@ -130,13 +126,6 @@ def _keepable(state: CourseState, path: str, slug: str, courses_arg: str, force:
         raise PipelineError(f"{path} was edited by hand: keep the proposal with --force (its current bytes are "
                             f"kept in {RETIRED}/), or edit it yourself")
     return proposal
-
-
-def _retire(root: Path, path: str, run_number: int, progress: Progress) -> None:
-    target = root / RETIRED / f"run-{run_number}" / path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(root / path, target)
-    progress(f"  {path}: edited by hand; its bytes are kept in {target.relative_to(root)}")
 
 
 def revised_reason(course: CourseState, revised: list[str], hint: Callable[..., str], slug: str) -> str:

@@ -39,7 +39,8 @@ from stay.pipeline._produce import job
 from stay.pipeline._reader import RunReader
 from stay.pipeline._repair import repair_course
 from stay.pipeline._reporter import Reporter
-from stay.pipeline._revise import check_revisions, pending, revise_files, revise_gather, set_aside, threads
+from stay.pipeline._retire_copy import keep_edited
+from stay.pipeline._revise import check_revisions, pending, revise_files, revise_gather, threads
 from stay.pipeline._run import RunConfig, Tally, Walk, Writer
 from stay.pipeline._state import CourseState, load_manifest
 from stay.pipeline._wave import wave_of
@@ -88,7 +89,7 @@ def revise_seed(config: RunConfig, walk: Walk, report: Reporter, node: Node) -> 
     course = _existing(config, walk)
     check_revisions(config, course, node["requires_by_phase"])
     if not config.show:  # a shown revision replaces nothing: --keep keeps an edited file's bytes
-        set_aside(config, course, report, list(config.revisions))
+        keep_edited(course, list(config.revisions), config.run_number, report.say)
     walk.revisions = pending(config, course, report)
     walk.threads = threads(course, list(walk.revisions))
 

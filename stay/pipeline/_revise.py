@@ -20,7 +20,6 @@ forced, and its bytes are kept in ``.state/retired/`` first.
 from __future__ import annotations
 
 import hashlib
-import shutil
 from collections.abc import Mapping
 
 from stay._display import plural
@@ -135,17 +134,6 @@ def notes_for(config: RunConfig, reader: RunReader, walk: Walk, path: str) -> tu
     said = Note(THREAD, [item.model_dump() for item in thread], thread_text(thread))
     at = next(n for n, made in enumerate(notes) if made.name == "reviewer_note")
     return (*notes[:at], said, *notes[at:])
-
-
-def set_aside(config: RunConfig, course: CourseState, report: Reporter, paths: list[str]) -> None:
-    """Keep the bytes of the edited files a forced revision will replace."""
-    root = config.root
-    for path in paths:
-        if course.status(path).state == "edited":
-            target = root / RETIRED / f"run-{config.run_number}" / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(root / path, target)
-            report.say(f"  {path}: edited by hand; its bytes are kept in {target.relative_to(root)}")
 
 
 # -- revise's own nodes --------------------------------------------------------------
