@@ -25,6 +25,7 @@ from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._gate_decl import GATE_NAMES, earlier
 from stay.pipeline._ledger import GATES, Sources, State, Status, read_ledger
 from stay.pipeline._progress import print_progress
+from stay.pipeline._retire_copy import retired_place
 from stay.pipeline._run import command_hint
 from stay.pipeline._shared_data import reconciled
 from stay.pipeline._state import CourseState, load_manifest, plans_on_disk
@@ -185,7 +186,7 @@ def _set_aside_damaged(path: Path, section: str) -> None:
     try:
         read_ledger(path, section, path.parent.parent.name)
     except EnvironmentProblem:
-        target = path.parent / "retired" / f"damaged-{path.name}"
+        target = retired_place(path.parent.parent, f"damaged-{path.name}")
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(path, target)
         print_progress(f"{path} was damaged: moved to {target}; answer the gates again")

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from stay._bounds import MAX_FILE_BYTES
 from stay._stored import Damaged, read_stored
 from stay.artefacts import write_bytes_atomic
 from stay.errors import EnvironmentProblem
 from stay.pipeline._ledger import RETIRED
-from stay.pipeline._state import CourseState
+
+if TYPE_CHECKING:  # _state puts its orphans in retired_place: imported at run time, a cycle
+    from stay.pipeline._state import CourseState
 
 
 def keep_edited(course: CourseState, paths: Sequence[str], run_number: int, say: Callable[[str], None]) -> None:
@@ -27,7 +30,7 @@ def keep_edited(course: CourseState, paths: Sequence[str], run_number: int, say:
     saying where; all are read and checked before the first is written."""
     root = course.root
     edited = [path for path in paths if course.status(path).state == "edited"]
-    kept = {path: (_bytes_of(root, path), _destination(root, run_number, path)) for path in edited}
+    kept = {path: (_bytes_of(root, path), retired_place(root, f"run-{run_number}/{path}")) for path in edited}
     for path, (data, target) in kept.items():
         try:
             write_bytes_atomic(target, data)
@@ -56,23 +59,25 @@ def _bytes_of(root: Path, path: str) -> bytes:
         raise EnvironmentProblem.from_os_error(exc) from None
 
 
-def _destination(root: Path, run_number: int, path: str) -> Path:
-    """Where the copy goes, refused when any part of the way there is a link (a copy would
-    land outside the course) or is not a directory, or the place itself is a directory."""
-    target = root / RETIRED / f"run-{run_number}" / path
+def retired_place(root: Path, where: str) -> Path:
+    """``.state/retired/<where>``, where stay puts what it keeps aside (a forced revision's
+    copy, an orphan, a damaged gates.json), refused when any part of the way there is a
+    link (what is kept would land where the link leads) or is not a directory, or the
+    place itself is a directory. Every caller checks all its places before it writes one."""
+    target = root / RETIRED / where
     place = root
     for part in target.relative_to(root).parts:
         place = place / part
         if place.is_symlink():
-            raise EnvironmentProblem(f"{place} is a symbolic link; stay keeps a replaced file's bytes in the "
+            raise EnvironmentProblem(f"{place} is a symbolic link; stay keeps what it sets aside in the "
                                      f"course's own {RETIRED}/, never through a link: remove the link and run "
                                      "the command again")
         last = place == target
         if (place.is_dir() if last else place.exists() and not place.is_dir()):
             raise EnvironmentProblem(f"{place} is {'a directory' if last else 'not a directory'}, where stay "
-                                     f"keeps a replaced file's bytes: move it out of {RETIRED}/ and run the "
+                                     f"keeps what it sets aside: move it out of {RETIRED}/ and run the "
                                      "command again")
     return target
 
 
-__all__ = ["keep_edited"]
+__all__ = ["keep_edited", "retired_place"]

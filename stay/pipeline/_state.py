@@ -38,7 +38,6 @@ from stay.pipeline._ledger import (
     GATES,
     HASHES,
     JOURNAL,
-    RETIRED,
     FileHashes,
     Sources,
     Status,
@@ -53,6 +52,7 @@ from stay.pipeline._ledger import (
     write_if_changed,
     write_json,
 )
+from stay.pipeline._retire_copy import retired_place
 
 
 @dataclass
@@ -280,8 +280,8 @@ class CourseState:
     def retire(self, run_id: str) -> list[str]:
         """Move every orphan into .state/retired/<run_id>/ (never delete); returns them."""
         moved = []
-        for path in self.orphans():
-            target = self.root / RETIRED / run_id / path
+        places = {path: retired_place(self.root, f"{run_id}/{path}") for path in self.orphans()}  # all, first
+        for path, target in places.items():
             target.parent.mkdir(parents=True, exist_ok=True)
             with self._lock:
                 self._hashes.moving([path])

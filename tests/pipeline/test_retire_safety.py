@@ -15,8 +15,8 @@ import pytest
 
 from stay._bounds import MAX_FILE_BYTES
 from stay.errors import EnvironmentProblem, StayError
-from stay.pipeline import revise
-from stay.pipeline._ledger import RETIRED
+from stay.pipeline import adopt, build_course, revise
+from stay.pipeline._ledger import GATES, RETIRED
 from stay.pipeline._run_log import next_run_number
 from tests.conftest import run_stay
 from tests.pipeline.test_build import quiet
@@ -191,3 +191,35 @@ def test_a_forced_revision_keeps_the_edited_bytes_exactly(courses: Path, forcing
     assert target.read_bytes() == edited and not target.is_symlink()
     assert not list((courses / SLUG / RETIRED).rglob("*.tmp"))
     assert (courses / SLUG / rel).read_bytes() != edited
+
+
+# -- what else stay sets aside in .state/retired/ ---------------------------------------------
+
+
+def _retired_links_inside(root: Path) -> None:
+    """``.state/retired`` made a link to a directory of the course: allowed in a course, but
+    nothing stay sets aside may go through it."""
+    elsewhere = root / "elsewhere"
+    elsewhere.mkdir()
+    (root / RETIRED).symlink_to(elsewhere, target_is_directory=True)
+
+
+def test_an_orphan_is_not_moved_through_a_link_in_retired(courses: Path) -> None:
+    root = courses / SLUG
+    stray = next(root.glob("modules/*/m01-l01.md")).with_name("stray.md")
+    stray.write_text("A file of no lesson.\n")
+    _retired_links_inside(root)
+    before = _snapshot(courses.parent)
+    with pytest.raises(EnvironmentProblem, match=r"retired is a symbolic link; .*remove the link"):
+        build_course(SLUG, courses_dir=courses, yes=True, progress=quiet)
+    assert _snapshot(courses.parent) == before
+
+
+def test_a_damaged_gates_file_is_not_moved_through_a_link_in_retired(courses: Path) -> None:
+    root = courses / SLUG
+    (root / GATES).write_text("{ not json\n")
+    _retired_links_inside(root)
+    before = _snapshot(courses.parent)
+    with pytest.raises(EnvironmentProblem, match=r"retired is a symbolic link; .*remove the link"):
+        adopt(SLUG, courses_dir=courses)
+    assert _snapshot(courses.parent) == before
