@@ -1,12 +1,16 @@
 """Keeping a hand-edited file's bytes before a forced revision replaces it (``stay revise
---force`` and ``stay revise --keep --force``): a copy in ``.state/retired/run-<n>/``.
+--force`` and ``stay revise --keep --force``): a copy in ``.state/retired/run-<n>/``; and
+the one check of every place stay sets something aside in ``.state/retired/``.
 
 The copy is written like every other file stay writes: whole or not at all (a temporary
 file beside it, then a rename), read through the bounded reader (a regular file of at
 most ``MAX_FILE_BYTES``, never through a link), and only inside the course. Every file's
 source and destination are checked before anything is written, so a refusal (a link,
-a FIFO, a file over the bound, a directory where the copy goes) changes nothing; the
-caller then replaces nothing either, so no edited bytes are lost.
+a FIFO, a file over the bound, a file where a directory goes) changes nothing; the
+caller then replaces nothing either, so no edited bytes are lost. An orphan a build
+moves and a damaged gates.json adopt moves go to places checked the same way
+(``retired_place``); a link there, even one that stays inside the course, would put
+them wherever it leads.
 """
 
 from __future__ import annotations
@@ -51,10 +55,10 @@ def _bytes_of(root: Path, path: str) -> bytes:
                                      "replace the link with what it points to and run the command again")
     try:
         return read_stored(file, MAX_FILE_BYTES)
-    except Damaged as exc:  # a FIFO, a device, a directory, a file over the bound (or a link swapped in)
-        raise EnvironmentProblem(f"{file} cannot be kept in {RETIRED}/ before it is replaced ({exc.reason}): "
-                                 "move it out of the course, or edit it yourself instead of forcing a "
-                                 "revision") from None
+    except Damaged:  # a FIFO, a device, a directory, a file over the bound (or a link swapped in)
+        raise EnvironmentProblem(f"{file} is not a regular file of at most {MAX_FILE_BYTES // 2**20} MB, so its "
+                                 f"bytes cannot be kept in {RETIRED}/ before it is replaced: move it out of the "
+                                 "course, or edit it yourself instead of forcing a revision") from None
     except OSError as exc:
         raise EnvironmentProblem.from_os_error(exc) from None
 

@@ -114,6 +114,15 @@ def test_a_link_planted_where_the_copy_goes_is_refused_and_nothing_changes(
     _refused(courses, forcing, rel, rf"{link.name} is a symbolic link; .*remove the link")
 
 
+def test_a_file_where_the_copy_needs_a_directory_is_refused_and_nothing_changes(
+        courses: Path, forcing: str) -> None:
+    rel, _edited = _edit(courses, forcing)
+    run_dir = _retired_copy(courses, rel).parents[len(Path(rel).parts) - 1]
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    run_dir.write_text("a person's note, not a directory\n")
+    _refused(courses, forcing, rel, rf"{run_dir.name} is not a directory, .*move it out of {RETIRED}/")
+
+
 def test_an_edited_file_that_is_a_link_is_refused_and_nothing_is_read_through_it(
         courses: Path, forcing: str) -> None:
     rel, _edited = _edit(courses, forcing)
@@ -129,7 +138,7 @@ def test_an_edited_file_over_the_bound_is_refused_and_nothing_changes(courses: P
     """``revise --force`` only: no proposal can be shown for a file over the bound (the
     stage reads it bounded too), so there is none to keep."""
     rel, _edited = _edit(courses, "revise --force", b"x" * (MAX_FILE_BYTES + 1))
-    _refused(courses, "revise --force", rel, rf"cannot be kept in {RETIRED}/ .*larger than")
+    _refused(courses, "revise --force", rel, rf"not a regular file of at most .* cannot be kept in {RETIRED}/")
 
 
 def test_the_refusal_is_one_line_on_the_command_line(courses: Path) -> None:
