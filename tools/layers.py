@@ -28,7 +28,9 @@ from pathlib import Path
 # (stay._display: html and re alone, so a Brief shows itself wherever it is made).
 LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under in {
     "stay.__main__": {"stay.cli"},  # ``python -m stay``: the program, nothing of its own
-    "stay.cli": {"stay", "stay.suite", "stay._watch", "stay._init"},
+    "stay.cli": {"stay", "stay.suite", "stay._watch", "stay._init", "stay._cli_commands"},
+    "stay._cli_commands": {"stay._cli_parser", "stay._watch", "stay._init"},  # the command line's handlers
+    "stay._cli_parser": {"stay"},  # the command line's parser and argument types
     "stay._watch": {"stay.validate", "stay.artefacts", "stay._words"},  # stay watch: validation as you save
     "stay._init": {"stay.briefs", "stay._words"},  # stay init and the packaged example briefs
     "stay": {"stay.pipeline", "stay.validate", "stay.scoring", "stay._lazy"},  # the public names (scoring:
