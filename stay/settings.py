@@ -31,88 +31,40 @@ used is a one-line ``UsageError`` naming the variable and what it takes.
     OTEL_SERVICE_NAME             otlp                  service.name stay
     OTEL_SDK_DISABLED             otlp                  false (true: no export)
     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT  otlp  false (true: prompts and answers exported)
+
+Beside it, so this module reads in one sitting: the backends by name
+(``stay._backend_names``), the reading of one variable's value (``stay._env_values``) and
+the OTLP target (``stay._otlp_target``); their names are still imported from here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import unquote
+from typing import Any, Literal
 
 from stay import _secrets
-from stay.errors import UsageError
 
-if TYPE_CHECKING:
-    from importlib.metadata import EntryPoint
+# split out of this module (the ``as`` form re-exports): still imported from here by name
+from stay._backend_names import BACKEND_GROUP as BACKEND_GROUP
+from stay._backend_names import BUILTIN_BACKENDS as BUILTIN_BACKENDS
+from stay._backend_names import BackendName as BackendName
+from stay._backend_names import checked_backend as checked_backend
+from stay._backend_names import registered_backends as registered_backends
+from stay._env_values import _Reader
+from stay._env_values import checked_key as checked_key
+from stay._otlp_target import CAPTURE_CONTENT as CAPTURE_CONTENT
+from stay._otlp_target import OtlpTarget as OtlpTarget
+from stay._otlp_target import otlp_from as otlp_from
+from stay._otlp_target import parse_headers as parse_headers
+from stay.errors import UsageError
 
 Role = Literal["analysis", "planning", "writing", "judging"]
 """What a model does in the pipeline: each role is played by one model (``Settings.models``)."""
 ROLES: tuple[Role, ...] = ("analysis", "planning", "writing", "judging")
-
-BackendName = str
-"""A backend's name: an entry point of the ``stay.backends`` group (``registered_backends``)."""
-BACKEND_GROUP = "stay.backends"
-BUILTIN_BACKENDS: Mapping[str, str] = {
-    "offline": "stay.models._offline:make",
-    "anthropic": "stay.models._anthropic:make",
-    "openai": "stay.models._openai:make",
-}
-"""stay's own backends, as pyproject.toml declares them (a test holds the two equal); used
-as well when the installed metadata lacks them (a checkout run without installing it, an
-editable install made before they were declared)."""
-
-
-def registered_backends() -> dict[str, EntryPoint]:
-    """Every backend's entry point by name, nothing loaded: stay's own, then what installed
-    packages declare in ``stay.backends``. A built-in name is stay's: a plug-in of another
-    distribution declaring it too is ignored, so no package can stand in for Claude."""
-    import sys
-
-    return dict(_registered(tuple(sys.path)))
-
-
-@functools.lru_cache(maxsize=8)
-def _registered(path: tuple[str, ...]) -> tuple[tuple[str, EntryPoint], ...]:
-    """Read once per ``sys.path`` (scanning every installed distribution takes tens of
-    milliseconds, and settings are made many times a run); a path added later is read anew."""
-    from importlib.metadata import EntryPoint, entry_points
-
-    from stay._version import DISTRIBUTION
-
-    found = {name: EntryPoint(name, value, BACKEND_GROUP) for name, value in BUILTIN_BACKENDS.items()}
-    for point in entry_points(group=BACKEND_GROUP):
-        dist = _normalised(point.dist.name) if point.dist is not None else None
-        if point.name not in BUILTIN_BACKENDS or (dist == _normalised(DISTRIBUTION)
-                                                  and point.value == BUILTIN_BACKENDS[point.name]):
-            found[point.name] = point  # an installed built-in is stay's own, with its version
-    return tuple(sorted(found.items()))
-
-
-def _normalised(distribution: str) -> str:
-    """A distribution's name as PEP 503 compares them (``Stay_Course`` is ``stay-course``)."""
-    return re.sub(r"[-_.]+", "-", distribution).lower()
-
-
-def checked_backend(name: object, where: str = "backend") -> str:
-    """``name`` when a backend is registered under it, else one line: the closest name, and
-    every installed one."""
-    if isinstance(name, str) and name in BUILTIN_BACKENDS:
-        return name  # no scan of the installed packages for stay's own
-    names = registered_backends()
-    if isinstance(name, str) and name in names:
-        return name
-    import difflib
-
-    close = difflib.get_close_matches(str(name), names, n=1)
-    hint = f" (did you mean {close[0]}?)" if close else ""
-    raise UsageError(f"{where} {str(name)[:40]!r} is not an installed backend{hint}; the installed backends are "
-                     f"{', '.join(names)} (a plug-in adds one through the {BACKEND_GROUP} entry points)")
 
 DEFAULT_MODELS: Mapping[Role, str] = {
     # The current generation as of late 2026; none is on the SDK's deprecation list.
@@ -129,30 +81,6 @@ DEFAULT_MODELS: Mapping[Role, str] = {
 def environment() -> Mapping[str, str]:
     """The process environment: the only place stay reads it."""
     return os.environ
-
-
-@dataclass(frozen=True)
-class OtlpTarget:
-    """Where OpenTelemetry spans go (OTLP over HTTP), with its headers."""
-
-    endpoint: str
-    """The full OTLP/HTTP traces URL, e.g. ``http://localhost:6006/v1/traces``."""
-    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
-    timeout: float = 10.0
-    """Seconds the export may take, retries included; a run waits at most this long."""
-    service_name: str = "stay"
-    """The resource's ``service.name``: ``OTEL_SERVICE_NAME`` when set."""
-    capture_content: bool = False
-    """Send each call's prompt and answer too (GenAI ``gen_ai.input.messages`` ...):
-    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``, off by default."""
-    secrets: tuple[str, ...] = field(default=(), repr=False)
-    """What must never be shown: the endpoint's userinfo and every header value, also
-    those of pairs too malformed to send (``otlp_from`` fills it from the raw variables)."""
-
-    def __post_init__(self) -> None:
-        extra = (*_secrets.url_secrets(self.endpoint), *self.headers.values())
-        object.__setattr__(self, "secrets", tuple(dict.fromkeys((*self.secrets, *extra))))
-        _secrets.keep(self.secrets)
 
 
 @dataclass(frozen=True)
@@ -295,86 +223,6 @@ class Settings:
         return cls(**values)
 
 
-class _Reader:
-    """Reads one variable at a time, refusing a value that cannot be used in one line."""
-
-    def __init__(self, env: Mapping[str, str]) -> None:
-        self.env = env
-
-    def _raw(self, name: str) -> str | None:
-        value = self.env.get(name, "").strip()
-        return value or None
-
-    def backend(self, name: str) -> str | None:
-        raw = self._raw(name)
-        return None if raw is None else checked_backend(raw, name)
-
-    def integer(self, name: str, default: int, *, least: int) -> int:
-        raw = self._raw(name)
-        if raw is None:
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            raise UsageError(f"{name}={raw[:40]!r} is not a whole number") from None
-        if value < least:
-            raise UsageError(f"{name} must be at least {least}, not {value}")
-        return value
-
-    def seconds(self, name: str, default: float, *, zero: bool = False) -> float:
-        raw = self._raw(name)
-        if raw is None:
-            return default
-        try:
-            value = float(raw)
-        except ValueError:
-            raise UsageError(f"{name}={raw[:40]!r} is not a number of seconds") from None
-        if not (value >= 0 if zero else value > 0) or value == float("inf"):
-            raise UsageError(f"{name} must be a number of seconds{' of at least 0' if zero else ' above 0'}, "
-                             f"not {raw[:40]}")
-        return value
-
-    def dollars(self, name: str) -> float | None:
-        raw = self._raw(name)
-        if raw is None:
-            return None
-        try:
-            value = float(raw.removeprefix("$"))
-        except ValueError:
-            raise UsageError(f"{name}={raw[:40]!r} is not an amount of US dollars (e.g. {name}=2.50)") from None
-        if not 0 < value < float("inf"):
-            raise UsageError(f"{name} must be an amount of US dollars above 0, not {raw[:40]}")
-        return value
-
-    def path(self, name: str) -> Path | None:
-        raw = self._raw(name)
-        return Path(raw) if raw is not None else None
-
-    def switch(self, name: str) -> bool | None:
-        raw = self._raw(name)
-        if raw is None or raw.lower() == "auto":
-            return None
-        if raw.lower() in ("on", "1", "true", "yes"):
-            return True
-        if raw.lower() in ("off", "0", "false", "no"):
-            return False
-        raise UsageError(f"{name}={raw[:40]!r} is not on, off or auto")
-
-    def epoch(self, name: str) -> int | None:
-        raw = self._raw(name)
-        if raw is None:
-            return None
-        from datetime import UTC, datetime
-
-        try:
-            value = int(raw)
-            datetime.fromtimestamp(value, UTC)
-        except (ValueError, OverflowError, OSError):
-            raise UsageError(f"{name}={raw[:40]!r} is not a usable time: give whole seconds since 1970 "
-                             "(e.g. 1780000000), or unset it") from None
-        return value
-
-
 def packaged_data_dir() -> Path:
     """The data directory shipped with stay: inside the wheel, or the checkout's data/."""
     here = Path(__file__).resolve().parent
@@ -400,18 +248,6 @@ def data_dir_from(env: Mapping[str, str] | None = None) -> Path | None:
     return Path(raw) if raw else None
 
 
-def checked_key(raw: str, name: str = "ANTHROPIC_API_KEY") -> str:
-    """An API key as read: surrounding whitespace stripped (a key pasted with its newline),
-    and refused, without being shown, when what is left holds a character no HTTP header
-    can carry (it would reach the terminal in the HTTP library's error)."""
-    key = raw.strip()
-    if any(not 33 <= ord(char) <= 126 for char in key):
-        _secrets.keep([key, raw])
-        raise UsageError(f"{name} holds a space, a control character or a non-ASCII character inside "
-                         "it; set it to the key alone (the value is not shown)")
-    return key
-
-
 def secrets_from(env: Mapping[str, str] | None = None) -> list[str]:
     """Every secret the environment holds, as written and as read, without checking
     anything (for the last line a failing command prints: it never raises)."""
@@ -425,48 +261,3 @@ def secrets_from(env: Mapping[str, str] | None = None) -> list[str]:
     for name in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"):
         found += _secrets.header_secrets(env.get(name))
     return [value for value in found if value]
-
-
-def otlp_from(env: Mapping[str, str]) -> OtlpTarget | None:
-    """The OpenTelemetry exporter's target, as its specification reads the environment.
-
-    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is used as given; else
-    ``OTEL_EXPORTER_OTLP_ENDPOINT`` is a base URL to which ``/v1/traces`` is appended.
-    Headers come from ``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` or
-    ``OTEL_EXPORTER_OTLP_HEADERS`` (``key=value`` pairs separated by commas, values
-    percent-decoded). None when no endpoint is set, or when ``OTEL_SDK_DISABLED`` is
-    ``true`` (any case, as the specification has it): nothing is exported.
-    ``OTEL_SERVICE_NAME`` names the service (else ``stay``).
-    """
-    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
-        return None
-    traces = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
-    base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
-    if traces:
-        endpoint = traces
-    elif base:
-        endpoint = base.rstrip("/") + "/v1/traces"
-    else:
-        return None
-    raw = env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
-    # both variables' values are secrets: the exporter reads the other itself when these are empty
-    secrets = [*(value for name in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
-                 for value in _secrets.header_secrets(env.get(name))),
-               *_secrets.url_secrets(traces), *_secrets.url_secrets(base)]
-    return OtlpTarget(endpoint=endpoint, headers=parse_headers(raw), secrets=tuple(secrets),
-                      service_name=env.get("OTEL_SERVICE_NAME", "").strip() or OtlpTarget.service_name,
-                      capture_content=env.get(CAPTURE_CONTENT, "").strip().lower() == "true")
-
-
-CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-"""The GenAI instrumentations' switch for sending prompts and answers with the spans."""
-
-
-def parse_headers(raw: str) -> dict[str, str]:
-    """``"a=1,b=x%20y"`` -> ``{"a": "1", "b": "x y"}``; pairs without ``=`` are skipped."""
-    headers: dict[str, str] = {}
-    for pair in raw.split(","):
-        key, sep, value = pair.partition("=")
-        if sep and key.strip():
-            headers[unquote(key.strip())] = unquote(value.strip())
-    return headers

@@ -28,7 +28,9 @@ from pathlib import Path
 # (stay._display: html and re alone, so a Brief shows itself wherever it is made).
 LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under in {
     "stay.__main__": {"stay.cli"},  # ``python -m stay``: the program, nothing of its own
-    "stay.cli": {"stay", "stay.suite", "stay._watch", "stay._init"},
+    "stay.cli": {"stay", "stay.suite", "stay._watch", "stay._init", "stay._cli_commands"},
+    "stay._cli_commands": {"stay._cli_parser", "stay._watch", "stay._init"},  # the command line's handlers
+    "stay._cli_parser": {"stay"},  # the command line's parser and argument types
     "stay._watch": {"stay.validate", "stay.artefacts", "stay._words"},  # stay watch: validation as you save
     "stay._init": {"stay.briefs", "stay._words"},  # stay init and the packaged example briefs
     "stay": {"stay.pipeline", "stay.validate", "stay.scoring", "stay._lazy"},  # the public names (scoring:
@@ -44,7 +46,12 @@ LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under i
     "stay.briefs": {"stay.artefacts", "stay.validate", "stay._slug"},
     "stay.requests": {"stay.settings"},
     "stay.validate": {"stay.settings", "stay._display", "stay._bounds", "stay._paths"},
-    "stay.settings": {"stay._secrets", "stay.errors", "stay._version"},  # the only reader of the environment
+    "stay.settings": {"stay._secrets", "stay.errors", "stay._version", "stay._backend_names", "stay._env_values",
+                      "stay._otlp_target"},
+    # (stay.settings: the only reader of the environment; these three parse what it reads)
+    "stay._env_values": {"stay._backend_names", "stay._secrets"},  # one variable's value, or one line
+    "stay._backend_names": {"stay.errors", "stay._version"},  # the backends by name, nothing loaded
+    "stay._otlp_target": {"stay._secrets"},  # where spans go, from the OTEL_* variables
     "stay._lock": {"stay._paths", "stay.artefacts"},
     "stay.artefacts": {"stay._bounds", "stay._display"},  # _display: a leaf (html, re), for Brief's tables
     "stay._bounds": {"stay._stored"},  # the bounds on reading a course file

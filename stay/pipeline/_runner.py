@@ -3,18 +3,20 @@
 ``build_course`` and the other entry points load nothing but the slug and the
 brief into the run; the course is on disk, and every node reads what it needs
 from there, so a run resumed days later never replays stale state.
+
+Here: a command's run checked and prepared (the target, the course, the backend, the
+lock). Beside it, so each reads in one sitting: the walk of the started run through the
+nodes (``stay.pipeline._execute``) and which backend it uses (``stay.pipeline._backend_choice``).
 """
 
 from __future__ import annotations
 
 import functools
 import os
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from stay._display import plural
 from stay._lock import CourseLock
 from stay._words import no_course
 from stay.artefacts import Brief
@@ -35,66 +37,29 @@ from stay.models import (
     ModelClient,
     OfflineBackend,
     RequestCache,
-    backend_from,
     can_screen,
-    describe_cost,
     prices_of,
 )
+from stay.pipeline._backend_choice import announce, default_backend, with_backend_models
 from stay.pipeline._commands import open_course, open_course_named
 from stay.pipeline._dag import Dag
+from stay.pipeline._execute import _walk
 from stay.pipeline._gateway import cost_cap
 from stay.pipeline._graph import CommandDecl, assemble, checked, declare
-from stay.pipeline._keep import keep_proposals, revised_reason, shown
+from stay.pipeline._keep import keep_proposals
 from stay.pipeline._ledger import STATE, Sources
-from stay.pipeline._nodes import handlers
-from stay.pipeline._progress import Progress, clock, default_progress
-from stay.pipeline._result import SPENT, BuildResult, Spent
-from stay.pipeline._run import BatchPlan, Run, RunConfig, Stop, command_hint
-from stay.pipeline._run_log import log_run, next_run_number
+from stay.pipeline._progress import Progress, default_progress
+from stay.pipeline._result import SPENT, BuildResult
+from stay.pipeline._run import BatchPlan, Run, RunConfig, command_hint
+from stay.pipeline._run_log import next_run_number
 from stay.pipeline._shared_data import reconciled
 from stay.pipeline._state import load_manifest
-from stay.pipeline._trace import Tracer, lesson_files
-from stay.pipeline._walk import route, walk
-from stay.settings import DEFAULT_MODELS, BackendName, Settings
+from stay.pipeline._walk import route
+from stay.settings import BackendName, Settings
 from stay.stages import REGISTRY, Prompts, Stage
 from stay.stages.answers import RUBRIC_LEVELS
 
 Command = Literal["new", "build", "plan", "write", "repair", "revise"]
-
-
-def default_backend(settings: Settings, progress: Progress | None = None) -> ModelClient:
-    """The backend the settings choose (``Settings.chosen_backend``), made by the one
-    factory (``stay.models.backend_from``, through the registry)."""
-    return backend_from(settings, progress=progress or default_progress())
-
-
-def with_backend_models(settings: Settings, backend: ModelClient) -> Settings:
-    """``settings`` whose roles no setting named (each still at Claude's default id) play
-    the backend's own ``default_models``, when it has them (the openai backend's: OpenAI's
-    ids, or the one model a local server serves). Resolved once, before the ledger's model
-    digest, the request cache's keys, the cost cap and the run log read a role's model, so
-    all of them name the model that is really asked."""
-    if isinstance(backend, (OfflineBackend, AnthropicBackend)) or backend.name == "anthropic":
-        return settings
-    unset = [role for role, model in settings.models.items() if model == DEFAULT_MODELS[role]]
-    if not unset:  # read only when needed: a local server's defaults are asked of it
-        return settings
-    own: Mapping[str, str] = getattr(backend, "default_models", None) or {}
-    unset = [role for role in unset if role in own]
-    if not unset:
-        return settings
-    return settings.replace(models={**settings.models, **{role: own[role] for role in unset}})
-
-
-def announce(settings: Settings, backend: ModelClient, say: Progress) -> None:
-    """The one line that says which backend a run uses, and which model plays each role."""
-    if isinstance(backend, OfflineBackend):
-        say("backend: offline (ANTHROPIC_API_KEY is not set): deterministic template prose, no network"
-            if not settings.api_key else "backend: offline (chosen): deterministic template prose, no network")
-        return
-    models = ", ".join(f"{role} {model}" for role, model in settings.models.items())
-    where = getattr(backend, "endpoint", None)
-    say(f"backend: {backend.name} ({models}){f' at {where}' if isinstance(where, str) else ''}")
 
 
 def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
@@ -235,101 +200,6 @@ def _pipeline(stages: tuple[Stage, ...]) -> Dag:
     return checked(assemble(declare(stages)))
 
 
-_handlers = functools.cache(handlers)
-"""The handler table of each pipeline (``_pipeline``'s, one per stage list): handlers'
-parameters are read once a process, not once a run."""
-
-
-def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
-          on_node: Callable[[str], None] | None) -> BuildResult:
-    config = run.config
-    table = _handlers(pipeline)
-    otlp = config.settings.otlp
-    tracer = run.model.tracer = Tracer(config.slug, config.command, run.model.backend.name,  # minted before the run
-                                       capture=otlp is not None and otlp.capture_content,
-                                       prices=prices_of(run.model.backend))
-    stopped: str | None = None
-    failed: str | None = None
-    reason = "done"
-    try:
-        answers: dict[str, str] = {}
-        for name in walk(pipeline, config.command, answers.__getitem__):  # a router's edge is its answer
-            kind = pipeline.nodes[name]["kind"]
-            if kind == "stage":
-                run.report.say(f"[{name}]")
-            with tracer.span(name, kind, pipeline.nodes[name]["stages"]):
-                answer = table[name](run)
-            if kind == "router":
-                answers[name] = str(answer)
-            if run.walk.state is not None:
-                run.course.checkpoint()  # hashes.json once per node; the journal in between
-            if on_node:
-                on_node(name)
-        if pipeline.nodes[declared.last]["kind"] == "gate-summary":
-            gate = declared.last.removesuffix("_summary")
-            raise Stop(f"{gate} gate", f"stay {config.command} stops at the {gate} gate; review .state/{gate}-gate.md "
-                       f"(or {config.hint('view', config.slug)} for a review page), then "
-                       f"{config.hint('approve', config.slug, gate)}")
-    except Stop as stop:
-        stopped, reason = stop.where, stop.reason  # said once, by whoever reads the result
-    except BaseException as exc:
-        # the run log must not call a refused, failed or interrupted run "completed"
-        failed = type(exc).__name__ + (f": {exc}" if str(exc) else "")
-        setattr(exc, SPENT, _spent(run))  # what it paid before it stopped: the command line says it
-        if run.walk.wave is not None:  # no task may write after the run has failed or been stopped, and
-            run.walk.wave.cancel(wait=isinstance(exc, Exception))  # none outlives it but after a Ctrl-C
-        run.report.end(f"failed: {failed}", "failed")
-        raise
-    finally:
-        tally = run.tally
-        if run.walk.state is not None and (config.root / "course.yaml").is_file():
-            run.course.checkpoint()
-            if tally.projected != len(tally.written):  # else land_manifest's projection is still true
-                run.course.project_statuses(load_manifest(config.root))
-            log_run(config.root, config.command, run.model.backend.name, tally.written, stopped, tally.retired,
-                    tally.revised, [line for change in tally.changes for line in change.log_lines()], failed,
-                    run.walk.unscreened)
-            if tally.validation is not None:
-                tracer.scores(tally.validation)
-            # the error's type only (``failed`` is "Type: message"): the root span is marked with it
-            tracer.flush(config.root, stopped, otlp=config.settings.otlp,
-                         error=None if failed is None else failed.partition(":")[0],
-                         lessons=lesson_files(config.stages, run.reader))
-    if config.command == "plan" and stopped is None:
-        reason = f"planned; write the course with {config.hint('write', config.slug)}"
-    diff = ""
-    if config.command == "revise" and stopped is None:
-        if config.show:
-            diff, reason = shown(run)
-        else:
-            reason = _revised(run)
-    tally = run.tally
-    spent = _spent(run)
-    priced = describe_cost(None if tally.unpriced else tally.cost, tally.unpriced)  # "$x" or "cost unknown (...)"
-    run.report.say(f"{plural(tally.calls, 'model call')}, {plural(len(set(tally.written)), 'file')} written in "
-                   f"{clock(time.monotonic() - run.report.started)}; "
-                   f"{'cost ' + priced if priced.startswith('$') else priced}")
-    result = BuildResult(slug=config.slug, course_dir=config.root, command=config.command, stopped_at=stopped,
-                         reason=reason, validation=tally.validation, repair=tally.repair,
-                         written=tuple(sorted(set(tally.written))), calls=spent.calls, usage=spent.usage,
-                         wave=tally.wave, trace_id=tracer.trace_id, cost=spent.cost,
-                         usage_by_stage=spent.usage_by_stage, unpriced=spent.unpriced,
-                         cost_by_stage=spent.cost_by_stage, calls_by_stage=spent.calls_by_stage,
-                         retired=tuple(sorted(tally.retired)), diff=diff,
-                         unresolved=tuple(d for path in sorted(tally.unresolved) for d in tally.unresolved[path]))
-    run.report.end(result.outcome, "complete" if result.complete else "stopped")
-    return result
-
-
-def _spent(run: Run) -> Spent:
-    """What the run has paid so far, from its tally (under its lock: wave threads add to it)."""
-    tally = run.tally
-    with tally.lock:
-        return Spent(tally.calls, tally.usage, None if tally.unpriced else tally.cost, tuple(sorted(tally.unpriced)),
-                     dict(sorted(tally.usage_by_stage.items())), dict(sorted(tally.cost_by_stage.items())),
-                     dict(sorted(tally.calls_by_stage.items())))
-
-
 def _resolve(command: str, target: Brief | str | os.PathLike[str], courses_dir: Path,
              slug: str | None) -> tuple[Brief | None, str]:
     if isinstance(target, Brief):
@@ -415,11 +285,6 @@ def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
     return run_command("revise", slug, courses_dir=courses_dir, settings=settings, backend=backend,
                        prompts_dir=prompts_dir, progress=progress, stages=stages, revisions=revisions, force=force,
                        show=show)
-
-
-def _revised(run: Run) -> str:
-    """What a revision did, and what a person should do next."""
-    return revised_reason(run.course, sorted(run.tally.revised), run.config.hint, run.config.slug)
 
 
 __all__ = ["BuildResult", "build_course", "revise", "run_command"]
