@@ -57,6 +57,15 @@ ARGS: dict[str, list[str]] = {
     "approve": [SLUG, "design", "--decline", "--note", "later"],
     "status": [SLUG], "adopt": [SLUG], "estimate": [SLUG],
 }
+# A build's other doors: a replay answers from the request cache, a batch sends the wave
+# as one Message Batch (refused offline, but only after the drift).
+REPLAY = {"build --replay": ["build", SLUG, "--yes", "--replay"]}
+BATCH = {"build --batch": ["build", SLUG, "--yes", "--batch"]}
+
+
+def _calls() -> dict[str, list[str]]:
+    """Every entry point on the command line: each command that takes the flag, and a build's doors."""
+    return {command: [command, *ARGS.get(command, [])] for command in _commands_taking_the_flag()} | REPLAY
 
 
 def _drifted(tmp_path: Path, name: str, text: str = "# edited in the prompts copy only\n") -> Path:
@@ -84,22 +93,22 @@ def test_every_command_that_takes_the_flag_is_driven() -> None:
 
 
 @pytest.mark.parametrize("name", SHARED)
-@pytest.mark.parametrize("command", _commands_taking_the_flag())
+@pytest.mark.parametrize("call", sorted(_calls() | BATCH))
 def test_every_command_refuses_a_drift_in_one_line_naming_both_files(
-        command: str, name: str, courses: Path, tmp_path: Path) -> None:
+        call: str, name: str, courses: Path, tmp_path: Path) -> None:
     prompts = _drifted(tmp_path, name)
     before = _ledger(courses)
-    said = run_stay(command, *ARGS[command], "--courses-dir", str(courses), "--prompts-dir", str(prompts))
+    said = run_stay(*(_calls() | BATCH)[call], "--courses-dir", str(courses), "--prompts-dir", str(prompts))
     assert (said.returncode, said.stderr) == (EXIT_USAGE, f"error: {_refusal(prompts, name, FLAG)}\n")
     assert _ledger(courses) == before and not (courses / "another").exists()  # refused before anything is written
 
 
 @pytest.mark.parametrize("wins", ["data", "prompts"])
-@pytest.mark.parametrize("command", _commands_taking_the_flag())
+@pytest.mark.parametrize("call", sorted(_calls()))
 def test_every_command_goes_on_when_told_which_copy_wins(
-        command: str, wins: str, courses: Path, tmp_path: Path) -> None:
+        call: str, wins: str, courses: Path, tmp_path: Path) -> None:
     prompts = _drifted(tmp_path, SHARED[0])
-    said = run_stay(command, *ARGS[command], "--courses-dir", str(courses), "--prompts-dir", str(prompts),
+    said = run_stay(*_calls()[call], "--courses-dir", str(courses), "--prompts-dir", str(prompts),
                     FLAG, wins)
     assert "differs from" not in said.stderr and said.returncode != EXIT_USAGE, said.stderr
 
