@@ -27,7 +27,7 @@ from stay._stored import Damaged
 from stay.artefacts import Brief, write_text_atomic
 from stay.briefs import slugify
 from stay.models import CachedBackend, RequestCache, Usage, backend_from
-from stay.pipeline import build_course
+from stay.pipeline import build_course, reconciled_settings
 from stay.scoring import DEFAULT_EPOCHS as DEFAULT_EPOCHS  # re-exported: declared with the gate's defaults
 from stay.scoring import (
     OFFLINE,
@@ -62,6 +62,18 @@ def backend_name(requested: str | None = None, settings: Settings | None = None,
     return checked_backend(requested, flag) if requested else (settings or Settings.from_env()).chosen_backend
 
 
+DATA_FROM = "--stay-data-from"
+"""The suite's ``--data-from`` (``evals/conftest.py``), named in its drift refusal."""
+
+
+def arm_settings(cfg: Any, settings: Settings | None = None) -> Settings:
+    """The settings one arm (``cfg``, an ``EvalConfig``) builds and scores with: its prompts
+    and the copy of the shared data that wins (``--stay-data-from``), refused in a line per
+    differing file when the prompts' and the data's differ and it does not say (as a build is)."""
+    chosen = (settings or Settings.from_env()).replace(prompts_dir=cfg.prompts_dir, data_from=cfg.data_from)
+    return reconciled_settings(chosen, flag=DATA_FROM)
+
+
 def build_seed(run_seed: int, slug: str, epoch: int) -> str:
     """One build's seed: its run's seed, its brief and its epoch."""
     return f"{run_seed}/{slug}/{epoch}"
@@ -78,7 +90,8 @@ def evaluate_build(brief_path: Path, *, epoch: int, courses_dir: Path, backend: 
     """Build (or, with ``rebuild=False``, load) one epoch of a brief's course and score it:
     (slug, the build's report entry). A build of a course already on disk regenerates
     what is stale, prompt changes included, and nothing else."""
-    chosen = settings or Settings.from_env()
+    # the validator scorer reads the copy of the shared data the build checks against
+    chosen = reconciled_settings((settings or Settings.from_env()).replace(prompts_dir=prompts_dir), flag=DATA_FROM)
     brief = Brief.from_yaml(brief_path)
     slug = slugify(brief.title)
     seed = build_seed(run_seed, slug, epoch)
@@ -153,7 +166,7 @@ def run_build(cfg: Any, brief: Path, epoch: int, judge: Judge) -> tuple[str, dic
     try:
         slug, entry = evaluate_build(brief, epoch=epoch, courses_dir=cfg.courses, backend=cfg.backend,
                                      prompts_dir=cfg.prompts_dir, judge=judge, run_seed=cfg.seed,
-                                     rebuild=not cfg.rescore, quality=cfg.quality)
+                                     rebuild=not cfg.rescore, quality=cfg.quality, settings=arm_settings(cfg))
     except Exception as error:  # any error: a build that raised is a failed build, never a missing one
         slug = _slug(brief)
         entry = failed_entry(error, epoch=epoch, seed=build_seed(cfg.seed, slug, epoch), build_cost=None)

@@ -27,7 +27,7 @@ from stay.pipeline._ledger import GATES, Sources, State, Status, read_ledger
 from stay.pipeline._progress import print_progress
 from stay.pipeline._retire_copy import retired_place
 from stay.pipeline._run import command_hint
-from stay.pipeline._shared_data import reconciled
+from stay.pipeline._shared_data import reconciled, reconciled_settings
 from stay.pipeline._state import CourseState, load_manifest, plans_on_disk
 from stay.settings import Settings
 from stay.stages import REGISTRY, Prompts, Stage
@@ -87,7 +87,7 @@ def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "cour
     if gate not in GATE_NAMES:
         raise UsageError(f"unknown gate '{gate}'{did_you_mean(gate, GATE_NAMES)}; the gates are "
                          f"{' and '.join(GATE_NAMES)}")
-    chosen = settings or Settings.from_env()
+    chosen = reconciled_settings(settings or Settings.from_env())  # its FAILs, against the copy a build checks
     state = open_course_named(slug, courses_dir, chosen)
     hint = functools.partial(command_hint, os.fspath(courses_dir))
     with _locked(state.root):

@@ -66,6 +66,7 @@ from stay.models import (
     screen_request,
 )
 from stay.pipeline._runner import run_command
+from stay.pipeline._shared_data import reconciled_settings
 from stay.requests import ModelAnswer, ModelRequest, Usage
 from stay.settings import Settings
 from stay.stages import STAGES
@@ -221,7 +222,8 @@ def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.Pa
     ``target`` is a brief (a fresh course) or the slug of a course in ``courses_dir`` (a
     rebuild: only what is missing or stale, e.g. after a prompt edit, is asked).
     ``batch``: priced as ``stay build --batch`` would be (the module docstring)."""
-    chosen = settings or Settings.from_env()
+    # the copy of the shared data the build would read prices the lessons too (``_words_per_minute``)
+    chosen = reconciled_settings(settings or Settings.from_env())
     recorder = _Recorder(screen_model=chosen.model("analysis"))
     scratch = Path(tempfile.mkdtemp(prefix="stay-estimate-"))
     try:

@@ -1,0 +1,182 @@
+"""Every entry point that reads bloom-verbs.yaml or house-style.yaml, or builds a prompt
+from them, refuses a drift between the prompts' copy and the data directory's the same
+way (a line per differing file, naming both and the ``--data-from`` fix) and honours the
+override: what it prices, checks or scores with is the copy that wins, the one a build
+with the same settings uses (docs/pipeline.md, "How references attach").
+
+The entry points are derived: every ``stay`` command whose parser takes ``--data-from``,
+and the evals suite, whose own option is ``stay.suite.DATA_FROM``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import stay.suite
+from stay.cli import _parser
+from stay.errors import EXIT_USAGE
+from stay.pipeline import approve, estimate
+from stay.pipeline._shared_data import SHARED
+from stay.scoring import OfflineJudge
+from stay.settings import Settings
+from stay.suite import DATA_FROM, run_build
+from stay.validate._data import HOUSE_FILE
+from tests.conftest import ROOT, run_stay
+from tests.pipeline.conftest import HTTP
+from tests.scoring.reports import SUITE_BRIEF, suite_run
+
+SLUG = "how-http-requests-travel"
+FLAG = "--data-from"
+
+
+@pytest.fixture(autouse=True)
+def _packaged_prompts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("STAY_PROMPTS_DIR", raising=False)
+    monkeypatch.delenv("STAY_DATA_DIR", raising=False)
+
+
+def _commands_taking_the_flag() -> list[str]:
+    """Every ``stay`` command that takes ``--data-from``: the ones that read the shared data."""
+    sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sorted(name for name, parser in sub.choices.items() if FLAG in parser._option_string_actions)
+
+
+# How each command is called on the finished course (``courses``); a command that takes
+# the flag and is not here fails test_every_command_that_takes_the_flag_is_driven.
+ARGS: dict[str, list[str]] = {
+    "new": [str(HTTP), "--slug", "another"],  # a fresh course: `new` refuses an existing one first
+    "build": [SLUG, "--yes"], "plan": [SLUG], "write": [SLUG], "repair": [SLUG],
+    "revise": [SLUG, "audience.yaml", "--note", "shorter"],
+    "approve": [SLUG, "design", "--decline", "--note", "later"],
+    "status": [SLUG], "adopt": [SLUG], "estimate": [SLUG],
+}
+# A build's other doors: a replay answers from the request cache, a batch sends the wave
+# as one Message Batch (refused offline, but only after the drift).
+REPLAY = {"build --replay": ["build", SLUG, "--yes", "--replay"]}
+BATCH = {"build --batch": ["build", SLUG, "--yes", "--batch"]}
+
+
+def _calls() -> dict[str, list[str]]:
+    """Every entry point on the command line: each command that takes the flag, and a build's doors."""
+    return {command: [command, *ARGS.get(command, [])] for command in _commands_taking_the_flag()} | REPLAY
+
+
+def _drifted(tmp_path: Path, name: str, text: str = "# edited in the prompts copy only\n") -> Path:
+    """A copy of the packaged prompts whose ``reference/<name>`` has ``text`` appended."""
+    prompts = tmp_path / "prompts"
+    shutil.copytree(ROOT / "prompts", prompts)
+    target = prompts / "reference" / name
+    target.write_text(target.read_text(encoding="utf-8") + text, encoding="utf-8")
+    return prompts
+
+
+def _refusal(prompts: Path, name: str, flag: str) -> str:
+    data = Settings.from_env().resolved_data_dir() / name
+    return (f"{prompts}/reference/{name} differs from {data}, which the validator checks against: make them the "
+            f"same, or say which wins with {flag} data (send the stage the data's) or {flag} prompts (check "
+            "against the prompts')")
+
+
+def _ledger(courses: Path) -> bytes:
+    return (courses / SLUG / ".state" / "hashes.json").read_bytes()
+
+
+def test_every_command_that_takes_the_flag_is_driven() -> None:
+    assert set(ARGS) == set(_commands_taking_the_flag())
+
+
+@pytest.mark.parametrize("name", SHARED)
+@pytest.mark.parametrize("call", sorted(_calls() | BATCH))
+def test_every_command_refuses_a_drift_in_one_line_naming_both_files(
+        call: str, name: str, courses: Path, tmp_path: Path) -> None:
+    prompts = _drifted(tmp_path, name)
+    before = _ledger(courses)
+    said = run_stay(*(_calls() | BATCH)[call], "--courses-dir", str(courses), "--prompts-dir", str(prompts))
+    assert (said.returncode, said.stderr) == (EXIT_USAGE, f"error: {_refusal(prompts, name, FLAG)}\n")
+    assert _ledger(courses) == before and not (courses / "another").exists()  # refused before anything is written
+
+
+@pytest.mark.parametrize("wins", ["data", "prompts"])
+@pytest.mark.parametrize("call", sorted(_calls()))
+def test_every_command_goes_on_when_told_which_copy_wins(
+        call: str, wins: str, courses: Path, tmp_path: Path) -> None:
+    prompts = _drifted(tmp_path, SHARED[0])
+    said = run_stay(*_calls()[call], "--courses-dir", str(courses), "--prompts-dir", str(prompts),
+                    FLAG, wins)
+    assert "differs from" not in said.stderr and said.returncode != EXIT_USAGE, said.stderr
+
+
+def test_the_evals_suite_refuses_a_drift_in_one_line_before_any_build(tmp_path: Path) -> None:
+    """Said at the run's start (collection), naming the suite's own option, for a rescore too."""
+    prompts = _drifted(tmp_path, HOUSE_FILE)
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "PYTHONPATH")}
+    for rescore in ([], ["--stay-rescore"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "evals/", "--collect-only", "-q", "-p", "no:randomly", "-p", "no:xdist",
+             "--stay-backend", "offline", "--stay-prompts", str(prompts), "--stay-output", str(tmp_path / "r.json"),
+             "--stay-courses", str(tmp_path / "c"), *rescore],
+            cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120)
+        assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
+        assert f"ERROR: {_refusal(prompts, HOUSE_FILE, DATA_FROM)}\n" in done.stderr
+        assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("wins", ["data", "prompts"])
+def test_the_evals_suite_scores_against_the_copy_that_wins(
+        wins: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The validator scorer is held to the house style the build was checked against."""
+    prompts = _drifted(tmp_path, HOUSE_FILE)
+    held_to: list[Path | None] = []
+    scorers = stay.suite.default_scorers
+
+    def spy(judge: Any, *, data_dir: Path | None = None) -> Any:
+        held_to.append(data_dir)
+        return scorers(judge, data_dir=data_dir)
+
+    monkeypatch.setattr("stay.suite.default_scorers", spy)
+    cfg = suite_run("drift", 0, tmp_path / "courses", tmp_path / "drift.json", prompts_dir=prompts, data_from=wins,
+                    epochs=1)
+    run_build(cfg, SUITE_BRIEF, 1, OfflineJudge())
+    chosen = prompts / "reference" if wins == "prompts" else Settings.from_env().resolved_data_dir()
+    assert held_to == [chosen]
+
+
+def test_estimate_prices_with_the_house_style_that_wins(tmp_path: Path) -> None:
+    """A lesson is priced at the words per minute of the copy that wins: with the prompts'
+    winning, the estimate is the one of a data directory holding the prompts' copy."""
+    prompts = _drifted(tmp_path, HOUSE_FILE)
+    house = prompts / "reference" / HOUSE_FILE
+    house.write_text(house.read_text(encoding="utf-8").replace("max_words_per_minute: 130",
+                                                               "max_words_per_minute: 400"), encoding="utf-8")
+    data_dir = tmp_path / "data"  # the prompts' copy of both files, as a data directory: no drift
+    data_dir.mkdir()
+    for name in SHARED:
+        shutil.copy(prompts / "reference" / name, data_dir / name)
+
+    def priced(**given: Any) -> list[str]:
+        return estimate(HTTP, courses_dir=tmp_path / "c", settings=Settings.from_env(prompts_dir=prompts,
+                                                                                        **given)).lines()
+
+    assert priced(data_from="prompts") == priced(data_dir=data_dir)
+    assert priced(data_from="prompts") != priced(data_from="data")
+
+
+@pytest.mark.parametrize("wins", ["data", "prompts"])
+def test_approve_reports_the_fails_of_the_house_style_that_wins(wins: str, courses: Path, tmp_path: Path) -> None:
+    """The FAILs approve says a person signs over are the validator's against the copy a
+    build would check: here the prompts' allows fewer outcomes a lesson than the course has."""
+    prompts = _drifted(tmp_path, HOUSE_FILE)
+    house = prompts / "reference" / HOUSE_FILE
+    house.write_text(house.read_text(encoding="utf-8").replace("max_outcomes: 4", "max_outcomes: 1"),
+                     encoding="utf-8")
+    fails = approve(SLUG, "design", courses_dir=courses, decline=True, note="later",
+                    settings=Settings.from_env(prompts_dir=prompts, data_from=wins))
+    rules = {defect.code for defect in fails}
+    assert ("out007" in rules) is (wins == "prompts"), rules
