@@ -16,7 +16,7 @@ from typing import Literal
 
 from stay._display import plural
 from stay._lock import CourseLock
-from stay._words import no_course
+from stay._words import command_hint, no_course
 from stay.artefacts import Brief
 from stay.briefs import (
     DEFAULT_LIMITS,
@@ -49,7 +49,7 @@ from stay.pipeline._ledger import STATE, Sources
 from stay.pipeline._nodes import handlers
 from stay.pipeline._progress import Progress, clock, default_progress
 from stay.pipeline._result import SPENT, BuildResult, Spent
-from stay.pipeline._run import BatchPlan, Run, RunConfig, Stop, command_hint
+from stay.pipeline._run import BatchPlan, Run, RunConfig, Stop
 from stay.pipeline._run_log import log_run, next_run_number
 from stay.pipeline._shared_data import reconciled
 from stay.pipeline._state import load_manifest

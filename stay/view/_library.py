@@ -14,8 +14,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from stay._words import course_hint
 from stay.briefs import check_slug
-from stay.errors import UsageError
+from stay.errors import CourseNotFound, CoursePathError, UsageError
 from stay.view._env import STATIC_FILES, environment, static_text
 from stay.view._load import CourseView
 from stay.view._out import write_marker
@@ -66,9 +67,10 @@ def find_courses(courses_dir: str | os.PathLike[str]) -> tuple[list[Path], list[
     directory there, saying why it is skipped. Plain files are not directories of courses,
     and are passed over without a word."""
     root = Path(courses_dir)
-    if not root.is_dir():
-        raise UsageError(f"--courses-dir {os.fspath(courses_dir)} is not a directory; pass the directory that "
-                         "holds your courses")
+    if not root.is_dir():  # missing: a FileNotFoundError too; a file: a course path error, both naming it
+        error = CoursePathError if os.path.lexists(root) else CourseNotFound
+        raise error(f"--courses-dir {os.fspath(courses_dir)} is not a directory; pass the directory that "
+                    "holds your courses", path=root)
     courses: list[Path] = []
     skipped: list[str] = []
     with os.scandir(root) as scanned:
@@ -97,7 +99,7 @@ def build_library(courses_dir: str | os.PathLike[str], *, data_dir: str | os.Pat
     if not found:
         why = f" ({'; '.join(skipped)})" if skipped else ""
         raise UsageError(f"{os.fspath(courses_dir)} holds no course (a directory with a {MANIFEST}){why}; build one "
-                         "with `stay build BRIEF` or pass --courses-dir")
+                         f"with {course_hint(courses_dir, 'build', 'BRIEF')} or pass --courses-dir", path=courses_dir)
     courses: dict[str, dict[str, bytes]] = {}
     rows = []
     for root in found:
