@@ -16,11 +16,11 @@ from pathlib import Path
 
 from stay._words import course_hint
 from stay.briefs import check_slug
-from stay.errors import CourseNotFound, CoursePathError, UsageError
+from stay.errors import UsageError
 from stay.view._env import STATIC_FILES, environment, static_text
 from stay.view._load import CourseView
 from stay.view._out import write_marker
-from stay.view._site import check_out_dir, only_sites, site_and_health, write_site
+from stay.view._site import check_out_dir, not_a_directory, only_sites, site_and_health, write_site
 from stay.view._status import Ledger, Validation
 
 MANIFEST = "course.yaml"
@@ -67,10 +67,9 @@ def find_courses(courses_dir: str | os.PathLike[str]) -> tuple[list[Path], list[
     directory there, saying why it is skipped. Plain files are not directories of courses,
     and are passed over without a word."""
     root = Path(courses_dir)
-    if not root.is_dir():  # missing: a FileNotFoundError too; a file: a course path error, both naming it
-        error = CoursePathError if os.path.lexists(root) else CourseNotFound
-        raise error(f"--courses-dir {os.fspath(courses_dir)} is not a directory; pass the directory that "
-                    "holds your courses", path=root)
+    if not root.is_dir():
+        raise not_a_directory(root, f"--courses-dir {os.fspath(courses_dir)} is not a directory; pass the "
+                              "directory that holds your courses")
     courses: list[Path] = []
     skipped: list[str] = []
     with os.scandir(root) as scanned:

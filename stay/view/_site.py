@@ -58,13 +58,18 @@ def build_site(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLik
     return site_and_health(course_dir, data_dir=data_dir, library=library)[0]
 
 
+def not_a_directory(root: Path, message: str) -> CoursePathError:
+    """The viewer's refusal of a course (or courses) path that is not a directory, naming it
+    (``path``): a CourseNotFound, a FileNotFoundError too, when nothing is there at all."""
+    return (CoursePathError if os.path.lexists(root) else CourseNotFound)(message, path=root)
+
+
 def missing_course(root: Path) -> CoursePathError:
-    """The refusal of a course path that is not a course's directory, naming it (``path``):
-    a CourseNotFound (a FileNotFoundError too) when nothing is there, with the nearest course."""
+    """A course path given from Python that is not a course's directory, with the nearest course."""
     fix = "give the course's own directory, the one holding its course.yaml"
     if os.path.lexists(root):
-        return CoursePathError(f"course directory '{root}' is not a directory; {fix}", path=root)
-    return CourseNotFound(f"{no_course(root.name, root.parent)}; {fix}", path=root)
+        return not_a_directory(root, f"course directory '{root}' is not a directory; {fix}")
+    return not_a_directory(root, f"{no_course(root.name, root.parent)}; {fix}")
 
 
 def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
