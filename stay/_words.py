@@ -1,14 +1,18 @@
-"""Words that help a person who mistyped a name: the nearest of the names that exist,
-stdlib only, so the CLI's parser and the pipeline's refusals share one rule."""
+"""Words that help: the nearest of the names that exist, for a person who mistyped one, and
+the hint that names what to run next in the caller's language (the ``stay`` command at a
+shell, the Python call from Python). Stdlib only and importing nothing of ours, so the
+CLI's parser, the pipeline's refusals (its ledger too) and the viewer share one rule."""
 
 from __future__ import annotations
 
+import ast
 import difflib
 import os
-from collections.abc import Iterable, Iterator
+import shlex
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Literal
+from typing import Literal, NamedTuple
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -55,3 +59,97 @@ def speaking(speaks: Speaks) -> Iterator[None]:
         yield
     finally:
         SPEAKS.reset(token)
+
+
+# -- the Python call each command a hint names is -----------------------------------------
+
+
+class PythonCall(NamedTuple):
+    """The public function that does a command from Python, and how its words fill it."""
+
+    function: str
+    """Dotted, from ``stay``: ``stay.approve``, ``stay.view.render_course``."""
+    names: tuple[str, ...]
+    """Its positional parameters, in the command's word order (``targets``, revise's, is a list)."""
+    in_courses: bool = False
+    """Its first word is a course's directory (the slug joined to the courses directory),
+    not a slug beside ``courses_dir=``: the viewer's call takes the course's own path."""
+
+
+PYTHON_CALLS: Mapping[str, PythonCall] = {
+    "new": PythonCall("stay.build_course", ("brief",)),
+    "build": PythonCall("stay.build_course", ("brief",)),
+    "approve": PythonCall("stay.approve", ("slug", "gate")),
+    "revise": PythonCall("stay.revise", ("slug", "targets")),
+    "adopt": PythonCall("stay.adopt", ("slug",)),
+    "view": PythonCall("stay.view.render_course", ("course_dir",), in_courses=True),
+}
+"""A command a hint names -> the public call that does it from Python. Any other command
+(``write``, ``plan``) is ``stay.pipeline.run_command(COMMAND, ...)``."""
+FLAGS = {"--decline": "decline", "--force": "force", "--yes": "yes", "--show": "show", "--keep": "keep"}
+"""The command line's switches, as the calls' keywords (each True when given)."""
+YES: Mapping[Speaks, str] = {"shell": "--yes", "python": "yes=True"}
+"""How a hint says "answer the gates unseen"."""
+DEFAULT_COURSES = "courses"
+"""--courses-dir's default (and ``courses_dir``'s): a hint leaves it out."""
+
+
+def _literal(word: str) -> str:
+    """A hint's word as a Python literal: a word the shell form quotes (``'...'``) once."""
+    if word[:1] in "'\"" and len(word) > 1 and word[-1] == word[0]:
+        word = ast.literal_eval(word)
+    return repr(word)
+
+
+def python_call(courses_arg: str, *words: str) -> str:
+    """The Python call a hint's command words name, e.g. ``stay.approve('s', 'design')``."""
+    command, *rest = words
+    declared = PYTHON_CALLS.get(command)
+    call, names = (declared.function, declared.names) if declared else ("stay.pipeline.run_command", ())
+    args = [] if declared else [repr(command)]
+    if declared and declared.in_courses:  # the course's own directory, so no courses_dir= beside it
+        args.append(repr(os.path.join(courses_arg, rest.pop(0))))
+    keywords: list[str] = []
+    while rest:
+        word = rest.pop(0)
+        if word in FLAGS:
+            keywords.append(f"{FLAGS[word]}=True")
+        elif word.startswith("--"):
+            keywords.append(f"{word[2:].replace('-', '_')}={_literal(rest.pop(0))}")
+        elif names[len(args):len(args) + 1] == ("targets",):  # every target word, one list
+            targets = [_literal(word)]
+            while rest and not rest[0].startswith("--"):
+                targets.append(_literal(rest.pop(0)))
+            args.append(f"[{', '.join(targets)}]")
+        else:
+            args.append(_literal(word))
+    if courses_arg != DEFAULT_COURSES and not (declared and declared.in_courses):
+        keywords.append(f"courses_dir={courses_arg!r}")
+    return f"{call}({', '.join(args + keywords)})"
+
+
+def command_hint(courses_arg: str, *words: str, speaks: Speaks | None = None) -> str:
+    """A command to suggest, carrying the --courses-dir the user passed (none when it is
+    the default), so it can be pasted as it is: the ``stay`` command for the command line,
+    the Python call for a Python caller (``speaks``, by default who called: ``SPEAKS``)."""
+    if (speaks or SPEAKS.get()) == "python":
+        return f"`{python_call(courses_arg, *words)}`"
+    where = "" if courses_arg == DEFAULT_COURSES else f" --courses-dir {shlex.quote(courses_arg)}"
+    return f"`stay {' '.join(words)}{where}`"
+
+
+def course_hint(courses_dir: str | os.PathLike[str], *words: str) -> str:
+    """``command_hint`` from code that knows the courses directory only as a path (the
+    ledger's reader, the viewer), not as the user typed it: the Python call names it
+    (``courses_dir=``), so it runs as it is; the shell command leaves it out, as these
+    refusals always have, rather than print a path the user did not type."""
+    speaks = SPEAKS.get()
+    return command_hint(os.fspath(courses_dir) if speaks == "python" else DEFAULT_COURSES, *words, speaks=speaks)
+
+
+def command_name(command: str) -> str:
+    """The command as the writer of something (``stay view`` wrote this site): the shell
+    command, or from Python the module its call is in (``stay.view``)."""
+    if SPEAKS.get() == "python" and command in PYTHON_CALLS:
+        return f"`{PYTHON_CALLS[command].function.rpartition('.')[0]}`"
+    return f"`stay {command}`"

@@ -16,7 +16,7 @@ from typing import get_args
 from stay._display import Table, html_block, markdown_block, plural
 from stay._lock import CourseLock
 from stay._paths import check_links
-from stay._words import did_you_mean, no_course
+from stay._words import command_hint, did_you_mean, no_course
 from stay.artefacts import Curriculum, load
 from stay.briefs import check_curriculum_size, course_dir
 from stay.errors import CourseNotFound, EnvironmentProblem, PipelineError, StayError, UsageError
@@ -26,7 +26,6 @@ from stay.pipeline._gate_decl import GATE_NAMES, earlier
 from stay.pipeline._ledger import GATES, Sources, State, Status, read_ledger
 from stay.pipeline._progress import print_progress
 from stay.pipeline._retire_copy import retired_place
-from stay.pipeline._run import command_hint
 from stay.pipeline._shared_data import reconciled, reconciled_settings
 from stay.pipeline._state import CourseState, load_manifest, plans_on_disk
 from stay.settings import Settings

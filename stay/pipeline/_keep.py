@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Sequence
 
 from stay._lock import CourseLock
+from stay._words import command_hint
 from stay.errors import EnvironmentProblem, PipelineError, UsageError
 from stay.models import Usage
 from stay.pipeline._commands import open_course_named
@@ -20,7 +21,7 @@ from stay.pipeline._progress import Progress
 from stay.pipeline._result import BuildResult
 from stay.pipeline._retire_copy import keep_edited
 from stay.pipeline._revise import resolve_targets
-from stay.pipeline._run import Run, command_hint
+from stay.pipeline._run import Run
 from stay.pipeline._run_log import log_run, next_run_number
 from stay.pipeline._state import CourseState, load_manifest
 from stay.pipeline._thread import (

@@ -1,7 +1,8 @@
 """The ledger files in a course's .state/: their names, their format, and reading and
 writing them safely. ``CourseState`` (stay.pipeline._state) is what the pipeline asks;
 this module is what it stands on: hashing, the sources a stage is made with, atomic
-JSON writes, and refusing a damaged ledger with the one way out (``stay adopt``).
+JSON writes, and refusing a damaged ledger with the one way out (``stay adopt``, or from
+Python ``stay.adopt(...)``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from stay._stored import Damaged, load_stored_json, read_stored
+from stay._words import course_hint
 from stay.artefacts import Brief, dump_yaml, to_data, write_text_atomic
 from stay.errors import EnvironmentProblem
 from stay.requests import Role
@@ -237,7 +239,7 @@ def _ledger_document(path: Path, slug: str) -> Any:
         return load_stored_json(path)
     except (Damaged, OSError) as exc:
         why = exc.reason if isinstance(exc, Damaged) else type(exc).__name__
-        raise EnvironmentProblem(f"{path} is damaged ({why}); run `stay adopt {slug}` to "
+        raise EnvironmentProblem(f"{path} is damaged ({why}); run {_adopt(path, slug)} to "
                                  "rebuild the ledger from the files on disk", path=path) from None
 
 
@@ -245,6 +247,13 @@ def _section(document: Any, path: Path, section: str, slug: str) -> dict[str, An
     part = document.get(section, {}) if isinstance(document, dict) else None
     if not isinstance(part, dict) or not all(isinstance(v, dict) for v in part.values()):
         raise EnvironmentProblem(f"{path} is damaged ('{section}' is not a mapping of entries); run "
-                                 f"`stay adopt {slug}` to rebuild the ledger from the files on disk",
+                                 f"{_adopt(path, slug)} to rebuild the ledger from the files on disk",
                                  path=path, field=section)
     return part
+
+
+def _adopt(path: Path, slug: str) -> str:
+    """The one way out of a damaged ledger file at ``path`` (``<courses>/<slug>/.state/...``),
+    in the caller's words: ``stay adopt SLUG``, or ``stay.adopt('SLUG', courses_dir=...)``."""
+    course = path.parents[len(Path(STATE).parts)]
+    return course_hint(course.parent, "adopt", slug)

@@ -7,17 +7,14 @@ the ``Writer``, with the ``Walk`` state. Each handler is passed the ones it name
 
 from __future__ import annotations
 
-import ast
 import math
-import os
-import shlex
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stay._words import SPEAKS, Speaks
+from stay._words import SPEAKS, YES, Speaks, command_hint
 from stay.artefacts import Artefact, Brief, DurationLimits, dump
 from stay.errors import PipelineError
 from stay.models import ModelClient, OfflineBackend, Price, Usage, answer_cost, price_label, prices_of
@@ -40,65 +37,6 @@ if TYPE_CHECKING:
     from stay.pipeline._fix import Change
     from stay.pipeline._repair import RepairReport
     from stay.pipeline._wave import Wave, WaveStats
-
-
-PYTHON_CALLS: Mapping[str, tuple[str, tuple[str, ...]]] = {
-    "new": ("stay.build_course", ("brief",)),
-    "build": ("stay.build_course", ("brief",)),
-    "approve": ("stay.approve", ("slug", "gate")),
-    "revise": ("stay.revise", ("slug", "targets")),
-    "adopt": ("stay.adopt", ("slug",)),
-}
-"""A command a hint names -> the public call that does it from Python and the names of
-its positional parameters, in the command's order (``targets``, revise's, is a list).
-Any other command (``write``, ``plan``) is ``stay.pipeline.run_command(COMMAND, ...)``."""
-FLAGS = {"--decline": "decline", "--force": "force", "--yes": "yes", "--show": "show", "--keep": "keep"}
-"""The command line's switches, as the calls' keywords (each True when given)."""
-YES: Mapping[Speaks, str] = {"shell": "--yes", "python": "yes=True"}
-"""How a hint says "answer the gates unseen"."""
-
-
-def _literal(word: str) -> str:
-    """A hint's word as a Python literal: a word the shell form quotes (``'...'``) once."""
-    if word[:1] in "'\"" and len(word) > 1 and word[-1] == word[0]:
-        word = ast.literal_eval(word)
-    return repr(word)
-
-
-def python_call(courses_arg: str, *words: str) -> str:
-    """The Python call a hint's command words name, e.g. ``stay.approve('s', 'design')``."""
-    command, *rest = words
-    if command == "view":  # the viewer's call takes the course's directory and the site's
-        return f"stay.view.render_course({os.path.join(courses_arg, rest[0])!r}, {os.path.join('site', rest[0])!r})"
-    call, names = PYTHON_CALLS.get(command, ("stay.pipeline.run_command", ()))
-    args = [] if command in PYTHON_CALLS else [repr(command)]
-    keywords: list[str] = []
-    while rest:
-        word = rest.pop(0)
-        if word in FLAGS:
-            keywords.append(f"{FLAGS[word]}=True")
-        elif word.startswith("--"):
-            keywords.append(f"{word[2:].replace('-', '_')}={_literal(rest.pop(0))}")
-        elif names[len(args):len(args) + 1] == ("targets",):  # every target word, one list
-            targets = [_literal(word)]
-            while rest and not rest[0].startswith("--"):
-                targets.append(_literal(rest.pop(0)))
-            args.append(f"[{', '.join(targets)}]")
-        else:
-            args.append(_literal(word))
-    if courses_arg != "courses":
-        keywords.append(f"courses_dir={courses_arg!r}")
-    return f"{call}({', '.join(args + keywords)})"
-
-
-def command_hint(courses_arg: str, *words: str, speaks: Speaks | None = None) -> str:
-    """A command to suggest, carrying the --courses-dir the user passed (none when it is
-    the default), so it can be pasted as it is: the ``stay`` command for the command line,
-    the Python call for a Python caller (``speaks``, by default who called: ``SPEAKS``)."""
-    if (speaks or SPEAKS.get()) == "python":
-        return f"`{python_call(courses_arg, *words)}`"
-    where = "" if courses_arg == "courses" else f" --courses-dir {shlex.quote(courses_arg)}"
-    return f"`stay {' '.join(words)}{where}`"
 
 
 class Stop(Exception):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from stay._lock import CourseLock
-from stay._words import no_course
+from stay._words import command_hint, no_course
 from stay.artefacts import Brief
 from stay.briefs import (
     DEFAULT_LIMITS,
@@ -50,7 +50,7 @@ from stay.pipeline._keep import keep_proposals
 from stay.pipeline._ledger import STATE, Sources
 from stay.pipeline._progress import Progress, default_progress
 from stay.pipeline._result import SPENT, BuildResult
-from stay.pipeline._run import BatchPlan, Run, RunConfig, command_hint
+from stay.pipeline._run import BatchPlan, Run, RunConfig
 from stay.pipeline._run_log import next_run_number
 from stay.pipeline._shared_data import reconciled
 from stay.pipeline._state import load_manifest

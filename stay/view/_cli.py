@@ -56,14 +56,13 @@ def view_main(ns: argparse.Namespace) -> int:
 
 def _one_course(ns: argparse.Namespace) -> Path:
     from stay.briefs import course_dir
-    from stay.errors import UsageError
-    from stay.view._site import default_out_dir, render_course
+    from stay.view._site import default_out_dir, not_a_directory, render_course
 
     root = course_dir(ns.courses_dir, ns.slug)
     if not root.is_dir():
         from stay._words import no_course
 
-        raise UsageError(f"{no_course(ns.slug, ns.courses_dir)}; check the slug and --courses-dir")
+        raise not_a_directory(root, f"{no_course(ns.slug, ns.courses_dir)}; check the slug and --courses-dir")
     out = render_course(root, ns.out or default_out_dir(ns.slug))
     pages = sum(1 for path in out.iterdir() if path.suffix == ".html")
     print(f"{ns.slug}: {pages} pages in {out} (open {out / 'index.html'})")

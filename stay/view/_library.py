@@ -14,12 +14,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from stay._words import course_hint
 from stay.briefs import check_slug
 from stay.errors import UsageError
 from stay.view._env import STATIC_FILES, environment, static_text
 from stay.view._load import CourseView
 from stay.view._out import write_marker
-from stay.view._site import check_out_dir, only_sites, site_and_health, write_site
+from stay.view._site import check_out_dir, not_a_directory, only_sites, site_and_health, write_site
 from stay.view._status import Ledger, Validation
 
 MANIFEST = "course.yaml"
@@ -67,8 +68,8 @@ def find_courses(courses_dir: str | os.PathLike[str]) -> tuple[list[Path], list[
     and are passed over without a word."""
     root = Path(courses_dir)
     if not root.is_dir():
-        raise UsageError(f"--courses-dir {os.fspath(courses_dir)} is not a directory; pass the directory that "
-                         "holds your courses")
+        raise not_a_directory(root, f"--courses-dir {os.fspath(courses_dir)} is not a directory; pass the "
+                              "directory that holds your courses")
     courses: list[Path] = []
     skipped: list[str] = []
     with os.scandir(root) as scanned:
@@ -97,7 +98,7 @@ def build_library(courses_dir: str | os.PathLike[str], *, data_dir: str | os.Pat
     if not found:
         why = f" ({'; '.join(skipped)})" if skipped else ""
         raise UsageError(f"{os.fspath(courses_dir)} holds no course (a directory with a {MANIFEST}){why}; build one "
-                         "with `stay build BRIEF` or pass --courses-dir")
+                         f"with {course_hint(courses_dir, 'build', 'BRIEF')} or pass --courses-dir", path=courses_dir)
     courses: dict[str, dict[str, bytes]] = {}
     rows = []
     for root in found:

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stay._words import command_name, no_course
 from stay.artefacts import write_text_atomic
-from stay.errors import UsageError
+from stay.errors import CourseNotFound, CoursePathError, UsageError
 from stay.validate import default_data_dir
 from stay.view._env import STATIC_FILES, environment, static_text
 from stay.view._links import Links, outcomes_map
@@ -57,13 +58,27 @@ def build_site(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLik
     return site_and_health(course_dir, data_dir=data_dir, library=library)[0]
 
 
+def not_a_directory(root: Path, message: str) -> CoursePathError:
+    """The viewer's refusal of a course (or courses) path that is not a directory, naming it
+    (``path``): a CourseNotFound, a FileNotFoundError too, when nothing is there at all."""
+    return (CoursePathError if os.path.lexists(root) else CourseNotFound)(message, path=root)
+
+
+def missing_course(root: Path) -> CoursePathError:
+    """A course path given from Python that is not a course's directory, with the nearest course."""
+    fix = "give the course's own directory, the one holding its course.yaml"
+    if os.path.lexists(root):
+        return not_a_directory(root, f"course directory '{root}' is not a directory; {fix}")
+    return not_a_directory(root, f"{no_course(root.name, root.parent)}; {fix}")
+
+
 def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
                     library: str | None = None) -> tuple[dict[str, bytes], CourseView, Ledger, Validation]:
     """``build_site``'s files, with the course, ledger and validation the pages were made
     from (a library's listing sums them up without reading the course twice)."""
     root = Path(course_dir)
     if not root.is_dir():
-        raise UsageError(f"course directory '{root}' does not exist; check the slug and --courses-dir")
+        raise missing_course(root)
     house = Path(data_dir) if data_dir is not None else default_data_dir()  # one resolution, for both reads
     course = load_course(root, house)
     ledger = read_ledger(root)
@@ -192,8 +207,8 @@ def check_out_dir(site: dict[str, bytes], out_dir: str | os.PathLike[str], cours
     refused = conflicts(out, site, owned)
     if refused:
         more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
-        raise UsageError(f"--out {out_dir} holds {refused[0]!r}{more}, which `stay view` did not write or which "
-                         "changed since; move it away or choose another directory")
+        raise UsageError(f"--out {out_dir} holds {refused[0]!r}{more}, which {command_name('view')} did not write "
+                         "or which changed since; move it away or choose another directory")
     return out, owned
 
 
@@ -208,10 +223,12 @@ def only_sites(out: Path) -> bool:
                    and not (Path(entry.path) / MARKER).is_symlink() for entry in entries)
 
 
-def render_course(course_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
+def render_course(course_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *,
                   data_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Render the course at ``course_dir`` into ``out_dir``; returns the site directory."""
-    return write_site(build_site(course_dir, data_dir=data_dir), out_dir, course_dir)
+    """Render the course at ``course_dir`` into ``out_dir`` (by default ``site/<slug>``, as
+    ``stay view SLUG``, so a hint names the call by the course alone); returns the site directory."""
+    out = default_out_dir(Path(course_dir).resolve().name) if out_dir is None else out_dir
+    return write_site(build_site(course_dir, data_dir=data_dir), out, course_dir)
 
 
 __all__ = ["build_site", "default_out_dir", "load_course", "render_course", "write_site"]

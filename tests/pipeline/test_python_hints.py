@@ -1,12 +1,14 @@
 """A hint speaks to its caller: from Python, ``result.reason`` and a refusal name the
 Python call (``stay.approve(...)``, ``yes=True``); from the command line, the command to
 paste (``stay approve ...``, ``--yes``). Both come from one declaration
-(``stay.pipeline._run.PYTHON_CALLS``, ``YES``), the caller from ``stay._words.SPEAKS``."""
+(``stay._words.PYTHON_CALLS``, ``YES``), the caller from ``stay._words.SPEAKS``."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
+import os
 import re
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pytest
 
 import stay
 import stay.view
-from stay.pipeline._run import FLAGS, PYTHON_CALLS, YES, command_hint, python_call
+from stay._words import FLAGS, PYTHON_CALLS, YES, command_hint, python_call
 from tests.conftest import ROOT
 
 BRIEF = ROOT / "examples" / "briefs" / "first-aid-at-work.yaml"
@@ -37,11 +39,13 @@ def _calls(text: str) -> list[ast.Call]:
 
 
 def _public(call: ast.Call) -> str:
-    """The name a ``stay.NAME(...)`` call takes from ``stay``'s public surface."""
-    func = call.func
-    assert isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "stay"
-    assert func.attr in stay.__all__, func.attr
-    return func.attr
+    """The dotted name a ``stay....NAME(...)`` call takes from a public surface of stay's: a
+    name its module's ``__all__`` lists (``stay.approve``, ``stay.view.render_course``)."""
+    name = ast.unparse(call.func)
+    module, _, attr = name.rpartition(".")
+    assert module.split(".")[0] == "stay", name
+    assert attr in importlib.import_module(module).__all__, name
+    return name.removeprefix("stay.")
 
 
 def _binds(call: ast.Call) -> None:
@@ -59,8 +63,8 @@ def test_a_python_build_stopped_at_a_gate_names_the_python_call_that_answers_it(
     assert _public(call) == "approve"
     _binds(call)
     # the review page, from Python: the viewer's own call, which renders it
-    assert ast.unparse(view.func) == "stay.view.render_course"
-    inspect.signature(stay.view.render_course).bind(*[ast.literal_eval(a) for a in view.args])
+    assert _public(view) == "view.render_course"
+    _binds(view)
     assert Path(ast.literal_eval(view.args[0])) == tmp_path / result.slug
     assert YES["python"] in result.reason and YES["shell"] not in result.reason and "stay approve" not in result.reason
     assert "stay approve" not in result.outcome and "stay approve" not in result._repr_html_()
@@ -85,17 +89,24 @@ def test_the_command_line_still_names_the_shell_command(tmp_path: Path, capsys: 
 @pytest.mark.parametrize("command", sorted(PYTHON_CALLS))
 def test_every_command_a_hint_names_has_a_python_call_with_the_real_signature(command: str) -> None:
     """Each declared command, with each of its positional words and a switch and an option
-    the call takes, spelled as the shell hint would: the Python form parses and binds."""
-    function, names = PYTHON_CALLS[command]
-    words = [command, *(name.upper() for name in names)]
-    parameters = inspect.signature(getattr(stay, function.removeprefix("stay."))).parameters
+    the call takes, spelled as the shell hint would: the Python form parses and binds, and
+    names the courses directory the way the table says the call takes it."""
+    declared = PYTHON_CALLS[command]
+    words = [command, *(name.upper() for name in declared.names)]
+    module, _, name = declared.function.rpartition(".")
+    parameters = inspect.signature(getattr(importlib.import_module(module), name)).parameters
     words += [flag for flag, keyword in FLAGS.items() if keyword in parameters]
     if "note" in parameters:
         words += ["--note", repr("...")]
     (call,) = _calls(command_hint("/tmp/some courses", *words, speaks="python"))
-    assert f"stay.{_public(call)}" == function
+    assert f"stay.{_public(call)}" == declared.function
     _binds(call)
-    assert {k.arg for k in call.keywords} >= {"courses_dir"}
+    keywords = {k.arg for k in call.keywords}
+    if declared.in_courses:  # the course's own path, and no courses_dir= beside it
+        assert ast.literal_eval(call.args[0]) == os.path.join("/tmp/some courses", words[1]) and \
+            "courses_dir" not in keywords
+    else:
+        assert keywords >= {"courses_dir"}
     shell = command_hint("/tmp/some courses", *words, speaks="shell")
     assert shell.startswith(f"`stay {command} ") and "--courses-dir '/tmp/some courses'" in shell
 

@@ -203,13 +203,12 @@ def test_a_store_that_is_a_link_is_not_written_through(course: Path, tmp_path: P
 def test_the_gate_stop_line_names_the_review_page(stopped: tuple[Path, str], course: Path) -> None:
     slug, courses = course.name, course.parent
     # a Python caller is named the viewer's Python call (the command line's text: test_build)
-    view = f"`stay.view.render_course({str(stopped[0])!r}, {str(Path('site') / slug)!r})`"
+    view = f"`stay.view.render_course({str(stopped[0])!r})`"
     assert f"review .state/design-gate.md (or {view} for a review page)" in stopped[1]
     approve(slug, "design", courses_dir=courses, decline=True, note="why")
     again = build_course(slug, courses_dir=courses, backend="offline", progress=quiet)
     assert again.stopped_at == "design gate"
-    assert f"(or `stay.view.render_course({str(courses / slug)!r}, {str(Path('site') / slug)!r})` for a review page)" \
-        in again.reason
+    assert f"(or `stay.view.render_course({str(courses / slug)!r})` for a review page)" in again.reason
     assert "\n" not in again.reason
 
 

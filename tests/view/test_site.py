@@ -365,7 +365,7 @@ def test_write_site_refuses_a_directory_it_did_not_write_and_prunes_its_own(tmp_
     (foreign / "notes.txt").write_text("mine")
     with pytest.raises(stay_usage_error()) as refused:
         render_course(course, foreign)
-    assert "not empty and was not written by `stay view`" in str(refused.value)
+    assert "not empty and was not written by `stay.view`" in str(refused.value)  # a Python caller: its module
     out = render_course(course, tmp_path / "out")
     (out / "keep.txt").write_text("a file of the user's")
     curriculum = course / "curriculum.yaml"
