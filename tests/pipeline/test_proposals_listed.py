@@ -8,6 +8,7 @@ one line, never a traceback."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shlex
@@ -67,7 +68,9 @@ def test_status_lists_a_waiting_proposal_and_the_command_it_names_keeps_it(cours
 
 def test_a_python_caller_is_given_the_python_call_and_it_keeps_the_proposal(courses: Path) -> None:
     quiz, text = _shown(courses)
-    (line,) = status(SLUG, courses_dir=courses).proposals
+    found = status(SLUG, courses_dir=courses)
+    (line,) = found.proposals
+    assert html.escape(line) in found._repr_html_()  # a notebook shows it too
     call = _command(line)
     assert call.startswith("stay.revise(") and "keep=True" in call
     eval(call, {"stay": stay})  # the call as it is given, with nothing but the package in scope

@@ -97,3 +97,17 @@ def test_a_damaged_proposal_is_named_and_nothing_else_is_shown(course: Path) -> 
     section = _section(_review(course))
     assert f"<code>{TARGET}</code> (cannot be read)" in section and "damaged" in section
     assert "<script>" not in section and _commands(section) == []
+
+
+def test_a_course_past_every_gate_still_lists_its_waiting_proposal(built_course: Path, tmp_path: Path) -> None:
+    course = tmp_path / "courses" / built_course.name
+    shutil.copytree(built_course, course)
+    quiz = next(course.glob("modules/*/m01-l02.quiz.yaml")).relative_to(course).as_posix()
+    revise(course.name, [quiz], note="Ask about TTLs.", show=True, courses_dir=course.parent,
+           backend=RiggedBackend(), progress=quiet)
+    page = _review(course)
+    assert "Nothing awaits review" in page
+    section = _section(page)
+    assert f"<code>{quiz}</code>" in section and _diff(section)
+    (command,) = _commands(section)
+    assert shlex.split(command)[:5] == ["stay", "revise", course.name, quiz, "--keep"]
