@@ -3,8 +3,10 @@
 ``review_page`` reads the gate from the ledger (``stay.pipeline.gate_review``, which
 writes nothing), keeps the validator's defects in the files the gate covers, turns what
 changed since the last answer into diff lines (only against earlier text the course
-keeps, by digest; else it says the text is not kept), and prints the commands that
-answer the gate as a person would paste them. The page shows every value as text: the
+keeps, by digest; else it says the text is not kept, and lists the files the last
+answer could not keep), diffs each proposal ``stay revise --show`` left waiting against
+the file, and prints the commands that answer the gate (or keep a proposal) as a person
+would paste them. The page shows every value as text: the
 template escapes it, and a diff line is marked ``+``/``-`` in its text as well as its
 colour.
 """
