@@ -104,7 +104,7 @@ def _course_command(ns: argparse.Namespace, settings: Settings) -> int:
             # the selection the gate's check ran, so a FAIL of a stay rule is listed too
             said += (f"; its files hold {len(fails)} FAIL: `stay validate --select {','.join(PIPELINE_SELECT)} "
                      f"{where}` lists them")
-        print(said)
+        print("\n".join([said, *(f"{ns.slug}: {line}" for line in fails.lines())]))
         return EXIT_OK
     statuses = (pipeline.adopt if ns.command == "adopt" else pipeline.status)(
         ns.slug, courses_dir=ns.courses_dir, settings=settings)
@@ -113,6 +113,8 @@ def _course_command(ns: argparse.Namespace, settings: Settings) -> int:
         print(f"{status.state:8} {path}" + (f"  {detail}" if detail else ""))
     for gate, verdict in pipeline.gate_status(ns.slug, courses_dir=ns.courses_dir, settings=settings).items():
         print(f"gate     {gate}: {verdict}")
+    for line in statuses.proposals:  # what `revise --show` left waiting, and how to keep it
+        print(f"proposal {line}")
     return EXIT_OK
 
 

@@ -28,6 +28,7 @@ from stay.pipeline._progress import print_progress
 from stay.pipeline._retire_copy import retired_place
 from stay.pipeline._shared_data import reconciled, reconciled_settings
 from stay.pipeline._state import CourseState, load_manifest, plans_on_disk
+from stay.pipeline._waiting import not_kept_lines, waiting_proposals
 from stay.settings import Settings
 from stay.stages import REGISTRY, Prompts, Stage
 from stay.validate import Defect, HouseData, packaged_data_dir
@@ -77,12 +78,14 @@ def house_data(settings: Settings) -> HouseData:
 
 def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "courses",
             decline: bool = False, note: str = "", by: str | None = None,
-            settings: Settings | None = None) -> tuple[Defect, ...]:
+            settings: Settings | None = None) -> Answered:
     """Answer a gate for a course: record approval (or a decline) with the hash of
     every file it covers, so a later edit to any of them retires the answer.
 
     Returns the FAILs the validator finds in the files the gate covers. A person may
-    approve them (``--yes`` may not): the caller says how many, so nobody signs unaware."""
+    approve them (``--yes`` may not): the caller says how many, so nobody signs unaware.
+    The result's ``not_kept`` names the covered files whose bytes the answer could not
+    keep for the review page's diff, each with why (``lines()`` says them)."""
     if gate not in GATE_NAMES:
         raise UsageError(f"unknown gate '{gate}'{did_you_mean(gate, GATE_NAMES)}; the gates are "
                          f"{' and '.join(GATE_NAMES)}")
@@ -100,9 +103,27 @@ def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "cour
             raise PipelineError(f"cannot approve the {gate} gate of '{slug}': {', '.join(unready)}; run "
                                 f"{hint('build', slug)} first")
         who = by or _user()
-        state.answer(gate, approved=not decline, by=who, note=note)
+        refused = state.answer(gate, approved=not decline, by=who, note=note)
         state.project_statuses(load_manifest(state.root))
-        return defects_in(state.root, chosen, state.covered(gate), fails_only=True)
+        return Answered(defects_in(state.root, chosen, state.covered(gate), fails_only=True), gate,
+                        tuple(sorted(refused.items())))
+
+
+class Answered(tuple[Defect, ...]):
+    """What ``approve`` returns: the FAILs in the gate's files (a tuple of them, as it always
+    was), and the covered files the answer could not keep for a later diff, with why."""
+
+    gate: str
+    not_kept: tuple[tuple[str, str], ...]
+
+    def __new__(cls, fails: Sequence[Defect], gate: str, not_kept: tuple[tuple[str, str], ...] = ()) -> Answered:
+        answered = super().__new__(cls, fails)
+        answered.gate, answered.not_kept = gate, not_kept
+        return answered
+
+    def lines(self) -> list[str]:
+        """One line per file not kept (none when every file was)."""
+        return not_kept_lines(self.gate, self.not_kept)
 
 
 def _user() -> str:
@@ -114,14 +135,20 @@ def _user() -> str:
 
 class Statuses(dict[str, Status]):
     """Every artefact's status by path (a plain dict, as ever), shown in a notebook as a
-    count per state and a table of each artefact, its state and why."""
+    count per state and a table of each artefact, its state and why; ``proposals`` says
+    each proposal ``revise --show`` left waiting, with the command that goes on from it."""
+
+    proposals: tuple[str, ...] = ()
 
     def _display(self) -> tuple[str, list[Table], str]:
         counts = [plural(n, state, state) for state in get_args(State)
                   if (n := sum(s.state == state for s in self.values()))]
         head = f"{plural(len(self), 'artefact')}: {', '.join(counts) or 'none'}"
         rows = [(path, found.state, found.describe()) for path, found in self.items()]
-        return head, [(("artefact", "status", "why"), rows, set())], ""
+        tables: list[Table] = [(("artefact", "status", "why"), rows, set())]
+        if self.proposals:
+            tables.append((("waiting proposal",), [(line,) for line in self.proposals], set()))
+        return head, tables, ""
 
     def _repr_html_(self) -> str:
         return html_block("stay-status", *self._display())
@@ -136,7 +163,14 @@ def status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses", settin
     ``stages`` is the stage registry (``None``: ``stay.stages.REGISTRY``)."""
     state = open_course_named(slug, courses_dir, settings, REGISTRY if stages is None else stages)
     state.hash_once()  # one read of the course: each file hashed once is one snapshot of it
-    return Statuses(state.statuses())
+    return _with_proposals(Statuses(state.statuses()), state, slug, courses_dir)
+
+
+def _with_proposals(statuses: Statuses, state: CourseState, slug: str,
+                    courses_dir: str | os.PathLike[str]) -> Statuses:
+    hint = functools.partial(command_hint, os.fspath(courses_dir))
+    statuses.proposals = tuple(waiting.line(slug, hint) for waiting in waiting_proposals(state))
+    return statuses
 
 
 def gate_status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
@@ -165,7 +199,7 @@ def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
         state.hash_once()
         state.adopt()
         state.project_statuses(load_manifest(state.root))
-        return Statuses(state.statuses())
+        return _with_proposals(Statuses(state.statuses()), state, slug, courses_dir)
 
 
 @contextmanager
@@ -191,4 +225,4 @@ def _set_aside_damaged(path: Path, section: str) -> None:
         print_progress(f"{path} was damaged: moved to {target}; answer the gates again")
 
 
-__all__ = ["adopt", "approve", "gate_status", "open_course", "open_course_named", "status"]
+__all__ = ["Answered", "adopt", "approve", "gate_status", "open_course", "open_course_named", "status"]

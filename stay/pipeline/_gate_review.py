@@ -1,6 +1,7 @@
 """What a reviewer at a gate needs from the ledger, read and never written: the gate a
-course waits at, the files it covers, the files ``stay revise`` takes there, and what
-changed since the last answer at that gate.
+course waits at, the files it covers, the files ``stay revise`` takes there, what
+changed since the last answer at that gate (and which files it could not keep), and the
+proposals ``stay revise --show`` left waiting (``_waiting``).
 
 The ledger keeps the digest of every covered file at each answer (``.state/gates.json``),
 and each answer keeps those bytes under their digest in ``.state/answered/`` (``_answered``).
@@ -24,6 +25,7 @@ from stay.pipeline._gate_decl import GATES
 from stay.pipeline._layout import GLOSSARY
 from stay.pipeline._ledger import RETIRED, digest
 from stay.pipeline._state import CourseState
+from stay.pipeline._waiting import Waiting, not_kept, waiting_proposals
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,10 @@ class GateReview:
     """The files of the gate's own phase, each a TARGET ``stay revise`` takes."""
     previous: Answer | None = None
     changes: tuple[Change, ...] = ()
+    not_kept: tuple[tuple[str, str], ...] = ()
+    """The covered files the last answer could not keep (so no diff), each with why."""
+    proposals: tuple[Waiting, ...] = ()
+    """The proposals ``stay revise --show`` left waiting, whatever the gate."""
 
 
 def gate_review(slug: str, *, courses_dir: str | os.PathLike[str] = "courses") -> GateReview:
@@ -90,8 +96,9 @@ def gate_review(slug: str, *, courses_dir: str | os.PathLike[str] = "courses") -
                               str(entry.get("note") or ""))
             recorded = entry.get("covered", {})
             changes = _changes(state, covered, recorded if isinstance(recorded, dict) else {})
-        return GateReview(gate.name, why, missing, covered, targets, previous, tuple(changes or ()))
-    return GateReview(None)
+        return GateReview(gate.name, why, missing, covered, targets, previous, tuple(changes or ()),
+                          not_kept(entry, covered), waiting_proposals(state))
+    return GateReview(None, proposals=waiting_proposals(state))
 
 
 def _changes(state: CourseState, covered: tuple[str, ...], recorded: dict[str, object]) -> list[Change]:

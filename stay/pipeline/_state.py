@@ -359,11 +359,14 @@ class CourseState:
                 found.append(f"{path} ({state}{' <- ' + ', '.join(why) if why else ''})")
         return found
 
-    def answer(self, gate: str, *, approved: bool, by: str, note: str = "", accept_edits: bool = True) -> None:
+    def answer(self, gate: str, *, approved: bool, by: str, note: str = "",
+               accept_edits: bool = True) -> dict[str, str]:
         """Record an answer with the hash of every file it covers. A person's approval
         accepts the covered files as they are: hand-edited ones are recorded as current.
         ``--yes`` approves without accepting (``accept_edits=False``): an edited file stays
-        ``edited`` in the ledger, though the approval covers its bytes."""
+        ``edited`` in the ledger, though the approval covers its bytes. Returns the covered
+        files whose bytes could not be kept for a later diff, each with why (the answer's
+        ``not_kept``), so the one who answered is told."""
         gates = self.gates()
         covered = {p: self.current_hash(p) for p in self.covered(gate)}
         gates[gate] = {"approved": approved, "at": now(self.epoch), "by": by, "note": note, "covered": covered}
@@ -379,6 +382,7 @@ class CourseState:
                 self.checkpoint()
         write_json(self.root / GATES, {"version": 1, "gates": dict(sorted(gates.items()))})
         answered.prune(self.root, answered.referenced(gates))
+        return not_kept
 
 
 def _files_under(top: Path, root: Path) -> Iterator[str]:

@@ -87,7 +87,7 @@ def bounded(thread: list[ThreadNote]) -> list[ThreadNote]:
     return kept[::-1]
 
 
-def _proposal_file(root: Path, path: str) -> Path:
+def proposal_file(root: Path, path: str) -> Path:
     # one flat directory, the course path quoted: no course path can name a place outside it
     return root / PROPOSALS / f"{quote(path, safe='')}.json"
 
@@ -101,7 +101,7 @@ def _refuse_links(root: Path, file: Path) -> None:
 
 
 def read_proposal(root: Path, path: str) -> Proposal | None:
-    file = _proposal_file(root, path)
+    file = proposal_file(root, path)
     _refuse_links(root, file)
     if not file.exists():
         return None
@@ -113,7 +113,7 @@ def read_proposal(root: Path, path: str) -> Proposal | None:
 
 
 def write_proposal(root: Path, proposal: Proposal) -> Path:
-    file = _proposal_file(root, proposal.path)
+    file = proposal_file(root, proposal.path)
     _refuse_links(root, file)
     file.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(file, proposal.model_dump_json(indent=2) + "\n")
@@ -121,7 +121,7 @@ def write_proposal(root: Path, proposal: Proposal) -> Path:
 
 
 def drop_proposal(root: Path, path: str) -> None:
-    file = _proposal_file(root, path)
+    file = proposal_file(root, path)
     _refuse_links(root, file)
     file.unlink(missing_ok=True)
 

@@ -3,8 +3,10 @@
 ``review_page`` reads the gate from the ledger (``stay.pipeline.gate_review``, which
 writes nothing), keeps the validator's defects in the files the gate covers, turns what
 changed since the last answer into diff lines (only against earlier text the course
-keeps, by digest; else it says the text is not kept), and prints the commands that
-answer the gate as a person would paste them. The page shows every value as text: the
+keeps, by digest; else it says the text is not kept, and lists the files the last
+answer could not keep), diffs each proposal ``stay revise --show`` left waiting against
+the file, and prints the commands that answer the gate (or keep a proposal) as a person
+would paste them. The page shows every value as text: the
 template escapes it, and a diff line is marked ``+``/``-`` in its text as well as its
 colour.
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 import difflib
 import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from stay.pipeline import GateReview, capstone_outcomes, gate_review
@@ -53,6 +55,10 @@ class Review:
     commands: dict[str, tuple[str, ...]]
     """approve, decline, revise -> the commands to copy."""
     capstone: tuple[str, ...]
+    proposed: dict[str, tuple[DiffLine, ...]] = field(default_factory=dict)
+    """path -> the diff a waiting proposal would make to it, for those that can be kept."""
+    go_on: dict[str, str] = field(default_factory=dict)
+    """path -> the command that goes on from its waiting proposal (keep it, or show anew)."""
 
     @property
     def pending(self) -> bool:
@@ -71,19 +77,24 @@ def review_page(root: Path, course: CourseView, validation: Validation) -> Revie
         data = gate_review(root.name, courses_dir=root.parent)
     except Exception as exc:  # a damaged ledger or course must show on the page, not end the render
         return Review(None, f"the gates cannot be read: {_one_line(exc)}", None, (), {}, {}, capstone)
+    # a waiting proposal is diffed as _waiting read it: only one that can be kept has texts
+    proposed = {w.path: diff_lines(w.path, w.current, w.proposed, ("now", "as proposed"))
+                for w in data.proposals if w.current is not None and w.proposed is not None}
+    go_on = {w.path: _command(root, w.words(root.name)) for w in data.proposals if not w.problem}
     if data.gate is None:
-        return Review(None, None, data, (), {}, {}, capstone)
+        return Review(None, None, data, (), {}, {}, capstone, proposed, go_on)
     covered = set(data.covered)
     defects = tuple(d for d in validation.defects if d.path in covered)
     diffs = {change.path: diff_lines(change.path, change.earlier, change.text or "")
              for change in data.changes if change.earlier is not None}
-    return Review(data.gate, None, data, defects, diffs, commands(root, data), capstone)
+    return Review(data.gate, None, data, defects, diffs, commands(root, data), capstone, proposed, go_on)
 
 
-def diff_lines(path: str, earlier: str, now: str) -> tuple[DiffLine, ...]:
+def diff_lines(path: str, earlier: str, now: str,
+               labels: tuple[str, str] = ("at the last answer", "now")) -> tuple[DiffLine, ...]:
     """A unified diff of ``earlier`` against ``now``, each line with its kind."""
-    lines = difflib.unified_diff(earlier.splitlines(), now.splitlines(), f"{path} (at the last answer)",
-                                 f"{path} (now)", lineterm="")
+    lines = difflib.unified_diff(earlier.splitlines(), now.splitlines(), f"{path} ({labels[0]})",
+                                 f"{path} ({labels[1]})", lineterm="")
     return tuple(DiffLine(_kind(line), line) for line in lines)
 
 
@@ -105,6 +116,13 @@ def commands(root: Path, data: GateReview) -> dict[str, tuple[str, ...]]:
         "decline": (f"{approve} --decline --note {NOTE}{where}",),
         "revise": tuple(f"stay revise {slug} {shlex.quote(target)} --note {NOTE}{where}" for target in data.targets),
     }
+
+
+def _command(root: Path, words: tuple[str, ...]) -> str:
+    """``stay WORDS`` as a person would paste it, the note placeholder as the other commands
+    print it, with the --courses-dir the course is under."""
+    shown = (NOTE if word == repr("...") else shlex.quote(word) for word in words)
+    return f"stay {' '.join(shown)}{_courses_flag(root.parent)}"
 
 
 def _courses_flag(courses: Path) -> str:

@@ -1,0 +1,113 @@
+"""The review page lists each proposal ``stay revise --show`` left waiting: the file, the
+first line of its note, the diff keeping it would make (against the file as it is now,
+derived here with difflib from the two texts) and the command that keeps it, which parses
+with stay's own parser and keeps it; a stale proposal is marked stale, with no diff and
+the command that shows a new one. Every value is escaped."""
+
+from __future__ import annotations
+
+import difflib
+import html
+import json
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+from stay.cli import main
+from stay.pipeline import revise
+from stay.pipeline._thread import proposal_file
+from stay.testing import RiggedBackend
+from tests.view.conftest import quiet
+from tests.view.test_review import EPOCH, _commands, _review, _stopped
+
+TARGET = "curriculum.yaml"
+"""A file of the design gate's own phase: the course waits at that gate."""
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _stopped(tmp_path_factory.mktemp("proposals"))
+
+
+@pytest.fixture
+def course(stopped: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "courses" / stopped.name
+    shutil.copytree(stopped, target)
+    return target
+
+
+def _show(course: Path, note: str) -> str:
+    revise(course.name, [TARGET], note=note, show=True, courses_dir=course.parent, backend=RiggedBackend(),
+           progress=quiet)
+    return str(json.loads(proposal_file(course, TARGET).read_text())["text"])
+
+
+def _section(page: str) -> str:
+    found = re.search(r'<section aria-labelledby="review-proposals">(.*?)</section>', page, re.DOTALL)
+    assert found is not None, "no proposals section"
+    return found.group(1)
+
+
+def _diff(section: str) -> list[str]:
+    (block,) = re.findall(r'<pre class="review-diff">(.*?)</pre>', section, re.DOTALL)
+    return html.unescape(re.sub(r"<[^>]+>", "", block)).splitlines()
+
+
+def test_a_waiting_proposal_is_listed_with_its_diff_and_a_keep_command_that_keeps_it(course: Path) -> None:
+    note = "Shorter module summaries, <b>please</b>.\nA second line the page leaves out."
+    before = (course / TARGET).read_text()
+    text = _show(course, note)
+    section = _section(_review(course))
+    (said,) = re.findall(r"<q>(.*?)</q>", section, re.DOTALL)
+    assert said == html.escape(note.splitlines()[0], quote=False)  # the first line, escaped
+    assert "<b>please</b>" not in section
+    expected = difflib.unified_diff(before.splitlines(), text.splitlines(), f"{TARGET} (now)",
+                                    f"{TARGET} (as proposed)", lineterm="")
+    assert _diff(section) == list(expected)
+    (command,) = _commands(section)
+    words = shlex.split(command)
+    assert words[:5] == ["stay", "revise", course.name, TARGET, "--keep"]
+    assert main(words[1:]) == 0
+    assert (course / TARGET).read_text() == text
+    assert 'aria-labelledby="review-proposals"' not in _review(course)
+
+
+def test_a_stale_proposal_is_marked_stale_with_no_diff_and_the_command_to_show_anew(course: Path) -> None:
+    _show(course, "Shorter module summaries.")
+    (course / TARGET).write_text((course / TARGET).read_text() + "\n")
+    section = _section(_review(course))
+    assert f"<code>{TARGET}</code> (stale)" in section and "review-diff" not in section
+    (command,) = _commands(section)
+    words = shlex.split(command)
+    assert words[:4] == ["stay", "revise", course.name, TARGET] and "--show" in words and "--keep" not in words
+
+
+def test_a_damaged_proposal_is_named_and_nothing_else_is_shown(course: Path) -> None:
+    _show(course, "Shorter module summaries.")
+    proposal_file(course, TARGET).write_text("<script>alert(1)</script>")
+    section = _section(_review(course))
+    assert f"<code>{TARGET}</code> (cannot be read)" in section and "damaged" in section
+    assert "<script>" not in section and _commands(section) == []
+
+
+def test_a_course_past_every_gate_still_lists_its_waiting_proposal(built_course: Path, tmp_path: Path) -> None:
+    course = tmp_path / "courses" / built_course.name
+    shutil.copytree(built_course, course)
+    quiz = next(course.glob("modules/*/m01-l02.quiz.yaml")).relative_to(course).as_posix()
+    revise(course.name, [quiz], note="Ask about TTLs.", show=True, courses_dir=course.parent,
+           backend=RiggedBackend(), progress=quiet)
+    page = _review(course)
+    assert "Nothing awaits review" in page
+    section = _section(page)
+    assert f"<code>{quiz}</code>" in section and _diff(section)
+    (command,) = _commands(section)
+    assert shlex.split(command)[:5] == ["stay", "revise", course.name, quiz, "--keep"]
