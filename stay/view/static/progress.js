@@ -146,16 +146,25 @@
 
   function fillBar(bar) {
     var lessons = lessonsOf(bar);
-    var state = load(bar.getAttribute("data-course") || "");
+    var slug = bar.getAttribute("data-course") || "";
+    var state = load(slug);
     var finished = count(state.finished, lessons);
     var opened = count(state.opened, lessons);
+    var title = bar.getAttribute("data-title");
     var meter = document.createElement("progress");
+    var text = document.createElement("p");
     meter.max = Math.max(lessons.length, 1);
     meter.value = finished;
-    meter.setAttribute("aria-label", "Lessons finished");
-    var text = document.createElement("p");
+    // a listing has a bar a course: each is named by its course, and described by its counts
+    // in words (a screen reader would otherwise read a bare percentage; Chromium ignores
+    // aria-valuetext on a <progress>)
+    meter.setAttribute("aria-label", title ? "Lessons finished: " + title : "Lessons finished");
     text.className = "progress-text";
     text.textContent = finished + " of " + lessons.length + " lessons finished; " + opened + " opened.";
+    if (ID.test(slug)) {
+      text.id = "progress-of-" + slug;
+      meter.setAttribute("aria-describedby", text.id);
+    }
     bar.replaceChildren(meter, text);
   }
 
