@@ -128,6 +128,26 @@ def test_lessons_finished_through_the_pages_fill_that_courses_bar_and_no_other(
     assert watch.problems == []
 
 
+def test_coming_back_by_the_browsers_back_button_shows_the_new_count(listing: tuple[Any, str, Watch]) -> None:
+    """Back to the listing after finishing a lesson shows it counted. (Headless Chromium
+    loads the listing again here rather than restoring it from its back-forward cache, so
+    this does not reach progress.js's pageshow refresh; checked by disabling it.)"""
+    page, base, watch = listing
+    page.goto(base + "index.html")
+    title, lessons = COURSES[SHORT_SLUG]
+    page.get_by_role("main").get_by_role("link", name=title, exact=True).click()
+    page.wait_for_url(f"{base}{SHORT_SLUG}/index.html")
+    page.locator("ol.lessons a").first.click()
+    page.wait_for_url(f"{base}{SHORT_SLUG}/{lessons[0]}.html")
+    page.get_by_role("button", name="Mark this lesson finished").click()
+    page.get_by_text("You finished this lesson.").wait_for()
+    page.go_back()
+    page.go_back()
+    page.wait_for_url(base + "index.html")
+    assert bars(page) == {SAMPLE_SLUG: expected(SAMPLE_SLUG, 0, 0), SHORT_SLUG: expected(SHORT_SLUG, 1, 1)}
+    assert watch.problems == []
+
+
 def test_a_stored_value_fills_each_bar_with_exactly_its_share(listing: tuple[Any, str, Watch]) -> None:
     page, base, watch = listing
     page.goto(base + "index.html")
