@@ -148,6 +148,21 @@ def test_coming_back_by_the_browsers_back_button_shows_the_new_count(listing: tu
     assert watch.problems == []
 
 
+def test_a_lesson_finished_in_another_tab_fills_the_open_listings_bar(listing: tuple[Any, str, Watch]) -> None:
+    page, base, watch = listing
+    page.goto(base + "index.html")
+    other = page.context.new_page()  # the same browser's other tab: the same localStorage
+    _title, lessons = COURSES[SAMPLE_SLUG]
+    other.goto(f"{base}{SAMPLE_SLUG}/{lessons[-1]}.html")
+    other.get_by_role("button", name="Mark this lesson finished").click()
+    other.get_by_text("You finished this lesson.").wait_for()
+    bar = page.locator(f'.progress[data-course="{SAMPLE_SLUG}"]')
+    bar.get_by_text(expected(SAMPLE_SLUG, 1, 1)["text"]).wait_for(timeout=5000)  # no reload
+    assert bars(page) == {SAMPLE_SLUG: expected(SAMPLE_SLUG, 1, 1), SHORT_SLUG: expected(SHORT_SLUG, 0, 0)}
+    other.close()
+    assert watch.problems == []
+
+
 def test_a_stored_value_fills_each_bar_with_exactly_its_share(listing: tuple[Any, str, Watch]) -> None:
     page, base, watch = listing
     page.goto(base + "index.html")

@@ -269,4 +269,11 @@
       refresh();
     }
   });
+  // a lesson finished in another tab: this page's bars follow (the event reaches only the
+  // other pages of this origin; a null key is a clear() of the whole storage)
+  window.addEventListener("storage", function (event) {
+    if (event.key === null || event.key.indexOf(key("")) === 0) {
+      refresh();
+    }
+  });
 }());
