@@ -1,6 +1,7 @@
 """Every kind of site the viewer writes, for the browser tests that go through every page
 (test_layout_browser.py, test_a11y_browser.py): the sample course, a damaged copy of it,
-a hostile copy of it, and the eval report pages (two real offline runs compared and
+a hostile copy of it, a library of two courses (its listing's progress bars:
+test_progress_bar_browser.py), and the eval report pages (two real offline runs compared and
 shown, the comparison's fixed rows, a refused comparison, a minimal run). A page another
 part of the viewer adds is checked by those tests without a new one."""
 
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import yaml
 
+import stay.artefacts as artefacts
 from stay.view import render_compare_html, render_compare_refused_html, render_course, render_run_summary_html
+from stay.view._library import render_library
 from tests.conftest import SAMPLE
 from tests.view.report_data import HEADER, ITEMS, ROWS
 
@@ -21,6 +24,14 @@ FLAG = "window.__stayPwned"
 PAYLOADS = ("<script>window.__stayPwned = 1</script>", "<img src=x onerror=\"window.__stayPwned = 2\">",
             "[a javascript link](javascript:window.__stayPwned=3)", "<a href=\"javascript:window.__stayPwned=4\">raw</a>")
 HOSTILE = " ".join(PAYLOADS)
+LIBRARY = "library"
+"""The directory of the library's site (``stay view --all``) under the sites' root."""
+SHORT = "http-first-module"
+"""The library's second course: the sample cut to its first :data:`SHORT_MODULES` modules,
+under a title and slug of its own, so the two courses share some lesson ids but not their
+number."""
+SHORT_MODULES = 1
+SHORT_TITLE = "HTTP, the first module"
 
 
 def _copy(tmp: Path, name: str) -> Path:
@@ -67,6 +78,32 @@ def damaged_course(tmp: Path) -> Path:
     return course
 
 
+def library_courses(tmp: Path) -> Path:
+    """A courses directory holding the sample and :data:`SHORT`."""
+    courses = tmp / LIBRARY
+    courses.mkdir()
+    shutil.copytree(SAMPLE, courses / SAMPLE.name)
+    short = courses / SHORT
+    shutil.copytree(SAMPLE, short)
+    curriculum = yaml.safe_load((short / "curriculum.yaml").read_text(encoding="utf-8"))
+    for module in curriculum["modules"][SHORT_MODULES:]:
+        shutil.rmtree(short / "modules" / f"{module['id']}-{module['slug']}")
+    curriculum["modules"] = curriculum["modules"][:SHORT_MODULES]
+    (short / "curriculum.yaml").write_text(yaml.safe_dump(curriculum, sort_keys=False), encoding="utf-8")
+    title = artefacts.load(SAMPLE / "course.yaml", artefacts.CourseManifest).title
+    _replace(short / "course.yaml", f"title: {title}\n", f"title: {SHORT_TITLE}\n")
+    return courses
+
+
+def library_lessons() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Each course of the library, by slug: its title and lesson ids, read from the sample's
+    own files (the cut :func:`library_courses` makes), never from the viewer."""
+    modules = artefacts.load(SAMPLE / "curriculum.yaml", artefacts.Curriculum).modules
+    title = artefacts.load(SAMPLE / "course.yaml", artefacts.CourseManifest).title
+    return {SAMPLE.name: (title, tuple(lesson.id for module in modules for lesson in module.lessons)),
+            SHORT: (SHORT_TITLE, tuple(lesson.id for module in modules[:SHORT_MODULES] for lesson in module.lessons))}
+
+
 def write_sites(root: Path, sources: Path, eval_reports: tuple[Path, Path]) -> Path:
     """Every kind of site under ``root`` (the courses copied under ``sources``)."""
     from stay.cli import main
@@ -74,6 +111,7 @@ def write_sites(root: Path, sources: Path, eval_reports: tuple[Path, Path]) -> P
     render_course(SAMPLE, root / "sample")
     render_course(damaged_course(sources), root / "damaged")
     render_course(hostile_course(sources), root / "hostile")
+    render_library(library_courses(sources), root / LIBRARY)
     reports = root / "reports"
     reports.mkdir()
     baseline, candidate = eval_reports
@@ -89,5 +127,5 @@ def write_sites(root: Path, sources: Path, eval_reports: tuple[Path, Path]) -> P
 def every_page(root: Path) -> list[str]:
     """Every page under ``root``, as a path relative to it."""
     pages = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.html"))
-    assert {page.split("/")[0] for page in pages} == {"sample", "damaged", "hostile", "reports"}
+    assert {page.split("/")[0] for page in pages} == {"sample", "damaged", "hostile", LIBRARY, "reports"}
     return pages

@@ -149,7 +149,7 @@ def test_the_pages_carry_the_progress_hooks_with_the_courses_ids(site: dict[str,
     lessons = _lessons()
     index = parse(site["index.html"])
     (bar,) = index.find("div", "progress")
-    assert bar.attrs == {"class": "progress", "data-course": course.slug,
+    assert bar.attrs == {"class": "progress", "data-course": course.slug, "data-title": course.title,
                          "data-lessons": ",".join(lesson.id for lesson in lessons)}
     assert bar.text()  # what a page without script says
     (link,) = index.find("a", "continue")

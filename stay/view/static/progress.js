@@ -146,16 +146,25 @@
 
   function fillBar(bar) {
     var lessons = lessonsOf(bar);
-    var state = load(bar.getAttribute("data-course") || "");
+    var slug = bar.getAttribute("data-course") || "";
+    var state = load(slug);
     var finished = count(state.finished, lessons);
     var opened = count(state.opened, lessons);
+    var title = bar.getAttribute("data-title");
     var meter = document.createElement("progress");
+    var text = document.createElement("p");
     meter.max = Math.max(lessons.length, 1);
     meter.value = finished;
-    meter.setAttribute("aria-label", "Lessons finished");
-    var text = document.createElement("p");
+    // a listing has a bar a course: each is named by its course, and described by its counts
+    // in words (a screen reader would otherwise read a bare percentage; Chromium ignores
+    // aria-valuetext on a <progress>)
+    meter.setAttribute("aria-label", title ? "Lessons finished: " + title : "Lessons finished");
     text.className = "progress-text";
     text.textContent = finished + " of " + lessons.length + " lessons finished; " + opened + " opened.";
+    if (ID.test(slug)) {
+      text.id = "progress-of-" + slug;
+      meter.setAttribute("aria-describedby", text.id);
+    }
     bar.replaceChildren(meter, text);
   }
 
@@ -257,6 +266,13 @@
   // back and forward restore a page from the cache without running this again
   window.addEventListener("pageshow", function (event) {
     if (event.persisted) {
+      refresh();
+    }
+  });
+  // a lesson finished in another tab: this page's bars follow (the event reaches only the
+  // other pages of this origin; a null key is a clear() of the whole storage)
+  window.addEventListener("storage", function (event) {
+    if (event.key === null || event.key.indexOf(key("")) === 0) {
       refresh();
     }
   });
