@@ -26,6 +26,7 @@ from stay.pipeline._layout import GLOSSARY
 from stay.pipeline._ledger import RETIRED, digest
 from stay.pipeline._state import CourseState
 from stay.pipeline._waiting import Waiting, not_kept, waiting_proposals
+from stay.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,11 @@ class GateReview:
     """The proposals ``stay revise --show`` left waiting, whatever the gate."""
 
 
-def gate_review(slug: str, *, courses_dir: str | os.PathLike[str] = "courses") -> GateReview:
+def gate_review(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
+                settings: Settings | None = None) -> GateReview:
     """The first gate, in the order a course passes them, whose approval does not hold,
     and what a reviewer there must judge. Reads the course and its ledger; writes nothing."""
-    state = open_course_named(slug, courses_dir)
+    state = open_course_named(slug, courses_dir, settings)
     state.hash_once()  # one snapshot of the course: each file hashed once
     for gate in GATES:
         holds, why = state.approval(gate.name)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stay.pipeline import GateReview, capstone_outcomes, gate_review
+from stay.settings import Settings
 from stay.validate import Defect
 from stay.view._load import CourseView
 from stay.view._status import LEDGER_FILE, Validation, _one_line
@@ -70,11 +71,12 @@ def tracked(root: Path) -> bool:
     return (root / LEDGER_FILE).is_file()
 
 
-def review_page(root: Path, course: CourseView, validation: Validation) -> Review:
-    """What the review page shows for the course at ``root``; reads, never writes."""
+def review_page(root: Path, course: CourseView, validation: Validation, settings: Settings | None = None) -> Review:
+    """What the review page shows for the course at ``root`` (``settings``: None, the
+    environment's); reads, never writes."""
     capstone = tuple(capstone_outcomes(course.assessment.model)) if course.assessment.model else ()
     try:
-        data = gate_review(root.name, courses_dir=root.parent)
+        data = gate_review(root.name, courses_dir=root.parent, settings=settings)
     except Exception as exc:  # a damaged ledger or course must show on the page, not end the render
         return Review(None, f"the gates cannot be read: {_one_line(exc)}", None, (), {}, {}, capstone)
     # a waiting proposal is diffed as _waiting read it: only one that can be kept has texts

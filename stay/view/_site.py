@@ -12,11 +12,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from stay._words import command_name, no_course
 from stay.artefacts import write_text_atomic
-from stay.errors import CourseNotFound, CoursePathError, UsageError
+from stay.errors import CourseNotFound, CoursePathError, StayError, UsageError
+from stay.pipeline import reconciled_settings
+from stay.settings import Settings
 from stay.validate import default_data_dir
 from stay.view._env import STATIC_FILES, environment, static_text
 from stay.view._links import Links, outcomes_map
@@ -50,12 +52,18 @@ class LessonPage:
     next: LessonView | None
 
 
+DataFrom = Literal["prompts", "data"]
+"""Which copy of the shared data wins (``Settings.data_from``)."""
+
+
 def build_site(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
-               library: str | None = None) -> dict[str, bytes]:
+               library: str | None = None, data_from: DataFrom | None = None) -> dict[str, bytes]:
     """Every file of the site, by its name, for the course at ``course_dir``. ``library`` is
     the listing's address from the course's pages when the course is rendered in a library
-    of courses (stay/view/_library.py): each page's header then links back to it."""
-    return site_and_health(course_dir, data_dir=data_dir, library=library)[0]
+    of courses (stay/view/_library.py): each page's header then links back to it.
+    ``data_from`` says which copy of the shared data wins when the prompts' and the data
+    directory's differ (``--data-from``): the statuses and the review page need it then."""
+    return site_and_health(course_dir, data_dir=data_dir, library=library, data_from=data_from)[0]
 
 
 def not_a_directory(root: Path, message: str) -> CoursePathError:
@@ -73,20 +81,22 @@ def missing_course(root: Path) -> CoursePathError:
 
 
 def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
-                    library: str | None = None) -> tuple[dict[str, bytes], CourseView, Ledger, Validation]:
+                    library: str | None = None, data_from: DataFrom | None = None
+                    ) -> tuple[dict[str, bytes], CourseView, Ledger, Validation]:
     """``build_site``'s files, with the course, ledger and validation the pages were made
     from (a library's listing sums them up without reading the course twice)."""
     root = Path(course_dir)
     if not root.is_dir():
         raise missing_course(root)
-    house = Path(data_dir) if data_dir is not None else default_data_dir()  # one resolution, for both reads
+    settings = None if data_from is None else Settings.from_env(data_from=data_from)
+    house = Path(data_dir) if data_dir is not None else _house(settings)  # one resolution, for both reads
     course = load_course(root, house)
-    ledger = read_ledger(root)
+    ledger = read_ledger(root, settings)
     validation = run_validator(root, house)
     links = Links(course)
     env = environment()
     # a course stay tracks gets a review page; it is in the nav only while a gate waits
-    review = review_page(root, course, validation) if tracked(root) else None
+    review = review_page(root, course, validation, settings) if tracked(root) else None
     pending = review.gate if review is not None and review.pending else None
     common: dict[str, Any] = {
         "course": course, "ledger": ledger, "validation": validation, "links": links,
@@ -117,6 +127,17 @@ def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.Pa
     # a file name that is not UTF-8 (shown in a defect) is shown as its escapes, never a crash
     files = {name: text.encode("utf-8", "backslashreplace") for name, text in sorted(site.items())}
     return files, course, ledger, validation
+
+
+def _house(settings: Settings | None) -> Path:
+    """The data directory the validator reads: the one a build with ``settings`` would check
+    against (the prompts' copy, when told it wins), else the validator's default."""
+    if settings is None or settings.data_from != "prompts":
+        return default_data_dir()
+    try:
+        return reconciled_settings(settings).resolved_data_dir()
+    except StayError:  # e.g. a prompts directory that cannot load: the ledger's note says so
+        return default_data_dir()
 
 
 def _lesson_page(lesson: LessonView, links: Links, previous: LessonView | None,
@@ -224,11 +245,11 @@ def only_sites(out: Path) -> bool:
 
 
 def render_course(course_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *,
-                  data_dir: str | os.PathLike[str] | None = None) -> Path:
+                  data_dir: str | os.PathLike[str] | None = None, data_from: DataFrom | None = None) -> Path:
     """Render the course at ``course_dir`` into ``out_dir`` (by default ``site/<slug>``, as
     ``stay view SLUG``, so a hint names the call by the course alone); returns the site directory."""
     out = default_out_dir(Path(course_dir).resolve().name) if out_dir is None else out_dir
-    return write_site(build_site(course_dir, data_dir=data_dir), out, course_dir)
+    return write_site(build_site(course_dir, data_dir=data_dir, data_from=data_from), out, course_dir)
 
 
 __all__ = ["build_site", "default_out_dir", "load_course", "render_course", "write_site"]

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from stay.settings import Settings
 from stay.validate import PIPELINE_SELECT, Defect, validate_course
 
 NO_LEDGER = "no ledger (not built by stay; `stay adopt` to track it)"
@@ -49,16 +50,17 @@ class Validation:
         return tuple(d for d in self.defects if d.path == path)
 
 
-def read_ledger(course: Path) -> Ledger:
-    """Statuses and gate verdicts from ``stay.pipeline.status`` and ``gate_status``."""
+def read_ledger(course: Path, settings: Settings | None = None) -> Ledger:
+    """Statuses and gate verdicts from ``stay.pipeline.status`` and ``gate_status``, with
+    ``settings`` (None: the environment's)."""
     if not (course / LEDGER_FILE).is_file():
         return Ledger(tracked=False, note=NO_LEDGER)
     from stay.pipeline import gate_status, status
 
     slug, courses_dir = course.name, course.parent
     try:
-        found = status(slug, courses_dir=courses_dir)
-        gates = gate_status(slug, courses_dir=courses_dir)
+        found = status(slug, courses_dir=courses_dir, settings=settings)
+        gates = gate_status(slug, courses_dir=courses_dir, settings=settings)
     except Exception as exc:  # a damaged ledger or course must show on the page, not end the render
         return Ledger(tracked=True, note=f"statuses cannot be derived: {_one_line(exc)}")
     statuses = {str(path): (str(state), tuple(str(w) for w in why)) for path, (state, why) in found.items()}

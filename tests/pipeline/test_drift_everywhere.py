@@ -57,6 +57,9 @@ ARGS: dict[str, list[str]] = {
     "approve": [SLUG, "design", "--decline", "--note", "later"],
     "status": [SLUG], "adopt": [SLUG], "estimate": [SLUG],
 }
+# The viewer takes the flag but never refuses: a drift is a note on its status and review
+# pages (the rest of the site renders), as test_the_viewer_* below hold.
+VIEWERS = {"view"}
 # A build's other doors: a replay answers from the request cache, a batch sends the wave
 # as one Message Batch (refused offline, but only after the drift).
 REPLAY = {"build --replay": ["build", SLUG, "--yes", "--replay"]}
@@ -65,7 +68,8 @@ BATCH = {"build --batch": ["build", SLUG, "--yes", "--batch"]}
 
 def _calls() -> dict[str, list[str]]:
     """Every entry point on the command line: each command that takes the flag, and a build's doors."""
-    return {command: [command, *ARGS.get(command, [])] for command in _commands_taking_the_flag()} | REPLAY
+    return {command: [command, *ARGS.get(command, [])] for command in _commands_taking_the_flag()
+            if command not in VIEWERS} | REPLAY
 
 
 def _drifted(tmp_path: Path, name: str, text: str = "# edited in the prompts copy only\n") -> Path:
@@ -89,7 +93,7 @@ def _ledger(courses: Path) -> bytes:
 
 
 def test_every_command_that_takes_the_flag_is_driven() -> None:
-    assert set(ARGS) == set(_commands_taking_the_flag())
+    assert set(ARGS) | VIEWERS == set(_commands_taking_the_flag())
 
 
 @pytest.mark.parametrize("name", SHARED)
@@ -180,3 +184,34 @@ def test_approve_reports_the_fails_of_the_house_style_that_wins(wins: str, cours
                     settings=Settings.from_env(prompts_dir=prompts, data_from=wins))
     rules = {defect.code for defect in fails}
     assert ("out007" in rules) is (wins == "prompts"), rules
+
+
+def _viewed(courses: Path, tmp_path: Path, prompts: Path, *flags: str) -> tuple[str, str]:
+    """``stay view SLUG`` with ``prompts`` as the prompts directory: its status and review pages."""
+    out = tmp_path / "site"
+    said = run_stay("view", SLUG, "--courses-dir", str(courses), "--out", str(out), *flags,
+                    env={"STAY_PROMPTS_DIR": str(prompts)})
+    assert said.returncode == 0, said.stderr  # a read-only view renders whatever the drift
+    return ((out / "status.html").read_text(encoding="utf-8"), (out / "review.html").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_the_viewer_says_a_drift_on_its_pages_with_the_fix_it_takes(
+        name: str, courses: Path, tmp_path: Path) -> None:
+    import html
+
+    prompts = _drifted(tmp_path, name)
+    status, review = _viewed(courses, tmp_path, prompts)
+    refusal = _refusal(prompts, name, FLAG)
+    assert refusal in html.unescape(status) and refusal in html.unescape(review)
+    assert _parser().parse_args(["view", SLUG, FLAG, "data"]).data_from == "data"  # the fix it names is taken
+
+
+@pytest.mark.parametrize("wins", ["data", "prompts"])
+def test_the_viewer_derives_statuses_when_told_which_copy_wins(
+        wins: str, courses: Path, tmp_path: Path) -> None:
+    prompts = _drifted(tmp_path, SHARED[0])
+    status, review = _viewed(courses, tmp_path, prompts, FLAG, wins)
+    assert "differs from" not in status and "statuses cannot be derived" not in status
+    assert "differs from" not in review and "cannot be read" not in review
+    assert "course.yaml" in status  # the statuses themselves are listed

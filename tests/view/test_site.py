@@ -240,7 +240,7 @@ def test_any_status_string_gets_a_badge(tmp_path: Path, built_course: Path, monk
     import stay.pipeline
 
     statuses = {"audience.yaml": ("orphaned", []), "curriculum.yaml": ("<b>new-kind</b>", ["x"])}
-    monkeypatch.setattr(stay.pipeline, "status", lambda slug, courses_dir: statuses)
+    monkeypatch.setattr(stay.pipeline, "status", lambda slug, courses_dir, settings=None: statuses)
     page = build_site(built_course)["status.html"].decode()
     assert '<span class="badge status-orphaned">orphaned</span>' in page
     assert '<span class="badge status-other">&lt;b&gt;new-kind&lt;/b&gt;</span>' in page
