@@ -740,6 +740,12 @@ class FakeMessagesAPI(LocalServer):
             self._traffic.notify_all()
             return self._arrived[stage] == 1
 
+    def regather(self, count: int) -> None:
+        """Gather the next ``count`` requests of the held stages (0: hold none), as a fake
+        made with ``gather=count`` would: for a fake that serves more than one run."""
+        with self._traffic:
+            self.gather, self._gathered = count, False
+
     def _gathering(self, stage: str | None) -> None:
         """Before a stage response begins: wait, once, until ``gather`` are in flight."""
         if stage in self.held and self.gather:
