@@ -209,10 +209,11 @@ def test_requests_and_answers_are_read_within_bounds(relay: Relay, monkeypatch: 
 
 
 def test_a_streamed_request_outlives_the_clients_timeout_while_the_person_writes(relay: Relay) -> None:
-    """The relay pings a stream while it waits: with no ping, a 0.3-second timeout and no
-    retries would end the screen long before the answer, written after a second, arrives."""
-    _answer_when_asked(relay, {"flagged": False, "reason": "fine"}, after=1.0)
-    backend = AnthropicBackend(api_key="relay-key-not-real", base_url=relay.url, timeout=0.3, max_retries=0)
+    """The relay pings a stream while it waits: with no ping, a 1-second timeout and no
+    retries would end the screen long before the answer, written after three, arrives (a
+    second of silence, not 0.3 s: its pings, every 0.01 s, can be late on a loaded machine)."""
+    _answer_when_asked(relay, {"flagged": False, "reason": "fine"}, after=3.0)
+    backend = AnthropicBackend(api_key="relay-key-not-real", base_url=relay.url, timeout=1.0, max_retries=0)
     assert backend.screen("title: A brief") is None
     (request,) = relay.directory.glob("*.request.json")
     assert json.loads(request.read_bytes())["stream"] is True

@@ -58,6 +58,16 @@ seconds or an HTTP-date, or a spend-limit 429 as the API marks it; ``Stall``: a 
 that starts and then sends nothing; ``PingsOnly``: a stream that sends only ``ping``
 events), and a ``Limiter`` answers 429 to every request past its rate.
 
+Timing a test can rely on, however loaded the machine (never a sleep that a slow thread
+outruns). Of the ``held`` stages (by default the wave's, which a client sends side by
+side; the ones before go one at a time, and holding them would only wait): ``gather``
+holds every request, before its response begins, until that many are in flight at once
+(it happens once; later ones are not held), so calls a client sends together are seen to
+overlap; ``hold_for`` holds each stage's first streamed response, after its first event,
+until that many more requests of its stage have arrived, as a model still answering. Either gives up after ``hold_timeout``, so a client
+that never sends them is measured, not hung. ``arrivals`` records, for every stage
+request, how many responses of its stage had begun and not ended when it arrived.
+
 Every response carries a ``request-id`` header (``req_fake`` and a counter), as the API's
 do; ``request_ids`` lists them in the order sent.
 
@@ -109,6 +119,8 @@ from tools.wire import reply as reply  # the tests import it from here, beside a
 
 _HEADER = re.compile(r"^# Stage: (.+)$", re.MULTILINE)
 """The first line of every stage's prompt template, which a model reads as its stage."""
+WAVE = frozenset(stage.name for stage in REGISTRY if stage.phase == "wave")
+"""The stages a build sends side by side (the ones before them go one at a time)."""
 
 
 def stage_headers(prompts: Prompts | None = None) -> dict[str, str]:
@@ -449,8 +461,17 @@ class FakeMessagesAPI(LocalServer):
                  batch_retry_after: str | None = None, between_entries: Callable[[], None] | None = None,
                  credentials: frozenset[str] | None = None, thinking: int = 0,
                  output_limit: int = OUTPUT_LIMIT, models_api: bool = True,
-                 realistic: Realism | None = None) -> None:
+                 realistic: Realism | None = None, gather: int = 0, held: frozenset[str] = WAVE,
+                 hold_for: int = 0, hold_timeout: float = 20.0) -> None:
         self.faults = list(faults or [])
+        self.gather, self.held, self.hold_for, self.hold_timeout = gather, held, hold_for, hold_timeout
+        self.arrivals: list[tuple[str, int]] = []
+        """(stage, that stage's responses begun and not ended) per stage request, on arrival."""
+        self._traffic = threading.Condition()
+        self._in_flight = 0
+        self._gathered = False
+        self._arrived: dict[str, int] = {}
+        self._answering: dict[str, int] = {}
         self.limiter = limiter
         self.stopping = threading.Event()
         self.requests: list[dict[str, Any]] = []
@@ -567,6 +588,16 @@ class FakeMessagesAPI(LocalServer):
                     fault = RateLimited(api.limiter.retry_after)
                 if fault is not None:
                     return self._misbehave(fault, body)
+                stage = stage_of(body) if is_stage(body) else None
+                first = api._arrive(stage)
+                self.begun = False
+                try:
+                    return self._respond(body, stage, first)
+                finally:
+                    api._leave(stage, self.begun)
+
+            def _respond(self, body: dict[str, Any], stage: str | None, first: bool) -> None:
+                """A /v1/messages request answered: billed, recorded and sent, held as asked."""
                 try:
                     data = api.answer(body, {"flagged": False, "reason": "a course brief"})
                 except WireViolation as exc:
@@ -598,6 +629,7 @@ class FakeMessagesAPI(LocalServer):
                         api.screen_usage.append(usage)
                 payload = _stopped(message(text, model=body["model"], usage={**usage, **api.served},
                                            stop_reason=stop), reason)
+                api._gathering(stage)
                 if not body.get("stream"):
                     time.sleep(api.latency)
                     # readable from the moment the response goes out: no client can know of it sooner
@@ -606,17 +638,22 @@ class FakeMessagesAPI(LocalServer):
                 # a stream: half the latency to its first event (the prefill), half to its end;
                 # the prefix is readable once the response has begun, as the docs have it
                 raw = sse(payload)
-                first = raw.index(b"\n\n") + 2
+                cut = raw.index(b"\n\n") + 2
                 time.sleep(api.latency / 2)
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("content-length", str(len(raw)))
                 self.end_headers()
-                self.wfile.write(raw[:first])
-                self.wfile.flush()
+                # readable and answering just before the first event goes out, not after: a
+                # request that event lets go is billed on another thread, which a loaded machine
+                # may run first
                 api.accounting.answered(writes)
+                self.begun = api._begun(stage)
+                self.wfile.write(raw[:cut])
+                self.wfile.flush()
+                api._hold(stage, first)
                 time.sleep(api.latency / 2)
-                self.wfile.write(raw[first:])
+                self.wfile.write(raw[cut:])
                 self.wfile.flush()
 
             def _misbehave(self, fault: Fault, body: dict[str, Any]) -> None:
@@ -689,6 +726,56 @@ class FakeMessagesAPI(LocalServer):
                 pass
 
         self.serve(Handler)
+
+    def _arrive(self, stage: str | None) -> bool:
+        """A stage request has arrived: counted in flight; True if it is its stage's first."""
+        if stage is None:
+            return False
+        with self._traffic:
+            self.arrivals.append((stage, self._answering.get(stage, 0)))
+            self._arrived[stage] = self._arrived.get(stage, 0) + 1
+            self._in_flight += stage in self.held
+            if self.gather and self._in_flight >= self.gather:
+                self._gathered = True
+            self._traffic.notify_all()
+            return self._arrived[stage] == 1
+
+    def regather(self, count: int) -> None:
+        """Gather the next ``count`` requests of the held stages (0: hold none), as a fake
+        made with ``gather=count`` would: for a fake that serves more than one run."""
+        with self._traffic:
+            self.gather, self._gathered = count, False
+
+    def _gathering(self, stage: str | None) -> None:
+        """Before a stage response begins: wait, once, until ``gather`` are in flight."""
+        if stage in self.held and self.gather:
+            with self._traffic:
+                self._traffic.wait_for(lambda: self._gathered, self.hold_timeout)
+                self._gathered = True  # at most one wait: a client that never sends them all goes on
+
+    def _begun(self, stage: str | None) -> bool:
+        """A stage response's first event is going out: it is answering from now."""
+        if stage is None:
+            return False
+        with self._traffic:
+            self._answering[stage] = self._answering.get(stage, 0) + 1
+        return True
+
+    def _hold(self, stage: str | None, first: bool) -> None:
+        """After its first event, a stage's first response waits, as a model still
+        answering, for ``hold_for`` more requests of its stage."""
+        if stage not in self.held or not first or not self.hold_for:
+            return
+        with self._traffic:
+            self._traffic.wait_for(lambda: self._arrived[stage] > self.hold_for, self.hold_timeout)
+
+    def _leave(self, stage: str | None, begun: bool) -> None:
+        if stage is None:
+            return
+        with self._traffic:
+            self._in_flight -= stage in self.held
+            if begun:
+                self._answering[stage] -= 1
 
     def answer(self, body: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
         """The answer to a stage request (``answer_for``) or the screen (``verdict``), as long

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +19,11 @@ from stay.artefacts import (
 )
 from stay.models import AnthropicBackend, min_cacheable_tokens
 from stay.pipeline import build_course
-from stay.settings import DEFAULT_MODELS
+from stay.settings import DEFAULT_MODELS, Settings
 from stay.stages import REGISTRY, STAGES
 from tests.conftest import run_stay
 from tests.expected import curriculum_of, total_calls
-from tests.models.fake_api import CacheAccounting, FakeMessagesAPI, TooManyBreakpoints, inputs_of, stage_of
+from tests.models.fake_api import WAVE, CacheAccounting, FakeMessagesAPI, TooManyBreakpoints, inputs_of, stage_of
 from tests.models.helpers import HTTP, SQL
 
 LATENCY = 0.06
@@ -104,14 +102,25 @@ def test_at_least_70_percent_of_generation_input_is_read_from_the_cache(served: 
 
 
 def _build(tmp_path: Path, *, warm: bool, min_tokens: int | None = None, latency: float = LATENCY,
-           accounting: CacheAccounting | None = None, brief: Path = SQL) -> CacheAccounting:
-    """The same build in process, with or without the prefix gate."""
-    with FakeMessagesAPI(accounting or CacheAccounting(min_tokens=min_tokens), latency=latency) as api:
+           brief: Path = SQL, gather: int = 0, hold_for: int = 0, held: frozenset[str] = WAVE,
+           ) -> FakeMessagesAPI:
+    """The same build in process, with or without the prefix gate (the fake held as asked)."""
+    with FakeMessagesAPI(CacheAccounting(min_tokens=min_tokens), latency=latency, gather=gather,
+                         hold_for=hold_for, held=held) as api:
         client = anthropic.Anthropic(api_key="test-key", base_url=api.url)
         result = build_course(brief, courses_dir=tmp_path, yes=True,
                               backend=AnthropicBackend(client, warm_prefixes=warm), progress=lambda _line: None)
         assert result.complete
-        return api.accounting
+        return api
+
+
+def _most_in_flight() -> int:
+    """The most wave calls the default caps allow at once (every lesson stage of each
+    lesson in flight, and the course's wave stages beside them), from the registry."""
+    defaults = Settings()
+    lesson = sum(stage.phase == "wave" and stage.scope == "lesson" for stage in REGISTRY)
+    course = sum(stage.phase == "wave" and stage.scope == "course" for stage in REGISTRY)
+    return min(defaults.model_concurrency, lesson * defaults.wave_concurrency + course)
 
 
 def test_the_prefix_gate_is_what_keeps_the_wave_from_paying_one_write_per_call(
@@ -119,9 +128,10 @@ def test_the_prefix_gate_is_what_keeps_the_wave_from_paying_one_write_per_call(
     for name in ("STAY_MODEL", "STAY_WAVE_CONCURRENCY", "STAY_MODEL_CONCURRENCY"):
         monkeypatch.delenv(name, raising=False)
     gated = served[0].accounting
-    # Without the gate, calls that overlap each pay a write: a slower fake keeps them
-    # overlapping however loaded the machine is.
-    ungated = _build(tmp_path / "ungated", warm=False, latency=0.4)
+    # Without the gate, calls that overlap each pay a write: the fake holds the wave's first
+    # calls until the most the caps allow are in flight, so they overlap however loaded the
+    # machine is (and its latency keeps the later ones overlapping too)
+    ungated = _build(tmp_path / "ungated", warm=False, latency=0.4, gather=_most_in_flight()).accounting
     print(f"read share: {gated.read_share:.1%} gated, {ungated.read_share:.1%} without the gate")
     assert gated.read_share >= 0.70
     assert ungated.cache_creation_input_tokens > gated.cache_creation_input_tokens * 1.4
@@ -135,36 +145,26 @@ def test_the_prefix_gate_is_what_keeps_the_wave_from_paying_one_write_per_call(
 def test_the_share_holds_with_a_2048_token_cache_minimum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("STAY_MODEL", "STAY_WAVE_CONCURRENCY", "STAY_MODEL_CONCURRENCY"):
         monkeypatch.delenv(name, raising=False)
-    stricter = _build(tmp_path / "stricter", warm=True, min_tokens=2_048)
+    stricter = _build(tmp_path / "stricter", warm=True, min_tokens=2_048).accounting
     print(f"read share {stricter.read_share:.1%} with a 2,048-token cache minimum")
     assert stricter.read_share >= 0.70
-
-
-@dataclass
-class Arrivals(CacheAccounting):
-    """The accounting, noting when each stage request arrived (``bill`` runs on arrival)."""
-
-    arrived: list[tuple[str, float]] = field(default_factory=list)
-
-    def bill(self, body: dict[str, Any], answer: str) -> tuple[dict[str, int], list[str]]:
-        self.arrived.append((stage_of(body), time.monotonic()))
-        return super().bill(body, answer)
 
 
 def test_the_gate_lets_a_wave_stages_calls_go_once_the_first_response_begins(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("STAY_MODEL", "STAY_WAVE_CONCURRENCY", "STAY_MODEL_CONCURRENCY"):
         monkeypatch.delenv(name, raising=False)
-    # the fake's first event comes at 1 s, its last at 2 s: a waiter let go at the first event is
-    # sent before the end even when a loaded CI machine takes 0.5 s to send it (seen at 1.0 s)
-    latency = 2.0
-    accounting = _build(tmp_path, warm=True, latency=latency, accounting=Arrivals(), brief=HTTP)
-    assert isinstance(accounting, Arrivals)
-    for stage in ("content", "exercises", "quiz"):
-        times = [at for name, at in accounting.arrived if name == stage]
+    # each stage's first response holds after its first event until a second call of its
+    # stage arrives (as a model still answering): not a race with a loaded machine's clock.
+    # A gate that let waiters go only at the end would have them arrive after it (the hold
+    # gives up): then no second call arrives while the first is answering.
+    per_lesson = frozenset(stage.name for stage in REGISTRY if stage.phase == "wave" and stage.scope == "lesson")
+    api = _build(tmp_path, warm=True, brief=HTTP, hold_for=1, held=per_lesson)  # one capstone: no second
+    for stage in per_lesson:
+        answering = [mid for name, mid in api.arrivals if name == stage]
         # the second call was sent while the first one was still answering, and read its prefix
-        assert len(times) > 1 and times[1] - times[0] < latency, (stage, times[:2])
-        reads = [b.usage["cache_read_input_tokens"] for b in accounting.billed if b.stage == stage]
+        assert len(answering) > 1 and answering[:2] == [0, 1], (stage, answering)
+        reads = [b.usage["cache_read_input_tokens"] for b in api.accounting.billed if b.stage == stage]
         assert reads[0] == 0 and all(reads[1:]), (stage, reads)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -59,7 +58,7 @@ def test_the_gate_does_not_hold_a_request_whose_schema_differs_from_the_writers(
     with gate.hold(prefix_keys(first)):  # the first is writing while the second arrives
         thread = threading.Thread(target=other)
         thread.start()
-        assert through.wait(2), "held for a write it can never read"
+        assert through.wait(30), "held for a write it can never read"  # at once, but a loaded machine is slow
     thread.join(5)
     assert gate.waits == 0
 
@@ -74,8 +73,27 @@ def test_the_minimum_cacheable_length_is_each_models_published_one() -> None:
     assert min_cacheable_tokens("claude-opus-4-6") == MIN_CACHEABLE_TOKENS["claude-opus-4-6"]
 
 
+class _Watched(threading.Condition):
+    """The gate's condition, saying when a thread waits on it: a test then knows a request
+    is held, rather than sleeping and hoping a loaded machine has started it by then."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waiting.set()  # still under the lock: no one can notify before the wait begins
+        return super().wait(timeout)
+
+
+def _watched() -> tuple[PrefixGate, _Watched]:
+    gate, watched = PrefixGate(), _Watched()
+    gate._changed = watched
+    return gate, watched
+
+
 def test_a_second_request_waits_for_the_first_ones_answer_then_reads() -> None:
-    gate = PrefixGate()
+    gate, watched = _watched()
     order: list[str] = []
     inside = threading.Event()
     release = threading.Event()
@@ -84,22 +102,22 @@ def test_a_second_request_waits_for_the_first_ones_answer_then_reads() -> None:
         with gate.hold(["k"]):
             order.append("first sent")
             inside.set()
-            release.wait(5)
+            release.wait(30)
             order.append("first answered")
 
     def second() -> None:
-        inside.wait(5)
+        inside.wait(30)
         with gate.hold(["k"]):
             order.append("second sent")
 
     threads = [threading.Thread(target=first), threading.Thread(target=second)]
     for thread in threads:
         thread.start()
-    time.sleep(0.05)
+    assert watched.waiting.wait(30), "the second request was never held"
     assert order == ["first sent"]  # the second is held
     release.set()
     for thread in threads:
-        thread.join(5)
+        thread.join(30)
     assert order == ["first sent", "first answered", "second sent"] and gate.waits == 1
 
 
@@ -133,14 +151,15 @@ def test_after_a_failed_write_requests_go_through_together_not_one_after_another
 
 
 def test_waiters_go_when_the_writers_response_begins_not_when_it_ends() -> None:
-    gate = PrefixGate()
-    begun, second_sent, release = threading.Event(), threading.Event(), threading.Event()
+    gate, watched = _watched()
+    writing, begun, second_sent, release = (threading.Event() for _ in range(4))
 
     def first() -> None:
         with gate.hold(["k"]) as started:
-            begun.wait(5)
+            writing.set()
+            begun.wait(30)
             started()  # the stream's message_start has arrived: the prefix is in the cache
-            release.wait(5)  # ...while the rest of the answer is still streaming
+            release.wait(30)  # ...while the rest of the answer is still streaming
 
     def second() -> None:
         with gate.hold(["k"]):
@@ -148,14 +167,14 @@ def test_waiters_go_when_the_writers_response_begins_not_when_it_ends() -> None:
 
     writer = threading.Thread(target=first)
     writer.start()
-    time.sleep(0.05)
+    assert writing.wait(30)  # the writer holds the key before the reader asks for it
     reader = threading.Thread(target=second)
     reader.start()
-    time.sleep(0.05)
+    assert watched.waiting.wait(30), "the reader was never held"
     assert not second_sent.is_set()  # held while the write has not begun
     begun.set()
-    assert second_sent.wait(2)  # let go while the writer is still answering
+    assert second_sent.wait(30)  # let go while the writer is still answering
     assert writer.is_alive() and gate._fresh("k") and gate.waits == 1
     release.set()
     for thread in (writer, reader):
-        thread.join(5)
+        thread.join(30)

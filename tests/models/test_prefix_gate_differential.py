@@ -35,8 +35,7 @@ from tests.models.helpers import HTTP, KEY, quiet
 from tests.parity.harness import examples
 
 LATENCY = 0.2
-"""Seconds the fake takes to answer (its stream's first event at half of it): long enough
-for requests sent together to be in flight together."""
+"""Seconds the fake takes to answer (its stream's first event at half of it)."""
 EFFORTS = ("low", "medium", "high")
 WAVE = ("content", "exercises", "quiz")
 
@@ -95,8 +94,10 @@ def api() -> Iterator[FakeMessagesAPI]:
 def _run(api: FakeMessagesAPI, picked: list[tuple[ModelRequest, str]], *, warm: bool,
          ) -> tuple[list[ModelAnswer], Recorded]:
     """Every picked request sent at once (one thread each), through one backend, into an
-    empty cache."""
+    empty cache. Without the gate the fake holds them until all are in flight, so they
+    overlap however loaded the machine is (with it, the gate is what orders them)."""
     api.accounting = accounting = Recorded()
+    api.regather(0 if warm else len(picked))
     backend = AnthropicBackend(api_key=KEY, base_url=api.url, warm_prefixes=warm, progress=quiet)
     assert backend.client is not None  # made now: no thread pays for making it after the others have sent
     answers: list[ModelAnswer | None] = [None] * len(picked)
