@@ -213,6 +213,28 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """``write_text_atomic`` for bytes that need not be text (a hand-edited file kept as it
     was). The rename replaces a link planted at ``path`` rather than writing through it."""
     target = Path(path)
+    temp = _filled_beside(target, data)
+    try:
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+def create_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """``write_text_atomic`` for a file that must not exist yet: FileExistsError when it does,
+    even when it was made meanwhile. The whole temporary is hard-linked to the name (a link,
+    unlike a rename, refuses a name that is taken), then its own name is removed."""
+    temp = _filled_beside(Path(path), text.encode("utf-8"))
+    try:
+        os.link(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def _filled_beside(target: Path, data: bytes) -> Path:
+    """A temporary beside ``target`` holding all of ``data``, synced to disk (so the name it
+    is given next never shows fewer bytes, even after a power cut); removed if that fails."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = _create_beside(target)
     try:
@@ -220,10 +242,10 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temp, target)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+    return temp
 
 
 def write(path: str | os.PathLike[str], model: BaseModel) -> None:
