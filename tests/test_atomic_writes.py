@@ -34,6 +34,8 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("stay/artefacts/_io.py", "_filled_beside", "os.fdopen(write)"): "the writer filling its temporary",
     ("stay/artefacts/_io.py", "write_bytes_atomic", "os.replace"): "the writer's rename",
     ("stay/artefacts/_io.py", "create_text_atomic", "os.link"): "the writer's link to a name not yet taken",
+    ("stay/artefacts/_io.py", "create_text_atomic", "os.open(write)"): "claims a name empty where links fail",
+    ("stay/artefacts/_io.py", "create_text_atomic", "os.replace"): "...then renames the whole temporary over it",
     # not a file anyone reads back as a whole
     ("stay/pipeline/_ledger.py", "append_journal", "os.open(write)"):
         "an append-only journal: one synced write per line, a cut last line is skipped on reading",
@@ -305,3 +307,22 @@ def test_create_text_atomic_never_replaces_a_file(tmp_path: Path) -> None:
     assert target.read_text(encoding="utf-8") == "mine\n" and [p.name for p in tmp_path.iterdir()] == ["brief.yaml"]
     create_text_atomic(tmp_path / "new.yaml", "whole\n")
     assert (tmp_path / "new.yaml").read_text(encoding="utf-8") == "whole\n"
+
+
+def test_create_text_atomic_where_hard_links_fail_still_writes_whole_and_never_replaces(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A FAT stick or some network shares refuse os.link: the name is claimed, then renamed over."""
+    import errno
+
+    from stay.artefacts import create_text_atomic
+
+    def no_links(src: object, dst: object) -> None:
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    create_text_atomic(tmp_path / "new.yaml", "whole\n")
+    (tmp_path / "mine.yaml").write_text("mine\n", encoding="utf-8")
+    with pytest.raises(FileExistsError):
+        create_text_atomic(tmp_path / "mine.yaml", "theirs\n")
+    assert {p.name: p.read_text(encoding="utf-8") for p in tmp_path.iterdir()} == {"new.yaml": "whole\n",
+                                                                                   "mine.yaml": "mine\n"}
