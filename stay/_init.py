@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stay._words import did_you_mean
+from stay.artefacts import create_text_atomic
 from stay.errors import UsageError
 
 INIT_EXAMPLE = "how-http-requests-travel"
@@ -98,10 +99,9 @@ def init(directory: str | os.PathLike[str] = ".", example: str = INIT_EXAMPLE) -
     made: list[Path] = []
     try:
         for path, body in ((brief, text), (ignore, GITIGNORE)):
-            with open(path, "x", encoding="utf-8") as out:  # "x": a file made meanwhile is never overwritten
-                made.append(path)
-                out.write(body)
-    except BaseException:  # a write cut short (disk full, Ctrl-C) leaves nothing that blocks a retry
+            create_text_atomic(path, body)  # whole or none; a file made meanwhile is never overwritten
+            made.append(path)
+    except BaseException:  # the brief written but not the .gitignore: remove it, so nothing blocks a retry
         for path in made:
             path.unlink(missing_ok=True)
         raise

@@ -118,8 +118,7 @@ def evaluate_build(brief_path: Path, *, epoch: int, courses_dir: Path, backend: 
                               prompts_dir=prompts_dir, cache=cache, progress=lambda _line: None)
         usage, cost, built = result.usage, result.cost, True
         if backend == OFFLINE:
-            (where / slug / QUALITY_RECORD).parent.mkdir(parents=True, exist_ok=True)
-            (where / slug / QUALITY_RECORD).write_text(json.dumps(knob, sort_keys=True) + "\n", encoding="utf-8")
+            write_text_atomic(where / slug / QUALITY_RECORD, json.dumps(knob, sort_keys=True) + "\n")
     course = CourseOnDisk.load(where / slug)
     scores = score_course(course, scorers or default_scorers(judge, data_dir=chosen.resolved_data_dir()))
     entry = build_entry(scores, epoch=epoch, seed=seed, course_sha256=course.sha256, build_usage=usage,

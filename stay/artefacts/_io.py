@@ -8,6 +8,7 @@ that says the same thing is byte-identical and stops a staleness cascade.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import secrets
@@ -213,6 +214,40 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """``write_text_atomic`` for bytes that need not be text (a hand-edited file kept as it
     was). The rename replaces a link planted at ``path`` rather than writing through it."""
     target = Path(path)
+    temp = _filled_beside(target, data)
+    try:
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS}
+"""What ``os.link`` says on a file system that has no hard links (vfat: EPERM)."""
+
+
+def create_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """``write_text_atomic`` for a file that must not exist yet: FileExistsError when it does,
+    even when it was made meanwhile. The whole temporary is hard-linked to the name (a link,
+    unlike a rename, refuses a name that is taken), then its own name is removed."""
+    temp = _filled_beside(Path(path), text.encode("utf-8"))
+    try:
+        try:
+            os.link(temp, path)
+        except OSError as exc:
+            if exc.errno not in _NO_LINKS:
+                raise  # the name is taken (FileExistsError), the disk is full, ...
+            # no hard links here (FAT, some network shares): claim the name with an empty file
+            # (refused when it is taken), then rename the whole text over that claim
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def _filled_beside(target: Path, data: bytes) -> Path:
+    """A temporary beside ``target`` holding all of ``data``, synced to disk (so the name it
+    is given next never shows fewer bytes, even after a power cut); removed if that fails."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = _create_beside(target)
     try:
@@ -220,10 +255,10 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temp, target)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+    return temp
 
 
 def write(path: str | os.PathLike[str], model: BaseModel) -> None:

@@ -14,14 +14,13 @@ blob is ignored, never shown as history.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from stay._bounds import MAX_FILE_BYTES
 from stay._stored import Damaged, read_stored
+from stay.artefacts import write_bytes_atomic
 from stay.pipeline._ledger import STATE, digest
 
 ANSWERED = f"{STATE}/answered"
@@ -63,7 +62,7 @@ def keep(root: Path, covered: Mapping[str, str | None]) -> dict[str, str]:
             refused[path] = "its bytes changed after they were hashed"
             continue
         if kept(root, wanted) is None:
-            _write_bytes(store / wanted, data)
+            write_bytes_atomic(store / wanted, data)  # a whole blob or none; a link at the name is replaced
     return refused
 
 
@@ -99,18 +98,3 @@ def referenced(gates: Mapping[str, object]) -> set[str]:
             found.update(value for value in covered.values() if isinstance(value, str))
     return found
 
-
-def _write_bytes(target: Path, data: bytes) -> None:
-    """A whole blob or none: a temporary file beside it, then a rename (which replaces a
-    link planted at the name rather than writing through it)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise

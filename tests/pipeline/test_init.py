@@ -4,6 +4,7 @@ checkout's path or at the committed sample."""
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 
@@ -125,21 +126,19 @@ def test_a_brief_refusal_points_at_stay_init_not_a_checkout_path(tmp_path: Path,
 def test_an_init_cut_short_leaves_nothing_that_blocks_a_retry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A write that fails part-way (here the .gitignore's: the disk full) removes what this
     init made, so running it again is not refused with "already exists"."""
-    import builtins
-
     import stay._init as init_module
 
-    real_open = builtins.open
+    real_link = os.link
 
-    def failing(file: object, mode: str = "r", *args: object, **kwargs: object) -> object:
-        if str(file).endswith(".gitignore") and "x" in mode:
-            raise OSError(28, "No space left on device", str(file))
-        return real_open(file, mode, *args, **kwargs)  # type: ignore[call-overload]
+    def failing(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        if str(dst).endswith(".gitignore"):  # create_text_atomic links the whole temporary to its name
+            raise OSError(28, "No space left on device", str(dst))
+        real_link(src, dst)
 
-    monkeypatch.setattr(builtins, "open", failing)
+    monkeypatch.setattr(os, "link", failing)
     with pytest.raises(OSError):
         init_module.init(tmp_path / "start")
     assert list((tmp_path / "start").iterdir()) == []
-    monkeypatch.setattr(builtins, "open", real_open)
+    monkeypatch.setattr(os, "link", real_link)
     init_module.init(tmp_path / "start")
     assert {p.name for p in (tmp_path / "start").iterdir()} == {BRIEF_FILE, ".gitignore"}
