@@ -20,6 +20,7 @@ from stay.cli import main
 from stay.pipeline import revise
 from stay.pipeline._thread import proposal_file
 from stay.testing import RiggedBackend
+from stay.view import build_site
 from tests.view.conftest import quiet
 from tests.view.test_review import EPOCH, _commands, _review, _stopped
 
@@ -111,3 +112,23 @@ def test_a_course_past_every_gate_still_lists_its_waiting_proposal(built_course:
     assert f"<code>{quiz}</code>" in section and _diff(section)
     (command,) = _commands(section)
     assert shlex.split(command)[:5] == ["stay", "revise", course.name, quiz, "--keep"]
+
+
+def test_a_waiting_proposal_past_every_gate_is_reachable_from_the_home_page_and_the_nav(
+        built_course: Path, tmp_path: Path) -> None:
+    course = tmp_path / "courses" / built_course.name
+    shutil.copytree(built_course, course)
+    before = build_site(course)
+    assert b'href="review.html' not in before["index.html"]  # nothing waits: no page is offered
+    quizzes = sorted(path.relative_to(course).as_posix() for path in course.glob("modules/*/*.quiz.yaml"))[:2]
+    for count, quiz in enumerate(quizzes, start=1):
+        revise(course.name, [quiz], note="Ask about TTLs.", show=True, courses_dir=course.parent,
+               backend=RiggedBackend(), progress=quiet)
+        site = build_site(course)
+        index = site["index.html"].decode()
+        callout = re.search(r'<p class="review-callout">(.*?)</p>', index, re.DOTALL)
+        assert callout is not None and f"{count} proposal" in callout.group(1)
+        assert 'href="review.html#review-proposals"' in callout.group(1)
+        for name, page in site.items():  # every page's nav offers the review page
+            if name.endswith(".html"):
+                assert b'<li><a href="review.html"' in page, name
