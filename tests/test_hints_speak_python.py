@@ -240,3 +240,17 @@ def test_stay_view_of_a_missing_slug_is_course_not_found_and_says_what_it_said(t
     done = run_stay("view", "nothing-here", "--courses-dir", str(tmp_path))
     assert done.returncode == 2
     assert f"there is no course 'nothing-here' in {tmp_path}; check the slug and --courses-dir" in done.stderr
+
+
+def test_a_missing_course_by_slug_names_the_courses_directory_it_was_looked_for_in(tmp_path: Path) -> None:
+    target = "no-such-course"
+    elsewhere = tmp_path / "elsewhere"
+    with pytest.raises(CourseNotFound) as raised:
+        stay.build_course(target, courses_dir=elsewhere)
+    (hint,) = re.findall(r"`(stay\.[^`]+)`", str(raised.value))
+    call = ast.parse(hint).body[0]
+    assert isinstance(call, ast.Expr) and isinstance(call.value, ast.Call)
+    given = {kw.arg: ast.literal_eval(kw.value) for kw in call.value.keywords}
+    assert given.get("courses_dir") == str(elsewhere)  # paste it and it builds where it was looked for
+    said = run_stay("build", target, "--courses-dir", str(elsewhere))
+    assert f"--courses-dir {elsewhere}" in said.stderr

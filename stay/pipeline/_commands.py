@@ -23,7 +23,7 @@ from stay.errors import CourseNotFound, EnvironmentProblem, PipelineError, StayE
 from stay.pipeline._checks import defects_in
 from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._gate_decl import GATE_NAMES, earlier
-from stay.pipeline._ledger import GATES, Sources, State, Status, read_ledger
+from stay.pipeline._ledger import GATES, RETIRED, Sources, State, Status, read_ledger
 from stay.pipeline._progress import print_progress
 from stay.pipeline._retire_copy import retired_place
 from stay.pipeline._shared_data import reconciled, reconciled_settings
@@ -219,10 +219,27 @@ def _set_aside_damaged(path: Path, section: str) -> None:
     try:
         read_ledger(path, section, path.parent.parent.name)
     except EnvironmentProblem:
-        target = retired_place(path.parent.parent, f"damaged-{path.name}")
+        target = _unused(path.parent.parent, path.name)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(path, target)
         print_progress(f"{path} was damaged: moved to {target}; answer the gates again")
+
+
+SET_ASIDE_LIMIT = 100
+"""How many damaged copies of one file adopting keeps aside before it asks for room."""
+
+
+def _unused(root: Path, name: str) -> Path:
+    """The first place under .state/retired/ for a damaged ``name`` (``damaged-gates.json``,
+    then ``damaged-gates-2.json``, ...) that holds nothing: an earlier damaged copy holds a
+    person's approvals too, so it is never overwritten."""
+    stem, dot, suffix = name.partition(".")
+    for n in range(1, SET_ASIDE_LIMIT + 1):
+        target = retired_place(root, f"damaged-{stem}{'' if n == 1 else f'-{n}'}{dot}{suffix}")
+        if not os.path.lexists(target):
+            return target
+    raise EnvironmentProblem(f"{root / RETIRED} already keeps {SET_ASIDE_LIMIT} damaged copies of {name}: move "
+                             "the ones you no longer need out of it and run the command again", path=root / RETIRED)
 
 
 __all__ = ["Answered", "adopt", "approve", "gate_status", "open_course", "open_course_named", "status"]

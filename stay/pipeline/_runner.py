@@ -212,7 +212,7 @@ def _resolve(command: str, target: Brief | str | os.PathLike[str], courses_dir: 
     manifest_path = course_dir(courses_dir, name) / "course.yaml"
     if not manifest_path.is_file():
         raise CourseNotFound(f"{no_course(name, courses_dir)}; start one with "
-                             f"{command_hint('courses', 'new', 'BRIEF.yaml')}", path=manifest_path.parent)
+                             f"{command_hint(os.fspath(courses_dir), 'new', 'BRIEF.yaml')}", path=manifest_path.parent)
     return load_manifest(manifest_path.parent).brief, name
 
 

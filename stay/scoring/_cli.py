@@ -1,7 +1,8 @@
 """``stay evals ...``: compare two eval reports, show one, and score saved courses again.
 
-``stay/cli.py`` calls ``evals_parser`` to add the ``evals`` command to its
-subparsers and ``evals_main`` to run it; everything else about the command is here.
+The command line's parser (``stay/_cli_parser.py``) calls ``evals_parser`` to add the ``evals``
+command to its subparsers, and its handlers (``stay/_cli_commands.py``) call ``evals_main``
+to run it; everything else about the command is here.
 
 Exit codes of ``stay evals compare``: 0 no regression; 1 at least one scorer is worse
 at a Holm-adjusted p below alpha; 2 refused, the runs cannot be compared (they differ

@@ -19,6 +19,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from stay._words import DEFAULT_COURSES
 from stay.pipeline import GateReview, capstone_outcomes, gate_review
 from stay.settings import Settings
 from stay.validate import Defect
@@ -26,10 +27,7 @@ from stay.view._load import CourseView
 from stay.view._status import LEDGER_FILE, Validation, _one_line
 
 PAGE = ("review.html", "Review")
-"""The page's file and its label in the nav (shown there only while a gate waits)."""
-
-DEFAULT_COURSES = "courses"
-"""stay's default --courses-dir (stay/cli.py): a course under it needs no flag."""
+"""The page's file and its label in the nav (shown there only while a gate or a proposal waits)."""
 
 NOTE = '"..."'
 """What the printed commands hold where the reviewer writes their note."""
