@@ -225,4 +225,4 @@ def _set_aside_damaged(path: Path, section: str) -> None:
         print_progress(f"{path} was damaged: moved to {target}; answer the gates again")
 
 
-__all__ = ["Answered", "adopt", "approve", "gate_status", "open_course", "open_course_named", "status"]
+__all__ = ["Answered", "Statuses", "adopt", "approve", "gate_status", "open_course", "open_course_named", "status"]
