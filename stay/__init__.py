@@ -30,7 +30,9 @@ from stay._version import __version__
 _EXPORTS = {
     "Backend": "stay.models",
     "Brief": "stay.artefacts",
+    "Answered": "stay.pipeline",
     "BuildResult": "stay.pipeline",
+    "Statuses": "stay.pipeline",
     "NotebookProgress": "stay.pipeline",
     "ProgressUpdate": "stay.pipeline",
     "adopt": "stay.pipeline",
@@ -72,6 +74,7 @@ _EXPORTS = {
 
 __all__ = [
     "AnswerError",
+    "Answered",
     "ArtefactError",
     "Backend",
     "Brief",
@@ -97,6 +100,7 @@ __all__ = [
     "RefusalError",
     "ReplayMiss",
     "Severity",
+    "Statuses",
     "StayError",
     "TruncationError",
     "UnsafeId",
@@ -140,7 +144,7 @@ if TYPE_CHECKING:
         UsageError,
     )
     from stay.models import Backend
-    from stay.pipeline import BuildResult, adopt, approve, build_course, revise, status
+    from stay.pipeline import Answered, BuildResult, Statuses, adopt, approve, build_course, revise, status
     from stay.scoring import Comparison, compare_runs, read_run
     from stay.validate import (
         CourseReport,

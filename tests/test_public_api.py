@@ -11,6 +11,7 @@ import stay
 
 PUBLIC = [
     "Brief", "BuildResult", "adopt", "approve", "build_course", "revise", "status",
+    "Answered", "Statuses",  # what approve and status (and adopt) return: a tuple of FAILs, a dict of Status
     "Backend",  # the protocol a backend plug-in implements (docs/plugins.md)
     "NotebookProgress", "ProgressUpdate",  # progress: a bar in a notebook; what a custom sink receives
     "CourseReport", "Defect", "Severity", "ValidationReport", "__version__", "validate_course", "validate_courses",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from stay.errors import BriefRejected, GraphError
-from stay.pipeline._commands import adopt, approve, gate_status, status
+from stay.pipeline._commands import Answered, Statuses, adopt, approve, gate_status, status
 from stay.pipeline._course_graph import course_graph
 from stay.pipeline._estimate import Estimate, estimate
 from stay.pipeline._gate_decl import GATE_NAMES
@@ -18,8 +18,8 @@ from stay.pipeline._shared_data import reconciled_settings
 from stay.pipeline._walk import walk_order
 
 __all__ = [
-    "DECLARATION", "GATE_NAMES", "BriefRejected", "BuildResult", "Estimate", "GateReview", "GraphError",
-    "NotebookProgress", "ProgressUpdate", "Spent", "adopt", "approve", "build",
+    "DECLARATION", "GATE_NAMES", "Answered", "BriefRejected", "BuildResult", "Estimate", "GateReview", "GraphError",
+    "NotebookProgress", "ProgressUpdate", "Spent", "Statuses", "adopt", "approve", "build",
     "build_course", "capstone_outcomes", "course_graph", "estimate", "gate_review", "gate_status", "graph",
     "problems", "read_document", "reconciled_settings", "revise", "run_command",
     "spent_of", "status", "walk_order",

@@ -242,4 +242,4 @@ def _unused(root: Path, name: str) -> Path:
                              "the ones you no longer need out of it and run the command again", path=root / RETIRED)
 
 
-__all__ = ["Answered", "adopt", "approve", "gate_status", "open_course", "open_course_named", "status"]
+__all__ = ["Answered", "Statuses", "adopt", "approve", "gate_status", "open_course", "open_course_named", "status"]

@@ -10,6 +10,8 @@ markdown-it-py rendered with raw HTML disabled (``_markdown.py``).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -44,6 +46,7 @@ def environment() -> Environment:
     env.filters["pvalue"] = _pvalue
     env.filters["field"] = _field
     env.filters["field_item"] = _field_item
+    env.filters["lesson_table"] = lesson_table
     return env
 
 
@@ -65,6 +68,15 @@ def _field_item(context: Context, owner: Any, name: str, text: str) -> Markup:
 def _lesson_pages(context: Context) -> Any:
     links = context.get("links")  # the course pages have them; links between lessons follow
     return getattr(links, "lesson_pages", None)
+
+
+def lesson_table(lessons: Iterable[Any]) -> str:
+    """The lessons that have a page, as the JSON a "continue where you left off" link
+    carries (``data-lessons``): ``[{"id", "page", "title"}]`` in course order, so
+    progress.js names the stored page by its title without another link to it on the
+    page (the listing has none). Autoescaping makes it safe in a quoted attribute."""
+    table = [{"id": lesson.id, "page": lesson.page, "title": lesson.title} for lesson in lessons if lesson.page]
+    return json.dumps(table, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def static_text(name: str) -> str:

@@ -18,7 +18,7 @@ from stay._words import course_hint
 from stay.briefs import check_slug
 from stay.errors import UsageError
 from stay.view._env import STATIC_FILES, environment, static_text
-from stay.view._load import CourseView
+from stay.view._load import CourseView, LessonView
 from stay.view._out import write_marker
 from stay.view._site import DataFrom, check_out_dir, not_a_directory, only_sites, site_and_health, write_site
 from stay.view._status import Ledger, Validation
@@ -43,13 +43,18 @@ class Row:
     minutes: int
     budget: int | None
     modules: int
-    lessons: tuple[str, ...]
-    """The ids of the lessons that have a page (the progress bar counts them)."""
+    pages: tuple[LessonView, ...]
+    """The lessons that have a page (the progress bar counts them; the continue link names them)."""
     health: str
     kind: str
     """ok, waiting or bad: the health's badge."""
     problem: str | None
     """Why the course manifest cannot be read, if it cannot."""
+
+    @property
+    def lessons(self) -> tuple[str, ...]:
+        """The ids of :attr:`pages`."""
+        return tuple(lesson.id for lesson in self.pages)
 
 
 @dataclass(frozen=True)
@@ -146,7 +151,7 @@ def _row(course: CourseView, ledger: Ledger, validation: Validation) -> Row:
     kind = "ok" if health in FINE else ("bad" if _bad(course, ledger, validation) else "waiting")
     return Row(slug=course.slug, title=course.title, audience=audience,
                minutes=sum(lesson.minutes for lesson in course.lessons), budget=budget,
-               modules=len(course.modules), lessons=tuple(lesson.id for lesson in course.lessons if lesson.page),
+               modules=len(course.modules), pages=tuple(lesson for lesson in course.lessons if lesson.page),
                health=health, kind=kind, problem=course.manifest.problem)
 
 

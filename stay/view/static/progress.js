@@ -15,6 +15,7 @@
   var MAX_ENTRIES = 5000; // per list, and answers per course
   var MAX_ANSWER = 4000; // characters of one typed answer
   var MAX_OPTION = 100; // an option index past this names no option of any quiz
+  var MAX_TITLE = 300; // characters of a lesson's title a continue link shows
   var ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
   var PAGE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}\.html$/;
 
@@ -168,30 +169,43 @@
     bar.replaceChildren(meter, text);
   }
 
-  function fillContinue(link) {
-    var slug = link.getAttribute("data-course") || "";
-    var last = load(slug).last;
-    var known = null; // the lessons a progress bar of this course on this page lists
-    document.querySelectorAll(".progress[data-course]").forEach(function (bar) {
-      if (bar.getAttribute("data-course") === slug) {
-        known = (known || []).concat(lessonsOf(bar));
+  function lessonTable(link) {
+    // the lessons of the course, as the page rendered them: [{"id", "page", "title"}]
+    var raw = link.getAttribute("data-lessons") || "";
+    var table = null;
+    var kept = [];
+    try {
+      table = raw.length <= MAX_CHARS ? JSON.parse(raw) : null;
+    } catch (e) {
+      return kept;
+    }
+    if (!Array.isArray(table)) {
+      return kept;
+    }
+    for (var i = 0; i < table.length && kept.length < MAX_ENTRIES; i++) {
+      var entry = table[i];
+      if (entry && typeof entry === "object" && typeof entry.id === "string" && ID.test(entry.id) &&
+          typeof entry.page === "string" && PAGE.test(entry.page) &&
+          typeof entry.title === "string" && entry.title.trim()) {
+        kept.push({id: entry.id, page: entry.page, title: entry.title.trim().slice(0, MAX_TITLE)});
       }
-    });
-    if (!last || (known && known.indexOf(last.slice(0, -".html".length)) < 0)) {
-      link.hidden = true;
+    }
+    return kept;
+  }
+
+  function fillContinue(link) {
+    var last = load(link.getAttribute("data-course") || "").last;
+    var lesson = last ? lessonTable(link).filter(function (entry) {
+      return entry.page === last;
+    })[0] : null;
+    if (!lesson) {
+      link.hidden = true; // nothing stored, or a page that is no lesson of this course
       return;
     }
     // beside the link's own target: the course index, or <slug>/index.html on a listing
     var own = link.getAttribute("href") || "";
-    var href = own.slice(0, own.lastIndexOf("/") + 1) + last;
-    var title = last.slice(0, -".html".length);
-    document.querySelectorAll("a[href]").forEach(function (a) {
-      if (a !== link && a.getAttribute("href") === href && a.textContent.trim()) {
-        title = a.textContent.trim();
-      }
-    });
-    link.href = href;
-    link.textContent = "Continue where you left off: " + title;
+    link.href = own.slice(0, own.lastIndexOf("/") + 1) + lesson.page;
+    link.textContent = "Continue where you left off: " + lesson.title; // text, never markup
     link.hidden = false;
   }
 
