@@ -125,6 +125,13 @@ class Answered(tuple[Defect, ...]):
         """One line per file not kept (none when every file was)."""
         return not_kept_lines(self.gate, self.not_kept)
 
+    def __getnewargs__(self) -> tuple[tuple[Defect, ...], str, tuple[tuple[str, str], ...]]:
+        # what __new__ takes, so pickle, copy and deepcopy make an Answered again
+        return tuple(self), self.gate, self.not_kept
+
+    def __repr__(self) -> str:  # the tuple's repr alone hid the gate and what was not kept
+        return f"Answered(gate={self.gate!r}, fails={tuple(self)!r}, not_kept={self.not_kept!r})"
+
 
 def _user() -> str:
     try:
