@@ -27,7 +27,7 @@ from stay._stored import Damaged
 from stay.artefacts import Brief, write_text_atomic
 from stay.briefs import slugify
 from stay.models import CachedBackend, RequestCache, Usage, backend_from
-from stay.pipeline import build_course, reconciled_settings
+from stay.pipeline import build_course, reconciled_prompts, reconciled_settings
 from stay.scoring import DEFAULT_EPOCHS as DEFAULT_EPOCHS  # re-exported: declared with the gate's defaults
 from stay.scoring import (
     OFFLINE,
@@ -72,6 +72,14 @@ def arm_settings(cfg: Any, settings: Settings | None = None) -> Settings:
     differing file when the prompts' and the data's differ and it does not say (as a build is)."""
     chosen = (settings or Settings.from_env()).replace(prompts_dir=cfg.prompts_dir, data_from=cfg.data_from)
     return reconciled_settings(chosen, flag=DATA_FROM)
+
+
+def _sent(cfg: Any) -> Prompts:
+    """The prompts one arm's builds send (``arm_settings``'s choice of the shared data)."""
+    settings = Settings.from_env()
+    chosen = settings.replace(prompts_dir=cfg.prompts_dir or settings.prompts_dir,
+                              data_from=getattr(cfg, "data_from", None))
+    return reconciled_prompts(chosen, flag=DATA_FROM)
 
 
 def build_seed(run_seed: int, slug: str, epoch: int) -> str:
@@ -143,7 +151,8 @@ def suite_session(arms: Iterable[Any]) -> str:
     chosen = list(arms)
     builds = {}
     for cfg in chosen:
-        prompts = content_hash(Prompts.load(cfg.prompts_dir or Settings.from_env().prompts_dir).hashes())
+        # the prompts as sent: with the data's copy of a shared file when it wins (--stay-data-from)
+        prompts = content_hash(_sent(cfg).hashes())
         knob = json.dumps(dict(sorted(cfg.quality.items())), sort_keys=True)
         builds[cfg.label] = [f"{brief.stem}/{epoch}/seed {cfg.seed}/prompts {prompts}/quality {knob}/rescore "
                              f"{bool(cfg.rescore)}" for brief in cfg.briefs for epoch in range(1, cfg.epochs + 1)]
@@ -272,7 +281,7 @@ def write_run_report(cfg: Any, builds: dict[str, list[dict[str, Any]]]) -> dict[
             if session:
                 entry.update({"judged_in": session, **({"built_in": session} if entry.get("built") else {})})
     document = report(label=cfg.label, backend=cfg.backend, prompts_dir=where,
-                      prompt_hashes=Prompts.load(given).hashes(),
+                      prompt_hashes=_sent(cfg).hashes(),
                       scorers=scorer_versions(default_scorers(OfflineJudge())), builds=builds, epochs=cfg.epochs,
                       seed=cfg.seed, quality=cfg.quality if cfg.backend == OFFLINE else None, models=settings.models)
     write_report(cfg.output, document)

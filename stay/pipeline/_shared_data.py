@@ -61,6 +61,14 @@ def reconciled(prompts: Prompts, settings: Settings, flag: str = "--data-from") 
     return prompts, settings
 
 
+def reconciled_prompts(settings: Settings, stages: Sequence[Stage] | None = None,
+                       flag: str = "--data-from") -> Prompts:
+    """The prompts a run with ``settings`` sends (``reconciled``): when the data's copy of a
+    shared file wins, it is the one in them, so their hashes are those of what was sent."""
+    chosen = REGISTRY if stages is None else tuple(stages)
+    return reconciled(Prompts.load(settings.prompts_dir, chosen), settings, flag)[0]
+
+
 def reconciled_settings(settings: Settings, stages: Sequence[Stage] | None = None,
                         flag: str = "--data-from") -> Settings:
     """``settings`` as a run with them uses them (``reconciled``; ``stages``: None for

@@ -215,3 +215,25 @@ def test_the_viewer_derives_statuses_when_told_which_copy_wins(
     assert "differs from" not in status and "statuses cannot be derived" not in status
     assert "differs from" not in review and "cannot be read" not in review
     assert "course.yaml" in status  # the statuses themselves are listed
+
+
+def test_the_evals_session_and_report_hash_the_prompts_as_sent(tmp_path: Path) -> None:
+    """With the data's copy winning, the builds send the data's shared file: the session
+    (what a cached verdict belongs to) and the report's prompt hashes are those of the
+    prompts as sent, so an arm whose copy differs is never taken for the other."""
+    from stay.stages import Prompts
+    from stay.suite import suite_session, write_run_report
+
+    prompts = _drifted(tmp_path, HOUSE_FILE)
+    packaged = suite_run("same", 0, tmp_path / "c", tmp_path / "same.json", epochs=1)
+    sends_data = suite_run("same", 0, tmp_path / "c", tmp_path / "same.json", prompts_dir=prompts,
+                           data_from="data", epochs=1)
+    sends_prompts = suite_run("same", 0, tmp_path / "c", tmp_path / "same.json", prompts_dir=prompts,
+                              data_from="prompts", epochs=1)
+    # the data wins: what is sent is the packaged prompts' text, so the same session as theirs
+    assert suite_session([sends_data]) == suite_session([packaged])
+    assert suite_session([sends_prompts]) != suite_session([packaged])
+    shared = f"reference/{HOUSE_FILE}"
+    sent = write_run_report(sends_data, {})["prompts"]["sha256"]
+    assert sent[shared] == Prompts.load(ROOT / "prompts").hashes()[shared]
+    assert sent[shared] != Prompts.load(prompts).hashes()[shared]
