@@ -32,6 +32,7 @@ from urllib.parse import quote
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from stay._stored import Damaged, load_stored_json, read_stored
+from stay._words import course_hint
 from stay.artefacts import write_text_atomic
 from stay.errors import EnvironmentProblem
 from stay.pipeline._ledger import STATE
@@ -108,8 +109,9 @@ def read_proposal(root: Path, path: str) -> Proposal | None:
     try:
         return Proposal.model_validate(load_stored_json(file))
     except (Damaged, OSError, ValidationError):
-        raise EnvironmentProblem(f"{file} is damaged; delete it and show a new proposal with --note ... --show")\
-            from None
+        again = course_hint(root.parent, "revise", root.name, path, "--note", "...", "--show")
+        raise EnvironmentProblem(f"{file} is damaged; delete it and show a new proposal with {again}",
+                                 path=file) from None
 
 
 def write_proposal(root: Path, proposal: Proposal) -> Path:

@@ -121,3 +121,31 @@ def test_no_proposal_no_line(courses: Path, command: str) -> None:
     done = run_stay(command, SLUG, "--courses-dir", str(courses))
     assert done.returncode == 0, done.stderr
     assert _listed(done.stdout) == [] and done.stdout.strip()
+
+
+def test_a_damaged_proposal_names_the_call_that_shows_a_new_one_in_the_callers_words(courses: Path) -> None:
+    import ast
+
+    from stay.errors import EnvironmentProblem
+    from stay.pipeline._thread import read_proposal
+
+    quiz, _text = _shown(courses)
+    root = courses / SLUG
+    proposal_file(root, quiz).write_text("{ not json")
+    with pytest.raises(EnvironmentProblem) as raised:
+        read_proposal(root, quiz)
+    assert raised.value.path == str(proposal_file(root, quiz))
+    (hint,) = re.findall(r"`([^`]+)`", str(raised.value))
+    call = ast.parse(hint).body[0]
+    assert isinstance(call, ast.Expr) and isinstance(call.value, ast.Call)
+    assert ast.unparse(call.value.func) == "stay.revise"
+    given = {kw.arg: ast.literal_eval(kw.value) for kw in call.value.keywords}
+    assert [ast.literal_eval(arg) for arg in call.value.args] == [SLUG, [quiz]]
+    assert given == {"note": "...", "show": True, "courses_dir": str(courses)}
+    proposal_file(root, quiz).unlink()  # as the message says: delete it, then show anew with a real note
+    stay.revise(SLUG, [quiz], note=NOTE, show=True, courses_dir=given["courses_dir"], backend=RiggedBackend(),
+                progress=quiet)
+    proposal = read_proposal(root, quiz)
+    assert proposal is not None and proposal.note == NOTE
+    said = run_stay("status", SLUG, "--courses-dir", str(courses))  # the shell is told the shell's words
+    assert "Traceback" not in said.stderr
