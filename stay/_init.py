@@ -81,26 +81,44 @@ def example_lines() -> list[str]:
     return [*lines, f"build one with: stay new --example {INIT_EXAMPLE}"]
 
 
+def _already(path: Path, body: str) -> bool:
+    """Whether ``path`` is a regular file (never a link) holding exactly ``body``: read
+    only as far as ``body``'s length and one byte more, so a huge file is never read."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    expected = body.encode("utf-8")
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(expected) + 1) == expected
+    except OSError:
+        return False
+
+
 def init(directory: str | os.PathLike[str] = ".", example: str = INIT_EXAMPLE) -> list[str]:
     """Write ``brief.yaml`` (the example ``example``) and ``.gitignore`` into ``directory``
-    (made if missing); refuse, writing nothing, when either is there already. The lines
-    to print: what was written, and the next command."""
+    (made if missing); refuse, writing nothing, when either is there already with other
+    bytes. A file already holding exactly what init writes is left as it is, so an init
+    killed between its two files is simply run again. The lines to print: what was
+    written, and the next command."""
     source = example_path(example)
     root = Path(directory)
     brief, ignore = root / BRIEF_FILE, root / ".gitignore"
-    for path in (brief, ignore):
-        if path.exists() or path.is_symlink():
-            raise UsageError(f"{path}: already exists; stay init never overwrites a file: move it away, "
-                             "or run `stay init DIR` for a new directory")
     header = (f"# A course brief, from stay's example '{example}'. Edit it (title, topic, audience,\n"
               "# time_available; optional: industry, constraints), then build it (stay new).\n")
     text = header + source.read_text(encoding="utf-8")
+    wanted = {brief: text, ignore: GITIGNORE}
+    there = {path for path, body in wanted.items() if _already(path, body)}
+    for path in wanted.keys() - there:
+        if path.exists() or path.is_symlink():
+            raise UsageError(f"{path}: already exists; stay init never overwrites a file: move it away, "
+                             "or run `stay init DIR` for a new directory", path=path)
     root.mkdir(parents=True, exist_ok=True)
     made: list[Path] = []
     try:
-        for path, body in ((brief, text), (ignore, GITIGNORE)):
-            create_text_atomic(path, body)  # whole or none; a file made meanwhile is never overwritten
-            made.append(path)
+        for path, body in wanted.items():
+            if path not in there:
+                create_text_atomic(path, body)  # whole or none; a file made meanwhile is never overwritten
+                made.append(path)
     except BaseException:  # the brief written but not the .gitignore: remove it, so nothing blocks a retry
         for path in made:
             path.unlink(missing_ok=True)

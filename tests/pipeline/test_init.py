@@ -142,3 +142,34 @@ def test_an_init_cut_short_leaves_nothing_that_blocks_a_retry(tmp_path: Path, mo
     monkeypatch.setattr(os, "link", real_link)
     init_module.init(tmp_path / "start")
     assert {p.name for p in (tmp_path / "start").iterdir()} == {BRIEF_FILE, ".gitignore"}
+
+
+@pytest.mark.parametrize("left", [BRIEF_FILE, ".gitignore"])
+def test_an_init_killed_between_its_files_is_simply_run_again(tmp_path: Path, left: str) -> None:
+    """A kill (no cleanup runs) after one file was written whole: the retry keeps that file,
+    whose bytes are exactly init's, and writes the other; a file with other bytes still stops it."""
+    whole = tmp_path / "whole"
+    assert run_stay("init", str(whole)).returncode == 0
+    written = {path.name: path.read_bytes() for path in whole.iterdir()}
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    (cut / left).write_bytes(written[left])  # what the killed init had written
+    again = run_stay("init", str(cut))
+    assert again.returncode == 0, again.stderr
+    assert {path.name: path.read_bytes() for path in cut.iterdir()} == written
+    (cut / left).write_bytes(written[left] + b"# and a line of mine\n")
+    (cut / ({BRIEF_FILE, ".gitignore"} - {left}).pop()).unlink()
+    refused = run_stay("init", str(cut))
+    assert refused.returncode == 2 and "already exists" in refused.stderr
+    assert (cut / left).read_bytes() == written[left] + b"# and a line of mine\n"
+
+
+def test_a_link_holding_inits_bytes_is_still_refused(tmp_path: Path) -> None:
+    whole = tmp_path / "whole"
+    assert run_stay("init", str(whole)).returncode == 0
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / BRIEF_FILE).symlink_to(whole / BRIEF_FILE)
+    refused = run_stay("init", str(linked))
+    assert refused.returncode == 2 and "already exists" in refused.stderr
+    assert sorted(path.name for path in linked.iterdir()) == [BRIEF_FILE]
