@@ -147,6 +147,17 @@ def course_hint(courses_dir: str | os.PathLike[str], *words: str) -> str:
     return command_hint(os.fspath(courses_dir) if speaks == "python" else DEFAULT_COURSES, *words, speaks=speaks)
 
 
+OPTIONS: Mapping[str, str] = {"--out": "out_dir", "--courses-dir": "courses_dir"}
+"""The viewer's options, as its Python calls' parameters (``render_course(course_dir,
+out_dir)``, ``render_library(courses_dir, out_dir)``)."""
+
+
+def option_name(flag: str) -> str:
+    """An option a refusal names, as the caller gave it: the flag (``--out``) at the shell,
+    the parameter (``out_dir``) from Python."""
+    return OPTIONS.get(flag, flag) if SPEAKS.get() == "python" else flag
+
+
 def command_name(command: str) -> str:
     """The command as the writer of something (``stay view`` wrote this site): the shell
     command, or from Python the module its call is in (``stay.view``)."""

@@ -254,3 +254,25 @@ def test_a_missing_course_by_slug_names_the_courses_directory_it_was_looked_for_
     assert given.get("courses_dir") == str(elsewhere)  # paste it and it builds where it was looked for
     said = run_stay("build", target, "--courses-dir", str(elsewhere))
     assert f"--courses-dir {elsewhere}" in said.stderr
+
+
+def test_the_viewer_names_its_options_as_the_caller_gave_them(tmp_path: Path) -> None:
+    """``--out`` and ``--courses-dir`` at the shell; ``out_dir`` and ``courses_dir``, the
+    parameters of ``render_course`` and ``render_library``, from Python."""
+    from stay.view import render_course
+    from stay.view._library import render_library
+
+    course = tmp_path / "courses" / SAMPLE.name
+    shutil.copytree(SAMPLE, course)
+    inside = course / "site"
+    with pytest.raises(UsageError) as raised:
+        render_course(course, inside)
+    assert str(raised.value).startswith(f"out_dir {inside} is inside the course")
+    said = run_stay("view", SAMPLE.name, "--courses-dir", str(course.parent), "--out", str(inside))
+    assert said.stderr.startswith(f"error: --out {inside} is inside the course"), said.stderr
+    missing = tmp_path / "nowhere"
+    with pytest.raises(CourseNotFound) as lost:
+        render_library(missing, tmp_path / "site")
+    assert str(lost.value).startswith(f"courses_dir {missing} is not a directory")
+    said = run_stay("view", "--all", "--courses-dir", str(missing), "--out", str(tmp_path / "site"))
+    assert said.stderr.startswith(f"error: --courses-dir {missing} is not a directory"), said.stderr

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from stay._words import course_hint
+from stay._words import course_hint, option_name
 from stay.briefs import check_slug
 from stay.errors import UsageError
 from stay.view._env import STATIC_FILES, environment, static_text
@@ -73,8 +73,8 @@ def find_courses(courses_dir: str | os.PathLike[str]) -> tuple[list[Path], list[
     and are passed over without a word."""
     root = Path(courses_dir)
     if not root.is_dir():
-        raise not_a_directory(root, f"--courses-dir {os.fspath(courses_dir)} is not a directory; pass the "
-                              "directory that holds your courses")
+        raise not_a_directory(root, f"{option_name('--courses-dir')} {os.fspath(courses_dir)} is not a directory; "
+                              "pass the directory that holds your courses")
     courses: list[Path] = []
     skipped: list[str] = []
     with os.scandir(root) as scanned:
@@ -103,7 +103,8 @@ def build_library(courses_dir: str | os.PathLike[str], *, data_dir: str | os.Pat
     if not found:
         why = f" ({'; '.join(skipped)})" if skipped else ""
         raise UsageError(f"{os.fspath(courses_dir)} holds no course (a directory with a {MANIFEST}){why}; build one "
-                         f"with {course_hint(courses_dir, 'build', 'BRIEF')} or pass --courses-dir", path=courses_dir)
+                         f"with {course_hint(courses_dir, 'build', 'BRIEF')} or pass {option_name('--courses-dir')}",
+                         path=courses_dir)
     courses: dict[str, dict[str, bytes]] = {}
     rows = []
     for root in found:

@@ -20,7 +20,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from stay._words import command_name
+from stay._words import command_name, option_name
 from stay.artefacts import TEMPORARY, write_text_atomic
 from stay.errors import UsageError
 
@@ -74,16 +74,17 @@ def read_marker(out: Path, given: str | os.PathLike[str]) -> Recorded:
     (or new); a marker that cannot be read owns nothing."""
     if not out.is_dir():
         return {}
+    named = f"{option_name('--out')} {given}"  # as the caller gave it: the flag, or out_dir from Python
     marker = out / MARKER
     try:
         mode = marker.lstat().st_mode
     except FileNotFoundError:
         if any(out.iterdir()):
-            raise UsageError(f"--out {given} is not empty and was not written by {command_name('view')}; choose an "
+            raise UsageError(f"{named} is not empty and was not written by {command_name('view')}; choose an "
                              "empty or new directory") from None
         return {}
     if not stat.S_ISREG(mode):
-        raise UsageError(f"--out {given}: {MARKER} is not a file {command_name('view')} wrote (a link, a directory "
+        raise UsageError(f"{named}: {MARKER} is not a file {command_name('view')} wrote (a link, a directory "
                          "or a device); remove it or choose another directory")
     try:
         fd = os.open(marker, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)

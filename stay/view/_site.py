@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from stay._words import command_name, no_course
+from stay._words import command_name, no_course, option_name
 from stay.artefacts import write_text_atomic
 from stay.errors import CourseNotFound, CoursePathError, StayError, UsageError
 from stay.pipeline import reconciled_settings
@@ -219,19 +219,20 @@ def check_out_dir(site: dict[str, bytes], out_dir: str | os.PathLike[str], cours
     that holds only earlier sites (``only_sites``) counts as empty."""
     out = Path(out_dir).resolve()
     course = Path(course_dir).resolve()
+    named = f"{option_name('--out')} {out_dir}"  # as the caller gave it: the flag, or out_dir from Python
     if out == course or out.is_relative_to(course):
-        raise UsageError(f"--out {out_dir} is inside the course {course_dir}; the viewer never writes into a "
+        raise UsageError(f"{named} is inside the course {course_dir}; the viewer never writes into a "
                          "course: choose a directory outside it")
     if course.is_relative_to(out):
-        raise UsageError(f"--out {out_dir} contains the course {course_dir}; choose a directory of its own")
+        raise UsageError(f"{named} contains the course {course_dir}; choose a directory of its own")
     if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out_dir} is a file; give a directory")
+        raise UsageError(f"{named} is a file; give a directory")
     recorded = {} if among_sites and only_sites(out) else read_marker(out, out_dir)
     owned = owned_now(out, recorded)
     refused = conflicts(out, site, owned)
     if refused:
         more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
-        raise UsageError(f"--out {out_dir} holds {refused[0]!r}{more}, which {command_name('view')} did not write "
+        raise UsageError(f"{named} holds {refused[0]!r}{more}, which {command_name('view')} did not write "
                          "or which changed since; move it away or choose another directory")
     return out, owned
 
