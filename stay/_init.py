@@ -108,8 +108,8 @@ def init(directory: str | os.PathLike[str] = ".", example: str = INIT_EXAMPLE) -
     text = header + source.read_text(encoding="utf-8")
     wanted = {brief: text, ignore: GITIGNORE}
     there = {path for path, body in wanted.items() if _already(path, body)}
-    for path in wanted.keys() - there:
-        if path.exists() or path.is_symlink():
+    for path in wanted:  # in order, so the refusal names the same file every run
+        if path not in there and (path.exists() or path.is_symlink()):
             raise UsageError(f"{path}: already exists; stay init never overwrites a file: move it away, "
                              "or run `stay init DIR` for a new directory", path=path)
     root.mkdir(parents=True, exist_ok=True)

@@ -43,6 +43,8 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("stay/_lock.py", "CourseLock._note", "os.open(write)"):
         "the lock holder's pid, for a message only: a cut note reads as 'unknown'",
     ("stay/_lock.py", "CourseLock._note", "os.write"): "the pid note's one write",
+    ("stay/_stored.py", "read_stored", "os.open(write)"):
+        "a read: its flags, in a variable, are O_RDONLY | O_NOFOLLOW | O_NONBLOCK (the scan counts any it cannot see)",
     ("stay/cli.py", "_quiet_stdout", "os.open(write)"): "opens /dev/null, to silence a closed stream; writes no file",
     ("stay/view/_serve.py", "SiteHandler._answer", "shutil.copyfileobj"): "a file streamed to an HTTP client",
     ("stay/pipeline/_estimate.py", "estimate", "shutil.copytree"):
@@ -83,9 +85,17 @@ def _kind(call: ast.Call, aliases: dict[str, str]) -> str | None:
     """The kind of write a call is, or None when it writes no file."""
     name = _dotted(call.func, aliases)
     if name == "os.open":
-        flags = {n.id if isinstance(n, ast.Name) else n.attr for arg in call.args[1:2] for n in ast.walk(arg)
-                 if isinstance(n, ast.Name | ast.Attribute)}
-        return "os.open(write)" if flags & _WRITE_FLAGS else None
+        given = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "flags"),
+                                                             None)
+        if given is None:
+            return None
+        names = [n for n in ast.walk(given) if isinstance(n, ast.Name | ast.Attribute)]
+        flags = {n.id if isinstance(n, ast.Name) else n.attr for n in names}
+        # flags not written out (a variable, a call) could be anything: counted, as open()'s mode is
+        spelled = all((isinstance(n, ast.Attribute) and n.attr.startswith("O_"))
+                      or (isinstance(n, ast.Name) and (n.id == "os" or n.id.startswith("O_"))) for n in names)
+        unknown = not spelled or any(isinstance(n, ast.Call) for n in ast.walk(given))
+        return "os.open(write)" if flags & _WRITE_FLAGS or unknown else None
     if name == "os.fdopen":
         return "os.fdopen(write)" if _writes_mode(call, 1) else None
     if name == "open" or name == "io.open":
@@ -146,6 +156,8 @@ def writes(p, fd, mode):
     open(p, mode)
     p.open("a")
     os.open(p, os.O_WRONLY | os.O_CREAT)
+    os.open(p, mode)
+    os.open(p, flags=os.O_APPEND)
     os.fdopen(fd, "wb")
     os.replace(p, p)
     shutil.copy(p, p)
@@ -157,6 +169,7 @@ def reads(p, fd):
     open(p, "rb")
     p.open()
     os.open(p, os.O_RDONLY)
+    os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     "a".replace("a", "b")
     os.fdopen(fd, "rb")
 """

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -173,3 +175,15 @@ def test_a_link_holding_inits_bytes_is_still_refused(tmp_path: Path) -> None:
     refused = run_stay("init", str(linked))
     assert refused.returncode == 2 and "already exists" in refused.stderr
     assert sorted(path.name for path in linked.iterdir()) == [BRIEF_FILE]
+
+
+def test_with_both_files_taken_the_refusal_names_the_brief_every_run(tmp_path: Path) -> None:
+    for name in (BRIEF_FILE, ".gitignore"):
+        (tmp_path / name).write_text("mine\n")
+    seen = set()
+    for seed in ("1", "2", "3", "4"):  # the order must not hang on the hash seed
+        done = subprocess.run([sys.executable, "-m", "stay", "init", str(tmp_path)], capture_output=True,
+                              text=True, env={**os.environ, "PYTHONHASHSEED": seed}, timeout=120)
+        assert done.returncode == 2
+        seen.add(refusal(done.stderr))
+    assert seen == {refusal(done.stderr)} and str(tmp_path / BRIEF_FILE) in seen.pop()
