@@ -68,15 +68,23 @@ class Waiting:
     current: str | None = field(default=None, repr=False)
     """The file's text now, when the proposal can be kept (what it would replace)."""
 
+    @property
+    def anew(self) -> bool:
+        """Only a new proposal goes on from here: this one is stale, or its file cannot be
+        used (damaged, for another file); not when the whole folder is refused (a link)."""
+        return self.stale or (bool(self.problem) and self.path != PROPOSALS)
+
     def words(self, slug: str) -> tuple[str, ...]:
-        """The command that goes on from here: keep it, or (stale) show a new one."""
-        if self.stale:
+        """The command that goes on from here: keep it, or show a new one (``anew``)."""
+        if self.anew:
             return "revise", slug, self.path, "--note", repr("..."), "--show"
         return "revise", slug, self.path, "--keep"
 
     def line(self, slug: str, hint: Callable[..., str]) -> str:
         """What ``stay status`` says of it, the command in the caller's form (``hint``)."""
         if self.problem:
+            if self.anew:
+                return f"{self.path}: {self.problem}, then show a new one with {hint(*self.words(slug))}"
             return f"{self.path}: {self.problem}"
         said = f"{self.path}: shown with the note {self.note!r}"
         if self.stale:
@@ -101,8 +109,8 @@ def waiting_proposals(state: CourseState) -> tuple[Waiting, ...]:
             continue
         try:
             proposal = read_proposal(root, path)
-        except EnvironmentProblem as exc:
-            found.append(Waiting(path, problem=one_line(str(exc))))
+        except EnvironmentProblem:  # its own words carry a path and a hint too long for a line
+            found.append(Waiting(path, problem=f"{file.relative_to(root).as_posix()} is damaged: delete it"))
             continue
         if proposal is None:
             continue

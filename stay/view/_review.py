@@ -80,7 +80,7 @@ def review_page(root: Path, course: CourseView, validation: Validation, settings
     # a waiting proposal is diffed as _waiting read it: only one that can be kept has texts
     proposed = {w.path: diff_lines(w.path, w.current, w.proposed, ("now", "as proposed"))
                 for w in data.proposals if w.current is not None and w.proposed is not None}
-    go_on = {w.path: _command(root, w.words(root.name)) for w in data.proposals if not w.problem}
+    go_on = {w.path: _command(root, w.words(root.name)) for w in data.proposals if w.anew or not w.problem}
     if data.gate is None:
         return Review(None, None, data, (), {}, {}, capstone, proposed, go_on)
     covered = set(data.covered)

@@ -99,10 +99,11 @@ def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.Pa
     # proposal (`stay revise --show`) waits, so a page nobody needs is not offered
     review = review_page(root, course, validation, settings) if tracked(root) else None
     pending = review.gate if review is not None and review.pending else None
-    waiting = len(review.data.proposals) if review is not None and review.data is not None else 0
+    proposals = review.data.proposals if review is not None and review.data is not None else ()
+    waiting = sum(1 for w in proposals if w.anew or not w.problem)  # a refused folder is no proposal
     common: dict[str, Any] = {
         "course": course, "ledger": ledger, "validation": validation, "links": links,
-        "nav": (*PAGES, REVIEW_PAGE) if pending or waiting else PAGES, "review_pending": pending,
+        "nav": (*PAGES, REVIEW_PAGE) if pending or proposals else PAGES, "review_pending": pending,
         "proposals_waiting": waiting,
         "file_state": lambda loaded: file_state(loaded, ledger, validation),
         "budget": _budget(course), "file_kind": file_kind, "library": library,

@@ -18,6 +18,7 @@ from urllib.parse import quote
 import pytest
 
 import stay
+from stay.cli import main
 from stay.pipeline import revise, status
 from stay.pipeline._thread import PROPOSALS, proposal_file
 from stay.testing import RiggedBackend
@@ -123,29 +124,33 @@ def test_no_proposal_no_line(courses: Path, command: str) -> None:
     assert _listed(done.stdout) == [] and done.stdout.strip()
 
 
-def test_a_damaged_proposal_names_the_call_that_shows_a_new_one_in_the_callers_words(courses: Path) -> None:
+def test_a_damaged_proposal_names_the_call_that_shows_a_new_one_whole_in_the_callers_words(
+        courses: Path, tmp_path: Path) -> None:
+    """The status line of a damaged proposal ends in the whole command that shows a new one
+    (never cut), with the courses directory the caller gave: it runs as printed."""
     import ast
 
-    from stay.errors import EnvironmentProblem
-    from stay.pipeline._thread import read_proposal
-
-    quiz, _text = _shown(courses)
-    root = courses / SLUG
-    proposal_file(root, quiz).write_text("{ not json")
-    with pytest.raises(EnvironmentProblem) as raised:
-        read_proposal(root, quiz)
-    assert raised.value.path == str(proposal_file(root, quiz))
-    (hint,) = re.findall(r"`([^`]+)`", str(raised.value))
+    elsewhere = tmp_path / "a-courses-directory-with-a-long-name-so-that-a-cut-line-would-show"
+    courses.rename(elsewhere)
+    quiz, _text = _shown(elsewhere)
+    proposal_file(elsewhere / SLUG, quiz).write_text("{ not json")
+    (line,) = stay.status(SLUG, courses_dir=elsewhere).proposals
+    assert line.startswith(f"{quiz}: ") and "damaged" in line and "…" not in line
+    (hint,) = re.findall(r"`([^`]+)`", line)
     call = ast.parse(hint).body[0]
     assert isinstance(call, ast.Expr) and isinstance(call.value, ast.Call)
     assert ast.unparse(call.value.func) == "stay.revise"
     given = {kw.arg: ast.literal_eval(kw.value) for kw in call.value.keywords}
     assert [ast.literal_eval(arg) for arg in call.value.args] == [SLUG, [quiz]]
-    assert given == {"note": "...", "show": True, "courses_dir": str(courses)}
-    proposal_file(root, quiz).unlink()  # as the message says: delete it, then show anew with a real note
-    stay.revise(SLUG, [quiz], note=NOTE, show=True, courses_dir=given["courses_dir"], backend=RiggedBackend(),
-                progress=quiet)
-    proposal = read_proposal(root, quiz)
-    assert proposal is not None and proposal.note == NOTE
-    said = run_stay("status", SLUG, "--courses-dir", str(courses))  # the shell is told the shell's words
-    assert "Traceback" not in said.stderr
+    assert given == {"note": "...", "show": True, "courses_dir": str(elsewhere)}
+    said = run_stay("status", SLUG, "--courses-dir", str(elsewhere))
+    assert said.returncode == 0, said.stderr
+    (shell,) = _listed(said.stdout)
+    words = shlex.split(re.findall(r"`([^`]+)`", shell)[0])
+    assert words[:4] == ["stay", "revise", SLUG, quiz] and "--show" in words
+    assert words[words.index("--courses-dir") + 1] == str(elsewhere)
+    proposal_file(elsewhere / SLUG, quiz).unlink()  # as the line says: delete it, then show anew
+    note_at = words.index("--note") + 1
+    assert main([*words[1:note_at], NOTE, *words[note_at + 1:]]) == 0
+    (again,) = stay.status(SLUG, courses_dir=elsewhere).proposals
+    assert "keep it with" in again

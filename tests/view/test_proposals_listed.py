@@ -92,12 +92,15 @@ def test_a_stale_proposal_is_marked_stale_with_no_diff_and_the_command_to_show_a
     assert words[:4] == ["stay", "revise", course.name, TARGET] and "--show" in words and "--keep" not in words
 
 
-def test_a_damaged_proposal_is_named_and_nothing_else_is_shown(course: Path) -> None:
+def test_a_damaged_proposal_is_named_with_the_command_that_shows_a_new_one(course: Path) -> None:
     _show(course, "Shorter module summaries.")
     proposal_file(course, TARGET).write_text("<script>alert(1)</script>")
     section = _section(_review(course))
     assert f"<code>{TARGET}</code> (cannot be read)" in section and "damaged" in section
-    assert "<script>" not in section and _commands(section) == []
+    assert "<script>" not in section and "review-diff" not in section  # nothing of it is shown
+    (command,) = _commands(section)
+    words = shlex.split(command)
+    assert words[:4] == ["stay", "revise", course.name, TARGET] and "--show" in words and "--keep" not in words
 
 
 def test_a_course_past_every_gate_still_lists_its_waiting_proposal(built_course: Path, tmp_path: Path) -> None:
