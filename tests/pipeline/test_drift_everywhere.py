@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -237,3 +239,41 @@ def test_the_evals_session_and_report_hash_the_prompts_as_sent(tmp_path: Path) -
     sent = write_run_report(sends_data, {})["prompts"]["sha256"]
     assert sent[shared] == Prompts.load(ROOT / "prompts").hashes()[shared]
     assert sent[shared] != Prompts.load(prompts).hashes()[shared]
+
+
+def _fails_on(status_page: str) -> int:
+    found = re.search(r'<tr><th>default</th><td class="num">(\d+)</td>', status_page)
+    assert found is not None, "no validation table"
+    return int(found.group(1))
+
+
+def test_the_viewer_told_the_prompts_win_validates_against_the_prompts_copy(courses: Path, tmp_path: Path) -> None:
+    """A banned phrase only the prompts' house style has: FAILs on the page exactly when the prompts' copy wins."""
+    body = next((courses / SLUG / "modules").glob("*/*.md")).read_text(encoding="utf-8")
+    word = next(w for w in re.findall(r"[a-z]{6,}", body) if w not in {"simply", "obviously", "trivially"})
+    prompts = _drifted(tmp_path, HOUSE_FILE, "")
+    house = prompts / "reference" / HOUSE_FILE
+    house.write_text(house.read_text(encoding="utf-8").replace("banned_phrases: [", f"banned_phrases: [{word}, "),
+                     encoding="utf-8")
+    status, _review = _viewed(courses, tmp_path / "prompts-win", prompts, FLAG, "prompts")
+    assert _fails_on(status) > 0 and word in status
+    status, _review = _viewed(courses, tmp_path / "data-wins", prompts, FLAG, "data")
+    assert _fails_on(status) == 0
+
+
+def test_the_review_pages_commands_carry_the_data_from_it_was_derived_with(tmp_path: Path) -> None:
+    """On a drift, a command copied from a page derived with --data-from runs as it is."""
+    import html
+
+    from stay.pipeline import build_course
+
+    courses = tmp_path / "courses"
+    build_course(HTTP, courses_dir=courses, progress=lambda _line: None)  # stops at the design gate
+    prompts = _drifted(tmp_path, SHARED[0])
+    _status, review = _viewed(courses, tmp_path, prompts, FLAG, "data")
+    blocks = re.findall(r'<pre class="command"><code>(.*?)</code></pre>', review, re.DOTALL)
+    commands = [line for block in blocks for line in html.unescape(block).splitlines() if line.strip()]
+    assert commands and all(f"{FLAG} data" in command for command in commands)
+    (approve,) = [c for c in commands if c.startswith("stay approve") and "--decline" not in c]
+    done = run_stay(*shlex.split(approve)[1:], env={"STAY_PROMPTS_DIR": str(prompts)})
+    assert done.returncode == 0, done.stderr
