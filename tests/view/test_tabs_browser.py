@@ -80,10 +80,19 @@ def test_finished_in_one_tab_shows_finished_in_the_other_and_its_toggle_keeps_it
     stored = _stored(b)
     assert stored["finished"] == [LESSON]
     assert stored["exercises"] == [_exercise()]
-    # a reset in another tab (its key removed) shows here as no progress
+    first = _choices()[0]
+    _answer(a, first, _right(first))
+    explanation = b.locator(f"#{first.id} .explanation")
+    explanation.wait_for(timeout=WAIT)
+    # a reset in another tab (its key removed) shows here as no progress: the question open again
     a.evaluate(f"localStorage.removeItem({json.dumps(KEY)})")
     _wait_pressed(b, "false")
     b.wait_for_function("s => !document.querySelector(s).checked", arg=box, timeout=WAIT)
+    explanation.wait_for(state="hidden", timeout=WAIT)
+    assert b.locator(f"#{first.id} input[type=radio]:checked").count() == 0
+    assert b.locator(f"#{first.id} input[type=radio]:disabled").count() == 0
+    _answer(b, first, _wrong(first))  # and can be answered again
+    assert _stored(b)["quiz"] == {first.id: _wrong(first)}
     assert watch.problems == []
 
 

@@ -3,8 +3,9 @@
 // verdict (and why it is wrong), the right option is marked, the explanation opens,
 // and the quiz's score is updated. A short answer shows the model answer only once something is typed.
 // Answers are kept through progress.js (window.stayProgress) and shown again on a
-// reload, and follow what another tab answers. Without this script the page still works: the radio buttons choose, and
-// one "Check your answers" disclosure after the items reveals every answer.
+// reload, and follow what another tab answers or resets. Without this script the page
+// still works: the radio buttons choose, and one "Check your answers" disclosure after
+// the items reveals every answer.
 "use strict";
 (function () {
   var quiz = document.querySelector("section.quiz");
