@@ -7,7 +7,9 @@
 // by a full quota): load() keeps only well-formed entries, within bounds, and treats
 // anything else as no progress; every page applies only the ids it shows. No storage
 // at all (private mode, blocked cookies) means no progress, never an error.
-// Exposes window.stayProgress (load, save, clear, add, remove) for quiz.js.
+// Exposes window.stayProgress (load, save, clear, add, remove, watch) for quiz.js.
+// Every save is made to the value stored at that moment, so two tabs never erase each
+// other's progress, and a lesson page's controls follow what another tab stores.
 "use strict";
 (function () {
   var VERSION = 1;
@@ -65,7 +67,9 @@
     return kept;
   }
 
-  function load(slug) {
+  function read(slug) {
+    // the stored progress; null where a value is stored but damaged (too long, not JSON,
+    // another version), which load() counts as none and a live page leaves unapplied
     var state = empty();
     var store = storage();
     var raw = null;
@@ -75,12 +79,15 @@
     }
     try {
       raw = store.getItem(key(slug));
+      if (raw === null) {
+        return state; // nothing stored: no progress
+      }
       data = typeof raw === "string" && raw.length <= MAX_CHARS ? JSON.parse(raw) : null;
     } catch (e) {
-      return state; // unreadable, or not JSON: no progress
+      return null; // unreadable, or not JSON
     }
     if (!data || typeof data !== "object" || Array.isArray(data) || data.v !== VERSION) {
-      return state;
+      return null;
     }
     state.opened = ids(data.opened);
     state.finished = ids(data.finished);
@@ -88,6 +95,26 @@
     state.quiz = answers(data.quiz);
     state.last = typeof data.last === "string" && PAGE.test(data.last) ? data.last : null;
     return state;
+  }
+
+  function load(slug) {
+    return read(slug) || empty();
+  }
+
+  function watch(slug, apply) {
+    // progress changed in another tab (the event reaches only the other pages of this
+    // origin; a null key is a clear() of the whole storage): apply(state) with what is
+    // stored now, read as load() reads it; a damaged value is not applied, so the page
+    // keeps what it shows rather than forgetting it
+    window.addEventListener("storage", function (event) {
+      if ((event.key !== null && event.key !== key(slug)) || (event.storageArea && event.storageArea !== storage())) {
+        return;
+      }
+      var state = read(slug);
+      if (state) {
+        apply(state);
+      }
+    });
   }
 
   function save(slug, state) {
@@ -238,25 +265,39 @@
       reveal(button);
       show(state.finished.indexOf(lesson) >= 0);
       button.addEventListener("click", function () {
-        var now = load(slug); // another tab, or quiz.js, may have written since
-        var finished = now.finished.indexOf(lesson) < 0;
+        // the change the learner asks for is the one the button shows; it is made to what
+        // is stored now (another tab, or quiz.js, may have written since), never by
+        // writing this page's copy back
+        var finished = button.getAttribute("aria-pressed") !== "true";
+        var now = load(slug);
         (finished ? add : remove)(now.finished, lesson);
         save(slug, now);
         show(finished);
       });
     }
 
+    var boxes = [];
     document.querySelectorAll("input[type=checkbox][data-exercise]").forEach(function (box) {
       var id = box.getAttribute("data-exercise") || "";
       if (!ID.test(id)) {
         return;
       }
+      boxes.push(box);
       reveal(box.closest(".exercise-done") || box);
       box.checked = state.exercises.indexOf(id) >= 0;
       box.addEventListener("change", function () {
         var now = load(slug);
         (box.checked ? add : remove)(now.exercises, id);
         save(slug, now);
+      });
+    });
+
+    watch(slug, function (now) {
+      if (button) {
+        show(now.finished.indexOf(lesson) >= 0);
+      }
+      boxes.forEach(function (box) {
+        box.checked = now.exercises.indexOf(box.getAttribute("data-exercise") || "") >= 0;
       });
     });
   }
@@ -272,7 +313,7 @@
     });
   }
 
-  window.stayProgress = {load: load, save: save, clear: clear, add: add, remove: remove};
+  window.stayProgress = {load: load, save: save, clear: clear, add: add, remove: remove, watch: watch};
 
   document.querySelectorAll(".lesson-progress[data-course]").forEach(lessonPage);
   document.querySelectorAll("button.reset-progress[data-course]").forEach(resetButton);

@@ -3,8 +3,9 @@
 // verdict (and why it is wrong), the right option is marked, the explanation opens,
 // and the quiz's score is updated. A short answer shows the model answer only once something is typed.
 // Answers are kept through progress.js (window.stayProgress) and shown again on a
-// reload. Without this script the page still works: the radio buttons choose, and
-// one "Check your answers" disclosure after the items reveals every answer.
+// reload, and follow what another tab answers or resets. Without this script the page
+// still works: the radio buttons choose, and one "Check your answers" disclosure after
+// the items reveals every answer.
 "use strict";
 (function () {
   var quiz = document.querySelector("section.quiz");
@@ -81,6 +82,20 @@
     return true;
   }
 
+  function unanswer(item) {
+    // progress reset in another tab: the question is open again, as on a first visit
+    item.querySelectorAll("fieldset.options li.option").forEach(function (option) {
+      var input = option.querySelector("input");
+      input.checked = false;
+      input.disabled = false;
+      option.classList.remove("chosen", "is-correct");
+    });
+    item.querySelectorAll(".verdict, .right-answer, .model-answer, .explanation").forEach(function (element) {
+      element.hidden = true;
+    });
+    item.classList.remove("answered", "answered-right");
+  }
+
   function tally() {
     if (!score) {
       return;
@@ -103,9 +118,13 @@
   }
 
   var kept = stored();
+  var readies = []; // each item's ready(): its button follows the item's state
+  function own(answers, id) {
+    return Object.prototype.hasOwnProperty.call(answers, id) ? answers[id] : null;
+  }
   items.forEach(function (item) {
     var id = item.getAttribute("data-item");
-    var answer = Object.prototype.hasOwnProperty.call(kept, id) ? kept[id] : null;
+    var answer = own(kept, id);
     if (item.querySelector("fieldset.options")) {
       if (typeof answer === "number") {
         answerChoice(item, answer);
@@ -123,6 +142,7 @@
       function ready() {
         check.disabled = item.classList.contains("answered") || choice() < 0;
       }
+      readies.push(ready);
       ready();
       item.addEventListener("change", ready);
       check.addEventListener("click", function () {
@@ -147,6 +167,7 @@
     function ready() {
       button.disabled = !field.value.trim();
     }
+    readies.push(ready);
     ready();
     field.addEventListener("input", ready);
     button.addEventListener("click", function () {
@@ -157,4 +178,30 @@
     });
   });
   tally();
+
+  // answered in another tab: shown here too, so this page never asks (and stores) again;
+  // a reset there opens the questions here
+  if (progress && slug && progress.watch) {
+    progress.watch(slug, function (state) {
+      items.forEach(function (item) {
+        var answer = own(state.quiz, item.getAttribute("data-item"));
+        var choice = !!item.querySelector("fieldset.options");
+        if (answer === null) {
+          if (item.classList.contains("answered")) {
+            unanswer(item); // an unanswered item keeps the choice being made here
+          }
+        } else if (!item.classList.contains("answered")) {
+          if (choice && typeof answer === "number") {
+            answerChoice(item, answer);
+          } else if (!choice && typeof answer === "string") {
+            answerShort(item, answer);
+          }
+        }
+      });
+      readies.forEach(function (ready) {
+        ready();
+      });
+      tally();
+    });
+  }
 }());
