@@ -8,32 +8,19 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
 from stay.pipeline import _answered, approve
 from stay.pipeline._waiting import LINE_CHARS
-from tests.view.test_review import EPOCH, _review, _stopped
-
-
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-
-
-@pytest.fixture(scope="module")
-def stopped(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _stopped(tmp_path_factory.mktemp("not-kept"))
+from tests.view.test_review import _offline, _review, at_design, design_copy  # noqa: F401  (fixtures)
 
 
 @pytest.fixture
-def course(stopped: Path, tmp_path: Path) -> Path:
-    target = tmp_path / "courses" / stopped.name
-    shutil.copytree(stopped, target)
-    return target
+def course(design_copy: Path) -> Path:  # noqa: F811  (the imported fixture, by its name here)
+    """A private copy of the course stopped at the design gate."""
+    return design_copy
 
 
 def _gates(course: Path) -> dict[str, dict[str, object]]:

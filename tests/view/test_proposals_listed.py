@@ -22,28 +22,16 @@ from stay.pipeline._thread import proposal_file
 from stay.testing import RiggedBackend
 from stay.view import build_site
 from tests.view.conftest import quiet
-from tests.view.test_review import EPOCH, _commands, _review, _stopped
+from tests.view.test_review import _commands, _offline, _review, at_design, design_copy  # noqa: F401  (fixtures)
 
 TARGET = "curriculum.yaml"
 """A file of the design gate's own phase: the course waits at that gate."""
 
 
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-
-
-@pytest.fixture(scope="module")
-def stopped(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _stopped(tmp_path_factory.mktemp("proposals"))
-
-
 @pytest.fixture
-def course(stopped: Path, tmp_path: Path) -> Path:
-    target = tmp_path / "courses" / stopped.name
-    shutil.copytree(stopped, target)
-    return target
+def course(design_copy: Path) -> Path:  # noqa: F811  (the imported fixture, by its name here)
+    """A private copy of the course stopped at the design gate."""
+    return design_copy
 
 
 def _show(course: Path, note: str) -> str:
