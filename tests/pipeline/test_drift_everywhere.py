@@ -216,7 +216,7 @@ def test_the_viewer_derives_statuses_when_told_which_copy_wins(
     status, review = _viewed(courses, tmp_path, prompts, FLAG, wins)
     assert "differs from" not in status and "statuses cannot be derived" not in status
     assert "differs from" not in review and "cannot be read" not in review
-    assert "course.yaml" in status  # the statuses themselves are listed
+    assert '<table class="statuses">' in status and "<td><code>audience.yaml</code></td>" in status  # derived
 
 
 def test_the_evals_session_and_report_hash_the_prompts_as_sent(tmp_path: Path) -> None:
