@@ -15,6 +15,7 @@ import os
 import shutil
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -93,6 +94,21 @@ class Watch:
         page.on("response", lambda r: r.status >= 400 and self.problems.append(f"HTTP {r.status}: {r.url}"))
         page.on("request", lambda r: (not r.url.startswith(self.base) and not r.url.startswith("data:")
                                       and self.problems.append(f"fetched from outside: {r.url}")))
+
+
+@contextmanager
+def watched_context(browser: Any, base: str, pages: int = 1) -> Iterator[tuple[list[Any], Watch]]:
+    """A fresh browser context (its own, empty localStorage) at a desktop width, with
+    ``pages`` pages (tabs), each watched for what goes wrong; closed afterwards."""
+    context = browser.new_context(viewport={"width": 1000, "height": 800})
+    try:
+        watch = Watch(base)
+        opened = [context.new_page() for _ in range(pages)]
+        for page in opened:
+            watch.attach(page)
+        yield opened, watch
+    finally:
+        context.close()
 
 
 def crawl(browser: Any, base: str) -> tuple[dict[str, set[str]], list[tuple[str, str]], list[str]]:

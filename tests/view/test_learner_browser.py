@@ -17,7 +17,7 @@ import pytest
 import stay.artefacts as artefacts
 from stay.view._load import load_course
 from tests.conftest import SAMPLE
-from tests.view.test_browser import Watch, browser, sample_site, screenshot, serve  # noqa: F401
+from tests.view.test_browser import Watch, browser, sample_site, screenshot, serve, watched_context  # noqa: F401
 
 SLUG = SAMPLE.name
 KEY = f"stay:progress:{SLUG}"
@@ -53,12 +53,8 @@ def _lessons() -> list[str]:
 def site(browser: Any, serve: Any, sample_site: Path) -> Iterator[tuple[Any, str, Watch]]:  # noqa: F811
     """A fresh browser context (its own, empty localStorage) on the sample, watched."""
     base = serve(sample_site)
-    context = browser.new_context(viewport={"width": 1000, "height": 800})
-    page = context.new_page()
-    watch = Watch(base)
-    watch.attach(page)
-    yield page, base, watch
-    context.close()
+    with watched_context(browser, base) as ([page], watch):
+        yield page, base, watch
 
 
 def _answer(page: Any, item: artefacts.QuizItem, option: int) -> None:

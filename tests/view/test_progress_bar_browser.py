@@ -21,7 +21,7 @@ import pytest
 import stay.view
 from tests.view.sites import LIBRARY, library_lessons
 from tests.view.test_a11y_browser import RUN_AXE, WCAG21_AA, axe_source  # noqa: F401  (its fixture)
-from tests.view.test_browser import Watch, browser, serve  # noqa: F401  (the module's fixtures)
+from tests.view.test_browser import Watch, browser, serve, watched_context  # noqa: F401  (the module's fixtures)
 
 COURSES = library_lessons()
 """slug -> (title, lesson ids), in the listing's order (by slug)."""
@@ -58,12 +58,8 @@ def seed(page: Any) -> None:
 def listing(browser: Any, serve: Any, rendered_sites: Path) -> Iterator[tuple[Any, str, Watch]]:  # noqa: F811
     """A fresh context (its own, empty localStorage) on the library's site, watched."""
     base = serve(rendered_sites / LIBRARY)
-    context = browser.new_context(viewport={"width": 1000, "height": 800})
-    page = context.new_page()
-    watch = Watch(base)
-    watch.attach(page)
-    yield page, base, watch
-    context.close()
+    with watched_context(browser, base) as ([page], watch):
+        yield page, base, watch
 
 
 def bars(page: Any) -> dict[str, dict[str, Any]]:

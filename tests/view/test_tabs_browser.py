@@ -18,7 +18,7 @@ import pytest
 
 import stay.artefacts as artefacts
 from tests.conftest import SAMPLE
-from tests.view.test_browser import Watch, browser, serve  # noqa: F401  (the module's fixtures)
+from tests.view.test_browser import Watch, browser, serve, watched_context  # noqa: F401  (the module's fixtures)
 from tests.view.test_learner_browser import _answer, _choices, _lessons, _right, _wrong
 
 KEY = f"stay:progress:{SAMPLE.name}"
@@ -36,16 +36,10 @@ def _exercise() -> str:
 def tabs(browser: Any, serve: Any, rendered_sites: Path) -> Iterator[tuple[Any, Any, str, Watch]]:  # noqa: F811
     """Tabs A and B of one fresh context, both on the sample's first lesson, both watched."""
     base = serve(rendered_sites / "sample")
-    context = browser.new_context(viewport={"width": 1000, "height": 800})
-    watch = Watch(base)
-    pages = []
-    for _ in range(2):
-        page = context.new_page()
-        watch.attach(page)
-        page.goto(f"{base}{LESSON}.html")
-        pages.append(page)
-    yield pages[0], pages[1], base, watch
-    context.close()
+    with watched_context(browser, base, pages=2) as (pages, watch):
+        for page in pages:
+            page.goto(f"{base}{LESSON}.html")
+        yield pages[0], pages[1], base, watch
 
 
 def _stored(page: Any) -> Any:
