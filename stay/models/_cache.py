@@ -10,8 +10,8 @@ Every paid token is reported once, in the run that uses the answer: a live answe
 usage comes back from the call that paid it; an answer a Message Batch paid for is
 stored unreported, and the first run to use it reports its usage at the batch price.
 
-An answer that fails the check of whoever asked (the schema, then the stage's own
-checks) is rejected: taken out of the cache into ``rejected/`` beside it, with the
+An answer that fails the check of whoever asked (the schema, the stage's own checks,
+then the validator on the file it was written to) is rejected: taken out of the cache into ``rejected/`` beside it, with the
 reason, for diagnosis only. Nothing reads an answer back from there, so the next run
 asks the model again instead of failing the same way forever, and a replay misses,
 saying so. Live and batch answers take the same path: each is stored when it arrives

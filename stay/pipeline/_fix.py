@@ -150,15 +150,17 @@ def check_written(fixer: Fixer, cancelled: threading.Event, paths: Sequence[str]
     ``BuildResult.unresolved``) and returned."""
     if not paths or cancelled.is_set():
         return ()
-    config, report = fixer.config, fixer.report
+    config, report, reject = fixer.config, fixer.report, fixer.again.model.reject_failed
     found = defects_in(config.root, config.settings, paths, fails_only=True)
     if found:
+        reject(by_path(found), paths)
         for path, defects in by_path(found).items():
             codes = ", ".join(sorted({d.code for d in defects}))
             report.say(f"  {path}: {plural(len(defects), 'FAIL')} at the write ({codes}); asking once more "
                        "with the defects and the file")
             fix(fixer, path, defects)
         found = defects_in(config.root, config.settings, paths, fails_only=True)
+        reject(by_path(found), paths)
         for path, defects in by_path(found).items():
             report.say(f"  {path}: {plural(len(defects), 'FAIL')} {'remains' if len(defects) == 1 else 'remain'} "
                        f"({', '.join(sorted({d.code for d in defects}))}); the gate lists them")

@@ -15,9 +15,10 @@ import json
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 from stay._secrets import redact, redact_data
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from stay.pipeline._reporter import Reporter
     from stay.pipeline._run import Tally
     from stay.pipeline._trace import Tracer
+    from stay.validate import Defect
 
 
 @dataclass
@@ -60,6 +62,9 @@ class ModelGateway:
     """A Gauge during the wave (stay.pipeline._wave); a no-op elsewhere."""
     tracer: Tracer | None = None
     cap: CostCap | None = None
+    answered: dict[str, tuple[ModelRequest, str]] = field(default_factory=dict)
+    """A request's ``artefact`` (its file, or its module's files as a pattern) -> the request,
+    and model, whose answer this run last parsed into it: what ``reject_failed`` rejects."""
 
     def produce(self, request: ModelRequest, parse: Callable[[ModelAnswer], list[Artefact]]) -> list[Artefact]:
         """Ask, and parse the answer into artefacts. An answer that does not fit its
@@ -77,12 +82,28 @@ class ModelGateway:
         rejected where the backend keeps answers (the request cache), so no rerun or
         replay is served it again: "ask again" means the model is asked."""
         answer = self.ask(request)
+        model = self.settings.model(request.role)
         try:
-            return parse(answer)
+            made = parse(answer)
         except AnswerError as exc:
             if isinstance(self.backend, Rejecting):
-                self.backend.reject(request, self.settings.model(request.role), str(exc))
+                self.backend.reject(request, model, str(exc))
             raise
+        self.answered[request.artefact] = (request, model)
+        return made
+
+    def reject_failed(self, failed: Mapping[str, Collection[Defect]], written: Collection[str]) -> None:
+        """The validator's check of files this run wrote (``written``): the answer a file in
+        ``failed`` was written from is rejected where the backend keeps answers, as a schema
+        misfit is (``checked``), so no rerun, repair or replay is served it again."""
+        if not isinstance(self.backend, Rejecting):
+            return
+        for path, defects in failed.items():
+            for artefact in [a for a in self.answered if path in written and defects and fnmatchcase(path, a)]:
+                request, model = self.answered.pop(artefact)
+                codes = ", ".join(sorted({d.code for d in defects}))
+                self.backend.reject(request, model, f"the validator found {codes} in {path}, the file it was "
+                                                    "written to")
 
     def ask(self, request: ModelRequest) -> ModelAnswer:
         """One model call, under the model-call cap and the cost cap, counted and priced."""

@@ -27,7 +27,7 @@ from stay.errors import BriefRejected, CourseNotFound, ModelUnavailable, Pipelin
 from stay.pipeline._checks import course_report
 from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._dag import Dag
-from stay.pipeline._fix import Fixer, check_written
+from stay.pipeline._fix import Fixer, by_path, check_written
 from stay.pipeline._gates import ask, record, summary
 from stay.pipeline._gateway import ModelGateway
 from stay.pipeline._graph import assemble
@@ -45,6 +45,7 @@ from stay.pipeline._run import RunConfig, Tally, Walk, Writer
 from stay.pipeline._state import CourseState, load_manifest
 from stay.pipeline._wave import wave_of
 from stay.stages import Stage
+from stay.validate import Severity
 
 Node = Mapping[str, Any]
 """A graph node's attributes, as a handler that names ``node`` is given them."""
@@ -297,8 +298,10 @@ def land_manifest(config: RunConfig, report: Reporter, ledger: CourseState, tall
     tally.projected = len(tally.written)
 
 
-def validate(config: RunConfig, report: Reporter, tally: Tally) -> None:
+def validate(config: RunConfig, model: ModelGateway, report: Reporter, tally: Tally) -> None:
+    """Validate the course; the answers of files this run wrote that hold a FAIL are rejected."""
     found = tally.validation = course_report(config.root, config.settings)
+    model.reject_failed(by_path([d for d in found.defects if d.severity == Severity.FAIL]), set(tally.written))
     report.say(f"validate: {found.fails} FAIL, {found.warns} WARN, {plural(found.checks, 'check')}")
 
 

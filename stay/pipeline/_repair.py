@@ -131,7 +131,12 @@ def repair_course(fixer: Fixer) -> RepairReport:
         changes = [fix(fixer, path, todo[path]) for path in sorted(todo)]
         report = course_report(config.root, config.settings)  # the run's house style, as the validate node's
         router = Router.of(config, reader)
-        after = sum(1 for d in report.defects if router.route(d) not in (None, *kept))
+        routed: dict[str, list[Defect]] = {}
+        for defect in report.defects:
+            routed.setdefault(router.route(defect) or "", []).append(defect)
+        after = sum(len(found) for target, found in routed.items() if target not in ("", *kept))
+        # an answer whose file still holds what it was asked to fix is never served again
+        fixer.again.model.reject_failed(routed, {change.path for change in changes if change is not None})
         rounds.append(RepairRound(before, after, tuple(sorted(todo)), tuple(c for c in changes if c is not None)))
         if after >= before:
             stop = STOP_NO_REDUCTION

@@ -5,7 +5,9 @@ finishes. For every stage, not just the plan's."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,13 +15,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import stay.pipeline._runner
-from stay.errors import EXIT_REFUSED, AnswerError, ReplayMiss
-from stay.models import ModelAnswer, ModelRequest, OfflineBackend
-from stay.pipeline import build_course
+from stay.errors import EXIT_REFUSED, AnswerError, PipelineError, ReplayMiss
+from stay.models import CachedBackend, ModelAnswer, ModelRequest, OfflineBackend, RequestCache
+from stay.pipeline import build_course, run_command
+from stay.pipeline._gateway import ModelGateway
+from stay.pipeline._reporter import Reporter
+from stay.pipeline._run import Tally
+from stay.settings import Settings
 from stay.stages import REGISTRY
+from stay.testing import DEFECTS, RiggedBackend
+from stay.validate import Defect, Severity
 from tests.conftest import run_stay
+from tests.models.helpers import audience_request
 from tests.parity.harness import reference_report
 from tests.pipeline.test_build import HTTP, quiet
 
@@ -120,3 +131,93 @@ def test_the_command_line_says_ask_again_in_one_line_and_the_rerun_finishes(
     assert again.returncode == 0, again.stderr
     strict = run_stay("validate", "--strict", str(tmp_path / "how-http-requests-travel"))
     assert strict.returncode == 0 and strict.stdout.endswith("0 FAIL, 0 WARN\n"), strict.stdout
+
+
+# -- an answer whose file fails the validator is rejected too -------------------------------
+
+
+@pytest.fixture
+def _rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("STAY_REPAIR_ROUNDS", raising=False)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")
+
+
+@pytest.mark.usefixtures("_rounds")
+def test_a_repair_answer_the_validator_still_fails_is_asked_again_by_the_next_repair(tmp_path: Path) -> None:
+    # every answer of the content stage is damaged, repairs included: repair stops with no reduction
+    first = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=RiggedBackend(defects={"banned-phrase": None}),
+                         cache=True, progress=quiet)
+    assert first.repair is not None and first.repair.stop == "a round reduced no count"
+    damaged = first.repair.rounds[-1].regenerated
+    good = RiggedBackend()  # the backend answers well now: the repair must ask it, not the cache
+    again = run_command("repair", first.slug, courses_dir=tmp_path, backend=good, cache=True, progress=quiet)
+    assert good.calls.get("content", 0) == len(damaged) and again.calls == len(damaged)
+    assert again.repair is not None and again.repair.stop == "nothing remains"
+    assert [(r.actionable_before, r.actionable_after) for r in again.repair.rounds] == [(len(damaged), 0)]
+
+
+@pytest.mark.usefixtures("_rounds")
+@pytest.mark.parametrize("defect", sorted(DEFECTS))
+def test_no_answer_whose_file_failed_the_validator_is_served_to_a_build_from_its_cache(
+        tmp_path: Path, defect: str) -> None:
+    """Every defect the rigged backend can inject, in every answer of its stage (the first,
+    the check at the write's, repair's): a build from the same cache, with a backend that
+    now answers well, asks that stage again rather than being served what failed."""
+    with contextlib.suppress(PipelineError):  # a FAIL in a gated file stops the build at its gate
+        build_course(HTTP, courses_dir=tmp_path / "a", yes=True, backend=RiggedBackend(defects={defect: None}),
+                     cache=True, progress=quiet)
+    runs = tmp_path / "b" / "how-http-requests-travel" / ".runs"
+    shutil.copytree(tmp_path / "a" / "how-http-requests-travel" / ".runs" / "cache", runs / "cache")
+    good = RiggedBackend()
+    again = build_course(HTTP, courses_dir=tmp_path / "b", yes=True, backend=good, cache=True, progress=quiet)
+    assert again.complete and good.calls.get(DEFECTS[defect], 0) > 0
+    summary = reference_report(again.course_dir, strict=True)["summary"]
+    assert (summary["fail"], summary["warn"]) == (0, 0), summary
+
+
+@dataclass
+class _Numbered:
+    """A backend whose every answer is a new one (numbered), so that a served answer is told apart."""
+
+    name: str = "numbered"
+    asked: int = 0
+
+    def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
+        self.asked += 1
+        return ModelAnswer(data={"n": self.asked}, model=model)
+
+    def screen(self, text: str) -> str | None:
+        return None
+
+
+FILES = ("audience.yaml", "modules/01-a/l1.md", "modules/02-b/l2.md", "modules/02-b/l3.md")
+PATTERNS = ("audience.yaml", "modules/01-a/l1.md", "modules/02-b/*.md", "modules/02-b/*.md")
+"""Each file, and the request ``artefact`` its answer comes from: two files of their own,
+and a module's two, which one module-scope call answers."""
+
+
+@settings(max_examples=80, deadline=None)
+@given(steps=st.lists(st.tuples(st.booleans(), st.integers(0, len(FILES) - 1)), max_size=30))
+def test_the_cache_never_serves_an_answer_whose_file_failed(tmp_path_factory: pytest.TempPathFactory,
+                                                             steps: list[tuple[bool, int]]) -> None:
+    """Against a model of the cache (request -> the answer it holds): asking is served the
+    answer held, else asks the backend; a file the validator fails takes the answer it was
+    written from out of the cache, so no answer that failed is ever served again."""
+    inner = _Numbered()
+    gateway = ModelGateway(CachedBackend(inner, RequestCache(tmp_path_factory.mktemp("cache"))), Settings(),
+                           Tally(), Reporter(quiet))
+    base = audience_request()
+    held: dict[str, int] = {}
+    failed: set[int] = set()
+    for ask, index in steps:
+        path, pattern = FILES[index], PATTERNS[index]
+        if ask:
+            before = inner.asked
+            (answer,) = gateway.produce(base.model_copy(update={"artefact": pattern}), lambda a: [a.data["n"]])
+            assert answer not in failed
+            assert answer == held[pattern] if pattern in held else inner.asked == before + 1
+            held[pattern] = answer
+        else:
+            gateway.reject_failed({path: [Defect(path, "les009", "-", "banned", Severity.FAIL, "content")]}, {path})
+            if pattern in held:
+                failed.add(held.pop(pattern))
