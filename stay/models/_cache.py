@@ -11,12 +11,12 @@ usage comes back from the call that paid it; an answer a Message Batch paid for 
 stored unreported, and the first run to use it reports its usage at the batch price.
 
 An answer that fails the check of whoever asked (the schema, the stage's own checks,
-then the validator on the file it was written to) is rejected: taken out of the cache into ``rejected/`` beside it, with the
-reason, for diagnosis only. Nothing reads an answer back from there, so the next run
-asks the model again instead of failing the same way forever, and a replay misses,
-saying so. Live and batch answers take the same path: each is stored when it arrives
-(a paid answer survives a crash before its check) and leaves the cache the moment its
-check fails, before the asking run goes on.
+then the validator on the file it was written to) is rejected: taken out of the cache
+into ``rejected/`` beside it, with the reason, for diagnosis only. Nothing reads an
+answer back from there, so the next run asks the model again instead of failing the same
+way forever, and a replay misses, saying so. Live and batch answers take the same path:
+each is stored when it arrives (a paid answer survives a crash before its check) and
+leaves the cache the moment its check fails, before the asking run goes on.
 
 A request whose answer was cut off at ``max_tokens`` has the room its retry was given
 recorded (``rooms/``, through ``stay.models._room``) before that retry is sent, so a run
