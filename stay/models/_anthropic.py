@@ -391,10 +391,11 @@ class AnthropicBackend:
         more = self._more_room(message, budget, model)
         if more is None:
             return None
-        spent = usage_of(message, where)  # the cut-off reply was billed too: it is counted with the retry's
+        spent = usage_of(message, where)  # the cut-off reply was billed too: counted as its own call,
         params = request_params(request, model, thinking, answer_tokens=more.answer)
         needs_room(more.answer)  # recorded before the cap may stop the run: a rerun starts there
-        hold_more(params, _billed(message, request, False, budget))
+        if hold_more(params, _billed(message, request, False, budget)):  # or, no gateway, with the retry's
+            spent = Usage()
         self.progress(f"  {where}: the answer was cut off at max_tokens={budget.max_tokens}; asking once more "
                       f"with {more.answer} tokens for the answer (set STAY_ANSWER_TOKENS to start there)")
         return params, more, spent

@@ -2,13 +2,13 @@
 
 The gateway holds one request's worst case against the run's cost cap before it asks the
 backend (``stay.pipeline._gateway``). A backend that sends a second billed request for
-the same call (the Claude backend's retry of an answer cut off at ``max_tokens``, with
-more room) tells ``hold_more`` first, with the parameters it is about to send and the
-reply already paid: the gateway holds that request's own worst case too, or raises
-``CostCapReached`` (having counted the paid reply) so it is never sent. A backend whose
-first request goes out with more room than the gateway held for (the room an earlier
-run's cut-off answer needed) tells ``hold_instead`` first: that worst case takes the
-first one's place.
+the same call (a retry of an answer cut off at ``max_tokens``, with more room; a
+JSON-mode answer asked again) tells ``hold_more`` first, with the parameters it is about
+to send and the reply already paid: the gateway counts that reply at once, as a call of
+its own, and holds the next request's own worst case too, or raises ``CostCapReached``
+so it is never sent. A backend whose first request goes out with more room than the
+gateway held for (the room an earlier run's cut-off answer needed) tells
+``hold_instead`` first: that worst case takes the first one's place.
 
 A context variable, not an argument: the hook belongs to the one call the gateway is
 making in this thread, and it must reach the backend through whatever wraps it (the
@@ -25,9 +25,10 @@ from typing import Any
 
 from stay.requests import ModelAnswer
 
-HoldMore = Callable[[dict[str, Any], ModelAnswer | None], None]
+HoldMore = Callable[[dict[str, Any], ModelAnswer | None], bool | None]
 """Told (the request's parameters as they will be sent, the reply already paid for or None
-when it cannot be read); returns once the request is held, or raises ``CostCapReached``."""
+when it cannot be read); returns once the request is held, or raises ``CostCapReached``:
+True when it has counted the paid reply (then the backend leaves it out of the answer's usage)."""
 
 HoldInstead = Callable[[dict[str, Any]], None]
 """Told the parameters the call's first request will be sent with in place of those the
@@ -49,11 +50,12 @@ def holding(hold: HoldMore, instead: HoldInstead | None = None) -> Iterator[None
         _HOLD.reset(token)
 
 
-def hold_more(params: dict[str, Any], paid: ModelAnswer | None) -> None:
-    """Before a further billed request of the current call: hold it, or stop here."""
+def hold_more(params: dict[str, Any], paid: ModelAnswer | None) -> bool:
+    """Before a further billed request of the current call: hold it, or stop here. True
+    when ``paid`` was counted, as a call of its own: the answer's usage must leave it out;
+    False (no gateway around: a library caller) when the answer's usage must include it."""
     hooks = _HOLD.get()
-    if hooks is not None:
-        hooks[0](params, paid)
+    return hooks is not None and bool(hooks[0](params, paid))
 
 
 def hold_instead(params: dict[str, Any]) -> None:

@@ -28,11 +28,13 @@ from urllib.parse import urlparse
 from stay import _secrets
 from stay.errors import AnswerError, ModelError, ModelUnavailable, RefusalError, StayError, TruncationError, UsageError
 from stay.models._anthropic import RETRY_AFTER_CAP, AnthropicBackend, _Deadline, _Failure
+from stay.models._hold import hold_more
 from stay.models._openai_schema import Read, malformed, parsed, read_completion, request_params
 from stay.models._prices import PRICES, Price
 from stay.models._roles import OUTPUT_LIMIT
 from stay.models._screen import Screening, screen_request, verdict
 from stay.models._wire import one_line, redact, request_id_of, retry_after, retryable_status
+from stay.models._wire import request_params as messages_params
 from stay.requests import ROLES, ModelAnswer, ModelRequest, Role, Usage
 from stay.settings import DEFAULT_MODELS as CLAUDE_MODELS
 from stay.settings import Settings
@@ -186,7 +188,9 @@ class OpenAIBackend:
             raise answer
         self.progress(f"  {where}: the answer was cut off at max_completion_tokens={room}; asking once more "
                       f"with {more} tokens for the answer (set STAY_ANSWER_TOKENS to start there)")
-        spent = answer.billed.usage if isinstance(answer.billed, ModelAnswer) else Usage()
+        paid = answer.billed if isinstance(answer.billed, ModelAnswer) else None
+        counted = hold_more(messages_params(request, model, answer_tokens=more), paid)  # held, as Claude's retry
+        spent = paid.usage if paid is not None and not counted else Usage()
         retried = self._answered(request, model, more, where)
         if isinstance(retried, ModelAnswer):
             return retried.model_copy(update={"usage": spent + retried.usage})
@@ -233,6 +237,8 @@ class OpenAIBackend:
                 return answer
             spent = answer.usage
         self.progress(f"  {where}: the JSON-mode answer does not fit its schema; asking once more")
+        if hold_more(messages_params(request, model, answer_tokens=room), read.answer):  # counted on its own
+            spent = Usage()
         params = request_params(request, model, answer_tokens=room, json_only=True)
         params["messages"].append({"role": "user", "content": "Your previous answer did not fit the schema: "
                                    + "; ".join(problems[:10]) + ". Answer again, with the whole JSON object."})

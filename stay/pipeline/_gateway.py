@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from stay._secrets import redact, redact_data
 from stay.artefacts import Artefact
-from stay.errors import AnswerError, CostCapReached, ModelError, UsageError
+from stay.errors import AnswerError, CostCapReached, ModelError, TruncationError, UsageError
 from stay.models import (
     SCREEN_STAGE,
     SCREENING,
@@ -128,38 +128,45 @@ class ModelGateway:
 
     @contextmanager
     def _held(self, request: ModelRequest, model: str) -> Iterator[None]:
-        """Under a cost cap: the call's worst case held before it is made, and the worst case
-        of every further request its backend sends (``stay.models.hold_more``: a retry with
-        more room) before that is sent, and a first request sent with more room than held for
-        (the room an earlier run's cut-off needed: ``hold_instead``) held in the first one's
-        place; all let go only once the answer's real price is in the tally, so the two are
-        never both missing at once. Taken once a slot is, so calls waiting for one hold nothing."""
+        """The call made inside is told (``stay.models.hold_more``) of every further request
+        its backend sends (a retry with more room, a JSON-mode answer asked again), and of
+        the reply before it that was paid for: that reply is counted at once, as the call it
+        was (whatever then becomes of the next). Under a cost cap, the call's worst case is
+        held before it is made, a further request's before that is sent (the paid reply's
+        hold let go, its real price now in the tally), and a first request sent with more
+        room than held for (the room an earlier run's cut-off needed: ``hold_instead``) held
+        in the first one's place; all let go only once the answer's real price is in the
+        tally, so the two are never both missing at once. Taken once a slot is, so calls
+        waiting for one hold nothing."""
         cap = self.cap
-        if cap is None:
-            yield
-            return
         where = f"{request.stage} ({request.artefact})"
-        holds = [cap.hold(worst_case(request, model, self.settings, cap.prices), where, model, self.tally)]
+        holds = [] if cap is None else [cap.hold(worst_case(request, model, self.settings, cap.prices), where,
+                                                 model, self.tally)]
 
-        def more(params: dict[str, Any], paid: ModelAnswer | None) -> None:
-            try:
-                again = f"asking {where} again with more room (its answer was cut off at max_tokens: paid, counted)"
+        def more(params: dict[str, Any], paid: ModelAnswer | None) -> bool:
+            cut = paid is None or paid.stop_reason in CUT_OFF
+            if paid is not None:  # paid for and not the answer: counted now, as the call it was
+                self.account(request, paid, error=(TruncationError if cut else AnswerError).__name__)
+                if cap is not None and holds:
+                    cap.release(holds.pop(0))
+            if cap is not None:
+                again = (f"asking {where} again with more room (its answer was cut off at max_tokens: paid, counted)"
+                         if cut else f"asking {where} again (its answer did not fit its schema: paid, counted)")
                 holds.append(cap.hold(worst_of(params, cap.prices), again, model, self.tally))
-            except CostCapReached:
-                if paid is not None:  # the cut-off reply was paid for: counted before the run stops
-                    self.account(request, paid, error=CostCapReached.__name__)
-                raise
+            return paid is not None
 
         def instead(params: dict[str, Any]) -> None:
-            roomier = f"asking {where} with more room (an earlier run's answer to it was cut off at max_tokens)"
-            holds[0] = cap.hold(worst_of(params, cap.prices), roomier, model, self.tally, replacing=holds[0])
+            if cap is not None:
+                roomier = f"asking {where} with more room (an earlier run's answer to it was cut off at max_tokens)"
+                holds[0] = cap.hold(worst_of(params, cap.prices), roomier, model, self.tally, replacing=holds[0])
 
         try:
             with holding(more, instead):
                 yield
         finally:
-            for held in holds:
-                cap.release(held)
+            if cap is not None:
+                for held in holds:
+                    cap.release(held)
 
     def _asked(self, request: ModelRequest, model: str) -> ModelAnswer:
         start = time.perf_counter()
@@ -188,6 +195,9 @@ class ModelGateway:
             self.tracer.call(request, answer, seconds, error)
         self.tally.add_call(request.stage, answer, prices_of(self.backend))
 
+
+CUT_OFF = frozenset({"max_tokens", "length"})
+"""The stop reasons of a reply cut off at its room: the Messages API's, Chat Completions'."""
 
 CHARS_PER_TOKEN = 4
 """How a worst case counts a request's input: one token per 4 characters of the request

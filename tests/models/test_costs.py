@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from stay._display import plural
 from stay.errors import EXIT_REFUSED, RefusalError, TruncationError
 from stay.models import BATCH_DISCOUNT, DEFAULT_MODELS, PRICES, SCREENING, AnthropicBackend, Usage, cost, describe_cost
 from stay.models._prices import US_INFERENCE
@@ -18,7 +19,7 @@ from stay.pipeline import build_course, spent_of
 from stay.stages import STAGES
 from tests.conftest import run_stay
 from tests.expected import calls, curriculum_of
-from tests.models.fake_api import FakeMessagesAPI, answer_for, is_stage, message, reply, stage_of
+from tests.models.fake_api import FakeMessagesAPI, RateLimited, answer_for, is_stage, message, reply, stage_of
 from tests.models.helpers import HTTP, KEY, backend, quiet
 
 MILLION = Usage(input_tokens=1_000_000, output_tokens=1_000_000, cache_creation_input_tokens=1_000_000,
@@ -177,17 +178,52 @@ def test_a_refused_or_cut_off_call_is_counted_priced_and_traced(
     paid = sum((Usage(**b.usage) for b in billed), Usage())
     spent = spent_of(raised.value)
     assert spent is not None
-    assert spent.calls_by_stage[FAILING] == 1 and spent.usage_by_stage[FAILING] == paid  # every reply, one call
+    # every billed reply is a call of its own: the API answered each (a cut-off asked again with more room too)
+    assert spent.calls_by_stage[FAILING] == len(billed) and spent.usage_by_stage[FAILING] == paid
     assert spent.cost_by_stage[FAILING] == pytest.approx(sum(cost(b.model, Usage(**b.usage)) for b in billed))
-    retried = len(billed) - 1  # asking again with more room is part of the same call
-    assert spent.calls == len(api.requests) + len(api.screens) - retried  # every reply that came, counted
+    assert spent.calls == len(api.requests) + len(api.screens)  # every reply that came, counted
     trace = next((tmp_path / curriculum_slug() / ".runs" / "traces").glob("*.jsonl")).read_text()
     calls = [c for line in trace.splitlines() for c in json.loads(line).get("calls", [])]
     failed = [c for c in calls if c["stage"] == FAILING]
-    assert len(failed) == 1 and failed[0]["error"] == error.__name__
-    assert failed[0]["input_tokens"] == paid.input_tokens and failed[0]["output_tokens"] == paid.output_tokens
-    assert failed[0]["cost_usd"] == pytest.approx(cost(billed[0].model, paid))
+    assert len(failed) == len(billed) and {c["error"] for c in failed} == {error.__name__}
+    assert [(c["input_tokens"], c["output_tokens"]) for c in failed] == [
+        (b.usage["input_tokens"], b.usage["output_tokens"]) for b in billed]
+    assert math.fsum(c["cost_usd"] for c in failed) == pytest.approx(cost(billed[0].model, paid))
     assert all("error" not in c for c in calls if c["stage"] != FAILING)  # only a failed call says one
+
+
+def _usage_of(api: FakeMessagesAPI) -> tuple[int, int]:
+    """The replies the fake billed (screens included) and their output tokens."""
+    usages = [*api.screen_usage, *(b.usage for b in api.accounting.billed)]
+    return len(usages), sum(u["output_tokens"] for u in usages)
+
+
+@pytest.mark.parametrize("retry", ["answered", "refused"])
+def test_a_cut_off_reply_asked_again_with_more_room_is_a_call_in_the_usage_line(tmp_path: Path, retry: str) -> None:
+    """The API answers and bills a reply cut off at max_tokens, then its retry with more room
+    is answered (or refused: the spend limit, which is not retried): every reply billed is a
+    call in the run's usage line and its stage's, as the bill counts them."""
+    cut: list[str] = []
+
+    def once(body: dict[str, object]) -> str | None:  # the failing stage's first answer only
+        if stage_of(body) != FAILING or cut:
+            return None
+        cut.append(FAILING)
+        if retry == "refused":
+            api.faults.append(RateLimited(spend_limit=True))
+        return "max_tokens"
+
+    with FakeMessagesAPI(stop=once) as api:
+        done = run_stay("new", str(HTTP), "--courses-dir", str(tmp_path),
+                        env={"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": KEY})
+    assert cut and "was cut off at max_tokens" in done.stderr, done.stderr
+    assert done.returncode == (EXIT_REFUSED if retry == "refused" else 0), done.stderr
+    replies, output = _usage_of(api)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("usage:")]
+    assert lines and lines[0].startswith(f"usage: {replies} calls;") and f" {output} output tokens" in lines[0], lines
+    billed = sum(b.stage == FAILING for b in api.accounting.billed)  # the cut-off reply, and an answered retry
+    assert billed == (2 if retry == "answered" else 1), billed
+    assert any(line.startswith(f"usage: {FAILING}: {plural(billed, 'call')};") for line in lines), lines
 
 
 def curriculum_slug() -> str:
@@ -322,7 +358,7 @@ def test_a_cut_off_screen_is_counted_though_the_build_stops(tmp_path: Path) -> N
                      progress=quiet)
     spent = spent_of(raised.value)
     assert spent is not None and len(api.screens) == 2 and not api.requests  # asked again with more room
-    assert spent.calls_by_stage == {"moderation": 1}
+    assert spent.calls_by_stage == {"moderation": len(api.screens)}  # each billed reply is a call
     # each reply spends its whole room, thinking included: both are counted, all of each
     rooms = sum(body["max_tokens"] for body in api.screens)
     assert spent.usage_by_stage["moderation"].output_tokens == rooms

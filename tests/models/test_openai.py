@@ -295,3 +295,44 @@ def test_an_answer_and_a_refused_call_name_their_x_request_id() -> None:
         with pytest.raises(ModelError) as refused:
             chosen.complete(audience_request(), "fake-model")
     assert str(refused.value).endswith(f"; x-request-id {fake.request_ids[-1]}")
+
+
+@pytest.mark.parametrize("retry", ["answered", "capped", "unavailable", "json-mode"])
+def test_a_cut_off_reply_is_a_call_of_its_own_and_its_retry_is_held_against_the_cost_cap(retry: str) -> None:
+    """Through the run's gateway, as a build asks: the cut-off reply is counted as the call
+    it was (its tokens, its price) before its retry is sent, whatever becomes of the retry
+    (answered; never sent, as the cap the first ask just fits has no room for it; failed),
+    and the retry is held against the cap as Claude's is. So is a JSON-mode answer that
+    did not fit its schema, asked again."""
+    from stay.errors import CostCapReached
+    from stay.pipeline._gateway import ModelGateway, cost_cap, worst_case
+    from stay.pipeline._reporter import Reporter
+    from stay.pipeline._run import Tally
+    from tests.models.helpers import quiet
+
+    model = "gpt-6.2-sol"  # the one OpenAI id with a price row
+    request = audience_request()
+    settings = Settings(models=dict.fromkeys(Settings().models, model), answer_tokens=3000)
+    failing: list[Any] = [Status(503)] * 2 if retry == "unavailable" else []
+    faults = [None, "malformed"] if retry == "json-mode" else ["length", *failing]
+    with FakeOpenAI(models=(model,), faults=faults, json_schema=retry != "json-mode") as fake:
+        chosen = OpenAIBackend(base_url=fake.url, models=dict(settings.models), answer_tokens=3000, max_retries=1,
+                               sleep=lambda _s: None, progress=quiet)
+        first = worst_case(request, model, settings, chosen.prices)  # the first ask's worst case
+        assert first is not None
+        settings = settings.replace(max_cost=first if retry == "capped" else None)
+        tally = Tally()
+        gateway = ModelGateway(chosen, settings, tally, Reporter(quiet), cap=cost_cap(settings, chosen.prices))
+        errors = {"capped": CostCapReached, "unavailable": ModelUnavailable}
+        if retry in errors:
+            with pytest.raises(errors[retry]):
+                gateway.ask(request)
+        else:
+            gateway.ask(request)
+    rooms = [b["max_completion_tokens"] for b in fake.bodies]
+    assert rooms == {"capped": [3000], "json-mode": [3000] * 3}.get(retry, [3000, *[6000] * max(1, len(failing))])
+    assert tally.calls == len(fake.usages) > 0  # every reply the server billed is a call
+    assert tally.usage.output_tokens == sum(u["completion_tokens"] for u in fake.usages)
+    prompt = tally.usage.input_tokens + tally.usage.cache_read_input_tokens + tally.usage.cache_creation_input_tokens
+    assert prompt == sum(u["prompt_tokens"] for u in fake.usages)
+    assert tally.cost > 0 and not tally.unpriced and (retry != "capped" or tally.cost <= first)  # within the cap
