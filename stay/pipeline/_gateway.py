@@ -99,7 +99,9 @@ class ModelGateway:
         if not isinstance(self.backend, Rejecting):
             return
         for path, defects in failed.items():
-            for artefact in [a for a in self.answered if path in written and defects and fnmatchcase(path, a)]:
+            if path not in written or not defects:
+                continue
+            for artefact in [a for a in self.answered if fnmatchcase(path, a)]:  # a module's call: a pattern
                 request, model = self.answered.pop(artefact)
                 codes = ", ".join(sorted({d.code for d in defects}))
                 self.backend.reject(request, model, f"the validator found {codes} in {path}, the file it was "
