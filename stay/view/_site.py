@@ -91,7 +91,8 @@ def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.Pa
     root = Path(course_dir)
     if not root.is_dir():
         raise missing_course(root)
-    settings = None if data_from is None and backend is None else Settings.from_env(data_from=data_from, backend=backend)
+    chosen = data_from is not None or backend is not None
+    settings = Settings.from_env(data_from=data_from, backend=backend) if chosen else None
     house = Path(data_dir) if data_dir is not None else _house(settings)  # one resolution, for both reads
     course = load_course(root, house)
     ledger = read_ledger(root, settings)
