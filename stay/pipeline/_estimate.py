@@ -31,8 +31,9 @@ all:
 
 ``--backend`` (``Settings.backend``) prices the build that backend would make: its models
 (``with_backend_models``) at its own price table (``Backend.prices``): a call to a model it
-has no price for is "unknown", never $0. Another backend than Claude's (or offline, priced
-as Claude) is sent no thinking but a Claude model's, and its input is counted by characters.
+has no price for is "unknown", never $0. A backend other than Claude's is sent no thinking
+(only a Claude model thinks), its input is counted as characters/4, and the low end bills
+it no cache write; offline is priced as the Claude build it stands in for.
 
 Repair rounds are counted in none of them: an offline build passes the validator, so
 none is recorded, and how many a real model needs is not foreseeable (each costs about
@@ -107,10 +108,11 @@ more items than the offline answer has: the offline structure is what the estima
 counts, so only the prose is scaled."""
 
 TRUNCATION_MARGIN = 2.0
-"""How much longer than expected an answer is allowed before the high end counts its retry:
-a call is likely cut off, and its retry counted, when twice its expected answer passes the
-answer's room. The realistic fake's answers stay within this of the expected (a lesson in
-house style's band, prose at most ``prose_factor`` times the offline answer's)."""
+"""A call is likely cut off, and the high end counts its retry, when this many times its
+expected answer (or its offline one, if longer) passes the answer's room. Twice is past
+what house style lets a lesson run (``prose.max_words_per_minute`` is 1.7 times the middle
+the expected end takes) and past the sample's longest prose (2.25 times the offline
+answer's, against the expected end's ``PROSE_FACTOR``)."""
 
 THINKING_SHARE = 0.25
 """The share of its thinking room a thinking call is expected to use, for the expected end.
@@ -247,7 +249,7 @@ def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.Pa
     ``batch``: priced as ``stay build --batch`` would be (the module docstring)."""
     # the copy of the shared data the build would read prices the lessons too (``_words_per_minute``)
     chosen = reconciled_settings(settings or Settings.from_env())
-    claude = chosen.chosen_backend in ("offline", "anthropic")  # offline is priced as the Claude build it stands for
+    claude, prices = chosen.chosen_backend in ("offline", "anthropic"), PRICES
     if not claude:
         backend = default_backend(chosen, lambda _line: None)
         chosen, prices = with_backend_models(chosen, backend), prices_of(backend)
@@ -257,10 +259,10 @@ def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.Pa
     try:
         if not isinstance(target, Brief) and not Path(target).is_file():  # a slug: rebuild a copy of it
             where = Path(courses_dir) / os.fspath(target)
-            rooms = RequestCache(where / ".runs" / "cache") if claude else None
             if not (where / "course.yaml").is_file():  # said here, or the error would name the scratch copy
                 raise UsageError(f"there is no course '{os.fspath(target)}' in {os.fspath(courses_dir)} and no "
                                  f"brief file {os.fspath(target)}; give a brief YAML file or a course's slug")
+            rooms = RequestCache(where / ".runs" / "cache") if claude else None  # what the Claude backend reads
             # the runs' logs and request cache stay behind: an offline build reads neither
             shutil.copytree(where, scratch / where.name, ignore=shutil.ignore_patterns(".runs"))
         run_command("build", target, courses_dir=scratch, yes=True, settings=chosen, backend=recorder,
@@ -271,7 +273,7 @@ def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.Pa
     pace = _words_per_minute(chosen)
     calls = [_call(request, model, screen, chosen, counter, pace, rooms) for request, model, screen in recorder.calls]
     return _priced(calls, "the token-counting endpoint" if counter is not None else "characters/4", batch,
-                   PRICES if claude else prices, claude)
+                   prices, claude)
 
 
 def _words_per_minute(settings: Settings) -> float:
