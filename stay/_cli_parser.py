@@ -169,8 +169,8 @@ def _parser() -> argparse.ArgumentParser:
     evals_parser(sub)
     return parser
 
-JUDGED_HELP = ("judge the files against this backend's models (default: $STAY_BACKEND, else the backend and "
-               "models the course was last built with, as its ledger records them)")
+JUDGED_HELP = ("judge the files against this backend's models (default: the backend and models the course's "
+               "ledger records it was last built with, unless $STAY_BACKEND names another)")
 ANSWER_TOKENS_HELP = ("every answer's room in tokens, thinking on top (default: STAY_ANSWER_TOKENS, else each "
                       "stage's own); a cut-off answer is asked once more with twice the room")
 
