@@ -250,6 +250,8 @@ def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.Pa
     # the copy of the shared data the build would read prices the lessons too (``_words_per_minute``)
     chosen = reconciled_settings(settings or Settings.from_env())
     claude, prices = chosen.chosen_backend in ("offline", "anthropic"), PRICES
+    if batch and not claude:  # as a build refuses it
+        raise UsageError("--batch needs the anthropic backend (Message Batches are an API feature)")
     if not claude:
         backend = default_backend(chosen, lambda _line: None)
         chosen, prices = with_backend_models(chosen, backend), prices_of(backend)

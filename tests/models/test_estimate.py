@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from stay.errors import EXIT_USAGE, ModelError, exit_code
+from stay.errors import EXIT_USAGE, ModelError, UsageError, exit_code
 from stay.models import PRICES, SCREEN_STAGE, THINKING, AnthropicBackend, Usage, cost
 from stay.pipeline import BuildResult, Estimate, build_course, estimate
 from stay.settings import Settings
@@ -279,6 +279,8 @@ def test_an_openai_estimate_prices_openais_model_and_holds_what_its_build_costs(
     assert "thinking" not in json.dumps(fake.bodies) and result.cost is not None
     assert len(fake.bodies) == sum(s.calls for s in guess.stages)  # the screen's call too
     assert guess.low is not None and guess.high is not None and guess.low <= result.cost <= guess.high
+    with pytest.raises(UsageError, match=r"^--batch needs the anthropic backend"):  # as the build refuses it
+        estimate(HTTP, courses_dir=tmp_path, settings=Settings(backend="openai"), batch=True)
 
 
 def test_an_estimate_for_a_model_with_no_price_says_unknown_for_every_stage_never_0(tmp_path: Path) -> None:
