@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
+from stay._backend_names import JUDGED_HELP
 from stay.errors import UsageError  # errors imports nothing: --help stays cheap
 
 BACKEND_HELP = ("an installed backend (stay --version lists them); default: $STAY_BACKEND, else anthropic when "
@@ -169,8 +170,6 @@ def _parser() -> argparse.ArgumentParser:
     evals_parser(sub)
     return parser
 
-JUDGED_HELP = ("judge the files against this backend's models (default: the backend and models the course's "
-               "ledger records it was last built with, unless $STAY_BACKEND names another)")
 ANSWER_TOKENS_HELP = ("every answer's room in tokens, thinking on top (default: STAY_ANSWER_TOKENS, else each "
                       "stage's own); a cut-off answer is asked once more with twice the room")
 
