@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 BackendName = str
 """A backend's name: an entry point of the ``stay.backends`` group (``registered_backends``)."""
+JUDGED_HELP = ("judge the files against this backend's models (default: the backend and models the course's "
+               "ledger records it was last built with, unless $STAY_BACKEND names another)")
+"""``--backend``'s help on a command that judges a course's files (status, approve, adopt, view)."""
 BACKEND_GROUP = "stay.backends"
 BUILTIN_BACKENDS: Mapping[str, str] = {
     "offline": "stay.models._offline:make",

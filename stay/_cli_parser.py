@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
+from stay._backend_names import JUDGED_HELP
 from stay.errors import UsageError  # errors imports nothing: --help stays cheap
 
 BACKEND_HELP = ("an installed backend (stay --version lists them); default: $STAY_BACKEND, else anthropic when "
@@ -129,10 +130,12 @@ def _parser() -> argparse.ArgumentParser:
     approve.add_argument("gate", metavar="GATE", help="the gate to answer, named as its gate page names it")
     approve.add_argument("--decline", action="store_true")
     approve.add_argument("--note", default="")
+    approve.add_argument("--backend", choices=backends, help=JUDGED_HELP)
     for name, text in (("status", "what is missing, current, stale or edited, and why"),
                        ("adopt", "rebuild the hash ledger from the files of a course written elsewhere")):
         command = sub.add_parser(name, parents=[common], help=text)
         command.add_argument("slug")
+        command.add_argument("--backend", choices=backends, help=JUDGED_HELP)
     estimate = sub.add_parser("estimate", parents=[common],
                               help="the calls a build would make and their cost range, made offline")
     estimate.add_argument("target", metavar="BRIEF-or-SLUG",
@@ -140,6 +143,8 @@ def _parser() -> argparse.ArgumentParser:
                                "(a rebuild: only what is missing or stale)")
     estimate.add_argument("--batch", action="store_true",
                           help="price the wave as `stay build --batch` sends it (one Message Batch, half price)")
+    estimate.add_argument("--backend", choices=backends, help="price the build this backend would make: its "
+                          "models and its price table (a model it has no price for: unknown); " + BACKEND_HELP)
     watch = sub.add_parser("watch",
                            help="validate a course on every save; print only the defects made and fixed",
                            description="Watch a course's files (the optional extra: pip install -e '.[watch]'). "

@@ -8,6 +8,7 @@ Split from ``stay.pipeline._runner`` (which imports these by name, so a test tha
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from stay.models import AnthropicBackend, ModelClient, OfflineBackend, backend_from
 from stay.pipeline._progress import Progress, default_progress
@@ -36,6 +37,22 @@ def with_backend_models(settings: Settings, backend: ModelClient) -> Settings:
     if not unset:
         return settings
     return settings.replace(models={**settings.models, **{role: own[role] for role in unset}})
+
+
+def judged_by(settings: Settings, built: Mapping[str, Any]) -> tuple[Settings, str]:
+    """What a command that reads a course without building it (status, approve, adopt, the
+    viewer) judges its files by, and that backend's name: the backend and models its ledger
+    records it was last built with (``built``, hashes.json's), for each role no setting
+    names, unless the settings name another backend (``--backend``, ``STAY_BACKEND``),
+    whose models are then resolved as a build resolves them (``with_backend_models``)."""
+    recorded, models = built.get("backend"), built.get("models")
+    if isinstance(recorded, str) and isinstance(models, Mapping) and settings.backend in (None, recorded):
+        kept = {role: model for role, model in models.items() if role in settings.models and isinstance(model, str)
+                and model.strip() and settings.models[role] == DEFAULT_MODELS[role]}
+        return settings.replace(models={**settings.models, **kept}), recorded
+    if settings.chosen_backend in ("offline", "anthropic"):
+        return settings, settings.chosen_backend
+    return with_backend_models(settings, default_backend(settings)), settings.chosen_backend
 
 
 def announce(settings: Settings, backend: ModelClient, say: Progress) -> None:

@@ -20,10 +20,11 @@ from stay._words import command_hint, did_you_mean, no_course
 from stay.artefacts import Curriculum, load
 from stay.briefs import check_curriculum_size, course_dir
 from stay.errors import CourseNotFound, EnvironmentProblem, PipelineError, StayError, UsageError
+from stay.pipeline._backend_choice import judged_by
 from stay.pipeline._checks import defects_in
 from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._gate_decl import GATE_NAMES, earlier
-from stay.pipeline._ledger import GATES, RETIRED, Sources, State, Status, read_ledger
+from stay.pipeline._ledger import GATES, RETIRED, Sources, State, Status, built_with, read_ledger
 from stay.pipeline._progress import print_progress
 from stay.pipeline._retire_copy import retired_place
 from stay.pipeline._shared_data import reconciled, reconciled_settings
@@ -42,8 +43,8 @@ def open_course_named(slug: str, courses_dir: str | os.PathLike[str], settings: 
         if not (root / "course.yaml").is_file():
             raise CourseNotFound(no_course(slug, courses_dir), path=root)
         prompts, chosen = reconciled(Prompts.load(chosen.prompts_dir, tuple(stages)), chosen)
-        sources = Sources(prompts, chosen.models, tuple(stages))
-        return open_course(root, sources, chosen, tuple(stages))
+        chosen, backend = judged_by(chosen, built_with(root))
+        return open_course(root, Sources(prompts, chosen.models, tuple(stages), backend), chosen, tuple(stages))
     except StayError:  # a stay error that is an OSError too (BriefNotFound) says its own fix
         raise
     except OSError as exc:
@@ -202,7 +203,8 @@ def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
         chosen = settings or Settings.from_env()
         stages = tuple(REGISTRY)
         prompts, chosen = reconciled(Prompts.load(chosen.prompts_dir, stages), chosen)
-        state = open_course(root, Sources(prompts, chosen.models, stages), chosen, stages)
+        chosen, backend = judged_by(chosen, built_with(root))
+        state = open_course(root, Sources(prompts, chosen.models, stages, backend), chosen, stages)
         state.hash_once()
         state.adopt()
         state.project_statuses(load_manifest(state.root))

@@ -21,10 +21,19 @@ all:
 - *low*, a floor: each answer the size of the offline answer with no thinking, and every
   cache prefix (keyed on the model and the text up to the breakpoint: the most any keying
   rule could share) read from the second call on;
-- *high*, a ceiling: every answer at its full ``max_tokens`` (thinking included) and every
-  cacheable prefix written, none read, and then the one automatic retry of a cut-off answer
-  (``AnthropicBackend._more_room``: twice the answer's room, up to ``OUTPUT_LIMIT``) at its
-  full ``max_tokens`` too.
+- *high*, a ceiling: every answer at the full ``max_tokens`` it is sent with (thinking
+  included; a rebuild's request the course's request cache knows an earlier answer to was
+  cut off, at the room its retry was given, as the Claude backend sends it: ``_room``) and
+  every cacheable prefix written, none read; and, only for a call whose answer is likely cut
+  off (its expected answer more than ``1 / TRUNCATION_MARGIN`` of the answer's room), the
+  one automatic retry (twice the answer's room, up to ``OUTPUT_LIMIT``) at its full
+  ``max_tokens`` too.
+
+``--backend`` (``Settings.backend``) prices the build that backend would make: its models
+(``with_backend_models``) at its own price table (``Backend.prices``): a call to a model it
+has no price for is "unknown", never $0. A backend other than Claude's is sent no thinking
+(only a Claude model thinks), its input is counted as characters/4, and the low end bills
+it no cache write; offline is priced as the Claude build it stands in for.
 
 Repair rounds are counted in none of them: an offline build passes the validator, so
 none is recorded, and how many a real model needs is not foreseeable (each costs about
@@ -42,14 +51,14 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from stay._display import plural
 from stay.artefacts import Brief, LessonContent
-from stay.errors import ModelUnavailable, UsageError
+from stay.errors import ModelError, ModelUnavailable, UsageError
 from stay.models import (
     OUTPUT_LIMIT,
     PRICES,
@@ -57,14 +66,18 @@ from stay.models import (
     THINKING,
     AnthropicBackend,
     OfflineBackend,
+    Price,
+    RequestCache,
     Screening,
     backend_from,
     cost,
     describe_cost,
     prefix_keys,
+    prices_of,
     request_params,
     screen_request,
 )
+from stay.pipeline._backend_choice import default_backend, with_backend_models
 from stay.pipeline._runner import run_command
 from stay.pipeline._shared_data import reconciled_settings
 from stay.requests import ModelAnswer, ModelRequest, Usage
@@ -93,6 +106,13 @@ offline build's design files for the same brief (audience 1.5, curriculum 1.35, 
 2.0, assessment 2.25, plans 1.7). Its quizzes and exercises run about 5 times, but with
 more items than the offline answer has: the offline structure is what the estimate
 counts, so only the prose is scaled."""
+
+TRUNCATION_MARGIN = 2.0
+"""A call is likely cut off, and the high end counts its retry, when this many times its
+expected answer (or its offline one, if longer) passes the answer's room. Twice is past
+what house style lets a lesson run (``prose.max_words_per_minute`` is 1.7 times the middle
+the expected end takes) and past the sample's longest prose (2.25 times the offline
+answer's, against the expected end's ``PROSE_FACTOR``)."""
 
 THINKING_SHARE = 0.25
 """The share of its thinking room a thinking call is expected to use, for the expected end.
@@ -139,7 +159,8 @@ class Call:
     expected_output: int = 0
     """A real model's answer and thinking, in tokens (``TOKENS_PER_WORD``, ``PROSE_FACTOR``, ``THINKING_SHARE``)."""
     retry_tokens: int = 0
-    """The ``max_tokens`` of the one automatic retry of a cut-off answer (0: no room for one)."""
+    """The ``max_tokens`` of the one automatic retry of an answer likely cut off (0: none
+    likely, or no room for one)."""
     wave: bool = False
     """A wave stage's call: the calls ``--batch`` sends through a Message Batch."""
 
@@ -160,6 +181,8 @@ class StageEstimate:
     expected_output: int = 0
     expected_read: int = 0
     """Input tokens the expected end reads from the cache (the API's keying)."""
+    retries: int = 0
+    """Calls whose answer is likely cut off: the high end counts their one retry."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +209,7 @@ class Estimate:
 
     def lines(self) -> list[str]:
         priced = "at the batch price for the wave" if self.batch else "at the live price"
+        retried = sum(s.retries for s in self.stages)
         said = [f"estimate: {plural(sum(s.calls for s in self.stages), 'call')}, "
                 f"expected {_dollars(self.expected, self.unpriced)} "
                 f"(range {_range(self.low, self.high, self.unpriced)}), {priced}",
@@ -196,7 +220,8 @@ class Estimate:
                         f"{_dollars(s.expected, self.unpriced)} ({_range(s.low, s.high, self.unpriced)})")
         said.append("expected: answers at a real model's length, a quarter of the thinking room, the cache as the "
                     "API keys it; low: offline-sized answers, no thinking, every prefix shared; high: no cache read, "
-                    "every answer at max_tokens and once more at twice the room; repairs not counted; "
+                    "every answer at the max_tokens it is sent with, and once more at twice the room where it is "
+                    f"likely cut off ({plural(retried, 'call')}); repairs not counted; "
                     f"input tokens by {self.counted_by}")
         return said
 
@@ -224,24 +249,33 @@ def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.Pa
     ``batch``: priced as ``stay build --batch`` would be (the module docstring)."""
     # the copy of the shared data the build would read prices the lessons too (``_words_per_minute``)
     chosen = reconciled_settings(settings or Settings.from_env())
+    claude, prices = chosen.chosen_backend in ("offline", "anthropic"), PRICES
+    if batch and not claude:  # as a build refuses it
+        raise UsageError("--batch needs the anthropic backend (Message Batches are an API feature)")
+    if not claude:
+        backend = default_backend(chosen, lambda _line: None)
+        chosen, prices = with_backend_models(chosen, backend), prices_of(backend)
     recorder = _Recorder(screen_model=chosen.model("analysis"))
     scratch = Path(tempfile.mkdtemp(prefix="stay-estimate-"))
+    rooms = None
     try:
         if not isinstance(target, Brief) and not Path(target).is_file():  # a slug: rebuild a copy of it
             where = Path(courses_dir) / os.fspath(target)
             if not (where / "course.yaml").is_file():  # said here, or the error would name the scratch copy
                 raise UsageError(f"there is no course '{os.fspath(target)}' in {os.fspath(courses_dir)} and no "
                                  f"brief file {os.fspath(target)}; give a brief YAML file or a course's slug")
+            rooms = RequestCache(where / ".runs" / "cache") if claude else None  # what the Claude backend reads
             # the runs' logs and request cache stay behind: an offline build reads neither
             shutil.copytree(where, scratch / where.name, ignore=shutil.ignore_patterns(".runs"))
         run_command("build", target, courses_dir=scratch, yes=True, settings=chosen, backend=recorder,
                     progress=lambda _line: None)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    counter = _counter(chosen)
+    counter = _counter(chosen) if claude else None
     pace = _words_per_minute(chosen)
-    calls = [_call(request, model, screen, chosen, counter, pace) for request, model, screen in recorder.calls]
-    return _priced(calls, "the token-counting endpoint" if counter is not None else "characters/4", batch)
+    calls = [_call(request, model, screen, chosen, counter, pace, rooms) for request, model, screen in recorder.calls]
+    return _priced(calls, "the token-counting endpoint" if counter is not None else "characters/4", batch,
+                   prices, claude)
 
 
 def _words_per_minute(settings: Settings) -> float:
@@ -268,7 +302,7 @@ def _counted(counter: AnthropicBackend, params: dict[str, Any], role: str) -> in
 
     fields = {k: params[k] for k in ("model", "system", "messages", "output_config", "thinking") if k in params}
     try:
-        return int(counter.client.messages.count_tokens(**fields).input_tokens)
+        counted = getattr(counter.client.messages.count_tokens(**fields), "input_tokens", None)
     except anthropic.APIStatusError as exc:
         raise UsageError(f"the token-counting endpoint answered {exc.status_code} for model {params['model']}: "
                          f"check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) and STAY_MODEL_{role.upper()}; "
@@ -276,6 +310,10 @@ def _counted(counter: AnthropicBackend, params: dict[str, Any], role: str) -> in
     except anthropic.APIConnectionError:
         raise ModelUnavailable("the token-counting endpoint did not answer; run again, or unset "
                                "ANTHROPIC_API_KEY to estimate by characters/4") from None
+    if isinstance(counted, bool) or not isinstance(counted, int) or counted < 0:
+        raise ModelError(f"the token-counting endpoint answered no count of input_tokens for model {params['model']} "
+                         f"({str(counted)[:40]}); run again, or unset ANTHROPIC_API_KEY to estimate by characters/4")
+    return counted
 
 
 def _texts(params: dict[str, Any]) -> list[tuple[str, bool]]:
@@ -286,9 +324,14 @@ def _texts(params: dict[str, Any]) -> list[tuple[str, bool]]:
 
 
 def _call(request: ModelRequest, model: str, screen: bool, settings: Settings,
-          counter: AnthropicBackend | None, pace: float) -> Call:
+          counter: AnthropicBackend | None, pace: float, rooms: RequestCache | None = None) -> Call:
     thinking = SCREENING if screen else THINKING.get(request.role)
     params = request_params(request, model, thinking, answer_tokens=settings.answer_tokens)
+    think = params["max_tokens"] - (settings.answer_tokens or request.max_tokens) if "thinking" in params else 0
+    known = rooms.room(request, model) if rooms is not None and not screen else None
+    if known is not None and min(known, OUTPUT_LIMIT - think) > params["max_tokens"] - think:
+        # an earlier run's answer was cut off: the Claude backend asks at its retry's room at once
+        params = request_params(request, model, thinking, answer_tokens=min(known, OUTPUT_LIMIT - think))
     texts = _texts(params)
     sizes = [max(1, len(text) // CHARS_PER_TOKEN) for text, _mark in texts]
     counted = sum(sizes)
@@ -310,14 +353,15 @@ def _call(request: ModelRequest, model: str, screen: bool, settings: Settings,
     # (a reason's length is the model's to choose: the low end takes the shortest)
     answer = {"flagged": False, "reason": ""} if screen else OfflineBackend().answer(request)
     room = int(params["max_tokens"])
-    think = room - (settings.answer_tokens or request.max_tokens) if "thinking" in params else 0
     answer_room = room - think
     retry = min(2 * answer_room, OUTPUT_LIMIT - think)
+    typical = max(1, len(json.dumps(answer)) // CHARS_PER_TOKEN)
+    expected = _expected_answer(request, screen, pace)
+    likely = TRUNCATION_MARGIN * max(expected, typical) > answer_room  # its retry is counted in the high end
     return Call(stage=request.stage, model=model, input_tokens=counted, prefixes=prefixes,
-                max_tokens=room, typical_output=max(1, len(json.dumps(answer)) // CHARS_PER_TOKEN),
-                artefact=request.artefact, scoped=scoped,
-                expected_output=_expected_answer(request, screen, pace) + round(THINKING_SHARE * think),
-                retry_tokens=think + retry if retry > answer_room else 0,
+                max_tokens=room, typical_output=typical, artefact=request.artefact, scoped=scoped,
+                expected_output=expected + round(THINKING_SHARE * think),
+                retry_tokens=think + retry if likely and retry > answer_room else 0,
                 wave=not screen and request.stage in STAGES and STAGES[request.stage].phase == "wave")
 
 
@@ -346,7 +390,8 @@ def _strings(data: Any) -> list[str]:
     return []
 
 
-def _priced(calls: Sequence[Call], counted_by: str, batch: bool = False) -> Estimate:
+def _priced(calls: Sequence[Call], counted_by: str, batch: bool = False,
+            prices: Mapping[str, Price] = PRICES, claude: bool = True) -> Estimate:
     """Each stage's calls priced expected, low and high, in the pipeline's order: the
     screen, then the stages as declared, each stage's calls by the file they write. Not the
     order the build asked them in: a wave's calls run concurrently, and their order (which
@@ -371,7 +416,8 @@ def _priced(calls: Sequence[Call], counted_by: str, batch: bool = False) -> Esti
         reads = min(max((size for key, size in call.scoped if key in written), default=0), scoped)
         written.update(key for key, _size in call.scoped)
         reading[call.stage] = reading.get(call.stage, 0) + reads
-        cheap = Usage(input_tokens=call.input_tokens - cached, cache_creation_input_tokens=cached - read,
+        wrote = cached - read if claude else 0  # another server may bill no cache write (OpenAI's automatic cache)
+        cheap = Usage(input_tokens=call.input_tokens - read - wrote, cache_creation_input_tokens=wrote,
                       cache_read_input_tokens=read, output_tokens=call.typical_output)
         likely = Usage(input_tokens=call.input_tokens - scoped, cache_creation_input_tokens=scoped - reads,
                        cache_read_input_tokens=reads, output_tokens=call.expected_output)
@@ -380,20 +426,22 @@ def _priced(calls: Sequence[Call], counted_by: str, batch: bool = False) -> Esti
         again = Usage(input_tokens=call.input_tokens - cached, cache_creation_input_tokens=cached,
                       output_tokens=call.retry_tokens)
         batched = batch and call.wave
-        worst = _add(cost(call.model, dear), cost(call.model, again) if call.retry_tokens else 0.0)
+        worst = _add(cost(call.model, dear, prices=prices),
+                     cost(call.model, again, prices=prices) if call.retry_tokens else 0.0)
         if batched:  # an entry with no usable answer is asked again live, at the full price
-            worst = _add(worst, cost(call.model, dear, batch=True))
-        low[call.stage] = _add(low.get(call.stage, 0.0), cost(call.model, cheap, batch=batched))
-        expected[call.stage] = _add(expected.get(call.stage, 0.0), cost(call.model, likely, batch=batched))
+            worst = _add(worst, cost(call.model, dear, batch=True, prices=prices))
+        low[call.stage] = _add(low.get(call.stage, 0.0), cost(call.model, cheap, batch=batched, prices=prices))
+        expected[call.stage] = _add(expected.get(call.stage, 0.0),
+                                    cost(call.model, likely, batch=batched, prices=prices))
         high[call.stage] = _add(high.get(call.stage, 0.0), worst)
     stages = tuple(StageEstimate(stage, calls=len(made), input_tokens=sum(c.input_tokens for c in made),
                                  max_output=sum(c.max_tokens for c in made),
                                  typical_output=sum(c.typical_output for c in made),
                                  low=low[stage], high=high[stage], expected=expected[stage],
                                  expected_output=sum(c.expected_output for c in made),
-                                 expected_read=reading[stage])
+                                 expected_read=reading[stage], retries=sum(bool(c.retry_tokens) for c in made))
                    for stage, made in by_stage.items())
-    return Estimate(stages, counted_by, frozenset(call.model for call in calls if call.model not in PRICES), batch)
+    return Estimate(stages, counted_by, frozenset(call.model for call in calls if call.model not in prices), batch)
 
 
 def _add(total: float | None, more: float | None) -> float | None:

@@ -117,6 +117,9 @@ class Sources:
     prompts: Prompts
     models: Mapping[Role, str]
     stages: Sequence[Stage] = REGISTRY
+    backend: str | None = None
+    """The backend that plays ``models``: with them, what the ledger records the course was
+    built with (``built``), for a command that reads it later (``built_with``)."""
     _known: dict[str, dict[str, str]] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -140,6 +143,20 @@ class Sources:
         found[f"schema {stage.answer.__name__}"] = digest(schema.encode())
         found["model"] = self.models[stage.role]
         return dict(sorted(found.items()))
+
+    def built(self) -> dict[str, Any] | None:
+        """hashes.json's ``built``: the backend and each role's model (None: no backend named)."""
+        return None if self.backend is None else {"backend": self.backend, "models": dict(self.models)}
+
+
+def built_with(root: Path) -> dict[str, Any]:
+    """The backend and models the ledger of the course at ``root`` records it was last built
+    with ({} when it records none, or cannot be read: the command that reads it says so)."""
+    try:
+        built = read_document(root / HASHES, root.name).get("built")
+    except EnvironmentProblem:
+        return {}
+    return built if isinstance(built, dict) else {}
 
 
 def brief_hash(brief: Brief) -> str:
@@ -176,11 +193,12 @@ def same_bytes(path: Path, text: str) -> bool:
         return False
 
 
-def ledger_text(ledger: Mapping[str, Any], screened: str | None) -> str:
+def ledger_text(ledger: Mapping[str, Any], screened: str | None, built: Mapping[str, Any] | None = None) -> str:
     """hashes.json's text: one artefact a line (a diff shows which changed), written with
     the C JSON encoder: the pure-Python one behind ``indent`` is 10x slower."""
     lines = [f"    {json.dumps(path)}: {json.dumps(entry, sort_keys=True)}" for path, entry in sorted(ledger.items())]
-    head = [f'  "screened": {json.dumps(screened)},'] if screened is not None else []
+    head = [f'  "built": {json.dumps(built, sort_keys=True)},'] if built is not None else []
+    head += [f'  "screened": {json.dumps(screened)},'] if screened is not None else []
     return "\n".join(["{", '  "artefacts": {', ",\n".join(lines), "  },", *head, f'  "version": {VERSION}', "}", ""])
 
 

@@ -145,7 +145,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
         check_duration(brief.time_available, f"course '{slug}' brief", limits)
     chosen = client if client is not None else default_backend(settings, say)
     settings = with_backend_models(settings, chosen)
-    sources = Sources(prompts, settings.models, stages)
+    sources = Sources(prompts, settings.models, stages, chosen.name)
     # Every id and path on disk is checked before anything is written or locked.
     state = open_course(root, sources, settings, stages) if exists else None
     if client is None:  # once the course on disk is known to be readable: a refusal is the one line

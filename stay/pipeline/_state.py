@@ -71,6 +71,8 @@ class CourseState:
     _dirty: bool = field(default=False, repr=False)
     _brief_digest: tuple[Brief, str] | None = field(default=None, repr=False)
     _screened: str | None = field(default=None, repr=False)
+    _built: dict[str, Any] | None = field(default=None, repr=False)
+    """hashes.json's ``built`` as read: kept when these sources name no backend."""
     _pending: list[dict[str, Any]] = field(default_factory=list, repr=False)
     """Journalled entries not yet known to have landed: a dead run's journal as read, or a
     write an interrupt cut short. ``_settle`` keeps those whose file has their bytes."""
@@ -112,6 +114,8 @@ class CourseState:
                 self._ledger = dict(document.get("artefacts", {}))
                 screened = document.get("screened")
                 self._screened = screened if isinstance(screened, str) else None
+                built = document.get("built")
+                self._built = built if isinstance(built, dict) else None
                 self._pending = list(journal_lines(self.root / JOURNAL))
             if self._pending:
                 self._settle(self._ledger)
@@ -215,7 +219,8 @@ class CourseState:
 
     def _write_ledger(self, ledger: dict[str, Any]) -> None:
         with self._lock:
-            write_if_changed(self.root / HASHES, ledger_text(ledger, self._screened))
+            built = self.sources.built() if self.sources is not None else None
+            write_if_changed(self.root / HASHES, ledger_text(ledger, self._screened, built or self._built))
             (self.root / JOURNAL).unlink(missing_ok=True)
             self._ledger = ledger
             self._dirty = False

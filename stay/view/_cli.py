@@ -18,6 +18,8 @@ DESCRIPTION = ("render a course (or, with no slug, every course and a listing) a
 
 def view_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``view`` to ``subparsers`` (the object ``add_subparsers`` returned)."""
+    from stay._backend_names import JUDGED_HELP, registered_backends
+
     view: argparse.ArgumentParser = subparsers.add_parser("view", help=DESCRIPTION, description=DESCRIPTION)
     view.add_argument("slug", nargs="?",
                       help="the course's slug: a directory in --courses-dir (none: every course, as --all)")
@@ -31,6 +33,7 @@ def view_parser(subparsers: Any) -> argparse.ArgumentParser:
     view.add_argument("--data-from", choices=("prompts", "data"),
                       help="which copy of bloom-verbs.yaml and house-style.yaml wins when the prompts' and the "
                            "data directory's differ (the statuses and the review page are derived with it)")
+    view.add_argument("--backend", choices=tuple(registered_backends()), help=JUDGED_HELP)
     view.add_argument("--serve", action="store_true", help="after rendering, serve the site on 127.0.0.1")
     view.add_argument("--port", type=int, metavar="P",
                       help="the port for --serve (default: 8000; 0 picks a free one)")
@@ -66,7 +69,8 @@ def _one_course(ns: argparse.Namespace) -> Path:
         from stay._words import no_course
 
         raise not_a_directory(root, f"{no_course(ns.slug, ns.courses_dir)}; check the slug and --courses-dir")
-    out = render_course(root, ns.out or default_out_dir(ns.slug), data_from=ns.data_from)
+    out = render_course(root, ns.out or default_out_dir(ns.slug), data_from=ns.data_from,
+                        backend=ns.backend)
     pages = sum(1 for path in out.iterdir() if path.suffix == ".html")
     print(f"{ns.slug}: {pages} pages in {out} (open {out / 'index.html'})")
     return out
@@ -76,7 +80,7 @@ def _library(ns: argparse.Namespace) -> Path:
     """Every course in --courses-dir: a line per course (its health) and per skipped directory."""
     from stay.view._library import DEFAULT_OUT, LISTING, build_library, write_library
 
-    library = build_library(ns.courses_dir, data_from=ns.data_from)
+    library = build_library(ns.courses_dir, data_from=ns.data_from, backend=ns.backend)
     out = Path(ns.out) if ns.out else DEFAULT_OUT
     write_library(library, out, ns.courses_dir)
     for line in library.skipped:

@@ -97,7 +97,7 @@ def find_courses(courses_dir: str | os.PathLike[str]) -> tuple[list[Path], list[
 
 
 def build_library(courses_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
-                  data_from: DataFrom | None = None) -> Library:
+                  data_from: DataFrom | None = None, backend: str | None = None) -> Library:
     """Every file of the library's site: the listing's, and each course's by slug."""
     found, skipped = find_courses(courses_dir)
     if not found:
@@ -108,7 +108,8 @@ def build_library(courses_dir: str | os.PathLike[str], *, data_dir: str | os.Pat
     courses: dict[str, dict[str, bytes]] = {}
     rows = []
     for root in found:
-        files, course, ledger, validation = site_and_health(root, data_dir=data_dir, library=BACK, data_from=data_from)
+        files, course, ledger, validation = site_and_health(root, data_dir=data_dir, library=BACK, data_from=data_from,
+                                                             backend=backend)
         courses[root.name] = files
         rows.append(_row(course, ledger, validation))
     page = environment().get_template("library.html.j2").render(
@@ -136,9 +137,10 @@ def write_library(library: Library, out_dir: str | os.PathLike[str], courses_dir
 
 
 def render_library(courses_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
-                   data_dir: str | os.PathLike[str] | None = None, data_from: DataFrom | None = None) -> Library:
+                   data_dir: str | os.PathLike[str] | None = None, data_from: DataFrom | None = None,
+                   backend: str | None = None) -> Library:
     """Render every course in ``courses_dir`` and the listing into ``out_dir``."""
-    library = build_library(courses_dir, data_dir=data_dir, data_from=data_from)
+    library = build_library(courses_dir, data_dir=data_dir, data_from=data_from, backend=backend)
     write_library(library, out_dir, courses_dir)
     return library
 

@@ -57,13 +57,16 @@ DataFrom = Literal["prompts", "data"]
 
 
 def build_site(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
-               library: str | None = None, data_from: DataFrom | None = None) -> dict[str, bytes]:
+               library: str | None = None, data_from: DataFrom | None = None,
+               backend: str | None = None) -> dict[str, bytes]:
     """Every file of the site, by its name, for the course at ``course_dir``. ``library`` is
     the listing's address from the course's pages when the course is rendered in a library
     of courses (stay/view/_library.py): each page's header then links back to it.
     ``data_from`` says which copy of the shared data wins when the prompts' and the data
-    directory's differ (``--data-from``): the statuses and the review page need it then."""
-    return site_and_health(course_dir, data_dir=data_dir, library=library, data_from=data_from)[0]
+    directory's differ (``--data-from``): the statuses and the review page need it then.
+    ``backend``: the statuses judge the files against its models (``stay status --backend``;
+    None: $STAY_BACKEND, else what the course's ledger records it was built with)."""
+    return site_and_health(course_dir, data_dir=data_dir, library=library, data_from=data_from, backend=backend)[0]
 
 
 def not_a_directory(root: Path, message: str) -> CoursePathError:
@@ -81,14 +84,15 @@ def missing_course(root: Path) -> CoursePathError:
 
 
 def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
-                    library: str | None = None, data_from: DataFrom | None = None
+                    library: str | None = None, data_from: DataFrom | None = None, backend: str | None = None
                     ) -> tuple[dict[str, bytes], CourseView, Ledger, Validation]:
     """``build_site``'s files, with the course, ledger and validation the pages were made
     from (a library's listing sums them up without reading the course twice)."""
     root = Path(course_dir)
     if not root.is_dir():
         raise missing_course(root)
-    settings = None if data_from is None else Settings.from_env(data_from=data_from)
+    chosen = data_from is not None or backend is not None
+    settings = Settings.from_env(data_from=data_from, backend=backend) if chosen else None
     house = Path(data_dir) if data_dir is not None else _house(settings)  # one resolution, for both reads
     course = load_course(root, house)
     ledger = read_ledger(root, settings)
@@ -250,11 +254,12 @@ def only_sites(out: Path) -> bool:
 
 
 def render_course(course_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *,
-                  data_dir: str | os.PathLike[str] | None = None, data_from: DataFrom | None = None) -> Path:
+                  data_dir: str | os.PathLike[str] | None = None, data_from: DataFrom | None = None,
+                  backend: str | None = None) -> Path:
     """Render the course at ``course_dir`` into ``out_dir`` (by default ``site/<slug>``, as
     ``stay view SLUG``, so a hint names the call by the course alone); returns the site directory."""
     out = default_out_dir(Path(course_dir).resolve().name) if out_dir is None else out_dir
-    return write_site(build_site(course_dir, data_dir=data_dir, data_from=data_from), out, course_dir)
+    return write_site(build_site(course_dir, data_dir=data_dir, data_from=data_from, backend=backend), out, course_dir)
 
 
 __all__ = ["build_site", "default_out_dir", "load_course", "render_course", "write_site"]

@@ -462,8 +462,11 @@ class FakeMessagesAPI(LocalServer):
                  credentials: frozenset[str] | None = None, thinking: int = 0,
                  output_limit: int = OUTPUT_LIMIT, models_api: bool = True,
                  realistic: Realism | None = None, gather: int = 0, held: frozenset[str] = WAVE,
-                 hold_for: int = 0, hold_timeout: float = 20.0) -> None:
+                 hold_for: int = 0, hold_timeout: float = 20.0,
+                 counted: Callable[[int], dict[str, Any]] | None = None) -> None:
         self.faults = list(faults or [])
+        self.counted = counted
+        """The body a token count is answered with, given the count (None: ``{"input_tokens": n}``)."""
         self.gather, self.held, self.hold_for, self.hold_timeout = gather, held, hold_for, hold_timeout
         self.arrivals: list[tuple[str, int]] = []
         """(stage, that stage's responses begun and not ended) per stage request, on arrival."""
@@ -546,7 +549,8 @@ class FakeMessagesAPI(LocalServer):
                                       body)
                 with lock:
                     api.token_counts.append(body)
-                return self._send(200, {"input_tokens": sum(tokens(block["text"]) for block in _blocks(body))}, {})
+                count = sum(tokens(block["text"]) for block in _blocks(body))
+                return self._send(200, {"input_tokens": count} if api.counted is None else api.counted(count), {})
 
             def do_GET(self) -> None:
                 if not self._authenticated():

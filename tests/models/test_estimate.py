@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from stay.errors import EXIT_USAGE
-from stay.models import SCREEN_STAGE, THINKING, AnthropicBackend, Usage, cost
+from stay.errors import EXIT_USAGE, ModelError, UsageError, exit_code
+from stay.models import PRICES, SCREEN_STAGE, THINKING, AnthropicBackend, Usage, cost
 from stay.pipeline import BuildResult, Estimate, build_course, estimate
 from stay.settings import Settings
 from stay.stages import STAGES
@@ -229,5 +229,86 @@ def test_the_high_end_holds_a_build_whose_every_answer_is_cut_off_and_asked_agai
                                backend=AnthropicBackend(api_key=KEY, base_url=cut.url, sleep=lambda _s: None,
                                                         answer_tokens=room))
     assert len(cut.requests) == 2 * guess.stages[0].calls  # each call cut off once, then answered
+    assert guess.stages[0].retries == guess.stages[0].calls  # and each was foreseen as likely cut off
     assert guess.high is not None and rebuilt.cost is not None and rebuilt.cost <= guess.high
     print(f"\nevery answer cut off once: billed ${rebuilt.cost:.4f}, high ${guess.high:.4f}")
+    # the request cache now knows each of those requests needs twice the room: asked again
+    # (its files gone), each is sent at that room at once, and the high end prices that room
+    for path in built.course_dir.glob(f"modules/*/*.{EDITED}.yaml"):
+        path.unlink()
+    again = estimate(built.slug, courses_dir=courses, settings=tight)
+    think = THINKING[STAGES[EDITED].role].room
+    assert [(s.stage, s.max_output) for s in again.stages] == [(EDITED, guess.stages[0].calls * (2 * room + think))]
+
+
+@pytest.mark.parametrize("reply", [{}, {"input_tokens": None}, {"input_tokens": "many"}, {"input_tokens": -1}],
+                         ids=["absent", "null", "text", "negative"])
+def test_a_token_count_without_input_tokens_is_the_models_error_in_one_line(tmp_path: Path,
+                                                                            reply: dict[str, object]) -> None:
+    """Issue 34: a counting endpoint (a gateway, a proxy) whose answer had no ``input_tokens``
+    ended the estimate as a bug in stay (exit 3, a traceback); it is the service's answer that
+    cannot be used: a model error, named, in one line."""
+    with FakeMessagesAPI(counted=lambda _count: dict(reply)) as api:
+        done = run_stay("estimate", str(HTTP), "--courses-dir", str(tmp_path),
+                        env={"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": KEY})
+    assert done.returncode == exit_code(ModelError("")) and done.stdout == "" and not api.requests
+    (line,) = done.stderr.splitlines()
+    assert "the token-counting endpoint answered no count of input_tokens" in line and KEY not in line
+
+
+# -- another backend: its models, at its prices ----------------------------------------------------
+
+
+def test_an_openai_estimate_prices_openais_model_and_holds_what_its_build_costs(tmp_path: Path) -> None:
+    """Issue 34: ``stay estimate`` had no ``--backend`` and priced Claude's models whatever
+    the build would use. With ``--backend openai`` it prices the calls that backend sends
+    (its model, no thinking) at its own table, and the range holds what a build against an
+    OpenAI-compatible server serving that model is billed."""
+    from stay.models._openai import OpenAIBackend
+    from tests.models.fake_openai import FakeOpenAI
+
+    own = OpenAIBackend().default_models  # OpenAI's own ids: known without asking a server
+    guess = estimate(HTTP, courses_dir=tmp_path / "unused", settings=Settings(backend="openai"))
+    assert guess.unpriced == frozenset() and None not in (guess.low, guess.expected, guess.high)
+    done = run_stay("estimate", str(HTTP), "--backend", "openai", "--courses-dir", str(tmp_path))
+    assert done.returncode == 0 and done.stdout.splitlines() == guess.lines()
+    with FakeOpenAI(models=tuple(sorted(set(own.values())))) as fake:
+        result = build_course(HTTP, courses_dir=tmp_path / "real", yes=True, progress=quiet,
+                              settings=Settings(backend="openai", openai_base_url=fake.url))
+    assert {body["model"] for body in fake.bodies} == set(own.values())
+    assert "thinking" not in json.dumps(fake.bodies) and result.cost is not None
+    assert len(fake.bodies) == sum(s.calls for s in guess.stages)  # the screen's call too
+    assert guess.low is not None and guess.high is not None and guess.low <= result.cost <= guess.high
+    with pytest.raises(UsageError, match=r"^--batch needs the anthropic backend"):  # as the build refuses it
+        estimate(HTTP, courses_dir=tmp_path, settings=Settings(backend="openai"), batch=True)
+
+
+def test_an_estimate_for_a_model_with_no_price_says_unknown_for_every_stage_never_0(tmp_path: Path) -> None:
+    from tests.models.fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as fake:  # a local server: its one model, which no table prices
+        done = run_stay("estimate", str(HTTP), "--backend", "openai", "--courses-dir", str(tmp_path),
+                        env={"OPENAI_BASE_URL": fake.url})
+        guess = estimate(HTTP, courses_dir=tmp_path, settings=Settings(backend="openai", openai_base_url=fake.url))
+    assert done.returncode == 0, done.stderr
+    assert guess.stages and all(s.low is None and s.expected is None and s.high is None for s in guess.stages)
+    rows = done.stdout.splitlines()[2:-1]
+    assert len(rows) == len(guess.stages) and all("cost unknown (no price on file for" in row for row in rows)
+    assert "$0" not in done.stdout and done.stdout.splitlines() == guess.lines()
+
+
+def test_the_high_end_sends_each_call_once_at_its_room_unless_its_answer_is_likely_cut_off(tmp_path: Path) -> None:
+    """Issue 34: the high end asked every call once more at twice its room, cut off or not:
+    49 times the expected figure for the 24-lesson brief. With the stages' own rooms no
+    answer is likely cut off, so each call is paid once at the ``max_tokens`` it is sent
+    with: under every input token at the cache-write rate and every output token of its
+    room at the output rate, stage by stage."""
+    settings = Settings()
+    guess = estimate(LARGE, courses_dir=tmp_path, settings=settings)
+    for stage in guess.stages:
+        role = STAGES[stage.stage].role if stage.stage in STAGES else "analysis"  # the screen: analysis's model
+        rates = PRICES[settings.models[role]].rates
+        ceiling = (stage.input_tokens * rates.cache_write + stage.max_output * rates.output) / 1_000_000
+        assert stage.high is not None and stage.high <= ceiling, stage
+    assert [s.retries for s in guess.stages] == [0] * len(guess.stages)
+    assert "likely cut off (0 calls)" in guess.lines()[-1]

@@ -4,6 +4,7 @@ passes the frozen reference validator --strict; usage, cost, replay and the cach
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from stay._version import DISTRIBUTION
 from stay.errors import EXIT_CODES, ModelUnavailable, UsageError
+from stay.settings import ROLES
 from stay.stages import REGISTRY
 from tests.conftest import ROOT
 from tests.models.fake_openai import FakeOpenAI
@@ -199,3 +201,26 @@ def test_a_cost_cap_stops_an_openai_build_before_the_call_that_would_pass_it_and
     assert 0 < first < uncapped
     assert rerun.returncode == 0, rerun.stderr
     assert len(fake.bodies) == uncapped  # the capped run and its rerun asked what one build asks
+
+
+def test_status_in_the_same_shell_finds_an_openai_build_current(tmp_path: Path) -> None:
+    """Issue 34: after a clean build through a local OpenAI-compatible server, ``stay status``
+    (with or without STAY_BACKEND) called every model-made file ``stale <- model``, judging
+    it by Claude's ids; the ledger now records the backend and the model it served."""
+    from tests.conftest import run_stay
+
+    with FakeOpenAI() as fake:
+        env = {"OPENAI_BASE_URL": fake.url}
+        built = run_stay("build", str(HTTP), "--yes", "--backend", "openai", "--courses-dir", str(tmp_path), env=env)
+        assert built.returncode == 0, built.stderr
+        (course,) = [path for path in tmp_path.iterdir() if path.is_dir()]
+        for extra in ({}, {"STAY_BACKEND": "openai"}):
+            done = run_stay("status", course.name, "--courses-dir", str(tmp_path), env={**env, **extra})
+            assert done.returncode == 0, done.stderr
+            states = [line.split()[0] for line in done.stdout.splitlines() if not line.startswith("gate")]
+            assert states and set(states) == {"current"}, done.stdout
+        asked = len(fake.bodies)
+        again = run_stay("build", course.name, "--backend", "openai", "--courses-dir", str(tmp_path), env=env)
+    assert again.returncode == 0 and len(fake.bodies) == asked  # and the build agrees: nothing to do
+    ledger = json.loads((course / ".state" / "hashes.json").read_text())
+    assert ledger["built"] == {"backend": "openai", "models": {role: "fake-model" for role in ROLES}}

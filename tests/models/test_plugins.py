@@ -9,6 +9,7 @@ A plug-in here is a real distribution: a ``*.dist-info`` directory with its
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -303,3 +304,47 @@ def test_a_screen_that_failed_open_is_in_the_run_log(tmp_path: Path) -> None:
     assert result.complete
     assert "- the brief was screened by nothing: input moderation failed (ModelUnavailable)" in (
         result.course_dir / ".state" / "run-log.md").read_text()
+
+
+def test_status_and_the_viewer_judge_a_course_by_the_backend_and_models_it_was_built_with(
+        installed: Callable[..., None], tmp_path: Path) -> None:
+    """Issue 34: a plug-in naming its own models (``default_models``) built the course; status
+    and the viewer, in a shell that names no backend, judged it by Claude's ids and called
+    every file stale. The ledger records the backend and models; they are read back, and
+    another backend or model, named, still makes exactly the files it would change stale."""
+    from stay.settings import ROLES
+    from stay.view import build_site
+    from stay.view._status import read_ledger
+    from tests.conftest import run_stay
+
+    own = SCREENS + "\n    default_models = {role: 'echo-' + role for role in " + repr(ROLES) + "}"
+    installed("echo-plugin", {"echo_backend": ECHO.replace(SCREENS, own)}, {"echo": "echo_backend:make"})
+    courses = tmp_path / "courses"
+    built = run_stay("build", str(HTTP), "--yes", "--backend", "echo", "--courses-dir", str(courses))
+    assert built.returncode == 0, built.stderr
+    (course,) = [path for path in courses.iterdir() if path.is_dir()]
+    entries = json.loads((course / ".state" / "hashes.json").read_text())["artefacts"]
+    made = {path: entry["sources"]["model"] for path, entry in entries.items() if "sources" in entry}
+    assert made and set(made.values()) <= {f"echo-{role}" for role in ROLES}
+
+    def stale(*args: str, env: dict[str, str] | None = None) -> dict[str, str]:
+        done = run_stay("status", course.name, "--courses-dir", str(courses), *args, env=env)
+        assert done.returncode == 0, done.stderr
+        return {line.split()[1]: line.split(None, 2)[2] for line in done.stdout.splitlines()
+                if line.startswith("stale")}
+
+    assert stale() == {} and stale(env={"STAY_BACKEND": "echo"}) == {}
+    assert stale("--backend", "offline") == dict.fromkeys(made, "<- model")  # Claude's ids: every model-made file
+    writing = {path for path, model in made.items() if model == "echo-writing"}
+    assert writing and set(stale(env={"STAY_MODEL_WRITING": "another"})) == writing
+    # the viewer: the same statuses, read back the same way, and --backend names another
+    assert "stale" not in read_ledger(course).counts()
+    judged = read_ledger(course, Settings(backend="offline")).statuses
+    assert {path for path, (state, _why) in judged.items() if state == "stale"} == set(made)
+    badge = b'class="badge status-stale"'
+    assert badge not in build_site(course)["status.html"]
+    shown = run_stay("view", course.name, "--courses-dir", str(courses), "--out", str(tmp_path / "site"),
+                     "--backend", "offline")
+    assert shown.returncode == 0, shown.stderr
+    page = (tmp_path / "site" / "status.html").read_bytes()
+    assert badge in page and page == build_site(course, backend="offline")["status.html"]
