@@ -98,12 +98,8 @@ def _course_command(ns: argparse.Namespace, settings: Settings) -> int:
         if fails:  # a person may sign a FAIL, but not unaware of it
             import shlex
 
-            from stay.validate import PIPELINE_SELECT
-
             where = shlex.quote(os.path.join(ns.courses_dir, ns.slug))
-            # the selection the gate's check ran, so a FAIL of a stay rule is listed too
-            said += (f"; its files hold {len(fails)} FAIL: `stay validate --select {','.join(PIPELINE_SELECT)} "
-                     f"{where}` lists them")
+            said += f"; its files hold {len(fails)} FAIL: `stay validate {where}` lists them"
         print("\n".join([said, *(f"{ns.slug}: {line}" for line in fails.lines())]))
         return EXIT_OK
     statuses = (pipeline.adopt if ns.command == "adopt" else pipeline.status)(

@@ -75,6 +75,27 @@ def test_the_whole_flow_from_the_command_line(tmp_path: Path) -> None:
     assert strict.returncode == 0 and strict.stdout.endswith("1 courses: 0 FAIL, 0 WARN\n")
 
 
+def test_a_build_and_stay_validate_count_the_same_checks_and_defects(courses: Path) -> None:
+    """One selection, every rule (the contract's and stay's), for a build's validate step and
+    for `stay validate`: the same checks, FAILs and WARNs, a stay rule's defect among them."""
+    import re
+
+    from stay.validate import RULES, Group
+    from tests.fixtures.rules.pos import pos002
+
+    (root,) = courses.iterdir()
+    pos002(root)  # m01's quizzes edited by hand, so repair leaves them: a stay rule fires
+    built = stay("build", root.name, "--yes", "--courses-dir", str(courses))
+    checked = stay("validate", str(root))
+    assert (built.returncode, checked.returncode) == (0, 0), built.stderr + checked.stderr
+    (fails, warns, checks) = re.findall(r"^validation: (\d+) FAIL, (\d+) WARN \((\d+) checks\)$", built.stdout,
+                                        re.MULTILINE)[0]
+    assert f" {checks} checks, " in checked.stdout and f": {fails} FAIL, {warns} WARN" in checked.stdout
+    stays = [words for words in map(str.split, checked.stdout.splitlines())
+             if words[0] in ("FAIL", "WARN") and words[1] in RULES and RULES[words[1]].group is Group.STAY]
+    assert stays and int(fails) + int(warns) == len(stays)
+
+
 def test_adopt_and_status_report_every_artefact(tmp_path: Path) -> None:
     import shutil
 
