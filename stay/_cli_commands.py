@@ -153,10 +153,16 @@ def _result(ns: argparse.Namespace, settings: Settings) -> BuildResult:
 
 
 def _printed(ns: argparse.Namespace, result: BuildResult) -> int:
-    """Print the result's summary; its exit code."""
+    """Print the result's summary; its exit code. A stop at the gate a command is declared
+    to end at (``new`` at the design gate, ``plan`` at the plan gate) is where it always
+    stops: done, exit 0; a stop short of its end (``build`` at a gate) is EXIT_GATE."""
+    from stay.pipeline import DECLARATION
+
     print(result.summary(), end="")
     if result.stopped_at is not None:
-        return EXIT_OK if ns.command == "new" else EXIT_GATE
+        last = DECLARATION.commands[ns.command].last
+        ends_at = [f"{gate.name} gate" for gate in DECLARATION.gates if last in gate.nodes]
+        return EXIT_OK if result.stopped_at in ends_at else EXIT_GATE
     report = result.validation
     return EXIT_FAIL if report is not None and report.fails else EXIT_OK
 
