@@ -98,12 +98,8 @@ def _course_command(ns: argparse.Namespace, settings: Settings) -> int:
         if fails:  # a person may sign a FAIL, but not unaware of it
             import shlex
 
-            from stay.validate import PIPELINE_SELECT
-
             where = shlex.quote(os.path.join(ns.courses_dir, ns.slug))
-            # the selection the gate's check ran, so a FAIL of a stay rule is listed too
-            said += (f"; its files hold {len(fails)} FAIL: `stay validate --select {','.join(PIPELINE_SELECT)} "
-                     f"{where}` lists them")
+            said += f"; its files hold {len(fails)} FAIL: `stay validate {where}` lists them"
         print("\n".join([said, *(f"{ns.slug}: {line}" for line in fails.lines())]))
         return EXIT_OK
     statuses = (pipeline.adopt if ns.command == "adopt" else pipeline.status)(
@@ -157,10 +153,16 @@ def _result(ns: argparse.Namespace, settings: Settings) -> BuildResult:
 
 
 def _printed(ns: argparse.Namespace, result: BuildResult) -> int:
-    """Print the result's summary; its exit code."""
+    """Print the result's summary; its exit code. A stop at the gate a command is declared
+    to end at (``new`` at the design gate, ``plan`` at the plan gate) is where it always
+    stops: done, exit 0; a stop short of its end (``build`` at a gate) is EXIT_GATE."""
+    from stay.pipeline import DECLARATION
+
     print(result.summary(), end="")
     if result.stopped_at is not None:
-        return EXIT_OK if ns.command == "new" else EXIT_GATE
+        last = DECLARATION.commands[ns.command].last
+        ends_at = [f"{gate.name} gate" for gate in DECLARATION.gates if last in gate.nodes]
+        return EXIT_OK if result.stopped_at in ends_at else EXIT_GATE
     report = result.validation
     return EXIT_FAIL if report is not None and report.fails else EXIT_OK
 

@@ -99,7 +99,7 @@ def init(directory: str | os.PathLike[str] = ".", example: str = INIT_EXAMPLE) -
     (made if missing); refuse, writing nothing, when either is there already with other
     bytes. A file already holding exactly what init writes is left as it is, so an init
     killed between its two files is simply run again. The lines to print: what was
-    written, and the next command."""
+    written, what was kept as it was, and the next command."""
     source = example_path(example)
     root = Path(directory)
     brief, ignore = root / BRIEF_FILE, root / ".gitignore"
@@ -124,6 +124,9 @@ def init(directory: str | os.PathLike[str] = ".", example: str = INIT_EXAMPLE) -
             path.unlink(missing_ok=True)
         raise
     shown = BRIEF_FILE if os.path.normpath(directory) == "." else os.path.join(os.fspath(directory), BRIEF_FILE)
-    return [f"wrote {brief} and {ignore}",
+    kept = " and ".join(str(path) for path in wanted if path in there)
+    said = [f"wrote {' and '.join(str(path) for path in made)}" if made else "",
+            f"kept {kept} (already holding what stay init writes)" if kept else ""]
+    return ["; ".join(part for part in said if part),
             f"next: stay new {shlex.quote(shown)}   (it stops at the design gate; "
             f"`stay build {shlex.quote(shown)} --yes` answers both gates)"]

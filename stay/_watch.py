@@ -12,7 +12,7 @@ per-file entry point that could know. The whole sample course checks in about 50
 inside the second the issue allows; the diff shows every file's changes, the saved one's
 and any other's it caused.
 
-The rules are the pipeline's (``PIPELINE_SELECT``, contract plus stay) against the run's
+The rules are every command's (``DEFAULT_SELECT``, contract plus stay) against the run's
 house style (``Settings.resolved_data_dir``), so a watch agrees with the build, the gates
 and ``stay view``. The logic (``defect_changes``, ``relevant``) is pure and tested without
 a watcher; ``watch`` is the thin loop around ``watchfiles`` (the optional extra ``watch``).
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from stay.artefacts import TEMPORARY
 from stay.errors import StayError, UsageError
-from stay.validate import PIPELINE_SELECT, Defect, HouseData, Severity, check_course
+from stay.validate import Defect, HouseData, Severity, check_course
 
 if TYPE_CHECKING:
     from watchfiles import Change
@@ -105,8 +105,8 @@ def watch(slug: str, courses_dir: str | os.PathLike[str]) -> int:
         defects = first if isinstance(first, tuple) else ()
         fails = sum(d.severity is Severity.FAIL for d in defects)
         now = ("cannot be checked now" if isinstance(first, str) else "no defect now" if not defects else
-               f"{fails} FAIL, {len(defects) - fails} WARN now: `stay validate --select {','.join(PIPELINE_SELECT)} "
-               f"{shlex.quote(str(root))}` lists them")
+               f"{fails} FAIL, {len(defects) - fails} WARN now: `stay validate {shlex.quote(str(root))}` "
+               "lists them")
         out(f"watching {root} ({now}): + a new defect, - one fixed; Ctrl-C stops")
         if isinstance(first, str):
             out(first)
@@ -129,7 +129,7 @@ def _check(root: Path, data: HouseData) -> tuple[Defect, ...] | str:
     """The course's defects now, or the one ``! `` line saying why it cannot be checked (a
     link leading out of it, a directory gone): the watch goes on either way."""
     try:
-        return check_course(root, data, select=PIPELINE_SELECT).defects
+        return check_course(root, data).defects
     except StayError as exc:
         return f"! {' '.join(str(exc).split())}"
 

@@ -62,6 +62,7 @@ __all__ = [
 ]
 
 EXIT_OK = 0
+"""Done, the validator reporting no FAIL; or stopped at the gate the command ends at (new, plan)."""
 EXIT_FAIL = 1
 """The run finished and the validator reports at least one FAIL."""
 EXIT_USAGE = 2
@@ -69,7 +70,7 @@ EXIT_USAGE = 2
 EXIT_BUG = 3
 """A bug in stay: one line, and every file written so far is whole."""
 EXIT_GATE = 4
-"""Stopped at a gate, waiting for an answer."""
+"""Stopped at a gate short of the command's end (build), waiting for an answer."""
 EXIT_REFUSED = 5
 """Refused: a guard, moderation, an unsafe id, an answer that cannot be used."""
 EXIT_UNAVAILABLE = 6

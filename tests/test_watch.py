@@ -22,7 +22,7 @@ import pytest
 from stay._watch import RUN_STATE, defect_changes, relevant
 from stay.artefacts._io import temporary_name
 from stay.errors import EXIT_USAGE
-from stay.validate import PIPELINE_SELECT, Defect, HouseData, Severity, check_course, default_data_dir
+from stay.validate import Defect, HouseData, Severity, check_course, default_data_dir
 from tests.conftest import ROOT
 
 BANNED = HouseData.load(default_data_dir())["prose.banned_phrases"]
@@ -66,10 +66,10 @@ def test_a_real_edit_diffs_to_its_defect(sample_copy: Path) -> None:
     taking it out again is that line fixed."""
     data = HouseData.load(default_data_dir())
     lesson = next(sample_copy.glob("modules/*/*.md"))
-    clean = check_course(sample_copy, data, select=PIPELINE_SELECT).defects
+    clean = check_course(sample_copy, data).defects
     original = lesson.read_text(encoding="utf-8")
     write(lesson, original + f"\nThis is {BANNED[0]} how it works.\n")
-    dirty = check_course(sample_copy, data, select=PIPELINE_SELECT).defects
+    dirty = check_course(sample_copy, data).defects
     made = defect_changes(clean, dirty)
     assert made and all(line.startswith("+ ") for line in made)
     assert any(f"{lesson.relative_to(sample_copy).as_posix()} " in line and repr(BANNED[0]) in line for line in made)
@@ -170,7 +170,7 @@ def test_a_course_that_cannot_be_read_is_one_line_and_the_watch_goes_on(sample_c
     from stay._watch import _check
 
     data = HouseData.load(default_data_dir())
-    assert _check(sample_copy, data) == check_course(sample_copy, data, select=PIPELINE_SELECT).defects
+    assert _check(sample_copy, data) == check_course(sample_copy, data).defects
     outside = tmp_path / "outside.md"
     outside.write_text("# elsewhere\n", encoding="utf-8")
     (sample_copy / "modules" / "linked.md").symlink_to(outside)

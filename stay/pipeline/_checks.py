@@ -14,12 +14,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from stay.settings import Settings
-from stay.validate import PIPELINE_SELECT, CourseReport, Defect, Severity, validate_course
+from stay.validate import CourseReport, Defect, Severity, validate_course
 
 
 def course_report(root: Path, settings: Settings) -> CourseReport:
     """The validator's report on a course, against the house style ``settings`` choose."""
-    return validate_course(root, data_dir=settings.resolved_data_dir(), select=PIPELINE_SELECT)
+    return validate_course(root, data_dir=settings.resolved_data_dir())
 
 
 def defects_in(root: Path, settings: Settings, paths: Iterable[str], *,

@@ -123,4 +123,5 @@ def _spent(run: Run) -> Spent:
 
 def _revised(run: Run) -> str:
     """What a revision did, and what a person should do next."""
-    return revised_reason(run.course, sorted(run.tally.revised), run.config.hint, run.config.slug)
+    return revised_reason(run.course, sorted(run.tally.revised), run.config.hint, run.config.slug,
+                          run.tally.written)

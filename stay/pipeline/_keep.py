@@ -8,7 +8,7 @@ The proposals themselves, and the reviewer's thread they belong to, are ``_threa
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from stay._lock import CourseLock
 from stay._words import command_hint
@@ -16,7 +16,7 @@ from stay.errors import EnvironmentProblem, PipelineError, UsageError
 from stay.models import Usage
 from stay.pipeline._commands import open_course_named
 from stay.pipeline._gate_decl import GATE_NAMES
-from stay.pipeline._ledger import RETIRED
+from stay.pipeline._ledger import RETIRED, same_bytes
 from stay.pipeline._progress import Progress
 from stay.pipeline._result import BuildResult
 from stay.pipeline._retire_copy import keep_edited
@@ -94,6 +94,7 @@ def keep_proposals(slug: str, targets: Sequence[str], *, courses_dir: str | os.P
                                         f"{command_hint(courses_arg, 'approve', slug, gate)} first")
         keep_edited(state, paths, next_run_number(root), progress)  # forced: kept first, as a revise keeps them
         texts = {path: proposal.text for path, proposal in kept.items()}
+        written = [path for path in paths if not same_bytes(root / path, texts[path])]
         notes = {path: proposal.note for path, proposal in kept.items()}
         earlier = {path: kept_notes(state, path) + list(proposal.set_aside) for path, proposal in kept.items()}
         threads = {path: recorded_thread(earlier[path], notes[path]) for path in paths if earlier[path]}
@@ -106,12 +107,13 @@ def keep_proposals(slug: str, targets: Sequence[str], *, courses_dir: str | os.P
             drop_proposal(root, path)
             progress(f"  {path}: kept the proposal shown with note {note_sha(notes[path])}")
         state.project_statuses(load_manifest(root))
-        log_run(root, "revise --keep", "no model call", list(paths), None, revised=notes)
-        reason = revised_reason(state, sorted(paths), lambda *words: command_hint(courses_arg, *words), slug)
+        log_run(root, "revise --keep", "no model call", written, None, revised=notes)
+        reason = revised_reason(state, sorted(paths), lambda *words: command_hint(courses_arg, *words), slug,
+                                written)
     finally:
         lock.release()
     return BuildResult(slug=slug, course_dir=root, command="revise", stopped_at=None, reason=reason,
-                       validation=None, repair=None, written=tuple(sorted(paths)), calls=0, usage=Usage())
+                       validation=None, repair=None, written=tuple(sorted(written)), calls=0, usage=Usage())
 
 
 def _keepable(state: CourseState, path: str, slug: str, courses_arg: str, force: bool) -> Proposal:
@@ -129,10 +131,17 @@ def _keepable(state: CourseState, path: str, slug: str, courses_arg: str, force:
     return proposal
 
 
-def revised_reason(course: CourseState, revised: list[str], hint: Callable[..., str], slug: str) -> str:
-    """What writing the ``revised`` files did (a revise, or a kept proposal), and what next."""
+def revised_reason(course: CourseState, revised: list[str], hint: Callable[..., str], slug: str,
+                   written: Collection[str]) -> str:
+    """What writing the ``revised`` files did (a revise, or a kept proposal), and what next:
+    a file whose bytes did not change (not in ``written``) is said to be unchanged."""
     if not revised:
         return "nothing to revise: every file already has this note"
+    unchanged = [path for path in revised if path not in written]
+    revised = [path for path in revised if path in written]
+    if not revised:
+        return (f"unchanged: {', '.join(unchanged)}: its new text is the file as it stood, so no byte changed "
+                "(the note is recorded, and not sent again for this file)")
     answers = course.gates()
     retired = [gate for gate in GATE_NAMES  # an approval the revision retired, not a decline
                if answers.get(gate, {}).get("approved") and any(p in course.covered(gate) for p in revised)

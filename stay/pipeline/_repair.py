@@ -13,6 +13,7 @@ no count, or after ``STAY_REPAIR_ROUNDS`` rounds (default 2), and says which.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from stay._display import plural
 from stay.artefacts import Glossary
@@ -95,6 +96,13 @@ class Router:
         return self.outputs.get((defect.owner, lesson or ""))
 
 
+def house_style(config: RunConfig) -> str:
+    """The house-style file a run checks against, and the copy its writing stages are told."""
+    data = config.settings.resolved_data_dir() / "house-style.yaml"
+    told = Path(config.prompts.directory) / "reference" / "house-style.yaml"
+    return str(data) if told.resolve() == data.resolve() else f"{data} (the writing stages' copy: {told})"
+
+
 def repair_course(fixer: Fixer) -> RepairReport:
     """Repair rounds until one of the four stops, through ``fixer`` (each file's stage
     asked again); the last validation is left on the tally."""
@@ -114,12 +122,19 @@ def repair_course(fixer: Fixer) -> RepairReport:
             target = router.route(defect)
             if target is not None:
                 todo.setdefault(target, []).append(defect)
+        told = bool(kept)
         for path in sorted(todo):
             if ledger.status(path).state == "edited":  # a person's bytes are never overwritten
-                codes = ", ".join(sorted({d.code for d in todo.pop(path)}))
+                found = todo.pop(path)
+                if path not in kept:  # once, each defect as the validator words it
+                    say(f"repair: {path}: edited by hand, so repair leaves it: fix it, or regenerate it "
+                        f"(delete it, then {config.hint('write', config.slug)}); the validator found:")
+                    for defect in found:
+                        say(f"  {defect.line()}")
                 kept.add(path)
-                say(f"repair: {path} ({codes}): edited by hand: fix it, or regenerate it (delete it, "
-                    f"then {config.hint('write', config.slug)})")
+        if kept and not told:
+            say(f"repair: the house style they are checked against (banned phrases, word lists, limits): "
+                f"{house_style(config)}")
         if not todo:
             stop = STOP_NOTHING_ACTIONABLE
             break

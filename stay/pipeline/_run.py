@@ -20,7 +20,7 @@ from stay.errors import PipelineError
 from stay.models import ModelClient, OfflineBackend, Price, Usage, answer_cost, price_label, prices_of
 from stay.pipeline._course_graph import artefact_graph
 from stay.pipeline._gateway import ModelGateway, cost_cap
-from stay.pipeline._ledger import Sources
+from stay.pipeline._ledger import Sources, same_bytes
 from stay.pipeline._progress import Progress
 from stay.pipeline._reader import RunReader
 from stay.pipeline._reporter import Reporter
@@ -125,6 +125,7 @@ class Tally:
     """Stage -> the price of each of its priced calls, in US dollars."""
     unpriced: set[str] = field(default_factory=set)
     written: list[str] = field(default_factory=list)
+    """Files whose bytes this run changed (a file written again as it was is not one)."""
     retired: list[str] = field(default_factory=list)
     revised: dict[str, str] = field(default_factory=dict)
     """Files this run revised, with their notes."""
@@ -259,12 +260,15 @@ class Writer:
         # a first note is its own thread: the ledger's revision {note, sha} says it, as before threads
         threads = {path: recorded_thread(walk.threads[path], note) for path, note in revised.items()
                    if walk.threads.get(path)}
+        same = {path for path in paths if same_bytes(walk.course.root / path, texts[path])}
         if not walk.course.write(texts, revisions=revised, cancelled=walk.cancelled, threads=threads):
             return False
         for path in revised:  # the thread goes on in the ledger; a proposal for the old bytes is over
             drop_proposal(walk.course.root, path)
         with self.tally.lock:
-            self.tally.written.extend(paths)
+            self.tally.written.extend(path for path in paths if path not in same)
+            if same:  # recorded again (its inputs' hashes), so course.yaml's statuses are projected again
+                self.tally.projected = None
             self.tally.revised.update(revised)
         return True
 

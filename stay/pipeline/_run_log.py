@@ -39,11 +39,12 @@ def next_run_number(root: Path) -> int:
 def log_run(root: Path, command: str, backend: str, written: list[str], stopped: str | None,
             retired: list[str] | None = None, revised: Mapping[str, str] | None = None,
             fixed: Sequence[str] = (), failed: str | None = None, unscreened: str | None = None) -> None:
-    """Append one run to .state/run-log.md, if it wrote anything; stable order. ``fixed``
+    """Append one run to .state/run-log.md, if it wrote, retired or revised anything (a
+    revision that changed no byte still records its note); stable order. ``fixed``
     is what the run's fixes changed, as lines (``Change.log_lines``), in the order made;
     ``failed`` says why a run that raised ended (it did not complete); ``unscreened`` why
     nothing screened its brief."""
-    if not written and not retired:
+    if not written and not retired and not revised:
         return
     path = root / RUN_LOG
     text = _text(root) or "# Run log\n"

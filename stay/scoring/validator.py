@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from stay.scoring._core import CourseOnDisk, ItemResult, ScoreResult, content_hash
-from stay.validate import OWNERS, PIPELINE_SELECT, validate_course
+from stay.validate import OWNERS, validate_course
 
 JUDGE = "validator (no model)"
 
@@ -27,8 +27,7 @@ class Validator:
     version: ClassVar[int] = 1
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
-        # the rules a build checks (contract and stay), so the score agrees with the build
-        report = validate_course(course.root, strict=self.strict, data_dir=self.data_dir, select=PIPELINE_SELECT)
+        report = validate_course(course.root, strict=self.strict, data_dir=self.data_dir)
         counts = {owner: 0 for owner in OWNERS}
         for defect in report.defects:
             counts[defect.owner] += 1

@@ -5,7 +5,7 @@
     >>> report.ok, [d.line() for c in report.courses for d in c.defects]
 
 Rules come in groups (``contract``, the reference's; ``stay``, ours), chosen with
-``select``/``ignore``; with neither, the contract's. It reads course files and the two
+``select``/``ignore``; with neither, every rule, as a build checks. It reads course files and the two
 data files only; it never imports the pipeline or a model, so a hook or CI job can run
 it without either.
 """
@@ -29,7 +29,7 @@ from stay.validate._data import HouseData, default_data_dir
 from stay.validate._defect import OWNERS, Defect, Owner, Severity
 from stay.validate._registry import Group, Rule
 from stay.validate._rules import RULES, register, unregister
-from stay.validate._select import DEFAULT_SELECT, PIPELINE_SELECT, selected
+from stay.validate._select import DEFAULT_SELECT, selected
 from stay.validate._yaml import safe_load
 
 __all__ = [
@@ -37,7 +37,6 @@ __all__ = [
     "DEFAULT_SELECT",
     "OWNERS",
     "OWNER_HEAD",
-    "PIPELINE_SELECT",
     "RULES",
     "CourseReport",
     "Defect",

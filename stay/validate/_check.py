@@ -124,8 +124,9 @@ class ValidationReport:
         for course in self.courses:
             lines.append(f"== {course.dir} ==")
             lines.extend(defect.line() for defect in course.defects)
-            lines.append(f"PASS {len(course.evaluated)} rules evaluated, {course.checks} checks, "
-                         f"{sum(course.passed.values())} passed")
+            # the course's verdict: the reference writes PASS even above a FAIL, which reads as a pass
+            lines.append(f"{'PASS' if course.ok else 'FAIL'} {len(course.evaluated)} rules evaluated, "
+                         f"{course.checks} checks, {sum(course.passed.values())} passed")
         lines.append(f"{len(self.courses)} courses: {self.fails} FAIL, {self.warns} WARN")
         return "\n".join(lines) + "\n"
 
@@ -184,7 +185,7 @@ def check_course(path: str | os.PathLike[str], data: HouseData, *, strict: bool 
                  shown: str | None = None, select: Selectors | None = None,
                  ignore: Selectors | None = None) -> CourseReport:
     """Validate one course directory with already-loaded data files, running the rules
-    ``select`` and ``ignore`` choose (``_select.selected``: by default the contract's); a
+    ``select`` and ``ignore`` choose (``_select.selected``: by default every rule); a
     course holding a link that leads outside it is refused, as every command refuses it
     (nothing is read through such a link), as a path the validator cannot use."""
     rules = selected(select, ignore)
@@ -266,7 +267,7 @@ def validate_courses(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
     ``jobs`` courses are checked at once, each in its own process (``None``: one per
     available core); the report is the same, byte for byte, whatever ``jobs`` is.
     ``select`` and ``ignore`` choose the rules (codes, family prefixes, groups; by
-    default the contract group, the reference's rules).
+    default every rule, as a build checks).
     Raises ``CoursePathError`` for a path that does not exist, ``DataFileError`` for
     missing or malformed data files, ``UsageError`` for a ``jobs`` below 1 or a selector
     that names no rule, and ``CoursePathError`` for a course holding a link that leads
@@ -329,7 +330,7 @@ def validate_course(course_dir: str | os.PathLike[str], *, strict: bool = False,
                     data_dir: str | os.PathLike[str] | None = None,
                     select: Selectors | None = None, ignore: Selectors | None = None) -> CourseReport:
     """Validate one course directory (with or without a course.yaml), running the rules
-    ``select`` and ``ignore`` choose (by default the contract group)."""
+    ``select`` and ``ignore`` choose (by default every rule, as a build checks)."""
     codes = tuple(selected(select, ignore))
     path = os.fspath(course_dir)
     if not os.path.isdir(path):

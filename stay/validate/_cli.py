@@ -3,7 +3,8 @@
 ``--jobs N`` is stay's extension to the contract's options: courses are checked N at
 a time, each in its own process (default: one per available core); the output is
 byte-identical whatever N is. ``--select`` and ``--ignore`` are the other: which rules
-run (``_select.py``); with neither, the contract's, so the output is the reference's.
+run (``_select.py``); with neither, every rule, as a build checks. ``--select contract``
+is the reference's rules, its output byte for byte but for the verdict word (``_check.py``).
 
 Exit codes: 0 no FAIL, 1 at least one FAIL, 2 usage error, 3 internal error; a
 usage or internal error is one line on stderr, never a traceback, because whoever
@@ -65,7 +66,7 @@ options:
                      core); the output is the same whatever N is
   --select RULES     run only these rules: codes (aud001), family prefixes (aud)
                      or groups (contract, stay), comma-separated or repeated;
-                     default: contract, the rules of the course format
+                     default: every rule (contract, stay), what a build checks
   --ignore RULES     do not run these rules (the same forms)
   --courses-of       each PATH is a file: check the courses holding them (the
                      nearest directory above each with a course.yaml), as a

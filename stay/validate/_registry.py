@@ -5,10 +5,10 @@ evaluations, one per subject the contract's "per" column names, whether or not i
 fired. Declaring it with ``@rule(code, severity, owner, template)`` binds it to its
 row of the contract; its docstring says what it checks and why, and is required.
 
-Every rule belongs to one group, after ruff's Stable and Preview: ``contract`` (the
-rules of validator-rules.md, which the frozen reference has and parity holds to it;
-the default) or ``stay`` (rules stay adds, declared ``group=Group.STAY``). The group is
-declared here, on the rule, and nowhere else; selection (``_select.py``) reads it.
+Every rule belongs to one group: ``contract`` (the rules of validator-rules.md, which
+the frozen reference has and parity holds to it; a rule's unless it says otherwise) or
+``stay`` (rules stay adds, declared ``group=Group.STAY``). The group is declared here, on
+the rule, and nowhere else; selection (``_select.py``) reads it.
 """
 
 from __future__ import annotations
@@ -46,10 +46,10 @@ class Group(StrEnum):
     """Which rules a rule stands with; a group's name is also a selector (``--select stay``)."""
 
     CONTRACT = "contract"
-    """The contract's rules: exactly the frozen reference's, held to it by parity; what
-    ``stay validate`` runs with no selection."""
+    """The contract's rules: exactly the frozen reference's, held to it by parity
+    (``--select contract``)."""
     STAY = "stay"
-    """Rules stay adds beyond the contract: the pipeline runs them, parity never compares them."""
+    """Rules stay adds beyond the contract: every command runs them, parity never compares them."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,8 +3,9 @@
 A selector names a set of rules: a rule code (``aud001``), a family prefix (``aud``,
 every rule of that family, whatever its group) or a group (``contract``, ``stay``).
 The rules run are those the selectors in ``select`` name, less those ``ignore`` names,
-in the registry's order. With no ``select``, the contract group: ``stay validate``
-then runs exactly the frozen reference's rules and prints its report byte for byte.
+in the registry's order. With no ``select``, every rule: what a build checks is what
+``stay validate`` checks, so the two count the same checks; ``select="contract"`` runs
+exactly the frozen reference's rules (its report byte for byte but for the verdict word).
 Each selector may also be a comma-separated list, as on the command line.
 """
 
@@ -19,11 +20,10 @@ from stay.validate._rules import RULES
 Selectors = str | Iterable[str]
 """One selector, a comma-separated list of them, or several of either."""
 
-DEFAULT_SELECT: tuple[str, ...] = (Group.CONTRACT,)
-"""What is checked when nothing is selected: the contract, as the reference checks it."""
-
-PIPELINE_SELECT: tuple[str, ...] = (Group.CONTRACT, Group.STAY)
-"""What a build checks (its validate step, its gates, repair): the contract and stay's own rules."""
+DEFAULT_SELECT: tuple[str, ...] = tuple(Group)
+"""What is checked when nothing is selected, by every caller alike (``stay validate``, a
+build's validate step, its gates and repair, ``stay watch``, ``stay view``, the validator
+scorer): every group, the contract's rules and stay's, so no two of them count differently."""
 
 FORMS = "a rule code (aud001), a family prefix (aud) or a group (" + ", ".join(Group) + ")"
 """The valid forms of a selector, as an error names them."""
@@ -53,7 +53,7 @@ def _named(selectors: Selectors, option: str) -> set[str]:
 
 def selected(select: Selectors | None = None, ignore: Selectors | None = None) -> Mapping[str, Rule]:
     """code -> Rule for the rules ``select`` names less those ``ignore`` names, in the
-    registry's order; ``select=None`` is the contract group. Raises ``UsageError`` for a
+    registry's order; ``select=None`` is every rule (``DEFAULT_SELECT``). Raises ``UsageError`` for a
     selector that is no code, prefix or group."""
     chosen = _named(DEFAULT_SELECT if select is None else select, "--select")
     if ignore is not None:

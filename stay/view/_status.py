@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stay.settings import Settings
-from stay.validate import PIPELINE_SELECT, Defect, validate_course
+from stay.validate import Defect, validate_course
 
 NO_LEDGER = "no ledger (not built by stay; `stay adopt` to track it)"
 LEDGER_FILE = ".state/hashes.json"
@@ -71,9 +71,8 @@ def read_ledger(course: Path, settings: Settings | None = None) -> Ledger:
 def run_validator(course: Path, data_dir: Path | None = None) -> Validation:
     """The validator's counts, non-strict and strict, and its defects (non-strict)."""
     try:
-        # the rules a build checks (contract and stay), so the page agrees with the build
-        report = validate_course(course, data_dir=data_dir, select=PIPELINE_SELECT)
-        strict = validate_course(course, strict=True, data_dir=data_dir, select=PIPELINE_SELECT)
+        report = validate_course(course, data_dir=data_dir)
+        strict = validate_course(course, strict=True, data_dir=data_dir)
     except Exception as exc:  # e.g. missing data files: say so where the result would be
         return Validation(ran=False, note=f"the validator could not run: {_one_line(exc)}")
     return Validation(ran=True, note=None, fails=report.fails, warns=report.warns, strict_fails=strict.fails,

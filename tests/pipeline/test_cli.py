@@ -75,6 +75,50 @@ def test_the_whole_flow_from_the_command_line(tmp_path: Path) -> None:
     assert strict.returncode == 0 and strict.stdout.endswith("1 courses: 0 FAIL, 0 WARN\n")
 
 
+def test_a_build_and_stay_validate_count_the_same_checks_and_defects(courses: Path) -> None:
+    """One selection, every rule (the contract's and stay's), for a build's validate step and
+    for `stay validate`: the same checks, FAILs and WARNs, a stay rule's defect among them."""
+    import re
+
+    from stay.validate import RULES, Group
+    from tests.fixtures.rules.pos import pos002
+
+    (root,) = courses.iterdir()
+    pos002(root)  # m01's quizzes edited by hand, so repair leaves them: a stay rule fires
+    built = stay("build", root.name, "--yes", "--courses-dir", str(courses))
+    checked = stay("validate", str(root))
+    assert (built.returncode, checked.returncode) == (0, 0), built.stderr + checked.stderr
+    (fails, warns, checks) = re.findall(r"^validation: (\d+) FAIL, (\d+) WARN \((\d+) checks\)$", built.stdout,
+                                        re.MULTILINE)[0]
+    assert f" {checks} checks, " in checked.stdout and f": {fails} FAIL, {warns} WARN" in checked.stdout
+    stays = [words for words in map(str.split, checked.stdout.splitlines())
+             if words[0] in ("FAIL", "WARN") and words[1] in RULES and RULES[words[1]].group is Group.STAY]
+    assert stays and int(fails) + int(warns) == len(stays)
+
+
+def test_a_command_stopping_at_the_gate_it_ends_at_exits_0_and_one_stopped_short_of_its_end_exits_4(
+        tmp_path: Path) -> None:
+    """`new` ends at the design gate and `plan` at the plan gate, as declared: that stop is
+    the command done (EXIT_OK); `build` stopped at either gate waits for an answer
+    (EXIT_GATE). docs/commands.md's exit-code table names each command that ends at a gate."""
+    from stay.errors import EXIT_GATE, EXIT_OK
+    from stay.pipeline import DECLARATION
+
+    ends_at = {command: gate.name for command, declared in DECLARATION.commands.items()
+               for gate in DECLARATION.gates if declared.last in gate.nodes}
+    courses = str(tmp_path)
+    for command, target, gate in (("new", BRIEF, "design"), ("build", SLUG, "design"),
+                                  ("plan", SLUG, "plan"), ("build", SLUG, "plan")):
+        if command == "plan":
+            assert stay("approve", SLUG, "design", "--courses-dir", courses).returncode == 0
+        done = stay(command, target, "--courses-dir", courses)
+        assert f"stopped at the {gate} gate" in done.stdout, done.stdout + done.stderr
+        assert done.returncode == (EXIT_OK if ends_at.get(command) == gate else EXIT_GATE), command
+    (done_row,) = [line for line in (ROOT / "docs" / "commands.md").read_text(encoding="utf-8").splitlines()
+                   if line.startswith(f"| {EXIT_OK} |")]
+    assert ends_at and all(f"`{command}` stops at the {gate} gate" in done_row for command, gate in ends_at.items())
+
+
 def test_adopt_and_status_report_every_artefact(tmp_path: Path) -> None:
     import shutil
 

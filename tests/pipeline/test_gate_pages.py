@@ -4,6 +4,8 @@ refused by ``--yes`` (never by a person): issue 19 item 7."""
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -117,6 +119,9 @@ def test_stay_approve_says_how_many_fails_the_person_signs(tmp_path: Path) -> No
     said = run_stay("approve", SLUG, "design", "--courses-dir", str(tmp_path))
     assert said.returncode == 0, said.stderr
     assert f"the design gate is approved; its files hold {len(fails)} FAIL" in said.stdout
+    (command,) = re.findall(r"`(stay validate [^`]+)`", said.stdout)  # the command it names lists each
+    listed = run_stay(*shlex.split(command)[1:]).stdout
+    assert fails and all(f"{d.severity} {d.code} {d.path} {d.subject}: {d.message}" in listed for d in fails)
     clean = tmp_path / "clean"
     build_course(HTTP, courses_dir=clean, progress=quiet)
     said = run_stay("approve", SLUG, "design", "--courses-dir", str(clean))

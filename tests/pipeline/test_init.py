@@ -166,6 +166,26 @@ def test_an_init_killed_between_its_files_is_simply_run_again(tmp_path: Path, le
     assert (cut / left).read_bytes() == written[left] + b"# and a line of mine\n"
 
 
+@pytest.mark.parametrize("left", [(), (BRIEF_FILE,), (".gitignore",), (BRIEF_FILE, ".gitignore")])
+def test_init_says_which_files_it_wrote_and_which_it_kept(tmp_path: Path, left: tuple[str, ...]) -> None:
+    """A file already holding init's bytes is kept, and said to be: "wrote" names only
+    the files this run wrote (an init run twice wrote nothing the second time)."""
+    whole = tmp_path / "whole"
+    assert run_stay("init", str(whole)).returncode == 0
+    written = {path.name: path.read_bytes() for path in whole.iterdir()}
+    again = tmp_path / "again"
+    again.mkdir()
+    for name in left:
+        (again / name).write_bytes(written[name])
+    done = run_stay("init", str(again))
+    assert done.returncode == 0, done.stderr
+    parts = {part.split(" ", 1)[0]: part for part in done.stdout.splitlines()[0].split("; ")}
+    for verb, names in (("wrote", [n for n in written if n not in left]), ("kept", list(left))):
+        assert (verb in parts) == bool(names), done.stdout
+        assert all(str(again / name) in parts[verb] for name in names), done.stdout
+    assert set(parts) <= {"wrote", "kept"}, done.stdout
+
+
 def test_a_link_holding_inits_bytes_is_still_refused(tmp_path: Path) -> None:
     whole = tmp_path / "whole"
     assert run_stay("init", str(whole)).returncode == 0

@@ -85,6 +85,32 @@ def test_revising_a_design_artefact_retires_its_gate_and_makes_its_dependents_st
     assert "the design and plan approvals no longer hold" in result.reason
 
 
+@pytest.mark.parametrize("targets", [["curriculum"], ["m01-l02"]])
+def test_a_revision_that_changes_no_byte_says_so_and_counts_no_file_written(courses: Path,
+                                                                            targets: list[str]) -> None:
+    """Offline the answer is the file from its template again, byte for byte: the count of
+    files written is the files whose bytes changed (the ledger's own files aside), and no
+    file is called revised; the note is recorded, so it is not sent again. --show and
+    --keep of such a proposal say the same."""
+    import re
+
+    root = courses / SLUG
+    ledger = {".state/hashes.json", ".state/run-log.md"}
+    for step in (["--note", NOTE], ["--note", "Say more.", "--show"], ["--keep"]):
+        before = tree(root)
+        done = cli("revise", SLUG, *targets, *step, "--courses-dir", str(courses))
+        assert done.returncode == 0, done.stderr
+        after = tree(root)
+        changed = sorted(p for p in after if after[p] != before.get(p)  # a proposal is not a course file
+                         and p not in ledger and not p.startswith(".state/proposals/"))
+        assert changed == [] and "revised " not in done.stdout, done.stdout
+        counted = re.findall(r"(\d+) files? written in ", done.stderr)
+        assert counted in ([], [str(len(changed))]), done.stderr  # --keep makes no call and prints no count
+        assert step == ["--note", "Say more.", "--show"] or "unchanged: " in done.stdout, done.stdout
+    repeat = cli("revise", SLUG, *targets, "--note", "Say more.", "--courses-dir", str(courses))  # the last kept
+    assert "already has this note" in repeat.stdout + repeat.stderr
+
+
 def test_the_note_is_in_the_request_as_reviewer_guidance_beside_the_current_file(courses: Path) -> None:
     seen = []
 
@@ -174,7 +200,7 @@ def test_targets_are_paths_lesson_ids_or_stage_names_and_anything_else_is_one_li
     with pytest.raises(UsageError, match="no note to revise"):
         revise(SLUG, ["quiz"], courses_dir=courses, progress=quiet)
     result = cli("revise", SLUG, "capstone", "--note", "Shorter milestones.", "--courses-dir", str(courses))
-    assert result.returncode == 0 and "revised project.yaml" in result.stdout
+    assert result.returncode == 0 and "unchanged: project.yaml" in result.stdout  # offline: its template again
 
 
 def test_the_python_api_returns_the_same_result_type_as_build_course(courses: Path) -> None:

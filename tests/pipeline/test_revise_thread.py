@@ -207,7 +207,7 @@ def test_offline_the_loop_runs_and_says_it_proposes_no_change(courses: Path) -> 
     assert "each file is proposed as its template again" in shown.stderr
     assert f"(the proposal for {quiz} changes nothing in it)" in shown.stdout and "shown, not written" in shown.stdout
     kept = run_stay("revise", SLUG, quiz, "--keep", "--courses-dir", str(courses))
-    assert kept.returncode == 0 and f"revised {quiz}" in kept.stdout
+    assert kept.returncode == 0 and f"unchanged: {quiz}" in kept.stdout and "revised" not in kept.stdout
     assert (courses / SLUG / quiz).read_bytes() == before
     assert _entry(courses, quiz)["revision"]["note"] == NOTES[0]
 

@@ -190,9 +190,33 @@ def test_a_hand_edited_quiz_that_breaks_the_schema_survives_a_build(courses: Pat
     edited = quiz.read_text().replace("type: short", "type: essay", 1).replace("type: mcq", "type: essay", 1)
     quiz.write_text(edited)
     lines: list[str] = []
-    build_course(SLUG, courses_dir=courses, yes=True, progress=lines.append)
+    result = build_course(SLUG, courses_dir=courses, yes=True, progress=lines.append)
     assert quiz.read_text() == edited
-    assert any("edited by hand: fix it, or regenerate it" in line for line in lines)
+    rel = quiz.relative_to(courses / SLUG).as_posix()
+    assert any(f"repair: {rel}: edited by hand, so repair leaves it" in line for line in lines)
+    assert result.validation is not None
+    found = [d for d in result.validation.defects if d.path == rel]
+    assert found and all(f"  {d.line()}" in lines for d in found)  # each defect in the validator's words
+
+
+def test_a_hand_edit_that_breaks_a_rule_says_which_rule_how_and_where_the_house_style_is(courses: Path) -> None:
+    """`stay build` over a lesson a person edited into banned phrases (house style's own,
+    whichever it lists) names each defect as the validator words it, the phrases among
+    them, and the house-style file that bans them."""
+    from stay.settings import Settings
+    from stay.validate import HouseData, validate_course
+
+    house = Settings.from_env().resolved_data_dir() / "house-style.yaml"
+    banned = HouseData.load(house.parent)["prose.banned_phrases"][-2:]
+    lesson = next((courses / SLUG).glob("modules/*/m01-l02.md"))
+    lesson.write_text(lesson.read_text() + "".join(f"\nA person adds: it is {p} done.\n" for p in banned))
+    built = cli("build", SLUG, "--yes", "--courses-dir", str(courses))
+    assert built.returncode == 1, built.stderr
+    rel = lesson.relative_to(courses / SLUG).as_posix()
+    found = [d for d in validate_course(courses / SLUG).defects if d.path == rel]
+    assert found and all(f"\n  {d.line()}\n" in built.stderr for d in found), built.stderr
+    assert all(repr(p) in built.stderr for p in banned) and "checked against (banned phrases" in built.stderr
+    assert str(house) in built.stderr
 
 
 def test_an_edited_file_behind_a_changed_input_shows_both_and_is_never_marked_current(courses: Path) -> None:

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stay.validate import _cli
-from tests.conftest import ROOT, SAMPLE
+from tests.conftest import ROOT, SAMPLE, run_stay
 from tests.parity.harness import FROZEN, examples
 
 
@@ -43,17 +43,50 @@ def corpus(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def with_verdicts(text: str) -> str:
+    """The reference's text report with each course's count line led by its verdict: FAIL
+    under a course with a FAIL line, where the reference writes PASS whatever it found."""
+    lines, failed = [], False
+    for line in text.split("\n"):
+        failed = (failed and not line.startswith("== ")) or line.startswith("FAIL ")
+        lines.append("FAIL " + line.removeprefix("PASS ") if failed and line.startswith("PASS ") else line)
+    return "\n".join(lines)
+
+
 @pytest.mark.parametrize("options", [[], ["--strict"], ["--format", "json"],
                                      ["--format", "json", "--strict"]])
-def test_output_and_exit_code_are_byte_identical_to_the_reference(
+def test_the_contract_selection_is_byte_identical_to_the_reference_but_for_the_verdict(
     corpus: Path, options: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(ROOT)  # both read --data-dir data from the checkout
     reference = _run(str(FROZEN), *options, "--data-dir", "data", str(corpus))
-    code, out, err = _main([*options, "--data-dir", "data", str(corpus)])  # the program itself: test_jobs_...
+    code, out, err = _main([*options, "--select", "contract", "--data-dir", "data", str(corpus)])
     assert code == reference.returncode == 1
-    assert out.encode() == reference.stdout
+    assert out == with_verdicts(reference.stdout.decode())  # the json has no verdict line: the same
     assert err == "" and reference.stderr == b""
+
+
+@pytest.mark.parametrize("strict", [[], ["--strict"]])
+def test_a_course_with_a_fail_is_never_summed_up_as_pass(corpus: Path, strict: list[str],
+                                                         tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Each course's count line leads with its verdict, the validator's own: FAIL when the
+    course has a FAIL (with --strict, any defect), PASS when it has none (a WARN alone
+    passes unless --strict)."""
+    from stay.validate import RULES, Severity, validate_course, validate_courses
+    from tests.fixtures.rules import MUTATIONS, make_fixture
+
+    clean = tmp_path_factory.mktemp("clean") / SAMPLE.name  # its directory is its slug
+    shutil.copytree(SAMPLE, clean)
+    warned = next(course for code in MUTATIONS if RULES[code].severity is Severity.WARN
+                  if validate_course(course := make_fixture(code, tmp_path_factory.mktemp(code))).fails == 0)
+    paths = [str(corpus), str(clean), str(warned)]
+    done = run_stay("validate", *strict, *paths)
+    report = validate_courses(paths, strict=bool(strict))
+    assert done.returncode == report.exit_code == 1, done.stderr
+    summaries = [line for line in done.stdout.splitlines() if " rules evaluated, " in line]
+    assert [line.split()[0] for line in summaries] == ["PASS" if c.ok else "FAIL" for c in report.courses]
+    assert {c.ok for c in report.courses} == {True, False}  # the corpus holds both kinds
+    assert any(c.warns and not c.fails for c in report.courses) != bool(strict)  # and one with WARNs only
 
 
 def test_sample_course_passes_strict_with_default_paths() -> None:

@@ -1,6 +1,6 @@
 """Rule groups and selection: ``contract`` (the reference's rules) and ``stay`` (ours),
-chosen with ``--select``/``--ignore``; a ``stay`` rule runs in a build, not in plain
-``stay validate``, and leaves parity alone."""
+chosen with ``--select``/``--ignore``; a ``stay`` rule runs in a build and in plain
+``stay validate`` alike, ``--select contract`` leaves it out, and parity is left alone."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import pytest
 from stay.errors import GraphError, UsageError
 from stay.validate import (
     DEFAULT_SELECT,
-    PIPELINE_SELECT,
     RULES,
     Group,
     Rule,
@@ -62,9 +61,9 @@ def _of(group: Group) -> list[str]:
     return [code for code, r in RULES.items() if r.group is group]
 
 
-def test_no_selection_is_the_contract_group_and_the_pipeline_adds_stay() -> None:
-    assert list(selected()) == list(selected(DEFAULT_SELECT)) == _of(Group.CONTRACT)
-    assert list(selected(PIPELINE_SELECT)) == list(RULES)
+def test_no_selection_is_every_rule_of_every_group() -> None:
+    assert list(selected()) == list(selected(DEFAULT_SELECT)) == list(RULES)
+    assert list(selected(Group.CONTRACT)) == _of(Group.CONTRACT)
 
 
 @pytest.mark.parametrize(("select", "ignore"), [
@@ -94,21 +93,22 @@ def test_a_selector_that_names_no_rule_is_one_line_naming_it_and_the_forms(bad: 
         validate_course(SAMPLE, select=bad)
 
 
-def test_a_toy_stay_rule_runs_in_the_pipelines_selection_and_by_select_only(toy: Rule) -> None:
-    assert TOY in selected(PIPELINE_SELECT) and TOY not in selected()
-    assert TOY in [d.code for d in validate_course(SAMPLE, select=PIPELINE_SELECT).defects]
-    assert validate_course(SAMPLE).evaluated.keys() == set(_of(Group.CONTRACT))
-    for selector in (TOY, "toy", "stay"):
-        code, out, err = _main(["--select", selector, "--jobs", "1", str(SAMPLE)])
+def test_a_toy_stay_rule_runs_with_no_selection_and_by_select(toy: Rule) -> None:
+    assert TOY in selected() and TOY not in selected(Group.CONTRACT)
+    assert TOY in [d.code for d in validate_course(SAMPLE).defects]
+    assert validate_course(SAMPLE, select=Group.CONTRACT).evaluated.keys() == set(_of(Group.CONTRACT))
+    for selection in ([], *(["--select", selector] for selector in (TOY, "toy", "stay"))):
+        code, out, err = _main([*selection, "--jobs", "1", str(SAMPLE)])
         assert (code, err) == (0, "") and f"WARN {TOY} audience.yaml -: a toy rule beyond" in out
     code, out, _ = _main(["--select", "stay", "--ignore", TOY, "--strict", "--jobs", "1", str(SAMPLE)])
     assert code == 0 and TOY not in out
 
 
-def test_a_toy_stay_rule_leaves_plain_validate_byte_identical_to_the_reference(toy: Rule) -> None:
+def test_a_toy_stay_rule_leaves_the_contract_selection_byte_identical_to_the_reference(toy: Rule) -> None:
     reference = subprocess.run([sys.executable, str(FROZEN), "--data-dir", "data", "--strict", str(SAMPLE)],
                                cwd=ROOT, capture_output=True, check=False)
-    code, out, err = _main(["--data-dir", str(ROOT / "data"), "--strict", "--jobs", "1", str(SAMPLE)])
+    code, out, err = _main(["--data-dir", str(ROOT / "data"), "--strict", "--jobs", "1", "--select", "contract",
+                            str(SAMPLE)])
     assert (code, out.encode(), err) == (reference.returncode, reference.stdout, "")
     assert TOY not in out
 

@@ -38,6 +38,23 @@ def test_contract_table_has_101_rules() -> None:
     assert len(_table()) == 101
 
 
+def test_the_rule_counts_the_docs_give_are_the_registrys() -> None:
+    """Every count of rules the README and docs/ state (the contract's own pages aside) is
+    the registry's, so none drifts when a rule is added."""
+    root = CONTRACT.parents[2]
+    counts = {r"(\d+)\s+(?:validator\s+)?rules\b": len(RULES),
+              r"the contract's\s+(\d+)\b": sum(r.group is Group.CONTRACT for r in RULES.values()),
+              r"stay's own\s+(\d+)\b": sum(r.group is Group.STAY for r in RULES.values())}
+    stated = {pattern: 0 for pattern in counts}
+    for page in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        for pattern, count in counts.items():
+            for match in re.finditer(pattern, text):
+                assert int(match[1]) == count, f"{page.name}: '{' '.join(match[0].split())}' should say {count}"
+                stated[pattern] += 1
+    assert all(stated.values()), stated  # the README states each of them
+
+
 def test_registry_lists_the_contract_codes_severities_owners_and_messages_in_order() -> None:
     registered = [(r.code, str(r.severity), r.owner, r.template) for r in RULES.values()
                   if r.group is Group.CONTRACT]

@@ -21,7 +21,7 @@ from stay.artefacts import Assessment, Audience, Curriculum, LessonPlan, Outcome
 from stay.cli import _parser, main
 from stay.pipeline import approve, build_course, gate_status
 from stay.stages import REGISTRY
-from stay.validate import PIPELINE_SELECT, validate_course
+from stay.validate import validate_course
 from stay.view import build_site
 from tests.view.conftest import HTTP_BRIEF, page_text, quiet
 
@@ -182,7 +182,7 @@ def test_the_defects_listed_are_the_validators_in_the_covered_files(design_copy:
     outcomes = design_copy / "outcomes.yaml"
     first = artefacts.load(outcomes, Outcomes).outcomes[0]
     outcomes.write_text(outcomes.read_text().replace(f"verb: {first.verb}", "verb: ponder", 1))
-    report = validate_course(design_copy, select=PIPELINE_SELECT)
+    report = validate_course(design_copy)
     covered = {"audience.yaml", "curriculum.yaml", "outcomes.yaml", "assessment.yaml"}
     found = [d for d in report.defects if d.path in covered]
     assert any(d.path == "outcomes.yaml" for d in found)
