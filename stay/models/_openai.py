@@ -32,7 +32,7 @@ from stay.models._openai_schema import Read, malformed, parsed, read_completion,
 from stay.models._prices import PRICES, Price
 from stay.models._roles import OUTPUT_LIMIT
 from stay.models._screen import Screening, screen_request, verdict
-from stay.models._wire import one_line, redact, request_id_of, retry_after, retryable_status
+from stay.models._wire import RERUN, one_line, redact, request_id_of, retry_after, retryable_status, unreachable
 from stay.requests import ROLES, ModelAnswer, ModelRequest, Role, Usage
 from stay.settings import DEFAULT_MODELS as CLAUDE_MODELS
 from stay.settings import Settings
@@ -131,7 +131,8 @@ class OpenAIBackend:
 
     @property
     def endpoint(self) -> str:
-        return self._base_url or "https://api.openai.com/v1"
+        """The server's URL as it may be shown (no userinfo)."""
+        return _secrets.shown_url(self._base_url) if self._base_url else "https://api.openai.com/v1"
 
     # -- models ----------------------------------------------------------------------------
 
@@ -146,6 +147,9 @@ class OpenAIBackend:
                 raise
             except Exception as exc:
                 status = getattr(exc, "status_code", None)
+                down = unreachable(exc, "asking the server which models it serves", self.endpoint, "OPENAI_BASE_URL")
+                if down is not None:
+                    raise down from None
                 if status in (401, 403):
                     raise UsageError(f"{self.endpoint}: OPENAI_API_KEY was rejected ({status}) listing its models; "
                                      "check it") from None
@@ -278,19 +282,21 @@ class OpenAIBackend:
         import openai
 
         tries = f"after {attempt + 1} attempt{'s' if attempt else ''}"
-        rerun = "rerun to continue (finished files are kept, nothing is paid twice)"
 
         def clean(text: object) -> str:
             return one_line(redact(str(text), [self._api_key]))
 
+        down = unreachable(exc, where, self.endpoint, "OPENAI_BASE_URL")
+        if down is not None:
+            return _Failure(False, down)
         if isinstance(exc, (openai.APITimeoutError, httpx2.TimeoutException)):
-            return _Failure(True, ModelUnavailable(f"{where}: no answer within the request timeout, {tries}; the "
-                                                   f"server is not answering: {rerun}"), timed_out=True)
+            return _Failure(True, ModelUnavailable(f"{where}: no answer within the request timeout, {tries} (the "
+                                                   "server is not answering)", fix=RERUN), timed_out=True)
         if isinstance(exc, (openai.APIConnectionError, httpx2.TransportError)):
             cause = exc.__cause__ or exc
             return _Failure(True, ModelUnavailable(
-                f"{where}: cannot reach {self.endpoint} ({type(cause).__name__}: {clean(cause)}) {tries}; check the "
-                f"network or OPENAI_BASE_URL, then {rerun}"))
+                f"{where}: the connection to {self.endpoint} failed ({type(cause).__name__}: {clean(cause)}) {tries}",
+                fix=f"check the network or OPENAI_BASE_URL, then {RERUN}"))
         if isinstance(exc, openai.APIStatusError):
             status, headers, body = exc.status_code, exc.response.headers, exc.body
             detail = clean(getattr(exc, "message", exc))
@@ -312,7 +318,7 @@ class OpenAIBackend:
                     "not retried, since waiting will not lift it: add credit, then rerun (finished files are kept)"))
             if retryable_status(status, headers, {"error": error}):
                 what = {429: "rate limited (429)"}.get(status, f"unavailable (HTTP {status}: {detail})")
-                return _Failure(True, ModelUnavailable(f"{where}: the server is {what} {tries}; {rerun}"),
+                return _Failure(True, ModelUnavailable(f"{where}: the server is {what} {tries}", fix=RERUN),
                                 wait_hint=retry_after(headers, now=self.wall))
             return _Failure(False, ModelError(f"{where}: the server answered HTTP {status}: {detail}"))
         if isinstance(exc, (openai.APIResponseValidationError, ValueError, TypeError, KeyError, AttributeError)):

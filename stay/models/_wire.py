@@ -24,7 +24,7 @@ from typing import Any
 
 from stay import _secrets
 from stay._stored import json_nesting
-from stay.errors import AnswerError, ModelError, RefusalError, TruncationError
+from stay.errors import AnswerError, ModelError, RefusalError, TruncationError, Unreachable
 from stay.models._roles import Thinking, thinks_adaptively
 from stay.requests import ModelAnswer, ModelRequest, Usage
 
@@ -265,6 +265,34 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
 def one_line(text: object, limit: int = 200) -> str:
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
+RERUN = "rerun to continue (finished files are kept, nothing is paid twice)"
+
+
+def unreachable(exc: BaseException, where: str, url: str, setting: str, service: str = "") -> Unreachable | None:
+    """The error for ``exc`` when no connection could be made at all (httpx's ``ConnectError``
+    or ``ConnectTimeout``, under the SDK's connection error): the connection refused, no such
+    host, no route, no connection within the connect timeout. It names ``url`` (its userinfo
+    cut out) and is final: no retry mends a server that is not running or a wrong URL. None
+    for any other failure (a reset mid-answer, a read timeout), which a retry may mend."""
+    import socket
+
+    import httpx2
+
+    chain: list[BaseException] = []
+    while exc is not None and exc not in chain and len(chain) < 10:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]  # None ends the chain
+    if not any(isinstance(link, (httpx2.ConnectError, httpx2.ConnectTimeout)) for link in chain):
+        return None
+    root = chain[-1]
+    why = ("the connection was refused: nothing listens there" if isinstance(root, ConnectionRefusedError) else
+           "no such host" if isinstance(root, socket.gaierror) else
+           "no connection within the connect timeout" if isinstance(root, (TimeoutError, httpx2.ConnectTimeout))
+           else f"{type(root).__name__}: {one_line(redact(str(root)), 120)}")
+    return Unreachable(f"{where}: cannot reach {service}{_secrets.shown_url(url)} ({why}), not retried",
+                       fix=f"check that the server is running there and {setting} names it, then {RERUN}")
 
 
 _RETRYABLE_ERROR_TYPES = ("overloaded_error", "rate_limit_error", "api_error", "timeout_error")

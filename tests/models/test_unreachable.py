@@ -1,0 +1,178 @@
+"""A service no connection can be made to (issue 34): named as such at once, with its URL,
+never retried, and never tried again in the same run; apart from a connection that failed
+mid-answer, which a retry may mend.
+
+Over real HTTP at a local port that refuses (bound, read, closed: nothing listens there),
+and over ``httpx2.MockTransport`` for the causes a sandbox cannot make on demand (no such
+host, no route, a connect timeout). Attempts are counted as the transport sees them and
+waits as the backend asks to sleep: nothing here waits on a clock.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import openai
+import pytest
+
+from stay.cli import main
+from stay.errors import EXIT_UNAVAILABLE, ModelUnavailable, Unreachable, exit_code
+from stay.models import AnthropicBackend, ModelClient
+from stay.models._openai import OpenAIBackend
+from stay.pipeline import build_course
+from stay.requests import ModelAnswer, ModelRequest
+from tests.models.helpers import HTTP, KEY, audience_request, client
+
+RETRIES = 3
+"""Retries each backend is given: a refused connection must use none of them."""
+
+
+def refused_url(userinfo: str = "") -> str:
+    """A URL at a local port nothing listens on (bound to find a free one, then closed)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://{userinfo}127.0.0.1:{port}/v1"
+
+
+def claude(url: str, waits: list[float]) -> AnthropicBackend:
+    return AnthropicBackend(api_key=KEY, base_url=url, max_retries=RETRIES, sleep=waits.append)
+
+
+def gpt(url: str, waits: list[float]) -> OpenAIBackend:
+    return OpenAIBackend(base_url=url, models={"analysis": "m", "planning": "m", "writing": "m", "judging": "m"},
+                         max_retries=RETRIES, sleep=waits.append, jitter=lambda: 0.0)
+
+
+BACKENDS: dict[str, Callable[[str, list[float]], Any]] = {"anthropic": claude, "openai": gpt}
+SETTING = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_refused_connection_is_said_at_once_naming_the_url(name: str) -> None:
+    url, waits = refused_url("bob:pw@"), []  # userinfo too short to be a kept secret: cut out by its place
+    with pytest.raises(Unreachable) as caught:
+        BACKENDS[name](url, waits).complete(audience_request(), "m")
+    said = str(caught.value)
+    assert waits == []  # no retry, no backoff: the first attempt's refusal is the answer
+    assert url.replace("bob:pw", "[redacted]") in said and "bob:pw" not in said
+    assert "connection was refused" in said and SETTING[name] in said and "\n" not in said
+    assert isinstance(caught.value, ModelUnavailable) and exit_code(caught.value) == EXIT_UNAVAILABLE
+
+
+def test_a_local_server_that_refuses_is_named_when_asked_for_its_models_not_sent_to_stay_model() -> None:
+    """The issue's case: no STAY_MODEL, so the backend asks the server which model it serves."""
+    url = refused_url()
+    with pytest.raises(Unreachable) as caught:
+        _ = OpenAIBackend(base_url=url).default_models
+    said = str(caught.value)
+    assert url in said and "connection was refused" in said and "OPENAI_BASE_URL" in said
+    assert "STAY_MODEL" not in said
+
+
+def test_the_command_line_says_it_in_one_line_at_the_unavailable_exit_code(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    url = refused_url()
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    monkeypatch.delenv("STAY_MODEL", raising=False)
+    code = main(["build", str(HTTP), "--yes", "--backend", "openai", "--courses-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == EXIT_UNAVAILABLE, err
+    last = err.strip().splitlines()[-1]
+    assert url in last and "connection was refused" in last and "Traceback" not in err
+
+
+class Counted:
+    """A backend that counts every request it is asked (the screen's included)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name, self.asked = inner, inner.name, []
+
+    def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
+        self.asked.append(request.stage)
+        answer: ModelAnswer = self.inner.complete(request, model)
+        return answer
+
+    def screen(self, text: str) -> str | None:
+        self.asked.append("moderation")
+        reason: str | None = self.inner.screen(text)
+        return reason
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_refused_screen_warns_once_goes_on_and_the_run_asks_that_service_nothing_more(
+        name: str, tmp_path: Path) -> None:
+    waits: list[float] = []
+    backend = Counted(BACKENDS[name](refused_url(), waits))
+    assert isinstance(backend, ModelClient)
+    lines: list[str] = []
+    with pytest.raises(Unreachable) as caught:
+        build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend, progress=lines.append)
+    warned = [line for line in lines if "input moderation" in line]
+    assert len(warned) == 1 and "connection was refused" in warned[0], lines
+    assert "rerun" not in warned[0] and "continuing" in warned[0]  # fail open, said one way
+    assert backend.asked == ["moderation"] and waits == []  # the first stage was not sent: no second try
+    assert str(caught.value).startswith("stage ") and "not asked" in str(caught.value)
+    assert "rerun to continue" in str(caught.value)  # the stop says what to do
+
+
+CAUSES: dict[str, Callable[[httpx2.Request], BaseException]] = {
+    "refused": lambda r: _caused(httpx2.ConnectError("refused", request=r), ConnectionRefusedError(
+        errno.ECONNREFUSED, "Connection refused")),
+    "no such host": lambda r: _caused(httpx2.ConnectError("lookup failed", request=r),
+                                      socket.gaierror(socket.EAI_NONAME, "Name or service not known")),
+    "no route": lambda r: _caused(httpx2.ConnectError("unreachable", request=r),
+                                  OSError(errno.ENETUNREACH, "Network is unreachable")),
+    "a connect timeout": lambda r: httpx2.ConnectTimeout("timed out", request=r),
+}
+
+
+def _caused(error: BaseException, cause: BaseException) -> BaseException:
+    error.__cause__ = cause
+    return error
+
+
+def _over(transport: Callable[[httpx2.Request], httpx2.Response], name: str, waits: list[float]) -> Any:
+    """The backend ``name`` over ``transport`` (no network)."""
+    if name == "anthropic":
+        return AnthropicBackend(client(transport), max_retries=RETRIES, sleep=waits.append)
+    sdk = openai.OpenAI(api_key=KEY, base_url="http://testserver/v1", max_retries=0,
+                        http_client=httpx2.Client(transport=httpx2.MockTransport(transport)))
+    return OpenAIBackend(sdk, base_url="http://testserver/v1", models={"writing": "m"}, max_retries=RETRIES,
+                         sleep=waits.append, jitter=lambda: 0.0)
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+@pytest.mark.parametrize("cause", CAUSES)
+def test_every_failure_to_connect_is_final_at_the_first_attempt(name: str, cause: str) -> None:
+    attempts: list[str] = []
+
+    def fail(request: httpx2.Request) -> httpx2.Response:
+        attempts.append(str(request.url))
+        raise CAUSES[cause](request)
+
+    waits: list[float] = []
+    with pytest.raises(Unreachable, match="http://testserver"):
+        _over(fail, name, waits).complete(audience_request(), "m")
+    assert len(attempts) == 1 and waits == []
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_connection_lost_mid_answer_is_still_retried(name: str) -> None:
+    """Apart from a failure to connect: a reset once connected may not happen again."""
+    attempts: list[str] = []
+
+    def reset(request: httpx2.Request) -> httpx2.Response:
+        attempts.append(str(request.url))
+        raise httpx2.ReadError("connection reset by peer", request=request)
+
+    waits: list[float] = []
+    with pytest.raises(ModelUnavailable) as caught:
+        _over(reset, name, waits).complete(audience_request(), "m")
+    assert not isinstance(caught.value, Unreachable)
+    assert len(attempts) == RETRIES + 1 and len(waits) == RETRIES
