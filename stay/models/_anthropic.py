@@ -527,7 +527,7 @@ class AnthropicBackend:
         def clean(text: object) -> str:
             return one_line(redact(str(text), [self._api_key, self._auth_token]))
 
-        url = str(getattr(self._client or self._async_client, "base_url", self._base_url))
+        url = str(getattr(self._client or self._async_client, "base_url", self._base_url)).rstrip("/")
         down = unreachable(exc, where, url, "ANTHROPIC_BASE_URL", "the Anthropic API at ")
         if down is not None:
             return _Failure(False, down)

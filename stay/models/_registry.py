@@ -21,6 +21,7 @@ from stay._secrets import redact
 from stay._version import DISTRIBUTION
 from stay.errors import ModelError, ModelUnavailable, StayError, UsageError
 from stay.models._protocol import FEATURES, Backend
+from stay.requests import ModelRequest
 from stay.settings import BUILTIN_BACKENDS, Settings, checked_backend, registered_backends
 
 T = TypeVar("T")
@@ -93,6 +94,8 @@ class Plugin:
         self._made, self._where = made, where
 
     def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("_"):  # its private parts, and ours before __init__ ran (a copy): not the protocol
+            raise AttributeError(attr)
         try:
             value = getattr(self._made, attr)
         except AttributeError:
@@ -103,30 +106,32 @@ class Plugin:
             return value
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            found = self._guarded(lambda: value(*args, **kwargs))
-            return self._awaited(found) if inspect.isawaitable(found) else found
+            asked = args[0] if args and isinstance(args[0], ModelRequest) else None
+            where = f"stage {asked.stage} ({asked.artefact}): " if asked is not None else ""
+            found = self._guarded(lambda: value(*args, **kwargs), where)
+            return self._awaited(found, where) if inspect.isawaitable(found) else found
         return call
 
-    def _guarded(self, run: Callable[[], T]) -> T:
+    def _guarded(self, run: Callable[[], T], where: str = "") -> T:
         try:
             return run()
         except StayError:
             raise  # the backend's own words: a refusal, a cut-off answer, retries spent
         except Exception as exc:
-            raise self._failed(exc) from None
+            raise self._failed(exc, where) from None
 
-    async def _awaited(self, found: Awaitable[T]) -> T:
+    async def _awaited(self, found: Awaitable[T], where: str) -> T:
         try:
             return await found
         except StayError:
             raise
         except Exception as exc:
-            raise self._failed(exc) from None
+            raise self._failed(exc, where) from None
 
-    def _failed(self, exc: Exception) -> StayError:
+    def _failed(self, exc: Exception, where: str = "") -> StayError:
         kind = ModelUnavailable if isinstance(exc, (ConnectionError, TimeoutError)) else ModelError
-        return kind(f"{self._where} failed: {type(exc).__name__}: {redact(_line(exc))} (an error of that "
-                    "plug-in, not of stay: see its documentation, or choose another --backend)")
+        return kind(f"{where}{self._where} failed: {type(exc).__name__}: {redact(_line(exc))} (an error of "
+                    "that plug-in, not of stay: see its documentation, or choose another --backend)")
 
 
 def _line(exc: BaseException) -> str:

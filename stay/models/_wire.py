@@ -291,8 +291,27 @@ def unreachable(exc: BaseException, where: str, url: str, setting: str, service:
            "no such host" if isinstance(root, socket.gaierror) else
            "no connection within the connect timeout" if isinstance(root, (TimeoutError, httpx2.ConnectTimeout))
            else f"{type(root).__name__}: {one_line(redact(str(root)), 120)}")
-    return Unreachable(f"{where}: cannot reach {service}{_secrets.shown_url(url)} ({why}), not retried",
-                       fix=f"check that the server is running there and {setting} names it, then {RERUN}")
+    proxy = _proxy_for(url)
+    through = f" through the proxy {_secrets.shown_url(proxy)}" if proxy else ""
+    return Unreachable(f"{where}: cannot reach {service}{_secrets.shown_url(url)}{through} ({why}), not retried",
+                       fix=f"check that {'the server and the proxy are' if proxy else 'the server is'} running and "
+                           f"{setting} names it, then {RERUN}")
+
+
+def _proxy_for(url: str) -> str | None:
+    """The proxy the SDK's HTTP client goes through to ``url`` (``HTTPS_PROXY`` and the rest,
+    ``NO_PROXY`` heeded), which is then what refused or could not be found; None: none."""
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return None
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    return None if not proxy or urllib.request.proxy_bypass(host) else proxy
 
 
 _RETRYABLE_ERROR_TYPES = ("overloaded_error", "rate_limit_error", "api_error", "timeout_error")

@@ -208,6 +208,7 @@ def test_what_a_plug_in_raises_is_that_plug_ins_failure_never_a_bug_in_stay(
     assert code == expected != errors.EXIT_BUG, err
     assert "faulty-plugin 1.2" in last and f"{type(raised).__name__}: {said}" in last and "Traceback" not in err
     assert "a bug in stay" not in err
+    assert where != "complete" or ": stage " in last.split("backend 'faulty'")[0]  # the stage asked is named
 
 
 def test_stays_own_backends_are_not_wrapped_so_their_bugs_stay_bugs() -> None:

@@ -176,3 +176,17 @@ def test_a_connection_lost_mid_answer_is_still_retried(name: str) -> None:
         _over(reset, name, waits).complete(audience_request(), "m")
     assert not isinstance(caught.value, Unreachable)
     assert len(attempts) == RETRIES + 1 and len(waits) == RETRIES
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_proxy_that_refuses_is_named_as_the_one_in_the_way(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    proxy = refused_url().removesuffix("/v1")
+    for variable in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(variable, raising=False)
+    for variable in ("HTTP_PROXY", "http_proxy"):
+        monkeypatch.setenv(variable, proxy)
+    waits: list[float] = []
+    with pytest.raises(Unreachable) as caught:
+        BACKENDS[name]("http://model.example.test/v1", waits).complete(audience_request(), "m")
+    assert f"http://model.example.test/v1 through the proxy {proxy} (the connection was refused" in str(caught.value)
+    assert waits == []
