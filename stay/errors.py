@@ -236,9 +236,10 @@ class ModelUnavailable(StayError):
 
 class Unreachable(ModelUnavailable):
     """No connection could be made to the service at all: refused (nothing listens at the
-    URL), no such host, no route, no connection within the connect timeout. Said at once,
-    naming the URL: no retry mends a wrong URL or a server that is not running, and a run
-    that met it asks that service nothing more."""
+    URL), no such host, no route, no connection within the connect timeout; or one that has
+    never answered closed it unanswered (nothing that speaks its HTTP listens there). Said at
+    once, naming the URL: no retry mends a wrong URL or a server that is not running, and a
+    run that met it asks that service nothing more."""
 
 
 class PipelineError(StayError):

@@ -251,6 +251,8 @@ class AnthropicBackend:
         self.call_deadline = call_deadline
         self.clock, self.wall = clock, wall
         self.async_sleep = async_sleep  # asyncio.sleep when None: asyncio is imported only by async callers
+        self._heard = False
+        """Whether the service has answered a call: until it has, a connection it closes unanswered is final."""
         self._api_key = api_key.strip() if api_key else api_key  # a key pasted with its newline
         # a bearer token for a gateway (ANTHROPIC_AUTH_TOKEN), used only when there is no key
         self._auth_token = None if self._api_key else (auth_token.strip() if auth_token else None) or None
@@ -431,8 +433,11 @@ class AnthropicBackend:
                 if streamed:
                     with client.messages.stream(**params, timeout=timeout) as stream, clock.watch(stream.close):
                         _begun(stream, started)
-                        return _identified(stream.get_final_message(), stream)
-                return client.messages.create(**params, timeout=timeout)
+                        message = _identified(stream.get_final_message(), stream)
+                else:
+                    message = client.messages.create(**params, timeout=timeout)
+                self._heard = True
+                return message
             except StayError:
                 raise
             except Exception as exc:
@@ -465,7 +470,9 @@ class AnthropicBackend:
             try:
                 client = self.async_client
                 timeout = clock.timeout(attempt)
-                return await clock.awaited(self._attempt(client, params, streamed, timeout, started), attempt)
+                message = await clock.awaited(self._attempt(client, params, streamed, timeout, started), attempt)
+                self._heard = True
+                return message
             except StayError:
                 raise
             except Exception as exc:
@@ -528,7 +535,7 @@ class AnthropicBackend:
             return one_line(redact(str(text), [self._api_key, self._auth_token]))
 
         url = str(getattr(self._client or self._async_client, "base_url", self._base_url)).rstrip("/")
-        down = unreachable(exc, where, url, "ANTHROPIC_BASE_URL", "the Anthropic API at ")
+        down = unreachable(exc, where, url, "ANTHROPIC_BASE_URL", "the Anthropic API at ", answered=self._heard)
         if down is not None:
             return _Failure(False, down)
         if isinstance(exc, (anthropic.APITimeoutError, httpx2.TimeoutException)):

@@ -105,6 +105,8 @@ class OpenAIBackend:
         _secrets.keep([self._api_key, *_secrets.url_secrets(base_url)])
         self.models: Mapping[Role, str] = dict(models or {})
         self._client = client
+        self._heard = False
+        """Whether the server has answered a call: until it has, a connection it closes unanswered is final."""
         self._defaults: Mapping[Role, str] | None = (
             {role: OPENAI_MODEL for role in ROLES} if known_provider(self._base_url) else None)
 
@@ -263,7 +265,9 @@ class OpenAIBackend:
         for attempt in range(self.max_retries + 1):
             try:
                 client = self.client
-                return client.chat.completions.create(**params, timeout=clock.timeout(attempt))
+                completion = client.chat.completions.create(**params, timeout=clock.timeout(attempt))
+                self._heard = True
+                return completion
             except StayError:
                 raise
             except Exception as exc:
@@ -286,7 +290,7 @@ class OpenAIBackend:
         def clean(text: object) -> str:
             return one_line(redact(str(text), [self._api_key]))
 
-        down = unreachable(exc, where, self.endpoint, "OPENAI_BASE_URL")
+        down = unreachable(exc, where, self.endpoint, "OPENAI_BASE_URL", answered=self._heard)
         if down is not None:
             return _Failure(False, down)
         if isinstance(exc, (openai.APITimeoutError, httpx2.TimeoutException)):

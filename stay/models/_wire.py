@@ -270,12 +270,15 @@ def one_line(text: object, limit: int = 200) -> str:
 RERUN = "rerun to continue (finished files are kept, nothing is paid twice)"
 
 
-def unreachable(exc: BaseException, where: str, url: str, setting: str, service: str = "") -> Unreachable | None:
-    """The error for ``exc`` when no connection could be made at all (httpx's ``ConnectError``
-    or ``ConnectTimeout``, under the SDK's connection error): the connection refused, no such
-    host, no route, no connection within the connect timeout. It names ``url`` (its userinfo
-    cut out) and is final: no retry mends a server that is not running or a wrong URL. None
-    for any other failure (a reset mid-answer, a read timeout), which a retry may mend."""
+def unreachable(exc: BaseException, where: str, url: str, setting: str, service: str = "", *,
+                answered: bool = True) -> Unreachable | None:
+    """The error for ``exc`` when the service at ``url`` cannot be reached: no connection
+    could be made (httpx's ``ConnectError`` or ``ConnectTimeout``, under the SDK's connection
+    error: refused, no such host, no route, none within the connect timeout), or, while it has
+    not ``answered`` a call yet, it closed the connection with no answer (nothing that speaks
+    HTTP listens there). It names ``url`` (its userinfo cut out) and is final: no retry mends
+    a server that is not running or a wrong URL. None for any other failure (a connection
+    lost once the service had answered, a read timeout), which a retry may mend."""
     import socket
 
     import httpx2
@@ -284,13 +287,17 @@ def unreachable(exc: BaseException, where: str, url: str, setting: str, service:
     while exc is not None and exc not in chain and len(chain) < 10:
         chain.append(exc)
         exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]  # None ends the chain
-    if not any(isinstance(link, (httpx2.ConnectError, httpx2.ConnectTimeout)) for link in chain):
-        return None
     root = chain[-1]
-    why = ("the connection was refused: nothing listens there" if isinstance(root, ConnectionRefusedError) else
-           "no such host" if isinstance(root, socket.gaierror) else
-           "no connection within the connect timeout" if isinstance(root, (TimeoutError, httpx2.ConnectTimeout))
-           else f"{type(root).__name__}: {one_line(redact(str(root)), 120)}")
+    if any(isinstance(link, (httpx2.ConnectError, httpx2.ConnectTimeout)) for link in chain):
+        why = ("the connection was refused: nothing listens there" if isinstance(root, ConnectionRefusedError) else
+               "no such host" if isinstance(root, socket.gaierror) else
+               "no connection within the connect timeout" if isinstance(root, (TimeoutError, httpx2.ConnectTimeout))
+               else f"{type(root).__name__}: {one_line(redact(str(root)), 120)}")
+    elif not answered and any(isinstance(link, (httpx2.NetworkError, httpx2.RemoteProtocolError)) for link in chain):
+        why = (f"it closed the connection with no answer ({type(root).__name__}: {one_line(redact(str(root)), 120)}):"
+               " is that an HTTP server of the API?")
+    else:
+        return None
     proxy = _proxy_for(url)
     through = f" through the proxy {_secrets.shown_url(proxy)}" if proxy else ""
     return Unreachable(f"{where}: cannot reach {service}{_secrets.shown_url(url)}{through} ({why}), not retried",

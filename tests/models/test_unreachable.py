@@ -11,7 +11,9 @@ waits as the backend asks to sleep: nothing here waits on a clock.
 from __future__ import annotations
 
 import errno
+import json
 import socket
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,8 @@ from stay.models import AnthropicBackend, ModelClient
 from stay.models._openai import OpenAIBackend
 from stay.pipeline import build_course
 from stay.requests import ModelAnswer, ModelRequest
-from tests.models.helpers import HTTP, KEY, audience_request, client
+from tests.models.fake_openai import FakeOpenAI
+from tests.models.helpers import HTTP, KEY, audience_request, client, recording
 
 RETRIES = 3
 """Retries each backend is given: a refused connection must use none of them."""
@@ -143,7 +146,7 @@ def _over(transport: Callable[[httpx2.Request], httpx2.Response], name: str, wai
         return AnthropicBackend(client(transport), max_retries=RETRIES, sleep=waits.append)
     sdk = openai.OpenAI(api_key=KEY, base_url="http://testserver/v1", max_retries=0,
                         http_client=httpx2.Client(transport=httpx2.MockTransport(transport)))
-    return OpenAIBackend(sdk, base_url="http://testserver/v1", models={"writing": "m"}, max_retries=RETRIES,
+    return OpenAIBackend(sdk, base_url="http://testserver/v1", models={"analysis": "m"}, max_retries=RETRIES,
                          sleep=waits.append, jitter=lambda: 0.0)
 
 
@@ -163,19 +166,65 @@ def test_every_failure_to_connect_is_final_at_the_first_attempt(name: str, cause
 
 
 @pytest.mark.parametrize("name", BACKENDS)
-def test_a_connection_lost_mid_answer_is_still_retried(name: str) -> None:
-    """Apart from a failure to connect: a reset once connected may not happen again."""
+def test_a_connection_lost_once_the_service_has_answered_is_still_retried(name: str) -> None:
+    """Apart from a service never reached: one that answered may lose a connection and answer again."""
     attempts: list[str] = []
+    with FakeOpenAI(models=("m",)) as fake:
+        def answer(request: httpx2.Request) -> httpx2.Response:  # as the offline backend would
+            if name == "anthropic":
+                return recording()[0](request)
+            status, payload = fake.complete(json.loads(request.content), None)
+            return httpx2.Response(status, json=payload)
 
-    def reset(request: httpx2.Request) -> httpx2.Response:
-        attempts.append(str(request.url))
-        raise httpx2.ReadError("connection reset by peer", request=request)
+        def flaky(request: httpx2.Request) -> httpx2.Response:
+            attempts.append(str(request.url))
+            if len(attempts) == 2:
+                raise httpx2.ReadError("connection reset by peer", request=request)
+            return answer(request)
 
+        waits: list[float] = []
+        backend = _over(flaky, name, waits)
+        backend.complete(audience_request(), "m")
+        backend.complete(audience_request(), "m")  # its first attempt is reset: retried, answered
+    assert len(attempts) == 3 and len(waits) == 1
+
+
+class Closing:
+    """A local TCP server that accepts each connection and closes it unanswered, counting them."""
+
+    def __enter__(self) -> Closing:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.accepted = 0
+        self.done = threading.Event()
+
+        def serve() -> None:
+            while not self.done.is_set():
+                try:
+                    conn, _ = self.sock.accept()
+                except OSError:
+                    return
+                self.accepted += 1
+                conn.close()
+
+        self.thread = threading.Thread(target=serve, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.done.set()
+        self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accept (a close alone need not)
+        self.thread.join()
+        self.sock.close()
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_server_that_closes_every_connection_unanswered_is_named_after_one_attempt(name: str) -> None:
     waits: list[float] = []
-    with pytest.raises(ModelUnavailable) as caught:
-        _over(reset, name, waits).complete(audience_request(), "m")
-    assert not isinstance(caught.value, Unreachable)
-    assert len(attempts) == RETRIES + 1 and len(waits) == RETRIES
+    with Closing() as server, pytest.raises(Unreachable) as caught:
+        BACKENDS[name](server.url, waits).complete(audience_request(), "m")
+    assert server.accepted == 1 and waits == []
+    assert server.url in str(caught.value) and "closed the connection with no answer" in str(caught.value)
 
 
 @pytest.mark.parametrize("name", BACKENDS)
