@@ -21,7 +21,8 @@ from stay._secrets import redact
 from stay._version import DISTRIBUTION
 from stay.errors import ModelError, ModelUnavailable, StayError, UsageError
 from stay.models._protocol import FEATURES, Backend
-from stay.requests import ModelRequest
+from stay.models._screen import Screening
+from stay.requests import ModelAnswer, ModelRequest
 from stay.settings import BUILTIN_BACKENDS, Settings, checked_backend, registered_backends
 
 T = TypeVar("T")
@@ -109,8 +110,16 @@ class Plugin:
             asked = args[0] if args and isinstance(args[0], ModelRequest) else None
             where = f"stage {asked.stage} ({asked.artefact}): " if asked is not None else ""
             found = self._guarded(lambda: value(*args, **kwargs), where)
-            return self._awaited(found, where) if inspect.isawaitable(found) else found
+            return self._awaited(found, where, attr) if inspect.isawaitable(found) else self._kind(found, where, attr)
         return call
+
+    def _kind(self, found: T, where: str, attr: str) -> T:
+        """``found`` when it is what the protocol says ``attr`` returns, else that plug-in's failure."""
+        kinds = _RETURNS.get(attr, (object,))
+        if isinstance(found, kinds):
+            return found
+        raise self._failed(TypeError(f"{attr}() returned a {type(found).__name__}, not a "
+                                     f"{' or '.join(kind.__name__ for kind in kinds)}"), where)
 
     def _guarded(self, run: Callable[[], T], where: str = "") -> T:
         try:
@@ -120,9 +129,9 @@ class Plugin:
         except Exception as exc:
             raise self._failed(exc, where) from None
 
-    async def _awaited(self, found: Awaitable[T], where: str) -> T:
+    async def _awaited(self, found: Awaitable[T], where: str, attr: str) -> T:
         try:
-            return await found
+            return self._kind(await found, where, attr)
         except StayError:
             raise
         except Exception as exc:
@@ -132,6 +141,12 @@ class Plugin:
         kind = ModelUnavailable if isinstance(exc, (ConnectionError, TimeoutError)) else ModelError
         return kind(f"{where}{self._where} failed: {type(exc).__name__}: {redact(_line(exc))} (an error of "
                     "that plug-in, not of stay: see its documentation, or choose another --backend)")
+
+
+_RETURNS: dict[str, tuple[type, ...]] = {"complete": (ModelAnswer,), "acomplete": (ModelAnswer,),
+                                         "screen": (str, type(None)), "screening": (Screening,)}
+"""What the protocol's calls return (``stay.models._protocol``), held at the boundary: anything
+else would fail later, inside stay, as if stay were at fault."""
 
 
 def _line(exc: BaseException) -> str:

@@ -146,7 +146,7 @@ def test_a_plug_in_that_fails_to_import_or_makes_no_backend_is_one_line_naming_i
 FAULTY = """
 from stay.models import OfflineBackend
 
-class Faulty(OfflineBackend):
+class Faulty:  # no screening of its own: its screen is what is asked
     name = "faulty"
     prices = {}
     features = frozenset({"screen"})
@@ -157,12 +157,12 @@ class Faulty(OfflineBackend):
     def complete(self, request, model):
         if self.where == "complete":
             raise self.error
-        return super().complete(request, model)
+        return self.error if self.where == "complete returns" else OfflineBackend().complete(request, model)
 
     def screen(self, text):
         if self.where == "screen":
             raise self.error
-        return None
+        return self.error if self.where == "screen returns" else None
 
     async def acomplete(self, request, model):
         raise self.error
@@ -173,7 +173,8 @@ def make(settings, *, progress=None):
     where, _, error = os.environ["FAULTY"].partition(":")  # the test says where to fail, and with what
     return Faulty(where, eval(error))
 """
-"""A plug-in whose ``where`` (complete or screen) raises ``error``, neither a stay error."""
+"""A plug-in whose ``where`` (complete or screen) raises ``error``, neither a stay error, or
+(``complete returns``, ``screen returns``) returns it."""
 
 
 @pytest.mark.parametrize("where, error, kind", [
@@ -209,6 +210,26 @@ def test_what_a_plug_in_raises_is_that_plug_ins_failure_never_a_bug_in_stay(
     assert "faulty-plugin 1.2" in last and f"{type(raised).__name__}: {said}" in last and "Traceback" not in err
     assert "a bug in stay" not in err
     assert where != "complete" or ": stage " in last.split("backend 'faulty'")[0]  # the stage asked is named
+
+
+@pytest.mark.parametrize("where, value, protocol", [("complete returns", "{'data': {}}", "ModelAnswer"),
+                                                    ("screen returns", "42", "str or NoneType")])
+def test_what_a_plug_in_returns_that_is_not_the_protocols_is_that_plug_ins_failure(
+        installed: Callable[..., None], capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, where: str, value: str, protocol: str) -> None:
+    """Not a traceback from deep in stay when the answer is read: the boundary names it."""
+    from stay.cli import main
+    from stay.errors import EXIT_BUG, ModelError, exit_code
+
+    installed("faulty-plugin", {"faulty_backend": FAULTY}, {"faulty": "faulty_backend:make"})
+    monkeypatch.setenv("FAULTY", f"{where}:{value}")
+    code = main(["build", str(HTTP), "--yes", "--backend", "faulty", "--courses-dir", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert code == exit_code(ModelError("x")) != EXIT_BUG, err
+    method = where.split()[0]
+    assert (f"faulty-plugin 1.2) failed: TypeError: {method}() returned a {type(eval(value)).__name__}, not a "
+            f"{protocol}") in last and "Traceback" not in err
 
 
 def test_stays_own_backends_are_not_wrapped_so_their_bugs_stay_bugs() -> None:
