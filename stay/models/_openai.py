@@ -148,15 +148,20 @@ class OpenAIBackend:
             except StayError:
                 raise
             except Exception as exc:
+                import openai
+
                 status = getattr(exc, "status_code", None)
-                down = unreachable(exc, "asking the server which models it serves", self.endpoint, "OPENAI_BASE_URL")
-                if down is not None:
-                    raise down from None
+                asking = "asking the server which models it serves"
+                down = unreachable(exc, asking, self.endpoint, "OPENAI_BASE_URL", answered=self._heard)
+                if down is not None or isinstance(exc, openai.APIConnectionError):  # no answer: not the list's fault
+                    raise down or ModelUnavailable(f"{asking}: {self.endpoint} did not answer ({type(exc).__name__})",
+                                                   fix=f"check the server, then {RERUN}") from None
                 if status in (401, 403):
                     raise UsageError(f"{self.endpoint}: OPENAI_API_KEY was rejected ({status}) listing its models; "
                                      "check it") from None
                 raise UsageError(f"{self.endpoint} did not list its models ({type(exc).__name__}); set STAY_MODEL "
                                  "to the model id to use") from None
+            self._heard = True
             if len(served) != 1:
                 listed = ", ".join(served[:5]) + (", ..." if len(served) > 5 else "") or "none"
                 raise UsageError(f"{self.endpoint} serves {len(served)} models ({listed}); set STAY_MODEL (or "

@@ -15,6 +15,7 @@ import json
 import socket
 import threading
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -68,13 +69,16 @@ def test_a_refused_connection_is_said_at_once_naming_the_url(name: str) -> None:
     assert isinstance(caught.value, ModelUnavailable) and exit_code(caught.value) == EXIT_UNAVAILABLE
 
 
-def test_a_local_server_that_refuses_is_named_when_asked_for_its_models_not_sent_to_stay_model() -> None:
+@pytest.mark.parametrize("server", ["refuses", "closes unanswered"])
+def test_a_local_server_out_of_reach_is_named_when_asked_for_its_models_not_sent_to_stay_model(server: str) -> None:
     """The issue's case: no STAY_MODEL, so the backend asks the server which model it serves."""
-    url = refused_url()
-    with pytest.raises(Unreachable) as caught:
-        _ = OpenAIBackend(base_url=url).default_models
+    with Closing() if server == "closes unanswered" else nullcontext() as closing:
+        url = closing.url if isinstance(closing, Closing) else refused_url()
+        with pytest.raises(Unreachable) as caught:
+            _ = OpenAIBackend(base_url=url).default_models
     said = str(caught.value)
-    assert url in said and "connection was refused" in said and "OPENAI_BASE_URL" in said
+    why = "connection was refused" if server == "refuses" else "closed the connection with no answer"
+    assert url in said and why in said and "OPENAI_BASE_URL" in said
     assert "STAY_MODEL" not in said
 
 
