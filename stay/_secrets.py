@@ -80,6 +80,16 @@ def url_secrets(url: str | None) -> list[str]:
     return [text for part in parts for text in {part, unquote(part)} if text]
 
 
+def shown_url(url: str) -> str:
+    """``url`` as it may be shown: its userinfo (``user:password@``), whatever its length,
+    replaced by ``[redacted]``."""
+    scheme, sep, rest = url.partition("://")
+    end = min([at for at in map(rest.find, "/?#") if at >= 0], default=len(rest))
+    if not sep or "@" not in rest[:end]:
+        return url
+    return f"{scheme}://{REDACTED}@{rest[:end].rpartition('@')[2]}{rest[end:]}"
+
+
 def header_secrets(raw: str | None) -> list[str]:
     """Every value of an OTLP headers variable (``key=value,...``), as written and
     percent-decoded, and each word of it (the token of ``Bearer <token>`` is the secret

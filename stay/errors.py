@@ -25,7 +25,9 @@ one table, ``EXIT_CODES`` (the most specific class wins).
     │   ├── RefusalError      the model refused to answer
     │   └── ReplayMiss        a replayed run met a request it has no recorded answer for
     ├── ModelUnavailable      no reply came: the service is unavailable after retries
-    │                         (429, 529, 5xx, connection, timeout): rerun to continue  (6)
+    │   │                     (429, 529, 5xx, connection, timeout): rerun to continue  (6)
+    │   └── Unreachable       no connection could be made at all (refused, no such host,
+    │                         unreachable): at once, naming the URL, never retried
     ├── PipelineError         the pipeline refused to go on (a gate, a guard)          (5)
     │   ├── BriefRejected     input moderation flagged the brief; nothing was written
     │   ├── UnsafeId          an id or slug read from disk or from a model that could
@@ -57,8 +59,8 @@ __all__ = [
     "EXIT_UNAVAILABLE", "EXIT_USAGE", "AnswerError", "ArtefactError", "BriefError", "BriefNotFound",
     "BriefRejected", "CostCapReached", "CourseLocked", "CourseNotFound", "CoursePathError", "DataFileError",
     "EnvironmentProblem", "GraphError", "InvalidRun", "ModelError", "ModelUnavailable", "PipelineError",
-    "RefusalError", "ReplayMiss", "RunsNotComparable", "StayError", "TruncationError", "UnsafeId", "UsageError",
-    "exit_code",
+    "RefusalError", "ReplayMiss", "RunsNotComparable", "StayError", "TruncationError", "Unreachable", "UnsafeId",
+    "UsageError", "exit_code",
 ]
 
 EXIT_OK = 0
@@ -222,7 +224,23 @@ class ModelUnavailable(StayError):
 
     Not a ``ModelError``: that is a reply that came and cannot be used, this is no reply
     at all (httpx's split of TransportError from HTTPStatusError). Code that handles both,
-    such as a judge that records either as "no verdict", names both."""
+    such as a judge that records either as "no verdict", names both.
+
+    ``fix``, when given, is what to do, said after what happened (``what``): the message is
+    both, while the input screen, which goes on without a reply (fail open), says ``what``."""
+
+    def __init__(self, what: str = "", *, fix: str | None = None, path: str | os.PathLike[str] | None = None,
+                 field: str | None = None) -> None:
+        super().__init__(f"{what}; {fix}" if fix else what, path=path, field=field)
+        self.what, self.fix = what, fix
+
+
+class Unreachable(ModelUnavailable):
+    """No connection could be made to the service at all: refused (nothing listens at the
+    URL), no such host, no route, no connection within the connect timeout; or one that has
+    never answered closed it unanswered (nothing that speaks its HTTP listens there). Said at
+    once, naming the URL: no retry mends a wrong URL or a server that is not running, and a
+    run that met it asks that service nothing more."""
 
 
 class PipelineError(StayError):

@@ -40,6 +40,7 @@ from stay.models._roles import DEFAULT_MODELS, OUTPUT_LIMIT, SCREENING, THINKING
 from stay.models._room import known_room, needs_room
 from stay.models._screen import Screening, screen_request, verdict
 from stay.models._wire import (
+    RERUN,
     Budget,
     _billed,
     answer_from,
@@ -54,6 +55,7 @@ from stay.models._wire import (
     retryable_status,
     spend_limited,
     streams,
+    unreachable,
     usage_of,
 )
 from stay.requests import ModelAnswer, ModelRequest, Role, Usage
@@ -200,8 +202,7 @@ class _Deadline:
         tries = f"{attempt + 1} attempt{'s' if attempt else ''}"
         raise ModelUnavailable(
             f"{self.where}: no complete answer within {self.seconds:g} s (the call's deadline, after {tries}; "
-            "the service stalled or sent only pings): rerun to continue (finished files are kept, nothing is "
-            "paid twice), or raise STAY_CALL_DEADLINE")
+            "the service stalled or sent only pings)", fix=f"{RERUN}, or raise STAY_CALL_DEADLINE")
 
 
 class AnthropicBackend:
@@ -250,6 +251,8 @@ class AnthropicBackend:
         self.call_deadline = call_deadline
         self.clock, self.wall = clock, wall
         self.async_sleep = async_sleep  # asyncio.sleep when None: asyncio is imported only by async callers
+        self._heard = False
+        """Whether the service has answered a call: until it has, a connection it closes unanswered is final."""
         self._api_key = api_key.strip() if api_key else api_key  # a key pasted with its newline
         # a bearer token for a gateway (ANTHROPIC_AUTH_TOKEN), used only when there is no key
         self._auth_token = None if self._api_key else (auth_token.strip() if auth_token else None) or None
@@ -431,8 +434,11 @@ class AnthropicBackend:
                 if streamed:
                     with client.messages.stream(**params, timeout=timeout) as stream, clock.watch(stream.close):
                         _begun(stream, started)
-                        return _identified(stream.get_final_message(), stream)
-                return client.messages.create(**params, timeout=timeout)
+                        message = _identified(stream.get_final_message(), stream)
+                else:
+                    message = client.messages.create(**params, timeout=timeout)
+                self._heard = True
+                return message
             except StayError:
                 raise
             except Exception as exc:
@@ -465,7 +471,9 @@ class AnthropicBackend:
             try:
                 client = self.async_client
                 timeout = clock.timeout(attempt)
-                return await clock.awaited(self._attempt(client, params, streamed, timeout, started), attempt)
+                message = await clock.awaited(self._attempt(client, params, streamed, timeout, started), attempt)
+                self._heard = True
+                return message
             except StayError:
                 raise
             except Exception as exc:
@@ -508,7 +516,7 @@ class AnthropicBackend:
             # retrying sooner than the service allows only earns another 429
             raise ModelUnavailable(
                 f"{where}: the API asks to wait {hint:g} s (retry-after, above the {self.retry_after_cap:g} s "
-                "this run waits); rerun after that (finished files are kept, nothing is paid twice), or "
+                "this run waits)", fix="rerun after that (finished files are kept, nothing is paid twice), or "
                 "raise STAY_RETRY_AFTER_CAP") from None
         wait = backoff(attempt, self.jitter()) if hint is None else jittered(hint, self.jitter())
         clock.check(attempt, wait)
@@ -523,20 +531,23 @@ class AnthropicBackend:
         import httpx2
 
         tries = f"after {attempt + 1} attempt{'s' if attempt else ''}"
-        rerun = "rerun to continue (finished files are kept, nothing is paid twice)"
 
         def clean(text: object) -> str:
             return one_line(redact(str(text), [self._api_key, self._auth_token]))
 
+        url = str(getattr(self._client or self._async_client, "base_url", self._base_url)).rstrip("/")
+        down = unreachable(exc, where, url, "ANTHROPIC_BASE_URL", "the Anthropic API at ", answered=self._heard)
+        if down is not None:
+            return _Failure(False, down)
         if isinstance(exc, (anthropic.APITimeoutError, httpx2.TimeoutException)):
             return _Failure(True, ModelUnavailable(
-                f"{where}: no answer within {self.timeout:g} s, {tries}; the service is not answering: "
-                f"{rerun}"), timed_out=True)
+                f"{where}: no answer within {self.timeout:g} s, {tries} (the service is not answering)",
+                fix=RERUN), timed_out=True)
         if isinstance(exc, (anthropic.APIConnectionError, httpx2.TransportError)):
             cause = exc.__cause__ if isinstance(exc, anthropic.APIConnectionError) and exc.__cause__ else exc
             return _Failure(True, ModelUnavailable(
-                f"{where}: cannot reach the Anthropic API ({type(cause).__name__}: {clean(cause)}) {tries}; "
-                f"check the network or ANTHROPIC_BASE_URL, then {rerun}"))
+                f"{where}: the connection to the Anthropic API failed ({type(cause).__name__}: {clean(cause)}) "
+                f"{tries}", fix=f"check the network or ANTHROPIC_BASE_URL, then {RERUN}"))
         if isinstance(exc, anthropic.APIStatusError):
             status, headers, body = exc.status_code, exc.response.headers, exc.body
             detail = clean(getattr(exc, "message", exc))
@@ -553,7 +564,7 @@ class AnthropicBackend:
             if retryable_status(status, headers, body):
                 what = {429: "rate limited (429)", 529: "overloaded (529)"}.get(
                     status, f"unavailable (HTTP {status}: {detail})")
-                return _Failure(True, ModelUnavailable(f"{where}: the API is {what} {tries}; {rerun}"),
+                return _Failure(True, ModelUnavailable(f"{where}: the API is {what} {tries}", fix=RERUN),
                                 wait_hint=retry_after(headers, now=self.wall))
             return _Failure(False, _Rejected(f"{where}: the API answered HTTP {status}: {detail}", status))
         if isinstance(exc, (anthropic.APIResponseValidationError, ValueError, AssertionError, RuntimeError,

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from stay._stored import Damaged, load_stored_json
-from stay.errors import ModelError, ModelUnavailable, RefusalError, StayError, TruncationError, UnsafeId
+from stay.errors import ModelError, ModelUnavailable, RefusalError, StayError, TruncationError, Unreachable, UnsafeId
 from stay.models._anthropic import CONFIG_STATUSES, AnthropicBackend, _Deadline
 from stay.models._cache import RequestCache, request_key
 from stay.models._prices import BATCH_CACHE_TTL, cost
@@ -228,8 +228,10 @@ class _Collector:
             except Exception as exc:
                 failure = self.rules._classify(exc, where, streak)
                 left = until - self.rules.wall()
-                # a 401, 403 or 404 is final whatever its body says: no wait changes a key or an id
-                if not failure.retryable or getattr(exc, "status_code", None) in CONFIG_STATUSES or left <= 0:
+                # a 401, 403 or 404 is final whatever its body says: no wait changes a key or an id; a
+                # service that took the batch and cannot be reached now is a transient failure here
+                passing = failure.retryable or isinstance(failure.error, Unreachable)
+                if not passing or getattr(exc, "status_code", None) in CONFIG_STATUSES or left <= 0:
                     kind = ModelUnavailable if isinstance(failure.error, ModelUnavailable) else ModelError
                     raise kind(f"{failure.error}; the batch id is stored under .runs/batches/: a rerun "
                                "reattaches to it (or submits its requests again if the server no longer "

@@ -33,7 +33,7 @@ from stay.models._openai_schema import Read, malformed, parsed, read_completion,
 from stay.models._prices import PRICES, Price
 from stay.models._roles import OUTPUT_LIMIT
 from stay.models._screen import Screening, screen_request, verdict
-from stay.models._wire import one_line, redact, request_id_of, retry_after, retryable_status
+from stay.models._wire import RERUN, one_line, redact, request_id_of, retry_after, retryable_status, unreachable
 from stay.models._wire import request_params as messages_params
 from stay.requests import ROLES, ModelAnswer, ModelRequest, Role, Usage
 from stay.settings import DEFAULT_MODELS as CLAUDE_MODELS
@@ -107,6 +107,8 @@ class OpenAIBackend:
         _secrets.keep([self._api_key, *_secrets.url_secrets(base_url)])
         self.models: Mapping[Role, str] = dict(models or {})
         self._client = client
+        self._heard = False
+        """Whether the server has answered a call: until it has, a connection it closes unanswered is final."""
         self._defaults: Mapping[Role, str] | None = (
             {role: OPENAI_MODEL for role in ROLES} if known_provider(self._base_url) else None)
 
@@ -133,7 +135,8 @@ class OpenAIBackend:
 
     @property
     def endpoint(self) -> str:
-        return self._base_url or "https://api.openai.com/v1"
+        """The server's URL as it may be shown (no userinfo)."""
+        return _secrets.shown_url(self._base_url) if self._base_url else "https://api.openai.com/v1"
 
     # -- models ----------------------------------------------------------------------------
 
@@ -147,12 +150,20 @@ class OpenAIBackend:
             except StayError:
                 raise
             except Exception as exc:
+                import openai
+
                 status = getattr(exc, "status_code", None)
+                asking = "asking the server which models it serves"
+                down = unreachable(exc, asking, self.endpoint, "OPENAI_BASE_URL", answered=self._heard)
+                if down is not None or isinstance(exc, openai.APIConnectionError):  # no answer: not the list's fault
+                    raise down or ModelUnavailable(f"{asking}: {self.endpoint} did not answer ({type(exc).__name__})",
+                                                   fix=f"check the server, then {RERUN}") from None
                 if status in (401, 403):
                     raise UsageError(f"{self.endpoint}: OPENAI_API_KEY was rejected ({status}) listing its models; "
                                      "check it") from None
                 raise UsageError(f"{self.endpoint} did not list its models ({type(exc).__name__}); set STAY_MODEL "
                                  "to the model id to use") from None
+            self._heard = True
             if len(served) != 1:
                 listed = ", ".join(served[:5]) + (", ..." if len(served) > 5 else "") or "none"
                 raise UsageError(f"{self.endpoint} serves {len(served)} models ({listed}); set STAY_MODEL (or "
@@ -265,7 +276,9 @@ class OpenAIBackend:
         for attempt in range(self.max_retries + 1):
             try:
                 client = self.client
-                return client.chat.completions.create(**params, timeout=clock.timeout(attempt))
+                completion = client.chat.completions.create(**params, timeout=clock.timeout(attempt))
+                self._heard = True
+                return completion
             except StayError:
                 raise
             except Exception as exc:
@@ -284,19 +297,21 @@ class OpenAIBackend:
         import openai
 
         tries = f"after {attempt + 1} attempt{'s' if attempt else ''}"
-        rerun = "rerun to continue (finished files are kept, nothing is paid twice)"
 
         def clean(text: object) -> str:
             return one_line(redact(str(text), [self._api_key]))
 
+        down = unreachable(exc, where, self.endpoint, "OPENAI_BASE_URL", answered=self._heard)
+        if down is not None:
+            return _Failure(False, down)
         if isinstance(exc, (openai.APITimeoutError, httpx2.TimeoutException)):
-            return _Failure(True, ModelUnavailable(f"{where}: no answer within the request timeout, {tries}; the "
-                                                   f"server is not answering: {rerun}"), timed_out=True)
+            return _Failure(True, ModelUnavailable(f"{where}: no answer within the request timeout, {tries} (the "
+                                                   "server is not answering)", fix=RERUN), timed_out=True)
         if isinstance(exc, (openai.APIConnectionError, httpx2.TransportError)):
             cause = exc.__cause__ or exc
             return _Failure(True, ModelUnavailable(
-                f"{where}: cannot reach {self.endpoint} ({type(cause).__name__}: {clean(cause)}) {tries}; check the "
-                f"network or OPENAI_BASE_URL, then {rerun}"))
+                f"{where}: the connection to {self.endpoint} failed ({type(cause).__name__}: {clean(cause)}) {tries}",
+                fix=f"check the network or OPENAI_BASE_URL, then {RERUN}"))
         if isinstance(exc, openai.APIStatusError):
             status, headers, body = exc.status_code, exc.response.headers, exc.body
             detail = clean(getattr(exc, "message", exc))
@@ -318,7 +333,7 @@ class OpenAIBackend:
                     "not retried, since waiting will not lift it: add credit, then rerun (finished files are kept)"))
             if retryable_status(status, headers, {"error": error}):
                 what = {429: "rate limited (429)"}.get(status, f"unavailable (HTTP {status}: {detail})")
-                return _Failure(True, ModelUnavailable(f"{where}: the server is {what} {tries}; {rerun}"),
+                return _Failure(True, ModelUnavailable(f"{where}: the server is {what} {tries}", fix=RERUN),
                                 wait_hint=retry_after(headers, now=self.wall))
             return _Failure(False, ModelError(f"{where}: the server answered HTTP {status}: {detail}"))
         if isinstance(exc, (openai.APIResponseValidationError, ValueError, TypeError, KeyError, AttributeError)):

@@ -5,19 +5,27 @@ stay's own (offline, anthropic, openai) are registered the same way, in pyprojec
 and ``stay.settings.BUILTIN_BACKENDS`` holds them for a checkout whose installed metadata
 lacks them. Only the chosen backend's module is imported: an offline or a Claude run never
 imports another backend's SDK. A plug-in that cannot be loaded, or that makes something
-that is not a ``Backend``, is one line naming its entry point and its distribution.
-``docs/plugins.md`` says how to write one.
+that is not a ``Backend``, is one line naming its entry point and its distribution; so is
+what a plug-in's backend raises that is not a stay error (``Plugin``): that backend's
+failure, never "a bug in stay". ``docs/plugins.md`` says how to write one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
 from importlib.metadata import EntryPoint
+from typing import Any, TypeVar, cast
 
+from stay._secrets import redact
 from stay._version import DISTRIBUTION
-from stay.errors import StayError, UsageError
+from stay.errors import ModelError, ModelUnavailable, StayError, UsageError
 from stay.models._protocol import FEATURES, Backend
-from stay.settings import Settings, checked_backend, registered_backends
+from stay.models._screen import Screening
+from stay.requests import ModelAnswer, ModelRequest
+from stay.settings import BUILTIN_BACKENDS, Settings, checked_backend, registered_backends
+
+T = TypeVar("T")
 
 Progress = Callable[[str], None]
 
@@ -53,13 +61,13 @@ def make_backend(name: str, settings: Settings, *, progress: Progress | None = N
         raise UsageError(f"{_where(point)} is a {type(factory).__name__}, not a factory; it must name "
                          "make(settings, *, progress=None) -> stay.Backend")
     try:
-        made = factory(settings, progress=progress)
+        made = checked(factory(settings, progress=progress), point)  # a property it reads may raise too
     except StayError:
         raise  # the backend's own one line (a missing key, a bad URL)
     except Exception as exc:
         raise UsageError(f"{_where(point)} failed to make its backend: {type(exc).__name__}: {_line(exc)}") \
             from None
-    return checked(made, point)
+    return made if point.name in BUILTIN_BACKENDS else cast(Backend, Plugin(made, _where(point)))
 
 
 def checked(made: object, point: EntryPoint) -> Backend:
@@ -74,6 +82,71 @@ def checked(made: object, point: EntryPoint) -> Backend:
         raise UsageError(f"{_where(point)} declares features {features!r}: they must be a frozenset drawn from "
                          f"{', '.join(sorted(FEATURES))}")
     return made
+
+
+class Plugin:
+    """A plug-in's backend at stay's boundary: every attribute and call is its own, and what it
+    raises that is not a stay error is that backend's failure, one line naming it (its entry
+    point and distribution) and what it raised: ``ModelUnavailable`` (exit 6) for a
+    ``ConnectionError`` or ``TimeoutError`` (no reply came), else ``ModelError`` (exit 5).
+    stay's own backends are not wrapped: what they raise unplanned is a bug in stay."""
+
+    def __init__(self, made: object, where: str) -> None:
+        self._made, self._where = made, where
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("_"):  # its private parts, and ours before __init__ ran (a copy): not the protocol
+            raise AttributeError(attr)
+        try:
+            value = getattr(self._made, attr)
+        except AttributeError:
+            raise  # an optional member it lacks: ``getattr(backend, name, default)`` reads on
+        except Exception as exc:
+            raise self._failed(exc) from None
+        if not callable(value):
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            asked = args[0] if args and isinstance(args[0], ModelRequest) else None
+            where = f"stage {asked.stage} ({asked.artefact}): " if asked is not None else ""
+            found = self._guarded(lambda: value(*args, **kwargs), where)
+            return self._awaited(found, where, attr) if inspect.isawaitable(found) else self._kind(found, where, attr)
+        return call
+
+    def _kind(self, found: T, where: str, attr: str) -> T:
+        """``found`` when it is what the protocol says ``attr`` returns, else that plug-in's failure."""
+        kinds = _RETURNS.get(attr, (object,))
+        if isinstance(found, kinds):
+            return found
+        raise self._failed(TypeError(f"{attr}() returned a {type(found).__name__}, not a "
+                                     f"{' or '.join(kind.__name__ for kind in kinds)}"), where)
+
+    def _guarded(self, run: Callable[[], T], where: str = "") -> T:
+        try:
+            return run()
+        except StayError:
+            raise  # the backend's own words: a refusal, a cut-off answer, retries spent
+        except Exception as exc:
+            raise self._failed(exc, where) from None
+
+    async def _awaited(self, found: Awaitable[T], where: str, attr: str) -> T:
+        try:
+            return self._kind(await found, where, attr)
+        except StayError:
+            raise
+        except Exception as exc:
+            raise self._failed(exc, where) from None
+
+    def _failed(self, exc: Exception, where: str = "") -> StayError:
+        kind = ModelUnavailable if isinstance(exc, (ConnectionError, TimeoutError)) else ModelError
+        return kind(f"{where}{self._where} failed: {type(exc).__name__}: {redact(_line(exc))} (an error of "
+                    "that plug-in, not of stay: see its documentation, or choose another --backend)")
+
+
+_RETURNS: dict[str, tuple[type, ...]] = {"complete": (ModelAnswer,), "acomplete": (ModelAnswer,),
+                                         "screen": (str, type(None)), "screening": (Screening,)}
+"""What the protocol's calls return (``stay.models._protocol``), held at the boundary: anything
+else would fail later, inside stay, as if stay were at fault."""
 
 
 def _line(exc: BaseException) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 
 from stay import _secrets
 from stay._stored import json_nesting
-from stay.errors import AnswerError, ModelError, RefusalError, TruncationError
+from stay.errors import AnswerError, ModelError, RefusalError, TruncationError, Unreachable
 from stay.models._roles import Thinking, thinks_adaptively
 from stay.requests import ModelAnswer, ModelRequest, Usage
 
@@ -265,6 +265,60 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
 def one_line(text: object, limit: int = 200) -> str:
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
+RERUN = "rerun to continue (finished files are kept, nothing is paid twice)"
+
+
+def unreachable(exc: BaseException, where: str, url: str, setting: str, service: str = "", *,
+                answered: bool = True) -> Unreachable | None:
+    """The error for ``exc`` when the service at ``url`` cannot be reached: no connection
+    could be made (httpx's ``ConnectError`` or ``ConnectTimeout``, under the SDK's connection
+    error: refused, no such host, no route, none within the connect timeout), or, while it has
+    not ``answered`` a call yet, it closed the connection with no answer (nothing that speaks
+    HTTP listens there). It names ``url`` (its userinfo cut out) and is final: no retry mends
+    a server that is not running or a wrong URL. None for any other failure (a connection
+    lost once the service had answered, a read timeout), which a retry may mend."""
+    import socket
+
+    import httpx2
+
+    chain: list[BaseException] = []
+    while exc is not None and exc not in chain and len(chain) < 10:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]  # None ends the chain
+    root = chain[-1]
+    if any(isinstance(link, (httpx2.ConnectError, httpx2.ConnectTimeout)) for link in chain):
+        why = ("the connection was refused: nothing listens there" if isinstance(root, ConnectionRefusedError) else
+               "no such host" if isinstance(root, socket.gaierror) else
+               "no connection within the connect timeout" if isinstance(root, (TimeoutError, httpx2.ConnectTimeout))
+               else f"{type(root).__name__}: {one_line(redact(str(root)), 120)}")
+    elif not answered and any(isinstance(link, (httpx2.NetworkError, httpx2.RemoteProtocolError)) for link in chain):
+        why = (f"it closed the connection with no answer ({type(root).__name__}: {one_line(redact(str(root)), 120)}):"
+               " is that an HTTP server of the API?")
+    else:
+        return None
+    proxy = _proxy_for(url)
+    through = f" through the proxy {_secrets.shown_url(proxy)}" if proxy else ""
+    return Unreachable(f"{where}: cannot reach {service}{_secrets.shown_url(url)}{through} ({why}), not retried",
+                       fix=f"check that {'the server and the proxy are' if proxy else 'the server is'} running and "
+                           f"{setting} names it, then {RERUN}")
+
+
+def _proxy_for(url: str) -> str | None:
+    """The proxy the SDK's HTTP client goes through to ``url`` (``HTTPS_PROXY`` and the rest,
+    ``NO_PROXY`` heeded), which is then what refused or could not be found; None: none."""
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return None
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    return None if not proxy or urllib.request.proxy_bypass(host) else proxy
 
 
 _RETRYABLE_ERROR_TYPES = ("overloaded_error", "rate_limit_error", "api_error", "timeout_error")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from stay._secrets import redact, redact_data
 from stay.artefacts import Artefact
-from stay.errors import AnswerError, CostCapReached, ModelError, TruncationError, UsageError
+from stay.errors import AnswerError, CostCapReached, ModelError, TruncationError, Unreachable, UsageError
 from stay.models import (
     SCREEN_STAGE,
     SCREENING,
@@ -65,6 +65,9 @@ class ModelGateway:
     answered: dict[str, tuple[ModelRequest, str]] = field(default_factory=dict)
     """A request's ``artefact`` (its file, or its module's files as a pattern) -> the request,
     and model, whose answer this run last parsed into it: what ``reject_failed`` rejects."""
+    unreachable: Unreachable | None = None
+    """The first ``Unreachable`` of this run (its screen's, say): every later call says it at
+    once instead of trying the service again (and waiting for its connect timeout again)."""
 
     def produce(self, request: ModelRequest, parse: Callable[[ModelAnswer], list[Artefact]]) -> list[Artefact]:
         """Ask, and parse the answer into artefacts. An answer that does not fit its
@@ -110,14 +113,14 @@ class ModelGateway:
     def ask(self, request: ModelRequest) -> ModelAnswer:
         """One model call, under the model-call cap and the cost cap, counted and priced."""
         model = self.settings.model(request.role)
-        with self.slots, self.in_flight, self._held(request, model):
+        with self._reachable(request), self.slots, self.in_flight, self._held(request, model):
             return self._asked(request, model)
 
     def screening(self, text: str) -> Screening:
         """The input screen of ``text``, under the cost cap as any call is (its worst case at
         the screen's own thinking room), its billed reply counted, verdict or not."""
         request = screen_request(text)
-        with self._held(request, self.settings.model("analysis")):
+        with self._reachable(request), self._held(request, self.settings.model("analysis")):
             try:
                 found = screening_of(self.backend, text)
             except (AnswerError, ModelError) as exc:  # a billed verdict that cannot be used is still paid for
@@ -127,6 +130,19 @@ class ModelGateway:
             if found.answer is not None:
                 self.account(found.request, found.answer)
             return found
+
+    @contextmanager
+    def _reachable(self, request: ModelRequest) -> Iterator[None]:
+        """Once the service was unreachable in this run, not asked again: said at once."""
+        down = self.unreachable
+        if down is not None:
+            raise Unreachable(f"stage {request.stage} ({request.artefact}): not asked, since {down.what}",
+                              fix=down.fix)
+        try:
+            yield
+        except Unreachable as exc:
+            self.unreachable = self.unreachable or exc
+            raise
 
     @contextmanager
     def _held(self, request: ModelRequest, model: str) -> Iterator[None]:

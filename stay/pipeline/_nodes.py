@@ -128,8 +128,10 @@ def moderate(config: RunConfig, reader: RunReader, model: ModelGateway, report: 
     text = yaml.safe_dump(fields, sort_keys=False, allow_unicode=True)
     try:
         screening = model.screening(text)  # held under the cost cap and counted, as any call
-    except (ModelUnavailable, TimeoutError, ConnectionError) as exc:
-        report.say(f"warning: input moderation failed ({type(exc).__name__}: {exc}); continuing")
+    except (ModelUnavailable, TimeoutError, ConnectionError) as exc:  # what happened, not the rerun it advises
+        what = exc.what if isinstance(exc, ModelUnavailable) else str(exc)
+        report.say(f"warning: input moderation failed ({type(exc).__name__}: {what}); the brief is not screened, "
+                   "continuing without it (the run log records it)")
         walk.unscreened = f"input moderation failed ({type(exc).__name__})"
         return
     reason = screening.reason

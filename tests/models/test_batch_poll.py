@@ -113,3 +113,36 @@ def test_the_bound_is_expires_at_else_a_day_after_creation() -> None:
     expires = created + timedelta(hours=3)
     assert poll_until(SimpleNamespace(created_at=created, expires_at=expires)) == expires.timestamp()
     assert poll_until(SimpleNamespace(created_at=created, expires_at=None)) == created.timestamp() + BATCH_LIFETIME
+
+
+def test_a_poll_that_cannot_connect_is_polled_through_too(tmp_path: Path) -> None:
+    """A live call that cannot connect is final at once (``Unreachable``), but the service took
+    this batch: a poll that cannot connect (the network gone for a while) is polled through."""
+    import anthropic
+    import httpx2
+
+    probe = AnthropicBackend(api_key="x")
+    drops = probe.max_retries + 2  # more than the live retries
+
+    class Dropping(httpx2.HTTPTransport):
+        """Real HTTP, but the first ``drops`` polls find no route to the service."""
+
+        def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+            nonlocal drops
+            polling = request.method == "GET" and "/batches/" in request.url.path
+            if polling and not request.url.path.endswith("/results") and drops:
+                drops -= 1
+                raise httpx2.ConnectError("[Errno 101] Network is unreachable", request=request)
+            return super().handle_request(request)
+
+    lines: list[str] = []
+    with FakeMessagesAPI(batch_polls=2) as api:
+        slept: list[float] = []
+        sdk = anthropic.Anthropic(api_key="test-key-not-real", base_url=api.url,
+                                  http_client=httpx2.Client(transport=Dropping()))
+        backend = AnthropicBackend(sdk, sleep=slept.append, jitter=lambda: 0.0)
+        result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=backend, batch=True,
+                              progress=lines.append)
+    assert result.complete and drops == 0
+    said = [line for line in lines if "a poll failed" in line]
+    assert len(said) == 1 and "ConnectError" in said[0]

@@ -144,6 +144,111 @@ def test_a_plug_in_that_fails_to_import_or_makes_no_backend_is_one_line_naming_i
     assert not (tmp_path / "c").exists()
 
 
+FAULTY = """
+from stay.models import OfflineBackend
+
+class Faulty:  # no screening of its own: its screen is what is asked
+    name = "faulty"
+    prices = {}
+    features = frozenset({"screen"})
+
+    def __init__(self, where, error):
+        self.where, self.error = where, error
+
+    def complete(self, request, model):
+        if self.where == "complete":
+            raise self.error
+        return self.error if self.where == "complete returns" else OfflineBackend().complete(request, model)
+
+    def screen(self, text):
+        if self.where == "screen":
+            raise self.error
+        return self.error if self.where == "screen returns" else None
+
+    async def acomplete(self, request, model):
+        raise self.error
+
+def make(settings, *, progress=None):
+    import os
+
+    where, _, error = os.environ["FAULTY"].partition(":")  # the test says where to fail, and with what
+    return Faulty(where, eval(error))
+"""
+"""A plug-in whose ``where`` (complete or screen) raises ``error``, neither a stay error, or
+(``complete returns``, ``screen returns``) returns it."""
+
+
+@pytest.mark.parametrize("where, error, kind", [
+    ("complete", "RuntimeError('the plug-in server said no')", "ModelError"),
+    ("complete", "KeyError('choices')", "ModelError"),
+    ("screen", "ValueError('screen exploded')", "ModelError"),
+    ("complete", "ConnectionError('the plug-in lost its socket')", "ModelUnavailable"),
+])
+def test_what_a_plug_in_raises_is_that_plug_ins_failure_never_a_bug_in_stay(
+        installed: Callable[..., None], capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, where: str, error: str, kind: str) -> None:
+    """A plug-in's own exception is its failure: one line naming the entry point, the
+    distribution and what it raised, at the model-error exit code (a ``ConnectionError`` or
+    ``TimeoutError``: no reply came, the unavailable one), never exit 3."""
+    import asyncio
+
+    from stay import errors
+    from stay.cli import main
+
+    installed("faulty-plugin", {"faulty_backend": FAULTY}, {"faulty": "faulty_backend:make"})
+    monkeypatch.setenv("FAULTY", f"{where}:{error}")
+    raised = eval(error)
+    expected = errors.exit_code(getattr(errors, kind)("x"))
+    said = str(raised)
+    backend = make_backend("faulty", Settings())
+    with pytest.raises(getattr(errors, kind), match=rf"^backend 'faulty' \(entry point faulty_backend:make of "
+                                                    rf"faulty-plugin 1\.2\) failed: {type(raised).__name__}: "):
+        asyncio.run(backend.acomplete(None, "m"))  # type: ignore[attr-defined]  # the plug-in's own member
+    code = main(["build", str(HTTP), "--yes", "--backend", "faulty", "--courses-dir", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert code == expected != errors.EXIT_BUG, err
+    assert "faulty-plugin 1.2" in last and f"{type(raised).__name__}: {said}" in last and "Traceback" not in err
+    assert "a bug in stay" not in err
+    assert where != "complete" or ": stage " in last.split("backend 'faulty'")[0]  # the stage asked is named
+
+
+@pytest.mark.parametrize("where, value, protocol", [("complete returns", "{'data': {}}", "ModelAnswer"),
+                                                    ("screen returns", "42", "str or NoneType")])
+def test_what_a_plug_in_returns_that_is_not_the_protocols_is_that_plug_ins_failure(
+        installed: Callable[..., None], capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, where: str, value: str, protocol: str) -> None:
+    """Not a traceback from deep in stay when the answer is read: the boundary names it."""
+    from stay.cli import main
+    from stay.errors import EXIT_BUG, ModelError, exit_code
+
+    installed("faulty-plugin", {"faulty_backend": FAULTY}, {"faulty": "faulty_backend:make"})
+    monkeypatch.setenv("FAULTY", f"{where}:{value}")
+    code = main(["build", str(HTTP), "--yes", "--backend", "faulty", "--courses-dir", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert code == exit_code(ModelError("x")) != EXIT_BUG, err
+    method = where.split()[0]
+    assert (f"faulty-plugin 1.2) failed: TypeError: {method}() returned a {type(eval(value)).__name__}, not a "
+            f"{protocol}") in last and "Traceback" not in err
+
+
+def test_stays_own_backends_are_not_wrapped_so_their_bugs_stay_bugs() -> None:
+    """The boundary is a plug-in's: what stay's own backend raises unplanned is stay's bug."""
+    from stay.models import OfflineBackend
+
+    assert type(make_backend("offline", Settings())) is OfflineBackend
+
+
+def test_a_plug_in_whose_backend_breaks_when_read_is_one_line_naming_it(
+        installed: Callable[..., None]) -> None:
+    broken = ECHO.replace(SCREENS, "@property\n    def features(self):\n        raise RuntimeError('features unknown')")
+    installed("shaky-plugin", {"shaky_backend": broken}, {"shaky": "shaky_backend:make"})
+    with pytest.raises(UsageError, match=r"^backend 'shaky' \(entry point shaky_backend:make of shaky-plugin 1\.2\) "
+                                         r"failed to make its backend: RuntimeError: features unknown"):
+        make_backend("shaky", Settings())
+
+
 def test_only_the_chosen_backend_is_imported(installed: Callable[..., None], tmp_path: Path) -> None:
     """An offline or Claude run never imports another backend's module (nor the openai SDK)."""
     installed("echo-plugin", {"echo_backend": echo('{"screen"}')}, {"echo": "echo_backend:make"})
