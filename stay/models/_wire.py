@@ -274,11 +274,12 @@ def unreachable(exc: BaseException, where: str, url: str, setting: str, service:
                 answered: bool = True) -> Unreachable | None:
     """The error for ``exc`` when the service at ``url`` cannot be reached: no connection
     could be made (httpx's ``ConnectError`` or ``ConnectTimeout``, under the SDK's connection
-    error: refused, no such host, no route, none within the connect timeout), or, while it has
-    not ``answered`` a call yet, it closed the connection with no answer (nothing that speaks
-    HTTP listens there). It names ``url`` (its userinfo cut out) and is final: no retry mends
-    a server that is not running or a wrong URL. None for any other failure (a connection
-    lost once the service had answered, a read timeout), which a retry may mend."""
+    error: refused, no such host, no route, none within the connect timeout), or it closed the
+    connection with no answer (nothing that speaks HTTP listens there), while it has not
+    ``answered`` a call yet in this run. It names ``url`` (its userinfo cut out) and is final:
+    no retry mends a server that is not running or a wrong URL. None for any other failure,
+    and for any failure once the service has answered (a network drop or a restart in a long
+    run, a read timeout), which the retries may mend."""
     import socket
 
     import httpx2
@@ -288,12 +289,14 @@ def unreachable(exc: BaseException, where: str, url: str, setting: str, service:
         chain.append(exc)
         exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]  # None ends the chain
     root = chain[-1]
+    if answered:  # it was there this run: a drop or a restart, which the retries are for
+        return None
     if any(isinstance(link, (httpx2.ConnectError, httpx2.ConnectTimeout)) for link in chain):
         why = ("the connection was refused: nothing listens there" if isinstance(root, ConnectionRefusedError) else
                "no such host" if isinstance(root, socket.gaierror) else
                "no connection within the connect timeout" if isinstance(root, (TimeoutError, httpx2.ConnectTimeout))
                else f"{type(root).__name__}: {one_line(redact(str(root)), 120)}")
-    elif not answered and any(isinstance(link, (httpx2.NetworkError, httpx2.RemoteProtocolError)) for link in chain):
+    elif any(isinstance(link, (httpx2.NetworkError, httpx2.RemoteProtocolError)) for link in chain):
         why = (f"it closed the connection with no answer ({type(root).__name__}: {one_line(redact(str(root)), 120)}):"
                " is that an HTTP server of the API?")
     else:

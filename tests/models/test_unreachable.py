@@ -193,6 +193,34 @@ def test_a_connection_lost_once_the_service_has_answered_is_still_retried(name: 
     assert len(attempts) == 3 and len(waits) == 1
 
 
+@pytest.mark.parametrize("name", BACKENDS)
+@pytest.mark.parametrize("cause", ["refused", "connect timeout"])
+def test_a_service_that_answered_and_then_cannot_be_connected_to_is_retried(name: str, cause: str) -> None:
+    """A long run's network drop or a server's restart is what the retries are for: once the
+    service has answered in this run, a failure to connect is retried, not final."""
+    attempts: list[str] = []
+    with FakeOpenAI(models=("m",)) as fake:
+        def answer(request: httpx2.Request) -> httpx2.Response:
+            if name == "anthropic":
+                return recording()[0](request)
+            status, payload = fake.complete(json.loads(request.content), None)
+            return httpx2.Response(status, json=payload)
+
+        def dropping(request: httpx2.Request) -> httpx2.Response:
+            attempts.append(str(request.url))
+            if len(attempts) == 2:
+                if cause == "refused":
+                    raise httpx2.ConnectError("[Errno 111] Connection refused", request=request)
+                raise httpx2.ConnectTimeout("timed out", request=request)
+            return answer(request)
+
+        waits: list[float] = []
+        backend = _over(dropping, name, waits)
+        backend.complete(audience_request(), "m")
+        backend.complete(audience_request(), "m")  # its first attempt cannot connect: retried, answered
+    assert len(attempts) == 3 and len(waits) == 1
+
+
 class Closing:
     """A local TCP server that accepts each connection and closes it unanswered, counting them."""
 
