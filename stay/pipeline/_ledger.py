@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from stay._stored import Damaged, load_stored_json, read_stored
-from stay._words import course_hint
+from stay._words import damaged_ledger
 from stay.artefacts import Brief, dump_yaml, to_data, write_text_atomic
 from stay.errors import EnvironmentProblem
 from stay.requests import Role
@@ -184,10 +184,10 @@ def ledger_text(ledger: Mapping[str, Any], screened: str | None) -> str:
     return "\n".join(["{", '  "artefacts": {', ",\n".join(lines), "  },", *head, f'  "version": {VERSION}', "}", ""])
 
 
-def read_document(path: Path, slug: str) -> dict[str, Any]:
+def read_document(path: Path) -> dict[str, Any]:
     """hashes.json as a mapping ({} when absent); a damaged one names ``stay adopt``."""
-    document = _ledger_document(path, slug)
-    _section(document, path, "artefacts", slug)  # refuses a damaged file, in one line
+    document = _ledger_document(path)
+    _section(document, path, "artefacts")  # refuses a damaged file, in one line
     return document if isinstance(document, dict) else {}
 
 
@@ -224,13 +224,13 @@ def journal_lines(path: Path) -> Iterator[dict[str, Any]]:
             yield record
 
 
-def read_ledger(path: Path, section: str, slug: str) -> dict[str, Any]:
+def read_ledger(path: Path, section: str) -> dict[str, Any]:
     """``section`` of a ledger file ({} when the file is absent). A damaged ledger is an
     environment problem with one way out, named: ``stay adopt``."""
-    return _section(_ledger_document(path, slug), path, section, slug)
+    return _section(_ledger_document(path), path, section)
 
 
-def _ledger_document(path: Path, slug: str) -> Any:
+def _ledger_document(path: Path) -> Any:
     """A ledger file's JSON, read bounded (a regular file, at most 16 MB, shallow: what stay
     writes there); absent is {}."""
     if not os.path.lexists(path):
@@ -239,21 +239,13 @@ def _ledger_document(path: Path, slug: str) -> Any:
         return load_stored_json(path)
     except (Damaged, OSError) as exc:
         why = exc.reason if isinstance(exc, Damaged) else type(exc).__name__
-        raise EnvironmentProblem(f"{path} is damaged ({why}); run {_adopt(path, slug)} to "
-                                 "rebuild the ledger from the files on disk", path=path) from None
+        raise EnvironmentProblem(damaged_ledger(path, why), path=path) from None
 
 
-def _section(document: Any, path: Path, section: str, slug: str) -> dict[str, Any]:
+def _section(document: Any, path: Path, section: str) -> dict[str, Any]:
     part = document.get(section, {}) if isinstance(document, dict) else None
     if not isinstance(part, dict) or not all(isinstance(v, dict) for v in part.values()):
-        raise EnvironmentProblem(f"{path} is damaged ('{section}' is not a mapping of entries); run "
-                                 f"{_adopt(path, slug)} to rebuild the ledger from the files on disk",
+        raise EnvironmentProblem(damaged_ledger(path, f"'{section}' is not a mapping of entries"),
                                  path=path, field=section)
     return part
 
-
-def _adopt(path: Path, slug: str) -> str:
-    """The one way out of a damaged ledger file at ``path`` (``<courses>/<slug>/.state/...``),
-    in the caller's words: ``stay adopt SLUG``, or ``stay.adopt('SLUG', courses_dir=...)``."""
-    course = path.parents[len(Path(STATE).parts)]
-    return course_hint(course.parent, "adopt", slug)
