@@ -192,8 +192,10 @@ def read_document(path: Path) -> dict[str, Any]:
 
 
 def append_journal(path: Path, entries: Mapping[str, Any]) -> None:
-    """One journal line, in one write, synced. A line a killed run cut short is ended
-    first, so the new line is not read as part of it."""
+    """One journal line, written whole (``os.write`` may take part of it, as on a file
+    system filling up: the rest follows, or its error is raised before any rename), then
+    synced. A line a killed run cut short is ended first, so the new line is not read as
+    part of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     line = (json.dumps(entries, sort_keys=True) + "\n").encode("utf-8")
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
@@ -201,7 +203,9 @@ def append_journal(path: Path, entries: Mapping[str, Any]) -> None:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             line = b"\n" + line
-        os.write(fd, line)
+        left = memoryview(line)
+        while left:
+            left = left[os.write(fd, left):]
         os.fsync(fd)
     finally:
         os.close(fd)
