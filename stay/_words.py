@@ -12,6 +12,7 @@ import shlex
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from pathlib import PurePath
 from typing import Literal, NamedTuple
 
 
@@ -145,6 +146,14 @@ def course_hint(courses_dir: str | os.PathLike[str], *words: str) -> str:
     refusals always have, rather than print a path the user did not type."""
     speaks = SPEAKS.get()
     return command_hint(os.fspath(courses_dir) if speaks == "python" else DEFAULT_COURSES, *words, speaks=speaks)
+
+
+def damaged_ledger(path: str | os.PathLike[str], why: str) -> str:
+    """The line refusing a damaged ledger file (``<courses>/<slug>/.state/<name>``), with its
+    one way out in the caller's words: ``stay adopt SLUG`` (or ``stay.adopt('SLUG', ...)``)."""
+    course = PurePath(path).parents[1]
+    return f"{os.fspath(path)} is damaged ({why}); run {course_hint(course.parent, 'adopt', course.name)} to " \
+           "rebuild the ledger from the files on disk"
 
 
 OPTIONS: Mapping[str, str] = {"--out": "out_dir", "--courses-dir": "courses_dir"}

@@ -216,6 +216,6 @@ def test_a_damaged_ledger_names_its_file_and_the_section(tmp_path: Path, damage:
     ledger.write_text(damage)
     section = "hashes"
     with pytest.raises(stay.EnvironmentProblem) as raised:
-        read_ledger(ledger, section, "a-course")
+        read_ledger(ledger, section)
     assert raised.value.path == str(ledger)
     assert raised.value.field == (section if damage.startswith("{") else None)  # the section, once it is JSON

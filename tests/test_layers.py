@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tools.layers import (
+    APART,
     LAYERS,
     Import,
     beneath,
@@ -98,6 +99,20 @@ def test_an_import_inside_a_function_or_under_type_checking_is_a_dependency(tmp_
     assert cycles(graph) == [["stay.artefacts", "stay.pipeline"]]
     assert _where(private_reach_ins(graph)) == ["stay.artefacts:3 imports stay.pipeline._run"]
     assert [i.in_function for i in graph if i.importer == "stay.pipeline._run"] == [True]
+
+
+@pytest.mark.parametrize(("importer", "kept"), [(u, k) for u, apart in APART.items() for k in sorted(apart)])
+def test_a_unit_kept_apart_is_refused_though_the_layers_put_it_beneath(tmp_path: Path, importer: str,
+                                                                        kept: str) -> None:
+    """The scorers stand on the viewer, which stands on the pipeline, yet never import it:
+    not at the top, not in a function, not under TYPE_CHECKING."""
+    assert kept in beneath()[importer]  # allowed by the layers alone: only APART refuses it
+    package = importer.replace(".", "/")
+    root = _tree(tmp_path, {f"{package}/__init__.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                                      f"    import {kept}\n",
+                            f"{package}/_late.py": f"def later():\n    from {kept} import x\n"})
+    assert _where(breaking_imports(import_graph(root))) == [f"{importer}:3 imports {kept}",
+                                                            f"{importer}._late:2 imports {kept}"]
 
 
 def test_a_unit_the_layers_leave_out_breaks_them_with_every_import(tmp_path: Path) -> None:

@@ -67,6 +67,12 @@ LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under i
 }.items()}
 
 
+APART: Mapping[str, frozenset[str]] = {"stay.scoring": frozenset({"stay.pipeline"})}
+"""Units a unit never imports, though the layers put them beneath it. The scorers judge a
+course on disk, whoever built it, through the artefacts; they stand on the viewer for its
+templates alone, never on the pipeline the viewer derives a course's statuses with."""
+
+
 @dataclass(frozen=True)
 class Import:
     """One imported stay module, where it is imported."""
@@ -161,17 +167,20 @@ def edges(graph: Sequence[Import]) -> dict[tuple[str, str], list[Import]]:
     return between
 
 
-def breaking_imports(graph: Sequence[Import], layers: Mapping[str, frozenset[str]] = LAYERS) -> list[Import]:
+def breaking_imports(graph: Sequence[Import], layers: Mapping[str, frozenset[str]] = LAYERS,
+                     apart: Mapping[str, frozenset[str]] = APART) -> list[Import]:
     """The imports the layers do not allow (a unit they leave out breaks them with every
-    import it makes, so a new package or module must be placed)."""
+    import it makes, so a new package or module must be placed), and those ``apart`` forbids."""
     below = beneath(layers)
-    return [found for pair, imports in edges(graph).items() if pair[1] not in below.get(pair[0], set())
+    return [found for pair, imports in edges(graph).items()
+            if pair[1] not in below.get(pair[0], set()) or pair[1] in apart.get(pair[0], frozenset())
             for found in imports]
 
 
-def layer_breaks(graph: Sequence[Import], layers: Mapping[str, frozenset[str]] = LAYERS) -> list[tuple[str, str]]:
+def layer_breaks(graph: Sequence[Import], layers: Mapping[str, frozenset[str]] = LAYERS,
+                 apart: Mapping[str, frozenset[str]] = APART) -> list[tuple[str, str]]:
     """The edges between units that the layers do not allow."""
-    return sorted({(unit(found.importer), unit(found.imported)) for found in breaking_imports(graph, layers)})
+    return sorted({(unit(found.importer), unit(found.imported)) for found in breaking_imports(graph, layers, apart)})
 
 
 def cycles(graph: Sequence[Import]) -> list[list[str]]:

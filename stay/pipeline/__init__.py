@@ -10,7 +10,6 @@ from stay.pipeline._gate_decl import GATE_NAMES
 from stay.pipeline._gate_page import capstone_outcomes
 from stay.pipeline._gate_review import GateReview, gate_review
 from stay.pipeline._graph import DECLARATION, build, graph, problems
-from stay.pipeline._ledger import read_document
 from stay.pipeline._progress import NotebookProgress, ProgressUpdate
 from stay.pipeline._result import Spent, spent_of
 from stay.pipeline._runner import BuildResult, build_course, revise, run_command
@@ -21,6 +20,6 @@ __all__ = [
     "DECLARATION", "GATE_NAMES", "Answered", "BriefRejected", "BuildResult", "Estimate", "GateReview", "GraphError",
     "NotebookProgress", "ProgressUpdate", "Spent", "Statuses", "adopt", "approve", "build",
     "build_course", "capstone_outcomes", "course_graph", "estimate", "gate_review", "gate_status", "graph",
-    "problems", "read_document", "reconciled_prompts", "reconciled_settings", "revise", "run_command",
+    "problems", "reconciled_prompts", "reconciled_settings", "revise", "run_command",
     "spent_of", "status", "walk_order",
 ]

@@ -226,7 +226,7 @@ def _set_aside_damaged(path: Path, section: str) -> None:
     """A damaged gates.json cannot be rebuilt (approvals are a person's): adopting moves it
     to .state/retired/ and the gates must be answered again."""
     try:
-        read_ledger(path, section, path.parent.parent.name)
+        read_ledger(path, section)
     except EnvironmentProblem:
         target = _unused(path.parent.parent, path.name)
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from stay._stored import Damaged, load_stored_json, read_stored
-from stay._words import course_hint
+from stay._words import damaged_ledger
 from stay.artefacts import Brief, dump_yaml, to_data, write_text_atomic
 from stay.errors import EnvironmentProblem
 from stay.requests import Role
@@ -202,16 +202,18 @@ def ledger_text(ledger: Mapping[str, Any], screened: str | None, built: Mapping[
     return "\n".join(["{", '  "artefacts": {', ",\n".join(lines), "  },", *head, f'  "version": {VERSION}', "}", ""])
 
 
-def read_document(path: Path, slug: str) -> dict[str, Any]:
+def read_document(path: Path) -> dict[str, Any]:
     """hashes.json as a mapping ({} when absent); a damaged one names ``stay adopt``."""
-    document = _ledger_document(path, slug)
-    _section(document, path, "artefacts", slug)  # refuses a damaged file, in one line
+    document = _ledger_document(path)
+    _section(document, path, "artefacts")  # refuses a damaged file, in one line
     return document if isinstance(document, dict) else {}
 
 
 def append_journal(path: Path, entries: Mapping[str, Any]) -> None:
-    """One journal line, in one write, synced. A line a killed run cut short is ended
-    first, so the new line is not read as part of it."""
+    """One journal line, written whole (``os.write`` may take part of it, as on a file
+    system filling up: the rest follows, or its error is raised before any rename), then
+    synced. A line a killed run cut short is ended first, so the new line is not read as
+    part of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     line = (json.dumps(entries, sort_keys=True) + "\n").encode("utf-8")
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
@@ -219,7 +221,9 @@ def append_journal(path: Path, entries: Mapping[str, Any]) -> None:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             line = b"\n" + line
-        os.write(fd, line)
+        left = memoryview(line)
+        while left:
+            left = left[os.write(fd, left):]
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -242,13 +246,13 @@ def journal_lines(path: Path) -> Iterator[dict[str, Any]]:
             yield record
 
 
-def read_ledger(path: Path, section: str, slug: str) -> dict[str, Any]:
+def read_ledger(path: Path, section: str) -> dict[str, Any]:
     """``section`` of a ledger file ({} when the file is absent). A damaged ledger is an
     environment problem with one way out, named: ``stay adopt``."""
-    return _section(_ledger_document(path, slug), path, section, slug)
+    return _section(_ledger_document(path), path, section)
 
 
-def _ledger_document(path: Path, slug: str) -> Any:
+def _ledger_document(path: Path) -> Any:
     """A ledger file's JSON, read bounded (a regular file, at most 16 MB, shallow: what stay
     writes there); absent is {}."""
     if not os.path.lexists(path):
@@ -257,21 +261,13 @@ def _ledger_document(path: Path, slug: str) -> Any:
         return load_stored_json(path)
     except (Damaged, OSError) as exc:
         why = exc.reason if isinstance(exc, Damaged) else type(exc).__name__
-        raise EnvironmentProblem(f"{path} is damaged ({why}); run {_adopt(path, slug)} to "
-                                 "rebuild the ledger from the files on disk", path=path) from None
+        raise EnvironmentProblem(damaged_ledger(path, why), path=path) from None
 
 
-def _section(document: Any, path: Path, section: str, slug: str) -> dict[str, Any]:
+def _section(document: Any, path: Path, section: str) -> dict[str, Any]:
     part = document.get(section, {}) if isinstance(document, dict) else None
     if not isinstance(part, dict) or not all(isinstance(v, dict) for v in part.values()):
-        raise EnvironmentProblem(f"{path} is damaged ('{section}' is not a mapping of entries); run "
-                                 f"{_adopt(path, slug)} to rebuild the ledger from the files on disk",
+        raise EnvironmentProblem(damaged_ledger(path, f"'{section}' is not a mapping of entries"),
                                  path=path, field=section)
     return part
 
-
-def _adopt(path: Path, slug: str) -> str:
-    """The one way out of a damaged ledger file at ``path`` (``<courses>/<slug>/.state/...``),
-    in the caller's words: ``stay adopt SLUG``, or ``stay.adopt('SLUG', courses_dir=...)``."""
-    course = path.parents[len(Path(STATE).parts)]
-    return course_hint(course.parent, "adopt", slug)

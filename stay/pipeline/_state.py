@@ -110,7 +110,7 @@ class CourseState:
         """hashes.json, with what the journal recorded since it was last written."""
         with self._lock:
             if self._ledger is None:
-                document = read_document(self.root / HASHES, self.slug)
+                document = read_document(self.root / HASHES)
                 self._ledger = dict(document.get("artefacts", {}))
                 screened = document.get("screened")
                 self._screened = screened if isinstance(screened, str) else None
@@ -324,7 +324,7 @@ class CourseState:
         return [path for path in self.graph if self.graph.nodes[path].get("phase") in phases]
 
     def gates(self) -> dict[str, Any]:
-        return read_ledger(self.root / GATES, "gates", self.slug)
+        return read_ledger(self.root / GATES, "gates")
 
     def approval(self, gate: str) -> tuple[bool, str]:
         """(whether the gate's approval holds, why not)."""

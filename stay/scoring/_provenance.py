@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from stay._stored import Damaged, load_stored_json
+from stay._words import damaged_ledger
+from stay.errors import EnvironmentProblem
 
 PROMPTS = "prompts/"
 """The ledger's prefix for a prompt or reference file (``Prompts.hashes`` names them without it)."""
@@ -32,13 +34,17 @@ record a rerun with another knob would find nothing stale and reuse the old buil
 def ledger_built_with(course_dir: Path) -> dict[str, dict[str, str]]:
     """Per artefact, what the ledger says it was built with (prompts, references, schema,
     model); artefacts the ledger records no sources for are left out."""
-    from stay.pipeline import read_document
-
     path = course_dir / ".state" / "hashes.json"
     if not path.is_file():
         return {}
-    document = read_document(path, course_dir.name)  # the ledger's own bounded reader
-    entries = document.get("artefacts", {}) if isinstance(document, dict) else {}
+    try:
+        document = load_stored_json(path)  # bounded, like every stored file
+    except Damaged as exc:
+        raise EnvironmentProblem(damaged_ledger(path, exc.reason), path=path) from None
+    entries = document.get("artefacts") if isinstance(document, dict) else None
+    if not isinstance(entries, dict):
+        raise EnvironmentProblem(damaged_ledger(path, "'artefacts' is not a mapping of entries"), path=path,
+                                 field="artefacts")
     return {name: dict(entry["sources"]) for name, entry in sorted(entries.items())
             if isinstance(entry, dict) and isinstance(entry.get("sources"), dict)}
 

@@ -76,6 +76,9 @@ def test_deleting_runs_withdraws_no_approval(tmp_path: Path) -> None:
 PROBE = ROOT / "tests" / "crash_probe.py"
 ARTEFACT_RENAMES = r"^after replace (?!(hashes|gates|course)\.|run-log|\w+-gate\.md)\S+\.(yaml|md)$"
 """Right after a course artefact's rename: where a file was recorded only later."""
+GATE_WRITES = r"(\w+-gate\.md|gates\.json|(replace |fsync \.)[0-9a-f]{16}\b)"
+"""A gate's summary, the answered files it keeps (named by digest) and its record: where
+Ctrl-C under load was reported to leave hashes.json other than an uninterrupted run's."""
 
 
 def _scratch() -> dict[str, str]:
@@ -90,6 +93,7 @@ def _scratch() -> dict[str, str]:
 @pytest.mark.parametrize(("kind", "where", "sample"), [
     pytest.param("KILL", ARTEFACT_RENAMES, 6, id="SIGKILL-after-artefact-renames"),
     pytest.param("INT", ARTEFACT_RENAMES, 4, id="SIGINT-after-artefact-renames"),
+    pytest.param("INT", GATE_WRITES, 8, id="SIGINT-at-the-gates-writes"),
     *([pytest.param("KILL", "", 30, id="SIGKILL-anywhere"), pytest.param("INT", "", 12, id="SIGINT-anywhere")]
       if os.environ.get("CI") == "true" else []),  # CI has the time for more points
 ])

@@ -174,3 +174,19 @@ def test_a_damaged_quality_record_is_one_line_and_a_rerun_rebuilds_rather_than_t
     assert "\n" not in str(raised.value) and str(path) in str(raised.value)
     _, rerun = evaluate_build(BRIEF, courses_dir=tmp_path / "same", **common)
     assert rerun["course_sha256"] == fresh["course_sha256"] != first["course_sha256"] and rerun["quality"] == {}
+
+
+@pytest.mark.parametrize("damage", ["not json", '{"artefacts": []}'])
+def test_a_damaged_ledger_is_one_line_naming_its_file_and_the_way_out(tmp_path: Path, damage: str) -> None:
+    """The scorers read a course's ledger themselves (they stand apart from the pipeline),
+    with the ledger's own refusal: the file, and ``adopt`` to rebuild it."""
+    from stay.errors import EnvironmentProblem
+    from stay.scoring import ledger_built_with
+
+    ledger = tmp_path / "a-course" / ".state" / "hashes.json"
+    ledger.parent.mkdir(parents=True)
+    ledger.write_text(damage, encoding="utf-8")
+    with pytest.raises(EnvironmentProblem, match=r"adopt\('a-course'") as raised:
+        ledger_built_with(ledger.parents[1])
+    assert raised.value.path == str(ledger) and "\n" not in str(raised.value)
+    assert str(raised.value).startswith(f"{ledger} is damaged (")

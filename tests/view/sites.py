@@ -1,6 +1,6 @@
 """Every kind of site the viewer writes, for the browser tests that go through every page
 (test_layout_browser.py, test_a11y_browser.py): the sample course, a damaged copy of it,
-a hostile copy of it, a library of two courses (its listing's progress bars:
+a hostile copy of it, a tracked copy with stale files (long "changed: ..." lines), a library of two courses (its listing's progress bars:
 test_progress_bar_browser.py), and the eval report pages (two real offline runs compared and
 shown, the comparison's fixed rows, a refused comparison, a minimal run). A page another
 part of the viewer adds is checked by those tests without a new one."""
@@ -78,6 +78,22 @@ def damaged_course(tmp: Path) -> Path:
     return course
 
 
+STALE_PLAN = LESSON_DIR / "m01-l01.plan.yaml"
+"""The plan the stale course's author edited by hand: every file made from it is stale."""
+
+
+def stale_course(tmp: Path) -> Path:
+    """The sample, tracked (``stay adopt``), with :data:`STALE_PLAN` edited since: its
+    lesson's files are stale, each naming the plan (a long path) as what changed."""
+    from stay import adopt
+
+    course = _copy(tmp, "stale")
+    adopt(course.name, courses_dir=course.parent)
+    with open(course / STALE_PLAN, "a", encoding="utf-8") as plan:
+        plan.write("# edited by hand\n")
+    return course
+
+
 def library_courses(tmp: Path) -> Path:
     """A courses directory holding the sample and :data:`SHORT`."""
     courses = tmp / LIBRARY
@@ -111,6 +127,7 @@ def write_sites(root: Path, sources: Path, eval_reports: tuple[Path, Path]) -> P
     render_course(SAMPLE, root / "sample")
     render_course(damaged_course(sources), root / "damaged")
     render_course(hostile_course(sources), root / "hostile")
+    render_course(stale_course(sources), root / "stale")
     render_library(library_courses(sources), root / LIBRARY)
     reports = root / "reports"
     reports.mkdir()
@@ -127,5 +144,5 @@ def write_sites(root: Path, sources: Path, eval_reports: tuple[Path, Path]) -> P
 def every_page(root: Path) -> list[str]:
     """Every page under ``root``, as a path relative to it."""
     pages = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.html"))
-    assert {page.split("/")[0] for page in pages} == {"sample", "damaged", "hostile", LIBRARY, "reports"}
+    assert {page.split("/")[0] for page in pages} == {"sample", "damaged", "hostile", "stale", LIBRARY, "reports"}
     return pages

@@ -3,8 +3,8 @@
 axe-core (the npm package package-lock.json pins; ``npm ci`` at the repository's root
 installs it, and .ci/run does) is injected into each page and run with the WCAG 2.1 A
 and AA rules; every violation is listed with its rule and element. The pages come
-from test_layout_browser.py's ``rendered_sites`` (every .html of the sample, a damaged
-and a hostile course, and the eval report pages), so a page added later is checked too.
+from test_layout_browser.py's ``rendered_sites`` (every .html of the sample, a damaged,
+a hostile and a stale course, and the eval report pages), so a page added later is checked too.
 Locally the tests skip without axe-core, naming the command; under CI they fail.
 """
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.view.sites import FLAG, every_page
+from tests.view.sites import FLAG, STALE_PLAN, every_page
 from tests.view.test_browser import Watch, browser, screenshot, serve  # noqa: F401  (the module's fixtures)
 
 PHONE = {"width": 390, "height": 844}
@@ -23,6 +23,9 @@ def test_no_page_is_wider_than_a_phone(browser: Any, serve: Any, rendered_sites:
         page.goto(base + name)
         widths[name] = page.evaluate("document.documentElement.scrollWidth")
     assert {name: width for name, width in widths.items() if width > PHONE["width"]} == {}
+    page.goto(base + "stale/status.html")  # among them: a status page listing stale files, each naming why
+    stale = page.locator("ul.filelist .status-stale").all_inner_texts()
+    assert stale and all(STALE_PLAN.as_posix() in text for text in stale), stale
     page.goto(base + "sample/capstone.html")
     screenshot(page, "phone-capstone.png")
     # the rubric stacks: on a phone each level is under the one before it, as wide as the page allows
