@@ -153,7 +153,7 @@ def built_with(root: Path) -> dict[str, Any]:
     """The backend and models the ledger of the course at ``root`` records it was last built
     with ({} when it records none, or cannot be read: the command that reads it says so)."""
     try:
-        built = read_document(root / HASHES, root.name).get("built")
+        built = read_document(root / HASHES).get("built")
     except EnvironmentProblem:
         return {}
     return built if isinstance(built, dict) else {}
