@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
+from stay.validate._text import quote
+
 
 class Severity(StrEnum):
     """FAIL blocks; WARN marks what is valid mid-run, or advisory house style."""
@@ -47,3 +49,8 @@ class Defect:
     def line(self) -> str:
         """The defect as the text report prints it."""
         return f"{self.severity} {self.code} {self.path} {self.subject}: {self.message}"
+
+    def quote(self, current: object) -> str:
+        """What this defect names in ``current`` (its file as it stands: a lesson's body, or
+        the file's data) as written there; '' when it names no place in it."""
+        return quote(current, self.subject, self.message)
