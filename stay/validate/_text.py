@@ -377,18 +377,26 @@ def quote(current: object, subject: str, message: str) -> str:
 
 def _body_place(body: str, subject: str, message: str) -> str:
     lines = split_lines(body)
-    if subject == "prose":  # les009: the prose lines that mention a phrase
+    if subject == "prose":  # les009: the sentences of the prose that mention a phrase, a line each
         code = {i for start, end in code_blocks(lines) for i in range(start, end)}
         phrases = _PHRASE.findall(message.partition(": ")[2])
-        return "\n".join(line.strip() for i, line in enumerate(lines) if i not in code
-                         and any(mentions(_CODE_SPAN.sub("", line), p) for p in phrases))
+        blocks: list[list[str]] = [[]]
+        for i, line in enumerate(lines):  # blocks of prose, split as paragraphs are; a heading alone
+            if i in code or not line.strip():
+                blocks.append([])
+            elif heading(line) is not None:
+                blocks += [[line.strip()], []]
+            else:
+                blocks[-1].append(line.strip())
+        return "\n".join(piece for block in blocks for piece in sentences(" ".join(block))
+                         if any(mentions(_CODE_SPAN.sub("", piece), p) for p in phrases))
     place = _BODY_PLACE.fullmatch(subject)
     if place is None:
         return ""
     paragraph, sentence, block = (int(k) if k else 0 for k in place.groups())
     if block:
-        blocks = code_blocks(lines)
-        return "\n".join(lines[slice(*blocks[block - 1])]) if block <= len(blocks) else ""
+        spans = code_blocks(lines)
+        return "\n".join(lines[slice(*spans[block - 1])]) if block <= len(spans) else ""
     parsed = Body.parse(lines)
     if paragraph > len(parsed.paragraphs):
         return ""
