@@ -19,6 +19,7 @@ from stay.pipeline._fix import CURRENT, DEFECTS
 from stay.stages import REGENERATE, Prompts
 from stay.testing import DEFECTS as INJECTABLE
 from stay.validate import validate_course
+from stay.validate._defect import QUOTE_CHARS
 from stay.validate._text import Body, count_words, show
 from tests.conftest import ROOT
 from tests.fixtures.rules import MUTATIONS, make_fixture
@@ -63,8 +64,6 @@ def _places(data: object, entry: bool = False) -> Iterator[str]:
 
 
 def _bounded(text: str) -> str:
-    from stay.validate._text import QUOTE_CHARS  # imported here: the module is read before it has one
-
     return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS - 1].rstrip() + "…"
 
 
