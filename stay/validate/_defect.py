@@ -124,20 +124,15 @@ def _holds(value: object, subject: str) -> bool:
     return any(not isinstance(v, (dict, list)) and show(v) == subject for v in values)
 
 
-def _holder(data: object, subject: str) -> dict[Any, object] | None:
-    stack: list[tuple[object, bool]] = [(data, False)]  # (node, whether it is a list's entry)
-    while stack:
-        node, entry = stack.pop()
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
-        if isinstance(node, dict):
-            for key, value in node.items():
-                if _holds(value, subject):
-                    return node if entry else {key: value}
-                if not entry and show(key) == subject:  # an entry's keys are its fields, not places
-                    return {key: value}
-        stack.extend(reversed([(child, isinstance(node, list)) for child in children
-                               if isinstance(child, (dict, list))]))
-    return None
+def _holder(node: object, subject: str, entry: bool = False) -> dict[Any, object] | None:
+    """Depth first: the list entry (``entry``) with a field that holds ``subject``, or the
+    field of another mapping that holds it or is named by it (an entry's keys are its fields)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if _holds(value, subject) or (not entry and show(key) == subject):
+                return node if entry else {key: value}
+    children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+    return next((found for child in children if (found := _holder(child, subject, isinstance(node, list)))), None)
 
 
 def _lines(entry: object) -> str:
