@@ -58,22 +58,27 @@ def fenced(text: str, info: str) -> str:
     return f"{fence}{info}\n{text}{'' if text.endswith(chr(10)) else chr(10)}{fence}"
 
 
-def regeneration_notes(reader: RunReader, prompts: Prompts, path: str, ask: Note) -> tuple[Note, ...]:
-    """What a request that regenerates ``path`` adds to the stage's inputs, in this
-    order: the file as it stands, what to change (``ask``), then the instruction block.
-    A file not on disk yet has no current version, so it gets neither that nor the block."""
-    current = as_it_stands(reader, path)
+def regeneration_notes(prompts: Prompts, current: Note | None, ask: Note) -> tuple[Note, ...]:
+    """What a request that regenerates a file adds to the stage's inputs, in this order:
+    the file as it stands (``as_it_stands``), what to change (``ask``), then the
+    instruction block. A file not on disk yet has no current version, so it gets neither
+    that nor the block."""
     if current is None:
         return (ask,)
     text = prompts.template(REGENERATE).strip()
     return current, ask, Note(REGENERATE, text, text)
 
 
-def defects_note(defects: Sequence[Defect]) -> Note:
-    """The validator's defects as a request input: one line each for the model, their
-    fields for a fake that answers from the inputs."""
-    lines = "\n".join(f"- {d.code} {d.path} {d.subject}: {d.message}" for d in defects)
-    return Note(DEFECTS, [d.as_dict() for d in defects], lines)
+def defects_note(defects: Sequence[Defect], current: Note | None) -> Note:
+    """The validator's defects as a request input: a line each for the model, and under
+    it, quoted (``> ``), the sentence, paragraph or item it names in the file as it stands
+    (``current``), so a model need not count paragraphs the contract's way to find it;
+    their fields, and the quote, for a fake that answers from the inputs."""
+    quotes = [d.quote(current.value) if current else "" for d in defects]
+    lines = [f"- {d.code} {d.path} {d.subject}: {d.message}" + "".join(f"\n  > {line}" for line in q.splitlines())
+             for d, q in zip(defects, quotes, strict=True)]
+    fields = [{**d.as_dict(), "quote": q} if q else d.as_dict() for d, q in zip(defects, quotes, strict=True)]
+    return Note(DEFECTS, fields, "\n".join(lines))
 
 
 @dataclass(frozen=True)
@@ -134,7 +139,8 @@ def fix(fixer: Fixer, path: str, defects: Sequence[Defect]) -> Change | None:
     None when the run was cancelled before the write."""
     reader = fixer.again.reader
     before = dump(reader.load(path))
-    notes = regeneration_notes(reader, fixer.config.prompts, path, defects_note(defects))
+    current = as_it_stands(reader, path)
+    notes = regeneration_notes(fixer.config.prompts, current, defects_note(defects, current))
     if path not in regenerate(fixer.again, path, notes, only=(path,)):
         return None
     change = Change.of(path, before, dump(reader.load(path)))

@@ -26,7 +26,7 @@ from stay._display import plural
 from stay._words import did_you_mean
 from stay.errors import PipelineError, UsageError
 from stay.models import OfflineBackend
-from stay.pipeline._fix import Fixer, check_written, regeneration_notes
+from stay.pipeline._fix import Fixer, as_it_stands, check_written, regeneration_notes
 from stay.pipeline._gate_decl import GATE_NAMES
 from stay.pipeline._gateway import ModelGateway
 from stay.pipeline._layout import GLOSSARY
@@ -127,7 +127,7 @@ def notes_for(config: RunConfig, reader: RunReader, walk: Walk, path: str) -> tu
     far (when there is one), the reviewer's note, and the instruction block every
     regeneration of an existing file gets."""
     note = config.revisions[path]
-    notes = regeneration_notes(reader, config.prompts, path, Note("reviewer_note", note, note))
+    notes = regeneration_notes(config.prompts, as_it_stands(reader, path), Note("reviewer_note", note, note))
     thread = walk.threads.get(path)
     if not thread:
         return notes

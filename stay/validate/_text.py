@@ -171,6 +171,25 @@ def fence(start: str) -> str | None:
     return None
 
 
+def code_blocks(lines: list[str]) -> list[tuple[int, int]]:
+    """(first, past the last) line index of each code block: its fence lines and the
+    lines inside. An unclosed block runs to the end."""
+    blocks: list[tuple[int, int]] = []
+    index, count = 0, len(lines)
+    while index < count:
+        run = fence(lines[index].lstrip())
+        start, index = index, index + 1
+        if run is None:
+            continue
+        while index < count:
+            inner = lines[index].strip()
+            index += 1
+            if len(inner) >= len(run) and inner == run[0] * len(inner):
+                break
+        blocks.append((start, index))
+    return blocks
+
+
 def sentence_spans(paragraph: str) -> list[tuple[int, int]]:
     """(start, end) of each piece ``CONTRACT_SENTENCE_BREAK.split`` gives, words or not.
 
@@ -225,26 +244,12 @@ class Body:
 
     @classmethod
     def parse(cls, lines: list[str]) -> Body:
-        count = len(lines)
-        code = [False] * count
+        code = [False] * len(lines)
         infos: list[str] = []
-        index = 0
-        while index < count:
-            start = lines[index].lstrip()
-            run = fence(start)
-            if run is None:
-                index += 1
-                continue
-            mark, width = run[0], len(run)
-            infos.append(start[width:].strip())
-            code[index] = True
-            index += 1
-            while index < count:  # an unclosed block runs to the end
-                code[index] = True
-                inner = lines[index].strip()
-                index += 1
-                if len(inner) >= width and inner == mark * len(inner):
-                    break
+        for start, end in code_blocks(lines):
+            opening = lines[start].lstrip()
+            infos.append(opening[len(fence(opening) or ""):].strip())
+            code[start:end] = [True] * (end - start)
         headings: list[tuple[int, str]] = []
         blocks: list[list[str]] = []
         block: list[str] = []
@@ -350,3 +355,4 @@ def times(a: float, b: float) -> float | Fraction:
         from fractions import Fraction  # only on overflow: it costs start-up time
 
         return Fraction(a) * Fraction(b)
+

@@ -139,8 +139,10 @@ _BLOCK = re.compile(r"^## (?P<name>\w+)\n\n(?P<fence>`{3,})(?P<kind>yaml|markdow
                     re.DOTALL | re.MULTILINE)
 """An input as a request shows it: YAML data, or (the file as it stands, for a lesson) a
 Markdown body, in a fence longer than any backtick run inside it."""
-_DEFECT = re.compile(r"^- (?P<code>\S+) (?P<path>\S+) (?P<subject>.+?): (?P<message>.*)$", re.MULTILINE)
-"""One line of ``defects_to_fix`` as a repair request shows it (stay.pipeline._fix.defects_note)."""
+_DEFECT = re.compile(r"^- (?P<code>\S+) (?P<path>\S+) (?P<subject>.+?): (?P<message>.*)\n(?P<quote>(?:  > .*\n)*)",
+                     re.MULTILINE)
+"""One defect of ``defects_to_fix`` as a repair request shows it (stay.pipeline._fix.defects_note):
+its line, and under it the lines of its quote, if it has one."""
 def _sdk_models() -> frozenset[str]:
     from anthropic.types import model_param
 
@@ -172,9 +174,12 @@ def inputs_of(body: dict[str, Any]) -> dict[str, Any]:
     found: dict[str, Any] = {m.group("name"): load_yaml(m.group("body")) if m.group("kind") == "yaml"
                              else m.group("body") for m in _BLOCK.finditer(text)}
     # a repair's defects are a list of lines, not a block: read back as the fields the offline repair uses
-    defects = re.search(r"^## defects_to_fix\n\n(?P<lines>(?:- .*\n)+)", text, re.MULTILINE)
+    defects = re.search(r"^## defects_to_fix\n\n(?P<lines>(?:(?:- |  > ).*\n)+)", text, re.MULTILINE)
     if defects is not None:
-        found["defects_to_fix"] = [m.groupdict() for m in _DEFECT.finditer(defects.group("lines"))]
+        found["defects_to_fix"] = [
+            {**m.groupdict(), "quote": "\n".join(line[4:] for line in m["quote"].splitlines())} if m["quote"]
+            else {k: v for k, v in m.groupdict().items() if k != "quote"}
+            for m in _DEFECT.finditer(defects.group("lines"))]
     return found
 
 
