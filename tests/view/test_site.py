@@ -279,7 +279,8 @@ def _hostile_course(tmp_path: Path) -> Path:
     quiz = lesson_dir / "m01-l01.quiz.yaml"
     quiz.write_text(quiz.read_text().replace("which part is the authority?", f"which part {HOSTILE}?"))
     curriculum = course / "curriculum.yaml"
-    curriculum.write_text(curriculum.read_text().replace("title: Foundations", "title: Foundations")
+    curriculum.write_text(curriculum.read_text().replace("title: From URL to open connection",
+                                                         "title: From <script>URL</script> to connection")
                           .replace("What a URL names", "What a <script>URL</script> names"))
     glossary = course / "glossary.yaml"
     glossary.write_text(glossary.read_text().replace("- term: authority", '- term: "authority\\" onmouseover=\\"x"'))
@@ -295,8 +296,9 @@ class _Tags(html.parser.HTMLParser):
         self.tags.append((tag, dict(attrs)))
 
 
-def test_everything_read_from_a_course_is_escaped(tmp_path: Path) -> None:
-    site = build_site(_hostile_course(tmp_path))
+@pytest.mark.parametrize("learner", [False, True])
+def test_everything_read_from_a_course_is_escaped(tmp_path: Path, learner: bool) -> None:
+    site = build_site(_hostile_course(tmp_path), learner=learner)
     for name, data in site.items():
         if not name.endswith(".html"):
             continue
@@ -311,6 +313,8 @@ def test_everything_read_from_a_course_is_escaped(tmp_path: Path) -> None:
                 assert not value.startswith(("javascript:", "data:text", "vbscript:")), (name, tag, attrs)
     lesson = site["m01-l01.html"].decode()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in lesson
+    assert "<h1>What a &lt;script&gt;URL&lt;/script&gt; names</h1>" in lesson  # the heading, and
+    assert ">From &lt;script&gt;URL&lt;/script&gt; to connection</a>" in lesson  # the module in the breadcrumbs
     assert '<a class="image-link" href="https://example.com/x.png">[image: pic]</a>' in lesson
 
 
