@@ -18,7 +18,7 @@ import pytest
 
 import stay.artefacts as artefacts
 from stay.pipeline import build_course
-from stay.view import build_site
+from stay.view import build_site, render_course
 from stay.view._env import environment
 from stay.view._library import render_library
 from tests.conftest import ROOT, SAMPLE, run_stay
@@ -141,8 +141,8 @@ def test_stay_view_learner_writes_the_learners_pages_alone_and_links_to_nothing_
         linked = set(re.findall(r'href="([^"#]+)', nav))  # the author's pages, as the default render links them
         assert pages < every and linked <= every - pages and {"status.html", "outcomes.html"} <= linked, slug
         authors |= every - pages
-        # the same course, alone: the same pages as in the library (bar its link back to the listing)
-        alone = tmp_path / "alone" / slug
+        # the same course, alone, over its full render: the author's pages go, the rest are the library's
+        alone = render_course(course, tmp_path / "alone" / slug)
         done = run_stay("view", slug, "--learner", "--courses-dir", str(courses), "--out", str(alone))
         assert done.returncode == 0, done.stderr
         assert {p.name for p in alone.glob("*.html")} == pages
