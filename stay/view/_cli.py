@@ -34,6 +34,9 @@ def view_parser(subparsers: Any) -> argparse.ArgumentParser:
                       help="which copy of bloom-verbs.yaml and house-style.yaml wins when the prompts' and the "
                            "data directory's differ (the statuses and the review page are derived with it)")
     view.add_argument("--backend", choices=tuple(registered_backends()), help=JUDGED_HELP)
+    view.add_argument("--learner", action="store_true",
+                      help="only the learners' pages, for publishing: no status, outcomes map or review page, "
+                           "and no link to one")
     view.add_argument("--serve", action="store_true", help="after rendering, serve the site on 127.0.0.1")
     view.add_argument("--port", type=int, metavar="P",
                       help="the port for --serve (default: 8000; 0 picks a free one)")
@@ -70,7 +73,7 @@ def _one_course(ns: argparse.Namespace) -> Path:
 
         raise not_a_directory(root, f"{no_course(ns.slug, ns.courses_dir)}; check the slug and --courses-dir")
     out = render_course(root, ns.out or default_out_dir(ns.slug), data_from=ns.data_from,
-                        backend=ns.backend)
+                        backend=ns.backend, learner=ns.learner)
     pages = sum(1 for path in out.iterdir() if path.suffix == ".html")
     print(f"{ns.slug}: {pages} pages in {out} (open {out / 'index.html'})")
     return out
@@ -80,7 +83,7 @@ def _library(ns: argparse.Namespace) -> Path:
     """Every course in --courses-dir: a line per course (its health) and per skipped directory."""
     from stay.view._library import DEFAULT_OUT, LISTING, build_library, write_library
 
-    library = build_library(ns.courses_dir, data_from=ns.data_from, backend=ns.backend)
+    library = build_library(ns.courses_dir, data_from=ns.data_from, backend=ns.backend, learner=ns.learner)
     out = Path(ns.out) if ns.out else DEFAULT_OUT
     write_library(library, out, ns.courses_dir)
     for line in library.skipped:

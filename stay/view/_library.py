@@ -97,8 +97,9 @@ def find_courses(courses_dir: str | os.PathLike[str]) -> tuple[list[Path], list[
 
 
 def build_library(courses_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
-                  data_from: DataFrom | None = None, backend: str | None = None) -> Library:
-    """Every file of the library's site: the listing's, and each course's by slug."""
+                  data_from: DataFrom | None = None, backend: str | None = None, learner: bool = False) -> Library:
+    """Every file of the library's site: the listing's, and each course's by slug. ``learner``:
+    learners' pages only (``build_site``), and a listing without the courses' health."""
     found, skipped = find_courses(courses_dir)
     if not found:
         why = f" ({'; '.join(skipped)})" if skipped else ""
@@ -109,11 +110,11 @@ def build_library(courses_dir: str | os.PathLike[str], *, data_dir: str | os.Pat
     rows = []
     for root in found:
         files, course, ledger, validation = site_and_health(root, data_dir=data_dir, library=BACK, data_from=data_from,
-                                                             backend=backend)
+                                                             backend=backend, learner=learner)
         courses[root.name] = files
         rows.append(_row(course, ledger, validation))
     page = environment().get_template("library.html.j2").render(
-        rows=rows, progress_script="progress.js" in STATIC_FILES)
+        rows=rows, progress_script="progress.js" in STATIC_FILES, learner=learner)
     listing = {LISTING: page.encode("utf-8", "backslashreplace")}
     listing.update((name, static_text(name).encode("utf-8")) for name in STATIC_FILES)
     return Library(dict(sorted(listing.items())), courses, tuple(rows), tuple(skipped))
@@ -138,9 +139,10 @@ def write_library(library: Library, out_dir: str | os.PathLike[str], courses_dir
 
 def render_library(courses_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
                    data_dir: str | os.PathLike[str] | None = None, data_from: DataFrom | None = None,
-                   backend: str | None = None) -> Library:
-    """Render every course in ``courses_dir`` and the listing into ``out_dir``."""
-    library = build_library(courses_dir, data_dir=data_dir, data_from=data_from, backend=backend)
+                   backend: str | None = None, learner: bool = False) -> Library:
+    """Render every course in ``courses_dir`` and the listing into ``out_dir`` (``learner``: as
+    ``build_library``)."""
+    library = build_library(courses_dir, data_dir=data_dir, data_from=data_from, backend=backend, learner=learner)
     write_library(library, out_dir, courses_dir)
     return library
 

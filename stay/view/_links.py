@@ -73,18 +73,22 @@ class OutcomeRow:
 
 
 class Links:
-    """Where everything lives on the site."""
+    """Where everything lives on the site. ``learner``: a site of learners' pages only, whose
+    links to an outcome go to its lesson on the home page and to a term's lesson to the
+    lesson itself (the outcomes map and the plan's list of new terms are the author's)."""
 
-    def __init__(self, course: CourseView) -> None:
+    def __init__(self, course: CourseView, *, learner: bool = False) -> None:
+        self.learner = learner
         self.lesson_pages: dict[str, str] = {}
         for lesson in course.lessons:
             if lesson.page:
                 self.lesson_pages.setdefault(lesson.id, lesson.page)
         self.with_terms = {lesson.id for lesson in course.lessons
                            if lesson.page and lesson.plan.model is not None and lesson.plan.model.new_terms}
-        self.modules = {module.id for module in course.modules}
+        self.modules = {module.id: module.title for module in course.modules}
         outcomes = course.outcomes.model.outcomes if course.outcomes.model else []
-        self.outcomes = {outcome.id: outcome.text for outcome in outcomes}
+        listed = {lesson.id for lesson in course.lessons}  # the home lists an outcome under its lesson
+        self.outcomes = {outcome.id: outcome.text for outcome in outcomes if not learner or outcome.lesson in listed}
         glossary = course.glossary.model.terms if course.glossary.model else []
         self.terms = term_fragments(term.term for term in glossary)
         self.criteria = {c.id for c in course.project.model.rubric} if course.project.model else set()
@@ -97,10 +101,11 @@ class Links:
 
     def introduced_in(self, lesson_id: str) -> str | None:
         """The lesson's list of new terms, or the lesson when its plan lists none."""
-        return self.lesson(lesson_id, "terms" if lesson_id in self.with_terms else None)
+        return self.lesson(lesson_id, "terms" if lesson_id in self.with_terms and not self.learner else None)
 
     def outcome(self, outcome_id: str) -> str | None:
-        return f"outcomes.html#{fragment(outcome_id)}" if outcome_id in self.outcomes else None
+        page = "index.html" if self.learner else "outcomes.html"
+        return f"{page}#{fragment(outcome_id)}" if outcome_id in self.outcomes else None
 
     def outcome_text(self, outcome_id: str) -> str:
         return self.outcomes.get(outcome_id, "")

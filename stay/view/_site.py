@@ -38,8 +38,10 @@ from stay.view._review import PAGE as REVIEW_PAGE
 from stay.view._review import review_page, tracked
 from stay.view._status import Ledger, Validation, read_ledger, run_validator
 
-PAGES = (("index.html", "Course"), ("outcomes.html", "Outcomes"), ("glossary.html", "Glossary"),
-         ("capstone.html", "Capstone"), ("status.html", "Status"))
+PAGES = (("index.html", "Course"), ("glossary.html", "Glossary"), ("capstone.html", "Capstone"))
+"""The learners' pages besides the lessons: all a ``learner`` site has (``stay view --learner``)."""
+AUTHOR_PAGES = (("status.html", "Status"), ("outcomes.html", "Outcomes map"))
+"""The author's pages (and the review page, while something waits), linked under "For authors"."""
 
 
 @dataclass(frozen=True)
@@ -58,15 +60,18 @@ DataFrom = Literal["prompts", "data"]
 
 def build_site(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
                library: str | None = None, data_from: DataFrom | None = None,
-               backend: str | None = None) -> dict[str, bytes]:
+               backend: str | None = None, learner: bool = False) -> dict[str, bytes]:
     """Every file of the site, by its name, for the course at ``course_dir``. ``library`` is
     the listing's address from the course's pages when the course is rendered in a library
     of courses (stay/view/_library.py): each page's header then links back to it.
     ``data_from`` says which copy of the shared data wins when the prompts' and the data
     directory's differ (``--data-from``): the statuses and the review page need it then.
     ``backend``: the statuses judge the files against its models (``stay status --backend``;
-    None: $STAY_BACKEND, else what the course's ledger records it was built with)."""
-    return site_and_health(course_dir, data_dir=data_dir, library=library, data_from=data_from, backend=backend)[0]
+    None: $STAY_BACKEND, else what the course's ledger records it was built with).
+    ``learner``: only the learners' pages (:data:`PAGES` and the lessons), for publishing: no
+    author's page, and no link to one (``stay view --learner``)."""
+    return site_and_health(course_dir, data_dir=data_dir, library=library, data_from=data_from, backend=backend,
+                           learner=learner)[0]
 
 
 def not_a_directory(root: Path, message: str) -> CoursePathError:
@@ -84,8 +89,8 @@ def missing_course(root: Path) -> CoursePathError:
 
 
 def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
-                    library: str | None = None, data_from: DataFrom | None = None, backend: str | None = None
-                    ) -> tuple[dict[str, bytes], CourseView, Ledger, Validation]:
+                    library: str | None = None, data_from: DataFrom | None = None, backend: str | None = None,
+                    learner: bool = False) -> tuple[dict[str, bytes], CourseView, Ledger, Validation]:
     """``build_site``'s files, with the course, ledger and validation the pages were made
     from (a library's listing sums them up without reading the course twice)."""
     root = Path(course_dir)
@@ -97,18 +102,18 @@ def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.Pa
     course = load_course(root, house)
     ledger = read_ledger(root, settings)
     validation = run_validator(root, house)
-    links = Links(course)
+    links = Links(course, learner=learner)
     env = environment()
-    # a course stay tracks gets a review page; it is in the nav only while a gate or a
+    # a course stay tracks gets a review page; it is offered only while a gate or a
     # proposal (`stay revise --show`) waits, so a page nobody needs is not offered
-    review = review_page(root, course, validation, settings) if tracked(root) else None
+    review = review_page(root, course, validation, settings) if tracked(root) and not learner else None
     pending = review.gate if review is not None and review.pending else None
     proposals = review.data.proposals if review is not None and review.data is not None else ()
     waiting = sum(1 for w in proposals if w.anew or not w.problem)  # a refused folder is no proposal
+    authors = () if learner else (*AUTHOR_PAGES, REVIEW_PAGE) if pending or proposals else AUTHOR_PAGES
     common: dict[str, Any] = {
-        "course": course, "ledger": ledger, "validation": validation, "links": links,
-        "nav": (*PAGES, REVIEW_PAGE) if pending or proposals else PAGES, "review_pending": pending,
-        "proposals_waiting": waiting,
+        "course": course, "ledger": ledger, "validation": validation, "links": links, "learner": learner,
+        "nav": PAGES, "authors": authors, "review_pending": pending, "proposals_waiting": waiting,
         "file_state": lambda loaded: file_state(loaded, ledger, validation),
         "budget": _budget(course), "file_kind": file_kind, "library": library,
     }
@@ -116,13 +121,9 @@ def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.Pa
     views = [_lesson_page(lesson, links, lessons[i - 1] if i else None,
                           lessons[i + 1] if i + 1 < len(lessons) else None) for i, lesson in enumerate(lessons)]
     rows, unknown = outcomes_map(course, links, {view.lesson.id: view.anchors for view in views})
-    site: dict[str, str] = {}
-    site["index.html"] = env.get_template("index.html.j2").render(common, page="index.html")
-    site["outcomes.html"] = env.get_template("outcomes.html.j2").render(
-        common, page="outcomes.html", rows=rows, unknown=unknown)
-    site["glossary.html"] = env.get_template("glossary.html.j2").render(common, page="glossary.html")
-    site["capstone.html"] = env.get_template("capstone.html.j2").render(common, page="capstone.html")
-    site["status.html"] = env.get_template("status.html.j2").render(common, page="status.html")
+    pages = PAGES if learner else (*PAGES, *AUTHOR_PAGES)
+    site = {name: env.get_template(name + ".j2").render(common, page=name, rows=rows, unknown=unknown)
+            for name, _ in pages}
     if review is not None:
         site[REVIEW_PAGE[0]] = env.get_template("review.html.j2").render(common, page=REVIEW_PAGE[0], review=review)
     lesson_template = env.get_template("lesson.html.j2")
@@ -255,11 +256,13 @@ def only_sites(out: Path) -> bool:
 
 def render_course(course_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *,
                   data_dir: str | os.PathLike[str] | None = None, data_from: DataFrom | None = None,
-                  backend: str | None = None) -> Path:
+                  backend: str | None = None, learner: bool = False) -> Path:
     """Render the course at ``course_dir`` into ``out_dir`` (by default ``site/<slug>``, as
-    ``stay view SLUG``, so a hint names the call by the course alone); returns the site directory."""
+    ``stay view SLUG``, so a hint names the call by the course alone); returns the site directory.
+    ``learner``: the learners' pages only, as ``build_site``."""
     out = default_out_dir(Path(course_dir).resolve().name) if out_dir is None else out_dir
-    return write_site(build_site(course_dir, data_dir=data_dir, data_from=data_from, backend=backend), out, course_dir)
+    site = build_site(course_dir, data_dir=data_dir, data_from=data_from, backend=backend, learner=learner)
+    return write_site(site, out, course_dir)
 
 
 __all__ = ["build_site", "default_out_dir", "load_course", "render_course", "write_site"]

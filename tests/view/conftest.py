@@ -52,6 +52,13 @@ def page_text(html_bytes: bytes | str) -> str:
     return normalise("".join(parser.parts))
 
 
+def authors_nav(page: bytes | str) -> str | None:
+    """The inside of a course page's "For authors" navigation (its footer's), or None."""
+    found = re.search(r'<nav class="authors" aria-label="For authors">(.*?)</nav>',
+                      page.decode("utf-8") if isinstance(page, bytes) else page, re.DOTALL)
+    return found.group(1) if found else None
+
+
 def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 

@@ -1,7 +1,8 @@
 """Every kind of site the viewer writes, for the browser tests that go through every page
 (test_layout_browser.py, test_a11y_browser.py): the sample course, a damaged copy of it,
-a hostile copy of it, a tracked copy with stale files (long "changed: ..." lines), a library of two courses (its listing's progress bars:
-test_progress_bar_browser.py), and the eval report pages (two real offline runs compared and
+a hostile copy of it, a tracked copy with stale files (long "changed: ..." lines), a library of two
+courses (its listing's progress bars: test_progress_bar_browser.py), the learners' pages of the
+sample and of the library, and the eval report pages (two real offline runs compared and
 shown, the comparison's fixed rows, a refused comparison, a minimal run). A page another
 part of the viewer adds is checked by those tests without a new one."""
 
@@ -26,6 +27,8 @@ PAYLOADS = ("<script>window.__stayPwned = 1</script>", "<img src=x onerror=\"win
 HOSTILE = " ".join(PAYLOADS)
 LIBRARY = "library"
 """The directory of the library's site (``stay view --all``) under the sites' root."""
+LEARNER, LEARNER_LIBRARY = "learner", "learner-library"
+"""The sample's and the library's learners' pages (``stay view --learner``), under the sites' root."""
 SHORT = "http-first-module"
 """The library's second course: the sample cut to its first :data:`SHORT_MODULES` modules,
 under a title and slug of its own, so the two courses share some lesson ids but not their
@@ -129,6 +132,8 @@ def write_sites(root: Path, sources: Path, eval_reports: tuple[Path, Path]) -> P
     render_course(hostile_course(sources), root / "hostile")
     render_course(stale_course(sources), root / "stale")
     render_library(library_courses(sources), root / LIBRARY)
+    render_course(SAMPLE, root / LEARNER, learner=True)  # stay view --learner: the pages a course publishes
+    render_library(sources / LIBRARY, root / LEARNER_LIBRARY, learner=True)
     reports = root / "reports"
     reports.mkdir()
     baseline, candidate = eval_reports
@@ -144,5 +149,6 @@ def write_sites(root: Path, sources: Path, eval_reports: tuple[Path, Path]) -> P
 def every_page(root: Path) -> list[str]:
     """Every page under ``root``, as a path relative to it."""
     pages = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.html"))
-    assert {page.split("/")[0] for page in pages} == {"sample", "damaged", "hostile", "stale", LIBRARY, "reports"}
+    assert {page.split("/")[0] for page in pages} == {"sample", "damaged", "hostile", "stale", LIBRARY, LEARNER,
+                                                      LEARNER_LIBRARY, "reports"}
     return pages

@@ -61,26 +61,34 @@ def expectations(course: Path) -> Iterator[tuple[str, str]]:
     manifest = artefacts.load(course / "course.yaml")
     yield "index.html", manifest.title
     yield "index.html", manifest.brief.topic
+    brief = manifest.brief  # the raw brief is the author's
+    for text in (brief.title, brief.topic, brief.audience, brief.time_available, brief.industry or "",
+                 *(brief.constraints or [])):
+        yield "status.html", text
     audience = artefacts.load(course / "audience.yaml")
+    yield "index.html", audience.learners  # who the course is for, and what it expects they know
+    for text in audience.prior_knowledge:
+        yield "index.html", text
     for text in [audience.learners, *audience.prior_knowledge, *audience.goals, *(audience.constraints or []),
                  *(audience.misconceptions or [])]:
-        yield "index.html", text
+        yield "status.html", text
     assessment = artefacts.load(course / "assessment.yaml")
-    yield "index.html", assessment.strategy
+    yield "outcomes.html", assessment.strategy
     for evidence in assessment.evidence:
         yield "outcomes.html", evidence.outcome
     curriculum = artefacts.load(course / "curriculum.yaml")
     for module in curriculum.modules:
-        for text in (module.id, module.title, module.summary):
+        for text in (module.title, module.summary):
             yield "index.html", text
         for lesson in module.lessons:
-            for text in (lesson.id, lesson.title, lesson.summary):
+            for text in (lesson.title, lesson.summary):
                 yield "index.html", text
             yield from _lesson(course / "modules" / f"{module.id}-{module.slug}", lesson.id)
     for outcome in artefacts.load(course / "outcomes.yaml").outcomes:
         yield "outcomes.html", outcome.id
         yield "outcomes.html", outcome.text
         yield "index.html", outcome.text
+        yield f"{outcome.lesson}.html", outcome.text
     project = artefacts.load(course / "project.yaml")
     for text in (project.title, shown(project, "brief"), shown(project, "deliverable")):
         yield "capstone.html", text
@@ -149,12 +157,13 @@ def test_the_pages_are_the_ones_the_issue_lists(sample_site: dict[str, bytes]) -
                                           "status.html", "style.css", "pygments.css", "progress.js", "quiz.js", *lessons])
 
 
-def test_home_shows_the_budget_against_the_lessons_and_the_validator(sample_site: dict[str, bytes]) -> None:
-    home = page_text(sample_site["index.html"])
-    assert "Lessons add up to 2 h 40 min of a budget of 3 h (20 min to spare)" in home
+def test_the_status_page_shows_the_budget_against_the_lessons_and_the_validator(sample_site: dict[str, bytes]
+                                                                               ) -> None:
+    status = page_text(sample_site["status.html"])
+    assert "Lessons add up to 2 h 40 min of a budget of 3 h (20 min to spare)" in status
     checks = validate_course(SAMPLE).checks  # the viewer counts the rules every command runs
-    assert f"Validator: 0 FAIL, 0 WARN ({checks} checks); strict: 0 FAIL" in home
-    assert NO_LEDGER in home
+    assert f"default 0 0 {checks} --strict 0 0 {checks}" in status
+    assert NO_LEDGER in status
 
 
 def test_a_course_without_a_ledger_says_so_instead_of_inventing_statuses(sample_site: dict[str, bytes]) -> None:
@@ -232,7 +241,8 @@ def test_a_built_course_shows_its_statuses_gates_and_an_edit(tmp_path: Path, bui
     quiz.write_text(quiz.read_text() + "# a note\n")
     edited = build_site(course)
     assert b'<span class="badge status-edited">edited</span>' in edited["status.html"]
-    assert b"quiz: edited" in edited["index.html"] and b"quiz: edited" in edited["m01-l02.html"]
+    assert b"quiz: edited" in edited["m01-l02.html"]  # in the lesson's "For authors" files
+    assert b"edited" not in edited["index.html"]  # the learners' home shows no ledger
 
 
 def test_any_status_string_gets_a_badge(tmp_path: Path, built_course: Path, monkeypatch: pytest.MonkeyPatch
@@ -269,7 +279,8 @@ def _hostile_course(tmp_path: Path) -> Path:
     quiz = lesson_dir / "m01-l01.quiz.yaml"
     quiz.write_text(quiz.read_text().replace("which part is the authority?", f"which part {HOSTILE}?"))
     curriculum = course / "curriculum.yaml"
-    curriculum.write_text(curriculum.read_text().replace("title: Foundations", "title: Foundations")
+    curriculum.write_text(curriculum.read_text().replace("title: From URL to open connection",
+                                                         "title: From <script>URL</script> to connection")
                           .replace("What a URL names", "What a <script>URL</script> names"))
     glossary = course / "glossary.yaml"
     glossary.write_text(glossary.read_text().replace("- term: authority", '- term: "authority\\" onmouseover=\\"x"'))
@@ -285,8 +296,9 @@ class _Tags(html.parser.HTMLParser):
         self.tags.append((tag, dict(attrs)))
 
 
-def test_everything_read_from_a_course_is_escaped(tmp_path: Path) -> None:
-    site = build_site(_hostile_course(tmp_path))
+@pytest.mark.parametrize("learner", [False, True])
+def test_everything_read_from_a_course_is_escaped(tmp_path: Path, learner: bool) -> None:
+    site = build_site(_hostile_course(tmp_path), learner=learner)
     for name, data in site.items():
         if not name.endswith(".html"):
             continue
@@ -301,6 +313,8 @@ def test_everything_read_from_a_course_is_escaped(tmp_path: Path) -> None:
                 assert not value.startswith(("javascript:", "data:text", "vbscript:")), (name, tag, attrs)
     lesson = site["m01-l01.html"].decode()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in lesson
+    assert "<h1>What a &lt;script&gt;URL&lt;/script&gt; names</h1>" in lesson  # the heading, and
+    assert ">From &lt;script&gt;URL&lt;/script&gt; to connection</a>" in lesson  # the module in the breadcrumbs
     assert '<a class="image-link" href="https://example.com/x.png">[image: pic]</a>' in lesson
 
 
