@@ -14,10 +14,10 @@ run: a resumed course has two) are left out.
 
 Every file the command writes goes under ``--courses-dir``, which the probe chooses: ARG
 must not give one. One JSON line per point on stdout: ``{"points": total, "chosen": n}`` first, then
-``{"point": n, "where": ..., "code": ..., "ran": ..., "resumed": ..., "differs": [...]}``,
-where ``differs`` lists the files not as in the reference (missing, extra or other bytes)
-and ``ran`` is null, or the points a run passed that ended before the n-th (how often the
-ledger is checkpointed depends on when the wave's threads finish, by a point or two).
+``{"point": n, "where": ..., "code": ..., "resumed": ..., "differs": [...]}``, where
+``differs`` lists the files not as in the reference (missing, extra or other bytes). Every
+run passes as many points (the walk decides each write, not which thread finishes first),
+though the wave's threads may take them in another order.
 """
 
 from __future__ import annotations
@@ -172,17 +172,14 @@ def main() -> None:
         print(json.dumps({"points": len(seen), "chosen": len(targets)}), flush=True)
         for target in targets:
             courses = Path(scratch) / f"point-{target}"
-            code, passed = run(ns.args, courses, Points(target, _strike(ns.signal)))
-            # a run that ended by itself says how many points it passed: fewer than the
-            # reference's when the wave's timing saved a checkpoint (None: it was struck)
-            ran = len(passed) if passed and len(passed) < target else None
+            code, _ = run(ns.args, courses, Points(target, _strike(ns.signal)))
             resumed, _ = run(ns.args, courses)
             found = {course.name: tree(course) for course in courses.iterdir()} if courses.exists() else {}
             differs = sorted(f"{name}/{path}" for name in expected.keys() | found.keys()
                              for path in expected.get(name, {}).keys() | found.get(name, {}).keys()
                              if expected.get(name, {}).get(path) != found.get(name, {}).get(path))
-            print(json.dumps({"point": target, "where": seen[target - 1], "code": code, "ran": ran,
-                              "resumed": resumed, "differs": differs}), flush=True)
+            print(json.dumps({"point": target, "where": seen[target - 1], "code": code, "resumed": resumed,
+                              "differs": differs}), flush=True)
             shutil.rmtree(courses, ignore_errors=True)
 
 

@@ -52,8 +52,10 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
                 answer = table[name](run)
             if kind == "router":
                 answers[name] = str(answer)
-            if run.walk.state is not None:
-                run.course.checkpoint()  # hashes.json once per node; the journal in between
+            if run.walk.state is not None and not (run.walk.wave is not None and run.walk.wave.in_flight):
+                # hashes.json once per node, the journal in between; while the wave is in flight the
+                # journal alone: whether a task had written yet would decide the write, not the walk
+                run.course.checkpoint()
             if on_node:
                 on_node(name)
         if pipeline.nodes[declared.last]["kind"] == "gate-summary":

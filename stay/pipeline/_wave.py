@@ -111,6 +111,12 @@ class Wave:
     def empty(self) -> bool:
         return self.total == 0
 
+    @property
+    def in_flight(self) -> bool:
+        """Tasks were started and not yet gathered: decided by the walk, never by whether a
+        thread happens to have finished."""
+        return bool(self.futures) and not self._joined.is_set()
+
     # -- the wave nodes start tasks -----------------------------------------------------
 
     def start_lessons(self) -> None:
