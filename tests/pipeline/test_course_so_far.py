@@ -10,6 +10,7 @@ should show is worked out here from the plans on disk, never by the resolver und
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,9 @@ from stay.stages import (
     DefinitionsInput,
     EarlierLessonsInput,
     EarlierPlansInput,
+    FileInput,
     LessonPlanInput,
+    Source,
 )
 from tests.conftest import ROOT
 from tests.models.fake_api import FakeMessagesAPI, inputs_of, stage_of
@@ -142,3 +145,29 @@ def test_a_changed_definition_makes_exactly_its_readers_stale(tmp_path: Path) ->
     assert stale == want
     own = plan_file.relative_to(course).as_posix()
     assert all(own in statuses[path].why for path in stale)
+
+
+_TABLE = re.compile(r"<!-- stage-inputs: derived from the declarations -->\n(?P<table>.*?)\n<!-- /stage-inputs -->",
+                    re.DOTALL)
+
+
+def stage_inputs_table() -> str:
+    """docs/pipeline.md's table of what each stage is given, from the declarations alone:
+    a row per stage (its inputs in request order), then a row per kind of input."""
+    def given(name: str, source: Source) -> str:
+        return f"`{name}` (`{source.path}`)" if isinstance(source, FileInput) else f"`{name}` ({type(source).__name__})"
+
+    rows = ["| stage | phase | scope | given, in the request's order |", "|---|---|---|---|"]
+    rows += [f"| `{stage.name}` | {stage.phase} | {stage.scope} | "
+             f"{', '.join(given(name, source) for name, source in stage.inputs)} |" for stage in REGISTRY]
+    rows += ["", "| input | what it gives |", "|---|---|"]
+    rows += [f"| {kind.__name__} | {' '.join((kind.__doc__ or '').split())} |"
+             for kind in Source.__args__]
+    return "\n".join(rows)
+
+
+def test_the_docs_show_what_each_stage_is_given_as_declared() -> None:
+    found = _TABLE.search((ROOT / "docs" / "pipeline.md").read_text(encoding="utf-8"))
+    assert found is not None, "docs/pipeline.md has no stage-inputs table between its markers"
+    assert found["table"] == stage_inputs_table(), "docs/pipeline.md's table is not the declarations':\n" + \
+        stage_inputs_table()
