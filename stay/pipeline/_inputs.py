@@ -12,16 +12,17 @@ from typing import Any, Protocol
 
 from stay.artefacts import Artefact, Brief, LessonPlan, Module, Outcomes
 from stay.errors import GraphError, PipelineError
-from stay.pipeline._layout import BRIEF, CourseLayout, LessonPlace
+from stay.pipeline._layout import BRIEF, CourseLayout, LessonPlace, norm_term
 from stay.stages import (
     AllPlansInput,
     BriefInput,
+    DefinitionsInput,
+    EarlierLessonsInput,
     EarlierPlansInput,
     FileInput,
     LessonOutcomesInput,
     LessonPlanInput,
     ModuleIdInput,
-    RevisitedPlansInput,
     Source,
     Stage,
 )
@@ -56,9 +57,11 @@ def input_paths(source: Source, unit: Unit, layout: CourseLayout, plans: Mapping
         return []
     if isinstance(source, LessonPlanInput):
         return [layout.plan_path(_place(unit))]
-    if isinstance(source, RevisitedPlansInput):
+    if isinstance(source, DefinitionsInput):
         plan = plans.get(_place(unit).id)
-        return sorted({layout.plan_path(p) for p in layout.revisited(plan, plans)}) if plan else []
+        return sorted({layout.plan_path(p) for p in layout.introducing(_relied_on(plan), plans)}) if plan else []
+    if isinstance(source, EarlierLessonsInput):
+        return [layout.plan_path(p) for p in layout.before(_place(unit))]
     if isinstance(source, EarlierPlansInput):
         return [layout.plan_path(p) for p in _earlier(layout, _module(unit))]
     if isinstance(source, AllPlansInput):
@@ -84,8 +87,11 @@ def input_value(source: Source, unit: Unit, reader: Reader) -> Any:
     plans = reader.plans()
     if isinstance(source, LessonPlanInput):
         return _plan(plans, _place(unit))
-    if isinstance(source, RevisitedPlansInput):
-        return [plans[p.id] for p in layout.revisited(_plan(plans, _place(unit)), plans)]
+    if isinstance(source, DefinitionsInput):
+        return _definitions(_plan(plans, _place(unit)), layout, plans)
+    if isinstance(source, EarlierLessonsInput):
+        return [{"lesson": p.id, "title": plans[p.id].title, "new_terms": [t.term for t in plans[p.id].new_terms]}
+                for p in layout.before(_place(unit)) if p.id in plans]
     if isinstance(source, EarlierPlansInput):
         return [plans[p.id] for p in _earlier(layout, _module(unit)) if p.id in plans]
     if isinstance(source, AllPlansInput):
@@ -101,6 +107,25 @@ def stage_inputs(stage: Stage, unit: Unit, reader: Reader) -> dict[str, Any]:
 def direct_inputs(stage: Stage, unit: Unit, layout: CourseLayout, plans: Mapping[str, LessonPlan]) -> list[str]:
     """The artefacts an output of ``stage`` for ``unit`` is made from (sorted, unique)."""
     return sorted({path for _name, source in stage.inputs for path in input_paths(source, unit, layout, plans)})
+
+
+def _relied_on(plan: LessonPlan) -> list[str]:
+    """The terms a lesson's plan relies on: its prerequisites, then its revisits."""
+    return [*plan.prerequisites, *plan.revisits]
+
+
+def _definitions(plan: LessonPlan, layout: CourseLayout, plans: Mapping[str, LessonPlan]) -> list[dict[str, str]]:
+    """Each of the plan's prerequisites and revisits, once, with the definition the plan that
+    introduces it wrote; a term no plan introduces is left out (the validator's trm002/trm003)."""
+    introducer = layout.introducers(plans)
+    found: dict[str, dict[str, str]] = {}
+    for term in _relied_on(plan):
+        place = introducer.get(norm_term(term))
+        if place is None or norm_term(term) in found:
+            continue
+        entry = next(t for t in plans[place.id].new_terms if norm_term(t.term) == norm_term(term))
+        found[norm_term(term)] = {"term": entry.term, "definition": entry.definition, "lesson": place.id}
+    return list(found.values())
 
 
 def _earlier(layout: CourseLayout, module: Module) -> list[LessonPlace]:

@@ -98,12 +98,21 @@ class CourseLayout:
                 found.setdefault(norm_term(term.term), place)
         return found
 
-    def revisited(self, plan: LessonPlan, plans: Mapping[str, LessonPlan]) -> list[LessonPlace]:
-        """The lessons whose plans introduce the terms ``plan`` revisits, first seen first."""
+    def introducing(self, terms: list[str], plans: Mapping[str, LessonPlan]) -> list[LessonPlace]:
+        """The lessons whose plans introduce ``terms``, first seen first."""
         introducer = self.introducers(plans)
         found: list[LessonPlace] = []
-        for term in plan.revisits:
+        for term in terms:
             place = introducer.get(norm_term(term))
             if place is not None and place not in found:
                 found.append(place)
         return found
+
+    def before(self, place: LessonPlace) -> list[LessonPlace]:
+        """Every lesson before ``place``, in lesson order."""
+        earlier: list[LessonPlace] = []
+        for candidate in self.lessons():
+            if candidate.id == place.id:
+                break
+            earlier.append(candidate)
+        return earlier

@@ -65,8 +65,15 @@ class LessonOutcomesInput:
 
 
 @dataclass(frozen=True)
-class RevisitedPlansInput:
-    """The plans that introduce the terms this lesson's plan revisits (lesson scope)."""
+class EarlierLessonsInput:
+    """Every lesson before this one, in lesson order: its title and the terms its plan
+    introduces, nothing more, so a long course's request stays bounded (lesson scope)."""
+
+
+@dataclass(frozen=True)
+class DefinitionsInput:
+    """Each term this lesson's plan lists under ``prerequisites`` or ``revisits``, with its
+    definition as the plan that introduces it wrote it (lesson scope)."""
 
 
 @dataclass(frozen=True)
@@ -84,12 +91,12 @@ class AllPlansInput:
     """Every lesson plan of the course, in lesson order."""
 
 
-Source = (BriefInput | FileInput | LessonPlanInput | LessonOutcomesInput | RevisitedPlansInput
-          | ModuleIdInput | EarlierPlansInput | AllPlansInput)
+Source = (BriefInput | FileInput | LessonPlanInput | LessonOutcomesInput
+          | EarlierLessonsInput | DefinitionsInput | ModuleIdInput | EarlierPlansInput | AllPlansInput)
 
 SCOPED: Mapping[type, tuple[Scope, ...]] = {
-    LessonPlanInput: ("lesson",), LessonOutcomesInput: ("lesson",), RevisitedPlansInput: ("lesson",),
-    ModuleIdInput: ("module",), EarlierPlansInput: ("module",),
+    LessonPlanInput: ("lesson",), LessonOutcomesInput: ("lesson",), EarlierLessonsInput: ("lesson",),
+    DefinitionsInput: ("lesson",), ModuleIdInput: ("module",), EarlierPlansInput: ("module",),
 }
 """Inputs that only make sense for a scope; the rest fit every scope."""
 

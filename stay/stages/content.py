@@ -7,7 +7,14 @@ from typing import Any
 
 from stay.artefacts import LessonContent
 from stay.stages import _offline
-from stay.stages._stage import FileInput, LessonOutcomesInput, LessonPlanInput, Stage
+from stay.stages._stage import (
+    DefinitionsInput,
+    EarlierLessonsInput,
+    FileInput,
+    LessonOutcomesInput,
+    LessonPlanInput,
+    Stage,
+)
 from stay.stages.answers import LessonBody
 
 
@@ -21,7 +28,8 @@ STAGE = Stage(
     name="content", role="writing", phase="wave", scope="lesson", answer=LessonBody,
     offline=_offline.content, makes=LessonContent,
     inputs=(("plan", LessonPlanInput()), ("outcomes", LessonOutcomesInput()),
-            ("audience", FileInput("audience.yaml"))),
+            ("audience", FileInput("audience.yaml")), ("earlier_lessons", EarlierLessonsInput()),
+            ("definitions", DefinitionsInput())),
     needs=("example-design.md",),
     shared=("audience",),
     make=_lesson,

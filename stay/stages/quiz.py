@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from stay.artefacts import Quiz
 from stay.stages import _offline
-from stay.stages._stage import FileInput, LessonOutcomesInput, LessonPlanInput, RevisitedPlansInput, Stage
+from stay.stages._stage import DefinitionsInput, FileInput, LessonOutcomesInput, LessonPlanInput, Stage
 
 STAGE = Stage(
     name="quiz", role="writing", phase="wave", scope="lesson", answer=Quiz,
     offline=_offline.quiz,
     inputs=(("plan", LessonPlanInput()), ("outcomes", LessonOutcomesInput()),
-            ("audience", FileInput("audience.yaml")), ("revisited_plans", RevisitedPlansInput())),
+            ("audience", FileInput("audience.yaml")), ("definitions", DefinitionsInput())),
     needs=("assessment-design.md",),
     shared=("audience",),
 )

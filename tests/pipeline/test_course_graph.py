@@ -20,11 +20,12 @@ from stay.stages import (
     STAGES,
     AllPlansInput,
     BriefInput,
+    DefinitionsInput,
+    EarlierLessonsInput,
     EarlierPlansInput,
     FileInput,
     LessonOutcomesInput,
     LessonPlanInput,
-    RevisitedPlansInput,
     Stage,
 )
 from tests.parity.harness import examples
@@ -45,12 +46,13 @@ def curricula(draw: st.DrawFn) -> tuple[Curriculum, dict[str, LessonPlan]]:
     introduced: list[str] = []
     for lesson_id in ids:
         revisits = draw(st.lists(st.sampled_from(introduced), max_size=2, unique=True)) if introduced else []
+        needs = draw(st.lists(st.sampled_from(introduced), max_size=2, unique=True)) if introduced else []
         terms = [f"term {lesson_id} {k}" for k in range(draw(st.integers(0, 2)))]
         plans[lesson_id] = LessonPlan(
             lesson=lesson_id, title="x", minutes=20, outcomes=[],
             sections=[Section(heading="Recap", kind="recap", minutes=20, covers=[])],
             new_terms=[NewTerm(term=t, definition="d") for t in terms],
-            prerequisites=[], revisits=revisits)
+            prerequisites=needs, revisits=revisits)
         introduced += terms
     return curriculum, plans
 
@@ -82,9 +84,13 @@ def _expected(stage: Stage, curriculum: Curriculum, plans: dict[str, LessonPlan]
         elif isinstance(source, LessonPlanInput):
             assert module and lesson
             found.add(plan_path(module, lesson))
-        elif isinstance(source, RevisitedPlansInput):
+        elif isinstance(source, DefinitionsInput):
             assert lesson
-            found |= {_introducer(plans, curriculum, t) for t in plans[lesson.id].revisits}
+            plan = plans[lesson.id]
+            found |= {_introducer(plans, curriculum, t) for t in [*plan.prerequisites, *plan.revisits]}
+        elif isinstance(source, EarlierLessonsInput):
+            assert lesson
+            found |= {plan_path(m, x) for m, x in every[:every.index((module, lesson))]}
         elif isinstance(source, EarlierPlansInput):
             assert module
             found |= {plan_path(m, x) for m, x in every if curriculum.modules.index(m) < curriculum.modules.index(module)}

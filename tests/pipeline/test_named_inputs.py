@@ -22,13 +22,14 @@ from stay.stages import (
     STAGES,
     AllPlansInput,
     BriefInput,
+    DefinitionsInput,
+    EarlierLessonsInput,
     EarlierPlansInput,
     FileInput,
     LessonOutcomesInput,
     LessonPlanInput,
     ModuleIdInput,
     Prompts,
-    RevisitedPlansInput,
     Source,
     Stage,
 )
@@ -98,7 +99,7 @@ def written_before(stage: Stage) -> set[str]:
 PLANS = STAGES["plan"].output
 _READS: dict[type, str | None] = {
     BriefInput: "course.yaml", LessonOutcomesInput: STAGES["outcomes"].output, LessonPlanInput: PLANS,
-    RevisitedPlansInput: PLANS, EarlierPlansInput: PLANS, AllPlansInput: PLANS, ModuleIdInput: None,
+    DefinitionsInput: PLANS, EarlierLessonsInput: PLANS, EarlierPlansInput: PLANS, AllPlansInput: PLANS, ModuleIdInput: None,
 }
 
 

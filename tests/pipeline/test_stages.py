@@ -28,13 +28,14 @@ from stay.stages import (
     STAGES,
     AllPlansInput,
     BriefInput,
+    DefinitionsInput,
+    EarlierLessonsInput,
     EarlierPlansInput,
     FileInput,
     LessonOutcomesInput,
     LessonPlanInput,
     ModuleIdInput,
     Prompts,
-    RevisitedPlansInput,
     Stage,
 )
 from tests.conftest import ROOT, SAMPLE
@@ -88,8 +89,13 @@ def _sample_inputs() -> dict[str, Any]:
                   LessonPlan) for x in curriculum.modules[0].lessons]
     plan = load(f"{prefix}/{module.lessons[0].id}.plan.yaml", LessonPlan)
     own = [o for o in outcomes.outcomes if o.lesson == plan.lesson]
+    earlier = [{"lesson": p.lesson, "title": p.title, "new_terms": [t.term for t in p.new_terms]} for p in first]
+    defined = {t.term: {"term": t.term, "definition": t.definition, "lesson": p.lesson}
+               for p in first for t in p.new_terms}
+    definitions = [defined[t] for t in dict.fromkeys([*plan.prerequisites, *plan.revisits]) if t in defined]
     return dict(brief=brief, audience=audience, curriculum=curriculum, outcomes=outcomes,
-                assessment=assessment, module=module, prefix=prefix, first=first, plan=plan, own=own)
+                assessment=assessment, module=module, prefix=prefix, first=first, plan=plan, own=own,
+                earlier=earlier, definitions=definitions)
 
 
 INPUTS = _sample_inputs()
@@ -109,7 +115,7 @@ def _resolve(stage: Stage, inputs: dict[str, Any], files: dict[str, Any]) -> dic
     by_kind: dict[type, Any] = {
         BriefInput: inputs["brief"], ModuleIdInput: inputs["module"].id, EarlierPlansInput: first,
         AllPlansInput: first, LessonPlanInput: inputs["plan"], LessonOutcomesInput: inputs["own"],
-        RevisitedPlansInput: first[:1],
+        EarlierLessonsInput: inputs["earlier"], DefinitionsInput: inputs["definitions"],
     }
     return {name: _sample_file(source.path, inputs, files) if isinstance(source, FileInput)
             else by_kind[type(source)] for name, source in stage.inputs}
@@ -177,7 +183,7 @@ def test_the_stable_prefix_is_the_same_for_every_lesson_of_the_wave() -> None:
         requests = []
         for plan in plans:
             inputs = {"plan": plan, "outcomes": [o for o in outcomes.outcomes if o.lesson == plan.lesson],
-                      "audience": audience, "revisited_plans": []}
+                      "audience": audience, "earlier_lessons": [], "definitions": []}
             requests.append(STAGES[stage].request(inputs, PROMPTS, f"{plan.lesson}.x"))
         assert len({r.user for r in requests}) == len(plans)  # each lesson asks something different
         assert len({(r.system, r.shared) for r in requests}) == 1  # behind one shared, cached prefix
