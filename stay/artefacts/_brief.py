@@ -79,10 +79,22 @@ class DurationLimits:
     max_lessons: int = field(default=6, metadata={"key": "module.max_lessons"})
     min_minutes: int = field(default=10, metadata={"key": "lesson.min_minutes"})
     max_minutes: int = field(default=45, metadata={"key": "lesson.max_minutes"})
+    practice_percent: int = field(default=25, metadata={"key": "course.practice_percent"})
+    exercise_min: int = field(default=5, metadata={"key": "exercise.min_minutes"})
+    exercise_max: int = field(default=30, metadata={"key": "exercise.max_minutes"})
+    capstone_min: int = field(default=10, metadata={"key": "capstone.min_minutes"})
+    capstone_max: int = field(default=240, metadata={"key": "capstone.max_minutes"})
+
+    def lessons_share(self, minutes: int) -> int:
+        """audience.yaml's ``time_budget_minutes`` for a brief of ``minutes``: what is left
+        for lessons once ``practice_percent`` (rounded down) is kept for exercises and the
+        capstone. cur004/cur005 hold the lessons to it; prc001 holds all three to ``minutes``."""
+        return minutes - minutes * self.practice_percent // 100
 
     @property
     def shortest(self) -> int:
-        return self.min_minutes
+        """The shortest brief whose lessons' share holds the shortest lesson."""
+        return -(-self.min_minutes * 100 // (100 - self.practice_percent))
 
     @property
     def most_lessons(self) -> int:
@@ -91,7 +103,8 @@ class DurationLimits:
 
     @property
     def longest(self) -> int:
-        return self.most_lessons * self.max_minutes
+        """The longest brief whose lessons' share the most and longest lessons can fill."""
+        return self.most_lessons * self.max_minutes * 100 // (100 - self.practice_percent)
 
 
 DEFAULT_LIMITS = DurationLimits()

@@ -188,7 +188,9 @@ class Audience(Artefact):
     constraints: list[Text] | None = None
     misconceptions: list[Text] | None = Field(
         default=None, description="Misconceptions to anticipate; quiz distractors draw on them.")
-    time_budget_minutes: int = Field(gt=0)
+    time_budget_minutes: int = Field(gt=0, description="The lessons' share of the brief's time_available: "
+                                     "that time less house style's course.practice_percent of it (rounded "
+                                     "down), which is kept for exercises and the capstone.")
 
 
 class LessonEntry(Artefact):
@@ -326,6 +328,8 @@ class Exercise(Artefact):
     task: Markdown
     hints: list[Markdown]
     solution: Markdown
+    minutes: int = Field(gt=0, description="Estimated minutes a learner spends on it, within house style's "
+                                           "exercise.min_minutes to exercise.max_minutes.")
 
 
 class Exercises(Artefact):
@@ -388,6 +392,8 @@ class Project(Artefact):
     title: Text
     brief: Markdown
     deliverable: Markdown
+    minutes: int = Field(gt=0, description="Estimated minutes a learner spends on the whole capstone, within "
+                                           "house style's capstone.min_minutes to capstone.max_minutes.")
     milestones: list[Milestone]
     rubric: list[RubricCriterion]
 
