@@ -79,7 +79,7 @@ class DurationLimits:
     max_lessons: int = field(default=6, metadata={"key": "module.max_lessons"})
     min_minutes: int = field(default=10, metadata={"key": "lesson.min_minutes"})
     max_minutes: int = field(default=45, metadata={"key": "lesson.max_minutes"})
-    practice_percent: int = field(default=25, metadata={"key": "course.practice_percent"})
+    practice_percent: int = field(default=40, metadata={"key": "course.practice_percent"})
     exercise_min: int = field(default=5, metadata={"key": "exercise.min_minutes"})
     exercise_max: int = field(default=30, metadata={"key": "exercise.max_minutes"})
     capstone_min: int = field(default=10, metadata={"key": "capstone.min_minutes"})
