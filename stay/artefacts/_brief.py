@@ -94,7 +94,7 @@ class DurationLimits:
     @property
     def shortest(self) -> int:
         """The shortest brief whose lessons' share holds the shortest lesson."""
-        return -(-self.min_minutes * 100 // (100 - self.practice_percent))
+        return (self.min_minutes - 1) * 100 // (100 - self.practice_percent) + 1
 
     @property
     def most_lessons(self) -> int:
@@ -103,8 +103,8 @@ class DurationLimits:
 
     @property
     def longest(self) -> int:
-        """The longest brief whose lessons' share the most and longest lessons can fill."""
-        return self.most_lessons * self.max_minutes * 100 // (100 - self.practice_percent)
+        """The most minutes of lessons a course holds; a brief whose lessons' share passes it is refused."""
+        return self.most_lessons * self.max_minutes
 
 
 DEFAULT_LIMITS = DurationLimits()
@@ -144,11 +144,14 @@ def check_duration(text: str, where: str, limits: DurationLimits = DEFAULT_LIMIT
         raise BriefError(f"{where}: field 'time_available': {exc}", field="time_available") from None
     if minutes < limits.shortest:
         raise BriefError(f"{where}: field 'time_available': {text!r} is {minutes} minutes, shorter than the "
-                         f"shortest lesson house style allows ({limits.shortest} minutes)", field="time_available")
-    if minutes > limits.longest:
-        raise BriefError(f"{where}: field 'time_available': {text[:60]!r} is {minutes:,} minutes; the longest "
-                         f"course house style allows is {limits.longest:,} minutes ({limits.longest // 60} hours "
-                         "of study): split the subject into several courses", field="time_available")
+                         f"shortest lesson house style allows ({limits.min_minutes} minutes) once "
+                         f"{limits.practice_percent}% is kept for practice: give at least {limits.shortest} minutes",
+                         field="time_available")
+    if limits.lessons_share(minutes) > limits.longest:
+        raise BriefError(f"{where}: field 'time_available': {text[:60]!r} is {minutes:,} minutes, "
+                         f"{limits.lessons_share(minutes):,} of them lessons; the longest course house style allows "
+                         f"is {limits.longest:,} minutes of lessons ({limits.longest // 60} hours of study): split the "
+                         "subject into several courses", field="time_available")
     return minutes
 
 
