@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from stay.artefacts import parse_duration
+from stay._duration import parse_duration
 from stay.errors import BriefError
 from stay.validate._course import Course
 from stay.validate._registry import Finding, Group, Severity, finding, rule
