@@ -108,11 +108,37 @@ def test_an_offline_build_fits_its_practice_in_the_brief_time(brief: Path, tmp_p
     assert not validate_course(course, strict=True).defects
 
 
-def test_the_house_style_figures_are_the_limits_stay_plans_with() -> None:
-    assert (DEFAULT_LIMITS.practice_percent, DEFAULT_LIMITS.exercise_min, DEFAULT_LIMITS.exercise_max,
-            DEFAULT_LIMITS.capstone_min, DEFAULT_LIMITS.capstone_max) == (
-        house("course", "practice_percent"), house("exercise", "min_minutes"), house("exercise", "max_minutes"),
-        house("capstone", "min_minutes"), house("capstone", "max_minutes"))
+def test_a_data_directory_may_set_the_practice_figures(tmp_path: Path) -> None:
+    """The shipped house-style.yaml is the frozen reference's and has no practice keys, so the
+    figures are DurationLimits' defaults; a data directory's own house-style.yaml sets them,
+    for the rules and for the pipeline's limits alike."""
+    import shutil
+
+    import yaml
+
+    from stay.briefs import house_limits
+    from stay.validate._data import PRACTICE_KEYS, HouseData
+    from tests.fixtures.rules.prc import DATA
+
+    assert not any(key.partition(".")[2] in yaml.safe_load((DATA / "house-style.yaml").read_text()).get(
+        key.partition(".")[0], {}) for key in PRACTICE_KEYS)
+    assert house_limits(HouseData.load(DATA)) == DEFAULT_LIMITS
+    shutil.copy(DATA / "bloom-verbs.yaml", tmp_path)
+    data = yaml.safe_load((DATA / "house-style.yaml").read_text())
+    own = {key: value + 1 for key, value in PRACTICE_KEYS.items()}
+    for key, value in own.items():
+        section, _, name = key.partition(".")
+        data.setdefault(section, {})[name] = value
+    (tmp_path / "house-style.yaml").write_text(yaml.safe_dump(data))
+    read = HouseData.load(tmp_path)
+    assert {key: read[key] for key in PRACTICE_KEYS} == own
+    limits = house_limits(read)
+    assert limits.practice_percent == own["course.practice_percent"] and limits != DEFAULT_LIMITS
+    course = make_fixture("prc002", tmp_path / "c")  # an exercise one under the shipped minimum
+    found = [d.message for d in validate_course(course, select="prc", data_dir=tmp_path).defects]
+    lo, hi = own["exercise.min_minutes"], own["exercise.max_minutes"]
+    assert f"exercise m01-l01-e1 is {house('exercise', 'min_minutes') - 1} minutes; house style allows {lo} to {hi}" \
+        in found
 
 
 @pytest.mark.parametrize("name", ["audience.md", "curriculum.md", "plan.md", "exercises.md", "capstone.md"])
