@@ -23,6 +23,7 @@ from stay.view._env import environment
 from stay.view._library import render_library
 from tests.conftest import ROOT, SAMPLE, run_stay
 from tests.view.conftest import authors_nav, page_text, quiet
+from tests.view.test_site import _Anchors
 
 GATED_BRIEF = ROOT / "examples" / "briefs" / "sourdough-for-busy-bakers.yaml"
 MINUTES = environment().filters["minutes"]
@@ -93,25 +94,10 @@ def test_the_home_shows_what_to_learn_how_long_and_where_to_continue_and_no_auth
     assert nav is not None and re.findall(r'href="([^"]+)"', nav) == ["status.html", "outcomes.html"]
 
 
-class _Page(html.parser.HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.ids: set[str] = set()
-        self.hrefs: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        found = dict(attrs)
-        if found.get("id"):
-            self.ids.add(str(found["id"]))
-        for key in ("href", "src"):
-            if found.get(key) and not re.match(r"[a-z]+:", str(found[key])):  # external: shown, never fetched
-                self.hrefs.append(str(found[key]))
-
-
-def _pages(site: Path) -> dict[str, _Page]:
+def _pages(site: Path) -> dict[str, _Anchors]:
     pages = {}
     for path in sorted(site.rglob("*.html")):
-        parser = _Page()
+        parser = _Anchors()
         parser.feed(path.read_text(encoding="utf-8"))
         pages[path.relative_to(site).as_posix()] = parser
     return pages
@@ -152,13 +138,13 @@ def test_stay_view_learner_writes_the_learners_pages_alone_and_links_to_nothing_
     found = _pages(learner)
     wrong = []
     for name, page in found.items():
-        for href in page.hrefs:
+        for href in page.local:
             target, _, fragment = href.partition("#")
             resolved = posixpath.normpath(posixpath.join(posixpath.dirname(name), target)) if target else name
             if (resolved not in written or posixpath.basename(resolved) in authors
                     or (fragment and fragment not in found[resolved].ids)):
                 wrong.append((name, href))
-    assert sum(len(page.hrefs) for page in found.values()) > len(found)
+    assert sum(len(page.local) for page in found.values()) > len(found)
     assert wrong == []
     listing = page_text((learner / "index.html").read_bytes())
     assert "Status" not in listing and "budget" not in listing  # the courses' health is the author's

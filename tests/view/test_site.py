@@ -446,10 +446,14 @@ def test_serve_offers_the_site_on_loopback_only(tmp_path: Path) -> None:
 
 
 class _Anchors(html.parser.HTMLParser):
+    """A page's ids, its anchors' hrefs, and every local link of any tag (href or src; an
+    external one is shown, never fetched)."""
+
     def __init__(self) -> None:
         super().__init__()
         self.ids: set[str] = set()
         self.hrefs: list[str] = []
+        self.local: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         found = dict(attrs)
@@ -457,6 +461,8 @@ class _Anchors(html.parser.HTMLParser):
             self.ids.add(str(found["id"]))
         if tag == "a" and found.get("href") is not None:
             self.hrefs.append(str(found["href"]))
+        self.local += [str(found[key]) for key in ("href", "src")
+                       if found.get(key) and not re.match(r"[a-z]+:", str(found[key]))]
 
 
 _PARSED: dict[bytes, _Anchors] = {}
