@@ -271,7 +271,7 @@ RERUN = "rerun to continue (finished files are kept, nothing is paid twice)"
 
 
 def unreachable(exc: BaseException, where: str, url: str, setting: str, service: str = "", *,
-                answered: bool = True) -> Unreachable | None:
+                answered: bool) -> Unreachable | None:
     """The error for ``exc`` when the service at ``url`` cannot be reached: no connection
     could be made (httpx's ``ConnectError`` or ``ConnectTimeout``, under the SDK's connection
     error: refused, no such host, no route, none within the connect timeout), or it closed the
