@@ -12,6 +12,7 @@ from stay.artefacts._brief import (
     read_brief,
 )
 from stay.artefacts._course import CourseReader, Loaded, lesson_file, module_dir
+from stay.artefacts._ids import ASSET_MAX_BYTES, ASSET_PATTERN
 from stay.artefacts._io import (
     TEMPORARY,
     ArtefactLoadError,
@@ -34,11 +35,15 @@ from stay.artefacts._models import (
     FORMAT_NOTES,
     Artefact,
     Assessment,
+    AssetText,
     Audience,
     BloomLevel,
     Brief,
+    CourseExample,
     CourseManifest,
     Curriculum,
+    DataFile,
+    DataFileNote,
     Evidence,
     Exercise,
     Exercises,
@@ -72,6 +77,8 @@ from stay.artefacts._models import (
 )
 
 __all__ = [
+    "ASSET_MAX_BYTES",
+    "ASSET_PATTERN",
     "DEFAULT_LIMITS",
     "FILES",
     "FORMAT_NOTES",
@@ -79,12 +86,16 @@ __all__ = [
     "Artefact",
     "ArtefactLoadError",
     "Assessment",
+    "AssetText",
     "Audience",
     "BloomLevel",
     "Brief",
+    "CourseExample",
     "CourseManifest",
     "CourseReader",
     "Curriculum",
+    "DataFile",
+    "DataFileNote",
     "DurationLimits",
     "Evidence",
     "Exercise",

@@ -27,6 +27,13 @@ TERM_MAX = ID_MAX
 SLUG_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 MODULE_PATTERN = re.compile(r"m[0-9]{2}")
 LESSON_PATTERN = re.compile(r"m[0-9]{2}-l[0-9]{2}")
+ASSET_PATTERN = re.compile(r"assets/[a-z0-9][a-z0-9-]*\.(?:csv|txt|json)")
+"""A data file learners open: flat under the course's ``assets/``, a lowercase name, and
+one of the types the validator can parse (CSV, plain text, JSON)."""
+ASSET_MAX_BYTES = 1024 * 1024
+"""The largest data file a course carries (stay's own limit: house-style.yaml is the
+contract's and stays as the reference has it). A learner downloads it beside a lesson; a
+file larger than this is a database extract, not a teaching example."""
 
 
 def _unsafe(value: str) -> str | None:
@@ -79,7 +86,18 @@ def check_term(value: str) -> str:
     return value
 
 
+def check_asset_path(value: str) -> str:
+    """A data file's course path: ``assets/`` and a lowercase name of at most ``ID_MAX``
+    characters with a known type (the pattern leaves no room for '..', a separator or a
+    control character in the name)."""
+    if len(value) > ID_MAX + len("assets/.json") or ASSET_PATTERN.fullmatch(value) is None:
+        raise ValueError(f"{_shown(value)} is not a data file path; use assets/<lowercase name>.csv "
+                         "(or .txt, .json), e.g. assets/orders.csv")
+    return value
+
+
 ModuleId = Annotated[str, AfterValidator(check_module_id)]
 LessonId = Annotated[str, AfterValidator(check_lesson_id)]
 Slug = Annotated[str, AfterValidator(check_slug_value)]
+AssetPath = Annotated[str, AfterValidator(check_asset_path)]
 Term = Annotated[str, AfterValidator(check_term)]

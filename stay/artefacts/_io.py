@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from stay._bounds import MAX_DEPTH, TooLarge, read_bounded, yaml_shape
-from stay.artefacts._models import FILES, Artefact, LessonContent
+from stay.artefacts._models import FILES, Artefact, AssetText, LessonContent
 from stay.errors import ArtefactError
 
 M = TypeVar("M", bound=BaseModel)
@@ -69,6 +69,8 @@ def to_data(model: BaseModel) -> Any:
 
 def dump(model: BaseModel) -> str:
     """The artefact's exact file text."""
+    if isinstance(model, AssetText):
+        return model.text
     if isinstance(model, LessonContent):
         front = {"lesson": model.lesson, "title": model.title, **(model.model_extra or {})}
         return "---\n" + dump_yaml(front) + "---\n" + model.body

@@ -18,7 +18,7 @@ from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from stay._display import Table, html_block, markdown_block, terminal_text
-from stay.artefacts._ids import LessonId, ModuleId, Slug, Term
+from stay.artefacts._ids import ASSET_MAX_BYTES, AssetPath, LessonId, ModuleId, Slug, Term
 from stay.errors import ArtefactError
 
 
@@ -118,6 +118,12 @@ class Artefact(BaseModel):
             raise ArtefactError(f"{cls.__qualname__} and {known.__qualname__} both declare the course file "
                                 f"{file}; give each kind its own FILE")
         FILES[file] = cls
+
+    def derived(self) -> dict[str, Artefact]:
+        """The course files written from this artefact as it stands, by course path (none
+        for most kinds; example.yaml's data files). The artefact graph gives each one an
+        edge from this file, so it is stale when this file changes, and kept when edited."""
+        return {}
 
 
 class Brief(Artefact):
@@ -270,16 +276,91 @@ class NewTerm(Artefact):
     definition: Text
 
 
-class RunningExample(Artefact):
-    """A module's running example: the one case all its lessons work on. The writers of a
-    module's lessons run side by side and never see each other; each sees this, in its
-    lesson's plan, so the lessons tell one story with the same people and numbers."""
+HEAD_LINES = 6
+"""How many of a data file's first lines a writer is shown: its header and a few rows are
+enough to name its columns and quote a value; the whole file would make every request
+as large as the file."""
+
+
+class DataFileNote(Artefact):
+    """A data file as the writers see it: where it is, what it holds, its first lines."""
+
+    path: AssetPath = Field(description="Where it is in the course, e.g. assets/orders.csv.")
+    about: Text = Field(description="What it holds and which lessons use it, in one sentence.")
+    head: list[str] = Field(default_factory=list, max_length=HEAD_LINES,
+                            description="Its first lines, exactly as in the file.")
+
+
+class DataFile(Artefact):
+    """A data file learners download and open: CSV (a header row, then rows), plain text
+    (a log, a transcript) or JSON, under the course's ``assets/``."""
+
+    path: AssetPath = Field(description="assets/<lowercase name>.csv, .txt or .json, e.g. assets/orders.csv.")
+    about: Text = Field(description="What it holds and which lessons use it, in one sentence.")
+    text: Text = Field(max_length=ASSET_MAX_BYTES // 4,
+                       description="The whole file, exactly: CSV with a header row and the same number of "
+                                   "columns in every row; JSON that parses; or plain text. Every value "
+                                   "matches the running example's data.")
+
+    def note(self) -> DataFileNote:
+        return DataFileNote(path=self.path, about=self.about, head=self.text.splitlines()[:HEAD_LINES])
+
+
+class AssetText(Artefact):
+    """A file written from another artefact (``Artefact.derived``): its text, exactly as
+    the file holds it, with no front matter or YAML around it."""
+
+    text: str
+
+
+class Case(Artefact):
+    """A running example's case: where it happens, who is in it, and its data."""
 
     setting: Text = Field(description="Where it happens, in the learners' own workplace as audience.yaml "
                                       "describes it: the organisation, the system, the situation.")
     people: list[Text] = Field(min_length=1, description="Who is in it, each with a name and a job title.")
     data: list[Text] = Field(min_length=1, description="The concrete data it works with: records, numbers, "
                                                        "names, commands, each stated exactly.")
+
+
+class RunningExample(Case):
+    """The course's running example, as every lesson plan carries it: the one case all the
+    lessons work on. The writers of the lessons run side by side and never see each other;
+    each sees this, in its lesson's plan, so the lessons tell one story with the same people
+    and numbers, and name the same data files."""
+
+    files: list[DataFileNote] | None = Field(
+        default=None, description="The course's data files learners open: name them by path, never paste them.")
+
+
+class CourseExample(Case):
+    """example.yaml: the one running example of the whole course, written once after the
+    design gate from the brief, the audience and the curriculum, and read by every
+    module's planning call; its data files are written to ``assets/`` from it."""
+
+    FILE = "example.yaml"
+
+    files: list[DataFile] = Field(
+        min_length=1, max_length=5,
+        description="The data files learners open in the lessons, exercises and capstone, each built from "
+                    "the running example's data: one to five small files.")
+
+    @model_validator(mode="after")
+    def _unique_paths(self) -> CourseExample:
+        paths = [file.path for file in self.files]
+        if len(set(paths)) != len(paths):
+            raise ValueError(f"files: each data file needs its own path; {paths} repeats one")
+        return self
+
+    def derived(self) -> dict[str, Artefact]:
+        """Each data file, its text byte for byte (ending in a line break, as a text file does)."""
+        return {file.path: AssetText(text=file.text if file.text.endswith("\n") else file.text + "\n")
+                for file in self.files}
+
+    def running(self) -> RunningExample:
+        """What every plan carries: the example, its files by path, about and first lines."""
+        return RunningExample(setting=self.setting, people=self.people, data=self.data,
+                              files=[file.note() for file in self.files])
 
 
 class PlanCore(Artefact):

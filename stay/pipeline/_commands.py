@@ -22,7 +22,7 @@ from stay.briefs import check_curriculum_size, course_dir
 from stay.errors import CourseNotFound, EnvironmentProblem, PipelineError, StayError, UsageError
 from stay.pipeline._backend_choice import judged_by
 from stay.pipeline._checks import defects_in
-from stay.pipeline._course_graph import artefact_graph
+from stay.pipeline._course_graph import artefact_graph, derived_files
 from stay.pipeline._gate_decl import GATE_NAMES, earlier
 from stay.pipeline._ledger import GATES, RETIRED, Sources, State, Status, built_with, read_ledger
 from stay.pipeline._progress import print_progress
@@ -64,7 +64,9 @@ def open_course(root: Path, sources: Sources, settings: Settings, stages: tuple[
         curriculum = load(curriculum_path, Curriculum)
         # before the graph: its edges, and so every command's work, grow faster than the curriculum
         check_curriculum_size(curriculum, house_data(settings), os.fspath(curriculum_path))
-        state.graph = artefact_graph(curriculum, plans_on_disk(root, curriculum), stages)
+        state.graph = artefact_graph(curriculum, plans_on_disk(root, curriculum), stages,
+                                     derived_files(stages, lambda path: (root / path).is_file(),
+                                                   lambda path: load(root / path)))
     return state
 
 

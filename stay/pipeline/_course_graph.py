@@ -3,9 +3,11 @@
 Derived from the stage declarations: every output of every stage is a node, carrying
 its stage and its lesson or module, and its edges come from the inputs the stage
 declares (``_inputs.input_paths``); the glossary, merged from every plan, is the one
-artefact no stage writes. Staleness, scheduling, dispatch and ``stay status`` are
-computed on it. It is deliberately non-transitive: only direct inputs are edges, so a
-regeneration that reproduces its input byte for byte stops a cascade there.
+artefact no stage writes, and the files written from a stage's artefact as it stands
+(``Artefact.derived``: example.yaml's data files) hang from that artefact alone.
+Staleness, scheduling, dispatch and ``stay status`` are computed on it. It is
+deliberately non-transitive: only direct inputs are edges, so a regeneration that
+reproduces its input byte for byte stops a cascade there.
 
 A run holds it as a ``Dag`` (``artefact_graph``); ``course_graph`` gives the same graph as
 a ``networkx.DiGraph``.
@@ -13,10 +15,11 @@ a ``networkx.DiGraph``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from stay.artefacts import Curriculum, LessonPlan
+from stay.artefacts import Artefact, Curriculum, LessonPlan
+from stay.errors import ArtefactError
 from stay.pipeline._dag import Dag, to_networkx
 from stay.pipeline._inputs import direct_inputs
 from stay.pipeline._layout import BRIEF, GLOSSARY, CourseLayout
@@ -33,14 +36,31 @@ def course_graph(curriculum: Curriculum, plans: Mapping[str, LessonPlan] | None 
     return to_networkx(artefact_graph(curriculum, plans, REGISTRY if stages is None else stages))
 
 
+def derived_files(stages: Sequence[Stage], exists: Callable[[str], bool],
+                  load: Callable[[str], Artefact]) -> dict[str, list[str]]:
+    """Each course-scope artefact's derived files (``Artefact.derived``), by its path, as it
+    stands on disk. One that is missing or cannot be read has none: the graph is still
+    built, and the validator names what is wrong with it."""
+    found: dict[str, list[str]] = {}
+    for stage in stages:
+        if stage.scope != "course" or stage.kind.derived is Artefact.derived or not exists(stage.output):
+            continue
+        try:
+            found[stage.output] = sorted(load(stage.output).derived())
+        except ArtefactError:
+            continue
+    return found
+
+
 def artefact_graph(curriculum: Curriculum, plans: Mapping[str, LessonPlan] | None = None,
-                   stages: Sequence[Stage] = REGISTRY) -> Dag:
+                   stages: Sequence[Stage] = REGISTRY, derived: Mapping[str, Sequence[str]] | None = None) -> Dag:
     """Artefact paths as nodes, direct inputs as edges (input -> artefact). Each node
     carries ``stage`` (its stage's name, or ``glossary``), ``phase`` and ``unit`` (its
     lesson id, module id, or None for the course).
 
     ``plans`` (lesson id -> plan), when given, adds each quiz's edges from the plans
-    that introduce the terms its plan revisits.
+    that introduce the terms its plan revisits; ``derived`` (``derived_files``) adds each
+    derived file, its one edge from the artefact it is written from (stage ``derived``).
     """
     layout = CourseLayout(curriculum)
     known = plans or {}
@@ -57,6 +77,9 @@ def artefact_graph(curriculum: Curriculum, plans: Mapping[str, LessonPlan] | Non
             _add(graph, path, stage.name, stage.phase, place.id if place else None,
                  direct_inputs(stage, place, layout, known))
     _add(graph, GLOSSARY, "glossary", "finish", None, layout.plan_paths())
+    for source, paths in (derived or {}).items():
+        for path in paths:
+            _add(graph, path, "derived", graph.nodes[source]["phase"], None, [source])
     return graph
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from stay.artefacts import Artefact, Brief, LessonPlan, Module, Outcomes
+from stay.artefacts import Artefact, Brief, CourseExample, LessonPlan, Module, Outcomes
 from stay.errors import GraphError, PipelineError
 from stay.pipeline._layout import BRIEF, CourseLayout, LessonPlace, norm_term
 from stay.stages import (
@@ -19,6 +19,7 @@ from stay.stages import (
     DefinitionsInput,
     EarlierLessonsInput,
     EarlierPlansInput,
+    ExampleInput,
     FileInput,
     LessonOutcomesInput,
     LessonPlanInput,
@@ -51,6 +52,8 @@ def input_paths(source: Source, unit: Unit, layout: CourseLayout, plans: Mapping
         return [BRIEF]
     if isinstance(source, FileInput):
         return [source.path]
+    if isinstance(source, ExampleInput):
+        return [CourseExample.FILE]
     if isinstance(source, LessonOutcomesInput):
         return ["outcomes.yaml"]
     if isinstance(source, ModuleIdInput):
@@ -78,6 +81,10 @@ def input_value(source: Source, unit: Unit, reader: Reader) -> Any:
         return reader.brief
     if isinstance(source, FileInput):
         return reader.load(source.path)
+    if isinstance(source, ExampleInput):
+        example = reader.load(CourseExample.FILE)
+        assert isinstance(example, CourseExample)
+        return example.running()
     if isinstance(source, ModuleIdInput):
         return _module(unit).id
     if isinstance(source, LessonOutcomesInput):

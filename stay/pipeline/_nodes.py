@@ -21,7 +21,7 @@ import yaml
 from stay._display import plural
 from stay._lock import CourseLock
 from stay._words import no_course
-from stay.artefacts import CourseManifest, Curriculum, Glossary, GlossaryTerm, dump, to_data, write
+from stay.artefacts import Artefact, CourseManifest, Curriculum, Glossary, GlossaryTerm, dump, to_data, write
 from stay.briefs import check_duration
 from stay.errors import BriefRejected, CourseNotFound, ModelUnavailable, PipelineError, UsageError
 from stay.pipeline._checks import course_report
@@ -207,6 +207,21 @@ def run_course_stage(config: RunConfig, reader: RunReader, model: ModelGateway, 
     elif ledger.status(path).state == "current":
         report.say(f"  {path}: current")
     writer.refresh_graph()
+    if stage.kind.derived is not Artefact.derived and reader.exists(path):
+        write_derived(config, reader, report, ledger, writer, path, stage.phase)
+
+
+def write_derived(config: RunConfig, reader: RunReader, report: Reporter, ledger: CourseState, writer: Writer,
+                  path: str, phase: str) -> None:
+    """The files written from ``path`` as it stands (example.yaml's data files): each one
+    missing or stale is written, one edited by hand is kept, as for any other file."""
+    derived = reader.load(path).derived()
+    todo = {target: made for target, made in derived.items()
+            if needs_writing(config, ledger, report, target, phase)}
+    for target in todo:
+        report.say(f"  {target}: writing ({why(ledger.status(target))}), from {path}")
+    if todo:
+        writer.write(todo)
 
 
 def run_module_stage(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter,

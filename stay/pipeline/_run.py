@@ -18,7 +18,7 @@ from stay._words import SPEAKS, YES, Speaks, command_hint
 from stay.artefacts import Artefact, Brief, DurationLimits, dump
 from stay.errors import PipelineError
 from stay.models import ModelClient, OfflineBackend, Price, Usage, answer_cost, price_label, prices_of
-from stay.pipeline._course_graph import artefact_graph
+from stay.pipeline._course_graph import artefact_graph, derived_files
 from stay.pipeline._gateway import ModelGateway, cost_cap
 from stay.pipeline._ledger import Sources, same_bytes
 from stay.pipeline._progress import Progress
@@ -236,7 +236,8 @@ class Writer:
         """Rebuild the artefact graph once the curriculum (and plans) are on disk."""
         curriculum = self.reader.curriculum()
         if curriculum is not None:
-            self.walk.course.graph = artefact_graph(curriculum, self.reader.plans(), self.stages)
+            self.walk.course.graph = artefact_graph(curriculum, self.reader.plans(), self.stages,
+                                                    derived_files(self.stages, self.reader.exists, self.reader.load))
 
     def write(self, made: Mapping[str, Artefact]) -> bool:
         """Write files the pipeline made, and record them in the ledger and the run's list,

@@ -12,7 +12,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from stay.errors import UsageError
-from stay.stages import assessment, audience, capstone, content, curriculum, exercises, outcomes, plan, quiz
+from stay.stages import (
+    assessment,
+    audience,
+    capstone,
+    content,
+    curriculum,
+    example,
+    exercises,
+    outcomes,
+    plan,
+    quiz,
+)
 from stay.stages._prompt import (
     REGENERATE,
     SHARED_TEMPLATES,
@@ -30,6 +41,7 @@ from stay.stages._stage import (
     DefinitionsInput,
     EarlierLessonsInput,
     EarlierPlansInput,
+    ExampleInput,
     FileInput,
     LessonOutcomesInput,
     LessonPlanInput,
@@ -45,6 +57,7 @@ REGISTRY: tuple[Stage, ...] = (
     curriculum.STAGE,
     outcomes.STAGE,
     assessment.STAGE,
+    example.STAGE,
     plan.STAGE,
     content.STAGE,
     exercises.STAGE,
@@ -83,6 +96,7 @@ __all__ = [
     "DefinitionsInput",
     "EarlierLessonsInput",
     "EarlierPlansInput",
+    "ExampleInput",
     "FileInput",
     "LessonOutcomesInput",
     "LessonPlanInput",

@@ -9,6 +9,8 @@ tested, with no network and no key.
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 import re
 from typing import Any
@@ -185,35 +187,50 @@ def _sections(minutes: int, title: str, ids: list[str]) -> list[dict[str, Any]]:
 
 
 _PEOPLE = ("Ana Ruiz, the team lead who sets the task", "Ben Okafor, the team member who carries it out")
+CASE_FILE = "assets/case-log.csv"
+"""The offline example's one data file: a log of the case, one row per lesson."""
 
 
-def _running_example(module: dict[str, Any], audience: dict[str, Any]) -> dict[str, Any]:
-    """One case for the whole module, set among the learners audience.yaml describes."""
-    who = " ".join(audience["learners"].split(",")[0].rstrip(".").split()[:12])
+def example(inputs: dict[str, Any]) -> dict[str, Any]:
+    """One case for the whole course, set among the learners audience.yaml describes, with
+    one data file that logs it lesson by lesson (CSV, written with the csv module so a
+    title holding a comma stays one field)."""
+    who = " ".join(inputs["audience"]["learners"].split(",")[0].rstrip(".").split()[:12])
     learners = f"the learners ({who})" if who else "the learners"
+    title = scrub(inputs["brief"]["title"])
+    ana, ben = (person.split(",")[0] for person in _PEOPLE)
+    rows = io.StringIO()
+    log = csv.writer(rows, lineterminator="\n")
+    log.writerow(["lesson", "task", "owner", "reviewer", "minutes", "result"])
+    for _module, lesson in _lessons(inputs["curriculum"]):
+        log.writerow([lesson["id"], lesson["title"], ben, ana, lesson["minutes"], "done"])
     return {
-        "setting": f"The workplace of {learners}, on one task the module follows: {module['title']}.",
+        "setting": f"The workplace of {learners}, on one task the whole course follows: {title}.",
         "people": list(_PEOPLE),
-        "data": [f"Task {module['id']}: {module['title']}, carried out on one real case from the team's work.",
-                 "A log of each step: what was tried, what was seen, and how long it took."],
+        "data": [f"Module {module['id']}: {module['title']}, carried out on the same case."
+                 for module in inputs["curriculum"]["modules"]]
+                + [f"{CASE_FILE} logs each lesson's step: who did it, who reviewed it, and its minutes."],
+        "files": [{"path": CASE_FILE, "about": "The case's log, one row per lesson: the step, who did it, "
+                                               "who reviewed it and how long it took.",
+                   "text": rows.getvalue()}],
     }
 
 
-def _example_facts(module: dict[str, Any], lesson: dict[str, Any]) -> list[str]:
+def _example_facts(module: dict[str, Any], lesson: dict[str, Any], example: dict[str, Any]) -> list[str]:
     ana, ben = (person.split(",")[0] for person in _PEOPLE)
-    return [f"{ben} uses {lesson['title']} on task {module['id']}, and {ana} reviews each step.",
-            f"The log for lesson {lesson['id']} records each step and its result."]
+    files = " and ".join(f"`{file['path']}`" for file in example.get("files") or [])
+    logged = f"The row for lesson {lesson['id']} in {files} records the step and its result." if files else \
+        f"The log for lesson {lesson['id']} records each step and its result."
+    return [f"{ben} uses {lesson['title']} on task {module['id']}, and {ana} reviews each step.", logged]
 
 
 def plan(inputs: dict[str, Any]) -> dict[str, Any]:
     lessons = _lessons(inputs["curriculum"])
     order = [lesson["id"] for _module, lesson in lessons]
     plans = []
-    running: dict[str, Any] = {}
     for module, lesson in lessons:
         if module["id"] != inputs["module"]:
             continue
-        running = running or _running_example(module, inputs["audience"])
         ids = [o["id"] for o in inputs["outcomes"]["outcomes"] if o["lesson"] == lesson["id"]]
         position = order.index(lesson["id"])
         previous = lessons[position - 1][1]["title"] if position else None
@@ -223,9 +240,9 @@ def plan(inputs: dict[str, Any]) -> dict[str, Any]:
             "new_terms": [{"term": lesson["title"],
                            "definition": f"The subject of lesson {lesson['id']}: {lesson['title']}."}],
             "prerequisites": [], "revisits": [previous] if previous else [],
-            "example_facts": _example_facts(module, lesson),
+            "example_facts": _example_facts(module, lesson, inputs["example"]),
         })
-    return {"running_example": running, "plans": plans}
+    return {"plans": plans}
 
 
 _PROSE = {
@@ -282,13 +299,16 @@ def _worked_example(lesson_plan: dict[str, Any]) -> list[str]:
     people (a plan written before plans carried them has neither)."""
     running = lesson_plan.get("running_example")
     names = " and ".join(person.split(",")[0] for person in running["people"]) if running else ""
-    people = [f"It follows the module's running example, with {names}."] if running else []
+    people = [f"It follows the course's running example, with {names}."] if running else []
     return people + list(lesson_plan.get("example_facts") or [])
 
 
 def _setting(lesson_plan: dict[str, Any]) -> str:
     running = lesson_plan.get("running_example")
-    return f" Work in the module's running example. {running['setting']}" if running else ""
+    if not running:
+        return ""
+    files = " and ".join(f"`{file['path']}`" for file in running.get("files") or [])
+    return f" Work in the course's running example. {running['setting']}" + (f" Open {files}." if files else "")
 
 
 def exercises(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -368,6 +388,13 @@ def quiz(inputs: dict[str, Any]) -> dict[str, Any]:
     return {"lesson": lesson, "items": items}
 
 
+def _data_files(plans: list[dict[str, Any]]) -> str:
+    """The course's data files, named by path, as the plans' running example lists them."""
+    running = next((plan["running_example"] for plan in plans if plan.get("running_example")), None)
+    paths = [file["path"] for file in (running or {}).get("files") or []]
+    return f" Start from the course's data: {', '.join(f'`{path}`' for path in paths)}." if paths else ""
+
+
 def capstone(inputs: dict[str, Any]) -> dict[str, Any]:
     modules = inputs["curriculum"]["modules"]
     capstone_ids = sorted(_capstone_outcomes(inputs["curriculum"]))
@@ -388,7 +415,8 @@ def capstone(inputs: dict[str, Any]) -> dict[str, Any]:
     return {
         "title": "Capstone: apply the course to one task",
         "brief": "Choose one realistic task from your own work and carry it through with the skills "
-                 "of every module. Offline template brief: a model would write a specific scenario.",
+                 "of every module. Offline template brief: a model would write a specific scenario."
+                 + _data_files(inputs["plans"]),
         "deliverable": "A short written report of the task, with each step and its evidence.",
         "milestones": [{"id": f"p{index}", "title": f"Apply {module['title']}",
                         "modules": [module["id"]],

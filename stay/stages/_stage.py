@@ -55,6 +55,13 @@ class FileInput:
 
 
 @dataclass(frozen=True)
+class ExampleInput:
+    """The course's running example (example.yaml) as every plan carries it: its data
+    files by path, what each holds and its first lines, never their whole text, so a
+    request stays bounded however large the files are."""
+
+
+@dataclass(frozen=True)
 class LessonPlanInput:
     """This lesson's plan (lesson scope)."""
 
@@ -91,7 +98,7 @@ class AllPlansInput:
     """Every lesson plan of the course, in lesson order."""
 
 
-Source = (BriefInput | FileInput | LessonPlanInput | LessonOutcomesInput
+Source = (BriefInput | FileInput | ExampleInput | LessonPlanInput | LessonOutcomesInput
           | EarlierLessonsInput | DefinitionsInput | ModuleIdInput | EarlierPlansInput | AllPlansInput)
 
 SCOPED: Mapping[type, tuple[Scope, ...]] = {

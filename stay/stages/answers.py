@@ -6,7 +6,7 @@ from typing import Any, get_args
 
 from pydantic import Field, create_model
 
-from stay.artefacts import Artefact, PlanCore, Project, RubricCriterion, RunningExample, Text
+from stay.artefacts import Artefact, PlanCore, Project, RubricCriterion, Text
 from stay.validate import HouseData, packaged_data_dir
 
 
@@ -15,18 +15,16 @@ class PlannedLesson(PlanCore):
     of its worked example, which the answer must give (on disk they are optional)."""
 
     example_facts: list[Text] = Field(
-        min_length=1, description="The facts this lesson's worked example uses, within the module's running "
-                                  "example: who does what, with which exact data. The lesson, its exercises "
-                                  "and its quiz are written from them.")
+        min_length=1, description="The facts this lesson's worked example uses, within the course's running "
+                                  "example (`example`): who does what, with which exact data, and which data "
+                                  "file it opens. The lesson, its exercises and its quiz are written from them.")
 
 
 class ModulePlans(Artefact):
-    """One planning call's answer: the module's running example, once, and every lesson
-    plan of the module, in curriculum order. The stage copies the running example into
-    every plan, so each writer of the module's lessons sees the same one."""
+    """One planning call's answer: every lesson plan of the module, in curriculum order.
+    The course's running example is written once, before any module is planned
+    (example.yaml); the stage copies it into every plan, so each writer sees the same one."""
 
-    running_example: RunningExample = Field(
-        description="The one case every lesson of this module works on, set in the learners' workplace.")
     plans: list[PlannedLesson]
 
 
