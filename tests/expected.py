@@ -38,10 +38,15 @@ def wave_tasks(curriculum: Curriculum, stages: Sequence[Stage] = REGISTRY) -> in
     return lessons + sum(stage.phase == "wave" and stage.scope == "course" for stage in stages)
 
 
-def files_written(curriculum: Curriculum, stages: Sequence[Stage] = REGISTRY) -> int:
-    """The files a fresh build with both gates auto-approved writes: each stage's (one per
-    lesson for module and lesson scope), every course file no stage makes (the manifest,
-    the glossary), and under .state/ a page per gate and the gate record."""
+def files_written(course: Path, stages: Sequence[Stage] = REGISTRY) -> int:
+    """The files a fresh build of ``course`` with both gates auto-approved writes: each
+    stage's (one per lesson for module and lesson scope), each file written from a stage's
+    file (``Artefact.derived``: example.yaml's data files, as it stands on disk), every course
+    file no stage makes (the manifest, the glossary), and under .state/ a page per gate and
+    the gate record."""
+    curriculum = curriculum_of(course)
+    derived = sum(len(load(course / stage.output).derived()) for stage in stages
+                  if stage.scope == "course" and (course / stage.output).is_file())
     lessons = sum(len(module.lessons) for module in curriculum.modules)
     made = sum(1 if stage.scope == "course" else lessons for stage in stages)
     outputs = {stage.output for stage in stages}
@@ -49,7 +54,7 @@ def files_written(curriculum: Curriculum, stages: Sequence[Stage] = REGISTRY) ->
     mechanical = [path for path, kind in FILES.items()
                   if kind.__module__.startswith("stay.") and "{lesson}" not in path and path not in outputs]
     gates = [node for node, attrs in graph().nodes(data=True) if attrs["kind"] == "gate-summary"]
-    return made + len(mechanical) + len(gates) + 1
+    return made + derived + len(mechanical) + len(gates) + 1
 
 
 def artefacts_of(course: Path) -> list[str]:

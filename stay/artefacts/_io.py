@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from stay._bounds import MAX_DEPTH, TooLarge, read_bounded, yaml_shape
+from stay.artefacts._ids import ASSET_PATTERN
 from stay.artefacts._models import FILES, Artefact, AssetText, LessonContent
 from stay.errors import ArtefactError
 
@@ -137,14 +138,18 @@ def parse(model: type[M], text: str, where: str = "artefact") -> M:
     """A file's text as ``model``; ``where`` names the file in errors."""
     if model is LessonContent:
         return parse_markdown(text, where)  # type: ignore[return-value]
+    if model is AssetText:
+        return AssetText(text=text)  # type: ignore[return-value]
     return validate_as(model, _safe_load(text, where), where)
 
 
 def artefact_type(path: str | os.PathLike[str]) -> type[Artefact]:
     """The artefact model of a course file, from its name: the kind whose ``FILE`` it
     matches (a lesson's file by what follows ``{lesson}``, the longest such ending first;
-    any other by its whole name)."""
+    any other by its whole name; a data file under assets/ as its text)."""
     name = Path(path).name
+    if ASSET_PATTERN.fullmatch(f"{Path(path).parent.name}/{name}"):
+        return AssetText  # a data file: its text, as it is
     lesson_files = [(pattern.removeprefix("{lesson}"), model) for pattern, model in FILES.items()
                     if "{lesson}" in pattern]
     for suffix, model in sorted(lesson_files, key=lambda pair: -len(pair[0])):  # .plan.yaml before a .yaml

@@ -29,11 +29,17 @@ if TYPE_CHECKING:
     import networkx as nx
 
 
+DERIVED = "derived"
+"""The stage a derived file's node carries (``Artefact.derived``): no stage writes it, its
+source's stage does, and a revision goes to its source."""
+
+
 def course_graph(curriculum: Curriculum, plans: Mapping[str, LessonPlan] | None = None,
-                 stages: Sequence[Stage] | None = None) -> nx.DiGraph[str]:
+                 stages: Sequence[Stage] | None = None,
+                 derived: Mapping[str, Sequence[str]] | None = None) -> nx.DiGraph[str]:
     """``artefact_graph`` as a networkx DiGraph, node for node and edge for edge
     (``stages`` None: the registry, a default help() can show)."""
-    return to_networkx(artefact_graph(curriculum, plans, REGISTRY if stages is None else stages))
+    return to_networkx(artefact_graph(curriculum, plans, REGISTRY if stages is None else stages, derived))
 
 
 def derived_files(stages: Sequence[Stage], exists: Callable[[str], bool],
@@ -79,7 +85,7 @@ def artefact_graph(curriculum: Curriculum, plans: Mapping[str, LessonPlan] | Non
     _add(graph, GLOSSARY, "glossary", "finish", None, layout.plan_paths())
     for source, paths in (derived or {}).items():
         for path in paths:
-            _add(graph, path, "derived", graph.nodes[source]["phase"], None, [source])
+            _add(graph, path, DERIVED, graph.nodes[source]["phase"], None, [source])
     return graph
 
 

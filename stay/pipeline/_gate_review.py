@@ -21,6 +21,7 @@ from pathlib import Path
 from stay._stored import Damaged, read_stored
 from stay.pipeline import _answered as answered
 from stay.pipeline._commands import open_course_named
+from stay.pipeline._course_graph import DERIVED
 from stay.pipeline._gate_decl import GATES
 from stay.pipeline._layout import GLOSSARY
 from stay.pipeline._ledger import RETIRED, digest
@@ -89,7 +90,8 @@ def gate_review(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
         covered = tuple(state.covered(gate.name))
         graph = state.graph
         targets = tuple(path for path in covered if graph.nodes[path].get("phase") == gate.closes
-                        and graph.nodes[path].get("stage") and path not in (GLOSSARY, "course.yaml"))
+                        and graph.nodes[path].get("stage") not in (None, DERIVED)
+                        and path not in (GLOSSARY, "course.yaml"))
         missing = tuple(path for path in covered if state.current_hash(path) is None)
         entry = state.gates().get(gate.name)
         previous = changes = None

@@ -26,6 +26,7 @@ from stay._display import plural
 from stay._words import did_you_mean
 from stay.errors import PipelineError, UsageError
 from stay.models import OfflineBackend
+from stay.pipeline._course_graph import DERIVED
 from stay.pipeline._fix import Fixer, as_it_stands, check_written, regeneration_notes
 from stay.pipeline._gate_decl import GATE_NAMES
 from stay.pipeline._gateway import ModelGateway
@@ -55,6 +56,9 @@ def resolve_targets(state: CourseState, targets: list[str], stage_names: set[str
         if clean in (GLOSSARY, "course.yaml"):
             what = "merged from the plans" if clean == GLOSSARY else "the manifest"
             raise UsageError(f"{clean} is not written by a stage ({what}); revise the plans or the brief instead")
+        if clean in graph and graph.nodes[clean].get("stage") == DERIVED:
+            (source,) = graph.predecessors(clean)
+            raise UsageError(f"{clean} is written from {source} as it stands; revise {source} instead")
         if clean in graph and clean in staged:
             matched = [clean]
         elif clean in stage_names:

@@ -70,12 +70,15 @@ def test_the_files_written_are_the_servers_answers(served: Served) -> None:
         stage = stage_of(body)
         if stage in single:
             path, model = single[stage]
-            assert (course / path).read_text() == dump(model.model_validate(answer)), path
+            made = model.model_validate(answer)
+            assert (course / path).read_text() == dump(made), path
+            for derived, text in made.derived().items():  # example.yaml's data files, byte for byte
+                assert (course / derived).read_text() == dump(text), derived
         elif stage == "plan":
             for plan in answer["plans"]:
                 (found,) = course.glob(f"modules/*/{plan['lesson']}.plan.yaml")
-                # each plan file carries the module's running example, given once in the answer
-                whole = {**plan, "running_example": answer["running_example"]}
+                # each plan file carries the course's running example, as the request gave it
+                whole = {**plan, "running_example": inputs_of(body)["example"]}
                 assert found.read_text() == dump(LessonPlan.model_validate(whole))
         elif stage == "content":
             plan = inputs_of(body)["plan"]

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 import stay
-from stay.artefacts import Curriculum, LessonPlan, load, module_dir
+from stay.artefacts import CourseExample, Curriculum, LessonPlan, load, module_dir
 from stay.models import AnthropicBackend
 from stay.pipeline import build_course
 from stay.settings import Settings
@@ -96,6 +96,15 @@ def test_the_offline_build_shows_every_writer_the_course_so_far(brief: Path, tmp
     result = build_course(brief, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
     assert result.complete
     check(result.course_dir, [(request.stage, shown(request)) for request, _answer in backend.seen])
+    carries_its_data_and_is_strict_clean(result)
+
+
+def carries_its_data_and_is_strict_clean(result: stay.BuildResult) -> None:
+    """Every course carries the data files its example names (at least one), and passes
+    every rule strictly, stay's own among them (the data files' rules too)."""
+    example = load(result.course_dir / "example.yaml", CourseExample)
+    assert example.files and all((result.course_dir / file.path).is_file() for file in example.files)
+    assert result.validation is not None and result.validation.defects == ()
 
 
 def test_a_build_through_the_messages_api_shows_every_writer_the_course_so_far(tmp_path: Path) -> None:
@@ -107,6 +116,7 @@ def test_a_build_through_the_messages_api_shows_every_writer_the_course_so_far(t
     want = expected(result.course_dir)
     assert all(any(shown[kind] for shown in want.values()) for kind in READERS), "the check would see nothing"
     check(result.course_dir, [(stage_of(body), inputs_of(body)) for body in api.requests])
+    carries_its_data_and_is_strict_clean(result)
 
 
 def test_a_changed_definition_makes_exactly_its_readers_stale(tmp_path: Path) -> None:

@@ -175,7 +175,10 @@ def test_the_common_preamble_a_reference_and_the_model_are_inputs_too(built: Pat
                     settings=Settings.from_env(prompts_dir=prompts_copy(tmp_path / "a", **{"common.md": "\nBe brief.\n"})))
     assert {state for state, _why in common.values() if state != "orphaned"} == {"current", "stale"}
     assert all(why == ["prompts/common.md"] for state, why in common.values() if state == "stale")
-    assert sum(state == "stale" for state, _why in common.values()) == len(common) - 1  # all but the glossary
+    # all but what no prompt writes: the glossary (merged from the plans) and the example's data files
+    data_files = {p.relative_to(built / SLUG).as_posix() for p in (built / SLUG / "assets").iterdir()}
+    assert data_files and {p for p, (state, _why) in common.items() if state == "current"} == {
+        "glossary.yaml", *data_files}
 
     reference = status(SLUG, courses_dir=built, settings=Settings.from_env(
         prompts_dir=prompts_copy(tmp_path / "b", **{"reference__retrieval-and-spacing.md": "\nSpace it.\n"})))

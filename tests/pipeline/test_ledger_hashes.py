@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from stay.artefacts import Brief, Curriculum, LessonEntry, Module, load
 from stay.models import ModelAnswer, ModelRequest, OfflineBackend
 from stay.pipeline import _state, build_course, status
-from stay.pipeline._course_graph import artefact_graph, artefact_paths
+from stay.pipeline._course_graph import artefact_graph, artefact_paths, derived_files
 from stay.pipeline._dag import Dag
 from stay.pipeline._layout import CourseLayout
 from stay.pipeline._state import CourseState, plans_on_disk
@@ -101,7 +101,9 @@ def hashes_by_file(root: Path) -> Iterator[Counter[str]]:
 
 def _artefact_files(course: Path) -> set[str]:
     curriculum = load(course / "curriculum.yaml", Curriculum)
-    graph = artefact_graph(curriculum, plans_on_disk(course, curriculum))
+    graph = artefact_graph(curriculum, plans_on_disk(course, curriculum), REGISTRY,
+                           derived_files(REGISTRY, lambda path: (course / path).is_file(),
+                                         lambda path: load(course / path)))
     return {p for p in artefact_paths(graph) if (course / p).is_file()}
 
 

@@ -25,6 +25,7 @@ from stay.stages import (
     DefinitionsInput,
     EarlierLessonsInput,
     EarlierPlansInput,
+    ExampleInput,
     FileInput,
     LessonOutcomesInput,
     LessonPlanInput,
@@ -99,6 +100,7 @@ def written_before(stage: Stage) -> set[str]:
 PLANS = STAGES["plan"].output
 _READS: dict[type, str | None] = {
     BriefInput: "course.yaml", LessonOutcomesInput: STAGES["outcomes"].output, LessonPlanInput: PLANS,
+    ExampleInput: STAGES["example"].output,
     DefinitionsInput: PLANS, EarlierLessonsInput: PLANS, EarlierPlansInput: PLANS, AllPlansInput: PLANS, ModuleIdInput: None,
 }
 

@@ -38,7 +38,7 @@ def _order(course: Path) -> list[str]:
 
 def _stop_line(course: Path) -> str:
     curriculum = curriculum_of(course)
-    return f"{total_calls(curriculum)} model calls, {files_written(curriculum)} files written in "
+    return f"{total_calls(curriculum)} model calls, {files_written(course)} files written in "
 
 
 @dataclass

@@ -64,7 +64,7 @@ def copy_prompts(tmp_path: Path) -> Path:
 # -- the shipped documents: the same requests as the pinned sets ---------------------------
 
 
-@pytest.mark.parametrize("stage", list(STAGES))
+@pytest.mark.parametrize("stage", list(OLD_SETS))  # a stage added since (example) has no pinned set to match
 def test_the_derived_set_sends_exactly_what_the_pinned_set_sent(stage: str) -> None:
     """Same documents, and the same system prompt byte for byte (the order of a stage's
     own documents is its floor's, then by name: it reproduces every pinned order)."""

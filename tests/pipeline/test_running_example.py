@@ -1,9 +1,12 @@
-"""The lessons of one module share one running example (issue 19 item 6).
+"""The course has one running example, and every writer sees it (issue 19 item 6, issue 35
+item 2).
 
-The wave's writers of one module run side by side and never see each other. The module's
-planning call names the running example once and each lesson's worked-example facts;
-the plan stage copies the running example into every plan of the module, and every
-writer that receives a lesson's plan sees both, in its request's own text.
+The wave's writers run side by side and never see each other. The example stage writes
+the course's one running example (example.yaml: its setting, people, data and data
+files) after the design gate; every module's planning call is given it, the plan stage
+copies it into every plan of the course, and every writer that receives a lesson's plan
+sees it, with the lesson's worked-example facts, in its request's own text. Its data
+files are written to assets/ from it, and are stale when it changes.
 """
 
 from __future__ import annotations
@@ -16,14 +19,18 @@ from typing import Any
 
 import yaml
 
-from stay.artefacts import LessonPlan, load
+import stay
+from stay.artefacts import CourseExample, Curriculum, LessonPlan, load, module_dir, to_data
 from stay.models import ModelAnswer, ModelRequest, OfflineBackend
 from stay.pipeline import build_course
-from stay.stages import REGISTRY, LessonPlanInput
+from stay.stages import REGISTRY, ExampleInput, LessonPlanInput
 from tests.conftest import ROOT
 from tests.pipeline.test_build import quiet
 
 BRIEF = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
+PLANNERS = {stage.name: next(name for name, source in stage.inputs if isinstance(source, ExampleInput))
+            for stage in REGISTRY if any(isinstance(source, ExampleInput) for _name, source in stage.inputs)}
+"""Every stage given the course's running example -> the name it goes by."""
 WRITERS = {stage.name: next(name for name, source in stage.inputs if isinstance(source, LessonPlanInput))
            for stage in REGISTRY if any(isinstance(source, LessonPlanInput) for _name, source in stage.inputs)}
 """Every stage that writes from a lesson's plan -> the name its plan input goes by."""
@@ -49,32 +56,57 @@ def shown(request: ModelRequest) -> dict[str, Any]:
     return {name: yaml.safe_load(text) for name, text in _BLOCK.findall(request.shared + "\n" + request.user)}
 
 
-def test_every_writer_of_a_module_sees_its_running_example_and_its_lessons_example_facts(tmp_path: Path) -> None:
+def test_every_writer_sees_the_courses_one_running_example_and_its_lessons_example_facts(tmp_path: Path) -> None:
     backend = Recording()
     result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
     assert result.complete
-    running: dict[str, Any] = {}  # module id -> its running example, as the planning call gave it
+    example = load(result.course_dir / "example.yaml", CourseExample)
+    running = to_data(example.running())  # what every plan carries: the files by path and first lines
+    assert running["files"] and all(file["head"] for file in running["files"])
     facts: dict[str, Any] = {}  # lesson id -> its worked-example facts
+    planned = [request for request, _ in backend.seen if request.stage == "plan"]
+    assert planned and all(shown(request)[PLANNERS["plan"]] == running for request in planned)
     for request, answer in backend.seen:
         if request.stage == "plan":
-            running[request.inputs["module"]] = answer.get("running_example")
             facts.update({plan["lesson"]: plan.get("example_facts") for plan in answer["plans"]})
-    assert running and all(running.values()) and all(facts.values())
+    assert facts and all(facts.values())
 
     writes = [(request, shown(request)[WRITERS[request.stage]]) for request, _ in backend.seen
               if request.stage in WRITERS]
     assert {(request.stage, plan["lesson"]) for request, plan in writes} == {
         (stage, lesson) for stage in WRITERS for lesson in facts}
     for request, plan in writes:
-        module = plan["lesson"].split("-")[0]
         assert plan.get("example_facts") == facts[plan["lesson"]], (request.stage, request.artefact)
-        assert plan.get("running_example") == running[module], (request.stage, request.artefact)
+        assert plan.get("running_example") == running, (request.stage, request.artefact)
+    (capstone,) = [request for request, _ in backend.seen if request.stage == "capstone"]
+    assert all(plan["running_example"] == running for plan in shown(capstone)["plans"])
 
-    # and every plan file of a module holds the same running example, the one asked for
+    # every plan file of the course holds the same running example, and each data file is on disk
     for path in result.course_dir.glob("modules/*/*.plan.yaml"):
         on_disk = load(path, LessonPlan)
-        assert on_disk.running_example is not None
-        assert on_disk.running_example.model_dump() == running[on_disk.lesson.split("-")[0]]
+        assert on_disk.running_example == example.running()
+    for file in example.files:
+        assert (result.course_dir / file.path).read_text(encoding="utf-8").rstrip("\n") == file.text.rstrip("\n")
+
+
+def test_a_changed_running_example_makes_exactly_its_readers_and_its_files_stale(tmp_path: Path) -> None:
+    """Its readers: every output of a stage that declares the example as an input (every
+    plan), and every file written from it; nothing else directly (the graph is not transitive)."""
+    result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=Recording(), progress=quiet)
+    course = result.course_dir
+    data = yaml.safe_load((course / "example.yaml").read_text(encoding="utf-8"))
+    data["people"][0] += " (renamed)"
+    (course / "example.yaml").write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    curriculum = load(course / "curriculum.yaml", Curriculum)
+    want = {file["path"] for file in data["files"]}
+    for stage in REGISTRY:
+        if any(isinstance(source, ExampleInput) for _name, source in stage.inputs):
+            want |= ({stage.output} if stage.scope == "course" else
+                     {f"{module_dir(m)}/{stage.output.format(lesson=x.id)}" for m in curriculum.modules
+                      for x in m.lessons})
+    statuses = stay.status(result.slug, courses_dir=tmp_path)
+    assert {path for path, found in statuses.items() if found.state == "stale"} == want
+    assert all(statuses[path].why == ["example.yaml"] for path in want)
 
 
 def test_a_plan_written_before_plans_carried_a_running_example_still_loads(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from stay.artefacts import (
     Assessment,
     Audience,
     Brief,
+    CourseExample,
     Curriculum,
     LessonPlan,
     Outcomes,
@@ -31,6 +32,7 @@ from stay.stages import (
     DefinitionsInput,
     EarlierLessonsInput,
     EarlierPlansInput,
+    ExampleInput,
     FileInput,
     LessonOutcomesInput,
     LessonPlanInput,
@@ -118,6 +120,7 @@ def _resolve(stage: Stage, inputs: dict[str, Any], files: dict[str, Any]) -> dic
         EarlierLessonsInput: inputs["earlier"], DefinitionsInput: inputs["definitions"],
     }
     return {name: _sample_file(source.path, inputs, files) if isinstance(source, FileInput)
+            else _sample_file(CourseExample.FILE, inputs, files).running() if isinstance(source, ExampleInput)
             else by_kind[type(source)] for name, source in stage.inputs}
 
 
