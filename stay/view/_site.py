@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from stay._words import command_name, no_course, option_name
-from stay.artefacts import write_text_atomic
+from stay.artefacts import write_bytes_atomic
 from stay.errors import CourseNotFound, CoursePathError, StayError, UsageError
 from stay.pipeline import reconciled_settings
 from stay.settings import Settings
@@ -31,6 +31,7 @@ from stay.view._out import (
     file_digest,
     owned_now,
     read_marker,
+    settle_folder,
     sweep_temporaries,
     write_marker,
 )
@@ -207,12 +208,14 @@ def write_site(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_d
     out.mkdir(parents=True, exist_ok=True)
     # the record first: an interrupted render leaves only files whose bytes it lists
     write_marker(out, owned, writing=new)
+    settle_folder(out, site)
     for name, data in site.items():
         if owned.get(name) != new[name]:
-            write_text_atomic(out / name, data.decode("utf-8"))
+            write_bytes_atomic(out / name, data)  # a page's UTF-8, or a data file's bytes as they are
     for name in sorted(set(owned) - set(site)):
         if file_digest(out / name) == owned[name]:  # still the bytes it wrote a moment ago
             (out / name).unlink()
+    settle_folder(out, site)
     write_marker(out, new)
     return out
 
