@@ -39,7 +39,7 @@ DATA_NAME = re.compile(r"[a-z0-9][a-z0-9-]*\.(csv|txt|json)")
 KINDS = {"csv": "CSV", "txt": "text", "json": "JSON"}
 """Each data file's extension, and the type it must read as."""
 LEARNER_KINDS = ("md", "exercises", "quiz", "project")
-"""The files learners read (course.py's kinds): the only text a data file is named in."""
+"""The files learners read (kinds as _course.py names them): the only text a data file is named in."""
 _NAMED = re.compile(r"(?<![A-Za-z0-9_./-])assets/[A-Za-z0-9_./-]+")
 """A course-relative path under assets/ (not the tail of a URL or of ``../assets/``), up to
 the first character no file name here holds; trailing '.', '/' and '-' (a sentence's full
