@@ -26,6 +26,12 @@ MAX_FILE_BYTES = MAX_STORED_BYTES
 ``stay._stored``, which imports nothing of ours but errors): the longest lesson house
 style allows is a few tens of KB, so no file stay writes is near it, and 16 MB parsed
 stays well under a gigabyte."""
+MAX_ASSET_BYTES = 2**20
+"""The largest data file a course may carry under ``assets/`` (1 MB, 1,048,576 bytes): stay's
+own limit, not the house style's (``data/house-style.yaml`` is the shared reference, kept byte
+for byte). A data file is a sample a learner opens in a spreadsheet or an editor, tens of KB;
+at a megabyte it is a data set that no lesson can talk a learner through. The validator
+(ast003) holds a course to it, and no reader of a data file reads past it."""
 MAX_DEPTH = 20
 """The deepest YAML nesting stay reads: the deepest artefact schema nests 5 levels, and a
 recursive composer (libyaml's, in C) overflows its stack tens of thousands deeper."""
@@ -99,4 +105,5 @@ def _shape(text: str, max_depth: int, loader: Any, *, aliases: bool = True) -> S
     return None
 
 
-__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "Shape", "TooLarge", "nests_deeper", "read_bounded", "yaml_shape"]
+__all__ = ["MAX_ASSET_BYTES", "MAX_DEPTH", "MAX_FILE_BYTES", "Shape", "TooLarge", "nests_deeper", "read_bounded",
+           "yaml_shape"]

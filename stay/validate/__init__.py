@@ -7,7 +7,8 @@
 Rules come in groups (``contract``, the reference's; ``stay``, ours), chosen with
 ``select``/``ignore``; with neither, every rule, as a build checks. It reads course files and the two
 data files only; it never imports the pipeline or a model, so a hook or CI job can run
-it without either.
+it without either. ``data_files`` and ``names_in`` are the ast rules' reading of a course's
+data files (``assets/``) and of the text that names them, which the viewer offers alike.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ from stay.validate._registry import Group, Rule
 from stay.validate._rules import RULES, register, unregister
 from stay.validate._select import DEFAULT_SELECT, selected
 from stay.validate._yaml import safe_load
+from stay.validate.rules.ast import ASSETS, data_files, names_in
 
 __all__ = [
+    "ASSETS",
     "CONTRACT_VERSION",
     "DEFAULT_SELECT",
     "OWNERS",
@@ -47,9 +50,11 @@ __all__ = [
     "Severity",
     "ValidationReport",
     "check_course",
+    "data_files",
     "default_data_dir",
     "find_courses",
     "main",
+    "names_in",
     "owner_rows",
     "packaged_data_dir",
     "register",

@@ -21,6 +21,7 @@ from stay.errors import GraphError
 from stay.validate._registry import Group, Rule
 from stay.validate.rules import (
     asm,
+    ast,
     aud,
     cur,
     exe,
@@ -41,10 +42,10 @@ from stay.validate.rules import (
 
 FAMILIES: tuple[ModuleType, ...] = (
     sch, man, lay, aud, cur, out, asm, pln, lod, trm, les, exe, qz, ret, prj, glo,
-    pos,
+    pos, ast,
 )
-"""The rule families in the contract's order, then stay's own (``pos``); each module is
-named by its prefix."""
+"""The rule families in the contract's order, then stay's own (``pos``, ``ast``); each
+module is named by its prefix."""
 
 
 def prefix_of(family: ModuleType) -> str:

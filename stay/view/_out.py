@@ -9,10 +9,17 @@ is never overwritten or deleted: the render refuses, in one line, before writing
 The marker is written before the pages, listing the hash each page is about to get, so a
 render interrupted at any point leaves a directory the next render recognises as its own:
 every file in it either still holds its recorded bytes or already holds the new ones.
+
+A site is flat but for one folder, ``assets/``: the course's data files, at the path a
+lesson names them by (``assets/orders.csv``), apart from the viewer's own files (the
+pages, ``style.css`` and the scripts, beside them). A file in it is looked at, written or
+removed only while ``assets`` is a real folder; a link or a file there is refused, like
+any file the viewer did not write, so nothing is ever written or removed through a link.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -26,6 +33,8 @@ from stay.errors import UsageError
 
 MARKER = ".stay-site"
 """The viewer's record of the files it wrote, by name, with their sha256."""
+FOLDER = "assets"
+"""The one folder of a site: the course's data files (``assets/<name>``), as in the course."""
 MARKER_MAX_BYTES = 16 * 1024 * 1024
 """A marker is about 100 bytes a page; a larger one was not written by the viewer."""
 _NAME_MAX = 255  # the longest file name POSIX file systems take
@@ -43,6 +52,32 @@ def plain_name(name: object) -> bool:
     """Whether ``name`` (read from a marker) names a file directly in the site directory."""
     return (isinstance(name, str) and 0 < len(name) <= _NAME_MAX and name not in (".", "..", MARKER)
             and not any(c in name for c in "/\\\x00") and all(c.isprintable() for c in name))
+
+
+def site_name(name: object) -> bool:
+    """Whether ``name`` (read from a marker) names a file a render may write: a plain name in
+    the site directory, or one in its :data:`FOLDER` (``assets/orders.csv``)."""
+    if isinstance(name, str) and name.startswith(FOLDER + "/"):
+        return plain_name(name[len(FOLDER) + 1:])
+    return plain_name(name)
+
+
+def folder_state(out: Path) -> str:
+    """What ``out``/:data:`FOLDER` is, never through a link: "absent", "folder", or "other"
+    (a link, a file, a device: never written or read through)."""
+    try:
+        mode = (out / FOLDER).lstat().st_mode
+    except FileNotFoundError:
+        return "absent"
+    except OSError:
+        return "other"
+    return "folder" if stat.S_ISDIR(mode) else "other"
+
+
+def _reachable(out: Path, name: str) -> bool:
+    """Whether ``out``/``name`` can be looked at without following a link: a name in the
+    site directory, or one in a :data:`FOLDER` that is a real folder."""
+    return "/" not in name or folder_state(out) == "folder"
 
 
 def _sha256(value: object) -> bool:
@@ -107,7 +142,7 @@ def _recorded(data: object) -> Recorded:
         if not isinstance(table, dict):
             continue
         for name, sha in table.items():
-            if plain_name(name) and _sha256(sha):
+            if site_name(name) and _sha256(sha):
                 found.setdefault(name, set()).add(sha)
     return {name: frozenset(hashes) for name, hashes in found.items()}
 
@@ -116,7 +151,7 @@ def owned_now(out: Path, recorded: Recorded) -> dict[str, str]:
     """name -> current sha256, for the recorded files whose bytes are still the viewer's."""
     owned = {}
     for name, hashes in recorded.items():
-        sha = file_digest(out / name)
+        sha = file_digest(out / name) if _reachable(out, name) else None
         if sha is not None and sha in hashes:
             owned[name] = sha
     return owned
@@ -124,11 +159,14 @@ def owned_now(out: Path, recorded: Recorded) -> dict[str, str]:
 
 def conflicts(out: Path, site: Mapping[str, bytes], owned: Mapping[str, str]) -> list[str]:
     """The names the site would overwrite that are not the viewer's: a person's file, a page
-    edited since, a symlink, a directory. A file already holding the new bytes is no conflict."""
+    edited since, a symlink, a directory; and :data:`FOLDER` when the site has data files
+    and it is a link or a file. A file already holding the new bytes is no conflict."""
     found = []
+    if any("/" in name for name in site) and folder_state(out) == "other":
+        found.append(FOLDER)
     for name, data in site.items():
         path = out / name
-        if name in owned or not os.path.lexists(path):
+        if name in owned or not _reachable(out, name) or not os.path.lexists(path):
             continue
         if file_digest(path) != digest(data):
             found.append(name)
@@ -138,13 +176,27 @@ def conflicts(out: Path, site: Mapping[str, bytes], owned: Mapping[str, str]) ->
 def sweep_temporaries(out: Path, names: set[str]) -> None:
     """Remove what a killed render left half-written: only regular files named exactly as
     write_text_atomic names the temporary of one of ``names`` (the site's and the marker's),
-    so a person's own ``*.tmp`` is never touched."""
+    so a person's own ``*.tmp`` is never touched; in :data:`FOLDER` too, while it is a real folder."""
     if not out.is_dir():
         return
-    for entry in os.scandir(out):
-        match = TEMPORARY.fullmatch(entry.name)  # the one form write_text_atomic gives a temporary
-        if match and match.group("name") in names and entry.is_file(follow_symlinks=False):
-            os.unlink(entry.path)
+    places = [(out, {name for name in names if "/" not in name})]
+    if folder_state(out) == "folder":
+        places.append((out / FOLDER, {name.partition("/")[2] for name in names if "/" in name}))
+    for place, named in places:
+        for entry in os.scandir(place):
+            match = TEMPORARY.fullmatch(entry.name)  # the one form write_text_atomic gives a temporary
+            if match and match.group("name") in named and entry.is_file(follow_symlinks=False):
+                os.unlink(entry.path)
+
+
+def settle_folder(out: Path, site: Mapping[str, bytes]) -> None:
+    """Make :data:`FOLDER` when ``site`` has data files; when it has none, remove a real
+    folder left empty (one still holding a file, a person's or one about to go, stays)."""
+    if any("/" in name for name in site):
+        (out / FOLDER).mkdir(exist_ok=True)  # a link or a file there was refused before (conflicts)
+    elif folder_state(out) == "folder":
+        with contextlib.suppress(OSError):  # not empty
+            (out / FOLDER).rmdir()
 
 
 def write_marker(out: Path, files: Mapping[str, str], writing: Mapping[str, str] | None = None) -> None:

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from stay._words import command_name, no_course, option_name
-from stay.artefacts import write_text_atomic
+from stay.artefacts import write_bytes_atomic
 from stay.errors import CourseNotFound, CoursePathError, StayError, UsageError
 from stay.pipeline import reconciled_settings
 from stay.settings import Settings
-from stay.validate import default_data_dir
+from stay.validate import data_files, default_data_dir, names_in
 from stay.view._env import STATIC_FILES, environment, static_text
 from stay.view._links import Links, outcomes_map
 from stay.view._load import CourseView, LessonView, Loaded, load_course
@@ -31,6 +33,7 @@ from stay.view._out import (
     file_digest,
     owned_now,
     read_marker,
+    settle_folder,
     sweep_temporaries,
     write_marker,
 )
@@ -45,6 +48,25 @@ AUTHOR_PAGES = (("status.html", "Status"), ("outcomes.html", "Outcomes map"))
 
 
 @dataclass(frozen=True)
+class DataFile:
+    """A data file the site offers for download, at its path in the course (``assets/orders.csv``):
+    a lesson's own link to it then works from the pages, which sit beside ``assets/``."""
+
+    path: str
+    size: int
+
+    @property
+    def name(self) -> str:
+        return self.path.rpartition("/")[2]
+
+    @property
+    def facts(self) -> str:
+        """Its type and size, for a learner deciding to download it: "CSV, 2.1 KB"."""
+        size = f"{self.size} bytes" if self.size < 1024 else f"{self.size / 1024:.1f} KB"
+        return f"{self.path.rpartition('.')[2].upper()}, {size}"
+
+
+@dataclass(frozen=True)
 class LessonPage:
     lesson: LessonView
     rendered: Rendered | None
@@ -52,6 +74,8 @@ class LessonPage:
     """plan section heading -> the anchor of the lesson's heading with the same text."""
     previous: LessonView | None
     next: LessonView | None
+    data: tuple[DataFile, ...] = ()
+    """The data files the lesson's text (its body, exercises and quiz) names, in the order first named."""
 
 
 DataFrom = Literal["prompts", "data"]
@@ -104,6 +128,10 @@ def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.Pa
     validation = run_validator(root, house)
     links = Links(course, learner=learner)
     env = environment()
+    # the validator's reading of assets/ (no link followed, nothing read past the limit):
+    # what it offers is exactly what ast003-ast005 let through
+    data = data_files(root)
+    offered = {path: DataFile(path, len(raw)) for path, raw in data.items()}
     # a course stay tracks gets a review page; it is offered only while a gate or a
     # proposal (`stay revise --show`) waits, so a page nobody needs is not offered
     review = review_page(root, course, validation, settings) if tracked(root) and not learner else None
@@ -116,10 +144,12 @@ def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.Pa
         "nav": PAGES, "authors": authors, "review_pending": pending, "proposals_waiting": waiting,
         "file_state": lambda loaded: file_state(loaded, ledger, validation),
         "budget": _budget(course), "file_kind": file_kind, "library": library,
+        "data_files": tuple(offered.values()), "capstone_files": _named(offered, course.project.model),
     }
     lessons = [lesson for lesson in course.lessons if lesson.page is not None]
     views = [_lesson_page(lesson, links, lessons[i - 1] if i else None,
-                          lessons[i + 1] if i + 1 < len(lessons) else None) for i, lesson in enumerate(lessons)]
+                          lessons[i + 1] if i + 1 < len(lessons) else None, offered)
+             for i, lesson in enumerate(lessons)]
     rows, unknown = outcomes_map(course, links, {view.lesson.id: view.anchors for view in views})
     pages = PAGES if learner else (*PAGES, *AUTHOR_PAGES)
     site = {name: env.get_template(name + ".j2").render(common, page=name, rows=rows, unknown=unknown)
@@ -134,7 +164,8 @@ def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.Pa
         site[name] = static_text(name)
     site["pygments.css"] = pygments_css()
     # a file name that is not UTF-8 (shown in a defect) is shown as its escapes, never a crash
-    files = {name: text.encode("utf-8", "backslashreplace") for name, text in sorted(site.items())}
+    encoded = {name: text.encode("utf-8", "backslashreplace") for name, text in site.items()}
+    files = dict(sorted({**encoded, **data}.items()))  # the data files as they are, byte for byte
     return files, course, ledger, validation
 
 
@@ -149,8 +180,16 @@ def _house(settings: Settings | None) -> Path:
         return default_data_dir()
 
 
+def _named(offered: dict[str, DataFile], *sources: str | BaseModel | None) -> tuple[DataFile, ...]:
+    """The offered data files that ``sources`` (a text, or a file's model, every string of
+    it) name, in the order first named, by the validator's reading of a name (``names_in``)."""
+    found = names_in(*(source.model_dump() if isinstance(source, BaseModel) else source
+                       for source in sources if source is not None))
+    return tuple(offered[path] for path in found if path in offered)
+
+
 def _lesson_page(lesson: LessonView, links: Links, previous: LessonView | None,
-                 following: LessonView | None) -> LessonPage:
+                 following: LessonView | None, offered: dict[str, DataFile]) -> LessonPage:
     rendered = None
     if lesson.content.model is not None:
         rendered = render_markdown(lesson.content.model.body, lesson_pages=links.lesson_pages,
@@ -159,7 +198,9 @@ def _lesson_page(lesson: LessonView, links: Links, previous: LessonView | None,
     for heading in rendered.headings if rendered else ():
         if heading.level == 2:
             anchors.setdefault(heading.text, heading.anchor)
-    return LessonPage(lesson, rendered, anchors, previous, following)
+    body = lesson.content.model.body if lesson.content.model is not None else None
+    data = _named(offered, body, lesson.exercises.model, lesson.quiz.model)
+    return LessonPage(lesson, rendered, anchors, previous, following, data)
 
 
 def _budget(course: CourseView) -> dict[str, int | None]:
@@ -207,12 +248,14 @@ def write_site(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_d
     out.mkdir(parents=True, exist_ok=True)
     # the record first: an interrupted render leaves only files whose bytes it lists
     write_marker(out, owned, writing=new)
+    settle_folder(out, site)
     for name, data in site.items():
         if owned.get(name) != new[name]:
-            write_text_atomic(out / name, data.decode("utf-8"))
+            write_bytes_atomic(out / name, data)  # a page's UTF-8, or a data file's bytes as they are
     for name in sorted(set(owned) - set(site)):
         if file_digest(out / name) == owned[name]:  # still the bytes it wrote a moment ago
             (out / name).unlink()
+    settle_folder(out, site)
     write_marker(out, new)
     return out
 

@@ -2,8 +2,10 @@
 title and named in its module by the module's title; the course home shows what to learn,
 how long it takes and where to continue, and leaves the brief, the validator and the
 ledger to the author's pages; ``stay view --learner`` writes the learners' pages alone,
-with no link to an author's page or to a page it did not write. Everything expected is
-read from the courses' own files or from the default render, never from the viewer's lists."""
+with no link to an author's page or to a page it did not write. Data files (issue 35,
+item 3): each page links for download the ones its text names, the home all of them.
+Everything expected is read from the courses' own files (or the fixture's tables of the
+data files it wrote) or from the default render, never from the viewer's lists."""
 
 from __future__ import annotations
 
@@ -22,6 +24,9 @@ from stay.view import build_site, render_course
 from stay.view._env import environment
 from stay.view._library import render_library
 from tests.conftest import ROOT, SAMPLE, run_stay
+from tests.fixtures.rules._edit import lesson_file
+from tests.fixtures.rules.ast import DATA, LOG, MISSING, NAMED, with_data_files
+from tests.fixtures.rules.ast import name as name_data_file
 from tests.view.conftest import authors_nav, page_text, quiet
 from tests.view.test_site import _Anchors
 
@@ -32,11 +37,12 @@ MINUTES = environment().filters["minutes"]
 
 @pytest.fixture(scope="module")
 def courses(tmp_path_factory: pytest.TempPathFactory, built_course: Path) -> Path:
-    """A course stay built (its ledger, and a review page that waits for nothing) and one
-    stopped at the design gate (a review that waits)."""
+    """A course stay built (its ledger, and a review page that waits for nothing), given data
+    files to download, and one stopped at the design gate (a review that waits)."""
     courses = tmp_path_factory.mktemp("learner") / "courses"
     courses.mkdir()
     shutil.copytree(built_course, courses / built_course.name)
+    with_data_files(courses / built_course.name)
     gated = build_course(GATED_BRIEF, courses_dir=courses, backend="offline", progress=quiet)
     assert not gated.complete and "design gate" in str(gated.reason)
     return courses
@@ -146,5 +152,50 @@ def test_stay_view_learner_writes_the_learners_pages_alone_and_links_to_nothing_
                 wrong.append((name, href))
     assert sum(len(page.local) for page in found.values()) > len(found)
     assert wrong == []
+    with_data = [slug for slug in slugs if (courses / slug / "assets").is_dir()]
+    assert with_data and {f"{slug}/{path}" for slug in with_data for path in DATA} <= written  # the downloads
     listing = page_text((learner / "index.html").read_bytes())
     assert "Status" not in listing and "budget" not in listing  # the courses' health is the author's
+
+
+_DATA_LIST = re.compile(r'<section class="data-files" aria-labelledby="data-files-heading">(.*?)</section>', re.DOTALL)
+
+
+def data_links(page: bytes) -> list[str]:
+    """The downloads a page's "Data files" list links, in order; each link's text is the
+    file's name and it carries ``download``."""
+    found = _DATA_LIST.findall(page.decode())
+    assert len(found) <= 1
+    links = re.findall(r'<a href="([^"]+)" download>([^<]+)</a>', found[0]) if found else []
+    assert all(posixpath.basename(href) == text for href, text in links)
+    return [href for href, _ in links]
+
+
+@pytest.mark.parametrize("learner", [False, True])
+def test_each_page_links_for_download_the_data_files_its_text_names(learner: bool, tmp_path: Path) -> None:
+    """A lesson page lists the data files its body, exercises and quiz name; the capstone,
+    those project.yaml names; the home, every one. Each link is the file's course path,
+    which the site holds byte for byte. A path named with no file there, and an entry of
+    assets/ that is no data file, are offered nowhere (the validator names both)."""
+    course = tmp_path / SAMPLE.name
+    shutil.copytree(SAMPLE, course)
+    with_data_files(course)
+    name_data_file(course, MISSING, "m01-l01", ".md")
+    (course / "assets" / "linked.csv").symlink_to("request-log.csv")
+    name_data_file(course, "assets/linked.csv", "m01-l01", ".md")
+    site = build_site(course, learner=learner)
+    expected: dict[str, list[str]] = {"index.html": sorted(DATA)}
+    for path, places in NAMED.items():
+        for lesson_id, _suffix in places:
+            expected.setdefault(f"{lesson_id}.html" if lesson_id else "capstone.html", []).append(path)
+    shown = {page: data_links(data) for page, data in site.items() if page.endswith(".html")}
+    assert {page: links for page, links in shown.items() if links} == expected
+    assert {path: data for path, data in site.items() if path.startswith("assets/")} == DATA
+    text = lesson_file(course, "m01-l01", ".md").read_text(encoding="utf-8")
+    assert all(named in text for named in (LOG, MISSING, "assets/linked.csv"))  # all named: one offered, two not
+
+
+def test_a_course_without_data_files_shows_no_data_list() -> None:
+    site = build_site(SAMPLE)
+    assert not [page for page, data in site.items() if page.endswith(".html") and data_links(data)]
+    assert not [path for path in site if "/" in path] and LOG not in site

@@ -480,7 +480,8 @@ def _anchors(page: bytes) -> _Anchors:
 
 
 def broken_links(site: dict[str, bytes]) -> list[tuple[str, str]]:
-    """Internal links (to a page of the site, or a fragment of one) that name nothing."""
+    """Internal links (to a page of the site, a fragment of one, or another file of it: a
+    data file to download) that name nothing."""
     pages = {name: _anchors(data) for name, data in site.items() if name.endswith(".html")}
     broken = []
     for name, parser in pages.items():
@@ -489,7 +490,7 @@ def broken_links(site: dict[str, bytes]) -> list[tuple[str, str]]:
                 continue  # an external link: shown, never fetched
             target, _, fragment = href.partition("#")
             target = target or name
-            if target not in pages or (fragment and fragment not in pages[target].ids):
+            if target not in site or (fragment and (target not in pages or fragment not in pages[target].ids)):
                 broken.append((name, href))
     return broken
 

@@ -158,7 +158,8 @@ def test_a_planted_marker_deletes_nothing_of_the_persons(tmp_path: Path, form: s
         "names with other hashes": {"files": {name: sha(b"other") for name in names}},
         "paths that leave the site": {"files": {"../settings.json": sha(outside.read_bytes()),
                                                 str(outside): sha(outside.read_bytes()),
-                                                "sub/../../settings.json": sha(outside.read_bytes())}},
+                                                "sub/../../settings.json": sha(outside.read_bytes()),
+                                                "assets/../../settings.json": sha(outside.read_bytes())}},
     }[form]
     out = tmp_path / "out"
     _planted(out, marker)
@@ -261,3 +262,102 @@ def test_the_command_refuses_a_persons_page_in_one_line(tmp_path: Path, monkeypa
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "holds 'index.html'" in done.stderr
     assert snapshot(out) == {MARKER: (out / MARKER).read_bytes(), "index.html": b"my own home page"}
+
+
+# a site with data files in its one folder, assets/ (as the course holds them)
+OLD_DATA = {**OLD, "assets/log.csv": b"a,b\n1,2\n", "assets/gone.json": b"{}\n"}
+NEW_DATA = {**NEW, "assets/log.csv": b"a,b\n3,4\n", "assets/added.txt": b"new\n"}
+
+
+def tree(directory: Path) -> dict[str, bytes]:
+    """Every file under ``directory`` by its path there, the marker left out."""
+    return {path.relative_to(directory).as_posix(): path.read_bytes() for path in sorted(directory.rglob("*"))
+            if path.is_file() and path.name != MARKER}
+
+
+def test_data_files_sit_in_their_folder_and_only_the_viewers_own_are_replaced_or_removed(tmp_path: Path) -> None:
+    (tmp_path / "course").mkdir()
+    out = write_site(OLD_DATA, tmp_path / "out", tmp_path / "course")
+    assert tree(out) == OLD_DATA
+    (out / "assets" / "mine.csv").write_bytes(b"mine")
+    write_site(NEW_DATA, out, tmp_path / "course")
+    assert tree(out) == {**NEW_DATA, "assets/mine.csv": b"mine"}
+    assert json.loads((out / MARKER).read_text()) == {"files": {name: sha(data) for name, data in NEW_DATA.items()}}
+    write_site(NEW, out, tmp_path / "course")  # the course dropped its data files: the person's keeps the folder
+    assert tree(out) == {**NEW, "assets/mine.csv": b"mine"}
+    (out / "assets" / "mine.csv").unlink()
+    write_site(NEW, out, tmp_path / "course")
+    assert not os.path.lexists(out / "assets")
+
+
+@pytest.mark.parametrize("after", [False, True])
+def test_a_render_with_data_files_interrupted_at_any_change_is_run_again_to_the_same_site(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after: bool) -> None:
+    (tmp_path / "reference" / "course").mkdir(parents=True)
+    expected = tree(write_site(NEW_DATA, write_site(OLD_DATA, tmp_path / "reference" / "out",
+                                                    tmp_path / "reference" / "course"),
+                               tmp_path / "reference" / "course"))
+    counted = write_site(OLD_DATA, tmp_path / "count" / "out", tmp_path / "reference" / "course")
+    counter = Interrupt(None, after=False)
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", counter.wrap(os.replace))
+        patch.setattr(os, "unlink", counter.wrap(os.unlink))
+        write_site(NEW_DATA, counted, tmp_path / "reference" / "course")
+    points = counter.seen
+    changed = {n for n in NEW_DATA if OLD_DATA.get(n) != NEW_DATA[n]} | (OLD_DATA.keys() - NEW_DATA.keys())
+    assert points >= len(changed) + 2  # every file written or removed, and the marker twice
+    for at in range(points):
+        out = write_site(OLD_DATA, tmp_path / f"at-{at}", tmp_path / "reference" / "course")
+        with monkeypatch.context() as patch:
+            interrupt = Interrupt(at, after)
+            patch.setattr(os, "replace", interrupt.wrap(os.replace))
+            patch.setattr(os, "unlink", interrupt.wrap(os.unlink))
+            with pytest.raises(KeyboardInterrupt):
+                write_site(NEW_DATA, out, tmp_path / "reference" / "course")
+        write_site(NEW_DATA, out, tmp_path / "reference" / "course")
+        assert tree(out) == expected, f"interrupted {'after' if after else 'before'} change {at}"
+
+
+@pytest.mark.parametrize("kind", ["a link to a folder", "a file"])
+def test_an_assets_that_is_no_folder_is_refused_and_nothing_is_written_or_removed_through_it(tmp_path: Path,
+                                                                                        kind: str) -> None:
+    """The folder swapped for a link to a copy of it (the same bytes, so every hash the
+    marker records still matches there), or for a file: a render with data files refuses in
+    one line, and one without leaves the recorded files where the link leads alone."""
+    (tmp_path / "course").mkdir()
+    out = write_site(OLD_DATA, tmp_path / "out", tmp_path / "course")
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(out / "assets", elsewhere)
+    if kind == "a file":
+        (out / "assets").write_bytes(b"a person's file")
+    else:
+        (out / "assets").symlink_to(elsewhere)
+    kept = tree(elsewhere)
+    with pytest.raises(UsageError) as refused:
+        write_site(NEW_DATA, out, tmp_path / "course")
+    assert "holds 'assets'" in str(refused.value) and "\n" not in str(refused.value)
+    write_site(NEW, out, tmp_path / "course")
+    assert tree(elsewhere) == kept
+    assert (out / "assets").is_symlink() == (kind != "a file")
+
+
+def test_a_render_with_data_files_killed_mid_write_leaves_no_temporary_in_the_folder_once_run_again(
+        tmp_path: Path) -> None:
+    (tmp_path / "course").mkdir()
+    expected = tree(write_site(NEW_DATA, write_site(OLD_DATA, tmp_path / "reference", tmp_path / "course"),
+                               tmp_path / "course"))
+    site = repr({name: data.decode() for name, data in NEW_DATA.items()})
+    left, at = [], 0
+    while True:  # killed at each rename in turn, until the render finishes before the kill
+        out = write_site(OLD_DATA, tmp_path / f"kill-{at}", tmp_path / "course")
+        killed = subprocess.run([sys.executable, "-c", _KILLER, str(at), site, str(out), str(tmp_path / "course")],
+                                env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, timeout=60,
+                                check=False)
+        if killed.returncode == 0:
+            break
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        left += [name for name in tree(out) if name.startswith("assets/") and name.endswith(".tmp")]
+        write_site(NEW_DATA, out, tmp_path / "course")
+        assert tree(out) == expected, f"killed at change {at}"
+        at += 1
+    assert left and at > len(left)  # kills left half-written data files, and the reruns swept them
