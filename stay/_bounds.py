@@ -14,6 +14,7 @@ artefacts and the validator may both use it.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Literal
 
 import yaml
@@ -32,6 +33,8 @@ own limit, not the house style's (``data/house-style.yaml`` is the shared refere
 for byte). A data file is a sample a learner opens in a spreadsheet or an editor, tens of KB;
 at a megabyte it is a data set that no lesson can talk a learner through. The validator
 (ast003) holds a course to it, and no reader of a data file reads past it."""
+DATA_NAME = re.compile(r"[a-z0-9][a-z0-9-]*\.(csv|txt|json)")
+"""A data file's name under ``assets/``: lowercase, and a type the validator can read (ast004)."""
 MAX_DEPTH = 20
 """The deepest YAML nesting stay reads: the deepest artefact schema nests 5 levels, and a
 recursive composer (libyaml's, in C) overflows its stack tens of thousands deeper."""
@@ -105,5 +108,5 @@ def _shape(text: str, max_depth: int, loader: Any, *, aliases: bool = True) -> S
     return None
 
 
-__all__ = ["MAX_ASSET_BYTES", "MAX_DEPTH", "MAX_FILE_BYTES", "Shape", "TooLarge", "nests_deeper", "read_bounded",
-           "yaml_shape"]
+__all__ = ["DATA_NAME", "MAX_ASSET_BYTES", "MAX_DEPTH", "MAX_FILE_BYTES", "Shape", "TooLarge", "nests_deeper",
+           "read_bounded", "yaml_shape"]

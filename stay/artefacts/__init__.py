@@ -12,7 +12,7 @@ from stay.artefacts._brief import (
     read_brief,
 )
 from stay.artefacts._course import CourseReader, Loaded, lesson_file, module_dir
-from stay.artefacts._ids import ASSET_MAX_BYTES, ASSET_PATTERN
+from stay.artefacts._ids import ASSET_PATTERN
 from stay.artefacts._io import (
     TEMPORARY,
     ArtefactLoadError,
@@ -77,7 +77,6 @@ from stay.artefacts._models import (
 )
 
 __all__ = [
-    "ASSET_MAX_BYTES",
     "ASSET_PATTERN",
     "DEFAULT_LIMITS",
     "FILES",

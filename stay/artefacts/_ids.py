@@ -18,6 +18,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
+from stay._bounds import DATA_NAME
+
 ID_MAX = 64
 """No id, slug or term is longer than this."""
 SLUG_MAX = 60
@@ -27,13 +29,9 @@ TERM_MAX = ID_MAX
 SLUG_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 MODULE_PATTERN = re.compile(r"m[0-9]{2}")
 LESSON_PATTERN = re.compile(r"m[0-9]{2}-l[0-9]{2}")
-ASSET_PATTERN = re.compile(r"assets/[a-z0-9][a-z0-9-]*\.(?:csv|txt|json)")
-"""A data file learners open: flat under the course's ``assets/``, a lowercase name, and
-one of the types the validator can parse (CSV, plain text, JSON)."""
-ASSET_MAX_BYTES = 1024 * 1024
-"""The largest data file a course carries (stay's own limit: house-style.yaml is the
-contract's and stays as the reference has it). A learner downloads it beside a lesson; a
-file larger than this is a database extract, not a teaching example."""
+ASSET_PATTERN = re.compile("assets/" + DATA_NAME.pattern)
+"""A data file learners open: flat under the course's ``assets/``, a name the validator
+takes (``stay._bounds.DATA_NAME``, one of the types it can parse)."""
 
 
 def _unsafe(value: str) -> str | None:

@@ -17,8 +17,9 @@ from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from stay._bounds import MAX_ASSET_BYTES
 from stay._display import Table, html_block, markdown_block, terminal_text
-from stay.artefacts._ids import ASSET_MAX_BYTES, AssetPath, LessonId, ModuleId, Slug, Term
+from stay.artefacts._ids import AssetPath, LessonId, ModuleId, Slug, Term
 from stay.errors import ArtefactError
 
 
@@ -297,7 +298,7 @@ class DataFile(Artefact):
 
     path: AssetPath = Field(description="assets/<lowercase name>.csv, .txt or .json, e.g. assets/orders.csv.")
     about: Text = Field(description="What it holds and which lessons use it, in one sentence.")
-    text: Text = Field(max_length=ASSET_MAX_BYTES // 4,
+    text: Text = Field(max_length=MAX_ASSET_BYTES // 4,
                        description="The whole file, exactly: CSV with a header row and the same number of "
                                    "columns in every row; JSON that parses; or plain text. Every value "
                                    "matches the running example's data.")

@@ -19,13 +19,13 @@ class Severity(StrEnum):
 
 
 Owner = Literal[
-    "manifest", "audience", "curriculum", "outcomes", "assessment", "plan",
+    "manifest", "audience", "curriculum", "outcomes", "assessment", "example", "plan",
     "content", "exercises", "quiz", "capstone", "glossary",
 ]
 """The stage that must fix a defect. Repair routes on this, never on the path."""
 
 OWNERS: tuple[Owner, ...] = (
-    "manifest", "audience", "curriculum", "outcomes", "assessment", "plan",
+    "manifest", "audience", "curriculum", "outcomes", "assessment", "example", "plan",
     "content", "exercises", "quiz", "capstone", "glossary",
 )
 

@@ -27,7 +27,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from stay._bounds import MAX_ASSET_BYTES
+from stay._bounds import DATA_NAME, MAX_ASSET_BYTES
 from stay._stored import Damaged, read_stored
 from stay.validate._course import Course
 from stay.validate._registry import Finding, Group, Severity, finding, rule
@@ -35,7 +35,6 @@ from stay.validate._registry import Finding, Group, Severity, finding, rule
 FAIL, WARN = Severity.FAIL, Severity.WARN
 ASSETS = "assets"
 """The course's folder of data files, and the prefix of the path text names one by."""
-DATA_NAME = re.compile(r"[a-z0-9][a-z0-9-]*\.(csv|txt|json)")
 KINDS = {"csv": "CSV", "txt": "text", "json": "JSON"}
 """Each data file's extension, and the type it must read as."""
 LEARNER_KINDS = ("md", "exercises", "quiz", "project")
@@ -187,7 +186,7 @@ def ast002(course: Course) -> Iterator[Finding]:
         yield finding(entry.path, "-", entry.path not in named, named=entry.path)
 
 
-@rule("ast003", FAIL, "manifest", "is {size} bytes, over the {limit} bytes a data file may hold: cut it to "
+@rule("ast003", FAIL, "example", "is {size} bytes, over the {limit} bytes a data file may hold: cut it to "
                                   "a sample a learner can open and read", group=Group.STAY)
 def ast003(course: Course) -> Iterator[Finding]:
     """A data file is larger than ``stay._bounds.MAX_ASSET_BYTES`` (1 MB): a learner downloads
@@ -198,7 +197,7 @@ def ast003(course: Course) -> Iterator[Finding]:
                       limit=f"{MAX_ASSET_BYTES:,}")
 
 
-@rule("ast004", FAIL, "manifest", "does not read as {kind}: {problem}", group=Group.STAY)
+@rule("ast004", FAIL, "example", "does not read as {kind}: {problem}", group=Group.STAY)
 def ast004(course: Course) -> Iterator[Finding]:
     """A data file within the limit does not read as its extension says: CSV is UTF-8 with a
     header row naming every column, and every row has the header's number of fields (the
@@ -218,7 +217,7 @@ def ast004(course: Course) -> Iterator[Finding]:
         yield finding(entry.path, "-", problem is not None, kind=kind, problem=problem)
 
 
-@rule("ast005", FAIL, "manifest", "{what}: " + LAYOUT, group=Group.STAY)
+@rule("ast005", FAIL, "example", "{what}: " + LAYOUT, group=Group.STAY)
 def ast005(course: Course) -> Iterator[Finding]:
     """assets/ holds something other than a data file: a subfolder, a symbolic link (never
     followed, so nothing is read through it), a FIFO or a device, a file of an unknown type,
