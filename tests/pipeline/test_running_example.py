@@ -17,13 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 import stay
 from stay.artefacts import CourseExample, Curriculum, LessonPlan, load, module_dir, to_data
+from stay.errors import AnswerError
 from stay.models import ModelAnswer, ModelRequest, OfflineBackend
 from stay.pipeline import build_course
-from stay.stages import REGISTRY, ExampleInput, LessonPlanInput
+from stay.stages import REGISTRY, STAGES, ExampleInput, LessonPlanInput
 from tests.conftest import ROOT
 from tests.pipeline.test_build import quiet
 
@@ -119,3 +121,18 @@ def test_a_plan_written_before_plans_carried_a_running_example_still_loads(tmp_p
     plan = load(old, LessonPlan)
     assert plan.running_example is None and plan.example_facts is None
     assert plan.lesson == data["lesson"] and len(plan.sections) == len(data["sections"])
+
+
+@pytest.mark.parametrize("path, text", [("assets/orders.csv", "id,total\n1,9.50,late\n"),
+                                        ("assets/answer.json", '{"id": 1,'),
+                                        ("assets/chat-log.txt", "09:14 ana: rollback\x00")])
+def test_a_data_file_that_does_not_read_as_its_type_is_asked_for_again(path: str, text: str) -> None:
+    """Checked on the answer, before anything is written: repair never rewrites the example
+    once plans are made from it, so a broken file would otherwise stay broken."""
+    stage = STAGES["example"]
+    good = stage.answer_offline({"brief": {"title": "T"}, "audience": {"learners": "Analysts, at a shop"},
+                                 "curriculum": {"modules": []}})
+    assert stage.artefacts(ModelAnswer(data=good, model="m"), {}, stage.output)  # the offline file reads
+    bad = {**good, "files": [*good["files"], {"path": path, "about": "A file.", "text": text}]}
+    with pytest.raises(AnswerError, match=rf"files\[1\] \({re.escape(path)}\) does not read as its type"):
+        stage.artefacts(ModelAnswer(data=bad, model="m"), {}, stage.output)
