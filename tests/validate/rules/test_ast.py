@@ -53,7 +53,7 @@ def _course(tmp_path: Path) -> Path:
     return course
 
 
-def _places(*tables: dict[str, tuple[tuple[str, str], ...]]) -> list[tuple[str, str]]:
+def _places(*tables: dict[str, tuple[tuple[str, str], ...]]) -> list[tuple[str, tuple[str, str]]]:
     """(data file, place) for each place a table names a data file in, once each."""
     return [(path, place) for table in tables for path, where in table.items() for place in where]
 
