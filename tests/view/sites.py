@@ -1,8 +1,8 @@
 """Every kind of site the viewer writes, for the browser tests that go through every page
 (test_layout_browser.py, test_a11y_browser.py): the sample course, a damaged copy of it,
 a hostile copy of it, a tracked copy with stale files (long "changed: ..." lines), a library of two
-courses (its listing's progress bars: test_progress_bar_browser.py; the sample there has data
-files, so its pages list them for download), the learners' pages of the
+courses (its listing's progress bars: test_progress_bar_browser.py; the sample there is given
+the fixture's data files beside its own, so its pages list more for download), the learners' pages of the
 sample and of the library, and the eval report pages (two real offline runs compared and
 shown, the comparison's fixed rows, a refused comparison, a minimal run). A page another
 part of the viewer adds is checked by those tests without a new one."""
@@ -99,7 +99,8 @@ def stale_course(tmp: Path) -> Path:
 
 
 def library_courses(tmp: Path) -> Path:
-    """A courses directory holding the sample, with data files, and :data:`SHORT`."""
+    """A courses directory holding the sample, with the fixture's data files beside its own,
+    and :data:`SHORT`."""
     from tests.fixtures.rules.ast import with_data_files
 
     courses = tmp / LIBRARY

@@ -27,6 +27,7 @@ import pytest
 from stay.view import render_compare_html, render_course, render_run_summary_html
 from tests.conftest import SAMPLE
 from tests.expected import artefacts_of
+from tests.fixtures.rules.ast import SAMPLE_DATA, own_data
 from tests.view.report_data import HEADER, ITEMS, ROWS
 
 SCREENSHOTS = Path(__file__).parent / "screenshots"
@@ -111,14 +112,27 @@ def watched_context(browser: Any, base: str, pages: int = 1) -> Iterator[tuple[l
         context.close()
 
 
-def crawl(browser: Any, base: str) -> tuple[dict[str, set[str]], list[tuple[str, str]], list[str]]:
-    """Every page reachable from index.html: its element ids, every internal link
-    (page, href), and the problems seen."""
+@dataclass
+class Crawl:
+    """What a crawl from index.html found."""
+
+    ids: dict[str, set[str]]
+    """Every page reached, by URL: its element ids."""
+    links: list[tuple[str, str]]
+    """Every internal link, (page, href): to a page, or a data file to download."""
+    downloads: dict[str, bytes]
+    """Every data file a link offers for download (``<a download>``), by URL: its bytes, as
+    the server gave them with status 200; a browser would save it, not open it."""
+    problems: list[str]
+
+
+def crawl(browser: Any, base: str) -> Crawl:
+    """Every page reachable from index.html, and every download its links offer: each
+    fetched once, never navigated to."""
     page = browser.new_page()
     watch = Watch(base)
     watch.attach(page)
-    ids: dict[str, set[str]] = {}
-    links: list[tuple[str, str]] = []
+    found = Crawl({}, [], {}, watch.problems)
     queue = [base + "index.html"]
     tried: set[str] = set()
     while queue:
@@ -129,22 +143,33 @@ def crawl(browser: Any, base: str) -> tuple[dict[str, set[str]], list[tuple[str,
         response = page.goto(url)
         if response is None or response.status != 200:
             continue  # the watch records the failure; links to it count as broken
-        ids[url] = set(page.eval_on_selector_all("[id]", "els => els.map(e => e.id)"))
-        for href in page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)"):
-            if href.startswith(base):
-                links.append((url, href))
-                target = urldefrag(href).url
-                if target not in tried:
-                    queue.append(target)
+        found.ids[url] = set(page.eval_on_selector_all("[id]", "els => els.map(e => e.id)"))
+        anchors = page.eval_on_selector_all("a[href]", "els => els.map(a => [a.href, a.hasAttribute('download')])")
+        for href, download in anchors:
+            if not href.startswith(base):
+                continue
+            found.links.append((url, href))
+            target = urldefrag(href).url
+            if download:
+                if target not in found.downloads:
+                    fetched = page.request.get(target)
+                    if fetched.status == 200:
+                        found.downloads[target] = fetched.body()
+                    else:
+                        watch.problems.append(f"HTTP {fetched.status}: {target} (a download)")
+            elif target not in tried:
+                queue.append(target)
     page.close()
-    return ids, links, watch.problems
+    return found
 
 
-def _broken(ids: dict[str, set[str]], links: list[tuple[str, str]]) -> list[tuple[str, str]]:
+def _broken(found: Crawl) -> list[tuple[str, str]]:
     broken = []
-    for source, href in links:
+    for source, href in found.links:
         target, fragment = urldefrag(href)
-        if target not in ids or (fragment and fragment not in ids[target]):
+        if target in found.downloads and not fragment:
+            continue
+        if target not in found.ids or (fragment and fragment not in found.ids[target]):
             broken.append((source, href))
     return broken
 
@@ -166,12 +191,14 @@ def sample_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_sample_site_has_no_errors_and_every_internal_link_resolves(browser: Any, serve: Any,
                                                                        sample_site: Path) -> None:
     base = serve(sample_site)
-    ids, links, problems = crawl(browser, base)
-    assert problems == []
-    pages = {urlsplit(url).path.lstrip("/") for url in ids}
+    found = crawl(browser, base)
+    assert found.problems == []
+    pages = {urlsplit(url).path.lstrip("/") for url in found.ids}
     assert pages == {p.name for p in sample_site.glob("*.html")}  # every page is reachable from home
-    assert len(links) > 300
-    assert _broken(ids, links) == []
+    assert len(found.links) > 300
+    assert _broken(found) == []
+    assert SAMPLE_DATA  # the sample's data files are offered, and download byte for byte
+    assert {urlsplit(url).path.lstrip("/"): body for url, body in found.downloads.items()} == SAMPLE_DATA
 
 
 def test_a_freshly_built_course_is_browsable(browser: Any, serve: Any, built_course: Path, tmp_path: Path) -> None:
@@ -183,7 +210,8 @@ def test_a_freshly_built_course_is_browsable(browser: Any, serve: Any, built_cou
     page = browser.new_page()
     watch = Watch(base)
     watch.attach(page)
-    pages = {p.name for p in site.glob("*.html")}
+    data = own_data(built_course)  # the data files the build wrote, which the site copies
+    pages = {p.name for p in site.glob("*.html")} | set(data)
     for name in ("index.html", "status.html"):
         page.goto(base + name)
         hrefs, ids = _in_page_links(page)
@@ -191,6 +219,9 @@ def test_a_freshly_built_course_is_browsable(browser: Any, serve: Any, built_cou
         assert len(internal) >= 6  # the site's navigation at least
         assert [h for h in internal if (h.split("#")[0] or name) not in pages] == []
         assert [h for h in internal if h.startswith("#") and h[1:] not in ids] == []
+        if name == "index.html":  # the home offers every data file
+            assert sorted(h for h in internal if h in data) == sorted(data)
+    assert own_data(site) == data  # copied byte for byte
     assert page.locator("table.statuses .badge.status-current").count() == len(artefacts_of(built_course))
     screenshot(page, "built-course-status.png")
     assert watch.problems == []

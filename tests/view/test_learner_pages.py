@@ -25,7 +25,18 @@ from stay.view._env import environment
 from stay.view._library import render_library
 from tests.conftest import ROOT, SAMPLE, run_stay
 from tests.fixtures.rules._edit import lesson_file
-from tests.fixtures.rules.ast import DATA, LOG, MISSING, NAMED, with_data_files
+from tests.fixtures.rules.ast import (
+    ALL_DATA,
+    DATA,
+    LOG,
+    MISSING,
+    NAMED,
+    SAMPLE_DATA,
+    SAMPLE_NAMED,
+    named_in,
+    with_data_files,
+    without_data_files,
+)
 from tests.fixtures.rules.ast import name as name_data_file
 from tests.view.conftest import authors_nav, page_text, quiet
 from tests.view.test_site import _Anchors
@@ -171,12 +182,37 @@ def data_links(page: bytes) -> list[str]:
     return [href for href, _ in links]
 
 
+_SOURCES = (".md", ".exercises.yaml", ".quiz.yaml")
+"""A lesson page's sources, in the order its list takes the names they hold."""
+
+
+def expected_lists(data: dict[str, bytes], *tables: dict[str, tuple[tuple[str, str], ...]]) -> dict[str, list[str]]:
+    """The "Data files" list each page should show, from the data files and the tables of
+    where text names them (the sample's own first: each is named in the text as committed,
+    and the fixture names its files after that text): the home, every file in name order;
+    a lesson page, those its body, exercises and quiz name, in that order; the capstone,
+    those project.yaml names."""
+    places = []
+    for rank, table in enumerate(tables):
+        for path, where in table.items():
+            for lesson_id, suffix in where:
+                text = named_in(SAMPLE, lesson_id, suffix).read_text(encoding="utf-8") if not rank else ""
+                page = f"{lesson_id}.html" if lesson_id else "capstone.html"
+                places.append((page, _SOURCES.index(suffix) if lesson_id else 0, rank, text.find(path), path))
+    expected: dict[str, list[str]] = {"index.html": sorted(data)}
+    for page, *_order, path in sorted(places):
+        if path not in expected.setdefault(page, []):
+            expected[page].append(path)
+    return expected
+
+
 @pytest.mark.parametrize("learner", [False, True])
 def test_each_page_links_for_download_the_data_files_its_text_names(learner: bool, tmp_path: Path) -> None:
     """A lesson page lists the data files its body, exercises and quiz name; the capstone,
-    those project.yaml names; the home, every one. Each link is the file's course path,
-    which the site holds byte for byte. A path named with no file there, and an entry of
-    assets/ that is no data file, are offered nowhere (the validator names both)."""
+    those project.yaml names; the home, every one: the sample's own and the fixture's. Each
+    link is the file's course path, which the site holds byte for byte. A path named with
+    no file there, and an entry of assets/ that is no data file, are offered nowhere (the
+    validator names both)."""
     course = tmp_path / SAMPLE.name
     shutil.copytree(SAMPLE, course)
     with_data_files(course)
@@ -184,18 +220,29 @@ def test_each_page_links_for_download_the_data_files_its_text_names(learner: boo
     (course / "assets" / "linked.csv").symlink_to("request-log.csv")
     name_data_file(course, "assets/linked.csv", "m01-l01", ".md")
     site = build_site(course, learner=learner)
-    expected: dict[str, list[str]] = {"index.html": sorted(DATA)}
-    for path, places in NAMED.items():
-        for lesson_id, _suffix in places:
-            expected.setdefault(f"{lesson_id}.html" if lesson_id else "capstone.html", []).append(path)
     shown = {page: data_links(data) for page, data in site.items() if page.endswith(".html")}
-    assert {page: links for page, links in shown.items() if links} == expected
-    assert {path: data for path, data in site.items() if path.startswith("assets/")} == DATA
+    assert {page: links for page, links in shown.items() if links} == expected_lists(ALL_DATA, SAMPLE_NAMED, NAMED)
+    assert {path: data for path, data in site.items() if path.startswith("assets/")} == ALL_DATA
     text = lesson_file(course, "m01-l01", ".md").read_text(encoding="utf-8")
     assert all(named in text for named in (LOG, MISSING, "assets/linked.csv"))  # all named: one offered, two not
 
 
-def test_a_course_without_data_files_shows_no_data_list() -> None:
-    site = build_site(SAMPLE)
+@pytest.mark.parametrize("learner", [False, True])
+def test_the_samples_pages_link_its_own_data_files(learner: bool) -> None:
+    """The sample as committed: the home lists the data files its example.yaml writes, and
+    each lesson that names one lists it, copied into the site byte for byte."""
+    assert SAMPLE_DATA
+    site = build_site(SAMPLE, learner=learner)
+    shown = {page: data_links(data) for page, data in site.items() if page.endswith(".html")}
+    assert {page: links for page, links in shown.items() if links} == expected_lists(SAMPLE_DATA, SAMPLE_NAMED)
+    assert {path: data for path, data in site.items() if "/" in path} == SAMPLE_DATA
+
+
+def test_a_course_without_data_files_shows_no_data_list(tmp_path: Path) -> None:
+    """The sample with its assets/ and the sentences naming its files removed."""
+    course = tmp_path / SAMPLE.name
+    shutil.copytree(SAMPLE, course)
+    without_data_files(course)
+    site = build_site(course)
     assert not [page for page, data in site.items() if page.endswith(".html") and data_links(data)]
-    assert not [path for path in site if "/" in path] and LOG not in site
+    assert not [path for path in site if "/" in path] and not set(SAMPLE_DATA) & set(site)

@@ -30,6 +30,7 @@ from stay.view._status import NO_LEDGER, badge_class
 from tests.conftest import ROOT, SAMPLE, run_stay
 from tests.expected import artefacts_of
 from tests.fixtures.rules import MUTATIONS, make_fixture
+from tests.fixtures.rules.ast import SAMPLE_DATA
 from tests.view.conftest import normalise, page_text
 
 SCRIPTS = ("progress.js", "quiz.js")  # the only scripts a page may load: the site's own
@@ -152,9 +153,14 @@ def test_every_artefact_of_the_sample_appears_on_its_page(sample_site: dict[str,
 
 
 def test_the_pages_are_the_ones_the_issue_lists(sample_site: dict[str, bytes]) -> None:
+    """The pages and the viewer's own files, and beside them the sample's data files at the
+    paths its lessons name them by, byte for byte."""
     lessons = [f"m0{m}-l0{n}.html" for m in (1, 2) for n in (1, 2, 3)]
+    assert SAMPLE_DATA
     assert sorted(sample_site) == sorted(["index.html", "outcomes.html", "glossary.html", "capstone.html",
-                                          "status.html", "style.css", "pygments.css", "progress.js", "quiz.js", *lessons])
+                                          "status.html", "style.css", "pygments.css", "progress.js", "quiz.js", *lessons,
+                                          *SAMPLE_DATA])
+    assert {path: sample_site[path] for path in SAMPLE_DATA} == SAMPLE_DATA
 
 
 def test_the_status_page_shows_the_budget_against_the_lessons_and_the_validator(sample_site: dict[str, bytes]
@@ -205,13 +211,16 @@ def test_the_lesson_page_renders_markdown_with_highlighting_and_section_links(sa
 
 
 def test_the_same_course_renders_to_the_same_bytes(tmp_path: Path, sample_copy: Path) -> None:
+    """Every file of the site, its data files under assets/ among them."""
     one = render_course(sample_copy, tmp_path / "one")
     os.utime(sample_copy / "project.yaml", (1, 1))  # a touched file changes nothing
     two = render_course(sample_copy, tmp_path / "two")
-    files = sorted(p.name for p in one.iterdir())
-    assert files == sorted(p.name for p in two.iterdir())
-    for name in files:
-        assert (one / name).read_bytes() == (two / name).read_bytes(), name
+    entries = sorted(p.relative_to(one).as_posix() for p in one.rglob("*"))
+    assert entries == sorted(p.relative_to(two).as_posix() for p in two.rglob("*"))
+    assert set(SAMPLE_DATA) <= set(entries)
+    for name in entries:
+        assert (one / name).is_file() == (two / name).is_file(), name
+        assert not (one / name).is_file() or (one / name).read_bytes() == (two / name).read_bytes(), name
 
 
 def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
@@ -358,7 +367,8 @@ def test_ids_that_could_name_paths_are_shown_never_followed(tmp_path: Path) -> N
     assert view.curriculum.model is None and view.lessons == ()  # the curriculum's own type refuses it
     assert "is not a module id" in str(view.curriculum.problem)
     site = build_site(course)
-    assert not any("secret" in name or "/" in name for name in site)
+    assert not any("secret" in name for name in site)
+    assert {name for name in site if "/" in name} == set(SAMPLE_DATA)  # the data files alone sit below the top
     assert "is not a module id: it holds a path separator" in page_text(site["index.html"])
 
 

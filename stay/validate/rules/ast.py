@@ -191,7 +191,7 @@ def ast002(course: Course) -> Iterator[Finding]:
 def ast003(course: Course) -> Iterator[Finding]:
     """A data file is larger than ``stay._bounds.MAX_ASSET_BYTES`` (1 MB): a learner downloads
     a sample to work through, not a data set, and no reader reads past the limit. Owned by
-    the manifest, as lay001's strays are: no writing stage owns assets/ here."""
+    the example stage, which writes the data files from example.yaml."""
     for entry in _data(course):
         yield finding(entry.path, "-", entry.size > MAX_ASSET_BYTES, size=f"{entry.size:,}",
                       limit=f"{MAX_ASSET_BYTES:,}")
@@ -223,7 +223,7 @@ def ast005(course: Course) -> Iterator[Finding]:
     followed, so nothing is read through it), a FIFO or a device, a file of an unknown type,
     or a name outside the pattern; or assets/ is itself a link or a file. The viewer offers
     none of them, and text that names one would send a learner to it. Owned by the
-    manifest, as lay001's strays under modules/ are."""
+    example stage, the one writer of assets/."""
     for entry in entries(course.root):
         yield finding(entry.path, "-", entry.problem is not None, what=entry.problem)
 

@@ -1,9 +1,10 @@
 """The ast rules (`stay/validate/rules/ast.py`) on their fixtures (`tests/fixtures/rules/ast.py`),
-silent on the sample given data files, and reading assets/ safely: no link followed, no
-read past the limit, no traceback.
+silent on the sample (which carries data files of its own) and on the sample given more,
+and reading assets/ safely: no link followed, no read past the limit, no traceback.
 
 What each rule should evaluate is counted here from the fixture's own tables (the data
-files it writes and where it names them), not through the rules."""
+files it writes and where it names them, and the sample's own, read from its files), not
+through the rules."""
 
 from __future__ import annotations
 
@@ -21,18 +22,22 @@ from stay.validate import RULES, validate_course
 from stay.validate.rules.ast import KINDS, data_files, names_in
 from tests.conftest import ROOT, SAMPLE
 from tests.fixtures.rules import codes_of, make_fixture
-from tests.fixtures.rules._edit import append_text, edit_plan, lesson_file
+from tests.fixtures.rules._edit import append_text, edit_plan, edit_yaml, lesson_file
 from tests.fixtures.rules.ast import (
+    ALL_DATA,
     DATA,
     FOLDER,
     LOG,
     MISSING,
     NAMED,
+    SAMPLE_DATA,
+    SAMPLE_NAMED,
     STRAY,
     TIMINGS,
     name,
     named_in,
     with_data_files,
+    without_data_files,
 )
 from tests.validate.rules._fires import assert_fires_on_its_fixture
 
@@ -40,11 +45,17 @@ CODES = codes_of("ast")
 
 
 def _course(tmp_path: Path) -> Path:
-    """A copy of the sample with :data:`DATA` named where :data:`NAMED` says."""
+    """A copy of the sample (its own data files among it) with :data:`DATA` named where
+    :data:`NAMED` says."""
     course = tmp_path / SAMPLE.name
     shutil.copytree(SAMPLE, course)
     with_data_files(course)
     return course
+
+
+def _places(*tables: dict[str, tuple[tuple[str, str], ...]]) -> list[tuple[str, tuple[str, str]]]:
+    """(data file, place) for each place a table names a data file in, once each."""
+    return [(path, place) for table in tables for path, where in table.items() for place in where]
 
 
 def _ast(course: Path) -> list[tuple[str, str, str]]:
@@ -56,19 +67,36 @@ def test_rule_fires_on_its_fixture(code: str, tmp_path: Path, snapshot: Snapshot
     assert_fires_on_its_fixture(code, tmp_path, snapshot)
 
 
+def test_the_sample_passes_every_ast_rule_on_its_own_data_files() -> None:
+    """The sample carries the data files its example.yaml writes, each named where a
+    learner uses it: every ast rule evaluates on them, and none fires."""
+    assert SAMPLE_DATA and all(SAMPLE_NAMED[path] for path in SAMPLE_DATA)
+    report = validate_course(SAMPLE, select="ast")
+    assert report.defects == ()
+    assert report.evaluated == {"ast001": len(_places(SAMPLE_NAMED)), **{code: len(SAMPLE_DATA) for code in CODES[1:]}}
+    assert data_files(SAMPLE) == SAMPLE_DATA
+
+
 def test_every_ast_rule_passes_on_the_sample_with_data_files_and_evaluates_each_file(tmp_path: Path) -> None:
+    assert not SAMPLE_DATA.keys() & DATA.keys()  # the fixture's files are added, none replaced
     course = _course(tmp_path)
     report = validate_course(course)  # every rule: the data files and the names break nothing else
     assert report.defects == ()
-    places = sum(len(where) for where in NAMED.values())  # each file names one data file once
+    places = len(_places(SAMPLE_NAMED, NAMED))  # each file names each data file once
     assert {code: report.evaluated.get(code) for code in CODES} == {
-        "ast001": places, **{code: len(DATA) for code in CODES[1:]}}
-    assert data_files(course) == DATA  # the viewer's reading: every data file, byte for byte
+        "ast001": places, **{code: len(ALL_DATA) for code in CODES[1:]}}
+    assert data_files(course) == ALL_DATA  # the viewer's reading: every data file, byte for byte
 
 
-def test_no_ast_rule_evaluates_on_a_course_without_assets() -> None:
-    report = validate_course(SAMPLE, select="ast")
+def test_no_ast_rule_evaluates_on_a_course_without_assets(tmp_path: Path) -> None:
+    """The sample with its assets/ removed, and the sentences naming its files with it."""
+    course = tmp_path / SAMPLE.name
+    shutil.copytree(SAMPLE, course)
+    without_data_files(course)
+    assert not (course / "assets").exists()
+    report = validate_course(course, select="ast")
     assert report.evaluated == {} and report.defects == ()
+    assert validate_course(course).defects == ()  # only those sentences went: the course is whole
 
 
 def test_each_failing_fixture_names_the_file_and_the_path(tmp_path: Path) -> None:
@@ -83,7 +111,7 @@ def test_each_failing_fixture_names_the_file_and_the_path(tmp_path: Path) -> Non
     assert found["ast005"] == [("ast005", FOLDER, "-")]
     (defect,) = validate_course(tmp_path / "ast001" / SAMPLE.name, select="ast001").defects
     assert defect.owner == "content"
-    assert all(Path(p).name in defect.message for p in DATA)  # the files it could name instead
+    assert all(Path(p).name in defect.message for p in ALL_DATA)  # the files it could name instead
 
 
 @pytest.mark.parametrize(("lesson_id", "suffix", "owner"), [
@@ -101,9 +129,11 @@ def test_names_in_plans_example_yaml_and_course_yaml_do_not_count(tmp_path: Path
     """Only learner-facing text names a data file: the authors' files would make ast002 a
     check that cannot fail."""
     course = _course(tmp_path)
-    (course / STRAY).write_bytes(b"name,phone\nBean Co,555-0100\n")
+    stray = b"name,phone\nBean Co,555-0100\n"
+    (course / STRAY).write_bytes(stray)
     edit_plan(course, "m01-l01", lambda plan: plan.__setitem__("example_facts", [f"The suppliers are in {STRAY}."]))
-    (course / "example.yaml").write_text(f"assets:\n  - path: {STRAY}\n", encoding="utf-8")
+    edit_yaml(course / "example.yaml", lambda example: example["files"].append(  # as the example stage writes it
+        {"path": STRAY, "about": f"The suppliers, as {STRAY} lists them.", "text": stray.decode()}))
     append_text(course / "course.yaml", f"# {STRAY}\n")
     assert validate_course(course).defects == validate_course(course, select="ast").defects  # nothing else broke
     assert _ast(course) == [("ast002", STRAY, "-")]
@@ -172,14 +202,14 @@ def test_what_is_no_data_file_is_named_and_never_read(case: str, tmp_path: Path)
     found = _ast(course)
     assert ("ast005", where, "-") in found
     if where == "assets":  # nothing under it is looked at: every name in the text is missing
-        places = sum(len(w) for w in NAMED.values())
+        places = _places(SAMPLE_NAMED, NAMED)
         assert sorted(found) == sorted([("ast005", "assets", "-"), *(
             ("ast001", named_in(course, lesson, suffix).relative_to(course).as_posix(), path)
-            for path, where_named in NAMED.items() for lesson, suffix in where_named)])
-        assert len(found) == 1 + places
+            for path, (lesson, suffix) in places)])
+        assert len(found) == 1 + len(places)
     else:
         assert found == [("ast005", where, "-")]  # the named files pass, the entry is said once
-    assert set(data_files(course)) == (set() if where == "assets" else set(DATA))  # the viewer offers no other
+    assert set(data_files(course)) == (set() if where == "assets" else set(ALL_DATA))  # the viewer offers no other
 
 
 def test_a_huge_file_is_never_read_past_the_limit(tmp_path: Path) -> None:
@@ -192,7 +222,7 @@ def test_a_huge_file_is_never_read_past_the_limit(tmp_path: Path) -> None:
     assert huge.stat().st_size > MAX_ASSET_BYTES
     report = validate_course(course, select="ast")
     assert [(d.code, d.path) for d in report.defects] == [("ast003", LOG)]
-    assert report.evaluated["ast004"] == len(DATA) - 1
+    assert report.evaluated["ast004"] == len(ALL_DATA) - 1
     assert LOG not in data_files(course)
 
 
