@@ -32,6 +32,7 @@ from stay.validate.rules import (
     out,
     pln,
     pos,
+    prc,
     prj,
     qz,
     ret,
@@ -41,9 +42,9 @@ from stay.validate.rules import (
 
 FAMILIES: tuple[ModuleType, ...] = (
     sch, man, lay, aud, cur, out, asm, pln, lod, trm, les, exe, qz, ret, prj, glo,
-    pos,
+    pos, prc,
 )
-"""The rule families in the contract's order, then stay's own (``pos``); each module is
+"""The rule families in the contract's order, then stay's own (``pos``, ``prc``); each module is
 named by its prefix."""
 
 
