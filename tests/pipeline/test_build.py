@@ -79,8 +79,7 @@ def test_the_gates_stop_resume_and_retire(tmp_path: Path) -> None:
     assert first.stopped_at == "design gate" and first.calls == total_calls(curriculum, phases=("design",))
     assert "review .state/design-gate.md" in first.reason
     summary = (first.course_dir / ".state" / "design-gate.md").read_text()
-    budget = yaml.safe_load((first.course_dir / "audience.yaml").read_text())["time_budget_minutes"]
-    assert f"minutes against a budget of {budget}" in summary
+    assert "minutes against a budget of 45" in summary  # the lessons' share of the brief's 75 minutes
     assert not (first.course_dir / "modules").exists()
 
     approve(slug, "design", courses_dir=tmp_path, by="reviewer")
