@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import os
 import subprocess
 import sys
@@ -37,6 +38,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from stay.artefacts import DEFAULT_LIMITS  # noqa: E402
 from stay.pipeline import build_course  # noqa: E402
 
 BRIEF = ROOT / "examples" / "briefs" / "sql-window-functions.yaml"
@@ -44,9 +46,14 @@ SIZES = (12, 24, 48, 60)
 
 
 def brief_for(lessons: int, directory: Path) -> Path:
-    """The SQL brief with the time that makes the offline curriculum ``lessons`` long."""
+    """The SQL brief with the time that makes the offline curriculum ``lessons`` long: the
+    offline curriculum fills 90% of the lessons' share with 25-minute lessons, and the share
+    is what the house style's practice percentage leaves of the brief's time, so the time
+    asked for is the shortest whose share is that long."""
+    share = round(lessons * 25 / 0.9)
+    minutes = next(m for m in itertools.count(share) if DEFAULT_LIMITS.lessons_share(m) >= share)
     data = yaml.safe_load(BRIEF.read_text())
-    data["time_available"] = f"{round(lessons * 25 / 0.9)} minutes"
+    data["time_available"] = f"{minutes} minutes"
     path = directory / f"brief-{lessons}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path

@@ -66,7 +66,8 @@ def test_the_layers_say_what_the_brief_says(unit: str, never: set[str]) -> None:
 
 
 def test_the_artefacts_stand_on_the_errors_and_the_leaf_readers_alone() -> None:
-    assert beneath()["stay.artefacts"] == {"stay._bounds", "stay._display", "stay._stored", "stay.errors"}
+    assert beneath()["stay.artefacts"] == {"stay._bounds", "stay._display", "stay._duration", "stay._stored",
+                                           "stay.errors"}
     assert beneath()["stay._display"] == set()  # a leaf: what the artefacts may draw with imports nothing of ours
 
 

@@ -45,7 +45,7 @@ LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under i
     "stay.models": {"stay.briefs", "stay.requests", "stay._secrets"},
     "stay.briefs": {"stay.artefacts", "stay.validate", "stay._slug"},
     "stay.requests": {"stay.settings"},
-    "stay.validate": {"stay.settings", "stay._display", "stay._bounds", "stay._paths"},
+    "stay.validate": {"stay.settings", "stay._display", "stay._bounds", "stay._paths", "stay._duration"},
     "stay.settings": {"stay._secrets", "stay.errors", "stay._version", "stay._backend_names", "stay._env_values",
                       "stay._otlp_target"},
     # (stay.settings: the only reader of the environment; these three parse what it reads)
@@ -53,7 +53,9 @@ LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under i
     "stay._backend_names": {"stay.errors", "stay._version"},  # the backends by name, nothing loaded
     "stay._otlp_target": {"stay._secrets"},  # where spans go, from the OTEL_* variables
     "stay._lock": {"stay._paths", "stay.artefacts"},
-    "stay.artefacts": {"stay._bounds", "stay._display"},  # _display: a leaf (html, re), for Brief's tables
+    # _display: a leaf (html, re), for Brief's tables
+    "stay.artefacts": {"stay._bounds", "stay._display", "stay._duration"},
+    "stay._duration": {"stay.errors"},  # a brief's minutes and house style's time bounds, without pydantic
     "stay._bounds": {"stay._stored"},  # the bounds on reading a course file
     "stay._stored": {"stay.errors"},  # the bounded reader of stored files
     "stay._paths": {"stay.errors"},

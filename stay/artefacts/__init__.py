@@ -3,14 +3,8 @@ on-disk form. Imports nothing else of stay's, so anything may import it."""
 
 from __future__ import annotations
 
-from stay.artefacts._brief import (
-    DEFAULT_LIMITS,
-    DurationLimits,
-    brief_from_data,
-    check_duration,
-    parse_duration,
-    read_brief,
-)
+from stay._duration import DEFAULT_LIMITS, DurationLimits, parse_duration
+from stay.artefacts._brief import brief_from_data, check_duration, read_brief
 from stay.artefacts._course import CourseReader, Loaded, lesson_file, module_dir
 from stay.artefacts._ids import ASSET_PATTERN
 from stay.artefacts._io import (

@@ -11,16 +11,14 @@ is missing, unknown, of the wrong type, or a duration stay cannot read.
 from __future__ import annotations
 
 import difflib
-import math
 import os
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from stay._bounds import MAX_DEPTH, TooLarge, read_bounded, yaml_shape
+from stay._duration import DEFAULT_LIMITS, DurationLimits, parse_duration
 from stay.errors import BriefError, BriefNotFound
 
 MAX_BYTES = 64 * 1024
@@ -30,99 +28,6 @@ EXAMPLE = "the example brief `stay init` writes"
 """Where a refusal points for a brief that works: what every install has (``stay init``),
 never a checkout's path."""
 
-_NUMBER_WORDS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "half": 0.5,
-}
-MINUTES_PER_DAY = 360
-"""A day of learning is six hours of study, not twenty-four."""
-MINUTES_PER_WEEK = 5 * MINUTES_PER_DAY
-"""A week of learning is five such days."""
-_UNITS = {
-    "m": 1, "min": 1, "mins": 1, "minute": 1, "minutes": 1,
-    "h": 60, "hr": 60, "hrs": 60, "hour": 60, "hours": 60,
-    "d": MINUTES_PER_DAY, "day": MINUTES_PER_DAY, "days": MINUTES_PER_DAY,
-    "week": MINUTES_PER_WEEK, "weeks": MINUTES_PER_WEEK,
-}
-UNITS_IN_WORDS = ("minutes, hours, days (6 hours of study each) or weeks (5 such days), "
-                  "e.g. '45 minutes', '4 hours', '1.5 days', '2 hours 30 minutes'")
-_NUMBER = r"\d+(?:[.,]\d+)?|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
-_UNIT = "|".join(sorted(_UNITS, key=len, reverse=True))
-_AMOUNT = re.compile(
-    rf"\b(?P<n>{_NUMBER})(?P<half1>\s+and\s+a\s+half)?\s*(?:an?\s+)?(?P<unit>{_UNIT})\b"
-    r"(?P<half2>\s+and\s+a\s+half)?",
-    re.IGNORECASE,
-)
-# A number followed by a word that is not one of our units: "6 months", "3 sessions".
-_COUNTS = "|".join(word for word in _NUMBER_WORDS if word not in ("a", "an"))
-_OTHER_UNIT = re.compile(r"\b(?:\d+(?:[.,]\d+)?|" + _COUNTS + r")\s*([A-Za-z]+)", re.IGNORECASE)
-_RANGE = re.compile(r"\d\s*(?:-|–|to)\s*\d")
-_FILLER = {"and", "a", "an", "of", "in", "total", "about", "around", "roughly", "approximately", "at",
-           "most", "least", "per", "learning", "study", "studying", "time", "half"}
-
-
-@dataclass(frozen=True)
-class DurationLimits:
-    """The house style's bounds on a course's shape, and from them the shortest and
-    longest course the pipeline can make, in minutes.
-
-    Each field names its house-style key (``metadata['key']``). ``shortest`` is the shortest
-    lesson; ``longest`` the largest course: most modules x most lessons x longest
-    lesson. The defaults are the shipped house style's (a test holds them equal to
-    data/house-style.yaml); the pipeline checks again against the house style of its own
-    data directory, the brief's duration before any call and a curriculum answer before
-    anything past it is asked for."""
-
-    min_modules: int = field(default=1, metadata={"key": "course.min_modules"})
-    max_modules: int = field(default=10, metadata={"key": "course.max_modules"})
-    min_lessons: int = field(default=1, metadata={"key": "module.min_lessons"})
-    max_lessons: int = field(default=6, metadata={"key": "module.max_lessons"})
-    min_minutes: int = field(default=10, metadata={"key": "lesson.min_minutes"})
-    max_minutes: int = field(default=45, metadata={"key": "lesson.max_minutes"})
-
-    @property
-    def shortest(self) -> int:
-        return self.min_minutes
-
-    @property
-    def most_lessons(self) -> int:
-        """The most lessons a course holds: most modules x most lessons a module."""
-        return self.max_modules * self.max_lessons
-
-    @property
-    def longest(self) -> int:
-        return self.most_lessons * self.max_minutes
-
-
-DEFAULT_LIMITS = DurationLimits()
-
-
-def parse_duration(text: str) -> int:
-    """Minutes of learning in free text: "45 minutes", "4 hours", "1.5 h", "1 day",
-    "2 hours 30 minutes", "half a day", "an hour and a half". Raises BriefError, in
-    words a person can act on, for anything else."""
-    shown = text if len(text) <= 60 else text[:57] + "..."
-    if _RANGE.search(text):
-        raise BriefError(f"{shown!r} is a range; give one duration, e.g. '3 hours'")
-    for match in _OTHER_UNIT.finditer(text):
-        word = match.group(1).lower()
-        if word not in _UNITS and word not in _FILLER:
-            raise BriefError(f"{shown!r}: '{word}' is not a unit stay accepts; write the time as "
-                             f"{UNITS_IN_WORDS}")
-    total = 0.0
-    for match in _AMOUNT.finditer(text):
-        raw = match.group("n").lower().replace(",", ".")
-        amount = float(_NUMBER_WORDS[raw]) if raw in _NUMBER_WORDS else float(raw)
-        if match.group("half1") or match.group("half2"):
-            amount += 0.5
-        total += amount * _UNITS[match.group("unit").lower()]
-    if not math.isfinite(total) or total > 10**9:
-        raise BriefError(f"{shown!r} is far longer than any course; give the time a course takes")
-    if total <= 0:
-        raise BriefError(f"cannot read {shown!r} as a duration; write it as {UNITS_IN_WORDS}")
-    return round(total)
-
-
 def check_duration(text: str, where: str, limits: DurationLimits = DEFAULT_LIMITS) -> int:
     """The brief's minutes, within what the pipeline can make; else a BriefError."""
     try:
@@ -131,11 +36,14 @@ def check_duration(text: str, where: str, limits: DurationLimits = DEFAULT_LIMIT
         raise BriefError(f"{where}: field 'time_available': {exc}", field="time_available") from None
     if minutes < limits.shortest:
         raise BriefError(f"{where}: field 'time_available': {text!r} is {minutes} minutes, shorter than the "
-                         f"shortest lesson house style allows ({limits.shortest} minutes)", field="time_available")
-    if minutes > limits.longest:
-        raise BriefError(f"{where}: field 'time_available': {text[:60]!r} is {minutes:,} minutes; the longest "
-                         f"course house style allows is {limits.longest:,} minutes ({limits.longest // 60} hours "
-                         "of study): split the subject into several courses", field="time_available")
+                         f"shortest lesson house style allows ({limits.min_minutes} minutes) once "
+                         f"{limits.practice_percent}% is kept for practice: give at least {limits.shortest} minutes",
+                         field="time_available")
+    if limits.lessons_share(minutes) > limits.longest:
+        raise BriefError(f"{where}: field 'time_available': {text[:60]!r} is {minutes:,} minutes, "
+                         f"{limits.lessons_share(minutes):,} of them lessons; the longest course house style allows "
+                         f"is {limits.longest:,} minutes of lessons ({limits.longest // 60} hours of study): split the "
+                         "subject into several courses", field="time_available")
     return minutes
 
 

@@ -19,6 +19,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 from stay._bounds import MAX_ASSET_BYTES
 from stay._display import Table, html_block, markdown_block, terminal_text
+from stay._duration import DEFAULT_LIMITS as _L
 from stay.artefacts._ids import AssetPath, LessonId, ModuleId, Slug, Term
 from stay.errors import ArtefactError
 
@@ -195,7 +196,9 @@ class Audience(Artefact):
     constraints: list[Text] | None = None
     misconceptions: list[Text] | None = Field(
         default=None, description="Misconceptions to anticipate; quiz distractors draw on them.")
-    time_budget_minutes: int = Field(gt=0)
+    time_budget_minutes: int = Field(gt=0, description=f"The lessons' share of the brief's time_available: "
+                                     f"that time less {_L.practice_percent}% of it, rounded down (house style's "
+                                     "course.practice_percent), which is kept for exercises and the capstone.")
 
 
 class LessonEntry(Artefact):
@@ -408,6 +411,8 @@ class Exercise(Artefact):
     task: Markdown
     hints: list[Markdown]
     solution: Markdown
+    minutes: int = Field(gt=0, description=f"Estimated minutes a learner spends on it, {_L.exercise_min} to "
+                                           f"{_L.exercise_max} (house style's exercise.min/max_minutes).")
 
 
 class Exercises(Artefact):
@@ -470,6 +475,9 @@ class Project(Artefact):
     title: Text
     brief: Markdown
     deliverable: Markdown
+    minutes: int = Field(gt=0, description=f"Estimated minutes a learner spends on the whole capstone, "
+                                           f"{_L.capstone_min} to {_L.capstone_max} (house style's "
+                                           "capstone.min/max_minutes).")
     milestones: list[Milestone]
     rubric: list[RubricCriterion]
 

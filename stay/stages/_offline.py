@@ -15,7 +15,7 @@ import math
 import re
 from typing import Any
 
-from stay.artefacts import parse_duration
+from stay.artefacts import DEFAULT_LIMITS, parse_duration
 
 # Words house style bans from prose (prose.banned_phrases) or rubric criteria
 # (rubric.vague_words); brief text is scrubbed of them before it is reused anywhere.
@@ -76,7 +76,7 @@ def audience(inputs: dict[str, Any]) -> dict[str, Any]:
         "constraints": [scrub(c) + "." for c in brief.get("constraints") or []],
         "misconceptions": [f"That {subject} is learnt by reading alone, with no practice."
                            for subject in subjects[:3]],
-        "time_budget_minutes": parse_duration(brief["time_available"]),
+        "time_budget_minutes": DEFAULT_LIMITS.lessons_share(parse_duration(brief["time_available"])),
     }
     return answer
 
@@ -326,6 +326,7 @@ def exercises(inputs: dict[str, Any]) -> dict[str, Any]:
                           "Name the step where the lesson's idea does the work."],
                 "solution": "Offline template solution: a model-written solution would work the task "
                             "step by step and explain the reasoning at each step.",
+                "minutes": DEFAULT_LIMITS.exercise_min,  # a short task: the capstone takes the rest
             })
     return {"lesson": lesson_plan["lesson"], "exercises": found}
 
@@ -395,6 +396,16 @@ def _data_files(plans: list[dict[str, Any]]) -> str:
     return f" Start from the course's data: {', '.join(f'`{path}`' for path in paths)}." if paths else ""
 
 
+def _capstone_minutes(inputs: dict[str, Any]) -> int:
+    """The time the lessons and their exercises (one per outcome at apply or above) leave
+    of the brief's, within house style."""
+    lessons = sum(lesson["minutes"] for module in inputs["curriculum"]["modules"] for lesson in module["lessons"])
+    practice = DEFAULT_LIMITS.exercise_min * sum(outcome["bloom"] in ("apply", "analyze", "evaluate", "create")
+                                                 for outcome in inputs["outcomes"]["outcomes"])
+    left: int = parse_duration(inputs["brief"]["time_available"]) - lessons - practice
+    return max(DEFAULT_LIMITS.capstone_min, min(DEFAULT_LIMITS.capstone_max, left))
+
+
 def capstone(inputs: dict[str, Any]) -> dict[str, Any]:
     modules = inputs["curriculum"]["modules"]
     capstone_ids = sorted(_capstone_outcomes(inputs["curriculum"]))
@@ -418,6 +429,7 @@ def capstone(inputs: dict[str, Any]) -> dict[str, Any]:
                  "of every module. Offline template brief: a model would write a specific scenario."
                  + _data_files(inputs["plans"]),
         "deliverable": "A short written report of the task, with each step and its evidence.",
+        "minutes": _capstone_minutes(inputs),
         "milestones": [{"id": f"p{index}", "title": f"Apply {module['title']}",
                         "modules": [module["id"]],
                         "description": f"Carry out the part of the task that uses {module['title']}."}

@@ -11,10 +11,11 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from stay._duration import DEFAULT_LIMITS, DurationLimits
 from stay.errors import DataFileError
 from stay.settings import data_dir_from, resolve_data_dir
 from stay.validate._yaml import safe_load
@@ -66,6 +67,14 @@ _HOUSE_KEYS: tuple[tuple[str, Callable[[object], bool]], ...] = (
     ("rubric.levels", _str_list),
     ("rubric.vague_words", _str_list),
 )
+
+
+PRACTICE_KEYS: dict[str, int] = {
+    f.metadata["key"]: getattr(DEFAULT_LIMITS, f.name) for f in fields(DurationLimits)
+    if f.name in ("practice_percent", "exercise_min", "exercise_max", "capstone_min", "capstone_max")}
+"""stay's own house-style keys, on practice time, each optional: house-style.yaml is the
+frozen reference's file, byte for byte, so the shipped figures are ``DurationLimits``'
+defaults, and a data directory's house-style.yaml may set its own."""
 
 
 def _read(path: Path) -> Any:
@@ -131,10 +140,13 @@ class HouseData:
         if not isinstance(house, dict):
             raise bad(house_path, "the root is not a mapping")
         values: dict[str, Any] = {}
-        for dotted, check in _HOUSE_KEYS:
+        for dotted, check in _HOUSE_KEYS + tuple((key, _number) for key in PRACTICE_KEYS):
             node: Any = house
             for part in dotted.split("."):
                 if not isinstance(node, dict) or part not in node:
+                    if dotted in PRACTICE_KEYS:  # stay's own keys: the shipped figure unless set
+                        node = PRACTICE_KEYS[dotted]
+                        break
                     raise bad(house_path, f"{dotted} is missing", dotted)
                 node = node[part]
             if not check(node):

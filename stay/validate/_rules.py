@@ -33,6 +33,7 @@ from stay.validate.rules import (
     out,
     pln,
     pos,
+    prc,
     prj,
     qz,
     ret,
@@ -42,9 +43,9 @@ from stay.validate.rules import (
 
 FAMILIES: tuple[ModuleType, ...] = (
     sch, man, lay, aud, cur, out, asm, pln, lod, trm, les, exe, qz, ret, prj, glo,
-    pos, ast,
+    pos, prc, ast,
 )
-"""The rule families in the contract's order, then stay's own (``pos``, ``ast``); each
+"""The rule families in the contract's order, then stay's own (``pos``, ``prc``, ``ast``); each
 module is named by its prefix."""
 
 

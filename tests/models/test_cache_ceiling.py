@@ -27,9 +27,10 @@ from tests.models.helpers import HTTP, SQL
 
 
 def _four_lessons(tmp_path: Path) -> Path:
-    """The HTTP brief at 2 hours: the offline curriculum fits it in 4 lessons (checked below)."""
+    """The HTTP brief at 3 hours 20 minutes: its lessons' share, 120 minutes, the offline
+    curriculum fits in 4 lessons (checked below)."""
     brief = yaml.safe_load(HTTP.read_text())
-    brief["time_available"] = "2 hours"
+    brief["time_available"] = "3 hours 20 minutes"
     brief["constraints"] = [c for c in brief["constraints"] if "modules" not in c]
     path = tmp_path / "four-lessons.yaml"
     path.write_text(yaml.safe_dump(brief, sort_keys=False))

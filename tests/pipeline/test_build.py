@@ -79,7 +79,7 @@ def test_the_gates_stop_resume_and_retire(tmp_path: Path) -> None:
     assert first.stopped_at == "design gate" and first.calls == total_calls(curriculum, phases=("design",))
     assert "review .state/design-gate.md" in first.reason
     summary = (first.course_dir / ".state" / "design-gate.md").read_text()
-    assert "minutes against a budget of 45" in summary
+    assert "minutes against a budget of 45" in summary  # the lessons' share of the brief's 75 minutes
     assert not (first.course_dir / "modules").exists()
 
     approve(slug, "design", courses_dir=tmp_path, by="reviewer")
@@ -162,7 +162,7 @@ def test_a_brief_missing_a_field_is_a_one_line_error_naming_it(tmp_path: Path, f
 
 def test_a_brief_shorter_than_one_lesson_is_refused(tmp_path: Path) -> None:
     brief = tmp_path / "brief.yaml"
-    brief.write_text(HTTP.read_text().replace("time_available: 3 hours", "time_available: 5 minutes"))
+    brief.write_text(HTTP.read_text().replace("time_available: 5 hours", "time_available: 5 minutes"))
     with pytest.raises(stay.UsageError, match="is 5 minutes, shorter than the shortest lesson house style allows"):
         build_course(brief, courses_dir=tmp_path / "courses", progress=quiet)
     assert not (tmp_path / "courses").exists()
@@ -170,7 +170,7 @@ def test_a_brief_shorter_than_one_lesson_is_refused(tmp_path: Path) -> None:
 
 def test_an_unreadable_duration_is_refused_naming_the_field(tmp_path: Path) -> None:
     brief = tmp_path / "brief.yaml"
-    brief.write_text(HTTP.read_text().replace("time_available: 3 hours", "time_available: soon"))
+    brief.write_text(HTTP.read_text().replace("time_available: 5 hours", "time_available: soon"))
     with pytest.raises(stay.UsageError, match="field 'time_available': cannot read 'soon'"):
         build_course(brief, courses_dir=tmp_path, progress=quiet)
 

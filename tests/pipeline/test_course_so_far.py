@@ -81,8 +81,7 @@ def check(course: Path, asked: list[tuple[str, dict[str, Any]]]) -> None:
         assert set(seen) == {(stage, lesson) for stage in readers for lesson in want}, kind.__name__
         for (stage, lesson), value in seen.items():
             assert value == want[lesson][kind], (kind.__name__, stage, lesson)
-        # a one-lesson course (a 45-minute brief's lessons' share) has no earlier lesson to show
-        assert any(seen.values()) == any(shown[kind] for shown in want.values()), kind.__name__
+        assert any(seen.values()), f"no request shows a {kind.__name__}: the check saw nothing"
 
 
 def test_content_exercises_and_quiz_declare_the_course_so_far() -> None:
@@ -113,8 +112,6 @@ def test_a_build_through_the_messages_api_shows_every_writer_the_course_so_far(t
         result = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend,
                               settings=Settings(cache=False), progress=quiet)
     assert result.complete
-    want = expected(result.course_dir)
-    assert all(any(shown[kind] for shown in want.values()) for kind in READERS), "the check would see nothing"
     check(result.course_dir, [(stage_of(body), inputs_of(body)) for body in api.requests])
     carries_its_data_and_is_strict_clean(result)
 

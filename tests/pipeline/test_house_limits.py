@@ -112,7 +112,11 @@ def test_the_largest_course_house_style_allows_passes() -> None:
     within_house_limits([_shape(*WIDEST)], {"audience": _audience(LIM.longest)}, LIM)
 
 
-@pytest.mark.parametrize("field", [f.name for f in dataclasses.fields(LIM)])
+PRACTICE = ("practice_percent", "exercise_min", "exercise_max", "capstone_min", "capstone_max")
+"""The limits on practice time, which the audience stage's check and the prc rules hold, not the curriculum's."""
+
+
+@pytest.mark.parametrize("field", [f.name for f in dataclasses.fields(LIM) if f.name not in PRACTICE])
 def test_each_house_limit_is_checked(field: str) -> None:
     shape = PAST[field]
     with pytest.raises(AnswerError, match="past the house limits"):
@@ -123,3 +127,20 @@ def test_a_curriculum_over_the_audience_budget_is_checked() -> None:
     curriculum = _shape(*WIDEST)
     with pytest.raises(AnswerError, match=f"over the audience's budget of {LIM.longest - 1}"):
         within_house_limits([curriculum], {"audience": _audience(LIM.longest - 1)}, LIM)
+
+
+@pytest.mark.parametrize("off", [-1, 0, 1])
+def test_the_audience_budget_must_be_the_lessons_share_of_the_brief(off: int) -> None:
+    """audience.yaml's budget is the brief's time less house style's practice share: a model
+    that writes the whole time (or any other figure) is asked again."""
+    from stay.artefacts import Brief, parse_duration
+    from stay.stages.audience import lessons_share
+
+    brief = Brief(title="T", topic="t", audience="a", time_available="5 hours")
+    share = LIM.lessons_share(parse_duration(brief.time_available))
+    assert share < parse_duration(brief.time_available)
+    if off:
+        with pytest.raises(AnswerError, match=f"the lessons' share of .* is {share}"):
+            lessons_share([_audience(share + off)], {"brief": brief}, LIM)
+    else:
+        lessons_share([_audience(share)], {"brief": brief}, LIM)

@@ -277,7 +277,7 @@ def test_files_the_curriculum_dropped_are_orphaned_then_retired_never_deleted(co
 
 def test_a_changed_brief_under_the_same_slug_leaves_a_course_that_passes_strict(courses: Path, tmp_path: Path) -> None:
     brief = tmp_path / "brief.yaml"
-    brief.write_text(HTTP.read_text().replace("time_available: 3 hours", "time_available: 1 hour"))
+    brief.write_text(HTTP.read_text().replace("time_available: 5 hours", "time_available: 100 minutes"))
     result = build_course(brief, courses_dir=courses, yes=True, slug=SLUG, progress=quiet)
     assert result.complete and result.retired
     assert reference_report(courses / SLUG, strict=True)["summary"]["fail"] == 0
