@@ -25,6 +25,7 @@ from stay.scoring import (
     default_scorers,
     score_course,
 )
+from stay.validate import OWNERS
 from tests.conftest import ROOT, SAMPLE
 
 BRIEF = ROOT / "examples" / "briefs" / "incident-postmortems.yaml"
@@ -163,7 +164,7 @@ def test_the_validator_scorer_counts_every_owner_zeros_included(tmp_path: Path) 
     (tmp_path / SAMPLE.name / "glossary.yaml").unlink()
     result = Validator().score(CourseOnDisk.load(tmp_path / SAMPLE.name))
     by_item = {item.item: item for item in result.items}
-    assert len(by_item) == 12  # eleven owners and the checks run
+    assert len(by_item) == len(OWNERS) + 1  # every owner and the checks run
     assert by_item["owner glossary"].score == 0.0 and by_item["owner quiz"].score == 1.0
     assert by_item["checks run"].reason.endswith("passed")
 

@@ -179,9 +179,14 @@ def ast002(course: Course) -> Iterator[Finding]:
     when to open it. A WARN, not a FAIL: an unnamed file misleads no one (it is clutter, or
     a pointer a lesson forgot), and it is valid mid-run, when the data files are written
     before the lessons that name them; ``--strict`` and the build's last check fail it.
+    Evaluated only once some learner-facing file exists: at the plan gate no lesson is
+    written, and a reviewer told that none names the file would be told nothing.
     Owned by content: the fix an instructional designer expects is a lesson that uses it.
     Its path is no lesson's, so repair reports it and regenerates nothing."""
-    named = {name for _path, names in _learner_files(course) for name in names}
+    learner = list(_learner_files(course))
+    if not learner:  # before the wave (at the plan gate) nothing could name one yet: no subject
+        return
+    named = {name for _path, names in learner for name in names}
     for entry in _data(course):
         yield finding(entry.path, "-", entry.path not in named, named=entry.path)
 

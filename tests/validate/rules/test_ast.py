@@ -99,6 +99,18 @@ def test_no_ast_rule_evaluates_on_a_course_without_assets(tmp_path: Path) -> Non
     assert validate_course(course).defects == ()  # only those sentences went: the course is whole
 
 
+def test_before_the_wave_no_data_file_is_reported_unnamed(tmp_path: Path) -> None:
+    """At the plan gate no lesson, exercise, quiz or capstone exists to name a data file:
+    ast002 has no subject yet, while the file's own checks still run."""
+    course = tmp_path / SAMPLE.name
+    shutil.copytree(SAMPLE, course)
+    for path in [*course.glob("modules/*/*.md"), *course.glob("modules/*/*.exercises.yaml"),
+                 *course.glob("modules/*/*.quiz.yaml"), course / "project.yaml"]:
+        path.unlink()
+    report = validate_course(course, select="ast")
+    assert "ast002" not in report.evaluated and report.evaluated.get("ast004") == len(list((course / "assets").iterdir()))
+
+
 def test_each_failing_fixture_names_the_file_and_the_path(tmp_path: Path) -> None:
     """ast001 is said in the file that names the missing path, by its writer; the others on
     the data file itself."""
