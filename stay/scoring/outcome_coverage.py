@@ -12,40 +12,19 @@ them has quoted the lesson.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
 from stay.scoring._core import CourseOnDisk, Judge, Judging, ScoreResult
+from stay.validate._text import normal_text, quoted_in
 
 INSTRUCTIONS = """You judge whether the lesson above teaches a learning outcome.
 Find the passage of the lesson that teaches the outcome and quote it verbatim, word for
 word (one to three sentences; Markdown markers may be left out). If no passage teaches it,
 quote nothing and say so. Judge the teaching, not a mention: naming a topic is not
 teaching it. Answer with the JSON schema: quote, teaches, reason (one sentence)."""
-
-_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_MARKERS = re.compile(r"\*+|`+|~~")
-_UNDERSCORES = re.compile(r"(?<![^\W_])_+|_+(?![^\W_])")
-_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
-                         "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"'})
-
-
-def normal_text(text: str) -> str:
-    """Text as a quote check compares it: no Markdown emphasis, code or link markers,
-    straight quotes, single spaces."""
-    text = _LINK.sub(r"\1", text).translate(_QUOTES)
-    text = _UNDERSCORES.sub("", _MARKERS.sub("", text))
-    return " ".join(text.split())
-
-
-def quoted_in(quote: str, body: str) -> bool:
-    """Whether ``quote`` occurs in ``body``, both normalised by ``normal_text``."""
-    needle = normal_text(quote)
-    return bool(needle) and needle in normal_text(body)
-
 
 class CoverageAnswer(BaseModel):
     quote: str = Field(description="The teaching passage, copied verbatim; empty if there is none.")

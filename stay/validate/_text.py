@@ -356,3 +356,25 @@ def times(a: float, b: float) -> float | Fraction:
 
         return Fraction(a) * Fraction(b)
 
+
+# -- quotes: whether a model's verbatim quote stands in a text (the judges, the review) --
+
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_MARKERS = re.compile(r"\*+|`+|~~")
+_UNDERSCORES = re.compile(r"(?<![^\W_])_+|_+(?![^\W_])")
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
+                         "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"'})
+
+
+def normal_text(text: str) -> str:
+    """Text as a quote check compares it: no Markdown emphasis, code or link markers,
+    straight quotes, single spaces."""
+    text = _LINK.sub(r"\1", text).translate(_QUOTES)
+    text = _UNDERSCORES.sub("", _MARKERS.sub("", text))
+    return " ".join(text.split())
+
+
+def quoted_in(quote: str, body: str) -> bool:
+    """Whether ``quote`` occurs in ``body``, both normalised by ``normal_text``."""
+    needle = normal_text(quote)
+    return bool(needle) and needle in normal_text(body)
