@@ -150,10 +150,11 @@ def artefact_type(path: str | os.PathLike[str]) -> type[Artefact]:
     name = Path(path).name
     if ASSET_PATTERN.fullmatch(f"{Path(path).parent.name}/{name}"):
         return AssetText  # a data file: its text, as it is
-    lesson_files = [(pattern.removeprefix("{lesson}"), model) for pattern, model in FILES.items()
-                    if "{lesson}" in pattern]
-    for suffix, model in sorted(lesson_files, key=lambda pair: -len(pair[0])):  # .plan.yaml before a .yaml
-        if name.endswith(suffix):
+    # a lesson's file by what follows {lesson}, and the folder before it (.review/) if its FILE names one
+    lesson_files = [(*pattern.split("{lesson}"), model) for pattern, model in FILES.items() if "{lesson}" in pattern]
+    folder = f"{Path(path).parent.name}/"
+    for before, suffix, model in sorted(lesson_files, key=lambda row: -len(row[1])):  # .plan.yaml before a .yaml
+        if name.endswith(suffix) and before in ("", folder):
             return model
     top = FILES.get(name)
     if top is None or "{lesson}" in name:

@@ -452,6 +452,40 @@ class Quiz(Artefact):
     items: list[QuizItem]
 
 
+ReviewKind = Literal["wrong_key", "two_right", "solution", "contradiction", "untaught"]
+"""What a reviewer may find wrong for a learner (one ``rev`` rule each)."""
+ReviewedFile = Literal["content", "exercises", "quiz"]
+
+
+class ReviewFinding(Artefact):
+    """One thing a reviewer found wrong in a lesson's files, quoted from where it stands."""
+
+    kind: ReviewKind = Field(description="wrong_key: the marked answer is wrong; two_right: another option is "
+                                         "also right; solution: the solution does not follow from its task or "
+                                         "data; contradiction: a figure, name or fact contradicts the plan or "
+                                         "the running example; untaught: the item tests nothing the lesson "
+                                         "teaches.")
+    file: ReviewedFile = Field(description="The file the quote is in: content (the lesson), exercises or quiz.")
+    item: str = Field(default="", description="The quiz item's or exercise's id (m01-l02-q3, m01-l02-e1); "
+                                              "empty for the lesson.")
+    quote: Text = Field(description="The words that are wrong, copied verbatim from that file (and item).")
+    why: Text = Field(description="Why it is wrong for a learner, in one sentence, with the evidence.")
+    fix: Text = Field(description="What to change, in one sentence.")
+
+
+class LessonReview(Artefact):
+    """.review/<lesson>.review.yaml: what the review stage found in a lesson's files, the
+    findings it could not quote dropped and counted. Under a directory whose name starts
+    with '.', so the contract's layout rule (lay001), the course hash and the viewer pass
+    it over: it is stay's record for the ``rev`` rules, not a file learners are shown."""
+
+    FILE = ".review/{lesson}.review.yaml"
+
+    lesson: Text
+    findings: list[ReviewFinding]
+    dropped: int = Field(default=0, description="Findings dropped because their quote was not in their file.")
+
+
 class Milestone(Artefact):
     id: Text
     title: Text

@@ -37,15 +37,16 @@ from stay.validate.rules import (
     prj,
     qz,
     ret,
+    rev,
     sch,
     trm,
 )
 
 FAMILIES: tuple[ModuleType, ...] = (
     sch, man, lay, aud, cur, out, asm, pln, lod, trm, les, exe, qz, ret, prj, glo,
-    pos, prc, ast,
+    pos, prc, ast, rev,
 )
-"""The rule families in the contract's order, then stay's own (``pos``, ``prc``, ``ast``); each
+"""The rule families in the contract's order, then stay's own (``pos``, ``prc``, ``ast``, ``rev``); each
 module is named by its prefix."""
 
 

@@ -1,0 +1,104 @@
+"""rev: what the review stage found wrong for a learner, while it still stands.
+
+The review stage (``stay.stages.review``) has the judging model read each lesson with its
+plan, the running example's data, its exercises and its quiz, and writes what it found to
+``<module>/.review/<lesson>.review.yaml``, each finding quoted from the file it is in.
+These rules read that file and report each finding whose quote still stands in its file
+(and item): a file repaired since no longer holds it, and the finding is gone without a
+second review. Only a course reviewed by a model has the file, so elsewhere (the committed
+sample, an offline build) they find nothing. A finding is owned by the stage whose file
+holds its quote, so repair sends it there. These rules are stay's own (group ``stay``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from stay._bounds import read_bounded
+from stay.validate._course import Course, Lesson
+from stay.validate._defect import Owner
+from stay.validate._registry import Finding, Group, Rule, Severity, rule
+from stay.validate._text import quoted_in, show
+from stay.validate._yaml import safe_load
+
+REVIEW = ".review/{lesson}.review.yaml"
+"""Where a lesson's review is, under its module directory (``LessonReview.FILE``; the
+validator does not import the artefacts, and a test holds the two equal)."""
+TEMPLATE = "{what}: '{quote}': {why}; fix: {fix}"
+
+
+def item_texts(file: str, data: Any) -> dict[str, str]:
+    """The text a finding about ``file`` may quote, by item id ('' the whole file): a
+    lesson's body, each exercise's task, hints and solution, each quiz item's stem,
+    options, answer and explanation. ``data`` is the body, or the file's data."""
+    if file == "content":
+        return {"": data} if isinstance(data, str) else {}
+    field = {"exercises": "exercises", "quiz": "items"}.get(file, "")
+    items = data.get(field) if isinstance(data, Mapping) else None
+    texts = {str(item.get("id")): "\n".join(_strings(item)) for item in items or [] if isinstance(item, Mapping)}
+    return {"": "\n".join(texts.values()), **texts}
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for key, inner in value.items():
+            if key not in ("id", "outcome", "bloom", "type", "retrieves"):  # labels, not what a learner reads
+                yield from _strings(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _strings(inner)
+
+
+def stands(found: Mapping[str, Any], texts: Mapping[str, Mapping[str, str]]) -> bool:
+    """Whether a finding's quote stands in the file (and item) it names."""
+    text = texts.get(str(found.get("file")), {}).get(str(found.get("item") or ""))
+    return text is not None and quoted_in(str(found.get("quote", "")), text)
+
+
+def _texts(lesson: Lesson) -> dict[str, dict[str, str]]:
+    files = {"content": lesson.md, "exercises": lesson.exercises, "quiz": lesson.quiz}
+    return {name: item_texts(name, file.body.text if name == "content" and file.body else file.data)
+            for name, file in files.items() if file.usable}
+
+
+def _review(course: Course, lesson: Lesson) -> list[Mapping[str, Any]]:
+    """The findings of the lesson's review file; none when there is none or it is unreadable."""
+    try:
+        data = safe_load(read_bounded(os.path.join(course.root, lesson.module_dir,
+                                                    REVIEW.format(lesson=lesson.id))).decode("utf-8"))
+    except Exception:  # no review, or a damaged one: stay's own record, so nothing to report from it
+        return []
+    found = data.get("findings") if isinstance(data, dict) else None
+    return [f for f in found if isinstance(f, dict)] if isinstance(found, list) else []
+
+
+def _family(code: str, kind: str, severity: Severity, owner: Owner, what: str) -> Rule:
+    def check(course: Course) -> Iterator[Finding]:
+        for lesson in course.lessons:
+            texts = _texts(lesson)
+            paths = {"content": lesson.md.path, "exercises": lesson.exercises.path, "quiz": lesson.quiz.path}
+            for found in (f for f in _review(course, lesson) if f.get("kind") == kind and stands(f, texts)):
+                file = str(found["file"])
+                values = {"what": what, "quote": " ".join(str(found["quote"]).split()),
+                          "why": found.get("why", ""), "fix": found.get("fix", "")}
+                yield Finding(paths[file], show(str(found.get("item") or "-")), True, values,
+                              file if file in ("content", "exercises", "quiz") else owner)  # type: ignore[arg-type]
+
+    check.__name__ = code
+    check.__doc__ = (f"The review found {what} (kind {kind}), and the words it quoted still stand in the file: "
+                     "the judging model's finding, kept only because its quote was found there.")
+    return rule(code, severity, owner, TEMPLATE, group=Group.STAY)(check)
+
+
+FAIL, WARN = Severity.FAIL, Severity.WARN
+rev001 = _family("rev001", "wrong_key", FAIL, "quiz", "the marked answer is wrong")
+rev002 = _family("rev002", "two_right", FAIL, "quiz", "another option is also right")
+rev003 = _family("rev003", "solution", FAIL, "exercises", "a solution that does not follow from its task or data")
+rev004 = _family("rev004", "contradiction", FAIL, "content", "a contradiction of the plan or the running example")
+rev005 = _family("rev005", "untaught", WARN, "quiz", "an item that tests nothing the lesson teaches")
+
+RULES = (rev001, rev002, rev003, rev004, rev005)
