@@ -149,7 +149,7 @@ def _result(ns: argparse.Namespace, settings: Settings) -> BuildResult:
                       settings=settings, show=ns.show, keep=ns.keep)
     return run_command(ns.command, ns.target, courses_dir=ns.courses_dir, yes=getattr(ns, "yes", False),
                        slug=ns.slug, settings=settings, replay=ns.replay, batch=ns.batch,
-                       screen=getattr(ns, "screen", True))
+                       screen=getattr(ns, "screen", True), review=getattr(ns, "review", True))
 
 
 def _printed(ns: argparse.Namespace, result: BuildResult) -> int:

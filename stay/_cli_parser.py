@@ -98,6 +98,10 @@ def _parser() -> argparse.ArgumentParser:
             command.add_argument("--no-screen", dest="screen", action="store_false",
                                  help="screen the brief with nothing (no input moderation); the run log records "
                                       "it. A backend that cannot screen needs it")
+        if name in ("build", "write", "repair"):  # the commands that run the review
+            command.add_argument("--no-review", dest="review", action="store_false",
+                                 help="do not have the judging model review each lesson after the wave (on by "
+                                      "default with a model backend; the offline backend never reviews)")
         command.add_argument("--batch", action="store_true",
                              help="send the wave through one Message Batch (half price, slower)")
         command.add_argument("--replay", action="store_true",

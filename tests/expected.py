@@ -12,12 +12,15 @@ from stay.artefacts import FILES, Curriculum, load
 from stay.pipeline import graph
 from stay.stages import REGISTRY, Phase, Stage
 
+OFFLINE: tuple[Stage, ...] = tuple(stage for stage in REGISTRY if stage.phase != "review")
+"""The stages an offline build runs: all but the review, which needs a model to read a lesson."""
+
 
 def curriculum_of(course: Path) -> Curriculum:
     return load(course / "curriculum.yaml", Curriculum)
 
 
-def calls(curriculum: Curriculum, stages: Sequence[Stage] = REGISTRY,
+def calls(curriculum: Curriculum, stages: Sequence[Stage] = OFFLINE,
           phases: tuple[Phase, ...] = ("design", "plan", "wave")) -> dict[str, int]:
     """stage -> the model calls a fresh build makes for it: one for a course-scope stage,
     one per module or per lesson for the others."""
@@ -26,7 +29,7 @@ def calls(curriculum: Curriculum, stages: Sequence[Stage] = REGISTRY,
     return {stage.name: per_scope[stage.scope] for stage in stages if stage.phase in phases}
 
 
-def total_calls(curriculum: Curriculum, stages: Sequence[Stage] = REGISTRY,
+def total_calls(curriculum: Curriculum, stages: Sequence[Stage] = OFFLINE,
                 phases: tuple[Phase, ...] = ("design", "plan", "wave")) -> int:
     return sum(calls(curriculum, stages, phases).values())
 
@@ -38,7 +41,7 @@ def wave_tasks(curriculum: Curriculum, stages: Sequence[Stage] = REGISTRY) -> in
     return lessons + sum(stage.phase == "wave" and stage.scope == "course" for stage in stages)
 
 
-def files_written(course: Path, stages: Sequence[Stage] = REGISTRY) -> int:
+def files_written(course: Path, stages: Sequence[Stage] = OFFLINE) -> int:
     """The files a fresh build of ``course`` with both gates auto-approved writes: each
     stage's (one per lesson for module and lesson scope), each file written from a stage's
     file (``Artefact.derived``: example.yaml's data files, as it stands on disk), every course

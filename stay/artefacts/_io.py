@@ -151,9 +151,9 @@ def artefact_type(path: str | os.PathLike[str]) -> type[Artefact]:
     if ASSET_PATTERN.fullmatch(f"{Path(path).parent.name}/{name}"):
         return AssetText  # a data file: its text, as it is
     # a lesson's file by what follows {lesson}, and the folder before it (.review/) if its FILE names one
-    lesson_files = [(*pattern.split("{lesson}"), model) for pattern, model in FILES.items() if "{lesson}" in pattern]
     folder = f"{Path(path).parent.name}/"
-    for before, suffix, model in sorted(lesson_files, key=lambda row: -len(row[1])):  # .plan.yaml before a .yaml
+    lesson_files = [(pattern.partition("{lesson}"), model) for pattern, model in FILES.items() if "{lesson}" in pattern]
+    for (before, _, suffix), model in sorted(lesson_files, key=lambda row: -len(row[0][2])):  # .plan.yaml first
         if name.endswith(suffix) and before in ("", folder):
             return model
     top = FILES.get(name)

@@ -44,6 +44,8 @@ def open_course_named(slug: str, courses_dir: str | os.PathLike[str], settings: 
             raise CourseNotFound(no_course(slug, courses_dir), path=root)
         prompts, chosen = reconciled(Prompts.load(chosen.prompts_dir, tuple(stages)), chosen)
         chosen, backend = judged_by(chosen, built_with(root))
+        if backend == "offline":  # an offline build reviews no lesson: its reviews are not missing, never made
+            stages = tuple(stage for stage in stages if stage.phase != "review")
         return open_course(root, Sources(prompts, chosen.models, tuple(stages), backend), chosen, tuple(stages))
     except StayError:  # a stay error that is an OSError too (BriefNotFound) says its own fix
         raise
@@ -206,6 +208,8 @@ def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
         stages = tuple(REGISTRY)
         prompts, chosen = reconciled(Prompts.load(chosen.prompts_dir, stages), chosen)
         chosen, backend = judged_by(chosen, built_with(root))
+        if backend == "offline":  # an offline build reviews no lesson: its reviews are not missing, never made
+            stages = tuple(stage for stage in stages if stage.phase != "review")
         state = open_course(root, Sources(prompts, chosen.models, stages, backend), chosen, stages)
         state.hash_once()
         state.adopt()

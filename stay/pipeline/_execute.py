@@ -108,7 +108,7 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
                          wave=tally.wave, trace_id=tracer.trace_id, cost=spent.cost,
                          usage_by_stage=spent.usage_by_stage, unpriced=spent.unpriced,
                          cost_by_stage=spent.cost_by_stage, calls_by_stage=spent.calls_by_stage,
-                         retired=tuple(sorted(tally.retired)), diff=diff,
+                         retired=tuple(sorted(tally.retired)), diff=diff, not_reviewed=config.not_reviewed,
                          unresolved=tuple(d for path in sorted(tally.unresolved) for d in tally.unresolved[path]))
     run.report.end(result.outcome, "complete" if result.complete else "stopped")
     return result

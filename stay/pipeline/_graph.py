@@ -28,10 +28,10 @@ if TYPE_CHECKING:
     import networkx as nx
 
 KINDS = ("entry", "router", "guard", "stage", "gate-summary", "gate-ask", "gate-record", "wave",
-         "barrier", "mechanical", "validate", "repair", "revise")
+         "barrier", "review", "mechanical", "validate", "repair", "revise")
 
-AFTER_GATES = ("wave", "finish", "repair", "revise")
-"""The phases after every gate: the wave, what follows it, and revise's own nodes."""
+AFTER_GATES = ("wave", "review", "finish", "repair", "revise")
+"""The phases after every gate: the wave, its review, what follows them, and revise's own nodes."""
 PHASES = (*GATED, *AFTER_GATES)
 """What a stage or mechanical node authors (a declaration with other gates has its own,
 ``PipelineDecl.phases``). A command names the phases it may write; in the others its
@@ -112,7 +112,7 @@ def declare(stages: Sequence[Stage] = REGISTRY, gates: Sequence[GateDecl] = GATE
         found = []
         for node, members in by_node.items():
             if members[0].phase == phase:
-                kind = "wave" if phase == "wave" else "stage"
+                kind = phase if phase in ("wave", "review") else "stage"
                 found.append(NodeDecl(node, kind, True, tuple(s.name for s in members), phase=phase))
         return found
 
@@ -121,6 +121,7 @@ def declare(stages: Sequence[Stage] = REGISTRY, gates: Sequence[GateDecl] = GATE
     phases = (*(gate.closes for gate in gates), *AFTER_GATES)
     gated = [(gate, nodes_of(gate.closes)) for gate in gates]
     wave = nodes_of("wave")
+    reviews = [node.name for node in nodes_of("review")]  # after the barrier: it reads what the wave wrote
     before = ("entry", "choose_entry", "intake", "moderate", "scaffold", "choose_work")
     spine = (*before, *(name for gate, staged in gated for name in (*(n.name for n in staged), *gate.nodes)))
     gate_nodes = {gate.name: (
@@ -148,6 +149,7 @@ def declare(stages: Sequence[Stage] = REGISTRY, gates: Sequence[GateDecl] = GATE
         *(node for gate, staged in gated for node in (*staged, *gate_nodes[gate.name])),
         *wave,
         NodeDecl("gather", "barrier", False, doc="Waits for every wave task (the barrier); reports what the wave did."),
+        *nodes_of("review"),
         NodeDecl("merge_glossary", "mechanical", True, phase="finish", doc="glossary.yaml from the plans."),
         NodeDecl("land_manifest", "mechanical", True, phase="finish",
                  doc="Retires files no longer in the curriculum; course.yaml's status projection."),
@@ -163,7 +165,7 @@ def declare(stages: Sequence[Stage] = REGISTRY, gates: Sequence[GateDecl] = GATE
         *(edge for guard in GUARDS for edge in (("choose_entry", guard), (guard, "intake"))),
         *((last_record, node.name) for node in wave),
         *((node.name, "gather") for node in wave),
-        ("gather", "merge_glossary"), ("merge_glossary", "land_manifest"),
+        *itertools.pairwise(("gather", *reviews, "merge_glossary")), ("merge_glossary", "land_manifest"),
         ("land_manifest", "validate"), ("validate", "repair"),
         ("choose_work", "revise_files"), ("revise_files", "revise_gather"), ("revise_gather", "validate"),
     )
@@ -174,9 +176,9 @@ def declare(stages: Sequence[Stage] = REGISTRY, gates: Sequence[GateDecl] = GATE
                              "build or resume: design, gate, plans, gate, wave, validate, repair"),
         "plan": CommandDecl("require_design", plan.record, (plan.closes,),
                             "plan every lesson and stop after the plan gate"),
-        "write": CommandDecl("require_gates", "repair", ("wave", "finish", "repair"),
+        "write": CommandDecl("require_gates", "repair", ("wave", "review", "finish", "repair"),
                              "lessons, exercises, quizzes and the capstone, then validate and repair"),
-        "repair": CommandDecl("repair_seed", "repair", ("repair",),
+        "repair": CommandDecl("repair_seed", "repair", ("review", "repair"),
                               "validate, then repair leaf artefacts in bounded rounds"),
         "revise": CommandDecl("revise_seed", "validate", ("revise",),
                               "regenerate the named artefacts with a reviewer's note, nothing else",
@@ -290,8 +292,11 @@ def problems(given: Dag | nx.DiGraph[str]) -> list[str]:
                 found.append(f"node {name}'s reference set for {stage} is not the one its front matter derives")
     for before, after in (("gather", "merge_glossary"), ("merge_glossary", "land_manifest"),
                           ("land_manifest", "validate")):
-        if before in graph and after in graph and not graph.has_edge(before, after):
-            found.append(f"{before} must lead directly to {after}")
+        step = before  # through the review nodes alone, which read what the wave wrote
+        while step in graph and [graph.nodes[n]["kind"] for n in graph.successors(step)] == ["review"]:
+            step = next(iter(graph.successors(step)))
+        if before in graph and after in graph and not graph.has_edge(step, after):
+            found.append(f"{before} must lead directly to {after} (through the review, if any)")
     return found
 
 

@@ -10,17 +10,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from stay.artefacts import Artefact, Brief, CourseExample, LessonPlan, Module, Outcomes
+from stay.artefacts import Artefact, Brief, CourseExample, LessonPlan, Module, Outcomes, dump
 from stay.errors import GraphError, PipelineError
 from stay.pipeline._layout import BRIEF, CourseLayout, LessonPlace, norm_term
 from stay.stages import (
     AllPlansInput,
     BriefInput,
+    DataFilesInput,
     DefinitionsInput,
     EarlierLessonsInput,
     EarlierPlansInput,
     ExampleInput,
     FileInput,
+    LessonFileInput,
     LessonOutcomesInput,
     LessonPlanInput,
     ModuleIdInput,
@@ -29,6 +31,8 @@ from stay.stages import (
 )
 
 Unit = LessonPlace | Module | None
+DATA_CHARS = 8_000
+"""The most of a data file's text a request carries (``DataFilesInput``)."""
 """What one call is about: a lesson, a module, or (None) the course."""
 
 
@@ -42,6 +46,8 @@ class Reader(Protocol):
     def layout(self) -> CourseLayout: ...
 
     def load(self, path: str) -> Artefact: ...
+
+    def exists(self, path: str) -> bool: ...
 
     def plans(self) -> dict[str, LessonPlan]: ...
 
@@ -69,6 +75,10 @@ def input_paths(source: Source, unit: Unit, layout: CourseLayout, plans: Mapping
         return [layout.plan_path(p) for p in _earlier(layout, _module(unit))]
     if isinstance(source, AllPlansInput):
         return layout.plan_paths()
+    if isinstance(source, LessonFileInput):
+        return [_place(unit).path(source.file)]
+    if isinstance(source, DataFilesInput):  # the files' text is example.yaml's; which are named, the lesson's
+        return [CourseExample.FILE, *(_place(unit).path(file) for file in source.named_in)]
     raise GraphError(f"no way to find an input of kind {type(source).__name__}")
 
 
@@ -87,6 +97,10 @@ def input_value(source: Source, unit: Unit, reader: Reader) -> Any:
         return example.running()
     if isinstance(source, ModuleIdInput):
         return _module(unit).id
+    if isinstance(source, LessonFileInput):
+        return reader.load(_place(unit).path(source.file))
+    if isinstance(source, DataFilesInput):
+        return _data_files(source, _place(unit), reader)
     if isinstance(source, LessonOutcomesInput):
         outcomes = reader.load("outcomes.yaml")
         assert isinstance(outcomes, Outcomes)
@@ -114,6 +128,17 @@ def stage_inputs(stage: Stage, unit: Unit, reader: Reader) -> dict[str, Any]:
 def direct_inputs(stage: Stage, unit: Unit, layout: CourseLayout, plans: Mapping[str, LessonPlan]) -> list[str]:
     """The artefacts an output of ``stage`` for ``unit`` is made from (sorted, unique)."""
     return sorted({path for _name, source in stage.inputs for path in input_paths(source, unit, layout, plans)})
+
+
+def _data_files(source: DataFilesInput, place: LessonPlace, reader: Reader) -> dict[str, str]:
+    """path -> the text of each data file the lesson's files name (``source.named_in``, those
+    that exist), cut at ``DATA_CHARS``; {} when the course has no example or none is named."""
+    if not reader.exists(CourseExample.FILE):
+        return {}
+    example = reader.load(CourseExample.FILE)
+    assert isinstance(example, CourseExample)
+    said = "".join(dump(reader.load(path)) for path in map(place.path, source.named_in) if reader.exists(path))
+    return {file.path: file.text[:DATA_CHARS] for file in example.files if file.path in said}
 
 
 def _relied_on(plan: LessonPlan) -> list[str]:

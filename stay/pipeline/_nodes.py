@@ -43,7 +43,7 @@ from stay.pipeline._retire_copy import keep_edited
 from stay.pipeline._revise import check_revisions, pending, revise_files, revise_gather, threads
 from stay.pipeline._run import RunConfig, Tally, Walk, Writer
 from stay.pipeline._state import CourseState, load_manifest
-from stay.pipeline._wave import wave_of
+from stay.pipeline._wave import review_stale, wave_of
 from stay.stages import Stage
 from stay.validate import Severity
 
@@ -274,6 +274,11 @@ def gather(config: RunConfig, reader: RunReader, model: ModelGateway, report: Re
         report.say(f"wave: gathered {plural(wave.total, 'task')}")
 
 
+def review(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer) -> None:
+    """After the barrier: the judging model reviews every lesson whose review is stale."""
+    review_stale(config, reader, model, report, writer)
+
+
 def merge_glossary(config: RunConfig, reader: RunReader, report: Reporter, ledger: CourseState, writer: Writer,
                    node: Node) -> None:
     """glossary.yaml from every plan's new terms, in lesson order, then by term."""
@@ -368,7 +373,7 @@ def handlers(pipeline: Dag) -> dict[str, Handler]:
 
 BY_KIND: Mapping[str, Callable[..., object]] = {
     "router": choose, "gate-summary": summary, "gate-ask": ask, "gate-record": record, "guard": require,
-    "repair": repair,
+    "repair": repair, "review": review,
 }
 """The handler of a node of each of these kinds (a guard with ``requires_by_phase`` is revise's)."""
 

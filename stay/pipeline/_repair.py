@@ -22,6 +22,7 @@ from stay.pipeline._fix import Change, Fixer, fix
 from stay.pipeline._layout import GLOSSARY, norm_term
 from stay.pipeline._reader import RunReader
 from stay.pipeline._run import RunConfig
+from stay.pipeline._wave import review_stale
 from stay.validate import Defect
 
 STOP_NOTHING_REMAINS = "nothing remains"
@@ -144,6 +145,9 @@ def repair_course(fixer: Fixer) -> RepairReport:
         before = sum(map(len, todo.values()))
         say(f"repair: round {len(rounds) + 1}: {plural(before, 'defect')} in {plural(len(todo), 'file')}")
         changes = [fix(fixer, path, todo[path]) for path in sorted(todo)]
+        # a rewritten lesson's review is stale: reviewed again before the count, so a fixed
+        # answer key is confirmed by the reviewer, not assumed
+        review_stale(config, reader, fixer.again.model, fixer.report, fixer.again.writer)
         report = course_report(config.root, config.settings)  # the run's house style, as the validate node's
         router = Router.of(config, reader)
         routed: dict[str, list[Defect]] = {}

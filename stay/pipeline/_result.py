@@ -96,6 +96,9 @@ class BuildResult:
     """Model calls per stage (a billed call that failed is counted too)."""
     diff: str = ""
     """``revise --show``: the unified diff each proposal would make (nothing was written)."""
+    not_reviewed: str = ""
+    """Why no lesson was reviewed by the judging model (the offline backend, ``--no-review``);
+    '' when the review ran where a lesson needed it."""
 
     @property
     def spent(self) -> Spent:
@@ -139,6 +142,8 @@ class BuildResult:
         report = self.validation
         if report is not None:
             lines.append(f"validation: {report.fails} FAIL, {report.warns} WARN ({plural(report.checks, 'check')})")
+            if self.not_reviewed:  # never a pass it did not make
+                lines.append(f"review: not run, so no lesson was reviewed ({self.not_reviewed})")
             if self.repair is not None:
                 lines.append(f"repair: stopped because {self.repair.stop}")
                 lines += [f"repair: round {n}: {change.path}: {change.describe()}"

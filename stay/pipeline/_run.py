@@ -93,6 +93,8 @@ class RunConfig:
     routes: Mapping[str, str] = field(default_factory=dict)
     """Router -> the successor this command goes on to (``_graph.route``): what a router
     node answers, and the runner follows."""
+    not_reviewed: str = ""
+    """Why this run reviews no lesson (the offline backend, ``--no-review``); '' when it may."""
     speaks: Speaks = field(default_factory=SPEAKS.get)
     """Who the hints are for, taken when the run starts (``stay._words.SPEAKS``)."""
 

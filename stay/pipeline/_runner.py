@@ -69,7 +69,7 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                 progress: Progress | None = None, slug: str | None = None,
                 on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
                 stages: Sequence[Stage] | None = None, revisions: Mapping[str, str] | None = None,
-                force: bool = False, screen: bool = True, show: bool = False) -> BuildResult:
+                force: bool = False, screen: bool = True, show: bool = False, review: bool = True) -> BuildResult:
     """Run one command. ``target`` is a Brief, a brief file, or (plan, write, repair,
     build of an existing course) a course slug. The rest as for ``build_course``;
     ``revisions``, ``force`` and ``show`` are ``revise``'s."""
@@ -81,7 +81,7 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
         return _run_command(command, target, courses_dir=courses_dir, yes=yes, settings=chosen, client=client,
                             progress=progress or default_progress(), slug=slug, on_node=on_node, replay=replay,
                             batch=batch, stages=tuple(REGISTRY if stages is None else stages),
-                            revisions=dict(revisions or {}), force=force, screen=screen, show=show)
+                            revisions=dict(revisions or {}), force=force, screen=screen, show=show, review=review)
     except StayError:  # a BriefNotFound is an OSError too, and already says what to do
         raise
     except OSError as exc:
@@ -115,7 +115,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
                  yes: bool, settings: Settings, client: ModelClient | None, progress: Progress,
                  slug: str | None, on_node: Callable[[str], None] | None, replay: bool, batch: bool,
                  stages: tuple[Stage, ...], revisions: dict[str, str], force: bool, screen: bool,
-                 show: bool = False) -> BuildResult:
+                 show: bool = False, review: bool = True) -> BuildResult:
     say = progress
     pipeline = _pipeline(stages)
     declared: CommandDecl | None = pipeline.graph["commands"].get(command)
@@ -145,6 +145,9 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
         check_duration(brief.time_available, f"course '{slug}' brief", limits)
     chosen = client if client is not None else default_backend(settings, say)
     settings = with_backend_models(settings, chosen)
+    stages, not_reviewed = reviewing(stages, chosen, review)
+    if not_reviewed:  # the run's graph has no review node, and its ledger no review file
+        pipeline = _pipeline(stages)
     sources = Sources(prompts, settings.models, stages, chosen.name)
     # Every id and path on disk is checked before anything is written or locked.
     state = open_course(root, sources, settings, stages) if exists else None
@@ -182,6 +185,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
                            settings=settings, prompts=prompts, stages=stages, limits=limits, sources=sources,
                            yes=yes, run_number=next_run_number(root) if state else 1, batch=batching,
                            revisions=revisions, force=force, screen=screen, show=show,
+                           not_reviewed=not_reviewed if "review" in declared.authors else "",
                            routes={name: route(pipeline, command, name) for name, attrs in pipeline.nodes(data=True)
                                    if attrs["kind"] == "router"})
         run = Run.start(config, chosen, say, brief, state=state, course_lock=lock)
@@ -193,6 +197,15 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
                 run.walk.wave.then(held.release)  # only once every wave worker has ended
             else:
                 held.release()
+
+
+def reviewing(stages: tuple[Stage, ...], backend: ModelClient, review: bool) -> tuple[tuple[Stage, ...], str]:
+    """The run's stages and, when they review no lesson, why: the offline backend cannot
+    read prose, so it never reviews (and never reports a pass it did not make), and
+    ``--no-review`` turns the review off. Then the review stage is not one of the run's."""
+    why = ("the offline backend cannot read a lesson; build with a model backend to review" if
+           isinstance(backend, OfflineBackend) else "" if review else "--no-review was given")
+    return (tuple(s for s in stages if s.phase != "review"), why) if why else (stages, "")
 
 
 @functools.cache
@@ -221,7 +234,7 @@ def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os
                  backend: ModelClient | BackendName | None = None, prompts_dir: str | os.PathLike[str] | None = None,
                  cache: bool | None = None, progress: Progress | None = None, slug: str | None = None,
                  on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
-                 stages: Sequence[Stage] | None = None, screen: bool = True) -> BuildResult:
+                 stages: Sequence[Stage] | None = None, screen: bool = True, review: bool = True) -> BuildResult:
     """Build a course from its brief, resuming from whatever is on disk.
 
     Stops at the design gate and the plan gate unless their approvals hold; with
@@ -237,11 +250,12 @@ def build_course(brief: Brief | str | os.PathLike[str], *, courses_dir: str | os
     ``stages`` is the stage registry (``None``: ``stay.stages.REGISTRY``; a ``None`` default, not the
     registry itself, keeps ``help(build_course)`` readable). ``screen=False``
     (``--no-screen``) builds with no input moderation, said and written in the run log;
-    a backend without the "screen" feature needs it.
+    a backend without the "screen" feature needs it. ``review=False`` (``--no-review``): the
+    judging model reviews no lesson after the wave (the offline backend never does).
     """
     return run_command("build", brief, courses_dir=courses_dir, yes=yes, settings=settings, backend=backend,
                        prompts_dir=prompts_dir, cache=cache, progress=progress, slug=slug, on_node=on_node,
-                       replay=replay, batch=batch, stages=stages, screen=screen)
+                       replay=replay, batch=batch, stages=stages, screen=screen, review=review)
 
 
 def revise(slug: str, targets: Sequence[str], *, note: str | None = None,

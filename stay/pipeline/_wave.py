@@ -24,17 +24,22 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from stay._display import plural
-from stay.artefacts import Artefact
+from stay.artefacts import Artefact, LessonReview
 from stay.models import prefetch
+from stay.pipeline._checks import course_report
 from stay.pipeline._gateway import ModelGateway
+from stay.pipeline._layout import LessonPlace
 from stay.pipeline._policy import needs_writing
-from stay.pipeline._produce import Job, job
+from stay.pipeline._produce import Job, Note, job
 from stay.pipeline._reader import RunReader
 from stay.pipeline._reporter import Reporter
 from stay.pipeline._run import RunConfig, Tally, Walk, Writer
 from stay.pipeline._state import CourseState
 from stay.settings import Settings
-from stay.stages import Stage
+from stay.stages import LessonFileInput, Stage
+from stay.validate import Defect, Severity
+
+WARNINGS = "validator_warnings"
 
 
 @dataclass(frozen=True)
@@ -264,3 +269,39 @@ def _report_behind(config: RunConfig, reader: RunReader, ledger: CourseState, re
     if behind:
         report.say(f"wave: {plural(len(behind), 'file')} missing or stale; stay {config.command} does not "
                    f"write them ({config.hint('write', config.slug)} does)")
+
+
+def review_stale(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer) -> None:
+    """Review each lesson whose review is missing or stale (the ledger: a lesson whose files
+    did not change is not reviewed again) and whose reviewed files all exist, concurrently
+    within the wave's caps, through the same gateway. Run after the wave's barrier, and by
+    repair after a round rewrote a lesson's files, so a fix is confirmed by the reviewer."""
+    stage = next((s for s in config.stages if s.phase == "review"), None)  # none: offline, or --no-review
+    if stage is None:
+        return
+    reviewed = [source.file for _name, source in stage.inputs if isinstance(source, LessonFileInput)]
+    todo = [place for place in reader.layout.lessons() if all(reader.exists(place.path(f)) for f in reviewed)
+            and needs_writing(config, writer.walk.course, report, place.path(stage.output), stage.phase)]
+    if not todo:
+        return
+    # The validator's WARNs on the files the review reads go with each request, so the model
+    # judges the lesson as a whole. They are computed from those files, which are the review's
+    # ledger inputs already, so they need no edge of their own.
+    warns = [d for d in course_report(config.root, config.settings).defects
+             if d.severity == Severity.WARN and not d.code.startswith("rev")]
+    lessons = {place.id: [job(config, reader, stage, place, (_warnings(place, reviewed, warns),))] for place in todo}
+    wave = writer.walk.wave = Wave(model, report, writer, config.settings, lessons, {})
+    report.say(f"review: {plural(len(lessons), 'lesson')} by the judging model ({config.settings.model('judging')})")
+    wave.start_lessons()
+    wave.wait()
+    for place in todo:
+        path = place.path(stage.output)
+        made = reader.load(path) if reader.exists(path) else None
+        if isinstance(made, LessonReview) and made.dropped:
+            report.say(f"  {path}: {plural(made.dropped, 'finding')} dropped, its quote not found in its file")
+
+
+def _warnings(place: LessonPlace, reviewed: list[str], warns: list[Defect]) -> Note:
+    paths = {place.path(file) for file in reviewed}
+    lines = [d.line() for d in warns if d.path in paths]
+    return Note(WARNINGS, lines, "\n".join(f"- {line}" for line in lines) or "none")

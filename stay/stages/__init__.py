@@ -23,6 +23,7 @@ from stay.stages import (
     outcomes,
     plan,
     quiz,
+    review,
 )
 from stay.stages._prompt import (
     REGENERATE,
@@ -38,11 +39,13 @@ from stay.stages._references import COMMON_REFERENCES
 from stay.stages._stage import (
     AllPlansInput,
     BriefInput,
+    DataFilesInput,
     DefinitionsInput,
     EarlierLessonsInput,
     EarlierPlansInput,
     ExampleInput,
     FileInput,
+    LessonFileInput,
     LessonOutcomesInput,
     LessonPlanInput,
     ModuleIdInput,
@@ -63,6 +66,7 @@ REGISTRY: tuple[Stage, ...] = (
     exercises.STAGE,
     quiz.STAGE,
     capstone.STAGE,
+    review.STAGE,
 )
 """Every stage, in the order the pipeline runs them (the design stages in this order)."""
 
@@ -93,11 +97,13 @@ __all__ = [
     "STAGES",
     "AllPlansInput",
     "BriefInput",
+    "DataFilesInput",
     "DefinitionsInput",
     "EarlierLessonsInput",
     "EarlierPlansInput",
     "ExampleInput",
     "FileInput",
+    "LessonFileInput",
     "LessonOutcomesInput",
     "LessonPlanInput",
     "ModuleIdInput",

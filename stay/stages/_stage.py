@@ -30,8 +30,9 @@ from stay.stages._offline_repair import answer_offline
 from stay.stages._prompt import Prompts, build_request, parse_answer
 from stay.stages._references import written_path
 
-Phase = Literal["design", "plan", "wave"]
-"""When a stage runs: before the design gate, between the gates, or in the wave."""
+Phase = Literal["design", "plan", "wave", "review"]
+"""When a stage runs: before the design gate, between the gates, in the wave, or after it
+(the review, which reads what the wave wrote)."""
 Scope = Literal["course", "module", "lesson"]
 """What one call is about: the whole course, one module (its lessons' artefacts in one
 answer), or one lesson."""
@@ -98,12 +99,31 @@ class AllPlansInput:
     """Every lesson plan of the course, in lesson order."""
 
 
+@dataclass(frozen=True)
+class LessonFileInput:
+    """This lesson's file of a kind, as it stands (``file``: its ``FILE``, e.g.
+    ``{lesson}.quiz.yaml``): what a stage after the wave reads back (lesson scope)."""
+
+    file: str
+
+
+@dataclass(frozen=True)
+class DataFilesInput:
+    """The whole text of each of the running example's data files that this lesson's files
+    (``named_in``, their ``FILE`` patterns) name, each cut at 8,000 characters: enough to
+    check a figure against the data, bounded however large a file is (lesson scope)."""
+
+    named_in: tuple[str, ...]
+
+
 Source = (BriefInput | FileInput | ExampleInput | LessonPlanInput | LessonOutcomesInput
-          | EarlierLessonsInput | DefinitionsInput | ModuleIdInput | EarlierPlansInput | AllPlansInput)
+          | EarlierLessonsInput | DefinitionsInput | ModuleIdInput | EarlierPlansInput | AllPlansInput
+          | LessonFileInput | DataFilesInput)
 
 SCOPED: Mapping[type, tuple[Scope, ...]] = {
     LessonPlanInput: ("lesson",), LessonOutcomesInput: ("lesson",), EarlierLessonsInput: ("lesson",),
     DefinitionsInput: ("lesson",), ModuleIdInput: ("module",), EarlierPlansInput: ("module",),
+    LessonFileInput: ("lesson",), DataFilesInput: ("lesson",),
 }
 """Inputs that only make sense for a scope; the rest fit every scope."""
 

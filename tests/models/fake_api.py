@@ -518,6 +518,11 @@ class FakeMessagesAPI(LocalServer):
         self.screen_usage: list[dict[str, int]] = []
         """The usage billed for each screen (a request with no stage), as ``screens`` has them."""
         self.violations: list[str] = []
+        self.scripted: dict[str, Callable[[dict[str, Any], dict[str, Any]], Any]] = {}
+        """Stage -> a test's script for its answers, given the inputs the request shows and
+        the offline answer; what it returns is held to the wire schema like any answer, so a
+        script plays a model that answers differently (a reviewer that finds a wrong key, a
+        quiz with one planted), never one the real API could not return."""
         self.accounting = accounting or CacheAccounting()
         self.latency = latency
         api = self
@@ -789,7 +794,9 @@ class FakeMessagesAPI(LocalServer):
     def answer(self, body: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
         """The answer to a stage request (``answer_for``) or the screen (``verdict``), as long
         as a real model writes it when ``realistic`` is set; held to the wire schema."""
-        data = answer_for(body) if is_stage(body) else enforce(body, verdict)
+        script = self.scripted.get(stage_of(body)) if is_stage(body) else None
+        data = enforce(body, script(inputs_of(body), answer_for(body))) if script else \
+            answer_for(body) if is_stage(body) else enforce(body, verdict)
         if self.realistic is None:
             return data
         grown: dict[str, Any] = enforce(body, self.realistic.answer(body, data, inputs_of(body)))

@@ -1,0 +1,56 @@
+"""After the wave: the judging model reviews each lesson with its plan, its outcomes, the
+running example's data, its exercises and its quiz, for what is wrong for a learner (a
+wrong answer key, a second right option, a solution that does not follow, a contradiction,
+an untaught item). A finding is kept only when its quote stands in the file and item it
+names; the rest are dropped and counted. The ``rev`` rules make the kept ones defects."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from stay.artefacts import Exercises, LessonContent, LessonReview, Quiz, ReviewFinding, to_data
+from stay.stages._stage import (
+    DataFilesInput,
+    LessonFileInput,
+    LessonOutcomesInput,
+    LessonPlanInput,
+    Stage,
+)
+from stay.validate.rules.rev import item_texts, stands
+
+REVIEWED = {"content": LessonContent.FILE, "exercises": Exercises.FILE, "quiz": Quiz.FILE}
+"""What the review reads, by the name a finding's ``file`` gives it."""
+
+
+class ReviewAnswer(BaseModel):
+    findings: list[ReviewFinding] = Field(description="Every problem found, each quoted; empty when nothing is "
+                                                      "wrong.")
+
+
+def _kept(answer: ReviewAnswer, inputs: Mapping[str, Any]) -> LessonReview:
+    """The findings whose quote stands in the file (and item) they name; the rest counted."""
+    content = inputs["content"]
+    texts = {"content": item_texts("content", content.body if isinstance(content, LessonContent) else ""),
+             **{name: item_texts(name, to_data(inputs[name])) for name in ("exercises", "quiz")}}
+    kept = [found for found in answer.findings if stands(to_data(found), texts)]
+    return LessonReview(lesson=inputs["plan"].lesson, findings=kept, dropped=len(answer.findings) - len(kept))
+
+
+def _offline(_inputs: dict[str, Any]) -> dict[str, Any]:
+    """For fakes that answer as a model would: nothing found. The offline backend never runs
+    the review (a template cannot read prose, and must not report a pass it did not make)."""
+    return {"findings": []}
+
+
+STAGE = Stage(
+    name="review", role="judging", phase="review", scope="lesson", answer=ReviewAnswer, makes=LessonReview,
+    offline=_offline, node="review",
+    inputs=(("plan", LessonPlanInput()), ("outcomes", LessonOutcomesInput()),
+            ("data_files", DataFilesInput(tuple(REVIEWED.values()))),
+            *((name, LessonFileInput(file)) for name, file in REVIEWED.items())),
+    needs=(),
+    make=_kept,
+)
