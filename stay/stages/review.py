@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from stay.artefacts import Exercises, LessonContent, LessonReview, Quiz, ReviewFinding, to_data
 from stay.stages._stage import (
     DataFilesInput,
+    FileInput,
     LessonFileInput,
     LessonOutcomesInput,
     LessonPlanInput,
@@ -48,9 +49,10 @@ def _offline(_inputs: dict[str, Any]) -> dict[str, Any]:
 STAGE = Stage(
     name="review", role="judging", phase="review", scope="lesson", answer=ReviewAnswer, makes=LessonReview,
     offline=_offline, node="review",
-    inputs=(("plan", LessonPlanInput()), ("outcomes", LessonOutcomesInput()),
+    inputs=(("plan", LessonPlanInput()), ("outcomes", LessonOutcomesInput()), ("audience", FileInput("audience.yaml")),
             ("data_files", DataFilesInput(tuple(REVIEWED.values()))),
             *((name, LessonFileInput(file)) for name, file in REVIEWED.items())),
     needs=(),
+    shared=("audience",),  # one cached prefix for every lesson's review
     make=_kept,
 )

@@ -22,11 +22,13 @@ from stay.stages import (
     STAGES,
     AllPlansInput,
     BriefInput,
+    DataFilesInput,
     DefinitionsInput,
     EarlierLessonsInput,
     EarlierPlansInput,
     ExampleInput,
     FileInput,
+    LessonFileInput,
     LessonOutcomesInput,
     LessonPlanInput,
     ModuleIdInput,
@@ -94,19 +96,21 @@ def written_before(stage: Stage) -> set[str]:
     later file ("pick methods in `assessment.yaml`" in a reference the curriculum shares)
     speaks to the stage that writes it, not to this one."""
     index = REGISTRY.index(stage)
-    return {earlier.output for earlier in REGISTRY[:index] if earlier.phase != "wave"}
+    return {earlier.output for earlier in REGISTRY[:index] if "wave" not in (earlier.phase, stage.phase)
+            or earlier.phase != stage.phase}  # the review runs after the wave, and reads it
 
 
 PLANS = STAGES["plan"].output
 _READS: dict[type, str | None] = {
     BriefInput: "course.yaml", LessonOutcomesInput: STAGES["outcomes"].output, LessonPlanInput: PLANS,
-    ExampleInput: STAGES["example"].output,
+    ExampleInput: STAGES["example"].output, DataFilesInput: STAGES["example"].output,
     DefinitionsInput: PLANS, EarlierLessonsInput: PLANS, EarlierPlansInput: PLANS, AllPlansInput: PLANS, ModuleIdInput: None,
 }
 
 
 def _reads(source: Source) -> str | None:
-    return source.path if isinstance(source, FileInput) else _READS[type(source)]
+    return source.path if isinstance(source, FileInput) else source.file if isinstance(source, LessonFileInput) \
+        else _READS[type(source)]
 
 
 def received(stage: Stage) -> set[str]:
@@ -116,7 +120,7 @@ def received(stage: Stage) -> set[str]:
 
 
 def test_every_source_kind_says_what_it_reads() -> None:
-    assert set(_READS) | {FileInput} == set(Source.__args__)  # type: ignore[attr-defined]
+    assert set(_READS) | {FileInput, LessonFileInput} == set(Source.__args__)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("stage", REGISTRY, ids=lambda stage: stage.name)
@@ -150,7 +154,9 @@ def test_every_request_shows_the_model_each_file_its_stage_reads(tmp_path: Path)
     backend = Recording()
     result = build_course(BRIEF, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
     audience = to_data(load(result.course_dir / STAGES["audience"].output, Audience))
-    readers = {stage.name: name for stage in REGISTRY for name, source in stage.inputs
+    from tests.expected import OFFLINE  # the stages an offline build asks: no review
+
+    readers = {stage.name: name for stage in OFFLINE for name, source in stage.inputs
                if isinstance(source, FileInput) and source.path == STAGES["audience"].output}
     assert {"plan", "assessment", "capstone"} <= set(readers)
     asked = [request for request, _answer in backend.seen if request.stage in readers]

@@ -23,17 +23,20 @@ from stay.artefacts import (
     Outcomes,
 )
 from stay.models import ModelAnswer, ModelRequest, OfflineBackend
+from stay.pipeline._inputs import DATA_CHARS
 from stay.stages import (
     COMMON_REFERENCES,
     SHARED_TEMPLATES,
     STAGES,
     AllPlansInput,
     BriefInput,
+    DataFilesInput,
     DefinitionsInput,
     EarlierLessonsInput,
     EarlierPlansInput,
     ExampleInput,
     FileInput,
+    LessonFileInput,
     LessonOutcomesInput,
     LessonPlanInput,
     ModuleIdInput,
@@ -119,9 +122,19 @@ def _resolve(stage: Stage, inputs: dict[str, Any], files: dict[str, Any]) -> dic
         AllPlansInput: first, LessonPlanInput: inputs["plan"], LessonOutcomesInput: inputs["own"],
         EarlierLessonsInput: inputs["earlier"], DefinitionsInput: inputs["definitions"],
     }
+    lesson = f"{inputs['prefix']}/{inputs['plan'].lesson}"
     return {name: _sample_file(source.path, inputs, files) if isinstance(source, FileInput)
             else _sample_file(CourseExample.FILE, inputs, files).running() if isinstance(source, ExampleInput)
+            else _sample_file(source.file.format(lesson=lesson), inputs, files) if isinstance(source, LessonFileInput)
+            else _data_files(source, lesson, inputs, files) if isinstance(source, DataFilesInput)
             else by_kind[type(source)] for name, source in stage.inputs}
+
+
+def _data_files(source: DataFilesInput, lesson: str, inputs: dict[str, Any], files: dict[str, Any]) -> dict[str, str]:
+    """The example's data files the sample lesson's files name, by path, their text cut as a request cuts it."""
+    said = "".join(artefacts.dump(_sample_file(file.format(lesson=lesson), inputs, files)) for file in source.named_in)
+    return {data.path: data.text[:DATA_CHARS] for data in _sample_file(CourseExample.FILE, inputs, files).files
+            if data.path in said}
 
 
 def _sample_file(path: str, inputs: dict[str, Any], files: dict[str, Any]) -> Any:

@@ -21,6 +21,7 @@ from stay.stages import REGISTRY, STAGES, Prompts
 
 DESIGN_STAGES = [stage.node_name for stage in REGISTRY if stage.phase == GATES[0].closes]
 WAVE = sorted({stage.node_name for stage in REGISTRY if stage.phase == "wave"})
+REVIEW = sorted({stage.node_name for stage in REGISTRY if stage.phase == "review"})
 GUARDS = [n for n in graph().successors("choose_entry") if n != "intake"]
 RECORDS = [gate.record for gate in GATES]
 
@@ -133,11 +134,13 @@ def test_6_every_path_to_the_first_writing_node_passes_moderate() -> None:
     assert not nx.has_path(cut, "entry", "scaffold")
 
 
-def test_7_only_gather_follows_the_wave_then_merge_then_land_then_validate() -> None:
+def test_7_only_gather_follows_the_wave_then_the_review_merge_land_and_validate() -> None:
     g = graph()
     for wave in WAVE:
         assert list(g.successors(wave)) == ["gather"]
-    assert list(g.successors("gather")) == ["merge_glossary"]
+    (review,) = REVIEW  # the review reads what the wave wrote, so it follows the barrier
+    assert list(g.successors("gather")) == [review]
+    assert list(g.successors(review)) == ["merge_glossary"]
     assert list(g.successors("merge_glossary")) == ["land_manifest"]
     assert list(g.successors("land_manifest")) == ["validate"]
 
@@ -238,18 +241,18 @@ def test_every_problem_is_reported_at_once() -> None:
 # -- a gate is a declaration; a router's answer is the edge taken; revise walks its own nodes --
 
 
-class ReviewNotes(Assessment):
-    """The toy review stage's kind of file (a kind declares where it goes)."""
+class AuditNotes(Assessment):
+    """The toy audit stage's kind of file (a kind declares where it goes)."""
 
-    FILE = "review.yaml"
+    FILE = "audit.yaml"
 
 
 def _third_gate() -> PipelineDecl:
-    """The registry plus a toy `review` phase (one stage, after the planning stages) closed
+    """The registry plus a toy `audit` phase (one stage, after the planning stages) closed
     by a toy third gate: one GateDecl, one stage declaration, nothing else."""
-    review = replace(STAGES["assessment"], name="review", phase="review", makes=ReviewNotes,  # type: ignore[arg-type]
+    audit = replace(STAGES["assessment"], name="audit", phase="audit", makes=AuditNotes,  # type: ignore[arg-type]
                      needs=())  # no front matter names it: what every stage shares is its floor
-    return declare((*REGISTRY, review), (*GATES, GateDecl("review", "review", lambda _view: [])))
+    return declare((*REGISTRY, audit), (*GATES, GateDecl("audit", "audit", lambda _view: [])))
 
 
 def _with_third_gate() -> nx.DiGraph:
@@ -259,20 +262,20 @@ def _with_third_gate() -> nx.DiGraph:
 def test_a_third_gate_is_one_declaration_and_every_property_holds_for_it() -> None:
     g = _with_third_gate()
     assert problems(g) == []
-    assert [n for n in g if n.startswith("review_")] == ["review_summary", "review_ask", "review_record"]
-    assert list(g.predecessors("review_summary")) == ["review"]  # after the phase it closes
+    assert [n for n in g if n.startswith("audit_")] == ["audit_summary", "audit_ask", "audit_record"]
+    assert list(g.predecessors("audit_summary")) == ["audit"]  # after the phase it closes
     for wave in WAVE:  # property 3 for the third gate: the wave is behind every record
         cut = g.copy()
-        cut.remove_node("review_record")
+        cut.remove_node("audit_record")
         assert not nx.has_path(cut, "entry", wave)
-    assert g.nodes["require_gates"]["requires"] == g.nodes["repair"]["requires"] == ("design", "plan", "review")
+    assert g.nodes["require_gates"]["requires"] == g.nodes["repair"]["requires"] == ("design", "plan", "audit")
     assert g.nodes["require_design"]["requires"] == ("design",)  # `plan` writes before the plan gate
-    assert g.nodes["revise_seed"]["requires_by_phase"]["review"] == ("design", "plan")
-    assert g.nodes["revise_seed"]["requires_by_phase"]["wave"] == ("design", "plan", "review")
+    assert g.nodes["revise_seed"]["requires_by_phase"]["audit"] == ("design", "plan")
+    assert g.nodes["revise_seed"]["requires_by_phase"]["wave"] == ("design", "plan", "audit")
     walked = command_walk(g, "write")
-    assert walked.index("review_record") < walked.index("write_lesson")
+    assert walked.index("audit_record") < walked.index("write_lesson")
     table = handlers(assemble(_third_gate()))  # its handlers come from its nodes too
-    assert set(table) == set(g) and table["review_ask"].__name__ == "ask[review]"
+    assert set(table) == set(g) and table["audit_ask"].__name__ == "ask[audit]"
 
 
 def test_a_guard_that_does_not_require_the_third_gate_is_caught() -> None:
@@ -280,7 +283,7 @@ def test_a_guard_that_does_not_require_the_third_gate_is_caught() -> None:
     g.nodes["require_gates"]["requires"] = ("design", "plan")
     g.nodes["repair"]["requires"] = ("design", "plan")
     found = problems(g)
-    assert any("authors write_lesson after ['review_record']" in p for p in found)
+    assert any("authors write_lesson after ['audit_record']" in p for p in found)
     assert any("repair requires ['design', 'plan'], but the gate records before it are" in p for p in found)
 
 
