@@ -19,7 +19,7 @@ from stay.settings import DEFAULT_MODELS, Settings
 from stay.stages import REGISTRY, AllPlansInput, LessonPlanInput, Prompts, Stage
 from stay.testing import RiggedBackend
 from tests.conftest import ROOT, run_stay
-from tests.expected import calls, curriculum_of
+from tests.expected import OFFLINE, calls, curriculum_of
 from tests.parity.harness import reference_report
 from tests.pipeline.test_build import quiet, tree
 
@@ -244,7 +244,7 @@ def test_a_full_build_traces_a_span_for_every_node_it_walks(tmp_path: Path) -> N
     result = build_course(HTTP, courses_dir=tmp_path, yes=True, progress=quiet)
     path = result.course_dir / ".runs" / "traces" / f"{result.trace_id}.jsonl"
     spans = [r["name"] for r in map(json.loads, path.read_text().splitlines()) if r["type"] == "span"]
-    assert spans == command_walk(build(declare()), "build")
+    assert spans == command_walk(build(declare(OFFLINE)), "build")  # offline: no review node
 
 
 def test_a_stage_declaration_that_contradicts_itself_is_refused_naming_every_problem() -> None:

@@ -29,7 +29,7 @@ from tests.models.helpers import KEY
 from tests.pipeline.test_otel import BRIEF, RECORDS, Receiver, attributes
 from tests.pipeline.test_otel import receiver as receiver  # the fixture
 
-LESSON_STAGES = [stage for stage in REGISTRY if stage.scope == "lesson"]
+LESSON_STAGES = [stage for stage in REGISTRY if stage.scope == "lesson" and stage.phase == "wave"]
 """The stages that write a lesson's files: each lesson span holds one call of each."""
 THOUGHT = 64
 """Tokens the fake thinks before each answer to a request with thinking on."""

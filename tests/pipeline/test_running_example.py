@@ -27,6 +27,7 @@ from stay.models import ModelAnswer, ModelRequest, OfflineBackend
 from stay.pipeline import build_course
 from stay.stages import REGISTRY, STAGES, ExampleInput, LessonPlanInput
 from tests.conftest import ROOT
+from tests.expected import OFFLINE
 from tests.pipeline.test_build import quiet
 
 BRIEF = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
@@ -34,8 +35,9 @@ PLANNERS = {stage.name: next(name for name, source in stage.inputs if isinstance
             for stage in REGISTRY if any(isinstance(source, ExampleInput) for _name, source in stage.inputs)}
 """Every stage given the course's running example -> the name it goes by."""
 WRITERS = {stage.name: next(name for name, source in stage.inputs if isinstance(source, LessonPlanInput))
-           for stage in REGISTRY if any(isinstance(source, LessonPlanInput) for _name, source in stage.inputs)}
-"""Every stage that writes from a lesson's plan -> the name its plan input goes by."""
+           for stage in OFFLINE if any(isinstance(source, LessonPlanInput) for _name, source in stage.inputs)}
+"""Every stage that writes from a lesson's plan -> the name its plan input goes by (in an offline
+build: the review, which reads it too, runs with a model only)."""
 _BLOCK = re.compile(r"^## (\w+)\n\n```yaml\n(.*?)^```\n", re.MULTILINE | re.DOTALL)
 
 
