@@ -50,6 +50,9 @@ class OfflineBackend:
     features: ClassVar[frozenset[str]] = frozenset({"screen"})
     """It screens by its rule (it flags no brief), so an offline run needs no --no-screen.
     Both are the class's, not fields: the backend keeps no state of its own."""
+    reviews: ClassVar[bool] = False
+    """A build with it reviews no lesson: a template cannot read prose, and must not report a
+    review it did not make (``stay estimate``'s recorder, which stands in for a model, does)."""
 
     def screen(self, text: str) -> str | None:
         """The reason to reject ``text``: the offline backend flags no brief."""

@@ -54,7 +54,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from stay._display import plural
 from stay.artefacts import Brief, LessonContent
@@ -127,6 +127,7 @@ class _Recorder(OfflineBackend):
 
     screen_model: str = ""
     calls: list[tuple[ModelRequest, str, bool]] = field(default_factory=list)
+    reviews: ClassVar[bool] = True  # priced as the model build it stands in for: a review call per lesson
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:

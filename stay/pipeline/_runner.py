@@ -204,7 +204,8 @@ def reviewing(stages: tuple[Stage, ...], backend: ModelClient, review: bool) -> 
     read prose, so it never reviews (and never reports a pass it did not make), and
     ``--no-review`` turns the review off. Then the review stage is not one of the run's."""
     why = ("the offline backend cannot read a lesson; build with a model backend to review" if
-           isinstance(backend, OfflineBackend) else "" if review else "--no-review was given")
+           isinstance(backend, OfflineBackend) and not backend.reviews else "" if review else
+           "--no-review was given")
     return (tuple(s for s in stages if s.phase != "review"), why) if why else (stages, "")
 
 
