@@ -178,15 +178,18 @@ if __name__ == "__main__":
 def test_a_rule_registered_at_run_time_runs_with_jobs_under_spawn(tmp_path: Path) -> None:
     """``--jobs`` workers started fresh do not know a rule this process registered: the
     courses are checked here instead, so the report is the one ``jobs=1`` gives. Each course
-    is the sample with data files (which it has none of), so every stay rule has a subject."""
+    is the sample with data files and a review (which it has none of), so every stay rule has a subject."""
     import shutil
 
     from tests.fixtures.rules.ast import with_data_files
+    from tests.fixtures.rules.rev import FIXTURES as rev_fixtures
 
     courses = [tmp_path / name for name in ("one", "two")]
     for course in courses:
         shutil.copytree(SAMPLE, course)
         with_data_files(course)
+        for fixture in rev_fixtures:  # a review file with a finding of every kind
+            fixture(course)
     script = tmp_path / "spawned.py"
     script.write_text(SPAWNED)
     done = subprocess.run([sys.executable, str(script), str(ROOT), *map(str, courses)], capture_output=True,

@@ -81,12 +81,12 @@ def _family(code: str, kind: str, severity: Severity, owner: Owner, what: str) -
         for lesson in course.lessons:
             texts = _texts(lesson)
             paths = {"content": lesson.md.path, "exercises": lesson.exercises.path, "quiz": lesson.quiz.path}
-            for found in (f for f in _review(course, lesson) if f.get("kind") == kind and stands(f, texts)):
-                file = str(found["file"])
+            for found in (f for f in _review(course, lesson) if f.get("kind") == kind and f.get("file") in paths):
+                file = str(found["file"])  # each finding is evaluated; a defect while its quote stands
                 values = {"what": what, "quote": " ".join(str(found["quote"]).split()),
                           "why": found.get("why", ""), "fix": found.get("fix", "")}
-                yield Finding(paths[file], show(str(found.get("item") or "-")), True, values,
-                              file if file in ("content", "exercises", "quiz") else owner)  # type: ignore[arg-type]
+                yield Finding(paths[file], show(str(found.get("item") or "-")), stands(found, texts), values,
+                              file)  # type: ignore[arg-type]  # the stage whose file holds the quote
 
     check.__name__ = code
     check.__doc__ = (f"The review found {what} (kind {kind}), and the words it quoted still stand in the file: "

@@ -33,7 +33,9 @@ def test_a_finding_no_longer_in_its_item_is_not_reported(tmp_path: Path) -> None
     assert quote in (course / defect.path).read_text(encoding="utf-8")
     edit_item(course, defect.subject, lambda item: item.update(
         stem="Changed.", explanation="Changed.", options=[{**o, "text": f"Changed {n}."} for n, o in enumerate(item["options"])]))
-    assert validate_course(course, select="rev").defects == ()
+    after = validate_course(course, select="rev")
+    assert (after.defects, after.evaluated["rev001"]) == ((), 1)  # read, and no longer standing
+    (course / defect.path).parent.joinpath(REVIEW.format(lesson=LESSON)).unlink()
     write_review(course, LESSON, [{"kind": "untaught", "file": "quiz", "item": f"{LESSON}-q2", "quote": "Changed 0.",
                                    "why": "w", "fix": "f"}])
     assert validate_course(course, select="rev").defects == ()
