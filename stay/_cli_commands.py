@@ -119,7 +119,7 @@ def _estimate(ns: argparse.Namespace, settings: Settings) -> int:
     from stay.pipeline import estimate
 
     print("\n".join(estimate(ns.target, courses_dir=ns.courses_dir, settings=settings,
-                             batch=ns.batch).lines()))
+                             batch=ns.batch, review=ns.review).lines()))
     return EXIT_OK
 
 

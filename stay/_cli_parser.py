@@ -147,6 +147,8 @@ def _parser() -> argparse.ArgumentParser:
                                "(a rebuild: only what is missing or stale)")
     estimate.add_argument("--batch", action="store_true",
                           help="price the wave as `stay build --batch` sends it (one Message Batch, half price)")
+    estimate.add_argument("--no-review", dest="review", action="store_false",
+                          help="price `stay build --no-review`: no judging-model review of each lesson")
     estimate.add_argument("--backend", choices=backends, help="price the build this backend would make: its "
                           "models and its price table (a model it has no price for: unknown); " + BACKEND_HELP)
     watch = sub.add_parser("watch",

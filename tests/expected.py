@@ -21,9 +21,9 @@ def curriculum_of(course: Path) -> Curriculum:
 
 
 def calls(curriculum: Curriculum, stages: Sequence[Stage] = OFFLINE,
-          phases: tuple[Phase, ...] = ("design", "plan", "wave")) -> dict[str, int]:
+          phases: tuple[Phase, ...] = ("design", "plan", "wave", "review")) -> dict[str, int]:
     """stage -> the model calls a fresh build makes for it: one for a course-scope stage,
-    one per module or per lesson for the others."""
+    one per module or per lesson for the others (``REGISTRY``: a model build's, which reviews)."""
     per_scope = {"course": 1, "module": len(curriculum.modules),
                  "lesson": sum(len(module.lessons) for module in curriculum.modules)}
     return {stage.name: per_scope[stage.scope] for stage in stages if stage.phase in phases}

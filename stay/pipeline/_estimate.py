@@ -243,11 +243,12 @@ def _dollars(value: float | None, unpriced: frozenset[str]) -> str:
 
 
 def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.PathLike[str] = "courses",
-             settings: Settings | None = None, batch: bool = False) -> Estimate:
+             settings: Settings | None = None, batch: bool = False, review: bool = True) -> Estimate:
     """The calls ``stay build TARGET --yes`` would make from here, and their cost range.
     ``target`` is a brief (a fresh course) or the slug of a course in ``courses_dir`` (a
     rebuild: only what is missing or stale, e.g. after a prompt edit, is asked).
-    ``batch``: priced as ``stay build --batch`` would be (the module docstring)."""
+    ``batch``: priced as ``stay build --batch`` would be (the module docstring); ``review=False``
+    as ``stay build --no-review`` (else each lesson to review is one judging-model call)."""
     # the copy of the shared data the build would read prices the lessons too (``_words_per_minute``)
     chosen = reconciled_settings(settings or Settings.from_env())
     claude, prices = chosen.chosen_backend in ("offline", "anthropic"), PRICES
@@ -269,7 +270,7 @@ def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.Pa
             # the runs' logs and request cache stay behind: an offline build reads neither
             shutil.copytree(where, scratch / where.name, ignore=shutil.ignore_patterns(".runs"))
         run_command("build", target, courses_dir=scratch, yes=True, settings=chosen, backend=recorder,
-                    progress=lambda _line: None)
+                    progress=lambda _line: None, review=review)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     counter = _counter(chosen) if claude else None

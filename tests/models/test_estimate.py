@@ -18,7 +18,7 @@ from stay.errors import EXIT_USAGE, ModelError, UsageError, exit_code
 from stay.models import PRICES, SCREEN_STAGE, THINKING, AnthropicBackend, Usage, cost
 from stay.pipeline import BuildResult, Estimate, build_course, estimate
 from stay.settings import Settings
-from stay.stages import STAGES
+from stay.stages import REGISTRY, STAGES
 from stay.validate import validate_course
 from tests.conftest import ROOT, run_stay
 from tests.expected import calls, curriculum_of
@@ -55,7 +55,7 @@ def test_the_range_holds_what_the_build_over_http_costs(tmp_path: Path) -> None:
     # the low end is a floor (every prefix any call could share is read): this fake shares
     # exactly that much here, so the floor is met to the last rounding of a float sum
     assert guess.low <= result.cost + 1e-9 and result.cost <= guess.high
-    made = calls(curriculum_of(result.course_dir))
+    made = calls(curriculum_of(result.course_dir), REGISTRY)  # a model build's: a review per lesson
     assert {s.stage: s.calls for s in guess.stages} == {**made, SCREEN_STAGE: 1}
     # the expected end keys the cache as the API does (model, thinking, format, effort, text):
     # with the same requests, it reads what the fake, which keys so, read, stage by stage
@@ -73,10 +73,14 @@ def test_a_rebuild_after_a_prompt_edit_estimates_only_that_stages_calls(tmp_path
     shutil.copytree(ROOT / "prompts", prompts)
     (prompts / f"{EDITED}.md").write_text((prompts / f"{EDITED}.md").read_text() + "\nBe brief.\n")
     before = _tree(courses)
-    guess = estimate(built.slug, courses_dir=courses, settings=Settings(prompts_dir=prompts))
+    guess = estimate(built.slug, courses_dir=courses, settings=Settings(prompts_dir=prompts), review=False)
     assert _tree(courses) == before  # the user's course is never written
     assert [(s.stage, s.calls) for s in guess.stages] == [(EDITED, calls(curriculum_of(built.course_dir))[EDITED])]
-    unedited = estimate(built.slug, courses_dir=courses, settings=Settings())
+    # built offline, it has no review: a model's rebuild would review every lesson, and says so
+    reviewed = estimate(built.slug, courses_dir=courses, settings=Settings(prompts_dir=prompts))
+    assert [(s.stage, s.calls) for s in reviewed.stages] == [
+        (stage, calls(curriculum_of(built.course_dir), REGISTRY)[stage]) for stage in (EDITED, "review")]
+    unedited = estimate(built.slug, courses_dir=courses, settings=Settings(), review=False)
     assert unedited.stages == () and unedited.low == 0.0 == unedited.high  # nothing stale: nothing to pay
 
 
@@ -167,7 +171,7 @@ def test_the_expected_cost_of_a_rebuild_after_a_prompt_edit_is_within_30_percent
     (prompts / f"{EDITED}.md").write_text((prompts / f"{EDITED}.md").read_text() + "\nBe brief.\n")
     edited = Settings(prompts_dir=prompts)
     guess = estimate(built.slug, courses_dir=courses, settings=edited)
-    assert [s.stage for s in guess.stages] == [EDITED]
+    assert [s.stage for s in guess.stages] == [EDITED, "review"]  # a rewritten quiz is reviewed again
     rebuilt, api = _realistic(built.slug, courses, seed=2, settings=edited)
     assert abs(_compared(f"rebuild after an edit of prompts/{EDITED}.md", guess, rebuilt, api)) <= TOLERANCE
 
