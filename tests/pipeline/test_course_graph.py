@@ -20,11 +20,13 @@ from stay.stages import (
     STAGES,
     AllPlansInput,
     BriefInput,
+    DataFilesInput,
     DefinitionsInput,
     EarlierLessonsInput,
     EarlierPlansInput,
     ExampleInput,
     FileInput,
+    LessonFileInput,
     LessonOutcomesInput,
     LessonPlanInput,
     Stage,
@@ -87,6 +89,11 @@ def _expected(stage: Stage, curriculum: Curriculum, plans: dict[str, LessonPlan]
         elif isinstance(source, LessonPlanInput):
             assert module and lesson
             found.add(plan_path(module, lesson))
+        elif isinstance(source, LessonFileInput | DataFilesInput):  # the review: the lesson's files, and the data's
+            assert module and lesson
+            names = (source.file,) if isinstance(source, LessonFileInput) else source.named_in
+            found |= {f"modules/{module.id}-{module.slug}/{name.format(lesson=lesson.id)}" for name in names}
+            found |= {STAGES["example"].output} if isinstance(source, DataFilesInput) else set()
         elif isinstance(source, DefinitionsInput):
             assert lesson
             plan = plans[lesson.id]

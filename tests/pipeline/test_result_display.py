@@ -97,6 +97,7 @@ def test_a_real_run_shows_the_same_strings_twice_and_its_summary_is_the_command_
         *[f"usage: {stage}: {plural(first.calls_by_stage[stage], 'call')}; {tokens_of(usage)}; $0.0000"
           for stage, usage in sorted(first.usage_by_stage.items())],
         f"validation: 0 FAIL, 0 WARN ({first.validation.checks} checks)",
+        f"review: not run, so no lesson was reviewed ({first.not_reviewed})",
         "repair: stopped because nothing remains"]
 
 
