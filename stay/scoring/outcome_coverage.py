@@ -18,7 +18,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from stay.scoring._core import CourseOnDisk, Judge, Judging, ScoreResult
-from stay.validate._text import normal_text, quoted_in
+from stay.validate import normal_text, quoted_in
 
 INSTRUCTIONS = """You judge whether the lesson above teaches a learning outcome.
 Find the passage of the lesson that teaches the outcome and quote it verbatim, word for

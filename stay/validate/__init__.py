@@ -31,6 +31,7 @@ from stay.validate._defect import OWNERS, Defect, Owner, Severity
 from stay.validate._registry import Group, Rule
 from stay.validate._rules import RULES, register, unregister
 from stay.validate._select import DEFAULT_SELECT, selected
+from stay.validate._text import normal_text, quoted_in
 from stay.validate._yaml import safe_load
 from stay.validate.rules.ast import ASSETS, data_files, names_in
 
@@ -55,8 +56,10 @@ __all__ = [
     "find_courses",
     "main",
     "names_in",
+    "normal_text",
     "owner_rows",
     "packaged_data_dir",
+    "quoted_in",
     "register",
     "safe_load",
     "selected",

@@ -3,7 +3,9 @@ prompt-cache accounting that follows the real API's rules.
 
 ``answer_for`` reads a real request body the way a model would see it (the stage from
 its instructions, the inputs from the YAML blocks of the user message) and answers with
-``stay.stages.offline_answer``. ``message`` and ``sse`` build a response body, plain
+``stay.stages.offline_answer`` (or, where a test set ``FakeMessagesAPI.scripted[stage]``,
+as that script answers, playing a model that answers otherwise: a reviewer that finds a
+wrong key). ``message`` and ``sse`` build a response body, plain
 JSON or a Server-Sent Events stream (``reply`` picks the one the request asked for).
 
 Structured output is enforced as the real API's constrained decoding enforces it: the
