@@ -170,6 +170,8 @@ class BuildResult:
                                 f"in {self.wave.seconds:.1f} s"))
         if self.trace_id:
             run.append(("trace", self.trace_id))
+        if self.not_reviewed:
+            run.append(("review", f"not run ({self.not_reviewed})"))
         tables: list[Table] = [(("run", "value"), run, set())]
         report = self.validation
         tail = "Not validated: the run stopped before the validator." if report is None else ""
