@@ -30,7 +30,7 @@ def calls(curriculum: Curriculum, stages: Sequence[Stage] = OFFLINE,
 
 
 def total_calls(curriculum: Curriculum, stages: Sequence[Stage] = OFFLINE,
-                phases: tuple[Phase, ...] = ("design", "plan", "wave")) -> int:
+                phases: tuple[Phase, ...] = ("design", "plan", "wave", "review")) -> int:
     return sum(calls(curriculum, stages, phases).values())
 
 

@@ -137,6 +137,8 @@ def stage_headers(prompts: Prompts | None = None) -> dict[str, str]:
 
 
 STAGE_HEADERS = stage_headers()
+JUDGING = frozenset(stage.name for stage in REGISTRY if stage.role == "judging")
+"""The stages that judge what the others generated (the review)."""
 _BLOCK = re.compile(r"^## (?P<name>\w+)\n\n(?P<fence>`{3,})(?P<kind>yaml|markdown)\n(?P<body>.*?)(?P=fence)\n",
                     re.DOTALL | re.MULTILINE)
 """An input as a request shows it: YAML data, or (the file as it stands, for a lesson) a
@@ -403,9 +405,12 @@ class CacheAccounting:
 
     @property
     def read_share(self) -> float:
-        """Cache reads as a share of all input tokens of the stage requests."""
-        whole = self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
-        return self.cache_read_input_tokens / whole if whole else 0.0
+        """Cache reads as a share of all input tokens of the generation stages' requests: the
+        judging role's review reads a whole lesson, its exercises and quiz no other call holds,
+        so its input is the lesson's own, and the share measures the prefix layout without it."""
+        kept = [entry.usage for entry in self.billed if entry.stage not in JUDGING]
+        whole = sum(u["input_tokens"] + u["cache_creation_input_tokens"] + u["cache_read_input_tokens"] for u in kept)
+        return sum(u["cache_read_input_tokens"] for u in kept) / whole if whole else 0.0
 
 
 def _stamp(when: float) -> str:

@@ -16,7 +16,7 @@ from stay.artefacts import Brief
 from stay.models import CachedBackend, ModelAnswer, Rejecting, RequestCache, Usage
 from stay.models._cache import REJECTIONS_KEPT
 from stay.pipeline import build_course
-from stay.stages import STAGES, Prompts
+from stay.stages import REGISTRY, STAGES, Prompts
 from tests.conftest import run_stay
 from tests.expected import curriculum_of, total_calls
 from tests.models.fake_api import FakeMessagesAPI, answer_for, is_stage, message, reply, stage_of
@@ -38,7 +38,7 @@ def no_network(request: httpx2.Request) -> httpx2.Response:
 def test_replay_makes_no_http_call_and_a_miss_says_what_changed(tmp_path: Path) -> None:
     handle, seen = recording()
     first = build_course(HTTP, courses_dir=tmp_path, yes=True, backend=backend(handle), progress=quiet)
-    stage_calls = total_calls(curriculum_of(first.course_dir))
+    stage_calls = total_calls(curriculum_of(first.course_dir), REGISTRY)  # a model build: a review per lesson
     assert len(seen) == stage_calls  # one cache entry each, and the input screen's
     assert len(list((first.course_dir / ".runs" / "cache").glob("*.json"))) == stage_calls + 1
     for path in first.course_dir.rglob("*"):

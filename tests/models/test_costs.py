@@ -16,7 +16,7 @@ from stay.errors import EXIT_REFUSED, RefusalError, TruncationError
 from stay.models import BATCH_DISCOUNT, DEFAULT_MODELS, PRICES, SCREENING, AnthropicBackend, Usage, cost, describe_cost
 from stay.models._prices import US_INFERENCE
 from stay.pipeline import build_course, spent_of
-from stay.stages import STAGES
+from stay.stages import REGISTRY, STAGES
 from tests.conftest import run_stay
 from tests.expected import calls, curriculum_of
 from tests.models.fake_api import FakeMessagesAPI, RateLimited, answer_for, is_stage, message, reply, stage_of
@@ -90,7 +90,7 @@ def test_a_build_prices_every_call_stage_and_the_screen(tmp_path: Path) -> None:
                           progress=quiet)
     per_call = {"claude-sonnet-5-5": (1000 * 2 + 500 * 10 + 4000 * 0.2) / 1e6,
                 "claude-opus-5-5": (1000 * 4 + 500 * 20 + 4000 * 0.2) / 1e6}
-    made = calls(curriculum_of(result.course_dir))
+    made = calls(curriculum_of(result.course_dir), REGISTRY)  # a model build: a review per lesson
     screen = per_call[DEFAULT_MODELS["analysis"]]  # the input screen is asked of the analysis model
     assert result.cost == pytest.approx(
         sum(n * per_call[DEFAULT_MODELS[STAGES[stage].role]] for stage, n in made.items()) + screen)

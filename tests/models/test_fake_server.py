@@ -15,6 +15,7 @@ import pytest
 from stay.artefacts import (
     LessonContent,
     LessonPlan,
+    LessonReview,
     dump,
 )
 from stay.models import AnthropicBackend, min_cacheable_tokens
@@ -49,7 +50,7 @@ def test_the_build_completes_over_http(served: Served) -> None:
     assert done.returncode == 0, done.stderr
     assert "backend: anthropic (analysis claude-sonnet-5-5, planning claude-opus-5-5" in done.stderr
     assert "validation: 0 FAIL, 0 WARN" in done.stdout
-    assert len(api.requests) == total_calls(curriculum_of(_course)) and len(api.screens) == 1
+    assert len(api.requests) == total_calls(curriculum_of(_course), REGISTRY) and len(api.screens) == 1
 
 
 def test_every_request_streams_with_its_schema_and_at_most_four_breakpoints(served: Served) -> None:
@@ -85,12 +86,16 @@ def test_the_files_written_are_the_servers_answers(served: Served) -> None:
             (found,) = course.glob(f"modules/*/{plan['lesson']}.md")
             assert found.read_text() == dump(LessonContent(lesson=plan["lesson"], title=plan["title"],
                                                            body=answer["body"]))
+        elif stage == "review":  # what it found (none: the fake answers as offline), with the lesson's id
+            lesson = inputs_of(body)["plan"]["lesson"]
+            (found,) = course.glob(f"modules/*/{STAGES[stage].output.format(lesson=lesson)}")
+            assert found.read_text() == dump(LessonReview(lesson=lesson, **answer))
         else:  # a lesson's file whose answer is the artefact (exercises, quiz)
             declared = STAGES[stage]
             (found,) = course.glob(f"modules/*/{declared.output.format(lesson=answer['lesson'])}")
             assert found.read_text() == dump(declared.kind.model_validate(answer))
         checked += 1
-    assert checked == total_calls(curriculum_of(course))
+    assert checked == total_calls(curriculum_of(course), REGISTRY)
 
 
 def test_at_least_70_percent_of_generation_input_is_read_from_the_cache(served: Served) -> None:
