@@ -215,7 +215,7 @@ def test_revise_enters_through_a_guard_that_declares_the_gates_each_phase_needs(
     graph = build(declare())
     assert graph.graph["commands"]["revise"].entry == "revise_seed"
     assert graph.nodes["revise_seed"]["requires_by_phase"] == {"design": (), "plan": ("design",),
-                                                               "wave": ("design", "plan")}
+                                                               "wave": ("design", "plan"), "review": ("design", "plan")}
     broken = build(declare())
     broken.nodes["revise_seed"]["requires_by_phase"] = {"design": (), "plan": (), "wave": ("design",)}
     found = problems(broken)
