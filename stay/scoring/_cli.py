@@ -253,14 +253,17 @@ def sessions_line(document: dict[str, Any]) -> str:
 
 def summary_markdown(document: dict[str, Any], path: str) -> str:
     """One run's mean per scorer with its standard error over builds, as Markdown."""
+    from stay.scoring._report import not_judged
+
     errors = _mean_error(document)
-    means = document.get("means") or {}
+    means, unjudged = document.get("means") or {}, not_judged(document)
     lines = [f"# Eval run {document['label']}", "", f"- report: {path}", f"- backend {document['backend']}; judge "
              f"{document['judge']}" + (f" ({document['judge_model']})" if document.get("judge_model") else ""),
              f"- {sessions_line(document)}",
              "", "| scorer | item mean | build mean ± SE |", "|---|---|---|"]
-    lines += [f"| {name} | {fixed(means.get(name))} | {errors.get(name, 'n/a')} |" for name in sorted(
-        document["scorers"])]
+    lines += [f"| {name} | {unjudged[name]} | - |" if name in unjudged else
+              f"| {name} | {fixed(means.get(name))} | {errors.get(name, 'n/a')} |"
+              for name in sorted(document["scorers"])]
     return "\n".join([*lines, "", STDERR + ".", ""])
 
 
@@ -281,6 +284,7 @@ def summary_text(document: dict[str, Any], path: str) -> str:
     """One run's report as a person reads it in a terminal: who judged, with which
     models, in which sessions, the mean per scorer with its judge failures, and what
     building and judging cost."""
+    from stay.scoring._report import not_judged
     from stay.view import dollars  # unknown reads "unknown", never $0, as on the pages
 
     quality = ", ".join(f"{k} {v}" for k, v in sorted((document.get("quality") or {}).items())) or "none"
@@ -302,9 +306,12 @@ def summary_text(document: dict[str, Any], path: str) -> str:
                  "build mean ± SE"]
     means, failures = document.get("means") or {}, document.get("failures") or {}
     scorers = document["scorers"] if isinstance(document["scorers"], dict) else {}
-    errors = _mean_error(document)
+    errors, unjudged = _mean_error(document), not_judged(document)
     for name, version in sorted(scorers.items()):
         counts = failures.get(name) or {}
+        if name in unjudged:  # no mean, no pass: what the judge could not read is not scored
+            lines.append(f"{name:20} {'v' + str(version):>7} {unjudged[name]}")
+            continue
         lines.append(f"{name:20} {'v' + str(version):>7} {fixed(means.get(name)):>6} {counts.get('items', 'n/a'):>6} "
                      f"{counts.get('unparseable', 'n/a'):>11} {counts.get('errors', 'n/a'):>6}  "
                      f"{errors.get(name, 'n/a')}")

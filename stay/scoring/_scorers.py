@@ -38,6 +38,8 @@ MODEL_JUDGED: tuple[type[ModelScorer], ...] = (OutcomeCoverage, DistractorQualit
 JUDGE_FREE = (Validator, AnswerCues)
 """The scorers that need no judge: counted, scored offline as with a model."""
 SCORERS = (*MODEL_JUDGED, *JUDGE_FREE)
+JUDGE_FREE_NAMES = frozenset(scorer.name for scorer in JUDGE_FREE)
+"""Whose results name no judge of the run's (a report's header judge is the others')."""
 
 
 def default_scorers(judge: Judge, *, data_dir: Path | None = None) -> list[Scorer]:
