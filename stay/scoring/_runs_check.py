@@ -163,7 +163,7 @@ def judge_fields(run: Run) -> list[str]:
     name, report = run
     judge, model = report.get("judge"), report.get("judge_model")
     named = ({f"model:{m}" for m in str(model).split(", ")} if judge == "model" and model
-             else set(str(judge).split(", ")))
+             else {str(judge), *str(judge).split(", ")})  # one judge whose name has a comma, or several
     found = []
     for brief, index, build in _builds(report):
         for scorer, result in sorted(build["scorers"].items()):
