@@ -101,8 +101,9 @@ def evals_parser(subparsers: Any) -> None:
     score.add_argument("--output", required=True, metavar="PATH")
     score.add_argument("--label", default="rescored")
     score.add_argument("--backend", "--judge-backend", dest="backend", metavar="NAME",
-                       help="the judge: offline (the heuristic judge), or the backend the judging model "
-                            "answers through, e.g. anthropic (default: STAY_BACKEND's); its name records it")
+                       help="the judge: offline (no model: only the validator and answer_cues are scored, the "
+                            "rest 'not judged (offline)'), or the backend the judging model answers through, "
+                            "e.g. anthropic (default: STAY_BACKEND's); its name records it")
     score.add_argument("--judge-model", metavar="MODEL", help="the judge's model (default: the judging role's)")
     rejudge = commands.add_parser(
         "rejudge", help="judge two runs' saved courses again in one session, interleaved, so compare can test them",
@@ -114,8 +115,9 @@ def evals_parser(subparsers: Any) -> None:
     rejudge.add_argument("baseline", metavar="BASELINE.json")
     rejudge.add_argument("candidate", metavar="CANDIDATE.json")
     rejudge.add_argument("--backend", "--judge-backend", dest="backend", metavar="NAME",
-                         help="the judge: offline (the heuristic judge), or the backend the judging model "
-                              "answers through, e.g. anthropic (default: STAY_BACKEND's); its name records it")
+                         help="the judge: offline (no model: only the validator and answer_cues are scored, "
+                              "the rest 'not judged (offline)'), or the backend the judging model answers "
+                              "through, e.g. anthropic (default: STAY_BACKEND's); its name records it")
     rejudge.add_argument("--judge-model", metavar="MODEL", help="the judge's model (default: the judging role's)")
     rejudge.add_argument("--output-dir", metavar="DIR", help="where both reports go (default: beside each input)")
 
