@@ -25,7 +25,7 @@ from functools import cache
 from typing import Any
 
 from stay.models import ModelRequest
-from stay.scoring._core import JudgeReply
+from stay.scoring import JudgeReply
 
 SCRIPTED = "scripted judge (test double, not a model)"
 HEURISTIC = "heuristic judge (test double, not a model)"
