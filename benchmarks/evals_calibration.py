@@ -92,13 +92,14 @@ def item_counts() -> dict[str, tuple[int, ...]]:
     """Items per build, per scorer and brief: from one offline build of each brief."""
     from stay.models import OfflineBackend
     from stay.pipeline import build_course
-    from stay.scoring import OfflineJudge, default_scorers, score_course
+    from stay.scoring import default_scorers, score_course
+    from stay.testing import heuristic_judge
 
-    counts: dict[str, list[int]] = defaultdict(list)
+    counts: dict[str, list[int]] = defaultdict(list)  # a judge that asks (a test double): every item counted
     with tempfile.TemporaryDirectory() as tmp:
         for brief in BRIEFS:
             result = build_course(brief, courses_dir=tmp, yes=True, backend=OfflineBackend(), progress=lambda _l: None)
-            for name, scored in score_course(result.course_dir, default_scorers(OfflineJudge())).items():
+            for name, scored in score_course(result.course_dir, default_scorers(heuristic_judge())).items():
                 counts[name].append(len(scored.items))
     return {name: tuple(values) for name, values in sorted(counts.items())}
 
@@ -254,13 +255,13 @@ def offline_null(seeds: int, epochs: int, pairs: int, quality: dict[str, float])
     ``seeds`` offline builds per brief and epoch (a build's seed names its epoch, which
     compare checks), each pair of runs drawing two different seeds for every slot."""
     from stay.scoring import default_scorers, scorer_versions
-    from stay.scoring._judges import make_judge
     from stay.scoring._report import report
     from stay.suite import OFFLINE, evaluate_build
+    from stay.testing import heuristic_judge
 
     pool: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     with tempfile.TemporaryDirectory() as tmp:
-        judge = make_judge(OFFLINE, Path(tmp) / "judge")
+        judge = heuristic_judge()  # a test double that scores: the offline judge judges nothing
         for brief in BRIEFS:
             for epoch in range(1, epochs + 1):
                 for seed in range(1, seeds + 1):

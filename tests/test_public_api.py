@@ -24,8 +24,8 @@ PUBLIC = [
     "GraphError",
 ]
 
-TESTING = ["RiggedBackend", "InjectedFault", "DEFECTS", "QUALITY_KNOBS"]
-"""stay.testing: test support, public so tests outside stay can rig the offline backend too."""
+TESTING = ["RiggedBackend", "InjectedFault", "DEFECTS", "QUALITY_KNOBS", "ScriptedJudge", "heuristic_judge"]
+"""stay.testing: test support, public so tests outside stay can rig the offline backend, or script a judge, too."""
 
 
 def test_all_is_exactly_the_curated_list() -> None:

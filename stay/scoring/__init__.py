@@ -3,6 +3,9 @@ changes across a fixed set of courses. They never gate a build.
 
     from stay.scoring import default_scorers, score_course, OfflineJudge
     results = score_course("courses/how-http-requests-travel", default_scorers(OfflineJudge()))
+
+Offline, the scorers a model must judge are "not judged (offline)"; the validator and
+answer_cues, which count, are scored.
 """
 
 from __future__ import annotations
@@ -26,7 +29,12 @@ _EXPORTS = {
     "judge_name": "stay.scoring._session",
     "relative_course": "stay.scoring._session",
     "session_id": "stay.scoring._session",
-    "OfflineJudge": "stay.scoring._offline_judge",
+    "OfflineJudge": "stay.scoring._core",
+    "ModelScorer": "stay.scoring._core",
+    "AnswerCues": "stay.scoring.answer_cues",
+    "AnswerKey": "stay.scoring.answer_key",
+    "Consistency": "stay.scoring.consistency",
+    "SCORERS": "stay.scoring._scorers",
     "DistractorQuality": "stay.scoring.distractor_quality",
     "ExerciseAlignment": "stay.scoring.exercise_alignment",
     "OutcomeCoverage": "stay.scoring.outcome_coverage",
@@ -61,8 +69,12 @@ __all__ = [
     "DEFAULT_EPOCHS",
     "OFFLINE",
     "QUALITY_RECORD",
+    "SCORERS",
+    "AnswerCues",
+    "AnswerKey",
     "ComparePage",
     "Comparison",
+    "Consistency",
     "CourseOnDisk",
     "DistractorQuality",
     "ExerciseAlignment",
@@ -70,6 +82,7 @@ __all__ = [
     "Judge",
     "JudgeReply",
     "ModelJudge",
+    "ModelScorer",
     "OfflineJudge",
     "OutcomeCoverage",
     "RubricSpecificity",
@@ -110,13 +123,14 @@ if TYPE_CHECKING:
         Judge,
         JudgeReply,
         ModelJudge,
+        ModelScorer,
+        OfflineJudge,
         ScoreResult,
         content_hash,
         judge_request,
     )
     from stay.scoring._defaults import DEFAULT_EPOCHS
     from stay.scoring._judges import checked_backend
-    from stay.scoring._offline_judge import OfflineJudge
     from stay.scoring._plan import epochs_warning
     from stay.scoring._provenance import (
         OFFLINE,
@@ -128,8 +142,11 @@ if TYPE_CHECKING:
     )
     from stay.scoring._report import build_entry, failed_entry, report, write_report
     from stay.scoring._runs import Comparison, compare_runs, read_run
-    from stay.scoring._scorers import Scorer, default_scorers, score_course, scorer_versions
+    from stay.scoring._scorers import SCORERS, Scorer, default_scorers, score_course, scorer_versions
     from stay.scoring._session import judge_name, relative_course, session_id
+    from stay.scoring.answer_cues import AnswerCues
+    from stay.scoring.answer_key import AnswerKey
+    from stay.scoring.consistency import Consistency
     from stay.scoring.distractor_quality import DistractorQuality
     from stay.scoring.exercise_alignment import ExerciseAlignment
     from stay.scoring.outcome_coverage import OutcomeCoverage

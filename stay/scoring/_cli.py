@@ -101,8 +101,9 @@ def evals_parser(subparsers: Any) -> None:
     score.add_argument("--output", required=True, metavar="PATH")
     score.add_argument("--label", default="rescored")
     score.add_argument("--backend", "--judge-backend", dest="backend", metavar="NAME",
-                       help="the judge: offline (the heuristic judge), or the backend the judging model "
-                            "answers through, e.g. anthropic (default: STAY_BACKEND's); its name records it")
+                       help="the judge: offline (no model: only the validator and answer_cues are scored, the "
+                            "rest 'not judged (offline)'), or the backend the judging model answers through, "
+                            "e.g. anthropic (default: STAY_BACKEND's); its name records it")
     score.add_argument("--judge-model", metavar="MODEL", help="the judge's model (default: the judging role's)")
     rejudge = commands.add_parser(
         "rejudge", help="judge two runs' saved courses again in one session, interleaved, so compare can test them",
@@ -114,8 +115,9 @@ def evals_parser(subparsers: Any) -> None:
     rejudge.add_argument("baseline", metavar="BASELINE.json")
     rejudge.add_argument("candidate", metavar="CANDIDATE.json")
     rejudge.add_argument("--backend", "--judge-backend", dest="backend", metavar="NAME",
-                         help="the judge: offline (the heuristic judge), or the backend the judging model "
-                              "answers through, e.g. anthropic (default: STAY_BACKEND's); its name records it")
+                         help="the judge: offline (no model: only the validator and answer_cues are scored, "
+                              "the rest 'not judged (offline)'), or the backend the judging model answers "
+                              "through, e.g. anthropic (default: STAY_BACKEND's); its name records it")
     rejudge.add_argument("--judge-model", metavar="MODEL", help="the judge's model (default: the judging role's)")
     rejudge.add_argument("--output-dir", metavar="DIR", help="where both reports go (default: beside each input)")
 
@@ -253,14 +255,17 @@ def sessions_line(document: dict[str, Any]) -> str:
 
 def summary_markdown(document: dict[str, Any], path: str) -> str:
     """One run's mean per scorer with its standard error over builds, as Markdown."""
+    from stay.scoring._report import not_judged
+
     errors = _mean_error(document)
-    means = document.get("means") or {}
+    means, unjudged = document.get("means") or {}, not_judged(document)
     lines = [f"# Eval run {document['label']}", "", f"- report: {path}", f"- backend {document['backend']}; judge "
              f"{document['judge']}" + (f" ({document['judge_model']})" if document.get("judge_model") else ""),
              f"- {sessions_line(document)}",
              "", "| scorer | item mean | build mean ± SE |", "|---|---|---|"]
-    lines += [f"| {name} | {fixed(means.get(name))} | {errors.get(name, 'n/a')} |" for name in sorted(
-        document["scorers"])]
+    lines += [f"| {name} | {unjudged[name]} | - |" if name in unjudged else
+              f"| {name} | {fixed(means.get(name))} | {errors.get(name, 'n/a')} |"
+              for name in sorted(document["scorers"])]
     return "\n".join([*lines, "", STDERR + ".", ""])
 
 
@@ -281,6 +286,7 @@ def summary_text(document: dict[str, Any], path: str) -> str:
     """One run's report as a person reads it in a terminal: who judged, with which
     models, in which sessions, the mean per scorer with its judge failures, and what
     building and judging cost."""
+    from stay.scoring._report import not_judged
     from stay.view import dollars  # unknown reads "unknown", never $0, as on the pages
 
     quality = ", ".join(f"{k} {v}" for k, v in sorted((document.get("quality") or {}).items())) or "none"
@@ -302,9 +308,12 @@ def summary_text(document: dict[str, Any], path: str) -> str:
                  "build mean ± SE"]
     means, failures = document.get("means") or {}, document.get("failures") or {}
     scorers = document["scorers"] if isinstance(document["scorers"], dict) else {}
-    errors = _mean_error(document)
+    errors, unjudged = _mean_error(document), not_judged(document)
     for name, version in sorted(scorers.items()):
         counts = failures.get(name) or {}
+        if name in unjudged:  # no mean, no pass: what the judge could not read is not scored
+            lines.append(f"{name:20} {'v' + str(version):>7} {unjudged[name]}")
+            continue
         lines.append(f"{name:20} {'v' + str(version):>7} {fixed(means.get(name)):>6} {counts.get('items', 'n/a'):>6} "
                      f"{counts.get('unparseable', 'n/a'):>11} {counts.get('errors', 'n/a'):>6}  "
                      f"{errors.get(name, 'n/a')}")

@@ -18,6 +18,11 @@ difference" is said only when the interval excludes a drop as large as the MDE, 
 the drop that matters (``effect``, a fifth of the baseline mean), whichever is smaller;
 otherwise the scorer is "inconclusive: run more epochs" (the gate is about regressions,
 so only the interval's lower end is held to it).
+
+A scorer neither run judged (the offline judge reads no prose: ``ScoreResult.judged``) is
+never tested: its row says "not judged (offline)", with no means and no p, and it is left
+out of the Holm family. One judged in one run only is a judge difference (refused unless
+``--allow judge``, and then not tested either).
 """
 
 from __future__ import annotations
@@ -166,6 +171,15 @@ def differences(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str
     for key, name in (("judge", "judge"), ("judge_model", "judge-model"), ("backend", "backend")):
         if baseline.get(key) != candidate.get(key):
             found[name] = f"{name} differs (baseline {baseline.get(key)}, candidate {candidate.get(key)})"
+    from stay.scoring._report import not_judged
+
+    unjudged = (not_judged(baseline), not_judged(candidate))
+    one_sided = [f"{s} judged only in the {'candidate' if s in unjudged[0] else 'baseline'}"
+                 for s in sorted(set(unjudged[0]) ^ set(unjudged[1])) if s in baseline["scorers"]
+                 and s in candidate["scorers"]]
+    if one_sided:
+        found["judge"] = "; ".join([*filter(None, [found.get("judge")]), "a scorer is judged in one run only ("
+                                    + ", ".join(one_sided) + ")"])
     before, after = baseline["scorers"], candidate["scorers"]
     changed = [f"{s} v{before[s]} -> v{after[s]}" for s in sorted(set(before) & set(after)) if before[s] != after[s]]
     changed += [f"{s} only in the baseline" for s in sorted(set(before) - set(after))]
@@ -339,11 +353,16 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     if not briefs or not scorers:
         raise RunsNotComparable(f"cannot compare {names[0]} with {names[1]}: they share no "
                                 f"{'brief' if not briefs else 'scorer'}")
+    from stay.scoring._report import not_judged
+
+    # not judged in either run (both, or one with --allow judge): never tested, never gating
+    unjudged = {**not_judged(candidate), **not_judged(baseline)}
+    judged = [s for s in scorers if s not in unjudged]
     failures = {"baseline": _failures(baseline, scorers, briefs), "candidate": _failures(candidate, scorers, briefs)}
     problems = (_invalid("baseline", names[0], failures["baseline"], max_failed)
                 + _invalid("candidate", names[1], failures["candidate"], max_failed)
-                + _empty_briefs(f"baseline {names[0]}", baseline, candidate, scorers, briefs)
-                + _empty_briefs(f"candidate {names[1]}", candidate, baseline, scorers, briefs))
+                + _empty_briefs(f"baseline {names[0]}", baseline, candidate, judged, briefs)
+                + _empty_briefs(f"candidate {names[1]}", candidate, baseline, judged, briefs))
     failed = [f.message for f in findings if f.kind == INVALID]  # each names its own fix
     if problems or failed:
         more = f"; and {len(failed) - SHOWN} more like these" if len(failed) > SHOWN else ""
@@ -353,7 +372,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
                             if problems else ""))
 
     plans: dict[str, tuple[str, Any]] = {}  # per scorer: the test, and what it is run on
-    for scorer in scorers:
+    for scorer in judged:
         pairs, complete = _content_pairs(baseline, candidate, scorer, briefs)
         both = [(b, a) for _brief, b, a in pairs if b.get("failure") is None and a.get("failure") is None]
         strata = [] if complete and both else _strata(baseline, candidate, scorer, briefs)
@@ -384,7 +403,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     for scorer in scorers:
         if scorer not in estimates:
             results.append(ScorerComparison(scorer, BUILDS, None, None, None, None, None, 1.0, 1.0, None, None,
-                                            (0, 0), NOTHING))
+                                            (0, 0), unjudged.get(scorer, NOTHING)))
             continue
         test, estimate, (mean_base, mean_cand), units = estimates[scorer]
         mde = estimate.mde

@@ -5,8 +5,9 @@ judge that fails is not a judge that said "no": a reply that cannot be parsed, a
 model or API error, are recorded as failed items (``failure`` says which, ``raw``
 keeps what came back), apart from the scores, and never crash the eval. Judges go
 through the model layer (the judging role, the same request cache and usage
-accounting as the pipeline), or, with no key, through the offline heuristic judge,
-which says so in every result.
+accounting as the pipeline). The offline judge reads no prose: a scorer it is given
+is reported "not judged (offline)" (``ScoreResult.judged`` False, no score, no items),
+never a score a heuristic made up.
 
 Every item keeps what a reader needs to check its verdict, bounded (``bounded``): the text
 the judge was shown for it (``shown``: the item's inputs as the request rendered them; the
@@ -27,13 +28,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from stay.artefacts import (
     Assessment,
     Audience,
+    CourseExample,
     CourseReader,
     Curriculum,
     Exercises,
@@ -64,6 +66,9 @@ MAX_SHOWN = 2_000
 option or rubric criterion is a few hundred; the rest is cut, and says how much."""
 MAX_QUOTE = 1_000
 """Characters an item keeps of its judge's quote (outcome_coverage asks for 1-3 sentences)."""
+MAX_DATA = 8_000
+"""Characters of a running example's data file a judge is shown (``CourseOnDisk.data_files``):
+a small CSV or log whole; a longer one cut, never the whole of it in every request."""
 MAX_RAW = 4_000
 """Characters an item keeps of its judge's raw reply: a verdict is a few hundred; a reply
 that runs on (unparseable prose) is kept in part, enough to see what went wrong."""
@@ -91,6 +96,17 @@ def bounded(text: str | None, limit: int) -> str | None:
 def lesson_note(lesson: str) -> str:
     """What an item's ``shown`` says in place of the lesson its judge read first."""
     return f"(the lesson came first: {len(lesson)} characters, not repeated here)\n\n"
+
+
+def text_of(value: Any) -> str:
+    """Every string in a JSON value, one per line: what a judge's quote of it is checked against."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "\n".join(text_of(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return "\n".join(text_of(v) for v in value)
+    return ""
 
 
 def content_hash(value: Any) -> str:
@@ -138,6 +154,11 @@ class ScoreResult(BaseModel):
     judge: str
     unparseable: int = 0
     errors: int = 0
+    judged: bool = True
+    """False: the judge could not judge this scorer at all (the offline judge reads no prose);
+    no score, no items, and no mean or pass anywhere. A report from before reads as judged."""
+    not_judged: str | None = None
+    """Why it was not judged, in words every page shows in place of a score."""
     usage: Usage = Field(default_factory=Usage)
     cost: float | None = 0.0
     """What the judge's replies cost at its backend's prices (``Backend.prices``); None:
@@ -156,6 +177,10 @@ class ScoreResult(BaseModel):
                    items=tuple(sorted(items, key=lambda i: (i.item, i.content))), judge=judge,
                    unparseable=sum(item.failure == "unparseable" for item in items),
                    errors=sum(item.failure == "error" for item in items), usage=usage or Usage(), cost=cost)
+
+    @classmethod
+    def unjudged(cls, scorer: str, judge: str, why: str, version: int = 1) -> ScoreResult:
+        return cls(scorer=scorer, version=version, score=None, items=(), judge=judge, judged=False, not_judged=why)
 
     @property
     def failed(self) -> int:
@@ -182,6 +207,8 @@ class CourseOnDisk:
     assessment: Assessment
     project: Project | None
     lessons: tuple[LessonOnDisk, ...]
+    example: CourseExample | None = None
+    """example.yaml, the running example and its data files; None when the course has none."""
 
     @classmethod
     def load(cls, root: str | Path) -> CourseOnDisk:
@@ -199,7 +226,15 @@ class CourseOnDisk:
                                             files.maybe(quiz, Quiz)))
         return cls(files.root, files.load("audience.yaml", Audience), curriculum,
                    files.load("outcomes.yaml", Outcomes), files.load("assessment.yaml", Assessment),
-                   files.maybe("project.yaml", Project), tuple(lessons))
+                   files.maybe("project.yaml", Project), tuple(lessons),
+                   files.maybe(CourseExample.FILE, CourseExample))
+
+    def data_files(self, *texts: str) -> dict[str, str]:
+        """The running example's data files that ``texts`` name (by path or file name), each
+        cut at ``MAX_DATA`` characters: what a judge needs to check a figure against."""
+        named = " ".join(texts)
+        return {f.path: f.text[:MAX_DATA] for f in (self.example.files if self.example else [])
+                if f.path in named or f.path.rsplit("/", 1)[-1] in named}
 
     @cached_property
     def sha256(self) -> str:
@@ -226,6 +261,21 @@ class Judge(Protocol):
     def name(self) -> str: ...
 
     def ask(self, request: ModelRequest) -> JudgeReply: ...
+
+
+NOT_JUDGED = "not judged (offline)"
+
+
+class OfflineJudge:
+    """The judge of a run with no model: it reads no prose, so it judges nothing. A scorer
+    given it reports ``NOT_JUDGED`` (``Judging.result``); only what needs no judge (the
+    validator, the structural checks) is scored offline."""
+
+    name = "offline (no model: judges nothing)"
+    cannot = NOT_JUDGED
+
+    def ask(self, request: ModelRequest) -> JudgeReply:
+        return JudgeReply(None, "", "none", error=f"{NOT_JUDGED}: the offline judge reads no prose")
 
 
 def judge_request(scorer: str, instructions: str, item: str, inputs: dict[str, Any],
@@ -312,16 +362,31 @@ def failed_item(item: str, content: str, reply: JudgeReply, why: str, shown: str
                       raw=bounded(reply.raw, MAX_RAW), shown=shown)
 
 
-Verdict = Callable[[Any], tuple[float, str]]
+class ModelScorer:
+    """What every model-judged scorer declares, so a judge can be asked outside a course
+    (a gold set, ``stay evals calibrate``) exactly as the scorer asks it: its ``instructions``,
+    its ``answer`` model, and its ``verdict`` on an answer given the item's inputs and lesson."""
 
+    judge: Judge
+    name: ClassVar[str]
+    version: ClassVar[int]
+    instructions: ClassVar[str]
+    answer: ClassVar[type[BaseModel]]
 
-def yes_no(verdict_field: str) -> Verdict:
-    """A verdict from an answer's boolean field: 1 for yes, 0 for no, with its reason."""
+    def __init__(self, judge: Judge) -> None:  # each scorer is a frozen dataclass, with its own
+        raise NotImplementedError
 
-    def verdict(answer: Any) -> tuple[float, str]:
-        return float(getattr(answer, verdict_field)), str(answer.reason)
+    def score(self, course: CourseOnDisk) -> ScoreResult:
+        raise NotImplementedError
 
-    return verdict
+    def verdict(self, answer: Any, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
+        raise NotImplementedError
+
+    def judging(self) -> Judging:
+        return Judging(self.name, self.instructions, self.judge, self.version)
+
+    def ask(self, judging: Judging, item: str, inputs: dict[str, Any], lesson: str | None = None) -> None:
+        judging.ask(item, inputs, self.answer, lambda answer: self.verdict(answer, inputs, lesson), lesson=lesson)
 
 
 @dataclass
@@ -340,6 +405,8 @@ class Judging:
 
     def ask(self, item: str, inputs: dict[str, Any], answer: type[A], verdict: Callable[[A], tuple[float, str]],
             *, lesson: str | None = None) -> None:
+        if isinstance(self.judge, OfflineJudge):  # nothing to ask: the result says it was not judged
+            return
         content = content_hash({"inputs": inputs, "lesson": lesson})
         request = judge_request(self.scorer, self.instructions, item, inputs, answer, lesson=lesson)
         # the rendered inputs, as the request carries them after the instructions (not rendered twice)
@@ -368,4 +435,6 @@ class Judging:
                                      reason=reason, shown=bounded(render_inputs(inputs), MAX_SHOWN)))
 
     def result(self) -> ScoreResult:
+        if isinstance(self.judge, OfflineJudge):
+            return ScoreResult.unjudged(self.scorer, self.judge.name, self.judge.cannot, self.version)
         return ScoreResult.of(self.scorer, self.judge.name, self.items, self.usage, self.version, self.cost)

@@ -1,6 +1,6 @@
 """The lesson each item on the comparison page was judged on, read back from its course.
 
-An item judged on a lesson (outcome_coverage, exercise_alignment, distractor_quality)
+An item judged on a lesson (every model-judged scorer's but rubric_specificity's)
 does not repeat the lesson in its ``shown`` text: it opens with the note
 ``stay.scoring._core.lesson_note`` writes, which gives the lesson's length. The page
 shows the lesson itself, when it can be trusted to be the one judged:
@@ -12,7 +12,7 @@ shows the lesson itself, when it can be trusted to be the one judged:
   changed since it was judged);
 * the item's id names a lesson of the course's curriculum (the contract's ids:
   ``m01-l01-o1``, ``m01-l01-e1``, ``m01-l01-q1 option 2`` begin with their lesson's id
-  and a hyphen), its text file is reached without a symbolic link, and its body is as
+  and a hyphen; consistency's is the lesson's id), its text file is reached without a symbolic link, and its body is as
   long as the note says (the text its judge read).
 
 Otherwise the item says plainly why its lesson is not shown. Every read goes through
@@ -127,7 +127,7 @@ class JudgedLessons:
         try:
             curriculum = reader.load("curriculum.yaml", Curriculum)
             found = next(((m, lsn.id) for m in curriculum.modules for lsn in m.lessons
-                          if item.startswith(f"{lsn.id}-")), None)
+                          if item == lsn.id or item.startswith(f"{lsn.id}-")), None)
             if found is None:
                 return None, None, "its id names no lesson of its course's curriculum"
             module, lesson = found

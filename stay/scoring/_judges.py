@@ -1,5 +1,6 @@
-"""Judges for the evals: the offline heuristic judge, or the judging model behind the
-request cache, and scoring through Message Batches."""
+"""Judges for the evals: the offline judge (which judges nothing: a model judge's scorers
+are "not judged (offline)"), or the judging model behind the request cache, and scoring
+through Message Batches."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def checked_backend(name: str, flag: str) -> str:
 
 def make_judge(backend: str, cache_dir: Path, *, judge_model: str | None = None,
                settings: Settings | None = None, salt: str = "", client: ModelClient | None = None) -> Judge:
-    """The offline heuristic judge, or the judging model (``judge_model``, default the
+    """The offline judge (it judges nothing), or the judging model (``judge_model``, default the
     judging role's) behind the request cache: a judged item is never paid for twice.
 
     ``salt`` keys the cache's answers apart by judging session (``stay.scoring._session``):

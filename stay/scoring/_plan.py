@@ -117,6 +117,8 @@ class Plan:
     effect: float
     power: float
     scorers: tuple[ScorerPlan, ...]
+    unjudged: tuple[str, ...] = ()
+    """Scorers the baseline did not judge (offline): no plan, nothing to drop from."""
 
     @property
     def level(self) -> float:
@@ -139,6 +141,8 @@ class Plan:
             lines.append(f"{s.scorer:20} {s.items:>5.0f} {fixed(s.mean):>6} {fixed(s.drop):>6} "
                          f"{fixed(s.brief_sd):>8} {fixed(s.build_sd):>8} {needed:>7} {s.power_at_run:>11.2f} "
                          f"{s.power_at_default:>11.2f}")
+        if self.unjudged:
+            lines.append(f"not judged (offline), so not planned: {', '.join(self.unjudged)}")
         lines += ["", self.verdict()]
         return "\n".join(lines) + "\n"
 
@@ -322,8 +326,10 @@ def plan_epochs(report: dict[str, Any], *, path: str, effect: float = EFFECT, po
         rows.append(ScorerPlan(name, sum(b.items for b in noise), mean, effect * mean, brief_sd, build_sd,
                                needed(noise, effect, level, power), power_at(noise, epochs, effect, level),
                                power_at(noise, DEFAULT_EPOCHS, effect, level)))
+    from stay.scoring._report import not_judged
+
     return Plan(path, str(report.get("label", "baseline")), epochs, DEFAULT_EPOCHS, len(report["briefs"]), alpha,
-                len(scorers), effect, power, tuple(rows))
+                len(scorers), effect, power, tuple(rows), tuple(not_judged(report)))
 
 
 def epochs_warning(baseline: str | os.PathLike[str], epochs: int, *, asked: bool) -> str | None:

@@ -12,6 +12,15 @@ def _p(value: float) -> str:
     return f"{value:.2g}" if value < 0.01 else f"{value:.3f}"
 
 
+def _tested_p(value: float, r: ScorerComparison) -> str:
+    """A p-value, or n/a for a scorer not tested (nothing judged, or not judged): no placeholder p."""
+    return _p(value) if r.difference is not None else "n/a"
+
+
+def _test(r: ScorerComparison) -> str:
+    return r.test if r.difference is not None else "-"
+
+
 def _interval(r: ScorerComparison) -> str:
     return "n/a" if r.low is None or r.high is None else f"[{r.low:+.3f}, {r.high:+.3f}]"
 
@@ -70,9 +79,9 @@ def text(comparison: Comparison, paths: tuple[str, str] = ("baseline", "candidat
              f"candidate: {paths[1]} ({comparison.candidate_label}, {comparison.epochs[1]} epochs)",
              *provenance, method(comparison), "", header]
     for r in comparison.scorers:
-        lines.append(f"{r.scorer:20} {r.test:6} {fixed(r.baseline):>8} {fixed(r.candidate):>9} "
-                     f"{fixed(r.difference, signed=True):>7} {_interval(r):>18} {_p(r.p):>7} {_p(r.p_adjusted):>7} "
-                     f"{fixed(r.mde):>6}  {r.verdict}")
+        lines.append(f"{r.scorer:20} {_test(r):6} {fixed(r.baseline):>8} {fixed(r.candidate):>9} "
+                     f"{fixed(r.difference, signed=True):>7} {_interval(r):>18} {_tested_p(r.p, r):>7} "
+                     f"{_tested_p(r.p_adjusted, r):>7} {fixed(r.mde):>6}  {r.verdict}")
     lines += ["", *_notes(comparison, paths)]
     return "\n".join(lines) + "\n"
 
@@ -99,22 +108,24 @@ def markdown(comparison: Comparison, paths: tuple[str, str] = ("baseline", "cand
     notes, a bar chart of both means, and (when asked) the item diff with both judges'
     reasons side by side."""
     results = comparison.scorers
-    names = [r.scorer for r in results]
+    charted = [r for r in results if r.baseline is not None or r.candidate is not None]  # no bar for no mean
+    names = [r.scorer for r in charted]
     lines = [f"# Eval comparison: {comparison.baseline_label} vs {comparison.candidate_label}", "",
              *[f"- {line}" for line in provenance], *([""] if provenance else []), method(comparison), "",
              "| scorer | test | baseline | candidate | difference | 95% interval | p | p (Holm) | MDE | verdict |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        lines.append(f"| {r.scorer} | {r.test} | {fixed(r.baseline)} | {fixed(r.candidate)} | "
-                     f"{fixed(r.difference, signed=True)} | {_interval(r)} | {_p(r.p)} | {_p(r.p_adjusted)} | "
+        lines.append(f"| {r.scorer} | {_test(r)} | {fixed(r.baseline)} | {fixed(r.candidate)} | "
+                     f"{fixed(r.difference, signed=True)} | {_interval(r)} | {_tested_p(r.p, r)} | "
+                     f"{_tested_p(r.p_adjusted, r)} | "
                      f"{fixed(r.mde)} | **{r.verdict}** |")
     lines += ["", *[f"- {note}" for note in _notes(comparison, paths)], "",
               "```mermaid", "xychart-beta", '    title "Mean score per scorer"',
               f"    x-axis [{', '.join(names)}]", '    y-axis "mean score" 0 --> 1',
-              f"    bar [{', '.join(fixed(r.baseline) if r.baseline is not None else '0' for r in results)}]",
-              f"    bar [{', '.join(fixed(r.candidate) if r.candidate is not None else '0' for r in results)}]",
+              f"    bar [{', '.join(fixed(r.baseline) if r.baseline is not None else '0' for r in charted)}]",
+              f"    bar [{', '.join(fixed(r.candidate) if r.candidate is not None else '0' for r in charted)}]",
               "```", "", "First bar of each pair: baseline; second: candidate.", ""]
-    for r in results:
+    for r in charted:
         base, cand = r.baseline or 0.0, r.candidate or 0.0
         lines.append(f"    {r.scorer:20} baseline  {'#' * round(base * 40):40} {fixed(r.baseline)}")
         lines.append(f"    {'':20} candidate {'#' * round(cand * 40):40} {fixed(r.candidate)}")

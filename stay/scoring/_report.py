@@ -108,12 +108,28 @@ def sessions_of(entries: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
 
 def judge_of(builds: Mapping[str, list[dict[str, Any]]]) -> tuple[str, str | None]:
     """(judge, judge model) of a run: "model" and its id, or the judge's own name."""
+    from stay.scoring._scorers import JUDGE_FREE_NAMES
+
     names = sorted({r["judge"] for entries in builds.values() for e in entries for n, r in e["scorers"].items()
-                    if n != "validator"})
+                    if n not in JUDGE_FREE_NAMES})
     models = sorted(name.removeprefix("model:") for name in names if name.startswith("model:"))
     if models and len(models) == len(names):
         return "model", ", ".join(models)
     return ", ".join(names) or "none", None
+
+
+def not_judged(document: Mapping[str, Any]) -> dict[str, str]:
+    """Scorer -> why, for every scorer no build of the run judged (``ScoreResult.judged``
+    False: the offline judge reads no prose). Such a scorer has no mean and no pass
+    anywhere; a report from before ``judged`` reads as judged."""
+    results: dict[str, list[Mapping[str, Any]]] = {}
+    for brief in (document.get("briefs") or {}).values():
+        for build in brief.get("builds") or [] if isinstance(brief, Mapping) else []:
+            for name, result in (build.get("scorers") or {}).items() if isinstance(build, Mapping) else []:
+                if isinstance(result, Mapping):
+                    results.setdefault(str(name), []).append(result)
+    return {name: str(found[0].get("not_judged") or "not judged") for name, found in sorted(results.items())
+            if all(r.get("judged") is False for r in found)}
 
 
 def report(*, label: str, backend: str, prompts_dir: str, prompt_hashes: Mapping[str, str],

@@ -31,6 +31,7 @@ from typing import Any
 
 from stay.scoring._defaults import FAILURE_GAP
 from stay.scoring._provenance import OFFLINE
+from stay.scoring._scorers import JUDGE_FREE_NAMES
 
 REFUSE, WARN, INVALID = "refuse", "warn", "invalid"
 """What a finding makes of the comparison: refused (exit 2), a warning, or an invalid run (exit 5)."""
@@ -162,11 +163,11 @@ def judge_fields(run: Run) -> list[str]:
     name, report = run
     judge, model = report.get("judge"), report.get("judge_model")
     named = ({f"model:{m}" for m in str(model).split(", ")} if judge == "model" and model
-             else set(str(judge).split(", ")))
+             else {str(judge), *str(judge).split(", ")})  # one judge whose name has a comma, or several
     found = []
     for brief, index, build in _builds(report):
         for scorer, result in sorted(build["scorers"].items()):
-            if scorer != "validator" and result.get("judge") and result["judge"] not in named:
+            if scorer not in JUDGE_FREE_NAMES and result.get("judge") and result["judge"] not in named:
                 found.append(f"{name}: briefs.{brief}.builds[{index}].scorers.{scorer}.judge: {result['judge']!r}, "
                              f"but the header says judge {judge!r}" + (f", judge_model {model!r}" if model else "")
                              + ": rescore the run with one judge (`stay evals score`)")
@@ -271,7 +272,7 @@ def _judged_by_a_model(report: dict[str, Any]) -> bool:
     course (and the simulated one of its inputs), so it judges alike on any day."""
     return report.get("judge") == "model" or any(
         str(result.get("judge", "")).startswith("model:") for _brief, _index, build in _builds(report)
-        for name, result in build["scorers"].items() if name != "validator")
+        for name, result in build["scorers"].items() if name not in JUDGE_FREE_NAMES)
 
 
 def _sessions(report: dict[str, Any], key: str) -> set[str | None]:

@@ -1,4 +1,5 @@
-"""The scorers together: what every scorer is, and running them over a course on disk."""
+"""The scorers together: the registry every list of scorers derives from (reports, tests,
+docs' counts), what every scorer is, and running them over a course on disk."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from stay.scoring._core import CourseOnDisk, Judge, ScoreResult
+from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult
+from stay.scoring.answer_cues import AnswerCues
+from stay.scoring.answer_key import AnswerKey
+from stay.scoring.consistency import Consistency
 from stay.scoring.distractor_quality import DistractorQuality
 from stay.scoring.exercise_alignment import ExerciseAlignment
 from stay.scoring.outcome_coverage import OutcomeCoverage
@@ -28,11 +32,20 @@ class Scorer(Protocol):
     def score(self, course: CourseOnDisk) -> ScoreResult: ...
 
 
+MODEL_JUDGED: tuple[type[ModelScorer], ...] = (OutcomeCoverage, DistractorQuality, ExerciseAlignment,
+                                               RubricSpecificity, AnswerKey, Consistency)
+"""The scorers a judge must read prose for: offline, each is "not judged (offline)"."""
+JUDGE_FREE = (Validator, AnswerCues)
+"""The scorers that need no judge: counted, scored offline as with a model."""
+SCORERS = (*MODEL_JUDGED, *JUDGE_FREE)
+JUDGE_FREE_NAMES = frozenset(scorer.name for scorer in JUDGE_FREE)
+"""Whose results name no judge of the run's (a report's header judge is the others')."""
+
+
 def default_scorers(judge: Judge, *, data_dir: Path | None = None) -> list[Scorer]:
-    """Every scorer, judged by ``judge`` where a judge is needed; the validator's holds a
-    course to the house style in ``data_dir`` (None: the validator's default)."""
-    return [OutcomeCoverage(judge), DistractorQuality(judge), ExerciseAlignment(judge),
-            RubricSpecificity(judge), Validator(data_dir=data_dir)]
+    """Every scorer of the registry, judged by ``judge`` where a judge is needed; the
+    validator's holds a course to the house style in ``data_dir`` (None: its default)."""
+    return [*(scorer(judge) for scorer in MODEL_JUDGED), Validator(data_dir=data_dir), AnswerCues()]
 
 
 def score_course(course_dir: str | os.PathLike[str] | CourseOnDisk,

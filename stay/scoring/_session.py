@@ -42,9 +42,8 @@ def session_id(judge: str, arms: Mapping[str, Iterable[str]]) -> str:
 
 def judge_name(backend: str, judge_model: str | None = None, settings: Any = None) -> str:
     """The name the judge ``make_judge`` makes would give itself, without making it (no key needed)."""
-    from stay.scoring._core import model_judge_name
+    from stay.scoring._core import OfflineJudge, model_judge_name
     from stay.scoring._judges import OFFLINE
-    from stay.scoring._offline_judge import OfflineJudge
     from stay.settings import Settings
 
     if backend == OFFLINE:

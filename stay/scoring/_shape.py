@@ -33,6 +33,8 @@ class ScorerResult(_Open):
     unparseable: Count = 0
     errors: Count = 0
     cost: Dollars | None = None
+    judged: bool = True
+    not_judged: str | None = None
 
 
 FAILURE_CHARS = 300

@@ -7,11 +7,11 @@ misconception tells the learner, and the teacher, which wrong idea is held.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from stay.scoring._core import CourseOnDisk, Judge, Judging, ScoreResult, yes_no
+from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult
 
 INSTRUCTIONS = """You judge one wrong option of a multiple-choice quiz item on the lesson above.
 Decide whether the wrong option embodies the misconception that its why_wrong claims:
@@ -26,14 +26,20 @@ class DistractorAnswer(BaseModel):
 
 
 @dataclass(frozen=True)
-class DistractorQuality:
+class DistractorQuality(ModelScorer):
     judge: Judge
     name: ClassVar[str] = "distractor_quality"
     version: ClassVar[int] = 2
     """2: the lesson is a shared cached block before the item."""
 
+    instructions: ClassVar[str] = INSTRUCTIONS
+    answer: ClassVar[type[BaseModel]] = DistractorAnswer
+
+    def verdict(self, answer: Any, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
+        return float(answer.embodies), str(answer.reason)
+
     def score(self, course: CourseOnDisk) -> ScoreResult:
-        judging = Judging(self.name, INSTRUCTIONS, self.judge, self.version)
+        judging = self.judging()
         for lesson in course.lessons:
             body = lesson.content.body if lesson.content else None
             for item in lesson.quiz.items if lesson.quiz else []:
@@ -42,9 +48,8 @@ class DistractorQuality:
                 for k, option in enumerate(options, 1):
                     if option.correct:
                         continue
-                    judging.ask(f"{item.id} option {k}", {
+                    self.ask(judging, f"{item.id} option {k}", {
                         "stem": item.stem, "correct_answer": correct, "wrong_option": option.text,
                         "why_wrong": option.why_wrong or "",
-                        "audience_misconceptions": course.audience.misconceptions or []}, DistractorAnswer,
-                        yes_no("embodies"), lesson=body)
+                        "audience_misconceptions": course.audience.misconceptions or []}, body)
         return judging.result()

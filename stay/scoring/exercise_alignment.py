@@ -8,11 +8,11 @@ quietly asks for less (recall instead of use).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from stay.scoring._core import CourseOnDisk, Judge, Judging, ScoreResult, yes_no
+from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult
 
 INSTRUCTIONS = """You judge one exercise against the learning outcome it targets (the lesson is above).
 Decide whether doing the task requires the learner to perform the outcome's verb at the
@@ -26,15 +26,21 @@ class AlignmentAnswer(BaseModel):
 
 
 @dataclass(frozen=True)
-class ExerciseAlignment:
+class ExerciseAlignment(ModelScorer):
     judge: Judge
     name: ClassVar[str] = "exercise_alignment"
     version: ClassVar[int] = 2
     """2: the lesson is a shared cached block before the item."""
 
+    instructions: ClassVar[str] = INSTRUCTIONS
+    answer: ClassVar[type[BaseModel]] = AlignmentAnswer
+
+    def verdict(self, answer: Any, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
+        return float(answer.aligned), str(answer.reason)
+
     def score(self, course: CourseOnDisk) -> ScoreResult:
         outcomes = {o.id: o for o in course.outcomes.outcomes}
-        judging = Judging(self.name, INSTRUCTIONS, self.judge, self.version)
+        judging = self.judging()
         for lesson in course.lessons:
             body = lesson.content.body if lesson.content else None
             for exercise in lesson.exercises.exercises if lesson.exercises else []:
@@ -42,6 +48,6 @@ class ExerciseAlignment:
                 if outcome is None:
                     judging.add(exercise.id, {"exercise": exercise.model_dump()}, 0.0, "targets an unknown outcome")
                     continue
-                judging.ask(exercise.id, {"outcome": outcome.model_dump(), "exercise": exercise.model_dump()},
-                            AlignmentAnswer, yes_no("aligned"), lesson=body)
+                self.ask(judging, exercise.id, {"outcome": outcome.model_dump(), "exercise": exercise.model_dump()},
+                         body)
         return judging.result()

@@ -13,11 +13,11 @@ them has quoted the lesson.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from stay.scoring._core import CourseOnDisk, Judge, Judging, ScoreResult
+from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult
 from stay.validate import normal_text, quoted_in
 
 INSTRUCTIONS = """You judge whether the lesson above teaches a learning outcome.
@@ -33,7 +33,7 @@ class CoverageAnswer(BaseModel):
 
 
 @dataclass(frozen=True)
-class OutcomeCoverage:
+class OutcomeCoverage(ModelScorer):
     judge: Judge
     min_quote_words: int = 5
     """A shorter quote cannot show teaching; it scores zero."""
@@ -41,25 +41,25 @@ class OutcomeCoverage:
     version: ClassVar[int] = 2
     """2: the lesson is a shared cached block; the quote check ignores Markdown markers."""
 
+    instructions: ClassVar[str] = INSTRUCTIONS
+    answer: ClassVar[type[BaseModel]] = CoverageAnswer
+
+    def verdict(self, answer: Any, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
+        if not answer.teaches or not answer.quote.strip():
+            return 0.0, f"not taught: {answer.reason}"
+        if not quoted_in(answer.quote, lesson or ""):
+            return 0.0, f"fabricated quote (not in the lesson): {answer.quote[:80]!r}"
+        if len(normal_text(answer.quote).split()) < self.min_quote_words:
+            return 0.0, f"quote too short to show teaching: {answer.quote!r}"
+        return 1.0, str(answer.reason)
+
     def score(self, course: CourseOnDisk) -> ScoreResult:
-        judging = Judging(self.name, INSTRUCTIONS, self.judge, self.version)
+        judging = self.judging()
         for lesson in course.lessons:
             if lesson.content is None:
                 continue
-            body = lesson.content.body
             for outcome in (o for o in course.outcomes.outcomes if o.lesson == lesson.id):
                 covering = [s.heading for s in lesson.plan.sections if outcome.id in s.covers]
-
-                def verdict(answer: CoverageAnswer, body: str = body) -> tuple[float, str]:
-                    if not answer.teaches or not answer.quote.strip():
-                        return 0.0, f"not taught: {answer.reason}"
-                    if not quoted_in(answer.quote, body):
-                        return 0.0, f"fabricated quote (not in the lesson): {answer.quote[:80]!r}"
-                    if len(normal_text(answer.quote).split()) < self.min_quote_words:
-                        return 0.0, f"quote too short to show teaching: {answer.quote!r}"
-                    return 1.0, answer.reason
-
-                judging.ask(outcome.id, {"outcome": outcome.model_dump(),
-                                         "sections_that_should_teach_it": covering},
-                            CoverageAnswer, verdict, lesson=body)
+                self.ask(judging, outcome.id, {"outcome": outcome.model_dump(),
+                                               "sections_that_should_teach_it": covering}, lesson.content.body)
         return judging.result()

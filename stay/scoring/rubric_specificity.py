@@ -7,11 +7,11 @@ A level description that differs from the next only in adjectives ("thorough" vs
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from stay.scoring._core import CourseOnDisk, Judge, Judging, ScoreResult, yes_no
+from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult
 
 INSTRUCTIONS = """You judge one criterion of a capstone rubric.
 Decide whether each level (in order) can be told apart from its neighbours by an
@@ -25,15 +25,20 @@ class SpecificityAnswer(BaseModel):
 
 
 @dataclass(frozen=True)
-class RubricSpecificity:
+class RubricSpecificity(ModelScorer):
     judge: Judge
     name: ClassVar[str] = "rubric_specificity"
     version: ClassVar[int] = 2
     """2: judge failures are recorded apart from scores; common judge preamble."""
 
+    instructions: ClassVar[str] = INSTRUCTIONS
+    answer: ClassVar[type[BaseModel]] = SpecificityAnswer
+
+    def verdict(self, answer: Any, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
+        return float(answer.distinguishable), str(answer.reason)
+
     def score(self, course: CourseOnDisk) -> ScoreResult:
-        judging = Judging(self.name, INSTRUCTIONS, self.judge, self.version)
+        judging = self.judging()
         for criterion in course.project.rubric if course.project else []:
-            judging.ask(criterion.id, {"criterion": criterion.criterion, "levels": dict(criterion.levels)},
-                        SpecificityAnswer, yes_no("distinguishable"))
+            self.ask(judging, criterion.id, {"criterion": criterion.criterion, "levels": dict(criterion.levels)})
         return judging.result()

@@ -1,17 +1,20 @@
 """Test support, kept out of the product: the offline backend rigged for tests and the
-fault it raises. ``docs/models.md`` lists the knobs.
+fault it raises, and judges that are test doubles. ``docs/models.md`` lists the knobs.
 
 ``RiggedBackend`` answers as ``stay.models.OfflineBackend`` does (it is a subclass) and
 adds what only a test, a benchmark or the evals harness uses: per-stage call counts,
 in-flight gauges, latency, injected faults (``InjectedFault``), defects the validator
 fires on (``DEFECTS``), a moderation flag, and quality knobs it cannot see
-(``QUALITY_KNOBS``). Nothing in stay imports this package except the evals suite
+(``QUALITY_KNOBS``). ``ScriptedJudge`` answers each judge request with a callable's data;
+``heuristic_judge()`` is one scripted with keyword heuristics, for tests that need scores
+without a model. Nothing in stay imports this package except the evals suite
 (``stay.suite``), whose offline runs turn the quality knobs.
 """
 
 from __future__ import annotations
 
 from stay.testing._backend import DEFECTS, InjectedFault, RiggedBackend
+from stay.testing._heuristic_judge import ScriptedJudge, heuristic_judge
 from stay.testing._quality import QUALITY_KNOBS
 
-__all__ = ["DEFECTS", "QUALITY_KNOBS", "InjectedFault", "RiggedBackend"]
+__all__ = ["DEFECTS", "QUALITY_KNOBS", "InjectedFault", "RiggedBackend", "ScriptedJudge", "heuristic_judge"]

@@ -14,7 +14,7 @@ wordings, so that no judge can spot it by one string: a distractor whose why_wro
 names no misconception, a lesson whose sections meant to teach an outcome talk around
 it, an exercise whose instructions ask for less than the outcome's level, and rubric
 levels that differ only in degree words. Every degraded file still passes the
-validator. The offline judge (``stay.scoring._offline_judge``) does not import this
+validator. The heuristic judge (``stay.testing._heuristic_judge``) does not import this
 module and is tested on hand-written examples, not on these wordings.
 """
 

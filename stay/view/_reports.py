@@ -280,8 +280,13 @@ def render_run_summary_html(report: Mapping[str, Any], errors: Mapping[str, Mean
     scorers = sorted({name for entry in briefs.values() for name in (entry.get("scorers") or {})})
     means: Mapping[str, Any] = report.get("means") or {}
     rows = [(name, _number(means.get(name))) for name in scorers]
+    # a scorer no build judged (the offline judge reads no prose) shows why, never a mean
+    results = [(name, r) for entry in briefs.values() for name, r in entry["scorers"].items()]
+    unjudged = {name: str(r.get("not_judged") or "not judged") for name, r in results
+                if all(other.get("judged") is False for n, other in results if n == name)}
     return environment().get_template("run.html.j2").render(
-        report=report, briefs=dict(sorted(briefs.items())), scorers=scorers, rows=rows, errors=errors or {},
+        report=report, unjudged=unjudged, briefs=dict(sorted(briefs.items())), scorers=scorers, rows=rows,
+        errors=errors or {},
         method=method, value_bar=_value_bar, error_bar=_error_bar, number=_number, dollars=dollars,
         css=static_text("style.css"))
 

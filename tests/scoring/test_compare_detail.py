@@ -216,6 +216,8 @@ def _lesson_of(course: Any, scorer: str, item: str) -> str:
     if scorer == "exercise_alignment":
         return next(lsn.id for lsn in course.lessons if lsn.exercises and any(
             e.id == item for e in lsn.exercises.exercises))
+    if scorer in ("answer_key", "consistency"):  # a quiz item's, an exercise's or the lesson's own id
+        return next(lsn.id for lsn in course.lessons if item == lsn.id or item.startswith(f"{lsn.id}-"))
     assert scorer == "distractor_quality", scorer
     return next(lsn.id for lsn in course.lessons if lsn.quiz and any(
         item.rsplit(" option ", 1)[0] == q.id for q in lsn.quiz.items))

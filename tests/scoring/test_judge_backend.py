@@ -17,6 +17,7 @@ from stay.scoring import ModelJudge, OfflineJudge
 from stay.scoring._compare import compare
 from stay.scoring._core import NAMELESS_BACKEND, model_judge_name
 from stay.scoring._judges import OFFLINE, checked_backend, make_judge
+from stay.scoring._scorers import JUDGE_FREE_NAMES
 from stay.scoring._session import judge_name
 from stay.settings import registered_backends
 from stay.suite import evaluate_build
@@ -72,7 +73,7 @@ def test_an_offline_build_is_judged_by_a_model_and_records_both(tmp_path: Path) 
     _slug, entry = evaluate_build(SUITE_BRIEF, epoch=1, courses_dir=tmp_path / "courses", backend=OFFLINE,
                                   prompts_dir=None, judge=judge)
     assert entry["built_by"] == [OFFLINE]
-    judged = {r["judge"] for name, r in entry["scorers"].items() if name != "validator"}
+    judged = {r["judge"] for name, r in entry["scorers"].items() if name not in JUDGE_FREE_NAMES}
     assert judged == {judge_name(MODEL_BACKEND, "judge-m")} and OfflineJudge().name not in judged
 
 

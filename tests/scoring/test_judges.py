@@ -24,7 +24,9 @@ from stay.scoring import (
     score_course,
     scorer_versions,
 )
+from stay.scoring._scorers import SCORERS
 from stay.scoring.outcome_coverage import quoted_in
+from stay.testing import heuristic_judge
 from tests.conftest import ROOT
 from tests.scoring.test_scorers import FakeModel
 
@@ -39,9 +41,11 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> CourseOnDisk:
 
 
 def canned(request: Any) -> dict[str, Any]:
-    for name in ("embodies", "aligned", "distinguishable"):
+    for name in ("embodies", "aligned", "distinguishable", "consistent"):
         if name in request.output_schema["properties"]:
-            return {name: True, "reason": "canned"}
+            return {name: True, "quote": "", "reason": "canned"}
+    if "problem" in request.output_schema["properties"]:
+        return {"problem": "none", "quote": "", "reason": "canned"}
     return {"quote": "", "teaches": False, "reason": "canned"}
 
 
@@ -117,9 +121,9 @@ def test_the_normalised_check_agrees_with_a_token_by_token_reading(
 
 
 def test_content_hashes_name_what_was_judged_not_the_judge_or_the_id(course: CourseOnDisk) -> None:
-    by_offline = score_course(course, default_scorers(OfflineJudge()))
+    by_double = score_course(course, default_scorers(heuristic_judge()))
     by_model = score_course(course, default_scorers(ModelJudge(FakeModel(canned), "another-model")))
-    for name, result in by_offline.items():
+    for name, result in by_double.items():
         hashes = [item.content for item in result.items]
         assert len(set(hashes)) == len(hashes) and all(len(h) == 64 for h in hashes)
         assert hashes == [item.content for item in by_model[name].items]
@@ -127,7 +131,6 @@ def test_content_hashes_name_what_was_judged_not_the_judge_or_the_id(course: Cou
 
 def test_every_scorer_has_a_version_and_a_judge_model_can_be_set() -> None:
     versions = scorer_versions(default_scorers(OfflineJudge()))
-    assert set(versions) == {"outcome_coverage", "distractor_quality", "exercise_alignment", "rubric_specificity",
-                             "validator"}
+    assert set(versions) == {scorer.name for scorer in SCORERS}
     assert all(isinstance(v, int) and v >= 1 for v in versions.values())
     assert ModelJudge(FakeModel(canned), "claude-opus-5-5").name == "model:claude-opus-5-5"

@@ -25,8 +25,9 @@ from stay.scoring import (
     default_scorers,
     score_course,
 )
+from stay.scoring._scorers import JUDGE_FREE_NAMES, SCORERS
 from stay.validate import OWNERS
-from tests.conftest import ROOT, SAMPLE
+from tests.conftest import ROOT, SAMPLE, run_stay
 
 BRIEF = ROOT / "examples" / "briefs" / "incident-postmortems.yaml"
 
@@ -149,14 +150,24 @@ def test_a_judge_reply_that_is_no_verdict_is_never_served_again(course: CourseOn
     assert len(fake.seen) == 2 * asked and again.unparseable == 0 and again.score == 1.0  # asked anew
 
 
-def test_the_offline_judge_says_what_it_is_in_every_result(course: CourseOnDisk) -> None:
+def test_offline_only_what_needs_no_judge_is_scored_and_score_and_show_say_so(course: CourseOnDisk,
+                                                                              tmp_path: Path) -> None:
     results = score_course(course.root, default_scorers(OfflineJudge()))
+    assert set(results) == {scorer.name for scorer in SCORERS}
     for name, result in results.items():
-        if name == "validator":
-            assert result.judge == "validator (no model)"
-            continue
-        assert result.judge == "offline heuristic judge (not a model)"
-        assert all(item.reason.startswith(("heuristic:", "not taught: heuristic:")) for item in result.items)
+        free = name in JUDGE_FREE_NAMES
+        assert result.judged is free and bool(result.items) is free and (result.score is None) is not free
+        assert result.not_judged == (None if free else "not judged (offline)")
+    report = tmp_path / "r.json"
+    assert run_stay("evals", "score", str(course.root), "--output", str(report), "--backend", "offline").returncode == 0
+    shown = run_stay("evals", "show", str(report), "--markdown", str(tmp_path / "r.md"), "--html",
+                     str(tmp_path / "r.html"))
+    unjudged = sorted(n for n in results if n not in JUDGE_FREE_NAMES)
+    rows = [line.split() for line in shown.stdout.splitlines() if line.split()[:1] and line.split()[0] in results]
+    assert sorted(row[0] for row in rows if row[2:] == ["not", "judged", "(offline)"]) == unjudged
+    markdown = (tmp_path / "r.md").read_text(encoding="utf-8")
+    assert all(f"| {name} | not judged (offline) | - |" in markdown for name in unjudged)
+    assert (tmp_path / "r.html").read_text(encoding="utf-8").count("not judged (offline): no mean") == len(unjudged)
 
 
 def test_the_validator_scorer_counts_every_owner_zeros_included(tmp_path: Path) -> None:

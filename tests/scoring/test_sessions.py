@@ -22,6 +22,7 @@ from evals.conftest import EvalConfig
 from stay.artefacts import Brief
 from stay.briefs import slugify
 from stay.errors import RunsNotComparable, UsageError, exit_code
+from stay.scoring import OfflineJudge
 from stay.scoring._compare import compare
 from stay.scoring._judges import make_judge
 from stay.scoring._report import read_report
@@ -35,7 +36,7 @@ from tests.scoring.test_scorers import FakeModel
 BRIEF = SUITE_BRIEF
 SLUG = slugify(Brief.from_yaml(BRIEF).title)
 EPOCHS = 2
-OFFLINE_JUDGE = "offline heuristic judge (not a model)"
+OFFLINE_JUDGE = OfflineJudge.name
 NOT_ACCOUNTED = "judge drift between days is not in the test, so it is not accounted for"
 
 
@@ -112,8 +113,10 @@ def verdict(value: bool) -> Any:
     """A judge that answers every item ``value`` (a lenient day, or a harsh one)."""
     def reply(request: Any) -> dict[str, Any]:
         props = request.output_schema["properties"]
-        name = next(n for n in ("embodies", "aligned", "distinguishable", "teaches") if n in props)
-        return {name: value, "reason": f"said {value}", **({"quote": ""} if name == "teaches" else {})}
+        if "problem" in props:  # an unquoted finding is dropped: both days say the key is fine
+            return {"problem": "none", "quote": "", "reason": f"said {value}"}
+        name = next(n for n in ("embodies", "aligned", "distinguishable", "teaches", "consistent") if n in props)
+        return {name: value, "reason": f"said {value}", "quote": ""}
     return reply
 
 

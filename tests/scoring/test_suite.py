@@ -19,8 +19,9 @@ from stay.models import Usage
 from stay.scoring import CourseOnDisk, ModelJudge, OfflineJudge, default_scorers, score_course, scorer_versions
 from stay.scoring._compare import ITEMS, WORSE, compare
 from stay.scoring._report import build_entry, check_report, report
+from stay.scoring._scorers import JUDGE_FREE_NAMES
 from stay.suite import OFFLINE, evaluate_build, finish_run, incomplete_record, part_name, run_build
-from stay.testing import InjectedFault, RiggedBackend
+from stay.testing import InjectedFault, RiggedBackend, heuristic_judge
 from tests.conftest import ROOT
 from tests.scoring.reports import SUITE_BRIEF, suite_run
 from tests.scoring.test_scorers import FakeModel
@@ -40,7 +41,7 @@ def suite(tmp: Path, label: str, seed: int) -> tuple[Run, dict[str, Any]]:
     run.parts.mkdir()
     for epoch in range(1, EPOCHS + 1):
         slug, entry = evaluate_build(BRIEF, epoch=epoch, courses_dir=run.courses, backend=OFFLINE,
-                                     prompts_dir=None, judge=OfflineJudge(), run_seed=seed, quality=QUALITY)
+                                     prompts_dir=None, judge=heuristic_judge(), run_seed=seed, quality=QUALITY)
         (run.parts / part_name(BRIEF, epoch)).write_text(json.dumps({"slug": slug, "build": entry}))
     document, line = finish_run(run)
     assert document is not None and line.startswith(f"stay evals: wrote {run.output}") and not run.parts.exists()
@@ -129,7 +130,7 @@ def test_each_epoch_is_its_own_build_in_its_own_directory(runs: dict[str, tuple[
     assert builds[0]["course_sha256"] != builds[1]["course_sha256"]  # seeded noise: two different builds
     assert document["epochs"] == EPOCHS and document["seed"] == 1 and document["quality"] == QUALITY
     assert document["scorers"] == scorer_versions(default_scorers(OfflineJudge()))
-    assert document["judge"] == "offline heuristic judge (not a model)" and document["judge_model"] is None
+    assert document["judge"] == heuristic_judge().name and document["judge_model"] is None
     assert document["failures"]["outcome_coverage"] == {"items": 12, "unparseable": 0, "errors": 0}
     item = builds[0]["scorers"]["distractor_quality"]["items"][0]
     assert {"item", "content", "score", "reason", "failure"} <= set(item) and len(item["content"]) == 64
@@ -138,7 +139,7 @@ def test_each_epoch_is_its_own_build_in_its_own_directory(runs: dict[str, tuple[
 def test_a_build_is_reproducible_from_its_seed(runs: dict[str, tuple[Run, dict[str, Any]]], tmp_path: Path) -> None:
     _run, document = runs["one"]
     _slug, again = evaluate_build(BRIEF, epoch=2, courses_dir=tmp_path, backend=OFFLINE, prompts_dir=None,
-                                  judge=OfflineJudge(), run_seed=1, quality=QUALITY)
+                                  judge=heuristic_judge(), run_seed=1, quality=QUALITY)
     written = document["briefs"]["accessible-web-forms"]["builds"][1]
     assert written["course"] == "courses/one/e02/accessible-web-forms"  # the report says where, relative to it
     assert again == {key: value for key, value in written.items() if key != "course"}
@@ -163,13 +164,18 @@ def test_rescoring_saved_courses_pairs_every_item_by_content(runs: dict[str, tup
     assert [b["epoch"] for b in rescored["briefs"]["accessible-web-forms"]["builds"]] == [1, 2]
     assert all(not b["built"] for b in rescored["briefs"]["accessible-web-forms"]["builds"])
     capsys.readouterr()
-    assert main(["evals", "compare", str(run.output), str(output)]) == 0
+    # rescored offline, only what needs no judge is judged: a judge difference, tested where both judged
+    assert main(["evals", "compare", str(run.output), str(output)]) == exit_code(RunsNotComparable(""))
+    assert "answer_key judged only in the baseline" in capsys.readouterr().err
+    assert main(["evals", "compare", str(run.output), str(output), "--allow", "judge"]) == 0
     out = capsys.readouterr().out
     for name in scorer_versions(default_scorers(OfflineJudge())):
-        # 2 rubric and 6 exercise pairs: even if every one had flipped, the smallest p-value they
-        # can give (2/2^n) is above Holm's 0.01, so no effect is detectable there: said, not hidden
-        few = name in ("rubric_specificity", "exercise_alignment")
-        verdict = "n/a  inconclusive: judge more items" if few else "no detectable difference"
+        if name not in JUDGE_FREE_NAMES:
+            assert re.search(rf"^{name} +- +n/a .* not judged \(offline\)$", out, re.MULTILINE), out
+            continue
+        # 2 items a build: even if every one had flipped, the smallest p-value they can give
+        # (2/2^n) is above Holm's level, so no effect is detectable there: said, not hidden
+        verdict = "n/a  inconclusive: judge more items" if name == "answer_cues" else "no detectable difference"
         assert re.search(rf"^{name} +items .* \+0\.000 .*{verdict}$", out, re.MULTILINE), out
 
 
@@ -180,8 +186,10 @@ def test_a_harsher_judge_on_the_same_courses_is_caught_item_by_item(runs: dict[s
         props = request.output_schema["properties"]
         if "embodies" in props:
             return {"embodies": False, "reason": "no misconception is named"}
-        name = next(n for n in ("aligned", "distinguishable", "teaches") if n in props)
-        return {name: True, "reason": "fine", "quote": ""} if name == "teaches" else {name: True, "reason": "fine"}
+        if "problem" in props:
+            return {"problem": "none", "quote": "", "reason": "fine"}
+        name = next(n for n in ("aligned", "distinguishable", "teaches", "consistent") if n in props)
+        return {name: True, "reason": "fine", "quote": ""}
 
     judge = ModelJudge(FakeModel(harsh), "claude-opus-5-5")
     builds = []
@@ -246,7 +254,7 @@ def test_rescoring_a_course_that_cannot_be_read_records_it_as_failed_and_compare
     builds = rescored["briefs"]["accessible-web-forms"]["builds"]
     assert [b["epoch"] for b in builds] == [1, 2, 3, 4] and rescored["epochs"] == len(builds)
     assert [b.get("failed", {}).get("error") for b in builds] == [None, None, "ArtefactLoadError", "ArtefactLoadError"]
-    assert main(["evals", "compare", str(run.output), str(output)]) == exit_code(InvalidRun(""))
+    assert main(["evals", "compare", str(run.output), str(output), "--allow", "judge"]) == exit_code(InvalidRun(""))
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and err.startswith("refused: invalid run: ")
     assert (f"candidate {output}: briefs.accessible-web-forms.builds[2].failed: epoch 3 of brief "
@@ -263,7 +271,7 @@ def test_a_run_built_under_two_quality_knobs_is_refused(runs: dict[str, tuple[Ru
     _done, document = runs["one"]
     run = Run("mixed", 1, tmp_path / "courses", tmp_path / "mixed.json", quality=QUALITY)
     for epoch, knob in ((1, QUALITY), (2, {k: v * 2 for k, v in QUALITY.items()})):
-        run_build(dataclasses.replace(run, quality=knob), BRIEF, epoch, OfflineJudge())
+        run_build(dataclasses.replace(run, quality=knob), BRIEF, epoch, heuristic_judge())
     mixed, _line = finish_run(run)
     assert mixed is not None and mixed["quality"] == QUALITY  # the header says one knob
     with pytest.raises(RunsNotComparable, match=r"builds\[1\]\.quality: built under quality knob .*"

@@ -100,9 +100,10 @@ def eval_reports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _write_eval_reports(tmp: Path) -> None:
-    from stay.scoring import OfflineJudge, default_scorers, scorer_versions
+    from stay.scoring import default_scorers, scorer_versions
     from stay.scoring._report import report, write_report
     from stay.suite import OFFLINE, evaluate_build
+    from stay.testing import heuristic_judge
 
     for label, seed, quality in (("baseline", 1, {"distractors": 0.0}), ("fewer-misconceptions", 2,
                                                                          {"distractors": 0.3})):
@@ -110,11 +111,11 @@ def _write_eval_reports(tmp: Path) -> None:
         for brief in EVAL_BRIEFS:
             for epoch in range(1, EVAL_EPOCHS + 1):
                 slug, entry = evaluate_build(brief, epoch=epoch, courses_dir=tmp / label, backend=OFFLINE,
-                                             prompts_dir=None, judge=OfflineJudge(), run_seed=seed, quality=quality)
+                                             prompts_dir=None, judge=heuristic_judge(), run_seed=seed, quality=quality)
                 builds.setdefault(slug, []).append(entry)
         path = tmp / f"{label}.json"
         write_report(path, report(label=label, backend=OFFLINE, prompts_dir="prompts (packaged)", prompt_hashes={},
-                                  scorers=scorer_versions(default_scorers(OfflineJudge())), builds=builds,
+                                  scorers=scorer_versions(default_scorers(heuristic_judge())), builds=builds,
                                   epochs=EVAL_EPOCHS, seed=seed, quality=quality))
 
 

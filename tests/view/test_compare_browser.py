@@ -18,6 +18,7 @@ import pytest
 from stay.cli import main
 from stay.scoring._compare_detail import PACKAGED
 from stay.stages import packaged_prompts_dir
+from stay.testing import heuristic_judge
 from stay.view import PAIR_KINDS
 from tests.scoring.test_compare_detail import runs_with_courses
 from tests.view.test_browser import Watch, browser, screenshot  # noqa: F401  (browser: the module's fixture)
@@ -86,7 +87,8 @@ def test_the_compare_page_filters_its_side_by_side_items_under_its_policy(browse
     page.goto(compare_page_file.as_uri())
     seen = _filters_show_their_kind(page)
     assert seen["changed"] > 0 and seen["passed"] > 0  # the degraded distractors changed; the rest did not
-    pair = page.locator(".pair.is-changed:has(.side-baseline .side-head)").first  # both runs have the item
+    # a degraded distractor: both runs have the item
+    pair = page.locator("#pairs-distractor_quality .pair.is-changed:has(.side-baseline .side-head)").first
     assert pair.locator(".side").count() == 2 and pair.locator(".side-candidate .side-head").is_visible()
     shown = pair.locator(".side-candidate details.shown")
     assert not shown.locator("pre").is_visible()
@@ -98,7 +100,7 @@ def test_the_compare_page_filters_its_side_by_side_items_under_its_policy(browse
     notes = page.locator("#notes ~ ul.notes").inner_text()
     assert OFFLINE_BLIND in notes and "prompt files that differ between the runs: content.md" in notes
     facts = page.locator("dl.facts").inner_text()
-    assert "Backend\noffline" in facts and "offline heuristic judge (not a model)" in facts
+    assert "Backend\noffline" in facts and heuristic_judge().name in facts
     page.locator('label[for="show-changed"]').click()
     page.locator("#side-by-side").scroll_into_view_if_needed()
     assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")  # nothing spills sideways

@@ -17,6 +17,8 @@ from stay.cli import main
 from stay.scoring import compare_page
 from stay.scoring._compare import BETTER, INCONCLUSIVE, ITEMS, NOTHING, SAME, WORSE, Comparison, compare
 from stay.scoring._compare_page import run_intervals, stratified_interval, t_quantile
+from stay.scoring._scorers import SCORERS
+from stay.testing import heuristic_judge
 from stay.view import render_compare_refused_html
 from stay.view._reports import Interval
 from tests.parity.harness import examples
@@ -226,8 +228,8 @@ def test_the_command_on_two_real_offline_runs_finds_the_degraded_distractors(
     html = page.read_text()
     verdicts = dict(re.findall(r'<tr id="scorer-(\w+)">.*?<td class="verdict-\w+">([^<]+)</td>', html, re.DOTALL))
     assert verdicts.pop("distractor_quality") == WORSE
-    assert set(verdicts) == {"exercise_alignment", "outcome_coverage", "rubric_specificity", "validator"}
+    assert set(verdicts) == {scorer.name for scorer in SCORERS} - {"distractor_quality"}
     assert set(verdicts.values()) == {SAME}  # only the distractors were degraded
     text = page_text(html)
-    assert "offline heuristic judge (not a model)" in text and "baseline distractors 0.0; candidate distractors 0.3" in text
+    assert heuristic_judge().name in text and "baseline distractors 0.0; candidate distractors 0.3" in text
     assert "distractor_quality" in text.split("Items matched by content")[1]  # the undegraded items matched by content

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from stay.scoring import OfflineJudge
+from stay.scoring._scorers import JUDGE_FREE_NAMES
 from stay.view import render_compare_html, render_run_summary_html
 from tests.conftest import ROOT, SAMPLE
 from tests.view.conftest import page_text
@@ -78,7 +80,7 @@ def test_the_same_data_gives_the_same_page() -> None:
 
 @pytest.fixture(scope="module")
 def run_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
-    """A real eval report: the sample course scored by the offline heuristic judge."""
+    """A real eval report: the sample course scored offline (the model judges' scorers not judged)."""
     out = tmp_path_factory.mktemp("report") / "r.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "stay.cli", "evals", "score", str(SAMPLE), "--output", str(out),
@@ -92,7 +94,9 @@ def run_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 def test_the_run_summary_shows_scorers_briefs_items_and_costs(run_report: dict[str, object]) -> None:
     page = render_run_summary_html(run_report)
     text = page_text(page)
-    assert "Eval run sample" in text and "offline heuristic judge (not a model)" in text
+    assert "Eval run sample" in text and OfflineJudge.name in text
+    unjudged = [n for n in run_report["scorers"] if n not in JUDGE_FREE_NAMES]  # type: ignore[union-attr]
+    assert unjudged and text.count("not judged (offline): no mean, no pass") == len(unjudged)
     briefs = run_report["briefs"]
     assert isinstance(briefs, dict)
     (entry,) = briefs[SAMPLE.name]["builds"]  # a rescored course: one build

@@ -1,9 +1,8 @@
-"""The offline judge: deterministic heuristics for runs without a key.
-
-It answers the same requests a model judge gets, with the same answer shapes, so the
-whole harness runs end to end in CI; and it says what it is in every result (its
-name, and a "heuristic:" prefix on every reason). Never pass a heuristic off as a
-model's opinion.
+"""Test doubles for a judge: ``ScriptedJudge``, answering each request with a callable's
+data, and ``heuristic_judge``, one scripted with keyword heuristics. Neither reads prose
+as a model does, so no ``stay`` command uses them (offline, the scorers that need a judge
+are "not judged"); the statistics tests, the view tests' reports and the calibration
+benchmark need a judge that produces scores, and say which (each one's name).
 
 Each heuristic is written from its scorer's instructions, not from how the offline
 backend's quality knob damages a course (this module does not import it, and its tests
@@ -20,14 +19,16 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from stay.models import ModelRequest
-from stay.scoring._core import JudgeReply
+from stay.scoring import JudgeReply
 
-NAME = "offline heuristic judge (not a model)"
+SCRIPTED = "scripted judge (test double, not a model)"
+HEURISTIC = "heuristic judge (test double, not a model)"
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]+")
 _STOP = {"your", "own", "words", "small", "realistic", "task", "with", "from", "that", "this", "into",
          "their", "about", "using", "when", "what", "which", "where", "there", "these", "those",
@@ -142,17 +143,38 @@ def _specificity(inputs: dict[str, Any]) -> dict[str, Any]:
                       f"{ok}"}
 
 
+def _no_finding(field: str, value: object) -> Any:
+    """A keyword cannot tell a wrong key or a contradiction: the heuristic finds none."""
+    return lambda _inputs: {field: value, "quote": "", "reason": "heuristic: no finding (a heuristic cannot tell)"}
+
+
 _HEURISTICS = {"judge-outcome_coverage": _coverage, "judge-distractor_quality": _distractor,
-               "judge-exercise_alignment": _alignment, "judge-rubric_specificity": _specificity}
+               "judge-exercise_alignment": _alignment, "judge-rubric_specificity": _specificity,
+               "judge-answer_key": _no_finding("problem", "none"), "judge-consistency": _no_finding("consistent", True)}
 
 
-class OfflineJudge:
-    """Judges with heuristics; its name, in every result, says it is not a model."""
+@dataclass
+class ScriptedJudge:
+    """A judge whose every answer is ``answer(request)``'s data (None: no reply, an
+    unparseable item); ``requests`` keeps what it was asked. Its name says it is no model."""
 
-    @property
-    def name(self) -> str:
-        return NAME
+    answer: Callable[[ModelRequest], dict[str, Any] | None]
+    name: str = SCRIPTED
+
+    def __post_init__(self) -> None:
+        self.requests: list[ModelRequest] = []
 
     def ask(self, request: ModelRequest) -> JudgeReply:
-        data = _HEURISTICS[request.stage](request.inputs)
-        return JudgeReply(data, json.dumps(data, sort_keys=True), "offline-heuristic")
+        self.requests.append(request)
+        data = self.answer(request)
+        return JudgeReply(data, json.dumps(data, sort_keys=True), "scripted")
+
+
+def heuristic_answer(request: ModelRequest) -> dict[str, Any] | None:
+    """The keyword heuristics' answer to a judge's request (None for a scorer they do not know)."""
+    heuristic = _HEURISTICS.get(request.stage)
+    return heuristic(request.inputs) if heuristic else None
+
+
+def heuristic_judge() -> ScriptedJudge:
+    return ScriptedJudge(heuristic_answer, HEURISTIC)

@@ -1,4 +1,4 @@
-"""The offline judge on hand-written examples (not the quality knob's wordings), and the
+"""The heuristic judge (a test double) on hand-written examples (not the quality knob's wordings), and the
 knob itself: seeded noise per build, rates kept, files valid, and a judge that never
 learnt how the knob works."""
 
@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
-import stay.scoring._offline_judge as offline_judge
+import stay.testing._heuristic_judge as heuristics
 from stay.models import ModelRequest, RequestCache, request_key
-from stay.scoring import OfflineJudge
 from stay.scoring.distractor_quality import DistractorAnswer
-from stay.testing import RiggedBackend
+from stay.testing import RiggedBackend, heuristic_judge
 from stay.testing._quality import _DEGREE_LADDERS, _GENERIC_WHY_WRONG, _LOWER_TASKS, build_rate, picked
 from tests.conftest import ROOT
 
@@ -22,7 +21,7 @@ from tests.conftest import ROOT
 def ask(stage: str, inputs: dict[str, Any]) -> dict[str, Any]:
     request = ModelRequest(stage=f"judge-{stage}", role="judging", artefact="x", system=(), user="",
                            output_schema={}, output_name="x", inputs=inputs)
-    reply = OfflineJudge().ask(request).data
+    reply = heuristic_judge().ask(request).data
     assert reply is not None and reply["reason"].startswith("heuristic:")
     return reply
 
@@ -95,8 +94,8 @@ def test_coverage_quotes_the_best_sentence_of_the_sections_meant_to_teach_it() -
     assert not untaught["teaches"] and untaught["quote"] == ""
 
 
-def test_the_offline_judge_knows_nothing_of_the_quality_knob() -> None:
-    source = inspect.getsource(offline_judge)
+def test_the_heuristic_judge_knows_nothing_of_the_quality_knob() -> None:
+    source = inspect.getsource(heuristics)
     assert "stay.testing" not in source and "RiggedBackend" not in source
     knob_wordings = [*_GENERIC_WHY_WRONG, *(t for tasks in _LOWER_TASKS.values() for t in tasks),
                      *(level for ladder in _DEGREE_LADDERS for level in ladder)]
@@ -128,7 +127,7 @@ def test_degraded_offline_builds_still_pass_the_validator_and_differ_by_seed(tmp
         assert result.validation is not None and result.validation.fails == 0
         course = CourseOnDisk.load(result.course_dir)
         hashes.append(course.sha256)
-        scores.append({n: r.score for n, r in score_course(course, default_scorers(OfflineJudge())).items()})
+        scores.append({n: r.score for n, r in score_course(course, default_scorers(heuristic_judge())).items()})
     assert hashes[0] != hashes[1]
     for found in scores:  # the judge, reading the scorers' instructions, sees the damage
         assert found["validator"] == 1.0

@@ -1,0 +1,82 @@
+"""answer_key: is a quiz item's marked answer right, and the only right one; does an
+exercise's solution solve its task on its data?
+
+A wrong key teaches the wrong thing to every learner who trusts it, and no count can see
+it: the validator checks that one option is marked, never that it is the right one. The
+judge works the item out itself, against the lesson and the running example's data files
+the item or the lesson names, and must quote the words of the item that decide a defect:
+a finding it cannot quote from the item is dropped (an unsupported claim is not a defect).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field
+
+from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult, text_of
+from stay.scoring.outcome_coverage import quoted_in
+
+INSTRUCTIONS = """You check one quiz item or one exercise of the lesson above, as a demanding teacher
+checks an answer key before learners see it. Work the item out yourself first, from the lesson
+and the data files given (count the rows, add the figures), then compare with what the item says.
+- wrong_key: the option marked correct (or the answer given) is wrong.
+- two_right: another option is also right, as the lesson or the data stand.
+- solution_wrong: the exercise's solution does not solve its task, or states a figure, name
+  or result its data does not give.
+- none: the key is right and the only right one; the solution solves the task.
+Quote verbatim the words of the item that decide it (the wrong key, the second right option,
+the wrong figure); judge only what is written. Answer with the JSON schema: problem, quote,
+reason (one sentence: what the right answer is and why)."""
+
+
+class KeyAnswer(BaseModel):
+    problem: Literal["none", "wrong_key", "two_right", "solution_wrong"]
+    quote: str = Field(description="The words of the item that decide it, copied verbatim.")
+    reason: str
+
+
+def quoted_defect(found: bool, quote: str, source: str, what: str, reason: str) -> tuple[float, str]:
+    """A judge's finding as a verdict: 1.0 when it found nothing; 0.0 for a defect it quoted
+    from ``source``; a defect whose quote is not in ``source`` is dropped (1.0) and says so."""
+    if not found:
+        return 1.0, reason
+    if not quoted_in(quote, source):
+        return 1.0, f"unquoted finding dropped: {what}: {reason}"
+    return 0.0, f"{what}: {reason}"
+
+
+def _quiz_item(item: Any) -> dict[str, Any]:
+    return {"stem": item.stem, "type": item.type,
+            "options": [{"text": o.text, "correct": o.correct} for o in item.options or []],
+            "answer": item.answer, "explanation": item.explanation}
+
+
+@dataclass(frozen=True)
+class AnswerKey(ModelScorer):
+    judge: Judge
+    name: ClassVar[str] = "answer_key"
+    version: ClassVar[int] = 1
+    instructions: ClassVar[str] = INSTRUCTIONS
+    answer: ClassVar[type[BaseModel]] = KeyAnswer
+
+    def verdict(self, answer: Any, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
+        item = inputs.get("quiz_item", inputs.get("exercise"))
+        return quoted_defect(answer.problem != "none", answer.quote, text_of(item), answer.problem,
+                             str(answer.reason))
+
+    def score(self, course: CourseOnDisk) -> ScoreResult:
+        judging = self.judging()
+        for lesson in course.lessons:
+            body = lesson.content.body if lesson.content else None
+            for item in lesson.quiz.items if lesson.quiz else []:
+                if item.options:
+                    shown = _quiz_item(item)
+                    self.ask(judging, item.id, {"quiz_item": shown,
+                                                "data_files": course.data_files(text_of(shown), body or "")}, body)
+            for exercise in lesson.exercises.exercises if lesson.exercises else []:
+                task = {"task": exercise.task, "hints": list(exercise.hints), "solution": exercise.solution}
+                self.ask(judging, exercise.id, {"exercise": task,
+                                                "data_files": course.data_files(text_of(task), body or "")}, body)
+        return judging.result()
