@@ -23,13 +23,16 @@ so only the interval's lower end is held to it).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stay._display import fixed
 from stay.errors import InvalidRun, RunsNotComparable
 from stay.scoring._defaults import ALLOWABLE, ALPHA, EFFECT, MAX_FAILED
+
+if TYPE_CHECKING:
+    from stay.scoring._calibrate import Standing
 
 BUILDS, ITEMS = "builds", "items"
 WORSE, BETTER, SAME = "worse", "better", "no detectable difference"
@@ -74,6 +77,12 @@ class ScorerComparison:
     p_better: float = 1.0
     """One-sided p-value of "the candidate is better": "better" when its own Holm adjustment
     (over the same scorers) is below alpha; it never moves the gate."""
+    calibration: str = ""
+    """Its judge's calibration (``stay.scoring._calibrate.standings``): "kappa 0.84 [0.71, 0.93]",
+    "uncalibrated", or "not judged" (no judge); empty when the caller gave none."""
+    not_gating: str | None = None
+    """Why this scorer does not gate ("does not gate: kappa 0.55 < 0.7"): its verdict stands, but
+    it is adjusted in a Holm family of its own and never fires the gate. None: it gates."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +122,7 @@ class Comparison:
 
     @property
     def regressions(self) -> list[str]:
-        return [s.scorer for s in self.scorers if s.verdict == WORSE]
+        return [s.scorer for s in self.scorers if s.verdict == WORSE and s.not_gating is None]
 
     @property
     def exit_code(self) -> int:
@@ -133,13 +142,13 @@ class Comparison:
         title = (f"{self.candidate_label} against {self.baseline_label} (epochs: baseline {self.epochs[0]}, "
                  f"candidate {self.epochs[1]})")
         head: tuple[str, ...] = ("scorer", "test", "baseline", "candidate", "difference", "95% interval", "p",
-                                 "p (Holm)", "MDE", "verdict")
+                                 "p (Holm)", "MDE", "verdict", "judge")
         rows: list[tuple[str, ...]] = []
         for r in self.scorers:
             tested = r.difference is not None  # "nothing judged": its p-values are placeholders
             rows.append((r.scorer, r.test, fixed(r.baseline), fixed(r.candidate), fixed(r.difference, signed=True),
                          _interval(r), _p(r.p) if tested else "n/a", _p(r.p_adjusted) if tested else "n/a",
-                         fixed(r.mde), r.verdict))
+                         fixed(r.mde), r.verdict, judge_cell(r)))
         return title, head, rows
 
     def _repr_html_(self) -> str:
@@ -158,6 +167,11 @@ class Comparison:
         title, head, rows = self._display()
         return (f"**{markdown_text(title)}**\n\n{markdown_table(head, rows, numeric={2, 3, 4, 6, 7, 8})}\n"
                 f"**{markdown_text(self.gate)}**\n")
+
+
+def judge_cell(r: ScorerComparison) -> str:
+    """The scorer's judge calibration, and whether it gates, as every output shows it."""
+    return r.calibration + (f"; {r.not_gating}" if r.not_gating else "")
 
 
 def differences(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, str]:
@@ -311,11 +325,14 @@ def _weighted_means(strata: list[Any]) -> tuple[float, float]:
 def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float = ALPHA,
             allow: Collection[str] = (), max_failed: float = MAX_FAILED, effect: float = EFFECT,
             permutations: int | None = None,
-            seed: int = 0, names: tuple[str, str] = ("baseline", "candidate")) -> Comparison:
+            seed: int = 0, names: tuple[str, str] = ("baseline", "candidate"),
+            standing: Mapping[str, Standing] | None = None) -> Comparison:
     """Compare a candidate run with a baseline, per scorer; see the module's docstring.
 
     Raises ``RunsNotComparable`` or ``InvalidRun`` rather than answering a question the
-    two runs cannot answer. ``names`` are how messages name the runs (e.g. their paths)."""
+    two runs cannot answer. ``names`` are how messages name the runs (e.g. their paths).
+    ``standing`` (``_calibrate.standings``): per scorer, its judge's calibration; one that may
+    not gate leaves the gate's Holm family unless ``allow`` names "uncalibrated" (None: all gate)."""
     from stay.scoring import _stats
     from stay.scoring._plan import power_notes
     from stay.scoring._runs_check import INVALID, REFUSE, WARN, run_checks
@@ -376,15 +393,29 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
             estimates[scorer] = (BUILDS, estimate, _weighted_means(data), units)
 
     tested = sorted(estimates)
+    standing = standing or {}
+    unfit = [s for s in scorers if s in standing and standing[s].not_gating]
+    held = [] if "uncalibrated" in allowed_names else [s for s in tested if s in unfit]
+    gating = [s for s in tested if s not in held]
     # the gate is one-sided: Holm over "worse" only, so no alpha is spent on "better", which
-    # is a family of its own (reported, never gating)
-    adjusted = dict(zip(tested, _stats.holm([estimates[s][1].p_worse for s in tested]), strict=True))
+    # is a family of its own (reported, never gating); scorers whose judge may not gate are
+    # a family of their own too, so they neither fire the gate nor dilute it
+    adjusted = {s: p for family in (gating, held)
+                for s, p in zip(family, _stats.holm([estimates[s][1].p_worse for s in family]), strict=True)}
+    if unfit and "uncalibrated" in allowed_names:
+        found["uncalibrated"] = "gating by --allow uncalibrated: " + ", ".join(
+            f"{s} ({standing[s].not_gating})" for s in unfit)
     better = dict(zip(tested, _stats.holm([estimates[s][1].p_better for s in tested]), strict=True))
+    def held_out(scorer: str) -> dict[str, Any]:
+        known = standing.get(scorer)
+        gates = "uncalibrated" in allowed_names or known is None or known.not_gating is None
+        return {} if known is None else {"calibration": known.label, "not_gating": None if gates else known.not_gating}
+
     results = []
     for scorer in scorers:
         if scorer not in estimates:
             results.append(ScorerComparison(scorer, BUILDS, None, None, None, None, None, 1.0, 1.0, None, None,
-                                            (0, 0), NOTHING))
+                                            (0, 0), NOTHING, **held_out(scorer)))
             continue
         test, estimate, (mean_base, mean_cand), units = estimates[scorer]
         mde = estimate.mde
@@ -399,7 +430,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
             verdict = SAME
         results.append(ScorerComparison(scorer, test, mean_base, mean_cand, estimate.difference, estimate.low,
                                         estimate.high, estimate.p, adjusted[scorer], mde, threshold, units, verdict,
-                                        estimate.spread, estimate.p_worse, estimate.p_better))
+                                        estimate.spread, estimate.p_worse, estimate.p_better, **held_out(scorer)))
     only_base = tuple(sorted(set(baseline["briefs"]) - set(candidate["briefs"])))
     only_cand = tuple(sorted(set(candidate["briefs"]) - set(baseline["briefs"])))
     epochs = (int(baseline.get("epochs") or 0), int(candidate.get("epochs") or 0))

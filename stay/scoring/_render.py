@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from stay._display import fixed
-from stay.scoring._compare import BUILDS, Comparison, ItemChange, ScorerComparison
+from stay.scoring._compare import BUILDS, Comparison, ItemChange, ScorerComparison, judge_cell
 
 
 def _p(value: float) -> str:
@@ -72,7 +72,7 @@ def text(comparison: Comparison, paths: tuple[str, str] = ("baseline", "candidat
     for r in comparison.scorers:
         lines.append(f"{r.scorer:20} {r.test:6} {fixed(r.baseline):>8} {fixed(r.candidate):>9} "
                      f"{fixed(r.difference, signed=True):>7} {_interval(r):>18} {_p(r.p):>7} {_p(r.p_adjusted):>7} "
-                     f"{fixed(r.mde):>6}  {r.verdict}")
+                     f"{fixed(r.mde):>6}  {r.verdict}" + (f" | judge: {judge_cell(r)}" if r.calibration else ""))
     lines += ["", *_notes(comparison, paths)]
     return "\n".join(lines) + "\n"
 
@@ -102,12 +102,13 @@ def markdown(comparison: Comparison, paths: tuple[str, str] = ("baseline", "cand
     names = [r.scorer for r in results]
     lines = [f"# Eval comparison: {comparison.baseline_label} vs {comparison.candidate_label}", "",
              *[f"- {line}" for line in provenance], *([""] if provenance else []), method(comparison), "",
-             "| scorer | test | baseline | candidate | difference | 95% interval | p | p (Holm) | MDE | verdict |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| scorer | test | baseline | candidate | difference | 95% interval | p | p (Holm) | MDE | verdict "
+             "| judge |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         lines.append(f"| {r.scorer} | {r.test} | {fixed(r.baseline)} | {fixed(r.candidate)} | "
                      f"{fixed(r.difference, signed=True)} | {_interval(r)} | {_p(r.p)} | {_p(r.p_adjusted)} | "
-                     f"{fixed(r.mde)} | **{r.verdict}** |")
+                     f"{fixed(r.mde)} | **{r.verdict}** | {judge_cell(r) or 'n/a'} |")
     lines += ["", *[f"- {note}" for note in _notes(comparison, paths)], "",
               "```mermaid", "xychart-beta", '    title "Mean score per scorer"',
               f"    x-axis [{', '.join(names)}]", '    y-axis "mean score" 0 --> 1',

@@ -7,7 +7,7 @@ misconception tells the learner, and the teacher, which wrong idea is held.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -31,6 +31,11 @@ class DistractorQuality:
     name: ClassVar[str] = "distractor_quality"
     version: ClassVar[int] = 2
     """2: the lesson is a shared cached block before the item."""
+    instructions: ClassVar[str] = INSTRUCTIONS
+    answer: ClassVar[type[BaseModel]] = DistractorAnswer
+
+    def verdict(self, answer: DistractorAnswer, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
+        return float(answer.embodies), answer.reason
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
         judging = Judging(self.name, INSTRUCTIONS, self.judge, self.version)

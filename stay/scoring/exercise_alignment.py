@@ -8,7 +8,7 @@ quietly asks for less (recall instead of use).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -31,6 +31,11 @@ class ExerciseAlignment:
     name: ClassVar[str] = "exercise_alignment"
     version: ClassVar[int] = 2
     """2: the lesson is a shared cached block before the item."""
+    instructions: ClassVar[str] = INSTRUCTIONS
+    answer: ClassVar[type[BaseModel]] = AlignmentAnswer
+
+    def verdict(self, answer: AlignmentAnswer, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
+        return float(answer.aligned), answer.reason
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
         outcomes = {o.id: o for o in course.outcomes.outcomes}

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import ClassVar
+from functools import partial
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
@@ -62,6 +63,18 @@ class OutcomeCoverage:
     version: ClassVar[int] = 2
     """2: the lesson is a shared cached block; the quote check ignores Markdown markers."""
 
+    instructions: ClassVar[str] = INSTRUCTIONS
+    answer: ClassVar[type[BaseModel]] = CoverageAnswer
+
+    def verdict(self, answer: CoverageAnswer, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
+        if not answer.teaches or not answer.quote.strip():
+            return 0.0, f"not taught: {answer.reason}"
+        if not quoted_in(answer.quote, lesson or ""):
+            return 0.0, f"fabricated quote (not in the lesson): {answer.quote[:80]!r}"
+        if len(normal_text(answer.quote).split()) < self.min_quote_words:
+            return 0.0, f"quote too short to show teaching: {answer.quote!r}"
+        return 1.0, answer.reason
+
     def score(self, course: CourseOnDisk) -> ScoreResult:
         judging = Judging(self.name, INSTRUCTIONS, self.judge, self.version)
         for lesson in course.lessons:
@@ -70,17 +83,7 @@ class OutcomeCoverage:
             body = lesson.content.body
             for outcome in (o for o in course.outcomes.outcomes if o.lesson == lesson.id):
                 covering = [s.heading for s in lesson.plan.sections if outcome.id in s.covers]
-
-                def verdict(answer: CoverageAnswer, body: str = body) -> tuple[float, str]:
-                    if not answer.teaches or not answer.quote.strip():
-                        return 0.0, f"not taught: {answer.reason}"
-                    if not quoted_in(answer.quote, body):
-                        return 0.0, f"fabricated quote (not in the lesson): {answer.quote[:80]!r}"
-                    if len(normal_text(answer.quote).split()) < self.min_quote_words:
-                        return 0.0, f"quote too short to show teaching: {answer.quote!r}"
-                    return 1.0, answer.reason
-
-                judging.ask(outcome.id, {"outcome": outcome.model_dump(),
-                                         "sections_that_should_teach_it": covering},
-                            CoverageAnswer, verdict, lesson=body)
+                inputs = {"outcome": outcome.model_dump(), "sections_that_should_teach_it": covering}
+                judging.ask(outcome.id, inputs, CoverageAnswer, partial(self.verdict, inputs=inputs, lesson=body),
+                            lesson=body)
         return judging.result()

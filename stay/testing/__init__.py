@@ -5,13 +5,15 @@ fault it raises. ``docs/models.md`` lists the knobs.
 adds what only a test, a benchmark or the evals harness uses: per-stage call counts,
 in-flight gauges, latency, injected faults (``InjectedFault``), defects the validator
 fires on (``DEFECTS``), a moderation flag, and quality knobs it cannot see
-(``QUALITY_KNOBS``). Nothing in stay imports this package except the evals suite
+(``QUALITY_KNOBS``); ``ScriptedJudge`` answers judge requests as a test scripts them.
+Nothing in stay imports this package except the evals suite
 (``stay.suite``), whose offline runs turn the quality knobs.
 """
 
 from __future__ import annotations
 
 from stay.testing._backend import DEFECTS, InjectedFault, RiggedBackend
+from stay.testing._judge import ScriptedJudge
 from stay.testing._quality import QUALITY_KNOBS
 
-__all__ = ["DEFECTS", "QUALITY_KNOBS", "InjectedFault", "RiggedBackend"]
+__all__ = ["DEFECTS", "QUALITY_KNOBS", "InjectedFault", "RiggedBackend", "ScriptedJudge"]
