@@ -247,25 +247,28 @@ def kappa_text(entry: dict[str, Any]) -> str:
 def calibration_text(document: dict[str, Any], output: str) -> str:
     lines = [f"calibration of {document['judge']} on {document['gold']['dir']} ({document['gold']['items']} items, "
              f"sha256 {document['gold']['sha256'][:16]}); kappa: {document['interval']}; a scorer gates when its "
-             f"judge's kappa is at least {document['kappa_to_gate']}", "",
-             f"{'judge':20} {'version':>7} {'items':>5} {'sensitivity':>11} {'specificity':>11}  {'kappa [95%]':24} "
-             "failures"]
-    not_run = []
-    for name, entry in sorted(document["judges"].items()):
-        if entry.get("not_run"):
-            not_run.append(f"{name} ({entry['not_run']})")
-            continue
+             f"judge's kappa is at least {document['kappa_to_gate']}", ""]
+    run = {name: entry for name, entry in sorted(document["judges"].items()) if not entry.get("not_run")}
+    if run:
+        lines.append(f"{'judge':20} {'version':>7} {'items':>5} {'sensitivity':>11} {'specificity':>11}  "
+                     f"{'kappa [95%]':24} failures")
+    for name, entry in run.items():
         failures = entry["failures"]["unparseable"] + entry["failures"]["errors"]
         lines.append(f"{name:20} {'v' + str(entry['version']):>7} {entry['n']:>5} {_fixed(entry['sensitivity']):>11} "
                      f"{_fixed(entry['specificity']):>11}  "
                      f"{kappa_text(entry) if entry['kappa'] is not None else 'kappa n/a':24} {failures}")
-    for name, entry in sorted(document["judges"].items()):
-        for miss in entry.get("wrong", []):
+    for name, entry in run.items():
+        for miss in entry["wrong"]:
             lines.append(f"wrong: {name} {miss['id']} (label {miss['label']}, judged {miss['verdict']}): "
                          f"{' '.join(str(miss['reason']).split())[:200]}"
                          + (f" [quote: {' '.join(str(miss['quote']).split())[:120]}]" if miss.get("quote") else ""))
-    if not_run:
-        lines.append("could not run: " + "; ".join(not_run))
+    reasons: dict[str, list[str]] = {}
+    for name, entry in sorted(document["judges"].items()):
+        if entry.get("not_run"):
+            reasons.setdefault(entry["not_run"], []).append(name)
+    lines += [f"could not run: {', '.join(names)} ({why})" for why, names in reasons.items()]
+    if not run:
+        lines.append("nothing calibrated: no kappa, so no scorer this judge judged may gate")
     if document["no_scorer"]:
         lines.append("gold items for judges no scorer declares (not run): "
                      + ", ".join(f"{name} {n}" for name, n in document["no_scorer"].items()))
