@@ -356,11 +356,11 @@ def standings(baseline: dict[str, Any], candidate: dict[str, Any],
         matches = (entry is not None and entry.get("kappa") is not None and judges == {calibrated.get("judge")}
                    and baseline["scorers"][scorer] == candidate["scorers"][scorer] == entry.get("version"))
         if not matches:
-            found[scorer] = Standing(UNCALIBRATED, "does not gate: judge uncalibrated")
+            found[scorer] = Standing(UNCALIBRATED, "does not gate")
             continue
         value = float(entry["kappa"])
         found[scorer] = Standing(kappa_text(entry), None if value >= KAPPA_TO_GATE else
-                                 f"does not gate: kappa {value:.2f} < {KAPPA_TO_GATE}")
+                                 f"does not gate: below {KAPPA_TO_GATE}")
     return found
 
 

@@ -81,7 +81,7 @@ class ScorerComparison:
     """Its judge's calibration (``stay.scoring._calibrate.standings``): "kappa 0.84 [0.71, 0.93]",
     "uncalibrated", or "not judged" (no judge); empty when the caller gave none."""
     not_gating: str | None = None
-    """Why this scorer does not gate ("does not gate: kappa 0.55 < 0.7"): its verdict stands, but
+    """Why this scorer does not gate ("does not gate: below 0.7"): its verdict stands, but
     it is adjusted in a Holm family of its own and never fires the gate. None: it gates."""
 
 
@@ -404,7 +404,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
                 for s, p in zip(family, _stats.holm([estimates[s][1].p_worse for s in family]), strict=True)}
     if unfit and "uncalibrated" in allowed_names:
         found["uncalibrated"] = "gating by --allow uncalibrated: " + ", ".join(
-            f"{s} ({standing[s].not_gating})" for s in unfit)
+            f"{s} (judge {standing[s].label})" for s in unfit)
     better = dict(zip(tested, _stats.holm([estimates[s][1].p_better for s in tested]), strict=True))
     def held_out(scorer: str) -> dict[str, Any]:
         known = standing.get(scorer)
