@@ -24,7 +24,7 @@ PUBLIC = [
     "GraphError",
 ]
 
-TESTING = ["RiggedBackend", "InjectedFault", "DEFECTS", "QUALITY_KNOBS"]
+TESTING = ["RiggedBackend", "InjectedFault", "DEFECTS", "QUALITY_KNOBS", "ScriptedJudge"]
 """stay.testing: test support, public so tests outside stay can rig the offline backend too."""
 
 

@@ -36,7 +36,7 @@ LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under i
     "stay": {"stay.pipeline", "stay.validate", "stay.scoring", "stay._lazy"},  # the public names (scoring:
     # compare_runs and read_run, eval comparison from Python)
     "stay.suite": {"stay.scoring", "stay.testing"},  # builds courses and scores them
-    "stay.testing": {"stay.models", "stay.stages"},  # test support: a rigged offline backend
+    "stay.testing": {"stay.models", "stay.stages", "stay.scoring"},  # test support: a rigged backend, a scripted judge
     "stay.scoring": {"stay.view"},  # writes its report pages with the viewer's templates
     "stay.view": {"stay.pipeline", "stay._lazy"},  # shows a course, its validation and its gates
     "stay.pipeline": {"stay.stages", "stay.models", "stay._lock", "stay._display", "stay._version",

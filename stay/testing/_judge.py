@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stay.models import ModelRequest
-from stay.scoring._core import JudgeReply
+from stay.scoring import JudgeReply
 
 
 @dataclass
