@@ -111,7 +111,7 @@ def load_gold(directory: str | os.PathLike[str]) -> Gold:
             text = data.decode("utf-8")
             if yaml_shape(text) is not None:
                 raise UsageError(f"{path}: uses anchors or aliases, or nests too deeply; write each item out in full")
-            document = yaml.safe_load(text)
+            document = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml when built
         except (Damaged, OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             why = exc.reason if isinstance(exc, Damaged) else type(exc).__name__
             raise UsageError(f"{path}: not a gold file ({why}); fix it") from None

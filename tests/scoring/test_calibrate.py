@@ -17,10 +17,12 @@ from stay.models import ModelRequest
 from stay.scoring import DistractorQuality, OfflineJudge
 from stay.scoring._calibrate import GoldItem, judged_scorers, load_gold
 from stay.testing import ScriptedJudge
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SAMPLE
 from tests.scoring.reports import make_report, steady
 
 GOLD = ROOT / "evals" / "gold"
+GOLD_SET = load_gold(GOLD)
+GOLD_JUDGES = sorted({item.judge for item in GOLD_SET.items})
 PROBLEMS = ("wrong_key", "two_right", "solution_wrong")
 
 
@@ -42,7 +44,7 @@ ANSWERS: dict[str, Callable[[bool, GoldItem], dict[str, Any]]] = {
 
 
 def _judge(always_fine: bool) -> ScriptedJudge:
-    items = {item.id: item for item in load_gold(GOLD).items}
+    items = {item.id: item for item in GOLD_SET.items}
 
     def answer(request: ModelRequest) -> dict[str, Any]:
         item = items[request.artefact]
@@ -64,35 +66,69 @@ def by_labels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return _calibrated(tmp_path_factory.mktemp("labels"), _judge(always_fine=False))[0]
 
 
-GOLD_JUDGES = sorted({item.judge for item in load_gold(GOLD).items})
+
+
+ANSWER_KEY_QUIZ = {"quiz_item": {"stem": None, "type": None, "options": [{"text": None, "correct": None}],
+                                  "answer": None, "explanation": None}, "data_files": "dict"}
+ANSWER_KEY_EXERCISE = {"exercise": {"task": None, "hints": [], "solution": None}, "data_files": "dict"}
+"""answer_key's inputs, as the scorer's interface fixes them (its scorer is checked on a course once merged)."""
 
 
 def test_the_gold_set_is_large_balanced_and_labelled_by_its_rules() -> None:
-    gold = load_gold(GOLD)
+    gold = GOLD_SET
     assert len(gold.items) >= 120
     for judge in GOLD_JUDGES:
         defects = sum(item.label == "defect" for item in gold.of(judge))
         assert 0.4 <= defects / len(gold.of(judge)) <= 0.6, judge
-    for item in gold.of("answer_key"):  # a fine quiz item has one option marked; a defect names its problem
-        quiz = item.inputs.get("quiz_item")
+    for item in gold.of("answer_key"):  # the interface's inputs; one option marked; a defect names its problem
+        quiz, files = item.inputs.get("quiz_item"), item.inputs["data_files"]
+        assert _shape(item.inputs) in (ANSWER_KEY_QUIZ, ANSWER_KEY_EXERCISE), item.id
+        assert all(isinstance(text, str) for text in files.values()), item.id
         assert quiz is None or sum(o["correct"] for o in quiz["options"]) == 1, item.id
         assert (item.label == "defect") == any(k in PROBLEMS for k in item.kinds), item.id
+
+
+def _shape(value: Any, key: str = "") -> Any:
+    """The keys of a JSON value, all the way down (a list by its first mapping's; data files by type only)."""
+    if isinstance(value, dict) and key != "data_files":
+        return {k: _shape(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shape(v) for v in value if isinstance(v, dict)][:1]
+    return type(value).__name__ if key == "data_files" else None
+
+
+def test_every_gold_item_has_the_inputs_its_scorer_sends_on_a_course() -> None:
+    """What each scorer sends on the sample course, recorded: a gold item's inputs have the same
+    shape, so the judge is calibrated on the request a scored course makes."""
+    from stay.scoring import score_course
+
+    sent: dict[str, set[str]] = {}
+
+    def record(request: ModelRequest) -> dict[str, Any]:
+        inputs = {k: v for k, v in request.inputs.items() if k != "lesson"}  # the lesson is the shared block
+        sent.setdefault(request.stage.removeprefix("judge-"), set()).add(json.dumps(_shape(inputs), sort_keys=True))
+        return {}
+
+    score_course(SAMPLE, judged_scorers(ScriptedJudge(record)))
+    for item in GOLD_SET.items:
+        if item.judge in sent:  # a scorer on this branch (answer_key's is checked once it is merged)
+            assert json.dumps(_shape(item.inputs), sort_keys=True) in sent[item.judge], item.id
 
 
 @pytest.mark.parametrize("judge", GOLD_JUDGES)
 def test_a_judge_answering_by_the_labels_has_kappa_one(by_labels: dict[str, Any], judge: str) -> None:
     if judge in by_labels["no_scorer"]:
         pytest.skip(f"no {judge} scorer on this branch: its gold items are calibrated once the scorer is merged")
-    entry, gold = by_labels["judges"][judge], load_gold(GOLD).of(judge)
+    entry, gold = by_labels["judges"][judge], GOLD_SET.of(judge)
     assert (entry["kappa"], entry["interval"], entry["wrong"]) == (1.0, [1.0, 1.0], [])
     assert (entry["sensitivity"], entry["specificity"], entry["n"]) == (1.0, 1.0, len(gold))
-    assert by_labels["judge"] == _judge(always_fine=False).name and by_labels["gold"]["sha256"] == load_gold(GOLD).sha256
+    assert by_labels["judge"] == _judge(always_fine=False).name and by_labels["gold"]["sha256"] == GOLD_SET.sha256
     assert entry["version"] == next(s.version for s in judged_scorers(OfflineJudge()) if s.name == judge)
 
 
 def test_a_judge_that_always_says_fine_finds_no_defect(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report, _path = _calibrated(tmp_path, _judge(always_fine=True))
-    gold = load_gold(GOLD)
+    gold = GOLD_SET
     calibrated = {name: entry for name, entry in report["judges"].items() if not entry.get("not_run")}
     assert set(calibrated) == set(GOLD_JUDGES) - set(report["no_scorer"])
     for name, entry in calibrated.items():
@@ -162,6 +198,7 @@ def test_compare_shows_the_kappa_and_gates_only_on_a_calibrated_judge(
     out = capsys.readouterr().out
     assert "judge: kappa 0.84 [0.71, 0.93]" in out and "regression: distractor_quality" in out
     assert "judge: not judged" in out  # the validator has no judge to calibrate
+    assert f"calibration: {tmp_path / 'calibration.json'} (judge {JUDGE}" in out
 
     _calibration(tmp_path / "low.json", 0.55, [0.40, 0.70])
     page = tmp_path / "compare.html"
