@@ -95,7 +95,7 @@ def _row(r: ScorerComparison, baseline: Interval | None, candidate: Interval | N
         difference_interval=Interval(r.low, r.high, LEVEL) if r.low is not None and r.high is not None else None,
         p_raw=r.p if tested else None, p_adjusted=r.p_adjusted if tested else None, mde=r.mde, verdict=r.verdict,
         pairs=r.units[0] if r.test == ITEMS else 0, test=r.test if tested else "", units=r.units if tested else None,
-        threshold=r.threshold, spread=r.spread, judge=judge_cell(r), gates=r.not_gating is None)
+        threshold=r.threshold, spread=r.spread, judge=judge_cell(r))
 
 
 def _item(change: ItemChange) -> ItemDiffRow:

@@ -73,8 +73,6 @@ class ScorerRow:
     judge: str = ""
     """The judge's calibration ("kappa 0.84 [0.71, 0.93]", "uncalibrated", "not judged") and,
     when the scorer may not gate, why; empty when not known."""
-    gates: bool = True
-    """False: the verdict stands, but this scorer cannot fire the gate (its judge is uncalibrated)."""
 
 
 @dataclass(frozen=True)
