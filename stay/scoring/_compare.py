@@ -134,7 +134,15 @@ class Comparison:
         if self.regressions:
             return (f"gate fires (exit 1): {', '.join(self.regressions)} worse at a Holm-adjusted p below "
                     f"{self.alpha}")
-        return f"gate passes (exit 0): no scorer is worse at a Holm-adjusted p below {self.alpha}"
+        gating = " that may gate" if self.held_worse else ""
+        return (f"gate passes (exit 0): no scorer{gating} is worse at a Holm-adjusted p below {self.alpha}"
+                f"{self.held_worse}")
+
+    @property
+    def held_worse(self) -> str:
+        """What the gate passed over: scorers worse whose judge may not gate (empty when none)."""
+        held = [s.scorer for s in self.scorers if s.verdict == WORSE and s.not_gating]
+        return f"; {', '.join(held)} worse, but its judge is not calibrated to gate" if held else ""
 
     def _display(self) -> tuple[str, tuple[str, ...], list[tuple[str, ...]]]:
         from stay.scoring._render import _interval, _p
@@ -142,13 +150,15 @@ class Comparison:
         title = (f"{self.candidate_label} against {self.baseline_label} (epochs: baseline {self.epochs[0]}, "
                  f"candidate {self.epochs[1]})")
         head: tuple[str, ...] = ("scorer", "test", "baseline", "candidate", "difference", "95% interval", "p",
-                                 "p (Holm)", "MDE", "verdict", "judge")
+                                 "p (Holm)", "MDE", "verdict")
         rows: list[tuple[str, ...]] = []
         for r in self.scorers:
             tested = r.difference is not None  # "nothing judged": its p-values are placeholders
             rows.append((r.scorer, r.test, fixed(r.baseline), fixed(r.candidate), fixed(r.difference, signed=True),
                          _interval(r), _p(r.p) if tested else "n/a", _p(r.p_adjusted) if tested else "n/a",
-                         fixed(r.mde), r.verdict, judge_cell(r)))
+                         fixed(r.mde), r.verdict))
+        if any(r.calibration for r in self.scorers):  # the judges' calibration, when the caller gave one
+            head, rows = (*head, "judge"), [(*row, judge_cell(r)) for row, r in zip(rows, self.scorers, strict=True)]
         return title, head, rows
 
     def _repr_html_(self) -> str:

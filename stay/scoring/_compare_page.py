@@ -134,7 +134,8 @@ def _quality(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> tuple
 def _gate(comparison: Comparison) -> str:
     if comparison.regressions:
         return f"at least one scorer is worse at a Holm-adjusted p below {comparison.alpha}."
-    return f"no scorer is worse at a Holm-adjusted p below {comparison.alpha}."
+    gating = " that may gate" if comparison.held_worse else ""
+    return f"no scorer{gating} is worse at a Holm-adjusted p below {comparison.alpha}{comparison.held_worse}."
 
 
 def run_intervals(comparison: Comparison, baseline: Mapping[str, Any], candidate: Mapping[str, Any],

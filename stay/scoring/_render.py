@@ -47,6 +47,8 @@ def _notes(comparison: Comparison, paths: tuple[str, str]) -> list[str]:
                      f"of {items} items (left out of the means)")
     for why in comparison.allowed.values():
         lines.append(f"allowed: {why}")
+    if comparison.held_worse:
+        lines.append(f"not gating: {comparison.held_worse.removeprefix('; ')}")
     for why in comparison.warnings:
         lines.append(f"warning: {why}")
     for why in comparison.power:

@@ -203,7 +203,9 @@ def test_compare_shows_the_kappa_and_gates_only_on_a_calibrated_judge(
     _calibration(tmp_path / "low.json", 0.55, [0.40, 0.70])
     page = tmp_path / "compare.html"
     assert main(["evals", "compare", base, cand, "--calibration", str(tmp_path / "low.json"), "--html", str(page)]) == 0
-    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("distractor_quality"))
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("distractor_quality"))
+    assert "not gating: distractor_quality worse, but its judge is not calibrated to gate" in out
     assert " worse " in row and "judge: kappa 0.55 [0.40, 0.70]; does not gate: below 0.7" in row  # verdict stands
     assert "judge: kappa 0.55 [0.40, 0.70]; does not gate: below 0.7" in page.read_text()
 
