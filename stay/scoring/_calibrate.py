@@ -29,6 +29,7 @@ from typing import Annotated, Any, Literal, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
+from stay._display import fixed
 from stay.errors import UsageError
 from stay.scoring._core import Judge, Judging
 from stay.scoring._defaults import CALIBRATION, KAPPA_TO_GATE
@@ -113,7 +114,9 @@ def load_gold(directory: str | os.PathLike[str]) -> Gold:
                 raise UsageError(f"{path}: uses anchors or aliases, or nests too deeply; write each item out in full")
             document = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml when built
         except (Damaged, OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            why = exc.reason if isinstance(exc, Damaged) else type(exc).__name__
+            mark = getattr(exc, "problem_mark", None)
+            why = (exc.reason if isinstance(exc, Damaged) else f"not valid YAML at line {mark.line + 1}" if mark
+                   else type(exc).__name__)
             raise UsageError(f"{path}: not a gold file ({why}); fix it") from None
         try:
             gold = GoldFile.model_validate(document)
@@ -234,10 +237,6 @@ def calibrate(gold: Gold, judge: Judge, *, backend: str) -> dict[str, Any]:
             "no_scorer": {name: len(gold.of(name)) for name in sorted({i.judge for i in gold.items} - declared)}}
 
 
-def _fixed(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
-
-
 def kappa_text(entry: dict[str, Any]) -> str:
     """"kappa 0.84 [0.71, 0.93]", as every output shows a calibrated judge."""
     interval = entry.get("interval")
@@ -254,8 +253,8 @@ def calibration_text(document: dict[str, Any], output: str) -> str:
                      f"{'kappa [95%]':24} failures")
     for name, entry in run.items():
         failures = entry["failures"]["unparseable"] + entry["failures"]["errors"]
-        lines.append(f"{name:20} {'v' + str(entry['version']):>7} {entry['n']:>5} {_fixed(entry['sensitivity']):>11} "
-                     f"{_fixed(entry['specificity']):>11}  "
+        lines.append(f"{name:20} {'v' + str(entry['version']):>7} {entry['n']:>5} {fixed(entry['sensitivity']):>11} "
+                     f"{fixed(entry['specificity']):>11}  "
                      f"{kappa_text(entry) if entry['kappa'] is not None else 'kappa n/a':24} {failures}")
     for name, entry in run.items():
         for miss in entry["wrong"]:
