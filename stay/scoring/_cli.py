@@ -39,7 +39,7 @@ which is not imported here: it loads Jinja2, and `stay --help` must not pay for 
 
 def evals_parser(subparsers: Any) -> None:
     """Add ``evals`` (with ``compare`` and ``score``) to an argparse subparsers object."""
-    from stay.scoring._defaults import ALLOWABLE, ALPHA, EFFECT, MAX_FAILED, POWER
+    from stay.scoring._defaults import ALLOWABLE, ALPHA, CALIBRATION, EFFECT, GOLD_DIR, KAPPA_TO_GATE, MAX_FAILED, POWER
 
     evals = subparsers.add_parser("evals", help="compare two eval reports, and score saved courses again")
     commands = evals.add_subparsers(dest="evals_command", metavar="EVALS_COMMAND")
@@ -71,6 +71,10 @@ def evals_parser(subparsers: Any) -> None:
     compare.add_argument("--permutations", type=int, default=None, metavar="N",
                          help="permutations per test (default 4999)")
     compare.add_argument("--seed", type=int, default=0, help="the permutations' seed (default 0)")
+    compare.add_argument("--calibration", metavar="PATH",
+                         help="the judges' calibration (stay evals calibrate) shown beside each scorer; a model-judged "
+                              f"scorer gates only when its judge's kappa is at least {KAPPA_TO_GATE} (default: "
+                              "calibration.json beside the candidate's report, if there is one)")
     show = commands.add_parser(
         "show", help="one eval run's summary: judge, models, mean per scorer, judge failures, cost",
         description="Print one eval report's summary; --html also writes it as a page with every brief, build "
@@ -105,6 +109,19 @@ def evals_parser(subparsers: Any) -> None:
                             "rest 'not judged (offline)'), or the backend the judging model answers through, "
                             "e.g. anthropic (default: STAY_BACKEND's); its name records it")
     score.add_argument("--judge-model", metavar="MODEL", help="the judge's model (default: the judging role's)")
+    calibrate = commands.add_parser(
+        "calibrate", help="how far each model judge agrees with the labelled gold set: kappa, sensitivity, specificity",
+        description="Run every model judge on its labelled gold items, through its scorer's own request, and "
+                    "report per judge sensitivity, specificity, Cohen's kappa with a 95% interval, judge failures "
+                    "and the items it got wrong; write the report compare shows beside each scorer. Offline, it "
+                    "says which judges the offline judge could not run and calibrates nothing. Exit 0, or 2 on a "
+                    "bad gold file or option.")
+    calibrate.add_argument("--backend", "--judge-backend", dest="backend", metavar="NAME",
+                           help="the judge: offline, or the backend the judging model answers through, e.g. "
+                                "anthropic (default: STAY_BACKEND's)")
+    calibrate.add_argument("--judge-model", metavar="MODEL", help="the judge's model (default: the judging role's)")
+    calibrate.add_argument("--gold", default=GOLD_DIR, metavar="DIR", help=f"the gold set (default {GOLD_DIR})")
+    calibrate.add_argument("--output", default=CALIBRATION, metavar="PATH", help=f"the report (default {CALIBRATION})")
     rejudge = commands.add_parser(
         "rejudge", help="judge two runs' saved courses again in one session, interleaved, so compare can test them",
         description="Judge the baseline's and the candidate's saved courses in one judging session, alternating "
@@ -144,8 +161,11 @@ def evals_main(ns: argparse.Namespace) -> int:
         return _rejudge(ns)
     if ns.evals_command == "plan":
         return _plan(ns)
+    if ns.evals_command == "calibrate":
+        return _calibrate(ns)
     sys.stderr.write("usage: stay evals compare BASELINE.json CANDIDATE.json | stay evals show REPORT.json | "
-                     "stay evals score COURSE_DIR ... | stay evals rejudge BASELINE.json CANDIDATE.json\n")
+                     "stay evals score COURSE_DIR ... | stay evals rejudge BASELINE.json CANDIDATE.json | "
+                     "stay evals calibrate\n")
     return EXIT_USAGE
 
 
@@ -167,6 +187,7 @@ def _write_refused_page(ns: argparse.Namespace, exc: StayError, code: int) -> No
 def _compare(ns: argparse.Namespace) -> int:
     from stay.artefacts import write_text_atomic
     from stay.errors import UsageError
+    from stay.scoring._calibrate import calibration_note, find_calibration, standings
     from stay.scoring._compare import compare, item_changes
     from stay.scoring._provenance import provenance_notes
     from stay.scoring._render import items_text, markdown, text
@@ -181,9 +202,12 @@ def _compare(ns: argparse.Namespace) -> int:
         raise UsageError(f"--permutations {ns.permutations}: at least 99, or no p-value can fall below 0.01")
     baseline, candidate = read_report(ns.baseline), read_report(ns.candidate)
     paths = (str(ns.baseline), str(ns.candidate))
+    calibration_path, calibration = find_calibration(ns.calibration, ns.candidate)
     comparison = compare(baseline, candidate, alpha=ns.alpha, allow=ns.allow, max_failed=ns.max_failed,
-                         effect=ns.effect, permutations=ns.permutations, seed=ns.seed, names=paths)
-    provenance = provenance_notes(baseline, candidate)
+                         effect=ns.effect, permutations=ns.permutations, seed=ns.seed, names=paths,
+                         standing=standings(baseline, candidate, calibration))
+    note = calibration_note(calibration_path, calibration)
+    provenance = [*provenance_notes(baseline, candidate), note]
     print(text(comparison, paths, provenance), end="")
     changes = None
     if ns.items is not None:
@@ -196,7 +220,7 @@ def _compare(ns: argparse.Namespace) -> int:
         from stay.scoring._compare_page import compare_page
 
         page = compare_page(comparison, baseline, candidate, paths=paths,
-                            items=ns.items if ns.items is not None else PAGE_ITEMS)
+                            items=ns.items if ns.items is not None else PAGE_ITEMS, notes=(note,))
         write_text_atomic(ns.html, page.html())
         print(f"wrote {ns.html}")
     worse = [r for r in comparison.scorers if r.scorer in comparison.regressions]
@@ -398,6 +422,19 @@ def _score(ns: argparse.Namespace) -> int:
     print(f"wrote {ns.output}" + (f" ({failed} of {len(ns.courses)} courses failed and are recorded as failed "
                                   "builds; compare refuses the report until they are rebuilt)" if failed else ""))
     return EXIT_REFUSED if failed else EXIT_OK
+
+
+def _calibrate(ns: argparse.Namespace) -> int:
+    from stay.scoring._calibrate import run_calibrate
+    from stay.scoring._judges import checked_backend, make_judge
+    from stay.settings import Settings
+
+    backend = checked_backend(ns.backend, "--backend") if ns.backend else Settings.from_env().chosen_backend
+    # the verdicts are cached beside the report: calibrating the same judge again pays nothing
+    judge = make_judge(backend, Path(ns.output).parent / "calibration-cache", judge_model=ns.judge_model,
+                       salt="calibration")
+    print(run_calibrate(ns.gold, judge, ns.output, backend=backend), end="")
+    return EXIT_OK
 
 
 def _rejudge(ns: argparse.Namespace) -> int:

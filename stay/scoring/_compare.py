@@ -28,13 +28,16 @@ out of the Holm family. One judged in one run only is a judge difference (refuse
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stay._display import fixed
 from stay.errors import InvalidRun, RunsNotComparable
 from stay.scoring._defaults import ALLOWABLE, ALPHA, EFFECT, MAX_FAILED
+
+if TYPE_CHECKING:
+    from stay.scoring._calibrate import Standing
 
 BUILDS, ITEMS = "builds", "items"
 WORSE, BETTER, SAME = "worse", "better", "no detectable difference"
@@ -79,6 +82,12 @@ class ScorerComparison:
     p_better: float = 1.0
     """One-sided p-value of "the candidate is better": "better" when its own Holm adjustment
     (over the same scorers) is below alpha; it never moves the gate."""
+    calibration: str = ""
+    """Its judge's calibration (``stay.scoring._calibrate.standings``): "kappa 0.84 [0.71, 0.93]",
+    "uncalibrated", or "not judged" (no judge); empty when the caller gave none."""
+    not_gating: str | None = None
+    """Why this scorer does not gate ("does not gate: below 0.7"): its verdict stands, but
+    it is adjusted in a Holm family of its own and never fires the gate. None: it gates."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +127,7 @@ class Comparison:
 
     @property
     def regressions(self) -> list[str]:
-        return [s.scorer for s in self.scorers if s.verdict == WORSE]
+        return [s.scorer for s in self.scorers if s.verdict == WORSE and s.not_gating is None]
 
     @property
     def exit_code(self) -> int:
@@ -130,7 +139,15 @@ class Comparison:
         if self.regressions:
             return (f"gate fires (exit 1): {', '.join(self.regressions)} worse at a Holm-adjusted p below "
                     f"{self.alpha}")
-        return f"gate passes (exit 0): no scorer is worse at a Holm-adjusted p below {self.alpha}"
+        gating = " that may gate" if self.held_worse else ""
+        return (f"gate passes (exit 0): no scorer{gating} is worse at a Holm-adjusted p below {self.alpha}"
+                f"{self.held_worse}")
+
+    @property
+    def held_worse(self) -> str:
+        """What the gate passed over: scorers worse whose judge may not gate (empty when none)."""
+        held = [s.scorer for s in self.scorers if s.verdict == WORSE and s.not_gating]
+        return f"; {', '.join(held)} worse, but its judge is not calibrated to gate" if held else ""
 
     def _display(self) -> tuple[str, tuple[str, ...], list[tuple[str, ...]]]:
         from stay.scoring._render import _interval, _p
@@ -145,6 +162,8 @@ class Comparison:
             rows.append((r.scorer, r.test, fixed(r.baseline), fixed(r.candidate), fixed(r.difference, signed=True),
                          _interval(r), _p(r.p) if tested else "n/a", _p(r.p_adjusted) if tested else "n/a",
                          fixed(r.mde), r.verdict))
+        if any(r.calibration for r in self.scorers):  # the judges' calibration, when the caller gave one
+            head, rows = (*head, "judge"), [(*row, judge_cell(r)) for row, r in zip(rows, self.scorers, strict=True)]
         return title, head, rows
 
     def _repr_html_(self) -> str:
@@ -163,6 +182,11 @@ class Comparison:
         title, head, rows = self._display()
         return (f"**{markdown_text(title)}**\n\n{markdown_table(head, rows, numeric={2, 3, 4, 6, 7, 8})}\n"
                 f"**{markdown_text(self.gate)}**\n")
+
+
+def judge_cell(r: ScorerComparison) -> str:
+    """The scorer's judge calibration, and whether it gates, as every output shows it."""
+    return r.calibration + (f"; {r.not_gating}" if r.not_gating else "")
 
 
 def differences(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, str]:
@@ -325,11 +349,14 @@ def _weighted_means(strata: list[Any]) -> tuple[float, float]:
 def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float = ALPHA,
             allow: Collection[str] = (), max_failed: float = MAX_FAILED, effect: float = EFFECT,
             permutations: int | None = None,
-            seed: int = 0, names: tuple[str, str] = ("baseline", "candidate")) -> Comparison:
+            seed: int = 0, names: tuple[str, str] = ("baseline", "candidate"),
+            standing: Mapping[str, Standing] | None = None) -> Comparison:
     """Compare a candidate run with a baseline, per scorer; see the module's docstring.
 
     Raises ``RunsNotComparable`` or ``InvalidRun`` rather than answering a question the
-    two runs cannot answer. ``names`` are how messages name the runs (e.g. their paths)."""
+    two runs cannot answer. ``names`` are how messages name the runs (e.g. their paths).
+    ``standing`` (``_calibrate.standings``): per scorer, its judge's calibration; one that may
+    not gate leaves the gate's Holm family unless ``allow`` names "uncalibrated" (None: all gate)."""
     from stay.scoring import _stats
     from stay.scoring._plan import power_notes
     from stay.scoring._runs_check import INVALID, REFUSE, WARN, run_checks
@@ -395,15 +422,29 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
             estimates[scorer] = (BUILDS, estimate, _weighted_means(data), units)
 
     tested = sorted(estimates)
+    standing = standing or {}
+    unfit = [s for s in scorers if s in standing and standing[s].not_gating]
+    held = [] if "uncalibrated" in allowed_names else [s for s in tested if s in unfit]
+    gating = [s for s in tested if s not in held]
     # the gate is one-sided: Holm over "worse" only, so no alpha is spent on "better", which
-    # is a family of its own (reported, never gating)
-    adjusted = dict(zip(tested, _stats.holm([estimates[s][1].p_worse for s in tested]), strict=True))
+    # is a family of its own (reported, never gating); scorers whose judge may not gate are
+    # a family of their own too, so they neither fire the gate nor dilute it
+    adjusted = {s: p for family in (gating, held)
+                for s, p in zip(family, _stats.holm([estimates[s][1].p_worse for s in family]), strict=True)}
+    if unfit and "uncalibrated" in allowed_names:
+        found["uncalibrated"] = "gating by --allow uncalibrated: " + ", ".join(
+            f"{s} (judge {standing[s].label})" for s in unfit)
     better = dict(zip(tested, _stats.holm([estimates[s][1].p_better for s in tested]), strict=True))
+    def held_out(scorer: str) -> dict[str, Any]:
+        known = standing.get(scorer)
+        gates = "uncalibrated" in allowed_names or known is None or known.not_gating is None
+        return {} if known is None else {"calibration": known.label, "not_gating": None if gates else known.not_gating}
+
     results = []
     for scorer in scorers:
         if scorer not in estimates:
             results.append(ScorerComparison(scorer, BUILDS, None, None, None, None, None, 1.0, 1.0, None, None,
-                                            (0, 0), unjudged.get(scorer, NOTHING)))
+                                            (0, 0), unjudged.get(scorer, NOTHING), **held_out(scorer)))
             continue
         test, estimate, (mean_base, mean_cand), units = estimates[scorer]
         mde = estimate.mde
@@ -418,7 +459,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
             verdict = SAME
         results.append(ScorerComparison(scorer, test, mean_base, mean_cand, estimate.difference, estimate.low,
                                         estimate.high, estimate.p, adjusted[scorer], mde, threshold, units, verdict,
-                                        estimate.spread, estimate.p_worse, estimate.p_better))
+                                        estimate.spread, estimate.p_worse, estimate.p_better, **held_out(scorer)))
     only_base = tuple(sorted(set(baseline["briefs"]) - set(candidate["briefs"])))
     only_cand = tuple(sorted(set(candidate["briefs"]) - set(baseline["briefs"])))
     epochs = (int(baseline.get("epochs") or 0), int(candidate.get("epochs") or 0))

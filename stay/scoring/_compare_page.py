@@ -27,7 +27,7 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
-from stay.scoring._compare import ITEMS, Comparison, ItemChange, ScorerComparison, item_changes
+from stay.scoring._compare import ITEMS, Comparison, ItemChange, ScorerComparison, item_changes, judge_cell
 from stay.scoring._compare_detail import PER_KIND, compare_detail
 from stay.scoring._defaults import POWER
 from stay.view import CompareDetail, CompareHeader, Interval, ItemDiffRow, MeanError, ScorerRow, render_compare_html
@@ -56,10 +56,11 @@ class ComparePage:
 
 def compare_page(comparison: Comparison, baseline: Mapping[str, Any], candidate: Mapping[str, Any], *,
                  paths: tuple[str, str] = ("baseline", "candidate"), items: int | None = PAGE_ITEMS,
-                 pairs: int = PER_KIND) -> ComparePage:
+                 pairs: int = PER_KIND, notes: Sequence[str] = ()) -> ComparePage:
     """The page for ``comparison`` of the reports ``baseline`` and ``candidate`` (read from
     ``paths``), listing at most ``items`` changed items (None: every one), and side by
-    side at most ``pairs`` items of each kind per scorer (``stay.scoring._compare_detail``)."""
+    side at most ``pairs`` items of each kind per scorer (``stay.scoring._compare_detail``);
+    ``notes`` are more lines for the page's notes (the calibration the command used)."""
     from stay.scoring._provenance import provenance_notes
     from stay.scoring._render import _notes, method
 
@@ -80,7 +81,7 @@ def compare_page(comparison: Comparison, baseline: Mapping[str, Any], candidate:
         sources=paths, epochs=comparison.epochs, intervals=INTERVALS,
         # the provenance lines as the terminal prints them (the page's header names backend and judge)
         notes=tuple(_notes(comparison, paths)) + _quality(baseline, candidate)
-        + tuple(provenance_notes(baseline, candidate)),
+        + tuple(provenance_notes(baseline, candidate)) + tuple(notes),
         items_matched=coverage if matched else {}, items_changed=len(changes) if matched else None)
     return ComparePage(header, rows, diff, compare_detail(baseline, candidate, per_kind=pairs,
                                                           paths=(Path(paths[0]), Path(paths[1]))))
@@ -94,7 +95,7 @@ def _row(r: ScorerComparison, baseline: Interval | None, candidate: Interval | N
         difference_interval=Interval(r.low, r.high, LEVEL) if r.low is not None and r.high is not None else None,
         p_raw=r.p if tested else None, p_adjusted=r.p_adjusted if tested else None, mde=r.mde, verdict=r.verdict,
         pairs=r.units[0] if r.test == ITEMS else 0, test=r.test if tested else "", units=r.units if tested else None,
-        threshold=r.threshold, spread=r.spread)
+        threshold=r.threshold, spread=r.spread, judge=judge_cell(r))
 
 
 def _item(change: ItemChange) -> ItemDiffRow:
@@ -133,7 +134,8 @@ def _quality(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> tuple
 def _gate(comparison: Comparison) -> str:
     if comparison.regressions:
         return f"at least one scorer is worse at a Holm-adjusted p below {comparison.alpha}."
-    return f"no scorer is worse at a Holm-adjusted p below {comparison.alpha}."
+    gating = " that may gate" if comparison.held_worse else ""
+    return f"no scorer{gating} is worse at a Holm-adjusted p below {comparison.alpha}{comparison.held_worse}."
 
 
 def run_intervals(comparison: Comparison, baseline: Mapping[str, Any], candidate: Mapping[str, Any],

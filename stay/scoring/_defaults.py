@@ -20,8 +20,19 @@ POWER = 0.80
 EFFECT = 0.20
 """The smallest drop that matters, as a share of the baseline's mean: a fifth of the items
 that passed now fail (the degradation the calibration benchmark is run at)."""
-ALLOWABLE = ("judge", "judge-model", "backend", "scorers", "briefs", "models", "sessions")
-"""The differences between two runs ``compare --allow`` can accept."""
+ALLOWABLE = ("judge", "judge-model", "backend", "scorers", "briefs", "models", "sessions", "uncalibrated")
+"""The differences between two runs ``compare --allow`` can accept ("uncalibrated": a scorer whose
+judge is not calibrated, or is below ``KAPPA_TO_GATE``, gates anyway)."""
+KAPPA_TO_GATE = 0.7
+"""The Cohen's kappa a model-judged scorer's judge needs on the gold set (``stay evals
+calibrate``) before the scorer may gate: below it, or uncalibrated, its row keeps its verdict
+but leaves the Holm family. 0.7 is "substantial" agreement on the usual scale; a judge below it
+disagrees with the labels on enough items that a drop in its scorer may be the judge's noise."""
 FAILURE_GAP = MAX_FAILED / 2
 """Judge-failure shares (per scorer) further apart than this between two runs are warned
 on: half ``MAX_FAILED``, so a run just inside the limit against a clean one is named."""
+GOLD_DIR = "evals/gold"
+"""Where ``stay evals calibrate`` reads the gold set (``--gold``): a ``<judge>.yaml`` per judge."""
+CALIBRATION = "evals/out/calibration.json"
+"""Where it writes its report (``--output``); ``compare`` reads ``calibration.json`` beside the
+candidate's report when not given ``--calibration``."""

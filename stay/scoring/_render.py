@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from stay._display import fixed
-from stay.scoring._compare import BUILDS, Comparison, ItemChange, ScorerComparison
+from stay.scoring._compare import BUILDS, Comparison, ItemChange, ScorerComparison, judge_cell
 
 
 def _p(value: float) -> str:
@@ -56,6 +56,8 @@ def _notes(comparison: Comparison, paths: tuple[str, str]) -> list[str]:
                      f"of {items} items (left out of the means)")
     for why in comparison.allowed.values():
         lines.append(f"allowed: {why}")
+    if comparison.held_worse:
+        lines.append(f"not gating: {comparison.held_worse.removeprefix('; ')}")
     for why in comparison.warnings:
         lines.append(f"warning: {why}")
     for why in comparison.power:
@@ -81,7 +83,8 @@ def text(comparison: Comparison, paths: tuple[str, str] = ("baseline", "candidat
     for r in comparison.scorers:
         lines.append(f"{r.scorer:20} {_test(r):6} {fixed(r.baseline):>8} {fixed(r.candidate):>9} "
                      f"{fixed(r.difference, signed=True):>7} {_interval(r):>18} {_tested_p(r.p, r):>7} "
-                     f"{_tested_p(r.p_adjusted, r):>7} {fixed(r.mde):>6}  {r.verdict}")
+                     f"{_tested_p(r.p_adjusted, r):>7} {fixed(r.mde):>6}  {r.verdict}"
+                     + (f" | judge: {judge_cell(r)}" if r.calibration else ""))
     lines += ["", *_notes(comparison, paths)]
     return "\n".join(lines) + "\n"
 
@@ -112,13 +115,14 @@ def markdown(comparison: Comparison, paths: tuple[str, str] = ("baseline", "cand
     names = [r.scorer for r in charted]
     lines = [f"# Eval comparison: {comparison.baseline_label} vs {comparison.candidate_label}", "",
              *[f"- {line}" for line in provenance], *([""] if provenance else []), method(comparison), "",
-             "| scorer | test | baseline | candidate | difference | 95% interval | p | p (Holm) | MDE | verdict |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| scorer | test | baseline | candidate | difference | 95% interval | p | p (Holm) | MDE | verdict "
+             "| judge |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         lines.append(f"| {r.scorer} | {_test(r)} | {fixed(r.baseline)} | {fixed(r.candidate)} | "
                      f"{fixed(r.difference, signed=True)} | {_interval(r)} | {_tested_p(r.p, r)} | "
                      f"{_tested_p(r.p_adjusted, r)} | "
-                     f"{fixed(r.mde)} | **{r.verdict}** |")
+                     f"{fixed(r.mde)} | **{r.verdict}** | {judge_cell(r) or 'n/a'} |")
     lines += ["", *[f"- {note}" for note in _notes(comparison, paths)], "",
               "```mermaid", "xychart-beta", '    title "Mean score per scorer"',
               f"    x-axis [{', '.join(names)}]", '    y-axis "mean score" 0 --> 1',

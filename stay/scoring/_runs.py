@@ -35,7 +35,7 @@ def _loaded(run: Run, name: str) -> tuple[dict[str, Any], str]:
 
 def compare_runs(baseline: Run, candidate: Run, *, alpha: float = ALPHA, allow: Collection[str] = (),
                  max_failed: float = MAX_FAILED, effect: float = EFFECT, permutations: int | None = None,
-                 seed: int = 0) -> Comparison:
+                 seed: int = 0, calibration: Run | None = None) -> Comparison:
     """Compare a candidate eval run with a baseline, per scorer, as ``stay evals compare``
     does: the difference with its 95% interval, Holm-adjusted one-sided p-values, the
     minimum detectable drop and a verdict; ``comparison.gate`` says whether a regression
@@ -47,14 +47,24 @@ def compare_runs(baseline: Run, candidate: Run, *, alpha: float = ALPHA, allow: 
     e.g. ``"judge_model"``); ``alpha``, ``max_failed`` and ``effect`` are fractions, as
     the command's options. Raises ``stay.UsageError`` (a ``RunsNotComparable`` for two
     runs that differ in what a comparison holds fixed) or ``InvalidRun`` (too many failed
-    judge items to trust) rather than answer what the runs cannot."""
+    judge items to trust) rather than answer what the runs cannot. ``calibration`` is the judges'
+    calibration (a path, or the report ``stay evals calibrate`` wrote; default: ``calibration.json``
+    beside a candidate given by path): a model-judged scorer gates only on a kappa of at least 0.7."""
+    from stay.scoring._calibrate import find_calibration, standings
+
     if not 0 < alpha < 1 or not 0 <= max_failed < 1 or not 0 < effect <= 1:
         raise UsageError(f"compare_runs(alpha={alpha!r}, max_failed={max_failed!r}, effect={effect!r}): alpha "
                          "must be between 0 and 1, max_failed at least 0 and below 1, and effect above 0 and "
                          "at most 1")
     (base, base_name), (cand, cand_name) = _loaded(baseline, "baseline"), _loaded(candidate, "candidate")
+    if isinstance(calibration, Mapping):
+        calibrated: dict[str, Any] | None = dict(calibration)
+    else:
+        _path, calibrated = find_calibration(None if calibration is None else os.fspath(calibration),
+                                             None if isinstance(candidate, Mapping) else candidate)
     return compare(base, cand, alpha=alpha, allow=allow, max_failed=max_failed, effect=effect,
-                   permutations=permutations, seed=seed, names=(base_name, cand_name))
+                   permutations=permutations, seed=seed, names=(base_name, cand_name),
+                   standing=standings(base, cand, calibrated))
 
 
 __all__ = ["Comparison", "Run", "compare_runs", "read_run"]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from stay.scoring._core import CourseOnDisk, ItemResult, ScoreResult, content_hash
-from stay.scoring.outcome_coverage import normal_text
+from stay.validate import normal_text
 
 JUDGE = "answer cues (counted, no model)"
 ALPHA = 0.01

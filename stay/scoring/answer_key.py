@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult, text_of
-from stay.scoring.outcome_coverage import quoted_in
+from stay.validate import quoted_in
 
 INSTRUCTIONS = """You check one quiz item or one exercise of the lesson above, as a demanding teacher
 checks an answer key before learners see it. Work the item out yourself first, from the lesson

@@ -31,12 +31,11 @@ class DistractorQuality(ModelScorer):
     name: ClassVar[str] = "distractor_quality"
     version: ClassVar[int] = 2
     """2: the lesson is a shared cached block before the item."""
-
     instructions: ClassVar[str] = INSTRUCTIONS
     answer: ClassVar[type[BaseModel]] = DistractorAnswer
 
-    def verdict(self, answer: Any, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
-        return float(answer.embodies), str(answer.reason)
+    def verdict(self, answer: DistractorAnswer, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
+        return float(answer.embodies), answer.reason
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
         judging = self.judging()

@@ -31,12 +31,11 @@ class ExerciseAlignment(ModelScorer):
     name: ClassVar[str] = "exercise_alignment"
     version: ClassVar[int] = 2
     """2: the lesson is a shared cached block before the item."""
-
     instructions: ClassVar[str] = INSTRUCTIONS
     answer: ClassVar[type[BaseModel]] = AlignmentAnswer
 
-    def verdict(self, answer: Any, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
-        return float(answer.aligned), str(answer.reason)
+    def verdict(self, answer: AlignmentAnswer, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
+        return float(answer.aligned), answer.reason
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
         outcomes = {o.id: o for o in course.outcomes.outcomes}

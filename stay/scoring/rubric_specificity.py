@@ -30,12 +30,11 @@ class RubricSpecificity(ModelScorer):
     name: ClassVar[str] = "rubric_specificity"
     version: ClassVar[int] = 2
     """2: judge failures are recorded apart from scores; common judge preamble."""
-
     instructions: ClassVar[str] = INSTRUCTIONS
     answer: ClassVar[type[BaseModel]] = SpecificityAnswer
 
-    def verdict(self, answer: Any, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
-        return float(answer.distinguishable), str(answer.reason)
+    def verdict(self, answer: SpecificityAnswer, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
+        return float(answer.distinguishable), answer.reason
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
         judging = self.judging()

@@ -70,6 +70,9 @@ class ScorerRow:
     """The drop the difference's interval must exclude for "no detectable difference"."""
     spread: float | None = None
     """The observed standard deviation the MDE was computed from."""
+    judge: str = ""
+    """The judge's calibration ("kappa 0.84 [0.71, 0.93]", "uncalibrated", "not judged") and,
+    when the scorer may not gate, why; empty when not known."""
 
 
 @dataclass(frozen=True)

@@ -83,3 +83,13 @@ def suite_run(label: str, seed: int, courses: Path, output: Path, **changes: Any
                               "courses": courses, "rescore": False, "quality": {}, "epochs": 2, "seed": seed,
                               "briefs": (SUITE_BRIEF,)}
     return EvalConfig(**{**fields, **changes})
+
+
+def calibration(report: dict[str, Any], kappa: float = 0.9) -> dict[str, Any]:
+    """A calibration report (``stay evals calibrate``'s) in which ``report``'s judge has ``kappa``
+    on every scorer of the report: written beside a candidate, its model-judged scorers may gate
+    (for tests about the gate's statistics, not about calibration)."""
+    judge = f"model:{report['judge_model']}" if report["judge"] == "model" else report["judge"]
+    return {"calibration": 1, "judge": judge, "gold": {"sha256": "0" * 64},
+            "judges": {name: {"version": version, "kappa": kappa, "interval": [kappa - 0.1, min(1.0, kappa + 0.05)]}
+                       for name, version in report["scorers"].items()}}

@@ -12,7 +12,7 @@ import pytest
 from stay.cli import main
 from stay.errors import InvalidRun, RunsNotComparable
 from stay.scoring._compare import BETTER, BUILDS, INCONCLUSIVE, ITEMS, SAME, WORSE, compare, item_changes
-from tests.scoring.reports import make_report, steady, with_
+from tests.scoring.reports import calibration, make_report, steady, with_
 
 
 def run(tmp_path: Path, capsys: pytest.CaptureFixture[str], baseline: dict[str, Any], candidate: dict[str, Any],
@@ -22,6 +22,7 @@ def run(tmp_path: Path, capsys: pytest.CaptureFixture[str], baseline: dict[str, 
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(document))
         paths.append(str(path))
+    (tmp_path / "calibration.json").write_text(json.dumps(calibration(candidate)))  # its judge may gate
     code = main(["evals", "compare", *paths, *args])
     out, err = capsys.readouterr()
     return code, out, err
@@ -161,7 +162,8 @@ def test_rescoring_the_same_content_pairs_items_by_content(tmp_path: Path,
                             reasons="stricter")
     code, out, err = run(tmp_path, capsys, baseline, candidate)
     assert code == 2 and "judge-model differs" in err
-    code, out, _err = run(tmp_path, capsys, baseline, candidate, "--allow", "judge-model", "--items", "3")
+    # two judges: no one calibration covers both, so the gate is told to accept that too
+    code, out, _err = run(tmp_path, capsys, baseline, candidate, "--allow", "judge-model,uncalibrated", "--items", "3")
     assert code == 1
     result = {r.scorer: r for r in compare(baseline, candidate, allow=["judge-model"]).scorers}
     assert result["a"].test == ITEMS and result["a"].verdict == WORSE and result["a"].units == (288, 288)
@@ -211,7 +213,7 @@ def test_the_markdown_report_has_the_table_the_notes_the_chart_and_the_items(
     baseline = make_report(steady(), content="course")
     candidate = make_report(steady(drop={"a": 0.25}), content="course", judge_model="claude-opus-5-5", label="c")
     path = tmp_path / "compare.md"
-    code, out, _err = run(tmp_path, capsys, baseline, candidate, "--allow", "judge-model", "--items", "2",
+    code, out, _err = run(tmp_path, capsys, baseline, candidate, "--allow", "judge-model,uncalibrated", "--items", "2",
                           "--markdown", str(path))
     text = path.read_text()
     assert code == 1 and f"wrote {path}" in out

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from stay.cli import main
-from tests.scoring.reports import make_report, steady, with_
+from tests.scoring.reports import calibration, make_report, steady, with_
 from tests.view.conftest import page_text
 
 BASE = make_report(steady(), label="baseline")
@@ -23,6 +23,7 @@ def _write(tmp_path: Path, baseline: dict[str, Any], candidate: dict[str, Any]) 
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(document))
         paths.append(str(path))
+    (tmp_path / "calibration.json").write_text(json.dumps(calibration(candidate)))  # its judge may gate
     return paths[0], paths[1]
 
 
@@ -43,8 +44,8 @@ def test_the_page_is_written_when_the_gate_fires_and_the_exit_code_is_unchanged(
     html = page.read_text()
     text = page_text(html)
     assert "Gate fires (exit 1): at least one scorer is worse at a Holm-adjusted p below 0.05. Regressions: a." in text
-    assert re.search(r'<tr id="scorer-a">.*class="verdict-worse">worse</td>', html, re.DOTALL)
-    assert re.search(r'<tr id="scorer-b">.*class="verdict-none">no detectable difference</td>', html, re.DOTALL)
+    assert re.search(r'<tr id="scorer-a">.*class="verdict-worse">worse<br><small>judge: kappa 0.90', html, re.DOTALL)
+    assert re.search(r'<tr id="scorer-b">.*class="verdict-none">no detectable difference<br>', html, re.DOTALL)
     assert "No item diff" in text  # regenerated courses: nothing is matched by content
     assert [p.name for p in page.parent.iterdir()] == ["compare.html"]  # no temporary file left beside it
 
@@ -62,7 +63,7 @@ def test_items_bounds_the_pages_item_diff_too(tmp_path: Path, capsys: pytest.Cap
     baseline = make_report(steady(), content="course")
     candidate = make_report(steady(drop={"a": 0.25}), content="course", judge_model="claude-opus-5-5", label="c",
                             reasons="stricter")
-    code, out, _err, page = compare_html(tmp_path, capsys, baseline, candidate, "--allow", "judge-model",
+    code, out, _err, page = compare_html(tmp_path, capsys, baseline, candidate, "--allow", "judge-model,uncalibrated",
                                          "--items", "3")
     assert code == 1 and out.count(": 1.00 -> 0.00") == 3
     html = page.read_text()

@@ -283,7 +283,8 @@ def test_the_pages_the_evals_commands_write_from_two_real_runs(browser: Any, ser
     from stay.cli import main
 
     baseline, candidate = eval_reports
-    assert main(["evals", "compare", str(baseline), str(candidate), "--html", str(tmp_path / "compare.html")]) == 1
+    assert main(["evals", "compare", str(baseline), str(candidate), "--html", str(tmp_path / "compare.html"),
+                 "--allow", "uncalibrated"]) == 1
     assert main(["evals", "show", str(candidate), "--html", str(tmp_path / "run.html")]) == 0
     base = serve(tmp_path)
     page = browser.new_page(viewport={"width": 1400, "height": 900})

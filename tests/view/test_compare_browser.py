@@ -56,7 +56,7 @@ def compare_page_file(tmp_path_factory: pytest.TempPathFactory, eval_reports: tu
     assert json.loads(baseline.read_text())["prompts"]["dir"] == PACKAGED  # the diff's left side is on disk
     page = tmp / "compare.html"
     assert main(["evals", "compare", str(baseline), str(_with_edited_prompt(candidate, tmp)), "--html", str(page),
-                 "--permutations", "999"]) == 1
+                 "--permutations", "999", "--allow", "uncalibrated"]) == 1
     return page
 
 

@@ -223,10 +223,11 @@ def test_the_command_on_two_real_offline_runs_finds_the_degraded_distractors(
         eval_reports: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     baseline, candidate = eval_reports
     page = tmp_path / "compare.html"
-    assert main(["evals", "compare", str(baseline), str(candidate), "--html", str(page)]) == 1
+    # the offline heuristic judge is calibrated by nothing: told to gate anyway
+    assert main(["evals", "compare", str(baseline), str(candidate), "--html", str(page), "--allow", "uncalibrated"]) == 1
     assert capsys.readouterr().out.count(f"wrote {page}") == 1
     html = page.read_text()
-    verdicts = dict(re.findall(r'<tr id="scorer-(\w+)">.*?<td class="verdict-\w+">([^<]+)</td>', html, re.DOTALL))
+    verdicts = dict(re.findall(r'<tr id="scorer-(\w+)">.*?<td class="verdict-\w+">([^<]+)<', html, re.DOTALL))
     assert verdicts.pop("distractor_quality") == WORSE
     assert set(verdicts) == {scorer.name for scorer in SCORERS} - {"distractor_quality"}
     assert set(verdicts.values()) == {SAME}  # only the distractors were degraded
