@@ -336,16 +336,17 @@ def _run_judge(report: dict[str, Any], scorer: str) -> set[str]:
 
 def standings(baseline: dict[str, Any], candidate: dict[str, Any],
               calibration: dict[str, Any] | None) -> dict[str, Standing]:
-    """Per scorer both runs have: "not judged" (the registry declares it judge-free: it may
-    gate), its judge's kappa when ``calibration`` calibrated the judge both runs were judged by
-    at the scorer's version in both, else "uncalibrated"; one below ``KAPPA_TO_GATE``, or
-    uncalibrated, does not gate."""
-    from stay.scoring._scorers import JUDGE_FREE_NAMES as judge_free
+    """Per model-judged scorer both runs judged (a judge-free one, which gates as before, and
+    one a run did not judge, which has no test, have none): its judge's kappa when
+    ``calibration`` calibrated the judge both runs were judged by at the scorer's version in
+    both, else "uncalibrated"; one below ``KAPPA_TO_GATE``, or uncalibrated, does not gate."""
+    from stay.scoring._report import not_judged
+    from stay.scoring._scorers import JUDGE_FREE_NAMES
+
+    # no judge to calibrate: a judge-free scorer gates as before; one a run did not judge has no test
+    skip = JUDGE_FREE_NAMES | set(not_judged(baseline)) | set(not_judged(candidate))
     found = {}
-    for scorer in sorted(set(baseline["scorers"]) & set(candidate["scorers"])):
-        if scorer in judge_free:
-            found[scorer] = Standing(NOT_JUDGED)
-            continue
+    for scorer in sorted(set(baseline["scorers"]) & set(candidate["scorers"]) - skip):
         calibrated = calibration or {}
         entry = calibrated.get("judges", {}).get(scorer)
         judges = _run_judge(baseline, scorer) | _run_judge(candidate, scorer)

@@ -211,7 +211,8 @@ def test_compare_shows_the_kappa_and_gates_only_on_a_calibrated_judge(
     assert main(["evals", "compare", base, cand]) == 1
     out = capsys.readouterr().out
     assert "judge: kappa 0.84 [0.71, 0.93]" in out and "regression: distractor_quality" in out
-    assert "judge: not judged" in out  # the validator has no judge to calibrate
+    validator = next(line for line in out.splitlines() if line.startswith("validator "))
+    assert "judge:" not in validator  # no judge to calibrate: it gates as before
     assert f"calibration: {tmp_path / 'calibration.json'} (judge {JUDGE}" in out
 
     _calibration(tmp_path / "low.json", 0.55, [0.40, 0.70])

@@ -302,8 +302,11 @@ def test_the_pages_the_evals_commands_write_from_two_real_runs(browser: Any, ser
         screenshot(page, f"evals-{name.replace('.html', '.png')}")
     page.goto(base + "compare.html")
     assert page.locator("#gate").inner_text().startswith("Gate fires (exit 1):")
-    assert page.locator("#scorer-distractor_quality td.verdict-worse").inner_text() == "worse"
-    assert page.locator("td.verdict-none").all_inner_texts() == ["no detectable difference"] * (len(SCORERS) - 1)
+    # each verdict, then the judge's calibration under it (a test double's is none: allowed to gate)
+    worse = page.locator("#scorer-distractor_quality td.verdict-worse").inner_text().splitlines()
+    assert worse == ["worse", "judge: uncalibrated"]
+    verdicts = [text.splitlines()[0] for text in page.locator("td.verdict-none").all_inner_texts()]
+    assert verdicts == ["no detectable difference"] * (len(SCORERS) - 1)
     assert page.locator("table.scorers svg.interval").count() == 2 * len(SCORERS)  # the means, and the difference
     assert watch.problems == []
     page.close()
