@@ -18,7 +18,6 @@ and its ledger sources, change exactly when its set or a document's text does.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Protocol
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from stay._bounds import TooLarge
+from stay._bounds import MAX_DEPTH, TooLarge, yaml_shape
 from stay._words import did_you_mean
 from stay.errors import UsageError
 
@@ -93,26 +92,47 @@ def written_path(scope: str, output: str) -> str:
 
 
 @cache
-def _glob(pattern: str) -> re.Pattern[str]:
-    """A glob over course paths: ``*`` and ``?`` stay inside one folder, ``**`` spans any."""
+def _tokens(pattern: str) -> tuple[str, ...]:
+    """A glob's tokens: ``**/`` (any folders, or none), ``**`` (anything), ``*`` (anything
+    inside one folder), ``?`` (one character but ``/``), or one literal character."""
     out, i = [], 0
     while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        else:
-            char = pattern[i]
-            out.append("[^/]*" if char == "*" else "[^/]" if char == "?" else re.escape(char))
-            i += 1
-    return re.compile("".join(out))
+        token = "**/" if pattern.startswith("**/", i) else "**" if pattern.startswith("**", i) else pattern[i]
+        out.append(token)
+        i += len(token)
+    return tuple(out)
+
+
+def glob_match(pattern: str, path: str) -> bool:
+    """Whether ``path`` matches the glob ``pattern`` whole: ``*`` and ``?`` stay inside
+    one folder, ``**`` spans any, ``**/`` is any folders or none.
+
+    Matched by a table of (token, position) rather than a regular expression, so the time
+    is tokens x characters whatever the stars: ``**/**/**/...x`` compiled to nested ``.*``
+    backtracks exponentially (a 28-star glob spun for hours)."""
+    tokens, end = _tokens(pattern), len(path)
+    after = [False] * end + [True]  # whether tokens[i + 1:] match path[j:], for the token after this one
+    for token in reversed(tokens):
+        here = [False] * (end + 1)
+        ahead = False  # for '**/': a '/' at some k >= j with tokens[i + 1:] matching path[k + 1:]
+        for j in range(end, -1, -1):
+            char = path[j] if j < end else ""
+            if token == "**/":
+                ahead = ahead or (char == "/" and after[j + 1])
+                here[j] = after[j] or ahead
+            elif token == "**":
+                here[j] = after[j] or (j < end and here[j + 1])
+            elif token == "*":
+                here[j] = after[j] or (j < end and char != "/" and here[j + 1])
+            else:
+                here[j] = j < end and (char != "/" if token == "?" else char == token) and after[j + 1]
+        after = here
+    return after[0]
 
 
 def reaches(applies: Applies, stage: Attachable) -> bool:
     return applies.always or stage.name in applies.stages or any(
-        _glob(pattern).fullmatch(stage.written) for pattern in applies.files)
+        glob_match(pattern, stage.written) for pattern in applies.files)
 
 
 def reference_set(applies: Mapping[str, Applies], stage: Attachable) -> tuple[str, ...]:
@@ -136,7 +156,7 @@ def attachment_problems(directory: str, applies: Mapping[str, Applies], stages: 
                 found.append(f"{declared}: there is no stage '{name}'{did_you_mean(name, names)}; the stages are "
                              f"{', '.join(names)}")
         for pattern in what.files:
-            if not any(_glob(pattern).fullmatch(stage.written) for stage in stages):
+            if not any(glob_match(pattern, stage.written) for stage in stages):
                 found.append(f"{declared}: files: {pattern!r} matches no file a stage writes (they are "
                              f"{', '.join(sorted({s.written for s in stages}))}); fix the glob")
     missing: dict[str, list[str]] = {}  # a floor document -> the stages that lack it, one line per document
@@ -169,6 +189,14 @@ def split_front_matter(path: Path, text: str) -> tuple[Applies, str]:
 
 def parse_applies(path: Path, block: str) -> Applies:
     try:
+        # the bound every course file is read under: composing 1,000 levels overflows the stack
+        shape = yaml_shape(block)
+        if shape == "deep":
+            raise _Refused(f"{path}: its front matter nests deeper than {MAX_DEPTH} levels; write it as "
+                           "'stages: [outcomes]'")
+        if shape == "aliases":
+            raise _Refused(f"{path}: its front matter uses YAML anchors or aliases (& and *); write each value "
+                           "out in full")
         raw = yaml.safe_load(block)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

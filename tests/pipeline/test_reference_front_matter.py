@@ -20,7 +20,7 @@ from stay.pipeline._shared_data import SHARED, reconciled
 from stay.settings import Settings
 from stay.stages import REGISTRY, STAGES, Prompts, Stage
 from stay.stages._prompt import build_request
-from stay.stages._references import Applies, reaches, sidecar_of, split_front_matter
+from stay.stages._references import Applies, glob_match, reaches, sidecar_of, split_front_matter
 from stay.validate._data import BLOOM_FILE, HOUSE_FILE
 from tests.conftest import ROOT, run_stay
 from tests.pipeline.conftest import HTTP
@@ -160,7 +160,12 @@ BAD = {
     "not-yaml": ("x.md", "---\nstages: [outcomes\n---\n# A\n", "its front matter is not YAML"),
     "yaml-without-sidecar": ("x.yaml", "a: 1\n", "x.yaml: has no front matter; a YAML document says where it applies in x.applies.yaml"),
     "not-a-document": ("notes.txt", "x\n", "notes.txt: is not a reference document"),
+    "nested-1000-deep": ("x.md", "---\nstages: " + "[" * 1000 + "]" * 1000 + "\n---\n# A\n",
+                         "its front matter nests deeper than 20 levels"),
+    "28-star-glob": ("x.md", '---\nfiles: ["modules/' + "*" * 28 + 'x.md"]\n---\n# A\n', "matches no file"),
 }
+"""Each refused in one line; the last two once broke the loader (RecursionError, exit 3) and
+spun it (a backtracking regex, for hours): ``Prompts.load`` below takes milliseconds."""
 
 
 @pytest.mark.parametrize("kind", list(BAD))
@@ -203,6 +208,15 @@ def test_every_problem_of_every_document_is_one_refusal_and_the_cli_prints_one_l
     assert all(f"({n}) " in result.stderr for n in (1, 2, 3))
     assert all(BAD[kind][2].split(": ", 1)[-1] in result.stderr for kind in BAD if kind in (
         "no-front-matter", "unknown-stage", "not-a-document"))
+
+
+def test_globs_keep_their_meaning_matched_in_linear_time() -> None:
+    lesson = "modules/m01-module/m01-l01.md"
+    assert glob_match("modules/**/*.md", lesson) and glob_match("modules/**/*.md", "modules/x.md")
+    assert glob_match("**/*.md", "audience.md") and glob_match("modules/**", lesson)
+    assert not glob_match("modules/*.md", lesson) and not glob_match("*", "a/b")
+    assert glob_match("modules/m0?-module/*-l01.md", lesson) and not glob_match("m?dules", "m/dules")
+    assert not glob_match("modules/" + "**" * 500 + "x.md", lesson)  # a regex backtracked for hours here
 
 
 def test_applies_needs_somewhere() -> None:
