@@ -27,6 +27,13 @@ def _dispatch(args: list[str]) -> int:
         parser.print_help()
         return EXIT_USAGE
     ns = parser.parse_args(args)
+    from stay import _secrets
+    from stay.settings import secrets_from
+
+    # every secret the environment holds, known before anything is written: the files'
+    # writers cut out what the one-line error does, whether or not a command's settings
+    # ever read that variable (OTEL_EXPORTER_OTLP_TRACES_HEADERS, another backend's key)
+    _secrets.keep(secrets_from())
     if ns.command == "init":
         from stay._init import INIT_EXAMPLE, init
 

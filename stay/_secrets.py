@@ -5,7 +5,11 @@ A secret is redacted by its value, not by its shape: an API key for a proxy need
 like ``sk-ant-...``, and an OTLP header or a URL's ``user:password`` has no shape at
 all. Every place that is given one (``Settings``, a backend given a key or a client)
 ``keep``s it here, and every sink (the one-line error, progress lines, the exporter's
-warnings, a model's answer before it is cached or written) calls ``redact``. The set is
+warnings, a model's answer before it is cached or written) calls ``redact``; every file
+stay writes goes through ``stay.artefacts``' atomic writers (the run log, traces, gate
+pages, the ledger and its journal, the request cache and its rejected answers, evals
+reports and pages), which redact what they are given, so no text reaches a file unredacted
+whichever code made it. The set is
 process-wide because the text to clean often comes from code that never saw the
 settings: the SDK's exception text, the OpenTelemetry exporter's log, an API's echo.
 Imports nothing of stay's, so every layer may use it.
@@ -48,6 +52,19 @@ def redact(text: str, extra: Iterable[str | None] = ()) -> str:
         if secret in text:
             text = text.replace(secret, REDACTED)
     return text
+
+
+def redact_bytes(data: bytes) -> bytes:
+    """``data`` with every known secret, as UTF-8, replaced by ``[redacted]``: for the
+    writers of bytes, which may hold text that is not UTF-8 around it."""
+    for secret in sorted(known(), key=len, reverse=True):
+        try:
+            raw = secret.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: no UTF-8 text can hold it
+            continue
+        if raw in data:
+            data = data.replace(raw, REDACTED.encode())
+    return data
 
 
 def redact_data(value: Any, extra: Iterable[str | None] = ()) -> Any:

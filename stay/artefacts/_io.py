@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from stay._bounds import MAX_DEPTH, TooLarge, read_bounded, yaml_shape
+from stay._secrets import redact_bytes
 from stay.artefacts._ids import ASSET_PATTERN
 from stay.artefacts._models import FILES, Artefact, AssetText, LessonContent
 from stay.errors import ArtefactError
@@ -214,15 +215,21 @@ def _create_beside(target: Path) -> tuple[int, Path]:
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write a whole file or nothing: a temporary file beside it, then a rename."""
+    """Write a whole file or nothing: a temporary file beside it, then a rename. Every
+    configured secret is cut out first (``write_bytes_atomic``)."""
     write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """``write_text_atomic`` for bytes that need not be text (a hand-edited file kept as it
-    was). The rename replaces a link planted at ``path`` rather than writing through it."""
+    was). The rename replaces a link planted at ``path`` rather than writing through it.
+
+    Every file stay writes comes through here or ``create_text_atomic``, so this is where
+    a configured secret (a key, a URL's userinfo, an OTLP header) is cut out by value: a
+    failure's text in the run log, a trace, a report, whoever composed it (a no-op, and
+    the same bytes, for a text that holds none)."""
     target = Path(path)
-    temp = _filled_beside(target, data)
+    temp = _filled_beside(target, redact_bytes(data))
     try:
         os.replace(temp, target)
     except BaseException:
@@ -238,7 +245,7 @@ def create_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     """``write_text_atomic`` for a file that must not exist yet: FileExistsError when it does,
     even when it was made meanwhile. The whole temporary is hard-linked to the name (a link,
     unlike a rename, refuses a name that is taken), then its own name is removed."""
-    temp = _filled_beside(Path(path), text.encode("utf-8"))
+    temp = _filled_beside(Path(path), redact_bytes(text.encode("utf-8")))
     try:
         try:
             os.link(temp, path)

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from stay._secrets import redact_bytes
 from stay._stored import Damaged, load_stored_json, read_stored
 from stay._words import damaged_ledger
 from stay.artefacts import Brief, dump_yaml, to_data, write_text_atomic
@@ -215,7 +216,7 @@ def append_journal(path: Path, entries: Mapping[str, Any]) -> None:
     synced. A line a killed run cut short is ended first, so the new line is not read as
     part of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = (json.dumps(entries, sort_keys=True) + "\n").encode("utf-8")
+    line = redact_bytes((json.dumps(entries, sort_keys=True) + "\n").encode("utf-8"))  # as every file stay writes
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
     try:
         size = os.fstat(fd).st_size

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from stay._secrets import redact
 from stay.artefacts import (
     Brief,
     CourseManifest,
@@ -145,6 +146,8 @@ class CourseState:
             if cancelled is not None and cancelled.is_set():
                 return False
             ledger = self.ledger()
+            # the writer cuts out configured secrets: the ledger records the bytes it will find
+            files = {path: redact(text) for path, text in files.items()}
             intended = {path: digest(text.encode("utf-8")) for path, text in files.items()}
             entries = self._entries(list(files), revisions, intended, threads)
             self._pending = [entries]  # until every rename is done (an interrupt leaves it to _settle)

@@ -243,3 +243,63 @@ def test_a_malformed_otlp_header_and_the_endpoints_userinfo_are_never_shown(
     printed = capfd.readouterr()
     assert len(warnings) == 1 and "[redacted]" in warnings[0]
     assert _leaks(" ".join([*warnings, printed.out, printed.err])) == []
+
+
+def test_every_file_a_build_and_the_evals_write_is_cut_of_every_kind_of_secret(tmp_path: Path) -> None:
+    """Issue 37, item 2: a proxy behind ``OPENAI_BASE_URL`` with userinfo, an API key and
+    OTLP headers (no endpoint: the settings never read them) are echoed in an error that
+    ends a build once files were written; the stderr line cut them, the run log did not.
+    A build that fails, one that resumes to the end, a rescore and its pages: no file under
+    the courses directory or the evals output holds any of them."""
+    from tests.models.fake_openai import FakeOpenAI, Status
+
+    secrets = (KEY, BASE_USER, BASE_PASSWORD, OTLP_TOKEN.split()[1], OTLP_MALFORMED)
+    echo = "you sent " + " ".join(secrets)
+    courses, evals = tmp_path / "courses", tmp_path / "evals"
+    with FakeOpenAI(faults=[None, None, None, Status(400, echo)]) as fake:
+        # a proxy that takes the URL's userinfo as basic auth (the fake asks for a bearer key)
+        fake.server.RequestHandlerClass._authorised = lambda _handler: True  # type: ignore[attr-defined]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_", "OTEL_", "STAY_"))}
+        env.update({"PYTHONPATH": str(ROOT), "SOURCE_DATE_EPOCH": "1780000000", "STAY_MAX_RETRIES": "0",
+                    "OPENAI_API_KEY": KEY,
+                    "OPENAI_BASE_URL": fake.url.replace("://", f"://{BASE_USER}:{BASE_PASSWORD}@", 1),
+                    "OTEL_EXPORTER_OTLP_HEADERS": f"authorization={OTLP_TOKEN.replace(' ', '%20')},{OTLP_MALFORMED}"})
+        build = ("build", str(HTTP), "--yes", "--backend", "openai", "--courses-dir", str(courses))
+        failed = _stay(env, *build)
+        assert failed.returncode not in (0, 3) and "[redacted]" in failed.stderr, failed.stderr
+        log = next(courses.glob("*/.state/run-log.md")).read_text()
+        assert "- failed: " in log and "[redacted]" in log  # the echo reached the run log, cut
+        done = _stay(env, *build)
+        assert done.returncode == 0, done.stderr
+        fake.faults = [Status(400, echo)]  # the rescore's judge meets the echo too
+        course = next(p for p in courses.iterdir() if p.is_dir())
+        scored = _stay(env, "evals", "score", str(course), "--output", str(evals / "report.json"),
+                       "--backend", "openai")
+    shown = _stay(env, "evals", "show", str(evals / "report.json"), "--html", str(evals / "report.html"),
+                  "--markdown", str(evals / "report.md"))
+    assert shown.returncode == 0, (scored.stderr, shown.stderr)
+    files = [path for top in (courses, evals) for path in top.rglob("*") if path.is_file()]
+    assert {".state", ".runs"} <= {part for path in files for part in path.parts}
+    assert {p.name for p in files} >= {"run-log.md", "report.json", "report.html", "report.md"}
+    leaking = {str(path): [s for s in secrets if s in path.read_bytes().decode("utf-8", "replace")] for path in files}
+    assert {path: found for path, found in leaking.items() if found} == {}
+    for run in (failed, done, scored, shown):
+        assert [s for s in secrets if s in run.stdout + run.stderr] == []
+
+
+def test_the_writers_cut_a_known_secret_whatever_composed_the_text(tmp_path: Path) -> None:
+    """Every file stay writes goes through the atomic writers (and the journal's append):
+    a secret the process knows is cut there, from text no redacting code saw first."""
+    from stay.artefacts import create_text_atomic, write_bytes_atomic, write_text_atomic
+    from stay.pipeline._ledger import append_journal
+    from stay.pipeline._run_log import log_run
+
+    _secrets.keep([OTLP_MALFORMED])
+    log_run(tmp_path, "build", "offline", ["course.yaml"], None, failed=f"OSError: refused by {OTLP_MALFORMED}")
+    write_text_atomic(tmp_path / "a.json", f'{{"why": "{OTLP_MALFORMED}"}}')
+    create_text_atomic(tmp_path / "b.md", OTLP_MALFORMED)
+    write_bytes_atomic(tmp_path / "c.bin", b"\xff " + OTLP_MALFORMED.encode())
+    append_journal(tmp_path / "journal.jsonl", {"note": OTLP_MALFORMED})
+    written = {path.name: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()}
+    assert len(written) == 5 and all(b"[redacted]" in data for data in written.values())
+    assert [name for name, data in written.items() if OTLP_MALFORMED.encode() in data] == []
