@@ -39,6 +39,9 @@ stage that they are the authority for the numbers the references quote."""
 FENCE = "---"
 SIDECAR = ".applies.yaml"
 """A YAML reference's front matter lives beside it, in ``<stem>.applies.yaml``."""
+MAX_GLOB = 500
+"""The longest ``files:`` glob read, in characters: matching costs its length times a path's,
+and the longest path a stage writes is under 50."""
 SAMPLE_LESSON = "m01-l01"
 SAMPLE_MODULE_DIR = "modules/m01-module"
 """A lesson- or module-scope stage's file is matched against ``files:`` globs as this
@@ -206,7 +209,7 @@ def parse_applies(path: Path, block: str) -> Applies:
         raise _Refused(f"{path}: its front matter is not a mapping; write 'stages: [...]', 'files: [...]' "
                        "or 'always: true'")
     try:
-        return Applies.model_validate(raw)
+        applies = Applies.model_validate(raw)
     except ValidationError as exc:
         error = exc.errors()[0]
         loc = ".".join(str(part) for part in error["loc"])
@@ -218,6 +221,11 @@ def parse_applies(path: Path, block: str) -> Applies:
             raise _Refused(f"{path}: its front matter applies nowhere; give stages:, files: or always: true") from None
         wanted = "true or false" if loc == "always" else f"a list, as {loc}: [...]"
         raise _Refused(f"{path}: front matter {loc} should be {wanted}") from None
+    for pattern in applies.files:
+        if len(pattern) > MAX_GLOB:
+            raise _Refused(f"{path}: files: a glob of {len(pattern):,} characters, longer than {MAX_GLOB}; no "
+                           "course path is near that long, so shorten it")
+    return applies
 
 
 class _Refused(UsageError):

@@ -162,6 +162,7 @@ BAD = {
     "not-a-document": ("notes.txt", "x\n", "notes.txt: is not a reference document"),
     "nested-1000-deep": ("x.md", "---\nstages: " + "[" * 1000 + "]" * 1000 + "\n---\n# A\n",
                          "its front matter nests deeper than 20 levels"),
+    "glob-too-long": ("x.md", '---\nfiles: ["' + "*/" * 100_000 + 'x.md"]\n---\n# A\n', "longer than 500"),
     "28-star-glob": ("x.md", '---\nfiles: ["modules/' + "*" * 28 + 'x.md"]\n---\n# A\n', "matches no file"),
 }
 """Each refused in one line; the last two once broke the loader (RecursionError, exit 3) and
