@@ -46,7 +46,7 @@ except ImportError:  # Windows: the portable lock below; macOS and Linux have fl
 else:
     FLOCK = True
 
-from stay._paths import check_links
+from stay._paths import check_links, writing
 from stay.errors import CourseLocked
 
 LOCK = ".runs/lock"
@@ -76,6 +76,7 @@ class CourseLock:
             raise CourseLocked(f"course '{self.course_dir.name}' is being written by another stay command "
                                f"(pid {self._holder()}); wait for it to finish, then run this again")
         self._release = release
+        writing(self.course_dir, True)  # from here every write in the course is walked to
         self._note()
         sweep_temporaries(self.course_dir)
 
@@ -109,6 +110,7 @@ class CourseLock:
     def release(self) -> None:
         if self._release is not None:
             release, self._release = self._release, None
+            writing(self.course_dir, False)
             if self._made and not (self.course_dir / "course.yaml").exists():
                 self._tidy()  # under the lock: no writer can be between its lock and its note
             release()
