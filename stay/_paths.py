@@ -28,6 +28,8 @@ import contextlib
 import errno
 import os
 import stat
+from collections.abc import Iterator
+from typing import Any
 
 from stay.errors import EnvironmentProblem
 
@@ -108,6 +110,29 @@ def parent_of(path: str | os.PathLike[str]) -> int | None:
         walked = os.path.join(walked, name)
         fd = _step(fd, name, walked, root)  # closes the fd it is given, whatever happens
     return fd
+
+
+def at(parent: int | None, *keys: str) -> dict[str, Any]:
+    """The ``dir_fd`` arguments of a call made relative to ``parent``, none without one (so a
+    call on a plain path is the plain call)."""
+    return {} if parent is None else dict.fromkeys(keys, parent)
+
+
+@contextlib.contextmanager
+def placed(path: str | os.PathLike[str]) -> Iterator[tuple[int | None, str]]:
+    """``(dir_fd, name)`` to create, open or rename ``path`` by, for the writes that are not
+    the one writer's (the journal's append, a rename into ``.state/retired/``): its walked
+    directory and bare name (``parent_of``), or None and the whole path, its directory made
+    and re-checked (``recheck``) where there is no walk."""
+    parent = parent_of(path)
+    if parent is None:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        recheck(path)
+    try:
+        yield parent, os.path.basename(path) if parent is not None else os.fspath(path)
+    finally:
+        if parent is not None:
+            os.close(parent)
 
 
 def recheck(path: str | os.PathLike[str]) -> None:

@@ -329,7 +329,7 @@ def test_create_text_atomic_where_hard_links_fail_still_writes_whole_and_never_r
 
     from stay.artefacts import create_text_atomic
 
-    def no_links(src: object, dst: object, **_dir_fds: object) -> None:
+    def no_links(src: object, dst: object) -> None:
         raise OSError(errno.EPERM, "Operation not permitted")
 
     monkeypatch.setattr(os, "link", no_links)

@@ -21,7 +21,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from stay._bounds import MAX_DEPTH, TooLarge, read_bounded, yaml_shape
-from stay._paths import parent_of, recheck
+from stay._paths import at, parent_of, recheck
 from stay.artefacts._ids import ASSET_PATTERN
 from stay.artefacts._models import FILES, Artefact, AssetText, LessonContent
 from stay.errors import ArtefactError
@@ -212,7 +212,8 @@ def _create_beside(target: Path, parent: int | None) -> tuple[int, str]:
         name = temporary_name(target.name)
         temp = name if parent is not None else os.fspath(target.parent / name)
         try:
-            return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666, dir_fd=parent), temp
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666, **at(parent, "dir_fd"))
+            return fd, temp
         except FileExistsError:
             continue  # 64 random bits met an existing name: draw again
 
@@ -233,7 +234,7 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         temp = _filled_beside(target, data, parent)
         try:
             recheck(target)
-            os.replace(temp, target.name if parent is not None else target, src_dir_fd=parent, dst_dir_fd=parent)
+            os.replace(temp, target.name if parent is not None else target, **at(parent, "src_dir_fd", "dst_dir_fd"))
         except BaseException:
             _remove(temp, parent)
             raise
@@ -258,14 +259,14 @@ def create_text_atomic(path: str | os.PathLike[str], text: str) -> None:
         try:
             recheck(target)
             try:
-                os.link(temp, name, src_dir_fd=parent, dst_dir_fd=parent)
+                os.link(temp, name, **at(parent, "src_dir_fd", "dst_dir_fd"))
             except OSError as exc:
                 if exc.errno not in _NO_LINKS:
                     raise  # the name is taken (FileExistsError), the disk is full, ...
                 # no hard links here (FAT, some network shares): claim the name with an empty file
                 # (refused when it is taken), then rename the whole text over that claim
-                os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666, dir_fd=parent))
-                os.replace(temp, name, src_dir_fd=parent, dst_dir_fd=parent)
+                os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666, **at(parent, "dir_fd")))
+                os.replace(temp, name, **at(parent, "src_dir_fd", "dst_dir_fd"))
         finally:
             _remove(temp, parent)
     finally:
@@ -275,7 +276,7 @@ def create_text_atomic(path: str | os.PathLike[str], text: str) -> None:
 
 def _remove(temp: str, parent: int | None) -> None:
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(temp, dir_fd=parent)
+        os.unlink(temp, **at(parent, "dir_fd"))
 
 
 def _filled_beside(target: Path, data: bytes, parent: int | None) -> str:

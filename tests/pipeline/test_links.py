@@ -17,10 +17,13 @@ from typing import Any
 
 import pytest
 
+from stay._lock import CourseLock
+from stay.artefacts import write_text_atomic
 from stay.artefacts._io import TEMPORARY, temporary_name
 from stay.errors import EnvironmentProblem, StayError, exit_code
 from stay.models import ModelRequest
 from stay.pipeline import build_course, status
+from stay.pipeline._ledger import append_journal
 from stay.testing import RiggedBackend
 from stay.testing._backend import _lesson_of
 from tests.conftest import ROOT, run_stay
@@ -155,3 +158,15 @@ def test_a_module_swapped_for_a_link_mid_build_carries_no_lesson_out(tmp_path: P
     assert backend.moved and _hashes(outside / link.name) == backend.moved  # nothing written through the link
     assert isinstance(caught.value, EnvironmentProblem) and exit_code(caught.value) == 2
     assert str(caught.value).startswith(f"{link}: a symlink") and "\n" not in str(caught.value)
+
+
+def test_the_journal_is_never_appended_through_a_link_planted_under_the_lock(tmp_path: Path) -> None:
+    course, outside = tmp_path / "course", tmp_path / "outside"
+    course.mkdir()
+    outside.mkdir()
+    with CourseLock(course):
+        (course / ".state").symlink_to(outside, target_is_directory=True)  # after the check at open
+        for write in (lambda p: append_journal(p, {"run": 1}), lambda p: write_text_atomic(p, "{}\n")):
+            with pytest.raises(EnvironmentProblem, match=r"/\.state: a symlink \(to .*\) is on the way"):
+                write(course / ".state" / "journal.jsonl")
+    assert not any(outside.iterdir())
