@@ -17,6 +17,15 @@ the holder dies, and which keeps the open file from being deleted meanwhile); th
 removed on release. A platform with neither gets filelock's soft lock (the file's existence
 is the lock), which a killed holder leaves behind: no platform stay supports takes that path.
 
+A new course is locked from its first byte: the build that starts it makes the course
+directory (``create=True``) and locks it before its input screen, scaffold or anything
+else of the course is written, so a second build of the same new course is refused at
+whatever point it arrives, not only once ``course.yaml`` exists (issue 37: a second build
+that found ``course.yaml`` made by the first ran unlocked). A run that ends before writing
+``course.yaml`` (a refused brief) removes the directories it made, so nothing is left. A
+lock is only kept if the path still names the directory locked: a writer that opened the
+directory just before such a removal would otherwise lock a directory no longer there.
+
 Whoever holds the lock may also clean up after a killed run: a temporary file left by
 an interrupted atomic write (``.<name>.stay-<16 hex digits>.tmp``, the form only stay
 makes) is removed; a person's own ``*.tmp`` files are left alone.
@@ -37,7 +46,7 @@ except ImportError:  # Windows: the portable lock below; macOS and Linux have fl
 else:
     FLOCK = True
 
-from stay._paths import check_links
+from stay._paths import check_links, writing
 from stay.errors import CourseLocked
 
 LOCK = ".runs/lock"
@@ -51,18 +60,23 @@ and a refused writer could not read the pid from a locked file)."""
 class CourseLock:
     """``with CourseLock(course_dir):`` holds the course's lock or raises CourseLocked."""
 
-    def __init__(self, course_dir: Path) -> None:
+    def __init__(self, course_dir: Path, *, create: bool = False) -> None:
         self.course_dir = course_dir
         self.path = course_dir / LOCK
         self._release: Callable[[], None] | None = None
+        self._create = create
+        self._made: list[Path] = []  # the directories acquire made, deepest last
 
     def acquire(self) -> None:
+        if self._create:
+            self._made = _make_dirs(self.course_dir)
         check_links(self.course_dir)  # before any note: a linked .runs/ would put it elsewhere
         release = try_lock(self.course_dir)
         if release is None:
             raise CourseLocked(f"course '{self.course_dir.name}' is being written by another stay command "
                                f"(pid {self._holder()}); wait for it to finish, then run this again")
         self._release = release
+        writing(self.course_dir, True)  # from here every write in the course is walked to
         self._note()
         sweep_temporaries(self.course_dir)
 
@@ -96,7 +110,22 @@ class CourseLock:
     def release(self) -> None:
         if self._release is not None:
             release, self._release = self._release, None
+            writing(self.course_dir, False)
+            if self._made and not (self.course_dir / "course.yaml").exists():
+                self._tidy()  # under the lock: no writer can be between its lock and its note
             release()
+            if self._made and not FLOCK:  # filelock's file goes with its release: then .runs/ is empty
+                self._tidy()
+
+    def _tidy(self) -> None:
+        """Remove what acquire made for a course that never got its course.yaml: the pid
+        note and the directories, each only if empty (a file a run did write is kept)."""
+        self.path.unlink(missing_ok=True)
+        for directory in [self.path.parent, *reversed(self._made)]:
+            try:
+                directory.rmdir()
+            except OSError:
+                return
 
     def __enter__(self) -> CourseLock:
         self.acquire()
@@ -105,6 +134,20 @@ class CourseLock:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
         self.release()
+
+
+def _make_dirs(course_dir: Path) -> list[Path]:
+    """Make the course directory and any missing parent; the ones this call made, outermost
+    first (one another process made is not ours to remove)."""
+    missing = [p for p in [course_dir, *course_dir.parents] if not os.path.lexists(p)]
+    made = []
+    for directory in reversed(missing):
+        try:
+            directory.mkdir()
+        except FileExistsError:
+            continue
+        made.append(directory)
+    return made
 
 
 def try_lock(course_dir: Path) -> Callable[[], None] | None:
@@ -124,6 +167,13 @@ def _flock(course_dir: Path) -> Callable[[], None] | None:
     except BaseException:
         os.close(fd)
         raise
+    try:
+        same = os.path.samestat(os.fstat(fd), os.stat(course_dir, follow_symlinks=False))
+    except OSError:
+        same = False
+    if not same:  # the directory was removed (a new course's refused run) after we opened it
+        os.close(fd)
+        return None
 
     def release() -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)

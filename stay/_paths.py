@@ -8,14 +8,38 @@ course's own. So every command that opens a course first checks every link in it
 the course, that never follows a link. Inside means inside the course directory as it
 resolves; a link that points within it is fine.
 
+That check is made once, when a command opens the course; a link planted while it runs
+would still carry its writes away (issue 37: a module directory swapped for a link sent
+three lessons outside). So while a command holds a course's lock (``writing``), every
+write under it (``stay.artefacts``' one writer) opens the file's directory from the course
+directory one name at a time, each with ``O_NOFOLLOW | O_DIRECTORY`` (``parent_of``), and
+creates and renames its file relative to that descriptor: a link met on the way is refused
+in one line, and one swapped in after the walk is never followed, because the walk holds the
+directory itself, not its name. Where ``os.open`` takes no ``dir_fd`` (Windows) the writer
+re-checks the resolved parent just before its rename instead (``inside``), which narrows
+the window rather than closing it.
+
 Light on purpose (only ``stay.errors``): the lock imports it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import stat
+from collections.abc import Iterator
+from typing import Any
 
 from stay.errors import EnvironmentProblem
+
+DIR_FD = ({os.open, os.mkdir, os.rename, os.link, os.unlink, os.stat} <= os.supports_dir_fd
+          and hasattr(os, "O_DIRECTORY") and hasattr(os, "O_NOFOLLOW"))
+"""Whether directories can be walked by descriptor (POSIX; ``os.replace`` takes ``dir_fd``
+wherever ``os.rename`` does)."""
+
+_WRITING: set[str] = set()
+"""The course directories (absolute) whose lock this process holds: writes under them walk."""
 
 
 def _within(base: str, resolved: str) -> bool:
@@ -53,3 +77,90 @@ def check_links(root: str | os.PathLike[str]) -> None:
             elif entry.is_dir(follow_symlinks=False):
                 directories.append(entry.path)
         pending.extend(reversed(directories))
+
+
+def writing(root: str | os.PathLike[str], held: bool) -> None:
+    """Note that this process holds (or no longer holds) the lock of the course at ``root``."""
+    (_WRITING.add if held else _WRITING.discard)(os.path.abspath(root))
+
+
+def course_of(path: str | os.PathLike[str]) -> tuple[str, list[str]] | None:
+    """The held course ``path`` lies in and the names from it to ``path``'s directory, or
+    None for a path outside every held course (a file that is no course's: the writer's
+    plain path)."""
+    full = os.path.abspath(path)
+    for root in _WRITING:
+        if full.startswith(root.rstrip(os.sep) + os.sep):
+            return root, full[len(root.rstrip(os.sep)) + 1:].split(os.sep)[:-1]
+    return None
+
+
+def parent_of(path: str | os.PathLike[str]) -> int | None:
+    """A descriptor of ``path``'s directory, opened from its held course's directory one
+    name at a time, never through a link (missing directories are made on the way), or
+    None when ``path`` is in no held course or the platform cannot walk by descriptor.
+    EnvironmentProblem, naming the link, when a name on the way is a link."""
+    found = course_of(path) if DIR_FD else None
+    if found is None:
+        return None
+    root, names = found
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    walked = root
+    for name in names:
+        walked = os.path.join(walked, name)
+        fd = _step(fd, name, walked, root)  # closes the fd it is given, whatever happens
+    return fd
+
+
+def at(parent: int | None, *keys: str) -> dict[str, Any]:
+    """The ``dir_fd`` arguments of a call made relative to ``parent``, none without one (so a
+    call on a plain path is the plain call)."""
+    return {} if parent is None else dict.fromkeys(keys, parent)
+
+
+@contextlib.contextmanager
+def placed(path: str | os.PathLike[str]) -> Iterator[tuple[int | None, str]]:
+    """``(dir_fd, name)`` to create, open or rename ``path`` by, for the writes that are not
+    the one writer's (the journal's append, a rename into ``.state/retired/``): its walked
+    directory and bare name (``parent_of``), or None and the whole path, its directory made
+    and re-checked (``recheck``) where there is no walk."""
+    parent = parent_of(path)
+    if parent is None:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        recheck(path)
+    try:
+        yield parent, os.path.basename(path) if parent is not None else os.fspath(path)
+    finally:
+        if parent is not None:
+            os.close(parent)
+
+
+def recheck(path: str | os.PathLike[str]) -> None:
+    """Where there is no walk by descriptor: ``path``'s directory, resolved just before the
+    rename, must still be inside its held course (EnvironmentProblem naming it if not)."""
+    found = None if DIR_FD else course_of(path)
+    if found is not None:
+        inside(found[0], os.path.dirname(os.path.abspath(path)))
+
+
+def _step(fd: int, name: str, walked: str, root: str) -> int:
+    """``name`` in the directory ``fd`` (made if missing), opened without following a link;
+    ``fd`` is closed once the next one is open."""
+    try:
+        try:
+            following = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+        except FileNotFoundError:
+            with contextlib.suppress(FileExistsError):  # made meanwhile: opened, never through a link, below
+                os.mkdir(name, 0o777, dir_fd=fd)
+            following = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK) and stat.S_ISLNK(
+                os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+            raise EnvironmentProblem(
+                f"{walked}: a symlink (to {os.path.realpath(walked)}) is on the way to a file stay "
+                f"writes; stay writes nothing through a link: replace the link with a real directory "
+                f"inside {root} and run the command again", path=walked) from None
+        raise
+    finally:
+        os.close(fd)
+    return following

@@ -8,6 +8,7 @@ that says the same thing is byte-identical and stops a staleness cascade.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -20,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from stay._bounds import MAX_DEPTH, TooLarge, read_bounded, yaml_shape
+from stay._paths import at, parent_of, recheck
 from stay._secrets import redact_bytes
 from stay.artefacts._ids import ASSET_PATTERN
 from stay.artefacts._models import FILES, Artefact, AssetText, LessonContent
@@ -203,13 +205,16 @@ def temporary_name(name: str) -> str:
     return f".{name}.stay-{secrets.token_hex(8)}.tmp"
 
 
-def _create_beside(target: Path) -> tuple[int, Path]:
+def _create_beside(target: Path, parent: int | None) -> tuple[int, str]:
     """A new temporary file beside ``target``, open for writing; mode 0666 less the umask, as
-    any other file the person makes (mkstemp's 0600 would hide a course file from a group)."""
+    any other file the person makes (mkstemp's 0600 would hide a course file from a group).
+    Its name is relative to ``parent`` when the directory was walked to (``_paths.parent_of``)."""
     while True:
-        temp = target.parent / temporary_name(target.name)
+        name = temporary_name(target.name)
+        temp = name if parent is not None else os.fspath(target.parent / name)
         try:
-            return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), temp
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666, **at(parent, "dir_fd"))
+            return fd, temp
         except FileExistsError:
             continue  # 64 random bits met an existing name: draw again
 
@@ -222,19 +227,27 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """``write_text_atomic`` for bytes that need not be text (a hand-edited file kept as it
-    was). The rename replaces a link planted at ``path`` rather than writing through it.
+    was). The rename replaces a link planted at ``path`` rather than writing through it; in a
+    course whose lock this process holds, the directory is walked to from the course without
+    following a link (``stay._paths``), so a link planted on the way carries nothing out.
 
     Every file stay writes comes through here or ``create_text_atomic``, so this is where
     a configured secret (a key, a URL's userinfo, an OTLP header) is cut out by value: a
     failure's text in the run log, a trace, a report, whoever composed it (a no-op, and
     the same bytes, for a text that holds none)."""
     target = Path(path)
-    temp = _filled_beside(target, redact_bytes(data))
+    parent = parent_of(target)
     try:
-        os.replace(temp, target)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
+        temp = _filled_beside(target, redact_bytes(data), parent)
+        try:
+            recheck(target)
+            os.replace(temp, target.name if parent is not None else target, **at(parent, "src_dir_fd", "dst_dir_fd"))
+        except BaseException:
+            _remove(temp, parent)
+            raise
+    finally:
+        if parent is not None:
+            os.close(parent)
 
 
 _NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS}
@@ -245,33 +258,47 @@ def create_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     """``write_text_atomic`` for a file that must not exist yet: FileExistsError when it does,
     even when it was made meanwhile. The whole temporary is hard-linked to the name (a link,
     unlike a rename, refuses a name that is taken), then its own name is removed."""
-    temp = _filled_beside(Path(path), redact_bytes(text.encode("utf-8")))
+    target = Path(path)
+    parent = parent_of(target)
+    name = target.name if parent is not None else os.fspath(target)
     try:
+        temp = _filled_beside(target, redact_bytes(text.encode("utf-8")), parent)
         try:
-            os.link(temp, path)
-        except OSError as exc:
-            if exc.errno not in _NO_LINKS:
-                raise  # the name is taken (FileExistsError), the disk is full, ...
-            # no hard links here (FAT, some network shares): claim the name with an empty file
-            # (refused when it is taken), then rename the whole text over that claim
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-            os.replace(temp, path)
+            recheck(target)
+            try:
+                os.link(temp, name, **at(parent, "src_dir_fd", "dst_dir_fd"))
+            except OSError as exc:
+                if exc.errno not in _NO_LINKS:
+                    raise  # the name is taken (FileExistsError), the disk is full, ...
+                # no hard links here (FAT, some network shares): claim the name with an empty file
+                # (refused when it is taken), then rename the whole text over that claim
+                os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666, **at(parent, "dir_fd")))
+                os.replace(temp, name, **at(parent, "src_dir_fd", "dst_dir_fd"))
+        finally:
+            _remove(temp, parent)
     finally:
-        temp.unlink(missing_ok=True)
+        if parent is not None:
+            os.close(parent)
 
 
-def _filled_beside(target: Path, data: bytes) -> Path:
+def _remove(temp: str, parent: int | None) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temp, **at(parent, "dir_fd"))
+
+
+def _filled_beside(target: Path, data: bytes, parent: int | None) -> str:
     """A temporary beside ``target`` holding all of ``data``, synced to disk (so the name it
     is given next never shows fewer bytes, even after a power cut); removed if that fails."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = _create_beside(target)
+    if parent is None:  # a walked directory was made on the way
+        target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = _create_beside(target, parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
     except BaseException:
-        temp.unlink(missing_ok=True)
+        _remove(temp, parent)
         raise
     return temp
 

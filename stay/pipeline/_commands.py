@@ -15,7 +15,7 @@ from typing import get_args
 
 from stay._display import Table, html_block, markdown_block, plural
 from stay._lock import CourseLock
-from stay._paths import check_links
+from stay._paths import at, check_links, placed
 from stay._words import command_hint, did_you_mean, no_course
 from stay.artefacts import Curriculum, load
 from stay.briefs import check_curriculum_size, course_dir
@@ -235,8 +235,8 @@ def _set_aside_damaged(path: Path, section: str) -> None:
         read_ledger(path, section)
     except EnvironmentProblem:
         target = _unused(path.parent.parent, path.name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(path, target)
+        with placed(path) as (src, old), placed(target) as (dst, new):  # never through a link planted meanwhile
+            os.replace(old, new, **at(src, "src_dir_fd"), **at(dst, "dst_dir_fd"))
         print_progress(f"{path} was damaged: moved to {target}; answer the gates again")
 
 

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from stay._paths import at, placed
 from stay._secrets import redact_bytes
 from stay._stored import Damaged, load_stored_json, read_stored
 from stay._words import damaged_ledger
@@ -215,9 +216,9 @@ def append_journal(path: Path, entries: Mapping[str, Any]) -> None:
     system filling up: the rest follows, or its error is raised before any rename), then
     synced. A line a killed run cut short is ended first, so the new line is not read as
     part of it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     line = redact_bytes((json.dumps(entries, sort_keys=True) + "\n").encode("utf-8"))  # as every file stay writes
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+    with placed(path) as (parent, name):  # never through a link planted in the course meanwhile
+        fd = os.open(name, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666, **at(parent, "dir_fd"))
     try:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":

@@ -19,7 +19,6 @@ from typing import Any
 import yaml
 
 from stay._display import plural
-from stay._lock import CourseLock
 from stay._words import no_course
 from stay.artefacts import Artefact, CourseManifest, Curriculum, Glossary, GlossaryTerm, dump, to_data, write
 from stay.briefs import check_duration
@@ -150,7 +149,7 @@ def _unscreened(report: Reporter, walk: Walk, why: str) -> None:
 
 def scaffold(config: RunConfig, reader: RunReader, report: Reporter, tally: Tally, writer: Writer, walk: Walk,
              node: Node) -> None:
-    """Create the course (taking its lock) or bring course.yaml's brief up to date; a
+    """Create the course (under the lock the runner took) or bring course.yaml's brief up to date; a
     command that does not author the node's phase only checks the brief is the course's."""
     brief = reader.brief
     assert brief is not None
@@ -167,14 +166,7 @@ def scaffold(config: RunConfig, reader: RunReader, report: Reporter, tally: Tall
             write(manifest_path, manifest)
             tally.add_written(["course.yaml"])
             report.say("course.yaml: the brief changed; what depends on it is now stale")
-    else:
-        root.mkdir(parents=True, exist_ok=True)
-        if walk.course_lock is None:
-            walk.course_lock = CourseLock(root)
-            walk.course_lock.acquire()
-        if manifest_path.exists():  # another run made it between our check and the lock
-            raise UsageError(f"course '{slug}' already exists in {config.courses_arg}; continue it with "
-                             f"{hint('build', slug)}")
+    else:  # a new course: the runner made its directory and holds its lock since before intake
         write(manifest_path, CourseManifest(schema_=1, slug=slug, title=brief.title, brief=brief, artefacts={}))
         tally.add_written(["course.yaml"])
         report.say(f"scaffold: {root}")

@@ -32,7 +32,6 @@ from stay.stages import Prompts, Stage
 from stay.validate import CourseReport, Defect
 
 if TYPE_CHECKING:
-    from stay._lock import CourseLock
     from stay.models import RequestCache
     from stay.pipeline._fix import Change
     from stay.pipeline._repair import RepairReport
@@ -198,7 +197,6 @@ class Walk:
     """The ledger, once the course exists (scaffold makes it for a new one)."""
     cancelled: threading.Event = field(default_factory=threading.Event)
     """Set when the run is interrupted: no wave task writes a file after it."""
-    course_lock: CourseLock | None = None
     screened: bool = False
     """Input moderation passed this run's brief (recorded in the ledger by scaffold)."""
     unscreened: str | None = None
@@ -306,7 +304,7 @@ class Run:
 
     @classmethod
     def start(cls, config: RunConfig, backend: ModelClient, progress: Progress, brief: Brief | None, *,
-              state: CourseState | None = None, course_lock: CourseLock | None = None,
+              state: CourseState | None = None,
               model_slots: threading.Semaphore | None = None) -> Run:
         """A run's context, its collaborators made from the config and sharing one tally."""
         tally = Tally()
@@ -320,7 +318,7 @@ class Run:
                              model_slots or threading.Semaphore(config.settings.model_concurrency),
                              cap=None if _unbilled(backend) else cost_cap(config.settings, prices_of(backend)))
         reader = RunReader(config.root, brief)
-        walk = Walk(config.slug, state=state, course_lock=course_lock, proposed={} if config.show else None)
+        walk = Walk(config.slug, state=state, proposed={} if config.show else None)
         return cls(config=config, reader=reader, model=model, report=report, tally=tally, walk=walk)
 
     @property

@@ -167,9 +167,14 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
         cost_cap(settings, prices_of(chosen))  # a cap over an unpriced model, refused before anything is paid
     if client is None and not replay and isinstance(chosen, AnthropicBackend):
         chosen.check_models(settings.models)  # a mistyped id, before anything is paid or locked
-    lock = CourseLock(root) if exists else None
-    if lock is not None:
-        lock.acquire()
+    # A new course is locked from its first byte, before its brief is screened: a second
+    # build of it is refused here, at whatever point it arrives (issue 37)
+    lock = CourseLock(root, create=not exists)
+    lock.acquire()
+    if not exists and (root / "course.yaml").exists():  # another run made and finished it since
+        lock.release()
+        raise UsageError(f"course '{slug}' was created in {courses_arg} by another stay command while this one "
+                         f"started; continue it with {hint('build', slug)}")
     if state is not None:
         state.hash_once()  # the run holds the lock: no one else writes its files
     run: Run | None = None
@@ -188,15 +193,13 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
                            not_reviewed=not_reviewed if "review" in declared.authors else "",
                            routes={name: route(pipeline, command, name) for name, attrs in pipeline.nodes(data=True)
                                    if attrs["kind"] == "router"})
-        run = Run.start(config, chosen, say, brief, state=state, course_lock=lock)
+        run = Run.start(config, chosen, say, brief, state=state)
         return _walk(run, pipeline, declared, on_node)
     finally:
-        held = run.walk.course_lock if run is not None else lock  # scaffold takes it for a new course
-        if held is not None:
-            if run is not None and run.walk.wave is not None:
-                run.walk.wave.then(held.release)  # only once every wave worker has ended
-            else:
-                held.release()
+        if run is not None and run.walk.wave is not None:
+            run.walk.wave.then(lock.release)  # only once every wave worker has ended
+        else:
+            lock.release()
 
 
 def reviewing(stages: tuple[Stage, ...], backend: ModelClient, review: bool) -> tuple[tuple[Stage, ...], str]:

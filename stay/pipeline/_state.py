@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from stay._paths import at, placed
 from stay._secrets import redact
 from stay.artefacts import (
     Brief,
@@ -290,10 +291,9 @@ class CourseState:
         moved = []
         places = {path: retired_place(self.root, f"{run_id}/{path}") for path in self.orphans()}  # all, first
         for path, target in places.items():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with self._lock:
-                self._hashes.moving([path])
-                os.replace(self.root / path, target)
+            with self._lock, placed(self.root / path) as (src, old), placed(target) as (dst, new):
+                self._hashes.moving([path])  # moved by directory, never through a link planted meanwhile
+                os.replace(old, new, **at(src, "src_dir_fd"), **at(dst, "dst_dir_fd"))
             moved.append(path)
         for directory in sorted({(self.root / p).parent for p in moved}, key=lambda d: -len(d.parts)):
             while directory != self.root and directory.is_dir() and not any(directory.iterdir()):

@@ -13,15 +13,24 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from stay._lock import CourseLock
+from stay.artefacts import write_text_atomic
 from stay.artefacts._io import TEMPORARY, temporary_name
+from stay.errors import EnvironmentProblem, StayError, exit_code
+from stay.models import ModelRequest
 from stay.pipeline import build_course, status
-from tests.conftest import run_stay
+from stay.pipeline._ledger import append_journal
+from stay.testing import RiggedBackend
+from stay.testing._backend import _lesson_of
+from tests.conftest import ROOT, run_stay
 from tests.pipeline.test_build import quiet
 
 SLUG = "how-http-requests-travel"
+HTTP = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
 
 
 def _hashes(top: Path) -> dict[str, str]:
@@ -120,3 +129,44 @@ def test_the_sweep_removes_only_the_temporary_files_stay_makes(courses: Path) ->
     build_course(SLUG, courses_dir=courses, yes=True, progress=quiet)
     assert all(path.read_text() == "half a file" for path in theirs)
     assert not any(path.exists() for path in ours)
+
+
+class _Planting(RiggedBackend):
+    """Before the wave's first answer (the module's plans written, none of its lessons), moves
+    the first module out of the course and leaves a link in its place: the attack of issue 37."""
+
+    def __init__(self, course: Path, outside: Path) -> None:
+        super().__init__()
+        self.course, self.outside, self.planted = course, outside, False
+        self.moved: dict[str, str] = {}
+
+    def answer(self, request: ModelRequest) -> dict[str, Any]:
+        with self._lock:
+            if not self.planted and _lesson_of(request) is not None:
+                self.planted = True
+                self.moved = _hashes(_module(self.course, self.outside).resolve())
+        return super().answer(request)
+
+
+def test_a_module_swapped_for_a_link_mid_build_carries_no_lesson_out(tmp_path: Path) -> None:
+    courses, outside = tmp_path / "courses", tmp_path / "outside"
+    outside.mkdir()
+    backend = _Planting(courses / SLUG, outside)
+    with pytest.raises(StayError) as caught:
+        build_course(HTTP, courses_dir=courses, yes=True, backend=backend, progress=quiet)
+    link = _first_module(courses / SLUG)
+    assert backend.moved and _hashes(outside / link.name) == backend.moved  # nothing written through the link
+    assert isinstance(caught.value, EnvironmentProblem) and exit_code(caught.value) == 2
+    assert str(caught.value).startswith(f"{link}: a symlink") and "\n" not in str(caught.value)
+
+
+def test_the_journal_is_never_appended_through_a_link_planted_under_the_lock(tmp_path: Path) -> None:
+    course, outside = tmp_path / "course", tmp_path / "outside"
+    course.mkdir()
+    outside.mkdir()
+    with CourseLock(course):
+        (course / ".state").symlink_to(outside, target_is_directory=True)  # after the check at open
+        for write in (lambda p: append_journal(p, {"run": 1}), lambda p: write_text_atomic(p, "{}\n")):
+            with pytest.raises(EnvironmentProblem, match=r"/\.state: a symlink \(to .*\) is on the way"):
+                write(course / ".state" / "journal.jsonl")
+    assert not any(outside.iterdir())

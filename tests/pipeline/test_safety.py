@@ -314,6 +314,46 @@ def test_two_concurrent_builds_never_both_run(tmp_path: Path) -> None:
     assert log.count("## run ") == 1 + codes.count(0) - (1 if codes == [0, 0] else 0)
 
 
+class _HeldScreen(RiggedBackend):
+    """Holds its brief's screen until ``go`` is set, saying so in ``screening``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.screening, self.go = threading.Event(), threading.Event()
+
+    def screen(self, text: str) -> str | None:
+        self.screening.set()
+        assert self.go.wait(60), "the test never let the screen go on"
+        return super().screen(text)
+
+
+def test_a_new_course_is_locked_from_its_first_byte(tmp_path: Path) -> None:
+    """Issue 37: a second build of a new course arriving while the first screens its brief
+    (nothing of the course written yet) is refused naming the first's pid, and pays nothing."""
+    clean = RiggedBackend()
+    build_course(HTTP, courses_dir=tmp_path / "clean", yes=True, backend=clean, progress=quiet)
+    first, courses = _HeldScreen(), tmp_path / "courses"
+    done: list[stay.BuildResult] = []
+    worker = threading.Thread(target=lambda: done.append(
+        build_course(HTTP, courses_dir=courses, yes=True, backend=first, progress=quiet)))
+    worker.start()
+    try:
+        assert first.screening.wait(60)
+        assert not (courses / SLUG / "course.yaml").exists()  # before scaffold: only the lock exists
+        refused = cli("build", str(HTTP), "--yes", "--courses-dir", str(courses))
+        assert refused.returncode == 5, refused.stderr
+        refusal = [line for line in refused.stderr.splitlines() if line.startswith("refused:")]
+        assert len(refusal) == 1 and f"(pid {os.getpid()})" in refusal[0] and "Traceback" not in refused.stderr
+        second = RiggedBackend()
+        with pytest.raises(CourseLocked, match=f"pid {os.getpid()}"):
+            build_course(HTTP, courses_dir=courses, yes=True, backend=second, progress=quiet)
+        assert second.total_calls == 0 and second.screened == []
+    finally:
+        first.go.set()
+        worker.join(120)
+    assert done and done[0].complete and first.calls == clean.calls
+
+
 # -- 6. interrupts and leftovers -----------------------------------------------------------
 
 
