@@ -24,8 +24,10 @@ from pathlib import Path
 # the stages, the models, the validator and the artefacts. The stages never reach a
 # backend (stay.models), the validator never reaches the pipeline, a model or the
 # artefacts, and the artefacts reach nothing of ours but the errors, the two leaf
-# readers (stay._bounds, stay._stored) and the leaf that draws notebook tables
-# (stay._display: html and re alone, so a Brief shows itself wherever it is made).
+# readers (stay._bounds, stay._stored), the leaf that draws notebook tables
+# (stay._display: html and re alone, so a Brief shows itself wherever it is made), and
+# the two leaves every write goes through (stay._paths: the walk from the course root
+# without following a link; stay._secrets: the redaction of what is written).
 LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under in {
     "stay.__main__": {"stay.cli"},  # ``python -m stay``: the program, nothing of its own
     "stay.cli": {"stay", "stay.suite", "stay._watch", "stay._init", "stay._cli_commands"},
@@ -54,7 +56,7 @@ LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under i
     "stay._otlp_target": {"stay._secrets"},  # where spans go, from the OTEL_* variables
     "stay._lock": {"stay._paths", "stay.artefacts"},
     # _display: a leaf (html, re), for Brief's tables
-    "stay.artefacts": {"stay._bounds", "stay._display", "stay._duration"},
+    "stay.artefacts": {"stay._bounds", "stay._display", "stay._duration", "stay._paths", "stay._secrets"},
     "stay._duration": {"stay.errors"},  # a brief's minutes and house style's time bounds, without pydantic
     "stay._bounds": {"stay._stored"},  # the bounds on reading a course file
     "stay._stored": {"stay.errors"},  # the bounded reader of stored files
