@@ -13,6 +13,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stay.errors import UsageError
 from stay.pipeline import build_course, graph, run_command, status
@@ -23,6 +25,7 @@ from stay.stages._prompt import build_request
 from stay.stages._references import Applies, glob_match, reaches, sidecar_of, split_front_matter
 from stay.validate._data import BLOOM_FILE, HOUSE_FILE
 from tests.conftest import ROOT, run_stay
+from tests.parity.harness import examples
 from tests.pipeline.conftest import HTTP
 
 SLUG = "how-http-requests-travel"
@@ -218,6 +221,44 @@ def test_globs_keep_their_meaning_matched_in_linear_time() -> None:
     assert not glob_match("modules/*.md", lesson) and not glob_match("*", "a/b")
     assert glob_match("modules/m0?-module/*-l01.md", lesson) and not glob_match("m?dules", "m/dules")
     assert not glob_match("modules/" + "**" * 500 + "x.md", lesson)  # a regex backtracked for hours here
+
+
+def _regex(pattern: str) -> re.Pattern[str]:
+    """The glob as the regular expression it was compiled to before the table (the slow path:
+    right, but exponential in stars), the reference the table is held to."""
+    out, i = [], 0
+    while i < len(pattern):
+        token = "**/" if pattern.startswith("**/", i) else "**" if pattern.startswith("**", i) else pattern[i]
+        out.append({"**/": "(?:.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}.get(token, re.escape(token)))
+        i += len(token)
+    return re.compile("".join(out))
+
+
+_GLOB = st.text(alphabet="ab/*?.", max_size=10)
+"""Short globs (few stars, so the regex stays fast) over the characters that matter."""
+
+
+@st.composite
+def _glob_and_path(draw: st.DrawFn) -> tuple[str, str]:
+    """A glob and a path filled in from it, each wildcard by any run of characters, a '/'
+    included (so a path near the glob, matching or just not), or now and then any path."""
+    pattern = draw(_GLOB)
+    if draw(st.booleans()):
+        return pattern, draw(st.text(alphabet="ab/.", max_size=10))
+    fill = st.text(alphabet="ab/", max_size=3)
+    parts, i = [], 0
+    while i < len(pattern):
+        step = 3 if pattern.startswith("**/", i) else 2 if pattern.startswith("**", i) else 1
+        parts.append(draw(fill) if pattern[i] in "*?" else pattern[i])
+        i += step
+    return pattern, "".join(parts)
+
+
+@settings(max_examples=examples(600, dev=100), deadline=None)
+@given(_glob_and_path())
+def test_the_glob_table_agrees_with_the_regex_it_replaced(case: tuple[str, str]) -> None:
+    pattern, path = case
+    assert glob_match(pattern, path) == bool(_regex(pattern).fullmatch(path))
 
 
 def test_applies_needs_somewhere() -> None:
