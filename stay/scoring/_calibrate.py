@@ -23,16 +23,15 @@ import json
 import os
 import random
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, Literal, Protocol, cast
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from stay._display import fixed
 from stay.errors import UsageError
 from stay.scoring._core import NOT_JUDGED as NOT_JUDGED_OFFLINE
-from stay.scoring._core import Judge, Judging
+from stay.scoring._core import Judge, ModelScorer
 from stay.scoring._defaults import CALIBRATION, KAPPA_TO_GATE
 
 REPORT_NAME = Path(CALIBRATION).name
@@ -46,17 +45,6 @@ MAX_GOLD_BYTES = 2 * 2**20
 NOT_JUDGED = "not judged"
 """A scorer with no judge (the validator counts): there is nothing to calibrate."""
 UNCALIBRATED = "uncalibrated"
-
-
-class JudgedScorer(Protocol):
-    """A model-judged scorer, as calibration runs it (every one declares these)."""
-
-    name: str
-    version: int
-    instructions: str
-    answer: type[BaseModel]
-
-    def verdict(self, answer: Any, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]: ...
 
 
 class GoldItem(BaseModel):
@@ -146,11 +134,11 @@ def _where(exc: ValidationError, document: Any) -> str:
     return f"{item}field '{'.'.join(map(str, loc)) or '(root)'}': {str(error['msg']).lower()}"
 
 
-def judged_scorers(judge: Judge) -> list[JudgedScorer]:
+def judged_scorers(judge: Judge) -> list[ModelScorer]:
     """The registry's model-judged scorers (``MODEL_JUDGED``), judged by ``judge``."""
     from stay.scoring._scorers import MODEL_JUDGED
 
-    return [cast(JudgedScorer, scorer(judge)) for scorer in MODEL_JUDGED]
+    return [scorer(judge) for scorer in MODEL_JUDGED]
 
 
 def kappa(pairs: list[tuple[bool, bool]]) -> float | None:
@@ -221,13 +209,12 @@ def calibrate(gold: Gold, judge: Judge, *, backend: str) -> dict[str, Any]:
         if not items:
             entry["not_run"] = "no gold items for this judge"
             continue
-        judging = Judging(scorer.name, scorer.instructions, judge, scorer.version)
+        judging = scorer.judging()  # exactly the request a scored course sends
         for item in items:
-            judging.ask(item.id, item.inputs, scorer.answer,
-                        partial(scorer.verdict, inputs=item.inputs, lesson=item.lesson), lesson=item.lesson)
+            scorer.ask(judging, item.id, item.inputs, item.lesson)
         result = judging.result()
-        if not getattr(result, "judged", True):
-            entry["not_run"] = getattr(result, "not_judged", None) or NOT_JUDGED
+        if not result.judged:
+            entry["not_run"] = result.not_judged or NOT_JUDGED
             continue
         entry.update(agreement(items, {r.item: r for r in result.items}))
     declared = {s.name for s in scorers}
