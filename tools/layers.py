@@ -14,7 +14,7 @@ A *unit* is one of stay's packages (``stay.pipeline``) or top-level modules
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,11 +161,12 @@ def undeclared(root: Path, layers: Mapping[str, frozenset[str]] = LAYERS) -> tup
     return sorted(present - set(layers)), sorted(declared - present)
 
 
-def edges(graph: Sequence[Import]) -> dict[tuple[str, str], list[Import]]:
-    """The imports between units, by (importer, imported); a unit's imports of itself left out."""
+def edges(graph: Sequence[Import], by: Callable[[str], str] = unit) -> dict[tuple[str, str], list[Import]]:
+    """The imports between units (or, ``by=str``, between modules), by (importer, imported);
+    an import of itself left out."""
     between: dict[tuple[str, str], list[Import]] = {}
     for found in graph:
-        pair = (unit(found.importer), unit(found.imported))
+        pair = (by(found.importer), by(found.imported))
         if pair[0] != pair[1]:
             between.setdefault(pair, []).append(found)
     return between
@@ -187,10 +188,11 @@ def layer_breaks(graph: Sequence[Import], layers: Mapping[str, frozenset[str]] =
     return sorted({(unit(found.importer), unit(found.imported)) for found in breaking_imports(graph, layers, apart)})
 
 
-def cycles(graph: Sequence[Import]) -> list[list[str]]:
-    """The strongly connected groups of two or more units (Tarjan's algorithm), each sorted."""
+def cycles(graph: Sequence[Import], by: Callable[[str], str] = unit) -> list[list[str]]:
+    """The strongly connected groups of two or more units (``by=str``: modules), by
+    Tarjan's algorithm, each sorted."""
     following: dict[str, set[str]] = {}
-    for importer, imported in edges(graph):
+    for importer, imported in edges(graph, by):
         following.setdefault(importer, set()).add(imported)
         following.setdefault(imported, set())
     index: dict[str, int] = {}
@@ -234,4 +236,5 @@ def private_reach_ins(graph: Sequence[Import]) -> list[Import]:
 def figures(root: Path, layers: Mapping[str, frozenset[str]] = LAYERS) -> Mapping[str, int]:
     graph = import_graph(root)
     return {"layer breaks": len(layer_breaks(graph, layers)), "cycles": len(cycles(graph)),
+            "module cycles": len(cycles(graph, by=str)),
             "private reach-ins": len(private_reach_ins(graph))}

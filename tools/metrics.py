@@ -13,9 +13,11 @@ measured, so an old checkout measures as well as this one). Each figure, as defi
   (``HANDLER_MODULES``): every ``run.<name>`` that is not itself called. Asking the run
   to do something (``run.say(...)``) is not a reach-in; reading its state
   (``run.config.settings``, ``run.tally``) is, once per chain.
-- layer breaks, cycles and private reach-ins: ``tools/layers.py``, the implementation
-  ``tests/test_layers.py`` holds at 0.
-- lines: physical lines of the ``.py`` files under ``stay/`` (production) and ``tests/``.
+- layer breaks, cycles (between packages, and between modules: every import counts, a
+  package's ``__init__`` is a module) and private reach-ins: ``tools/layers.py``, the
+  implementation ``tests/test_layers.py`` holds at 0.
+- lines: physical lines of the ``.py`` files under ``stay/`` (production) and ``tests/``;
+  modules: the ``.py`` files under ``stay/`` and ``stay/pipeline/``.
 """
 
 from __future__ import annotations
@@ -113,8 +115,11 @@ def report(root: Path) -> list[str]:
         f"reach-ins from handlers: {reach_ins(root)}",
         f"layer breaks: {len(layer_breaks(graph))} (in {len(breaking_imports(graph))} imports)",
         f"package cycles: {len(cycles(graph))}",
+        f"module cycles: {len(cycles(graph, by=str))}",
         f"private reach-ins: {len(private_reach_ins(graph))}",
         f"lines: production {lines(root / 'stay')}, tests {lines(root / 'tests')}",
+        f"modules: production {len(list((root / 'stay').rglob('*.py')))}, "
+        f"pipeline {len(list((root / 'stay' / 'pipeline').glob('*.py')))}",
     ]
 
 
@@ -128,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         graph = import_graph(ns.root)
         for importer, imported in layer_breaks(graph):
             print(f"layer break: {importer} -> {imported}")
-        for group in cycles(graph):
+        for group in cycles(graph) + cycles(graph, by=str):
             print("cycle: " + " <-> ".join(group))
         for found in private_reach_ins(graph):
             print(f"private reach-in: {found.importer}:{found.line} imports {found.imported}")
