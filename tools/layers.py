@@ -44,10 +44,10 @@ LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under i
     "stay.pipeline": {"stay.stages", "stay.models", "stay._lock", "stay._display", "stay._version",
                       "stay._words"},
     "stay.stages": {"stay.artefacts", "stay.validate", "stay.requests", "stay._words"},
-    "stay.models": {"stay.briefs", "stay.requests", "stay._secrets"},
+    "stay.models": {"stay.briefs", "stay.requests", "stay._secrets", "stay._lazy"},
     "stay.briefs": {"stay.artefacts", "stay.validate", "stay._slug"},
     "stay.requests": {"stay.settings"},
-    "stay.validate": {"stay.settings", "stay._display", "stay._bounds", "stay._paths", "stay._duration"},
+    "stay.validate": {"stay.settings", "stay._display", "stay._bounds", "stay._paths", "stay._duration", "stay._lazy"},
     "stay.settings": {"stay._secrets", "stay.errors", "stay._version", "stay._backend_names", "stay._env_values",
                       "stay._otlp_target"},
     # (stay.settings: the only reader of the environment; these three parse what it reads)
