@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
-from stay._backend_names import JUDGED_HELP
 from stay.errors import UsageError  # errors imports nothing: --help stays cheap
+from stay.settings import JUDGED_HELP
 
 BACKEND_HELP = ("an installed backend (stay --version lists them); default: $STAY_BACKEND, else anthropic when "
                 "ANTHROPIC_API_KEY is set, else offline")
