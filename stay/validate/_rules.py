@@ -3,8 +3,7 @@
 This is the one place a rule is switched on. Each family of rules lives in the
 module named by its prefix (``rules/les.py`` holds les001..les011), declares each
 rule with ``@rule(code, severity, owner, template)`` beside its check and its
-docstring (``group=Group.STAY`` for a rule beyond the contract), and lists them in
-its ``RULES``; the families below are read in the contract's order. Tests hold the
+docstring (``group=Group.STAY`` for a rule beyond the contract); the families below are read in the contract's order. Tests hold the
 contract group equal, code for code, severity for severity and owner for owner, to
 the contract's rules table, and its codes to the frozen reference's.
 
@@ -48,6 +47,11 @@ FAMILIES: tuple[ModuleType, ...] = (
 )
 """The rule families in the contract's order, then stay's own (``pos``, ``prc``, ``ast``, ``rev``); each
 module is named by its prefix."""
+
+
+def family_rules(family: ModuleType) -> list[Rule]:
+    """The rules a family module declares, in its order."""
+    return [value for value in vars(family).values() if isinstance(value, Rule)]
 
 
 def prefix_of(family: ModuleType) -> str:
@@ -100,7 +104,7 @@ def added_at_run_time(codes: tuple[str, ...]) -> bool:
 
 def _declare_families() -> frozenset[str]:
     for family in FAMILIES:
-        for rule in family.RULES:
+        for rule in family_rules(family):
             _add(rule, prefix_of(family))
     return frozenset(_REGISTRY)
 

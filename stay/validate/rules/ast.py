@@ -271,6 +271,3 @@ def _csv_problem(text: str) -> str | None:
     except csv.Error as exc:
         return f"line {reader.line_num}: {exc}"
     return None if header is not None else "no header row (the file is empty)"
-
-
-RULES = (ast001, ast002, ast003, ast004, ast005)
