@@ -37,11 +37,11 @@ if TYPE_CHECKING:
     from stay.validate._defect import Severity as Severity
     from stay.validate._registry import Group as Group
     from stay.validate._registry import Rule as Rule
+    from stay.validate._rules import DEFAULT_SELECT as DEFAULT_SELECT
     from stay.validate._rules import RULES as RULES
     from stay.validate._rules import register as register
+    from stay.validate._rules import selected as selected
     from stay.validate._rules import unregister as unregister
-    from stay.validate._select import DEFAULT_SELECT as DEFAULT_SELECT
-    from stay.validate._select import selected as selected
     from stay.validate._text import normal_text as normal_text
     from stay.validate._text import quoted_in as quoted_in
     from stay.validate._yaml import safe_load as safe_load

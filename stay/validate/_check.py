@@ -13,8 +13,7 @@ from stay.errors import CourseNotFound, CoursePathError, EnvironmentProblem, Usa
 from stay.validate._course import Course
 from stay.validate._data import HouseData, default_data_dir
 from stay.validate._defect import Defect, Severity
-from stay.validate._rules import added_at_run_time
-from stay.validate._select import Selectors, selected
+from stay.validate._rules import Selectors, added_at_run_time, selected
 from stay.validate._text import show
 
 CONTRACT_VERSION = 1
@@ -185,7 +184,7 @@ def check_course(path: str | os.PathLike[str], data: HouseData, *, strict: bool 
                  shown: str | None = None, select: Selectors | None = None,
                  ignore: Selectors | None = None) -> CourseReport:
     """Validate one course directory with already-loaded data files, running the rules
-    ``select`` and ``ignore`` choose (``_select.selected``: by default every rule); a
+    ``select`` and ``ignore`` choose (``_rules.selected``: by default every rule); a
     course holding a link that leads outside it is refused, as every command refuses it
     (nothing is read through such a link), as a path the validator cannot use."""
     rules = selected(select, ignore)

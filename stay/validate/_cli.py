@@ -3,7 +3,7 @@
 ``--jobs N`` is stay's extension to the contract's options: courses are checked N at
 a time, each in its own process (default: one per available core); the output is
 byte-identical whatever N is. ``--select`` and ``--ignore`` are the other: which rules
-run (``_select.py``); with neither, every rule, as a build checks. ``--select contract``
+run (``_rules.selected``); with neither, every rule, as a build checks. ``--select contract``
 is the reference's rules, its output byte for byte but for the verdict word (``_check.py``).
 
 Exit codes: 0 no FAIL, 1 at least one FAIL, 2 usage error, 3 internal error; a

@@ -8,7 +8,7 @@ row of the contract; its docstring says what it checks and why, and is required.
 Every rule belongs to one group: ``contract`` (the rules of validator-rules.md, which
 the frozen reference has and parity holds to it; a rule's unless it says otherwise) or
 ``stay`` (rules stay adds, declared ``group=Group.STAY``). The group is declared here, on
-the rule, and nowhere else; selection (``_select.py``) reads it.
+the rule, and nowhere else; selection (``_rules.selected``) reads it.
 """
 
 from __future__ import annotations
