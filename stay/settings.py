@@ -99,8 +99,6 @@ class Settings:
     batch_poll_seconds: float = 30.0
     prompts_dir: Path | None = None  # None: the packaged prompts
     data_dir: Path | None = None  # None: ./data when it exists, else the packaged data
-    data_from: Literal["prompts", "data"] | None = None
-    """Which wins when the prompts' and the data's shared files differ: None refuses the run."""
     cache: bool | None = None  # the request cache: None is on for a model, off offline
     source_date_epoch: int | None = None  # when set, the time every ledger records
     otlp: OtlpTarget | None = None
@@ -115,8 +113,6 @@ class Settings:
         _secrets.keep(self.secrets)
         if self.backend is not None:
             checked_backend(self.backend)
-        if self.data_from not in (None, "prompts", "data"):
-            raise UsageError(f"data_from is {self.data_from!r}; give 'prompts' or 'data' (or None)")
         for name, least in (("wave_concurrency", 1), ("model_concurrency", 1), ("repair_rounds", 0),
                             ("max_retries", 0)):
             value = getattr(self, name)

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from stay.validate._check import validate_course as validate_course
     from stay.validate._check import validate_courses as validate_courses
     from stay.validate._cli import main as main
+    from stay.validate._data import BLOOM_FILE as BLOOM_FILE
+    from stay.validate._data import HOUSE_FILE as HOUSE_FILE
     from stay.validate._data import HouseData as HouseData
     from stay.validate._data import default_data_dir as default_data_dir
     from stay.validate._defect import OWNERS as OWNERS
