@@ -1,14 +1,7 @@
 """The bounds on every file stay reads: a size read no further than the limit, and YAML
-refused from its event stream before any document is built.
-
-A course file, a brief and a plan are untrusted input. A 500 MB lesson read whole costs
-gigabytes once decoded and parsed, and a kilobyte of YAML anchors and aliases is a graph
-that any walk over it (pydantic, a dump, a rule) writes out to gigabytes, so the
-refusal comes from the parser's events, before a document exists. The brief, the
-artefacts (and so a run's inputs) and the viewer call these functions, and the
-validator reads with ``read_bounded`` (it keeps the reference's reading of anchors), so
-the bounds are declared once. It imports nothing of stay's but ``errors``, so the
-artefacts and the validator may both use it.
+refused from its event stream before any document is built (a kilobyte of anchors and
+aliases is gigabytes to any walk over it). Declared once for the brief, the artefacts, the
+viewer and the validator; imports nothing of stay's but ``errors`` and ``_stored``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""Reading back JSON that stay stored itself (request-cache entries, eval reports), which
-may have been damaged, truncated or planted since it was written.
-
-A file stay wrote is a regular file of bounded size holding shallow JSON. Anything else
-(a FIFO that would block the read forever, a link to ``/dev/zero`` that never ends, a
-file of gigabytes, JSON nested deeper than any document stay writes, bytes that are not
-UTF-8) is ``Damaged``: one reason, in words, that the caller turns into a cache miss or a
-one-line refusal, never a hang, a MemoryError or a traceback. It imports nothing of
-stay's but ``errors``, so every package may use it.
+"""Reading back JSON that stay stored itself (cache entries, eval reports), which may have
+been damaged or planted since: anything but a bounded regular file of shallow UTF-8 JSON (a
+FIFO, a link to ``/dev/zero``, gigabytes, deep nesting) is ``Damaged``, one reason in words,
+never a hang or a traceback. Imports nothing of stay's but ``errors``.
 """
 
 from __future__ import annotations

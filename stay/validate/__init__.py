@@ -2,13 +2,9 @@
 
     >>> from stay.validate import validate_courses, validate_course
     >>> report = validate_courses("courses", strict=True)
-    >>> report.ok, [d.line() for c in report.courses for d in c.defects]
 
-Rules come in groups (``contract``, the reference's; ``stay``, ours), chosen with
-``select``/``ignore``; with neither, every rule, as a build checks. It reads course files and the two
-data files only; it never imports the pipeline or a model, so a hook or CI job can run
-it without either. ``data_files`` and ``names_in`` are the ast rules' reading of a course's
-data files (``assets/``) and of the text that names them, which the viewer offers alike.
+It reads course files and the two data files only, never the pipeline or a model, so a
+hook or CI job can run it without either.
 """
 
 from __future__ import annotations
