@@ -12,7 +12,7 @@ from stay._paths import check_links
 from stay.errors import CourseNotFound, CoursePathError, EnvironmentProblem, UsageError
 from stay.validate._course import Course
 from stay.validate._data import HouseData, default_data_dir
-from stay.validate._defect import Defect, Severity
+from stay.validate._defect import OWNERS, Defect, Severity
 from stay.validate._rules import Selectors, added_at_run_time, selected
 from stay.validate._text import show
 
@@ -27,8 +27,6 @@ OWNER_HEAD = ("owner", "FAIL", "WARN", "codes")
 def owner_rows(defects: Iterable[Defect]) -> list[tuple[object, ...]]:
     """Defects by the stage that must fix them, as table rows (owner, FAILs, WARNs, the
     codes with their counts), in the pipeline's owner order; none for no defect."""
-    from stay.validate._defect import OWNERS
-
     owners: dict[str, list[Defect]] = {}
     for defect in defects:
         owners.setdefault(defect.owner, []).append(defect)
