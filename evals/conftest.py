@@ -43,9 +43,6 @@ class EvalConfig:
     """The judging session every build of the run is judged in (``stay.suite.suite_session``)."""
     baseline: EvalConfig | None = None
     """A two-arm run's baseline arm (``--stay-baseline-prompts``), judged in the same session."""
-    data_from: str | None = None
-    """Which copy of bloom-verbs.yaml and house-style.yaml wins when the prompts' differs from
-    the data directory's (``--stay-data-from``; ``stay.suite.arm_settings``): None refuses."""
 
     @property
     def parts(self) -> Path:
@@ -68,9 +65,6 @@ class EvalConfig:
 # ``pytest evals/ --help`` prints (--stay-epochs' default is stay.suite's, read when pytest asks).
 OPTIONS: dict[str, tuple[str | None, dict[str, Any], str]] = {
     "--stay-prompts": ("DIR", {}, "the prompt directory under test (default: the packaged prompts/)"),
-    "--stay-data-from": ("prompts|data", {"choices": ("prompts", "data")}, "when the prompts' bloom-verbs.yaml or "
-                         "house-style.yaml differs from the data directory's, which wins, as `stay build --data-from` "
-                         "(default: the run refuses before any build)"),
     "--stay-label": ("NAME", {"default": "candidate"}, "the report's label (default: candidate)"),
     "--stay-backend": ("NAME", {}, "the backend that builds: offline, anthropic, ... (default: anthropic when "
                        "ANTHROPIC_API_KEY is set); a name that is none is one line naming the choices"),
@@ -134,7 +128,7 @@ def _config(config: pytest.Config) -> EvalConfig:
     from dataclasses import replace
 
     from stay.errors import UsageError
-    from stay.suite import arm_settings, backend_name, suite_session
+    from stay.suite import backend_name, suite_session
 
     label = config.getoption("--stay-label")
     output = Path(config.getoption("--stay-output") or HERE / "out" / f"{label}.json")
@@ -152,8 +146,7 @@ def _config(config: pytest.Config) -> EvalConfig:
     cfg = EvalConfig(Path(prompts) if prompts else None, label, backend,
                      output.resolve(), courses, config.getoption("--stay-rescore"),
                      _quality(config.getoption("--stay-quality")), epochs, config.getoption("--stay-seed"),
-                     config.getoption("--stay-judge-model"), judge_backend,
-                     data_from=config.getoption("--stay-data-from"))
+                     config.getoption("--stay-judge-model"), judge_backend)
     base_prompts = config.getoption("--stay-baseline-prompts")
     if base_prompts:
         base_label = config.getoption("--stay-baseline-label")
@@ -165,12 +158,10 @@ def _config(config: pytest.Config) -> EvalConfig:
                                             output=cfg.output.with_name(f"{base_label}.json"),
                                             courses=courses.with_name(base_label),
                                             seed=cfg.seed + 1000 if seed is None else seed))
-    for arm in cfg.arms:  # a drift between the copies of the shared data, said before any build or rescore
-        try:
-            arm_settings(arm)
-        except UsageError as exc:
-            raise pytest.UsageError(str(exc)) from None
-    session = suite_session(cfg.arms)
+    try:  # a prompts directory that cannot be used, said before any build or rescore
+        session = suite_session(cfg.arms)
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
     return replace(cfg, session=session, baseline=cfg.baseline and replace(cfg.baseline, session=session))
 
 

@@ -24,136 +24,51 @@ if sys.argv[:1] == ["-m"] or (sys.argv[:1] and sys.argv[0].endswith(("/stay", "\
 
 from typing import TYPE_CHECKING
 
-from stay._lazy import lazy_names
-from stay._version import __version__
-
-_EXPORTS = {
-    "Backend": "stay.models",
-    "Brief": "stay.artefacts",
-    "Answered": "stay.pipeline",
-    "BuildResult": "stay.pipeline",
-    "Statuses": "stay.pipeline",
-    "NotebookProgress": "stay.pipeline",
-    "ProgressUpdate": "stay.pipeline",
-    "adopt": "stay.pipeline",
-    "approve": "stay.pipeline",
-    "build_course": "stay.pipeline",
-    "revise": "stay.pipeline",
-    "status": "stay.pipeline",
-    "Comparison": "stay.scoring",
-    "compare_runs": "stay.scoring",
-    "read_run": "stay.scoring",
-    "CourseReport": "stay.validate",
-    "Defect": "stay.validate",
-    "Severity": "stay.validate",
-    "ValidationReport": "stay.validate",
-    "validate_courses": "stay.validate",
-    "validate_course": "stay.validate",
-    "AnswerError": "stay.errors",
-    "ArtefactError": "stay.errors",
-    "BriefError": "stay.errors",
-    "BriefNotFound": "stay.errors",
-    "BriefRejected": "stay.errors",
-    "CostCapReached": "stay.errors",
-    "CourseLocked": "stay.errors",
-    "CourseNotFound": "stay.errors",
-    "CoursePathError": "stay.errors",
-    "DataFileError": "stay.errors",
-    "EnvironmentProblem": "stay.errors",
-    "GraphError": "stay.errors",
-    "ModelError": "stay.errors",
-    "ModelUnavailable": "stay.errors",
-    "PipelineError": "stay.errors",
-    "RefusalError": "stay.errors",
-    "ReplayMiss": "stay.errors",
-    "StayError": "stay.errors",
-    "TruncationError": "stay.errors",
-    "UnsafeId": "stay.errors",
-    "UsageError": "stay.errors",
-}
-
-__all__ = [
-    "AnswerError",
-    "Answered",
-    "ArtefactError",
-    "Backend",
-    "Brief",
-    "BriefError",
-    "BriefNotFound",
-    "BriefRejected",
-    "BuildResult",
-    "Comparison",
-    "CostCapReached",
-    "CourseLocked",
-    "CourseNotFound",
-    "CoursePathError",
-    "CourseReport",
-    "DataFileError",
-    "Defect",
-    "EnvironmentProblem",
-    "GraphError",
-    "ModelError",
-    "ModelUnavailable",
-    "NotebookProgress",
-    "PipelineError",
-    "ProgressUpdate",
-    "RefusalError",
-    "ReplayMiss",
-    "Severity",
-    "Statuses",
-    "StayError",
-    "TruncationError",
-    "UnsafeId",
-    "UsageError",
-    "ValidationReport",
-    "__version__",
-    "adopt",
-    "approve",
-    "build_course",
-    "compare_runs",
-    "read_run",
-    "revise",
-    "status",
-    "validate_course",
-    "validate_courses",
-]
+from stay._lazy import lazy_package
+from stay._version import __version__ as __version__
 
 if TYPE_CHECKING:
-    from stay.artefacts import Brief
-    from stay.errors import (
-        AnswerError,
-        ArtefactError,
-        BriefError,
-        BriefNotFound,
-        BriefRejected,
-        CostCapReached,
-        CourseLocked,
-        CourseNotFound,
-        CoursePathError,
-        DataFileError,
-        EnvironmentProblem,
-        GraphError,
-        ModelError,
-        ModelUnavailable,
-        PipelineError,
-        RefusalError,
-        ReplayMiss,
-        StayError,
-        TruncationError,
-        UnsafeId,
-        UsageError,
-    )
-    from stay.models import Backend
-    from stay.pipeline import Answered, BuildResult, Statuses, adopt, approve, build_course, revise, status
-    from stay.scoring import Comparison, compare_runs, read_run
-    from stay.validate import (
-        CourseReport,
-        Defect,
-        Severity,
-        ValidationReport,
-        validate_course,
-        validate_courses,
-    )
+    from stay.artefacts import Brief as Brief
+    from stay.errors import AnswerError as AnswerError
+    from stay.errors import ArtefactError as ArtefactError
+    from stay.errors import BriefError as BriefError
+    from stay.errors import BriefNotFound as BriefNotFound
+    from stay.errors import BriefRejected as BriefRejected
+    from stay.errors import CostCapReached as CostCapReached
+    from stay.errors import CourseLocked as CourseLocked
+    from stay.errors import CourseNotFound as CourseNotFound
+    from stay.errors import CoursePathError as CoursePathError
+    from stay.errors import DataFileError as DataFileError
+    from stay.errors import EnvironmentProblem as EnvironmentProblem
+    from stay.errors import GraphError as GraphError
+    from stay.errors import ModelError as ModelError
+    from stay.errors import ModelUnavailable as ModelUnavailable
+    from stay.errors import PipelineError as PipelineError
+    from stay.errors import RefusalError as RefusalError
+    from stay.errors import ReplayMiss as ReplayMiss
+    from stay.errors import StayError as StayError
+    from stay.errors import TruncationError as TruncationError
+    from stay.errors import UnsafeId as UnsafeId
+    from stay.errors import UsageError as UsageError
+    from stay.models import Backend as Backend
+    from stay.pipeline import Answered as Answered
+    from stay.pipeline import BuildResult as BuildResult
+    from stay.pipeline import NotebookProgress as NotebookProgress
+    from stay.pipeline import ProgressUpdate as ProgressUpdate
+    from stay.pipeline import Statuses as Statuses
+    from stay.pipeline import adopt as adopt
+    from stay.pipeline import approve as approve
+    from stay.pipeline import build_course as build_course
+    from stay.pipeline import revise as revise
+    from stay.pipeline import status as status
+    from stay.scoring import Comparison as Comparison
+    from stay.scoring import compare_runs as compare_runs
+    from stay.scoring import read_run as read_run
+    from stay.validate import CourseReport as CourseReport
+    from stay.validate import Defect as Defect
+    from stay.validate import Severity as Severity
+    from stay.validate import ValidationReport as ValidationReport
+    from stay.validate import validate_course as validate_course
+    from stay.validate import validate_courses as validate_courses
 
-
-__getattr__, __dir__ = lazy_names(__name__, _EXPORTS, __all__)
+__getattr__, __dir__, __all__ = lazy_package(__name__, __file__, "__version__")

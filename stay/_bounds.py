@@ -1,14 +1,7 @@
 """The bounds on every file stay reads: a size read no further than the limit, and YAML
-refused from its event stream before any document is built.
-
-A course file, a brief and a plan are untrusted input. A 500 MB lesson read whole costs
-gigabytes once decoded and parsed, and a kilobyte of YAML anchors and aliases is a graph
-that any walk over it (pydantic, a dump, a rule) writes out to gigabytes, so the
-refusal comes from the parser's events, before a document exists. The brief, the
-artefacts (and so a run's inputs) and the viewer call these functions, and the
-validator reads with ``read_bounded`` (it keeps the reference's reading of anchors), so
-the bounds are declared once. It imports nothing of stay's but ``errors``, so the
-artefacts and the validator may both use it.
+refused from its event stream before any document is built (a kilobyte of anchors and
+aliases is gigabytes to any walk over it). Declared once for the brief, the artefacts, the
+viewer and the validator; imports nothing of stay's but ``errors`` and ``_stored``.
 """
 
 from __future__ import annotations
@@ -23,16 +16,11 @@ from stay._stored import MAX_STORED_BYTES
 from stay.errors import ArtefactError
 
 MAX_FILE_BYTES = MAX_STORED_BYTES
-"""The largest course file stay reads, the same 16 MB as any file stay stored (declared in
-``stay._stored``, which imports nothing of ours but errors): the longest lesson house
-style allows is a few tens of KB, so no file stay writes is near it, and 16 MB parsed
-stays well under a gigabyte."""
+"""The largest course file stay reads, 16 MB as any stored file: the longest lesson house
+style allows is tens of KB, and 16 MB parsed stays well under a gigabyte."""
 MAX_ASSET_BYTES = 2**20
-"""The largest data file a course may carry under ``assets/`` (1 MB, 1,048,576 bytes): stay's
-own limit, not the house style's (``data/house-style.yaml`` is the shared reference, kept byte
-for byte). A data file is a sample a learner opens in a spreadsheet or an editor, tens of KB;
-at a megabyte it is a data set that no lesson can talk a learner through. The validator
-(ast003) holds a course to it, and no reader of a data file reads past it."""
+"""The largest data file a course may carry under ``assets/`` (1 MB; stay's own limit, ast003):
+a sample a learner opens is tens of KB, and at a megabyte no lesson can talk them through it."""
 DATA_NAME = re.compile(r"[a-z0-9][a-z0-9-]*\.(csv|txt|json)")
 """A data file's name under ``assets/``: lowercase, and a type the validator can read (ast004)."""
 MAX_DEPTH = 20
@@ -71,12 +59,9 @@ def read_bounded(path: str | os.PathLike[str], limit: int = MAX_FILE_BYTES) -> b
 
 
 def yaml_shape(text: str, max_depth: int = MAX_DEPTH, loader: Any = _EVENTS) -> Shape | None:
-    """Why ``text`` may not be composed ("aliases" or "deep"), or None when it may.
-
-    Reads the event stream only, so nothing is expanded and memory stays flat. A syntax
-    error is raised as the ``yaml.YAMLError`` of the pure parser, which is the one whose
-    verdict (and line) counts: libyaml is tried first for speed, and a text it rejects is
-    read again by the pure parser, which may accept it."""
+    """Why ``text`` may not be composed ("aliases" or "deep"), or None, from the event stream
+    alone (nothing expanded). A syntax error is the pure parser's ``yaml.YAMLError``, whose
+    verdict counts: a text libyaml rejects is read again by the pure parser."""
     try:
         return _shape(text, max_depth, loader)
     except yaml.YAMLError:

@@ -90,7 +90,6 @@ def _settings(ns: argparse.Namespace) -> Settings:
 
     prompts = getattr(ns, "prompts_dir", None)
     return Settings.from_env(backend=getattr(ns, "backend", None), prompts_dir=Path(prompts) if prompts else None,
-                             data_from=getattr(ns, "data_from", None),
                              answer_tokens=getattr(ns, "answer_tokens", None),
                              max_cost=getattr(ns, "max_cost", None))
 

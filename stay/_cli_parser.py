@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
-from stay._backend_names import JUDGED_HELP
 from stay.errors import UsageError  # errors imports nothing: --help stays cheap
+from stay.settings import JUDGED_HELP
 
 BACKEND_HELP = ("an installed backend (stay --version lists them); default: $STAY_BACKEND, else anthropic when "
                 "ANTHROPIC_API_KEY is set, else offline")
@@ -67,10 +67,6 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--prompts-dir", metavar="DIR",
                         help="the prompt templates and references (default: $STAY_PROMPTS_DIR, else the packaged "
                              "prompts/); an artefact whose stage's prompts changed is stale")
-    common.add_argument("--data-from", choices=("prompts", "data"),
-                        help="when the prompts' bloom-verbs.yaml or house-style.yaml differs from the data "
-                             "directory's (which the validator reads), which wins: data (the stage is sent the "
-                             "data's) or prompts (the course is checked against the prompts'); unset, a run refuses")
     helps = {
         "new": "create a course from a brief and stop at the design gate",
         "build": "build (or resume) a course: design, gate, plans, gate, wave, validate, repair",

@@ -1,11 +1,6 @@
-"""Small HTML and Markdown tables for notebooks (``_repr_html_``, ``_repr_markdown_``),
-counted nouns (``plural``) for everything stay prints, and ``terminal_text``: what any of it
-becomes on a terminal.
-
-Built with ``html.escape`` and nothing else, so showing a report costs the validator no
-import (no template engine, no pydantic), and every value is escaped: a course name or
-a defect message is text, never markup, in HTML and in Markdown alike. The same values
-give the same string.
+"""Small HTML and Markdown tables for notebooks, counted nouns (``plural``), and
+``terminal_text``. Built with ``html.escape`` alone, so showing a report costs the validator
+no import, and every value is escaped: a course name or a defect message is never markup.
 """
 
 from __future__ import annotations

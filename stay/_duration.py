@@ -15,10 +15,8 @@ _NUMBER_WORDS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
     "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "half": 0.5,
 }
-MINUTES_PER_DAY = 360
-"""A day of learning is six hours of study, not twenty-four."""
+MINUTES_PER_DAY = 360  # a day of learning is six hours of study
 MINUTES_PER_WEEK = 5 * MINUTES_PER_DAY
-"""A week of learning is five such days."""
 _UNITS = {
     "m": 1, "min": 1, "mins": 1, "minute": 1, "minutes": 1,
     "h": 60, "hr": 60, "hrs": 60, "hour": 60, "hours": 60,
@@ -44,15 +42,9 @@ _FILLER = {"and", "a", "an", "of", "in", "total", "about", "around", "roughly", 
 
 @dataclass(frozen=True)
 class DurationLimits:
-    """The house style's bounds on a course's shape, and from them the shortest and
-    longest course the pipeline can make, in minutes.
-
-    Each field names its house-style key (``metadata['key']``). ``shortest`` is the shortest
-    lesson; ``longest`` the largest course: most modules x most lessons x longest
-    lesson. The defaults are the shipped house style's (a test holds them equal to
-    data/house-style.yaml); the pipeline checks again against the house style of its own
-    data directory, the brief's duration before any call and a curriculum answer before
-    anything past it is asked for."""
+    """The house style's bounds on a course's shape (each field names its key in
+    ``metadata['key']``), and from them the shortest and longest course, in minutes. The
+    defaults are the shipped house style's (a test holds them equal to data/house-style.yaml)."""
 
     min_modules: int = field(default=1, metadata={"key": "course.min_modules"})
     max_modules: int = field(default=10, metadata={"key": "course.max_modules"})
@@ -79,7 +71,6 @@ class DurationLimits:
 
     @property
     def most_lessons(self) -> int:
-        """The most lessons a course holds: most modules x most lessons a module."""
         return self.max_modules * self.max_lessons
 
     @property

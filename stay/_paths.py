@@ -1,25 +1,13 @@
 """Nothing of a course is read or written through a symlink that leads outside it.
 
-A course may hold links (a person's choice), but one that resolves outside the course (a
-linked module directory, ``.state/``, ``.runs/``, a lesson file) would send lessons, the
-ledger, the lock and traces elsewhere, and feed an outside file to the pipeline as the
-course's own. So every command that opens a course first checks every link in it
-(``check_links``), before it reads, locks or writes anything there: one walk, linear in
-the course, that never follows a link. Inside means inside the course directory as it
-resolves; a link that points within it is fine.
-
-That check is made once, when a command opens the course; a link planted while it runs
-would still carry its writes away (issue 37: a module directory swapped for a link sent
-three lessons outside). So while a command holds a course's lock (``writing``), every
-write under it (``stay.artefacts``' one writer) opens the file's directory from the course
-directory one name at a time, each with ``O_NOFOLLOW | O_DIRECTORY`` (``parent_of``), and
-creates and renames its file relative to that descriptor: a link met on the way is refused
-in one line, and one swapped in after the walk is never followed, because the walk holds the
-directory itself, not its name. Where ``os.open`` takes no ``dir_fd`` (Windows) the writer
-re-checks the resolved parent just before its rename instead (``inside``), which narrows
-the window rather than closing it.
-
-Light on purpose (only ``stay.errors``): the lock imports it.
+A link resolving outside the course would send lessons, the ledger, the lock and traces
+elsewhere, or feed an outside file in as the course's own, so every command checks every
+link first (``check_links``: one walk, never following a link). A link planted while a command
+runs (issue 37) is met by the writer: under the lock (``writing``) every write walks from the
+course directory one name at a time with ``O_NOFOLLOW | O_DIRECTORY`` (``parent_of``) and
+acts relative to that descriptor, so a swapped-in link is never followed. Without ``dir_fd``
+(Windows) the parent is re-checked just before the rename (``inside``): a narrower window,
+not a closed one. Light on purpose (only ``stay.errors``): the lock imports it.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
-"""The secrets this process was configured with, cut out by value from what stay prints
-and writes.
-
-A secret is redacted by its value, not by its shape: an API key for a proxy need not look
-like ``sk-ant-...``, and an OTLP header or a URL's ``user:password`` has no shape at
-all. Every place that is given one (``Settings``, a backend given a key or a client)
-``keep``s it here, and every sink (the one-line error, progress lines, the exporter's
-warnings, a model's answer before it is cached or written) calls ``redact``; every file
-stay writes goes through ``stay.artefacts``' atomic writers (the run log, traces, gate
-pages, the ledger and its journal, the request cache and its rejected answers, evals
-reports and pages), which redact what they are given, so no text reaches a file unredacted
-whichever code made it. The set is
-process-wide because the text to clean often comes from code that never saw the
-settings: the SDK's exception text, the OpenTelemetry exporter's log, an API's echo.
-Imports nothing of stay's, so every layer may use it.
+"""The secrets this process was configured with, cut out by value from what stay prints and
+writes: by value, not shape (a proxy's key, an OTLP header or a URL's ``user:password`` has
+none). Whoever is given one ``keep``s it; every sink and every file writer calls ``redact``.
+Process-wide, because the text to clean often comes from code that never saw the settings
+(the SDK's exceptions, the exporter's log). Imports nothing of stay's.
 """
 
 from __future__ import annotations

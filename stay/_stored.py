@@ -1,12 +1,7 @@
-"""Reading back JSON that stay stored itself (request-cache entries, eval reports), which
-may have been damaged, truncated or planted since it was written.
-
-A file stay wrote is a regular file of bounded size holding shallow JSON. Anything else
-(a FIFO that would block the read forever, a link to ``/dev/zero`` that never ends, a
-file of gigabytes, JSON nested deeper than any document stay writes, bytes that are not
-UTF-8) is ``Damaged``: one reason, in words, that the caller turns into a cache miss or a
-one-line refusal, never a hang, a MemoryError or a traceback. It imports nothing of
-stay's but ``errors``, so every package may use it.
+"""Reading back JSON that stay stored itself (cache entries, eval reports), which may have
+been damaged or planted since: anything but a bounded regular file of shallow UTF-8 JSON (a
+FIFO, a link to ``/dev/zero``, gigabytes, deep nesting) is ``Damaged``, one reason in words,
+never a hang or a traceback. Imports nothing of stay's but ``errors``.
 """
 
 from __future__ import annotations
@@ -20,18 +15,14 @@ from typing import Any
 from stay.errors import StayError
 
 MAX_STORED_BYTES = 16 * 2**20
-"""The largest stored file read back (16 MB; ``stay._bounds.MAX_FILE_BYTES``, the limit on a
-course file, is this one): a cache entry holds one request and one answer (tens of KB),
-an eval report a few MB of judged items."""
+"""The largest stored file read back (16 MB): a cache entry is tens of KB, an eval report a few MB."""
 MAX_STORED_DEPTH = 64
 """The deepest JSON read back: an entry's deepest part is a request's output schema, a
 dozen levels; a report nests about eight."""
 
 
 class Damaged(StayError):
-    """A stored file that is not what stay writes; ``reason`` says what it is instead.
-    Its readers turn it into a miss or their own one-line error; one that escaped them
-    would still be one line (exit 5), as every ``StayError`` is."""
+    """A stored file that is not what stay writes; ``reason`` says what it is instead."""
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"{path}: {reason}")

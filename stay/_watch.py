@@ -1,21 +1,9 @@
 """``stay watch SLUG``: validation as you save, for a person editing a course by hand.
 
-The Copilot version validated on every write an agent made; this does the same for a
-person's editor. On every change under the course directory the whole course is validated
-again and only the difference is printed: ``+ <defect>`` for each new one, ``- <defect>``
-for each one fixed, nothing when nothing changed.
-
-Why the whole course and not the one file saved: a third of the rules are course-wide
-(glossary terms used in lessons, outcomes every lesson must cover, ids a quiz must name),
-so a save to one file can fix or make a defect in another, and the validator has no
-per-file entry point that could know. The whole sample course checks in about 50 ms, well
-inside the second the issue allows; the diff shows every file's changes, the saved one's
-and any other's it caused.
-
-The rules are every command's (``DEFAULT_SELECT``, contract plus stay) against the run's
-house style (``Settings.resolved_data_dir``), so a watch agrees with the build, the gates
-and ``stay view``. The logic (``defect_changes``, ``relevant``) is pure and tested without
-a watcher; ``watch`` is the thin loop around ``watchfiles`` (the optional extra ``watch``).
+On every change the whole course is validated again (a third of the rules are course-wide,
+so a save can fix or make a defect in another file; the sample course checks in ~50 ms)
+and only the difference is printed: ``+ <defect>`` new, ``- <defect>`` fixed. The rules and
+house style are every command's, so a watch agrees with the build and ``stay view``.
 """
 
 from __future__ import annotations

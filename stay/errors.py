@@ -1,9 +1,7 @@
 """Every exception stay raises on purpose, and the exit code each one means.
 
-Each message says what went wrong, where, and how to fix it, in one line, so the
-command line can print it as it is. The tree is closed: nothing stay raises on
-purpose is outside it, and the command line maps a class to its exit code through
-one table, ``EXIT_CODES`` (the most specific class wins).
+Each message says what went wrong, where, and how to fix it, in one line. The tree is
+closed, and ``EXIT_CODES`` maps a class to its exit code (the most specific class wins).
 
     StayError
     ├── UsageError            a command or call was given something it cannot use      (2)
@@ -38,16 +36,10 @@ one table, ``EXIT_CODES`` (the most specific class wins).
     └── GraphError            a declaration that breaks its contract: the pipeline graph,
                               a stage, the rule registry (a bug)                       (3)
 
-Python's own classes are bases where they apply, so code that knows nothing of stay can
-catch what it expects: a usage error is a ``ValueError``, a brief or course path that does
-not exist is a ``FileNotFoundError`` (``errno`` ENOENT, ``filename`` the path), and the
-exit code is still stay's (the stay class comes first in the MRO). Every error carries
-``path`` (the file or directory concerned) and ``field`` (the brief's or artefact's field,
-dotted, as ``modules.0.lessons``), each None where the error has none: the message says
-them for a person, the attributes for a program.
-
-Test support raises one more StayError, ``stay.testing.InjectedFault`` (5), declared
-there because only a test asks for it.
+Python's own classes are bases where they apply (a usage error is a ``ValueError``, a
+missing brief or course a ``FileNotFoundError``), the stay class first in the MRO. Every
+error carries ``path`` and ``field`` (dotted, ``modules.0.lessons``), None where it has none.
+Test support raises one more, ``stay.testing.InjectedFault`` (5).
 """
 
 from __future__ import annotations
@@ -81,11 +73,8 @@ EXIT_INTERRUPTED = 130
 
 
 class StayError(Exception):
-    """Base class of every error stay raises on purpose.
-
-    ``path``: the file or directory concerned, or None; ``field``: the brief's or the
-    artefact's field, dotted (``modules.0.lessons``), or None. Keyword-only, so the
-    message stays the one positional argument, as every exception's is."""
+    """Base class of every error stay raises on purpose; ``path`` and ``field`` are keyword-only,
+    so the message stays the one positional argument."""
 
     path: str | None
     field: str | None
@@ -97,16 +86,13 @@ class StayError(Exception):
 
 
 class UsageError(StayError, ValueError):
-    """A command or call was given something it cannot use (exit code 2); a ``ValueError``,
-    as Python's own functions raise for an argument they cannot use."""
+    """A command or call was given something it cannot use (exit code 2)."""
 
 
 class _Missing(StayError, FileNotFoundError):
-    """What makes a stay error also Python's FileNotFoundError: ``errno`` ENOENT and
-    ``filename`` the path, as ``open()`` would give them, while ``str()`` stays stay's one
-    line (OSError's own would be "[Errno 2] ...: 'path'"). Read from ``path``, not set:
-    StayError's ``__init__`` is the one that runs. Never raised alone; its subclasses name
-    their stay class first, so the exit code is that class's."""
+    """Also Python's FileNotFoundError (``errno`` ENOENT, ``filename`` the path, as ``open()``
+    gives them), while ``str()`` stays stay's one line, not OSError's "[Errno 2] ...". Read
+    from ``path``: StayError's ``__init__`` is the one that runs. Never raised alone."""
 
     @property
     def errno(self) -> int:  # type: ignore[override]  # always ENOENT: read-only
@@ -131,8 +117,7 @@ class CoursePathError(UsageError):
 
 
 class CourseNotFound(CoursePathError, _Missing):
-    """The course directory (or the path given to the validator) does not exist: also a
-    ``FileNotFoundError``."""
+    """The course directory (or the path given to the validator) does not exist."""
 
 
 class DataFileError(UsageError):
@@ -144,22 +129,19 @@ class BriefError(UsageError):
 
 
 class BriefNotFound(BriefError, _Missing):
-    """The brief file does not exist: also a ``FileNotFoundError``."""
+    """The brief file does not exist."""
 
 
 class RunsNotComparable(UsageError):
-    """Two eval reports that cannot be compared: the message names every difference and
-    the ``--allow`` that would accept it (exit code 2)."""
+    """Two eval reports that cannot be compared: names every difference and its ``--allow``."""
 
 
 class InvalidRun(StayError):
-    """An eval report with more failed judge items (unparseable replies, model errors) than
-    a comparison can trust: names the run, the scorer and the counts (exit code 5)."""
+    """An eval report with more failed judge items than a comparison can trust."""
 
 
 class EnvironmentProblem(StayError):
-    """The machine is in the way (disk full, read-only filesystem, a damaged ledger, a
-    path that should be a directory): the message names the path and the fix (exit 2)."""
+    """The machine is in the way (disk full, read-only, a damaged ledger): names path and fix."""
 
     @classmethod
     def from_os_error(cls, error: OSError) -> EnvironmentProblem:
@@ -186,12 +168,10 @@ class ArtefactError(StayError):
 
 
 class AnswerError(StayError):
-    """A model's answer does not fit the stage's schema: names the stage, file and field.
-    ``raw`` keeps the answer's text, when there was one, for whoever has to read it."""
+    """A model's answer does not fit the stage's schema; ``raw`` keeps its text, if any."""
 
     billed: object | None = None
-    """The failed reply's answer (a ``stay.requests.ModelAnswer`` with no data) when the
-    call was billed: whoever counts usage counts it, though nothing came of it."""
+    """The failed reply's ``ModelAnswer`` when the call was billed, for whoever counts usage."""
 
     def __init__(self, message: str, *, raw: str | None = None, path: str | os.PathLike[str] | None = None,
                  field: str | None = None) -> None:
@@ -219,15 +199,10 @@ class ReplayMiss(ModelError):
 
 
 class ModelUnavailable(StayError):
-    """The model service did not answer after its retries (rate limit, overload, a server
-    error, no connection, a timeout). Nothing is lost: rerun the command to continue.
-
-    Not a ``ModelError``: that is a reply that came and cannot be used, this is no reply
-    at all (httpx's split of TransportError from HTTPStatusError). Code that handles both,
-    such as a judge that records either as "no verdict", names both.
-
-    ``fix``, when given, is what to do, said after what happened (``what``): the message is
-    both, while the input screen, which goes on without a reply (fail open), says ``what``."""
+    """No reply after the retries (rate limit, overload, a server error, a timeout): rerun to
+    continue. Not a ``ModelError`` (a reply that came and cannot be used), as httpx splits
+    TransportError from HTTPStatusError. The message is ``what`` then ``fix``; the input
+    screen, which goes on without a reply, says ``what`` alone."""
 
     def __init__(self, what: str = "", *, fix: str | None = None, path: str | os.PathLike[str] | None = None,
                  field: str | None = None) -> None:
@@ -236,11 +211,8 @@ class ModelUnavailable(StayError):
 
 
 class Unreachable(ModelUnavailable):
-    """No connection could be made to the service at all: refused (nothing listens at the
-    URL), no such host, no route, no connection within the connect timeout; or one that has
-    never answered closed it unanswered (nothing that speaks its HTTP listens there). Said at
-    once, naming the URL: no retry mends a wrong URL or a server that is not running, and a
-    run that met it asks that service nothing more."""
+    """No connection at all (refused, no such host, no route, or closed by a server that never
+    answered): said at once naming the URL, as no retry mends it; the run asks it nothing more."""
 
 
 class PipelineError(StayError):
@@ -252,8 +224,7 @@ class BriefRejected(PipelineError):
 
 
 class UnsafeId(PipelineError):
-    """An id, slug or term that could name a path outside the course, or that breaks the
-    contract's id format; names the file and the field. Nothing was written."""
+    """An id, slug or term that could name a path outside the course or breaks the id format."""
 
 
 class CourseLocked(PipelineError):
@@ -261,14 +232,11 @@ class CourseLocked(PipelineError):
 
 
 class CostCapReached(PipelineError):
-    """The next model call's worst case would take the run past its cost cap
-    (``--max-cost``, ``STAY_MAX_COST``): the run stopped before it, keeping what it
-    finished; names the spend so far, the cap and what is left (exit code 5)."""
+    """The next call's worst case would pass the cost cap: stopped before it, keeping what finished."""
 
 
 class GraphError(StayError, ValueError):
-    """A declaration that breaks its contract (the pipeline graph, a stage, the rule
-    registry): a bug in stay, found when it is built; the message lists every problem."""
+    """A declaration that breaks its contract (graph, stage, rule registry): a bug in stay."""
 
 
 EXIT_CODES: dict[type[BaseException], int] = {
@@ -278,7 +246,6 @@ EXIT_CODES: dict[type[BaseException], int] = {
     ModelUnavailable: EXIT_UNAVAILABLE,
     GraphError: EXIT_BUG,
 }
-"""Exception class -> exit code. The most specific class in an error's MRO wins."""
 
 
 def exit_code(error: BaseException) -> int:

@@ -19,19 +19,13 @@ OfflineAnswer = Callable[[dict[str, Any]], dict[str, Any]]
 as plain data, pure (``stay.stages.Stage.answer_offline``)."""
 
 MAX_TOKENS = 16_000
-"""The room for a call's answer, in tokens. A chat model's default cap is sized for a
-chat reply and is the most common cause of an artefact that fails its schema for no
-visible reason: not malformed, cut off. The Claude backend adds the role's thinking
-room on top (``stay.models.THINKING``); ``AnthropicBackend(answer_tokens=...)`` raises
-it for every request, past the SDK's non-streaming limit if need be (such requests
-stream)."""
+"""The room for a call's answer, in tokens (thinking comes on top). A chat model's default
+cap is the most common cause of an artefact failing its schema for no visible reason: cut off."""
 
 
 class SystemBlock(BaseModel):
-    """One block of the system prompt. ``cache`` marks a prefix worth caching: the
-    blocks up to and including this one, which a later call will send again unchanged
-    (a breakpoint no later call can read only pays the cache-write premium). ``label``
-    names the block in explanations, e.g. what changed since a cached request."""
+    """One block of the system prompt. ``cache`` marks the blocks up to this one as a prefix a
+    later call sends again (a breakpoint none reads only pays the cache-write premium)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -41,13 +35,8 @@ class SystemBlock(BaseModel):
 
 
 class ModelRequest(BaseModel):
-    """A stage's request: a pure function of the stage and its inputs.
-
-    ``system`` holds the stable prefix (instructions, then reference documents),
-    ``shared`` and ``user`` the inputs rendered for this call (those shared by every call
-    of the stage first), ``inputs`` the same inputs as data (the offline backend answers
-    from them; a real model reads the text).
-    """
+    """A stage's request: a pure function of the stage and its inputs. ``system`` is the stable
+    prefix, ``shared`` and ``user`` the rendered inputs, ``inputs`` the same as data (for offline)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -64,14 +53,12 @@ class ModelRequest(BaseModel):
     max_tokens: int = MAX_TOKENS
     inputs: dict[str, Any] = Field(default_factory=dict)
     offline: OfflineAnswer | None = Field(default=None, exclude=True, repr=False)
-    """The stage's offline answer, which the offline backend answers with: carried by the
-    request, since the model layer may not import the stages. Not data (never dumped, so
-    never cached, sent or part of a request's key); a real model reads the text."""
+    """The stage's offline answer, carried here as the model layer may not import the stages;
+    never dumped, so never cached, sent or part of a request's key."""
 
 
 Tokens = Annotated[int, Field(ge=0, strict=True)]
-"""A count of tokens: a whole number, never negative, whoever reports it (the API, a
-cache entry on disk), so no sum of usages can print a negative cost."""
+"""A whole number, never negative, whoever reports it: no sum of usages prints a negative cost."""
 
 
 class Usage(BaseModel):
@@ -92,12 +79,7 @@ class Usage(BaseModel):
         return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(input_tokens=self.input_tokens + other.input_tokens,
-                     output_tokens=self.output_tokens + other.output_tokens,
-                     cache_creation_input_tokens=self.cache_creation_input_tokens
-                     + other.cache_creation_input_tokens,
-                     cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
-                     thinking_tokens=self.thinking_tokens + other.thinking_tokens)
+        return Usage(**{name: getattr(self, name) + getattr(other, name) for name in Usage.model_fields})
 
 
 class ModelAnswer(BaseModel):
@@ -109,22 +91,10 @@ class ModelAnswer(BaseModel):
     model: str
     usage: Usage = Usage()
     batch: bool = False
-    """True when the usage was paid at the Message Batches price (half of input and
-    output), so ``stay.models.cost`` prices it that way."""
-    service_tier: str | None = None
-    """The response's ``usage.service_tier`` (standard, priority, batch), when it said."""
-    inference_geo: str | None = None
-    """The response's ``usage.inference_geo`` (global, us), when it said: US-only
-    inference is priced higher (``stay.models.answer_cost``)."""
-    max_tokens: int | None = None
-    """The ``max_tokens`` the request was sent with (its answer's room plus any thinking
-    room), when a backend sent one: the trace's ``gen_ai.request.max_tokens``."""
-    response_id: str | None = None
-    """The response's ``id`` (``msg_...``), when it had one: the trace's
-    ``gen_ai.response.id``, to find the call in the provider's console."""
-    request_id: str | None = None
-    """The API's ``request-id`` for the HTTP exchange that answered (``req_...``), when it
-    sent one: the trace's ``stay.request_id``, what the provider's support asks for."""
-    stop_reason: str | None = None
-    """Why the model stopped (``end_turn``, ``max_tokens``, ``refusal``, ...), when it said:
-    the trace's ``gen_ai.response.finish_reasons``."""
+    """Paid at the Message Batches price (half of input and output)."""
+    service_tier: str | None = None  # the response's usage.service_tier, when it said
+    inference_geo: str | None = None  # global or us, when it said: US-only inference is priced higher
+    max_tokens: int | None = None  # the max_tokens sent (answer plus thinking room): the trace's
+    response_id: str | None = None  # msg_...: the trace's gen_ai.response.id
+    request_id: str | None = None  # req_..., what the provider's support asks for
+    stop_reason: str | None = None  # end_turn, max_tokens, refusal, ...: the trace's finish_reasons

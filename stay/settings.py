@@ -32,35 +32,27 @@ used is a one-line ``UsageError`` naming the variable and what it takes.
     OTEL_SDK_DISABLED             otlp                  false (true: no export)
     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT  otlp  false (true: prompts and answers exported)
 
-Beside it, so this module reads in one sitting: the backends by name
-(``stay._backend_names``), the reading of one variable's value (``stay._env_values``) and
-the OTLP target (``stay._otlp_target``); their names are still imported from here.
+The backends are known by name here (entry points, nothing loaded), so the command line's
+``--help`` lists them without importing one.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import unquote
 
 from stay import _secrets
-
-# split out of this module (the ``as`` form re-exports): still imported from here by name
-from stay._backend_names import BACKEND_GROUP as BACKEND_GROUP
-from stay._backend_names import BUILTIN_BACKENDS as BUILTIN_BACKENDS
-from stay._backend_names import BackendName as BackendName
-from stay._backend_names import checked_backend as checked_backend
-from stay._backend_names import registered_backends as registered_backends
-from stay._env_values import _Reader
-from stay._env_values import checked_key as checked_key
-from stay._otlp_target import CAPTURE_CONTENT as CAPTURE_CONTENT
-from stay._otlp_target import OtlpTarget as OtlpTarget
-from stay._otlp_target import otlp_from as otlp_from
-from stay._otlp_target import parse_headers as parse_headers
 from stay.errors import UsageError
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 Role = Literal["analysis", "planning", "writing", "judging"]
 """What a model does in the pipeline: each role is played by one model (``Settings.models``)."""
@@ -87,15 +79,12 @@ def environment() -> Mapping[str, str]:
 class Settings:
     """What a run is told from outside. Frozen: ``settings.replace(...)`` for a variant."""
 
-    backend: BackendName | None = None
-    """None: anthropic when an API key is set, else offline; else a registered backend's name."""
+    backend: BackendName | None = None  # None: anthropic when an API key is set, else offline
     api_key: str | None = field(default=None, repr=False)
-    auth_token: str | None = field(default=None, repr=False)
-    """A gateway's bearer token (``Authorization: Bearer``), sent only when there is no key."""
+    auth_token: str | None = field(default=None, repr=False)  # a gateway's bearer token, sent without a key
     base_url: str | None = None
     openai_api_key: str | None = field(default=None, repr=False)
-    openai_base_url: str | None = None
-    """An OpenAI-compatible server (the openai backend's); None: OpenAI's own."""
+    openai_base_url: str | None = None  # an OpenAI-compatible server; None: OpenAI's own
     models: Mapping[Role, str] = field(default_factory=lambda: dict(DEFAULT_MODELS))
     wave_concurrency: int = 4
     model_concurrency: int = 8
@@ -103,25 +92,15 @@ class Settings:
     request_timeout: float = 300.0
     retry_after_cap: float = 60.0
     max_retries: int = 4
-    call_deadline: float | None = None
-    """None: each call's own (``stay.models._anthropic.default_deadline``)."""
-    answer_tokens: int | None = None
-    """Every answer's room in tokens (thinking comes on top); None: each stage's own."""
+    call_deadline: float | None = None  # None: each call's own
+    answer_tokens: int | None = None  # every answer's room (thinking on top); None: each stage's own
     max_cost: float | None = None
-    """US dollars a run may spend: a call whose worst case would pass it is not made
-    (``stay.pipeline._gateway.CostCap``); None: no cap."""
+    """US dollars a run may spend: a call whose worst case would pass it is not made."""
     batch_poll_seconds: float = 30.0
-    prompts_dir: Path | None = None
-    """None: the prompts shipped with stay."""
-    data_dir: Path | None = None
-    """None: ./data when it exists, else the data shipped with stay."""
-    data_from: Literal["prompts", "data"] | None = None
-    """Which wins when the prompts' bloom-verbs.yaml or house-style.yaml differs from the
-    data directory's (``--data-from``; ``stay.pipeline._shared_data``): None refuses the run."""
-    cache: bool | None = None
-    """The request cache under <course>/.runs/cache/: None is on for a model, off offline."""
-    source_date_epoch: int | None = None
-    """When set, the time every ledger records (reproducible builds)."""
+    prompts_dir: Path | None = None  # None: the packaged prompts
+    data_dir: Path | None = None  # None: ./data when it exists, else the packaged data
+    cache: bool | None = None  # the request cache: None is on for a model, off offline
+    source_date_epoch: int | None = None  # when set, the time every ledger records
     otlp: OtlpTarget | None = None
 
     def __post_init__(self) -> None:
@@ -134,8 +113,6 @@ class Settings:
         _secrets.keep(self.secrets)
         if self.backend is not None:
             checked_backend(self.backend)
-        if self.data_from not in (None, "prompts", "data"):
-            raise UsageError(f"data_from is {self.data_from!r}; give 'prompts' or 'data' (or None)")
         for name, least in (("wave_concurrency", 1), ("model_concurrency", 1), ("repair_rounds", 0),
                             ("max_retries", 0)):
             value = getattr(self, name)
@@ -163,9 +140,7 @@ class Settings:
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        """Every configured secret, by value: the API key, the userinfo of
-        ``ANTHROPIC_BASE_URL``, the OTLP endpoint's and its headers' (``stay._secrets``
-        cuts them out of everything printed or written)."""
+        """Every configured secret, by value (``stay._secrets`` cuts them out of all output)."""
         otlp = self.otlp.secrets if self.otlp is not None else ()
         return (*([self.api_key] if self.api_key else []), *([self.auth_token] if self.auth_token else []),
                 *_secrets.url_secrets(self.base_url), *otlp,
@@ -176,7 +151,6 @@ class Settings:
         return self.backend or ("anthropic" if self.api_key or self.auth_token else "offline")
 
     def model(self, role: Role) -> str:
-        """The model id that plays ``role``."""
         return self.models[role]
 
     def replace(self, **changes: Any) -> Settings:
@@ -184,13 +158,11 @@ class Settings:
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     def resolved_data_dir(self) -> Path:
-        """The house style this run is checked against (``resolve_data_dir``)."""
         return resolve_data_dir(self.data_dir)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-        """Settings from the environment (``environ`` defaults to the process's), then
-        ``overrides`` (keyword arguments; None leaves the environment's value)."""
+        """Settings from the environment, then ``overrides`` (None leaves the environment's value)."""
         env = environment() if environ is None else environ
         read = _Reader(env)
         models = {role: (env.get(f"STAY_MODEL_{role.upper()}") or env.get("STAY_MODEL") or DEFAULT_MODELS[role]).strip()
@@ -224,17 +196,15 @@ class Settings:
 
 
 def packaged_data_dir() -> Path:
-    """The data directory shipped with stay: inside the wheel, or the checkout's data/."""
+    """The data shipped with stay: inside the wheel, or the checkout's data/."""
     here = Path(__file__).resolve().parent
     wheel = here / "_data"
     return wheel if wheel.is_dir() else here.parent / "data"
 
 
 def resolve_data_dir(chosen: str | os.PathLike[str] | None) -> Path:
-    """The one resolution of the data directory, for a run and for ``stay validate``
-    alike: the one chosen (``Settings.data_dir``, ``--data-dir``, ``STAY_DATA_DIR``),
-    else ``./data`` (the contract's default), else the data shipped with stay (so the
-    validator works from any directory after a plain ``pip install``)."""
+    """The data directory, for a run and ``stay validate`` alike: the one chosen, else ``./data``
+    (the contract's default), else the packaged one (so a plain ``pip install`` validates)."""
     if chosen is not None:
         return Path(chosen)
     local = Path("data")
@@ -242,15 +212,14 @@ def resolve_data_dir(chosen: str | os.PathLike[str] | None) -> Path:
 
 
 def data_dir_from(env: Mapping[str, str] | None = None) -> Path | None:
-    """``STAY_DATA_DIR`` alone: the validator's data directory (its contract's default),
-    read without the rest of the settings, so a bad unrelated variable never stops it."""
+    """``STAY_DATA_DIR`` alone, so a bad unrelated variable never stops the validator."""
     raw = (environment() if env is None else env).get("STAY_DATA_DIR", "").strip()
     return Path(raw) if raw else None
 
 
 def secrets_from(env: Mapping[str, str] | None = None) -> list[str]:
-    """Every secret the environment holds, as written and as read, without checking
-    anything (for the last line a failing command prints: it never raises)."""
+    """Every secret the environment holds, as written and as read; never raises (for the last
+    line a failing command prints)."""
     env = environment() if env is None else env
     key, token = env.get("ANTHROPIC_API_KEY", ""), env.get("ANTHROPIC_AUTH_TOKEN", "")
     found = [key, key.strip(), token, token.strip(), *_secrets.url_secrets(env.get("ANTHROPIC_BASE_URL"))]
@@ -261,3 +230,208 @@ def secrets_from(env: Mapping[str, str] | None = None) -> list[str]:
     for name in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"):
         found += _secrets.header_secrets(env.get(name))
     return [value for value in found if value]
+
+
+BackendName = str
+"""A backend's name: an entry point of the ``stay.backends`` group (``registered_backends``)."""
+JUDGED_HELP = ("judge the files against this backend's models (default: the backend and models the course's "
+               "ledger records it was last built with, unless $STAY_BACKEND names another)")
+"""``--backend``'s help on a command that judges a course's files (status, approve, adopt, view)."""
+BACKEND_GROUP = "stay.backends"
+BUILTIN_BACKENDS: Mapping[str, str] = {
+    "offline": "stay.models._offline:make",
+    "anthropic": "stay.models._anthropic:make",
+    "openai": "stay.models._openai:make",
+}
+"""stay's own backends, as pyproject.toml declares them (a test holds the two equal), for
+when the installed metadata lacks them (a checkout run without installing it)."""
+
+
+def registered_backends() -> dict[str, EntryPoint]:
+    """Every backend's entry point by name, nothing loaded. A built-in name is stay's: another
+    distribution's plug-in declaring it is ignored, so no package can stand in for Claude."""
+    import sys
+
+    return dict(_registered(tuple(sys.path)))
+
+
+@functools.lru_cache(maxsize=8)
+def _registered(path: tuple[str, ...]) -> tuple[tuple[str, EntryPoint], ...]:
+    """Read once per ``sys.path``: scanning every distribution takes tens of milliseconds."""
+    from importlib.metadata import EntryPoint, entry_points
+
+    from stay._version import DISTRIBUTION
+
+    found = {name: EntryPoint(name, value, BACKEND_GROUP) for name, value in BUILTIN_BACKENDS.items()}
+    for point in entry_points(group=BACKEND_GROUP):
+        dist = _normalised(point.dist.name) if point.dist is not None else None
+        if point.name not in BUILTIN_BACKENDS or (dist == _normalised(DISTRIBUTION)
+                                                  and point.value == BUILTIN_BACKENDS[point.name]):
+            found[point.name] = point  # an installed built-in is stay's own, with its version
+    return tuple(sorted(found.items()))
+
+
+def _normalised(distribution: str) -> str:
+    """A distribution's name as PEP 503 compares them (``Stay_Course`` is ``stay-course``)."""
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+def checked_backend(name: object, where: str = "backend") -> str:
+    """``name`` when a backend is registered under it, else one line naming the installed ones."""
+    if isinstance(name, str) and name in BUILTIN_BACKENDS:
+        return name  # no scan of the installed packages for stay's own
+    names = registered_backends()
+    if isinstance(name, str) and name in names:
+        return name
+    import difflib
+
+    close = difflib.get_close_matches(str(name), names, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise UsageError(f"{where} {str(name)[:40]!r} is not an installed backend{hint}; the installed backends are "
+                     f"{', '.join(names)} (a plug-in adds one through the {BACKEND_GROUP} entry points)")
+
+
+class _Reader:
+    """Reads one variable at a time, refusing a value that cannot be used in one line."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+
+    def _raw(self, name: str) -> str | None:
+        value = self.env.get(name, "").strip()
+        return value or None
+
+    def backend(self, name: str) -> str | None:
+        raw = self._raw(name)
+        return None if raw is None else checked_backend(raw, name)
+
+    def integer(self, name: str, default: int, *, least: int) -> int:
+        raw = self._raw(name)
+        if raw is None:
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise UsageError(f"{name}={raw[:40]!r} is not a whole number") from None
+        if value < least:
+            raise UsageError(f"{name} must be at least {least}, not {value}")
+        return value
+
+    def seconds(self, name: str, default: float, *, zero: bool = False) -> float:
+        raw = self._raw(name)
+        if raw is None:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            raise UsageError(f"{name}={raw[:40]!r} is not a number of seconds") from None
+        if not (value >= 0 if zero else value > 0) or value == float("inf"):
+            raise UsageError(f"{name} must be a number of seconds{' of at least 0' if zero else ' above 0'}, "
+                             f"not {raw[:40]}")
+        return value
+
+    def dollars(self, name: str) -> float | None:
+        raw = self._raw(name)
+        if raw is None:
+            return None
+        try:
+            value = float(raw.removeprefix("$"))
+        except ValueError:
+            raise UsageError(f"{name}={raw[:40]!r} is not an amount of US dollars (e.g. {name}=2.50)") from None
+        if not 0 < value < float("inf"):
+            raise UsageError(f"{name} must be an amount of US dollars above 0, not {raw[:40]}")
+        return value
+
+    def path(self, name: str) -> Path | None:
+        raw = self._raw(name)
+        return Path(raw) if raw is not None else None
+
+    def switch(self, name: str) -> bool | None:
+        raw = self._raw(name)
+        if raw is None or raw.lower() == "auto":
+            return None
+        if raw.lower() in ("on", "1", "true", "yes"):
+            return True
+        if raw.lower() in ("off", "0", "false", "no"):
+            return False
+        raise UsageError(f"{name}={raw[:40]!r} is not on, off or auto")
+
+    def epoch(self, name: str) -> int | None:
+        raw = self._raw(name)
+        if raw is None:
+            return None
+        from datetime import UTC, datetime
+
+        try:
+            value = int(raw)
+            datetime.fromtimestamp(value, UTC)
+        except (ValueError, OverflowError, OSError):
+            raise UsageError(f"{name}={raw[:40]!r} is not a usable time: give whole seconds since 1970 "
+                             "(e.g. 1780000000), or unset it") from None
+        return value
+
+
+def checked_key(raw: str, name: str = "ANTHROPIC_API_KEY") -> str:
+    """An API key stripped (one pasted with its newline), refused unshown when it holds a character
+    no HTTP header can carry (the HTTP library's error would print it)."""
+    key = raw.strip()
+    if any(not 33 <= ord(char) <= 126 for char in key):
+        _secrets.keep([key, raw])
+        raise UsageError(f"{name} holds a space, a control character or a non-ASCII character inside "
+                         "it; set it to the key alone (the value is not shown)")
+    return key
+
+
+@dataclass(frozen=True)
+class OtlpTarget:
+    """Where OpenTelemetry spans go (OTLP over HTTP), with its headers."""
+
+    endpoint: str  # the full traces URL, e.g. http://localhost:6006/v1/traces
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    timeout: float = 10.0  # seconds the export may take, retries included
+    service_name: str = "stay"
+    capture_content: bool = False  # send each call's prompt and answer too (CAPTURE_CONTENT=true)
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    """Never shown: the endpoint's userinfo and every header value, malformed pairs' too."""
+
+    def __post_init__(self) -> None:
+        extra = (*_secrets.url_secrets(self.endpoint), *self.headers.values())
+        object.__setattr__(self, "secrets", tuple(dict.fromkeys((*self.secrets, *extra))))
+        _secrets.keep(self.secrets)
+
+
+def otlp_from(env: Mapping[str, str]) -> OtlpTarget | None:
+    """The exporter's target as the OpenTelemetry specification reads the environment: the traces
+    endpoint as given, else the base endpoint + ``/v1/traces``; None (no export) without one or
+    when ``OTEL_SDK_DISABLED`` is ``true``."""
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return None
+    traces = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+    base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    if traces:
+        endpoint = traces
+    elif base:
+        endpoint = base.rstrip("/") + "/v1/traces"
+    else:
+        return None
+    raw = env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
+    # both variables' values are secrets: the exporter reads the other itself when these are empty
+    secrets = [*(value for name in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+                 for value in _secrets.header_secrets(env.get(name))),
+               *_secrets.url_secrets(traces), *_secrets.url_secrets(base)]
+    return OtlpTarget(endpoint=endpoint, headers=parse_headers(raw), secrets=tuple(secrets),
+                      service_name=env.get("OTEL_SERVICE_NAME", "").strip() or OtlpTarget.service_name,
+                      capture_content=env.get(CAPTURE_CONTENT, "").strip().lower() == "true")
+
+
+CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+
+def parse_headers(raw: str) -> dict[str, str]:
+    """``"a=1,b=x%20y"`` -> ``{"a": "1", "b": "x y"}``; pairs without ``=`` are skipped."""
+    headers: dict[str, str] = {}
+    for pair in raw.split(","):
+        key, sep, value = pair.partition("=")
+        if sep and key.strip():
+            headers[unquote(key.strip())] = unquote(value.strip())
+    return headers

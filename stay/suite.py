@@ -27,7 +27,7 @@ from stay._stored import Damaged
 from stay.artefacts import Brief, write_text_atomic
 from stay.briefs import slugify
 from stay.models import CachedBackend, RequestCache, Usage, backend_from
-from stay.pipeline import build_course, reconciled_prompts, reconciled_settings
+from stay.pipeline import build_course
 from stay.scoring import DEFAULT_EPOCHS as DEFAULT_EPOCHS  # re-exported: declared with the gate's defaults
 from stay.scoring import (
     OFFLINE,
@@ -62,24 +62,15 @@ def backend_name(requested: str | None = None, settings: Settings | None = None,
     return checked_backend(requested, flag) if requested else (settings or Settings.from_env()).chosen_backend
 
 
-DATA_FROM = "--stay-data-from"
-"""The suite's ``--data-from`` (``evals/conftest.py``), named in its drift refusal."""
-
-
 def arm_settings(cfg: Any, settings: Settings | None = None) -> Settings:
-    """The settings one arm (``cfg``, an ``EvalConfig``) builds and scores with: its prompts
-    and the copy of the shared data that wins (``--stay-data-from``), refused in a line per
-    differing file when the prompts' and the data's differ and it does not say (as a build is)."""
-    chosen = (settings or Settings.from_env()).replace(prompts_dir=cfg.prompts_dir, data_from=cfg.data_from)
-    return reconciled_settings(chosen, flag=DATA_FROM)
+    """The settings one arm (``cfg``, an ``EvalConfig``) builds and scores with: its prompts."""
+    return (settings or Settings.from_env()).replace(prompts_dir=cfg.prompts_dir)
 
 
 def _sent(cfg: Any) -> Prompts:
-    """The prompts one arm's builds send (``arm_settings``'s choice of the shared data)."""
+    """The prompts one arm's builds send."""
     settings = Settings.from_env()
-    chosen = settings.replace(prompts_dir=cfg.prompts_dir or settings.prompts_dir,
-                              data_from=getattr(cfg, "data_from", None))
-    return reconciled_prompts(chosen, flag=DATA_FROM)
+    return Prompts.load(cfg.prompts_dir or settings.prompts_dir, data_dir=settings.data_dir)
 
 
 def build_seed(run_seed: int, slug: str, epoch: int) -> str:
@@ -98,8 +89,7 @@ def evaluate_build(brief_path: Path, *, epoch: int, courses_dir: Path, backend: 
     """Build (or, with ``rebuild=False``, load) one epoch of a brief's course and score it:
     (slug, the build's report entry). A build of a course already on disk regenerates
     what is stale, prompt changes included, and nothing else."""
-    # the validator scorer reads the copy of the shared data the build checks against
-    chosen = reconciled_settings((settings or Settings.from_env()).replace(prompts_dir=prompts_dir), flag=DATA_FROM)
+    chosen = (settings or Settings.from_env()).replace(prompts_dir=prompts_dir)
     brief = Brief.from_yaml(brief_path)
     slug = slugify(brief.title)
     seed = build_seed(run_seed, slug, epoch)
@@ -151,7 +141,6 @@ def suite_session(arms: Iterable[Any]) -> str:
     chosen = list(arms)
     builds = {}
     for cfg in chosen:
-        # the prompts as sent: with the data's copy of a shared file when it wins (--stay-data-from)
         prompts = content_hash(_sent(cfg).hashes())
         knob = json.dumps(dict(sorted(cfg.quality.items())), sort_keys=True)
         builds[cfg.label] = [f"{brief.stem}/{epoch}/seed {cfg.seed}/prompts {prompts}/quality {knob}/rescore "

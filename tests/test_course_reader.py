@@ -112,7 +112,7 @@ def test_the_suites_validator_scorer_holds_a_build_to_its_house_style(tmp_path: 
     (strict / "house-style.yaml").write_text(yaml.safe_dump(house), encoding="utf-8")
     slug, entry = evaluate_build(ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml", epoch=1,
                                  courses_dir=tmp_path / "courses", backend=OFFLINE, prompts_dir=None,
-                                 judge=OfflineJudge(), settings=Settings(data_dir=strict, data_from="data"))
+                                 judge=OfflineJudge(), settings=Settings(data_dir=strict))
     course = tmp_path / "courses" / "e01" / slug
     report = validate_course(course, data_dir=strict, strict=True)
     content = next(item for item in entry["scorers"]["validator"]["items"] if item["item"] == "owner content")

@@ -44,16 +44,11 @@ LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under i
     "stay.pipeline": {"stay.stages", "stay.models", "stay._lock", "stay._display", "stay._version",
                       "stay._words"},
     "stay.stages": {"stay.artefacts", "stay.validate", "stay.requests", "stay._words"},
-    "stay.models": {"stay.briefs", "stay.requests", "stay._secrets"},
+    "stay.models": {"stay.briefs", "stay.requests", "stay._secrets", "stay._lazy"},
     "stay.briefs": {"stay.artefacts", "stay.validate", "stay._slug"},
     "stay.requests": {"stay.settings"},
-    "stay.validate": {"stay.settings", "stay._display", "stay._bounds", "stay._paths", "stay._duration"},
-    "stay.settings": {"stay._secrets", "stay.errors", "stay._version", "stay._backend_names", "stay._env_values",
-                      "stay._otlp_target"},
-    # (stay.settings: the only reader of the environment; these three parse what it reads)
-    "stay._env_values": {"stay._backend_names", "stay._secrets"},  # one variable's value, or one line
-    "stay._backend_names": {"stay.errors", "stay._version"},  # the backends by name, nothing loaded
-    "stay._otlp_target": {"stay._secrets"},  # where spans go, from the OTEL_* variables
+    "stay.validate": {"stay.settings", "stay._display", "stay._bounds", "stay._paths", "stay._duration", "stay._lazy"},
+    "stay.settings": {"stay._secrets", "stay.errors", "stay._version"},  # the only reader of the environment
     "stay._lock": {"stay._paths", "stay.artefacts"},
     # _display: a leaf (html, re), for Brief's tables
     "stay.artefacts": {"stay._bounds", "stay._display", "stay._duration", "stay._paths", "stay._secrets"},

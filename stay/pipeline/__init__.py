@@ -13,13 +13,12 @@ from stay.pipeline._graph import DECLARATION, build, graph, problems
 from stay.pipeline._progress import NotebookProgress, ProgressUpdate
 from stay.pipeline._result import Spent, spent_of
 from stay.pipeline._runner import BuildResult, build_course, revise, run_command
-from stay.pipeline._shared_data import reconciled_prompts, reconciled_settings
 from stay.pipeline._walk import walk_order
 
 __all__ = [
     "DECLARATION", "GATE_NAMES", "Answered", "BriefRejected", "BuildResult", "Estimate", "GateReview", "GraphError",
     "NotebookProgress", "ProgressUpdate", "Spent", "Statuses", "adopt", "approve", "build",
     "build_course", "capstone_outcomes", "course_graph", "estimate", "gate_review", "gate_status", "graph",
-    "problems", "reconciled_prompts", "reconciled_settings", "revise", "run_command",
+    "problems", "revise", "run_command",
     "spent_of", "status", "walk_order",
 ]

@@ -27,7 +27,6 @@ from stay.pipeline._gate_decl import GATE_NAMES, earlier
 from stay.pipeline._ledger import GATES, RETIRED, Sources, State, Status, built_with, read_ledger
 from stay.pipeline._progress import print_progress
 from stay.pipeline._retire_copy import retired_place
-from stay.pipeline._shared_data import reconciled, reconciled_settings
 from stay.pipeline._state import CourseState, load_manifest, plans_on_disk
 from stay.pipeline._waiting import not_kept_lines, waiting_proposals
 from stay.settings import Settings
@@ -42,7 +41,7 @@ def open_course_named(slug: str, courses_dir: str | os.PathLike[str], settings: 
         root = course_dir(courses_dir, slug)
         if not (root / "course.yaml").is_file():
             raise CourseNotFound(no_course(slug, courses_dir), path=root)
-        prompts, chosen = reconciled(Prompts.load(chosen.prompts_dir, tuple(stages)), chosen)
+        prompts = Prompts.load(chosen.prompts_dir, tuple(stages), chosen.data_dir)
         chosen, backend = judged_by(chosen, built_with(root))
         if backend == "offline":  # an offline build reviews no lesson: its reviews are not missing, never made
             stages = tuple(stage for stage in stages if stage.phase != "review")
@@ -94,7 +93,7 @@ def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "cour
     if gate not in GATE_NAMES:
         raise UsageError(f"unknown gate '{gate}'{did_you_mean(gate, GATE_NAMES)}; the gates are "
                          f"{' and '.join(GATE_NAMES)}")
-    chosen = reconciled_settings(settings or Settings.from_env())  # its FAILs, against the copy a build checks
+    chosen = settings or Settings.from_env()
     state = open_course_named(slug, courses_dir, chosen)
     hint = functools.partial(command_hint, os.fspath(courses_dir))
     with _locked(state.root):
@@ -206,7 +205,7 @@ def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
         _set_aside_damaged(root / GATES, "gates")
         chosen = settings or Settings.from_env()
         stages = tuple(REGISTRY)
-        prompts, chosen = reconciled(Prompts.load(chosen.prompts_dir, stages), chosen)
+        prompts = Prompts.load(chosen.prompts_dir, stages, chosen.data_dir)
         chosen, backend = judged_by(chosen, built_with(root))
         if backend == "offline":  # an offline build reviews no lesson: its reviews are not missing, never made
             stages = tuple(stage for stage in stages if stage.phase != "review")

@@ -79,7 +79,6 @@ from stay.models import (
 )
 from stay.pipeline._backend_choice import default_backend, with_backend_models
 from stay.pipeline._runner import run_command
-from stay.pipeline._shared_data import reconciled_settings
 from stay.requests import ModelAnswer, ModelRequest, Usage
 from stay.settings import Settings
 from stay.stages import STAGES
@@ -249,8 +248,7 @@ def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.Pa
     rebuild: only what is missing or stale, e.g. after a prompt edit, is asked).
     ``batch``: priced as ``stay build --batch`` would be (the module docstring); ``review=False``
     as ``stay build --no-review`` (else each lesson to review is one judging-model call)."""
-    # the copy of the shared data the build would read prices the lessons too (``_words_per_minute``)
-    chosen = reconciled_settings(settings or Settings.from_env())
+    chosen = settings or Settings.from_env()
     claude, prices = chosen.chosen_backend in ("offline", "anthropic"), PRICES
     if batch and not claude:  # as a build refuses it
         raise UsageError("--batch needs the anthropic backend (Message Batches are an API feature)")

@@ -13,7 +13,6 @@ no count, or after ``STAY_REPAIR_ROUNDS`` rounds (default 2), and says which.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from stay._display import plural
 from stay.artefacts import Glossary
@@ -98,10 +97,8 @@ class Router:
 
 
 def house_style(config: RunConfig) -> str:
-    """The house-style file a run checks against, and the copy its writing stages are told."""
-    data = config.settings.resolved_data_dir() / "house-style.yaml"
-    told = Path(config.prompts.directory) / "reference" / "house-style.yaml"
-    return str(data) if told.resolve() == data.resolve() else f"{data} (the writing stages' copy: {told})"
+    """The house-style file a run checks against, and its writing stages are told."""
+    return str(config.settings.resolved_data_dir() / "house-style.yaml")
 
 
 def repair_course(fixer: Fixer) -> RepairReport:

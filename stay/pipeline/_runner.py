@@ -52,7 +52,6 @@ from stay.pipeline._progress import Progress, default_progress
 from stay.pipeline._result import SPENT, BuildResult
 from stay.pipeline._run import BatchPlan, Run, RunConfig
 from stay.pipeline._run_log import next_run_number
-from stay.pipeline._shared_data import reconciled
 from stay.pipeline._state import load_manifest
 from stay.pipeline._walk import route
 from stay.settings import BackendName, Settings
@@ -138,8 +137,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
     if command not in ("new", "build") and not exists:
         raise CourseNotFound(f"{no_course(slug, courses_arg)}; start one with {hint('new', 'BRIEF.yaml')}",
                              path=root)
-    # The prompts first: which copy of the shared data wins decides the house style checked.
-    prompts, settings = reconciled(Prompts.load(settings.prompts_dir, stages), settings)
+    prompts = Prompts.load(settings.prompts_dir, stages, settings.data_dir)
     limits = _house_limits(settings)
     if brief is not None:
         check_duration(brief.time_available, f"course '{slug}' brief", limits)

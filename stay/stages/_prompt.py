@@ -7,7 +7,6 @@ of a stage are comparable: a prompt change shows up as a snapshot diff.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 from collections.abc import Mapping, Sequence
@@ -23,6 +22,7 @@ from stay._bounds import TooLarge, read_bounded
 from stay.artefacts import ArtefactLoadError, validate_as
 from stay.errors import AnswerError, UsageError
 from stay.requests import ModelAnswer, ModelRequest, OfflineAnswer, Role, SystemBlock
+from stay.settings import resolve_data_dir
 from stay.stages._references import (
     COMMON_REFERENCES,
     Applies,
@@ -32,6 +32,7 @@ from stay.stages._references import (
     reference_set,
     refusal,
 )
+from stay.validate import BLOOM_FILE, HOUSE_FILE
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -69,12 +70,13 @@ class Prompts:
     _sets: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def load(cls, directory: str | os.PathLike[str] | None = None,
-             stages: Sequence[Attachable] | None = None) -> Prompts:
-        """Every template and reference of ``directory`` (default: the packaged prompts/);
-        a missing or unreadable file is a one-line UsageError naming it. The references'
-        front matter is checked against ``stages`` (None: ``stay.stages.REGISTRY``), every
-        problem of every document in one UsageError (``checked_references``)."""
+    def load(cls, directory: str | os.PathLike[str] | None = None, stages: Sequence[Attachable] | None = None,
+             data_dir: str | os.PathLike[str] | None = None) -> Prompts:
+        """Every template and reference of ``directory`` (default: the packaged prompts/), and
+        the validator's two data files from ``data_dir`` (``resolve_data_dir``): one copy, so a
+        stage is told the table it is checked against. A missing or unreadable file is a one-line
+        UsageError naming it; the front matter is checked against ``stages`` (None: the registry),
+        every problem of every document in one UsageError (``checked_references``)."""
         root = Path(directory) if directory is not None else packaged_prompts_dir()
         if not root.is_dir():
             raise UsageError(f"{root}: the prompts directory does not exist; give a copy of prompts/ "
@@ -89,6 +91,17 @@ class Prompts:
             raise UsageError(f"{where}: cannot read this prompt file ({type(exc).__name__}); a prompts "
                              "directory holds one template per stage and reference/ with its documents") from None
         references, applies, unread = load_references(root / "reference", read)
+        data = resolve_data_dir(data_dir)
+        for name in (BLOOM_FILE, HOUSE_FILE):
+            if os.path.lexists(root / "reference" / name):  # a copy from before there was one
+                unread.append(f"{root / 'reference' / name}: a stage is sent the data directory's {name} "
+                              f"({data / name}), the one the validator checks against; remove this copy")
+            try:
+                references[name], applies[name] = read(data / name), Applies(always=True)
+            except (OSError, UnicodeDecodeError, TooLarge) as exc:
+                unread.append(f"{data / name}: cannot read this data file ({type(exc).__name__}); "
+                              "give a data directory holding it (--data-dir or STAY_DATA_DIR)")
+        references, applies = dict(sorted(references.items())), dict(sorted(applies.items()))
         missing = [f"{name}.md" for name in SHARED_TEMPLATES if name not in templates]
         if missing:  # said now, not when a repair first needs it, after the calls before it were paid
             raise UsageError(f"{root}: the prompts directory has no {', '.join(missing)}; copy it from stay's "
@@ -106,10 +119,6 @@ class Prompts:
         if stage.name not in self._sets:
             self._sets[stage.name] = reference_set(self.applies, stage)
         return self._sets[stage.name]
-
-    def with_reference(self, name: str, text: str) -> Prompts:
-        """These prompts with document ``name``'s text replaced (``--data-from data``)."""
-        return dataclasses.replace(self, references={**self.references, name: text}, _sets={})
 
     def template(self, name: str) -> str:
         if name not in self.templates:

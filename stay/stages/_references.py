@@ -3,8 +3,8 @@
 A Markdown document in ``prompts/reference/`` opens with YAML front matter between two
 ``---`` lines saying where it applies: ``stages: [outcomes, quiz]``, ``files:
 ["modules/**/*.md"]`` (every stage that writes a matching course file), or ``always:
-true``. The two data files (bloom-verbs.yaml, house-style.yaml) are the validator's own
-and byte-identical to data/, so theirs lives beside them in ``<name>.applies.yaml``.
+true``; a YAML document's lives beside it in ``<name>.applies.yaml``. The validator's two
+data files are added from the data directory, applying always (``Prompts.load``).
 Dropping a document in is enough: every file of reference/ is read, and one that is not
 a document (or says nowhere it applies) is refused, never skipped.
 

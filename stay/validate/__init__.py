@@ -2,68 +2,49 @@
 
     >>> from stay.validate import validate_courses, validate_course
     >>> report = validate_courses("courses", strict=True)
-    >>> report.ok, [d.line() for c in report.courses for d in c.defects]
 
-Rules come in groups (``contract``, the reference's; ``stay``, ours), chosen with
-``select``/``ignore``; with neither, every rule, as a build checks. It reads course files and the two
-data files only; it never imports the pipeline or a model, so a hook or CI job can run
-it without either. ``data_files`` and ``names_in`` are the ast rules' reading of a course's
-data files (``assets/``) and of the text that names them, which the viewer offers alike.
+It reads course files and the two data files only, never the pipeline or a model, so a
+hook or CI job can run it without either.
 """
 
 from __future__ import annotations
 
-from stay.settings import packaged_data_dir
-from stay.validate._check import (
-    CONTRACT_VERSION,
-    OWNER_HEAD,
-    CourseReport,
-    ValidationReport,
-    check_course,
-    find_courses,
-    owner_rows,
-    validate_course,
-    validate_courses,
-)
-from stay.validate._cli import main
-from stay.validate._data import HouseData, default_data_dir
-from stay.validate._defect import OWNERS, Defect, Owner, Severity
-from stay.validate._registry import Group, Rule
-from stay.validate._rules import RULES, register, unregister
-from stay.validate._select import DEFAULT_SELECT, selected
-from stay.validate._text import normal_text, quoted_in
-from stay.validate._yaml import safe_load
-from stay.validate.rules.ast import ASSETS, data_files, names_in
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "ASSETS",
-    "CONTRACT_VERSION",
-    "DEFAULT_SELECT",
-    "OWNERS",
-    "OWNER_HEAD",
-    "RULES",
-    "CourseReport",
-    "Defect",
-    "Group",
-    "HouseData",
-    "Owner",
-    "Rule",
-    "Severity",
-    "ValidationReport",
-    "check_course",
-    "data_files",
-    "default_data_dir",
-    "find_courses",
-    "main",
-    "names_in",
-    "normal_text",
-    "owner_rows",
-    "packaged_data_dir",
-    "quoted_in",
-    "register",
-    "safe_load",
-    "selected",
-    "unregister",
-    "validate_course",
-    "validate_courses",
-]
+from stay._lazy import lazy_package
+
+if TYPE_CHECKING:
+    from stay.settings import packaged_data_dir as packaged_data_dir
+    from stay.validate._check import CONTRACT_VERSION as CONTRACT_VERSION
+    from stay.validate._check import OWNER_HEAD as OWNER_HEAD
+    from stay.validate._check import CourseReport as CourseReport
+    from stay.validate._check import ValidationReport as ValidationReport
+    from stay.validate._check import check_course as check_course
+    from stay.validate._check import find_courses as find_courses
+    from stay.validate._check import owner_rows as owner_rows
+    from stay.validate._check import validate_course as validate_course
+    from stay.validate._check import validate_courses as validate_courses
+    from stay.validate._cli import main as main
+    from stay.validate._data import BLOOM_FILE as BLOOM_FILE
+    from stay.validate._data import HOUSE_FILE as HOUSE_FILE
+    from stay.validate._data import HouseData as HouseData
+    from stay.validate._data import default_data_dir as default_data_dir
+    from stay.validate._defect import OWNERS as OWNERS
+    from stay.validate._defect import Defect as Defect
+    from stay.validate._defect import Owner as Owner
+    from stay.validate._defect import Severity as Severity
+    from stay.validate._registry import Group as Group
+    from stay.validate._registry import Rule as Rule
+    from stay.validate._rules import DEFAULT_SELECT as DEFAULT_SELECT
+    from stay.validate._rules import RULES as RULES
+    from stay.validate._rules import register as register
+    from stay.validate._rules import selected as selected
+    from stay.validate._rules import unregister as unregister
+    from stay.validate._text import normal_text as normal_text
+    from stay.validate._text import quoted_in as quoted_in
+    from stay.validate._yaml import safe_load as safe_load
+    from stay.validate.rules.ast import ASSETS as ASSETS
+    from stay.validate.rules.ast import data_files as data_files
+    from stay.validate.rules.ast import names_in as names_in
+
+__getattr__, __dir__, __all__ = lazy_package(__name__, __file__)

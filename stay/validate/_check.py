@@ -12,9 +12,8 @@ from stay._paths import check_links
 from stay.errors import CourseNotFound, CoursePathError, EnvironmentProblem, UsageError
 from stay.validate._course import Course
 from stay.validate._data import HouseData, default_data_dir
-from stay.validate._defect import Defect, Severity
-from stay.validate._rules import added_at_run_time
-from stay.validate._select import Selectors, selected
+from stay.validate._defect import OWNERS, Defect, Severity
+from stay.validate._rules import Selectors, added_at_run_time, selected
 from stay.validate._text import show
 
 CONTRACT_VERSION = 1
@@ -28,8 +27,6 @@ OWNER_HEAD = ("owner", "FAIL", "WARN", "codes")
 def owner_rows(defects: Iterable[Defect]) -> list[tuple[object, ...]]:
     """Defects by the stage that must fix them, as table rows (owner, FAILs, WARNs, the
     codes with their counts), in the pipeline's owner order; none for no defect."""
-    from stay.validate._defect import OWNERS
-
     owners: dict[str, list[Defect]] = {}
     for defect in defects:
         owners.setdefault(defect.owner, []).append(defect)
@@ -185,7 +182,7 @@ def check_course(path: str | os.PathLike[str], data: HouseData, *, strict: bool 
                  shown: str | None = None, select: Selectors | None = None,
                  ignore: Selectors | None = None) -> CourseReport:
     """Validate one course directory with already-loaded data files, running the rules
-    ``select`` and ``ignore`` choose (``_select.selected``: by default every rule); a
+    ``select`` and ``ignore`` choose (``_rules.selected``: by default every rule); a
     course holding a link that leads outside it is refused, as every command refuses it
     (nothing is read through such a link), as a path the validator cannot use."""
     rules = selected(select, ignore)

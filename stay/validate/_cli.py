@@ -1,18 +1,9 @@
 """``python -m stay.validate`` and ``stay validate``: the contract's command line.
 
-``--jobs N`` is stay's extension to the contract's options: courses are checked N at
-a time, each in its own process (default: one per available core); the output is
-byte-identical whatever N is. ``--select`` and ``--ignore`` are the other: which rules
-run (``_select.py``); with neither, every rule, as a build checks. ``--select contract``
-is the reference's rules, its output byte for byte but for the verdict word (``_check.py``).
-
-Exit codes: 0 no FAIL, 1 at least one FAIL, 2 usage error, 3 internal error; a
-usage or internal error is one line on stderr, never a traceback, because whoever
-runs this (an agent, a hook, CI) sees only the exit code and the text.
-
-``-h``/``--help`` prints the help below and exits 0. The frozen reference treats them
-as bad options (exit 2); issue 9 asks for help that works, and an issue outranks the
-spec, so this is the one place the command departs from the reference on purpose.
+stay's extensions: ``--jobs N`` (courses checked N at a time, output byte-identical
+whatever N), ``--select``/``--ignore`` (``_rules.selected``), and ``-h``/``--help``, which the
+frozen reference refuses (exit 2) but issue 9 asks for. Exit codes: 0 no FAIL, 1 a FAIL,
+2 usage, 3 internal; an error is one line on stderr, never a traceback.
 """
 
 from __future__ import annotations

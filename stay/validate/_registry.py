@@ -1,14 +1,9 @@
-"""Rules, findings, and the decorator every rule family uses to declare its rules.
+"""Rules, findings, and the decorator every rule family declares its rules with.
 
-A rule is a plain function from a loaded ``Course`` to the findings of its
-evaluations, one per subject the contract's "per" column names, whether or not it
-fired. Declaring it with ``@rule(code, severity, owner, template)`` binds it to its
-row of the contract; its docstring says what it checks and why, and is required.
-
-Every rule belongs to one group: ``contract`` (the rules of validator-rules.md, which
-the frozen reference has and parity holds to it; a rule's unless it says otherwise) or
-``stay`` (rules stay adds, declared ``group=Group.STAY``). The group is declared here, on
-the rule, and nowhere else; selection (``_select.py``) reads it.
+A rule is a function from a loaded ``Course`` to one finding per subject the contract's
+"per" column names, fired or not; ``@rule(code, severity, owner, template)`` binds it to
+its row, and its docstring (required) says what it checks and why. Its group (``contract``
+unless declared ``group=Group.STAY``) is declared here alone.
 """
 
 from __future__ import annotations

@@ -1,23 +1,22 @@
-"""The registry: every rule, by code; the contract's in the contract's order.
+"""The registry: every rule, by code, the contract's in the contract's order; and which of
+them a run evaluates (``--select``/``--ignore``, after ruff's).
 
-This is the one place a rule is switched on. Each family of rules lives in the
-module named by its prefix (``rules/les.py`` holds les001..les011), declares each
-rule with ``@rule(code, severity, owner, template)`` beside its check and its
-docstring (``group=Group.STAY`` for a rule beyond the contract), and lists them in
-its ``RULES``; the families below are read in the contract's order. Tests hold the
-contract group equal, code for code, severity for severity and owner for owner, to
-the contract's rules table, and its codes to the frozen reference's.
+Each family of rules lives in the module named by its prefix (``rules/les.py`` holds
+les001..les011), declaring each with ``@rule(...)`` beside its check; tests hold the contract
+group to the contract's table and the frozen reference's codes. ``register`` adds a ``stay``
+rule at run time; the contract group is closed.
 
-``register`` adds a ``stay`` rule at run time (a house's own rule, or a test's); the
-contract group is closed: it is the reference's, and nothing joins it after start-up.
+A selector is a rule code (``aud001``), a family prefix (``aud``) or a group (``contract``,
+``stay``), or a comma-separated list of them. With no ``select``, every rule: what a build
+checks is what ``stay validate`` checks; ``select="contract"`` is exactly the reference's rules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType, ModuleType
 
-from stay.errors import GraphError
+from stay.errors import GraphError, UsageError
 from stay.validate._registry import Group, Rule
 from stay.validate.rules import (
     asm,
@@ -48,6 +47,11 @@ FAMILIES: tuple[ModuleType, ...] = (
 )
 """The rule families in the contract's order, then stay's own (``pos``, ``prc``, ``ast``, ``rev``); each
 module is named by its prefix."""
+
+
+def family_rules(family: ModuleType) -> list[Rule]:
+    """The rules a family module declares, in its order."""
+    return [value for value in vars(family).values() if isinstance(value, Rule)]
 
 
 def prefix_of(family: ModuleType) -> str:
@@ -100,10 +104,50 @@ def added_at_run_time(codes: tuple[str, ...]) -> bool:
 
 def _declare_families() -> frozenset[str]:
     for family in FAMILIES:
-        for rule in family.RULES:
+        for rule in family_rules(family):
             _add(rule, prefix_of(family))
     return frozenset(_REGISTRY)
 
 
 _DECLARED = _declare_families()
 """The codes the family modules declare: what unregister never removes."""
+
+
+Selectors = str | Iterable[str]
+
+DEFAULT_SELECT: tuple[str, ...] = tuple(Group)
+"""What every caller checks when nothing is selected: every group, so no two count differently."""
+
+FORMS = "a rule code (aud001), a family prefix (aud) or a group (" + ", ".join(Group) + ")"
+
+
+def _names(selectors: Selectors) -> list[str]:
+    given = [selectors] if isinstance(selectors, str) else list(selectors)
+    if not all(isinstance(item, str) for item in given):
+        raise UsageError(f"rule selectors must be strings; got {given!r}")
+    return [name.strip() for item in given for name in item.split(",")]  # an empty one names no rule
+
+
+def _matches(name: str, rule: Rule) -> bool:
+    return name in (rule.code, rule.code[:-3], rule.group)
+
+
+def _named(selectors: Selectors, option: str) -> set[str]:
+    """The codes ``selectors`` name; a selector that names no rule is a usage error."""
+    codes: set[str] = set()
+    for name in _names(selectors):
+        found = {code for code, rule in RULES.items() if _matches(name, rule)}
+        if not found and name not in set(Group):  # an empty group (no stay rule yet) is still a group
+            raise UsageError(f"{option} '{name}' names no rule: give {FORMS}")
+        codes |= found
+    return codes
+
+
+def selected(select: Selectors | None = None, ignore: Selectors | None = None) -> Mapping[str, Rule]:
+    """code -> Rule for the rules ``select`` names less those ``ignore`` names, in the
+    registry's order; ``select=None`` is every rule (``DEFAULT_SELECT``). Raises ``UsageError`` for a
+    selector that is no code, prefix or group."""
+    chosen = _named(DEFAULT_SELECT if select is None else select, "--select")
+    if ignore is not None:
+        chosen -= _named(ignore, "--ignore")
+    return {code: rule for code, rule in RULES.items() if code in chosen}

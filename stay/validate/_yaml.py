@@ -1,49 +1,12 @@
 """YAML parsing for the validator: libyaml's speed, PyYAML's verdicts.
 
-The contract defines "not YAML" as "``yaml.safe_load`` raises", and ``safe_load`` is
-PyYAML's pure-Python parser. Parsing dominates a validator's run time and the pure
-parser is about ten times slower than libyaml's, so well-formed files are parsed
-with libyaml and anything it rejects, or anything where the two parsers are known
-to disagree, is handed to the pure parser, whose answer is authoritative:
-
-* libyaml composes nested collections recursively in C with no depth limit, so a
-  document nested deeper than the pure parser's recursion limit parses with libyaml
-  but raises ``RecursionError`` with ``safe_load``, and at tens of thousands of
-  levels libyaml overflows the C stack. Every level of nesting needs an indicator
-  character (``-``, ``:``, ``?``, ``[`` or ``{``), so their count bounds the depth:
-  a text with many of them reaches libyaml's composer only when libyaml's event
-  stream (linear, not recursive: ``stay._bounds.nests_deeper``) shows it nests no
-  deeper than ``_DEEP``, and a composed tree deeper than ``_DEEP`` is re-parsed by
-  the pure parser.
-* Where libyaml accepts what the pure parser rejects, or reads it differently, the
-  file never reaches libyaml (``_pure_only``). A differential test over tens of
-  thousands of generated snippets (``tests/validate/test_yaml_parity.py``) found
-  these, and finds no other:
-
-  - a tab anywhere: libyaml allows it as separation whitespace in places the pure
-    scanner does not (after ``:``, before ``#``, after a quoted scalar, in flow
-    collections);
-  - U+FEFF anywhere: libyaml skips a byte order mark at the start of any line, the
-    pure reader only at the very start of the text;
-  - NEL (U+0085), LINE SEPARATOR (U+2028) and PARAGRAPH SEPARATOR (U+2029): line
-    breaks in YAML 1.1, which the two scanners fold and count differently;
-  - a block scalar header followed directly by ``#`` (``|#``, ``>-#``): libyaml
-    takes it as a comment, the pure scanner requires a space first;
-  - the non-specific tag ``!`` (or ``!<!>``) on an empty node: libyaml resolves
-    the empty value as a string, the pure composer as null;
-  - ``?`` or ``!`` with a non-empty flow collection: inside one, libyaml 0.2.5 keeps
-    ``?`` in a plain scalar and ends a tag at ``,``; the pure scanner ends the
-    scalar at ``?`` and takes ``,`` into the tag.
-
-  Every other character is either printable to both, or non-printable to both
-  (both readers reject C0 controls but tab, LF and CR, DEL, C1 controls but NEL,
-  surrogates and U+FFFE/U+FFFF), and a rejection by libyaml is always re-checked
-  by the pure parser anyway.
-
-After libyaml composes the nodes, ``_build`` makes the Python values of an alias-free
-document directly, and libyaml's per-node ``resolve`` call reads SafeLoader's own
-resolver table: the parsing itself is libyaml's, the construction PyYAML's rules
-without its per-node bookkeeping. The same differential test covers both.
+The contract defines "not YAML" as "``yaml.safe_load`` raises" (the pure parser, ten times
+slower), so files are parsed with libyaml, and anything it rejects, nests deeper than ``_DEEP``
+or holds a construct where the two are known to disagree (``_pure_only``: tabs, U+FEFF, YAML
+1.1 line breaks, ``|#``, an empty ``!`` node, ``?``/``!`` in a flow collection, as the
+differential test ``tests/validate/test_yaml_parity.py`` found) goes to the pure parser, whose
+answer is authoritative. ``_build`` then makes an alias-free document's values by
+SafeLoader's own rules without its per-node bookkeeping.
 """
 
 from __future__ import annotations
@@ -128,12 +91,8 @@ class _TooDeep(Exception):
 
 
 def _pure_only(text: str) -> bool:
-    """Whether ``text`` holds a character or construct libyaml may read differently.
-
-    Each test over-approximates (a file sent to the pure parser for nothing costs
-    time, never a verdict) and is a ``str.find`` loop, not an expression, because it
-    runs on every file: linear, and cheap when the character is absent.
-    """
+    """Whether ``text`` holds a character or construct libyaml may read differently. Each test
+    over-approximates (costing time, never a verdict) and is a linear ``str.find`` loop."""
     if any(c in text for c in _PURE_ONLY_CHARS):
         return True
     if "#" in text and _header_runs_into_comment(text):
@@ -190,7 +149,7 @@ def _opens_flow_collection(text: str) -> bool:
 
 
 def pure_load(text: str) -> Any:
-    """``yaml.safe_load``: PyYAML's pure-Python parser, the contract's definition."""
+    """PyYAML's pure-Python parser, the contract's definition."""
     return yaml.load(text, Loader=yaml.SafeLoader)
 
 
@@ -245,12 +204,9 @@ class _Unusual(Exception):
 
 
 def _build(loader: Any, node: Node, depth: int) -> Any:
-    """What ``SafeConstructor.construct_document`` makes of an alias-free tree, built
-    without its per-node bookkeeping (most of the fast path's time); raises ``_TooDeep``
-    past ``_DEEP`` as ``_check_depth`` does. Strings, mappings with scalar keys and
-    sequences are built here; every other scalar (int, float, bool, null, timestamp,
-    binary, or an error) by the loader's own constructor; anything else is ``_Unusual``.
-    """
+    """What ``SafeConstructor.construct_document`` makes of an alias-free tree, without its
+    per-node bookkeeping (most of the fast path's time); ``_TooDeep`` past ``_DEEP``. Other
+    scalars go to the loader's constructor; anything else is ``_Unusual``."""
     if depth > _DEEP:
         raise _TooDeep
     kind = type(node)

@@ -16,59 +16,36 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from stay._lazy import lazy_names
+from stay._lazy import lazy_package
 
 # Names are imported on first use: ``stay --help`` builds the parser from
 # stay.view._cli, and must not pay for Jinja2, markdown-it and Pygments.
-_EXPORTS = {
-    "CompareHeader": "stay.view._reports", "Interval": "stay.view._reports", "ItemDiffRow": "stay.view._reports",
-    "MeanError": "stay.view._reports",
-    "ScorerRow": "stay.view._reports", "render_compare_html": "stay.view._reports",
-    "render_run_summary_html": "stay.view._reports", "render_compare_refused_html": "stay.view._reports",
-    "PAIR_KINDS": "stay.view._compare_detail", "BuildMeans": "stay.view._compare_detail",
-    "CompareDetail": "stay.view._compare_detail", "ItemPair": "stay.view._compare_detail",
-    "ItemSide": "stay.view._compare_detail", "PromptFile": "stay.view._compare_detail",
-    "RunCost": "stay.view._compare_detail", "ScorerPairs": "stay.view._compare_detail",
-    "LessonText": "stay.view._compare_detail", "dollars": "stay.view._compare_detail",
-    "build_site": "stay.view._site",
-    "default_out_dir": "stay.view._site", "render_course": "stay.view._site", "write_site": "stay.view._site",
-    "view_parser": "stay.view._cli", "view_main": "stay.view._cli",
-    "build_library": "stay.view._library", "render_library": "stay.view._library",
-}
-
-__all__ = [
-    "PAIR_KINDS", "BuildMeans", "CompareDetail", "CompareHeader", "Interval", "ItemDiffRow", "ItemPair", "ItemSide",
-    "LessonText", "MeanError", "PromptFile", "RunCost", "ScorerPairs", "ScorerRow", "build_library", "build_site",
-    "default_out_dir", "dollars", "render_compare_html", "render_compare_refused_html", "render_course",
-    "render_library", "render_run_summary_html", "view_main", "view_parser", "write_site",
-]
-
 if TYPE_CHECKING:
-    from stay.view._cli import view_main, view_parser
-    from stay.view._compare_detail import (
-        PAIR_KINDS,
-        BuildMeans,
-        CompareDetail,
-        ItemPair,
-        ItemSide,
-        LessonText,
-        PromptFile,
-        RunCost,
-        ScorerPairs,
-        dollars,
-    )
-    from stay.view._library import build_library, render_library
-    from stay.view._reports import (
-        CompareHeader,
-        Interval,
-        ItemDiffRow,
-        MeanError,
-        ScorerRow,
-        render_compare_html,
-        render_compare_refused_html,
-        render_run_summary_html,
-    )
-    from stay.view._site import build_site, default_out_dir, render_course, write_site
+    from stay.view._cli import view_main as view_main
+    from stay.view._cli import view_parser as view_parser
+    from stay.view._compare_detail import PAIR_KINDS as PAIR_KINDS
+    from stay.view._compare_detail import BuildMeans as BuildMeans
+    from stay.view._compare_detail import CompareDetail as CompareDetail
+    from stay.view._compare_detail import ItemPair as ItemPair
+    from stay.view._compare_detail import ItemSide as ItemSide
+    from stay.view._compare_detail import LessonText as LessonText
+    from stay.view._compare_detail import PromptFile as PromptFile
+    from stay.view._compare_detail import RunCost as RunCost
+    from stay.view._compare_detail import ScorerPairs as ScorerPairs
+    from stay.view._compare_detail import dollars as dollars
+    from stay.view._library import build_library as build_library
+    from stay.view._library import render_library as render_library
+    from stay.view._reports import CompareHeader as CompareHeader
+    from stay.view._reports import Interval as Interval
+    from stay.view._reports import ItemDiffRow as ItemDiffRow
+    from stay.view._reports import MeanError as MeanError
+    from stay.view._reports import ScorerRow as ScorerRow
+    from stay.view._reports import render_compare_html as render_compare_html
+    from stay.view._reports import render_compare_refused_html as render_compare_refused_html
+    from stay.view._reports import render_run_summary_html as render_run_summary_html
+    from stay.view._site import build_site as build_site
+    from stay.view._site import default_out_dir as default_out_dir
+    from stay.view._site import render_course as render_course
+    from stay.view._site import write_site as write_site
 
-
-__getattr__, __dir__ = lazy_names(__name__, _EXPORTS, __all__)
+__getattr__, __dir__, __all__ = lazy_package(__name__, __file__)

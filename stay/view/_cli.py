@@ -18,7 +18,7 @@ DESCRIPTION = ("render a course (or, with no slug, every course and a listing) a
 
 def view_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``view`` to ``subparsers`` (the object ``add_subparsers`` returned)."""
-    from stay._backend_names import JUDGED_HELP, registered_backends
+    from stay.settings import JUDGED_HELP, registered_backends
 
     view: argparse.ArgumentParser = subparsers.add_parser("view", help=DESCRIPTION, description=DESCRIPTION)
     view.add_argument("slug", nargs="?",
@@ -30,9 +30,6 @@ def view_parser(subparsers: Any) -> argparse.ArgumentParser:
                       help="where to write the site (default: site/<slug> under the current directory, "
                            "site/ for every course); "
                            "must be outside the course, and new, empty or an earlier site")
-    view.add_argument("--data-from", choices=("prompts", "data"),
-                      help="which copy of bloom-verbs.yaml and house-style.yaml wins when the prompts' and the "
-                           "data directory's differ (the statuses and the review page are derived with it)")
     view.add_argument("--backend", choices=tuple(registered_backends()), help=JUDGED_HELP)
     view.add_argument("--learner", action="store_true",
                       help="only the learners' pages, for publishing: no status, outcomes map or review page, "
@@ -72,8 +69,7 @@ def _one_course(ns: argparse.Namespace) -> Path:
         from stay._words import no_course
 
         raise not_a_directory(root, f"{no_course(ns.slug, ns.courses_dir)}; check the slug and --courses-dir")
-    out = render_course(root, ns.out or default_out_dir(ns.slug), data_from=ns.data_from,
-                        backend=ns.backend, learner=ns.learner)
+    out = render_course(root, ns.out or default_out_dir(ns.slug), backend=ns.backend, learner=ns.learner)
     pages = sum(1 for path in out.iterdir() if path.suffix == ".html")
     print(f"{ns.slug}: {pages} pages in {out} (open {out / 'index.html'})")
     return out
@@ -83,7 +79,7 @@ def _library(ns: argparse.Namespace) -> Path:
     """Every course in --courses-dir: a line per course (its health) and per skipped directory."""
     from stay.view._library import DEFAULT_OUT, LISTING, build_library, write_library
 
-    library = build_library(ns.courses_dir, data_from=ns.data_from, backend=ns.backend, learner=ns.learner)
+    library = build_library(ns.courses_dir, backend=ns.backend, learner=ns.learner)
     out = Path(ns.out) if ns.out else DEFAULT_OUT
     write_library(library, out, ns.courses_dir)
     for line in library.skipped:

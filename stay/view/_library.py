@@ -20,7 +20,7 @@ from stay.errors import UsageError
 from stay.view._env import STATIC_FILES, environment, static_text
 from stay.view._load import CourseView, LessonView
 from stay.view._out import write_marker
-from stay.view._site import DataFrom, check_out_dir, not_a_directory, only_sites, site_and_health, write_site
+from stay.view._site import check_out_dir, not_a_directory, only_sites, site_and_health, write_site
 from stay.view._status import Ledger, Validation
 
 MANIFEST = "course.yaml"
@@ -97,7 +97,7 @@ def find_courses(courses_dir: str | os.PathLike[str]) -> tuple[list[Path], list[
 
 
 def build_library(courses_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
-                  data_from: DataFrom | None = None, backend: str | None = None, learner: bool = False) -> Library:
+                  backend: str | None = None, learner: bool = False) -> Library:
     """Every file of the library's site: the listing's, and each course's by slug. ``learner``:
     learners' pages only (``build_site``), and a listing without the courses' health."""
     found, skipped = find_courses(courses_dir)
@@ -109,7 +109,7 @@ def build_library(courses_dir: str | os.PathLike[str], *, data_dir: str | os.Pat
     courses: dict[str, dict[str, bytes]] = {}
     rows = []
     for root in found:
-        files, course, ledger, validation = site_and_health(root, data_dir=data_dir, library=BACK, data_from=data_from,
+        files, course, ledger, validation = site_and_health(root, data_dir=data_dir, library=BACK,
                                                              backend=backend, learner=learner)
         courses[root.name] = files
         rows.append(_row(course, ledger, validation))
@@ -138,11 +138,11 @@ def write_library(library: Library, out_dir: str | os.PathLike[str], courses_dir
 
 
 def render_library(courses_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
-                   data_dir: str | os.PathLike[str] | None = None, data_from: DataFrom | None = None,
+                   data_dir: str | os.PathLike[str] | None = None,
                    backend: str | None = None, learner: bool = False) -> Library:
     """Render every course in ``courses_dir`` and the listing into ``out_dir`` (``learner``: as
     ``build_library``)."""
-    library = build_library(courses_dir, data_dir=data_dir, data_from=data_from, backend=backend, learner=learner)
+    library = build_library(courses_dir, data_dir=data_dir, backend=backend, learner=learner)
     write_library(library, out_dir, courses_dir)
     return library
 

@@ -80,7 +80,7 @@ def review_page(root: Path, course: CourseView, validation: Validation, settings
     # a waiting proposal is diffed as _waiting read it: only one that can be kept has texts
     proposed = {w.path: diff_lines(w.path, w.current, w.proposed, ("now", "as proposed"))
                 for w in data.proposals if w.current is not None and w.proposed is not None}
-    go_on = {w.path: _command(root, w.words(root.name), settings) for w in data.proposals
+    go_on = {w.path: _command(root, w.words(root.name)) for w in data.proposals
              if w.anew or not w.problem}
     if data.gate is None:
         return Review(None, None, data, (), {}, {}, capstone, proposed, go_on)
@@ -88,7 +88,7 @@ def review_page(root: Path, course: CourseView, validation: Validation, settings
     defects = tuple(d for d in validation.defects if d.path in covered)
     diffs = {change.path: diff_lines(change.path, change.earlier, change.text or "")
              for change in data.changes if change.earlier is not None}
-    return Review(data.gate, None, data, defects, diffs, commands(root, data, settings), capstone, proposed, go_on)
+    return Review(data.gate, None, data, defects, diffs, commands(root, data), capstone, proposed, go_on)
 
 
 def diff_lines(path: str, earlier: str, now: str,
@@ -105,13 +105,12 @@ def _kind(line: str) -> str:
     return {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "same")
 
 
-def commands(root: Path, data: GateReview, settings: Settings | None = None) -> dict[str, tuple[str, ...]]:
+def commands(root: Path, data: GateReview) -> dict[str, tuple[str, ...]]:
     """The commands that answer the gate, as they parse (``stay approve SLUG GATE``,
     ``--decline --note``, ``stay revise SLUG TARGET --note``), one revise per file the
-    gate's own phase wrote, each carrying the --courses-dir the course is under (and the
-    --data-from the page was derived with)."""
+    gate's own phase wrote, each carrying the --courses-dir the course is under."""
     assert data.gate is not None
-    slug, where = shlex.quote(root.name), _where(root, settings)
+    slug, where = shlex.quote(root.name), _courses_flag(root.parent)
     approve = f"stay approve {slug} {data.gate}"
     return {
         "approve": (approve + where,),
@@ -120,18 +119,11 @@ def commands(root: Path, data: GateReview, settings: Settings | None = None) -> 
     }
 
 
-def _command(root: Path, words: tuple[str, ...], settings: Settings | None = None) -> str:
+def _command(root: Path, words: tuple[str, ...]) -> str:
     """``stay WORDS`` as a person would paste it, the note placeholder as the other commands
-    print it, with the --courses-dir the course is under (and the page's --data-from)."""
+    print it, with the --courses-dir the course is under."""
     shown = (NOTE if word == repr("...") else shlex.quote(word) for word in words)
-    return f"stay {' '.join(shown)}{_where(root, settings)}"
-
-
-def _where(root: Path, settings: Settings | None) -> str:
-    """The options every command on the page carries: the course's --courses-dir, and the
-    --data-from the page was derived with (on a drift, a command without it is refused)."""
-    chosen = settings.data_from if settings is not None else None
-    return _courses_flag(root.parent) + (f" --data-from {chosen}" if chosen else "")
+    return f"stay {' '.join(shown)}{_courses_flag(root.parent)}"
 
 
 def _courses_flag(courses: Path) -> str:

@@ -12,14 +12,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
 from stay._words import command_name, no_course, option_name
 from stay.artefacts import write_bytes_atomic
-from stay.errors import CourseNotFound, CoursePathError, StayError, UsageError
-from stay.pipeline import reconciled_settings
+from stay.errors import CourseNotFound, CoursePathError, UsageError
 from stay.settings import Settings
 from stay.validate import data_files, default_data_dir, names_in
 from stay.view._env import STATIC_FILES, environment, static_text
@@ -78,24 +77,16 @@ class LessonPage:
     """The data files the lesson's text (its body, exercises and quiz) names, in the order first named."""
 
 
-DataFrom = Literal["prompts", "data"]
-"""Which copy of the shared data wins (``Settings.data_from``)."""
-
-
 def build_site(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
-               library: str | None = None, data_from: DataFrom | None = None,
-               backend: str | None = None, learner: bool = False) -> dict[str, bytes]:
+               library: str | None = None, backend: str | None = None, learner: bool = False) -> dict[str, bytes]:
     """Every file of the site, by its name, for the course at ``course_dir``. ``library`` is
     the listing's address from the course's pages when the course is rendered in a library
     of courses (stay/view/_library.py): each page's header then links back to it.
-    ``data_from`` says which copy of the shared data wins when the prompts' and the data
-    directory's differ (``--data-from``): the statuses and the review page need it then.
     ``backend``: the statuses judge the files against its models (``stay status --backend``;
     None: $STAY_BACKEND, else what the course's ledger records it was built with).
     ``learner``: only the learners' pages (:data:`PAGES` and the lessons), for publishing: no
     author's page, and no link to one (``stay view --learner``)."""
-    return site_and_health(course_dir, data_dir=data_dir, library=library, data_from=data_from, backend=backend,
-                           learner=learner)[0]
+    return site_and_health(course_dir, data_dir=data_dir, library=library, backend=backend, learner=learner)[0]
 
 
 def not_a_directory(root: Path, message: str) -> CoursePathError:
@@ -113,16 +104,15 @@ def missing_course(root: Path) -> CoursePathError:
 
 
 def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
-                    library: str | None = None, data_from: DataFrom | None = None, backend: str | None = None,
+                    library: str | None = None, backend: str | None = None,
                     learner: bool = False) -> tuple[dict[str, bytes], CourseView, Ledger, Validation]:
     """``build_site``'s files, with the course, ledger and validation the pages were made
     from (a library's listing sums them up without reading the course twice)."""
     root = Path(course_dir)
     if not root.is_dir():
         raise missing_course(root)
-    chosen = data_from is not None or backend is not None
-    settings = Settings.from_env(data_from=data_from, backend=backend) if chosen else None
-    house = Path(data_dir) if data_dir is not None else _house(settings)  # one resolution, for both reads
+    settings = Settings.from_env(backend=backend) if backend is not None else None
+    house = Path(data_dir) if data_dir is not None else default_data_dir()  # one resolution, for both reads
     course = load_course(root, house)
     ledger = read_ledger(root, settings)
     validation = run_validator(root, house)
@@ -167,17 +157,6 @@ def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.Pa
     encoded = {name: text.encode("utf-8", "backslashreplace") for name, text in site.items()}
     files = dict(sorted({**encoded, **data}.items()))  # the data files as they are, byte for byte
     return files, course, ledger, validation
-
-
-def _house(settings: Settings | None) -> Path:
-    """The data directory the validator reads: the one a build with ``settings`` would check
-    against (the prompts' copy, when told it wins), else the validator's default."""
-    if settings is None or settings.data_from != "prompts":
-        return default_data_dir()
-    try:
-        return reconciled_settings(settings).resolved_data_dir()
-    except StayError:  # e.g. a prompts directory that cannot load: the ledger's note says so
-        return default_data_dir()
 
 
 def _named(offered: dict[str, DataFile], *sources: str | BaseModel | None) -> tuple[DataFile, ...]:
@@ -298,13 +277,13 @@ def only_sites(out: Path) -> bool:
 
 
 def render_course(course_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *,
-                  data_dir: str | os.PathLike[str] | None = None, data_from: DataFrom | None = None,
-                  backend: str | None = None, learner: bool = False) -> Path:
+                  data_dir: str | os.PathLike[str] | None = None, backend: str | None = None,
+                  learner: bool = False) -> Path:
     """Render the course at ``course_dir`` into ``out_dir`` (by default ``site/<slug>``, as
     ``stay view SLUG``, so a hint names the call by the course alone); returns the site directory.
     ``learner``: the learners' pages only, as ``build_site``."""
     out = default_out_dir(Path(course_dir).resolve().name) if out_dir is None else out_dir
-    site = build_site(course_dir, data_dir=data_dir, data_from=data_from, backend=backend, learner=learner)
+    site = build_site(course_dir, data_dir=data_dir, backend=backend, learner=learner)
     return write_site(site, out, course_dir)
 
 

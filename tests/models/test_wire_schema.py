@@ -58,9 +58,8 @@ def test_the_capstone_answer_requires_exactly_the_house_style_rubric_levels() ->
     schema = wire(answer_schema(STAGES["capstone"].answer))
     criterion = schema["$defs"][schema["properties"]["rubric"]["items"]["$ref"].removeprefix("#/$defs/")]
     levels = schema["$defs"][criterion["properties"]["levels"]["$ref"].removeprefix("#/$defs/")]
-    for house in (ROOT / "data" / "house-style.yaml", ROOT / "prompts" / "reference" / "house-style.yaml"):
-        named = yaml.safe_load(house.read_text(encoding="utf-8"))["rubric"]["levels"]
-        assert list(levels["properties"]) == levels["required"] == named
+    named = yaml.safe_load((ROOT / "data" / "house-style.yaml").read_text(encoding="utf-8"))["rubric"]["levels"]
+    assert list(levels["properties"]) == levels["required"] == named
 
 
 def test_a_data_directory_whose_rubric_levels_differ_from_the_schemas_is_refused_before_any_call(
@@ -76,7 +75,7 @@ def test_a_data_directory_whose_rubric_levels_differ_from_the_schemas_is_refused
     counting = RiggedBackend()
     with pytest.raises(UsageError) as refused:
         build_course(HTTP, courses_dir=tmp_path / "courses", yes=True, backend=counting, progress=quiet,
-                     settings=Settings(data_dir=data, data_from="data"))
+                     settings=Settings(data_dir=data))
     message = str(refused.value)
     assert message.startswith(f"{data / 'house-style.yaml'}: rubric.levels is ") and "\n" not in message
     assert counting.total_calls == 0 and not (tmp_path / "courses").exists()

@@ -174,13 +174,15 @@ def test_approve_refuses_an_undeclared_gate_naming_the_declared_ones() -> None:
 
 
 def test_every_command_that_opens_a_course_with_its_prompts_takes_backend() -> None:
-    """Issue 34: a command that reads a course with its prompts (``--data-from``) judges or
-    makes its files by each role's model, so each takes ``--backend`` (status had none)."""
+    """Issue 34: a command that reads a course with its prompts (``--courses-dir`` and
+    ``--prompts-dir``, or stay view) judges or makes its files by each role's model, so each
+    takes ``--backend`` (status had none)."""
     import argparse
 
     from stay._cli_parser import _parser
 
     sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
-    opening = {name for name, parser in sub.choices.items() if "--data-from" in parser._option_string_actions}
+    opening = {name for name, parser in sub.choices.items() if name == "view" or
+               {"--courses-dir", "--prompts-dir"} <= set(parser._option_string_actions)}
     lacking = {name for name in opening if "--backend" not in sub.choices[name]._option_string_actions}
     assert {"status", "view", "estimate"} <= opening and lacking == set()

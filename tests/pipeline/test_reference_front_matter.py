@@ -2,7 +2,7 @@
 stage's set is derived from it before the run (docs/pipeline.md, 'How references attach').
 The shipped documents reach exactly what the stages read before; a dropped one reaches
 exactly the stages it names and stales exactly their files; a front matter that does not
-fit is one line; the shared data files cannot drift from the validator's unseen."""
+fit is one line; the data files a stage is sent are the validator's own, one copy."""
 
 from __future__ import annotations
 
@@ -18,11 +18,10 @@ from hypothesis import strategies as st
 
 from stay.errors import UsageError
 from stay.pipeline import build_course, graph, run_command, status
-from stay.pipeline._shared_data import SHARED, reconciled
 from stay.settings import Settings
 from stay.stages import REGISTRY, STAGES, Prompts, Stage
 from stay.stages._prompt import build_request
-from stay.stages._references import Applies, glob_match, reaches, sidecar_of, split_front_matter
+from stay.stages._references import Applies, glob_match, reaches, split_front_matter
 from stay.validate._data import BLOOM_FILE, HOUSE_FILE
 from tests.conftest import ROOT, run_stay
 from tests.parity.harness import examples
@@ -84,16 +83,16 @@ def test_the_derived_set_sends_exactly_what_the_pinned_set_sent(stage: str) -> N
     assert system(derived) == system(OLD_SETS[stage])
 
 
-def test_front_matter_is_not_sent_and_the_data_files_stay_the_validators() -> None:
+def test_front_matter_is_not_sent_and_the_data_files_are_the_validators() -> None:
     prompts = Prompts.load()
     for name, text in prompts.references.items():
+        if name in (BLOOM_FILE, HOUSE_FILE):  # the data directory's, the one copy, sent to every stage
+            assert text == (ROOT / "data" / name).read_text() and prompts.applies[name] == Applies(always=True)
+            assert not (PACKAGED / "reference" / name).exists()
+            continue
         raw = (PACKAGED / "reference" / name).read_text()
-        if name.endswith(".md"):
-            assert raw.startswith("---\n") and raw.endswith(text) and not text.startswith("---")
-        else:  # byte-identical to data/, front matter beside it
-            assert raw == text == (ROOT / "data" / name).read_text()
-            assert (PACKAGED / "reference" / sidecar_of(name)).is_file()
-    assert {BLOOM_FILE, HOUSE_FILE} <= set(prompts.references) and SHARED == (BLOOM_FILE, HOUSE_FILE)
+        assert raw.startswith("---\n") and raw.endswith(text) and not text.startswith("---")
+    assert {BLOOM_FILE, HOUSE_FILE} <= set(prompts.references)
 
 
 # -- a dropped document ------------------------------------------------------------------
@@ -270,43 +269,28 @@ def test_applies_needs_somewhere() -> None:
 # -- the shared data files ---------------------------------------------------------------
 
 
-def _drifted(tmp_path: Path) -> tuple[Path, str]:
-    prompts_dir = copy_prompts(tmp_path)
-    verbs = prompts_dir / "reference" / BLOOM_FILE
-    text = verbs.read_text() + "# edited in the prompts copy only\n"
-    verbs.write_text(text)
-    return prompts_dir, text
-
-
 def _recorded(course: Path, path: str = "audience.yaml") -> str:
     ledger = json.loads((course / ".state" / "hashes.json").read_text())["artefacts"]
     sources: dict[str, str] = ledger[path]["sources"]
     return next(v for k, v in sources.items() if k.endswith(f"reference/{BLOOM_FILE}"))
 
 
-def test_a_differing_bloom_verbs_is_refused_naming_both_files(tmp_path: Path) -> None:
-    prompts_dir, _text = _drifted(tmp_path)
-    with pytest.raises(UsageError) as caught:
-        build_course(HTTP, courses_dir=tmp_path / "c", settings=Settings.from_env(prompts_dir=prompts_dir),
-                     progress=lambda _line: None)
-    said = str(caught.value)
-    assert "\n" not in said and f"{prompts_dir}/reference/{BLOOM_FILE} differs from " in said
-    assert f"/{BLOOM_FILE}, which the validator checks against" in said and "--data-from" in said
-    assert not (tmp_path / "c").exists()  # refused before anything is written
+def test_a_prompts_copy_of_a_data_file_is_refused_naming_both(tmp_path: Path) -> None:
+    prompts_dir = copy_prompts(tmp_path)
+    (prompts_dir / "reference" / BLOOM_FILE).write_text((ROOT / "data" / BLOOM_FILE).read_text())
+    (prompts_dir / "reference" / "bloom-verbs.applies.yaml").write_text("always: true\n")  # as copies had
     refused = run_stay("new", str(HTTP), "--courses-dir", str(tmp_path / "c"), "--prompts-dir", str(prompts_dir))
-    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "differs from" in refused.stderr
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert f"{prompts_dir}/reference/{BLOOM_FILE}: a stage is sent the data directory's {BLOOM_FILE}" in refused.stderr
+    assert not (tmp_path / "c").exists()  # refused before anything is written
 
 
-@pytest.mark.parametrize("wins", ["data", "prompts"])
-def test_a_differing_bloom_verbs_is_accepted_when_told_which_wins(wins: str, tmp_path: Path) -> None:
-    prompts_dir, text = _drifted(tmp_path)
-    data = Settings.from_env().resolved_data_dir() / BLOOM_FILE
-    told = run_stay("new", str(HTTP), "--courses-dir", str(tmp_path / "c"), "--prompts-dir", str(prompts_dir),
-                    "--data-from", wins)
-    assert told.returncode == 0, told.stderr
-    sent = data.read_text() if wins == "data" else text  # what the stage read: the ledger hashes it
-    assert _recorded(tmp_path / "c" / SLUG) == hashlib.sha256(sent.encode()).hexdigest()[:16]
-    prompts, settings = reconciled(Prompts.load(prompts_dir), Settings.from_env(prompts_dir=prompts_dir,
-                                                                                  data_from=wins))
-    checked = settings.resolved_data_dir() / BLOOM_FILE  # what the validator reads
-    assert prompts.references[BLOOM_FILE] == sent and checked.read_text() == sent
+def test_a_stage_is_sent_the_data_directorys_bloom_verbs(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(ROOT / "data", data)
+    text = (data / BLOOM_FILE).read_text() + "# this house's own\n"
+    (data / BLOOM_FILE).write_text(text)
+    build_course(HTTP, courses_dir=tmp_path / "c", settings=Settings.from_env(data_dir=data),
+                 progress=lambda _line: None)
+    assert _recorded(tmp_path / "c" / SLUG) == hashlib.sha256(text.encode()).hexdigest()[:16]
+    assert Prompts.load(data_dir=data).references[BLOOM_FILE] == text

@@ -55,7 +55,7 @@ def _lessons(course_dir: Path) -> int:
 def test_a_build_told_its_data_directory_from_python_repairs_and_reports_against_it(tmp_path: Path) -> None:
     data = _strict_house(tmp_path)
     result = build_course(HTTP, courses_dir=tmp_path / "courses", yes=True, backend=OfflineBackend(),
-                          progress=quiet, settings=Settings(data_dir=data, data_from="data"))
+                          progress=quiet, settings=Settings(data_dir=data))
     assert result.repair is not None and result.repair.rounds  # repair tried, and could not fix house style
     assert result.repair.stop == "a round reduced no count"
     own = validate_course(result.course_dir, data_dir=data)
@@ -67,11 +67,11 @@ def test_a_build_told_its_data_directory_from_python_repairs_and_reports_against
 
 def test_the_repair_command_told_its_data_directory_from_python_validates_against_it(tmp_path: Path) -> None:
     data = _strict_house(tmp_path)
-    # the stages are told the house style they are checked against (data_from): a course
+    # the stages are told the house style they are checked against (one copy): a course
     # built under another is stale under this one, and repair writes no stale file
-    strict = Settings(data_dir=data, data_from="data")
+    strict = Settings(data_dir=data)
     built = build_course(HTTP, courses_dir=tmp_path / "courses", yes=True, backend=OfflineBackend(),
-                         progress=quiet, settings=Settings(data_dir=data, data_from="data", repair_rounds=0))
+                         progress=quiet, settings=Settings(data_dir=data, repair_rounds=0))
     assert validate_course(built.course_dir).fails == 0  # the default house style would hide them
     again = run_command("repair", built.slug, courses_dir=tmp_path / "courses", backend=OfflineBackend(),
                         progress=quiet, settings=strict)

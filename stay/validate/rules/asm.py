@@ -82,6 +82,3 @@ def asm006(course: Course) -> Iterator[Finding]:
                 if course.data.apply_or_above(bloom):
                     fired = "exercise" not in entry["methods"]
                     yield finding(S, show(oid), fired, o=oid, bloom=bloom)
-
-
-RULES = (asm001, asm002, asm003, asm004, asm005, asm006)

@@ -1,20 +1,10 @@
 """ast: the data files a course carries under assets/, and the text that names them.
 
-A course may hold small data files, CSV, plain text or JSON, that learners download and
-open while they work: ``assets/orders.csv``, flat in ``assets/``, each named
-``[a-z0-9][a-z0-9-]*`` then ``.csv``, ``.txt`` or ``.json``. Learner-facing text names one
-by its course-relative path (``assets/orders.csv``, in a code span or a link): the lesson
-bodies, the exercises, the quizzes and project.yaml. Plans, course.yaml and example.yaml
-are the authors' files and are not read for names: example.yaml lists every asset, so
-counting it would make "every data file is named" a check that cannot fail. These rules
-are stay's own (group ``stay``): the contract and the frozen reference have no assets.
-
-Read safely, as every reader of a data file must (the viewer reads them with
-``data_files``): ``assets/`` is listed without following a link; an entry that is a
-link, a folder, a FIFO or a device is ast005's, named and never opened; a data file is
-opened without following a link and read no further than ``MAX_ASSET_BYTES`` (1 MB,
-stay's own limit in ``stay._bounds``) and one byte. Names starting with '.' (``.gitkeep``)
-are passed over, as lay001 passes them over under modules/.
+A data file is ``assets/<[a-z0-9][a-z0-9-]*>.csv|.txt|.json``, named by its course-relative
+path in learner-facing text (lessons, exercises, quizzes, project.yaml; not the authors'
+plans or example.yaml, which lists every asset). stay's own rules (group ``stay``). Read
+safely: ``assets/`` is listed without following a link, an entry that is not a regular file is
+ast005's and never opened, and a file is read no further than ``MAX_ASSET_BYTES`` and a byte.
 """
 
 from __future__ import annotations
@@ -271,6 +261,3 @@ def _csv_problem(text: str) -> str | None:
     except csv.Error as exc:
         return f"line {reader.line_num}: {exc}"
     return None if header is not None else "no header row (the file is empty)"
-
-
-RULES = (ast001, ast002, ast003, ast004, ast005)

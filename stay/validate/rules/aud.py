@@ -35,6 +35,3 @@ def aud003(course: Course) -> Iterator[Finding]:
     """No goals: backward design starts from what learners want to do, so nothing can."""
     if course.audience_file.usable:
         yield finding(A, "goals", not course.audience_file.data["goals"])
-
-
-RULES = (aud001, aud002, aud003)

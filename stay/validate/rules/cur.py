@@ -99,6 +99,3 @@ def cur008(course: Course) -> Iterator[Finding]:
         for module in course.modules:
             slug = module["slug"]
             yield finding(K, show(module["id"]), _SLUG.fullmatch(slug) is None, slug=slug)
-
-
-RULES = (cur001, cur002, cur003, cur004, cur005, cur006, cur007, cur008)

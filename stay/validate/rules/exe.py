@@ -99,6 +99,3 @@ def exe007(course: Course) -> Iterator[Finding]:
             yield finding(lesson.exercises.path, show(exercise["id"]),
                           not id_matches(exercise["id"], lesson.id, "e"),
                           x=exercise["id"], id=lesson.id)
-
-
-RULES = (exe001, exe002, exe003, exe004, exe005, exe006, exe007)

@@ -76,6 +76,3 @@ def glo005(course: Course) -> Iterator[Finding]:
             term = norm(entry["term"])
             yield finding(G, show(entry["term"]), term in seen, t=entry["term"])
             seen.add(term)
-
-
-RULES = (glo001, glo002, glo003, glo004, glo005)

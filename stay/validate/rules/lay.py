@@ -37,6 +37,3 @@ def lay001(course: Course) -> Iterator[Finding]:
         normal = posixpath.normpath(path)
         if normal not in course.unusable:
             yield finding(path, "-", normal not in looked_at)
-
-
-RULES = (lay001,)

@@ -129,6 +129,3 @@ def les011(course: Course) -> Iterator[Finding]:
     for lesson, body in _written(course):
         for k, info in enumerate(body.code_infos, 1):
             yield finding(lesson.md.path, f"code block {k}", info == "")
-
-
-RULES = (les001, les002, les003, les004, les005, les006, les007, les008, les009, les010, les011)

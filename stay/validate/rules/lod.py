@@ -32,6 +32,3 @@ def lod002(course: Course) -> Iterator[Finding]:
         n = sum(len(lesson.plan.data["new_terms"]) for lesson in course.planned_lessons
                 if lesson.module is module)
         yield finding(module_dir, show(module["id"]), n > budget, n=n, max=budget)
-
-
-RULES = (lod001, lod002)

@@ -109,6 +109,3 @@ def out009(course: Course) -> Iterator[Finding]:
                        if i >= 2 and text[i - 1] in ("and", "or") and w in verbs), None)
         yield finding(O, show(outcome["id"]), joined is not None,
                       first=first_word(outcome["text"]), w=joined)
-
-
-RULES = (out001, out002, out003, out004, out005, out006, out007, out008, out009)

@@ -144,7 +144,3 @@ def pln013(course: Course) -> Iterator[Finding]:
             yield finding(lesson.plan.path, show(section["heading"]), heading in seen,
                           h=section["heading"])
             seen.add(heading)
-
-
-RULES = (pln001, pln002, pln003, pln004, pln005, pln006, pln007, pln008, pln009, pln010,
-         pln011, pln012, pln013)

@@ -81,6 +81,3 @@ def prc003(course: Course) -> Iterator[Finding]:
         minutes = course.project_file.data.get("minutes")
         yield finding(course.project_file.path, "minutes", not lo <= _minutes(minutes) <= hi,
                       n=minutes if _minutes(minutes) else "no", min=lo, max=hi)
-
-
-RULES = (prc001, prc002, prc003)

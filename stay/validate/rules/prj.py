@@ -136,6 +136,3 @@ def prj011(course: Course) -> Iterator[Finding]:
     project = _project(course)
     if project is not None:
         yield finding(J, "rubric", not project["rubric"])
-
-
-RULES = (prj001, prj002, prj003, prj004, prj005, prj006, prj007, prj008, prj009, prj010, prj011)

@@ -174,7 +174,3 @@ def qz014(course: Course) -> Iterator[Finding]:
             if retrieves is not None:
                 fired = not course.introduced_before(retrieves, lesson.pos, inclusive=True)
                 yield finding(lesson.quiz.path, show(item["id"]), fired, t=retrieves)
-
-
-RULES = (qz001, qz002, qz003, qz004, qz005, qz006, qz007, qz008, qz009, qz010, qz011, qz012,
-         qz013, qz014)

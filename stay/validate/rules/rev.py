@@ -100,5 +100,3 @@ rev002 = _family("rev002", "two_right", FAIL, "quiz", "another option is also ri
 rev003 = _family("rev003", "solution", FAIL, "exercises", "a solution that does not follow from its task or data")
 rev004 = _family("rev004", "contradiction", FAIL, "content", "a contradiction of the plan or the running example")
 rev005 = _family("rev005", "untaught", WARN, "quiz", "an item that tests nothing the lesson teaches")
-
-RULES = (rev001, rev002, rev003, rev004, rev005)

@@ -39,6 +39,3 @@ def sch002(course: Course) -> Iterator[Finding]:
                 record.path, "-", bool(record.problems),
                 {"problems": "; ".join(record.problems)}, record.owner,
             )
-
-
-RULES = (sch001, sch002)

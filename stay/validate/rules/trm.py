@@ -45,6 +45,3 @@ def trm003(course: Course) -> Iterator[Finding]:
         for term in lesson.plan.data["revisits"]:
             yield finding(lesson.plan.path, show(term),
                           not course.introduced_before(term, lesson.pos), t=term)
-
-
-RULES = (trm001, trm002, trm003)
