@@ -23,8 +23,8 @@ from typing import Generic, TypeVar, cast
 from pydantic import BaseModel
 
 from stay._bounds import MAX_FILE_BYTES, TooLarge, read_bounded
-from stay.artefacts._io import ArtefactLoadError, artefact_type, parse_bytes, read_bytes
-from stay.artefacts._models import Artefact, Module
+from stay.artefacts._io import artefact_type, parse_bytes, read_bytes
+from stay.artefacts._models import Artefact, ArtefactLoadError, Module
 
 M = TypeVar("M", bound=BaseModel)
 

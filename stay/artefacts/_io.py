@@ -18,21 +18,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from stay._bounds import MAX_DEPTH, TooLarge, read_bounded, yaml_shape
 from stay._paths import at, parent_of, recheck
 from stay._secrets import redact_bytes
 from stay.artefacts._ids import ASSET_PATTERN
-from stay.artefacts._models import FILES, Artefact, AssetText, LessonContent
+from stay.artefacts._models import FILES, Artefact, ArtefactLoadError, AssetText, LessonContent, validate_as
 from stay.errors import ArtefactError
 
 M = TypeVar("M", bound=BaseModel)
-
-
-class ArtefactLoadError(ArtefactError):
-    """A file that cannot be read as its artefact; the message is one line naming the
-    file, the field, and the fix."""
 
 
 class _Dumper(yaml.SafeDumper):
@@ -121,20 +116,6 @@ def _safe_load(text: str, where: str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
         raise ArtefactLoadError(f"{where}: not valid YAML{at}; fix the syntax") from None
-
-
-def validate_as(model: type[M], data: Any, where: str) -> M:
-    """``model.model_validate(data)``, with a one-line error naming the first bad field."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        dotted = ".".join(str(part) for part in error["loc"])
-        message = str(error["msg"]).removeprefix("Value error, ")
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise ArtefactLoadError(
-            f"{where}: field '{dotted or '(root)'}': {message}{more}; fix the field, "
-            "or regenerate the file", field=dotted or None) from None
 
 
 def parse(model: type[M], text: str, where: str = "artefact") -> M:
