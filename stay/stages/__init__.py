@@ -74,7 +74,7 @@ STAGES: Mapping[str, Stage] = {stage.name: stage for stage in REGISTRY}
 """stage name -> its declaration."""
 
 
-from stay.stages._offline_repair import honour_note  # noqa: E402  (a test double's record of a note)
+from stay.stages._offline import honour_note  # noqa: E402  (a test double's record of a note)
 
 
 def offline_answer(stage: str, inputs: Mapping[str, Any], stages: Sequence[Stage] | None = None) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from stay.artefacts import DEFAULT_LIMITS, Artefact, DurationLimits, to_data
 from stay.errors import GraphError
 from stay.requests import ModelAnswer, ModelRequest, OfflineAnswer, Role
-from stay.stages._offline_repair import answer_offline
+from stay.stages._offline import answer_offline
 from stay.stages._prompt import Prompts, build_request, parse_answer
 from stay.stages._references import written_path
 

@@ -2,15 +2,67 @@
 
 from __future__ import annotations
 
-from stay.artefacts import Project
-from stay.stages import _offline
+from typing import Any
+
+from stay.artefacts import DEFAULT_LIMITS, Project, parse_duration
+from stay.stages._offline import APPLIED, capstone_outcomes
 from stay.stages._stage import AllPlansInput, BriefInput, FileInput, Stage
 from stay.stages.answers import CapstoneAnswer, project
+
+
+def _data_files(plans: list[dict[str, Any]]) -> str:
+    """The course's data files, named by path, as the plans' running example lists them."""
+    running = next((plan["running_example"] for plan in plans if plan.get("running_example")), None)
+    paths = [file["path"] for file in (running or {}).get("files") or []]
+    return f" Start from the course's data: {', '.join(f'`{path}`' for path in paths)}." if paths else ""
+
+
+def _capstone_minutes(inputs: dict[str, Any]) -> int:
+    """The time the lessons and their exercises (one per outcome at apply or above) leave
+    of the brief's, within house style."""
+    lessons = sum(lesson["minutes"] for module in inputs["curriculum"]["modules"] for lesson in module["lessons"])
+    practice = DEFAULT_LIMITS.exercise_min * sum(outcome["bloom"] in APPLIED
+                                                 for outcome in inputs["outcomes"]["outcomes"])
+    left: int = parse_duration(inputs["brief"]["time_available"]) - lessons - practice
+    return max(DEFAULT_LIMITS.capstone_min, min(DEFAULT_LIMITS.capstone_max, left))
+
+
+def offline(inputs: dict[str, Any]) -> dict[str, Any]:
+    modules = inputs["curriculum"]["modules"]
+    capstone_ids = sorted(capstone_outcomes(inputs["curriculum"]))
+    rubric = []
+    for index, module in enumerate(modules, 1):
+        outcome = f"{module['lessons'][-1]['id']}-o2"
+        rubric.append({
+            "id": f"r{index}",
+            "criterion": f"The submission uses {module['title']} on the chosen task and names each step.",
+            "outcomes": [outcome] if outcome in capstone_ids else [],
+            "levels": {
+                "exemplary": "Every step is named, correct, and justified with evidence from the task.",
+                "proficient": "Every step is named and correct; one justification is missing.",
+                "developing": "Most steps are named; one step is wrong or missing.",
+                "beginning": "Steps are missing or wrong in more than one place.",
+            },
+        })
+    return {
+        "title": "Capstone: apply the course to one task",
+        "brief": "Choose one realistic task from your own work and carry it through with the skills "
+                 "of every module. Offline template brief: a model would write a specific scenario."
+                 + _data_files(inputs["plans"]),
+        "deliverable": "A short written report of the task, with each step and its evidence.",
+        "minutes": _capstone_minutes(inputs),
+        "milestones": [{"id": f"p{index}", "title": f"Apply {module['title']}",
+                        "modules": [module["id"]],
+                        "description": f"Carry out the part of the task that uses {module['title']}."}
+                       for index, module in enumerate(modules, 1)],
+        "rubric": rubric,
+    }
+
 
 STAGE = Stage(
     name="capstone", role="planning", phase="wave", scope="course",
     answer=CapstoneAnswer,
-    offline=_offline.capstone, makes=Project, make=project,
+    offline=offline, makes=Project, make=project,
     inputs=(("brief", BriefInput()), ("audience", FileInput("audience.yaml")),
             ("curriculum", FileInput("curriculum.yaml")), ("outcomes", FileInput("outcomes.yaml")),
             ("assessment", FileInput("assessment.yaml")), ("plans", AllPlansInput())),

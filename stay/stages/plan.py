@@ -8,7 +8,7 @@ from typing import Any
 
 from stay.artefacts import LessonPlan
 from stay.errors import AnswerError
-from stay.stages import _offline
+from stay.stages._offline import PEOPLE, lessons_of
 from stay.stages._stage import EarlierPlansInput, ExampleInput, FileInput, ModuleIdInput, Stage
 from stay.stages.answers import ModulePlans
 
@@ -25,10 +25,51 @@ def _module_plans(answer: ModulePlans, inputs: Mapping[str, Any]) -> list[Lesson
                           f"{len(answer.plans)} plans; ask again")
     return [LessonPlan(**dict(plan), running_example=inputs["example"]) for plan in answer.plans]
 
+def _sections(minutes: int, title: str, ids: list[str]) -> list[dict[str, Any]]:
+    hook = recap = max(1, minutes // 10)
+    example = practice = max(1, minutes // 4)
+    explain = minutes - hook - recap - example - practice
+    return [
+        {"heading": f"Why {title} matters", "kind": "hook", "minutes": hook, "covers": []},
+        {"heading": f"How {title} works", "kind": "explain", "minutes": explain, "covers": [ids[0]]},
+        {"heading": "A worked example", "kind": "example", "minutes": example, "covers": [ids[0]]},
+        {"heading": "Your turn", "kind": "practice", "minutes": practice, "covers": ids[1:]},
+        {"heading": "Recap", "kind": "recap", "minutes": recap, "covers": []},
+    ]
+
+
+def _example_facts(module: dict[str, Any], lesson: dict[str, Any], example: dict[str, Any]) -> list[str]:
+    ana, ben = (person.split(",")[0] for person in PEOPLE)
+    files = " and ".join(f"`{file['path']}`" for file in example.get("files") or [])
+    logged = f"The row for lesson {lesson['id']} in {files} records the step and its result." if files else \
+        f"The log for lesson {lesson['id']} records each step and its result."
+    return [f"{ben} uses {lesson['title']} on task {module['id']}, and {ana} reviews each step.", logged]
+
+
+def offline(inputs: dict[str, Any]) -> dict[str, Any]:
+    lessons = lessons_of(inputs["curriculum"])
+    order = [lesson["id"] for _module, lesson in lessons]
+    plans = []
+    for module, lesson in lessons:
+        if module["id"] != inputs["module"]:
+            continue
+        ids = [o["id"] for o in inputs["outcomes"]["outcomes"] if o["lesson"] == lesson["id"]]
+        position = order.index(lesson["id"])
+        previous = lessons[position - 1][1]["title"] if position else None
+        plans.append({
+            "lesson": lesson["id"], "title": lesson["title"], "minutes": lesson["minutes"],
+            "outcomes": ids, "sections": _sections(lesson["minutes"], lesson["title"], ids),
+            "new_terms": [{"term": lesson["title"],
+                           "definition": f"The subject of lesson {lesson['id']}: {lesson['title']}."}],
+            "prerequisites": [], "revisits": [previous] if previous else [],
+            "example_facts": _example_facts(module, lesson, inputs["example"]),
+        })
+    return {"plans": plans}
+
 
 STAGE = Stage(
     name="plan", role="planning", phase="plan", scope="module", answer=ModulePlans,
-    offline=_offline.plan, makes=LessonPlan,
+    offline=offline, makes=LessonPlan,
     inputs=(("audience", FileInput("audience.yaml")), ("curriculum", FileInput("curriculum.yaml")),
             ("outcomes", FileInput("outcomes.yaml")), ("assessment", FileInput("assessment.yaml")),
             ("example", ExampleInput()), ("module", ModuleIdInput()), ("earlier_plans", EarlierPlansInput())),
