@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from stay.artefacts import DEFAULT_LIMITS, Artefact, DurationLimits, to_data
+from stay.artefacts import DEFAULT_LIMITS, Artefact, Brief, DurationLimits, RunningExample, to_data
 from stay.errors import GraphError
 from stay.requests import ModelAnswer, ModelRequest, OfflineAnswer, Role
 from stay.stages._offline import answer_offline
@@ -38,33 +38,12 @@ Scope = Literal["course", "module", "lesson"]
 answer), or one lesson."""
 
 
-# -- how an input is found in a course ----------------------------------------------------
-# Each is a description only; stay.pipeline resolves it to the files it reads (the
-# artefact graph's edges) and to its value (the typed artefacts, loaded).
-
-
-@dataclass(frozen=True)
-class BriefInput:
-    """The brief, as course.yaml holds it."""
-
-
-@dataclass(frozen=True)
-class FileInput:
-    """A top-level artefact of the course, e.g. ``audience.yaml``."""
-
-    path: str
-
-
-@dataclass(frozen=True)
-class ExampleInput:
-    """The course's running example (example.yaml) as every plan carries it: its data
-    files by path, what each holds and its first lines, never their whole text, so a
-    request stays bounded however large the files are."""
-
-
-@dataclass(frozen=True)
-class LessonPlanInput:
-    """This lesson's plan (lesson scope)."""
+# -- what a stage reads ----------------------------------------------------------------
+# An input is named by the artefact kind it reads (``Audience``: audience.yaml, its
+# ``FILE``; a lesson file's kind at lesson scope: this lesson's file; ``Brief``: the
+# brief course.yaml holds; ``RunningExample``: example.yaml as every plan carries it,
+# its data files by path and first lines, never their whole text), or by one of the
+# views below. Each is a description only: stay.pipeline._inputs finds it in a course.
 
 
 @dataclass(frozen=True)
@@ -100,32 +79,42 @@ class AllPlansInput:
 
 
 @dataclass(frozen=True)
-class LessonFileInput:
-    """This lesson's file of a kind, as it stands (``file``: its ``FILE``, e.g.
-    ``{lesson}.quiz.yaml``): what a stage after the wave reads back (lesson scope)."""
-
-    file: str
-
-
-@dataclass(frozen=True)
 class DataFilesInput:
     """The whole text of each of the running example's data files that this lesson's files
-    (``named_in``, their ``FILE`` patterns) name, each cut at 8,000 characters: enough to
-    check a figure against the data, bounded however large a file is (lesson scope)."""
+    of the kinds ``named_in`` name, each cut at 8,000 characters: enough to check a figure
+    against the data, bounded however large a file is (lesson scope)."""
 
-    named_in: tuple[str, ...]
+    named_in: tuple[type[Artefact], ...]
 
 
-Source = (BriefInput | FileInput | ExampleInput | LessonPlanInput | LessonOutcomesInput
-          | EarlierLessonsInput | DefinitionsInput | ModuleIdInput | EarlierPlansInput | AllPlansInput
-          | LessonFileInput | DataFilesInput)
+View = (LessonOutcomesInput | EarlierLessonsInput | DefinitionsInput | ModuleIdInput | EarlierPlansInput
+        | AllPlansInput | DataFilesInput)
+Source = type[Artefact] | View
 
 SCOPED: Mapping[type, tuple[Scope, ...]] = {
-    LessonPlanInput: ("lesson",), LessonOutcomesInput: ("lesson",), EarlierLessonsInput: ("lesson",),
-    DefinitionsInput: ("lesson",), ModuleIdInput: ("module",), EarlierPlansInput: ("module",),
-    LessonFileInput: ("lesson",), DataFilesInput: ("lesson",),
+    LessonOutcomesInput: ("lesson",), EarlierLessonsInput: ("lesson",), DefinitionsInput: ("lesson",),
+    ModuleIdInput: ("module",), EarlierPlansInput: ("module",), DataFilesInput: ("lesson",),
 }
-"""Inputs that only make sense for a scope; the rest fit every scope."""
+"""Views that only make sense for a scope; the rest fit every scope."""
+
+
+def lesson_file(source: Source) -> str | None:
+    """The ``FILE`` of a kind of lesson file (``{lesson}.quiz.yaml``: this lesson's, read at
+    lesson scope); None for any other input."""
+    return source.FILE if isinstance(source, type) and "{lesson}" in (source.FILE or "") else None
+
+
+def _source_problem(name: str, source: Source, scope: Scope) -> str | None:
+    if isinstance(source, type):
+        if source not in (Brief, RunningExample) and source.FILE is None:
+            return f"input {name!r} ({source.__name__}) is no course file; name a kind with a FILE"
+        return f"input {name!r} ({source.__name__}) is a lesson's file: it needs scope lesson, not {scope}" \
+            if lesson_file(source) and scope != "lesson" else None
+    scopes = SCOPED.get(type(source))
+    if scopes is not None and scope not in scopes:
+        return f"input {name!r} ({type(source).__name__}) needs scope {scopes[0]}, not {scope}"
+    return None
+
 
 Make = Callable[[Any, Mapping[str, Any]], Artefact | Sequence[Artefact]]
 Check = Callable[[Sequence[Artefact], Mapping[str, Any], DurationLimits], None]
@@ -186,11 +175,7 @@ class Stage:
         for name in self.shared:
             if name not in names:
                 problems.append(f"shared input {name!r} is not one of its inputs")
-        for name, source in self.inputs:
-            scopes = SCOPED.get(type(source))
-            if scopes is not None and self.scope not in scopes:
-                problems.append(f"input {name!r} ({type(source).__name__}) needs scope {scopes[0]}, "
-                                f"not {self.scope}")
+        problems += [found for name, source in self.inputs if (found := _source_problem(name, source, self.scope))]
         kind = self.makes or self.answer
         file = kind.FILE if issubclass(kind, Artefact) else None
         if file is None:

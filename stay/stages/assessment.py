@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from stay.artefacts import Assessment
+from stay.artefacts import Assessment, Audience, Curriculum, Outcomes
 from stay.stages._offline import capstone_outcomes
-from stay.stages._stage import FileInput, Stage
+from stay.stages._stage import Stage
 
 
 def offline(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -27,7 +27,7 @@ STAGE = Stage(
     name="assessment", role="planning", phase="design", scope="course",
     answer=Assessment,
     offline=offline,
-    inputs=(("audience", FileInput("audience.yaml")), ("curriculum", FileInput("curriculum.yaml")),
-            ("outcomes", FileInput("outcomes.yaml"))),
+    inputs=(("audience", Audience), ("curriculum", Curriculum),
+            ("outcomes", Outcomes)),
     needs=("assessment-design.md", "blooms-taxonomy.md"),
 )

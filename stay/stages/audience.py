@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from stay.artefacts import DEFAULT_LIMITS, Artefact, Audience, DurationLimits, parse_duration
+from stay.artefacts import DEFAULT_LIMITS, Artefact, Audience, Brief, DurationLimits, parse_duration
 from stay.errors import AnswerError
 from stay.stages._offline import scrub, subtopics
-from stay.stages._stage import BriefInput, Stage
+from stay.stages._stage import Stage
 
 
 def lessons_share(made: Sequence[Artefact], inputs: Mapping[str, Any], limits: DurationLimits) -> None:
@@ -41,7 +41,7 @@ def offline(inputs: dict[str, Any]) -> dict[str, Any]:
 STAGE = Stage(
     name="audience", role="analysis", phase="design", scope="course", answer=Audience,
     offline=offline,
-    inputs=(("brief", BriefInput()),),
+    inputs=(("brief", Brief),),
     needs=("backward-design.md",),
     check=lessons_share,
 )

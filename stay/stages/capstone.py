@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from stay.artefacts import DEFAULT_LIMITS, Project, parse_duration
+from stay.artefacts import DEFAULT_LIMITS, Assessment, Audience, Brief, Curriculum, Outcomes, Project, parse_duration
 from stay.stages._offline import APPLIED, capstone_outcomes
-from stay.stages._stage import AllPlansInput, BriefInput, FileInput, Stage
+from stay.stages._stage import AllPlansInput, Stage
 from stay.stages.answers import CapstoneAnswer, project
 
 
@@ -63,8 +63,8 @@ STAGE = Stage(
     name="capstone", role="planning", phase="wave", scope="course",
     answer=CapstoneAnswer,
     offline=offline, makes=Project, make=project,
-    inputs=(("brief", BriefInput()), ("audience", FileInput("audience.yaml")),
-            ("curriculum", FileInput("curriculum.yaml")), ("outcomes", FileInput("outcomes.yaml")),
-            ("assessment", FileInput("assessment.yaml")), ("plans", AllPlansInput())),
+    inputs=(("brief", Brief), ("audience", Audience),
+            ("curriculum", Curriculum), ("outcomes", Outcomes),
+            ("assessment", Assessment), ("plans", AllPlansInput())),
     needs=("capstone-design.md",),
 )

@@ -5,15 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from stay.artefacts import LessonContent
-from stay.stages._stage import (
-    DefinitionsInput,
-    EarlierLessonsInput,
-    FileInput,
-    LessonOutcomesInput,
-    LessonPlanInput,
-    Stage,
-)
+from stay.artefacts import Audience, LessonContent, LessonPlan
+from stay.stages._stage import DefinitionsInput, EarlierLessonsInput, LessonOutcomesInput, Stage
 from stay.stages.answers import LessonBody
 
 
@@ -86,8 +79,8 @@ def _worked_example(lesson_plan: dict[str, Any]) -> list[str]:
 STAGE = Stage(
     name="content", role="writing", phase="wave", scope="lesson", answer=LessonBody,
     offline=offline, makes=LessonContent,
-    inputs=(("plan", LessonPlanInput()), ("outcomes", LessonOutcomesInput()),
-            ("audience", FileInput("audience.yaml")), ("earlier_lessons", EarlierLessonsInput()),
+    inputs=(("plan", LessonPlan), ("outcomes", LessonOutcomesInput()),
+            ("audience", Audience), ("earlier_lessons", EarlierLessonsInput()),
             ("definitions", DefinitionsInput())),
     needs=("example-design.md",),
     shared=("audience",),

@@ -7,10 +7,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from stay.artefacts import Artefact, Curriculum, DurationLimits
+from stay.artefacts import Artefact, Audience, Brief, Curriculum, DurationLimits
 from stay.errors import AnswerError
 from stay.stages._offline import subtopics
-from stay.stages._stage import BriefInput, FileInput, Stage
+from stay.stages._stage import Stage
 
 
 def within_house_limits(made: Sequence[Artefact], inputs: Mapping[str, Any], limits: DurationLimits) -> None:
@@ -114,7 +114,7 @@ STAGE = Stage(
     name="curriculum", role="planning", phase="design", scope="course",
     answer=Curriculum,
     offline=offline,
-    inputs=(("brief", BriefInput()), ("audience", FileInput("audience.yaml"))),
+    inputs=(("brief", Brief), ("audience", Audience)),
     needs=("backward-design.md", "cognitive-load.md"),
     check=within_house_limits,
 )

@@ -9,10 +9,10 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from stay.artefacts import Artefact, CourseExample, DurationLimits
+from stay.artefacts import Artefact, Audience, Brief, CourseExample, Curriculum, DurationLimits
 from stay.errors import AnswerError
 from stay.stages._offline import PEOPLE, lessons_of, scrub
-from stay.stages._stage import BriefInput, FileInput, Stage
+from stay.stages._stage import Stage
 from stay.validate.rules.ast import parse_problem
 
 
@@ -60,8 +60,8 @@ def offline(inputs: dict[str, Any]) -> dict[str, Any]:
 STAGE = Stage(
     name="example", role="planning", phase="plan", scope="course", answer=CourseExample,
     offline=offline,
-    inputs=(("brief", BriefInput()), ("audience", FileInput("audience.yaml")),
-            ("curriculum", FileInput("curriculum.yaml"))),
+    inputs=(("brief", Brief), ("audience", Audience),
+            ("curriculum", Curriculum)),
     needs=("example-design.md",),
     check=_files_read,
 )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from stay.artefacts import DEFAULT_LIMITS, Exercises
+from stay.artefacts import DEFAULT_LIMITS, Audience, Exercises, LessonPlan
 from stay.stages._offline import APPLIED
-from stay.stages._stage import DefinitionsInput, FileInput, LessonOutcomesInput, LessonPlanInput, Stage
+from stay.stages._stage import DefinitionsInput, LessonOutcomesInput, Stage
 
 
 def _setting(lesson_plan: dict[str, Any]) -> str:
@@ -41,8 +41,8 @@ STAGE = Stage(
     name="exercises", role="writing", phase="wave", scope="lesson",
     answer=Exercises,
     offline=offline,
-    inputs=(("plan", LessonPlanInput()), ("outcomes", LessonOutcomesInput()),
-            ("audience", FileInput("audience.yaml")), ("definitions", DefinitionsInput())),
+    inputs=(("plan", LessonPlan), ("outcomes", LessonOutcomesInput()),
+            ("audience", Audience), ("definitions", DefinitionsInput())),
     needs=("assessment-design.md",),
     shared=("audience",),
 )

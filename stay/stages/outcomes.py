@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from stay.artefacts import Outcomes
+from stay.artefacts import Audience, Curriculum, Outcomes
 from stay.stages._offline import lessons_of
-from stay.stages._stage import FileInput, Stage
+from stay.stages._stage import Stage
 
 
 def _outcome_safe(text: str) -> str:
@@ -29,6 +29,6 @@ def offline(inputs: dict[str, Any]) -> dict[str, Any]:
 STAGE = Stage(
     name="outcomes", role="planning", phase="design", scope="course", answer=Outcomes,
     offline=offline,
-    inputs=(("audience", FileInput("audience.yaml")), ("curriculum", FileInput("curriculum.yaml"))),
+    inputs=(("audience", Audience), ("curriculum", Curriculum)),
     needs=("blooms-taxonomy.md",),
 )

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from stay.artefacts import LessonPlan
+from stay.artefacts import Assessment, Audience, Curriculum, LessonPlan, Outcomes, RunningExample
 from stay.errors import AnswerError
 from stay.stages._offline import PEOPLE, lessons_of
-from stay.stages._stage import EarlierPlansInput, ExampleInput, FileInput, ModuleIdInput, Stage
+from stay.stages._stage import EarlierPlansInput, ModuleIdInput, Stage
 from stay.stages.answers import ModulePlans
 
 
@@ -70,9 +70,9 @@ def offline(inputs: dict[str, Any]) -> dict[str, Any]:
 STAGE = Stage(
     name="plan", role="planning", phase="plan", scope="module", answer=ModulePlans,
     offline=offline, makes=LessonPlan,
-    inputs=(("audience", FileInput("audience.yaml")), ("curriculum", FileInput("curriculum.yaml")),
-            ("outcomes", FileInput("outcomes.yaml")), ("assessment", FileInput("assessment.yaml")),
-            ("example", ExampleInput()), ("module", ModuleIdInput()), ("earlier_plans", EarlierPlansInput())),
+    inputs=(("audience", Audience), ("curriculum", Curriculum),
+            ("outcomes", Outcomes), ("assessment", Assessment),
+            ("example", RunningExample), ("module", ModuleIdInput()), ("earlier_plans", EarlierPlansInput())),
     needs=("cognitive-load.md", "retrieval-and-spacing.md"),
     shared=("audience", "curriculum", "outcomes", "assessment", "example"),
     make=_module_plans,

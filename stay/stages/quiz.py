@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from stay.artefacts import Quiz
-from stay.stages._stage import DefinitionsInput, FileInput, LessonOutcomesInput, LessonPlanInput, Stage
+from stay.artefacts import Audience, LessonPlan, Quiz
+from stay.stages._stage import DefinitionsInput, LessonOutcomesInput, Stage
 
 
 def _placed(correct: dict[str, Any], wrong: list[dict[str, Any]], lesson: str,
@@ -70,8 +70,8 @@ def offline(inputs: dict[str, Any]) -> dict[str, Any]:
 STAGE = Stage(
     name="quiz", role="writing", phase="wave", scope="lesson", answer=Quiz,
     offline=offline,
-    inputs=(("plan", LessonPlanInput()), ("outcomes", LessonOutcomesInput()),
-            ("audience", FileInput("audience.yaml")), ("definitions", DefinitionsInput())),
+    inputs=(("plan", LessonPlan), ("outcomes", LessonOutcomesInput()),
+            ("audience", Audience), ("definitions", DefinitionsInput())),
     needs=("assessment-design.md",),
     shared=("audience",),
 )

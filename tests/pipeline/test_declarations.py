@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from stay.artefacts import Artefact, RubricCriterion
+from stay.artefacts import Artefact, LessonPlan, RubricCriterion
 from stay.pipeline import build_course, course_graph, status
 from stay.pipeline._graph import assemble, build, declare, problems
 from stay.pipeline._nodes import handlers
 from stay.pipeline._walk import command_walk
 from stay.settings import DEFAULT_MODELS, Settings
-from stay.stages import REGISTRY, AllPlansInput, LessonPlanInput, Prompts, Stage
+from stay.stages import REGISTRY, AllPlansInput, Prompts, Stage
 from stay.testing import RiggedBackend
 from tests.conftest import ROOT, run_stay
 from tests.expected import OFFLINE, calls, curriculum_of
@@ -62,7 +62,7 @@ def summarise(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 TOY = Stage(name="summary", role="writing", phase="wave", scope="lesson", answer=Summary, offline=summarise,
-            inputs=(("plan", LessonPlanInput()),), needs=())
+            inputs=(("plan", LessonPlan),), needs=())
 WITH_TOY = (*REGISTRY, TOY)
 
 

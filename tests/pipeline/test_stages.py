@@ -14,6 +14,7 @@ from syrupy.assertion import SnapshotAssertion
 
 import stay.artefacts as artefacts
 from stay.artefacts import (
+    Artefact,
     Assessment,
     Audience,
     Brief,
@@ -21,6 +22,7 @@ from stay.artefacts import (
     Curriculum,
     LessonPlan,
     Outcomes,
+    RunningExample,
 )
 from stay.models import ModelAnswer, ModelRequest, OfflineBackend
 from stay.pipeline._inputs import DATA_CHARS
@@ -29,16 +31,11 @@ from stay.stages import (
     SHARED_TEMPLATES,
     STAGES,
     AllPlansInput,
-    BriefInput,
     DataFilesInput,
     DefinitionsInput,
     EarlierLessonsInput,
     EarlierPlansInput,
-    ExampleInput,
-    FileInput,
-    LessonFileInput,
     LessonOutcomesInput,
-    LessonPlanInput,
     ModuleIdInput,
     Prompts,
     Stage,
@@ -118,21 +115,29 @@ def _typed_inputs(inputs: dict[str, Any] = INPUTS) -> dict[str, dict[str, Any]]:
 def _resolve(stage: Stage, inputs: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
     first = inputs["first"]
     by_kind: dict[type, Any] = {
-        BriefInput: inputs["brief"], ModuleIdInput: inputs["module"].id, EarlierPlansInput: first,
-        AllPlansInput: first, LessonPlanInput: inputs["plan"], LessonOutcomesInput: inputs["own"],
+        ModuleIdInput: inputs["module"].id, EarlierPlansInput: first,
+        AllPlansInput: first, LessonOutcomesInput: inputs["own"],
         EarlierLessonsInput: inputs["earlier"], DefinitionsInput: inputs["definitions"],
     }
     lesson = f"{inputs['prefix']}/{inputs['plan'].lesson}"
-    return {name: _sample_file(source.path, inputs, files) if isinstance(source, FileInput)
-            else _sample_file(CourseExample.FILE, inputs, files).running() if isinstance(source, ExampleInput)
-            else _sample_file(source.file.format(lesson=lesson), inputs, files) if isinstance(source, LessonFileInput)
+    return {name: _kind(source, lesson, inputs, files) if isinstance(source, type)
             else _data_files(source, lesson, inputs, files) if isinstance(source, DataFilesInput)
             else by_kind[type(source)] for name, source in stage.inputs}
 
 
+def _kind(kind: type[Artefact], lesson: str, inputs: dict[str, Any], files: dict[str, Any]) -> Any:
+    """A kind's sample: the brief, the sample lesson's plan, the running example as plans carry it, or its file."""
+    if kind in (Brief, LessonPlan):
+        return inputs["brief" if kind is Brief else "plan"]
+    if kind is RunningExample:
+        return _sample_file(CourseExample.FILE, inputs, files).running()
+    return _sample_file(str(kind.FILE).format(lesson=lesson), inputs, files)
+
+
 def _data_files(source: DataFilesInput, lesson: str, inputs: dict[str, Any], files: dict[str, Any]) -> dict[str, str]:
     """The example's data files the sample lesson's files name, by path, their text cut as a request cuts it."""
-    said = "".join(artefacts.dump(_sample_file(file.format(lesson=lesson), inputs, files)) for file in source.named_in)
+    said = "".join(artefacts.dump(_sample_file(str(kind.FILE).format(lesson=lesson), inputs, files))
+                   for kind in source.named_in)
     return {data.path: data.text[:DATA_CHARS] for data in _sample_file(CourseExample.FILE, inputs, files).files
             if data.path in said}
 
