@@ -107,8 +107,7 @@ def _typed_inputs(inputs: dict[str, Any] = INPUTS) -> dict[str, dict[str, Any]]:
     """Every stage's named inputs for the sample brief, as the runner would resolve them:
     each stage's declared inputs, found by their kind (no stage's inputs written out here).
     Files are read once, into ``inputs["files"]`` (the first call is at import)."""
-    files = inputs.setdefault("files", {"audience.yaml": inputs["audience"], "curriculum.yaml": inputs["curriculum"],
-                                        "outcomes.yaml": inputs["outcomes"], "assessment.yaml": inputs["assessment"]})
+    files = inputs.setdefault("files", {})  # each read from the sample (or made) as a declaration names its kind
     return {stage.name: _resolve(stage, inputs, files) for stage in STAGES.values()}
 
 
