@@ -56,6 +56,15 @@ def read_prompt(path: str | os.PathLike[str]) -> str:
     return read_bounded(path).decode("utf-8")  # a prompt file is an input like any other: bounded
 
 
+_registry: list[Sequence[Attachable]] = [()]
+"""``stay.stages.REGISTRY``, the stages a prompts directory is checked against by default:
+handed over by the package once it is built (the package imports this module)."""
+
+
+def use_registry(stages: Sequence[Attachable]) -> None:
+    _registry[0] = stages
+
+
 @dataclass(frozen=True)
 class Prompts:
     """Every stage template and reference document of one prompt directory."""
@@ -94,11 +103,7 @@ class Prompts:
             raise UsageError(f"{root}: the prompts directory has no {', '.join(missing)}; copy it from stay's "
                              "prompts/ (every stage's request uses common.md, a repair or revision regenerate.md)")
         prompts = cls(os.fspath(root), templates, references, applies)
-        if stages is None:
-            from stay.stages import REGISTRY  # the package imports this module: at call time
-
-            stages = REGISTRY
-        checked_references(prompts, stages, unread)
+        checked_references(prompts, _registry[0] if stages is None else stages, unread)
         return prompts
 
     def reference_set(self, stage: Attachable) -> tuple[str, ...]:

@@ -3,7 +3,10 @@ with (its prompts, references, schema and model) is an input like its files."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +136,43 @@ def test_a_stage_added_as_the_docs_say_builds_a_course_both_validators_pass_stri
     titles = [lesson.title for module in curriculum.modules for lesson in module.lessons]
     assert load(result.course_dir / "digest.yaml").lessons == titles  # type: ignore[attr-defined]
     assert "digest.yaml" in load(result.course_dir / "course.yaml").artefacts  # type: ignore[attr-defined]
+
+
+def _doc_stage() -> str:
+    """The Python block under "## A stage plug-in" in docs/plugins.md: what is installed below."""
+    text = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
+    return text.split("\n## A stage plug-in\n", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_a_stage_plug_in_from_the_docs_is_in_the_registry_and_builds_its_files(tmp_path: Path) -> None:
+    from stay.stages import STAGE_GROUP
+
+    plugin = tmp_path / "plugin"
+    info = plugin / "summary_stage-1.0.dist-info"
+    info.mkdir(parents=True)
+    (plugin / "summary_stage.py").write_text(_doc_stage())
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: summary-stage\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{STAGE_GROUP}]\nsummary = summary_stage:STAGE\n")
+    prompts = prompts_copy(tmp_path)
+    (prompts / "summary.md").write_text("# Stage: summary\n\nList the lesson's key points.\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(ROOT), str(plugin)])}
+    listed = _python(env, "-c", "from stay.stages import REGISTRY; print([stage.name for stage in REGISTRY])")
+    assert listed.stdout.strip() == repr([*(stage.name for stage in REGISTRY), "summary"])
+    built = _python(env, "-m", "stay", "build", str(HTTP), "--yes", "--courses-dir", str(tmp_path / "c"),
+                    "--prompts-dir", str(prompts))
+    assert built.returncode == 0, built.stderr
+    course = tmp_path / "c" / SLUG
+    lessons = [x.id for m in curriculum_of(course).modules for x in m.lessons]
+    assert sorted(p.name.split(".")[0] for p in course.glob("modules/*/*.summary.yaml")) == lessons
+    (info / "entry_points.txt").write_text(f"[{STAGE_GROUP}]\nsummary = summary_stage:Summary\n")
+    refused = _python(env, "-m", "stay", "build", str(HTTP), "--yes", "--courses-dir", str(tmp_path / "d"))
+    assert "stage plug-in 'summary' (entry point summary_stage:Summary) is a ModelMetaclass, not a " \
+           "stay.stages.Stage" in refused.stderr and refused.returncode != 0
+
+
+def _python(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=300)
 
 
 # -- prompts, references, schema and model are inputs ------------------------------------
