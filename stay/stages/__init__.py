@@ -1,10 +1,7 @@
 """The stages: one ``Stage`` declaration each, from which the pipeline derives its graph,
-the artefact graph, the dispatch and the node handlers. A stage is pure: typed inputs to
-a model request, and the model's structured answer to artefacts. No I/O, clock or
-randomness inside; stages build requests and never call a model.
-
-Adding a stage: one module declaring its ``STAGE`` (with its artefact kind and offline
-answer), one line below, an input in each stage that reads it, one prompt file."""
+the artefact graph, the dispatch and the node handlers. A stage is pure: typed inputs to a
+request, the model's structured answer to artefacts; it never calls a model. Adding one:
+its module, a line in ``BUILTIN_STAGES`` (or a ``stay.stages`` entry point), a prompt file."""
 
 from __future__ import annotations
 
