@@ -1,9 +1,6 @@
-"""Prompt templates and reference documents, and turning a stage's inputs into a request.
-
-The runner loads a ``Prompts`` once (that is I/O); stages receive it as an input,
-so a stage's request is a pure function of the stage and its inputs, and two runs
-of a stage are comparable: a prompt change shows up as a snapshot diff.
-"""
+"""Prompt templates and reference documents, and a stage's inputs as a request. The runner
+loads ``Prompts`` once (I/O); a request is then a pure function of the stage and its
+inputs, so a prompt change shows up as a snapshot diff."""
 
 from __future__ import annotations
 
@@ -36,10 +33,9 @@ from stay.stages._references import (
 M = TypeVar("M", bound=BaseModel)
 
 REGENERATE = "regenerate"
-"""The instruction block every request that regenerates an existing file ends with
-(repair, revision, the check at the write): prompts/regenerate.md."""
+"""What every request that regenerates a file ends with (repair, revision): regenerate.md."""
 SHARED_TEMPLATES: tuple[str, ...] = ("common", REGENERATE)
-"""The templates that are no stage's: a prompts directory must hold them, besides one per stage."""
+"""The templates that are no stage's, which a prompts directory must hold too."""
 
 
 def packaged_prompts_dir() -> Path:
@@ -50,10 +46,8 @@ def packaged_prompts_dir() -> Path:
 
 
 def read_prompt(path: str | os.PathLike[str]) -> str:
-    """One prompt file's text, as a build reads it: bounded (``TooLarge``), UTF-8
-    (``UnicodeDecodeError``), OSError as ``open`` raises it. The one way stay reads a
-    prompt file, for a build and for the evals' prompt diffs alike."""
-    return read_bounded(path).decode("utf-8")  # a prompt file is an input like any other: bounded
+    """One prompt file's text, bounded (``TooLarge``) and UTF-8: for a build and the evals alike."""
+    return read_bounded(path).decode("utf-8")
 
 
 _registry: list[Sequence[Attachable]] = [()]
@@ -72,18 +66,16 @@ class Prompts:
     directory: str
     templates: Mapping[str, str]
     references: Mapping[str, str]
-    """Each document's text as a stage is sent it: its front matter left out."""
+    """Each document's text as sent, without its front matter."""
     applies: Mapping[str, Applies] = field(default_factory=dict)
-    """Where each document applies (its front matter): ``stages._references``."""
     _sets: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str] | None = None,
              stages: Sequence[Attachable] | None = None) -> Prompts:
-        """Every template and reference of ``directory`` (default: the packaged prompts/);
-        a missing or unreadable file is a one-line UsageError naming it. The references'
-        front matter is checked against ``stages`` (None: ``stay.stages.REGISTRY``), every
-        problem of every document in one UsageError (``checked_references``)."""
+        """Every template and reference of ``directory`` (default: the packaged prompts/), the
+        front matter checked against ``stages`` (default: ``stay.stages.REGISTRY``); every
+        problem is one UsageError naming the files."""
         root = Path(directory) if directory is not None else packaged_prompts_dir()
         if not root.is_dir():
             raise UsageError(f"{root}: the prompts directory does not exist; give a copy of prompts/ "
@@ -107,7 +99,6 @@ class Prompts:
         return prompts
 
     def reference_set(self, stage: Attachable) -> tuple[str, ...]:
-        """The documents ``stage`` reads, derived from the front matter (``_references``)."""
         if stage.name not in self._sets:
             self._sets[stage.name] = reference_set(self.applies, stage)
         return self._sets[stage.name]
@@ -128,7 +119,6 @@ class Prompts:
         return hashlib.sha256(text.encode()).hexdigest()
 
     def hashes(self) -> dict[str, str]:
-        """sha256 of every template and reference, by relative path (for eval reports)."""
         files = {f"{name}.md": text for name, text in self.templates.items()}
         files.update({f"reference/{name}": text for name, text in self.references.items()})
         return {path: hashlib.sha256(text.encode()).hexdigest() for path, text in sorted(files.items())}
@@ -136,9 +126,8 @@ class Prompts:
 
 def checked_references(prompts: Prompts, stages: Sequence[Attachable],
                        unread: Sequence[str] = ()) -> dict[str, tuple[str, ...]]:
-    """Each stage's reference set, once the front matter is known to fit ``stages``:
-    else one UsageError, a line per problem, ``unread``'s first (files that are no
-    document) and then ``_references.attachment_problems``."""
+    """Each stage's reference set, once the front matter fits ``stages``: else one UsageError,
+    a line per problem (``unread``'s first)."""
     problems = [*unread, *attachment_problems(prompts.directory, prompts.applies, stages)]
     if problems:
         raise refusal(problems)
@@ -161,8 +150,7 @@ except AttributeError:  # PyYAML built without libyaml
 
 
 def render_inputs(inputs: Mapping[str, Any]) -> str:
-    """Inputs as the user message: one fenced YAML block per input, in a fixed order,
-    each rendered afresh (a memo of renderings saved 10 ms a build; it went in issue 21)."""
+    """Inputs as the user message: one fenced YAML block per input, in a fixed order."""
     return "\n".join(f"## {name}\n\n```yaml\n{_render(value)}```\n" for name, value in inputs.items())
 
 
@@ -172,7 +160,6 @@ def _render(value: Any) -> str:
 
 @cache
 def answer_schema(output: type[BaseModel]) -> dict[str, Any]:
-    """An answer model's JSON schema, worked out once per model."""
     return output.model_json_schema()
 
 
@@ -184,16 +171,11 @@ def build_request(*, stage: str, role: Role, references: tuple[str, ...], prompt
                   artefact: str, output: type[BaseModel], inputs: Mapping[str, Any],
                   shared: tuple[str, ...] = (), template: str | None = None,
                   offline: OfflineAnswer | None = None) -> ModelRequest:
-    """The request for one stage call.
-
-    The system prompt is the stable prefix, identical for every call of the stage, laid
-    out for the prompt cache: the common preamble and the references every stage shares
-    first (one prefix for every call of a model, whatever its stage; cached), then the
-    stage's instructions and its other references (cached only for a stage called more
-    than once a run, the ones with ``shared`` inputs: a single call's prefix is never
-    read again, and caching it would only pay the write premium). Everything that varies
-    per call is in the user message.
-    """
+    """The request for one stage call. The system prompt is the stable prefix, laid out for
+    the cache: the preamble and the shared references (one prefix across stages; cached),
+    then the stage's instructions and own references (cached only for a stage with
+    ``shared`` inputs, called more than once: a single call's prefix would only pay the
+    write premium). What varies per call is in the user message."""
     common = tuple(name for name in COMMON_REFERENCES if name in references)
     own = tuple(name for name in references if name not in COMMON_REFERENCES)
     system = (

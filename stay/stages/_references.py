@@ -1,19 +1,13 @@
 """Where each reference document applies: its front matter, read with the prompts.
 
-A Markdown document in ``prompts/reference/`` opens with YAML front matter between two
-``---`` lines saying where it applies: ``stages: [outcomes, quiz]``, ``files:
-["modules/**/*.md"]`` (every stage that writes a matching course file), or ``always:
-true``. The two data files (bloom-verbs.yaml, house-style.yaml) are the validator's own
-and byte-identical to data/, so theirs lives beside them in ``<name>.applies.yaml``.
-Dropping a document in is enough: every file of reference/ is read, and one that is not
-a document (or says nowhere it applies) is refused, never skipped.
+A Markdown document in ``prompts/reference/`` opens with YAML front matter (``stages:
+[outcomes, quiz]``, ``files: ["modules/**/*.md"]`` or ``always: true``); a YAML one says it
+in ``<name>.applies.yaml`` beside it, as the two data files are byte-identical to data/.
+Every file of reference/ is read: one that is no document, or applies nowhere, is refused.
 
-A stage's set is derived before the run, from files alone, in a stable order: the
-references every stage shares (``COMMON_REFERENCES``, the cached prefix), then the ones
-the stage declares it cannot do without (``Stage.needs``, its floor, in its order), then
-the others by name. The model never chooses. The front matter is not sent: a document's
-text (and the hash the ledger keeps of it) is what follows it, so what a stage reads,
-and its ledger sources, change exactly when its set or a document's text does.
+A stage's set is derived before the run, in a stable order: the references every stage
+shares (the cached prefix), its floor (``Stage.needs``), then the others by name. The
+front matter is not sent, so what a stage reads changes only when its set or a text does.
 """
 
 from __future__ import annotations
@@ -31,37 +25,31 @@ from stay._words import did_you_mean
 from stay.errors import UsageError
 
 COMMON_REFERENCES: tuple[str, ...] = ("course-state.md", "house-style.yaml", "bloom-verbs.yaml")
-"""References every stage's set holds: sent right after the common preamble, in this
-order, so they form one prefix that every call of a model shares, across stages. The
-two data files are here because the common preamble and course-state.md tell every
-stage that they are the authority for the numbers the references quote."""
+"""In every stage's set, right after the common preamble: one prefix every call of a model
+shares. The data files are the authority for the numbers the references quote."""
 
 FENCE = "---"
 SIDECAR = ".applies.yaml"
 """A YAML reference's front matter lives beside it, in ``<stem>.applies.yaml``."""
 MAX_GLOB = 500
-"""The longest ``files:`` glob read, in characters: matching costs its length times a path's,
-and the longest path a stage writes is under 50."""
+"""The longest ``files:`` glob read: matching costs its length times a path's (under 50)."""
 SAMPLE_LESSON = "m01-l01"
 SAMPLE_MODULE_DIR = "modules/m01-module"
-"""A lesson- or module-scope stage's file is matched against ``files:`` globs as this
-lesson's, in this module's directory (``stay.artefacts.module_dir``'s layout)."""
+"""A lesson's file is matched against ``files:`` globs as this lesson's, in this directory."""
 
 
 def sidecar_of(name: str) -> str:
-    """Where a YAML document's front matter lives: bloom-verbs.yaml's in bloom-verbs.applies.yaml."""
     return name.removesuffix(".yaml") + SIDECAR
 
 
 def ignored(name: str) -> bool:
-    """Hidden files (.DS_Store, .git) and editors' backups and swap files: not documents,
-    and never meant as one, so they are passed over rather than refused."""
+    """Hidden files and editors' backups and swap files: never meant as documents, so passed over."""
     return name.startswith(".") or name.endswith(("~", ".swp", ".swo", ".swx")) or (
         name.startswith("#") and name.endswith("#"))
 
 
 class Applies(BaseModel):
-    """A document's front matter: where it applies (any of the three, at least one)."""
+    """A document's front matter: where it applies (at least one of the three)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -77,7 +65,7 @@ class Applies(BaseModel):
 
 
 class Attachable(Protocol):
-    """What deriving a stage's set needs of it (``stay.stages.Stage``)."""
+    """What deriving a stage's set needs of it (a ``Stage``)."""
 
     @property
     def name(self) -> str: ...
@@ -90,14 +78,12 @@ class Attachable(Protocol):
 
 
 def written_path(scope: str, output: str) -> str:
-    """The course-relative path ``files:`` globs are matched against, for a stage's output."""
     return output if scope == "course" else f"{SAMPLE_MODULE_DIR}/{output.format(lesson=SAMPLE_LESSON)}"
 
 
 @cache
 def _tokens(pattern: str) -> tuple[str, ...]:
-    """A glob's tokens: ``**/`` (any folders, or none), ``**`` (anything), ``*`` (anything
-    inside one folder), ``?`` (one character but ``/``), or one literal character."""
+    """A glob's tokens: ``**/``, ``**``, ``*``, ``?``, or one literal character."""
     out, i = [], 0
     while i < len(pattern):
         token = "**/" if pattern.startswith("**/", i) else "**" if pattern.startswith("**", i) else pattern[i]
@@ -107,12 +93,9 @@ def _tokens(pattern: str) -> tuple[str, ...]:
 
 
 def glob_match(pattern: str, path: str) -> bool:
-    """Whether ``path`` matches the glob ``pattern`` whole: ``*`` and ``?`` stay inside
-    one folder, ``**`` spans any, ``**/`` is any folders or none.
-
-    Matched by a table of (token, position) rather than a regular expression, so the time
-    is tokens x characters whatever the stars: ``**/**/**/...x`` compiled to nested ``.*``
-    backtracks exponentially (a 28-star glob spun for hours)."""
+    """Whether ``path`` matches the glob ``pattern`` whole: ``*`` and ``?`` stay inside one
+    folder, ``**`` spans any, ``**/`` is any folders or none. A table of (token, position),
+    not a regex: time is tokens x characters, where nested ``.*`` backtracked for hours."""
     tokens, end = _tokens(pattern), len(path)
     after = [False] * end + [True]  # whether tokens[i + 1:] match path[j:], for the token after this one
     for token in reversed(tokens):
@@ -139,7 +122,6 @@ def reaches(applies: Applies, stage: Attachable) -> bool:
 
 
 def reference_set(applies: Mapping[str, Applies], stage: Attachable) -> tuple[str, ...]:
-    """The documents ``stage`` reads, in their stable order (the module docstring's)."""
     reached = {name for name, where in applies.items() if reaches(where, stage)}
     floor = (*COMMON_REFERENCES, *stage.needs)
     return (*(name for name in dict.fromkeys(floor) if name in reached),
@@ -147,8 +129,8 @@ def reference_set(applies: Mapping[str, Applies], stage: Attachable) -> tuple[st
 
 
 def attachment_problems(directory: str, applies: Mapping[str, Applies], stages: Sequence[Attachable]) -> list[str]:
-    """Every front matter that names a stage there is not, or a glob no stage's file
-    matches, and every floor document a stage no longer reaches: one line each."""
+    """A line for each unknown stage or glob matching no stage's file, and each floor
+    document a stage no longer reaches."""
     names = [stage.name for stage in stages]
     where = f"{directory}/reference"
     found = []
@@ -179,7 +161,6 @@ def attachment_problems(directory: str, applies: Mapping[str, Applies], stages: 
 
 
 def split_front_matter(path: Path, text: str) -> tuple[Applies, str]:
-    """A Markdown document's front matter and the text after it (what is sent)."""
     lines = text.split("\n")
     if lines[0].rstrip("\r") != FENCE:
         raise _Refused(f"{path}: has no front matter; open it with '---', then 'stages: [outcomes]', "
@@ -233,8 +214,7 @@ class _Refused(UsageError):
 
 
 def refusal(problems: Sequence[str]) -> UsageError:
-    """Every problem at once, one a line, numbered when there are several: the command
-    line prints a refusal as one line, and the numbers still part them there."""
+    """Every problem at once, numbered when several (the command line prints it as one line)."""
     if len(problems) == 1:
         return UsageError(problems[0])
     return UsageError(f"{len(problems)} problems with the reference documents:\n"
@@ -243,9 +223,8 @@ def refusal(problems: Sequence[str]) -> UsageError:
 
 def load_references(directory: Path, read: Callable[[Path], str]) -> tuple[dict[str, str], dict[str, Applies],
                                                                            list[str]]:
-    """Every document of ``directory`` (reference/): its text as sent, where it applies,
-    and a line for each file that could not be read as one (its caller refuses them
-    with the stages' problems: ``refusal``, all at once)."""
+    """Every document of reference/: its text as sent, where it applies, and a line for each
+    file that could not be read as one (refused with the stages' problems, at once)."""
     texts: dict[str, str] = {}
     applies: dict[str, Applies] = {}
     problems: list[str] = []
@@ -289,6 +268,3 @@ def _one(entry: Path, names: Iterable[str], read: Callable[[Path], str], texts: 
         raise _Refused(f"{entry}: is not a reference document; reference/ holds .md and .yaml documents "
                        "(rename it, or move it out)")
 
-
-__all__ = ("COMMON_REFERENCES", "Applies", "attachment_problems", "load_references", "reference_set", "refusal",
-           "sidecar_of")
