@@ -1,10 +1,6 @@
-"""Something to start from outside a checkout: the example briefs shipped with stay,
-``stay init`` (a brief to edit and a ``.gitignore``) and ``stay new --example NAME``.
-
-The examples have one copy, ``examples/briefs/`` at the top of the repository; the wheel
-carries it as ``stay/_examples`` (pyproject's force-include, as ``data/`` and ``prompts/``),
-so a checkout and an install read the same files and no path a pip user lacks is printed.
-"""
+"""The example briefs shipped with stay, ``stay init`` and ``stay new --example NAME``.
+One copy, ``examples/briefs/``, which the wheel carries as ``stay/_examples`` (as ``data/``
+and ``prompts/``), so a checkout and an install read the same files."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """The exact on-disk form of every artefact: YAML files and Markdown with front matter.
-
-Dumping is deterministic: the same model always gives the same bytes (fields in
-declaration order, then unknown fields in the order they were read; block style;
-multi-line strings as literal blocks; no line wrapping), so a regenerated artefact
-that says the same thing is byte-identical and stops a staleness cascade.
-"""
+Dumping is deterministic (fields in declaration order, then unknown ones as read; block
+style; literal blocks; no wrapping), so a regenerated artefact that says the same thing
+is byte-identical and stops a staleness cascade."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""The course format (course-format.md) as pydantic models, one per artefact.
-
-These are the shapes the pipeline writes and the structured answers it asks a
-model for. They are strict (a YAML "20" is not a 20, a bool is not an int) and
-keep unknown extra fields, which the format allows, so a loaded file dumps back
-as it was. Whether the contents are pedagogically sound is the validator's job,
-not these models': they only say what a well-formed artefact looks like.
-"""
+"""The course format (course-format.md) as pydantic models, one per artefact, and the
+brief's checks. Strict (a YAML "20" is not a 20) and keeping unknown fields, which the
+format allows, so a loaded file dumps back as it was. Whether the contents are sound is
+the validator's job; these only say what a well-formed artefact looks like."""
 
 from __future__ import annotations
 

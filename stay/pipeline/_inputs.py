@@ -1,9 +1,6 @@
 """How a stage's declared inputs are found in a course: the files each reads (the
-artefact graph's edges) and their values (the typed artefacts, loaded from disk).
-
-A stage only says *what* it needs (``stay.stages._stage``); this is the one place that
-knows where that is.
-"""
+artefact graph's edges) and their values (the typed artefacts, loaded). A stage says
+*what* it reads (``stay.stages._stage``); this is the one place that knows where."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
-"""What every stage's offline answer shares (each stage module holds its own, ``offline``):
-brief text made safe to reuse, and how any offline answer regenerates a file. A repair
-keeps the current file and takes from the fresh answer only what the defects name: in a
-lesson body the diff hunks whose lines quote a named phrase, in YAML data the items whose
-``id`` a defect's subject names; where nothing named is found, the fresh file."""
+"""What the stages' offline answers share (each stage module holds its own ``offline``):
+brief text made safe to reuse, and regenerating a file. A repair keeps the current file,
+taking from the fresh answer only what the defects name (a body's diff hunks quoting a
+named phrase, YAML items whose ``id`` a subject names); else the fresh file."""
 
 from __future__ import annotations
 
