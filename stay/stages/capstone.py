@@ -2,12 +2,63 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
-from stay.artefacts import DEFAULT_LIMITS, Assessment, Audience, Brief, Curriculum, Outcomes, Project, parse_duration
+from pydantic import create_model
+
+from stay.artefacts import (
+    DEFAULT_LIMITS,
+    Artefact,
+    Assessment,
+    Audience,
+    Brief,
+    Curriculum,
+    Outcomes,
+    Project,
+    RubricCriterion,
+    parse_duration,
+)
 from stay.stages._offline import APPLIED, capstone_outcomes
 from stay.stages._stage import AllPlansInput, Stage
-from stay.stages.answers import CapstoneAnswer, project
+from stay.validate import HouseData, packaged_data_dir
+
+RUBRIC_LEVELS: tuple[str, ...] = tuple(HouseData.load(packaged_data_dir())["rubric.levels"])
+"""House style's rubric levels, in order: read from the data the validator reads (prj006
+checks every criterion against the same list), so the answer schema cannot drift from it."""
+
+
+def _like(model: type[Artefact], name: str, doc: str, **replaced: Any) -> type[Artefact]:
+    """``model``'s fields (types, descriptions, validators) under ``name``, with the
+    annotations ``replaced`` gives: a derived answer shape, not a second declaration."""
+    fields: dict[str, Any] = {key: (replaced.get(key, info.annotation), info)
+                              for key, info in model.model_fields.items()}
+    derived: type[Artefact] = create_model(name, __base__=Artefact, __doc__=doc, **fields)
+    return derived
+
+
+_LEVEL_TEXT: Any = get_args(RubricCriterion.model_fields["levels"].annotation)[1]  # the file's level text type
+
+_REQUIRED_LEVELS: dict[str, Any] = {level: (_LEVEL_TEXT, ...) for level in RUBRIC_LEVELS}
+RubricLevels: type[Artefact] = create_model(
+    "RubricLevels", __base__=Artefact,
+    __doc__="One description per house-style rubric level, every level required.", **_REQUIRED_LEVELS)
+"""The rubric levels as the wire sees them: a ``dict[str, str]`` reaches the API as an
+object with no properties and ``additionalProperties: false`` (only ``{}`` is legal under
+structured output), so each house-style level is a required field of its own."""
+
+# Named as the artefacts they stand for: the prompt asks for a `Project`, and the schema's
+# titles are what the model reads.
+CriterionAnswer = _like(RubricCriterion, "RubricCriterion", "A rubric criterion, its levels named.",
+                        levels=RubricLevels)
+CapstoneAnswer = _like(Project, "Project", "The capstone stage's answer: project.yaml, its rubric "
+                       "levels named one by one.", rubric=list[CriterionAnswer])  # type: ignore[valid-type]
+
+
+def project(answer: Any, _inputs: Any) -> Project:
+    """The capstone's answer as project.yaml: each criterion's levels a mapping again, in
+    house-style order (the file format keeps the level names as keys)."""
+    made: Project = Project.model_validate(answer.model_dump(mode="python", by_alias=True, exclude_none=True))
+    return made
 
 
 def _data_files(plans: list[dict[str, Any]]) -> str:

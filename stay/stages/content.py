@@ -5,9 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from stay.artefacts import Audience, LessonContent, LessonPlan
+from pydantic import Field
+
+from stay.artefacts import Artefact, Audience, LessonContent, LessonPlan
 from stay.stages._stage import DefinitionsInput, EarlierLessonsInput, LessonOutcomesInput, Stage
-from stay.stages.answers import LessonBody
+
+
+class LessonBody(Artefact):
+    """The content stage's answer: the lesson's Markdown after its front matter."""
+
+    body: str = Field(description="Starts with '# <plan title>', then one '## <heading>' per plan "
+                                  "section in order, each followed by its prose.")
 
 
 def _lesson(answer: LessonBody, inputs: Mapping[str, Any]) -> LessonContent:

@@ -6,11 +6,40 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from stay.artefacts import Assessment, Audience, Curriculum, LessonPlan, Outcomes, RunningExample
+from pydantic import Field
+
+from stay.artefacts import (
+    Artefact,
+    Assessment,
+    Audience,
+    Curriculum,
+    LessonPlan,
+    Outcomes,
+    PlanCore,
+    RunningExample,
+    Text,
+)
 from stay.errors import AnswerError
 from stay.stages._offline import PEOPLE, lessons_of
 from stay.stages._stage import EarlierPlansInput, ModuleIdInput, Stage
-from stay.stages.answers import ModulePlans
+
+
+class PlannedLesson(PlanCore):
+    """One lesson's plan as the planning call writes it: the plan's fields, and the facts
+    of its worked example, which the answer must give (on disk they are optional)."""
+
+    example_facts: list[Text] = Field(
+        min_length=1, description="The facts this lesson's worked example uses, within the course's running "
+                                  "example (`example`): who does what, with which exact data, and which data "
+                                  "file it opens. The lesson, its exercises and its quiz are written from them.")
+
+
+class ModulePlans(Artefact):
+    """One planning call's answer: every lesson plan of the module, in curriculum order.
+    The course's running example is written once, before any module is planned
+    (example.yaml); the stage copies it into every plan, so each writer sees the same one."""
+
+    plans: list[PlannedLesson]
 
 
 def _module_plans(answer: ModulePlans, inputs: Mapping[str, Any]) -> list[LessonPlan]:
