@@ -25,6 +25,7 @@ from stay.stages import (
     review,
 )
 from stay.stages._prompt import (
+    COMMON_REFERENCES,
     REGENERATE,
     SHARED_TEMPLATES,
     Prompts,
@@ -34,7 +35,6 @@ from stay.stages._prompt import (
     read_prompt,
     render_inputs,
 )
-from stay.stages._references import COMMON_REFERENCES
 from stay.stages._stage import (
     AllPlansInput,
     DataFilesInput,

@@ -1,34 +1,280 @@
 """Prompt templates and reference documents, and a stage's inputs as a request. The runner
 loads ``Prompts`` once (I/O); a request is then a pure function of the stage and its
-inputs, so a prompt change shows up as a snapshot diff."""
+inputs, so a prompt change shows up as a snapshot diff. Where a reference applies is its
+front matter (see ``load_references``)."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from stay._bounds import TooLarge, read_bounded
+from stay._bounds import MAX_DEPTH, TooLarge, read_bounded, yaml_shape
+from stay._words import did_you_mean
 from stay.artefacts import ArtefactLoadError, validate_as
 from stay.errors import AnswerError, UsageError
 from stay.requests import ModelAnswer, ModelRequest, OfflineAnswer, Role, SystemBlock
-from stay.stages._references import (
-    COMMON_REFERENCES,
-    Applies,
-    Attachable,
-    attachment_problems,
-    load_references,
-    reference_set,
-    refusal,
-)
+
+# -- where each reference document applies --------------------------------------------
+# A Markdown document in prompts/reference/ opens with YAML front matter (stages: [outcomes,
+# quiz], files: ["modules/**/*.md"] or always: true); a YAML one says it in <name>.applies.yaml
+# beside it, as the data files are byte-identical to data/. Every file of reference/ is read:
+# one that is no document, or applies nowhere, is refused. A stage's set is derived before
+# the run, in a stable order: the references every stage shares (the cached prefix), its floor
+# (Stage.needs), then the others by name. The front matter is not sent.
+
+COMMON_REFERENCES: tuple[str, ...] = ("course-state.md", "house-style.yaml", "bloom-verbs.yaml")
+"""In every stage's set, right after the common preamble: one prefix every call of a model
+shares. The data files are the authority for the numbers the references quote."""
+
+FENCE = "---"
+SIDECAR = ".applies.yaml"
+"""A YAML reference's front matter lives beside it, in ``<stem>.applies.yaml``."""
+MAX_GLOB = 500
+"""The longest ``files:`` glob read: matching costs its length times a path's (under 50)."""
+SAMPLE_LESSON = "m01-l01"
+SAMPLE_MODULE_DIR = "modules/m01-module"
+"""A lesson's file is matched against ``files:`` globs as this lesson's, in this directory."""
+
+
+def sidecar_of(name: str) -> str:
+    return name.removesuffix(".yaml") + SIDECAR
+
+
+def ignored(name: str) -> bool:
+    """Hidden files and editors' backups and swap files: never meant as documents, so passed over."""
+    return name.startswith(".") or name.endswith(("~", ".swp", ".swo", ".swx")) or (
+        name.startswith("#") and name.endswith("#"))
+
+
+class Applies(BaseModel):
+    """A document's front matter: where it applies (at least one of the three)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stages: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    always: bool = False
+
+    @model_validator(mode="after")
+    def _somewhere(self) -> Applies:
+        if not (self.stages or self.files or self.always):
+            raise ValueError("it applies nowhere")
+        return self
+
+
+class Attachable(Protocol):
+    """What deriving a stage's set needs of it (a ``Stage``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def needs(self) -> tuple[str, ...]: ...
+
+    @property
+    def written(self) -> str: ...
+
+
+def written_path(scope: str, output: str) -> str:
+    return output if scope == "course" else f"{SAMPLE_MODULE_DIR}/{output.format(lesson=SAMPLE_LESSON)}"
+
+
+@cache
+def _tokens(pattern: str) -> tuple[str, ...]:
+    """A glob's tokens: ``**/``, ``**``, ``*``, ``?``, or one literal character."""
+    out, i = [], 0
+    while i < len(pattern):
+        token = "**/" if pattern.startswith("**/", i) else "**" if pattern.startswith("**", i) else pattern[i]
+        out.append(token)
+        i += len(token)
+    return tuple(out)
+
+
+def glob_match(pattern: str, path: str) -> bool:
+    """Whether ``path`` matches the glob ``pattern`` whole: ``*`` and ``?`` stay inside one
+    folder, ``**`` spans any, ``**/`` is any folders or none. A table of (token, position),
+    not a regex: time is tokens x characters, where nested ``.*`` backtracked for hours."""
+    tokens, end = _tokens(pattern), len(path)
+    after = [False] * end + [True]  # whether tokens[i + 1:] match path[j:], for the token after this one
+    for token in reversed(tokens):
+        here = [False] * (end + 1)
+        ahead = False  # for '**/': a '/' at some k >= j with tokens[i + 1:] matching path[k + 1:]
+        for j in range(end, -1, -1):
+            char = path[j] if j < end else ""
+            if token == "**/":
+                ahead = ahead or (char == "/" and after[j + 1])
+                here[j] = after[j] or ahead
+            elif token == "**":
+                here[j] = after[j] or (j < end and here[j + 1])
+            elif token == "*":
+                here[j] = after[j] or (j < end and char != "/" and here[j + 1])
+            else:
+                here[j] = j < end and (char != "/" if token == "?" else char == token) and after[j + 1]
+        after = here
+    return after[0]
+
+
+def reaches(applies: Applies, stage: Attachable) -> bool:
+    return applies.always or stage.name in applies.stages or any(
+        glob_match(pattern, stage.written) for pattern in applies.files)
+
+
+def reference_set(applies: Mapping[str, Applies], stage: Attachable) -> tuple[str, ...]:
+    reached = {name for name, where in applies.items() if reaches(where, stage)}
+    floor = (*COMMON_REFERENCES, *stage.needs)
+    return (*(name for name in dict.fromkeys(floor) if name in reached),
+            *sorted(reached - set(floor)))
+
+
+def attachment_problems(directory: str, applies: Mapping[str, Applies], stages: Sequence[Attachable]) -> list[str]:
+    """A line for each unknown stage or glob matching no stage's file, and each floor
+    document a stage no longer reaches."""
+    names = [stage.name for stage in stages]
+    where = f"{directory}/reference"
+    found = []
+    for document, what in applies.items():
+        declared = f"{where}/{document}" + ("" if document.endswith(".md") else f" ({sidecar_of(document)})")
+        for name in what.stages:
+            if name not in names:
+                found.append(f"{declared}: there is no stage '{name}'{did_you_mean(name, names)}; the stages are "
+                             f"{', '.join(names)}")
+        for pattern in what.files:
+            if not any(glob_match(pattern, stage.written) for stage in stages):
+                found.append(f"{declared}: files: {pattern!r} matches no file a stage writes (they are "
+                             f"{', '.join(sorted({s.written for s in stages}))}); fix the glob")
+    missing: dict[str, list[str]] = {}  # a floor document -> the stages that lack it, one line per document
+    unreached: dict[str, list[str]] = {}
+    for stage in stages:
+        held = reference_set(applies, stage)
+        for name in dict.fromkeys((*COMMON_REFERENCES, *stage.needs)):
+            if name not in held:
+                (unreached if name in applies else missing).setdefault(name, []).append(stage.name)
+    for name, lacking in missing.items():
+        found.append(f"{where}/{name}: missing, and stage{'s' * (len(lacking) > 1)} {', '.join(lacking)} cannot do "
+                     "without it; copy it from stay's prompts/reference/")
+    for name, lacking in unreached.items():
+        found.append(f"{where}/{name}: its front matter no longer reaches stage{'s' * (len(lacking) > 1)} "
+                     f"{', '.join(lacking)}, which cannot do without it; add {', '.join(lacking)} to its stages:")
+    return found
+
+
+def split_front_matter(path: Path, text: str) -> tuple[Applies, str]:
+    lines = text.split("\n")
+    if lines[0].rstrip("\r") != FENCE:
+        raise _Refused(f"{path}: has no front matter; open it with '---', then 'stages: [outcomes]', "
+                       "'files: [\"modules/**/*.md\"]' or 'always: true', then '---'")
+    end = next((i for i in range(1, len(lines)) if lines[i].rstrip("\r") == FENCE), None)
+    if end is None:
+        raise _Refused(f"{path}: its front matter is never closed; end it with a line holding '---'")
+    return parse_applies(path, "\n".join(lines[1:end])), "\n".join(lines[end + 1:])
+
+
+def parse_applies(path: Path, block: str) -> Applies:
+    try:
+        # the bound every course file is read under: composing 1,000 levels overflows the stack
+        shape = yaml_shape(block)
+        if shape == "deep":
+            raise _Refused(f"{path}: its front matter nests deeper than {MAX_DEPTH} levels; write it as "
+                           "'stages: [outcomes]'")
+        if shape == "aliases":
+            raise _Refused(f"{path}: its front matter uses YAML anchors or aliases (& and *); write each value "
+                           "out in full")
+        raw = yaml.safe_load(block)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" (line {mark.line + 1})" if mark is not None else ""
+        raise _Refused(f"{path}: its front matter is not YAML{at}; write it as 'stages: [outcomes]'") from None
+    if not isinstance(raw, dict):
+        raise _Refused(f"{path}: its front matter is not a mapping; write 'stages: [...]', 'files: [...]' "
+                       "or 'always: true'")
+    try:
+        applies = Applies.model_validate(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = ".".join(str(part) for part in error["loc"])
+        keys = tuple(Applies.model_fields)
+        if error["type"] == "extra_forbidden":
+            raise _Refused(f"{path}: unknown front matter key '{loc}'{did_you_mean(loc, keys)}; the keys are "
+                           f"{', '.join(keys)}") from None
+        if not loc:
+            raise _Refused(f"{path}: its front matter applies nowhere; give stages:, files: or always: true") from None
+        wanted = "true or false" if loc == "always" else f"a list, as {loc}: [...]"
+        raise _Refused(f"{path}: front matter {loc} should be {wanted}") from None
+    for pattern in applies.files:
+        if len(pattern) > MAX_GLOB:
+            raise _Refused(f"{path}: files: a glob of {len(pattern):,} characters, longer than {MAX_GLOB}; no "
+                           "course path is near that long, so shorten it")
+    return applies
+
+
+class _Refused(UsageError):
+    """One problem with one reference file: a line of the refusal."""
+
+
+def refusal(problems: Sequence[str]) -> UsageError:
+    """Every problem at once, numbered when several (the command line prints it as one line)."""
+    if len(problems) == 1:
+        return UsageError(problems[0])
+    return UsageError(f"{len(problems)} problems with the reference documents:\n"
+                      + "\n".join(f"({number}) {line}" for number, line in enumerate(problems, 1)))
+
+
+def load_references(directory: Path, read: Callable[[Path], str]) -> tuple[dict[str, str], dict[str, Applies],
+                                                                           list[str]]:
+    """Every document of reference/: its text as sent, where it applies, and a line for each
+    file that could not be read as one (refused with the stages' problems, at once)."""
+    texts: dict[str, str] = {}
+    applies: dict[str, Applies] = {}
+    problems: list[str] = []
+    entries = sorted(directory.iterdir()) if directory.is_dir() else []
+    names = {entry.name for entry in entries}
+    for entry in entries:
+        if ignored(entry.name):
+            continue
+        try:
+            _one(entry, names, read, texts, applies)
+        except _Refused as exc:
+            problems.append(str(exc))
+        except TooLarge as exc:
+            problems.append(str(exc))
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"{entry}: cannot read this reference ({type(exc).__name__}); fix or remove it")
+    return texts, applies, problems
+
+
+def _one(entry: Path, names: Iterable[str], read: Callable[[Path], str], texts: dict[str, str],
+         applies: dict[str, Applies]) -> None:
+    name = entry.name
+    if entry.is_dir():
+        raise _Refused(f"{entry}: reference/ holds documents, not folders; move it out")
+    if name.endswith(SIDECAR):
+        document = name.removesuffix(SIDECAR) + ".yaml"
+        if document not in names:
+            raise _Refused(f"{entry}: says where {document} applies, which is not here; "
+                           "remove it, or add that document")
+        return
+    if name.endswith(".md"):
+        applies[name], texts[name] = split_front_matter(entry, read(entry))
+    elif name.endswith(".yaml"):
+        sidecar = entry.with_name(sidecar_of(name))
+        if sidecar.name not in names:
+            raise _Refused(f"{entry}: has no front matter; a YAML document says where it applies in {sidecar.name} "
+                           "beside it (stages: [...], files: [...] or always: true)")
+        applies[name] = parse_applies(sidecar, read(sidecar))
+        texts[name] = read(entry)
+    else:
+        raise _Refused(f"{entry}: is not a reference document; reference/ holds .md and .yaml documents "
+                       "(rename it, or move it out)")
+
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -15,8 +15,7 @@ from stay.artefacts import DEFAULT_LIMITS, Artefact, Brief, DurationLimits, Runn
 from stay.errors import GraphError
 from stay.requests import ModelAnswer, ModelRequest, OfflineAnswer, Role
 from stay.stages._offline import answer_offline
-from stay.stages._prompt import Prompts, build_request, parse_answer
-from stay.stages._references import written_path
+from stay.stages._prompt import Prompts, build_request, parse_answer, written_path
 
 Phase = Literal["design", "plan", "wave", "review"]
 """Before the design gate, between the gates, in the wave, or after it (the review)."""
