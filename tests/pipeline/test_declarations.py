@@ -305,6 +305,11 @@ def test_a_stage_declaration_that_contradicts_itself_is_refused_naming_every_pro
     with pytest.raises(GraphError, match=r"RubricCriterion is no course file .*; name the kind it makes"):
         Stage(name="bad", role="writing", phase="wave", scope="course", answer=RubricCriterion,
               offline=summarise, inputs=(), needs=())
+    with pytest.raises(GraphError) as read_wrong:  # an input names a kind: a course file, and a lesson's at lesson scope
+        Stage(name="bad", role="writing", phase="wave", scope="course", answer=Bad, offline=summarise,
+              inputs=(("levels", RubricCriterion), ("plan", LessonPlan)), needs=())
+    assert "input 'levels' (RubricCriterion) is no course file; name a kind with a FILE" in str(read_wrong.value)
+    assert "input 'plan' (LessonPlan) is a lesson's file: it needs scope lesson, not course" in str(read_wrong.value)
 
 
 def test_a_course_file_is_declared_by_one_kind_only() -> None:
