@@ -204,15 +204,11 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """``write_text_atomic`` for bytes that need not be text (a hand-edited file kept as it
-    was). The rename replaces a link planted at ``path`` rather than writing through it; in a
-    course whose lock this process holds, the directory is walked to from the course without
-    following a link (``stay._paths``), so a link planted on the way carries nothing out.
-
-    Every file stay writes comes through here or ``create_text_atomic``, so this is where
-    a configured secret (a key, a URL's userinfo, an OTLP header) is cut out by value: a
-    failure's text in the run log, a trace, a report, whoever composed it (a no-op, and
-    the same bytes, for a text that holds none)."""
+    """``write_text_atomic`` for bytes that need not be text. The rename replaces a link planted
+    at ``path`` rather than writing through it, and a locked course's directory is walked to
+    without following a link (``stay._paths``), so a planted link carries nothing out. Every
+    write comes through here or ``create_text_atomic``: this is where a configured secret is
+    cut out by value, whoever composed the text."""
     target = Path(path)
     parent = parent_of(target)
     try:
