@@ -225,11 +225,13 @@ def test_the_common_preamble_a_reference_and_the_model_are_inputs_too(built: Pat
     stale = {p for p, (state, _why) in reference.items() if state == "stale"}
     users = {s.name for s in REGISTRY if "retrieval-and-spacing.md" in Prompts.load().reference_set(s)}
     assert users == {"plan", "quiz"}
-    assert stale == {p for p in reference if p.endswith((".plan.yaml", ".quiz.yaml"))}
+    assert stale == {p for p in reference if p.endswith(tuple(s.output.removeprefix("{lesson}") for s in REGISTRY
+                                                               if s.name in users))}
 
     model = status(SLUG, courses_dir=built, settings=Settings(models={**DEFAULT_MODELS, "writing": "claude-x"}))
     stale = {p: why for p, (state, why) in model.items() if state == "stale"}
-    assert stale and set(stale) == {p for p in model if p.endswith((".md", ".exercises.yaml", ".quiz.yaml"))}
+    writers = tuple(s.output.removeprefix("{lesson}") for s in OFFLINE if s.role == "writing")  # .md, .quiz.yaml, ...
+    assert stale and set(stale) == {p for p in model if p.endswith(writers)}
     assert all(why == ["model"] for why in stale.values())
 
 
