@@ -1,10 +1,6 @@
-"""Something to start from outside a checkout: the example briefs shipped with stay,
-``stay init`` (a brief to edit and a ``.gitignore``) and ``stay new --example NAME``.
-
-The examples have one copy, ``examples/briefs/`` at the top of the repository; the wheel
-carries it as ``stay/_examples`` (pyproject's force-include, as ``data/`` and ``prompts/``),
-so a checkout and an install read the same files and no path a pip user lacks is printed.
-"""
+"""The example briefs shipped with stay, ``stay init`` and ``stay new --example NAME``.
+One copy, ``examples/briefs/``, which the wheel carries as ``stay/_examples`` (as ``data/``
+and ``prompts/``), so a checkout and an install read the same files."""
 
 from __future__ import annotations
 
@@ -14,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stay._words import did_you_mean
-from stay.artefacts import create_text_atomic
+from stay.artefacts import BRIEF_OPTIONAL, BRIEF_REQUIRED, Brief, create_text_atomic
 from stay.errors import UsageError
 
 INIT_EXAMPLE = "how-http-requests-travel"
@@ -64,11 +60,9 @@ class Example:
 
 def examples() -> list[Example]:
     """Every example with its title and length, read through the brief's own checks."""
-    from stay.briefs import load_brief
-
     found = []
     for name in example_names():
-        brief = load_brief(examples_dir() / f"{name}.yaml")
+        brief = Brief.from_yaml(examples_dir() / f"{name}.yaml")
         found.append(Example(name, brief.title, brief.time_available))
     return found
 
@@ -103,8 +97,8 @@ def init(directory: str | os.PathLike[str] = ".", example: str = INIT_EXAMPLE) -
     source = example_path(example)
     root = Path(directory)
     brief, ignore = root / BRIEF_FILE, root / ".gitignore"
-    header = (f"# A course brief, from stay's example '{example}'. Edit it (title, topic, audience,\n"
-              "# time_available; optional: industry, constraints), then build it (stay new).\n")
+    header = (f"# A course brief, from stay's example '{example}'. Edit it ({', '.join(BRIEF_REQUIRED[:3])},\n"
+              f"# {', '.join(BRIEF_REQUIRED[3:])}; optional: {', '.join(BRIEF_OPTIONAL)}), then build it (stay new).\n")
     text = header + source.read_text(encoding="utf-8")
     wanted = {brief: text, ignore: GITIGNORE}
     there = {path for path, body in wanted.items() if _already(path, body)}

@@ -10,24 +10,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from stay._slug import SLUG_MAX, is_slug, slugify, title_words
-from stay.artefacts import (
-    DEFAULT_LIMITS,
-    DurationLimits,
-    brief_from_data,
-    check_duration,
-    parse_duration,
-    read_brief,
-)
+from stay.artefacts import DEFAULT_LIMITS, Curriculum, DurationLimits, check_duration, read_brief
 from stay.errors import EnvironmentProblem, PipelineError, UsageError
 
 if TYPE_CHECKING:
-    from stay.artefacts import Curriculum
     from stay.validate import HouseData
 
 __all__ = [
     "DEFAULT_LIMITS",
     "DurationLimits",
-    "brief_from_data",
     "check_curriculum_size",
     "check_duration",
     "check_slug",
@@ -35,7 +26,6 @@ __all__ = [
     "house_limits",
     "load_brief",
     "most_lessons",
-    "parse_duration",
     "slugify",
     "title_slug",
 ]

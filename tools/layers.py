@@ -34,7 +34,7 @@ LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under i
     "stay._cli_commands": {"stay._cli_parser", "stay._watch", "stay._init"},  # the command line's handlers
     "stay._cli_parser": {"stay"},  # the command line's parser and argument types
     "stay._watch": {"stay.validate", "stay.artefacts", "stay._words"},  # stay watch: validation as you save
-    "stay._init": {"stay.briefs", "stay._words"},  # stay init and the packaged example briefs
+    "stay._init": {"stay.artefacts", "stay._words"},  # stay init and the packaged example briefs
     "stay": {"stay.pipeline", "stay.validate", "stay.scoring", "stay._lazy"},  # the public names (scoring:
     # compare_runs and read_run, eval comparison from Python)
     "stay.suite": {"stay.scoring", "stay.testing"},  # builds courses and scores them

@@ -4,12 +4,10 @@ on-disk form. Imports nothing else of stay's, so anything may import it."""
 from __future__ import annotations
 
 from stay._duration import DEFAULT_LIMITS, DurationLimits, parse_duration
-from stay.artefacts._brief import brief_from_data, check_duration, read_brief
 from stay.artefacts._course import CourseReader, Loaded, lesson_file, module_dir
 from stay.artefacts._ids import ASSET_PATTERN
 from stay.artefacts._io import (
     TEMPORARY,
-    ArtefactLoadError,
     artefact_type,
     create_text_atomic,
     dump,
@@ -19,15 +17,17 @@ from stay.artefacts._io import (
     parse_bytes,
     read_bytes,
     to_data,
-    validate_as,
     write,
     write_bytes_atomic,
     write_text_atomic,
 )
 from stay.artefacts._models import (
+    BRIEF_OPTIONAL,
+    BRIEF_REQUIRED,
     FILES,
     FORMAT_NOTES,
     Artefact,
+    ArtefactLoadError,
     Assessment,
     AssetText,
     Audience,
@@ -69,11 +69,17 @@ from stay.artefacts._models import (
     SectionKind,
     Text,
     TextFormat,
+    brief_from_data,
+    check_duration,
+    read_brief,
     text_format,
+    validate_as,
 )
 
 __all__ = [
     "ASSET_PATTERN",
+    "BRIEF_OPTIONAL",
+    "BRIEF_REQUIRED",
     "DEFAULT_LIMITS",
     "FILES",
     "FORMAT_NOTES",

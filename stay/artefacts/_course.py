@@ -1,15 +1,7 @@
-"""A course directory read as artefacts: the one reader the pipeline, the scorers and
-the viewer share, and the one place a course's layout is spelled out.
-
-Where each file is: the top files by name, a lesson's files in its module's directory
-(``module_dir``), named by its lesson id and its kind's suffix (``lesson_file``, from
-its kind's declared ``FILE``). Every read is bounded (``stay._bounds``: a regular file of at
-most ``MAX_FILE_BYTES``, YAML without aliases or deep nesting). A file is parsed again
-only when its bytes changed (``load``), and there are two ways to ask for one: ``load``
-raises ``ArtefactLoadError`` (a one-line reason naming the file; the pipeline and the
-scorers stop on it), ``read`` never raises and records the reason (the viewer shows a
-damaged course as it is).
-"""
+"""A course directory read as artefacts: the one reader the pipeline, the scorers and the
+viewer share, and the one place a course's layout is spelled out. Every read is bounded
+(``stay._bounds``); ``load`` raises ``ArtefactLoadError`` (the pipeline stops on it),
+``read`` records the reason (the viewer shows a damaged course as it is)."""
 
 from __future__ import annotations
 
@@ -23,8 +15,8 @@ from typing import Generic, TypeVar, cast
 from pydantic import BaseModel
 
 from stay._bounds import MAX_FILE_BYTES, TooLarge, read_bounded
-from stay.artefacts._io import ArtefactLoadError, artefact_type, parse_bytes, read_bytes
-from stay.artefacts._models import Artefact, Module
+from stay.artefacts._io import artefact_type, parse_bytes, read_bytes
+from stay.artefacts._models import Artefact, ArtefactLoadError, Module
 
 M = TypeVar("M", bound=BaseModel)
 

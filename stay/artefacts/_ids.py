@@ -1,13 +1,8 @@
 """Ids, slugs and terms: the one check for every value that may become part of a path.
-
-A module id, lesson id or slug read from disk is as untrusted as one from a model's
-answer: both are checked here, by the same pydantic types, before any path is built
-from them. An id must match the contract's pattern (course-format.md, "Ids"), which
-already rules out ``/``, ``\\``, ``..``, NUL and every control character; the checks
-below say so in words a person can act on. Terms never become paths, but they are
-compared, printed and written into other files, so they may hold no control
-character and are at most ``TERM_MAX`` characters long.
-"""
+An id read from disk is as untrusted as a model's: both match the contract's pattern
+(course-format.md, "Ids"), which rules out ``/``, ``\\``, ``..``, NUL and control characters,
+before any path is built. Terms never become paths, but are printed and written: no
+control character, at most ``TERM_MAX`` characters."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """The exact on-disk form of every artefact: YAML files and Markdown with front matter.
-
-Dumping is deterministic: the same model always gives the same bytes (fields in
-declaration order, then unknown fields in the order they were read; block style;
-multi-line strings as literal blocks; no line wrapping), so a regenerated artefact
-that says the same thing is byte-identical and stops a staleness cascade.
-"""
+Dumping is deterministic (fields in declaration order, then unknown ones as read; block
+style; literal blocks; no wrapping), so a regenerated artefact that says the same thing
+is byte-identical and stops a staleness cascade."""
 
 from __future__ import annotations
 
@@ -18,21 +15,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from stay._bounds import MAX_DEPTH, TooLarge, read_bounded, yaml_shape
 from stay._paths import at, parent_of, recheck
 from stay._secrets import redact_bytes
 from stay.artefacts._ids import ASSET_PATTERN
-from stay.artefacts._models import FILES, Artefact, AssetText, LessonContent
+from stay.artefacts._models import FILES, Artefact, ArtefactLoadError, AssetText, LessonContent, validate_as
 from stay.errors import ArtefactError
 
 M = TypeVar("M", bound=BaseModel)
-
-
-class ArtefactLoadError(ArtefactError):
-    """A file that cannot be read as its artefact; the message is one line naming the
-    file, the field, and the fix."""
 
 
 class _Dumper(yaml.SafeDumper):
@@ -121,20 +113,6 @@ def _safe_load(text: str, where: str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
         raise ArtefactLoadError(f"{where}: not valid YAML{at}; fix the syntax") from None
-
-
-def validate_as(model: type[M], data: Any, where: str) -> M:
-    """``model.model_validate(data)``, with a one-line error naming the first bad field."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        dotted = ".".join(str(part) for part in error["loc"])
-        message = str(error["msg"]).removeprefix("Value error, ")
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise ArtefactLoadError(
-            f"{where}: field '{dotted or '(root)'}': {message}{more}; fix the field, "
-            "or regenerate the file", field=dotted or None) from None
 
 
 def parse(model: type[M], text: str, where: str = "artefact") -> M:
@@ -226,15 +204,11 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """``write_text_atomic`` for bytes that need not be text (a hand-edited file kept as it
-    was). The rename replaces a link planted at ``path`` rather than writing through it; in a
-    course whose lock this process holds, the directory is walked to from the course without
-    following a link (``stay._paths``), so a link planted on the way carries nothing out.
-
-    Every file stay writes comes through here or ``create_text_atomic``, so this is where
-    a configured secret (a key, a URL's userinfo, an OTLP header) is cut out by value: a
-    failure's text in the run log, a trace, a report, whoever composed it (a no-op, and
-    the same bytes, for a text that holds none)."""
+    """``write_text_atomic`` for bytes that need not be text. The rename replaces a link planted
+    at ``path`` rather than writing through it, and a locked course's directory is walked to
+    without following a link (``stay._paths``), so a planted link carries nothing out. Every
+    write comes through here or ``create_text_atomic``: this is where a configured secret is
+    cut out by value, whoever composed the text."""
     target = Path(path)
     parent = parent_of(target)
     try:

@@ -1,33 +1,26 @@
 """How a stage's declared inputs are found in a course: the files each reads (the
-artefact graph's edges) and their values (the typed artefacts, loaded from disk).
-
-A stage only says *what* it needs (``stay.stages._stage``); this is the one place that
-knows where that is.
-"""
+artefact graph's edges) and their values (the typed artefacts, loaded). A stage says
+*what* it reads (``stay.stages._stage``); this is the one place that knows where."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from stay.artefacts import Artefact, Brief, CourseExample, LessonPlan, Module, Outcomes, dump
+from stay.artefacts import Artefact, Brief, CourseExample, LessonPlan, Module, Outcomes, RunningExample, dump
 from stay.errors import GraphError, PipelineError
 from stay.pipeline._layout import BRIEF, CourseLayout, LessonPlace, norm_term
 from stay.stages import (
     AllPlansInput,
-    BriefInput,
     DataFilesInput,
     DefinitionsInput,
     EarlierLessonsInput,
     EarlierPlansInput,
-    ExampleInput,
-    FileInput,
-    LessonFileInput,
     LessonOutcomesInput,
-    LessonPlanInput,
     ModuleIdInput,
     Source,
     Stage,
+    lesson_file,
 )
 
 Unit = LessonPlace | Module | None
@@ -54,18 +47,14 @@ class Reader(Protocol):
 
 def input_paths(source: Source, unit: Unit, layout: CourseLayout, plans: Mapping[str, LessonPlan]) -> list[str]:
     """The artefacts ``source`` reads for ``unit``: the edges into what it makes."""
-    if isinstance(source, BriefInput):
-        return [BRIEF]
-    if isinstance(source, FileInput):
-        return [source.path]
-    if isinstance(source, ExampleInput):
-        return [CourseExample.FILE]
+    if isinstance(source, type):
+        file = lesson_file(source)
+        return [BRIEF] if source is Brief else [CourseExample.FILE] if source is RunningExample \
+            else [_place(unit).path(file)] if file else [str(source.FILE)]
     if isinstance(source, LessonOutcomesInput):
-        return ["outcomes.yaml"]
+        return [Outcomes.FILE]
     if isinstance(source, ModuleIdInput):
         return []
-    if isinstance(source, LessonPlanInput):
-        return [layout.plan_path(_place(unit))]
     if isinstance(source, DefinitionsInput):
         plan = plans.get(_place(unit).id)
         return sorted({layout.plan_path(p) for p in layout.introducing(_relied_on(plan), plans)}) if plan else []
@@ -75,38 +64,35 @@ def input_paths(source: Source, unit: Unit, layout: CourseLayout, plans: Mapping
         return [layout.plan_path(p) for p in _earlier(layout, _module(unit))]
     if isinstance(source, AllPlansInput):
         return layout.plan_paths()
-    if isinstance(source, LessonFileInput):
-        return [_place(unit).path(source.file)]
     if isinstance(source, DataFilesInput):  # the files' text is example.yaml's; which are named, the lesson's
-        return [CourseExample.FILE, *(_place(unit).path(file) for file in source.named_in)]
+        return [CourseExample.FILE, *(_place(unit).path(str(kind.FILE)) for kind in source.named_in)]
     raise GraphError(f"no way to find an input of kind {type(source).__name__}")
 
 
 def input_value(source: Source, unit: Unit, reader: Reader) -> Any:
     """The input's value for ``unit``, loaded from the course."""
     layout = reader.layout
-    if isinstance(source, BriefInput):
+    if source is Brief:
         if reader.brief is None:
             raise PipelineError("this run has no brief to give the stage")
         return reader.brief
-    if isinstance(source, FileInput):
-        return reader.load(source.path)
-    if isinstance(source, ExampleInput):
+    if source is RunningExample:
         example = reader.load(CourseExample.FILE)
         assert isinstance(example, CourseExample)
         return example.running()
     if isinstance(source, ModuleIdInput):
         return _module(unit).id
-    if isinstance(source, LessonFileInput):
-        return reader.load(_place(unit).path(source.file))
     if isinstance(source, DataFilesInput):
         return _data_files(source, _place(unit), reader)
     if isinstance(source, LessonOutcomesInput):
-        outcomes = reader.load("outcomes.yaml")
+        outcomes = reader.load(Outcomes.FILE)
         assert isinstance(outcomes, Outcomes)
         return [o for o in outcomes.outcomes if o.lesson == _place(unit).id]
+    if isinstance(source, type) and source is not LessonPlan:
+        file = lesson_file(source)
+        return reader.load(_place(unit).path(file) if file else str(source.FILE))
     plans = reader.plans()
-    if isinstance(source, LessonPlanInput):
+    if source is LessonPlan:
         return _plan(plans, _place(unit))
     if isinstance(source, DefinitionsInput):
         return _definitions(_plan(plans, _place(unit)), layout, plans)
@@ -137,7 +123,8 @@ def _data_files(source: DataFilesInput, place: LessonPlace, reader: Reader) -> d
         return {}
     example = reader.load(CourseExample.FILE)
     assert isinstance(example, CourseExample)
-    said = "".join(dump(reader.load(path)) for path in map(place.path, source.named_in) if reader.exists(path))
+    paths = [place.path(str(kind.FILE)) for kind in source.named_in]
+    said = "".join(dump(reader.load(path)) for path in paths if reader.exists(path))
     return {file.path: file.text[:DATA_CHARS] for file in example.files if file.path in said}
 
 

@@ -56,7 +56,7 @@ from stay.pipeline._state import load_manifest
 from stay.pipeline._walk import route
 from stay.settings import BackendName, Settings
 from stay.stages import REGISTRY, Prompts, Stage
-from stay.stages.answers import RUBRIC_LEVELS
+from stay.stages.capstone import RUBRIC_LEVELS
 
 Command = Literal["new", "build", "plan", "write", "repair", "revise"]
 

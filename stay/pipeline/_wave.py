@@ -24,7 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from stay._display import plural
-from stay.artefacts import Artefact, LessonReview
+from stay.artefacts import Artefact, LessonPlan, LessonReview
 from stay.models import prefetch
 from stay.pipeline._checks import course_report
 from stay.pipeline._gateway import ModelGateway
@@ -36,7 +36,7 @@ from stay.pipeline._reporter import Reporter
 from stay.pipeline._run import RunConfig, Tally, Walk, Writer
 from stay.pipeline._state import CourseState
 from stay.settings import Settings
-from stay.stages import LessonFileInput, Stage
+from stay.stages import Stage, lesson_file
 from stay.validate import Defect, Severity
 
 WARNINGS = "validator_warnings"
@@ -279,7 +279,8 @@ def review_stale(config: RunConfig, reader: RunReader, model: ModelGateway, repo
     stage = next((s for s in config.stages if s.phase == "review"), None)  # none: offline, or --no-review
     if stage is None:
         return
-    reviewed = [source.file for _name, source in stage.inputs if isinstance(source, LessonFileInput)]
+    reviewed = [file for _name, source in stage.inputs  # the plan is read from the plans, as ever
+                if source is not LessonPlan and (file := lesson_file(source))]
     todo = [place for place in reader.layout.lessons() if all(reader.exists(place.path(f)) for f in reviewed)
             and needs_writing(config, writer.walk.course, report, place.path(stage.output), stage.phase)]
     if not todo:

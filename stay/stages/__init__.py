@@ -1,18 +1,17 @@
 """The stages: one ``Stage`` declaration each, from which the pipeline derives its graph,
-the artefact graph, the dispatch and the node handlers. A stage is pure: typed inputs to
-a model request, and the model's structured answer to artefacts. No I/O, clock or
-randomness inside; stages build requests and never call a model.
-
-Adding a stage: one module declaring its ``STAGE`` (with its artefact kind and offline
-answer), one line below, an input in each stage that reads it, one prompt file."""
+the artefact graph, the dispatch and the node handlers. A stage is pure: typed inputs to a
+request, the model's structured answer to artefacts; it never calls a model. Adding one:
+its module, a line in ``BUILTIN_STAGES`` (or a ``stay.stages`` entry point), a prompt file."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from importlib.metadata import entry_points
 from typing import Any
 
 from stay.errors import UsageError
 from stay.stages import (
+    _prompt,
     assessment,
     audience,
     capstone,
@@ -26,6 +25,7 @@ from stay.stages import (
     review,
 )
 from stay.stages._prompt import (
+    COMMON_REFERENCES,
     REGENERATE,
     SHARED_TEMPLATES,
     Prompts,
@@ -35,27 +35,25 @@ from stay.stages._prompt import (
     read_prompt,
     render_inputs,
 )
-from stay.stages._references import COMMON_REFERENCES
 from stay.stages._stage import (
     AllPlansInput,
-    BriefInput,
     DataFilesInput,
     DefinitionsInput,
     EarlierLessonsInput,
     EarlierPlansInput,
-    ExampleInput,
-    FileInput,
-    LessonFileInput,
     LessonOutcomesInput,
-    LessonPlanInput,
     ModuleIdInput,
     Phase,
     Scope,
     Source,
     Stage,
+    View,
+    lesson_file,
 )
 
-REGISTRY: tuple[Stage, ...] = (
+STAGE_GROUP = "stay.stages"
+"""The entry-point group a plug-in stage is declared in: ``name = "module:STAGE"``, its ``Stage``."""
+BUILTIN_STAGES: tuple[Stage, ...] = (
     audience.STAGE,
     curriculum.STAGE,
     outcomes.STAGE,
@@ -68,13 +66,36 @@ REGISTRY: tuple[Stage, ...] = (
     capstone.STAGE,
     review.STAGE,
 )
-"""Every stage, in the order the pipeline runs them (the design stages in this order)."""
+"""stay's own stages, in the order the pipeline runs them (the design stages in this order)."""
+
+
+def plugged_stages() -> tuple[Stage, ...]:
+    """The stages installed packages declare in ``stay.stages``, by entry-point name; a
+    plug-in that fails to load, is no ``Stage`` or reuses a name is one line naming it."""
+    found: list[Stage] = []
+    for point in sorted(entry_points(group=STAGE_GROUP), key=lambda point: point.name):
+        where = f"stage plug-in '{point.name}' (entry point {point.value})"
+        try:
+            stage = point.load()
+        except Exception as exc:  # a plug-in's own failure, whatever it raised
+            raise UsageError(f"{where} cannot be loaded: {type(exc).__name__}: {exc}") from None
+        if not isinstance(stage, Stage):
+            raise UsageError(f"{where} is a {type(stage).__name__}, not a stay.stages.Stage")
+        if stage.name in {known.name for known in (*BUILTIN_STAGES, *found)}:
+            raise UsageError(f"{where} declares stage '{stage.name}', which is taken; give it a name of its own")
+        found.append(stage)
+    return tuple(found)
+
+
+REGISTRY: tuple[Stage, ...] = (*BUILTIN_STAGES, *plugged_stages())
+"""Every stage, stay's own and then the plug-ins', in the order the pipeline runs them."""
+_prompt.use_registry(REGISTRY)
 
 STAGES: Mapping[str, Stage] = {stage.name: stage for stage in REGISTRY}
 """stage name -> its declaration."""
 
 
-from stay.stages._offline_repair import honour_note  # noqa: E402  (a test double's record of a note)
+from stay.stages._offline import honour_note  # noqa: E402  (a test double's record of a note)
 
 
 def offline_answer(stage: str, inputs: Mapping[str, Any], stages: Sequence[Stage] | None = None) -> dict[str, Any]:
@@ -90,33 +111,33 @@ def offline_answer(stage: str, inputs: Mapping[str, Any], stages: Sequence[Stage
     return declared[stage].answer_offline(inputs)
 
 __all__ = [
+    "BUILTIN_STAGES",
     "COMMON_REFERENCES",
     "REGENERATE",
     "REGISTRY",
     "SHARED_TEMPLATES",
     "STAGES",
+    "STAGE_GROUP",
     "AllPlansInput",
-    "BriefInput",
     "DataFilesInput",
     "DefinitionsInput",
     "EarlierLessonsInput",
     "EarlierPlansInput",
-    "ExampleInput",
-    "FileInput",
-    "LessonFileInput",
     "LessonOutcomesInput",
-    "LessonPlanInput",
     "ModuleIdInput",
     "Phase",
     "Prompts",
     "Scope",
     "Source",
     "Stage",
+    "View",
     "answer_schema",
     "checked_references",
     "honour_note",
+    "lesson_file",
     "offline_answer",
     "packaged_prompts_dir",
+    "plugged_stages",
     "read_prompt",
     "render_inputs",
 ]

@@ -1,19 +1,7 @@
-"""One declaration per stage: everything the pipeline derives about a stage is here.
-
-A stage module declares one ``Stage``: its name, role, prompt template, reference floor,
-answer model, offline answer, the artefact kind it makes (whose ``FILE`` says where it
-goes), and its named inputs, each saying how it is found in a course. From the
-declarations the pipeline derives its graph's stage nodes, the per-course artefact graph
-(an artefact's direct inputs, hence its staleness), the design, wave and repair
-dispatch, the node handlers, the offline backend's answers (each request carries its
-stage's) and the tests' tables; the readers' file table comes from the kinds. Adding a
-stage is one new module (its kind, answer and offline answer), one line in
-``stay.stages.REGISTRY``, an input in each stage that reads it, and one prompt file.
-
-A stage stays pure: given its inputs (typed artefacts the runner loaded) it builds a
-request (``Stage.request``) and turns the model's answer into its artefacts
-(``Stage.artefacts``). No I/O, clock or randomness.
-"""
+"""One declaration per stage (``Stage``): the pipeline derives from it its stage nodes,
+the artefact graph's edges, the dispatch, the handlers, the offline answers and the tests'
+tables. A stage stays pure: its typed inputs to a request (``Stage.request``), the model's
+answer to its artefacts (``Stage.artefacts``); no I/O, clock or randomness."""
 
 from __future__ import annotations
 
@@ -23,48 +11,22 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from stay.artefacts import DEFAULT_LIMITS, Artefact, DurationLimits, to_data
+from stay.artefacts import DEFAULT_LIMITS, Artefact, Brief, DurationLimits, RunningExample, to_data
 from stay.errors import GraphError
 from stay.requests import ModelAnswer, ModelRequest, OfflineAnswer, Role
-from stay.stages._offline_repair import answer_offline
-from stay.stages._prompt import Prompts, build_request, parse_answer
-from stay.stages._references import written_path
+from stay.stages._offline import answer_offline
+from stay.stages._prompt import Prompts, build_request, parse_answer, written_path
 
 Phase = Literal["design", "plan", "wave", "review"]
-"""When a stage runs: before the design gate, between the gates, in the wave, or after it
-(the review, which reads what the wave wrote)."""
+"""Before the design gate, between the gates, in the wave, or after it (the review)."""
 Scope = Literal["course", "module", "lesson"]
-"""What one call is about: the whole course, one module (its lessons' artefacts in one
-answer), or one lesson."""
+"""What one call is about (a module's call answers for all its lessons)."""
 
 
-# -- how an input is found in a course ----------------------------------------------------
-# Each is a description only; stay.pipeline resolves it to the files it reads (the
-# artefact graph's edges) and to its value (the typed artefacts, loaded).
-
-
-@dataclass(frozen=True)
-class BriefInput:
-    """The brief, as course.yaml holds it."""
-
-
-@dataclass(frozen=True)
-class FileInput:
-    """A top-level artefact of the course, e.g. ``audience.yaml``."""
-
-    path: str
-
-
-@dataclass(frozen=True)
-class ExampleInput:
-    """The course's running example (example.yaml) as every plan carries it: its data
-    files by path, what each holds and its first lines, never their whole text, so a
-    request stays bounded however large the files are."""
-
-
-@dataclass(frozen=True)
-class LessonPlanInput:
-    """This lesson's plan (lesson scope)."""
+# An input is named by the artefact kind it reads (``Audience``: its FILE; a lesson file's
+# kind: this lesson's; ``Brief``: course.yaml's brief; ``RunningExample``: example.yaml as
+# plans carry it, data files by path and first lines only, so a request stays bounded), or
+# by one of these views. stay.pipeline._inputs finds each in a course.
 
 
 @dataclass(frozen=True)
@@ -100,37 +62,46 @@ class AllPlansInput:
 
 
 @dataclass(frozen=True)
-class LessonFileInput:
-    """This lesson's file of a kind, as it stands (``file``: its ``FILE``, e.g.
-    ``{lesson}.quiz.yaml``): what a stage after the wave reads back (lesson scope)."""
-
-    file: str
-
-
-@dataclass(frozen=True)
 class DataFilesInput:
     """The whole text of each of the running example's data files that this lesson's files
-    (``named_in``, their ``FILE`` patterns) name, each cut at 8,000 characters: enough to
-    check a figure against the data, bounded however large a file is (lesson scope)."""
+    of the kinds ``named_in`` name, each cut at 8,000 characters: enough to check a figure
+    against the data, bounded however large a file is (lesson scope)."""
 
-    named_in: tuple[str, ...]
+    named_in: tuple[type[Artefact], ...]
 
 
-Source = (BriefInput | FileInput | ExampleInput | LessonPlanInput | LessonOutcomesInput
-          | EarlierLessonsInput | DefinitionsInput | ModuleIdInput | EarlierPlansInput | AllPlansInput
-          | LessonFileInput | DataFilesInput)
+View = (LessonOutcomesInput | EarlierLessonsInput | DefinitionsInput | ModuleIdInput | EarlierPlansInput
+        | AllPlansInput | DataFilesInput)
+Source = type[Artefact] | View
 
 SCOPED: Mapping[type, tuple[Scope, ...]] = {
-    LessonPlanInput: ("lesson",), LessonOutcomesInput: ("lesson",), EarlierLessonsInput: ("lesson",),
-    DefinitionsInput: ("lesson",), ModuleIdInput: ("module",), EarlierPlansInput: ("module",),
-    LessonFileInput: ("lesson",), DataFilesInput: ("lesson",),
+    LessonOutcomesInput: ("lesson",), EarlierLessonsInput: ("lesson",), DefinitionsInput: ("lesson",),
+    ModuleIdInput: ("module",), EarlierPlansInput: ("module",), DataFilesInput: ("lesson",),
 }
-"""Inputs that only make sense for a scope; the rest fit every scope."""
+"""Views that only make sense for a scope; the rest fit every scope."""
+
+
+def lesson_file(source: Source) -> str | None:
+    """The ``FILE`` of a kind of lesson file (``{lesson}.quiz.yaml``: this lesson's, read at
+    lesson scope); None for any other input."""
+    return source.FILE if isinstance(source, type) and "{lesson}" in (source.FILE or "") else None
+
+
+def _source_problem(name: str, source: Source, scope: Scope) -> str | None:
+    if isinstance(source, type):
+        if source not in (Brief, RunningExample) and source.FILE is None:
+            return f"input {name!r} ({source.__name__}) is no course file; name a kind with a FILE"
+        return f"input {name!r} ({source.__name__}) is a lesson's file: it needs scope lesson, not {scope}" \
+            if lesson_file(source) and scope != "lesson" else None
+    scopes = SCOPED.get(type(source))
+    if scopes is not None and scope not in scopes:
+        return f"input {name!r} ({type(source).__name__}) needs scope {scopes[0]}, not {scope}"
+    return None
+
 
 Make = Callable[[Any, Mapping[str, Any]], Artefact | Sequence[Artefact]]
 Check = Callable[[Sequence[Artefact], Mapping[str, Any], DurationLimits], None]
-"""A stage's own check of what it made, against its inputs and the run's house limits:
-an ``AnswerError`` (the answer is asked for again) when the artefacts could not go on."""
+"""A stage's own check of what it made: an ``AnswerError`` asks for the answer again."""
 
 
 def same(answer: Any, _inputs: Mapping[str, Any]) -> Artefact:
@@ -141,7 +112,7 @@ def same(answer: Any, _inputs: Mapping[str, Any]) -> Artefact:
 
 @dataclass(frozen=True)
 class Stage:
-    """A stage, declared once. See the module docstring for what is derived from it."""
+    """A stage, declared once."""
 
     name: str
     role: Role
@@ -150,32 +121,26 @@ class Stage:
     answer: type[BaseModel]
     """The structured answer asked of the model (its JSON schema goes with the request)."""
     inputs: tuple[tuple[str, Source], ...]
-    """(name, how it is found), in the order the request shows them."""
+    """(name, what it reads), in the order the request shows them."""
     needs: tuple[str, ...]
-    """The reference documents it cannot do without (its floor; besides those every stage
-    shares): its set is derived from the documents' front matter before a run
-    (``Prompts.reference_set``), and a prompts directory whose front matter no longer
-    reaches one of these is refused. The first of its own in the system prompt, in this order."""
+    """Its reference floor: documents it cannot do without. A prompts directory whose front
+    matter no longer reaches one is refused; the first of its own references, in this order."""
     offline: OfflineAnswer
-    """Its answer when no model is asked (the offline backend): the request's inputs as
-    plain data to the answer as plain data, pure, complete enough that the course passes
-    the validator with --strict. See ``answer_offline`` for a repair's or a note's."""
+    """Its offline answer: the request's inputs to the answer, as plain data, pure, complete
+    enough that the course passes the validator with --strict."""
     makes: type[Artefact] | None = None
-    """The artefact kind it writes, when the answer is another shape (default: the answer
-    is the artefact). The kind's ``FILE`` is where it goes (``output``)."""
+    """The kind it writes, when the answer is another shape; its ``FILE`` is ``output``."""
     shared: tuple[str, ...] = ()
     """Inputs every call of the stage in one run shares: sent first, and cached."""
     make: Make = same
-    """Answer (and typed inputs) -> its artefact, or for module scope the module's
-    artefacts in lesson order."""
+    """Answer (and typed inputs) -> its artefact, or a module's in lesson order."""
     check: Check | None = None
-    """Checked before anything is written, where a misfit would be paid for many times
-    over: the calls after a stage can scale with what it made (the curriculum's modules
-    and lessons)."""
+    """Checked before anything is written: the calls after a stage can scale with what it
+    made (the curriculum's modules and lessons), so a misfit is refused early."""
     template: str = ""
-    """The prompt template's name in prompts/ (default: the stage's name)."""
+    """Its template's name in prompts/ (default: its name)."""
     node: str = ""
-    """The pipeline node that runs it (default: derived from phase and scope)."""
+    """The pipeline node that runs it (default: from phase and scope)."""
     doc: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -186,11 +151,7 @@ class Stage:
         for name in self.shared:
             if name not in names:
                 problems.append(f"shared input {name!r} is not one of its inputs")
-        for name, source in self.inputs:
-            scopes = SCOPED.get(type(source))
-            if scopes is not None and self.scope not in scopes:
-                problems.append(f"input {name!r} ({type(source).__name__}) needs scope {scopes[0]}, "
-                                f"not {self.scope}")
+        problems += [found for name, source in self.inputs if (found := _source_problem(name, source, self.scope))]
         kind = self.makes or self.answer
         file = kind.FILE if issubclass(kind, Artefact) else None
         if file is None:
@@ -207,37 +168,28 @@ class Stage:
 
     @property
     def kind(self) -> type[Artefact]:
-        """The artefact kind its calls write (checked at declaration to be a course file)."""
         kind = self.makes or self.answer
         assert issubclass(kind, Artefact)
         return kind
 
     @property
     def output(self) -> str:
-        """Where its artefact goes, as its kind declares (``Artefact.FILE``): a course path
-        (``audience.yaml``) for course scope, or a lesson file name with ``{lesson}``
-        (``{lesson}.plan.yaml``) for module and lesson scope."""
+        """Where its artefact goes (its kind's ``FILE``: ``audience.yaml``, ``{lesson}.plan.yaml``)."""
         file = self.kind.FILE
         assert file is not None
         return file
 
     def answer_offline(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        """The offline answer to one of its requests (``ModelRequest.inputs``): ``offline``
-        on a copy of the inputs; for a repair (inputs ``current_version`` and
-        ``defects_to_fix``) the current file with only what the defects name taken from
-        it; with a reviewer's note, the note shown where the artefact has free text. A
-        missing input is a one-line UsageError naming it."""
+        """The offline answer to one of its requests (``_offline.answer_offline``)."""
         return answer_offline(self.name, self.offline, inputs)
 
     @property
     def written(self) -> str:
-        """The course path a ``files:`` glob of a reference is matched against (a lesson's
-        file as ``stages._references.SAMPLE_LESSON``'s)."""
+        """The course path a reference's ``files:`` globs are matched against."""
         return written_path(self.scope, self.output)
 
     @property
     def prompt(self) -> str:
-        """The template's name in prompts/ (``content`` for prompts/content.md)."""
         return self.template or self.name
 
     @property
@@ -257,9 +209,8 @@ class Stage:
 
     def artefacts(self, answer: ModelAnswer, inputs: Mapping[str, Any], artefact: str,
                   limits: DurationLimits = DEFAULT_LIMITS) -> list[Artefact]:
-        """The model's answer as this call's artefacts (one, or a module's in lesson
-        order); a misfit is an ``AnswerError`` naming the stage, the file and the field.
-        ``limits`` is the run's house style, for the stage's ``check``."""
+        """The model's answer as this call's artefacts; a misfit is an ``AnswerError`` naming
+        the stage, the file and the field. ``limits`` is the run's house style, for ``check``."""
         parsed = parse_answer(self.answer, answer, self.name, artefact)
         made = self.make(parsed, inputs)
         artefacts = list(made) if isinstance(made, Sequence) else [made]

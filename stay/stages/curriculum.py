@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from stay.artefacts import Artefact, Curriculum, DurationLimits
+from stay.artefacts import Artefact, Audience, Brief, Curriculum, DurationLimits
 from stay.errors import AnswerError
-from stay.stages import _offline
-from stay.stages._stage import BriefInput, FileInput, Stage
+from stay.stages._offline import subtopics
+from stay.stages._stage import Stage
 
 
 def within_house_limits(made: Sequence[Artefact], inputs: Mapping[str, Any], limits: DurationLimits) -> None:
@@ -41,12 +43,78 @@ def within_house_limits(made: Sequence[Artefact], inputs: Mapping[str, Any], lim
         raise AnswerError(f"stage curriculum (curriculum.yaml): the curriculum is past the house limits: {shown}; "
                           "ask again")
 
+TARGET_LESSON_MINUTES = 25
+
+
+def offline(inputs: dict[str, Any]) -> dict[str, Any]:
+    budget = inputs["audience"]["time_budget_minutes"]
+    subjects = subtopics(inputs["brief"]["topic"])
+    usable = budget * 0.9
+    count = max(1, min(60, round(usable / TARGET_LESSON_MINUTES)))
+    minutes = max(10, min(45, math.floor(usable / count)))
+    if minutes * count > budget:  # a budget under ten minutes: one short lesson is all there is
+        count, minutes = 1, max(1, budget)
+    titles = _lesson_titles(subjects, count)
+    per_module = max(3, math.ceil(count / 10))
+    modules: list[dict[str, Any]] = []
+    for start in range(0, count, per_module):
+        index = len(modules) + 1
+        chunk = titles[start:start + per_module]
+        modules.append({
+            "id": f"m{index:02d}",
+            "slug": _slug(chunk[0], f"module-{index}"),
+            "title": chunk[0],
+            "summary": f"Lessons on {', '.join(chunk)}.",
+            "lessons": [{"id": f"m{index:02d}-l{j:02d}", "title": title, "minutes": minutes,
+                         "summary": f"After this lesson the learner can use {title} on a task."}
+                        for j, title in enumerate(chunk, 1)],
+        })
+    return {"modules": modules}
+
+
+def _lesson_titles(subjects: list[str], count: int) -> list[str]:
+    stems = ("{}", "{} in practice", "{}: diagnosing problems", "{}: further cases")
+    titles: list[str] = []
+    for index in range(count):
+        round_ = index // len(subjects)
+        stem = stems[round_ % len(stems)]
+        part = f" (part {round_ // len(stems) + 1})" if round_ >= len(stems) else ""
+        # A title is also the lesson's term, and a term holds at most 64 characters.
+        room = 64 - len(stem.format("")) - len(part)
+        words = subjects[index % len(subjects)].split()[:8]
+        while len(words) > 1 and len(" ".join(words)) > room:
+            words.pop()
+        words = _closed(words)
+        title = stem.format(" ".join(words)[:room]) + part
+        titles.append(title[:1].upper() + title[1:])
+    return titles
+
+
+def _closed(words: list[str]) -> list[str]:
+    """The words up to an aside the cut left open: "messages (methods, status" is not a
+    title, "messages" is. The aside goes whole."""
+    depth, opened = 0, len(words)
+    for index, word in enumerate(words):
+        for char in word:
+            if char in "([{":
+                depth, opened = depth + 1, index if depth == 0 else opened
+            elif char in ")]}":
+                depth = max(0, depth - 1)
+    if not depth:
+        return words
+    return words[:opened] or [words[0].lstrip("([{")]  # an aside from the first word: its words, unbracketed
+
+
+def _slug(text: str, fallback: str) -> str:
+    words = re.findall(r"[a-z0-9]+", text.lower())[:5]
+    return "-".join(words) or fallback
+
 
 STAGE = Stage(
     name="curriculum", role="planning", phase="design", scope="course",
     answer=Curriculum,
-    offline=_offline.curriculum,
-    inputs=(("brief", BriefInput()), ("audience", FileInput("audience.yaml"))),
+    offline=offline,
+    inputs=(("brief", Brief), ("audience", Audience)),
     needs=("backward-design.md", "cognitive-load.md"),
     check=within_house_limits,
 )

@@ -4,13 +4,15 @@ call, so every lesson of the course works on the same case and names the same fi
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from stay.artefacts import Artefact, CourseExample, DurationLimits
+from stay.artefacts import Artefact, Audience, Brief, CourseExample, Curriculum, DurationLimits
 from stay.errors import AnswerError
-from stay.stages import _offline
-from stay.stages._stage import BriefInput, FileInput, Stage
+from stay.stages._offline import PEOPLE, lessons_of, scrub
+from stay.stages._stage import Stage
 from stay.validate.rules.ast import parse_problem
 
 
@@ -26,11 +28,40 @@ def _files_read(made: Sequence[Artefact], _inputs: Mapping[str, Any], _limits: D
             raise AnswerError(f"stage example: example.yaml files[{index}] ({file.path}) does not read as its "
                               f"type: {problem}; ask again")
 
+CASE_FILE = "assets/case-log.csv"
+"""The offline example's one data file: a log of the case, one row per lesson."""
+
+
+def offline(inputs: dict[str, Any]) -> dict[str, Any]:
+    """One case for the whole course, set among the learners audience.yaml describes, with
+    one data file that logs it lesson by lesson (CSV, written with the csv module so a
+    title holding a comma stays one field)."""
+    who = " ".join(inputs["audience"]["learners"].split(",")[0].rstrip(".").split()[:12])
+    learners = f"the learners ({who})" if who else "the learners"
+    title = scrub(inputs["brief"]["title"])
+    ana, ben = (person.split(",")[0] for person in PEOPLE)
+    rows = io.StringIO()
+    log = csv.writer(rows, lineterminator="\n")
+    log.writerow(["lesson", "task", "owner", "reviewer", "minutes", "result"])
+    for _module, lesson in lessons_of(inputs["curriculum"]):
+        log.writerow([lesson["id"], lesson["title"], ben, ana, lesson["minutes"], "done"])
+    return {
+        "setting": f"The workplace of {learners}, on one task the whole course follows: {title}.",
+        "people": list(PEOPLE),
+        "data": [f"Module {module['id']}: {module['title']}, carried out on the same case."
+                 for module in inputs["curriculum"]["modules"]]
+                + [f"{CASE_FILE} logs each lesson's step: who did it, who reviewed it, and its minutes."],
+        "files": [{"path": CASE_FILE, "about": "The case's log, one row per lesson: the step, who did it, "
+                                               "who reviewed it and how long it took.",
+                   "text": rows.getvalue()}],
+    }
+
+
 STAGE = Stage(
     name="example", role="planning", phase="plan", scope="course", answer=CourseExample,
-    offline=_offline.example,
-    inputs=(("brief", BriefInput()), ("audience", FileInput("audience.yaml")),
-            ("curriculum", FileInput("curriculum.yaml"))),
+    offline=offline,
+    inputs=(("brief", Brief), ("audience", Audience),
+            ("curriculum", Curriculum)),
     needs=("example-design.md",),
     check=_files_read,
 )

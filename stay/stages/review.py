@@ -11,18 +11,21 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from stay.artefacts import Exercises, LessonContent, LessonReview, Quiz, ReviewFinding, to_data
-from stay.stages._stage import (
-    DataFilesInput,
-    FileInput,
-    LessonFileInput,
-    LessonOutcomesInput,
-    LessonPlanInput,
-    Stage,
+from stay.artefacts import (
+    Artefact,
+    Audience,
+    Exercises,
+    LessonContent,
+    LessonPlan,
+    LessonReview,
+    Quiz,
+    ReviewFinding,
+    to_data,
 )
+from stay.stages._stage import DataFilesInput, LessonOutcomesInput, Stage
 from stay.validate.rules.rev import item_texts, stands
 
-REVIEWED = {"content": LessonContent.FILE, "exercises": Exercises.FILE, "quiz": Quiz.FILE}
+REVIEWED: dict[str, type[Artefact]] = {"content": LessonContent, "exercises": Exercises, "quiz": Quiz}
 """What the review reads, by the name a finding's ``file`` gives it."""
 
 
@@ -49,9 +52,9 @@ def _offline(_inputs: dict[str, Any]) -> dict[str, Any]:
 STAGE = Stage(
     name="review", role="judging", phase="review", scope="lesson", answer=ReviewAnswer, makes=LessonReview,
     offline=_offline, node="review",
-    inputs=(("plan", LessonPlanInput()), ("outcomes", LessonOutcomesInput()), ("audience", FileInput("audience.yaml")),
+    inputs=(("plan", LessonPlan), ("outcomes", LessonOutcomesInput()), ("audience", Audience),
             ("data_files", DataFilesInput(tuple(REVIEWED.values()))),
-            *((name, LessonFileInput(file)) for name, file in REVIEWED.items())),
+            *REVIEWED.items()),
     needs=(),
     shared=("audience",),  # one cached prefix for every lesson's review
     make=_kept,

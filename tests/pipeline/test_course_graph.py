@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stay.artefacts import Brief, Curriculum, LessonEntry, LessonPlan, Module, NewTerm, Section
+from stay.artefacts import Brief, Curriculum, LessonEntry, LessonPlan, Module, NewTerm, RunningExample, Section
 from stay.pipeline import course_graph
 from stay.pipeline._course_graph import BRIEF, artefact_paths
 from stay.pipeline._state import CourseState
@@ -19,16 +19,11 @@ from stay.stages import (
     REGISTRY,
     STAGES,
     AllPlansInput,
-    BriefInput,
     DataFilesInput,
     DefinitionsInput,
     EarlierLessonsInput,
     EarlierPlansInput,
-    ExampleInput,
-    FileInput,
-    LessonFileInput,
     LessonOutcomesInput,
-    LessonPlanInput,
     Stage,
 )
 from tests.parity.harness import examples
@@ -78,22 +73,22 @@ def _expected(stage: Stage, curriculum: Curriculum, plans: dict[str, LessonPlan]
     every = [(m, x) for m in curriculum.modules for x in m.lessons]
     found: set[str] = set()
     for _name, source in stage.inputs:
-        if isinstance(source, BriefInput):
+        lesson_dir = f"modules/{module.id}-{module.slug}" if module else ""
+        if source is Brief:
             found.add(BRIEF)
-        elif isinstance(source, FileInput):
-            found.add(source.path)
-        elif isinstance(source, ExampleInput):
+        elif source is RunningExample:
             found.add(STAGES["example"].output)
+        elif isinstance(source, type) and "{lesson}" in (source.FILE or ""):  # this lesson's file of a kind
+            assert module and lesson
+            found.add(f"{lesson_dir}/{str(source.FILE).format(lesson=lesson.id)}")
+        elif isinstance(source, type):
+            found.add(str(source.FILE))
         elif isinstance(source, LessonOutcomesInput):
             found.add(STAGES["outcomes"].output)
-        elif isinstance(source, LessonPlanInput):
+        elif isinstance(source, DataFilesInput):  # the review: the lesson's files, and the data's
             assert module and lesson
-            found.add(plan_path(module, lesson))
-        elif isinstance(source, LessonFileInput | DataFilesInput):  # the review: the lesson's files, and the data's
-            assert module and lesson
-            names = (source.file,) if isinstance(source, LessonFileInput) else source.named_in
-            found |= {f"modules/{module.id}-{module.slug}/{name.format(lesson=lesson.id)}" for name in names}
-            found |= {STAGES["example"].output} if isinstance(source, DataFilesInput) else set()
+            found |= {f"{lesson_dir}/{str(kind.FILE).format(lesson=lesson.id)}" for kind in source.named_in}
+            found.add(STAGES["example"].output)
         elif isinstance(source, DefinitionsInput):
             assert lesson
             plan = plans[lesson.id]

@@ -28,9 +28,8 @@ from stay.stages import (
     DefinitionsInput,
     EarlierLessonsInput,
     EarlierPlansInput,
-    FileInput,
-    LessonPlanInput,
     Source,
+    View,
 )
 from tests.conftest import ROOT
 from tests.expected import OFFLINE
@@ -137,15 +136,16 @@ def test_a_changed_definition_makes_exactly_its_readers_stale(tmp_path: Path) ->
     at = [x for _m, x in places].index(lesson)
     relying = {x for x, p in plans.items() if _norm(entry["term"]) in {_norm(t) for t in [*p.prerequisites,
                                                                                          *p.revisits]}}
-    reads: dict[type, Any] = {
-        LessonPlanInput: lambda m, x: x == lesson, DefinitionsInput: lambda m, x: x in relying,
+    reads: dict[Any, Any] = {
+        LessonPlan: lambda m, x: x == lesson, DefinitionsInput: lambda m, x: x in relying,
         EarlierLessonsInput: lambda m, x: [y for _m, y in places].index(x) > at,
         EarlierPlansInput: lambda m, x: curriculum.modules.index(m) > curriculum.modules.index(module),
         AllPlansInput: lambda m, x: True,
     }
     want = {"glossary.yaml"}
     for stage in OFFLINE:  # an offline build reviews no lesson, so it has no review to go stale
-        kinds = [type(source) for _name, source in stage.inputs if type(source) in reads]
+        kinds = [kind for _name, source in stage.inputs
+                 if (kind := source if isinstance(source, type) else type(source)) in reads]
         for m, x in places if stage.scope != "course" else [(None, None)]:
             if any(reads[kind](m, x) for kind in kinds):
                 want.add(stage.output if m is None else f"{module_dir(m)}/{stage.output.format(lesson=x)}")
@@ -162,18 +162,22 @@ _TABLE = re.compile(r"<!-- stage-inputs: derived from the declarations -->\n(?P<
                     re.DOTALL)
 
 
+KINDS_ROW = ("| an artefact kind | its file (the kind's `FILE`; a lesson file's kind: this lesson's), loaded; "
+             "Brief: the brief course.yaml holds; RunningExample: example.yaml as every plan carries it |")
+
+
 def stage_inputs_table() -> str:
     """docs/pipeline.md's table of what each stage is given, from the declarations alone:
     a row per stage (its inputs in request order), then a row per kind of input."""
     def given(name: str, source: Source) -> str:
-        return f"`{name}` (`{source.path}`)" if isinstance(source, FileInput) else f"`{name}` ({type(source).__name__})"
+        return f"`{name}` ({source.__name__ if isinstance(source, type) else type(source).__name__})"
 
     rows = ["| stage | phase | scope | given, in the request's order |", "|---|---|---|---|"]
     rows += [f"| `{stage.name}` | {stage.phase} | {stage.scope} | "
              f"{', '.join(given(name, source) for name, source in stage.inputs)} |" for stage in REGISTRY]
-    rows += ["", "| input | what it gives |", "|---|---|"]
+    rows += ["", "| input | what it gives |", "|---|---|", KINDS_ROW]
     rows += [f"| {kind.__name__} | {' '.join((kind.__doc__ or '').split())} |"
-             for kind in Source.__args__]
+             for kind in View.__args__]  # type: ignore[attr-defined]
     return "\n".join(rows)
 
 

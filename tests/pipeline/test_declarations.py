@@ -3,20 +3,23 @@ with (its prompts, references, schema and model) is an input like its files."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from stay.artefacts import Artefact, RubricCriterion
+from stay.artefacts import Artefact, LessonPlan, RubricCriterion
 from stay.pipeline import build_course, course_graph, status
 from stay.pipeline._graph import assemble, build, declare, problems
 from stay.pipeline._nodes import handlers
 from stay.pipeline._walk import command_walk
 from stay.settings import DEFAULT_MODELS, Settings
-from stay.stages import REGISTRY, AllPlansInput, LessonPlanInput, Prompts, Stage
+from stay.stages import REGISTRY, AllPlansInput, Prompts, Stage
 from stay.testing import RiggedBackend
 from tests.conftest import ROOT, run_stay
 from tests.expected import OFFLINE, calls, curriculum_of
@@ -62,7 +65,7 @@ def summarise(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 TOY = Stage(name="summary", role="writing", phase="wave", scope="lesson", answer=Summary, offline=summarise,
-            inputs=(("plan", LessonPlanInput()),), needs=())
+            inputs=(("plan", LessonPlan),), needs=())
 WITH_TOY = (*REGISTRY, TOY)
 
 
@@ -135,6 +138,43 @@ def test_a_stage_added_as_the_docs_say_builds_a_course_both_validators_pass_stri
     assert "digest.yaml" in load(result.course_dir / "course.yaml").artefacts  # type: ignore[attr-defined]
 
 
+def _doc_stage() -> str:
+    """The Python block under "## A stage plug-in" in docs/plugins.md: what is installed below."""
+    text = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
+    return text.split("\n## A stage plug-in\n", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_a_stage_plug_in_from_the_docs_is_in_the_registry_and_builds_its_files(tmp_path: Path) -> None:
+    from stay.stages import STAGE_GROUP
+
+    plugin = tmp_path / "plugin"
+    info = plugin / "summary_stage-1.0.dist-info"
+    info.mkdir(parents=True)
+    (plugin / "summary_stage.py").write_text(_doc_stage())
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: summary-stage\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{STAGE_GROUP}]\nsummary = summary_stage:STAGE\n")
+    prompts = prompts_copy(tmp_path)
+    (prompts / "summary.md").write_text("# Stage: summary\n\nList the lesson's key points.\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(ROOT), str(plugin)])}
+    listed = _python(env, "-c", "from stay.stages import REGISTRY; print([stage.name for stage in REGISTRY])")
+    assert listed.stdout.strip() == repr([*(stage.name for stage in REGISTRY), "summary"])
+    built = _python(env, "-m", "stay", "build", str(HTTP), "--yes", "--courses-dir", str(tmp_path / "c"),
+                    "--prompts-dir", str(prompts))
+    assert built.returncode == 0, built.stderr
+    course = tmp_path / "c" / SLUG
+    lessons = [x.id for m in curriculum_of(course).modules for x in m.lessons]
+    assert sorted(p.name.split(".")[0] for p in course.glob("modules/*/*.summary.yaml")) == lessons
+    (info / "entry_points.txt").write_text(f"[{STAGE_GROUP}]\nsummary = summary_stage:Summary\n")
+    refused = _python(env, "-m", "stay", "build", str(HTTP), "--yes", "--courses-dir", str(tmp_path / "d"))
+    assert "stage plug-in 'summary' (entry point summary_stage:Summary) is a ModelMetaclass, not a " \
+           "stay.stages.Stage" in refused.stderr and refused.returncode != 0
+
+
+def _python(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=300)
+
+
 # -- prompts, references, schema and model are inputs ------------------------------------
 
 
@@ -185,11 +225,13 @@ def test_the_common_preamble_a_reference_and_the_model_are_inputs_too(built: Pat
     stale = {p for p, (state, _why) in reference.items() if state == "stale"}
     users = {s.name for s in REGISTRY if "retrieval-and-spacing.md" in Prompts.load().reference_set(s)}
     assert users == {"plan", "quiz"}
-    assert stale == {p for p in reference if p.endswith((".plan.yaml", ".quiz.yaml"))}
+    assert stale == {p for p in reference if p.endswith(tuple(s.output.removeprefix("{lesson}") for s in REGISTRY
+                                                               if s.name in users))}
 
     model = status(SLUG, courses_dir=built, settings=Settings(models={**DEFAULT_MODELS, "writing": "claude-x"}))
     stale = {p: why for p, (state, why) in model.items() if state == "stale"}
-    assert stale and set(stale) == {p for p in model if p.endswith((".md", ".exercises.yaml", ".quiz.yaml"))}
+    writers = tuple(s.output.removeprefix("{lesson}") for s in OFFLINE if s.role == "writing")  # .md, .quiz.yaml, ...
+    assert stale and set(stale) == {p for p in model if p.endswith(writers)}
     assert all(why == ["model"] for why in stale.values())
 
 
@@ -265,6 +307,11 @@ def test_a_stage_declaration_that_contradicts_itself_is_refused_naming_every_pro
     with pytest.raises(GraphError, match=r"RubricCriterion is no course file .*; name the kind it makes"):
         Stage(name="bad", role="writing", phase="wave", scope="course", answer=RubricCriterion,
               offline=summarise, inputs=(), needs=())
+    with pytest.raises(GraphError) as read_wrong:  # an input names a kind: a course file, and a lesson's at lesson scope
+        Stage(name="bad", role="writing", phase="wave", scope="course", answer=Bad, offline=summarise,
+              inputs=(("levels", RubricCriterion), ("plan", LessonPlan)), needs=())
+    assert "input 'levels' (RubricCriterion) is no course file; name a kind with a FILE" in str(read_wrong.value)
+    assert "input 'plan' (LessonPlan) is a lesson's file: it needs scope lesson, not course" in str(read_wrong.value)
 
 
 def test_a_course_file_is_declared_by_one_kind_only() -> None:

@@ -115,7 +115,7 @@ def test_the_offline_repair_keeps_the_file_it_is_shown_not_a_fresh_one() -> None
 
 
 def test_the_offline_repair_of_yaml_replaces_only_the_items_the_defects_name() -> None:
-    from stay.stages._offline_repair import keep_file
+    from stay.stages._offline import keep_file
 
     fresh = {"outcomes": [{"id": "o1", "verb": "explain"}, {"id": "o2", "verb": "list"}]}
     stood = {"outcomes": [{"id": "o1", "verb": "understand"}, {"id": "o2", "verb": "name"}]}

@@ -11,8 +11,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from stay.artefacts import Audience, Curriculum
-from stay.artefacts._brief import DEFAULT_LIMITS
+from stay.artefacts import DEFAULT_LIMITS, Audience, Curriculum
 from stay.errors import AnswerError, exit_code
 from stay.pipeline import build_course
 from stay.stages import REGISTRY

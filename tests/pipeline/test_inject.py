@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from stay.artefacts._brief import DEFAULT_LIMITS
+from stay.artefacts import DEFAULT_LIMITS
 from stay.errors import GraphError
 from stay.models import OfflineBackend
 from stay.pipeline._graph import assemble

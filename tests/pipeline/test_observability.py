@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from stay.artefacts import Brief
-from stay.artefacts._brief import DEFAULT_LIMITS
+from stay.artefacts import DEFAULT_LIMITS, Brief
 from stay.pipeline import build_course
 from stay.pipeline._ledger import Sources
 from stay.pipeline._nodes import HANDLERS

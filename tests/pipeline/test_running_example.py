@@ -21,21 +21,21 @@ import pytest
 import yaml
 
 import stay
-from stay.artefacts import CourseExample, Curriculum, LessonPlan, load, module_dir, to_data
+from stay.artefacts import CourseExample, Curriculum, LessonPlan, RunningExample, load, module_dir, to_data
 from stay.errors import AnswerError
 from stay.models import ModelAnswer, ModelRequest, OfflineBackend
 from stay.pipeline import build_course
-from stay.stages import REGISTRY, STAGES, ExampleInput, LessonPlanInput
+from stay.stages import REGISTRY, STAGES
 from tests.conftest import ROOT
 from tests.expected import OFFLINE
 from tests.pipeline.test_build import quiet
 
 BRIEF = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
-PLANNERS = {stage.name: next(name for name, source in stage.inputs if isinstance(source, ExampleInput))
-            for stage in REGISTRY if any(isinstance(source, ExampleInput) for _name, source in stage.inputs)}
+PLANNERS = {stage.name: next(name for name, source in stage.inputs if source is RunningExample)
+            for stage in REGISTRY if any(source is RunningExample for _name, source in stage.inputs)}
 """Every stage given the course's running example -> the name it goes by."""
-WRITERS = {stage.name: next(name for name, source in stage.inputs if isinstance(source, LessonPlanInput))
-           for stage in OFFLINE if any(isinstance(source, LessonPlanInput) for _name, source in stage.inputs)}
+WRITERS = {stage.name: next(name for name, source in stage.inputs if source is LessonPlan)
+           for stage in OFFLINE if any(source is LessonPlan for _name, source in stage.inputs)}
 """Every stage that writes from a lesson's plan -> the name its plan input goes by (in an offline
 build: the review, which reads it too, runs with a model only)."""
 _BLOCK = re.compile(r"^## (\w+)\n\n```yaml\n(.*?)^```\n", re.MULTILINE | re.DOTALL)
@@ -104,7 +104,7 @@ def test_a_changed_running_example_makes_exactly_its_readers_and_its_files_stale
     curriculum = load(course / "curriculum.yaml", Curriculum)
     want = {file["path"] for file in data["files"]}
     for stage in REGISTRY:
-        if any(isinstance(source, ExampleInput) for _name, source in stage.inputs):
+        if any(source is RunningExample for _name, source in stage.inputs):
             want |= ({stage.output} if stage.scope == "course" else
                      {f"{module_dir(m)}/{stage.output.format(lesson=x.id)}" for m in curriculum.modules
                       for x in m.lessons})

@@ -577,7 +577,7 @@ def test_a_bad_brief_is_one_line_the_same_from_python_and_the_command_line(
 
 
 def test_the_default_duration_limits_are_the_shipped_house_styles() -> None:
-    from stay.artefacts._brief import DEFAULT_LIMITS
+    from stay.artefacts import DEFAULT_LIMITS
     from stay.briefs import house_limits
     from stay.validate import HouseData
 

@@ -14,6 +14,7 @@ from syrupy.assertion import SnapshotAssertion
 
 import stay.artefacts as artefacts
 from stay.artefacts import (
+    Artefact,
     Assessment,
     Audience,
     Brief,
@@ -21,6 +22,7 @@ from stay.artefacts import (
     Curriculum,
     LessonPlan,
     Outcomes,
+    RunningExample,
 )
 from stay.models import ModelAnswer, ModelRequest, OfflineBackend
 from stay.pipeline._inputs import DATA_CHARS
@@ -29,16 +31,11 @@ from stay.stages import (
     SHARED_TEMPLATES,
     STAGES,
     AllPlansInput,
-    BriefInput,
     DataFilesInput,
     DefinitionsInput,
     EarlierLessonsInput,
     EarlierPlansInput,
-    ExampleInput,
-    FileInput,
-    LessonFileInput,
     LessonOutcomesInput,
-    LessonPlanInput,
     ModuleIdInput,
     Prompts,
     Stage,
@@ -111,29 +108,36 @@ def _typed_inputs(inputs: dict[str, Any] = INPUTS) -> dict[str, dict[str, Any]]:
     """Every stage's named inputs for the sample brief, as the runner would resolve them:
     each stage's declared inputs, found by their kind (no stage's inputs written out here).
     Files are read once, into ``inputs["files"]`` (the first call is at import)."""
-    files = inputs.setdefault("files", {"audience.yaml": inputs["audience"], "curriculum.yaml": inputs["curriculum"],
-                                        "outcomes.yaml": inputs["outcomes"], "assessment.yaml": inputs["assessment"]})
+    files = inputs.setdefault("files", {})  # each read from the sample (or made) as a declaration names its kind
     return {stage.name: _resolve(stage, inputs, files) for stage in STAGES.values()}
 
 
 def _resolve(stage: Stage, inputs: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
     first = inputs["first"]
     by_kind: dict[type, Any] = {
-        BriefInput: inputs["brief"], ModuleIdInput: inputs["module"].id, EarlierPlansInput: first,
-        AllPlansInput: first, LessonPlanInput: inputs["plan"], LessonOutcomesInput: inputs["own"],
+        ModuleIdInput: inputs["module"].id, EarlierPlansInput: first,
+        AllPlansInput: first, LessonOutcomesInput: inputs["own"],
         EarlierLessonsInput: inputs["earlier"], DefinitionsInput: inputs["definitions"],
     }
     lesson = f"{inputs['prefix']}/{inputs['plan'].lesson}"
-    return {name: _sample_file(source.path, inputs, files) if isinstance(source, FileInput)
-            else _sample_file(CourseExample.FILE, inputs, files).running() if isinstance(source, ExampleInput)
-            else _sample_file(source.file.format(lesson=lesson), inputs, files) if isinstance(source, LessonFileInput)
+    return {name: _kind(source, lesson, inputs, files) if isinstance(source, type)
             else _data_files(source, lesson, inputs, files) if isinstance(source, DataFilesInput)
             else by_kind[type(source)] for name, source in stage.inputs}
 
 
+def _kind(kind: type[Artefact], lesson: str, inputs: dict[str, Any], files: dict[str, Any]) -> Any:
+    """A kind's sample: the brief, the sample lesson's plan, the running example as plans carry it, or its file."""
+    if kind in (Brief, LessonPlan):
+        return inputs["brief" if kind is Brief else "plan"]
+    if kind is RunningExample:
+        return _sample_file(CourseExample.FILE, inputs, files).running()
+    return _sample_file(str(kind.FILE).format(lesson=lesson), inputs, files)
+
+
 def _data_files(source: DataFilesInput, lesson: str, inputs: dict[str, Any], files: dict[str, Any]) -> dict[str, str]:
     """The example's data files the sample lesson's files name, by path, their text cut as a request cuts it."""
-    said = "".join(artefacts.dump(_sample_file(file.format(lesson=lesson), inputs, files)) for file in source.named_in)
+    said = "".join(artefacts.dump(_sample_file(str(kind.FILE).format(lesson=lesson), inputs, files))
+                   for kind in source.named_in)
     return {data.path: data.text[:DATA_CHARS] for data in _sample_file(CourseExample.FILE, inputs, files).files
             if data.path in said}
 
@@ -181,7 +185,8 @@ def test_rendered_request_for_the_sample_brief(stage: str, snapshot: SnapshotAss
     (instructions,) = [b for b in request.system if b.label == "the stage instructions (prompt template)"]
     documents = [b for b in request.system if b.label == "the reference documents"]
     assert not instructions.cache and request.system[0].text == PROMPTS.templates["common"].strip()
-    assert [b.cache for b in documents] == [True] * (len(documents) - 1) + [bool(request.shared)]
+    own = [name for name in PROMPTS.reference_set(STAGES[stage]) if name not in COMMON_REFERENCES]
+    assert [b.cache for b in documents] == [True] + ([bool(request.shared)] if own else [])  # no own: no block
     text = "\n\n".join(b.text for b in documents)
     names = [line.split('"')[1] for line in text.splitlines() if line.startswith("<reference ")]
     assert sorted(names) == sorted(PROMPTS.reference_set(STAGES[stage])) and len(names) == len(set(names))
