@@ -135,10 +135,10 @@ def _where(exc: ValidationError, document: Any) -> str:
 
 
 def judged_scorers(judge: Judge) -> list[ModelScorer]:
-    """The registry's model-judged scorers (``MODEL_JUDGED``), judged by ``judge``."""
-    from stay.scoring._scorers import MODEL_JUDGED
+    """The registry's model-judged scorers, plug-ins' too, judged by ``judge``."""
+    from stay.scoring._scorers import registered
 
-    return [scorer(judge) for scorer in MODEL_JUDGED]
+    return [declared.make(judge) for declared in registered().values() if declared.field is not None]
 
 
 def kappa(pairs: list[tuple[bool, bool]]) -> float | None:

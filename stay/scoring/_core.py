@@ -25,10 +25,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -61,6 +61,7 @@ from stay.models import (
 from stay.models import cost as cost_at
 
 A = TypeVar("A", bound=BaseModel)
+T = TypeVar("T", bound=type)
 MAX_SHOWN = 2_000
 """Characters an item keeps of the text its judge was shown: an outcome, exercise, quiz
 option or rubric criterion is a few hundred; the rest is cut, and says how much."""
@@ -360,6 +361,55 @@ def failed_item(item: str, content: str, reply: JudgeReply, why: str, shown: str
                           failure="error", raw=bounded(reply.raw or None, MAX_RAW), shown=shown)
     return ItemResult(item=item, content=content, score=None, reason=why, failure="unparseable",
                       raw=bounded(reply.raw, MAX_RAW), shown=shown)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A scorer as ``@scorer`` declared it."""
+
+    cls: type
+    name: str
+    field: str | None
+    """The key of its answer model its judge answers in; None: it counts, no judge."""
+    passes: object
+    """That key's value for an item with nothing wrong."""
+    judged: Literal["lesson", "course"]
+    """What each item is judged on: a lesson (its id recorded on the item), or the course whole."""
+
+    def make(self, judge: Judge, data_dir: Path | None = None) -> Any:
+        """The scorer, judged by ``judge`` if it needs one; one with a ``data_dir`` field is
+        held to that house style."""
+        if self.field is not None:
+            made = self.cls(judge)
+        elif any(f.name == "data_dir" for f in fields(self.cls)):
+            made = self.cls(data_dir=data_dir)
+        else:
+            made = self.cls()
+        return made
+
+    def reply(self, passed: bool, reason: str = "canned", **more: Any) -> dict[str, Any]:
+        """An answer its judge could give with this verdict (test doubles answer with it)."""
+        assert self.field is not None, f"{self.name} needs no judge"
+        answer = self.cls.answer  # type: ignore[attr-defined]
+        values = get_args(answer.model_fields[self.field].annotation) or (True, False)
+        value = self.passes if passed else next(v for v in values if v != self.passes)
+        quote = {"quote": ""} if "quote" in answer.model_fields else {}
+        return {**quote, self.field: value, "reason": reason, **more}
+
+
+REGISTRY: dict[str, Declared] = {}
+"""Every scorer declared so far, by name (``registered()`` loads them all first)."""
+
+
+def scorer(name: str, *, answer: str | None = None, passes: object = True,
+           judged: Literal["lesson", "course"] = "lesson") -> Callable[[T], T]:
+    """Declare a scorer class ``name``: ``answer`` is the key its judge answers in (None: it needs
+    no judge), ``passes`` that key's value when nothing is wrong, ``judged`` what an item is judged on."""
+    def declare(cls: T) -> T:
+        setattr(cls, "name", name)  # noqa: B010 (the class declares it a ClassVar without a value)
+        REGISTRY[name] = Declared(cls, name, answer, passes, judged)
+        return cls
+    return declare
 
 
 class ModelScorer:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from stay.scoring._core import CourseOnDisk, ItemResult, ScoreResult, content_hash
+from stay.scoring._core import CourseOnDisk, ItemResult, ScoreResult, content_hash, scorer
 from stay.validate import normal_text
 
 JUDGE = "answer cues (counted, no model)"
@@ -68,9 +68,10 @@ def cues(items: list[tuple[list[str], int]]) -> dict[str, tuple[float, str]]:
                                            f"{sum(key == at for _o, key in items)}")}
 
 
+@scorer("answer_cues", judged="course")
 @dataclass(frozen=True)
 class AnswerCues:
-    name: ClassVar[str] = "answer_cues"
+    name: ClassVar[str]
     version: ClassVar[int] = 1
 
     def score(self, course: CourseOnDisk) -> ScoreResult:

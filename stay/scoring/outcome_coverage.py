@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult
+from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult, scorer
 from stay.validate import normal_text, quoted_in
 
 INSTRUCTIONS = """You judge whether the lesson above teaches a learning outcome.
@@ -32,12 +32,12 @@ class CoverageAnswer(BaseModel):
     reason: str
 
 
+@scorer("outcome_coverage", answer="teaches")
 @dataclass(frozen=True)
 class OutcomeCoverage(ModelScorer):
     judge: Judge
     min_quote_words: int = 5
     """A shorter quote cannot show teaching; it scores zero."""
-    name: ClassVar[str] = "outcome_coverage"
     version: ClassVar[int] = 2
     """2: the lesson is a shared cached block; the quote check ignores Markdown markers."""
 
