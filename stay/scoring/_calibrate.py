@@ -195,7 +195,7 @@ def agreement(items: list[GoldItem], results: dict[str, Any]) -> dict[str, Any]:
 def calibrate(gold: Gold, judge: Judge, *, backend: str) -> dict[str, Any]:
     """The calibration report of ``judge`` on ``gold``: per model-judged scorer, its
     agreement, or why it was not run (offline, or no gold items for it)."""
-    from stay.scoring import OfflineJudge
+    from stay.scoring._core import OfflineJudge
 
     entries: dict[str, dict[str, Any]] = {}
     scorers = judged_scorers(judge)

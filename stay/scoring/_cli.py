@@ -188,9 +188,8 @@ def _compare(ns: argparse.Namespace) -> int:
     from stay.artefacts import write_text_atomic
     from stay.errors import UsageError
     from stay.scoring._calibrate import calibration_note, find_calibration, standings
-    from stay.scoring._compare import compare, item_changes
+    from stay.scoring._compare import compare, item_changes, items_text, markdown, text
     from stay.scoring._provenance import provenance_notes
-    from stay.scoring._render import items_text, markdown, text
     from stay.scoring._report import read_report
 
     if not 0 < ns.alpha < 1 or not 0 <= ns.max_failed < 1 or not 0 < ns.effect <= 1:
@@ -373,10 +372,11 @@ def _score(ns: argparse.Namespace) -> int:
     file) is recorded as a failed build, never left out, and the command exits 5 once the
     report is written: compare refuses the report until the course is rebuilt."""
     from stay.models import Usage
-    from stay.scoring import CourseOnDisk, OfflineJudge, default_scorers, score_course, scorer_versions
+    from stay.scoring._core import CourseOnDisk, OfflineJudge
     from stay.scoring._judges import checked_backend, make_judge
     from stay.scoring._provenance import QUALITY_RECORD, course_built_by, ledger_built_with, recorded_quality
     from stay.scoring._report import build_entry, failed_entry, report, write_report
+    from stay.scoring._scorers import default_scorers, score_course, scorer_versions
     from stay.scoring._session import judge_name, relative_course, session_id
     from stay.settings import Settings
     from stay.stages import Prompts

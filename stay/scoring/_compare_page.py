@@ -27,9 +27,20 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
-from stay.scoring._compare import ITEMS, Comparison, ItemChange, ScorerComparison, item_changes, judge_cell
+from stay.scoring._compare import (
+    ITEMS,
+    Comparison,
+    ItemChange,
+    ScorerComparison,
+    _content_pairs,
+    _notes,
+    item_changes,
+    judge_cell,
+    method,
+)
 from stay.scoring._compare_detail import PER_KIND, compare_detail
 from stay.scoring._defaults import POWER
+from stay.scoring._stats import build_strata
 from stay.view import CompareDetail, CompareHeader, Interval, ItemDiffRow, MeanError, ScorerRow, render_compare_html
 
 PAGE_ITEMS = 100
@@ -62,7 +73,6 @@ def compare_page(comparison: Comparison, baseline: Mapping[str, Any], candidate:
     side at most ``pairs`` items of each kind per scorer (``stay.scoring._compare_detail``);
     ``notes`` are more lines for the page's notes (the calibration the command used)."""
     from stay.scoring._provenance import provenance_notes
-    from stay.scoring._render import _notes, method
 
     intervals = run_intervals(comparison, baseline, candidate)
     rows = tuple(_row(result, *intervals[result.scorer]) for result in comparison.scorers)
@@ -142,8 +152,6 @@ def run_intervals(comparison: Comparison, baseline: Mapping[str, Any], candidate
                   level: float = LEVEL) -> dict[str, tuple[Interval | None, Interval | None]]:
     """Per scorer, (baseline's, candidate's) interval around its mean, over the units its
     test used (see the module's docstring); None where it cannot be estimated."""
-    from stay.scoring._compare import _content_pairs, _strata
-
     briefs = sorted(set(baseline["briefs"]) & set(candidate["briefs"]))
     found: dict[str, tuple[Interval | None, Interval | None]] = {}
     for r in comparison.scorers:
@@ -155,7 +163,7 @@ def run_intervals(comparison: Comparison, baseline: Mapping[str, Any], candidate
             found[r.scorer] = (stratified_interval([(1.0, [float(b["score"]) for b, _a in both])], level),
                                stratified_interval([(1.0, [float(a["score"]) for _b, a in both])], level))
         else:
-            strata = _strata(dict(baseline), dict(candidate), r.scorer, briefs)
+            strata = build_strata(dict(baseline), dict(candidate), r.scorer, briefs)
             found[r.scorer] = (stratified_interval([(s.weight, s.baseline) for s in strata], level),
                                stratified_interval([(s.weight, s.candidate) for s in strata], level))
     return found

@@ -4,7 +4,7 @@ see a drop that matters, from a baseline run's own variance.
 The gate is one-sided (it is about regressions) and Holm's strictest step is what a lone
 regression must beat: level ``alpha / m`` for ``m`` tested scorers. For a design of ``N``
 builds per brief in both runs, the stratified difference ``D = sum_b w_b (cand_b - base_b)``
-(``w_b`` the brief weights ``compare`` uses, from ``_compare._strata``) has
+(``w_b`` the brief weights ``compare`` uses, from ``_stats.build_strata``) has
 
     se(N)^2 = sum_b w_b^2 (v_b + v'_b) / N
 
@@ -55,6 +55,8 @@ import numpy.typing as npt
 from stay._display import fixed, plural
 from stay.errors import UsageError
 from stay.scoring._defaults import ALPHA, DEFAULT_EPOCHS, EFFECT, POWER
+from stay.scoring._stats import PERMUTATIONS as GATE_PERMUTATIONS
+from stay.scoring._stats import _chosen, build_strata
 
 LIMIT = 64
 """The most epochs a plan searches: past it, a scorer "needs more than 64" (more items a
@@ -176,9 +178,7 @@ def _needs(s: ScorerPlan) -> str:
 
 def brief_noise(report: dict[str, Any], scorer: str) -> list[BriefNoise]:
     """Per brief, the scorer's build means as ``compare`` sees them (its strata, its weights)."""
-    from stay.scoring._compare import _strata
-
-    strata = _strata(report, report, scorer, sorted(report["briefs"]))
+    strata = build_strata(report, report, scorer, sorted(report["briefs"]))
     total = sum(s.weight for s in strata)
     found = []
     for s in strata:
@@ -208,9 +208,7 @@ def _variances(noise: Sequence[BriefNoise], effect: float) -> list[tuple[float, 
 def smallest_p(briefs: int, epochs: int) -> float:
     """The smallest one-sided p-value the stratified permutation test can give with
     ``epochs`` builds per brief in both runs."""
-    from stay.scoring._stats import PERMUTATIONS
-
-    return max(1 / float(math.comb(2 * epochs, epochs)) ** briefs, 1 / (1 + PERMUTATIONS))
+    return max(1 / float(math.comb(2 * epochs, epochs)) ** briefs, 1 / (1 + GATE_PERMUTATIONS))
 
 
 def power_at(noise: Sequence[BriefNoise], epochs: int, effect: float, level: float) -> float:
@@ -240,8 +238,6 @@ def _simulated(noise: tuple[BriefNoise, ...], epochs: int, effect: float, level:
     beside the build noise and the items few (planned 0.72 where the gate had 0.60,
     tests/scoring/test_plan_power.py), as the permutation null pools both runs' lumpy
     builds, the shift included, and a p-value counts its ties as extreme."""
-    from stay.scoring._stats import _chosen
-
     rng = np.random.default_rng([SEED, epochs, len(noise)])
     # a permuted statistic is sum_b w_b (2 x_b - sum_b) / N, x_b the sum of the builds that play
     # the candidate: one product over all briefs' builds gives the x terms, and the rest, the

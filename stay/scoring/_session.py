@@ -104,9 +104,10 @@ def rejudge(baseline_path: Path, candidate_path: Path, *, backend: str, judge_mo
     anew (``<name>.rejudged.json`` beside each input, or in ``output_dir``): every build
     ``judged_in`` the one session, whose id is returned with the paths and documents."""
     from stay.models import Usage
-    from stay.scoring import CourseOnDisk, default_scorers, score_course, scorer_versions
+    from stay.scoring._core import CourseOnDisk
     from stay.scoring._judges import make_judge
     from stay.scoring._report import build_entry, read_report, report, write_report
+    from stay.scoring._scorers import default_scorers, score_course, scorer_versions
     from stay.settings import Settings
 
     chosen = settings or Settings.from_env()

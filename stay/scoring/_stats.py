@@ -24,10 +24,11 @@ side of it). Permutations are drawn from a fixed seed: same reports, same answer
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -306,3 +307,35 @@ def holm(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * p_values[index]))
         adjusted[index] = running
     return adjusted
+
+
+def scorer_results(report: dict[str, Any], scorer: str,
+                   briefs: Collection[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for brief in briefs:
+        for build in report["briefs"][brief]["builds"]:
+            result = build["scorers"].get(scorer)
+            if result is not None:
+                yield brief, {"epoch": build.get("epoch", 0), **result}
+
+
+def scored(result: dict[str, Any]) -> list[float]:
+    return [float(i["score"]) for i in result["items"] if i.get("failure") is None and i.get("score") is not None]
+
+
+def build_strata(baseline: dict[str, Any], candidate: dict[str, Any], scorer: str, briefs: list[str]) -> list[Stratum]:
+    strata = []
+    for brief in briefs:
+        runs = []
+        counts = []
+        for report in (baseline, candidate):
+            means = []
+            for _b, result in scorer_results(report, scorer, [brief]):
+                values = scored(result)
+                if values:
+                    means.append(sum(values) / len(values))
+                    counts.append(len(values))
+            runs.append(tuple(means))
+        if runs[0] and runs[1]:
+            per_build = sum(counts) / len(counts)
+            strata.append(Stratum(runs[0], runs[1], weight=per_build, items=per_build))
+    return strata
