@@ -1,29 +1,6 @@
-"""Comparing two eval reports, so a prompt change can be gated, and refusing what cannot
-be compared.
-
-``compare`` first refuses (``RunsNotComparable``, exit 2) two runs that differ in what
-a comparison must hold fixed: the judge, the judge model, the generation backend, the
-scorers' versions, or the set of briefs, unless ``allow`` names the difference; then
-refuses (``InvalidRun``, exit 5) a run in which more than ``max_failed`` of a scorer's
-judge items failed, or a scorer judged nothing in a brief the other run judged. Then,
-per scorer, it estimates the candidate's difference from the baseline with its 95%
-interval and permutation p-values (``_stats``): over builds (brief x epoch),
-stratified by brief, or over content-matched items when both runs judged byte-identical
-content. The gate is one-sided: Holm–Bonferroni adjusts each scorer's p-value of "the
-candidate is worse" across scorers, and the gate (exit 1) fires only on an
-adjusted-significant regression ("better" is Holm-adjusted as a family of its own and
-never gates). Each scorer also gets the minimum detectable drop (MDE) at 80% power at
-the strictest one-sided Holm level, for its variance (floored at the binomial) and N. "No detectable
-difference" is said only when the interval excludes a drop as large as the MDE, or as
-the drop that matters (``effect``, a fifth of the baseline mean), whichever is smaller;
-otherwise the scorer is "inconclusive: run more epochs" (the gate is about regressions,
-so only the interval's lower end is held to it).
-
-A scorer neither run judged (the offline judge reads no prose: ``ScoreResult.judged``) is
-never tested: its row says "not judged (offline)", with no means and no p, and it is left
-out of the Holm family. One judged in one run only is a judge difference (refused unless
-``--allow judge``, and then not tested either).
-"""
+"""Comparing two eval reports, so a prompt change can be gated, and refusing what cannot be
+compared (docs/evals.md, "The test, and why" and "Guards"); the comparison as text and Markdown.
+A scorer neither run judged is never tested and stays out of the Holm family."""
 
 from __future__ import annotations
 

@@ -1,26 +1,7 @@
-"""What changed between two runs, in detail, for the comparison page: each brief's build
-means, both runs' items side by side, the cost of each run, and the prompt files that
-differ, with their diff when the texts are on disk.
-
-Pairing items. As ``item_changes`` pairs them, first by content: the k-th judging of a
-content in one run with its k-th in the other (briefs and epochs in order, items by id).
-What is left, a regenerated item, is paired by brief, epoch and item id, and marked as
-not content-matched (an id can name a different question after a regeneration); what is
-left then is shown alone.
-
-Bounding the page. A run has ~1,600 items per arm, most of them unchanged. Each scorer
-lists at most ``PER_KIND`` pairs of each kind: those that changed (most first, a failure
-counting as the largest change), then unchanged ones that failed, then unchanged ones
-that passed, and the page counts the rest. Every text is already bounded where the item
-was recorded (``stay.scoring._core``: ``MAX_SHOWN``, ``MAX_QUOTE``, ``MAX_RAW``).
-
-Prompt diffs. A report records its prompt directory and each file's hash. A diff is shown
-only when both directories are real directories on disk (not symlinks), the file lies
-inside its directory once resolved, is a regular file that reads as a build reads it
-(``stay.stages.read_prompt``: bounded, UTF-8), and its text hashes to what the run
-recorded: a file edited since the run would otherwise be diffed as if the run had used it.
-Otherwise the page lists the file with its hashes and says why its text is not shown.
-"""
+"""What changed between two runs, in detail, for the comparison page: build means, both runs' items
+side by side (paired by content first, then by brief, epoch and id, marked as not content-matched),
+each run's cost, and the prompt files that differ. A diff is shown only for a file that still hashes
+to what the run recorded: one edited since would be diffed as if the run had used it."""
 
 from __future__ import annotations
 

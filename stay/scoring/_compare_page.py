@@ -1,21 +1,6 @@
-"""From the result of ``stay evals compare`` to the comparison page's rows.
-
-``compare_page`` is the one place a ``Comparison`` (``stay.scoring._compare``) becomes
-the plain data the viewer's ``render_compare_html`` draws: every field of
-every ``ScorerComparison`` goes into a ``ScorerRow``; the judge, backend and models
-come from the two reports, since a comparison holds them fixed rather than carrying
-them; and the item diff is listed only for items matched by content (the same item and
-lesson judged in both runs). After a regeneration no item matches, and the page says
-so instead of pairing different questions that happen to share an id.
-
-Each run's own interval. ``compare`` estimates the *difference* with an interval; the
-page also draws each run's mean with an interval, computed here from the same units the
-test used, with the briefs held fixed as the test holds them: for a ``builds`` test,
-the brief-weighted mean of build means with a t interval from the pooled build-to-build
-variance within briefs (no interval with one build per brief: there is no variance to
-estimate); for an ``items`` test, a t interval over the matched items' scores. Both are
-clipped to the score scale [0, 1].
-"""
+"""From the result of ``stay evals compare`` to the comparison page's rows, and each run's own
+mean with an interval from the units the test used. Items are diffed only when matched by
+content: after a regeneration no item matches, and the page says so."""
 
 from __future__ import annotations
 

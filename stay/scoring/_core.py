@@ -1,24 +1,7 @@
-"""What every scorer shares: results, the course on disk, and judges.
-
-A scorer answers what counting cannot, with an opinion; it never gates a build. A
-judge that fails is not a judge that said "no": a reply that cannot be parsed, and a
-model or API error, are recorded as failed items (``failure`` says which, ``raw``
-keeps what came back), apart from the scores, and never crash the eval. Judges go
-through the model layer (the judging role, the same request cache and usage
-accounting as the pipeline). The offline judge reads no prose: a scorer it is given
-is reported "not judged (offline)" (``ScoreResult.judged`` False, no score, no items),
-never a score a heuristic made up.
-
-Every item keeps what a reader needs to check its verdict, bounded (``bounded``): the text
-the judge was shown for it (``shown``: the item's inputs as the request rendered them; the
-lesson, shared by every item judged on it, is noted, not repeated), the judge's quote when its
-answer has one, and its raw reply, for passing items as for failed ones.
-
-A judge's request puts the lesson first, as a cached block (``ModelRequest.shared``)
-after one short system prompt common to every judge, so every outcome, exercise and
-distractor judged on a lesson reads the same cached prefix; the scorer's instructions
-and the item follow it.
-"""
+"""What every scorer shares: results, the course on disk, judges, and ``@scorer``. A judge that
+fails is not a judge that said "no": an unparseable reply or an API error is a failed item,
+counted apart from the scores. The lesson goes first in a judge's request, as one cached block
+every item judged on it shares; each item keeps, bounded, what its judge was shown and said."""
 
 from __future__ import annotations
 

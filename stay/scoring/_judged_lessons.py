@@ -1,26 +1,6 @@
-"""The lesson each item on the comparison page was judged on, read back from its course.
-
-An item judged on a lesson (every model-judged scorer's but rubric_specificity's)
-does not repeat the lesson in its ``shown`` text: it opens with the note
-``stay.scoring._core.lesson_note`` writes, which gives the lesson's length. The page
-shows the lesson itself, when it can be trusted to be the one judged:
-
-* the build names its course (``course``, relative to the report) and the course passes
-  ``stay.scoring._session.course_dir`` (reached without a symbolic link, a real
-  ``course.yaml``);
-* the course's files still hash to the build's ``course_sha256`` (else the course
-  changed since it was judged);
-* the item's id names a lesson of the course's curriculum (the contract's ids:
-  ``m01-l01-o1``, ``m01-l01-e1``, ``m01-l01-q1 option 2`` begin with their lesson's id
-  and a hyphen; consistency's is the lesson's id), its text file is reached without a symbolic link, and its body is as
-  long as the note says (the text its judge read).
-
-Otherwise the item says plainly why its lesson is not shown. Every read goes through
-the course reader (``stay.artefacts.CourseReader``: bounded reads), and a text is cut
-to ``MAX_LESSON_CHARS``. A lesson is shown once however many items, builds or runs read
-it (keyed by its text's hash), and the page shows at most ``MAX_LESSONS`` of them, in
-the order its items are listed: same reports, same courses, same page.
-"""
+"""The lesson each item on the comparison page was judged on, read back from its course, when it
+can be trusted to be the one judged: the course reached without a symbolic link, still hashing
+to the build's ``course_sha256``, and the lesson as long as the item's note says."""
 
 from __future__ import annotations
 

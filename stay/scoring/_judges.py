@@ -1,6 +1,5 @@
-"""Judges for the evals: the offline judge (which judges nothing: a model judge's scorers
-are "not judged (offline)"), or the judging model behind the request cache, and scoring
-through Message Batches."""
+"""Judges for the evals: the offline judge (it judges nothing), or the judging model behind the
+request cache, and scoring through Message Batches."""
 
 from __future__ import annotations
 

@@ -1,25 +1,6 @@
-"""The statistics behind ``stay evals compare``: permutation tests with intervals,
-Holm–Bonferroni, and the minimum detectable effect. ``docs/evals.md`` says why each.
-
-Two tests, one machinery. After a prompt change the unit is the build (a brief built
-once, in one epoch): items of one build share its luck, so they are not independent.
-``stratified_test`` compares the builds' means with a permutation test stratified by
-brief: under "the change made no difference", the builds of one brief are exchangeable
-between the two runs, so their run labels are shuffled within each brief, never across
-(a hard brief stays hard in both runs, and its difficulty cancels). When both runs
-judged byte-identical content (rescoring with a changed judge or scorer), the unit is
-the item, and ``paired_test`` flips the signs of the content-matched differences.
-
-Each test gives two one-sided p-values, "the candidate is worse" (``p_worse``, the one
-the gate adjusts) and "better" (``p_better``), and the two-sided ``p``, twice the smaller.
-Both statistics are linear in a shift ``delta`` of the candidate's values, and a
-permuted statistic moves by at most as much as the observed one, so each one-sided
-p-value is monotone in the shift: one set of permutations gives it at every shift, and
-inverting each at half the level gives the interval's two ends exactly. So the 95%
-interval excludes 0 if and only if ``p <= 0.05``, on any data, ties and lumps included
-(the ends are found by bisection seeded at 0, so rounding cannot put an end on the wrong
-side of it). Permutations are drawn from a fixed seed: same reports, same answer.
-"""
+"""The statistics behind ``stay evals compare``: permutation tests stratified by brief (the
+build is the unit: its items share its luck) or paired by content, their inverted intervals,
+Holm–Bonferroni, and the minimum detectable effect. ``docs/evals.md`` says why each."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""outcome_coverage: is every outcome actually taught by its lesson?
-
-The judge must quote the passage that teaches the outcome rather than give a
-verdict: finding the passage first keeps it from rubber-stamping an outcome the
-lesson never reaches. The harness then checks the quote mechanically: a quote that
-is not in the lesson scores zero and is reported as fabricated, which no eval harness
-we know of does. Both sides are normalised first, the same way: whitespace, Markdown
-emphasis and code markers (``**``, ``*``, ``_``, ``~~``, backticks), link syntax, and
-typographic quotes, because a judge that quotes the words without the ``**`` around
-them has quoted the lesson.
-"""
+"""outcome_coverage: is every outcome actually taught by its lesson? The judge must quote the
+teaching passage, and a quote not in the lesson (Markdown markers and typographic quotes
+normalised on both sides) scores zero: finding the passage keeps it from rubber-stamping."""
 
 from __future__ import annotations
 

@@ -1,18 +1,7 @@
-"""Test doubles for a judge: ``ScriptedJudge``, answering each request with a callable's
-data, and ``heuristic_judge``, one scripted with keyword heuristics. Neither reads prose
-as a model does, so no ``stay`` command uses them (offline, the scorers that need a judge
-are "not judged"); the statistics tests, the view tests' reports and the calibration
-benchmark need a judge that produces scores, and say which (each one's name).
-
-Each heuristic is written from its scorer's instructions, not from how the offline
-backend's quality knob damages a course (this module does not import it, and its tests
-are hand-written examples): a passage teaches an outcome when it engages with the
-outcome's key words; a distractor embodies a misconception when its why_wrong states a
-belief and that belief is about the option; an exercise is aligned when some instruction
-in it sits at the outcome's Bloom level or above; rubric levels are distinguishable when
-neighbours differ in at least one word that is not a degree word. What this proves is
-the harness's plumbing and statistics, not what a model judge would say.
-"""
+"""Test doubles for a judge: ``ScriptedJudge`` answers each request with a callable's data;
+``heuristic_judge`` with keyword heuristics written from each scorer's instructions (not from how
+the offline backend damages a course). They prove the harness's plumbing and statistics, not
+what a model judge would say; no ``stay`` command uses them."""
 
 from __future__ import annotations
 
