@@ -1,4 +1,4 @@
-"""What the comparison page shows below its table, as plain data (``stay.scoring._compare_detail``
+"""What the comparison page shows below its table, as plain data (``stay.scoring._compare_page``
 fills it from two reports). A pair is *changed* when its sides differ in score or failure, or one
 run lacks it; *failed* when a side scored below full marks or failed; else *passed*. The filters
 are radio buttons and CSS: the report pages' policy allows no script."""
@@ -101,7 +101,7 @@ class LessonText:
     anchor: str
     lesson: str
     text: str
-    """Bounded (``stay.scoring._judged_lessons.MAX_LESSON_CHARS``)."""
+    """Bounded (``stay.scoring._compare_page.MAX_LESSON_CHARS``)."""
     characters: int
     read_by: tuple[str, ...]
     """The builds whose listed items read it: "baseline <brief> e01", ..."""
