@@ -124,14 +124,14 @@ class JudgedLessons:
             return _Course(None, COURSE_CHANGED)
         return _Course(root, reader=CourseReader(root))
 
-    def text(self, run: int, brief: str, index: int, item: str) -> tuple[str | None, str | None, str]:
-        """(the lesson ``item`` names, its body in that build's course, why there is none)."""
-        key = (run, brief, index, item)
+    def text(self, run: int, brief: str, index: int, lesson: str) -> tuple[str | None, str | None, str]:
+        """(``lesson``, its body in that build's course, why there is none)."""
+        key = (run, brief, index, lesson)
         if key not in self._texts:
-            self._texts[key] = self._read(run, brief, index, item)
+            self._texts[key] = self._read(run, brief, index, lesson)
         return self._texts[key]
 
-    def _read(self, run: int, brief: str, index: int, item: str) -> tuple[str | None, str | None, str]:
+    def _read(self, run: int, brief: str, index: int, lesson: str) -> tuple[str | None, str | None, str]:
         from stay.artefacts import ArtefactLoadError, Curriculum, LessonContent, lesson_file
 
         course = self.course(run, brief, index)
@@ -140,11 +140,9 @@ class JudgedLessons:
         reader = course.reader
         try:
             curriculum = reader.load("curriculum.yaml", Curriculum)
-            found = next(((m, lsn.id) for m in curriculum.modules for lsn in m.lessons
-                          if item == lsn.id or item.startswith(f"{lsn.id}-")), None)
-            if found is None:
-                return None, None, "its id names no lesson of its course's curriculum"
-            module, lesson = found
+            module = next((m for m in curriculum.modules for lsn in m.lessons if lsn.id == lesson), None)
+            if module is None:
+                return None, None, f"its lesson {lesson} is not in its course's curriculum"
             relative = lesson_file(module, lesson, LessonContent)
             file = course.root / relative
             if os.path.realpath(file) != os.path.normpath(file) or not file.is_file():
@@ -158,7 +156,10 @@ class JudgedLessons:
         length = judged_length(side.shown)
         if length is None:
             return side
-        lesson, body, why = self.text(run, brief, side.build, side.item)
+        if side.lesson is None:
+            return replace(side, lesson_why="the report does not say which lesson its judge read (written before "
+                                            "items recorded it)")
+        lesson, body, why = self.text(run, brief, side.build, side.lesson)
         if lesson is None or body is None:
             return replace(side, lesson=lesson, lesson_why=why)
         if len(body) != length:
@@ -252,7 +253,7 @@ def _side(epoch: int, build: int, item: Mapping[str, Any]) -> ItemSide:
     score = item.get("score")
     return ItemSide(epoch=epoch, item=str(item["item"]), score=None if score is None else float(score),
                     failure=text("failure"), reason=str(item.get("reason", "")), quote=text("quote"),
-                    raw=text("raw"), shown=text("shown"), build=build)
+                    raw=text("raw"), shown=text("shown"), build=build, lesson=text("lesson"))
 
 
 def pair_items(baseline: Mapping[str, Any], candidate: Mapping[str, Any], scorer: str,

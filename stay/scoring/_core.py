@@ -119,6 +119,8 @@ class ItemResult(BaseModel):
     shown: str | None = None
     """What the judge was shown for this item, the lesson left out (``MAX_SHOWN``). Optional,
     like ``quote``: a report written before them reads as it did (no version bump)."""
+    lesson: str | None = None
+    """The id of the lesson its judge read first (``@scorer(judged="lesson")``); None: none."""
 
     @property
     def failed(self) -> bool:
@@ -338,12 +340,13 @@ def parsed(reply: JudgeReply, answer: type[A]) -> tuple[A | None, str | None]:
         return None, f"the judge's reply does not fit {answer.__name__}: {where}: {first['msg']}"
 
 
-def failed_item(item: str, content: str, reply: JudgeReply, why: str, shown: str | None = None) -> ItemResult:
+def failed_item(item: str, content: str, reply: JudgeReply, why: str, shown: str | None = None,
+                on: str | None = None) -> ItemResult:
     if reply.error is not None:
         return ItemResult(item=item, content=content, score=None, reason=f"judge error: {reply.error}",
-                          failure="error", raw=bounded(reply.raw or None, MAX_RAW), shown=shown)
+                          failure="error", raw=bounded(reply.raw or None, MAX_RAW), shown=shown, lesson=on)
     return ItemResult(item=item, content=content, score=None, reason=why, failure="unparseable",
-                      raw=bounded(reply.raw, MAX_RAW), shown=shown)
+                      raw=bounded(reply.raw, MAX_RAW), shown=shown, lesson=on)
 
 
 @dataclass(frozen=True)
@@ -418,8 +421,11 @@ class ModelScorer:
     def judging(self) -> Judging:
         return Judging(self.name, self.instructions, self.judge, self.version)
 
-    def ask(self, judging: Judging, item: str, inputs: dict[str, Any], lesson: str | None = None) -> None:
-        judging.ask(item, inputs, self.answer, lambda answer: self.verdict(answer, inputs, lesson), lesson=lesson)
+    def ask(self, judging: Judging, item: str, inputs: dict[str, Any], lesson: str | None = None,
+            on: str | None = None) -> None:
+        """``lesson`` is the text its judge reads first, ``on`` that lesson's id (the item records it)."""
+        judging.ask(item, inputs, self.answer, lambda answer: self.verdict(answer, inputs, lesson), lesson=lesson,
+                    on=on)
 
 
 @dataclass
@@ -437,9 +443,10 @@ class Judging:
     """The replies' cost summed; None once any reply's is unknown."""
 
     def ask(self, item: str, inputs: dict[str, Any], answer: type[A], verdict: Callable[[A], tuple[float, str]],
-            *, lesson: str | None = None) -> None:
+            *, lesson: str | None = None, on: str | None = None) -> None:
         if isinstance(self.judge, OfflineJudge):  # nothing to ask: the result says it was not judged
             return
+        on = on if lesson is not None else None  # a lesson id is recorded only where the lesson was read
         content = content_hash({"inputs": inputs, "lesson": lesson})
         request = judge_request(self.scorer, self.instructions, item, inputs, answer, lesson=lesson)
         # the rendered inputs, as the request carries them after the instructions (not rendered twice)
@@ -452,12 +459,12 @@ class Judging:
         if parsed_answer is None:
             if reply.data is not None and isinstance(self.judge, ModelJudge):
                 self.judge.reject(request, why or "unreadable")
-            self.items.append(failed_item(item, content, reply, why or "unreadable", shown))
+            self.items.append(failed_item(item, content, reply, why or "unreadable", shown, on))
             return
         score, reason = verdict(parsed_answer)
         quote = getattr(parsed_answer, "quote", None)
         self.items.append(ItemResult(item=item, content=content, score=score, reason=reason,
-                                     raw=bounded(reply.raw, MAX_RAW), shown=shown,
+                                     raw=bounded(reply.raw, MAX_RAW), shown=shown, lesson=on,
                                      quote=bounded(quote, MAX_QUOTE) if isinstance(quote, str) else None))
 
     def add(self, item: str, inputs: dict[str, Any], score: float, reason: str) -> None:

@@ -73,10 +73,10 @@ class AnswerKey(ModelScorer):
             for item in lesson.quiz.items if lesson.quiz else []:
                 if item.options:
                     shown = _quiz_item(item)
-                    self.ask(judging, item.id, {"quiz_item": shown,
-                                                "data_files": course.data_files(text_of(shown), body or "")}, body)
+                    files = course.data_files(text_of(shown), body or "")
+                    self.ask(judging, item.id, {"quiz_item": shown, "data_files": files}, body, lesson.id)
             for exercise in lesson.exercises.exercises if lesson.exercises else []:
                 task = {"task": exercise.task, "hints": list(exercise.hints), "solution": exercise.solution}
-                self.ask(judging, exercise.id, {"exercise": task,
-                                                "data_files": course.data_files(text_of(task), body or "")}, body)
+                files = course.data_files(text_of(task), body or "")
+                self.ask(judging, exercise.id, {"exercise": task, "data_files": files}, body, lesson.id)
         return judging.result()

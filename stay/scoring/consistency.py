@@ -59,5 +59,5 @@ class Consistency(ModelScorer):
                                "example_facts": plan.example_facts, "running_example": running},
                       "exercises": exercises, "quiz": quiz,
                       "data_files": course.data_files(lesson.content.body, text_of(exercises), text_of(quiz))}
-            self.ask(judging, lesson.id, inputs, lesson.content.body)
+            self.ask(judging, lesson.id, inputs, lesson.content.body, lesson.id)
         return judging.result()

@@ -50,5 +50,5 @@ class DistractorQuality(ModelScorer):
                     self.ask(judging, f"{item.id} option {k}", {
                         "stem": item.stem, "correct_answer": correct, "wrong_option": option.text,
                         "why_wrong": option.why_wrong or "",
-                        "audience_misconceptions": course.audience.misconceptions or []}, body)
+                        "audience_misconceptions": course.audience.misconceptions or []}, body, lesson.id)
         return judging.result()

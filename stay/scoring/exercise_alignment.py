@@ -48,5 +48,5 @@ class ExerciseAlignment(ModelScorer):
                     judging.add(exercise.id, {"exercise": exercise.model_dump()}, 0.0, "targets an unknown outcome")
                     continue
                 self.ask(judging, exercise.id, {"outcome": outcome.model_dump(), "exercise": exercise.model_dump()},
-                         body)
+                         body, lesson.id)
         return judging.result()

@@ -53,5 +53,6 @@ class OutcomeCoverage(ModelScorer):
             for outcome in (o for o in course.outcomes.outcomes if o.lesson == lesson.id):
                 covering = [s.heading for s in lesson.plan.sections if outcome.id in s.covers]
                 self.ask(judging, outcome.id, {"outcome": outcome.model_dump(),
-                                               "sections_that_should_teach_it": covering}, lesson.content.body)
+                                               "sections_that_should_teach_it": covering}, lesson.content.body,
+                         lesson.id)
         return judging.result()

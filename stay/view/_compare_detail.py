@@ -35,7 +35,7 @@ class ItemSide:
     build: int = 0
     """The build's index among its brief's builds in its run's report."""
     lesson: str | None = None
-    """The lesson the item was judged on, when its id names one."""
+    """The id of the lesson the item was judged on, as its report records it."""
     lesson_anchor: str | None = None
     """The page's anchor of that lesson's text (a ``LessonText``); None: not shown (``lesson_why``)."""
     lesson_why: str = ""
