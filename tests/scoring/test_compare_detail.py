@@ -209,18 +209,9 @@ def runs_with_courses(tmp_path: Path, reports: tuple[Path, Path]) -> tuple[Path,
     return copied[0], copied[1]
 
 
-def _lesson_of(course: Any, scorer: str, item: str) -> str:
-    """The lesson a scorer judged ``item`` on, found from the course's own artefacts."""
-    if scorer == "outcome_coverage":
-        return next(str(o.lesson) for o in course.outcomes.outcomes if o.id == item)
-    if scorer == "exercise_alignment":
-        return next(lsn.id for lsn in course.lessons if lsn.exercises and any(
-            e.id == item for e in lsn.exercises.exercises))
-    if scorer in ("answer_key", "consistency"):  # a quiz item's, an exercise's or the lesson's own id
-        return next(lsn.id for lsn in course.lessons if item == lsn.id or item.startswith(f"{lsn.id}-"))
-    assert scorer == "distractor_quality", scorer
-    return next(lsn.id for lsn in course.lessons if lsn.quiz and any(
-        item.rsplit(" option ", 1)[0] == q.id for q in lsn.quiz.items))
+def _recorded_lesson(build: Any, scorer: str, item: str) -> str:
+    """The lesson the report records its judge read for ``item`` (``ItemResult.lesson``)."""
+    return str(next(i["lesson"] for i in build["scorers"][scorer]["items"] if i["item"] == item))
 
 
 def _judged_sides(detail: Any) -> list[tuple[int, str, Any, Any]]:
@@ -249,7 +240,7 @@ def test_an_item_judged_on_a_lesson_links_to_the_lesson_its_judge_read_each_show
     for run, scorer, pair, side in judged:
         build = reports[run]["briefs"][pair.brief]["builds"][side.build]
         course = CourseOnDisk.load(paths[run].parent / build["course"])
-        lesson = next(lsn for lsn in course.lessons if lsn.id == _lesson_of(course, scorer, side.item))
+        lesson = next(lsn for lsn in course.lessons if lsn.id == _recorded_lesson(build, scorer, side.item))
         assert lesson.content is not None and len(lesson.content.body) == judged_length(side.shown)
         assert side.lesson == lesson.id and side.lesson_why == "" and side.lesson_anchor in lessons
         shown = lessons[side.lesson_anchor]
