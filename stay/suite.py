@@ -1,19 +1,7 @@
-"""The evals suite: build each brief once per epoch, score every build, and report.
-
-It sits above both the pipeline (which builds) and the scorers (which judge courses on
-disk): neither imports the other. Used by ``pytest evals/``. Each build (brief x epoch)
-is independent and goes into its own course directory, ``<courses>/e<NN>/<slug>``.
-Offline, epochs differ by a seed (the run's seed, the brief and the epoch), which the
-quality knob (``stay.testing.RiggedBackend``) turns into build-to-build noise; with a model, the same
-seed goes into the request cache's key as a salt (never into the prompt), so every
-epoch is a fresh set of requests while a rerun of the same run pays for nothing.
-
-Every build goes through the pipeline's staleness, with the prompts it is given: a
-rerun after a prompt edit rebuilds exactly the artefacts of the stages that prompt
-feeds, and the report records, per course, what the ledger says each artefact was
-actually built with (``built_with``: its prompts', references', schema's and model's
-hashes), not what the run was asked to use.
-"""
+"""The evals suite (``pytest evals/``): build each brief once per epoch, score every build, and
+report. It sits above both the pipeline and the scorers, which do not import each other. Epochs
+differ by a seed: offline the quality knob's noise, with a model a salt of the request cache's key
+(never the prompt), so a rerun of the same run pays for nothing."""
 
 from __future__ import annotations
 

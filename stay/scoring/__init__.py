@@ -43,6 +43,8 @@ _EXPORTS = {
     "Scorer": "stay.scoring._scorers",
     "default_scorers": "stay.scoring._scorers",
     "score_course": "stay.scoring._scorers",
+    "registered": "stay.scoring._scorers",
+    "scorer": "stay.scoring._core",
     "scorer_versions": "stay.scoring._scorers",
     "ComparePage": "stay.scoring._compare_page",
     "Comparison": "stay.scoring._runs",
@@ -106,9 +108,11 @@ __all__ = [
     "provenance_notes",
     "read_run",
     "recorded_quality",
+    "registered",
     "relative_course",
     "report",
     "score_course",
+    "scorer",
     "scorer_versions",
     "session_id",
     "write_report",
@@ -128,6 +132,7 @@ if TYPE_CHECKING:
         ScoreResult,
         content_hash,
         judge_request,
+        scorer,
     )
     from stay.scoring._defaults import DEFAULT_EPOCHS
     from stay.scoring._judges import checked_backend
@@ -142,7 +147,7 @@ if TYPE_CHECKING:
     )
     from stay.scoring._report import build_entry, failed_entry, report, write_report
     from stay.scoring._runs import Comparison, compare_runs, read_run
-    from stay.scoring._scorers import SCORERS, Scorer, default_scorers, score_course, scorer_versions
+    from stay.scoring._scorers import SCORERS, Scorer, default_scorers, registered, score_course, scorer_versions
     from stay.scoring._session import judge_name, relative_course, session_id
     from stay.scoring.answer_cues import AnswerCues
     from stay.scoring.answer_key import AnswerKey

@@ -1,20 +1,6 @@
-"""``stay evals calibrate``: how far each model judge agrees with labelled items, and whether
-its scorer may gate a comparison.
-
-The gold set (``evals/gold/<judge>.yaml``) holds items labelled "fine" or "defect" by hand,
-each with exactly the inputs its scorer's judge is given in a scored course. Each judge is
-run on its items through its scorer's own instructions, answer schema and verdict
-(``Judging.ask``), so it sees the request a scored course would send; a verdict below 0.5
-is "defect". Per judge: sensitivity (defects found / defects), specificity (fine passed /
-fine), Cohen's kappa with a 95% percentile interval from a seeded bootstrap over items
-(resamples whose kappa is undefined, one label and one verdict throughout, are left out), judge
-failures apart, and the items it got wrong. Kappa is n/a when undefined, never a crash.
-
-``compare`` shows each scorer's calibration beside it (``standings``): a model-judged scorer
-gates only when a calibration of this run's judge, at this scorer's version, puts its kappa
-at ``KAPPA_TO_GATE`` or above; otherwise its row keeps its verdict, says why it does not gate,
-and leaves the Holm family, unless ``--allow uncalibrated``.
-"""
+"""``stay evals calibrate``: how far each model judge agrees with hand-labelled items (the gold
+set), asked through its scorer's own instructions and verdict, and whether its scorer may gate
+(kappa at ``KAPPA_TO_GATE`` or above; docs/evals.md, "Calibrating the judges")."""
 
 from __future__ import annotations
 
@@ -135,10 +121,10 @@ def _where(exc: ValidationError, document: Any) -> str:
 
 
 def judged_scorers(judge: Judge) -> list[ModelScorer]:
-    """The registry's model-judged scorers (``MODEL_JUDGED``), judged by ``judge``."""
-    from stay.scoring._scorers import MODEL_JUDGED
+    """The registry's model-judged scorers, plug-ins' too, judged by ``judge``."""
+    from stay.scoring._scorers import registered
 
-    return [scorer(judge) for scorer in MODEL_JUDGED]
+    return [declared.make(judge) for declared in registered().values() if declared.field is not None]
 
 
 def kappa(pairs: list[tuple[bool, bool]]) -> float | None:
@@ -195,7 +181,7 @@ def agreement(items: list[GoldItem], results: dict[str, Any]) -> dict[str, Any]:
 def calibrate(gold: Gold, judge: Judge, *, backend: str) -> dict[str, Any]:
     """The calibration report of ``judge`` on ``gold``: per model-judged scorer, its
     agreement, or why it was not run (offline, or no gold items for it)."""
-    from stay.scoring import OfflineJudge
+    from stay.scoring._core import OfflineJudge
 
     entries: dict[str, dict[str, Any]] = {}
     scorers = judged_scorers(judge)

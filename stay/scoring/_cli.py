@@ -1,25 +1,7 @@
-"""``stay evals ...``: compare two eval reports, show one, and score saved courses again.
-
-The command line's parser (``stay/_cli_parser.py``) calls ``evals_parser`` to add the ``evals``
-command to its subparsers, and its handlers (``stay/_cli_commands.py``) call ``evals_main``
-to run it; everything else about the command is here.
-
-Exit codes of ``stay evals compare``: 0 no regression; 1 at least one scorer is worse
-at a Holm-adjusted p below alpha; 2 refused, the runs cannot be compared (they differ
-in judge, judge model, backend, scorer versions or briefs, and ``--allow`` does not
-name the difference), or a usage error; 5 refused, a run is invalid (more than
-``--max-failed`` of a scorer's judge items failed): rescore it, then compare.
-
-``--html PATH`` writes the comparison as one self-contained page (atomically: a reader
-never sees half a page), whatever the verdict: a CI job uploads it after the gate has
-failed the step. Once the command line has parsed, every run of the command that
-exits 2 or 5 writes a page at PATH saying it refused and why, in place of a comparison,
-so an earlier run's page is never taken for this one's.
-
-``stay evals show REPORT.json [--html PATH] [--markdown PATH]`` prints one run's summary
-(who judged, the mean per scorer, its mean over builds with the standard error, judge
-failures, cost) and writes it as a page, or its means as Markdown.
-"""
+"""``stay evals ...``: compare two eval reports, show one, plan epochs, calibrate, and score saved
+courses again. Exit codes of ``compare``: 0 no regression, 1 a scorer worse (Holm), 2 refused or
+a usage error, 5 a run invalid. ``--html`` is written whatever the verdict, and says why on a
+refusal, so an earlier run's page is never taken for this one's."""
 
 from __future__ import annotations
 
@@ -188,9 +170,8 @@ def _compare(ns: argparse.Namespace) -> int:
     from stay.artefacts import write_text_atomic
     from stay.errors import UsageError
     from stay.scoring._calibrate import calibration_note, find_calibration, standings
-    from stay.scoring._compare import compare, item_changes
+    from stay.scoring._compare import compare, item_changes, items_text, markdown, text
     from stay.scoring._provenance import provenance_notes
-    from stay.scoring._render import items_text, markdown, text
     from stay.scoring._report import read_report
 
     if not 0 < ns.alpha < 1 or not 0 <= ns.max_failed < 1 or not 0 < ns.effect <= 1:
@@ -373,10 +354,11 @@ def _score(ns: argparse.Namespace) -> int:
     file) is recorded as a failed build, never left out, and the command exits 5 once the
     report is written: compare refuses the report until the course is rebuilt."""
     from stay.models import Usage
-    from stay.scoring import CourseOnDisk, OfflineJudge, default_scorers, score_course, scorer_versions
+    from stay.scoring._core import CourseOnDisk, OfflineJudge
     from stay.scoring._judges import checked_backend, make_judge
     from stay.scoring._provenance import QUALITY_RECORD, course_built_by, ledger_built_with, recorded_quality
     from stay.scoring._report import build_entry, failed_entry, report, write_report
+    from stay.scoring._scorers import default_scorers, score_course, scorer_versions
     from stay.scoring._session import judge_name, relative_course, session_id
     from stay.settings import Settings
     from stay.stages import Prompts

@@ -1,40 +1,19 @@
-"""Comparing two eval reports, so a prompt change can be gated, and refusing what cannot
-be compared.
-
-``compare`` first refuses (``RunsNotComparable``, exit 2) two runs that differ in what
-a comparison must hold fixed: the judge, the judge model, the generation backend, the
-scorers' versions, or the set of briefs, unless ``allow`` names the difference; then
-refuses (``InvalidRun``, exit 5) a run in which more than ``max_failed`` of a scorer's
-judge items failed, or a scorer judged nothing in a brief the other run judged. Then,
-per scorer, it estimates the candidate's difference from the baseline with its 95%
-interval and permutation p-values (``_stats``): over builds (brief x epoch),
-stratified by brief, or over content-matched items when both runs judged byte-identical
-content. The gate is one-sided: Holm–Bonferroni adjusts each scorer's p-value of "the
-candidate is worse" across scorers, and the gate (exit 1) fires only on an
-adjusted-significant regression ("better" is Holm-adjusted as a family of its own and
-never gates). Each scorer also gets the minimum detectable drop (MDE) at 80% power at
-the strictest one-sided Holm level, for its variance (floored at the binomial) and N. "No detectable
-difference" is said only when the interval excludes a drop as large as the MDE, or as
-the drop that matters (``effect``, a fifth of the baseline mean), whichever is smaller;
-otherwise the scorer is "inconclusive: run more epochs" (the gate is about regressions,
-so only the interval's lower end is held to it).
-
-A scorer neither run judged (the offline judge reads no prose: ``ScoreResult.judged``) is
-never tested: its row says "not judged (offline)", with no means and no p, and it is left
-out of the Holm family. One judged in one run only is a judge difference (refused unless
-``--allow judge``, and then not tested either).
-"""
+"""Comparing two eval reports, so a prompt change can be gated, and refusing what cannot be
+compared (docs/evals.md, "The test, and why" and "Guards"); the comparison as text and Markdown.
+A scorer neither run judged is never tested and stays out of the Holm family."""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from stay._display import fixed
 from stay.errors import InvalidRun, RunsNotComparable
+from stay.scoring import _stats
 from stay.scoring._defaults import ALLOWABLE, ALPHA, EFFECT, MAX_FAILED
+from stay.scoring._stats import build_strata, scored, scorer_results
 
 if TYPE_CHECKING:
     from stay.scoring._calibrate import Standing
@@ -150,8 +129,6 @@ class Comparison:
         return f"; {', '.join(held)} worse, but its judge is not calibrated to gate" if held else ""
 
     def _display(self) -> tuple[str, tuple[str, ...], list[tuple[str, ...]]]:
-        from stay.scoring._render import _interval, _p
-
         title = (f"{self.candidate_label} against {self.baseline_label} (epochs: baseline {self.epochs[0]}, "
                  f"candidate {self.epochs[1]})")
         head: tuple[str, ...] = ("scorer", "test", "baseline", "candidate", "difference", "95% interval", "p",
@@ -228,19 +205,13 @@ def _allowed(allow: Collection[str]) -> set[str]:
     return names
 
 
-def _results(report: dict[str, Any], scorer: str, briefs: Collection[str]) -> Iterator[tuple[str, dict[str, Any]]]:
-    for brief in briefs:
-        for build in report["briefs"][brief]["builds"]:
-            result = build["scorers"].get(scorer)
-            if result is not None:
-                yield brief, {"epoch": build.get("epoch", 0), **result}
 
 
 def _failures(report: dict[str, Any], scorers: list[str], briefs: list[str]) -> dict[str, tuple[int, int, int]]:
     counts = {}
     for scorer in scorers:
         unparseable = errors = items = 0
-        for _brief, result in _results(report, scorer, briefs):
+        for _brief, result in scorer_results(report, scorer, briefs):
             items += len(result["items"])
             unparseable += sum(i.get("failure") == "unparseable" for i in result["items"])
             errors += sum(i.get("failure") == "error" for i in result["items"])
@@ -258,8 +229,6 @@ def _invalid(name: str, path: str, failures: dict[str, tuple[int, int, int]], ma
     return problems
 
 
-def _scored(result: dict[str, Any]) -> list[float]:
-    return [float(i["score"]) for i in result["items"] if i.get("failure") is None and i.get("score") is not None]
 
 
 def _empty_briefs(name: str, report: dict[str, Any], other: dict[str, Any], scorers: list[str],
@@ -267,8 +236,8 @@ def _empty_briefs(name: str, report: dict[str, Any], other: dict[str, Any], scor
     problems = []
     for scorer in scorers:
         for brief in briefs:
-            mine = [v for _b, r in _results(report, scorer, [brief]) for v in _scored(r)]
-            theirs = [v for _b, r in _results(other, scorer, [brief]) for v in _scored(r)]
+            mine = [v for _b, r in scorer_results(report, scorer, [brief]) for v in scored(r)]
+            theirs = [v for _b, r in scorer_results(other, scorer, [brief]) for v in scored(r)]
             if not mine and theirs:
                 problems.append(f"{name}: {scorer} scored nothing in brief {brief}, which the other run scored")
     return problems
@@ -299,7 +268,7 @@ def _content_pairs(baseline: dict[str, Any], candidate: dict[str, Any], scorer: 
 
     def by_content(report: dict[str, Any]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
         found: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
-        for brief, result in sorted(_results(report, scorer, briefs), key=lambda br: (br[0], br[1]["epoch"])):
+        for brief, result in sorted(scorer_results(report, scorer, briefs), key=lambda br: (br[0], br[1]["epoch"])):
             for item in sorted(result["items"], key=lambda i: str(i["item"])):
                 if item.get("content"):
                     found[item["content"]].append((brief, item))
@@ -310,7 +279,7 @@ def _content_pairs(baseline: dict[str, Any], candidate: dict[str, Any], scorer: 
              for (brief, b), (_brief, a) in zip(before[content], after[content], strict=False)]
 
     def every_item_has_content(report: dict[str, Any], found: dict[str, list[Any]]) -> bool:
-        return sum(map(len, found.values())) == sum(len(r["items"]) for _b, r in _results(report, scorer, briefs))
+        return sum(map(len, found.values())) == sum(len(r["items"]) for _b, r in scorer_results(report, scorer, briefs))
 
     complete = (bool(pairs) and Counter({k: len(v) for k, v in before.items()})
                 == Counter({k: len(v) for k, v in after.items()})
@@ -318,25 +287,6 @@ def _content_pairs(baseline: dict[str, Any], candidate: dict[str, Any], scorer: 
     return pairs, complete
 
 
-def _strata(baseline: dict[str, Any], candidate: dict[str, Any], scorer: str, briefs: list[str]) -> list[Any]:
-    from stay.scoring._stats import Stratum
-
-    strata = []
-    for brief in briefs:
-        runs = []
-        counts = []
-        for report in (baseline, candidate):
-            means = []
-            for _b, result in _results(report, scorer, [brief]):
-                values = _scored(result)
-                if values:
-                    means.append(sum(values) / len(values))
-                    counts.append(len(values))
-            runs.append(tuple(means))
-        if runs[0] and runs[1]:
-            per_build = sum(counts) / len(counts)
-            strata.append(Stratum(runs[0], runs[1], weight=per_build, items=per_build))
-    return strata
 
 
 def _weighted_means(strata: list[Any]) -> tuple[float, float]:
@@ -357,7 +307,6 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     two runs cannot answer. ``names`` are how messages name the runs (e.g. their paths).
     ``standing`` (``_calibrate.standings``): per scorer, its judge's calibration; one that may
     not gate leaves the gate's Holm family unless ``allow`` names "uncalibrated" (None: all gate)."""
-    from stay.scoring import _stats
     from stay.scoring._plan import power_notes
     from stay.scoring._runs_check import INVALID, REFUSE, WARN, run_checks
 
@@ -402,7 +351,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     for scorer in judged:
         pairs, complete = _content_pairs(baseline, candidate, scorer, briefs)
         both = [(b, a) for _brief, b, a in pairs if b.get("failure") is None and a.get("failure") is None]
-        strata = [] if complete and both else _strata(baseline, candidate, scorer, briefs)
+        strata = [] if complete and both else build_strata(baseline, candidate, scorer, briefs)
         if complete and both:
             plans[scorer] = (ITEMS, both)
         elif strata:
@@ -485,10 +434,145 @@ def item_changes(baseline: dict[str, Any], candidate: dict[str, Any], *, top: in
     changes, coverage = [], {}
     for scorer in names if scorers is None else [s for s in names if s in scorers]:
         pairs, _complete = _content_pairs(baseline, candidate, scorer, briefs)
-        coverage[scorer] = (len(pairs), sum(len(r["items"]) for _b, r in _results(baseline, scorer, briefs)))
+        coverage[scorer] = (len(pairs), sum(len(r["items"]) for _b, r in scorer_results(baseline, scorer, briefs)))
         for brief, b, a in pairs:
             if b.get("failure") is None and a.get("failure") is None and a["score"] != b["score"]:
                 changes.append(ItemChange(scorer, brief, str(b["item"]), str(a["item"]), float(b["score"]),
                                           float(a["score"]), str(b["reason"]), str(a["reason"])))
     changes.sort(key=lambda c: (-abs(c.candidate_score - c.baseline_score), c.scorer, c.brief, c.baseline_item))
     return changes[:top], coverage
+
+def _p(value: float) -> str:
+    return f"{value:.2g}" if value < 0.01 else f"{value:.3f}"
+
+
+def _tested_p(value: float, r: ScorerComparison) -> str:
+    """A p-value, or n/a for a scorer not tested (nothing judged, or not judged): no placeholder p."""
+    return _p(value) if r.difference is not None else "n/a"
+
+
+def _test(r: ScorerComparison) -> str:
+    return r.test if r.difference is not None else "-"
+
+
+def _interval(r: ScorerComparison) -> str:
+    return "n/a" if r.low is None or r.high is None else f"[{r.low:+.3f}, {r.high:+.3f}]"
+
+
+def method(comparison: Comparison) -> str:
+    tests = {r.test for r in comparison.scorers}
+    parts = []
+    if BUILDS in tests:
+        parts.append("over builds (brief x epoch): the difference of brief-weighted means, with a permutation test "
+                     "that shuffles run labels within each brief")
+    if "items" in tests:
+        parts.append("over items matched by content (both runs judged byte-identical content): a paired sign-flip "
+                     "permutation test")
+    tested = sum(r.test in (BUILDS, "items") and r.difference is not None for r in comparison.scorers)
+    return ("Candidate minus baseline per scorer, " + "; ".join(parts) + ". 95% interval: the two one-sided "
+            "tests inverted, so it excludes 0 exactly when the two-sided p is at most 0.05. The gate is one-sided: "
+            f"Holm-Bonferroni over the p-values of 'worse' across {tested} scorers at alpha {comparison.alpha} "
+            "(p (Holm)); it fires only on an adjusted-significant regression ('better' is its own family and never "
+            "gates). MDE: the drop this run detects 80% of the time at the gate's strictest level, for its observed "
+            "variance (at least the binomial) and N. 'No detectable difference' needs the interval to "
+            f"exclude a drop as large as the MDE or {comparison.effect:.0%} of the baseline mean, whichever is "
+            "smaller; otherwise 'inconclusive'.")
+
+
+def _notes(comparison: Comparison, paths: tuple[str, str]) -> list[str]:
+    lines = []
+    for run, path in zip(("baseline", "candidate"), paths, strict=True):
+        counts = comparison.failures.get(run, {})
+        unparseable = sum(c[0] for c in counts.values())
+        errors = sum(c[1] for c in counts.values())
+        items = sum(c[2] for c in counts.values())
+        lines.append(f"judge failures, {run} ({path}): {unparseable} unparseable, {errors} model or API errors, "
+                     f"of {items} items (left out of the means)")
+    for why in comparison.allowed.values():
+        lines.append(f"allowed: {why}")
+    if comparison.held_worse:
+        lines.append(f"not gating: {comparison.held_worse.removeprefix('; ')}")
+    for why in comparison.warnings:
+        lines.append(f"warning: {why}")
+    for why in comparison.power:
+        lines.append(f"power: {why}")
+    for side, briefs in comparison.missing.items():
+        lines.append(f"briefs left out ({side}): {', '.join(briefs)}")
+    for brief, paths_ in comparison.unchanged.items():
+        lines.append(f"unchanged in both runs (same prompt, references, schema and model), {brief}: "
+                     f"{len(paths_)} artefacts: {', '.join(paths_[:6])}{', ...' if len(paths_) > 6 else ''}")
+    return lines
+
+
+def text(comparison: Comparison, paths: tuple[str, str] = ("baseline", "candidate"),
+         provenance: Sequence[str] = ()) -> str:
+    """The table with its header and notes; ``provenance`` (``stay.scoring._provenance.
+    provenance_notes``: who generated and judged each run, the prompt files that differ,
+    whether the generator can see them) is printed under the two runs' names."""
+    header = (f"{'scorer':20} {'test':6} {'baseline':>8} {'candidate':>9} {'diff':>7} {'95% interval':>18} "
+              f"{'p':>7} {'p(Holm)':>7} {'MDE':>6}  verdict")
+    lines = [f"baseline:  {paths[0]} ({comparison.baseline_label}, {comparison.epochs[0]} epochs)",
+             f"candidate: {paths[1]} ({comparison.candidate_label}, {comparison.epochs[1]} epochs)",
+             *provenance, method(comparison), "", header]
+    for r in comparison.scorers:
+        lines.append(f"{r.scorer:20} {_test(r):6} {fixed(r.baseline):>8} {fixed(r.candidate):>9} "
+                     f"{fixed(r.difference, signed=True):>7} {_interval(r):>18} {_tested_p(r.p, r):>7} "
+                     f"{_tested_p(r.p_adjusted, r):>7} {fixed(r.mde):>6}  {r.verdict}"
+                     + (f" | judge: {judge_cell(r)}" if r.calibration else ""))
+    lines += ["", *_notes(comparison, paths)]
+    return "\n".join(lines) + "\n"
+
+
+def items_text(changes: list[ItemChange], coverage: dict[str, tuple[int, int]]) -> str:
+    lines = ["", "items matched by content, per scorer: " + ", ".join(
+        f"{scorer} {matched} of {total}" for scorer, (matched, total) in coverage.items())]
+    if not changes:
+        lines.append("no content-matched item changed score" if any(m for m, _t in coverage.values())
+                     else "no item is content-matched: the runs judged different content (a regenerated course), "
+                          "so an item diff would compare different things")
+    for change in changes:
+        lines += [f"{change.scorer} {change.brief} {change.baseline_item}"
+                  + (f" (now {change.candidate_item})" if change.candidate_item != change.baseline_item else "")
+                  + f": {change.baseline_score:.2f} -> {change.candidate_score:.2f}",
+                  f"    baseline judge:  {change.baseline_reason}",
+                  f"    candidate judge: {change.candidate_reason}"]
+    return "\n".join(lines) + "\n"
+
+
+def markdown(comparison: Comparison, paths: tuple[str, str] = ("baseline", "candidate"),
+             changes: list[ItemChange] | None = None, provenance: Sequence[str] = ()) -> str:
+    """The comparison as Markdown: the provenance lines (as in ``text``), the table, the
+    notes, a bar chart of both means, and (when asked) the item diff with both judges'
+    reasons side by side."""
+    results = comparison.scorers
+    charted = [r for r in results if r.baseline is not None or r.candidate is not None]  # no bar for no mean
+    names = [r.scorer for r in charted]
+    lines = [f"# Eval comparison: {comparison.baseline_label} vs {comparison.candidate_label}", "",
+             *[f"- {line}" for line in provenance], *([""] if provenance else []), method(comparison), "",
+             "| scorer | test | baseline | candidate | difference | 95% interval | p | p (Holm) | MDE | verdict "
+             "| judge |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append(f"| {r.scorer} | {_test(r)} | {fixed(r.baseline)} | {fixed(r.candidate)} | "
+                     f"{fixed(r.difference, signed=True)} | {_interval(r)} | {_tested_p(r.p, r)} | "
+                     f"{_tested_p(r.p_adjusted, r)} | "
+                     f"{fixed(r.mde)} | **{r.verdict}** | {judge_cell(r) or 'n/a'} |")
+    lines += ["", *[f"- {note}" for note in _notes(comparison, paths)], "",
+              "```mermaid", "xychart-beta", '    title "Mean score per scorer"',
+              f"    x-axis [{', '.join(names)}]", '    y-axis "mean score" 0 --> 1',
+              f"    bar [{', '.join(fixed(r.baseline) if r.baseline is not None else '0' for r in charted)}]",
+              f"    bar [{', '.join(fixed(r.candidate) if r.candidate is not None else '0' for r in charted)}]",
+              "```", "", "First bar of each pair: baseline; second: candidate.", ""]
+    for r in charted:
+        base, cand = r.baseline or 0.0, r.candidate or 0.0
+        lines.append(f"    {r.scorer:20} baseline  {'#' * round(base * 40):40} {fixed(r.baseline)}")
+        lines.append(f"    {'':20} candidate {'#' * round(cand * 40):40} {fixed(r.candidate)}")
+    if changes:
+        lines += ["", "## Items that changed most (matched by content)", "",
+                  "| scorer | brief | item | baseline | candidate | baseline judge | candidate judge |",
+                  "|---|---|---|---|---|---|---|"]
+        for c in changes:
+            cells = (c.baseline_reason, c.candidate_reason)
+            lines.append(f"| {c.scorer} | {c.brief} | {c.baseline_item} | {c.baseline_score:.2f} | "
+                         f"{c.candidate_score:.2f} | " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,36 +1,406 @@
-"""From the result of ``stay evals compare`` to the comparison page's rows.
-
-``compare_page`` is the one place a ``Comparison`` (``stay.scoring._compare``) becomes
-the plain data the viewer's ``render_compare_html`` draws: every field of
-every ``ScorerComparison`` goes into a ``ScorerRow``; the judge, backend and models
-come from the two reports, since a comparison holds them fixed rather than carrying
-them; and the item diff is listed only for items matched by content (the same item and
-lesson judged in both runs). After a regeneration no item matches, and the page says
-so instead of pairing different questions that happen to share an id.
-
-Each run's own interval. ``compare`` estimates the *difference* with an interval; the
-page also draws each run's mean with an interval, computed here from the same units the
-test used, with the briefs held fixed as the test holds them: for a ``builds`` test,
-the brief-weighted mean of build means with a t interval from the pooled build-to-build
-variance within briefs (no interval with one build per brief: there is no variance to
-estimate); for an ``items`` test, a t interval over the matched items' scores. Both are
-clipped to the score scale [0, 1].
-"""
+"""From the result of ``stay evals compare`` to the comparison page's rows, and each run's own
+mean with an interval from the units the test used. Items are diffed only when matched by
+content: after a regeneration no item matches, and the page says so."""
 
 from __future__ import annotations
 
+import difflib
+import hashlib
 import math
+import os
+import re
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
-from stay.scoring._compare import ITEMS, Comparison, ItemChange, ScorerComparison, item_changes, judge_cell
-from stay.scoring._compare_detail import PER_KIND, compare_detail
+from stay.scoring._compare import (
+    ITEMS,
+    Comparison,
+    ItemChange,
+    ScorerComparison,
+    _content_pairs,
+    _notes,
+    item_changes,
+    judge_cell,
+    method,
+)
+from stay.scoring._core import bounded, lesson_note
 from stay.scoring._defaults import POWER
-from stay.view import CompareDetail, CompareHeader, Interval, ItemDiffRow, MeanError, ScorerRow, render_compare_html
+from stay.scoring._stats import build_strata
+from stay.view import (
+    PAIR_KINDS,
+    BuildMeans,
+    CompareDetail,
+    CompareHeader,
+    Interval,
+    ItemDiffRow,
+    ItemPair,
+    ItemSide,
+    LessonText,
+    MeanError,
+    PromptFile,
+    RunCost,
+    ScorerPairs,
+    ScorerRow,
+    render_compare_html,
+)
+
+MAX_LESSON_CHARS = 40_000
+"""Characters of a lesson the page shows: house style's longest lesson is a few tens of KB."""
+MAX_LESSONS = 40
+"""Distinct lessons one page shows: a lesson is ~8 KB, so the page stays well under a few MB."""
+
+# The note around the lesson's length, from the one function that writes it: "(the lesson came first: N ..."
+_HEAD, _TAIL = lesson_note("").split("0", 1)
+_NOTE = re.compile(re.escape(_HEAD) + r"(\d+)" + re.escape(_TAIL))
+
+NOT_ON_DISK = "course not on disk"
+COURSE_CHANGED = "course changed since it was judged (its files no longer hash to the report's course_sha256)"
+
+
+def judged_length(shown: str | None) -> int | None:
+    """The length of the lesson an item's judge read first, as its ``shown`` notes it;
+    None: the item was judged on no lesson."""
+    match = _NOTE.match(shown or "")
+    return int(match.group(1)) if match else None
+
+
+@dataclass
+class _Course:
+    root: Path | None
+    why: str = ""
+    """Why the course cannot be used (``root`` None)."""
+    reader: Any = None
+    """The course's one reader (``CourseReader``: it parses a file once per distinct bytes)."""
+
+
+class JudgedLessons:
+    """The lessons of two runs' listed items: each build's course checked once (its hash),
+    then read through its one reader; each lesson's text kept once (``lessons``)."""
+
+    def __init__(self, reports: tuple[Mapping[str, Any], Mapping[str, Any]],
+                 paths: tuple[Path | None, Path | None]) -> None:
+        self.reports, self.paths = reports, paths
+        self._courses: dict[tuple[int, str, int], _Course] = {}
+        self._texts: dict[tuple[int, str, int, str], tuple[str | None, str | None, str]] = {}
+        self.lessons: dict[str, LessonText] = {}
+        """By anchor, in the order first listed."""
+
+    def course(self, run: int, brief: str, index: int) -> _Course:
+        key = (run, brief, index)
+        if key not in self._courses:
+            self._courses[key] = self._check(run, brief, index)
+        return self._courses[key]
+
+    def _check(self, run: int, brief: str, index: int) -> _Course:
+        from stay.artefacts import ArtefactLoadError, CourseReader
+        from stay.errors import UsageError
+        from stay.scoring._session import course_dir
+
+        path, build = self.paths[run], self.reports[run]["briefs"][brief]["builds"][index]
+        named = build.get("course")
+        if path is None:
+            return _Course(None, f"{NOT_ON_DISK} (the report's own location is not known)")
+        if not isinstance(named, str) or not named:
+            return _Course(None, f"{NOT_ON_DISK}: the report names no course (written before reports named them)")
+        try:
+            root = course_dir(path, build, f"briefs.{brief}.builds[{index}]")
+        except UsageError:
+            plain = Path(os.path.normpath(Path(os.path.realpath(path.parent)) / named))
+            if not os.path.lexists(plain / "course.yaml"):
+                return _Course(None, f"{NOT_ON_DISK} ({named}, relative to the report)")
+            return _Course(None, f"the course {named} is reached through a symbolic link, which is not followed")
+        try:
+            digest = CourseReader(root).sha256()
+        except (ArtefactLoadError, OSError):
+            return _Course(None, f"the course {named} cannot be read whole")
+        if not build.get("course_sha256"):
+            return _Course(None, "the report records no course hash, so the course on disk cannot be checked")
+        if digest != build.get("course_sha256"):
+            return _Course(None, COURSE_CHANGED)
+        return _Course(root, reader=CourseReader(root))
+
+    def text(self, run: int, brief: str, index: int, lesson: str) -> tuple[str | None, str | None, str]:
+        """(``lesson``, its body in that build's course, why there is none)."""
+        key = (run, brief, index, lesson)
+        if key not in self._texts:
+            self._texts[key] = self._read(run, brief, index, lesson)
+        return self._texts[key]
+
+    def _read(self, run: int, brief: str, index: int, lesson: str) -> tuple[str | None, str | None, str]:
+        from stay.artefacts import ArtefactLoadError, Curriculum, LessonContent, lesson_file
+
+        course = self.course(run, brief, index)
+        if course.root is None:
+            return None, None, course.why
+        reader = course.reader
+        try:
+            curriculum = reader.load("curriculum.yaml", Curriculum)
+            module = next((m for m in curriculum.modules for lsn in m.lessons if lsn.id == lesson), None)
+            if module is None:
+                return None, None, f"its lesson {lesson} is not in its course's curriculum"
+            relative = lesson_file(module, lesson, LessonContent)
+            file = course.root / relative
+            if os.path.realpath(file) != os.path.normpath(file) or not file.is_file():
+                return lesson, None, f"{relative} is not a regular file of the course (a symbolic link is not followed)"
+            return lesson, reader.load(relative, LessonContent).body, ""
+        except (ArtefactLoadError, OSError) as exc:
+            return None, None, f"the lesson cannot be read ({' '.join(str(exc).split())[:200]})"
+
+    def side(self, run: int, brief: str, side: ItemSide) -> ItemSide:
+        """``side`` with its lesson: a link to the lesson's text, or why it is not shown."""
+        length = judged_length(side.shown)
+        if length is None:
+            return side
+        if side.lesson is None:
+            return replace(side, lesson_why="the report does not say which lesson its judge read (written before "
+                                            "items recorded it)")
+        lesson, body, why = self.text(run, brief, side.build, side.lesson)
+        if lesson is None or body is None:
+            return replace(side, lesson=lesson, lesson_why=why)
+        if len(body) != length:
+            return replace(side, lesson=lesson, lesson_why=f"the lesson on disk ({len(body)} characters) is not the "
+                                                            f"one its judge read ({length})")
+        anchor = "lesson-" + hashlib.sha256(body.encode()).hexdigest()[:16]
+        label = f"{('baseline', 'candidate')[run]} {brief} e{side.epoch:02d}"
+        if anchor not in self.lessons:
+            if len(self.lessons) >= MAX_LESSONS:
+                return replace(side, lesson=lesson, lesson_why=f"the page shows at most {MAX_LESSONS} lessons")
+            self.lessons[anchor] = LessonText(anchor, lesson, bounded(body, MAX_LESSON_CHARS) or "", len(body), ())
+        shown = self.lessons[anchor]
+        if label not in shown.read_by:
+            self.lessons[anchor] = replace(shown, read_by=(*shown.read_by, label))
+        return replace(side, lesson=lesson, lesson_anchor=anchor)
+
+
+def with_lessons(groups: tuple[ScorerPairs, ...], reports: tuple[Mapping[str, Any], Mapping[str, Any]],
+                 paths: tuple[Path | None, Path | None]) -> tuple[tuple[ScorerPairs, ...], tuple[LessonText, ...]]:
+    """Every listed pair's sides with their lessons, and the lessons, each once."""
+    found = JudgedLessons(reports, paths)
+
+    def pair(p: ItemPair) -> ItemPair:
+        sides = [None if s is None else found.side(run, p.brief, s)
+                 for run, s in enumerate((p.baseline, p.candidate))]
+        return replace(p, baseline=sides[0], candidate=sides[1])
+
+    listed = tuple(replace(group, pairs=tuple(pair(p) for p in group.pairs)) for group in groups)
+    return listed, tuple(replace(lesson, read_by=tuple(sorted(lesson.read_by))) for lesson in found.lessons.values())
+
+
+CHANGED, FAILED, PASSED = PAIR_KINDS
+
+PER_KIND = 20
+"""Pairs a scorer lists of each kind (changed, failed, passed) at most."""
+MAX_DIFF_LINES = 400
+"""Lines of one file's diff shown; the rest is counted."""
+PACKAGED = "prompts (packaged)"
+"""How the suite names the packaged prompts in a report's ``prompts.dir``."""
+
+Items = list[tuple[str, int, int, dict[str, Any]]]
+"""(brief, epoch, build index, item) per item of a run."""
+
+
+def compare_detail(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *,
+                   per_kind: int = PER_KIND, paths: tuple[Path | None, Path | None] = (None, None)) -> CompareDetail:
+    """What changed between the reports ``baseline`` and ``candidate``, read from ``paths``
+    (None: not from a file, so no course of theirs can be found, and no lesson shown)."""
+    briefs = sorted(set(baseline["briefs"]) & set(candidate["briefs"]))
+    scorers = sorted(set(baseline["scorers"]) & set(candidate["scorers"]))
+    listed, lessons = with_lessons(tuple(_listed(scorer, pair_items(baseline, candidate, scorer, briefs), per_kind)
+                                         for scorer in scorers), (baseline, candidate), paths)
+    return CompareDetail(
+        brief_means=tuple(_brief_means(baseline, candidate, scorer, brief) for brief in briefs for scorer in scorers),
+        scorers=listed, per_kind=per_kind, prompts=tuple(prompt_files(baseline, candidate)),
+        costs=(run_cost(baseline), run_cost(candidate)), lessons=lessons)
+
+
+def _results(report: Mapping[str, Any], scorer: str, brief: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """(epoch, build index, result) of each build that ``scorer`` judged."""
+    for index, build in enumerate(report["briefs"][brief]["builds"]):
+        result = build["scorers"].get(scorer)
+        if result is not None:
+            yield int(build.get("epoch", 0)), index, result
+
+
+def _build_mean(result: Mapping[str, Any]) -> float | None:
+    values = [float(i["score"]) for i in result["items"] if i.get("failure") is None and i.get("score") is not None]
+    return sum(values) / len(values) if values else None
+
+
+def _brief_means(baseline: Mapping[str, Any], candidate: Mapping[str, Any], scorer: str, brief: str) -> BuildMeans:
+    found: list[tuple[float | None, int]] = []
+    for report in (baseline, candidate):
+        means = [m for _e, _b, r in _results(report, scorer, brief) if (m := _build_mean(r)) is not None]
+        found.append((sum(means) / len(means) if means else None, len(means)))
+    return BuildMeans(brief, scorer, found[0][0], found[0][1], found[1][0], found[1][1])
+
+
+def _items(report: Mapping[str, Any], scorer: str, briefs: list[str]) -> Items:
+    return [(brief, epoch, index, item) for brief in briefs
+            for epoch, index, result in sorted(_results(report, scorer, brief), key=lambda er: er[:2])
+            for item in sorted(result["items"], key=lambda i: str(i["item"]))]
+
+
+def _side(epoch: int, build: int, item: Mapping[str, Any]) -> ItemSide:
+    def text(key: str) -> str | None:
+        value = item.get(key)
+        return value if isinstance(value, str) else None
+
+    score = item.get("score")
+    return ItemSide(epoch=epoch, item=str(item["item"]), score=None if score is None else float(score),
+                    failure=text("failure"), reason=str(item.get("reason", "")), quote=text("quote"),
+                    raw=text("raw"), shown=text("shown"), build=build, lesson=text("lesson"))
+
+
+def pair_items(baseline: Mapping[str, Any], candidate: Mapping[str, Any], scorer: str,
+               briefs: list[str]) -> list[ItemPair]:
+    """Every item of both runs under ``scorer``, paired (see the module's docstring)."""
+    before, after = _items(baseline, scorer, briefs), _items(candidate, scorer, briefs)
+    by_content: dict[str, list[int]] = defaultdict(list)
+    for k, (_brief, _epoch, _build, item) in enumerate(after):
+        if item.get("content"):
+            by_content[str(item["content"])].append(k)
+    pairs: list[ItemPair] = []
+    used: set[int] = set()
+    left: Items = []
+    for brief, epoch, build, item in before:
+        queue = by_content.get(str(item.get("content") or ""))
+        if queue:
+            k = queue.pop(0)
+            used.add(k)
+            pairs.append(ItemPair(scorer, brief, True, _side(epoch, build, item), _side(*after[k][1:])))
+        else:
+            left.append((brief, epoch, build, item))
+    by_place: dict[tuple[str, int, str], int | None] = {
+        (brief, epoch, str(item["item"])): k for k, (brief, epoch, _build, item) in enumerate(after) if k not in used}
+    for brief, epoch, build, item in left:
+        place = by_place.pop((brief, epoch, str(item["item"])), None)
+        if place is not None:
+            used.add(place)
+        pairs.append(ItemPair(scorer, brief, False, _side(epoch, build, item),
+                              None if place is None else _side(*after[place][1:])))
+    pairs += [ItemPair(scorer, brief, False, None, _side(epoch, build, item))
+              for k, (brief, epoch, build, item) in enumerate(after) if k not in used]
+    return pairs
+
+
+def _change(pair: ItemPair) -> float:
+    """How much a pair changed: the score's difference, a missing or failed side counting 1."""
+    before, after = pair.baseline, pair.candidate
+    if before is None or after is None or before.score is None or after.score is None:
+        return 1.0
+    return 1.0 if before.failure or after.failure else abs(after.score - before.score)
+
+
+def _place(pair: ItemPair) -> tuple[str, int, str]:
+    side = pair.baseline or pair.candidate
+    assert side is not None  # a pair has at least one side
+    return pair.brief, side.epoch, side.item
+
+
+def _listed(scorer: str, pairs: list[ItemPair], per_kind: int) -> ScorerPairs:
+    changed = sorted((p for p in pairs if CHANGED in p.kinds), key=lambda p: (-_change(p), _place(p)))
+    failed = [p for p in pairs if CHANGED not in p.kinds and FAILED in p.kinds]
+    passed = [p for p in pairs if CHANGED not in p.kinds and PASSED in p.kinds]
+    listed = changed[:per_kind] + failed[:per_kind] + passed[:per_kind]
+    totals = tuple((kind, sum(kind in p.kinds for p in pairs)) for kind in (CHANGED, FAILED, PASSED))
+    return ScorerPairs(scorer, tuple(listed), totals, sum(p.matched for p in pairs))
+
+
+def run_cost(report: Mapping[str, Any]) -> RunCost:
+    """What building and judging the run cost: the builds' recorded costs summed; unknown
+    (None) when any build or judged result records none, never a partial sum or $0."""
+    builds = [b for brief in report["briefs"].values() for b in brief["builds"]]
+
+    def total(costs: list[Any]) -> float | None:
+        numbers = [c for c in costs if isinstance(c, int | float) and not isinstance(c, bool)]
+        return round(sum(numbers), 6) if builds and len(numbers) == len(costs) else None
+
+    build = total([(b.get("build") or {}).get("cost") for b in builds])
+    judge = total([r.get("cost") for b in builds for r in b["scorers"].values()])
+    return RunCost(build, judge)
+
+
+def _recorded(report: Mapping[str, Any]) -> dict[str, set[str]]:
+    from stay.scoring._provenance import _prompt_versions
+
+    return _prompt_versions(report)
+
+
+def _directory(report: Mapping[str, Any]) -> tuple[Path | None, str]:
+    """The run's prompt directory on disk, or None and why not."""
+    from stay.stages import packaged_prompts_dir
+
+    named = str((report.get("prompts") or {}).get("dir") or "")
+    if named == PACKAGED:
+        return packaged_prompts_dir(), ""
+    path = Path(named)
+    if not named or not path.is_dir():
+        return None, f"its prompt directory ({named or 'n/a'}) is not a directory here"
+    if path.is_symlink():
+        return None, f"its prompt directory {named} is a symbolic link, which is not followed"
+    return path, ""
+
+
+def _text(root: Path, name: str, recorded: set[str]) -> tuple[str | None, str]:
+    """The file's text as the run recorded it, or None and why not."""
+    from stay._bounds import TooLarge
+    from stay.stages import read_prompt
+
+    path = root / name
+    try:
+        inside = path.resolve().is_relative_to(root.resolve())
+        if not inside or path.is_symlink() or not path.is_file():
+            return None, f"{path} is not a regular file inside {root}"
+        text = read_prompt(path)
+    except TooLarge:
+        return None, f"{path} is larger than a prompt file may be"
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"{path} cannot be read ({type(exc).__name__})"
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    if len(recorded) != 1 or not any(digest.startswith(sha) for sha in recorded):
+        return None, f"{path} is not the version the run recorded (edited since, or built in more than one version)"
+    return text, ""
+
+
+def prompt_files(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[PromptFile]:
+    """Each prompt file that differs between the runs, with its diff when it can be shown."""
+    from stay.scoring._provenance import changed_prompts
+
+    hashes = (_recorded(baseline), _recorded(candidate))
+    roots = (_directory(baseline), _directory(candidate))
+    found = []
+    for name in changed_prompts(baseline, candidate):
+        recorded = (hashes[0].get(name, set()), hashes[1].get(name, set()))
+        labels = tuple(", ".join(sorted(r)) or "none" for r in recorded)
+        texts: list[str] = []
+        why = ""
+        for run, (root, missing), versions in zip(("baseline", "candidate"), roots, recorded, strict=True):
+            if not versions:
+                texts.append("")  # the run has no such file: the diff adds or removes it whole
+                continue
+            text, why_not = (None, missing) if root is None else _text(root, name, versions)
+            if text is None:
+                why = f"{run}: {why_not}"
+                break
+            texts.append(text)
+        diff = None if why else _diff(name, texts[0], texts[1])
+        found.append(PromptFile(name, labels[0], labels[1], diff, why))
+    return found
+
+
+def _diff(name: str, before: str, after: str) -> str:
+    lines = list(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                      fromfile=f"baseline/{name}", tofile=f"candidate/{name}"))
+    shown = "".join(line if line.endswith("\n") else line + "\n" for line in lines[:MAX_DIFF_LINES])
+    if len(lines) > MAX_DIFF_LINES:
+        shown += f"... ({len(lines) - MAX_DIFF_LINES} more lines of the diff)\n"
+    return shown
+
 
 PAGE_ITEMS = 100
 """Changed items a page lists when not told otherwise: those that changed most."""
@@ -59,10 +429,9 @@ def compare_page(comparison: Comparison, baseline: Mapping[str, Any], candidate:
                  pairs: int = PER_KIND, notes: Sequence[str] = ()) -> ComparePage:
     """The page for ``comparison`` of the reports ``baseline`` and ``candidate`` (read from
     ``paths``), listing at most ``items`` changed items (None: every one), and side by
-    side at most ``pairs`` items of each kind per scorer (``stay.scoring._compare_detail``);
+    side at most ``pairs`` items of each kind per scorer (``compare_detail``);
     ``notes`` are more lines for the page's notes (the calibration the command used)."""
     from stay.scoring._provenance import provenance_notes
-    from stay.scoring._render import _notes, method
 
     intervals = run_intervals(comparison, baseline, candidate)
     rows = tuple(_row(result, *intervals[result.scorer]) for result in comparison.scorers)
@@ -142,8 +511,6 @@ def run_intervals(comparison: Comparison, baseline: Mapping[str, Any], candidate
                   level: float = LEVEL) -> dict[str, tuple[Interval | None, Interval | None]]:
     """Per scorer, (baseline's, candidate's) interval around its mean, over the units its
     test used (see the module's docstring); None where it cannot be estimated."""
-    from stay.scoring._compare import _content_pairs, _strata
-
     briefs = sorted(set(baseline["briefs"]) & set(candidate["briefs"]))
     found: dict[str, tuple[Interval | None, Interval | None]] = {}
     for r in comparison.scorers:
@@ -155,7 +522,7 @@ def run_intervals(comparison: Comparison, baseline: Mapping[str, Any], candidate
             found[r.scorer] = (stratified_interval([(1.0, [float(b["score"]) for b, _a in both])], level),
                                stratified_interval([(1.0, [float(a["score"]) for _b, a in both])], level))
         else:
-            strata = _strata(dict(baseline), dict(candidate), r.scorer, briefs)
+            strata = build_strata(dict(baseline), dict(candidate), r.scorer, briefs)
             found[r.scorer] = (stratified_interval([(s.weight, s.baseline) for s in strata], level),
                                stratified_interval([(s.weight, s.candidate) for s in strata], level))
     return found
@@ -257,5 +624,6 @@ def _t_coverage(t: float, df: int) -> float:
     return math.sin(theta) * series
 
 
-__all__ = ["ComparePage", "compare_page", "run_errors", "run_intervals", "stratified_error",
-           "stratified_interval", "t_quantile"]
+__all__ = ["MAX_LESSONS", "MAX_LESSON_CHARS", "ComparePage", "JudgedLessons", "compare_detail", "compare_page",
+           "judged_length", "pair_items", "prompt_files", "run_cost", "run_errors", "run_intervals",
+           "stratified_error", "stratified_interval", "t_quantile", "with_lessons"]

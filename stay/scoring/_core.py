@@ -1,34 +1,17 @@
-"""What every scorer shares: results, the course on disk, and judges.
-
-A scorer answers what counting cannot, with an opinion; it never gates a build. A
-judge that fails is not a judge that said "no": a reply that cannot be parsed, and a
-model or API error, are recorded as failed items (``failure`` says which, ``raw``
-keeps what came back), apart from the scores, and never crash the eval. Judges go
-through the model layer (the judging role, the same request cache and usage
-accounting as the pipeline). The offline judge reads no prose: a scorer it is given
-is reported "not judged (offline)" (``ScoreResult.judged`` False, no score, no items),
-never a score a heuristic made up.
-
-Every item keeps what a reader needs to check its verdict, bounded (``bounded``): the text
-the judge was shown for it (``shown``: the item's inputs as the request rendered them; the
-lesson, shared by every item judged on it, is noted, not repeated), the judge's quote when its
-answer has one, and its raw reply, for passing items as for failed ones.
-
-A judge's request puts the lesson first, as a cached block (``ModelRequest.shared``)
-after one short system prompt common to every judge, so every outcome, exercise and
-distractor judged on a lesson reads the same cached prefix; the scorer's instructions
-and the item follow it.
-"""
+"""What every scorer shares: results, the course on disk, judges, and ``@scorer``. A judge that
+fails is not a judge that said "no": an unparseable reply or an API error is a failed item,
+counted apart from the scores. The lesson goes first in a judge's request, as one cached block
+every item judged on it shares; each item keeps, bounded, what its judge was shown and said."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -61,6 +44,7 @@ from stay.models import (
 from stay.models import cost as cost_at
 
 A = TypeVar("A", bound=BaseModel)
+T = TypeVar("T", bound=type)
 MAX_SHOWN = 2_000
 """Characters an item keeps of the text its judge was shown: an outcome, exercise, quiz
 option or rubric criterion is a few hundred; the rest is cut, and says how much."""
@@ -135,6 +119,8 @@ class ItemResult(BaseModel):
     shown: str | None = None
     """What the judge was shown for this item, the lesson left out (``MAX_SHOWN``). Optional,
     like ``quote``: a report written before them reads as it did (no version bump)."""
+    lesson: str | None = None
+    """The id of the lesson its judge read first (``@scorer(judged="lesson")``); None: none."""
 
     @property
     def failed(self) -> bool:
@@ -354,12 +340,62 @@ def parsed(reply: JudgeReply, answer: type[A]) -> tuple[A | None, str | None]:
         return None, f"the judge's reply does not fit {answer.__name__}: {where}: {first['msg']}"
 
 
-def failed_item(item: str, content: str, reply: JudgeReply, why: str, shown: str | None = None) -> ItemResult:
+def failed_item(item: str, content: str, reply: JudgeReply, why: str, shown: str | None = None,
+                on: str | None = None) -> ItemResult:
     if reply.error is not None:
         return ItemResult(item=item, content=content, score=None, reason=f"judge error: {reply.error}",
-                          failure="error", raw=bounded(reply.raw or None, MAX_RAW), shown=shown)
+                          failure="error", raw=bounded(reply.raw or None, MAX_RAW), shown=shown, lesson=on)
     return ItemResult(item=item, content=content, score=None, reason=why, failure="unparseable",
-                      raw=bounded(reply.raw, MAX_RAW), shown=shown)
+                      raw=bounded(reply.raw, MAX_RAW), shown=shown, lesson=on)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A scorer as ``@scorer`` declared it."""
+
+    cls: type
+    name: str
+    field: str | None
+    """The key of its answer model its judge answers in; None: it counts, no judge."""
+    passes: object
+    """That key's value for an item with nothing wrong."""
+    judged: Literal["lesson", "course"]
+    """What each item is judged on: a lesson (its id recorded on the item), or the course whole."""
+
+    def make(self, judge: Judge, data_dir: Path | None = None) -> Any:
+        """The scorer, judged by ``judge`` if it needs one; one with a ``data_dir`` field is
+        held to that house style."""
+        if self.field is not None:
+            made = self.cls(judge)
+        elif any(f.name == "data_dir" for f in fields(self.cls)):
+            made = self.cls(data_dir=data_dir)
+        else:
+            made = self.cls()
+        return made
+
+    def reply(self, passed: bool, reason: str = "canned", **more: Any) -> dict[str, Any]:
+        """An answer its judge could give with this verdict (test doubles answer with it)."""
+        assert self.field is not None, f"{self.name} needs no judge"
+        answer = self.cls.answer  # type: ignore[attr-defined]
+        values = get_args(answer.model_fields[self.field].annotation) or (True, False)
+        value = self.passes if passed else next(v for v in values if v != self.passes)
+        quote = {"quote": ""} if "quote" in answer.model_fields else {}
+        return {**quote, self.field: value, "reason": reason, **more}
+
+
+REGISTRY: dict[str, Declared] = {}
+"""Every scorer declared so far, by name (``registered()`` loads them all first)."""
+
+
+def scorer(name: str, *, answer: str | None = None, passes: object = True,
+           judged: Literal["lesson", "course"] = "lesson") -> Callable[[T], T]:
+    """Declare a scorer class ``name``: ``answer`` is the key its judge answers in (None: it needs
+    no judge), ``passes`` that key's value when nothing is wrong, ``judged`` what an item is judged on."""
+    def declare(cls: T) -> T:
+        setattr(cls, "name", name)  # noqa: B010 (the class declares it a ClassVar without a value)
+        REGISTRY[name] = Declared(cls, name, answer, passes, judged)
+        return cls
+    return declare
 
 
 class ModelScorer:
@@ -385,8 +421,11 @@ class ModelScorer:
     def judging(self) -> Judging:
         return Judging(self.name, self.instructions, self.judge, self.version)
 
-    def ask(self, judging: Judging, item: str, inputs: dict[str, Any], lesson: str | None = None) -> None:
-        judging.ask(item, inputs, self.answer, lambda answer: self.verdict(answer, inputs, lesson), lesson=lesson)
+    def ask(self, judging: Judging, item: str, inputs: dict[str, Any], lesson: str | None = None,
+            on: str | None = None) -> None:
+        """``lesson`` is the text its judge reads first, ``on`` that lesson's id (the item records it)."""
+        judging.ask(item, inputs, self.answer, lambda answer: self.verdict(answer, inputs, lesson), lesson=lesson,
+                    on=on)
 
 
 @dataclass
@@ -404,9 +443,10 @@ class Judging:
     """The replies' cost summed; None once any reply's is unknown."""
 
     def ask(self, item: str, inputs: dict[str, Any], answer: type[A], verdict: Callable[[A], tuple[float, str]],
-            *, lesson: str | None = None) -> None:
+            *, lesson: str | None = None, on: str | None = None) -> None:
         if isinstance(self.judge, OfflineJudge):  # nothing to ask: the result says it was not judged
             return
+        on = on if lesson is not None else None  # a lesson id is recorded only where the lesson was read
         content = content_hash({"inputs": inputs, "lesson": lesson})
         request = judge_request(self.scorer, self.instructions, item, inputs, answer, lesson=lesson)
         # the rendered inputs, as the request carries them after the instructions (not rendered twice)
@@ -419,12 +459,12 @@ class Judging:
         if parsed_answer is None:
             if reply.data is not None and isinstance(self.judge, ModelJudge):
                 self.judge.reject(request, why or "unreadable")
-            self.items.append(failed_item(item, content, reply, why or "unreadable", shown))
+            self.items.append(failed_item(item, content, reply, why or "unreadable", shown, on))
             return
         score, reason = verdict(parsed_answer)
         quote = getattr(parsed_answer, "quote", None)
         self.items.append(ItemResult(item=item, content=content, score=score, reason=reason,
-                                     raw=bounded(reply.raw, MAX_RAW), shown=shown,
+                                     raw=bounded(reply.raw, MAX_RAW), shown=shown, lesson=on,
                                      quote=bounded(quote, MAX_QUOTE) if isinstance(quote, str) else None))
 
     def add(self, item: str, inputs: dict[str, Any], score: float, reason: str) -> None:

@@ -1,6 +1,5 @@
-"""Judges for the evals: the offline judge (which judges nothing: a model judge's scorers
-are "not judged (offline)"), or the judging model behind the request cache, and scoring
-through Message Batches."""
+"""Judges for the evals: the offline judge (it judges nothing), or the judging model behind the
+request cache, and scoring through Message Batches."""
 
 from __future__ import annotations
 
@@ -8,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from stay.models import AnthropicBackend, CachedBackend, ModelClient, RequestCache, backend_from, prefetch
-from stay.scoring import CourseOnDisk, Judge, ModelJudge, OfflineJudge, ScoreResult, default_scorers, score_course
-from stay.scoring._core import JudgeReply
+from stay.scoring._core import CourseOnDisk, Judge, JudgeReply, ModelJudge, OfflineJudge, ScoreResult
+from stay.scoring._scorers import default_scorers, score_course
 from stay.settings import Settings
 from stay.settings import checked_backend as settings_checked_backend
 

@@ -1,41 +1,7 @@
-"""``stay evals plan``: how many builds per brief (epochs) a comparison needs, per scorer, to
-see a drop that matters, from a baseline run's own variance.
-
-The gate is one-sided (it is about regressions) and Holm's strictest step is what a lone
-regression must beat: level ``alpha / m`` for ``m`` tested scorers. For a design of ``N``
-builds per brief in both runs, the stratified difference ``D = sum_b w_b (cand_b - base_b)``
-(``w_b`` the brief weights ``compare`` uses, from ``_compare._strata``) has
-
-    se(N)^2 = sum_b w_b^2 (v_b + v'_b) / N
-
-where ``v_b`` is brief b's observed variance of a build's mean around the brief's mean
-(each brief its own, as ``compare`` estimates it; a brief with one build borrows the
-pooled variance), floored at the binomial ``p_b (1 - p_b) / n_b`` (``p_b`` the brief's
-mean, ``n_b`` its items per build: the variance item sampling alone gives a 0/1 scorer,
-and an upper bound on it for scores in [0, 1]), so a baseline whose builds happened to
-agree never plans one build; ``v'_b`` is the candidate's at ``q_b = p_b (1 - effect)``: the
-builds' own variance (``v_b`` beyond the binomial) scaled by ``(1 - effect)^2``, as a drop of
-every build's rate by that factor scales it, plus the binomial at ``q_b``. The brief-to-brief
-variance cancels in the stratified difference (a hard brief is hard in both runs): it is
-printed, not used. The drop to detect is ``effect`` times the baseline's weighted mean.
-
-Power at ``N`` beyond ``SIMULATED_UP_TO`` is the normal approximation ``Phi((drop - h/2) /
-se(N) - z(1 - alpha / m))``. ``h`` is the step the difference moves by (``2 / (N * items an
-epoch)`` with 0/1 items), and half of it the continuity correction for a test that counts
-ties as extreme. At fewer builds that formula is optimistic where the drop is large beside
-the build noise (planned 0.72 where the gate had 0.65, tests/scoring/test_plan_power.py):
-the permutation null pools both runs' few, lumpy builds, the shift included, and its
-variance is itself estimated. So there the power is simulated: ``DRAWS`` seeded comparisons
-of build means drawn as the scorer makes them (a beta-binomial at the brief's rate and the
-plan's variance), each through the gate's own statistic and permutations (``_simulated``);
-the same baseline gives the same plan. The plan is the fewest ``N`` from 2 (one build per
-brief shows no build-to-build variance) to ``LIMIT`` whose power reaches the goal, found by
-bisection. Then the permutation test's discreteness at its extreme: when the smallest
-p-value ``N`` builds can give at all (one arrangement in ``prod_b C(2N, N)``, or one
-permutation in ``PERMUTATIONS + 1``) is not below ``alpha / m``, no effect is detectable
-and the power is 0. A plan is as good
-as the baseline's variance estimate: a baseline of few epochs gives a rough one.
-"""
+"""``stay evals plan``: how many builds per brief (epochs) a comparison needs, per scorer, to see
+a drop that matters, from a baseline run's own variance: the normal approximation above
+``SIMULATED_UP_TO`` epochs, simulated through the gate's own test below it, where the formula is
+optimistic (docs/evals.md, "Planning epochs", gives the model and why)."""
 
 from __future__ import annotations
 
@@ -55,6 +21,8 @@ import numpy.typing as npt
 from stay._display import fixed, plural
 from stay.errors import UsageError
 from stay.scoring._defaults import ALPHA, DEFAULT_EPOCHS, EFFECT, POWER
+from stay.scoring._stats import PERMUTATIONS as GATE_PERMUTATIONS
+from stay.scoring._stats import _chosen, build_strata
 
 LIMIT = 64
 """The most epochs a plan searches: past it, a scorer "needs more than 64" (more items a
@@ -176,9 +144,7 @@ def _needs(s: ScorerPlan) -> str:
 
 def brief_noise(report: dict[str, Any], scorer: str) -> list[BriefNoise]:
     """Per brief, the scorer's build means as ``compare`` sees them (its strata, its weights)."""
-    from stay.scoring._compare import _strata
-
-    strata = _strata(report, report, scorer, sorted(report["briefs"]))
+    strata = build_strata(report, report, scorer, sorted(report["briefs"]))
     total = sum(s.weight for s in strata)
     found = []
     for s in strata:
@@ -208,9 +174,7 @@ def _variances(noise: Sequence[BriefNoise], effect: float) -> list[tuple[float, 
 def smallest_p(briefs: int, epochs: int) -> float:
     """The smallest one-sided p-value the stratified permutation test can give with
     ``epochs`` builds per brief in both runs."""
-    from stay.scoring._stats import PERMUTATIONS
-
-    return max(1 / float(math.comb(2 * epochs, epochs)) ** briefs, 1 / (1 + PERMUTATIONS))
+    return max(1 / float(math.comb(2 * epochs, epochs)) ** briefs, 1 / (1 + GATE_PERMUTATIONS))
 
 
 def power_at(noise: Sequence[BriefNoise], epochs: int, effect: float, level: float) -> float:
@@ -240,8 +204,6 @@ def _simulated(noise: tuple[BriefNoise, ...], epochs: int, effect: float, level:
     beside the build noise and the items few (planned 0.72 where the gate had 0.60,
     tests/scoring/test_plan_power.py), as the permutation null pools both runs' lumpy
     builds, the shift included, and a p-value counts its ties as extreme."""
-    from stay.scoring._stats import _chosen
-
     rng = np.random.default_rng([SEED, epochs, len(noise)])
     # a permuted statistic is sum_b w_b (2 x_b - sum_b) / N, x_b the sum of the builds that play
     # the candidate: one product over all briefs' builds gives the x terms, and the rest, the

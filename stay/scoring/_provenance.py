@@ -1,13 +1,6 @@
-"""What a run's courses were built with, read from their ledgers, and what that means for
-a comparison of two runs.
-
-The ledger (``<course>/.state/hashes.json``) records, per artefact, the hashes of the
-prompt files, references and schema it was generated from and the model that wrote it.
-It is the one source of truth for what a course was built with: a report's header is
-derived from its builds' records, never from what the run was asked to use (an
-environment's ``STAY_PROMPTS_DIR``, a rescore's ``--stay-prompts``, or the packaged
-prompts that ``stay evals score`` would otherwise name).
-"""
+"""What a run's courses were built with, read from their ledgers (the one source of truth: a
+report's header derives from its builds, never from what the run was asked to use), and what
+that means for a comparison of two runs."""
 
 from __future__ import annotations
 

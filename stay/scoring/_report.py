@@ -1,36 +1,6 @@
-"""Eval reports: one JSON document per run of the suite, merged from its workers.
-
-A run builds every brief ``epochs`` times, as independent builds; a report records,
-per brief and build: the epoch and its seed, a hash of the course files scored, the
-usage and cost of building, and per scorer the score, every item with its content hash
-and reason, the judge failures apart from the scores, and the judge's usage and cost.
-At the top: the backend, the judge and judge model, each scorer's version, the model
-ids, a hash of every prompt and reference file the courses were built with (from the
-builds' ``built_with``, ``prompts.source: "ledger"``; a file built in more than one
-version is under ``prompts.mixed``; only a run whose builds record nothing falls back to
-the hashes it was asked to use, ``"requested"``), the means, and the totals.
-Same inputs, same answers: same bytes.
-
-A build may also record the session it was judged in (``judged_in``) and, when the suite
-built it, built in (``built_in``), and where its course is (``course``, relative to the
-report): the header's ``sessions`` lists both, and ``compare`` refuses two runs a model
-judged in different sessions (``stay.scoring._session``).
-
-A build may also carry ``built_by``: the backends (``offline``, ``anthropic``, ...) its
-course's run log says wrote it; ``compare`` refuses two runs built by different backends
-unless ``--allow backend`` (``stay.scoring._runs_check``).
-
-A build may also carry ``built_with``: per artefact (its path in the course), the
-hashes its ledger says it was built with, ``{"prompt": sha, "references": sha,
-"schema": sha, "model": id}``, read from the course's ledger. ``compare`` uses it, when
-both runs have it, to say which artefacts two runs share unchanged and which prompt
-files differ (``stay.scoring._provenance``).
-
-A build that failed (the pipeline raised, or its course cannot be read) is kept, as
-``failed_entry``: ``failed: {"error": class name, "message": one line}`` and no scores.
-Leaving it out would drop the worst builds and lean towards a pass; ``compare`` refuses a
-run with one (exit 5) instead.
-"""
+"""Eval reports: one JSON document per run of the suite, merged from its workers; same inputs,
+same bytes. A build that failed is kept (``failed_entry``): leaving it out would drop the worst
+builds and lean towards a pass, so ``compare`` refuses the run instead (docs/evals.md)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
 """Eval comparison from Python: ``stay.read_run`` and ``stay.compare_runs``, the two steps
-``stay evals compare BASELINE.json CANDIDATE.json`` takes before it prints, writes pages
-and sets its exit code (``stay/scoring/_cli.py``). Both are ``_report.read_report`` and
-``_compare.compare``, which the command calls too; this module only names them for a
-caller and takes a path where the command does."""
+``stay evals compare`` takes before it prints, writes pages and sets its exit code."""
 
 from __future__ import annotations
 

@@ -1,24 +1,6 @@
-"""What two run files must be before ``compare`` may test them: checks a report's shape
-cannot make, because each is about what the numbers mean, not their type.
-
-A duplicated build counts one course twice and shrinks the interval (``stay evals score
-DIR DIR`` makes one); a brief with fewer builds than the run's epochs is an interrupted
-run; a NaN or out-of-range score passes every comparison the mean makes and fakes a
-difference; two generation models, a build seeded under another brief, or a scorer judged
-by another judge than the header names, or builds made under different quality knobs
-mean the run is not what its header says. Those refuse; so do two runs a model judged in
-different sessions (``stay.scoring._session``: judge drift would shift one whole run),
-unless ``--allow sessions``, and runs built by different backends (providers differ by
-more than any prompt change), unless ``--allow backend``. A build that failed makes the run invalid (exit 5, like too
-many failed judge items): the run is incomplete, and leaving the build out would lean
-towards a pass. Identical runs, identical prompts and judge-failure rates far apart are
-legal but rarely what was meant: those warn, as do two runs a model built in different
-sessions.
-
-``CHECKS`` is the registry: each check is one small function of both runs, returning its
-findings; ``run_checks`` runs them all. Each finding is one line naming the file, the
-field and the fix.
-"""
+"""What two run files must be before ``compare`` may test them: checks about what the numbers
+mean, not their type (docs/evals.md, "Runs that cannot lie"). ``CHECKS`` is the registry; each
+finding is one line naming the file, the field and the fix."""
 
 from __future__ import annotations
 

@@ -1,22 +1,32 @@
-"""The scorers together: the registry every list of scorers derives from (reports, tests,
-docs' counts), what every scorer is, and running them over a course on disk."""
+"""The scorers' registry: ``@scorer`` declares a scorer (its name, the key its judge answers
+in, what each item is judged on); stay's own and installed plug-ins are found through the
+``stay.scorers`` entry points, and every list of scorers (reports, fakes, tests) derives from it."""
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Sequence
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult
-from stay.scoring.answer_cues import AnswerCues
-from stay.scoring.answer_key import AnswerKey
-from stay.scoring.consistency import Consistency
-from stay.scoring.distractor_quality import DistractorQuality
-from stay.scoring.exercise_alignment import ExerciseAlignment
-from stay.scoring.outcome_coverage import OutcomeCoverage
-from stay.scoring.rubric_specificity import RubricSpecificity
-from stay.scoring.validator import Validator
+from stay.errors import UsageError
+from stay.models import ModelRequest
+from stay.scoring._core import REGISTRY, CourseOnDisk, Declared, Judge, ScoreResult
+
+SCORER_GROUP = "stay.scorers"
+BUILTIN_SCORERS: Mapping[str, str] = {
+    "outcome_coverage": "stay.scoring.outcome_coverage:OutcomeCoverage",
+    "distractor_quality": "stay.scoring.distractor_quality:DistractorQuality",
+    "exercise_alignment": "stay.scoring.exercise_alignment:ExerciseAlignment",
+    "rubric_specificity": "stay.scoring.rubric_specificity:RubricSpecificity",
+    "answer_key": "stay.scoring.answer_key:AnswerKey",
+    "consistency": "stay.scoring.consistency:Consistency",
+    "validator": "stay.scoring.validator:Validator",
+    "answer_cues": "stay.scoring.answer_cues:AnswerCues",
+}
+"""stay's own scorers, in report order, as pyproject.toml declares them (a test holds the two equal)."""
 
 
 class Scorer(Protocol):
@@ -32,20 +42,46 @@ class Scorer(Protocol):
     def score(self, course: CourseOnDisk) -> ScoreResult: ...
 
 
-MODEL_JUDGED: tuple[type[ModelScorer], ...] = (OutcomeCoverage, DistractorQuality, ExerciseAlignment,
-                                               RubricSpecificity, AnswerKey, Consistency)
+def registered() -> dict[str, Declared]:
+    """Every scorer: stay's own, then what installed packages declare in ``stay.scorers``
+    (a built-in name is stay's: a plug-in declaring it too is ignored)."""
+    return dict(_registered(tuple(sys.path)))
+
+
+@functools.lru_cache(maxsize=8)
+def _registered(path: tuple[str, ...]) -> tuple[tuple[str, Declared], ...]:
+    from importlib.metadata import EntryPoint, entry_points
+
+    points = [EntryPoint(name, value, SCORER_GROUP) for name, value in BUILTIN_SCORERS.items()]
+    points += sorted((p for p in entry_points(group=SCORER_GROUP) if p.name not in BUILTIN_SCORERS),
+                     key=lambda p: p.name)
+    found = []
+    for point in points:
+        cls = point.load()
+        declared = REGISTRY.get(point.name)
+        if declared is None or declared.cls is not cls:
+            raise UsageError(f"the {SCORER_GROUP} entry point {point.name} = {point.value} is not a class "
+                             f"declared @scorer({point.name!r})")
+        found.append((point.name, declared))
+    return tuple(found)
+
+
+def declared(request: ModelRequest) -> Declared:
+    """The scorer a judge's request is from (its stage is ``judge-NAME``)."""
+    return registered()[request.stage.removeprefix("judge-")]
+
+
+SCORERS = tuple(d.cls for d in registered().values())
+MODEL_JUDGED = tuple(d.cls for d in registered().values() if d.field is not None)
 """The scorers a judge must read prose for: offline, each is "not judged (offline)"."""
-JUDGE_FREE = (Validator, AnswerCues)
-"""The scorers that need no judge: counted, scored offline as with a model."""
-SCORERS = (*MODEL_JUDGED, *JUDGE_FREE)
-JUDGE_FREE_NAMES = frozenset(scorer.name for scorer in JUDGE_FREE)
+JUDGE_FREE_NAMES = frozenset(d.name for d in registered().values() if d.field is None)
 """Whose results name no judge of the run's (a report's header judge is the others')."""
 
 
 def default_scorers(judge: Judge, *, data_dir: Path | None = None) -> list[Scorer]:
-    """Every scorer of the registry, judged by ``judge`` where a judge is needed; the
-    validator's holds a course to the house style in ``data_dir`` (None: its default)."""
-    return [*(scorer(judge) for scorer in MODEL_JUDGED), Validator(data_dir=data_dir), AnswerCues()]
+    """Every registered scorer, judged by ``judge`` where a judge is needed; the validator's
+    holds a course to the house style in ``data_dir`` (None: its default)."""
+    return [declared.make(judge, data_dir) for declared in registered().values()]
 
 
 def score_course(course_dir: str | os.PathLike[str] | CourseOnDisk,

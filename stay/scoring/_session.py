@@ -1,21 +1,7 @@
-"""Judging sessions: both arms of a comparison judged together, so nothing that shifts a
-whole day (a judge model updated behind its name, a provider's load, a cache of
-yesterday's verdicts) can pass for a difference between the arms.
-
-The permutation test assumes that nothing shifts a whole run: only the builds differ.
-A model judge that is 0.2 logit harsher on the candidate's day than on the baseline's
-(about three points of pass rate) breaks that, and the gate fires on one null comparison
-in five. So every build records the session it was judged in (``judged_in``), and
-``compare`` refuses two runs a model judged in different sessions
-(``stay.scoring._runs_check``); ``rejudge`` judges both runs' saved courses in one
-session, interleaved (per brief and epoch, the baseline's build, then the candidate's),
-and writes both reports anew.
-
-A session id is a hash of what the session judged (the arms' labels and builds) and of
-the judge: the same inputs give the same id, so the same files, and the judge's request
-cache is salted with it (``make_judge(salt=...)``): a session is answered afresh, never
-from another session's cached verdicts, while the same session run again pays nothing.
-"""
+"""Judging sessions: both arms of a comparison judged together, interleaved, so nothing that
+shifts a whole day (a judge updated behind its name, a cache of yesterday's verdicts) passes for
+a difference between the arms (docs/evals.md, "Drift between sessions"). A session id hashes
+what it judged and the judge; the judge's request cache is salted with it."""
 
 from __future__ import annotations
 
@@ -104,9 +90,10 @@ def rejudge(baseline_path: Path, candidate_path: Path, *, backend: str, judge_mo
     anew (``<name>.rejudged.json`` beside each input, or in ``output_dir``): every build
     ``judged_in`` the one session, whose id is returned with the paths and documents."""
     from stay.models import Usage
-    from stay.scoring import CourseOnDisk, default_scorers, score_course, scorer_versions
+    from stay.scoring._core import CourseOnDisk
     from stay.scoring._judges import make_judge
     from stay.scoring._report import build_entry, read_report, report, write_report
+    from stay.scoring._scorers import default_scorers, score_course, scorer_versions
     from stay.settings import Settings
 
     chosen = settings or Settings.from_env()

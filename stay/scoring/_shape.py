@@ -1,15 +1,6 @@
-"""The shape of an eval report, as every reader of one relies on it: checked once, when a
-report is read, so a damaged or hand-edited report (a list where a mapping belongs, a
-string where a count does) is one line naming the field, never an AttributeError deep
-inside a comparison or a page.
-
-Every model allows fields it does not name: a report carries more than its readers need
-(hashes, usage, totals), and a newer stay may add fields an older reader ignores. Items are
-``ItemResult``, the scorers' own model, so a report item is held to what wrote it. A
-build that failed (its course could not be built or read) carries ``failed`` and no
-scores: it stays in the report, so a comparison can refuse the run rather than never
-see the build.
-"""
+"""The shape of an eval report, checked once when it is read, so a damaged or hand-edited report
+is one line naming the field, never an AttributeError deep inside a comparison. Unnamed fields
+are allowed: a newer stay may add what an older reader ignores."""
 
 from __future__ import annotations
 

@@ -1,33 +1,15 @@
-"""The statistics behind ``stay evals compare``: permutation tests with intervals,
-Holm–Bonferroni, and the minimum detectable effect. ``docs/evals.md`` says why each.
-
-Two tests, one machinery. After a prompt change the unit is the build (a brief built
-once, in one epoch): items of one build share its luck, so they are not independent.
-``stratified_test`` compares the builds' means with a permutation test stratified by
-brief: under "the change made no difference", the builds of one brief are exchangeable
-between the two runs, so their run labels are shuffled within each brief, never across
-(a hard brief stays hard in both runs, and its difficulty cancels). When both runs
-judged byte-identical content (rescoring with a changed judge or scorer), the unit is
-the item, and ``paired_test`` flips the signs of the content-matched differences.
-
-Each test gives two one-sided p-values, "the candidate is worse" (``p_worse``, the one
-the gate adjusts) and "better" (``p_better``), and the two-sided ``p``, twice the smaller.
-Both statistics are linear in a shift ``delta`` of the candidate's values, and a
-permuted statistic moves by at most as much as the observed one, so each one-sided
-p-value is monotone in the shift: one set of permutations gives it at every shift, and
-inverting each at half the level gives the interval's two ends exactly. So the 95%
-interval excludes 0 if and only if ``p <= 0.05``, on any data, ties and lumps included
-(the ends are found by bisection seeded at 0, so rounding cannot put an end on the wrong
-side of it). Permutations are drawn from a fixed seed: same reports, same answer.
-"""
+"""The statistics behind ``stay evals compare``: permutation tests stratified by brief (the
+build is the unit: its items share its luck) or paired by content, their inverted intervals,
+Holm–Bonferroni, and the minimum detectable effect. ``docs/evals.md`` says why each."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -306,3 +288,35 @@ def holm(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * p_values[index]))
         adjusted[index] = running
     return adjusted
+
+
+def scorer_results(report: dict[str, Any], scorer: str,
+                   briefs: Collection[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for brief in briefs:
+        for build in report["briefs"][brief]["builds"]:
+            result = build["scorers"].get(scorer)
+            if result is not None:
+                yield brief, {"epoch": build.get("epoch", 0), **result}
+
+
+def scored(result: dict[str, Any]) -> list[float]:
+    return [float(i["score"]) for i in result["items"] if i.get("failure") is None and i.get("score") is not None]
+
+
+def build_strata(baseline: dict[str, Any], candidate: dict[str, Any], scorer: str, briefs: list[str]) -> list[Stratum]:
+    strata = []
+    for brief in briefs:
+        runs = []
+        counts = []
+        for report in (baseline, candidate):
+            means = []
+            for _b, result in scorer_results(report, scorer, [brief]):
+                values = scored(result)
+                if values:
+                    means.append(sum(values) / len(values))
+                    counts.append(len(values))
+            runs.append(tuple(means))
+        if runs[0] and runs[1]:
+            per_build = sum(counts) / len(counts)
+            strata.append(Stratum(runs[0], runs[1], weight=per_build, items=per_build))
+    return strata

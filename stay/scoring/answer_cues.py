@@ -1,27 +1,13 @@
-"""answer_cues: can a learner find the correct options without reading the lesson? Free.
-
-A course whose correct option is the longest one, or sits at the same position, far more
-often than chance teaches a test-taking trick instead of its subject; a judge that reads one
-item at a time never sees it. This counts, over every multiple-choice item with exactly one
-correct option and at least two options, how often the correct option is the uniquely
-longest (by characters, Markdown markers ignored) and how often it sits at each position.
-
-The rule: if the options of an item were in random order, the correct one would be the
-uniquely longest with probability at most 1/k (k options), and at a given position with
-probability 1/k (0 past its last option). The count over items is then a sum of
-independent Bernoulli trials (a Poisson binomial), and an item of this scorer fails when
-the count's upper tail is below ``ALPHA`` (for positions, Bonferroni over the positions
-tried). A fair course fails each item in at most ``ALPHA`` of builds (the test simulates
-it); a course that puts the key at the longest option in every one of 10 four-option
-items fails with p = 4^-10.
-"""
+"""answer_cues: can a learner find the correct options without reading the lesson? Counted, free.
+Whether the key is the uniquely longest option, or sits at one position, more often than chance
+(an exact Poisson-binomial tail at ``ALPHA``; Bonferroni over positions)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from stay.scoring._core import CourseOnDisk, ItemResult, ScoreResult, content_hash
+from stay.scoring._core import CourseOnDisk, ItemResult, ScoreResult, content_hash, scorer
 from stay.validate import normal_text
 
 JUDGE = "answer cues (counted, no model)"
@@ -68,9 +54,10 @@ def cues(items: list[tuple[list[str], int]]) -> dict[str, tuple[float, str]]:
                                            f"{sum(key == at for _o, key in items)}")}
 
 
+@scorer("answer_cues", judged="course")
 @dataclass(frozen=True)
 class AnswerCues:
-    name: ClassVar[str] = "answer_cues"
+    name: ClassVar[str]
     version: ClassVar[int] = 1
 
     def score(self, course: CourseOnDisk) -> ScoreResult:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult, text_of
+from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult, scorer, text_of
 from stay.validate import quoted_in
 
 INSTRUCTIONS = """You check one quiz item or one exercise of the lesson above, as a demanding teacher
@@ -53,10 +53,10 @@ def _quiz_item(item: Any) -> dict[str, Any]:
             "answer": item.answer, "explanation": item.explanation}
 
 
+@scorer("answer_key", answer="problem", passes="none")
 @dataclass(frozen=True)
 class AnswerKey(ModelScorer):
     judge: Judge
-    name: ClassVar[str] = "answer_key"
     version: ClassVar[int] = 1
     instructions: ClassVar[str] = INSTRUCTIONS
     answer: ClassVar[type[BaseModel]] = KeyAnswer
@@ -73,10 +73,10 @@ class AnswerKey(ModelScorer):
             for item in lesson.quiz.items if lesson.quiz else []:
                 if item.options:
                     shown = _quiz_item(item)
-                    self.ask(judging, item.id, {"quiz_item": shown,
-                                                "data_files": course.data_files(text_of(shown), body or "")}, body)
+                    files = course.data_files(text_of(shown), body or "")
+                    self.ask(judging, item.id, {"quiz_item": shown, "data_files": files}, body, lesson.id)
             for exercise in lesson.exercises.exercises if lesson.exercises else []:
                 task = {"task": exercise.task, "hints": list(exercise.hints), "solution": exercise.solution}
-                self.ask(judging, exercise.id, {"exercise": task,
-                                                "data_files": course.data_files(text_of(task), body or "")}, body)
+                files = course.data_files(text_of(task), body or "")
+                self.ask(judging, exercise.id, {"exercise": task, "data_files": files}, body, lesson.id)
         return judging.result()

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult, text_of
+from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult, scorer, text_of
 from stay.scoring.answer_key import quoted_defect
 
 INSTRUCTIONS = """You check that the lesson above agrees with its plan, its exercises, its quiz and the
@@ -33,10 +33,10 @@ class ConsistencyAnswer(BaseModel):
     reason: str
 
 
+@scorer("consistency", answer="consistent")
 @dataclass(frozen=True)
 class Consistency(ModelScorer):
     judge: Judge
-    name: ClassVar[str] = "consistency"
     version: ClassVar[int] = 1
     instructions: ClassVar[str] = INSTRUCTIONS
     answer: ClassVar[type[BaseModel]] = ConsistencyAnswer
@@ -59,5 +59,5 @@ class Consistency(ModelScorer):
                                "example_facts": plan.example_facts, "running_example": running},
                       "exercises": exercises, "quiz": quiz,
                       "data_files": course.data_files(lesson.content.body, text_of(exercises), text_of(quiz))}
-            self.ask(judging, lesson.id, inputs, lesson.content.body)
+            self.ask(judging, lesson.id, inputs, lesson.content.body, lesson.id)
         return judging.result()

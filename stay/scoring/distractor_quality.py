@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult
+from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult, scorer
 
 INSTRUCTIONS = """You judge one wrong option of a multiple-choice quiz item on the lesson above.
 Decide whether the wrong option embodies the misconception that its why_wrong claims:
@@ -25,10 +25,10 @@ class DistractorAnswer(BaseModel):
     reason: str
 
 
+@scorer("distractor_quality", answer="embodies")
 @dataclass(frozen=True)
 class DistractorQuality(ModelScorer):
     judge: Judge
-    name: ClassVar[str] = "distractor_quality"
     version: ClassVar[int] = 2
     """2: the lesson is a shared cached block before the item."""
     instructions: ClassVar[str] = INSTRUCTIONS
@@ -50,5 +50,5 @@ class DistractorQuality(ModelScorer):
                     self.ask(judging, f"{item.id} option {k}", {
                         "stem": item.stem, "correct_answer": correct, "wrong_option": option.text,
                         "why_wrong": option.why_wrong or "",
-                        "audience_misconceptions": course.audience.misconceptions or []}, body)
+                        "audience_misconceptions": course.audience.misconceptions or []}, body, lesson.id)
         return judging.result()

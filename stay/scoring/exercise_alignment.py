@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult
+from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult, scorer
 
 INSTRUCTIONS = """You judge one exercise against the learning outcome it targets (the lesson is above).
 Decide whether doing the task requires the learner to perform the outcome's verb at the
@@ -25,10 +25,10 @@ class AlignmentAnswer(BaseModel):
     reason: str
 
 
+@scorer("exercise_alignment", answer="aligned")
 @dataclass(frozen=True)
 class ExerciseAlignment(ModelScorer):
     judge: Judge
-    name: ClassVar[str] = "exercise_alignment"
     version: ClassVar[int] = 2
     """2: the lesson is a shared cached block before the item."""
     instructions: ClassVar[str] = INSTRUCTIONS
@@ -48,5 +48,5 @@ class ExerciseAlignment(ModelScorer):
                     judging.add(exercise.id, {"exercise": exercise.model_dump()}, 0.0, "targets an unknown outcome")
                     continue
                 self.ask(judging, exercise.id, {"outcome": outcome.model_dump(), "exercise": exercise.model_dump()},
-                         body)
+                         body, lesson.id)
         return judging.result()

@@ -1,14 +1,6 @@
-"""outcome_coverage: is every outcome actually taught by its lesson?
-
-The judge must quote the passage that teaches the outcome rather than give a
-verdict: finding the passage first keeps it from rubber-stamping an outcome the
-lesson never reaches. The harness then checks the quote mechanically: a quote that
-is not in the lesson scores zero and is reported as fabricated, which no eval harness
-we know of does. Both sides are normalised first, the same way: whitespace, Markdown
-emphasis and code markers (``**``, ``*``, ``_``, ``~~``, backticks), link syntax, and
-typographic quotes, because a judge that quotes the words without the ``**`` around
-them has quoted the lesson.
-"""
+"""outcome_coverage: is every outcome actually taught by its lesson? The judge must quote the
+teaching passage, and a quote not in the lesson (Markdown markers and typographic quotes
+normalised on both sides) scores zero: finding the passage keeps it from rubber-stamping."""
 
 from __future__ import annotations
 
@@ -17,7 +9,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult
+from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult, scorer
 from stay.validate import normal_text, quoted_in
 
 INSTRUCTIONS = """You judge whether the lesson above teaches a learning outcome.
@@ -32,12 +24,12 @@ class CoverageAnswer(BaseModel):
     reason: str
 
 
+@scorer("outcome_coverage", answer="teaches")
 @dataclass(frozen=True)
 class OutcomeCoverage(ModelScorer):
     judge: Judge
     min_quote_words: int = 5
     """A shorter quote cannot show teaching; it scores zero."""
-    name: ClassVar[str] = "outcome_coverage"
     version: ClassVar[int] = 2
     """2: the lesson is a shared cached block; the quote check ignores Markdown markers."""
 
@@ -61,5 +53,6 @@ class OutcomeCoverage(ModelScorer):
             for outcome in (o for o in course.outcomes.outcomes if o.lesson == lesson.id):
                 covering = [s.heading for s in lesson.plan.sections if outcome.id in s.covers]
                 self.ask(judging, outcome.id, {"outcome": outcome.model_dump(),
-                                               "sections_that_should_teach_it": covering}, lesson.content.body)
+                                               "sections_that_should_teach_it": covering}, lesson.content.body,
+                         lesson.id)
         return judging.result()

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult
+from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult, scorer
 
 INSTRUCTIONS = """You judge one criterion of a capstone rubric.
 Decide whether each level (in order) can be told apart from its neighbours by an
@@ -24,10 +24,10 @@ class SpecificityAnswer(BaseModel):
     reason: str
 
 
+@scorer("rubric_specificity", answer="distinguishable", judged="course")
 @dataclass(frozen=True)
 class RubricSpecificity(ModelScorer):
     judge: Judge
-    name: ClassVar[str] = "rubric_specificity"
     version: ClassVar[int] = 2
     """2: judge failures are recorded apart from scores; common judge preamble."""
     instructions: ClassVar[str] = INSTRUCTIONS

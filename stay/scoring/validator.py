@@ -11,19 +11,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from stay.scoring._core import CourseOnDisk, ItemResult, ScoreResult, content_hash
+from stay.scoring._core import CourseOnDisk, ItemResult, ScoreResult, content_hash, scorer
 from stay.validate import OWNERS, validate_course
 
 JUDGE = "validator (no model)"
 
 
+@scorer("validator", judged="course")
 @dataclass(frozen=True)
 class Validator:
     strict: bool = True
     data_dir: Path | None = None
     """The house style the course is held to: the build's (``Settings.resolved_data_dir``);
     None is the validator's default, as ``stay validate``'s."""
-    name: ClassVar[str] = "validator"
+    name: ClassVar[str]
     version: ClassVar[int] = 1
 
     def score(self, course: CourseOnDisk) -> ScoreResult:

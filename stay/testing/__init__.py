@@ -1,15 +1,6 @@
-"""Test support, kept out of the product: the offline backend rigged for tests and the
-fault it raises, and judges that are test doubles. ``docs/models.md`` lists the knobs.
-
-``RiggedBackend`` answers as ``stay.models.OfflineBackend`` does (it is a subclass) and
-adds what only a test, a benchmark or the evals harness uses: per-stage call counts,
-in-flight gauges, latency, injected faults (``InjectedFault``), defects the validator
-fires on (``DEFECTS``), a moderation flag, and quality knobs it cannot see
-(``QUALITY_KNOBS``). ``ScriptedJudge`` answers each judge request with a callable's data;
-``heuristic_judge()`` is one scripted with keyword heuristics, for tests that need scores
-without a model. Nothing in stay imports this package except the evals suite
-(``stay.suite``), whose offline runs turn the quality knobs.
-"""
+"""Test support, kept out of the product: the offline backend rigged for tests (faults, defects,
+quality knobs; ``docs/models.md`` lists them) and judges that are test doubles. Nothing in stay
+imports it but the evals suite (``stay.suite``), whose offline runs turn the quality knobs."""
 
 from __future__ import annotations
 

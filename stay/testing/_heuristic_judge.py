@@ -1,18 +1,7 @@
-"""Test doubles for a judge: ``ScriptedJudge``, answering each request with a callable's
-data, and ``heuristic_judge``, one scripted with keyword heuristics. Neither reads prose
-as a model does, so no ``stay`` command uses them (offline, the scorers that need a judge
-are "not judged"); the statistics tests, the view tests' reports and the calibration
-benchmark need a judge that produces scores, and say which (each one's name).
-
-Each heuristic is written from its scorer's instructions, not from how the offline
-backend's quality knob damages a course (this module does not import it, and its tests
-are hand-written examples): a passage teaches an outcome when it engages with the
-outcome's key words; a distractor embodies a misconception when its why_wrong states a
-belief and that belief is about the option; an exercise is aligned when some instruction
-in it sits at the outcome's Bloom level or above; rubric levels are distinguishable when
-neighbours differ in at least one word that is not a degree word. What this proves is
-the harness's plumbing and statistics, not what a model judge would say.
-"""
+"""Test doubles for a judge: ``ScriptedJudge`` answers each request with a callable's data;
+``heuristic_judge`` with keyword heuristics written from each scorer's instructions (not from how
+the offline backend damages a course). They prove the harness's plumbing and statistics, not
+what a model judge would say; no ``stay`` command uses them."""
 
 from __future__ import annotations
 
@@ -25,10 +14,12 @@ from functools import cache
 from typing import Any
 
 from stay.models import ModelRequest
-from stay.scoring import JudgeReply
+from stay.scoring import JudgeReply, registered
 
 SCRIPTED = "scripted judge (test double, not a model)"
 HEURISTIC = "heuristic judge (test double, not a model)"
+Verdict = tuple[bool, str, str]
+"""(passed, why, the quote when there is one)."""
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]+")
 _STOP = {"your", "own", "words", "small", "realistic", "task", "with", "from", "that", "this", "into",
          "their", "about", "using", "when", "what", "which", "where", "there", "these", "those",
@@ -68,7 +59,7 @@ def _sections(body: str) -> dict[str, str]:
     return {heading: " ".join(lines) for heading, lines in found.items()}
 
 
-def _coverage(inputs: dict[str, Any]) -> dict[str, Any]:
+def _coverage(inputs: dict[str, Any]) -> Verdict:
     outcome = inputs["outcome"]
     keys = _content(outcome["text"]) - {outcome["verb"].casefold()[:6]}
     sections = _sections(inputs["lesson"])
@@ -80,20 +71,18 @@ def _coverage(inputs: dict[str, Any]) -> dict[str, Any]:
             if hits > best_hits:
                 best, best_hits = sentence, hits
     teaches = bool(keys) and best_hits >= max(1, round(0.6 * len(keys)))
-    return {"quote": best if teaches else "", "teaches": teaches,
-            "reason": f"heuristic: {best_hits} of {len(keys)} key words of the outcome in the best sentence "
-                      "of the sections meant to teach it"}
+    return (teaches, f"heuristic: {best_hits} of {len(keys)} key words of the outcome in the best sentence "
+                     "of the sections meant to teach it", best if teaches else "")
 
 
-def _distractor(inputs: dict[str, Any]) -> dict[str, Any]:
+def _distractor(inputs: dict[str, Any]) -> Verdict:
     why, option = inputs["why_wrong"], inputs["wrong_option"]
     known = [m for m in inputs.get("audience_misconceptions") or [] if len(_content(m) & _content(why)) >= 2]
     belief = bool(_BELIEF.search(why)) or bool(known)
     about_option = bool(_content(option) & (_content(why) | {w for m in known for w in _content(m)}))
-    embodies = belief and about_option
-    return {"embodies": embodies,
-            "reason": f"heuristic: why_wrong {'states' if belief else 'states no'} belief a learner could hold, "
-                      f"and {'is' if about_option else 'is not'} about what the option says"}
+    return (belief and about_option,
+            f"heuristic: why_wrong {'states' if belief else 'states no'} belief a learner could hold, "
+            f"and {'is' if about_option else 'is not'} about what the option says", "")
 
 
 @cache
@@ -120,7 +109,7 @@ def _instruction_levels(task: str) -> list[str]:
     return found
 
 
-def _alignment(inputs: dict[str, Any]) -> dict[str, Any]:
+def _alignment(inputs: dict[str, Any]) -> Verdict:
     outcome, exercise = inputs["outcome"], inputs["exercise"]
     _levels, order = _bloom()
     verb = outcome["verb"].casefold()
@@ -128,29 +117,26 @@ def _alignment(inputs: dict[str, Any]) -> dict[str, Any]:
     names_verb = verb in {w.casefold() for w in _WORD.findall(exercise["task"])}
     target = order.index(outcome["bloom"]) if outcome["bloom"] in order else 0
     highest = max((order.index(level) for level in asked), default=-1)
-    aligned = highest >= target or (names_verb and highest < 0)
-    return {"aligned": aligned,
-            "reason": f"heuristic: the task's instructions ask for {', '.join(asked) or 'no verb of the table'}; "
-                      f"the outcome is '{verb}' at {outcome['bloom']}"}
+    return (highest >= target or (names_verb and highest < 0),
+            f"heuristic: the task's instructions ask for {', '.join(asked) or 'no verb of the table'}; "
+            f"the outcome is '{verb}' at {outcome['bloom']}", "")
 
 
-def _specificity(inputs: dict[str, Any]) -> dict[str, Any]:
+def _specificity(inputs: dict[str, Any]) -> Verdict:
     levels = [[w.casefold() for w in _WORD.findall(text)] for text in inputs["levels"].values()]
     apart = all({w for w in set(a) ^ set(b) if w not in _DEGREE} for a, b in itertools.pairwise(levels))
     ok = apart and len(levels) >= 2
-    return {"distinguishable": ok,
-            "reason": "heuristic: each level differs from its neighbours in a word that is not a degree word: "
-                      f"{ok}"}
+    return ok, f"heuristic: each level differs from its neighbours in a word that is not a degree word: {ok}", ""
 
 
-def _no_finding(field: str, value: object) -> Any:
-    """A keyword cannot tell a wrong key or a contradiction: the heuristic finds none."""
-    return lambda _inputs: {field: value, "quote": "", "reason": "heuristic: no finding (a heuristic cannot tell)"}
+def _no_finding(_inputs: dict[str, Any]) -> Verdict:
+    """A keyword cannot tell a wrong key or a contradiction (nor any other scorer's finding): it finds none."""
+    return True, "heuristic: no finding (a heuristic cannot tell)", ""
 
 
-_HEURISTICS = {"judge-outcome_coverage": _coverage, "judge-distractor_quality": _distractor,
-               "judge-exercise_alignment": _alignment, "judge-rubric_specificity": _specificity,
-               "judge-answer_key": _no_finding("problem", "none"), "judge-consistency": _no_finding("consistent", True)}
+_HEURISTICS: dict[str, Callable[[dict[str, Any]], Verdict]] = {
+    "outcome_coverage": _coverage, "distractor_quality": _distractor, "exercise_alignment": _alignment,
+    "rubric_specificity": _specificity}
 
 
 @dataclass
@@ -172,8 +158,12 @@ class ScriptedJudge:
 
 def heuristic_answer(request: ModelRequest) -> dict[str, Any] | None:
     """The keyword heuristics' answer to a judge's request (None for a scorer they do not know)."""
-    heuristic = _HEURISTICS.get(request.stage)
-    return heuristic(request.inputs) if heuristic else None
+    name = request.stage.removeprefix("judge-")
+    found = registered().get(name)
+    if found is None or found.field is None:
+        return None
+    passed, reason, quote = _HEURISTICS.get(name, _no_finding)(request.inputs)
+    return found.reply(passed, reason, **({"quote": quote} if quote else {}))
 
 
 def heuristic_judge() -> ScriptedJudge:

@@ -1,22 +1,6 @@
-"""``RiggedBackend``'s quality knob: degradations the validator cannot see, with seeded
-build-to-build noise, for testing the evals harness (the suite's ``--stay-quality``).
-
-A knob's value is the share of items to degrade. Without a seed, which items are
-degraded is a hash of their ids, the same every run (the knob is a fixed defect). With
-a seed (the evals suite passes one per brief and epoch), the build first draws its own
-rate around the knob's, on the logit scale with standard deviation ``noise``, and then
-picks items by a hash of the seed and the item: two builds of one brief with different
-seeds differ the way two builds by a model do, more or less good around the same
-expected quality. A rate of 0 stays 0 and 1 stays 1.
-
-Each degradation is a defect a scorer's instructions describe, written in several
-wordings, so that no judge can spot it by one string: a distractor whose why_wrong
-names no misconception, a lesson whose sections meant to teach an outcome talk around
-it, an exercise whose instructions ask for less than the outcome's level, and rubric
-levels that differ only in degree words. Every degraded file still passes the
-validator. The heuristic judge (``stay.testing._heuristic_judge``) does not import this
-module and is tested on hand-written examples, not on these wordings.
-"""
+"""``RiggedBackend``'s quality knob: degradations the validator cannot see (each a defect a scorer's
+instructions describe, in several wordings, so no judge spots it by one string), with seeded
+build-to-build noise around the knob's rate on the logit scale, for testing the evals harness."""
 
 from __future__ import annotations
 

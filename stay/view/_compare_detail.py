@@ -1,22 +1,7 @@
-"""What the comparison page shows below its table: the plain data, apart from the
-statistics code (``stay.scoring._compare_detail`` fills it from two reports).
-
-* ``BuildMeans``: per brief and scorer, the mean of each run's build means, with N;
-* ``ItemPair``: one item of each run side by side (``ItemSide``: its verdict, reason,
-  quote, raw reply and what the judge was shown), paired by content when the two runs
-  judged the same content, else by brief, epoch and item id; ``ScorerPairs`` holds a
-  scorer's listed pairs and counts the rest;
-* ``PromptFile``: a prompt file that differs between the runs, with its unified diff
-  when both texts were found as the runs recorded them, else why not;
-* ``RunCost``: what building and judging a run cost; None is unknown, never $0;
-* ``LessonText``: a lesson listed items were judged on, read back from its course, shown
-  once and linked from each item that read it (or the item says why it is not shown).
-
-A pair is *changed* when its two sides differ in score or failure, or only one run has
-it; *failed* when a side scored less than full marks or its judge failed; *passed* when
-every side it has scored full marks. The page's filters show one kind at a time with
-radio buttons and CSS alone (no script: the report pages' policy allows none).
-"""
+"""What the comparison page shows below its table, as plain data (``stay.scoring._compare_page``
+fills it from two reports). A pair is *changed* when its sides differ in score or failure, or one
+run lacks it; *failed* when a side scored below full marks or failed; else *passed*. The filters
+are radio buttons and CSS: the report pages' policy allows no script."""
 
 from __future__ import annotations
 
@@ -50,7 +35,7 @@ class ItemSide:
     build: int = 0
     """The build's index among its brief's builds in its run's report."""
     lesson: str | None = None
-    """The lesson the item was judged on, when its id names one."""
+    """The id of the lesson the item was judged on, as its report records it."""
     lesson_anchor: str | None = None
     """The page's anchor of that lesson's text (a ``LessonText``); None: not shown (``lesson_why``)."""
     lesson_why: str = ""
@@ -116,7 +101,7 @@ class LessonText:
     anchor: str
     lesson: str
     text: str
-    """Bounded (``stay.scoring._judged_lessons.MAX_LESSON_CHARS``)."""
+    """Bounded (``stay.scoring._compare_page.MAX_LESSON_CHARS``)."""
     characters: int
     read_by: tuple[str, ...]
     """The builds whose listed items read it: "baseline <brief> e01", ..."""

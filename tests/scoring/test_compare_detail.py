@@ -1,4 +1,4 @@
-"""The comparison page's detail (stay.scoring._compare_detail): each brief's build means,
+"""The comparison page's detail (stay.scoring._compare_page): each brief's build means,
 the items of both runs side by side, each run's cost, and the prompt files that differ.
 Expectations are worked out from the input reports, never pinned."""
 
@@ -16,7 +16,7 @@ from markupsafe import escape
 
 from stay.scoring import compare_page
 from stay.scoring._compare import compare
-from stay.scoring._compare_detail import MAX_DIFF_LINES, PER_KIND, compare_detail, pair_items, run_cost
+from stay.scoring._compare_page import MAX_DIFF_LINES, PER_KIND, compare_detail, pair_items, run_cost
 from stay.view import PAIR_KINDS
 from tests.scoring.reports import make_report, steady, with_
 from tests.view.conftest import eval_reports, page_text  # noqa: F401  (eval_reports: two real offline runs)
@@ -209,23 +209,14 @@ def runs_with_courses(tmp_path: Path, reports: tuple[Path, Path]) -> tuple[Path,
     return copied[0], copied[1]
 
 
-def _lesson_of(course: Any, scorer: str, item: str) -> str:
-    """The lesson a scorer judged ``item`` on, found from the course's own artefacts."""
-    if scorer == "outcome_coverage":
-        return next(str(o.lesson) for o in course.outcomes.outcomes if o.id == item)
-    if scorer == "exercise_alignment":
-        return next(lsn.id for lsn in course.lessons if lsn.exercises and any(
-            e.id == item for e in lsn.exercises.exercises))
-    if scorer in ("answer_key", "consistency"):  # a quiz item's, an exercise's or the lesson's own id
-        return next(lsn.id for lsn in course.lessons if item == lsn.id or item.startswith(f"{lsn.id}-"))
-    assert scorer == "distractor_quality", scorer
-    return next(lsn.id for lsn in course.lessons if lsn.quiz and any(
-        item.rsplit(" option ", 1)[0] == q.id for q in lsn.quiz.items))
+def _recorded_lesson(build: Any, scorer: str, item: str) -> str:
+    """The lesson the report records its judge read for ``item`` (``ItemResult.lesson``)."""
+    return str(next(i["lesson"] for i in build["scorers"][scorer]["items"] if i["item"] == item))
 
 
 def _judged_sides(detail: Any) -> list[tuple[int, str, Any, Any]]:
     """(run, scorer, pair, side) of every listed side judged on a lesson."""
-    from stay.scoring._judged_lessons import judged_length
+    from stay.scoring._compare_page import judged_length
 
     return [(run, group.scorer, pair, side) for group in detail.scorers for pair in group.pairs
             for run, side in enumerate((pair.baseline, pair.candidate))
@@ -235,8 +226,8 @@ def _judged_sides(detail: Any) -> list[tuple[int, str, Any, Any]]:
 def test_an_item_judged_on_a_lesson_links_to_the_lesson_its_judge_read_each_shown_once(
         tmp_path: Path, eval_reports: tuple[Path, Path]) -> None:  # noqa: F811
     from stay.scoring import CourseOnDisk
+    from stay.scoring._compare_page import MAX_LESSON_CHARS, judged_length
     from stay.scoring._compare_page import compare_page as page_of
-    from stay.scoring._judged_lessons import MAX_LESSON_CHARS, judged_length
     from stay.scoring._report import read_report
 
     paths = runs_with_courses(tmp_path, eval_reports)
@@ -249,7 +240,7 @@ def test_an_item_judged_on_a_lesson_links_to_the_lesson_its_judge_read_each_show
     for run, scorer, pair, side in judged:
         build = reports[run]["briefs"][pair.brief]["builds"][side.build]
         course = CourseOnDisk.load(paths[run].parent / build["course"])
-        lesson = next(lsn for lsn in course.lessons if lsn.id == _lesson_of(course, scorer, side.item))
+        lesson = next(lsn for lsn in course.lessons if lsn.id == _recorded_lesson(build, scorer, side.item))
         assert lesson.content is not None and len(lesson.content.body) == judged_length(side.shown)
         assert side.lesson == lesson.id and side.lesson_why == "" and side.lesson_anchor in lessons
         shown = lessons[side.lesson_anchor]
@@ -322,15 +313,15 @@ def test_a_lesson_that_cannot_be_trusted_is_not_shown_and_the_item_says_why(
 
 def test_the_lessons_a_page_shows_are_bounded_in_number_and_length(
         tmp_path: Path, eval_reports: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
-    from stay.scoring import _judged_lessons
+    from stay.scoring import _compare_page
     from stay.scoring._report import read_report
 
     paths = runs_with_courses(tmp_path, eval_reports)
     reports = (read_report(paths[0]), read_report(paths[1]))
     every = compare_detail(*reports, paths=paths).lessons
     shortest = min(lesson.characters for lesson in every)
-    monkeypatch.setattr(_judged_lessons, "MAX_LESSONS", len(every) - 1)
-    monkeypatch.setattr(_judged_lessons, "MAX_LESSON_CHARS", shortest // 2)
+    monkeypatch.setattr(_compare_page, "MAX_LESSONS", len(every) - 1)
+    monkeypatch.setattr(_compare_page, "MAX_LESSON_CHARS", shortest // 2)
     detail = compare_detail(*reports, paths=paths)
     assert [lesson.anchor for lesson in detail.lessons] == [lesson.anchor for lesson in every][:len(every) - 1]
     for lesson in detail.lessons:

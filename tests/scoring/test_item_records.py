@@ -8,9 +8,18 @@ from typing import Any
 
 import pytest
 
-from stay.scoring import CourseOnDisk, DistractorQuality, ModelJudge, OutcomeCoverage
+from stay.scoring import (
+    CourseOnDisk,
+    DistractorQuality,
+    ModelJudge,
+    OutcomeCoverage,
+    default_scorers,
+    registered,
+    score_course,
+)
 from stay.scoring._core import MAX_QUOTE, MAX_RAW, MAX_SHOWN, WHAT_TO_JUDGE, ItemResult, bounded, lesson_note
 from stay.scoring._shape import shape_problem
+from stay.testing import heuristic_judge
 from tests.scoring.reports import make_report, steady
 from tests.scoring.test_scorers import BRIEF, FakeModel
 
@@ -73,3 +82,14 @@ def test_a_report_without_the_new_fields_reads_as_before_and_one_with_them_is_a_
     assert "quote" not in item and ItemResult.model_validate(item).quote is None
     item.update(quote="a passage", shown="## outcome", raw="{}")
     assert shape_problem(old) is None and ItemResult.model_validate(item).shown == "## outcome"
+
+
+def test_an_item_judged_on_a_lesson_records_the_id_of_the_lesson_its_judge_read(course: CourseOnDisk) -> None:
+    judge = heuristic_judge()
+    results = score_course(course, default_scorers(judge))
+    by_text = {f"# The lesson\n\n{lsn.content.body}": lsn.id for lsn in course.lessons if lsn.content}
+    read = {(r.stage.removeprefix("judge-"), r.artefact): by_text.get(r.shared) for r in judge.requests}
+    for declared in registered().values():
+        items = results[declared.name].items
+        assert all(item.lesson == read.get((declared.name, item.item)) for item in items), declared.name
+        assert any(item.lesson for item in items) == (declared.judged == "lesson"), declared.name

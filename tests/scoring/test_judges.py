@@ -24,7 +24,7 @@ from stay.scoring import (
     score_course,
     scorer_versions,
 )
-from stay.scoring._scorers import SCORERS
+from stay.scoring._scorers import SCORERS, declared
 from stay.scoring.outcome_coverage import quoted_in
 from stay.testing import heuristic_judge
 from tests.conftest import ROOT
@@ -41,12 +41,8 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> CourseOnDisk:
 
 
 def canned(request: Any) -> dict[str, Any]:
-    for name in ("embodies", "aligned", "distinguishable", "consistent"):
-        if name in request.output_schema["properties"]:
-            return {name: True, "quote": "", "reason": "canned"}
-    if "problem" in request.output_schema["properties"]:
-        return {"problem": "none", "quote": "", "reason": "canned"}
-    return {"quote": "", "teaches": False, "reason": "canned"}
+    scorer = declared(request)
+    return scorer.reply(scorer.name != "outcome_coverage")
 
 
 def test_the_lesson_comes_first_as_one_cached_block_shared_by_every_item_on_it(course: CourseOnDisk) -> None:

@@ -122,7 +122,7 @@ def test_the_line_names_the_scorers_short_at_the_default_and_what_they_need() ->
 def test_a_comparison_says_which_scorers_its_epochs_cannot_hold_to_the_goal_and_what_they_need() -> None:
     """compare's own output (every format goes through ``_notes``) names the scorers the
     baseline's plan puts short at the comparison's epochs, with the epochs each needs."""
-    from stay.scoring._render import text
+    from stay.scoring._compare import text
 
     items = {"long": 24, "short": 1}
     baseline = make_report(_noisy(np.random.default_rng(5), 6, 3, items, 0.8, 0.5), label="base")

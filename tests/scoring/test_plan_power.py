@@ -5,7 +5,7 @@ the gate it plans for, on a few generated designs (effect, noise, epochs, briefs
 The simulation uses the gate's own code: the calibration benchmark's noise model
 (``benchmarks/evals_calibration.py``: logit-normal brief and build effects, 0/1 items, a
 degradation failing a share of each build's items) makes the reports, ``compare``'s
-strata (``_strata``) make the test's units, ``stratified_test`` (the stats the gate runs,
+strata (``build_strata``) make the test's units, ``stratified_test`` (the stats the gate runs,
 at ``PERMUTATIONS``) gives ``p_worse``, and the gate says worse when that is
 below the level (one scorer: Holm's strictest step is ``alpha`` itself).
 
@@ -34,9 +34,9 @@ import numpy as np
 import pytest
 
 from stay.scoring import _stats
-from stay.scoring._compare import _strata
 from stay.scoring._defaults import ALPHA
 from stay.scoring._plan import _simulated, _variances, brief_noise, plan_epochs, power_at
+from stay.scoring._stats import build_strata
 from tests.conftest import ROOT
 
 SIMULATED = 250
@@ -86,7 +86,7 @@ def _simulated_power(bench: ModuleType, rng: np.random.Generator, design: Design
     for index in range(SIMULATED):
         base = bench.synthetic_run(rng, f"b{index}", counts, effects, design.epochs, noise, {})
         cand = bench.synthetic_run(rng, f"c{index}", counts, effects, design.epochs, noise, {SCORER: design.effect})
-        strata = _strata(base, cand, SCORER, sorted(base["briefs"]))
+        strata = build_strata(base, cand, SCORER, sorted(base["briefs"]))
         caught += _stats.stratified_test(strata, permutations=PERMUTATIONS).p_worse < level
     return caught / SIMULATED
 

@@ -27,6 +27,7 @@ from stay.scoring._compare import compare
 from stay.scoring._judges import make_judge
 from stay.scoring._report import read_report
 from stay.scoring._runs_check import run_checks
+from stay.scoring._scorers import declared
 from stay.scoring._session import interleaved, rejudge
 from stay.suite import OFFLINE, epoch_dir, evaluate_build, finish_run, finish_runs, part_name, suite_session
 from tests.conftest import ROOT, run_stay
@@ -112,11 +113,9 @@ def Arm(label: str, seed: int, courses: Path, output: Path, **changes: Any) -> E
 def verdict(value: bool) -> Any:
     """A judge that answers every item ``value`` (a lenient day, or a harsh one)."""
     def reply(request: Any) -> dict[str, Any]:
-        props = request.output_schema["properties"]
-        if "problem" in props:  # an unquoted finding is dropped: both days say the key is fine
-            return {"problem": "none", "quote": "", "reason": f"said {value}"}
-        name = next(n for n in ("embodies", "aligned", "distinguishable", "teaches", "consistent") if n in props)
-        return {name: value, "reason": f"said {value}", "quote": ""}
+        scorer = declared(request)
+        # an unquoted finding is dropped: both days say the key is fine
+        return scorer.reply(value or scorer.name == "answer_key", f"said {value}")
     return reply
 
 

@@ -19,7 +19,7 @@ from stay.models import Usage
 from stay.scoring import CourseOnDisk, ModelJudge, OfflineJudge, default_scorers, score_course, scorer_versions
 from stay.scoring._compare import ITEMS, WORSE, compare
 from stay.scoring._report import build_entry, check_report, report
-from stay.scoring._scorers import JUDGE_FREE_NAMES
+from stay.scoring._scorers import JUDGE_FREE_NAMES, declared
 from stay.suite import OFFLINE, evaluate_build, finish_run, incomplete_record, part_name, run_build
 from stay.testing import InjectedFault, RiggedBackend, heuristic_judge
 from tests.conftest import ROOT
@@ -183,13 +183,10 @@ def test_a_harsher_judge_on_the_same_courses_is_caught_item_by_item(runs: dict[s
     run, document = runs["one"]
 
     def harsh(request: Any) -> dict[str, Any]:
-        props = request.output_schema["properties"]
-        if "embodies" in props:
-            return {"embodies": False, "reason": "no misconception is named"}
-        if "problem" in props:
-            return {"problem": "none", "quote": "", "reason": "fine"}
-        name = next(n for n in ("aligned", "distinguishable", "teaches", "consistent") if n in props)
-        return {name: True, "reason": "fine", "quote": ""}
+        scorer = declared(request)
+        if scorer.name == "distractor_quality":
+            return scorer.reply(False, "no misconception is named")
+        return scorer.reply(True, "fine")
 
     judge = ModelJudge(FakeModel(harsh), "claude-opus-5-5")
     builds = []

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from stay.cli import main
-from stay.scoring._compare_detail import PACKAGED
+from stay.scoring._compare_page import PACKAGED
 from stay.stages import packaged_prompts_dir
 from stay.testing import heuristic_judge
 from stay.view import PAIR_KINDS
