@@ -5,27 +5,42 @@ points (offline, anthropic, a plug-in's), with the request cache in front of any
 
 from __future__ import annotations
 
-from stay.models._anthropic import AnthropicBackend
+from stay.models._anthropic import AnthropicBackend, PrefixGate, answer_from, prefix_keys, request_params
 from stay.models._batch import MAX_BATCH_BYTES, MAX_BATCH_REQUESTS, BatchOutcome, prefetch
 from stay.models._cache import REPLAY, CachedBackend, RequestCache, request_key
-from stay.models._factory import backend_from
 from stay.models._hold import HoldMore, hold_more, holding
 from stay.models._offline import OFFLINE_MODEL, OfflineBackend
-from stay.models._prefix_gate import PrefixGate, prefix_keys
-from stay.models._prices import BATCH_DISCOUNT, PRICES, Price, Rates, answer_cost, cost, describe_cost, price_label
-from stay.models._protocol import FEATURES, Backend, ModelClient, Rejecting, can_screen, prices_of
-from stay.models._registry import backends, distribution, make_backend
-from stay.models._roles import (
+from stay.models._prices import (
+    BATCH_DISCOUNT,
     DEFAULT_MODELS,
     MIN_CACHEABLE_TOKENS,
     OUTPUT_LIMIT,
+    PRICES,
     SCREENING,
     THINKING,
+    Price,
+    Rates,
     Thinking,
+    answer_cost,
+    cost,
+    describe_cost,
     min_cacheable_tokens,
+    price_label,
 )
-from stay.models._screen import SCREEN_STAGE, Screening, screen_request, screening_of, verdict
-from stay.models._wire import answer_from, request_params
+from stay.models._protocol import (
+    FEATURES,
+    SCREEN_STAGE,
+    Backend,
+    ModelClient,
+    Rejecting,
+    Screening,
+    can_screen,
+    prices_of,
+    screen_request,
+    screening_of,
+    verdict,
+)
+from stay.models._registry import backend_from, backends, distribution, make_backend
 from stay.requests import (
     MAX_TOKENS,
     ROLES,

@@ -39,11 +39,20 @@ from typing import Any
 
 from stay._stored import Damaged, load_stored_json
 from stay.errors import ModelError, ModelUnavailable, RefusalError, StayError, TruncationError, Unreachable, UnsafeId
-from stay.models._anthropic import CONFIG_STATUSES, AnthropicBackend, _Deadline
+from stay.models._anthropic import (
+    CONFIG_STATUSES,
+    AnthropicBackend,
+    _Deadline,
+    answer_from,
+    backoff,
+    budget_for,
+    jittered,
+    one_line,
+    request_params,
+    usage_of,
+)
 from stay.models._cache import RequestCache, request_key
-from stay.models._prices import BATCH_CACHE_TTL, cost
-from stay.models._roles import THINKING
-from stay.models._wire import answer_from, backoff, budget_for, jittered, one_line, request_params, usage_of
+from stay.models._prices import BATCH_CACHE_TTL, THINKING, cost
 from stay.requests import ModelAnswer, ModelRequest
 
 MAX_BATCH_REQUESTS = 100_000

@@ -19,7 +19,7 @@ each is stored when it arrives (a paid answer survives a crash before its check)
 leaves the cache the moment its check fails, before the asking run goes on.
 
 A request whose answer was cut off at ``max_tokens`` has the room its retry was given
-recorded (``rooms/``, through ``stay.models._room``) before that retry is sent, so a run
+recorded (``rooms/``, through ``stay.models._hold``) before that retry is sent, so a run
 stopped in between (the cost cap) is followed by one that asks at that room at once and
 stores its answer under the request's own key: the cut-off is paid once over both runs.
 """
@@ -39,11 +39,9 @@ from pydantic import ValidationError
 
 from stay._stored import MAX_STORED_BYTES, Damaged, load_stored_json
 from stay.errors import AnswerError, ReplayMiss
-from stay.models._prices import Price
-from stay.models._protocol import ModelClient, prices_of
-from stay.models._roles import DEFAULT_MODELS
-from stay.models._room import Room, sizing
-from stay.models._screen import Screening, screen_request, screening_of, verdict
+from stay.models._hold import Room, sizing
+from stay.models._prices import DEFAULT_MODELS, Price
+from stay.models._protocol import ModelClient, Screening, prices_of, screen_request, screening_of, verdict
 from stay.requests import ModelAnswer, ModelRequest, Usage
 
 ROOMS_DIR = "rooms"

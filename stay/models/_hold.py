@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from stay.requests import ModelAnswer
@@ -32,7 +33,7 @@ True when it has counted the paid reply (then the backend leaves it out of the a
 
 HoldInstead = Callable[[dict[str, Any]], None]
 """Told the parameters the call's first request will be sent with in place of those the
-gateway held for (a larger answer room: ``stay.models._room``); returns once they are held
+gateway held for (a larger answer room: ``stay.models._hold``); returns once they are held
 instead of the first hold, or raises ``CostCapReached``."""
 
 _HOLD: ContextVar[tuple[HoldMore, HoldInstead | None] | None] = ContextVar("stay_hold_more", default=None)
@@ -69,3 +70,36 @@ def hold_instead(params: dict[str, Any]) -> None:
         hold(params, None)
     else:
         instead(params)
+
+@dataclass(frozen=True)
+class Room:
+    known: int | None
+    """The answer room an earlier run found this request needs, or None."""
+    remember: Callable[[int], None]
+    """Records the answer room this request needs (its answer was cut off at less)."""
+
+
+_ROOM: ContextVar[Room | None] = ContextVar("stay_answer_room", default=None)
+
+
+@contextmanager
+def sizing(room: Room) -> Iterator[None]:
+    """``room`` is what the backend's call made inside knows of its request's room."""
+    token = _ROOM.set(room)
+    try:
+        yield
+    finally:
+        _ROOM.reset(token)
+
+
+def known_room() -> int | None:
+    """The answer room an earlier run found the current request needs, or None."""
+    room = _ROOM.get()
+    return None if room is None else room.known
+
+
+def needs_room(answer_tokens: int) -> None:
+    """Before a retry with more room: the current request needs ``answer_tokens``."""
+    room = _ROOM.get()
+    if room is not None:
+        room.remember(answer_tokens)

@@ -15,15 +15,18 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from importlib.metadata import EntryPoint
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from stay._secrets import redact
 from stay._version import DISTRIBUTION
 from stay.errors import ModelError, ModelUnavailable, StayError, UsageError
-from stay.models._protocol import FEATURES, Backend
-from stay.models._screen import Screening
+from stay.models._protocol import FEATURES, Backend, ModelClient, Screening
 from stay.requests import ModelAnswer, ModelRequest
 from stay.settings import BUILTIN_BACKENDS, Settings, checked_backend, registered_backends
+
+if TYPE_CHECKING:
+    import anthropic
+
 
 T = TypeVar("T")
 
@@ -151,3 +154,15 @@ else would fail later, inside stay, as if stay were at fault."""
 
 def _line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:200] or "(no message)"
+
+
+def backend_from(settings: Settings, *, progress: Callable[[str], None] | None = None,
+                 client: anthropic.Anthropic | None = None) -> ModelClient:
+    """The backend ``settings`` choose (``Settings.chosen_backend``), made by its registered
+    factory. ``client`` is an SDK client made elsewhere (batch scoring's), for Claude
+    alone; ``progress`` where a backend says it retries."""
+    if client is not None and settings.chosen_backend == "anthropic":
+        from stay.models._anthropic import make
+
+        return make(settings, progress=progress, client=client)
+    return make_backend(settings.chosen_backend, settings, progress=progress)
