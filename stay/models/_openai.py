@@ -1,18 +1,7 @@
-"""The OpenAI-compatible backend: Chat Completions through the official ``openai`` SDK
-(an optional extra, ``pip install 'stay-course[openai]'``, or ``-e '.[openai]'`` in a
-checkout, imported only when a call is made), for OpenAI, Azure OpenAI, OpenRouter,
-Gemini's OpenAI endpoint, vLLM, llama.cpp's server, Ollama and LM Studio alike.
-
-It keeps the Claude backend's guarantees with the same helpers (``stay.models._anthropic``):
-our own retries (the SDK's are off), jittered backoff, ``retry-after`` waited in full and
-one above the cap ending the call in one line, a deadline per call (``_Deadline``), the
-same errors and exit codes, one retry at twice the room for a cut-off answer. The
-answer is strict structured output (``stay.models._openai``); a server that only
-does JSON mode is asked with ``json_object`` and its answer checked here, with one retry.
-OpenAI caches a prompt's prefix by itself, so a request is laid out stable parts first:
-the system blocks in order, then the content every call of a stage shares, then the call's
-own. No ``reasoning_effort`` is sent (servers differ on it): no "thinking" feature.
-"""
+"""The OpenAI-compatible backend: Chat Completions through the ``openai`` SDK (an optional
+extra, imported only when a call is made), with the Claude backend's retries, deadline, errors
+and cut-off retry (``Retrying``), and strict structured output, or JSON mode checked here.
+Requests are laid out stable parts first, for OpenAI's own prefix cache. No thinking feature."""
 
 from __future__ import annotations
 
@@ -51,14 +40,11 @@ from stay.settings import Settings
 Progress = Callable[[str], None]
 
 OPENAI_MODEL = "gpt-6.2-sol"
-"""The model every role uses on OpenAI itself when no STAY_MODEL_<ROLE> is set: the newest
-undated general id in the SDK's own list (``openai.types.shared.ChatModel``)."""
+"""The default model on OpenAI itself: the newest undated id of the SDK's ``ChatModel`` list."""
 PLACEHOLDER_KEY = "not-needed"
-"""Sent to a server at OPENAI_BASE_URL when OPENAI_API_KEY is unset: a local server checks
-no key, and the SDK refuses to run without one."""
+"""Sent to OPENAI_BASE_URL when OPENAI_API_KEY is unset: the SDK refuses to run without a key."""
 SLOWEST_TOKENS_PER_SECOND = 20.0
-"""An answer is not streamed, so a request's read timeout must cover a whole answer: at
-least ``max_completion_tokens`` at this rate (a small local model's pace)."""
+"""Not streamed, so a read timeout must cover a whole answer at this (small local model's) pace."""
 
 _JSON_ONLY: set[str] = set()
 """Base URLs whose server refused ``json_schema`` in this process: asked in JSON mode."""
@@ -73,10 +59,8 @@ def install_hint() -> UsageError:
 
 
 def refuses_json_schema(detail: str) -> bool:
-    """Whether a 400 says the server does not take ``json_schema`` at all (it names
-    ``response_format``), not that it refused this schema ("Invalid schema for
-    response_format ..."): a schema strict mode refuses is stay's error, never a reason to
-    drop to JSON mode."""
+    """Whether a 400 says the server takes no ``json_schema`` at all (it names ``response_format``);
+    a schema strict mode refuses ("Invalid schema ...") is stay's error, not a reason for JSON mode."""
     text = detail.lower()
     return "response_format" in text and "invalid schema" not in text
 
@@ -112,8 +96,7 @@ class OpenAIBackend(Retrying):
 
     @property
     def prices(self) -> Mapping[str, Price]:
-        """The rows of the price table for the models this backend uses; an id with none
-        is priced "unknown", never $0."""
+        """The price table's rows for the models this backend uses; an id with none is "unknown", never $0."""
         return {model: PRICES[model] for model in {*self.models.values(), *(self._defaults or {}).values()}
                 if model in PRICES}
 
@@ -140,8 +123,8 @@ class OpenAIBackend(Retrying):
 
     @property
     def default_models(self) -> Mapping[Role, str]:
-        """The ids used for a role no setting names: OpenAI's own on OpenAI; on another server,
-        the one model it serves (``GET /v1/models``), if it serves exactly one."""
+        """The ids for a role no setting names: OpenAI's own on OpenAI; elsewhere the one model the
+        server serves (``GET /v1/models``), if exactly one."""
         if self._defaults is None:
             try:
                 served = sorted(str(model.id) for model in self.client.models.list())
@@ -171,14 +154,12 @@ class OpenAIBackend(Retrying):
 
     @property
     def screen_model(self) -> str:
-        """The screen's model, as the request cache keys its verdict: read without asking the
-        server (a replayed run may have none to ask)."""
+        """The screen's model as the cache keys it, read without asking the server (a replay may have none)."""
         return (self.models.get("analysis") or (self._defaults or {}).get("analysis")
                 or f"the model {self.endpoint} serves")
 
     def model_for(self, role: Role, model: str) -> str:
-        """The id to send for ``role``: the one the settings chose, else the default. A Claude
-        default id is what ``Settings`` holds for a role no STAY_MODEL names."""
+        """The id to send for ``role``: the settings' choice (a Claude default means none), else the default."""
         if model != CLAUDE_MODELS[role]:
             return model
         return self.models.get(role) or self.default_models[role]
@@ -226,10 +207,8 @@ class OpenAIBackend(Retrying):
         return self._checked(read, request, model, room, where)
 
     def _checked(self, read: Read, request: ModelRequest, model: str, room: int, where: str) -> ModelAnswer:
-        """A JSON-mode answer held to its schema, asked once more with what was wrong. The
-        answer model's own schema, not the strict one: "every property required" is a rule of
-        strict decoding, and an answer that leaves an optional property out means what the
-        strict one's null means (``unnull``)."""
+        """A JSON-mode answer held to the answer model's own schema (not the strict one), asked once
+        more with what was wrong."""
         import jsonschema  # type: ignore[import-untyped]  # the openai extra installs it; no stubs
 
         validator = jsonschema.Draft202012Validator(request.output_schema)
@@ -266,8 +245,7 @@ class OpenAIBackend(Retrying):
         return answer.model_copy(update={"usage": spent + answer.usage})
 
     def _call(self, params: dict[str, Any], where: str) -> Any:
-        """One call with its retries, under the call's deadline. Not streamed: each attempt's
-        read timeout covers a whole answer at the slowest pace waited for."""
+        """One call with its retries, under the call's deadline; not streamed."""
         room = params["max_completion_tokens"]
         clock = _Deadline(self, room, where, timeout=max(self.timeout, room / SLOWEST_TOKENS_PER_SECOND))
         for attempt in range(self.max_retries + 1):
@@ -337,8 +315,7 @@ class OpenAIBackend(Retrying):
     # -- moderation ------------------------------------------------------------------------
 
     def screening(self, text: str) -> Screening:
-        """The provider-neutral screen (``stay.models._protocol``), as a call on the analysis role's
-        model; a refusal to read the brief is a verdict, and paid for."""
+        """The screen as a call on the analysis role's model; a refusal is a verdict, and paid for."""
         request = screen_request(text)
         try:
             answer = self.complete(request, self.models.get("analysis") or CLAUDE_MODELS["analysis"])
@@ -352,13 +329,11 @@ class OpenAIBackend(Retrying):
 
 
 class _SchemaRefused(ModelError):
-    """A 400 naming ``response_format``: this server does not take ``json_schema`` (caught in
-    ``_answered``, which asks again in JSON mode; a StayError like every error stay raises)."""
+    """A 400 naming ``response_format``: ``_answered`` asks again in JSON mode."""
 
 
 def make(settings: Settings, *, progress: Progress | None = None) -> OpenAIBackend:
-    """The ``stay.backends`` factory: the OpenAI-compatible backend as ``settings`` configure it.
-    The roles' ids are those the settings set (a Claude default means none was)."""
+    """The ``stay.backends`` entry point ``openai``; a role's Claude default means no id was set."""
     chosen = {role: model for role, model in settings.models.items() if model != CLAUDE_MODELS[role]}
     return OpenAIBackend(api_key=settings.openai_api_key, base_url=settings.openai_base_url, models=chosen,
                          progress=progress, max_retries=settings.max_retries, timeout=settings.request_timeout,
@@ -377,11 +352,9 @@ SUPPORTED: Mapping[str, frozenset[str]] = {
     "boolean": COMMON,
     "null": COMMON,
 }
-"""Per type, the keywords strict mode takes (OpenAI's Structured Outputs guide, "Supported
-schemas" > "Supported properties"); a schema with no single type takes ``COMMON``."""
+"""Per type, the keywords strict mode takes (OpenAI's "Supported schemas"); no single type: ``COMMON``."""
 DROPPED = frozenset({"title"})
-"""Keywords dropped outright: a name for humans that tells the model nothing the property's
-own name does not."""
+"""Dropped outright: a name for humans tells the model nothing the property's name does not."""
 
 
 def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -462,9 +435,8 @@ def _admits_null(schema: Mapping[str, Any]) -> bool:
 
 
 def unnull(value: Any, schema: Mapping[str, Any], root: Mapping[str, Any] | None = None) -> Any:
-    """An answer under the strict schema as the answer model reads it: a ``null`` for a
-    property ``schema`` (the model's own, not the strict one) leaves optional is dropped,
-    so the model's default applies as if the property had been left out."""
+    """An answer under the strict schema as the answer model reads it: a ``null`` for an optional
+    property is dropped, so the model's default applies."""
     root = schema if root is None else root
     schema = _resolved(schema, root)
     if isinstance(value, dict):
@@ -495,9 +467,8 @@ def _resolved(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str
 
 def request_params(request: ModelRequest, model: str, *, answer_tokens: int | None = None,
                    json_only: bool = False) -> dict[str, Any]:
-    """Chat Completions parameters for a stage request (pure). Stable parts first, since
-    OpenAI's prompt cache reads the longest prefix already seen: the system blocks in
-    order, the stage's shared content, then this call's."""
+    """Chat Completions parameters for a stage request, stable parts first for the prefix cache:
+    the system blocks, the stage's shared content, then this call's."""
     schema = strict_schema(request.output_schema)
     system = "\n\n".join(block.text for block in request.system if block.text)
     if json_only:  # JSON mode sees no schema: the model is told it, after the stable prefix
@@ -513,10 +484,8 @@ def request_params(request: ModelRequest, model: str, *, answer_tokens: int | No
 
 
 def usage_of(completion: Any, where: str) -> Usage:
-    """Chat Completions usage as stay counts it: cached prompt tokens are cache reads,
-    ``cache_write_tokens`` (where a server reports them) cache writes, and ``input_tokens``
-    the rest of the prompt (as Anthropic's excludes both); reasoning tokens are the part of
-    the completion spent thinking."""
+    """Usage as stay counts it: cached prompt tokens are cache reads, ``cache_write_tokens`` cache
+    writes, ``input_tokens`` the rest (as Anthropic's); reasoning tokens are thinking."""
     usage = getattr(completion, "usage", None)
     prompt, output = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
     details = getattr(usage, "prompt_tokens_details", None)
@@ -551,8 +520,7 @@ class Read:
 
 
 def read_completion(completion: Any, request: ModelRequest, room: int) -> Read:
-    """The completion's first choice as an answer; the refusal, content filter and cut-off
-    errors, each carrying what the reply cost (``billed``)."""
+    """The first choice as an answer, or the refusal, content-filter or cut-off error with its ``billed``."""
     where = f"stage {request.stage} ({request.artefact})"
     choices = getattr(completion, "choices", None)
     if not isinstance(choices, list) or not choices:

@@ -1,10 +1,7 @@
-"""What the pipeline needs from a model backend, and the public protocol a backend implements.
-
-``ModelClient`` is the least a run can use (a name, ``complete``, ``screen``): a test's
-stand-in or a caller's adapter. ``Backend`` is what a backend registered under the
-``stay.backends`` entry points (``stay.models._registry``, ``docs/plugins.md``) must be:
-a ``ModelClient`` that also says what it costs (``prices``) and what it can do
-(``features``)."""
+"""What the pipeline needs from a model backend: ``ModelClient`` (a name, ``complete``,
+``screen``), and ``Backend``, what a plug-in registered under ``stay.backends`` must be
+(a ``ModelClient`` with ``prices`` and ``features``); and the input screen, a request like
+any other (counted, priced, cached) whose reply is read strictly."""
 
 from __future__ import annotations
 
@@ -19,8 +16,7 @@ if TYPE_CHECKING:
     from stay.models._prices import Price
 
 FEATURES = frozenset({"caching", "batches", "thinking", "count_tokens", "screen"})
-"""What a backend may declare in ``features``; only ``screen`` changes what a run does
-(a backend without it cannot screen a brief: the run needs ``--no-screen``)."""
+"""What a backend may declare; only ``screen`` changes what a run does (without it: ``--no-screen``)."""
 
 
 @runtime_checkable
@@ -41,13 +37,9 @@ class ModelClient(Protocol):
 
 @runtime_checkable
 class Backend(ModelClient, Protocol):
-    """A backend as a plug-in makes it: a ``ModelClient`` with its prices and features.
-
-    ``prices`` maps the model ids its answers name (``ModelAnswer.model``) to their
-    ``stay.models.Price``; a model missing from it is unpriced, so a run's cost is
-    "unknown" (never $0) and a cost cap over it is refused before anything is asked.
-    ``features`` is drawn from ``FEATURES``. Optional, read with ``getattr``:
-    ``default_models`` (role -> model id, used where no ``STAY_MODEL_<ROLE>`` is set)."""
+    """A backend as a plug-in makes it. ``prices`` maps the model ids its answers name to their
+    ``Price`` (a missing one is unpriced: cost "unknown", a cost cap over it refused);
+    ``features`` is drawn from ``FEATURES``; ``default_models`` is optional (``getattr``)."""
 
     @property
     def prices(self) -> Mapping[str, Price]: ...
@@ -57,9 +49,7 @@ class Backend(ModelClient, Protocol):
 
 
 def prices_of(backend: ModelClient) -> Mapping[str, Price]:
-    """The table a backend's answers are priced at: its own ``prices``; Claude's
-    (``PRICES``) for a plain ``ModelClient`` that declares none (a caller's adapter, as before
-    backends declared prices)."""
+    """A backend's own ``prices``, or Claude's for a plain ``ModelClient`` that declares none."""
     from stay.models._prices import PRICES
 
     found = getattr(backend, "prices", None)
@@ -67,17 +57,15 @@ def prices_of(backend: ModelClient) -> Mapping[str, Price]:
 
 
 def can_screen(backend: ModelClient) -> bool:
-    """Whether a backend can screen a brief: "screen" in its ``features``; a plain
-    ``ModelClient`` (no ``features``) has the protocol's ``screen``, so it can."""
+    """Whether "screen" is in its ``features``; a plain ``ModelClient`` has ``screen``, so it can."""
     features = getattr(backend, "features", None)
     return features is None or "screen" in features
 
 
 @runtime_checkable
 class Rejecting(Protocol):
-    """A backend that keeps answers (the request cache) and is told when one failed the
-    asker's check, so that it never serves that answer again. Apart from ``ModelClient``,
-    which stays what every backend must do: only a backend that remembers needs it."""
+    """A backend that keeps answers (the request cache), told when one failed the asker's check
+    so that it never serves it again."""
 
     def reject(self, request: ModelRequest, model: str, why: str) -> None: ...
 
@@ -99,9 +87,7 @@ SCREEN_SYSTEM = (
     "one-sentence reason."
 )
 SCREEN_ANSWER_TOKENS = 1_000
-"""Room for the verdict (a boolean and one sentence is well under 100 tokens); the
-screen's thinking room (``stay.models.SCREENING``) comes on top, so thinking cannot
-crowd the verdict out."""
+"""Room for the verdict; the screen's thinking room comes on top, so it cannot crowd it out."""
 
 
 def screen_request(text: str) -> ModelRequest:
@@ -129,9 +115,8 @@ def verdict(answer: ModelAnswer) -> str | None:
 
 @dataclass(frozen=True)
 class Screening:
-    """A screen's outcome: the reason to reject (or None), and the answer this screen paid
-    for, whose usage the run counts (None when nothing was paid now: the offline backend,
-    a verdict from the request cache, a replayed run)."""
+    """A screen's outcome: the reason to reject (or None), and the answer paid for now, whose
+    usage the run counts (None: nothing paid now)."""
 
     reason: str | None
     request: ModelRequest

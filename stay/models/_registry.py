@@ -1,14 +1,6 @@
-"""Backends as plug-ins: a backend is a factory registered under the ``stay.backends``
-entry points, ``make(settings, *, progress=None) -> Backend``, found by name.
-
-stay's own (offline, anthropic, openai) are registered the same way, in pyproject.toml,
-and ``stay.settings.BUILTIN_BACKENDS`` holds them for a checkout whose installed metadata
-lacks them. Only the chosen backend's module is imported: an offline or a Claude run never
-imports another backend's SDK. A plug-in that cannot be loaded, or that makes something
-that is not a ``Backend``, is one line naming its entry point and its distribution; so is
-what a plug-in's backend raises that is not a stay error (``Plugin``): that backend's
-failure, never "a bug in stay". ``docs/plugins.md`` says how to write one.
-"""
+"""Backends as plug-ins: factories under the ``stay.backends`` entry points, ``make(settings, *,
+progress=None) -> Backend``, stay's own included; only the chosen one's module is imported. A
+plug-in that cannot load or misbehaves is one line naming it, never "a bug in stay"."""
 
 from __future__ import annotations
 
@@ -39,8 +31,7 @@ def backends() -> Mapping[str, EntryPoint]:
 
 
 def distribution(point: EntryPoint) -> tuple[str, str | None]:
-    """The distribution that declares ``point`` and its version; ``(DISTRIBUTION, None)`` for
-    a built-in read from stay's own table (this stay, whatever its installed metadata says)."""
+    """The distribution declaring ``point`` and its version; a built-in from stay's table: this stay's."""
     if point.dist is not None:
         return point.dist.name, point.dist.version
     return DISTRIBUTION, None
@@ -88,11 +79,9 @@ def checked(made: object, point: EntryPoint) -> Backend:
 
 
 class Plugin:
-    """A plug-in's backend at stay's boundary: every attribute and call is its own, and what it
-    raises that is not a stay error is that backend's failure, one line naming it (its entry
-    point and distribution) and what it raised: ``ModelUnavailable`` (exit 6) for a
-    ``ConnectionError`` or ``TimeoutError`` (no reply came), else ``ModelError`` (exit 5).
-    stay's own backends are not wrapped: what they raise unplanned is a bug in stay."""
+    """A plug-in's backend at stay's boundary: what it raises that is not a stay error is its
+    failure, one line naming it: ``ModelUnavailable`` for a ``ConnectionError`` or
+    ``TimeoutError``, else ``ModelError``. stay's own backends are not wrapped."""
 
     def __init__(self, made: object, where: str) -> None:
         self._made, self._where = made, where
@@ -148,8 +137,7 @@ class Plugin:
 
 _RETURNS: dict[str, tuple[type, ...]] = {"complete": (ModelAnswer,), "acomplete": (ModelAnswer,),
                                          "screen": (str, type(None)), "screening": (Screening,)}
-"""What the protocol's calls return (``stay.models._protocol``), held at the boundary: anything
-else would fail later, inside stay, as if stay were at fault."""
+"""What the protocol's calls return, held at the boundary: anything else would fail inside stay."""
 
 
 def _line(exc: BaseException) -> str:
@@ -158,9 +146,8 @@ def _line(exc: BaseException) -> str:
 
 def backend_from(settings: Settings, *, progress: Callable[[str], None] | None = None,
                  client: anthropic.Anthropic | None = None) -> ModelClient:
-    """The backend ``settings`` choose (``Settings.chosen_backend``), made by its registered
-    factory. ``client`` is an SDK client made elsewhere (batch scoring's), for Claude
-    alone; ``progress`` where a backend says it retries."""
+    """The backend ``settings`` choose, made by its registered factory; ``client``: an SDK client
+    made elsewhere (batch scoring's), for Claude alone."""
     if client is not None and settings.chosen_backend == "anthropic":
         from stay.models._anthropic import make
 
