@@ -10,19 +10,30 @@ markdown-it-py rendered with raw HTML disabled (``_markdown.py``).
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context
 from jinja2.runtime import Context
-from markupsafe import Markup
+from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
+from markupsafe import Markup, escape
+from pygments import highlight as pygments_highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import get_lexer_by_name
+from pygments.util import ClassNotFound
 
 from stay._display import fixed
-from stay.view._links import fragment
-from stay.view._markdown import item_html
+from stay.artefacts import text_format
+from stay.view._load import CourseView
 from stay.view._status import badge_class
 
 STATIC_FILES = ("style.css", "progress.js", "quiz.js")
@@ -99,3 +110,318 @@ def _pvalue(value: float | None) -> str:
     if value < 0.001:
         return f"{value:.1e}"
     return f"{value:.3f}"
+
+
+PYGMENTS_STYLE = "default"
+MAX_HIGHLIGHT = 100_000
+"""Longer code blocks are shown plain: highlighting is a courtesy, not worth a slow page."""
+
+_LESSON_LINK = re.compile(r"(?:\.{1,2}/)*(?:[a-z0-9-]+/)?(m\d{2}-l\d{2})\.md(#[A-Za-z0-9_-]*)?")
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str
+    """The heading's source text, as the validator compares it with the plan."""
+    anchor: str
+
+
+@dataclass(frozen=True)
+class Rendered:
+    html: str
+    headings: tuple[Heading, ...]
+
+
+def _highlight(code: str, lang: str, _attrs: str) -> str:
+    if not lang or len(code) > MAX_HIGHLIGHT:
+        return ""  # markdown-it escapes it and wraps it in <pre><code>
+    try:
+        lexer = get_lexer_by_name(lang, stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return ""
+    body: str = pygments_highlight(code, lexer, _formatter())
+    css_lang = re.sub(r"[^A-Za-z0-9_+-]", "", lang)
+    return f'<pre class="highlight"><code class="language-{css_lang}">{body}</code></pre>\n'
+
+
+@cache
+def _formatter() -> HtmlFormatter[str]:
+    return HtmlFormatter(nowrap=True, style=PYGMENTS_STYLE)
+
+
+def pygments_css() -> str:
+    """The stylesheet for highlighted code (same Pygments version, same bytes)."""
+    css: str = HtmlFormatter(style=PYGMENTS_STYLE).get_style_defs(".highlight")  # type: ignore[no-untyped-call]
+    return css + "\n"
+
+
+def _image_as_link(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+    token = tokens[idx]
+    alt = self.renderInlineAsText(token.children or [], options, env) or "image"
+    src = token.attrGet("src") or ""
+    escape = _escape
+    return f'<a class="image-link" href="{escape(str(src))}">[image: {escape(alt)}]</a>'
+
+
+def _escape(text: str) -> str:
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;"))
+
+
+def _table_open(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+    """A table scrolls inside its own box, a region named by its header cells that a
+    keyboard can focus (so it can be scrolled without a mouse), never the page."""
+    heads = []
+    for token in tokens[idx + 1:]:
+        if token.type == "thead_close":
+            break
+        if token.type == "inline":
+            heads.append(token.content.strip())
+    label = "Table: " + ", ".join(h for h in heads if h) if any(heads) else "Table"
+    return (f'<div class="scroll" role="region" aria-label="{_escape(label)}" tabindex="0">\n'
+            + str(self.renderToken(tokens, idx, options, env)))
+
+
+def _table_close(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+    return str(self.renderToken(tokens, idx, options, env)) + "</div>\n"
+
+
+def _focusable(original: Any) -> Any:
+    """A code block scrolls sideways inside itself: ``tabindex`` lets a keyboard reach it."""
+
+    def render(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+        html = str(original(tokens, idx, options, env))
+        end = html.index(">", html.index("<pre"))  # the attribute goes last: <pre class=.. tabindex="0">
+        return html[:end] + ' tabindex="0"' + html[end:]
+
+    return render
+
+
+@cache
+def _parser(breaks: bool = False) -> MarkdownIt:
+    """The lesson parser; ``breaks``: a newline inside a paragraph is a line break."""
+    md = MarkdownIt("commonmark", {"html": False, "highlight": _highlight, "breaks": breaks})
+    md.enable(["table", "strikethrough"])
+    md.add_render_rule("image", _image_as_link)
+    md.add_render_rule("table_open", _table_open)
+    md.add_render_rule("table_close", _table_close)
+    for rule in ("fence", "code_block"):
+        md.add_render_rule(rule, _focusable(cast(RendererHTML, md.renderer).rules[rule]))
+    return md
+
+
+def anchor_for(text: str, used: set[str]) -> str:
+    """A stable, unique fragment id for a heading: ``sec-`` and its words."""
+    base = "sec-" + ("-".join(re.findall(r"[a-z0-9]+", text.lower())) or "untitled")
+    anchor, n = base, 2
+    while anchor in used:
+        anchor, n = f"{base}-{n}", n + 1
+    used.add(anchor)
+    return anchor
+
+
+def render_markdown(text: str, *, lesson_pages: Mapping[str, str] | None = None,
+                    drop_title: str | None = None, breaks: bool = False) -> Rendered:
+    """``text`` as safe HTML, with an id on every heading and links between lessons'
+    Markdown files pointed at their pages (``lesson id -> page``). ``drop_title``: a
+    leading level-1 heading with exactly this text is left out (the page shows it).
+    ``breaks``: every newline inside a paragraph is a line break."""
+    md = _parser(breaks)
+    env: dict[str, Any] = {}
+    tokens = md.parse(text, env)
+    if (drop_title is not None and len(tokens) >= 3 and tokens[0].type == "heading_open"
+            and tokens[0].tag == "h1" and tokens[1].content.strip() == drop_title.strip()):
+        tokens = tokens[3:]
+    headings: list[Heading] = []
+    used: set[str] = set()
+    for index, token in enumerate(tokens):
+        if token.type == "heading_open":
+            inline = tokens[index + 1]
+            source = inline.content.strip() if inline.type == "inline" else ""
+            anchor = anchor_for(source, used)
+            token.attrSet("id", anchor)
+            headings.append(Heading(int(token.tag[1]), source, anchor))
+        if token.type == "inline" and lesson_pages is not None:
+            for child in token.children or []:
+                if child.type == "link_open":
+                    _point_at_page(child, lesson_pages)
+    html: str = md.renderer.render(tokens, md.options, env)
+    return Rendered(html, tuple(headings))
+
+
+def _point_at_page(link: Token, pages: Mapping[str, str]) -> None:
+    href = str(link.attrGet("href") or "")
+    match = _LESSON_LINK.fullmatch(href)
+    if match is not None and match.group(1) in pages:
+        link.attrSet("href", pages[match.group(1)] + (match.group(2) or ""))
+
+
+def item_html(owner: Any, name: str, text: str, lesson_pages: Mapping[str, str] | None = None, *,
+              breaks: bool = False) -> Markup:
+    """``text`` (``owner``'s field ``name``, or one item of it: a hint, a rubric level's
+    text) as HTML, by the format its model declares (``stay.artefacts.text_format``):
+    Markdown through ``render_markdown`` in a ``div.markdown`` (with ``breaks``, each
+    newline kept as a line break); anything else escaped in
+    a ``span.as-written``, white space kept, so a "- x" stays text."""
+    if text_format(type(owner), name) == "markdown":
+        rendered = render_markdown(text.strip(), lesson_pages=lesson_pages, breaks=breaks).html
+        return Markup(f'<div class="markdown">{rendered}</div>')
+    return Markup(f'<span class="as-written">{escape(text.strip())}</span>')
+
+
+_SAFE_FRAGMENT = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,79}")
+
+
+def fragment(identifier: str) -> str:
+    """An HTML id for any string read from disk: itself when it is a plain id (as every
+    id of the contract is), else a stable hash of it."""
+    if _SAFE_FRAGMENT.fullmatch(identifier):
+        return identifier
+    return "id-" + hashlib.sha256(identifier.encode("utf-8")).hexdigest()[:12]
+
+
+def term_fragments(terms: Iterable[str]) -> dict[str, str]:
+    """term -> ``term-<words>``, unique, in the order given."""
+    found: dict[str, str] = {}
+    used: set[str] = set()
+    for term in terms:
+        if term in found:
+            continue
+        base = "term-" + ("-".join(re.findall(r"[a-z0-9]+", term.lower())) or "x")
+        anchor, n = base, 2
+        while anchor in used:
+            anchor, n = f"{base}-{n}", n + 1
+        used.add(anchor)
+        found[term] = anchor
+    return found
+
+
+@dataclass(frozen=True)
+class Ref:
+    label: str
+    href: str | None
+
+
+@dataclass
+class OutcomeRow:
+    id: str
+    lesson: str
+    bloom: str
+    verb: str
+    text: str
+    lesson_ref: Ref
+    methods: list[str] = field(default_factory=list)
+    sections: list[Ref] = field(default_factory=list)
+    exercises: list[Ref] = field(default_factory=list)
+    quiz: list[Ref] = field(default_factory=list)
+    rubric: list[Ref] = field(default_factory=list)
+
+    @property
+    def gaps(self) -> list[str]:
+        gaps = []
+        if not self.sections:
+            gaps.append("no plan section covers it")
+        if not self.quiz:
+            gaps.append("no quiz item")
+        if "exercise" in self.methods and not self.exercises:
+            gaps.append("no exercise, though the assessment expects one")
+        if "capstone" in self.methods and not self.rubric:
+            gaps.append("no rubric criterion, though the assessment expects one")
+        return gaps
+
+
+class Links:
+    """Where everything lives on the site. ``learner``: a site of learners' pages only, whose
+    links to an outcome go to its lesson on the home page and to a term's lesson to the
+    lesson itself (the outcomes map and the plan's list of new terms are the author's)."""
+
+    def __init__(self, course: CourseView, *, learner: bool = False) -> None:
+        self.learner = learner
+        self.lesson_pages: dict[str, str] = {}
+        for lesson in course.lessons:
+            if lesson.page:
+                self.lesson_pages.setdefault(lesson.id, lesson.page)
+        self.with_terms = {lesson.id for lesson in course.lessons
+                           if lesson.page and lesson.plan.model is not None and lesson.plan.model.new_terms}
+        self.modules = {module.id: module.title for module in course.modules}
+        outcomes = course.outcomes.model.outcomes if course.outcomes.model else []
+        listed = {lesson.id for lesson in course.lessons}  # the home lists an outcome under its lesson
+        self.outcomes = {outcome.id: outcome.text for outcome in outcomes if not learner or outcome.lesson in listed}
+        glossary = course.glossary.model.terms if course.glossary.model else []
+        self.terms = term_fragments(term.term for term in glossary)
+        self.criteria = {c.id for c in course.project.model.rubric} if course.project.model else set()
+
+    def lesson(self, lesson_id: str, part: str | None = None) -> str | None:
+        page = self.lesson_pages.get(lesson_id)
+        if page is None:
+            return None
+        return f"{page}#{fragment(part)}" if part else page
+
+    def introduced_in(self, lesson_id: str) -> str | None:
+        """The lesson's list of new terms, or the lesson when its plan lists none."""
+        return self.lesson(lesson_id, "terms" if lesson_id in self.with_terms and not self.learner else None)
+
+    def outcome(self, outcome_id: str) -> str | None:
+        page = "index.html" if self.learner else "outcomes.html"
+        return f"{page}#{fragment(outcome_id)}" if outcome_id in self.outcomes else None
+
+    def outcome_text(self, outcome_id: str) -> str:
+        return self.outcomes.get(outcome_id, "")
+
+    def term(self, term: str) -> str | None:
+        anchor = self.terms.get(term)
+        return f"glossary.html#{anchor}" if anchor else None
+
+    def module(self, module_id: str) -> str | None:
+        return f"index.html#{fragment(module_id)}" if module_id in self.modules else None
+
+    def criterion(self, criterion_id: str) -> str | None:
+        return f"capstone.html#{fragment(criterion_id)}" if criterion_id in self.criteria else None
+
+
+def outcomes_map(course: CourseView, links: Links, headings: Mapping[str, Mapping[str, str]] | None = None
+                 ) -> tuple[list[OutcomeRow], list[str]]:
+    """One row per outcome with everything that serves it, and the references to
+    outcomes that outcomes.yaml does not define (shown, since nothing serves them).
+    ``headings``: lesson id -> section heading -> its anchor on the lesson's page."""
+    headings = headings or {}
+    rows: dict[str, OutcomeRow] = {}
+    for outcome in course.outcomes.model.outcomes if course.outcomes.model else []:
+        if outcome.id not in rows:
+            rows[outcome.id] = OutcomeRow(outcome.id, outcome.lesson, outcome.bloom, outcome.verb, outcome.text,
+                                          Ref(outcome.lesson, links.lesson(outcome.lesson)))
+    unknown: set[str] = set()
+
+    def add(outcome_id: str | None, kind: str, ref: Ref) -> None:
+        if outcome_id is None:
+            return
+        row = rows.get(outcome_id)
+        if row is None:
+            unknown.add(f"{outcome_id} (named by {ref.label})")
+            return
+        getattr(row, kind).append(ref)
+
+    for evidence in course.assessment.model.evidence if course.assessment.model else []:
+        row = rows.get(evidence.outcome)
+        if row is not None:
+            row.methods.extend(evidence.methods)
+        else:
+            unknown.add(f"{evidence.outcome} (named by assessment.yaml)")
+    for lesson in course.lessons:
+        if lesson.plan.model is not None:
+            for section in lesson.plan.model.sections:
+                for outcome_id in section.covers:
+                    anchor = headings.get(lesson.id, {}).get(section.heading, "plan")
+                    add(outcome_id, "sections", Ref(f"{lesson.id}: {section.heading}",
+                                                    links.lesson(lesson.id, anchor)))
+        if lesson.exercises.model is not None:
+            for exercise in lesson.exercises.model.exercises:
+                add(exercise.outcome, "exercises", Ref(exercise.id, links.lesson(lesson.id, exercise.id)))
+        if lesson.quiz.model is not None:
+            for item in lesson.quiz.model.items:
+                add(item.outcome, "quiz", Ref(item.id, links.lesson(lesson.id, item.id)))
+    for criterion in course.project.model.rubric if course.project.model else []:
+        for outcome_id in criterion.outcomes:
+            add(outcome_id, "rubric", Ref(criterion.id, links.criterion(criterion.id)))
+    return list(rows.values()), sorted(unknown)

@@ -4,7 +4,7 @@
 course's site in memory, as ``build_site`` does, plus a listing: one row a course with
 its title, audience, minutes, modules, lessons and a short health. ``write_library``
 writes the listing to ``<out>/index.html`` and each course under ``<out>/<slug>/``,
-after checking every directory it will write (stay/view/_out.py's ownership rules, per
+after checking every directory it will write (stay/view/_site.py's ownership rules, per
 directory), so a refusal leaves everything as it was. Same courses, same bytes.
 """
 
@@ -19,8 +19,15 @@ from stay.briefs import check_slug
 from stay.errors import UsageError
 from stay.view._env import STATIC_FILES, environment, static_text
 from stay.view._load import CourseView, LessonView
-from stay.view._out import write_marker
-from stay.view._site import DataFrom, check_out_dir, not_a_directory, only_sites, site_and_health, write_site
+from stay.view._site import (
+    DataFrom,
+    check_out_dir,
+    not_a_directory,
+    only_sites,
+    site_and_health,
+    write_marker,
+    write_site,
+)
 from stay.view._status import Ledger, Validation
 
 MANIFEST = "course.yaml"
