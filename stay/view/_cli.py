@@ -1,8 +1,5 @@
-"""``stay view SLUG``: the command's arguments and what it does.
-
-``view_parser`` adds the subcommand to ``stay``'s parser; ``view_main`` runs it and returns
-the exit code. Kept apart from stay/cli.py so the command owns its options.
-"""
+"""``stay view SLUG``: ``view_parser`` adds the subcommand to ``stay``'s parser; ``view_main``
+runs it and returns the exit code."""
 
 from __future__ import annotations
 

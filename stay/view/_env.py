@@ -1,12 +1,6 @@
-"""The Jinja2 environment the course pages and the report pages share.
-
-Templates and static files are package data (``stay/view/templates``,
-``stay/view/static``), found through the package loader, so a wheel install has
-them. Autoescaping is on for every template: everything read from a course or a
-report is text; the exceptions are a lesson's HTML and the text fields its model
-declares Markdown (the ``field`` and ``field_item`` filters, by ``text_format``), which
-markdown-it-py rendered with raw HTML disabled (``_markdown.py``).
-"""
+"""The Jinja2 environment the course and report pages share, with its filters: Markdown
+(markdown-it-py, raw HTML disabled) and the links between pages. Autoescaping is on for every
+template: everything read from a course or a report is text."""
 
 from __future__ import annotations
 
@@ -64,9 +58,7 @@ def environment() -> Environment:
 @pass_context
 def _field(context: Context, owner: Any, name: str, breaks: bool = False) -> Markup:
     """``{{ exercise | field("task") }}``: a text field as its model declares it is written;
-    ``breaks=True`` keeps a Markdown field's newlines as line breaks (the capstone's brief,
-    whose lines are its author's; a task or solution may be hard-wrapped, as the offline
-    templates write them, and flows as CommonMark says)."""
+    ``breaks=True`` keeps a Markdown field's newlines (the capstone's brief, whose lines are its author's)."""
     return item_html(owner, name, str(getattr(owner, name)), _lesson_pages(context), breaks=breaks)
 
 
@@ -82,10 +74,8 @@ def _lesson_pages(context: Context) -> Any:
 
 
 def lesson_table(lessons: Iterable[Any]) -> str:
-    """The lessons that have a page, as the JSON a "continue where you left off" link
-    carries (``data-lessons``): ``[{"id", "page", "title"}]`` in course order, so
-    progress.js names the stored page by its title without another link to it on the
-    page (the listing has none). Autoescaping makes it safe in a quoted attribute."""
+    """The lessons with a page as ``data-lessons`` JSON (``id``, ``page``, ``title``, in order),
+    so progress.js can name the stored page; autoescaped, so safe in a quoted attribute."""
     table = [{"id": lesson.id, "page": lesson.page, "title": lesson.title} for lesson in lessons if lesson.page]
     return json.dumps(table, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
@@ -170,8 +160,7 @@ def _escape(text: str) -> str:
 
 
 def _table_open(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
-    """A table scrolls inside its own box, a region named by its header cells that a
-    keyboard can focus (so it can be scrolled without a mouse), never the page."""
+    """A table scrolls inside its own keyboard-focusable region, never the page."""
     heads = []
     for token in tokens[idx + 1:]:
         if token.type == "thead_close":
@@ -223,10 +212,8 @@ def anchor_for(text: str, used: set[str]) -> str:
 
 def render_markdown(text: str, *, lesson_pages: Mapping[str, str] | None = None,
                     drop_title: str | None = None, breaks: bool = False) -> Rendered:
-    """``text`` as safe HTML, with an id on every heading and links between lessons'
-    Markdown files pointed at their pages (``lesson id -> page``). ``drop_title``: a
-    leading level-1 heading with exactly this text is left out (the page shows it).
-    ``breaks``: every newline inside a paragraph is a line break."""
+    """``text`` as safe HTML, an id on every heading, links between lessons' Markdown pointed at
+    their pages. ``drop_title``: a leading h1 with this text is left out (the page shows it)."""
     md = _parser(breaks)
     env: dict[str, Any] = {}
     tokens = md.parse(text, env)
@@ -259,11 +246,8 @@ def _point_at_page(link: Token, pages: Mapping[str, str]) -> None:
 
 def item_html(owner: Any, name: str, text: str, lesson_pages: Mapping[str, str] | None = None, *,
               breaks: bool = False) -> Markup:
-    """``text`` (``owner``'s field ``name``, or one item of it: a hint, a rubric level's
-    text) as HTML, by the format its model declares (``stay.artefacts.text_format``):
-    Markdown through ``render_markdown`` in a ``div.markdown`` (with ``breaks``, each
-    newline kept as a line break); anything else escaped in
-    a ``span.as-written``, white space kept, so a "- x" stays text."""
+    """A text field (or one item of it) as HTML by the format its model declares: Markdown in a
+    ``div.markdown``; anything else escaped in a ``span.as-written``, so a "- x" stays text."""
     if text_format(type(owner), name) == "markdown":
         rendered = render_markdown(text.strip(), lesson_pages=lesson_pages, breaks=breaks).html
         return Markup(f'<div class="markdown">{rendered}</div>')
@@ -274,8 +258,7 @@ _SAFE_FRAGMENT = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,79}")
 
 
 def fragment(identifier: str) -> str:
-    """An HTML id for any string read from disk: itself when it is a plain id (as every
-    id of the contract is), else a stable hash of it."""
+    """An HTML id for any string read from disk: itself when a plain id, else a stable hash of it."""
     if _SAFE_FRAGMENT.fullmatch(identifier):
         return identifier
     return "id-" + hashlib.sha256(identifier.encode("utf-8")).hexdigest()[:12]
@@ -332,9 +315,8 @@ class OutcomeRow:
 
 
 class Links:
-    """Where everything lives on the site. ``learner``: a site of learners' pages only, whose
-    links to an outcome go to its lesson on the home page and to a term's lesson to the
-    lesson itself (the outcomes map and the plan's list of new terms are the author's)."""
+    """Where everything lives on the site. ``learner``: outcome and term links go to lessons
+    (the outcomes map and the plan's new terms are the author's)."""
 
     def __init__(self, course: CourseView, *, learner: bool = False) -> None:
         self.learner = learner
@@ -382,9 +364,8 @@ class Links:
 
 def outcomes_map(course: CourseView, links: Links, headings: Mapping[str, Mapping[str, str]] | None = None
                  ) -> tuple[list[OutcomeRow], list[str]]:
-    """One row per outcome with everything that serves it, and the references to
-    outcomes that outcomes.yaml does not define (shown, since nothing serves them).
-    ``headings``: lesson id -> section heading -> its anchor on the lesson's page."""
+    """One row per outcome with everything that serves it, and the references to undefined
+    outcomes. ``headings``: lesson id -> section heading -> its anchor."""
     headings = headings or {}
     rows: dict[str, OutcomeRow] = {}
     for outcome in course.outcomes.model.outcomes if course.outcomes.model else []:

@@ -1,15 +1,7 @@
-"""The review page: what a reviewer must judge at the gate a course waits at.
-
-``review_page`` reads the gate from the ledger (``stay.pipeline.gate_review``, which
-writes nothing), keeps the validator's defects in the files the gate covers, turns what
-changed since the last answer into diff lines (only against earlier text the course
-keeps, by digest; else it says the text is not kept, and lists the files the last
-answer could not keep), diffs each proposal ``stay revise --show`` left waiting against
-the file, and prints the commands that answer the gate (or keep a proposal) as a person
-would paste them. The page shows every value as text: the
-template escapes it, and a diff line is marked ``+``/``-`` in its text as well as its
-colour.
-"""
+"""The review page: what a reviewer must judge at the gate a course waits at (the gate from
+the ledger, the validator's defects in its files, diffs against the earlier text the course
+keeps and against waiting proposals), and the commands that answer it, as a person would paste
+them. A diff line is marked ``+``/``-`` in its text as well as its colour."""
 
 from __future__ import annotations
 
@@ -70,8 +62,7 @@ def tracked(root: Path) -> bool:
 
 
 def review_page(root: Path, course: CourseView, validation: Validation, settings: Settings | None = None) -> Review:
-    """What the review page shows for the course at ``root`` (``settings``: None, the
-    environment's); reads, never writes."""
+    """What the review page shows for the course at ``root``; reads, never writes."""
     capstone = tuple(capstone_outcomes(course.assessment.model)) if course.assessment.model else ()
     try:
         data = gate_review(root.name, courses_dir=root.parent, settings=settings)
@@ -106,10 +97,8 @@ def _kind(line: str) -> str:
 
 
 def commands(root: Path, data: GateReview, settings: Settings | None = None) -> dict[str, tuple[str, ...]]:
-    """The commands that answer the gate, as they parse (``stay approve SLUG GATE``,
-    ``--decline --note``, ``stay revise SLUG TARGET --note``), one revise per file the
-    gate's own phase wrote, each carrying the --courses-dir the course is under (and the
-    --data-from the page was derived with)."""
+    """The commands that answer the gate, as they parse: approve, decline, and one revise per
+    file the gate's phase wrote, each with the page's --courses-dir (and --data-from)."""
     assert data.gate is not None
     slug, where = shlex.quote(root.name), _where(root, settings)
     approve = f"stay approve {slug} {data.gate}"
@@ -121,15 +110,13 @@ def commands(root: Path, data: GateReview, settings: Settings | None = None) -> 
 
 
 def _command(root: Path, words: tuple[str, ...], settings: Settings | None = None) -> str:
-    """``stay WORDS`` as a person would paste it, the note placeholder as the other commands
-    print it, with the --courses-dir the course is under (and the page's --data-from)."""
+    """``stay WORDS`` as a person would paste it, with the page's options (``_options``)."""
     shown = (NOTE if word == repr("...") else shlex.quote(word) for word in words)
     return f"stay {' '.join(shown)}{_where(root, settings)}"
 
 
 def _where(root: Path, settings: Settings | None) -> str:
-    """The options every command on the page carries: the course's --courses-dir, and the
-    --data-from the page was derived with (on a drift, a command without it is refused)."""
+    """The course's --courses-dir, and the page's --data-from (on a drift a command without it is refused)."""
     chosen = settings.data_from if settings is not None else None
     return _courses_flag(root.parent) + (f" --data-from {chosen}" if chosen else "")
 

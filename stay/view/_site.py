@@ -1,11 +1,6 @@
-"""A course as a static site: pages in memory first, then written whole.
-
-``build_site`` is pure apart from reading the course (and the ledger and validator,
-which only read): the same course gives the same bytes, with no clock in them.
-``write_site`` writes into a directory that is outside the course, and is either
-new, empty, or a site this function wrote before: it overwrites and removes only files
-whose bytes it wrote (``.stay-site``), never a person's.
-"""
+"""A course as a static site: pages in memory first (the same course, the same bytes), then
+written whole into a directory outside the course that is new, empty, or an earlier site:
+only files whose bytes the viewer wrote (``.stay-site``) are overwritten, never a person's."""
 
 from __future__ import annotations
 
@@ -50,8 +45,7 @@ AUTHOR_PAGES = (("status.html", "Status"), ("outcomes.html", "Outcomes map"))
 
 @dataclass(frozen=True)
 class DataFile:
-    """A data file the site offers for download, at its path in the course (``assets/orders.csv``):
-    a lesson's own link to it then works from the pages, which sit beside ``assets/``."""
+    """A data file offered for download at its course path, so a lesson's own link to it works."""
 
     path: str
     size: int
@@ -86,22 +80,16 @@ DataFrom = Literal["prompts", "data"]
 def build_site(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
                library: str | None = None, data_from: DataFrom | None = None,
                backend: str | None = None, learner: bool = False) -> dict[str, bytes]:
-    """Every file of the site, by its name, for the course at ``course_dir``. ``library`` is
-    the listing's address from the course's pages when the course is rendered in a library
-    of courses (stay/view/_library.py): each page's header then links back to it.
-    ``data_from`` says which copy of the shared data wins when the prompts' and the data
-    directory's differ (``--data-from``): the statuses and the review page need it then.
-    ``backend``: the statuses judge the files against its models (``stay status --backend``;
-    None: $STAY_BACKEND, else what the course's ledger records it was built with).
-    ``learner``: only the learners' pages (:data:`PAGES` and the lessons), for publishing: no
-    author's page, and no link to one (``stay view --learner``)."""
+    """Every file of the site, by name, for the course at ``course_dir``. ``library``: the
+    listing's address, when rendered in a library; ``data_from``: which copy of the shared data
+    wins (``--data-from``); ``backend``: the models the statuses judge against (None: the
+    ledger's); ``learner``: only the learners' pages, with no link to an author's."""
     return site_and_health(course_dir, data_dir=data_dir, library=library, data_from=data_from, backend=backend,
                            learner=learner)[0]
 
 
 def not_a_directory(root: Path, message: str) -> CoursePathError:
-    """The viewer's refusal of a course (or courses) path that is not a directory, naming it
-    (``path``): a CourseNotFound, a FileNotFoundError too, when nothing is there at all."""
+    """The refusal of a path that is not a directory: a CourseNotFound (a FileNotFoundError too)."""
     return (CoursePathError if os.path.lexists(root) else CourseNotFound)(message, path=root)
 
 
@@ -116,8 +104,7 @@ def missing_course(root: Path) -> CoursePathError:
 def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
                     library: str | None = None, data_from: DataFrom | None = None, backend: str | None = None,
                     learner: bool = False) -> tuple[dict[str, bytes], CourseView, Ledger, Validation]:
-    """``build_site``'s files, with the course, ledger and validation the pages were made
-    from (a library's listing sums them up without reading the course twice)."""
+    """``build_site``'s files, with what they were made from (a library's listing sums them up)."""
     root = Path(course_dir)
     if not root.is_dir():
         raise missing_course(root)
@@ -171,8 +158,7 @@ def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.Pa
 
 
 def _house(settings: Settings | None) -> Path:
-    """The data directory the validator reads: the one a build with ``settings`` would check
-    against (the prompts' copy, when told it wins), else the validator's default."""
+    """The data directory a build with ``settings`` would check against, else the validator's default."""
     if settings is None or settings.data_from != "prompts":
         return default_data_dir()
     try:
@@ -182,8 +168,7 @@ def _house(settings: Settings | None) -> Path:
 
 
 def _named(offered: dict[str, DataFile], *sources: str | BaseModel | None) -> tuple[DataFile, ...]:
-    """The offered data files that ``sources`` (a text, or a file's model, every string of
-    it) name, in the order first named, by the validator's reading of a name (``names_in``)."""
+    """The offered data files ``sources`` name (every string of them), in the order first named."""
     found = names_in(*(source.model_dump() if isinstance(source, BaseModel) else source
                        for source in sources if source is not None))
     return tuple(offered[path] for path in found if path in offered)
@@ -211,8 +196,7 @@ def _budget(course: CourseView) -> dict[str, int | None]:
 
 
 def file_state(loaded: Loaded[Any], ledger: Ledger, validation: Validation) -> dict[str, Any]:
-    """What a page says about one file: its ledger status (if any), and whether it could
-    be read, and its validator defects."""
+    """What a page says about one file: its ledger status, whether it could be read, its defects."""
     status = ledger.status_of(loaded.path)
     shown: list[tuple[str, str]] = []
     if status is not None:
@@ -235,14 +219,12 @@ def file_kind(path: str) -> str:
 
 
 def default_out_dir(slug: str) -> Path:
-    """``site/<slug>`` under the current directory: like mkdocs' ``site/``, beside the
-    project, never inside a course."""
+    """``site/<slug>`` under the current directory, beside the project (as mkdocs'), never inside a course."""
     return Path("site") / slug
 
 
 def write_site(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_dir: str | os.PathLike[str]) -> Path:
-    """Write ``site`` into ``out_dir``, refusing any place inside the course, and any file
-    there that this function did not write (``write_marker``). Returns the directory."""
+    """Write ``site`` into ``out_dir``, refusing a place inside the course or a file it did not write."""
     out, owned = check_out_dir(site, out_dir, course_dir)
     new = {name: digest(data) for name, data in site.items()}
     sweep_temporaries(out, {MARKER, *site, *owned})
@@ -263,10 +245,8 @@ def write_site(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_d
 
 def check_out_dir(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_dir: str | os.PathLike[str],
                   *, among_sites: bool = False) -> tuple[Path, dict[str, str]]:
-    """The refusals of ``write_site``, raised before anything is written (a library checks
-    every directory it will write first): the resolved directory and the files in it that
-    are the viewer's own (name -> sha256). ``among_sites``: a directory with no marker
-    that holds only earlier sites (``only_sites``) counts as empty."""
+    """The refusals of ``write_site``, before anything is written: the resolved directory and the
+    viewer's own files in it (name -> sha256). ``among_sites``: only earlier sites counts as empty."""
     out = Path(out_dir).resolve()
     course = Path(course_dir).resolve()
     named = f"{option_name('--out')} {out_dir}"  # as the caller gave it: the flag, or out_dir from Python
@@ -288,9 +268,8 @@ def check_out_dir(site: dict[str, bytes], out_dir: str | os.PathLike[str], cours
 
 
 def only_sites(out: Path) -> bool:
-    """Whether ``out`` has no marker and holds nothing but directories an earlier ``stay view``
-    wrote (each with its own marker): ``site/`` after single-course renders into
-    ``site/<slug>``, which a library of courses takes as its folder."""
+    """Whether ``out`` has no marker and holds only earlier sites (``site/`` after renders into
+    ``site/<slug>``, which a library takes as its folder)."""
     if not out.is_dir() or os.path.lexists(out / MARKER):
         return False
     with os.scandir(out) as entries:
@@ -301,9 +280,7 @@ def only_sites(out: Path) -> bool:
 def render_course(course_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *,
                   data_dir: str | os.PathLike[str] | None = None, data_from: DataFrom | None = None,
                   backend: str | None = None, learner: bool = False) -> Path:
-    """Render the course at ``course_dir`` into ``out_dir`` (by default ``site/<slug>``, as
-    ``stay view SLUG``, so a hint names the call by the course alone); returns the site directory.
-    ``learner``: the learners' pages only, as ``build_site``."""
+    """Render the course into ``out_dir`` (default ``site/<slug>``); returns the site directory."""
     out = default_out_dir(Path(course_dir).resolve().name) if out_dir is None else out_dir
     site = build_site(course_dir, data_dir=data_dir, data_from=data_from, backend=backend, learner=learner)
     return write_site(site, out, course_dir)
@@ -336,16 +313,14 @@ def plain_name(name: object) -> bool:
 
 
 def site_name(name: object) -> bool:
-    """Whether ``name`` (read from a marker) names a file a render may write: a plain name in
-    the site directory, or one in its :data:`FOLDER` (``assets/orders.csv``)."""
+    """Whether a name read from a marker is one a render may write: plain, or in :data:`FOLDER`."""
     if isinstance(name, str) and name.startswith(FOLDER + "/"):
         return plain_name(name[len(FOLDER) + 1:])
     return plain_name(name)
 
 
 def folder_state(out: Path) -> str:
-    """What ``out``/:data:`FOLDER` is, never through a link: "absent", "folder", or "other"
-    (a link, a file, a device: never written or read through)."""
+    """What ``out``/:data:`FOLDER` is, never through a link: "absent", "folder", or "other"."""
     try:
         mode = (out / FOLDER).lstat().st_mode
     except FileNotFoundError:
@@ -356,8 +331,7 @@ def folder_state(out: Path) -> str:
 
 
 def _reachable(out: Path, name: str) -> bool:
-    """Whether ``out``/``name`` can be looked at without following a link: a name in the
-    site directory, or one in a :data:`FOLDER` that is a real folder."""
+    """Whether ``out``/``name`` can be looked at without following a link."""
     return "/" not in name or folder_state(out) == "folder"
 
 
@@ -366,8 +340,7 @@ def _sha256(value: object) -> bool:
 
 
 def file_digest(path: Path) -> str | None:
-    """The sha256 of a regular file at ``path`` (never through a symlink); None for anything
-    else: missing, a symlink, a directory, a FIFO, unreadable."""
+    """The sha256 of a regular file at ``path`` (never through a symlink); None for anything else."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -386,8 +359,7 @@ def file_digest(path: Path) -> str | None:
 
 
 def read_marker(out: Path, given: str | os.PathLike[str]) -> Recorded:
-    """What an earlier render recorded in ``out``. A directory without a marker must be empty
-    (or new); a marker that cannot be read owns nothing."""
+    """What an earlier render recorded in ``out``; an unreadable marker owns nothing."""
     if not out.is_dir():
         return {}
     named = f"{option_name('--out')} {given}"  # as the caller gave it: the flag, or out_dir from Python
@@ -413,8 +385,7 @@ def read_marker(out: Path, given: str | os.PathLike[str]) -> Recorded:
 
 
 def _recorded(data: object) -> Recorded:
-    """The names and hashes in a marker's data that are well formed; anything else (the
-    list of names an older viewer wrote, which has no hashes) owns nothing."""
+    """The well-formed names and hashes of a marker; anything else (an older viewer's list) owns nothing."""
     if not isinstance(data, dict):
         return {}
     found: dict[str, set[str]] = {}
@@ -439,9 +410,8 @@ def owned_now(out: Path, recorded: Recorded) -> dict[str, str]:
 
 
 def conflicts(out: Path, site: Mapping[str, bytes], owned: Mapping[str, str]) -> list[str]:
-    """The names the site would overwrite that are not the viewer's: a person's file, a page
-    edited since, a symlink, a directory; and :data:`FOLDER` when the site has data files
-    and it is a link or a file. A file already holding the new bytes is no conflict."""
+    """The names the site would overwrite that are not the viewer's (a person's file, a page
+    edited since, a symlink, a directory); a file already holding the new bytes is none."""
     found = []
     if any("/" in name for name in site) and folder_state(out) == "other":
         found.append(FOLDER)
@@ -455,9 +425,8 @@ def conflicts(out: Path, site: Mapping[str, bytes], owned: Mapping[str, str]) ->
 
 
 def sweep_temporaries(out: Path, names: set[str]) -> None:
-    """Remove what a killed render left half-written: only regular files named exactly as
-    write_text_atomic names the temporary of one of ``names`` (the site's and the marker's),
-    so a person's own ``*.tmp`` is never touched; in :data:`FOLDER` too, while it is a real folder."""
+    """Remove what a killed render left half-written: only files named exactly as
+    write_text_atomic names a temporary of ``names``, so a person's own ``*.tmp`` is never touched."""
     if not out.is_dir():
         return
     places = [(out, {name for name in names if "/" not in name})]
@@ -471,8 +440,7 @@ def sweep_temporaries(out: Path, names: set[str]) -> None:
 
 
 def settle_folder(out: Path, site: Mapping[str, bytes]) -> None:
-    """Make :data:`FOLDER` when ``site`` has data files; when it has none, remove a real
-    folder left empty (one still holding a file, a person's or one about to go, stays)."""
+    """Make :data:`FOLDER` when ``site`` has data files, else remove a real folder left empty."""
     if any("/" in name for name in site):
         (out / FOLDER).mkdir(exist_ok=True)  # a link or a file there was refused before (conflicts)
     elif folder_state(out) == "folder":
@@ -481,8 +449,7 @@ def settle_folder(out: Path, site: Mapping[str, bytes]) -> None:
 
 
 def write_marker(out: Path, files: Mapping[str, str], writing: Mapping[str, str] | None = None) -> None:
-    """Record ``files`` (name -> sha256 on disk) and, during a render, ``writing`` (name ->
-    the sha256 about to be written)."""
+    """Record ``files`` (name -> sha256 on disk) and ``writing`` (name -> sha256 about to be written)."""
     data: dict[str, dict[str, str]] = {"files": dict(sorted(files.items()))}
     if writing is not None:
         data["writing"] = dict(sorted(writing.items()))

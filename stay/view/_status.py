@@ -1,6 +1,5 @@
-"""What the pages say about a course's health: the ledger's statuses and gates, and
-the validator's result. Each is read through stay's public API; a course that has no
-ledger, or whose ledger or files cannot be read, is described, not raised."""
+"""What the pages say about a course's health: the ledger's statuses and gates, and the
+validator's result, read through the public API; unreadable is described, never raised."""
 
 from __future__ import annotations
 
@@ -51,8 +50,7 @@ class Validation:
 
 
 def read_ledger(course: Path, settings: Settings | None = None) -> Ledger:
-    """Statuses and gate verdicts from ``stay.pipeline.status`` and ``gate_status``, with
-    ``settings`` (None: the environment's)."""
+    """Statuses and gate verdicts from ``stay.pipeline.status`` and ``gate_status``."""
     if not (course / LEDGER_FILE).is_file():
         return Ledger(tracked=False, note=NO_LEDGER)
     from stay.pipeline import gate_status, status
