@@ -34,13 +34,16 @@ from stay.models._protocol import (
     ModelClient,
     Rejecting,
     Screening,
+    backend_from,
+    backends,
     can_screen,
+    distribution,
+    make_backend,
     prices_of,
     screen_request,
     screening_of,
     verdict,
 )
-from stay.models._registry import backend_from, backends, distribution, make_backend
 from stay.requests import (
     MAX_TOKENS,
     ROLES,
