@@ -263,7 +263,6 @@ class AnthropicBackend(Retrying):
         self._client = None if client is None else self._configured(client)
         self._async_client = None if async_client is None else self._configured(async_client)
 
-    # -- clients ---------------------------------------------------------------------------
 
     def _configured(self, client: Any) -> Any:
         """The client with the SDK's retries off (ours apply) and our timeout."""
@@ -313,7 +312,6 @@ class AnthropicBackend(Retrying):
         client: anthropic.AsyncAnthropic = self._async_client
         return client
 
-    # -- model ids -------------------------------------------------------------------------
 
     def check_models(self, models: Mapping[Role, str]) -> None:
         """Ask the Models API for each distinct id before anything is paid: an unknown id (a 404
@@ -393,7 +391,6 @@ class AnthropicBackend(Retrying):
                       f"with {more.answer} tokens for the answer (set STAY_ANSWER_TOKENS to start there)")
         return params, more, spent
 
-    # -- requests --------------------------------------------------------------------------
 
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
         return self._complete(request, model, self.thinking.get(request.role))
@@ -487,7 +484,6 @@ class AnthropicBackend(Retrying):
                 return _identified(await stream.get_final_message(), stream)
         return await client.messages.create(**params, timeout=timeout)
 
-    # -- failures --------------------------------------------------------------------------
 
     def _classify(self, exc: Exception, where: str, attempt: int) -> _Failure:
         """What a failed attempt means: retry it, or the error to raise."""
@@ -542,7 +538,6 @@ class AnthropicBackend(Retrying):
             return _Failure(False, ModelError(f"{where}: {type(exc).__name__}: {clean(exc)}"))
         raise exc
 
-    # -- moderation ------------------------------------------------------------------------
 
     def screening(self, text: str) -> Screening:
         """A harmlessness screen: a cheap structured classification call, its usage with the verdict."""
@@ -644,7 +639,6 @@ def _user_content(request: ModelRequest) -> str | list[dict[str, Any]]:
             {"type": "text", "text": request.user}]
 
 
-# -- reading a response ----------------------------------------------------------------
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 MAX_ANSWER_DEPTH = 64
@@ -790,7 +784,6 @@ def request_id_of(value: object) -> str | None:
     return value if isinstance(value, str) and _REQUEST_ID.fullmatch(value) else None
 
 
-# -- errors ------------------------------------------------------------------------------
 
 _KEY_SHAPE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")
 

@@ -36,7 +36,6 @@ from stay.requests import ModelAnswer, ModelRequest
 MAX_BATCH_REQUESTS = 100_000
 MAX_BATCH_BYTES = 256 * 1000 * 1000
 """256 MB, counted in decimal megabytes to stay on the safe side of the limit."""
-MAX_BATCH = MAX_BATCH_REQUESTS  # the name this module exported before
 _ENVELOPE = 1_024
 """Bytes kept free in each batch for the JSON around the requests."""
 

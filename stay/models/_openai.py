@@ -119,7 +119,6 @@ class OpenAIBackend(Retrying):
         """The server's URL as it may be shown (no userinfo)."""
         return _secrets.shown_url(self._base_url) if self._base_url else "https://api.openai.com/v1"
 
-    # -- models ----------------------------------------------------------------------------
 
     @property
     def default_models(self) -> Mapping[Role, str]:
@@ -164,7 +163,6 @@ class OpenAIBackend(Retrying):
             return model
         return self.models.get(role) or self.default_models[role]
 
-    # -- requests --------------------------------------------------------------------------
 
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
         model = self.model_for(request.role, model)
@@ -312,7 +310,6 @@ class OpenAIBackend(Retrying):
             return _Failure(False, ModelError(f"{where}: {type(exc).__name__}: {clean(exc)}"))
         raise exc
 
-    # -- moderation ------------------------------------------------------------------------
 
     def screening(self, text: str) -> Screening:
         """The screen as a call on the analysis role's model; a refusal is a verdict, and paid for."""
@@ -462,7 +459,6 @@ def _resolved(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str
     return schema
 
 
-# -- requests and replies --------------------------------------------------------------
 
 
 def request_params(request: ModelRequest, model: str, *, answer_tokens: int | None = None,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from stay.requests import ModelAnswer, Role, Usage
-from stay.settings import DEFAULT_MODELS
+from stay.settings import DEFAULT_MODELS as DEFAULT_MODELS  # which model plays a role is a setting
 
 BATCH_DISCOUNT = 0.5
 """Message Batches: 50% off input and output (every model's page)."""
@@ -165,13 +165,6 @@ def describe_cost(dollars: float | None, unpriced: frozenset[str] | set[str] = f
         names = ", ".join(sorted(unpriced)) or "a model"
         return f"cost unknown (no price on file for {names})"
     return f"${dollars:.4f}"
-
-
-__all__ = ["DEFAULT_MODELS", "MIN_CACHEABLE_TOKENS", "OUTPUT_LIMIT", "SCREENING", "THINKING", "Effort", "Thinking",
-           "min_cacheable_tokens", "thinks_adaptively"]
-
-# Which model plays which role is a setting (stay.settings: DEFAULT_MODELS, and
-# STAY_MODEL / STAY_MODEL_<ROLE> read once by Settings.from_env).
 
 
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
