@@ -396,11 +396,8 @@ class AnthropicBackend(Retrying):
         return self._complete(request, model, self.thinking.get(request.role))
 
     def _complete(self, request: ModelRequest, model: str, thinking: Thinking | None) -> ModelAnswer:
-        where = f"stage {request.stage} ({request.artefact})"
-        budget = self._first(request, model, thinking, where)
-        params = request_params(request, model, thinking, answer_tokens=budget.answer)
-        holding = self.gate.hold(prefix_keys(params)) if self.gate is not None else nullcontext(_nothing)
-        with holding as started:
+        where, budget, params = self._prepared(request, model, thinking)
+        with self.gate.hold(prefix_keys(params)) if self.gate is not None else nullcontext(_nothing) as started:
             message = self._call(params, where, started)
         retry = self._retry(message, request, model, thinking, budget, where)
         if retry is None:
@@ -408,6 +405,12 @@ class AnthropicBackend(Retrying):
         params, more, spent = retry
         message = self._call(params, where)  # the prefix is warm by now: the retry needs no gate
         return _counting(spent, lambda: answer_from(message, request, budget=more))
+
+    def _prepared(self, request: ModelRequest, model: str,
+                  thinking: Thinking | None) -> tuple[str, Budget, dict[str, Any]]:
+        where = f"stage {request.stage} ({request.artefact})"
+        budget = self._first(request, model, thinking, where)
+        return where, budget, request_params(request, model, thinking, answer_tokens=budget.answer)
 
     def _call(self, params: dict[str, Any], where: str, started: Callable[[], None] = _nothing) -> Any:
         """One call with its retries; ``started`` is told when a streamed response begins (the gate)."""
@@ -435,12 +438,9 @@ class AnthropicBackend(Retrying):
 
     async def acomplete(self, request: ModelRequest, model: str) -> ModelAnswer:
         """``complete`` for asyncio callers; the gate's waiters wait on the event loop, never blocking it."""
-        where = f"stage {request.stage} ({request.artefact})"
         thinking = self.thinking.get(request.role)
-        budget = self._first(request, model, thinking, where)
-        params = request_params(request, model, thinking, answer_tokens=budget.answer)
-        holding = self.gate.ahold(prefix_keys(params)) if self.gate is not None else nullcontext(_nothing)
-        async with holding as started:
+        where, budget, params = self._prepared(request, model, thinking)
+        async with self.gate.ahold(prefix_keys(params)) if self.gate is not None else nullcontext(_nothing) as started:
             message = await self._acall(params, where, started)
         retry = self._retry(message, request, model, thinking, budget, where)
         if retry is None:
