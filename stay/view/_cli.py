@@ -14,7 +14,6 @@ DESCRIPTION = ("render a course (or, with no slug, every course and a listing) a
 
 
 def view_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``view`` to ``subparsers`` (the object ``add_subparsers`` returned)."""
     from stay._backend_names import JUDGED_HELP, registered_backends
 
     view: argparse.ArgumentParser = subparsers.add_parser("view", help=DESCRIPTION, description=DESCRIPTION)

@@ -81,7 +81,6 @@ def lesson_table(lessons: Iterable[Any]) -> str:
 
 
 def static_text(name: str) -> str:
-    """A static file shipped in the package (a stylesheet or the quiz script)."""
     return resources.files("stay.view").joinpath("static", name).read_text(encoding="utf-8")
 
 

@@ -36,7 +36,6 @@ FINE = ("complete", "valid (no ledger)")
 
 @dataclass(frozen=True)
 class Row:
-    """One course on the listing."""
 
     slug: str
     title: str
@@ -54,7 +53,6 @@ class Row:
 
     @property
     def lessons(self) -> tuple[str, ...]:
-        """The ids of :attr:`pages`."""
         return tuple(lesson.id for lesson in self.pages)
 
 
@@ -139,7 +137,6 @@ def write_library(library: Library, out_dir: str | os.PathLike[str], courses_dir
 def render_library(courses_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
                    data_dir: str | os.PathLike[str] | None = None, data_from: DataFrom | None = None,
                    backend: str | None = None, learner: bool = False) -> Library:
-    """Render every course in ``courses_dir`` and the listing into ``out_dir``."""
     library = build_library(courses_dir, data_dir=data_dir, data_from=data_from, backend=backend, learner=learner)
     write_library(library, out_dir, courses_dir)
     return library

@@ -84,7 +84,6 @@ def review_page(root: Path, course: CourseView, validation: Validation, settings
 
 def diff_lines(path: str, earlier: str, now: str,
                labels: tuple[str, str] = ("at the last answer", "now")) -> tuple[DiffLine, ...]:
-    """A unified diff of ``earlier`` against ``now``, each line with its kind."""
     lines = difflib.unified_diff(earlier.splitlines(), now.splitlines(), f"{path} ({labels[0]})",
                                  f"{path} ({labels[1]})", lineterm="")
     return tuple(DiffLine(_kind(line), line) for line in lines)

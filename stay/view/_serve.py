@@ -37,7 +37,6 @@ class SiteServer(ThreadingHTTPServer):
         super().__init__((HOST, port), SiteHandler)
 
     def hosts(self) -> frozenset[str]:
-        """The Host header values that name this server."""
         port = self.server_address[1]
         bare = frozenset(_NAMES) if port == 80 else frozenset()
         return frozenset(f"{name}:{port}" for name in _NAMES) | bare
@@ -146,7 +145,6 @@ def make_server(site: Path, port: int) -> SiteServer:
 
 
 def serve(site: Path, port: int, announce: Any = print) -> None:
-    """Serve until interrupted (Ctrl-C)."""
     server = make_server(site, port)
     host, bound = server.server_address[:2]
     announce(f"serving {site} at http://{host!s}:{bound}/ (Ctrl-C to stop)")

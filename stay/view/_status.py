@@ -4,6 +4,7 @@ validator's result, read through the public API; unreadable is described, never 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,10 +26,7 @@ class Ledger:
     gates: dict[str, str] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for state, _why in self.statuses.values():
-            found[state] = found.get(state, 0) + 1
-        return dict(sorted(found.items()))
+        return dict(sorted(Counter(state for state, _why in self.statuses.values()).items()))
 
     def status_of(self, path: str) -> tuple[str, tuple[str, ...]] | None:
         return self.statuses.get(path)
