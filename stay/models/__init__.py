@@ -8,7 +8,6 @@ from __future__ import annotations
 from stay.models._anthropic import AnthropicBackend, PrefixGate, answer_from, prefix_keys, request_params
 from stay.models._batch import MAX_BATCH_BYTES, MAX_BATCH_REQUESTS, BatchOutcome, prefetch
 from stay.models._cache import REPLAY, CachedBackend, RequestCache, request_key
-from stay.models._hold import HoldMore, hold_more, holding
 from stay.models._offline import OFFLINE_MODEL, OfflineBackend
 from stay.models._prices import (
     BATCH_DISCOUNT,
@@ -31,6 +30,7 @@ from stay.models._protocol import (
     FEATURES,
     SCREEN_STAGE,
     Backend,
+    HoldMore,
     ModelClient,
     Rejecting,
     Screening,
@@ -38,6 +38,8 @@ from stay.models._protocol import (
     backends,
     can_screen,
     distribution,
+    hold_more,
+    holding,
     make_backend,
     prices_of,
     screen_request,

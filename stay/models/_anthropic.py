@@ -30,7 +30,6 @@ from stay.errors import (
     Unreachable,
     UsageError,
 )
-from stay.models._hold import hold_instead, hold_more, known_room, needs_room
 from stay.models._prices import (
     DEFAULT_MODELS,
     OUTPUT_LIMIT,
@@ -42,7 +41,7 @@ from stay.models._prices import (
     min_cacheable_tokens,
     thinks_adaptively,
 )
-from stay.models._protocol import Screening, screen_request, verdict
+from stay.models._protocol import Screening, hold_instead, hold_more, known_room, needs_room, screen_request, verdict
 from stay.requests import ModelAnswer, ModelRequest, Role, Usage
 
 if TYPE_CHECKING:  # the SDK takes seconds to import: only a run that talks to Claude pays for it
@@ -263,7 +262,6 @@ class AnthropicBackend(Retrying):
         self._client = None if client is None else self._configured(client)
         self._async_client = None if async_client is None else self._configured(async_client)
 
-
     def _configured(self, client: Any) -> Any:
         """The client with the SDK's retries off (ours apply) and our timeout."""
         import httpx2
@@ -311,7 +309,6 @@ class AnthropicBackend(Retrying):
                 api_key=key, auth_token=token, base_url=self._base_url))
         client: anthropic.AsyncAnthropic = self._async_client
         return client
-
 
     def check_models(self, models: Mapping[Role, str]) -> None:
         """Ask the Models API for each distinct id before anything is paid: an unknown id (a 404
@@ -390,7 +387,6 @@ class AnthropicBackend(Retrying):
         self.progress(f"  {where}: the answer was cut off at max_tokens={budget.max_tokens}; asking once more "
                       f"with {more.answer} tokens for the answer (set STAY_ANSWER_TOKENS to start there)")
         return params, more, spent
-
 
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
         return self._complete(request, model, self.thinking.get(request.role))
@@ -484,7 +480,6 @@ class AnthropicBackend(Retrying):
                 return _identified(await stream.get_final_message(), stream)
         return await client.messages.create(**params, timeout=timeout)
 
-
     def _classify(self, exc: Exception, where: str, attempt: int) -> _Failure:
         """What a failed attempt means: retry it, or the error to raise."""
         import anthropic
@@ -537,7 +532,6 @@ class AnthropicBackend(Retrying):
         if isinstance(exc, anthropic.APIError):
             return _Failure(False, ModelError(f"{where}: {type(exc).__name__}: {clean(exc)}"))
         raise exc
-
 
     def screening(self, text: str) -> Screening:
         """A harmlessness screen: a cheap structured classification call, its usage with the verdict."""
@@ -637,7 +631,6 @@ def _user_content(request: ModelRequest) -> str | list[dict[str, Any]]:
         return request.user
     return [{"type": "text", "text": request.shared, "cache_control": {"type": "ephemeral"}},
             {"type": "text", "text": request.user}]
-
 
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -782,7 +775,6 @@ _REQUEST_ID = re.compile(r"[A-Za-z0-9_\-]{1,128}")
 def request_id_of(value: object) -> str | None:
     """A ``request-id`` header's value if it is one (at most 128 id characters): headers are untrusted."""
     return value if isinstance(value, str) and _REQUEST_ID.fullmatch(value) else None
-
 
 
 _KEY_SHAPE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")

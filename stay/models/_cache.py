@@ -18,9 +18,8 @@ from pydantic import ValidationError
 
 from stay._stored import MAX_STORED_BYTES, Damaged, load_stored_json
 from stay.errors import AnswerError, ReplayMiss
-from stay.models._hold import Room, sizing
 from stay.models._prices import DEFAULT_MODELS, Price
-from stay.models._protocol import ModelClient, Screening, prices_of, screen_request, screening_of, verdict
+from stay.models._protocol import ModelClient, Room, Screening, prices_of, screen_request, screening_of, sizing, verdict
 from stay.requests import ModelAnswer, ModelRequest, Usage
 
 ROOMS_DIR = "rooms"

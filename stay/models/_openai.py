@@ -30,9 +30,8 @@ from stay.models._anthropic import (
     unreachable,
 )
 from stay.models._anthropic import request_params as messages_params
-from stay.models._hold import hold_more
 from stay.models._prices import OUTPUT_LIMIT, PRICES, Price
-from stay.models._protocol import Screening, screen_request, verdict
+from stay.models._protocol import Screening, hold_more, screen_request, verdict
 from stay.requests import ROLES, ModelAnswer, ModelRequest, Role, Usage
 from stay.settings import DEFAULT_MODELS as CLAUDE_MODELS
 from stay.settings import Settings
@@ -119,7 +118,6 @@ class OpenAIBackend(Retrying):
         """The server's URL as it may be shown (no userinfo)."""
         return _secrets.shown_url(self._base_url) if self._base_url else "https://api.openai.com/v1"
 
-
     @property
     def default_models(self) -> Mapping[Role, str]:
         """The ids for a role no setting names: OpenAI's own on OpenAI; elsewhere the one model the
@@ -162,7 +160,6 @@ class OpenAIBackend(Retrying):
         if model != CLAUDE_MODELS[role]:
             return model
         return self.models.get(role) or self.default_models[role]
-
 
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
         model = self.model_for(request.role, model)
@@ -310,7 +307,6 @@ class OpenAIBackend(Retrying):
             return _Failure(False, ModelError(f"{where}: {type(exc).__name__}: {clean(exc)}"))
         raise exc
 
-
     def screening(self, text: str) -> Screening:
         """The screen as a call on the analysis role's model; a refusal is a verdict, and paid for."""
         request = screen_request(text)
@@ -457,8 +453,6 @@ def _resolved(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str
     while "$ref" in schema:
         schema = root.get("$defs", {})[str(schema["$ref"]).removeprefix("#/$defs/")]
     return schema
-
-
 
 
 def request_params(request: ModelRequest, model: str, *, answer_tokens: int | None = None,
