@@ -481,7 +481,6 @@ class AnthropicBackend(Retrying):
         return await client.messages.create(**params, timeout=timeout)
 
     def _classify(self, exc: Exception, where: str, attempt: int) -> _Failure:
-        """What a failed attempt means: retry it, or the error to raise."""
         import anthropic
         import httpx2
 

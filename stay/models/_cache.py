@@ -155,7 +155,6 @@ class RequestCache:
         return room if type(room) is int and room > 0 else None  # not a bool, a float or a string
 
     def remember_room(self, request: ModelRequest, model: str, answer_tokens: int) -> None:
-        """Record that ``request`` needs ``answer_tokens`` of room for its answer."""
         from stay.artefacts import write_text_atomic
 
         record = {"answer_tokens": answer_tokens, "model": model, "stage": request.stage,

@@ -42,7 +42,6 @@ class OfflineBackend:
     """A template cannot read prose, so it must not report a review it did not make."""
 
     def screen(self, text: str) -> str | None:
-        """The reason to reject ``text``: the offline backend flags no brief."""
         return None
 
     def screening(self, text: str) -> Screening:

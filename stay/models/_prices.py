@@ -227,6 +227,5 @@ UNPUBLISHED_MIN_CACHEABLE = 1_024
 
 
 def min_cacheable_tokens(model: str) -> int:
-    """The minimum cacheable prefix of ``model``, in tokens (``MIN_CACHEABLE_TOKENS``)."""
     known = [prefix for prefix in MIN_CACHEABLE_TOKENS if model.startswith(prefix)]
     return MIN_CACHEABLE_TOKENS[max(known, key=len)] if known else UNPUBLISHED_MIN_CACHEABLE

@@ -99,7 +99,6 @@ SCREEN_ANSWER_TOKENS = 1_000
 
 
 def screen_request(text: str) -> ModelRequest:
-    """The screen's request for one brief, given as one message."""
     return ModelRequest(
         stage=SCREEN_STAGE, role="analysis", artefact="the brief",
         system=(SystemBlock(text=SCREEN_SYSTEM),),
@@ -333,7 +332,6 @@ _ROOM: ContextVar[Room | None] = ContextVar("stay_answer_room", default=None)
 
 @contextmanager
 def sizing(room: Room) -> Iterator[None]:
-    """``room`` is what the backend's call made inside knows of its request's room."""
     token = _ROOM.set(room)
     try:
         yield
@@ -342,7 +340,6 @@ def sizing(room: Room) -> Iterator[None]:
 
 
 def known_room() -> int | None:
-    """The answer room an earlier run found the current request needs, or None."""
     room = _ROOM.get()
     return None if room is None else room.known
 

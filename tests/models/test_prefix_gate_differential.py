@@ -1,4 +1,4 @@
-"""Differential test of a fast path: the prefix gate (``stay/models/_prefix_gate.py``),
+"""Differential test of a fast path: the prefix gate (``PrefixGate`` in ``stay/models/_anthropic.py``),
 which holds a request while another one writes the cache prefix it would read and lets
 it go when the writer's response begins, against the slow path, the same requests with
 no gate (``warm_prefixes=False``).
