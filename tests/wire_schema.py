@@ -26,7 +26,7 @@ Schema = Mapping[str, Any]
 
 
 def wire(schema: Schema) -> dict[str, Any]:
-    """``schema`` as the API receives it (what ``stay.models._wire`` sends)."""
+    """``schema`` as the API receives it (what ``stay.models._anthropic`` sends)."""
     return anthropic.transform_schema(dict(schema))
 
 

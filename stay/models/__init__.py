@@ -11,6 +11,10 @@ from stay._lazy import lazy_package
 
 if TYPE_CHECKING:
     from stay.models._anthropic import AnthropicBackend as AnthropicBackend
+    from stay.models._anthropic import PrefixGate as PrefixGate
+    from stay.models._anthropic import answer_from as answer_from
+    from stay.models._anthropic import prefix_keys as prefix_keys
+    from stay.models._anthropic import request_params as request_params
     from stay.models._batch import MAX_BATCH_BYTES as MAX_BATCH_BYTES
     from stay.models._batch import MAX_BATCH_REQUESTS as MAX_BATCH_REQUESTS
     from stay.models._batch import BatchOutcome as BatchOutcome
@@ -19,45 +23,41 @@ if TYPE_CHECKING:
     from stay.models._cache import CachedBackend as CachedBackend
     from stay.models._cache import RequestCache as RequestCache
     from stay.models._cache import request_key as request_key
-    from stay.models._factory import backend_from as backend_from
-    from stay.models._hold import HoldMore as HoldMore
-    from stay.models._hold import hold_more as hold_more
-    from stay.models._hold import holding as holding
     from stay.models._offline import OFFLINE_MODEL as OFFLINE_MODEL
     from stay.models._offline import OfflineBackend as OfflineBackend
-    from stay.models._prefix_gate import PrefixGate as PrefixGate
-    from stay.models._prefix_gate import prefix_keys as prefix_keys
     from stay.models._prices import BATCH_DISCOUNT as BATCH_DISCOUNT
+    from stay.models._prices import DEFAULT_MODELS as DEFAULT_MODELS
+    from stay.models._prices import MIN_CACHEABLE_TOKENS as MIN_CACHEABLE_TOKENS
+    from stay.models._prices import OUTPUT_LIMIT as OUTPUT_LIMIT
     from stay.models._prices import PRICES as PRICES
+    from stay.models._prices import SCREENING as SCREENING
+    from stay.models._prices import THINKING as THINKING
     from stay.models._prices import Price as Price
     from stay.models._prices import Rates as Rates
+    from stay.models._prices import Thinking as Thinking
     from stay.models._prices import answer_cost as answer_cost
     from stay.models._prices import cost as cost
     from stay.models._prices import describe_cost as describe_cost
+    from stay.models._prices import min_cacheable_tokens as min_cacheable_tokens
     from stay.models._prices import price_label as price_label
     from stay.models._protocol import FEATURES as FEATURES
+    from stay.models._protocol import SCREEN_STAGE as SCREEN_STAGE
     from stay.models._protocol import Backend as Backend
+    from stay.models._protocol import HoldMore as HoldMore
     from stay.models._protocol import ModelClient as ModelClient
     from stay.models._protocol import Rejecting as Rejecting
+    from stay.models._protocol import Screening as Screening
+    from stay.models._protocol import backend_from as backend_from
+    from stay.models._protocol import backends as backends
     from stay.models._protocol import can_screen as can_screen
+    from stay.models._protocol import distribution as distribution
+    from stay.models._protocol import hold_more as hold_more
+    from stay.models._protocol import holding as holding
+    from stay.models._protocol import make_backend as make_backend
     from stay.models._protocol import prices_of as prices_of
-    from stay.models._registry import backends as backends
-    from stay.models._registry import distribution as distribution
-    from stay.models._registry import make_backend as make_backend
-    from stay.models._roles import DEFAULT_MODELS as DEFAULT_MODELS
-    from stay.models._roles import MIN_CACHEABLE_TOKENS as MIN_CACHEABLE_TOKENS
-    from stay.models._roles import OUTPUT_LIMIT as OUTPUT_LIMIT
-    from stay.models._roles import SCREENING as SCREENING
-    from stay.models._roles import THINKING as THINKING
-    from stay.models._roles import Thinking as Thinking
-    from stay.models._roles import min_cacheable_tokens as min_cacheable_tokens
-    from stay.models._screen import SCREEN_STAGE as SCREEN_STAGE
-    from stay.models._screen import Screening as Screening
-    from stay.models._screen import screen_request as screen_request
-    from stay.models._screen import screening_of as screening_of
-    from stay.models._screen import verdict as verdict
-    from stay.models._wire import answer_from as answer_from
-    from stay.models._wire import request_params as request_params
+    from stay.models._protocol import screen_request as screen_request
+    from stay.models._protocol import screening_of as screening_of
+    from stay.models._protocol import verdict as verdict
     from stay.requests import MAX_TOKENS as MAX_TOKENS
     from stay.requests import ROLES as ROLES
     from stay.requests import ModelAnswer as ModelAnswer

@@ -1,87 +1,72 @@
-"""The Claude backend: the official anthropic SDK (2.x), with our own retries, a request
-timeout, streaming where a call could be long, the prefix gate, and one-line errors.
-
-Retries are ours, not the SDK's (its client runs with ``max_retries=0``): the SDK
-sleeps for whatever ``retry-after`` says, up to 49 days. Here every wait is jittered
-(concurrent calls that failed together must not retry together), a ``retry-after``
-(seconds or an HTTP-date) is waited in full, and one above ``retry_after_cap`` (60 s)
-ends the call at once in one line rather than retrying before the service allows; a
-spend limit is never retried. Every request has a timeout (300 s by default); a
-request whose answer could take longer than that streams, so the timeout measures
-silence on the connection, never the length of an answer. Every call, its retries
-included, has a deadline (``call_deadline``), so a stalled stream or one that only
-sends ``ping`` events ends too. The service being unavailable after the retries (429,
-529, 5xx, a connection error, a timeout, the deadline) is ``ModelUnavailable``: nothing
-is lost, rerun to continue. API error text never carries the key.
-"""
+"""The Claude backend (anthropic SDK 2.x) and the Messages API on the wire: request parameters,
+reading a response, the prefix gate, and our own retries (the SDK's sleep for any
+``retry-after``, up to 49 days): jittered, capped, under a per-call deadline, with one-line errors.
+A long answer streams, so the request timeout measures silence, never an answer's length."""
 
 from __future__ import annotations
 
+import datetime
+import email.utils
+import hashlib
+import json
 import random
 import re
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from stay import _secrets
+from stay._stored import json_nesting
+from stay.errors import (
+    AnswerError,
+    ModelError,
+    ModelUnavailable,
+    RefusalError,
+    StayError,
+    TruncationError,
+    Unreachable,
+    UsageError,
+)
+from stay.models._prices import (
+    DEFAULT_MODELS,
+    OUTPUT_LIMIT,
+    PRICES,
+    SCREENING,
+    THINKING,
+    Price,
+    Thinking,
+    min_cacheable_tokens,
+    thinks_adaptively,
+)
+from stay.models._protocol import Screening, hold_instead, hold_more, known_room, needs_room, screen_request, verdict
+from stay.requests import ModelAnswer, ModelRequest, Role, Usage
 
 if TYPE_CHECKING:  # the SDK takes seconds to import: only a run that talks to Claude pays for it
     import anthropic
 
     from stay.settings import Settings
 
-from stay import _secrets
-from stay.errors import AnswerError, ModelError, ModelUnavailable, RefusalError, StayError, UsageError
-from stay.models._hold import hold_instead, hold_more
-from stay.models._prefix_gate import PrefixGate, prefix_keys
-from stay.models._prices import PRICES, Price
-from stay.models._roles import DEFAULT_MODELS, OUTPUT_LIMIT, SCREENING, THINKING, Thinking
-from stay.models._room import known_room, needs_room
-from stay.models._screen import Screening, screen_request, verdict
-from stay.models._wire import (
-    RERUN,
-    Budget,
-    _billed,
-    answer_from,
-    backoff,
-    budget_for,
-    jittered,
-    one_line,
-    redact,
-    request_id_of,
-    request_params,
-    retry_after,
-    retryable_status,
-    spend_limited,
-    streams,
-    unreachable,
-    usage_of,
-)
-from stay.requests import ModelAnswer, ModelRequest, Role, Usage
-
 Progress = Callable[[str], None]
 
 DEFAULT_TIMEOUT = 300.0
 RETRY_AFTER_CAP = 60.0
 SLOWEST_TOKENS_PER_SECOND = 20.0
-"""The slowest answer a call waits for, when no ``call_deadline`` is set: a call may take
-``max_tokens`` at this rate (and never less than two request timeouts) before it ends."""
+"""The slowest pace waited for when no ``call_deadline`` is set (``default_deadline``)."""
 
 
 def default_deadline(max_tokens: int, timeout: float) -> float:
-    """A call's deadline when none is set: generous enough for a whole answer at the
-    slowest rate stay waits for, so only a stall or a stream of pings can reach it."""
+    """Time for a whole answer at the slowest pace: only a stall or a stream of pings reaches it."""
     return max(2 * timeout, max_tokens / SLOWEST_TOKENS_PER_SECOND)
 
 
 MODEL_CHECK_TIMEOUT = 10.0
-"""Seconds the up-front model check may wait per id: a stalled gateway costs a run this
-much once, then the calls' own timeout and retries take over."""
+"""Seconds the up-front model check waits per id: a stalled gateway costs a run this once."""
 
 _CHECKED: dict[tuple[str, str], int | None] = {}
-"""(endpoint, model id) -> its largest ``max_tokens``, for each id the Models API
-confirmed in this process (None when it did not say)."""
+"""(endpoint, model id) -> its ``max_tokens``, for each id the Models API confirmed (None: unsaid)."""
 
 
 @dataclass(frozen=True)
@@ -94,8 +79,7 @@ class _Failure:
 
 
 class _Rejected(ModelError):
-    """The API refused the request itself (a 4xx that no retry changes), with its status,
-    so the screen can tell a configuration error (400, 401, 403, 404) from a bad reply."""
+    """A 4xx no retry changes, with its status: the screen tells configuration errors from bad replies."""
 
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
@@ -103,8 +87,7 @@ class _Rejected(ModelError):
 
 
 CONFIG_STATUSES = (400, 401, 403, 404)
-"""A request refused for what it asks (a mistyped model id, a rejected key): an error in
-the configuration, never the service being unreachable."""
+"""Refused for what it asks (a mistyped model id, a rejected key): configuration, not the service."""
 
 
 def _quiet(_line: str) -> None:
@@ -116,16 +99,14 @@ def _nothing() -> None:
 
 
 def _identified(message: Any, stream: Any) -> Any:
-    """The streamed message with the ``request-id`` its stream's response carried: the SDK
-    sets ``_request_id`` on a message it parsed whole, not on one a stream assembled."""
+    """The SDK sets ``_request_id`` on a message it parsed whole, not on one a stream assembled."""
     if getattr(message, "_request_id", None) is None:
         message._request_id = getattr(stream, "request_id", None)
     return message
 
 
 def _begun(stream: Any, started: Callable[[], None]) -> None:
-    """Read ``stream`` up to its ``message_start`` (the response has begun: its prefixes
-    are in the cache) and say so; ``get_final_message`` reads the rest."""
+    """Read ``stream`` up to its ``message_start`` (its prefixes are cached by then) and say so."""
     for event in iter(lambda: next(stream, None), None):
         if event.type == "message_start":
             started()
@@ -133,8 +114,7 @@ def _begun(stream: Any, started: Callable[[], None]) -> None:
 
 
 def _counting(spent: Usage, answer: Callable[[], ModelAnswer]) -> ModelAnswer:
-    """``answer()`` with ``spent`` (an earlier reply of the same call, billed) added to its
-    usage, or to the usage its error says was billed: one call, everything it paid."""
+    """``answer()`` (or its error's billed answer) with ``spent`` added: one call, everything it paid."""
     try:
         found = answer()
     except (AnswerError, ModelError) as exc:
@@ -145,34 +125,32 @@ def _counting(spent: Usage, answer: Callable[[], ModelAnswer]) -> ModelAnswer:
 
 
 class _Deadline:
-    """One call's deadline, its retries and waits included: each attempt's request
-    timeout is cut to the time left, and the call ends in one line once it has passed."""
+    """One call's deadline, retries and waits included: each attempt's timeout is cut to the time left."""
 
-    def __init__(self, backend: AnthropicBackend, max_tokens: int, where: str) -> None:
-        self.backend, self.where = backend, where
-        self.seconds = backend.call_deadline or default_deadline(max_tokens, backend.timeout)
-        self.ends = backend.clock() + self.seconds
+    def __init__(self, backend: Retrying, max_tokens: int, where: str, timeout: float | None = None) -> None:
+        self.clock, self.where, self.request_timeout = backend.clock, where, timeout or backend.timeout
+        self.seconds = backend.call_deadline or default_deadline(max_tokens, self.request_timeout)
+        self.ends = self.clock() + self.seconds
         self.cut = False
         """Whether the last attempt's request timeout was cut to the time left."""
         self.fired = False
         """Whether the watchdog ended an attempt (``watch``)."""
 
     def left(self) -> float:
-        return self.ends - self.backend.clock()
+        return self.ends - self.clock()
 
     def timeout(self, attempt: int) -> Any:
         import httpx2
 
         self.check(attempt)
-        seconds = min(self.backend.timeout, self.left())
-        self.cut = seconds < self.backend.timeout
+        seconds = min(self.request_timeout, self.left())
+        self.cut = seconds < self.request_timeout
         return httpx2.Timeout(seconds, connect=min(seconds, 10.0))
 
     @contextmanager
     def watch(self, close: Callable[[], None]) -> Iterator[None]:
-        """Close a stream once the deadline passes. The SDK drops ``ping`` events before
-        any caller sees them, and a ping resets the read timeout, so nothing else ends a
-        stream that only pings: closing it makes its next read fail."""
+        """Close a stream once the deadline passes: the SDK drops ``ping`` events, each of which
+        resets the read timeout, so nothing else ends a stream that only pings."""
         def fire() -> None:
             self.fired = True
             close()
@@ -205,20 +183,52 @@ class _Deadline:
             "the service stalled or sent only pings)", fix=f"{RERUN}, or raise STAY_CALL_DEADLINE")
 
 
-class AnthropicBackend:
-    """Answers stage requests with Claude. Sync (``complete``) and async (``acomplete``).
+class Retrying:
+    """What the Claude and the OpenAI-compatible backends share: the retry settings, meant the
+    same, and the wait rule. ``sleep``, ``jitter``, ``clock`` (monotonic, for the deadline) and
+    ``wall`` (for an HTTP-date ``retry-after``) are injectable so tests never really wait."""
 
-    ``client`` may be given (tests pass one over ``httpx2.MockTransport``); otherwise it
-    is made on first use from ``api_key`` or ``ANTHROPIC_API_KEY``, so a replayed run,
-    which never calls, needs no key. Settings, with their defaults: ``timeout`` 300 s per
-    request, ``max_retries`` 4, ``retry_after_cap`` 60 s, ``call_deadline`` (default
-    ``default_deadline``: a whole call, its retries and waits included), ``thinking`` per role
-    (``stay.models.THINKING``), ``answer_tokens`` (default: each request's
-    ``max_tokens``, i.e. ``stay.models.MAX_TOKENS``), ``warm_prefixes`` (the prefix gate).
-    ``sleep``, ``jitter``, ``clock`` (monotonic, for the deadline) and ``wall`` (the
-    wall clock an HTTP-date ``retry-after`` is read against) are injectable so tests
-    never really wait.
-    """
+    def __init__(self, *, max_retries: int, timeout: float, retry_after_cap: float, call_deadline: float | None,
+                 answer_tokens: int | None, progress: Progress | None, sleep: Callable[[float], None],
+                 jitter: Callable[[], float], clock: Callable[[], float], wall: Callable[[], float]) -> None:
+        if timeout <= 0 or max_retries < 0 or retry_after_cap < 0 or (call_deadline is not None
+                                                                     and call_deadline <= 0):
+            raise UsageError(f"{type(self).__name__} needs timeout > 0, max_retries >= 0, retry_after_cap >= 0 "
+                             "and call_deadline > 0")
+        self.max_retries, self.timeout, self.retry_after_cap = max_retries, timeout, retry_after_cap
+        self.call_deadline, self.answer_tokens = call_deadline, answer_tokens
+        self.progress: Progress = progress or _quiet
+        self.sleep, self.jitter, self.clock, self.wall = sleep, jitter, clock, wall
+        self._heard = False
+        """Whether the service has answered a call: until it has, a connection it closes unanswered is final."""
+
+    def _wait(self, failure: _Failure, where: str, attempt: int, clock: _Deadline) -> float:
+        """The wait before the next attempt, or the error that ends the call (final, retries spent,
+        a retry-after above the cap, or past the deadline)."""
+        if not failure.retryable:
+            raise failure.error from None
+        # a stall whose timeout the deadline cut short ends here, not as "no answer within 300 s"
+        clock.check(attempt, ended=failure.timed_out and clock.cut)
+        if attempt == self.max_retries:
+            raise failure.error from None
+        hint = failure.wait_hint
+        if hint is not None and hint > self.retry_after_cap:
+            # retrying sooner than the service allows only earns another 429
+            raise ModelUnavailable(
+                f"{where}: the API asks to wait {hint:g} s (retry-after, above the {self.retry_after_cap:g} s "
+                "this run waits)", fix="rerun after that (finished files are kept, nothing is paid twice), or "
+                "raise STAY_RETRY_AFTER_CAP") from None
+        wait = backoff(attempt, self.jitter()) if hint is None else jittered(hint, self.jitter())
+        clock.check(attempt, wait)
+        if failure.timed_out:
+            self.progress(f"  {where}: no answer within {self.timeout:g} s (the request timeout); "
+                          f"retrying ({attempt + 1} of {self.max_retries})")
+        return wait
+
+
+class AnthropicBackend(Retrying):
+    """Answers stage requests with Claude, sync (``complete``) and async (``acomplete``); the
+    client is made on first use (a replayed run needs no key)."""
 
     name = "anthropic"
     prices: Mapping[str, Price] = PRICES
@@ -236,23 +246,12 @@ class AnthropicBackend:
                  async_sleep: Callable[[float], Awaitable[None]] | None = None,
                  jitter: Callable[[], float] = random.random, call_deadline: float | None = None,
                  clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
-        if timeout <= 0 or max_retries < 0 or retry_after_cap < 0 or (call_deadline is not None
-                                                                     and call_deadline <= 0):
-            raise UsageError("AnthropicBackend needs timeout > 0, max_retries >= 0, retry_after_cap >= 0 "
-                             "and call_deadline > 0")
-        self.max_retries = max_retries
-        self.timeout = timeout
-        self.retry_after_cap = retry_after_cap
+        super().__init__(max_retries=max_retries, timeout=timeout, retry_after_cap=retry_after_cap,
+                         call_deadline=call_deadline, answer_tokens=answer_tokens, progress=progress, sleep=sleep,
+                         jitter=jitter, clock=clock, wall=wall)
         self.thinking: Mapping[Role, Thinking] = THINKING if thinking is None else thinking
-        self.answer_tokens = answer_tokens
-        self.progress = progress or _quiet
         self.gate = PrefixGate() if warm_prefixes else None
-        self.sleep, self.jitter = sleep, jitter
-        self.call_deadline = call_deadline
-        self.clock, self.wall = clock, wall
         self.async_sleep = async_sleep  # asyncio.sleep when None: asyncio is imported only by async callers
-        self._heard = False
-        """Whether the service has answered a call: until it has, a connection it closes unanswered is final."""
         self._api_key = api_key.strip() if api_key else api_key  # a key pasted with its newline
         # a bearer token for a gateway (ANTHROPIC_AUTH_TOKEN), used only when there is no key
         self._auth_token = None if self._api_key else (auth_token.strip() if auth_token else None) or None
@@ -262,8 +261,6 @@ class AnthropicBackend:
         """The model that screens briefs (the analysis role's)."""
         self._client = None if client is None else self._configured(client)
         self._async_client = None if async_client is None else self._configured(async_client)
-
-    # -- clients ---------------------------------------------------------------------------
 
     def _configured(self, client: Any) -> Any:
         """The client with the SDK's retries off (ours apply) and our timeout."""
@@ -313,16 +310,10 @@ class AnthropicBackend:
         client: anthropic.AsyncAnthropic = self._async_client
         return client
 
-    # -- model ids -------------------------------------------------------------------------
-
     def check_models(self, models: Mapping[Role, str]) -> None:
-        """Each distinct model id, asked of the Models API (``models.retrieve``) before
-        anything is paid: an id it does not know (a 404 that names the id) is one line
-        naming the settings that chose it; a rejected credential (401, 403) is one line
-        too. Asked once a process per endpoint and id; the answer's ``max_tokens`` is kept
-        (``output_limit``). Any other outcome (no connection, a 5xx, a gateway without the
-        Models API) is left to the calls, which retry and say it themselves: the check must
-        never stop a run that would work."""
+        """Ask the Models API for each distinct id before anything is paid: an unknown id (a 404
+        naming it) or a rejected credential is one line. Any other outcome is left to the calls:
+        the check must never stop a run that would work. Asked once a process per endpoint and id."""
         import anthropic
 
         by_id: dict[str, list[Role]] = {}
@@ -358,24 +349,19 @@ class AnthropicBackend:
         return said if said is not None else OUTPUT_LIMIT
 
     def _roomier(self, answer: int, budget: Budget, model: str) -> Budget | None:
-        """``budget`` with ``answer`` tokens of room for the answer, up to the model's limit;
-        None when that is no more room than it has."""
+        """``budget`` with ``answer`` tokens of answer room, up to the model's limit; None if no more."""
         answer = min(answer, self.output_limit(model) - budget.thinking)
         return Budget(answer, budget.thinking) if answer > budget.answer else None
 
     def _more_room(self, message: Any, budget: Budget, model: str) -> Budget | None:
-        """For an answer cut off at ``max_tokens``: the budget of the one retry, with the
-        answer's room doubled up to the model's limit; None when there is no more room."""
+        """The one retry's budget for an answer cut off at ``max_tokens``: twice the room, up to the limit."""
         if getattr(message, "stop_reason", None) != "max_tokens":
             return None
         return self._roomier(2 * budget.answer, budget, model)
 
     def _first(self, request: ModelRequest, model: str, thinking: Thinking | None, where: str) -> Budget:
-        """The first request's budget: the configured answer room, or, when an earlier run's
-        answer to this request was cut off, the room its retry was given (``known_room``),
-        up to the model's limit as that retry's was. A room larger than the configured one
-        is held against the cost cap before it is sent, in place of the configured room's
-        worst case (``hold_instead``)."""
+        """The first request's budget: the configured room, or the room an earlier run's retry
+        needed (``known_room``), held against the cost cap in place of the first hold."""
         budget = budget_for(request, model, thinking, self.answer_tokens)
         known = known_room()
         more = None if known is None else self._roomier(known, budget, model)
@@ -388,9 +374,8 @@ class AnthropicBackend:
 
     def _retry(self, message: Any, request: ModelRequest, model: str, thinking: Thinking | None,
                budget: Budget, where: str) -> tuple[dict[str, Any], Budget, Usage] | None:
-        """The one retry of a cut-off answer (its parameters, budget, and the cut-off reply's
-        usage, billed), held against the cost cap before it is sent (``hold_more``: a retry
-        that would pass the cap is never sent); None when there is no more room."""
+        """The one retry of a cut-off answer (params, budget, the cut-off reply's billed usage),
+        held against the cost cap before it is sent; None when there is no more room."""
         more = self._more_room(message, budget, model)
         if more is None:
             return None
@@ -403,17 +388,12 @@ class AnthropicBackend:
                       f"with {more.answer} tokens for the answer (set STAY_ANSWER_TOKENS to start there)")
         return params, more, spent
 
-    # -- requests --------------------------------------------------------------------------
-
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
         return self._complete(request, model, self.thinking.get(request.role))
 
     def _complete(self, request: ModelRequest, model: str, thinking: Thinking | None) -> ModelAnswer:
-        where = f"stage {request.stage} ({request.artefact})"
-        budget = self._first(request, model, thinking, where)
-        params = request_params(request, model, thinking, answer_tokens=budget.answer)
-        holding = self.gate.hold(prefix_keys(params)) if self.gate is not None else nullcontext(_nothing)
-        with holding as started:
+        where, budget, params = self._prepared(request, model, thinking)
+        with self.gate.hold(prefix_keys(params)) if self.gate is not None else nullcontext(_nothing) as started:
             message = self._call(params, where, started)
         retry = self._retry(message, request, model, thinking, budget, where)
         if retry is None:
@@ -422,9 +402,14 @@ class AnthropicBackend:
         message = self._call(params, where)  # the prefix is warm by now: the retry needs no gate
         return _counting(spent, lambda: answer_from(message, request, budget=more))
 
+    def _prepared(self, request: ModelRequest, model: str,
+                  thinking: Thinking | None) -> tuple[str, Budget, dict[str, Any]]:
+        where = f"stage {request.stage} ({request.artefact})"
+        budget = self._first(request, model, thinking, where)
+        return where, budget, request_params(request, model, thinking, answer_tokens=budget.answer)
+
     def _call(self, params: dict[str, Any], where: str, started: Callable[[], None] = _nothing) -> Any:
-        """One call with its retries; ``started`` is told when a streamed response begins
-        (its ``message_start``): the prefix gate lets its waiters go then."""
+        """One call with its retries; ``started`` is told when a streamed response begins (the gate)."""
         streamed = streams(params["max_tokens"], self.timeout)
         clock = _Deadline(self, params["max_tokens"], where)
         for attempt in range(self.max_retries + 1):
@@ -448,14 +433,10 @@ class AnthropicBackend:
         raise AssertionError("unreachable: the loop returns or raises")
 
     async def acomplete(self, request: ModelRequest, model: str) -> ModelAnswer:
-        """``complete`` for asyncio callers, through the same prefix gate (its waiters wait
-        on the event loop, never blocking it)."""
-        where = f"stage {request.stage} ({request.artefact})"
+        """``complete`` for asyncio callers; the gate's waiters wait on the event loop, never blocking it."""
         thinking = self.thinking.get(request.role)
-        budget = self._first(request, model, thinking, where)
-        params = request_params(request, model, thinking, answer_tokens=budget.answer)
-        holding = self.gate.ahold(prefix_keys(params)) if self.gate is not None else nullcontext(_nothing)
-        async with holding as started:
+        where, budget, params = self._prepared(request, model, thinking)
+        async with self.gate.ahold(prefix_keys(params)) if self.gate is not None else nullcontext(_nothing) as started:
             message = await self._acall(params, where, started)
         retry = self._retry(message, request, model, thinking, budget, where)
         if retry is None:
@@ -499,34 +480,7 @@ class AnthropicBackend:
                 return _identified(await stream.get_final_message(), stream)
         return await client.messages.create(**params, timeout=timeout)
 
-    # -- failures --------------------------------------------------------------------------
-
-    def _wait(self, failure: _Failure, where: str, attempt: int, clock: _Deadline) -> float:
-        """How long to wait before the next attempt, or the error that ends the call: the
-        failure is final, the retries are spent, the service asks for a longer wait than
-        this run allows, or the wait would outlast the call's deadline."""
-        if not failure.retryable:
-            raise failure.error from None
-        # a stall whose timeout the deadline cut short ends here, not as "no answer within 300 s"
-        clock.check(attempt, ended=failure.timed_out and clock.cut)
-        if attempt == self.max_retries:
-            raise failure.error from None
-        hint = failure.wait_hint
-        if hint is not None and hint > self.retry_after_cap:
-            # retrying sooner than the service allows only earns another 429
-            raise ModelUnavailable(
-                f"{where}: the API asks to wait {hint:g} s (retry-after, above the {self.retry_after_cap:g} s "
-                "this run waits)", fix="rerun after that (finished files are kept, nothing is paid twice), or "
-                "raise STAY_RETRY_AFTER_CAP") from None
-        wait = backoff(attempt, self.jitter()) if hint is None else jittered(hint, self.jitter())
-        clock.check(attempt, wait)
-        if failure.timed_out:
-            self.progress(f"  {where}: no answer within {self.timeout:g} s (the request timeout); "
-                          f"retrying ({attempt + 1} of {self.max_retries})")
-        return wait
-
     def _classify(self, exc: Exception, where: str, attempt: int) -> _Failure:
-        """What a failed attempt means: retry it, or the error to raise."""
         import anthropic
         import httpx2
 
@@ -578,11 +532,8 @@ class AnthropicBackend:
             return _Failure(False, ModelError(f"{where}: {type(exc).__name__}: {clean(exc)}"))
         raise exc
 
-    # -- moderation ------------------------------------------------------------------------
-
     def screening(self, text: str) -> Screening:
-        """A harmlessness screen: a cheap classification call with structured output,
-        with room to think and to answer; its usage is reported with the verdict."""
+        """A harmlessness screen: a cheap structured classification call, its usage with the verdict."""
         request = screen_request(text)
         try:
             answer = self._complete(request, self.screen_model, SCREENING)
@@ -607,13 +558,509 @@ class AnthropicBackend:
 
 def make(settings: Settings, *, progress: Progress | None = None,
          client: anthropic.Anthropic | None = None) -> AnthropicBackend:
-    """The ``stay.backends`` entry point ``anthropic``: Claude as ``settings`` configure
-    it (the key or token and URL, the screening model, the answers' room, the timeout,
-    the retries and the retry-after cap). ``client`` is an SDK client made elsewhere
-    (batch scoring's)."""
+    """The ``stay.backends`` entry point ``anthropic``; ``client``: an SDK client made elsewhere."""
     return AnthropicBackend(client, api_key=settings.api_key, auth_token=settings.auth_token,
                             base_url=settings.base_url, progress=progress,
                             screen_model=settings.model("analysis"), timeout=settings.request_timeout,
                             max_retries=settings.max_retries, retry_after_cap=settings.retry_after_cap,
                             call_deadline=settings.call_deadline,
                             answer_tokens=settings.answer_tokens)
+
+
+SDK_NONSTREAMING_TOKENS = 21_333
+"""Above this the SDK refuses a non-streaming request (``_calculate_nonstreaming_timeout``)."""
+
+_SDK_TOKENS_PER_SECOND = 128_000 / 3_600
+
+
+def streams(max_tokens: int, timeout: float) -> bool:
+    """Whether a request must stream: the SDK would refuse it non-streaming, or its answer
+    could outlast the request timeout (streamed, the timeout measures silence)."""
+    return max_tokens > min(SDK_NONSTREAMING_TOKENS, timeout * _SDK_TOKENS_PER_SECOND)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A request's ``max_tokens``: the answer's room plus the thinking room."""
+
+    answer: int
+    thinking: int
+
+    @property
+    def max_tokens(self) -> int:
+        return self.answer + self.thinking
+
+
+def budget_for(request: ModelRequest, model: str, thinking: Thinking | None,
+               answer_tokens: int | None = None) -> Budget:
+    room = thinking.room if thinking is not None and thinks_adaptively(model) else 0
+    return Budget(answer=answer_tokens or request.max_tokens, thinking=room)
+
+
+def request_params(request: ModelRequest, model: str, thinking: Thinking | None = None, *,
+                   answer_tokens: int | None = None) -> dict[str, Any]:
+    """The Messages API parameters for a stage request (pure; no sampling parameters)."""
+    import anthropic
+
+    system = []
+    for block in request.system:
+        if not block.text:
+            continue  # the API refuses an empty text block
+        entry: dict[str, Any] = {"type": "text", "text": block.text}
+        if block.cache:
+            entry["cache_control"] = {"type": "ephemeral"}
+        system.append(entry)
+    output_config: dict[str, Any] = {"format": {"type": "json_schema",
+                                                "schema": anthropic.transform_schema(request.output_schema)}}
+    params: dict[str, Any] = {
+        "model": model,
+        "max_tokens": budget_for(request, model, thinking, answer_tokens).max_tokens,
+        "system": system,
+        "messages": [{"role": "user", "content": _user_content(request)}],
+        "output_config": output_config,
+    }
+    if thinking is not None and thinks_adaptively(model):
+        params["thinking"] = {"type": "adaptive"}
+        output_config["effort"] = thinking.effort
+    return params
+
+
+def _user_content(request: ModelRequest) -> str | list[dict[str, Any]]:
+    if not request.shared:
+        return request.user
+    return [{"type": "text", "text": request.shared, "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": request.user}]
+
+
+_TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+MAX_ANSWER_DEPTH = 64
+"""Deeper JSON is refused before parsing: a 100,000-deep answer would exhaust the recursion."""
+
+
+def _malformed(where: str, what: str) -> ModelError:
+    return ModelError(f"{where}: the API's response is malformed: {what}; nothing was written, run the "
+                      "command again (if it persists, check ANTHROPIC_BASE_URL and any proxy in between)")
+
+
+def usage_of(message: Any, where: str) -> Usage:
+    """The response's usage, checked: present, whole numbers, none negative."""
+    usage = getattr(message, "usage", None)
+    if usage is None:
+        raise _malformed(where, "it has no usage")
+    counts: dict[str, int] = {}
+    for name in _TOKEN_FIELDS:
+        value = getattr(usage, name, None)
+        if value is None and name.startswith("cache_"):
+            value = 0
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise _malformed(where, f"usage.{name} is {value!r}, not a count of tokens")
+        counts[name] = value
+    details = getattr(usage, "output_tokens_details", None)
+    thinking = getattr(details, "thinking_tokens", 0) or 0
+    if isinstance(thinking, bool) or not isinstance(thinking, int) or not 0 <= thinking <= counts["output_tokens"]:
+        raise _malformed(where, f"usage.output_tokens_details.thinking_tokens is {thinking!r}")
+    return Usage(**counts, thinking_tokens=thinking)
+
+
+def answer_from(message: Any, request: ModelRequest, *, budget: Budget | None = None,
+                batch: bool = False) -> ModelAnswer:
+    """A Messages API response as an answer, or the error it means (stop reason, then shape,
+    then JSON). Configured secrets are cut out here, before anything is cached or written."""
+    try:
+        return _answer_from(message, request, budget=budget, batch=batch)
+    except (AnswerError, ModelError) as exc:
+        # a reply that was read far enough to have its usage was billed, whatever it
+        # said (cut off, refused, not JSON): the error carries what it cost
+        billed = _billed(message, request, batch, budget)
+        # a response's text reaches the message (a refusal's explanation, the answer's
+        # raw text): an API or proxy that echoes a secret must not have it printed or kept
+        raw = getattr(exc, "raw", None)
+        if _secrets.redact(str(exc)) == str(exc) and (raw is None or _secrets.redact(raw) == raw):
+            exc.billed = billed
+            raise
+        clean: AnswerError | ModelError = (
+            type(exc)(_secrets.redact(str(exc)), raw=None if raw is None else _secrets.redact(raw))
+            if isinstance(exc, AnswerError) else type(exc)(_secrets.redact(str(exc))))
+        clean.billed = billed
+        raise clean from None
+
+
+def _billed(message: Any, request: ModelRequest, batch: bool, budget: Budget | None) -> ModelAnswer | None:
+    """A failed reply as an answer with no data, for counting; None when its usage cannot be read."""
+    try:
+        usage = usage_of(message, f"stage {request.stage} ({request.artefact})")
+    except ModelError:
+        return None
+    return ModelAnswer(data={}, model=_model_of(message), usage=usage, batch=batch, **_tier_of(message),
+                       **_reply_of(message, budget))
+
+
+def _model_of(message: Any) -> str:
+    model = getattr(message, "model", None)
+    return _secrets.redact(model) if isinstance(model, str) and model else "unknown"
+
+
+def _tier_of(message: Any) -> dict[str, str | None]:
+    """``service_tier`` and ``inference_geo`` as the usage says: both change the price."""
+    usage = getattr(message, "usage", None)
+    found: dict[str, str | None] = {}
+    for name in ("service_tier", "inference_geo"):
+        value = getattr(usage, name, None)
+        found[name] = value if isinstance(value, str) and value else None
+    return found
+
+
+def _answer_from(message: Any, request: ModelRequest, *, budget: Budget | None, batch: bool) -> ModelAnswer:
+    where = f"stage {request.stage} ({request.artefact})"
+    if isinstance(message, (str, bytes, list, dict)) or message is None:
+        kinds: dict[type, str] = {str: "text (an HTML page or a proxy's error?)", bytes: "bytes",
+                                  list: "a JSON array", dict: "a JSON object that is not a message"}
+        kind = kinds.get(type(message), "empty")
+        raise _malformed(where, f"it is {kind}, not a message")
+    content = getattr(message, "content", None)
+    if not isinstance(content, list):
+        raise _malformed(where, f"content is {content!r}, not a list of blocks")
+    usage = usage_of(message, where)
+    sent, budget = budget, budget or Budget(request.max_tokens, 0)
+    stop = getattr(message, "stop_reason", None)
+    if stop == "max_tokens":
+        thought = f"; {usage.thinking_tokens} went to thinking" if usage.thinking_tokens else ""
+        raise TruncationError(
+            f"{where}: the answer was cut off at max_tokens={budget.max_tokens} ({budget.answer} for the "
+            f"answer, {budget.thinking} for thinking{thought}); it is incomplete, not malformed: split the "
+            f"artefact, or give answers more room: STAY_ANSWER_TOKENS={2 * budget.answer} (or --answer-tokens "
+            f"{2 * budget.answer}; the default is each stage's own, stay.models.MAX_TOKENS), then rerun")
+    if stop == "model_context_window_exceeded":
+        raise TruncationError(
+            f"{where}: the request and its answer filled {getattr(message, 'model', 'the model')}'s context "
+            f"window after {usage.output_tokens} output tokens (stop_reason model_context_window_exceeded); "
+            "the inputs are too long for one call: split the artefact or shorten its inputs")
+    if stop == "refusal":
+        details = getattr(message, "stop_details", None)
+        category = getattr(details, "category", None) or "uncategorised"
+        explanation = getattr(details, "explanation", None) or "no explanation given"
+        raise RefusalError(f"{where}: the model refused to answer ({category}: {explanation}); "
+                           "revise the brief or the inputs of this stage")
+    text = "".join(getattr(block, "text", "") or "" for block in content
+                   if getattr(block, "type", None) == "text")
+    if json_nesting(text) > MAX_ANSWER_DEPTH:
+        raise ModelError(f"{where}: the answer nests deeper than {MAX_ANSWER_DEPTH} levels; no artefact "
+                         "is that deep, so it was not parsed: run the command again")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise AnswerError(f"{where}: the answer is not JSON ({exc.msg} at character {exc.pos})",
+                          raw=text) from None
+    if not isinstance(data, dict):
+        raise AnswerError(f"{where}: the answer is JSON but not an object", raw=text)
+    # by value only: a lesson may well show what an Anthropic key looks like
+    return ModelAnswer(data=_secrets.redact_data(data), model=_model_of(message), usage=usage, batch=batch,
+                       **_tier_of(message), **_reply_of(message, sent))
+
+
+def _reply_of(message: Any, budget: Budget | None) -> dict[str, Any]:
+    """For the trace: ``max_tokens`` sent, and the response's ids and stop reason (strings only)."""
+    found: dict[str, Any] = {"max_tokens": None if budget is None else budget.max_tokens}
+    for field, name in (("id", "response_id"), ("stop_reason", "stop_reason")):
+        value = getattr(message, field, None)
+        found[name] = _secrets.redact(value) if isinstance(value, str) and value else None
+    found["request_id"] = request_id_of(getattr(message, "_request_id", None))
+    return found
+
+
+_REQUEST_ID = re.compile(r"[A-Za-z0-9_\-]{1,128}")
+
+
+def request_id_of(value: object) -> str | None:
+    """A ``request-id`` header's value if it is one (at most 128 id characters): headers are untrusted."""
+    return value if isinstance(value, str) and _REQUEST_ID.fullmatch(value) else None
+
+
+_KEY_SHAPE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")
+
+
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """``text`` without configured or given secrets, nor anything shaped like an Anthropic key:
+    API error text is printed to terminals and logs."""
+    return _KEY_SHAPE.sub(_secrets.REDACTED, _secrets.redact(text, secrets))
+
+
+def one_line(text: object, limit: int = 200) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
+RERUN = "rerun to continue (finished files are kept, nothing is paid twice)"
+
+
+def unreachable(exc: BaseException, where: str, url: str, setting: str, service: str = "", *,
+                answered: bool) -> Unreachable | None:
+    """The final error when the service at ``url`` cannot be reached (no connection, or closed
+    unanswered) and has not ``answered`` yet in this run; None otherwise, for the retries to mend."""
+    import socket
+
+    import httpx2
+
+    chain: list[BaseException] = []
+    while exc is not None and exc not in chain and len(chain) < 10:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]  # None ends the chain
+    root = chain[-1]
+    if answered:  # it was there this run: a drop or a restart, which the retries are for
+        return None
+    if any(isinstance(link, (httpx2.ConnectError, httpx2.ConnectTimeout)) for link in chain):
+        why = ("the connection was refused: nothing listens there" if isinstance(root, ConnectionRefusedError) else
+               "no such host" if isinstance(root, socket.gaierror) else
+               "no connection within the connect timeout" if isinstance(root, (TimeoutError, httpx2.ConnectTimeout))
+               else f"{type(root).__name__}: {one_line(redact(str(root)), 120)}")
+    elif any(isinstance(link, (httpx2.NetworkError, httpx2.RemoteProtocolError)) for link in chain):
+        why = (f"it closed the connection with no answer ({type(root).__name__}: {one_line(redact(str(root)), 120)}):"
+               " is that an HTTP server of the API?")
+    else:
+        return None
+    proxy = _proxy_for(url)
+    through = f" through the proxy {_secrets.shown_url(proxy)}" if proxy else ""
+    return Unreachable(f"{where}: cannot reach {service}{_secrets.shown_url(url)}{through} ({why}), not retried",
+                       fix=f"check that {'the server and the proxy are' if proxy else 'the server is'} running and "
+                           f"{setting} names it, then {RERUN}")
+
+
+def _proxy_for(url: str) -> str | None:
+    """The proxy (``HTTPS_PROXY`` and the rest, ``NO_PROXY`` heeded) the SDK goes through to ``url``."""
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return None
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    return None if not proxy or urllib.request.proxy_bypass(host) else proxy
+
+
+_RETRYABLE_ERROR_TYPES = ("overloaded_error", "rate_limit_error", "api_error", "timeout_error")
+
+
+_SPEND_LIMIT_CODES = ("enforced_spend_limit_reached",)
+_SPEND_LIMIT_WORDS = ("spend limit", "usage limit", "credit balance")
+
+
+def spend_limited(body: Any) -> bool:
+    """Whether an error body says a spend limit is reached (``enforced_spend_limit_reached``, or
+    a message saying so, as a proxy may drop the details): waiting will not lift it."""
+    error = body.get("error") if isinstance(body, Mapping) else None
+    if not isinstance(error, Mapping):
+        return False
+    details = error.get("details")
+    if isinstance(details, Mapping) and details.get("error_code") in _SPEND_LIMIT_CODES:
+        return True
+    text = error.get("message")
+    return isinstance(text, str) and any(word in text.lower() for word in _SPEND_LIMIT_WORDS)
+
+
+def retryable_status(status: int, headers: Mapping[str, str] | None, body: Any) -> bool:
+    """The SDK's retry rule (408, 409, 429, 5xx, ``x-should-retry``, a retryable error event in a
+    stream); never a spend limit."""
+    if spend_limited(body):
+        return False
+    should = (headers or {}).get("x-should-retry")
+    if should in ("true", "false"):
+        return should == "true"
+    if status in (408, 409, 429) or status >= 500:
+        return True
+    error = body.get("error") if isinstance(body, Mapping) else None
+    return isinstance(error, Mapping) and error.get("type") in _RETRYABLE_ERROR_TYPES
+
+
+def retry_after(headers: Mapping[str, str] | None, now: Callable[[], float] = time.time) -> float | None:
+    """Seconds the server asked to wait, or None: ``retry-after-ms``, ``retry-after`` in seconds,
+    then as an HTTP-date read against ``now`` (the SDK's order)."""
+    if not headers:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            seconds = float(raw) * scale
+        except ValueError:
+            continue
+        if seconds >= 0 and seconds == seconds and seconds != float("inf"):
+            return seconds
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # RFC 9110 dates are GMT; "-0000" parses as naive
+        when = when.replace(tzinfo=datetime.UTC)
+    return max(0.0, when.timestamp() - now())
+
+
+BACKOFF_FIRST = 0.5
+BACKOFF_MOST = 8.0
+RETRY_AFTER_SPREAD = 0.25
+"""A retry-after wait is lengthened by up to this share (at least ``BACKOFF_FIRST``), so calls
+told the same wait do not all come back in the same millisecond."""
+
+
+def backoff(attempt: int, jitter: float) -> float:
+    """0.5 s doubling to 8 s with "equal jitter": calls that failed together spread over half a step."""
+    step = min(BACKOFF_FIRST * 2.0 ** attempt, BACKOFF_MOST)
+    return step * (0.5 + 0.5 * jitter)
+
+
+def jittered(hint: float, jitter: float) -> float:
+    """A retry-after wait with jitter added, never shorter than the service asked."""
+    return hint + jitter * max(RETRY_AFTER_SPREAD * hint, BACKOFF_FIRST)
+
+
+CACHE_TTL = 300.0
+"""Seconds a 5-minute cache entry lives after its last use."""
+
+CHARS_PER_TOKEN = 4
+"""About four characters a token: no tokenizer runs here."""
+
+_SCOPE = ("tools", "tool_choice", "thinking")
+"""Request fields besides the model and ``output_config`` that scope the cache."""
+
+
+def cache_scope(params: Mapping[str, Any]) -> str:
+    """What the API's cache is invalidated by besides the prefix's text (the prompt-caching
+    docs): model, tools, thinking, and ``output_config`` (format and effort)."""
+    config = params.get("output_config") or {}
+    scope = {"model": params.get("model"), **{name: params.get(name) for name in _SCOPE},
+             "format": config.get("format"), "effort": config.get("effort")}
+    return json.dumps(scope, sort_keys=True, default=str)
+
+
+def prefix_keys(params: Mapping[str, Any], *, min_tokens: int | None = None) -> list[str]:
+    """A key per ``cache_control`` breakpoint, shortest first: its scope and every block up to it.
+    Prefixes below the model's minimum cacheable length are left out: nothing is cached for them."""
+    floor = (min_cacheable_tokens(str(params.get("model"))) if min_tokens is None else min_tokens) * CHARS_PER_TOKEN
+    system = params.get("system") or []
+    blocks: list[Any] = [{"text": system}] if isinstance(system, str) else list(system)
+    for message in params.get("messages") or []:
+        content = message.get("content")
+        blocks += [{"text": content}] if isinstance(content, str) else list(content or [])
+    keys, digest, chars = [], hashlib.sha256(cache_scope(params).encode()), 0
+    for block in blocks:
+        text = block.get("text", "") if isinstance(block, Mapping) else ""
+        digest.update(json.dumps(text).encode())
+        chars += len(text)
+        if isinstance(block, Mapping) and block.get("cache_control") and chars >= floor:
+            keys.append(digest.copy().hexdigest())
+    return keys
+
+
+class PrefixGate:
+    """Writes each cached prompt prefix once, however many calls are in flight: the API serves
+    a prefix from its cache only once the request that wrote it has begun its response, so the
+    first request per key goes through and later ones sharing the prefix wait for that. Only
+    requests wait, never the pipeline. A written prefix lives for the cache's lifetime (5 min)."""
+
+    def __init__(self, *, ttl: float = CACHE_TTL, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl = ttl
+        self.clock = clock
+        self._changed = threading.Condition()
+        self._writing: set[str] = set()
+        self._fresh_until: dict[str, float] = {}
+        self._ungated_until: dict[str, float] = {}
+        self._async_waiters: list[tuple[Any, Any]] = []
+        """(event loop, asyncio.Event) of every coroutine waiting (``ahold``)."""
+        self.waits = 0
+        """How many requests were held for another request's cache write (for tests)."""
+
+    def _fresh(self, key: str) -> bool:
+        return self._fresh_until.get(key, float("-inf")) > self.clock()
+
+    def _claim(self, keys: Sequence[str]) -> list[str] | None:
+        """Under the lock: None while another request writes one of ``keys``; else the keys this one writes."""
+        if any(key in self._writing for key in keys):
+            return None
+        now = self.clock()
+        mine = [key for key in keys
+                if not self._fresh(key) and self._ungated_until.get(key, float("-inf")) <= now]
+        self._writing.update(mine)
+        return mine
+
+    def _notify(self) -> None:
+        """Under the lock: wake every waiter, threads and coroutines alike."""
+        self._changed.notify_all()
+        for loop, event in self._async_waiters:
+            loop.call_soon_threadsafe(event.set)
+        self._async_waiters.clear()
+
+    def _begin(self, keys: Sequence[str], mine: Sequence[str]) -> None:
+        """The response has begun (or an answer came): every key is fresh, waiters go."""
+        with self._changed:
+            self._writing.difference_update(mine)
+            until = self.clock() + self.ttl
+            for key in keys:
+                self._fresh_until[key] = until
+            self._notify()
+
+    def _fail(self, mine: Sequence[str]) -> None:
+        """A write that failed before its response began: its prefixes go ungated."""
+        with self._changed:
+            self._writing.difference_update(mine)
+            until = self.clock() + self.ttl
+            for key in mine:
+                self._ungated_until[key] = until
+            self._notify()
+
+    @contextmanager
+    def hold(self, keys: Sequence[str]) -> Iterator[Callable[[], None]]:
+        """Wait while another request writes one of ``keys``, then send. Yields ``started``: waiters
+        go when the response begins. A write that failed first leaves its prefixes ungated, so a
+        failing service fails the waiters together, not one writer after another."""
+        with self._changed:
+            waited = False
+            while (mine := self._claim(keys)) is None:
+                waited = True
+                self._changed.wait()
+            self.waits += waited
+        with self._holding(keys, mine) as started:
+            yield started
+
+    @asynccontextmanager
+    async def ahold(self, keys: Sequence[str]) -> AsyncIterator[Callable[[], None]]:
+        """``hold`` for a coroutine: it waits on an ``asyncio.Event``, never blocking its event loop."""
+        import asyncio
+
+        waited = False
+        while True:
+            with self._changed:
+                mine = self._claim(keys)
+                if mine is not None:
+                    self.waits += waited
+                    break
+                event = asyncio.Event()
+                self._async_waiters.append((asyncio.get_running_loop(), event))
+            waited = True
+            await event.wait()
+        with self._holding(keys, mine) as started:
+            yield started
+
+    @contextmanager
+    def _holding(self, keys: Sequence[str], mine: list[str]) -> Iterator[Callable[[], None]]:
+        begun = False
+
+        def started() -> None:
+            nonlocal begun
+            begun = True
+            self._begin(keys, mine)
+
+        answered = False
+        try:
+            yield started
+            answered = True
+        finally:
+            if answered or begun:
+                self._begin(keys, mine)  # an answer is a use: it refreshes the entries too
+            else:
+                self._fail(mine)

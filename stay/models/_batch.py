@@ -1,29 +1,7 @@
-"""Message Batches: many requests at half price, collected into the request cache.
-
-A batch is a cache warmer. ``prefetch`` submits every request the cache does not
-hold yet (create), waits for the batches (poll, saying how many have ended), and
-stores each answer (collect) under the same key a live call would use, marked as paid
-by a batch: the run that uses it reports its usage at the batch price. The run or the
-scoring that follows then answers from the cache and makes no live call.
-
-Every batch id is stored under ``.runs/batches/`` the moment it exists, so a run that
-stops while a batch is running (Ctrl-C, a crash, the poll timeout) leaves a record,
-and the next run collects that batch, running or ended, instead of paying for the same
-requests again. Requests beyond one batch's limits (100,000 requests or 256 MB) are
-split across batches.
-
-Every batch call (create, poll, results) is retried like a live call, by the Claude
-backend's own rules (``AnthropicBackend``: the retryable statuses, backoff with jitter,
-``retry-after`` and its cap, ``max_retries``), so one 500 or a dropped connection during
-a poll that may last 24 hours does not end the run. Polling goes further (``_Collector.poll``):
-a transient failure is polled through until the batch can no longer be running (its
-``expires_at``), since a poll is free and the batch runs on whatever happens here. An entry that ends without an answer
-is said, one line each, with what it cost and that it is asked again live at full price:
-``errored``, ``canceled`` and ``expired`` entries are not billed; a refused or cut-off
-answer was, and its usage is handed to ``billed`` to be counted at the batch price.
-Batch requests mark their cache breakpoints with 1-hour entries (``BATCH_CACHE_TTL``), as
-the batch docs advise: a batch can take longer than the 5 minutes a default entry lives.
-"""
+"""Message Batches as a cache warmer: ``prefetch`` submits what the request cache lacks (half
+price), polls, and stores each answer under a live call's key, marked paid by a batch. Every
+batch id is recorded under ``.runs/batches/`` at once, so a stopped run's batch is collected
+next time instead of paid again. Batch calls retry as live ones; a poll is retried until expiry."""
 
 from __future__ import annotations
 
@@ -39,29 +17,35 @@ from typing import Any
 
 from stay._stored import Damaged, load_stored_json
 from stay.errors import ModelError, ModelUnavailable, RefusalError, StayError, TruncationError, Unreachable, UnsafeId
-from stay.models._anthropic import CONFIG_STATUSES, AnthropicBackend, _Deadline
+from stay.models._anthropic import (
+    CONFIG_STATUSES,
+    AnthropicBackend,
+    _Deadline,
+    answer_from,
+    backoff,
+    budget_for,
+    jittered,
+    one_line,
+    request_params,
+    usage_of,
+)
 from stay.models._cache import RequestCache, request_key
-from stay.models._prices import BATCH_CACHE_TTL, cost
-from stay.models._roles import THINKING
-from stay.models._wire import answer_from, backoff, budget_for, jittered, one_line, request_params, usage_of
+from stay.models._prices import BATCH_CACHE_TTL, THINKING, cost
 from stay.requests import ModelAnswer, ModelRequest
 
 MAX_BATCH_REQUESTS = 100_000
 MAX_BATCH_BYTES = 256 * 1000 * 1000
 """256 MB, counted in decimal megabytes to stay on the safe side of the limit."""
-MAX_BATCH = MAX_BATCH_REQUESTS  # the name this module exported before
 _ENVELOPE = 1_024
 """Bytes kept free in each batch for the JSON around the requests."""
 
 BATCH_ID = re.compile(r"msgbatch_[A-Za-z0-9]{1,128}")
-"""A Message Batch id as the API makes them (``msgbatch_013Zva2CMHLNnXjNJJKqJ2EF``; the
-length may change, so up to 128): a record's file name is built from it, so an id of any
-other shape, from a response or from disk, is refused before any path is."""
+"""A Message Batch id's shape (up to 128 characters): a record's file name is built from it,
+so any other id, from a response or from disk, is refused before a path is."""
 
 Params = Callable[[ModelRequest, str], dict[str, Any]]
 Billed = Callable[[ModelRequest, ModelAnswer], None]
-"""Told of a batch entry that was billed but gave no answer (a refusal, a cut-off): its
-usage, at the batch price, as an answer with no data."""
+"""Told of a batch entry billed without an answer (a refusal, a cut-off), as an answer with no data."""
 
 
 def default_params(request: ModelRequest, model: str) -> dict[str, Any]:
@@ -70,8 +54,8 @@ def default_params(request: ModelRequest, model: str) -> dict[str, Any]:
 
 
 def hour_long(params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` with every cache breakpoint a ``BATCH_CACHE_TTL`` entry. All of them, so
-    no 1-hour entry follows a 5-minute one (the API requires longer entries first)."""
+    """``params`` with every cache breakpoint a ``BATCH_CACHE_TTL`` entry: all of them, as the API
+    requires longer entries first (a batch can outlive a 5-minute entry)."""
     def marked(block: Any) -> Any:
         if isinstance(block, dict) and "cache_control" in block:
             return {**block, "cache_control": {**block["cache_control"], "ttl": BATCH_CACHE_TTL}}
@@ -104,8 +88,7 @@ _RECORD_FIX = "delete the record if no batch of yours is running; nothing was wr
 
 
 def checked_id(batch_id: object, where: str, fix: str = _SERVER_FIX, *, path: Path | None = None) -> str:
-    """``batch_id`` if it has BATCH_ID's shape, else UnsafeId naming ``where`` it came from
-    (and, for an id read from a file, that ``path``, its field ``batch_id``)."""
+    """``batch_id`` if it has BATCH_ID's shape, else UnsafeId naming where it came from."""
     if isinstance(batch_id, str) and BATCH_ID.fullmatch(batch_id):
         return batch_id
     shown = repr(batch_id)
@@ -116,8 +99,7 @@ def checked_id(batch_id: object, where: str, fix: str = _SERVER_FIX, *, path: Pa
 
 @dataclass
 class _Ledger:
-    """Batch records under .runs/batches/: one JSON file per batch still to collect, named
-    by its id. Every id is checked (``checked_id``) before a path is built from it."""
+    """Batch records under .runs/batches/: one JSON file per batch still to collect, named by its id."""
 
     directory: Path
 
@@ -165,8 +147,8 @@ class _Collector:
     failed: dict[str, str] = field(default_factory=dict)
 
     def api(self, what: str, call: Callable[[], Any], *, missing_ok: bool = False) -> Any:
-        """``call()``, retried as the Claude backend retries a live call; a final failure is
-        its one-line error, saying that every batch id is stored. ``missing_ok``: a 404 is None."""
+        """``call()``, retried as a live call; a final failure says every batch id is stored.
+        ``missing_ok``: a 404 is None."""
         import anthropic
 
         where = f"Message Batches: {what}"
@@ -211,13 +193,9 @@ class _Collector:
         return batch
 
     def poll(self, batch: Any) -> tuple[Any, float]:
-        """One poll, and the seconds spent waiting out failures. A poll is free and
-        idempotent, and the batch runs on at the server whatever happens here: a transient
-        failure (``_classify``'s retryable ones: 429, 529, 5xx, a reset, a timeout) is
-        polled through, with the live backoff and jitter (a 429's ``retry-after`` waited in
-        full, whatever the cap: waiting costs nothing here), for as long as the batch can
-        still end (``poll_until``); each streak of failures is said in one line. Anything
-        else (401, 403, 404) ends the run at once."""
+        """One poll, and the seconds spent waiting out failures. A poll is free and the batch runs
+        on regardless, so a transient failure is polled through (a 429's ``retry-after`` waited in
+        full, whatever the cap) while the batch can still end; 401, 403 or 404 ends the run."""
         where = f"Message Batches: polling batch {batch.id}"
         until, spent, streak = poll_until(batch), 0.0, 0
         while True:
@@ -249,8 +227,7 @@ class _Collector:
                 spent += pause
 
     def collect(self, batch_id: str) -> int:
-        """Store every answer of an ended batch that this run needs; returns how many
-        of this run's requests the batch held."""
+        """Store every answer of an ended batch this run needs; how many of its requests it held."""
         held = 0
         results = self.api(f"reading the results of batch {batch_id}",
                            lambda: list(self.client.messages.batches.results(batch_id)))
@@ -278,8 +255,7 @@ class _Collector:
         return held
 
     def bill(self, request: ModelRequest, model: str, message: Any, exc: Exception) -> str:
-        """Hand the usage of an entry that succeeded with no usable answer to ``billed``
-        (it was billed); what it was and what it cost, in words."""
+        """Hand a billed entry with no usable answer to ``billed``; what it was and cost, in words."""
         kinds: dict[type, str] = {RefusalError: "refused", TruncationError: "cut off"}
         what = kinds.get(type(exc)) or f"unreadable ({one_line(exc)})"
         try:
@@ -302,13 +278,11 @@ def _what(exc: Exception) -> str:
 
 
 BATCH_LIFETIME = 24 * 3600.0
-"""Seconds a batch may run after its creation before the API expires what is left (the
-batch docs: 24 hours), the bound on polling when a batch does not say its ``expires_at``."""
+"""The batch docs' 24 hours: the bound on polling when a batch says no ``expires_at``."""
 
 
 def poll_until(batch: Any) -> float:
-    """The wall-clock time (epoch seconds) after which ``batch`` can no longer be running:
-    its ``expires_at``, else ``BATCH_LIFETIME`` after its ``created_at``, else from now."""
+    """When ``batch`` can no longer be running: ``expires_at``, else ``BATCH_LIFETIME`` after creation."""
     expires, created = getattr(batch, "expires_at", None), getattr(batch, "created_at", None)
     if isinstance(expires, datetime):
         return expires.timestamp()
@@ -354,17 +328,11 @@ def prefetch(client: Any, jobs: Sequence[tuple[ModelRequest, str]], cache: Reque
              progress: Callable[[str], None] | None = None, max_requests: int = MAX_BATCH_REQUESTS,
              max_bytes: int = MAX_BATCH_BYTES, retries: AnthropicBackend | None = None,
              billed: Billed | None = None) -> BatchOutcome | None:
-    """Answer ``jobs`` (request, model) through Message Batches into ``cache``.
-
-    First collects any batch an earlier run stored in ``ledger`` (default: ``batches/``
-    beside the cache directory, i.e. ``.runs/batches/``), waiting for it if it is still
-    running; then submits what is still missing, split to the limits. Returns None when
-    the cache already holds every answer (no batch is created or read).
-
-    ``retries``: the backend whose retry rules (and sleep) the batch calls follow (default:
-    the Claude backend's defaults, waiting with ``sleep``). ``billed``: told of every entry
-    billed without an answer (default: nobody; the progress line still says its price).
-    """
+    """Answer ``jobs`` (request, model) through Message Batches into ``cache``: collect any batch
+    an earlier run recorded in ``ledger`` (default ``.runs/batches/``), then submit what is
+    missing, split to the limits. None when the cache already holds every answer.
+    ``retries``: the backend whose retry rules the calls follow; ``billed``: told of every
+    entry billed without an answer."""
     say = progress or (lambda _line: None)
     rules = retries if retries is not None else AnthropicBackend(client, progress=say, sleep=sleep)
     todo = {request_key(request, model): (request, model) for request, model in jobs

@@ -1,28 +1,7 @@
-"""The request cache: answers keyed by a hash of the full request, under .runs/cache/.
-
-A resumed run, or a re-scored eval, never pays twice for the same request; a
-replayed run makes no call at all. On a miss, ``explain_miss`` names the parts of the
-request that changed since the nearest cached one (the same stage and file, with the
-fewest changed parts), because "cache miss" alone is the question every caching
-harness leaves open.
-
-Every paid token is reported once, in the run that uses the answer: a live answer's
-usage comes back from the call that paid it; an answer a Message Batch paid for is
-stored unreported, and the first run to use it reports its usage at the batch price.
-
-An answer that fails the check of whoever asked (the schema, the stage's own checks,
-then the validator on the file it was written to) is rejected: taken out of the cache
-into ``rejected/`` beside it, with the reason, for diagnosis only. Nothing reads an
-answer back from there, so the next run asks the model again instead of failing the same
-way forever, and a replay misses, saying so. Live and batch answers take the same path:
-each is stored when it arrives (a paid answer survives a crash before its check) and
-leaves the cache the moment its check fails, before the asking run goes on.
-
-A request whose answer was cut off at ``max_tokens`` has the room its retry was given
-recorded (``rooms/``, through ``stay.models._room``) before that retry is sent, so a run
-stopped in between (the cost cap) is followed by one that asks at that room at once and
-stores its answer under the request's own key: the cut-off is paid once over both runs.
-"""
+"""The request cache: answers keyed by a hash of the full request, under .runs/cache/, so a
+resumed run never pays twice and a replay calls nothing; a miss is explained. Every paid token
+is reported once (a batch's answer by the first run to use it). An answer that fails its
+asker's check moves to ``rejected/``, never served again, so the next run asks anew."""
 
 from __future__ import annotations
 
@@ -39,31 +18,22 @@ from pydantic import ValidationError
 
 from stay._stored import MAX_STORED_BYTES, Damaged, load_stored_json
 from stay.errors import AnswerError, ReplayMiss
-from stay.models._prices import Price
-from stay.models._protocol import ModelClient, prices_of
-from stay.models._roles import DEFAULT_MODELS
-from stay.models._room import Room, sizing
-from stay.models._screen import Screening, screen_request, screening_of, verdict
+from stay.models._prices import DEFAULT_MODELS, Price
+from stay.models._protocol import ModelClient, Room, Screening, prices_of, screen_request, screening_of, sizing, verdict
 from stay.requests import ModelAnswer, ModelRequest, Usage
 
 ROOMS_DIR = "rooms"
-"""Where, inside the cache, the answer room each cut-off request needs is recorded: one
-small record per request key, rewritten in place, so reruns cannot grow it beyond the
-requests there are (``explain_miss`` reads only the cache's own ``*.json``)."""
+"""One small record per cut-off request's key, rewritten in place: reruns cannot grow it."""
 
 ROOM_RECORD_BYTES = 4096
-"""The largest room record read back: one count and the names of its request (about
-200 bytes); anything larger is not one, and is ignored without being read."""
+"""A room record is about 200 bytes; a larger one is ignored unread."""
 
 REJECTIONS_KEPT = 3
-"""Rejected answers kept per request, the latest last: enough to see whether a model
-fails the same way each time it is asked again, while reruns cannot grow the folder
-without bound."""
+"""Enough to see whether a model fails the same way again; reruns cannot grow it without bound."""
 
 
 def request_key(request: ModelRequest, model: str, salt: str = "") -> str:
-    """The cache key of a request. A ``salt`` (an eval epoch) makes otherwise identical
-    requests distinct builds, without touching the prompt; no salt, the key as before."""
+    """The cache key of a request; a ``salt`` (an eval epoch) keys identical requests apart."""
     document: dict[str, object] = {"model": model, "request": request.model_dump(mode="json")}
     if salt:
         document["salt"] = salt
@@ -98,9 +68,8 @@ def _system_changes(was: Any, now: list[dict[str, Any]]) -> list[str]:
 
 
 def _stored(path: Path, limit: int = MAX_STORED_BYTES) -> dict[str, Any] | None:
-    """A cache file's JSON object, or None for anything else: missing, or damaged in any
-    way (not a regular file, too large, too deep, not UTF-8, not JSON, not an object).
-    The cache is a convenience, so damage costs a call (or, replaying, a miss), never the run."""
+    """A cache file's JSON object, or None when missing or damaged in any way: the cache is a
+    convenience, so damage costs a call (or, replaying, a miss), never the run."""
     try:
         document = load_stored_json(path, limit)
     except (OSError, Damaged):
@@ -159,8 +128,7 @@ class RequestCache:
         return None if entry is None else ModelAnswer.model_validate(entry["answer"])
 
     def put(self, request: ModelRequest, model: str, answer: ModelAnswer, *, reported: bool = True) -> None:
-        """Store an answer. ``reported=False``: its usage has not been counted by any run
-        yet (a batch paid for it); the first ``claim`` reports it."""
+        """Store an answer; ``reported=False`` (a batch paid it): the first ``claim`` reports its usage."""
         from stay.artefacts import write_text_atomic
 
         entry = {"model": model, "request": request.model_dump(mode="json"),
@@ -168,8 +136,7 @@ class RequestCache:
         write_text_atomic(self._path(request_key(request, model, self.salt)), json.dumps(entry, sort_keys=True))
 
     def claim(self, request: ModelRequest, model: str) -> ModelAnswer | None:
-        """The cached answer as a run should count it: with its usage if no run has
-        reported it yet (then it is marked reported), else with none (paid once)."""
+        """The cached answer as a run counts it: with its usage if unreported yet, else with none."""
         with self._lock:
             entry = self._entry(request, model)
             if entry is None:
@@ -181,15 +148,13 @@ class RequestCache:
             return answer
 
     def room(self, request: ModelRequest, model: str) -> int | None:
-        """The answer room an earlier run found ``request`` needs (its answer was cut off at
-        less), or None: none recorded, or a record damaged in any way (as ``_stored`` reads
-        it; its count a positive integer, the backend bounding it by the model's limit)."""
+        """The answer room an earlier run found ``request`` needs, or None (none, or a damaged record).
+        Recorded before a retry is sent, so a run the cost cap stops pays the cut-off once."""
         record = _stored(self._room_path(request_key(request, model, self.salt)), ROOM_RECORD_BYTES)
         room = record.get("answer_tokens") if record is not None else None
         return room if type(room) is int and room > 0 else None  # not a bool, a float or a string
 
     def remember_room(self, request: ModelRequest, model: str, answer_tokens: int) -> None:
-        """Record that ``request`` needs ``answer_tokens`` of room for its answer."""
         from stay.artefacts import write_text_atomic
 
         record = {"answer_tokens": answer_tokens, "model": model, "stage": request.stage,
@@ -198,9 +163,8 @@ class RequestCache:
                           json.dumps(record, sort_keys=True))
 
     def reject(self, request: ModelRequest, model: str, why: str, *, raw: str | None = None) -> None:
-        """The answer to ``request`` failed its check (``why``): take it out of the cache
-        and keep it under ``rejected/`` for diagnosis, with the reason (``raw``: the text
-        of an answer that was not even JSON, which never reached the cache)."""
+        """The answer failed its check (``why``): move it to ``rejected/`` with the reason (``raw``:
+        an answer that was not even JSON, which never reached the cache)."""
         from stay.artefacts import write_text_atomic
 
         key = request_key(request, model, self.salt)
@@ -226,9 +190,8 @@ class RequestCache:
         return str(kept[-1].get("why")) if kept else None
 
     def explain_miss(self, request: ModelRequest, model: str) -> str:
-        """Why the cache holds no answer: one was rejected (it is never served), or what
-        changed since the nearest cached request for the same stage and file: the one with
-        the fewest changed parts (ties: the first by file name)."""
+        """Why the cache holds no answer: a rejection, or what changed since the nearest cached
+        request for the same stage and file (fewest changes; ties: first by file name)."""
         rejected = self.rejection(request, model)
         if rejected is not None:
             record = self.rejected_dir / f"{request_key(request, model, self.salt)}.json"
@@ -310,8 +273,8 @@ class CachedBackend:
         self.cache.reject(request, model, why)
 
     def screening(self, text: str) -> Screening:
-        """The screen, through the cache: a rerun does not pay for it again; a replayed
-        run uses the recorded verdict, or (none recorded) skips the screen, calling nothing."""
+        """The screen through the cache: a rerun pays nothing; a replay uses the recorded verdict or
+        skips the screen."""
         request, model = screen_request(text), getattr(self.inner, "screen_model", DEFAULT_MODELS["analysis"])
         cached = self.cache.claim(request, model)
         if cached is not None:  # paid for by an earlier run: nothing to count now

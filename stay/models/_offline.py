@@ -1,13 +1,6 @@
-"""The offline backend: deterministic answers with no network.
-
-It is the default when ``ANTHROPIC_API_KEY`` is unset. From any reasonable brief it
-writes a complete course that passes the validator with --strict, in honest template
-prose: the answer each stage declares (``Stage.offline``), which its request carries,
-since the model layer may not import the stages (``stay.stages.offline_answer`` answers
-by stage name, for fakes). What only tests use (counting calls, latency, faults,
-defects, a moderation flag, quality knobs) is ``stay.testing.RiggedBackend``, a
-subclass, not part of this one.
-"""
+"""The offline backend, the default with no API key: deterministic answers with no network,
+each the one its stage declares (``Stage.offline``), carried by the request since the model
+layer may not import the stages. Test knobs live in ``stay.testing.RiggedBackend``, a subclass."""
 
 from __future__ import annotations
 
@@ -17,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from stay.errors import UsageError
 from stay.models._prices import PRICES, Price
-from stay.models._screen import SCREEN_STAGE, Screening, screen_request
+from stay.models._protocol import SCREEN_STAGE, Screening, screen_request
 from stay.requests import ModelAnswer, ModelRequest, Usage
 
 if TYPE_CHECKING:
@@ -29,8 +22,7 @@ OFFLINE_PRICES: Mapping[str, Price] = {OFFLINE_MODEL: PRICES[OFFLINE_MODEL]}
 
 
 def _answer(request: ModelRequest) -> dict[str, Any]:
-    """The offline backend's answer to one request, as plain JSON data: its stage's
-    declared answer, which the request carries."""
+    """The stage's declared answer, which the request carries."""
     if request.offline is None:
         raise UsageError(f"offline backend: the request for stage {request.stage!r} carries no offline answer; "
                          "build it with its stage's Stage.request")
@@ -39,23 +31,17 @@ def _answer(request: ModelRequest) -> dict[str, Any]:
 
 @dataclass
 class OfflineBackend:
-    """Answers every stage from its inputs: the same request, the same answer. It keeps no
-    state, so one instance serves any number of runs and threads; a run's calls are
-    counted in its ``BuildResult``. Tests that count, slow down or damage what it answers
-    use ``stay.testing.RiggedBackend``, a subclass, so the pipeline treats it the same
-    (no request cache by default, like every offline run)."""
+    """Answers every stage from its inputs: the same request, the same answer. It keeps no state,
+    so one instance serves any number of runs and threads."""
 
     name: str = "offline"
     prices: ClassVar[Mapping[str, Price]] = OFFLINE_PRICES
     features: ClassVar[frozenset[str]] = frozenset({"screen"})
-    """It screens by its rule (it flags no brief), so an offline run needs no --no-screen.
-    Both are the class's, not fields: the backend keeps no state of its own."""
+    """It flags no brief, so an offline run needs no --no-screen."""
     reviews: ClassVar[bool] = False
-    """A build with it reviews no lesson: a template cannot read prose, and must not report a
-    review it did not make (``stay estimate``'s recorder, which stands in for a model, does)."""
+    """A template cannot read prose, so it must not report a review it did not make."""
 
     def screen(self, text: str) -> str | None:
-        """The reason to reject ``text``: the offline backend flags no brief."""
         return None
 
     def screening(self, text: str) -> Screening:
@@ -69,8 +55,7 @@ class OfflineBackend:
                            usage=Usage(input_tokens=words, output_tokens=len(str(data).split())))
 
     def answer(self, request: ModelRequest) -> dict[str, Any]:
-        """The data of the answer to ``request``; ``complete`` counts its tokens. The one
-        place a subclass changes what is answered (``stay.testing.RiggedBackend``)."""
+        """The answer's data; the one place a subclass changes what is answered."""
         if request.stage == SCREEN_STAGE:
             return {"flagged": False, "reason": "not flagged (offline)"}
         return _answer(request)

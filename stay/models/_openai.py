@@ -1,18 +1,7 @@
-"""The OpenAI-compatible backend: Chat Completions through the official ``openai`` SDK
-(an optional extra, ``pip install 'stay-course[openai]'``, or ``-e '.[openai]'`` in a
-checkout, imported only when a call is made), for OpenAI, Azure OpenAI, OpenRouter,
-Gemini's OpenAI endpoint, vLLM, llama.cpp's server, Ollama and LM Studio alike.
-
-It keeps the Claude backend's guarantees with the same helpers (``stay.models._wire``):
-our own retries (the SDK's are off), jittered backoff, ``retry-after`` waited in full and
-one above the cap ending the call in one line, a deadline per call (``_Deadline``), the
-same errors and exit codes, one retry at twice the room for a cut-off answer. The
-answer is strict structured output (``stay.models._openai_schema``); a server that only
-does JSON mode is asked with ``json_object`` and its answer checked here, with one retry.
-OpenAI caches a prompt's prefix by itself, so a request is laid out stable parts first:
-the system blocks in order, then the content every call of a stage shares, then the call's
-own. No ``reasoning_effort`` is sent (servers differ on it): no "thinking" feature.
-"""
+"""The OpenAI-compatible backend: Chat Completions through the ``openai`` SDK (an optional
+extra, imported only when a call is made), with the Claude backend's retries, deadline, errors
+and cut-off retry (``Retrying``), and strict structured output, or JSON mode checked here.
+Requests are laid out stable parts first, for OpenAI's own prefix cache. No thinking feature."""
 
 from __future__ import annotations
 
@@ -27,14 +16,22 @@ from urllib.parse import urlparse
 
 from stay import _secrets
 from stay.errors import AnswerError, ModelError, ModelUnavailable, RefusalError, StayError, TruncationError, UsageError
-from stay.models._anthropic import RETRY_AFTER_CAP, AnthropicBackend, _Deadline, _Failure
-from stay.models._hold import hold_more
-from stay.models._openai_schema import Read, malformed, parsed, read_completion, request_params
-from stay.models._prices import PRICES, Price
-from stay.models._roles import OUTPUT_LIMIT
-from stay.models._screen import Screening, screen_request, verdict
-from stay.models._wire import RERUN, one_line, redact, request_id_of, retry_after, retryable_status, unreachable
-from stay.models._wire import request_params as messages_params
+from stay.models._anthropic import (
+    RERUN,
+    RETRY_AFTER_CAP,
+    Retrying,
+    _Deadline,
+    _Failure,
+    one_line,
+    redact,
+    request_id_of,
+    retry_after,
+    retryable_status,
+    unreachable,
+)
+from stay.models._anthropic import request_params as messages_params
+from stay.models._prices import OUTPUT_LIMIT, PRICES, Price
+from stay.models._protocol import Screening, hold_more, screen_request, verdict
 from stay.requests import ROLES, ModelAnswer, ModelRequest, Role, Usage
 from stay.settings import DEFAULT_MODELS as CLAUDE_MODELS
 from stay.settings import Settings
@@ -42,14 +39,11 @@ from stay.settings import Settings
 Progress = Callable[[str], None]
 
 OPENAI_MODEL = "gpt-6.2-sol"
-"""The model every role uses on OpenAI itself when no STAY_MODEL_<ROLE> is set: the newest
-undated general id in the SDK's own list (``openai.types.shared.ChatModel``)."""
+"""The default model on OpenAI itself: the newest undated id of the SDK's ``ChatModel`` list."""
 PLACEHOLDER_KEY = "not-needed"
-"""Sent to a server at OPENAI_BASE_URL when OPENAI_API_KEY is unset: a local server checks
-no key, and the SDK refuses to run without one."""
+"""Sent to OPENAI_BASE_URL when OPENAI_API_KEY is unset: the SDK refuses to run without a key."""
 SLOWEST_TOKENS_PER_SECOND = 20.0
-"""An answer is not streamed, so a request's read timeout must cover a whole answer: at
-least ``max_completion_tokens`` at this rate (a small local model's pace)."""
+"""Not streamed, so a read timeout must cover a whole answer at this (small local model's) pace."""
 
 _JSON_ONLY: set[str] = set()
 """Base URLs whose server refused ``json_schema`` in this process: asked in JSON mode."""
@@ -64,10 +58,8 @@ def install_hint() -> UsageError:
 
 
 def refuses_json_schema(detail: str) -> bool:
-    """Whether a 400 says the server does not take ``json_schema`` at all (it names
-    ``response_format``), not that it refused this schema ("Invalid schema for
-    response_format ..."): a schema strict mode refuses is stay's error, never a reason to
-    drop to JSON mode."""
+    """Whether a 400 says the server takes no ``json_schema`` at all (it names ``response_format``);
+    a schema strict mode refuses ("Invalid schema ...") is stay's error, not a reason for JSON mode."""
     text = detail.lower()
     return "response_format" in text and "invalid schema" not in text
 
@@ -77,13 +69,9 @@ def known_provider(base_url: str | None) -> bool:
     return base_url is None or urlparse(base_url).hostname == "api.openai.com"
 
 
-class OpenAIBackend:
-    """Answers stage requests through an OpenAI-compatible Chat Completions server.
-
-    ``client`` may be given (tests); otherwise it is made on first use from ``api_key``
-    (or a placeholder when ``base_url`` names another server) and ``base_url``. ``models``
-    are the ids the settings chose per role (any id the server knows); a role left unset
-    uses ``default_models``. The rest are the Claude backend's settings, meant the same."""
+class OpenAIBackend(Retrying):
+    """Answers stage requests through an OpenAI-compatible Chat Completions server. ``models``
+    are the ids the settings chose per role; a role left unset uses ``default_models``."""
 
     name = "openai"
     features: frozenset[str] = frozenset({"caching", "screen"})
@@ -94,28 +82,20 @@ class OpenAIBackend:
                  call_deadline: float | None = None, answer_tokens: int | None = None,
                  sleep: Callable[[float], None] = time.sleep, jitter: Callable[[], float] = random.random,
                  clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
-        if timeout <= 0 or max_retries < 0 or retry_after_cap < 0 or (call_deadline is not None
-                                                                     and call_deadline <= 0):
-            raise UsageError("OpenAIBackend needs timeout > 0, max_retries >= 0, retry_after_cap >= 0 "
-                             "and call_deadline > 0")
-        self.max_retries, self.timeout, self.retry_after_cap = max_retries, timeout, retry_after_cap
-        self.call_deadline, self.answer_tokens = call_deadline, answer_tokens
-        self.progress: Progress = progress or (lambda _line: None)
-        self.sleep, self.jitter, self.clock, self.wall = sleep, jitter, clock, wall
+        super().__init__(max_retries=max_retries, timeout=timeout, retry_after_cap=retry_after_cap,
+                         call_deadline=call_deadline, answer_tokens=answer_tokens, progress=progress, sleep=sleep,
+                         jitter=jitter, clock=clock, wall=wall)
         self._api_key = api_key.strip() if api_key else None
         self._base_url = base_url.rstrip("/") if base_url else None
         _secrets.keep([self._api_key, *_secrets.url_secrets(base_url)])
         self.models: Mapping[Role, str] = dict(models or {})
         self._client = client
-        self._heard = False
-        """Whether the server has answered a call: until it has, a connection it closes unanswered is final."""
         self._defaults: Mapping[Role, str] | None = (
             {role: OPENAI_MODEL for role in ROLES} if known_provider(self._base_url) else None)
 
     @property
     def prices(self) -> Mapping[str, Price]:
-        """The rows of the price table for the models this backend uses; an id with none
-        is priced "unknown", never $0."""
+        """The price table's rows for the models this backend uses; an id with none is "unknown", never $0."""
         return {model: PRICES[model] for model in {*self.models.values(), *(self._defaults or {}).values()}
                 if model in PRICES}
 
@@ -138,12 +118,10 @@ class OpenAIBackend:
         """The server's URL as it may be shown (no userinfo)."""
         return _secrets.shown_url(self._base_url) if self._base_url else "https://api.openai.com/v1"
 
-    # -- models ----------------------------------------------------------------------------
-
     @property
     def default_models(self) -> Mapping[Role, str]:
-        """The ids used for a role no setting names: OpenAI's own on OpenAI; on another server,
-        the one model it serves (``GET /v1/models``), if it serves exactly one."""
+        """The ids for a role no setting names: OpenAI's own on OpenAI; elsewhere the one model the
+        server serves (``GET /v1/models``), if exactly one."""
         if self._defaults is None:
             try:
                 served = sorted(str(model.id) for model in self.client.models.list())
@@ -173,19 +151,15 @@ class OpenAIBackend:
 
     @property
     def screen_model(self) -> str:
-        """The screen's model, as the request cache keys its verdict: read without asking the
-        server (a replayed run may have none to ask)."""
+        """The screen's model as the cache keys it, read without asking the server (a replay may have none)."""
         return (self.models.get("analysis") or (self._defaults or {}).get("analysis")
                 or f"the model {self.endpoint} serves")
 
     def model_for(self, role: Role, model: str) -> str:
-        """The id to send for ``role``: the one the settings chose, else the default. A Claude
-        default id is what ``Settings`` holds for a role no STAY_MODEL names."""
+        """The id to send for ``role``: the settings' choice (a Claude default means none), else the default."""
         if model != CLAUDE_MODELS[role]:
             return model
         return self.models.get(role) or self.default_models[role]
-
-    # -- requests --------------------------------------------------------------------------
 
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
         model = self.model_for(request.role, model)
@@ -228,10 +202,8 @@ class OpenAIBackend:
         return self._checked(read, request, model, room, where)
 
     def _checked(self, read: Read, request: ModelRequest, model: str, room: int, where: str) -> ModelAnswer:
-        """A JSON-mode answer held to its schema, asked once more with what was wrong. The
-        answer model's own schema, not the strict one: "every property required" is a rule of
-        strict decoding, and an answer that leaves an optional property out means what the
-        strict one's null means (``unnull``)."""
+        """A JSON-mode answer held to the answer model's own schema (not the strict one), asked once
+        more with what was wrong."""
         import jsonschema  # type: ignore[import-untyped]  # the openai extra installs it; no stubs
 
         validator = jsonschema.Draft202012Validator(request.output_schema)
@@ -268,11 +240,9 @@ class OpenAIBackend:
         return answer.model_copy(update={"usage": spent + answer.usage})
 
     def _call(self, params: dict[str, Any], where: str) -> Any:
-        """One call with its retries, under the call's deadline. Not streamed: each attempt's
-        read timeout covers a whole answer at the slowest pace waited for."""
+        """One call with its retries, under the call's deadline; not streamed."""
         room = params["max_completion_tokens"]
-        clock = _Deadline(_Pace(max(self.timeout, room / SLOWEST_TOKENS_PER_SECOND), self.call_deadline,
-                                self.clock), room, where)  # type: ignore[arg-type]  # duck-typed
+        clock = _Deadline(self, room, where, timeout=max(self.timeout, room / SLOWEST_TOKENS_PER_SECOND))
         for attempt in range(self.max_retries + 1):
             try:
                 client = self.client
@@ -285,12 +255,6 @@ class OpenAIBackend:
                 failure = self._classify(exc, where, attempt, params["model"])
                 self.sleep(self._wait(failure, where, attempt, clock))
         raise AssertionError("unreachable: the loop returns or raises")
-
-    def _wait(self, failure: _Failure, where: str, attempt: int, clock: _Deadline) -> float:
-        """The Claude backend's rule, shared: final failures raise, a retry-after above the cap
-        ends the call, the wait is backoff or the jittered hint, never past the deadline. It
-        reads only the settings both backends have (retries, cap, jitter, timeout, progress)."""
-        return AnthropicBackend._wait(self, failure, where, attempt, clock)  # type: ignore[arg-type]
 
     def _classify(self, exc: Exception, where: str, attempt: int, model: str) -> _Failure:
         import httpx2
@@ -343,11 +307,8 @@ class OpenAIBackend:
             return _Failure(False, ModelError(f"{where}: {type(exc).__name__}: {clean(exc)}"))
         raise exc
 
-    # -- moderation ------------------------------------------------------------------------
-
     def screening(self, text: str) -> Screening:
-        """The provider-neutral screen (``stay.models._screen``), as a call on the analysis role's
-        model; a refusal to read the brief is a verdict, and paid for."""
+        """The screen as a call on the analysis role's model; a refusal is a verdict, and paid for."""
         request = screen_request(text)
         try:
             answer = self.complete(request, self.models.get("analysis") or CLAUDE_MODELS["analysis"])
@@ -361,24 +322,240 @@ class OpenAIBackend:
 
 
 class _SchemaRefused(ModelError):
-    """A 400 naming ``response_format``: this server does not take ``json_schema`` (caught in
-    ``_answered``, which asks again in JSON mode; a StayError like every error stay raises)."""
-
-
-@dataclass(frozen=True)
-class _Pace:
-    """What ``_Deadline`` reads of a backend: the request timeout, the deadline, the clock."""
-
-    timeout: float
-    call_deadline: float | None
-    clock: Callable[[], float]
+    """A 400 naming ``response_format``: ``_answered`` asks again in JSON mode."""
 
 
 def make(settings: Settings, *, progress: Progress | None = None) -> OpenAIBackend:
-    """The ``stay.backends`` factory: the OpenAI-compatible backend as ``settings`` configure it.
-    The roles' ids are those the settings set (a Claude default means none was)."""
+    """The ``stay.backends`` entry point ``openai``; a role's Claude default means no id was set."""
     chosen = {role: model for role, model in settings.models.items() if model != CLAUDE_MODELS[role]}
     return OpenAIBackend(api_key=settings.openai_api_key, base_url=settings.openai_base_url, models=chosen,
                          progress=progress, max_retries=settings.max_retries, timeout=settings.request_timeout,
                          retry_after_cap=settings.retry_after_cap, call_deadline=settings.call_deadline,
                          answer_tokens=settings.answer_tokens)
+
+
+COMMON = frozenset({"type", "description", "enum", "const", "anyOf", "$ref", "$defs"})
+"""Keywords strict mode takes on any schema."""
+SUPPORTED: Mapping[str, frozenset[str]] = {
+    "string": COMMON | {"pattern", "format"},
+    "number": COMMON | {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
+    "integer": COMMON | {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
+    "array": COMMON | {"items", "minItems", "maxItems"},
+    "object": COMMON | {"properties", "required", "additionalProperties"},
+    "boolean": COMMON,
+    "null": COMMON,
+}
+"""Per type, the keywords strict mode takes (OpenAI's "Supported schemas"); no single type: ``COMMON``."""
+DROPPED = frozenset({"title"})
+"""Dropped outright: a name for humans tells the model nothing the property's name does not."""
+
+
+def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` (an answer model's JSON schema) as OpenAI's strict mode takes it: every property
+    required (an optional one made nullable, its ``null`` read back as absent by ``unnull``), no
+    additional properties, only ``SUPPORTED`` keywords (others moved into the ``description``), and
+    no keyword beside a ``$ref`` (one with a description is written out, as the SDK's own does)."""
+    return _strict(schema, schema.get("$defs") or {})
+
+
+def _strict(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    if "$defs" in schema:
+        found["$defs"] = {name: _strict(part, defs) for name, part in schema["$defs"].items()}
+    if "$ref" in schema:
+        beside = {key: value for key, value in schema.items() if key not in ("$ref", "$defs")}
+        name = str(schema["$ref"]).removeprefix("#/$defs/")
+        if not beside or name not in defs:
+            return {**found, "$ref": schema["$ref"]}
+        # strict mode takes no keyword beside a $ref (the openai SDK's own transform unravels
+        # these too): the definition is written out here, with the description beside it
+        return {**found, **_strict({**defs[name], **beside}, defs)}
+    kind = schema.get("type")
+    allowed = SUPPORTED.get(kind, COMMON) if isinstance(kind, str) else COMMON
+    moved: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("$defs", "$ref") or key in DROPPED or (key == "default" and value is None):
+            continue  # a null default says no more than the property being nullable
+        if key not in allowed:
+            moved[key] = value
+        elif key == "anyOf":
+            found[key] = [_strict(variant, defs) for variant in value]
+        elif key == "items":
+            found[key] = _strict(value, defs)
+        elif key == "properties":
+            required = set(schema.get("required", ()))
+            found[key] = {name: _strict(part, defs) if name in required else nullable(_strict(part, defs))
+                          for name, part in value.items()}
+        elif key in ("required", "additionalProperties"):
+            continue  # set below, for every object
+        else:
+            found[key] = value
+    if kind == "object" or "properties" in schema:
+        found.setdefault("properties", {})
+        found["required"] = list(found["properties"])
+        found["additionalProperties"] = False
+    if moved:
+        said = json.dumps(moved, sort_keys=True, ensure_ascii=False)
+        found["description"] = f"{found['description']}\n\n{said}" if found.get("description") else said
+    return found
+
+
+def nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` that also admits ``null`` (an optional property, required in strict mode)."""
+    if _admits_null(schema):
+        return schema
+    if "anyOf" in schema:
+        return {**schema, "anyOf": [*schema["anyOf"], {"type": "null"}]}
+    kind = schema.get("type")
+    if isinstance(kind, str) and "$ref" not in schema:
+        widened = {**schema, "type": [kind, "null"]}
+        if "enum" in widened:
+            widened["enum"] = [*widened["enum"], None]
+        return widened
+    description = schema.get("description")
+    rest = {key: value for key, value in schema.items() if key != "description"}
+    wrapped: dict[str, Any] = {"anyOf": [rest, {"type": "null"}]}
+    if description:
+        wrapped["description"] = description
+    return wrapped
+
+
+def _admits_null(schema: Mapping[str, Any]) -> bool:
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    return any(_admits_null(variant) for variant in schema.get("anyOf", ()))
+
+
+def unnull(value: Any, schema: Mapping[str, Any], root: Mapping[str, Any] | None = None) -> Any:
+    """An answer under the strict schema as the answer model reads it: a ``null`` for an optional
+    property is dropped, so the model's default applies."""
+    root = schema if root is None else root
+    schema = _resolved(schema, root)
+    if isinstance(value, dict):
+        for variant in (schema, *schema.get("anyOf", ())):
+            variant = _resolved(variant, root)
+            properties: Mapping[str, Any] = variant.get("properties", {})
+            if properties and set(value) <= set(properties):
+                required = set(variant.get("required", ()))
+                return {key: unnull(item, properties[key], root) for key, item in value.items()
+                        if item is not None or key in required}
+        return value
+    if isinstance(value, list):
+        for variant in (schema, *schema.get("anyOf", ())):
+            variant = _resolved(variant, root)
+            if "items" in variant:
+                return [unnull(item, variant["items"], root) for item in value]
+    return value
+
+
+def _resolved(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    while "$ref" in schema:
+        schema = root.get("$defs", {})[str(schema["$ref"]).removeprefix("#/$defs/")]
+    return schema
+
+
+def request_params(request: ModelRequest, model: str, *, answer_tokens: int | None = None,
+                   json_only: bool = False) -> dict[str, Any]:
+    """Chat Completions parameters for a stage request, stable parts first for the prefix cache:
+    the system blocks, the stage's shared content, then this call's."""
+    schema = strict_schema(request.output_schema)
+    system = "\n\n".join(block.text for block in request.system if block.text)
+    if json_only:  # JSON mode sees no schema: the model is told it, after the stable prefix
+        system += ("\n\nAnswer with one JSON object, and nothing else, that validates against this JSON "
+                   f"schema:\n{json.dumps(schema, sort_keys=True, ensure_ascii=False)}")
+    user = f"{request.shared}\n\n{request.user}" if request.shared else request.user
+    fmt: dict[str, Any] = ({"type": "json_object"} if json_only else
+                           {"type": "json_schema", "json_schema": {"name": request.output_name, "strict": True,
+                                                                   "schema": schema}})
+    return {"model": model, "max_completion_tokens": answer_tokens or request.max_tokens,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            "response_format": fmt}
+
+
+def usage_of(completion: Any, where: str) -> Usage:
+    """Usage as stay counts it: cached prompt tokens are cache reads, ``cache_write_tokens`` cache
+    writes, ``input_tokens`` the rest (as Anthropic's); reasoning tokens are thinking."""
+    usage = getattr(completion, "usage", None)
+    prompt, output = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) or 0
+    written = getattr(details, "cache_write_tokens", None) or 0
+    reasoning = getattr(getattr(usage, "completion_tokens_details", None), "reasoning_tokens", None) or 0
+    for name, value in (("prompt_tokens", prompt), ("completion_tokens", output), ("cached_tokens", cached),
+                        ("cache_write_tokens", written), ("reasoning_tokens", reasoning)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise malformed(where, f"usage.{name} is {value!r}, not a count of tokens")
+    assert isinstance(prompt, int) and isinstance(output, int)
+    assert isinstance(written, int)
+    if cached + written > prompt or reasoning > output:
+        raise malformed(where, f"usage counts {cached} cached and {written} cache-written of {prompt} prompt "
+                               f"tokens, {reasoning} reasoning of {output} completion tokens")
+    return Usage(input_tokens=prompt - cached - written, output_tokens=output, cache_read_input_tokens=cached,
+                 cache_creation_input_tokens=written, thinking_tokens=reasoning)
+
+
+def malformed(where: str, what: str) -> ModelError:
+    return ModelError(f"{where}: the server's response is malformed: {what}; nothing was written, run the "
+                      "command again (if it persists, check OPENAI_BASE_URL and any proxy in between)")
+
+
+@dataclass(frozen=True)
+class Read:
+    """A completion read: its answer (data may still fail the schema), or the error it means."""
+
+    answer: ModelAnswer
+    finish: str | None
+    text: str
+
+
+def read_completion(completion: Any, request: ModelRequest, room: int) -> Read:
+    """The first choice as an answer, or the refusal, content-filter or cut-off error with its ``billed``."""
+    where = f"stage {request.stage} ({request.artefact})"
+    choices = getattr(completion, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        raise malformed(where, "it has no choices")
+    usage = usage_of(completion, where)
+    choice, model = choices[0], getattr(completion, "model", None)
+    finish = getattr(choice, "finish_reason", None)
+    message = getattr(choice, "message", None)
+    billed = ModelAnswer(data={}, model=_secrets.redact(model) if isinstance(model, str) and model else "unknown",
+                         usage=usage, max_tokens=room, stop_reason=finish if isinstance(finish, str) else None,
+                         response_id=_secrets.redact(str(getattr(completion, "id", "") or "")) or None,
+                         # the x-request-id header, which the SDK keeps on a parsed response
+                         request_id=request_id_of(getattr(completion, "_request_id", None)))
+    error: ModelError | None = None
+    refusal = getattr(message, "refusal", None)
+    if isinstance(refusal, str) and refusal:
+        error = RefusalError(f"{where}: the model refused to answer (refusal: {one_line(_secrets.redact(refusal))}); "
+                             "revise the brief or the inputs of this stage")
+    elif finish == "content_filter":
+        error = RefusalError(f"{where}: the model refused to answer (content_filter: the provider's content "
+                             "filter stopped the answer); revise the brief or the inputs of this stage")
+    elif finish == "length":
+        error = TruncationError(
+            f"{where}: the answer was cut off at max_completion_tokens={room}; it is incomplete, not malformed: "
+            f"split the artefact, or give answers more room: STAY_ANSWER_TOKENS={2 * room} (or --answer-tokens "
+            f"{2 * room}), then rerun")
+    if error is not None:
+        error.billed = billed
+        raise error
+    text = getattr(message, "content", None)
+    return Read(billed, finish, text if isinstance(text, str) else "")
+
+
+def parsed(read: Read, request: ModelRequest) -> ModelAnswer:
+    """The answer's JSON, un-nulled for the stage's model (``unnull``), or an AnswerError."""
+    where = f"stage {request.stage} ({request.artefact})"
+    try:
+        data = json.loads(read.text)
+    except json.JSONDecodeError as exc:
+        error = AnswerError(f"{where}: the answer is not JSON ({exc.msg} at character {exc.pos})",
+                            raw=_secrets.redact(read.text))
+        error.billed = read.answer
+        raise error from None
+    if not isinstance(data, dict):
+        error = AnswerError(f"{where}: the answer is JSON but not an object", raw=_secrets.redact(read.text))
+        error.billed = read.answer
+        raise error
+    return read.answer.model_copy(update={"data": _secrets.redact_data(unnull(data, request.output_schema))})

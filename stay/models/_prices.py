@@ -1,38 +1,24 @@
-"""One price table: US dollars per million tokens, and what a call costs.
-
-Every rate is read from a published price list, model by model, never derived from
-another model's multiplier: cache reads are 0.1x input on most models but 0.05x on
-Opus 5.5 and 0.025x on Fable 5.1. ``docs/models.md`` lists each row with its source.
-A model missing from the table is *unpriced*: ``cost`` returns None and a run that
-used it reports its cost as unknown, never as a partial sum that looks complete.
-
-Live cache writes are priced at the 5-minute rate (live calls write 5-minute entries; a
-batch writes 1-hour ones, ``ONE_HOUR_WRITE``). What a response's usage says it was served
-as is priced too: ``service_tier`` batch at half, priority as unknown (no per-token price
-is published), ``inference_geo`` us at 1.1x.
-Message Batches cost half, on input and output; the discount applies to every token
-class of a batched request (Anthropic's pricing page: batch and caching discounts
-stack). A batch writes 1-hour entries only (``BATCH_CACHE_TTL``), so its cache writes
-are priced at the 1-hour rate, then halved.
-"""
+"""What each model costs and how each role thinks. Every rate is read from a published price
+list, never derived (``docs/models.md`` lists each row's source); a model missing is
+*unpriced*: its cost is unknown, never a partial sum. Batches cost half on every token class
+and write 1-hour cache entries; ``inference_geo`` us costs 1.1x; priority tier is unpriced."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
-from stay.requests import ModelAnswer, Usage
+from stay.requests import ModelAnswer, Role, Usage
+from stay.settings import DEFAULT_MODELS as DEFAULT_MODELS  # which model plays a role is a setting
 
 BATCH_DISCOUNT = 0.5
-"""Message Batches: 50% off input and output (every model's page: "Batch API: 50%
-discount on input and output")."""
+"""Message Batches: 50% off input and output (every model's page)."""
 
 BATCH_CACHE_TTL = "1h"
-"""The ``cache_control.ttl`` of every breakpoint in a batch request (``stay.models._batch``):
-the batch docs advise 1-hour entries, a batch taking longer than 5 minutes."""
+"""The ``cache_control.ttl`` of a batch request's breakpoints: a batch can outlive 5 minutes."""
 ONE_HOUR_WRITE = 2.0
-"""A 1-hour cache write costs twice the model's base input price (the pricing page's prompt
-caching multipliers: 5-minute writes 1.25x, 1-hour writes 2x, reads 0.1x of base input)."""
+"""A 1-hour cache write costs twice the base input price (the pricing page's multipliers)."""
 
 
 @dataclass(frozen=True)
@@ -48,11 +34,8 @@ class Rates:
 
 @dataclass(frozen=True)
 class Price:
-    """A model's rates; ``long`` applies to a request whose prompt (input, cache writes
-    and cache reads together) is over ``long_above`` tokens, on every token of it.
-    ``source`` is the page the rates were read from (a URL, and what on it), ``checked``
-    the day they were last read there; a rate no official page showed says so in
-    ``source`` ("unverified")."""
+    """A model's rates; ``long`` applies to every token of a request whose prompt is over
+    ``long_above`` tokens. ``source`` is where the rates were read (or "unverified"), ``checked`` when."""
 
     rates: Rates
     source: str
@@ -132,31 +115,22 @@ PRICES: Mapping[str, Price] = {
     "offline": Price(Rates(input=0.0, output=0.0, cache_write=0.0, cache_read=0.0), "no API call is made",
                      CHECKED),
 }
-"""Model id -> price. Deliberately absent (unpriced: a run that uses them reports its
-cost as unknown): claude-fable-5-2 and claude-mythos-5-2 (no Anthropic page with their
-prices was found; third-party listings give Fable 5.2 $8 / $40) and
-claude-mythos-preview (no published price)."""
+"""Model id -> price. Deliberately unpriced: claude-fable-5-2 and claude-mythos-5-2 (no
+Anthropic page found; third parties give Fable 5.2 $8 / $40) and claude-mythos-preview."""
 
 US_INFERENCE = 1.1
-"""``inference_geo: us`` (US-only inference) costs 1.1x on every token class
-(https://docs.aws.amazon.com/claude-platform/latest/userguide/data-residency.html, "A 1.1x
-pricing multiplier applies", checked 2026-12-01; the Claude API's own data-residency page,
-https://platform.claude.com/docs/en/manage-claude/data-residency, was read but its price
-was not reached). Global inference, the default, is the table's price."""
+"""US-only inference costs 1.1x on every token class (AWS's Claude data-residency page, checked
+2026-12-01; the Claude API's own page did not show it); global is the table's price."""
 
 _GEO = {None: 1.0, "global": 1.0, "us": US_INFERENCE}
 _TIERS = (None, "standard", "batch")
-"""Tiers the table prices: standard (the table), batch (half). Priority Tier is billed by
-commitment, at no published per-token price: its cost is unknown, never a guess."""
+"""Tiers the table prices; Priority Tier has no per-token price: its cost is unknown, never a guess."""
 
 
 def cost(model: str, usage: Usage, *, batch: bool = False, service_tier: str | None = None,
          inference_geo: str | None = None, prices: Mapping[str, Price] | None = None) -> float | None:
-    """US dollars for one call's usage, or None for a model with no price on file, a
-    service tier (priority) or an inference geography with no price on file.
-    ``batch=True`` (or ``service_tier="batch"``) prices it as a Message Batches request
-    (half price); ``inference_geo="us"`` at the US-only multiplier. ``prices`` is the
-    backend's table (``Backend.prices``); None: Claude's, ``PRICES``."""
+    """US dollars for one call's usage, or None when the model, tier or geography has no price.
+    ``batch`` halves it; ``prices`` is the backend's table (None: ``PRICES``)."""
     price = (PRICES if prices is None else prices).get(model)
     if price is None or service_tier not in _TIERS or inference_geo not in _GEO:
         return None
@@ -170,15 +144,13 @@ def cost(model: str, usage: Usage, *, batch: bool = False, service_tier: str | N
 
 
 def answer_cost(answer: ModelAnswer, prices: Mapping[str, Price] | None = None) -> float | None:
-    """What one answer cost, as its response said it was served (``cost``), at the
-    backend's ``prices`` (None: ``PRICES``)."""
+    """What one answer cost, as its response said it was served, at ``prices`` (None: ``PRICES``)."""
     return cost(answer.model, answer.usage, batch=answer.batch, service_tier=answer.service_tier,
                 inference_geo=answer.inference_geo, prices=prices)
 
 
 def price_label(answer: ModelAnswer) -> str:
-    """The name an unpriced answer is reported under: its model, and the tier or the
-    geography the table has no price for."""
+    """An unpriced answer's name: its model, and the tier or geography the table does not price."""
     extra = []
     if answer.service_tier not in _TIERS:
         extra.append(f"{answer.service_tier} tier")
@@ -188,9 +160,72 @@ def price_label(answer: ModelAnswer) -> str:
 
 
 def describe_cost(dollars: float | None, unpriced: frozenset[str] | set[str] = frozenset()) -> str:
-    """A run's cost for people: "$0.1234", or "cost unknown (no price for X)" when any
-    call used a model the table does not price (a partial sum would look complete)."""
+    """A run's cost for people: "$0.1234", or "cost unknown" naming the unpriced models."""
     if dollars is None or unpriced:
         names = ", ".join(sorted(unpriced)) or "a model"
         return f"cost unknown (no price on file for {names})"
     return f"${dollars:.4f}"
+
+
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+
+
+@dataclass(frozen=True)
+class Thinking:
+    """Adaptive thinking at an ``output_config.effort`` level, with ``room`` tokens reserved: thinking
+    counts toward ``max_tokens``, so a request asks for the answer's room plus this."""
+
+    effort: Effort
+    room: int
+
+
+THINKING: Mapping[Role, Thinking] = {
+    # Every later stage inherits the plan's mistakes: think hard, and leave room to.
+    "planning": Thinking(effort="high", room=16_000),
+    # Reading one brief into an audience: moderate reasoning.
+    "analysis": Thinking(effort="medium", room=8_000),
+    # Writes from a detailed plan that already did the reasoning; runs once per lesson
+    # per artefact, so thinking is paid 3x per lesson. Medium, not low: effort also
+    # shapes the prose, and a lesson must fill its minutes.
+    "writing": Thinking(effort="medium", room=8_000),
+    # One verdict per item, many items: low effort keeps judging cheap.
+    "judging": Thinking(effort="low", room=4_000),
+}
+"""Set per role rather than left to each model's default (which differ between models)."""
+
+OUTPUT_LIMIT = 64_000
+"""The ``max_tokens`` assumed when the Models API has not said: the documented limit of the
+4.5 models, and no later one publishes less. It bounds the cut-off retry."""
+
+SCREENING = Thinking(effort="low", room=2_000)
+"""The input screen: a classification of one brief."""
+
+_ADAPTIVE = ("claude-opus-5", "claude-sonnet-5", "claude-haiku-5", "claude-fable-", "claude-mythos-",
+             "claude-opus-4-6", "claude-opus-4-7", "claude-opus-4-8", "claude-sonnet-4-6")
+
+
+def thinks_adaptively(model: str) -> bool:
+    """Whether ``model`` takes adaptive thinking and effort (4.6 and later); others get their defaults."""
+    return model.startswith(_ADAPTIVE)
+
+
+MIN_CACHEABLE_TOKENS: Mapping[str, int] = {
+    # Published by Anthropic (prompt-caching docs, "minimum cacheable prompt length"), per
+    # model-id prefix; the longest matching prefix wins. 512 for the 5.5 Sonnet and Haiku and
+    # for Opus 5 (issue 23's audit of the docs), and for Fable 5 and Mythos 5.
+    "claude-sonnet-5-5": 512, "claude-haiku-5-5": 512, "claude-opus-5": 512,
+    "claude-fable-5": 512, "claude-mythos-5": 512,
+    "claude-sonnet-5": 1_024, "claude-opus-4-8": 1_024, "claude-sonnet-4": 1_024, "claude-opus-4": 1_024,
+    "claude-opus-4-7": 2_048,
+    "claude-opus-4-6": 4_096, "claude-opus-4-5": 4_096, "claude-haiku-4-5": 4_096,
+}
+"""The smallest prefix each model caches (a shorter one is neither written nor read).
+``claude-opus-5`` covers Opus 5.5 too, which publishes none: a wrong guess costs one write."""
+
+UNPUBLISHED_MIN_CACHEABLE = 1_024
+"""A model the table does not know: the floor of the generations before 5.5."""
+
+
+def min_cacheable_tokens(model: str) -> int:
+    known = [prefix for prefix in MIN_CACHEABLE_TOKENS if model.startswith(prefix)]
+    return MIN_CACHEABLE_TOKENS[max(known, key=len)] if known else UNPUBLISHED_MIN_CACHEABLE

@@ -1,24 +1,32 @@
-"""What the pipeline needs from a model backend, and the public protocol a backend implements.
-
-``ModelClient`` is the least a run can use (a name, ``complete``, ``screen``): a test's
-stand-in or a caller's adapter. ``Backend`` is what a backend registered under the
-``stay.backends`` entry points (``stay.models._registry``, ``docs/plugins.md``) must be:
-a ``ModelClient`` that also says what it costs (``prices``) and what it can do
-(``features``)."""
+"""The backend contract: ``ModelClient`` (a name, ``complete``, ``screen``) and ``Backend`` (with
+``prices`` and ``features``), what a plug-in under ``stay.backends`` must be; the registry that
+makes one by name (a misbehaving plug-in is one line naming it, never "a bug in stay"); the input
+screen, a request like any other; and the call-scoped hooks a backend reaches through whatever
+wraps it (context variables): the cost cap's ``hold_more`` and ``hold_instead``, the cache's ``Room``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+import inspect
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
-from stay.requests import ModelAnswer, ModelRequest
+from stay._secrets import redact
+from stay._version import DISTRIBUTION
+from stay.errors import AnswerError, ModelError, ModelUnavailable, StayError, UsageError
+from stay.models._prices import PRICES, Price
+from stay.requests import ModelAnswer, ModelRequest, SystemBlock
+from stay.settings import BUILTIN_BACKENDS, Settings, checked_backend, registered_backends
 
 if TYPE_CHECKING:
-    from stay.models._prices import Price
+    import anthropic
+
 
 FEATURES = frozenset({"caching", "batches", "thinking", "count_tokens", "screen"})
-"""What a backend may declare in ``features``; only ``screen`` changes what a run does
-(a backend without it cannot screen a brief: the run needs ``--no-screen``)."""
+"""What a backend may declare; only ``screen`` changes what a run does (without it: ``--no-screen``)."""
 
 
 @runtime_checkable
@@ -39,13 +47,9 @@ class ModelClient(Protocol):
 
 @runtime_checkable
 class Backend(ModelClient, Protocol):
-    """A backend as a plug-in makes it: a ``ModelClient`` with its prices and features.
-
-    ``prices`` maps the model ids its answers name (``ModelAnswer.model``) to their
-    ``stay.models.Price``; a model missing from it is unpriced, so a run's cost is
-    "unknown" (never $0) and a cost cap over it is refused before anything is asked.
-    ``features`` is drawn from ``FEATURES``. Optional, read with ``getattr``:
-    ``default_models`` (role -> model id, used where no ``STAY_MODEL_<ROLE>`` is set)."""
+    """A backend as a plug-in makes it. ``prices`` maps the model ids its answers name to their
+    ``Price`` (a missing one is unpriced: cost "unknown", a cost cap over it refused);
+    ``features`` is drawn from ``FEATURES``; ``default_models`` is optional (``getattr``)."""
 
     @property
     def prices(self) -> Mapping[str, Price]: ...
@@ -55,26 +59,293 @@ class Backend(ModelClient, Protocol):
 
 
 def prices_of(backend: ModelClient) -> Mapping[str, Price]:
-    """The table a backend's answers are priced at: its own ``prices``; Claude's
-    (``PRICES``) for a plain ``ModelClient`` that declares none (a caller's adapter, as before
-    backends declared prices)."""
-    from stay.models._prices import PRICES
-
+    """A backend's own ``prices``, or Claude's for a plain ``ModelClient`` that declares none."""
     found = getattr(backend, "prices", None)
     return found if isinstance(found, Mapping) else PRICES
 
 
 def can_screen(backend: ModelClient) -> bool:
-    """Whether a backend can screen a brief: "screen" in its ``features``; a plain
-    ``ModelClient`` (no ``features``) has the protocol's ``screen``, so it can."""
+    """Whether "screen" is in its ``features``; a plain ``ModelClient`` has ``screen``, so it can."""
     features = getattr(backend, "features", None)
     return features is None or "screen" in features
 
 
 @runtime_checkable
 class Rejecting(Protocol):
-    """A backend that keeps answers (the request cache) and is told when one failed the
-    asker's check, so that it never serves that answer again. Apart from ``ModelClient``,
-    which stays what every backend must do: only a backend that remembers needs it."""
+    """A backend that keeps answers (the request cache), told when one failed the asker's check
+    so that it never serves it again."""
 
     def reject(self, request: ModelRequest, model: str, why: str) -> None: ...
+
+
+SCREEN_STAGE = "moderation"
+
+SCREEN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"flagged": {"type": "boolean"},
+                   "reason": {"type": "string", "description": "one sentence"}},
+    "required": ["flagged", "reason"],
+    "additionalProperties": False,
+}
+SCREEN_SYSTEM = (
+    "You screen course briefs before a pipeline writes a course from them. Flag a brief only "
+    "when the course it asks for would teach or promote serious harm (weapons, abuse, hate, "
+    "self-harm, crime) when its fields are read together; an unusual or sensitive topic taught "
+    "for legitimate learning is not flagged. Answer with the JSON schema: flagged, and a "
+    "one-sentence reason."
+)
+SCREEN_ANSWER_TOKENS = 1_000
+"""Room for the verdict; the screen's thinking room comes on top, so it cannot crowd it out."""
+
+
+def screen_request(text: str) -> ModelRequest:
+    return ModelRequest(
+        stage=SCREEN_STAGE, role="analysis", artefact="the brief",
+        system=(SystemBlock(text=SCREEN_SYSTEM),),
+        user=f"The brief, as one message:\n\n{text}",
+        output_schema=SCREEN_SCHEMA, output_name="Screen", max_tokens=SCREEN_ANSWER_TOKENS,
+        inputs={"brief_text": text},
+    )
+
+
+def verdict(answer: ModelAnswer) -> str | None:
+    """The reason to reject, or None. A reply that is not a verdict is an AnswerError."""
+    flagged, reason = answer.data.get("flagged"), answer.data.get("reason")
+    if not isinstance(flagged, bool) or not isinstance(reason, str):
+        raise AnswerError(f"stage {SCREEN_STAGE} (the brief): the screen's reply is not a verdict "
+                          f"(flagged={flagged!r}, reason={reason!r}); the brief was not screened, run the "
+                          "command again", raw=str(answer.data))
+    if not flagged:
+        return None
+    return " ".join(reason.split()) or "flagged, with no reason given"
+
+
+@dataclass(frozen=True)
+class Screening:
+    """A screen's outcome: the reason to reject (or None), and the answer paid for now, whose
+    usage the run counts (None: nothing paid now)."""
+
+    reason: str | None
+    request: ModelRequest
+    answer: ModelAnswer | None = None
+    skipped: str | None = None
+    """Why nothing screened the brief (a replay with no recorded verdict); None: screened."""
+
+
+class _Screens(Protocol):
+    def screen(self, text: str) -> str | None: ...
+
+
+def screening_of(backend: _Screens, text: str) -> Screening:
+    """``backend.screening(text)`` when the backend reports usage, else its plain ``screen``."""
+    rich = getattr(backend, "screening", None)
+    if callable(rich):
+        found = rich(text)
+        assert isinstance(found, Screening)
+        return found
+    return Screening(backend.screen(text), screen_request(text))
+
+
+T = TypeVar("T")
+
+Progress = Callable[[str], None]
+
+
+def backends() -> Mapping[str, EntryPoint]:
+    """Every registered backend's entry point by name, sorted, none loaded."""
+    return registered_backends()
+
+
+def distribution(point: EntryPoint) -> tuple[str, str | None]:
+    """The distribution declaring ``point`` and its version; a built-in from stay's table: this stay's."""
+    if point.dist is not None:
+        return point.dist.name, point.dist.version
+    return DISTRIBUTION, None
+
+
+def _where(point: EntryPoint) -> str:
+    name, version = distribution(point)
+    return f"backend {point.name!r} (entry point {point.value} of {name}{f' {version}' if version else ''})"
+
+
+def make_backend(name: str, settings: Settings, *, progress: Progress | None = None,
+                 client: anthropic.Anthropic | None = None) -> Backend:
+    """Load the factory registered as ``name`` and make its backend from ``settings``; ``client``:
+    an SDK client made elsewhere (batch scoring's), for the anthropic backend alone."""
+    point = backends().get(checked_backend(name))
+    assert point is not None  # checked_backend found it
+    try:
+        factory = point.load()
+    except Exception as exc:  # an ImportError, a missing attribute, the plug-in's own error at import
+        raise UsageError(f"{_where(point)} cannot be loaded: {type(exc).__name__}: {_line(exc)}; reinstall "
+                         "that package, or choose another --backend") from None
+    if not callable(factory):
+        raise UsageError(f"{_where(point)} is a {type(factory).__name__}, not a factory; it must name "
+                         "make(settings, *, progress=None) -> stay.Backend")
+    extra = {"client": client} if client is not None and point.name == "anthropic" else {}
+    try:
+        made = checked(factory(settings, progress=progress, **extra), point)  # a property it reads may raise too
+    except StayError:
+        raise  # the backend's own one line (a missing key, a bad URL)
+    except Exception as exc:
+        raise UsageError(f"{_where(point)} failed to make its backend: {type(exc).__name__}: {_line(exc)}") \
+            from None
+    return made if point.name in BUILTIN_BACKENDS else cast(Backend, Plugin(made, _where(point)))
+
+
+def checked(made: object, point: EntryPoint) -> Backend:
+    """``made`` when it is a ``Backend`` whose features are known ones, else one line."""
+    if not isinstance(made, Backend):
+        lacks = [attr for attr in ("name", "complete", "screen", "prices", "features") if not hasattr(made, attr)]
+        raise UsageError(f"{_where(point)} made a {type(made).__name__}, not a stay.Backend (it has no "
+                         f"{', '.join(lacks)}); see docs/plugins.md")
+    features = made.features
+    unknown = sorted(str(f) for f in features - FEATURES) if isinstance(features, frozenset) else None
+    if unknown is None or unknown:
+        raise UsageError(f"{_where(point)} declares features {features!r}: they must be a frozenset drawn from "
+                         f"{', '.join(sorted(FEATURES))}")
+    return made
+
+
+class Plugin:
+    """A plug-in's backend at stay's boundary: what it raises that is not a stay error is its
+    failure, one line naming it: ``ModelUnavailable`` for a ``ConnectionError`` or
+    ``TimeoutError``, else ``ModelError``. stay's own backends are not wrapped."""
+
+    def __init__(self, made: object, where: str) -> None:
+        self._made, self._where = made, where
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("_"):  # its private parts, and ours before __init__ ran (a copy): not the protocol
+            raise AttributeError(attr)
+        try:
+            value = getattr(self._made, attr)
+        except AttributeError:
+            raise  # an optional member it lacks: ``getattr(backend, name, default)`` reads on
+        except Exception as exc:
+            raise self._failed(exc) from None
+        if not callable(value):
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            asked = args[0] if args and isinstance(args[0], ModelRequest) else None
+            where = f"stage {asked.stage} ({asked.artefact}): " if asked is not None else ""
+            found = self._guarded(lambda: value(*args, **kwargs), where)
+            return self._awaited(found, where, attr) if inspect.isawaitable(found) else self._kind(found, where, attr)
+        return call
+
+    def _kind(self, found: T, where: str, attr: str) -> T:
+        """``found`` when it is what the protocol says ``attr`` returns, else that plug-in's failure."""
+        kinds = _RETURNS.get(attr, (object,))
+        if isinstance(found, kinds):
+            return found
+        raise self._failed(TypeError(f"{attr}() returned a {type(found).__name__}, not a "
+                                     f"{' or '.join(kind.__name__ for kind in kinds)}"), where)
+
+    def _guarded(self, run: Callable[[], T], where: str = "") -> T:
+        try:
+            return run()
+        except StayError:
+            raise  # the backend's own words: a refusal, a cut-off answer, retries spent
+        except Exception as exc:
+            raise self._failed(exc, where) from None
+
+    async def _awaited(self, found: Awaitable[T], where: str, attr: str) -> T:
+        try:
+            return self._kind(await found, where, attr)
+        except StayError:
+            raise
+        except Exception as exc:
+            raise self._failed(exc, where) from None
+
+    def _failed(self, exc: Exception, where: str = "") -> StayError:
+        kind = ModelUnavailable if isinstance(exc, (ConnectionError, TimeoutError)) else ModelError
+        return kind(f"{where}{self._where} failed: {type(exc).__name__}: {redact(_line(exc))} (an error of "
+                    "that plug-in, not of stay: see its documentation, or choose another --backend)")
+
+
+_RETURNS: dict[str, tuple[type, ...]] = {"complete": (ModelAnswer,), "acomplete": (ModelAnswer,),
+                                         "screen": (str, type(None)), "screening": (Screening,)}
+"""What the protocol's calls return, held at the boundary: anything else would fail inside stay."""
+
+
+def _line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200] or "(no message)"
+
+
+def backend_from(settings: Settings, *, progress: Callable[[str], None] | None = None,
+                 client: anthropic.Anthropic | None = None) -> ModelClient:
+    """The backend ``settings`` choose, made by its registered factory; ``client``: an SDK client
+    made elsewhere (batch scoring's), for Claude alone."""
+    return make_backend(settings.chosen_backend, settings, progress=progress, client=client)
+
+
+HoldMore = Callable[[dict[str, Any], ModelAnswer | None], bool | None]
+"""Told (the parameters to be sent, the reply already paid or None); returns once held, or raises
+``CostCapReached``; True when it counted the paid reply (the answer's usage then leaves it out)."""
+
+HoldInstead = Callable[[dict[str, Any]], None]
+"""Told the first request's parameters when they differ from those held for; holds them instead."""
+
+_HOLD: ContextVar[tuple[HoldMore, HoldInstead | None] | None] = ContextVar("stay_hold_more", default=None)
+
+
+@contextmanager
+def holding(hold: HoldMore, instead: HoldInstead | None = None) -> Iterator[None]:
+    """``hold`` is told of every further billed request of the call made inside, ``instead`` of a
+    roomier first request (without it, ``hold`` is, on top of the first hold, never under it)."""
+    token = _HOLD.set((hold, instead))
+    try:
+        yield
+    finally:
+        _HOLD.reset(token)
+
+
+def hold_more(params: dict[str, Any], paid: ModelAnswer | None) -> bool:
+    """Before a further billed request of the current call: hold it, or stop here. True when
+    ``paid`` was counted as a call of its own (no gateway around: False)."""
+    hooks = _HOLD.get()
+    return hooks is not None and bool(hooks[0](params, paid))
+
+
+def hold_instead(params: dict[str, Any]) -> None:
+    """Before the call's first request goes out roomier than held for: hold it instead, or stop here."""
+    hooks = _HOLD.get()
+    if hooks is None:
+        return
+    hold, instead = hooks
+    if instead is None:
+        hold(params, None)
+    else:
+        instead(params)
+
+@dataclass(frozen=True)
+class Room:
+    known: int | None
+    """The answer room an earlier run found this request needs, or None."""
+    remember: Callable[[int], None]
+    """Records the answer room this request needs (its answer was cut off at less)."""
+
+
+_ROOM: ContextVar[Room | None] = ContextVar("stay_answer_room", default=None)
+
+
+@contextmanager
+def sizing(room: Room) -> Iterator[None]:
+    token = _ROOM.set(room)
+    try:
+        yield
+    finally:
+        _ROOM.reset(token)
+
+
+def known_room() -> int | None:
+    room = _ROOM.get()
+    return None if room is None else room.known
+
+
+def needs_room(answer_tokens: int) -> None:
+    """Before a retry with more room: the current request needs ``answer_tokens``."""
+    room = _ROOM.get()
+    if room is not None:
+        room.remember(answer_tokens)

@@ -27,7 +27,7 @@ from stay.validate import BLOOM_FILE, HOUSE_FILE
 # -- where each reference document applies --------------------------------------------
 # A Markdown document in prompts/reference/ opens with YAML front matter (stages: [outcomes,
 # quiz], files: ["modules/**/*.md"] or always: true); a YAML one says it in <name>.applies.yaml
-# beside it; the validator's two data files come from the data directory (Prompts.load). Every file of reference/ is read:
+# beside it; the two data files come from the data directory (Prompts.load). Every file is read:
 # one that is no document, or applies nowhere, is refused. A stage's set is derived before
 # the run, in a stable order: the references every stage shares (the cached prefix), its floor
 # (Stage.needs), then the others by name. The front matter is not sent.

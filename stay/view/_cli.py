@@ -1,8 +1,5 @@
-"""``stay view SLUG``: the command's arguments and what it does.
-
-``view_parser`` adds the subcommand to ``stay``'s parser; ``view_main`` runs it and returns
-the exit code. Kept apart from stay/cli.py so the command owns its options.
-"""
+"""``stay view SLUG``: ``view_parser`` adds the subcommand to ``stay``'s parser; ``view_main``
+runs it and returns the exit code."""
 
 from __future__ import annotations
 
@@ -17,7 +14,6 @@ DESCRIPTION = ("render a course (or, with no slug, every course and a listing) a
 
 
 def view_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``view`` to ``subparsers`` (the object ``add_subparsers`` returned)."""
     from stay.settings import JUDGED_HELP, registered_backends
 
     view: argparse.ArgumentParser = subparsers.add_parser("view", help=DESCRIPTION, description=DESCRIPTION)

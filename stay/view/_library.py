@@ -1,12 +1,6 @@
-"""A library of courses: every course in a courses directory as one site.
-
-``build_library`` reads the courses directory (never through a symlink) and renders each
-course's site in memory, as ``build_site`` does, plus a listing: one row a course with
-its title, audience, minutes, modules, lessons and a short health. ``write_library``
-writes the listing to ``<out>/index.html`` and each course under ``<out>/<slug>/``,
-after checking every directory it will write (stay/view/_out.py's ownership rules, per
-directory), so a refusal leaves everything as it was. Same courses, same bytes.
-"""
+"""A library of courses: every course in a courses directory (never read through a symlink)
+as one site, with a listing of them, one row each with a short health. Every directory it will
+write is checked first, so a refusal leaves everything as it was. Same courses, same bytes."""
 
 from __future__ import annotations
 
@@ -19,8 +13,14 @@ from stay.briefs import check_slug
 from stay.errors import UsageError
 from stay.view._env import STATIC_FILES, environment, static_text
 from stay.view._load import CourseView, LessonView
-from stay.view._out import write_marker
-from stay.view._site import check_out_dir, not_a_directory, only_sites, site_and_health, write_site
+from stay.view._site import (
+    check_out_dir,
+    not_a_directory,
+    only_sites,
+    site_and_health,
+    write_marker,
+    write_site,
+)
 from stay.view._status import Ledger, Validation
 
 MANIFEST = "course.yaml"
@@ -35,7 +35,6 @@ FINE = ("complete", "valid (no ledger)")
 
 @dataclass(frozen=True)
 class Row:
-    """One course on the listing."""
 
     slug: str
     title: str
@@ -53,7 +52,6 @@ class Row:
 
     @property
     def lessons(self) -> tuple[str, ...]:
-        """The ids of :attr:`pages`."""
         return tuple(lesson.id for lesson in self.pages)
 
 
@@ -68,9 +66,8 @@ class Library:
 
 
 def find_courses(courses_dir: str | os.PathLike[str]) -> tuple[list[Path], list[str]]:
-    """The course directories in ``courses_dir`` (sorted by name) and a line for each other
-    directory there, saying why it is skipped. Plain files are not directories of courses,
-    and are passed over without a word."""
+    """The course directories in ``courses_dir`` (sorted), and a line for each other directory
+    saying why it is skipped; plain files are passed over without a word."""
     root = Path(courses_dir)
     if not root.is_dir():
         raise not_a_directory(root, f"{option_name('--courses-dir')} {os.fspath(courses_dir)} is not a directory; "
@@ -98,8 +95,8 @@ def find_courses(courses_dir: str | os.PathLike[str]) -> tuple[list[Path], list[
 
 def build_library(courses_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
                   backend: str | None = None, learner: bool = False) -> Library:
-    """Every file of the library's site: the listing's, and each course's by slug. ``learner``:
-    learners' pages only (``build_site``), and a listing without the courses' health."""
+    """Every file of the library's site: the listing's, and each course's by slug (``learner``:
+    learners' pages, and a listing without health)."""
     found, skipped = find_courses(courses_dir)
     if not found:
         why = f" ({'; '.join(skipped)})" if skipped else ""
@@ -121,8 +118,7 @@ def build_library(courses_dir: str | os.PathLike[str], *, data_dir: str | os.Pat
 
 
 def write_library(library: Library, out_dir: str | os.PathLike[str], courses_dir: str | os.PathLike[str]) -> Path:
-    """Write the listing into ``out_dir`` and each course into ``out_dir/<slug>``; every
-    directory is checked before any is written. Returns the site directory."""
+    """Write the listing and each course under ``out_dir``, every directory checked before any is written."""
     out = Path(out_dir)
     check_out_dir(library.listing, out, courses_dir, among_sites=True)
     for slug, files in library.courses.items():
@@ -140,8 +136,6 @@ def write_library(library: Library, out_dir: str | os.PathLike[str], courses_dir
 def render_library(courses_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
                    data_dir: str | os.PathLike[str] | None = None,
                    backend: str | None = None, learner: bool = False) -> Library:
-    """Render every course in ``courses_dir`` and the listing into ``out_dir`` (``learner``: as
-    ``build_library``)."""
     library = build_library(courses_dir, data_dir=data_dir, backend=backend, learner=learner)
     write_library(library, out_dir, courses_dir)
     return library

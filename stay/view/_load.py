@@ -1,12 +1,6 @@
-"""Reading a course for the viewer: every file as what it is, or as why it is not.
-
-A course on disk is untrusted input. Nothing here raises for a bad file: each file
-becomes a ``Loaded`` that holds either its artefact or a one-line problem (missing,
-not UTF-8, not YAML, a field that does not fit, a link that leaves the course), and
-the pages show the problem where the content would be. Paths are only ever built
-from ids that match the contract's patterns; an id that does not is shown, never
-followed. Nothing here writes.
-"""
+"""Reading a course for the viewer. A course on disk is untrusted: each file becomes a
+``Loaded`` holding its artefact or a one-line problem, shown where the content would be,
+never raised. Paths are built only from ids matching the contract's patterns. Nothing writes."""
 
 from __future__ import annotations
 
@@ -116,9 +110,8 @@ def read_artefact(root: Path, relative: str, model: type[M]) -> Loaded[M]:
 
 
 def load_course(root: Path, data_dir: Path | None = None) -> CourseView:
-    """Everything the pages show, read once through the course reader; damage is
-    recorded, never raised. ``data_dir`` is the house style the course is held to
-    (None: the validator's default, ``stay.validate.default_data_dir``)."""
+    """Everything the pages show, read once; damage is recorded, never raised. ``data_dir``: the
+    house style the course is held to (None: the validator's default)."""
     files = CourseReader(root)
     curriculum = _within_house_style(files.read("curriculum.yaml", Curriculum), data_dir)
     modules: list[ModuleView] = []
@@ -147,9 +140,8 @@ def load_course(root: Path, data_dir: Path | None = None) -> CourseView:
 
 
 def _within_house_style(curriculum: Loaded[Curriculum], data_dir: Path | None) -> Loaded[Curriculum]:
-    """The curriculum, or a damaged one when it holds more lessons than house style's
-    largest course: every page lists every lesson, so the site grows with the square of
-    the curriculum, and nothing is read or rendered for one no build could write."""
+    """The curriculum, or a damaged one when it holds more lessons than house style's largest
+    course: every page lists every lesson, so the site grows with the square of its size."""
     if curriculum.model is None:
         return curriculum
     try:

@@ -1,22 +1,7 @@
-"""Eval reports as pages: a comparison of two runs, and the summary of one run.
-
-Each page is one self-contained HTML file (the stylesheet inline, no script, nothing
-fetched), deterministic for the same data, with every value escaped.
-
-The comparison page is built from a plain data shape defined here, not from the
-statistics code, so either can change without the other:
-
-* ``CompareHeader``: what was compared, by which judge and models, and how;
-* ``ScorerRow``: per scorer, both means with their intervals, the difference with
-  its interval, the raw and adjusted p-values, the minimum detectable effect and the
-  verdict;
-* ``ItemDiffRow``: per item matched between the runs (by content), both scores and
-  reasons. ``items=None`` means the items were not content-matched, and the page says
-  so instead of showing a diff.
-
-Scores are means of item scores in [0, 1] for the judged scorers; the bars scale to
-whatever range the values span, so counts (the validator's) draw too.
-"""
+"""Eval reports as pages: a comparison of two runs, and the summary of one run, each one
+self-contained HTML file (stylesheet inline, no script, nothing fetched), deterministic, every
+value escaped. The comparison is built from plain rows defined here, not from the statistics
+code, so either can change without the other; bars scale to whatever range the values span."""
 
 from __future__ import annotations
 
@@ -55,15 +40,13 @@ class ScorerRow:
     p_adjusted: float | None
     """After the multiple-comparison adjustment ``CompareHeader.adjustment`` names."""
     mde: float | None
-    """The minimum detectable effect: the smallest |difference| this many pairs detects
-    at the header's alpha and power (same units as the means)."""
+    """The minimum detectable effect at the header's alpha and power, in the means' units."""
     verdict: str
     """"better", "worse", or any other text (e.g. "no detectable difference")."""
     pairs: int = 0
     """Items present in both runs (shown when ``units`` is not given)."""
     test: str = ""
-    """What the test's units are: "builds" (each build's mean, brief by brief) or "items"
-    (items matched by content); empty when not known."""
+    """The test's units: "builds" or "items" (matched by content); empty when not known."""
     units: tuple[int, int] | None = None
     """Units in (baseline, candidate): builds for a "builds" test, matched items for "items"."""
     threshold: float | None = None
@@ -71,8 +54,7 @@ class ScorerRow:
     spread: float | None = None
     """The observed standard deviation the MDE was computed from."""
     judge: str = ""
-    """The judge's calibration ("kappa 0.84 [0.71, 0.93]", "uncalibrated", "not judged") and,
-    when the scorer may not gate, why; empty when not known."""
+    """The judge's calibration ("kappa 0.84 [0.71, 0.93]", ...) and why it may not gate; or empty."""
 
 
 @dataclass(frozen=True)
@@ -237,10 +219,8 @@ def _units(row: ScorerRow) -> str:
 
 def render_compare_html(header: CompareHeader, rows: Sequence[ScorerRow],
                         items: Sequence[ItemDiffRow] | None, detail: CompareDetail | None = None) -> str:
-    """The comparison page: per scorer both means with interval bars, the difference,
-    adjusted p, MDE and verdict; then the item diff (or why there is none); then, given
-    ``detail``, each brief's build means, the items side by side, the cost and the
-    prompt files that differ (``stay.view._compare_detail``)."""
+    """The comparison page: per scorer both means with interval bars, the difference, adjusted p,
+    MDE and verdict; the item diff (or why there is none); and, given ``detail``, the builds side by side."""
     ordered_items = None
     if items is not None:
         rank = {WORSE: 0, BETTER: 1, "removed": 2, "added": 3, "same": 4}
@@ -266,8 +246,7 @@ EXIT_MEANINGS = {
 
 
 def render_compare_refused_html(baseline: str, candidate: str, reason: str, exit_code: int) -> str:
-    """The page ``stay evals compare --html`` writes when it refuses to compare: which
-    reports, the one-line reason, and the exit code, so the page never outlives its run."""
+    """The page ``stay evals compare --html`` writes when it refuses: the reports, reason and exit code."""
     return environment().get_template("refused.html.j2").render(
         baseline=baseline, candidate=candidate, reason=reason, exit_code=exit_code,
         meaning=EXIT_MEANINGS.get(exit_code, "refused"), css=static_text("style.css"))
@@ -275,10 +254,9 @@ def render_compare_refused_html(baseline: str, candidate: str, reason: str, exit
 
 def render_run_summary_html(report: Mapping[str, Any], errors: Mapping[str, MeanError] | None = None,
                             method: str = "") -> str:
-    """One eval run's report (the JSON ``stay.scoring._report.report`` writes) as a page:
-    who judged with which models, the mean per scorer (with ``errors``: its mean over builds
-    with the standard error and an error bar, ``method`` saying how), per brief scores and
-    every item with its reason, and what building and judging cost. Missing fields show as n/a."""
+    """One eval run's report (the JSON ``stay.scoring._report.report`` writes) as a page: judges,
+    means per scorer (with ``errors``: over builds, with error bars), per-brief scores, every item
+    with its reason, and the cost. Missing fields show as n/a."""
     briefs = _clean_briefs(report.get("briefs"))
     scorers = sorted({name for entry in briefs.values() for name in (entry.get("scorers") or {})})
     means: Mapping[str, Any] = report.get("means") or {}
@@ -295,8 +273,7 @@ def render_run_summary_html(report: Mapping[str, Any], errors: Mapping[str, Mean
 
 
 def _clean_briefs(raw: Any) -> dict[str, dict[str, Any]]:
-    """The report's briefs with anything of the wrong shape dropped, so a damaged
-    report renders what it can instead of failing."""
+    """The report's briefs without anything of the wrong shape: a damaged report renders what it can."""
     if not isinstance(raw, Mapping):
         return {}
     briefs: dict[str, dict[str, Any]] = {}
@@ -316,8 +293,7 @@ def _clean_briefs(raw: Any) -> dict[str, dict[str, Any]]:
 
 
 def _builds(raw: Mapping[Any, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """(label, entry) per build: a version 2 report keeps each brief's builds (one per
-    epoch), shown as '<slug> e01'; a version 1 entry is one build under its slug."""
+    """(label, entry) per build: version 2 keeps each brief's builds ('<slug> e01'); version 1 one."""
     found: list[tuple[str, Mapping[str, Any]]] = []
     for slug, entry in raw.items():
         if not isinstance(entry, Mapping):
@@ -336,8 +312,7 @@ def _builds(raw: Mapping[Any, Any]) -> list[tuple[str, Mapping[str, Any]]]:
 
 
 def _failed(result: Mapping[str, Any]) -> int:
-    """Judge failures of one result: a version 2 report counts unparseable replies and
-    model or API errors apart; a version 1 report kept one count, ``failed``."""
+    """Judge failures of one result: version 2 counts unparseable replies and errors apart, 1 one count."""
     counts = [result.get(key) for key in ("unparseable", "errors")]
     if any(isinstance(c, int) and not isinstance(c, bool) for c in counts):
         return sum(c for c in counts if isinstance(c, int) and not isinstance(c, bool))

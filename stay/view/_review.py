@@ -1,15 +1,7 @@
-"""The review page: what a reviewer must judge at the gate a course waits at.
-
-``review_page`` reads the gate from the ledger (``stay.pipeline.gate_review``, which
-writes nothing), keeps the validator's defects in the files the gate covers, turns what
-changed since the last answer into diff lines (only against earlier text the course
-keeps, by digest; else it says the text is not kept, and lists the files the last
-answer could not keep), diffs each proposal ``stay revise --show`` left waiting against
-the file, and prints the commands that answer the gate (or keep a proposal) as a person
-would paste them. The page shows every value as text: the
-template escapes it, and a diff line is marked ``+``/``-`` in its text as well as its
-colour.
-"""
+"""The review page: what a reviewer must judge at the gate a course waits at (the gate from
+the ledger, the validator's defects in its files, diffs against the earlier text the course
+keeps and against waiting proposals), and the commands that answer it, as a person would paste
+them. A diff line is marked ``+``/``-`` in its text as well as its colour."""
 
 from __future__ import annotations
 
@@ -70,8 +62,7 @@ def tracked(root: Path) -> bool:
 
 
 def review_page(root: Path, course: CourseView, validation: Validation, settings: Settings | None = None) -> Review:
-    """What the review page shows for the course at ``root`` (``settings``: None, the
-    environment's); reads, never writes."""
+    """What the review page shows for the course at ``root``; reads, never writes."""
     capstone = tuple(capstone_outcomes(course.assessment.model)) if course.assessment.model else ()
     try:
         data = gate_review(root.name, courses_dir=root.parent, settings=settings)
@@ -93,7 +84,6 @@ def review_page(root: Path, course: CourseView, validation: Validation, settings
 
 def diff_lines(path: str, earlier: str, now: str,
                labels: tuple[str, str] = ("at the last answer", "now")) -> tuple[DiffLine, ...]:
-    """A unified diff of ``earlier`` against ``now``, each line with its kind."""
     lines = difflib.unified_diff(earlier.splitlines(), now.splitlines(), f"{path} ({labels[0]})",
                                  f"{path} ({labels[1]})", lineterm="")
     return tuple(DiffLine(_kind(line), line) for line in lines)
@@ -106,9 +96,8 @@ def _kind(line: str) -> str:
 
 
 def commands(root: Path, data: GateReview) -> dict[str, tuple[str, ...]]:
-    """The commands that answer the gate, as they parse (``stay approve SLUG GATE``,
-    ``--decline --note``, ``stay revise SLUG TARGET --note``), one revise per file the
-    gate's own phase wrote, each carrying the --courses-dir the course is under."""
+    """The commands that answer the gate, as they parse: approve, decline, and one revise per
+    file the gate's phase wrote, each with the page's --courses-dir."""
     assert data.gate is not None
     slug, where = shlex.quote(root.name), _courses_flag(root.parent)
     approve = f"stay approve {slug} {data.gate}"
@@ -120,8 +109,7 @@ def commands(root: Path, data: GateReview) -> dict[str, tuple[str, ...]]:
 
 
 def _command(root: Path, words: tuple[str, ...]) -> str:
-    """``stay WORDS`` as a person would paste it, the note placeholder as the other commands
-    print it, with the --courses-dir the course is under."""
+    """``stay WORDS`` as a person would paste it, with the course's --courses-dir."""
     shown = (NOTE if word == repr("...") else shlex.quote(word) for word in words)
     return f"stay {' '.join(shown)}{_courses_flag(root.parent)}"
 

@@ -1,12 +1,6 @@
-"""Serving a rendered site on the loopback interface, for a quick look in a browser.
-
-Only regular files inside the site are served: never through a symlink, never a
-directory listing. A request must name this server in its ``Host`` header
-(``127.0.0.1:PORT`` or ``localhost:PORT``): a page on another site that rebinds its own
-name to 127.0.0.1 (DNS rebinding) gets 421, not the course. A URL that names nothing
-gets a plain 400 or 404, and the log line of every request is escaped, so a request
-cannot write terminal escape sequences to the person's terminal.
-"""
+"""Serving a rendered site on the loopback interface: only regular files inside it, never
+through a symlink nor a listing. The ``Host`` header must name this server (DNS rebinding gets
+421), and every log line is escaped, so a request cannot write terminal escape sequences."""
 
 from __future__ import annotations
 
@@ -31,21 +25,18 @@ _NAMES = (HOST, "localhost")
 
 
 def printable(text: str) -> str:
-    """``text`` with every character a terminal could act on (escape, C1 controls, bidi
-    marks, line breaks) written as a Python escape."""
+    """``text`` with every character a terminal could act on written as a Python escape."""
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 class SiteServer(ThreadingHTTPServer):
-    """One site's server; its request threads are daemons (as ThreadingHTTPServer's are), so
-    a client that never finishes cannot hold Ctrl-C up."""
+    """One site's server; daemon request threads, so a client that never finishes cannot hold Ctrl-C up."""
 
     def __init__(self, site: Path, port: int) -> None:
         self.site = site.resolve()
         super().__init__((HOST, port), SiteHandler)
 
     def hosts(self) -> frozenset[str]:
-        """The Host header values that name this server."""
         port = self.server_address[1]
         bare = frozenset(_NAMES) if port == 80 else frozenset()
         return frozenset(f"{name}:{port}" for name in _NAMES) | bare
@@ -154,7 +145,6 @@ def make_server(site: Path, port: int) -> SiteServer:
 
 
 def serve(site: Path, port: int, announce: Any = print) -> None:
-    """Serve until interrupted (Ctrl-C)."""
     server = make_server(site, port)
     host, bound = server.server_address[:2]
     announce(f"serving {site} at http://{host!s}:{bound}/ (Ctrl-C to stop)")

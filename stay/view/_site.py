@@ -1,15 +1,15 @@
-"""A course as a static site: pages in memory first, then written whole.
-
-``build_site`` is pure apart from reading the course (and the ledger and validator,
-which only read): the same course gives the same bytes, with no clock in them.
-``write_site`` writes into a directory that is outside the course, and is either
-new, empty, or a site this function wrote before: it overwrites and removes only files
-whose bytes it wrote (``.stay-site``, stay/view/_out.py), never a person's.
-"""
+"""A course as a static site: pages in memory first (the same course, the same bytes), then
+written whole into a directory outside the course that is new, empty, or an earlier site:
+only files whose bytes the viewer wrote (``.stay-site``) are overwritten, never a person's."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import os
+import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,25 +17,21 @@ from typing import Any
 from pydantic import BaseModel
 
 from stay._words import command_name, no_course, option_name
-from stay.artefacts import write_bytes_atomic
+from stay.artefacts import TEMPORARY, write_bytes_atomic, write_text_atomic
 from stay.errors import CourseNotFound, CoursePathError, UsageError
 from stay.settings import Settings
 from stay.validate import data_files, default_data_dir, names_in
-from stay.view._env import STATIC_FILES, environment, static_text
-from stay.view._links import Links, outcomes_map
-from stay.view._load import CourseView, LessonView, Loaded, load_course
-from stay.view._markdown import Rendered, pygments_css, render_markdown
-from stay.view._out import (
-    MARKER,
-    conflicts,
-    digest,
-    file_digest,
-    owned_now,
-    read_marker,
-    settle_folder,
-    sweep_temporaries,
-    write_marker,
+from stay.view._env import (
+    STATIC_FILES,
+    Links,
+    Rendered,
+    environment,
+    outcomes_map,
+    pygments_css,
+    render_markdown,
+    static_text,
 )
+from stay.view._load import CourseView, LessonView, Loaded, load_course
 from stay.view._review import PAGE as REVIEW_PAGE
 from stay.view._review import review_page, tracked
 from stay.view._status import Ledger, Validation, read_ledger, run_validator
@@ -48,8 +44,7 @@ AUTHOR_PAGES = (("status.html", "Status"), ("outcomes.html", "Outcomes map"))
 
 @dataclass(frozen=True)
 class DataFile:
-    """A data file the site offers for download, at its path in the course (``assets/orders.csv``):
-    a lesson's own link to it then works from the pages, which sit beside ``assets/``."""
+    """A data file offered for download at its course path, so a lesson's own link to it works."""
 
     path: str
     size: int
@@ -79,19 +74,14 @@ class LessonPage:
 
 def build_site(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
                library: str | None = None, backend: str | None = None, learner: bool = False) -> dict[str, bytes]:
-    """Every file of the site, by its name, for the course at ``course_dir``. ``library`` is
-    the listing's address from the course's pages when the course is rendered in a library
-    of courses (stay/view/_library.py): each page's header then links back to it.
-    ``backend``: the statuses judge the files against its models (``stay status --backend``;
-    None: $STAY_BACKEND, else what the course's ledger records it was built with).
-    ``learner``: only the learners' pages (:data:`PAGES` and the lessons), for publishing: no
-    author's page, and no link to one (``stay view --learner``)."""
+    """Every file of the site, by name, for the course at ``course_dir``. ``library``: the
+    listing's address, when rendered in a library; ``backend``: the models the statuses judge
+    against (None: the ledger's); ``learner``: only the learners' pages, with no link to an author's."""
     return site_and_health(course_dir, data_dir=data_dir, library=library, backend=backend, learner=learner)[0]
 
 
 def not_a_directory(root: Path, message: str) -> CoursePathError:
-    """The viewer's refusal of a course (or courses) path that is not a directory, naming it
-    (``path``): a CourseNotFound, a FileNotFoundError too, when nothing is there at all."""
+    """The refusal of a path that is not a directory: a CourseNotFound (a FileNotFoundError too)."""
     return (CoursePathError if os.path.lexists(root) else CourseNotFound)(message, path=root)
 
 
@@ -106,8 +96,7 @@ def missing_course(root: Path) -> CoursePathError:
 def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
                     library: str | None = None, backend: str | None = None,
                     learner: bool = False) -> tuple[dict[str, bytes], CourseView, Ledger, Validation]:
-    """``build_site``'s files, with the course, ledger and validation the pages were made
-    from (a library's listing sums them up without reading the course twice)."""
+    """``build_site``'s files, with what they were made from (a library's listing sums them up)."""
     root = Path(course_dir)
     if not root.is_dir():
         raise missing_course(root)
@@ -160,8 +149,7 @@ def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.Pa
 
 
 def _named(offered: dict[str, DataFile], *sources: str | BaseModel | None) -> tuple[DataFile, ...]:
-    """The offered data files that ``sources`` (a text, or a file's model, every string of
-    it) name, in the order first named, by the validator's reading of a name (``names_in``)."""
+    """The offered data files ``sources`` name (every string of them), in the order first named."""
     found = names_in(*(source.model_dump() if isinstance(source, BaseModel) else source
                        for source in sources if source is not None))
     return tuple(offered[path] for path in found if path in offered)
@@ -189,8 +177,7 @@ def _budget(course: CourseView) -> dict[str, int | None]:
 
 
 def file_state(loaded: Loaded[Any], ledger: Ledger, validation: Validation) -> dict[str, Any]:
-    """What a page says about one file: its ledger status (if any), and whether it could
-    be read, and its validator defects."""
+    """What a page says about one file: its ledger status, whether it could be read, its defects."""
     status = ledger.status_of(loaded.path)
     shown: list[tuple[str, str]] = []
     if status is not None:
@@ -213,14 +200,12 @@ def file_kind(path: str) -> str:
 
 
 def default_out_dir(slug: str) -> Path:
-    """``site/<slug>`` under the current directory: like mkdocs' ``site/``, beside the
-    project, never inside a course."""
+    """``site/<slug>`` under the current directory, beside the project (as mkdocs'), never inside a course."""
     return Path("site") / slug
 
 
 def write_site(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_dir: str | os.PathLike[str]) -> Path:
-    """Write ``site`` into ``out_dir``, refusing any place inside the course, and any file
-    there that this function did not write (stay/view/_out.py). Returns the directory."""
+    """Write ``site`` into ``out_dir``, refusing a place inside the course or a file it did not write."""
     out, owned = check_out_dir(site, out_dir, course_dir)
     new = {name: digest(data) for name, data in site.items()}
     sweep_temporaries(out, {MARKER, *site, *owned})
@@ -241,10 +226,8 @@ def write_site(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_d
 
 def check_out_dir(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_dir: str | os.PathLike[str],
                   *, among_sites: bool = False) -> tuple[Path, dict[str, str]]:
-    """The refusals of ``write_site``, raised before anything is written (a library checks
-    every directory it will write first): the resolved directory and the files in it that
-    are the viewer's own (name -> sha256). ``among_sites``: a directory with no marker
-    that holds only earlier sites (``only_sites``) counts as empty."""
+    """The refusals of ``write_site``, before anything is written: the resolved directory and the
+    viewer's own files in it (name -> sha256). ``among_sites``: only earlier sites counts as empty."""
     out = Path(out_dir).resolve()
     course = Path(course_dir).resolve()
     named = f"{option_name('--out')} {out_dir}"  # as the caller gave it: the flag, or out_dir from Python
@@ -266,9 +249,8 @@ def check_out_dir(site: dict[str, bytes], out_dir: str | os.PathLike[str], cours
 
 
 def only_sites(out: Path) -> bool:
-    """Whether ``out`` has no marker and holds nothing but directories an earlier ``stay view``
-    wrote (each with its own marker): ``site/`` after single-course renders into
-    ``site/<slug>``, which a library of courses takes as its folder."""
+    """Whether ``out`` has no marker and holds only earlier sites (``site/`` after renders into
+    ``site/<slug>``, which a library takes as its folder)."""
     if not out.is_dir() or os.path.lexists(out / MARKER):
         return False
     with os.scandir(out) as entries:
@@ -279,12 +261,177 @@ def only_sites(out: Path) -> bool:
 def render_course(course_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *,
                   data_dir: str | os.PathLike[str] | None = None, backend: str | None = None,
                   learner: bool = False) -> Path:
-    """Render the course at ``course_dir`` into ``out_dir`` (by default ``site/<slug>``, as
-    ``stay view SLUG``, so a hint names the call by the course alone); returns the site directory.
-    ``learner``: the learners' pages only, as ``build_site``."""
+    """Render the course into ``out_dir`` (default ``site/<slug>``); returns the site directory."""
     out = default_out_dir(Path(course_dir).resolve().name) if out_dir is None else out_dir
     site = build_site(course_dir, data_dir=data_dir, backend=backend, learner=learner)
     return write_site(site, out, course_dir)
 
 
 __all__ = ["build_site", "default_out_dir", "load_course", "render_course", "write_site"]
+
+
+MARKER = ".stay-site"
+"""The viewer's record of the files it wrote, by name, with their sha256."""
+FOLDER = "assets"
+"""The one folder of a site: the course's data files (``assets/<name>``), as in the course."""
+MARKER_MAX_BYTES = 16 * 1024 * 1024
+"""A marker is about 100 bytes a page; a larger one was not written by the viewer."""
+_NAME_MAX = 255  # the longest file name POSIX file systems take
+_CHUNK = 1024 * 1024
+
+Recorded = dict[str, frozenset[str]]
+"""file name -> every sha256 the viewer recorded for it (old and about-to-be-written)."""
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def plain_name(name: object) -> bool:
+    """Whether ``name`` (read from a marker) names a file directly in the site directory."""
+    return (isinstance(name, str) and 0 < len(name) <= _NAME_MAX and name not in (".", "..", MARKER)
+            and not any(c in name for c in "/\\\x00") and all(c.isprintable() for c in name))
+
+
+def site_name(name: object) -> bool:
+    """Whether a name read from a marker is one a render may write: plain, or in :data:`FOLDER`."""
+    if isinstance(name, str) and name.startswith(FOLDER + "/"):
+        return plain_name(name[len(FOLDER) + 1:])
+    return plain_name(name)
+
+
+def folder_state(out: Path) -> str:
+    """What ``out``/:data:`FOLDER` is, never through a link: "absent", "folder", or "other"."""
+    try:
+        mode = (out / FOLDER).lstat().st_mode
+    except FileNotFoundError:
+        return "absent"
+    except OSError:
+        return "other"
+    return "folder" if stat.S_ISDIR(mode) else "other"
+
+
+def _reachable(out: Path, name: str) -> bool:
+    """Whether ``out``/``name`` can be looked at without following a link."""
+    return "/" not in name or folder_state(out) == "folder"
+
+
+def _sha256(value: object) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
+def file_digest(path: Path) -> str | None:
+    """The sha256 of a regular file at ``path`` (never through a symlink); None for anything else."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        hashed = hashlib.sha256()
+        while chunk := os.read(fd, _CHUNK):
+            hashed.update(chunk)
+        return hashed.hexdigest()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_marker(out: Path, given: str | os.PathLike[str]) -> Recorded:
+    """What an earlier render recorded in ``out``; an unreadable marker owns nothing."""
+    if not out.is_dir():
+        return {}
+    named = f"{option_name('--out')} {given}"  # as the caller gave it: the flag, or out_dir from Python
+    marker = out / MARKER
+    try:
+        mode = marker.lstat().st_mode
+    except FileNotFoundError:
+        if any(out.iterdir()):
+            raise UsageError(f"{named} is not empty and was not written by {command_name('view')}; choose an "
+                             "empty or new directory") from None
+        return {}
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"{named}: {MARKER} is not a file {command_name('view')} wrote (a link, a directory "
+                         "or a device); remove it or choose another directory")
+    try:
+        fd = os.open(marker, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            raw = handle.read(MARKER_MAX_BYTES + 1)
+        data = json.loads(raw) if len(raw) <= MARKER_MAX_BYTES else None
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return _recorded(data)
+
+
+def _recorded(data: object) -> Recorded:
+    """The well-formed names and hashes of a marker; anything else (an older viewer's list) owns nothing."""
+    if not isinstance(data, dict):
+        return {}
+    found: dict[str, set[str]] = {}
+    for key in ("files", "writing"):
+        table = data.get(key)
+        if not isinstance(table, dict):
+            continue
+        for name, sha in table.items():
+            if site_name(name) and _sha256(sha):
+                found.setdefault(name, set()).add(sha)
+    return {name: frozenset(hashes) for name, hashes in found.items()}
+
+
+def owned_now(out: Path, recorded: Recorded) -> dict[str, str]:
+    """name -> current sha256, for the recorded files whose bytes are still the viewer's."""
+    owned = {}
+    for name, hashes in recorded.items():
+        sha = file_digest(out / name) if _reachable(out, name) else None
+        if sha is not None and sha in hashes:
+            owned[name] = sha
+    return owned
+
+
+def conflicts(out: Path, site: Mapping[str, bytes], owned: Mapping[str, str]) -> list[str]:
+    """The names the site would overwrite that are not the viewer's (a person's file, a page
+    edited since, a symlink, a directory); a file already holding the new bytes is none."""
+    found = []
+    if any("/" in name for name in site) and folder_state(out) == "other":
+        found.append(FOLDER)
+    for name, data in site.items():
+        path = out / name
+        if name in owned or not _reachable(out, name) or not os.path.lexists(path):
+            continue
+        if file_digest(path) != digest(data):
+            found.append(name)
+    return found
+
+
+def sweep_temporaries(out: Path, names: set[str]) -> None:
+    """Remove what a killed render left half-written: only files named exactly as
+    write_text_atomic names a temporary of ``names``, so a person's own ``*.tmp`` is never touched."""
+    if not out.is_dir():
+        return
+    places = [(out, {name for name in names if "/" not in name})]
+    if folder_state(out) == "folder":
+        places.append((out / FOLDER, {name.partition("/")[2] for name in names if "/" in name}))
+    for place, named in places:
+        for entry in os.scandir(place):
+            match = TEMPORARY.fullmatch(entry.name)  # the one form write_text_atomic gives a temporary
+            if match and match.group("name") in named and entry.is_file(follow_symlinks=False):
+                os.unlink(entry.path)
+
+
+def settle_folder(out: Path, site: Mapping[str, bytes]) -> None:
+    """Make :data:`FOLDER` when ``site`` has data files, else remove a real folder left empty."""
+    if any("/" in name for name in site):
+        (out / FOLDER).mkdir(exist_ok=True)  # a link or a file there was refused before (conflicts)
+    elif folder_state(out) == "folder":
+        with contextlib.suppress(OSError):  # not empty
+            (out / FOLDER).rmdir()
+
+
+def write_marker(out: Path, files: Mapping[str, str], writing: Mapping[str, str] | None = None) -> None:
+    """Record ``files`` (name -> sha256 on disk) and ``writing`` (name -> sha256 about to be written)."""
+    data: dict[str, dict[str, str]] = {"files": dict(sorted(files.items()))}
+    if writing is not None:
+        data["writing"] = dict(sorted(writing.items()))
+    write_text_atomic(out / MARKER, json.dumps(data, indent=1) + "\n")

@@ -1,10 +1,10 @@
-"""What the pages say about a course's health: the ledger's statuses and gates, and
-the validator's result. Each is read through stay's public API; a course that has no
-ledger, or whose ledger or files cannot be read, is described, not raised."""
+"""What the pages say about a course's health: the ledger's statuses and gates, and the
+validator's result, read through the public API; unreadable is described, never raised."""
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,10 +26,7 @@ class Ledger:
     gates: dict[str, str] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for state, _why in self.statuses.values():
-            found[state] = found.get(state, 0) + 1
-        return dict(sorted(found.items()))
+        return dict(sorted(Counter(state for state, _why in self.statuses.values()).items()))
 
     def status_of(self, path: str) -> tuple[str, tuple[str, ...]] | None:
         return self.statuses.get(path)
@@ -51,8 +48,7 @@ class Validation:
 
 
 def read_ledger(course: Path, settings: Settings | None = None) -> Ledger:
-    """Statuses and gate verdicts from ``stay.pipeline.status`` and ``gate_status``, with
-    ``settings`` (None: the environment's)."""
+    """Statuses and gate verdicts from ``stay.pipeline.status`` and ``gate_status``."""
     if not (course / LEDGER_FILE).is_file():
         return Ledger(tracked=False, note=NO_LEDGER)
     from stay.pipeline import gate_status, status

@@ -20,7 +20,7 @@ from stay.models import (
     Usage,
     request_params,
 )
-from stay.models._wire import SDK_NONSTREAMING_TOKENS, streams
+from stay.models._anthropic import SDK_NONSTREAMING_TOKENS, streams
 from stay.pipeline import build_course
 from stay.stages import COMMON_REFERENCES, REGISTRY, STAGES, Prompts
 from tests.expected import curriculum_of, total_calls

@@ -298,7 +298,7 @@ def test_a_remembered_room_is_asked_at_once_held_first_and_bounded_by_the_models
     yet); a cut-off then is recorded before its retry is held."""
     from stay.errors import TruncationError
     from stay.models import AnthropicBackend, ModelAnswer, holding
-    from stay.models._room import Room, sizing
+    from stay.models._protocol import Room, sizing
     from tests.models.helpers import KEY, audience_request, quiet
 
     model, request = ONE_ROOM_MODELS["STAY_MODEL_ANALYSIS"], audience_request()

@@ -12,9 +12,8 @@ import pytest
 
 from stay.errors import AnswerError, ModelError, ModelUnavailable, RefusalError, TruncationError, UsageError
 from stay.models import _openai
-from stay.models._openai import OpenAIBackend, make
-from stay.models._openai_schema import request_params, strict_schema, unnull
-from stay.models._screen import screen_request
+from stay.models._openai import OpenAIBackend, make, request_params, strict_schema, unnull
+from stay.models._protocol import screen_request
 from stay.pipeline import build_course
 from stay.requests import ModelAnswer, ModelRequest
 from stay.settings import Settings
@@ -254,7 +253,7 @@ def test_cache_writes_where_a_server_reports_them_are_counted_and_the_default_mo
     from openai.types.chat import ChatCompletion
 
     from stay.models import PRICES, cost
-    from stay.models._openai_schema import usage_of
+    from stay.models._openai import usage_of
 
     completion = ChatCompletion.model_validate({
         "id": "c", "object": "chat.completion", "created": 0, "model": _openai.OPENAI_MODEL, "choices": [],

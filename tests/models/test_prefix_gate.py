@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from stay.models import MIN_CACHEABLE_TOKENS, PrefixGate, min_cacheable_tokens, prefix_keys
-from stay.models._prefix_gate import CHARS_PER_TOKEN
+from stay.models._anthropic import CHARS_PER_TOKEN
 from stay.settings import DEFAULT_MODELS
 
 LONG = "x" * 5_000

@@ -1,4 +1,4 @@
-"""Differential test of a fast path: the prefix gate (``stay/models/_prefix_gate.py``),
+"""Differential test of a fast path: the prefix gate (``PrefixGate`` in ``stay/models/_anthropic.py``),
 which holds a request while another one writes the cache prefix it would read and lets
 it go when the writer's response begins, against the slow path, the same requests with
 no gate (``warm_prefixes=False``).
@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stay.models import AnthropicBackend, ModelRequest, OfflineBackend
-from stay.models._roles import DEFAULT_MODELS, THINKING, Thinking
+from stay.models._prices import DEFAULT_MODELS, THINKING, Thinking
 from stay.pipeline import build_course
 from stay.requests import ModelAnswer
 from tests.models.fake_api import CacheAccounting, FakeMessagesAPI

@@ -26,7 +26,7 @@ import pytest
 
 from stay.models import AnthropicBackend, ModelAnswer, ModelClient, ModelRequest, OfflineBackend
 from stay.models._openai import OpenAIBackend
-from stay.models._screen import Screening
+from stay.models._protocol import Screening
 from stay.pipeline import build_course
 from stay.settings import Settings
 from tests.conftest import ROOT

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stay.models import OfflineBackend
-from stay.models._wire import _user_content as user_content
+from stay.models._anthropic import _user_content as user_content
 from stay.pipeline import build_course
 from stay.scoring import (
     CourseOnDisk,

@@ -18,7 +18,7 @@ from stay.pipeline import build_course
 from stay.view import _library, render_course
 from stay.view._env import STATIC_FILES
 from stay.view._library import LISTING, build_library, render_library
-from stay.view._out import MARKER
+from stay.view._site import MARKER
 from tests.conftest import ROOT, run_stay
 from tests.view.conftest import page_text, quiet
 

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 import stay.artefacts as artefacts
 from stay.validate import validate_course
 from stay.view import build_site, render_course
+from stay.view._env import render_markdown
 from stay.view._load import load_course
-from stay.view._markdown import render_markdown
 from stay.view._status import NO_LEDGER, badge_class
 from tests.conftest import ROOT, SAMPLE, run_stay
 from tests.expected import artefacts_of

@@ -18,7 +18,7 @@ import pytest
 
 from stay.errors import EXIT_INTERRUPTED, UsageError
 from stay.view import write_site
-from stay.view._out import MARKER
+from stay.view._site import MARKER
 from tests.conftest import ROOT, SAMPLE, run_stay
 from tests.fixtures.rules.ast import SAMPLE_DATA
 
