@@ -89,6 +89,7 @@ def test_the_wheel_is_typed_runnable_and_licensed(wheel: Path) -> None:
     assert fields["Version"] == [stay.__version__]
 
 
+@pytest.mark.slow
 def test_mypy_checks_user_code_against_the_installed_wheel(wheel: Path, tmp_path: Path) -> None:
     """Installed (unpacked onto the path, outside the checkout), stay is a typed package:
     mypy --strict reads its annotations, so a wrong use of ``build_course`` is an error.
