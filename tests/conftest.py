@@ -42,9 +42,12 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test that drives a real browser is in the slow tier, whichever file it is in."""
+    """The slow tier takes every test that drives a real browser, whichever file it is in,
+    and every case of a ``sweep`` but its first (the first of each parameter)."""
     for item in items:
-        if "browser" in getattr(item, "fixturenames", ()):
+        callspec = getattr(item, "callspec", None)
+        swept = item.get_closest_marker("sweep") and callspec is not None and any(callspec.indices.values())
+        if swept or "browser" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
 
 

@@ -33,6 +33,7 @@ def _run(module: str, *args: str, cwd: Path) -> tuple[int, str, str]:
     return done.returncode, done.stdout, done.stderr
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("args", [
     ["--version"],
     ["no-such-command"],  # a usage error: exit 2

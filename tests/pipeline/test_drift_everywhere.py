@@ -98,6 +98,7 @@ def test_every_command_that_takes_the_flag_is_driven() -> None:
     assert set(ARGS) | VIEWERS == set(_commands_taking_the_flag())
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("name", SHARED)
 @pytest.mark.parametrize("call", sorted(_calls() | BATCH))
 def test_every_command_refuses_a_drift_in_one_line_naming_both_files(
@@ -109,6 +110,7 @@ def test_every_command_refuses_a_drift_in_one_line_naming_both_files(
     assert _ledger(courses) == before and not (courses / "another").exists()  # refused before anything is written
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("wins", ["data", "prompts"])
 @pytest.mark.parametrize("call", sorted(_calls()))
 def test_every_command_goes_on_when_told_which_copy_wins(

@@ -555,6 +555,7 @@ def remembered_markdown(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_course, "parse_bytes", parsed)
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("code", sorted(MUTATIONS))
 def test_every_rule_fixture_renders_with_its_links_intact(code: str, tmp_path: Path, no_validator: None,
                                                           remembered_markdown: None) -> None:
