@@ -97,6 +97,7 @@ def _scratch() -> dict[str, str]:
     return env
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize(("kind", "where", "sample"), [
     pytest.param("KILL", ARTEFACT_RENAMES, 6, id="SIGKILL-after-artefact-renames"),
     pytest.param("INT", ARTEFACT_RENAMES, 4, id="SIGINT-after-artefact-renames"),
