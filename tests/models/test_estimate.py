@@ -156,6 +156,7 @@ def test_the_expected_cost_of_a_24_lesson_course_is_within_30_percent_of_a_reali
     assert guess.low <= result.cost <= guess.high
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("batch", [False, True], ids=["live", "batch"])
 def test_the_expected_cost_of_the_sample_is_within_30_percent_of_a_realistic_build(
         tmp_path: Path, batch: bool) -> None:

@@ -412,7 +412,7 @@ def test_ctrl_c_during_a_hanging_wave_exits_130_within_two_seconds(tmp_path: Pat
     assert not list(root.rglob("*.tmp"))
 
 
-@pytest.mark.sweep
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the probe forks a child per point")
 @pytest.mark.parametrize("args", [["--help"], ["build"]], ids=["help", "usage-error"])
 def test_ctrl_c_at_any_seam_of_start_up_or_exit_exits_130_without_a_traceback(args: list[str]) -> None:
