@@ -40,6 +40,17 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tier takes every test that drives a real browser, whichever file it is in,
+    and every case of a ``sweep`` but its first (the first of each parameter)."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        swept = item.get_closest_marker("sweep") and callspec is not None and any(callspec.indices.values())
+        if swept or "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """What collection imported (the anthropic SDK's thousands of classes among it) lives
     for the whole session: frozen out of the cycle collector's way, so each full collection

@@ -169,6 +169,7 @@ def test_a_plan_bomb_stops_stay_status_in_one_line_within_a_gigabyte(tmp_path: P
 # -- the size of a curriculum --------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_curriculum_past_house_styles_largest_course_is_refused_before_the_graph(
         sample_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import stay.pipeline._commands as commands
@@ -202,6 +203,7 @@ def test_the_viewer_shows_an_oversized_curriculum_as_damaged_and_reads_no_lesson
     assert len(load_course(sample_copy).lessons) == limit
 
 
+@pytest.mark.slow
 def test_a_big_shallow_file_is_parsed_by_libyaml_not_the_pure_parser(monkeypatch: pytest.MonkeyPatch) -> None:
     """Many nesting indicators used to send a file to the pure parser, ten times slower:
     a 10,000-lesson curriculum took minutes. libyaml's event stream now says how deep."""

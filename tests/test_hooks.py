@@ -99,6 +99,7 @@ def _course_repo(tmp_path: Path, sample_copy: Path, env: dict[str, str]) -> Path
     return repo
 
 
+@pytest.mark.slow
 def test_the_pre_commit_hook_fails_a_commit_that_adds_a_fail(tmp_path: Path, sample_copy: Path) -> None:
     pytest.importorskip("pre_commit")
     if shutil.which("git") is None:

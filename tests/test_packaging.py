@@ -33,6 +33,7 @@ def _run(module: str, *args: str, cwd: Path) -> tuple[int, str, str]:
     return done.returncode, done.stdout, done.stderr
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("args", [
     ["--version"],
     ["no-such-command"],  # a usage error: exit 2
@@ -89,6 +90,7 @@ def test_the_wheel_is_typed_runnable_and_licensed(wheel: Path) -> None:
     assert fields["Version"] == [stay.__version__]
 
 
+@pytest.mark.slow
 def test_mypy_checks_user_code_against_the_installed_wheel(wheel: Path, tmp_path: Path) -> None:
     """Installed (unpacked onto the path, outside the checkout), stay is a typed package:
     mypy --strict reads its annotations, so a wrong use of ``build_course`` is an error.

@@ -104,6 +104,7 @@ def test_an_eval_report_field_cannot_drive_the_terminal(tmp_path: Path) -> None:
     assert done.returncode == 0 and "\x1b" not in done.stdout and "run\\x1b]0;owned" in done.stdout
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"}, {"LANG": "C", "LC_ALL": "C"}])
 def test_an_ascii_stdout_with_a_unicode_path_is_no_crash(tmp_path: Path, env: dict[str, str]) -> None:
     courses = tmp_path / "cours-é"

@@ -161,6 +161,7 @@ def _run(text: str, name: str, clone: Path, env: dict[str, str]) -> tuple[int, s
     return code, stderr
 
 
+@pytest.mark.slow
 def test_the_tour_runs_as_written_in_a_fresh_clone(tmp_path: Path) -> None:
     clone = _clone(tmp_path)
     env = _environment(tmp_path, clone)

@@ -102,6 +102,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -429,6 +430,16 @@ def _stopped(body: dict[str, Any], reason: str | None) -> dict[str, Any]:
     return body
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up mid-answer (a deadline, a cancelled stream) is normal, not
+        a server error: only anything else prints its traceback."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class LocalServer:
     """A fake's HTTP server on 127.0.0.1, run on a daemon thread while the fake is entered
     (``with``): the one lifecycle every fake here shares."""
@@ -438,8 +449,7 @@ class LocalServer:
     stopping: threading.Event
 
     def serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.server.daemon_threads = True
+        self.server = _Server(("127.0.0.1", 0), handler)
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
                                        daemon=True)  # shutdown() waits a poll: 0.5 s by default
 

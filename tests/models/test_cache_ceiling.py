@@ -47,6 +47,7 @@ def _serial(bodies: list[dict[str, Any]]) -> CacheAccounting:
     return accounting
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("brief", ["four-lessons", "sql"])
 def test_a_concurrent_build_reads_all_a_serial_client_could(
         brief: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -85,6 +85,7 @@ def _damaged(built: Path, tmp_path: Path, kind: str) -> Path:
     return courses
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("kind", sorted(DAMAGES))
 def test_a_replay_over_a_damaged_entry_is_a_miss_in_one_line(built: Path, tmp_path: Path, kind: str) -> None:
     courses = _damaged(built, tmp_path, kind)

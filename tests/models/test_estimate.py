@@ -144,6 +144,7 @@ def _compared(what: str, guess: Estimate, result: BuildResult, api: FakeMessages
     return error
 
 
+@pytest.mark.slow
 def test_the_expected_cost_of_a_24_lesson_course_is_within_30_percent_of_a_realistic_build(
         tmp_path: Path) -> None:
     guess = estimate(LARGE, courses_dir=tmp_path / "unused", settings=Settings())
@@ -155,6 +156,7 @@ def test_the_expected_cost_of_a_24_lesson_course_is_within_30_percent_of_a_reali
     assert guess.low <= result.cost <= guess.high
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("batch", [False, True], ids=["live", "batch"])
 def test_the_expected_cost_of_the_sample_is_within_30_percent_of_a_realistic_build(
         tmp_path: Path, batch: bool) -> None:
@@ -176,6 +178,7 @@ def test_the_expected_cost_of_a_rebuild_after_a_prompt_edit_is_within_30_percent
     assert abs(_compared(f"rebuild after an edit of prompts/{EDITED}.md", guess, rebuilt, api)) <= TOLERANCE
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("seed", [11, 12, 13])
 def test_low_and_high_hold_what_a_realistic_build_costs(tmp_path: Path, seed: int) -> None:
     guess = estimate(HTTP, courses_dir=tmp_path / "unused", settings=Settings())

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from stay._version import DISTRIBUTION
 from stay.errors import EXIT_CODES, ModelUnavailable, UsageError
 from stay.settings import ROLES
@@ -179,6 +181,7 @@ def test_without_the_openai_sdk_a_build_is_one_line_naming_the_extra_and_version
     assert "openai" in run("build", "--help").stdout
 
 
+@pytest.mark.slow
 def test_a_cost_cap_stops_an_openai_build_before_the_call_that_would_pass_it_and_a_rerun_goes_on(
         tmp_path: Path) -> None:
     """The cap is the gateway's, priced at the backend's own table: the same stop and the same

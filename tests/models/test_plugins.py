@@ -335,6 +335,7 @@ installable offline. Hatchling is one of stay's dev dependencies; ``dev-mode-dir
 its editable install a ``.pth`` file, with no ``editables`` package needed."""
 
 
+@pytest.mark.slow
 def test_a_throwaway_package_installed_with_pip_builds_a_course_by_name(tmp_path: Path) -> None:
     package = tmp_path / "echo-backend"
     package.mkdir()

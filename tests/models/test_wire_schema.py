@@ -32,6 +32,7 @@ def _env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1780000000")
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("brief", [HTTP, SQL], ids=lambda p: p.stem)
 def test_every_stages_offline_answer_survives_its_wire_schema_and_builds_a_strict_course(
         brief: Path, tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ def fixture_of(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path
     return of
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("code", CONTRACT)
 def test_rule_fixture_gives_identical_reports(code: str, fixture_of: Callable[[str], Path]) -> None:
     for strict in (False, True):  # both severity modes (the failure names which)
@@ -47,6 +48,7 @@ def test_rule_fixture_gives_identical_reports(code: str, fixture_of: Callable[[s
         assert code in fired, f"strict={strict}"
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("code", CONTRACT[::13])
 def test_remembering_the_references_yaml_changes_none_of_its_reports(code: str,
                                                                       fixture_of: Callable[[str], Path]) -> None:

@@ -38,6 +38,7 @@ def _fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("brief", BRIEFS, ids=lambda p: p.stem)
 def test_every_example_brief_builds_offline_and_passes_the_frozen_reference_strictly(
     brief: Path, tmp_path: Path

@@ -89,6 +89,7 @@ def test_content_exercises_and_quiz_declare_the_course_so_far() -> None:
     assert "content" in READERS[EarlierLessonsInput]
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("brief", BRIEFS, ids=lambda path: path.stem)
 def test_the_offline_build_shows_every_writer_the_course_so_far(brief: Path, tmp_path: Path) -> None:
     backend = Recording()

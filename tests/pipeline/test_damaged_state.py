@@ -37,6 +37,7 @@ DAMAGES: dict[str, Callable[[Path], None]] = {"fifo": _fifo, "huge": _huge, "lin
 FILES = ("hashes.json", "gates.json", "run-log.md")
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("damage", sorted(DAMAGES))
 @pytest.mark.parametrize("name", FILES)
 def test_a_damaged_state_file_is_one_line_not_a_hang(courses: Path, name: str, damage: str) -> None:

@@ -47,7 +47,12 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         return tree(result.course_dir, ("run-log.md",))
 
 
-@pytest.mark.parametrize("node", NODES)
+FIRST_OF_EACH_KIND = set({graph().nodes[n]["kind"]: n for n in reversed(NODES)}.values())
+"""The default tier crashes after these; the slow tier after every node."""
+
+
+@pytest.mark.parametrize("node", [pytest.param(n, marks=[] if n in FIRST_OF_EACH_KIND else [pytest.mark.slow])
+                                  for n in NODES])
 def test_a_crash_after_any_node_resumes_to_the_same_course(node: str, tmp_path: Path,
                                                            uninterrupted: dict[str, str]) -> None:
     def crash(name: str) -> None:
@@ -92,12 +97,13 @@ def _scratch() -> dict[str, str]:
     return env
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize(("kind", "where", "sample"), [
     pytest.param("KILL", ARTEFACT_RENAMES, 6, id="SIGKILL-after-artefact-renames"),
     pytest.param("INT", ARTEFACT_RENAMES, 4, id="SIGINT-after-artefact-renames"),
     pytest.param("INT", GATE_WRITES, 8, id="SIGINT-at-the-gates-writes"),
-    *([pytest.param("KILL", "", 30, id="SIGKILL-anywhere"), pytest.param("INT", "", 12, id="SIGINT-anywhere")]
-      if os.environ.get("CI") == "true" else []),  # CI has the time for more points
+    pytest.param("KILL", "", 30, id="SIGKILL-anywhere", marks=pytest.mark.slow),
+    pytest.param("INT", "", 12, id="SIGINT-anywhere", marks=pytest.mark.slow),
 ])
 def test_a_kill_at_a_write_point_resumes_to_the_course_an_uninterrupted_run_writes(
         kind: str, where: str, sample: int) -> None:

@@ -91,6 +91,7 @@ def _texts(answers: list[dict[str, Any]]) -> list[str]:
     return sorted(json.dumps(data, sort_keys=True) for data in answers)
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize(("stage", "spoil"), [("plan", no_plans), *((s.name, nothing) for s in REGISTRY)],
                          ids=["plan-semantic", *(f"{s.name}-schema" for s in REGISTRY)])
 def test_an_answer_rejected_twice_is_asked_again_by_the_rerun(tmp_path: Path, stage: str, spoil: Spoil,
@@ -156,6 +157,7 @@ def test_a_repair_answer_the_validator_still_fails_is_asked_again_by_the_next_re
     assert [(r.actionable_before, r.actionable_after) for r in again.repair.rounds] == [(len(damaged), 0)]
 
 
+@pytest.mark.sweep
 @pytest.mark.usefixtures("_rounds")
 @pytest.mark.parametrize("defect", sorted(DEFECTS))
 def test_no_answer_whose_file_failed_the_validator_is_served_to_a_build_from_its_cache(

@@ -138,6 +138,7 @@ def test_the_contract_names_places_by_paragraph_sentence_code_block_and_option()
         "paragraph 1", "paragraph 1 sentence 1", "code block 1", "1 option 1"}
 
 
+@pytest.mark.slow
 def test_every_defect_of_every_rule_fixture_quotes_the_place_it_names(tmp_path: Path) -> None:
     """Over every rule's fixture (each group's, so a rule added later is covered), every
     defect in a file that parses: its quote is what its subject names, read the

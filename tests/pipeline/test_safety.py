@@ -59,6 +59,7 @@ def process(*args: str, env: dict[str, str] | None = None, timeout: float = 120)
 ESCAPES = ["../../../../escaped", "m01/../../../x", "..", "m01\\..\\..", "m01\x00", "m01\n", "m" + "1" * 300]
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("bad", ESCAPES)
 @pytest.mark.parametrize("field", ["module id", "module slug", "lesson id"])
 def test_a_hand_edited_id_that_could_leave_the_course_is_refused_and_nothing_is_written(
@@ -411,6 +412,7 @@ def test_ctrl_c_during_a_hanging_wave_exits_130_within_two_seconds(tmp_path: Pat
     assert not list(root.rglob("*.tmp"))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the probe forks a child per point")
 @pytest.mark.parametrize("args", [["--help"], ["build"]], ids=["help", "usage-error"])
 def test_ctrl_c_at_any_seam_of_start_up_or_exit_exits_130_without_a_traceback(args: list[str]) -> None:

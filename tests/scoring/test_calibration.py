@@ -75,6 +75,7 @@ def test_the_docs_quote_the_calibration_at_the_default_epochs() -> None:
     assert set(LEVELS) <= set(figures) and names == sorted(names)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", LEVELS)
 def test_the_quoted_false_positive_rate_and_powers_hold(level: float) -> None:
     bench = benchmark()

@@ -264,6 +264,7 @@ def _candidate_courses(paths: tuple[Path, Path]) -> Path:
     return paths[1].parent / paths[1].stem
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize(("case", "why"), [
     ("no course recorded", "course not on disk: the report names no course"),
     ("course moved", "course not on disk ("),

@@ -52,6 +52,7 @@ def _commands(path: Path, good: Path) -> dict[str, list[str]]:
     return {"show": ["evals", "show", str(path)], "compare": ["evals", "compare", str(good), str(path)]}
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("command", ["show", "compare"])
 @pytest.mark.parametrize("kind", sorted(DAMAGES))
 def test_a_damaged_report_is_one_line_and_exit_2(tmp_path: Path, kind: str, command: str) -> None:

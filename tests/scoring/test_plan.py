@@ -57,6 +57,7 @@ def _noisy(rng: np.random.Generator, briefs: int, epochs: int, items: dict[str, 
     return found
 
 
+@pytest.mark.slow
 def test_the_planned_epochs_give_the_planned_power_through_compare(monkeypatch: pytest.MonkeyPatch) -> None:
     """A synthetic baseline under the calibration benchmark's noise model (the briefs fixed,
     as they are in use): at the planned epochs, a 20% degradation of the planned scorer is

@@ -123,6 +123,7 @@ def points() -> list[Point]:
         return found
 
 
+@pytest.mark.slow  # a calibration: the plan against the gate's simulated power
 @pytest.mark.parametrize("index", range(DESIGNS))
 def test_the_planned_power_is_the_gates_simulated_power_on_generated_designs(
         points: list[Point], index: int, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -156,6 +156,7 @@ def test_show_says_where_the_prompt_hashes_come_from_and_names_a_prompt_built_in
         in capsys.readouterr().out
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("record", [b"{not json", b'{"distractors": "lots"}', b'{"distractors": NaN}', b"[0.5]"])
 def test_a_damaged_quality_record_is_one_line_and_a_rerun_rebuilds_rather_than_trust_it(
         tmp_path: Path, record: bytes) -> None:

@@ -260,6 +260,7 @@ def test_the_corpus_is_the_issues_thirty_three_files_at_least() -> None:
     assert len({case.name for case in CASES}) == len(CASES) >= 33
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_each_broken_run_file_gets_what_the_table_says(case: Case, tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:

@@ -259,6 +259,7 @@ def test_an_arm_of_a_two_arm_run_is_not_written_without_the_other(two_days: tupl
     assert "the other arm's are not" in lines[0] and "of 2 builds, 1 did not run" in lines[1]
 
 
+@pytest.mark.slow
 def test_the_suite_builds_and_judges_a_baseline_arm_beside_the_candidate_in_one_session(tmp_path: Path) -> None:
     """`pytest evals --stay-prompts CAND --stay-baseline-prompts BASE`, offline, one epoch."""
     out = tmp_path / "out"

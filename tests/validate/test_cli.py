@@ -53,6 +53,7 @@ def with_verdicts(text: str) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("options", [[], ["--strict"], ["--format", "json"],
                                      ["--format", "json", "--strict"]])
 def test_the_contract_selection_is_byte_identical_to_the_reference_but_for_the_verdict(
@@ -120,6 +121,7 @@ def test_help_as_an_options_value_is_still_a_usage_error() -> None:
     assert err.startswith("usage error: ")
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("argv, fragment", [
     (["--bogus"], "unrecognized arguments: --bogus"),
     (["--he"], "unrecognized arguments: --he"),
@@ -194,6 +196,7 @@ def many(corpus: Path) -> Path:
     return corpus
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("options", [[], ["--strict"], ["--format", "json"], ["--format", "json", "--strict"]])
 def test_jobs_gives_byte_identical_output(many: Path, options: list[str]) -> None:
     code, one, err = _main([*options, "--jobs", "1", str(many)])

@@ -33,6 +33,7 @@ def test_the_package_data_is_found_through_importlib_resources() -> None:
     assert shipped == set(TEMPLATES)  # a template added without being listed here fails this test
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("hatchling") is None,
                     reason="hatchling is not installed (pip install -e '.[dev]'): cannot build a wheel offline")
 def test_stay_view_runs_from_an_installed_wheel(tmp_path: Path) -> None:

@@ -555,6 +555,7 @@ def remembered_markdown(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_course, "parse_bytes", parsed)
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("code", sorted(MUTATIONS))
 def test_every_rule_fixture_renders_with_its_links_intact(code: str, tmp_path: Path, no_validator: None,
                                                           remembered_markdown: None) -> None:
@@ -566,6 +567,7 @@ def test_every_rule_fixture_renders_with_its_links_intact(code: str, tmp_path: P
 ARTEFACTS = sorted(p.relative_to(SAMPLE).as_posix() for p in SAMPLE.rglob("*") if p.is_file())
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(path=st.sampled_from(ARTEFACTS),
        content=st.binary(max_size=2_000) | st.text(max_size=400).map(str.encode)

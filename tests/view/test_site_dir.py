@@ -126,6 +126,7 @@ write_site({k: v.encode() for k, v in eval(sys.argv[2]).items()}, Path(sys.argv[
 """
 
 
+@pytest.mark.slow
 def test_a_render_killed_mid_write_leaves_no_temporary_once_run_again(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     points, expected = _points(tmp_path / "reference", "earlier site", monkeypatch, changes=("replace",))
@@ -344,6 +345,7 @@ def test_an_assets_that_is_no_folder_is_refused_and_nothing_is_written_or_remove
     assert (out / "assets").is_symlink() == (kind != "a file")
 
 
+@pytest.mark.slow
 def test_a_render_with_data_files_killed_mid_write_leaves_no_temporary_in_the_folder_once_run_again(
         tmp_path: Path) -> None:
     (tmp_path / "course").mkdir()

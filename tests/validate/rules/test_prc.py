@@ -87,6 +87,7 @@ def test_silent_on_the_sample() -> None:
     assert count and report.evaluated["prc002"] == count and report.evaluated["prc003"] == 1
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("brief", BRIEFS, ids=[b.stem for b in BRIEFS])
 def test_an_offline_build_fits_its_practice_in_the_brief_time(brief: Path, tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
