@@ -59,7 +59,7 @@ def test_a_revision_after_a_decline_retires_no_approval_that_never_held(tmp_path
     result = revise(SLUG, ["curriculum"], courses_dir=tmp_path, backend=RiggedBackend(), progress=quiet)
     assert "approval" not in result.reason  # declined, and the plan gate never answered
     readers = [stage for stage in REGISTRY if stage.phase == "design"  # what is written so far
-               and any(getattr(source, "path", None) == "curriculum.yaml" for _name, source in stage.inputs)]
+               and any(getattr(source, "FILE", None) == "curriculum.yaml" for _name, source in stage.inputs)]
     assert result.reason.startswith(f"revised curriculum.yaml; {len(readers)} files now stale: run "
                                     "`stay.build_course(")  # revise was called from Python
 
