@@ -21,7 +21,7 @@ used is a one-line ``UsageError`` naming the variable and what it takes.
     STAY_MAX_RETRIES              max_retries           4
     STAY_CALL_DEADLINE            call_deadline         per call, retries included: max_tokens at 20/s, >= 600 s
     STAY_ANSWER_TOKENS            answer_tokens         each stage's own room (stay.models.MAX_TOKENS)
-    STAY_MAX_COST                 max_cost              no cap: US dollars a run may spend (stay.pipeline._gateway)
+    STAY_MAX_COST                 max_cost              no cap: US dollars a run may spend (stay.pipeline._run)
     STAY_BATCH_POLL_SECONDS       batch_poll_seconds    30
     STAY_PROMPTS_DIR              prompts_dir           the packaged prompts/
     STAY_DATA_DIR                 data_dir              ./data, else the packaged data/
@@ -109,7 +109,7 @@ class Settings:
     """Every answer's room in tokens (thinking comes on top); None: each stage's own."""
     max_cost: float | None = None
     """US dollars a run may spend: a call whose worst case would pass it is not made
-    (``stay.pipeline._gateway.CostCap``); None: no cap."""
+    (``stay.pipeline._run.CostCap``); None: no cap."""
     batch_poll_seconds: float = 30.0
     prompts_dir: Path | None = None
     """None: the prompts shipped with stay."""
@@ -117,7 +117,7 @@ class Settings:
     """None: ./data when it exists, else the data shipped with stay."""
     data_from: Literal["prompts", "data"] | None = None
     """Which wins when the prompts' bloom-verbs.yaml or house-style.yaml differs from the
-    data directory's (``--data-from``; ``stay.pipeline._shared_data``): None refuses the run."""
+    data directory's (``--data-from``; ``stay.pipeline._commands``): None refuses the run."""
     cache: bool | None = None
     """The request cache under <course>/.runs/cache/: None is on for a model, off offline."""
     source_date_epoch: int | None = None

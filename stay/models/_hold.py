@@ -1,7 +1,7 @@
 """The cost cap's hook inside a backend: a billed request the gateway did not hold.
 
 The gateway holds one request's worst case against the run's cost cap before it asks the
-backend (``stay.pipeline._gateway``). A backend that sends a second billed request for
+backend (``stay.pipeline._run``). A backend that sends a second billed request for
 the same call (a retry of an answer cut off at ``max_tokens``, with more room; a
 JSON-mode answer asked again) tells ``hold_more`` first, with the parameters it is about
 to send and the reply already paid: the gateway counts that reply at once, as a call of

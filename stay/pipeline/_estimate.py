@@ -77,9 +77,8 @@ from stay.models import (
     request_params,
     screen_request,
 )
-from stay.pipeline._backend_choice import default_backend, with_backend_models
+from stay.pipeline._commands import default_backend, reconciled_settings, with_backend_models
 from stay.pipeline._runner import run_command
-from stay.pipeline._shared_data import reconciled_settings
 from stay.requests import ModelAnswer, ModelRequest, Usage
 from stay.settings import Settings
 from stay.stages import STAGES

@@ -25,7 +25,7 @@ import stay.suite
 from stay.cli import _parser
 from stay.errors import EXIT_USAGE
 from stay.pipeline import approve, estimate
-from stay.pipeline._shared_data import SHARED
+from stay.pipeline._commands import SHARED
 from stay.scoring import OfflineJudge
 from stay.settings import Settings
 from stay.suite import DATA_FROM, run_build

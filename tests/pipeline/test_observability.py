@@ -11,8 +11,8 @@ from stay.artefacts import Brief
 from stay.artefacts._brief import DEFAULT_LIMITS
 from stay.pipeline import build_course
 from stay.pipeline._ledger import Sources
-from stay.pipeline._nodes import HANDLERS
 from stay.pipeline._run import Run, RunConfig
+from stay.pipeline._runner import HANDLERS
 from stay.settings import Settings
 from stay.stages import REGISTRY, Prompts
 from stay.testing import RiggedBackend

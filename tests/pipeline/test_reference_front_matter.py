@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from stay.errors import UsageError
 from stay.pipeline import build_course, graph, run_command, status
-from stay.pipeline._shared_data import SHARED, reconciled
+from stay.pipeline._commands import SHARED, reconciled
 from stay.settings import Settings
 from stay.stages import REGISTRY, STAGES, Prompts, Stage
 from stay.stages._prompt import build_request
