@@ -226,7 +226,7 @@ def pending(config: RunConfig, course: CourseState, report: Reporter) -> dict[st
 
 
 def threads(course: CourseState, paths: list[str]) -> dict[str, list[ThreadNote]]:
-    """Each file's reviewer thread so far (``_thread``), for the files that have one."""
+    """Each file's reviewer thread so far (``_state``), for the files that have one."""
     return {path: thread for path in paths if (thread := thread_so_far(course, path))}
 
 

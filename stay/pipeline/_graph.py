@@ -433,7 +433,7 @@ class NodeDecl:
     """For a guard whose command writes in any phase (revise): per phase of what it is
     asked to write, the gates whose approvals must hold."""
     gate: str = ""
-    """For a gate node: the gate it is part of (``_gate_decl.GATES``)."""
+    """For a gate node: the gate it is part of (``GATES``)."""
     default: str = ""
     """For a router: the successor a command that names no other goes on to."""
 

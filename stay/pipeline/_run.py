@@ -387,7 +387,7 @@ class RunConfig:
     force: bool = False
     """``stay revise --force``: revise files edited by hand too (their bytes are kept)."""
     show: bool = False
-    """``stay revise --show``: a revision is kept as a proposal and shown, not written (``_thread``)."""
+    """``stay revise --show``: a revision is kept as a proposal and shown, not written (``_state``)."""
     screen: bool = True
     """Screen the brief through the backend; False only from an explicit ``--no-screen``."""
     routes: Mapping[str, str] = field(default_factory=dict)
@@ -509,7 +509,7 @@ class Walk:
     """The revisions still to send (``revise_seed`` drops a note a file already has):
     what revise's nodes regenerate, and the note each write of one records."""
     threads: dict[str, list[ThreadNote]] = field(default_factory=dict)
-    """Each revised file's reviewer thread so far (``_thread``): given to its request, and
+    """Each revised file's reviewer thread so far (``_state``): given to its request, and
     recorded, with the new note as kept, when the file is written."""
     proposed: dict[str, str] | None = None
     """``revise --show``: the revised files' texts, kept here instead of written; None
@@ -588,7 +588,7 @@ class Run:
     it has done (``tally``), its collaborators, each its own object (the course
     ``reader``, the ``model`` gateway, the ``report``; the ledger is ``walk.course``,
     and the ``writer`` is made from them) and the ``walk`` state. Handlers never receive it: the runner passes
-    each the collaborators its parameters name (``_inject``)."""
+    each the collaborators its parameters name (``bind``)."""
 
     config: RunConfig
     reader: RunReader

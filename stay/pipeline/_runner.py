@@ -714,7 +714,7 @@ node's kind (a router, a guard, a gate, repair) or its stage."""
 
 def handlers(pipeline: Dag) -> dict[str, Handler]:
     """node name -> what it does, read from the graph: each node's handler is chosen by
-    its name or kind, then bound (``_inject.bind``) to the collaborators and the node
+    its name or kind, then bound (``bind``) to the collaborators and the node
     attributes its parameters name (a guard reads the gates its node requires, a gate
     node its gate, a stage node its stage). A test holds the keys equal to the graph's
     nodes."""

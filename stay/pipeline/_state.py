@@ -197,7 +197,7 @@ class CourseState:
         process that dies anywhere leaves the old bytes or the new ones with an entry naming
         them, never a finished file without a record (it would pass for a hand edit). Once
         ``cancelled`` is set (under this lock too: ``cancel``), nothing is written: False.
-        ``threads``: a revised file's reviewer thread, recorded with its note (``_thread``)."""
+        ``threads``: a revised file's reviewer thread, recorded with its note (``_state``)."""
         with self._lock:
             if cancelled is not None and cancelled.is_set():
                 return False
