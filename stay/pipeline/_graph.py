@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from graphlib import CycleError, TopologicalSorter
 from typing import TYPE_CHECKING, Any
 
 from stay._display import markdown_table, markdown_text, plural
@@ -165,35 +166,36 @@ def has_path(graph: Dag, source: str, target: str) -> bool:
     return source == target or target in descendants(graph, source)
 
 
+def _sorter(graph: Dag) -> TopologicalSorter[str]:
+    sorter = TopologicalSorter({node: list(sources) for node, sources in graph._pred.items()})
+    sorter.prepare()  # CycleError: some node can never be placed
+    return sorter
+
+
 def is_acyclic(graph: Dag) -> bool:
     """``networkx.is_directed_acyclic_graph``: every node can be put in an order."""
-    return len(_kahn(graph, None)) == len(graph)
+    try:
+        _sorter(graph)
+    except CycleError:
+        return False
+    return True
 
 
 def topological_order(graph: Dag, key: Callable[[str], Hashable]) -> list[str]:
     """``networkx.lexicographical_topological_sort``: among the nodes whose predecessors
-    have all been placed, always the one with the smallest ``key`` next."""
-    order = _kahn(graph, key)
-    if len(order) != len(graph):
-        raise ValueError("the graph has a cycle; it has no topological order")
-    return order
-
-
-def _kahn(graph: Dag, key: Callable[[str], Any] | None) -> list[str]:
-    """Kahn's algorithm; ties on ``key`` go to the node added first, as in networkx."""
-    waiting = {node: len(sources) for node, sources in graph._pred.items()}
-    index = {node: position for position, node in enumerate(waiting)}
-    rank = key or (lambda node: 0)
-    heap = [(rank(node), index[node], node) for node, count in waiting.items() if count == 0]
-    heapq.heapify(heap)
+    have all been placed, always the one with the smallest ``key`` (then the first added) next."""
+    try:
+        sorter = _sorter(graph)
+    except CycleError as exc:
+        raise ValueError("the graph has a cycle; it has no topological order") from exc
+    index = {node: position for position, node in enumerate(graph)}
+    ready: list[tuple[Hashable, int, str]] = []
     order: list[str] = []
-    while heap:
-        node = heapq.heappop(heap)[2]
-        order.append(node)
-        for target in graph._succ[node]:
-            waiting[target] -= 1
-            if waiting[target] == 0:
-                heapq.heappush(heap, (rank(target), index[target], target))
+    while sorter.is_active():
+        for node in sorter.get_ready():
+            heapq.heappush(ready, (key(node), index[node], node))
+        order.append(heapq.heappop(ready)[2])
+        sorter.done(order[-1])
     return order
 
 
@@ -379,10 +381,6 @@ GATES: tuple[GateDecl, ...] = (
 GATE_NAMES = tuple(gate.name for gate in GATES)
 GATED = tuple(gate.closes for gate in GATES)
 """Phases whose files a gate covers: a command that does not write them needs them."""
-
-
-def gate_named(name: str, gates: Sequence[GateDecl] = GATES) -> GateDecl:
-    return next(gate for gate in gates if gate.name == name)
 
 
 def covered_phases(name: str, gates: Sequence[GateDecl] = GATES) -> tuple[str, ...]:

@@ -1,13 +1,5 @@
-"""Bounded repair of the leaf artefacts: content, exercises, quiz and capstone.
-
-Routing is on each defect's owner, never its path alone: the owner names the stage
-that must fix it, the path only which lesson. A retrieval defect (ret001) is
-resolved through the glossary to the lesson that introduced the term, and handed
-to that lesson's quiz. A defect owned by a stage approved at a gate (audience,
-curriculum, outcomes, assessment, plan) is reported and never repaired: silently
-rewriting one would turn an approval into a signature on a document that has since
-changed. Repair stops when nothing remains, nothing is actionable, a round reduced
-no count, or after ``STAY_REPAIR_ROUNDS`` rounds (default 2), and says which.
+"""Bounded repair of the leaf artefacts (content, exercises, quiz, capstone), routed on each
+defect's owner: a defect a gate approved is reported, never repaired (docs/pipeline.md, "Repair").
 """
 
 from __future__ import annotations
