@@ -125,7 +125,7 @@ def _parser() -> argparse.ArgumentParser:
     revise.add_argument("--max-cost", type=_dollars, metavar="USD", help=MAX_COST_HELP)
     approve = sub.add_parser("approve", parents=[common], help="answer a gate for a course")
     approve.add_argument("slug")
-    # the gates are declared once, in the pipeline (stay.pipeline._gate_decl), which checks
+    # the gates are declared once, in the pipeline (stay.pipeline._graph), which checks
     # the name: importing it here would slow every --help
     approve.add_argument("gate", metavar="GATE", help="the gate to answer, named as its gate page names it")
     approve.add_argument("--decline", action="store_true")

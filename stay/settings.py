@@ -21,7 +21,7 @@ used is a one-line ``UsageError`` naming the variable and what it takes.
     STAY_MAX_RETRIES              max_retries           4
     STAY_CALL_DEADLINE            call_deadline         per call, retries included: max_tokens at 20/s, >= 600 s
     STAY_ANSWER_TOKENS            answer_tokens         each stage's own room (stay.models.MAX_TOKENS)
-    STAY_MAX_COST                 max_cost              no cap: US dollars a run may spend (stay.pipeline._gateway)
+    STAY_MAX_COST                 max_cost              no cap: US dollars a run may spend (stay.pipeline._run)
     STAY_BATCH_POLL_SECONDS       batch_poll_seconds    30
     STAY_PROMPTS_DIR              prompts_dir           the packaged prompts/
     STAY_DATA_DIR                 data_dir              ./data, else the packaged data/

@@ -238,33 +238,31 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 
 @linux_only
 def test_a_blob_killed_mid_write_is_absent_and_its_temporary_is_swept(tmp_path: Path) -> None:
-    """stay/pipeline/_answered.py: before, its own mkstemp writer left a ``.tmp-`` file the
+    """stay/pipeline/_ledger.py: before, its own mkstemp writer left a ``.tmp-`` file the
     lock's sweep does not know; now the one writer's temporary, which it removes."""
-    from stay.pipeline._answered import ANSWERED, keep, kept
-    from stay.pipeline._ledger import digest
+    from stay.pipeline._ledger import ANSWERED, answered_copy, digest, keep_answered
 
     data = b"# a lesson\n" * 100
     (tmp_path / "a.md").write_bytes(data)
     covered = {"a.md": digest(data)}
     store = tmp_path / ANSWERED
-    assert killed_at_sync(lambda: keep(tmp_path, covered), lambda path: path.parent == store) == KILLED
+    assert killed_at_sync(lambda: keep_answered(tmp_path, covered), lambda path: path.parent == store) == KILLED
     assert not (store / covered["a.md"]).exists() and store.is_dir() and any(store.iterdir())
     assert _leftovers(store, set()) == [], "a killed write left a file the sweep does not remove"
     sweep_temporaries(tmp_path)
     assert list(store.iterdir()) == []
-    assert keep(tmp_path, covered) == {} and kept(tmp_path, covered["a.md"]) == data
+    assert keep_answered(tmp_path, covered) == {} and answered_copy(tmp_path, covered["a.md"]) == data
 
 
 def test_a_kept_blob_is_readable_as_any_file_the_person_makes(tmp_path: Path) -> None:
     """mkstemp made blobs 0600, hiding .state/answered/ (committed with the course) from a group."""
-    from stay.pipeline._answered import ANSWERED, keep
-    from stay.pipeline._ledger import digest
+    from stay.pipeline._ledger import ANSWERED, digest, keep_answered
 
     data = b"text\n"
     (tmp_path / "a.md").write_bytes(data)
     umask = os.umask(0o022)
     try:
-        keep(tmp_path, {"a.md": digest(data)})
+        keep_answered(tmp_path, {"a.md": digest(data)})
     finally:
         os.umask(umask)
     assert ((tmp_path / ANSWERED / digest(data)).stat().st_mode & 0o777) == 0o666 & ~0o022

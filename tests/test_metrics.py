@@ -51,7 +51,7 @@ def handler(run):
 def _tree(root: Path) -> Path:
     (root / "stay" / "pipeline").mkdir(parents=True)
     (root / "stay" / "pipeline" / "_run.py").write_text(RUN)
-    (root / "stay" / "pipeline" / "_nodes.py").write_text(NODES)
+    (root / "stay" / "pipeline" / "_runner.py").write_text(NODES)
     return root
 
 

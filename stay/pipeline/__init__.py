@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 from stay.errors import BriefRejected, GraphError
-from stay.pipeline._commands import Answered, Statuses, adopt, approve, gate_status, status
-from stay.pipeline._course_graph import course_graph
+from stay.pipeline._commands import (
+    Answered,
+    GateReview,
+    Statuses,
+    adopt,
+    approve,
+    gate_review,
+    gate_status,
+    status,
+)
 from stay.pipeline._estimate import Estimate, estimate
-from stay.pipeline._gate_decl import GATE_NAMES
-from stay.pipeline._gate_page import capstone_outcomes
-from stay.pipeline._gate_review import GateReview, gate_review
-from stay.pipeline._graph import DECLARATION, build, graph, problems
+from stay.pipeline._graph import (
+    DECLARATION,
+    GATE_NAMES,
+    build,
+    capstone_outcomes,
+    course_graph,
+    graph,
+    problems,
+    walk_order,
+)
 from stay.pipeline._progress import NotebookProgress, ProgressUpdate
-from stay.pipeline._result import Spent, spent_of
-from stay.pipeline._runner import BuildResult, build_course, revise, run_command
-from stay.pipeline._walk import walk_order
+from stay.pipeline._runner import BuildResult, Spent, build_course, revise, run_command, spent_of
 
 __all__ = [
     "DECLARATION", "GATE_NAMES", "Answered", "BriefRejected", "BuildResult", "Estimate", "GateReview", "GraphError",

@@ -1,37 +1,106 @@
-"""The commands that open a course without walking the pipeline: ``approve`` answers
-a gate, ``status`` and ``gate_status`` report, ``adopt`` rebuilds the ledger. Each
-opens the course the same way a run does (``open_course``), so every id and path on
-disk is checked before it is used."""
+"""The course commands (status, approve, adopt, gate review) and what they run with: the backend
+chosen.
+"""
 
 from __future__ import annotations
 
 import functools
 import getpass
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 
 from stay._display import Table, html_block, markdown_block, plural
 from stay._lock import CourseLock
 from stay._paths import at, check_links, placed
+from stay._stored import Damaged, read_stored
 from stay._words import command_hint, did_you_mean, no_course
 from stay.artefacts import Curriculum, load
 from stay.briefs import check_curriculum_size, course_dir
 from stay.errors import CourseNotFound, EnvironmentProblem, PipelineError, StayError, UsageError
-from stay.pipeline._backend_choice import judged_by
-from stay.pipeline._checks import defects_in
-from stay.pipeline._course_graph import artefact_graph, derived_files
-from stay.pipeline._gate_decl import GATE_NAMES, earlier
-from stay.pipeline._ledger import GATES, RETIRED, Sources, State, Status, built_with, read_ledger
-from stay.pipeline._progress import print_progress
-from stay.pipeline._retire_copy import retired_place
-from stay.pipeline._state import CourseState, load_manifest, plans_on_disk
-from stay.pipeline._waiting import not_kept_lines, waiting_proposals
-from stay.settings import Settings
+from stay.models import AnthropicBackend, ModelClient, OfflineBackend, backend_from
+from stay.pipeline._graph import DERIVED, GATE_NAMES, GATES, artefact_graph, derived_files, earlier
+from stay.pipeline._layout import GLOSSARY, defects_in
+from stay.pipeline._ledger import (
+    ANSWERED,
+    GATES_FILE,
+    RETIRED,
+    Sources,
+    State,
+    Status,
+    answered_copy,
+    built_with,
+    digest,
+    read_ledger,
+)
+from stay.pipeline._progress import Progress, default_progress, print_progress
+from stay.pipeline._state import (
+    CourseState,
+    Waiting,
+    load_manifest,
+    not_kept,
+    not_kept_lines,
+    plans_on_disk,
+    retired_place,
+    waiting_proposals,
+)
+from stay.settings import DEFAULT_MODELS, Settings
 from stay.stages import REGISTRY, Prompts, Stage
 from stay.validate import Defect, HouseData, packaged_data_dir
+
+
+def default_backend(settings: Settings, progress: Progress | None = None) -> ModelClient:
+    """The backend the settings choose (``Settings.chosen_backend``), made by the one
+    factory (``stay.models.backend_from``, through the registry)."""
+    return backend_from(settings, progress=progress or default_progress())
+
+
+def with_backend_models(settings: Settings, backend: ModelClient) -> Settings:
+    """``settings`` whose roles no setting named (each still at Claude's default id) play
+    the backend's own ``default_models``, when it has them (the openai backend's: OpenAI's
+    ids, or the one model a local server serves). Resolved once, before the ledger's model
+    digest, the request cache's keys, the cost cap and the run log read a role's model, so
+    all of them name the model that is really asked."""
+    if isinstance(backend, (OfflineBackend, AnthropicBackend)) or backend.name == "anthropic":
+        return settings
+    unset = [role for role, model in settings.models.items() if model == DEFAULT_MODELS[role]]
+    if not unset:  # read only when needed: a local server's defaults are asked of it
+        return settings
+    own: Mapping[str, str] = getattr(backend, "default_models", None) or {}
+    unset = [role for role in unset if role in own]
+    if not unset:
+        return settings
+    return settings.replace(models={**settings.models, **{role: own[role] for role in unset}})
+
+
+def judged_by(settings: Settings, built: Mapping[str, Any]) -> tuple[Settings, str]:
+    """What a command that reads a course without building it (status, approve, adopt, the
+    viewer) judges its files by, and that backend's name: the backend and models its ledger
+    records it was last built with (``built``, hashes.json's), for each role no setting
+    names, unless the settings name another backend (``--backend``, ``STAY_BACKEND``),
+    whose models are then resolved as a build resolves them (``with_backend_models``)."""
+    recorded, models = built.get("backend"), built.get("models")
+    if isinstance(recorded, str) and isinstance(models, Mapping) and settings.backend in (None, recorded):
+        kept = {role: model for role, model in models.items() if role in settings.models and isinstance(model, str)
+                and model.strip() and settings.models[role] == DEFAULT_MODELS[role]}
+        return settings.replace(models={**settings.models, **kept}), recorded
+    if settings.chosen_backend in ("offline", "anthropic"):
+        return settings, settings.chosen_backend
+    return with_backend_models(settings, default_backend(settings)), settings.chosen_backend
+
+
+def announce(settings: Settings, backend: ModelClient, say: Progress) -> None:
+    """The one line that says which backend a run uses, and which model plays each role."""
+    if isinstance(backend, OfflineBackend):
+        say("backend: offline (ANTHROPIC_API_KEY is not set): deterministic template prose, no network"
+            if not settings.api_key else "backend: offline (chosen): deterministic template prose, no network")
+        return
+    models = ", ".join(f"{role} {model}" for role, model in settings.models.items())
+    where = getattr(backend, "endpoint", None)
+    say(f"backend: {backend.name} ({models}){f' at {where}' if isinstance(where, str) else ''}")
 
 
 def open_course_named(slug: str, courses_dir: str | os.PathLike[str], settings: Settings | None = None,
@@ -202,7 +271,7 @@ def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
     if not (root / "course.yaml").is_file():
         raise CourseNotFound(no_course(slug, courses_dir), path=root)
     with _locked(root):
-        _set_aside_damaged(root / GATES, "gates")
+        _set_aside_damaged(root / GATES_FILE, "gates")
         chosen = settings or Settings.from_env()
         stages = tuple(REGISTRY)
         prompts = Prompts.load(chosen.prompts_dir, stages, chosen.data_dir)
@@ -256,4 +325,125 @@ def _unused(root: Path, name: str) -> Path:
                              "the ones you no longer need out of it and run the command again", path=root / RETIRED)
 
 
-__all__ = ["Answered", "Statuses", "adopt", "approve", "gate_status", "open_course", "open_course_named", "status"]
+@dataclass(frozen=True)
+class Answer:
+    """The last answer recorded at a gate."""
+
+    approved: bool
+    at: str
+    by: str
+    note: str
+
+
+@dataclass(frozen=True)
+class Change:
+    """A covered file whose bytes differ from those the last answer recorded."""
+
+    path: str
+    was: str | None
+    """Its digest at the last answer (None: the gate did not cover it then)."""
+    now: str | None
+    """Its digest now (None: it is gone)."""
+    earlier: str | None = None
+    """The text it had at the last answer, when a copy with that digest is kept."""
+    kept_in: str | None = None
+    """Where that copy is, relative to the course."""
+    text: str | None = None
+    """Its text now (None when it is gone, or there is nothing to compare it with)."""
+
+
+@dataclass(frozen=True)
+class GateReview:
+    """The gate a course waits at (``gate`` None: every gate's approval holds)."""
+
+    gate: str | None
+    why: str = ""
+    """Why its approval does not hold, as ``stay status`` says it."""
+    missing: tuple[str, ...] = ()
+    """Covered files not written yet: the course has not reached the gate."""
+    covered: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+    """The files of the gate's own phase, each a TARGET ``stay revise`` takes."""
+    previous: Answer | None = None
+    changes: tuple[Change, ...] = ()
+    not_kept: tuple[tuple[str, str], ...] = ()
+    """The covered files the last answer could not keep (so no diff), each with why."""
+    proposals: tuple[Waiting, ...] = ()
+    """The proposals ``stay revise --show`` left waiting, whatever the gate."""
+
+
+def gate_review(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
+                settings: Settings | None = None) -> GateReview:
+    """The first gate, in the order a course passes them, whose approval does not hold,
+    and what a reviewer there must judge. Reads the course and its ledger; writes nothing."""
+    state = open_course_named(slug, courses_dir, settings)
+    state.hash_once()  # one snapshot of the course: each file hashed once
+    for gate in GATES:
+        holds, why = state.approval(gate.name)
+        if holds:
+            continue
+        covered = tuple(state.covered(gate.name))
+        graph = state.graph
+        targets = tuple(path for path in covered if graph.nodes[path].get("phase") == gate.closes
+                        and graph.nodes[path].get("stage") not in (None, DERIVED)
+                        and path not in (GLOSSARY, "course.yaml"))
+        missing = tuple(path for path in covered if state.current_hash(path) is None)
+        entry = state.gates().get(gate.name)
+        previous = changes = None
+        if entry is not None:
+            previous = Answer(bool(entry.get("approved")), str(entry.get("at", "")), str(entry.get("by", "")),
+                              str(entry.get("note") or ""))
+            recorded = entry.get("covered", {})
+            changes = _changes(state, covered, recorded if isinstance(recorded, dict) else {})
+        return GateReview(gate.name, why, missing, covered, targets, previous, tuple(changes or ()),
+                          not_kept(entry, covered), waiting_proposals(state))
+    return GateReview(None, proposals=waiting_proposals(state))
+
+
+def _changes(state: CourseState, covered: tuple[str, ...], recorded: dict[str, object]) -> list[Change]:
+    found = []
+    # gates.json is read from disk: a recorded name that is not a file of this course's
+    # graph (an absolute path, a "..") is never hashed, read or shown
+    dropped = sorted(path for path in set(recorded) - set(covered) if path in state.graph)
+    for path in [*covered, *dropped]:
+        was = recorded.get(path)
+        was = was if isinstance(was, str) else None
+        now = state.current_hash(path)
+        if was == now:
+            continue
+        kept = earlier = text = None
+        blob = answered_copy(state.root, was) if was is not None else None
+        if blob is not None:  # the bytes checked against their digest, used as read
+            kept, earlier = f"{ANSWERED}/{was}", blob.decode("utf-8", "replace")
+        elif was is not None:
+            kept = _kept_copy(state.root, path, was)
+            earlier = _stored_text(state.root / kept) if kept is not None else None
+        if earlier is not None:
+            text = _stored_text(state.root / path) if now is not None else ""
+        found.append(Change(path, was, now, earlier, kept, text))
+    return found
+
+
+def _kept_copy(root: Path, path: str, wanted: str) -> str | None:
+    """A copy of ``path`` under .state/retired/ whose bytes have the digest ``wanted``."""
+    retired = root / RETIRED
+    if not retired.is_dir() or retired.is_symlink():
+        return None
+    for run in sorted(retired.iterdir()):
+        if run.is_symlink():  # never read through a link, even one that stays inside
+            continue
+        candidate = run / path
+        if candidate.is_file() and not candidate.is_symlink():
+            try:
+                if digest(read_stored(candidate)) == wanted:
+                    return candidate.relative_to(root).as_posix()
+            except (Damaged, OSError):
+                continue
+    return None
+
+
+def _stored_text(path: Path) -> str | None:
+    try:
+        return read_stored(path).decode("utf-8", "replace")
+    except (Damaged, OSError):
+        return None

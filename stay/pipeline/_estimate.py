@@ -1,46 +1,7 @@
 """``stay estimate``: the calls a build would make and what they would cost, made offline.
 
-The build is run for real, with the offline backend, in a scratch copy (a temporary
-courses directory, removed after; the user's course is never written), and every request
-the pipeline sends is recorded. So the calls are the ones a build makes, rendered as the
-Claude backend would send them (``stay.models.request_params``: the role's model, its
-thinking room and ``max_tokens``), and a rebuild after a prompt edit records only the
-stale stages' calls: the ledger's staleness decides, as in a real rebuild.
-
-Input tokens are counted by the token-counting endpoint when a credential is set, else as
-characters/4 per text block (said in the output). Three costs are given, per stage and in
-all:
-
-- *expected*, what a build by a real model should cost: each answer at a real model's
-  length (a lesson at the middle of house style's words per minute for its minutes,
-  ``TOKENS_PER_WORD``; any other answer the offline one with its prose ``PROSE_FACTOR``
-  times longer), thinking at ``THINKING_SHARE`` of its room, and the cache as the API keys
-  it (the prefix gate's ``prefix_keys``: model, tools, thinking, output format and effort,
-  and the text up to each breakpoint, at each model's minimum length): in the pipeline's
-  order the first call with a key writes it, every later one reads it;
-- *low*, a floor: each answer the size of the offline answer with no thinking, and every
-  cache prefix (keyed on the model and the text up to the breakpoint: the most any keying
-  rule could share) read from the second call on;
-- *high*, a ceiling: every answer at the full ``max_tokens`` it is sent with (thinking
-  included; a rebuild's request the course's request cache knows an earlier answer to was
-  cut off, at the room its retry was given, as the Claude backend sends it: ``_room``) and
-  every cacheable prefix written, none read; and, only for a call whose answer is likely cut
-  off (its expected answer more than ``1 / TRUNCATION_MARGIN`` of the answer's room), the
-  one automatic retry (twice the answer's room, up to ``OUTPUT_LIMIT``) at its full
-  ``max_tokens`` too.
-
-``--backend`` (``Settings.backend``) prices the build that backend would make: its models
-(``with_backend_models``) at its own price table (``Backend.prices``): a call to a model it
-has no price for is "unknown", never $0. A backend other than Claude's is sent no thinking
-(only a Claude model thinks), its input is counted as characters/4, and the low end bills
-it no cache write; offline is priced as the Claude build it stands in for.
-
-Repair rounds are counted in none of them: an offline build passes the validator, so
-none is recorded, and how many a real model needs is not foreseeable (each costs about
-one more call of its stage). ``batch=True`` prices as ``stay build --batch``: the wave's
-calls at the batch price (half, with 1-hour cache writes); the high end adds each wave
-call's live worst case to its batch one, since an entry that ends without an answer, or
-cut off or refused, is asked again live at the full price.
+The build runs for real with the offline backend in a scratch courses directory, and every
+request is recorded; how the expected, low and high costs are priced: docs/pipeline.md, "Estimate".
 """
 
 from __future__ import annotations
@@ -77,7 +38,7 @@ from stay.models import (
     request_params,
     screen_request,
 )
-from stay.pipeline._backend_choice import default_backend, with_backend_models
+from stay.pipeline._commands import default_backend, with_backend_models
 from stay.pipeline._runner import run_command
 from stay.requests import ModelAnswer, ModelRequest, Usage
 from stay.settings import Settings

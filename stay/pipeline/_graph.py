@@ -1,31 +1,408 @@
-"""The pipeline as one graph, built from declarations.
-
-The runner walks this graph; it is not a drawing of some other code path. Loops
-(one planning call per module, bounded repair rounds) live inside a node, so the
-graph is a DAG, and its properties can be proven with no model, key or course.
-
-The runner holds it as a ``Dag`` (``_dag``: the operations a walk needs, without importing
-networkx); ``graph()`` and ``build()`` give it as a ``networkx.DiGraph``, node for node
-and edge for edge, for proofs, drawings and ``stay graph``. ``problems`` takes either,
-as do the walks (``_walk``: the order a command runs its nodes in).
+"""The graphs: the command graph of stage nodes, its gates and the walk over it, and the artefact
+graph of a course (which file is built from which).
 """
 
 from __future__ import annotations
 
+import heapq
 import itertools
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING
+from graphlib import CycleError, TopologicalSorter
+from typing import TYPE_CHECKING, Any
 
-from stay.errors import GraphError
-from stay.pipeline._dag import Dag, ancestors, descendants, has_path, is_acyclic, to_networkx
-from stay.pipeline._gate_decl import GATED, GATES, GateDecl, needed_before
-from stay.pipeline._walk import as_dag, route
+from stay._display import markdown_table, markdown_text, plural
+from stay.artefacts import Artefact, Assessment, Audience, Curriculum, LessonPlan, Outcomes
+from stay.errors import ArtefactError, GraphError
+from stay.pipeline._inputs import direct_inputs
+from stay.pipeline._layout import BRIEF, GLOSSARY, CourseLayout
 from stay.stages import REGISTRY, Prompts, Stage, checked_references
+from stay.validate import Defect, Severity
 
 if TYPE_CHECKING:
     import networkx as nx
+
+
+class Dag:
+    """A directed graph of string nodes with attribute dicts, and graph attributes in
+    ``graph``; the part of ``networkx.DiGraph``'s interface the pipeline reads."""
+
+    __slots__ = ("_added", "_nodes", "_pred", "_succ", "graph")
+
+    def __init__(self, **attrs: Any) -> None:
+        self.graph: dict[str, Any] = dict(attrs)
+        self._nodes: dict[str, dict[str, Any]] = {}
+        self._succ: dict[str, dict[str, None]] = {}
+        self._pred: dict[str, dict[str, None]] = {}
+        self._added: dict[tuple[str, str], None] = {}
+        """Every edge in the order it was added: each node's successors and predecessors
+        are in this order, and ``to_networkx`` adds the edges in it to keep both."""
+
+    # -- building -----------------------------------------------------------------------
+
+    def add_node(self, node: str, **attrs: Any) -> None:
+        if node not in self._nodes:
+            self._nodes[node] = {}
+            self._succ[node] = {}
+            self._pred[node] = {}
+        self._nodes[node].update(attrs)
+
+    def add_edge(self, source: str, target: str) -> None:
+        for node in (source, target):
+            if node not in self._nodes:
+                self.add_node(node)
+        self._succ[source][target] = None
+        self._pred[target][source] = None
+        self._added[(source, target)] = None
+
+    def add_edges_from(self, edges: Iterable[tuple[str, str]]) -> None:
+        for source, target in edges:
+            self.add_edge(source, target)
+
+    def remove_node(self, node: str) -> None:
+        for target in self._succ.pop(node):
+            del self._pred[target][node]
+            del self._added[(node, target)]
+        for source in self._pred.pop(node):
+            del self._succ[source][node]
+            self._added.pop((source, node), None)  # a self-loop went with the successors
+        del self._nodes[node]
+
+    def copy(self) -> Dag:
+        """An independent copy, as ``networkx.DiGraph.copy`` makes one: attribute dicts
+        copied one level, and the edges added source by source (so a node's predecessors
+        may come in another order than here)."""
+        dag = Dag(**self.graph)
+        for node, attrs in self._nodes.items():
+            dag.add_node(node, **attrs)
+        dag.add_edges_from(self.edges)
+        return dag
+
+    def subgraph(self, nodes: Iterable[str]) -> Dag:
+        """The nodes given (in this graph's order) and the edges between them, as a copy."""
+        keep = set(nodes)
+        dag = Dag(**self.graph)
+        for node, attrs in self._nodes.items():
+            if node in keep:
+                dag.add_node(node, **attrs)
+        dag.add_edges_from((s, t) for s, t in self._added if s in keep and t in keep)
+        return dag
+
+    # -- reading --------------------------------------------------------------------------
+
+    @property
+    def nodes(self) -> NodeView:
+        return NodeView(self._nodes)
+
+    @property
+    def edges(self) -> list[tuple[str, str]]:
+        return [(source, target) for source, targets in self._succ.items() for target in targets]
+
+    def __contains__(self, node: object) -> bool:
+        return node in self._nodes
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def successors(self, node: str) -> Iterator[str]:
+        return iter(self._succ[node])
+
+    def predecessors(self, node: str) -> Iterator[str]:
+        return iter(self._pred[node])
+
+    def has_edge(self, source: str, target: str) -> bool:
+        return source in self._succ and target in self._succ[source]
+
+    def out_degree(self, node: str) -> int:
+        return len(self._succ[node])
+
+
+class NodeView:
+    """``graph.nodes``: ``nodes[n]`` is n's attribute dict; ``nodes(data=True)`` its pairs."""
+
+    __slots__ = ("_nodes",)
+
+    def __init__(self, nodes: dict[str, dict[str, Any]]) -> None:
+        self._nodes = nodes
+
+    def __getitem__(self, node: str) -> dict[str, Any]:
+        return self._nodes[node]
+
+    def __call__(self, data: bool = False) -> Iterator[Any]:
+        return iter(self._nodes.items()) if data else iter(self._nodes)
+
+
+def descendants(graph: Dag, source: str) -> set[str]:
+    """Every node reachable from ``source``, ``source`` excluded (``networkx.descendants``)."""
+    return _reach(graph._succ, source)
+
+
+def ancestors(graph: Dag, target: str) -> set[str]:
+    """Every node that reaches ``target``, ``target`` excluded (``networkx.ancestors``)."""
+    return _reach(graph._pred, target)
+
+
+def _reach(adjacency: dict[str, dict[str, None]], start: str) -> set[str]:
+    if start not in adjacency:
+        raise KeyError(start)
+    seen: set[str] = set()
+    stack = [start]
+    while stack:
+        for neighbour in adjacency[stack.pop()]:
+            if neighbour not in seen:
+                seen.add(neighbour)
+                stack.append(neighbour)
+    seen.discard(start)
+    return seen
+
+
+def has_path(graph: Dag, source: str, target: str) -> bool:
+    """Whether ``target`` is ``source`` or reachable from it (``networkx.has_path``)."""
+    return source == target or target in descendants(graph, source)
+
+
+def _sorter(graph: Dag) -> TopologicalSorter[str]:
+    sorter = TopologicalSorter({node: list(sources) for node, sources in graph._pred.items()})
+    sorter.prepare()  # CycleError: some node can never be placed
+    return sorter
+
+
+def is_acyclic(graph: Dag) -> bool:
+    """``networkx.is_directed_acyclic_graph``: every node can be put in an order."""
+    try:
+        _sorter(graph)
+    except CycleError:
+        return False
+    return True
+
+
+def topological_order(graph: Dag, key: Callable[[str], Hashable]) -> list[str]:
+    """``networkx.lexicographical_topological_sort``: among the nodes whose predecessors
+    have all been placed, always the one with the smallest ``key`` (then the first added) next."""
+    try:
+        sorter = _sorter(graph)
+    except CycleError as exc:
+        raise ValueError("the graph has a cycle; it has no topological order") from exc
+    index = {node: position for position, node in enumerate(graph)}
+    ready: list[tuple[Hashable, int, str]] = []
+    order: list[str] = []
+    while sorter.is_active():
+        for node in sorter.get_ready():
+            heapq.heappush(ready, (key(node), index[node], node))
+        order.append(heapq.heappop(ready)[2])
+        sorter.done(order[-1])
+    return order
+
+
+def to_networkx(graph: Dag) -> nx.DiGraph[str]:
+    """The same graph as a ``networkx.DiGraph``: attributes, node order and edge order kept."""
+    import networkx as nx
+
+    result: nx.DiGraph[str] = nx.DiGraph(**graph.graph)
+    result.add_nodes_from(graph.nodes(data=True))
+    result.add_edges_from(graph._added)
+    return result
+
+
+LISTED = 10
+"""Defects a gate page (and a gate's refusal) lists one a line; the rest are counted.
+Enough to see what kind of trouble a file is in, few enough to read in a terminal."""
+
+_BLOCK_START = re.compile(r"^(\d{1,9}(?=[.)])|(?=[#+=-]))")
+"""Where a line would open a block: before a list, heading or rule marker, or after an
+ordered list's number (whose ``.`` or ``)`` is then escaped)."""
+
+
+def _lead(value: object) -> str:
+    """Text that opens a list item: inline markup escaped, and its block marker too."""
+    return _BLOCK_START.sub(lambda match: match.group(1) + "\\", markdown_text(value), count=1)
+
+
+def _heading(value: object) -> str:
+    """Text inside a heading: a ``#`` in it could close the heading, so each is escaped."""
+    return markdown_text(value).replace("#", "\\#")
+
+
+def time_lines(curriculum: Curriculum, audience: Audience | None) -> list[str]:
+    """How big the course is, against the audience's budget when it is known."""
+    total = sum(lesson.minutes for module in curriculum.modules for lesson in module.lessons)
+    lessons = sum(len(module.lessons) for module in curriculum.modules)
+    said = f"{plural(len(curriculum.modules), 'module')}, {plural(lessons, 'lesson')}, {total} minutes"
+    if audience is not None:
+        budget = audience.time_budget_minutes
+        said += f" against a budget of {budget} ({round(100 * total / budget)}%)"
+    return [said + "."]
+
+
+def curriculum_lines(curriculum: Curriculum, audience: Audience | None) -> list[str]:
+    """The curriculum as one table: a module's id and title on its first lesson's row."""
+    rows = [(f"{module.id} {module.title}" if index == 0 else "", lesson.id, lesson.title, lesson.minutes)
+            for module in curriculum.modules for index, lesson in enumerate(module.lessons)]
+    lines = ["## Curriculum", "", *time_lines(curriculum, audience), ""]
+    return lines + markdown_table(("Module", "Lesson", "Title", "Minutes"), rows, numeric={3}).splitlines()
+
+
+def outcome_lines(outcomes: Outcomes, assessment: Assessment | None) -> list[str]:
+    """Every outcome with its level, verb and (once assessed) the methods that evidence it."""
+    methods = {evidence.outcome: evidence.methods for evidence in assessment.evidence} if assessment else {}
+    lines = ["## Outcomes", ""]
+    for outcome in outcomes.outcomes:
+        evidence = methods.get(outcome.id)
+        said = f"; evidence: {', '.join(evidence)}" if evidence else ""
+        lines.append(f"- {_lead(outcome.id)} ({markdown_text(outcome.bloom)}, verb "
+                     f"{markdown_text(outcome.verb)}{said}): {markdown_text(outcome.text)}")
+    return lines if outcomes.outcomes else [*lines, "No outcomes."]
+
+
+def capstone_outcomes(assessment: Assessment) -> list[str]:
+    """The outcomes the capstone gathers evidence of, in the assessment's order."""
+    return [evidence.outcome for evidence in assessment.evidence if "capstone" in evidence.methods]
+
+
+def assessment_lines(assessment: Assessment, outcomes: Outcomes | None) -> list[str]:
+    """The strategy, then the outcomes the capstone gathers evidence of."""
+    texts = {outcome.id: outcome.text for outcome in outcomes.outcomes} if outcomes else {}
+    capstone = capstone_outcomes(assessment)
+    lines = ["## Assessment", "", f"Strategy: {markdown_text(assessment.strategy)}", "",
+             f"Capstone outcomes ({len(capstone)}):", ""]
+    lines += [f"- {_lead(outcome)}" + (f": {markdown_text(texts[outcome])}" if outcome in texts else "")
+              for outcome in capstone] or ["- none: no outcome names the capstone as its evidence"]
+    return lines
+
+
+def plan_lines(curriculum: Curriculum, plans: Mapping[str, LessonPlan]) -> list[str]:
+    """Each lesson's plan: its minutes, its sections as a table, and its new terms."""
+    lines = ["## Lesson plans"]
+    for module in curriculum.modules:
+        for lesson in module.lessons:
+            plan = plans.get(lesson.id)
+            lines += ["", f"### {_heading(lesson.id)}: {_heading(plan.title if plan else lesson.title)}", ""]
+            if plan is None:
+                lines.append("Not planned yet.")
+                continue
+            lines += [f"{plan.minutes} minutes; outcomes: {markdown_text(', '.join(plan.outcomes)) or 'none'}.", ""]
+            lines += markdown_table(("Section", "Kind", "Minutes"),
+                                    [(s.heading, s.kind, s.minutes) for s in plan.sections], numeric={2}).splitlines()
+            lines += ["", "New terms:" if plan.new_terms else "New terms: none."]
+            lines += [f"- {_lead(term.term)}: {markdown_text(term.definition)}" for term in plan.new_terms]
+    return lines
+
+
+def defect_lines(defects: Sequence[Defect], *, refused: bool) -> list[str]:
+    """What the validator still finds in the gate's files, FAILs first, bounded;
+    ``refused``: a FAIL no person has signed, so ``--yes`` will not approve the gate."""
+    fails = sum(defect.severity == Severity.FAIL for defect in defects)
+    lines = ["## Defects", ""]
+    if not defects:
+        return [*lines, "The validator finds no defect in the files this gate covers."]
+    lines += [f"{fails} FAIL, {len(defects) - fails} WARN in the files this gate covers"
+              + (" (`--yes` does not approve the gate while one no person has signed remains):" if refused
+                 else ":"), ""]
+    return lines + [f"- {markdown_text(line)}" for line in bounded(defects)]
+
+
+def bounded(defects: Sequence[Defect]) -> list[str]:
+    """One line per defect, FAILs first, at most ``LISTED``, then how many more."""
+    ordered = sorted(defects, key=lambda defect: defect.severity != Severity.FAIL)  # stable: report order kept
+    lines = [defect.line() for defect in ordered[:LISTED]]
+    if len(ordered) > LISTED:
+        lines.append(f"and {len(ordered) - LISTED} more")
+    return lines
+
+
+@dataclass(frozen=True)
+class GateView:
+    """What a gate page shows, as the course holds it now (None while not written)."""
+
+    curriculum: Curriculum | None
+    audience: Audience | None
+    outcomes: Outcomes | None
+    assessment: Assessment | None
+    plans: Callable[[], Mapping[str, LessonPlan]]
+    """Every plan on disk; a call, so a page that shows none reads none."""
+
+
+def design_page(view: GateView) -> list[str]:
+    """The design gate: the curriculum against the time budget, the outcomes, the assessment."""
+    lines: list[str] = []
+    if view.curriculum is not None:
+        lines += [*curriculum_lines(view.curriculum, view.audience), ""]
+    if view.outcomes is not None:
+        lines += [*outcome_lines(view.outcomes, view.assessment), ""]
+    if view.assessment is not None:
+        lines += [*assessment_lines(view.assessment, view.outcomes), ""]
+    return lines
+
+
+def plan_page(view: GateView) -> list[str]:
+    """The plan gate: the course's size against the budget, and every lesson's plan."""
+    if view.curriculum is None:
+        return []
+    return ["## Time", "", *time_lines(view.curriculum, view.audience), "",
+            *plan_lines(view.curriculum, view.plans()), ""]
+
+
+@dataclass(frozen=True)
+class GateDecl:
+    name: str
+    closes: str
+    """The phase whose nodes come before the gate: its files are what the gate adds."""
+    page: Callable[[GateView], list[str]]
+    """What the gate's page shows a reviewer, before the defects and the history."""
+
+    @property
+    def summary(self) -> str:
+        return f"{self.name}_summary"
+
+    @property
+    def ask(self) -> str:
+        return f"{self.name}_ask"
+
+    @property
+    def record(self) -> str:
+        return f"{self.name}_record"
+
+    @property
+    def nodes(self) -> tuple[str, str, str]:
+        return self.summary, self.ask, self.record
+
+
+GATES: tuple[GateDecl, ...] = (
+    GateDecl("design", "design", design_page),
+    GateDecl("plan", "plan", plan_page),
+)
+"""The gates in the order a course passes them."""
+
+GATE_NAMES = tuple(gate.name for gate in GATES)
+GATED = tuple(gate.closes for gate in GATES)
+"""Phases whose files a gate covers: a command that does not write them needs them."""
+
+
+def covered_phases(name: str, gates: Sequence[GateDecl] = GATES) -> tuple[str, ...]:
+    """The phases whose files gate ``name`` covers: its own and every earlier gate's."""
+    names = [gate.name for gate in gates]
+    return tuple(gate.closes for gate in gates[:names.index(name) + 1])
+
+
+def earlier(name: str, gates: Sequence[GateDecl] = GATES) -> tuple[str, ...]:
+    """The gates a course passes before gate ``name``."""
+    names = [gate.name for gate in gates]
+    return tuple(names[:names.index(name)])
+
+
+def needed_before(phase: str, gates: Sequence[GateDecl] = GATES) -> tuple[str, ...]:
+    """The gates whose approvals must hold before a file of ``phase`` is written: every
+    gate closing an earlier phase (a phase no gate closes comes after them all)."""
+    closes = [gate.closes for gate in gates]
+    if phase not in closes:
+        return tuple(gate.name for gate in gates)
+    return tuple(gate.name for gate in gates[:closes.index(phase)])
+
 
 KINDS = ("entry", "router", "guard", "stage", "gate-summary", "gate-ask", "gate-record", "wave",
          "barrier", "review", "mechanical", "validate", "repair", "revise")
@@ -54,7 +431,7 @@ class NodeDecl:
     """For a guard whose command writes in any phase (revise): per phase of what it is
     asked to write, the gates whose approvals must hold."""
     gate: str = ""
-    """For a gate node: the gate it is part of (``_gate_decl.GATES``)."""
+    """For a gate node: the gate it is part of (``GATES``)."""
     default: str = ""
     """For a router: the successor a command that names no other goes on to."""
 
@@ -375,3 +752,135 @@ def graph(prompts: Prompts | None = None) -> nx.DiGraph[str]:
     packaged prompts/). A copy (``DiGraph.copy``, as it always was): the runner's own graph
     cannot be changed through it."""
     return to_networkx(_checked() if prompts is None else checked(assemble(DECLARATION, prompts))).copy()
+
+
+def as_dag(given: Dag | nx.DiGraph[str]) -> Dag:
+    """The runner's own ``Dag`` as it is; a networkx graph (``graph()`` or ``build()``, as a
+    caller may have changed it) read node by node, then edge by edge. Nothing read from
+    it depends on the order of a node's neighbours (sets, sorted lists, a topological
+    order keyed by the declaration), so the edges need no particular order."""
+    if isinstance(given, Dag):
+        return given
+    dag = Dag(**given.graph)
+    for node, attrs in given.nodes(data=True):
+        dag.add_node(node, **attrs)
+    dag.add_edges_from(given.edges)
+    return dag
+
+
+def walk_order(given: Dag | nx.DiGraph[str], start: str) -> list[str]:
+    """``start`` and every node after it, in a topological order that follows the
+    declaration where the graph leaves a choice."""
+    graph = as_dag(given)
+    reachable = descendants(graph, start) | {start}
+    return topological_order(graph.subgraph(reachable), key=lambda n: graph.nodes[n]["order"])
+
+
+def route(graph: Dag | nx.DiGraph[str], command: str, router: str) -> str:
+    """The successor ``router`` sends ``command`` to: choose_entry its entry, another
+    router the one the command names, else the router's default."""
+    declared: CommandDecl = graph.graph["commands"][command]
+    if router == "choose_entry":
+        return declared.entry
+    return dict(declared.routes).get(router) or str(graph.nodes[router]["default"])
+
+
+def walk(given: Dag | nx.DiGraph[str], command: str, answer: Callable[[str], str]) -> Iterator[str]:
+    """The nodes ``command`` runs, in order: from entry to the node it stops at, a
+    router's successors cut to the one ``answer(router)`` names (asked once the router
+    has been yielded, so the runner can answer with what the router's handler said)."""
+    graph = as_dag(given)
+    last = graph.graph["commands"][command].last
+    span = ancestors(graph, last) | {last}
+    reached = {"entry"}
+    for node in walk_order(graph, "entry"):
+        if node not in reached or node not in span:
+            continue
+        yield node
+        if graph.nodes[node]["kind"] == "router":
+            chosen = answer(node)
+            if not graph.has_edge(node, chosen):
+                raise GraphError(f"router {node} answered {chosen!r}, which is not one of its successors "
+                                 f"{sorted(graph.successors(node))}")
+            reached.add(chosen)
+        else:
+            reached.update(graph.successors(node))
+
+
+def command_walk(given: Dag | nx.DiGraph[str], command: str) -> list[str]:
+    """Every node ``command`` runs, in order: entry, choose_entry, then from the node it
+    joins at to the node it stops at, each router sending it where the declaration says."""
+    graph = as_dag(given)
+    return list(walk(graph, command, lambda router: route(graph, command, router)))
+
+
+DERIVED = "derived"
+"""The stage a derived file's node carries (``Artefact.derived``): no stage writes it, its
+source's stage does, and a revision goes to its source."""
+
+
+def course_graph(curriculum: Curriculum, plans: Mapping[str, LessonPlan] | None = None,
+                 stages: Sequence[Stage] | None = None,
+                 derived: Mapping[str, Sequence[str]] | None = None) -> nx.DiGraph[str]:
+    """``artefact_graph`` as a networkx DiGraph, node for node and edge for edge
+    (``stages`` None: the registry, a default help() can show)."""
+    return to_networkx(artefact_graph(curriculum, plans, REGISTRY if stages is None else stages, derived))
+
+
+def derived_files(stages: Sequence[Stage], exists: Callable[[str], bool],
+                  load: Callable[[str], Artefact]) -> dict[str, list[str]]:
+    """Each course-scope artefact's derived files (``Artefact.derived``), by its path, as it
+    stands on disk. One that is missing or cannot be read has none: the graph is still
+    built, and the validator names what is wrong with it."""
+    found: dict[str, list[str]] = {}
+    for stage in stages:
+        if stage.scope != "course" or stage.kind.derived is Artefact.derived or not exists(stage.output):
+            continue
+        try:
+            found[stage.output] = sorted(load(stage.output).derived())
+        except ArtefactError:
+            continue
+    return found
+
+
+def artefact_graph(curriculum: Curriculum, plans: Mapping[str, LessonPlan] | None = None,
+                   stages: Sequence[Stage] = REGISTRY, derived: Mapping[str, Sequence[str]] | None = None) -> Dag:
+    """Artefact paths as nodes, direct inputs as edges (input -> artefact). Each node
+    carries ``stage`` (its stage's name, or ``glossary``), ``phase`` and ``unit`` (its
+    lesson id, module id, or None for the course).
+
+    ``plans`` (lesson id -> plan), when given, adds each quiz's edges from the plans
+    that introduce the terms its plan revisits; ``derived`` (``derived_files``) adds each
+    derived file, its one edge from the artefact it is written from (stage ``derived``).
+    """
+    layout = CourseLayout(curriculum)
+    known = plans or {}
+    graph = Dag()
+    graph.add_node(BRIEF, kind="brief", stage=None, phase=None, unit=None)
+    for stage in stages:
+        if stage.scope == "module":
+            for module in curriculum.modules:
+                inputs = direct_inputs(stage, module, layout, known)
+                for lesson in layout.lessons_of(module):
+                    _add(graph, lesson.path(stage.output), stage.name, stage.phase, lesson.id, inputs)
+            continue
+        for path, place in layout.outputs(stage):
+            _add(graph, path, stage.name, stage.phase, place.id if place else None,
+                 direct_inputs(stage, place, layout, known))
+    _add(graph, GLOSSARY, "glossary", "finish", None, layout.plan_paths())
+    for source, paths in (derived or {}).items():
+        for path in paths:
+            _add(graph, path, DERIVED, graph.nodes[source]["phase"], None, [source])
+    return graph
+
+
+def _add(graph: Dag, path: str, stage: str, phase: str, unit: str | None,
+         inputs: Sequence[str]) -> None:
+    graph.add_node(path, kind=stage, stage=stage, phase=phase, unit=unit)
+    for source in inputs:
+        graph.add_edge(source, path)
+
+
+def artefact_paths(graph: Dag) -> list[str]:
+    """Every artefact path of a course graph (the brief excluded), sorted."""
+    return sorted(node for node in graph if node != BRIEF)

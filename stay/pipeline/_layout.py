@@ -1,17 +1,25 @@
-"""Where everything of a course is: the one owner of paths and of term normalisation.
-
-Every path the pipeline builds comes from a ``CourseLayout``, and a layout is only
-made from a ``Curriculum``, whose type has already checked every id and slug that
-becomes part of a path (``stay.artefacts._ids``).
-"""
+"""Where a course's files are, reading them back as artefacts, and the validator's checks on them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from stay.artefacts import Curriculum, LessonEntry, LessonPlan, Module, module_dir
+from stay.artefacts import (
+    Artefact,
+    Brief,
+    CourseReader,
+    Curriculum,
+    LessonEntry,
+    LessonPlan,
+    Module,
+    artefact_type,
+    module_dir,
+)
+from stay.settings import Settings
 from stay.stages import Stage
+from stay.validate import CourseReport, Defect, Severity, validate_course
 
 BRIEF = "brief"
 """The pseudo-artefact for the brief (held in course.yaml)."""
@@ -116,3 +124,81 @@ class CourseLayout:
                 break
             earlier.append(candidate)
         return earlier
+
+
+@dataclass
+class RunReader:
+    root: Path
+    brief: Brief | None = None
+    """The brief the run was given (a new course's, or course.yaml's)."""
+    _files: CourseReader | None = field(default=None, repr=False)
+    """The shared course reader (its parse cache), made on first read."""
+    _plans: dict[str, LessonPlan] | None = field(default=None, repr=False)
+    """Every plan, as last read; dropped whenever the run writes a plan or the curriculum."""
+    _layout: CourseLayout | None = field(default=None, repr=False)
+
+    def exists(self, path: str) -> bool:
+        return (self.root / path).is_file()
+
+    def load(self, path: str) -> Artefact:
+        """A course file as its artefact, through the one course reader: parsed again
+        only when its bytes changed."""
+        if self._files is None:
+            self._files = CourseReader(self.root)
+        loaded: Artefact = self._files.load(path, artefact_type(path))
+        return loaded
+
+    def curriculum(self) -> Curriculum | None:
+        if not self.exists("curriculum.yaml"):
+            return None
+        loaded = self.load("curriculum.yaml")
+        assert isinstance(loaded, Curriculum)
+        return loaded
+
+    @property
+    def layout(self) -> CourseLayout:
+        curriculum = self.curriculum()
+        if curriculum is None:
+            return CourseLayout.empty()
+        if self._layout is None or self._layout.curriculum is not curriculum:
+            self._layout = CourseLayout(curriculum)
+        return self._layout
+
+    def plans(self) -> dict[str, LessonPlan]:
+        """Every plan on disk, by lesson id (read again only after the run wrote one)."""
+        if self._plans is not None:
+            return self._plans
+        found: dict[str, LessonPlan] = {}
+        for place in self.layout.lessons():
+            path = place.path("{lesson}.plan.yaml")
+            if self.exists(path):
+                plan = self.load(path)
+                assert isinstance(plan, LessonPlan)
+                found[place.id] = plan
+        self._plans = found
+        return found
+
+    def wrote(self, paths: Iterable[str]) -> None:
+        """The run wrote ``paths``: the plans are read again if one of them is a plan or
+        the curriculum (the parse cache checks bytes itself)."""
+        if any(path.endswith(".plan.yaml") or path == "curriculum.yaml" for path in paths):
+            self._plans = None
+
+
+def course_report(root: Path, settings: Settings) -> CourseReport:
+    """The validator's report on a course, against the house style ``settings`` choose."""
+    return validate_course(root, data_dir=settings.resolved_data_dir())
+
+
+def defects_in(root: Path, settings: Settings, paths: Iterable[str], *,
+               fails_only: bool = False) -> tuple[Defect, ...]:
+    """The defects the validator finds in ``paths`` (course-relative), in report order.
+
+    The whole course is validated (cross-file rules need it), then the defects are kept
+    whose path is one of ``paths``. Mid-run, a file not written yet is a WARN of its own
+    path, so it never shows up against a file that exists; ``fails_only`` keeps FAILs.
+    """
+    wanted = set(paths)
+    report = course_report(root, settings)
+    return tuple(d for d in report.defects
+                 if d.path in wanted and (not fails_only or d.severity == Severity.FAIL))

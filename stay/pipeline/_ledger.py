@@ -1,26 +1,24 @@
-"""The ledger files in a course's .state/: their names, their format, and reading and
-writing them safely. ``CourseState`` (stay.pipeline._state) is what the pipeline asks;
-this module is what it stands on: hashing, the sources a stage is made with, atomic
-JSON writes, and refusing a damaged ledger with the one way out (``stay adopt``, or from
-Python ``stay.adopt(...)``).
-"""
+"""The ledger: what each file was built from (hashes), the answered gates, and the run log."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from stay._bounds import MAX_FILE_BYTES
+from stay._display import terminal_text
 from stay._paths import at, placed
 from stay._secrets import redact_bytes
 from stay._stored import Damaged, load_stored_json, read_stored
 from stay._words import damaged_ledger
-from stay.artefacts import Brief, dump_yaml, to_data, write_text_atomic
+from stay.artefacts import Brief, dump_yaml, to_data, write_bytes_atomic, write_text_atomic
 from stay.errors import EnvironmentProblem
 from stay.requests import Role
 from stay.stages import REGISTRY, Prompts, Stage, answer_schema, checked_references
@@ -32,7 +30,7 @@ JOURNAL = f"{STATE}/hashes.journal"
 """Records since hashes.json was last written, one JSON line each (gone after a checkpoint)."""
 VERSION = 2
 """The ledger's format: 2 records each stage's sources and writes one artefact a line."""
-GATES = f"{STATE}/gates.json"
+GATES_FILE = f"{STATE}/gates.json"
 RUN_LOG = f"{STATE}/run-log.md"
 RETIRED = f"{STATE}/retired"
 AUTO_APPROVED = "auto-approved (--yes)"
@@ -273,3 +271,124 @@ def _section(document: Any, path: Path, section: str) -> dict[str, Any]:
                                  path=path, field=section)
     return part
 
+
+ANSWERED = f"{STATE}/answered"
+_NAME = re.compile(r"[0-9a-f]{16}")
+"""A blob's name: ``_ledger.digest``'s form (16 hex digits). Anything else in the ledger
+(a hand-edited digest such as ``../x``) never becomes a path."""
+
+
+def _store(root: Path) -> Path | None:
+    """The store's directory, or None when it, or ``.state``, is a link or lies outside
+    the course: blobs are written and read only inside the course, never through a link."""
+    store = root / ANSWERED
+    for part in (root / STATE, store):
+        if part.is_symlink() or (part.exists() and not part.is_dir()):
+            return None
+    if store.exists() and not store.resolve().is_relative_to(root.resolve()):
+        return None
+    return store
+
+
+def keep_answered(root: Path, covered: Mapping[str, str | None]) -> dict[str, str]:
+    """Keep the bytes of each covered file under its recorded digest. Returns the files
+    not kept, each with why (a file over the bounded reader's limit, a link, bytes that
+    changed since they were hashed); the caller records that in the ledger."""
+    store = _store(root)
+    refused: dict[str, str] = {}
+    for path, wanted in sorted(covered.items()):
+        if wanted is None:
+            continue
+        if store is None:
+            refused[path] = f"{ANSWERED} is not a directory of this course (a link, or a file)"
+            continue
+        try:
+            data = read_stored(root / path, MAX_FILE_BYTES)
+        except (Damaged, OSError) as exc:
+            refused[path] = getattr(exc, "reason", None) or str(exc)
+            continue
+        if digest(data) != wanted or not _NAME.fullmatch(wanted):
+            refused[path] = "its bytes changed after they were hashed"
+            continue
+        if answered_copy(root, wanted) is None:
+            write_bytes_atomic(store / wanted, data)  # a whole blob or none; a link at the name is replaced
+    return refused
+
+
+def answered_copy(root: Path, wanted: str) -> bytes | None:
+    """The kept bytes with digest ``wanted``, or None: not kept, or damaged."""
+    store = _store(root)
+    if store is None or not _NAME.fullmatch(wanted):
+        return None
+    try:
+        data = read_stored(store / wanted, MAX_FILE_BYTES)
+    except (Damaged, OSError):
+        return None
+    return data if digest(data) == wanted else None
+
+
+def prune_answered(root: Path, referenced: Iterable[str]) -> None:
+    """Remove every blob no answer references (and leftovers of an interrupted write)."""
+    store = _store(root)
+    if store is None or not store.is_dir():
+        return
+    wanted = set(referenced)
+    for entry in sorted(store.iterdir()):
+        if entry.name not in wanted and (entry.is_file() or entry.is_symlink()):
+            entry.unlink(missing_ok=True)
+
+
+def answered_referenced(gates: Mapping[str, object]) -> set[str]:
+    """Every digest the ledger's answers record, whatever the gate."""
+    found: set[str] = set()
+    for entry in gates.values():
+        covered = entry.get("covered") if isinstance(entry, dict) else None
+        if isinstance(covered, dict):
+            found.update(value for value in covered.values() if isinstance(value, str))
+    return found
+
+
+def _text(root: Path) -> str | None:
+    """The run log's text, read bounded (None when there is none yet); a log that is not
+    what stay writes (a link, a FIFO, past 16 MB) is one line naming the fix."""
+    path = root / RUN_LOG
+    if not os.path.lexists(path):
+        return None
+    try:
+        return read_stored(path).decode("utf-8", "replace")
+    except Damaged as exc:
+        raise EnvironmentProblem(f"{exc}; move it aside (stay starts a new one) and run the command again") \
+            from None
+
+
+def next_run_number(root: Path) -> int:
+    return (_text(root) or "").count("\n## run ") + 1
+
+
+def log_run(root: Path, command: str, backend: str, written: list[str], stopped: str | None,
+            retired: list[str] | None = None, revised: Mapping[str, str] | None = None,
+            fixed: Sequence[str] = (), failed: str | None = None, unscreened: str | None = None) -> None:
+    """Append one run to .state/run-log.md, if it wrote, retired or revised anything (a
+    revision that changed no byte still records its note); stable order. ``fixed``
+    is what the run's fixes changed, as lines (``Change.log_lines``), in the order made;
+    ``failed`` says why a run that raised ended (it did not complete); ``unscreened`` why
+    nothing screened its brief."""
+    if not written and not retired and not revised:
+        return
+    path = root / RUN_LOG
+    text = _text(root) or "# Run log\n"
+    number = text.count("\n## run ") + 1
+    lines = [f"## run {number}: {command} ({backend})", ""]
+    lines += [f"- wrote {p}" for p in sorted(set(written))]
+    lines += [f"- retired {p} to {RETIRED}/run-{number}/{p}" for p in sorted(retired or [])]
+    lines += [f"- revised {p} with note {hashlib.sha256(n.encode()).hexdigest()[:16]}: "
+              f"{' '.join(n.split())[:80]!r}" for p, n in sorted((revised or {}).items())]
+    lines += fixed
+    if unscreened:
+        lines.append(f"- the brief was screened by nothing: {unscreened}")
+    ending = f"- failed: {' '.join(failed.split())[:200]}" if failed else (
+        f"- stopped at {stopped}" if stopped else "- completed")
+    lines.append(ending)
+    # read in a terminal, and a retired path may hold any bytes (not UTF-8, an escape)
+    shown = "\n".join(terminal_text(line) for line in lines)
+    write_text_atomic(path, text.rstrip("\n") + "\n\n" + shown + "\n")

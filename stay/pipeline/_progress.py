@@ -1,21 +1,10 @@
-"""What a run says while it works: lines in a terminal, a progress bar in a notebook.
-
-A run reports through one callable, ``progress(line)``: every stage, every gate, every
-retry is a line. Counted work (each lesson of the wave, the capstone) prints as
-``[7/12]``, the label, the time since the run started and what it has cost so far. A
-sink with an ``update`` method gets every ``ProgressUpdate`` itself (a notebook draws a bar from
-them); any other callable gets ``ProgressUpdate.line()``. Counted lines arrive in curriculum
-order whatever order the wave's threads finish in, so the same course prints the same
-lines.
-
-The default sink is chosen once per run: a notebook (a Jupyter kernel is running) gets
-``NotebookProgress``; anything else gets lines on stderr.
-"""
+"""Progress: what a run says while it works, to a terminal or a notebook, and the reporter nodes say it through."""
 
 from __future__ import annotations
 
 import html
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -182,16 +171,33 @@ class NotebookProgress:
         self.show(self.html())
 
 
-__all__ = [
-    "Ending",
-    "NotebookProgress",
-    "Progress",
-    "ProgressSink",
-    "ProgressUpdate",
-    "clock",
-    "default_progress",
-    "in_notebook",
-    "money",
-    "plural",
-    "print_progress",
-]
+@dataclass
+class Reporter:
+    progress: Progress
+    cost: Callable[[], float | None] = lambda: None
+    """What the run has paid so far (None when a model it used has no price)."""
+    started: float = field(default_factory=time.monotonic)
+    """When the run began: progress counts elapsed time from here."""
+
+    def say(self, line: str) -> None:
+        # any sink, a notebook's too, gets no secret (a warning may quote an exception)
+        self._emit(ProgressUpdate(redact(line), self.elapsed(), self.cost()))
+
+    def tick(self, label: str, done: int, total: int) -> None:
+        """Counted work finished: ``[done/total] label``, with the elapsed time and cost."""
+        self._emit(ProgressUpdate(label, self.elapsed(), self.cost(), done, total))
+
+    def end(self, outcome: str, ending: Ending) -> None:
+        """The run's last word, to a sink that draws (a bar closes on it); a plain callable
+        is not sent it, as whoever reads the result says the outcome (once)."""
+        if isinstance(self.progress, ProgressSink):
+            self.progress.update(ProgressUpdate(redact(outcome), self.elapsed(), self.cost(), final=ending))
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def _emit(self, update: ProgressUpdate) -> None:
+        if isinstance(self.progress, ProgressSink):
+            self.progress.update(update)
+        else:
+            self.progress(update.line())

@@ -1,59 +1,21 @@
-"""Bounded repair of the leaf artefacts: content, exercises, quiz and capstone.
-
-Routing is on each defect's owner, never its path alone: the owner names the stage
-that must fix it, the path only which lesson. A retrieval defect (ret001) is
-resolved through the glossary to the lesson that introduced the term, and handed
-to that lesson's quiz. A defect owned by a stage approved at a gate (audience,
-curriculum, outcomes, assessment, plan) is reported and never repaired: silently
-rewriting one would turn an approval into a signature on a document that has since
-changed. Repair stops when nothing remains, nothing is actionable, a round reduced
-no count, or after ``STAY_REPAIR_ROUNDS`` rounds (default 2), and says which.
+"""Bounded repair of the leaf artefacts (content, exercises, quiz, capstone), routed on each
+defect's owner: a defect a gate approved is reported, never repaired (docs/pipeline.md, "Repair").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from stay._display import plural
 from stay.artefacts import Glossary
-from stay.pipeline._checks import course_report
-from stay.pipeline._fix import Change, Fixer, fix
-from stay.pipeline._layout import GLOSSARY, norm_term
-from stay.pipeline._reader import RunReader
-from stay.pipeline._run import RunConfig
-from stay.pipeline._wave import review_stale
+from stay.pipeline._layout import GLOSSARY, RunReader, course_report, norm_term
+from stay.pipeline._run import Fixer, RepairReport, RepairRound, RunConfig, fix, review_stale
 from stay.validate import Defect
 
 STOP_NOTHING_REMAINS = "nothing remains"
 STOP_NOTHING_ACTIONABLE = "nothing actionable"
 STOP_NO_REDUCTION = "a round reduced no count"
 STOP_ROUND_LIMIT = "round limit"
-
-
-@dataclass(frozen=True)
-class RepairRound:
-    actionable_before: int
-    actionable_after: int
-    regenerated: tuple[str, ...]
-    changes: tuple[Change, ...] = ()
-    """What each regeneration changed: the share of its lines kept, and its diff."""
-
-    @property
-    def least_kept(self) -> Change | None:
-        """The file of this round that kept the smallest share of its lines."""
-        return min(self.changes, key=lambda c: (c.share, c.path), default=None)
-
-
-@dataclass(frozen=True)
-class RepairReport:
-    """Why repair stopped, what each round did, and what is left for a person."""
-
-    stop: str
-    rounds: tuple[RepairRound, ...] = ()
-    unrepaired: tuple[Defect, ...] = field(default=())
-    """Defects left at the end, gated owners' among them: reported, never repaired."""
-    edited: tuple[str, ...] = ()
-    """Files with defects that were edited by hand, so left as they are for a person."""
 
 
 @dataclass(frozen=True)

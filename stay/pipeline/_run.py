@@ -1,41 +1,343 @@
-"""One run of the pipeline: what it was asked to do (``RunConfig``, frozen), what it has
-done (``Tally``, typed), and the ``Run`` context the node handlers receive, which holds
-the collaborators they work through: the course reader (``_reader``), the model
-gateway (``_gateway``), the reporter (``_reporter``), the ledger (``CourseState``) and
-the ``Writer``, with the ``Walk`` state. Each handler is passed the ones it names
-(``_inject``)."""
+"""The run: its config and tally, the model gateway every call goes through, producing and fixing
+a file, the policy on what to (re)write, and the wave of lessons written in parallel.
+"""
 
 from __future__ import annotations
 
+import difflib
+import json
 import math
+import re
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from stay._display import plural
+from stay._secrets import redact, redact_data
 from stay._words import SPEAKS, YES, Speaks, command_hint
-from stay.artefacts import Artefact, Brief, DurationLimits, dump
-from stay.errors import PipelineError
-from stay.models import ModelClient, OfflineBackend, Price, Usage, answer_cost, price_label, prices_of
-from stay.pipeline._course_graph import artefact_graph, derived_files
-from stay.pipeline._gateway import ModelGateway, cost_cap
-from stay.pipeline._ledger import Sources, same_bytes
-from stay.pipeline._progress import Progress
-from stay.pipeline._reader import RunReader
-from stay.pipeline._reporter import Reporter
-from stay.pipeline._state import CourseState
-from stay.pipeline._thread import ThreadNote, drop_proposal, recorded_thread
-from stay.requests import ModelAnswer
+from stay.artefacts import (
+    Artefact,
+    Brief,
+    DurationLimits,
+    LessonContent,
+    LessonPlan,
+    LessonReview,
+    Module,
+    dump,
+    dump_yaml,
+    to_data,
+)
+from stay.errors import AnswerError, CostCapReached, ModelError, PipelineError, TruncationError, Unreachable, UsageError
+from stay.models import (
+    SCREEN_STAGE,
+    SCREENING,
+    THINKING,
+    ModelClient,
+    OfflineBackend,
+    Price,
+    Rejecting,
+    Screening,
+    Usage,
+    answer_cost,
+    cost,
+    holding,
+    prefetch,
+    price_label,
+    prices_of,
+    request_params,
+    screen_request,
+    screening_of,
+)
+from stay.pipeline._graph import GATED, artefact_graph, derived_files
+from stay.pipeline._inputs import Unit, stage_inputs
+from stay.pipeline._layout import LessonPlace, RunReader, course_report, defects_in
+from stay.pipeline._ledger import Sources, Status, same_bytes
+from stay.pipeline._progress import Progress, Reporter
+from stay.pipeline._state import CourseState, ThreadNote, drop_proposal, recorded_thread
+from stay.requests import ROLES, ModelAnswer, ModelRequest
 from stay.settings import Settings
-from stay.stages import Prompts, Stage
-from stay.validate import CourseReport, Defect
+from stay.stages import REGENERATE, Prompts, Stage, lesson_file
+from stay.validate import CourseReport, Defect, Severity
 
 if TYPE_CHECKING:
     from stay.models import RequestCache
-    from stay.pipeline._fix import Change
-    from stay.pipeline._repair import RepairReport
-    from stay.pipeline._wave import Wave, WaveStats
+    from stay.pipeline._trace import Tracer
+
+
+@dataclass
+class ModelGateway:
+    backend: ModelClient
+    settings: Settings
+    """Which model each role asks."""
+    tally: Tally
+    report: Reporter
+    slots: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(8))
+    """The model-call cap: calls in flight at once, whatever asks."""
+    in_flight: AbstractContextManager[Any] = field(default_factory=nullcontext)
+    """A Gauge during the wave (stay.pipeline._run); a no-op elsewhere."""
+    tracer: Tracer | None = None
+    cap: CostCap | None = None
+    answered: dict[str, tuple[ModelRequest, str]] = field(default_factory=dict)
+    """A request's ``artefact`` (its file, or its module's files as a pattern) -> the request,
+    and model, whose answer this run last parsed into it: what ``reject_failed`` rejects."""
+    unreachable: Unreachable | None = None
+    """The first ``Unreachable`` of this run (its screen's, say): every later call says it at
+    once instead of trying the service again (and waiting for its connect timeout again)."""
+
+    def produce(self, request: ModelRequest, parse: Callable[[ModelAnswer], list[Artefact]]) -> list[Artefact]:
+        """Ask, and parse the answer into artefacts. An answer that does not fit its
+        schema is asked for once more, with the validation errors attached; a second
+        misfit is reported (AnswerError, naming the stage, the file and the field)."""
+        try:
+            return self.checked(request, parse)
+        except AnswerError as exc:
+            self.report.say(f"  {request.artefact}: the answer did not fit its schema; asking once more")
+            note = f"Your previous answer did not fit the output schema: {exc}. Answer again."
+            return self.checked(with_note(request, "schema_errors", [str(exc)], note), parse)
+
+    def checked(self, request: ModelRequest, parse: Callable[[ModelAnswer], list[Artefact]]) -> list[Artefact]:
+        """Ask and parse (the schema, then the stage's checks). An answer that fails is
+        rejected where the backend keeps answers (the request cache), so no rerun or
+        replay is served it again: "ask again" means the model is asked."""
+        answer = self.ask(request)
+        model = self.settings.model(request.role)
+        try:
+            made = parse(answer)
+        except AnswerError as exc:
+            if isinstance(self.backend, Rejecting):
+                self.backend.reject(request, model, str(exc))
+            raise
+        self.answered[request.artefact] = (request, model)
+        return made
+
+    def reject_failed(self, failed: Mapping[str, Collection[Defect]], written: Collection[str]) -> None:
+        """The validator's check of files this run wrote (``written``): the answer a file in
+        ``failed`` was written from is rejected where the backend keeps answers, as a schema
+        misfit is (``checked``), so no rerun, repair or replay is served it again."""
+        if not isinstance(self.backend, Rejecting):
+            return
+        for path, defects in failed.items():
+            if path not in written or not defects:
+                continue
+            for artefact in [a for a in self.answered if fnmatchcase(path, a)]:  # a module's call: a pattern
+                request, model = self.answered.pop(artefact)
+                codes = ", ".join(sorted({d.code for d in defects}))
+                self.backend.reject(request, model, f"the validator found {codes} in {path}, the file it was "
+                                                    "written to")
+
+    def ask(self, request: ModelRequest) -> ModelAnswer:
+        """One model call, under the model-call cap and the cost cap, counted and priced."""
+        model = self.settings.model(request.role)
+        with self._reachable(request), self.slots, self.in_flight, self._held(request, model):
+            return self._asked(request, model)
+
+    def screening(self, text: str) -> Screening:
+        """The input screen of ``text``, under the cost cap as any call is (its worst case at
+        the screen's own thinking room), its billed reply counted, verdict or not."""
+        request = screen_request(text)
+        with self._reachable(request), self._held(request, self.settings.model("analysis")):
+            try:
+                found = screening_of(self.backend, text)
+            except (AnswerError, ModelError) as exc:  # a billed verdict that cannot be used is still paid for
+                if isinstance(exc.billed, ModelAnswer):
+                    self.account(request, exc.billed, error=type(exc).__name__)
+                raise
+            if found.answer is not None:
+                self.account(found.request, found.answer)
+            return found
+
+    @contextmanager
+    def _reachable(self, request: ModelRequest) -> Iterator[None]:
+        """Once the service was unreachable in this run, not asked again: said at once."""
+        down = self.unreachable
+        if down is not None:
+            raise Unreachable(f"stage {request.stage} ({request.artefact}): not asked, since {down.what}",
+                              fix=down.fix)
+        try:
+            yield
+        except Unreachable as exc:
+            self.unreachable = self.unreachable or exc
+            raise
+
+    @contextmanager
+    def _held(self, request: ModelRequest, model: str) -> Iterator[None]:
+        """The call made inside is told (``stay.models.hold_more``) of every further request
+        its backend sends (a retry with more room, a JSON-mode answer asked again), and of
+        the reply before it that was paid for: that reply is counted at once, as the call it
+        was (whatever then becomes of the next). Under a cost cap, the call's worst case is
+        held before it is made, a further request's before that is sent (the paid reply's
+        hold let go, its real price now in the tally), and a first request sent with more
+        room than held for (the room an earlier run's cut-off needed: ``hold_instead``) held
+        in the first one's place; all let go only once the answer's real price is in the
+        tally, so the two are never both missing at once. Taken once a slot is, so calls
+        waiting for one hold nothing."""
+        cap = self.cap
+        where = f"{request.stage} ({request.artefact})"
+        holds = [] if cap is None else [cap.hold(worst_case(request, model, self.settings, cap.prices), where,
+                                                 model, self.tally)]
+
+        def more(params: dict[str, Any], paid: ModelAnswer | None) -> bool:
+            cut = paid is None or paid.stop_reason in CUT_OFF
+            if paid is not None:  # paid for and not the answer: counted now, as the call it was
+                self.account(request, paid, error=(TruncationError if cut else AnswerError).__name__)
+                if cap is not None and holds:
+                    cap.release(holds.pop(0))
+            if cap is not None:
+                again = (f"asking {where} again with more room (its answer was cut off at max_tokens: paid, counted)"
+                         if cut else f"asking {where} again (its answer did not fit its schema: paid, counted)")
+                holds.append(cap.hold(worst_of(params, cap.prices), again, model, self.tally))
+            return paid is not None
+
+        def instead(params: dict[str, Any]) -> None:
+            if cap is not None:
+                roomier = f"asking {where} with more room (an earlier run's answer to it was cut off at max_tokens)"
+                holds[0] = cap.hold(worst_of(params, cap.prices), roomier, model, self.tally, replacing=holds[0])
+
+        try:
+            with holding(more, instead):
+                yield
+        finally:
+            if cap is not None:
+                for held in holds:
+                    cap.release(held)
+
+    def _asked(self, request: ModelRequest, model: str) -> ModelAnswer:
+        start = time.perf_counter()
+        try:
+            answer = self.backend.complete(request, model)
+        except (AnswerError, ModelError) as exc:
+            # a reply that was paid for and cannot be used (cut off, refused, not
+            # JSON) is counted, priced and traced before the error goes on
+            if isinstance(exc.billed, ModelAnswer):
+                self.account(request, exc.billed, time.perf_counter() - start, error=type(exc).__name__)
+            raise
+        seconds = time.perf_counter() - start
+        # every answer, whatever served it (a cache written before secrets were cut out of
+        # answers, a relay, a backend of the caller's), before it is traced or written
+        data, model_name = redact_data(answer.data), redact(answer.model)
+        if data != answer.data or model_name != answer.model:
+            answer = answer.model_copy(update={"data": data, "model": model_name})
+        self.account(request, answer, seconds)
+        return answer
+
+    def account(self, request: ModelRequest, answer: ModelAnswer, seconds: float = 0.0,
+                error: str | None = None) -> None:
+        """Count, price (at the batch price when a batch paid) and trace one answer;
+        ``error`` names what a billed reply that could not be used raised."""
+        if self.tracer is not None:
+            self.tracer.call(request, answer, seconds, error)
+        self.tally.add_call(request.stage, answer, prices_of(self.backend))
+
+
+CUT_OFF = frozenset({"max_tokens", "length"})
+"""The stop reasons of a reply cut off at its room: the Messages API's, Chat Completions'."""
+
+CHARS_PER_TOKEN = 4
+"""How a worst case counts a request's input: one token per 4 characters of the request
+as it is sent (its JSON: instructions, inputs, schema), as the offline estimate counts."""
+
+
+def worst_case(request: ModelRequest, model: str, settings: Settings,
+               prices: Mapping[str, Price] | None = None) -> float | None:
+    """The most one call of ``request`` can cost: ``worst_of`` its parameters as sent, with
+    its thinking room (the screen's own, ``SCREENING``, or its role's); None for a model
+    with no price in ``prices`` (the backend's; None: Claude's)."""
+    thinking = SCREENING if request.stage == SCREEN_STAGE else THINKING.get(request.role)
+    return worst_of(request_params(request, model, thinking, answer_tokens=settings.answer_tokens), prices)
+
+
+def worst_of(params: dict[str, Any], prices: Mapping[str, Price] | None = None) -> float | None:
+    """The most one request with these Messages API parameters can cost: its whole input
+    (counted from the parameters as sent) at the highest price input is billed at (a
+    cache write, when the request marks a prefix for the cache; else full input price,
+    never a cache read), plus ``max_tokens`` of output (the answer's room and the
+    thinking room); None for a model with no price in ``prices`` (None: Claude's). Another
+    backend's wire format differs, but its input is the same text and schema, counted alike."""
+    tokens = math.ceil(len(json.dumps(params, ensure_ascii=False)) / CHARS_PER_TOKEN)
+    contents = [message["content"] for message in params["messages"] if isinstance(message["content"], list)]
+    blocks = [*params["system"], *(block for content in contents for block in content)]
+    writes = any("cache_control" in block for block in blocks)
+    usage = (Usage(cache_creation_input_tokens=tokens, output_tokens=params["max_tokens"]) if writes
+             else Usage(input_tokens=tokens, output_tokens=params["max_tokens"]))
+    return cost(params["model"], usage, prices=prices)
+
+
+def cost_cap(settings: Settings, prices: Mapping[str, Price] | None = None) -> CostCap | None:
+    """The run's cost cap, or None without one. A cap over a model with no price in the
+    backend's ``prices`` (None: Claude's) is refused up front: what cannot be priced cannot
+    be capped (a backend that declares no prices cannot be capped at all)."""
+    if settings.max_cost is None:
+        return None
+    for role in ROLES:
+        model = settings.model(role)
+        if cost(model, Usage(), prices=prices) is None:
+            raise UsageError(f"--max-cost (STAY_MAX_COST) cannot cap the {role} role's model {model!r}: it has no "
+                             f"price on file; set STAY_MODEL_{role.upper()} to a priced model, or run without a cap")
+    return CostCap(settings.max_cost, prices=prices)
+
+
+@dataclass
+class CostCap:
+    """A run's cap in US dollars. Before each call its worst case is held against the cap,
+    atomically, with what the run has paid and what calls in flight hold: a call that
+    would not fit is not made (``CostCapReached``). Once its answer is counted, what was
+    held is let go, so only the real price stays spent."""
+
+    limit: float
+    prices: Mapping[str, Price] | None = None
+    """The backend's price table the worst cases are priced at (None: Claude's)."""
+    holds: list[float] = field(default_factory=list)
+    """The worst case of each call in flight (a list, not a running sum, so that once all
+    are let go nothing is left held by rounding)."""
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def held(self) -> float:
+        return math.fsum(self.holds)
+
+    def hold(self, worst: float | None, where: str, model: str, tally: Tally, *,
+             replacing: float | None = None) -> float:
+        """Hold ``worst`` (one request's worst case, priced at ``prices``) for the request
+        ``where`` names, or raise ``CostCapReached`` when it would not fit (or cannot be priced).
+        ``replacing``: a hold of the same call's that ``worst`` takes the place of (its
+        request was never sent), let go only if ``worst`` fits without it."""
+        with self.lock:
+            with tally.lock:
+                spent, unpriced = tally.cost, sorted(tally.unpriced)
+            if worst is None or unpriced:
+                raise CostCapReached(f"stopped before {where}: the cost cap cannot be "
+                                     f"kept, a reply had no price on file ({', '.join(unpriced) or model}); "
+                                     "rerun without --max-cost (STAY_MAX_COST) to go on")
+            others = list(self.holds)
+            if replacing is not None:
+                others.remove(replacing)
+            held = math.fsum(others)
+            if spent + held + worst > self.limit:
+                flight = f" (and ${held:.4f} held for calls in flight)" if held else ""
+                raise CostCapReached(
+                    f"stopped before {where} at the cost cap: ${spent:.4f} spent"
+                    f"{flight} of ${self.limit:.4f}, ${max(0.0, self.limit - spent):.4f} left, and this call could "
+                    f"cost up to ${worst:.4f}; rerun with a higher --max-cost (or STAY_MAX_COST) to go on: what "
+                    "is finished is not paid again")
+            self.holds[:] = [*others, worst]
+            return worst
+
+    def release(self, worst: float) -> None:
+        with self.lock:
+            self.holds.remove(worst)
+
+
+def with_note(request: ModelRequest, name: str, value: object, text: str) -> ModelRequest:
+    """The request with one more named input, shown last in its user message: the
+    validator's defects to fix, a schema error to mend, a reviewer's note."""
+    return request.model_copy(update={"inputs": {**request.inputs, name: value},
+                                      "user": request.user + f"\n## {name}\n\n{text}\n"})
 
 
 class Stop(Exception):
@@ -86,7 +388,7 @@ class RunConfig:
     force: bool = False
     """``stay revise --force``: revise files edited by hand too (their bytes are kept)."""
     show: bool = False
-    """``stay revise --show``: a revision is kept as a proposal and shown, not written (``_thread``)."""
+    """``stay revise --show``: a revision is kept as a proposal and shown, not written (``_state``)."""
     screen: bool = True
     """Screen the brief through the backend; False only from an explicit ``--no-screen``."""
     routes: Mapping[str, str] = field(default_factory=dict)
@@ -208,7 +510,7 @@ class Walk:
     """The revisions still to send (``revise_seed`` drops a note a file already has):
     what revise's nodes regenerate, and the note each write of one records."""
     threads: dict[str, list[ThreadNote]] = field(default_factory=dict)
-    """Each revised file's reviewer thread so far (``_thread``): given to its request, and
+    """Each revised file's reviewer thread so far (``_state``): given to its request, and
     recorded, with the new note as kept, when the file is written."""
     proposed: dict[str, str] | None = None
     """``revise --show``: the revised files' texts, kept here instead of written; None
@@ -287,7 +589,7 @@ class Run:
     it has done (``tally``), its collaborators, each its own object (the course
     ``reader``, the ``model`` gateway, the ``report``; the ledger is ``walk.course``,
     and the ``writer`` is made from them) and the ``walk`` state. Handlers never receive it: the runner passes
-    each the collaborators its parameters name (``_inject``)."""
+    each the collaborators its parameters name (``bind``)."""
 
     config: RunConfig
     reader: RunReader
@@ -328,3 +630,563 @@ class Run:
 
     def write(self, made: Mapping[str, Artefact]) -> bool:
         return self.writer.write(made)
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something added to a request: the validator's defects, a reviewer's guidance."""
+
+    name: str
+    value: object
+    text: str
+
+
+@dataclass(frozen=True)
+class Job:
+    """One call of a stage: its request, and how its answer becomes its files."""
+
+    stage: Stage
+    unit: Unit
+    paths: tuple[str, ...]
+    """The files the answer becomes, in the order ``parse`` returns them."""
+    request: ModelRequest
+    parse: Callable[[ModelAnswer], list[Artefact]]
+
+
+def job(config: RunConfig, reader: RunReader, stage: Stage, unit: Unit, notes: tuple[Note, ...] = ()) -> Job:
+    """The call of ``stage`` for ``unit`` (a lesson, a module, or the course)."""
+    layout = reader.layout
+    if isinstance(unit, Module):
+        paths = tuple(place.path(stage.output) for place in layout.lessons_of(unit))
+    elif unit is not None:
+        paths = (unit.path(stage.output),)
+    else:
+        paths = (stage.output,)
+    artefact = paths[0] if len(paths) == 1 else f"{paths[0].rsplit('/', 1)[0]}/*{stage.output.split('}', 1)[1]}"
+    inputs = stage_inputs(stage, unit, reader)
+    request = stage.request(inputs, config.prompts, artefact)
+    for note in notes:
+        request = with_note(request, note.name, note.value, note.text)
+    return Job(stage, unit, paths, request, lambda answer: stage.artefacts(answer, inputs, artefact, config.limits))
+
+
+def owner(config: RunConfig, reader: RunReader, ledger: CourseState, path: str) -> tuple[Stage, Unit]:
+    """The stage that writes ``path``, and the lesson or module it writes it for."""
+    graph = ledger.graph
+    if path not in graph or graph.nodes[path].get("stage") not in {s.name for s in config.stages}:
+        raise PipelineError(f"{path} is written by no stage of this course")
+    stage = config.stage(graph.nodes[path]["stage"])
+    lesson = graph.nodes[path].get("unit")
+    if stage.scope == "course" or lesson is None:
+        return stage, None
+    place = reader.layout.lesson(lesson)
+    if place is None:
+        raise PipelineError(f"{path}: lesson {lesson} is not in the curriculum")
+    return stage, (place.module if stage.scope == "module" else place)
+
+
+@dataclass(frozen=True)
+class Again:
+    """What asking a stage again for a file on disk works through (repair, revision, the
+    check at the write): the request is made from the config and the reader, the file's
+    stage found in the ledger's graph, the answer asked through the model gateway and
+    written by the writer."""
+
+    config: RunConfig
+    reader: RunReader
+    ledger: CourseState
+    model: ModelGateway
+    writer: Writer
+
+
+def regenerate(again: Again, path: str, notes: tuple[Note, ...] = (), *, only: tuple[str, ...] = ()) -> list[str]:
+    """Ask ``path``'s stage again (with ``notes``) and write what it answers: every file
+    of the call, or of them only those in ``only``. Returns the paths written."""
+    stage, unit = owner(again.config, again.reader, again.ledger, path)
+    made = job(again.config, again.reader, stage, unit, notes)
+    artefacts = again.model.produce(made.request, made.parse)
+    keep = set(only) or set(made.paths)
+    chosen = {target: artefact for target, artefact in zip(made.paths, artefacts, strict=True) if target in keep}
+    return list(chosen) if again.writer.write(chosen) else []
+
+
+CURRENT = "current_version"
+DEFECTS = "defects_to_fix"
+DIFF_LINES = 80
+"""The most diff lines the run log keeps per fixed file: enough for the few hunks a
+local fix makes, while a whole rewritten lesson (whose diff is two copies of it) is
+cut, and its share of lines kept already says what happened."""
+
+
+def as_it_stands(reader: RunReader, path: str) -> Note | None:
+    """The file as it stands, read through the run's bounded reader (None if missing):
+    a lesson's body without its front matter (the content stage answers the body; the
+    front matter is derived from the plan), any other file as its YAML data."""
+    if not reader.exists(path):
+        return None
+    artefact = reader.load(path)
+    if isinstance(artefact, LessonContent):
+        return Note(CURRENT, artefact.body, fenced(artefact.body, "markdown"))
+    data = to_data(artefact)
+    return Note(CURRENT, data, "```yaml\n" + dump_yaml(data) + "```")
+
+
+def fenced(text: str, info: str) -> str:
+    """``text`` in a code fence longer than any run of backticks in it, so a lesson's own
+    code fences (in its body, or a diff's context lines) cannot close it early."""
+    fence = "`" * max(3, 1 + max(map(len, re.findall("`+", text)), default=0))
+    return f"{fence}{info}\n{text}{'' if text.endswith(chr(10)) else chr(10)}{fence}"
+
+
+def regeneration_notes(prompts: Prompts, current: Note | None, ask: Note) -> tuple[Note, ...]:
+    """What a request that regenerates a file adds to the stage's inputs, in this order:
+    the file as it stands (``as_it_stands``), what to change (``ask``), then the
+    instruction block. A file not on disk yet has no current version, so it gets neither
+    that nor the block."""
+    if current is None:
+        return (ask,)
+    text = prompts.template(REGENERATE).strip()
+    return current, ask, Note(REGENERATE, text, text)
+
+
+def defects_note(defects: Sequence[Defect], current: Note | None) -> Note:
+    """The validator's defects as a request input: a line each for the model, and under
+    it, quoted (``> ``), the sentence, paragraph or item it names in the file as it stands
+    (``current``), so a model need not count paragraphs the contract's way to find it;
+    their fields, and the quote, for a fake that answers from the inputs."""
+    quotes = [d.quote(current.value) if current else "" for d in defects]
+    lines = [f"- {d.code} {d.path} {d.subject}: {d.message}" + "".join(f"\n  > {line}" for line in q.splitlines())
+             for d, q in zip(defects, quotes, strict=True)]
+    fields = [{**d.as_dict(), "quote": q} if q else d.as_dict() for d, q in zip(defects, quotes, strict=True)]
+    return Note(DEFECTS, fields, "\n".join(lines))
+
+
+@dataclass(frozen=True)
+class Change:
+    """What one regeneration did to one file."""
+
+    path: str
+    kept: int
+    """Lines of the file as it stood that are in the new one, in order (difflib's matching blocks)."""
+    lines: int
+    """Lines the file had before."""
+    diff: str
+    """The unified diff, at most ``DIFF_LINES`` lines (a last line says how many were cut)."""
+
+    @classmethod
+    def of(cls, path: str, before: str, after: str) -> Change:
+        old, new = before.splitlines(), after.splitlines()
+        kept = sum(block.size for block in difflib.SequenceMatcher(None, old, new, autojunk=False)
+                   .get_matching_blocks())
+        diff = list(difflib.unified_diff(old, new, f"a/{path}", f"b/{path}", n=1, lineterm=""))
+        if len(diff) > DIFF_LINES:
+            diff = [*diff[:DIFF_LINES], f"... {plural(len(diff) - DIFF_LINES, 'more diff line')}"]
+        return cls(path, kept, len(old), "\n".join(diff))
+
+    @property
+    def share(self) -> float:
+        """The share of the old file's lines kept (1.0 for an empty file)."""
+        return self.kept / self.lines if self.lines else 1.0
+
+    def describe(self) -> str:
+        return f"{self.kept} of {plural(self.lines, 'line')} kept ({self.share:.0%})"
+
+    def log_lines(self) -> list[str]:
+        """The change as the run log shows it: one line, then the diff, fenced."""
+        head = f"- fixed {self.path}: {self.describe()}"
+        if not self.diff:
+            return [head]
+        return [head, "", *fenced(self.diff, "diff").splitlines(), ""]
+
+
+@dataclass(frozen=True)
+class RepairRound:
+    actionable_before: int
+    actionable_after: int
+    regenerated: tuple[str, ...]
+    changes: tuple[Change, ...] = ()
+    """What each regeneration changed: the share of its lines kept, and its diff."""
+
+    @property
+    def least_kept(self) -> Change | None:
+        """The file of this round that kept the smallest share of its lines."""
+        return min(self.changes, key=lambda c: (c.share, c.path), default=None)
+
+
+@dataclass(frozen=True)
+class RepairReport:
+    """Why repair stopped, what each round did, and what is left for a person."""
+
+    stop: str
+    rounds: tuple[RepairRound, ...] = ()
+    unrepaired: tuple[Defect, ...] = field(default=())
+    """Defects left at the end, gated owners' among them: reported, never repaired."""
+    edited: tuple[str, ...] = ()
+    """Files with defects that were edited by hand, so left as they are for a person."""
+
+
+@dataclass(frozen=True)
+class Fixer:
+    """What fixing a file's defects works through: asking its stage again (``again``),
+    and the tally and reporter that record and say what each fix changed."""
+
+    again: Again
+    tally: Tally
+    report: Reporter
+
+    @property
+    def config(self) -> RunConfig:
+        return self.again.config
+
+
+def fix(fixer: Fixer, path: str, defects: Sequence[Defect]) -> Change | None:
+    """Ask ``path``'s stage again with the defects and the file as it stands, write its
+    answer (this file only: a module's call answers all its plans) and record the change.
+    None when the run was cancelled before the write."""
+    reader = fixer.again.reader
+    before = dump(reader.load(path))
+    current = as_it_stands(reader, path)
+    notes = regeneration_notes(fixer.config.prompts, current, defects_note(defects, current))
+    if path not in regenerate(fixer.again, path, notes, only=(path,)):
+        return None
+    change = Change.of(path, before, dump(reader.load(path)))
+    fixer.tally.add_change(change)
+    fixer.report.say(f"  {path}: {change.describe()}")
+    return change
+
+
+def check_written(fixer: Fixer, cancelled: threading.Event, paths: Sequence[str]) -> tuple[Defect, ...]:
+    """Validate at the write: the FAILs the rules find in ``paths`` (files this run just
+    wrote) go back to their stage once, with the file, before any gate, as a schema
+    misfit does in ``Run.produce``. What remains is recorded on the tally (and so in
+    ``BuildResult.unresolved``) and returned."""
+    if not paths or cancelled.is_set():
+        return ()
+    config, report, reject = fixer.config, fixer.report, fixer.again.model.reject_failed
+    found = defects_in(config.root, config.settings, paths, fails_only=True)
+    if found:
+        reject(by_path(found), paths)
+        for path, defects in by_path(found).items():
+            codes = ", ".join(sorted({d.code for d in defects}))
+            report.say(f"  {path}: {plural(len(defects), 'FAIL')} at the write ({codes}); asking once more "
+                       "with the defects and the file")
+            fix(fixer, path, defects)
+        found = defects_in(config.root, config.settings, paths, fails_only=True)
+        reject(by_path(found), paths)
+        for path, defects in by_path(found).items():
+            report.say(f"  {path}: {plural(len(defects), 'FAIL')} {'remains' if len(defects) == 1 else 'remain'} "
+                       f"({', '.join(sorted({d.code for d in defects}))}); the gate lists them")
+    fixer.tally.settle(paths, found)
+    return found
+
+
+def by_path(defects: Sequence[Defect]) -> dict[str, list[Defect]]:
+    grouped: dict[str, list[Defect]] = {}
+    for defect in defects:
+        grouped.setdefault(defect.path, []).append(defect)
+    return grouped
+
+
+def needs_writing(config: RunConfig, ledger: CourseState, report: Reporter, path: str, phase: str) -> bool:
+    """Whether ``path`` (of ``phase``) must be written now. Says what it decided."""
+    status = ledger.status(path)
+    if not config.may_write(phase):
+        if phase in GATED:
+            require_current(config, path, status)
+        return False
+    if status.state == "current":
+        return False
+    if status.state == "edited":
+        say_kept(config, report, path, status)
+        return False
+    return True
+
+
+def why(status: Status) -> str:
+    """Why a file is written: 'missing', or 'stale <- its changed inputs'."""
+    return "missing" if status.state == "missing" else f"stale <- {', '.join(status.why)}"
+
+
+def say_kept(config: RunConfig, report: Reporter, path: str, status: Status) -> None:
+    if status.why:
+        report.say(f"  {path}: kept (edited by hand), though {', '.join(status.why)} changed since; delete it to "
+                   "regenerate it, or accept it with " + config.hint("adopt", config.slug))
+    else:
+        report.say(f"  {path}: kept (edited by hand)")
+
+
+def require_current(config: RunConfig, path: str, status: Status) -> None:
+    """In a phase the command does not author, a gated file must be there and up to date."""
+    if status.state == "missing" or status.why:
+        what = "missing" if status.state == "missing" else f"stale <- {', '.join(status.why)}"
+        raise PipelineError(f"{path} is {what}; stay {config.command} does not write it: run "
+                            f"{config.hint('build', config.slug)} first")
+
+
+WARNINGS = "validator_warnings"
+
+
+@dataclass(frozen=True)
+class WaveStats:
+    """What the wave did, for tests and benchmarks (never written into a course)."""
+
+    lessons: int
+    calls: int
+    max_lessons_in_flight: int
+    max_calls_in_flight: int
+    seconds: float
+
+
+class Gauge:
+    """Counts things in flight and remembers the most there ever were."""
+
+    def __init__(self) -> None:
+        self.now = self.most = 0
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        with self._lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+
+    def __exit__(self, *_exc: object) -> None:
+        with self._lock:
+            self.now -= 1
+
+
+@dataclass
+class Wave:
+    """The wave's work and its tasks: started by the wave nodes, awaited by gather. Its
+    threads ask through the model gateway, write through the writer, and stop once the
+    walk is cancelled."""
+
+    model: ModelGateway
+    report: Reporter
+    writer: Writer
+    settings: Settings
+    lessons: dict[str, list[Job]]
+    """lesson id -> its calls, in lesson order (only lessons with something to write)."""
+    courses: dict[str, Job]
+    """course-scope wave stage -> its call."""
+    started: float = field(default_factory=time.perf_counter)
+    futures: list[Future[None]] = field(default_factory=list)
+    _finished: dict[str, str] = field(default_factory=dict)
+    """Task -> its progress label, for tasks done but not yet reported."""
+    _reported: int = 0
+    _joined: threading.Event = field(default_factory=threading.Event)
+    """Set once every worker thread has ended."""
+
+    def __post_init__(self) -> None:
+        settings = self.settings
+        self.tally: Tally = self.writer.tally
+        self.walk: Walk = self.writer.walk
+        self.lesson_gauge = Gauge()
+        self.call_gauge = Gauge()
+        self.model.in_flight = self.call_gauge
+        self.lesson_slots = threading.Semaphore(settings.wave_concurrency)
+        # Not ``with`` executors: leaving a ``with`` block waits for every task, and a
+        # person pressing Ctrl-C must not wait on a call that hangs.
+        self.calls_pool = ThreadPoolExecutor(max_workers=settings.model_concurrency + 1,
+                                             thread_name_prefix="stay-call")
+        self.lessons_pool = ThreadPoolExecutor(max_workers=settings.wave_concurrency + 1,
+                                               thread_name_prefix="stay-lesson")
+        self.calls_before = self.tally.calls
+        self.total = len(self.lessons) + len(self.courses)
+        self._report_lock = threading.Lock()
+        self._order = [*self.lessons, *self.courses]
+        # progress reports tasks in this order: the curriculum's, then the course's
+
+    @property
+    def empty(self) -> bool:
+        return self.total == 0
+
+    @property
+    def in_flight(self) -> bool:
+        """Tasks were started and not yet gathered: decided by the walk, never by whether a
+        thread happens to have finished."""
+        return bool(self.futures) and not self._joined.is_set()
+
+    # -- the wave nodes start tasks -----------------------------------------------------
+
+    def start_lessons(self) -> None:
+        for lesson_id, calls in self.lessons.items():
+            self.futures.append(self.lessons_pool.submit(self._lesson, lesson_id, calls))
+
+    def start_course(self, stage: str) -> None:
+        call = self.courses.get(stage)
+        if call is not None:  # beside the lessons: a model-call slot, not a lesson slot
+            self.futures.append(self.calls_pool.submit(self._course, call))
+
+    def _lesson(self, lesson_id: str, calls: list[Job]) -> None:
+        with self.lesson_slots, self.lesson_gauge:
+            futures = [self.calls_pool.submit(self._answer, call) for call in calls]  # the lesson's calls at once
+            made: dict[str, Artefact] = {}
+            failure: BaseException | None = None
+            for call, future in zip(calls, futures, strict=True):
+                try:
+                    answer = future.result()
+                except BaseException as exc:  # the first, raised once the others' files are written
+                    failure = failure or exc
+                    continue
+                if answer is not None:
+                    made[call.paths[0]] = answer
+            # the lesson's files in one step: one synced journal line before their renames,
+            # not one a file (a failed call loses none of its lesson's finished files)
+            self.writer.write(made)  # checks for a cancel under the ledger lock: none written after
+            if failure is not None:
+                raise failure
+        self._progress(lesson_id, f"{lesson_id}: {', '.join(call.stage.name for call in calls)}")
+
+    def _course(self, call: Job) -> None:
+        answer = self._answer(call)
+        if answer is not None:
+            self.writer.write({call.paths[0]: answer})
+        self._progress(call.stage.name, f"{call.stage.name}: {call.paths[0]}")
+
+    def _answer(self, call: Job) -> Artefact | None:
+        """The call's artefact; None once the run is cancelled (nothing is asked)."""
+        if self.walk.cancelled.is_set():
+            return None
+        (made,) = self.model.produce(call.request, call.parse)
+        return made
+
+    def _progress(self, task: str, label: str) -> None:
+        """Report ``task`` done, in the wave's order: a task that finishes before an
+        earlier one waits for it, so the same course prints the same lines whichever
+        thread is faster. Reporting happens under the lock, so lines never interleave."""
+        if self.walk.cancelled.is_set():
+            return
+        with self._report_lock:
+            self._finished[task] = label
+            while self._reported < len(self._order) and self._order[self._reported] in self._finished:
+                done = self._order[self._reported]
+                self._reported += 1
+                self.report.tick(self._finished.pop(done), self._reported, self.total)
+
+    # -- gather: the barrier ------------------------------------------------------------
+
+    def wait(self) -> WaveStats:
+        """Wait for every task; the first failure is raised once all have ended."""
+        errors = [future.exception() for future in self.futures]
+        self._join()
+        failure = next((e for e in errors if e is not None), None)
+        if failure is not None:
+            raise failure
+        return WaveStats(len(self.lessons), self.tally.calls - self.calls_before, self.lesson_gauge.most,
+                         self.call_gauge.most, time.perf_counter() - self.started)
+
+    def cancel(self, *, wait: bool) -> None:
+        """No task writes after this returns (the run's cancel is set under the ledger
+        lock, which every write checks), and pending tasks are dropped. With ``wait``, the
+        running ones are waited for too; without (Ctrl-C: a person must not wait on a call
+        that hangs), ``then`` releases the course lock once they have ended."""
+        self.walk.course.cancel(self.walk.cancelled)
+        self.lessons_pool.shutdown(wait=False, cancel_futures=True)
+        self.calls_pool.shutdown(wait=False, cancel_futures=True)
+        if wait:
+            self._join()
+
+    def _join(self) -> None:
+        self.lessons_pool.shutdown(wait=True)
+        self.calls_pool.shutdown(wait=True)
+        self._joined.set()
+
+    def then(self, release: Callable[[], None]) -> None:
+        """Call ``release`` once every worker has ended: now if they have, else from a
+        thread that waits for them, so no worker outlives the lock its run held (a retry
+        in the same process is refused until then, rather than racing them)."""
+        if self._joined.is_set() or not self.futures:
+            release()
+            return
+
+        def reap() -> None:
+            self._join()
+            release()
+
+        threading.Thread(target=reap, name="stay-release", daemon=True).start()
+
+
+def wave_of(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer) -> Wave:
+    """The run's wave, worked out on first use from every wave stage's declaration."""
+    walk = writer.walk
+    if walk.wave is None:
+        walk.wave = _plan(config, reader, model, report, writer)
+    return walk.wave
+
+
+def _plan(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer) -> Wave:
+    wave_stages = [stage for stage in config.stages if stage.phase == "wave"]
+    ledger = writer.walk.course
+    if not config.may_write("wave"):
+        _report_behind(config, reader, ledger, report, wave_stages)
+        return Wave(model, report, writer, config.settings, {}, {})
+    layout = reader.layout
+    lessons: dict[str, list[Job]] = {}
+    for place in layout.lessons():
+        for stage in (s for s in wave_stages if s.scope == "lesson"):
+            if needs_writing(config, ledger, report, place.path(stage.output), "wave"):
+                lessons.setdefault(place.id, []).append(job(config, reader, stage, place))
+    courses = {stage.name: job(config, reader, stage, None) for stage in wave_stages
+               if stage.scope == "course" and needs_writing(config, ledger, report, stage.output, "wave")}
+    wave = Wave(model, report, writer, config.settings, lessons, courses)
+    if wave.empty:
+        report.say("wave: every lesson and the capstone are current")
+        return wave
+    extra = " and " + ", ".join(f"the {name}" for name in courses) if courses else ""
+    settings = config.settings
+    report.say(f"wave: {plural(len(lessons), 'lesson')}{extra} (at most "
+                   f"{plural(settings.wave_concurrency, 'lesson')}, {plural(settings.model_concurrency, 'call')} "
+                   "in flight)")
+    if config.batch is not None:  # warm the request cache through Message Batches first
+        calls = [call for group in lessons.values() for call in group] + list(courses.values())
+        prefetch(config.batch.client, [(call.request, settings.model(call.request.role)) for call in calls],
+                 config.batch.cache, progress=report.say, poll_seconds=config.batch.poll_seconds,
+                 retries=config.batch.retries, billed=model.account)  # a refused entry was paid for: counted
+    return wave
+
+
+def _report_behind(config: RunConfig, reader: RunReader, ledger: CourseState, report: Reporter,
+                   wave_stages: list[Stage]) -> None:
+    """A command that does not author the wave says what the wave would write."""
+    paths = [path for stage in wave_stages for path, _place in reader.layout.outputs(stage)]
+    behind = [p for p in paths if ledger.status(p).state in ("missing", "stale")]
+    if behind:
+        report.say(f"wave: {plural(len(behind), 'file')} missing or stale; stay {config.command} does not "
+                   f"write them ({config.hint('write', config.slug)} does)")
+
+
+def review_stale(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer) -> None:
+    """Review each lesson whose review is missing or stale (the ledger: a lesson whose files
+    did not change is not reviewed again) and whose reviewed files all exist, concurrently
+    within the wave's caps, through the same gateway. Run after the wave's barrier, and by
+    repair after a round rewrote a lesson's files, so a fix is confirmed by the reviewer."""
+    stage = next((s for s in config.stages if s.phase == "review"), None)  # none: offline, or --no-review
+    if stage is None:
+        return
+    reviewed = [file for _name, source in stage.inputs  # the plan is read from the plans, as ever
+                if source is not LessonPlan and (file := lesson_file(source))]
+    todo = [place for place in reader.layout.lessons() if all(reader.exists(place.path(f)) for f in reviewed)
+            and needs_writing(config, writer.walk.course, report, place.path(stage.output), stage.phase)]
+    if not todo:
+        return
+    # The validator's WARNs on the files the review reads go with each request, so the model
+    # judges the lesson as a whole. They are computed from those files, which are the review's
+    # ledger inputs already, so they need no edge of their own.
+    warns = [d for d in course_report(config.root, config.settings).defects
+             if d.severity == Severity.WARN and not d.code.startswith("rev")]
+    lessons = {place.id: [job(config, reader, stage, place, (_warnings(place, reviewed, warns),))] for place in todo}
+    wave = writer.walk.wave = Wave(model, report, writer, config.settings, lessons, {})
+    report.say(f"review: {plural(len(lessons), 'lesson')} by the judging model ({config.settings.model('judging')})")
+    wave.start_lessons()
+    wave.wait()
+    for place in todo:
+        path = place.path(stage.output)
+        made = reader.load(path) if reader.exists(path) else None
+        if isinstance(made, LessonReview) and made.dropped:
+            report.say(f"  {path}: {plural(made.dropped, 'finding')} dropped, its quote not found in its file")
+
+
+def _warnings(place: LessonPlace, reviewed: list[str], warns: list[Defect]) -> Note:
+    paths = {place.path(file) for file in reviewed}
+    lines = [d.line() for d in warns if d.path in paths]
+    return Note(WARNINGS, lines, "\n".join(f"- {line}" for line in lines) or "none")

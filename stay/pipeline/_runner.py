@@ -1,25 +1,24 @@
-"""The runner: walks the pipeline graph from where a command joins it.
-
-``build_course`` and the other entry points load nothing but the slug and the
-brief into the run; the course is on disk, and every node reads what it needs
-from there, so a run resumed days later never replays stale state.
-
-Here: a command's run checked and prepared (the target, the course, the backend, the
-lock). Beside it, so each reads in one sitting: the walk of the started run through the
-nodes (``stay.pipeline._execute``) and which backend it uses (``stay.pipeline._backend_choice``).
+"""Running a command: the nodes, binding them to the run, walking the graph, keeping proposals,
+and the result a build returns.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import os
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+import yaml
+
+from stay._display import Table, clock, html_block, markdown_block, plural
 from stay._lock import CourseLock
 from stay._words import command_hint, no_course
-from stay.artefacts import Brief
+from stay.artefacts import Artefact, Brief, CourseManifest, Curriculum, Glossary, GlossaryTerm, dump, to_data, write
 from stay.briefs import (
     DEFAULT_LIMITS,
     DurationLimits,
@@ -30,33 +29,938 @@ from stay.briefs import (
     load_brief,
     title_slug,
 )
-from stay.errors import CourseNotFound, EnvironmentProblem, StayError, UsageError
+from stay.errors import (
+    BriefRejected,
+    CourseNotFound,
+    EnvironmentProblem,
+    GraphError,
+    ModelUnavailable,
+    PipelineError,
+    StayError,
+    UsageError,
+)
 from stay.models import (
     AnthropicBackend,
     CachedBackend,
     ModelClient,
     OfflineBackend,
     RequestCache,
+    Usage,
     can_screen,
+    describe_cost,
     prices_of,
 )
-from stay.pipeline._backend_choice import announce, default_backend, with_backend_models
-from stay.pipeline._commands import open_course, open_course_named
-from stay.pipeline._dag import Dag
-from stay.pipeline._execute import _walk
-from stay.pipeline._gateway import cost_cap
-from stay.pipeline._graph import CommandDecl, assemble, checked, declare
-from stay.pipeline._keep import keep_proposals
-from stay.pipeline._ledger import STATE, Sources
-from stay.pipeline._progress import Progress, default_progress
-from stay.pipeline._result import SPENT, BuildResult
-from stay.pipeline._run import BatchPlan, Run, RunConfig
-from stay.pipeline._run_log import next_run_number
-from stay.pipeline._state import load_manifest
-from stay.pipeline._walk import route
+from stay.pipeline._commands import (
+    announce,
+    default_backend,
+    open_course,
+    open_course_named,
+    with_backend_models,
+)
+from stay.pipeline._gates import (
+    ask,
+    check_revisions,
+    pending,
+    record,
+    resolve_targets,
+    revise_files,
+    revise_gather,
+    summary,
+    threads,
+)
+from stay.pipeline._graph import GATE_NAMES, CommandDecl, Dag, artefact_graph, assemble, checked, declare, route, walk
+from stay.pipeline._layout import GLOSSARY, RunReader, course_report, norm_term
+from stay.pipeline._ledger import RETIRED, STATE, Sources, log_run, next_run_number, same_bytes
+from stay.pipeline._progress import Progress, Reporter, default_progress
+from stay.pipeline._repair import repair_course
+from stay.pipeline._run import (
+    Again,
+    BatchPlan,
+    Change,
+    Fixer,
+    ModelGateway,
+    RepairReport,
+    Run,
+    RunConfig,
+    Stop,
+    Tally,
+    Walk,
+    WaveStats,
+    Writer,
+    by_path,
+    check_written,
+    cost_cap,
+    job,
+    needs_writing,
+    review_stale,
+    say_kept,
+    wave_of,
+    why,
+)
+from stay.pipeline._state import (
+    CourseState,
+    Proposal,
+    bounded,
+    current_text,
+    diff_of,
+    drop_proposal,
+    keep_edited,
+    kept_notes,
+    load_manifest,
+    note_sha,
+    open_proposal,
+    read_proposal,
+    recorded_thread,
+    write_proposal,
+)
+from stay.pipeline._trace import Tracer, lesson_files
 from stay.settings import BackendName, Settings
 from stay.stages import REGISTRY, Prompts, Stage
 from stay.stages.capstone import RUBRIC_LEVELS
+from stay.validate import OWNER_HEAD, CourseReport, Defect, Severity, owner_rows
+
+
+def tokens_of(usage: Usage) -> str:
+    """Tokens as the summary says them."""
+    return (f"{usage.input_tokens} input, {usage.cache_creation_input_tokens} cache-write, "
+            f"{usage.cache_read_input_tokens} cache-read, {usage.output_tokens} output tokens")
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What a run has paid, in total and per stage: what its summary's ``usage:`` lines
+    say, for a run that went to the end and for one that failed or was interrupted."""
+
+    calls: int
+    usage: Usage
+    cost: float | None
+    """US dollars; None (unknown) when a call used a model with no price on file."""
+    unpriced: tuple[str, ...] = ()
+    usage_by_stage: dict[str, Usage] = field(default_factory=dict)
+    cost_by_stage: dict[str, float] = field(default_factory=dict)
+    calls_by_stage: dict[str, int] = field(default_factory=dict)
+
+    def lines(self, *, so_far: bool = False) -> list[str]:
+        """``usage: N calls; tokens; cost``, then one line per stage that called a model;
+        ``so_far`` for a run that did not end (what it paid before it stopped)."""
+        total = describe_cost(self.cost, set(self.unpriced)) + (" so far" if so_far else "")
+        lines = [f"usage: {plural(self.calls, 'call')}; {tokens_of(self.usage)}; {total}"]
+        for stage, usage in sorted(self.usage_by_stage.items()):
+            price = self.cost_by_stage.get(stage)
+            # a stage's priced calls only: with an unpriced model its sum would look complete
+            paid = "cost unknown" if price is None or self.unpriced else f"${price:.4f}"
+            lines.append(f"usage: {stage}: {plural(self.calls_by_stage.get(stage, 0), 'call')}; "
+                         f"{tokens_of(usage)}; {paid}")
+        return lines
+
+
+SPENT = "stay_spent"
+"""The attribute a failed or interrupted run's exception carries its ``Spent`` under."""
+
+
+def spent_of(error: BaseException) -> Spent | None:
+    """What the run that raised ``error`` had paid when it stopped, if a run raised it."""
+    spent = getattr(error, SPENT, None)
+    return spent if isinstance(spent, Spent) else None
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """Where a run stopped and why, what it wrote, and the validation report."""
+
+    slug: str
+    course_dir: Path
+    command: str
+    stopped_at: str | None
+    """None when the run went to the end; else where it waits, e.g. 'design gate'."""
+    reason: str
+    validation: CourseReport | None
+    repair: RepairReport | None
+    written: tuple[str, ...]
+    calls: int
+    """Model calls this run made (0 when nothing was missing or stale)."""
+    usage: Usage
+    wave: WaveStats | None = None
+    """Lessons, calls and the most in flight at each level, when a wave ran."""
+    trace_id: str = ""
+    """The id of this run's trace in <course>/.runs/traces/."""
+    cost: float | None = 0.0
+    """US dollars this run paid, from stay.models.PRICES (a replayed answer costs nothing;
+    a batched one, half); None (unknown) when a call used a model with no price on file."""
+    usage_by_stage: dict[str, Usage] | None = None
+    retired: tuple[str, ...] = ()
+    """Files no longer in the curriculum, moved to .state/retired/run-<n>/ by this run."""
+    unpriced: tuple[str, ...] = ()
+    """Models this run used that have no price on file (then ``cost`` is None)."""
+    cost_by_stage: dict[str, float] | None = None
+    """US dollars per stage (priced calls only; see ``unpriced``)."""
+    unresolved: tuple[Defect, ...] = ()
+    """FAILs the check at the write left in the design files and plans this run wrote,
+    after asking the model once more: what the gate's reviewer must see."""
+    calls_by_stage: dict[str, int] | None = None
+    """Model calls per stage (a billed call that failed is counted too)."""
+    diff: str = ""
+    """``revise --show``: the unified diff each proposal would make (nothing was written)."""
+    not_reviewed: str = ""
+    """Why no lesson was reviewed by the judging model (the offline backend, ``--no-review``);
+    '' when the review ran where a lesson needed it."""
+
+    @property
+    def spent(self) -> Spent:
+        return Spent(self.calls, self.usage, self.cost, self.unpriced, dict(self.usage_by_stage or {}),
+                     dict(self.cost_by_stage or {}), dict(self.calls_by_stage or {}))
+
+    def unresolved_by_file(self) -> dict[str, tuple[str, ...]]:
+        """File -> the codes of its unresolved FAILs, in report order."""
+        found: dict[str, tuple[str, ...]] = {}
+        for defect in self.unresolved:
+            found[defect.path] = (*found.get(defect.path, ()), defect.code)
+        return found
+
+    @property
+    def complete(self) -> bool:
+        return self.stopped_at is None
+
+    @property
+    def outcome(self) -> str:
+        """One line: where the run stopped and why, or that it went to the end."""
+        if self.stopped_at is not None:
+            return f"stopped at the {self.stopped_at}: {self.reason}"
+        return "complete" if self.reason == "done" else self.reason
+
+    def tokens(self) -> str:
+        return tokens_of(self.usage)
+
+    def summary(self) -> str:
+        """What ``stay build`` prints on stdout: the course, the usage and cost, then where
+        the run stopped, or the validation and repair results."""
+        lines = [f"{self.slug}: {self.course_dir}", *self.spent.lines()]
+        lines += [f"unresolved at the write: {path}: {', '.join(codes)}"
+                  for path, codes in self.unresolved_by_file().items()]
+        if self.stopped_at is not None:
+            lines.append(self.outcome)
+            return "\n".join(lines) + "\n"
+        if self.diff:  # revise --show: what the proposals would change, before what to do with them
+            lines.append(self.diff.rstrip("\n"))
+        if self.reason != "done":  # what plan and revise did, and the command to run next
+            lines.append(self.reason)
+        report = self.validation
+        if report is not None:
+            lines.append(f"validation: {report.fails} FAIL, {report.warns} WARN ({plural(report.checks, 'check')})")
+            if self.not_reviewed:  # never a pass it did not make
+                lines.append(f"review: not run, so no lesson was reviewed ({self.not_reviewed})")
+            if self.repair is not None:
+                lines.append(f"repair: stopped because {self.repair.stop}")
+                lines += [f"repair: round {n}: {change.path}: {change.describe()}"
+                          for n, change in self._least_kept()]
+        return "\n".join(lines) + "\n"
+
+    # -- in a notebook -------------------------------------------------------------------
+
+    def _display(self) -> tuple[str, list[Table], str]:
+        """A summary line, the tables (the run; defects by owner; usage and cost by stage)
+        and a closing line."""
+        head = f"stay {self.command} {self.slug}: {self.outcome}"
+        run: list[tuple[object, ...]] = [
+            ("course", str(self.course_dir)),
+            ("model calls", self.calls),
+            ("files written", len(self.written)),
+            ("tokens", self.tokens()),
+            ("cost", describe_cost(self.cost, set(self.unpriced))),
+        ]
+        if self.retired:
+            run.append(("files retired", len(self.retired)))
+        if self.wave is not None:
+            run.append(("wave", f"{plural(self.wave.lessons, 'lesson')}, {plural(self.wave.calls, 'call')} "
+                                f"in {self.wave.seconds:.1f} s"))
+        if self.trace_id:
+            run.append(("trace", self.trace_id))
+        if self.not_reviewed:
+            run.append(("review", f"not run ({self.not_reviewed})"))
+        tables: list[Table] = [(("run", "value"), run, set())]
+        report = self.validation
+        tail = "Not validated: the run stopped before the validator." if report is None else ""
+        if report is not None:
+            run.append(("validation", f"{report.fails} FAIL, {report.warns} WARN, {plural(report.checks, 'check')}"))
+            owners = owner_rows(report.defects)
+            if owners:
+                tables.append((OWNER_HEAD, owners, {1, 2}))
+            else:
+                tail = "No defects."
+        if self.repair is not None:
+            rounds = len(self.repair.rounds)
+            run.append(("repair", f"{plural(rounds, 'round')}, stopped because {self.repair.stop}; "
+                                  f"{plural(len(self.repair.unrepaired), 'defect')} left"))
+        if self.unresolved:
+            tables.append((("file", "unresolved at the write"),
+                           [(path, ", ".join(codes)) for path, codes in self.unresolved_by_file().items()], set()))
+        if self.repair is not None and any(r.changes for r in self.repair.rounds):
+            tables.append((("round", "repaired file", "lines kept", "of", "share"),
+                           [(n, c.path, c.kept, c.lines, f"{c.share:.0%}")
+                            for n, r in enumerate(self.repair.rounds, 1) for c in r.changes], {0, 2, 3, 4}))
+        stages = self.usage_by_stage or {}
+        if stages:
+            costs = self.cost_by_stage or {}
+            rows: list[tuple[object, ...]] = [
+                (stage, u.input_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens, u.output_tokens,
+                 f"${costs[stage]:.4f}" if stage in costs else "unknown")
+                for stage, u in sorted(stages.items())]
+            tables.append((("stage", "input", "cache writes", "cache reads", "output", "cost"), rows,
+                           {1, 2, 3, 4, 5}))
+        return head, tables, tail
+
+    def _least_kept(self) -> list[tuple[int, Change]]:
+        """Per repair round, the file that kept the smallest share of its lines: the one
+        line a terminal shows of what repair changed (the table and the run log, all)."""
+        rounds = self.repair.rounds if self.repair is not None else ()
+        return [(n, r.least_kept) for n, r in enumerate(rounds, 1) if r.least_kept is not None]
+
+    def _repr_html_(self) -> str:
+        """The run in a notebook: its outcome, defects by owner, usage and cost by stage."""
+        return html_block("stay-build-result", *self._display())
+
+    def _repr_markdown_(self) -> str:
+        return markdown_block(*self._display())
+
+
+Handler = Callable[[Run], object]
+"""What the runner calls for a node: the bound handler, given the run it is part of."""
+
+FROM_RUN: Mapping[str, Callable[[Run], object]] = {
+    "config": lambda run: run.config,
+    "reader": lambda run: run.reader,
+    "model": lambda run: run.model,
+    "report": lambda run: run.report,
+    "tally": lambda run: run.tally,
+    "writer": lambda run: run.writer,
+    "walk": lambda run: run.walk,
+    "ledger": lambda run: run.walk.course,  # read at the call: scaffold makes a new course's
+    "fixer": lambda run: Fixer(_again(run), run.tally, run.report),
+}
+"""The run's collaborators, by the parameter name that asks for one."""
+
+
+def _again(run: Run) -> Again:
+    return Again(run.config, run.reader, run.walk.course, run.model, run.writer)
+
+
+def _stage(pipeline: Dag, name: str, attrs: Mapping[str, Any]) -> object:
+    if not attrs["stages"]:
+        raise LookupError("the node makes no stage's requests")
+    return pipeline.graph["stages"][attrs["stages"][0]]
+
+
+def _gate(pipeline: Dag, name: str, attrs: Mapping[str, Any]) -> object:
+    found = {gate.name: gate for gate in pipeline.graph["gates"]}.get(attrs["gate"])
+    if found is None:
+        raise LookupError("the node is part of no declared gate")
+    return found
+
+
+FROM_NODE: Mapping[str, Callable[[Dag, str, Mapping[str, Any]], object]] = {
+    "name": lambda pipeline, name, attrs: name,
+    "node": lambda pipeline, name, attrs: attrs,
+    "stage": _stage,
+    "gate": _gate,
+}
+"""What a node declares, by parameter name: bound once, when the table is built."""
+
+
+def bind(pipeline: Dag, chosen: Mapping[str, Callable[..., object]]) -> dict[str, Handler]:
+    """node name -> its handler (``chosen``), with each parameter bound to the collaborator
+    or node attribute it names. Every problem found is raised at once, as a GraphError."""
+    table: dict[str, Handler] = {}
+    problems: list[str] = []
+    for name, handler in chosen.items():
+        attrs = pipeline.nodes[name]
+        fixed: dict[str, object] = {}
+        wanted: list[tuple[str, Callable[[Run], object]]] = []
+        for parameter in inspect.signature(handler).parameters:
+            if parameter in FROM_RUN:
+                wanted.append((parameter, FROM_RUN[parameter]))
+            elif parameter in FROM_NODE:
+                try:
+                    fixed[parameter] = FROM_NODE[parameter](pipeline, name, attrs)
+                except LookupError as exc:
+                    problems.append(f"node {name}: {handler.__name__} asks for '{parameter}', but {exc}")
+            else:
+                problems.append(f"node {name}: {handler.__name__} asks for '{parameter}', which is neither a "
+                                f"collaborator ({', '.join(FROM_RUN)}) nor a node's ({', '.join(FROM_NODE)})")
+        table[name] = _bound(handler, fixed, tuple(wanted), _label(handler, fixed))
+    if problems:
+        raise GraphError("the pipeline's handlers cannot be bound: " + "; ".join(problems))
+    return table
+
+
+def _label(handler: Callable[..., object], fixed: Mapping[str, object]) -> str:
+    """``ask[design]``: the handler, and what its node bound it to (a stage, a gate, a router)."""
+    what = next((fixed[key] for key in ("stage", "gate") if key in fixed), None)
+    if what is None and "node" in fixed:
+        node = fixed["node"]
+        assert isinstance(node, Mapping)
+        what = node["gate"] or ",".join(node["requires"]) or node["phase"] or None
+    if what is None and "name" in fixed:
+        what = fixed["name"]
+    if what is None:
+        return handler.__name__
+    return f"{handler.__name__}[{getattr(what, 'name', what)}]"
+
+
+def _bound(handler: Callable[..., object], fixed: Mapping[str, object],
+           wanted: tuple[tuple[str, Callable[[Run], object]], ...], label: str) -> Handler:
+    def run_node(run: Run) -> object:
+        return handler(**fixed, **{parameter: get(run) for parameter, get in wanted})
+
+    run_node.__name__ = label
+    run_node.__wrapped__ = handler  # type: ignore[attr-defined]  # what it binds, for inspection
+    return run_node
+
+
+Node = Mapping[str, Any]
+"""A graph node's attributes, as a handler that names ``node`` is given them."""
+
+
+def entry(config: RunConfig, model: ModelGateway, report: Reporter) -> None:
+    report.say(f"stay {config.command}: {config.slug or 'new course'} (backend: {model.backend.name})")
+
+
+def choose(config: RunConfig, name: str) -> str:
+    """A router's answer: the successor this run's command goes on to (the runner follows it)."""
+    return config.routes[name]
+
+
+# -- guards -------------------------------------------------------------------
+
+
+def require(config: RunConfig, walk: Walk, node: Node) -> None:
+    """The course exists and every gate the node requires has its approval holding; else
+    refuse, naming the gate and the command that unblocks it. Nothing has been written yet."""
+    course = _existing(config, walk)
+    for gate in node["requires"]:
+        holds, why = course.approval(gate)
+        if not holds:
+            raise PipelineError(f"stay {config.command} needs the {gate} approval to hold: {why}; run "
+                                f"{config.hint('build', config.slug)}, then "
+                                f"{config.hint('approve', config.slug, gate)}")
+
+
+def _existing(config: RunConfig, walk: Walk) -> CourseState:
+    """The ledger of a course that exists, or a refusal saying how to start one."""
+    if walk.state is None or not (config.root / "course.yaml").is_file():
+        raise CourseNotFound(f"{no_course(config.slug, config.courses_arg)}; start one with "
+                             f"{config.hint('new', 'BRIEF.yaml')}", path=config.root)
+    return walk.state
+
+
+def revise_seed(config: RunConfig, walk: Walk, report: Reporter, node: Node) -> None:
+    """``revise``: the course exists; each target's phase has the approvals it needs
+    (the node's ``requires_by_phase``: a wave file both, a plan the design gate's, a
+    design file none); an edited file is revised only when forced, and its bytes kept first."""
+    course = _existing(config, walk)
+    check_revisions(config, course, node["requires_by_phase"])
+    if not config.show:  # a shown revision replaces nothing: --keep keeps an edited file's bytes
+        keep_edited(course, list(config.revisions), config.run_number, report.say)
+    walk.revisions = pending(config, course, report)
+    walk.threads = threads(course, list(walk.revisions))
+
+
+# -- intake, moderation, scaffold ---------------------------------------------
+
+
+def intake(config: RunConfig, reader: RunReader) -> None:
+    """The brief was read and checked, and the slug made safe, before the run began;
+    here its duration is checked against the run's own house style."""
+    if reader.brief is None:
+        raise UsageError(f"stay {config.command} needs a brief file")
+    check_duration(reader.brief.time_available, f"course '{config.slug}' brief", config.limits)
+
+
+def moderate(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, walk: Walk) -> None:
+    """Screen the whole brief as one message: a topic and an audience that are each
+    unremarkable can be a different thing together. A brief screened before (its hash
+    is in the ledger) is not screened again. Fails open only when the service is
+    unreachable (``ModelUnavailable``, a timeout, no connection): anything else, a
+    configuration error (a mistyped ``STAY_MODEL_ANALYSIS``, a rejected key) or a verdict
+    that cannot be read, is an error, and the brief is not built unscreened. A brief
+    screened by nothing (``--no-screen``, fail-open, a replay with no verdict) is said and
+    recorded in the run log, never skipped in silence."""
+    brief = reader.brief
+    assert brief is not None
+    if walk.state is not None and walk.state.screened(brief):
+        return
+    if not config.screen:
+        _unscreened(report, walk, "--no-screen was given")
+        return
+    fields = {k: v for k, v in to_data(brief).items() if v and str(v).strip()}
+    if not fields:
+        return  # nothing to screen: no model call
+    text = yaml.safe_dump(fields, sort_keys=False, allow_unicode=True)
+    try:
+        screening = model.screening(text)  # held under the cost cap and counted, as any call
+    except (ModelUnavailable, TimeoutError, ConnectionError) as exc:  # what happened, not the rerun it advises
+        what = exc.what if isinstance(exc, ModelUnavailable) else str(exc)
+        report.say(f"warning: input moderation failed ({type(exc).__name__}: {what}); the brief is not screened, "
+                   "continuing without it (the run log records it)")
+        walk.unscreened = f"input moderation failed ({type(exc).__name__})"
+        return
+    reason = screening.reason
+    if reason:
+        raise BriefRejected(f"Course brief rejected by input moderation: {reason}")
+    if screening.skipped is not None:
+        _unscreened(report, walk, screening.skipped)
+        return
+    walk.screened = True
+
+
+def _unscreened(report: Reporter, walk: Walk, why: str) -> None:
+    report.say(f"input moderation: the brief is screened by nothing ({why})")
+    walk.unscreened = why
+
+
+def scaffold(config: RunConfig, reader: RunReader, report: Reporter, tally: Tally, writer: Writer, walk: Walk,
+             node: Node) -> None:
+    """Create the course (under the lock the runner took) or bring course.yaml's brief up to date; a
+    command that does not author the node's phase only checks the brief is the course's."""
+    brief = reader.brief
+    assert brief is not None
+    root, slug, hint = config.root, config.slug, config.hint
+    manifest_path = root / "course.yaml"
+    if not config.may_write(node["phase"]):
+        if load_manifest(root).brief != brief:
+            raise PipelineError(f"the brief differs from course '{slug}''s; change it with "
+                                f"{hint('build', 'BRIEF.yaml', '--slug', slug)}")
+    elif manifest_path.exists():
+        manifest = load_manifest(root)
+        if manifest.brief != brief:
+            manifest = manifest.model_copy(update={"brief": brief, "title": brief.title})
+            write(manifest_path, manifest)
+            tally.add_written(["course.yaml"])
+            report.say("course.yaml: the brief changed; what depends on it is now stale")
+    else:  # a new course: the runner made its directory and holds its lock since before intake
+        write(manifest_path, CourseManifest(schema_=1, slug=slug, title=brief.title, brief=brief, artefacts={}))
+        tally.add_written(["course.yaml"])
+        report.say(f"scaffold: {root}")
+    if walk.state is None:
+        walk.state = CourseState(root, artefact_graph(Curriculum(modules=[]), stages=config.stages), brief,
+                                 sources=config.sources, epoch=config.settings.source_date_epoch)
+        walk.state.hash_once()  # under the lock taken above
+    else:
+        walk.state.brief = brief
+    writer.refresh_graph()
+    if walk.screened:
+        walk.course.mark_screened(brief)
+
+
+# -- stages -------------------------------------------------------------------
+
+
+def run_course_stage(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter,
+                     ledger: CourseState, writer: Writer, walk: Walk, fixer: Fixer, stage: Stage) -> None:
+    """A course-scope stage (audience, curriculum, outcomes, assessment): regenerate its
+    one file if it must be (the one policy, ``needs_writing``), then check it at the write:
+    a FAIL goes back to the model once, with the file, before the gate."""
+    path = stage.output
+    if needs_writing(config, ledger, report, path, stage.phase):
+        report.say(f"  {path}: writing ({why(ledger.status(path))})")
+        made = job(config, reader, stage, None)
+        (artefact,) = model.produce(made.request, made.parse)
+        if writer.write({path: artefact}):
+            check_written(fixer, walk.cancelled, [path])
+    elif ledger.status(path).state == "current":
+        report.say(f"  {path}: current")
+    writer.refresh_graph()
+    if stage.kind.derived is not Artefact.derived and reader.exists(path):
+        write_derived(config, reader, report, ledger, writer, path, stage.phase)
+
+
+def write_derived(config: RunConfig, reader: RunReader, report: Reporter, ledger: CourseState, writer: Writer,
+                  path: str, phase: str) -> None:
+    """The files written from ``path`` as it stands (example.yaml's data files): each one
+    missing or stale is written, one edited by hand is kept, as for any other file."""
+    derived = reader.load(path).derived()
+    todo = {target: made for target, made in derived.items()
+            if needs_writing(config, ledger, report, target, phase)}
+    for target in todo:
+        report.say(f"  {target}: writing ({why(ledger.status(target))}), from {path}")
+    if todo:
+        writer.write(todo)
+
+
+def run_module_stage(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter,
+                     ledger: CourseState, writer: Writer, walk: Walk, fixer: Fixer, stage: Stage) -> None:
+    """A module-scope stage (lesson planning): one call per module with a file to write,
+    so the module's term budget is allocated, not audited after the fact. Only the files
+    that must be written are; an edited one is kept. The module's plans are checked at
+    the write, like a design file."""
+    for module in reader.layout.curriculum.modules:
+        places = reader.layout.lessons_of(module)
+        todo = [place.path(stage.output) for place in places
+                if needs_writing(config, ledger, report, place.path(stage.output), stage.phase)]
+        if todo:
+            report.say(f"  module {module.id}: planning {plural(len(places), 'lesson')}")
+            made = job(config, reader, stage, module)
+            artefacts = model.produce(made.request, made.parse)
+            # the module's plans in one step: one journal line before their renames, so a
+            # crash between two of them leaves none unrecorded. A plan's own inputs do not
+            # depend on plans' contents: one refresh, below
+            if writer.write({path: artefact for path, artefact in zip(made.paths, artefacts, strict=True)
+                             if path in todo}):
+                check_written(fixer, walk.cancelled, todo)
+        else:
+            report.say(f"  module {module.id}: plans current")
+    writer.refresh_graph()
+
+
+# -- the wave and after -----------------------------------------------------
+
+
+def write_lesson(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter,
+                 writer: Writer) -> None:
+    """Start every lesson's calls (its lesson-scope wave stages); gather waits for them."""
+    wave_of(config, reader, model, report, writer).start_lessons()
+
+
+def start_course_task(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter,
+                      writer: Writer, stage: Stage) -> None:
+    """Start a course-scope wave stage's one call (the capstone) beside the lessons."""
+    wave_of(config, reader, model, report, writer).start_course(stage.name)
+
+
+def gather(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer,
+           tally: Tally) -> None:
+    """The barrier: wait for every task the wave nodes started; the first failure is
+    raised once all have ended."""
+    wave = wave_of(config, reader, model, report, writer)
+    if not wave.empty:
+        tally.wave = wave.wait()
+        report.say(f"wave: gathered {plural(wave.total, 'task')}")
+
+
+def review(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer) -> None:
+    """After the barrier: the judging model reviews every lesson whose review is stale."""
+    review_stale(config, reader, model, report, writer)
+
+
+def merge_glossary(config: RunConfig, reader: RunReader, report: Reporter, ledger: CourseState, writer: Writer,
+                   node: Node) -> None:
+    """glossary.yaml from every plan's new terms, in lesson order, then by term."""
+    status = ledger.status(GLOSSARY)
+    if not config.may_write(node["phase"]):
+        if status.state == "missing" or status.why:
+            report.say(f"  {GLOSSARY}: {status.state}; stay {config.command} does not write it "
+                       f"({config.hint('write', config.slug)} does)")
+        return
+    if status.state == "edited":
+        say_kept(config, report, GLOSSARY, status)
+        return
+    plans = reader.plans()
+    terms: list[GlossaryTerm] = []
+    seen: set[str] = set()
+    for place in reader.layout.lessons():
+        plan = plans.get(place.id)
+        for new in sorted(plan.new_terms if plan else [], key=lambda t: (t.term.casefold(), t.term)):
+            if norm_term(new.term) not in seen:
+                seen.add(norm_term(new.term))
+                terms.append(GlossaryTerm(term=new.term, definition=new.definition, introduced_in=place.id))
+    glossary = Glossary(terms=terms)
+    if status.state != "current" or not same_bytes(config.root / GLOSSARY, dump(glossary)):
+        writer.write({GLOSSARY: glossary})
+
+
+def land_manifest(config: RunConfig, report: Reporter, ledger: CourseState, tally: Tally, node: Node) -> None:
+    """Retire the files the curriculum no longer has (moved, never deleted), then write
+    course.yaml's status projection."""
+    if not config.may_write(node["phase"]):
+        return
+    number = config.run_number
+    retired = ledger.retire(f"run-{number}")
+    for path in retired:
+        report.say(f"  retired {path} (not in the curriculum) to {STATE}/retired/run-{number}/{path}")
+    tally.retired += retired
+    if ledger.project_statuses(load_manifest(config.root)):
+        tally.add_written(["course.yaml"])
+    tally.projected = len(tally.written)
+
+
+def validate(config: RunConfig, model: ModelGateway, report: Reporter, tally: Tally) -> None:
+    """Validate the course; the answers of files this run wrote that hold a FAIL are rejected."""
+    found = tally.validation = course_report(config.root, config.settings)
+    model.reject_failed(by_path([d for d in found.defects if d.severity == Severity.FAIL]), set(tally.written))
+    report.say(f"validate: {found.fails} FAIL, {found.warns} WARN, {plural(found.checks, 'check')}")
+
+
+def repair(config: RunConfig, ledger: CourseState, tally: Tally, fixer: Fixer, node: Node) -> None:
+    """Repair runs only while the gates it requires (the node's: every gate) hold,
+    exactly like the wave, and only in a command that authors its phase."""
+    if not config.may_write(node["phase"]):
+        return
+    for gate in node["requires"]:
+        holds, why = ledger.approval(gate)
+        if not holds:
+            raise PipelineError(f"repair needs the {gate} approval to hold: {why}; run "
+                                f"{config.hint('approve', config.slug, gate)}")
+    tally.repair = repair_course(fixer)
+
+
+FIXED: Mapping[str, Callable[..., object]] = {
+    "entry": entry, "intake": intake, "moderate": moderate, "write_lesson": write_lesson, "gather": gather,
+    "validate": validate, "revise_files": revise_files, "revise_gather": revise_gather,
+    "scaffold": scaffold, "merge_glossary": merge_glossary, "land_manifest": land_manifest,
+}
+"""The nodes whose work is their own: every other node's handler is chosen by its
+node's kind (a router, a guard, a gate, repair) or its stage."""
+
+
+def handlers(pipeline: Dag) -> dict[str, Handler]:
+    """node name -> what it does, read from the graph: each node's handler is chosen by
+    its name or kind, then bound (``bind``) to the collaborators and the node
+    attributes its parameters name (a guard reads the gates its node requires, a gate
+    node its gate, a stage node its stage). A test holds the keys equal to the graph's
+    nodes."""
+    chosen: dict[str, Callable[..., object]] = {}
+    for name, attrs in pipeline.nodes(data=True):
+        kind = attrs["kind"]
+        if name in FIXED:
+            chosen[name] = FIXED[name]
+        elif attrs.get("requires_by_phase"):
+            chosen[name] = revise_seed
+        elif kind in BY_KIND:
+            chosen[name] = BY_KIND[kind]
+        elif attrs["stages"]:
+            stage = pipeline.graph["stages"][attrs["stages"][0]]
+            chosen[name] = start_course_task if stage.phase == "wave" else \
+                run_module_stage if stage.scope == "module" else run_course_stage
+    return bind(pipeline, chosen)
+
+
+BY_KIND: Mapping[str, Callable[..., object]] = {
+    "router": choose, "gate-summary": summary, "gate-ask": ask, "gate-record": record, "guard": require,
+    "repair": repair, "review": review,
+}
+"""The handler of a node of each of these kinds (a guard with ``requires_by_phase`` is revise's)."""
+
+HANDLERS = handlers(assemble())
+
+
+_handlers = functools.cache(handlers)
+"""The handler table of each pipeline (``_pipeline``'s, one per stage list): handlers'
+parameters are read once a process, not once a run."""
+
+
+def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
+          on_node: Callable[[str], None] | None) -> BuildResult:
+    config = run.config
+    table = _handlers(pipeline)
+    otlp = config.settings.otlp
+    tracer = run.model.tracer = Tracer(config.slug, config.command, run.model.backend.name,  # minted before the run
+                                       capture=otlp is not None and otlp.capture_content,
+                                       prices=prices_of(run.model.backend))
+    stopped: str | None = None
+    failed: str | None = None
+    reason = "done"
+    try:
+        answers: dict[str, str] = {}
+        for name in walk(pipeline, config.command, answers.__getitem__):  # a router's edge is its answer
+            kind = pipeline.nodes[name]["kind"]
+            if kind == "stage":
+                run.report.say(f"[{name}]")
+            with tracer.span(name, kind, pipeline.nodes[name]["stages"]):
+                answer = table[name](run)
+            if kind == "router":
+                answers[name] = str(answer)
+            if run.walk.state is not None and not (run.walk.wave is not None and run.walk.wave.in_flight):
+                # hashes.json once per node, the journal in between; while the wave is in flight the
+                # journal alone: whether a task had written yet would decide the write, not the walk
+                run.course.checkpoint()
+            if on_node:
+                on_node(name)
+        if pipeline.nodes[declared.last]["kind"] == "gate-summary":
+            gate = declared.last.removesuffix("_summary")
+            raise Stop(f"{gate} gate", f"stay {config.command} stops at the {gate} gate; review .state/{gate}-gate.md "
+                       f"(or {config.hint('view', config.slug)} for a review page), then "
+                       f"{config.hint('approve', config.slug, gate)}")
+    except Stop as stop:
+        stopped, reason = stop.where, stop.reason  # said once, by whoever reads the result
+    except BaseException as exc:
+        # the run log must not call a refused, failed or interrupted run "completed"
+        failed = type(exc).__name__ + (f": {exc}" if str(exc) else "")
+        setattr(exc, SPENT, _spent(run))  # what it paid before it stopped: the command line says it
+        if run.walk.wave is not None:  # no task may write after the run has failed or been stopped, and
+            run.walk.wave.cancel(wait=isinstance(exc, Exception))  # none outlives it but after a Ctrl-C
+        run.report.end(f"failed: {failed}", "failed")
+        raise
+    finally:
+        tally = run.tally
+        if run.walk.state is not None and (config.root / "course.yaml").is_file():
+            run.course.checkpoint()
+            if tally.projected != len(tally.written):  # else land_manifest's projection is still true
+                run.course.project_statuses(load_manifest(config.root))
+            log_run(config.root, config.command, run.model.backend.name, tally.written, stopped, tally.retired,
+                    tally.revised, [line for change in tally.changes for line in change.log_lines()], failed,
+                    run.walk.unscreened)
+            if tally.validation is not None:
+                tracer.scores(tally.validation)
+            # the error's type only (``failed`` is "Type: message"): the root span is marked with it
+            tracer.flush(config.root, stopped, otlp=config.settings.otlp,
+                         error=None if failed is None else failed.partition(":")[0],
+                         lessons=lesson_files(config.stages, run.reader))
+    if config.command == "plan" and stopped is None:
+        reason = f"planned; write the course with {config.hint('write', config.slug)}"
+    diff = ""
+    if config.command == "revise" and stopped is None:
+        if config.show:
+            diff, reason = shown(run)
+        else:
+            reason = _revised(run)
+    tally = run.tally
+    spent = _spent(run)
+    priced = describe_cost(None if tally.unpriced else tally.cost, tally.unpriced)  # "$x" or "cost unknown (...)"
+    run.report.say(f"{plural(tally.calls, 'model call')}, {plural(len(set(tally.written)), 'file')} written in "
+                   f"{clock(time.monotonic() - run.report.started)}; "
+                   f"{'cost ' + priced if priced.startswith('$') else priced}")
+    result = BuildResult(slug=config.slug, course_dir=config.root, command=config.command, stopped_at=stopped,
+                         reason=reason, validation=tally.validation, repair=tally.repair,
+                         written=tuple(sorted(set(tally.written))), calls=spent.calls, usage=spent.usage,
+                         wave=tally.wave, trace_id=tracer.trace_id, cost=spent.cost,
+                         usage_by_stage=spent.usage_by_stage, unpriced=spent.unpriced,
+                         cost_by_stage=spent.cost_by_stage, calls_by_stage=spent.calls_by_stage,
+                         retired=tuple(sorted(tally.retired)), diff=diff, not_reviewed=config.not_reviewed,
+                         unresolved=tuple(d for path in sorted(tally.unresolved) for d in tally.unresolved[path]))
+    run.report.end(result.outcome, "complete" if result.complete else "stopped")
+    return result
+
+
+def _spent(run: Run) -> Spent:
+    """What the run has paid so far, from its tally (under its lock: wave threads add to it)."""
+    tally = run.tally
+    with tally.lock:
+        return Spent(tally.calls, tally.usage, None if tally.unpriced else tally.cost, tuple(sorted(tally.unpriced)),
+                     dict(sorted(tally.usage_by_stage.items())), dict(sorted(tally.cost_by_stage.items())),
+                     dict(sorted(tally.calls_by_stage.items())))
+
+
+def _revised(run: Run) -> str:
+    """What a revision did, and what a person should do next."""
+    return revised_reason(run.course, sorted(run.tally.revised), run.config.hint, run.config.slug,
+                          run.tally.written)
+
+
+def shown(run: Run) -> tuple[str, str]:
+    """After a ``--show`` walk: each target's proposal kept (the open one it replaces set
+    aside in it), and the diff of every target's proposal with what to do next."""
+    config, course, proposed = run.config, run.course, run.walk.proposed or {}
+    diffs: list[str] = []
+    paths: list[str] = []
+    for path, note in config.revisions.items():
+        if path in proposed:
+            earlier = open_proposal(course, path)  # the open proposal this one sets aside
+            aside = [] if earlier is None else earlier.replaced()
+            write_proposal(config.root, Proposal(path=path, base=course.current_hash(path), note=note,
+                                                 text=proposed[path], set_aside=tuple(bounded(aside))))
+        proposal = open_proposal(course, path)
+        if proposal is None:  # already revised with this note: nothing was asked
+            continue
+        paths.append(path)
+        diffs.append(diff_of(path, current_text(course, path), proposal.text)
+                     or f"(the proposal for {path} changes nothing in it)\n")
+    if not paths:
+        return "", "nothing to show: every file already has this note"
+    keep = config.hint("revise", config.slug, *paths, "--keep")
+    again = config.hint("revise", config.slug, *paths, "--note", repr("..."), "--show")
+    return "".join(diffs), (f"shown, not written: {', '.join(paths)} (the proposal is in .state/proposals/); "
+                            f"keep it with {keep}, or try another note with {again}")
+
+
+def keep_proposals(slug: str, targets: Sequence[str], *, courses_dir: str | os.PathLike[str], force: bool,
+                   settings: Settings | None, stages: tuple[Stage, ...], progress: Progress) -> BuildResult:
+    """Write each target's shown proposal as ``revise`` would have: the ledger records the
+    note and the thread, dependents go stale, a gated file's approval is retired. Refused,
+    before anything is written, for a target with no proposal or a stale one."""
+    from stay.pipeline._runner import _pipeline
+
+    state = open_course_named(slug, courses_dir, settings, stages)
+    paths = resolve_targets(state, list(targets), {stage.name for stage in stages})
+    root, courses_arg = state.root, os.fspath(courses_dir)
+    # the approvals a revision of each phase needs, as revise's guard node declares them
+    by_phase = next(attrs["requires_by_phase"] for _name, attrs in _pipeline(stages).nodes(data=True)
+                    if attrs.get("requires_by_phase"))
+    lock = CourseLock(root)
+    lock.acquire()
+    try:
+        kept = {path: _keepable(state, path, slug, courses_arg, force) for path in paths}
+        for path in paths:
+            phase = state.graph.nodes[path]["phase"]
+            for gate in by_phase[phase]:
+                holds, why = state.approval(gate)
+                if not holds:
+                    raise PipelineError(f"keeping the proposal for {path} (a {phase} file) needs the {gate} "
+                                        f"approval to hold: {why}; run "
+                                        f"{command_hint(courses_arg, 'approve', slug, gate)} first")
+        keep_edited(state, paths, next_run_number(root), progress)  # forced: kept first, as a revise keeps them
+        texts = {path: proposal.text for path, proposal in kept.items()}
+        written = [path for path in paths if not same_bytes(root / path, texts[path])]
+        notes = {path: proposal.note for path, proposal in kept.items()}
+        earlier = {path: kept_notes(state, path) + list(proposal.set_aside) for path, proposal in kept.items()}
+        threads = {path: recorded_thread(earlier[path], notes[path]) for path in paths if earlier[path]}
+        try:
+            state.write(texts, revisions=notes, threads=threads)
+            state.checkpoint()
+        except OSError as exc:
+            raise EnvironmentProblem.from_os_error(exc) from None
+        for path in paths:
+            drop_proposal(root, path)
+            progress(f"  {path}: kept the proposal shown with note {note_sha(notes[path])}")
+        state.project_statuses(load_manifest(root))
+        log_run(root, "revise --keep", "no model call", written, None, revised=notes)
+        reason = revised_reason(state, sorted(paths), lambda *words: command_hint(courses_arg, *words), slug,
+                                written)
+    finally:
+        lock.release()
+    return BuildResult(slug=slug, course_dir=root, command="revise", stopped_at=None, reason=reason,
+                       validation=None, repair=None, written=tuple(sorted(written)), calls=0, usage=Usage())
+
+
+def _keepable(state: CourseState, path: str, slug: str, courses_arg: str, force: bool) -> Proposal:
+    """``path``'s proposal, if it can be kept: made against the file as it is now."""
+    again = command_hint(courses_arg, "revise", slug, path, "--note", repr("..."), "--show")
+    proposal = read_proposal(state.root, path)
+    if proposal is None:
+        raise UsageError(f"no proposal to keep for {path}: show one first with {again}")
+    if proposal.base != state.current_hash(path):
+        raise UsageError(f"the proposal for {path} is stale: the file changed since it was shown; "
+                         f"show a new one with {again}")
+    if state.status(path).state == "edited" and not force:
+        raise PipelineError(f"{path} was edited by hand: keep the proposal with --force (its current bytes are "
+                            f"kept in {RETIRED}/), or edit it yourself")
+    return proposal
+
+
+def revised_reason(course: CourseState, revised: list[str], hint: Callable[..., str], slug: str,
+                   written: Collection[str]) -> str:
+    """What writing the ``revised`` files did (a revise, or a kept proposal), and what next:
+    a file whose bytes did not change (not in ``written``) is said to be unchanged."""
+    if not revised:
+        return "nothing to revise: every file already has this note"
+    unchanged = [path for path in revised if path not in written]
+    revised = [path for path in revised if path in written]
+    if not revised:
+        return (f"unchanged: {', '.join(unchanged)}: its new text is the file as it stood, so no byte changed "
+                "(the note is recorded, and not sent again for this file)")
+    answers = course.gates()
+    retired = [gate for gate in GATE_NAMES  # an approval the revision retired, not a decline
+               if answers.get(gate, {}).get("approved") and any(p in course.covered(gate) for p in revised)
+               and not course.approval(gate)[0]]
+    stale = sorted({d for p in revised for d in course.graph.successors(p) if course.status(d).state == "stale"})
+    said = f"revised {', '.join(revised)}"
+    if retired:
+        said += f"; the {' and '.join(retired)} " + ("approvals no longer hold" if len(retired) > 1
+                                                       else "approval no longer holds")
+    if stale:
+        said += f"; {len(stale)} file{'s' if len(stale) > 1 else ''} now stale"
+    if retired or stale:
+        said += f": run {hint('build', slug)} to regenerate and review"
+    return said
+
 
 Command = Literal["new", "build", "plan", "write", "repair", "revise"]
 
@@ -277,9 +1181,9 @@ def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
     ``show=True`` writes no course file: each revision is kept as a proposal in
     .state/proposals/ and its unified diff is the result's ``diff``. ``keep=True`` (no
     note, no model call) writes the proposals as a revision would. Each revision of a
-    file is given the reviewer's thread on it so far (``stay.pipeline._thread``).
+    file is given the reviewer's thread on it so far (``stay.pipeline._state``).
     """
-    from stay.pipeline._revise import declined_note, resolve_targets
+    from stay.pipeline._gates import declined_note, resolve_targets
 
     if show and keep:
         raise UsageError("--show and --keep are two steps: show a proposal with --note TEXT --show, then --keep it")
@@ -301,6 +1205,3 @@ def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
     return run_command("revise", slug, courses_dir=courses_dir, settings=settings, backend=backend,
                        prompts_dir=prompts_dir, progress=progress, stages=stages, revisions=revisions, force=force,
                        show=show)
-
-
-__all__ = ["BuildResult", "build_course", "revise", "run_command"]

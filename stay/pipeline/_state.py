@@ -1,28 +1,24 @@
-"""The ledgers beside a course, in .state/: hashes and gates (the run log is ``_run_log``).
-
-Statuses are derived, never trusted: ``.state/hashes.json`` records, per artefact,
-its own content hash and its direct inputs' hashes, and a status is recomputed from
-them and the files on disk whenever it is asked for. ``course.yaml``'s ``artefacts``
-map is a projection of that, written by ``project_statuses``.
-
-Only the pipeline's own writes, an approval, and ``stay adopt`` record a file in the
-ledger. A file someone edited by hand stays ``edited`` until a person accepts it (by
-approving the gate that covers it, or adopting the course): a build never marks it
-current on its own, and nothing the pipeline does overwrites it.
-"""
+"""A course's state on disk: the ledger loaded, retired copies, reviewer threads and waiting proposals."""
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
+from urllib.parse import quote
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from stay._bounds import MAX_FILE_BYTES
 from stay._paths import at, placed
 from stay._secrets import redact
+from stay._stored import Damaged, load_stored_json, read_stored
+from stay._words import course_hint
 from stay.artefacts import (
     Brief,
     CourseManifest,
@@ -30,31 +26,90 @@ from stay.artefacts import (
     LessonPlan,
     dump,
     load,
+    write_bytes_atomic,
+    write_text_atomic,
 )
-from stay.pipeline import _answered as answered
-from stay.pipeline._course_graph import artefact_paths
-from stay.pipeline._dag import Dag
-from stay.pipeline._gate_decl import covered_phases
+from stay.errors import EnvironmentProblem
+from stay.pipeline._graph import Dag, artefact_paths, covered_phases
 from stay.pipeline._layout import BRIEF, CourseLayout
 from stay.pipeline._ledger import (
-    GATES,
+    GATES_FILE,
     HASHES,
     JOURNAL,
+    RETIRED,
+    STATE,
     FileHashes,
     Sources,
     Status,
+    answered_referenced,
     append_journal,
     brief_hash,
     digest,
     journal_lines,
+    keep_answered,
     ledger_text,
     now,
+    prune_answered,
     read_document,
     read_ledger,
     write_if_changed,
     write_json,
 )
-from stay.pipeline._retire_copy import retired_place
+
+
+def keep_edited(course: CourseState, paths: Sequence[str], run_number: int, say: Callable[[str], None]) -> None:
+    """Copy each of ``paths`` that was edited by hand to ``.state/retired/run-<n>/``,
+    saying where; all are read and checked before the first is written."""
+    root = course.root
+    edited = [path for path in paths if course.status(path).state == "edited"]
+    kept = {path: (_bytes_of(root, path), retired_place(root, f"run-{run_number}/{path}")) for path in edited}
+    for path, (data, target) in kept.items():
+        try:
+            write_bytes_atomic(target, data)
+        except OSError as exc:
+            raise EnvironmentProblem.from_os_error(exc) from None
+        say(f"  {path}: edited by hand; its bytes are kept in {target.relative_to(root).as_posix()}")
+
+
+def _bytes_of(root: Path, path: str) -> bytes:
+    """The edited file's bytes: no part of its path a link, a regular file, within the bound
+    (the bounded reader decides the last two on the opened descriptor)."""
+    file = root / path
+    place = root
+    for part in PurePosixPath(path).parts:
+        place = place / part
+        if place.is_symlink():
+            raise EnvironmentProblem(f"{place} is a symbolic link; stay never reads a course file through one: "
+                                     "replace the link with what it points to and run the command again")
+    try:
+        return read_stored(file, MAX_FILE_BYTES)
+    except Damaged:  # a FIFO, a device, a directory, a file over the bound (or a link swapped in)
+        raise EnvironmentProblem(f"{file} is not a regular file of at most {MAX_FILE_BYTES // 2**20} MB, so its "
+                                 f"bytes cannot be kept in {RETIRED}/ before it is replaced: move it out of the "
+                                 "course, or edit it yourself instead of forcing a revision") from None
+    except OSError as exc:
+        raise EnvironmentProblem.from_os_error(exc) from None
+
+
+def retired_place(root: Path, where: str) -> Path:
+    """``.state/retired/<where>``, where stay puts what it keeps aside (a forced revision's
+    copy, an orphan, a damaged gates.json), refused when any part of the way there is a
+    link (what is kept would land where the link leads) or is not a directory, or the
+    place itself is a directory. Every caller checks all its places before it writes one."""
+    target = root / RETIRED / where
+    place = root
+    for part in target.relative_to(root).parts:
+        place = place / part
+        if place.is_symlink():
+            raise EnvironmentProblem(f"{place} is a symbolic link; stay keeps what it sets aside in the "
+                                     f"course's own {RETIRED}/, never through a link: remove the link and run "
+                                     "the command again")
+        last = place == target
+        if (place.is_dir() if last else place.exists() and not place.is_dir()):
+            raise EnvironmentProblem(f"{place} is {'a directory' if last else 'not a directory'}, where stay "
+                                     f"keeps what it sets aside: move it out of {RETIRED}/ and run the "
+                                     "command again")
+    return target
 
 
 @dataclass
@@ -142,7 +197,7 @@ class CourseState:
         process that dies anywhere leaves the old bytes or the new ones with an entry naming
         them, never a finished file without a record (it would pass for a hand edit). Once
         ``cancelled`` is set (under this lock too: ``cancel``), nothing is written: False.
-        ``threads``: a revised file's reviewer thread, recorded with its note (``_thread``)."""
+        ``threads``: a revised file's reviewer thread, recorded with its note (``_state``)."""
         with self._lock:
             if cancelled is not None and cancelled.is_set():
                 return False
@@ -327,7 +382,7 @@ class CourseState:
         return [path for path in self.graph if self.graph.nodes[path].get("phase") in phases]
 
     def gates(self) -> dict[str, Any]:
-        return read_ledger(self.root / GATES, "gates")
+        return read_ledger(self.root / GATES_FILE, "gates")
 
     def approval(self, gate: str) -> tuple[bool, str]:
         """(whether the gate's approval holds, why not)."""
@@ -380,7 +435,7 @@ class CourseState:
         gates[gate] = {"approved": approved, "at": now(self.epoch), "by": by, "note": note, "covered": covered}
         # The bytes too, before the ledger names them, so the review page can diff a later
         # revision against them; a file that cannot be kept is named in the answer.
-        not_kept = answered.keep(self.root, covered)
+        not_kept = keep_answered(self.root, covered)
         if not_kept:
             gates[gate]["not_kept"] = not_kept
         if approved and accept_edits:
@@ -388,8 +443,8 @@ class CourseState:
             if edited:
                 self.record(edited)
                 self.checkpoint()
-        write_json(self.root / GATES, {"version": 1, "gates": dict(sorted(gates.items()))})
-        answered.prune(self.root, answered.referenced(gates))
+        write_json(self.root / GATES_FILE, {"version": 1, "gates": dict(sorted(gates.items()))})
+        prune_answered(self.root, answered_referenced(gates))
         return not_kept
 
 
@@ -417,3 +472,262 @@ def plans_on_disk(root: Path, curriculum: Curriculum) -> dict[str, LessonPlan]:
 
 def load_manifest(root: Path) -> CourseManifest:
     return load(root / "course.yaml", CourseManifest)
+
+
+PROPOSALS = f"{STATE}/proposals"
+THREAD_NOTES = 6
+"""The most earlier notes a revision is given: a few rounds of back and forth."""
+THREAD_CHARS = 3000
+"""The most characters of earlier notes a revision is given (the oldest go first)."""
+THREAD = "reviewer_thread"
+"""The request input that carries the thread, before the new note."""
+
+
+def note_sha(note: str) -> str:
+    return hashlib.sha256(note.encode("utf-8")).hexdigest()[:16]
+
+
+class ThreadNote(BaseModel):
+    """One earlier note on a file, and what became of its revision."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    note: str
+    sha: str
+    outcome: Literal["kept", "set aside"]
+
+
+class Proposal(BaseModel):
+    """A shown revision not written: its text, the note it answers, the hash of the file
+    it was made against, and the notes set aside before it on the same version."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    path: str
+    base: str | None
+    note: str
+    text: str
+    set_aside: tuple[ThreadNote, ...] = ()
+
+    def replaced(self) -> list[ThreadNote]:
+        """The notes set aside once a new revision replaces this proposal: its own, last."""
+        return [*self.set_aside, ThreadNote(note=self.note, sha=note_sha(self.note), outcome="set aside")]
+
+
+def bounded(thread: list[ThreadNote]) -> list[ThreadNote]:
+    """The last ``THREAD_NOTES`` notes, fewer if their text passes ``THREAD_CHARS``."""
+    kept: list[ThreadNote] = []
+    used = 0
+    for item in reversed(thread[-THREAD_NOTES:]):
+        used += len(item.note)
+        if kept and used > THREAD_CHARS:
+            break
+        kept.append(item)
+    return kept[::-1]
+
+
+def proposal_file(root: Path, path: str) -> Path:
+    # one flat directory, the course path quoted: no course path can name a place outside it
+    return root / PROPOSALS / f"{quote(path, safe='')}.json"
+
+
+def _refuse_links(root: Path, file: Path) -> None:
+    """Refuse a link where stay keeps its proposals: nothing is written, or read, through one."""
+    for place in (root / STATE, root / PROPOSALS, file):
+        if place.is_symlink():
+            raise EnvironmentProblem(f"{place} is a symbolic link; stay keeps its proposals in the course's own "
+                                     f"{PROPOSALS}/: remove the link and run the command again")
+
+
+def read_proposal(root: Path, path: str) -> Proposal | None:
+    file = proposal_file(root, path)
+    _refuse_links(root, file)
+    if not file.exists():
+        return None
+    try:
+        return Proposal.model_validate(load_stored_json(file))
+    except (Damaged, OSError, ValidationError):
+        again = course_hint(root.parent, "revise", root.name, path, "--note", "...", "--show")
+        raise EnvironmentProblem(f"{file} is damaged; delete it and show a new proposal with {again}",
+                                 path=file) from None
+
+
+def write_proposal(root: Path, proposal: Proposal) -> Path:
+    file = proposal_file(root, proposal.path)
+    _refuse_links(root, file)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(file, proposal.model_dump_json(indent=2) + "\n")
+    return file
+
+
+def drop_proposal(root: Path, path: str) -> None:
+    file = proposal_file(root, path)
+    _refuse_links(root, file)
+    file.unlink(missing_ok=True)
+
+
+def open_proposal(course: CourseState, path: str) -> Proposal | None:
+    """The proposal for ``path`` if it was made against the file as it is now, else None."""
+    proposal = read_proposal(course.root, path)
+    if proposal is None or proposal.base != course.current_hash(path):
+        return None
+    return proposal
+
+
+def kept_notes(course: CourseState, path: str) -> list[ThreadNote]:
+    """The thread's kept notes: the ledger entry's, while it describes the file (its hash
+    is the file's, and it records a revision) and no approval has accepted these bytes
+    since (a gate that covers the file approved with its hash as it is now)."""
+    entry = course.ledger().get(path, {})
+    revision = entry.get("revision")
+    current = course.current_hash(path)
+    if not isinstance(revision, dict) or entry.get("hash") != current:
+        return []
+    if any(answer.get("approved") and answer.get("covered", {}).get(path) == current
+           for answer in course.gates().values() if isinstance(answer.get("covered"), dict)):
+        return []
+    recorded: Any = revision.get("thread")
+    if not isinstance(recorded, list):  # a revision recorded before threads: its one note
+        recorded = [{"note": revision.get("note", ""), "sha": revision.get("sha", ""), "outcome": "kept"}]
+    try:
+        return [ThreadNote.model_validate(item) for item in recorded]
+    except ValidationError:
+        return []
+
+
+def thread_so_far(course: CourseState, path: str) -> list[ThreadNote]:
+    """What a new revision of ``path`` is given: kept notes, then the open proposal's set-aside
+    notes and its own (set aside too, by the revision now asked for), bounded."""
+    thread = kept_notes(course, path)
+    proposal = open_proposal(course, path)
+    if proposal is not None:
+        thread += proposal.replaced()
+    return bounded(thread)
+
+
+def recorded_thread(earlier: list[ThreadNote], note: str) -> list[dict[str, str]]:
+    """The ledger's ``revision.thread`` for a file written with ``note`` after ``earlier``."""
+    return [t.model_dump() for t in bounded([*earlier, ThreadNote(note=note, sha=note_sha(note), outcome="kept")])]
+
+
+def thread_text(thread: list[ThreadNote]) -> str:
+    lines = [f"{n}. ({item.outcome}) {' '.join(item.note.split())}" for n, item in enumerate(thread, 1)]
+    return ("Earlier notes on this file, oldest first, and whether the revision each asked for was kept or set "
+            "aside; the new note below is the one to act on:\n" + "\n".join(lines))
+
+
+def diff_of(path: str, before: str, after: str) -> str:
+    """The unified diff of a proposal against the file (file names a/ and b/)."""
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                        f"a/{path}", f"b/{path}"))
+
+
+def current_text(course: CourseState, path: str) -> str:
+    """The file as it is now, through the bounded reader: a link, a special file or one over
+    the bound reads as nothing (the course's own checks report those), never as a traceback."""
+    try:
+        return read_stored(course.root / path).decode("utf-8", "replace")
+    except (Damaged, OSError):
+        return ""
+
+
+LINE_CHARS = 200
+"""The most characters of a recorded reason or of a note's first line that are shown:
+enough for a sentence, never a page."""
+
+
+def one_line(text: str, limit: int = LINE_CHARS) -> str:
+    """``text`` as one line of at most ``limit`` characters (an ellipsis says it was cut)."""
+    words = " ".join(text.split())
+    return words if len(words) <= limit else words[:limit - 1] + "…"
+
+
+def first_line(text: str, limit: int = LINE_CHARS) -> str:
+    """The first line of ``text`` that holds anything, bounded as ``one_line``."""
+    return one_line(next((line for line in text.splitlines() if line.strip()), ""), limit)
+
+
+def not_kept(entry: object, files: Collection[str]) -> tuple[tuple[str, str], ...]:
+    """An answer's ``not_kept``, as (file, why) for each name in it that is one of ``files``,
+    in name order; anything else the ledger holds there is never shown."""
+    recorded = entry.get("not_kept") if isinstance(entry, dict) else None
+    if not isinstance(recorded, dict):
+        return ()
+    return tuple((path, one_line(why)) for path, why in sorted(recorded.items(), key=lambda item: str(item[0]))
+                 if path in files and isinstance(why, str))
+
+
+def not_kept_lines(gate: str, reasons: Collection[tuple[str, str]]) -> list[str]:
+    """One line per file the answer at ``gate`` could not keep, saying what that costs."""
+    return [f"{path}: not kept for the {gate} gate's review page, so a later change to it shows no diff: {why}"
+            for path, why in reasons]
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A proposal waiting in ``.state/proposals/`` for one file of the course."""
+
+    path: str
+    note: str = ""
+    """The first line of the note it answers, bounded."""
+    stale: bool = False
+    """The file changed since the proposal was shown: ``--keep`` refuses it."""
+    problem: str = ""
+    """Why it cannot be read (damaged, a link); then nothing else is known."""
+    proposed: str | None = field(default=None, repr=False)
+    """The proposal's text, when it can be kept."""
+    current: str | None = field(default=None, repr=False)
+    """The file's text now, when the proposal can be kept (what it would replace)."""
+
+    @property
+    def anew(self) -> bool:
+        """Only a new proposal goes on from here: this one is stale, or its file cannot be
+        used (damaged, for another file); not when the whole folder is refused (a link)."""
+        return self.stale or (bool(self.problem) and self.path != PROPOSALS)
+
+    def words(self, slug: str) -> tuple[str, ...]:
+        """The command that goes on from here: keep it, or show a new one (``anew``)."""
+        if self.anew:
+            return "revise", slug, self.path, "--note", repr("..."), "--show"
+        return "revise", slug, self.path, "--keep"
+
+    def line(self, slug: str, hint: Callable[..., str]) -> str:
+        """What ``stay status`` says of it, the command in the caller's form (``hint``)."""
+        if self.problem:
+            if self.anew:
+                return f"{self.path}: {self.problem}, then show a new one with {hint(*self.words(slug))}"
+            return f"{self.path}: {self.problem}"
+        said = f"{self.path}: shown with the note {self.note!r}"
+        if self.stale:
+            return f"{said}, but stale (the file changed since): show a new one with {hint(*self.words(slug))}"
+        return f"{said}; keep it with {hint(*self.words(slug))}"
+
+
+def waiting_proposals(state: CourseState) -> tuple[Waiting, ...]:
+    """Every proposal waiting for a file of the course, in the graph's file order. Only the
+    proposal file named for a course file is ever read: any other file there is not."""
+    root = state.root
+    for place in (root / STATE, root / PROPOSALS):
+        if place.is_symlink():
+            return (Waiting(PROPOSALS, problem=f"{place.relative_to(root).as_posix()} is a symbolic link: stay "
+                                               f"reads no proposal through it; remove the link"),)
+    if not (root / PROPOSALS).is_dir():
+        return ()
+    found = []
+    for path in artefact_paths(state.graph):
+        file = proposal_file(root, path)
+        if not (file.exists() or file.is_symlink()):
+            continue
+        try:
+            proposal = read_proposal(root, path)
+        except EnvironmentProblem:  # its own words carry a path and a hint too long for a line
+            found.append(Waiting(path, problem=f"{file.relative_to(root).as_posix()} is damaged: delete it"))
+            continue
+        if proposal is None:
+            continue
+        if proposal.path != path:
+            found.append(Waiting(path, problem=f"{file.relative_to(root).as_posix()} is for another file: delete it"))
+        elif proposal.base != state.current_hash(path):
+            found.append(Waiting(path, first_line(proposal.note), stale=True))
+        else:
+            found.append(Waiting(path, first_line(proposal.note), proposed=proposal.text,
+                                 current=current_text(state, path)))
+    return tuple(found)

@@ -43,7 +43,7 @@ def ledger_built_with(course_dir: Path) -> dict[str, dict[str, str]]:
 
 
 _RUN_ENTRY = re.compile(r"^## run \d+: \S+ \((.+)\)$", re.MULTILINE)
-"""A run log's entry heading (``stay.pipeline._run_log.log_run``): the command and the backend's name."""
+"""A run log's entry heading (``stay.pipeline._ledger.log_run``): the command and the backend's name."""
 REPLAY = " (replay)"
 """What a replaying backend adds to its name (``CachedBackend.name``): the same backend answered."""
 

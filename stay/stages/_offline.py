@@ -74,7 +74,7 @@ def answer_offline(stage: str, offline: OfflineAnswer, inputs: Mapping[str, Any]
         current, defects = inputs.get("current_version"), inputs.get("defects_to_fix")
         if current is not None and isinstance(defects, list):  # a repair: keep the file, fix what is named
             data = keep_file(stage, data, current, defects)
-        return data  # a reviewer_note is not acted on: the pipeline's revise says so (stay.pipeline._revise)
+        return data  # a reviewer_note is not acted on: the pipeline's revise says so (stay.pipeline._gates)
     except KeyError as exc:
         raise UsageError(f"offline_answer: stage {stage!r} needs the input {exc.args[0]!r}; give it the "
                          "inputs its request carries (ModelRequest.inputs)") from None

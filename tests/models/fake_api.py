@@ -146,7 +146,7 @@ _BLOCK = re.compile(r"^## (?P<name>\w+)\n\n(?P<fence>`{3,})(?P<kind>yaml|markdow
 Markdown body, in a fence longer than any backtick run inside it."""
 _DEFECT = re.compile(r"^- (?P<code>\S+) (?P<path>\S+) (?P<subject>.+?): (?P<message>.*)\n(?P<quote>(?:  > .*\n)*)",
                      re.MULTILINE)
-"""One defect of ``defects_to_fix`` as a repair request shows it (stay.pipeline._fix.defects_note):
+"""One defect of ``defects_to_fix`` as a repair request shows it (stay.pipeline._run.defects_note):
 its line, and under it the lines of its quote, if it has one."""
 def _sdk_models() -> frozenset[str]:
     from anthropic.types import model_param

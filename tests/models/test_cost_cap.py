@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from stay.errors import EXIT_REFUSED, EXIT_USAGE
-from stay.pipeline._gateway import worst_of
+from stay.pipeline._run import worst_of
 from stay.requests import Usage
 from stay.stages import REGISTRY
 from tests.conftest import run_stay
@@ -132,9 +132,8 @@ def test_the_worst_case_is_held_atomically_and_let_go_when_the_call_returns() ->
 
     from stay.errors import CostCapReached, ModelUnavailable
     from stay.models import ModelAnswer
-    from stay.pipeline._gateway import ModelGateway, worst_case
-    from stay.pipeline._reporter import Reporter
-    from stay.pipeline._run import Tally
+    from stay.pipeline._progress import Reporter
+    from stay.pipeline._run import ModelGateway, Tally, worst_case
     from stay.settings import Settings
     from tests.models.helpers import audience_request, quiet
 
@@ -160,7 +159,7 @@ def test_the_worst_case_is_held_atomically_and_let_go_when_the_call_returns() ->
         def screen(self, text: str) -> str | None:
             return None
 
-    from stay.pipeline._gateway import cost_cap
+    from stay.pipeline._run import cost_cap
 
     gateway = ModelGateway(Held(), settings, Tally(), Reporter(quiet), threading.Semaphore(16),
                            cap=cost_cap(settings))

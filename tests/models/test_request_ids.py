@@ -15,7 +15,7 @@ import pytest
 from stay.errors import StayError
 from stay.models import AnthropicBackend
 from stay.pipeline import build_course
-from stay.pipeline._otel import build_spans
+from stay.pipeline._trace import build_spans
 from tests.models.fake_api import FakeMessagesAPI
 from tests.models.helpers import HTTP, audience_request
 

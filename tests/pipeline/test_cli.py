@@ -164,7 +164,7 @@ def test_graph_prints_the_pipeline(fmt: str) -> None:
 
 
 def test_approve_refuses_an_undeclared_gate_naming_the_declared_ones() -> None:
-    """cli.py does not list the gates (a second list beside stay.pipeline._gate_decl.GATES):
+    """cli.py does not list the gates (a second list beside stay.pipeline._graph.GATES):
     the pipeline checks the name, and says which gates there are, in one line."""
     from stay.pipeline import GATE_NAMES
 

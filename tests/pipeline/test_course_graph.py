@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from stay.artefacts import Brief, Curriculum, LessonEntry, LessonPlan, Module, NewTerm, RunningExample, Section
 from stay.pipeline import course_graph
-from stay.pipeline._course_graph import BRIEF, artefact_paths
+from stay.pipeline._graph import BRIEF, artefact_paths
 from stay.pipeline._state import CourseState
 from stay.stages import (
     REGISTRY,

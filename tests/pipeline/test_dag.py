@@ -1,4 +1,4 @@
-"""The runner's graphs (stay.pipeline._dag) against networkx, which they stand in for.
+"""The runner's graphs (stay.pipeline._graph) against networkx, which they stand in for.
 
 A run walks ``Dag``s so that it never imports networkx; the public graphs are networkx
 DiGraphs made from the same ``Dag``. Here every operation the runner uses is held equal
@@ -19,10 +19,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stay.pipeline import DECLARATION, course_graph, graph, problems, walk_order
-from stay.pipeline._course_graph import artefact_graph
-from stay.pipeline._dag import Dag, ancestors, descendants, has_path, is_acyclic, to_networkx, topological_order
-from stay.pipeline._graph import PipelineDecl, assemble, declare
-from stay.pipeline._walk import command_walk, route
+from stay.pipeline._graph import (
+    Dag,
+    PipelineDecl,
+    ancestors,
+    artefact_graph,
+    assemble,
+    command_walk,
+    declare,
+    descendants,
+    has_path,
+    is_acyclic,
+    route,
+    to_networkx,
+    topological_order,
+)
 from stay.stages import Prompts
 from tests.conftest import ROOT
 from tests.parity.harness import examples

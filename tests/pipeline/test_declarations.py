@@ -15,9 +15,8 @@ from syrupy.assertion import SnapshotAssertion
 
 from stay.artefacts import Artefact, LessonPlan, RubricCriterion
 from stay.pipeline import build_course, course_graph, status
-from stay.pipeline._graph import assemble, build, declare, problems
-from stay.pipeline._nodes import handlers
-from stay.pipeline._walk import command_walk
+from stay.pipeline._graph import assemble, build, command_walk, declare, problems
+from stay.pipeline._runner import handlers
 from stay.settings import DEFAULT_MODELS, Settings
 from stay.stages import REGISTRY, AllPlansInput, Prompts, Stage
 from stay.testing import RiggedBackend

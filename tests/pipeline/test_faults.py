@@ -23,8 +23,8 @@ from stay.briefs import load_brief, slugify
 from stay.errors import EXIT_INTERRUPTED, CourseLocked
 from stay.models import ModelAnswer, ModelRequest, OfflineBackend
 from stay.pipeline import build_course, gate_status, graph, status
+from stay.pipeline._graph import command_walk
 from stay.pipeline._layout import CourseLayout
-from stay.pipeline._walk import command_walk
 from stay.stages import REGISTRY
 from tests.conftest import ROOT
 from tests.pipeline.test_build import quiet, tree

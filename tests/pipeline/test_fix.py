@@ -15,7 +15,7 @@ import pytest
 from stay.artefacts import LessonContent, load
 from stay.models import ModelAnswer, ModelRequest, request_params
 from stay.pipeline import build_course, revise
-from stay.pipeline._fix import CURRENT, DEFECTS, Change, fenced
+from stay.pipeline._run import CURRENT, DEFECTS, Change, fenced
 from stay.stages import REGENERATE, Prompts, offline_answer
 from stay.testing import RiggedBackend
 from stay.validate import validate_course

@@ -16,7 +16,7 @@ import stay
 from stay._display import markdown_text
 from stay.artefacts import Assessment, Audience, Curriculum, LessonPlan, Outcomes, load
 from stay.errors import exit_code
-from stay.pipeline import _gate_page as page
+from stay.pipeline import _graph as page
 from stay.pipeline import approve, build_course
 from stay.pipeline._commands import open_course_named
 from stay.pipeline._ledger import AUTO_APPROVED, digest

@@ -1,4 +1,4 @@
-"""Handlers receive their collaborators by naming them (``stay.pipeline._inject``): the
+"""Handlers receive their collaborators by naming them (``stay.pipeline._runner``): the
 names are read once, when the table is built, and a name nothing provides is refused
 there, every such problem at once."""
 
@@ -14,10 +14,9 @@ from stay.artefacts import DEFAULT_LIMITS
 from stay.errors import GraphError
 from stay.models import OfflineBackend
 from stay.pipeline._graph import assemble
-from stay.pipeline._inject import FROM_NODE, FROM_RUN, bind
 from stay.pipeline._ledger import Sources
-from stay.pipeline._nodes import HANDLERS
 from stay.pipeline._run import Run, RunConfig
+from stay.pipeline._runner import FROM_NODE, FROM_RUN, HANDLERS, bind
 from stay.settings import Settings
 from stay.stages import REGISTRY, Prompts
 

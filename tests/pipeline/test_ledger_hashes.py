@@ -26,8 +26,7 @@ from hypothesis import strategies as st
 from stay.artefacts import Brief, Curriculum, LessonEntry, Module, load
 from stay.models import ModelAnswer, ModelRequest, OfflineBackend
 from stay.pipeline import _state, build_course, status
-from stay.pipeline._course_graph import artefact_graph, artefact_paths, derived_files
-from stay.pipeline._dag import Dag
+from stay.pipeline._graph import Dag, artefact_graph, artefact_paths, derived_files
 from stay.pipeline._layout import CourseLayout
 from stay.pipeline._state import CourseState, plans_on_disk
 from stay.stages import REGISTRY

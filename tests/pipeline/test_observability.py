@@ -10,8 +10,8 @@ import pytest
 from stay.artefacts import DEFAULT_LIMITS, Brief
 from stay.pipeline import build_course
 from stay.pipeline._ledger import Sources
-from stay.pipeline._nodes import HANDLERS
 from stay.pipeline._run import Run, RunConfig
+from stay.pipeline._runner import HANDLERS
 from stay.settings import Settings
 from stay.stages import REGISTRY, Prompts
 from stay.testing import RiggedBackend

@@ -32,7 +32,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from stay.artefacts import Brief
 from stay.errors import RefusalError
 from stay.pipeline import build_course
-from stay.pipeline._otel import INSTALL_HINT, REACH_SECONDS, build_spans, export_trace
+from stay.pipeline._trace import INSTALL_HINT, REACH_SECONDS, build_spans, export_trace
 from stay.settings import OtlpTarget, otlp_from, parse_headers
 from tests.conftest import ROOT
 from tests.models.fake_api import answer_for, is_stage, reply

@@ -20,7 +20,7 @@ from stay.artefacts import Curriculum
 from stay.errors import RefusalError
 from stay.pipeline import BuildResult, build_course
 from stay.pipeline._layout import CourseLayout, LessonPlace
-from stay.pipeline._otel import LESSON_SUMS, build_spans
+from stay.pipeline._trace import LESSON_SUMS, build_spans
 from stay.settings import OtlpTarget, Settings
 from stay.stages import REGISTRY
 from stay.testing import RiggedBackend

@@ -15,7 +15,7 @@ pytest.importorskip("openai", reason="the openai extra is not installed: pip ins
 from stay.models._openai import OPENAI_MODEL, OpenAIBackend
 from stay.models._prices import PRICES, cost
 from stay.pipeline import build_course
-from stay.pipeline._otel import build_spans
+from stay.pipeline._trace import build_spans
 from stay.requests import Usage
 from tests.models.fake_openai import FakeOpenAI
 from tests.pipeline.test_otel import BRIEF, RECORDS, Receiver, _read_trace, attributes, receiver

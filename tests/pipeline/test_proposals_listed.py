@@ -20,7 +20,7 @@ import pytest
 import stay
 from stay.cli import main
 from stay.pipeline import revise, status
-from stay.pipeline._thread import PROPOSALS, proposal_file
+from stay.pipeline._state import PROPOSALS, proposal_file
 from stay.testing import RiggedBackend
 from tests.conftest import run_stay
 from tests.pipeline.test_build import quiet

@@ -85,4 +85,4 @@ def test_the_pipeline_validates_a_course_in_one_place() -> None:
     callers = sorted(path.name for path in (ROOT / "stay" / "pipeline").glob("*.py")
                      for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
                      if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "validate_course")
-    assert callers == ["_checks.py"]
+    assert callers == ["_layout.py"]

@@ -15,7 +15,7 @@ import yaml
 
 from stay.models import ModelAnswer, ModelRequest, request_params
 from stay.pipeline import build_course
-from stay.pipeline._fix import CURRENT, DEFECTS
+from stay.pipeline._run import CURRENT, DEFECTS
 from stay.stages import REGENERATE, Prompts
 from stay.testing import DEFECTS as INJECTABLE
 from stay.validate import validate_course

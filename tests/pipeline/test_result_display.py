@@ -10,8 +10,8 @@ from pathlib import Path
 from stay import BuildResult, CourseReport, Defect, Severity, build_course
 from stay._display import plural
 from stay.models import OfflineBackend, Usage
-from stay.pipeline._repair import RepairReport, RepairRound
-from stay.pipeline._result import tokens_of
+from stay.pipeline._run import RepairReport, RepairRound
+from stay.pipeline._runner import tokens_of
 from tests.conftest import ROOT
 from tests.validate.test_display import HOSTILE, _Tables
 
@@ -102,7 +102,7 @@ def test_a_real_run_shows_the_same_strings_twice_and_its_summary_is_the_command_
 
 
 def test_what_the_check_at_the_write_left_and_what_repair_kept_are_shown() -> None:
-    from stay.pipeline._fix import Change
+    from stay.pipeline._run import Change
 
     left = Defect("outcomes.yaml", "out005", "m01-l01-o1", "verb 'understand'", Severity.FAIL, "outcomes")
     quiz = "modules/m01/m01-l01.quiz.yaml"

@@ -16,8 +16,7 @@ import pytest
 from stay._bounds import MAX_FILE_BYTES
 from stay.errors import EnvironmentProblem, StayError
 from stay.pipeline import adopt, build_course, revise
-from stay.pipeline._ledger import GATES, RETIRED
-from stay.pipeline._run_log import next_run_number
+from stay.pipeline._ledger import GATES_FILE, RETIRED, next_run_number
 from tests.conftest import run_stay
 from tests.pipeline.test_build import quiet
 
@@ -226,7 +225,7 @@ def test_an_orphan_is_not_moved_through_a_link_in_retired(courses: Path) -> None
 
 def test_a_damaged_gates_file_is_not_moved_through_a_link_in_retired(courses: Path) -> None:
     root = courses / SLUG
-    (root / GATES).write_text("{ not json\n")
+    (root / GATES_FILE).write_text("{ not json\n")
     _retired_links_inside(root)
     before = _snapshot(courses.parent)
     with pytest.raises(EnvironmentProblem, match=r"retired is a symbolic link; .*remove the link"):

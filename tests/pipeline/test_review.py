@@ -227,7 +227,7 @@ def test_revise_walks_its_own_nodes_and_asks_in_stage_order_whatever_order_it_wa
     """The runner follows choose_work to revise's nodes: the trace has a span for each node
     of revise's walk and none for a stage node or a gate; the targets are asked in stage
     order (curriculum before outcomes, which reads it), not in the order they were named."""
-    from stay.pipeline._walk import command_walk
+    from stay.pipeline._graph import command_walk
 
     backend = RiggedBackend()
     result = revise(SLUG, ["outcomes", "curriculum"], note="Shorter.", courses_dir=courses, backend=backend,

@@ -13,7 +13,7 @@ import pytest
 from stay.errors import UsageError
 from stay.models import ModelRequest
 from stay.pipeline import adopt, approve, build_course, revise
-from stay.pipeline._thread import PROPOSALS, THREAD, THREAD_CHARS, THREAD_NOTES, ThreadNote, bounded, note_sha
+from stay.pipeline._state import PROPOSALS, THREAD, THREAD_CHARS, THREAD_NOTES, ThreadNote, bounded, note_sha
 from stay.testing import RiggedBackend
 from tests.conftest import run_stay
 from tests.pipeline.test_build import quiet, tree
@@ -217,7 +217,7 @@ def test_the_file_a_proposal_is_diffed_against_is_read_through_the_bounded_reade
     course's own checks report it), never a traceback, and a link is never followed."""
     from types import SimpleNamespace
 
-    from stay.pipeline._thread import current_text
+    from stay.pipeline._state import current_text
 
     (tmp_path / "latin.md").write_bytes("caf\xe9\n".encode("latin-1"))
     (tmp_path / "secret.md").write_text("outside\n", encoding="utf-8")

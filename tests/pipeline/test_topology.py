@@ -13,10 +13,8 @@ import pytest
 
 from stay.artefacts import Assessment
 from stay.pipeline import DECLARATION, graph, problems
-from stay.pipeline._gate_decl import GATES, GateDecl
-from stay.pipeline._graph import PipelineDecl, assemble, build, declare
-from stay.pipeline._nodes import handlers
-from stay.pipeline._walk import command_walk
+from stay.pipeline._graph import GATES, GateDecl, PipelineDecl, assemble, build, command_walk, declare
+from stay.pipeline._runner import handlers
 from stay.stages import REGISTRY, STAGES, Prompts
 
 DESIGN_STAGES = [stage.node_name for stage in REGISTRY if stage.phase == GATES[0].closes]
@@ -172,7 +170,7 @@ def test_every_node_carries_kind_writes_role_and_references() -> None:
 
 
 def test_every_node_has_a_handler_and_every_handler_a_node() -> None:
-    from stay.pipeline._nodes import HANDLERS
+    from stay.pipeline._runner import HANDLERS
 
     assert set(HANDLERS) == set(graph())
 
@@ -289,7 +287,7 @@ def test_a_guard_that_does_not_require_the_third_gate_is_caught() -> None:
 
 def test_the_walk_follows_the_edge_a_router_answers() -> None:
     from stay.errors import GraphError
-    from stay.pipeline._walk import walk
+    from stay.pipeline._graph import walk
 
     g = graph()
     spine = list(walk(g, "build", {"choose_entry": "intake", "choose_work": "audience"}.__getitem__))

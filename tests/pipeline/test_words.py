@@ -53,7 +53,7 @@ def test_a_slug_with_nothing_near_names_nothing(sample_copy: Path) -> None:
 
 
 def test_a_mistyped_gate_is_named(sample_copy: Path) -> None:
-    from stay.pipeline._gate_decl import GATE_NAMES
+    from stay.pipeline._graph import GATE_NAMES
 
     for gate in GATE_NAMES:
         _one_line_refusal(("approve", sample_copy.name, _typo(gate), "--courses-dir", str(sample_copy.parent)), gate)

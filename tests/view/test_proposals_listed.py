@@ -18,7 +18,7 @@ import pytest
 
 from stay.cli import main
 from stay.pipeline import revise
-from stay.pipeline._thread import proposal_file
+from stay.pipeline._state import proposal_file
 from stay.testing import RiggedBackend
 from stay.view import build_site
 from tests.view.conftest import authors_nav, quiet
