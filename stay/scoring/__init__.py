@@ -47,17 +47,17 @@ _EXPORTS = {
     "scorer": "stay.scoring._core",
     "scorer_versions": "stay.scoring._scorers",
     "ComparePage": "stay.scoring._compare_page",
-    "Comparison": "stay.scoring._runs",
-    "compare_runs": "stay.scoring._runs",
-    "read_run": "stay.scoring._runs",
+    "Comparison": "stay.scoring._compare",
+    "compare_runs": "stay.scoring._compare",
+    "read_run": "stay.scoring._compare",
     "compare_page": "stay.scoring._compare_page",
-    "OFFLINE": "stay.scoring._provenance",
-    "ledger_built_with": "stay.scoring._provenance",
-    "course_built_by": "stay.scoring._provenance",
+    "OFFLINE": "stay.scoring._report",
+    "ledger_built_with": "stay.scoring._report",
+    "course_built_by": "stay.scoring._report",
     "checked_backend": "stay.scoring._judges",
-    "QUALITY_RECORD": "stay.scoring._provenance",
-    "recorded_quality": "stay.scoring._provenance",
-    "provenance_notes": "stay.scoring._provenance",
+    "QUALITY_RECORD": "stay.scoring._report",
+    "recorded_quality": "stay.scoring._report",
+    "provenance_notes": "stay.scoring._report",
     "build_entry": "stay.scoring._report",
     "failed_entry": "stay.scoring._report",
     "report": "stay.scoring._report",
@@ -120,6 +120,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from stay.scoring._cli import evals_main, evals_parser
+    from stay.scoring._compare import Comparison, compare_runs, read_run
     from stay.scoring._compare_page import ComparePage, compare_page
     from stay.scoring._core import (
         CourseOnDisk,
@@ -137,16 +138,18 @@ if TYPE_CHECKING:
     from stay.scoring._defaults import DEFAULT_EPOCHS
     from stay.scoring._judges import checked_backend
     from stay.scoring._plan import epochs_warning
-    from stay.scoring._provenance import (
+    from stay.scoring._report import (
         OFFLINE,
         QUALITY_RECORD,
+        build_entry,
         course_built_by,
+        failed_entry,
         ledger_built_with,
         provenance_notes,
         recorded_quality,
+        report,
+        write_report,
     )
-    from stay.scoring._report import build_entry, failed_entry, report, write_report
-    from stay.scoring._runs import Comparison, compare_runs, read_run
     from stay.scoring._scorers import SCORERS, Scorer, default_scorers, registered, score_course, scorer_versions
     from stay.scoring._session import judge_name, relative_course, session_id
     from stay.scoring.answer_cues import AnswerCues

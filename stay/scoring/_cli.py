@@ -171,8 +171,7 @@ def _compare(ns: argparse.Namespace) -> int:
     from stay.errors import UsageError
     from stay.scoring._calibrate import calibration_note, find_calibration, standings
     from stay.scoring._compare import compare, item_changes, items_text, markdown, text
-    from stay.scoring._provenance import provenance_notes
-    from stay.scoring._report import read_report
+    from stay.scoring._report import provenance_notes, read_report
 
     if not 0 < ns.alpha < 1 or not 0 <= ns.max_failed < 1 or not 0 < ns.effect <= 1:
         raise UsageError("--alpha must be between 0 and 1, --max-failed at least 0 and below 1, and --effect above 0 "
@@ -356,8 +355,16 @@ def _score(ns: argparse.Namespace) -> int:
     from stay.models import Usage
     from stay.scoring._core import CourseOnDisk, OfflineJudge
     from stay.scoring._judges import checked_backend, make_judge
-    from stay.scoring._provenance import QUALITY_RECORD, course_built_by, ledger_built_with, recorded_quality
-    from stay.scoring._report import build_entry, failed_entry, report, write_report
+    from stay.scoring._report import (
+        QUALITY_RECORD,
+        build_entry,
+        course_built_by,
+        failed_entry,
+        ledger_built_with,
+        recorded_quality,
+        report,
+        write_report,
+    )
     from stay.scoring._scorers import default_scorers, score_course, scorer_versions
     from stay.scoring._session import judge_name, relative_course, session_id
     from stay.settings import Settings

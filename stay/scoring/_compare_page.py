@@ -326,7 +326,7 @@ def run_cost(report: Mapping[str, Any]) -> RunCost:
 
 
 def _recorded(report: Mapping[str, Any]) -> dict[str, set[str]]:
-    from stay.scoring._provenance import _prompt_versions
+    from stay.scoring._report import _prompt_versions
 
     return _prompt_versions(report)
 
@@ -369,7 +369,7 @@ def _text(root: Path, name: str, recorded: set[str]) -> tuple[str | None, str]:
 
 def prompt_files(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[PromptFile]:
     """Each prompt file that differs between the runs, with its diff when it can be shown."""
-    from stay.scoring._provenance import changed_prompts
+    from stay.scoring._report import changed_prompts
 
     hashes = (_recorded(baseline), _recorded(candidate))
     roots = (_directory(baseline), _directory(candidate))
@@ -431,7 +431,7 @@ def compare_page(comparison: Comparison, baseline: Mapping[str, Any], candidate:
     ``paths``), listing at most ``items`` changed items (None: every one), and side by
     side at most ``pairs`` items of each kind per scorer (``compare_detail``);
     ``notes`` are more lines for the page's notes (the calibration the command used)."""
-    from stay.scoring._provenance import provenance_notes
+    from stay.scoring._report import provenance_notes
 
     intervals = run_intervals(comparison, baseline, candidate)
     rows = tuple(_row(result, *intervals[result.scorer]) for result in comparison.scorers)
