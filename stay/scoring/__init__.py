@@ -26,9 +26,9 @@ _EXPORTS = {
     "ScoreResult": "stay.scoring._core",
     "judge_request": "stay.scoring._core",
     "content_hash": "stay.scoring._core",
-    "judge_name": "stay.scoring._session",
-    "relative_course": "stay.scoring._session",
-    "session_id": "stay.scoring._session",
+    "judge_name": "stay.scoring._judges",
+    "relative_course": "stay.scoring._judges",
+    "session_id": "stay.scoring._judges",
     "OfflineJudge": "stay.scoring._core",
     "ModelScorer": "stay.scoring._core",
     "AnswerCues": "stay.scoring.answer_cues",
@@ -54,7 +54,7 @@ _EXPORTS = {
     "OFFLINE": "stay.scoring._report",
     "ledger_built_with": "stay.scoring._report",
     "course_built_by": "stay.scoring._report",
-    "checked_backend": "stay.scoring._judges",
+    "checked_backend": "stay.settings",
     "QUALITY_RECORD": "stay.scoring._report",
     "recorded_quality": "stay.scoring._report",
     "provenance_notes": "stay.scoring._report",
@@ -136,7 +136,7 @@ if TYPE_CHECKING:
         scorer,
     )
     from stay.scoring._defaults import DEFAULT_EPOCHS
-    from stay.scoring._judges import checked_backend
+    from stay.scoring._judges import judge_name, relative_course, session_id
     from stay.scoring._plan import epochs_warning
     from stay.scoring._report import (
         OFFLINE,
@@ -151,7 +151,6 @@ if TYPE_CHECKING:
         write_report,
     )
     from stay.scoring._scorers import SCORERS, Scorer, default_scorers, registered, score_course, scorer_versions
-    from stay.scoring._session import judge_name, relative_course, session_id
     from stay.scoring.answer_cues import AnswerCues
     from stay.scoring.answer_key import AnswerKey
     from stay.scoring.consistency import Consistency
@@ -160,6 +159,7 @@ if TYPE_CHECKING:
     from stay.scoring.outcome_coverage import OutcomeCoverage
     from stay.scoring.rubric_specificity import RubricSpecificity
     from stay.scoring.validator import Validator
+    from stay.settings import checked_backend
 
 
 __getattr__, __dir__ = lazy_names(__name__, _EXPORTS, __all__)

@@ -169,8 +169,8 @@ def _write_refused_page(ns: argparse.Namespace, exc: StayError, code: int) -> No
 def _compare(ns: argparse.Namespace) -> int:
     from stay.artefacts import write_text_atomic
     from stay.errors import UsageError
-    from stay.scoring._calibrate import calibration_note, find_calibration, standings
     from stay.scoring._compare import compare, item_changes, items_text, markdown, text
+    from stay.scoring._judges import calibration_note, find_calibration, standings
     from stay.scoring._report import provenance_notes, read_report
 
     if not 0 < ns.alpha < 1 or not 0 <= ns.max_failed < 1 or not 0 < ns.effect <= 1:
@@ -247,7 +247,7 @@ UNKNOWN_SESSION = "unknown (a report from before sessions were recorded)"
 
 
 def sessions_line(document: dict[str, Any]) -> str:
-    """The sessions the run's builds were built and judged in (``stay.scoring._session``),
+    """The sessions the run's builds were built and judged in (``stay.scoring._judges``),
     from the header's ``sessions``; a kind no build records is "none recorded" (courses
     rescored as saved were built by no suite session)."""
     sessions = document.get("sessions")
@@ -354,7 +354,7 @@ def _score(ns: argparse.Namespace) -> int:
     report is written: compare refuses the report until the course is rebuilt."""
     from stay.models import Usage
     from stay.scoring._core import CourseOnDisk, OfflineJudge
-    from stay.scoring._judges import checked_backend, make_judge
+    from stay.scoring._judges import judge_name, make_judge, relative_course, session_id
     from stay.scoring._report import (
         QUALITY_RECORD,
         build_entry,
@@ -366,8 +366,7 @@ def _score(ns: argparse.Namespace) -> int:
         write_report,
     )
     from stay.scoring._scorers import default_scorers, score_course, scorer_versions
-    from stay.scoring._session import judge_name, relative_course, session_id
-    from stay.settings import Settings
+    from stay.settings import Settings, checked_backend
     from stay.stages import Prompts
 
     backend = checked_backend(ns.backend, "--backend") if ns.backend else Settings.from_env().chosen_backend
@@ -378,7 +377,7 @@ def _score(ns: argparse.Namespace) -> int:
             loaded.append((course_dir, CourseOnDisk.load(course_dir)))
         except (StayError, OSError) as error:  # this course cannot be scored; the others still can
             loaded.append((course_dir, error))
-    # one judging session (stay.scoring._session), answered afresh: never another session's cached verdicts
+    # one judging session (stay.scoring._judges), answered afresh: never another session's cached verdicts
     session = session_id(judge_name(backend, ns.judge_model), {ns.label: [
         f"{d.parent.name}/{d.name}/{c.sha256 if isinstance(c, CourseOnDisk) else 'unreadable'}" for d, c in loaded]})
     failed = 0
@@ -414,9 +413,8 @@ def _score(ns: argparse.Namespace) -> int:
 
 
 def _calibrate(ns: argparse.Namespace) -> int:
-    from stay.scoring._calibrate import run_calibrate
-    from stay.scoring._judges import checked_backend, make_judge
-    from stay.settings import Settings
+    from stay.scoring._judges import make_judge, run_calibrate
+    from stay.settings import Settings, checked_backend
 
     backend = checked_backend(ns.backend, "--backend") if ns.backend else Settings.from_env().chosen_backend
     # the verdicts are cached beside the report: calibrating the same judge again pays nothing
@@ -427,9 +425,8 @@ def _calibrate(ns: argparse.Namespace) -> int:
 
 
 def _rejudge(ns: argparse.Namespace) -> int:
-    from stay.scoring._judges import checked_backend
-    from stay.scoring._session import rejudge
-    from stay.settings import Settings
+    from stay.scoring._judges import rejudge
+    from stay.settings import Settings, checked_backend
 
     backend = checked_backend(ns.backend, "--backend") if ns.backend else Settings.from_env().chosen_backend
     session, written = rejudge(Path(ns.baseline), Path(ns.candidate), backend=backend, judge_model=ns.judge_model,

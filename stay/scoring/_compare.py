@@ -14,8 +14,8 @@ from typing import Any
 from stay._display import fixed
 from stay.errors import InvalidRun, RunsNotComparable, UsageError
 from stay.scoring import _stats
-from stay.scoring._calibrate import Standing, find_calibration, standings
 from stay.scoring._defaults import ALLOWABLE, ALPHA, EFFECT, MAX_FAILED
+from stay.scoring._judges import Standing, find_calibration, standings
 from stay.scoring._plan import power_notes
 from stay.scoring._report import INVALID, REFUSE, WARN, not_judged, read_report, run_checks
 from stay.scoring._stats import build_strata, scored, scorer_results
@@ -64,7 +64,7 @@ class ScorerComparison:
     """One-sided p-value of "the candidate is better": "better" when its own Holm adjustment
     (over the same scorers) is below alpha; it never moves the gate."""
     calibration: str = ""
-    """Its judge's calibration (``stay.scoring._calibrate.standings``): "kappa 0.84 [0.71, 0.93]",
+    """Its judge's calibration (``stay.scoring._judges.standings``): "kappa 0.84 [0.71, 0.93]",
     "uncalibrated", or "not judged" (no judge); empty when the caller gave none."""
     not_gating: str | None = None
     """Why this scorer does not gate ("does not gate: below 0.7"): its verdict stands, but

@@ -99,7 +99,7 @@ class JudgedLessons:
     def _check(self, run: int, brief: str, index: int) -> _Course:
         from stay.artefacts import ArtefactLoadError, CourseReader
         from stay.errors import UsageError
-        from stay.scoring._session import course_dir
+        from stay.scoring._judges import course_dir
 
         path, build = self.paths[run], self.reports[run]["briefs"][brief]["builds"][index]
         named = build.get("course")

@@ -273,7 +273,7 @@ def build_entry(scores: Mapping[str, ScoreResult], *, epoch: int, seed: str | No
                 built_with: Mapping[str, Mapping[str, str]] | None = None,
                 judged_in: str | None = None, built_by: Iterable[str] | None = None) -> dict[str, Any]:
     """One build's part of a report: a brief built (or loaded) once, and scored
-    (``judged_in``: the judging session, ``stay.scoring._session``; ``built_by``: the
+    (``judged_in``: the judging session, ``stay.scoring._judges``; ``built_by``: the
     backends its course's run log says wrote it, ``course_built_by``)."""
     judged = {}
     for name, result in sorted(scores.items()):
