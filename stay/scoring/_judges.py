@@ -38,6 +38,11 @@ from stay.scoring._scorers import JUDGE_FREE_NAMES, default_scorers, registered,
 from stay.settings import Settings, checked_backend
 
 
+def backend_name(requested: str | None = None, settings: Settings | None = None, flag: str = "--stay-backend") -> str:
+    """The backend asked for (checked: one line naming ``flag`` when it is none), else the settings'."""
+    return checked_backend(requested, flag) if requested else (settings or Settings.from_env()).chosen_backend
+
+
 def make_judge(backend: str, cache_dir: Path, *, judge_model: str | None = None,
                settings: Settings | None = None, salt: str = "", client: ModelClient | None = None) -> Judge:
     """The offline judge (it judges nothing), or the judging model (``judge_model``, default the

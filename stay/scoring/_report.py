@@ -259,7 +259,6 @@ def provenance_notes(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) 
 
 
 VERSION = 2
-BUILT_WITH_KEYS = ("prompt", "references", "schema", "model")
 
 
 def _known_sum(costs: Iterable[float | None]) -> float | None:
