@@ -261,7 +261,6 @@ def _content_pairs(baseline: dict[str, Any], candidate: dict[str, Any], scorer: 
                    briefs: list[str]) -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], bool]:
     """Items paired by the content they judged (the k-th judging of a content in one run
     with its k-th in the other), and whether every item of both runs found its pair."""
-
     def by_content(report: dict[str, Any]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
         found: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
         for brief, result in sorted(scorer_results(report, scorer, briefs), key=lambda br: (br[0], br[1]["epoch"])):
@@ -301,7 +300,6 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     two runs cannot answer. ``names`` are how messages name the runs (e.g. their paths).
     ``standing`` (``_calibrate.standings``): per scorer, its judge's calibration; one that may
     not gate leaves the gate's Holm family unless ``allow`` names "uncalibrated" (None: all gate)."""
-
     permutations = permutations or _stats.PERMUTATIONS
     allowed_names = _allowed(allow)
     findings = run_checks((f"baseline {names[0]}", baseline), (f"candidate {names[1]}", candidate))

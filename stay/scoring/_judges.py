@@ -111,7 +111,6 @@ def session_id(judge: str, arms: Mapping[str, Iterable[str]]) -> str:
 
 def judge_name(backend: str, judge_model: str | None = None, settings: Any = None) -> str:
     """The name the judge ``make_judge`` makes would give itself, without making it (no key needed)."""
-
     if backend == OFFLINE:
         return OfflineJudge().name
     return model_judge_name(judge_model or (settings or Settings.from_env()).model("judging"), backend)
@@ -169,7 +168,6 @@ def rejudge(baseline_path: Path, candidate_path: Path, *, backend: str, judge_mo
     """Judge both runs' saved courses in one session, interleaved, and write both reports
     anew (``<name>.rejudged.json`` beside each input, or in ``output_dir``): every build
     ``judged_in`` the one session, whose id is returned with the paths and documents."""
-
     chosen = settings or Settings.from_env()
     paths = (Path(baseline_path), Path(candidate_path))
     outputs = tuple(rejudged_path(path, output_dir) for path in paths)
@@ -319,7 +317,6 @@ def _where(exc: ValidationError, document: Any) -> str:
 
 def judged_scorers(judge: Judge) -> list[ModelScorer]:
     """The registry's model-judged scorers, plug-ins' too, judged by ``judge``."""
-
     return [declared.make(judge) for declared in registered().values() if declared.field is not None]
 
 
@@ -377,7 +374,6 @@ def agreement(items: list[GoldItem], results: dict[str, Any]) -> dict[str, Any]:
 def calibrate(gold: Gold, judge: Judge, *, backend: str) -> dict[str, Any]:
     """The calibration report of ``judge`` on ``gold``: per model-judged scorer, its
     agreement, or why it was not run (offline, or no gold items for it)."""
-
     entries: dict[str, dict[str, Any]] = {}
     scorers = judged_scorers(judge)
     for scorer in scorers:
@@ -445,7 +441,6 @@ def calibration_text(document: dict[str, Any], output: str) -> str:
 def run_calibrate(gold_dir: str | os.PathLike[str], judge: Judge, output: str | os.PathLike[str], *,
                   backend: str) -> str:
     """Calibrate, write the report atomically, and return what the command prints."""
-
     document = calibrate(load_gold(gold_dir), judge, backend=backend)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(output, json.dumps(document, indent=2, sort_keys=True) + "\n")
@@ -470,7 +465,6 @@ class CalibrationShape(BaseModel):
 
 def read_calibration(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A calibration report, read bounded and held to its shape; one ``UsageError`` line otherwise."""
-
     try:
         document = load_stored_json(path)
         CalibrationShape.model_validate(document)
@@ -506,7 +500,6 @@ def standings(baseline: dict[str, Any], candidate: dict[str, Any],
     one a run did not judge, which has no test, have none): its judge's kappa when
     ``calibration`` calibrated the judge both runs were judged by at the scorer's version in
     both, else "uncalibrated"; one below ``KAPPA_TO_GATE``, or uncalibrated, does not gate."""
-
     # no judge to calibrate: a judge-free scorer gates as before; one a run did not judge has no test
     skip = JUDGE_FREE_NAMES | set(not_judged(baseline)) | set(not_judged(candidate))
     found = {}

@@ -161,7 +161,6 @@ def course_built_by(course_dir: Path) -> list[str]:
     """The backends that wrote a course, from its run log (every run that wrote anything
     names its backend there): the course's own record, so a rescored course says who built
     it, not who judged it. [] when there is no run log (a course from outside stay)."""
-
     path = course_dir / ".state" / "run-log.md"
     if not path.is_file():
         return []
@@ -296,7 +295,6 @@ def build_entry(scores: Mapping[str, ScoreResult], *, epoch: int, seed: str | No
 
 def failure(error: BaseException) -> dict[str, str]:
     """A failed build's record: the error's class and its message, one line, bounded."""
-
     message = " ".join(str(error).split())
     if len(message) > FAILURE_CHARS:
         message = message[:FAILURE_CHARS - 3] + "..."
@@ -395,7 +393,6 @@ def read_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A report from disk, checked; a file that is not one (missing, not a regular file,
     larger than any report, truncated, not UTF-8, too deep, of the wrong shape) is a
     one-line ``UsageError``."""
-
     try:
         document = load_stored_json(path)
     except FileNotFoundError:
@@ -411,7 +408,6 @@ def read_report(path: str | os.PathLike[str]) -> dict[str, Any]:
 def check_report(document: Any, where: str = "report") -> None:
     """Raise ``UsageError`` naming the first field of ``document`` that a report lacks or
     holds in the wrong shape (``stay.scoring._report``)."""
-
     if not isinstance(document, dict):
         raise UsageError(f"{where}: not an eval report (a JSON object is expected)")
     if document.get("version") != VERSION:
