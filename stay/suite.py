@@ -45,11 +45,6 @@ from stay.stages import Prompts
 from stay.testing import RiggedBackend
 
 
-def backend_name(requested: str | None = None, settings: Settings | None = None, flag: str = "--stay-backend") -> str:
-    """The backend asked for (checked: one line naming ``flag`` when it is none), else the settings'."""
-    return checked_backend(requested, flag) if requested else (settings or Settings.from_env()).chosen_backend
-
-
 def arm_settings(cfg: Any, settings: Settings | None = None) -> Settings:
     """The settings one arm (``cfg``, an ``EvalConfig``) builds and scores with: its prompts."""
     return (settings or Settings.from_env()).replace(prompts_dir=cfg.prompts_dir)

@@ -86,11 +86,6 @@ def evals_parser(subparsers: Any) -> None:
                        help="course directories; those under an eNN directory (the suite's layout) are that epoch")
     score.add_argument("--output", required=True, metavar="PATH")
     score.add_argument("--label", default="rescored")
-    score.add_argument("--backend", "--judge-backend", dest="backend", metavar="NAME",
-                       help="the judge: offline (no model: only the validator and answer_cues are scored, the "
-                            "rest 'not judged (offline)'), or the backend the judging model answers through, "
-                            "e.g. anthropic (default: STAY_BACKEND's); its name records it")
-    score.add_argument("--judge-model", metavar="MODEL", help="the judge's model (default: the judging role's)")
     calibrate = commands.add_parser(
         "calibrate", help="how far each model judge agrees with the labelled gold set: kappa, sensitivity, specificity",
         description="Run every model judge on its labelled gold items, through its scorer's own request, and "
@@ -113,11 +108,12 @@ def evals_parser(subparsers: Any) -> None:
                     "Exit 0, or 2 when a report or a course it names cannot be read.")
     rejudge.add_argument("baseline", metavar="BASELINE.json")
     rejudge.add_argument("candidate", metavar="CANDIDATE.json")
-    rejudge.add_argument("--backend", "--judge-backend", dest="backend", metavar="NAME",
-                         help="the judge: offline (no model: only the validator and answer_cues are scored, "
-                              "the rest 'not judged (offline)'), or the backend the judging model answers "
-                              "through, e.g. anthropic (default: STAY_BACKEND's); its name records it")
-    rejudge.add_argument("--judge-model", metavar="MODEL", help="the judge's model (default: the judging role's)")
+    for judged in (score, rejudge):
+        judged.add_argument("--backend", "--judge-backend", dest="backend", metavar="NAME",
+                            help="the judge: offline (no model: only the validator and answer_cues are scored, "
+                                 "the rest 'not judged (offline)'), or the backend the judging model answers "
+                                 "through, e.g. anthropic (default: STAY_BACKEND's); its name records it")
+        judged.add_argument("--judge-model", metavar="MODEL", help="the judge's model (default: the judging role's)")
     rejudge.add_argument("--output-dir", metavar="DIR", help="where both reports go (default: beside each input)")
 
 
@@ -135,16 +131,9 @@ def evals_main(ns: argparse.Namespace) -> int:
                 raise  # stay's command line prints it as it prints every error
             sys.stderr.write(f"refused: {' '.join(str(exc).split())}\n")
             return code
-    if ns.evals_command == "show":
-        return _show(ns)
-    if ns.evals_command == "score":
-        return _score(ns)
-    if ns.evals_command == "rejudge":
-        return _rejudge(ns)
-    if ns.evals_command == "plan":
-        return _plan(ns)
-    if ns.evals_command == "calibrate":
-        return _calibrate(ns)
+    command = {"show": _show, "score": _score, "rejudge": _rejudge, "plan": _plan, "calibrate": _calibrate}
+    if ns.evals_command in command:
+        return command[ns.evals_command](ns)
     sys.stderr.write("usage: stay evals compare BASELINE.json CANDIDATE.json | stay evals show REPORT.json | "
                      "stay evals score COURSE_DIR ... | stay evals rejudge BASELINE.json CANDIDATE.json | "
                      "stay evals calibrate\n")
@@ -169,10 +158,9 @@ def _write_refused_page(ns: argparse.Namespace, exc: StayError, code: int) -> No
 def _compare(ns: argparse.Namespace) -> int:
     from stay.artefacts import write_text_atomic
     from stay.errors import UsageError
-    from stay.scoring._calibrate import calibration_note, find_calibration, standings
     from stay.scoring._compare import compare, item_changes, items_text, markdown, text
-    from stay.scoring._provenance import provenance_notes
-    from stay.scoring._report import read_report
+    from stay.scoring._judges import calibration_note, find_calibration, standings
+    from stay.scoring._report import provenance_notes, read_report
 
     if not 0 < ns.alpha < 1 or not 0 <= ns.max_failed < 1 or not 0 < ns.effect <= 1:
         raise UsageError("--alpha must be between 0 and 1, --max-failed at least 0 and below 1, and --effect above 0 "
@@ -248,7 +236,7 @@ UNKNOWN_SESSION = "unknown (a report from before sessions were recorded)"
 
 
 def sessions_line(document: dict[str, Any]) -> str:
-    """The sessions the run's builds were built and judged in (``stay.scoring._session``),
+    """The sessions the run's builds were built and judged in (``stay.scoring._judges``),
     from the header's ``sessions``; a kind no build records is "none recorded" (courses
     rescored as saved were built by no suite session)."""
     sessions = document.get("sessions")
@@ -355,15 +343,21 @@ def _score(ns: argparse.Namespace) -> int:
     report is written: compare refuses the report until the course is rebuilt."""
     from stay.models import Usage
     from stay.scoring._core import CourseOnDisk, OfflineJudge
-    from stay.scoring._judges import checked_backend, make_judge
-    from stay.scoring._provenance import QUALITY_RECORD, course_built_by, ledger_built_with, recorded_quality
-    from stay.scoring._report import build_entry, failed_entry, report, write_report
+    from stay.scoring._judges import backend_name, judge_name, make_judge, relative_course, session_id
+    from stay.scoring._report import (
+        QUALITY_RECORD,
+        build_entry,
+        course_built_by,
+        failed_entry,
+        ledger_built_with,
+        recorded_quality,
+        report,
+        write_report,
+    )
     from stay.scoring._scorers import default_scorers, score_course, scorer_versions
-    from stay.scoring._session import judge_name, relative_course, session_id
-    from stay.settings import Settings
     from stay.stages import Prompts
 
-    backend = checked_backend(ns.backend, "--backend") if ns.backend else Settings.from_env().chosen_backend
+    backend = backend_name(ns.backend, flag="--backend")
     builds: dict[str, list[dict[str, Any]]] = {}
     loaded: list[tuple[Path, CourseOnDisk | StayError | OSError]] = []
     for course_dir in map(Path, ns.courses):
@@ -371,7 +365,7 @@ def _score(ns: argparse.Namespace) -> int:
             loaded.append((course_dir, CourseOnDisk.load(course_dir)))
         except (StayError, OSError) as error:  # this course cannot be scored; the others still can
             loaded.append((course_dir, error))
-    # one judging session (stay.scoring._session), answered afresh: never another session's cached verdicts
+    # one judging session (stay.scoring._judges), answered afresh: never another session's cached verdicts
     session = session_id(judge_name(backend, ns.judge_model), {ns.label: [
         f"{d.parent.name}/{d.name}/{c.sha256 if isinstance(c, CourseOnDisk) else 'unreadable'}" for d, c in loaded]})
     failed = 0
@@ -407,11 +401,9 @@ def _score(ns: argparse.Namespace) -> int:
 
 
 def _calibrate(ns: argparse.Namespace) -> int:
-    from stay.scoring._calibrate import run_calibrate
-    from stay.scoring._judges import checked_backend, make_judge
-    from stay.settings import Settings
+    from stay.scoring._judges import backend_name, make_judge, run_calibrate
 
-    backend = checked_backend(ns.backend, "--backend") if ns.backend else Settings.from_env().chosen_backend
+    backend = backend_name(ns.backend, flag="--backend")
     # the verdicts are cached beside the report: calibrating the same judge again pays nothing
     judge = make_judge(backend, Path(ns.output).parent / "calibration-cache", judge_model=ns.judge_model,
                        salt="calibration")
@@ -420,11 +412,9 @@ def _calibrate(ns: argparse.Namespace) -> int:
 
 
 def _rejudge(ns: argparse.Namespace) -> int:
-    from stay.scoring._judges import checked_backend
-    from stay.scoring._session import rejudge
-    from stay.settings import Settings
+    from stay.scoring._judges import backend_name, rejudge
 
-    backend = checked_backend(ns.backend, "--backend") if ns.backend else Settings.from_env().chosen_backend
+    backend = backend_name(ns.backend, flag="--backend")
     session, written = rejudge(Path(ns.baseline), Path(ns.candidate), backend=backend, judge_model=ns.judge_model,
                                output_dir=Path(ns.output_dir) if ns.output_dir else None,
                                progress=lambda line: sys.stderr.write(line + "\n"))

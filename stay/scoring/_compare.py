@@ -1,22 +1,24 @@
 """Comparing two eval reports, so a prompt change can be gated, and refusing what cannot be
-compared (docs/evals.md, "The test, and why" and "Guards"); the comparison as text and Markdown.
+compared (docs/evals.md, "The test, and why" and "Guards"); the comparison as text and Markdown, and
+``stay.compare_runs`` from Python.
 A scorer neither run judged is never tested and stays out of the Holm family."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter, defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from stay._display import fixed
-from stay.errors import InvalidRun, RunsNotComparable
+from stay.errors import InvalidRun, RunsNotComparable, UsageError
 from stay.scoring import _stats
 from stay.scoring._defaults import ALLOWABLE, ALPHA, EFFECT, MAX_FAILED
+from stay.scoring._judges import Standing, find_calibration, standings
+from stay.scoring._plan import power_notes
+from stay.scoring._report import INVALID, REFUSE, WARN, not_judged, read_report, run_checks
 from stay.scoring._stats import build_strata, scored, scorer_results
-
-if TYPE_CHECKING:
-    from stay.scoring._calibrate import Standing
 
 BUILDS, ITEMS = "builds", "items"
 WORSE, BETTER, SAME = "worse", "better", "no detectable difference"
@@ -62,7 +64,7 @@ class ScorerComparison:
     """One-sided p-value of "the candidate is better": "better" when its own Holm adjustment
     (over the same scorers) is below alpha; it never moves the gate."""
     calibration: str = ""
-    """Its judge's calibration (``stay.scoring._calibrate.standings``): "kappa 0.84 [0.71, 0.93]",
+    """Its judge's calibration (``stay.scoring._judges.standings``): "kappa 0.84 [0.71, 0.93]",
     "uncalibrated", or "not judged" (no judge); empty when the caller gave none."""
     not_gating: str | None = None
     """Why this scorer does not gate ("does not gate: below 0.7"): its verdict stands, but
@@ -102,7 +104,7 @@ class Comparison:
     power: tuple[str, ...] = ()
     """Scorers the baseline's plan (``stay evals plan``) says this many epochs cannot hold to
     the power goal, each with the epochs it needs."""
-    """What ``_runs_check`` warned on: legal, but rarely what was meant (A against A, ...)."""
+    """What the run checks warned on: legal, but rarely what was meant (A against A, ...)."""
 
     @property
     def regressions(self) -> list[str]:
@@ -172,8 +174,6 @@ def differences(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str
     for key, name in (("judge", "judge"), ("judge_model", "judge-model"), ("backend", "backend")):
         if baseline.get(key) != candidate.get(key):
             found[name] = f"{name} differs (baseline {baseline.get(key)}, candidate {candidate.get(key)})"
-    from stay.scoring._report import not_judged
-
     unjudged = (not_judged(baseline), not_judged(candidate))
     one_sided = [f"{s} judged only in the {'candidate' if s in unjudged[0] else 'baseline'}"
                  for s in sorted(set(unjudged[0]) ^ set(unjudged[1])) if s in baseline["scorers"]
@@ -205,8 +205,6 @@ def _allowed(allow: Collection[str]) -> set[str]:
     return names
 
 
-
-
 def _failures(report: dict[str, Any], scorers: list[str], briefs: list[str]) -> dict[str, tuple[int, int, int]]:
     counts = {}
     for scorer in scorers:
@@ -227,8 +225,6 @@ def _invalid(name: str, path: str, failures: dict[str, tuple[int, int, int]], ma
                             f"({(unparseable + errors) / items:.0%}: {unparseable} unparseable, {errors} model or "
                             f"API errors), over the {max_failed:.0%} limit")
     return problems
-
-
 
 
 def _empty_briefs(name: str, report: dict[str, Any], other: dict[str, Any], scorers: list[str],
@@ -265,7 +261,6 @@ def _content_pairs(baseline: dict[str, Any], candidate: dict[str, Any], scorer: 
                    briefs: list[str]) -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], bool]:
     """Items paired by the content they judged (the k-th judging of a content in one run
     with its k-th in the other), and whether every item of both runs found its pair."""
-
     def by_content(report: dict[str, Any]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
         found: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
         for brief, result in sorted(scorer_results(report, scorer, briefs), key=lambda br: (br[0], br[1]["epoch"])):
@@ -287,8 +282,6 @@ def _content_pairs(baseline: dict[str, Any], candidate: dict[str, Any], scorer: 
     return pairs, complete
 
 
-
-
 def _weighted_means(strata: list[Any]) -> tuple[float, float]:
     total = sum(s.weight for s in strata)
     base = sum(s.weight * sum(s.baseline) / len(s.baseline) for s in strata) / total
@@ -307,9 +300,6 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     two runs cannot answer. ``names`` are how messages name the runs (e.g. their paths).
     ``standing`` (``_calibrate.standings``): per scorer, its judge's calibration; one that may
     not gate leaves the gate's Holm family unless ``allow`` names "uncalibrated" (None: all gate)."""
-    from stay.scoring._plan import power_notes
-    from stay.scoring._runs_check import INVALID, REFUSE, WARN, run_checks
-
     permutations = permutations or _stats.PERMUTATIONS
     allowed_names = _allowed(allow)
     findings = run_checks((f"baseline {names[0]}", baseline), (f"candidate {names[1]}", candidate))
@@ -329,8 +319,6 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     if not briefs or not scorers:
         raise RunsNotComparable(f"cannot compare {names[0]} with {names[1]}: they share no "
                                 f"{'brief' if not briefs else 'scorer'}")
-    from stay.scoring._report import not_judged
-
     # not judged in either run (both, or one with --allow judge): never tested, never gating
     unjudged = {**not_judged(candidate), **not_judged(baseline)}
     judged = [s for s in scorers if s not in unjudged]
@@ -506,7 +494,7 @@ def _notes(comparison: Comparison, paths: tuple[str, str]) -> list[str]:
 
 def text(comparison: Comparison, paths: tuple[str, str] = ("baseline", "candidate"),
          provenance: Sequence[str] = ()) -> str:
-    """The table with its header and notes; ``provenance`` (``stay.scoring._provenance.
+    """The table with its header and notes; ``provenance`` (``stay.scoring._report.
     provenance_notes``: who generated and judged each run, the prompt files that differ,
     whether the generator can see them) is printed under the two runs' names."""
     header = (f"{'scorer':20} {'test':6} {'baseline':>8} {'candidate':>9} {'diff':>7} {'95% interval':>18} "
@@ -576,3 +564,54 @@ def markdown(comparison: Comparison, paths: tuple[str, str] = ("baseline", "cand
             lines.append(f"| {c.scorer} | {c.brief} | {c.baseline_item} | {c.baseline_score:.2f} | "
                          f"{c.candidate_score:.2f} | " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+Run = str | os.PathLike[str] | Mapping[str, Any]
+"""A run to compare: the path of its report (what ``pytest evals/`` writes), or the report
+``read_run`` returned."""
+
+
+def read_run(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The eval report at ``path`` (``pytest evals/`` writes one, ``--stay-output PATH``), read
+    bounded and checked against the report's shape; a file that is not one (missing,
+    truncated, not UTF-8, another version) raises ``stay.UsageError`` in one line."""
+    return read_report(path)
+
+
+def _loaded(run: Run, name: str) -> tuple[dict[str, Any], str]:
+    if isinstance(run, Mapping):
+        return dict(run), name
+    return read_run(run), os.fspath(run)
+
+
+def compare_runs(baseline: Run, candidate: Run, *, alpha: float = ALPHA, allow: Collection[str] = (),
+                 max_failed: float = MAX_FAILED, effect: float = EFFECT, permutations: int | None = None,
+                 seed: int = 0, calibration: Run | None = None) -> Comparison:
+    """Compare a candidate eval run with a baseline, per scorer, as ``stay evals compare``
+    does: the difference with its 95% interval, Holm-adjusted one-sided p-values, the
+    minimum detectable drop and a verdict; ``comparison.gate`` says whether a regression
+    fires the gate (``comparison.regressions`` names the scorers). A notebook shows it as a
+    table.
+
+    ``baseline`` and ``candidate`` are report paths (messages then name the files) or
+    reports ``read_run`` returned. ``allow`` names differences to accept (as ``--allow``:
+    e.g. ``"judge_model"``); ``alpha``, ``max_failed`` and ``effect`` are fractions, as
+    the command's options. Raises ``stay.UsageError`` (a ``RunsNotComparable`` for two
+    runs that differ in what a comparison holds fixed) or ``InvalidRun`` (too many failed
+    judge items to trust) rather than answer what the runs cannot. ``calibration`` is the judges'
+    calibration (a path, or the report ``stay evals calibrate`` wrote; default: ``calibration.json``
+    beside a candidate given by path): a model-judged scorer gates only on a kappa of at least 0.7."""
+    if not 0 < alpha < 1 or not 0 <= max_failed < 1 or not 0 < effect <= 1:
+        raise UsageError(f"compare_runs(alpha={alpha!r}, max_failed={max_failed!r}, effect={effect!r}): alpha "
+                         "must be between 0 and 1, max_failed at least 0 and below 1, and effect above 0 and "
+                         "at most 1")
+    (base, base_name), (cand, cand_name) = _loaded(baseline, "baseline"), _loaded(candidate, "candidate")
+    if isinstance(calibration, Mapping):
+        calibrated: dict[str, Any] | None = dict(calibration)
+    else:
+        _path, calibrated = find_calibration(None if calibration is None else os.fspath(calibration),
+                                             None if isinstance(candidate, Mapping) else candidate)
+    return compare(base, cand, alpha=alpha, allow=allow, max_failed=max_failed, effect=effect,
+                   permutations=permutations, seed=seed, names=(base_name, cand_name),
+                   standing=standings(base, cand, calibrated))
+

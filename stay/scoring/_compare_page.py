@@ -30,6 +30,8 @@ from stay.scoring._compare import (
 )
 from stay.scoring._core import bounded, lesson_note
 from stay.scoring._defaults import POWER
+from stay.scoring._judges import course_dir
+from stay.scoring._report import _prompt_versions, changed_prompts, provenance_notes
 from stay.scoring._stats import build_strata
 from stay.view import (
     PAIR_KINDS,
@@ -99,8 +101,6 @@ class JudgedLessons:
     def _check(self, run: int, brief: str, index: int) -> _Course:
         from stay.artefacts import ArtefactLoadError, CourseReader
         from stay.errors import UsageError
-        from stay.scoring._session import course_dir
-
         path, build = self.paths[run], self.reports[run]["briefs"][brief]["builds"][index]
         named = build.get("course")
         if path is None:
@@ -326,8 +326,6 @@ def run_cost(report: Mapping[str, Any]) -> RunCost:
 
 
 def _recorded(report: Mapping[str, Any]) -> dict[str, set[str]]:
-    from stay.scoring._provenance import _prompt_versions
-
     return _prompt_versions(report)
 
 
@@ -369,8 +367,6 @@ def _text(root: Path, name: str, recorded: set[str]) -> tuple[str | None, str]:
 
 def prompt_files(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[PromptFile]:
     """Each prompt file that differs between the runs, with its diff when it can be shown."""
-    from stay.scoring._provenance import changed_prompts
-
     hashes = (_recorded(baseline), _recorded(candidate))
     roots = (_directory(baseline), _directory(candidate))
     found = []
@@ -431,8 +427,6 @@ def compare_page(comparison: Comparison, baseline: Mapping[str, Any], candidate:
     ``paths``), listing at most ``items`` changed items (None: every one), and side by
     side at most ``pairs`` items of each kind per scorer (``compare_detail``);
     ``notes`` are more lines for the page's notes (the calibration the command used)."""
-    from stay.scoring._provenance import provenance_notes
-
     intervals = run_intervals(comparison, baseline, candidate)
     rows = tuple(_row(result, *intervals[result.scorer]) for result in comparison.scorers)
     changes, coverage = item_changes(dict(baseline), dict(candidate), top=sys.maxsize)

@@ -416,7 +416,9 @@ class ModelScorer:
         raise NotImplementedError
 
     def verdict(self, answer: Any, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
-        raise NotImplementedError
+        """By default: passed when the declared answer field holds its passing value."""
+        declared = REGISTRY[self.name]
+        return float(getattr(answer, str(declared.field)) == declared.passes), answer.reason
 
     def judging(self) -> Judging:
         return Judging(self.name, self.instructions, self.judge, self.version)

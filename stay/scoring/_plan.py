@@ -21,6 +21,7 @@ import numpy.typing as npt
 from stay._display import fixed, plural
 from stay.errors import UsageError
 from stay.scoring._defaults import ALPHA, DEFAULT_EPOCHS, EFFECT, POWER
+from stay.scoring._report import not_judged, read_report
 from stay.scoring._stats import PERMUTATIONS as GATE_PERMUTATIONS
 from stay.scoring._stats import _chosen, build_strata
 
@@ -288,8 +289,6 @@ def plan_epochs(report: dict[str, Any], *, path: str, effect: float = EFFECT, po
         rows.append(ScorerPlan(name, sum(b.items for b in noise), mean, effect * mean, brief_sd, build_sd,
                                needed(noise, effect, level, power), power_at(noise, epochs, effect, level),
                                power_at(noise, DEFAULT_EPOCHS, effect, level)))
-    from stay.scoring._report import not_judged
-
     return Plan(path, str(report.get("label", "baseline")), epochs, DEFAULT_EPOCHS, len(report["briefs"]), alpha,
                 len(scorers), effect, power, tuple(rows), tuple(not_judged(report)))
 
@@ -300,8 +299,6 @@ def epochs_warning(baseline: str | os.PathLike[str], epochs: int, *, asked: bool
     ``--stay-plan-from``) that cannot be planned from is a one-line ``UsageError``; the run's
     own previous report, which it is about to replace, is read only when it exists, and one that
     cannot be planned from (damaged, one build per brief) says nothing."""
-    from stay.scoring._report import read_report
-
     if not asked and not Path(baseline).is_file():
         return None
     try:

@@ -72,8 +72,6 @@ def declared(request: ModelRequest) -> Declared:
 
 
 SCORERS = tuple(d.cls for d in registered().values())
-MODEL_JUDGED = tuple(d.cls for d in registered().values() if d.field is not None)
-"""The scorers a judge must read prose for: offline, each is "not judged (offline)"."""
 JUDGE_FREE_NAMES = frozenset(d.name for d in registered().values() if d.field is None)
 """Whose results name no judge of the run's (a report's header judge is the others')."""
 

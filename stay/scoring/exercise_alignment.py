@@ -8,7 +8,7 @@ quietly asks for less (recall instead of use).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import BaseModel
 
@@ -33,9 +33,6 @@ class ExerciseAlignment(ModelScorer):
     """2: the lesson is a shared cached block before the item."""
     instructions: ClassVar[str] = INSTRUCTIONS
     answer: ClassVar[type[BaseModel]] = AlignmentAnswer
-
-    def verdict(self, answer: AlignmentAnswer, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
-        return float(answer.aligned), answer.reason
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
         outcomes = {o.id: o for o in course.outcomes.outcomes}

@@ -7,7 +7,7 @@ A level description that differs from the next only in adjectives ("thorough" vs
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import BaseModel
 
@@ -32,9 +32,6 @@ class RubricSpecificity(ModelScorer):
     """2: judge failures are recorded apart from scores; common judge preamble."""
     instructions: ClassVar[str] = INSTRUCTIONS
     answer: ClassVar[type[BaseModel]] = SpecificityAnswer
-
-    def verdict(self, answer: SpecificityAnswer, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
-        return float(answer.distinguishable), answer.reason
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
         judging = self.judging()
