@@ -32,7 +32,7 @@ from stay.scoring._core import bounded, lesson_note
 from stay.scoring._defaults import POWER
 from stay.scoring._judges import course_dir
 from stay.scoring._report import _prompt_versions, changed_prompts, provenance_notes
-from stay.scoring._stats import build_strata
+from stay.scoring._stats import build_strata, scored
 from stay.view import (
     PAIR_KINDS,
     BuildMeans,
@@ -226,15 +226,10 @@ def _results(report: Mapping[str, Any], scorer: str, brief: str) -> Iterator[tup
             yield int(build.get("epoch", 0)), index, result
 
 
-def _build_mean(result: Mapping[str, Any]) -> float | None:
-    values = [float(i["score"]) for i in result["items"] if i.get("failure") is None and i.get("score") is not None]
-    return sum(values) / len(values) if values else None
-
-
 def _brief_means(baseline: Mapping[str, Any], candidate: Mapping[str, Any], scorer: str, brief: str) -> BuildMeans:
     found: list[tuple[float | None, int]] = []
     for report in (baseline, candidate):
-        means = [m for _e, _b, r in _results(report, scorer, brief) if (m := _build_mean(r)) is not None]
+        means = [sum(values) / len(values) for _e, _b, r in _results(report, scorer, brief) if (values := scored(r))]
         found.append((sum(means) / len(means) if means else None, len(means)))
     return BuildMeans(brief, scorer, found[0][0], found[0][1], found[1][0], found[1][1])
 
@@ -325,10 +320,6 @@ def run_cost(report: Mapping[str, Any]) -> RunCost:
     return RunCost(build, judge)
 
 
-def _recorded(report: Mapping[str, Any]) -> dict[str, set[str]]:
-    return _prompt_versions(report)
-
-
 def _directory(report: Mapping[str, Any]) -> tuple[Path | None, str]:
     """The run's prompt directory on disk, or None and why not."""
     from stay.stages import packaged_prompts_dir
@@ -367,7 +358,7 @@ def _text(root: Path, name: str, recorded: set[str]) -> tuple[str | None, str]:
 
 def prompt_files(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[PromptFile]:
     """Each prompt file that differs between the runs, with its diff when it can be shown."""
-    hashes = (_recorded(baseline), _recorded(candidate))
+    hashes = (_prompt_versions(baseline), _prompt_versions(candidate))
     roots = (_directory(baseline), _directory(candidate))
     found = []
     for name in changed_prompts(baseline, candidate):
@@ -552,22 +543,12 @@ def stratified_interval(strata: Sequence[tuple[float, Sequence[float]]], level: 
 
 
 def run_errors(report: Mapping[str, Any], level: float = LEVEL) -> dict[str, MeanError]:
-    """Per scorer of one run: its mean over builds with the standard error, like Inspect's
-    stderr per metric, stratified by brief as ``compare`` stratifies its test."""
+    """Per scorer of one run: its mean over builds with the standard error, stratified by brief
+    as ``compare`` stratifies its test (the run against itself gives its strata and weights)."""
     found = {}
     for scorer in sorted(report["scorers"]):
-        strata = []
-        for brief in sorted(report["briefs"]):
-            counts, means = [], []
-            for build in report["briefs"][brief]["builds"]:
-                result = build["scorers"].get(scorer)
-                values = [float(i["score"]) for i in (result or {}).get("items", [])
-                          if i.get("failure") is None and i.get("score") is not None]
-                if values:
-                    counts.append(len(values))
-                    means.append(sum(values) / len(values))
-            if means:
-                strata.append((sum(counts) / len(counts), means))
+        strata = [(s.weight, s.baseline) for s in build_strata(dict(report), dict(report), scorer,
+                                                                sorted(report["briefs"]))]
         if not strata:
             continue
         estimate = stratified_error(strata)

@@ -1,7 +1,6 @@
-"""Judging for the evals: the judges (offline, or the judging model behind the request cache, or
-Message Batches), judging sessions (both arms judged together, so a day's drift is no difference:
-docs/evals.md, "Drift between sessions") and ``stay evals calibrate`` (how far each model judge
-agrees with the gold set, and whether its scorer may gate: docs/evals.md, "Calibrating the judges")."""
+"""Judging for the evals: the judges (offline, the judging model behind the request cache, Message
+Batches), judging sessions (docs/evals.md, "Drift between sessions") and ``stay evals calibrate``
+(docs/evals.md, "Calibrating the judges")."""
 
 from __future__ import annotations
 
@@ -45,14 +44,9 @@ def backend_name(requested: str | None = None, settings: Settings | None = None,
 
 def make_judge(backend: str, cache_dir: Path, *, judge_model: str | None = None,
                settings: Settings | None = None, salt: str = "", client: ModelClient | None = None) -> Judge:
-    """The offline judge (it judges nothing), or the judging model (``judge_model``, default the
-    judging role's) behind the request cache: a judged item is never paid for twice.
-
-    ``salt`` keys the cache's answers apart by judging session (``stay.scoring._judges``):
-    a new session is answered afresh, never from another day's verdicts, while the same
-    session run again pays nothing. ``backend`` is the judge's backend (``checked_backend``),
-    which may be another than the one that built the courses (``--stay-judge-backend``);
-    ``client`` stands in for it (tests)."""
+    """The offline judge, or the judging model behind the request cache (a judged item is never paid
+    for twice). ``salt`` keys the answers apart by judging session: a new session is answered afresh,
+    the same one run again pays nothing. ``client`` stands in for the backend (tests)."""
     if backend == OFFLINE:
         return OfflineJudge()
     chosen = settings or Settings.from_env()
@@ -78,9 +72,8 @@ class _Recorder:
 def batch_score(course_dir: Path, client: Any, cache: RequestCache, *, poll_seconds: float = 30.0,
                 sleep: Any = None, judge_model: str | None = None,
                 settings: Settings | None = None) -> dict[str, ScoreResult]:
-    """Score a course with every judge request sent through one Message Batch: a first
-    pass records the requests (scorers build them purely), the batch answers them into
-    the request cache, and a second pass scores from the cache with no live call."""
+    """Score a course through one Message Batch: a first pass records the requests, the batch answers
+    them into the request cache, and a second pass scores from it with no live call."""
     recorder = _Recorder()
     course = CourseOnDisk.load(course_dir)
     score_course(course, default_scorers(recorder))
@@ -97,28 +90,25 @@ def batch_score(course_dir: Path, client: Any, cache: RequestCache, *, poll_seco
     return score_course(course, default_scorers(judge))
 
 
-REJUDGED = ".rejudged"
-"""What ``rejudge`` adds to a report's name: ``baseline.json`` -> ``baseline.rejudged.json``."""
+REJUDGED = ".rejudged"  # baseline.json -> baseline.rejudged.json
 
 
 def session_id(judge: str, arms: Mapping[str, Iterable[str]]) -> str:
-    """The id of a session in which ``judge`` judged ``arms`` (label -> the builds, each
-    named by a string that says what was judged): the same inputs, the same id."""
+    """The id of a session in which ``judge`` judged ``arms`` (label -> what each build judged)."""
     canonical = json.dumps({"judge": judge, "arms": {label: sorted(set(builds)) for label, builds in arms.items()}},
                            sort_keys=True)
     return "s-" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def judge_name(backend: str, judge_model: str | None = None, settings: Any = None) -> str:
-    """The name the judge ``make_judge`` makes would give itself, without making it (no key needed)."""
+    """The name ``make_judge``'s judge would give itself, without making it (no key needed)."""
     if backend == OFFLINE:
         return OfflineJudge().name
     return model_judge_name(judge_model or (settings or Settings.from_env()).model("judging"), backend)
 
 
 def interleaved(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[tuple[int, str, int]]:
-    """The order one session judges two runs' builds: (run, brief, build index), run 0 the
-    baseline; per brief, per epoch, the baseline's build and then the candidate's, so a
+    """(run, brief, build index) per brief and epoch, the baseline's build then the candidate's: a
     judge that drifts during the session drifts alike for both."""
     def by_epoch(report: Mapping[str, Any], brief: str) -> list[int]:
         builds = report["briefs"].get(brief, {}).get("builds", [])
@@ -133,9 +123,8 @@ def interleaved(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> li
 
 
 def course_dir(report_path: Path, build: Mapping[str, Any], where: str) -> Path:
-    """The course directory a report's build names (``course``, relative to the report),
-    checked: a report is untrusted, so the path must be a course directory reached without
-    a symbolic link below the report's directory (an absolute path: without any)."""
+    """The course directory a build names, relative to the report: a report is untrusted, so it must
+    be a course directory reached without a symbolic link."""
     course = build.get("course")
     if not isinstance(course, str) or not course:
         raise UsageError(f"{report_path}: {where}.course: no course directory recorded (a report written before "
@@ -153,7 +142,6 @@ def course_dir(report_path: Path, build: Mapping[str, Any], where: str) -> Path:
 
 
 def relative_course(course: Path, report_path: Path) -> str:
-    """How a report names a course directory: relative to the report's directory."""
     return os.path.relpath(os.path.realpath(course), os.path.realpath(report_path.parent))
 
 
@@ -165,9 +153,8 @@ def rejudged_path(path: Path, output_dir: Path | None) -> Path:
 def rejudge(baseline_path: Path, candidate_path: Path, *, backend: str, judge_model: str | None = None,
             output_dir: Path | None = None, client: Any = None, settings: Any = None,
             progress: Any = None) -> tuple[str, list[tuple[Path, dict[str, Any]]]]:
-    """Judge both runs' saved courses in one session, interleaved, and write both reports
-    anew (``<name>.rejudged.json`` beside each input, or in ``output_dir``): every build
-    ``judged_in`` the one session, whose id is returned with the paths and documents."""
+    """Judge both runs' saved courses in one session, interleaved, and write both reports anew: the
+    session's id, and the paths and documents written."""
     chosen = settings or Settings.from_env()
     paths = (Path(baseline_path), Path(candidate_path))
     outputs = tuple(rejudged_path(path, output_dir) for path in paths)
@@ -216,22 +203,18 @@ def rejudge(baseline_path: Path, candidate_path: Path, *, backend: str, judge_mo
     return session, written
 
 
-REPORT_NAME = Path(CALIBRATION).name
-"""What ``compare`` looks for beside the candidate's report when not given ``--calibration``."""
+REPORT_NAME = Path(CALIBRATION).name  # what compare looks for beside the candidate's report
 RESAMPLES = 2_000
 SEED = 0
 INTERVAL = (f"95% percentile interval from a seeded bootstrap over items ({RESAMPLES} resamples, seed {SEED}; "
             "resamples whose kappa is undefined left out)")
-MAX_GOLD_BYTES = 2 * 2**20
-"""A gold file is a few hundred items of a few hundred words: 2 MB is far past any."""
+MAX_GOLD_BYTES = 2 * 2**20  # a gold file is a few hundred items of a few hundred words
 NOT_JUDGED = "not judged"
-"""A scorer with no judge (the validator counts): there is nothing to calibrate."""
 UNCALIBRATED = "uncalibrated"
 
 
 class GoldItem(BaseModel):
-    """One labelled item: ``inputs`` exactly what its scorer's judge is given, and the lesson
-    when the judge reads one."""
+    """One labelled item: ``inputs`` exactly what its scorer's judge is given."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -246,9 +229,7 @@ class GoldItem(BaseModel):
 class GoldFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    rules: dict[str, StrictStr]
-    """What makes an item each label (and each kind of defect), in words: labels are given
-    by these rules, from the item alone."""
+    rules: dict[str, StrictStr]  # what makes an item each label: labels are given by them alone
     items: Annotated[list[GoldItem], Field(min_length=1)]
 
 
@@ -263,9 +244,8 @@ class Gold:
 
 
 def load_gold(directory: str | os.PathLike[str]) -> Gold:
-    """Every ``*.yaml`` under ``directory``, read bounded (``stay._stored``) and held to
-    ``GoldFile``; an item's judge must be its file's name, and ids unique. Bad input is one
-    ``UsageError`` line naming the file, the item and the field."""
+    """Every ``*.yaml`` under ``directory``, read bounded and held to ``GoldFile``: an item's judge is
+    its file's name, ids are unique; bad input is one line naming the file, the item and the field."""
     import yaml
 
     from stay._bounds import yaml_shape
@@ -316,13 +296,11 @@ def _where(exc: ValidationError, document: Any) -> str:
 
 
 def judged_scorers(judge: Judge) -> list[ModelScorer]:
-    """The registry's model-judged scorers, plug-ins' too, judged by ``judge``."""
     return [declared.make(judge) for declared in registered().values() if declared.field is not None]
 
 
 def kappa(pairs: list[tuple[bool, bool]]) -> float | None:
-    """Cohen's kappa of (labelled defect, judged defect) pairs; None when undefined (chance
-    agreement is 1: one label and one verdict throughout)."""
+    """Cohen's kappa of (labelled defect, judged defect) pairs; None when undefined (chance agreement 1)."""
     n = len(pairs)
     if not n:
         return None
@@ -334,8 +312,7 @@ def kappa(pairs: list[tuple[bool, bool]]) -> float | None:
 
 
 def kappa_interval(pairs: list[tuple[bool, bool]]) -> tuple[float, float] | None:
-    """The bootstrap interval (``INTERVAL``), or None when fewer than half the resamples have
-    a kappa."""
+    """The bootstrap interval (``INTERVAL``); None when fewer than half the resamples have a kappa."""
     draw = random.Random(SEED)
     found = sorted(k for k in (kappa([draw.choice(pairs) for _ in pairs]) for _ in range(RESAMPLES))
                    if k is not None) if pairs else []
@@ -349,8 +326,7 @@ def _share(hits: int, of: int) -> float | None:
 
 
 def agreement(items: list[GoldItem], results: dict[str, Any]) -> dict[str, Any]:
-    """One judge's entry: the counts, sensitivity, specificity, kappa and its interval, the
-    failures apart, and the items it got wrong."""
+    """One judge's entry: counts, sensitivity, specificity, kappa, failures, and what it got wrong."""
     pairs, wrong, failed = [], [], {"unparseable": 0, "errors": 0}
     for item in items:
         result = results[item.id]
@@ -372,8 +348,7 @@ def agreement(items: list[GoldItem], results: dict[str, Any]) -> dict[str, Any]:
 
 
 def calibrate(gold: Gold, judge: Judge, *, backend: str) -> dict[str, Any]:
-    """The calibration report of ``judge`` on ``gold``: per model-judged scorer, its
-    agreement, or why it was not run (offline, or no gold items for it)."""
+    """Per model-judged scorer, its judge's agreement with ``gold``, or why it was not run."""
     entries: dict[str, dict[str, Any]] = {}
     scorers = judged_scorers(judge)
     for scorer in scorers:
@@ -402,7 +377,6 @@ def calibrate(gold: Gold, judge: Judge, *, backend: str) -> dict[str, Any]:
 
 
 def kappa_text(entry: dict[str, Any]) -> str:
-    """"kappa 0.84 [0.71, 0.93]", as every output shows a calibrated judge."""
     interval = entry.get("interval")
     return f"kappa {entry['kappa']:.2f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else " [n/a]")
 
@@ -440,7 +414,6 @@ def calibration_text(document: dict[str, Any], output: str) -> str:
 
 def run_calibrate(gold_dir: str | os.PathLike[str], judge: Judge, output: str | os.PathLike[str], *,
                   backend: str) -> str:
-    """Calibrate, write the report atomically, and return what the command prints."""
     document = calibrate(load_gold(gold_dir), judge, backend=backend)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(output, json.dumps(document, indent=2, sort_keys=True) + "\n")
@@ -464,7 +437,6 @@ class CalibrationShape(BaseModel):
 
 
 def read_calibration(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A calibration report, read bounded and held to its shape; one ``UsageError`` line otherwise."""
     try:
         document = load_stored_json(path)
         CalibrationShape.model_validate(document)
@@ -496,10 +468,8 @@ def _run_judge(report: dict[str, Any], scorer: str) -> set[str]:
 
 def standings(baseline: dict[str, Any], candidate: dict[str, Any],
               calibration: dict[str, Any] | None) -> dict[str, Standing]:
-    """Per model-judged scorer both runs judged (a judge-free one, which gates as before, and
-    one a run did not judge, which has no test, have none): its judge's kappa when
-    ``calibration`` calibrated the judge both runs were judged by at the scorer's version in
-    both, else "uncalibrated"; one below ``KAPPA_TO_GATE``, or uncalibrated, does not gate."""
+    """Per model-judged scorer both runs judged: its judge's kappa when ``calibration`` calibrated the
+    judge both runs used at the scorer's version in both, else "uncalibrated" (which does not gate)."""
     # no judge to calibrate: a judge-free scorer gates as before; one a run did not judge has no test
     skip = JUDGE_FREE_NAMES | set(not_judged(baseline)) | set(not_judged(candidate))
     found = {}
@@ -519,7 +489,6 @@ def standings(baseline: dict[str, Any], candidate: dict[str, Any],
 
 
 def calibration_note(path: Path | None, calibration: dict[str, Any] | None) -> str:
-    """The line every compare output prints about the calibration it used."""
     if calibration is None:
         return (f"calibration: none (no {REPORT_NAME} beside the candidate and no --calibration): model-judged "
                 "scorers are uncalibrated and do not gate; run `stay evals calibrate`")
@@ -530,8 +499,7 @@ def calibration_note(path: Path | None, calibration: dict[str, Any] | None) -> s
 
 def find_calibration(given: str | None, candidate: str | os.PathLike[str] | None) -> tuple[Path | None,
                                                                                          dict[str, Any] | None]:
-    """``--calibration PATH`` read, or ``calibration.json`` beside the candidate's report
-    when there is one, or nothing."""
+    """``--calibration PATH``, or ``calibration.json`` beside the candidate's report, or nothing."""
     if given is not None:
         return Path(given), read_calibration(given)
     beside = Path(candidate).parent / REPORT_NAME if candidate is not None else None

@@ -44,13 +44,10 @@ class ScorerResult(_Open):
     not_judged: str | None = None
 
 
-FAILURE_CHARS = 300
-"""The longest failure message a report keeps: one line that names the error, never a log."""
+FAILURE_CHARS = 300  # a failure is one line that names the error, never a log
 
 
 class BuildFailure(BaseModel):
-    """Why a build has no scores: the error's class name and its message, on one line."""
-
     model_config = ConfigDict(extra="forbid")
 
     error: Annotated[str, Field(min_length=1, max_length=100)]
@@ -114,7 +111,6 @@ class ReportShape(_Open):
 
 
 def shape_problem(document: object) -> str | None:
-    """The first field of ``document`` that breaks a report's shape, in words, or None."""
     try:
         ReportShape.model_validate(document)
     except ValidationError as exc:
@@ -124,18 +120,15 @@ def shape_problem(document: object) -> str | None:
     return None
 
 
-PROMPTS = "prompts/"
-"""The ledger's prefix for a prompt or reference file (``Prompts.hashes`` names them without it)."""
+PROMPTS = "prompts/"  # the ledger's prefix for a prompt or reference file
 OFFLINE = "offline"
 QUALITY_RECORD = Path(".runs") / "suite-quality.json"
-"""Where the suite records the offline quality knob a build was made with. The knob is not
-a ledger input (the rigged backend is test support, not a stage's source), so without this
-record a rerun with another knob would find nothing stale and reuse the old builds."""
+"""The offline quality knob a suite build was made with: not a ledger input (the rigged backend
+is no stage's source), so without it a rerun with another knob would reuse the old builds."""
 
 
 def ledger_built_with(course_dir: Path) -> dict[str, dict[str, str]]:
-    """Per artefact, what the ledger says it was built with (prompts, references, schema,
-    model); artefacts the ledger records no sources for are left out."""
+    """Per artefact, the sources the ledger says it was built with (prompts, references, schema, model)."""
     path = course_dir / ".state" / "hashes.json"
     if not path.is_file():
         return {}
@@ -151,16 +144,13 @@ def ledger_built_with(course_dir: Path) -> dict[str, dict[str, str]]:
             if isinstance(entry, dict) and isinstance(entry.get("sources"), dict)}
 
 
-_RUN_ENTRY = re.compile(r"^## run \d+: \S+ \((.+)\)$", re.MULTILINE)
-"""A run log's entry heading (``stay.pipeline._run_log.log_run``): the command and the backend's name."""
-REPLAY = " (replay)"
-"""What a replaying backend adds to its name (``CachedBackend.name``): the same backend answered."""
+_RUN_ENTRY = re.compile(r"^## run \d+: \S+ \((.+)\)$", re.MULTILINE)  # a run log's heading: the backend
+REPLAY = " (replay)"  # what a replaying backend adds to its name: the same backend answered
 
 
 def course_built_by(course_dir: Path) -> list[str]:
-    """The backends that wrote a course, from its run log (every run that wrote anything
-    names its backend there): the course's own record, so a rescored course says who built
-    it, not who judged it. [] when there is no run log (a course from outside stay)."""
+    """The backends that wrote a course, from its run log: a rescored course says who built it,
+    not who judged it. [] without a run log (a course from outside stay)."""
     path = course_dir / ".state" / "run-log.md"
     if not path.is_file():
         return []
@@ -172,8 +162,7 @@ def course_built_by(course_dir: Path) -> list[str]:
 
 
 def recorded_quality(course_dir: Path) -> dict[str, float]:
-    """The offline quality knob a course was built with, as the suite recorded it beside the
-    course; a course with no record was built without one (as before the knob was recorded)."""
+    """The offline quality knob the suite recorded beside a course ({}: none recorded)."""
     path = course_dir / QUALITY_RECORD
     if not path.is_file():
         return {}
@@ -186,8 +175,7 @@ def recorded_quality(course_dir: Path) -> dict[str, float]:
 
 
 def built_prompts(builds: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
-    """Prompt file (as ``Prompts.hashes`` names it) -> the distinct hashes the builds' ledgers
-    say their artefacts were built with; {} when no build records ``built_with``."""
+    """Prompt file -> the distinct hashes the builds' ledgers record ({}: none records ``built_with``)."""
     found: dict[str, set[str]] = {}
     for build in builds:
         for record in (build.get("built_with") or {}).values():
@@ -198,9 +186,8 @@ def built_prompts(builds: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
 
 
 def header_prompts(builds: Iterable[Mapping[str, Any]], requested: Mapping[str, str]) -> dict[str, Any]:
-    """The report header's prompt hashes: from the builds' ledgers when they record them
-    (``source: "ledger"``; a file built with more than one version is listed under
-    ``mixed``), else the hashes the run was asked to use (``source: "requested"``)."""
+    """The header's prompt hashes: the builds' ledgers' (a file in several versions under ``mixed``),
+    else those the run was asked to use."""
     built = built_prompts(builds)
     if not built:
         return {"sha256": dict(sorted(requested.items())), "source": "requested"}
@@ -240,9 +227,9 @@ def _who(document: Mapping[str, Any]) -> str:
 
 
 def provenance_notes(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
-    """Lines every comparison output carries: who generated and who judged each run, the
-    prompt files that differ between the runs, a header that names prompts its courses were
-    not built with, and a plain statement when the generator cannot see the change."""
+    """Lines every comparison output carries: who generated and judged each run, the prompt files
+    that differ, a header naming prompts its courses were not built with, and whether the generator
+    can see the change."""
     lines = [f"baseline: {_who(baseline)}; candidate: {_who(candidate)}"]
     for run, document in (("baseline", baseline), ("candidate", candidate)):
         wrong = header_mismatches(document)
@@ -270,9 +257,7 @@ def build_entry(scores: Mapping[str, ScoreResult], *, epoch: int, seed: str | No
                 build_usage: Usage, build_cost: float | None, built: bool,
                 built_with: Mapping[str, Mapping[str, str]] | None = None,
                 judged_in: str | None = None, built_by: Iterable[str] | None = None) -> dict[str, Any]:
-    """One build's part of a report: a brief built (or loaded) once, and scored
-    (``judged_in``: the judging session, ``stay.scoring._judges``; ``built_by``: the
-    backends its course's run log says wrote it, ``course_built_by``)."""
+    """One build's part of a report: a brief built (or loaded) once, and scored."""
     judged = {}
     for name, result in sorted(scores.items()):
         entry = result.model_dump(mode="json")  # its cost: at the judge's backend's prices (ScoreResult.cost)
@@ -294,7 +279,6 @@ def build_entry(scores: Mapping[str, ScoreResult], *, epoch: int, seed: str | No
 
 
 def failure(error: BaseException) -> dict[str, str]:
-    """A failed build's record: the error's class and its message, one line, bounded."""
     message = " ".join(str(error).split())
     if len(message) > FAILURE_CHARS:
         message = message[:FAILURE_CHARS - 3] + "..."
@@ -303,23 +287,19 @@ def failure(error: BaseException) -> dict[str, str]:
 
 def failed_entry(error: BaseException, *, epoch: int, seed: str | None,
                  build_cost: float | None = 0.0) -> dict[str, Any]:
-    """The report entry of a build that failed: why, and nothing scored. ``build_cost`` is
-    None when what the failed build spent is unknown (a suite build that raised midway)."""
+    """A failed build's entry: why, and nothing scored (``build_cost`` None: unknown)."""
     return {"epoch": epoch, "seed": seed, "built": False, "course_sha256": None,
             "build": {"usage": Usage().model_dump(), "cost": build_cost}, "scorers": {}, "failed": failure(error)}
 
 
 def sessions_of(entries: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
-    """The header's sessions: the distinct ``judged_in`` and ``built_in`` of the builds
-    (a build that records none is left out: its session is unknown)."""
+    """The distinct ``built_in`` and ``judged_in`` sessions the builds record."""
     builds = list(entries)
     return {key: sorted({str(e[key]) for e in builds if e.get(key) is not None}) for key in ("built_in", "judged_in")}
 
 
 def judge_of(builds: Mapping[str, list[dict[str, Any]]]) -> tuple[str, str | None]:
     """(judge, judge model) of a run: "model" and its id, or the judge's own name."""
-    from stay.scoring._scorers import JUDGE_FREE_NAMES
-
     names = sorted({r["judge"] for entries in builds.values() for e in entries for n, r in e["scorers"].items()
                     if n not in JUDGE_FREE_NAMES})
     models = sorted(name.removeprefix("model:") for name in names if name.startswith("model:"))
@@ -329,9 +309,7 @@ def judge_of(builds: Mapping[str, list[dict[str, Any]]]) -> tuple[str, str | Non
 
 
 def not_judged(document: Mapping[str, Any]) -> dict[str, str]:
-    """Scorer -> why, for every scorer no build of the run judged (``ScoreResult.judged``
-    False: the offline judge reads no prose). Such a scorer has no mean and no pass
-    anywhere; a report from before ``judged`` reads as judged."""
+    """Scorer -> why, for every scorer no build of the run judged (the offline judge reads no prose)."""
     results: dict[str, list[Mapping[str, Any]]] = {}
     for brief in (document.get("briefs") or {}).values():
         for build in brief.get("builds") or [] if isinstance(brief, Mapping) else []:
@@ -346,10 +324,8 @@ def report(*, label: str, backend: str, prompts_dir: str, prompt_hashes: Mapping
            scorers: Mapping[str, int], builds: Mapping[str, list[dict[str, Any]]], epochs: int,
            seed: int | None = None, quality: Mapping[str, float] | None = None,
            models: Mapping[Role, str] = DEFAULT_MODELS) -> dict[str, Any]:
-    """The whole report, from each brief's builds (``builds``: slug -> build entries);
-    ``models`` is the role -> model table the builds used (``Settings.models``). The prompt
-    hashes and the quality knob are the ones the builds record (``built_with``, ``quality``);
-    ``prompt_hashes`` and ``quality`` stand in only where no build records them."""
+    """The whole report from each brief's builds; ``prompt_hashes`` and ``quality`` stand in only
+    where no build records its own."""
     judge, judge_model = judge_of(builds)
     entries = [entry for slug in sorted(builds) for entry in builds[slug]]
     knobs = {json.dumps(e["quality"], sort_keys=True) for e in entries if isinstance(e.get("quality"), dict)}
@@ -390,9 +366,7 @@ def write_report(path: str | os.PathLike[str], document: dict[str, Any]) -> None
 
 
 def read_report(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A report from disk, checked; a file that is not one (missing, not a regular file,
-    larger than any report, truncated, not UTF-8, too deep, of the wrong shape) is a
-    one-line ``UsageError``."""
+    """A report from disk, checked; a file that is not one is a one-line ``UsageError``."""
     try:
         document = load_stored_json(path)
     except FileNotFoundError:
@@ -406,8 +380,7 @@ def read_report(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def check_report(document: Any, where: str = "report") -> None:
-    """Raise ``UsageError`` naming the first field of ``document`` that a report lacks or
-    holds in the wrong shape (``stay.scoring._report``)."""
+    """``UsageError`` naming the first field that breaks the report's shape (``ReportShape``)."""
     if not isinstance(document, dict):
         raise UsageError(f"{where}: not an eval report (a JSON object is expected)")
     if document.get("version") != VERSION:
@@ -418,10 +391,8 @@ def check_report(document: Any, where: str = "report") -> None:
         raise UsageError(f"{where}: not an eval report: {problem}")
 
 
-REFUSE, WARN, INVALID = "refuse", "warn", "invalid"
-"""What a finding makes of the comparison: refused (exit 2), a warning, or an invalid run (exit 5)."""
-Run = tuple[str, dict[str, Any]]
-"""A run's name in messages (e.g. "baseline runs/a.json") and its report."""
+REFUSE, WARN, INVALID = "refuse", "warn", "invalid"  # refused (exit 2), a warning, an invalid run (exit 5)
+Run = tuple[str, dict[str, Any]]  # its name in messages ("baseline runs/a.json") and its report
 
 
 @dataclass(frozen=True)
@@ -429,16 +400,14 @@ class Finding:
     check: str
     kind: str
     message: str
-    allow: str | None = None
-    """The ``--allow`` name that accepts this difference, when one can."""
+    allow: str | None = None  # the --allow name that accepts it, when one can
 
 
 @dataclass(frozen=True)
 class Check:
     name: str
     kind: str
-    run: Callable[[Run, Run], list[str]]
-    """Both runs -> one message per problem found."""
+    run: Callable[[Run, Run], list[str]]  # both runs -> one message per problem
     allow: str | None = None
 
 
@@ -449,7 +418,6 @@ def _builds(report: Mapping[str, Any]) -> Iterator[tuple[str, int, dict[str, Any
 
 
 def _each(check: Callable[[Run], list[str]]) -> Callable[[Run, Run], list[str]]:
-    """A check of one run, made a check of both (each run on its own)."""
     return lambda baseline, candidate: check(baseline) + check(candidate)
 
 
@@ -490,8 +458,7 @@ def same_courses(run: Run) -> list[str]:
 
 
 def partial_run(run: Run) -> list[str]:
-    """A brief with no builds at all is left to compare's own check (a scorer that scored
-    nothing where the other run did: an invalid run, exit 5), as before this check."""
+    """A brief with no builds at all is left to compare's own check (an invalid run, exit 5)."""
     name, report = run
     epochs = report.get("epochs")
     if epochs is None:  # an old report that does not say: nothing to hold its builds to
@@ -527,8 +494,7 @@ def bad_scores(run: Run) -> list[str]:
 
 
 def seeded_elsewhere(run: Run) -> list[str]:
-    """A build's seed is ``run/slug/epoch`` (``stay.suite.build_seed``): its slug and epoch
-    must be the brief and epoch it is filed under."""
+    """A seed ``run/slug/epoch`` (``stay.suite.build_seed``) must name the brief and epoch it is filed under."""
     name, report = run
     found = []
     for brief, index, build in _builds(report):
@@ -544,7 +510,7 @@ def seeded_elsewhere(run: Run) -> list[str]:
 
 
 def judge_fields(run: Run) -> list[str]:
-    """Each scorer's judge must be one the header names (``_report.judge_of``'s forms)."""
+    """Each scorer's judge must be one the header names (``judge_of``'s forms)."""
     name, report = run
     judge, model = report.get("judge"), report.get("judge_model")
     named = ({f"model:{m}" for m in str(model).split(", ")} if judge == "model" and model
@@ -570,7 +536,6 @@ def models_differ(baseline: Run, candidate: Run) -> list[str]:
 
 
 def _content(report: dict[str, Any]) -> object:
-    """What a comparison reads of a run: per build its course and every item's score."""
     return sorted((brief, str(build.get("epoch", 0)), str(build.get("course_sha256")),
                    repr(sorted((s, [i.get("score") for i in r["items"]]) for s, r in build["scorers"].items())))
                   for brief, _index, build in _builds(report))
@@ -628,9 +593,8 @@ def _knob(value: object) -> str:
 
 
 def quality_knobs(run: Run) -> list[str]:
-    """Offline builds record the ``--stay-quality`` knob they were made under; the header's
-    ``quality`` is theirs only when they agree. Builds under two knobs measure a mix of two
-    generators, and a header that says another knob than its builds' misnames them."""
+    """Builds under two ``--stay-quality`` knobs measure two generators; a header naming another
+    knob than its builds' misnames them."""
     name, report = run
     knobs: dict[str, str] = {}  # knob -> the first build made under it
     recorded = unrecorded = 0
@@ -653,8 +617,7 @@ def quality_knobs(run: Run) -> list[str]:
 
 
 def _judged_by_a_model(report: dict[str, Any]) -> bool:
-    """A model judge can drift between sessions; the offline judge is a pure function of the
-    course (and the simulated one of its inputs), so it judges alike on any day."""
+    """A model judge can drift between sessions; the offline judge judges alike on any day."""
     return report.get("judge") == "model" or any(
         str(result.get("judge", "")).startswith("model:") for _brief, _index, build in _builds(report)
         for name, result in build["scorers"].items() if name not in JUDGE_FREE_NAMES)
@@ -674,13 +637,11 @@ def _in(sessions: set[str | None]) -> str:
 
 
 def _path(name: str) -> str:
-    """The file in a run's name ("baseline runs/a.json"), quoted for a shell."""
     return shlex.quote(name.split(" ", 1)[-1])
 
 
 def judged_apart(baseline: Run, candidate: Run) -> list[str]:
-    """Two runs a model judged in different sessions (or in sessions unknown): a judge that
-    shifted between the days shifts one whole run, which the test does not allow for."""
+    """Judged in different (or unknown) sessions: a judge that shifted between days shifts one whole run."""
     if not (_judged_by_a_model(baseline[1]) or _judged_by_a_model(candidate[1])):
         return []
     before, after = _sessions(baseline[1], "judged_in"), _sessions(candidate[1], "judged_in")
@@ -693,16 +654,13 @@ def judged_apart(baseline: Run, candidate: Run) -> list[str]:
 
 
 def _builders(report: dict[str, Any]) -> set[str]:
-    """The backends a run's builds record they were built by (``built_by``, from each
-    course's run log); a build that records none is unknown and adds nothing (the header's
-    ``backend`` is held fixed by ``compare`` itself)."""
+    """The backends the builds record (``built_by``); the header's ``backend`` is ``compare``'s to hold."""
     return {str(name) for _brief, _index, build in _builds(report) if not isinstance(build.get("failed"), dict)
             for name in build.get("built_by") or ()}
 
 
 def built_by_other_backends(baseline: Run, candidate: Run) -> list[str]:
-    """Two runs (or the builds of one) made by different backends: another provider's model
-    writes another course whatever the prompts say, so a difference would be the provider's."""
+    """Builds made by different backends: a difference would be the provider's, not the prompts'."""
     before, after = _builders(baseline[1]), _builders(candidate[1])
     if len(before | after) < 2:
         return []
@@ -712,9 +670,8 @@ def built_by_other_backends(baseline: Run, candidate: Run) -> list[str]:
 
 
 def built_apart(baseline: Run, candidate: Run) -> list[str]:
-    """Two runs a model built in different sessions: a generator that shifted between the
-    days shifts one whole run too. Warned on, not refused: rebuilding both arms costs the
-    generation again, and a prompt change is rebuilt anyway."""
+    """Built in different sessions: warned on, not refused (rebuilding both arms costs the generation
+    again, and a prompt change is rebuilt anyway)."""
     if OFFLINE in (baseline[1].get("backend"), candidate[1].get("backend")):
         return []  # the offline backend (and the quality knob) is a pure function of its seed
     before, after = _sessions(baseline[1], "built_in"), _sessions(candidate[1], "built_in")
@@ -745,7 +702,6 @@ CHECKS: tuple[Check, ...] = (
 
 
 def run_checks(baseline: Run, candidate: Run) -> list[Finding]:
-    """Every check's findings on the two runs, in the registry's order."""
     return [Finding(check.name, check.kind, message, check.allow)
             for check in CHECKS for message in check.run(baseline, candidate)]
 
