@@ -1,7 +1,6 @@
-"""``stay evals ...``: compare two eval reports, show one, plan epochs, calibrate, and score saved
-courses again. Exit codes of ``compare``: 0 no regression, 1 a scorer worse (Holm), 2 refused or
-a usage error, 5 a run invalid. ``--html`` is written whatever the verdict, and says why on a
-refusal, so an earlier run's page is never taken for this one's."""
+"""``stay evals ...``: compare two eval reports, show one, plan epochs, calibrate, score saved courses
+again. ``compare``'s ``--html`` is written whatever the verdict, saying why on a refusal, so an earlier
+run's page is never taken for this one's."""
 
 from __future__ import annotations
 
@@ -14,13 +13,10 @@ from typing import Any
 from stay._display import fixed
 from stay.errors import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, InvalidRun, RunsNotComparable, StayError, exit_code
 
-PAGE_ITEMS = 100
-"""Changed items the --html page lists without --items (stay.scoring._compare_page's default,
-which is not imported here: it loads Jinja2, and `stay --help` must not pay for it)."""
+PAGE_ITEMS = 100  # _compare_page's default, not imported: it loads Jinja2, which `stay --help` must not pay for
 
 
 def evals_parser(subparsers: Any) -> None:
-    """Add ``evals`` (with ``compare`` and ``score``) to an argparse subparsers object."""
     from stay.scoring._defaults import ALLOWABLE, ALPHA, CALIBRATION, EFFECT, GOLD_DIR, KAPPA_TO_GATE, MAX_FAILED, POWER
 
     evals = subparsers.add_parser("evals", help="compare two eval reports, and score saved courses again")
@@ -118,8 +114,7 @@ def evals_parser(subparsers: Any) -> None:
 
 
 def evals_main(ns: argparse.Namespace) -> int:
-    """Run a parsed ``stay evals ...`` command; returns its exit code. A comparison that is
-    refused prints one line to stderr."""
+    """Run a parsed ``stay evals ...`` command; a refused comparison prints one line to stderr."""
     if ns.evals_command == "compare":
         try:
             return _compare(ns)
@@ -141,8 +136,8 @@ def evals_main(ns: argparse.Namespace) -> int:
 
 
 def _write_refused_page(ns: argparse.Namespace, exc: StayError, code: int) -> None:
-    """The page says the comparison was refused, and why: never a stale comparison, and,
-    when the page cannot be written, the refusal is still what the command reports."""
+    """The page says the comparison was refused, never a stale comparison; the refusal is what the
+    command reports even when the page cannot be written."""
     from stay.artefacts import write_text_atomic
     from stay.view import render_compare_refused_html
 
@@ -221,24 +216,19 @@ STDERR = ("build mean ± SE: a scorer's brief-weighted mean of build means (weig
           "build, as compare weighs them) and its standard error sqrt(s2 * sum((w_b / W)^2 / n_b)), s2 the "
           "variance of build means within briefs pooled over them; n/a with one build per brief; 0.000: "
           "every build of a brief scored the same")
-"""How ``show``'s error bars are computed, in every output (``stay.scoring._compare_page.run_errors``)."""
 
 
 def _mean_error(document: dict[str, Any]) -> dict[str, str]:
-    """Per scorer, its mean over builds ± its standard error, and the builds, in words."""
     from stay.scoring._compare_page import run_errors
 
     return {name: f"{e.mean:.3f} ± {fixed(e.error)} ({e.builds} builds)" for name, e in run_errors(document).items()}
 
 
 UNKNOWN_SESSION = "unknown (a report from before sessions were recorded)"
-"""A report without the header's ``sessions``: where it was built and judged is not known."""
 
 
 def sessions_line(document: dict[str, Any]) -> str:
-    """The sessions the run's builds were built and judged in (``stay.scoring._judges``),
-    from the header's ``sessions``; a kind no build records is "none recorded" (courses
-    rescored as saved were built by no suite session)."""
+    """The header's sessions; a kind no build records is "none recorded" (rescored courses were built by none)."""
     sessions = document.get("sessions")
     if not isinstance(sessions, dict):
         return f"sessions: {UNKNOWN_SESSION}"
@@ -247,7 +237,6 @@ def sessions_line(document: dict[str, Any]) -> str:
 
 
 def summary_markdown(document: dict[str, Any], path: str) -> str:
-    """One run's mean per scorer with its standard error over builds, as Markdown."""
     from stay.scoring._report import not_judged
 
     errors = _mean_error(document)
@@ -276,9 +265,7 @@ def _plan(ns: argparse.Namespace) -> int:
 
 
 def summary_text(document: dict[str, Any], path: str) -> str:
-    """One run's report as a person reads it in a terminal: who judged, with which
-    models, in which sessions, the mean per scorer with its judge failures, and what
-    building and judging cost."""
+    """One run's report as a person reads it in a terminal."""
     from stay.scoring._report import not_judged
     from stay.view import dollars  # unknown reads "unknown", never $0, as on the pages
 
@@ -324,7 +311,6 @@ def summary_text(document: dict[str, Any], path: str) -> str:
 
 
 def _prompts_line(prompts: dict[str, Any]) -> str:
-    """Where the run's prompt hashes come from, and any prompt its builds used in more than one version."""
     source = {"ledger": "as the builds' ledgers record them", "requested": "as asked (no build records them)"}
     mixed = sorted(prompts.get("mixed") or {})
     origin = source.get(str(prompts.get("source")), "of unknown origin")
@@ -338,9 +324,7 @@ def _epoch_of(course: Path, seen: int) -> int:
 
 
 def _score(ns: argparse.Namespace) -> int:
-    """Score each course again; a course that cannot be scored (not a course, a damaged
-    file) is recorded as a failed build, never left out, and the command exits 5 once the
-    report is written: compare refuses the report until the course is rebuilt."""
+    """Score each course again; one that cannot be scored is a failed build, never left out (exit 5)."""
     from stay.models import Usage
     from stay.scoring._core import CourseOnDisk, OfflineJudge
     from stay.scoring._judges import backend_name, judge_name, make_judge, relative_course, session_id

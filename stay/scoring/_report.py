@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter, ValidationError, model_validator
 
 from stay._stored import Damaged, load_stored_json, read_stored
 from stay._words import damaged_ledger
@@ -28,6 +28,7 @@ from stay.scoring._scorers import JUDGE_FREE_NAMES
 
 Count = Annotated[int, Field(ge=0, strict=True)]
 Dollars = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+_KNOBS = TypeAdapter(dict[str, Annotated[float, Field(strict=True, allow_inf_nan=False)]])
 
 
 class _Open(BaseModel):
@@ -166,12 +167,11 @@ def recorded_quality(course_dir: Path) -> dict[str, float]:
     path = course_dir / QUALITY_RECORD
     if not path.is_file():
         return {}
-    document = load_stored_json(path)  # bounded, like every stored file: a record is untrusted
-    if not isinstance(document, dict) or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in document.values()):
+    try:  # bounded, like every stored file: a record is untrusted
+        return _KNOBS.validate_python(load_stored_json(path))
+    except ValidationError:
         raise Damaged(os.fspath(path), "not a quality record (knob names to numbers); delete the course "
-                                       "directory and build it again")
-    return {str(k): float(v) for k, v in document.items()}
+                                       "directory and build it again") from None
 
 
 def built_prompts(builds: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:

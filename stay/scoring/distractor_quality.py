@@ -1,8 +1,5 @@
-"""distractor_quality: does each wrong option embody the misconception it claims?
-
-A distractor that is merely wrong tests nothing; one that embodies a real
-misconception tells the learner, and the teacher, which wrong idea is held.
-"""
+"""distractor_quality: does each wrong option embody the misconception it claims? One that is merely
+wrong tests nothing; one that embodies a real misconception tells which wrong idea is held."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""exercise_alignment: does each exercise make the learner perform its outcome?
-
-The validator checks that an exercise declares its outcome's Bloom level; only a
-reader can tell whether the task actually asks for that verb at that level, or
-quietly asks for less (recall instead of use).
-"""
+"""exercise_alignment: does each exercise make the learner perform its outcome? The validator checks
+the declared Bloom level; only a reader can tell whether the task asks for less (recall, not use)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""rubric_specificity: can each rubric level be told from its neighbours in the work?
-
-A level description that differs from the next only in adjectives ("thorough" vs
-"mostly thorough") is one two markers will apply differently.
-"""
+"""rubric_specificity: can each rubric level be told from its neighbours in the work? Levels that
+differ only in adjectives ("thorough" vs "mostly thorough") two markers apply differently."""
 
 from __future__ import annotations
 
