@@ -1,12 +1,6 @@
-"""Scorers: opinions about a course that counting cannot settle, for comparing prompt
-changes across a fixed set of courses. They never gate a build.
-
-    from stay.scoring import default_scorers, score_course, OfflineJudge
-    results = score_course("courses/how-http-requests-travel", default_scorers(OfflineJudge()))
-
-Offline, the scorers a model must judge are "not judged (offline)"; the validator and
-answer_cues, which count, are scored.
-"""
+"""Scorers: opinions about a course that counting cannot settle, for comparing prompt changes across a
+fixed set of courses; they never gate a build. ``score_course(course_dir, default_scorers(judge))``
+scores a saved course; offline, only the validator and answer_cues, which count, are scored."""
 
 from __future__ import annotations
 

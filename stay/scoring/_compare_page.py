@@ -5,6 +5,7 @@ content: after a regeneration no item matches, and the page says so."""
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import math
 import os
@@ -82,15 +83,9 @@ class JudgedLessons:
     def __init__(self, reports: tuple[Mapping[str, Any], Mapping[str, Any]],
                  paths: tuple[Path | None, Path | None]) -> None:
         self.reports, self.paths = reports, paths
-        self._courses: dict[tuple[int, str, int], _Course] = {}
-        self._texts: dict[tuple[int, str, int, str], tuple[str | None, str | None, str]] = {}
         self.lessons: dict[str, LessonText] = {}
-
-    def course(self, run: int, brief: str, index: int) -> _Course:
-        key = (run, brief, index)
-        if key not in self._courses:
-            self._courses[key] = self._check(run, brief, index)
-        return self._courses[key]
+        self.course = functools.cache(self._check)  # each build's course checked once
+        self.text = functools.cache(self._read)
 
     def _check(self, run: int, brief: str, index: int) -> _Course:
         from stay.artefacts import ArtefactLoadError, CourseReader
@@ -108,21 +103,16 @@ class JudgedLessons:
             if not os.path.lexists(plain / "course.yaml"):
                 return _Course(None, f"{NOT_ON_DISK} ({named}, relative to the report)")
             return _Course(None, f"the course {named} is reached through a symbolic link, which is not followed")
+        reader = CourseReader(root)
         try:
-            digest = CourseReader(root).sha256()
+            digest = reader.sha256()
         except (ArtefactLoadError, OSError):
             return _Course(None, f"the course {named} cannot be read whole")
         if not build.get("course_sha256"):
             return _Course(None, "the report records no course hash, so the course on disk cannot be checked")
         if digest != build.get("course_sha256"):
             return _Course(None, COURSE_CHANGED)
-        return _Course(root, reader=CourseReader(root))
-
-    def text(self, run: int, brief: str, index: int, lesson: str) -> tuple[str | None, str | None, str]:
-        key = (run, brief, index, lesson)
-        if key not in self._texts:
-            self._texts[key] = self._read(run, brief, index, lesson)
-        return self._texts[key]
+        return _Course(root, reader=reader)
 
     def _read(self, run: int, brief: str, index: int, lesson: str) -> tuple[str | None, str | None, str]:
         from stay.artefacts import ArtefactLoadError, Curriculum, LessonContent, lesson_file
