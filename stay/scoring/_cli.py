@@ -265,7 +265,6 @@ def _plan(ns: argparse.Namespace) -> int:
 
 
 def summary_text(document: dict[str, Any], path: str) -> str:
-    """One run's report as a person reads it in a terminal."""
     from stay.scoring._report import not_judged
     from stay.view import dollars  # unknown reads "unknown", never $0, as on the pages
 

@@ -24,6 +24,7 @@ WORSE, BETTER, SAME = "worse", "better", "no detectable difference"
 INCONCLUSIVE = "inconclusive: run more epochs"
 INCONCLUSIVE_ITEMS = "inconclusive: judge more items"
 NOTHING = "nothing judged"
+Samples = tuple[tuple[float, tuple[float, ...]], ...]  # (weight, values) per stratum
 SHOWN = 3
 """Run-file problems a refusal names (the rest counted): one readable line, not one per build."""
 
@@ -92,6 +93,8 @@ class Comparison:
     """What the run checks warned on: legal, but rarely what was meant (A against A, ...)."""
     power: tuple[str, ...] = ()
     """Scorers the baseline's plan says this many epochs cannot hold to the power goal."""
+    samples: dict[str, tuple[Samples, Samples]] = field(default_factory=dict, repr=False)
+    """Per tested scorer, the units each run's side of its test ran on (the page's intervals)."""
 
     @property
     def regressions(self) -> list[str]:
@@ -326,16 +329,21 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     # Holm's strictest step is what a lone regression must beat: the MDE is at that level
     gate_alpha = alpha / max(1, len(plans))
     estimates: dict[str, tuple[str, Any, tuple[float, float], tuple[int, int]]] = {}
+    samples: dict[str, tuple[Samples, Samples]] = {}
     for scorer, (test, data) in plans.items():
         if test == ITEMS:
             mean_base = sum(float(b["score"]) for b, _a in data) / len(data)
             estimate = _stats.paired_test([float(a["score"]) - float(b["score"]) for b, a in data],
                                           permutations=permutations, seed=seed, detect_alpha=gate_alpha)
             estimates[scorer] = (ITEMS, estimate, (mean_base, mean_base + estimate.difference), (len(data), len(data)))
+            samples[scorer] = (((1.0, tuple(float(b["score"]) for b, _a in data)),),
+                               ((1.0, tuple(float(a["score"]) for _b, a in data)),))
         else:
             estimate = _stats.stratified_test(data, permutations=permutations, seed=seed, detect_alpha=gate_alpha)
             units = (sum(len(s.baseline) for s in data), sum(len(s.candidate) for s in data))
             estimates[scorer] = (BUILDS, estimate, _weighted_means(data), units)
+            samples[scorer] = (tuple((s.weight, s.baseline) for s in data),
+                               tuple((s.weight, s.candidate) for s in data))
 
     tested = sorted(estimates)
     standing = standing or {}
@@ -385,7 +393,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
         allowed={k: v for k, v in found.items() if k in allowed_names},
         missing={k: v for k, v in (("baseline only", only_base), ("candidate only", only_cand)) if v},
         failures=failures, unchanged=_unchanged(baseline, candidate, briefs),
-        epochs=epochs,
+        epochs=epochs, samples=samples,
         warnings=tuple(f.message for f in findings if f.kind == WARN),
         power=power_notes(baseline, path=names[0], epochs=min(epochs), effect=effect, alpha=alpha,
                           scorers={s for s, (test, _data) in plans.items() if test == BUILDS}))

@@ -23,7 +23,6 @@ from stay.scoring._compare import (
     Comparison,
     ItemChange,
     ScorerComparison,
-    _content_pairs,
     _notes,
     item_changes,
     judge_cell,
@@ -383,7 +382,7 @@ def compare_page(comparison: Comparison, baseline: Mapping[str, Any], candidate:
                  pairs: int = PER_KIND, notes: Sequence[str] = ()) -> ComparePage:
     """The page for ``comparison`` of two reports read from ``paths``: at most ``items`` changed items
     (None: all), ``pairs`` of each kind per scorer side by side; ``notes``: more lines for its notes."""
-    intervals = run_intervals(comparison, baseline, candidate)
+    intervals = run_intervals(comparison)
     rows = tuple(_row(result, *intervals[result.scorer]) for result in comparison.scorers)
     changes, coverage = item_changes(dict(baseline), dict(candidate), top=sys.maxsize)
     matched = {scorer: counts for scorer, counts in coverage.items() if counts[0]}
@@ -456,23 +455,13 @@ def _gate(comparison: Comparison) -> str:
     return f"no scorer{gating} is worse at a Holm-adjusted p below {comparison.alpha}{comparison.held_worse}."
 
 
-def run_intervals(comparison: Comparison, baseline: Mapping[str, Any], candidate: Mapping[str, Any],
-                  level: float = LEVEL) -> dict[str, tuple[Interval | None, Interval | None]]:
-    """Per scorer, (baseline's, candidate's) interval around its mean over its test's units."""
-    briefs = sorted(set(baseline["briefs"]) & set(candidate["briefs"]))
-    found: dict[str, tuple[Interval | None, Interval | None]] = {}
+def run_intervals(comparison: Comparison, level: float = LEVEL) -> dict[str, tuple[Interval | None, Interval | None]]:
+    """Per scorer, (baseline's, candidate's) interval around its mean, over the units its test ran on
+    (the comparison's own: nothing is paired or stratified twice)."""
+    found = {}
     for r in comparison.scorers:
-        if r.difference is None:
-            found[r.scorer] = (None, None)
-        elif r.test == ITEMS:
-            pairs, _complete = _content_pairs(dict(baseline), dict(candidate), r.scorer, briefs)
-            both = [(b, a) for _brief, b, a in pairs if b.get("failure") is None and a.get("failure") is None]
-            found[r.scorer] = (stratified_interval([(1.0, [float(b["score"]) for b, _a in both])], level),
-                               stratified_interval([(1.0, [float(a["score"]) for _b, a in both])], level))
-        else:
-            strata = build_strata(dict(baseline), dict(candidate), r.scorer, briefs)
-            found[r.scorer] = (stratified_interval([(s.weight, s.baseline) for s in strata], level),
-                               stratified_interval([(s.weight, s.candidate) for s in strata], level))
+        before, after = comparison.samples.get(r.scorer, ((), ()))
+        found[r.scorer] = (stratified_interval(before, level), stratified_interval(after, level))
     return found
 
 

@@ -165,8 +165,6 @@ class LessonOnDisk:
 
 @dataclass(frozen=True)
 class CourseOnDisk:
-    """A course directory, loaded as typed artefacts."""
-
     root: Path
     audience: Audience
     curriculum: Curriculum
@@ -311,8 +309,6 @@ def failed_item(item: str, content: str, reply: JudgeReply, why: str, shown: str
 
 @dataclass(frozen=True)
 class Declared:
-    """A scorer as ``@scorer`` declared it (see ``scorer``)."""
-
     cls: type
     name: str
     field: str | None

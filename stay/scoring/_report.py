@@ -293,7 +293,6 @@ def failed_entry(error: BaseException, *, epoch: int, seed: str | None,
 
 
 def sessions_of(entries: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
-    """The distinct ``built_in`` and ``judged_in`` sessions the builds record."""
     builds = list(entries)
     return {key: sorted({str(e[key]) for e in builds if e.get(key) is not None}) for key in ("built_in", "judged_in")}
 
