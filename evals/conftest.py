@@ -128,7 +128,8 @@ def _config(config: pytest.Config) -> EvalConfig:
     from dataclasses import replace
 
     from stay.errors import UsageError
-    from stay.suite import backend_name, suite_session
+    from stay.scoring._judges import backend_name
+    from stay.suite import suite_session
 
     label = config.getoption("--stay-label")
     output = Path(config.getoption("--stay-output") or HERE / "out" / f"{label}.json")

@@ -30,7 +30,7 @@ READERS = ("scoring", "view")
 PARSING = {"load", "parse", "parse_bytes", "parse_markdown", "read_bytes", "read_bounded", "validate_as",
            "safe_load", "yaml_shape"}
 """The names a module would read or parse a course file with, bypassing the reader."""
-NOT_COURSES = {("stay/scoring/_calibrate.py", "yaml_shape")}
+NOT_COURSES = {("stay/scoring/_judges.py", "yaml_shape")}
 """Uses of those names on files that are no course: the gold set's YAML (evals/gold)."""
 
 

@@ -1,162 +1,63 @@
-"""Scorers: opinions about a course that counting cannot settle, for comparing prompt
-changes across a fixed set of courses. They never gate a build.
-
-    from stay.scoring import default_scorers, score_course, OfflineJudge
-    results = score_course("courses/how-http-requests-travel", default_scorers(OfflineJudge()))
-
-Offline, the scorers a model must judge are "not judged (offline)"; the validator and
-answer_cues, which count, are scored.
-"""
+"""Scorers: opinions about a course that counting cannot settle, for comparing prompt changes across a
+fixed set of courses; they never gate a build. ``score_course(course_dir, default_scorers(judge))``
+scores a saved course; offline, only the validator and answer_cues, which count, are scored."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from stay._lazy import lazy_names
+from stay._lazy import lazy_package
 
 # Names are imported on first use: ``stay --help`` builds the ``evals`` parser from
 # here, and must not pay for pydantic and the model layer.
-_EXPORTS = {
-    "DEFAULT_EPOCHS": "stay.scoring._defaults",
-    "CourseOnDisk": "stay.scoring._core",
-    "ItemResult": "stay.scoring._core",
-    "Judge": "stay.scoring._core",
-    "JudgeReply": "stay.scoring._core",
-    "ModelJudge": "stay.scoring._core",
-    "ScoreResult": "stay.scoring._core",
-    "judge_request": "stay.scoring._core",
-    "content_hash": "stay.scoring._core",
-    "judge_name": "stay.scoring._session",
-    "relative_course": "stay.scoring._session",
-    "session_id": "stay.scoring._session",
-    "OfflineJudge": "stay.scoring._core",
-    "ModelScorer": "stay.scoring._core",
-    "AnswerCues": "stay.scoring.answer_cues",
-    "AnswerKey": "stay.scoring.answer_key",
-    "Consistency": "stay.scoring.consistency",
-    "SCORERS": "stay.scoring._scorers",
-    "DistractorQuality": "stay.scoring.distractor_quality",
-    "ExerciseAlignment": "stay.scoring.exercise_alignment",
-    "OutcomeCoverage": "stay.scoring.outcome_coverage",
-    "RubricSpecificity": "stay.scoring.rubric_specificity",
-    "Validator": "stay.scoring.validator",
-    "Scorer": "stay.scoring._scorers",
-    "default_scorers": "stay.scoring._scorers",
-    "score_course": "stay.scoring._scorers",
-    "registered": "stay.scoring._scorers",
-    "scorer": "stay.scoring._core",
-    "scorer_versions": "stay.scoring._scorers",
-    "ComparePage": "stay.scoring._compare_page",
-    "Comparison": "stay.scoring._runs",
-    "compare_runs": "stay.scoring._runs",
-    "read_run": "stay.scoring._runs",
-    "compare_page": "stay.scoring._compare_page",
-    "OFFLINE": "stay.scoring._provenance",
-    "ledger_built_with": "stay.scoring._provenance",
-    "course_built_by": "stay.scoring._provenance",
-    "checked_backend": "stay.scoring._judges",
-    "QUALITY_RECORD": "stay.scoring._provenance",
-    "recorded_quality": "stay.scoring._provenance",
-    "provenance_notes": "stay.scoring._provenance",
-    "build_entry": "stay.scoring._report",
-    "failed_entry": "stay.scoring._report",
-    "report": "stay.scoring._report",
-    "write_report": "stay.scoring._report",
-    "evals_parser": "stay.scoring._cli",
-    "evals_main": "stay.scoring._cli",
-    "epochs_warning": "stay.scoring._plan",
-}
-
-__all__ = [
-    "DEFAULT_EPOCHS",
-    "OFFLINE",
-    "QUALITY_RECORD",
-    "SCORERS",
-    "AnswerCues",
-    "AnswerKey",
-    "ComparePage",
-    "Comparison",
-    "Consistency",
-    "CourseOnDisk",
-    "DistractorQuality",
-    "ExerciseAlignment",
-    "ItemResult",
-    "Judge",
-    "JudgeReply",
-    "ModelJudge",
-    "ModelScorer",
-    "OfflineJudge",
-    "OutcomeCoverage",
-    "RubricSpecificity",
-    "ScoreResult",
-    "Scorer",
-    "Validator",
-    "build_entry",
-    "checked_backend",
-    "compare_page",
-    "compare_runs",
-    "content_hash",
-    "course_built_by",
-    "default_scorers",
-    "epochs_warning",
-    "evals_main",
-    "evals_parser",
-    "failed_entry",
-    "judge_name",
-    "judge_request",
-    "ledger_built_with",
-    "provenance_notes",
-    "read_run",
-    "recorded_quality",
-    "registered",
-    "relative_course",
-    "report",
-    "score_course",
-    "scorer",
-    "scorer_versions",
-    "session_id",
-    "write_report",
-]
-
 if TYPE_CHECKING:
-    from stay.scoring._cli import evals_main, evals_parser
-    from stay.scoring._compare_page import ComparePage, compare_page
-    from stay.scoring._core import (
-        CourseOnDisk,
-        ItemResult,
-        Judge,
-        JudgeReply,
-        ModelJudge,
-        ModelScorer,
-        OfflineJudge,
-        ScoreResult,
-        content_hash,
-        judge_request,
-        scorer,
-    )
-    from stay.scoring._defaults import DEFAULT_EPOCHS
-    from stay.scoring._judges import checked_backend
-    from stay.scoring._plan import epochs_warning
-    from stay.scoring._provenance import (
-        OFFLINE,
-        QUALITY_RECORD,
-        course_built_by,
-        ledger_built_with,
-        provenance_notes,
-        recorded_quality,
-    )
-    from stay.scoring._report import build_entry, failed_entry, report, write_report
-    from stay.scoring._runs import Comparison, compare_runs, read_run
-    from stay.scoring._scorers import SCORERS, Scorer, default_scorers, registered, score_course, scorer_versions
-    from stay.scoring._session import judge_name, relative_course, session_id
-    from stay.scoring.answer_cues import AnswerCues
-    from stay.scoring.answer_key import AnswerKey
-    from stay.scoring.consistency import Consistency
-    from stay.scoring.distractor_quality import DistractorQuality
-    from stay.scoring.exercise_alignment import ExerciseAlignment
-    from stay.scoring.outcome_coverage import OutcomeCoverage
-    from stay.scoring.rubric_specificity import RubricSpecificity
-    from stay.scoring.validator import Validator
+    from stay.scoring._cli import evals_main as evals_main
+    from stay.scoring._cli import evals_parser as evals_parser
+    from stay.scoring._compare import Comparison as Comparison
+    from stay.scoring._compare import compare_runs as compare_runs
+    from stay.scoring._compare import read_run as read_run
+    from stay.scoring._compare_page import ComparePage as ComparePage
+    from stay.scoring._compare_page import compare_page as compare_page
+    from stay.scoring._core import CourseOnDisk as CourseOnDisk
+    from stay.scoring._core import ItemResult as ItemResult
+    from stay.scoring._core import Judge as Judge
+    from stay.scoring._core import JudgeReply as JudgeReply
+    from stay.scoring._core import ModelJudge as ModelJudge
+    from stay.scoring._core import ModelScorer as ModelScorer
+    from stay.scoring._core import OfflineJudge as OfflineJudge
+    from stay.scoring._core import ScoreResult as ScoreResult
+    from stay.scoring._core import content_hash as content_hash
+    from stay.scoring._core import judge_request as judge_request
+    from stay.scoring._core import scorer as scorer
+    from stay.scoring._defaults import DEFAULT_EPOCHS as DEFAULT_EPOCHS
+    from stay.scoring._judges import judge_name as judge_name
+    from stay.scoring._judges import relative_course as relative_course
+    from stay.scoring._judges import session_id as session_id
+    from stay.scoring._plan import epochs_warning as epochs_warning
+    from stay.scoring._report import OFFLINE as OFFLINE
+    from stay.scoring._report import QUALITY_RECORD as QUALITY_RECORD
+    from stay.scoring._report import build_entry as build_entry
+    from stay.scoring._report import course_built_by as course_built_by
+    from stay.scoring._report import failed_entry as failed_entry
+    from stay.scoring._report import ledger_built_with as ledger_built_with
+    from stay.scoring._report import provenance_notes as provenance_notes
+    from stay.scoring._report import recorded_quality as recorded_quality
+    from stay.scoring._report import report as report
+    from stay.scoring._report import write_report as write_report
+    from stay.scoring._scorers import SCORERS as SCORERS
+    from stay.scoring._scorers import Scorer as Scorer
+    from stay.scoring._scorers import default_scorers as default_scorers
+    from stay.scoring._scorers import registered as registered
+    from stay.scoring._scorers import score_course as score_course
+    from stay.scoring._scorers import scorer_versions as scorer_versions
+    from stay.scoring.answer_cues import AnswerCues as AnswerCues
+    from stay.scoring.answer_key import AnswerKey as AnswerKey
+    from stay.scoring.consistency import Consistency as Consistency
+    from stay.scoring.distractor_quality import DistractorQuality as DistractorQuality
+    from stay.scoring.exercise_alignment import ExerciseAlignment as ExerciseAlignment
+    from stay.scoring.outcome_coverage import OutcomeCoverage as OutcomeCoverage
+    from stay.scoring.rubric_specificity import RubricSpecificity as RubricSpecificity
+    from stay.scoring.validator import Validator as Validator
+    from stay.settings import checked_backend as checked_backend
 
-
-__getattr__, __dir__ = lazy_names(__name__, _EXPORTS, __all__)
+__getattr__, __dir__, __all__ = lazy_package(__name__, __file__)

@@ -1,7 +1,6 @@
-"""``stay evals ...``: compare two eval reports, show one, plan epochs, calibrate, and score saved
-courses again. Exit codes of ``compare``: 0 no regression, 1 a scorer worse (Holm), 2 refused or
-a usage error, 5 a run invalid. ``--html`` is written whatever the verdict, and says why on a
-refusal, so an earlier run's page is never taken for this one's."""
+"""``stay evals ...``: compare two eval reports, show one, plan epochs, calibrate, score saved courses
+again. ``compare``'s ``--html`` is written whatever the verdict, saying why on a refusal, so an earlier
+run's page is never taken for this one's."""
 
 from __future__ import annotations
 
@@ -14,13 +13,10 @@ from typing import Any
 from stay._display import fixed
 from stay.errors import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, InvalidRun, RunsNotComparable, StayError, exit_code
 
-PAGE_ITEMS = 100
-"""Changed items the --html page lists without --items (stay.scoring._compare_page's default,
-which is not imported here: it loads Jinja2, and `stay --help` must not pay for it)."""
+PAGE_ITEMS = 100  # _compare_page's default, not imported: it loads Jinja2, which `stay --help` must not pay for
 
 
 def evals_parser(subparsers: Any) -> None:
-    """Add ``evals`` (with ``compare`` and ``score``) to an argparse subparsers object."""
     from stay.scoring._defaults import ALLOWABLE, ALPHA, CALIBRATION, EFFECT, GOLD_DIR, KAPPA_TO_GATE, MAX_FAILED, POWER
 
     evals = subparsers.add_parser("evals", help="compare two eval reports, and score saved courses again")
@@ -86,11 +82,6 @@ def evals_parser(subparsers: Any) -> None:
                        help="course directories; those under an eNN directory (the suite's layout) are that epoch")
     score.add_argument("--output", required=True, metavar="PATH")
     score.add_argument("--label", default="rescored")
-    score.add_argument("--backend", "--judge-backend", dest="backend", metavar="NAME",
-                       help="the judge: offline (no model: only the validator and answer_cues are scored, the "
-                            "rest 'not judged (offline)'), or the backend the judging model answers through, "
-                            "e.g. anthropic (default: STAY_BACKEND's); its name records it")
-    score.add_argument("--judge-model", metavar="MODEL", help="the judge's model (default: the judging role's)")
     calibrate = commands.add_parser(
         "calibrate", help="how far each model judge agrees with the labelled gold set: kappa, sensitivity, specificity",
         description="Run every model judge on its labelled gold items, through its scorer's own request, and "
@@ -113,17 +104,17 @@ def evals_parser(subparsers: Any) -> None:
                     "Exit 0, or 2 when a report or a course it names cannot be read.")
     rejudge.add_argument("baseline", metavar="BASELINE.json")
     rejudge.add_argument("candidate", metavar="CANDIDATE.json")
-    rejudge.add_argument("--backend", "--judge-backend", dest="backend", metavar="NAME",
-                         help="the judge: offline (no model: only the validator and answer_cues are scored, "
-                              "the rest 'not judged (offline)'), or the backend the judging model answers "
-                              "through, e.g. anthropic (default: STAY_BACKEND's); its name records it")
-    rejudge.add_argument("--judge-model", metavar="MODEL", help="the judge's model (default: the judging role's)")
+    for judged in (score, rejudge):
+        judged.add_argument("--backend", "--judge-backend", dest="backend", metavar="NAME",
+                            help="the judge: offline (no model: only the validator and answer_cues are scored, "
+                                 "the rest 'not judged (offline)'), or the backend the judging model answers "
+                                 "through, e.g. anthropic (default: STAY_BACKEND's); its name records it")
+        judged.add_argument("--judge-model", metavar="MODEL", help="the judge's model (default: the judging role's)")
     rejudge.add_argument("--output-dir", metavar="DIR", help="where both reports go (default: beside each input)")
 
 
 def evals_main(ns: argparse.Namespace) -> int:
-    """Run a parsed ``stay evals ...`` command; returns its exit code. A comparison that is
-    refused prints one line to stderr."""
+    """Run a parsed ``stay evals ...`` command; a refused comparison prints one line to stderr."""
     if ns.evals_command == "compare":
         try:
             return _compare(ns)
@@ -135,16 +126,9 @@ def evals_main(ns: argparse.Namespace) -> int:
                 raise  # stay's command line prints it as it prints every error
             sys.stderr.write(f"refused: {' '.join(str(exc).split())}\n")
             return code
-    if ns.evals_command == "show":
-        return _show(ns)
-    if ns.evals_command == "score":
-        return _score(ns)
-    if ns.evals_command == "rejudge":
-        return _rejudge(ns)
-    if ns.evals_command == "plan":
-        return _plan(ns)
-    if ns.evals_command == "calibrate":
-        return _calibrate(ns)
+    command = {"show": _show, "score": _score, "rejudge": _rejudge, "plan": _plan, "calibrate": _calibrate}
+    if ns.evals_command in command:
+        return command[ns.evals_command](ns)
     sys.stderr.write("usage: stay evals compare BASELINE.json CANDIDATE.json | stay evals show REPORT.json | "
                      "stay evals score COURSE_DIR ... | stay evals rejudge BASELINE.json CANDIDATE.json | "
                      "stay evals calibrate\n")
@@ -152,8 +136,8 @@ def evals_main(ns: argparse.Namespace) -> int:
 
 
 def _write_refused_page(ns: argparse.Namespace, exc: StayError, code: int) -> None:
-    """The page says the comparison was refused, and why: never a stale comparison, and,
-    when the page cannot be written, the refusal is still what the command reports."""
+    """The page says the comparison was refused, never a stale comparison; the refusal is what the
+    command reports even when the page cannot be written."""
     from stay.artefacts import write_text_atomic
     from stay.view import render_compare_refused_html
 
@@ -169,10 +153,9 @@ def _write_refused_page(ns: argparse.Namespace, exc: StayError, code: int) -> No
 def _compare(ns: argparse.Namespace) -> int:
     from stay.artefacts import write_text_atomic
     from stay.errors import UsageError
-    from stay.scoring._calibrate import calibration_note, find_calibration, standings
     from stay.scoring._compare import compare, item_changes, items_text, markdown, text
-    from stay.scoring._provenance import provenance_notes
-    from stay.scoring._report import read_report
+    from stay.scoring._judges import calibration_note, find_calibration, standings
+    from stay.scoring._report import provenance_notes, read_report
 
     if not 0 < ns.alpha < 1 or not 0 <= ns.max_failed < 1 or not 0 < ns.effect <= 1:
         raise UsageError("--alpha must be between 0 and 1, --max-failed at least 0 and below 1, and --effect above 0 "
@@ -233,24 +216,19 @@ STDERR = ("build mean ± SE: a scorer's brief-weighted mean of build means (weig
           "build, as compare weighs them) and its standard error sqrt(s2 * sum((w_b / W)^2 / n_b)), s2 the "
           "variance of build means within briefs pooled over them; n/a with one build per brief; 0.000: "
           "every build of a brief scored the same")
-"""How ``show``'s error bars are computed, in every output (``stay.scoring._compare_page.run_errors``)."""
 
 
 def _mean_error(document: dict[str, Any]) -> dict[str, str]:
-    """Per scorer, its mean over builds ± its standard error, and the builds, in words."""
     from stay.scoring._compare_page import run_errors
 
     return {name: f"{e.mean:.3f} ± {fixed(e.error)} ({e.builds} builds)" for name, e in run_errors(document).items()}
 
 
 UNKNOWN_SESSION = "unknown (a report from before sessions were recorded)"
-"""A report without the header's ``sessions``: where it was built and judged is not known."""
 
 
 def sessions_line(document: dict[str, Any]) -> str:
-    """The sessions the run's builds were built and judged in (``stay.scoring._session``),
-    from the header's ``sessions``; a kind no build records is "none recorded" (courses
-    rescored as saved were built by no suite session)."""
+    """The header's sessions; a kind no build records is "none recorded" (rescored courses were built by none)."""
     sessions = document.get("sessions")
     if not isinstance(sessions, dict):
         return f"sessions: {UNKNOWN_SESSION}"
@@ -259,7 +237,6 @@ def sessions_line(document: dict[str, Any]) -> str:
 
 
 def summary_markdown(document: dict[str, Any], path: str) -> str:
-    """One run's mean per scorer with its standard error over builds, as Markdown."""
     from stay.scoring._report import not_judged
 
     errors = _mean_error(document)
@@ -288,9 +265,6 @@ def _plan(ns: argparse.Namespace) -> int:
 
 
 def summary_text(document: dict[str, Any], path: str) -> str:
-    """One run's report as a person reads it in a terminal: who judged, with which
-    models, in which sessions, the mean per scorer with its judge failures, and what
-    building and judging cost."""
     from stay.scoring._report import not_judged
     from stay.view import dollars  # unknown reads "unknown", never $0, as on the pages
 
@@ -336,7 +310,6 @@ def summary_text(document: dict[str, Any], path: str) -> str:
 
 
 def _prompts_line(prompts: dict[str, Any]) -> str:
-    """Where the run's prompt hashes come from, and any prompt its builds used in more than one version."""
     source = {"ledger": "as the builds' ledgers record them", "requested": "as asked (no build records them)"}
     mixed = sorted(prompts.get("mixed") or {})
     origin = source.get(str(prompts.get("source")), "of unknown origin")
@@ -350,20 +323,24 @@ def _epoch_of(course: Path, seen: int) -> int:
 
 
 def _score(ns: argparse.Namespace) -> int:
-    """Score each course again; a course that cannot be scored (not a course, a damaged
-    file) is recorded as a failed build, never left out, and the command exits 5 once the
-    report is written: compare refuses the report until the course is rebuilt."""
+    """Score each course again; one that cannot be scored is a failed build, never left out (exit 5)."""
     from stay.models import Usage
     from stay.scoring._core import CourseOnDisk, OfflineJudge
-    from stay.scoring._judges import checked_backend, make_judge
-    from stay.scoring._provenance import QUALITY_RECORD, course_built_by, ledger_built_with, recorded_quality
-    from stay.scoring._report import build_entry, failed_entry, report, write_report
+    from stay.scoring._judges import backend_name, judge_name, make_judge, relative_course, session_id
+    from stay.scoring._report import (
+        QUALITY_RECORD,
+        build_entry,
+        course_built_by,
+        failed_entry,
+        ledger_built_with,
+        recorded_quality,
+        report,
+        write_report,
+    )
     from stay.scoring._scorers import default_scorers, score_course, scorer_versions
-    from stay.scoring._session import judge_name, relative_course, session_id
-    from stay.settings import Settings
     from stay.stages import Prompts
 
-    backend = checked_backend(ns.backend, "--backend") if ns.backend else Settings.from_env().chosen_backend
+    backend = backend_name(ns.backend, flag="--backend")
     builds: dict[str, list[dict[str, Any]]] = {}
     loaded: list[tuple[Path, CourseOnDisk | StayError | OSError]] = []
     for course_dir in map(Path, ns.courses):
@@ -371,7 +348,7 @@ def _score(ns: argparse.Namespace) -> int:
             loaded.append((course_dir, CourseOnDisk.load(course_dir)))
         except (StayError, OSError) as error:  # this course cannot be scored; the others still can
             loaded.append((course_dir, error))
-    # one judging session (stay.scoring._session), answered afresh: never another session's cached verdicts
+    # one judging session (stay.scoring._judges), answered afresh: never another session's cached verdicts
     session = session_id(judge_name(backend, ns.judge_model), {ns.label: [
         f"{d.parent.name}/{d.name}/{c.sha256 if isinstance(c, CourseOnDisk) else 'unreadable'}" for d, c in loaded]})
     failed = 0
@@ -407,11 +384,9 @@ def _score(ns: argparse.Namespace) -> int:
 
 
 def _calibrate(ns: argparse.Namespace) -> int:
-    from stay.scoring._calibrate import run_calibrate
-    from stay.scoring._judges import checked_backend, make_judge
-    from stay.settings import Settings
+    from stay.scoring._judges import backend_name, make_judge, run_calibrate
 
-    backend = checked_backend(ns.backend, "--backend") if ns.backend else Settings.from_env().chosen_backend
+    backend = backend_name(ns.backend, flag="--backend")
     # the verdicts are cached beside the report: calibrating the same judge again pays nothing
     judge = make_judge(backend, Path(ns.output).parent / "calibration-cache", judge_model=ns.judge_model,
                        salt="calibration")
@@ -420,11 +395,9 @@ def _calibrate(ns: argparse.Namespace) -> int:
 
 
 def _rejudge(ns: argparse.Namespace) -> int:
-    from stay.scoring._judges import checked_backend
-    from stay.scoring._session import rejudge
-    from stay.settings import Settings
+    from stay.scoring._judges import backend_name, rejudge
 
-    backend = checked_backend(ns.backend, "--backend") if ns.backend else Settings.from_env().chosen_backend
+    backend = backend_name(ns.backend, flag="--backend")
     session, written = rejudge(Path(ns.baseline), Path(ns.candidate), backend=backend, judge_model=ns.judge_model,
                                output_dir=Path(ns.output_dir) if ns.output_dir else None,
                                progress=lambda line: sys.stderr.write(line + "\n"))

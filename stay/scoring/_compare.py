@@ -1,28 +1,30 @@
-"""Comparing two eval reports, so a prompt change can be gated, and refusing what cannot be
-compared (docs/evals.md, "The test, and why" and "Guards"); the comparison as text and Markdown.
-A scorer neither run judged is never tested and stays out of the Holm family."""
+"""Comparing two eval reports so a prompt change can be gated, refusing what cannot be compared
+(docs/evals.md, "The test, and why" and "Guards"); the comparison as text and Markdown, and
+``stay.compare_runs``. A scorer neither run judged is never tested and stays out of the Holm family."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter, defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from stay._display import fixed
-from stay.errors import InvalidRun, RunsNotComparable
+from stay.errors import InvalidRun, RunsNotComparable, UsageError
 from stay.scoring import _stats
 from stay.scoring._defaults import ALLOWABLE, ALPHA, EFFECT, MAX_FAILED
+from stay.scoring._judges import Standing, find_calibration, standings
+from stay.scoring._plan import power_notes
+from stay.scoring._report import INVALID, REFUSE, WARN, not_judged, read_report, run_checks
 from stay.scoring._stats import build_strata, scored, scorer_results
-
-if TYPE_CHECKING:
-    from stay.scoring._calibrate import Standing
 
 BUILDS, ITEMS = "builds", "items"
 WORSE, BETTER, SAME = "worse", "better", "no detectable difference"
 INCONCLUSIVE = "inconclusive: run more epochs"
 INCONCLUSIVE_ITEMS = "inconclusive: judge more items"
 NOTHING = "nothing judged"
+Samples = tuple[tuple[float, tuple[float, ...]], ...]  # (weight, values) per stratum
 SHOWN = 3
 """Run-file problems a refusal names (the rest counted): one readable line, not one per build."""
 
@@ -30,43 +32,33 @@ SHOWN = 3
 @dataclass(frozen=True)
 class ScorerComparison:
     scorer: str
-    test: str
-    """``builds`` (stratified permutation over build means) or ``items`` (content-matched pairs)."""
+    test: str  # BUILDS (stratified permutation over build means) or ITEMS (content-matched pairs)
     baseline: float | None
     candidate: float | None
     difference: float | None
     low: float | None
     high: float | None
     p: float
-    """Two-sided p-value of "no difference", the one the 95% interval agrees with: the
-    interval excludes 0 exactly when ``p <= 0.05``."""
+    """Two-sided p of "no difference": the 95% interval excludes 0 exactly when ``p <= 0.05``."""
     p_adjusted: float
-    """The gate's p-value: the one-sided p of "worse" (``p_worse``), Holm-adjusted over the
-    tested scorers; "worse" when it is below alpha."""
+    """The gate's p: ``p_worse`` Holm-adjusted over the tested scorers."""
     mde: float | None
-    """Minimum detectable drop at 80% power, at the gate's strictest one-sided Holm level
-    (alpha over the tested scorers); None when it cannot be estimated, or when no effect
-    could reach the gate with this few units."""
+    """Minimum detectable drop at 80% power at the gate's strictest Holm level; None: not
+    estimable, or no effect could reach the gate with this few units."""
     threshold: float | None
-    """The drop the interval must exclude for "no detectable difference": the smaller of the
-    MDE and ``effect`` times the baseline mean."""
+    """The drop the interval must exclude for "no detectable difference": min(MDE, effect x baseline mean)."""
     units: tuple[int, int]
-    """Builds in each run (``builds``), or content-matched pairs twice (``items``)."""
+    """Builds in each run (builds), or content-matched pairs twice (items)."""
     verdict: str
     spread: float | None = None
-    """Observed standard deviation of a build's mean around its brief's (``builds``), or of a
-    paired difference (``items``): the noise the MDE is computed from."""
+    """The observed noise the MDE is computed from (sd of a build mean around its brief's, or of a pair)."""
     p_worse: float = 1.0
-    """One-sided p-value of "the candidate is worse" (what ``p_adjusted`` adjusts)."""
     p_better: float = 1.0
-    """One-sided p-value of "the candidate is better": "better" when its own Holm adjustment
-    (over the same scorers) is below alpha; it never moves the gate."""
+    """"better" is its own Holm family: it never moves the gate."""
     calibration: str = ""
-    """Its judge's calibration (``stay.scoring._calibrate.standings``): "kappa 0.84 [0.71, 0.93]",
-    "uncalibrated", or "not judged" (no judge); empty when the caller gave none."""
+    """Its judge's calibration ("kappa 0.84 [0.71, 0.93]", "uncalibrated"); empty when none was given."""
     not_gating: str | None = None
-    """Why this scorer does not gate ("does not gate: below 0.7"): its verdict stands, but
-    it is adjusted in a Holm family of its own and never fires the gate. None: it gates."""
+    """Why it does not gate: its verdict stands, in a Holm family of its own. None: it gates."""
 
 
 @dataclass(frozen=True)
@@ -91,18 +83,18 @@ class Comparison:
     allowed: dict[str, str] = field(default_factory=dict)
     """Differences between the runs that ``allow`` accepted: name -> what differed."""
     missing: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    """Briefs left out because only one run has them: "baseline only" / "candidate only"."""
+    """Briefs only one run has: "baseline only" / "candidate only" -> briefs."""
     failures: dict[str, dict[str, tuple[int, int, int]]] = field(default_factory=dict)
     """run -> scorer -> (unparseable, errors, items), over the compared briefs."""
     unchanged: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    """brief -> artefacts built with the same prompt, references, schema and model in both
-    runs (from ``built_with``; empty when either run lacks it)."""
+    """brief -> artefacts built alike in both runs (from ``built_with``)."""
     epochs: tuple[int, int] = (0, 0)
     warnings: tuple[str, ...] = ()
+    """What the run checks warned on: legal, but rarely what was meant (A against A, ...)."""
     power: tuple[str, ...] = ()
-    """Scorers the baseline's plan (``stay evals plan``) says this many epochs cannot hold to
-    the power goal, each with the epochs it needs."""
-    """What ``_runs_check`` warned on: legal, but rarely what was meant (A against A, ...)."""
+    """Scorers the baseline's plan says this many epochs cannot hold to the power goal."""
+    samples: dict[str, tuple[Samples, Samples]] = field(default_factory=dict, repr=False)
+    """Per tested scorer, the units each run's side of its test ran on (the page's intervals)."""
 
     @property
     def regressions(self) -> list[str]:
@@ -114,7 +106,6 @@ class Comparison:
 
     @property
     def gate(self) -> str:
-        """The gate's outcome in words, with the exit code ``stay evals compare`` gives."""
         if self.regressions:
             return (f"gate fires (exit 1): {', '.join(self.regressions)} worse at a Holm-adjusted p below "
                     f"{self.alpha}")
@@ -124,7 +115,7 @@ class Comparison:
 
     @property
     def held_worse(self) -> str:
-        """What the gate passed over: scorers worse whose judge may not gate (empty when none)."""
+        """Scorers worse whose judge may not gate (empty when none)."""
         held = [s.scorer for s in self.scorers if s.verdict == WORSE and s.not_gating]
         return f"; {', '.join(held)} worse, but its judge is not calibrated to gate" if held else ""
 
@@ -135,17 +126,13 @@ class Comparison:
                                  "p (Holm)", "MDE", "verdict")
         rows: list[tuple[str, ...]] = []
         for r in self.scorers:
-            tested = r.difference is not None  # "nothing judged": its p-values are placeholders
             rows.append((r.scorer, r.test, fixed(r.baseline), fixed(r.candidate), fixed(r.difference, signed=True),
-                         _interval(r), _p(r.p) if tested else "n/a", _p(r.p_adjusted) if tested else "n/a",
-                         fixed(r.mde), r.verdict))
+                         _interval(r), _tested_p(r.p, r), _tested_p(r.p_adjusted, r), fixed(r.mde), r.verdict))
         if any(r.calibration for r in self.scorers):  # the judges' calibration, when the caller gave one
             head, rows = (*head, "judge"), [(*row, judge_cell(r)) for row, r in zip(rows, self.scorers, strict=True)]
         return title, head, rows
 
     def _repr_html_(self) -> str:
-        """In a notebook: per scorer both means, the difference with its interval, the raw
-        and adjusted p, the MDE and the verdict; then the gate's outcome."""
         from stay._display import html_table, html_text
 
         title, head, rows = self._display()
@@ -162,7 +149,6 @@ class Comparison:
 
 
 def judge_cell(r: ScorerComparison) -> str:
-    """The scorer's judge calibration, and whether it gates, as every output shows it."""
     return r.calibration + (f"; {r.not_gating}" if r.not_gating else "")
 
 
@@ -172,8 +158,6 @@ def differences(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str
     for key, name in (("judge", "judge"), ("judge_model", "judge-model"), ("backend", "backend")):
         if baseline.get(key) != candidate.get(key):
             found[name] = f"{name} differs (baseline {baseline.get(key)}, candidate {candidate.get(key)})"
-    from stay.scoring._report import not_judged
-
     unjudged = (not_judged(baseline), not_judged(candidate))
     one_sided = [f"{s} judged only in the {'candidate' if s in unjudged[0] else 'baseline'}"
                  for s in sorted(set(unjudged[0]) ^ set(unjudged[1])) if s in baseline["scorers"]
@@ -205,8 +189,6 @@ def _allowed(allow: Collection[str]) -> set[str]:
     return names
 
 
-
-
 def _failures(report: dict[str, Any], scorers: list[str], briefs: list[str]) -> dict[str, tuple[int, int, int]]:
     counts = {}
     for scorer in scorers:
@@ -227,8 +209,6 @@ def _invalid(name: str, path: str, failures: dict[str, tuple[int, int, int]], ma
                             f"({(unparseable + errors) / items:.0%}: {unparseable} unparseable, {errors} model or "
                             f"API errors), over the {max_failed:.0%} limit")
     return problems
-
-
 
 
 def _empty_briefs(name: str, report: dict[str, Any], other: dict[str, Any], scorers: list[str],
@@ -263,9 +243,8 @@ def _unchanged(baseline: dict[str, Any], candidate: dict[str, Any], briefs: list
 
 def _content_pairs(baseline: dict[str, Any], candidate: dict[str, Any], scorer: str,
                    briefs: list[str]) -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], bool]:
-    """Items paired by the content they judged (the k-th judging of a content in one run
-    with its k-th in the other), and whether every item of both runs found its pair."""
-
+    """Items paired by content (the k-th judging of a content in one run with its k-th in the
+    other), and whether every item of both runs found its pair."""
     def by_content(report: dict[str, Any]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
         found: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
         for brief, result in sorted(scorer_results(report, scorer, briefs), key=lambda br: (br[0], br[1]["epoch"])):
@@ -287,8 +266,6 @@ def _content_pairs(baseline: dict[str, Any], candidate: dict[str, Any], scorer: 
     return pairs, complete
 
 
-
-
 def _weighted_means(strata: list[Any]) -> tuple[float, float]:
     total = sum(s.weight for s in strata)
     base = sum(s.weight * sum(s.baseline) / len(s.baseline) for s in strata) / total
@@ -301,15 +278,10 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
             permutations: int | None = None,
             seed: int = 0, names: tuple[str, str] = ("baseline", "candidate"),
             standing: Mapping[str, Standing] | None = None) -> Comparison:
-    """Compare a candidate run with a baseline, per scorer; see the module's docstring.
-
-    Raises ``RunsNotComparable`` or ``InvalidRun`` rather than answering a question the
-    two runs cannot answer. ``names`` are how messages name the runs (e.g. their paths).
-    ``standing`` (``_calibrate.standings``): per scorer, its judge's calibration; one that may
-    not gate leaves the gate's Holm family unless ``allow`` names "uncalibrated" (None: all gate)."""
-    from stay.scoring._plan import power_notes
-    from stay.scoring._runs_check import INVALID, REFUSE, WARN, run_checks
-
+    """Compare a candidate run with a baseline, per scorer; raises ``RunsNotComparable`` or
+    ``InvalidRun`` rather than answer what the runs cannot. ``names``: how messages name the runs.
+    ``standing`` (``_judges.standings``): a scorer whose judge may not gate leaves the gate's Holm
+    family unless ``allow`` names "uncalibrated" (None: all gate)."""
     permutations = permutations or _stats.PERMUTATIONS
     allowed_names = _allowed(allow)
     findings = run_checks((f"baseline {names[0]}", baseline), (f"candidate {names[1]}", candidate))
@@ -329,8 +301,6 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     if not briefs or not scorers:
         raise RunsNotComparable(f"cannot compare {names[0]} with {names[1]}: they share no "
                                 f"{'brief' if not briefs else 'scorer'}")
-    from stay.scoring._report import not_judged
-
     # not judged in either run (both, or one with --allow judge): never tested, never gating
     unjudged = {**not_judged(candidate), **not_judged(baseline)}
     judged = [s for s in scorers if s not in unjudged]
@@ -359,16 +329,21 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     # Holm's strictest step is what a lone regression must beat: the MDE is at that level
     gate_alpha = alpha / max(1, len(plans))
     estimates: dict[str, tuple[str, Any, tuple[float, float], tuple[int, int]]] = {}
+    samples: dict[str, tuple[Samples, Samples]] = {}
     for scorer, (test, data) in plans.items():
         if test == ITEMS:
             mean_base = sum(float(b["score"]) for b, _a in data) / len(data)
             estimate = _stats.paired_test([float(a["score"]) - float(b["score"]) for b, a in data],
                                           permutations=permutations, seed=seed, detect_alpha=gate_alpha)
             estimates[scorer] = (ITEMS, estimate, (mean_base, mean_base + estimate.difference), (len(data), len(data)))
+            samples[scorer] = (((1.0, tuple(float(b["score"]) for b, _a in data)),),
+                               ((1.0, tuple(float(a["score"]) for _b, a in data)),))
         else:
             estimate = _stats.stratified_test(data, permutations=permutations, seed=seed, detect_alpha=gate_alpha)
             units = (sum(len(s.baseline) for s in data), sum(len(s.candidate) for s in data))
             estimates[scorer] = (BUILDS, estimate, _weighted_means(data), units)
+            samples[scorer] = (tuple((s.weight, s.baseline) for s in data),
+                               tuple((s.weight, s.candidate) for s in data))
 
     tested = sorted(estimates)
     standing = standing or {}
@@ -418,7 +393,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
         allowed={k: v for k, v in found.items() if k in allowed_names},
         missing={k: v for k, v in (("baseline only", only_base), ("candidate only", only_cand)) if v},
         failures=failures, unchanged=_unchanged(baseline, candidate, briefs),
-        epochs=epochs,
+        epochs=epochs, samples=samples,
         warnings=tuple(f.message for f in findings if f.kind == WARN),
         power=power_notes(baseline, path=names[0], epochs=min(epochs), effect=effect, alpha=alpha,
                           scorers={s for s, (test, _data) in plans.items() if test == BUILDS}))
@@ -426,9 +401,8 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
 
 def item_changes(baseline: dict[str, Any], candidate: dict[str, Any], *, top: int = 10,
                  scorers: Collection[str] | None = None) -> tuple[list[ItemChange], dict[str, tuple[int, int]]]:
-    """The content-matched items whose score changed most, with both judges' reasons, and per
-    scorer (matched items, items in the baseline). Items are matched by the content they
-    judged, never by id: after a regeneration an id names different content."""
+    """The content-matched items whose score changed most, and per scorer (matched items, items
+    in the baseline). Matched by content, never by id: after a regeneration an id names other content."""
     briefs = sorted(set(baseline["briefs"]) & set(candidate["briefs"]))
     names = sorted(set(baseline["scorers"]) & set(candidate["scorers"]))
     changes, coverage = [], {}
@@ -447,7 +421,7 @@ def _p(value: float) -> str:
 
 
 def _tested_p(value: float, r: ScorerComparison) -> str:
-    """A p-value, or n/a for a scorer not tested (nothing judged, or not judged): no placeholder p."""
+    """n/a for a scorer not tested: its p-values are placeholders."""
     return _p(value) if r.difference is not None else "n/a"
 
 
@@ -506,9 +480,8 @@ def _notes(comparison: Comparison, paths: tuple[str, str]) -> list[str]:
 
 def text(comparison: Comparison, paths: tuple[str, str] = ("baseline", "candidate"),
          provenance: Sequence[str] = ()) -> str:
-    """The table with its header and notes; ``provenance`` (``stay.scoring._provenance.
-    provenance_notes``: who generated and judged each run, the prompt files that differ,
-    whether the generator can see them) is printed under the two runs' names."""
+    """The table with its header and notes; ``provenance`` (``_report.provenance_notes``) goes
+    under the two runs' names."""
     header = (f"{'scorer':20} {'test':6} {'baseline':>8} {'candidate':>9} {'diff':>7} {'95% interval':>18} "
               f"{'p':>7} {'p(Holm)':>7} {'MDE':>6}  verdict")
     lines = [f"baseline:  {paths[0]} ({comparison.baseline_label}, {comparison.epochs[0]} epochs)",
@@ -541,9 +514,8 @@ def items_text(changes: list[ItemChange], coverage: dict[str, tuple[int, int]]) 
 
 def markdown(comparison: Comparison, paths: tuple[str, str] = ("baseline", "candidate"),
              changes: list[ItemChange] | None = None, provenance: Sequence[str] = ()) -> str:
-    """The comparison as Markdown: the provenance lines (as in ``text``), the table, the
-    notes, a bar chart of both means, and (when asked) the item diff with both judges'
-    reasons side by side."""
+    """The comparison as Markdown: provenance, the table, the notes, a bar chart of both means,
+    and (when asked) the item diff with both judges' reasons."""
     results = comparison.scorers
     charted = [r for r in results if r.baseline is not None or r.candidate is not None]  # no bar for no mean
     names = [r.scorer for r in charted]
@@ -576,3 +548,46 @@ def markdown(comparison: Comparison, paths: tuple[str, str] = ("baseline", "cand
             lines.append(f"| {c.scorer} | {c.brief} | {c.baseline_item} | {c.baseline_score:.2f} | "
                          f"{c.candidate_score:.2f} | " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+Run = str | os.PathLike[str] | Mapping[str, Any]
+"""A run to compare: the path of its report, or the report ``read_run`` returned."""
+
+
+def read_run(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The eval report at ``path`` (``pytest evals/`` writes one), read bounded and checked against
+    the report's shape; a file that is not one raises ``stay.UsageError`` in one line."""
+    return read_report(path)
+
+
+def _loaded(run: Run, name: str) -> tuple[dict[str, Any], str]:
+    if isinstance(run, Mapping):
+        return dict(run), name
+    return read_run(run), os.fspath(run)
+
+
+def compare_runs(baseline: Run, candidate: Run, *, alpha: float = ALPHA, allow: Collection[str] = (),
+                 max_failed: float = MAX_FAILED, effect: float = EFFECT, permutations: int | None = None,
+                 seed: int = 0, calibration: Run | None = None) -> Comparison:
+    """Compare a candidate eval run with a baseline, per scorer, as ``stay evals compare`` does;
+    ``comparison.gate`` says whether a regression fires the gate (``regressions`` names the scorers).
+
+    ``baseline`` and ``candidate`` are report paths or reports ``read_run`` returned; ``allow``
+    names differences to accept (as ``--allow``); the fractions are the command's options. Raises
+    ``stay.UsageError`` (``RunsNotComparable``) or ``InvalidRun`` rather than answer what the runs
+    cannot. ``calibration``: a path or a calibration report (default: ``calibration.json`` beside
+    a candidate given by path); a model-judged scorer gates only on a kappa of at least 0.7."""
+    if not 0 < alpha < 1 or not 0 <= max_failed < 1 or not 0 < effect <= 1:
+        raise UsageError(f"compare_runs(alpha={alpha!r}, max_failed={max_failed!r}, effect={effect!r}): alpha "
+                         "must be between 0 and 1, max_failed at least 0 and below 1, and effect above 0 and "
+                         "at most 1")
+    (base, base_name), (cand, cand_name) = _loaded(baseline, "baseline"), _loaded(candidate, "candidate")
+    if isinstance(calibration, Mapping):
+        calibrated: dict[str, Any] | None = dict(calibration)
+    else:
+        _path, calibrated = find_calibration(None if calibration is None else os.fspath(calibration),
+                                             None if isinstance(candidate, Mapping) else candidate)
+    return compare(base, cand, alpha=alpha, allow=allow, max_failed=max_failed, effect=effect,
+                   permutations=permutations, seed=seed, names=(base_name, cand_name),
+                   standing=standings(base, cand, calibrated))
+

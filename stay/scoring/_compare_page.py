@@ -5,6 +5,7 @@ content: after a regeneration no item matches, and the page says so."""
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import math
 import os
@@ -22,7 +23,6 @@ from stay.scoring._compare import (
     Comparison,
     ItemChange,
     ScorerComparison,
-    _content_pairs,
     _notes,
     item_changes,
     judge_cell,
@@ -30,7 +30,9 @@ from stay.scoring._compare import (
 )
 from stay.scoring._core import bounded, lesson_note
 from stay.scoring._defaults import POWER
-from stay.scoring._stats import build_strata
+from stay.scoring._judges import course_dir
+from stay.scoring._report import _prompt_versions, changed_prompts, provenance_notes
+from stay.scoring._stats import build_strata, scored
 from stay.view import (
     PAIR_KINDS,
     BuildMeans,
@@ -49,10 +51,8 @@ from stay.view import (
     render_compare_html,
 )
 
-MAX_LESSON_CHARS = 40_000
-"""Characters of a lesson the page shows: house style's longest lesson is a few tens of KB."""
-MAX_LESSONS = 40
-"""Distinct lessons one page shows: a lesson is ~8 KB, so the page stays well under a few MB."""
+MAX_LESSON_CHARS = 40_000  # house style's longest lesson is a few tens of KB
+MAX_LESSONS = 40  # a lesson is ~8 KB: the page stays well under a few MB
 
 # The note around the lesson's length, from the one function that writes it: "(the lesson came first: N ..."
 _HEAD, _TAIL = lesson_note("").split("0", 1)
@@ -63,8 +63,7 @@ COURSE_CHANGED = "course changed since it was judged (its files no longer hash t
 
 
 def judged_length(shown: str | None) -> int | None:
-    """The length of the lesson an item's judge read first, as its ``shown`` notes it;
-    None: the item was judged on no lesson."""
+    """The length of the lesson an item's judge read first, from its ``shown``; None: no lesson."""
     match = _NOTE.match(shown or "")
     return int(match.group(1)) if match else None
 
@@ -72,35 +71,24 @@ def judged_length(shown: str | None) -> int | None:
 @dataclass
 class _Course:
     root: Path | None
-    why: str = ""
-    """Why the course cannot be used (``root`` None)."""
-    reader: Any = None
-    """The course's one reader (``CourseReader``: it parses a file once per distinct bytes)."""
+    why: str = ""  # why the course cannot be used (root None)
+    reader: Any = None  # its one CourseReader
 
 
 class JudgedLessons:
-    """The lessons of two runs' listed items: each build's course checked once (its hash),
-    then read through its one reader; each lesson's text kept once (``lessons``)."""
+    """The lessons of two runs' listed items: each build's course checked once (its hash), each lesson's
+    text kept once (``lessons``, by anchor, in the order first listed)."""
 
     def __init__(self, reports: tuple[Mapping[str, Any], Mapping[str, Any]],
                  paths: tuple[Path | None, Path | None]) -> None:
         self.reports, self.paths = reports, paths
-        self._courses: dict[tuple[int, str, int], _Course] = {}
-        self._texts: dict[tuple[int, str, int, str], tuple[str | None, str | None, str]] = {}
         self.lessons: dict[str, LessonText] = {}
-        """By anchor, in the order first listed."""
-
-    def course(self, run: int, brief: str, index: int) -> _Course:
-        key = (run, brief, index)
-        if key not in self._courses:
-            self._courses[key] = self._check(run, brief, index)
-        return self._courses[key]
+        self.course = functools.cache(self._check)  # each build's course checked once
+        self.text = functools.cache(self._read)
 
     def _check(self, run: int, brief: str, index: int) -> _Course:
         from stay.artefacts import ArtefactLoadError, CourseReader
         from stay.errors import UsageError
-        from stay.scoring._session import course_dir
-
         path, build = self.paths[run], self.reports[run]["briefs"][brief]["builds"][index]
         named = build.get("course")
         if path is None:
@@ -114,22 +102,16 @@ class JudgedLessons:
             if not os.path.lexists(plain / "course.yaml"):
                 return _Course(None, f"{NOT_ON_DISK} ({named}, relative to the report)")
             return _Course(None, f"the course {named} is reached through a symbolic link, which is not followed")
+        reader = CourseReader(root)
         try:
-            digest = CourseReader(root).sha256()
+            digest = reader.sha256()
         except (ArtefactLoadError, OSError):
             return _Course(None, f"the course {named} cannot be read whole")
         if not build.get("course_sha256"):
             return _Course(None, "the report records no course hash, so the course on disk cannot be checked")
         if digest != build.get("course_sha256"):
             return _Course(None, COURSE_CHANGED)
-        return _Course(root, reader=CourseReader(root))
-
-    def text(self, run: int, brief: str, index: int, lesson: str) -> tuple[str | None, str | None, str]:
-        """(``lesson``, its body in that build's course, why there is none)."""
-        key = (run, brief, index, lesson)
-        if key not in self._texts:
-            self._texts[key] = self._read(run, brief, index, lesson)
-        return self._texts[key]
+        return _Course(root, reader=reader)
 
     def _read(self, run: int, brief: str, index: int, lesson: str) -> tuple[str | None, str | None, str]:
         from stay.artefacts import ArtefactLoadError, Curriculum, LessonContent, lesson_file
@@ -152,7 +134,6 @@ class JudgedLessons:
             return None, None, f"the lesson cannot be read ({' '.join(str(exc).split())[:200]})"
 
     def side(self, run: int, brief: str, side: ItemSide) -> ItemSide:
-        """``side`` with its lesson: a link to the lesson's text, or why it is not shown."""
         length = judged_length(side.shown)
         if length is None:
             return side
@@ -179,7 +160,6 @@ class JudgedLessons:
 
 def with_lessons(groups: tuple[ScorerPairs, ...], reports: tuple[Mapping[str, Any], Mapping[str, Any]],
                  paths: tuple[Path | None, Path | None]) -> tuple[tuple[ScorerPairs, ...], tuple[LessonText, ...]]:
-    """Every listed pair's sides with their lessons, and the lessons, each once."""
     found = JudgedLessons(reports, paths)
 
     def pair(p: ItemPair) -> ItemPair:
@@ -193,21 +173,15 @@ def with_lessons(groups: tuple[ScorerPairs, ...], reports: tuple[Mapping[str, An
 
 CHANGED, FAILED, PASSED = PAIR_KINDS
 
-PER_KIND = 20
-"""Pairs a scorer lists of each kind (changed, failed, passed) at most."""
-MAX_DIFF_LINES = 400
-"""Lines of one file's diff shown; the rest is counted."""
-PACKAGED = "prompts (packaged)"
-"""How the suite names the packaged prompts in a report's ``prompts.dir``."""
-
-Items = list[tuple[str, int, int, dict[str, Any]]]
-"""(brief, epoch, build index, item) per item of a run."""
+PER_KIND = 20  # pairs a scorer lists of each kind at most
+MAX_DIFF_LINES = 400  # of one file's diff; the rest is counted
+PACKAGED = "prompts (packaged)"  # the suite's name for the packaged prompts
+Items = list[tuple[str, int, int, dict[str, Any]]]  # (brief, epoch, build index, item)
 
 
 def compare_detail(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *,
                    per_kind: int = PER_KIND, paths: tuple[Path | None, Path | None] = (None, None)) -> CompareDetail:
-    """What changed between the reports ``baseline`` and ``candidate``, read from ``paths``
-    (None: not from a file, so no course of theirs can be found, and no lesson shown)."""
+    """What changed between two reports read from ``paths`` (None: no course found, no lesson shown)."""
     briefs = sorted(set(baseline["briefs"]) & set(candidate["briefs"]))
     scorers = sorted(set(baseline["scorers"]) & set(candidate["scorers"]))
     listed, lessons = with_lessons(tuple(_listed(scorer, pair_items(baseline, candidate, scorer, briefs), per_kind)
@@ -219,22 +193,16 @@ def compare_detail(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *,
 
 
 def _results(report: Mapping[str, Any], scorer: str, brief: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
-    """(epoch, build index, result) of each build that ``scorer`` judged."""
     for index, build in enumerate(report["briefs"][brief]["builds"]):
         result = build["scorers"].get(scorer)
         if result is not None:
             yield int(build.get("epoch", 0)), index, result
 
 
-def _build_mean(result: Mapping[str, Any]) -> float | None:
-    values = [float(i["score"]) for i in result["items"] if i.get("failure") is None and i.get("score") is not None]
-    return sum(values) / len(values) if values else None
-
-
 def _brief_means(baseline: Mapping[str, Any], candidate: Mapping[str, Any], scorer: str, brief: str) -> BuildMeans:
     found: list[tuple[float | None, int]] = []
     for report in (baseline, candidate):
-        means = [m for _e, _b, r in _results(report, scorer, brief) if (m := _build_mean(r)) is not None]
+        means = [sum(values) / len(values) for _e, _b, r in _results(report, scorer, brief) if (values := scored(r))]
         found.append((sum(means) / len(means) if means else None, len(means)))
     return BuildMeans(brief, scorer, found[0][0], found[0][1], found[1][0], found[1][1])
 
@@ -258,7 +226,7 @@ def _side(epoch: int, build: int, item: Mapping[str, Any]) -> ItemSide:
 
 def pair_items(baseline: Mapping[str, Any], candidate: Mapping[str, Any], scorer: str,
                briefs: list[str]) -> list[ItemPair]:
-    """Every item of both runs under ``scorer``, paired (see the module's docstring)."""
+    """Every item of both runs under ``scorer``: paired by content, else by brief, epoch and id."""
     before, after = _items(baseline, scorer, briefs), _items(candidate, scorer, briefs)
     by_content: dict[str, list[int]] = defaultdict(list)
     for k, (_brief, _epoch, _build, item) in enumerate(after):
@@ -289,7 +257,6 @@ def pair_items(baseline: Mapping[str, Any], candidate: Mapping[str, Any], scorer
 
 
 def _change(pair: ItemPair) -> float:
-    """How much a pair changed: the score's difference, a missing or failed side counting 1."""
     before, after = pair.baseline, pair.candidate
     if before is None or after is None or before.score is None or after.score is None:
         return 1.0
@@ -312,8 +279,7 @@ def _listed(scorer: str, pairs: list[ItemPair], per_kind: int) -> ScorerPairs:
 
 
 def run_cost(report: Mapping[str, Any]) -> RunCost:
-    """What building and judging the run cost: the builds' recorded costs summed; unknown
-    (None) when any build or judged result records none, never a partial sum or $0."""
+    """What building and judging cost: unknown (None) when any part records none, never a partial sum."""
     builds = [b for brief in report["briefs"].values() for b in brief["builds"]]
 
     def total(costs: list[Any]) -> float | None:
@@ -325,14 +291,7 @@ def run_cost(report: Mapping[str, Any]) -> RunCost:
     return RunCost(build, judge)
 
 
-def _recorded(report: Mapping[str, Any]) -> dict[str, set[str]]:
-    from stay.scoring._provenance import _prompt_versions
-
-    return _prompt_versions(report)
-
-
 def _directory(report: Mapping[str, Any]) -> tuple[Path | None, str]:
-    """The run's prompt directory on disk, or None and why not."""
     from stay.stages import packaged_prompts_dir
 
     named = str((report.get("prompts") or {}).get("dir") or "")
@@ -347,7 +306,6 @@ def _directory(report: Mapping[str, Any]) -> tuple[Path | None, str]:
 
 
 def _text(root: Path, name: str, recorded: set[str]) -> tuple[str | None, str]:
-    """The file's text as the run recorded it, or None and why not."""
     from stay._bounds import TooLarge
     from stay.stages import read_prompt
 
@@ -368,10 +326,7 @@ def _text(root: Path, name: str, recorded: set[str]) -> tuple[str | None, str]:
 
 
 def prompt_files(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[PromptFile]:
-    """Each prompt file that differs between the runs, with its diff when it can be shown."""
-    from stay.scoring._provenance import changed_prompts
-
-    hashes = (_recorded(baseline), _recorded(candidate))
+    hashes = (_prompt_versions(baseline), _prompt_versions(candidate))
     roots = (_directory(baseline), _directory(candidate))
     found = []
     for name in changed_prompts(baseline, candidate):
@@ -402,8 +357,7 @@ def _diff(name: str, before: str, after: str) -> str:
     return shown
 
 
-PAGE_ITEMS = 100
-"""Changed items a page lists when not told otherwise: those that changed most."""
+PAGE_ITEMS = 100  # changed items a page lists when not told otherwise
 LEVEL = 0.95
 INTERVALS = ("each run's mean with a 95% t interval over the test's own units, briefs held fixed: "
              "for a test over builds, from the pooled build-to-build variance within briefs (none with one "
@@ -412,8 +366,7 @@ INTERVALS = ("each run's mean with a 95% t interval over the test's own units, b
 
 @dataclass(frozen=True)
 class ComparePage:
-    """What the comparison page draws: the header, a row per scorer, the item diff
-    (None: no item was matched by content), and what changed in detail."""
+    """What the comparison page draws (``items`` None: no item was matched by content)."""
 
     header: CompareHeader
     rows: tuple[ScorerRow, ...]
@@ -427,13 +380,9 @@ class ComparePage:
 def compare_page(comparison: Comparison, baseline: Mapping[str, Any], candidate: Mapping[str, Any], *,
                  paths: tuple[str, str] = ("baseline", "candidate"), items: int | None = PAGE_ITEMS,
                  pairs: int = PER_KIND, notes: Sequence[str] = ()) -> ComparePage:
-    """The page for ``comparison`` of the reports ``baseline`` and ``candidate`` (read from
-    ``paths``), listing at most ``items`` changed items (None: every one), and side by
-    side at most ``pairs`` items of each kind per scorer (``compare_detail``);
-    ``notes`` are more lines for the page's notes (the calibration the command used)."""
-    from stay.scoring._provenance import provenance_notes
-
-    intervals = run_intervals(comparison, baseline, candidate)
+    """The page for ``comparison`` of two reports read from ``paths``: at most ``items`` changed items
+    (None: all), ``pairs`` of each kind per scorer side by side; ``notes``: more lines for its notes."""
+    intervals = run_intervals(comparison)
     rows = tuple(_row(result, *intervals[result.scorer]) for result in comparison.scorers)
     changes, coverage = item_changes(dict(baseline), dict(candidate), top=sys.maxsize)
     matched = {scorer: counts for scorer, counts in coverage.items() if counts[0]}
@@ -475,7 +424,6 @@ def _item(change: ItemChange) -> ItemDiffRow:
 
 
 def _either(baseline: Mapping[str, Any], candidate: Mapping[str, Any], key: str) -> str | None:
-    """The runs' shared value of ``key``, or both when ``--allow`` let them differ."""
     before, after = baseline.get(key), candidate.get(key)
     if before == after:
         return None if before is None else str(before)
@@ -507,34 +455,19 @@ def _gate(comparison: Comparison) -> str:
     return f"no scorer{gating} is worse at a Holm-adjusted p below {comparison.alpha}{comparison.held_worse}."
 
 
-def run_intervals(comparison: Comparison, baseline: Mapping[str, Any], candidate: Mapping[str, Any],
-                  level: float = LEVEL) -> dict[str, tuple[Interval | None, Interval | None]]:
-    """Per scorer, (baseline's, candidate's) interval around its mean, over the units its
-    test used (see the module's docstring); None where it cannot be estimated."""
-    briefs = sorted(set(baseline["briefs"]) & set(candidate["briefs"]))
-    found: dict[str, tuple[Interval | None, Interval | None]] = {}
+def run_intervals(comparison: Comparison, level: float = LEVEL) -> dict[str, tuple[Interval | None, Interval | None]]:
+    """Per scorer, (baseline's, candidate's) interval around its mean, over the units its test ran on
+    (the comparison's own: nothing is paired or stratified twice)."""
+    found = {}
     for r in comparison.scorers:
-        if r.difference is None:
-            found[r.scorer] = (None, None)
-        elif r.test == ITEMS:
-            pairs, _complete = _content_pairs(dict(baseline), dict(candidate), r.scorer, briefs)
-            both = [(b, a) for _brief, b, a in pairs if b.get("failure") is None and a.get("failure") is None]
-            found[r.scorer] = (stratified_interval([(1.0, [float(b["score"]) for b, _a in both])], level),
-                               stratified_interval([(1.0, [float(a["score"]) for _b, a in both])], level))
-        else:
-            strata = build_strata(dict(baseline), dict(candidate), r.scorer, briefs)
-            found[r.scorer] = (stratified_interval([(s.weight, s.baseline) for s in strata], level),
-                               stratified_interval([(s.weight, s.candidate) for s in strata], level))
+        before, after = comparison.samples.get(r.scorer, ((), ()))
+        found[r.scorer] = (stratified_interval(before, level), stratified_interval(after, level))
     return found
 
 
 def stratified_error(strata: Sequence[tuple[float, Sequence[float]]]) -> tuple[float, float, int] | None:
-    """(mean, standard error, degrees of freedom) of a weighted mean of stratum means,
-    ``strata`` being (weight, values): with W the weights' sum, n_b and m_b a stratum's
-    size and mean, the mean is sum(w_b m_b) / W, and the standard error
-    sqrt(s2 * sum((w_b / W)^2 / n_b)), s2 the variance within strata pooled over them
-    (sum of squared deviations from each stratum's mean over sum(n_b - 1) degrees of
-    freedom). None without a degree of freedom (one value per stratum)."""
+    """(mean, standard error, degrees of freedom) of a weighted mean of (weight, values) stratum means:
+    sqrt(s2 * sum((w_b / W)^2 / n_b)), s2 the within-strata variance pooled; None with no df."""
     used = [(w, v) for w, v in strata if w > 0 and v]
     total = sum(w for w, _v in used)
     df = sum(len(v) - 1 for _w, v in used)
@@ -547,8 +480,7 @@ def stratified_error(strata: Sequence[tuple[float, Sequence[float]]]) -> tuple[f
 
 
 def stratified_interval(strata: Sequence[tuple[float, Sequence[float]]], level: float = LEVEL) -> Interval | None:
-    """The t interval of a weighted mean of stratum means (``stratified_error``), clipped
-    to [0, 1]; None without a degree of freedom."""
+    """The t interval of ``stratified_error``, clipped to [0, 1]; None without a degree of freedom."""
     found = stratified_error(strata)
     if found is None:
         return None
@@ -558,22 +490,12 @@ def stratified_interval(strata: Sequence[tuple[float, Sequence[float]]], level: 
 
 
 def run_errors(report: Mapping[str, Any], level: float = LEVEL) -> dict[str, MeanError]:
-    """Per scorer of one run: its mean over builds with the standard error, like Inspect's
-    stderr per metric, stratified by brief as ``compare`` stratifies its test."""
+    """Per scorer of one run: its mean over builds with the standard error, stratified by brief
+    as ``compare`` stratifies its test (the run against itself gives its strata and weights)."""
     found = {}
     for scorer in sorted(report["scorers"]):
-        strata = []
-        for brief in sorted(report["briefs"]):
-            counts, means = [], []
-            for build in report["briefs"][brief]["builds"]:
-                result = build["scorers"].get(scorer)
-                values = [float(i["score"]) for i in (result or {}).get("items", [])
-                          if i.get("failure") is None and i.get("score") is not None]
-                if values:
-                    counts.append(len(values))
-                    means.append(sum(values) / len(values))
-            if means:
-                strata.append((sum(counts) / len(counts), means))
+        strata = [(s.weight, s.baseline) for s in build_strata(dict(report), dict(report), scorer,
+                                                                sorted(report["briefs"]))]
         if not strata:
             continue
         estimate = stratified_error(strata)
@@ -585,10 +507,8 @@ def run_errors(report: Mapping[str, Any], level: float = LEVEL) -> dict[str, Mea
 
 
 def t_quantile(level: float, df: int) -> float:
-    """The two-sided critical value of Student's t: the ``t`` with P(|T| <= t) = ``level``
-    for ``df`` degrees of freedom. Exact (the t distribution's closed form for whole
-    degrees of freedom, solved by bisection) up to 400 degrees of freedom; beyond, the
-    Cornish-Fisher expansion (Abramowitz and Stegun 26.7.5), within 1e-9 there."""
+    """The two-sided critical value of Student's t: exact (closed form, bisection) up to 400 degrees of
+    freedom; beyond, the Cornish-Fisher expansion (Abramowitz and Stegun 26.7.5), within 1e-9."""
     if not 0 < level < 1 or df < 1:
         raise ValueError(f"t_quantile needs 0 < level < 1 and df >= 1; got level {level}, df {df}")
     z = NormalDist().inv_cdf((1 + level) / 2)
@@ -607,8 +527,7 @@ def t_quantile(level: float, df: int) -> float:
 
 
 def _t_coverage(t: float, df: int) -> float:
-    """P(|T| <= t) for Student's t with whole ``df``: the finite series in cos(theta)^2,
-    theta = atan(t / sqrt(df)) (Abramowitz and Stegun 26.7.3)."""
+    """P(|T| <= t) for whole ``df`` (Abramowitz and Stegun 26.7.3)."""
     theta = math.atan(t / math.sqrt(df))
     squared = math.cos(theta) ** 2
     term, series = 1.0, 1.0

@@ -45,17 +45,12 @@ from stay.models import cost as cost_at
 
 A = TypeVar("A", bound=BaseModel)
 T = TypeVar("T", bound=type)
+# Characters an item keeps of what its judge was shown (an item is a few hundred), of its quote,
+# of its raw reply (enough of unparseable prose to see what went wrong), and of a data file a judge is shown
 MAX_SHOWN = 2_000
-"""Characters an item keeps of the text its judge was shown: an outcome, exercise, quiz
-option or rubric criterion is a few hundred; the rest is cut, and says how much."""
 MAX_QUOTE = 1_000
-"""Characters an item keeps of its judge's quote (outcome_coverage asks for 1-3 sentences)."""
-MAX_DATA = 8_000
-"""Characters of a running example's data file a judge is shown (``CourseOnDisk.data_files``):
-a small CSV or log whole; a longer one cut, never the whole of it in every request."""
 MAX_RAW = 4_000
-"""Characters an item keeps of its judge's raw reply: a verdict is a few hundred; a reply
-that runs on (unparseable prose) is kept in part, enough to see what went wrong."""
+MAX_DATA = 8_000
 Failure = Literal["unparseable", "error"]
 
 JUDGE_SYSTEM = (
@@ -65,13 +60,11 @@ JUDGE_SYSTEM = (
 )
 
 
-WHAT_TO_JUDGE = "# What to judge\n\n"
-"""The heading of a judge's request's user turn: the scorer's instructions, then the item."""
+WHAT_TO_JUDGE = "# What to judge\n\n"  # the user turn: the scorer's instructions, then the item
 
 
 def bounded(text: str | None, limit: int) -> str | None:
-    """``text`` cut to ``limit`` characters, saying how many were left out (a report of
-    ~1,600 items a run stays a few MB whatever a judge replies)."""
+    """``text`` cut to ``limit`` characters, saying how many were left out."""
     if text is None or len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text) - limit} more characters)"
@@ -83,7 +76,7 @@ def lesson_note(lesson: str) -> str:
 
 
 def text_of(value: Any) -> str:
-    """Every string in a JSON value, one per line: what a judge's quote of it is checked against."""
+    """Every string in a JSON value, one per line: what a judge's quote is checked against."""
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
@@ -99,11 +92,8 @@ def content_hash(value: Any) -> str:
 
 
 class ItemResult(BaseModel):
-    """One judged item: its score in [0, 1] and why, or why the judge failed.
-
-    ``content`` is the sha256 of what was judged (the item and its lesson, not the
-    instructions): two runs that judged byte-identical content share it, whatever the
-    item's id, so results are matched by content, never by position."""
+    """One judged item: its score in [0, 1] and why, or why the judge failed. ``content`` is the
+    sha256 of what was judged (not the instructions): runs are matched by it, never by position."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -112,15 +102,11 @@ class ItemResult(BaseModel):
     score: float | None
     reason: str
     failure: Failure | None = None
-    raw: str | None = None
-    """The judge's reply as it came back (``MAX_RAW``); None for an item no judge was asked."""
+    raw: str | None = None  # None: no judge was asked
     quote: str | None = None
-    """The passage the judge quoted, when its answer has a ``quote`` (``MAX_QUOTE``)."""
     shown: str | None = None
-    """What the judge was shown for this item, the lesson left out (``MAX_SHOWN``). Optional,
-    like ``quote``: a report written before them reads as it did (no version bump)."""
-    lesson: str | None = None
-    """The id of the lesson its judge read first (``@scorer(judged="lesson")``); None: none."""
+    """What the judge was shown, the lesson left out; optional so older reports read as they did."""
+    lesson: str | None = None  # the id of the lesson its judge read first
 
     @property
     def failed(self) -> bool:
@@ -128,8 +114,7 @@ class ItemResult(BaseModel):
 
 
 class ScoreResult(BaseModel):
-    """One scorer on one course: the items, their mean (failed items excluded), the judge,
-    and the judge failures counted apart."""
+    """One scorer on one course: the items, their mean (failed items excluded), the judge, the failures."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -141,14 +126,10 @@ class ScoreResult(BaseModel):
     unparseable: int = 0
     errors: int = 0
     judged: bool = True
-    """False: the judge could not judge this scorer at all (the offline judge reads no prose);
-    no score, no items, and no mean or pass anywhere. A report from before reads as judged."""
-    not_judged: str | None = None
-    """Why it was not judged, in words every page shows in place of a score."""
+    """False: the judge could not judge this scorer at all (offline): no score, mean or pass anywhere."""
+    not_judged: str | None = None  # why, as every page shows it in place of a score
     usage: Usage = Field(default_factory=Usage)
-    cost: float | None = 0.0
-    """What the judge's replies cost at its backend's prices (``Backend.prices``); None:
-    unknown (a reply's model has no price there), never $0 for it."""
+    cost: float | None = 0.0  # at the judge's backend's prices; None: unknown, never $0
 
     @classmethod
     def of(cls, scorer: str, judge: str, items: list[ItemResult], usage: Usage | None = None,
@@ -184,8 +165,6 @@ class LessonOnDisk:
 
 @dataclass(frozen=True)
 class CourseOnDisk:
-    """A course directory, loaded as typed artefacts: scorers judge courses on disk."""
-
     root: Path
     audience: Audience
     curriculum: Curriculum
@@ -194,12 +173,9 @@ class CourseOnDisk:
     project: Project | None
     lessons: tuple[LessonOnDisk, ...]
     example: CourseExample | None = None
-    """example.yaml, the running example and its data files; None when the course has none."""
 
     @classmethod
     def load(cls, root: str | Path) -> CourseOnDisk:
-        """The course as the one course reader reads it (``stay.artefacts.CourseReader``):
-        its layout, bounded reads, one-line errors naming the file."""
         files = CourseReader(root)
         curriculum = files.load("curriculum.yaml", Curriculum)
         lessons = []
@@ -216,30 +192,25 @@ class CourseOnDisk:
                    files.maybe(CourseExample.FILE, CourseExample))
 
     def data_files(self, *texts: str) -> dict[str, str]:
-        """The running example's data files that ``texts`` name (by path or file name), each
-        cut at ``MAX_DATA`` characters: what a judge needs to check a figure against."""
+        """The running example's data files that ``texts`` name (by path or file name), cut at ``MAX_DATA``."""
         named = " ".join(texts)
         return {f.path: f.text[:MAX_DATA] for f in (self.example.files if self.example else [])
                 if f.path in named or f.path.rsplit("/", 1)[-1] in named}
 
     @cached_property
     def sha256(self) -> str:
-        """One hash of every course file (hidden directories, the ledger and caches, left
-        out): two builds with this hash equal scored byte-identical course files."""
+        """One hash of every course file (hidden directories left out)."""
         return CourseReader(self.root).sha256()
 
 
 @dataclass(frozen=True)
 class JudgeReply:
-    data: dict[str, Any] | None
-    """The parsed reply, or None when there is none (``raw`` or ``error`` says why)."""
+    data: dict[str, Any] | None  # None: no parsed reply (``raw`` or ``error`` says why)
     raw: str
     model: str
     usage: Usage = field(default_factory=Usage)
-    error: str | None = None
-    """A model or API error: the judge could not answer at all (not a verdict)."""
+    error: str | None = None  # a model or API error: no answer at all, not a verdict
     cost: float | None = 0.0
-    """The reply's cost at the judge's backend's prices; None: its model has no price there."""
 
 
 class Judge(Protocol):
@@ -253,9 +224,7 @@ NOT_JUDGED = "not judged (offline)"
 
 
 class OfflineJudge:
-    """The judge of a run with no model: it reads no prose, so it judges nothing. A scorer
-    given it reports ``NOT_JUDGED`` (``Judging.result``); only what needs no judge (the
-    validator, the structural checks) is scored offline."""
+    """The judge of a run with no model: it reads no prose, so it judges nothing (``NOT_JUDGED``)."""
 
     name = "offline (no model: judges nothing)"
     cannot = NOT_JUDGED
@@ -266,10 +235,8 @@ class OfflineJudge:
 
 def judge_request(scorer: str, instructions: str, item: str, inputs: dict[str, Any],
                   answer: type[BaseModel], *, lesson: str | None = None) -> ModelRequest:
-    """A judge's request: the common judge preamble; then the lesson, cached and shared by
-    every item judged on it (every scorer's); then the scorer's instructions and the item.
-
-    ``inputs`` (the offline judge answers from them) also carry the lesson."""
+    """A judge's request: the preamble, the lesson (cached, shared by every item judged on it),
+    then the scorer's instructions and the item."""
     from stay.stages import render_inputs
 
     shared = f"# The lesson\n\n{lesson}" if lesson is not None else ""
@@ -282,25 +249,18 @@ def judge_request(scorer: str, instructions: str, item: str, inputs: dict[str, A
     )
 
 
-NAMELESS_BACKEND = "anthropic"
-"""The backend a model judge's name leaves unsaid: every run judged before a judge could
-use another backend was judged through it, and its reports keep their judges' names."""
+NAMELESS_BACKEND = "anthropic"  # unsaid in a judge's name: older reports keep their judges' names
 
 
 def model_judge_name(model: str, via: str | None = None) -> str:
-    """A model judge's name, ``model:ID``, and `` via BACKEND`` through any other backend than
-    ``NAMELESS_BACKEND``: the same model id served by another provider is another judge, so
-    the header's ``judge_model`` differs and ``compare``'s judge guard refuses the pair."""
+    """``model:ID``, and `` via BACKEND`` through another backend: another provider is another judge."""
     return f"model:{model}" + ("" if via in (None, NAMELESS_BACKEND) else f" via {via}")
 
 
 @dataclass
 class ModelJudge:
-    """A judge that is a model: the judging role, through any backend (cached or not).
-
-    ``model`` defaults to the judging role's; set it apart from the writer's so a model
-    never grades its own prose (self-preference). ``via`` is the backend's name, which the
-    judge's name records (``model_judge_name``)."""
+    """A judge that is a model, through any backend; ``model`` defaults to the judging role's, apart
+    from the writer's so a model never grades its own prose."""
 
     backend: ModelClient
     model: str = DEFAULT_MODELS["judging"]
@@ -322,14 +282,12 @@ class ModelJudge:
                           cost=answer_cost(answer, prices_of(self.backend)))
 
     def reject(self, request: ModelRequest, why: str) -> None:
-        """The reply to ``request`` could not be read as its verdict: where the backend keeps
-        answers (the request cache), it is never served again, so a re-score asks anew."""
+        """An unreadable reply is never served again from the cache: a re-score asks anew."""
         if isinstance(self.backend, Rejecting):
             self.backend.reject(request, self.model, why)
 
 
 def parsed(reply: JudgeReply, answer: type[A]) -> tuple[A | None, str | None]:
-    """The reply as ``answer``, or (None, why it could not be read)."""
     if reply.data is None:
         return None, "the judge's reply is not JSON"
     try:
@@ -351,20 +309,13 @@ def failed_item(item: str, content: str, reply: JudgeReply, why: str, shown: str
 
 @dataclass(frozen=True)
 class Declared:
-    """A scorer as ``@scorer`` declared it."""
-
     cls: type
     name: str
     field: str | None
-    """The key of its answer model its judge answers in; None: it counts, no judge."""
     passes: object
-    """That key's value for an item with nothing wrong."""
     judged: Literal["lesson", "course"]
-    """What each item is judged on: a lesson (its id recorded on the item), or the course whole."""
 
     def make(self, judge: Judge, data_dir: Path | None = None) -> Any:
-        """The scorer, judged by ``judge`` if it needs one; one with a ``data_dir`` field is
-        held to that house style."""
         if self.field is not None:
             made = self.cls(judge)
         elif any(f.name == "data_dir" for f in fields(self.cls)):
@@ -383,8 +334,7 @@ class Declared:
         return {**quote, self.field: value, "reason": reason, **more}
 
 
-REGISTRY: dict[str, Declared] = {}
-"""Every scorer declared so far, by name (``registered()`` loads them all first)."""
+REGISTRY: dict[str, Declared] = {}  # every scorer declared so far (``registered()`` loads them all)
 
 
 def scorer(name: str, *, answer: str | None = None, passes: object = True,
@@ -399,9 +349,8 @@ def scorer(name: str, *, answer: str | None = None, passes: object = True,
 
 
 class ModelScorer:
-    """What every model-judged scorer declares, so a judge can be asked outside a course
-    (a gold set, ``stay evals calibrate``) exactly as the scorer asks it: its ``instructions``,
-    its ``answer`` model, and its ``verdict`` on an answer given the item's inputs and lesson."""
+    """What every model-judged scorer declares, so a judge can be asked outside a course (the gold
+    set) exactly as the scorer asks it."""
 
     judge: Judge
     name: ClassVar[str]
@@ -416,22 +365,22 @@ class ModelScorer:
         raise NotImplementedError
 
     def verdict(self, answer: Any, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
-        raise NotImplementedError
+        """By default: passed when the declared answer field holds its passing value."""
+        declared = REGISTRY[self.name]
+        return float(getattr(answer, str(declared.field)) == declared.passes), answer.reason
 
     def judging(self) -> Judging:
         return Judging(self.name, self.instructions, self.judge, self.version)
 
     def ask(self, judging: Judging, item: str, inputs: dict[str, Any], lesson: str | None = None,
             on: str | None = None) -> None:
-        """``lesson`` is the text its judge reads first, ``on`` that lesson's id (the item records it)."""
         judging.ask(item, inputs, self.answer, lambda answer: self.verdict(answer, inputs, lesson), lesson=lesson,
                     on=on)
 
 
 @dataclass
 class Judging:
-    """One scorer's pass over a course: asks the judge item by item, keeps the results
-    and the usage, and records a judge that failed apart from a score."""
+    """One scorer's pass over a course: the judge asked item by item, a failure kept apart from a score."""
 
     scorer: str
     instructions: str
@@ -439,8 +388,7 @@ class Judging:
     version: int = 1
     items: list[ItemResult] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
-    cost: float | None = 0.0
-    """The replies' cost summed; None once any reply's is unknown."""
+    cost: float | None = 0.0  # None once any reply's is unknown
 
     def ask(self, item: str, inputs: dict[str, Any], answer: type[A], verdict: Callable[[A], tuple[float, str]],
             *, lesson: str | None = None, on: str | None = None) -> None:
@@ -468,7 +416,6 @@ class Judging:
                                      quote=bounded(quote, MAX_QUOTE) if isinstance(quote, str) else None))
 
     def add(self, item: str, inputs: dict[str, Any], score: float, reason: str) -> None:
-        """An item settled without asking the judge (e.g. it names no outcome)."""
         from stay.stages import render_inputs
 
         self.items.append(ItemResult(item=item, content=content_hash({"inputs": inputs}), score=score,

@@ -1,7 +1,6 @@
-"""``stay evals plan``: how many builds per brief (epochs) a comparison needs, per scorer, to see
-a drop that matters, from a baseline run's own variance: the normal approximation above
-``SIMULATED_UP_TO`` epochs, simulated through the gate's own test below it, where the formula is
-optimistic (docs/evals.md, "Planning epochs", gives the model and why)."""
+"""``stay evals plan``: the epochs a comparison needs, per scorer, to see a drop that matters, from a
+baseline's own variance: simulated through the gate's own test up to ``SIMULATED_UP_TO`` epochs, the
+normal approximation beyond (docs/evals.md, "Planning epochs")."""
 
 from __future__ import annotations
 
@@ -21,54 +20,43 @@ import numpy.typing as npt
 from stay._display import fixed, plural
 from stay.errors import UsageError
 from stay.scoring._defaults import ALPHA, DEFAULT_EPOCHS, EFFECT, POWER
+from stay.scoring._report import not_judged, read_report
 from stay.scoring._stats import PERMUTATIONS as GATE_PERMUTATIONS
 from stay.scoring._stats import _chosen, build_strata
 
-LIMIT = 64
-"""The most epochs a plan searches: past it, a scorer "needs more than 64" (more items a
-build, not more builds, is then the cheaper fix)."""
-FIRST = 2
-"""The fewest epochs planned: one build per brief cannot show build-to-build variance."""
+LIMIT = 64  # the most epochs searched: past it, more items a build is the cheaper fix
+FIRST = 2  # one build per brief cannot show build-to-build variance
 SIMULATED_UP_TO = 8
-"""The most epochs whose power is simulated: at few builds the permutation null is lumpy and
-the normal formula optimistic (0.71 planned where 0.64 is simulated at 3 epochs of a
-3-brief design, 0.97 and 0.96 at 7); beyond, the formula (the simulation's cost grows with N)."""
-DRAWS = 1000
-"""Simulated comparisons per power: a standard error of at most 0.016 on it."""
-PERMUTATIONS = 999
-"""Permutations per simulated test (the gate's 4,999 resolve p-values finer than a power needs)."""
+"""At few builds the permutation null is lumpy and the normal formula optimistic (0.71 planned where
+0.64 is simulated at 3 epochs of 3 briefs, 0.97 and 0.96 at 7); the simulation's cost grows with N."""
+DRAWS = 1000  # simulated comparisons per power: a standard error of at most 0.016
+PERMUTATIONS = 999  # per simulated test: the gate's 4,999 resolve p finer than a power needs
 SEED = 22
-"""The draws' seed (with the epochs and the briefs): the same baseline, the same plan."""
-_MOST_ALIKE = 0.999
-"""The largest intra-build correlation drawn (1 would be a beta of zero width)."""
+_MOST_ALIKE = 0.999  # the largest intra-build correlation drawn (1: a beta of zero width)
 
 Floats = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
 class BriefNoise:
-    """One brief of one scorer in the baseline: what its builds' means did."""
+    """One brief of one scorer in the baseline: its share of the difference (``compare``'s weights),
+    mean, items per build, and the variance of a build's mean (None with one build)."""
 
     weight: float
-    """The brief's share of the difference (``compare``'s weights, normalised)."""
     mean: float
     items: float
-    """Items per build."""
     variance: float | None
-    """Observed variance of a build's mean around the brief's mean; None with one build."""
 
 
 @dataclass(frozen=True)
 class ScorerPlan:
     scorer: str
-    items: float
-    """Items an epoch (per build, summed over the briefs)."""
+    items: float  # items an epoch, summed over the briefs
     mean: float
     drop: float
     brief_sd: float | None
     build_sd: float | None
-    needed: int | None
-    """Epochs per brief for the goal; None: not within ``LIMIT`` (or nothing to drop from)."""
+    needed: int | None  # epochs per brief for the goal; None: not within LIMIT
     power_at_run: float
     power_at_default: float
 
@@ -86,16 +74,14 @@ class Plan:
     power: float
     scorers: tuple[ScorerPlan, ...]
     unjudged: tuple[str, ...] = ()
-    """Scorers the baseline did not judge (offline): no plan, nothing to drop from."""
 
     @property
     def level(self) -> float:
-        """The one-sided level a lone regression must beat: Holm's strictest step."""
+        """Holm's strictest step: what a lone regression must beat."""
         return self.alpha / max(1, self.tested)
 
     def short(self, epochs: int) -> list[ScorerPlan]:
-        """The scorers that do not reach the goal at ``epochs`` builds per brief (a scorer
-        whose baseline mean is 0 has no drop to detect, and cannot regress: never short)."""
+        """The scorers short of the goal at ``epochs`` (one with a mean of 0 cannot regress)."""
         return [s for s in self.scorers if s.drop > 0 and (s.needed is None or s.needed > epochs)]
 
     def text(self) -> str:
@@ -115,7 +101,6 @@ class Plan:
         return "\n".join(lines) + "\n"
 
     def verdict(self) -> str:
-        """One plain line: which scorers cannot reach the goal at the suite's default, and what they need."""
         short = self.short(self.default_epochs)
         if not short:
             return f"every scorer reaches power {self.power:.2f} at the default {self.default_epochs} epochs"
@@ -124,7 +109,6 @@ class Plan:
                                                  for s in short))
 
     def warning(self, epochs: int) -> str | None:
-        """The suite's line when a run of ``epochs`` builds per brief is below this plan."""
         short = self.short(epochs)
         if not short:
             return None
@@ -157,9 +141,8 @@ def brief_noise(report: dict[str, Any], scorer: str) -> list[BriefNoise]:
 
 
 def _variances(noise: Sequence[BriefNoise], effect: float) -> list[tuple[float, float]]:
-    """Per brief, (baseline, candidate) variance of a build's mean: observed, pooled where a
-    brief has one build, floored at the binomial; the candidate's at the dropped rate, its
-    builds' own variance scaled with the rate."""
+    """Per brief, (baseline, candidate) variance of a build's mean: observed (pooled for one build),
+    floored at the binomial; the candidate's at the dropped rate."""
     observed = [b.variance for b in noise if b.variance is not None]
     pooled = sum(observed) / len(observed) if observed else 0.0
     found = []
@@ -172,15 +155,12 @@ def _variances(noise: Sequence[BriefNoise], effect: float) -> list[tuple[float, 
 
 
 def smallest_p(briefs: int, epochs: int) -> float:
-    """The smallest one-sided p-value the stratified permutation test can give with
-    ``epochs`` builds per brief in both runs."""
+    """The smallest one-sided p the stratified test can give with ``epochs`` builds per brief."""
     return max(1 / float(math.comb(2 * epochs, epochs)) ** briefs, 1 / (1 + GATE_PERMUTATIONS))
 
 
 def power_at(noise: Sequence[BriefNoise], epochs: int, effect: float, level: float) -> float:
-    """The power of the one-sided test at ``level`` against a drop of ``effect`` times the
-    weighted mean, with ``epochs`` builds per brief in both runs: simulated up to
-    ``SIMULATED_UP_TO`` epochs (``_simulated``), the normal approximation beyond."""
+    """The one-sided test's power at ``level`` against a drop of ``effect`` times the mean."""
     drop = effect * sum(b.weight * b.mean for b in noise)
     if epochs < FIRST or drop <= 0 or smallest_p(len(noise), epochs) >= level:
         return 0.0
@@ -195,15 +175,9 @@ def power_at(noise: Sequence[BriefNoise], epochs: int, effect: float, level: flo
 
 @lru_cache(maxsize=256)
 def _simulated(noise: tuple[BriefNoise, ...], epochs: int, effect: float, level: float) -> float:
-    """The share of ``DRAWS`` seeded comparisons the gate's own test (``stratified_test``'s
-    statistic and its permutations, ``PERMUTATIONS`` of them) says worse at ``level``.
-
-    Each brief's build means are drawn as the scorer makes them, ``k / n`` of ``n`` 0/1 items
-    (a beta-binomial of the brief's rate, the baseline's or the dropped one, whose variance
-    is the plan's): at few builds the normal formula is optimistic where the drop is large
-    beside the build noise and the items few (planned 0.72 where the gate had 0.60,
-    tests/scoring/test_plan_power.py), as the permutation null pools both runs' lumpy
-    builds, the shift included, and a p-value counts its ties as extreme."""
+    """The share of ``DRAWS`` seeded comparisons the gate's own test says worse at ``level``, build
+    means drawn as ``k / n`` of ``n`` 0/1 items (a beta-binomial with the plan's variance): the
+    permutation null pools both runs' lumpy builds, the shift included, and counts ties as extreme."""
     rng = np.random.default_rng([SEED, epochs, len(noise)])
     # a permuted statistic is sum_b w_b (2 x_b - sum_b) / N, x_b the sum of the builds that play
     # the candidate: one product over all briefs' builds gives the x terms, and the rest, the
@@ -224,8 +198,7 @@ def _simulated(noise: tuple[BriefNoise, ...], epochs: int, effect: float, level:
 
 
 def _build_means(rng: np.random.Generator, rate: float, variance: float, items: float, epochs: int) -> Floats:
-    """``DRAWS`` runs of ``epochs`` build means of ``items`` 0/1 items at ``rate``, varying from
-    build to build by ``variance`` (a beta-binomial: the binomial's, plus the builds' own)."""
+    """``DRAWS`` runs of ``epochs`` build means of ``items`` 0/1 items (a beta-binomial of ``variance``)."""
     n = max(1, round(items))
     if rate <= 0 or rate >= 1:
         return np.full((DRAWS, epochs), float(rate))
@@ -238,17 +211,13 @@ def _build_means(rng: np.random.Generator, rate: float, variance: float, items: 
 
 
 def _step(noise: Sequence[BriefNoise], epochs: int) -> float:
-    """The finest step the stratified difference moves by between two arrangements: swapping
-    one build of brief b between the runs moves it by a multiple of ``2 w_b / (N n_b)`` (a
-    build mean of ``n_b`` 0/1 items moves by ``1 / n_b``); with ``compare``'s item weights,
-    the same step in every brief."""
+    """The finest step the stratified difference moves by: a swap of one build moves it by a multiple
+    of ``2 w_b / (N n_b)``."""
     return min(2 * b.weight / (epochs * b.items) for b in noise)
 
 
 def needed(noise: Sequence[BriefNoise], effect: float, level: float, goal: float) -> int | None:
-    """The fewest epochs whose power reaches ``goal`` (None: not within ``LIMIT``), by bisection:
-    power grows with the epochs, and each simulated one costs (the result is always an N that
-    reaches the goal where N - 1 does not, or ``FIRST``)."""
+    """The fewest epochs whose power reaches ``goal`` (None: not within ``LIMIT``), by bisection."""
     if power_at(noise, LIMIT, effect, level) < goal:
         return None
     short, enough = FIRST - 1, LIMIT  # one build per brief has no power
@@ -260,10 +229,8 @@ def needed(noise: Sequence[BriefNoise], effect: float, level: float, goal: float
 
 def plan_epochs(report: dict[str, Any], *, path: str, effect: float = EFFECT, power: float = POWER,
                 alpha: float = ALPHA, short_at: int | None = None) -> Plan:
-    """The plan for every scorer the baseline scored; a baseline no brief of which has two
-    builds is a one-line ``UsageError`` naming the fix. With ``short_at``, the rows of only
-    the scorers whose power at that many epochs is below the goal (the others reach it
-    there): a comparison's notes need no more, and each simulated power costs."""
+    """The plan for every scorer the baseline scored (a ``UsageError`` without two builds of a brief);
+    with ``short_at``, only the scorers short of the goal at that many epochs (each power costs)."""
     scorers = {name: brief_noise(report, name) for name in sorted(report["scorers"])}
     scorers = {name: noise for name, noise in scorers.items() if noise}
     if not scorers:
@@ -288,20 +255,14 @@ def plan_epochs(report: dict[str, Any], *, path: str, effect: float = EFFECT, po
         rows.append(ScorerPlan(name, sum(b.items for b in noise), mean, effect * mean, brief_sd, build_sd,
                                needed(noise, effect, level, power), power_at(noise, epochs, effect, level),
                                power_at(noise, DEFAULT_EPOCHS, effect, level)))
-    from stay.scoring._report import not_judged
-
     return Plan(path, str(report.get("label", "baseline")), epochs, DEFAULT_EPOCHS, len(report["briefs"]), alpha,
                 len(scorers), effect, power, tuple(rows), tuple(not_judged(report)))
 
 
 def epochs_warning(baseline: str | os.PathLike[str], epochs: int, *, asked: bool) -> str | None:
-    """The suite's ``warning:`` line when a run of ``epochs`` builds per brief is below what the
-    plan from ``baseline`` says; None when it is not. A baseline given on purpose (``asked``:
-    ``--stay-plan-from``) that cannot be planned from is a one-line ``UsageError``; the run's
-    own previous report, which it is about to replace, is read only when it exists, and one that
-    cannot be planned from (damaged, one build per brief) says nothing."""
-    from stay.scoring._report import read_report
-
+    """The suite's ``warning:`` line when ``epochs`` is below the plan from ``baseline``. A baseline
+    given on purpose (``asked``) that cannot be planned from is a ``UsageError``; the run's own
+    previous report says nothing then."""
     if not asked and not Path(baseline).is_file():
         return None
     try:
@@ -315,10 +276,8 @@ def epochs_warning(baseline: str | os.PathLike[str], epochs: int, *, asked: bool
 
 def power_notes(report: dict[str, Any], *, path: str, epochs: int, effect: float, alpha: float,
                 scorers: Collection[str]) -> tuple[str, ...]:
-    """What a comparison with ``epochs`` builds per brief cannot promise, by the plan from its
-    baseline: one line per scorer of ``scorers`` (those tested over builds) short of the
-    goal's power. Nothing when the baseline cannot be planned from (one build per brief):
-    its MDE column still says what the run could detect."""
+    """One line per scorer of ``scorers`` (tested over builds) short of the goal's power at ``epochs``,
+    by the baseline's plan; nothing when it cannot be planned from (the MDE column still says)."""
     if epochs < 1:  # a header that does not say its epochs: nothing to plan against
         return ()
     try:

@@ -26,7 +26,7 @@ BUILTIN_SCORERS: Mapping[str, str] = {
     "validator": "stay.scoring.validator:Validator",
     "answer_cues": "stay.scoring.answer_cues:AnswerCues",
 }
-"""stay's own scorers, in report order, as pyproject.toml declares them (a test holds the two equal)."""
+"""stay's own scorers, as pyproject.toml declares them (a test holds the two equal)."""
 
 
 class Scorer(Protocol):
@@ -35,16 +35,14 @@ class Scorer(Protocol):
 
     @property
     def version(self) -> int:
-        """Bumped whenever the scorer's instructions or logic change; recorded in reports,
-        and two runs whose scorer versions differ are not compared unless allowed."""
+        """Bumped whenever the instructions or logic change: runs of two versions are not compared."""
         ...
 
     def score(self, course: CourseOnDisk) -> ScoreResult: ...
 
 
 def registered() -> dict[str, Declared]:
-    """Every scorer: stay's own, then what installed packages declare in ``stay.scorers``
-    (a built-in name is stay's: a plug-in declaring it too is ignored)."""
+    """Every scorer: stay's own, then installed ``stay.scorers`` plug-ins (a built-in name is stay's)."""
     return dict(_registered(tuple(sys.path)))
 
 
@@ -72,21 +70,16 @@ def declared(request: ModelRequest) -> Declared:
 
 
 SCORERS = tuple(d.cls for d in registered().values())
-MODEL_JUDGED = tuple(d.cls for d in registered().values() if d.field is not None)
-"""The scorers a judge must read prose for: offline, each is "not judged (offline)"."""
-JUDGE_FREE_NAMES = frozenset(d.name for d in registered().values() if d.field is None)
-"""Whose results name no judge of the run's (a report's header judge is the others')."""
+JUDGE_FREE_NAMES = frozenset(d.name for d in registered().values() if d.field is None)  # they count, no judge
 
 
 def default_scorers(judge: Judge, *, data_dir: Path | None = None) -> list[Scorer]:
-    """Every registered scorer, judged by ``judge`` where a judge is needed; the validator's
-    holds a course to the house style in ``data_dir`` (None: its default)."""
+    """Every registered scorer, judged by ``judge`` where one is needed; ``data_dir``: the house style."""
     return [declared.make(judge, data_dir) for declared in registered().values()]
 
 
 def score_course(course_dir: str | os.PathLike[str] | CourseOnDisk,
                  scorers: Sequence[Scorer]) -> dict[str, ScoreResult]:
-    """Run every scorer on a course on disk (nothing is regenerated)."""
     course = course_dir if isinstance(course_dir, CourseOnDisk) else CourseOnDisk.load(Path(course_dir))
     return {scorer.name: scorer.score(course) for scorer in scorers}
 

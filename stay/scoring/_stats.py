@@ -16,69 +16,51 @@ import numpy.typing as npt
 
 from stay.errors import InvalidRun
 
-PERMUTATIONS = 4999
-"""Random permutations per test: p-values resolve to 1/5000, a fiftieth of the smallest
-one-sided Holm threshold five scorers need (0.01)."""
+PERMUTATIONS = 4999  # p resolves to 1/5000, a fiftieth of the smallest Holm threshold five scorers need
 LEVEL = 0.95
 _EPS = 1e-9
-_SCALE = (-1.0, 1.0)
-"""Scores are in [0, 1], so a difference of means is in [-1, 1]; an interval that
-reaches an end of this scale is as wide as the data allow."""
-_BISECTIONS = 40
-"""Halvings of the scale's width (2) when finding an interval's end: to within 2e-12."""
-_SNAP = 1e-7
-"""An interval's end this close to 0 or to the estimate is rounding (of the tie tolerance)."""
+_SCALE = (-1.0, 1.0)  # a difference of [0, 1] means: an interval at an end is as wide as the data allow
+_BISECTIONS = 40  # to within 2e-12
+_SNAP = 1e-7  # an interval's end this close to 0 or the estimate is rounding
 _PRIOR = 0.5
-"""Half an item of each outcome added to a proportion before its binomial variance is
-taken (Jeffreys' prior), so that all items passing gives a small variance, not zero."""
+"""Jeffreys' half an item of each outcome before a binomial variance: all items passing gives a small
+variance, not zero."""
 
 Floats = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
 class Stratum:
-    """One brief's units (build means) in each run, and its weight in the difference."""
+    """One brief's build means in each run, its weight, and its items per build (the binomial floor
+    of a build mean's variance; 0: no floor)."""
 
     baseline: tuple[float, ...]
     candidate: tuple[float, ...]
     weight: float
     items: float = 0.0
-    """Scored items per build (the mean), for the binomial floor of a build mean's variance;
-    0: no floor (the units are not means of [0, 1] items)."""
 
 
 @dataclass(frozen=True)
 class Estimate:
-    difference: float
-    """Candidate minus baseline (weighted over briefs, or the mean paired difference)."""
+    difference: float  # candidate minus baseline
     low: float
     high: float
     """The interval at ``LEVEL``: every shift neither one-sided test rejects at half its alpha."""
     p: float
-    """Two-sided p-value of "no difference": twice the smaller one-sided p (at most 1), the one
-    the interval agrees with (it excludes 0 exactly when ``p <= 1 - LEVEL``)."""
-    se: float | None
-    """Standard error of ``difference``: the observed variance, floored at the binomial one
-    (None: cannot be estimated)."""
+    """Two-sided: twice the smaller one-sided p, so the interval excludes 0 exactly when ``p <= 1 - LEVEL``."""
+    se: float | None  # the observed variance, floored at the binomial (None: not estimable)
     df: int
     spread: float | None = None
-    """The standard deviation behind ``se``: of a build's mean around its brief's (builds), or
-    of a paired difference (items)."""
     min_p: float = 0.0
-    """The smallest one-sided p-value this design can give at all (e.g. 0.25 for two pairs):
-    below a threshold no effect, however large, is detectable."""
+    """The smallest one-sided p this design can give at all: below it no effect is detectable."""
     mde: float | None = None
-    """The minimum detectable drop, when asked for (``detect_alpha``): see ``_detectable``."""
     p_worse: float = 1.0
-    """One-sided p-value of "the candidate is worse", (1 + as low) / (1 + permutations)."""
     p_better: float = 1.0
-    """One-sided p-value of "the candidate is better", (1 + as high) / (1 + permutations)."""
 
 
 @lru_cache(maxsize=256)
 def _chosen(n: int, k: int, permutations: int, seed: int, stratum: int) -> tuple[Floats, Floats]:
-    """For each permutation, which ``k`` of ``n`` pooled units (baseline first) play the
-    candidate, as a 0/1 matrix, and how many of them are the candidate's own."""
+    """Per permutation, which ``k`` of ``n`` pooled units play the candidate (0/1), and how many are its own."""
     rng = np.random.default_rng([seed, stratum, n, k])
     order = np.argsort(rng.random((permutations, n)), axis=1)[:, :k]
     chosen = np.zeros((permutations, n))
@@ -93,28 +75,20 @@ def _signs(n: int, permutations: int, seed: int) -> Floats:
 
 
 def _p_worse(shift: float, a: Floats, b: Floats, observed: float) -> float:
-    """The one-sided p-value of "the difference is below ``shift``": the share of permuted
-    statistics (a - shift * b) at or below the observed one (observed - shift). As ``b <= 1``,
-    it never grows with the shift."""
+    """The one-sided p of "the difference is below ``shift``"; as ``b <= 1`` it never grows with the shift."""
     low = a - shift * b <= observed - shift + _EPS
     return float((1 + int(low.sum())) / (1 + a.size))
 
 
 def _p_better(shift: float, a: Floats, b: Floats, observed: float) -> float:
-    """The one-sided p-value of "the difference is above ``shift``": never shrinks with it."""
     high = a - shift * b >= observed - shift - _EPS
     return float((1 + int(high.sum())) / (1 + a.size))
 
 
 def _end(p_of: Callable[[float], float], alpha: float, end: float, observed: float) -> float:
-    """The interval's end towards ``end``, for a one-sided p-value ``p_of`` that falls
-    monotonically towards ``end``: the last shift it does not reject at ``alpha``.
-
-    The far end of the scale is never rejected (the candidate shifted by a whole scale
-    the other way is as extreme as can be), and 0 is placed on its side before bisecting,
-    so the end is on the same side of 0 as the test at 0 says: exact agreement. An end
-    within rounding of 0 or of the estimate, which the test keeps, is that point (no spread:
-    the interval is the point)."""
+    """The last shift towards ``end`` that ``p_of`` (monotone) does not reject at ``alpha``. 0 is placed
+    on its side before bisecting, so the interval agrees with the test at 0 exactly; an end within
+    rounding of 0 or of the estimate is that point."""
     if p_of(end) > alpha:
         return end
     inside, outside = -end, end
@@ -136,17 +110,10 @@ def _end(p_of: Callable[[float], float], alpha: float, end: float, observed: flo
 
 def _detectable(a: Floats, b: Floats, observed: float, se: float | None, seen: float | None, alpha: float,
                 power: float) -> float | None:
-    """The smallest drop of the candidate's units the one-sided test rejects at ``alpha``
-    with probability ``power``, for the variance and N.
-
-    ``a - observed * b`` is the permutation distribution of the data with its observed
-    difference removed; a drop ``delta`` moves it to ``a - (observed + delta) * b``, so the
-    test's critical value at that drop is its ``alpha`` quantile (it moves with the drop:
-    the effect is in the pooled data too), and the estimate is about normal around
-    ``-delta`` with standard error ``se``. The answer solves delta = critical(delta) +
-    z(power) * se. When the binomial floor raised ``se`` above the observed ``seen``, the
-    permuted spread is widened by the same factor; with no observed spread at all, the
-    critical value is the normal one. None when no drop on the scale is detectable."""
+    """The smallest drop the one-sided test rejects at ``alpha`` with probability ``power``: it solves
+    delta = critical(delta) + z(power) * se, the critical value the ``alpha`` quantile of the
+    permutation distribution with the drop in the pooled data (``a - (observed + delta) * b``),
+    widened where the binomial floor raised ``se`` above ``seen``. None when no drop is detectable."""
     if se is None:
         return None
     z = NormalDist().inv_cdf(power)
@@ -187,9 +154,8 @@ def _estimate(a: Floats, b: Floats, observed: float, se: tuple[float | None, flo
 
 
 def binomial_variance(passed: float, items: float) -> float:
-    """The variance of one [0, 1] item whose run-wide pass count is ``passed`` of ``items``,
-    with Jeffreys' half an item of each outcome: exact for a 0/1 item, an upper bound for
-    a fractional one (so as a floor it errs towards a larger MDE, never a smaller)."""
+    """The variance of one [0, 1] item passing ``passed`` of ``items`` (with ``_PRIOR``): exact for a 0/1
+    item, an upper bound otherwise (a floor that errs towards a larger MDE)."""
     rate = (passed + _PRIOR) / (items + 2 * _PRIOR)
     return rate * (1.0 - rate)
 
@@ -230,14 +196,9 @@ def stratified_test(strata: Sequence[Stratum], *, permutations: int = PERMUTATIO
 
 def _standard_error(briefs: list[tuple[float, float, int, float]], differences: list[tuple[float, float]]
                     ) -> tuple[float | None, float | None, int, float | None]:
-    """(standard error, the same from the observed variance alone, degrees of freedom,
-    pooled sd of a build around its brief's mean).
-
-    Each brief's variance is its own (builds of a short brief vary more than those of a
-    long one), with Welch–Satterthwaite degrees of freedom; a brief with one build per
-    run borrows the pooled variance. With one build per brief and run everywhere, the
-    spread of the briefs' differences stands in. Each brief's variance is at least its
-    binomial floor: six builds that happen to agree do not make a build mean certain."""
+    """(standard error, the same from the observed variance alone, degrees of freedom, pooled sd).
+    Each brief's own variance (Welch–Satterthwaite), pooled for one build per run, floored at the
+    binomial; with one build per brief everywhere, the spread of the briefs' differences."""
     pooled_df = sum(df for _f, _ss, df, _floor in briefs)
     if pooled_df > 0:
         pooled = sum(ss for _f, ss, _df, _floor in briefs) / pooled_df
@@ -279,8 +240,7 @@ def paired_test(differences: Sequence[float], *, permutations: int = PERMUTATION
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm–Bonferroni adjusted p-values, in the order given: reject where adjusted < alpha
-    and the chance of any false rejection among them stays at most alpha."""
+    """Holm–Bonferroni adjusted p-values, in the order given."""
     m = len(p_values)
     adjusted = [1.0] * m
     running = 0.0

@@ -1,12 +1,7 @@
-"""answer_key: is a quiz item's marked answer right, and the only right one; does an
-exercise's solution solve its task on its data?
-
-A wrong key teaches the wrong thing to every learner who trusts it, and no count can see
-it: the validator checks that one option is marked, never that it is the right one. The
-judge works the item out itself, against the lesson and the running example's data files
-the item or the lesson names, and must quote the words of the item that decide a defect:
-a finding it cannot quote from the item is dropped (an unsupported claim is not a defect).
-"""
+"""answer_key: is a quiz item's marked answer right, and the only right one; does an exercise's
+solution solve its task on its data? No count can see a wrong key. The judge works the item out
+against the lesson and the data files, and must quote the item's deciding words: a finding it
+cannot quote is dropped (an unsupported claim is not a defect)."""
 
 from __future__ import annotations
 
@@ -38,8 +33,7 @@ class KeyAnswer(BaseModel):
 
 
 def quoted_defect(found: bool, quote: str, source: str, what: str, reason: str) -> tuple[float, str]:
-    """A judge's finding as a verdict: 1.0 when it found nothing; 0.0 for a defect it quoted
-    from ``source``; a defect whose quote is not in ``source`` is dropped (1.0) and says so."""
+    """0.0 for a defect quoted from ``source``; 1.0 for none, or for an unquoted one (dropped, and says so)."""
     if not found:
         return 1.0, reason
     if not quoted_in(quote, source):

@@ -1,11 +1,6 @@
-"""consistency: do a lesson, its plan, its exercises and its quiz agree?
-
-The lessons, exercises and quizzes are written by separate calls from one plan; a figure
-that drifts between them (a total the lesson contradicts, a row count the exercise gets
-wrong, a name the quiz changes) reads to a learner as a mistake in the course. The judge
-reads them together, with the running example's data, and must quote the words that
-disagree from the lesson, the exercises or the quiz; a finding it cannot quote is dropped.
-"""
+"""consistency: do a lesson, its plan, its exercises and its quiz agree? They are written by separate
+calls from one plan, and a figure that drifts between them reads as a mistake. The judge reads them
+together with the running example's data and must quote the words that disagree (else dropped)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,10 @@
-"""distractor_quality: does each wrong option embody the misconception it claims?
-
-A distractor that is merely wrong tests nothing; one that embodies a real
-misconception tells the learner, and the teacher, which wrong idea is held.
-"""
+"""distractor_quality: does each wrong option embody the misconception it claims? One that is merely
+wrong tests nothing; one that embodies a real misconception tells which wrong idea is held."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import BaseModel
 
@@ -33,9 +30,6 @@ class DistractorQuality(ModelScorer):
     """2: the lesson is a shared cached block before the item."""
     instructions: ClassVar[str] = INSTRUCTIONS
     answer: ClassVar[type[BaseModel]] = DistractorAnswer
-
-    def verdict(self, answer: DistractorAnswer, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
-        return float(answer.embodies), answer.reason
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
         judging = self.judging()

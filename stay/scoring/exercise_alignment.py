@@ -1,14 +1,10 @@
-"""exercise_alignment: does each exercise make the learner perform its outcome?
-
-The validator checks that an exercise declares its outcome's Bloom level; only a
-reader can tell whether the task actually asks for that verb at that level, or
-quietly asks for less (recall instead of use).
-"""
+"""exercise_alignment: does each exercise make the learner perform its outcome? The validator checks
+the declared Bloom level; only a reader can tell whether the task asks for less (recall, not use)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import BaseModel
 
@@ -33,9 +29,6 @@ class ExerciseAlignment(ModelScorer):
     """2: the lesson is a shared cached block before the item."""
     instructions: ClassVar[str] = INSTRUCTIONS
     answer: ClassVar[type[BaseModel]] = AlignmentAnswer
-
-    def verdict(self, answer: AlignmentAnswer, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
-        return float(answer.aligned), answer.reason
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
         outcomes = {o.id: o for o in course.outcomes.outcomes}

@@ -1,13 +1,10 @@
-"""rubric_specificity: can each rubric level be told from its neighbours in the work?
-
-A level description that differs from the next only in adjectives ("thorough" vs
-"mostly thorough") is one two markers will apply differently.
-"""
+"""rubric_specificity: can each rubric level be told from its neighbours in the work? Levels that
+differ only in adjectives ("thorough" vs "mostly thorough") two markers apply differently."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import BaseModel
 
@@ -32,9 +29,6 @@ class RubricSpecificity(ModelScorer):
     """2: judge failures are recorded apart from scores; common judge preamble."""
     instructions: ClassVar[str] = INSTRUCTIONS
     answer: ClassVar[type[BaseModel]] = SpecificityAnswer
-
-    def verdict(self, answer: SpecificityAnswer, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
-        return float(answer.distinguishable), answer.reason
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
         judging = self.judging()

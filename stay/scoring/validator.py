@@ -1,9 +1,6 @@
-"""validator: defect counts per owner and checks run, from the validator; free.
-
-A count, not an opinion: it costs nothing and is reproducible to the defect. Every
-owner gets an item, clean ones included (a zero reads "measured, and clean"), and
-so does the number of checks run, because a rule that stops running stops failing.
-"""
+"""validator: defect counts per owner and checks run, from the validator; free and reproducible.
+Every owner gets an item, clean ones included, and so do the checks run: a rule that stops running
+stops failing."""
 
 from __future__ import annotations
 
@@ -22,8 +19,7 @@ JUDGE = "validator (no model)"
 class Validator:
     strict: bool = True
     data_dir: Path | None = None
-    """The house style the course is held to: the build's (``Settings.resolved_data_dir``);
-    None is the validator's default, as ``stay validate``'s."""
+    """The house style the course is held to (None: the validator's default)."""
     name: ClassVar[str]
     version: ClassVar[int] = 1
 

@@ -1,13 +1,6 @@
-"""The offline backend rigged for tests: counted, gauged, and on request slowed down,
-failing, damaged or flagging.
-
-A subclass of ``OfflineBackend`` rather than a wrapper around any backend, for two
-reasons: the defects and quality knobs rewrite the offline generator's own answers (its
-prose, its item shapes), so they mean nothing around another backend; and the pipeline
-treats an offline backend as offline (no request cache unless asked), which a test of
-the offline path must keep. ``answer`` is the one hook: the product class answers, this
-one counts and damages around it.
-"""
+"""The offline backend rigged for tests: counted, gauged, and on request slowed down, failing,
+damaged or flagging. A subclass, not a wrapper: its defects rewrite the offline generator's own
+answers, and the pipeline must still treat it as offline."""
 
 from __future__ import annotations
 
@@ -33,59 +26,39 @@ DEFECTS = {
     "no-retrieval": "quiz",            # ret001: no item asks about the lesson's term again
 }
 
+# what the lesson gauge counts, and what ``gather`` holds (the design stages ask one call at a time)
 _WAVE_STAGES = frozenset(stage.name for stage in REGISTRY if stage.phase == "wave" and stage.scope == "lesson")
-"""The stages a lesson wave asks, one request per lesson: what the lesson gauge counts
-(from the registry, so a stage added there is counted without a second list)."""
 _HELD_STAGES = frozenset(stage.name for stage in REGISTRY if stage.phase == "wave")
-"""The stages ``gather`` holds: the wave's, which run side by side (the design and plan
-stages before it ask one call at a time, so holding them would only wait)."""
 
 
 class InjectedFault(StayError, RuntimeError):
-    """A fault a test asked ``RiggedBackend`` to raise. A ``StayError``, so the command line
-    reports it in one line as refused (exit code 5), like any error stay raises on purpose."""
+    """A fault a test asked ``RiggedBackend`` to raise: a ``StayError``, reported in one line (exit 5)."""
 
 
 @dataclass
 class RiggedBackend(OfflineBackend):
-    """The offline backend's answers, with what a test observes or injects. ``calls``
-    counts requests per stage; the gauges record how many calls and lessons were in
-    flight at once."""
+    """The offline backend's answers, with what a test observes (``calls`` per stage, the in-flight
+    gauges) or injects."""
 
-    latency: float = 0.0
-    """Seconds each call sleeps, to make concurrency observable."""
+    latency: float = 0.0  # seconds each call sleeps, to make concurrency observable
     gather: int = 0
-    """Hold every wave call until this many are in flight at once (it happens once;
-    later calls are not held), or until ``gather_timeout`` passes. A test that a cap is
-    *reached* then does not depend on how fast a loaded machine starts threads: a sleep
-    alone lets the first calls finish before the last ones start."""
+    """Hold every wave call until this many are in flight at once (once), or ``gather_timeout``
+    passes: a test that a cap is *reached* then does not depend on how fast threads start."""
     gather_timeout: float = 10.0
-    """Seconds a held call waits for the gathering before it goes on regardless (so a
-    runner that never allows ``gather`` calls at once is measured, not hung)."""
     errors: Mapping[str, int] = field(default_factory=dict)
     """stage -> how many of its next calls raise ``InjectedFault``."""
     defects: Mapping[str, int | None] | Iterable[str] = ()
-    """Names from ``DEFECTS`` to inject into answers of their stage: a mapping gives how
-    many answers to damage (None: all of them); a plain collection damages all."""
+    """Names from ``DEFECTS`` to inject: a mapping gives how many answers to damage (None: all)."""
     records_notes: bool = True
-    """Write a revision's reviewer note into the answer's free text, so a test sees the
-    revision read it (the offline backend itself cannot act on a note)."""
-    flag: str | None = None
-    """A moderation reason to flag every brief with."""
+    """Write a revision's reviewer note into the answer, so a test sees the revision read it."""
+    flag: str | None = None  # a moderation reason to flag every brief with
     quality: Mapping[str, float] = field(default_factory=dict)
-    """Degradations the validator cannot see, for testing the evals harness (the evals
-    suite's ``--stay-quality``): the share of "distractors" whose why_wrong names no real
-    misconception, of outcomes left "untaught" by the sections meant to teach them, of
-    "exercises" pitched below their outcome's level, and of "rubrics" criteria whose
-    levels differ only in degree words (see ``stay.testing._quality``). Without a seed,
-    which items are degraded is a hash of their ids: the same every run."""
-    seed: int | str | None = None
-    """Seeded build-to-build noise around ``quality``'s rates (one seed per build)."""
-    quality_noise: float = BUILD_NOISE
-    """The noise's standard deviation on the logit scale."""
+    """Degradations the validator cannot see (``--stay-quality``, ``stay.testing._quality``);
+    without a seed, which items are degraded is a hash of their ids."""
+    seed: int | str | None = None  # seeded build-to-build noise around quality's rates
+    quality_noise: float = BUILD_NOISE  # its sd on the logit scale
     calls: dict[str, int] = field(default_factory=dict)
     screened: list[str] = field(default_factory=list)
-    """Every text given to ``screen``, in order."""
     in_flight: int = 0
     most_in_flight: int = 0
     lessons_in_flight: dict[str, int] = field(default_factory=dict)
@@ -162,7 +135,6 @@ class RiggedBackend(OfflineBackend):
 
 
 def _lesson_of(request: ModelRequest) -> str | None:
-    """The lesson a wave request is for (from the file it becomes), else None."""
     if request.stage not in _WAVE_STAGES:
         return None
     return request.artefact.rsplit("/", 1)[-1].split(".", 1)[0]

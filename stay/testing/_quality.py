@@ -15,9 +15,7 @@ from stay.requests import ModelRequest
 
 QUALITY_KNOBS = ("distractors", "untaught", "exercises", "rubrics")
 BUILD_NOISE = 0.5
-"""Default standard deviation, on the logit scale, of a seeded build's rate around the
-knob's: at a knob of 0.2 a build's rate falls between 0.09 and 0.39 nineteen times in
-twenty."""
+"""The sd of a seeded build's rate around the knob's, on the logit scale: at 0.2, 0.09 to 0.39 19 times in 20."""
 
 _GENERIC_WHY_WRONG = (
     "This option is incorrect.",
@@ -103,8 +101,7 @@ def _distractors(data: dict[str, Any], rate: float, seed: int | str | None) -> N
 
 
 def _untaught(request: ModelRequest, data: dict[str, Any], rate: float, seed: int | str | None) -> None:
-    """The sections meant to teach a dropped outcome talk around its subject: the subject's
-    name is replaced by a vague reference, so the passage no longer engages with it."""
+    """The sections meant to teach a dropped outcome talk around it: its subject's name made vague."""
     plan = request.inputs["plan"]
     term = plan["new_terms"][0]["term"] if plan["new_terms"] else plan["title"]
     dropped = {o for s in plan["sections"] for o in s["covers"] if picked("untaught", o, rate, seed)}

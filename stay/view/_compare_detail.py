@@ -32,14 +32,11 @@ class ItemSide:
     quote: str | None = None
     raw: str | None = None
     shown: str | None = None
-    build: int = 0
-    """The build's index among its brief's builds in its run's report."""
-    lesson: str | None = None
-    """The id of the lesson the item was judged on, as its report records it."""
+    build: int = 0  # the build's index among its brief's builds in its report
+    lesson: str | None = None  # the id of the lesson the item was judged on
     lesson_anchor: str | None = None
-    """The page's anchor of that lesson's text (a ``LessonText``); None: not shown (``lesson_why``)."""
+    """The page's anchor of that lesson's text (a ``LessonText``); None: not shown (``lesson_why`` says why)."""
     lesson_why: str = ""
-    """Why the lesson an item was judged on is not shown ("course not on disk", ...)."""
 
     @property
     def passed(self) -> bool:
@@ -70,22 +67,17 @@ class ScorerPairs:
     scorer: str
     pairs: tuple[ItemPair, ...]
     """The listed pairs: the most changed first, then unchanged failed, then unchanged passed."""
-    totals: tuple[tuple[str, int], ...]
-    """(kind, pairs of that kind in all): what the listing is cut from."""
-    matched: int
-    """Pairs whose sides judged the same content."""
+    totals: tuple[tuple[str, int], ...]  # (kind, pairs of that kind in all): what the listing is cut from
+    matched: int  # pairs whose sides judged the same content
 
 
 @dataclass(frozen=True)
 class PromptFile:
     name: str
-    baseline: str
-    """The baseline's hash(es) of it, as its builds recorded them ("none": not used)."""
+    baseline: str  # its hash(es), as the builds recorded them ("none": not used)
     candidate: str
-    diff: str | None
-    """The unified diff, baseline to candidate; None when the texts are not both at hand."""
+    diff: str | None  # None: the texts are not both at hand (``why``)
     why: str = ""
-    """Why there is no diff (the directory is not on disk, the file there is another version, ...)."""
 
 
 @dataclass(frozen=True)
@@ -100,24 +92,19 @@ class LessonText:
 
     anchor: str
     lesson: str
-    text: str
-    """Bounded (``stay.scoring._compare_page.MAX_LESSON_CHARS``)."""
+    text: str  # bounded (stay.scoring._compare_page.MAX_LESSON_CHARS)
     characters: int
-    read_by: tuple[str, ...]
-    """The builds whose listed items read it: "baseline <brief> e01", ..."""
+    read_by: tuple[str, ...]  # the builds whose listed items read it: "baseline <brief> e01", ...
 
 
 @dataclass(frozen=True)
 class CompareDetail:
     brief_means: tuple[BuildMeans, ...]
     scorers: tuple[ScorerPairs, ...]
-    per_kind: int
-    """Pairs each scorer lists of each kind at most."""
+    per_kind: int  # pairs each scorer lists of each kind at most
     prompts: tuple[PromptFile, ...]
-    costs: tuple[RunCost, RunCost]
-    """(baseline, candidate)."""
-    lessons: tuple[LessonText, ...] = ()
-    """The lessons the listed items were judged on, each once (``ItemSide.lesson_anchor``)."""
+    costs: tuple[RunCost, RunCost]  # (baseline, candidate)
+    lessons: tuple[LessonText, ...] = ()  # the lessons the listed items were judged on, each once
 
     @property
     def counts(self) -> dict[str, int]:

@@ -15,7 +15,7 @@ import pytest
 from stay.cli import main
 from stay.models import ModelRequest
 from stay.scoring import DistractorQuality, OfflineJudge
-from stay.scoring._calibrate import GoldItem, judged_scorers, load_gold
+from stay.scoring._judges import GoldItem, judged_scorers, load_gold
 from stay.testing import ScriptedJudge
 from tests.conftest import ROOT, SAMPLE
 from tests.scoring.reports import make_report, steady

@@ -192,7 +192,7 @@ def test_a_long_prompt_diff_is_cut_and_counted(tmp_path: Path) -> None:
 def runs_with_courses(tmp_path: Path, reports: tuple[Path, Path]) -> tuple[Path, Path]:
     """Both runs' reports and courses copied into ``tmp_path``, each build naming its
     course relative to its report (``course``), as the suite's report records it."""
-    from stay.scoring._session import relative_course
+    from stay.scoring._judges import relative_course
     from stay.suite import epoch_dir
 
     copied = []

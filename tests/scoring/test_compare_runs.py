@@ -11,8 +11,8 @@ import pytest
 
 import stay
 from stay.cli import main
-from stay.scoring._calibrate import standings
 from stay.scoring._compare import compare
+from stay.scoring._judges import standings
 from tests.scoring.reports import calibration, make_report, steady, with_
 
 DROP = {"a": 0.25}

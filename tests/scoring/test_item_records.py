@@ -18,7 +18,7 @@ from stay.scoring import (
     score_course,
 )
 from stay.scoring._core import MAX_QUOTE, MAX_RAW, MAX_SHOWN, WHAT_TO_JUDGE, ItemResult, bounded, lesson_note
-from stay.scoring._shape import shape_problem
+from stay.scoring._report import shape_problem
 from stay.testing import heuristic_judge
 from tests.scoring.reports import make_report, steady
 from tests.scoring.test_scorers import BRIEF, FakeModel

@@ -16,10 +16,10 @@ from stay.errors import RunsNotComparable, UsageError, exit_code
 from stay.scoring import ModelJudge, OfflineJudge
 from stay.scoring._compare import compare
 from stay.scoring._core import NAMELESS_BACKEND, model_judge_name
-from stay.scoring._judges import OFFLINE, checked_backend, make_judge
+from stay.scoring._judges import judge_name, make_judge
+from stay.scoring._report import OFFLINE
 from stay.scoring._scorers import JUDGE_FREE_NAMES
-from stay.scoring._session import judge_name
-from stay.settings import registered_backends
+from stay.settings import checked_backend, registered_backends
 from stay.suite import evaluate_build
 from tests.conftest import run_stay
 from tests.scoring.reports import SUITE_BRIEF, make_report, steady

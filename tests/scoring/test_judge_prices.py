@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from stay.models import Price, Rates, Usage, cost
-from stay.scoring._judges import OFFLINE, make_judge
+from stay.scoring._judges import make_judge
+from stay.scoring._report import OFFLINE
 from stay.suite import evaluate_build
 from tests.scoring.reports import SUITE_BRIEF
 from tests.scoring.test_judges import canned

@@ -1,5 +1,5 @@
 """`compare` on run files that lie: one broken run made from a good one per check in the
-registry (``_runs_check.CHECKS``), each refused or warned on as the registry declares."""
+registry (``_report.CHECKS``), each refused or warned on as the registry declares."""
 
 from __future__ import annotations
 
@@ -17,8 +17,7 @@ from stay.cli import main
 from stay.errors import InvalidRun, RunsNotComparable, exit_code
 from stay.scoring._compare import SHOWN, compare
 from stay.scoring._defaults import FAILURE_GAP, MAX_FAILED
-from stay.scoring._report import failed_entry
-from stay.scoring._runs_check import CHECKS, INVALID, REFUSE, WARN, run_checks
+from stay.scoring._report import CHECKS, INVALID, REFUSE, WARN, failed_entry, run_checks
 from stay.testing import InjectedFault
 from tests.scoring.reports import make_report, steady
 

@@ -24,11 +24,9 @@ from stay.briefs import slugify
 from stay.errors import RunsNotComparable, UsageError, exit_code
 from stay.scoring import OfflineJudge
 from stay.scoring._compare import compare
-from stay.scoring._judges import make_judge
-from stay.scoring._report import read_report
-from stay.scoring._runs_check import run_checks
+from stay.scoring._judges import interleaved, make_judge, rejudge
+from stay.scoring._report import read_report, run_checks
 from stay.scoring._scorers import declared
-from stay.scoring._session import interleaved, rejudge
 from stay.suite import OFFLINE, epoch_dir, evaluate_build, finish_run, finish_runs, part_name, suite_session
 from tests.conftest import ROOT, run_stay
 from tests.scoring.reports import SUITE_BRIEF, make_report, steady, suite_run

@@ -279,7 +279,7 @@ def test_a_run_built_under_two_quality_knobs_is_refused(runs: dict[str, tuple[Ru
 def test_each_build_records_the_backends_its_course_was_built_by(runs: dict[str, tuple[Run, dict[str, Any]]],
                                                                  tmp_path: Path) -> None:
     """From the course's own run log, so a rescore says who built the course, not who judges it."""
-    from stay.scoring._provenance import REPLAY, course_built_by
+    from stay.scoring._report import REPLAY, course_built_by
 
     run, document = runs["one"]
     assert all(b["built_by"] == [OFFLINE] for b in document["briefs"]["accessible-web-forms"]["builds"])

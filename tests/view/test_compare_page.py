@@ -86,7 +86,7 @@ def test_every_field_of_every_scorer_reaches_the_page(name: str) -> None:
     comparison, baseline, candidate = _compared(name)
     page = compare_page(comparison, baseline, candidate, paths=("b.json", "c.json"))
     html = page.html()
-    intervals = run_intervals(comparison, baseline, candidate)
+    intervals = run_intervals(comparison)
     assert [row.scorer for row in page.rows] == [r.scorer for r in comparison.scorers]
     for r, row in zip(comparison.scorers, page.rows, strict=True):
         tested = r.difference is not None
@@ -131,9 +131,9 @@ def test_each_runs_interval_is_a_t_interval_over_the_tests_units() -> None:
     assert stratified_interval([(1.0, [0.5]), (2.0, [0.2])]) is None  # one build per brief: nothing to estimate
     assert stratified_interval([(1.0, [0.0, 0.0, 1.0])]).low == 0.0  # type: ignore[union-attr]  # clipped to the scale
     for name in CASES:
-        comparison, baseline, candidate = _compared(name)
+        comparison = _compared(name)[0]
         for r in comparison.scorers:
-            for mean, found in zip((r.baseline, r.candidate), run_intervals(comparison, baseline, candidate)[r.scorer],
+            for mean, found in zip((r.baseline, r.candidate), run_intervals(comparison)[r.scorer],
                                    strict=True):
                 if found is not None and mean is not None:  # centred on compare's own mean, over the same units
                     assert found.low <= mean <= found.high
@@ -142,8 +142,7 @@ def test_each_runs_interval_is_a_t_interval_over_the_tests_units() -> None:
 
 
 def test_one_build_per_brief_gives_each_run_no_interval() -> None:
-    comparison, baseline, candidate = _compared("one epoch")
-    assert all(pair == (None, None) for pair in run_intervals(comparison, baseline, candidate).values())
+    assert all(pair == (None, None) for pair in run_intervals(_compared("one epoch")[0]).values())
 
 
 @pytest.mark.parametrize("df, critical", [(1, 12.7062), (2, 4.3027), (5, 2.5706), (10, 2.2281), (30, 2.0423),
