@@ -243,18 +243,8 @@ class OpenAIBackend(Retrying):
         """One call with its retries, under the call's deadline; not streamed."""
         room = params["max_completion_tokens"]
         clock = _Deadline(self, room, where, timeout=max(self.timeout, room / SLOWEST_TOKENS_PER_SECOND))
-        for attempt in range(self.max_retries + 1):
-            try:
-                client = self.client
-                completion = client.chat.completions.create(**params, timeout=clock.timeout(attempt))
-                self._heard = True
-                return completion
-            except StayError:
-                raise
-            except Exception as exc:
-                failure = self._classify(exc, where, attempt, params["model"])
-                self.sleep(self._wait(failure, where, attempt, clock))
-        raise AssertionError("unreachable: the loop returns or raises")
+        return self._retried(lambda timeout: self.client.chat.completions.create(**params, timeout=timeout),
+                             where, clock, lambda exc, at, attempt: self._classify(exc, at, attempt, params["model"]))
 
     def _classify(self, exc: Exception, where: str, attempt: int, model: str) -> _Failure:
         import httpx2
