@@ -18,11 +18,9 @@ if TYPE_CHECKING:
 
 OFFLINE_MODEL = "offline"
 OFFLINE_PRICES: Mapping[str, Price] = {OFFLINE_MODEL: PRICES[OFFLINE_MODEL]}
-"""The offline backend's rule: its answers (all named ``OFFLINE_MODEL``) cost nothing."""
 
 
 def _answer(request: ModelRequest) -> dict[str, Any]:
-    """The stage's declared answer, which the request carries."""
     if request.offline is None:
         raise UsageError(f"offline backend: the request for stage {request.stage!r} carries no offline answer; "
                          "build it with its stage's Stage.request")
@@ -45,8 +43,7 @@ class OfflineBackend:
         return None
 
     def screening(self, text: str) -> Screening:
-        """The screen's verdict; no model is called, so there is no usage to count."""
-        return Screening(self.screen(text), screen_request(text))
+            return Screening(self.screen(text), screen_request(text))
 
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
         data = self.answer(request)
@@ -62,5 +59,4 @@ class OfflineBackend:
 
 
 def make(settings: Settings, *, progress: Callable[[str], None] | None = None) -> OfflineBackend:
-    """The ``stay.backends`` entry point ``offline``: nothing in ``settings`` bears on it."""
     return OfflineBackend()

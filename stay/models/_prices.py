@@ -12,23 +12,18 @@ from typing import Literal
 from stay.requests import ModelAnswer, Role, Usage
 from stay.settings import DEFAULT_MODELS as DEFAULT_MODELS  # which model plays a role is a setting
 
-BATCH_DISCOUNT = 0.5
-"""Message Batches: 50% off input and output (every model's page)."""
-
-BATCH_CACHE_TTL = "1h"
-"""The ``cache_control.ttl`` of a batch request's breakpoints: a batch can outlive 5 minutes."""
-ONE_HOUR_WRITE = 2.0
-"""A 1-hour cache write costs twice the base input price (the pricing page's multipliers)."""
+BATCH_DISCOUNT = 0.5  # 50% off input and output (every model's page)
+BATCH_CACHE_TTL = "1h"  # a batch request's breakpoints: a batch can outlive 5 minutes
+ONE_HOUR_WRITE = 2.0  # a 1-hour cache write costs twice the base input price (the pricing page)
 
 
 @dataclass(frozen=True)
 class Rates:
-    """US dollars per million tokens of each kind."""
+    """US dollars per million tokens of each kind; ``cache_write`` is a 5-minute one."""
 
     input: float
     output: float
     cache_write: float
-    """A 5-minute cache write."""
     cache_read: float
 
 
@@ -49,8 +44,7 @@ class Price:
         return self.rates
 
 
-CHECKED = "2026-12-01"
-"""The day every row below was read from its source (through stored copies of the pages)."""
+CHECKED = "2026-12-01"  # the day every row below was read from its source
 
 _PRICING_PAGE = "https://platform.claude.com/docs/en/about-claude/pricing (Model pricing table)"
 
@@ -129,8 +123,7 @@ _TIERS = (None, "standard", "batch")
 
 def cost(model: str, usage: Usage, *, batch: bool = False, service_tier: str | None = None,
          inference_geo: str | None = None, prices: Mapping[str, Price] | None = None) -> float | None:
-    """US dollars for one call's usage, or None when the model, tier or geography has no price.
-    ``batch`` halves it; ``prices`` is the backend's table (None: ``PRICES``)."""
+    """US dollars for one call's usage, or None when the model, tier or geography has no price."""
     price = (PRICES if prices is None else prices).get(model)
     if price is None or service_tier not in _TIERS or inference_geo not in _GEO:
         return None
@@ -144,7 +137,7 @@ def cost(model: str, usage: Usage, *, batch: bool = False, service_tier: str | N
 
 
 def answer_cost(answer: ModelAnswer, prices: Mapping[str, Price] | None = None) -> float | None:
-    """What one answer cost, as its response said it was served, at ``prices`` (None: ``PRICES``)."""
+    """As its response said it was served."""
     return cost(answer.model, answer.usage, batch=answer.batch, service_tier=answer.service_tier,
                 inference_geo=answer.inference_geo, prices=prices)
 
@@ -160,7 +153,6 @@ def price_label(answer: ModelAnswer) -> str:
 
 
 def describe_cost(dollars: float | None, unpriced: frozenset[str] | set[str] = frozenset()) -> str:
-    """A run's cost for people: "$0.1234", or "cost unknown" naming the unpriced models."""
     if dollars is None or unpriced:
         names = ", ".join(sorted(unpriced)) or "a model"
         return f"cost unknown (no price on file for {names})"
@@ -197,15 +189,14 @@ OUTPUT_LIMIT = 64_000
 """The ``max_tokens`` assumed when the Models API has not said: the documented limit of the
 4.5 models, and no later one publishes less. It bounds the cut-off retry."""
 
-SCREENING = Thinking(effort="low", room=2_000)
-"""The input screen: a classification of one brief."""
+SCREENING = Thinking(effort="low", room=2_000)  # the input screen: a classification of one brief
 
 _ADAPTIVE = ("claude-opus-5", "claude-sonnet-5", "claude-haiku-5", "claude-fable-", "claude-mythos-",
              "claude-opus-4-6", "claude-opus-4-7", "claude-opus-4-8", "claude-sonnet-4-6")
 
 
 def thinks_adaptively(model: str) -> bool:
-    """Whether ``model`` takes adaptive thinking and effort (4.6 and later); others get their defaults."""
+    """4.6 and later; others get their defaults."""
     return model.startswith(_ADAPTIVE)
 
 
@@ -222,8 +213,7 @@ MIN_CACHEABLE_TOKENS: Mapping[str, int] = {
 """The smallest prefix each model caches (a shorter one is neither written nor read).
 ``claude-opus-5`` covers Opus 5.5 too, which publishes none: a wrong guess costs one write."""
 
-UNPUBLISHED_MIN_CACHEABLE = 1_024
-"""A model the table does not know: the floor of the generations before 5.5."""
+UNPUBLISHED_MIN_CACHEABLE = 1_024  # a model the table does not know: the floor before 5.5
 
 
 def min_cacheable_tokens(model: str) -> int:

@@ -1,8 +1,6 @@
-"""The backend contract: ``ModelClient`` (a name, ``complete``, ``screen``) and ``Backend`` (with
-``prices`` and ``features``), what a plug-in under ``stay.backends`` must be; the registry that
-makes one by name (a misbehaving plug-in is one line naming it, never "a bug in stay"); the input
-screen, a request like any other; and the call-scoped hooks a backend reaches through whatever
-wraps it (context variables): the cost cap's ``hold_more`` and ``hold_instead``, the cache's ``Room``."""
+"""The backend contract (``ModelClient``, ``Backend``) a ``stay.backends`` plug-in meets; the registry
+making one by name (a misbehaving plug-in is one line naming it); the input screen; and the call-scoped
+hooks a backend reaches through what wraps it: the cost cap's ``hold_more``, the cache's ``Room``."""
 
 from __future__ import annotations
 
@@ -31,8 +29,6 @@ FEATURES = frozenset({"caching", "batches", "thinking", "count_tokens", "screen"
 
 @runtime_checkable
 class ModelClient(Protocol):
-    """Answers a stage's request with structured data matching its output schema."""
-
     @property
     def name(self) -> str:
         """Shown in progress and recorded in the run log, e.g. 'offline' or 'anthropic'."""
@@ -47,9 +43,8 @@ class ModelClient(Protocol):
 
 @runtime_checkable
 class Backend(ModelClient, Protocol):
-    """A backend as a plug-in makes it. ``prices`` maps the model ids its answers name to their
-    ``Price`` (a missing one is unpriced: cost "unknown", a cost cap over it refused);
-    ``features`` is drawn from ``FEATURES``; ``default_models`` is optional (``getattr``)."""
+    """A plug-in's backend; a model missing from ``prices`` is unpriced (cost "unknown", a cap refused);
+    ``default_models`` is optional."""
 
     @property
     def prices(self) -> Mapping[str, Price]: ...
@@ -59,21 +54,19 @@ class Backend(ModelClient, Protocol):
 
 
 def prices_of(backend: ModelClient) -> Mapping[str, Price]:
-    """A backend's own ``prices``, or Claude's for a plain ``ModelClient`` that declares none."""
     found = getattr(backend, "prices", None)
     return found if isinstance(found, Mapping) else PRICES
 
 
 def can_screen(backend: ModelClient) -> bool:
-    """Whether "screen" is in its ``features``; a plain ``ModelClient`` has ``screen``, so it can."""
+    """A plain ``ModelClient`` has ``screen``, so it can."""
     features = getattr(backend, "features", None)
     return features is None or "screen" in features
 
 
 @runtime_checkable
 class Rejecting(Protocol):
-    """A backend that keeps answers (the request cache), told when one failed the asker's check
-    so that it never serves it again."""
+    """A backend that keeps answers, told when one failed the asker's check so it never serves it again."""
 
     def reject(self, request: ModelRequest, model: str, why: str) -> None: ...
 
@@ -109,7 +102,6 @@ def screen_request(text: str) -> ModelRequest:
 
 
 def verdict(answer: ModelAnswer) -> str | None:
-    """The reason to reject, or None. A reply that is not a verdict is an AnswerError."""
     flagged, reason = answer.data.get("flagged"), answer.data.get("reason")
     if not isinstance(flagged, bool) or not isinstance(reason, str):
         raise AnswerError(f"stage {SCREEN_STAGE} (the brief): the screen's reply is not a verdict "
@@ -122,14 +114,12 @@ def verdict(answer: ModelAnswer) -> str | None:
 
 @dataclass(frozen=True)
 class Screening:
-    """A screen's outcome: the reason to reject (or None), and the answer paid for now, whose
-    usage the run counts (None: nothing paid now)."""
+    """The reason to reject (or None) and the answer paid for now, whose usage the run counts."""
 
     reason: str | None
     request: ModelRequest
     answer: ModelAnswer | None = None
-    skipped: str | None = None
-    """Why nothing screened the brief (a replay with no recorded verdict); None: screened."""
+    skipped: str | None = None  # why nothing screened the brief (a replay with no recorded verdict)
 
 
 class _Screens(Protocol):
@@ -137,7 +127,6 @@ class _Screens(Protocol):
 
 
 def screening_of(backend: _Screens, text: str) -> Screening:
-    """``backend.screening(text)`` when the backend reports usage, else its plain ``screen``."""
     rich = getattr(backend, "screening", None)
     if callable(rich):
         found = rich(text)
@@ -152,12 +141,10 @@ Progress = Callable[[str], None]
 
 
 def backends() -> Mapping[str, EntryPoint]:
-    """Every registered backend's entry point by name, sorted, none loaded."""
     return registered_backends()
 
 
 def distribution(point: EntryPoint) -> tuple[str, str | None]:
-    """The distribution declaring ``point`` and its version; a built-in from stay's table: this stay's."""
     if point.dist is not None:
         return point.dist.name, point.dist.version
     return DISTRIBUTION, None
@@ -170,8 +157,7 @@ def _where(point: EntryPoint) -> str:
 
 def make_backend(name: str, settings: Settings, *, progress: Progress | None = None,
                  client: anthropic.Anthropic | None = None) -> Backend:
-    """Load the factory registered as ``name`` and make its backend from ``settings``; ``client``:
-    an SDK client made elsewhere (batch scoring's), for the anthropic backend alone."""
+    """``client``: an SDK client made elsewhere (batch scoring's), for the anthropic backend alone."""
     point = backends().get(checked_backend(name))
     assert point is not None  # checked_backend found it
     try:
@@ -194,7 +180,6 @@ def make_backend(name: str, settings: Settings, *, progress: Progress | None = N
 
 
 def checked(made: object, point: EntryPoint) -> Backend:
-    """``made`` when it is a ``Backend`` whose features are known ones, else one line."""
     if not isinstance(made, Backend):
         lacks = [attr for attr in ("name", "complete", "screen", "prices", "features") if not hasattr(made, attr)]
         raise UsageError(f"{_where(point)} made a {type(made).__name__}, not a stay.Backend (it has no "
@@ -208,9 +193,8 @@ def checked(made: object, point: EntryPoint) -> Backend:
 
 
 class Plugin:
-    """A plug-in's backend at stay's boundary: what it raises that is not a stay error is its
-    failure, one line naming it: ``ModelUnavailable`` for a ``ConnectionError`` or
-    ``TimeoutError``, else ``ModelError``. stay's own backends are not wrapped."""
+    """A plug-in's backend at stay's boundary: what it raises that is not a stay error, or a return of
+    the wrong kind, is its failure, one line naming it. stay's own backends are not wrapped."""
 
     def __init__(self, made: object, where: str) -> None:
         self._made, self._where = made, where
@@ -235,7 +219,6 @@ class Plugin:
         return call
 
     def _kind(self, found: T, where: str, attr: str) -> T:
-        """``found`` when it is what the protocol says ``attr`` returns, else that plug-in's failure."""
         kinds = _RETURNS.get(attr, (object,))
         if isinstance(found, kinds):
             return found
@@ -266,7 +249,6 @@ class Plugin:
 
 _RETURNS: dict[str, tuple[type, ...]] = {"complete": (ModelAnswer,), "acomplete": (ModelAnswer,),
                                          "screen": (str, type(None)), "screening": (Screening,)}
-"""What the protocol's calls return, held at the boundary: anything else would fail inside stay."""
 
 
 def _line(exc: BaseException) -> str:
@@ -275,8 +257,6 @@ def _line(exc: BaseException) -> str:
 
 def backend_from(settings: Settings, *, progress: Callable[[str], None] | None = None,
                  client: anthropic.Anthropic | None = None) -> ModelClient:
-    """The backend ``settings`` choose, made by its registered factory; ``client``: an SDK client
-    made elsewhere (batch scoring's), for Claude alone."""
     return make_backend(settings.chosen_backend, settings, progress=progress, client=client)
 
 
@@ -292,8 +272,7 @@ _HOLD: ContextVar[tuple[HoldMore, HoldInstead | None] | None] = ContextVar("stay
 
 @contextmanager
 def holding(hold: HoldMore, instead: HoldInstead | None = None) -> Iterator[None]:
-    """``hold`` is told of every further billed request of the call made inside, ``instead`` of a
-    roomier first request (without it, ``hold`` is, on top of the first hold, never under it)."""
+    """``hold`` is told of every further billed request of the call inside, ``instead`` of a roomier first one."""
     token = _HOLD.set((hold, instead))
     try:
         yield
@@ -302,14 +281,12 @@ def holding(hold: HoldMore, instead: HoldInstead | None = None) -> Iterator[None
 
 
 def hold_more(params: dict[str, Any], paid: ModelAnswer | None) -> bool:
-    """Before a further billed request of the current call: hold it, or stop here. True when
-    ``paid`` was counted as a call of its own (no gateway around: False)."""
+    """Before a further billed request: hold it, or stop here; True when ``paid`` was counted on its own."""
     hooks = _HOLD.get()
     return hooks is not None and bool(hooks[0](params, paid))
 
 
 def hold_instead(params: dict[str, Any]) -> None:
-    """Before the call's first request goes out roomier than held for: hold it instead, or stop here."""
     hooks = _HOLD.get()
     if hooks is None:
         return
@@ -319,12 +296,11 @@ def hold_instead(params: dict[str, Any]) -> None:
     else:
         instead(params)
 
+
 @dataclass(frozen=True)
 class Room:
-    known: int | None
-    """The answer room an earlier run found this request needs, or None."""
-    remember: Callable[[int], None]
-    """Records the answer room this request needs (its answer was cut off at less)."""
+    known: int | None  # the answer room an earlier run found this request needs
+    remember: Callable[[int], None]  # records it (its answer was cut off at less)
 
 
 _ROOM: ContextVar[Room | None] = ContextVar("stay_answer_room", default=None)
