@@ -255,7 +255,7 @@ class AnthropicBackend(Retrying):
                          jitter=jitter, clock=clock, wall=wall)
         self.thinking: Mapping[Role, Thinking] = THINKING if thinking is None else thinking
         self.gate = PrefixGate() if warm_prefixes else None
-        self.async_sleep = async_sleep  # asyncio.sleep when None: asyncio is imported only by async callers
+        self.async_sleep = async_sleep  # None: asyncio.sleep (asyncio is imported only by async callers)
         self._api_key = api_key.strip() if api_key else api_key  # a key pasted with its newline
         # a bearer token for a gateway (ANTHROPIC_AUTH_TOKEN), used only when there is no key
         self._auth_token = None if self._api_key else (auth_token.strip() if auth_token else None) or None
@@ -352,11 +352,6 @@ class AnthropicBackend(Retrying):
         answer = min(answer, self.output_limit(model) - budget.thinking)
         return Budget(answer, budget.thinking) if answer > budget.answer else None
 
-    def _more_room(self, message: Any, budget: Budget, model: str) -> Budget | None:
-        if getattr(message, "stop_reason", None) != "max_tokens":
-            return None
-        return self._roomier(2 * budget.answer, budget, model)
-
     def _first(self, request: ModelRequest, model: str, thinking: Thinking | None, where: str) -> Budget:
         """The configured room, or the room an earlier run's retry needed, held against the cap instead."""
         budget = budget_for(request, model, thinking, self.answer_tokens)
@@ -372,7 +367,8 @@ class AnthropicBackend(Retrying):
     def _retry(self, message: Any, request: ModelRequest, model: str, thinking: Thinking | None,
                budget: Budget, where: str) -> tuple[dict[str, Any], Budget, Usage] | None:
         """The one retry of a cut-off answer, held against the cost cap before it is sent; None: no more room."""
-        more = self._more_room(message, budget, model)
+        cut_off = getattr(message, "stop_reason", None) == "max_tokens"
+        more = self._roomier(2 * budget.answer, budget, model) if cut_off else None  # twice the room, up to the limit
         if more is None:
             return None
         spent = usage_of(message, where)  # the cut-off reply was billed too: counted as its own call,
@@ -430,26 +426,22 @@ class AnthropicBackend(Retrying):
         return _counting(spent, lambda: answer_from(message, request, budget=more))
 
     async def _acall(self, params: dict[str, Any], where: str, started: Callable[[], None] = _nothing) -> Any:
+        import asyncio  # imported already by whoever runs this coroutine
+
         streamed = streams(params["max_tokens"], self.timeout)
         clock = _Deadline(self, params["max_tokens"], where)
         for attempt in range(self.max_retries + 1):
             try:
                 client = self.async_client
-                timeout = clock.timeout(attempt)
-                message = await clock.awaited(self._attempt(client, params, streamed, timeout, started), attempt)
+                attempted = self._attempt(client, params, streamed, clock.timeout(attempt), started)
+                message = await clock.awaited(attempted, attempt)
                 self._heard = True
                 return message
             except StayError:
                 raise
             except Exception as exc:
-                failure = self._classify(exc, where, attempt)
-                wait = self._wait(failure, where, attempt, clock)
-                pause = self.async_sleep
-                if pause is None:
-                    import asyncio
-
-                    pause = asyncio.sleep
-                await pause(wait)
+                wait = self._wait(self._classify(exc, where, attempt), where, attempt, clock)
+                await (self.async_sleep or asyncio.sleep)(wait)
         raise AssertionError("unreachable: the loop returns or raises")
 
     @staticmethod
@@ -496,9 +488,9 @@ class AnthropicBackend(Retrying):
             if spend_limited(body):
                 return _Failure(False, ModelError(
                     f"{where}: the API refused the call: a spend limit or the credit balance is reached (HTTP "
-                    f"{status}: {detail}); "
-                    "not retried, since waiting will not lift it: raise the limit in the Claude Console "
-                    "(Billing), or rerun once it resets (finished files are kept, nothing is paid twice)"))
+                    f"{status}: {detail}); not retried, since waiting will not lift it: raise the limit in the "
+                    "Claude Console (Billing), or rerun once it resets (finished files are kept, nothing is paid "
+                    "twice)"))
             if retryable_status(status, headers, body):
                 what = {429: "rate limited (429)", 529: "overloaded (529)"}.get(
                     status, f"unavailable (HTTP {status}: {detail})")
@@ -508,10 +500,8 @@ class AnthropicBackend(Retrying):
         if isinstance(exc, (anthropic.APIResponseValidationError, ValueError, AssertionError, RuntimeError,
                             KeyError, TypeError, AttributeError)):
             # the SDK could not read the body: not JSON, an HTML page, a stream with no message
-            return _Failure(False, ModelError(
-                f"{where}: the API's response is malformed: it could not be read as a message "
-                f"({type(exc).__name__}: {clean(exc) or 'no message'}); nothing was written, run the command "
-                "again (if it persists, check ANTHROPIC_BASE_URL and any proxy in between)"))
+            return _Failure(False, _malformed(where, f"it could not be read as a message ({type(exc).__name__}: "
+                                                     f"{clean(exc) or 'no message'})"))
         if isinstance(exc, anthropic.APIError):
             return _Failure(False, ModelError(f"{where}: {type(exc).__name__}: {clean(exc)}"))
         raise exc
@@ -722,6 +712,12 @@ def _answer_from(message: Any, request: ModelRequest, *, budget: Budget | None, 
     if json_nesting(text) > MAX_ANSWER_DEPTH:
         raise ModelError(f"{where}: the answer nests deeper than {MAX_ANSWER_DEPTH} levels; no artefact "
                          "is that deep, so it was not parsed: run the command again")
+    # by value only: a lesson may well show what an Anthropic key looks like
+    return ModelAnswer(data=_secrets.redact_data(json_object(text, where)), model=_model_of(message), usage=usage,
+                       batch=batch, **_tier_of(message), **_reply_of(message, sent))
+
+
+def json_object(text: str, where: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -729,9 +725,7 @@ def _answer_from(message: Any, request: ModelRequest, *, budget: Budget | None, 
                           raw=text) from None
     if not isinstance(data, dict):
         raise AnswerError(f"{where}: the answer is JSON but not an object", raw=text)
-    # by value only: a lesson may well show what an Anthropic key looks like
-    return ModelAnswer(data=_secrets.redact_data(data), model=_model_of(message), usage=usage, batch=batch,
-                       **_tier_of(message), **_reply_of(message, sent))
+    return data
 
 
 def _reply_of(message: Any, budget: Budget | None) -> dict[str, Any]:

@@ -19,8 +19,10 @@ from stay.models._anthropic import (
     RERUN,
     RETRY_AFTER_CAP,
     Retrying,
+    _counting,
     _Deadline,
     _Failure,
+    json_object,
     one_line,
     redact,
     request_id_of,
@@ -219,18 +221,17 @@ class OpenAIBackend(Retrying):
         params["messages"].append({"role": "user", "content": "Your previous answer did not fit the schema: "
                                    + "; ".join(problems[:10]) + ". Answer again, with the whole JSON object."})
         again = read_completion(self._call(params, where), request, room)
-        try:
+
+        def checked() -> ModelAnswer:
             answer = parsed(again, request)
-        except AnswerError as exc:  # both replies were paid for
-            exc.billed = again.answer.model_copy(update={"usage": spent + again.answer.usage})
-            raise
-        left = [e.message for e in validator.iter_errors(json.loads(again.text))]
-        if left:
-            error = AnswerError(f"{where}: the JSON-mode answer does not fit its schema twice: {one_line(left[0])}",
-                                raw=again.text)
-            error.billed = answer.model_copy(update={"usage": spent + answer.usage})
-            raise error
-        return answer.model_copy(update={"usage": spent + answer.usage})
+            left = [e.message for e in validator.iter_errors(json.loads(again.text))]
+            if left:
+                error = AnswerError(f"{where}: the JSON-mode answer does not fit its schema twice: "
+                                    f"{one_line(left[0])}", raw=again.text)
+                error.billed = answer
+                raise error
+            return answer
+        return _counting(spent, checked)  # both replies were paid for
 
     def _call(self, params: dict[str, Any], where: str) -> Any:
         """Not streamed."""
@@ -517,16 +518,9 @@ def read_completion(completion: Any, request: ModelRequest, room: int) -> Read:
 
 
 def parsed(read: Read, request: ModelRequest) -> ModelAnswer:
-    where = f"stage {request.stage} ({request.artefact})"
     try:
-        data = json.loads(read.text)
-    except json.JSONDecodeError as exc:
-        error = AnswerError(f"{where}: the answer is not JSON ({exc.msg} at character {exc.pos})",
-                            raw=_secrets.redact(read.text))
-        error.billed = read.answer
-        raise error from None
-    if not isinstance(data, dict):
-        error = AnswerError(f"{where}: the answer is JSON but not an object", raw=_secrets.redact(read.text))
-        error.billed = read.answer
-        raise error
+        data = json_object(read.text, f"stage {request.stage} ({request.artefact})")
+    except AnswerError as exc:
+        exc.raw, exc.billed = _secrets.redact(read.text), read.answer
+        raise
     return read.answer.model_copy(update={"data": _secrets.redact_data(unnull(data, request.output_schema))})

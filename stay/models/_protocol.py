@@ -214,7 +214,12 @@ class Plugin:
         def call(*args: Any, **kwargs: Any) -> Any:
             asked = args[0] if args and isinstance(args[0], ModelRequest) else None
             where = f"stage {asked.stage} ({asked.artefact}): " if asked is not None else ""
-            found = self._guarded(lambda: value(*args, **kwargs), where)
+            try:
+                found = value(*args, **kwargs)
+            except StayError:
+                raise  # the backend's own words: a refusal, a cut-off answer, retries spent
+            except Exception as exc:
+                raise self._failed(exc, where) from None
             return self._awaited(found, where, attr) if inspect.isawaitable(found) else self._kind(found, where, attr)
         return call
 
@@ -224,14 +229,6 @@ class Plugin:
             return found
         raise self._failed(TypeError(f"{attr}() returned a {type(found).__name__}, not a "
                                      f"{' or '.join(kind.__name__ for kind in kinds)}"), where)
-
-    def _guarded(self, run: Callable[[], T], where: str = "") -> T:
-        try:
-            return run()
-        except StayError:
-            raise  # the backend's own words: a refusal, a cut-off answer, retries spent
-        except Exception as exc:
-            raise self._failed(exc, where) from None
 
     async def _awaited(self, found: Awaitable[T], where: str, attr: str) -> T:
         try:
