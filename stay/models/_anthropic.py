@@ -30,18 +30,24 @@ from stay.errors import (
     Unreachable,
     UsageError,
 )
-from stay.models._prices import (
+from stay.models._protocol import (
     DEFAULT_MODELS,
     OUTPUT_LIMIT,
     PRICES,
     SCREENING,
     THINKING,
     Price,
+    Screening,
     Thinking,
+    hold_instead,
+    hold_more,
+    known_room,
     min_cacheable_tokens,
+    needs_room,
+    screen_request,
     thinks_adaptively,
+    verdict,
 )
-from stay.models._protocol import Screening, hold_instead, hold_more, known_room, needs_room, screen_request, verdict
 from stay.requests import ModelAnswer, ModelRequest, Role, Usage
 
 if TYPE_CHECKING:  # the SDK takes seconds to import: only a run that talks to Claude pays for it

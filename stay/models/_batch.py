@@ -31,7 +31,7 @@ from stay.models._anthropic import (
     usage_of,
 )
 from stay.models._cache import RequestCache, request_key
-from stay.models._prices import BATCH_CACHE_TTL, THINKING, cost
+from stay.models._protocol import BATCH_CACHE_TTL, THINKING, cost
 from stay.requests import ModelAnswer, ModelRequest
 
 MAX_BATCH_REQUESTS = 100_000

@@ -19,8 +19,18 @@ from pydantic import ValidationError
 from stay._stored import MAX_STORED_BYTES, Damaged, load_stored_json
 from stay.artefacts import write_text_atomic
 from stay.errors import AnswerError, ReplayMiss
-from stay.models._prices import DEFAULT_MODELS, Price
-from stay.models._protocol import ModelClient, Room, Screening, prices_of, screen_request, screening_of, sizing, verdict
+from stay.models._protocol import (
+    DEFAULT_MODELS,
+    ModelClient,
+    Price,
+    Room,
+    Screening,
+    prices_of,
+    screen_request,
+    screening_of,
+    sizing,
+    verdict,
+)
 from stay.requests import ModelAnswer, ModelRequest, Usage
 
 ROOMS_DIR = "rooms"  # one small record per cut-off request's key, rewritten in place

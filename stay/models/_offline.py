@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from stay.errors import UsageError
-from stay.models._prices import PRICES, Price
-from stay.models._protocol import SCREEN_STAGE, Screening, screen_request
+from stay.models._protocol import PRICES, SCREEN_STAGE, Price, Screening, screen_request
 from stay.requests import ModelAnswer, ModelRequest, Usage
 
 if TYPE_CHECKING:

@@ -31,8 +31,7 @@ from stay.models._anthropic import (
     unreachable,
 )
 from stay.models._anthropic import request_params as messages_params
-from stay.models._prices import OUTPUT_LIMIT, PRICES, Price
-from stay.models._protocol import Screening, hold_more, screen_request, verdict
+from stay.models._protocol import OUTPUT_LIMIT, PRICES, Price, Screening, hold_more, screen_request, verdict
 from stay.requests import ROLES, ModelAnswer, ModelRequest, Role, Usage
 from stay.settings import DEFAULT_MODELS as CLAUDE_MODELS
 from stay.settings import Settings

@@ -1,5 +1,6 @@
-"""The backend contract (``ModelClient``, ``Backend``) a ``stay.backends`` plug-in meets; the registry
-making one by name (a misbehaving plug-in is one line naming it); the input screen; and the call-scoped
+"""The backend contract (``ModelClient``, ``Backend``) and its types: prices (every rate read from a
+published list, ``docs/models.md`` names each source; a model missing is unpriced, never a partial sum)
+and thinking per role; the registry making a backend by name; the input screen; and the call-scoped
 hooks a backend reaches through what wraps it: the cost cap's ``hold_more``, the cache's ``Room``."""
 
 from __future__ import annotations
@@ -10,14 +11,223 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, runtime_checkable
 
 from stay._secrets import redact
 from stay._version import DISTRIBUTION
 from stay.errors import AnswerError, ModelError, ModelUnavailable, StayError, UsageError
-from stay.models._prices import PRICES, Price
-from stay.requests import ModelAnswer, ModelRequest, SystemBlock
+from stay.requests import ModelAnswer, ModelRequest, Role, SystemBlock, Usage
 from stay.settings import BUILTIN_BACKENDS, Settings, checked_backend, registered_backends
+from stay.settings import DEFAULT_MODELS as DEFAULT_MODELS  # which model plays a role is a setting
+
+BATCH_DISCOUNT = 0.5  # 50% off input and output (every model's page)
+BATCH_CACHE_TTL = "1h"  # a batch request's breakpoints: a batch can outlive 5 minutes
+ONE_HOUR_WRITE = 2.0  # a 1-hour cache write costs twice the base input price (the pricing page)
+
+
+@dataclass(frozen=True)
+class Rates:
+    """US dollars per million tokens of each kind; ``cache_write`` is a 5-minute one."""
+
+    input: float
+    output: float
+    cache_write: float
+    cache_read: float
+
+
+@dataclass(frozen=True)
+class Price:
+    """A model's rates; ``long`` applies to every token of a request whose prompt is over
+    ``long_above`` tokens. ``source`` is where the rates were read (or "unverified"), ``checked`` when."""
+
+    rates: Rates
+    source: str
+    checked: str
+    long: Rates | None = None
+    long_above: int = 0
+
+    def rates_for(self, usage: Usage) -> Rates:
+        if self.long is not None and usage.total_input_tokens > self.long_above:
+            return self.long
+        return self.rates
+
+
+CHECKED = "2026-12-01"  # the day every row below was read from its source
+
+_PRICING_PAGE = "https://platform.claude.com/docs/en/about-claude/pricing (Model pricing table)"
+
+
+def _model_page(slug: str) -> str:
+    return f"https://platform.claude.com/docs/en/models/{slug}/overview (Specifications > Pricing)"
+
+
+_OPUS_45_TO_5 = Rates(input=5.0, output=25.0, cache_write=6.25, cache_read=0.50)
+_FABLE_5 = Rates(input=10.0, output=50.0, cache_write=12.50, cache_read=1.00)
+_FABLE_51 = Rates(input=10.0, output=50.0, cache_write=12.50, cache_read=0.25)
+_SONNET_4X = Rates(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30)
+_HAIKU_45 = Rates(input=1.0, output=5.0, cache_write=1.25, cache_read=0.10)
+_HAIKU_55_SOURCE = (_model_page("haiku-5-5") + " for input, output and cache writes by prompt length; cache "
+                    "reads ($0.01, $0.05) unverified: no official page read showed them, taken from the "
+                    "kurofune/claudit v1.9.2 price refresh of 2026-10-24")
+_SONNET_4X_SOURCE = (_PRICING_PAGE + "; unverified: the stored copy of the page ends before the Sonnet 4.x "
+                     "rows, the rates are the earlier revision's")
+_HAIKU_45_SOURCE = (_PRICING_PAGE + "; input and output as the model pages' comparison tables show them "
+                    "($1 / $5); cache rates unverified (the earlier revision's Haiku 4.5 row)")
+
+PRICES: Mapping[str, Price] = {
+    # the current generation (the SDK's types/model.py lists these first)
+    "claude-opus-5-5": Price(Rates(input=4.0, output=20.0, cache_write=5.0, cache_read=0.20),
+                             _model_page("opus-5-5"), CHECKED),
+    # Sonnet 5.5's cache reads: the official model page shows $0.20 / MTok; two third-party
+    # price refreshes (kurofune/claudit v1.9.2, TheKrush/PromptFuel v1.0.23) report a cut to
+    # $0.10 on 2026-10-07 that no official page read shows. The official figure is kept.
+    "claude-sonnet-5-5": Price(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.20),
+                               _model_page("sonnet-5-5") + " (cache reads $0.20, not the $0.10 third parties "
+                               "report)", CHECKED),
+    "claude-haiku-5-5": Price(Rates(input=0.10, output=0.50, cache_write=0.125, cache_read=0.01),
+                              _HAIKU_55_SOURCE, CHECKED,
+                              long=Rates(input=0.50, output=2.50, cache_write=0.625, cache_read=0.05),
+                              long_above=100_000),
+    "claude-fable-5-1": Price(_FABLE_51, _PRICING_PAGE, CHECKED),
+    "claude-mythos-5-1": Price(_FABLE_51, _PRICING_PAGE, CHECKED),
+    "claude-fable-5": Price(_FABLE_5, _PRICING_PAGE, CHECKED),
+    "claude-mythos-5": Price(_FABLE_5, _PRICING_PAGE, CHECKED),
+    "claude-opus-5": Price(_OPUS_45_TO_5, _PRICING_PAGE + "; " + _model_page("opus-5"), CHECKED),
+    "claude-sonnet-5": Price(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.20),
+                             _model_page("sonnet-5"), CHECKED),
+    "claude-opus-4-8": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
+    "claude-opus-4-7": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
+    "claude-opus-4-6": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
+    "claude-opus-4-5": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
+    "claude-opus-4-5-20251101": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
+    "claude-sonnet-4-6": Price(_SONNET_4X, _SONNET_4X_SOURCE, CHECKED),
+    "claude-sonnet-4-5": Price(_SONNET_4X, _SONNET_4X_SOURCE + " (prompts up to 200K tokens, the standard "
+                                                               "context window)", CHECKED),
+    "claude-sonnet-4-5-20250929": Price(_SONNET_4X, _SONNET_4X_SOURCE, CHECKED),
+    "claude-haiku-4-5": Price(_HAIKU_45, _HAIKU_45_SOURCE, CHECKED),
+    "claude-haiku-4-5-20251001": Price(_HAIKU_45, _HAIKU_45_SOURCE, CHECKED),
+    # OpenAI (the openai backend's default): its model page's Pricing, Text tokens; the cache
+    # write rate is for 30-minute retention, the default; above 272K input tokens the whole
+    # request pays twice the input and cache rates and 1.5x the output rate
+    "gpt-6.2-sol": Price(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.10),
+                         "https://developers.openai.com/api/docs/models/gpt-6.2-sol (Pricing > Text tokens)",
+                         CHECKED, long=Rates(input=4.0, output=15.0, cache_write=5.0, cache_read=0.20),
+                         long_above=272_000),
+    # the offline backend: no network, no bill
+    "offline": Price(Rates(input=0.0, output=0.0, cache_write=0.0, cache_read=0.0), "no API call is made",
+                     CHECKED),
+}
+"""Model id -> price. Deliberately unpriced: claude-fable-5-2 and claude-mythos-5-2 (no
+Anthropic page found; third parties give Fable 5.2 $8 / $40) and claude-mythos-preview."""
+
+US_INFERENCE = 1.1
+"""US-only inference costs 1.1x on every token class (AWS's Claude data-residency page, checked
+2026-12-01; the Claude API's own page did not show it); global is the table's price."""
+
+_GEO = {None: 1.0, "global": 1.0, "us": US_INFERENCE}
+_TIERS = (None, "standard", "batch")
+"""Tiers the table prices; Priority Tier has no per-token price: its cost is unknown, never a guess."""
+
+
+def cost(model: str, usage: Usage, *, batch: bool = False, service_tier: str | None = None,
+         inference_geo: str | None = None, prices: Mapping[str, Price] | None = None) -> float | None:
+    """US dollars for one call's usage, or None when the model, tier or geography has no price."""
+    price = (PRICES if prices is None else prices).get(model)
+    if price is None or service_tier not in _TIERS or inference_geo not in _GEO:
+        return None
+    rates = price.rates_for(usage)
+    write = rates.input * ONE_HOUR_WRITE if batch else rates.cache_write  # a batch writes 1-hour entries
+    dollars = (usage.input_tokens * rates.input
+               + usage.cache_creation_input_tokens * write
+               + usage.cache_read_input_tokens * rates.cache_read
+               + usage.output_tokens * rates.output) / 1_000_000 * _GEO[inference_geo]
+    return dollars * BATCH_DISCOUNT if batch or service_tier == "batch" else dollars
+
+
+def answer_cost(answer: ModelAnswer, prices: Mapping[str, Price] | None = None) -> float | None:
+    """As its response said it was served."""
+    return cost(answer.model, answer.usage, batch=answer.batch, service_tier=answer.service_tier,
+                inference_geo=answer.inference_geo, prices=prices)
+
+
+def price_label(answer: ModelAnswer) -> str:
+    """An unpriced answer's name: its model, and the tier or geography the table does not price."""
+    extra = []
+    if answer.service_tier not in _TIERS:
+        extra.append(f"{answer.service_tier} tier")
+    if answer.inference_geo not in _GEO:
+        extra.append(f"inference_geo {answer.inference_geo}")
+    return answer.model + (f" ({', '.join(extra)})" if extra else "")
+
+
+def describe_cost(dollars: float | None, unpriced: frozenset[str] | set[str] = frozenset()) -> str:
+    if dollars is None or unpriced:
+        names = ", ".join(sorted(unpriced)) or "a model"
+        return f"cost unknown (no price on file for {names})"
+    return f"${dollars:.4f}"
+
+
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+
+
+@dataclass(frozen=True)
+class Thinking:
+    """Adaptive thinking at an ``output_config.effort`` level, with ``room`` tokens reserved: thinking
+    counts toward ``max_tokens``, so a request asks for the answer's room plus this."""
+
+    effort: Effort
+    room: int
+
+
+THINKING: Mapping[Role, Thinking] = {
+    # Every later stage inherits the plan's mistakes: think hard, and leave room to.
+    "planning": Thinking(effort="high", room=16_000),
+    # Reading one brief into an audience: moderate reasoning.
+    "analysis": Thinking(effort="medium", room=8_000),
+    # Writes from a detailed plan that already did the reasoning; runs once per lesson
+    # per artefact, so thinking is paid 3x per lesson. Medium, not low: effort also
+    # shapes the prose, and a lesson must fill its minutes.
+    "writing": Thinking(effort="medium", room=8_000),
+    # One verdict per item, many items: low effort keeps judging cheap.
+    "judging": Thinking(effort="low", room=4_000),
+}
+"""Set per role rather than left to each model's default (which differ between models)."""
+
+OUTPUT_LIMIT = 64_000
+"""The ``max_tokens`` assumed when the Models API has not said: the documented limit of the
+4.5 models, and no later one publishes less. It bounds the cut-off retry."""
+
+SCREENING = Thinking(effort="low", room=2_000)  # the input screen: a classification of one brief
+
+_ADAPTIVE = ("claude-opus-5", "claude-sonnet-5", "claude-haiku-5", "claude-fable-", "claude-mythos-",
+             "claude-opus-4-6", "claude-opus-4-7", "claude-opus-4-8", "claude-sonnet-4-6")
+
+
+def thinks_adaptively(model: str) -> bool:
+    """4.6 and later; others get their defaults."""
+    return model.startswith(_ADAPTIVE)
+
+
+MIN_CACHEABLE_TOKENS: Mapping[str, int] = {
+    # Published by Anthropic (prompt-caching docs, "minimum cacheable prompt length"), per
+    # model-id prefix; the longest matching prefix wins. 512 for the 5.5 Sonnet and Haiku and
+    # for Opus 5 (issue 23's audit of the docs), and for Fable 5 and Mythos 5.
+    "claude-sonnet-5-5": 512, "claude-haiku-5-5": 512, "claude-opus-5": 512,
+    "claude-fable-5": 512, "claude-mythos-5": 512,
+    "claude-sonnet-5": 1_024, "claude-opus-4-8": 1_024, "claude-sonnet-4": 1_024, "claude-opus-4": 1_024,
+    "claude-opus-4-7": 2_048,
+    "claude-opus-4-6": 4_096, "claude-opus-4-5": 4_096, "claude-haiku-4-5": 4_096,
+}
+"""The smallest prefix each model caches (a shorter one is neither written nor read).
+``claude-opus-5`` covers Opus 5.5 too, which publishes none: a wrong guess costs one write."""
+
+UNPUBLISHED_MIN_CACHEABLE = 1_024  # a model the table does not know: the floor before 5.5
+
+
+def min_cacheable_tokens(model: str) -> int:
+    known = [prefix for prefix in MIN_CACHEABLE_TOKENS if model.startswith(prefix)]
+    return MIN_CACHEABLE_TOKENS[max(known, key=len)] if known else UNPUBLISHED_MIN_CACHEABLE
+
 
 if TYPE_CHECKING:
     import anthropic
