@@ -461,8 +461,7 @@ def usage_of(completion: Any, where: str) -> Usage:
                         ("cache_write_tokens", written), ("reasoning_tokens", reasoning)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise malformed(where, f"usage.{name} is {value!r}, not a count of tokens")
-    assert isinstance(prompt, int) and isinstance(output, int)
-    assert isinstance(written, int)
+    assert isinstance(prompt, int) and isinstance(output, int) and isinstance(written, int)
     if cached + written > prompt or reasoning > output:
         raise malformed(where, f"usage counts {cached} cached and {written} cache-written of {prompt} prompt "
                                f"tokens, {reasoning} reasoning of {output} completion tokens")
@@ -478,7 +477,6 @@ def malformed(where: str, what: str) -> ModelError:
 @dataclass(frozen=True)
 class Read:
     answer: ModelAnswer
-    finish: str | None
     text: str
 
 
@@ -513,7 +511,7 @@ def read_completion(completion: Any, request: ModelRequest, room: int) -> Read:
         error.billed = billed
         raise error
     text = getattr(message, "content", None)
-    return Read(billed, finish, text if isinstance(text, str) else "")
+    return Read(billed, text if isinstance(text, str) else "")
 
 
 def parsed(read: Read, request: ModelRequest) -> ModelAnswer:
