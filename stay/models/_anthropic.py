@@ -641,11 +641,9 @@ def answer_from(message: Any, request: ModelRequest, *, budget: Budget | None = 
     try:
         return _answer_from(message, request, budget=budget, batch=batch)
     except (AnswerError, ModelError) as exc:
-        # a reply that was read far enough to have its usage was billed, whatever it
-        # said (cut off, refused, not JSON): the error carries what it cost
+        # a reply read far enough to have its usage was billed, whatever it said: the error carries the cost
         billed = _billed(message, request, batch, budget)
-        # a response's text reaches the message (a refusal's explanation, the answer's
-        # raw text): an API or proxy that echoes a secret must not have it printed or kept
+        # a response's text reaches the message: an API or proxy echoing a secret must not have it printed or kept
         raw = getattr(exc, "raw", None)
         if _secrets.redact(str(exc)) == str(exc) and (raw is None or _secrets.redact(raw) == raw):
             exc.billed = billed
@@ -944,28 +942,15 @@ class PrefixGate:
         self._writing.update(mine)
         return mine
 
-    def _notify(self) -> None:
-        self._changed.notify_all()
-        for loop, event in self._async_waiters:
-            loop.call_soon_threadsafe(event.set)
-        self._async_waiters.clear()
-
-    def _begin(self, keys: Sequence[str], mine: Sequence[str]) -> None:
+    def _release(self, mine: Sequence[str], keys: Sequence[str], until: dict[str, float]) -> None:
+        """``mine`` written (or failed): ``keys`` marked in ``until`` for the cache's lifetime, every waiter woken."""
         with self._changed:
             self._writing.difference_update(mine)
-            until = self.clock() + self.ttl
-            for key in keys:
-                self._fresh_until[key] = until
-            self._notify()
-
-    def _fail(self, mine: Sequence[str]) -> None:
-        """A write that failed before its response began: its prefixes go ungated."""
-        with self._changed:
-            self._writing.difference_update(mine)
-            until = self.clock() + self.ttl
-            for key in mine:
-                self._ungated_until[key] = until
-            self._notify()
+            until.update(dict.fromkeys(keys, self.clock() + self.ttl))
+            self._changed.notify_all()
+            for loop, event in self._async_waiters:
+                loop.call_soon_threadsafe(event.set)
+            self._async_waiters.clear()
 
     @contextmanager
     def hold(self, keys: Sequence[str]) -> Iterator[Callable[[], None]]:
@@ -1006,7 +991,7 @@ class PrefixGate:
         def started() -> None:
             nonlocal begun
             begun = True
-            self._begin(keys, mine)
+            self._release(mine, keys, self._fresh_until)
 
         answered = False
         try:
@@ -1014,6 +999,6 @@ class PrefixGate:
             answered = True
         finally:
             if answered or begun:
-                self._begin(keys, mine)  # an answer is a use: it refreshes the entries too
-            else:
-                self._fail(mine)
+                self._release(mine, keys, self._fresh_until)  # an answer is a use: it refreshes the entries too
+            else:  # a write that failed before its response began: its prefixes go ungated
+                self._release(mine, mine, self._ungated_until)

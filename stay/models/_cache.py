@@ -243,8 +243,7 @@ class CachedBackend:
             why = self.cache.explain_miss(request, model)
             raise ReplayMiss(f"replay has no answer for this request: {why}")
         self.misses += 1
-        # the room an earlier run's cut-off answer needed is asked for at once, and a cut-off
-        # now is recorded before its retry is sent (a cost cap may stop the run in between)
+        # an earlier cut-off's room is asked for at once; a cut-off now is recorded before its retry is sent
         room = Room(self.cache.room(request, model),
                     lambda answer_tokens: self.cache.remember_room(request, model, answer_tokens))
         try:
