@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint
@@ -478,13 +478,17 @@ _HOLD: ContextVar[tuple[HoldMore, HoldInstead | None] | None] = ContextVar("stay
 
 
 @contextmanager
-def holding(hold: HoldMore, instead: HoldInstead | None = None) -> Iterator[None]:
-    """``hold`` is told of every further billed request of the call inside, ``instead`` of a roomier first one."""
-    token = _HOLD.set((hold, instead))
+def _bound(var: ContextVar[T | None], value: T) -> Iterator[None]:
+    token = var.set(value)
     try:
         yield
     finally:
-        _HOLD.reset(token)
+        var.reset(token)
+
+
+def holding(hold: HoldMore, instead: HoldInstead | None = None) -> AbstractContextManager[None]:
+    """``hold`` is told of every further billed request of the call inside, ``instead`` of a roomier first one."""
+    return _bound(_HOLD, (hold, instead))
 
 
 def hold_more(params: dict[str, Any], paid: ModelAnswer | None) -> bool:
@@ -513,13 +517,8 @@ class Room:
 _ROOM: ContextVar[Room | None] = ContextVar("stay_answer_room", default=None)
 
 
-@contextmanager
-def sizing(room: Room) -> Iterator[None]:
-    token = _ROOM.set(room)
-    try:
-        yield
-    finally:
-        _ROOM.reset(token)
+def sizing(room: Room) -> AbstractContextManager[None]:
+    return _bound(_ROOM, room)
 
 
 def known_room() -> int | None:
