@@ -19,13 +19,6 @@ OFFLINE_MODEL = "offline"
 OFFLINE_PRICES: Mapping[str, Price] = {OFFLINE_MODEL: PRICES[OFFLINE_MODEL]}
 
 
-def _answer(request: ModelRequest) -> dict[str, Any]:
-    if request.offline is None:
-        raise UsageError(f"offline backend: the request for stage {request.stage!r} carries no offline answer; "
-                         "build it with its stage's Stage.request")
-    return request.offline(request.inputs)
-
-
 @dataclass
 class OfflineBackend:
     """Answers every stage from its inputs: the same request, the same answer. It keeps no state,
@@ -42,7 +35,7 @@ class OfflineBackend:
         return None
 
     def screening(self, text: str) -> Screening:
-            return Screening(self.screen(text), screen_request(text))
+        return Screening(self.screen(text), screen_request(text))
 
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
         data = self.answer(request)
@@ -54,7 +47,10 @@ class OfflineBackend:
         """The answer's data; the one place a subclass changes what is answered."""
         if request.stage == SCREEN_STAGE:
             return {"flagged": False, "reason": "not flagged (offline)"}
-        return _answer(request)
+        if request.offline is None:
+            raise UsageError(f"offline backend: the request for stage {request.stage!r} carries no offline answer; "
+                             "build it with its stage's Stage.request")
+        return request.offline(request.inputs)
 
 
 def make(settings: Settings, *, progress: Callable[[str], None] | None = None) -> OfflineBackend:
