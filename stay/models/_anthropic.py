@@ -287,18 +287,13 @@ class AnthropicBackend(Retrying):
     def _credential(self) -> str:
         return "ANTHROPIC_AUTH_TOKEN" if self._auth_token and not self._api_key else "ANTHROPIC_API_KEY"
 
-    def _credentials(self) -> tuple[str | None, str | None]:
-        """``(api_key, auth_token)``: the key, or else a gateway's token (``Authorization: Bearer``)."""
-        if self._api_key or self._auth_token:
-            return self._api_key, self._auth_token
-        raise UsageError("the anthropic backend needs an API key (ANTHROPIC_API_KEY) or a gateway's bearer token "
-                         "(ANTHROPIC_AUTH_TOKEN); set one, or build offline with --backend offline (a --replay "
-                         "run needs neither)")
-
     def _made(self, kind: Any) -> Any:
-        # base_url None is left to the SDK, which reads ANTHROPIC_BASE_URL when it is set
-        key, token = self._credentials()
-        return self._configured(kind(api_key=key, auth_token=token, base_url=self._base_url))
+        """A client with the key, or else a gateway's token; base_url None: the SDK reads ANTHROPIC_BASE_URL."""
+        if not (self._api_key or self._auth_token):
+            raise UsageError("the anthropic backend needs an API key (ANTHROPIC_API_KEY) or a gateway's bearer "
+                             "token (ANTHROPIC_AUTH_TOKEN); set one, or build offline with --backend offline (a "
+                             "--replay run needs neither)")
+        return self._configured(kind(api_key=self._api_key, auth_token=self._auth_token, base_url=self._base_url))
 
     @property
     def client(self) -> anthropic.Anthropic:
