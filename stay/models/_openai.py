@@ -63,10 +63,6 @@ def refuses_json_schema(detail: str) -> bool:
     return "response_format" in text and "invalid schema" not in text
 
 
-def known_provider(base_url: str | None) -> bool:
-    return base_url is None or urlparse(base_url).hostname == "api.openai.com"
-
-
 class OpenAIBackend(Retrying):
     """``models``: the ids the settings chose per role; a role left unset uses ``default_models``."""
 
@@ -87,8 +83,8 @@ class OpenAIBackend(Retrying):
         _secrets.keep([self._api_key, *_secrets.url_secrets(base_url)])
         self.models: Mapping[Role, str] = dict(models or {})
         self._client = client
-        self._defaults: Mapping[Role, str] | None = (
-            {role: OPENAI_MODEL for role in ROLES} if known_provider(self._base_url) else None)
+        on_openai = self._base_url is None or urlparse(self._base_url).hostname == "api.openai.com"
+        self._defaults: Mapping[Role, str] | None = {role: OPENAI_MODEL for role in ROLES} if on_openai else None
 
     @property
     def prices(self) -> Mapping[str, Price]:
