@@ -30,18 +30,24 @@ from stay.errors import (
     Unreachable,
     UsageError,
 )
-from stay.models._prices import (
+from stay.models._protocol import (
     DEFAULT_MODELS,
     OUTPUT_LIMIT,
     PRICES,
     SCREENING,
     THINKING,
     Price,
+    Screening,
     Thinking,
+    hold_instead,
+    hold_more,
+    known_room,
     min_cacheable_tokens,
+    needs_room,
+    screen_request,
     thinks_adaptively,
+    verdict,
 )
-from stay.models._protocol import Screening, hold_instead, hold_more, known_room, needs_room, screen_request, verdict
 from stay.requests import ModelAnswer, ModelRequest, Role, Usage
 
 if TYPE_CHECKING:  # the SDK takes seconds to import: only a run that talks to Claude pays for it
@@ -72,8 +78,7 @@ _CHECKED: dict[tuple[str, str], int | None] = {}
 @dataclass(frozen=True)
 class _Failure:
     retryable: bool
-    error: StayError
-    """Raised when the failure is final (not retryable, or the retries are spent)."""
+    error: StayError  # raised when the failure is final (not retryable, or the retries are spent)
     wait_hint: float | None = None
     timed_out: bool = False
 
@@ -90,12 +95,8 @@ CONFIG_STATUSES = (400, 401, 403, 404)
 """Refused for what it asks (a mistyped model id, a rejected key): configuration, not the service."""
 
 
-def _quiet(_line: str) -> None:
-    pass
-
-
-def _nothing() -> None:
-    """No prefix gate to tell."""
+def _nothing(*_told: object) -> None:
+    """No progress line to show, no prefix gate to tell."""
 
 
 def _identified(message: Any, stream: Any) -> Any:
@@ -131,10 +132,8 @@ class _Deadline:
         self.clock, self.where, self.request_timeout = backend.clock, where, timeout or backend.timeout
         self.seconds = backend.call_deadline or default_deadline(max_tokens, self.request_timeout)
         self.ends = self.clock() + self.seconds
-        self.cut = False
-        """Whether the last attempt's request timeout was cut to the time left."""
-        self.fired = False
-        """Whether the watchdog ended an attempt (``watch``)."""
+        self.cut = False  # the last attempt's request timeout was cut to the time left
+        self.fired = False  # the watchdog ended an attempt (``watch``)
 
     def left(self) -> float:
         return self.ends - self.clock()
@@ -184,9 +183,8 @@ class _Deadline:
 
 
 class Retrying:
-    """What the Claude and the OpenAI-compatible backends share: the retry settings, meant the
-    same, and the wait rule. ``sleep``, ``jitter``, ``clock`` (monotonic, for the deadline) and
-    ``wall`` (for an HTTP-date ``retry-after``) are injectable so tests never really wait."""
+    """The retry settings and wait rule the Claude and OpenAI-compatible backends share; ``sleep``,
+    ``jitter``, ``clock`` (monotonic) and ``wall`` (HTTP-date ``retry-after``) are injected in tests."""
 
     def __init__(self, *, max_retries: int, timeout: float, retry_after_cap: float, call_deadline: float | None,
                  answer_tokens: int | None, progress: Progress | None, sleep: Callable[[float], None],
@@ -197,14 +195,12 @@ class Retrying:
                              "and call_deadline > 0")
         self.max_retries, self.timeout, self.retry_after_cap = max_retries, timeout, retry_after_cap
         self.call_deadline, self.answer_tokens = call_deadline, answer_tokens
-        self.progress: Progress = progress or _quiet
+        self.progress: Progress = progress or _nothing
         self.sleep, self.jitter, self.clock, self.wall = sleep, jitter, clock, wall
-        self._heard = False
-        """Whether the service has answered a call: until it has, a connection it closes unanswered is final."""
+        self._heard = False  # until the service has answered, a connection it closes unanswered is final
 
     def _wait(self, failure: _Failure, where: str, attempt: int, clock: _Deadline) -> float:
-        """The wait before the next attempt, or the error that ends the call (final, retries spent,
-        a retry-after above the cap, or past the deadline)."""
+        """The wait before the next attempt, or the error that ends the call."""
         if not failure.retryable:
             raise failure.error from None
         # a stall whose timeout the deadline cut short ends here, not as "no answer within 300 s"
@@ -225,10 +221,24 @@ class Retrying:
                           f"retrying ({attempt + 1} of {self.max_retries})")
         return wait
 
+    def _retried(self, send: Callable[[Any], Any], where: str, clock: _Deadline,
+                 classify: Callable[[Exception, str, int], _Failure]) -> Any:
+        """``send(timeout)`` with its retries, under ``clock``."""
+        for attempt in range(self.max_retries + 1):
+            try:
+                found = send(clock.timeout(attempt))
+                self._heard = True
+                return found
+            except StayError:
+                raise
+            except Exception as exc:
+                clock.check(attempt, ended=clock.fired)  # the watchdog closed the stream: that is why
+                self.sleep(self._wait(classify(exc, where, attempt), where, attempt, clock))
+        raise AssertionError("unreachable: the loop returns or raises")
+
 
 class AnthropicBackend(Retrying):
-    """Answers stage requests with Claude, sync (``complete``) and async (``acomplete``); the
-    client is made on first use (a replayed run needs no key)."""
+    """Claude, sync and async; the client is made on first use (a replayed run needs no key)."""
 
     name = "anthropic"
     prices: Mapping[str, Price] = PRICES
@@ -251,14 +261,13 @@ class AnthropicBackend(Retrying):
                          jitter=jitter, clock=clock, wall=wall)
         self.thinking: Mapping[Role, Thinking] = THINKING if thinking is None else thinking
         self.gate = PrefixGate() if warm_prefixes else None
-        self.async_sleep = async_sleep  # asyncio.sleep when None: asyncio is imported only by async callers
+        self.async_sleep = async_sleep  # None: asyncio.sleep (asyncio is imported only by async callers)
         self._api_key = api_key.strip() if api_key else api_key  # a key pasted with its newline
         # a bearer token for a gateway (ANTHROPIC_AUTH_TOKEN), used only when there is no key
         self._auth_token = None if self._api_key else (auth_token.strip() if auth_token else None) or None
         self._base_url = base_url
         _secrets.keep([self._api_key, self._auth_token, *_secrets.url_secrets(base_url)])
-        self.screen_model = screen_model
-        """The model that screens briefs (the analysis role's)."""
+        self.screen_model = screen_model  # the analysis role's
         self._client = None if client is None else self._configured(client)
         self._async_client = None if async_client is None else self._configured(async_client)
 
@@ -276,26 +285,22 @@ class AnthropicBackend(Retrying):
 
     @property
     def _credential(self) -> str:
-        """The setting the client authenticates with, to name in an error."""
         return "ANTHROPIC_AUTH_TOKEN" if self._auth_token and not self._api_key else "ANTHROPIC_API_KEY"
 
-    def _credentials(self) -> tuple[str | None, str | None]:
-        """``(api_key, auth_token)``: the key, or else a gateway's token (``Authorization: Bearer``)."""
-        if self._api_key or self._auth_token:
-            return self._api_key, self._auth_token
-        raise UsageError("the anthropic backend needs an API key (ANTHROPIC_API_KEY) or a gateway's bearer token "
-                         "(ANTHROPIC_AUTH_TOKEN); set one, or build offline with --backend offline (a --replay "
-                         "run needs neither)")
+    def _made(self, kind: Any) -> Any:
+        """A client with the key, or else a gateway's token; base_url None: the SDK reads ANTHROPIC_BASE_URL."""
+        if not (self._api_key or self._auth_token):
+            raise UsageError("the anthropic backend needs an API key (ANTHROPIC_API_KEY) or a gateway's bearer "
+                             "token (ANTHROPIC_AUTH_TOKEN); set one, or build offline with --backend offline (a "
+                             "--replay run needs neither)")
+        return self._configured(kind(api_key=self._api_key, auth_token=self._auth_token, base_url=self._base_url))
 
     @property
     def client(self) -> anthropic.Anthropic:
         if self._client is None:
             import anthropic
 
-            # base_url is left to the SDK, which reads ANTHROPIC_BASE_URL when it is set
-            key, token = self._credentials()
-            self._client = self._configured(anthropic.Anthropic(
-                api_key=key, auth_token=token, base_url=self._base_url))
+            self._client = self._made(anthropic.Anthropic)
         client: anthropic.Anthropic = self._client
         return client
 
@@ -304,16 +309,13 @@ class AnthropicBackend(Retrying):
         if self._async_client is None:
             import anthropic
 
-            key, token = self._credentials()
-            self._async_client = self._configured(anthropic.AsyncAnthropic(
-                api_key=key, auth_token=token, base_url=self._base_url))
+            self._async_client = self._made(anthropic.AsyncAnthropic)
         client: anthropic.AsyncAnthropic = self._async_client
         return client
 
     def check_models(self, models: Mapping[Role, str]) -> None:
-        """Ask the Models API for each distinct id before anything is paid: an unknown id (a 404
-        naming it) or a rejected credential is one line. Any other outcome is left to the calls:
-        the check must never stop a run that would work. Asked once a process per endpoint and id."""
+        """Ask the Models API for each id before anything is paid: an unknown id or a rejected key
+        is one line; anything else is left to the calls, so the check never stops a run that would work."""
         import anthropic
 
         by_id: dict[str, list[Role]] = {}
@@ -344,24 +346,15 @@ class AnthropicBackend(Retrying):
             _CHECKED[key] = limit if isinstance(limit, int) and limit > 0 else None
 
     def output_limit(self, model: str) -> int:
-        """The most ``max_tokens`` ``model`` takes: what the Models API said, else ``OUTPUT_LIMIT``."""
         said = _CHECKED.get((str((self._client or self._async_client or self.client).base_url), model))
         return said if said is not None else OUTPUT_LIMIT
 
     def _roomier(self, answer: int, budget: Budget, model: str) -> Budget | None:
-        """``budget`` with ``answer`` tokens of answer room, up to the model's limit; None if no more."""
         answer = min(answer, self.output_limit(model) - budget.thinking)
         return Budget(answer, budget.thinking) if answer > budget.answer else None
 
-    def _more_room(self, message: Any, budget: Budget, model: str) -> Budget | None:
-        """The one retry's budget for an answer cut off at ``max_tokens``: twice the room, up to the limit."""
-        if getattr(message, "stop_reason", None) != "max_tokens":
-            return None
-        return self._roomier(2 * budget.answer, budget, model)
-
     def _first(self, request: ModelRequest, model: str, thinking: Thinking | None, where: str) -> Budget:
-        """The first request's budget: the configured room, or the room an earlier run's retry
-        needed (``known_room``), held against the cost cap in place of the first hold."""
+        """The configured room, or the room an earlier run's retry needed, held against the cap instead."""
         budget = budget_for(request, model, thinking, self.answer_tokens)
         known = known_room()
         more = None if known is None else self._roomier(known, budget, model)
@@ -374,9 +367,9 @@ class AnthropicBackend(Retrying):
 
     def _retry(self, message: Any, request: ModelRequest, model: str, thinking: Thinking | None,
                budget: Budget, where: str) -> tuple[dict[str, Any], Budget, Usage] | None:
-        """The one retry of a cut-off answer (params, budget, the cut-off reply's billed usage),
-        held against the cost cap before it is sent; None when there is no more room."""
-        more = self._more_room(message, budget, model)
+        """The one retry of a cut-off answer, held against the cost cap before it is sent; None: no more room."""
+        cut_off = getattr(message, "stop_reason", None) == "max_tokens"
+        more = self._roomier(2 * budget.answer, budget, model) if cut_off else None  # twice the room, up to the limit
         if more is None:
             return None
         spent = usage_of(message, where)  # the cut-off reply was billed too: counted as its own call,
@@ -412,28 +405,16 @@ class AnthropicBackend(Retrying):
         """One call with its retries; ``started`` is told when a streamed response begins (the gate)."""
         streamed = streams(params["max_tokens"], self.timeout)
         clock = _Deadline(self, params["max_tokens"], where)
-        for attempt in range(self.max_retries + 1):
-            try:
-                client = self.client
-                timeout = clock.timeout(attempt)
-                if streamed:
-                    with client.messages.stream(**params, timeout=timeout) as stream, clock.watch(stream.close):
-                        _begun(stream, started)
-                        message = _identified(stream.get_final_message(), stream)
-                else:
-                    message = client.messages.create(**params, timeout=timeout)
-                self._heard = True
-                return message
-            except StayError:
-                raise
-            except Exception as exc:
-                clock.check(attempt, ended=clock.fired)  # the watchdog closed the stream: that is why
-                failure = self._classify(exc, where, attempt)
-                self.sleep(self._wait(failure, where, attempt, clock))
-        raise AssertionError("unreachable: the loop returns or raises")
+
+        def send(timeout: Any) -> Any:
+            if not streamed:
+                return self.client.messages.create(**params, timeout=timeout)
+            with self.client.messages.stream(**params, timeout=timeout) as stream, clock.watch(stream.close):
+                _begun(stream, started)
+                return _identified(stream.get_final_message(), stream)
+        return self._retried(send, where, clock, self._classify)
 
     async def acomplete(self, request: ModelRequest, model: str) -> ModelAnswer:
-        """``complete`` for asyncio callers; the gate's waiters wait on the event loop, never blocking it."""
         thinking = self.thinking.get(request.role)
         where, budget, params = self._prepared(request, model, thinking)
         async with self.gate.ahold(prefix_keys(params)) if self.gate is not None else nullcontext(_nothing) as started:
@@ -446,26 +427,22 @@ class AnthropicBackend(Retrying):
         return _counting(spent, lambda: answer_from(message, request, budget=more))
 
     async def _acall(self, params: dict[str, Any], where: str, started: Callable[[], None] = _nothing) -> Any:
+        import asyncio  # imported already by whoever runs this coroutine
+
         streamed = streams(params["max_tokens"], self.timeout)
         clock = _Deadline(self, params["max_tokens"], where)
         for attempt in range(self.max_retries + 1):
             try:
                 client = self.async_client
-                timeout = clock.timeout(attempt)
-                message = await clock.awaited(self._attempt(client, params, streamed, timeout, started), attempt)
+                attempted = self._attempt(client, params, streamed, clock.timeout(attempt), started)
+                message = await clock.awaited(attempted, attempt)
                 self._heard = True
                 return message
             except StayError:
                 raise
             except Exception as exc:
-                failure = self._classify(exc, where, attempt)
-                wait = self._wait(failure, where, attempt, clock)
-                pause = self.async_sleep
-                if pause is None:
-                    import asyncio
-
-                    pause = asyncio.sleep
-                await pause(wait)
+                wait = self._wait(self._classify(exc, where, attempt), where, attempt, clock)
+                await (self.async_sleep or asyncio.sleep)(wait)
         raise AssertionError("unreachable: the loop returns or raises")
 
     @staticmethod
@@ -512,9 +489,9 @@ class AnthropicBackend(Retrying):
             if spend_limited(body):
                 return _Failure(False, ModelError(
                     f"{where}: the API refused the call: a spend limit or the credit balance is reached (HTTP "
-                    f"{status}: {detail}); "
-                    "not retried, since waiting will not lift it: raise the limit in the Claude Console "
-                    "(Billing), or rerun once it resets (finished files are kept, nothing is paid twice)"))
+                    f"{status}: {detail}); not retried, since waiting will not lift it: raise the limit in the "
+                    "Claude Console (Billing), or rerun once it resets (finished files are kept, nothing is paid "
+                    "twice)"))
             if retryable_status(status, headers, body):
                 what = {429: "rate limited (429)", 529: "overloaded (529)"}.get(
                     status, f"unavailable (HTTP {status}: {detail})")
@@ -524,16 +501,13 @@ class AnthropicBackend(Retrying):
         if isinstance(exc, (anthropic.APIResponseValidationError, ValueError, AssertionError, RuntimeError,
                             KeyError, TypeError, AttributeError)):
             # the SDK could not read the body: not JSON, an HTML page, a stream with no message
-            return _Failure(False, ModelError(
-                f"{where}: the API's response is malformed: it could not be read as a message "
-                f"({type(exc).__name__}: {clean(exc) or 'no message'}); nothing was written, run the command "
-                "again (if it persists, check ANTHROPIC_BASE_URL and any proxy in between)"))
+            return _Failure(False, _malformed(where, f"it could not be read as a message ({type(exc).__name__}: "
+                                                     f"{clean(exc) or 'no message'})"))
         if isinstance(exc, anthropic.APIError):
             return _Failure(False, ModelError(f"{where}: {type(exc).__name__}: {clean(exc)}"))
         raise exc
 
     def screening(self, text: str) -> Screening:
-        """A harmlessness screen: a cheap structured classification call, its usage with the verdict."""
         request = screen_request(text)
         try:
             answer = self._complete(request, self.screen_model, SCREENING)
@@ -558,7 +532,6 @@ class AnthropicBackend(Retrying):
 
 def make(settings: Settings, *, progress: Progress | None = None,
          client: anthropic.Anthropic | None = None) -> AnthropicBackend:
-    """The ``stay.backends`` entry point ``anthropic``; ``client``: an SDK client made elsewhere."""
     return AnthropicBackend(client, api_key=settings.api_key, auth_token=settings.auth_token,
                             base_url=settings.base_url, progress=progress,
                             screen_model=settings.model("analysis"), timeout=settings.request_timeout,
@@ -574,15 +547,12 @@ _SDK_TOKENS_PER_SECOND = 128_000 / 3_600
 
 
 def streams(max_tokens: int, timeout: float) -> bool:
-    """Whether a request must stream: the SDK would refuse it non-streaming, or its answer
-    could outlast the request timeout (streamed, the timeout measures silence)."""
+    """The SDK would refuse it non-streaming, or its answer could outlast the request timeout."""
     return max_tokens > min(SDK_NONSTREAMING_TOKENS, timeout * _SDK_TOKENS_PER_SECOND)
 
 
 @dataclass(frozen=True)
 class Budget:
-    """A request's ``max_tokens``: the answer's room plus the thinking room."""
-
     answer: int
     thinking: int
 
@@ -599,7 +569,6 @@ def budget_for(request: ModelRequest, model: str, thinking: Thinking | None,
 
 def request_params(request: ModelRequest, model: str, thinking: Thinking | None = None, *,
                    answer_tokens: int | None = None) -> dict[str, Any]:
-    """The Messages API parameters for a stage request (pure; no sampling parameters)."""
     import anthropic
 
     system = []
@@ -643,7 +612,6 @@ def _malformed(where: str, what: str) -> ModelError:
 
 
 def usage_of(message: Any, where: str) -> Usage:
-    """The response's usage, checked: present, whole numbers, none negative."""
     usage = getattr(message, "usage", None)
     if usage is None:
         raise _malformed(where, "it has no usage")
@@ -664,16 +632,13 @@ def usage_of(message: Any, where: str) -> Usage:
 
 def answer_from(message: Any, request: ModelRequest, *, budget: Budget | None = None,
                 batch: bool = False) -> ModelAnswer:
-    """A Messages API response as an answer, or the error it means (stop reason, then shape,
-    then JSON). Configured secrets are cut out here, before anything is cached or written."""
+    """A response as an answer, or the error it means; secrets are cut out before anything is kept."""
     try:
         return _answer_from(message, request, budget=budget, batch=batch)
     except (AnswerError, ModelError) as exc:
-        # a reply that was read far enough to have its usage was billed, whatever it
-        # said (cut off, refused, not JSON): the error carries what it cost
+        # a reply read far enough to have its usage was billed, whatever it said: the error carries the cost
         billed = _billed(message, request, batch, budget)
-        # a response's text reaches the message (a refusal's explanation, the answer's
-        # raw text): an API or proxy that echoes a secret must not have it printed or kept
+        # a response's text reaches the message: an API or proxy echoing a secret must not have it printed or kept
         raw = getattr(exc, "raw", None)
         if _secrets.redact(str(exc)) == str(exc) and (raw is None or _secrets.redact(raw) == raw):
             exc.billed = billed
@@ -686,7 +651,7 @@ def answer_from(message: Any, request: ModelRequest, *, budget: Budget | None = 
 
 
 def _billed(message: Any, request: ModelRequest, batch: bool, budget: Budget | None) -> ModelAnswer | None:
-    """A failed reply as an answer with no data, for counting; None when its usage cannot be read."""
+    """A failed reply as an answer with no data, for counting."""
     try:
         usage = usage_of(message, f"stage {request.stage} ({request.artefact})")
     except ModelError:
@@ -701,7 +666,7 @@ def _model_of(message: Any) -> str:
 
 
 def _tier_of(message: Any) -> dict[str, str | None]:
-    """``service_tier`` and ``inference_geo`` as the usage says: both change the price."""
+    """Both change the price."""
     usage = getattr(message, "usage", None)
     found: dict[str, str | None] = {}
     for name in ("service_tier", "inference_geo"):
@@ -746,6 +711,12 @@ def _answer_from(message: Any, request: ModelRequest, *, budget: Budget | None, 
     if json_nesting(text) > MAX_ANSWER_DEPTH:
         raise ModelError(f"{where}: the answer nests deeper than {MAX_ANSWER_DEPTH} levels; no artefact "
                          "is that deep, so it was not parsed: run the command again")
+    # by value only: a lesson may well show what an Anthropic key looks like
+    return ModelAnswer(data=_secrets.redact_data(json_object(text, where)), model=_model_of(message), usage=usage,
+                       batch=batch, **_tier_of(message), **_reply_of(message, sent))
+
+
+def json_object(text: str, where: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -753,13 +724,11 @@ def _answer_from(message: Any, request: ModelRequest, *, budget: Budget | None, 
                           raw=text) from None
     if not isinstance(data, dict):
         raise AnswerError(f"{where}: the answer is JSON but not an object", raw=text)
-    # by value only: a lesson may well show what an Anthropic key looks like
-    return ModelAnswer(data=_secrets.redact_data(data), model=_model_of(message), usage=usage, batch=batch,
-                       **_tier_of(message), **_reply_of(message, sent))
+    return data
 
 
 def _reply_of(message: Any, budget: Budget | None) -> dict[str, Any]:
-    """For the trace: ``max_tokens`` sent, and the response's ids and stop reason (strings only)."""
+    """For the trace: ``max_tokens`` sent, the response's ids and stop reason."""
     found: dict[str, Any] = {"max_tokens": None if budget is None else budget.max_tokens}
     for field, name in (("id", "response_id"), ("stop_reason", "stop_reason")):
         value = getattr(message, field, None)
@@ -772,7 +741,7 @@ _REQUEST_ID = re.compile(r"[A-Za-z0-9_\-]{1,128}")
 
 
 def request_id_of(value: object) -> str | None:
-    """A ``request-id`` header's value if it is one (at most 128 id characters): headers are untrusted."""
+    """Headers are untrusted: only an id's shape is kept."""
     return value if isinstance(value, str) and _REQUEST_ID.fullmatch(value) else None
 
 
@@ -780,8 +749,7 @@ _KEY_SHAPE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` without configured or given secrets, nor anything shaped like an Anthropic key:
-    API error text is printed to terminals and logs."""
+    """API error text without secrets nor anything shaped like an Anthropic key: it is printed and logged."""
     return _KEY_SHAPE.sub(_secrets.REDACTED, _secrets.redact(text, secrets))
 
 
@@ -795,8 +763,7 @@ RERUN = "rerun to continue (finished files are kept, nothing is paid twice)"
 
 def unreachable(exc: BaseException, where: str, url: str, setting: str, service: str = "", *,
                 answered: bool) -> Unreachable | None:
-    """The final error when the service at ``url`` cannot be reached (no connection, or closed
-    unanswered) and has not ``answered`` yet in this run; None otherwise, for the retries to mend."""
+    """The final error when the service cannot be reached and has not answered yet this run; None: retry."""
     import socket
 
     import httpx2
@@ -826,7 +793,7 @@ def unreachable(exc: BaseException, where: str, url: str, setting: str, service:
 
 
 def _proxy_for(url: str) -> str | None:
-    """The proxy (``HTTPS_PROXY`` and the rest, ``NO_PROXY`` heeded) the SDK goes through to ``url``."""
+    """The proxy (``HTTPS_PROXY``..., ``NO_PROXY`` heeded) the SDK goes through to ``url``."""
     import urllib.request
     from urllib.parse import urlsplit
 
@@ -841,15 +808,12 @@ def _proxy_for(url: str) -> str | None:
 
 
 _RETRYABLE_ERROR_TYPES = ("overloaded_error", "rate_limit_error", "api_error", "timeout_error")
-
-
 _SPEND_LIMIT_CODES = ("enforced_spend_limit_reached",)
 _SPEND_LIMIT_WORDS = ("spend limit", "usage limit", "credit balance")
 
 
 def spend_limited(body: Any) -> bool:
-    """Whether an error body says a spend limit is reached (``enforced_spend_limit_reached``, or
-    a message saying so, as a proxy may drop the details): waiting will not lift it."""
+    """A spend limit, by its code or its message (a proxy may drop the details): waiting will not lift it."""
     error = body.get("error") if isinstance(body, Mapping) else None
     if not isinstance(error, Mapping):
         return False
@@ -861,8 +825,7 @@ def spend_limited(body: Any) -> bool:
 
 
 def retryable_status(status: int, headers: Mapping[str, str] | None, body: Any) -> bool:
-    """The SDK's retry rule (408, 409, 429, 5xx, ``x-should-retry``, a retryable error event in a
-    stream); never a spend limit."""
+    """The SDK's retry rule (408, 409, 429, 5xx, ``x-should-retry``, an error event's type), never a spend limit."""
     if spend_limited(body):
         return False
     should = (headers or {}).get("x-should-retry")
@@ -875,8 +838,7 @@ def retryable_status(status: int, headers: Mapping[str, str] | None, body: Any) 
 
 
 def retry_after(headers: Mapping[str, str] | None, now: Callable[[], float] = time.time) -> float | None:
-    """Seconds the server asked to wait, or None: ``retry-after-ms``, ``retry-after`` in seconds,
-    then as an HTTP-date read against ``now`` (the SDK's order)."""
+    """Seconds the server asked to wait: ``retry-after-ms``, ``retry-after`` seconds, then HTTP-date."""
     if not headers:
         return None
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
@@ -904,34 +866,26 @@ def retry_after(headers: Mapping[str, str] | None, now: Callable[[], float] = ti
 BACKOFF_FIRST = 0.5
 BACKOFF_MOST = 8.0
 RETRY_AFTER_SPREAD = 0.25
-"""A retry-after wait is lengthened by up to this share (at least ``BACKOFF_FIRST``), so calls
-told the same wait do not all come back in the same millisecond."""
+"""A retry-after wait is lengthened by up to this share, so calls told the same wait do not all come back at once."""
 
 
 def backoff(attempt: int, jitter: float) -> float:
-    """0.5 s doubling to 8 s with "equal jitter": calls that failed together spread over half a step."""
+    """Equal jitter: calls that failed together spread over half a step."""
     step = min(BACKOFF_FIRST * 2.0 ** attempt, BACKOFF_MOST)
     return step * (0.5 + 0.5 * jitter)
 
 
 def jittered(hint: float, jitter: float) -> float:
-    """A retry-after wait with jitter added, never shorter than the service asked."""
     return hint + jitter * max(RETRY_AFTER_SPREAD * hint, BACKOFF_FIRST)
 
 
-CACHE_TTL = 300.0
-"""Seconds a 5-minute cache entry lives after its last use."""
-
-CHARS_PER_TOKEN = 4
-"""About four characters a token: no tokenizer runs here."""
-
+CACHE_TTL = 300.0  # a 5-minute cache entry's life after its last use
+CHARS_PER_TOKEN = 4  # no tokenizer runs here
 _SCOPE = ("tools", "tool_choice", "thinking")
-"""Request fields besides the model and ``output_config`` that scope the cache."""
 
 
 def cache_scope(params: Mapping[str, Any]) -> str:
-    """What the API's cache is invalidated by besides the prefix's text (the prompt-caching
-    docs): model, tools, thinking, and ``output_config`` (format and effort)."""
+    """What invalidates the API's cache besides the prefix's text (the prompt-caching docs)."""
     config = params.get("output_config") or {}
     scope = {"model": params.get("model"), **{name: params.get(name) for name in _SCOPE},
              "format": config.get("format"), "effort": config.get("effort")}
@@ -939,8 +893,7 @@ def cache_scope(params: Mapping[str, Any]) -> str:
 
 
 def prefix_keys(params: Mapping[str, Any], *, min_tokens: int | None = None) -> list[str]:
-    """A key per ``cache_control`` breakpoint, shortest first: its scope and every block up to it.
-    Prefixes below the model's minimum cacheable length are left out: nothing is cached for them."""
+    """A key per ``cache_control`` breakpoint long enough to be cached, shortest first."""
     floor = (min_cacheable_tokens(str(params.get("model"))) if min_tokens is None else min_tokens) * CHARS_PER_TOKEN
     system = params.get("system") or []
     blocks: list[Any] = [{"text": system}] if isinstance(system, str) else list(system)
@@ -958,10 +911,8 @@ def prefix_keys(params: Mapping[str, Any], *, min_tokens: int | None = None) -> 
 
 
 class PrefixGate:
-    """Writes each cached prompt prefix once, however many calls are in flight: the API serves
-    a prefix from its cache only once the request that wrote it has begun its response, so the
-    first request per key goes through and later ones sharing the prefix wait for that. Only
-    requests wait, never the pipeline. A written prefix lives for the cache's lifetime (5 min)."""
+    """Writes each cached prompt prefix once, however many calls are in flight: the API serves a
+    prefix only once the request writing it has begun its response, so later ones wait for that."""
 
     def __init__(self, *, ttl: float = CACHE_TTL, clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl = ttl
@@ -970,10 +921,8 @@ class PrefixGate:
         self._writing: set[str] = set()
         self._fresh_until: dict[str, float] = {}
         self._ungated_until: dict[str, float] = {}
-        self._async_waiters: list[tuple[Any, Any]] = []
-        """(event loop, asyncio.Event) of every coroutine waiting (``ahold``)."""
-        self.waits = 0
-        """How many requests were held for another request's cache write (for tests)."""
+        self._async_waiters: list[tuple[Any, Any]] = []  # (event loop, asyncio.Event) per coroutine
+        self.waits = 0  # requests held for another's cache write (for tests)
 
     def _fresh(self, key: str) -> bool:
         return self._fresh_until.get(key, float("-inf")) > self.clock()
@@ -988,36 +937,20 @@ class PrefixGate:
         self._writing.update(mine)
         return mine
 
-    def _notify(self) -> None:
-        """Under the lock: wake every waiter, threads and coroutines alike."""
-        self._changed.notify_all()
-        for loop, event in self._async_waiters:
-            loop.call_soon_threadsafe(event.set)
-        self._async_waiters.clear()
-
-    def _begin(self, keys: Sequence[str], mine: Sequence[str]) -> None:
-        """The response has begun (or an answer came): every key is fresh, waiters go."""
+    def _release(self, mine: Sequence[str], keys: Sequence[str], until: dict[str, float]) -> None:
+        """``mine`` written (or failed): ``keys`` marked in ``until`` for the cache's lifetime, every waiter woken."""
         with self._changed:
             self._writing.difference_update(mine)
-            until = self.clock() + self.ttl
-            for key in keys:
-                self._fresh_until[key] = until
-            self._notify()
-
-    def _fail(self, mine: Sequence[str]) -> None:
-        """A write that failed before its response began: its prefixes go ungated."""
-        with self._changed:
-            self._writing.difference_update(mine)
-            until = self.clock() + self.ttl
-            for key in mine:
-                self._ungated_until[key] = until
-            self._notify()
+            until.update(dict.fromkeys(keys, self.clock() + self.ttl))
+            self._changed.notify_all()
+            for loop, event in self._async_waiters:
+                loop.call_soon_threadsafe(event.set)
+            self._async_waiters.clear()
 
     @contextmanager
     def hold(self, keys: Sequence[str]) -> Iterator[Callable[[], None]]:
-        """Wait while another request writes one of ``keys``, then send. Yields ``started``: waiters
-        go when the response begins. A write that failed first leaves its prefixes ungated, so a
-        failing service fails the waiters together, not one writer after another."""
+        """Wait while another request writes one of ``keys``; yields ``started``. A failed write leaves
+        its prefixes ungated, so a failing service fails the waiters together, not one after another."""
         with self._changed:
             waited = False
             while (mine := self._claim(keys)) is None:
@@ -1029,7 +962,7 @@ class PrefixGate:
 
     @asynccontextmanager
     async def ahold(self, keys: Sequence[str]) -> AsyncIterator[Callable[[], None]]:
-        """``hold`` for a coroutine: it waits on an ``asyncio.Event``, never blocking its event loop."""
+        """``hold`` on an ``asyncio.Event``, never blocking the event loop."""
         import asyncio
 
         waited = False
@@ -1053,7 +986,7 @@ class PrefixGate:
         def started() -> None:
             nonlocal begun
             begun = True
-            self._begin(keys, mine)
+            self._release(mine, keys, self._fresh_until)
 
         answered = False
         try:
@@ -1061,6 +994,6 @@ class PrefixGate:
             answered = True
         finally:
             if answered or begun:
-                self._begin(keys, mine)  # an answer is a use: it refreshes the entries too
-            else:
-                self._fail(mine)
+                self._release(mine, keys, self._fresh_until)  # an answer is a use: it refreshes the entries too
+            else:  # a write that failed before its response began: its prefixes go ungated
+                self._release(mine, mine, self._ungated_until)

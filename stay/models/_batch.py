@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from stay._stored import Damaged, load_stored_json
+from stay.artefacts import write_text_atomic
 from stay.errors import ModelError, ModelUnavailable, RefusalError, StayError, TruncationError, Unreachable, UnsafeId
 from stay.models._anthropic import (
     CONFIG_STATUSES,
@@ -30,18 +31,15 @@ from stay.models._anthropic import (
     usage_of,
 )
 from stay.models._cache import RequestCache, request_key
-from stay.models._prices import BATCH_CACHE_TTL, THINKING, cost
+from stay.models._protocol import BATCH_CACHE_TTL, THINKING, cost
 from stay.requests import ModelAnswer, ModelRequest
 
 MAX_BATCH_REQUESTS = 100_000
-MAX_BATCH_BYTES = 256 * 1000 * 1000
-"""256 MB, counted in decimal megabytes to stay on the safe side of the limit."""
-_ENVELOPE = 1_024
-"""Bytes kept free in each batch for the JSON around the requests."""
+MAX_BATCH_BYTES = 256 * 1000 * 1000  # 256 MB in decimal megabytes: the safe side of the limit
+_ENVELOPE = 1_024  # bytes kept free in each batch for the JSON around the requests
 
 BATCH_ID = re.compile(r"msgbatch_[A-Za-z0-9]{1,128}")
-"""A Message Batch id's shape (up to 128 characters): a record's file name is built from it,
-so any other id, from a response or from disk, is refused before a path is."""
+"""A record's file name is built from a batch id, so any other shape is refused before a path is."""
 
 Params = Callable[[ModelRequest, str], dict[str, Any]]
 Billed = Callable[[ModelRequest, ModelAnswer], None]
@@ -49,13 +47,11 @@ Billed = Callable[[ModelRequest, ModelAnswer], None]
 
 
 def default_params(request: ModelRequest, model: str) -> dict[str, Any]:
-    """What the Claude backend would send live, with its default thinking per role."""
     return request_params(request, model, THINKING.get(request.role))
 
 
 def hour_long(params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` with every cache breakpoint a ``BATCH_CACHE_TTL`` entry: all of them, as the API
-    requires longer entries first (a batch can outlive a 5-minute entry)."""
+    """Every breakpoint a ``BATCH_CACHE_TTL`` entry (the API wants longer entries first)."""
     def marked(block: Any) -> Any:
         if isinstance(block, dict) and "cache_control" in block:
             return {**block, "cache_control": {**block["cache_control"], "ttl": BATCH_CACHE_TTL}}
@@ -68,15 +64,11 @@ def hour_long(params: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class BatchOutcome:
-    batch_ids: tuple[str, ...]
-    """Every batch this call collected, earlier runs' first, then the ones it submitted."""
-    submitted: int
-    """Requests this call submitted in new batches."""
+    batch_ids: tuple[str, ...]  # earlier runs' first, then the ones this call submitted
+    submitted: int  # requests submitted in new batches
     succeeded: int
-    failed: dict[str, str]
-    """custom id -> why (errored, canceled or expired): those are asked live later."""
-    resumed: int = 0
-    """Requests collected from batches an earlier run submitted."""
+    failed: dict[str, str]  # custom id -> why: those are asked live later
+    resumed: int = 0  # requests collected from batches an earlier run submitted
 
     @property
     def batch_id(self) -> str:
@@ -88,7 +80,6 @@ _RECORD_FIX = "delete the record if no batch of yours is running; nothing was wr
 
 
 def checked_id(batch_id: object, where: str, fix: str = _SERVER_FIX, *, path: Path | None = None) -> str:
-    """``batch_id`` if it has BATCH_ID's shape, else UnsafeId naming where it came from."""
     if isinstance(batch_id, str) and BATCH_ID.fullmatch(batch_id):
         return batch_id
     shown = repr(batch_id)
@@ -119,8 +110,6 @@ class _Ledger:
                 yield path, record
 
     def add(self, batch_id: str, custom_ids: list[str]) -> None:
-        from stay.artefacts import write_text_atomic
-
         write_text_atomic(self._path(batch_id),
                           json.dumps({"batch_id": batch_id, "custom_ids": sorted(custom_ids)}, sort_keys=True))
 
@@ -140,15 +129,13 @@ class _Collector:
     sleep: Callable[[float], None]
     poll_seconds: float
     timeout_seconds: float
-    rules: AnthropicBackend
-    """Whose retry rules every batch call follows (its classification, waits and max_retries)."""
+    rules: AnthropicBackend  # whose retry rules every batch call follows
     billed: Billed
     succeeded: int = 0
     failed: dict[str, str] = field(default_factory=dict)
 
     def api(self, what: str, call: Callable[[], Any], *, missing_ok: bool = False) -> Any:
-        """``call()``, retried as a live call; a final failure says every batch id is stored.
-        ``missing_ok``: a 404 is None."""
+        """``call()``, retried as a live call; ``missing_ok``: a 404 is None."""
         import anthropic
 
         where = f"Message Batches: {what}"
@@ -173,12 +160,10 @@ class _Collector:
         raise AssertionError("unreachable: the loop returns or raises")
 
     def lookup(self, batch_id: str) -> Any:
-        """A stored batch, or None when the server no longer has it."""
         return self.api(f"looking up batch {batch_id}",
                         functools.partial(self.client.messages.batches.retrieve, batch_id), missing_ok=True)
 
     def wait(self, batch: Any) -> Any:
-        """Poll until the batch ends, saying how far it got each time."""
         waited = 0.0
         while batch.processing_status != "ended":
             if waited >= self.timeout_seconds:
@@ -193,9 +178,8 @@ class _Collector:
         return batch
 
     def poll(self, batch: Any) -> tuple[Any, float]:
-        """One poll, and the seconds spent waiting out failures. A poll is free and the batch runs
-        on regardless, so a transient failure is polled through (a 429's ``retry-after`` waited in
-        full, whatever the cap) while the batch can still end; 401, 403 or 404 ends the run."""
+        """One poll, and the seconds spent on failures: a poll is free and the batch runs on, so a
+        transient failure is polled through (whatever the cap) while the batch can still end."""
         where = f"Message Batches: polling batch {batch.id}"
         until, spent, streak = poll_until(batch), 0.0, 0
         while True:
@@ -227,7 +211,6 @@ class _Collector:
                 spent += pause
 
     def collect(self, batch_id: str) -> int:
-        """Store every answer of an ended batch this run needs; how many of its requests it held."""
         held = 0
         results = self.api(f"reading the results of batch {batch_id}",
                            lambda: list(self.client.messages.batches.results(batch_id)))
@@ -255,7 +238,6 @@ class _Collector:
         return held
 
     def bill(self, request: ModelRequest, model: str, message: Any, exc: Exception) -> str:
-        """Hand a billed entry with no usable answer to ``billed``; what it was and cost, in words."""
         kinds: dict[type, str] = {RefusalError: "refused", TruncationError: "cut off"}
         what = kinds.get(type(exc)) or f"unreadable ({one_line(exc)})"
         try:
@@ -269,7 +251,6 @@ class _Collector:
 
 
 def _what(exc: Exception) -> str:
-    """A failed poll in a few words: its status, or the kind of connection failure."""
     status = getattr(exc, "status_code", None)
     if isinstance(status, int):
         return f"HTTP {status}"
@@ -282,7 +263,6 @@ BATCH_LIFETIME = 24 * 3600.0
 
 
 def poll_until(batch: Any) -> float:
-    """When ``batch`` can no longer be running: ``expires_at``, else ``BATCH_LIFETIME`` after creation."""
     expires, created = getattr(batch, "expires_at", None), getattr(batch, "created_at", None)
     if isinstance(expires, datetime):
         return expires.timestamp()
@@ -291,7 +271,6 @@ def poll_until(batch: Any) -> float:
 
 
 def progress_line(batch: Any) -> str:
-    """``batch msgbatch_1: 5/7 ended (5 succeeded, 0 errored, 0 canceled, 0 expired), 2 processing``."""
     counts = getattr(batch, "request_counts", None)
     if counts is None:
         return f"batch {batch.id}: {batch.processing_status}"
@@ -303,7 +282,6 @@ def progress_line(batch: Any) -> str:
 
 def split(entries: Sequence[dict[str, Any]], *, max_requests: int = MAX_BATCH_REQUESTS,
           max_bytes: int = MAX_BATCH_BYTES) -> list[list[dict[str, Any]]]:
-    """Batch entries in order, in as few batches as the limits allow."""
     chunks: list[list[dict[str, Any]]] = []
     current: list[dict[str, Any]] = []
     size = _ENVELOPE
@@ -328,11 +306,8 @@ def prefetch(client: Any, jobs: Sequence[tuple[ModelRequest, str]], cache: Reque
              progress: Callable[[str], None] | None = None, max_requests: int = MAX_BATCH_REQUESTS,
              max_bytes: int = MAX_BATCH_BYTES, retries: AnthropicBackend | None = None,
              billed: Billed | None = None) -> BatchOutcome | None:
-    """Answer ``jobs`` (request, model) through Message Batches into ``cache``: collect any batch
-    an earlier run recorded in ``ledger`` (default ``.runs/batches/``), then submit what is
-    missing, split to the limits. None when the cache already holds every answer.
-    ``retries``: the backend whose retry rules the calls follow; ``billed``: told of every
-    entry billed without an answer."""
+    """Answer ``jobs`` into ``cache``: collect the batches ``ledger`` (``.runs/batches/``) records, then
+    submit what is missing. None when the cache holds every answer; ``retries``: whose retry rules."""
     say = progress or (lambda _line: None)
     rules = retries if retries is not None else AnthropicBackend(client, progress=say, sleep=sleep)
     todo = {request_key(request, model): (request, model) for request, model in jobs

@@ -17,17 +17,24 @@ from typing import Any
 from pydantic import ValidationError
 
 from stay._stored import MAX_STORED_BYTES, Damaged, load_stored_json
+from stay.artefacts import write_text_atomic
 from stay.errors import AnswerError, ReplayMiss
-from stay.models._prices import DEFAULT_MODELS, Price
-from stay.models._protocol import ModelClient, Room, Screening, prices_of, screen_request, screening_of, sizing, verdict
+from stay.models._protocol import (
+    DEFAULT_MODELS,
+    ModelClient,
+    Price,
+    Room,
+    Screening,
+    prices_of,
+    screen_request,
+    screening_of,
+    sizing,
+    verdict,
+)
 from stay.requests import ModelAnswer, ModelRequest, Usage
 
-ROOMS_DIR = "rooms"
-"""One small record per cut-off request's key, rewritten in place: reruns cannot grow it."""
-
-ROOM_RECORD_BYTES = 4096
-"""A room record is about 200 bytes; a larger one is ignored unread."""
-
+ROOMS_DIR = "rooms"  # one small record per cut-off request's key, rewritten in place
+ROOM_RECORD_BYTES = 4096  # a room record is about 200 bytes; a larger one is ignored unread
 REJECTIONS_KEPT = 3
 """Enough to see whether a model fails the same way again; reruns cannot grow it without bound."""
 
@@ -41,7 +48,6 @@ def request_key(request: ModelRequest, model: str, salt: str = "") -> str:
 
 
 def differences(cached: dict[str, Any], cached_model: str | None, request: ModelRequest, model: str) -> list[str]:
-    """The parts of ``request`` that differ from a cached request, in words."""
     now = request.model_dump(mode="json")
     changed = []
     if cached_model != model:
@@ -58,7 +64,6 @@ def differences(cached: dict[str, Any], cached_model: str | None, request: Model
 
 
 def _system_changes(was: Any, now: list[dict[str, Any]]) -> list[str]:
-    """Which parts of the system prompt changed, by the blocks' labels."""
     if not isinstance(was, list) or not all(isinstance(b, dict) for b in was) or [
             b.get("label") for b in was] != [b.get("label") for b in now]:  # a damaged entry: its layout
         return ["the system prompt's layout"]
@@ -68,8 +73,7 @@ def _system_changes(was: Any, now: list[dict[str, Any]]) -> list[str]:
 
 
 def _stored(path: Path, limit: int = MAX_STORED_BYTES) -> dict[str, Any] | None:
-    """A cache file's JSON object, or None when missing or damaged in any way: the cache is a
-    convenience, so damage costs a call (or, replaying, a miss), never the run."""
+    """None when missing or damaged: the cache is a convenience, so damage costs a call, never the run."""
     try:
         document = load_stored_json(path, limit)
     except (OSError, Damaged):
@@ -78,7 +82,6 @@ def _stored(path: Path, limit: int = MAX_STORED_BYTES) -> dict[str, Any] | None:
 
 
 def _damage(path: Path) -> str:
-    """What is wrong with a cache file that ``_stored`` or the answer's check refused."""
     try:
         document = load_stored_json(path)
     except Damaged as exc:
@@ -98,8 +101,7 @@ def _damage(path: Path) -> str:
 class RequestCache:
     directory: Path
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-    salt: str = ""
-    """Keys every entry apart from the same request under another salt (see ``request_key``)."""
+    salt: str = ""  # keys every entry apart from the same request under another salt
 
     def _path(self, key: str) -> Path:
         return self.directory / f"{key}.json"
@@ -109,7 +111,6 @@ class RequestCache:
 
     @property
     def rejected_dir(self) -> Path:
-        """Where rejected answers are kept: ``rejected/`` beside the cache (``.runs/rejected/``)."""
         return self.directory.parent / "rejected"
 
     def _entry(self, request: ModelRequest, model: str) -> dict[str, Any] | None:
@@ -123,20 +124,17 @@ class RequestCache:
         return entry
 
     def get(self, request: ModelRequest, model: str) -> ModelAnswer | None:
-        """The cached answer as it was stored (with the usage it was paid with)."""
         entry = self._entry(request, model)
         return None if entry is None else ModelAnswer.model_validate(entry["answer"])
 
     def put(self, request: ModelRequest, model: str, answer: ModelAnswer, *, reported: bool = True) -> None:
         """Store an answer; ``reported=False`` (a batch paid it): the first ``claim`` reports its usage."""
-        from stay.artefacts import write_text_atomic
-
         entry = {"model": model, "request": request.model_dump(mode="json"),
                  "answer": answer.model_dump(mode="json"), "reported": reported}
         write_text_atomic(self._path(request_key(request, model, self.salt)), json.dumps(entry, sort_keys=True))
 
     def claim(self, request: ModelRequest, model: str) -> ModelAnswer | None:
-        """The cached answer as a run counts it: with its usage if unreported yet, else with none."""
+        """With its usage if unreported yet, else with none."""
         with self._lock:
             entry = self._entry(request, model)
             if entry is None:
@@ -148,25 +146,19 @@ class RequestCache:
             return answer
 
     def room(self, request: ModelRequest, model: str) -> int | None:
-        """The answer room an earlier run found ``request`` needs, or None (none, or a damaged record).
-        Recorded before a retry is sent, so a run the cost cap stops pays the cut-off once."""
+        """Recorded before a retry is sent, so a run the cost cap stops pays the cut-off once."""
         record = _stored(self._room_path(request_key(request, model, self.salt)), ROOM_RECORD_BYTES)
         room = record.get("answer_tokens") if record is not None else None
         return room if type(room) is int and room > 0 else None  # not a bool, a float or a string
 
     def remember_room(self, request: ModelRequest, model: str, answer_tokens: int) -> None:
-        from stay.artefacts import write_text_atomic
-
         record = {"answer_tokens": answer_tokens, "model": model, "stage": request.stage,
                   "artefact": request.artefact}
         write_text_atomic(self._room_path(request_key(request, model, self.salt)),
                           json.dumps(record, sort_keys=True))
 
     def reject(self, request: ModelRequest, model: str, why: str, *, raw: str | None = None) -> None:
-        """The answer failed its check (``why``): move it to ``rejected/`` with the reason (``raw``:
-        an answer that was not even JSON, which never reached the cache)."""
-        from stay.artefacts import write_text_atomic
-
+        """Move the answer to ``rejected/`` with ``why`` (``raw``: one not even JSON, never cached)."""
         key = request_key(request, model, self.salt)
         record = self.rejected_dir / f"{key}.json"
         with self._lock:
@@ -185,13 +177,11 @@ class RequestCache:
         return [item for item in kept if isinstance(item, dict)] if isinstance(kept, list) else []
 
     def rejection(self, request: ModelRequest, model: str) -> str | None:
-        """Why the latest rejected answer to ``request`` was rejected, or None if none was."""
         kept = self._rejections(self.rejected_dir / f"{request_key(request, model, self.salt)}.json")
         return str(kept[-1].get("why")) if kept else None
 
     def explain_miss(self, request: ModelRequest, model: str) -> str:
-        """Why the cache holds no answer: a rejection, or what changed since the nearest cached
-        request for the same stage and file (fewest changes; ties: first by file name)."""
+        """A rejection, or what changed since the nearest cached request for the same stage and file."""
         rejected = self.rejection(request, model)
         if rejected is not None:
             record = self.rejected_dir / f"{request_key(request, model, self.salt)}.json"
@@ -218,8 +208,7 @@ class RequestCache:
         return f"stage {request.stage} ({request.artefact}): {what} since the nearest cached request"
 
 
-REPLAY = " (replay)"
-"""What a replaying backend adds to its inner backend's name: the same backend answers."""
+REPLAY = " (replay)"  # added to the inner backend's name: the same backend answers
 
 
 @dataclass
@@ -237,8 +226,7 @@ class CachedBackend:
         return self.inner.name + REPLAY if self.replay else self.inner.name
 
     @property
-    def prices(self) -> Mapping[str, Price]:
-        """The inner backend's: an answer from the cache is priced as when it was paid for."""
+    def prices(self) -> Mapping[str, Price]:  # an answer from the cache is priced as when it was paid for
         return prices_of(self.inner)
 
     @property
@@ -255,8 +243,7 @@ class CachedBackend:
             why = self.cache.explain_miss(request, model)
             raise ReplayMiss(f"replay has no answer for this request: {why}")
         self.misses += 1
-        # the room an earlier run's cut-off answer needed is asked for at once, and a cut-off
-        # now is recorded before its retry is sent (a cost cap may stop the run in between)
+        # an earlier cut-off's room is asked for at once; a cut-off now is recorded before its retry is sent
         room = Room(self.cache.room(request, model),
                     lambda answer_tokens: self.cache.remember_room(request, model, answer_tokens))
         try:
@@ -269,12 +256,10 @@ class CachedBackend:
         return answer
 
     def reject(self, request: ModelRequest, model: str, why: str) -> None:
-        """The answer ``complete`` gave failed the asker's check: never serve it again."""
         self.cache.reject(request, model, why)
 
     def screening(self, text: str) -> Screening:
-        """The screen through the cache: a rerun pays nothing; a replay uses the recorded verdict or
-        skips the screen."""
+        """A rerun pays nothing; a replay uses the recorded verdict or skips the screen."""
         request, model = screen_request(text), getattr(self.inner, "screen_model", DEFAULT_MODELS["analysis"])
         cached = self.cache.claim(request, model)
         if cached is not None:  # paid for by an earlier run: nothing to count now

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from stay.errors import UsageError
-from stay.models._prices import PRICES, Price
-from stay.models._protocol import SCREEN_STAGE, Screening, screen_request
+from stay.models._protocol import PRICES, SCREEN_STAGE, Price, Screening, screen_request
 from stay.requests import ModelAnswer, ModelRequest, Usage
 
 if TYPE_CHECKING:
@@ -18,15 +17,6 @@ if TYPE_CHECKING:
 
 OFFLINE_MODEL = "offline"
 OFFLINE_PRICES: Mapping[str, Price] = {OFFLINE_MODEL: PRICES[OFFLINE_MODEL]}
-"""The offline backend's rule: its answers (all named ``OFFLINE_MODEL``) cost nothing."""
-
-
-def _answer(request: ModelRequest) -> dict[str, Any]:
-    """The stage's declared answer, which the request carries."""
-    if request.offline is None:
-        raise UsageError(f"offline backend: the request for stage {request.stage!r} carries no offline answer; "
-                         "build it with its stage's Stage.request")
-    return request.offline(request.inputs)
 
 
 @dataclass
@@ -45,7 +35,6 @@ class OfflineBackend:
         return None
 
     def screening(self, text: str) -> Screening:
-        """The screen's verdict; no model is called, so there is no usage to count."""
         return Screening(self.screen(text), screen_request(text))
 
     def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
@@ -58,9 +47,11 @@ class OfflineBackend:
         """The answer's data; the one place a subclass changes what is answered."""
         if request.stage == SCREEN_STAGE:
             return {"flagged": False, "reason": "not flagged (offline)"}
-        return _answer(request)
+        if request.offline is None:
+            raise UsageError(f"offline backend: the request for stage {request.stage!r} carries no offline answer; "
+                             "build it with its stage's Stage.request")
+        return request.offline(request.inputs)
 
 
 def make(settings: Settings, *, progress: Callable[[str], None] | None = None) -> OfflineBackend:
-    """The ``stay.backends`` entry point ``offline``: nothing in ``settings`` bears on it."""
     return OfflineBackend()

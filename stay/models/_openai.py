@@ -1,7 +1,6 @@
-"""The OpenAI-compatible backend: Chat Completions through the ``openai`` SDK (an optional
-extra, imported only when a call is made), with the Claude backend's retries, deadline, errors
-and cut-off retry (``Retrying``), and strict structured output, or JSON mode checked here.
-Requests are laid out stable parts first, for OpenAI's own prefix cache. No thinking feature."""
+"""The OpenAI-compatible backend: Chat Completions through the optional ``openai`` SDK, with the
+Claude backend's retries, deadline and cut-off retry (``Retrying``), and strict structured output,
+or JSON mode checked here. Stable parts go first, for OpenAI's prefix cache. No thinking feature."""
 
 from __future__ import annotations
 
@@ -20,8 +19,10 @@ from stay.models._anthropic import (
     RERUN,
     RETRY_AFTER_CAP,
     Retrying,
+    _counting,
     _Deadline,
     _Failure,
+    json_object,
     one_line,
     redact,
     request_id_of,
@@ -30,8 +31,7 @@ from stay.models._anthropic import (
     unreachable,
 )
 from stay.models._anthropic import request_params as messages_params
-from stay.models._prices import OUTPUT_LIMIT, PRICES, Price
-from stay.models._protocol import Screening, hold_more, screen_request, verdict
+from stay.models._protocol import OUTPUT_LIMIT, PRICES, Price, Screening, hold_more, screen_request, verdict
 from stay.requests import ROLES, ModelAnswer, ModelRequest, Role, Usage
 from stay.settings import DEFAULT_MODELS as CLAUDE_MODELS
 from stay.settings import Settings
@@ -58,20 +58,13 @@ def install_hint() -> UsageError:
 
 
 def refuses_json_schema(detail: str) -> bool:
-    """Whether a 400 says the server takes no ``json_schema`` at all (it names ``response_format``);
-    a schema strict mode refuses ("Invalid schema ...") is stay's error, not a reason for JSON mode."""
+    """A 400 naming ``response_format``; a schema strict mode refuses ("Invalid schema") is stay's error."""
     text = detail.lower()
     return "response_format" in text and "invalid schema" not in text
 
 
-def known_provider(base_url: str | None) -> bool:
-    """Whether the server is OpenAI's own, whose model ids stay knows."""
-    return base_url is None or urlparse(base_url).hostname == "api.openai.com"
-
-
 class OpenAIBackend(Retrying):
-    """Answers stage requests through an OpenAI-compatible Chat Completions server. ``models``
-    are the ids the settings chose per role; a role left unset uses ``default_models``."""
+    """``models``: the ids the settings chose per role; a role left unset uses ``default_models``."""
 
     name = "openai"
     features: frozenset[str] = frozenset({"caching", "screen"})
@@ -90,12 +83,12 @@ class OpenAIBackend(Retrying):
         _secrets.keep([self._api_key, *_secrets.url_secrets(base_url)])
         self.models: Mapping[Role, str] = dict(models or {})
         self._client = client
-        self._defaults: Mapping[Role, str] | None = (
-            {role: OPENAI_MODEL for role in ROLES} if known_provider(self._base_url) else None)
+        on_openai = self._base_url is None or urlparse(self._base_url).hostname == "api.openai.com"
+        self._defaults: Mapping[Role, str] | None = {role: OPENAI_MODEL for role in ROLES} if on_openai else None
 
     @property
     def prices(self) -> Mapping[str, Price]:
-        """The price table's rows for the models this backend uses; an id with none is "unknown", never $0."""
+        """The table's rows for the models used; an id with none is "unknown", never $0."""
         return {model: PRICES[model] for model in {*self.models.values(), *(self._defaults or {}).values()}
                 if model in PRICES}
 
@@ -115,13 +108,11 @@ class OpenAIBackend(Retrying):
 
     @property
     def endpoint(self) -> str:
-        """The server's URL as it may be shown (no userinfo)."""
         return _secrets.shown_url(self._base_url) if self._base_url else "https://api.openai.com/v1"
 
     @property
     def default_models(self) -> Mapping[Role, str]:
-        """The ids for a role no setting names: OpenAI's own on OpenAI; elsewhere the one model the
-        server serves (``GET /v1/models``), if exactly one."""
+        """OpenAI's own on OpenAI; elsewhere the one model the server serves (``GET /v1/models``), if one."""
         if self._defaults is None:
             try:
                 served = sorted(str(model.id) for model in self.client.models.list())
@@ -151,12 +142,12 @@ class OpenAIBackend(Retrying):
 
     @property
     def screen_model(self) -> str:
-        """The screen's model as the cache keys it, read without asking the server (a replay may have none)."""
+        """Read without asking the server (a replay may have none)."""
         return (self.models.get("analysis") or (self._defaults or {}).get("analysis")
                 or f"the model {self.endpoint} serves")
 
     def model_for(self, role: Role, model: str) -> str:
-        """The id to send for ``role``: the settings' choice (a Claude default means none), else the default."""
+        """The settings' choice (a Claude default means none), else the default."""
         if model != CLAUDE_MODELS[role]:
             return model
         return self.models.get(role) or self.default_models[role]
@@ -202,8 +193,7 @@ class OpenAIBackend(Retrying):
         return self._checked(read, request, model, room, where)
 
     def _checked(self, read: Read, request: ModelRequest, model: str, room: int, where: str) -> ModelAnswer:
-        """A JSON-mode answer held to the answer model's own schema (not the strict one), asked once
-        more with what was wrong."""
+        """A JSON-mode answer held to the model's own schema, asked once more with what was wrong."""
         import jsonschema  # type: ignore[import-untyped]  # the openai extra installs it; no stubs
 
         validator = jsonschema.Draft202012Validator(request.output_schema)
@@ -226,35 +216,24 @@ class OpenAIBackend(Retrying):
         params["messages"].append({"role": "user", "content": "Your previous answer did not fit the schema: "
                                    + "; ".join(problems[:10]) + ". Answer again, with the whole JSON object."})
         again = read_completion(self._call(params, where), request, room)
-        try:
+
+        def checked() -> ModelAnswer:
             answer = parsed(again, request)
-        except AnswerError as exc:  # both replies were paid for
-            exc.billed = again.answer.model_copy(update={"usage": spent + again.answer.usage})
-            raise
-        left = [e.message for e in validator.iter_errors(json.loads(again.text))]
-        if left:
-            error = AnswerError(f"{where}: the JSON-mode answer does not fit its schema twice: {one_line(left[0])}",
-                                raw=again.text)
-            error.billed = answer.model_copy(update={"usage": spent + answer.usage})
-            raise error
-        return answer.model_copy(update={"usage": spent + answer.usage})
+            left = [e.message for e in validator.iter_errors(json.loads(again.text))]
+            if left:
+                error = AnswerError(f"{where}: the JSON-mode answer does not fit its schema twice: "
+                                    f"{one_line(left[0])}", raw=again.text)
+                error.billed = answer
+                raise error
+            return answer
+        return _counting(spent, checked)  # both replies were paid for
 
     def _call(self, params: dict[str, Any], where: str) -> Any:
-        """One call with its retries, under the call's deadline; not streamed."""
+        """Not streamed."""
         room = params["max_completion_tokens"]
         clock = _Deadline(self, room, where, timeout=max(self.timeout, room / SLOWEST_TOKENS_PER_SECOND))
-        for attempt in range(self.max_retries + 1):
-            try:
-                client = self.client
-                completion = client.chat.completions.create(**params, timeout=clock.timeout(attempt))
-                self._heard = True
-                return completion
-            except StayError:
-                raise
-            except Exception as exc:
-                failure = self._classify(exc, where, attempt, params["model"])
-                self.sleep(self._wait(failure, where, attempt, clock))
-        raise AssertionError("unreachable: the loop returns or raises")
+        return self._retried(lambda timeout: self.client.chat.completions.create(**params, timeout=timeout),
+                             where, clock, lambda exc, at, attempt: self._classify(exc, at, attempt, params["model"]))
 
     def _classify(self, exc: Exception, where: str, attempt: int, model: str) -> _Failure:
         import httpx2
@@ -308,7 +287,7 @@ class OpenAIBackend(Retrying):
         raise exc
 
     def screening(self, text: str) -> Screening:
-        """The screen as a call on the analysis role's model; a refusal is a verdict, and paid for."""
+        """A refusal is a verdict, and paid for."""
         request = screen_request(text)
         try:
             answer = self.complete(request, self.models.get("analysis") or CLAUDE_MODELS["analysis"])
@@ -322,11 +301,11 @@ class OpenAIBackend(Retrying):
 
 
 class _SchemaRefused(ModelError):
-    """A 400 naming ``response_format``: ``_answered`` asks again in JSON mode."""
+    """``_answered`` asks again in JSON mode."""
 
 
 def make(settings: Settings, *, progress: Progress | None = None) -> OpenAIBackend:
-    """The ``stay.backends`` entry point ``openai``; a role's Claude default means no id was set."""
+    """A role's Claude default means no id was set."""
     chosen = {role: model for role, model in settings.models.items() if model != CLAUDE_MODELS[role]}
     return OpenAIBackend(api_key=settings.openai_api_key, base_url=settings.openai_base_url, models=chosen,
                          progress=progress, max_retries=settings.max_retries, timeout=settings.request_timeout,
@@ -335,7 +314,6 @@ def make(settings: Settings, *, progress: Progress | None = None) -> OpenAIBacke
 
 
 COMMON = frozenset({"type", "description", "enum", "const", "anyOf", "$ref", "$defs"})
-"""Keywords strict mode takes on any schema."""
 SUPPORTED: Mapping[str, frozenset[str]] = {
     "string": COMMON | {"pattern", "format"},
     "number": COMMON | {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
@@ -345,16 +323,13 @@ SUPPORTED: Mapping[str, frozenset[str]] = {
     "boolean": COMMON,
     "null": COMMON,
 }
-"""Per type, the keywords strict mode takes (OpenAI's "Supported schemas"); no single type: ``COMMON``."""
-DROPPED = frozenset({"title"})
-"""Dropped outright: a name for humans tells the model nothing the property's name does not."""
+"""Per type, the keywords strict mode takes (OpenAI's "Supported schemas")."""
+DROPPED = frozenset({"title"})  # a name for humans tells the model nothing the property's name does not
 
 
 def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """``schema`` (an answer model's JSON schema) as OpenAI's strict mode takes it: every property
-    required (an optional one made nullable, its ``null`` read back as absent by ``unnull``), no
-    additional properties, only ``SUPPORTED`` keywords (others moved into the ``description``), and
-    no keyword beside a ``$ref`` (one with a description is written out, as the SDK's own does)."""
+    """``schema`` as strict mode takes it: every property required (an optional one nullable, read back
+    by ``unnull``), only ``SUPPORTED`` keywords (others moved into the description), none beside a ``$ref``."""
     return _strict(schema, schema.get("$defs") or {})
 
 
@@ -401,7 +376,6 @@ def _strict(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> dict[str, Any
 
 
 def nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` that also admits ``null`` (an optional property, required in strict mode)."""
     if _admits_null(schema):
         return schema
     if "anyOf" in schema:
@@ -428,8 +402,7 @@ def _admits_null(schema: Mapping[str, Any]) -> bool:
 
 
 def unnull(value: Any, schema: Mapping[str, Any], root: Mapping[str, Any] | None = None) -> Any:
-    """An answer under the strict schema as the answer model reads it: a ``null`` for an optional
-    property is dropped, so the model's default applies."""
+    """A ``null`` for an optional property is dropped, so the answer model's default applies."""
     root = schema if root is None else root
     schema = _resolved(schema, root)
     if isinstance(value, dict):
@@ -457,8 +430,7 @@ def _resolved(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str
 
 def request_params(request: ModelRequest, model: str, *, answer_tokens: int | None = None,
                    json_only: bool = False) -> dict[str, Any]:
-    """Chat Completions parameters for a stage request, stable parts first for the prefix cache:
-    the system blocks, the stage's shared content, then this call's."""
+    """Stable parts first for the prefix cache: the system blocks, the stage's shared content, this call's."""
     schema = strict_schema(request.output_schema)
     system = "\n\n".join(block.text for block in request.system if block.text)
     if json_only:  # JSON mode sees no schema: the model is told it, after the stable prefix
@@ -474,8 +446,7 @@ def request_params(request: ModelRequest, model: str, *, answer_tokens: int | No
 
 
 def usage_of(completion: Any, where: str) -> Usage:
-    """Usage as stay counts it: cached prompt tokens are cache reads, ``cache_write_tokens`` cache
-    writes, ``input_tokens`` the rest (as Anthropic's); reasoning tokens are thinking."""
+    """Counted as Anthropic's: cached prompt tokens are cache reads, ``input_tokens`` the rest."""
     usage = getattr(completion, "usage", None)
     prompt, output = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
     details = getattr(usage, "prompt_tokens_details", None)
@@ -486,8 +457,7 @@ def usage_of(completion: Any, where: str) -> Usage:
                         ("cache_write_tokens", written), ("reasoning_tokens", reasoning)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise malformed(where, f"usage.{name} is {value!r}, not a count of tokens")
-    assert isinstance(prompt, int) and isinstance(output, int)
-    assert isinstance(written, int)
+    assert isinstance(prompt, int) and isinstance(output, int) and isinstance(written, int)
     if cached + written > prompt or reasoning > output:
         raise malformed(where, f"usage counts {cached} cached and {written} cache-written of {prompt} prompt "
                                f"tokens, {reasoning} reasoning of {output} completion tokens")
@@ -502,15 +472,11 @@ def malformed(where: str, what: str) -> ModelError:
 
 @dataclass(frozen=True)
 class Read:
-    """A completion read: its answer (data may still fail the schema), or the error it means."""
-
     answer: ModelAnswer
-    finish: str | None
     text: str
 
 
 def read_completion(completion: Any, request: ModelRequest, room: int) -> Read:
-    """The first choice as an answer, or the refusal, content-filter or cut-off error with its ``billed``."""
     where = f"stage {request.stage} ({request.artefact})"
     choices = getattr(completion, "choices", None)
     if not isinstance(choices, list) or not choices:
@@ -541,21 +507,13 @@ def read_completion(completion: Any, request: ModelRequest, room: int) -> Read:
         error.billed = billed
         raise error
     text = getattr(message, "content", None)
-    return Read(billed, finish, text if isinstance(text, str) else "")
+    return Read(billed, text if isinstance(text, str) else "")
 
 
 def parsed(read: Read, request: ModelRequest) -> ModelAnswer:
-    """The answer's JSON, un-nulled for the stage's model (``unnull``), or an AnswerError."""
-    where = f"stage {request.stage} ({request.artefact})"
     try:
-        data = json.loads(read.text)
-    except json.JSONDecodeError as exc:
-        error = AnswerError(f"{where}: the answer is not JSON ({exc.msg} at character {exc.pos})",
-                            raw=_secrets.redact(read.text))
-        error.billed = read.answer
-        raise error from None
-    if not isinstance(data, dict):
-        error = AnswerError(f"{where}: the answer is JSON but not an object", raw=_secrets.redact(read.text))
-        error.billed = read.answer
-        raise error
+        data = json_object(read.text, f"stage {request.stage} ({request.artefact})")
+    except AnswerError as exc:
+        exc.raw, exc.billed = _secrets.redact(read.text), read.answer
+        raise
     return read.answer.model_copy(update={"data": _secrets.redact_data(unnull(data, request.output_schema))})

@@ -1,25 +1,233 @@
-"""The backend contract: ``ModelClient`` (a name, ``complete``, ``screen``) and ``Backend`` (with
-``prices`` and ``features``), what a plug-in under ``stay.backends`` must be; the registry that
-makes one by name (a misbehaving plug-in is one line naming it, never "a bug in stay"); the input
-screen, a request like any other; and the call-scoped hooks a backend reaches through whatever
-wraps it (context variables): the cost cap's ``hold_more`` and ``hold_instead``, the cache's ``Room``."""
+"""The backend contract (``ModelClient``, ``Backend``) and its types: prices (every rate read from a
+published list, ``docs/models.md`` names each source; a model missing is unpriced, never a partial sum)
+and thinking per role; the registry making a backend by name; the input screen; and the call-scoped
+hooks a backend reaches through what wraps it: the cost cap's ``hold_more``, the cache's ``Room``."""
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, runtime_checkable
 
 from stay._secrets import redact
 from stay._version import DISTRIBUTION
 from stay.errors import AnswerError, ModelError, ModelUnavailable, StayError, UsageError
-from stay.models._prices import PRICES, Price
-from stay.requests import ModelAnswer, ModelRequest, SystemBlock
+from stay.requests import ModelAnswer, ModelRequest, Role, SystemBlock, Usage
 from stay.settings import BUILTIN_BACKENDS, Settings, checked_backend, registered_backends
+from stay.settings import DEFAULT_MODELS as DEFAULT_MODELS  # which model plays a role is a setting
+
+BATCH_DISCOUNT = 0.5  # 50% off input and output (every model's page)
+BATCH_CACHE_TTL = "1h"  # a batch request's breakpoints: a batch can outlive 5 minutes
+ONE_HOUR_WRITE = 2.0  # a 1-hour cache write costs twice the base input price (the pricing page)
+
+
+@dataclass(frozen=True)
+class Rates:
+    """US dollars per million tokens of each kind; ``cache_write`` is a 5-minute one."""
+
+    input: float
+    output: float
+    cache_write: float
+    cache_read: float
+
+
+@dataclass(frozen=True)
+class Price:
+    """A model's rates; ``long`` applies to every token of a request whose prompt is over
+    ``long_above`` tokens. ``source`` is where the rates were read (or "unverified"), ``checked`` when."""
+
+    rates: Rates
+    source: str
+    checked: str
+    long: Rates | None = None
+    long_above: int = 0
+
+    def rates_for(self, usage: Usage) -> Rates:
+        if self.long is not None and usage.total_input_tokens > self.long_above:
+            return self.long
+        return self.rates
+
+
+CHECKED = "2026-12-01"  # the day every row below was read from its source
+
+_PRICING_PAGE = "https://platform.claude.com/docs/en/about-claude/pricing (Model pricing table)"
+
+
+def _model_page(slug: str) -> str:
+    return f"https://platform.claude.com/docs/en/models/{slug}/overview (Specifications > Pricing)"
+
+
+_OPUS_45_TO_5 = Rates(input=5.0, output=25.0, cache_write=6.25, cache_read=0.50)
+_FABLE_5 = Rates(input=10.0, output=50.0, cache_write=12.50, cache_read=1.00)
+_FABLE_51 = Rates(input=10.0, output=50.0, cache_write=12.50, cache_read=0.25)
+_SONNET_4X = Rates(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30)
+_HAIKU_45 = Rates(input=1.0, output=5.0, cache_write=1.25, cache_read=0.10)
+_HAIKU_55_SOURCE = (_model_page("haiku-5-5") + " for input, output and cache writes by prompt length; cache "
+                    "reads ($0.01, $0.05) unverified: no official page read showed them, taken from the "
+                    "kurofune/claudit v1.9.2 price refresh of 2026-10-24")
+_SONNET_4X_SOURCE = (_PRICING_PAGE + "; unverified: the stored copy of the page ends before the Sonnet 4.x "
+                     "rows, the rates are the earlier revision's")
+_HAIKU_45_SOURCE = (_PRICING_PAGE + "; input and output as the model pages' comparison tables show them "
+                    "($1 / $5); cache rates unverified (the earlier revision's Haiku 4.5 row)")
+
+PRICES: Mapping[str, Price] = {
+    # the current generation (the SDK's types/model.py lists these first)
+    "claude-opus-5-5": Price(Rates(input=4.0, output=20.0, cache_write=5.0, cache_read=0.20),
+                             _model_page("opus-5-5"), CHECKED),
+    # Sonnet 5.5's cache reads: the official model page shows $0.20 / MTok; two third-party
+    # price refreshes (kurofune/claudit v1.9.2, TheKrush/PromptFuel v1.0.23) report a cut to
+    # $0.10 on 2026-10-07 that no official page read shows. The official figure is kept.
+    "claude-sonnet-5-5": Price(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.20),
+                               _model_page("sonnet-5-5") + " (cache reads $0.20, not the $0.10 third parties "
+                               "report)", CHECKED),
+    "claude-haiku-5-5": Price(Rates(input=0.10, output=0.50, cache_write=0.125, cache_read=0.01),
+                              _HAIKU_55_SOURCE, CHECKED,
+                              long=Rates(input=0.50, output=2.50, cache_write=0.625, cache_read=0.05),
+                              long_above=100_000),
+    "claude-fable-5-1": Price(_FABLE_51, _PRICING_PAGE, CHECKED),
+    "claude-mythos-5-1": Price(_FABLE_51, _PRICING_PAGE, CHECKED),
+    "claude-fable-5": Price(_FABLE_5, _PRICING_PAGE, CHECKED),
+    "claude-mythos-5": Price(_FABLE_5, _PRICING_PAGE, CHECKED),
+    "claude-opus-5": Price(_OPUS_45_TO_5, _PRICING_PAGE + "; " + _model_page("opus-5"), CHECKED),
+    "claude-sonnet-5": Price(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.20),
+                             _model_page("sonnet-5"), CHECKED),
+    "claude-opus-4-8": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
+    "claude-opus-4-7": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
+    "claude-opus-4-6": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
+    "claude-opus-4-5": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
+    "claude-opus-4-5-20251101": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
+    "claude-sonnet-4-6": Price(_SONNET_4X, _SONNET_4X_SOURCE, CHECKED),
+    "claude-sonnet-4-5": Price(_SONNET_4X, _SONNET_4X_SOURCE + " (prompts up to 200K tokens, the standard "
+                                                               "context window)", CHECKED),
+    "claude-sonnet-4-5-20250929": Price(_SONNET_4X, _SONNET_4X_SOURCE, CHECKED),
+    "claude-haiku-4-5": Price(_HAIKU_45, _HAIKU_45_SOURCE, CHECKED),
+    "claude-haiku-4-5-20251001": Price(_HAIKU_45, _HAIKU_45_SOURCE, CHECKED),
+    # OpenAI (the openai backend's default): its model page's Pricing, Text tokens; the cache
+    # write rate is for 30-minute retention, the default; above 272K input tokens the whole
+    # request pays twice the input and cache rates and 1.5x the output rate
+    "gpt-6.2-sol": Price(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.10),
+                         "https://developers.openai.com/api/docs/models/gpt-6.2-sol (Pricing > Text tokens)",
+                         CHECKED, long=Rates(input=4.0, output=15.0, cache_write=5.0, cache_read=0.20),
+                         long_above=272_000),
+    # the offline backend: no network, no bill
+    "offline": Price(Rates(input=0.0, output=0.0, cache_write=0.0, cache_read=0.0), "no API call is made",
+                     CHECKED),
+}
+"""Model id -> price. Deliberately unpriced: claude-fable-5-2 and claude-mythos-5-2 (no
+Anthropic page found; third parties give Fable 5.2 $8 / $40) and claude-mythos-preview."""
+
+US_INFERENCE = 1.1
+"""US-only inference costs 1.1x on every token class (AWS's Claude data-residency page, checked
+2026-12-01; the Claude API's own page did not show it); global is the table's price."""
+
+_GEO = {None: 1.0, "global": 1.0, "us": US_INFERENCE}
+_TIERS = (None, "standard", "batch")
+"""Tiers the table prices; Priority Tier has no per-token price: its cost is unknown, never a guess."""
+
+
+def cost(model: str, usage: Usage, *, batch: bool = False, service_tier: str | None = None,
+         inference_geo: str | None = None, prices: Mapping[str, Price] | None = None) -> float | None:
+    """US dollars for one call's usage, or None when the model, tier or geography has no price."""
+    price = (PRICES if prices is None else prices).get(model)
+    if price is None or service_tier not in _TIERS or inference_geo not in _GEO:
+        return None
+    rates = price.rates_for(usage)
+    write = rates.input * ONE_HOUR_WRITE if batch else rates.cache_write  # a batch writes 1-hour entries
+    dollars = (usage.input_tokens * rates.input
+               + usage.cache_creation_input_tokens * write
+               + usage.cache_read_input_tokens * rates.cache_read
+               + usage.output_tokens * rates.output) / 1_000_000 * _GEO[inference_geo]
+    return dollars * BATCH_DISCOUNT if batch or service_tier == "batch" else dollars
+
+
+def answer_cost(answer: ModelAnswer, prices: Mapping[str, Price] | None = None) -> float | None:
+    """As its response said it was served."""
+    return cost(answer.model, answer.usage, batch=answer.batch, service_tier=answer.service_tier,
+                inference_geo=answer.inference_geo, prices=prices)
+
+
+def price_label(answer: ModelAnswer) -> str:
+    """An unpriced answer's name: its model, and the tier or geography the table does not price."""
+    extra = []
+    if answer.service_tier not in _TIERS:
+        extra.append(f"{answer.service_tier} tier")
+    if answer.inference_geo not in _GEO:
+        extra.append(f"inference_geo {answer.inference_geo}")
+    return answer.model + (f" ({', '.join(extra)})" if extra else "")
+
+
+def describe_cost(dollars: float | None, unpriced: frozenset[str] | set[str] = frozenset()) -> str:
+    if dollars is None or unpriced:
+        names = ", ".join(sorted(unpriced)) or "a model"
+        return f"cost unknown (no price on file for {names})"
+    return f"${dollars:.4f}"
+
+
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+
+
+@dataclass(frozen=True)
+class Thinking:
+    """Adaptive thinking at an ``output_config.effort`` level, with ``room`` tokens reserved: thinking
+    counts toward ``max_tokens``, so a request asks for the answer's room plus this."""
+
+    effort: Effort
+    room: int
+
+
+THINKING: Mapping[Role, Thinking] = {
+    # Every later stage inherits the plan's mistakes: think hard, and leave room to.
+    "planning": Thinking(effort="high", room=16_000),
+    # Reading one brief into an audience: moderate reasoning.
+    "analysis": Thinking(effort="medium", room=8_000),
+    # Writes from a detailed plan that already did the reasoning; runs once per lesson
+    # per artefact, so thinking is paid 3x per lesson. Medium, not low: effort also
+    # shapes the prose, and a lesson must fill its minutes.
+    "writing": Thinking(effort="medium", room=8_000),
+    # One verdict per item, many items: low effort keeps judging cheap.
+    "judging": Thinking(effort="low", room=4_000),
+}
+"""Set per role rather than left to each model's default (which differ between models)."""
+
+OUTPUT_LIMIT = 64_000
+"""The ``max_tokens`` assumed when the Models API has not said: the documented limit of the
+4.5 models, and no later one publishes less. It bounds the cut-off retry."""
+
+SCREENING = Thinking(effort="low", room=2_000)  # the input screen: a classification of one brief
+
+_ADAPTIVE = ("claude-opus-5", "claude-sonnet-5", "claude-haiku-5", "claude-fable-", "claude-mythos-",
+             "claude-opus-4-6", "claude-opus-4-7", "claude-opus-4-8", "claude-sonnet-4-6")
+
+
+def thinks_adaptively(model: str) -> bool:
+    """4.6 and later; others get their defaults."""
+    return model.startswith(_ADAPTIVE)
+
+
+MIN_CACHEABLE_TOKENS: Mapping[str, int] = {
+    # Published by Anthropic (prompt-caching docs, "minimum cacheable prompt length"), per
+    # model-id prefix; the longest matching prefix wins. 512 for the 5.5 Sonnet and Haiku and
+    # for Opus 5 (issue 23's audit of the docs), and for Fable 5 and Mythos 5.
+    "claude-sonnet-5-5": 512, "claude-haiku-5-5": 512, "claude-opus-5": 512,
+    "claude-fable-5": 512, "claude-mythos-5": 512,
+    "claude-sonnet-5": 1_024, "claude-opus-4-8": 1_024, "claude-sonnet-4": 1_024, "claude-opus-4": 1_024,
+    "claude-opus-4-7": 2_048,
+    "claude-opus-4-6": 4_096, "claude-opus-4-5": 4_096, "claude-haiku-4-5": 4_096,
+}
+"""The smallest prefix each model caches (a shorter one is neither written nor read).
+``claude-opus-5`` covers Opus 5.5 too, which publishes none: a wrong guess costs one write."""
+
+UNPUBLISHED_MIN_CACHEABLE = 1_024  # a model the table does not know: the floor before 5.5
+
+
+def min_cacheable_tokens(model: str) -> int:
+    known = [prefix for prefix in MIN_CACHEABLE_TOKENS if model.startswith(prefix)]
+    return MIN_CACHEABLE_TOKENS[max(known, key=len)] if known else UNPUBLISHED_MIN_CACHEABLE
+
 
 if TYPE_CHECKING:
     import anthropic
@@ -31,8 +239,6 @@ FEATURES = frozenset({"caching", "batches", "thinking", "count_tokens", "screen"
 
 @runtime_checkable
 class ModelClient(Protocol):
-    """Answers a stage's request with structured data matching its output schema."""
-
     @property
     def name(self) -> str:
         """Shown in progress and recorded in the run log, e.g. 'offline' or 'anthropic'."""
@@ -47,9 +253,8 @@ class ModelClient(Protocol):
 
 @runtime_checkable
 class Backend(ModelClient, Protocol):
-    """A backend as a plug-in makes it. ``prices`` maps the model ids its answers name to their
-    ``Price`` (a missing one is unpriced: cost "unknown", a cost cap over it refused);
-    ``features`` is drawn from ``FEATURES``; ``default_models`` is optional (``getattr``)."""
+    """A plug-in's backend; a model missing from ``prices`` is unpriced (cost "unknown", a cap refused);
+    ``default_models`` is optional."""
 
     @property
     def prices(self) -> Mapping[str, Price]: ...
@@ -59,21 +264,19 @@ class Backend(ModelClient, Protocol):
 
 
 def prices_of(backend: ModelClient) -> Mapping[str, Price]:
-    """A backend's own ``prices``, or Claude's for a plain ``ModelClient`` that declares none."""
     found = getattr(backend, "prices", None)
     return found if isinstance(found, Mapping) else PRICES
 
 
 def can_screen(backend: ModelClient) -> bool:
-    """Whether "screen" is in its ``features``; a plain ``ModelClient`` has ``screen``, so it can."""
+    """A plain ``ModelClient`` has ``screen``, so it can."""
     features = getattr(backend, "features", None)
     return features is None or "screen" in features
 
 
 @runtime_checkable
 class Rejecting(Protocol):
-    """A backend that keeps answers (the request cache), told when one failed the asker's check
-    so that it never serves it again."""
+    """A backend that keeps answers, told when one failed the asker's check so it never serves it again."""
 
     def reject(self, request: ModelRequest, model: str, why: str) -> None: ...
 
@@ -109,7 +312,6 @@ def screen_request(text: str) -> ModelRequest:
 
 
 def verdict(answer: ModelAnswer) -> str | None:
-    """The reason to reject, or None. A reply that is not a verdict is an AnswerError."""
     flagged, reason = answer.data.get("flagged"), answer.data.get("reason")
     if not isinstance(flagged, bool) or not isinstance(reason, str):
         raise AnswerError(f"stage {SCREEN_STAGE} (the brief): the screen's reply is not a verdict "
@@ -122,14 +324,12 @@ def verdict(answer: ModelAnswer) -> str | None:
 
 @dataclass(frozen=True)
 class Screening:
-    """A screen's outcome: the reason to reject (or None), and the answer paid for now, whose
-    usage the run counts (None: nothing paid now)."""
+    """The reason to reject (or None) and the answer paid for now, whose usage the run counts."""
 
     reason: str | None
     request: ModelRequest
     answer: ModelAnswer | None = None
-    skipped: str | None = None
-    """Why nothing screened the brief (a replay with no recorded verdict); None: screened."""
+    skipped: str | None = None  # why nothing screened the brief (a replay with no recorded verdict)
 
 
 class _Screens(Protocol):
@@ -137,7 +337,6 @@ class _Screens(Protocol):
 
 
 def screening_of(backend: _Screens, text: str) -> Screening:
-    """``backend.screening(text)`` when the backend reports usage, else its plain ``screen``."""
     rich = getattr(backend, "screening", None)
     if callable(rich):
         found = rich(text)
@@ -152,12 +351,10 @@ Progress = Callable[[str], None]
 
 
 def backends() -> Mapping[str, EntryPoint]:
-    """Every registered backend's entry point by name, sorted, none loaded."""
     return registered_backends()
 
 
 def distribution(point: EntryPoint) -> tuple[str, str | None]:
-    """The distribution declaring ``point`` and its version; a built-in from stay's table: this stay's."""
     if point.dist is not None:
         return point.dist.name, point.dist.version
     return DISTRIBUTION, None
@@ -170,8 +367,7 @@ def _where(point: EntryPoint) -> str:
 
 def make_backend(name: str, settings: Settings, *, progress: Progress | None = None,
                  client: anthropic.Anthropic | None = None) -> Backend:
-    """Load the factory registered as ``name`` and make its backend from ``settings``; ``client``:
-    an SDK client made elsewhere (batch scoring's), for the anthropic backend alone."""
+    """``client``: an SDK client made elsewhere (batch scoring's), for the anthropic backend alone."""
     point = backends().get(checked_backend(name))
     assert point is not None  # checked_backend found it
     try:
@@ -194,7 +390,6 @@ def make_backend(name: str, settings: Settings, *, progress: Progress | None = N
 
 
 def checked(made: object, point: EntryPoint) -> Backend:
-    """``made`` when it is a ``Backend`` whose features are known ones, else one line."""
     if not isinstance(made, Backend):
         lacks = [attr for attr in ("name", "complete", "screen", "prices", "features") if not hasattr(made, attr)]
         raise UsageError(f"{_where(point)} made a {type(made).__name__}, not a stay.Backend (it has no "
@@ -208,9 +403,8 @@ def checked(made: object, point: EntryPoint) -> Backend:
 
 
 class Plugin:
-    """A plug-in's backend at stay's boundary: what it raises that is not a stay error is its
-    failure, one line naming it: ``ModelUnavailable`` for a ``ConnectionError`` or
-    ``TimeoutError``, else ``ModelError``. stay's own backends are not wrapped."""
+    """A plug-in's backend at stay's boundary: what it raises that is not a stay error, or a return of
+    the wrong kind, is its failure, one line naming it. stay's own backends are not wrapped."""
 
     def __init__(self, made: object, where: str) -> None:
         self._made, self._where = made, where
@@ -230,25 +424,21 @@ class Plugin:
         def call(*args: Any, **kwargs: Any) -> Any:
             asked = args[0] if args and isinstance(args[0], ModelRequest) else None
             where = f"stage {asked.stage} ({asked.artefact}): " if asked is not None else ""
-            found = self._guarded(lambda: value(*args, **kwargs), where)
+            try:
+                found = value(*args, **kwargs)
+            except StayError:
+                raise  # the backend's own words: a refusal, a cut-off answer, retries spent
+            except Exception as exc:
+                raise self._failed(exc, where) from None
             return self._awaited(found, where, attr) if inspect.isawaitable(found) else self._kind(found, where, attr)
         return call
 
     def _kind(self, found: T, where: str, attr: str) -> T:
-        """``found`` when it is what the protocol says ``attr`` returns, else that plug-in's failure."""
         kinds = _RETURNS.get(attr, (object,))
         if isinstance(found, kinds):
             return found
         raise self._failed(TypeError(f"{attr}() returned a {type(found).__name__}, not a "
                                      f"{' or '.join(kind.__name__ for kind in kinds)}"), where)
-
-    def _guarded(self, run: Callable[[], T], where: str = "") -> T:
-        try:
-            return run()
-        except StayError:
-            raise  # the backend's own words: a refusal, a cut-off answer, retries spent
-        except Exception as exc:
-            raise self._failed(exc, where) from None
 
     async def _awaited(self, found: Awaitable[T], where: str, attr: str) -> T:
         try:
@@ -266,7 +456,6 @@ class Plugin:
 
 _RETURNS: dict[str, tuple[type, ...]] = {"complete": (ModelAnswer,), "acomplete": (ModelAnswer,),
                                          "screen": (str, type(None)), "screening": (Screening,)}
-"""What the protocol's calls return, held at the boundary: anything else would fail inside stay."""
 
 
 def _line(exc: BaseException) -> str:
@@ -275,8 +464,6 @@ def _line(exc: BaseException) -> str:
 
 def backend_from(settings: Settings, *, progress: Callable[[str], None] | None = None,
                  client: anthropic.Anthropic | None = None) -> ModelClient:
-    """The backend ``settings`` choose, made by its registered factory; ``client``: an SDK client
-    made elsewhere (batch scoring's), for Claude alone."""
     return make_backend(settings.chosen_backend, settings, progress=progress, client=client)
 
 
@@ -291,25 +478,26 @@ _HOLD: ContextVar[tuple[HoldMore, HoldInstead | None] | None] = ContextVar("stay
 
 
 @contextmanager
-def holding(hold: HoldMore, instead: HoldInstead | None = None) -> Iterator[None]:
-    """``hold`` is told of every further billed request of the call made inside, ``instead`` of a
-    roomier first request (without it, ``hold`` is, on top of the first hold, never under it)."""
-    token = _HOLD.set((hold, instead))
+def _bound(var: ContextVar[T | None], value: T) -> Iterator[None]:
+    token = var.set(value)
     try:
         yield
     finally:
-        _HOLD.reset(token)
+        var.reset(token)
+
+
+def holding(hold: HoldMore, instead: HoldInstead | None = None) -> AbstractContextManager[None]:
+    """``hold`` is told of every further billed request of the call inside, ``instead`` of a roomier first one."""
+    return _bound(_HOLD, (hold, instead))
 
 
 def hold_more(params: dict[str, Any], paid: ModelAnswer | None) -> bool:
-    """Before a further billed request of the current call: hold it, or stop here. True when
-    ``paid`` was counted as a call of its own (no gateway around: False)."""
+    """Before a further billed request: hold it, or stop here; True when ``paid`` was counted on its own."""
     hooks = _HOLD.get()
     return hooks is not None and bool(hooks[0](params, paid))
 
 
 def hold_instead(params: dict[str, Any]) -> None:
-    """Before the call's first request goes out roomier than held for: hold it instead, or stop here."""
     hooks = _HOLD.get()
     if hooks is None:
         return
@@ -319,24 +507,18 @@ def hold_instead(params: dict[str, Any]) -> None:
     else:
         instead(params)
 
+
 @dataclass(frozen=True)
 class Room:
-    known: int | None
-    """The answer room an earlier run found this request needs, or None."""
-    remember: Callable[[int], None]
-    """Records the answer room this request needs (its answer was cut off at less)."""
+    known: int | None  # the answer room an earlier run found this request needs
+    remember: Callable[[int], None]  # records it (its answer was cut off at less)
 
 
 _ROOM: ContextVar[Room | None] = ContextVar("stay_answer_room", default=None)
 
 
-@contextmanager
-def sizing(room: Room) -> Iterator[None]:
-    token = _ROOM.set(room)
-    try:
-        yield
-    finally:
-        _ROOM.reset(token)
+def sizing(room: Room) -> AbstractContextManager[None]:
+    return _bound(_ROOM, room)
 
 
 def known_room() -> int | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 from stay.models import AnthropicBackend
-from stay.models._prices import DEFAULT_MODELS
+from stay.models._protocol import DEFAULT_MODELS
 from stay.requests import ModelAnswer
 from tests.models.fake_api import CacheAccounting, FakeMessagesAPI
 from tests.models.helpers import KEY, audience_request, quiet

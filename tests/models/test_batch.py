@@ -17,7 +17,7 @@ from stay.models import PRICES, AnthropicBackend, RequestCache, Usage, cost, pre
 from stay.models._anthropic import backoff
 from stay.models._batch import BATCH_ID, split
 from stay.models._cache import request_key
-from stay.models._prices import BATCH_CACHE_TTL
+from stay.models._protocol import BATCH_CACHE_TTL
 from stay.pipeline import build_course, run_command
 from stay.scoring._judges import batch_score
 from stay.stages import STAGES, Prompts

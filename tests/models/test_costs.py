@@ -14,7 +14,7 @@ import pytest
 from stay._display import plural
 from stay.errors import EXIT_REFUSED, RefusalError, TruncationError
 from stay.models import BATCH_DISCOUNT, DEFAULT_MODELS, PRICES, SCREENING, AnthropicBackend, Usage, cost, describe_cost
-from stay.models._prices import US_INFERENCE
+from stay.models._protocol import US_INFERENCE
 from stay.pipeline import build_course, spent_of
 from stay.stages import REGISTRY, STAGES
 from tests.conftest import run_stay

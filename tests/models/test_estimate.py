@@ -217,7 +217,7 @@ def test_batch_prices_the_wave_at_the_batch_rate_and_its_high_end_keeps_a_live_r
 
 def test_the_high_end_holds_a_build_whose_every_answer_is_cut_off_and_asked_again(tmp_path: Path) -> None:
     """Every call of the edited stage thinks its whole room and is cut off at max_tokens,
-    then asked once more with twice the answer's room (``_more_room``), both billed: a
+    then asked once more with twice the answer's room (``AnthropicBackend._retry``), both billed: a
     ceiling without that retry is passed by about one max_tokens of output a call."""
     courses, prompts = tmp_path / "courses", tmp_path / "prompts"
     with FakeMessagesAPI() as api:

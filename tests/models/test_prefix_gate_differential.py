@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stay.models import AnthropicBackend, ModelRequest, OfflineBackend
-from stay.models._prices import DEFAULT_MODELS, THINKING, Thinking
+from stay.models._protocol import DEFAULT_MODELS, THINKING, Thinking
 from stay.pipeline import build_course
 from stay.requests import ModelAnswer
 from tests.models.fake_api import CacheAccounting, FakeMessagesAPI

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("openai", reason="the openai extra is not installed: pip install -e '.[openai]'")
 
 from stay.models._openai import OPENAI_MODEL, OpenAIBackend
-from stay.models._prices import PRICES, cost
+from stay.models._protocol import PRICES, cost
 from stay.pipeline import build_course
 from stay.pipeline._trace import build_spans
 from stay.requests import Usage
