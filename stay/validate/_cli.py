@@ -1,7 +1,7 @@
 """``python -m stay.validate`` and ``stay validate``: the contract's command line.
 
 stay's extensions: ``--jobs N`` (courses checked N at a time, output byte-identical
-whatever N), ``--select``/``--ignore`` (``_rules.selected``), and ``-h``/``--help``, which the
+whatever N), ``--select``/``--ignore`` (``selected``), and ``-h``/``--help``, which the
 frozen reference refuses (exit 2) but issue 9 asks for. Exit codes: 0 no FAIL, 1 a FAIL,
 2 usage, 3 internal; an error is one line on stderr, never a traceback.
 """

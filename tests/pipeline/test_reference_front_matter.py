@@ -22,7 +22,7 @@ from stay.settings import Settings
 from stay.stages import REGISTRY, STAGES, Prompts, Stage
 from stay.stages._prompt import build_request
 from stay.stages._references import Applies, glob_match, reaches, split_front_matter
-from stay.validate._data import BLOOM_FILE, HOUSE_FILE
+from stay.validate._course import BLOOM_FILE, HOUSE_FILE
 from tests.conftest import ROOT, run_stay
 from tests.parity.harness import examples
 from tests.pipeline.conftest import HTTP

@@ -19,8 +19,7 @@ from dataclasses import dataclass
 
 from stay._bounds import DATA_NAME, MAX_ASSET_BYTES
 from stay._stored import Damaged, read_stored
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Group, Severity, finding, rule
+from stay.validate._course import Course, Finding, Group, Severity, finding, rule
 
 FAIL, WARN = Severity.FAIL, Severity.WARN
 ASSETS = "assets"

@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from stay.validate._course import Course, Lesson
-from stay.validate._registry import Finding, Group, Severity, finding, rule
+from stay.validate._course import Course, Finding, Group, Lesson, Severity, finding, rule
 from stay.validate._text import show
 
 WARN = Severity.WARN

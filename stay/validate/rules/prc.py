@@ -16,8 +16,7 @@ from collections.abc import Iterator
 
 from stay._duration import parse_duration
 from stay.errors import BriefError
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Group, Severity, finding, rule
+from stay.validate._course import Course, Finding, Group, Severity, finding, rule
 from stay.validate._text import show
 
 FAIL, WARN = Severity.FAIL, Severity.WARN

@@ -17,11 +17,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from stay._bounds import read_bounded
-from stay.validate._course import Course, Lesson
-from stay.validate._defect import Owner
-from stay.validate._registry import Finding, Group, Rule, Severity, rule
-from stay.validate._text import quoted_in, show
-from stay.validate._yaml import safe_load
+from stay.validate._course import Course, Finding, Group, Lesson, Owner, Rule, Severity, rule
+from stay.validate._text import quoted_in, safe_load, show
 
 REVIEW = ".review/{lesson}.review.yaml"
 """Where a lesson's review is, under its module directory (``LessonReview.FILE``; the
