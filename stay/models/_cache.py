@@ -37,7 +37,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from stay._stored import MAX_STORED_BYTES, Damaged, load_stored_json
+from stay._bounds import MAX_STORED_BYTES, Damaged, load_stored_json
 from stay.errors import AnswerError, ReplayMiss
 from stay.models._prices import Price
 from stay.models._protocol import ModelClient, prices_of

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stay import _secrets
-from stay._stored import json_nesting
+from stay._bounds import json_nesting
 from stay.errors import AnswerError, ModelError, RefusalError, TruncationError, Unreachable
 from stay.models._roles import Thinking, thinks_adaptively
 from stay.requests import ModelAnswer, ModelRequest, Usage

@@ -17,8 +17,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from stay._bounds import DATA_NAME, MAX_ASSET_BYTES
-from stay._stored import Damaged, read_stored
+from stay._bounds import DATA_NAME, MAX_ASSET_BYTES, Damaged, read_stored
 from stay.validate._course import Course, Finding, Group, Severity, finding, rule
 
 FAIL, WARN = Severity.FAIL, Severity.WARN
