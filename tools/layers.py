@@ -45,7 +45,7 @@ LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under i
                       "stay._words"},
     "stay.stages": {"stay.artefacts", "stay.validate", "stay.requests", "stay._words"},
     "stay.models": {"stay.briefs", "stay.requests", "stay._secrets", "stay._lazy"},
-    "stay.briefs": {"stay.artefacts", "stay.validate", "stay._slug"},
+    "stay.briefs": {"stay.artefacts", "stay.validate"},
     "stay.requests": {"stay.settings"},
     "stay.validate": {"stay.settings", "stay._display", "stay._bounds", "stay._paths", "stay._duration", "stay._lazy"},
     "stay.settings": {"stay._secrets", "stay.errors", "stay._version"},  # the only reader of the environment
@@ -58,7 +58,6 @@ LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under i
     "stay._display": set(),
     "stay._lazy": set(),
     "stay._secrets": set(),
-    "stay._slug": set(),
     "stay._version": set(),
     "stay._words": set(),  # "did you mean": the CLI's parser and the pipeline's refusals
     "stay.errors": set(),
