@@ -13,13 +13,11 @@ from typing import TYPE_CHECKING
 
 from stay.artefacts import (
     DEFAULT_LIMITS,
-    Curriculum,
     SLUG_MAX,
     SLUG_PATTERN,
+    Curriculum,
     DurationLimits,
-    brief_from_data,
     check_duration,
-    parse_duration,
     read_brief,
 )
 from stay.errors import EnvironmentProblem, PipelineError, UsageError
