@@ -1,10 +1,6 @@
-"""The ``stay`` command's parser: every command, its arguments and their help, and the
-argument types argparse checks (an amount of dollars, a whole number).
-
-Split from ``stay.cli`` so the program's entry (``main``: Ctrl-C, exit codes, the one
-line) reads in one sitting; built on each call of ``_parser``, which imports no backend
-(``--help`` stays cheap).
-"""
+"""The ``stay`` command's parser: every command, its arguments and their help, and the argument types
+argparse checks. Apart from ``stay.cli`` so the program's entry reads in one sitting; built on each call of
+``_parser``, which imports no backend (``--help`` stays cheap)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,7 @@
-"""One writing command at a time per course: filelock's exclusive lock on the course directory.
-
-Writers (new, build, plan, write, repair, approve, adopt) hold it for their whole run and a
-second one is refused at once naming the holder's pid (two builds would each pay for every
-call). The lock is on the directory itself, not a file under the deletable ``.runs/`` cache
-(deleting one let a second writer in); the kernel frees it however the holder exits, and
-``.runs/lock`` only notes the pid for the refusal. Without flock (Windows) it is filelock's
-lock on ``.runs/lock.held`` instead, removed on release.
-
-A new course is locked from its first byte (issue 37): ``create=True`` makes the directory and
-locks it before anything else is written; a run that never writes ``course.yaml`` removes what
-it made, and a lock is kept only if the path still names the directory locked.
-"""
+"""One writing command at a time per course; a second is refused at once, naming the holder's pid. The lock
+is filelock's on the course directory itself, not a file under the deletable ``.runs/`` (deleting one let a
+second writer in), freed by the kernel however the holder exits (Windows: ``.runs/lock.held``). A new course
+is locked from its first byte (issue 37, ``create=True``); a lock is kept only if the path still names it."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""Nothing of a course is read or written through a symlink that leads outside it.
-
-A link resolving outside the course would send lessons, the ledger, the lock and traces
-elsewhere, or feed an outside file in as the course's own, so every command checks every
-link first (``check_links``: one walk, never following a link). A link planted while a command
-runs (issue 37) is met by the writer: under the lock (``writing``) every write walks from the
-course directory one name at a time with ``O_NOFOLLOW | O_DIRECTORY`` (``parent_of``) and
-acts relative to that descriptor, so a swapped-in link is never followed. Without ``dir_fd``
-(Windows) the parent is re-checked just before the rename (``inside``): a narrower window,
-not a closed one. Light on purpose (only ``stay.errors``): the lock imports it.
-"""
+"""Nothing of a course is read or written through a symlink leading outside it (lessons, ledger, lock or
+traces sent elsewhere, an outside file fed in): every command checks every link first (``check_links``), and
+under the lock every write walks from the course directory with ``O_NOFOLLOW | O_DIRECTORY`` (``parent_of``),
+so a link planted mid-run (issue 37) is never followed; without ``dir_fd`` (Windows) the parent is re-checked
+just before the rename (``inside``), a narrower window. Imports only ``stay.errors``: the lock imports it."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""``stay watch SLUG``: validation as you save, for a person editing a course by hand.
-
-On every change the whole course is validated again (a third of the rules are course-wide,
-so a save can fix or make a defect in another file; the sample course checks in ~50 ms)
-and only the difference is printed: ``+ <defect>`` new, ``- <defect>`` fixed. The rules and
-house style are every command's, so a watch agrees with the build and ``stay view``.
-"""
+"""``stay watch SLUG``: validation as you save. On every change the whole course is validated again (a third
+of the rules are course-wide; the sample checks in ~50 ms) and only the difference is printed: ``+ <defect>``
+new, ``- <defect>`` fixed. The rules and house style are every command's, so a watch agrees with the build."""
 
 from __future__ import annotations
 

@@ -18,8 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from stay._bounds import MAX_FILE_BYTES
-from stay._stored import Damaged, read_stored
+from stay._bounds import MAX_FILE_BYTES, Damaged, read_stored
 from stay.artefacts import write_bytes_atomic
 from stay.pipeline._ledger import STATE, digest
 

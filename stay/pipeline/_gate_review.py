@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from stay._stored import Damaged, read_stored
+from stay._bounds import Damaged, read_stored
 from stay.pipeline import _answered as answered
 from stay.pipeline._commands import open_course_named
 from stay.pipeline._course_graph import DERIVED

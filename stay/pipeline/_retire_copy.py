@@ -19,8 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from stay._bounds import MAX_FILE_BYTES
-from stay._stored import Damaged, read_stored
+from stay._bounds import MAX_FILE_BYTES, Damaged, read_stored
 from stay.artefacts import write_bytes_atomic
 from stay.errors import EnvironmentProblem
 from stay.pipeline._ledger import RETIRED

@@ -12,8 +12,8 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from stay._bounds import Damaged, read_stored
 from stay._display import terminal_text
-from stay._stored import Damaged, read_stored
 from stay.artefacts import write_text_atomic
 from stay.errors import EnvironmentProblem
 from stay.pipeline._ledger import RETIRED, RUN_LOG

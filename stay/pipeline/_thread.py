@@ -31,7 +31,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from stay._stored import Damaged, load_stored_json, read_stored
+from stay._bounds import Damaged, load_stored_json, read_stored
 from stay._words import course_hint
 from stay.artefacts import write_text_atomic
 from stay.errors import EnvironmentProblem

@@ -67,13 +67,12 @@ class Gold:
 
 
 def load_gold(directory: str | os.PathLike[str]) -> Gold:
-    """Every ``*.yaml`` under ``directory``, read bounded (``stay._stored``) and held to
+    """Every ``*.yaml`` under ``directory``, read bounded (``stay._bounds``) and held to
     ``GoldFile``; an item's judge must be its file's name, and ids unique. Bad input is one
     ``UsageError`` line naming the file, the item and the field."""
     import yaml
 
-    from stay._bounds import yaml_shape
-    from stay._stored import Damaged, read_stored
+    from stay._bounds import Damaged, read_stored, yaml_shape
 
     root = Path(directory)
     paths = sorted(root.glob("*.yaml")) if root.is_dir() else []
@@ -276,7 +275,7 @@ class CalibrationShape(BaseModel):
 
 def read_calibration(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A calibration report, read bounded and held to its shape; one ``UsageError`` line otherwise."""
-    from stay._stored import Damaged, load_stored_json
+    from stay._bounds import Damaged, load_stored_json
 
     try:
         document = load_stored_json(path)

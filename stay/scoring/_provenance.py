@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from stay._stored import Damaged, load_stored_json
+from stay._bounds import Damaged, load_stored_json
 from stay._words import damaged_ledger
 from stay.errors import EnvironmentProblem
 
@@ -52,7 +52,7 @@ def course_built_by(course_dir: Path) -> list[str]:
     """The backends that wrote a course, from its run log (every run that wrote anything
     names its backend there): the course's own record, so a rescored course says who built
     it, not who judged it. [] when there is no run log (a course from outside stay)."""
-    from stay._stored import read_stored
+    from stay._bounds import read_stored
 
     path = course_dir / ".state" / "run-log.md"
     if not path.is_file():

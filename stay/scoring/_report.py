@@ -153,7 +153,7 @@ def read_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A report from disk, checked; a file that is not one (missing, not a regular file,
     larger than any report, truncated, not UTF-8, too deep, of the wrong shape) is a
     one-line ``UsageError``."""
-    from stay._stored import Damaged, load_stored_json
+    from stay._bounds import Damaged, load_stored_json
     from stay.errors import UsageError
 
     try:

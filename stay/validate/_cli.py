@@ -1,10 +1,6 @@
-"""``python -m stay.validate`` and ``stay validate``: the contract's command line.
-
-stay's extensions: ``--jobs N`` (courses checked N at a time, output byte-identical
-whatever N), ``--select``/``--ignore`` (``_rules.selected``), and ``-h``/``--help``, which the
-frozen reference refuses (exit 2) but issue 9 asks for. Exit codes: 0 no FAIL, 1 a FAIL,
-2 usage, 3 internal; an error is one line on stderr, never a traceback.
-"""
+"""``python -m stay.validate`` and ``stay validate``: the contract's command line, plus ``--jobs N`` (output
+byte-identical whatever N), ``--select``/``--ignore`` and ``-h``/``--help`` (issue 9; the frozen reference
+refuses it). Exit codes: 0 no FAIL, 1 a FAIL, 2 usage, 3 internal; an error is one line, never a traceback."""
 
 from __future__ import annotations
 

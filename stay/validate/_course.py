@@ -1,23 +1,528 @@
-"""Loading one course directory: every file looked at, parsed once, with its verdict.
+"""One loaded course and what the rules are made of: the schema table, the house data files,
+defects and their owners, and the ``@rule`` registry decorator.
 
-The rules read only what is here. A file that is not UTF-8 or not YAML, or that
-does not match its schema, is *unusable*: every rule treats it as absent.
+A file that is not UTF-8, not YAML, or off its schema is *unusable*: every rule treats it as absent.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import posixpath
-from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
+from functools import cache, cached_property
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
 
 from stay._bounds import MAX_FILE_BYTES, TooLarge, read_bounded
-from stay.validate._data import HouseData
-from stay.validate._defect import Owner
-from stay.validate._schema import SCHEMAS, problems
-from stay.validate._text import Body, norm, split_lines
-from stay.validate._yaml import expands_past, may_alias, safe_load
+from stay._duration import DEFAULT_LIMITS, DurationLimits
+from stay.errors import DataFileError, GraphError
+from stay.settings import data_dir_from, resolve_data_dir
+from stay.validate._text import (
+    _CODE_SPAN,
+    Body,
+    code_blocks,
+    expands_past,
+    heading,
+    may_alias,
+    mentions,
+    norm,
+    safe_load,
+    sentences,
+    show,
+    split_lines,
+)
+
+Scalar = Literal["str", "int", "bool", "map"]
+
+
+@dataclass(frozen=True, slots=True)
+class ListOf:
+    item: Type
+
+
+@dataclass(frozen=True, slots=True)
+class MapOf:
+    fields: tuple[Field, ...]
+
+
+Type = Scalar | ListOf | MapOf
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    name: str
+    type: Type
+    optional: bool = False
+
+
+def _f(spec: str, type_: Type) -> Field:
+    """A field from ``name`` or ``name?`` (optional), as the contract writes them."""
+    return Field(spec.rstrip("?"), type_, spec.endswith("?"))
+
+
+def _map(*fields: Field) -> MapOf:
+    return MapOf(fields)
+
+
+_STRS = ListOf("str")
+
+SCHEMAS: dict[str, MapOf] = {
+    "course": _map(
+        _f("schema", "int"), _f("slug", "str"), _f("title", "str"),
+        _f("brief", _map(
+            _f("title", "str"), _f("topic", "str"), _f("audience", "str"),
+            _f("time_available", "str"), _f("industry?", "str"), _f("constraints?", _STRS),
+        )),
+        _f("artefacts", "map"),
+    ),
+    "audience": _map(
+        _f("learners", "str"), _f("prior_knowledge", _STRS), _f("goals", _STRS),
+        _f("constraints?", _STRS), _f("misconceptions?", _STRS),
+        _f("time_budget_minutes", "int"),
+    ),
+    "curriculum": _map(_f("modules", ListOf(_map(
+        _f("id", "str"), _f("slug", "str"), _f("title", "str"), _f("summary", "str"),
+        _f("lessons", ListOf(_map(
+            _f("id", "str"), _f("title", "str"), _f("minutes", "int"), _f("summary", "str"),
+        ))),
+    )))),
+    "outcomes": _map(_f("outcomes", ListOf(_map(
+        _f("id", "str"), _f("lesson", "str"), _f("bloom", "str"), _f("verb", "str"),
+        _f("text", "str"),
+    )))),
+    "assessment": _map(
+        _f("strategy", "str"),
+        _f("evidence", ListOf(_map(_f("outcome", "str"), _f("methods", _STRS)))),
+    ),
+    "plan": _map(
+        _f("lesson", "str"), _f("title", "str"), _f("minutes", "int"), _f("outcomes", _STRS),
+        _f("sections", ListOf(_map(
+            _f("heading", "str"), _f("kind", "str"), _f("minutes", "int"), _f("covers", _STRS),
+        ))),
+        _f("new_terms", ListOf(_map(_f("term", "str"), _f("definition", "str")))),
+        _f("prerequisites", _STRS), _f("revisits", _STRS),
+    ),
+    "exercises": _map(
+        _f("lesson", "str"),
+        _f("exercises", ListOf(_map(
+            _f("id", "str"), _f("outcome", "str"), _f("bloom", "str"), _f("task", "str"),
+            _f("hints", _STRS), _f("solution", "str"),
+        ))),
+    ),
+    "quiz": _map(
+        _f("lesson", "str"),
+        _f("items", ListOf(_map(
+            _f("id", "str"), _f("outcome?", "str"), _f("retrieves?", "str"), _f("type", "str"),
+            _f("stem", "str"),
+            _f("options?", ListOf(_map(
+                _f("text", "str"), _f("correct", "bool"), _f("why_wrong?", "str"),
+            ))),
+            _f("answer?", "str"), _f("explanation", "str"),
+        ))),
+    ),
+    "project": _map(
+        _f("title", "str"), _f("brief", "str"), _f("deliverable", "str"),
+        _f("milestones", ListOf(_map(
+            _f("id", "str"), _f("title", "str"), _f("modules", _STRS), _f("description", "str"),
+        ))),
+        _f("rubric", ListOf(_map(
+            _f("id", "str"), _f("criterion", "str"), _f("outcomes", _STRS), _f("levels", "map"),
+        ))),
+    ),
+    "glossary": _map(_f("terms", ListOf(_map(
+        _f("term", "str"), _f("definition", "str"), _f("introduced_in", "str"),
+    )))),
+    "md": _map(_f("lesson", "str"), _f("title", "str")),
+}
+
+_NAMES = {"str": "a string", "int": "an integer", "bool": "a boolean",
+          "list": "a list", "map": "a mapping"}
+
+
+def is_str(value: object) -> bool:
+    """The schema's ``str``: a string that is non-empty after stripping."""
+    return isinstance(value, str) and value.strip() != ""
+
+
+def _fits(value: object, type_: Type) -> tuple[bool, str]:
+    if isinstance(type_, ListOf):
+        return isinstance(value, list), "list"
+    if isinstance(type_, MapOf) or type_ == "map":
+        return isinstance(value, dict), "map"
+    if type_ == "str":
+        return is_str(value), "str"
+    if type_ == "int":
+        return isinstance(value, int) and not isinstance(value, bool), "int"
+    return isinstance(value, bool), "bool"
+
+
+def problems(document: object, schema: MapOf) -> list[str]:
+    """Every problem of a parsed document against ``schema``, in schema order."""
+    if fits(schema)(document):  # most files fit: skip building a path for every field
+        return []
+    if not isinstance(document, dict):
+        return ["(root) must be a mapping"]
+    found: list[str] = []
+    _fields(document, schema, "", found)
+    return found
+
+
+Fits = Callable[[object], bool]
+
+
+@cache
+def fits(type_: Type) -> Fits:
+    """A predicate: whether a value has no problem against ``type_`` (``problems`` of it
+    would be empty), compiled once per schema node into nested closures."""
+    if isinstance(type_, ListOf):
+        if type_.item == "str":
+            return lambda value: isinstance(value, list) and all(is_str(element) for element in value)
+        item = fits(type_.item)
+        return lambda value: isinstance(value, list) and all(item(element) for element in value)
+    if isinstance(type_, MapOf):
+        fields = tuple((field.name, field.optional, fits(field.type)) for field in type_.fields)
+
+        def mapping(value: object) -> bool:
+            if not isinstance(value, dict):
+                return False
+            for name, optional, check in fields:
+                if name not in value:
+                    if optional:
+                        continue
+                    return False
+                element = value[name]
+                if not (element is None and optional) and not check(element):
+                    return False
+            return True
+
+        return mapping
+    if type_ == "map":
+        return lambda value: isinstance(value, dict)
+    if type_ == "str":
+        return is_str
+    if type_ == "int":
+        return lambda value: isinstance(value, int) and not isinstance(value, bool)
+    return lambda value: isinstance(value, bool)
+
+
+def _fields(mapping: dict[object, object], schema: MapOf, prefix: str, found: list[str]) -> None:
+    for spec in schema.fields:
+        path = f"{prefix}.{spec.name}" if prefix else spec.name
+        if spec.name not in mapping:
+            if not spec.optional:
+                found.append(f"{path} is missing")
+            continue
+        value = mapping[spec.name]
+        if value is None and spec.optional:
+            continue
+        _value(value, spec.type, path, found)
+
+
+def _value(value: object, type_: Type, path: str, found: list[str]) -> None:
+    ok, name = _fits(value, type_)
+    if not ok:
+        found.append(f"{path} must be {_NAMES[name]}")
+    elif isinstance(type_, ListOf):
+        assert isinstance(value, list)
+        for index, element in enumerate(value):
+            _value(element, type_.item, f"{path}[{index}]", found)
+    elif isinstance(type_, MapOf):
+        assert isinstance(value, dict)
+        _fields(value, type_, path, found)
+
+
+# The data files the rules read are the ones the writing stages are prompted with, so a stage is
+# checked against the table it was told to use. A missing or short data file is a usage problem (exit 2).
+BLOOM_FILE = "bloom-verbs.yaml"
+HOUSE_FILE = "house-style.yaml"
+
+
+class DataError(DataFileError):
+    """A data file is missing, unreadable, or lacks a key the rules read."""
+
+
+def _number(value: object) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
+def _str_list(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(element, str) for element in value)
+
+
+def _a_str(value: object) -> bool:
+    return isinstance(value, str)
+
+
+# Every house-style key a rule reads, with the type it must have.
+_HOUSE_KEYS: tuple[tuple[str, Callable[[object], bool]], ...] = (
+    ("course.min_modules", _number),
+    ("course.max_modules", _number),
+    ("course.min_budget_use", _number),
+    ("module.min_lessons", _number),
+    ("module.max_lessons", _number),
+    ("module.max_new_terms", _number),
+    ("lesson.min_minutes", _number),
+    ("lesson.max_minutes", _number),
+    ("lesson.max_outcomes", _number),
+    ("lesson.max_new_terms", _number),
+    ("lesson.section_kinds", _str_list),
+    ("lesson.last_section_kind", _a_str),
+    ("prose.max_words_per_minute", _number),
+    ("prose.min_words_per_minute", _number),
+    ("prose.max_paragraph_words", _number),
+    ("prose.max_sentence_words", _number),
+    ("prose.banned_phrases", _str_list),
+    ("quiz.min_options", _number),
+    ("quiz.max_options", _number),
+    ("quiz.banned_options", _str_list),
+    ("rubric.levels", _str_list),
+    ("rubric.vague_words", _str_list),
+)
+
+
+PRACTICE_KEYS: dict[str, int] = {
+    f.metadata["key"]: getattr(DEFAULT_LIMITS, f.name) for f in fields(DurationLimits)
+    if f.name in ("practice_percent", "exercise_min", "exercise_max", "capstone_min", "capstone_max")}
+"""stay's own house-style keys, on practice time, each optional: house-style.yaml is the
+frozen reference's file, byte for byte, so the shipped figures are ``DurationLimits``'
+defaults, and a data directory's house-style.yaml may set its own."""
+
+
+def _read(path: Path) -> Any:
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise DataError(
+            f"data file '{path}' is missing or unreadable ({exc.strerror or exc})", path=path
+        ) from None
+    except UnicodeDecodeError:
+        raise DataError(f"data file '{path}' is not UTF-8", path=path) from None
+    try:
+        return safe_load(text)
+    except Exception as exc:
+        raise DataError(f"data file '{path}' is not valid YAML ({type(exc).__name__})", path=path) from None
+
+
+@dataclass(frozen=True)
+class HouseData:
+    """The verb table and the house-style limits, checked for every key a rule reads."""
+
+    levels: Mapping[str, list[str]]
+    banned: list[str]
+    order: list[str]
+    house: Mapping[str, Any]
+    all_verbs: frozenset[str]
+
+    def __getitem__(self, dotted: str) -> Any:
+        return self.house[dotted]
+
+    def apply_or_above(self, level: str) -> bool:
+        """A level at or after ``apply`` in ``order``."""
+        return level in self.order and self.order.index(level) >= self.order.index("apply")
+
+    def below_apply(self, level: str) -> bool:
+        """A level listed in ``order`` before ``apply`` (an unknown level is not below)."""
+        return level in self.order and self.order.index(level) < self.order.index("apply")
+
+    @classmethod
+    def load(cls, data_dir: str | os.PathLike[str]) -> HouseData:
+        """Read both files from ``data_dir``; ``DataError`` names the file and the problem."""
+        bloom_path = Path(data_dir, BLOOM_FILE)
+        house_path = Path(data_dir, HOUSE_FILE)
+        bloom = _read(bloom_path)
+        house = _read(house_path)
+
+        def bad(path: Path, what: str, field: str | None = None) -> DataError:
+            return DataError(f"data file '{path}' is unreadable: {what}", path=path, field=field)
+
+        if not isinstance(bloom, dict):
+            raise bad(bloom_path, "the root is not a mapping")
+        levels = bloom.get("levels")
+        if not isinstance(levels, dict) or not all(
+            isinstance(key, str) and _str_list(value) for key, value in levels.items()
+        ):
+            raise bad(bloom_path, "levels must map each level to a list of verbs", "levels")
+        if not _str_list(bloom.get("banned")):
+            raise bad(bloom_path, "banned must be a list of verbs", "banned")
+        if not _str_list(bloom.get("order")):
+            raise bad(bloom_path, "order must be a list of levels", "order")
+        if "apply" not in bloom["order"]:
+            raise bad(bloom_path, "order must contain apply", "order")
+        if not isinstance(house, dict):
+            raise bad(house_path, "the root is not a mapping")
+        values: dict[str, Any] = {}
+        for dotted, check in _HOUSE_KEYS + tuple((key, _number) for key in PRACTICE_KEYS):
+            node: Any = house
+            for part in dotted.split("."):
+                if not isinstance(node, dict) or part not in node:
+                    if dotted in PRACTICE_KEYS:  # stay's own keys: the shipped figure unless set
+                        node = PRACTICE_KEYS[dotted]
+                        break
+                    raise bad(house_path, f"{dotted} is missing", dotted)
+                node = node[part]
+            if not check(node):
+                raise bad(house_path, f"{dotted} has the wrong type", dotted)
+            values[dotted] = node
+        return cls(
+            levels=levels,
+            banned=bloom["banned"],
+            order=bloom["order"],
+            house=values,
+            all_verbs=frozenset(verb for verbs in levels.values() for verb in verbs),
+        )
+
+
+def default_data_dir() -> Path:
+    """``$STAY_DATA_DIR``, else ``./data``, else the data shipped with stay: the one
+    resolution (``stay.settings.resolve_data_dir``) of the variable alone, so a bad
+    unrelated variable never stops the validator."""
+    return resolve_data_dir(data_dir_from())
+
+
+class Severity(StrEnum):
+    """FAIL blocks; WARN marks what is valid mid-run, or advisory house style."""
+
+    FAIL = "FAIL"
+    WARN = "WARN"
+
+
+Owner = Literal[
+    "manifest", "audience", "curriculum", "outcomes", "assessment", "example", "plan",
+    "content", "exercises", "quiz", "capstone", "glossary",
+]
+"""The stage that must fix a defect. Repair routes on this, never on the path."""
+
+OWNERS: tuple[Owner, ...] = (
+    "manifest", "audience", "curriculum", "outcomes", "assessment", "example", "plan",
+    "content", "exercises", "quiz", "capstone", "glossary",
+)
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class Defect:
+    """One rule firing on one subject. Ordered as reports list them: by path, code,
+    subject, then message; every field, the message included, is part of equality."""
+
+    path: str
+    """Relative to the course directory, '/'-separated; for a missing file, where it belongs."""
+    code: str
+    subject: str
+    """What inside the file; '-' for the whole file."""
+    message: str
+    severity: Severity
+    owner: Owner
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "severity": str(self.severity), "owner": self.owner,
+                "path": self.path, "subject": self.subject, "message": self.message}
+
+    def line(self) -> str:
+        """The defect as the text report prints it."""
+        return f"{self.severity} {self.code} {self.path} {self.subject}: {self.message}"
+
+    def quote(self, current: object) -> str:
+        """What this defect names in ``current`` (its file as it stands: a lesson's body, or
+        the file's data) as written there; '' when it names no place in it."""
+        return quote(current, self.subject, self.message)
+
+
+QUOTE_CHARS = 300
+"""The most characters a quote shows: a long sentence whole, a long paragraph's opening."""
+_BODY_PLACE = re.compile(r"paragraph ([1-9][0-9]*)(?: sentence ([1-9][0-9]*))?|code block ([1-9][0-9]*)")
+_OPTION = re.compile(r"(.+) option ([1-9][0-9]*)")
+_PHRASE = re.compile(r"'(.+?)'(?=, '|$)")  # as ``quoted`` writes them, apostrophes inside included
+
+
+def quote(current: object, subject: str, message: str) -> str:
+    """What a defect's ``subject`` names in ``current`` (a lesson body, or a file's data),
+    read with the contract's text definitions (the sentence of ``paragraph 3 sentence 2``,
+    the item of an id, the sentences holding a banned phrase the ``message`` quotes), at
+    most ``QUOTE_CHARS`` characters; '' when it names no place there (the whole file, a
+    field of a lesson the message gives, something missing)."""
+    found = _body_place(current, subject, message) if isinstance(current, str) else _data_place(current, subject)
+    return found if len(found) <= QUOTE_CHARS else found[:QUOTE_CHARS - 1].rstrip() + "…"
+
+
+def _body_place(body: str, subject: str, message: str) -> str:
+    lines = split_lines(body)
+    if subject == "prose":  # les009: the sentences of the prose that mention a phrase, a line each
+        code = {i for start, end in code_blocks(lines) for i in range(start, end)}
+        phrases = _PHRASE.findall(message.partition(": ")[2])
+        blocks: list[list[str]] = [[]]
+        for i, line in enumerate(lines):  # blocks of prose, split as paragraphs are; a heading alone
+            if i in code or not line.strip():
+                blocks.append([])
+            elif heading(line) is not None:
+                blocks += [[line.strip()], []]
+            else:
+                blocks[-1].append(line.strip())
+        return "\n".join(piece for block in blocks for piece in sentences(" ".join(block))
+                         if any(mentions(_CODE_SPAN.sub("", piece), p) for p in phrases))
+    place = _BODY_PLACE.fullmatch(subject)
+    if place is None:
+        return ""
+    paragraph, sentence, block = (int(k) if k else 0 for k in place.groups())
+    if block:
+        spans = code_blocks(lines)
+        return "\n".join(lines[slice(*spans[block - 1])]) if block <= len(spans) else ""
+    parsed = Body.parse(lines)
+    if paragraph > len(parsed.paragraphs):
+        return ""
+    found = [parsed.paragraphs[paragraph - 1]] if not sentence else sentences(parsed.paragraphs[paragraph - 1])
+    return found[max(sentence, 1) - 1] if max(sentence, 1) <= len(found) else ""
+
+
+def _data_place(data: object, subject: str) -> str:
+    """The place in a file's data ``subject`` names, shown a field a line: an option by
+    its place among its item's, else (depth first) the list entry with a field that holds
+    it, or the field of a mapping that is named by it or holds it."""
+    option = _OPTION.fullmatch(subject)
+    if option is not None:
+        item = _holder(data, option[1])
+        options = item.get("options") if isinstance(item, dict) else None
+        k = int(option[2])
+        return _lines(options[k - 1]) if isinstance(options, list) and k <= len(options) else ""
+    found = _holder(data, subject)
+    return "" if found is None else _lines(found)
+
+
+def _holds(value: object, subject: str) -> bool:
+    """Whether ``value`` is ``subject`` or a list with ``subject`` among its scalars."""
+    values = value if isinstance(value, list) else [value]
+    return any(not isinstance(v, (dict, list)) and show(v) == subject for v in values)
+
+
+def _holder(node: object, subject: str, entry: bool = False) -> dict[Any, object] | None:
+    """Depth first: the list entry (``entry``) with a field that holds ``subject``, or the
+    field of another mapping that holds it or is named by it (an entry's keys are its fields)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if _holds(value, subject) or (not entry and show(key) == subject):
+                return node if entry else {key: value}
+    children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+    return next((found for child in children if (found := _holder(child, subject, isinstance(node, list)))), None)
+
+
+def _lines(entry: object) -> str:
+    """A mapping a field a line, each value on one line: a list as its elements (a
+    mapping as its first field), a mapping as its keys."""
+    def one(value: object) -> str:
+        if isinstance(value, dict):
+            return ", ".join(map(str, value))
+        if isinstance(value, list):
+            return ", ".join(one(next(iter(v.values()), "")) if isinstance(v, dict) else one(v) for v in value) or "[]"
+        return " ".join(show(value).split())
+
+    if not isinstance(entry, dict):
+        return one(entry)
+    return "\n".join(f"{key}: {one(value)}" for key, value in entry.items())
+
 
 # The seven top-level files, in the order they are looked at.
 TOP_FILES: tuple[tuple[str, str], ...] = (
@@ -269,3 +774,72 @@ class Course:
     def planned_lessons(self) -> list[Lesson]:
         """Lessons with a usable plan, in lesson order."""
         return [lesson for lesson in self.lessons if lesson.plan.usable]
+
+
+
+
+# A rule maps a Course to one finding per subject the contract's "per" column names; @rule binds it
+# to its row, and its docstring (required) says what it checks and why.
+
+
+class Finding(NamedTuple):
+    """One evaluation of a rule on one subject; a defect when ``fired``.
+
+    A named tuple, not a dataclass: a course makes thousands of these, most of them
+    passes, and a tuple is several times cheaper to create."""
+
+    path: str
+    subject: str
+    fired: bool
+    values: Mapping[str, object] = {}  # never mutated; a tuple field cannot take a factory
+    owner: Owner | None = None
+    """Overrides the rule's owner (the schema rules: the stage that writes the file)."""
+
+
+Check = Callable[[Course], Iterator[Finding]]
+
+
+class Group(StrEnum):
+    """Which rules a rule stands with; a group's name is also a selector (``--select stay``)."""
+
+    CONTRACT = "contract"
+    """The contract's rules: exactly the frozen reference's, held to it by parity
+    (``--select contract``)."""
+    STAY = "stay"
+    """Rules stay adds beyond the contract: every command runs them, parity never compares them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    code: str
+    severity: Severity
+    owner: Owner | None
+    """None for the schema rules, owned by the stage that writes the file."""
+    template: str
+    check: Check
+    doc: str
+    group: Group
+
+    def __call__(self, course: Course) -> Iterator[Finding]:
+        return self.check(course)
+
+
+def rule(code: str, severity: Severity, owner: Owner | None, template: str, *,
+         group: Group = Group.CONTRACT) -> Callable[[Check], Rule]:
+    """Declare a rule: its row (of the contract, or of stay's own rules), its group, and
+    the function that evaluates it."""
+
+    # contract is the default so the contract's rules say nothing extra; a new rule that
+    # forgets group=Group.STAY is caught, as the reference does not know it (test_registry.py)
+    def declare(check: Check) -> Rule:
+        doc = (check.__doc__ or "").strip()
+        if not doc:
+            raise GraphError(f"rule {code} has no docstring saying what it checks and why")
+        return Rule(code, severity, owner, template, check, doc, Group(group))
+
+    return declare
+
+
+def finding(path: str, subject: str, fired: bool, /, **values: object) -> Finding:
+    """A finding whose message fills the rule's template with ``values``."""
+    return Finding(path, subject, fired, values)

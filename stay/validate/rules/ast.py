@@ -1,11 +1,7 @@
-"""ast: the data files a course carries under assets/, and the text that names them.
-
-A data file is ``assets/<[a-z0-9][a-z0-9-]*>.csv|.txt|.json``, named by its course-relative
-path in learner-facing text (lessons, exercises, quizzes, project.yaml; not the authors'
-plans or example.yaml, which lists every asset). stay's own rules (group ``stay``). Read
-safely: ``assets/`` is listed without following a link, an entry that is not a regular file is
-ast005's and never opened, and a file is read no further than ``MAX_ASSET_BYTES`` and a byte.
-"""
+"""ast: the data files under assets/ (``<[a-z0-9][a-z0-9-]*>.csv|.txt|.json``) and the learner-facing text
+(lessons, exercises, quizzes, project.yaml) that names them by course-relative path; group ``stay``. Read
+safely: ``assets/`` is listed without following a link, a non-regular entry is ast005's and never opened,
+and a file is read no further than ``MAX_ASSET_BYTES`` and a byte."""
 
 from __future__ import annotations
 
@@ -17,10 +13,8 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from stay._bounds import DATA_NAME, MAX_ASSET_BYTES
-from stay._stored import Damaged, read_stored
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Group, Severity, finding, rule
+from stay._bounds import DATA_NAME, MAX_ASSET_BYTES, Damaged, read_stored
+from stay.validate._course import Course, Finding, Group, Severity, finding, rule
 
 FAIL, WARN = Severity.FAIL, Severity.WARN
 ASSETS = "assets"

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from stay.validate._course import Course, Lesson
-from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._course import Course, Finding, Lesson, Severity, finding, rule
 from stay.validate._text import Body, mentions_normed, quoted, show, times
 
 FAIL, WARN = Severity.FAIL, Severity.WARN

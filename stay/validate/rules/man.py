@@ -11,8 +11,7 @@ import os
 import posixpath
 from collections.abc import Iterator
 
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._course import Course, Finding, Severity, finding, rule
 from stay.validate._text import show
 
 FAIL, WARN = Severity.FAIL, Severity.WARN

@@ -11,9 +11,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Severity, finding, rule
-from stay.validate._schema import is_str
+from stay.validate._course import Course, Finding, Severity, finding, is_str, rule
 from stay.validate._text import mentions, quoted, show
 
 FAIL, WARN = Severity.FAIL, Severity.WARN

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from stay.validate._course import Course, Lesson
-from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._course import Course, Finding, Lesson, Severity, finding, rule
 from stay.validate._text import id_matches, norm, show
 
 FAIL, WARN = Severity.FAIL, Severity.WARN

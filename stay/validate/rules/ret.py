@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from stay.validate._course import Course, Intro
-from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._course import Course, Finding, Intro, Severity, finding, rule
 from stay.validate._text import mentions_normed, norm, show
 
 WARN = Severity.WARN

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Severity, rule
+from stay.validate._course import Course, Finding, Severity, rule
 
 FAIL = Severity.FAIL
 
