@@ -30,9 +30,7 @@ from pathlib import Path
 # without following a link; stay._secrets: the redaction of what is written).
 LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under in {
     "stay.__main__": {"stay.cli"},  # ``python -m stay``: the program, nothing of its own
-    "stay.cli": {"stay", "stay.suite", "stay._watch", "stay._init", "stay._cli_commands"},
-    "stay._cli_commands": {"stay._cli_parser", "stay._watch", "stay._init"},  # the command line's handlers
-    "stay._cli_parser": {"stay"},  # the command line's parser and argument types
+    "stay.cli": {"stay", "stay.suite", "stay._watch", "stay._init"},  # the parser, the handlers, the exit codes
     "stay._watch": {"stay.validate", "stay.artefacts", "stay._words"},  # stay watch: validation as you save
     "stay._init": {"stay.artefacts", "stay._words"},  # stay init and the packaged example briefs
     "stay": {"stay.pipeline", "stay.validate", "stay.scoring", "stay._lazy"},  # the public names (scoring:

@@ -1,6 +1,5 @@
 """The registry of every rule (``--select``/``--ignore``, after ruff's), running it over courses,
-and the reports it returns.
-"""
+and the reports it returns."""
 
 from __future__ import annotations
 
@@ -45,25 +44,21 @@ FAMILIES: tuple[ModuleType, ...] = (
     sch, man, lay, aud, cur, out, asm, pln, lod, trm, les, exe, qz, ret, prj, glo,
     pos, prc, ast, rev,
 )
-"""The rule families in the contract's order, then stay's own (``pos``, ``prc``, ``ast``, ``rev``); each
-module is named by its prefix."""
+"""The rule families in the contract's order, then stay's own; each module is named by its prefix."""
 
 
 def family_rules(family: ModuleType) -> list[Rule]:
-    """The rules a family module declares, in its order."""
     return [value for value in vars(family).values() if isinstance(value, Rule)]
 
 
 def prefix_of(family: ModuleType) -> str:
-    """The code prefix a family module holds: its own name (``stay.validate.rules.les`` -> ``les``)."""
     return family.__name__.rpartition(".")[2]
 
 
 _REGISTRY: dict[str, Rule] = {}
 
 RULES: Mapping[str, Rule] = MappingProxyType(_REGISTRY)
-"""code -> Rule (severity, owner, message template, check, docstring, group): a read-only
-view of the registry, so a rule ``register`` adds is seen wherever RULES is read."""
+"""A read-only view of the registry: a rule ``register`` adds is seen wherever RULES is read."""
 
 
 def _add(rule: Rule, module: str) -> None:
@@ -77,9 +72,7 @@ def _add(rule: Rule, module: str) -> None:
 
 
 def register(rule: Rule) -> Rule:
-    """Add a ``stay``-group rule to the registry (after every family's); returns it, so it
-    can stand as a decorator above ``@rule(...)``. Its function must be named by its code.
-    A contract rule is refused: the contract group is exactly the reference's rules."""
+    """Add a ``stay``-group rule to the registry; returns it, so it can decorate ``@rule(...)``."""
     if rule.group is Group.CONTRACT:
         raise GraphError(f"rule {rule.code} cannot join the contract group, which holds the frozen "
                          f"reference's rules only; declare it with group=Group.STAY")
@@ -90,15 +83,13 @@ def register(rule: Rule) -> Rule:
 
 
 def unregister(code: str) -> None:
-    """Remove a rule ``register`` added; the rules of the families stay."""
     if code not in _REGISTRY or code in _DECLARED:
         raise GraphError(f"rule {code} was not added by register(), so it cannot be removed")
     del _REGISTRY[code]
 
 
 def added_at_run_time(codes: tuple[str, ...]) -> bool:
-    """Whether any of ``codes`` is a rule ``register`` added in this process: a worker
-    process started fresh (spawn, forkserver) would not know it."""
+    """Whether any of ``codes`` was ``register``ed in this process: a fresh worker would not know it."""
     return any(code not in _DECLARED for code in codes)
 
 
@@ -110,13 +101,11 @@ def _declare_families() -> frozenset[str]:
 
 
 _DECLARED = _declare_families()
-"""The codes the family modules declare: what unregister never removes."""
 
 
 Selectors = str | Iterable[str]
 
-DEFAULT_SELECT: tuple[str, ...] = tuple(Group)
-"""What every caller checks when nothing is selected: every group, so no two count differently."""
+DEFAULT_SELECT: tuple[str, ...] = tuple(Group)  # every group: no two callers count differently
 
 FORMS = "a rule code (aud001), a family prefix (aud) or a group (" + ", ".join(Group) + ")"
 
@@ -133,7 +122,6 @@ def _matches(name: str, rule: Rule) -> bool:
 
 
 def _named(selectors: Selectors, option: str) -> set[str]:
-    """The codes ``selectors`` name; a selector that names no rule is a usage error."""
     codes: set[str] = set()
     for name in _names(selectors):
         found = {code for code, rule in RULES.items() if _matches(name, rule)}
@@ -144,9 +132,7 @@ def _named(selectors: Selectors, option: str) -> set[str]:
 
 
 def selected(select: Selectors | None = None, ignore: Selectors | None = None) -> Mapping[str, Rule]:
-    """code -> Rule for the rules ``select`` names less those ``ignore`` names, in the
-    registry's order; ``select=None`` is every rule (``DEFAULT_SELECT``). Raises ``UsageError`` for a
-    selector that is no code, prefix or group."""
+    """The rules ``select`` names (None: every rule) less those ``ignore`` names, in the registry's order."""
     chosen = _named(DEFAULT_SELECT if select is None else select, "--select")
     if ignore is not None:
         chosen -= _named(ignore, "--ignore")
@@ -154,16 +140,12 @@ def selected(select: Selectors | None = None, ignore: Selectors | None = None) -
 
 
 CONTRACT_VERSION = 1
-DISPLAY_DEFECTS = 20
-"""Defects a notebook shows (``_repr_html_``, ``_repr_markdown_``); ``to_text`` lists them all."""
-
-
+DISPLAY_DEFECTS = 20  # in a notebook; to_text lists them all
 OWNER_HEAD = ("owner", "FAIL", "WARN", "codes")
 
 
 def owner_rows(defects: Iterable[Defect]) -> list[tuple[object, ...]]:
-    """Defects by the stage that must fix them, as table rows (owner, FAILs, WARNs, the
-    codes with their counts), in the pipeline's owner order; none for no defect."""
+    """Table rows (owner, FAILs, WARNs, codes with their counts), in the pipeline's owner order."""
     owners: dict[str, list[Defect]] = {}
     for defect in defects:
         owners.setdefault(defect.owner, []).append(defect)
@@ -182,16 +164,12 @@ class CourseReport:
     """What the validator found in one course."""
 
     dir: str
-    """The course directory as given or found."""
     slug: str
-    """The directory's own name."""
     strict: bool
     evaluated: Mapping[str, int]
     """code -> how many subjects the rule evaluated (only codes evaluated at least once)."""
     passed: Mapping[str, int]
-    """code -> evaluations that did not fire."""
     defects: tuple[Defect, ...]
-    """Sorted by (path, code, subject, message)."""
 
     @property
     def fails(self) -> int:
@@ -211,7 +189,6 @@ class CourseReport:
         return self.fails == 0
 
     def by_owner(self) -> dict[str, list[Defect]]:
-        """Defects grouped by the stage that must fix them."""
         grouped: dict[str, list[Defect]] = {}
         for defect in self.defects:
             grouped.setdefault(defect.owner, []).append(defect)
@@ -222,7 +199,6 @@ class CourseReport:
                 "passed": dict(self.passed), "defects": [d.as_dict() for d in self.defects]}
 
     def _repr_html_(self) -> str:
-        """In a notebook: the same tables as a ``ValidationReport`` of this one course."""
         return ValidationReport((self,), self.strict)._repr_html_()
 
     def _repr_markdown_(self) -> str:
@@ -250,7 +226,6 @@ class ValidationReport:
 
     @property
     def exit_code(self) -> int:
-        """0 with no FAIL, 1 with at least one."""
         return 0 if self.ok else 1
 
     def to_text(self) -> str:
@@ -265,8 +240,7 @@ class ValidationReport:
         return "\n".join(lines) + "\n"
 
     def _display(self) -> tuple[str, list[tuple[Sequence[str], list[tuple[object, ...]], set[int]]], str]:
-        """What a notebook shows: a summary line, then tables (head, rows, numeric columns):
-        per course, defects by owner, and the first defects; then what was left out."""
+        """A notebook's summary line, tables (per course, by owner, the first defects) and tail."""
         summary = (f"stay validate{' --strict' if self.strict else ''}: {len(self.courses)} "
                    f"course{'s' if len(self.courses) != 1 else ''}, {self.fails} FAIL, {self.warns} WARN, "
                    f"{sum(course.checks for course in self.courses)} checks run")
@@ -287,7 +261,6 @@ class ValidationReport:
         return summary, tables, tail
 
     def _repr_html_(self) -> str:
-        """The report in a notebook: counts per course, defects by owner, the first defects."""
         from stay._display import html_block
 
         return html_block("stay-validation-report", *self._display())
@@ -318,10 +291,8 @@ class ValidationReport:
 def check_course(path: str | os.PathLike[str], data: HouseData, *, strict: bool = False,
                  shown: str | None = None, select: Selectors | None = None,
                  ignore: Selectors | None = None) -> CourseReport:
-    """Validate one course directory with already-loaded data files, running the rules
-    ``select`` and ``ignore`` choose (``selected``: by default every rule); a
-    course holding a link that leads outside it is refused, as every command refuses it
-    (nothing is read through such a link), as a path the validator cannot use."""
+    """Validate one course directory with loaded data files; a course holding a link that leads outside
+    it is refused, as every command refuses it."""
     rules = selected(select, ignore)
     root = shown if shown is not None else os.fspath(path)
     try:
@@ -358,11 +329,8 @@ def check_course(path: str | os.PathLike[str], data: HouseData, *, strict: bool 
 
 
 def find_courses(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
-    """Every course under ``paths``, as shown in reports, in directory-name order.
-
-    A path holding course.yaml is a course; otherwise each immediate subdirectory
-    whose name does not start with '.' or '_' is one.
-    """
+    """Every course under ``paths`` in directory-name order: a path holding course.yaml, else each
+    subdirectory whose name does not start with '.' or '_'."""
     found: list[str] = []
     for given in paths:
         path = os.fspath(given)
@@ -383,7 +351,6 @@ def find_courses(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
 
 
 def available_cores() -> int:
-    """The processors this process may run on (its CPU affinity where the platform says)."""
     try:
         return len(os.sched_getaffinity(0)) or 1
     except (AttributeError, OSError):  # not on every platform
@@ -396,17 +363,9 @@ def validate_courses(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
              jobs: int | None = 1,
              select: Selectors | None = None,
              ignore: Selectors | None = None) -> ValidationReport:
-    """Validate a course directory, a directory of courses, or several of either.
-
-    ``jobs`` courses are checked at once, each in its own process (``None``: one per
-    available core); the report is the same, byte for byte, whatever ``jobs`` is.
-    ``select`` and ``ignore`` choose the rules (codes, family prefixes, groups; by
-    default every rule, as a build checks).
-    Raises ``CoursePathError`` for a path that does not exist, ``DataFileError`` for
-    missing or malformed data files, ``UsageError`` for a ``jobs`` below 1 or a selector
-    that names no rule, and ``CoursePathError`` for a course holding a link that leads
-    outside it; a defect in a course is never an exception.
-    """
+    """Validate a course directory, a directory of courses, or several of either, ``jobs`` processes at
+    once (``None``: one per core; the report is the same whatever ``jobs`` is). A defect in a course is
+    never an exception."""
     codes = tuple(selected(select, ignore))  # resolved once, and a bad selector refused before any work
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -420,7 +379,6 @@ def validate_courses(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
 
 def _check_all(courses: list[str], data: HouseData, strict: bool, jobs: int,
                codes: tuple[str, ...]) -> list[CourseReport]:
-    """Each course's report, in the order given, from up to ``jobs`` processes."""
     workers = min(jobs, len(courses))
     # a rule registered in this process is unknown to a worker started fresh (spawn,
     # forkserver: the default on some platforms and Pythons), so those run here
@@ -436,7 +394,7 @@ def _check_in_processes(courses: list[str], data: HouseData, strict: bool, worke
                         codes: tuple[str, ...]) -> list[CourseReport]:
     from concurrent.futures import ProcessPoolExecutor  # only when asked for: it costs start-up time
 
-    # A few chunks per worker: few round trips, and a slow course does not leave a worker idle.
+    # a few chunks per worker: few round trips, and a slow course leaves no worker idle
     chunk = max(1, len(courses) // (workers * 4))
     with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker,
                              initargs=(data, strict, codes)) as pool:
@@ -457,14 +415,10 @@ def _check_one(shown: str) -> CourseReport:
     return check_course(Path(shown), data, strict=strict, shown=shown, select=codes)
 
 
-"""``validate`` under the name ``stay`` exports it by (``stay.validate`` is this package)."""
-
-
 def validate_course(course_dir: str | os.PathLike[str], *, strict: bool = False,
                     data_dir: str | os.PathLike[str] | None = None,
                     select: Selectors | None = None, ignore: Selectors | None = None) -> CourseReport:
-    """Validate one course directory (with or without a course.yaml), running the rules
-    ``select`` and ``ignore`` choose (by default every rule, as a build checks)."""
+    """Validate one course directory (with or without a course.yaml)."""
     codes = tuple(selected(select, ignore))
     path = os.fspath(course_dir)
     if not os.path.isdir(path):

@@ -1,8 +1,6 @@
-"""One loaded course and what the rules are made of: the schema table, the house data files,
-defects and their owners, and the ``@rule`` registry decorator.
-
-A file that is not UTF-8, not YAML, or off its schema is *unusable*: every rule treats it as absent.
-"""
+"""One loaded course and what the rules are made of: the schema table, the house data files, defects
+and their owners, and the ``@rule`` registry. A file that is not UTF-8, not YAML, or off its schema is
+*unusable*: every rule treats it as absent."""
 
 from __future__ import annotations
 
@@ -15,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from functools import cache, cached_property
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 from stay._bounds import MAX_FILE_BYTES, TooLarge, read_bounded
 from stay._duration import DEFAULT_LIMITS, DurationLimits
@@ -60,7 +58,6 @@ class Field:
 
 
 def _f(spec: str, type_: Type) -> Field:
-    """A field from ``name`` or ``name?`` (optional), as the contract writes them."""
     return Field(spec.rstrip("?"), type_, spec.endswith("?"))
 
 
@@ -144,7 +141,6 @@ _NAMES = {"str": "a string", "int": "an integer", "bool": "a boolean",
 
 
 def is_str(value: object) -> bool:
-    """The schema's ``str``: a string that is non-empty after stripping."""
     return isinstance(value, str) and value.strip() != ""
 
 
@@ -161,7 +157,6 @@ def _fits(value: object, type_: Type) -> tuple[bool, str]:
 
 
 def problems(document: object, schema: MapOf) -> list[str]:
-    """Every problem of a parsed document against ``schema``, in schema order."""
     if fits(schema)(document):  # most files fit: skip building a path for every field
         return []
     if not isinstance(document, dict):
@@ -176,8 +171,7 @@ Fits = Callable[[object], bool]
 
 @cache
 def fits(type_: Type) -> Fits:
-    """A predicate: whether a value has no problem against ``type_`` (``problems`` of it
-    would be empty), compiled once per schema node into nested closures."""
+    """Whether ``problems`` of a value would be empty, compiled once per schema node into closures."""
     if isinstance(type_, ListOf):
         if type_.item == "str":
             return lambda value: isinstance(value, list) and all(is_str(element) for element in value)
@@ -289,9 +283,8 @@ _HOUSE_KEYS: tuple[tuple[str, Callable[[object], bool]], ...] = (
 PRACTICE_KEYS: dict[str, int] = {
     f.metadata["key"]: getattr(DEFAULT_LIMITS, f.name) for f in fields(DurationLimits)
     if f.name in ("practice_percent", "exercise_min", "exercise_max", "capstone_min", "capstone_max")}
-"""stay's own house-style keys, on practice time, each optional: house-style.yaml is the
-frozen reference's file, byte for byte, so the shipped figures are ``DurationLimits``'
-defaults, and a data directory's house-style.yaml may set its own."""
+"""stay's own practice-time keys, each optional: house-style.yaml is the frozen reference's file, so
+the shipped figures are ``DurationLimits``' defaults."""
 
 
 def _read(path: Path) -> Any:
@@ -323,7 +316,6 @@ class HouseData:
         return self.house[dotted]
 
     def apply_or_above(self, level: str) -> bool:
-        """A level at or after ``apply`` in ``order``."""
         return level in self.order and self.order.index(level) >= self.order.index("apply")
 
     def below_apply(self, level: str) -> bool:
@@ -332,7 +324,6 @@ class HouseData:
 
     @classmethod
     def load(cls, data_dir: str | os.PathLike[str]) -> HouseData:
-        """Read both files from ``data_dir``; ``DataError`` names the file and the problem."""
         bloom_path = Path(data_dir, BLOOM_FILE)
         house_path = Path(data_dir, HOUSE_FILE)
         bloom = _read(bloom_path)
@@ -379,8 +370,7 @@ class HouseData:
 
 
 def default_data_dir() -> Path:
-    """``$STAY_DATA_DIR``, else ``./data``, else the data shipped with stay: the one
-    resolution (``stay.settings.resolve_data_dir``) of the variable alone, so a bad
+    """``$STAY_DATA_DIR``, else ``./data``, else the shipped data: that variable alone is read, so a bad
     unrelated variable never stops the validator."""
     return resolve_data_dir(data_dir_from())
 
@@ -398,16 +388,12 @@ Owner = Literal[
 ]
 """The stage that must fix a defect. Repair routes on this, never on the path."""
 
-OWNERS: tuple[Owner, ...] = (
-    "manifest", "audience", "curriculum", "outcomes", "assessment", "example", "plan",
-    "content", "exercises", "quiz", "capstone", "glossary",
-)
+OWNERS: tuple[Owner, ...] = get_args(Owner)
 
 
 @dataclass(frozen=True, order=True, slots=True)
 class Defect:
-    """One rule firing on one subject. Ordered as reports list them: by path, code,
-    subject, then message; every field, the message included, is part of equality."""
+    """One rule firing on one subject, ordered as reports list them; every field is part of equality."""
 
     path: str
     """Relative to the course directory, '/'-separated; for a missing file, where it belongs."""
@@ -423,12 +409,10 @@ class Defect:
                 "path": self.path, "subject": self.subject, "message": self.message}
 
     def line(self) -> str:
-        """The defect as the text report prints it."""
         return f"{self.severity} {self.code} {self.path} {self.subject}: {self.message}"
 
     def quote(self, current: object) -> str:
-        """What this defect names in ``current`` (its file as it stands: a lesson's body, or
-        the file's data) as written there; '' when it names no place in it."""
+        """What this defect names in ``current`` (its file as it stands), as written there."""
         return quote(current, self.subject, self.message)
 
 
@@ -440,11 +424,8 @@ _PHRASE = re.compile(r"'(.+?)'(?=, '|$)")  # as ``quoted`` writes them, apostrop
 
 
 def quote(current: object, subject: str, message: str) -> str:
-    """What a defect's ``subject`` names in ``current`` (a lesson body, or a file's data),
-    read with the contract's text definitions (the sentence of ``paragraph 3 sentence 2``,
-    the item of an id, the sentences holding a banned phrase the ``message`` quotes), at
-    most ``QUOTE_CHARS`` characters; '' when it names no place there (the whole file, a
-    field of a lesson the message gives, something missing)."""
+    """What a defect's ``subject`` names in ``current`` (a lesson body, or a file's data), read with the
+    contract's text definitions, at most ``QUOTE_CHARS`` characters; '' when it names no place there."""
     found = _body_place(current, subject, message) if isinstance(current, str) else _data_place(current, subject)
     return found if len(found) <= QUOTE_CHARS else found[:QUOTE_CHARS - 1].rstrip() + "…"
 
@@ -479,9 +460,8 @@ def _body_place(body: str, subject: str, message: str) -> str:
 
 
 def _data_place(data: object, subject: str) -> str:
-    """The place in a file's data ``subject`` names, shown a field a line: an option by
-    its place among its item's, else (depth first) the list entry with a field that holds
-    it, or the field of a mapping that is named by it or holds it."""
+    """The place in a file's data ``subject`` names, a field a line: an option by its place, else the
+    entry or field that holds it or is named by it."""
     option = _OPTION.fullmatch(subject)
     if option is not None:
         item = _holder(data, option[1])
@@ -493,14 +473,12 @@ def _data_place(data: object, subject: str) -> str:
 
 
 def _holds(value: object, subject: str) -> bool:
-    """Whether ``value`` is ``subject`` or a list with ``subject`` among its scalars."""
     values = value if isinstance(value, list) else [value]
     return any(not isinstance(v, (dict, list)) and show(v) == subject for v in values)
 
 
 def _holder(node: object, subject: str, entry: bool = False) -> dict[Any, object] | None:
-    """Depth first: the list entry (``entry``) with a field that holds ``subject``, or the
-    field of another mapping that holds it or is named by it (an entry's keys are its fields)."""
+    """Depth first: the list entry with a field that holds ``subject``, or the field that holds or is named by it."""
     if isinstance(node, dict):
         for key, value in node.items():
             if _holds(value, subject) or (not entry and show(key) == subject):
@@ -510,8 +488,7 @@ def _holder(node: object, subject: str, entry: bool = False) -> dict[Any, object
 
 
 def _lines(entry: object) -> str:
-    """A mapping a field a line, each value on one line: a list as its elements (a
-    mapping as its first field), a mapping as its keys."""
+    """A mapping a field a line: a list as its elements (a mapping as its first field), a mapping as its keys."""
     def one(value: object) -> str:
         if isinstance(value, dict):
             return ", ".join(map(str, value))
@@ -555,7 +532,6 @@ class CourseFile:
     """One file looked at, and what loading it found."""
 
     path: str
-    """Relative to the course directory, '/'-separated."""
     kind: str
     exists: bool = False
     parsed: bool = False
@@ -575,7 +551,7 @@ class CourseFile:
 
 
 def load_file(root: str, path: str, kind: str) -> CourseFile:
-    """Read and parse one file; never raises for anything the file contains."""
+    """Never raises for anything the file contains."""
     record = CourseFile(path, kind)
     full = os.path.join(root, path)
     if not os.path.isfile(full):
@@ -648,14 +624,21 @@ class Intro:
     lesson: Lesson
 
 
+class _TopFile:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __get__(self, course: Course, owner: type[Course]) -> CourseFile:
+        return course.files[self.path]
+
+
 @dataclass
 class Course:
     """Everything the rules read about one course, loaded once."""
 
     root: str
-    """The course directory as given or found."""
     name: str
-    """The directory's own name (the last component of its absolute path)."""
+    """The last component of its absolute path."""
     data: HouseData
     files: dict[str, CourseFile] = field(default_factory=dict)
     lessons: list[Lesson] = field(default_factory=list)
@@ -686,37 +669,16 @@ class Course:
                 ))
         return course
 
-    # -- the top-level files (the rules table's C, A, K, O, S, J, G) ----------
+    # the top-level files (the rules table's C, A, K, O, S, J, G)
+    manifest_file = _TopFile("course.yaml")
+    audience_file = _TopFile("audience.yaml")
+    curriculum_file = _TopFile("curriculum.yaml")
+    outcomes_file = _TopFile("outcomes.yaml")
+    assessment_file = _TopFile("assessment.yaml")
+    project_file = _TopFile("project.yaml")
+    glossary_file = _TopFile("glossary.yaml")
 
-    @property
-    def manifest_file(self) -> CourseFile:
-        return self.files["course.yaml"]
-
-    @property
-    def audience_file(self) -> CourseFile:
-        return self.files["audience.yaml"]
-
-    @property
-    def curriculum_file(self) -> CourseFile:
-        return self.files["curriculum.yaml"]
-
-    @property
-    def outcomes_file(self) -> CourseFile:
-        return self.files["outcomes.yaml"]
-
-    @property
-    def assessment_file(self) -> CourseFile:
-        return self.files["assessment.yaml"]
-
-    @property
-    def project_file(self) -> CourseFile:
-        return self.files["project.yaml"]
-
-    @property
-    def glossary_file(self) -> CourseFile:
-        return self.files["glossary.yaml"]
-
-    # -- derived views, computed once -----------------------------------------
+    # derived views, computed once
 
     @cached_property
     def lesson_ids(self) -> frozenset[str]:
@@ -724,19 +686,16 @@ class Course:
 
     @cached_property
     def unusable(self) -> frozenset[str]:
-        """Normalised paths of files that exist but are unusable."""
         return frozenset(
             posixpath.normpath(f.path) for f in self.files.values() if f.exists and not f.usable
         )
 
     @cached_property
     def outcomes(self) -> list[dict[str, Any]]:
-        """The entries of a usable outcomes.yaml, in file order ([] otherwise)."""
         return self.outcomes_file.data["outcomes"] if self.outcomes_file.usable else []
 
     @cached_property
     def outcome_first(self) -> dict[str, dict[str, Any]]:
-        """Known outcome ids, each to its first entry."""
         first: dict[str, dict[str, Any]] = {}
         for outcome in self.outcomes:
             first.setdefault(outcome["id"], outcome)
@@ -750,7 +709,6 @@ class Course:
         return by_lesson
 
     def outcomes_of(self, lesson_id: str) -> list[dict[str, Any]]:
-        """Outcomes whose ``lesson`` is ``lesson_id``, file order, duplicates included."""
         return self._outcomes_by_lesson.get(lesson_id, [])
 
     @cached_property
@@ -764,7 +722,6 @@ class Course:
         return found
 
     def introduced_before(self, term: str, pos: int, *, inclusive: bool = False) -> bool:
-        """Whether ``term`` is introduced before lesson ``pos`` (or in it, if inclusive)."""
         intro = self.introduced.get(norm(term))
         if intro is None:
             return False
@@ -772,10 +729,7 @@ class Course:
 
     @cached_property
     def planned_lessons(self) -> list[Lesson]:
-        """Lessons with a usable plan, in lesson order."""
         return [lesson for lesson in self.lessons if lesson.plan.usable]
-
-
 
 
 # A rule maps a Course to one finding per subject the contract's "per" column names; @rule binds it
@@ -783,10 +737,8 @@ class Course:
 
 
 class Finding(NamedTuple):
-    """One evaluation of a rule on one subject; a defect when ``fired``.
-
-    A named tuple, not a dataclass: a course makes thousands of these, most of them
-    passes, and a tuple is several times cheaper to create."""
+    """One evaluation of a rule on one subject; a defect when ``fired``. A named tuple: a course makes
+    thousands, and a tuple is several times cheaper to create than a dataclass."""
 
     path: str
     subject: str
@@ -803,10 +755,9 @@ class Group(StrEnum):
     """Which rules a rule stands with; a group's name is also a selector (``--select stay``)."""
 
     CONTRACT = "contract"
-    """The contract's rules: exactly the frozen reference's, held to it by parity
-    (``--select contract``)."""
+    """Exactly the frozen reference's rules, held to it by parity."""
     STAY = "stay"
-    """Rules stay adds beyond the contract: every command runs them, parity never compares them."""
+    """Rules stay adds: every command runs them, parity never compares them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -826,11 +777,8 @@ class Rule:
 
 def rule(code: str, severity: Severity, owner: Owner | None, template: str, *,
          group: Group = Group.CONTRACT) -> Callable[[Check], Rule]:
-    """Declare a rule: its row (of the contract, or of stay's own rules), its group, and
-    the function that evaluates it."""
-
-    # contract is the default so the contract's rules say nothing extra; a new rule that
-    # forgets group=Group.STAY is caught, as the reference does not know it (test_registry.py)
+    # contract is the default; a new rule that forgets group=Group.STAY is caught, as the
+    # reference does not know it (test_registry.py)
     def declare(check: Check) -> Rule:
         doc = (check.__doc__ or "").strip()
         if not doc:
@@ -841,5 +789,4 @@ def rule(code: str, severity: Severity, owner: Owner | None, template: str, *,
 
 
 def finding(path: str, subject: str, fired: bool, /, **values: object) -> Finding:
-    """A finding whose message fills the rule's template with ``values``."""
     return Finding(path, subject, fired, values)

@@ -1,9 +1,6 @@
-"""The contract's text definitions (norm, words, mentions, a lesson body's parts) and YAML parsing.
-
-Each text function reads a definition in validator-rules.md ("Text definitions"); where a plain-string
-reading replaces the contract's regular expression, the expression is kept as ``CONTRACT_*`` and
-``tests/validate/test_text.py`` holds the two equal.
-"""
+"""The contract's text definitions (validator-rules.md, "Text definitions") and YAML parsing. Where a
+plain-string reading replaces the contract's expression, the expression is kept as ``CONTRACT_*`` and
+``tests/validate/test_text.py`` holds the two equal."""
 
 from __future__ import annotations
 
@@ -38,21 +35,15 @@ takes minutes), so ``heading`` reads lines without it."""
 
 
 def contract_mention_pattern(term: str) -> re.Pattern[str]:
-    """The contract's ``mentions`` expression for ``term``."""
     return re.compile(r"(?<![a-z0-9])" + re.escape(norm(term)) + r"(?![a-z0-9])")
 
 
 def norm(text: str) -> str:
-    """Casefold, fold whitespace runs to one space, strip.
-
-    ``str.split()`` splits on exactly the characters ``\\s`` matches in a str
-    pattern (``str.isspace``), so this is ``re.sub(r"\\s+", " ", ...).strip()``.
-    """
+    """Casefold, fold whitespace runs to one space, strip (``str.split()`` splits where ``\\s`` matches)."""
     return " ".join(text.casefold().split())
 
 
 def words(text: str) -> list[str]:
-    """The words of ``text``; a word count is their number."""
     return _WORD.findall(text)
 
 
@@ -65,19 +56,13 @@ _WORD_CLASSES = bytes(
 
 
 def _classes(text: str) -> bytes:
-    """``text`` as one byte per character: "a" for an ASCII letter or digit, "'" for a
-    joiner (``'``, ``’``, ``-``), a space for anything else."""
+    """``text`` as one byte per character: "a" a letter or digit, "'" a joiner, else a space."""
     return text.replace("\u2019", "'").encode("ascii", "replace").translate(_WORD_CLASSES)
 
 
 def _count(classes: bytes, start: int = 0, end: int | None = None) -> int:
-    """The words in ``classes[start:end]``: runs of "a", less the joiners that join two.
-
-    A word is a maximal chain of letter-or-digit runs joined by single joiners, so
-    the count is the runs (an "a" at the start or after a non-"a") less the joiners
-    with an "a" on both sides: those after an "a", but for the ones followed by a space,
-    another joiner or the end. Each term is a C count over the bytes; nothing is copied.
-    """
+    """The words in ``classes[start:end]``: runs of "a" less the joiners with an "a" on both sides,
+    each term a C count over the bytes (nothing is copied)."""
     end = len(classes) if end is None else end
     runs = classes.count(b" a", start, end) + classes.count(b"'a", start, end) + classes.startswith(b"a", start, end)
     joined = (classes.count(b"a'", start, end) - classes.count(b"a' ", start, end)
@@ -105,12 +90,7 @@ def _needle(term: str) -> str:
 
 
 def mentions_normed(normed_text: str, term: str) -> bool:
-    """``mentions`` for a text already passed through ``norm`` (lesson bodies are).
-
-    The contract's ``(?<![a-z0-9])norm(t)(?![a-z0-9])`` searched as a ``str.find``
-    loop: every occurrence, overlapping ones included, checked for an ASCII letter or
-    digit on either side.
-    """
+    """``mentions`` for a text already through ``norm``: the contract's expression as a ``str.find`` loop."""
     needle = _needle(term)
     size, end = len(needle), len(normed_text)
     at = normed_text.find(needle)
@@ -124,12 +104,10 @@ def mentions_normed(normed_text: str, term: str) -> bool:
 
 
 def mentions(text: str, term: str) -> bool:
-    """Whether ``text`` mentions ``term`` as a whole word or phrase, after norm()."""
     return mentions_normed(norm(text), term)
 
 
 def split_lines(text: str) -> list[str]:
-    """Lines split on universal newlines; a final line break starts no extra line."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if lines[-1] == "":
         lines.pop()
@@ -143,14 +121,8 @@ def id_matches(value: str, lesson_id: str, letter: str) -> bool:
 
 
 def heading(line: str) -> tuple[int, str] | None:
-    """``(level, text)`` when ``line`` is a heading by ``CONTRACT_HEADING``, else None.
-
-    Read without backtracking, so linear in the line's length. The expression takes
-    a run of 1-6 ``#`` and then every blank after it (greedy, and never given back:
-    the lazy group can always reach the end); the lazy group then ends where the
-    shortest remainder matching ``(?:[ \\t]+#+)?[ \\t]*$`` starts: before trailing
-    blanks, and before a closing run of ``#`` that has a blank in front of it.
-    """
+    """``(level, text)`` when ``line`` is a heading by ``CONTRACT_HEADING``, else None; read without
+    backtracking: the text ends before trailing blanks and a closing ``#`` run with a blank before it."""
     if "\n" in line:  # `.` stops at a newline and `$` matches only before a final one
         if line.index("\n") != len(line) - 1:
             return None
@@ -174,8 +146,7 @@ def fence(start: str) -> str | None:
 
 
 def code_blocks(lines: list[str]) -> list[tuple[int, int]]:
-    """(first, past the last) line index of each code block: its fence lines and the
-    lines inside. An unclosed block runs to the end."""
+    """(first, past the last) line index of each code block, fences included; an unclosed one runs to the end."""
     blocks: list[tuple[int, int]] = []
     index, count = 0, len(lines)
     while index < count:
@@ -193,11 +164,7 @@ def code_blocks(lines: list[str]) -> list[tuple[int, int]]:
 
 
 def sentence_spans(paragraph: str) -> list[tuple[int, int]]:
-    """(start, end) of each piece ``CONTRACT_SENTENCE_BREAK.split`` gives, words or not.
-
-    A break is a whitespace run right after ``.``, ``!`` or ``?``; looking for those
-    characters first is several times faster than trying the lookbehind everywhere.
-    """
+    """(start, end) of each piece ``CONTRACT_SENTENCE_BREAK.split`` gives, found from the stops (faster)."""
     spans: list[tuple[int, int]] = []
     start, size = 0, len(paragraph)
     for stop in _STOP.finditer(paragraph):
@@ -233,16 +200,12 @@ class Body:
     paragraphs: tuple[str, ...]
     """Paragraph texts, numbered from 1 by position."""
     paragraph_words: tuple[int, ...]
-    """Per paragraph, its word count. It is also the sum of its sentences' counts (a
-    sentence break is whitespace, which no word holds), so no sentence of a paragraph
-    of n words has more than n."""
+    """Also the sum of its sentences' counts: no sentence of a paragraph of n words has more than n."""
     prose_words: int
     prose_text: str
     """Prose lines (headings included) joined with newlines, inline code removed."""
     normed_text: str
-    """norm(text), for mentions()."""
     normed_prose: str
-    """norm(prose_text), for mentions()."""
 
     @classmethod
     def parse(cls, lines: list[str]) -> Body:
@@ -294,7 +257,6 @@ class Body:
             normed_prose=norm(prose_text),
         )
 
-
     def sentence_count(self, index: int) -> int:
         """How many sentences paragraph ``index`` (from 0) has: ``len(sentences(p))``."""
         paragraph = self.paragraphs[index]
@@ -309,11 +271,7 @@ class Body:
 
 
 def show(value: object) -> str:
-    """A value as inserted into a message or a subject.
-
-    Strings stripped; booleans and null as YAML writes them; a list is its elements
-    rendered and joined with ", "; anything else is ``str()`` of it, stripped.
-    """
+    """A value as a message or a subject shows it: booleans and null as YAML writes them, a list joined."""
     if isinstance(value, list):
         return ", ".join(_show_one(element) for element in value)
     return _show_one(value)
@@ -345,7 +303,6 @@ def _str_unlimited(value: object) -> str:
 
 
 def quoted(values: list[str]) -> str:
-    """Values quoted '...' and joined with ", "."""
     return ", ".join(f"'{value}'" for value in values)
 
 
@@ -369,15 +326,13 @@ _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": 
 
 
 def normal_text(text: str) -> str:
-    """Text as a quote check compares it: no Markdown emphasis, code or link markers,
-    straight quotes, single spaces."""
+    """Text as a quote check compares it: no Markdown markers, straight quotes, single spaces."""
     text = _LINK.sub(r"\1", text).translate(_QUOTES)
     text = _UNDERSCORES.sub("", _MARKERS.sub("", text))
     return " ".join(text.split())
 
 
 def quoted_in(quote: str, body: str) -> bool:
-    """Whether ``quote`` occurs in ``body``, both normalised by ``normal_text``."""
     needle = normal_text(quote)
     return bool(needle) and needle in normal_text(body)
 
@@ -395,9 +350,8 @@ _resolvers: tuple[tuple[int, ...], _Resolvers, tuple[tuple[str, Any], ...]] | No
 
 
 def _implicit_resolvers() -> tuple[_Resolvers, tuple[tuple[str, Any], ...]] | None:
-    """SafeLoader's implicit resolvers by first character ('' for the empty scalar),
-    wildcard resolvers last; rebuilt whenever anyone has added one since (so this stays
-    ``Resolver.resolve``'s table). None when path resolvers are in use."""
+    """SafeLoader's implicit resolvers by first character, wildcards last, rebuilt when one is added;
+    None when path resolvers are in use."""
     global _resolvers
     table = yaml.SafeLoader.yaml_implicit_resolvers
     if yaml.SafeLoader.yaml_path_resolvers:
@@ -414,9 +368,7 @@ _FastLoader: Any = None
 if CSafeLoader is not None:
 
     class _SpecialisedLoader(CSafeLoader):
-        """libyaml's parser with ``Resolver.resolve`` specialised to SafeLoader's tables:
-        libyaml calls it for every node, and the general method rebuilds a list of
-        resolvers on each call."""
+        """libyaml's parser with ``Resolver.resolve`` specialised to SafeLoader's tables (called per node)."""
 
         def __init__(self, stream: str, tables: tuple[_Resolvers, tuple[tuple[str, Any], ...]]) -> None:
             super().__init__(stream)
@@ -454,12 +406,11 @@ _AFTER_TAG = ",[]{}"
 
 
 class _TooDeep(Exception):
-    """The composed tree is deeper than ``_DEEP``: let the pure parser decide."""
+    """Deeper than ``_DEEP``: the pure parser decides."""
 
 
 def _pure_only(text: str) -> bool:
-    """Whether ``text`` holds a character or construct libyaml may read differently. Each test
-    over-approximates (costing time, never a verdict) and is a linear ``str.find`` loop."""
+    """Whether libyaml may read ``text`` differently; each test over-approximates (time, never a verdict)."""
     if any(c in text for c in _PURE_ONLY_CHARS):
         return True
     if "#" in text and _header_runs_into_comment(text):
@@ -468,8 +419,7 @@ def _pure_only(text: str) -> bool:
         return True
     if ("?" in text or "!" in text) and _opens_flow_collection(text):
         return True
-    # Many indicators may mean deep nesting: libyaml's event stream (linear, not
-    # recursive) says whether it is; the pure parser is ten times slower on a big file.
+    # many indicators may mean deep nesting: libyaml's (linear) event stream says whether it is
     return sum(text.count(c) for c in _INDICATORS) > _MAX_INDICATORS and nests_deeper(text, _DEEP)
 
 
@@ -488,9 +438,7 @@ def _header_runs_into_comment(text: str) -> bool:
 
 
 def _empty_non_specific_tag(text: str) -> bool:
-    """``!`` or ``!<!>`` standing alone as a token (at the start, or after whitespace or a
-    flow indicator; before whitespace, a flow indicator or the end): on an empty node
-    libyaml resolves a string, the pure composer null."""
+    """``!`` or ``!<!>`` alone as a token: on an empty node libyaml resolves a string, the pure composer null."""
     at = text.find("!")
     while at != -1:
         if at == 0 or text[at - 1].isspace() or text[at - 1] in _BEFORE_TOKEN:
@@ -502,9 +450,8 @@ def _empty_non_specific_tag(text: str) -> bool:
 
 
 def _opens_flow_collection(text: str) -> bool:
-    """Some ``[`` or ``{`` may open a flow collection that is not empty: it stands where a
-    token can start and is not closed at once. Inside one, the pure scanner ends a
-    plain scalar at ``?`` and takes ``,`` ``[`` ``]`` into a tag; libyaml does neither."""
+    """Some ``[`` or ``{`` may open a non-empty flow collection, where the pure scanner ends a plain scalar
+    at ``?`` and takes ``,`` ``[`` ``]`` into a tag; libyaml does neither."""
     for opener, closer in (("[", "]"), ("{", "}")):
         at = text.find(opener)
         while at != -1:
@@ -516,7 +463,6 @@ def _opens_flow_collection(text: str) -> bool:
 
 
 def pure_load(text: str) -> Any:
-    """PyYAML's pure-Python parser, the contract's definition."""
     return yaml.load(text, Loader=yaml.SafeLoader)
 
 
@@ -544,8 +490,7 @@ def safe_load(text: str) -> Any:
 
 
 def may_alias(text: str) -> bool:
-    """Whether some ``*`` stands where an alias token can start: at the start, or after
-    whitespace or a flow or block indicator (inside a scalar, ``"*"`` or ``a*b``, it cannot)."""
+    """Whether some ``*`` stands where an alias token can start (not inside a scalar: ``a*b``)."""
     at = text.find("*")
     while at != -1:
         if at == 0 or text[at - 1].isspace() or text[at - 1] in _BEFORE_TOKEN:
@@ -566,14 +511,12 @@ _PLAIN_SCALARS = frozenset(f"tag:yaml.org,2002:{name}" for name in
 
 
 class _Unusual(Exception):
-    """A node ``_build`` leaves to PyYAML's own constructor (a merge key, a set, a
-    collection as a key, a tag it does not know)."""
+    """A node ``_build`` leaves to PyYAML's constructor (a merge key, a set, a collection key, a tag)."""
 
 
 def _build(loader: Any, node: Node, depth: int) -> Any:
-    """What ``SafeConstructor.construct_document`` makes of an alias-free tree, without its
-    per-node bookkeeping (most of the fast path's time); ``_TooDeep`` past ``_DEEP``. Other
-    scalars go to the loader's constructor; anything else is ``_Unusual``."""
+    """What ``SafeConstructor.construct_document`` makes of an alias-free tree, without its per-node
+    bookkeeping (most of the fast path's time)."""
     if depth > _DEEP:
         raise _TooDeep
     kind = type(node)
@@ -597,9 +540,7 @@ def _build(loader: Any, node: Node, depth: int) -> Any:
 
 def _check_depth(root: Node) -> None:
     stack: list[tuple[Node, int]] = [(root, 1)]
-    # An alias is the anchored node itself, reachable at more than one depth; the
-    # pure composer recurses only at the anchor, but the deepest sighting is a safe
-    # over-estimate, and a recursive alias simply runs past _DEEP.
+    # an alias's node is reachable at several depths: the deepest sighting is a safe over-estimate
     deepest: dict[int, int] = {}
     while stack:
         node, depth = stack.pop()
@@ -617,10 +558,8 @@ def _check_depth(root: Node) -> None:
 
 
 def expands_past(document: Any, bound: int) -> bool:
-    """Whether ``document`` written out as a tree (each shared part once per reference, as
-    any reader walks it) holds more than ``bound`` values. Each distinct part is sized
-    once, so the cost is the parsed document's, however far an alias bomb would expand;
-    a part that holds itself (``&a [*a]``) counts once where it recurs."""
+    """Whether ``document`` written out as a tree (a shared part once per reference) holds more than
+    ``bound`` values; each distinct part is sized once, so an alias bomb costs its parsed size."""
     sizes: dict[int, int] = {}
 
     def size(value: Any) -> int:

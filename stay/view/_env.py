@@ -27,8 +27,7 @@ from pygments.util import ClassNotFound
 
 from stay._display import fixed
 from stay.artefacts import text_format
-from stay.view._load import CourseView
-from stay.view._status import badge_class
+from stay.view._load import CourseView, badge_class
 
 STATIC_FILES = ("style.css", "progress.js", "quiz.js")
 

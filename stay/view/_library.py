@@ -12,7 +12,7 @@ from stay._words import course_hint, option_name
 from stay.briefs import check_slug
 from stay.errors import UsageError
 from stay.view._env import STATIC_FILES, environment, static_text
-from stay.view._load import CourseView, LessonView
+from stay.view._load import CourseView, Ledger, LessonView, Validation
 from stay.view._site import (
     check_out_dir,
     not_a_directory,
@@ -21,7 +21,6 @@ from stay.view._site import (
     write_marker,
     write_site,
 )
-from stay.view._status import Ledger, Validation
 
 MANIFEST = "course.yaml"
 """What makes a directory a course (as stay/_words.py's course_slugs counts them)."""

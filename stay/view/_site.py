@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from stay._words import command_name, no_course, option_name
-from stay.artefacts import TEMPORARY, write_bytes_atomic, write_text_atomic
+from stay.artefacts import TEMPORARY, Loaded, write_bytes_atomic, write_text_atomic
 from stay.errors import CourseNotFound, CoursePathError, UsageError
 from stay.settings import Settings
 from stay.validate import data_files, default_data_dir, names_in
@@ -31,10 +31,18 @@ from stay.view._env import (
     render_markdown,
     static_text,
 )
-from stay.view._load import CourseView, LessonView, Loaded, load_course
-from stay.view._review import PAGE as REVIEW_PAGE
-from stay.view._review import review_page, tracked
-from stay.view._status import Ledger, Validation, read_ledger, run_validator
+from stay.view._load import PAGE as REVIEW_PAGE
+from stay.view._load import (
+    CourseView,
+    Ledger,
+    LessonView,
+    Validation,
+    load_course,
+    read_ledger,
+    review_page,
+    run_validator,
+    tracked,
+)
 
 PAGES = (("index.html", "Course"), ("glossary.html", "Glossary"), ("capstone.html", "Capstone"))
 """The learners' pages besides the lessons: all a ``learner`` site has (``stay view --learner``)."""
