@@ -1,7 +1,6 @@
-"""The bounds on every file stay reads. A course file: a size read no further than the limit,
-and YAML refused from its event stream before any document is built (a kilobyte of aliases is
-gigabytes to any walk). Stored JSON stay reads back (cache entries, eval reports), which may be
-damaged or planted: anything but a bounded regular file of shallow UTF-8 JSON is ``Damaged``."""
+"""The bounds on every file stay reads: a course file read no further than the limit, its YAML refused
+from the event stream before any document is built (a kilobyte of aliases is gigabytes to any walk);
+stored JSON (maybe damaged or planted) ``Damaged`` unless a bounded regular file of shallow UTF-8 JSON."""
 
 from __future__ import annotations
 
@@ -32,10 +31,8 @@ class Damaged(StayError):
 
 
 def read_stored(path: str | os.PathLike[str], limit: int = MAX_STORED_BYTES) -> bytes:
-    """A regular file's bytes, reading no more than ``limit + 1``. A symbolic link, a FIFO,
-    a device or a directory is ``Damaged``, decided on the opened descriptor (no race with
-    a swap) and without blocking (``O_NONBLOCK``: opening a FIFO with no writer returns at
-    once). ``FileNotFoundError`` and other OSErrors are raised as ``open`` raises them."""
+    """A regular file's bytes, reading no more than ``limit + 1``. Anything else is ``Damaged``, decided on
+    the opened descriptor (no race with a swap) and without blocking (a FIFO with no writer)."""
     where = os.fspath(path)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
@@ -81,10 +78,8 @@ def load_stored_json(path: str | os.PathLike[str], limit: int = MAX_STORED_BYTES
 
 
 def json_nesting(text: str) -> int:
-    """The deepest bracket nesting of a JSON text, brackets inside strings not counted:
-    strings are cut out by a regular expression, then one pass over the brackets left.
-    The guard before every ``json.loads`` of untrusted text (stored files, a model's
-    answer): the parser recurses once per level."""
+    """The deepest bracket nesting of a JSON text outside strings: the guard before every ``json.loads`` of
+    untrusted text, as the parser recurses once per level."""
     level = deepest = 0
     for bracket in _BRACKET.findall(_STRING.sub("", text)):
         level += 1 if bracket in "[{" else -1
@@ -119,8 +114,7 @@ except AttributeError:  # PyYAML built without libyaml
 
 
 class TooLarge(ArtefactError):
-    """A file larger than the limit; raised after reading at most ``limit + 1`` bytes.
-    Each reader says it in its own terms (a brief, a damaged page, a schema defect)."""
+    """A file larger than the limit; each reader says it in its own terms."""
 
     def __init__(self, path: str, limit: int) -> None:
         super().__init__(f"{path}: larger than {limit // 2**20} MB, the limit on a file stay reads; "
@@ -130,9 +124,7 @@ class TooLarge(ArtefactError):
 
 
 def read_bounded(path: str | os.PathLike[str], limit: int = MAX_FILE_BYTES) -> bytes:
-    """A file's bytes, reading no more than ``limit + 1`` of them: ``TooLarge`` past the
-    limit, whatever the file is (a sparse file, a device that never ends). OSError as
-    ``open`` raises it."""
+    """A file's bytes, reading no more than ``limit + 1``: ``TooLarge`` past it, whatever the file is."""
     with open(path, "rb") as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
@@ -141,9 +133,8 @@ def read_bounded(path: str | os.PathLike[str], limit: int = MAX_FILE_BYTES) -> b
 
 
 def yaml_shape(text: str, max_depth: int = MAX_DEPTH, loader: Any = _EVENTS) -> Shape | None:
-    """Why ``text`` may not be composed ("aliases" or "deep"), or None, from the event stream
-    alone (nothing expanded). A syntax error is the pure parser's ``yaml.YAMLError``, whose
-    verdict counts: a text libyaml rejects is read again by the pure parser."""
+    """Why ``text`` may not be composed ("aliases" or "deep"), or None, from the event stream alone; a text
+    libyaml rejects is read again by the pure parser, whose verdict counts."""
     try:
         return _shape(text, max_depth, loader)
     except yaml.YAMLError:

@@ -76,8 +76,7 @@ def example_lines() -> list[str]:
 
 
 def _already(path: Path, body: str) -> bool:
-    """Whether ``path`` is a regular file (never a link) holding exactly ``body``: read
-    only as far as ``body``'s length and one byte more, so a huge file is never read."""
+    """Whether ``path`` is a regular file (never a link) holding exactly ``body``, read no further."""
     if path.is_symlink() or not path.is_file():
         return False
     expected = body.encode("utf-8")
@@ -89,11 +88,9 @@ def _already(path: Path, body: str) -> bool:
 
 
 def init(directory: str | os.PathLike[str] = ".", example: str = INIT_EXAMPLE) -> list[str]:
-    """Write ``brief.yaml`` (the example ``example``) and ``.gitignore`` into ``directory``
-    (made if missing); refuse, writing nothing, when either is there already with other
-    bytes. A file already holding exactly what init writes is left as it is, so an init
-    killed between its two files is simply run again. The lines to print: what was
-    written, what was kept as it was, and the next command."""
+    """Write ``brief.yaml`` and ``.gitignore`` into ``directory``, refusing (writing nothing) when either
+    holds other bytes; one already holding them is kept, so a killed init is simply run again. Returns
+    the lines to print."""
     source = example_path(example)
     root = Path(directory)
     brief, ignore = root / BRIEF_FILE, root / ".gitignore"

@@ -157,8 +157,7 @@ def _file_lock(course_dir: Path) -> Callable[[], None] | None:
 
 
 def sweep_temporaries(course_dir: Path) -> list[Path]:
-    """Remove the temporary files a killed run left (only the lock holder may): exactly the
-    names ``write_text_atomic`` makes (``.<name>.stay-<16 hex>.tmp``), never a person's ``*.tmp``."""
+    """Remove the temporary files a killed run left (only the lock holder may), never a person's ``*.tmp``."""
     from stay.artefacts import TEMPORARY  # here, not at the top: importing the lock stays light (stdlib, _paths)
 
     removed = []

@@ -1,9 +1,6 @@
-"""The secrets this process was configured with, cut out by value from what stay prints and
-writes: by value, not shape (a proxy's key, an OTLP header or a URL's ``user:password`` has
-none). Whoever is given one ``keep``s it; every sink and every file writer calls ``redact``.
-Process-wide, because the text to clean often comes from code that never saw the settings
-(the SDK's exceptions, the exporter's log). Imports nothing of stay's.
-"""
+"""The secrets this process was configured with, cut out by value (a proxy's key or an OTLP header has no
+shape) from what stay prints and writes: whoever is given one ``keep``s it, every sink calls ``redact``.
+Process-wide: the text to clean often comes from code that never saw the settings (the SDK's exceptions)."""
 
 from __future__ import annotations
 
@@ -35,8 +32,7 @@ def known() -> tuple[str, ...]:
 
 
 def redact(text: str, extra: Iterable[str | None] = ()) -> str:
-    """``text`` with every known secret, and every one of ``extra``, replaced by
-    ``[redacted]``; the longest first, so a secret that holds another is cut whole."""
+    """``text`` with every known secret (and ``extra``) replaced, longest first: one holding another is cut whole."""
     secrets = {value for value in (*known(), *extra) if value and len(value) >= SHORTEST}
     for secret in sorted(secrets, key=len, reverse=True):
         if secret in text:
@@ -45,8 +41,7 @@ def redact(text: str, extra: Iterable[str | None] = ()) -> str:
 
 
 def redact_bytes(data: bytes) -> bytes:
-    """``data`` with every known secret, as UTF-8, replaced by ``[redacted]``: for the
-    writers of bytes, which may hold text that is not UTF-8 around it."""
+    """``redact`` for the writers of bytes, which may hold text that is not UTF-8 around a secret."""
     for secret in sorted(known(), key=len, reverse=True):
         try:
             raw = secret.encode("utf-8")
@@ -58,8 +53,7 @@ def redact_bytes(data: bytes) -> bytes:
 
 
 def redact_data(value: Any, extra: Iterable[str | None] = ()) -> Any:
-    """``value`` (JSON-like: dicts, lists, strings) with ``redact`` applied to every string
-    in it, keys included."""
+    """``redact`` on every string of a JSON-like ``value``, keys included."""
     secrets = tuple(extra)
     if isinstance(value, str):
         return redact(value, secrets)
@@ -71,8 +65,7 @@ def redact_data(value: Any, extra: Iterable[str | None] = ()) -> Any:
 
 
 def url_secrets(url: str | None) -> list[str]:
-    """The credentials in a URL's userinfo (``https://user:password@host``), as written and
-    percent-decoded: the whole ``user:password``, and each part."""
+    """The credentials in a URL's userinfo, as written and percent-decoded, whole and each part."""
     if not url or "@" not in url:
         return []
     try:
@@ -88,8 +81,7 @@ def url_secrets(url: str | None) -> list[str]:
 
 
 def shown_url(url: str) -> str:
-    """``url`` as it may be shown: its userinfo (``user:password@``), whatever its length,
-    replaced by ``[redacted]``."""
+    """``url`` as it may be shown: its userinfo, whatever its length, replaced by ``[redacted]``."""
     scheme, sep, rest = url.partition("://")
     end = min([at for at in map(rest.find, "/?#") if at >= 0], default=len(rest))
     if not sep or "@" not in rest[:end]:
@@ -98,10 +90,8 @@ def shown_url(url: str) -> str:
 
 
 def header_secrets(raw: str | None) -> list[str]:
-    """Every value of an OTLP headers variable (``key=value,...``), as written and
-    percent-decoded, and each word of it (the token of ``Bearer <token>`` is the secret
-    even without its scheme), and every pair that is not ``key=value`` whole: a
-    malformed pair is still somebody's token."""
+    """Every value of an OTLP headers variable, as written and percent-decoded, each word of it (``Bearer
+    <token>``), and every malformed pair whole: it is still somebody's token."""
     found: list[str] = []
     for pair in (raw or "").split(","):
         _name, sep, value = pair.partition("=")

@@ -49,11 +49,9 @@ def most_lessons(house: HouseData) -> int:
 
 
 def check_curriculum_size(curriculum: Curriculum, house: HouseData, where: str) -> None:
-    """Refuse a curriculum with more lessons than house style's largest course, before
-    anything is built from it: a command's work grows faster than the curriculum (the
-    artefact graph has an edge per direct input, and a lesson's inputs include earlier
-    lessons' plans), and no course stay writes is larger. A curriculum only a little
-    over a per-module limit stays readable, so a build can still repair it."""
+    """Refuse a curriculum with more lessons than house style's largest course before anything is built:
+    the work grows faster than the curriculum (a lesson's inputs include earlier plans). One a little over
+    a per-module limit stays readable, so a build can still repair it."""
     lessons = sum(len(module.lessons) for module in curriculum.modules)
     limit = most_lessons(house)
     if lessons > limit:
@@ -69,8 +67,7 @@ def slugify(title: str) -> str:
 
 
 def title_words(title: str) -> str:
-    """The slug a title's ASCII words make, or ``""`` when it has none (the stdlib cannot
-    transliterate a non-Latin script, and no library for it is a dependency of stay)."""
+    """The slug a title's ASCII words make, or ``""`` (a non-Latin script is not transliterated)."""
     ascii_text = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
     slug = ""
     for word in re.findall(r"[a-z0-9]+", ascii_text.lower()):
@@ -82,9 +79,8 @@ def title_words(title: str) -> str:
 
 
 def title_slug(title: str, slug: str | None = None) -> str:
-    """The course's slug: ``slug`` if given (checked), else the title's. A title with no
-    Latin letters or digits is refused in one line asking for a slug, rather than every
-    such course sharing the generic ``course``."""
+    """``slug`` if given (checked), else the title's; a title with no Latin letters or digits is refused
+    asking for a slug, rather than every such course sharing ``course``."""
     if slug:
         return check_slug(slug)
     made = title_words(title)

@@ -1,7 +1,6 @@
-"""The ``stay`` command: the same pipeline as ``stay.build_course``, from a shell: its parser, its
-handlers and the exit codes. Progress goes to stderr, results to stdout, every refusal is one line
-naming the command that fixes it. Every heavy import is inside the handler that needs it (``--help``
-stays cheap)."""
+"""The ``stay`` command (``stay.build_course``'s pipeline from a shell): its parser, its handlers and the
+exit codes. Progress goes to stderr, results to stdout, every refusal is one line naming the fix.
+Every heavy import is inside the handler that needs it (``--help`` stays cheap)."""
 
 from __future__ import annotations
 
@@ -102,9 +101,8 @@ def _command(args: list[str]) -> int:
 
 
 def _interrupted(process: bool) -> None:
-    """Ctrl-C: one line, then out at once. Worker threads may be blocked on a call that
-    hangs; the interpreter would wait for them at exit, so a process leaves through
-    os._exit (every file written so far is whole: writes are atomic)."""
+    """Ctrl-C: one line, then out at once through os._exit, as the interpreter would wait for worker
+    threads blocked on a call (every file written so far is whole: writes are atomic)."""
     message = "interrupted; every file written so far is whole, run the command again to continue\n"
     try:
         sys.stderr.write(message)
@@ -157,8 +155,7 @@ BACKEND_HELP = ("an installed backend (stay --version lists them); default: $STA
 
 
 class _Version(argparse.Action):
-    """``stay --version``: stay's version, then one line per installed backend (its name,
-    the distribution that declares it and that one's version)."""
+    """``stay --version``: stay's version, then one line per installed backend and its distribution."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
                  option_string: str | None = None) -> None:
@@ -319,7 +316,6 @@ MAX_COST_HELP = ("US dollars this run may spend (default: STAY_MAX_COST, else no
 
 
 def _dollars(raw: str) -> float:
-    """An amount of US dollars above 0, for argparse."""
     try:
         value = float(raw.removeprefix("$"))
     except ValueError:
@@ -330,7 +326,6 @@ def _dollars(raw: str) -> float:
 
 
 def _positive(raw: str) -> int:
-    """A whole number of at least 1, for argparse (which prints the error as a usage line)."""
     try:
         value = int(raw)
     except ValueError:
@@ -402,7 +397,6 @@ def _new_example(ns: argparse.Namespace) -> int:
 
 
 def _settings(ns: argparse.Namespace) -> Settings:
-    """The environment, read once, with the command line's overrides."""
     from pathlib import Path
 
     from stay.settings import Settings
@@ -440,7 +434,6 @@ def _course_command(ns: argparse.Namespace, settings: Settings) -> int:
 
 
 def _estimate(ns: argparse.Namespace, settings: Settings) -> int:
-    """``stay estimate``: each stage's calls, tokens and cost range, and the whole range."""
     from stay.pipeline import estimate
 
     print("\n".join(estimate(ns.target, courses_dir=ns.courses_dir, settings=settings,
@@ -478,9 +471,8 @@ def _result(ns: argparse.Namespace, settings: Settings) -> BuildResult:
 
 
 def _printed(ns: argparse.Namespace, result: BuildResult) -> int:
-    """Print the result's summary; its exit code. A stop at the gate a command is declared
-    to end at (``new`` at the design gate, ``plan`` at the plan gate) is where it always
-    stops: done, exit 0; a stop short of its end (``build`` at a gate) is EXIT_GATE."""
+    """Print the result's summary; its exit code: a stop at the gate a command ends at (``new`` at the
+    design gate) is done, exit 0; a stop short of its end (``build`` at a gate) is EXIT_GATE."""
     from stay.pipeline import DECLARATION
 
     print(result.summary(), end="")
@@ -493,9 +485,8 @@ def _printed(ns: argparse.Namespace, result: BuildResult) -> int:
 
 
 def render_graph(fmt: str, prompts_dir: str | os.PathLike[str] | None = None) -> str:
-    """The pipeline graph as Mermaid, DOT or node-link JSON, with the references each
-    stage reads (derived from ``prompts_dir``'s front matter): a node attribute in JSON, a
-    comment line per stage in Mermaid and DOT."""
+    """The pipeline graph as Mermaid, DOT or node-link JSON, with the references each stage reads (from
+    ``prompts_dir``'s front matter)."""
     import networkx as nx
 
     from stay.pipeline import graph

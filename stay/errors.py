@@ -1,7 +1,6 @@
-"""Every exception stay raises on purpose, and the exit code each one means (``EXIT_CODES``: the
-most specific class wins). Each message says what went wrong, where and how to fix it, in one line.
-Python's own classes are bases where they apply, the stay class first in the MRO; every error
-carries ``path`` and ``field`` (None where it has none). The tree: docs/commands.md, "Exit codes"."""
+"""Every exception stay raises on purpose, and the exit code each one means (``EXIT_CODES``: the most
+specific class wins); each message is one line saying what went wrong, where and how to fix it. Python's
+own classes are bases where they apply. The tree: docs/commands.md, "Exit codes"."""
 
 from __future__ import annotations
 
@@ -34,8 +33,7 @@ EXIT_INTERRUPTED = 130
 
 
 class StayError(Exception):
-    """Base class of every error stay raises on purpose; ``path`` and ``field`` are keyword-only,
-    so the message stays the one positional argument."""
+    """``path`` and ``field`` are keyword-only, so the message stays the one positional argument."""
 
     path: str | None
     field: str | None
@@ -51,9 +49,8 @@ class UsageError(StayError, ValueError):
 
 
 class _Missing(StayError, FileNotFoundError):
-    """Also Python's FileNotFoundError (``errno`` ENOENT, ``filename`` the path, as ``open()``
-    gives them), while ``str()`` stays stay's one line, not OSError's "[Errno 2] ...". Read
-    from ``path``: StayError's ``__init__`` is the one that runs. Never raised alone."""
+    """Also Python's FileNotFoundError (``errno``, ``filename`` read from ``path``), while ``str()`` stays
+    stay's one line, not OSError's "[Errno 2] ...". Never raised alone."""
 
     @property
     def errno(self) -> int:  # type: ignore[override]  # always ENOENT: read-only
@@ -160,10 +157,8 @@ class ReplayMiss(ModelError):
 
 
 class ModelUnavailable(StayError):
-    """No reply after the retries (rate limit, overload, a server error, a timeout): rerun to
-    continue. Not a ``ModelError`` (a reply that came and cannot be used), as httpx splits
-    TransportError from HTTPStatusError. The message is ``what`` then ``fix``; the input
-    screen, which goes on without a reply, says ``what`` alone."""
+    """No reply after the retries (rate limit, overload, a server error, a timeout): rerun to continue.
+    Not a ``ModelError`` (a reply that came and cannot be used). The message is ``what`` then ``fix``."""
 
     def __init__(self, what: str = "", *, fix: str | None = None, path: str | os.PathLike[str] | None = None,
                  field: str | None = None) -> None:

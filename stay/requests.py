@@ -1,7 +1,5 @@
-"""What a stage asks a model, and what comes back: plain data, no client in sight.
-
-A leaf module: the stages build these requests and the model layer answers them, and
-neither imports the other."""
+"""What a stage asks a model, and what comes back: plain data. A leaf: the stages build these requests and
+the model layer answers them, and neither imports the other."""
 
 from __future__ import annotations
 
@@ -62,9 +60,8 @@ Tokens = Annotated[int, Field(ge=0, strict=True)]
 
 
 class Usage(BaseModel):
-    """Tokens one call (or a sum of calls) was billed for. Total input is input + cache
-    writes + cache reads; ``thinking_tokens`` is the part of ``output_tokens`` the model
-    spent thinking (already inside ``output_tokens``, never billed twice)."""
+    """Tokens one call (or a sum) was billed for: input + cache writes + cache reads; ``thinking_tokens`` is
+    inside ``output_tokens``, never billed twice."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -1,7 +1,6 @@
-"""The evals suite (``pytest evals/``): build each brief once per epoch, score every build, and
-report. It sits above both the pipeline and the scorers, which do not import each other. Epochs
-differ by a seed: offline the quality knob's noise, with a model a salt of the request cache's key
-(never the prompt), so a rerun of the same run pays for nothing."""
+"""The evals suite (``pytest evals/``): build each brief once per epoch, score every build, and report,
+above both the pipeline and the scorers. Epochs differ by a seed (offline the quality knob's noise, with a
+model a salt of the cache's key), so a rerun of the same run pays for nothing."""
 
 from __future__ import annotations
 
@@ -74,9 +73,8 @@ def evaluate_build(brief_path: Path, *, epoch: int, courses_dir: Path, backend: 
                    prompts_dir: Path | None, judge: Judge, run_seed: int = 0, rebuild: bool = True,
                    quality: Mapping[str, float] | None = None, scorers: list[Scorer] | None = None,
                    settings: Settings | None = None) -> tuple[str, dict[str, Any]]:
-    """Build (or, with ``rebuild=False``, load) one epoch of a brief's course and score it:
-    (slug, the build's report entry). A build of a course already on disk regenerates
-    what is stale, prompt changes included, and nothing else."""
+    """Build (or, with ``rebuild=False``, load) one epoch of a brief's course and score it: (slug, entry).
+    A course already on disk regenerates only what is stale."""
     chosen = (settings or Settings.from_env()).replace(prompts_dir=prompts_dir)
     brief = Brief.from_yaml(brief_path)
     slug = slugify(brief.title)
@@ -121,11 +119,9 @@ def part_name(brief: Path, epoch: int) -> str:
 
 
 def suite_session(arms: Iterable[Any]) -> str:
-    """The judging session of one suite run: a hash of its judge and, per arm (one, or the
-    baseline and candidate of a two-arm run), every build it was asked for (brief, epoch,
-    seed, the prompts' hashes, the quality knob, whether it rescored). The same command
-    over the same prompts is the same session (its cached verdicts are its own); another
-    prompt or seed is another session, judged afresh. ``arms`` are ``EvalConfig``s."""
+    """The judging session of one suite run: a hash of its judge and, per arm, every build it asked for.
+    The same command over the same prompts is the same session (its cached verdicts are its own);
+    another prompt or seed is another, judged afresh. ``arms`` are ``EvalConfig``s."""
     chosen = list(arms)
     builds = {}
     for cfg in chosen:
@@ -137,16 +133,13 @@ def suite_session(arms: Iterable[Any]) -> str:
 
 
 def incomplete_record(output: Path) -> Path:
-    """Where a run that wrote no report lists its failed builds (with their errors) and the
-    builds that did not run: beside the report it did not write."""
+    """Where a run that wrote no report lists its failed builds and those that did not run."""
     return output.with_suffix(".incomplete.json")
 
 
 def run_build(cfg: Any, brief: Path, epoch: int, judge: Judge) -> tuple[str, dict[str, Any]]:
-    """One build of the suite (``evaluate_build`` with ``cfg``, ``evals/conftest.py``'s
-    ``EvalConfig``), recorded in the run's parts directory whatever happens: its entry, or,
-    when it raises, the failure (``failed_entry``), and the error raised again so the test
-    fails too. A build stopped by Ctrl-C records nothing: it did not run."""
+    """One build of the suite, recorded in the run's parts directory: its entry, or the failure (raised
+    again so the test fails too). A build stopped by Ctrl-C records nothing: it did not run."""
     cfg.parts.mkdir(parents=True, exist_ok=True)
     try:
         slug, entry = evaluate_build(brief, epoch=epoch, courses_dir=cfg.courses, backend=cfg.backend,
@@ -163,10 +156,8 @@ def run_build(cfg: Any, brief: Path, epoch: int, judge: Judge) -> tuple[str, dic
 
 
 def unfinished_builds(parts: Path, briefs: Iterable[Path], epochs: int) -> tuple[dict[str, dict[str, str]], list[str]]:
-    """The builds a suite run asked for that it cannot report: those that failed (part name
-    -> the failure they recorded) and those that wrote nothing (they never ran: the run was
-    interrupted, or a worker died). A report without them would leave out the worst builds
-    and lean towards a pass, so ``finish_run`` writes none."""
+    """The builds a run cannot report: failed (part name -> failure) and never ran. A report without them
+    would leave out the worst builds and lean towards a pass, so ``finish_run`` writes none."""
     failed, missing = {}, []
     for name in (part_name(brief, epoch).removesuffix(".json") for brief in briefs for epoch in range(1, epochs + 1)):
         part = _read_part(parts / f"{name}.json")
@@ -178,10 +169,8 @@ def unfinished_builds(parts: Path, briefs: Iterable[Path], epochs: int) -> tuple
 
 
 def finish_run(cfg: Any) -> tuple[dict[str, Any] | None, str]:
-    """The suite's end: the report written from a complete run, or, when a build failed or
-    did not run, nothing written (an earlier report at ``cfg.output`` is kept as it was), the
-    unfinished builds listed in ``incomplete_record``; and the lines that say which.
-    ``cfg`` is ``evals/conftest.py``'s ``EvalConfig``."""
+    """The report from a complete run, or, when a build failed or did not run, nothing written (an earlier
+    report is kept) and the unfinished builds listed in ``incomplete_record``; and the lines that say which."""
     failed, missing = unfinished_builds(cfg.parts, cfg.briefs, cfg.epochs)
     record = incomplete_record(cfg.output)
     if failed or missing:
@@ -207,9 +196,8 @@ def finish_run(cfg: Any) -> tuple[dict[str, Any] | None, str]:
 
 
 def finish_runs(cfgs: Iterable[Any]) -> list[str]:
-    """``finish_run`` for every arm of a run, all or none: the arms of a two-arm run share
-    one judging session, so one is never written without the other (an older report of
-    the other arm would pass for its partner)."""
+    """``finish_run`` for every arm, all or none: the arms share one judging session, so an older report
+    of one arm must never pass for the other's partner."""
     arms = list(cfgs)
     def unfinished(cfg: Any) -> bool:
         return any(unfinished_builds(cfg.parts, cfg.briefs, cfg.epochs))
@@ -237,14 +225,8 @@ def merge_parts(parts: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 def write_run_report(cfg: Any, builds: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """The suite's report from its builds and its configuration (``evals/conftest.py``'s
-    ``EvalConfig``: label, backend, prompts_dir, epochs, seed, quality, rescore, output,
-    and, when it has them, courses and session: each build records where its course is,
-    relative to the report, and the session it was judged in, and built in if it was).
-    The prompt hashes and the quality knob are what the builds record they were made with
-    (``report``);
-    the directory is the one the builds were given (``--stay-prompts``, else
-    ``STAY_PROMPTS_DIR``, else the packaged prompts), or none when the run rescored."""
+    """The suite's report from its builds and ``evals/conftest.py``'s ``EvalConfig``; the prompt hashes and
+    the quality knob are those the builds record, the directory the one they were given (none on rescore)."""
     settings = Settings.from_env()
     given = cfg.prompts_dir or settings.prompts_dir
     where = str(given or "prompts (packaged)")
@@ -283,8 +265,7 @@ def _read_part(path: Path) -> dict[str, Any] | None:
 
 
 def _built_under(course_dir: Path) -> dict[str, float] | None:
-    """The knob a course was built with; None when its record is damaged (unknown, so the
-    rebuild starts afresh rather than trust it)."""
+    """The knob a course was built with; None when its record is damaged (the rebuild starts afresh)."""
     try:
         return recorded_quality(course_dir)
     except Damaged:

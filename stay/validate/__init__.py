@@ -1,11 +1,6 @@
-"""The course validator: the rules of validator-rules.md, reproducible to the defect.
-
-    >>> from stay.validate import validate_courses, validate_course
-    >>> report = validate_courses("courses", strict=True)
-
-It reads course files and the two data files only, never the pipeline or a model, so a
-hook or CI job can run it without either.
-"""
+"""The course validator: the rules of validator-rules.md, reproducible to the defect
+(``validate_courses("courses", strict=True)``). It reads course files and the two data files only,
+never the pipeline or a model, so a hook or CI job can run it without either."""
 
 from __future__ import annotations
 

@@ -1,16 +1,7 @@
-"""The course viewer and the report pages: read-only static HTML, rendered offline.
-
-    >>> from stay.view import render_course
-    >>> render_course("courses/how-http-requests-travel", "site/how-http-requests-travel")
-
-``build_site`` returns every file of a course's site in memory (same course, same
-bytes); ``render_course`` writes them to a directory outside the course;
-``render_library`` renders every course of a courses directory and a listing of them. The report
-pages (``render_compare_html``, ``render_run_summary_html``) turn eval results into
-one self-contained HTML page each (``stay.scoring.compare_page`` maps the result of
-``stay evals compare`` onto the comparison page's rows). Nothing here writes into a course or fetches
-anything from a network.
-"""
+"""The course viewer and the report pages: read-only static HTML, rendered offline. ``build_site`` returns
+a course's site in memory (same course, same bytes), ``render_course`` writes it outside the course,
+``render_library`` renders every course and a listing; the report pages turn eval results into one
+self-contained HTML page each. Nothing here writes into a course or fetches anything."""
 
 from __future__ import annotations
 
@@ -18,8 +9,7 @@ from typing import TYPE_CHECKING
 
 from stay._lazy import lazy_package
 
-# Names are imported on first use: ``stay --help`` builds the parser from
-# stay.view._cli, and must not pay for Jinja2, markdown-it and Pygments.
+# imported on first use: ``stay --help`` builds the parser from stay.view._cli, without Jinja2 or Pygments
 if TYPE_CHECKING:
     from stay.view._cli import view_main as view_main
     from stay.view._cli import view_parser as view_parser

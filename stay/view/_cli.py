@@ -1,5 +1,4 @@
-"""``stay view SLUG``: ``view_parser`` adds the subcommand to ``stay``'s parser; ``view_main``
-runs it and returns the exit code."""
+"""``stay view SLUG``: ``view_parser`` adds the subcommand to ``stay``'s parser, ``view_main`` runs it."""
 
 from __future__ import annotations
 

@@ -65,8 +65,7 @@ class Library:
 
 
 def find_courses(courses_dir: str | os.PathLike[str]) -> tuple[list[Path], list[str]]:
-    """The course directories in ``courses_dir`` (sorted), and a line for each other directory
-    saying why it is skipped; plain files are passed over without a word."""
+    """The course directories in ``courses_dir`` (sorted), and a line for each other directory saying why."""
     root = Path(courses_dir)
     if not root.is_dir():
         raise not_a_directory(root, f"{option_name('--courses-dir')} {os.fspath(courses_dir)} is not a directory; "
@@ -94,8 +93,7 @@ def find_courses(courses_dir: str | os.PathLike[str]) -> tuple[list[Path], list[
 
 def build_library(courses_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
                   backend: str | None = None, learner: bool = False) -> Library:
-    """Every file of the library's site: the listing's, and each course's by slug (``learner``:
-    learners' pages, and a listing without health)."""
+    """Every file of the library's site: the listing's, and each course's by slug."""
     found, skipped = find_courses(courses_dir)
     if not found:
         why = f" ({'; '.join(skipped)})" if skipped else ""

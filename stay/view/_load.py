@@ -117,8 +117,7 @@ def read_artefact(root: Path, relative: str, model: type[M]) -> Loaded[M]:
 
 
 def load_course(root: Path, data_dir: Path | None = None) -> CourseView:
-    """Everything the pages show, read once; damage is recorded, never raised. ``data_dir``: the
-    house style the course is held to (None: the validator's default)."""
+    """Everything the pages show, read once; damage is recorded, never raised."""
     files = CourseReader(root)
     curriculum = _within_house_style(files.read("curriculum.yaml", Curriculum), data_dir)
     modules: list[ModuleView] = []
@@ -344,8 +343,7 @@ def _kind(line: str) -> str:
 
 
 def commands(root: Path, data: GateReview) -> dict[str, tuple[str, ...]]:
-    """The commands that answer the gate, as they parse: approve, decline, and one revise per
-    file the gate's phase wrote, each with the page's --courses-dir."""
+    """The commands that answer the gate: approve, decline, and one revise per file the gate's phase wrote."""
     assert data.gate is not None
     slug, where = shlex.quote(root.name), _courses_flag(root.parent)
     approve = f"stay approve {slug} {data.gate}"

@@ -1,8 +1,5 @@
-"""asm: every outcome has exactly one evidence entry, with the methods its level needs.
-
-Backward design: evidence is decided before lessons are planned. Every outcome is
-checked by a quiz item; one at apply or above must also be performed in an exercise.
-"""
+"""asm: every outcome has exactly one evidence entry, with the methods its level needs. Backward design:
+evidence is decided before lessons are planned; an outcome at apply or above is also performed in an exercise."""
 
 from __future__ import annotations
 

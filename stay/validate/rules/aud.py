@@ -1,8 +1,5 @@
-"""aud: the audience profile has a real time budget, prior knowledge and goals.
-
-Every later stage sizes its work against the audience: the curriculum against its
-budget, the lessons against what learners already know and want to do.
-"""
+"""aud: the audience profile has a real time budget, prior knowledge and goals: every later stage sizes
+its work against them."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""cur: the curriculum's shape fits house style and its ids follow the contract.
-
-Ids are numbered in curriculum order because every other file names lessons and
-modules by id; a gap or a misnumbered id silently detaches files from the course.
-"""
+"""cur: the curriculum's shape fits house style and its ids follow the contract. Every other file names
+lessons and modules by id: a gap or a misnumbered id silently detaches files from the course."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""glo: the glossary is exactly the introduced terms, each with its introducing lesson.
-
-The glossary is merged from the plans after the wave; these rules catch a merge
-that lost, duplicated or misattributed a term, or a plan edited after the merge.
-"""
+"""glo: the glossary is exactly the introduced terms, each with its introducing lesson: a merge that lost,
+duplicated or misattributed a term, or a plan edited after the merge, is caught."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""lay: nothing stray sits in modules/.
-
-A file under modules/ that no curriculum lesson owns is a leftover (a renamed
-lesson, a stray draft) that the viewer would never show.
-"""
+"""lay: nothing stray sits in modules/: a file no curriculum lesson owns is a leftover the viewer never shows."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""lod: the cognitive load budget, in new terms per lesson and per module.
-
-New terms compete for working memory; house style caps how many a lesson and a
-module may introduce, so a plan cannot quietly front-load vocabulary.
-"""
+"""lod: the cognitive load budget, in new terms per lesson and per module, so a plan cannot quietly
+front-load vocabulary."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""man: course.yaml agrees with the directory.
-
-The manifest's status map is a projection of the hash ledger that a static viewer
-and a diff read; it must not claim a file exists that does not, nor omit one that
-does.
-"""
+"""man: course.yaml agrees with the directory: its status map, read by a static viewer and a diff, claims
+no file that does not exist and omits none that does."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""out: each outcome is one observable behaviour, at a declared Bloom level.
-
-The verb table in bloom-verbs.yaml is the table the outcomes stage is prompted
-with, so an outcome whose verb is not under its level, or that names an internal
-state ("understand"), is a defect a model reliably makes and a count can catch.
-"""
+"""out: each outcome is one observable behaviour, at a declared Bloom level. bloom-verbs.yaml is the table
+the outcomes stage is prompted with; a verb off its level, or an internal state ("understand"), is caught."""
 
 from __future__ import annotations
 

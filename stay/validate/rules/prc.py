@@ -1,8 +1,6 @@
-"""prc: practice counts in the time budget (stay's own rules, group ``stay``). audience.yaml's
-``time_budget_minutes`` is the lessons' share of the brief's ``time_available``, house style's
-``course.practice_percent`` is kept for practice: each exercise and the capstone carry ``minutes`` (stay's
-schema requires it) within house style's bounds, and lessons + exercises + capstone fit the brief's time.
-A missing ``minutes`` counts as none in the sums and is prc002's or prc003's defect."""
+"""prc: practice counts in the time budget (group ``stay``): each exercise and the capstone carry ``minutes``
+within house style's bounds, and lessons + exercises + capstone fit the brief's ``time_available``.
+A missing ``minutes`` counts as none in the sums (prc002's or prc003's defect)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""ret: every introduced term is asked about again, in its lesson's quiz or a later one.
-
-Retrieval practice is what moves a term into long-term memory; a term that is
-introduced and never asked about again is one the course taught once and dropped.
-"""
+"""ret: every introduced term is asked about again, in its lesson's quiz or a later one (retrieval
+practice moves it into long-term memory)."""
 
 from __future__ import annotations
 

@@ -14,15 +14,13 @@ from stay.validate._course import Course, Finding, Group, Lesson, Owner, Rule, S
 from stay.validate._text import quoted_in, safe_load, show
 
 REVIEW = ".review/{lesson}.review.yaml"
-"""Where a lesson's review is, under its module directory (``LessonReview.FILE``; the
-validator does not import the artefacts, and a test holds the two equal)."""
+"""``LessonReview.FILE``, under its module directory (a test holds the two equal)."""
 TEMPLATE = "{what}: '{quote}': {why}; fix: {fix}"
 
 
 def item_texts(file: str, data: Any) -> dict[str, str]:
-    """The text a finding about ``file`` may quote, by item id ('' the whole file): a
-    lesson's body, each exercise's task, hints and solution, each quiz item's stem,
-    options, answer and explanation. ``data`` is the body, or the file's data."""
+    """The text a finding about ``file`` may quote, by item id ('' the whole file); ``data`` is the body,
+    or the file's data."""
     if file == "content":
         return {"": data} if isinstance(data, str) else {}
     field = {"exercises": "exercises", "quiz": "items"}.get(file, "")
@@ -56,7 +54,6 @@ def _texts(lesson: Lesson) -> dict[str, dict[str, str]]:
 
 
 def _review(course: Course, lesson: Lesson) -> list[Mapping[str, Any]]:
-    """The findings of the lesson's review file; none when there is none or it is unreadable."""
     try:
         data = safe_load(read_bounded(os.path.join(course.root, lesson.module_dir,
                                                     REVIEW.format(lesson=lesson.id))).decode("utf-8"))
