@@ -57,8 +57,7 @@ def read_stored(path: str | os.PathLike[str], limit: int = MAX_STORED_BYTES) -> 
 
 def load_stored_json(path: str | os.PathLike[str], limit: int = MAX_STORED_BYTES,
                      depth: int = MAX_STORED_DEPTH) -> Any:
-    """The JSON document in a stored file: ``Damaged`` unless it is a regular file within
-    ``limit`` bytes, UTF-8, valid JSON and at most ``depth`` levels deep."""
+    """The JSON document in a stored file: ``Damaged`` unless regular, bounded, UTF-8, JSON and shallow."""
     where = os.fspath(path)
     data = read_stored(path, limit)
     try:
@@ -144,8 +143,7 @@ def yaml_shape(text: str, max_depth: int = MAX_DEPTH, loader: Any = _EVENTS) -> 
 
 
 def nests_deeper(text: str, max_depth: int) -> bool:
-    """Whether ``text`` nests deeper than ``max_depth`` (or libyaml cannot read it), from
-    libyaml's event stream: linear, and safe where composing would recurse in C."""
+    """Whether ``text`` nests deeper than ``max_depth`` (or libyaml cannot read it), from its event stream."""
     try:
         return _shape(text, max_depth, _EVENTS, aliases=False) is not None
     except yaml.YAMLError:

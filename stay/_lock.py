@@ -104,8 +104,7 @@ class CourseLock:
 
 
 def _make_dirs(course_dir: Path) -> list[Path]:
-    """Make the course directory and missing parents; the ones this call made, outermost first
-    (one another process made is not ours to remove)."""
+    """Make the course directory and missing parents; the ones this call made (only ours to remove)."""
     missing = [p for p in [course_dir, *course_dir.parents] if not os.path.lexists(p)]
     made = []
     for directory in reversed(missing):

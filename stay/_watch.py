@@ -25,12 +25,10 @@ RUN_STATE = (".state", ".runs")
 """stay's own directories in a course: its ledger, lock, cache and traces, never a course file."""
 
 DEBOUNCE_MS = 300
-"""The longest a burst of writes (an editor's save is often several) is gathered before one
-validation; watchfiles' default of 1.6 s would miss the second the issue asks for."""
+"""A burst of writes (a save is often several) gathered before one validation; watchfiles' 1.6 s is too slow."""
 
 TICK_MS = 250
-"""How long the watcher waits for a change before answering with none: the delay before the
-first line (the watcher is armed by then) and the longest a quiet watch sleeps."""
+"""How long the watcher waits before answering with no change: the delay before the first line."""
 
 
 def defect_changes(before: Iterable[Defect], after: Iterable[Defect]) -> list[str]:

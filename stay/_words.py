@@ -22,8 +22,7 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 
 def course_slugs(courses_dir: str | os.PathLike[str]) -> list[str]:
-    """The slugs of the courses in ``courses_dir``; none when it cannot be read: a suggestion must
-    never turn into a second error."""
+    """The slugs of the courses in ``courses_dir``; none when unreadable (a suggestion is never an error)."""
     try:
         with os.scandir(courses_dir) as entries:
             return sorted(e.name for e in entries
@@ -148,8 +147,7 @@ def damaged_ledger(path: str | os.PathLike[str], why: str) -> str:
 
 
 OPTIONS: Mapping[str, str] = {"--out": "out_dir", "--courses-dir": "courses_dir"}
-"""The viewer's options, as its Python calls' parameters (``render_course(course_dir,
-out_dir)``, ``render_library(courses_dir, out_dir)``)."""
+"""The viewer's options, as its Python calls' parameters."""
 
 
 def option_name(flag: str) -> str:

@@ -43,8 +43,7 @@ class ModelRequest(BaseModel):
     artefact: str = Field(description="The file this answer becomes, for progress and errors.")
     system: tuple[SystemBlock, ...]
     shared: str = ""
-    """The start of the user message that every call of the stage in one run shares
-    (e.g. the audience, for every lesson of the wave): cached after the system prompt."""
+    """The start of the user message every call of the stage in one run shares: cached after the system."""
     user: str
     output_schema: dict[str, Any]
     output_name: str

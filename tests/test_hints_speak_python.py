@@ -260,7 +260,7 @@ def test_the_viewer_names_its_options_as_the_caller_gave_them(tmp_path: Path) ->
     """``--out`` and ``--courses-dir`` at the shell; ``out_dir`` and ``courses_dir``, the
     parameters of ``render_course`` and ``render_library``, from Python."""
     from stay.view import render_course
-    from stay.view._library import render_library
+    from stay.view._site import render_library
 
     course = tmp_path / "courses" / SAMPLE.name
     shutil.copytree(SAMPLE, course)

@@ -7,6 +7,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
 from types import MappingProxyType, ModuleType
 
@@ -14,36 +15,13 @@ from stay._paths import check_links
 from stay.errors import CourseNotFound, CoursePathError, EnvironmentProblem, GraphError, UsageError
 from stay.validate._course import OWNERS, Course, Defect, Group, HouseData, Rule, Severity, default_data_dir
 from stay.validate._text import show
-from stay.validate.rules import (
-    asm,
-    ast,
-    aud,
-    cur,
-    exe,
-    glo,
-    lay,
-    les,
-    lod,
-    man,
-    out,
-    pln,
-    pos,
-    prc,
-    prj,
-    qz,
-    ret,
-    rev,
-    sch,
-    trm,
-)
 
 # A selector is a rule code (aud001), a family prefix (aud), a group (contract, stay) or a comma-separated
 # list of them. With no select, every rule: a build checks what `stay validate` checks. register adds a
 # stay rule at run time; the contract group is closed.
-FAMILIES: tuple[ModuleType, ...] = (
-    sch, man, lay, aud, cur, out, asm, pln, lod, trm, les, exe, qz, ret, prj, glo,
-    pos, prc, ast, rev,
-)
+FAMILIES: tuple[ModuleType, ...] = tuple(import_module(f"stay.validate.rules.{prefix}") for prefix in (
+    "sch", "man", "lay", "aud", "cur", "out", "asm", "pln", "lod", "trm", "les", "exe", "qz", "ret", "prj", "glo",
+    "pos", "prc", "ast", "rev"))
 """The rule families in the contract's order, then stay's own; each module is named by its prefix."""
 
 
@@ -188,12 +166,6 @@ class CourseReport:
         """No FAIL (in strict mode: no defect at all)."""
         return self.fails == 0
 
-    def by_owner(self) -> dict[str, list[Defect]]:
-        grouped: dict[str, list[Defect]] = {}
-        for defect in self.defects:
-            grouped.setdefault(defect.owner, []).append(defect)
-        return grouped
-
     def as_dict(self) -> dict[str, object]:
         return {"dir": self.dir, "slug": self.slug, "evaluated": dict(self.evaluated),
                 "passed": dict(self.passed), "defects": [d.as_dict() for d in self.defects]}
@@ -291,8 +263,7 @@ class ValidationReport:
 def check_course(path: str | os.PathLike[str], data: HouseData, *, strict: bool = False,
                  shown: str | None = None, select: Selectors | None = None,
                  ignore: Selectors | None = None) -> CourseReport:
-    """Validate one course directory with loaded data files; a course holding a link that leads outside
-    it is refused, as every command refuses it."""
+    """Validate one course directory; one holding a link that leads outside it is refused, as by every command."""
     rules = selected(select, ignore)
     root = shown if shown is not None else os.fspath(path)
     try:

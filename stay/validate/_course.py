@@ -253,31 +253,17 @@ def _a_str(value: object) -> bool:
     return isinstance(value, str)
 
 
-# Every house-style key a rule reads, with the type it must have.
-_HOUSE_KEYS: tuple[tuple[str, Callable[[object], bool]], ...] = (
-    ("course.min_modules", _number),
-    ("course.max_modules", _number),
-    ("course.min_budget_use", _number),
-    ("module.min_lessons", _number),
-    ("module.max_lessons", _number),
-    ("module.max_new_terms", _number),
-    ("lesson.min_minutes", _number),
-    ("lesson.max_minutes", _number),
-    ("lesson.max_outcomes", _number),
-    ("lesson.max_new_terms", _number),
-    ("lesson.section_kinds", _str_list),
-    ("lesson.last_section_kind", _a_str),
-    ("prose.max_words_per_minute", _number),
-    ("prose.min_words_per_minute", _number),
-    ("prose.max_paragraph_words", _number),
-    ("prose.max_sentence_words", _number),
-    ("prose.banned_phrases", _str_list),
-    ("quiz.min_options", _number),
-    ("quiz.max_options", _number),
-    ("quiz.banned_options", _str_list),
-    ("rubric.levels", _str_list),
-    ("rubric.vague_words", _str_list),
-)
+_LIST_KEYS = frozenset({"lesson.section_kinds", "prose.banned_phrases", "quiz.banned_options", "rubric.levels",
+                        "rubric.vague_words"})
+# Every house-style key a rule reads, in the order checked, with the type it must have (a number unless listed).
+_HOUSE_KEYS: tuple[tuple[str, Callable[[object], bool]], ...] = tuple(
+    (key, _str_list if key in _LIST_KEYS else _a_str if key == "lesson.last_section_kind" else _number)
+    for key in ("course.min_modules", "course.max_modules", "course.min_budget_use", "module.min_lessons",
+                "module.max_lessons", "module.max_new_terms", "lesson.min_minutes", "lesson.max_minutes",
+                "lesson.max_outcomes", "lesson.max_new_terms", "lesson.section_kinds", "lesson.last_section_kind",
+                "prose.max_words_per_minute", "prose.min_words_per_minute", "prose.max_paragraph_words",
+                "prose.max_sentence_words", "prose.banned_phrases", "quiz.min_options", "quiz.max_options",
+                "quiz.banned_options", "rubric.levels", "rubric.vague_words"))
 
 
 PRACTICE_KEYS: dict[str, int] = {
@@ -370,8 +356,7 @@ class HouseData:
 
 
 def default_data_dir() -> Path:
-    """``$STAY_DATA_DIR``, else ``./data``, else the shipped data: that variable alone is read, so a bad
-    unrelated variable never stops the validator."""
+    """``$STAY_DATA_DIR``, else ``./data``, else the shipped data (a bad unrelated variable never stops it)."""
     return resolve_data_dir(data_dir_from())
 
 
@@ -460,8 +445,7 @@ def _body_place(body: str, subject: str, message: str) -> str:
 
 
 def _data_place(data: object, subject: str) -> str:
-    """The place in a file's data ``subject`` names, a field a line: an option by its place, else the
-    entry or field that holds it or is named by it."""
+    """The place in a file's data ``subject`` names (an option, an entry or a field), a field a line."""
     option = _OPTION.fullmatch(subject)
     if option is not None:
         item = _holder(data, option[1])

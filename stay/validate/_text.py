@@ -30,8 +30,7 @@ _NOT_PARAGRAPH = ("#", "|", ">", "<", "![", "- ", "* ", "+ ")
 CONTRACT_SPACE_RUN = re.compile(r"\s+")
 CONTRACT_FENCE = re.compile(r"(`{3,}|~{3,})")
 CONTRACT_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-"""The contract's heading expression: quadratic on a long run of blanks (a 100 KB line
-takes minutes), so ``heading`` reads lines without it."""
+"""Quadratic on a long run of blanks (a 100 KB line takes minutes), so ``heading`` reads lines without it."""
 
 
 def contract_mention_pattern(term: str) -> re.Pattern[str]:
@@ -350,8 +349,7 @@ _resolvers: tuple[tuple[int, ...], _Resolvers, tuple[tuple[str, Any], ...]] | No
 
 
 def _implicit_resolvers() -> tuple[_Resolvers, tuple[tuple[str, Any], ...]] | None:
-    """SafeLoader's implicit resolvers by first character, wildcards last, rebuilt when one is added;
-    None when path resolvers are in use."""
+    """SafeLoader's implicit resolvers by first character, wildcards last; None with path resolvers."""
     global _resolvers
     table = yaml.SafeLoader.yaml_implicit_resolvers
     if yaml.SafeLoader.yaml_path_resolvers:
@@ -515,8 +513,7 @@ class _Unusual(Exception):
 
 
 def _build(loader: Any, node: Node, depth: int) -> Any:
-    """What ``SafeConstructor.construct_document`` makes of an alias-free tree, without its per-node
-    bookkeeping (most of the fast path's time)."""
+    """``construct_document`` of an alias-free tree, without its per-node bookkeeping (most of the time)."""
     if depth > _DEEP:
         raise _TooDeep
     kind = type(node)

@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from stay.view._compare_detail import RunCost as RunCost
     from stay.view._compare_detail import ScorerPairs as ScorerPairs
     from stay.view._compare_detail import dollars as dollars
-    from stay.view._library import build_library as build_library
-    from stay.view._library import render_library as render_library
     from stay.view._reports import CompareHeader as CompareHeader
     from stay.view._reports import Interval as Interval
     from stay.view._reports import ItemDiffRow as ItemDiffRow
@@ -33,9 +31,11 @@ if TYPE_CHECKING:
     from stay.view._reports import render_compare_html as render_compare_html
     from stay.view._reports import render_compare_refused_html as render_compare_refused_html
     from stay.view._reports import render_run_summary_html as render_run_summary_html
+    from stay.view._site import build_library as build_library
     from stay.view._site import build_site as build_site
     from stay.view._site import default_out_dir as default_out_dir
     from stay.view._site import render_course as render_course
+    from stay.view._site import render_library as render_library
     from stay.view._site import write_site as write_site
 
 __getattr__, __dir__, __all__ = lazy_package(__name__, __file__)
