@@ -144,16 +144,17 @@ def is_str(value: object) -> bool:
     return isinstance(value, str) and value.strip() != ""
 
 
+_SCALARS: dict[str, Callable[[object], bool]] = {
+    "str": is_str, "map": lambda value: isinstance(value, dict), "bool": lambda value: isinstance(value, bool),
+    "int": lambda value: isinstance(value, int) and not isinstance(value, bool)}
+
+
 def _fits(value: object, type_: Type) -> tuple[bool, str]:
+    """Whether ``value`` has ``type_``'s own shape (not its items' or fields'), and the shape's name."""
     if isinstance(type_, ListOf):
         return isinstance(value, list), "list"
-    if isinstance(type_, MapOf) or type_ == "map":
-        return isinstance(value, dict), "map"
-    if type_ == "str":
-        return is_str(value), "str"
-    if type_ == "int":
-        return isinstance(value, int) and not isinstance(value, bool), "int"
-    return isinstance(value, bool), "bool"
+    name = "map" if isinstance(type_, MapOf) else type_
+    return _SCALARS[name](value), name
 
 
 def problems(document: object, schema: MapOf) -> list[str]:
@@ -194,13 +195,7 @@ def fits(type_: Type) -> Fits:
             return True
 
         return mapping
-    if type_ == "map":
-        return lambda value: isinstance(value, dict)
-    if type_ == "str":
-        return is_str
-    if type_ == "int":
-        return lambda value: isinstance(value, int) and not isinstance(value, bool)
-    return lambda value: isinstance(value, bool)
+    return _SCALARS[type_]
 
 
 def _fields(mapping: dict[object, object], schema: MapOf, prefix: str, found: list[str]) -> None:
@@ -485,16 +480,10 @@ def _lines(entry: object) -> str:
     return "\n".join(f"{key}: {one(value)}" for key, value in entry.items())
 
 
-# The seven top-level files, in the order they are looked at.
-TOP_FILES: tuple[tuple[str, str], ...] = (
-    ("course.yaml", "course"),
-    ("audience.yaml", "audience"),
-    ("curriculum.yaml", "curriculum"),
-    ("outcomes.yaml", "outcomes"),
-    ("assessment.yaml", "assessment"),
-    ("project.yaml", "project"),
-    ("glossary.yaml", "glossary"),
-)
+# The seven top-level files (each named by its kind), in the order they are looked at.
+TOP_FILES: tuple[tuple[str, str], ...] = tuple(
+    (f"{kind}.yaml", kind) for kind in ("course", "audience", "curriculum", "outcomes", "assessment", "project",
+                                        "glossary"))
 # The four files of a lesson, under modules/<module id>-<module slug>/.
 LESSON_FILES: tuple[tuple[str, str], ...] = (
     (".plan.yaml", "plan"),
