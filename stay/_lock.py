@@ -86,7 +86,6 @@ class CourseLock:
                 self._tidy()
 
     def _tidy(self) -> None:
-        """Remove the pid note and the directories acquire made, each only if empty."""
         self.path.unlink(missing_ok=True)
         for directory in [self.path.parent, *reversed(self._made)]:
             try:

@@ -55,13 +55,11 @@ def arm_settings(cfg: Any, settings: Settings | None = None) -> Settings:
 
 
 def _sent(cfg: Any) -> Prompts:
-    """The prompts one arm's builds send."""
     settings = Settings.from_env()
     return Prompts.load(cfg.prompts_dir or settings.prompts_dir, data_dir=settings.data_dir)
 
 
 def build_seed(run_seed: int, slug: str, epoch: int) -> str:
-    """One build's seed: its run's seed, its brief and its epoch."""
     return f"{run_seed}/{slug}/{epoch}"
 
 

@@ -262,7 +262,6 @@ class Body:
         return sum(1 for start, end in sentence_spans(paragraph) if _WORD_START.search(paragraph, start, end))
 
     def sentence_words(self, index: int) -> list[int]:
-        """The word count of each sentence of paragraph ``index`` (from 0), in order."""
         paragraph = self.paragraphs[index]
         classes = _classes(paragraph)  # one byte per character, so the spans index both
         counts = (_count(classes, start, end) for start, end in sentence_spans(paragraph))

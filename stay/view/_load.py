@@ -226,7 +226,6 @@ class Validation:
 
 
 def read_ledger(course: Path, settings: Settings | None = None) -> Ledger:
-    """Statuses and gate verdicts from ``stay.pipeline.status`` and ``gate_status``."""
     if not (course / LEDGER_FILE).is_file():
         return Ledger(tracked=False, note=NO_LEDGER)
     slug, courses_dir = course.name, course.parent
