@@ -17,8 +17,7 @@ from stay.errors import ArtefactError, StayError
 MAX_STORED_BYTES = 16 * 2**20
 """The largest stored file read back (16 MB): a cache entry is tens of KB, an eval report a few MB."""
 MAX_STORED_DEPTH = 64
-"""The deepest JSON read back: an entry's deepest part is a request's output schema, a
-dozen levels; a report nests about eight."""
+"""The deepest JSON read back: a cache entry's output schema nests a dozen levels, a report about eight."""
 
 
 class Damaged(StayError):
@@ -92,16 +91,14 @@ _BRACKET = re.compile(r"[\[\]{}]")
 
 
 MAX_FILE_BYTES = MAX_STORED_BYTES
-"""The largest course file stay reads, 16 MB as any stored file: the longest lesson house
-style allows is tens of KB, and 16 MB parsed stays well under a gigabyte."""
+"""The largest course file stay reads: the longest lesson is tens of KB, and 16 MB parsed is under a gigabyte."""
 MAX_ASSET_BYTES = 2**20
 """The largest data file a course may carry under ``assets/`` (1 MB; stay's own limit, ast003):
 a sample a learner opens is tens of KB, and at a megabyte no lesson can talk them through it."""
 DATA_NAME = re.compile(r"[a-z0-9][a-z0-9-]*\.(csv|txt|json)")
 """A data file's name under ``assets/``: lowercase, and a type the validator can read (ast004)."""
 MAX_DEPTH = 20
-"""The deepest YAML nesting stay reads: the deepest artefact schema nests 5 levels, and a
-recursive composer (libyaml's, in C) overflows its stack tens of thousands deeper."""
+"""The deepest YAML nesting read: artefacts nest 5 levels; libyaml's C composer overflows far deeper."""
 
 Shape = Literal["aliases", "deep"]
 """Why a YAML text is refused: it uses anchors or aliases, or nests too deeply."""

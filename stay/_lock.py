@@ -22,8 +22,7 @@ FLOCK = filelock.has_fcntl
 LOCK = ".runs/lock"
 """The note of the holder's pid (the lock itself is the directory's)."""
 HELD = ".runs/lock.held"
-"""The file locked without flock (never the note: Windows locks are mandatory, and a refused
-writer could not read the pid from a locked file)."""
+"""The file locked without flock (never the note: a refused writer could not read a locked file's pid)."""
 
 
 class CourseLock:

@@ -67,8 +67,7 @@ class PythonCall(NamedTuple):
     names: tuple[str, ...]
     """Its positional parameters, in the command's word order (``targets``, revise's, is a list)."""
     in_courses: bool = False
-    """Its first word is a course's directory (the slug joined to the courses directory),
-    not a slug beside ``courses_dir=``: the viewer's call takes the course's own path."""
+    """Its first word is a course's directory, as the viewer's call takes the course's own path."""
 
 
 PYTHON_CALLS: Mapping[str, PythonCall] = {
@@ -79,8 +78,7 @@ PYTHON_CALLS: Mapping[str, PythonCall] = {
     "adopt": PythonCall("stay.adopt", ("slug",)),
     "view": PythonCall("stay.view.render_course", ("course_dir",), in_courses=True),
 }
-"""A command a hint names -> the public call that does it from Python. Any other command
-(``write``, ``plan``) is ``stay.pipeline.run_command(COMMAND, ...)``."""
+"""A command a hint names -> its public Python call; any other is ``stay.pipeline.run_command(COMMAND, ...)``."""
 FLAGS = {"--decline": "decline", "--force": "force", "--yes": "yes", "--show": "show", "--keep": "keep"}
 """The command line's switches, as the calls' keywords (each True when given)."""
 YES: Mapping[Speaks, str] = {"shell": "--yes", "python": "yes=True"}

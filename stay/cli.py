@@ -127,16 +127,12 @@ def _report(exc: BaseException) -> int:
     if isinstance(exc, OSError) and not isinstance(exc, StayError):  # BriefNotFound says its own fix
         exc = EnvironmentProblem.from_os_error(exc)
     code = exit_code(exc) if isinstance(exc, StayError) else EXIT_BUG
+    said = _one_line(exc)
     if code == EXIT_BUG:
-        line = f"internal error: {type(exc).__name__}: {_one_line(exc)} (a bug in stay; files written so far are whole)"
-    elif code == EXIT_UNAVAILABLE:
-        line = f"unavailable: {_one_line(exc)}"
-    elif code == EXIT_USAGE:
-        line = f"error: {_one_line(exc)}"
-    else:
-        line = f"refused: {_one_line(exc)}"
+        said = f"{type(exc).__name__}: {said} (a bug in stay; files written so far are whole)"
+    prefix = {EXIT_BUG: "internal error", EXIT_UNAVAILABLE: "unavailable", EXIT_USAGE: "error"}.get(code, "refused")
     with contextlib.suppress(Exception):
-        sys.stderr.write(line + "\n")
+        sys.stderr.write(f"{prefix}: {said}\n")
     return code
 
 

@@ -13,8 +13,7 @@ from stay.settings import ROLES, Role
 __all__ = ["MAX_TOKENS", "ROLES", "ModelAnswer", "ModelRequest", "OfflineAnswer", "Role", "SystemBlock", "Usage"]
 
 OfflineAnswer = Callable[[dict[str, Any]], dict[str, Any]]
-"""A stage's answer with no model asked: its request's inputs as plain data to its answer
-as plain data, pure (``stay.stages.Stage.answer_offline``)."""
+"""A stage's answer with no model asked: its inputs as plain data to its answer, pure."""
 
 MAX_TOKENS = 16_000
 """The room for a call's answer, in tokens (thinking comes on top). A chat model's default
@@ -50,8 +49,7 @@ class ModelRequest(BaseModel):
     max_tokens: int = MAX_TOKENS
     inputs: dict[str, Any] = Field(default_factory=dict)
     offline: OfflineAnswer | None = Field(default=None, exclude=True, repr=False)
-    """The stage's offline answer, carried here as the model layer may not import the stages;
-    never dumped, so never cached, sent or part of a request's key."""
+    """The stage's offline answer (the model layer may not import the stages); never dumped, sent or keyed."""
 
 
 Tokens = Annotated[int, Field(ge=0, strict=True)]

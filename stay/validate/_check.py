@@ -300,8 +300,7 @@ def check_course(path: str | os.PathLike[str], data: HouseData, *, strict: bool 
 
 
 def find_courses(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
-    """Every course under ``paths`` in directory-name order: a path holding course.yaml, else each
-    subdirectory whose name does not start with '.' or '_'."""
+    """Every course under ``paths`` by name: a path holding course.yaml, else each subdirectory not '.'/'_'."""
     found: list[str] = []
     for given in paths:
         path = os.fspath(given)

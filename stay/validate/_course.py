@@ -710,8 +710,7 @@ class Course:
 
 
 class Finding(NamedTuple):
-    """One evaluation of a rule on one subject; a defect when ``fired``. A named tuple: a course makes
-    thousands, and a tuple is several times cheaper to create than a dataclass."""
+    """One evaluation of a rule on one subject (a defect when ``fired``); a tuple, as a course makes thousands."""
 
     path: str
     subject: str

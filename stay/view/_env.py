@@ -72,8 +72,7 @@ def _lesson_pages(context: Context) -> Any:
 
 
 def lesson_table(lessons: Iterable[Any]) -> str:
-    """The lessons with a page as ``data-lessons`` JSON (``id``, ``page``, ``title``, in order),
-    so progress.js can name the stored page; autoescaped, so safe in a quoted attribute."""
+    """The lessons with a page as ``data-lessons`` JSON for progress.js; autoescaped in a quoted attribute."""
     table = [{"id": lesson.id, "page": lesson.page, "title": lesson.title} for lesson in lessons if lesson.page]
     return json.dumps(table, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
@@ -305,8 +304,7 @@ class OutcomeRow:
 
 
 class Links:
-    """Where everything lives on the site. ``learner``: outcome and term links go to lessons
-    (the outcomes map and the plan's new terms are the author's)."""
+    """Where everything lives on the site. ``learner``: outcome and term links go to lessons."""
 
     def __init__(self, course: CourseView, *, learner: bool = False) -> None:
         self.learner = learner

@@ -235,8 +235,7 @@ def write_site(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_d
 
 def check_out_dir(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_dir: str | os.PathLike[str],
                   *, among_sites: bool = False) -> tuple[Path, dict[str, str]]:
-    """The refusals of ``write_site``, before anything is written: the resolved directory and the
-    viewer's own files in it (name -> sha256). ``among_sites``: only earlier sites counts as empty."""
+    """``write_site``'s refusals, before anything is written; the directory and the viewer's files in it."""
     out = Path(out_dir).resolve()
     course = Path(course_dir).resolve()
     named = f"{option_name('--out')} {out_dir}"  # as the caller gave it: the flag, or out_dir from Python
@@ -583,8 +582,7 @@ def _bad(course: CourseView, ledger: Ledger, validation: Validation) -> bool:
 
 
 def health_of(course: CourseView, ledger: Ledger, validation: Validation) -> str:
-    """A course's health in a few words, from the ledger and the validator: "complete",
-    "stopped at the design gate", "2 FAIL", "1 damaged, 3 FAIL", "valid (no ledger)"."""
+    """A course's health in a few words ("complete", "stopped at the design gate", "1 damaged, 3 FAIL")."""
     parts: list[str] = []
     counts = ledger.counts()
     if ledger.tracked and ledger.note:
