@@ -173,8 +173,7 @@ def startup(jobs: int, rounds: int) -> dict[str, float]:
 def routing_cost(corpus: Path) -> tuple[float, int]:
     """CPU seconds the YAML parity checks take over every file the validator parses
     in ``corpus`` (best of 5), and how many of those files they send to the pure parser."""
-    from stay.validate._text import split_lines
-    from stay.validate._yaml import _pure_only
+    from stay.validate._text import _pure_only, split_lines
 
     texts = []
     for path in sorted(corpus.rglob("*")):

@@ -1,9 +1,5 @@
-"""stay: turn a course brief into a complete, pedagogically sound course.
-
-The public surface is what ``__all__`` lists; everything else is private. Names
-are imported on first use, so ``python -m stay.validate`` does not pay for the
-pipeline's dependencies.
-"""
+"""stay: turn a course brief into a complete, pedagogically sound course. The public surface is what
+``__all__`` lists; names are imported on first use."""
 
 from __future__ import annotations
 

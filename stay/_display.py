@@ -1,7 +1,5 @@
-"""Small HTML and Markdown tables for notebooks, counted nouns (``plural``), and
-``terminal_text``. Built with ``html.escape`` alone, so showing a report costs the validator
-no import, and every value is escaped: a course name or a defect message is never markup.
-"""
+"""Small HTML and Markdown tables for notebooks, counted nouns and ``terminal_text``, with ``html.escape``
+alone (showing a report costs the validator no import); every value is escaped, never markup."""
 
 from __future__ import annotations
 
@@ -33,9 +31,8 @@ def _shown(match: re.Match[str]) -> str:
 
 
 def terminal_text(value: object) -> str:
-    """Text as a terminal should show it: every control character, bidirectional override
-    and undecodable byte written out as an escape (``\\x1b``), so a file name, a heading or
-    a report field can colour, move or hide nothing. Tab and newline are kept."""
+    """Every control character, override and undecodable byte written out as an escape (``\\x1b``), so no
+    file name or report field can colour, move or hide anything. Tab and newline are kept."""
     return _UNPRINTABLE.sub(_shown, str(value))
 
 
@@ -69,9 +66,8 @@ def html_text(value: object) -> str:
 
 
 def markdown_text(value: object) -> str:
-    """One line of text for Markdown, safe in a table cell: whitespace collapsed, < and >
-    as entities (Markdown passes raw HTML through), an & only where it would start a
-    character reference, inline markup escaped."""
+    """One line for Markdown, safe in a table cell: < and > as entities (raw HTML passes through), an &
+    only where it would start a reference, inline markup escaped."""
     flat = _REFERENCE.sub("&amp;", " ".join(str(value).split()))
     return _MARKDOWN_INLINE.sub(r"\\\1", flat.replace("<", "&lt;").replace(">", "&gt;"))
 
@@ -81,9 +77,8 @@ _ALIGN = {True: "right", False: "left"}
 
 
 def html_table(head: Sequence[str], rows: Iterable[Sequence[object]], *, numeric: Collection[int] = ()) -> str:
-    """A table; the columns in ``numeric`` are right-aligned, every other column is
-    left-aligned, said on each cell: Jupyter's stylesheet right-aligns every cell, which
-    makes a column of paths or messages ragged on the left."""
+    """A table, ``numeric`` columns right-aligned, others left, said on each cell: Jupyter's stylesheet
+    right-aligns every cell."""
 
     def cells(tag: str, values: Sequence[object]) -> str:
         return "".join(f'<{tag} style="text-align:{_ALIGN[i in numeric]}">{html_text(v)}</{tag}>'
@@ -94,8 +89,7 @@ def html_table(head: Sequence[str], rows: Iterable[Sequence[object]], *, numeric
 
 
 def markdown_table(head: Sequence[str], rows: Iterable[Sequence[object]], *, numeric: Collection[int] = ()) -> str:
-    """A GitHub-flavoured Markdown table; the columns in ``numeric`` are right-aligned, the
-    others left-aligned (``:---``: a renderer's default alignment is its own, Jupyter's right)."""
+    """A GitHub-flavoured Markdown table, aligned as ``html_table``'s."""
 
     def line(values: Sequence[object]) -> str:
         return "| " + " | ".join(markdown_text(v) for v in values) + " |"

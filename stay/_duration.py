@@ -1,7 +1,5 @@
-"""A brief's duration in minutes, and the house style's bounds on a course's time: what
-``time_available`` may say, and how much of it is the lessons' share. Stdlib and
-``stay.errors`` only, so the validator's rules read durations without the artefacts'
-pydantic models."""
+"""A brief's duration in minutes, and house style's bounds on a course's time. Stdlib and ``stay.errors``
+only, so the validator's rules read durations without the artefacts' pydantic models."""
 
 from __future__ import annotations
 
@@ -83,9 +81,7 @@ DEFAULT_LIMITS = DurationLimits()
 
 
 def parse_duration(text: str) -> int:
-    """Minutes of learning in free text: "45 minutes", "4 hours", "1.5 h", "1 day",
-    "2 hours 30 minutes", "half a day", "an hour and a half". Raises BriefError, in
-    words a person can act on, for anything else."""
+    """Minutes of learning in free text ("1.5 h", "2 hours 30 minutes", "half a day"); BriefError else."""
     shown = text if len(text) <= 60 else text[:57] + "..."
     if _RANGE.search(text):
         raise BriefError(f"{shown!r} is a range; give one duration, e.g. '3 hours'")

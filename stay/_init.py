@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
 
 from stay._words import did_you_mean
@@ -14,11 +13,9 @@ from stay.artefacts import BRIEF_OPTIONAL, BRIEF_REQUIRED, Brief, create_text_at
 from stay.errors import UsageError
 
 INIT_EXAMPLE = "how-http-requests-travel"
-"""The example ``stay init`` writes: the sample course's own brief, so what a newcomer builds
-can be set beside the committed sample."""
+"""The sample course's own brief, so what a newcomer builds can be set beside the committed sample."""
 BRIEF_FILE = "brief.yaml"
-"""What ``stay init`` names it: what it is, not what it is about, as the user edits it into
-their own course (the slug comes from the title inside)."""
+"""What it is, not what it is about: the user edits it into their own course."""
 GITIGNORE = """\
 # Written by `stay init`: what stay writes that is not the course itself.
 # .runs/ is each course's request cache, traces, rejected answers and lock (rebuilt or
@@ -51,33 +48,18 @@ def example_path(name: str) -> Path:
     return examples_dir() / f"{name}.yaml"
 
 
-@dataclass(frozen=True)
-class Example:
-    name: str
-    title: str
-    time_available: str
-
-
-def examples() -> list[Example]:
-    """Every example with its title and length, read through the brief's own checks."""
-    found = []
-    for name in example_names():
-        brief = Brief.from_yaml(examples_dir() / f"{name}.yaml")
-        found.append(Example(name, brief.title, brief.time_available))
-    return found
-
-
 def example_lines() -> list[str]:
     """``stay new --list-examples``: one line per example, then how to build one."""
-    shown = examples()
-    width = max(len(example.name) for example in shown)
-    lines = [f"{example.name:<{width}}  {example.title} ({example.time_available})" for example in shown]
+    names = example_names()
+    briefs = [Brief.from_yaml(examples_dir() / f"{name}.yaml") for name in names]
+    width = max(map(len, names))
+    lines = [f"{name:<{width}}  {brief.title} ({brief.time_available})"
+             for name, brief in zip(names, briefs, strict=True)]
     return [*lines, f"build one with: stay new --example {INIT_EXAMPLE}"]
 
 
 def _already(path: Path, body: str) -> bool:
-    """Whether ``path`` is a regular file (never a link) holding exactly ``body``: read
-    only as far as ``body``'s length and one byte more, so a huge file is never read."""
+    """Whether ``path`` is a regular file (never a link) holding exactly ``body``, read no further."""
     if path.is_symlink() or not path.is_file():
         return False
     expected = body.encode("utf-8")
@@ -89,11 +71,9 @@ def _already(path: Path, body: str) -> bool:
 
 
 def init(directory: str | os.PathLike[str] = ".", example: str = INIT_EXAMPLE) -> list[str]:
-    """Write ``brief.yaml`` (the example ``example``) and ``.gitignore`` into ``directory``
-    (made if missing); refuse, writing nothing, when either is there already with other
-    bytes. A file already holding exactly what init writes is left as it is, so an init
-    killed between its two files is simply run again. The lines to print: what was
-    written, what was kept as it was, and the next command."""
+    """Write ``brief.yaml`` and ``.gitignore`` into ``directory``, refusing (writing nothing) when either
+    holds other bytes; one already holding them is kept, so a killed init is simply run again. Returns
+    the lines to print."""
     source = example_path(example)
     root = Path(directory)
     brief, ignore = root / BRIEF_FILE, root / ".gitignore"

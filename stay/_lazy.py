@@ -1,9 +1,6 @@
-"""Public names a package imports on first use (PEP 562), so ``stay --help`` and
-``python -m stay.validate`` never pay for the pipeline, Jinja2 or the scorers.
-
-A package declares each public name once, as ``from module import Name as Name`` under
-``if TYPE_CHECKING:`` (what mypy reads, the ``as`` re-exporting it); ``lazy_package`` reads
-that block from the package's source and derives ``__getattr__``, ``__dir__`` and ``__all__``."""
+"""Public names a package imports on first use (PEP 562), so ``stay --help`` never pays for the pipeline.
+A package declares each once, as ``from module import Name as Name`` under ``if TYPE_CHECKING:`` (what
+mypy reads); ``lazy_package`` reads that block and derives ``__getattr__``, ``__dir__`` and ``__all__``."""
 
 from __future__ import annotations
 
@@ -30,9 +27,7 @@ def lazy_package(package: str, source: str,
 
 def lazy_names(package: str, exports: Mapping[str, str],
                public: Sequence[str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """The ``__getattr__`` and ``__dir__`` of ``package``: ``exports`` maps each lazily
-    imported name to the module that defines it; a name is imported once, then kept in
-    the package's namespace."""
+    """``exports`` maps each lazy name to its module; a name is imported once, then kept."""
 
     def __getattr__(name: str) -> Any:
         module = exports.get(name)

@@ -1,16 +1,7 @@
-"""One writing command at a time per course: filelock's exclusive lock on the course directory.
-
-Writers (new, build, plan, write, repair, approve, adopt) hold it for their whole run and a
-second one is refused at once naming the holder's pid (two builds would each pay for every
-call). The lock is on the directory itself, not a file under the deletable ``.runs/`` cache
-(deleting one let a second writer in); the kernel frees it however the holder exits, and
-``.runs/lock`` only notes the pid for the refusal. Without flock (Windows) it is filelock's
-lock on ``.runs/lock.held`` instead, removed on release.
-
-A new course is locked from its first byte (issue 37): ``create=True`` makes the directory and
-locks it before anything else is written; a run that never writes ``course.yaml`` removes what
-it made, and a lock is kept only if the path still names the directory locked.
-"""
+"""One writing command at a time per course; a second is refused at once, naming the holder's pid. The lock
+is filelock's on the course directory itself, not a file under the deletable ``.runs/`` (deleting one let a
+second writer in), freed by the kernel however the holder exits (Windows: ``.runs/lock.held``). A new course
+is locked from its first byte (issue 37, ``create=True``); a lock is kept only if the path still names it."""
 
 from __future__ import annotations
 
@@ -31,8 +22,7 @@ FLOCK = filelock.has_fcntl
 LOCK = ".runs/lock"
 """The note of the holder's pid (the lock itself is the directory's)."""
 HELD = ".runs/lock.held"
-"""The file locked without flock (never the note: Windows locks are mandatory, and a refused
-writer could not read the pid from a locked file)."""
+"""The file locked without flock (never the note: a refused writer could not read a locked file's pid)."""
 
 
 class CourseLock:
@@ -95,7 +85,6 @@ class CourseLock:
                 self._tidy()
 
     def _tidy(self) -> None:
-        """Remove the pid note and the directories acquire made, each only if empty."""
         self.path.unlink(missing_ok=True)
         for directory in [self.path.parent, *reversed(self._made)]:
             try:
@@ -113,8 +102,7 @@ class CourseLock:
 
 
 def _make_dirs(course_dir: Path) -> list[Path]:
-    """Make the course directory and missing parents; the ones this call made, outermost first
-    (one another process made is not ours to remove)."""
+    """Make the course directory and missing parents; the ones this call made (only ours to remove)."""
     missing = [p for p in [course_dir, *course_dir.parents] if not os.path.lexists(p)]
     made = []
     for directory in reversed(missing):
@@ -166,8 +154,7 @@ def _file_lock(course_dir: Path) -> Callable[[], None] | None:
 
 
 def sweep_temporaries(course_dir: Path) -> list[Path]:
-    """Remove the temporary files a killed run left (only the lock holder may): exactly the
-    names ``write_text_atomic`` makes (``.<name>.stay-<16 hex>.tmp``), never a person's ``*.tmp``."""
+    """Remove the temporary files a killed run left (only the lock holder may), never a person's ``*.tmp``."""
     from stay.artefacts import TEMPORARY  # here, not at the top: importing the lock stays light (stdlib, _paths)
 
     removed = []

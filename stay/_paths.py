@@ -1,14 +1,7 @@
-"""Nothing of a course is read or written through a symlink that leads outside it.
-
-A link resolving outside the course would send lessons, the ledger, the lock and traces
-elsewhere, or feed an outside file in as the course's own, so every command checks every
-link first (``check_links``: one walk, never following a link). A link planted while a command
-runs (issue 37) is met by the writer: under the lock (``writing``) every write walks from the
-course directory one name at a time with ``O_NOFOLLOW | O_DIRECTORY`` (``parent_of``) and
-acts relative to that descriptor, so a swapped-in link is never followed. Without ``dir_fd``
-(Windows) the parent is re-checked just before the rename (``inside``): a narrower window,
-not a closed one. Light on purpose (only ``stay.errors``): the lock imports it.
-"""
+"""Nothing of a course is read or written through a symlink leading outside it: every command checks every
+link first (``check_links``), and under the lock every write walks from the course directory with
+``O_NOFOLLOW | O_DIRECTORY`` (``parent_of``), so a link planted mid-run (issue 37) is never followed;
+without ``dir_fd`` (Windows) the parent is re-checked just before the rename, a narrower window."""
 
 from __future__ import annotations
 
@@ -46,10 +39,8 @@ def inside(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> str:
 
 
 def check_links(root: str | os.PathLike[str]) -> None:
-    """Every link under ``root`` (files and directories, at any depth) resolves inside
-    ``root``, else EnvironmentProblem naming the first the walk meets (names sorted, so
-    always the same one). A link is checked, never entered: one that stays inside the
-    course points at what the walk sees anyway."""
+    """Every link under ``root`` resolves inside it, else EnvironmentProblem naming the first one (sorted).
+    A link is checked, never entered: one inside the course points at what the walk sees anyway."""
     base = os.path.realpath(root)
     pending = [os.fspath(root)]
     while pending:
@@ -73,9 +64,7 @@ def writing(root: str | os.PathLike[str], held: bool) -> None:
 
 
 def course_of(path: str | os.PathLike[str]) -> tuple[str, list[str]] | None:
-    """The held course ``path`` lies in and the names from it to ``path``'s directory, or
-    None for a path outside every held course (a file that is no course's: the writer's
-    plain path)."""
+    """The held course ``path`` lies in and the names from it to ``path``'s directory, or None."""
     full = os.path.abspath(path)
     for root in _WRITING:
         if full.startswith(root.rstrip(os.sep) + os.sep):
@@ -84,10 +73,8 @@ def course_of(path: str | os.PathLike[str]) -> tuple[str, list[str]] | None:
 
 
 def parent_of(path: str | os.PathLike[str]) -> int | None:
-    """A descriptor of ``path``'s directory, opened from its held course's directory one
-    name at a time, never through a link (missing directories are made on the way), or
-    None when ``path`` is in no held course or the platform cannot walk by descriptor.
-    EnvironmentProblem, naming the link, when a name on the way is a link."""
+    """A descriptor of ``path``'s directory, opened from its held course one name at a time, never through a
+    link (EnvironmentProblem naming it); None outside a held course or without a walk by descriptor."""
     found = course_of(path) if DIR_FD else None
     if found is None:
         return None
@@ -108,10 +95,8 @@ def at(parent: int | None, *keys: str) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def placed(path: str | os.PathLike[str]) -> Iterator[tuple[int | None, str]]:
-    """``(dir_fd, name)`` to create, open or rename ``path`` by, for the writes that are not
-    the one writer's (the journal's append, a rename into ``.state/retired/``): its walked
-    directory and bare name (``parent_of``), or None and the whole path, its directory made
-    and re-checked (``recheck``) where there is no walk."""
+    """``(dir_fd, name)`` for the writes that are not the one writer's (the journal, ``.state/retired/``):
+    the walked directory and bare name, or None and the whole path, re-checked where there is no walk."""
     parent = parent_of(path)
     if parent is None:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

@@ -6,6 +6,5 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 DISTRIBUTION = "stay-course"
-"""The name stay is installed under (``pip install stay-course``; pyproject's ``name``,
-held equal by tests/test_packaging.py). The import name stays ``stay``, which PyPI's
-unrelated ``stay`` package also uses, so the two cannot be installed side by side."""
+"""The name stay is installed under (pyproject's ``name``); PyPI's unrelated ``stay`` takes the import
+name too, so the two cannot be installed side by side."""

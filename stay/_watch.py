@@ -1,10 +1,6 @@
-"""``stay watch SLUG``: validation as you save, for a person editing a course by hand.
-
-On every change the whole course is validated again (a third of the rules are course-wide,
-so a save can fix or make a defect in another file; the sample course checks in ~50 ms)
-and only the difference is printed: ``+ <defect>`` new, ``- <defect>`` fixed. The rules and
-house style are every command's, so a watch agrees with the build and ``stay view``.
-"""
+"""``stay watch SLUG``: validation as you save. On every change the whole course is validated again (a third
+of the rules are course-wide; the sample checks in ~50 ms) and only the difference is printed: ``+ <defect>``
+new, ``- <defect>`` fixed. The rules and house style are every command's, so a watch agrees with the build."""
 
 from __future__ import annotations
 
@@ -29,29 +25,23 @@ RUN_STATE = (".state", ".runs")
 """stay's own directories in a course: its ledger, lock, cache and traces, never a course file."""
 
 DEBOUNCE_MS = 300
-"""The longest a burst of writes (an editor's save is often several) is gathered before one
-validation; watchfiles' default of 1.6 s would miss the second the issue asks for."""
+"""A burst of writes (a save is often several) gathered before one validation; watchfiles' 1.6 s is too slow."""
 
 TICK_MS = 250
-"""How long the watcher waits for a change before answering with none: the delay before the
-first line (the watcher is armed by then) and the longest a quiet watch sleeps."""
+"""How long the watcher waits before answering with no change: the delay before the first line."""
 
 
 def defect_changes(before: Iterable[Defect], after: Iterable[Defect]) -> list[str]:
-    """What changed between two validations, as lines: ``- <defect>`` for each one fixed
-    (in ``before``, not in ``after``), then ``+ <defect>`` for each new one, each in report
-    order; none when the two agree. Counted as multisets: two identical defects, one fixed,
-    is one ``-`` line. A defect whose message changed (a count in it) is fixed and new."""
+    """``- <defect>`` for each one fixed, then ``+ <defect>`` for each new one, in report order, counted as
+    multisets; a defect whose message changed is fixed and new."""
     old, new = Counter(before), Counter(after)
     return ([f"- {defect.line()}" for defect in sorted((old - new).elements())]
             + [f"+ {defect.line()}" for defect in sorted((new - old).elements())])
 
 
 def relevant(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> bool:
-    """Whether a change at ``path`` is one to validate the course ``root`` for: inside the
-    course, not under stay's run state (``.state``, ``.runs``), not one of stay's own
-    temporary files (``TEMPORARY``: an atomic write's, gone a moment later), and not reached
-    through a link that leads out of the course (nothing outside is ever read)."""
+    """Whether a change at ``path`` is one to validate for: inside the course, not its run state, not an
+    atomic write's temporary, not reached through a link that leads out (nothing outside is read)."""
     relative = Path(os.path.relpath(path, root))
     parts = relative.parts
     if not parts or parts[0] == os.pardir or parts[0] in RUN_STATE or TEMPORARY.fullmatch(relative.name):
@@ -61,10 +51,7 @@ def relevant(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> bool
 
 
 def watch(slug: str, courses_dir: str | os.PathLike[str]) -> int:
-    """Watch the course ``slug`` in ``courses_dir`` until Ctrl-C; returns the exit code (0).
-
-    Raises UsageError for a slug that names no course and when the ``watch`` extra is not
-    installed, each one line saying what to do."""
+    """Watch the course until Ctrl-C; returns 0. UsageError for no such course, or no ``watch`` extra."""
     from stay._words import no_course
     from stay.settings import Settings
 
@@ -114,8 +101,7 @@ def watch(slug: str, courses_dir: str | os.PathLike[str]) -> int:
 
 
 def _check(root: Path, data: HouseData) -> tuple[Defect, ...] | str:
-    """The course's defects now, or the one ``! `` line saying why it cannot be checked (a
-    link leading out of it, a directory gone): the watch goes on either way."""
+    """The course's defects now, or one ``! `` line saying why it cannot be checked (the watch goes on)."""
     try:
         return check_course(root, data).defects
     except StayError as exc:

@@ -1,7 +1,6 @@
-"""Words that help: the nearest of the names that exist, for a person who mistyped one, and
-the hint that names what to run next in the caller's language (the ``stay`` command at a
-shell, the Python call from Python). Stdlib only and importing nothing of ours, so the
-CLI's parser, the pipeline's refusals (its ledger too) and the viewer share one rule."""
+"""Words that help: the nearest existing name for a mistyped one, and the hint naming what to run next
+in the caller's language (the ``stay`` command at a shell, the Python call from Python). Stdlib only,
+so the CLI's parser, the pipeline's refusals and the viewer share one rule."""
 
 from __future__ import annotations
 
@@ -17,15 +16,13 @@ from typing import Literal, NamedTuple
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """`` (did you mean 'X'?)`` for the closest choice to ``word``, else ``""``: a refusal's
-    line appends it as is. difflib's default cutoff (0.6) is the one brief fields use."""
+    """`` (did you mean 'X'?)`` for the closest choice to ``word``, else ``""`` (difflib's cutoff, 0.6)."""
     near = difflib.get_close_matches(word, sorted(set(choices)), n=1)
     return f" (did you mean '{near[0]}'?)" if near else ""
 
 
 def course_slugs(courses_dir: str | os.PathLike[str]) -> list[str]:
-    """The slugs of the courses in ``courses_dir`` (a folder holding a course.yaml); none
-    when the folder cannot be read, as a suggestion must never turn into a second error."""
+    """The slugs of the courses in ``courses_dir``; none when unreadable (a suggestion is never an error)."""
     try:
         with os.scandir(courses_dir) as entries:
             return sorted(e.name for e in entries
@@ -42,19 +39,16 @@ def no_course(slug: str, courses_dir: str | os.PathLike[str]) -> str:
 # -- who is told: a hint names the shell command, or the Python call -----------------------
 
 Speaks = Literal["python", "shell"]
-"""Whom a hint is for: a Python caller (``stay.approve(...)``, ``yes=True``) or a person at
-a shell (``stay approve ...``, ``--yes``)."""
+"""Whom a hint is for: a Python caller (``yes=True``) or a person at a shell (``--yes``)."""
 
 SPEAKS: ContextVar[Speaks] = ContextVar("stay_speaks", default="python")
-"""Who called: Python, unless the command line says otherwise (``speaking("shell")``, the
-one place that knows). A run captures it when it starts (``RunConfig.speaks``), so what
-its worker threads say is said the same way."""
+"""Who called: Python, unless the command line says ``speaking("shell")``. A run captures it when it
+starts (``RunConfig.speaks``), so its worker threads speak the same way."""
 
 
 @contextmanager
 def speaking(speaks: Speaks) -> Iterator[None]:
-    """Hints made inside are for ``speaks``: the command line runs every command in
-    ``speaking("shell")``."""
+    """Hints made inside are for ``speaks``."""
     token = SPEAKS.set(speaks)
     try:
         yield
@@ -73,8 +67,7 @@ class PythonCall(NamedTuple):
     names: tuple[str, ...]
     """Its positional parameters, in the command's word order (``targets``, revise's, is a list)."""
     in_courses: bool = False
-    """Its first word is a course's directory (the slug joined to the courses directory),
-    not a slug beside ``courses_dir=``: the viewer's call takes the course's own path."""
+    """Its first word is a course's directory, as the viewer's call takes the course's own path."""
 
 
 PYTHON_CALLS: Mapping[str, PythonCall] = {
@@ -85,8 +78,7 @@ PYTHON_CALLS: Mapping[str, PythonCall] = {
     "adopt": PythonCall("stay.adopt", ("slug",)),
     "view": PythonCall("stay.view.render_course", ("course_dir",), in_courses=True),
 }
-"""A command a hint names -> the public call that does it from Python. Any other command
-(``write``, ``plan``) is ``stay.pipeline.run_command(COMMAND, ...)``."""
+"""A command a hint names -> its public Python call; any other is ``stay.pipeline.run_command(COMMAND, ...)``."""
 FLAGS = {"--decline": "decline", "--force": "force", "--yes": "yes", "--show": "show", "--keep": "keep"}
 """The command line's switches, as the calls' keywords (each True when given)."""
 YES: Mapping[Speaks, str] = {"shell": "--yes", "python": "yes=True"}
@@ -130,9 +122,8 @@ def python_call(courses_arg: str, *words: str) -> str:
 
 
 def command_hint(courses_arg: str, *words: str, speaks: Speaks | None = None) -> str:
-    """A command to suggest, carrying the --courses-dir the user passed (none when it is
-    the default), so it can be pasted as it is: the ``stay`` command for the command line,
-    the Python call for a Python caller (``speaks``, by default who called: ``SPEAKS``)."""
+    """A command to suggest, with the --courses-dir the user passed (none when default), to paste as it
+    is: the ``stay`` command at a shell, the Python call for a Python caller."""
     if (speaks or SPEAKS.get()) == "python":
         return f"`{python_call(courses_arg, *words)}`"
     where = "" if courses_arg == DEFAULT_COURSES else f" --courses-dir {shlex.quote(courses_arg)}"
@@ -140,36 +131,30 @@ def command_hint(courses_arg: str, *words: str, speaks: Speaks | None = None) ->
 
 
 def course_hint(courses_dir: str | os.PathLike[str], *words: str) -> str:
-    """``command_hint`` from code that knows the courses directory only as a path (the
-    ledger's reader, the viewer), not as the user typed it: the Python call names it
-    (``courses_dir=``), so it runs as it is; the shell command leaves it out, as these
-    refusals always have, rather than print a path the user did not type."""
+    """``command_hint`` from code that knows the courses directory only as a path: the Python call names
+    it; the shell command leaves it out rather than print a path the user did not type."""
     speaks = SPEAKS.get()
     return command_hint(os.fspath(courses_dir) if speaks == "python" else DEFAULT_COURSES, *words, speaks=speaks)
 
 
 def damaged_ledger(path: str | os.PathLike[str], why: str) -> str:
-    """The line refusing a damaged ledger file (``<courses>/<slug>/.state/<name>``), with its
-    one way out in the caller's words: ``stay adopt SLUG`` (or ``stay.adopt('SLUG', ...)``)."""
+    """The line refusing a damaged ledger file, with its one way out (``stay adopt SLUG``) in the caller's words."""
     course = PurePath(path).parents[1]
     return f"{os.fspath(path)} is damaged ({why}); run {course_hint(course.parent, 'adopt', course.name)} to " \
            "rebuild the ledger from the files on disk"
 
 
 OPTIONS: Mapping[str, str] = {"--out": "out_dir", "--courses-dir": "courses_dir"}
-"""The viewer's options, as its Python calls' parameters (``render_course(course_dir,
-out_dir)``, ``render_library(courses_dir, out_dir)``)."""
+"""The viewer's options, as its Python calls' parameters."""
 
 
 def option_name(flag: str) -> str:
-    """An option a refusal names, as the caller gave it: the flag (``--out``) at the shell,
-    the parameter (``out_dir``) from Python."""
+    """An option as the caller gave it: the flag (``--out``) at the shell, the parameter from Python."""
     return OPTIONS.get(flag, flag) if SPEAKS.get() == "python" else flag
 
 
 def command_name(command: str) -> str:
-    """The command as the writer of something (``stay view`` wrote this site): the shell
-    command, or from Python the module its call is in (``stay.view``)."""
+    """The command as the writer of something (``stay view`` wrote this site), or from Python its module."""
     if SPEAKS.get() == "python" and command in PYTHON_CALLS:
         return f"`{PYTHON_CALLS[command].function.rpartition('.')[0]}`"
     return f"`stay {command}`"

@@ -6,11 +6,20 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
+import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from stay._slug import SLUG_MAX, is_slug, slugify, title_words
-from stay.artefacts import DEFAULT_LIMITS, Curriculum, DurationLimits, check_duration, read_brief
+from stay.artefacts import (
+    DEFAULT_LIMITS,
+    SLUG_MAX,
+    SLUG_PATTERN,
+    Curriculum,
+    DurationLimits,
+    check_duration,
+    read_brief,
+)
 from stay.errors import EnvironmentProblem, PipelineError, UsageError
 
 if TYPE_CHECKING:
@@ -40,11 +49,9 @@ def most_lessons(house: HouseData) -> int:
 
 
 def check_curriculum_size(curriculum: Curriculum, house: HouseData, where: str) -> None:
-    """Refuse a curriculum with more lessons than house style's largest course, before
-    anything is built from it: a command's work grows faster than the curriculum (the
-    artefact graph has an edge per direct input, and a lesson's inputs include earlier
-    lessons' plans), and no course stay writes is larger. A curriculum only a little
-    over a per-module limit stays readable, so a build can still repair it."""
+    """Refuse a curriculum with more lessons than house style's largest course before anything is built:
+    the work grows faster than the curriculum (a lesson's inputs include earlier plans). One a little over
+    a per-module limit stays readable, so a build can still repair it."""
     lessons = sum(len(module.lessons) for module in curriculum.modules)
     limit = most_lessons(house)
     if lessons > limit:
@@ -53,10 +60,27 @@ def check_curriculum_size(curriculum: Curriculum, house: HouseData, where: str) 
                             "curriculum, or split the subject into several courses")
 
 
+def slugify(title: str) -> str:
+    """A course slug from a title: lowercase ASCII words joined by hyphens, at most 60;
+    ``course`` for a title with none (``title_words`` tells the two apart)."""
+    return title_words(title) or "course"
+
+
+def title_words(title: str) -> str:
+    """The slug a title's ASCII words make, or ``""`` (a non-Latin script is not transliterated)."""
+    ascii_text = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
+    slug = ""
+    for word in re.findall(r"[a-z0-9]+", ascii_text.lower()):
+        candidate = f"{slug}-{word}" if slug else word
+        if len(candidate) > SLUG_MAX:
+            break
+        slug = candidate
+    return slug
+
+
 def title_slug(title: str, slug: str | None = None) -> str:
-    """The course's slug: ``slug`` if given (checked), else the title's. A title with no
-    Latin letters or digits is refused in one line asking for a slug, rather than every
-    such course sharing the generic ``course``."""
+    """``slug`` if given (checked), else the title's; a title with no Latin letters or digits is refused
+    asking for a slug, rather than every such course sharing ``course``."""
     if slug:
         return check_slug(slug)
     made = title_words(title)
@@ -69,7 +93,7 @@ def title_slug(title: str, slug: str | None = None) -> str:
 
 def check_slug(slug: str) -> str:
     """The slug, if it is one; a slug can never name a path outside the courses directory."""
-    if not is_slug(slug):
+    if len(slug) > SLUG_MAX or SLUG_PATTERN.fullmatch(slug) is None:
         shown = slug if len(slug) <= 40 else slug[:37] + "..."
         raise UsageError(f"{shown!r} is not a course slug: use lowercase letters, digits and "
                          f"single hyphens, at most {SLUG_MAX} characters (e.g. how-http-requests-travel)")

@@ -1,46 +1,6 @@
-"""Every exception stay raises on purpose, and the exit code each one means.
-
-Each message says what went wrong, where, and how to fix it, in one line. The tree is
-closed, and ``EXIT_CODES`` maps a class to its exit code (the most specific class wins).
-
-    StayError
-    ├── UsageError            a command or call was given something it cannot use      (2)
-    │   │                     (also a ValueError)
-    │   ├── CoursePathError   a course path that does not exist or is not a directory
-    │   │   └── CourseNotFound    the course path does not exist (a FileNotFoundError)
-    │   ├── DataFileError     bloom-verbs.yaml or house-style.yaml missing or malformed
-    │   ├── BriefError        a brief that cannot be used: names the file and field
-    │   │   └── BriefNotFound     the brief file does not exist (a FileNotFoundError)
-    │   └── RunsNotComparable two eval reports differ in what a comparison holds fixed
-    │                         (judge, judge model, backend, scorer versions, briefs)
-    ├── EnvironmentProblem    the machine is in the way: disk full, read-only, a damaged
-    │                         ledger, a path that is a file; names the path and the fix (2)
-    ├── ArtefactError         a course file that cannot be read as its artefact         (5)
-    ├── AnswerError           a model's answer that does not fit the stage's schema    (5)
-    ├── ModelError            the model's reply cannot be used: refused, cut off,
-    │   │                     malformed                                               (5)
-    │   ├── TruncationError   the answer was cut off at max_tokens
-    │   ├── RefusalError      the model refused to answer
-    │   └── ReplayMiss        a replayed run met a request it has no recorded answer for
-    ├── ModelUnavailable      no reply came: the service is unavailable after retries
-    │   │                     (429, 529, 5xx, connection, timeout): rerun to continue  (6)
-    │   └── Unreachable       no connection could be made at all (refused, no such host,
-    │                         unreachable): at once, naming the URL, never retried
-    ├── PipelineError         the pipeline refused to go on (a gate, a guard)          (5)
-    │   ├── BriefRejected     input moderation flagged the brief; nothing was written
-    │   ├── UnsafeId          an id or slug read from disk or from a model that could
-    │   │                     name a path outside the course, or breaks the id format
-    │   ├── CourseLocked      another command is writing this course
-    │   └── CostCapReached    the next call could pass --max-cost: stopped before it
-    ├── InvalidRun            an eval report with too many failed judge items to trust (5)
-    └── GraphError            a declaration that breaks its contract: the pipeline graph,
-                              a stage, the rule registry (a bug)                       (3)
-
-Python's own classes are bases where they apply (a usage error is a ``ValueError``, a
-missing brief or course a ``FileNotFoundError``), the stay class first in the MRO. Every
-error carries ``path`` and ``field`` (dotted, ``modules.0.lessons``), None where it has none.
-Test support raises one more, ``stay.testing.InjectedFault`` (5).
-"""
+"""Every exception stay raises on purpose, and the exit code each one means (``EXIT_CODES``: the most
+specific class wins); each message is one line saying what went wrong, where and how to fix it. Python's
+own classes are bases where they apply. The tree: docs/commands.md, "Exit codes"."""
 
 from __future__ import annotations
 
@@ -73,8 +33,7 @@ EXIT_INTERRUPTED = 130
 
 
 class StayError(Exception):
-    """Base class of every error stay raises on purpose; ``path`` and ``field`` are keyword-only,
-    so the message stays the one positional argument."""
+    """``path`` and ``field`` are keyword-only, so the message stays the one positional argument."""
 
     path: str | None
     field: str | None
@@ -90,9 +49,8 @@ class UsageError(StayError, ValueError):
 
 
 class _Missing(StayError, FileNotFoundError):
-    """Also Python's FileNotFoundError (``errno`` ENOENT, ``filename`` the path, as ``open()``
-    gives them), while ``str()`` stays stay's one line, not OSError's "[Errno 2] ...". Read
-    from ``path``: StayError's ``__init__`` is the one that runs. Never raised alone."""
+    """Also Python's FileNotFoundError (``errno``, ``filename`` read from ``path``), while ``str()`` stays
+    stay's one line, not OSError's "[Errno 2] ...". Never raised alone."""
 
     @property
     def errno(self) -> int:  # type: ignore[override]  # always ENOENT: read-only
@@ -199,10 +157,8 @@ class ReplayMiss(ModelError):
 
 
 class ModelUnavailable(StayError):
-    """No reply after the retries (rate limit, overload, a server error, a timeout): rerun to
-    continue. Not a ``ModelError`` (a reply that came and cannot be used), as httpx splits
-    TransportError from HTTPStatusError. The message is ``what`` then ``fix``; the input
-    screen, which goes on without a reply, says ``what`` alone."""
+    """No reply after the retries (rate limit, overload, a server error, a timeout): rerun to continue.
+    Not a ``ModelError`` (a reply that came and cannot be used). The message is ``what`` then ``fix``."""
 
     def __init__(self, what: str = "", *, fix: str | None = None, path: str | os.PathLike[str] | None = None,
                  field: str | None = None) -> None:

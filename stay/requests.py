@@ -1,7 +1,5 @@
-"""What a stage asks a model, and what comes back: plain data, no client in sight.
-
-A leaf module: the stages build these requests and the model layer answers them, and
-neither imports the other."""
+"""What a stage asks a model, and what comes back: plain data. A leaf: the stages build these requests and
+the model layer answers them, and neither imports the other."""
 
 from __future__ import annotations
 
@@ -15,8 +13,7 @@ from stay.settings import ROLES, Role
 __all__ = ["MAX_TOKENS", "ROLES", "ModelAnswer", "ModelRequest", "OfflineAnswer", "Role", "SystemBlock", "Usage"]
 
 OfflineAnswer = Callable[[dict[str, Any]], dict[str, Any]]
-"""A stage's answer with no model asked: its request's inputs as plain data to its answer
-as plain data, pure (``stay.stages.Stage.answer_offline``)."""
+"""A stage's answer with no model asked: its inputs as plain data to its answer, pure."""
 
 MAX_TOKENS = 16_000
 """The room for a call's answer, in tokens (thinking comes on top). A chat model's default
@@ -45,16 +42,14 @@ class ModelRequest(BaseModel):
     artefact: str = Field(description="The file this answer becomes, for progress and errors.")
     system: tuple[SystemBlock, ...]
     shared: str = ""
-    """The start of the user message that every call of the stage in one run shares
-    (e.g. the audience, for every lesson of the wave): cached after the system prompt."""
+    """The start of the user message every call of the stage in one run shares: cached after the system."""
     user: str
     output_schema: dict[str, Any]
     output_name: str
     max_tokens: int = MAX_TOKENS
     inputs: dict[str, Any] = Field(default_factory=dict)
     offline: OfflineAnswer | None = Field(default=None, exclude=True, repr=False)
-    """The stage's offline answer, carried here as the model layer may not import the stages;
-    never dumped, so never cached, sent or part of a request's key."""
+    """The stage's offline answer (the model layer may not import the stages); never dumped, sent or keyed."""
 
 
 Tokens = Annotated[int, Field(ge=0, strict=True)]
@@ -62,9 +57,8 @@ Tokens = Annotated[int, Field(ge=0, strict=True)]
 
 
 class Usage(BaseModel):
-    """Tokens one call (or a sum of calls) was billed for. Total input is input + cache
-    writes + cache reads; ``thinking_tokens`` is the part of ``output_tokens`` the model
-    spent thinking (already inside ``output_tokens``, never billed twice)."""
+    """Tokens one call (or a sum) was billed for: input + cache writes + cache reads; ``thinking_tokens`` is
+    inside ``output_tokens``, never billed twice."""
 
     model_config = ConfigDict(frozen=True)
 

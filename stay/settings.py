@@ -1,40 +1,7 @@
-"""Settings: everything a run can be told from outside, in one typed object.
-
-The environment is read in one place, ``Settings.from_env``, by whoever stands at the
-edge (the command line; ``build_course`` when it is given no settings), and the object
-is passed down: no other module of stay reads ``os.environ``. A value that cannot be
-used is a one-line ``UsageError`` naming the variable and what it takes.
-
-    variable                      field                 default
-    STAY_BACKEND                  backend               anthropic with a key, else offline
-    ANTHROPIC_API_KEY             api_key               (none; stripped; never shown)
-    ANTHROPIC_AUTH_TOKEN          auth_token            (none; a gateway's bearer token, used without a key)
-    ANTHROPIC_BASE_URL            base_url              the SDK's
-    OPENAI_API_KEY                openai_api_key        (none; the openai backend's; never shown)
-    OPENAI_BASE_URL               openai_base_url       OpenAI's (any OpenAI-compatible server)
-    STAY_MODEL, STAY_MODEL_<ROLE> models                DEFAULT_MODELS
-    STAY_WAVE_CONCURRENCY         wave_concurrency      4 lessons in flight
-    STAY_MODEL_CONCURRENCY        model_concurrency     8 model calls in flight
-    STAY_REPAIR_ROUNDS            repair_rounds         2
-    STAY_REQUEST_TIMEOUT          request_timeout       300 seconds per request
-    STAY_RETRY_AFTER_CAP          retry_after_cap       60: a longer retry-after stops the call
-    STAY_MAX_RETRIES              max_retries           4
-    STAY_CALL_DEADLINE            call_deadline         per call, retries included: max_tokens at 20/s, >= 600 s
-    STAY_ANSWER_TOKENS            answer_tokens         each stage's own room (stay.models.MAX_TOKENS)
-    STAY_MAX_COST                 max_cost              no cap: US dollars a run may spend (stay.pipeline._run)
-    STAY_BATCH_POLL_SECONDS       batch_poll_seconds    30
-    STAY_PROMPTS_DIR              prompts_dir           the packaged prompts/
-    STAY_DATA_DIR                 data_dir              ./data, else the packaged data/
-    STAY_CACHE                    cache                 auto: on for a model, off offline
-    SOURCE_DATE_EPOCH             source_date_epoch     the clock
-    OTEL_EXPORTER_OTLP_*          otlp                  no export
-    OTEL_SERVICE_NAME             otlp                  service.name stay
-    OTEL_SDK_DISABLED             otlp                  false (true: no export)
-    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT  otlp  false (true: prompts and answers exported)
-
-The backends are known by name here (entry points, nothing loaded), so the command line's
-``--help`` lists them without importing one.
-"""
+"""Settings: everything a run can be told from outside, in one typed object. ``Settings.from_env``
+is the only reader of ``os.environ``, called at the edge and passed down; an unusable value is a one-line
+``UsageError`` naming the variable. The variables: docs/commands.md, "Settings". The backends are known
+by name here (entry points, nothing loaded), so ``--help`` lists them without importing one."""
 
 from __future__ import annotations
 

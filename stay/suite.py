@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from stay._stored import Damaged
+from stay._bounds import Damaged
 from stay.artefacts import Brief, write_text_atomic
 from stay.briefs import slugify
 from stay.models import CachedBackend, RequestCache, Usage, backend_from

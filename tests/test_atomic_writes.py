@@ -43,7 +43,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("stay/_lock.py", "CourseLock._note", "os.open(write)"):
         "the lock holder's pid, for a message only: a cut note reads as 'unknown'",
     ("stay/_lock.py", "CourseLock._note", "os.write"): "the pid note's one write",
-    ("stay/_stored.py", "read_stored", "os.open(write)"):
+    ("stay/_bounds.py", "read_stored", "os.open(write)"):
         "a read: its flags, in a variable, are O_RDONLY | O_NOFOLLOW | O_NONBLOCK (the scan counts any it cannot see)",
     ("stay/cli.py", "_quiet_stdout", "os.open(write)"): "opens /dev/null, to silence a closed stream; writes no file",
     ("stay/view/_serve.py", "SiteHandler._answer", "shutil.copyfileobj"): "a file streamed to an HTTP client",

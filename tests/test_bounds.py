@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-import stay.validate._yaml as validator_yaml
+import stay.validate._text as validator_yaml
 from stay._bounds import MAX_DEPTH, MAX_FILE_BYTES, TooLarge, read_bounded, yaml_shape
 from stay.artefacts import ArtefactLoadError, Curriculum, LessonContent, LessonPlan, load
 from stay.briefs import most_lessons

@@ -52,7 +52,7 @@ def test_the_scorers_and_the_viewer_read_course_files_through_the_course_reader_
         for package in READERS for path in sorted((ROOT / "stay" / package).glob("*.py"))
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("stay.artefacts", "stay._bounds",
-                                                                                "stay.validate._yaml"))
+                                                                                "stay.validate._text"))
         for alias in node.names if alias.name in PARSING)
     assert [use for use in bypassing if use not in NOT_COURSES] == []
 

@@ -170,7 +170,7 @@ def test_an_answer_error_names_the_file_and_the_field() -> None:
 
 
 def test_a_data_file_error_names_the_file_and_the_dotted_key(tmp_path: Path) -> None:
-    from stay.validate._data import _HOUSE_KEYS, HOUSE_FILE
+    from stay.validate._course import _HOUSE_KEYS, HOUSE_FILE
 
     shutil.copytree(ROOT / "data", tmp_path, dirs_exist_ok=True)
     dotted = _HOUSE_KEYS[-1][0]

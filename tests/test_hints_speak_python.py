@@ -33,7 +33,7 @@ SHELL_COMMAND = re.compile(r"`stay ([a-z][a-z-]*)")
 """A backticked ``stay COMMAND`` in a message: a command named for a person to run."""
 FILES_NOT_MESSAGES = {
     "stay/pipeline/_gates.py": "the gate page (.state/<gate>-gate.md): a file, the same bytes whoever built it",
-    "stay/view/_status.py": "the site's ledger badge: a page, the same bytes whoever rendered it",
+    "stay/view/_load.py": "the site's ledger badge: a page, the same bytes whoever rendered it",
 }
 """Modules whose ``stay COMMAND`` text goes into a file, not to a caller: a file's bytes
 never depend on who made it, so it keeps the command line's words."""
@@ -260,7 +260,7 @@ def test_the_viewer_names_its_options_as_the_caller_gave_them(tmp_path: Path) ->
     """``--out`` and ``--courses-dir`` at the shell; ``out_dir`` and ``courses_dir``, the
     parameters of ``render_course`` and ``render_library``, from Python."""
     from stay.view import render_course
-    from stay.view._library import render_library
+    from stay.view._site import render_library
 
     course = tmp_path / "courses" / SAMPLE.name
     shutil.copytree(SAMPLE, course)

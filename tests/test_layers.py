@@ -67,7 +67,7 @@ def test_the_layers_say_what_the_brief_says(unit: str, never: set[str]) -> None:
 
 def test_the_artefacts_stand_on_the_errors_and_the_leaf_readers_alone() -> None:
     # and the two leaves every write goes through: the walk without links, and redaction
-    assert beneath()["stay.artefacts"] == {"stay._bounds", "stay._display", "stay._duration", "stay._stored",
+    assert beneath()["stay.artefacts"] == {"stay._bounds", "stay._display", "stay._duration",
                                            "stay._paths", "stay._secrets", "stay.errors"}
     assert beneath()["stay._display"] == set()  # a leaf: what the artefacts may draw with imports nothing of ours
 

@@ -23,16 +23,14 @@ from pathlib import Path
 # the public names; the evals suite above the scorers and the pipeline; the pipeline over
 # the stages, the models, the validator and the artefacts. The stages never reach a
 # backend (stay.models), the validator never reaches the pipeline, a model or the
-# artefacts, and the artefacts reach nothing of ours but the errors, the two leaf
-# readers (stay._bounds, stay._stored), the leaf that draws notebook tables
+# artefacts, and the artefacts reach nothing of ours but the errors, the leaf
+# reader (stay._bounds), the leaf that draws notebook tables
 # (stay._display: html and re alone, so a Brief shows itself wherever it is made), and
 # the two leaves every write goes through (stay._paths: the walk from the course root
 # without following a link; stay._secrets: the redaction of what is written).
 LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under in {
     "stay.__main__": {"stay.cli"},  # ``python -m stay``: the program, nothing of its own
-    "stay.cli": {"stay", "stay.suite", "stay._watch", "stay._init", "stay._cli_commands"},
-    "stay._cli_commands": {"stay._cli_parser", "stay._watch", "stay._init"},  # the command line's handlers
-    "stay._cli_parser": {"stay"},  # the command line's parser and argument types
+    "stay.cli": {"stay", "stay.suite", "stay._watch", "stay._init"},  # the parser, the handlers, the exit codes
     "stay._watch": {"stay.validate", "stay.artefacts", "stay._words"},  # stay watch: validation as you save
     "stay._init": {"stay.artefacts", "stay._words"},  # stay init and the packaged example briefs
     "stay": {"stay.pipeline", "stay.validate", "stay.scoring", "stay._lazy"},  # the public names (scoring:
@@ -45,7 +43,7 @@ LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under i
                       "stay._words"},
     "stay.stages": {"stay.artefacts", "stay.validate", "stay.requests", "stay._words"},
     "stay.models": {"stay.briefs", "stay.requests", "stay._secrets", "stay._lazy"},
-    "stay.briefs": {"stay.artefacts", "stay.validate", "stay._slug"},
+    "stay.briefs": {"stay.artefacts", "stay.validate"},
     "stay.requests": {"stay.settings"},
     "stay.validate": {"stay.settings", "stay._display", "stay._bounds", "stay._paths", "stay._duration", "stay._lazy"},
     "stay.settings": {"stay._secrets", "stay.errors", "stay._version"},  # the only reader of the environment
@@ -53,13 +51,11 @@ LAYERS: Mapping[str, frozenset[str]] = {name: frozenset(under) for name, under i
     # _display: a leaf (html, re), for Brief's tables
     "stay.artefacts": {"stay._bounds", "stay._display", "stay._duration", "stay._paths", "stay._secrets"},
     "stay._duration": {"stay.errors"},  # a brief's minutes and house style's time bounds, without pydantic
-    "stay._bounds": {"stay._stored"},  # the bounds on reading a course file
-    "stay._stored": {"stay.errors"},  # the bounded reader of stored files
+    "stay._bounds": {"stay.errors"},  # the bounded readers of course files and stored JSON
     "stay._paths": {"stay.errors"},
     "stay._display": set(),
     "stay._lazy": set(),
     "stay._secrets": set(),
-    "stay._slug": set(),
     "stay._version": set(),
     "stay._words": set(),  # "did you mean": the CLI's parser and the pipeline's refusals
     "stay.errors": set(),

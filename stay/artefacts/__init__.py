@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from stay._duration import DEFAULT_LIMITS, DurationLimits, parse_duration
 from stay.artefacts._course import CourseReader, Loaded, lesson_file, module_dir
-from stay.artefacts._ids import ASSET_PATTERN
+from stay.artefacts._ids import ASSET_PATTERN, SLUG_MAX, SLUG_PATTERN
 from stay.artefacts._io import (
     TEMPORARY,
     artefact_type,
@@ -83,6 +83,8 @@ __all__ = [
     "DEFAULT_LIMITS",
     "FILES",
     "FORMAT_NOTES",
+    "SLUG_MAX",
+    "SLUG_PATTERN",
     "TEMPORARY",
     "Artefact",
     "ArtefactLoadError",

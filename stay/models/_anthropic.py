@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from stay import _secrets
-from stay._stored import json_nesting
+from stay._bounds import json_nesting
 from stay.errors import (
     AnswerError,
     ModelError,

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from stay._stored import Damaged, load_stored_json
+from stay._bounds import Damaged, load_stored_json
 from stay.artefacts import write_text_atomic
 from stay.errors import ModelError, ModelUnavailable, RefusalError, StayError, TruncationError, Unreachable, UnsafeId
 from stay.models._anthropic import (

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from stay._stored import MAX_STORED_BYTES, Damaged, load_stored_json
+from stay._bounds import MAX_STORED_BYTES, Damaged, load_stored_json
 from stay.artefacts import write_text_atomic
 from stay.errors import AnswerError, ReplayMiss
 from stay.models._protocol import (

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
+from stay._bounds import Damaged, read_stored
 from stay._display import Table, html_block, markdown_block, plural
 from stay._lock import CourseLock
 from stay._paths import at, check_links, placed
-from stay._stored import Damaged, read_stored
 from stay._words import command_hint, did_you_mean, no_course
 from stay.artefacts import Curriculum, load
 from stay.briefs import check_curriculum_size, course_dir

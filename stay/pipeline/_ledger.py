@@ -12,11 +12,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from stay._bounds import MAX_FILE_BYTES
+from stay._bounds import MAX_FILE_BYTES, Damaged, load_stored_json, read_stored
 from stay._display import terminal_text
 from stay._paths import at, placed
 from stay._secrets import redact_bytes
-from stay._stored import Damaged, load_stored_json, read_stored
 from stay._words import damaged_ledger
 from stay.artefacts import Brief, dump_yaml, to_data, write_bytes_atomic, write_text_atomic
 from stay.errors import EnvironmentProblem

@@ -14,10 +14,9 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from stay._bounds import MAX_FILE_BYTES
+from stay._bounds import MAX_FILE_BYTES, Damaged, load_stored_json, read_stored
 from stay._paths import at, placed
 from stay._secrets import redact
-from stay._stored import Damaged, load_stored_json, read_stored
 from stay._words import course_hint
 from stay.artefacts import (
     Brief,

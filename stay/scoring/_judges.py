@@ -15,8 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
+from stay._bounds import Damaged, load_stored_json, read_stored
 from stay._display import fixed
-from stay._stored import Damaged, load_stored_json, read_stored
 from stay.artefacts import write_text_atomic
 from stay.errors import UsageError
 from stay.models import AnthropicBackend, CachedBackend, ModelClient, RequestCache, Usage, backend_from, prefetch

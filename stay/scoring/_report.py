@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter, ValidationError, model_validator
 
-from stay._stored import Damaged, load_stored_json, read_stored
+from stay._bounds import Damaged, load_stored_json, read_stored
 from stay._words import damaged_ledger
 from stay.errors import EnvironmentProblem, UsageError
 from stay.models import DEFAULT_MODELS, Usage

@@ -1,4 +1,5 @@
-"""Running the registry over courses, and the reports it returns."""
+"""The registry of every rule (``--select``/``--ignore``, after ruff's), running it over courses,
+and the reports it returns."""
 
 from __future__ import annotations
 
@@ -6,27 +7,123 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
+from types import MappingProxyType, ModuleType
 
 from stay._paths import check_links
-from stay.errors import CourseNotFound, CoursePathError, EnvironmentProblem, UsageError
-from stay.validate._course import Course
-from stay.validate._data import HouseData, default_data_dir
-from stay.validate._defect import OWNERS, Defect, Severity
-from stay.validate._rules import Selectors, added_at_run_time, selected
+from stay.errors import CourseNotFound, CoursePathError, EnvironmentProblem, GraphError, UsageError
+from stay.validate._course import OWNERS, Course, Defect, Group, HouseData, Rule, Severity, default_data_dir
 from stay.validate._text import show
 
+# A selector is a rule code (aud001), a family prefix (aud), a group (contract, stay) or a comma-separated
+# list of them. With no select, every rule: a build checks what `stay validate` checks. register adds a
+# stay rule at run time; the contract group is closed.
+FAMILIES: tuple[ModuleType, ...] = tuple(import_module(f"stay.validate.rules.{prefix}") for prefix in (
+    "sch", "man", "lay", "aud", "cur", "out", "asm", "pln", "lod", "trm", "les", "exe", "qz", "ret", "prj", "glo",
+    "pos", "prc", "ast", "rev"))
+"""The rule families in the contract's order, then stay's own; each module is named by its prefix."""
+
+
+def family_rules(family: ModuleType) -> list[Rule]:
+    return [value for value in vars(family).values() if isinstance(value, Rule)]
+
+
+def prefix_of(family: ModuleType) -> str:
+    return family.__name__.rpartition(".")[2]
+
+
+_REGISTRY: dict[str, Rule] = {}
+
+RULES: Mapping[str, Rule] = MappingProxyType(_REGISTRY)
+"""A read-only view of the registry: a rule ``register`` adds is seen wherever RULES is read."""
+
+
+def _add(rule: Rule, module: str) -> None:
+    if rule.code in _REGISTRY:
+        raise GraphError(f"rule {rule.code} is registered twice")
+    if rule.code[:-3] != module or rule.check.__name__ != rule.code or not rule.code[-3:].isdigit():
+        raise GraphError(f"rule {rule.code} is declared as {rule.check.__name__} in "
+                         f"rules/{module}.py; it belongs in rules/{rule.code[:-3]}.py, "
+                         f"named {rule.code}")
+    _REGISTRY[rule.code] = rule
+
+
+def register(rule: Rule) -> Rule:
+    """Add a ``stay``-group rule to the registry; returns it, so it can decorate ``@rule(...)``."""
+    if rule.group is Group.CONTRACT:
+        raise GraphError(f"rule {rule.code} cannot join the contract group, which holds the frozen "
+                         f"reference's rules only; declare it with group=Group.STAY")
+    if rule.check.__name__ != rule.code:
+        raise GraphError(f"rule {rule.code} is declared as {rule.check.__name__}; name its function {rule.code}")
+    _add(rule, rule.code[:-3])
+    return rule
+
+
+def unregister(code: str) -> None:
+    if code not in _REGISTRY or code in _DECLARED:
+        raise GraphError(f"rule {code} was not added by register(), so it cannot be removed")
+    del _REGISTRY[code]
+
+
+def added_at_run_time(codes: tuple[str, ...]) -> bool:
+    """Whether any of ``codes`` was ``register``ed in this process: a fresh worker would not know it."""
+    return any(code not in _DECLARED for code in codes)
+
+
+def _declare_families() -> frozenset[str]:
+    for family in FAMILIES:
+        for rule in family_rules(family):
+            _add(rule, prefix_of(family))
+    return frozenset(_REGISTRY)
+
+
+_DECLARED = _declare_families()
+
+
+Selectors = str | Iterable[str]
+
+DEFAULT_SELECT: tuple[str, ...] = tuple(Group)  # every group: no two callers count differently
+
+FORMS = "a rule code (aud001), a family prefix (aud) or a group (" + ", ".join(Group) + ")"
+
+
+def _names(selectors: Selectors) -> list[str]:
+    given = [selectors] if isinstance(selectors, str) else list(selectors)
+    if not all(isinstance(item, str) for item in given):
+        raise UsageError(f"rule selectors must be strings; got {given!r}")
+    return [name.strip() for item in given for name in item.split(",")]  # an empty one names no rule
+
+
+def _matches(name: str, rule: Rule) -> bool:
+    return name in (rule.code, rule.code[:-3], rule.group)
+
+
+def _named(selectors: Selectors, option: str) -> set[str]:
+    codes: set[str] = set()
+    for name in _names(selectors):
+        found = {code for code, rule in RULES.items() if _matches(name, rule)}
+        if not found and name not in set(Group):  # an empty group (no stay rule yet) is still a group
+            raise UsageError(f"{option} '{name}' names no rule: give {FORMS}")
+        codes |= found
+    return codes
+
+
+def selected(select: Selectors | None = None, ignore: Selectors | None = None) -> Mapping[str, Rule]:
+    """The rules ``select`` names (None: every rule) less those ``ignore`` names, in the registry's order."""
+    chosen = _named(DEFAULT_SELECT if select is None else select, "--select")
+    if ignore is not None:
+        chosen -= _named(ignore, "--ignore")
+    return {code: rule for code, rule in RULES.items() if code in chosen}
+
+
 CONTRACT_VERSION = 1
-DISPLAY_DEFECTS = 20
-"""Defects a notebook shows (``_repr_html_``, ``_repr_markdown_``); ``to_text`` lists them all."""
-
-
+DISPLAY_DEFECTS = 20  # in a notebook; to_text lists them all
 OWNER_HEAD = ("owner", "FAIL", "WARN", "codes")
 
 
 def owner_rows(defects: Iterable[Defect]) -> list[tuple[object, ...]]:
-    """Defects by the stage that must fix them, as table rows (owner, FAILs, WARNs, the
-    codes with their counts), in the pipeline's owner order; none for no defect."""
+    """Table rows (owner, FAILs, WARNs, codes with their counts), in the pipeline's owner order."""
     owners: dict[str, list[Defect]] = {}
     for defect in defects:
         owners.setdefault(defect.owner, []).append(defect)
@@ -45,16 +142,12 @@ class CourseReport:
     """What the validator found in one course."""
 
     dir: str
-    """The course directory as given or found."""
     slug: str
-    """The directory's own name."""
     strict: bool
     evaluated: Mapping[str, int]
     """code -> how many subjects the rule evaluated (only codes evaluated at least once)."""
     passed: Mapping[str, int]
-    """code -> evaluations that did not fire."""
     defects: tuple[Defect, ...]
-    """Sorted by (path, code, subject, message)."""
 
     @property
     def fails(self) -> int:
@@ -73,19 +166,11 @@ class CourseReport:
         """No FAIL (in strict mode: no defect at all)."""
         return self.fails == 0
 
-    def by_owner(self) -> dict[str, list[Defect]]:
-        """Defects grouped by the stage that must fix them."""
-        grouped: dict[str, list[Defect]] = {}
-        for defect in self.defects:
-            grouped.setdefault(defect.owner, []).append(defect)
-        return grouped
-
     def as_dict(self) -> dict[str, object]:
         return {"dir": self.dir, "slug": self.slug, "evaluated": dict(self.evaluated),
                 "passed": dict(self.passed), "defects": [d.as_dict() for d in self.defects]}
 
     def _repr_html_(self) -> str:
-        """In a notebook: the same tables as a ``ValidationReport`` of this one course."""
         return ValidationReport((self,), self.strict)._repr_html_()
 
     def _repr_markdown_(self) -> str:
@@ -113,7 +198,6 @@ class ValidationReport:
 
     @property
     def exit_code(self) -> int:
-        """0 with no FAIL, 1 with at least one."""
         return 0 if self.ok else 1
 
     def to_text(self) -> str:
@@ -128,8 +212,7 @@ class ValidationReport:
         return "\n".join(lines) + "\n"
 
     def _display(self) -> tuple[str, list[tuple[Sequence[str], list[tuple[object, ...]], set[int]]], str]:
-        """What a notebook shows: a summary line, then tables (head, rows, numeric columns):
-        per course, defects by owner, and the first defects; then what was left out."""
+        """A notebook's summary line, tables (per course, by owner, the first defects) and tail."""
         summary = (f"stay validate{' --strict' if self.strict else ''}: {len(self.courses)} "
                    f"course{'s' if len(self.courses) != 1 else ''}, {self.fails} FAIL, {self.warns} WARN, "
                    f"{sum(course.checks for course in self.courses)} checks run")
@@ -150,7 +233,6 @@ class ValidationReport:
         return summary, tables, tail
 
     def _repr_html_(self) -> str:
-        """The report in a notebook: counts per course, defects by owner, the first defects."""
         from stay._display import html_block
 
         return html_block("stay-validation-report", *self._display())
@@ -181,10 +263,7 @@ class ValidationReport:
 def check_course(path: str | os.PathLike[str], data: HouseData, *, strict: bool = False,
                  shown: str | None = None, select: Selectors | None = None,
                  ignore: Selectors | None = None) -> CourseReport:
-    """Validate one course directory with already-loaded data files, running the rules
-    ``select`` and ``ignore`` choose (``_rules.selected``: by default every rule); a
-    course holding a link that leads outside it is refused, as every command refuses it
-    (nothing is read through such a link), as a path the validator cannot use."""
+    """Validate one course directory; one holding a link that leads outside it is refused, as by every command."""
     rules = selected(select, ignore)
     root = shown if shown is not None else os.fspath(path)
     try:
@@ -221,11 +300,7 @@ def check_course(path: str | os.PathLike[str], data: HouseData, *, strict: bool 
 
 
 def find_courses(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
-    """Every course under ``paths``, as shown in reports, in directory-name order.
-
-    A path holding course.yaml is a course; otherwise each immediate subdirectory
-    whose name does not start with '.' or '_' is one.
-    """
+    """Every course under ``paths`` by name: a path holding course.yaml, else each subdirectory not '.'/'_'."""
     found: list[str] = []
     for given in paths:
         path = os.fspath(given)
@@ -246,7 +321,6 @@ def find_courses(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
 
 
 def available_cores() -> int:
-    """The processors this process may run on (its CPU affinity where the platform says)."""
     try:
         return len(os.sched_getaffinity(0)) or 1
     except (AttributeError, OSError):  # not on every platform
@@ -259,17 +333,9 @@ def validate_courses(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
              jobs: int | None = 1,
              select: Selectors | None = None,
              ignore: Selectors | None = None) -> ValidationReport:
-    """Validate a course directory, a directory of courses, or several of either.
-
-    ``jobs`` courses are checked at once, each in its own process (``None``: one per
-    available core); the report is the same, byte for byte, whatever ``jobs`` is.
-    ``select`` and ``ignore`` choose the rules (codes, family prefixes, groups; by
-    default every rule, as a build checks).
-    Raises ``CoursePathError`` for a path that does not exist, ``DataFileError`` for
-    missing or malformed data files, ``UsageError`` for a ``jobs`` below 1 or a selector
-    that names no rule, and ``CoursePathError`` for a course holding a link that leads
-    outside it; a defect in a course is never an exception.
-    """
+    """Validate a course directory, a directory of courses, or several of either, ``jobs`` processes at
+    once (``None``: one per core; the report is the same whatever ``jobs`` is). A defect in a course is
+    never an exception."""
     codes = tuple(selected(select, ignore))  # resolved once, and a bad selector refused before any work
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -283,7 +349,6 @@ def validate_courses(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
 
 def _check_all(courses: list[str], data: HouseData, strict: bool, jobs: int,
                codes: tuple[str, ...]) -> list[CourseReport]:
-    """Each course's report, in the order given, from up to ``jobs`` processes."""
     workers = min(jobs, len(courses))
     # a rule registered in this process is unknown to a worker started fresh (spawn,
     # forkserver: the default on some platforms and Pythons), so those run here
@@ -299,7 +364,7 @@ def _check_in_processes(courses: list[str], data: HouseData, strict: bool, worke
                         codes: tuple[str, ...]) -> list[CourseReport]:
     from concurrent.futures import ProcessPoolExecutor  # only when asked for: it costs start-up time
 
-    # A few chunks per worker: few round trips, and a slow course does not leave a worker idle.
+    # a few chunks per worker: few round trips, and a slow course leaves no worker idle
     chunk = max(1, len(courses) // (workers * 4))
     with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker,
                              initargs=(data, strict, codes)) as pool:
@@ -320,14 +385,10 @@ def _check_one(shown: str) -> CourseReport:
     return check_course(Path(shown), data, strict=strict, shown=shown, select=codes)
 
 
-"""``validate`` under the name ``stay`` exports it by (``stay.validate`` is this package)."""
-
-
 def validate_course(course_dir: str | os.PathLike[str], *, strict: bool = False,
                     data_dir: str | os.PathLike[str] | None = None,
                     select: Selectors | None = None, ignore: Selectors | None = None) -> CourseReport:
-    """Validate one course directory (with or without a course.yaml), running the rules
-    ``select`` and ``ignore`` choose (by default every rule, as a build checks)."""
+    """Validate one course directory (with or without a course.yaml)."""
     codes = tuple(selected(select, ignore))
     path = os.fspath(course_dir)
     if not os.path.isdir(path):

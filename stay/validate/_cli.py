@@ -1,10 +1,6 @@
-"""``python -m stay.validate`` and ``stay validate``: the contract's command line.
-
-stay's extensions: ``--jobs N`` (courses checked N at a time, output byte-identical
-whatever N), ``--select``/``--ignore`` (``_rules.selected``), and ``-h``/``--help``, which the
-frozen reference refuses (exit 2) but issue 9 asks for. Exit codes: 0 no FAIL, 1 a FAIL,
-2 usage, 3 internal; an error is one line on stderr, never a traceback.
-"""
+"""``python -m stay.validate`` and ``stay validate``: the contract's command line, plus ``--jobs N`` (output
+byte-identical whatever N), ``--select``/``--ignore`` and ``-h``/``--help`` (issue 9; the frozen reference
+refuses it). Exit codes: 0 no FAIL, 1 a FAIL, 2 usage, 3 internal; an error is one line, never a traceback."""
 
 from __future__ import annotations
 
@@ -98,10 +94,8 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def _write(stream: TextIO, text: str) -> None:
-    """Write UTF-8 whatever the locale; unencodable characters are backslash-escaped. On a
-    terminal, control characters from file names and headings are written out as escapes
-    (``stay._display.terminal_text``), so none can drive the terminal; into a pipe or a file
-    the text is the contract's, as written (R6, R7)."""
+    """Write UTF-8 whatever the locale. On a terminal, control characters are written out as escapes, so
+    none can drive it; into a pipe or a file the text is the contract's, as written (R6, R7)."""
     isatty = getattr(stream, "isatty", None)
     if callable(isatty) and isatty():
         text = terminal_text(text)
@@ -136,10 +130,8 @@ def run(argv: Sequence[str]) -> int:
 
 
 def courses_of(files: Sequence[str]) -> list[str]:
-    """The courses holding ``files``, once each, in the order first met: for each file the
-    nearest directory at or above it (as given, relative or not) holding course.yaml, the
-    mark ``find_courses`` knows a course by. A file in no course is in none of them (a
-    course repository's README, its CI files). A file need not exist (a deletion)."""
+    """The courses holding ``files``, once each, in order: for each file the nearest directory at or above
+    it holding course.yaml. A file in no course (a README) is in none; it need not exist (a deletion)."""
     found: dict[str, None] = {}
     for file in files:
         path = Path(file)

@@ -1,12 +1,6 @@
-"""The contract's text definitions: norm, words, mentions, and a lesson body's parts.
-
-Every function here is a reading of a definition in validator-rules.md ("Text
-definitions"); the rules never re-derive these on their own. Where the contract
-states a definition as a regular expression and a plain-string reading is faster or
-linear where the expression is not (``norm``, ``mentions``, headings), the
-expression is kept here as ``CONTRACT_*`` and a differential test over generated
-inputs (``tests/validate/test_text.py``) holds the two equal.
-"""
+"""The contract's text definitions (validator-rules.md, "Text definitions") and YAML parsing. Where a
+plain-string reading replaces the contract's expression, the expression is kept as ``CONTRACT_*`` and
+``tests/validate/test_text.py`` holds the two equal."""
 
 from __future__ import annotations
 
@@ -14,7 +8,12 @@ import re
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from stay._bounds import nests_deeper
 
 if TYPE_CHECKING:
     from fractions import Fraction
@@ -31,26 +30,19 @@ _NOT_PARAGRAPH = ("#", "|", ">", "<", "![", "- ", "* ", "+ ")
 CONTRACT_SPACE_RUN = re.compile(r"\s+")
 CONTRACT_FENCE = re.compile(r"(`{3,}|~{3,})")
 CONTRACT_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-"""The contract's heading expression: quadratic on a long run of blanks (a 100 KB line
-takes minutes), so ``heading`` reads lines without it."""
+"""Quadratic on a long run of blanks (a 100 KB line takes minutes), so ``heading`` reads lines without it."""
 
 
 def contract_mention_pattern(term: str) -> re.Pattern[str]:
-    """The contract's ``mentions`` expression for ``term``."""
     return re.compile(r"(?<![a-z0-9])" + re.escape(norm(term)) + r"(?![a-z0-9])")
 
 
 def norm(text: str) -> str:
-    """Casefold, fold whitespace runs to one space, strip.
-
-    ``str.split()`` splits on exactly the characters ``\\s`` matches in a str
-    pattern (``str.isspace``), so this is ``re.sub(r"\\s+", " ", ...).strip()``.
-    """
+    """Casefold, fold whitespace runs to one space, strip (``str.split()`` splits where ``\\s`` matches)."""
     return " ".join(text.casefold().split())
 
 
 def words(text: str) -> list[str]:
-    """The words of ``text``; a word count is their number."""
     return _WORD.findall(text)
 
 
@@ -63,19 +55,13 @@ _WORD_CLASSES = bytes(
 
 
 def _classes(text: str) -> bytes:
-    """``text`` as one byte per character: "a" for an ASCII letter or digit, "'" for a
-    joiner (``'``, ``’``, ``-``), a space for anything else."""
+    """``text`` as one byte per character: "a" a letter or digit, "'" a joiner, else a space."""
     return text.replace("\u2019", "'").encode("ascii", "replace").translate(_WORD_CLASSES)
 
 
 def _count(classes: bytes, start: int = 0, end: int | None = None) -> int:
-    """The words in ``classes[start:end]``: runs of "a", less the joiners that join two.
-
-    A word is a maximal chain of letter-or-digit runs joined by single joiners, so
-    the count is the runs (an "a" at the start or after a non-"a") less the joiners
-    with an "a" on both sides: those after an "a", but for the ones followed by a space,
-    another joiner or the end. Each term is a C count over the bytes; nothing is copied.
-    """
+    """The words in ``classes[start:end]``: runs of "a" less the joiners with an "a" on both sides,
+    each term a C count over the bytes (nothing is copied)."""
     end = len(classes) if end is None else end
     runs = classes.count(b" a", start, end) + classes.count(b"'a", start, end) + classes.startswith(b"a", start, end)
     joined = (classes.count(b"a'", start, end) - classes.count(b"a' ", start, end)
@@ -103,12 +89,7 @@ def _needle(term: str) -> str:
 
 
 def mentions_normed(normed_text: str, term: str) -> bool:
-    """``mentions`` for a text already passed through ``norm`` (lesson bodies are).
-
-    The contract's ``(?<![a-z0-9])norm(t)(?![a-z0-9])`` searched as a ``str.find``
-    loop: every occurrence, overlapping ones included, checked for an ASCII letter or
-    digit on either side.
-    """
+    """``mentions`` for a text already through ``norm``: the contract's expression as a ``str.find`` loop."""
     needle = _needle(term)
     size, end = len(needle), len(normed_text)
     at = normed_text.find(needle)
@@ -122,12 +103,10 @@ def mentions_normed(normed_text: str, term: str) -> bool:
 
 
 def mentions(text: str, term: str) -> bool:
-    """Whether ``text`` mentions ``term`` as a whole word or phrase, after norm()."""
     return mentions_normed(norm(text), term)
 
 
 def split_lines(text: str) -> list[str]:
-    """Lines split on universal newlines; a final line break starts no extra line."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if lines[-1] == "":
         lines.pop()
@@ -141,14 +120,8 @@ def id_matches(value: str, lesson_id: str, letter: str) -> bool:
 
 
 def heading(line: str) -> tuple[int, str] | None:
-    """``(level, text)`` when ``line`` is a heading by ``CONTRACT_HEADING``, else None.
-
-    Read without backtracking, so linear in the line's length. The expression takes
-    a run of 1-6 ``#`` and then every blank after it (greedy, and never given back:
-    the lazy group can always reach the end); the lazy group then ends where the
-    shortest remainder matching ``(?:[ \\t]+#+)?[ \\t]*$`` starts: before trailing
-    blanks, and before a closing run of ``#`` that has a blank in front of it.
-    """
+    """``(level, text)`` when ``line`` is a heading by ``CONTRACT_HEADING``, else None; read without
+    backtracking: the text ends before trailing blanks and a closing ``#`` run with a blank before it."""
     if "\n" in line:  # `.` stops at a newline and `$` matches only before a final one
         if line.index("\n") != len(line) - 1:
             return None
@@ -172,8 +145,7 @@ def fence(start: str) -> str | None:
 
 
 def code_blocks(lines: list[str]) -> list[tuple[int, int]]:
-    """(first, past the last) line index of each code block: its fence lines and the
-    lines inside. An unclosed block runs to the end."""
+    """(first, past the last) line index of each code block, fences included; an unclosed one runs to the end."""
     blocks: list[tuple[int, int]] = []
     index, count = 0, len(lines)
     while index < count:
@@ -191,11 +163,7 @@ def code_blocks(lines: list[str]) -> list[tuple[int, int]]:
 
 
 def sentence_spans(paragraph: str) -> list[tuple[int, int]]:
-    """(start, end) of each piece ``CONTRACT_SENTENCE_BREAK.split`` gives, words or not.
-
-    A break is a whitespace run right after ``.``, ``!`` or ``?``; looking for those
-    characters first is several times faster than trying the lookbehind everywhere.
-    """
+    """(start, end) of each piece ``CONTRACT_SENTENCE_BREAK.split`` gives, found from the stops (faster)."""
     spans: list[tuple[int, int]] = []
     start, size = 0, len(paragraph)
     for stop in _STOP.finditer(paragraph):
@@ -231,16 +199,12 @@ class Body:
     paragraphs: tuple[str, ...]
     """Paragraph texts, numbered from 1 by position."""
     paragraph_words: tuple[int, ...]
-    """Per paragraph, its word count. It is also the sum of its sentences' counts (a
-    sentence break is whitespace, which no word holds), so no sentence of a paragraph
-    of n words has more than n."""
+    """Also the sum of its sentences' counts: no sentence of a paragraph of n words has more than n."""
     prose_words: int
     prose_text: str
     """Prose lines (headings included) joined with newlines, inline code removed."""
     normed_text: str
-    """norm(text), for mentions()."""
     normed_prose: str
-    """norm(prose_text), for mentions()."""
 
     @classmethod
     def parse(cls, lines: list[str]) -> Body:
@@ -292,14 +256,12 @@ class Body:
             normed_prose=norm(prose_text),
         )
 
-
     def sentence_count(self, index: int) -> int:
         """How many sentences paragraph ``index`` (from 0) has: ``len(sentences(p))``."""
         paragraph = self.paragraphs[index]
         return sum(1 for start, end in sentence_spans(paragraph) if _WORD_START.search(paragraph, start, end))
 
     def sentence_words(self, index: int) -> list[int]:
-        """The word count of each sentence of paragraph ``index`` (from 0), in order."""
         paragraph = self.paragraphs[index]
         classes = _classes(paragraph)  # one byte per character, so the spans index both
         counts = (_count(classes, start, end) for start, end in sentence_spans(paragraph))
@@ -307,11 +269,7 @@ class Body:
 
 
 def show(value: object) -> str:
-    """A value as inserted into a message or a subject.
-
-    Strings stripped; booleans and null as YAML writes them; a list is its elements
-    rendered and joined with ", "; anything else is ``str()`` of it, stripped.
-    """
+    """A value as a message or a subject shows it: booleans and null as YAML writes them, a list joined."""
     if isinstance(value, list):
         return ", ".join(_show_one(element) for element in value)
     return _show_one(value)
@@ -343,7 +301,6 @@ def _str_unlimited(value: object) -> str:
 
 
 def quoted(values: list[str]) -> str:
-    """Values quoted '...' and joined with ", "."""
     return ", ".join(f"'{value}'" for value in values)
 
 
@@ -367,14 +324,254 @@ _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": 
 
 
 def normal_text(text: str) -> str:
-    """Text as a quote check compares it: no Markdown emphasis, code or link markers,
-    straight quotes, single spaces."""
+    """Text as a quote check compares it: no Markdown markers, straight quotes, single spaces."""
     text = _LINK.sub(r"\1", text).translate(_QUOTES)
     text = _UNDERSCORES.sub("", _MARKERS.sub("", text))
     return " ".join(text.split())
 
 
 def quoted_in(quote: str, body: str) -> bool:
-    """Whether ``quote`` occurs in ``body``, both normalised by ``normal_text``."""
     needle = normal_text(quote)
     return bool(needle) and needle in normal_text(body)
+
+
+# YAML: the contract's "not YAML" is "yaml.safe_load raises" (the pure parser, ten times slower), so
+# libyaml parses, and whatever it rejects, nests deeper than _DEEP or holds a construct where the two
+# disagree (_pure_only; tests/validate/test_yaml_parity.py) goes to the pure parser, whose answer stands.
+try:
+    from yaml import CSafeLoader
+except ImportError:  # PyYAML built without libyaml: the pure parser does it all
+    CSafeLoader = None  # type: ignore[assignment,misc]
+
+_Resolvers = dict[str, tuple[tuple[str, Any], ...]]
+_resolvers: tuple[tuple[int, ...], _Resolvers, tuple[tuple[str, Any], ...]] | None = None
+
+
+def _implicit_resolvers() -> tuple[_Resolvers, tuple[tuple[str, Any], ...]] | None:
+    """SafeLoader's implicit resolvers by first character, wildcards last; None with path resolvers."""
+    global _resolvers
+    table = yaml.SafeLoader.yaml_implicit_resolvers
+    if yaml.SafeLoader.yaml_path_resolvers:
+        return None
+    fingerprint = (id(table), len(table), *map(len, table.values()))
+    if _resolvers is None or _resolvers[0] != fingerprint:
+        wildcard = tuple(table.get(None, []))
+        by_first = {first: (*resolvers, *wildcard) for first, resolvers in table.items() if first is not None}
+        _resolvers = (fingerprint, by_first, wildcard)
+    return _resolvers[1], _resolvers[2]
+
+
+_FastLoader: Any = None
+if CSafeLoader is not None:
+
+    class _SpecialisedLoader(CSafeLoader):
+        """libyaml's parser with ``Resolver.resolve`` specialised to SafeLoader's tables (called per node)."""
+
+        def __init__(self, stream: str, tables: tuple[_Resolvers, tuple[tuple[str, Any], ...]]) -> None:
+            super().__init__(stream)
+            self._by_first, self._wildcard = tables
+
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+            if kind is ScalarNode:
+                if implicit[0]:
+                    for tag, regexp in self._by_first.get(value[:1], self._wildcard):
+                        if regexp.match(value):
+                            return tag
+                return self.DEFAULT_SCALAR_TAG
+            if kind is SequenceNode:
+                return self.DEFAULT_SEQUENCE_TAG
+            return self.DEFAULT_MAPPING_TAG
+
+    _FastLoader = _SpecialisedLoader
+
+
+def _fast_loader(text: str) -> Any:
+    tables = _implicit_resolvers()
+    return CSafeLoader(text) if tables is None else _FastLoader(text, tables)
+
+
+# Deeper than this, the pure parser decides (it fails somewhere past 300 levels).
+_DEEP = 64
+# More nesting indicators than this could overflow libyaml's C stack (seen at ~25,000).
+_MAX_INDICATORS = 10_000
+_INDICATORS = "-:?[{"
+# Characters on which the two parsers can disagree: see the module docstring.
+_PURE_ONLY_CHARS = ("\t", "\ufeff", "\x85", "\u2028", "\u2029")
+# What may stand before a token (a flow collection, a tag) and after a tag.
+_BEFORE_TOKEN = " ,[]{}:?-"
+_AFTER_TAG = ",[]{}"
+
+
+class _TooDeep(Exception):
+    """Deeper than ``_DEEP``: the pure parser decides."""
+
+
+def _pure_only(text: str) -> bool:
+    """Whether libyaml may read ``text`` differently; each test over-approximates (time, never a verdict)."""
+    if any(c in text for c in _PURE_ONLY_CHARS):
+        return True
+    if "#" in text and _header_runs_into_comment(text):
+        return True
+    if "!" in text and _empty_non_specific_tag(text):
+        return True
+    if ("?" in text or "!" in text) and _opens_flow_collection(text):
+        return True
+    # many indicators may mean deep nesting: libyaml's (linear) event stream says whether it is
+    return sum(text.count(c) for c in _INDICATORS) > _MAX_INDICATORS and nests_deeper(text, _DEEP)
+
+
+def _header_runs_into_comment(text: str) -> bool:
+    """A ``#`` after ``|`` or ``>`` and only chomping or indentation indicators (``|#``,
+    ``>-2#``): libyaml reads a comment, the pure scanner wants a space first."""
+    at = text.find("#")
+    while at != -1:
+        before = at - 1
+        while before >= 0 and text[before] in "-+0123456789":
+            before -= 1
+        if before >= 0 and text[before] in "|>":
+            return True
+        at = text.find("#", at + 1)
+    return False
+
+
+def _empty_non_specific_tag(text: str) -> bool:
+    """``!`` or ``!<!>`` alone as a token: on an empty node libyaml resolves a string, the pure composer null."""
+    at = text.find("!")
+    while at != -1:
+        if at == 0 or text[at - 1].isspace() or text[at - 1] in _BEFORE_TOKEN:
+            after = at + 4 if text.startswith("<!>", at + 1) else at + 1
+            if after == len(text) or text[after].isspace() or text[after] in _AFTER_TAG:
+                return True
+        at = text.find("!", at + 1)
+    return False
+
+
+def _opens_flow_collection(text: str) -> bool:
+    """Some ``[`` or ``{`` may open a non-empty flow collection, where the pure scanner ends a plain scalar
+    at ``?`` and takes ``,`` ``[`` ``]`` into a tag; libyaml does neither."""
+    for opener, closer in (("[", "]"), ("{", "}")):
+        at = text.find(opener)
+        while at != -1:
+            if (at == 0 or text[at - 1].isspace() or text[at - 1] in _BEFORE_TOKEN) and (
+                    text[at + 1:at + 2] != closer):
+                return True
+            at = text.find(opener, at + 1)
+    return False
+
+
+def pure_load(text: str) -> Any:
+    return yaml.load(text, Loader=yaml.SafeLoader)
+
+
+def safe_load(text: str) -> Any:
+    """Parse ``text`` exactly as ``yaml.safe_load`` would, raising where it raises."""
+    if _FastLoader is None or _pure_only(text):
+        return pure_load(text)
+    try:
+        loader = _fast_loader(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            if not may_alias(text):  # no node is shared: the tree can be built directly
+                try:
+                    return _build(loader, node, 1)
+                except _Unusual:
+                    pass
+            _check_depth(node)
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except Exception:
+        return pure_load(text)
+
+
+def may_alias(text: str) -> bool:
+    """Whether some ``*`` stands where an alias token can start (not inside a scalar: ``a*b``)."""
+    at = text.find("*")
+    while at != -1:
+        if at == 0 or text[at - 1].isspace() or text[at - 1] in _BEFORE_TOKEN:
+            return True
+        at = text.find("*", at + 1)
+    return False
+
+
+_STR = "tag:yaml.org,2002:str"
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+_MERGE = "tag:yaml.org,2002:merge"
+# Scalar tags whose SafeConstructor methods are plain functions: built in one call.
+# (The collection constructors are generators that finish only in construct_document,
+# where a scalar tagged !!map or !!set raises.)
+_PLAIN_SCALARS = frozenset(f"tag:yaml.org,2002:{name}" for name in
+                           ("null", "bool", "int", "float", "binary", "timestamp"))
+
+
+class _Unusual(Exception):
+    """A node ``_build`` leaves to PyYAML's constructor (a merge key, a set, a collection key, a tag)."""
+
+
+def _build(loader: Any, node: Node, depth: int) -> Any:
+    """``construct_document`` of an alias-free tree, without its per-node bookkeeping (most of the time)."""
+    if depth > _DEEP:
+        raise _TooDeep
+    kind = type(node)
+    if kind is ScalarNode:
+        if node.tag == _STR:
+            return node.value
+        if node.tag in _PLAIN_SCALARS:
+            return loader.construct_object(node)
+        raise _Unusual
+    if kind is MappingNode and node.tag == _MAP:
+        mapping: dict[Any, Any] = {}
+        for key, value in node.value:
+            if type(key) is not ScalarNode or key.tag == _MERGE:
+                raise _Unusual
+            mapping[_build(loader, key, depth + 1)] = _build(loader, value, depth + 1)
+        return mapping
+    if kind is SequenceNode and node.tag == _SEQ:
+        return [_build(loader, child, depth + 1) for child in node.value]
+    raise _Unusual
+
+
+def _check_depth(root: Node) -> None:
+    stack: list[tuple[Node, int]] = [(root, 1)]
+    # an alias's node is reachable at several depths: the deepest sighting is a safe over-estimate
+    deepest: dict[int, int] = {}
+    while stack:
+        node, depth = stack.pop()
+        if depth > _DEEP:
+            raise _TooDeep
+        if deepest.get(id(node), 0) >= depth:
+            continue
+        deepest[id(node)] = depth
+        if isinstance(node, SequenceNode):
+            stack.extend((child, depth + 1) for child in node.value)
+        elif isinstance(node, MappingNode):
+            for key, value in node.value:
+                stack.append((key, depth + 1))
+                stack.append((value, depth + 1))
+
+
+def expands_past(document: Any, bound: int) -> bool:
+    """Whether ``document`` written out as a tree (a shared part once per reference) holds more than
+    ``bound`` values; each distinct part is sized once, so an alias bomb costs its parsed size."""
+    sizes: dict[int, int] = {}
+
+    def size(value: Any) -> int:
+        if not isinstance(value, dict | list):
+            return 1
+        known = sizes.get(id(value))
+        if known is not None:
+            return known
+        sizes[id(value)] = 1  # while it is being sized: a reference back to it counts once
+        children = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+        total = 1
+        for child in children:
+            total += size(child)
+            if total > bound:
+                break
+        sizes[id(value)] = total
+        return total
+
+    return size(document) > bound

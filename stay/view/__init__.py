@@ -1,16 +1,7 @@
-"""The course viewer and the report pages: read-only static HTML, rendered offline.
-
-    >>> from stay.view import render_course
-    >>> render_course("courses/how-http-requests-travel", "site/how-http-requests-travel")
-
-``build_site`` returns every file of a course's site in memory (same course, same
-bytes); ``render_course`` writes them to a directory outside the course;
-``render_library`` renders every course of a courses directory and a listing of them. The report
-pages (``render_compare_html``, ``render_run_summary_html``) turn eval results into
-one self-contained HTML page each (``stay.scoring.compare_page`` maps the result of
-``stay evals compare`` onto the comparison page's rows). Nothing here writes into a course or fetches
-anything from a network.
-"""
+"""The course viewer and the report pages: read-only static HTML, rendered offline. ``build_site`` returns
+a course's site in memory (same course, same bytes), ``render_course`` writes it outside the course,
+``render_library`` renders every course and a listing; the report pages turn eval results into one
+self-contained HTML page each. Nothing here writes into a course or fetches anything."""
 
 from __future__ import annotations
 
@@ -18,8 +9,7 @@ from typing import TYPE_CHECKING
 
 from stay._lazy import lazy_package
 
-# Names are imported on first use: ``stay --help`` builds the parser from
-# stay.view._cli, and must not pay for Jinja2, markdown-it and Pygments.
+# imported on first use: ``stay --help`` builds the parser from stay.view._cli, without Jinja2 or Pygments
 if TYPE_CHECKING:
     from stay.view._cli import view_main as view_main
     from stay.view._cli import view_parser as view_parser
@@ -33,8 +23,6 @@ if TYPE_CHECKING:
     from stay.view._compare_detail import RunCost as RunCost
     from stay.view._compare_detail import ScorerPairs as ScorerPairs
     from stay.view._compare_detail import dollars as dollars
-    from stay.view._library import build_library as build_library
-    from stay.view._library import render_library as render_library
     from stay.view._reports import CompareHeader as CompareHeader
     from stay.view._reports import Interval as Interval
     from stay.view._reports import ItemDiffRow as ItemDiffRow
@@ -43,9 +31,11 @@ if TYPE_CHECKING:
     from stay.view._reports import render_compare_html as render_compare_html
     from stay.view._reports import render_compare_refused_html as render_compare_refused_html
     from stay.view._reports import render_run_summary_html as render_run_summary_html
+    from stay.view._site import build_library as build_library
     from stay.view._site import build_site as build_site
     from stay.view._site import default_out_dir as default_out_dir
     from stay.view._site import render_course as render_course
+    from stay.view._site import render_library as render_library
     from stay.view._site import write_site as write_site
 
 __getattr__, __dir__, __all__ = lazy_package(__name__, __file__)

@@ -1,5 +1,4 @@
-"""``stay view SLUG``: ``view_parser`` adds the subcommand to ``stay``'s parser; ``view_main``
-runs it and returns the exit code."""
+"""``stay view SLUG``: ``view_parser`` adds the subcommand to ``stay``'s parser, ``view_main`` runs it."""
 
 from __future__ import annotations
 
@@ -73,7 +72,7 @@ def _one_course(ns: argparse.Namespace) -> Path:
 
 def _library(ns: argparse.Namespace) -> Path:
     """Every course in --courses-dir: a line per course (its health) and per skipped directory."""
-    from stay.view._library import DEFAULT_OUT, LISTING, build_library, write_library
+    from stay.view._site import DEFAULT_OUT, LISTING, build_library, write_library
 
     library = build_library(ns.courses_dir, backend=ns.backend, learner=ns.learner)
     out = Path(ns.out) if ns.out else DEFAULT_OUT

@@ -27,8 +27,7 @@ from pygments.util import ClassNotFound
 
 from stay._display import fixed
 from stay.artefacts import text_format
-from stay.view._load import CourseView
-from stay.view._status import badge_class
+from stay.view._load import CourseView, badge_class
 
 STATIC_FILES = ("style.css", "progress.js", "quiz.js")
 
@@ -57,8 +56,7 @@ def environment() -> Environment:
 
 @pass_context
 def _field(context: Context, owner: Any, name: str, breaks: bool = False) -> Markup:
-    """``{{ exercise | field("task") }}``: a text field as its model declares it is written;
-    ``breaks=True`` keeps a Markdown field's newlines (the capstone's brief, whose lines are its author's)."""
+    """``{{ exercise | field("task") }}``: a text field as its model declares it is written."""
     return item_html(owner, name, str(getattr(owner, name)), _lesson_pages(context), breaks=breaks)
 
 
@@ -74,8 +72,7 @@ def _lesson_pages(context: Context) -> Any:
 
 
 def lesson_table(lessons: Iterable[Any]) -> str:
-    """The lessons with a page as ``data-lessons`` JSON (``id``, ``page``, ``title``, in order),
-    so progress.js can name the stored page; autoescaped, so safe in a quoted attribute."""
+    """The lessons with a page as ``data-lessons`` JSON for progress.js; autoescaped in a quoted attribute."""
     table = [{"id": lesson.id, "page": lesson.page, "title": lesson.title} for lesson in lessons if lesson.page]
     return json.dumps(table, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
@@ -199,9 +196,9 @@ def _parser(breaks: bool = False) -> MarkdownIt:
     return md
 
 
-def anchor_for(text: str, used: set[str]) -> str:
-    """A stable, unique fragment id for a heading: ``sec-`` and its words."""
-    base = "sec-" + ("-".join(re.findall(r"[a-z0-9]+", text.lower())) or "untitled")
+def anchor_for(text: str, used: set[str], prefix: str = "sec-", empty: str = "untitled") -> str:
+    """A stable, unique fragment id for a heading (or a term): ``sec-`` and its words."""
+    base = prefix + ("-".join(re.findall(r"[a-z0-9]+", text.lower())) or empty)
     anchor, n = base, 2
     while anchor in used:
         anchor, n = f"{base}-{n}", n + 1
@@ -211,8 +208,7 @@ def anchor_for(text: str, used: set[str]) -> str:
 
 def render_markdown(text: str, *, lesson_pages: Mapping[str, str] | None = None,
                     drop_title: str | None = None, breaks: bool = False) -> Rendered:
-    """``text`` as safe HTML, an id on every heading, links between lessons' Markdown pointed at
-    their pages. ``drop_title``: a leading h1 with this text is left out (the page shows it)."""
+    """``text`` as safe HTML, an id on every heading, links between lessons pointed at their pages."""
     md = _parser(breaks)
     env: dict[str, Any] = {}
     tokens = md.parse(text, env)
@@ -268,14 +264,8 @@ def term_fragments(terms: Iterable[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     used: set[str] = set()
     for term in terms:
-        if term in found:
-            continue
-        base = "term-" + ("-".join(re.findall(r"[a-z0-9]+", term.lower())) or "x")
-        anchor, n = base, 2
-        while anchor in used:
-            anchor, n = f"{base}-{n}", n + 1
-        used.add(anchor)
-        found[term] = anchor
+        if term not in found:
+            found[term] = anchor_for(term, used, "term-", "x")
     return found
 
 
@@ -314,8 +304,7 @@ class OutcomeRow:
 
 
 class Links:
-    """Where everything lives on the site. ``learner``: outcome and term links go to lessons
-    (the outcomes map and the plan's new terms are the author's)."""
+    """Where everything lives on the site. ``learner``: outcome and term links go to lessons."""
 
     def __init__(self, course: CourseView, *, learner: bool = False) -> None:
         self.learner = learner
@@ -363,8 +352,7 @@ class Links:
 
 def outcomes_map(course: CourseView, links: Links, headings: Mapping[str, Mapping[str, str]] | None = None
                  ) -> tuple[list[OutcomeRow], list[str]]:
-    """One row per outcome with everything that serves it, and the references to undefined
-    outcomes. ``headings``: lesson id -> section heading -> its anchor."""
+    """One row per outcome with everything that serves it, and the references to undefined outcomes."""
     headings = headings or {}
     rows: dict[str, OutcomeRow] = {}
     for outcome in course.outcomes.model.outcomes if course.outcomes.model else []:

@@ -1,9 +1,15 @@
-"""Reading a course for the viewer. A course on disk is untrusted: each file becomes a
-``Loaded`` holding its artefact or a one-line problem, shown where the content would be,
-never raised. Paths are built only from ids matching the contract's patterns. Nothing writes."""
+"""Reading a course for the viewer: its files, its ledger's statuses and gates, the validator's result
+and what the review page shows. A course on disk is untrusted: each file becomes a ``Loaded`` holding
+its artefact or a one-line problem, and unreadable is described, never raised. Paths are built only
+from ids matching the contract's patterns. Nothing writes."""
 
 from __future__ import annotations
 
+import difflib
+import os
+import re
+import shlex
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +17,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+import stay.pipeline as pipeline
+from stay._words import DEFAULT_COURSES
 from stay.artefacts import (
     Assessment,
     Audience,
@@ -31,12 +39,11 @@ from stay.artefacts import (
 )
 from stay.briefs import check_curriculum_size
 from stay.errors import PipelineError, StayError
-from stay.validate import HouseData, default_data_dir, packaged_data_dir
+from stay.pipeline import GateReview, capstone_outcomes, gate_review
+from stay.settings import Settings
+from stay.validate import Defect, HouseData, default_data_dir, packaged_data_dir, validate_course
 
 M = TypeVar("M", bound=BaseModel)
-
-__all__ = ["CourseView", "LessonView", "Loaded", "ModuleView", "load_course", "read_artefact"]
-
 
 @dataclass(frozen=True)
 class LessonView:
@@ -110,8 +117,7 @@ def read_artefact(root: Path, relative: str, model: type[M]) -> Loaded[M]:
 
 
 def load_course(root: Path, data_dir: Path | None = None) -> CourseView:
-    """Everything the pages show, read once; damage is recorded, never raised. ``data_dir``: the
-    house style the course is held to (None: the validator's default)."""
+    """Everything the pages show, read once; damage is recorded, never raised."""
     files = CourseReader(root)
     curriculum = _within_house_style(files.read("curriculum.yaml", Curriculum), data_dir)
     modules: list[ModuleView] = []
@@ -181,3 +187,182 @@ def _module_files(root: Path) -> Iterator[str]:
             for file in sorted(directory.iterdir()):
                 if file.is_file() and not file.name.startswith("."):
                     yield f"modules/{directory.name}/{file.name}"
+
+
+NO_LEDGER = "no ledger (not built by stay; `stay adopt` to track it)"
+LEDGER_FILE = ".state/hashes.json"
+"""Where course-format.md puts the hash ledger; without it no status means anything."""
+
+
+@dataclass(frozen=True)
+class Ledger:
+    tracked: bool
+    note: str | None
+    """Why there are no statuses (no ledger, or it cannot be read); None when there are."""
+    statuses: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    """path -> (status, the inputs that made it so), as ``stay.status`` derives them."""
+    gates: dict[str, str] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        return dict(sorted(Counter(state for state, _why in self.statuses.values()).items()))
+
+    def status_of(self, path: str) -> tuple[str, tuple[str, ...]] | None:
+        return self.statuses.get(path)
+
+
+@dataclass(frozen=True)
+class Validation:
+    ran: bool
+    note: str | None
+    fails: int = 0
+    warns: int = 0
+    strict_fails: int = 0
+    strict_warns: int = 0
+    checks: int = 0
+    defects: tuple[Defect, ...] = ()
+
+    def for_path(self, path: str) -> tuple[Defect, ...]:
+        return tuple(d for d in self.defects if d.path == path)
+
+
+def read_ledger(course: Path, settings: Settings | None = None) -> Ledger:
+    if not (course / LEDGER_FILE).is_file():
+        return Ledger(tracked=False, note=NO_LEDGER)
+    slug, courses_dir = course.name, course.parent
+    try:
+        found = pipeline.status(slug, courses_dir=courses_dir, settings=settings)
+        gates = pipeline.gate_status(slug, courses_dir=courses_dir, settings=settings)
+    except Exception as exc:  # a damaged ledger or course must show on the page, not end the render
+        return Ledger(tracked=True, note=f"statuses cannot be derived: {_one_line(exc)}")
+    statuses = {str(path): (str(state), tuple(str(w) for w in why)) for path, (state, why) in found.items()}
+    return Ledger(tracked=True, note=None, statuses=dict(sorted(statuses.items())),
+                  gates={str(k): str(v) for k, v in gates.items()})
+
+
+def run_validator(course: Path, data_dir: Path | None = None) -> Validation:
+    """The validator's counts, non-strict and strict, and its defects (non-strict)."""
+    try:
+        report = validate_course(course, data_dir=data_dir)
+        strict = validate_course(course, strict=True, data_dir=data_dir)
+    except Exception as exc:  # e.g. missing data files: say so where the result would be
+        return Validation(ran=False, note=f"the validator could not run: {_one_line(exc)}")
+    return Validation(ran=True, note=None, fails=report.fails, warns=report.warns, strict_fails=strict.fails,
+                      strict_warns=strict.warns, checks=report.checks, defects=report.defects)
+
+
+def badge_class(status: str) -> str:
+    """A CSS class for any status string; unknown statuses still get a badge."""
+    cleaned = re.sub(r"[^a-z0-9-]", "", status.lower())
+    return f"status-{cleaned}" if cleaned in KNOWN_STATUSES else "status-other"
+
+
+KNOWN_STATUSES = frozenset({"current", "stale", "edited", "orphaned", "missing", "damaged"})
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+PAGE = ("review.html", "Review")
+"""The page's file and its label in the nav (shown there only while a gate or a proposal waits)."""
+
+NOTE = '"..."'
+"""What the printed commands hold where the reviewer writes their note."""
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    kind: str
+    """add, del, hunk (an @@ line), file (a ---/+++ line) or same."""
+    text: str
+
+
+@dataclass(frozen=True)
+class Review:
+    """Everything the review page shows; ``gate`` None: nothing awaits review."""
+
+    gate: str | None
+    note: str | None
+    """Why the ledger cannot say (not tracked, or unreadable); None when it can."""
+    data: GateReview | None
+    defects: tuple[Defect, ...]
+    diffs: dict[str, tuple[DiffLine, ...]]
+    """path -> its diff against the copy kept from the last answer, for those that have one."""
+    commands: dict[str, tuple[str, ...]]
+    """approve, decline, revise -> the commands to copy."""
+    capstone: tuple[str, ...]
+    proposed: dict[str, tuple[DiffLine, ...]] = field(default_factory=dict)
+    """path -> the diff a waiting proposal would make to it, for those that can be kept."""
+    go_on: dict[str, str] = field(default_factory=dict)
+    """path -> the command that goes on from its waiting proposal (keep it, or show anew)."""
+
+    @property
+    def pending(self) -> bool:
+        return self.gate is not None and self.data is not None and not self.data.missing
+
+
+def tracked(root: Path) -> bool:
+    """Whether stay keeps a ledger for the course: only then has it gates to review."""
+    return (root / LEDGER_FILE).is_file()
+
+
+def review_page(root: Path, course: CourseView, validation: Validation, settings: Settings | None = None) -> Review:
+    """What the review page shows for the course at ``root``; reads, never writes."""
+    capstone = tuple(capstone_outcomes(course.assessment.model)) if course.assessment.model else ()
+    try:
+        data = gate_review(root.name, courses_dir=root.parent, settings=settings)
+    except Exception as exc:  # a damaged ledger or course must show on the page, not end the render
+        return Review(None, f"the gates cannot be read: {_one_line(exc)}", None, (), {}, {}, capstone)
+    # a waiting proposal is diffed as _waiting read it: only one that can be kept has texts
+    proposed = {w.path: diff_lines(w.path, w.current, w.proposed, ("now", "as proposed"))
+                for w in data.proposals if w.current is not None and w.proposed is not None}
+    go_on = {w.path: _command(root, w.words(root.name)) for w in data.proposals
+             if w.anew or not w.problem}
+    if data.gate is None:
+        return Review(None, None, data, (), {}, {}, capstone, proposed, go_on)
+    covered = set(data.covered)
+    defects = tuple(d for d in validation.defects if d.path in covered)
+    diffs = {change.path: diff_lines(change.path, change.earlier, change.text or "")
+             for change in data.changes if change.earlier is not None}
+    return Review(data.gate, None, data, defects, diffs, commands(root, data), capstone, proposed, go_on)
+
+
+def diff_lines(path: str, earlier: str, now: str,
+               labels: tuple[str, str] = ("at the last answer", "now")) -> tuple[DiffLine, ...]:
+    lines = difflib.unified_diff(earlier.splitlines(), now.splitlines(), f"{path} ({labels[0]})",
+                                 f"{path} ({labels[1]})", lineterm="")
+    return tuple(DiffLine(_kind(line), line) for line in lines)
+
+
+def _kind(line: str) -> str:
+    if line.startswith(("---", "+++")):
+        return "file"
+    return {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "same")
+
+
+def commands(root: Path, data: GateReview) -> dict[str, tuple[str, ...]]:
+    """The commands that answer the gate: approve, decline, and one revise per file the gate's phase wrote."""
+    assert data.gate is not None
+    slug, where = shlex.quote(root.name), _courses_flag(root.parent)
+    approve = f"stay approve {slug} {data.gate}"
+    return {
+        "approve": (approve + where,),
+        "decline": (f"{approve} --decline --note {NOTE}{where}",),
+        "revise": tuple(f"stay revise {slug} {shlex.quote(target)} --note {NOTE}{where}" for target in data.targets),
+    }
+
+
+def _command(root: Path, words: tuple[str, ...]) -> str:
+    """``stay WORDS`` as a person would paste it, with the course's --courses-dir."""
+    shown = (NOTE if word == repr("...") else shlex.quote(word) for word in words)
+    return f"stay {' '.join(shown)}{_courses_flag(root.parent)}"
+
+
+def _courses_flag(courses: Path) -> str:
+    """`` --courses-dir DIR``, or nothing when DIR is the default (the same directory)."""
+    try:
+        default = courses.resolve() == Path(DEFAULT_COURSES).resolve()
+    except OSError:
+        default = False
+    return "" if default else f" --courses-dir {shlex.quote(os.fspath(courses))}"

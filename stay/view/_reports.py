@@ -219,8 +219,7 @@ def _units(row: ScorerRow) -> str:
 
 def render_compare_html(header: CompareHeader, rows: Sequence[ScorerRow],
                         items: Sequence[ItemDiffRow] | None, detail: CompareDetail | None = None) -> str:
-    """The comparison page: per scorer both means with interval bars, the difference, adjusted p,
-    MDE and verdict; the item diff (or why there is none); and, given ``detail``, the builds side by side."""
+    """The comparison page: per scorer the means, the difference and its verdict; the item diff; the builds."""
     ordered_items = None
     if items is not None:
         rank = {WORSE: 0, BETTER: 1, "removed": 2, "added": 3, "same": 4}

@@ -1,6 +1,7 @@
-"""A course as a static site: pages in memory first (the same course, the same bytes), then
-written whole into a directory outside the course that is new, empty, or an earlier site:
-only files whose bytes the viewer wrote (``.stay-site``) are overwritten, never a person's."""
+"""A course as a static site, and a library of them (every course in a courses directory, never read
+through a symlink, with a listing and each one's health): pages in memory first (the same course, the
+same bytes), then written whole into a directory outside the course that is new, empty, or an earlier
+site: only files whose bytes the viewer wrote (``.stay-site``) are overwritten, never a person's."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from stay._words import command_name, no_course, option_name
-from stay.artefacts import TEMPORARY, write_bytes_atomic, write_text_atomic
+from stay._words import command_name, course_hint, no_course, option_name
+from stay.artefacts import TEMPORARY, Loaded, write_bytes_atomic, write_text_atomic
+from stay.briefs import check_slug
 from stay.errors import CourseNotFound, CoursePathError, UsageError
 from stay.settings import Settings
 from stay.validate import data_files, default_data_dir, names_in
@@ -31,10 +33,18 @@ from stay.view._env import (
     render_markdown,
     static_text,
 )
-from stay.view._load import CourseView, LessonView, Loaded, load_course
-from stay.view._review import PAGE as REVIEW_PAGE
-from stay.view._review import review_page, tracked
-from stay.view._status import Ledger, Validation, read_ledger, run_validator
+from stay.view._load import PAGE as REVIEW_PAGE
+from stay.view._load import (
+    CourseView,
+    Ledger,
+    LessonView,
+    Validation,
+    load_course,
+    read_ledger,
+    review_page,
+    run_validator,
+    tracked,
+)
 
 PAGES = (("index.html", "Course"), ("glossary.html", "Glossary"), ("capstone.html", "Capstone"))
 """The learners' pages besides the lessons: all a ``learner`` site has (``stay view --learner``)."""
@@ -74,9 +84,8 @@ class LessonPage:
 
 def build_site(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
                library: str | None = None, backend: str | None = None, learner: bool = False) -> dict[str, bytes]:
-    """Every file of the site, by name, for the course at ``course_dir``. ``library``: the
-    listing's address, when rendered in a library; ``backend``: the models the statuses judge
-    against (None: the ledger's); ``learner``: only the learners' pages, with no link to an author's."""
+    """Every file of the site, by name. ``library``: the listing's address, in a library; ``backend``: the
+    models the statuses judge against; ``learner``: only the learners' pages."""
     return site_and_health(course_dir, data_dir=data_dir, library=library, backend=backend, learner=learner)[0]
 
 
@@ -226,8 +235,7 @@ def write_site(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_d
 
 def check_out_dir(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_dir: str | os.PathLike[str],
                   *, among_sites: bool = False) -> tuple[Path, dict[str, str]]:
-    """The refusals of ``write_site``, before anything is written: the resolved directory and the
-    viewer's own files in it (name -> sha256). ``among_sites``: only earlier sites counts as empty."""
+    """``write_site``'s refusals, before anything is written; the directory and the viewer's files in it."""
     out = Path(out_dir).resolve()
     course = Path(course_dir).resolve()
     named = f"{option_name('--out')} {out_dir}"  # as the caller gave it: the flag, or out_dir from Python
@@ -249,8 +257,7 @@ def check_out_dir(site: dict[str, bytes], out_dir: str | os.PathLike[str], cours
 
 
 def only_sites(out: Path) -> bool:
-    """Whether ``out`` has no marker and holds only earlier sites (``site/`` after renders into
-    ``site/<slug>``, which a library takes as its folder)."""
+    """Whether ``out`` has no marker and holds only earlier sites (``site/`` after renders into ``site/<slug>``)."""
     if not out.is_dir() or os.path.lexists(out / MARKER):
         return False
     with os.scandir(out) as entries:
@@ -267,7 +274,8 @@ def render_course(course_dir: str | os.PathLike[str], out_dir: str | os.PathLike
     return write_site(site, out, course_dir)
 
 
-__all__ = ["build_site", "default_out_dir", "load_course", "render_course", "write_site"]
+__all__ = ["DEFAULT_OUT", "Library", "Row", "build_library", "build_site", "default_out_dir", "find_courses",
+           "health_of", "load_course", "render_course", "render_library", "write_library", "write_site"]
 
 
 MARKER = ".stay-site"
@@ -406,8 +414,7 @@ def conflicts(out: Path, site: Mapping[str, bytes], owned: Mapping[str, str]) ->
 
 
 def sweep_temporaries(out: Path, names: set[str]) -> None:
-    """Remove what a killed render left half-written: only files named exactly as
-    write_text_atomic names a temporary of ``names``, so a person's own ``*.tmp`` is never touched."""
+    """Remove the temporaries of ``names`` a killed render left, never a person's own ``*.tmp``."""
     if not out.is_dir():
         return
     places = [(out, {name for name in names if "/" not in name})]
@@ -435,3 +442,164 @@ def write_marker(out: Path, files: Mapping[str, str], writing: Mapping[str, str]
     if writing is not None:
         data["writing"] = dict(sorted(writing.items()))
     write_text_atomic(out / MARKER, json.dumps(data, indent=1) + "\n")
+
+
+MANIFEST = "course.yaml"
+"""What makes a directory a course (as stay/_words.py's course_slugs counts them)."""
+LISTING = "index.html"
+BACK = "../" + LISTING
+"""The listing's address from a course's pages, one directory down."""
+DEFAULT_OUT = Path("site")
+"""``site/``: a single course renders to ``site/<slug>``, which is where a library puts it."""
+FINE = ("complete", "valid (no ledger)")
+
+
+@dataclass(frozen=True)
+class Row:
+
+    slug: str
+    title: str
+    audience: str | None
+    minutes: int
+    budget: int | None
+    modules: int
+    pages: tuple[LessonView, ...]
+    """The lessons that have a page (the progress bar counts them; the continue link names them)."""
+    health: str
+    kind: str
+    """ok, waiting or bad: the health's badge."""
+    problem: str | None
+    """Why the course manifest cannot be read, if it cannot."""
+
+    @property
+    def lessons(self) -> tuple[str, ...]:
+        return tuple(lesson.id for lesson in self.pages)
+
+
+@dataclass(frozen=True)
+class Library:
+    listing: dict[str, bytes]
+    courses: dict[str, dict[str, bytes]]
+    """slug -> that course's site."""
+    rows: tuple[Row, ...]
+    skipped: tuple[str, ...]
+    """One line per directory that is not a course, saying why."""
+
+
+def find_courses(courses_dir: str | os.PathLike[str]) -> tuple[list[Path], list[str]]:
+    """The course directories in ``courses_dir`` (sorted), and a line for each other directory saying why."""
+    root = Path(courses_dir)
+    if not root.is_dir():
+        raise not_a_directory(root, f"{option_name('--courses-dir')} {os.fspath(courses_dir)} is not a directory; "
+                              "pass the directory that holds your courses")
+    courses: list[Path] = []
+    skipped: list[str] = []
+    with os.scandir(root) as scanned:
+        entries = sorted(scanned, key=lambda entry: entry.name)
+    for entry in entries:
+        if entry.is_symlink():
+            skipped.append(f"skipped {entry.name}: a symbolic link (stay never reads through one)")
+        elif not entry.is_dir(follow_symlinks=False):
+            continue
+        elif not os.path.lexists(os.path.join(entry.path, MANIFEST)):
+            skipped.append(f"skipped {entry.name}: no {MANIFEST}, so not a course")
+        else:
+            try:
+                check_slug(entry.name)
+            except UsageError as exc:
+                skipped.append(f"skipped {entry.name}: {exc}")
+                continue
+            courses.append(Path(entry.path))
+    return courses, skipped
+
+
+def build_library(courses_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
+                  backend: str | None = None, learner: bool = False) -> Library:
+    """Every file of the library's site: the listing's, and each course's by slug."""
+    found, skipped = find_courses(courses_dir)
+    if not found:
+        why = f" ({'; '.join(skipped)})" if skipped else ""
+        raise UsageError(f"{os.fspath(courses_dir)} holds no course (a directory with a {MANIFEST}){why}; build one "
+                         f"with {course_hint(courses_dir, 'build', 'BRIEF')} or pass {option_name('--courses-dir')}",
+                         path=courses_dir)
+    courses: dict[str, dict[str, bytes]] = {}
+    rows = []
+    for root in found:
+        files, course, ledger, validation = site_and_health(root, data_dir=data_dir, library=BACK,
+                                                             backend=backend, learner=learner)
+        courses[root.name] = files
+        rows.append(_row(course, ledger, validation))
+    page = environment().get_template("library.html.j2").render(
+        rows=rows, progress_script="progress.js" in STATIC_FILES, learner=learner)
+    listing = {LISTING: page.encode("utf-8", "backslashreplace")}
+    listing.update((name, static_text(name).encode("utf-8")) for name in STATIC_FILES)
+    return Library(dict(sorted(listing.items())), courses, tuple(rows), tuple(skipped))
+
+
+def write_library(library: Library, out_dir: str | os.PathLike[str], courses_dir: str | os.PathLike[str]) -> Path:
+    """Write the listing and each course under ``out_dir``, every directory checked before any is written."""
+    out = Path(out_dir)
+    check_out_dir(library.listing, out, courses_dir, among_sites=True)
+    for slug, files in library.courses.items():
+        check_out_dir(files, out / slug, Path(courses_dir) / slug)
+    if only_sites(out):
+        # earlier single-course renders (site/<slug>) are the library's to take over, each
+        # under its own marker: the listing's marker starts out owning nothing
+        write_marker(out, {})
+    written = write_site(library.listing, out, courses_dir)
+    for slug, files in library.courses.items():
+        write_site(files, out / slug, Path(courses_dir) / slug)
+    return written
+
+
+def render_library(courses_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
+                   data_dir: str | os.PathLike[str] | None = None,
+                   backend: str | None = None, learner: bool = False) -> Library:
+    library = build_library(courses_dir, data_dir=data_dir, backend=backend, learner=learner)
+    write_library(library, out_dir, courses_dir)
+    return library
+
+
+def _row(course: CourseView, ledger: Ledger, validation: Validation) -> Row:
+    manifest = course.manifest.model
+    audience = manifest.brief.audience if manifest else (
+        course.audience.model.learners if course.audience.model else None)
+    budget = course.audience.model.time_budget_minutes if course.audience.model else None
+    health = health_of(course, ledger, validation)
+    kind = "ok" if health in FINE else ("bad" if _bad(course, ledger, validation) else "waiting")
+    return Row(slug=course.slug, title=course.title, audience=audience,
+               minutes=sum(lesson.minutes for lesson in course.lessons), budget=budget,
+               modules=len(course.modules), pages=tuple(lesson for lesson in course.lessons if lesson.page),
+               health=health, kind=kind, problem=course.manifest.problem)
+
+
+def _damaged(course: CourseView) -> int:
+    return sum(1 for loaded in course.all_files() if loaded.problem is not None and not loaded.missing)
+
+
+def _bad(course: CourseView, ledger: Ledger, validation: Validation) -> bool:
+    return bool(_damaged(course) or not validation.ran or validation.fails or (ledger.tracked and ledger.note))
+
+
+def health_of(course: CourseView, ledger: Ledger, validation: Validation) -> str:
+    """A course's health in a few words ("complete", "stopped at the design gate", "1 damaged, 3 FAIL")."""
+    parts: list[str] = []
+    counts = ledger.counts()
+    if ledger.tracked and ledger.note:
+        parts.append("ledger unreadable")
+    elif counts.get("missing"):
+        # the first gate not yet approved is where a build stopped; without one, files went missing
+        waiting = next((gate for gate, verdict in ledger.gates.items() if verdict != "approved"), None)
+        parts.append(f"stopped at the {waiting} gate" if waiting else f"{counts['missing']} missing")
+    for state in ("stale", "edited", "orphaned"):
+        if counts.get(state):
+            parts.append(f"{counts[state]} {state}")
+    if damaged := _damaged(course):
+        parts.append(f"{damaged} damaged")
+    if not validation.ran:
+        parts.append("the validator could not run")
+    elif validation.fails:
+        parts.append(f"{validation.fails} FAIL")
+    if not ledger.tracked:
+        return ", ".join([*parts, "no ledger"]) if parts else FINE[1]
+    return ", ".join(parts) if parts else FINE[0]

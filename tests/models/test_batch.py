@@ -357,7 +357,7 @@ def test_a_planted_record_that_is_a_fifo_or_huge_is_skipped_not_read(tmp_path: P
     a sparse 17 MB file would be read whole; each is passed over, the good record kept."""
     import os
 
-    from stay._stored import MAX_STORED_BYTES
+    from stay._bounds import MAX_STORED_BYTES
     from stay.models._batch import _Ledger
 
     ledger = _Ledger(tmp_path)

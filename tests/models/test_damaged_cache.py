@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from stay._stored import MAX_STORED_BYTES, MAX_STORED_DEPTH, Damaged, load_stored_json
+from stay._bounds import MAX_STORED_BYTES, MAX_STORED_DEPTH, Damaged, load_stored_json
 from tests.conftest import run_stay
 from tests.damage import assert_one_line, stay_process
 from tests.models.helpers import HTTP

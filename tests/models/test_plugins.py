@@ -420,7 +420,7 @@ def test_status_and_the_viewer_judge_a_course_by_the_backend_and_models_it_was_b
     another backend or model, named, still makes exactly the files it would change stale."""
     from stay.settings import ROLES
     from stay.view import build_site
-    from stay.view._status import read_ledger
+    from stay.view._load import read_ledger
     from tests.conftest import run_stay
 
     own = SCREENS + "\n    default_models = {role: 'echo-' + role for role in " + repr(ROLES) + "}"

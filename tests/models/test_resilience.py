@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stay._stored import json_nesting
+from stay._bounds import json_nesting
 from stay.errors import EXIT_REFUSED, EXIT_UNAVAILABLE, ModelError, ModelUnavailable, StayError, exit_code
 from stay.models import AnthropicBackend
 from stay.models._anthropic import backoff, retry_after

@@ -179,7 +179,7 @@ def test_every_command_that_opens_a_course_with_its_prompts_takes_backend() -> N
     takes ``--backend`` (status had none)."""
     import argparse
 
-    from stay._cli_parser import _parser
+    from stay.cli import _parser
 
     sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
     opening = {name for name, parser in sub.choices.items() if name == "view" or

@@ -1,7 +1,7 @@
 """A damaged `.state/` file (a FIFO, a file far past anything stay writes, a link, not
 UTF-8) ends a command in one line with exit 2, never a hang, a traceback or a read of the
 whole file: the ledgers, the journal and the run log are read like every stored file
-(stay._stored: a regular file, at most 16 MB, shallow)."""
+(stay._bounds: a regular file, at most 16 MB, shallow)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from stay._stored import MAX_STORED_BYTES
+from stay._bounds import MAX_STORED_BYTES
 from tests.damage import assert_one_line, stay_process
 
 SLUG = "how-http-requests-travel"

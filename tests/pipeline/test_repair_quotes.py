@@ -19,7 +19,7 @@ from stay.pipeline._run import CURRENT, DEFECTS
 from stay.stages import REGENERATE, Prompts
 from stay.testing import DEFECTS as INJECTABLE
 from stay.validate import validate_course
-from stay.validate._defect import QUOTE_CHARS
+from stay.validate._course import QUOTE_CHARS
 from stay.validate._text import Body, count_words, show
 from tests.conftest import ROOT
 from tests.fixtures.rules import MUTATIONS, make_fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from stay._stored import MAX_STORED_BYTES, MAX_STORED_DEPTH
+from stay._bounds import MAX_STORED_BYTES, MAX_STORED_DEPTH
 from tests.conftest import run_stay
 from tests.damage import assert_one_line, stay_process
 from tests.scoring.reports import make_report, steady, with_

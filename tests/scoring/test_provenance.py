@@ -162,7 +162,7 @@ def test_a_damaged_quality_record_is_one_line_and_a_rerun_rebuilds_rather_than_t
         tmp_path: Path, record: bytes) -> None:
     """The record beside a course is read from disk, so it is untrusted: read bounded and
     checked, a damaged one is a one-line Damaged, and the suite's rerun builds afresh."""
-    from stay._stored import Damaged
+    from stay._bounds import Damaged
     from stay.scoring import QUALITY_RECORD, recorded_quality
 
     common: dict[str, Any] = dict(epoch=1, backend=OFFLINE, prompts_dir=None, judge=OfflineJudge())

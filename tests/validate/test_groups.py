@@ -26,8 +26,7 @@ from stay.validate import (
     validate_course,
 )
 from stay.validate._cli import main
-from stay.validate._course import Course
-from stay.validate._registry import Finding, finding, rule
+from stay.validate._course import Course, Finding, finding, rule
 from tests.conftest import ROOT, SAMPLE
 from tests.parity.harness import FROZEN, assert_parity
 

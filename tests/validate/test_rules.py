@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from stay.validate import RULES, Severity, validate_course
-from stay.validate._rules import FAMILIES, family_rules, prefix_of
+from stay.validate._check import FAMILIES, family_rules, prefix_of
 from tests.fixtures.rules import FAMILIES as FIXTURE_FAMILIES
 from tests.fixtures.rules import MUTATIONS, codes_of, make_fixture
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stay.validate._schema import SCHEMAS, ListOf, MapOf, Type, _fields, fits, problems
+from stay.validate._course import SCHEMAS, ListOf, MapOf, Type, _fields, fits, problems
 from tests.parity.harness import examples
 
 anything = st.none() | st.booleans() | st.integers(-2, 2) | st.floats(allow_nan=False) | st.sampled_from(

@@ -1,6 +1,6 @@
 """The YAML fast path gives exactly ``yaml.safe_load``'s verdict: a differential test.
 
-``stay.validate._yaml.safe_load`` parses with libyaml and hands anything libyaml may
+``stay.validate._text.safe_load`` parses with libyaml and hands anything libyaml may
 read differently to PyYAML's pure parser (the contract's ``yaml.safe_load``). These
 tests generate YAML-shaped snippets (block and flow syntax, anchors, aliases, merge
 keys, tags, directives, block and quoted scalars, very long keys) salted with the
@@ -21,7 +21,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stay.validate._yaml import _pure_only, pure_load, safe_load
+from stay.validate._text import _pure_only, pure_load, safe_load
 from tests.parity.harness import examples
 
 # Characters the parsers may treat differently, and characters both must reject.

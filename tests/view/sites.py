@@ -16,7 +16,7 @@ import yaml
 
 import stay.artefacts as artefacts
 from stay.view import render_compare_html, render_compare_refused_html, render_course, render_run_summary_html
-from stay.view._library import render_library
+from stay.view._site import render_library
 from tests.conftest import SAMPLE
 from tests.view.report_data import HEADER, ITEMS, ROWS
 

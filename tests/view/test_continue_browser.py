@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 import stay.artefacts as artefacts
-from stay.view._library import render_library
+from stay.view._site import render_library
 from tests.conftest import SAMPLE
 from tests.view.sites import FLAG, LIBRARY, PAYLOADS, library_lessons
 from tests.view.test_browser import Watch, browser, serve  # noqa: F401  (the module's fixtures)

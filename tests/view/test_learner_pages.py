@@ -22,7 +22,7 @@ import stay.artefacts as artefacts
 from stay.pipeline import build_course
 from stay.view import build_site, render_course
 from stay.view._env import environment
-from stay.view._library import render_library
+from stay.view._site import render_library
 from tests.conftest import ROOT, SAMPLE, run_stay
 from tests.fixtures.rules._edit import lesson_file
 from tests.fixtures.rules.ast import (

@@ -15,10 +15,9 @@ import pytest
 from stay.artefacts import CourseManifest, Curriculum, load
 from stay.errors import UsageError
 from stay.pipeline import build_course
-from stay.view import _library, render_course
+from stay.view import _site, render_course
 from stay.view._env import STATIC_FILES
-from stay.view._library import LISTING, build_library, render_library
-from stay.view._site import MARKER
+from stay.view._site import LISTING, MARKER, build_library, render_library
 from tests.conftest import ROOT, run_stay
 from tests.view.conftest import page_text, quiet
 
@@ -212,8 +211,8 @@ def test_the_listing_loads_progress_js_when_the_package_ships_it(library_dir: Pa
     assert (tag in build_library(library_dir).listing[LISTING]) == shipped
     # the other case, whichever this branch is in: a stand-in list and file
     others = tuple(n for n in STATIC_FILES if n != "progress.js") + (() if shipped else ("progress.js",))
-    monkeypatch.setattr(_library, "STATIC_FILES", others)
-    monkeypatch.setattr(_library, "static_text", lambda name: f"/* {name} */")
+    monkeypatch.setattr(_site, "STATIC_FILES", others)
+    monkeypatch.setattr(_site, "static_text", lambda name: f"/* {name} */")
     listing = build_library(library_dir).listing
     assert (tag in listing[LISTING]) == (not shipped)
     assert set(listing) == {LISTING, *others}

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from stay.view._library import LISTING, render_library
+from stay.view._site import LISTING, render_library
 from tests.view.test_browser import Watch, browser, screenshot, serve  # noqa: F401
 
 PHONE = 390

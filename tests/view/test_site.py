@@ -25,8 +25,7 @@ import stay.artefacts as artefacts
 from stay.validate import validate_course
 from stay.view import build_site, render_course
 from stay.view._env import render_markdown
-from stay.view._load import load_course
-from stay.view._status import NO_LEDGER, badge_class
+from stay.view._load import NO_LEDGER, badge_class, load_course
 from tests.conftest import ROOT, SAMPLE, run_stay
 from tests.expected import artefacts_of
 from tests.fixtures.rules import MUTATIONS, make_fixture
@@ -509,7 +508,7 @@ def broken_links(site: dict[str, bytes]) -> list[tuple[str, str]]:
 def no_validator(monkeypatch: pytest.MonkeyPatch) -> None:
     """The validator is proven elsewhere; these tests are about the pages, so skip its cost."""
     from stay.view import _site
-    from stay.view._status import Validation
+    from stay.view._load import Validation
 
     monkeypatch.setattr(_site, "run_validator", lambda course, data_dir=None: Validation(ran=False, note="skipped"))
 

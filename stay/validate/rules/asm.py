@@ -1,16 +1,12 @@
-"""asm: every outcome has exactly one evidence entry, with the methods its level needs.
-
-Backward design: evidence is decided before lessons are planned. Every outcome is
-checked by a quiz item; one at apply or above must also be performed in an exercise.
-"""
+"""asm: every outcome has exactly one evidence entry, with the methods its level needs. Backward design:
+evidence is decided before lessons are planned; an outcome at apply or above is also performed in an exercise."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._course import Course, Finding, Severity, finding, rule
 from stay.validate._text import show
 
 FAIL = Severity.FAIL

@@ -1,11 +1,7 @@
-"""ast: the data files a course carries under assets/, and the text that names them.
-
-A data file is ``assets/<[a-z0-9][a-z0-9-]*>.csv|.txt|.json``, named by its course-relative
-path in learner-facing text (lessons, exercises, quizzes, project.yaml; not the authors'
-plans or example.yaml, which lists every asset). stay's own rules (group ``stay``). Read
-safely: ``assets/`` is listed without following a link, an entry that is not a regular file is
-ast005's and never opened, and a file is read no further than ``MAX_ASSET_BYTES`` and a byte.
-"""
+"""ast: the data files under assets/ (``<[a-z0-9][a-z0-9-]*>.csv|.txt|.json``) and the learner-facing text
+(lessons, exercises, quizzes, project.yaml) that names them by course-relative path; group ``stay``. Read
+safely: ``assets/`` is listed without following a link, a non-regular entry is ast005's and never opened,
+and a file is read no further than ``MAX_ASSET_BYTES`` and a byte."""
 
 from __future__ import annotations
 
@@ -17,10 +13,8 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from stay._bounds import DATA_NAME, MAX_ASSET_BYTES
-from stay._stored import Damaged, read_stored
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Group, Severity, finding, rule
+from stay._bounds import DATA_NAME, MAX_ASSET_BYTES, Damaged, read_stored
+from stay.validate._course import Course, Finding, Group, Severity, finding, rule
 
 FAIL, WARN = Severity.FAIL, Severity.WARN
 ASSETS = "assets"
@@ -30,9 +24,8 @@ KINDS = {"csv": "CSV", "txt": "text", "json": "JSON"}
 LEARNER_KINDS = ("md", "exercises", "quiz", "project")
 """The files learners read (kinds as _course.py names them): the only text a data file is named in."""
 _NAMED = re.compile(r"(?<![A-Za-z0-9_./-])assets/[A-Za-z0-9_./-]+")
-"""A course-relative path under assets/ (not the tail of a URL or of ``../assets/``), up to
-the first character no file name here holds; trailing '.', '/' and '-' (a sentence's full
-stop) are trimmed off. Linear: one character class after a literal."""
+"""A course-relative path under assets/ (not the tail of a URL or of ``../assets/``); trailing '.', '/'
+and '-' trimmed. Linear: one character class after a literal."""
 SHOWN_FILES = 10
 """ast001 names at most this many of the course's data files (then how many more)."""
 _EXTENSIONS = ["." + kind for kind in KINDS]
@@ -90,16 +83,12 @@ def _entry(entry: os.DirEntry[str]) -> Entry:
 
 
 def read_data_file(root: str | os.PathLike[str], path: str) -> bytes:
-    """The bytes of the data file at ``path`` (``assets/<name>``): opened without following a
-    link and read no further than ``MAX_ASSET_BYTES`` + 1 bytes. ``Damaged`` for a link, a
-    FIFO, a device or a file over the limit; OSError as ``open`` raises it."""
+    """The bytes of the data file at ``path``, never through a link nor past ``MAX_ASSET_BYTES`` + 1."""
     return read_stored(os.path.join(root, *path.split("/")), MAX_ASSET_BYTES)
 
 
 def data_files(root: str | os.PathLike[str]) -> dict[str, bytes]:
-    """The course's data files a learner can be offered, by path, in name order: each entry
-    of assets/ that is a data file within the limit and reads; the rest are left out (the
-    validator names each)."""
+    """The data files a learner can be offered, by path, in name order (the rest are the validator's)."""
     found: dict[str, bytes] = {}
     for entry in entries(root):
         if entry.problem is None and entry.size <= MAX_ASSET_BYTES:
@@ -111,8 +100,7 @@ def data_files(root: str | os.PathLike[str]) -> dict[str, bytes]:
 
 
 def names_in(*values: object) -> list[str]:
-    """The paths under assets/ that ``values`` name (texts, or parsed YAML walked for its
-    strings), in the order first named, once each."""
+    """The paths under assets/ that ``values`` name (texts, or YAML's strings), once each, in order."""
     found: dict[str, None] = {}
     pending = list(reversed(values))
     while pending:
@@ -130,8 +118,7 @@ def names_in(*values: object) -> list[str]:
 
 
 def _learner_files(course: Course) -> Iterator[tuple[str, list[str]]]:
-    """(path, the data file paths it names) for each usable learner-facing file, in the
-    order the course loads them: project.yaml, then each lesson's files."""
+    """(path, the data file paths it names) for each usable learner-facing file, in load order."""
     for path, record in course.files.items():
         if record.kind in LEARNER_KINDS and record.usable:
             yield path, names_in(record.body.text if record.body is not None else record.data)

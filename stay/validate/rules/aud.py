@@ -1,15 +1,11 @@
-"""aud: the audience profile has a real time budget, prior knowledge and goals.
-
-Every later stage sizes its work against the audience: the curriculum against its
-budget, the lessons against what learners already know and want to do.
-"""
+"""aud: the audience profile has a real time budget, prior knowledge and goals: every later stage sizes
+its work against them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._course import Course, Finding, Severity, finding, rule
 
 FAIL, WARN = Severity.FAIL, Severity.WARN
 A = "audience.yaml"

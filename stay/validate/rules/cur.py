@@ -1,16 +1,12 @@
-"""cur: the curriculum's shape fits house style and its ids follow the contract.
-
-Ids are numbered in curriculum order because every other file names lessons and
-modules by id; a gap or a misnumbered id silently detaches files from the course.
-"""
+"""cur: the curriculum's shape fits house style and its ids follow the contract. Every other file names
+lessons and modules by id: a gap or a misnumbered id silently detaches files from the course."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
 
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._course import Course, Finding, Severity, finding, rule
 from stay.validate._text import show, times
 
 FAIL, WARN = Severity.FAIL, Severity.WARN

@@ -1,17 +1,12 @@
-"""exe: every outcome at apply or above is practised, at its own level.
-
-A quiz item can check that a learner recognises a thing; only an exercise shows
-them doing it. An exercise pitched at another level than its outcome practises
-something the course never promised.
-"""
+"""exe: every outcome at apply or above is practised, at its own level: only an exercise shows a learner
+doing a thing, and one pitched at another level practises something the course never promised."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
-from stay.validate._course import Course, Lesson
-from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._course import Course, Finding, Lesson, Severity, finding, rule
 from stay.validate._text import id_matches, show
 
 FAIL, WARN = Severity.FAIL, Severity.WARN
@@ -24,8 +19,7 @@ def _written(course: Course) -> Iterator[tuple[Lesson, list[dict[str, Any]]]]:
 
 
 def _with_outcome(course: Course) -> Iterator[tuple[Lesson, dict[str, Any], dict[str, Any]]]:
-    """Every written exercise whose outcome the outcomes file defines, with that outcome
-    (its first definition); nothing when outcomes.yaml is not usable."""
+    """Every written exercise whose outcome the outcomes file defines, with that outcome's first entry."""
     if course.outcomes_file.usable:
         for lesson, exercises in _written(course):
             for exercise in exercises:

@@ -1,16 +1,12 @@
-"""glo: the glossary is exactly the introduced terms, each with its introducing lesson.
-
-The glossary is merged from the plans after the wave; these rules catch a merge
-that lost, duplicated or misattributed a term, or a plan edited after the merge.
-"""
+"""glo: the glossary is exactly the introduced terms, each with its introducing lesson: a merge that lost,
+duplicated or misattributed a term, or a plan edited after the merge, is caught."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._course import Course, Finding, Severity, finding, rule
 from stay.validate._text import norm, show
 
 FAIL, WARN = Severity.FAIL, Severity.WARN

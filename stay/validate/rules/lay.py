@@ -1,8 +1,4 @@
-"""lay: nothing stray sits in modules/.
-
-A file under modules/ that no curriculum lesson owns is a leftover (a renamed
-lesson, a stray draft) that the viewer would never show.
-"""
+"""lay: nothing stray sits in modules/: a file no curriculum lesson owns is a leftover the viewer never shows."""
 
 from __future__ import annotations
 
@@ -10,8 +6,7 @@ import os
 import posixpath
 from collections.abc import Iterator
 
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._course import Course, Finding, Severity, finding, rule
 
 WARN = Severity.WARN
 

@@ -1,23 +1,17 @@
-"""les: the lesson's prose follows its plan and house style.
-
-Headings must match the plan so the viewer's outline is the plan's; the length
-bounds come from the plan's minutes; paragraph, sentence and phrase limits are the
-house style the writing stage was prompted with.
-"""
+"""les: the lesson's prose follows its plan (headings, so the viewer's outline is the plan's; length, from
+its minutes) and the house style the writing stage was prompted with."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from stay.validate._course import Course, Lesson
-from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._course import Course, Finding, Lesson, Severity, finding, rule
 from stay.validate._text import Body, mentions_normed, quoted, show, times
 
 FAIL, WARN = Severity.FAIL, Severity.WARN
 
 
 def _written(course: Course) -> Iterator[tuple[Lesson, Body]]:
-    """Lessons with a usable plan and a usable .md, with the parsed body."""
     for lesson in course.planned_lessons:
         if lesson.md.usable and lesson.md.body is not None:
             yield lesson, lesson.md.body

@@ -1,15 +1,11 @@
-"""lod: the cognitive load budget, in new terms per lesson and per module.
-
-New terms compete for working memory; house style caps how many a lesson and a
-module may introduce, so a plan cannot quietly front-load vocabulary.
-"""
+"""lod: the cognitive load budget, in new terms per lesson and per module, so a plan cannot quietly
+front-load vocabulary."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._course import Course, Finding, Severity, finding, rule
 from stay.validate._text import show
 
 FAIL = Severity.FAIL

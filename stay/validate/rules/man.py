@@ -1,9 +1,5 @@
-"""man: course.yaml agrees with the directory.
-
-The manifest's status map is a projection of the hash ledger that a static viewer
-and a diff read; it must not claim a file exists that does not, nor omit one that
-does.
-"""
+"""man: course.yaml agrees with the directory: its status map, read by a static viewer and a diff, claims
+no file that does not exist and omits none that does."""
 
 from __future__ import annotations
 
@@ -11,8 +7,7 @@ import os
 import posixpath
 from collections.abc import Iterator
 
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._course import Course, Finding, Severity, finding, rule
 from stay.validate._text import show
 
 FAIL, WARN = Severity.FAIL, Severity.WARN

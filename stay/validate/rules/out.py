@@ -1,16 +1,11 @@
-"""out: each outcome is one observable behaviour, at a declared Bloom level.
-
-The verb table in bloom-verbs.yaml is the table the outcomes stage is prompted
-with, so an outcome whose verb is not under its level, or that names an internal
-state ("understand"), is a defect a model reliably makes and a count can catch.
-"""
+"""out: each outcome is one observable behaviour, at a declared Bloom level. bloom-verbs.yaml is the table
+the outcomes stage is prompted with; a verb off its level, or an internal state ("understand"), is caught."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._course import Course, Finding, Severity, finding, rule
 from stay.validate._text import first_word, id_matches, norm, show, words
 
 FAIL, WARN = Severity.FAIL, Severity.WARN

@@ -1,16 +1,11 @@
-"""pln: each lesson plan agrees with the curriculum and covers its outcomes.
-
-The plan is the contract the wave writes to: its sections become the lesson's
-headings, its minutes bound the prose. A plan that disagrees with the curriculum,
-or leaves an outcome untaught, passes that defect to four artefacts at once.
-"""
+"""pln: each lesson plan agrees with the curriculum and covers its outcomes. The wave writes to the plan, so
+a plan's defect passes to four artefacts at once."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._course import Course, Finding, Severity, finding, rule
 from stay.validate._text import norm, show
 
 FAIL, WARN = Severity.FAIL, Severity.WARN

@@ -1,21 +1,13 @@
-"""pos: the correct option of a multiple-choice item is not always in the same place.
-
-A quiz whose every correct answer is option A is answered by always clicking A: it
-tests the pattern, not the lesson. Shuffling options in a viewer is no fix, since the
-file is the course, so the file is checked. These rules are stay's own (group
-``stay``): the contract and the frozen reference have no such rule.
-
-Only items with exactly one correct option count: an item with none or several is
-qz008's defect, and has no single position to compare.
-"""
+"""pos: the correct option of a multiple-choice item is not always in the same place (group ``stay``): a quiz
+whose every answer is A is answered by clicking A. The file is the course, so the file is checked, not a
+viewer's shuffle. Only items with exactly one correct option count (none or several is qz008's defect)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
-from stay.validate._course import Course, Lesson
-from stay.validate._registry import Finding, Group, Severity, finding, rule
+from stay.validate._course import Course, Finding, Group, Lesson, Severity, finding, rule
 from stay.validate._text import show
 
 WARN = Severity.WARN

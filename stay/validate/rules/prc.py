@@ -1,14 +1,6 @@
-"""prc: practice counts in the time budget.
-
-The contract holds the lessons to audience.yaml's budget (cur004, cur005); exercises and
-the capstone take a learner's time too, and nothing there counts it. audience.yaml's
-``time_budget_minutes`` is the lessons' share of the brief's ``time_available``
-(``DurationLimits.lessons_share``): house style's ``course.practice_percent`` of it is kept
-for practice. These rules are stay's own (group ``stay``): each exercise and the capstone
-carry ``minutes`` (an extra field to the contract, which stay's schema requires), each
-within house style's bounds, and lessons + exercises + capstone fit the brief's time.
-A missing ``minutes`` counts as none in the sums and is prc002's or prc003's defect.
-"""
+"""prc: practice counts in the time budget (group ``stay``): each exercise and the capstone carry ``minutes``
+within house style's bounds, and lessons + exercises + capstone fit the brief's ``time_available``.
+A missing ``minutes`` counts as none in the sums (prc002's or prc003's defect)."""
 
 from __future__ import annotations
 
@@ -16,8 +8,7 @@ from collections.abc import Iterator
 
 from stay._duration import parse_duration
 from stay.errors import BriefError
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Group, Severity, finding, rule
+from stay.validate._course import Course, Finding, Group, Severity, finding, rule
 from stay.validate._text import show
 
 FAIL, WARN = Severity.FAIL, Severity.WARN

@@ -1,9 +1,5 @@
-"""prj: the capstone spans every module and its rubric is observable and complete.
-
-The capstone is where outcomes are combined; a milestone for each module keeps it
-from skipping half the course, and rubric criteria free of vague words ("good",
-"appropriate") are ones two markers would apply the same way.
-"""
+"""prj: the capstone spans every module (a milestone each) and its rubric is observable and complete:
+criteria free of vague words ("good") are ones two markers apply the same way."""
 
 from __future__ import annotations
 
@@ -11,9 +7,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Severity, finding, rule
-from stay.validate._schema import is_str
+from stay.validate._course import Course, Finding, Severity, finding, is_str, rule
 from stay.validate._text import mentions, quoted, show
 
 FAIL, WARN = Severity.FAIL, Severity.WARN

@@ -1,17 +1,12 @@
-"""qz: every outcome has a quiz item, and every item is answerable and well formed.
-
-Distractors must each name the misconception they embody (why_wrong), so a wrong
-answer teaches something; "all of the above" style options are banned because
-they test test-taking, not the outcome.
-"""
+"""qz: every outcome has a quiz item, and every item is answerable and well formed: a distractor names its
+misconception (why_wrong); "all of the above" is banned, as it tests test-taking, not the outcome."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
-from stay.validate._course import Course, Lesson
-from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._course import Course, Finding, Lesson, Severity, finding, rule
 from stay.validate._text import id_matches, norm, show
 
 FAIL, WARN = Severity.FAIL, Severity.WARN

@@ -1,15 +1,11 @@
-"""ret: every introduced term is asked about again, in its lesson's quiz or a later one.
-
-Retrieval practice is what moves a term into long-term memory; a term that is
-introduced and never asked about again is one the course taught once and dropped.
-"""
+"""ret: every introduced term is asked about again, in its lesson's quiz or a later one (retrieval
+practice moves it into long-term memory)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from stay.validate._course import Course, Intro
-from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._course import Course, Finding, Intro, Severity, finding, rule
 from stay.validate._text import mentions_normed, norm, show
 
 WARN = Severity.WARN

@@ -1,14 +1,7 @@
-"""rev: what the review stage found wrong for a learner, while it still stands.
-
-The review stage (``stay.stages.review``) has the judging model read each lesson with its
-plan, the running example's data, its exercises and its quiz, and writes what it found to
-``<module>/.review/<lesson>.review.yaml``, each finding quoted from the file it is in.
-These rules read that file and report each finding whose quote still stands in its file
-(and item): a file repaired since no longer holds it, and the finding is gone without a
-second review. Only a course reviewed by a model has the file, so elsewhere (the committed
-sample, an offline build) they find nothing. A finding is owned by the stage whose file
-holds its quote, so repair sends it there. These rules are stay's own (group ``stay``).
-"""
+"""rev: what the review stage found wrong for a learner, while it still stands (group ``stay``). The review
+(``stay.stages.review``) writes ``<module>/.review/<lesson>.review.yaml``, each finding quoted from its file;
+a finding is reported while its quote still stands in its file (and item), so a repair clears it without a
+second review, and it is owned by the stage whose file holds the quote. Without a model review, none."""
 
 from __future__ import annotations
 
@@ -17,22 +10,17 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from stay._bounds import read_bounded
-from stay.validate._course import Course, Lesson
-from stay.validate._defect import Owner
-from stay.validate._registry import Finding, Group, Rule, Severity, rule
-from stay.validate._text import quoted_in, show
-from stay.validate._yaml import safe_load
+from stay.validate._course import Course, Finding, Group, Lesson, Owner, Rule, Severity, rule
+from stay.validate._text import quoted_in, safe_load, show
 
 REVIEW = ".review/{lesson}.review.yaml"
-"""Where a lesson's review is, under its module directory (``LessonReview.FILE``; the
-validator does not import the artefacts, and a test holds the two equal)."""
+"""``LessonReview.FILE``, under its module directory (a test holds the two equal)."""
 TEMPLATE = "{what}: '{quote}': {why}; fix: {fix}"
 
 
 def item_texts(file: str, data: Any) -> dict[str, str]:
-    """The text a finding about ``file`` may quote, by item id ('' the whole file): a
-    lesson's body, each exercise's task, hints and solution, each quiz item's stem,
-    options, answer and explanation. ``data`` is the body, or the file's data."""
+    """The text a finding about ``file`` may quote, by item id ('' the whole file); ``data`` is the body,
+    or the file's data."""
     if file == "content":
         return {"": data} if isinstance(data, str) else {}
     field = {"exercises": "exercises", "quiz": "items"}.get(file, "")
@@ -66,7 +54,6 @@ def _texts(lesson: Lesson) -> dict[str, dict[str, str]]:
 
 
 def _review(course: Course, lesson: Lesson) -> list[Mapping[str, Any]]:
-    """The findings of the lesson's review file; none when there is none or it is unreadable."""
     try:
         data = safe_load(read_bounded(os.path.join(course.root, lesson.module_dir,
                                                     REVIEW.format(lesson=lesson.id))).decode("utf-8"))

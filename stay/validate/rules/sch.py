@@ -1,15 +1,11 @@
-"""sch: every file looked at must be UTF-8 YAML of the right shape.
-
-An unusable file is treated as absent by every other rule, so these two rules are
-the only place a malformed file is reported: once, with every problem listed.
-"""
+"""sch: every file looked at must be UTF-8 YAML of the right shape. Every other rule treats an unusable file
+as absent, so it is reported here only: once, with every problem listed."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Severity, rule
+from stay.validate._course import Course, Finding, Severity, rule
 
 FAIL = Severity.FAIL
 

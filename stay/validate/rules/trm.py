@@ -1,15 +1,11 @@
-"""trm: a term is introduced once, and only relied on after it has been introduced.
-
-The glossary, the retrieval schedule and the load budget all assume each term has
-exactly one introducing lesson that comes before every lesson that uses it.
-"""
+"""trm: a term is introduced once, and only relied on after it has been introduced (the glossary, the
+retrieval schedule and the load budget assume so)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from stay.validate._course import Course
-from stay.validate._registry import Finding, Severity, finding, rule
+from stay.validate._course import Course, Finding, Severity, finding, rule
 from stay.validate._text import norm, show
 
 FAIL = Severity.FAIL

@@ -118,7 +118,7 @@ def test_a_data_directory_may_set_the_practice_figures(tmp_path: Path) -> None:
     import yaml
 
     from stay.briefs import house_limits
-    from stay.validate._data import PRACTICE_KEYS, HouseData
+    from stay.validate._course import PRACTICE_KEYS, HouseData
     from tests.fixtures.rules.prc import DATA
 
     assert not any(key.partition(".")[2] in yaml.safe_load((DATA / "house-style.yaml").read_text()).get(
