@@ -1,6 +1,5 @@
-"""How a stage's declared inputs are found in a course: the files each reads (the
-artefact graph's edges) and their values (the typed artefacts, loaded). A stage says
-*what* it reads (``stay.stages._stage``); this is the one place that knows where."""
+"""How a stage's declared inputs are found in a course (the artefact graph's edges) and loaded: a stage
+says *what* it reads (``stay.stages._stage``); this is the one place that knows where."""
 
 from __future__ import annotations
 
@@ -117,8 +116,7 @@ def direct_inputs(stage: Stage, unit: Unit, layout: CourseLayout, plans: Mapping
 
 
 def _data_files(source: DataFilesInput, place: LessonPlace, reader: Reader) -> dict[str, str]:
-    """path -> the text of each data file the lesson's files name (``source.named_in``, those
-    that exist), cut at ``DATA_CHARS``; {} when the course has no example or none is named."""
+    """path -> the text of each data file the lesson's files name, cut at ``DATA_CHARS``."""
     if not reader.exists(CourseExample.FILE):
         return {}
     example = reader.load(CourseExample.FILE)
@@ -134,8 +132,7 @@ def _relied_on(plan: LessonPlan) -> list[str]:
 
 
 def _definitions(plan: LessonPlan, layout: CourseLayout, plans: Mapping[str, LessonPlan]) -> list[dict[str, str]]:
-    """Each of the plan's prerequisites and revisits, once, with the definition the plan that
-    introduces it wrote; a term no plan introduces is left out (the validator's trm002/trm003)."""
+    """Each of the plan's prerequisites and revisits, once, with the definition its introducing plan wrote."""
     introducer = layout.introducers(plans)
     found: dict[str, dict[str, str]] = {}
     for term in _relied_on(plan):

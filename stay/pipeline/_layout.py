@@ -90,8 +90,7 @@ class CourseLayout:
         return [(place.path(stage.output), place) for place in self.lessons()]
 
     def introducers(self, plans: Mapping[str, LessonPlan]) -> dict[str, LessonPlace]:
-        """norm(term) -> the lesson whose plan first introduces it, in lesson order.
-        Worked out once for the same plans mapping: every quiz asks for it."""
+        """norm(term) -> the lesson whose plan first introduces it; worked out once per plans mapping."""
         if self._introduced and self._introduced[0][0] is plans:
             return self._introduced[0][1]
         found = self._introducers(plans)
@@ -141,8 +140,7 @@ class RunReader:
         return (self.root / path).is_file()
 
     def load(self, path: str) -> Artefact:
-        """A course file as its artefact, through the one course reader: parsed again
-        only when its bytes changed."""
+        """A course file as its artefact, parsed again only when its bytes changed."""
         if self._files is None:
             self._files = CourseReader(self.root)
         loaded: Artefact = self._files.load(path, artefact_type(path))
@@ -179,8 +177,7 @@ class RunReader:
         return found
 
     def wrote(self, paths: Iterable[str]) -> None:
-        """The run wrote ``paths``: the plans are read again if one of them is a plan or
-        the curriculum (the parse cache checks bytes itself)."""
+        """The run wrote ``paths``: the plans are read again if one is a plan or the curriculum."""
         if any(path.endswith(".plan.yaml") or path == "curriculum.yaml" for path in paths):
             self._plans = None
 
@@ -192,12 +189,8 @@ def course_report(root: Path, settings: Settings) -> CourseReport:
 
 def defects_in(root: Path, settings: Settings, paths: Iterable[str], *,
                fails_only: bool = False) -> tuple[Defect, ...]:
-    """The defects the validator finds in ``paths`` (course-relative), in report order.
-
-    The whole course is validated (cross-file rules need it), then the defects are kept
-    whose path is one of ``paths``. Mid-run, a file not written yet is a WARN of its own
-    path, so it never shows up against a file that exists; ``fails_only`` keeps FAILs.
-    """
+    """The defects the validator finds in ``paths``, in report order: the whole course is validated (cross-file
+    rules need it); ``fails_only`` keeps FAILs."""
     wanted = set(paths)
     report = course_report(root, settings)
     return tuple(d for d in report.defects

@@ -21,8 +21,7 @@ Ending = Literal["complete", "stopped", "failed"]
 
 @dataclass(frozen=True)
 class ProgressUpdate:
-    """One thing a run says, with where it stands: the time since it started, what it has
-    cost so far and, for counted work (a lesson of the wave), ``done`` of ``total``."""
+    """One thing a run says: the time since it started, its cost so far, and ``done`` of ``total``."""
 
     text: str
     elapsed: float
@@ -32,8 +31,7 @@ class ProgressUpdate:
     done: int | None = None
     total: int | None = None
     final: Ending | None = None
-    """Set on a run's last update only (its text the outcome): a sink that draws (a bar)
-    closes in that state; a terminal is never sent it, as the command prints the outcome."""
+    """Set on a run's last update only: a bar closes in that state; a terminal is never sent it."""
 
     @property
     def counted(self) -> bool:
@@ -49,8 +47,7 @@ class ProgressUpdate:
 
 @runtime_checkable
 class ProgressSink(Protocol):
-    """A progress sink that draws updates itself (a notebook's bar); any other callable
-    gets ``ProgressUpdate.line()``."""
+    """A progress sink that draws updates itself (a notebook's bar); any other gets ``line()``."""
 
     def __call__(self, line: str) -> None: ...
 
@@ -62,22 +59,18 @@ def money(cost: float | None) -> str:
 
 
 def print_progress(line: str) -> None:
-    """The terminal sink: one line on stderr, flushed at once, never with a secret in it,
-    escaped for a terminal (a line can carry a file name or a heading)."""
+    """The terminal sink: one line on stderr, flushed, redacted and escaped for a terminal."""
     sys.stderr.write(terminal_text(redact(line)) + "\n")
     sys.stderr.flush()
 
 
 _KERNEL_SHELLS = frozenset({"ipykernel.zmqshell.ZMQInteractiveShell", "google.colab._shell.Shell"})
-"""The shells that draw HTML, as tqdm.auto tells them: a Jupyter kernel's (JupyterLab,
-classic, VS Code's notebooks all run ipykernel), and Colab's, which subclasses it."""
+"""The shells that draw HTML, as tqdm.auto tells them: ipykernel's, and Colab's subclass of it."""
 
 
 def in_notebook() -> bool:
-    """Whether this process is a notebook's kernel: the running IPython shell is one of
-    ``_KERNEL_SHELLS`` or a subclass of one (by its classes' names, as ``isinstance``
-    would say without importing ipykernel). IPython is looked up, never imported: a
-    script or a terminal pays nothing for the check."""
+    """Whether this process is a notebook's kernel, by its IPython shell's classes' names: IPython is looked
+    up, never imported, so a script pays nothing for the check."""
     ipython = sys.modules.get("IPython")
     get = getattr(ipython, "get_ipython", None)
     shell = get() if callable(get) else None
@@ -108,13 +101,8 @@ def _ipython_show() -> Callable[[str], None]:
 
 @dataclass
 class NotebookProgress:
-    """A progress bar in the notebook cell that runs the build, redrawn in place: the
-    bar counts the wave's lessons (indeterminate before the wave), beside the elapsed
-    time and running cost, with the run's latest lines beneath it.
-
-    ``show`` receives the HTML to display; by default IPython's display handle, which
-    replaces the cell's output rather than appending to it.
-    """
+    """A progress bar in the notebook cell that runs the build, redrawn in place: the wave's lessons,
+    elapsed time, running cost and latest lines. ``show`` gets the HTML (default: an IPython display handle)."""
 
     show: Callable[[str], None] | None = None
     keep: int = 4
@@ -188,8 +176,7 @@ class Reporter:
         self._emit(ProgressUpdate(label, self.elapsed(), self.cost(), done, total))
 
     def end(self, outcome: str, ending: Ending) -> None:
-        """The run's last word, to a sink that draws (a bar closes on it); a plain callable
-        is not sent it, as whoever reads the result says the outcome (once)."""
+        """The run's last word, to a sink that draws (a bar closes on it); a plain callable is not sent it."""
         if isinstance(self.progress, ProgressSink):
             self.progress.update(ProgressUpdate(redact(outcome), self.elapsed(), self.cost(), final=ending))
 

@@ -1,6 +1,5 @@
-"""Bounded repair of the leaf artefacts (content, exercises, quiz, capstone), routed on each
-defect's owner: a defect a gate approved is reported, never repaired (docs/pipeline.md, "Repair").
-"""
+"""Bounded repair of the leaf artefacts, routed on each defect's owner: a defect a gate approved is
+reported, never repaired (docs/pipeline.md, "Repair")."""
 
 from __future__ import annotations
 
@@ -20,12 +19,8 @@ STOP_ROUND_LIMIT = "round limit"
 
 @dataclass(frozen=True)
 class Router:
-    """Where each defect goes, from the curriculum and glossary as they are this round.
-
-    A defect's owner names the stage that must fix it: repair may regenerate the files
-    of wave stages only (the others were approved at a gate), the lesson the defect's
-    path belongs to, or for ``ret001`` the lesson the glossary says introduced the term.
-    """
+    """Where each defect goes this round: repair regenerates wave stages' files only, of the lesson the
+    defect's path belongs to (for ``ret001`` the lesson that introduced the term)."""
 
     outputs: dict[tuple[str, str], str]
     """(stage, lesson id or '') -> the file that stage writes for it."""
@@ -64,8 +59,7 @@ def house_style(config: RunConfig) -> str:
 
 
 def repair_course(fixer: Fixer) -> RepairReport:
-    """Repair rounds until one of the four stops, through ``fixer`` (each file's stage
-    asked again); the last validation is left on the tally."""
+    """Repair rounds until one of the four stops; the last validation is left on the tally."""
     config, reader, ledger, tally, say = (fixer.config, fixer.again.reader, fixer.again.ledger, fixer.tally,
                                           fixer.report.say)
     report = tally.validation if tally.validation is not None else course_report(config.root, config.settings)

@@ -1,6 +1,4 @@
-"""Running a command: the nodes, binding them to the run, walking the graph, keeping proposals,
-and the result a build returns.
-"""
+"""Running a command: the nodes, binding them to the run, walking the graph, keeping proposals, the result."""
 
 from __future__ import annotations
 
@@ -128,8 +126,7 @@ def tokens_of(usage: Usage) -> str:
 
 @dataclass(frozen=True)
 class Spent:
-    """What a run has paid, in total and per stage: what its summary's ``usage:`` lines
-    say, for a run that went to the end and for one that failed or was interrupted."""
+    """What a run has paid, in total and per stage, whether it went to the end or not."""
 
     calls: int
     usage: Usage
@@ -141,8 +138,7 @@ class Spent:
     calls_by_stage: dict[str, int] = field(default_factory=dict)
 
     def lines(self, *, so_far: bool = False) -> list[str]:
-        """``usage: N calls; tokens; cost``, then one line per stage that called a model;
-        ``so_far`` for a run that did not end (what it paid before it stopped)."""
+        """``usage:`` lines, total then per stage; ``so_far`` for a run that did not end."""
         total = describe_cost(self.cost, set(self.unpriced)) + (" so far" if so_far else "")
         lines = [f"usage: {plural(self.calls, 'call')}; {tokens_of(self.usage)}; {total}"]
         for stage, usage in sorted(self.usage_by_stage.items()):
@@ -185,8 +181,7 @@ class BuildResult:
     trace_id: str = ""
     """The id of this run's trace in <course>/.runs/traces/."""
     cost: float | None = 0.0
-    """US dollars this run paid, from stay.models.PRICES (a replayed answer costs nothing;
-    a batched one, half); None (unknown) when a call used a model with no price on file."""
+    """US dollars this run paid; None (unknown) when a call used a model with no price on file."""
     usage_by_stage: dict[str, Usage] | None = None
     retired: tuple[str, ...] = ()
     """Files no longer in the curriculum, moved to .state/retired/run-<n>/ by this run."""
@@ -195,15 +190,13 @@ class BuildResult:
     cost_by_stage: dict[str, float] | None = None
     """US dollars per stage (priced calls only; see ``unpriced``)."""
     unresolved: tuple[Defect, ...] = ()
-    """FAILs the check at the write left in the design files and plans this run wrote,
-    after asking the model once more: what the gate's reviewer must see."""
+    """FAILs the check at the write left in the files this run wrote: what the gate's reviewer must see."""
     calls_by_stage: dict[str, int] | None = None
     """Model calls per stage (a billed call that failed is counted too)."""
     diff: str = ""
     """``revise --show``: the unified diff each proposal would make (nothing was written)."""
     not_reviewed: str = ""
-    """Why no lesson was reviewed by the judging model (the offline backend, ``--no-review``);
-    '' when the review ran where a lesson needed it."""
+    """Why no lesson was reviewed by the judging model; '' when the review ran."""
 
     @property
     def spent(self) -> Spent:
@@ -232,8 +225,7 @@ class BuildResult:
         return tokens_of(self.usage)
 
     def summary(self) -> str:
-        """What ``stay build`` prints on stdout: the course, the usage and cost, then where
-        the run stopped, or the validation and repair results."""
+        """What ``stay build`` prints on stdout."""
         lines = [f"{self.slug}: {self.course_dir}", *self.spent.lines()]
         lines += [f"unresolved at the write: {path}: {', '.join(codes)}"
                   for path, codes in self.unresolved_by_file().items()]
@@ -258,8 +250,7 @@ class BuildResult:
     # -- in a notebook -------------------------------------------------------------------
 
     def _display(self) -> tuple[str, list[Table], str]:
-        """A summary line, the tables (the run; defects by owner; usage and cost by stage)
-        and a closing line."""
+        """A summary line, the tables and a closing line."""
         head = f"stay {self.command} {self.slug}: {self.outcome}"
         run: list[tuple[object, ...]] = [
             ("course", str(self.course_dir)),
@@ -310,8 +301,7 @@ class BuildResult:
         return head, tables, tail
 
     def _least_kept(self) -> list[tuple[int, Change]]:
-        """Per repair round, the file that kept the smallest share of its lines: the one
-        line a terminal shows of what repair changed (the table and the run log, all)."""
+        """Per repair round, the file that kept the smallest share of its lines."""
         rounds = self.repair.rounds if self.repair is not None else ()
         return [(n, r.least_kept) for n, r in enumerate(rounds, 1) if r.least_kept is not None]
 
@@ -367,8 +357,7 @@ FROM_NODE: Mapping[str, Callable[[Dag, str, Mapping[str, Any]], object]] = {
 
 
 def bind(pipeline: Dag, chosen: Mapping[str, Callable[..., object]]) -> dict[str, Handler]:
-    """node name -> its handler (``chosen``), with each parameter bound to the collaborator
-    or node attribute it names. Every problem found is raised at once, as a GraphError."""
+    """node name -> its handler, each parameter bound to what it names; every problem raised at once."""
     table: dict[str, Handler] = {}
     problems: list[str] = []
     for name, handler in chosen.items():
@@ -433,8 +422,7 @@ def choose(config: RunConfig, name: str) -> str:
 
 
 def require(config: RunConfig, walk: Walk, node: Node) -> None:
-    """The course exists and every gate the node requires has its approval holding; else
-    refuse, naming the gate and the command that unblocks it. Nothing has been written yet."""
+    """The course exists and every gate the node requires holds; else refuse, naming what unblocks it."""
     course = _existing(config, walk)
     for gate in node["requires"]:
         holds, why = course.approval(gate)
@@ -453,9 +441,8 @@ def _existing(config: RunConfig, walk: Walk) -> CourseState:
 
 
 def revise_seed(config: RunConfig, walk: Walk, report: Reporter, node: Node) -> None:
-    """``revise``: the course exists; each target's phase has the approvals it needs
-    (the node's ``requires_by_phase``: a wave file both, a plan the design gate's, a
-    design file none); an edited file is revised only when forced, and its bytes kept first."""
+    """``revise``: the course exists, each target's phase has the approvals it needs, and an edited file is
+    revised only when forced (its bytes kept first)."""
     course = _existing(config, walk)
     check_revisions(config, course, node["requires_by_phase"])
     if not config.show:  # a shown revision replaces nothing: --keep keeps an edited file's bytes
@@ -468,22 +455,16 @@ def revise_seed(config: RunConfig, walk: Walk, report: Reporter, node: Node) -> 
 
 
 def intake(config: RunConfig, reader: RunReader) -> None:
-    """The brief was read and checked, and the slug made safe, before the run began;
-    here its duration is checked against the run's own house style."""
+    """The brief's duration checked against the run's own house style."""
     if reader.brief is None:
         raise UsageError(f"stay {config.command} needs a brief file")
     check_duration(reader.brief.time_available, f"course '{config.slug}' brief", config.limits)
 
 
 def moderate(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, walk: Walk) -> None:
-    """Screen the whole brief as one message: a topic and an audience that are each
-    unremarkable can be a different thing together. A brief screened before (its hash
-    is in the ledger) is not screened again. Fails open only when the service is
-    unreachable (``ModelUnavailable``, a timeout, no connection): anything else, a
-    configuration error (a mistyped ``STAY_MODEL_ANALYSIS``, a rejected key) or a verdict
-    that cannot be read, is an error, and the brief is not built unscreened. A brief
-    screened by nothing (``--no-screen``, fail-open, a replay with no verdict) is said and
-    recorded in the run log, never skipped in silence."""
+    """Screen the whole brief as one message (a topic and an audience fine apart can be another thing
+    together), unless screened before. Fails open only when the service is unreachable; a brief screened by
+    nothing is said and recorded in the run log."""
     brief = reader.brief
     assert brief is not None
     if walk.state is not None and walk.state.screened(brief):
@@ -519,8 +500,8 @@ def _unscreened(report: Reporter, walk: Walk, why: str) -> None:
 
 def scaffold(config: RunConfig, reader: RunReader, report: Reporter, tally: Tally, writer: Writer, walk: Walk,
              node: Node) -> None:
-    """Create the course (under the lock the runner took) or bring course.yaml's brief up to date; a
-    command that does not author the node's phase only checks the brief is the course's."""
+    """Create the course or bring course.yaml's brief up to date; a command that does not author the
+    node's phase only checks the brief is the course's."""
     brief = reader.brief
     assert brief is not None
     root, slug, hint = config.root, config.slug, config.hint
@@ -556,9 +537,7 @@ def scaffold(config: RunConfig, reader: RunReader, report: Reporter, tally: Tall
 
 def run_course_stage(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter,
                      ledger: CourseState, writer: Writer, walk: Walk, fixer: Fixer, stage: Stage) -> None:
-    """A course-scope stage (audience, curriculum, outcomes, assessment): regenerate its
-    one file if it must be (the one policy, ``needs_writing``), then check it at the write:
-    a FAIL goes back to the model once, with the file, before the gate."""
+    """A course-scope stage: regenerate its one file if it must be, then check it at the write."""
     path = stage.output
     if needs_writing(config, ledger, report, path, stage.phase):
         report.say(f"  {path}: writing ({why(ledger.status(path))})")
@@ -575,8 +554,7 @@ def run_course_stage(config: RunConfig, reader: RunReader, model: ModelGateway, 
 
 def write_derived(config: RunConfig, reader: RunReader, report: Reporter, ledger: CourseState, writer: Writer,
                   path: str, phase: str) -> None:
-    """The files written from ``path`` as it stands (example.yaml's data files): each one
-    missing or stale is written, one edited by hand is kept, as for any other file."""
+    """The files written from ``path`` as it stands (example.yaml's data files), as for any other file."""
     derived = reader.load(path).derived()
     todo = {target: made for target, made in derived.items()
             if needs_writing(config, ledger, report, target, phase)}
@@ -588,10 +566,8 @@ def write_derived(config: RunConfig, reader: RunReader, report: Reporter, ledger
 
 def run_module_stage(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter,
                      ledger: CourseState, writer: Writer, walk: Walk, fixer: Fixer, stage: Stage) -> None:
-    """A module-scope stage (lesson planning): one call per module with a file to write,
-    so the module's term budget is allocated, not audited after the fact. Only the files
-    that must be written are; an edited one is kept. The module's plans are checked at
-    the write, like a design file."""
+    """A module-scope stage: one call per module with a file to write (its term budget is allocated, not
+    audited after), only the files that must be written; checked at the write."""
     for module in reader.layout.curriculum.modules:
         places = reader.layout.lessons_of(module)
         todo = [place.path(stage.output) for place in places
@@ -628,8 +604,7 @@ def start_course_task(config: RunConfig, reader: RunReader, model: ModelGateway,
 
 def gather(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer,
            tally: Tally) -> None:
-    """The barrier: wait for every task the wave nodes started; the first failure is
-    raised once all have ended."""
+    """The barrier: wait for every task the wave nodes started."""
     wave = wave_of(config, reader, model, report, writer)
     if not wave.empty:
         tally.wave = wave.wait()
@@ -668,8 +643,7 @@ def merge_glossary(config: RunConfig, reader: RunReader, report: Reporter, ledge
 
 
 def land_manifest(config: RunConfig, report: Reporter, ledger: CourseState, tally: Tally, node: Node) -> None:
-    """Retire the files the curriculum no longer has (moved, never deleted), then write
-    course.yaml's status projection."""
+    """Retire the files the curriculum no longer has (moved, never deleted), then project the statuses."""
     if not config.may_write(node["phase"]):
         return
     number = config.run_number
@@ -690,8 +664,7 @@ def validate(config: RunConfig, model: ModelGateway, report: Reporter, tally: Ta
 
 
 def repair(config: RunConfig, ledger: CourseState, tally: Tally, fixer: Fixer, node: Node) -> None:
-    """Repair runs only while the gates it requires (the node's: every gate) hold,
-    exactly like the wave, and only in a command that authors its phase."""
+    """Repair runs only while the gates its node requires hold, in a command that authors its phase."""
     if not config.may_write(node["phase"]):
         return
     for gate in node["requires"]:
@@ -707,16 +680,11 @@ FIXED: Mapping[str, Callable[..., object]] = {
     "validate": validate, "revise_files": revise_files, "revise_gather": revise_gather,
     "scaffold": scaffold, "merge_glossary": merge_glossary, "land_manifest": land_manifest,
 }
-"""The nodes whose work is their own: every other node's handler is chosen by its
-node's kind (a router, a guard, a gate, repair) or its stage."""
+"""The nodes whose work is their own; every other node's handler is chosen by its kind or its stage."""
 
 
 def handlers(pipeline: Dag) -> dict[str, Handler]:
-    """node name -> what it does, read from the graph: each node's handler is chosen by
-    its name or kind, then bound (``bind``) to the collaborators and the node
-    attributes its parameters name (a guard reads the gates its node requires, a gate
-    node its gate, a stage node its stage). A test holds the keys equal to the graph's
-    nodes."""
+    """node name -> what it does: a handler chosen by the node's name or kind, then bound (``bind``)."""
     chosen: dict[str, Callable[..., object]] = {}
     for name, attrs in pipeline.nodes(data=True):
         kind = attrs["kind"]
@@ -743,8 +711,7 @@ HANDLERS = handlers(assemble())
 
 
 _handlers = functools.cache(handlers)
-"""The handler table of each pipeline (``_pipeline``'s, one per stage list): handlers'
-parameters are read once a process, not once a run."""
+"""The handler table of each pipeline: handlers' parameters are read once a process, not once a run."""
 
 
 def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
@@ -846,8 +813,7 @@ def _revised(run: Run) -> str:
 
 
 def shown(run: Run) -> tuple[str, str]:
-    """After a ``--show`` walk: each target's proposal kept (the open one it replaces set
-    aside in it), and the diff of every target's proposal with what to do next."""
+    """After a ``--show`` walk: each target's proposal kept, and their diff with what to do next."""
     config, course, proposed = run.config, run.course, run.walk.proposed or {}
     diffs: list[str] = []
     paths: list[str] = []
@@ -873,9 +839,8 @@ def shown(run: Run) -> tuple[str, str]:
 
 def keep_proposals(slug: str, targets: Sequence[str], *, courses_dir: str | os.PathLike[str], force: bool,
                    settings: Settings | None, stages: tuple[Stage, ...], progress: Progress) -> BuildResult:
-    """Write each target's shown proposal as ``revise`` would have: the ledger records the
-    note and the thread, dependents go stale, a gated file's approval is retired. Refused,
-    before anything is written, for a target with no proposal or a stale one."""
+    """Write each target's shown proposal as ``revise`` would have; refused, before anything is written,
+    for a target with no proposal or a stale one."""
     from stay.pipeline._runner import _pipeline
 
     state = open_course_named(slug, courses_dir, settings, stages)
@@ -937,8 +902,7 @@ def _keepable(state: CourseState, path: str, slug: str, courses_arg: str, force:
 
 def revised_reason(course: CourseState, revised: list[str], hint: Callable[..., str], slug: str,
                    written: Collection[str]) -> str:
-    """What writing the ``revised`` files did (a revise, or a kept proposal), and what next:
-    a file whose bytes did not change (not in ``written``) is said to be unchanged."""
+    """What writing the ``revised`` files did, and what next; a file whose bytes did not change says so."""
     if not revised:
         return "nothing to revise: every file already has this note"
     unchanged = [path for path in revised if path not in written]
@@ -973,9 +937,7 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                 on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
                 stages: Sequence[Stage] | None = None, revisions: Mapping[str, str] | None = None,
                 force: bool = False, screen: bool = True, show: bool = False, review: bool = True) -> BuildResult:
-    """Run one command. ``target`` is a Brief, a brief file, or (plan, write, repair,
-    build of an existing course) a course slug. The rest as for ``build_course``;
-    ``revisions``, ``force`` and ``show`` are ``revise``'s."""
+    """Run one command on ``target``: a Brief, a brief file, or a course slug; the rest as ``build_course``."""
     chosen = (settings or Settings.from_env()).replace(
         backend=backend if isinstance(backend, str) else None,
         prompts_dir=Path(prompts_dir) if prompts_dir is not None else None, cache=cache)
@@ -995,10 +957,8 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
 
 
 def _house_limits(settings: Settings) -> DurationLimits:
-    """The run's house style: its duration limits, after checking that its rubric levels
-    are the ones the capstone's answer schema asks for (that schema is built once, from
-    the packaged house style; a data directory with other levels would have every
-    capstone fail prj006 after it was paid for)."""
+    """The run's duration limits, once its rubric levels are checked to be the capstone schema's (built from
+    the packaged house style: other levels would fail every capstone after it was paid for)."""
     from stay.validate import HouseData
 
     try:
@@ -1105,9 +1065,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
 
 
 def reviewing(stages: tuple[Stage, ...], backend: ModelClient, review: bool) -> tuple[tuple[Stage, ...], str]:
-    """The run's stages and, when they review no lesson, why: the offline backend cannot
-    read prose, so it never reviews (and never reports a pass it did not make), and
-    ``--no-review`` turns the review off. Then the review stage is not one of the run's."""
+    """The run's stages and, when they review no lesson (offline, ``--no-review``), why."""
     why = ("the offline backend cannot read a lesson; build with a model backend to review" if
            isinstance(backend, OfflineBackend) and not backend.reviews else "" if review else
            "--no-review was given")

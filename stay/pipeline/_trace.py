@@ -41,12 +41,7 @@ def _warn(line: str) -> None:
 
 def export_trace(records: Sequence[Mapping[str, Any]], target: OtlpTarget, *, end_ns: int | None = None,
                  warn: Callable[[str], None] = _warn) -> bool:
-    """Send one flushed trace (the JSONL records: header, spans, scores) to ``target``.
-
-    Never raises for the backend's sake: a missing extra, an unreachable endpoint or a
-    refused export is one warning line (the JSONL trace keeps everything); returns
-    whether the backend accepted the spans.
-    """
+    """Send one flushed trace to ``target``; never raises (a failure is one warning line); True if accepted."""
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.trace.export import SpanExportResult
@@ -86,9 +81,7 @@ REACH_SECONDS = 2.0
 
 
 def _unreachable(endpoint: str, seconds: float) -> str | None:
-    """Why nothing listens at ``endpoint`` (refused, no such host, no answer), or None
-    when it accepts a connection, or when a proxy stands between (the exporter's
-    requests go through it: only the export can tell)."""
+    """Why nothing listens at ``endpoint``, or None when it accepts a connection or a proxy stands between."""
     parts = urllib.parse.urlsplit(endpoint)
     try:
         host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
@@ -109,8 +102,7 @@ def _unreachable(endpoint: str, seconds: float) -> str | None:
 
 @contextmanager
 def _exporter_log() -> Iterator[list[str]]:
-    """The exporter's log lines while it exports, kept for stay's one-line warning
-    instead of printed as they come."""
+    """The exporter's log lines while it exports, kept for stay's one-line warning."""
     logger = logging.getLogger(_EXPORTER_LOGGER)
     lines: list[str] = []
 
@@ -229,11 +221,8 @@ Times = tuple[int, int, list[tuple[int, int]]]
 
 
 def _layout(spans: Sequence[Mapping[str, Any]], end_ns: int) -> list[Times]:
-    """When each span and call ran. A trace that recorded wall-clock starts
-    (``start_unix_nano``) is the real timeline: a call keeps its own start and length,
-    and a wave node, whose calls run after it has started them, lasts until its last
-    call ends. An older trace, with durations only, is laid end to end, ending at
-    ``end_ns``, each call starting with its node."""
+    """When each span and call ran: a wall-clock trace is the real timeline (a wave node lasts until its last
+    call ends); an older one, with durations only, is laid end to end, ending at ``end_ns``."""
     if spans and all(_clock(span) for span in spans):
         layout = []
         for span in spans:
@@ -256,8 +245,7 @@ TimedCall = tuple[Mapping[str, Any], tuple[int, int]]
 
 def _by_lesson(calls: Sequence[Mapping[str, Any]],
                times: Sequence[tuple[int, int]]) -> dict[str | None, list[TimedCall]]:
-    """A node's calls with their times, by the lesson whose file each wrote (None: a call
-    about no one lesson, e.g. a module's plans, the capstone), in the node's order."""
+    """A node's calls with their times, by the lesson whose file each wrote (None: no one lesson)."""
     grouped: dict[str | None, list[TimedCall]] = {}
     for call, when in zip(calls, times, strict=True):
         lesson = call.get("lesson")
@@ -270,16 +258,13 @@ LESSON_SUMS = {"gen_ai.usage.input_tokens": "stay.usage.input_tokens",
                "gen_ai.usage.cache_read.input_tokens": "stay.usage.cache_read.input_tokens",
                "gen_ai.usage.cache_creation.input_tokens": "stay.usage.cache_creation.input_tokens",
                "gen_ai.usage.reasoning.output_tokens": "stay.usage.reasoning.output_tokens"}
-"""A call span's usage -> the lesson span's sum of it. Under stay's names, not the GenAI
-ones: a backend that totals ``gen_ai.usage.*`` over a trace (Langfuse) would count a
-lesson's tokens twice, once on the lesson and once on its calls."""
+"""A call span's usage -> the lesson span's sum, under stay's names: a backend totalling ``gen_ai.usage.*``
+would count a lesson's tokens twice."""
 
 
 def _lesson_attributes(lesson_id: str, lesson: Mapping[str, Any] | None,
                        calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """A lesson span's: its id, module and title, its calls' (attributes) sums, their cost
-    only when every call was priced (a part would pass for the whole), and the first
-    failed call's error."""
+    """A lesson span's: its id, module, title, its calls' sums (cost only when all were priced), first error."""
     attributes: dict[str, Any] = {
         "stay.lesson.id": lesson_id, "stay.module.id": str((lesson or {}).get("module", "")),
         "stay.lesson.calls": len(calls), "openinference.span.kind": "CHAIN",
@@ -314,8 +299,7 @@ def _number(value: Any) -> float:
 
 
 def _content_attributes(content: Mapping[str, Any], stop_reason: Any) -> dict[str, Any]:
-    """A call's prompt and answer as the GenAI conventions' JSON messages, and as
-    OpenInference's ``input.value``/``output.value`` (what Phoenix and Langfuse show)."""
+    """A call's prompt and answer as GenAI JSON messages and OpenInference's ``input.value``/``output.value``."""
     system = [{"type": "text", "content": text} for text in content.get("system") or []]
     user = [{"role": "user", "parts": [{"type": "text", "content": text} for text in content.get("user") or []]}]
     answer = str(content.get("answer", ""))
@@ -415,9 +399,7 @@ class LessonRef:
 
 
 def lesson_files(stages: Sequence[Stage], reader: RunReader) -> dict[str, LessonRef]:
-    """Every lesson-scope stage's file -> its lesson, from the course's layout (the one
-    owner of paths); empty when there is no curriculum, or one that does not load (the
-    run says why; its trace goes without lessons rather than raise over the run's error)."""
+    """Every lesson-scope stage's file -> its lesson; empty when the curriculum is missing or broken."""
     try:
         layout = reader.layout
     except StayError:
@@ -451,8 +433,7 @@ class Tracer:
     _calls: list[dict[str, Any]] = field(default_factory=list)
 
     def call(self, request: ModelRequest, answer: ModelAnswer, seconds: float, error: str | None = None) -> None:
-        """One model call (list.append is atomic: wave threads may call this at once);
-        ``error`` names what a billed reply that could not be used raised."""
+        """One model call (list.append is atomic: wave threads call this at once)."""
         usage = answer.usage
         failed = {} if error is None else {"error": error}
         self._calls.append({**failed,
@@ -472,10 +453,7 @@ class Tracer:
 
     @contextmanager
     def span(self, name: str, kind: str, stages: tuple[str, ...] = ()) -> Iterator[None]:
-        """A node's span. A wave node only starts its tasks, which make their calls later,
-        while gather waits: its span owns every later call of its ``stages`` until the
-        barrier ends (assigned when the trace is flushed), and the barrier's span keeps
-        only what is left."""
+        """A node's span; a wave node's owns every later call of its ``stages`` until the barrier ends."""
         first = len(self._calls)
         start, began = time.perf_counter(), time.time_ns()
         status = "ok"
@@ -493,9 +471,7 @@ class Tracer:
             })
 
     def _finished_records(self, lessons: Mapping[str, LessonRef]) -> list[dict[str, Any]]:
-        """Spans with their calls: a wave span's by stage, every other span's by time. A
-        call that wrote a lesson's file names its lesson and module, and each such lesson
-        is a ``lesson`` record (id, module, title), after the spans."""
+        """Spans with their calls (a wave span's by stage, others' by time), then each lesson's record."""
         owned: set[int] = set()
         spans: dict[int, list[dict[str, Any]]] = {}
         for index, record in enumerate(self.records):
@@ -545,9 +521,7 @@ class Tracer:
 
     def flush(self, course_dir: Path, stopped_at: str | None, otlp: OtlpTarget | None = None,
               error: str | None = None, lessons: Mapping[str, LessonRef] | None = None) -> Path:
-        """Write the trace; with ``otlp``, also export it there (stay/pipeline/_trace.py).
-        ``error`` names what ended a failed run (an exception's type); ``lessons`` maps
-        each lesson file to its lesson (``lesson_files``), so its calls are grouped by lesson."""
+        """Write the trace, and with ``otlp`` export it there; ``error`` names what ended a failed run."""
         header = {"type": "trace", "trace_id": self.trace_id, "session_id": self.slug,
                   "command": self.command, "backend": self.backend, "stopped_at": stopped_at, "error": error}
         path = course_dir / TRACES / f"{self.trace_id}.jsonl"
