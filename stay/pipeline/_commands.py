@@ -96,20 +96,24 @@ def announce(settings: Settings, backend: ModelClient, say: Progress) -> None:
 
 def open_course_named(slug: str, courses_dir: str | os.PathLike[str], settings: Settings | None = None,
           stages: Sequence[Stage] = REGISTRY) -> CourseState:
-    chosen = settings or Settings.from_env()
     try:
         root = course_dir(courses_dir, slug)
         if not (root / "course.yaml").is_file():
             raise CourseNotFound(no_course(slug, courses_dir), path=root)
-        prompts = Prompts.load(chosen.prompts_dir, tuple(stages), chosen.data_dir)
-        chosen, backend = judged_by(chosen, built_with(root))
-        if backend == "offline":  # an offline build reviews no lesson: its reviews are not missing, never made
-            stages = tuple(stage for stage in stages if stage.phase != "review")
-        return open_course(root, Sources(prompts, chosen.models, tuple(stages), backend), chosen, tuple(stages))
+        return _judged(root, settings or Settings.from_env(), stages)
     except StayError:  # a stay error that is an OSError too (BriefNotFound) says its own fix
         raise
     except OSError as exc:
         raise EnvironmentProblem.from_os_error(exc) from None
+
+
+def _judged(root: Path, settings: Settings, stages: Sequence[Stage]) -> CourseState:
+    """The course at ``root``, judged by the backend and models its ledger records (``judged_by``)."""
+    prompts = Prompts.load(settings.prompts_dir, tuple(stages), settings.data_dir)
+    chosen, backend = judged_by(settings, built_with(root))
+    if backend == "offline":  # an offline build reviews no lesson: its reviews are not missing, never made
+        stages = tuple(stage for stage in stages if stage.phase != "review")
+    return open_course(root, Sources(prompts, chosen.models, tuple(stages), backend), chosen, tuple(stages))
 
 
 def open_course(root: Path, sources: Sources, settings: Settings, stages: tuple[Stage, ...]) -> CourseState:
@@ -251,13 +255,7 @@ def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
         raise CourseNotFound(no_course(slug, courses_dir), path=root)
     with _locked(root):
         _set_aside_damaged(root / GATES_FILE, "gates")
-        chosen = settings or Settings.from_env()
-        stages = tuple(REGISTRY)
-        prompts = Prompts.load(chosen.prompts_dir, stages, chosen.data_dir)
-        chosen, backend = judged_by(chosen, built_with(root))
-        if backend == "offline":  # an offline build reviews no lesson: its reviews are not missing, never made
-            stages = tuple(stage for stage in stages if stage.phase != "review")
-        state = open_course(root, Sources(prompts, chosen.models, stages, backend), chosen, stages)
+        state = _judged(root, settings or Settings.from_env(), REGISTRY)
         state.hash_once()
         state.adopt()
         state.project_statuses(load_manifest(state.root))

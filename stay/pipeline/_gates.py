@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import TypeVar
 
@@ -32,7 +31,7 @@ from stay.pipeline._run import (
     regenerate,
     regeneration_notes,
 )
-from stay.pipeline._state import THREAD, CourseState, ThreadNote, open_proposal, thread_so_far, thread_text
+from stay.pipeline._state import THREAD, CourseState, ThreadNote, note_sha, open_proposal, thread_so_far, thread_text
 from stay.validate import Severity
 
 A = TypeVar("A", bound=Artefact)
@@ -141,10 +140,6 @@ def record(config: RunConfig, ledger: CourseState, tally: Tally, gate: GateDecl)
         tally.add_written([f"{STATE}/gates.json"])
 
 
-def note_digest(note: str) -> str:
-    return hashlib.sha256(note.encode("utf-8")).hexdigest()[:16]
-
-
 def resolve_targets(state: CourseState, targets: list[str], stage_names: set[str]) -> list[str]:
     """Course files from what a person named (a path, a lesson id, a stage name); unique, in graph order."""
     graph = state.graph
@@ -188,11 +183,8 @@ def check_revisions(config: RunConfig, course: CourseState, by_phase: Mapping[st
     """The approvals each target's phase needs hold, and an edited file is revised only when forced."""
     for path, note in config.revisions.items():
         phase = course.graph.nodes[path]["phase"]
-        for gate in by_phase[phase]:
-            holds, why = course.approval(gate)
-            if not holds:
-                raise PipelineError(f"revising {path} (a {phase} file) needs the {gate} approval to hold: {why}; "
-                                    f"run {config.hint('approve', config.slug, gate)} first")
+        course.require(by_phase[phase], f"revising {path} (a {phase} file)",
+                       lambda gate: f"{config.hint('approve', config.slug, gate)} first")
         status = course.status(path)
         if status.state == "edited" and not config.force:
             raise PipelineError(f"{path} was edited by hand: revise it with --force (its current bytes are kept "
@@ -207,7 +199,7 @@ def pending(config: RunConfig, course: CourseState, report: Reporter) -> dict[st
     for path, note in config.revisions.items():
         entry = course.ledger().get(path, {})
         applied = entry.get("revision", {}).get("sha") if isinstance(entry.get("revision"), dict) else None
-        if applied == note_digest(note) and course.status(path).state == "current":
+        if applied == note_sha(note) and course.status(path).state == "current":
             report.say(f"  {path}: already revised with this note; nothing to send")
             continue
         shown = open_proposal(course, path) if config.show else None

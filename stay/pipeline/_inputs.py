@@ -23,9 +23,9 @@ from stay.stages import (
 )
 
 Unit = LessonPlace | Module | None
+"""What one call is about: a lesson, a module, or (None) the course."""
 DATA_CHARS = 8_000
 """The most of a data file's text a request carries (``DataFilesInput``)."""
-"""What one call is about: a lesson, a module, or (None) the course."""
 
 
 class Reader(Protocol):
@@ -69,7 +69,6 @@ def input_paths(source: Source, unit: Unit, layout: CourseLayout, plans: Mapping
 
 
 def input_value(source: Source, unit: Unit, reader: Reader) -> Any:
-    """The input's value for ``unit``, loaded from the course."""
     layout = reader.layout
     if source is Brief:
         if reader.brief is None:

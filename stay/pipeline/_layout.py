@@ -116,7 +116,6 @@ class CourseLayout:
         return found
 
     def before(self, place: LessonPlace) -> list[LessonPlace]:
-        """Every lesson before ``place``, in lesson order."""
         earlier: list[LessonPlace] = []
         for candidate in self.lessons():
             if candidate.id == place.id:

@@ -353,7 +353,7 @@ def log_run(root: Path, command: str, backend: str, written: list[str], stopped:
     lines = [f"## run {number}: {command} ({backend})", ""]
     lines += [f"- wrote {p}" for p in sorted(set(written))]
     lines += [f"- retired {p} to {RETIRED}/run-{number}/{p}" for p in sorted(retired or [])]
-    lines += [f"- revised {p} with note {hashlib.sha256(n.encode()).hexdigest()[:16]}: "
+    lines += [f"- revised {p} with note {digest(n.encode())}: "
               f"{' '.join(n.split())[:80]!r}" for p, n in sorted((revised or {}).items())]
     lines += fixed
     if unscreened:

@@ -53,11 +53,6 @@ class Router:
         return self.outputs.get((defect.owner, lesson or ""))
 
 
-def house_style(config: RunConfig) -> str:
-    """The house-style file a run checks against, and its writing stages are told."""
-    return str(config.settings.resolved_data_dir() / "house-style.yaml")
-
-
 def repair_course(fixer: Fixer) -> RepairReport:
     """Repair rounds until one of the four stops; the last validation is left on the tally."""
     config, reader, ledger, tally, say = (fixer.config, fixer.again.reader, fixer.again.ledger, fixer.tally,
@@ -88,7 +83,7 @@ def repair_course(fixer: Fixer) -> RepairReport:
                 kept.add(path)
         if kept and not told:
             say(f"repair: the house style they are checked against (banned phrases, word lists, limits): "
-                f"{house_style(config)}")
+                f"{config.settings.resolved_data_dir() / 'house-style.yaml'}")
         if not todo:
             stop = STOP_NOTHING_ACTIONABLE
             break

@@ -529,11 +529,6 @@ class Writer:
         return True
 
 
-def _unbilled(backend: ModelClient) -> bool:
-    """Whether no call of this backend is billed: then there is nothing to cap."""
-    return isinstance(getattr(backend, "inner", backend), OfflineBackend)
-
-
 @dataclass(frozen=True)
 class Run:
     """A run's context as the runner holds it; handlers never receive it, only the collaborators their
@@ -563,16 +558,16 @@ class Run:
                 return None if tally.unpriced else tally.cost
 
         report = Reporter(progress, cost)
+        unbilled = isinstance(getattr(backend, "inner", backend), OfflineBackend)  # offline: nothing to cap
         model = ModelGateway(backend, config.settings, tally, report,
                              model_slots or threading.Semaphore(config.settings.model_concurrency),
-                             cap=None if _unbilled(backend) else cost_cap(config.settings, prices_of(backend)))
+                             cap=None if unbilled else cost_cap(config.settings, prices_of(backend)))
         reader = RunReader(config.root, brief)
         walk = Walk(config.slug, state=state, proposed={} if config.show else None)
         return cls(config=config, reader=reader, model=model, report=report, tally=tally, walk=walk)
 
     @property
     def course(self) -> CourseState:
-        """The ledger."""
         return self.walk.course
 
     def write(self, made: Mapping[str, Artefact]) -> bool:
@@ -849,8 +844,7 @@ def say_kept(config: RunConfig, report: Reporter, path: str, status: Status) -> 
 def require_current(config: RunConfig, path: str, status: Status) -> None:
     """In a phase the command does not author, a gated file must be there and up to date."""
     if status.state == "missing" or status.why:
-        what = "missing" if status.state == "missing" else f"stale <- {', '.join(status.why)}"
-        raise PipelineError(f"{path} is {what}; stay {config.command} does not write it: run "
+        raise PipelineError(f"{path} is {why(status)}; stay {config.command} does not write it: run "
                             f"{config.hint('build', config.slug)} first")
 
 

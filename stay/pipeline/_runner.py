@@ -58,6 +58,7 @@ from stay.pipeline._commands import (
 from stay.pipeline._gates import (
     ask,
     check_revisions,
+    declined_note,
     pending,
     record,
     resolve_targets,
@@ -115,11 +116,10 @@ from stay.pipeline._trace import Tracer, lesson_files
 from stay.settings import BackendName, Settings
 from stay.stages import REGISTRY, Prompts, Stage
 from stay.stages.capstone import RUBRIC_LEVELS
-from stay.validate import OWNER_HEAD, CourseReport, Defect, Severity, owner_rows
+from stay.validate import OWNER_HEAD, CourseReport, Defect, HouseData, Severity, owner_rows
 
 
 def tokens_of(usage: Usage) -> str:
-    """Tokens as the summary says them."""
     return (f"{usage.input_tokens} input, {usage.cache_creation_input_tokens} cache-write, "
             f"{usage.cache_read_input_tokens} cache-read, {usage.output_tokens} output tokens")
 
@@ -129,18 +129,21 @@ class Spent:
     """What a run has paid, in total and per stage, whether it went to the end or not."""
 
     calls: int
+    """Model calls (a billed call that failed is counted too)."""
     usage: Usage
     cost: float | None
     """US dollars; None (unknown) when a call used a model with no price on file."""
     unpriced: tuple[str, ...] = ()
+    """Models used that have no price on file (then ``cost`` is None)."""
     usage_by_stage: dict[str, Usage] = field(default_factory=dict)
     cost_by_stage: dict[str, float] = field(default_factory=dict)
+    """US dollars per stage (priced calls only; see ``unpriced``)."""
     calls_by_stage: dict[str, int] = field(default_factory=dict)
 
     def lines(self, *, so_far: bool = False) -> list[str]:
         """``usage:`` lines, total then per stage; ``so_far`` for a run that did not end."""
         total = describe_cost(self.cost, set(self.unpriced)) + (" so far" if so_far else "")
-        lines = [f"usage: {plural(self.calls, 'call')}; {tokens_of(self.usage)}; {total}"]
+        lines = [f"usage: {plural(self.calls, 'call')}; {self.tokens()}; {total}"]
         for stage, usage in sorted(self.usage_by_stage.items()):
             price = self.cost_by_stage.get(stage)
             # a stage's priced calls only: with an unpriced model its sum would look complete
@@ -148,6 +151,9 @@ class Spent:
             lines.append(f"usage: {stage}: {plural(self.calls_by_stage.get(stage, 0), 'call')}; "
                          f"{tokens_of(usage)}; {paid}")
         return lines
+
+    def tokens(self) -> str:
+        return tokens_of(self.usage)
 
 
 SPENT = "stay_spent"
@@ -160,9 +166,9 @@ def spent_of(error: BaseException) -> Spent | None:
     return spent if isinstance(spent, Spent) else None
 
 
-@dataclass(frozen=True)
-class BuildResult:
-    """Where a run stopped and why, what it wrote, and the validation report."""
+@dataclass(frozen=True, kw_only=True)
+class BuildResult(Spent):
+    """Where a run stopped and why, what it wrote and paid, and the validation report."""
 
     slug: str
     course_dir: Path
@@ -173,35 +179,18 @@ class BuildResult:
     validation: CourseReport | None
     repair: RepairReport | None
     written: tuple[str, ...]
-    calls: int
-    """Model calls this run made (0 when nothing was missing or stale)."""
-    usage: Usage
     wave: WaveStats | None = None
     """Lessons, calls and the most in flight at each level, when a wave ran."""
     trace_id: str = ""
     """The id of this run's trace in <course>/.runs/traces/."""
-    cost: float | None = 0.0
-    """US dollars this run paid; None (unknown) when a call used a model with no price on file."""
-    usage_by_stage: dict[str, Usage] | None = None
     retired: tuple[str, ...] = ()
     """Files no longer in the curriculum, moved to .state/retired/run-<n>/ by this run."""
-    unpriced: tuple[str, ...] = ()
-    """Models this run used that have no price on file (then ``cost`` is None)."""
-    cost_by_stage: dict[str, float] | None = None
-    """US dollars per stage (priced calls only; see ``unpriced``)."""
     unresolved: tuple[Defect, ...] = ()
     """FAILs the check at the write left in the files this run wrote: what the gate's reviewer must see."""
-    calls_by_stage: dict[str, int] | None = None
-    """Model calls per stage (a billed call that failed is counted too)."""
     diff: str = ""
     """``revise --show``: the unified diff each proposal would make (nothing was written)."""
     not_reviewed: str = ""
     """Why no lesson was reviewed by the judging model; '' when the review ran."""
-
-    @property
-    def spent(self) -> Spent:
-        return Spent(self.calls, self.usage, self.cost, self.unpriced, dict(self.usage_by_stage or {}),
-                     dict(self.cost_by_stage or {}), dict(self.calls_by_stage or {}))
 
     def unresolved_by_file(self) -> dict[str, tuple[str, ...]]:
         """File -> the codes of its unresolved FAILs, in report order."""
@@ -221,12 +210,9 @@ class BuildResult:
             return f"stopped at the {self.stopped_at}: {self.reason}"
         return "complete" if self.reason == "done" else self.reason
 
-    def tokens(self) -> str:
-        return tokens_of(self.usage)
-
     def summary(self) -> str:
         """What ``stay build`` prints on stdout."""
-        lines = [f"{self.slug}: {self.course_dir}", *self.spent.lines()]
+        lines = [f"{self.slug}: {self.course_dir}", *self.lines()]
         lines += [f"unresolved at the write: {path}: {', '.join(codes)}"
                   for path, codes in self.unresolved_by_file().items()]
         if self.stopped_at is not None:
@@ -289,9 +275,8 @@ class BuildResult:
             tables.append((("round", "repaired file", "lines kept", "of", "share"),
                            [(n, c.path, c.kept, c.lines, f"{c.share:.0%}")
                             for n, r in enumerate(self.repair.rounds, 1) for c in r.changes], {0, 2, 3, 4}))
-        stages = self.usage_by_stage or {}
+        stages, costs = self.usage_by_stage, self.cost_by_stage
         if stages:
-            costs = self.cost_by_stage or {}
             rows: list[tuple[object, ...]] = [
                 (stage, u.input_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens, u.output_tokens,
                  f"${costs[stage]:.4f}" if stage in costs else "unknown")
@@ -306,7 +291,6 @@ class BuildResult:
         return [(n, r.least_kept) for n, r in enumerate(rounds, 1) if r.least_kept is not None]
 
     def _repr_html_(self) -> str:
-        """The run in a notebook: its outcome, defects by owner, usage and cost by stage."""
         return html_block("stay-build-result", *self._display())
 
     def _repr_markdown_(self) -> str:
@@ -325,13 +309,10 @@ FROM_RUN: Mapping[str, Callable[[Run], object]] = {
     "writer": lambda run: run.writer,
     "walk": lambda run: run.walk,
     "ledger": lambda run: run.walk.course,  # read at the call: scaffold makes a new course's
-    "fixer": lambda run: Fixer(_again(run), run.tally, run.report),
+    "fixer": lambda run: Fixer(Again(run.config, run.reader, run.walk.course, run.model, run.writer), run.tally,
+                               run.report),
 }
 """The run's collaborators, by the parameter name that asks for one."""
-
-
-def _again(run: Run) -> Again:
-    return Again(run.config, run.reader, run.walk.course, run.model, run.writer)
 
 
 def _stage(pipeline: Dag, name: str, attrs: Mapping[str, Any]) -> object:
@@ -423,13 +404,8 @@ def choose(config: RunConfig, name: str) -> str:
 
 def require(config: RunConfig, walk: Walk, node: Node) -> None:
     """The course exists and every gate the node requires holds; else refuse, naming what unblocks it."""
-    course = _existing(config, walk)
-    for gate in node["requires"]:
-        holds, why = course.approval(gate)
-        if not holds:
-            raise PipelineError(f"stay {config.command} needs the {gate} approval to hold: {why}; run "
-                                f"{config.hint('build', config.slug)}, then "
-                                f"{config.hint('approve', config.slug, gate)}")
+    _existing(config, walk).require(node["requires"], f"stay {config.command}", lambda gate: (
+        f"{config.hint('build', config.slug)}, then {config.hint('approve', config.slug, gate)}"))
 
 
 def _existing(config: RunConfig, walk: Walk) -> CourseState:
@@ -611,11 +587,6 @@ def gather(config: RunConfig, reader: RunReader, model: ModelGateway, report: Re
         report.say(f"wave: gathered {plural(wave.total, 'task')}")
 
 
-def review(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer) -> None:
-    """After the barrier: the judging model reviews every lesson whose review is stale."""
-    review_stale(config, reader, model, report, writer)
-
-
 def merge_glossary(config: RunConfig, reader: RunReader, report: Reporter, ledger: CourseState, writer: Writer,
                    node: Node) -> None:
     """glossary.yaml from every plan's new terms, in lesson order, then by term."""
@@ -667,11 +638,7 @@ def repair(config: RunConfig, ledger: CourseState, tally: Tally, fixer: Fixer, n
     """Repair runs only while the gates its node requires hold, in a command that authors its phase."""
     if not config.may_write(node["phase"]):
         return
-    for gate in node["requires"]:
-        holds, why = ledger.approval(gate)
-        if not holds:
-            raise PipelineError(f"repair needs the {gate} approval to hold: {why}; run "
-                                f"{config.hint('approve', config.slug, gate)}")
+    ledger.require(node["requires"], "repair", lambda gate: config.hint("approve", config.slug, gate))
     tally.repair = repair_course(fixer)
 
 
@@ -703,7 +670,7 @@ def handlers(pipeline: Dag) -> dict[str, Handler]:
 
 BY_KIND: Mapping[str, Callable[..., object]] = {
     "router": choose, "gate-summary": summary, "gate-ask": ask, "gate-record": record, "guard": require,
-    "repair": repair, "review": review,
+    "repair": repair, "review": review_stale,
 }
 """The handler of a node of each of these kinds (a guard with ``requires_by_phase`` is revise's)."""
 
@@ -778,19 +745,17 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
         if config.show:
             diff, reason = shown(run)
         else:
-            reason = _revised(run)
+            reason = revised_reason(run.course, sorted(run.tally.revised), config.hint, config.slug,
+                                    run.tally.written)
     tally = run.tally
     spent = _spent(run)
     priced = describe_cost(None if tally.unpriced else tally.cost, tally.unpriced)  # "$x" or "cost unknown (...)"
     run.report.say(f"{plural(tally.calls, 'model call')}, {plural(len(set(tally.written)), 'file')} written in "
                    f"{clock(time.monotonic() - run.report.started)}; "
                    f"{'cost ' + priced if priced.startswith('$') else priced}")
-    result = BuildResult(slug=config.slug, course_dir=config.root, command=config.command, stopped_at=stopped,
-                         reason=reason, validation=tally.validation, repair=tally.repair,
-                         written=tuple(sorted(set(tally.written))), calls=spent.calls, usage=spent.usage,
-                         wave=tally.wave, trace_id=tracer.trace_id, cost=spent.cost,
-                         usage_by_stage=spent.usage_by_stage, unpriced=spent.unpriced,
-                         cost_by_stage=spent.cost_by_stage, calls_by_stage=spent.calls_by_stage,
+    result = BuildResult(**vars(spent), slug=config.slug, course_dir=config.root, command=config.command,
+                         stopped_at=stopped, reason=reason, validation=tally.validation, repair=tally.repair,
+                         written=tuple(sorted(set(tally.written))), wave=tally.wave, trace_id=tracer.trace_id,
                          retired=tuple(sorted(tally.retired)), diff=diff, not_reviewed=config.not_reviewed,
                          unresolved=tuple(d for path in sorted(tally.unresolved) for d in tally.unresolved[path]))
     run.report.end(result.outcome, "complete" if result.complete else "stopped")
@@ -804,12 +769,6 @@ def _spent(run: Run) -> Spent:
         return Spent(tally.calls, tally.usage, None if tally.unpriced else tally.cost, tuple(sorted(tally.unpriced)),
                      dict(sorted(tally.usage_by_stage.items())), dict(sorted(tally.cost_by_stage.items())),
                      dict(sorted(tally.calls_by_stage.items())))
-
-
-def _revised(run: Run) -> str:
-    """What a revision did, and what a person should do next."""
-    return revised_reason(run.course, sorted(run.tally.revised), run.config.hint, run.config.slug,
-                          run.tally.written)
 
 
 def shown(run: Run) -> tuple[str, str]:
@@ -841,8 +800,6 @@ def keep_proposals(slug: str, targets: Sequence[str], *, courses_dir: str | os.P
                    settings: Settings | None, stages: tuple[Stage, ...], progress: Progress) -> BuildResult:
     """Write each target's shown proposal as ``revise`` would have; refused, before anything is written,
     for a target with no proposal or a stale one."""
-    from stay.pipeline._runner import _pipeline
-
     state = open_course_named(slug, courses_dir, settings, stages)
     paths = resolve_targets(state, list(targets), {stage.name for stage in stages})
     root, courses_arg = state.root, os.fspath(courses_dir)
@@ -855,12 +812,8 @@ def keep_proposals(slug: str, targets: Sequence[str], *, courses_dir: str | os.P
         kept = {path: _keepable(state, path, slug, courses_arg, force) for path in paths}
         for path in paths:
             phase = state.graph.nodes[path]["phase"]
-            for gate in by_phase[phase]:
-                holds, why = state.approval(gate)
-                if not holds:
-                    raise PipelineError(f"keeping the proposal for {path} (a {phase} file) needs the {gate} "
-                                        f"approval to hold: {why}; run "
-                                        f"{command_hint(courses_arg, 'approve', slug, gate)} first")
+            state.require(by_phase[phase], f"keeping the proposal for {path} (a {phase} file)",
+                          lambda gate: f"{command_hint(courses_arg, 'approve', slug, gate)} first")
         keep_edited(state, paths, next_run_number(root), progress)  # forced: kept first, as a revise keeps them
         texts = {path: proposal.text for path, proposal in kept.items()}
         written = [path for path in paths if not same_bytes(root / path, texts[path])]
@@ -882,7 +835,7 @@ def keep_proposals(slug: str, targets: Sequence[str], *, courses_dir: str | os.P
     finally:
         lock.release()
     return BuildResult(slug=slug, course_dir=root, command="revise", stopped_at=None, reason=reason,
-                       validation=None, repair=None, written=tuple(sorted(written)), calls=0, usage=Usage())
+                       validation=None, repair=None, written=tuple(sorted(written)), calls=0, usage=Usage(), cost=0.0)
 
 
 def _keepable(state: CourseState, path: str, slug: str, courses_arg: str, force: bool) -> Proposal:
@@ -959,8 +912,6 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
 def _house_limits(settings: Settings) -> DurationLimits:
     """The run's duration limits, once its rubric levels are checked to be the capstone schema's (built from
     the packaged house style: other levels would fail every capstone after it was paid for)."""
-    from stay.validate import HouseData
-
     try:
         data = HouseData.load(settings.resolved_data_dir())
     except StayError:
@@ -1141,8 +1092,6 @@ def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
     note, no model call) writes the proposals as a revision would. Each revision of a
     file is given the reviewer's thread on it so far (``stay.pipeline._state``).
     """
-    from stay.pipeline._gates import declined_note, resolve_targets
-
     if show and keep:
         raise UsageError("--show and --keep are two steps: show a proposal with --note TEXT --show, then --keep it")
     stages = REGISTRY if stages is None else stages  # None: the registry (a readable default in help())

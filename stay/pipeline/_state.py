@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import difflib
-import hashlib
 import os
 import threading
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -29,7 +28,7 @@ from stay.artefacts import (
     write_bytes_atomic,
     write_text_atomic,
 )
-from stay.errors import EnvironmentProblem
+from stay.errors import EnvironmentProblem, PipelineError
 from stay.pipeline._graph import Dag, artefact_paths, covered_phases
 from stay.pipeline._layout import BRIEF, CourseLayout
 from stay.pipeline._ledger import (
@@ -235,7 +234,7 @@ class CourseState:
                 entry["sources"] = made_with
             if revisions and path in revisions:
                 note = revisions[path]
-                entry["revision"] = {"note": note, "sha": hashlib.sha256(note.encode()).hexdigest()[:16]}
+                entry["revision"] = {"note": note, "sha": note_sha(note)}
                 if threads and path in threads:
                     entry["revision"]["thread"] = threads[path]
             entries[path] = entry
@@ -372,6 +371,13 @@ class CourseState:
             return False, f"{', '.join(moved)} changed since the {gate} gate was approved"
         return True, ""
 
+    def require(self, gates: Iterable[str], doing: str, fix: Callable[[str], str]) -> None:
+        """Refuse ``doing`` unless every one of ``gates`` holds; ``fix(gate)``: what to run."""
+        for gate in gates:
+            holds, why = self.approval(gate)
+            if not holds:
+                raise PipelineError(f"{doing} needs the {gate} approval to hold: {why}; run {fix(gate)}")
+
     def standing_decline(self, gate: str) -> str | None:
         """The note of a decline nothing covered has changed since ('' without a note); else None."""
         entry = self.gates().get(gate)
@@ -427,7 +433,6 @@ def _files_under(top: Path, root: Path) -> Iterator[str]:
 
 
 def plans_on_disk(root: Path, curriculum: Curriculum) -> dict[str, LessonPlan]:
-    """Every lesson plan that exists, by lesson id."""
     layout = CourseLayout(curriculum)
     found: dict[str, LessonPlan] = {}
     for place in layout.lessons():
@@ -451,7 +456,7 @@ THREAD = "reviewer_thread"
 
 
 def note_sha(note: str) -> str:
-    return hashlib.sha256(note.encode("utf-8")).hexdigest()[:16]
+    return digest(note.encode("utf-8"))
 
 
 class ThreadNote(BaseModel):

@@ -253,11 +253,9 @@ def _by_lesson(calls: Sequence[Mapping[str, Any]],
     return grouped
 
 
-LESSON_SUMS = {"gen_ai.usage.input_tokens": "stay.usage.input_tokens",
-               "gen_ai.usage.output_tokens": "stay.usage.output_tokens",
-               "gen_ai.usage.cache_read.input_tokens": "stay.usage.cache_read.input_tokens",
-               "gen_ai.usage.cache_creation.input_tokens": "stay.usage.cache_creation.input_tokens",
-               "gen_ai.usage.reasoning.output_tokens": "stay.usage.reasoning.output_tokens"}
+LESSON_SUMS = {f"gen_ai.usage.{name}": f"stay.usage.{name}" for name in (
+    "input_tokens", "output_tokens", "cache_read.input_tokens", "cache_creation.input_tokens",
+    "reasoning.output_tokens")}
 """A call span's usage -> the lesson span's sum, under stay's names: a backend totalling ``gen_ai.usage.*``
 would count a lesson's tokens twice."""
 
@@ -529,7 +527,5 @@ class Tracer:
         lines = [json.dumps(_without_content(record), sort_keys=True) for record in (header, *records)]
         write_text_atomic(path, "\n".join(lines) + "\n")
         if otlp is not None:
-            from stay.pipeline._trace import export_trace
-
             export_trace([header, *records], otlp)
         return path
