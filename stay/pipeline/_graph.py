@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 from stay._display import markdown_table, markdown_text, plural
 from stay.artefacts import Artefact, Assessment, Audience, Curriculum, LessonPlan, Outcomes
 from stay.errors import ArtefactError, GraphError
-from stay.pipeline._inputs import direct_inputs
-from stay.pipeline._layout import BRIEF, GLOSSARY, CourseLayout
+from stay.pipeline._layout import BRIEF, GLOSSARY, CourseLayout, direct_inputs
 from stay.stages import REGISTRY, Prompts, Stage, checked_references
 from stay.validate import Defect, Severity
 

@@ -71,7 +71,6 @@ from stay.pipeline._graph import GATE_NAMES, CommandDecl, Dag, artefact_graph, a
 from stay.pipeline._layout import GLOSSARY, RunReader, course_report, norm_term
 from stay.pipeline._ledger import RETIRED, STATE, Sources, log_run, next_run_number, same_bytes
 from stay.pipeline._progress import Progress, Reporter, default_progress
-from stay.pipeline._repair import repair_course
 from stay.pipeline._run import (
     Again,
     BatchPlan,
@@ -91,6 +90,7 @@ from stay.pipeline._run import (
     cost_cap,
     job,
     needs_writing,
+    repair_course,
     review_stale,
     say_kept,
     wave_of,
