@@ -34,7 +34,6 @@ from stay.pipeline._ledger import (
     digest,
     read_ledger,
 )
-from stay.pipeline._progress import Progress, default_progress, print_progress
 from stay.pipeline._state import (
     CourseState,
     Waiting,
@@ -45,6 +44,7 @@ from stay.pipeline._state import (
     retired_place,
     waiting_proposals,
 )
+from stay.pipeline._trace import Progress, default_progress, print_progress
 from stay.settings import DEFAULT_MODELS, Settings
 from stay.stages import REGISTRY, Prompts, Stage
 from stay.validate import Defect, HouseData, packaged_data_dir

@@ -13,7 +13,6 @@ from stay.models import OfflineBackend
 from stay.pipeline._graph import DERIVED, GATE_NAMES, GateDecl, GateView, bounded, defect_lines, earlier
 from stay.pipeline._layout import GLOSSARY, RunReader, defects_in
 from stay.pipeline._ledger import AUTO_APPROVED, RETIRED, STATE, write_if_changed
-from stay.pipeline._progress import Reporter
 from stay.pipeline._run import (
     Fixer,
     Job,
@@ -32,6 +31,7 @@ from stay.pipeline._run import (
     regeneration_notes,
 )
 from stay.pipeline._state import THREAD, CourseState, ThreadNote, note_sha, open_proposal, thread_so_far, thread_text
+from stay.pipeline._trace import Reporter
 from stay.validate import Severity
 
 A = TypeVar("A", bound=Artefact)

@@ -67,8 +67,8 @@ from stay.pipeline._layout import (
     stage_inputs,
 )
 from stay.pipeline._ledger import Sources, Status, same_bytes
-from stay.pipeline._progress import Progress, Reporter
 from stay.pipeline._state import CourseState, ThreadNote, drop_proposal, recorded_thread
+from stay.pipeline._trace import Progress, Reporter, Tracer
 from stay.requests import ROLES, ModelAnswer, ModelRequest
 from stay.settings import Settings
 from stay.stages import REGENERATE, Prompts, Stage, lesson_file
@@ -76,7 +76,6 @@ from stay.validate import CourseReport, Defect, Severity
 
 if TYPE_CHECKING:
     from stay.models import RequestCache
-    from stay.pipeline._trace import Tracer
 
 
 @dataclass

@@ -70,7 +70,6 @@ from stay.pipeline._gates import (
 from stay.pipeline._graph import GATE_NAMES, CommandDecl, Dag, artefact_graph, assemble, checked, declare, route, walk
 from stay.pipeline._layout import GLOSSARY, RunReader, course_report, norm_term
 from stay.pipeline._ledger import RETIRED, STATE, Sources, log_run, next_run_number, same_bytes
-from stay.pipeline._progress import Progress, Reporter, default_progress
 from stay.pipeline._run import (
     Again,
     BatchPlan,
@@ -112,7 +111,7 @@ from stay.pipeline._state import (
     recorded_thread,
     write_proposal,
 )
-from stay.pipeline._trace import Tracer, lesson_files
+from stay.pipeline._trace import Progress, Reporter, Tracer, default_progress, lesson_files
 from stay.settings import BackendName, Settings
 from stay.stages import REGISTRY, Prompts, Stage
 from stay.stages.capstone import RUBRIC_LEVELS
