@@ -275,15 +275,13 @@ def _call(request: ModelRequest, model: str, screen: bool, settings: Settings,
     counted = sum(sizes)
     if counter is not None:
         counted = _counted(counter, params, request.role)
-    # Keyed on the model and the prefix's text only: the API keys an entry on the output
-    # format and effort too, but the low end is the least the build could cost, so it does
-    # not count on that rule (a service that shares more across stages is still above it).
+    # Keyed on the model and the prefix's text only (the API adds output format and effort): the low end is
+    # the least the build could cost, so it does not count on that rule.
     prefixes = tuple((hashlib.sha256(json.dumps([model, [t for t, _m in texts[:i + 1]]]).encode()).hexdigest(),
                       sum(sizes[:i + 1]))
                      for i, (_text, mark) in enumerate(texts) if mark and sum(sizes[:i + 1]) >= MIN_CACHEABLE)
-    # The expected end keys as the API does, with the gate's own keys: prefix_keys leaves out
-    # the breakpoints under the model's minimum, which are the shortest, so its keys belong
-    # to the last of the marked breakpoints
+    # The expected end keys as the API does (``prefix_keys``): it leaves out the breakpoints under the
+    # model's minimum, the shortest, so its keys belong to the last of the marked breakpoints
     marks = [sum(sizes[:i + 1]) for i, (_text, mark) in enumerate(texts) if mark]
     keys = prefix_keys(params)
     scoped = tuple(zip(keys, marks[len(marks) - len(keys):], strict=True))

@@ -430,9 +430,8 @@ class Tally:
                 self.prices.setdefault(stage, []).append(price)
             self.usage = self.usage + answer.usage
 
-    # Wave threads finish in any order, and a running float sum depends on its order: the
-    # same answers could cost $0.01234 or $0.01234000001. math.fsum is exactly rounded,
-    # so the totals are the same whatever order the calls ended in.
+    # Wave threads finish in any order, and a running float sum depends on its order ($0.01234 or
+    # $0.01234000001): math.fsum is exactly rounded, so the totals are the same in any order.
 
     @property
     def cost(self) -> float:
@@ -1092,9 +1091,8 @@ def review_stale(config: RunConfig, reader: RunReader, model: ModelGateway, repo
             and needs_writing(config, writer.walk.course, report, place.path(stage.output), stage.phase)]
     if not todo:
         return
-    # The validator's WARNs on the files the review reads go with each request, so the model
-    # judges the lesson as a whole. They are computed from those files, which are the review's
-    # ledger inputs already, so they need no edge of their own.
+    # The validator's WARNs on the files the review reads go with each request, so the model judges the
+    # lesson as a whole; computed from the review's ledger inputs, they need no edge of their own.
     warns = [d for d in course_report(config.root, config.settings).defects
              if d.severity == Severity.WARN and not d.code.startswith("rev")]
     lessons = {place.id: [job(config, reader, stage, place, (_warnings(place, reviewed, warns),))] for place in todo}

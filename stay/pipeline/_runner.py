@@ -551,9 +551,8 @@ def run_module_stage(config: RunConfig, reader: RunReader, model: ModelGateway, 
             report.say(f"  module {module.id}: planning {plural(len(places), 'lesson')}")
             made = job(config, reader, stage, module)
             artefacts = model.produce(made.request, made.parse)
-            # the module's plans in one step: one journal line before their renames, so a
-            # crash between two of them leaves none unrecorded. A plan's own inputs do not
-            # depend on plans' contents: one refresh, below
+            # the module's plans in one step (one journal line: a crash leaves none unrecorded); a plan's
+            # inputs do not depend on plans' contents: one refresh, below
             if writer.write({path: artefact for path, artefact in zip(made.paths, artefacts, strict=True)
                              if path in todo}):
                 check_written(fixer, walk.cancelled, todo)
