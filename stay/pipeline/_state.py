@@ -363,13 +363,16 @@ class CourseState:
             return False, f"the {gate} gate has not been answered"
         if not entry.get("approved"):
             return False, f"the {gate} gate was declined"
+        moved = self._moved(entry, gate)
+        return not moved, moved
+
+    def _moved(self, entry: dict[str, Any], gate: str) -> str:
+        """What changed in the gate's files since ``entry`` recorded their hashes ('' when nothing did)."""
         covered = entry.get("covered", {})
         if not isinstance(covered, dict) or sorted(covered) != sorted(self.covered(gate)):
-            return False, f"the files under the {gate} gate changed (lessons added or removed)"
+            return f"the files under the {gate} gate changed (lessons added or removed)"
         moved = [p for p in self.covered(gate) if covered.get(p) != self.current_hash(p)]
-        if moved:
-            return False, f"{', '.join(moved)} changed since the {gate} gate was approved"
-        return True, ""
+        return f"{', '.join(moved)} changed since the {gate} gate was approved" if moved else ""
 
     def require(self, gates: Iterable[str], doing: str, fix: Callable[[str], str]) -> None:
         """Refuse ``doing`` unless every one of ``gates`` holds; ``fix(gate)``: what to run."""
@@ -381,12 +384,7 @@ class CourseState:
     def standing_decline(self, gate: str) -> str | None:
         """The note of a decline nothing covered has changed since ('' without a note); else None."""
         entry = self.gates().get(gate)
-        if entry is None or entry.get("approved"):
-            return None
-        covered = entry.get("covered", {})
-        if not isinstance(covered, dict) or sorted(covered) != sorted(self.covered(gate)):
-            return None
-        if any(covered.get(p) != self.current_hash(p) for p in self.covered(gate)):
+        if entry is None or entry.get("approved") or self._moved(entry, gate):
             return None
         return str(entry.get("note") or "")
 
