@@ -574,10 +574,6 @@ class Run:
         walk = Walk(config.slug, state=state, proposed={} if config.show else None)
         return cls(config=config, reader=reader, model=model, report=report, tally=tally, walk=walk)
 
-    @property
-    def course(self) -> CourseState:
-        return self.walk.course
-
     def write(self, made: Mapping[str, Artefact]) -> bool:
         return self.writer.write(made)
 

@@ -703,7 +703,7 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
             if run.walk.state is not None and not (run.walk.wave is not None and run.walk.wave.in_flight):
                 # hashes.json once per node, the journal in between; while the wave is in flight the
                 # journal alone: whether a task had written yet would decide the write, not the walk
-                run.course.checkpoint()
+                run.walk.course.checkpoint()
             if on_node:
                 on_node(name)
         if pipeline.nodes[declared.last]["kind"] == "gate-summary":
@@ -724,9 +724,9 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
     finally:
         tally = run.tally
         if run.walk.state is not None and (config.root / "course.yaml").is_file():
-            run.course.checkpoint()
+            run.walk.course.checkpoint()
             if tally.projected != len(tally.written):  # else land_manifest's projection is still true
-                run.course.project_statuses(load_manifest(config.root))
+                run.walk.course.project_statuses(load_manifest(config.root))
             log_run(config.root, config.command, run.model.backend.name, tally.written, stopped, tally.retired,
                     tally.revised, [line for change in tally.changes for line in change.log_lines()], failed,
                     run.walk.unscreened)
@@ -743,7 +743,7 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
         if config.show:
             diff, reason = shown(run)
         else:
-            reason = revised_reason(run.course, sorted(run.tally.revised), config.hint, config.slug,
+            reason = revised_reason(run.walk.course, sorted(run.tally.revised), config.hint, config.slug,
                                     run.tally.written)
     tally = run.tally
     spent = _spent(run)
@@ -771,7 +771,7 @@ def _spent(run: Run) -> Spent:
 
 def shown(run: Run) -> tuple[str, str]:
     """After a ``--show`` walk: each target's proposal kept, and their diff with what to do next."""
-    config, course, proposed = run.config, run.course, run.walk.proposed or {}
+    config, course, proposed = run.config, run.walk.course, run.walk.proposed or {}
     diffs: list[str] = []
     paths: list[str] = []
     for path, note in config.revisions.items():
