@@ -34,7 +34,7 @@ if str(ROOT) not in sys.path:  # run as a script: tools/ is not installed
 
 from tools.layers import breaking_imports, cycles, import_graph, layer_breaks, private_reach_ins  # noqa: E402
 
-HANDLER_MODULES = ("_runner", "_gates", "_repair", "_run")
+HANDLER_MODULES = ("_runner", "_gates", "_run")
 """The modules of stay/pipeline holding the functions the runner hands the run context to."""
 
 _MODEL_BASES = {"BaseModel", "NamedTuple", "TypedDict"}

@@ -24,8 +24,8 @@ from stay.pipeline._graph import (
     problems,
     walk_order,
 )
-from stay.pipeline._progress import NotebookProgress, ProgressUpdate
 from stay.pipeline._runner import BuildResult, Spent, build_course, revise, run_command, spent_of
+from stay.pipeline._trace import NotebookProgress, ProgressUpdate
 
 __all__ = [
     "DECLARATION", "GATE_NAMES", "Answered", "BriefRejected", "BuildResult", "Estimate", "GateReview", "GraphError",

@@ -1,6 +1,4 @@
-"""The course commands (status, approve, adopt, gate review) and what they run with: the backend
-chosen.
-"""
+"""The course commands (status, approve, adopt, gate review) and the backend they run with."""
 
 from __future__ import annotations
 
@@ -36,7 +34,6 @@ from stay.pipeline._ledger import (
     digest,
     read_ledger,
 )
-from stay.pipeline._progress import Progress, default_progress, print_progress
 from stay.pipeline._state import (
     CourseState,
     Waiting,
@@ -47,23 +44,20 @@ from stay.pipeline._state import (
     retired_place,
     waiting_proposals,
 )
+from stay.pipeline._trace import Progress, default_progress, print_progress
 from stay.settings import DEFAULT_MODELS, Settings
 from stay.stages import REGISTRY, Prompts, Stage
 from stay.validate import Defect, HouseData, packaged_data_dir
 
 
 def default_backend(settings: Settings, progress: Progress | None = None) -> ModelClient:
-    """The backend the settings choose (``Settings.chosen_backend``), made by the one
-    factory (``stay.models.backend_from``, through the registry)."""
+    """The backend the settings choose, made by the one factory (``stay.models.backend_from``)."""
     return backend_from(settings, progress=progress or default_progress())
 
 
 def with_backend_models(settings: Settings, backend: ModelClient) -> Settings:
-    """``settings`` whose roles no setting named (each still at Claude's default id) play
-    the backend's own ``default_models``, when it has them (the openai backend's: OpenAI's
-    ids, or the one model a local server serves). Resolved once, before the ledger's model
-    digest, the request cache's keys, the cost cap and the run log read a role's model, so
-    all of them name the model that is really asked."""
+    """``settings`` with each role no setting named playing the backend's own ``default_models``; resolved
+    once, before the ledger, request cache, cost cap and run log read a role's model."""
     if isinstance(backend, (OfflineBackend, AnthropicBackend)) or backend.name == "anthropic":
         return settings
     unset = [role for role, model in settings.models.items() if model == DEFAULT_MODELS[role]]
@@ -77,11 +71,8 @@ def with_backend_models(settings: Settings, backend: ModelClient) -> Settings:
 
 
 def judged_by(settings: Settings, built: Mapping[str, Any]) -> tuple[Settings, str]:
-    """What a command that reads a course without building it (status, approve, adopt, the
-    viewer) judges its files by, and that backend's name: the backend and models its ledger
-    records it was last built with (``built``, hashes.json's), for each role no setting
-    names, unless the settings name another backend (``--backend``, ``STAY_BACKEND``),
-    whose models are then resolved as a build resolves them (``with_backend_models``)."""
+    """The backend and models a command that reads a course without building it judges its files by: the
+    ones its ledger records (``built``) for roles no setting names, unless the settings name another backend."""
     recorded, models = built.get("backend"), built.get("models")
     if isinstance(recorded, str) and isinstance(models, Mapping) and settings.backend in (None, recorded):
         kept = {role: model for role, model in models.items() if role in settings.models and isinstance(model, str)
@@ -105,26 +96,28 @@ def announce(settings: Settings, backend: ModelClient, say: Progress) -> None:
 
 def open_course_named(slug: str, courses_dir: str | os.PathLike[str], settings: Settings | None = None,
           stages: Sequence[Stage] = REGISTRY) -> CourseState:
-    chosen = settings or Settings.from_env()
     try:
         root = course_dir(courses_dir, slug)
         if not (root / "course.yaml").is_file():
             raise CourseNotFound(no_course(slug, courses_dir), path=root)
-        prompts = Prompts.load(chosen.prompts_dir, tuple(stages), chosen.data_dir)
-        chosen, backend = judged_by(chosen, built_with(root))
-        if backend == "offline":  # an offline build reviews no lesson: its reviews are not missing, never made
-            stages = tuple(stage for stage in stages if stage.phase != "review")
-        return open_course(root, Sources(prompts, chosen.models, tuple(stages), backend), chosen, tuple(stages))
+        return _judged(root, settings or Settings.from_env(), stages)
     except StayError:  # a stay error that is an OSError too (BriefNotFound) says its own fix
         raise
     except OSError as exc:
         raise EnvironmentProblem.from_os_error(exc) from None
 
 
+def _judged(root: Path, settings: Settings, stages: Sequence[Stage]) -> CourseState:
+    """The course at ``root``, judged by the backend and models its ledger records (``judged_by``)."""
+    prompts = Prompts.load(settings.prompts_dir, tuple(stages), settings.data_dir)
+    chosen, backend = judged_by(settings, built_with(root))
+    if backend == "offline":  # an offline build reviews no lesson: its reviews are not missing, never made
+        stages = tuple(stage for stage in stages if stage.phase != "review")
+    return open_course(root, Sources(prompts, chosen.models, tuple(stages), backend), chosen, tuple(stages))
+
+
 def open_course(root: Path, sources: Sources, settings: Settings, stages: tuple[Stage, ...]) -> CourseState:
-    """A course on disk, its manifest, curriculum and plans loaded, which checks every id
-    and slug they hold before any path is built from them, and every link in it before
-    anything is read through one (``check_links``)."""
+    """A course on disk, loaded; its ids, slugs and links are checked before any path is built from them."""
     check_links(root)
     manifest = load_manifest(root)
     state = CourseState(root, artefact_graph(Curriculum(modules=[]), stages=stages), manifest.brief,
@@ -141,8 +134,7 @@ def open_course(root: Path, sources: Sources, settings: Settings, stages: tuple[
 
 
 def house_data(settings: Settings) -> HouseData:
-    """The run's house style; the packaged one when its data directory cannot be read
-    (the validator says so where it reports)."""
+    """The run's house style; the packaged one when its data directory cannot be read (the validator says so)."""
     try:
         return HouseData.load(settings.resolved_data_dir())
     except StayError:
@@ -152,13 +144,8 @@ def house_data(settings: Settings) -> HouseData:
 def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "courses",
             decline: bool = False, note: str = "", by: str | None = None,
             settings: Settings | None = None) -> Answered:
-    """Answer a gate for a course: record approval (or a decline) with the hash of
-    every file it covers, so a later edit to any of them retires the answer.
-
-    Returns the FAILs the validator finds in the files the gate covers. A person may
-    approve them (``--yes`` may not): the caller says how many, so nobody signs unaware.
-    The result's ``not_kept`` names the covered files whose bytes the answer could not
-    keep for the review page's diff, each with why (``lines()`` says them)."""
+    """Answer a gate: record approval (or a decline) with the hash of every file it covers, so a later edit
+    retires it. Returns the FAILs in the covered files: a person may approve them (``--yes`` may not)."""
     if gate not in GATE_NAMES:
         raise UsageError(f"unknown gate '{gate}'{did_you_mean(gate, GATE_NAMES)}; the gates are "
                          f"{' and '.join(GATE_NAMES)}")
@@ -183,8 +170,7 @@ def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "cour
 
 
 class Answered(tuple[Defect, ...]):
-    """What ``approve`` returns: the FAILs in the gate's files (a tuple of them, as it always
-    was), and the covered files the answer could not keep for a later diff, with why."""
+    """What ``approve`` returns: the FAILs (a tuple, as it always was), and the covered files not kept, with why."""
 
     gate: str
     not_kept: tuple[tuple[str, str], ...]
@@ -214,9 +200,8 @@ def _user() -> str:
 
 
 class Statuses(dict[str, Status]):
-    """Every artefact's status by path (a plain dict, as ever), shown in a notebook as a
-    count per state and a table of each artefact, its state and why; ``proposals`` says
-    each proposal ``revise --show`` left waiting, with the command that goes on from it."""
+    """Every artefact's status by path (a plain dict, as ever), shown in a notebook as counts and a table;
+    ``proposals`` lists each proposal ``revise --show`` left waiting."""
 
     proposals: tuple[str, ...] = ()
 
@@ -239,8 +224,7 @@ class Statuses(dict[str, Status]):
 
 def status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses", settings: Settings | None = None,
            stages: Sequence[Stage] | None = None) -> Statuses:
-    """Every artefact's derived status, with the inputs that made a stale one stale.
-    ``stages`` is the stage registry (``None``: ``stay.stages.REGISTRY``)."""
+    """Every artefact's derived status, with the inputs that made a stale one stale."""
     state = open_course_named(slug, courses_dir, settings, REGISTRY if stages is None else stages)
     state.hash_once()  # one read of the course: each file hashed once is one snapshot of it
     return _with_proposals(Statuses(state.statuses()), state, slug, courses_dir)
@@ -265,20 +249,13 @@ def gate_status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
 
 def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
           settings: Settings | None = None) -> Statuses:
-    """Rebuild the hash ledger from the files on disk, for a course written elsewhere:
-    every existing artefact becomes current; no model is called."""
+    """Rebuild the hash ledger from the files on disk: every existing artefact becomes current; no model call."""
     root = course_dir(courses_dir, slug)
     if not (root / "course.yaml").is_file():
         raise CourseNotFound(no_course(slug, courses_dir), path=root)
     with _locked(root):
         _set_aside_damaged(root / GATES_FILE, "gates")
-        chosen = settings or Settings.from_env()
-        stages = tuple(REGISTRY)
-        prompts = Prompts.load(chosen.prompts_dir, stages, chosen.data_dir)
-        chosen, backend = judged_by(chosen, built_with(root))
-        if backend == "offline":  # an offline build reviews no lesson: its reviews are not missing, never made
-            stages = tuple(stage for stage in stages if stage.phase != "review")
-        state = open_course(root, Sources(prompts, chosen.models, stages, backend), chosen, stages)
+        state = _judged(root, settings or Settings.from_env(), REGISTRY)
         state.hash_once()
         state.adopt()
         state.project_statuses(load_manifest(state.root))
@@ -297,8 +274,7 @@ def _locked(root: Path) -> Iterator[None]:
 
 
 def _set_aside_damaged(path: Path, section: str) -> None:
-    """A damaged gates.json cannot be rebuilt (approvals are a person's): adopting moves it
-    to .state/retired/ and the gates must be answered again."""
+    """A damaged gates.json cannot be rebuilt (approvals are a person's): it moves to .state/retired/."""
     try:
         read_ledger(path, section)
     except EnvironmentProblem:
@@ -313,9 +289,8 @@ SET_ASIDE_LIMIT = 100
 
 
 def _unused(root: Path, name: str) -> Path:
-    """The first place under .state/retired/ for a damaged ``name`` (``damaged-gates.json``,
-    then ``damaged-gates-2.json``, ...) that holds nothing: an earlier damaged copy holds a
-    person's approvals too, so it is never overwritten."""
+    """The first free place under .state/retired/ for a damaged ``name``: an earlier copy holds a person's
+    approvals too, so it is never overwritten."""
     stem, dot, suffix = name.partition(".")
     for n in range(1, SET_ASIDE_LIMIT + 1):
         target = retired_place(root, f"damaged-{stem}{'' if n == 1 else f'-{n}'}{dot}{suffix}")
@@ -374,8 +349,7 @@ class GateReview:
 
 def gate_review(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
                 settings: Settings | None = None) -> GateReview:
-    """The first gate, in the order a course passes them, whose approval does not hold,
-    and what a reviewer there must judge. Reads the course and its ledger; writes nothing."""
+    """The first gate, in course order, whose approval does not hold, and what its reviewer must judge."""
     state = open_course_named(slug, courses_dir, settings)
     state.hash_once()  # one snapshot of the course: each file hashed once
     for gate in GATES:

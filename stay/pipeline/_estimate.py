@@ -1,8 +1,5 @@
-"""``stay estimate``: the calls a build would make and what they would cost, made offline.
-
-The build runs for real with the offline backend in a scratch courses directory, and every
-request is recorded; how the expected, low and high costs are priced: docs/pipeline.md, "Estimate".
-"""
+"""``stay estimate``: the calls a build would make and their cost, worked out by a real offline build
+whose requests are recorded; how they are priced: docs/pipeline.md, "Estimate"."""
 
 from __future__ import annotations
 
@@ -46,39 +43,25 @@ from stay.stages import STAGES
 from stay.validate import HouseData
 
 MIN_CACHEABLE = 512
-"""The shortest prefix the low end assumes is cached: the smallest minimum any current
-model publishes (Sonnet 5.5, Haiku 5.5, Opus 5), so the low end never assumes less caching
-than the API could give."""
+"""The shortest prefix the low end assumes is cached: the smallest minimum any current model publishes."""
 
 CHARS_PER_TOKEN = 4
 """Without the token-counting endpoint, a token is taken to be about four characters."""
 
 TOKENS_PER_WORD = 1.5
-"""A lesson's tokens per prose word, for the expected end. The committed sample course
-(model-written) runs 5.9 characters a word of its lessons, headings and code included:
-about 1.5 tokens a word at four characters a token."""
+"""A lesson's tokens per prose word: the sample course runs 5.9 characters a word, ~1.5 tokens at 4 a token."""
 
 PROSE_FACTOR = 2.0
-"""How much longer a real model's prose strings are than the offline answer's (a string
-with a space in it is prose; ids, slugs and levels have none), for the expected end. The
-committed sample course, model-written, has 1.35 to 2.25 times the characters of the
-offline build's design files for the same brief (audience 1.5, curriculum 1.35, outcomes
-2.0, assessment 2.25, plans 1.7). Its quizzes and exercises run about 5 times, but with
-more items than the offline answer has: the offline structure is what the estimate
-counts, so only the prose is scaled."""
+"""How much longer a real model's prose strings (those with a space) are than the offline answer's: the
+sample course's design files run 1.35 to 2.25 times the offline build's (docs/pipeline.md, "Estimate")."""
 
 TRUNCATION_MARGIN = 2.0
-"""A call is likely cut off, and the high end counts its retry, when this many times its
-expected answer (or its offline one, if longer) passes the answer's room. Twice is past
-what house style lets a lesson run (``prose.max_words_per_minute`` is 1.7 times the middle
-the expected end takes) and past the sample's longest prose (2.25 times the offline
-answer's, against the expected end's ``PROSE_FACTOR``)."""
+"""A call is likely cut off (the high end counts its retry) when this many times its expected answer passes
+its room: past house style's longest lesson and the sample's longest prose."""
 
 THINKING_SHARE = 0.25
-"""The share of its thinking room a thinking call is expected to use, for the expected end.
-Adaptive thinking spends what the task asks, not the room: a quarter is 4,000 tokens
-at planning's high effort and 2,000 at writing's medium (the high end keeps the whole
-room)."""
+"""The share of its thinking room a thinking call is expected to use (adaptive thinking spends what the
+task asks); the high end keeps the whole room."""
 
 
 @dataclass
@@ -109,8 +92,7 @@ class Call:
     model: str
     input_tokens: int
     prefixes: tuple[tuple[str, int], ...]
-    """(key, tokens up to and including the breakpoint) of every cache breakpoint, shortest
-    first, keyed on the model and the text only (the low end's)."""
+    """(key, tokens up to the breakpoint) of every cache breakpoint, shortest first, keyed on model and text."""
     max_tokens: int
     typical_output: int
     artefact: str = ""
@@ -120,16 +102,14 @@ class Call:
     expected_output: int = 0
     """A real model's answer and thinking, in tokens (``TOKENS_PER_WORD``, ``PROSE_FACTOR``, ``THINKING_SHARE``)."""
     retry_tokens: int = 0
-    """The ``max_tokens`` of the one automatic retry of an answer likely cut off (0: none
-    likely, or no room for one)."""
+    """The ``max_tokens`` of the one automatic retry of an answer likely cut off (0: none)."""
     wave: bool = False
     """A wave stage's call: the calls ``--batch`` sends through a Message Batch."""
 
 
 @dataclass(frozen=True)
 class StageEstimate:
-    """One stage's calls: their input tokens, typical and maximum output, and cost range
-    (None when a model it uses has no price on file)."""
+    """One stage's calls: input tokens, typical and maximum output, cost range (None: a model has no price)."""
 
     stage: str
     calls: int
@@ -240,10 +220,8 @@ def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.Pa
 
 
 def _words_per_minute(settings: Settings) -> float:
-    """A real lesson's prose words per planned minute: the middle of house style's band
-    (``prose.min_words_per_minute`` to ``prose.max_words_per_minute``), the length a model
-    writing to it lands near on average. Read from the run's data directory, as the
-    validator reads it (the build that was just recorded read it too)."""
+    """A real lesson's prose words per planned minute: the middle of house style's band, read as the
+    validator reads it."""
     data = HouseData.load(settings.resolved_data_dir())
     return (float(data["prose.min_words_per_minute"]) + float(data["prose.max_words_per_minute"])) / 2
 
@@ -257,8 +235,7 @@ def _counter(settings: Settings) -> AnthropicBackend | None:
 
 
 def _counted(counter: AnthropicBackend, params: dict[str, Any], role: str) -> int:
-    """The input tokens of ``params`` by the token-counting endpoint (free: nothing is
-    answered); a refusal or no answer is one line, never a guess passed off as a count."""
+    """The input tokens of ``params`` by the free token-counting endpoint; a refusal is one line, never a guess."""
     import anthropic  # the SDK's own errors; only with a credential set
 
     fields = {k: params[k] for k in ("model", "system", "messages", "output_config", "thinking") if k in params}
@@ -298,15 +275,13 @@ def _call(request: ModelRequest, model: str, screen: bool, settings: Settings,
     counted = sum(sizes)
     if counter is not None:
         counted = _counted(counter, params, request.role)
-    # Keyed on the model and the prefix's text only: the API keys an entry on the output
-    # format and effort too, but the low end is the least the build could cost, so it does
-    # not count on that rule (a service that shares more across stages is still above it).
+    # Keyed on the model and the prefix's text only (the API adds output format and effort): the low end is
+    # the least the build could cost, so it does not count on that rule.
     prefixes = tuple((hashlib.sha256(json.dumps([model, [t for t, _m in texts[:i + 1]]]).encode()).hexdigest(),
                       sum(sizes[:i + 1]))
                      for i, (_text, mark) in enumerate(texts) if mark and sum(sizes[:i + 1]) >= MIN_CACHEABLE)
-    # The expected end keys as the API does, with the gate's own keys: prefix_keys leaves out
-    # the breakpoints under the model's minimum, which are the shortest, so its keys belong
-    # to the last of the marked breakpoints
+    # The expected end keys as the API does (``prefix_keys``): it leaves out the breakpoints under the
+    # model's minimum, the shortest, so its keys belong to the last of the marked breakpoints
     marks = [sum(sizes[:i + 1]) for i, (_text, mark) in enumerate(texts) if mark]
     keys = prefix_keys(params)
     scoped = tuple(zip(keys, marks[len(marks) - len(keys):], strict=True))
@@ -327,9 +302,8 @@ def _call(request: ModelRequest, model: str, screen: bool, settings: Settings,
 
 
 def _expected_answer(request: ModelRequest, screen: bool, pace: float) -> int:
-    """A real model's answer to ``request``, in tokens (no thinking): a lesson body at
-    ``pace`` words a minute of its plan, anything else the offline answer with its prose
-    ``PROSE_FACTOR`` times as long (the screen's: its verdict with a sentence of reason)."""
+    """A real model's answer to ``request`` in tokens: a lesson body at ``pace`` words a minute, anything else
+    the offline answer with its prose ``PROSE_FACTOR`` times as long."""
     stage = STAGES.get(request.stage)
     if stage is not None and stage.makes is LessonContent:
         return round(float(request.inputs["plan"]["minutes"]) * pace * TOKENS_PER_WORD)
@@ -353,12 +327,8 @@ def _strings(data: Any) -> list[str]:
 
 def _priced(calls: Sequence[Call], counted_by: str, batch: bool = False,
             prices: Mapping[str, Price] = PRICES, claude: bool = True) -> Estimate:
-    """Each stage's calls priced expected, low and high, in the pipeline's order: the
-    screen, then the stages as declared, each stage's calls by the file they write. Not the
-    order the build asked them in: a wave's calls run concurrently, and their order (which
-    decides which call writes a shared prefix and which reads it) would change from run to
-    run; the prefix gate holds a wave's later calls until the first one's response has
-    begun, so one writes and the rest read."""
+    """Each stage's calls priced expected, low and high, in the pipeline's order (not the build's: a wave's
+    calls run concurrently, and the prefix gate makes the first write the shared prefix and the rest read it)."""
     order = {stage: rank for rank, stage in enumerate(STAGES)}
     calls = sorted(calls, key=lambda c: (c.stage in order, order.get(c.stage, -1), c.stage, c.artefact))
     seen: set[str] = set()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import TypeVar
 
@@ -14,7 +13,6 @@ from stay.models import OfflineBackend
 from stay.pipeline._graph import DERIVED, GATE_NAMES, GateDecl, GateView, bounded, defect_lines, earlier
 from stay.pipeline._layout import GLOSSARY, RunReader, defects_in
 from stay.pipeline._ledger import AUTO_APPROVED, RETIRED, STATE, write_if_changed
-from stay.pipeline._progress import Reporter
 from stay.pipeline._run import (
     Fixer,
     Job,
@@ -32,16 +30,16 @@ from stay.pipeline._run import (
     regenerate,
     regeneration_notes,
 )
-from stay.pipeline._state import THREAD, CourseState, ThreadNote, open_proposal, thread_so_far, thread_text
+from stay.pipeline._state import THREAD, CourseState, ThreadNote, note_sha, open_proposal, thread_so_far, thread_text
+from stay.pipeline._trace import Reporter
 from stay.validate import Severity
 
 A = TypeVar("A", bound=Artefact)
 
 
 def summary(config: RunConfig, reader: RunReader, ledger: CourseState, tally: Tally, gate: GateDecl) -> None:
-    """Write what the gate is about to ask about (its declared page, then the defects
-    that remain). When its approval already holds there is nothing to ask, and the
-    summary that was shown when it was asked stays."""
+    """Write the gate's page (its declared page, then the defects that remain); an approval that holds
+    keeps the summary shown when it was asked."""
     state, name, slug = ledger, gate.name, config.slug
     if state.approval(name)[0]:
         return
@@ -78,9 +76,7 @@ def summary(config: RunConfig, reader: RunReader, ledger: CourseState, tally: Ta
 
 
 def reference_lines(config: RunConfig, gate: GateDecl) -> list[str]:
-    """The reference documents each stage of the gate's phase read, as their front matter
-    attached them before the run (``Prompts.reference_set``): a reviewer sees what a
-    document dropped into the prompts directory reached."""
+    """The reference documents each stage of the gate's phase read (``Prompts.reference_set``)."""
     rows = [f"- {stage.name}: {', '.join(markdown_text(name) for name in config.prompts.reference_set(stage))}"
             for stage in config.stages if stage.phase == gate.closes]
     return ["## References each stage read", "", *rows, ""] if rows else []
@@ -96,9 +92,8 @@ def _loaded(reader: RunReader, path: str, kind: type[A]) -> A | None:
 
 
 def _unsigned(state: CourseState, gate: str) -> list[str]:
-    """The files ``--yes`` would sign for the gate. A person's approval of an earlier gate
-    that still holds has accepted that gate's files as they are, FAILs included, so a
-    later gate's ``--yes`` does not refuse them again."""
+    """The files ``--yes`` would sign for the gate: an earlier gate's approval that holds accepted its files,
+    FAILs included, so they are not refused again."""
     answers = state.gates()
     signed = {path for before in earlier(gate) if state.approval(before)[0]
               and answers.get(before, {}).get("by") != AUTO_APPROVED for path in state.covered(before)}
@@ -145,13 +140,8 @@ def record(config: RunConfig, ledger: CourseState, tally: Tally, gate: GateDecl)
         tally.add_written([f"{STATE}/gates.json"])
 
 
-def note_digest(note: str) -> str:
-    return hashlib.sha256(note.encode("utf-8")).hexdigest()[:16]
-
-
 def resolve_targets(state: CourseState, targets: list[str], stage_names: set[str]) -> list[str]:
-    """Course files from what a person named: a file path, a lesson id (its lesson-scope
-    files) or a stage name (every file of that stage); unique, in graph order."""
+    """Course files from what a person named (a path, a lesson id, a stage name); unique, in graph order."""
     graph = state.graph
     staged = [n for n in graph if graph.nodes[n].get("stage") in stage_names]
     found: list[str] = []
@@ -190,15 +180,11 @@ def declined_note(state: CourseState, path: str) -> str:
 
 
 def check_revisions(config: RunConfig, course: CourseState, by_phase: Mapping[str, tuple[str, ...]]) -> None:
-    """The guard's work: the approvals each target's phase needs (``by_phase``, the
-    guard node's declaration) hold, and an edited file is revised only when forced."""
+    """The approvals each target's phase needs hold, and an edited file is revised only when forced."""
     for path, note in config.revisions.items():
         phase = course.graph.nodes[path]["phase"]
-        for gate in by_phase[phase]:
-            holds, why = course.approval(gate)
-            if not holds:
-                raise PipelineError(f"revising {path} (a {phase} file) needs the {gate} approval to hold: {why}; "
-                                    f"run {config.hint('approve', config.slug, gate)} first")
+        course.require(by_phase[phase], f"revising {path} (a {phase} file)",
+                       lambda gate: f"{config.hint('approve', config.slug, gate)} first")
         status = course.status(path)
         if status.state == "edited" and not config.force:
             raise PipelineError(f"{path} was edited by hand: revise it with --force (its current bytes are kept "
@@ -208,13 +194,12 @@ def check_revisions(config: RunConfig, course: CourseState, by_phase: Mapping[st
 
 
 def pending(config: RunConfig, course: CourseState, report: Reporter) -> dict[str, str]:
-    """The revisions still to send: a note already applied to a file is not sent twice,
-    nor (``--show``) a note the open proposal for the file as it is already answers."""
+    """The revisions still to send: not a note already applied, nor (``--show``) one the open proposal answers."""
     todo = {}
     for path, note in config.revisions.items():
         entry = course.ledger().get(path, {})
         applied = entry.get("revision", {}).get("sha") if isinstance(entry.get("revision"), dict) else None
-        if applied == note_digest(note) and course.status(path).state == "current":
+        if applied == note_sha(note) and course.status(path).state == "current":
             report.say(f"  {path}: already revised with this note; nothing to send")
             continue
         shown = open_proposal(course, path) if config.show else None
@@ -231,9 +216,7 @@ def threads(course: CourseState, paths: list[str]) -> dict[str, list[ThreadNote]
 
 
 def notes_for(config: RunConfig, reader: RunReader, walk: Walk, path: str) -> tuple[Note, ...]:
-    """The inputs a revision adds: the file as it stands, the reviewer's thread on it so
-    far (when there is one), the reviewer's note, and the instruction block every
-    regeneration of an existing file gets."""
+    """The inputs a revision adds: the file, the reviewer's thread so far, the note, the instruction block."""
     note = config.revisions[path]
     notes = regeneration_notes(config.prompts, as_it_stands(reader, path), Note("reviewer_note", note, note))
     thread = walk.threads.get(path)
@@ -249,12 +232,8 @@ def notes_for(config: RunConfig, reader: RunReader, walk: Walk, path: str) -> tu
 
 def revise_files(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer,
                  walk: Walk, fixer: Fixer) -> None:
-    """The named design and plan files first, in stage order (a later stage's request
-    reads what an earlier one just wrote), each checked at the write: a plan is
-    regenerated by its module's call, and only it written. Then every named wave file's
-    call is started, together, as the wave's are; ``revise_gather`` waits for them.
-    Under ``--show`` nothing is written (``Writer.write`` keeps the answers as
-    proposals), so there is no check at the write."""
+    """The named design files and plans first, in stage order, each checked at the write (a plan is
+    regenerated by its module's call); then every named wave file's call, started together."""
     todo = walk.revisions
     if todo and isinstance(getattr(model.backend, "inner", model.backend), OfflineBackend):
         how = "proposed as" if config.show else "written from"

@@ -1,6 +1,4 @@
-"""The graphs: the command graph of stage nodes, its gates and the walk over it, and the artefact
-graph of a course (which file is built from which).
-"""
+"""The command graph of stage nodes, its gates and the walk over it; and a course's artefact graph."""
 
 from __future__ import annotations
 
@@ -16,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 from stay._display import markdown_table, markdown_text, plural
 from stay.artefacts import Artefact, Assessment, Audience, Curriculum, LessonPlan, Outcomes
 from stay.errors import ArtefactError, GraphError
-from stay.pipeline._inputs import direct_inputs
-from stay.pipeline._layout import BRIEF, GLOSSARY, CourseLayout
+from stay.pipeline._layout import BRIEF, GLOSSARY, CourseLayout, direct_inputs
 from stay.stages import REGISTRY, Prompts, Stage, checked_references
 from stay.validate import Defect, Severity
 
@@ -26,8 +23,7 @@ if TYPE_CHECKING:
 
 
 class Dag:
-    """A directed graph of string nodes with attribute dicts, and graph attributes in
-    ``graph``; the part of ``networkx.DiGraph``'s interface the pipeline reads."""
+    """A directed graph with attribute dicts: the part of ``networkx.DiGraph``'s interface the pipeline reads."""
 
     __slots__ = ("_added", "_nodes", "_pred", "_succ", "graph")
 
@@ -37,8 +33,7 @@ class Dag:
         self._succ: dict[str, dict[str, None]] = {}
         self._pred: dict[str, dict[str, None]] = {}
         self._added: dict[tuple[str, str], None] = {}
-        """Every edge in the order it was added: each node's successors and predecessors
-        are in this order, and ``to_networkx`` adds the edges in it to keep both."""
+        """Every edge in the order added: neighbours keep this order, and ``to_networkx`` too."""
 
     # -- building -----------------------------------------------------------------------
 
@@ -71,9 +66,7 @@ class Dag:
         del self._nodes[node]
 
     def copy(self) -> Dag:
-        """An independent copy, as ``networkx.DiGraph.copy`` makes one: attribute dicts
-        copied one level, and the edges added source by source (so a node's predecessors
-        may come in another order than here)."""
+        """An independent copy, as ``networkx.DiGraph.copy`` makes one."""
         dag = Dag(**self.graph)
         for node, attrs in self._nodes.items():
             dag.add_node(node, **attrs)
@@ -182,8 +175,7 @@ def is_acyclic(graph: Dag) -> bool:
 
 
 def topological_order(graph: Dag, key: Callable[[str], Hashable]) -> list[str]:
-    """``networkx.lexicographical_topological_sort``: among the nodes whose predecessors
-    have all been placed, always the one with the smallest ``key`` (then the first added) next."""
+    """``networkx.lexicographical_topological_sort``: of the ready nodes, the smallest ``key`` (then the first)."""
     try:
         sorter = _sorter(graph)
     except CycleError as exc:
@@ -210,12 +202,10 @@ def to_networkx(graph: Dag) -> nx.DiGraph[str]:
 
 
 LISTED = 10
-"""Defects a gate page (and a gate's refusal) lists one a line; the rest are counted.
-Enough to see what kind of trouble a file is in, few enough to read in a terminal."""
+"""Defects a gate page lists one a line; the rest are counted."""
 
 _BLOCK_START = re.compile(r"^(\d{1,9}(?=[.)])|(?=[#+=-]))")
-"""Where a line would open a block: before a list, heading or rule marker, or after an
-ordered list's number (whose ``.`` or ``)`` is then escaped)."""
+"""Where a line would open a block: before a list, heading or rule marker, or after an ordered list's number."""
 
 
 def _lead(value: object) -> str:
@@ -294,8 +284,7 @@ def plan_lines(curriculum: Curriculum, plans: Mapping[str, LessonPlan]) -> list[
 
 
 def defect_lines(defects: Sequence[Defect], *, refused: bool) -> list[str]:
-    """What the validator still finds in the gate's files, FAILs first, bounded;
-    ``refused``: a FAIL no person has signed, so ``--yes`` will not approve the gate."""
+    """What the validator still finds in the gate's files, FAILs first, bounded; ``refused``: an unsigned FAIL."""
     fails = sum(defect.severity == Severity.FAIL for defect in defects)
     lines = ["## Defects", ""]
     if not defects:
@@ -396,8 +385,7 @@ def earlier(name: str, gates: Sequence[GateDecl] = GATES) -> tuple[str, ...]:
 
 
 def needed_before(phase: str, gates: Sequence[GateDecl] = GATES) -> tuple[str, ...]:
-    """The gates whose approvals must hold before a file of ``phase`` is written: every
-    gate closing an earlier phase (a phase no gate closes comes after them all)."""
+    """The gates that must hold before a file of ``phase`` is written: every gate closing an earlier phase."""
     closes = [gate.closes for gate in gates]
     if phase not in closes:
         return tuple(gate.name for gate in gates)
@@ -410,9 +398,7 @@ KINDS = ("entry", "router", "guard", "stage", "gate-summary", "gate-ask", "gate-
 AFTER_GATES = ("wave", "review", "finish", "repair", "revise")
 """The phases after every gate: the wave, its review, what follows them, and revise's own nodes."""
 PHASES = (*GATED, *AFTER_GATES)
-"""What a stage or mechanical node authors (a declaration with other gates has its own,
-``PipelineDecl.phases``). A command names the phases it may write; in the others its
-nodes only check that what is on disk is current."""
+"""What a stage or mechanical node authors; in phases a command does not write, its nodes only check."""
 
 
 @dataclass(frozen=True)
@@ -428,8 +414,7 @@ class NodeDecl:
     requires: tuple[str, ...] = ()
     """For a guard (and repair): the gates whose approvals must hold before it goes on."""
     requires_by_phase: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    """For a guard whose command writes in any phase (revise): per phase of what it is
-    asked to write, the gates whose approvals must hold."""
+    """For revise's guard: per phase it may write, the gates whose approvals must hold."""
     gate: str = ""
     """For a gate node: the gate it is part of (``GATES``)."""
     default: str = ""
@@ -448,8 +433,7 @@ class CommandDecl:
     """The phases whose artefacts it may (re)generate; elsewhere it only checks."""
     doc: str = ""
     routes: tuple[tuple[str, str], ...] = ()
-    """Router -> the successor it sends this command to, where not the router's default
-    (choose_entry always sends a command to its ``entry``)."""
+    """Router -> the successor it sends this command to, where not its default."""
 
 
 @dataclass(frozen=True)
@@ -475,12 +459,8 @@ GUARDS = ("require_design", "require_gates", "repair_seed", "revise_seed")
 
 
 def declare(stages: Sequence[Stage] = REGISTRY, gates: Sequence[GateDecl] = GATES) -> PipelineDecl:
-    """The pipeline's declaration, its stage and gate nodes derived from the stage and
-    gate declarations: each gate follows the nodes of the phase it closes (a design
-    stage's node on the spine in registry order, then the design gate; each planning
-    stage's, then the plan gate), the lesson-scope wave stages share ``write_lesson``,
-    and each course-scope wave stage has its own ``write_<name>`` beside it. What a
-    guard requires is derived from where its command writes: the gates before it."""
+    """The pipeline's declaration, its stage and gate nodes derived from the stages and gates
+    (docs/pipeline.md, "The graph"); a guard requires the gates before where its command writes."""
     by_node: dict[str, list[Stage]] = {}
     for stage in stages:
         by_node.setdefault(stage.node_name, []).append(stage)
@@ -572,18 +552,14 @@ DECLARATION = declare()
 
 
 def build(declaration: PipelineDecl | None = None, prompts: Prompts | None = None) -> nx.DiGraph[str]:
-    """The networkx DiGraph of a declaration (None: stay's own, a default help() can show):
-    node attributes kind, writes, stages, role, references (``assemble``'s graph, node for
-    node), each stage's references derived from ``prompts`` (None: the packaged prompts/)."""
+    """The networkx DiGraph of a declaration (None: stay's own), node for node ``assemble``'s graph."""
     declared = DECLARATION if declaration is None else declaration
     return to_networkx(assemble(declared, Prompts.load(None, declared.stages) if prompts is None else prompts))
 
 
 def assemble(declaration: PipelineDecl = DECLARATION, prompts: Prompts | None = None) -> Dag:
-    """The graph of a declaration, as the runner holds it. With ``prompts``, each stage
-    node holds the reference set each of its stages reads (``checked_references``: a
-    front matter that does not fit the stages is refused here, every problem at once);
-    without, none (the handler table needs no prompts)."""
+    """The graph of a declaration, as the runner holds it; with ``prompts``, each stage node holds the
+    references its stages read (a front matter that does not fit is refused here)."""
     by_name = {stage.name: stage for stage in declaration.stages}
     sets = checked_references(prompts, declaration.stages) if prompts is not None else {}
     graph = Dag(name="stay pipeline", entries=declaration.entries, commands=dict(declaration.commands),
@@ -679,9 +655,8 @@ def problems(given: Dag | nx.DiGraph[str]) -> list[str]:
 
 
 def _command_problems(graph: Dag) -> list[str]:
-    """Each command joins at choose_entry's successor, intake or a guard, and stops at a
-    node after it; a command joining at a guard authors only what lies after the gate
-    records its guard requires (the guard re-checks, each run, what they recorded)."""
+    """Each command joins at intake or a guard and stops after it; one joining at a guard authors only
+    what lies after the gates its guard requires."""
     found: list[str] = []
     records = {a["gate"]: n for n, a in graph.nodes(data=True) if a["kind"] == "gate-record"}
     for name, command in graph.graph.get("commands", {}).items():
@@ -747,18 +722,12 @@ def _checked() -> Dag:
 
 
 def graph(prompts: Prompts | None = None) -> nx.DiGraph[str]:
-    """The whole pipeline as a networkx DiGraph, checked when built (every problem
-    reported at once), each stage's references derived from ``prompts`` (None: the
-    packaged prompts/). A copy (``DiGraph.copy``, as it always was): the runner's own graph
-    cannot be changed through it."""
+    """The whole pipeline as a checked networkx DiGraph: a copy, so the runner's own cannot be changed."""
     return to_networkx(_checked() if prompts is None else checked(assemble(DECLARATION, prompts))).copy()
 
 
 def as_dag(given: Dag | nx.DiGraph[str]) -> Dag:
-    """The runner's own ``Dag`` as it is; a networkx graph (``graph()`` or ``build()``, as a
-    caller may have changed it) read node by node, then edge by edge. Nothing read from
-    it depends on the order of a node's neighbours (sets, sorted lists, a topological
-    order keyed by the declaration), so the edges need no particular order."""
+    """The runner's own ``Dag``; a networkx graph is read node by node, then edge by edge (no order matters)."""
     if isinstance(given, Dag):
         return given
     dag = Dag(**given.graph)
@@ -769,16 +738,14 @@ def as_dag(given: Dag | nx.DiGraph[str]) -> Dag:
 
 
 def walk_order(given: Dag | nx.DiGraph[str], start: str) -> list[str]:
-    """``start`` and every node after it, in a topological order that follows the
-    declaration where the graph leaves a choice."""
+    """``start`` and every node after it, topologically, following the declaration where there is a choice."""
     graph = as_dag(given)
     reachable = descendants(graph, start) | {start}
     return topological_order(graph.subgraph(reachable), key=lambda n: graph.nodes[n]["order"])
 
 
 def route(graph: Dag | nx.DiGraph[str], command: str, router: str) -> str:
-    """The successor ``router`` sends ``command`` to: choose_entry its entry, another
-    router the one the command names, else the router's default."""
+    """The successor ``router`` sends ``command`` to."""
     declared: CommandDecl = graph.graph["commands"][command]
     if router == "choose_entry":
         return declared.entry
@@ -786,9 +753,8 @@ def route(graph: Dag | nx.DiGraph[str], command: str, router: str) -> str:
 
 
 def walk(given: Dag | nx.DiGraph[str], command: str, answer: Callable[[str], str]) -> Iterator[str]:
-    """The nodes ``command`` runs, in order: from entry to the node it stops at, a
-    router's successors cut to the one ``answer(router)`` names (asked once the router
-    has been yielded, so the runner can answer with what the router's handler said)."""
+    """The nodes ``command`` runs, in order, a router's successors cut to the one ``answer(router)`` names
+    (asked once the router is yielded, so the runner answers with what its handler said)."""
     graph = as_dag(given)
     last = graph.graph["commands"][command].last
     span = ancestors(graph, last) | {last}
@@ -808,30 +774,25 @@ def walk(given: Dag | nx.DiGraph[str], command: str, answer: Callable[[str], str
 
 
 def command_walk(given: Dag | nx.DiGraph[str], command: str) -> list[str]:
-    """Every node ``command`` runs, in order: entry, choose_entry, then from the node it
-    joins at to the node it stops at, each router sending it where the declaration says."""
+    """Every node ``command`` runs, in order, each router sending it where the declaration says."""
     graph = as_dag(given)
     return list(walk(graph, command, lambda router: route(graph, command, router)))
 
 
 DERIVED = "derived"
-"""The stage a derived file's node carries (``Artefact.derived``): no stage writes it, its
-source's stage does, and a revision goes to its source."""
+"""The stage of a derived file's node: no stage writes it (its source's does, and is revised)."""
 
 
 def course_graph(curriculum: Curriculum, plans: Mapping[str, LessonPlan] | None = None,
                  stages: Sequence[Stage] | None = None,
                  derived: Mapping[str, Sequence[str]] | None = None) -> nx.DiGraph[str]:
-    """``artefact_graph`` as a networkx DiGraph, node for node and edge for edge
-    (``stages`` None: the registry, a default help() can show)."""
+    """``artefact_graph`` as a networkx DiGraph (``stages`` None: the registry)."""
     return to_networkx(artefact_graph(curriculum, plans, REGISTRY if stages is None else stages, derived))
 
 
 def derived_files(stages: Sequence[Stage], exists: Callable[[str], bool],
                   load: Callable[[str], Artefact]) -> dict[str, list[str]]:
-    """Each course-scope artefact's derived files (``Artefact.derived``), by its path, as it
-    stands on disk. One that is missing or cannot be read has none: the graph is still
-    built, and the validator names what is wrong with it."""
+    """Each course-scope artefact's derived files, as it stands on disk; none for a missing or broken one."""
     found: dict[str, list[str]] = {}
     for stage in stages:
         if stage.scope != "course" or stage.kind.derived is Artefact.derived or not exists(stage.output):
@@ -845,14 +806,8 @@ def derived_files(stages: Sequence[Stage], exists: Callable[[str], bool],
 
 def artefact_graph(curriculum: Curriculum, plans: Mapping[str, LessonPlan] | None = None,
                    stages: Sequence[Stage] = REGISTRY, derived: Mapping[str, Sequence[str]] | None = None) -> Dag:
-    """Artefact paths as nodes, direct inputs as edges (input -> artefact). Each node
-    carries ``stage`` (its stage's name, or ``glossary``), ``phase`` and ``unit`` (its
-    lesson id, module id, or None for the course).
-
-    ``plans`` (lesson id -> plan), when given, adds each quiz's edges from the plans
-    that introduce the terms its plan revisits; ``derived`` (``derived_files``) adds each
-    derived file, its one edge from the artefact it is written from (stage ``derived``).
-    """
+    """Artefact paths as nodes, direct inputs as edges, each node carrying ``stage``, ``phase`` and ``unit``.
+    ``plans`` adds each quiz's edges from the plans that introduce its terms; ``derived`` the derived files."""
     layout = CourseLayout(curriculum)
     known = plans or {}
     graph = Dag()

@@ -1,24 +1,43 @@
-"""Where a course's files are, reading them back as artefacts, and the validator's checks on them."""
+"""Where a course's files are, what each stage reads of them (a stage says *what* it reads,
+``stay.stages._stage``; this is the one place that knows where), reading them back as artefacts,
+and the validator's checks on them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from stay.artefacts import (
     Artefact,
     Brief,
+    CourseExample,
     CourseReader,
     Curriculum,
     LessonEntry,
     LessonPlan,
     Module,
+    Outcomes,
+    RunningExample,
     artefact_type,
+    dump,
     module_dir,
 )
+from stay.errors import GraphError, PipelineError
 from stay.settings import Settings
-from stay.stages import Stage
+from stay.stages import (
+    AllPlansInput,
+    DataFilesInput,
+    DefinitionsInput,
+    EarlierLessonsInput,
+    EarlierPlansInput,
+    LessonOutcomesInput,
+    ModuleIdInput,
+    Source,
+    Stage,
+    lesson_file,
+)
 from stay.validate import CourseReport, Defect, Severity, validate_course
 
 BRIEF = "brief"
@@ -90,8 +109,7 @@ class CourseLayout:
         return [(place.path(stage.output), place) for place in self.lessons()]
 
     def introducers(self, plans: Mapping[str, LessonPlan]) -> dict[str, LessonPlace]:
-        """norm(term) -> the lesson whose plan first introduces it, in lesson order.
-        Worked out once for the same plans mapping: every quiz asks for it."""
+        """norm(term) -> the lesson whose plan first introduces it; worked out once per plans mapping."""
         if self._introduced and self._introduced[0][0] is plans:
             return self._introduced[0][1]
         found = self._introducers(plans)
@@ -117,7 +135,6 @@ class CourseLayout:
         return found
 
     def before(self, place: LessonPlace) -> list[LessonPlace]:
-        """Every lesson before ``place``, in lesson order."""
         earlier: list[LessonPlace] = []
         for candidate in self.lessons():
             if candidate.id == place.id:
@@ -141,8 +158,7 @@ class RunReader:
         return (self.root / path).is_file()
 
     def load(self, path: str) -> Artefact:
-        """A course file as its artefact, through the one course reader: parsed again
-        only when its bytes changed."""
+        """A course file as its artefact, parsed again only when its bytes changed."""
         if self._files is None:
             self._files = CourseReader(self.root)
         loaded: Artefact = self._files.load(path, artefact_type(path))
@@ -179,8 +195,7 @@ class RunReader:
         return found
 
     def wrote(self, paths: Iterable[str]) -> None:
-        """The run wrote ``paths``: the plans are read again if one of them is a plan or
-        the curriculum (the parse cache checks bytes itself)."""
+        """The run wrote ``paths``: the plans are read again if one is a plan or the curriculum."""
         if any(path.endswith(".plan.yaml") or path == "curriculum.yaml" for path in paths):
             self._plans = None
 
@@ -192,13 +207,158 @@ def course_report(root: Path, settings: Settings) -> CourseReport:
 
 def defects_in(root: Path, settings: Settings, paths: Iterable[str], *,
                fails_only: bool = False) -> tuple[Defect, ...]:
-    """The defects the validator finds in ``paths`` (course-relative), in report order.
-
-    The whole course is validated (cross-file rules need it), then the defects are kept
-    whose path is one of ``paths``. Mid-run, a file not written yet is a WARN of its own
-    path, so it never shows up against a file that exists; ``fails_only`` keeps FAILs.
-    """
+    """The defects the validator finds in ``paths``, in report order: the whole course is validated (cross-file
+    rules need it); ``fails_only`` keeps FAILs."""
     wanted = set(paths)
     report = course_report(root, settings)
     return tuple(d for d in report.defects
                  if d.path in wanted and (not fails_only or d.severity == Severity.FAIL))
+
+
+Unit = LessonPlace | Module | None
+"""What one call is about: a lesson, a module, or (None) the course."""
+DATA_CHARS = 8_000
+"""The most of a data file's text a request carries (``DataFilesInput``)."""
+
+
+class Reader(Protocol):
+    """What resolving an input needs from a course on disk."""
+
+    @property
+    def brief(self) -> Brief | None: ...
+
+    @property
+    def layout(self) -> CourseLayout: ...
+
+    def load(self, path: str) -> Artefact: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def plans(self) -> dict[str, LessonPlan]: ...
+
+
+def input_paths(source: Source, unit: Unit, layout: CourseLayout, plans: Mapping[str, LessonPlan]) -> list[str]:
+    """The artefacts ``source`` reads for ``unit``: the edges into what it makes."""
+    if isinstance(source, type):
+        file = lesson_file(source)
+        return [BRIEF] if source is Brief else [CourseExample.FILE] if source is RunningExample \
+            else [_place(unit).path(file)] if file else [str(source.FILE)]
+    if isinstance(source, LessonOutcomesInput):
+        return [Outcomes.FILE]
+    if isinstance(source, ModuleIdInput):
+        return []
+    if isinstance(source, DefinitionsInput):
+        plan = plans.get(_place(unit).id)
+        return sorted({layout.plan_path(p) for p in layout.introducing(_relied_on(plan), plans)}) if plan else []
+    if isinstance(source, EarlierLessonsInput):
+        return [layout.plan_path(p) for p in layout.before(_place(unit))]
+    if isinstance(source, EarlierPlansInput):
+        return [layout.plan_path(p) for p in _earlier(layout, _module(unit))]
+    if isinstance(source, AllPlansInput):
+        return layout.plan_paths()
+    if isinstance(source, DataFilesInput):  # the files' text is example.yaml's; which are named, the lesson's
+        return [CourseExample.FILE, *(_place(unit).path(str(kind.FILE)) for kind in source.named_in)]
+    raise GraphError(f"no way to find an input of kind {type(source).__name__}")
+
+
+def input_value(source: Source, unit: Unit, reader: Reader) -> Any:
+    layout = reader.layout
+    if source is Brief:
+        if reader.brief is None:
+            raise PipelineError("this run has no brief to give the stage")
+        return reader.brief
+    if source is RunningExample:
+        example = reader.load(CourseExample.FILE)
+        assert isinstance(example, CourseExample)
+        return example.running()
+    if isinstance(source, ModuleIdInput):
+        return _module(unit).id
+    if isinstance(source, DataFilesInput):
+        return _data_files(source, _place(unit), reader)
+    if isinstance(source, LessonOutcomesInput):
+        outcomes = reader.load(Outcomes.FILE)
+        assert isinstance(outcomes, Outcomes)
+        return [o for o in outcomes.outcomes if o.lesson == _place(unit).id]
+    if isinstance(source, type) and source is not LessonPlan:
+        file = lesson_file(source)
+        return reader.load(_place(unit).path(file) if file else str(source.FILE))
+    plans = reader.plans()
+    if source is LessonPlan:
+        return _plan(plans, _place(unit))
+    if isinstance(source, DefinitionsInput):
+        return _definitions(_plan(plans, _place(unit)), layout, plans)
+    if isinstance(source, EarlierLessonsInput):
+        return [{"lesson": p.id, "title": plans[p.id].title, "new_terms": [t.term for t in plans[p.id].new_terms]}
+                for p in layout.before(_place(unit)) if p.id in plans]
+    if isinstance(source, EarlierPlansInput):
+        return [plans[p.id] for p in _earlier(layout, _module(unit)) if p.id in plans]
+    if isinstance(source, AllPlansInput):
+        return [_plan(plans, place) for place in layout.lessons()]
+    raise GraphError(f"no way to find an input of kind {type(source).__name__}")
+
+
+def stage_inputs(stage: Stage, unit: Unit, reader: Reader) -> dict[str, Any]:
+    """Every declared input of ``stage`` for ``unit``, by name, in declaration order."""
+    return {name: input_value(source, unit, reader) for name, source in stage.inputs}
+
+
+def direct_inputs(stage: Stage, unit: Unit, layout: CourseLayout, plans: Mapping[str, LessonPlan]) -> list[str]:
+    """The artefacts an output of ``stage`` for ``unit`` is made from (sorted, unique)."""
+    return sorted({path for _name, source in stage.inputs for path in input_paths(source, unit, layout, plans)})
+
+
+def _data_files(source: DataFilesInput, place: LessonPlace, reader: Reader) -> dict[str, str]:
+    """path -> the text of each data file the lesson's files name, cut at ``DATA_CHARS``."""
+    if not reader.exists(CourseExample.FILE):
+        return {}
+    example = reader.load(CourseExample.FILE)
+    assert isinstance(example, CourseExample)
+    paths = [place.path(str(kind.FILE)) for kind in source.named_in]
+    said = "".join(dump(reader.load(path)) for path in paths if reader.exists(path))
+    return {file.path: file.text[:DATA_CHARS] for file in example.files if file.path in said}
+
+
+def _relied_on(plan: LessonPlan) -> list[str]:
+    """The terms a lesson's plan relies on: its prerequisites, then its revisits."""
+    return [*plan.prerequisites, *plan.revisits]
+
+
+def _definitions(plan: LessonPlan, layout: CourseLayout, plans: Mapping[str, LessonPlan]) -> list[dict[str, str]]:
+    """Each of the plan's prerequisites and revisits, once, with the definition its introducing plan wrote."""
+    introducer = layout.introducers(plans)
+    found: dict[str, dict[str, str]] = {}
+    for term in _relied_on(plan):
+        place = introducer.get(norm_term(term))
+        if place is None or norm_term(term) in found:
+            continue
+        entry = next(t for t in plans[place.id].new_terms if norm_term(t.term) == norm_term(term))
+        found[norm_term(term)] = {"term": entry.term, "definition": entry.definition, "lesson": place.id}
+    return list(found.values())
+
+
+def _earlier(layout: CourseLayout, module: Module) -> list[LessonPlace]:
+    earlier: list[LessonPlace] = []
+    for candidate in layout.curriculum.modules:
+        if candidate.id == module.id:
+            return earlier
+        earlier += layout.lessons_of(candidate)
+    return earlier
+
+
+def _place(unit: Unit) -> LessonPlace:
+    if not isinstance(unit, LessonPlace):
+        raise GraphError("a lesson-scope input was asked for outside a lesson")
+    return unit
+
+
+def _module(unit: Unit) -> Module:
+    if not isinstance(unit, Module):
+        raise GraphError("a module-scope input was asked for outside a module")
+    return unit
+
+
+def _plan(plans: Mapping[str, LessonPlan], place: LessonPlace) -> LessonPlan:
+    plan = plans.get(place.id)
+    if plan is None:
+        raise PipelineError(f"{place.path('{lesson}.plan.yaml')} is missing; plan the lesson first (stay build)")
+    return plan

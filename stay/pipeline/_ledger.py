@@ -36,11 +36,7 @@ AUTO_APPROVED = "auto-approved (--yes)"
 
 
 class Status(NamedTuple):
-    """An artefact's derived status, and the inputs that changed since it was written.
-
-    ``edited`` files may have changed inputs too: both are shown, and neither is hidden
-    by the other. ``orphaned`` files are on disk but in no lesson of the curriculum.
-    """
+    """An artefact's derived status and the inputs changed since it was written (an ``edited`` file's too)."""
 
     state: State
     why: list[str]
@@ -60,19 +56,15 @@ def digest(data: bytes) -> str:
 
 
 def file_digest(path: Path) -> str:
-    """``digest`` of a file's bytes, read in blocks: a file of any size costs a block of
-    memory, not its size (status hashes every course file, whatever a person put there)."""
+    """``digest`` of a file's bytes, read in blocks: any file a person put there costs a block of memory."""
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()[:16]
 
 
 @dataclass
 class FileHashes:
-    """A course's files' hashes, as the ledger reads them: each ask reads the file, until
-    ``once``. From then on each file is read at most once, and a change the owner makes
-    (``wrote``, ``moving``) updates what is remembered: the ledger's own read, memoised,
-    never a second record. Only for an owner that is the course's one writer while this
-    lives (it holds the course lock); the owner's lock serialises asks and changes."""
+    """A course's files' hashes: each ask reads the file until ``once``, then at most once, updated by the
+    owner's changes (``wrote``, ``moving``). Only for the course's one writer (it holds the course lock)."""
 
     root: Path
     _known: dict[str, str | None] | None = None
@@ -90,8 +82,7 @@ class FileHashes:
         return self._known[path]
 
     def moving(self, paths: Iterable[str]) -> None:
-        """``paths`` are about to change on disk: the next ask reads them (an interrupt
-        between a rename and ``wrote`` leaves nothing stale behind)."""
+        """``paths`` are about to change: the next ask reads them (an interrupt leaves nothing stale)."""
         if self._known is not None:
             for path in paths:
                 self._known.pop(path, None)
@@ -108,17 +99,14 @@ class FileHashes:
 
 @dataclass(frozen=True)
 class Sources:
-    """What a stage's artefacts are made with besides their files: its prompt templates
-    (the common preamble and its own), its reference documents, its answer schema and
-    its model. Each is an input in the ledger, so changing any of them makes exactly
-    that stage's artefacts stale, named: ``stale m01-l01.md <- prompts/content.md``."""
+    """What a stage's artefacts are made with besides their files (prompts, references, schema, model): each
+    a ledger input, so changing one makes that stage's artefacts stale, named."""
 
     prompts: Prompts
     models: Mapping[Role, str]
     stages: Sequence[Stage] = REGISTRY
     backend: str | None = None
-    """The backend that plays ``models``: with them, what the ledger records the course was
-    built with (``built``), for a command that reads it later (``built_with``)."""
+    """The backend that plays ``models``: what the ledger records the course was built with (``built``)."""
     _known: dict[str, dict[str, str]] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -149,8 +137,7 @@ class Sources:
 
 
 def built_with(root: Path) -> dict[str, Any]:
-    """The backend and models the ledger of the course at ``root`` records it was last built
-    with ({} when it records none, or cannot be read: the command that reads it says so)."""
+    """The backend and models the course at ``root`` was last built with ({} when none, or unreadable)."""
     try:
         built = read_document(root / HASHES).get("built")
     except EnvironmentProblem:
@@ -181,8 +168,7 @@ def write_if_changed(path: Path, text: str) -> bool:
 
 
 def same_bytes(path: Path, text: str) -> bool:
-    """Whether ``path`` is a file holding exactly ``text`` (a file of another size is not
-    read: whatever was put there, comparing costs no more than the text)."""
+    """Whether ``path`` is a file holding exactly ``text`` (a file of another size is not read)."""
     data = text.encode("utf-8")
     try:
         if not path.is_file() or path.stat().st_size != len(data):
@@ -193,8 +179,7 @@ def same_bytes(path: Path, text: str) -> bool:
 
 
 def ledger_text(ledger: Mapping[str, Any], screened: str | None, built: Mapping[str, Any] | None = None) -> str:
-    """hashes.json's text: one artefact a line (a diff shows which changed), written with
-    the C JSON encoder: the pure-Python one behind ``indent`` is 10x slower."""
+    """hashes.json's text: one artefact a line, with the C JSON encoder (``indent``'s is 10x slower)."""
     lines = [f"    {json.dumps(path)}: {json.dumps(entry, sort_keys=True)}" for path, entry in sorted(ledger.items())]
     head = [f'  "built": {json.dumps(built, sort_keys=True)},'] if built is not None else []
     head += [f'  "screened": {json.dumps(screened)},'] if screened is not None else []
@@ -209,10 +194,8 @@ def read_document(path: Path) -> dict[str, Any]:
 
 
 def append_journal(path: Path, entries: Mapping[str, Any]) -> None:
-    """One journal line, written whole (``os.write`` may take part of it, as on a file
-    system filling up: the rest follows, or its error is raised before any rename), then
-    synced. A line a killed run cut short is ended first, so the new line is not read as
-    part of it."""
+    """One journal line, written whole and synced; a line a killed run cut short is ended first, so the new
+    line is not read as part of it."""
     line = redact_bytes((json.dumps(entries, sort_keys=True) + "\n").encode("utf-8"))  # as every file stay writes
     with placed(path) as (parent, name):  # never through a link planted in the course meanwhile
         fd = os.open(name, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666, **at(parent, "dir_fd"))
@@ -246,14 +229,12 @@ def journal_lines(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def read_ledger(path: Path, section: str) -> dict[str, Any]:
-    """``section`` of a ledger file ({} when the file is absent). A damaged ledger is an
-    environment problem with one way out, named: ``stay adopt``."""
+    """``section`` of a ledger file ({} when absent); a damaged one names its way out, ``stay adopt``."""
     return _section(_ledger_document(path), path, section)
 
 
 def _ledger_document(path: Path) -> Any:
-    """A ledger file's JSON, read bounded (a regular file, at most 16 MB, shallow: what stay
-    writes there); absent is {}."""
+    """A ledger file's JSON, read bounded (a regular file, at most 16 MB, shallow); absent is {}."""
     if not os.path.lexists(path):
         return {}
     try:
@@ -273,13 +254,11 @@ def _section(document: Any, path: Path, section: str) -> dict[str, Any]:
 
 ANSWERED = f"{STATE}/answered"
 _NAME = re.compile(r"[0-9a-f]{16}")
-"""A blob's name: ``_ledger.digest``'s form (16 hex digits). Anything else in the ledger
-(a hand-edited digest such as ``../x``) never becomes a path."""
+"""A blob's name (``digest``'s form): anything else in the ledger (``../x``) never becomes a path."""
 
 
 def _store(root: Path) -> Path | None:
-    """The store's directory, or None when it, or ``.state``, is a link or lies outside
-    the course: blobs are written and read only inside the course, never through a link."""
+    """The store's directory, or None when it or ``.state`` is a link or outside the course."""
     store = root / ANSWERED
     for part in (root / STATE, store):
         if part.is_symlink() or (part.exists() and not part.is_dir()):
@@ -290,9 +269,7 @@ def _store(root: Path) -> Path | None:
 
 
 def keep_answered(root: Path, covered: Mapping[str, str | None]) -> dict[str, str]:
-    """Keep the bytes of each covered file under its recorded digest. Returns the files
-    not kept, each with why (a file over the bounded reader's limit, a link, bytes that
-    changed since they were hashed); the caller records that in the ledger."""
+    """Keep the bytes of each covered file under its recorded digest; returns the files not kept, with why."""
     store = _store(root)
     refused: dict[str, str] = {}
     for path, wanted in sorted(covered.items()):
@@ -348,8 +325,7 @@ def answered_referenced(gates: Mapping[str, object]) -> set[str]:
 
 
 def _text(root: Path) -> str | None:
-    """The run log's text, read bounded (None when there is none yet); a log that is not
-    what stay writes (a link, a FIFO, past 16 MB) is one line naming the fix."""
+    """The run log's text, read bounded (None when there is none); one that is not stay's is a line naming the fix."""
     path = root / RUN_LOG
     if not os.path.lexists(path):
         return None
@@ -367,11 +343,7 @@ def next_run_number(root: Path) -> int:
 def log_run(root: Path, command: str, backend: str, written: list[str], stopped: str | None,
             retired: list[str] | None = None, revised: Mapping[str, str] | None = None,
             fixed: Sequence[str] = (), failed: str | None = None, unscreened: str | None = None) -> None:
-    """Append one run to .state/run-log.md, if it wrote, retired or revised anything (a
-    revision that changed no byte still records its note); stable order. ``fixed``
-    is what the run's fixes changed, as lines (``Change.log_lines``), in the order made;
-    ``failed`` says why a run that raised ended (it did not complete); ``unscreened`` why
-    nothing screened its brief."""
+    """Append one run to .state/run-log.md if it wrote, retired or revised anything, in a stable order."""
     if not written and not retired and not revised:
         return
     path = root / RUN_LOG
@@ -380,7 +352,7 @@ def log_run(root: Path, command: str, backend: str, written: list[str], stopped:
     lines = [f"## run {number}: {command} ({backend})", ""]
     lines += [f"- wrote {p}" for p in sorted(set(written))]
     lines += [f"- retired {p} to {RETIRED}/run-{number}/{p}" for p in sorted(retired or [])]
-    lines += [f"- revised {p} with note {hashlib.sha256(n.encode()).hexdigest()[:16]}: "
+    lines += [f"- revised {p} with note {digest(n.encode())}: "
               f"{' '.join(n.split())[:80]!r}" for p, n in sorted((revised or {}).items())]
     lines += fixed
     if unscreened:

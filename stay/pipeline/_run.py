@@ -1,6 +1,6 @@
-"""The run: its config and tally, the model gateway every call goes through, producing and fixing
-a file, the policy on what to (re)write, and the wave of lessons written in parallel.
-"""
+"""The run: its config and tally, the model gateway, producing and fixing a file, the policy on what
+to (re)write, the wave of lessons written in parallel, and bounded repair of the leaf artefacts, routed
+on each defect's owner (docs/pipeline.md, "Repair")."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from stay.artefacts import (
     Artefact,
     Brief,
     DurationLimits,
+    Glossary,
     LessonContent,
     LessonPlan,
     LessonReview,
@@ -55,11 +56,19 @@ from stay.models import (
     screening_of,
 )
 from stay.pipeline._graph import GATED, artefact_graph, derived_files
-from stay.pipeline._inputs import Unit, stage_inputs
-from stay.pipeline._layout import LessonPlace, RunReader, course_report, defects_in
+from stay.pipeline._layout import (
+    GLOSSARY,
+    LessonPlace,
+    RunReader,
+    Unit,
+    course_report,
+    defects_in,
+    norm_term,
+    stage_inputs,
+)
 from stay.pipeline._ledger import Sources, Status, same_bytes
-from stay.pipeline._progress import Progress, Reporter
 from stay.pipeline._state import CourseState, ThreadNote, drop_proposal, recorded_thread
+from stay.pipeline._trace import Progress, Reporter, Tracer
 from stay.requests import ROLES, ModelAnswer, ModelRequest
 from stay.settings import Settings
 from stay.stages import REGENERATE, Prompts, Stage, lesson_file
@@ -67,7 +76,6 @@ from stay.validate import CourseReport, Defect, Severity
 
 if TYPE_CHECKING:
     from stay.models import RequestCache
-    from stay.pipeline._trace import Tracer
 
 
 @dataclass
@@ -84,16 +92,12 @@ class ModelGateway:
     tracer: Tracer | None = None
     cap: CostCap | None = None
     answered: dict[str, tuple[ModelRequest, str]] = field(default_factory=dict)
-    """A request's ``artefact`` (its file, or its module's files as a pattern) -> the request,
-    and model, whose answer this run last parsed into it: what ``reject_failed`` rejects."""
+    """A request's ``artefact`` -> the request and model whose answer this run last parsed into it."""
     unreachable: Unreachable | None = None
-    """The first ``Unreachable`` of this run (its screen's, say): every later call says it at
-    once instead of trying the service again (and waiting for its connect timeout again)."""
+    """The run's first ``Unreachable``: every later call says it at once, not waiting for a timeout again."""
 
     def produce(self, request: ModelRequest, parse: Callable[[ModelAnswer], list[Artefact]]) -> list[Artefact]:
-        """Ask, and parse the answer into artefacts. An answer that does not fit its
-        schema is asked for once more, with the validation errors attached; a second
-        misfit is reported (AnswerError, naming the stage, the file and the field)."""
+        """Ask and parse; an answer that does not fit its schema is asked for once more, with the errors."""
         try:
             return self.checked(request, parse)
         except AnswerError as exc:
@@ -102,9 +106,8 @@ class ModelGateway:
             return self.checked(with_note(request, "schema_errors", [str(exc)], note), parse)
 
     def checked(self, request: ModelRequest, parse: Callable[[ModelAnswer], list[Artefact]]) -> list[Artefact]:
-        """Ask and parse (the schema, then the stage's checks). An answer that fails is
-        rejected where the backend keeps answers (the request cache), so no rerun or
-        replay is served it again: "ask again" means the model is asked."""
+        """Ask and parse; an answer that fails is rejected where the backend keeps answers, so no rerun or
+        replay is served it again."""
         answer = self.ask(request)
         model = self.settings.model(request.role)
         try:
@@ -117,9 +120,7 @@ class ModelGateway:
         return made
 
     def reject_failed(self, failed: Mapping[str, Collection[Defect]], written: Collection[str]) -> None:
-        """The validator's check of files this run wrote (``written``): the answer a file in
-        ``failed`` was written from is rejected where the backend keeps answers, as a schema
-        misfit is (``checked``), so no rerun, repair or replay is served it again."""
+        """Reject (as ``checked`` does) the answer each written file the validator ``failed`` came from."""
         if not isinstance(self.backend, Rejecting):
             return
         for path, defects in failed.items():
@@ -138,8 +139,7 @@ class ModelGateway:
             return self._asked(request, model)
 
     def screening(self, text: str) -> Screening:
-        """The input screen of ``text``, under the cost cap as any call is (its worst case at
-        the screen's own thinking room), its billed reply counted, verdict or not."""
+        """The input screen of ``text``, under the cost cap as any call, its billed reply counted."""
         request = screen_request(text)
         with self._reachable(request), self._held(request, self.settings.model("analysis")):
             try:
@@ -167,16 +167,9 @@ class ModelGateway:
 
     @contextmanager
     def _held(self, request: ModelRequest, model: str) -> Iterator[None]:
-        """The call made inside is told (``stay.models.hold_more``) of every further request
-        its backend sends (a retry with more room, a JSON-mode answer asked again), and of
-        the reply before it that was paid for: that reply is counted at once, as the call it
-        was (whatever then becomes of the next). Under a cost cap, the call's worst case is
-        held before it is made, a further request's before that is sent (the paid reply's
-        hold let go, its real price now in the tally), and a first request sent with more
-        room than held for (the room an earlier run's cut-off needed: ``hold_instead``) held
-        in the first one's place; all let go only once the answer's real price is in the
-        tally, so the two are never both missing at once. Taken once a slot is, so calls
-        waiting for one hold nothing."""
+        """Tell the call inside (``holding``) of every further request its backend sends: the paid reply
+        before it is counted at once, and under a cost cap each request's worst case is held before it is
+        sent, let go only once the answer's real price is in the tally (docs/models.md, "Capping cost")."""
         cap = self.cap
         where = f"{request.stage} ({request.artefact})"
         holds = [] if cap is None else [cap.hold(worst_case(request, model, self.settings, cap.prices), where,
@@ -228,8 +221,7 @@ class ModelGateway:
 
     def account(self, request: ModelRequest, answer: ModelAnswer, seconds: float = 0.0,
                 error: str | None = None) -> None:
-        """Count, price (at the batch price when a batch paid) and trace one answer;
-        ``error`` names what a billed reply that could not be used raised."""
+        """Count, price and trace one answer; ``error`` names what a billed, unusable reply raised."""
         if self.tracer is not None:
             self.tracer.call(request, answer, seconds, error)
         self.tally.add_call(request.stage, answer, prices_of(self.backend))
@@ -239,26 +231,19 @@ CUT_OFF = frozenset({"max_tokens", "length"})
 """The stop reasons of a reply cut off at its room: the Messages API's, Chat Completions'."""
 
 CHARS_PER_TOKEN = 4
-"""How a worst case counts a request's input: one token per 4 characters of the request
-as it is sent (its JSON: instructions, inputs, schema), as the offline estimate counts."""
+"""A worst case counts one token per 4 characters of the request as sent, as the offline estimate does."""
 
 
 def worst_case(request: ModelRequest, model: str, settings: Settings,
                prices: Mapping[str, Price] | None = None) -> float | None:
-    """The most one call of ``request`` can cost: ``worst_of`` its parameters as sent, with
-    its thinking room (the screen's own, ``SCREENING``, or its role's); None for a model
-    with no price in ``prices`` (the backend's; None: Claude's)."""
+    """The most one call of ``request`` can cost (``worst_of`` with its thinking room); None: no price."""
     thinking = SCREENING if request.stage == SCREEN_STAGE else THINKING.get(request.role)
     return worst_of(request_params(request, model, thinking, answer_tokens=settings.answer_tokens), prices)
 
 
 def worst_of(params: dict[str, Any], prices: Mapping[str, Price] | None = None) -> float | None:
-    """The most one request with these Messages API parameters can cost: its whole input
-    (counted from the parameters as sent) at the highest price input is billed at (a
-    cache write, when the request marks a prefix for the cache; else full input price,
-    never a cache read), plus ``max_tokens`` of output (the answer's room and the
-    thinking room); None for a model with no price in ``prices`` (None: Claude's). Another
-    backend's wire format differs, but its input is the same text and schema, counted alike."""
+    """The most a request with these Messages API parameters can cost: its whole input at the highest input
+    price (a cache write when it marks one) plus ``max_tokens`` of output; None for a model with no price."""
     tokens = math.ceil(len(json.dumps(params, ensure_ascii=False)) / CHARS_PER_TOKEN)
     contents = [message["content"] for message in params["messages"] if isinstance(message["content"], list)]
     blocks = [*params["system"], *(block for content in contents for block in content)]
@@ -269,9 +254,7 @@ def worst_of(params: dict[str, Any], prices: Mapping[str, Price] | None = None) 
 
 
 def cost_cap(settings: Settings, prices: Mapping[str, Price] | None = None) -> CostCap | None:
-    """The run's cost cap, or None without one. A cap over a model with no price in the
-    backend's ``prices`` (None: Claude's) is refused up front: what cannot be priced cannot
-    be capped (a backend that declares no prices cannot be capped at all)."""
+    """The run's cost cap, or None; a cap over a model with no price is refused up front."""
     if settings.max_cost is None:
         return None
     for role in ROLES:
@@ -284,17 +267,14 @@ def cost_cap(settings: Settings, prices: Mapping[str, Price] | None = None) -> C
 
 @dataclass
 class CostCap:
-    """A run's cap in US dollars. Before each call its worst case is held against the cap,
-    atomically, with what the run has paid and what calls in flight hold: a call that
-    would not fit is not made (``CostCapReached``). Once its answer is counted, what was
-    held is let go, so only the real price stays spent."""
+    """A run's cap in US dollars: each call's worst case is held, atomically, against it with what was paid
+    and what calls in flight hold, and let go once its answer is counted."""
 
     limit: float
     prices: Mapping[str, Price] | None = None
     """The backend's price table the worst cases are priced at (None: Claude's)."""
     holds: list[float] = field(default_factory=list)
-    """The worst case of each call in flight (a list, not a running sum, so that once all
-    are let go nothing is left held by rounding)."""
+    """The worst case of each call in flight (a list, so nothing is left held by rounding)."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -303,10 +283,8 @@ class CostCap:
 
     def hold(self, worst: float | None, where: str, model: str, tally: Tally, *,
              replacing: float | None = None) -> float:
-        """Hold ``worst`` (one request's worst case, priced at ``prices``) for the request
-        ``where`` names, or raise ``CostCapReached`` when it would not fit (or cannot be priced).
-        ``replacing``: a hold of the same call's that ``worst`` takes the place of (its
-        request was never sent), let go only if ``worst`` fits without it."""
+        """Hold ``worst`` for the request ``where`` names, or raise ``CostCapReached``; ``replacing``: the same
+        call's hold it takes the place of, let go only if ``worst`` fits without it."""
         with self.lock:
             with tally.lock:
                 spent, unpriced = tally.cost, sorted(tally.unpriced)
@@ -334,8 +312,7 @@ class CostCap:
 
 
 def with_note(request: ModelRequest, name: str, value: object, text: str) -> ModelRequest:
-    """The request with one more named input, shown last in its user message: the
-    validator's defects to fix, a schema error to mend, a reviewer's note."""
+    """The request with one more named input, shown last in its user message."""
     return request.model_copy(update={"inputs": {**request.inputs, name: value},
                                       "user": request.user + f"\n## {name}\n\n{text}\n"})
 
@@ -351,8 +328,7 @@ class Stop(Exception):
 
 @dataclass(frozen=True)
 class BatchPlan:
-    """The wave goes through Message Batches: the SDK client, the request cache the
-    batch answers into, and how often to poll."""
+    """The wave goes through Message Batches: the SDK client, the request cache, how often to poll."""
 
     client: Any
     cache: RequestCache
@@ -392,8 +368,7 @@ class RunConfig:
     screen: bool = True
     """Screen the brief through the backend; False only from an explicit ``--no-screen``."""
     routes: Mapping[str, str] = field(default_factory=dict)
-    """Router -> the successor this command goes on to (``_graph.route``): what a router
-    node answers, and the runner follows."""
+    """Router -> the successor this command goes on to (``_graph.route``)."""
     not_reviewed: str = ""
     """Why this run reviews no lesson (the offline backend, ``--no-review``); '' when it may."""
     speaks: Speaks = field(default_factory=SPEAKS.get)
@@ -417,8 +392,7 @@ class RunConfig:
 
 @dataclass
 class Tally:
-    """What a run has done so far: calls, tokens, dollars, files. Wave threads add to it
-    at once, so every change goes through its lock."""
+    """What a run has done so far; wave threads add to it at once, so every change takes its lock."""
 
     calls: int = 0
     usage: Usage = field(default_factory=Usage)
@@ -456,9 +430,8 @@ class Tally:
                 self.prices.setdefault(stage, []).append(price)
             self.usage = self.usage + answer.usage
 
-    # Wave threads finish in any order, and a running float sum depends on its order: the
-    # same answers could cost $0.01234 or $0.01234000001. math.fsum is exactly rounded,
-    # so the totals are the same whatever order the calls ended in.
+    # Wave threads finish in any order, and a running float sum depends on its order ($0.01234 or
+    # $0.01234000001): math.fsum is exactly rounded, so the totals are the same in any order.
 
     @property
     def cost(self) -> float:
@@ -478,8 +451,7 @@ class Tally:
             self.changes.append(change)
 
     def settle(self, paths: Sequence[str], remaining: Sequence[Defect]) -> None:
-        """The check at the write found ``remaining`` in ``paths``: what it found before
-        in them is replaced (a file fixed since is listed no more)."""
+        """The check at the write found ``remaining`` in ``paths``, replacing what it found there before."""
         with self.lock:
             for path in paths:
                 self.unresolved.pop(path, None)
@@ -489,10 +461,7 @@ class Tally:
 
 @dataclass
 class Walk:
-    """What one walk carries from node to node, mutable and per run: the ledger once the
-    course exists, the cancel its wave threads check, the course lock, the moderation
-    verdict, the wave's tasks and revise's pending notes. A handler that changes one of
-    them names ``walk``; the others get the collaborators alone."""
+    """What one walk carries from node to node, mutable and per run; a handler that changes it names ``walk``."""
 
     slug: str
     state: CourseState | None = None
@@ -502,19 +471,15 @@ class Walk:
     screened: bool = False
     """Input moderation passed this run's brief (recorded in the ledger by scaffold)."""
     unscreened: str | None = None
-    """Why this run's brief was screened by nothing (``--no-screen``, the service
-    unreachable, a replay with no recorded verdict): said, and written in the run log."""
+    """Why this run's brief was screened by nothing: said, and written in the run log."""
     wave: Wave | None = None
     """The wave's tasks, started by the wave nodes (or revise_files) and awaited by a barrier."""
     revisions: dict[str, str] = field(default_factory=dict)
-    """The revisions still to send (``revise_seed`` drops a note a file already has):
-    what revise's nodes regenerate, and the note each write of one records."""
+    """The revisions still to send, and the note each write of one records."""
     threads: dict[str, list[ThreadNote]] = field(default_factory=dict)
-    """Each revised file's reviewer thread so far (``_state``): given to its request, and
-    recorded, with the new note as kept, when the file is written."""
+    """Each revised file's reviewer thread so far: given to its request, recorded when it is written."""
     proposed: dict[str, str] | None = None
-    """``revise --show``: the revised files' texts, kept here instead of written; None
-    for every other run."""
+    """``revise --show``: the revised files' texts, kept instead of written; None for every other run."""
 
     @property
     def course(self) -> CourseState:
@@ -526,8 +491,7 @@ class Walk:
 
 @dataclass(frozen=True)
 class Writer:
-    """The one way a node's files reach the course: written, recorded in the ledger and
-    on the tally as one step, and the artefact graph rebuilt from what is on disk."""
+    """The one way a node's files reach the course: written, recorded in the ledger and the tally at once."""
 
     stages: tuple[Stage, ...]
     reader: RunReader
@@ -542,11 +506,8 @@ class Writer:
                                                     derived_files(self.stages, self.reader.exists, self.reader.load))
 
     def write(self, made: Mapping[str, Artefact]) -> bool:
-        """Write files the pipeline made, and record them in the ledger and the run's list,
-        as one step (``CourseState.write``: no crash leaves a finished file unrecorded); a
-        revised file's ledger entry keeps the note it was revised with. Nothing is written
-        once the run is cancelled: False. Under ``revise --show`` a revised file is not
-        written: its text is the run's proposal (``walk.proposed``)."""
+        """Write and record files as one step (``CourseState.write``); False once the run is cancelled. Under
+        ``revise --show`` a revised file is the run's proposal (``walk.proposed``), not written."""
         walk = self.walk
         if walk.proposed is not None:
             shown = [path for path in made if path in walk.revisions]
@@ -576,20 +537,10 @@ class Writer:
         return True
 
 
-def _unbilled(backend: ModelClient) -> bool:
-    """Whether no call of this backend is billed (offline, behind the request cache or
-    not): there is nothing to cap, and a worst case priced at the settings' models
-    would stop a run that costs nothing."""
-    return isinstance(getattr(backend, "inner", backend), OfflineBackend)
-
-
 @dataclass(frozen=True)
 class Run:
-    """A run's context, as the runner holds it: what the run was asked (``config``), what
-    it has done (``tally``), its collaborators, each its own object (the course
-    ``reader``, the ``model`` gateway, the ``report``; the ledger is ``walk.course``,
-    and the ``writer`` is made from them) and the ``walk`` state. Handlers never receive it: the runner passes
-    each the collaborators its parameters name (``bind``)."""
+    """A run's context as the runner holds it; handlers never receive it, only the collaborators their
+    parameters name (``bind``)."""
 
     config: RunConfig
     reader: RunReader
@@ -600,8 +551,7 @@ class Run:
 
     @property
     def writer(self) -> Writer:
-        """The writer over this run's reader, tally and walk (it holds nothing of its own,
-        so one made here is the same as any other)."""
+        """The writer over this run's reader, tally and walk (it holds nothing of its own)."""
         return Writer(self.config.stages, self.reader, self.tally, self.walk)
 
     @classmethod
@@ -616,17 +566,13 @@ class Run:
                 return None if tally.unpriced else tally.cost
 
         report = Reporter(progress, cost)
+        unbilled = isinstance(getattr(backend, "inner", backend), OfflineBackend)  # offline: nothing to cap
         model = ModelGateway(backend, config.settings, tally, report,
                              model_slots or threading.Semaphore(config.settings.model_concurrency),
-                             cap=None if _unbilled(backend) else cost_cap(config.settings, prices_of(backend)))
+                             cap=None if unbilled else cost_cap(config.settings, prices_of(backend)))
         reader = RunReader(config.root, brief)
         walk = Walk(config.slug, state=state, proposed={} if config.show else None)
         return cls(config=config, reader=reader, model=model, report=report, tally=tally, walk=walk)
-
-    @property
-    def course(self) -> CourseState:
-        """The ledger."""
-        return self.walk.course
 
     def write(self, made: Mapping[str, Artefact]) -> bool:
         return self.writer.write(made)
@@ -687,10 +633,7 @@ def owner(config: RunConfig, reader: RunReader, ledger: CourseState, path: str) 
 
 @dataclass(frozen=True)
 class Again:
-    """What asking a stage again for a file on disk works through (repair, revision, the
-    check at the write): the request is made from the config and the reader, the file's
-    stage found in the ledger's graph, the answer asked through the model gateway and
-    written by the writer."""
+    """What asking a stage again for a file on disk works through (repair, revision, the check at the write)."""
 
     config: RunConfig
     reader: RunReader
@@ -700,8 +643,7 @@ class Again:
 
 
 def regenerate(again: Again, path: str, notes: tuple[Note, ...] = (), *, only: tuple[str, ...] = ()) -> list[str]:
-    """Ask ``path``'s stage again (with ``notes``) and write what it answers: every file
-    of the call, or of them only those in ``only``. Returns the paths written."""
+    """Ask ``path``'s stage again and write its answer (only the files in ``only``); the paths written."""
     stage, unit = owner(again.config, again.reader, again.ledger, path)
     made = job(again.config, again.reader, stage, unit, notes)
     artefacts = again.model.produce(made.request, made.parse)
@@ -713,15 +655,12 @@ def regenerate(again: Again, path: str, notes: tuple[Note, ...] = (), *, only: t
 CURRENT = "current_version"
 DEFECTS = "defects_to_fix"
 DIFF_LINES = 80
-"""The most diff lines the run log keeps per fixed file: enough for the few hunks a
-local fix makes, while a whole rewritten lesson (whose diff is two copies of it) is
-cut, and its share of lines kept already says what happened."""
+"""The most diff lines the run log keeps per fixed file: a local fix's hunks fit, a rewritten lesson's not."""
 
 
 def as_it_stands(reader: RunReader, path: str) -> Note | None:
-    """The file as it stands, read through the run's bounded reader (None if missing):
-    a lesson's body without its front matter (the content stage answers the body; the
-    front matter is derived from the plan), any other file as its YAML data."""
+    """The file as it stands (None if missing): a lesson's body without its front matter (derived from the
+    plan), any other file as its YAML data."""
     if not reader.exists(path):
         return None
     artefact = reader.load(path)
@@ -732,17 +671,14 @@ def as_it_stands(reader: RunReader, path: str) -> Note | None:
 
 
 def fenced(text: str, info: str) -> str:
-    """``text`` in a code fence longer than any run of backticks in it, so a lesson's own
-    code fences (in its body, or a diff's context lines) cannot close it early."""
+    """``text`` in a fence longer than any run of backticks in it, so its own fences cannot close it early."""
     fence = "`" * max(3, 1 + max(map(len, re.findall("`+", text)), default=0))
     return f"{fence}{info}\n{text}{'' if text.endswith(chr(10)) else chr(10)}{fence}"
 
 
 def regeneration_notes(prompts: Prompts, current: Note | None, ask: Note) -> tuple[Note, ...]:
-    """What a request that regenerates a file adds to the stage's inputs, in this order:
-    the file as it stands (``as_it_stands``), what to change (``ask``), then the
-    instruction block. A file not on disk yet has no current version, so it gets neither
-    that nor the block."""
+    """What regenerating a file adds to the inputs: the file as it stands, ``ask``, the instruction block
+    (``ask`` alone for a file not on disk yet)."""
     if current is None:
         return (ask,)
     text = prompts.template(REGENERATE).strip()
@@ -750,10 +686,8 @@ def regeneration_notes(prompts: Prompts, current: Note | None, ask: Note) -> tup
 
 
 def defects_note(defects: Sequence[Defect], current: Note | None) -> Note:
-    """The validator's defects as a request input: a line each for the model, and under
-    it, quoted (``> ``), the sentence, paragraph or item it names in the file as it stands
-    (``current``), so a model need not count paragraphs the contract's way to find it;
-    their fields, and the quote, for a fake that answers from the inputs."""
+    """The validator's defects as a request input, each line followed by its quote from the file as it stands
+    (``current``), so a model need not count paragraphs to find it."""
     quotes = [d.quote(current.value) if current else "" for d in defects]
     lines = [f"- {d.code} {d.path} {d.subject}: {d.message}" + "".join(f"\n  > {line}" for line in q.splitlines())
              for d, q in zip(defects, quotes, strict=True)]
@@ -827,8 +761,7 @@ class RepairReport:
 
 @dataclass(frozen=True)
 class Fixer:
-    """What fixing a file's defects works through: asking its stage again (``again``),
-    and the tally and reporter that record and say what each fix changed."""
+    """What fixing a file's defects works through: asking its stage again, and recording what changed."""
 
     again: Again
     tally: Tally
@@ -840,8 +773,7 @@ class Fixer:
 
 
 def fix(fixer: Fixer, path: str, defects: Sequence[Defect]) -> Change | None:
-    """Ask ``path``'s stage again with the defects and the file as it stands, write its
-    answer (this file only: a module's call answers all its plans) and record the change.
+    """Ask ``path``'s stage again with the defects and the file, write this file only and record the change;
     None when the run was cancelled before the write."""
     reader = fixer.again.reader
     before = dump(reader.load(path))
@@ -856,10 +788,8 @@ def fix(fixer: Fixer, path: str, defects: Sequence[Defect]) -> Change | None:
 
 
 def check_written(fixer: Fixer, cancelled: threading.Event, paths: Sequence[str]) -> tuple[Defect, ...]:
-    """Validate at the write: the FAILs the rules find in ``paths`` (files this run just
-    wrote) go back to their stage once, with the file, before any gate, as a schema
-    misfit does in ``Run.produce``. What remains is recorded on the tally (and so in
-    ``BuildResult.unresolved``) and returned."""
+    """Validate at the write: the FAILs in ``paths`` go back to their stage once, before any gate; what
+    remains is recorded on the tally (``BuildResult.unresolved``) and returned."""
     if not paths or cancelled.is_set():
         return ()
     config, report, reject = fixer.config, fixer.report, fixer.again.model.reject_failed
@@ -918,8 +848,7 @@ def say_kept(config: RunConfig, report: Reporter, path: str, status: Status) -> 
 def require_current(config: RunConfig, path: str, status: Status) -> None:
     """In a phase the command does not author, a gated file must be there and up to date."""
     if status.state == "missing" or status.why:
-        what = "missing" if status.state == "missing" else f"stale <- {', '.join(status.why)}"
-        raise PipelineError(f"{path} is {what}; stay {config.command} does not write it: run "
+        raise PipelineError(f"{path} is {why(status)}; stay {config.command} does not write it: run "
                             f"{config.hint('build', config.slug)} first")
 
 
@@ -956,9 +885,7 @@ class Gauge:
 
 @dataclass
 class Wave:
-    """The wave's work and its tasks: started by the wave nodes, awaited by gather. Its
-    threads ask through the model gateway, write through the writer, and stop once the
-    walk is cancelled."""
+    """The wave's tasks: started by the wave nodes, awaited by gather, stopped once the walk is cancelled."""
 
     model: ModelGateway
     report: Reporter
@@ -1002,8 +929,7 @@ class Wave:
 
     @property
     def in_flight(self) -> bool:
-        """Tasks were started and not yet gathered: decided by the walk, never by whether a
-        thread happens to have finished."""
+        """Tasks were started and not yet gathered (decided by the walk, not by a thread finishing)."""
         return bool(self.futures) and not self._joined.is_set()
 
     # -- the wave nodes start tasks -----------------------------------------------------
@@ -1051,9 +977,7 @@ class Wave:
         return made
 
     def _progress(self, task: str, label: str) -> None:
-        """Report ``task`` done, in the wave's order: a task that finishes before an
-        earlier one waits for it, so the same course prints the same lines whichever
-        thread is faster. Reporting happens under the lock, so lines never interleave."""
+        """Report ``task`` done in the wave's order, under the lock, so a course prints the same lines."""
         if self.walk.cancelled.is_set():
             return
         with self._report_lock:
@@ -1076,10 +1000,8 @@ class Wave:
                          self.call_gauge.most, time.perf_counter() - self.started)
 
     def cancel(self, *, wait: bool) -> None:
-        """No task writes after this returns (the run's cancel is set under the ledger
-        lock, which every write checks), and pending tasks are dropped. With ``wait``, the
-        running ones are waited for too; without (Ctrl-C: a person must not wait on a call
-        that hangs), ``then`` releases the course lock once they have ended."""
+        """No task writes after this returns, and pending tasks are dropped; ``wait`` waits for the running
+        ones (Ctrl-C does not: ``then`` releases the course lock once they end)."""
         self.walk.course.cancel(self.walk.cancelled)
         self.lessons_pool.shutdown(wait=False, cancel_futures=True)
         self.calls_pool.shutdown(wait=False, cancel_futures=True)
@@ -1092,9 +1014,7 @@ class Wave:
         self._joined.set()
 
     def then(self, release: Callable[[], None]) -> None:
-        """Call ``release`` once every worker has ended: now if they have, else from a
-        thread that waits for them, so no worker outlives the lock its run held (a retry
-        in the same process is refused until then, rather than racing them)."""
+        """Call ``release`` once every worker has ended, so no worker outlives the lock its run held."""
         if self._joined.is_set() or not self.futures:
             release()
             return
@@ -1156,10 +1076,8 @@ def _report_behind(config: RunConfig, reader: RunReader, ledger: CourseState, re
 
 
 def review_stale(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer) -> None:
-    """Review each lesson whose review is missing or stale (the ledger: a lesson whose files
-    did not change is not reviewed again) and whose reviewed files all exist, concurrently
-    within the wave's caps, through the same gateway. Run after the wave's barrier, and by
-    repair after a round rewrote a lesson's files, so a fix is confirmed by the reviewer."""
+    """Review, concurrently within the wave's caps, each lesson whose review is missing or stale and whose
+    files exist; after the wave's barrier, and by repair after a round, so a fix is confirmed."""
     stage = next((s for s in config.stages if s.phase == "review"), None)  # none: offline, or --no-review
     if stage is None:
         return
@@ -1169,9 +1087,8 @@ def review_stale(config: RunConfig, reader: RunReader, model: ModelGateway, repo
             and needs_writing(config, writer.walk.course, report, place.path(stage.output), stage.phase)]
     if not todo:
         return
-    # The validator's WARNs on the files the review reads go with each request, so the model
-    # judges the lesson as a whole. They are computed from those files, which are the review's
-    # ledger inputs already, so they need no edge of their own.
+    # The validator's WARNs on the files the review reads go with each request, so the model judges the
+    # lesson as a whole; computed from the review's ledger inputs, they need no edge of their own.
     warns = [d for d in course_report(config.root, config.settings).defects
              if d.severity == Severity.WARN and not d.code.startswith("rev")]
     lessons = {place.id: [job(config, reader, stage, place, (_warnings(place, reviewed, warns),))] for place in todo}
@@ -1190,3 +1107,105 @@ def _warnings(place: LessonPlace, reviewed: list[str], warns: list[Defect]) -> N
     paths = {place.path(file) for file in reviewed}
     lines = [d.line() for d in warns if d.path in paths]
     return Note(WARNINGS, lines, "\n".join(f"- {line}" for line in lines) or "none")
+
+
+STOP_NOTHING_REMAINS = "nothing remains"
+STOP_NOTHING_ACTIONABLE = "nothing actionable"
+STOP_NO_REDUCTION = "a round reduced no count"
+STOP_ROUND_LIMIT = "round limit"
+
+
+@dataclass(frozen=True)
+class Router:
+    """Where each defect goes this round: repair regenerates wave stages' files only, of the lesson the
+    defect's path belongs to (for ``ret001`` the lesson that introduced the term)."""
+
+    outputs: dict[tuple[str, str], str]
+    """(stage, lesson id or '') -> the file that stage writes for it."""
+    prefixes: dict[str, str]
+    """lesson id -> modules/<module dir>/<lesson id>"""
+    introduced_in: dict[str, str]
+    """norm(term) -> the lesson the glossary says introduced it"""
+
+    @classmethod
+    def of(cls, config: RunConfig, reader: RunReader) -> Router:
+        layout = reader.layout
+        outputs: dict[tuple[str, str], str] = {}
+        for stage in (s for s in config.stages if s.phase == "wave"):
+            for path, place in layout.outputs(stage):
+                outputs[(stage.name, place.id if place else "")] = path
+        glossary = reader.load(GLOSSARY) if reader.exists(GLOSSARY) else Glossary(terms=[])
+        assert isinstance(glossary, Glossary)
+        return cls(outputs, {place.id: place.path("{lesson}") for place in layout.lessons()},
+                   {norm_term(t.term): t.introduced_in for t in reversed(glossary.terms)})
+
+    def route(self, defect: Defect) -> str | None:
+        """The leaf artefact that must change to fix ``defect``, or None if repair may not."""
+        if (defect.owner, "") in self.outputs:  # a course-scope wave stage: the capstone
+            return self.outputs[(defect.owner, "")]
+        if defect.code == "ret001":  # through the glossary, to the introducing lesson's quiz
+            lesson = self.introduced_in.get(norm_term(defect.subject))
+        else:
+            lesson = next((i for i, prefix in self.prefixes.items() if defect.path.startswith(prefix + ".")),
+                          None)
+        return self.outputs.get((defect.owner, lesson or ""))
+
+
+def repair_course(fixer: Fixer) -> RepairReport:
+    """Repair rounds until one of the four stops; the last validation is left on the tally."""
+    config, reader, ledger, tally, say = (fixer.config, fixer.again.reader, fixer.again.ledger, fixer.tally,
+                                          fixer.report.say)
+    report = tally.validation if tally.validation is not None else course_report(config.root, config.settings)
+    limit = config.settings.repair_rounds
+    rounds: list[RepairRound] = []
+    kept: set[str] = set()
+    while True:
+        if not report.defects:
+            stop = STOP_NOTHING_REMAINS
+            break
+        router = Router.of(config, reader)
+        todo: dict[str, list[Defect]] = {}
+        for defect in report.defects:
+            target = router.route(defect)
+            if target is not None:
+                todo.setdefault(target, []).append(defect)
+        told = bool(kept)
+        for path in sorted(todo):
+            if ledger.status(path).state == "edited":  # a person's bytes are never overwritten
+                found = todo.pop(path)
+                if path not in kept:  # once, each defect as the validator words it
+                    say(f"repair: {path}: edited by hand, so repair leaves it: fix it, or regenerate it "
+                        f"(delete it, then {config.hint('write', config.slug)}); the validator found:")
+                    for defect in found:
+                        say(f"  {defect.line()}")
+                kept.add(path)
+        if kept and not told:
+            say(f"repair: the house style they are checked against (banned phrases, word lists, limits): "
+                f"{config.settings.resolved_data_dir() / 'house-style.yaml'}")
+        if not todo:
+            stop = STOP_NOTHING_ACTIONABLE
+            break
+        if len(rounds) >= limit:
+            stop = STOP_ROUND_LIMIT
+            break
+        before = sum(map(len, todo.values()))
+        say(f"repair: round {len(rounds) + 1}: {plural(before, 'defect')} in {plural(len(todo), 'file')}")
+        changes = [fix(fixer, path, todo[path]) for path in sorted(todo)]
+        # a rewritten lesson's review is stale: reviewed again before the count, so a fixed
+        # answer key is confirmed by the reviewer, not assumed
+        review_stale(config, reader, fixer.again.model, fixer.report, fixer.again.writer)
+        report = course_report(config.root, config.settings)  # the run's house style, as the validate node's
+        router = Router.of(config, reader)
+        routed: dict[str, list[Defect]] = {}
+        for defect in report.defects:
+            routed.setdefault(router.route(defect) or "", []).append(defect)
+        after = sum(len(found) for target, found in routed.items() if target not in ("", *kept))
+        # an answer whose file still holds what it was asked to fix is never served again
+        fixer.again.model.reject_failed(routed, {change.path for change in changes if change is not None})
+        rounds.append(RepairRound(before, after, tuple(sorted(todo)), tuple(c for c in changes if c is not None)))
+        if after >= before:
+            stop = STOP_NO_REDUCTION
+            break
+    tally.validation = report
+    say(f"repair: stopped ({stop}); {report.fails} FAIL, {report.warns} WARN remain")
+    return RepairReport(stop, tuple(rounds), report.defects, tuple(sorted(kept)))

@@ -1,6 +1,4 @@
-"""Running a command: the nodes, binding them to the run, walking the graph, keeping proposals,
-and the result a build returns.
-"""
+"""Running a command: the nodes, binding them to the run, walking the graph, keeping proposals, the result."""
 
 from __future__ import annotations
 
@@ -60,6 +58,7 @@ from stay.pipeline._commands import (
 from stay.pipeline._gates import (
     ask,
     check_revisions,
+    declined_note,
     pending,
     record,
     resolve_targets,
@@ -71,8 +70,6 @@ from stay.pipeline._gates import (
 from stay.pipeline._graph import GATE_NAMES, CommandDecl, Dag, artefact_graph, assemble, checked, declare, route, walk
 from stay.pipeline._layout import GLOSSARY, RunReader, course_report, norm_term
 from stay.pipeline._ledger import RETIRED, STATE, Sources, log_run, next_run_number, same_bytes
-from stay.pipeline._progress import Progress, Reporter, default_progress
-from stay.pipeline._repair import repair_course
 from stay.pipeline._run import (
     Again,
     BatchPlan,
@@ -92,6 +89,7 @@ from stay.pipeline._run import (
     cost_cap,
     job,
     needs_writing,
+    repair_course,
     review_stale,
     say_kept,
     wave_of,
@@ -113,38 +111,38 @@ from stay.pipeline._state import (
     recorded_thread,
     write_proposal,
 )
-from stay.pipeline._trace import Tracer, lesson_files
+from stay.pipeline._trace import Progress, Reporter, Tracer, default_progress, lesson_files
 from stay.settings import BackendName, Settings
 from stay.stages import REGISTRY, Prompts, Stage
 from stay.stages.capstone import RUBRIC_LEVELS
-from stay.validate import OWNER_HEAD, CourseReport, Defect, Severity, owner_rows
+from stay.validate import OWNER_HEAD, CourseReport, Defect, HouseData, Severity, owner_rows
 
 
 def tokens_of(usage: Usage) -> str:
-    """Tokens as the summary says them."""
     return (f"{usage.input_tokens} input, {usage.cache_creation_input_tokens} cache-write, "
             f"{usage.cache_read_input_tokens} cache-read, {usage.output_tokens} output tokens")
 
 
 @dataclass(frozen=True)
 class Spent:
-    """What a run has paid, in total and per stage: what its summary's ``usage:`` lines
-    say, for a run that went to the end and for one that failed or was interrupted."""
+    """What a run has paid, in total and per stage, whether it went to the end or not."""
 
     calls: int
+    """Model calls (a billed call that failed is counted too)."""
     usage: Usage
     cost: float | None
     """US dollars; None (unknown) when a call used a model with no price on file."""
     unpriced: tuple[str, ...] = ()
+    """Models used that have no price on file (then ``cost`` is None)."""
     usage_by_stage: dict[str, Usage] = field(default_factory=dict)
     cost_by_stage: dict[str, float] = field(default_factory=dict)
+    """US dollars per stage (priced calls only; see ``unpriced``)."""
     calls_by_stage: dict[str, int] = field(default_factory=dict)
 
     def lines(self, *, so_far: bool = False) -> list[str]:
-        """``usage: N calls; tokens; cost``, then one line per stage that called a model;
-        ``so_far`` for a run that did not end (what it paid before it stopped)."""
+        """``usage:`` lines, total then per stage; ``so_far`` for a run that did not end."""
         total = describe_cost(self.cost, set(self.unpriced)) + (" so far" if so_far else "")
-        lines = [f"usage: {plural(self.calls, 'call')}; {tokens_of(self.usage)}; {total}"]
+        lines = [f"usage: {plural(self.calls, 'call')}; {self.tokens()}; {total}"]
         for stage, usage in sorted(self.usage_by_stage.items()):
             price = self.cost_by_stage.get(stage)
             # a stage's priced calls only: with an unpriced model its sum would look complete
@@ -152,6 +150,9 @@ class Spent:
             lines.append(f"usage: {stage}: {plural(self.calls_by_stage.get(stage, 0), 'call')}; "
                          f"{tokens_of(usage)}; {paid}")
         return lines
+
+    def tokens(self) -> str:
+        return tokens_of(self.usage)
 
 
 SPENT = "stay_spent"
@@ -164,9 +165,9 @@ def spent_of(error: BaseException) -> Spent | None:
     return spent if isinstance(spent, Spent) else None
 
 
-@dataclass(frozen=True)
-class BuildResult:
-    """Where a run stopped and why, what it wrote, and the validation report."""
+@dataclass(frozen=True, kw_only=True)
+class BuildResult(Spent):
+    """Where a run stopped and why, what it wrote and paid, and the validation report."""
 
     slug: str
     course_dir: Path
@@ -177,38 +178,18 @@ class BuildResult:
     validation: CourseReport | None
     repair: RepairReport | None
     written: tuple[str, ...]
-    calls: int
-    """Model calls this run made (0 when nothing was missing or stale)."""
-    usage: Usage
     wave: WaveStats | None = None
     """Lessons, calls and the most in flight at each level, when a wave ran."""
     trace_id: str = ""
     """The id of this run's trace in <course>/.runs/traces/."""
-    cost: float | None = 0.0
-    """US dollars this run paid, from stay.models.PRICES (a replayed answer costs nothing;
-    a batched one, half); None (unknown) when a call used a model with no price on file."""
-    usage_by_stage: dict[str, Usage] | None = None
     retired: tuple[str, ...] = ()
     """Files no longer in the curriculum, moved to .state/retired/run-<n>/ by this run."""
-    unpriced: tuple[str, ...] = ()
-    """Models this run used that have no price on file (then ``cost`` is None)."""
-    cost_by_stage: dict[str, float] | None = None
-    """US dollars per stage (priced calls only; see ``unpriced``)."""
     unresolved: tuple[Defect, ...] = ()
-    """FAILs the check at the write left in the design files and plans this run wrote,
-    after asking the model once more: what the gate's reviewer must see."""
-    calls_by_stage: dict[str, int] | None = None
-    """Model calls per stage (a billed call that failed is counted too)."""
+    """FAILs the check at the write left in the files this run wrote: what the gate's reviewer must see."""
     diff: str = ""
     """``revise --show``: the unified diff each proposal would make (nothing was written)."""
     not_reviewed: str = ""
-    """Why no lesson was reviewed by the judging model (the offline backend, ``--no-review``);
-    '' when the review ran where a lesson needed it."""
-
-    @property
-    def spent(self) -> Spent:
-        return Spent(self.calls, self.usage, self.cost, self.unpriced, dict(self.usage_by_stage or {}),
-                     dict(self.cost_by_stage or {}), dict(self.calls_by_stage or {}))
+    """Why no lesson was reviewed by the judging model; '' when the review ran."""
 
     def unresolved_by_file(self) -> dict[str, tuple[str, ...]]:
         """File -> the codes of its unresolved FAILs, in report order."""
@@ -228,13 +209,9 @@ class BuildResult:
             return f"stopped at the {self.stopped_at}: {self.reason}"
         return "complete" if self.reason == "done" else self.reason
 
-    def tokens(self) -> str:
-        return tokens_of(self.usage)
-
     def summary(self) -> str:
-        """What ``stay build`` prints on stdout: the course, the usage and cost, then where
-        the run stopped, or the validation and repair results."""
-        lines = [f"{self.slug}: {self.course_dir}", *self.spent.lines()]
+        """What ``stay build`` prints on stdout."""
+        lines = [f"{self.slug}: {self.course_dir}", *self.lines()]
         lines += [f"unresolved at the write: {path}: {', '.join(codes)}"
                   for path, codes in self.unresolved_by_file().items()]
         if self.stopped_at is not None:
@@ -258,8 +235,7 @@ class BuildResult:
     # -- in a notebook -------------------------------------------------------------------
 
     def _display(self) -> tuple[str, list[Table], str]:
-        """A summary line, the tables (the run; defects by owner; usage and cost by stage)
-        and a closing line."""
+        """A summary line, the tables and a closing line."""
         head = f"stay {self.command} {self.slug}: {self.outcome}"
         run: list[tuple[object, ...]] = [
             ("course", str(self.course_dir)),
@@ -298,9 +274,8 @@ class BuildResult:
             tables.append((("round", "repaired file", "lines kept", "of", "share"),
                            [(n, c.path, c.kept, c.lines, f"{c.share:.0%}")
                             for n, r in enumerate(self.repair.rounds, 1) for c in r.changes], {0, 2, 3, 4}))
-        stages = self.usage_by_stage or {}
+        stages, costs = self.usage_by_stage, self.cost_by_stage
         if stages:
-            costs = self.cost_by_stage or {}
             rows: list[tuple[object, ...]] = [
                 (stage, u.input_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens, u.output_tokens,
                  f"${costs[stage]:.4f}" if stage in costs else "unknown")
@@ -310,13 +285,11 @@ class BuildResult:
         return head, tables, tail
 
     def _least_kept(self) -> list[tuple[int, Change]]:
-        """Per repair round, the file that kept the smallest share of its lines: the one
-        line a terminal shows of what repair changed (the table and the run log, all)."""
+        """Per repair round, the file that kept the smallest share of its lines."""
         rounds = self.repair.rounds if self.repair is not None else ()
         return [(n, r.least_kept) for n, r in enumerate(rounds, 1) if r.least_kept is not None]
 
     def _repr_html_(self) -> str:
-        """The run in a notebook: its outcome, defects by owner, usage and cost by stage."""
         return html_block("stay-build-result", *self._display())
 
     def _repr_markdown_(self) -> str:
@@ -335,13 +308,10 @@ FROM_RUN: Mapping[str, Callable[[Run], object]] = {
     "writer": lambda run: run.writer,
     "walk": lambda run: run.walk,
     "ledger": lambda run: run.walk.course,  # read at the call: scaffold makes a new course's
-    "fixer": lambda run: Fixer(_again(run), run.tally, run.report),
+    "fixer": lambda run: Fixer(Again(run.config, run.reader, run.walk.course, run.model, run.writer), run.tally,
+                               run.report),
 }
 """The run's collaborators, by the parameter name that asks for one."""
-
-
-def _again(run: Run) -> Again:
-    return Again(run.config, run.reader, run.walk.course, run.model, run.writer)
 
 
 def _stage(pipeline: Dag, name: str, attrs: Mapping[str, Any]) -> object:
@@ -367,8 +337,7 @@ FROM_NODE: Mapping[str, Callable[[Dag, str, Mapping[str, Any]], object]] = {
 
 
 def bind(pipeline: Dag, chosen: Mapping[str, Callable[..., object]]) -> dict[str, Handler]:
-    """node name -> its handler (``chosen``), with each parameter bound to the collaborator
-    or node attribute it names. Every problem found is raised at once, as a GraphError."""
+    """node name -> its handler, each parameter bound to what it names; every problem raised at once."""
     table: dict[str, Handler] = {}
     problems: list[str] = []
     for name, handler in chosen.items():
@@ -433,15 +402,9 @@ def choose(config: RunConfig, name: str) -> str:
 
 
 def require(config: RunConfig, walk: Walk, node: Node) -> None:
-    """The course exists and every gate the node requires has its approval holding; else
-    refuse, naming the gate and the command that unblocks it. Nothing has been written yet."""
-    course = _existing(config, walk)
-    for gate in node["requires"]:
-        holds, why = course.approval(gate)
-        if not holds:
-            raise PipelineError(f"stay {config.command} needs the {gate} approval to hold: {why}; run "
-                                f"{config.hint('build', config.slug)}, then "
-                                f"{config.hint('approve', config.slug, gate)}")
+    """The course exists and every gate the node requires holds; else refuse, naming what unblocks it."""
+    _existing(config, walk).require(node["requires"], f"stay {config.command}", lambda gate: (
+        f"{config.hint('build', config.slug)}, then {config.hint('approve', config.slug, gate)}"))
 
 
 def _existing(config: RunConfig, walk: Walk) -> CourseState:
@@ -453,9 +416,8 @@ def _existing(config: RunConfig, walk: Walk) -> CourseState:
 
 
 def revise_seed(config: RunConfig, walk: Walk, report: Reporter, node: Node) -> None:
-    """``revise``: the course exists; each target's phase has the approvals it needs
-    (the node's ``requires_by_phase``: a wave file both, a plan the design gate's, a
-    design file none); an edited file is revised only when forced, and its bytes kept first."""
+    """``revise``: the course exists, each target's phase has the approvals it needs, and an edited file is
+    revised only when forced (its bytes kept first)."""
     course = _existing(config, walk)
     check_revisions(config, course, node["requires_by_phase"])
     if not config.show:  # a shown revision replaces nothing: --keep keeps an edited file's bytes
@@ -468,22 +430,16 @@ def revise_seed(config: RunConfig, walk: Walk, report: Reporter, node: Node) -> 
 
 
 def intake(config: RunConfig, reader: RunReader) -> None:
-    """The brief was read and checked, and the slug made safe, before the run began;
-    here its duration is checked against the run's own house style."""
+    """The brief's duration checked against the run's own house style."""
     if reader.brief is None:
         raise UsageError(f"stay {config.command} needs a brief file")
     check_duration(reader.brief.time_available, f"course '{config.slug}' brief", config.limits)
 
 
 def moderate(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, walk: Walk) -> None:
-    """Screen the whole brief as one message: a topic and an audience that are each
-    unremarkable can be a different thing together. A brief screened before (its hash
-    is in the ledger) is not screened again. Fails open only when the service is
-    unreachable (``ModelUnavailable``, a timeout, no connection): anything else, a
-    configuration error (a mistyped ``STAY_MODEL_ANALYSIS``, a rejected key) or a verdict
-    that cannot be read, is an error, and the brief is not built unscreened. A brief
-    screened by nothing (``--no-screen``, fail-open, a replay with no verdict) is said and
-    recorded in the run log, never skipped in silence."""
+    """Screen the whole brief as one message (a topic and an audience fine apart can be another thing
+    together), unless screened before. Fails open only when the service is unreachable; a brief screened by
+    nothing is said and recorded in the run log."""
     brief = reader.brief
     assert brief is not None
     if walk.state is not None and walk.state.screened(brief):
@@ -519,8 +475,8 @@ def _unscreened(report: Reporter, walk: Walk, why: str) -> None:
 
 def scaffold(config: RunConfig, reader: RunReader, report: Reporter, tally: Tally, writer: Writer, walk: Walk,
              node: Node) -> None:
-    """Create the course (under the lock the runner took) or bring course.yaml's brief up to date; a
-    command that does not author the node's phase only checks the brief is the course's."""
+    """Create the course or bring course.yaml's brief up to date; a command that does not author the
+    node's phase only checks the brief is the course's."""
     brief = reader.brief
     assert brief is not None
     root, slug, hint = config.root, config.slug, config.hint
@@ -556,9 +512,7 @@ def scaffold(config: RunConfig, reader: RunReader, report: Reporter, tally: Tall
 
 def run_course_stage(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter,
                      ledger: CourseState, writer: Writer, walk: Walk, fixer: Fixer, stage: Stage) -> None:
-    """A course-scope stage (audience, curriculum, outcomes, assessment): regenerate its
-    one file if it must be (the one policy, ``needs_writing``), then check it at the write:
-    a FAIL goes back to the model once, with the file, before the gate."""
+    """A course-scope stage: regenerate its one file if it must be, then check it at the write."""
     path = stage.output
     if needs_writing(config, ledger, report, path, stage.phase):
         report.say(f"  {path}: writing ({why(ledger.status(path))})")
@@ -575,8 +529,7 @@ def run_course_stage(config: RunConfig, reader: RunReader, model: ModelGateway, 
 
 def write_derived(config: RunConfig, reader: RunReader, report: Reporter, ledger: CourseState, writer: Writer,
                   path: str, phase: str) -> None:
-    """The files written from ``path`` as it stands (example.yaml's data files): each one
-    missing or stale is written, one edited by hand is kept, as for any other file."""
+    """The files written from ``path`` as it stands (example.yaml's data files), as for any other file."""
     derived = reader.load(path).derived()
     todo = {target: made for target, made in derived.items()
             if needs_writing(config, ledger, report, target, phase)}
@@ -588,10 +541,8 @@ def write_derived(config: RunConfig, reader: RunReader, report: Reporter, ledger
 
 def run_module_stage(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter,
                      ledger: CourseState, writer: Writer, walk: Walk, fixer: Fixer, stage: Stage) -> None:
-    """A module-scope stage (lesson planning): one call per module with a file to write,
-    so the module's term budget is allocated, not audited after the fact. Only the files
-    that must be written are; an edited one is kept. The module's plans are checked at
-    the write, like a design file."""
+    """A module-scope stage: one call per module with a file to write (its term budget is allocated, not
+    audited after), only the files that must be written; checked at the write."""
     for module in reader.layout.curriculum.modules:
         places = reader.layout.lessons_of(module)
         todo = [place.path(stage.output) for place in places
@@ -600,9 +551,8 @@ def run_module_stage(config: RunConfig, reader: RunReader, model: ModelGateway, 
             report.say(f"  module {module.id}: planning {plural(len(places), 'lesson')}")
             made = job(config, reader, stage, module)
             artefacts = model.produce(made.request, made.parse)
-            # the module's plans in one step: one journal line before their renames, so a
-            # crash between two of them leaves none unrecorded. A plan's own inputs do not
-            # depend on plans' contents: one refresh, below
+            # the module's plans in one step (one journal line: a crash leaves none unrecorded); a plan's
+            # inputs do not depend on plans' contents: one refresh, below
             if writer.write({path: artefact for path, artefact in zip(made.paths, artefacts, strict=True)
                              if path in todo}):
                 check_written(fixer, walk.cancelled, todo)
@@ -628,17 +578,11 @@ def start_course_task(config: RunConfig, reader: RunReader, model: ModelGateway,
 
 def gather(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer,
            tally: Tally) -> None:
-    """The barrier: wait for every task the wave nodes started; the first failure is
-    raised once all have ended."""
+    """The barrier: wait for every task the wave nodes started."""
     wave = wave_of(config, reader, model, report, writer)
     if not wave.empty:
         tally.wave = wave.wait()
         report.say(f"wave: gathered {plural(wave.total, 'task')}")
-
-
-def review(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer) -> None:
-    """After the barrier: the judging model reviews every lesson whose review is stale."""
-    review_stale(config, reader, model, report, writer)
 
 
 def merge_glossary(config: RunConfig, reader: RunReader, report: Reporter, ledger: CourseState, writer: Writer,
@@ -668,8 +612,7 @@ def merge_glossary(config: RunConfig, reader: RunReader, report: Reporter, ledge
 
 
 def land_manifest(config: RunConfig, report: Reporter, ledger: CourseState, tally: Tally, node: Node) -> None:
-    """Retire the files the curriculum no longer has (moved, never deleted), then write
-    course.yaml's status projection."""
+    """Retire the files the curriculum no longer has (moved, never deleted), then project the statuses."""
     if not config.may_write(node["phase"]):
         return
     number = config.run_number
@@ -690,15 +633,10 @@ def validate(config: RunConfig, model: ModelGateway, report: Reporter, tally: Ta
 
 
 def repair(config: RunConfig, ledger: CourseState, tally: Tally, fixer: Fixer, node: Node) -> None:
-    """Repair runs only while the gates it requires (the node's: every gate) hold,
-    exactly like the wave, and only in a command that authors its phase."""
+    """Repair runs only while the gates its node requires hold, in a command that authors its phase."""
     if not config.may_write(node["phase"]):
         return
-    for gate in node["requires"]:
-        holds, why = ledger.approval(gate)
-        if not holds:
-            raise PipelineError(f"repair needs the {gate} approval to hold: {why}; run "
-                                f"{config.hint('approve', config.slug, gate)}")
+    ledger.require(node["requires"], "repair", lambda gate: config.hint("approve", config.slug, gate))
     tally.repair = repair_course(fixer)
 
 
@@ -707,16 +645,11 @@ FIXED: Mapping[str, Callable[..., object]] = {
     "validate": validate, "revise_files": revise_files, "revise_gather": revise_gather,
     "scaffold": scaffold, "merge_glossary": merge_glossary, "land_manifest": land_manifest,
 }
-"""The nodes whose work is their own: every other node's handler is chosen by its
-node's kind (a router, a guard, a gate, repair) or its stage."""
+"""The nodes whose work is their own; every other node's handler is chosen by its kind or its stage."""
 
 
 def handlers(pipeline: Dag) -> dict[str, Handler]:
-    """node name -> what it does, read from the graph: each node's handler is chosen by
-    its name or kind, then bound (``bind``) to the collaborators and the node
-    attributes its parameters name (a guard reads the gates its node requires, a gate
-    node its gate, a stage node its stage). A test holds the keys equal to the graph's
-    nodes."""
+    """node name -> what it does: a handler chosen by the node's name or kind, then bound (``bind``)."""
     chosen: dict[str, Callable[..., object]] = {}
     for name, attrs in pipeline.nodes(data=True):
         kind = attrs["kind"]
@@ -735,7 +668,7 @@ def handlers(pipeline: Dag) -> dict[str, Handler]:
 
 BY_KIND: Mapping[str, Callable[..., object]] = {
     "router": choose, "gate-summary": summary, "gate-ask": ask, "gate-record": record, "guard": require,
-    "repair": repair, "review": review,
+    "repair": repair, "review": review_stale,
 }
 """The handler of a node of each of these kinds (a guard with ``requires_by_phase`` is revise's)."""
 
@@ -743,8 +676,7 @@ HANDLERS = handlers(assemble())
 
 
 _handlers = functools.cache(handlers)
-"""The handler table of each pipeline (``_pipeline``'s, one per stage list): handlers'
-parameters are read once a process, not once a run."""
+"""The handler table of each pipeline: handlers' parameters are read once a process, not once a run."""
 
 
 def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
@@ -771,7 +703,7 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
             if run.walk.state is not None and not (run.walk.wave is not None and run.walk.wave.in_flight):
                 # hashes.json once per node, the journal in between; while the wave is in flight the
                 # journal alone: whether a task had written yet would decide the write, not the walk
-                run.course.checkpoint()
+                run.walk.course.checkpoint()
             if on_node:
                 on_node(name)
         if pipeline.nodes[declared.last]["kind"] == "gate-summary":
@@ -792,9 +724,9 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
     finally:
         tally = run.tally
         if run.walk.state is not None and (config.root / "course.yaml").is_file():
-            run.course.checkpoint()
+            run.walk.course.checkpoint()
             if tally.projected != len(tally.written):  # else land_manifest's projection is still true
-                run.course.project_statuses(load_manifest(config.root))
+                run.walk.course.project_statuses(load_manifest(config.root))
             log_run(config.root, config.command, run.model.backend.name, tally.written, stopped, tally.retired,
                     tally.revised, [line for change in tally.changes for line in change.log_lines()], failed,
                     run.walk.unscreened)
@@ -811,19 +743,17 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
         if config.show:
             diff, reason = shown(run)
         else:
-            reason = _revised(run)
+            reason = revised_reason(run.walk.course, sorted(run.tally.revised), config.hint, config.slug,
+                                    run.tally.written)
     tally = run.tally
     spent = _spent(run)
     priced = describe_cost(None if tally.unpriced else tally.cost, tally.unpriced)  # "$x" or "cost unknown (...)"
     run.report.say(f"{plural(tally.calls, 'model call')}, {plural(len(set(tally.written)), 'file')} written in "
                    f"{clock(time.monotonic() - run.report.started)}; "
                    f"{'cost ' + priced if priced.startswith('$') else priced}")
-    result = BuildResult(slug=config.slug, course_dir=config.root, command=config.command, stopped_at=stopped,
-                         reason=reason, validation=tally.validation, repair=tally.repair,
-                         written=tuple(sorted(set(tally.written))), calls=spent.calls, usage=spent.usage,
-                         wave=tally.wave, trace_id=tracer.trace_id, cost=spent.cost,
-                         usage_by_stage=spent.usage_by_stage, unpriced=spent.unpriced,
-                         cost_by_stage=spent.cost_by_stage, calls_by_stage=spent.calls_by_stage,
+    result = BuildResult(**vars(spent), slug=config.slug, course_dir=config.root, command=config.command,
+                         stopped_at=stopped, reason=reason, validation=tally.validation, repair=tally.repair,
+                         written=tuple(sorted(set(tally.written))), wave=tally.wave, trace_id=tracer.trace_id,
                          retired=tuple(sorted(tally.retired)), diff=diff, not_reviewed=config.not_reviewed,
                          unresolved=tuple(d for path in sorted(tally.unresolved) for d in tally.unresolved[path]))
     run.report.end(result.outcome, "complete" if result.complete else "stopped")
@@ -839,16 +769,9 @@ def _spent(run: Run) -> Spent:
                      dict(sorted(tally.calls_by_stage.items())))
 
 
-def _revised(run: Run) -> str:
-    """What a revision did, and what a person should do next."""
-    return revised_reason(run.course, sorted(run.tally.revised), run.config.hint, run.config.slug,
-                          run.tally.written)
-
-
 def shown(run: Run) -> tuple[str, str]:
-    """After a ``--show`` walk: each target's proposal kept (the open one it replaces set
-    aside in it), and the diff of every target's proposal with what to do next."""
-    config, course, proposed = run.config, run.course, run.walk.proposed or {}
+    """After a ``--show`` walk: each target's proposal kept, and their diff with what to do next."""
+    config, course, proposed = run.config, run.walk.course, run.walk.proposed or {}
     diffs: list[str] = []
     paths: list[str] = []
     for path, note in config.revisions.items():
@@ -873,11 +796,8 @@ def shown(run: Run) -> tuple[str, str]:
 
 def keep_proposals(slug: str, targets: Sequence[str], *, courses_dir: str | os.PathLike[str], force: bool,
                    settings: Settings | None, stages: tuple[Stage, ...], progress: Progress) -> BuildResult:
-    """Write each target's shown proposal as ``revise`` would have: the ledger records the
-    note and the thread, dependents go stale, a gated file's approval is retired. Refused,
-    before anything is written, for a target with no proposal or a stale one."""
-    from stay.pipeline._runner import _pipeline
-
+    """Write each target's shown proposal as ``revise`` would have; refused, before anything is written,
+    for a target with no proposal or a stale one."""
     state = open_course_named(slug, courses_dir, settings, stages)
     paths = resolve_targets(state, list(targets), {stage.name for stage in stages})
     root, courses_arg = state.root, os.fspath(courses_dir)
@@ -890,12 +810,8 @@ def keep_proposals(slug: str, targets: Sequence[str], *, courses_dir: str | os.P
         kept = {path: _keepable(state, path, slug, courses_arg, force) for path in paths}
         for path in paths:
             phase = state.graph.nodes[path]["phase"]
-            for gate in by_phase[phase]:
-                holds, why = state.approval(gate)
-                if not holds:
-                    raise PipelineError(f"keeping the proposal for {path} (a {phase} file) needs the {gate} "
-                                        f"approval to hold: {why}; run "
-                                        f"{command_hint(courses_arg, 'approve', slug, gate)} first")
+            state.require(by_phase[phase], f"keeping the proposal for {path} (a {phase} file)",
+                          lambda gate: f"{command_hint(courses_arg, 'approve', slug, gate)} first")
         keep_edited(state, paths, next_run_number(root), progress)  # forced: kept first, as a revise keeps them
         texts = {path: proposal.text for path, proposal in kept.items()}
         written = [path for path in paths if not same_bytes(root / path, texts[path])]
@@ -917,7 +833,7 @@ def keep_proposals(slug: str, targets: Sequence[str], *, courses_dir: str | os.P
     finally:
         lock.release()
     return BuildResult(slug=slug, course_dir=root, command="revise", stopped_at=None, reason=reason,
-                       validation=None, repair=None, written=tuple(sorted(written)), calls=0, usage=Usage())
+                       validation=None, repair=None, written=tuple(sorted(written)), calls=0, usage=Usage(), cost=0.0)
 
 
 def _keepable(state: CourseState, path: str, slug: str, courses_arg: str, force: bool) -> Proposal:
@@ -937,8 +853,7 @@ def _keepable(state: CourseState, path: str, slug: str, courses_arg: str, force:
 
 def revised_reason(course: CourseState, revised: list[str], hint: Callable[..., str], slug: str,
                    written: Collection[str]) -> str:
-    """What writing the ``revised`` files did (a revise, or a kept proposal), and what next:
-    a file whose bytes did not change (not in ``written``) is said to be unchanged."""
+    """What writing the ``revised`` files did, and what next; a file whose bytes did not change says so."""
     if not revised:
         return "nothing to revise: every file already has this note"
     unchanged = [path for path in revised if path not in written]
@@ -973,9 +888,7 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
                 on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
                 stages: Sequence[Stage] | None = None, revisions: Mapping[str, str] | None = None,
                 force: bool = False, screen: bool = True, show: bool = False, review: bool = True) -> BuildResult:
-    """Run one command. ``target`` is a Brief, a brief file, or (plan, write, repair,
-    build of an existing course) a course slug. The rest as for ``build_course``;
-    ``revisions``, ``force`` and ``show`` are ``revise``'s."""
+    """Run one command on ``target``: a Brief, a brief file, or a course slug; the rest as ``build_course``."""
     chosen = (settings or Settings.from_env()).replace(
         backend=backend if isinstance(backend, str) else None,
         prompts_dir=Path(prompts_dir) if prompts_dir is not None else None, cache=cache)
@@ -995,12 +908,8 @@ def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
 
 
 def _house_limits(settings: Settings) -> DurationLimits:
-    """The run's house style: its duration limits, after checking that its rubric levels
-    are the ones the capstone's answer schema asks for (that schema is built once, from
-    the packaged house style; a data directory with other levels would have every
-    capstone fail prj006 after it was paid for)."""
-    from stay.validate import HouseData
-
+    """The run's duration limits, once its rubric levels are checked to be the capstone schema's (built from
+    the packaged house style: other levels would fail every capstone after it was paid for)."""
     try:
         data = HouseData.load(settings.resolved_data_dir())
     except StayError:
@@ -1105,9 +1014,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
 
 
 def reviewing(stages: tuple[Stage, ...], backend: ModelClient, review: bool) -> tuple[tuple[Stage, ...], str]:
-    """The run's stages and, when they review no lesson, why: the offline backend cannot
-    read prose, so it never reviews (and never reports a pass it did not make), and
-    ``--no-review`` turns the review off. Then the review stage is not one of the run's."""
+    """The run's stages and, when they review no lesson (offline, ``--no-review``), why."""
     why = ("the offline backend cannot read a lesson; build with a model backend to review" if
            isinstance(backend, OfflineBackend) and not backend.reviews else "" if review else
            "--no-review was given")
@@ -1183,8 +1090,6 @@ def revise(slug: str, targets: Sequence[str], *, note: str | None = None,
     note, no model call) writes the proposals as a revision would. Each revision of a
     file is given the reviewer's thread on it so far (``stay.pipeline._state``).
     """
-    from stay.pipeline._gates import declined_note, resolve_targets
-
     if show and keep:
         raise UsageError("--show and --keep are two steps: show a proposal with --note TEXT --show, then --keep it")
     stages = REGISTRY if stages is None else stages  # None: the registry (a readable default in help())

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import difflib
-import hashlib
 import os
 import threading
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -28,7 +27,7 @@ from stay.artefacts import (
     write_bytes_atomic,
     write_text_atomic,
 )
-from stay.errors import EnvironmentProblem
+from stay.errors import EnvironmentProblem, PipelineError
 from stay.pipeline._graph import Dag, artefact_paths, covered_phases
 from stay.pipeline._layout import BRIEF, CourseLayout
 from stay.pipeline._ledger import (
@@ -57,8 +56,7 @@ from stay.pipeline._ledger import (
 
 
 def keep_edited(course: CourseState, paths: Sequence[str], run_number: int, say: Callable[[str], None]) -> None:
-    """Copy each of ``paths`` that was edited by hand to ``.state/retired/run-<n>/``,
-    saying where; all are read and checked before the first is written."""
+    """Copy each edited one of ``paths`` to ``.state/retired/run-<n>/``; all are checked before one is written."""
     root = course.root
     edited = [path for path in paths if course.status(path).state == "edited"]
     kept = {path: (_bytes_of(root, path), retired_place(root, f"run-{run_number}/{path}")) for path in edited}
@@ -71,8 +69,7 @@ def keep_edited(course: CourseState, paths: Sequence[str], run_number: int, say:
 
 
 def _bytes_of(root: Path, path: str) -> bytes:
-    """The edited file's bytes: no part of its path a link, a regular file, within the bound
-    (the bounded reader decides the last two on the opened descriptor)."""
+    """The edited file's bytes: no link on its path, a regular file, within the bound."""
     file = root / path
     place = root
     for part in PurePosixPath(path).parts:
@@ -91,10 +88,8 @@ def _bytes_of(root: Path, path: str) -> bytes:
 
 
 def retired_place(root: Path, where: str) -> Path:
-    """``.state/retired/<where>``, where stay puts what it keeps aside (a forced revision's
-    copy, an orphan, a damaged gates.json), refused when any part of the way there is a
-    link (what is kept would land where the link leads) or is not a directory, or the
-    place itself is a directory. Every caller checks all its places before it writes one."""
+    """``.state/retired/<where>``, refused when any part of the way is a link or not a directory, or the place
+    is a directory; every caller checks all its places before it writes one."""
     target = root / RETIRED / where
     place = root
     for part in target.relative_to(root).parts:
@@ -130,12 +125,10 @@ class CourseState:
     _built: dict[str, Any] | None = field(default=None, repr=False)
     """hashes.json's ``built`` as read: kept when these sources name no backend."""
     _pending: list[dict[str, Any]] = field(default_factory=list, repr=False)
-    """Journalled entries not yet known to have landed: a dead run's journal as read, or a
-    write an interrupt cut short. ``_settle`` keeps those whose file has their bytes."""
+    """Journalled entries not yet known to have landed; ``_settle`` keeps those whose file has their bytes."""
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
-    """Held by every read-modify-write of the ledger and by every pipeline write: the wave's
-    threads write while the main thread checkpoints, and a record that lands between a
-    checkpoint's snapshot and its dropping the journal would be lost from disk."""
+    """Held by every read-modify-write of the ledger and every pipeline write: a record landing between a
+    checkpoint's snapshot and its dropping the journal would be lost."""
     _hashes: FileHashes = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -148,9 +141,8 @@ class CourseState:
     # -- hashes ------------------------------------------------------------
 
     def hash_once(self) -> None:
-        """Hash each file at most once from now on: the caller holds the course lock, so
-        only this state changes its files (``FileHashes.once``; a hand edit made meanwhile
-        is the next run's to see). Rehashed at every status, a build grew as n^1.75."""
+        """Hash each file at most once from now on (the caller holds the course lock): rehashed at every
+        status, a build grew as n^1.75."""
         with self._lock:
             self._hashes.once()
 
@@ -178,10 +170,7 @@ class CourseState:
             return self._ledger
 
     def _settle(self, ledger: dict[str, Any]) -> None:
-        """Every journalled entry whose file has its bytes is the pipeline's own: the file
-        was renamed into place (maybe by a process that died right after). The others name
-        bytes that never landed, and the entry before them stands. In journal order, so a
-        later write of the same file wins."""
+        """Every journalled entry whose file has its bytes landed; the others never did. In journal order."""
         for entries in self._pending:
             for path, entry in entries.items():
                 if entry.get("hash") == self.current_hash(path):
@@ -191,12 +180,8 @@ class CourseState:
     def write(self, files: Mapping[str, str], revisions: Mapping[str, str] | None = None,
               cancelled: threading.Event | None = None,
               threads: Mapping[str, list[dict[str, str]]] | None = None) -> bool:
-        """Write files the pipeline made and record them, in one step under the ledger lock:
-        their intended hashes are journalled (one synced line) before the renames, so a
-        process that dies anywhere leaves the old bytes or the new ones with an entry naming
-        them, never a finished file without a record (it would pass for a hand edit). Once
-        ``cancelled`` is set (under this lock too: ``cancel``), nothing is written: False.
-        ``threads``: a revised file's reviewer thread, recorded with its note (``_state``)."""
+        """Write and record files in one step under the ledger lock: their hashes are journalled (synced)
+        before the renames, so no death leaves a finished file without a record. False once cancelled."""
         with self._lock:
             if cancelled is not None and cancelled.is_set():
                 return False
@@ -217,15 +202,12 @@ class CourseState:
             return True
 
     def cancel(self, cancelled: threading.Event) -> None:
-        """Set ``cancelled`` under the ledger lock: a write under way ends first, and no
-        ``write`` given that event starts after this returns."""
+        """Set ``cancelled`` under the ledger lock: no ``write`` starts after this returns."""
         with self._lock:
             cancelled.set()
 
     def record(self, paths: list[str], revisions: Mapping[str, str] | None = None) -> None:
-        """Record files as they are now (a person accepted them, or ``adopt``), in the
-        journal; hashes.json is rewritten only at a checkpoint (after each node), which
-        keeps a build linear in its lessons."""
+        """Record files as they are now, in the journal (hashes.json only at a checkpoint: a build stays linear)."""
         with self._lock:
             ledger = self.ledger()
             entries = self._entries(paths, revisions, {})
@@ -237,8 +219,7 @@ class CourseState:
     def _entries(self, paths: list[str], revisions: Mapping[str, str] | None,
                  intended: Mapping[str, str],
                  threads: Mapping[str, list[dict[str, str]]] | None = None) -> dict[str, Any]:
-        """Each path's ledger entry: its hash (``intended`` for a file about to be
-        written) and its inputs' (an input written in the same step by its intended hash)."""
+        """Each path's ledger entry: its hash (``intended``, about to be written) and its inputs'."""
 
         def hash_of(path: str) -> str | None:
             return intended[path] if path in intended else self.current_hash(path)
@@ -252,15 +233,14 @@ class CourseState:
                 entry["sources"] = made_with
             if revisions and path in revisions:
                 note = revisions[path]
-                entry["revision"] = {"note": note, "sha": hashlib.sha256(note.encode()).hexdigest()[:16]}
+                entry["revision"] = {"note": note, "sha": note_sha(note)}
                 if threads and path in threads:
                     entry["revision"]["thread"] = threads[path]
             entries[path] = entry
         return entries
 
     def checkpoint(self) -> None:
-        """Write hashes.json from the ledger and drop the journal (nothing to do when
-        nothing was recorded since the last checkpoint)."""
+        """Write hashes.json from the ledger and drop the journal, if anything was recorded since."""
         with self._lock:
             if self._dirty or (self.root / JOURNAL).exists():
                 self._write_ledger(self.ledger())
@@ -296,8 +276,7 @@ class CourseState:
                 self._write_ledger(dict(self.ledger()))
 
     def adopt(self) -> None:
-        """Rebuild the ledger from the files on disk: every existing artefact current.
-        A damaged ledger is replaced, not read."""
+        """Rebuild the ledger from the files on disk: every existing artefact current."""
         present = [p for p in artefact_paths(self.graph) if (self.root / p).is_file()]
         with self._lock:
             self._ledger, self._pending = {}, []
@@ -334,8 +313,7 @@ class CourseState:
         return found
 
     def orphans(self) -> list[str]:
-        """Files under modules/ that belong to no lesson of the curriculum (names starting
-        with '.' skipped; symlinked directories not followed), sorted."""
+        """Files under modules/ in no lesson of the curriculum (dot names skipped, links not followed), sorted."""
         top = self.root / "modules"
         known = set(self.graph)
         return sorted(p for p in _files_under(top, self.root) if p not in known)
@@ -358,13 +336,8 @@ class CourseState:
         return moved
 
     def project_statuses(self, manifest: CourseManifest) -> bool:
-        """Write course.yaml's ``artefacts`` map from the derived statuses.
-
-        course.yaml is a projection, not a source of truth: the viewer and a diff want
-        the statuses, and this is the only function that writes them. The contract's
-        map knows missing, current and stale: an ``edited`` file is projected as
-        current (it exists and is what it is) unless its inputs changed too.
-        """
+        """Write course.yaml's ``artefacts`` map, a projection of the derived statuses (an ``edited`` file is
+        current unless its inputs changed too)."""
         projected: dict[str, Literal["missing", "current", "stale"]] = {}
         for path in artefact_paths(self.graph):
             state, why = self.status(path)
@@ -375,8 +348,7 @@ class CourseState:
     # -- gates -------------------------------------------------------------
 
     def covered(self, gate: str) -> list[str]:
-        """The files a gate covers: the outputs of the phase it closes and of every earlier
-        gate's (the design stages', and for the plan gate the planning stages' too)."""
+        """The files a gate covers: the outputs of the phase it closes and of every earlier gate's."""
         phases = covered_phases(gate)
         return [path for path in self.graph if self.graph.nodes[path].get("phase") in phases]
 
@@ -390,30 +362,33 @@ class CourseState:
             return False, f"the {gate} gate has not been answered"
         if not entry.get("approved"):
             return False, f"the {gate} gate was declined"
+        moved = self._moved(entry, gate)
+        return not moved, moved
+
+    def _moved(self, entry: dict[str, Any], gate: str) -> str:
+        """What changed in the gate's files since ``entry`` recorded their hashes ('' when nothing did)."""
         covered = entry.get("covered", {})
         if not isinstance(covered, dict) or sorted(covered) != sorted(self.covered(gate)):
-            return False, f"the files under the {gate} gate changed (lessons added or removed)"
+            return f"the files under the {gate} gate changed (lessons added or removed)"
         moved = [p for p in self.covered(gate) if covered.get(p) != self.current_hash(p)]
-        if moved:
-            return False, f"{', '.join(moved)} changed since the {gate} gate was approved"
-        return True, ""
+        return f"{', '.join(moved)} changed since the {gate} gate was approved" if moved else ""
+
+    def require(self, gates: Iterable[str], doing: str, fix: Callable[[str], str]) -> None:
+        """Refuse ``doing`` unless every one of ``gates`` holds; ``fix(gate)``: what to run."""
+        for gate in gates:
+            holds, why = self.approval(gate)
+            if not holds:
+                raise PipelineError(f"{doing} needs the {gate} approval to hold: {why}; run {fix(gate)}")
 
     def standing_decline(self, gate: str) -> str | None:
-        """The note of a decline that still stands: the gate was declined and nothing it
-        covers has changed since ('' for a decline without a note); None otherwise."""
+        """The note of a decline nothing covered has changed since ('' without a note); else None."""
         entry = self.gates().get(gate)
-        if entry is None or entry.get("approved"):
-            return None
-        covered = entry.get("covered", {})
-        if not isinstance(covered, dict) or sorted(covered) != sorted(self.covered(gate)):
-            return None
-        if any(covered.get(p) != self.current_hash(p) for p in self.covered(gate)):
+        if entry is None or entry.get("approved") or self._moved(entry, gate):
             return None
         return str(entry.get("note") or "")
 
     def unready(self, gate: str) -> list[str]:
-        """Covered files a person cannot sign yet: missing, or behind a changed input
-        (regenerate those first). An edited file can be signed: approving accepts it."""
+        """Covered files a person cannot sign yet: missing or stale (an edited one can be signed)."""
         found = []
         for path in self.covered(gate):
             state, why = self.status(path)
@@ -423,12 +398,8 @@ class CourseState:
 
     def answer(self, gate: str, *, approved: bool, by: str, note: str = "",
                accept_edits: bool = True) -> dict[str, str]:
-        """Record an answer with the hash of every file it covers. A person's approval
-        accepts the covered files as they are: hand-edited ones are recorded as current.
-        ``--yes`` approves without accepting (``accept_edits=False``): an edited file stays
-        ``edited`` in the ledger, though the approval covers its bytes. Returns the covered
-        files whose bytes could not be kept for a later diff, each with why (the answer's
-        ``not_kept``), so the one who answered is told."""
+        """Record an answer with the hash of every covered file; a person's approval records edited files as
+        current, ``--yes`` (``accept_edits=False``) does not. Returns the files whose bytes were not kept."""
         gates = self.gates()
         covered = {p: self.current_hash(p) for p in self.covered(gate)}
         gates[gate] = {"approved": approved, "at": now(self.epoch), "by": by, "note": note, "covered": covered}
@@ -459,7 +430,6 @@ def _files_under(top: Path, root: Path) -> Iterator[str]:
 
 
 def plans_on_disk(root: Path, curriculum: Curriculum) -> dict[str, LessonPlan]:
-    """Every lesson plan that exists, by lesson id."""
     layout = CourseLayout(curriculum)
     found: dict[str, LessonPlan] = {}
     for place in layout.lessons():
@@ -483,7 +453,7 @@ THREAD = "reviewer_thread"
 
 
 def note_sha(note: str) -> str:
-    return hashlib.sha256(note.encode("utf-8")).hexdigest()[:16]
+    return digest(note.encode("utf-8"))
 
 
 class ThreadNote(BaseModel):
@@ -496,8 +466,7 @@ class ThreadNote(BaseModel):
 
 
 class Proposal(BaseModel):
-    """A shown revision not written: its text, the note it answers, the hash of the file
-    it was made against, and the notes set aside before it on the same version."""
+    """A shown revision not written: its text, its note, the hash it was made against, notes set aside."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     path: str
@@ -572,9 +541,7 @@ def open_proposal(course: CourseState, path: str) -> Proposal | None:
 
 
 def kept_notes(course: CourseState, path: str) -> list[ThreadNote]:
-    """The thread's kept notes: the ledger entry's, while it describes the file (its hash
-    is the file's, and it records a revision) and no approval has accepted these bytes
-    since (a gate that covers the file approved with its hash as it is now)."""
+    """The thread's kept notes: the ledger entry's, while its hash is the file's and no approval since."""
     entry = course.ledger().get(path, {})
     revision = entry.get("revision")
     current = course.current_hash(path)
@@ -593,8 +560,7 @@ def kept_notes(course: CourseState, path: str) -> list[ThreadNote]:
 
 
 def thread_so_far(course: CourseState, path: str) -> list[ThreadNote]:
-    """What a new revision of ``path`` is given: kept notes, then the open proposal's set-aside
-    notes and its own (set aside too, by the revision now asked for), bounded."""
+    """What a new revision of ``path`` is given: kept notes, then the open proposal's notes, bounded."""
     thread = kept_notes(course, path)
     proposal = open_proposal(course, path)
     if proposal is not None:
@@ -620,8 +586,7 @@ def diff_of(path: str, before: str, after: str) -> str:
 
 
 def current_text(course: CourseState, path: str) -> str:
-    """The file as it is now, through the bounded reader: a link, a special file or one over
-    the bound reads as nothing (the course's own checks report those), never as a traceback."""
+    """The file as it is now, through the bounded reader (a link or special file reads as nothing)."""
     try:
         return read_stored(course.root / path).decode("utf-8", "replace")
     except (Damaged, OSError):
@@ -629,8 +594,7 @@ def current_text(course: CourseState, path: str) -> str:
 
 
 LINE_CHARS = 200
-"""The most characters of a recorded reason or of a note's first line that are shown:
-enough for a sentence, never a page."""
+"""The most characters of a recorded reason or a note's first line that are shown."""
 
 
 def one_line(text: str, limit: int = LINE_CHARS) -> str:
@@ -645,8 +609,7 @@ def first_line(text: str, limit: int = LINE_CHARS) -> str:
 
 
 def not_kept(entry: object, files: Collection[str]) -> tuple[tuple[str, str], ...]:
-    """An answer's ``not_kept``, as (file, why) for each name in it that is one of ``files``,
-    in name order; anything else the ledger holds there is never shown."""
+    """An answer's ``not_kept`` as (file, why) for each of ``files``; nothing else it holds is shown."""
     recorded = entry.get("not_kept") if isinstance(entry, dict) else None
     if not isinstance(recorded, dict):
         return ()
@@ -678,8 +641,7 @@ class Waiting:
 
     @property
     def anew(self) -> bool:
-        """Only a new proposal goes on from here: this one is stale, or its file cannot be
-        used (damaged, for another file); not when the whole folder is refused (a link)."""
+        """Only a new proposal goes on from here (stale, or its file unusable; not a refused folder)."""
         return self.stale or (bool(self.problem) and self.path != PROPOSALS)
 
     def words(self, slug: str) -> tuple[str, ...]:
@@ -701,8 +663,7 @@ class Waiting:
 
 
 def waiting_proposals(state: CourseState) -> tuple[Waiting, ...]:
-    """Every proposal waiting for a file of the course, in the graph's file order. Only the
-    proposal file named for a course file is ever read: any other file there is not."""
+    """Every proposal waiting for a course file, in graph order; no other file there is read."""
     root = state.root
     for place in (root / STATE, root / PROPOSALS):
         if place.is_symlink():

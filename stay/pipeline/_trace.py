@@ -1,7 +1,9 @@
-"""Tracing: a run's spans as JSON lines in the course, replayed to an OTLP collector when one is set."""
+"""What a run says while it works (progress, to a terminal or a notebook, through the reporter nodes say it
+through) and what it records (its spans as JSON lines in the course, replayed to an OTLP collector when set)."""
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import random
@@ -15,8 +17,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from stay._display import clock, plural, terminal_text
 from stay._secrets import redact
 from stay._version import DISTRIBUTION, __version__
 from stay.artefacts import write_text_atomic
@@ -31,6 +34,183 @@ if TYPE_CHECKING:
     from stay.pipeline._layout import RunReader
     from stay.stages import Stage
 
+Progress = Callable[[str], None]
+"""Where a run's progress lines go (default: stderr, or a bar in a notebook)."""
+
+Ending = Literal["complete", "stopped", "failed"]
+"""How a run ended, as its last update says."""
+
+
+@dataclass(frozen=True)
+class ProgressUpdate:
+    """One thing a run says: the time since it started, its cost so far, and ``done`` of ``total``."""
+
+    text: str
+    elapsed: float
+    """Seconds since the run started."""
+    cost: float | None
+    """US dollars the run has paid so far; None when a model it used has no price."""
+    done: int | None = None
+    total: int | None = None
+    final: Ending | None = None
+    """Set on a run's last update only: a bar closes in that state; a terminal is never sent it."""
+
+    @property
+    def counted(self) -> bool:
+        return self.done is not None and self.total is not None
+
+    def line(self) -> str:
+        """The terminal's line: counted work as ``  [ 7/12] m02-l01: ...  (4.2 s, $0.0123)``."""
+        if self.done is None or self.total is None:
+            return self.text
+        width = len(str(self.total))
+        return f"  [{self.done:>{width}}/{self.total}] {self.text}  ({clock(self.elapsed)}, {money(self.cost)})"
+
+
+@runtime_checkable
+class ProgressSink(Protocol):
+    """A progress sink that draws updates itself (a notebook's bar); any other gets ``line()``."""
+
+    def __call__(self, line: str) -> None: ...
+
+    def update(self, update: ProgressUpdate) -> None: ...
+
+
+def money(cost: float | None) -> str:
+    return "cost unknown" if cost is None else f"${cost:.4f}"
+
+
+def print_progress(line: str) -> None:
+    """The terminal sink: one line on stderr, flushed, redacted and escaped for a terminal."""
+    sys.stderr.write(terminal_text(redact(line)) + "\n")
+    sys.stderr.flush()
+
+
+_KERNEL_SHELLS = frozenset({"ipykernel.zmqshell.ZMQInteractiveShell", "google.colab._shell.Shell"})
+"""The shells that draw HTML, as tqdm.auto tells them: ipykernel's, and Colab's subclass of it."""
+
+
+def in_notebook() -> bool:
+    """Whether this process is a notebook's kernel, by its IPython shell's classes' names: IPython is looked
+    up, never imported, so a script pays nothing for the check."""
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    shell = get() if callable(get) else None
+    return shell is not None and any(f"{cls.__module__}.{cls.__qualname__}" in _KERNEL_SHELLS
+                                     for cls in type(shell).__mro__)
+
+
+def default_progress() -> Progress:
+    return NotebookProgress() if in_notebook() else print_progress
+
+
+def _ipython_show() -> Callable[[str], None]:
+    """Show HTML in the cell, then replace it in place on every later call."""
+    import importlib
+
+    ipython: Any = importlib.import_module("IPython.display")  # only in a notebook, where it is installed
+    handle: Any = None
+
+    def show(markup: str) -> None:
+        nonlocal handle
+        if handle is None:
+            handle = ipython.display(ipython.HTML(markup), display_id=True)
+        else:
+            handle.update(ipython.HTML(markup))
+
+    return show
+
+
+@dataclass
+class NotebookProgress:
+    """A progress bar in the notebook cell that runs the build, redrawn in place: the wave's lessons,
+    elapsed time, running cost and latest lines. ``show`` gets the HTML (default: an IPython display handle)."""
+
+    show: Callable[[str], None] | None = None
+    keep: int = 4
+    """How many of the latest lines to show under the bar."""
+    lines: list[str] = field(default_factory=list)
+    latest: ProgressUpdate | None = None
+    counted: ProgressUpdate | None = None
+    """The latest counted update: what the bar shows."""
+    ended: Ending | None = None
+    """How the run ended, once its final update came: the bar is then drawn for good."""
+
+    def __call__(self, line: str) -> None:
+        """A line from outside a run (the backend announcing itself): shown as it is."""
+        if self.ended is None:
+            self._add(line)
+            self._draw()
+
+    def update(self, update: ProgressUpdate) -> None:
+        if self.ended is not None:  # one run's bar: nothing redraws it once it has ended
+            return
+        self.ended = update.final
+        self.latest = update
+        if update.counted:
+            self.counted = update
+        self._add(update.text)
+        self._draw()
+
+    def html(self) -> str:
+        counted = self.counted
+        if counted is None or counted.done is None or counted.total is None:
+            # no value: the browser draws it indeterminate (a spinner) until the run ends;
+            # then it is full for a complete run, empty for one that stopped or failed
+            full = int(self.ended == "complete")
+            bar = "<progress></progress>" if self.ended is None else f'<progress value="{full}" max="1"></progress>'
+            count = ""
+        else:
+            bar = f'<progress value="{counted.done}" max="{counted.total}"></progress>'
+            count = f"{counted.done}/{plural(counted.total, 'task')} · "
+        latest = self.latest
+        where = f"{clock(latest.elapsed)} · {money(latest.cost)}" if latest is not None else "starting"
+        if self.ended is not None:
+            where = f"{where} · {self.ended}"
+        text = "\n".join(html.escape(line) for line in self.lines)
+        state = "" if self.ended is None else f' data-ended="{self.ended}"'
+        return (f'<div class="stay-progress"{state}>{bar} <span>{html.escape(count + where)}</span>'
+                f'<pre style="margin:0.2em 0">{text}</pre></div>')
+
+    def _add(self, line: str) -> None:
+        self.lines = [*self.lines, line][-max(self.keep, 1):]
+
+    def _draw(self) -> None:
+        if self.show is None:
+            self.show = _ipython_show()
+        self.show(self.html())
+
+
+@dataclass
+class Reporter:
+    progress: Progress
+    cost: Callable[[], float | None] = lambda: None
+    """What the run has paid so far (None when a model it used has no price)."""
+    started: float = field(default_factory=time.monotonic)
+    """When the run began: progress counts elapsed time from here."""
+
+    def say(self, line: str) -> None:
+        # any sink, a notebook's too, gets no secret (a warning may quote an exception)
+        self._emit(ProgressUpdate(redact(line), self.elapsed(), self.cost()))
+
+    def tick(self, label: str, done: int, total: int) -> None:
+        """Counted work finished: ``[done/total] label``, with the elapsed time and cost."""
+        self._emit(ProgressUpdate(label, self.elapsed(), self.cost(), done, total))
+
+    def end(self, outcome: str, ending: Ending) -> None:
+        """The run's last word, to a sink that draws (a bar closes on it); a plain callable is not sent it."""
+        if isinstance(self.progress, ProgressSink):
+            self.progress.update(ProgressUpdate(redact(outcome), self.elapsed(), self.cost(), final=ending))
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def _emit(self, update: ProgressUpdate) -> None:
+        if isinstance(self.progress, ProgressSink):
+            self.progress.update(update)
+        else:
+            self.progress(update.line())
+
 
 INSTALL_HINT = f"pip install '{DISTRIBUTION}[otel]' (from a checkout: pip install -e '.[otel]')"
 
@@ -41,12 +221,7 @@ def _warn(line: str) -> None:
 
 def export_trace(records: Sequence[Mapping[str, Any]], target: OtlpTarget, *, end_ns: int | None = None,
                  warn: Callable[[str], None] = _warn) -> bool:
-    """Send one flushed trace (the JSONL records: header, spans, scores) to ``target``.
-
-    Never raises for the backend's sake: a missing extra, an unreachable endpoint or a
-    refused export is one warning line (the JSONL trace keeps everything); returns
-    whether the backend accepted the spans.
-    """
+    """Send one flushed trace to ``target``; never raises (a failure is one warning line); True if accepted."""
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.trace.export import SpanExportResult
@@ -86,9 +261,7 @@ REACH_SECONDS = 2.0
 
 
 def _unreachable(endpoint: str, seconds: float) -> str | None:
-    """Why nothing listens at ``endpoint`` (refused, no such host, no answer), or None
-    when it accepts a connection, or when a proxy stands between (the exporter's
-    requests go through it: only the export can tell)."""
+    """Why nothing listens at ``endpoint``, or None when it accepts a connection or a proxy stands between."""
     parts = urllib.parse.urlsplit(endpoint)
     try:
         host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
@@ -109,8 +282,7 @@ def _unreachable(endpoint: str, seconds: float) -> str | None:
 
 @contextmanager
 def _exporter_log() -> Iterator[list[str]]:
-    """The exporter's log lines while it exports, kept for stay's one-line warning
-    instead of printed as they come."""
+    """The exporter's log lines while it exports, kept for stay's one-line warning."""
     logger = logging.getLogger(_EXPORTER_LOGGER)
     lines: list[str] = []
 
@@ -229,11 +401,8 @@ Times = tuple[int, int, list[tuple[int, int]]]
 
 
 def _layout(spans: Sequence[Mapping[str, Any]], end_ns: int) -> list[Times]:
-    """When each span and call ran. A trace that recorded wall-clock starts
-    (``start_unix_nano``) is the real timeline: a call keeps its own start and length,
-    and a wave node, whose calls run after it has started them, lasts until its last
-    call ends. An older trace, with durations only, is laid end to end, ending at
-    ``end_ns``, each call starting with its node."""
+    """When each span and call ran: a wall-clock trace is the real timeline (a wave node lasts until its last
+    call ends); an older one, with durations only, is laid end to end, ending at ``end_ns``."""
     if spans and all(_clock(span) for span in spans):
         layout = []
         for span in spans:
@@ -256,8 +425,7 @@ TimedCall = tuple[Mapping[str, Any], tuple[int, int]]
 
 def _by_lesson(calls: Sequence[Mapping[str, Any]],
                times: Sequence[tuple[int, int]]) -> dict[str | None, list[TimedCall]]:
-    """A node's calls with their times, by the lesson whose file each wrote (None: a call
-    about no one lesson, e.g. a module's plans, the capstone), in the node's order."""
+    """A node's calls with their times, by the lesson whose file each wrote (None: no one lesson)."""
     grouped: dict[str | None, list[TimedCall]] = {}
     for call, when in zip(calls, times, strict=True):
         lesson = call.get("lesson")
@@ -265,21 +433,16 @@ def _by_lesson(calls: Sequence[Mapping[str, Any]],
     return grouped
 
 
-LESSON_SUMS = {"gen_ai.usage.input_tokens": "stay.usage.input_tokens",
-               "gen_ai.usage.output_tokens": "stay.usage.output_tokens",
-               "gen_ai.usage.cache_read.input_tokens": "stay.usage.cache_read.input_tokens",
-               "gen_ai.usage.cache_creation.input_tokens": "stay.usage.cache_creation.input_tokens",
-               "gen_ai.usage.reasoning.output_tokens": "stay.usage.reasoning.output_tokens"}
-"""A call span's usage -> the lesson span's sum of it. Under stay's names, not the GenAI
-ones: a backend that totals ``gen_ai.usage.*`` over a trace (Langfuse) would count a
-lesson's tokens twice, once on the lesson and once on its calls."""
+LESSON_SUMS = {f"gen_ai.usage.{name}": f"stay.usage.{name}" for name in (
+    "input_tokens", "output_tokens", "cache_read.input_tokens", "cache_creation.input_tokens",
+    "reasoning.output_tokens")}
+"""A call span's usage -> the lesson span's sum, under stay's names: a backend totalling ``gen_ai.usage.*``
+would count a lesson's tokens twice."""
 
 
 def _lesson_attributes(lesson_id: str, lesson: Mapping[str, Any] | None,
                        calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """A lesson span's: its id, module and title, its calls' (attributes) sums, their cost
-    only when every call was priced (a part would pass for the whole), and the first
-    failed call's error."""
+    """A lesson span's: its id, module, title, its calls' sums (cost only when all were priced), first error."""
     attributes: dict[str, Any] = {
         "stay.lesson.id": lesson_id, "stay.module.id": str((lesson or {}).get("module", "")),
         "stay.lesson.calls": len(calls), "openinference.span.kind": "CHAIN",
@@ -314,8 +477,7 @@ def _number(value: Any) -> float:
 
 
 def _content_attributes(content: Mapping[str, Any], stop_reason: Any) -> dict[str, Any]:
-    """A call's prompt and answer as the GenAI conventions' JSON messages, and as
-    OpenInference's ``input.value``/``output.value`` (what Phoenix and Langfuse show)."""
+    """A call's prompt and answer as GenAI JSON messages and OpenInference's ``input.value``/``output.value``."""
     system = [{"type": "text", "content": text} for text in content.get("system") or []]
     user = [{"role": "user", "parts": [{"type": "text", "content": text} for text in content.get("user") or []]}]
     answer = str(content.get("answer", ""))
@@ -415,9 +577,7 @@ class LessonRef:
 
 
 def lesson_files(stages: Sequence[Stage], reader: RunReader) -> dict[str, LessonRef]:
-    """Every lesson-scope stage's file -> its lesson, from the course's layout (the one
-    owner of paths); empty when there is no curriculum, or one that does not load (the
-    run says why; its trace goes without lessons rather than raise over the run's error)."""
+    """Every lesson-scope stage's file -> its lesson; empty when the curriculum is missing or broken."""
     try:
         layout = reader.layout
     except StayError:
@@ -451,8 +611,7 @@ class Tracer:
     _calls: list[dict[str, Any]] = field(default_factory=list)
 
     def call(self, request: ModelRequest, answer: ModelAnswer, seconds: float, error: str | None = None) -> None:
-        """One model call (list.append is atomic: wave threads may call this at once);
-        ``error`` names what a billed reply that could not be used raised."""
+        """One model call (list.append is atomic: wave threads call this at once)."""
         usage = answer.usage
         failed = {} if error is None else {"error": error}
         self._calls.append({**failed,
@@ -472,10 +631,7 @@ class Tracer:
 
     @contextmanager
     def span(self, name: str, kind: str, stages: tuple[str, ...] = ()) -> Iterator[None]:
-        """A node's span. A wave node only starts its tasks, which make their calls later,
-        while gather waits: its span owns every later call of its ``stages`` until the
-        barrier ends (assigned when the trace is flushed), and the barrier's span keeps
-        only what is left."""
+        """A node's span; a wave node's owns every later call of its ``stages`` until the barrier ends."""
         first = len(self._calls)
         start, began = time.perf_counter(), time.time_ns()
         status = "ok"
@@ -493,9 +649,7 @@ class Tracer:
             })
 
     def _finished_records(self, lessons: Mapping[str, LessonRef]) -> list[dict[str, Any]]:
-        """Spans with their calls: a wave span's by stage, every other span's by time. A
-        call that wrote a lesson's file names its lesson and module, and each such lesson
-        is a ``lesson`` record (id, module, title), after the spans."""
+        """Spans with their calls (a wave span's by stage, others' by time), then each lesson's record."""
         owned: set[int] = set()
         spans: dict[int, list[dict[str, Any]]] = {}
         for index, record in enumerate(self.records):
@@ -545,9 +699,7 @@ class Tracer:
 
     def flush(self, course_dir: Path, stopped_at: str | None, otlp: OtlpTarget | None = None,
               error: str | None = None, lessons: Mapping[str, LessonRef] | None = None) -> Path:
-        """Write the trace; with ``otlp``, also export it there (stay/pipeline/_trace.py).
-        ``error`` names what ended a failed run (an exception's type); ``lessons`` maps
-        each lesson file to its lesson (``lesson_files``), so its calls are grouped by lesson."""
+        """Write the trace, and with ``otlp`` export it there; ``error`` names what ended a failed run."""
         header = {"type": "trace", "trace_id": self.trace_id, "session_id": self.slug,
                   "command": self.command, "backend": self.backend, "stopped_at": stopped_at, "error": error}
         path = course_dir / TRACES / f"{self.trace_id}.jsonl"
@@ -555,7 +707,5 @@ class Tracer:
         lines = [json.dumps(_without_content(record), sort_keys=True) for record in (header, *records)]
         write_text_atomic(path, "\n".join(lines) + "\n")
         if otlp is not None:
-            from stay.pipeline._trace import export_trace
-
             export_trace([header, *records], otlp)
         return path

@@ -26,7 +26,7 @@ Scope = Literal["course", "module", "lesson"]
 # An input is named by the artefact kind it reads (``Audience``: its FILE; a lesson file's
 # kind: this lesson's; ``Brief``: course.yaml's brief; ``RunningExample``: example.yaml as
 # plans carry it, data files by path and first lines only, so a request stays bounded), or
-# by one of these views. stay.pipeline._inputs finds each in a course.
+# by one of these views. stay.pipeline._layout finds each in a course.
 
 
 @dataclass(frozen=True)

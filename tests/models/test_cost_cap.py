@@ -132,8 +132,8 @@ def test_the_worst_case_is_held_atomically_and_let_go_when_the_call_returns() ->
 
     from stay.errors import CostCapReached, ModelUnavailable
     from stay.models import ModelAnswer
-    from stay.pipeline._progress import Reporter
     from stay.pipeline._run import ModelGateway, Tally, worst_case
+    from stay.pipeline._trace import Reporter
     from stay.settings import Settings
     from tests.models.helpers import audience_request, quiet
 

@@ -304,8 +304,8 @@ def test_a_cut_off_reply_is_a_call_of_its_own_and_its_retry_is_held_against_the_
     and the retry is held against the cap as Claude's is. So is a JSON-mode answer that
     did not fit its schema, asked again."""
     from stay.errors import CostCapReached
-    from stay.pipeline._progress import Reporter
     from stay.pipeline._run import ModelGateway, Tally, cost_cap, worst_case
+    from stay.pipeline._trace import Reporter
     from tests.models.helpers import quiet
 
     model = "gpt-6.2-sol"  # the one OpenAI id with a price row

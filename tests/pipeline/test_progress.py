@@ -18,7 +18,7 @@ import pytest
 
 from stay import ModelError, NotebookProgress, ProgressUpdate, StayError, build_course
 from stay.models import PRICES, OfflineBackend, Price
-from stay.pipeline import _progress
+from stay.pipeline import _trace
 from stay.requests import ModelAnswer, ModelRequest
 from stay.stages import REGISTRY
 from tests.conftest import ROOT, run_stay
@@ -99,9 +99,9 @@ def test_counts_agree_with_their_nouns(tmp_path: Path, capsys: pytest.CaptureFix
     err = capsys.readouterr().err
     assert "  module m05: planning 1 lesson\n" in err
     assert WRONG_PLURAL.search(err) is None
-    assert _progress.plural(0, "lesson") == "0 lessons"
-    assert _progress.plural(1, "model call") == "1 model call"
-    assert _progress.plural(2, "query", "queries") == "2 queries"
+    assert _trace.plural(0, "lesson") == "0 lessons"
+    assert _trace.plural(1, "model call") == "1 model call"
+    assert _trace.plural(2, "query", "queries") == "2 queries"
 
 
 def test_a_stop_is_said_once(tmp_path: Path) -> None:
@@ -199,13 +199,13 @@ NOT_KERNELS = {"terminal": _shell("IPython.terminal.interactiveshell.TerminalInt
 @pytest.mark.parametrize("shell", [*KERNELS.values(), *NOT_KERNELS.values()], ids=[*KERNELS, *NOT_KERNELS])
 def test_the_default_is_a_bar_in_a_notebook_kernel_and_lines_elsewhere(
         shell: type, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert _progress.default_progress() is _progress.print_progress  # no IPython: lines
+    assert _trace.default_progress() is _trace.print_progress  # no IPython: lines
     fake = types.ModuleType("IPython")
     fake.get_ipython = lambda: shell()  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "IPython", fake)
-    assert isinstance(_progress.default_progress(), NotebookProgress) is (shell in KERNELS.values())
+    assert isinstance(_trace.default_progress(), NotebookProgress) is (shell in KERNELS.values())
     fake.get_ipython = lambda: None  # type: ignore[attr-defined]
-    assert _progress.default_progress() is _progress.print_progress  # IPython imported, no shell running
+    assert _trace.default_progress() is _trace.print_progress  # IPython imported, no shell running
 
 
 def test_the_bar_is_shown_once_then_updated_in_place(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,8 +22,8 @@ import stay.pipeline._runner
 from stay.errors import EXIT_REFUSED, AnswerError, PipelineError, ReplayMiss
 from stay.models import CachedBackend, ModelAnswer, ModelRequest, OfflineBackend, RequestCache
 from stay.pipeline import build_course, run_command
-from stay.pipeline._progress import Reporter
 from stay.pipeline._run import ModelGateway, Tally
+from stay.pipeline._trace import Reporter
 from stay.settings import Settings
 from stay.stages import REGISTRY
 from stay.testing import DEFECTS, RiggedBackend

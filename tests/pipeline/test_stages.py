@@ -25,7 +25,7 @@ from stay.artefacts import (
     RunningExample,
 )
 from stay.models import ModelAnswer, ModelRequest, OfflineBackend
-from stay.pipeline._inputs import DATA_CHARS
+from stay.pipeline._layout import DATA_CHARS
 from stay.stages import (
     COMMON_REFERENCES,
     SHARED_TEMPLATES,
