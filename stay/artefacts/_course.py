@@ -1,7 +1,5 @@
-"""A course directory read as artefacts: the one reader the pipeline, the scorers and the
-viewer share, and the one place a course's layout is spelled out. Every read is bounded
-(``stay._bounds``); ``load`` raises ``ArtefactLoadError`` (the pipeline stops on it),
-``read`` records the reason (the viewer shows a damaged course as it is)."""
+"""A course directory read as artefacts: the one reader the pipeline, the scorers and the viewer
+share. ``load`` raises (the pipeline stops), ``read`` records why (the viewer shows a damaged course)."""
 
 from __future__ import annotations
 
@@ -22,13 +20,11 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def module_dir(module: Module) -> str:
-    """A module's directory in its course: ``modules/<id>-<slug>``. The Module type has
-    checked the id and slug (no separators, the contract's patterns) before this joins them."""
+    """``modules/<id>-<slug>``: the Module type has checked both before this joins them."""
     return f"modules/{module.id}-{module.slug}"
 
 
 def lesson_file(module: Module, lesson_id: str, kind: type[Artefact]) -> str:
-    """The course-relative path of a lesson's file of ``kind`` (its plan, its text, ...)."""
     pattern = kind.FILE
     if pattern is None or "{lesson}" not in pattern:
         raise ArtefactLoadError(f"{kind.__name__} is not a kind of lesson file; see course-format.md")
@@ -37,10 +33,7 @@ def lesson_file(module: Module, lesson_id: str, kind: type[Artefact]) -> str:
 
 @dataclass(frozen=True)
 class Loaded(Generic[M]):
-    """One course file: its artefact, or the one-line reason there is none."""
-
-    path: str
-    """Relative to the course directory, '/'-separated."""
+    path: str  # relative to the course directory, '/'-separated
     model: M | None = None
     problem: str | None = None
     missing: bool = False
@@ -51,11 +44,8 @@ class Loaded(Generic[M]):
 
 
 class CourseReader:
-    """One course directory's files as artefacts, each parsed once per distinct bytes.
-
-    The bytes are read every time a file is asked for: a cache keyed on a file's time and
-    size would miss a rewrite of the same size within one tick of the filesystem's clock.
-    Safe to share between threads (the pipeline's wave reads through one reader)."""
+    """Each file parsed once per distinct bytes, read every time: a cache keyed on time and size
+    would miss a same-size rewrite within one clock tick. Safe to share between threads."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
@@ -66,18 +56,14 @@ class CourseReader:
         return (self.root / path).is_file()
 
     def load(self, path: str, kind: type[M] | None = None) -> M:
-        """The file at ``path`` (course-relative) as its artefact (``kind``, default the one
-        its name says); ``ArtefactLoadError`` when it is missing or cannot be read as it."""
         file = self.root / path
         return self._parse(path, kind, read_bytes(file), os.fspath(file))
 
     def maybe(self, path: str, kind: type[M]) -> M | None:
-        """``load``, or None when the course has no such file (yet)."""
         return self.load(path, kind) if self.exists(path) else None
 
     def read(self, path: str, kind: type[M]) -> Loaded[M]:
-        """The file as ``kind``, or why not: never raises for anything the file holds, and
-        follows no link out of the course."""
+        """Never raises for anything the file holds; follows no link out of the course."""
         file = self.root / path
         try:
             if not file.resolve().is_relative_to(self.root.resolve()):
@@ -115,8 +101,7 @@ class CourseReader:
         return cast(M, parsed)
 
     def sha256(self) -> str:
-        """One hash of every course file (hidden directories, the ledger and caches, left
-        out), each read bounded: two courses with this hash hold byte-identical files."""
+        """One hash of every course file, hidden directories left out."""
         digest = hashlib.sha256()
         for file in sorted(p for p in self.root.rglob("*") if p.is_file()):
             relative = file.relative_to(self.root)

@@ -1,8 +1,6 @@
-"""Ids, slugs and terms: the one check for every value that may become part of a path.
-An id read from disk is as untrusted as a model's: both match the contract's pattern
-(course-format.md, "Ids"), which rules out ``/``, ``\\``, ``..``, NUL and control characters,
-before any path is built. Terms never become paths, but are printed and written: no
-control character, at most ``TERM_MAX`` characters."""
+"""Ids, slugs and terms: the one check for every value that may become part of a path. An id
+read from disk is as untrusted as a model's: both must match the contract's pattern before any
+path is built. Terms never become paths, but are printed: no control character."""
 
 from __future__ import annotations
 
@@ -16,21 +14,16 @@ from pydantic import AfterValidator
 from stay._bounds import DATA_NAME
 
 ID_MAX = 64
-"""No id, slug or term is longer than this."""
 SLUG_MAX = 60
-"""A course slug is at most 60 characters (course-format.md)."""
 TERM_MAX = ID_MAX
 
 SLUG_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 MODULE_PATTERN = re.compile(r"m[0-9]{2}")
 LESSON_PATTERN = re.compile(r"m[0-9]{2}-l[0-9]{2}")
-ASSET_PATTERN = re.compile("assets/" + DATA_NAME.pattern)
-"""A data file learners open: flat under the course's ``assets/``, a name the validator
-takes (``stay._bounds.DATA_NAME``, one of the types it can parse)."""
+ASSET_PATTERN = re.compile("assets/" + DATA_NAME.pattern)  # flat under assets/, a type the validator parses
 
 
 def _unsafe(value: str) -> str | None:
-    """Why ``value`` could escape a directory or corrupt a line, or None."""
     if "\x00" in value:
         return "holds a NUL byte"
     if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in value):
@@ -70,7 +63,6 @@ check_slug_value = _checker("slug", SLUG_PATTERN, SLUG_MAX,
 
 
 def check_term(value: str) -> str:
-    """A term: printable text, not blank, at most ``TERM_MAX`` characters."""
     if "\x00" in value or any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in value):
         raise ValueError(f"{_shown(value)} is not a term: it holds a control character or line break")
     if len(value) > TERM_MAX:
@@ -80,9 +72,6 @@ def check_term(value: str) -> str:
 
 
 def check_asset_path(value: str) -> str:
-    """A data file's course path: ``assets/`` and a lowercase name of at most ``ID_MAX``
-    characters with a known type (the pattern leaves no room for '..', a separator or a
-    control character in the name)."""
     if len(value) > ID_MAX + len("assets/.json") or ASSET_PATTERN.fullmatch(value) is None:
         raise ValueError(f"{_shown(value)} is not a data file path; use assets/<lowercase name>.csv "
                          "(or .txt, .json), e.g. assets/orders.csv")

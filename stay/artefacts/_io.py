@@ -1,7 +1,5 @@
-"""The exact on-disk form of every artefact: YAML files and Markdown with front matter.
-Dumping is deterministic (fields in declaration order, then unknown ones as read; block
-style; literal blocks; no wrapping), so a regenerated artefact that says the same thing
-is byte-identical and stops a staleness cascade."""
+"""The exact on-disk form of every artefact, and atomic writes. Dumping is deterministic, so a
+regenerated artefact that says the same thing is byte-identical and stops a staleness cascade."""
 
 from __future__ import annotations
 
@@ -28,8 +26,6 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class _Dumper(yaml.SafeDumper):
-    """Block style with sequences indented under their key, as the format's examples are."""
-
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
         super().increase_indent(flow, False)
 
@@ -51,20 +47,16 @@ _Dumper.add_representer(str, _represent_str)
 
 
 def dump_yaml(data: Any) -> str:
-    """Plain data as the format's YAML text, as PyYAML's pure-Python emitter writes it
-    with the format's settings (libyaml's emitter cannot indent a sequence under its key).
-    The width is the largest there is: a line is never wrapped, however long."""
+    """The pure-Python emitter (libyaml's cannot indent a sequence under its key), never wrapping."""
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
                      default_flow_style=False, width=sys.maxsize)
 
 
 def to_data(model: BaseModel) -> Any:
-    """The model as plain data, as written to disk (absent optional fields omitted)."""
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def dump(model: BaseModel) -> str:
-    """The artefact's exact file text."""
     if isinstance(model, AssetText):
         return model.text
     if isinstance(model, LessonContent):
@@ -77,7 +69,6 @@ _FRONT_MATTER = re.compile(r"---\n(.*?\n)?---(?:\n|$)", re.DOTALL)
 
 
 def parse_markdown(text: str, where: str = "lesson") -> LessonContent:
-    """A lesson's text as a model: front matter fields plus the body after it."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     match = _FRONT_MATTER.match(text)
     if match is None:
@@ -97,9 +88,8 @@ except AttributeError:  # PyYAML built without libyaml
 
 
 def _safe_load(text: str, where: str) -> Any:
-    """The document, after the guard every reader uses (``stay._bounds.yaml_shape``): no
-    anchors or aliases (an alias bomb expands as soon as pydantic walks it), no nesting
-    deeper than any artefact's, which libyaml would otherwise compose recursively in C."""
+    """No aliases (an alias bomb expands as soon as pydantic walks it), no nesting deeper than
+    any artefact's, which libyaml would otherwise compose recursively in C."""
     try:
         shape = yaml_shape(text)
         if shape == "aliases":
@@ -116,7 +106,6 @@ def _safe_load(text: str, where: str) -> Any:
 
 
 def parse(model: type[M], text: str, where: str = "artefact") -> M:
-    """A file's text as ``model``; ``where`` names the file in errors."""
     if model is LessonContent:
         return parse_markdown(text, where)  # type: ignore[return-value]
     if model is AssetText:
@@ -125,9 +114,6 @@ def parse(model: type[M], text: str, where: str = "artefact") -> M:
 
 
 def artefact_type(path: str | os.PathLike[str]) -> type[Artefact]:
-    """The artefact model of a course file, from its name: the kind whose ``FILE`` it
-    matches (a lesson's file by what follows ``{lesson}``, the longest such ending first;
-    any other by its whole name; a data file under assets/ as its text)."""
     name = Path(path).name
     if ASSET_PATTERN.fullmatch(f"{Path(path).parent.name}/{name}"):
         return AssetText  # a data file: its text, as it is
@@ -144,14 +130,11 @@ def artefact_type(path: str | os.PathLike[str]) -> type[Artefact]:
 
 
 def load(path: str | os.PathLike[str], model: type[M] | None = None) -> M:
-    """Read one artefact file; the model defaults to the one its name implies."""
     chosen = model if model is not None else artefact_type(path)
     return parse_bytes(chosen, read_bytes(path), os.fspath(path))  # type: ignore[return-value]
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
-    """A course file's bytes, read no further than ``stay._bounds.MAX_FILE_BYTES``; a
-    missing or larger file is an ArtefactLoadError naming it."""
     try:
         return read_bounded(path)
     except TooLarge as exc:
@@ -161,7 +144,6 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
 
 
 def parse_bytes(model: type[M], data: bytes, where: str) -> M:
-    """A file's bytes as ``model``: UTF-8 (else an error naming ``where``), then ``parse``."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -174,19 +156,15 @@ def parse_bytes(model: type[M], data: bytes, where: str) -> M:
 
 
 TEMPORARY = re.compile(r"\.(?P<name>.+)\.stay-[0-9a-f]{16}\.tmp")
-"""The name of every temporary file stay makes beside a file it writes (``temporary_name``):
-the sweep after a killed run removes exactly these, never a person's own ``*.tmp``."""
+"""Every temporary stay makes: the sweep after a killed run removes these, never a person's ``*.tmp``."""
 
 
 def temporary_name(name: str) -> str:
-    """A fresh temporary name for a file about to be written as ``name``, in TEMPORARY's form."""
     return f".{name}.stay-{secrets.token_hex(8)}.tmp"
 
 
 def _create_beside(target: Path, parent: int | None) -> tuple[int, str]:
-    """A new temporary file beside ``target``, open for writing; mode 0666 less the umask, as
-    any other file the person makes (mkstemp's 0600 would hide a course file from a group).
-    Its name is relative to ``parent`` when the directory was walked to (``_paths.parent_of``)."""
+    """Mode 0666 less the umask (mkstemp's 0600 would hide a course file from a group)."""
     while True:
         name = temporary_name(target.name)
         temp = name if parent is not None else os.fspath(target.parent / name)
@@ -198,17 +176,13 @@ def _create_beside(target: Path, parent: int | None) -> tuple[int, str]:
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write a whole file or nothing: a temporary file beside it, then a rename. Every
-    configured secret is cut out first (``write_bytes_atomic``)."""
     write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """``write_text_atomic`` for bytes that need not be text. The rename replaces a link planted
-    at ``path`` rather than writing through it, and a locked course's directory is walked to
-    without following a link (``stay._paths``), so a planted link carries nothing out. Every
-    write comes through here or ``create_text_atomic``: this is where a configured secret is
-    cut out by value, whoever composed the text."""
+    """A whole file or nothing. The rename replaces a planted link rather than writing through it,
+    and the directory is walked to without following one (``stay._paths``). Every write comes
+    through here or ``create_text_atomic``: where a configured secret is cut out by value."""
     target = Path(path)
     parent = parent_of(target)
     try:
@@ -224,14 +198,12 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
             os.close(parent)
 
 
-_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS}
-"""What ``os.link`` says on a file system that has no hard links (vfat: EPERM)."""
+_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS}  # no hard links here (vfat: EPERM)
 
 
 def create_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """``write_text_atomic`` for a file that must not exist yet: FileExistsError when it does,
-    even when it was made meanwhile. The whole temporary is hard-linked to the name (a link,
-    unlike a rename, refuses a name that is taken), then its own name is removed."""
+    """FileExistsError when the file exists, even if made meanwhile: a hard link, unlike a rename,
+    refuses a name that is taken."""
     target = Path(path)
     parent = parent_of(target)
     name = target.name if parent is not None else os.fspath(target)
@@ -261,8 +233,7 @@ def _remove(temp: str, parent: int | None) -> None:
 
 
 def _filled_beside(target: Path, data: bytes, parent: int | None) -> str:
-    """A temporary beside ``target`` holding all of ``data``, synced to disk (so the name it
-    is given next never shows fewer bytes, even after a power cut); removed if that fails."""
+    """Synced to disk, so the name it is given next never shows fewer bytes after a power cut."""
     if parent is None:  # a walked directory was made on the way
         target.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = _create_beside(target, parent)
@@ -278,5 +249,4 @@ def _filled_beside(target: Path, data: bytes, parent: int | None) -> str:
 
 
 def write(path: str | os.PathLike[str], model: BaseModel) -> None:
-    """Write an artefact atomically in its exact on-disk form."""
     write_text_atomic(path, dump(model))

@@ -1,7 +1,5 @@
-"""The course format (course-format.md) as pydantic models, one per artefact, and the
-brief's checks. Strict (a YAML "20" is not a 20) and keeping unknown fields, which the
-format allows, so a loaded file dumps back as it was. Whether the contents are sound is
-the validator's job; these only say what a well-formed artefact looks like."""
+"""The course format (course-format.md) as pydantic models, and the brief's checks. Strict
+(a YAML "20" is not a 20) and keeping unknown fields, so a loaded file dumps back as it was."""
 
 from __future__ import annotations
 
@@ -27,12 +25,10 @@ _L = DEFAULT_LIMITS
 
 
 class ArtefactLoadError(ArtefactError):
-    """A file that cannot be read as its artefact; the message is one line naming the
-    file, the field, and the fix."""
+    """A file that cannot be read as its artefact: one line naming the file, the field, the fix."""
 
 
 def validate_as(model: type[M], data: Any, where: str) -> M:
-    """``model.model_validate(data)``, with a one-line error naming the first bad field."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -52,34 +48,26 @@ def _not_blank(value: str) -> str:
 
 
 Text = Annotated[str, AfterValidator(_not_blank)]
-"""The format's ``str``: a string that is non-empty after stripping."""
 TermText = Annotated[Term, AfterValidator(_not_blank)]
-"""A term: non-empty, printable, at most 64 characters (see ``_ids``)."""
 
 TextFormat = Literal["markdown", "plain"]
 
 
 @dataclass(frozen=True)
 class Format:
-    """How a text field is written, declared once in its type (``Markdown``, ``Plain``).
-    The answer schema says it in the field's description, so the model reads it on the
-    wire, and the viewer renders the field by it (``text_format``)."""
+    """How a text field is written: the answer schema says it to the model, the viewer renders by it."""
 
     kind: TextFormat
 
 
 FORMAT_NOTES: Mapping[TextFormat, str] = {"markdown": "Markdown.", "plain": "Plain text, no Markdown."}
-"""What a field's description says of its format."""
 
 Markdown = Annotated[Text, Format("markdown")]
-"""Text a reader sees rendered as CommonMark: lists, code, emphasis."""
-Plain = Annotated[Text, Format("plain")]
-"""Text shown exactly as written: a "- x" stays a dash."""
+Plain = Annotated[Text, Format("plain")]  # shown exactly as written: a "- x" stays a dash
 
 
 def text_format(model: type[BaseModel], name: str) -> TextFormat | None:
-    """The declared format of ``model``'s field ``name`` (of its items, for a list or a
-    mapping), or None for a field that is not declared text."""
+    """The declared format of a field (of its items, for a list or a mapping), or None."""
     info = model.model_fields[name]
     return _declared(info.metadata) or _format_of(info.annotation)
 
@@ -96,7 +84,6 @@ def _format_of(annotation: Any) -> TextFormat | None:
 
 
 def _note_formats(schema: dict[str, Any], model: type[Any]) -> None:
-    """Each text field's format, added to its description in the model's JSON schema."""
     properties = schema.get("properties", {})
     for name, info in model.model_fields.items():
         kind = text_format(model, name)
@@ -106,7 +93,6 @@ def _note_formats(schema: dict[str, Any], model: type[Any]) -> None:
             prop["description"] = f"{prop['description']} {note}" if "description" in prop else note
 
 ManifestStatus = Literal["missing", "current", "stale"]
-"""What course.yaml's artefacts map may say of a file (the pipeline derives richer statuses)."""
 BloomLevel = Literal["remember", "understand", "apply", "analyze", "evaluate", "create"]
 SectionKind = Literal["hook", "explain", "example", "practice", "recap"]
 Method = Literal["quiz", "exercise", "capstone"]
@@ -114,21 +100,14 @@ ItemType = Literal["mcq", "short"]
 
 
 FILES: dict[str, type[Artefact]] = {}
-"""Every artefact kind that is a course file, by its file pattern: filled as each kind is
-declared with its ``FILE`` (here, or in the stage module that adds a kind), so the
-readers' table (``stay.artefacts.artefact_type``) is the declarations themselves."""
+"""Every kind that is a course file, by its FILE pattern: filled as each kind is declared."""
 
 
 class Artefact(BaseModel):
-    """Base of every artefact: strict types, unknown fields kept in order."""
-
     model_config = ConfigDict(strict=True, extra="allow", frozen=True, json_schema_extra=_note_formats)
 
     FILE: ClassVar[str | None] = None
-    """The course file a kind is, if it is one: a name at the course's top
-    (``audience.yaml``) or, for a lesson's file, a name with ``{lesson}``
-    (``{lesson}.quiz.yaml``), placed in the lesson's module directory. Declared once, on
-    the kind: the readers and the stage that writes it (``Stage.output``) take it from here."""
+    """The course file a kind is: ``audience.yaml``, or ``{lesson}.quiz.yaml`` in the lesson's module directory."""
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -143,15 +122,11 @@ class Artefact(BaseModel):
         FILES[file] = cls
 
     def derived(self) -> dict[str, Artefact]:
-        """The course files written from this artefact as it stands, by course path (none
-        for most kinds; example.yaml's data files). The artefact graph gives each one an
-        edge from this file, so it is stale when this file changes, and kept when edited."""
+        """The course files written from this artefact, by course path (example.yaml's data files)."""
         return {}
 
 
 class Brief(Artefact):
-    """What a course is asked to be: the input to the whole pipeline."""
-
     title: Text
     topic: Text
     audience: Text
@@ -161,12 +136,10 @@ class Brief(Artefact):
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str]) -> Brief:
-        """Read and check a brief file, exactly as ``stay build BRIEF.yaml`` does: a problem
-        raises ``stay.BriefError`` in one line naming the file, the field and the fix."""
+        """Read and check a brief file as ``stay build BRIEF.yaml`` does (``stay.BriefError``)."""
         return read_brief(path)
 
-    # -- in a notebook and at a prompt: every field the brief sets, escaped (its text is
-    # anyone's), as BuildResult shows a run --------------------------------------------
+    # -- in a notebook and at a prompt: every field the brief sets, escaped (its text is anyone's)
 
     def _rows(self) -> list[tuple[str, str]]:
         return [(name, "; ".join(value) if isinstance(value, list) else str(value))
@@ -182,8 +155,7 @@ class Brief(Artefact):
         return markdown_block(*self._display())
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        """IPython's terminal: one field a line, aligned, each value as a terminal shows it
-        safely; ``repr()`` stays pydantic's one line."""
+        """IPython's terminal: one field a line, each value made safe for a terminal."""
         width = max(len(name) for name, _ in self._rows())
         printer.text("\n".join(["Brief"] + [f"  {name.ljust(width)}  {terminal_text(value)}"
                                             for name, value in self._rows()]))
@@ -195,12 +167,9 @@ class Brief(Artefact):
 MAX_BYTES = 64 * 1024
 BRIEF_REQUIRED = tuple(name for name, field in Brief.model_fields.items() if field.is_required())
 BRIEF_OPTIONAL = tuple(name for name in Brief.model_fields if name not in BRIEF_REQUIRED)
-EXAMPLE = "the example brief `stay init` writes"
-"""Where a refusal points for a brief that works: what every install has (``stay init``),
-never a checkout's path."""
+EXAMPLE = "the example brief `stay init` writes"  # what every install has, never a checkout's path
 
 def check_duration(text: str, where: str, limits: DurationLimits = DEFAULT_LIMITS) -> int:
-    """The brief's minutes, within what the pipeline can make; else a BriefError."""
     try:
         minutes = parse_duration(text)
     except BriefError as exc:
@@ -219,8 +188,7 @@ def check_duration(text: str, where: str, limits: DurationLimits = DEFAULT_LIMIT
 
 
 def _structure(text: str, where: str) -> None:
-    """Refuse anchors, aliases and deep nesting from the event stream, before any
-    document is built (``stay._bounds.yaml_shape``, the guard every reader uses)."""
+    """Refuse anchors, aliases and deep nesting before any document is built."""
     try:
         shape = yaml_shape(text, MAX_DEPTH, yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -236,7 +204,6 @@ def _structure(text: str, where: str) -> None:
 
 
 def brief_data(text: str, where: str) -> dict[str, Any]:
-    """The brief's mapping, after the size, structure and key checks."""
     if len(text.encode("utf-8")) > MAX_BYTES:
         raise BriefError(f"{where}: the brief is larger than {MAX_BYTES // 1024} KB; a brief is a few lines")
     _structure(text, where)
@@ -283,8 +250,6 @@ def read_brief_text(path: str | os.PathLike[str]) -> str:
 
 
 def read_brief(path: str | os.PathLike[str], limits: DurationLimits = DEFAULT_LIMITS) -> Brief:
-    """Read and check a brief file: a ``Brief``, or a one-line ``BriefError`` naming the
-    file, the field and the fix."""
     where = os.fspath(Path(path))
     text = read_brief_text(path)
     if not text.strip():  # an empty file, or a pipe read to its end already (it is read once)
@@ -298,7 +263,6 @@ def read_brief(path: str | os.PathLike[str], limits: DurationLimits = DEFAULT_LI
 
 
 def brief_from_data(data: object, where: str = "brief", limits: DurationLimits = DEFAULT_LIMITS) -> Brief:
-    """A ``Brief`` from already-parsed data, with every check ``read_brief`` makes after parsing."""
     checked = check_keys(data, where)
     try:
         brief = validate_as(Brief, checked, where)
@@ -309,8 +273,6 @@ def brief_from_data(data: object, where: str = "brief", limits: DurationLimits =
 
 
 class CourseManifest(Artefact):
-    """course.yaml: the brief and a status projection of every artefact."""
-
     FILE = "course.yaml"
 
     schema_: int = Field(alias="schema", serialization_alias="schema")
@@ -323,8 +285,6 @@ class CourseManifest(Artefact):
 
 
 class Audience(Artefact):
-    """audience.yaml: who the learners are and how much time they have."""
-
     FILE = "audience.yaml"
 
     learners: Text
@@ -354,11 +314,7 @@ class Module(Artefact):
 
 
 class Curriculum(Artefact):
-    """curriculum.yaml: modules and lessons, in teaching order.
-
-    Module ids, module slugs and lesson ids name directories and files, so each is
-    checked (``_ids``) and none may repeat: two lessons with one id would be one file.
-    """
+    """Ids and slugs name directories and files, so none may repeat: two lessons with one id would be one file."""
 
     FILE = "curriculum.yaml"
 
@@ -384,8 +340,6 @@ class Outcome(Artefact):
 
 
 class Outcomes(Artefact):
-    """outcomes.yaml: what a learner can do after each lesson."""
-
     FILE = "outcomes.yaml"
 
     outcomes: list[Outcome]
@@ -397,8 +351,6 @@ class Evidence(Artefact):
 
 
 class Assessment(Artefact):
-    """assessment.yaml: how evidence of each outcome is gathered."""
-
     FILE = "assessment.yaml"
 
     strategy: Text
@@ -417,15 +369,10 @@ class NewTerm(Artefact):
     definition: Text
 
 
-HEAD_LINES = 6
-"""How many of a data file's first lines a writer is shown: its header and a few rows are
-enough to name its columns and quote a value; the whole file would make every request
-as large as the file."""
+HEAD_LINES = 6  # a data file's first lines a writer is shown: enough to name its columns, bounded
 
 
 class DataFileNote(Artefact):
-    """A data file as the writers see it: where it is, what it holds, its first lines."""
-
     path: AssetPath = Field(description="Where it is in the course, e.g. assets/orders.csv.")
     about: Text = Field(description="What it holds and which lessons use it, in one sentence.")
     head: list[str] = Field(default_factory=list, max_length=HEAD_LINES,
@@ -433,8 +380,7 @@ class DataFileNote(Artefact):
 
 
 class DataFile(Artefact):
-    """A data file learners download and open: CSV (a header row, then rows), plain text
-    (a log, a transcript) or JSON, under the course's ``assets/``."""
+    """A data file learners open, under the course's ``assets/``: CSV, plain text or JSON."""
 
     path: AssetPath = Field(description="assets/<lowercase name>.csv, .txt or .json, e.g. assets/orders.csv.")
     about: Text = Field(description="What it holds and which lessons use it, in one sentence.")
@@ -448,15 +394,12 @@ class DataFile(Artefact):
 
 
 class AssetText(Artefact):
-    """A file written from another artefact (``Artefact.derived``): its text, exactly as
-    the file holds it, with no front matter or YAML around it."""
+    """A file written from another artefact (``Artefact.derived``): its text, exactly."""
 
     text: str
 
 
 class Case(Artefact):
-    """A running example's case: where it happens, who is in it, and its data."""
-
     setting: Text = Field(description="Where it happens, in the learners' own workplace as audience.yaml "
                                       "describes it: the organisation, the system, the situation.")
     people: list[Text] = Field(min_length=1, description="Who is in it, each with a name and a job title.")
@@ -465,19 +408,15 @@ class Case(Artefact):
 
 
 class RunningExample(Case):
-    """The course's running example, as every lesson plan carries it: the one case all the
-    lessons work on. The writers of the lessons run side by side and never see each other;
-    each sees this, in its lesson's plan, so the lessons tell one story with the same people
-    and numbers, and name the same data files."""
+    """The running example as every plan carries it: the lessons' writers never see each other,
+    so this is how they tell one story with the same people, numbers and data files."""
 
     files: list[DataFileNote] | None = Field(
         default=None, description="The course's data files learners open: name them by path, never paste them.")
 
 
 class CourseExample(Case):
-    """example.yaml: the one running example of the whole course, written once after the
-    design gate from the brief, the audience and the curriculum, and read by every
-    module's planning call; its data files are written to ``assets/`` from it."""
+    """example.yaml: the course's one running example; its data files are written to ``assets/``."""
 
     FILE = "example.yaml"
 
@@ -494,19 +433,15 @@ class CourseExample(Case):
         return self
 
     def derived(self) -> dict[str, Artefact]:
-        """Each data file, its text byte for byte (ending in a line break, as a text file does)."""
         return {file.path: AssetText(text=file.text if file.text.endswith("\n") else file.text + "\n")
                 for file in self.files}
 
     def running(self) -> RunningExample:
-        """What every plan carries: the example, its files by path, about and first lines."""
         return RunningExample(setting=self.setting, people=self.people, data=self.data,
                               files=[file.note() for file in self.files])
 
 
 class PlanCore(Artefact):
-    """What a lesson plan holds as the planning call writes it, per lesson."""
-
     lesson: LessonId
     title: Text
     minutes: int
@@ -518,9 +453,7 @@ class PlanCore(Artefact):
 
 
 class LessonPlan(PlanCore):
-    """<lesson>.plan.yaml: the contract the wave writes a lesson to. The worked-example
-    facts and the running example are optional (extra fields to the format), so a
-    course planned without them still loads."""
+    """The worked-example facts and the running example are optional, so an older plan still loads."""
 
     FILE = "{lesson}.plan.yaml"
 
@@ -531,8 +464,6 @@ class LessonPlan(PlanCore):
 
 
 class LessonContent(Artefact):
-    """<lesson>.md: front matter (lesson, title) and the Markdown body."""
-
     FILE = "{lesson}.md"
 
     lesson: Text
@@ -553,8 +484,6 @@ class Exercise(Artefact):
 
 
 class Exercises(Artefact):
-    """<lesson>.exercises.yaml: practice for outcomes at apply or above."""
-
     FILE = "{lesson}.exercises.yaml"
 
     lesson: Text
@@ -581,22 +510,17 @@ class QuizItem(Artefact):
 
 
 class Quiz(Artefact):
-    """<lesson>.quiz.yaml: one item per outcome, plus retrieval items."""
-
     FILE = "{lesson}.quiz.yaml"
 
     lesson: Text
     items: list[QuizItem]
 
 
-ReviewKind = Literal["wrong_key", "two_right", "solution", "contradiction", "untaught"]
-"""What a reviewer may find wrong for a learner (one ``rev`` rule each)."""
+ReviewKind = Literal["wrong_key", "two_right", "solution", "contradiction", "untaught"]  # one ``rev`` rule each
 ReviewedFile = Literal["content", "exercises", "quiz"]
 
 
 class ReviewFinding(Artefact):
-    """One thing a reviewer found wrong in a lesson's files, quoted from where it stands."""
-
     kind: ReviewKind = Field(description="wrong_key: the marked answer is wrong; two_right: another option is "
                                          "also right; solution: the solution does not follow from its task or "
                                          "data; contradiction: a figure, name or fact contradicts the plan or "
@@ -611,10 +535,8 @@ class ReviewFinding(Artefact):
 
 
 class LessonReview(Artefact):
-    """.review/<lesson>.review.yaml: what the review stage found in a lesson's files, the
-    findings it could not quote dropped and counted. Under a directory whose name starts
-    with '.', so the contract's layout rule (lay001), the course hash and the viewer pass
-    it over: it is stay's record for the ``rev`` rules, not a file learners are shown."""
+    """Under a hidden directory, so lay001, the course hash and the viewer pass it over:
+    stay's record for the ``rev`` rules, not a file learners are shown."""
 
     FILE = ".review/{lesson}.review.yaml"
 
@@ -639,8 +561,6 @@ class RubricCriterion(Artefact):
 
 
 class Project(Artefact):
-    """project.yaml: the capstone."""
-
     FILE = "project.yaml"
 
     title: Text
@@ -660,8 +580,6 @@ class GlossaryTerm(Artefact):
 
 
 class Glossary(Artefact):
-    """glossary.yaml: every introduced term, merged from the plans after the wave."""
-
     FILE = "glossary.yaml"
 
     terms: list[GlossaryTerm]
