@@ -104,6 +104,8 @@ FILES: dict[str, type[Artefact]] = {}
 
 
 class Artefact(BaseModel):
+    """Base of every artefact: strict types, unknown fields kept in order."""
+
     model_config = ConfigDict(strict=True, extra="allow", frozen=True, json_schema_extra=_note_formats)
 
     FILE: ClassVar[str | None] = None
@@ -127,6 +129,8 @@ class Artefact(BaseModel):
 
 
 class Brief(Artefact):
+    """What a course is asked to be: the input to the whole pipeline."""
+
     title: Text
     topic: Text
     audience: Text
@@ -273,6 +277,8 @@ def brief_from_data(data: object, where: str = "brief", limits: DurationLimits =
 
 
 class CourseManifest(Artefact):
+    """course.yaml: the brief and a status projection of every artefact."""
+
     FILE = "course.yaml"
 
     schema_: int = Field(alias="schema", serialization_alias="schema")
@@ -285,6 +291,8 @@ class CourseManifest(Artefact):
 
 
 class Audience(Artefact):
+    """audience.yaml: who the learners are and how much time they have."""
+
     FILE = "audience.yaml"
 
     learners: Text
@@ -314,7 +322,11 @@ class Module(Artefact):
 
 
 class Curriculum(Artefact):
-    """Ids and slugs name directories and files, so none may repeat: two lessons with one id would be one file."""
+    """curriculum.yaml: modules and lessons, in teaching order.
+
+    Module ids, module slugs and lesson ids name directories and files, so each is
+    checked (``_ids``) and none may repeat: two lessons with one id would be one file.
+    """
 
     FILE = "curriculum.yaml"
 
@@ -340,6 +352,8 @@ class Outcome(Artefact):
 
 
 class Outcomes(Artefact):
+    """outcomes.yaml: what a learner can do after each lesson."""
+
     FILE = "outcomes.yaml"
 
     outcomes: list[Outcome]
@@ -351,6 +365,8 @@ class Evidence(Artefact):
 
 
 class Assessment(Artefact):
+    """assessment.yaml: how evidence of each outcome is gathered."""
+
     FILE = "assessment.yaml"
 
     strategy: Text
@@ -373,6 +389,8 @@ HEAD_LINES = 6  # a data file's first lines a writer is shown: enough to name it
 
 
 class DataFileNote(Artefact):
+    """A data file as the writers see it: where it is, what it holds, its first lines."""
+
     path: AssetPath = Field(description="Where it is in the course, e.g. assets/orders.csv.")
     about: Text = Field(description="What it holds and which lessons use it, in one sentence.")
     head: list[str] = Field(default_factory=list, max_length=HEAD_LINES,
@@ -380,7 +398,8 @@ class DataFileNote(Artefact):
 
 
 class DataFile(Artefact):
-    """A data file learners open, under the course's ``assets/``: CSV, plain text or JSON."""
+    """A data file learners download and open: CSV (a header row, then rows), plain text
+    (a log, a transcript) or JSON, under the course's ``assets/``."""
 
     path: AssetPath = Field(description="assets/<lowercase name>.csv, .txt or .json, e.g. assets/orders.csv.")
     about: Text = Field(description="What it holds and which lessons use it, in one sentence.")
@@ -394,12 +413,15 @@ class DataFile(Artefact):
 
 
 class AssetText(Artefact):
-    """A file written from another artefact (``Artefact.derived``): its text, exactly."""
+    """A file written from another artefact (``Artefact.derived``): its text, exactly as
+    the file holds it, with no front matter or YAML around it."""
 
     text: str
 
 
 class Case(Artefact):
+    """A running example's case: where it happens, who is in it, and its data."""
+
     setting: Text = Field(description="Where it happens, in the learners' own workplace as audience.yaml "
                                       "describes it: the organisation, the system, the situation.")
     people: list[Text] = Field(min_length=1, description="Who is in it, each with a name and a job title.")
@@ -408,15 +430,19 @@ class Case(Artefact):
 
 
 class RunningExample(Case):
-    """The running example as every plan carries it: the lessons' writers never see each other,
-    so this is how they tell one story with the same people, numbers and data files."""
+    """The course's running example, as every lesson plan carries it: the one case all the
+    lessons work on. The writers of the lessons run side by side and never see each other;
+    each sees this, in its lesson's plan, so the lessons tell one story with the same people
+    and numbers, and name the same data files."""
 
     files: list[DataFileNote] | None = Field(
         default=None, description="The course's data files learners open: name them by path, never paste them.")
 
 
 class CourseExample(Case):
-    """example.yaml: the course's one running example; its data files are written to ``assets/``."""
+    """example.yaml: the one running example of the whole course, written once after the
+    design gate from the brief, the audience and the curriculum, and read by every
+    module's planning call; its data files are written to ``assets/`` from it."""
 
     FILE = "example.yaml"
 
@@ -442,6 +468,8 @@ class CourseExample(Case):
 
 
 class PlanCore(Artefact):
+    """What a lesson plan holds as the planning call writes it, per lesson."""
+
     lesson: LessonId
     title: Text
     minutes: int
@@ -453,7 +481,9 @@ class PlanCore(Artefact):
 
 
 class LessonPlan(PlanCore):
-    """The worked-example facts and the running example are optional, so an older plan still loads."""
+    """<lesson>.plan.yaml: the contract the wave writes a lesson to. The worked-example
+    facts and the running example are optional (extra fields to the format), so a
+    course planned without them still loads."""
 
     FILE = "{lesson}.plan.yaml"
 
@@ -464,6 +494,8 @@ class LessonPlan(PlanCore):
 
 
 class LessonContent(Artefact):
+    """<lesson>.md: front matter (lesson, title) and the Markdown body."""
+
     FILE = "{lesson}.md"
 
     lesson: Text
@@ -484,6 +516,8 @@ class Exercise(Artefact):
 
 
 class Exercises(Artefact):
+    """<lesson>.exercises.yaml: practice for outcomes at apply or above."""
+
     FILE = "{lesson}.exercises.yaml"
 
     lesson: Text
@@ -510,6 +544,8 @@ class QuizItem(Artefact):
 
 
 class Quiz(Artefact):
+    """<lesson>.quiz.yaml: one item per outcome, plus retrieval items."""
+
     FILE = "{lesson}.quiz.yaml"
 
     lesson: Text
@@ -521,6 +557,8 @@ ReviewedFile = Literal["content", "exercises", "quiz"]
 
 
 class ReviewFinding(Artefact):
+    """One thing a reviewer found wrong in a lesson's files, quoted from where it stands."""
+
     kind: ReviewKind = Field(description="wrong_key: the marked answer is wrong; two_right: another option is "
                                          "also right; solution: the solution does not follow from its task or "
                                          "data; contradiction: a figure, name or fact contradicts the plan or "
@@ -535,8 +573,10 @@ class ReviewFinding(Artefact):
 
 
 class LessonReview(Artefact):
-    """Under a hidden directory, so lay001, the course hash and the viewer pass it over:
-    stay's record for the ``rev`` rules, not a file learners are shown."""
+    """.review/<lesson>.review.yaml: what the review stage found in a lesson's files, the
+    findings it could not quote dropped and counted. Under a directory whose name starts
+    with '.', so the contract's layout rule (lay001), the course hash and the viewer pass
+    it over: it is stay's record for the ``rev`` rules, not a file learners are shown."""
 
     FILE = ".review/{lesson}.review.yaml"
 
@@ -561,6 +601,8 @@ class RubricCriterion(Artefact):
 
 
 class Project(Artefact):
+    """project.yaml: the capstone."""
+
     FILE = "project.yaml"
 
     title: Text
@@ -580,6 +622,8 @@ class GlossaryTerm(Artefact):
 
 
 class Glossary(Artefact):
+    """glossary.yaml: every introduced term, merged from the plans after the wave."""
+
     FILE = "glossary.yaml"
 
     terms: list[GlossaryTerm]
