@@ -1,11 +1,10 @@
-"""Typed course artefacts: the course format as pydantic models, with their exact
-on-disk form. Imports nothing else of stay's, so anything may import it."""
+"""The course format as pydantic models, with their exact on-disk form. Stands on leaves alone
+(``tools/layers.py``), so anything may import it."""
 
 from __future__ import annotations
 
 from stay._duration import DEFAULT_LIMITS, DurationLimits, parse_duration
 from stay.artefacts._course import CourseReader, Loaded, lesson_file, module_dir
-from stay.artefacts._ids import ASSET_PATTERN
 from stay.artefacts._io import (
     TEMPORARY,
     artefact_type,
@@ -37,25 +36,19 @@ from stay.artefacts._models import (
     CourseManifest,
     Curriculum,
     DataFile,
-    DataFileNote,
-    Evidence,
     Exercise,
     Exercises,
-    Format,
     Glossary,
     GlossaryTerm,
     LessonContent,
     LessonEntry,
     LessonPlan,
     LessonReview,
-    ManifestStatus,
     Markdown,
-    Method,
     Milestone,
     Module,
     NewTerm,
     Option,
-    Outcome,
     Outcomes,
     Plain,
     PlanCore,
@@ -66,10 +59,7 @@ from stay.artefacts._models import (
     RubricCriterion,
     RunningExample,
     Section,
-    SectionKind,
     Text,
-    TextFormat,
-    brief_from_data,
     check_duration,
     read_brief,
     text_format,
@@ -77,7 +67,6 @@ from stay.artefacts._models import (
 )
 
 __all__ = [
-    "ASSET_PATTERN",
     "BRIEF_OPTIONAL",
     "BRIEF_REQUIRED",
     "DEFAULT_LIMITS",
@@ -96,12 +85,9 @@ __all__ = [
     "CourseReader",
     "Curriculum",
     "DataFile",
-    "DataFileNote",
     "DurationLimits",
-    "Evidence",
     "Exercise",
     "Exercises",
-    "Format",
     "Glossary",
     "GlossaryTerm",
     "LessonContent",
@@ -109,14 +95,11 @@ __all__ = [
     "LessonPlan",
     "LessonReview",
     "Loaded",
-    "ManifestStatus",
     "Markdown",
-    "Method",
     "Milestone",
     "Module",
     "NewTerm",
     "Option",
-    "Outcome",
     "Outcomes",
     "Plain",
     "PlanCore",
@@ -127,11 +110,8 @@ __all__ = [
     "RubricCriterion",
     "RunningExample",
     "Section",
-    "SectionKind",
     "Text",
-    "TextFormat",
     "artefact_type",
-    "brief_from_data",
     "check_duration",
     "create_text_atomic",
     "dump",

@@ -12,8 +12,7 @@ from stay.stages._stage import Stage
 
 
 def lessons_share(made: Sequence[Artefact], inputs: Mapping[str, Any], limits: DurationLimits) -> None:
-    """The budget is the lessons' share of the brief's time (``DurationLimits.lessons_share``):
-    a budget of the whole time leaves exercises and the capstone none, and prc001 fails the course."""
+    """A budget of the whole time leaves practice none, and prc001 fails the course."""
     audience = made[0]
     assert isinstance(audience, Audience)
     minutes = parse_duration(inputs["brief"].time_available)

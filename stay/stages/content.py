@@ -76,8 +76,6 @@ def offline(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _worked_example(lesson_plan: dict[str, Any]) -> list[str]:
-    """The plan's worked-example facts as sentences, after one naming the running example's
-    people (a plan written before plans carried them has neither)."""
     running = lesson_plan.get("running_example")
     names = " and ".join(person.split(",")[0] for person in running["people"]) if running else ""
     people = [f"It follows the course's running example, with {names}."] if running else []

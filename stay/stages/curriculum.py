@@ -14,10 +14,8 @@ from stay.stages._stage import Stage
 
 
 def within_house_limits(made: Sequence[Artefact], inputs: Mapping[str, Any], limits: DurationLimits) -> None:
-    """A curriculum past the house limits is asked for again before anything is paid for
-    on it: every later call scales with it (a plan call per module, a wave call per
-    lesson and artefact), so a 30 x 30 answer would buy thousands of calls for a course
-    the validator then fails (cur001 to cur004, whose bounds these are)."""
+    """Asked for again before anything is paid for on it: a 30 x 30 answer would buy thousands
+    of calls for a course the validator then fails (cur001 to cur004)."""
     curriculum = made[0]
     assert isinstance(curriculum, Curriculum)
     problems = []
@@ -91,8 +89,7 @@ def _lesson_titles(subjects: list[str], count: int) -> list[str]:
 
 
 def _closed(words: list[str]) -> list[str]:
-    """The words up to an aside the cut left open: "messages (methods, status" is not a
-    title, "messages" is. The aside goes whole."""
+    """The words up to an aside the cut left open: "messages (methods, status" is not a title."""
     depth, opened = 0, len(words)
     for index, word in enumerate(words):
         for char in word:

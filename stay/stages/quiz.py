@@ -11,13 +11,8 @@ from stay.stages._stage import DefinitionsInput, LessonOutcomesInput, Stage
 
 def _placed(correct: dict[str, Any], wrong: list[dict[str, Any]], lesson: str,
             earlier: int) -> list[dict[str, Any]]:
-    """The options with the correct one at a position that moves from item to item.
-
-    A learner who always picks the same letter must not score: the position steps by one
-    for each earlier mcq item of the quiz and for each lesson and module before this one
-    (the numbers of the lesson id, mNN-lNN, counted from m01-l01), so neighbouring items,
-    and a module's lessons, differ. Derived from ids alone, never chance, so the same plan
-    gives the same bytes."""
+    """The correct option moves from item to item and lesson to lesson, so a learner who always
+    picks one letter does not score; derived from ids, never chance, so a plan gives the same bytes."""
     before = sum(int(number) - 1 for number in re.findall(r"\d+", lesson))
     position = (before + earlier) % (len(wrong) + 1)
     return [*wrong[:position], correct, *wrong[position:]]
