@@ -4,14 +4,17 @@
 from __future__ import annotations
 
 from stay._duration import DEFAULT_LIMITS, DurationLimits, parse_duration
-from stay.artefacts._course import CourseReader, Loaded, lesson_file, module_dir
 from stay.artefacts._io import (
     TEMPORARY,
+    CourseReader,
+    Loaded,
     artefact_type,
     create_text_atomic,
     dump,
     dump_yaml,
+    lesson_file,
     load,
+    module_dir,
     parse,
     parse_bytes,
     read_bytes,
