@@ -51,19 +51,8 @@ from stay.stages._stage import (
 )
 
 STAGE_GROUP = "stay.stages"  # a plug-in's entry point: ``name = "module:STAGE"``, its ``Stage``
-BUILTIN_STAGES: tuple[Stage, ...] = (
-    audience.STAGE,
-    curriculum.STAGE,
-    outcomes.STAGE,
-    assessment.STAGE,
-    example.STAGE,
-    plan.STAGE,
-    content.STAGE,
-    exercises.STAGE,
-    quiz.STAGE,
-    capstone.STAGE,
-    review.STAGE,
-)
+BUILTIN_STAGES: tuple[Stage, ...] = tuple(module.STAGE for module in (
+    audience, curriculum, outcomes, assessment, example, plan, content, exercises, quiz, capstone, review))
 """stay's own stages, in the order the pipeline runs them."""
 
 
