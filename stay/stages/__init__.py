@@ -11,14 +11,11 @@ from typing import Any
 from stay.errors import UsageError
 from stay.stages import (
     _prompt,
-    assessment,
-    audience,
     capstone,
     content,
-    curriculum,
+    design,
     example,
     exercises,
-    outcomes,
     plan,
     quiz,
     review,
@@ -51,8 +48,8 @@ from stay.stages._stage import (
 )
 
 STAGE_GROUP = "stay.stages"  # a plug-in's entry point: ``name = "module:STAGE"``, its ``Stage``
-BUILTIN_STAGES: tuple[Stage, ...] = tuple(module.STAGE for module in (
-    audience, curriculum, outcomes, assessment, example, plan, content, exercises, quiz, capstone, review))
+BUILTIN_STAGES: tuple[Stage, ...] = (design.AUDIENCE, design.CURRICULUM, design.OUTCOMES, design.ASSESSMENT, *(
+    module.STAGE for module in (example, plan, content, exercises, quiz, capstone, review)))
 """stay's own stages, in the order the pipeline runs them."""
 
 

@@ -1,5 +1,6 @@
-"""The course's running example, before lesson planning: one case, its people and its data files,
-so every lesson of the course works on the same case and names the same files."""
+"""The course's running example, after the design gate and before lesson planning: one
+case, its people and its data files, written once and read by every module's planning
+call, so every lesson of the course works on the same case and names the same files."""
 
 from __future__ import annotations
 

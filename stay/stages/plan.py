@@ -1,4 +1,5 @@
-"""Stage 5, lesson planning: a module's plans in one call, so its term budget is allocated, not audited."""
+"""Stage 5, lesson planning: every plan of one module in one call, so the module's
+term budget is allocated rather than audited after the fact."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""After the wave: the judging model reviews each lesson's files for what is wrong for a learner.
-A finding is kept only when its quote stands in the file and item it names; the rest are counted."""
+"""After the wave: the judging model reviews each lesson with its plan, its outcomes, the
+running example's data, its exercises and its quiz, for what is wrong for a learner (a
+wrong answer key, a second right option, a solution that does not follow, a contradiction,
+an untaught item). A finding is kept only when its quote stands in the file and item it
+names; the rest are dropped and counted. The ``rev`` rules make the kept ones defects."""
 
 from __future__ import annotations
 

@@ -20,8 +20,7 @@ from stay.errors import UsageError
 from stay.pipeline import build_course, graph, run_command, status
 from stay.settings import Settings
 from stay.stages import REGISTRY, STAGES, Prompts, Stage
-from stay.stages._prompt import build_request
-from stay.stages._prompt import Applies, glob_match, reaches, split_front_matter
+from stay.stages._prompt import Applies, build_request, glob_match, reaches, split_front_matter
 from stay.validate._data import BLOOM_FILE, HOUSE_FILE
 from tests.conftest import ROOT, run_stay
 from tests.parity.harness import examples

@@ -1,4 +1,4 @@
-"""Stage 2, curriculum: modules and lessons, sized to the audience's time budget."""
+"""The design stages, before the design gate: audience, curriculum, outcomes, assessment."""
 
 from __future__ import annotations
 
@@ -7,10 +7,56 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from stay.artefacts import Artefact, Audience, Brief, Curriculum, DurationLimits
+from stay.artefacts import (
+    DEFAULT_LIMITS,
+    Artefact,
+    Assessment,
+    Audience,
+    Brief,
+    Curriculum,
+    DurationLimits,
+    Outcomes,
+    parse_duration,
+)
 from stay.errors import AnswerError
-from stay.stages._offline import subtopics
+from stay.stages._offline import capstone_outcomes, lessons_of, scrub, subtopics
 from stay.stages._stage import Stage
+
+
+def lessons_share(made: Sequence[Artefact], inputs: Mapping[str, Any], limits: DurationLimits) -> None:
+    """A budget of the whole time leaves practice none, and prc001 fails the course."""
+    audience = made[0]
+    assert isinstance(audience, Audience)
+    minutes = parse_duration(inputs["brief"].time_available)
+    share = limits.lessons_share(minutes)
+    if audience.time_budget_minutes != share:
+        raise AnswerError(f"stage audience (audience.yaml): time_budget_minutes is {audience.time_budget_minutes}; "
+                          f"the lessons' share of {minutes} minutes is {share} ({limits.practice_percent}% is kept "
+                          "for exercises and the capstone); ask again")
+
+def audience_offline(inputs: dict[str, Any]) -> dict[str, Any]:
+    brief = inputs["brief"]
+    subjects = subtopics(brief["topic"])
+    answer: dict[str, Any] = {
+        "learners": scrub(brief["audience"]) + ".",
+        "prior_knowledge": [f"The everyday context the brief describes: {scrub(brief['audience'])}."],
+        "goals": [f"Use {subject} in their own work." for subject in subjects[:4]],
+        "constraints": [scrub(c) + "." for c in brief.get("constraints") or []],
+        "misconceptions": [f"That {subject} is learnt by reading alone, with no practice."
+                           for subject in subjects[:3]],
+        "time_budget_minutes": DEFAULT_LIMITS.lessons_share(parse_duration(brief["time_available"])),
+    }
+    return answer
+
+
+AUDIENCE = Stage(
+    doc="Stage 1, audience: who the learners are, what they know and want, how long they have.",
+    name="audience", role="analysis", phase="design", scope="course", answer=Audience,
+    offline=audience_offline,
+    inputs=(("brief", Brief),),
+    needs=("backward-design.md",),
+    check=lessons_share,
+)
 
 
 def within_house_limits(made: Sequence[Artefact], inputs: Mapping[str, Any], limits: DurationLimits) -> None:
@@ -44,7 +90,7 @@ def within_house_limits(made: Sequence[Artefact], inputs: Mapping[str, Any], lim
 TARGET_LESSON_MINUTES = 25
 
 
-def offline(inputs: dict[str, Any]) -> dict[str, Any]:
+def curriculum_offline(inputs: dict[str, Any]) -> dict[str, Any]:
     budget = inputs["audience"]["time_budget_minutes"]
     subjects = subtopics(inputs["brief"]["topic"])
     usable = budget * 0.9
@@ -107,11 +153,62 @@ def _slug(text: str, fallback: str) -> str:
     return "-".join(words) or fallback
 
 
-STAGE = Stage(
+CURRICULUM = Stage(
+    doc="Stage 2, curriculum: modules and lessons, sized to the audience's time budget.",
     name="curriculum", role="planning", phase="design", scope="course",
     answer=Curriculum,
-    offline=offline,
+    offline=curriculum_offline,
     inputs=(("brief", Brief), ("audience", Audience)),
     needs=("backward-design.md", "cognitive-load.md"),
     check=within_house_limits,
+)
+
+
+def _outcome_safe(text: str) -> str:
+    """No 'and'/'or' inside an outcome's text: each outcome is one behaviour."""
+    return re.sub(r"\b(and|or)\b", lambda m: "&" if m.group(1) == "and" else "/", text)
+
+
+def outcomes_offline(inputs: dict[str, Any]) -> dict[str, Any]:
+    found = []
+    for _module, lesson in lessons_of(inputs["curriculum"]):
+        subject = _outcome_safe(lesson["title"])
+        found.append({"id": f"{lesson['id']}-o1", "lesson": lesson["id"], "bloom": "understand",
+                      "verb": "explain", "text": f"Explain {subject} in your own words."})
+        found.append({"id": f"{lesson['id']}-o2", "lesson": lesson["id"], "bloom": "apply",
+                      "verb": "use", "text": f"Use {subject} on a small, realistic task."})
+    return {"outcomes": found}
+
+
+OUTCOMES = Stage(
+    doc="Stage 3, outcomes: one to four observable, Bloom-levelled outcomes per lesson.",
+    name="outcomes", role="planning", phase="design", scope="course", answer=Outcomes,
+    offline=outcomes_offline,
+    inputs=(("audience", Audience), ("curriculum", Curriculum)),
+    needs=("blooms-taxonomy.md",),
+)
+
+
+def assessment_offline(inputs: dict[str, Any]) -> dict[str, Any]:
+    capstone = capstone_outcomes(inputs["curriculum"])
+    evidence = []
+    for outcome in inputs["outcomes"]["outcomes"]:
+        methods = ["quiz"] if outcome["bloom"] == "understand" else ["quiz", "exercise"]
+        if outcome["id"] in capstone:
+            methods.append("capstone")
+        evidence.append({"outcome": outcome["id"], "methods": methods})
+    return {"strategy": "Every outcome is checked by a quiz item. Every outcome at apply or above is "
+                        "also practised in an exercise with a worked solution. The capstone assesses "
+                        "the last applied outcome of each module, where the module's skills combine.",
+            "evidence": evidence}
+
+
+ASSESSMENT = Stage(
+    doc="Stage 4, assessment: how evidence of each outcome is gathered, before any lesson exists.",
+    name="assessment", role="planning", phase="design", scope="course",
+    answer=Assessment,
+    offline=assessment_offline,
+    inputs=(("audience", Audience), ("curriculum", Curriculum),
+            ("outcomes", Outcomes)),
+    needs=("assessment-design.md", "blooms-taxonomy.md"),
 )
