@@ -12,13 +12,11 @@ from stay.errors import UsageError
 from stay.stages import (
     _prompt,
     capstone,
-    content,
     design,
     example,
-    exercises,
     plan,
-    quiz,
     review,
+    wave,
 )
 from stay.stages._prompt import (
     COMMON_REFERENCES,
@@ -48,8 +46,9 @@ from stay.stages._stage import (
 )
 
 STAGE_GROUP = "stay.stages"  # a plug-in's entry point: ``name = "module:STAGE"``, its ``Stage``
-BUILTIN_STAGES: tuple[Stage, ...] = (design.AUDIENCE, design.CURRICULUM, design.OUTCOMES, design.ASSESSMENT, *(
-    module.STAGE for module in (example, plan, content, exercises, quiz, capstone, review)))
+BUILTIN_STAGES: tuple[Stage, ...] = (
+    design.AUDIENCE, design.CURRICULUM, design.OUTCOMES, design.ASSESSMENT, example.STAGE, plan.STAGE,
+    wave.CONTENT, wave.EXERCISES, wave.QUIZ, capstone.STAGE, review.STAGE)
 """stay's own stages, in the order the pipeline runs them."""
 
 
