@@ -18,6 +18,7 @@ from stay.stages import (
     review,
     wave,
 )
+from stay.stages._offline import honour_note
 from stay.stages._prompt import (
     COMMON_REFERENCES,
     REGENERATE,
@@ -75,8 +76,6 @@ _prompt.use_registry(REGISTRY)
 
 STAGES: Mapping[str, Stage] = {stage.name: stage for stage in REGISTRY}
 
-
-from stay.stages._offline import honour_note  # noqa: E402  (a test double's record of a note)
 
 
 def offline_answer(stage: str, inputs: Mapping[str, Any], stages: Sequence[Stage] | None = None) -> dict[str, Any]:
