@@ -1,6 +1,5 @@
-"""The example briefs shipped with stay, ``stay init`` and ``stay new --example NAME``.
-One copy, ``examples/briefs/``, which the wheel carries as ``stay/_examples`` (as ``data/``
-and ``prompts/``), so a checkout and an install read the same files."""
+"""``stay init`` and the example briefs (``stay new --example NAME``): one copy,
+``examples/briefs/``, which the wheel carries as ``stay/_examples``."""
 
 from __future__ import annotations
 
@@ -13,12 +12,8 @@ from stay._words import did_you_mean
 from stay.artefacts import BRIEF_OPTIONAL, BRIEF_REQUIRED, Brief, create_text_atomic
 from stay.errors import UsageError
 
-INIT_EXAMPLE = "how-http-requests-travel"
-"""The example ``stay init`` writes: the sample course's own brief, so what a newcomer builds
-can be set beside the committed sample."""
-BRIEF_FILE = "brief.yaml"
-"""What ``stay init`` names it: what it is, not what it is about, as the user edits it into
-their own course (the slug comes from the title inside)."""
+INIT_EXAMPLE = "how-http-requests-travel"  # the committed sample course's own brief
+BRIEF_FILE = "brief.yaml"  # what it is, not what it is about: the user edits it into their own course
 GITIGNORE = """\
 # Written by `stay init`: what stay writes that is not the course itself.
 # .runs/ is each course's request cache, traces, rejected answers and lock (rebuilt or
@@ -31,19 +26,16 @@ GITIGNORE = """\
 
 
 def examples_dir() -> Path:
-    """The example briefs: inside the wheel, else the checkout's examples/briefs/."""
     here = Path(__file__).resolve().parent
     wheel = here / "_examples"
     return wheel if wheel.is_dir() else here.parent / "examples" / "briefs"
 
 
 def example_names() -> list[str]:
-    """Every packaged example, by name (its file name without ``.yaml``), sorted."""
     return sorted(path.stem for path in examples_dir().glob("*.yaml"))
 
 
 def example_path(name: str) -> Path:
-    """The brief of the example called ``name``, or one line naming the nearest and all."""
     names = example_names()
     if name not in names:
         raise UsageError(f"there is no example '{name[:60]}'{did_you_mean(name, names)}; the examples are "
@@ -59,7 +51,6 @@ class Example:
 
 
 def examples() -> list[Example]:
-    """Every example with its title and length, read through the brief's own checks."""
     found = []
     for name in example_names():
         brief = Brief.from_yaml(examples_dir() / f"{name}.yaml")
@@ -68,7 +59,6 @@ def examples() -> list[Example]:
 
 
 def example_lines() -> list[str]:
-    """``stay new --list-examples``: one line per example, then how to build one."""
     shown = examples()
     width = max(len(example.name) for example in shown)
     lines = [f"{example.name:<{width}}  {example.title} ({example.time_available})" for example in shown]
@@ -76,8 +66,7 @@ def example_lines() -> list[str]:
 
 
 def _already(path: Path, body: str) -> bool:
-    """Whether ``path`` is a regular file (never a link) holding exactly ``body``: read
-    only as far as ``body``'s length and one byte more, so a huge file is never read."""
+    """Whether ``path`` is a regular file (never a link) holding exactly ``body``; a huge one is never read."""
     if path.is_symlink() or not path.is_file():
         return False
     expected = body.encode("utf-8")
@@ -89,11 +78,9 @@ def _already(path: Path, body: str) -> bool:
 
 
 def init(directory: str | os.PathLike[str] = ".", example: str = INIT_EXAMPLE) -> list[str]:
-    """Write ``brief.yaml`` (the example ``example``) and ``.gitignore`` into ``directory``
-    (made if missing); refuse, writing nothing, when either is there already with other
-    bytes. A file already holding exactly what init writes is left as it is, so an init
-    killed between its two files is simply run again. The lines to print: what was
-    written, what was kept as it was, and the next command."""
+    """Write ``brief.yaml`` and ``.gitignore``; refuse, writing nothing, when either holds other
+    bytes. One already holding exactly what init writes is kept, so a killed init is run again.
+    The lines to print: what was written, what was kept, and the next command."""
     source = example_path(example)
     root = Path(directory)
     brief, ignore = root / BRIEF_FILE, root / ".gitignore"

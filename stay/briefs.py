@@ -1,6 +1,5 @@
-"""Course briefs from the command line's side: slugs, course directories, and the brief
-checks (which live with the ``Brief`` artefact, so ``Brief.from_yaml`` and ``load_brief``
-are one function)."""
+"""Course briefs from the command line's side: slugs, course directories, the brief's size
+(the brief checks live with the ``Brief`` artefact)."""
 
 from __future__ import annotations
 
@@ -31,20 +30,15 @@ __all__ = [
 ]
 
 load_brief = read_brief
-"""Read and check a brief file (the same function as ``Brief.from_yaml``)."""
 
 
 def most_lessons(house: HouseData) -> int:
-    """The most lessons a house style's course holds (``DurationLimits.most_lessons``)."""
     return house_limits(house).most_lessons
 
 
 def check_curriculum_size(curriculum: Curriculum, house: HouseData, where: str) -> None:
-    """Refuse a curriculum with more lessons than house style's largest course, before
-    anything is built from it: a command's work grows faster than the curriculum (the
-    artefact graph has an edge per direct input, and a lesson's inputs include earlier
-    lessons' plans), and no course stay writes is larger. A curriculum only a little
-    over a per-module limit stays readable, so a build can still repair it."""
+    """Refused before anything is built from it: a command's work grows faster than the
+    curriculum. One a little over a per-module limit stays readable, so a build can repair it."""
     lessons = sum(len(module.lessons) for module in curriculum.modules)
     limit = most_lessons(house)
     if lessons > limit:
@@ -54,9 +48,8 @@ def check_curriculum_size(curriculum: Curriculum, house: HouseData, where: str) 
 
 
 def title_slug(title: str, slug: str | None = None) -> str:
-    """The course's slug: ``slug`` if given (checked), else the title's. A title with no
-    Latin letters or digits is refused in one line asking for a slug, rather than every
-    such course sharing the generic ``course``."""
+    """``slug`` if given, else the title's; a title with no Latin letters or digits is refused,
+    rather than every such course sharing the generic ``course``."""
     if slug:
         return check_slug(slug)
     made = title_words(title)
@@ -68,7 +61,6 @@ def title_slug(title: str, slug: str | None = None) -> str:
 
 
 def check_slug(slug: str) -> str:
-    """The slug, if it is one; a slug can never name a path outside the courses directory."""
     if not is_slug(slug):
         shown = slug if len(slug) <= 40 else slug[:37] + "..."
         raise UsageError(f"{shown!r} is not a course slug: use lowercase letters, digits and "
@@ -77,8 +69,6 @@ def check_slug(slug: str) -> str:
 
 
 def course_dir(courses_dir: str | os.PathLike[str], slug: str) -> Path:
-    """``courses_dir/slug``, refusing any slug that could leave ``courses_dir``, and a
-    courses directory that is a file."""
     root = Path(courses_dir).resolve()
     if root.exists() and not root.is_dir():
         raise EnvironmentProblem(f"{courses_dir}: the courses directory is a file; pass a directory "
@@ -90,5 +80,4 @@ def course_dir(courses_dir: str | os.PathLike[str], slug: str) -> Path:
 
 
 def house_limits(house: HouseData) -> DurationLimits:
-    """The bounds a house style puts on a course (see ``DurationLimits``)."""
     return DurationLimits(**{f.name: int(house[f.metadata["key"]]) for f in dataclasses.fields(DurationLimits)})

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import stay.briefs
 from stay import _slug
-from stay.artefacts import _ids
+from stay.artefacts import _models as _ids
 
 
 def test_the_light_module_declares_the_formats_limits() -> None:

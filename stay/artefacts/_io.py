@@ -1,35 +1,43 @@
-"""The exact on-disk form of every artefact: YAML files and Markdown with front matter.
-Dumping is deterministic (fields in declaration order, then unknown ones as read; block
-style; literal blocks; no wrapping), so a regenerated artefact that says the same thing
-is byte-identical and stops a staleness cascade."""
+"""The exact on-disk form of every artefact, atomic writes, and ``CourseReader``. Dumping is
+deterministic, so a regenerated artefact that says the same thing is byte-identical and stops a
+staleness cascade."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import re
 import secrets
 import sys
+import threading
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import yaml
 from pydantic import BaseModel
 
-from stay._bounds import MAX_DEPTH, TooLarge, read_bounded, yaml_shape
+from stay._bounds import MAX_DEPTH, MAX_FILE_BYTES, TooLarge, read_bounded, yaml_shape
 from stay._paths import at, parent_of, recheck
 from stay._secrets import redact_bytes
-from stay.artefacts._ids import ASSET_PATTERN
-from stay.artefacts._models import FILES, Artefact, ArtefactLoadError, AssetText, LessonContent, validate_as
+from stay.artefacts._models import (
+    ASSET_PATTERN,
+    FILES,
+    Artefact,
+    ArtefactLoadError,
+    AssetText,
+    LessonContent,
+    Module,
+    validate_as,
+)
 from stay.errors import ArtefactError
 
 M = TypeVar("M", bound=BaseModel)
 
 
 class _Dumper(yaml.SafeDumper):
-    """Block style with sequences indented under their key, as the format's examples are."""
-
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
         super().increase_indent(flow, False)
 
@@ -51,20 +59,16 @@ _Dumper.add_representer(str, _represent_str)
 
 
 def dump_yaml(data: Any) -> str:
-    """Plain data as the format's YAML text, as PyYAML's pure-Python emitter writes it
-    with the format's settings (libyaml's emitter cannot indent a sequence under its key).
-    The width is the largest there is: a line is never wrapped, however long."""
+    """The pure-Python emitter (libyaml's cannot indent a sequence under its key), never wrapping."""
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
                      default_flow_style=False, width=sys.maxsize)
 
 
 def to_data(model: BaseModel) -> Any:
-    """The model as plain data, as written to disk (absent optional fields omitted)."""
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def dump(model: BaseModel) -> str:
-    """The artefact's exact file text."""
     if isinstance(model, AssetText):
         return model.text
     if isinstance(model, LessonContent):
@@ -77,7 +81,6 @@ _FRONT_MATTER = re.compile(r"---\n(.*?\n)?---(?:\n|$)", re.DOTALL)
 
 
 def parse_markdown(text: str, where: str = "lesson") -> LessonContent:
-    """A lesson's text as a model: front matter fields plus the body after it."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     match = _FRONT_MATTER.match(text)
     if match is None:
@@ -97,9 +100,8 @@ except AttributeError:  # PyYAML built without libyaml
 
 
 def _safe_load(text: str, where: str) -> Any:
-    """The document, after the guard every reader uses (``stay._bounds.yaml_shape``): no
-    anchors or aliases (an alias bomb expands as soon as pydantic walks it), no nesting
-    deeper than any artefact's, which libyaml would otherwise compose recursively in C."""
+    """No aliases (an alias bomb expands as soon as pydantic walks it), no nesting deeper than
+    any artefact's, which libyaml would otherwise compose recursively in C."""
     try:
         shape = yaml_shape(text)
         if shape == "aliases":
@@ -116,7 +118,6 @@ def _safe_load(text: str, where: str) -> Any:
 
 
 def parse(model: type[M], text: str, where: str = "artefact") -> M:
-    """A file's text as ``model``; ``where`` names the file in errors."""
     if model is LessonContent:
         return parse_markdown(text, where)  # type: ignore[return-value]
     if model is AssetText:
@@ -125,9 +126,6 @@ def parse(model: type[M], text: str, where: str = "artefact") -> M:
 
 
 def artefact_type(path: str | os.PathLike[str]) -> type[Artefact]:
-    """The artefact model of a course file, from its name: the kind whose ``FILE`` it
-    matches (a lesson's file by what follows ``{lesson}``, the longest such ending first;
-    any other by its whole name; a data file under assets/ as its text)."""
     name = Path(path).name
     if ASSET_PATTERN.fullmatch(f"{Path(path).parent.name}/{name}"):
         return AssetText  # a data file: its text, as it is
@@ -144,14 +142,11 @@ def artefact_type(path: str | os.PathLike[str]) -> type[Artefact]:
 
 
 def load(path: str | os.PathLike[str], model: type[M] | None = None) -> M:
-    """Read one artefact file; the model defaults to the one its name implies."""
     chosen = model if model is not None else artefact_type(path)
     return parse_bytes(chosen, read_bytes(path), os.fspath(path))  # type: ignore[return-value]
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
-    """A course file's bytes, read no further than ``stay._bounds.MAX_FILE_BYTES``; a
-    missing or larger file is an ArtefactLoadError naming it."""
     try:
         return read_bounded(path)
     except TooLarge as exc:
@@ -161,7 +156,6 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
 
 
 def parse_bytes(model: type[M], data: bytes, where: str) -> M:
-    """A file's bytes as ``model``: UTF-8 (else an error naming ``where``), then ``parse``."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -174,19 +168,15 @@ def parse_bytes(model: type[M], data: bytes, where: str) -> M:
 
 
 TEMPORARY = re.compile(r"\.(?P<name>.+)\.stay-[0-9a-f]{16}\.tmp")
-"""The name of every temporary file stay makes beside a file it writes (``temporary_name``):
-the sweep after a killed run removes exactly these, never a person's own ``*.tmp``."""
+"""Every temporary stay makes: the sweep after a killed run removes these, never a person's ``*.tmp``."""
 
 
 def temporary_name(name: str) -> str:
-    """A fresh temporary name for a file about to be written as ``name``, in TEMPORARY's form."""
     return f".{name}.stay-{secrets.token_hex(8)}.tmp"
 
 
 def _create_beside(target: Path, parent: int | None) -> tuple[int, str]:
-    """A new temporary file beside ``target``, open for writing; mode 0666 less the umask, as
-    any other file the person makes (mkstemp's 0600 would hide a course file from a group).
-    Its name is relative to ``parent`` when the directory was walked to (``_paths.parent_of``)."""
+    """Mode 0666 less the umask (mkstemp's 0600 would hide a course file from a group)."""
     while True:
         name = temporary_name(target.name)
         temp = name if parent is not None else os.fspath(target.parent / name)
@@ -198,17 +188,13 @@ def _create_beside(target: Path, parent: int | None) -> tuple[int, str]:
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write a whole file or nothing: a temporary file beside it, then a rename. Every
-    configured secret is cut out first (``write_bytes_atomic``)."""
     write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """``write_text_atomic`` for bytes that need not be text. The rename replaces a link planted
-    at ``path`` rather than writing through it, and a locked course's directory is walked to
-    without following a link (``stay._paths``), so a planted link carries nothing out. Every
-    write comes through here or ``create_text_atomic``: this is where a configured secret is
-    cut out by value, whoever composed the text."""
+    """A whole file or nothing. The rename replaces a planted link rather than writing through it,
+    and the directory is walked to without following one (``stay._paths``). Every write comes
+    through here or ``create_text_atomic``: where a configured secret is cut out by value."""
     target = Path(path)
     parent = parent_of(target)
     try:
@@ -224,14 +210,12 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
             os.close(parent)
 
 
-_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS}
-"""What ``os.link`` says on a file system that has no hard links (vfat: EPERM)."""
+_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS}  # no hard links here (vfat: EPERM)
 
 
 def create_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """``write_text_atomic`` for a file that must not exist yet: FileExistsError when it does,
-    even when it was made meanwhile. The whole temporary is hard-linked to the name (a link,
-    unlike a rename, refuses a name that is taken), then its own name is removed."""
+    """FileExistsError when the file exists, even if made meanwhile: a hard link, unlike a rename,
+    refuses a name that is taken."""
     target = Path(path)
     parent = parent_of(target)
     name = target.name if parent is not None else os.fspath(target)
@@ -261,8 +245,7 @@ def _remove(temp: str, parent: int | None) -> None:
 
 
 def _filled_beside(target: Path, data: bytes, parent: int | None) -> str:
-    """A temporary beside ``target`` holding all of ``data``, synced to disk (so the name it
-    is given next never shows fewer bytes, even after a power cut); removed if that fails."""
+    """Synced to disk, so the name it is given next never shows fewer bytes after a power cut."""
     if parent is None:  # a walked directory was made on the way
         target.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = _create_beside(target, parent)
@@ -278,5 +261,104 @@ def _filled_beside(target: Path, data: bytes, parent: int | None) -> str:
 
 
 def write(path: str | os.PathLike[str], model: BaseModel) -> None:
-    """Write an artefact atomically in its exact on-disk form."""
     write_text_atomic(path, dump(model))
+
+
+# -- a course directory read as artefacts: the one reader the pipeline, the scorers and the viewer
+# share. ``load`` raises (the pipeline stops), ``read`` records why (the viewer shows a damaged course).
+
+
+def module_dir(module: Module) -> str:
+    """``modules/<id>-<slug>``: the Module type has checked both before this joins them."""
+    return f"modules/{module.id}-{module.slug}"
+
+
+def lesson_file(module: Module, lesson_id: str, kind: type[Artefact]) -> str:
+    pattern = kind.FILE
+    if pattern is None or "{lesson}" not in pattern:
+        raise ArtefactLoadError(f"{kind.__name__} is not a kind of lesson file; see course-format.md")
+    return f"{module_dir(module)}/{pattern.format(lesson=lesson_id)}"
+
+
+@dataclass(frozen=True)
+class Loaded(Generic[M]):
+    path: str  # relative to the course directory, '/'-separated
+    model: M | None = None
+    problem: str | None = None
+    missing: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.model is not None
+
+
+class CourseReader:
+    """Each file parsed once per distinct bytes, read every time: a cache keyed on time and size
+    would miss a same-size rewrite within one clock tick. Safe to share between threads."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self._parsed: dict[str, tuple[bytes, BaseModel]] = {}
+        self._lock = threading.Lock()
+
+    def exists(self, path: str) -> bool:
+        return (self.root / path).is_file()
+
+    def load(self, path: str, kind: type[M] | None = None) -> M:
+        file = self.root / path
+        return self._parse(path, kind, read_bytes(file), os.fspath(file))
+
+    def maybe(self, path: str, kind: type[M]) -> M | None:
+        return self.load(path, kind) if self.exists(path) else None
+
+    def read(self, path: str, kind: type[M]) -> Loaded[M]:
+        """Never raises for anything the file holds; follows no link out of the course."""
+        file = self.root / path
+        try:
+            if not file.resolve().is_relative_to(self.root.resolve()):
+                return Loaded(path, problem="a link that leaves the course directory; not followed")
+            if not file.exists():
+                return Loaded(path, problem="missing", missing=True)
+            if not file.is_file():
+                return Loaded(path, problem="not a regular file")
+            data = read_bounded(file)
+        except TooLarge:
+            return Loaded(path, problem=f"too large to show (over {MAX_FILE_BYTES // 2**20} MB, the limit on a "
+                                        "course file)")
+        except OSError as exc:
+            return Loaded(path, problem=f"cannot be read ({exc.strerror or type(exc).__name__})")
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return Loaded(path, problem="not UTF-8 text")
+        try:
+            return Loaded(path, model=self._parse(path, kind, data, path))
+        except ArtefactLoadError as exc:
+            return Loaded(path, problem=str(exc))
+        except RecursionError:
+            return Loaded(path, problem=f"{path}: nested too deeply to read")
+
+    def _parse(self, path: str, kind: type[M] | None, data: bytes, where: str) -> M:
+        chosen = kind if kind is not None else artefact_type(path)
+        with self._lock:
+            cached = self._parsed.get(path)
+        if cached is not None and cached[0] == data and isinstance(cached[1], chosen):
+            return cast(M, cached[1])
+        parsed = parse_bytes(chosen, data, where)
+        with self._lock:
+            self._parsed[path] = (data, parsed)
+        return cast(M, parsed)
+
+    def sha256(self) -> str:
+        """One hash of every course file, hidden directories left out."""
+        digest = hashlib.sha256()
+        for file in sorted(p for p in self.root.rglob("*") if p.is_file()):
+            relative = file.relative_to(self.root)
+            if any(part.startswith(".") for part in relative.parts):
+                continue
+            try:
+                data = read_bytes(file)
+            except OSError as exc:
+                raise ArtefactLoadError(f"{file}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+            digest.update(f"{relative.as_posix()}\0{hashlib.sha256(data).hexdigest()}\n".encode())
+        return digest.hexdigest()

@@ -1,14 +1,14 @@
-"""The course format (course-format.md) as pydantic models, one per artefact, and the
-brief's checks. Strict (a YAML "20" is not a 20) and keeping unknown fields, which the
-format allows, so a loaded file dumps back as it was. Whether the contents are sound is
-the validator's job; these only say what a well-formed artefact looks like."""
+"""The course format (course-format.md) as pydantic models, and the brief's checks. Strict
+(a YAML "20" is not a 20) and keeping unknown fields, so a loaded file dumps back as it was."""
 
 from __future__ import annotations
 
 import difflib
 import os
+import re
+import unicodedata
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args, get_origin
@@ -16,23 +16,95 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args, get_ori
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from stay._bounds import MAX_ASSET_BYTES, MAX_DEPTH, TooLarge, read_bounded, yaml_shape
+from stay._bounds import DATA_NAME, MAX_ASSET_BYTES, MAX_DEPTH, TooLarge, read_bounded, yaml_shape
 from stay._display import Table, html_block, markdown_block, terminal_text
 from stay._duration import DEFAULT_LIMITS, DurationLimits, parse_duration
-from stay.artefacts._ids import AssetPath, LessonId, ModuleId, Slug, Term
 from stay.errors import ArtefactError, BriefError, BriefNotFound
 
 M = TypeVar("M", bound=BaseModel)
 _L = DEFAULT_LIMITS
 
+# -- ids, slugs and terms: the one check for every value that may become part of a path. An id
+# read from disk is as untrusted as a model's: both must match the contract's pattern before any
+# path is built. Terms never become paths, but are printed: no control character.
+
+ID_MAX = 64
+SLUG_MAX = 60
+TERM_MAX = ID_MAX
+
+SLUG_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+MODULE_PATTERN = re.compile(r"m[0-9]{2}")
+LESSON_PATTERN = re.compile(r"m[0-9]{2}-l[0-9]{2}")
+ASSET_PATTERN = re.compile("assets/" + DATA_NAME.pattern)  # flat under assets/, a type the validator parses
+
+
+def _unsafe(value: str) -> str | None:
+    if "\x00" in value:
+        return "holds a NUL byte"
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in value):
+        return "holds a control character"
+    if "/" in value or "\\" in value:
+        return "holds a path separator"
+    if ".." in value:
+        return "holds '..'"
+    return None
+
+
+def _shown(value: str) -> str:
+    text = value if len(value) <= 40 else value[:37] + "..."
+    return repr(text)
+
+
+def _checker(kind: str, pattern: re.Pattern[str], limit: int, example: str) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        why = _unsafe(value)
+        if why is not None:
+            raise ValueError(f"{_shown(value)} is not a {kind}: it {why}; use the format {example}")
+        if len(value) > limit:
+            raise ValueError(f"{_shown(value)} is not a {kind}: it is {len(value)} characters long, "
+                             f"at most {limit} are allowed")
+        if pattern.fullmatch(value) is None:
+            raise ValueError(f"{_shown(value)} is not a {kind}; use the format {example}")
+        return value
+
+    return check
+
+
+check_module_id = _checker("module id", MODULE_PATTERN, ID_MAX, "m + two digits, e.g. m01")
+check_lesson_id = _checker("lesson id", LESSON_PATTERN, ID_MAX,
+                           "<module id>-l + two digits, e.g. m01-l02")
+check_slug_value = _checker("slug", SLUG_PATTERN, SLUG_MAX,
+                            "lowercase letters, digits and single hyphens, e.g. how-http-requests-travel")
+
+
+def check_term(value: str) -> str:
+    if "\x00" in value or any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in value):
+        raise ValueError(f"{_shown(value)} is not a term: it holds a control character or line break")
+    if len(value) > TERM_MAX:
+        raise ValueError(f"{_shown(value)} is not a term: it is {len(value)} characters long, "
+                         f"at most {TERM_MAX} are allowed")
+    return value
+
+
+def check_asset_path(value: str) -> str:
+    if len(value) > ID_MAX + len("assets/.json") or ASSET_PATTERN.fullmatch(value) is None:
+        raise ValueError(f"{_shown(value)} is not a data file path; use assets/<lowercase name>.csv "
+                         "(or .txt, .json), e.g. assets/orders.csv")
+    return value
+
+
+ModuleId = Annotated[str, AfterValidator(check_module_id)]
+LessonId = Annotated[str, AfterValidator(check_lesson_id)]
+Slug = Annotated[str, AfterValidator(check_slug_value)]
+AssetPath = Annotated[str, AfterValidator(check_asset_path)]
+Term = Annotated[str, AfterValidator(check_term)]
+
 
 class ArtefactLoadError(ArtefactError):
-    """A file that cannot be read as its artefact; the message is one line naming the
-    file, the field, and the fix."""
+    """A file that cannot be read as its artefact: one line naming the file, the field, the fix."""
 
 
 def validate_as(model: type[M], data: Any, where: str) -> M:
-    """``model.model_validate(data)``, with a one-line error naming the first bad field."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -52,34 +124,26 @@ def _not_blank(value: str) -> str:
 
 
 Text = Annotated[str, AfterValidator(_not_blank)]
-"""The format's ``str``: a string that is non-empty after stripping."""
 TermText = Annotated[Term, AfterValidator(_not_blank)]
-"""A term: non-empty, printable, at most 64 characters (see ``_ids``)."""
 
 TextFormat = Literal["markdown", "plain"]
 
 
 @dataclass(frozen=True)
 class Format:
-    """How a text field is written, declared once in its type (``Markdown``, ``Plain``).
-    The answer schema says it in the field's description, so the model reads it on the
-    wire, and the viewer renders the field by it (``text_format``)."""
+    """How a text field is written: the answer schema says it to the model, the viewer renders by it."""
 
     kind: TextFormat
 
 
 FORMAT_NOTES: Mapping[TextFormat, str] = {"markdown": "Markdown.", "plain": "Plain text, no Markdown."}
-"""What a field's description says of its format."""
 
 Markdown = Annotated[Text, Format("markdown")]
-"""Text a reader sees rendered as CommonMark: lists, code, emphasis."""
-Plain = Annotated[Text, Format("plain")]
-"""Text shown exactly as written: a "- x" stays a dash."""
+Plain = Annotated[Text, Format("plain")]  # shown exactly as written: a "- x" stays a dash
 
 
 def text_format(model: type[BaseModel], name: str) -> TextFormat | None:
-    """The declared format of ``model``'s field ``name`` (of its items, for a list or a
-    mapping), or None for a field that is not declared text."""
+    """The declared format of a field (of its items, for a list or a mapping), or None."""
     info = model.model_fields[name]
     return _declared(info.metadata) or _format_of(info.annotation)
 
@@ -96,7 +160,6 @@ def _format_of(annotation: Any) -> TextFormat | None:
 
 
 def _note_formats(schema: dict[str, Any], model: type[Any]) -> None:
-    """Each text field's format, added to its description in the model's JSON schema."""
     properties = schema.get("properties", {})
     for name, info in model.model_fields.items():
         kind = text_format(model, name)
@@ -106,7 +169,6 @@ def _note_formats(schema: dict[str, Any], model: type[Any]) -> None:
             prop["description"] = f"{prop['description']} {note}" if "description" in prop else note
 
 ManifestStatus = Literal["missing", "current", "stale"]
-"""What course.yaml's artefacts map may say of a file (the pipeline derives richer statuses)."""
 BloomLevel = Literal["remember", "understand", "apply", "analyze", "evaluate", "create"]
 SectionKind = Literal["hook", "explain", "example", "practice", "recap"]
 Method = Literal["quiz", "exercise", "capstone"]
@@ -114,9 +176,7 @@ ItemType = Literal["mcq", "short"]
 
 
 FILES: dict[str, type[Artefact]] = {}
-"""Every artefact kind that is a course file, by its file pattern: filled as each kind is
-declared with its ``FILE`` (here, or in the stage module that adds a kind), so the
-readers' table (``stay.artefacts.artefact_type``) is the declarations themselves."""
+"""Every kind that is a course file, by its FILE pattern: filled as each kind is declared."""
 
 
 class Artefact(BaseModel):
@@ -125,10 +185,7 @@ class Artefact(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow", frozen=True, json_schema_extra=_note_formats)
 
     FILE: ClassVar[str | None] = None
-    """The course file a kind is, if it is one: a name at the course's top
-    (``audience.yaml``) or, for a lesson's file, a name with ``{lesson}``
-    (``{lesson}.quiz.yaml``), placed in the lesson's module directory. Declared once, on
-    the kind: the readers and the stage that writes it (``Stage.output``) take it from here."""
+    """The course file a kind is: ``audience.yaml``, or ``{lesson}.quiz.yaml`` in the lesson's module directory."""
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -143,9 +200,7 @@ class Artefact(BaseModel):
         FILES[file] = cls
 
     def derived(self) -> dict[str, Artefact]:
-        """The course files written from this artefact as it stands, by course path (none
-        for most kinds; example.yaml's data files). The artefact graph gives each one an
-        edge from this file, so it is stale when this file changes, and kept when edited."""
+        """The course files written from this artefact, by course path (example.yaml's data files)."""
         return {}
 
 
@@ -161,12 +216,10 @@ class Brief(Artefact):
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str]) -> Brief:
-        """Read and check a brief file, exactly as ``stay build BRIEF.yaml`` does: a problem
-        raises ``stay.BriefError`` in one line naming the file, the field and the fix."""
+        """Read and check a brief file as ``stay build BRIEF.yaml`` does (``stay.BriefError``)."""
         return read_brief(path)
 
-    # -- in a notebook and at a prompt: every field the brief sets, escaped (its text is
-    # anyone's), as BuildResult shows a run --------------------------------------------
+    # -- in a notebook and at a prompt: every field the brief sets, escaped (its text is anyone's)
 
     def _rows(self) -> list[tuple[str, str]]:
         return [(name, "; ".join(value) if isinstance(value, list) else str(value))
@@ -182,8 +235,7 @@ class Brief(Artefact):
         return markdown_block(*self._display())
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        """IPython's terminal: one field a line, aligned, each value as a terminal shows it
-        safely; ``repr()`` stays pydantic's one line."""
+        """IPython's terminal: one field a line, each value made safe for a terminal."""
         width = max(len(name) for name, _ in self._rows())
         printer.text("\n".join(["Brief"] + [f"  {name.ljust(width)}  {terminal_text(value)}"
                                             for name, value in self._rows()]))
@@ -195,12 +247,9 @@ class Brief(Artefact):
 MAX_BYTES = 64 * 1024
 BRIEF_REQUIRED = tuple(name for name, field in Brief.model_fields.items() if field.is_required())
 BRIEF_OPTIONAL = tuple(name for name in Brief.model_fields if name not in BRIEF_REQUIRED)
-EXAMPLE = "the example brief `stay init` writes"
-"""Where a refusal points for a brief that works: what every install has (``stay init``),
-never a checkout's path."""
+EXAMPLE = "the example brief `stay init` writes"  # what every install has, never a checkout's path
 
 def check_duration(text: str, where: str, limits: DurationLimits = DEFAULT_LIMITS) -> int:
-    """The brief's minutes, within what the pipeline can make; else a BriefError."""
     try:
         minutes = parse_duration(text)
     except BriefError as exc:
@@ -219,8 +268,7 @@ def check_duration(text: str, where: str, limits: DurationLimits = DEFAULT_LIMIT
 
 
 def _structure(text: str, where: str) -> None:
-    """Refuse anchors, aliases and deep nesting from the event stream, before any
-    document is built (``stay._bounds.yaml_shape``, the guard every reader uses)."""
+    """Refuse anchors, aliases and deep nesting before any document is built."""
     try:
         shape = yaml_shape(text, MAX_DEPTH, yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -236,7 +284,6 @@ def _structure(text: str, where: str) -> None:
 
 
 def brief_data(text: str, where: str) -> dict[str, Any]:
-    """The brief's mapping, after the size, structure and key checks."""
     if len(text.encode("utf-8")) > MAX_BYTES:
         raise BriefError(f"{where}: the brief is larger than {MAX_BYTES // 1024} KB; a brief is a few lines")
     _structure(text, where)
@@ -283,8 +330,6 @@ def read_brief_text(path: str | os.PathLike[str]) -> str:
 
 
 def read_brief(path: str | os.PathLike[str], limits: DurationLimits = DEFAULT_LIMITS) -> Brief:
-    """Read and check a brief file: a ``Brief``, or a one-line ``BriefError`` naming the
-    file, the field and the fix."""
     where = os.fspath(Path(path))
     text = read_brief_text(path)
     if not text.strip():  # an empty file, or a pipe read to its end already (it is read once)
@@ -298,7 +343,6 @@ def read_brief(path: str | os.PathLike[str], limits: DurationLimits = DEFAULT_LI
 
 
 def brief_from_data(data: object, where: str = "brief", limits: DurationLimits = DEFAULT_LIMITS) -> Brief:
-    """A ``Brief`` from already-parsed data, with every check ``read_brief`` makes after parsing."""
     checked = check_keys(data, where)
     try:
         brief = validate_as(Brief, checked, where)
@@ -417,10 +461,7 @@ class NewTerm(Artefact):
     definition: Text
 
 
-HEAD_LINES = 6
-"""How many of a data file's first lines a writer is shown: its header and a few rows are
-enough to name its columns and quote a value; the whole file would make every request
-as large as the file."""
+HEAD_LINES = 6  # a data file's first lines a writer is shown: enough to name its columns, bounded
 
 
 class DataFileNote(Artefact):
@@ -494,12 +535,10 @@ class CourseExample(Case):
         return self
 
     def derived(self) -> dict[str, Artefact]:
-        """Each data file, its text byte for byte (ending in a line break, as a text file does)."""
         return {file.path: AssetText(text=file.text if file.text.endswith("\n") else file.text + "\n")
                 for file in self.files}
 
     def running(self) -> RunningExample:
-        """What every plan carries: the example, its files by path, about and first lines."""
         return RunningExample(setting=self.setting, people=self.people, data=self.data,
                               files=[file.note() for file in self.files])
 
@@ -589,8 +628,7 @@ class Quiz(Artefact):
     items: list[QuizItem]
 
 
-ReviewKind = Literal["wrong_key", "two_right", "solution", "contradiction", "untaught"]
-"""What a reviewer may find wrong for a learner (one ``rev`` rule each)."""
+ReviewKind = Literal["wrong_key", "two_right", "solution", "contradiction", "untaught"]  # one ``rev`` rule each
 ReviewedFile = Literal["content", "exercises", "quiz"]
 
 

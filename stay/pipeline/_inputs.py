@@ -1,6 +1,5 @@
-"""How a stage's declared inputs are found in a course: the files each reads (the
-artefact graph's edges) and their values (the typed artefacts, loaded). A stage says
-*what* it reads (``stay.stages._stage``); this is the one place that knows where."""
+"""How a stage's declared inputs are found in a course: the files each reads (the artefact
+graph's edges) and their values. A stage says *what* it reads; this is the one place that knows where."""
 
 from __future__ import annotations
 
@@ -23,15 +22,11 @@ from stay.stages import (
     lesson_file,
 )
 
-Unit = LessonPlace | Module | None
-DATA_CHARS = 8_000
-"""The most of a data file's text a request carries (``DataFilesInput``)."""
-"""What one call is about: a lesson, a module, or (None) the course."""
+Unit = LessonPlace | Module | None  # None: the course
+DATA_CHARS = 8_000  # the most of a data file's text a request carries
 
 
 class Reader(Protocol):
-    """What resolving an input needs from a course on disk."""
-
     @property
     def brief(self) -> Brief | None: ...
 
@@ -46,7 +41,6 @@ class Reader(Protocol):
 
 
 def input_paths(source: Source, unit: Unit, layout: CourseLayout, plans: Mapping[str, LessonPlan]) -> list[str]:
-    """The artefacts ``source`` reads for ``unit``: the edges into what it makes."""
     if isinstance(source, type):
         file = lesson_file(source)
         return [BRIEF] if source is Brief else [CourseExample.FILE] if source is RunningExample \
@@ -70,7 +64,6 @@ def input_paths(source: Source, unit: Unit, layout: CourseLayout, plans: Mapping
 
 
 def input_value(source: Source, unit: Unit, reader: Reader) -> Any:
-    """The input's value for ``unit``, loaded from the course."""
     layout = reader.layout
     if source is Brief:
         if reader.brief is None:
@@ -107,18 +100,14 @@ def input_value(source: Source, unit: Unit, reader: Reader) -> Any:
 
 
 def stage_inputs(stage: Stage, unit: Unit, reader: Reader) -> dict[str, Any]:
-    """Every declared input of ``stage`` for ``unit``, by name, in declaration order."""
     return {name: input_value(source, unit, reader) for name, source in stage.inputs}
 
 
 def direct_inputs(stage: Stage, unit: Unit, layout: CourseLayout, plans: Mapping[str, LessonPlan]) -> list[str]:
-    """The artefacts an output of ``stage`` for ``unit`` is made from (sorted, unique)."""
     return sorted({path for _name, source in stage.inputs for path in input_paths(source, unit, layout, plans)})
 
 
 def _data_files(source: DataFilesInput, place: LessonPlace, reader: Reader) -> dict[str, str]:
-    """path -> the text of each data file the lesson's files name (``source.named_in``, those
-    that exist), cut at ``DATA_CHARS``; {} when the course has no example or none is named."""
     if not reader.exists(CourseExample.FILE):
         return {}
     example = reader.load(CourseExample.FILE)
@@ -129,13 +118,11 @@ def _data_files(source: DataFilesInput, place: LessonPlace, reader: Reader) -> d
 
 
 def _relied_on(plan: LessonPlan) -> list[str]:
-    """The terms a lesson's plan relies on: its prerequisites, then its revisits."""
     return [*plan.prerequisites, *plan.revisits]
 
 
 def _definitions(plan: LessonPlan, layout: CourseLayout, plans: Mapping[str, LessonPlan]) -> list[dict[str, str]]:
-    """Each of the plan's prerequisites and revisits, once, with the definition the plan that
-    introduces it wrote; a term no plan introduces is left out (the validator's trm002/trm003)."""
+    """A term no plan introduces is left out (the validator's trm002/trm003)."""
     introducer = layout.introducers(plans)
     found: dict[str, dict[str, str]] = {}
     for term in _relied_on(plan):
@@ -173,6 +160,3 @@ def _plan(plans: Mapping[str, LessonPlan], place: LessonPlace) -> LessonPlan:
     if plan is None:
         raise PipelineError(f"{place.path('{lesson}.plan.yaml')} is missing; plan the lesson first (stay build)")
     return plan
-
-
-
