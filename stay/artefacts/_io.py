@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar, cast
 import yaml
 from pydantic import BaseModel
 
-from stay._bounds import MAX_DEPTH, MAX_FILE_BYTES, TooLarge, read_bounded, yaml_shape
+from stay._bounds import MAX_DEPTH, MAX_FILE_BYTES, TooLarge, read_bounded
 from stay._paths import at, parent_of, recheck
 from stay._secrets import redact_bytes
 from stay.artefacts._models import (
@@ -30,6 +30,8 @@ from stay.artefacts._models import (
     AssetText,
     LessonContent,
     Module,
+    YamlFault,
+    guarded_yaml,
     validate_as,
 )
 from stay.errors import ArtefactError
@@ -93,28 +95,17 @@ def parse_markdown(text: str, where: str = "lesson") -> LessonContent:
     return validate_as(LessonContent, {**front, "body": text[match.end():]}, where)
 
 
-try:
-    _Loader: type[yaml.SafeLoader | yaml.CSafeLoader] = yaml.CSafeLoader  # libyaml: ten times faster
-except AttributeError:  # PyYAML built without libyaml
-    _Loader = yaml.SafeLoader
-
-
 def _safe_load(text: str, where: str) -> Any:
-    """No aliases (an alias bomb expands as soon as pydantic walks it), no nesting deeper than
-    any artefact's, which libyaml would otherwise compose recursively in C."""
-    try:
-        shape = yaml_shape(text)
-        if shape == "aliases":
-            raise ArtefactLoadError(f"{where}: uses YAML anchors or aliases (& and *); write each value "
-                                    "out in full")
-        if shape == "deep":
-            raise ArtefactLoadError(f"{where}: nests deeper than {MAX_DEPTH} levels, deeper than any "
-                                    "artefact; fix the file, or regenerate it")
-        return yaml.load(text, Loader=_Loader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ArtefactLoadError(f"{where}: not valid YAML{at}; fix the syntax") from None
+    def refuse(fault: YamlFault, line: int | None) -> ArtefactLoadError:
+        if fault == "aliases":
+            return ArtefactLoadError(f"{where}: uses YAML anchors or aliases (& and *); write each value out in full")
+        if fault == "deep":
+            return ArtefactLoadError(f"{where}: nests deeper than {MAX_DEPTH} levels, deeper than any artefact; "
+                                     "fix the file, or regenerate it")
+        at = f" at line {line}" if line is not None else ""
+        return ArtefactLoadError(f"{where}: not valid YAML{at}; fix the syntax")
+
+    return guarded_yaml(text, refuse)
 
 
 def parse(model: type[M], text: str, where: str = "artefact") -> M:

@@ -104,6 +104,28 @@ class ArtefactLoadError(ArtefactError):
     """A file that cannot be read as its artefact: one line naming the file, the field, the fix."""
 
 
+YamlFault = Literal["aliases", "deep", "syntax"]
+
+try:
+    _Loader: Any = yaml.CSafeLoader  # libyaml: ten times faster
+except AttributeError:  # PyYAML built without libyaml
+    _Loader = yaml.SafeLoader
+
+
+def guarded_yaml(text: str, refuse: Callable[[YamlFault, int | None], Exception], loader: Any = _Loader) -> Any:
+    """``text`` composed only once its event stream shows no anchors or aliases (an alias bomb expands as
+    soon as pydantic walks it) and no nesting past MAX_DEPTH (libyaml composes recursively, in C).
+    The brief, the artefacts and the references' front matter each say ``refuse``'s error their way."""
+    try:
+        shape = yaml_shape(text)
+        if shape is None:
+            return yaml.load(text, Loader=loader)
+    except (yaml.YAMLError, RecursionError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise refuse("syntax", None if mark is None else mark.line + 1) from None
+    raise refuse(shape, None)
+
+
 def validate_as(model: type[M], data: Any, where: str) -> M:
     try:
         return model.model_validate(data)
@@ -267,31 +289,21 @@ def check_duration(text: str, where: str, limits: DurationLimits = DEFAULT_LIMIT
     return minutes
 
 
-def _structure(text: str, where: str) -> None:
-    """Refuse anchors, aliases and deep nesting before any document is built."""
-    try:
-        shape = yaml_shape(text, MAX_DEPTH, yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise BriefError(f"{where}: the brief is not valid YAML{at}; fix its syntax") from None
-    if shape == "aliases":
-        raise BriefError(f"{where}: the brief uses YAML anchors or aliases (& and *); write each "
-                         "value out in full")
-    if shape == "deep":
-        raise BriefError(f"{where}: the brief nests deeper than {MAX_DEPTH} levels; a brief is a "
-                         "flat mapping with a list of constraints")
-
-
 def brief_data(text: str, where: str) -> dict[str, Any]:
     if len(text.encode("utf-8")) > MAX_BYTES:
         raise BriefError(f"{where}: the brief is larger than {MAX_BYTES // 1024} KB; a brief is a few lines")
-    _structure(text, where)
-    try:
-        data = yaml.load(text, Loader=yaml.SafeLoader)
-    except (yaml.YAMLError, RecursionError):
-        raise BriefError(f"{where}: the brief is not valid YAML; fix its syntax") from None
-    return check_keys(data, where)
+
+    def refuse(fault: YamlFault, line: int | None) -> BriefError:
+        if fault == "aliases":
+            return BriefError(f"{where}: the brief uses YAML anchors or aliases (& and *); write each "
+                              "value out in full")
+        if fault == "deep":
+            return BriefError(f"{where}: the brief nests deeper than {MAX_DEPTH} levels; a brief is a flat mapping "
+                              "with a list of constraints")
+        at = f" at line {line}" if line is not None else ""
+        return BriefError(f"{where}: the brief is not valid YAML{at}; fix its syntax")
+
+    return check_keys(guarded_yaml(text, refuse, yaml.SafeLoader), where)
 
 
 def check_keys(data: object, where: str) -> dict[str, Any]:

@@ -14,9 +14,9 @@ from typing import Any, Protocol, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from stay._bounds import MAX_DEPTH, TooLarge, read_bounded, yaml_shape
+from stay._bounds import MAX_DEPTH, TooLarge, read_bounded
 from stay._words import did_you_mean
-from stay.artefacts import ArtefactLoadError, validate_as
+from stay.artefacts import ArtefactLoadError, YamlFault, guarded_yaml, validate_as
 from stay.errors import AnswerError, UsageError
 from stay.requests import ModelAnswer, ModelRequest, OfflineAnswer, Role, SystemBlock
 from stay.settings import resolve_data_dir
@@ -162,20 +162,17 @@ def split_front_matter(path: Path, text: str) -> tuple[Applies, str]:
 
 
 def parse_applies(path: Path, block: str) -> Applies:
-    try:
-        # the bound every course file is read under: composing 1,000 levels overflows the stack
-        shape = yaml_shape(block)
-        if shape == "deep":
-            raise _Refused(f"{path}: its front matter nests deeper than {MAX_DEPTH} levels; write it as "
-                           "'stages: [outcomes]'")
-        if shape == "aliases":
-            raise _Refused(f"{path}: its front matter uses YAML anchors or aliases (& and *); write each value "
-                           "out in full")
-        raw = yaml.safe_load(block)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" (line {mark.line + 1})" if mark is not None else ""
-        raise _Refused(f"{path}: its front matter is not YAML{at}; write it as 'stages: [outcomes]'") from None
+    def refuse(fault: YamlFault, line: int | None) -> _Refused:
+        if fault == "deep":
+            return _Refused(f"{path}: its front matter nests deeper than {MAX_DEPTH} levels; write it as "
+                            "'stages: [outcomes]'")
+        if fault == "aliases":
+            return _Refused(f"{path}: its front matter uses YAML anchors or aliases (& and *); write each value "
+                            "out in full")
+        at = f" (line {line})" if line is not None else ""
+        return _Refused(f"{path}: its front matter is not YAML{at}; write it as 'stages: [outcomes]'")
+
+    raw = guarded_yaml(block, refuse, yaml.SafeLoader)
     if not isinstance(raw, dict):
         raise _Refused(f"{path}: its front matter is not a mapping; write 'stages: [...]', 'files: [...]' "
                        "or 'always: true'")
