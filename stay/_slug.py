@@ -1,5 +1,5 @@
 """Course slugs, stdlib only: ``stay.briefs`` makes and checks them with these. The
-format's limits are also declared with the artefact ids (``stay.artefacts._models``, which
+format's limits are also declared with the artefact ids (``stay.artefacts``, which
 imports nothing of ours); a test holds the two equal."""
 
 from __future__ import annotations

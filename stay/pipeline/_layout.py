@@ -2,7 +2,7 @@
 
 Every path the pipeline builds comes from a ``CourseLayout``, and a layout is only
 made from a ``Curriculum``, whose type has already checked every id and slug that
-becomes part of a path (``stay.artefacts._models``).
+becomes part of a path (``stay.artefacts``).
 """
 
 from __future__ import annotations

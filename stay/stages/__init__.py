@@ -77,7 +77,6 @@ _prompt.use_registry(REGISTRY)
 STAGES: Mapping[str, Stage] = {stage.name: stage for stage in REGISTRY}
 
 
-
 def offline_answer(stage: str, inputs: Mapping[str, Any], stages: Sequence[Stage] | None = None) -> dict[str, Any]:
     """The offline backend's answer for one stage, from its request's ``inputs``, as plain JSON
     data: public, so fakes outside stay can answer as the offline backend does. ``stages`` None:
@@ -86,6 +85,7 @@ def offline_answer(stage: str, inputs: Mapping[str, Any], stages: Sequence[Stage
     if stage not in declared:
         raise UsageError(f"offline_answer: unknown stage {stage!r}; the stages are {', '.join(declared)}")
     return declared[stage].answer_offline(inputs)
+
 
 __all__ = [
     "BUILTIN_STAGES",

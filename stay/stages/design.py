@@ -34,6 +34,7 @@ def lessons_share(made: Sequence[Artefact], inputs: Mapping[str, Any], limits: D
                           f"the lessons' share of {minutes} minutes is {share} ({limits.practice_percent}% is kept "
                           "for exercises and the capstone); ask again")
 
+
 def audience_offline(inputs: dict[str, Any]) -> dict[str, Any]:
     brief = inputs["brief"]
     subjects = subtopics(brief["topic"])
@@ -86,6 +87,7 @@ def within_house_limits(made: Sequence[Artefact], inputs: Mapping[str, Any], lim
         shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
         raise AnswerError(f"stage curriculum (curriculum.yaml): the curriculum is past the house limits: {shown}; "
                           "ask again")
+
 
 TARGET_LESSON_MINUTES = 25
 

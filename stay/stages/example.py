@@ -26,6 +26,7 @@ def _files_read(made: Sequence[Artefact], _inputs: Mapping[str, Any], _limits: D
             raise AnswerError(f"stage example: example.yaml files[{index}] ({file.path}) does not read as its "
                               f"type: {problem}; ask again")
 
+
 CASE_FILE = "assets/case-log.csv"
 
 

@@ -51,6 +51,7 @@ def _module_plans(answer: ModulePlans, inputs: Mapping[str, Any]) -> list[Lesson
                           f"{len(answer.plans)} plans; ask again")
     return [LessonPlan(**dict(plan), running_example=inputs["example"]) for plan in answer.plans]
 
+
 def _sections(minutes: int, title: str, ids: list[str]) -> list[dict[str, Any]]:
     hook = recap = max(1, minutes // 10)
     example = practice = max(1, minutes // 4)

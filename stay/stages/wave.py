@@ -25,6 +25,7 @@ def _lesson(answer: LessonBody, inputs: Mapping[str, Any]) -> LessonContent:
     body = answer.body
     return LessonContent(lesson=plan.lesson, title=plan.title, body=body if body.endswith("\n") else body + "\n")
 
+
 WORDS_PER_MINUTE = 40
 
 

@@ -91,9 +91,10 @@ def test_a_toy_stage_gets_its_node_its_edges_its_status_its_dispatch_and_its_ans
     written = sorted(p.relative_to(root).as_posix() for p in root.glob("modules/*/*.summary.yaml"))
     assert [path.rsplit("/", 1)[1].split(".")[0] for path in written] == lessons
     assert artefact_type(written[0]) is Summary and load(root / written[0]).points  # type: ignore[attr-defined]
-    # the contract knows no such lesson file: its layout rule (a WARN) names each, and nothing else fires
-    assert result.validation is not None
-    assert {(d.code, d.path) for d in result.validation.defects} == {("lay001", path) for path in written}
+    # the build lists each in the manifest, so the layout rule (lay001) knows them: nothing fires
+    assert "modules" in written[0] and all(path in load(root / "course.yaml").artefacts  # type: ignore[attr-defined]
+                                           for path in written)
+    assert result.validation is not None and result.validation.defects == ()
 
     edges = course_graph(curriculum, stages=WITH_TOY)
     first = written[0]

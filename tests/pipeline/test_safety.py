@@ -23,7 +23,7 @@ import yaml
 
 import stay
 from stay._lock import CourseLock
-from stay.artefacts._io import temporary_name
+from stay.artefacts import temporary_name
 from stay.errors import CourseLocked, EnvironmentProblem, PipelineError, UsageError
 from stay.models import ModelAnswer, ModelRequest
 from stay.pipeline import approve, build_course, run_command, status
