@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+import stay.artefacts as _ids
 import stay.briefs
 from stay import _slug
-from stay.artefacts import _models as _ids
 
 
 def test_the_light_module_declares_the_formats_limits() -> None:

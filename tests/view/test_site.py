@@ -541,7 +541,7 @@ def remembered_markdown(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(_site, "render_markdown", remembered)
 
-    from stay.artefacts import _io as _course
+    import stay.artefacts as _course
 
     parse = _course.parse_bytes
 
