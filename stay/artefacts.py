@@ -360,19 +360,13 @@ def read_brief(path: str | os.PathLike[str], limits: DurationLimits = DEFAULT_LI
         raise BriefError(f"{where}: the brief is empty, nothing was read from it; give a brief YAML file "
                          f"(see {EXAMPLE}), or pipe one in", path=where)
     try:
-        return brief_from_data(brief_data(text, where), where, limits)
+        brief = validate_as(Brief, brief_data(text, where), where)
+        check_duration(brief.time_available, where, limits)
+    except ArtefactLoadError as exc:
+        raise BriefError(str(exc), path=where, field=exc.field) from None
     except BriefError as exc:  # the checks of a brief's text name no file: this one is read from it
         exc.path = exc.path or where
         raise
-
-
-def brief_from_data(data: object, where: str = "brief", limits: DurationLimits = DEFAULT_LIMITS) -> Brief:
-    checked = check_keys(data, where)
-    try:
-        brief = validate_as(Brief, checked, where)
-    except ArtefactLoadError as exc:
-        raise BriefError(str(exc), field=exc.field) from None
-    check_duration(brief.time_available, where, limits)
     return brief
 
 

@@ -220,9 +220,7 @@ def load_references(directory: Path, read: Callable[[Path], str]) -> tuple[dict[
             continue
         try:
             _one(entry, names, read, texts, applies)
-        except _Refused as exc:
-            problems.append(str(exc))
-        except TooLarge as exc:
+        except (_Refused, TooLarge) as exc:
             problems.append(str(exc))
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(f"{entry}: cannot read this reference ({type(exc).__name__}); fix or remove it")
