@@ -1,6 +1,5 @@
-"""The example briefs shipped with stay, ``stay init`` and ``stay new --example NAME``.
-One copy, ``examples/briefs/``, which the wheel carries as ``stay/_examples`` (as ``data/``
-and ``prompts/``), so a checkout and an install read the same files."""
+"""``stay init`` and the example briefs (``stay new --example NAME``): one copy,
+``examples/briefs/``, which the wheel carries as ``stay/_examples``."""
 
 from __future__ import annotations
 
@@ -28,19 +27,16 @@ GITIGNORE = """\
 
 
 def examples_dir() -> Path:
-    """The example briefs: inside the wheel, else the checkout's examples/briefs/."""
     here = Path(__file__).resolve().parent
     wheel = here / "_examples"
     return wheel if wheel.is_dir() else here.parent / "examples" / "briefs"
 
 
 def example_names() -> list[str]:
-    """Every packaged example, by name (its file name without ``.yaml``), sorted."""
     return sorted(path.stem for path in examples_dir().glob("*.yaml"))
 
 
 def example_path(name: str) -> Path:
-    """The brief of the example called ``name``, or one line naming the nearest and all."""
     names = example_names()
     if name not in names:
         raise UsageError(f"there is no example '{name[:60]}'{did_you_mean(name, names)}; the examples are "

@@ -1,6 +1,5 @@
-"""Course briefs from the command line's side: slugs, course directories, and the brief
-checks (which live with the ``Brief`` artefact, so ``Brief.from_yaml`` and ``load_brief``
-are one function)."""
+"""Course briefs from the command line's side: slugs, course directories, the brief's size
+(the brief checks live with the ``Brief`` artefact)."""
 
 from __future__ import annotations
 
@@ -40,11 +39,9 @@ __all__ = [
 ]
 
 load_brief = read_brief
-"""Read and check a brief file (the same function as ``Brief.from_yaml``)."""
 
 
 def most_lessons(house: HouseData) -> int:
-    """The most lessons a house style's course holds (``DurationLimits.most_lessons``)."""
     return house_limits(house).most_lessons
 
 
@@ -101,8 +98,6 @@ def check_slug(slug: str) -> str:
 
 
 def course_dir(courses_dir: str | os.PathLike[str], slug: str) -> Path:
-    """``courses_dir/slug``, refusing any slug that could leave ``courses_dir``, and a
-    courses directory that is a file."""
     root = Path(courses_dir).resolve()
     if root.exists() and not root.is_dir():
         raise EnvironmentProblem(f"{courses_dir}: the courses directory is a file; pass a directory "
@@ -114,5 +109,4 @@ def course_dir(courses_dir: str | os.PathLike[str], slug: str) -> Path:
 
 
 def house_limits(house: HouseData) -> DurationLimits:
-    """The bounds a house style puts on a course (see ``DurationLimits``)."""
     return DurationLimits(**{f.name: int(house[f.metadata["key"]]) for f in dataclasses.fields(DurationLimits)})

@@ -22,7 +22,39 @@ def _pristine_sample() -> Path:
     target = Path(tempfile.mkdtemp(prefix="stay-sample-")) / SAMPLE_SOURCE.name
     shutil.copytree(SAMPLE_SOURCE, target, ignore=shutil.ignore_patterns(".*"))
     atexit.register(shutil.rmtree, target.parent, True)
+    _complete(target)
     return target
+
+
+def _complete(course: Path) -> None:
+    """Each file of a stage added since the sample was written, made by that stage's offline
+    answer and listed in the manifest: the sample is then a whole course for the registry."""
+    from stay.artefacts import CourseManifest, dump, load, write
+    from stay.models import OfflineBackend
+    from stay.pipeline._inputs import Unit, stage_inputs
+    from stay.pipeline._reader import RunReader
+    from stay.stages import REGISTRY, Prompts
+
+    manifest = load(course / "course.yaml", CourseManifest)
+    reader, prompts, added = RunReader(course, brief=manifest.brief), Prompts.load(), {}
+    for stage in (stage for stage in REGISTRY if stage.phase != "review"):
+        for path, place in reader.layout.outputs(stage):
+            if (course / path).is_file():
+                continue
+            unit: Unit = place
+            paths = [path]
+            if stage.scope == "module" and place is not None:  # one call answers for the module's lessons
+                unit = place.module
+                paths = [lesson.path(stage.output) for lesson in reader.layout.lessons_of(place.module)]
+            inputs = stage_inputs(stage, unit, reader)
+            answer = OfflineBackend().complete(stage.request(inputs, prompts, path), "offline")
+            for where, made in zip(paths, stage.artefacts(answer, inputs, path), strict=True):
+                write(course / where, made)
+                added[where] = "current"
+            reader.wrote(paths)
+    if added:
+        whole = manifest.model_copy(update={"artefacts": {**manifest.artefacts, **added}})
+        (course / "course.yaml").write_text(dump(whole))
 
 
 SAMPLE = _pristine_sample()

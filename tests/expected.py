@@ -16,6 +16,10 @@ OFFLINE: tuple[Stage, ...] = tuple(stage for stage in REGISTRY if stage.phase !=
 """The stages an offline build runs: all but the review, which needs a model to read a lesson."""
 
 
+LESSON_WRITERS = tuple(stage.name for stage in REGISTRY if (stage.phase, stage.scope) == ("wave", "lesson"))
+"""The stages that write a lesson's files in the wave: a lesson's calls, side by side."""
+
+
 def curriculum_of(course: Path) -> Curriculum:
     return load(course / "curriculum.yaml", Curriculum)
 

@@ -181,7 +181,7 @@ def test_a_term_may_hold_a_slash() -> None:
 def test_an_accepted_module_or_lesson_id_can_never_leave_its_directory(value: str) -> None:
     from pydantic import TypeAdapter, ValidationError
 
-    from stay.artefacts._ids import LessonId, ModuleId, Slug
+    from stay.artefacts import LessonId, ModuleId, Slug
 
     for kind in (ModuleId, LessonId, Slug):
         try:

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import stay.artefacts
 import stay.briefs
-from stay.artefacts import _ids
 from stay.errors import UsageError
 
 
@@ -20,7 +20,7 @@ def test_every_slug_made_is_a_slug_and_is_accepted(title: str) -> None:
 
 @given(st.text(max_size=80))
 def test_check_slug_agrees_with_the_artefacts_check(name: str) -> None:
-    accepted = len(name) <= _ids.SLUG_MAX and _ids.SLUG_PATTERN.fullmatch(name) is not None
+    accepted = len(name) <= stay.artefacts.SLUG_MAX and stay.artefacts.SLUG_PATTERN.fullmatch(name) is not None
     if accepted:
         assert stay.briefs.check_slug(name) == name
     else:

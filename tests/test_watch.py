@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from stay._watch import RUN_STATE, defect_changes, relevant
-from stay.artefacts._io import temporary_name
+from stay.artefacts import temporary_name
 from stay.errors import EXIT_USAGE
 from stay.validate import Defect, HouseData, Severity, check_course, default_data_dir
 from tests.conftest import ROOT

@@ -1,7 +1,6 @@
-"""The stages: one ``Stage`` declaration each, from which the pipeline derives its graph,
-the artefact graph, the dispatch and the node handlers. A stage is pure: typed inputs to a
-request, the model's structured answer to artefacts; it never calls a model. Adding one:
-its module, a line in ``BUILTIN_STAGES`` (or a ``stay.stages`` entry point), a prompt file."""
+"""The stages: one ``Stage`` declaration each, from which the pipeline derives its graphs and
+handlers. Adding one: its module, a line in ``BUILTIN_STAGES`` (or a ``stay.stages`` entry point),
+a prompt file."""
 
 from __future__ import annotations
 
@@ -12,18 +11,14 @@ from typing import Any
 from stay.errors import UsageError
 from stay.stages import (
     _prompt,
-    assessment,
-    audience,
     capstone,
-    content,
-    curriculum,
+    design,
     example,
-    exercises,
-    outcomes,
     plan,
-    quiz,
     review,
+    wave,
 )
+from stay.stages._offline import honour_note
 from stay.stages._prompt import (
     COMMON_REFERENCES,
     REGENERATE,
@@ -51,27 +46,15 @@ from stay.stages._stage import (
     lesson_file,
 )
 
-STAGE_GROUP = "stay.stages"
-"""The entry-point group a plug-in stage is declared in: ``name = "module:STAGE"``, its ``Stage``."""
+STAGE_GROUP = "stay.stages"  # a plug-in's entry point: ``name = "module:STAGE"``, its ``Stage``
 BUILTIN_STAGES: tuple[Stage, ...] = (
-    audience.STAGE,
-    curriculum.STAGE,
-    outcomes.STAGE,
-    assessment.STAGE,
-    example.STAGE,
-    plan.STAGE,
-    content.STAGE,
-    exercises.STAGE,
-    quiz.STAGE,
-    capstone.STAGE,
-    review.STAGE,
-)
-"""stay's own stages, in the order the pipeline runs them (the design stages in this order)."""
+    design.AUDIENCE, design.CURRICULUM, design.OUTCOMES, design.ASSESSMENT, example.STAGE, plan.STAGE,
+    wave.CONTENT, wave.EXERCISES, wave.QUIZ, capstone.STAGE, review.STAGE)
+"""stay's own stages, in the order the pipeline runs them."""
 
 
 def plugged_stages() -> tuple[Stage, ...]:
-    """The stages installed packages declare in ``stay.stages``, by entry-point name; a
-    plug-in that fails to load, is no ``Stage`` or reuses a name is one line naming it."""
+    """A plug-in that fails to load, is no ``Stage`` or reuses a name is one line naming it."""
     found: list[Stage] = []
     for point in sorted(entry_points(group=STAGE_GROUP), key=lambda point: point.name):
         where = f"stage plug-in '{point.name}' (entry point {point.value})"
@@ -92,52 +75,22 @@ REGISTRY: tuple[Stage, ...] = (*BUILTIN_STAGES, *plugged_stages())
 _prompt.use_registry(REGISTRY)
 
 STAGES: Mapping[str, Stage] = {stage.name: stage for stage in REGISTRY}
-"""stage name -> its declaration."""
-
-
-from stay.stages._offline import honour_note  # noqa: E402  (a test double's record of a note)
 
 
 def offline_answer(stage: str, inputs: Mapping[str, Any], stages: Sequence[Stage] | None = None) -> dict[str, Any]:
-    """The offline backend's answer for one stage, from the named inputs its request
-    carries (``ModelRequest.inputs``), as plain JSON data: public, so fakes and tests
-    outside stay can answer as the offline backend does (``tests/models/fake_api.py``
-    serves it over HTTP). Pure and deterministic; ``inputs`` is not modified. An unknown
-    stage or a missing input is a one-line UsageError naming it. ``stages`` None: the
-    registry (a default help() can show)."""
+    """The offline backend's answer for one stage, from its request's ``inputs``, as plain JSON
+    data: public, so fakes outside stay can answer as the offline backend does. ``stages`` None:
+    the registry (a default help() can show)."""
     declared = {known.name: known for known in (REGISTRY if stages is None else stages)}
     if stage not in declared:
         raise UsageError(f"offline_answer: unknown stage {stage!r}; the stages are {', '.join(declared)}")
     return declared[stage].answer_offline(inputs)
 
+
 __all__ = [
-    "BUILTIN_STAGES",
-    "COMMON_REFERENCES",
-    "REGENERATE",
-    "REGISTRY",
-    "SHARED_TEMPLATES",
-    "STAGES",
-    "STAGE_GROUP",
-    "AllPlansInput",
-    "DataFilesInput",
-    "DefinitionsInput",
-    "EarlierLessonsInput",
-    "EarlierPlansInput",
-    "LessonOutcomesInput",
-    "ModuleIdInput",
-    "Phase",
-    "Prompts",
-    "Scope",
-    "Source",
-    "Stage",
-    "View",
-    "answer_schema",
-    "checked_references",
-    "honour_note",
-    "lesson_file",
-    "offline_answer",
-    "packaged_prompts_dir",
-    "plugged_stages",
-    "read_prompt",
-    "render_inputs",
+    "BUILTIN_STAGES", "COMMON_REFERENCES", "REGENERATE", "REGISTRY", "SHARED_TEMPLATES", "STAGES", "STAGE_GROUP",
+    "AllPlansInput", "DataFilesInput", "DefinitionsInput", "EarlierLessonsInput", "EarlierPlansInput",
+    "LessonOutcomesInput", "ModuleIdInput", "Phase", "Prompts", "Scope", "Source", "Stage", "View", "answer_schema",
+    "checked_references", "honour_note", "lesson_file", "offline_answer", "packaged_prompts_dir", "plugged_stages",
+    "read_prompt", "render_inputs",
 ]

@@ -1,7 +1,5 @@
-"""What the stages' offline answers share (each stage module holds its own ``offline``):
-brief text made safe to reuse, and regenerating a file. A repair keeps the current file,
-taking from the fresh answer only what the defects name (a body's diff hunks quoting a
-named phrase, YAML items whose ``id`` a subject names); else the fresh file."""
+"""What the stages' offline answers share: brief text made safe to reuse, and repairs, which keep
+the current file and take from the fresh answer only what the defects name."""
 
 from __future__ import annotations
 
@@ -21,8 +19,7 @@ _SCRUB = ("simply", "obviously", "just", "easy", "easily", "of course", "trivial
           "clear", "clearly", "sufficient", "reasonable", "satisfactory")
 _SCRUB_RE = re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(re.escape(w) for w in _SCRUB) + r")(?![A-Za-z0-9])",
                        re.IGNORECASE)
-APPLIED = ("apply", "analyze", "evaluate", "create")
-"""The Bloom levels an exercise practises (and the capstone's time leaves room for)."""
+APPLIED = ("apply", "analyze", "evaluate", "create")  # the Bloom levels an exercise practises
 PEOPLE = ("Ana Ruiz, the team lead who sets the task", "Ben Okafor, the team member who carries it out")
 
 
@@ -34,8 +31,7 @@ def scrub(text: str) -> str:
 
 
 def subtopics(topic: str) -> list[str]:
-    """The brief's topic as a list of subjects: the part after a colon, split on top-level
-    commas and semicolons."""
+    """The part after a colon, split on top-level commas and semicolons."""
     text = topic.split(":", 1)[1] if ":" in topic else topic
     parts, depth, current = [], 0, ""
     for char in text:
@@ -63,12 +59,8 @@ _QUOTED = re.compile(r"'([^']+)'")
 
 
 def answer_offline(stage: str, offline: OfflineAnswer, inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """``stage``'s answer to a request carrying ``inputs`` (``ModelRequest.inputs``), from
-    its declared ``offline`` answer, as plain JSON data; ``inputs`` is not modified. A
-    repair (inputs ``current_version`` and ``defects_to_fix``) keeps the current file and
-    changes only what the defects name. A ``reviewer_note`` is not acted on: template
-    answers cannot follow guidance, and writing the note into the file would pass it off
-    as a revision (``stay revise`` says so in one line instead)."""
+    """A ``reviewer_note`` is not acted on: template answers cannot follow guidance, and writing
+    the note into the file would pass it off as a revision (``stay revise`` says so instead)."""
     try:
         data = offline(copy.deepcopy(dict(inputs)))
         current, defects = inputs.get("current_version"), inputs.get("defects_to_fix")
@@ -81,8 +73,6 @@ def answer_offline(stage: str, offline: OfflineAnswer, inputs: Mapping[str, Any]
 
 
 def keep_file(stage: str, fresh: dict[str, Any], current: object, defects: list[Any]) -> dict[str, Any]:
-    """The repair answer for ``stage``: ``current`` with what ``defects`` name taken from
-    ``fresh`` (the generator's answer), in the shape of ``fresh``."""
     found = [d for d in defects if isinstance(d, dict)]
     if isinstance(current, str) and isinstance(fresh.get("body"), str):
         body = _keep_lines(current, fresh["body"], {p for d in found for p in _QUOTED.findall(str(d["message"]))})
@@ -102,8 +92,7 @@ def keep_file(stage: str, fresh: dict[str, Any], current: object, defects: list[
 
 
 def _keep_lines(current: str, fresh: str, phrases: set[str]) -> str | None:
-    """``current`` with each diff hunk that holds a line mentioning one of ``phrases``
-    taken from ``fresh``; None when no line mentions one."""
+    """``current`` with each diff hunk that mentions one of ``phrases`` taken from ``fresh``."""
     old, new = current.splitlines(keepends=True), fresh.splitlines(keepends=True)
     patterns = [re.compile(r"(?<!\w)" + re.escape(p) + r"(?!\w)", re.IGNORECASE) for p in phrases]
     touched = {i for i, line in enumerate(old) if any(p.search(line) for p in patterns)}
@@ -116,7 +105,6 @@ def _keep_lines(current: str, fresh: str, phrases: set[str]) -> str | None:
 
 
 def _items(data: object) -> Iterator[dict[str, Any]]:
-    """Every mapping with a string ``id`` in ``data``, outermost first."""
     if isinstance(data, dict):
         if isinstance(data.get("id"), str):
             yield data
@@ -128,7 +116,6 @@ def _items(data: object) -> Iterator[dict[str, Any]]:
 
 
 def _patched(data: object, fixed: dict[str, dict[str, Any]]) -> object:
-    """``data`` with every mapping whose id is in ``fixed`` replaced by that fresh one."""
     if isinstance(data, dict):
         if isinstance(data.get("id"), str) and data["id"] in fixed:
             return fixed[data["id"]]
@@ -139,10 +126,8 @@ def _patched(data: object, fixed: dict[str, dict[str, Any]]) -> object:
 
 
 def honour_note(stage: str, data: dict[str, Any], note: str) -> dict[str, Any]:
-    """The same artefact with the reviewer's note recorded where it has free text
-    (scrubbed of banned words, at most 25 words, so the file still passes the validator);
-    where it has none (outcomes, plans) unchanged. Not the offline backend's answer: a
-    test double's (``stay.testing.RiggedBackend``) way to show a revision read its note."""
+    """The note recorded where the artefact has free text, scrubbed and cut to 25 words: a test
+    double's (``stay.testing.RiggedBackend``) way to show a revision read its note."""
     said = " ".join(scrub(note).split()[:25]).rstrip(".")
     if not said:
         return data

@@ -1,7 +1,5 @@
-"""Prompt templates and reference documents, and a stage's inputs as a request. The runner
-loads ``Prompts`` once (I/O); a request is then a pure function of the stage and its
-inputs, so a prompt change shows up as a snapshot diff. Where a reference applies is its
-front matter (see ``load_references``)."""
+"""Prompt templates and reference documents, and a stage's inputs as a request. ``Prompts`` is
+loaded once; a request is then a pure function of the stage and its inputs."""
 
 from __future__ import annotations
 
@@ -16,34 +14,26 @@ from typing import Any, Protocol, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from stay._bounds import MAX_DEPTH, TooLarge, read_bounded, yaml_shape
+from stay._bounds import MAX_DEPTH, TooLarge, read_bounded
 from stay._words import did_you_mean
-from stay.artefacts import ArtefactLoadError, validate_as
+from stay.artefacts import ArtefactLoadError, YamlFault, guarded_yaml, validate_as
 from stay.errors import AnswerError, UsageError
 from stay.requests import ModelAnswer, ModelRequest, OfflineAnswer, Role, SystemBlock
 from stay.settings import resolve_data_dir
 from stay.validate import BLOOM_FILE, HOUSE_FILE
 
-# -- where each reference document applies --------------------------------------------
-# A Markdown document in prompts/reference/ opens with YAML front matter (stages: [outcomes,
-# quiz], files: ["modules/**/*.md"] or always: true); a YAML one says it in <name>.applies.yaml
-# beside it; the two data files come from the data directory (Prompts.load). Every file is read:
-# one that is no document, or applies nowhere, is refused. A stage's set is derived before
-# the run, in a stable order: the references every stage shares (the cached prefix), its floor
-# (Stage.needs), then the others by name. The front matter is not sent.
+# Where each reference document applies is its front matter (a YAML one's is <name>.applies.yaml
+# beside it); docs/pipeline.md describes it. Every file is read: one that is no document, or applies
+# nowhere, is refused. A stage's set is in a stable order: the references every stage shares (the
+# cached prefix), its floor (Stage.needs), then the others by name.
 
 COMMON_REFERENCES: tuple[str, ...] = ("course-state.md", "house-style.yaml", "bloom-verbs.yaml")
-"""In every stage's set, right after the common preamble: one prefix every call of a model
-shares. The data files are the authority for the numbers the references quote."""
 
 FENCE = "---"
 SIDECAR = ".applies.yaml"
-"""A YAML reference's front matter lives beside it, in ``<stem>.applies.yaml``."""
-MAX_GLOB = 500
-"""The longest ``files:`` glob read: matching costs its length times a path's (under 50)."""
-SAMPLE_LESSON = "m01-l01"
+MAX_GLOB = 500  # matching costs a glob's length times a path's (under 50)
+SAMPLE_LESSON = "m01-l01"  # a lesson's file is matched against ``files:`` globs as this lesson's
 SAMPLE_MODULE_DIR = "modules/m01-module"
-"""A lesson's file is matched against ``files:`` globs as this lesson's, in this directory."""
 
 
 def sidecar_of(name: str) -> str:
@@ -51,14 +41,12 @@ def sidecar_of(name: str) -> str:
 
 
 def ignored(name: str) -> bool:
-    """Hidden files and editors' backups and swap files: never meant as documents, so passed over."""
+    """Hidden files and editors' backups and swap files: passed over."""
     return name.startswith(".") or name.endswith(("~", ".swp", ".swo", ".swx")) or (
         name.startswith("#") and name.endswith("#"))
 
 
 class Applies(BaseModel):
-    """A document's front matter: where it applies (at least one of the three)."""
-
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     stages: tuple[str, ...] = ()
@@ -73,8 +61,6 @@ class Applies(BaseModel):
 
 
 class Attachable(Protocol):
-    """What deriving a stage's set needs of it (a ``Stage``)."""
-
     @property
     def name(self) -> str: ...
 
@@ -91,7 +77,6 @@ def written_path(scope: str, output: str) -> str:
 
 @cache
 def _tokens(pattern: str) -> tuple[str, ...]:
-    """A glob's tokens: ``**/``, ``**``, ``*``, ``?``, or one literal character."""
     out, i = [], 0
     while i < len(pattern):
         token = "**/" if pattern.startswith("**/", i) else "**" if pattern.startswith("**", i) else pattern[i]
@@ -101,9 +86,8 @@ def _tokens(pattern: str) -> tuple[str, ...]:
 
 
 def glob_match(pattern: str, path: str) -> bool:
-    """Whether ``path`` matches the glob ``pattern`` whole: ``*`` and ``?`` stay inside one
-    folder, ``**`` spans any, ``**/`` is any folders or none. A table of (token, position),
-    not a regex: time is tokens x characters, where nested ``.*`` backtracked for hours."""
+    """``*`` and ``?`` stay inside one folder, ``**`` spans any, ``**/`` is any folders or none. A
+    table of (token, position), not a regex: nested ``.*`` backtracked for hours."""
     tokens, end = _tokens(pattern), len(path)
     after = [False] * end + [True]  # whether tokens[i + 1:] match path[j:], for the token after this one
     for token in reversed(tokens):
@@ -137,8 +121,6 @@ def reference_set(applies: Mapping[str, Applies], stage: Attachable) -> tuple[st
 
 
 def attachment_problems(directory: str, applies: Mapping[str, Applies], stages: Sequence[Attachable]) -> list[str]:
-    """A line for each unknown stage or glob matching no stage's file, and each floor
-    document a stage no longer reaches."""
     names = [stage.name for stage in stages]
     where = f"{directory}/reference"
     found = []
@@ -180,20 +162,17 @@ def split_front_matter(path: Path, text: str) -> tuple[Applies, str]:
 
 
 def parse_applies(path: Path, block: str) -> Applies:
-    try:
-        # the bound every course file is read under: composing 1,000 levels overflows the stack
-        shape = yaml_shape(block)
-        if shape == "deep":
-            raise _Refused(f"{path}: its front matter nests deeper than {MAX_DEPTH} levels; write it as "
-                           "'stages: [outcomes]'")
-        if shape == "aliases":
-            raise _Refused(f"{path}: its front matter uses YAML anchors or aliases (& and *); write each value "
-                           "out in full")
-        raw = yaml.safe_load(block)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" (line {mark.line + 1})" if mark is not None else ""
-        raise _Refused(f"{path}: its front matter is not YAML{at}; write it as 'stages: [outcomes]'") from None
+    def refuse(fault: YamlFault, line: int | None) -> _Refused:
+        if fault == "deep":
+            return _Refused(f"{path}: its front matter nests deeper than {MAX_DEPTH} levels; write it as "
+                            "'stages: [outcomes]'")
+        if fault == "aliases":
+            return _Refused(f"{path}: its front matter uses YAML anchors or aliases (& and *); write each value "
+                            "out in full")
+        at = f" (line {line})" if line is not None else ""
+        return _Refused(f"{path}: its front matter is not YAML{at}; write it as 'stages: [outcomes]'")
+
+    raw = guarded_yaml(block, refuse, yaml.SafeLoader)
     if not isinstance(raw, dict):
         raise _Refused(f"{path}: its front matter is not a mapping; write 'stages: [...]', 'files: [...]' "
                        "or 'always: true'")
@@ -218,11 +197,10 @@ def parse_applies(path: Path, block: str) -> Applies:
 
 
 class _Refused(UsageError):
-    """One problem with one reference file: a line of the refusal."""
+    """A line of the refusal."""
 
 
 def refusal(problems: Sequence[str]) -> UsageError:
-    """Every problem at once, numbered when several (the command line prints it as one line)."""
     if len(problems) == 1:
         return UsageError(problems[0])
     return UsageError(f"{len(problems)} problems with the reference documents:\n"
@@ -231,8 +209,7 @@ def refusal(problems: Sequence[str]) -> UsageError:
 
 def load_references(directory: Path, read: Callable[[Path], str]) -> tuple[dict[str, str], dict[str, Applies],
                                                                            list[str]]:
-    """Every document of reference/: its text as sent, where it applies, and a line for each
-    file that could not be read as one (refused with the stages' problems, at once)."""
+    """Each document's text as sent, where it applies, and a line for each file that is no document."""
     texts: dict[str, str] = {}
     applies: dict[str, Applies] = {}
     problems: list[str] = []
@@ -243,9 +220,7 @@ def load_references(directory: Path, read: Callable[[Path], str]) -> tuple[dict[
             continue
         try:
             _one(entry, names, read, texts, applies)
-        except _Refused as exc:
-            problems.append(str(exc))
-        except TooLarge as exc:
+        except (_Refused, TooLarge) as exc:
             problems.append(str(exc))
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(f"{entry}: cannot read this reference ({type(exc).__name__}); fix or remove it")
@@ -279,27 +254,22 @@ def _one(entry: Path, names: Iterable[str], read: Callable[[Path], str], texts: 
 
 M = TypeVar("M", bound=BaseModel)
 
-REGENERATE = "regenerate"
-"""What every request that regenerates a file ends with (repair, revision): regenerate.md."""
+REGENERATE = "regenerate"  # the template every repair or revision ends with
 SHARED_TEMPLATES: tuple[str, ...] = ("common", REGENERATE)
-"""The templates that are no stage's, which a prompts directory must hold too."""
 
 
 def packaged_prompts_dir() -> Path:
-    """The prompts shipped with stay: inside the wheel, or the checkout's prompts/."""
     here = Path(__file__).resolve().parents[1]
     wheel = here / "_prompts"
     return wheel if wheel.is_dir() else here.parent / "prompts"
 
 
 def read_prompt(path: str | os.PathLike[str]) -> str:
-    """One prompt file's text, bounded (``TooLarge``) and UTF-8: for a build and the evals alike."""
     return read_bounded(path).decode("utf-8")
 
 
 _registry: list[Sequence[Attachable]] = [()]
-"""``stay.stages.REGISTRY``, the stages a prompts directory is checked against by default:
-handed over by the package once it is built (the package imports this module)."""
+"""``stay.stages.REGISTRY``, handed over by the package once built (the package imports this module)."""
 
 
 def use_registry(stages: Sequence[Attachable]) -> None:
@@ -308,22 +278,17 @@ def use_registry(stages: Sequence[Attachable]) -> None:
 
 @dataclass(frozen=True)
 class Prompts:
-    """Every stage template and reference document of one prompt directory."""
-
     directory: str
     templates: Mapping[str, str]
-    references: Mapping[str, str]
-    """Each document's text as sent, without its front matter."""
+    references: Mapping[str, str]  # without the front matter
     applies: Mapping[str, Applies] = field(default_factory=dict)
     _sets: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str] | None = None, stages: Sequence[Attachable] | None = None,
              data_dir: str | os.PathLike[str] | None = None) -> Prompts:
-        """Every template and reference of ``directory`` (default: the packaged prompts/), and
-        the validator's two data files from ``data_dir`` (``resolve_data_dir``): one copy, so a
-        stage is told the table it is checked against. The front matter is checked against
-        ``stages`` (default: the registry); every problem is one UsageError naming the files."""
+        """The validator's two data files come from ``data_dir``: one copy, so a stage is told
+        the table it is checked against. Every problem is one UsageError naming the files."""
         root = Path(directory) if directory is not None else packaged_prompts_dir()
         if not root.is_dir():
             raise UsageError(f"{root}: the prompts directory does not exist; give a copy of prompts/ "
@@ -368,7 +333,6 @@ class Prompts:
         return self.templates[name]
 
     def digest(self, name: str) -> str:
-        """sha256 of a template (``content``) or a reference (``reference/house-style.yaml``)."""
         text = self.references[name.removeprefix("reference/")] if name.startswith("reference/") \
             else self.template(name)
         return hashlib.sha256(text.encode()).hexdigest()
@@ -381,8 +345,6 @@ class Prompts:
 
 def checked_references(prompts: Prompts, stages: Sequence[Attachable],
                        unread: Sequence[str] = ()) -> dict[str, tuple[str, ...]]:
-    """Each stage's reference set, once the front matter fits ``stages``: else one UsageError,
-    a line per problem (``unread``'s first)."""
     problems = [*unread, *attachment_problems(prompts.directory, prompts.applies, stages)]
     if problems:
         raise refusal(problems)
@@ -390,7 +352,6 @@ def checked_references(prompts: Prompts, stages: Sequence[Attachable],
 
 
 def parse_answer(output: type[M], answer: ModelAnswer, stage: str, artefact: str) -> M:
-    """The answer's data as ``output``; a mismatch is one line naming stage, file and field."""
     try:
         return validate_as(output, answer.data, f"{artefact} (stage {stage})")
     except ArtefactLoadError as exc:
@@ -405,7 +366,6 @@ except AttributeError:  # PyYAML built without libyaml
 
 
 def render_inputs(inputs: Mapping[str, Any]) -> str:
-    """Inputs as the user message: one fenced YAML block per input, in a fixed order."""
     return "\n".join(f"## {name}\n\n```yaml\n{_render(value)}```\n" for name, value in inputs.items())
 
 
@@ -426,11 +386,9 @@ def build_request(*, stage: str, role: Role, references: tuple[str, ...], prompt
                   artefact: str, output: type[BaseModel], inputs: Mapping[str, Any],
                   shared: tuple[str, ...] = (), template: str | None = None,
                   offline: OfflineAnswer | None = None) -> ModelRequest:
-    """The request for one stage call. The system prompt is the stable prefix, laid out for
-    the cache: the preamble and the shared references (one prefix across stages; cached),
-    then the stage's instructions and own references (cached only for a stage with
-    ``shared`` inputs, called more than once: a single call's prefix would only pay the
-    write premium). What varies per call is in the user message."""
+    """The system prompt is the stable prefix: the preamble and shared references (cached), then the
+    stage's instructions and own references (cached only with ``shared`` inputs: a single call's
+    prefix would only pay the write premium). What varies per call is in the user message."""
     common = tuple(name for name in COMMON_REFERENCES if name in references)
     own = tuple(name for name in references if name not in COMMON_REFERENCES)
     system = (

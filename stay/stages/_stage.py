@@ -1,7 +1,5 @@
-"""One declaration per stage (``Stage``): the pipeline derives from it its stage nodes,
-the artefact graph's edges, the dispatch, the handlers, the offline answers and the tests'
-tables. A stage stays pure: its typed inputs to a request (``Stage.request``), the model's
-answer to its artefacts (``Stage.artefacts``); no I/O, clock or randomness."""
+"""One declaration per stage (``Stage``), from which the pipeline derives its nodes, edges and
+handlers. A stage stays pure: no I/O, clock or randomness."""
 
 from __future__ import annotations
 
@@ -18,37 +16,30 @@ from stay.stages._offline import answer_offline
 from stay.stages._prompt import Prompts, build_request, parse_answer, written_path
 
 Phase = Literal["design", "plan", "wave", "review"]
-"""Before the design gate, between the gates, in the wave, or after it (the review)."""
-Scope = Literal["course", "module", "lesson"]
-"""What one call is about (a module's call answers for all its lessons)."""
+Scope = Literal["course", "module", "lesson"]  # a module's call answers for all its lessons
 
 
-# An input is named by the artefact kind it reads (``Audience``: its FILE; a lesson file's
-# kind: this lesson's; ``Brief``: course.yaml's brief; ``RunningExample``: example.yaml as
-# plans carry it, data files by path and first lines only, so a request stays bounded), or
-# by one of these views. stay.pipeline._layout finds each in a course.
+# An input is named by the artefact kind it reads, or by one of these views (stay.pipeline._layout finds each in a course).
 
 
 @dataclass(frozen=True)
 class LessonOutcomesInput:
-    """This lesson's outcomes, from outcomes.yaml (lesson scope)."""
+    """This lesson's outcomes."""
 
 
 @dataclass(frozen=True)
 class EarlierLessonsInput:
-    """Every lesson before this one, in lesson order: its title and the terms its plan
-    introduces, nothing more, so a long course's request stays bounded (lesson scope)."""
+    """Each earlier lesson's title and new terms, nothing more, so a long course's request stays bounded."""
 
 
 @dataclass(frozen=True)
 class DefinitionsInput:
-    """Each term this lesson's plan lists under ``prerequisites`` or ``revisits``, with its
-    definition as the plan that introduces it wrote it (lesson scope)."""
+    """Each of this plan's ``prerequisites`` and ``revisits`` with the definition its introducing plan gave."""
 
 
 @dataclass(frozen=True)
 class ModuleIdInput:
-    """This module's id (module scope): no file, so no edge."""
+    """This module's id: no file, so no edge."""
 
 
 @dataclass(frozen=True)
@@ -63,9 +54,7 @@ class AllPlansInput:
 
 @dataclass(frozen=True)
 class DataFilesInput:
-    """The whole text of each of the running example's data files that this lesson's files
-    of the kinds ``named_in`` name, each cut at 8,000 characters: enough to check a figure
-    against the data, bounded however large a file is (lesson scope)."""
+    """Each data file this lesson's files of the kinds ``named_in`` name, cut at 8,000 characters."""
 
     named_in: tuple[type[Artefact], ...]
 
@@ -78,12 +67,9 @@ SCOPED: Mapping[type, tuple[Scope, ...]] = {
     LessonOutcomesInput: ("lesson",), EarlierLessonsInput: ("lesson",), DefinitionsInput: ("lesson",),
     ModuleIdInput: ("module",), EarlierPlansInput: ("module",), DataFilesInput: ("lesson",),
 }
-"""Views that only make sense for a scope; the rest fit every scope."""
 
 
 def lesson_file(source: Source) -> str | None:
-    """The ``FILE`` of a kind of lesson file (``{lesson}.quiz.yaml``: this lesson's, read at
-    lesson scope); None for any other input."""
     return source.FILE if isinstance(source, type) and "{lesson}" in (source.FILE or "") else None
 
 
@@ -105,42 +91,29 @@ Check = Callable[[Sequence[Artefact], Mapping[str, Any], DurationLimits], None]
 
 
 def same(answer: Any, _inputs: Mapping[str, Any]) -> Artefact:
-    """The answer is the artefact (its answer model is the artefact's model)."""
     made: Artefact = answer
     return made
 
 
 @dataclass(frozen=True)
 class Stage:
-    """A stage, declared once."""
-
     name: str
     role: Role
     phase: Phase
     scope: Scope
-    answer: type[BaseModel]
-    """The structured answer asked of the model (its JSON schema goes with the request)."""
-    inputs: tuple[tuple[str, Source], ...]
-    """(name, what it reads), in the order the request shows them."""
+    answer: type[BaseModel]  # the structured answer asked of the model
+    inputs: tuple[tuple[str, Source], ...]  # in the order the request shows them
     needs: tuple[str, ...]
-    """Its reference floor: documents it cannot do without. A prompts directory whose front
-    matter no longer reaches one is refused; the first of its own references, in this order."""
+    """Its reference floor: a prompts directory whose front matter no longer reaches one is refused."""
     offline: OfflineAnswer
-    """Its offline answer: the request's inputs to the answer, as plain data, pure, complete
-    enough that the course passes the validator with --strict."""
-    makes: type[Artefact] | None = None
-    """The kind it writes, when the answer is another shape; its ``FILE`` is ``output``."""
-    shared: tuple[str, ...] = ()
-    """Inputs every call of the stage in one run shares: sent first, and cached."""
-    make: Make = same
-    """Answer (and typed inputs) -> its artefact, or a module's in lesson order."""
+    """Pure, and complete enough that the course passes the validator with --strict."""
+    makes: type[Artefact] | None = None  # the kind it writes, when the answer is another shape
+    shared: tuple[str, ...] = ()  # inputs every call in one run shares: sent first, and cached
+    make: Make = same  # answer (and typed inputs) -> its artefact, or a module's in lesson order
     check: Check | None = None
-    """Checked before anything is written: the calls after a stage can scale with what it
-    made (the curriculum's modules and lessons), so a misfit is refused early."""
-    template: str = ""
-    """Its template's name in prompts/ (default: its name)."""
-    node: str = ""
-    """The pipeline node that runs it (default: from phase and scope)."""
+    """Run before anything is written: later calls scale with what it made, so a misfit is refused early."""
+    template: str = ""  # default: its name
+    node: str = ""  # default: from phase and scope
     doc: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -174,18 +147,15 @@ class Stage:
 
     @property
     def output(self) -> str:
-        """Where its artefact goes (its kind's ``FILE``: ``audience.yaml``, ``{lesson}.plan.yaml``)."""
         file = self.kind.FILE
         assert file is not None
         return file
 
     def answer_offline(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        """The offline answer to one of its requests (``_offline.answer_offline``)."""
         return answer_offline(self.name, self.offline, inputs)
 
     @property
     def written(self) -> str:
-        """The course path a reference's ``files:`` globs are matched against."""
         return written_path(self.scope, self.output)
 
     @property
@@ -201,7 +171,6 @@ class Stage:
         return self.name if self.scope == "course" else f"{self.name}_modules"
 
     def request(self, inputs: Mapping[str, Any], prompts: Prompts, artefact: str) -> ModelRequest:
-        """The request for one call, from its typed inputs (pure)."""
         data = {name: _plain(inputs[name]) for name, _source in self.inputs}
         return build_request(stage=self.name, template=self.prompt, role=self.role,
                              references=prompts.reference_set(self), prompts=prompts, artefact=artefact,
@@ -209,8 +178,7 @@ class Stage:
 
     def artefacts(self, answer: ModelAnswer, inputs: Mapping[str, Any], artefact: str,
                   limits: DurationLimits = DEFAULT_LIMITS) -> list[Artefact]:
-        """The model's answer as this call's artefacts; a misfit is an ``AnswerError`` naming
-        the stage, the file and the field. ``limits`` is the run's house style, for ``check``."""
+        """A misfit is an ``AnswerError`` naming the stage, the file and the field."""
         parsed = parse_answer(self.answer, answer, self.name, artefact)
         made = self.make(parsed, inputs)
         artefacts = list(made) if isinstance(made, Sequence) else [made]

@@ -22,14 +22,11 @@ from stay.stages._offline import APPLIED, capstone_outcomes
 from stay.stages._stage import AllPlansInput, Stage
 from stay.validate import HouseData, packaged_data_dir
 
-RUBRIC_LEVELS: tuple[str, ...] = tuple(HouseData.load(packaged_data_dir())["rubric.levels"])
-"""House style's rubric levels, in order: read from the data the validator reads (prj006
-checks every criterion against the same list), so the answer schema cannot drift from it."""
+RUBRIC_LEVELS: tuple[str, ...] = tuple(HouseData.load(packaged_data_dir())["rubric.levels"])  # as prj006 reads
 
 
 def _like(model: type[Artefact], name: str, doc: str, **replaced: Any) -> type[Artefact]:
-    """``model``'s fields (types, descriptions, validators) under ``name``, with the
-    annotations ``replaced`` gives: a derived answer shape, not a second declaration."""
+    """``model``'s fields under ``name``, some annotations replaced: a derived shape, not a second one."""
     fields: dict[str, Any] = {key: (replaced.get(key, info.annotation), info)
                               for key, info in model.model_fields.items()}
     derived: type[Artefact] = create_model(name, __base__=Artefact, __doc__=doc, **fields)
@@ -42,9 +39,7 @@ _REQUIRED_LEVELS: dict[str, Any] = {level: (_LEVEL_TEXT, ...) for level in RUBRI
 RubricLevels: type[Artefact] = create_model(
     "RubricLevels", __base__=Artefact,
     __doc__="One description per house-style rubric level, every level required.", **_REQUIRED_LEVELS)
-"""The rubric levels as the wire sees them: a ``dict[str, str]`` reaches the API as an
-object with no properties and ``additionalProperties: false`` (only ``{}`` is legal under
-structured output), so each house-style level is a required field of its own."""
+"""Under structured output a ``dict[str, str]`` allows only ``{}``, so each level is a field of its own."""
 
 # Named as the artefacts they stand for: the prompt asks for a `Project`, and the schema's
 # titles are what the model reads.
@@ -55,22 +50,18 @@ CapstoneAnswer = _like(Project, "Project", "The capstone stage's answer: project
 
 
 def project(answer: Any, _inputs: Any) -> Project:
-    """The capstone's answer as project.yaml: each criterion's levels a mapping again, in
-    house-style order (the file format keeps the level names as keys)."""
     made: Project = Project.model_validate(answer.model_dump(mode="python", by_alias=True, exclude_none=True))
     return made
 
 
 def _data_files(plans: list[dict[str, Any]]) -> str:
-    """The course's data files, named by path, as the plans' running example lists them."""
     running = next((plan["running_example"] for plan in plans if plan.get("running_example")), None)
     paths = [file["path"] for file in (running or {}).get("files") or []]
     return f" Start from the course's data: {', '.join(f'`{path}`' for path in paths)}." if paths else ""
 
 
 def _capstone_minutes(inputs: dict[str, Any]) -> int:
-    """The time the lessons and their exercises (one per outcome at apply or above) leave
-    of the brief's, within house style."""
+    """The time the lessons and their exercises leave of the brief's, within house style."""
     lessons = sum(lesson["minutes"] for module in inputs["curriculum"]["modules"] for lesson in module["lessons"])
     practice = DEFAULT_LIMITS.exercise_min * sum(outcome["bloom"] in APPLIED
                                                  for outcome in inputs["outcomes"]["outcomes"])

@@ -17,9 +17,7 @@ from stay.validate.rules.ast import parse_problem
 
 
 def _files_read(made: Sequence[Artefact], _inputs: Mapping[str, Any], _limits: DurationLimits) -> None:
-    """Each data file reads as its type (the validator's ast004, on the answer): a CSV whose
-    rows do not match its header is asked for again before anything is written, as repair
-    never rewrites the example after the plans are made from it."""
+    """The validator's ast004 on the answer: repair never rewrites the example once plans use it."""
     (example,) = made
     assert isinstance(example, CourseExample)
     for index, file in enumerate(example.files):
@@ -28,14 +26,12 @@ def _files_read(made: Sequence[Artefact], _inputs: Mapping[str, Any], _limits: D
             raise AnswerError(f"stage example: example.yaml files[{index}] ({file.path}) does not read as its "
                               f"type: {problem}; ask again")
 
+
 CASE_FILE = "assets/case-log.csv"
-"""The offline example's one data file: a log of the case, one row per lesson."""
 
 
 def offline(inputs: dict[str, Any]) -> dict[str, Any]:
-    """One case for the whole course, set among the learners audience.yaml describes, with
-    one data file that logs it lesson by lesson (CSV, written with the csv module so a
-    title holding a comma stays one field)."""
+    """The log is written with the csv module, so a title holding a comma stays one field."""
     who = " ".join(inputs["audience"]["learners"].split(",")[0].rstrip(".").split()[:12])
     learners = f"the learners ({who})" if who else "the learners"
     title = scrub(inputs["brief"]["title"])

@@ -43,16 +43,14 @@ class ModulePlans(Artefact):
 
 
 def _module_plans(answer: ModulePlans, inputs: Mapping[str, Any]) -> list[LessonPlan]:
-    """The module's plans, one per curriculum lesson, in curriculum order, each carrying
-    the course's running example (example.yaml, its data files by path): the wave's
-    writers run side by side and each sees only its lesson's plan, so the plan is where
-    they all find the same one."""
+    """Each plan carries the running example: each writer sees only its lesson's plan."""
     module = inputs["module"]
     lessons = next(len(m.lessons) for m in inputs["curriculum"].modules if m.id == module)
     if len(answer.plans) != lessons:
         raise AnswerError(f"stage plan: module {module} has {lessons} lessons but the answer holds "
                           f"{len(answer.plans)} plans; ask again")
     return [LessonPlan(**dict(plan), running_example=inputs["example"]) for plan in answer.plans]
+
 
 def _sections(minutes: int, title: str, ids: list[str]) -> list[dict[str, Any]]:
     hook = recap = max(1, minutes // 10)

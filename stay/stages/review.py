@@ -26,7 +26,6 @@ from stay.stages._stage import DataFilesInput, LessonOutcomesInput, Stage
 from stay.validate.rules.rev import item_texts, stands
 
 REVIEWED: dict[str, type[Artefact]] = {"content": LessonContent, "exercises": Exercises, "quiz": Quiz}
-"""What the review reads, by the name a finding's ``file`` gives it."""
 
 
 class ReviewAnswer(BaseModel):
@@ -35,7 +34,6 @@ class ReviewAnswer(BaseModel):
 
 
 def _kept(answer: ReviewAnswer, inputs: Mapping[str, Any]) -> LessonReview:
-    """The findings whose quote stands in the file (and item) they name; the rest counted."""
     content = inputs["content"]
     texts = {"content": item_texts("content", content.body if isinstance(content, LessonContent) else ""),
              **{name: item_texts(name, to_data(inputs[name])) for name in ("exercises", "quiz")}}
@@ -44,8 +42,7 @@ def _kept(answer: ReviewAnswer, inputs: Mapping[str, Any]) -> LessonReview:
 
 
 def _offline(_inputs: dict[str, Any]) -> dict[str, Any]:
-    """For fakes that answer as a model would: nothing found. The offline backend never runs
-    the review (a template cannot read prose, and must not report a pass it did not make)."""
+    """For fakes: the offline backend never runs the review (a template must not report a pass)."""
     return {"findings": []}
 
 

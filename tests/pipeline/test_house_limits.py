@@ -15,7 +15,7 @@ from stay.artefacts import DEFAULT_LIMITS, Audience, Curriculum
 from stay.errors import AnswerError, exit_code
 from stay.pipeline import build_course
 from stay.stages import REGISTRY
-from stay.stages.curriculum import within_house_limits
+from stay.stages.design import within_house_limits
 from tests.models.fake_api import answer_for, is_stage, message, reply, stage_of
 from tests.models.helpers import HTTP, backend, quiet
 
@@ -133,7 +133,7 @@ def test_the_audience_budget_must_be_the_lessons_share_of_the_brief(off: int) ->
     """audience.yaml's budget is the brief's time less house style's practice share: a model
     that writes the whole time (or any other figure) is asked again."""
     from stay.artefacts import Brief, parse_duration
-    from stay.stages.audience import lessons_share
+    from stay.stages.design import lessons_share
 
     brief = Brief(title="T", topic="t", audience="a", time_available="5 hours")
     share = LIM.lessons_share(parse_duration(brief.time_available))

@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 
 from stay._lock import CourseLock
-from stay.artefacts import write_text_atomic
-from stay.artefacts._io import TEMPORARY, temporary_name
+from stay.artefacts import TEMPORARY, temporary_name, write_text_atomic
 from stay.errors import EnvironmentProblem, StayError, exit_code
 from stay.models import ModelRequest
 from stay.pipeline import build_course, status

@@ -15,6 +15,7 @@ from stay.pipeline._graph import build, declare, problems
 from stay.stages import REGISTRY
 from stay.testing import RiggedBackend
 from tests.conftest import ROOT, run_stay
+from tests.expected import LESSON_WRITERS
 from tests.pipeline.test_build import quiet, tree
 
 HTTP = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
@@ -123,7 +124,7 @@ def test_the_note_is_in_the_request_as_reviewer_guidance_beside_the_current_file
     current = quiz.read_text()
     revise(SLUG, ["m01-l02"], note="Ask about TTLs.", courses_dir=courses, backend=Recording(), progress=quiet)
     asked = {r.stage: r for r in seen}
-    assert set(asked) == {"content", "exercises", "quiz"}  # a lesson id: its lesson files
+    assert set(asked) == set(LESSON_WRITERS)  # a lesson id: its lesson files
     request = asked["quiz"]
     assert request.inputs["reviewer_note"] == "Ask about TTLs."
     assert "## reviewer_note\n\nAsk about TTLs.\n" in request.user

@@ -23,7 +23,7 @@ import yaml
 
 import stay
 from stay._lock import CourseLock
-from stay.artefacts._io import temporary_name
+from stay.artefacts import temporary_name
 from stay.errors import CourseLocked, EnvironmentProblem, PipelineError, UsageError
 from stay.models import ModelAnswer, ModelRequest
 from stay.pipeline import approve, build_course, run_command, status
@@ -477,7 +477,7 @@ def test_a_full_disk_is_one_line_naming_the_path_and_the_file_on_disk_is_whole(
         courses: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import errno
 
-    from stay.artefacts import _io
+    import stay.artefacts as _io
 
     root = courses / SLUG
     lesson = next(root.glob("modules/*/m01-l01.md"))

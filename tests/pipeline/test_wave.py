@@ -9,6 +9,7 @@ import pytest
 from stay.pipeline import build_course
 from stay.testing import RiggedBackend
 from tests.conftest import ROOT
+from tests.expected import LESSON_WRITERS
 from tests.pipeline.test_build import quiet, tree
 
 SQL = ROOT / "examples" / "briefs" / "sql-window-functions.yaml"  # 12 lessons
@@ -19,13 +20,13 @@ def test_both_caps_hold_and_are_reached(tmp_path: Path, monkeypatch: pytest.Monk
                                         width: int, calls: int) -> None:
     monkeypatch.setenv("STAY_WAVE_CONCURRENCY", str(width))
     monkeypatch.setenv("STAY_MODEL_CONCURRENCY", str(calls))
-    reachable = min(calls, 3 * width + 1)  # a lesson's three wave calls, and the capstone beside them
+    reachable = min(calls, len(LESSON_WRITERS) * width + 1)  # a lesson's wave calls, and the capstone
     # every call is held until the most the caps allow are in flight: reaching them is then
     # a property of the runner, not of how fast this machine starts threads
     backend = RiggedBackend(latency=0.01, gather=reachable)
     result = build_course(SQL, courses_dir=tmp_path, yes=True, backend=backend, progress=quiet)
     wave = result.wave
-    assert wave is not None and wave.lessons == 12 and wave.calls == 37
+    assert wave is not None and wave.lessons == 12 and wave.calls == 12 * len(LESSON_WRITERS) + 1
     # as the runner counts, and as the model sees it: never above a cap, and the caps bind
     assert wave.max_lessons_in_flight == width
     assert wave.max_calls_in_flight == reachable

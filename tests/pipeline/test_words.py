@@ -75,7 +75,7 @@ def test_an_offline_title_never_ends_inside_an_aside() -> None:
     import yaml
 
     from stay.stages._offline import subtopics
-    from stay.stages.curriculum import offline as curriculum
+    from stay.stages.design import curriculum_offline as curriculum
     from tests.conftest import ROOT
 
     brief = yaml.safe_load((ROOT / "examples/briefs/how-http-requests-travel.yaml").read_text(encoding="utf-8"))

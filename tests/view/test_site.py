@@ -540,7 +540,7 @@ def remembered_markdown(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(_site, "render_markdown", remembered)
 
-    from stay.artefacts import _course
+    import stay.artefacts as _course
 
     parse = _course.parse_bytes
 
