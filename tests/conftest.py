@@ -31,8 +31,7 @@ def _complete(course: Path) -> None:
     answer and listed in the manifest: the sample is then a whole course for the registry."""
     from stay.artefacts import CourseManifest, dump, load, write
     from stay.models import OfflineBackend
-    from stay.pipeline._inputs import Unit, stage_inputs
-    from stay.pipeline._reader import RunReader
+    from stay.pipeline._layout import RunReader, Unit, stage_inputs
     from stay.stages import REGISTRY, Prompts
 
     manifest = load(course / "course.yaml", CourseManifest)

@@ -19,7 +19,8 @@ Phase = Literal["design", "plan", "wave", "review"]
 Scope = Literal["course", "module", "lesson"]  # a module's call answers for all its lessons
 
 
-# An input is named by the artefact kind it reads, or by one of these views (stay.pipeline._layout finds each in a course).
+# An input is named by the artefact kind it reads, or by one of these views (stay.pipeline._layout
+# finds each in a course).
 
 
 @dataclass(frozen=True)
