@@ -43,9 +43,17 @@ def _tree(root: Path) -> str:
     return digest.hexdigest()
 
 
-def test_the_range_holds_what_the_build_over_http_costs(tmp_path: Path) -> None:
-    guess = estimate(HTTP, courses_dir=tmp_path / "unused", settings=Settings())
-    assert not (tmp_path / "unused").exists()  # the estimate's build ran in a scratch copy
+@pytest.fixture(scope="module")
+def sample_guess(tmp_path_factory: pytest.TempPathFactory) -> Estimate:
+    """The sample's estimate with the default settings, made once for the tests that only read it."""
+    unused = tmp_path_factory.mktemp("estimate") / "unused"
+    guess = estimate(HTTP, courses_dir=unused, settings=Settings())
+    assert not unused.exists()  # the estimate's build ran in a scratch copy
+    return guess
+
+
+def test_the_range_holds_what_the_build_over_http_costs(tmp_path: Path, sample_guess: Estimate) -> None:
+    guess = sample_guess
     with FakeMessagesAPI() as api:
         result = build_course(HTTP, courses_dir=tmp_path / "real", yes=True, progress=quiet,
                               backend=AnthropicBackend(api_key=KEY, base_url=api.url, sleep=lambda _s: None))
@@ -132,6 +140,15 @@ def _realistic(target: Path | str, courses: Path, seed: int, settings: Settings 
     return result, api
 
 
+SAMPLE_SEED = 6
+
+
+@pytest.fixture(scope="module")
+def realistic_sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[BuildResult, FakeMessagesAPI]:
+    """One realistic build of the sample, read (never written) by the tests that need one."""
+    return _realistic(HTTP, tmp_path_factory.mktemp("real"), seed=SAMPLE_SEED)
+
+
 def _compared(what: str, guess: Estimate, result: BuildResult, api: FakeMessagesAPI) -> float:
     """The expected figure's error against the realistic build's cost, printed with the range."""
     assert guess.expected is not None and guess.low is not None and guess.high is not None
@@ -159,9 +176,13 @@ def test_the_expected_cost_of_a_24_lesson_course_is_within_30_percent_of_a_reali
 @pytest.mark.sweep
 @pytest.mark.parametrize("batch", [False, True], ids=["live", "batch"])
 def test_the_expected_cost_of_the_sample_is_within_30_percent_of_a_realistic_build(
-        tmp_path: Path, batch: bool) -> None:
-    guess = estimate(HTTP, courses_dir=tmp_path / "unused", settings=Settings(), batch=batch)
-    result, api = _realistic(HTTP, tmp_path / "real", seed=6, batch=batch)
+        tmp_path: Path, batch: bool, request: pytest.FixtureRequest) -> None:
+    if batch:
+        guess = estimate(HTTP, courses_dir=tmp_path / "unused", settings=Settings(), batch=batch)
+        result, api = _realistic(HTTP, tmp_path / "real", seed=SAMPLE_SEED, batch=batch)
+    else:
+        guess = request.getfixturevalue("sample_guess")
+        result, api = request.getfixturevalue("realistic_sample")
     assert bool(api.batches) is batch
     assert abs(_compared(f"sample brief{' --batch' if batch else ''}", guess, result, api)) <= TOLERANCE
 
@@ -179,20 +200,25 @@ def test_the_expected_cost_of_a_rebuild_after_a_prompt_edit_is_within_30_percent
 
 
 @pytest.mark.sweep
-@pytest.mark.parametrize("seed", [11, 12, 13])
-def test_low_and_high_hold_what_a_realistic_build_costs(tmp_path: Path, seed: int) -> None:
-    guess = estimate(HTTP, courses_dir=tmp_path / "unused", settings=Settings())
-    result, api = _realistic(HTTP, tmp_path / "real", seed=seed)
+@pytest.mark.parametrize("seed", [SAMPLE_SEED, 12, 13])
+def test_low_and_high_hold_what_a_realistic_build_costs(tmp_path: Path, seed: int, sample_guess: Estimate,
+                                                        request: pytest.FixtureRequest) -> None:
+    guess = sample_guess
+    if seed == SAMPLE_SEED:
+        result, api = request.getfixturevalue("realistic_sample")
+    else:
+        result, api = _realistic(HTTP, tmp_path / "real", seed=seed)
     assert guess.low is not None and guess.high is not None and result.cost is not None
     assert guess.low <= result.cost <= guess.high
     assert api.accounting.total("output_tokens") > sum(s.typical_output for s in guess.stages)
 
 
-def test_the_realistic_fake_writes_lessons_inside_house_style_and_thinks(tmp_path: Path) -> None:
+def test_the_realistic_fake_writes_lessons_inside_house_style_and_thinks(
+        tmp_path: Path, realistic_sample: tuple[BuildResult, FakeMessagesAPI]) -> None:
     """The fake the expected figure is checked against: its lessons are longer than the
     offline ones, yet the course passes the validator with no finding on their length."""
     plain = build_course(HTTP, courses_dir=tmp_path / "plain", yes=True, progress=quiet, settings=Settings())
-    result, api = _realistic(HTTP, tmp_path / "real", seed=5)
+    result, api = realistic_sample
     report = validate_course(result.course_dir, strict=True)
     assert report.fails == 0 and not [d for d in report.defects if d.code in ("les005", "les006", "les007", "les008")]
     # a lesson drawn shorter than its offline body keeps that body: longer over the course, not each
@@ -204,8 +230,9 @@ def test_the_realistic_fake_writes_lessons_inside_house_style_and_thinks(tmp_pat
         len(str(answer)) // 4 for answer in api.answers)  # the thinking is billed as output
 
 
-def test_batch_prices_the_wave_at_the_batch_rate_and_its_high_end_keeps_a_live_retry(tmp_path: Path) -> None:
-    live = estimate(HTTP, courses_dir=tmp_path, settings=Settings())
+def test_batch_prices_the_wave_at_the_batch_rate_and_its_high_end_keeps_a_live_retry(
+        tmp_path: Path, sample_guess: Estimate) -> None:
+    live = sample_guess
     batch = estimate(HTTP, courses_dir=tmp_path, settings=Settings(), batch=True)
     assert [s.calls for s in batch.stages] == [s.calls for s in live.stages]
     assert batch.expected is not None and live.expected is not None and batch.expected < live.expected
