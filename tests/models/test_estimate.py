@@ -6,6 +6,7 @@ expected figure, within the issue's ``TOLERANCE``."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -52,11 +53,19 @@ def sample_guess(tmp_path_factory: pytest.TempPathFactory) -> Estimate:
     return guess
 
 
-def test_the_range_holds_what_the_build_over_http_costs(tmp_path: Path, sample_guess: Estimate) -> None:
-    guess = sample_guess
+@pytest.fixture(scope="module")
+def plain_sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[BuildResult, FakeMessagesAPI]:
+    """One build of the sample over HTTP against the plain fake, read (never written) by the tests."""
     with FakeMessagesAPI() as api:
-        result = build_course(HTTP, courses_dir=tmp_path / "real", yes=True, progress=quiet,
+        result = build_course(HTTP, courses_dir=tmp_path_factory.mktemp("plain"), yes=True, progress=quiet,
                               backend=AnthropicBackend(api_key=KEY, base_url=api.url, sleep=lambda _s: None))
+    return result, api
+
+
+def test_the_range_holds_what_the_build_over_http_costs(
+        sample_guess: Estimate, plain_sample: tuple[BuildResult, FakeMessagesAPI]) -> None:
+    guess = sample_guess
+    result, api = plain_sample
     billed = math.fsum(cost(b.model, Usage(**b.usage)) or 0.0 for b in api.accounting.billed)
     assert guess.low is not None and guess.high is not None and result.cost is not None
     assert billed <= result.cost  # what stay reports is what the fake billed, and the screen
@@ -244,14 +253,15 @@ def test_batch_prices_the_wave_at_the_batch_rate_and_its_high_end_keeps_a_live_r
     assert "at the batch price for the wave" in batch.lines()[0]
 
 
-def test_the_high_end_holds_a_build_whose_every_answer_is_cut_off_and_asked_again(tmp_path: Path) -> None:
+def test_the_high_end_holds_a_build_whose_every_answer_is_cut_off_and_asked_again(
+        tmp_path: Path, plain_sample: tuple[BuildResult, FakeMessagesAPI]) -> None:
     """Every call of the edited stage thinks its whole room and is cut off at max_tokens,
     then asked once more with twice the answer's room (``AnthropicBackend._retry``), both billed: a
     ceiling without that retry is passed by about one max_tokens of output a call."""
     courses, prompts = tmp_path / "courses", tmp_path / "prompts"
-    with FakeMessagesAPI() as api:
-        built = build_course(HTTP, courses_dir=courses, yes=True, progress=quiet,
-                             backend=AnthropicBackend(api_key=KEY, base_url=api.url, sleep=lambda _s: None))
+    shared, api = plain_sample
+    shutil.copytree(shared.course_dir, courses / shared.slug)  # rebuilt in a copy of its own
+    built = dataclasses.replace(shared, course_dir=courses / shared.slug)
     sizes = [tokens(json.dumps(answer)) for body, answer in zip(api.requests, api.answers, strict=True)
              if stage_of(body) == EDITED]
     room = max(sizes) // 2 + 1  # every answer is longer than this room, and fits in twice it
