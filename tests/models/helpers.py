@@ -3,13 +3,18 @@ httpx2: respx would not see its traffic), and handlers that answer like the offl
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
+import subprocess
 from collections.abc import Callable
 from typing import Any
 
 import anthropic
 import httpx2
 
+from stay import _secrets
 from stay.artefacts import Brief
 from stay.models import AnthropicBackend, ModelRequest
 from stay.stages import STAGES, Prompts
@@ -67,3 +72,25 @@ def audience_request() -> ModelRequest:
 
 def quiet(_line: str) -> None:
     pass
+
+
+def in_process(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m stay.cli ARGS`` with exactly ``env`` as its environment, run in this process
+    (a spawn costs about a second of imports): its exit code, stdout and stderr. The
+    environment and the secrets the run keeps (process-wide) are put back after."""
+    from stay.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved, kept = dict(os.environ), set(_secrets._known)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        with contextlib.chdir(ROOT), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        with _secrets._lock:
+            _secrets._known.clear()
+            _secrets._known.update(kept)
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())

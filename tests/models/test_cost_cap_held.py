@@ -87,6 +87,9 @@ def cut_offs(tmp_path_factory: pytest.TempPathFactory) -> CutOffs:
     return CutOffs(str(room), reference)
 
 
+PARTS = 3
+
+
 def _caps(sends: list[tuple[dict[str, Any], float]]) -> list[float]:
     """Caps at every request's edge: what was billed before it plus its worst case (it
     fits when nothing else is held), and halfway below that (it does not)."""
@@ -98,13 +101,16 @@ def _caps(sends: list[tuple[dict[str, Any], float]]) -> list[float]:
     return caps
 
 
+@pytest.mark.sweep
+@pytest.mark.parametrize("part", range(PARTS))
 def test_no_cap_is_passed_by_a_cut_off_retry_or_the_screen_and_a_rerun_pays_nothing_twice(
-        cut_offs: CutOffs, tmp_path: Path) -> None:
+        cut_offs: CutOffs, tmp_path: Path, part: int) -> None:
     """Over a grid of caps at every request's edge (the screen's, each first ask, each
     retry with more room), the fake's bill never passes the cap, and a rerun without a cap
-    makes the calls and pays the tokens of one uncapped run, no more."""
+    makes the calls and pays the tokens of one uncapped run, no more. The grid is dealt
+    into parts, every PARTS-th cap: the first part runs in the default tier."""
     room, reference = cut_offs.room, cut_offs.reference
-    caps = _caps(_sends(reference))
+    caps = _caps(_sends(reference))[part::PARTS]
     stopped = set()
     for index, cap in enumerate(caps):
         courses = tmp_path / f"cap{index}"
@@ -120,7 +126,7 @@ def test_no_cap_is_passed_by_a_cut_off_retry_or_the_screen_and_a_rerun_pays_noth
         assert again.returncode in (0, EXIT_GATE), again.stderr
         both = tuple(a + b for a, b in zip(_counted(capped), _counted(rerun), strict=True))
         assert both == _counted(reference), (cap, done.stderr)
-    assert len(stopped) > len(reference.answers) // 2  # the caps stopped runs at many different requests
+    assert len(stopped) > len(reference.answers) // 2  # even a part's caps stop runs at many different requests
 
 
 def _first_cut_off(sends: list[tuple[dict[str, Any], float]], room: str) -> int:

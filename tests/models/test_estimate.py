@@ -6,6 +6,7 @@ expected figure, within the issue's ``TOLERANCE``."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -43,12 +44,28 @@ def _tree(root: Path) -> str:
     return digest.hexdigest()
 
 
-def test_the_range_holds_what_the_build_over_http_costs(tmp_path: Path) -> None:
-    guess = estimate(HTTP, courses_dir=tmp_path / "unused", settings=Settings())
-    assert not (tmp_path / "unused").exists()  # the estimate's build ran in a scratch copy
+@pytest.fixture(scope="module")
+def sample_guess(tmp_path_factory: pytest.TempPathFactory) -> Estimate:
+    """The sample's estimate with the default settings, made once for the tests that only read it."""
+    unused = tmp_path_factory.mktemp("estimate") / "unused"
+    guess = estimate(HTTP, courses_dir=unused, settings=Settings())
+    assert not unused.exists()  # the estimate's build ran in a scratch copy
+    return guess
+
+
+@pytest.fixture(scope="module")
+def plain_sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[BuildResult, FakeMessagesAPI]:
+    """One build of the sample over HTTP against the plain fake, read (never written) by the tests."""
     with FakeMessagesAPI() as api:
-        result = build_course(HTTP, courses_dir=tmp_path / "real", yes=True, progress=quiet,
+        result = build_course(HTTP, courses_dir=tmp_path_factory.mktemp("plain"), yes=True, progress=quiet,
                               backend=AnthropicBackend(api_key=KEY, base_url=api.url, sleep=lambda _s: None))
+    return result, api
+
+
+def test_the_range_holds_what_the_build_over_http_costs(
+        sample_guess: Estimate, plain_sample: tuple[BuildResult, FakeMessagesAPI]) -> None:
+    guess = sample_guess
+    result, api = plain_sample
     billed = math.fsum(cost(b.model, Usage(**b.usage)) or 0.0 for b in api.accounting.billed)
     assert guess.low is not None and guess.high is not None and result.cost is not None
     assert billed <= result.cost  # what stay reports is what the fake billed, and the screen
@@ -132,6 +149,15 @@ def _realistic(target: Path | str, courses: Path, seed: int, settings: Settings 
     return result, api
 
 
+SAMPLE_SEED = 6
+
+
+@pytest.fixture(scope="module")
+def realistic_sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[BuildResult, FakeMessagesAPI]:
+    """One realistic build of the sample, read (never written) by the tests that need one."""
+    return _realistic(HTTP, tmp_path_factory.mktemp("real"), seed=SAMPLE_SEED)
+
+
 def _compared(what: str, guess: Estimate, result: BuildResult, api: FakeMessagesAPI) -> float:
     """The expected figure's error against the realistic build's cost, printed with the range."""
     assert guess.expected is not None and guess.low is not None and guess.high is not None
@@ -159,16 +185,22 @@ def test_the_expected_cost_of_a_24_lesson_course_is_within_30_percent_of_a_reali
 @pytest.mark.sweep
 @pytest.mark.parametrize("batch", [False, True], ids=["live", "batch"])
 def test_the_expected_cost_of_the_sample_is_within_30_percent_of_a_realistic_build(
-        tmp_path: Path, batch: bool) -> None:
-    guess = estimate(HTTP, courses_dir=tmp_path / "unused", settings=Settings(), batch=batch)
-    result, api = _realistic(HTTP, tmp_path / "real", seed=6, batch=batch)
+        tmp_path: Path, batch: bool, request: pytest.FixtureRequest) -> None:
+    if batch:
+        guess = estimate(HTTP, courses_dir=tmp_path / "unused", settings=Settings(), batch=batch)
+        result, api = _realistic(HTTP, tmp_path / "real", seed=SAMPLE_SEED, batch=batch)
+    else:
+        guess = request.getfixturevalue("sample_guess")
+        result, api = request.getfixturevalue("realistic_sample")
     assert bool(api.batches) is batch
     assert abs(_compared(f"sample brief{' --batch' if batch else ''}", guess, result, api)) <= TOLERANCE
 
 
-def test_the_expected_cost_of_a_rebuild_after_a_prompt_edit_is_within_30_percent(tmp_path: Path) -> None:
+def test_the_expected_cost_of_a_rebuild_after_a_prompt_edit_is_within_30_percent(
+        tmp_path: Path, realistic_sample: tuple[BuildResult, FakeMessagesAPI]) -> None:
     courses, prompts = tmp_path / "courses", tmp_path / "prompts"
-    built, _first = _realistic(HTTP, courses, seed=1)
+    built = realistic_sample[0]  # rebuilt in a copy of its own
+    shutil.copytree(built.course_dir, courses / built.slug)
     shutil.copytree(ROOT / "prompts", prompts)
     (prompts / f"{EDITED}.md").write_text((prompts / f"{EDITED}.md").read_text() + "\nBe brief.\n")
     edited = Settings(prompts_dir=prompts)
@@ -179,20 +211,25 @@ def test_the_expected_cost_of_a_rebuild_after_a_prompt_edit_is_within_30_percent
 
 
 @pytest.mark.sweep
-@pytest.mark.parametrize("seed", [11, 12, 13])
-def test_low_and_high_hold_what_a_realistic_build_costs(tmp_path: Path, seed: int) -> None:
-    guess = estimate(HTTP, courses_dir=tmp_path / "unused", settings=Settings())
-    result, api = _realistic(HTTP, tmp_path / "real", seed=seed)
+@pytest.mark.parametrize("seed", [SAMPLE_SEED, 12, 13])
+def test_low_and_high_hold_what_a_realistic_build_costs(tmp_path: Path, seed: int, sample_guess: Estimate,
+                                                        request: pytest.FixtureRequest) -> None:
+    guess = sample_guess
+    if seed == SAMPLE_SEED:
+        result, api = request.getfixturevalue("realistic_sample")
+    else:
+        result, api = _realistic(HTTP, tmp_path / "real", seed=seed)
     assert guess.low is not None and guess.high is not None and result.cost is not None
     assert guess.low <= result.cost <= guess.high
     assert api.accounting.total("output_tokens") > sum(s.typical_output for s in guess.stages)
 
 
-def test_the_realistic_fake_writes_lessons_inside_house_style_and_thinks(tmp_path: Path) -> None:
+def test_the_realistic_fake_writes_lessons_inside_house_style_and_thinks(
+        tmp_path: Path, realistic_sample: tuple[BuildResult, FakeMessagesAPI]) -> None:
     """The fake the expected figure is checked against: its lessons are longer than the
     offline ones, yet the course passes the validator with no finding on their length."""
     plain = build_course(HTTP, courses_dir=tmp_path / "plain", yes=True, progress=quiet, settings=Settings())
-    result, api = _realistic(HTTP, tmp_path / "real", seed=5)
+    result, api = realistic_sample
     report = validate_course(result.course_dir, strict=True)
     assert report.fails == 0 and not [d for d in report.defects if d.code in ("les005", "les006", "les007", "les008")]
     # a lesson drawn shorter than its offline body keeps that body: longer over the course, not each
@@ -204,8 +241,9 @@ def test_the_realistic_fake_writes_lessons_inside_house_style_and_thinks(tmp_pat
         len(str(answer)) // 4 for answer in api.answers)  # the thinking is billed as output
 
 
-def test_batch_prices_the_wave_at_the_batch_rate_and_its_high_end_keeps_a_live_retry(tmp_path: Path) -> None:
-    live = estimate(HTTP, courses_dir=tmp_path, settings=Settings())
+def test_batch_prices_the_wave_at_the_batch_rate_and_its_high_end_keeps_a_live_retry(
+        tmp_path: Path, sample_guess: Estimate) -> None:
+    live = sample_guess
     batch = estimate(HTTP, courses_dir=tmp_path, settings=Settings(), batch=True)
     assert [s.calls for s in batch.stages] == [s.calls for s in live.stages]
     assert batch.expected is not None and live.expected is not None and batch.expected < live.expected
@@ -215,14 +253,15 @@ def test_batch_prices_the_wave_at_the_batch_rate_and_its_high_end_keeps_a_live_r
     assert "at the batch price for the wave" in batch.lines()[0]
 
 
-def test_the_high_end_holds_a_build_whose_every_answer_is_cut_off_and_asked_again(tmp_path: Path) -> None:
+def test_the_high_end_holds_a_build_whose_every_answer_is_cut_off_and_asked_again(
+        tmp_path: Path, plain_sample: tuple[BuildResult, FakeMessagesAPI]) -> None:
     """Every call of the edited stage thinks its whole room and is cut off at max_tokens,
     then asked once more with twice the answer's room (``AnthropicBackend._retry``), both billed: a
     ceiling without that retry is passed by about one max_tokens of output a call."""
     courses, prompts = tmp_path / "courses", tmp_path / "prompts"
-    with FakeMessagesAPI() as api:
-        built = build_course(HTTP, courses_dir=courses, yes=True, progress=quiet,
-                             backend=AnthropicBackend(api_key=KEY, base_url=api.url, sleep=lambda _s: None))
+    shared, api = plain_sample
+    shutil.copytree(shared.course_dir, courses / shared.slug)  # rebuilt in a copy of its own
+    built = dataclasses.replace(shared, course_dir=courses / shared.slug)
     sizes = [tokens(json.dumps(answer)) for body, answer in zip(api.requests, api.answers, strict=True)
              if stage_of(body) == EDITED]
     room = max(sizes) // 2 + 1  # every answer is longer than this room, and fits in twice it

@@ -18,13 +18,14 @@ from stay.settings import ROLES
 from stay.stages import REGISTRY
 from tests.conftest import ROOT
 from tests.models.fake_openai import FakeOpenAI
-from tests.models.helpers import HTTP
+from tests.models.helpers import HTTP, in_process
 from tests.parity.harness import reference_report
 
 
 def stay(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "stay.cli", *args], capture_output=True, text=True, timeout=300,
-                          env=env, cwd=ROOT, check=False)
+    """The command with exactly ``env``, in this process; the tests about the process itself
+    (Ctrl-C, the SDK not installed) start one."""
+    return in_process(env, *args)
 
 
 def environment(fake: FakeOpenAI, **extra: str) -> dict[str, str]:

@@ -250,8 +250,10 @@ def test_every_file_a_build_and_the_evals_write_is_cut_of_every_kind_of_secret(t
     OTLP headers (no endpoint: the settings never read them) are echoed in an error that
     ends a build once files were written; the stderr line cut them, the run log did not.
     A build that fails, one that resumes to the end, a rescore and its pages: no file under
-    the courses directory or the evals output holds any of them."""
+    the courses directory or the evals output holds any of them. In this process (what it
+    prints is the test above's, in real processes; this one is about the files)."""
     from tests.models.fake_openai import FakeOpenAI, Status
+    from tests.models.helpers import in_process as _stay
 
     secrets = (KEY, BASE_USER, BASE_PASSWORD, OTLP_TOKEN.split()[1], OTLP_MALFORMED)
     echo = "you sent " + " ".join(secrets)
