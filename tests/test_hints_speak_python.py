@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import importlib
 import inspect
 import re
@@ -39,14 +40,17 @@ FILES_NOT_MESSAGES = {
 never depend on who made it, so it keeps the command line's words."""
 
 
-def _cli_only() -> set[str]:
+@functools.cache
+def _cli_only() -> frozenset[str]:
     """stay.cli, each package's command line (``*._cli``), and what only they import."""
     graph = import_graph(ROOT)
     modules = {i.importer for i in graph}
-    only = {"stay.cli"} | {m for m in modules if m.endswith("._cli")}
+    importers: dict[str, set[str]] = {}
+    for found in graph:
+        importers.setdefault(found.imported, set()).add(found.importer)
+    only = frozenset({"stay.cli"} | {m for m in modules if m.endswith("._cli")})
     while True:
-        importers = {m: {i.importer for i in graph if i.imported == m} for m in modules - only}
-        more = {m for m, by in importers.items() if by and by <= only}
+        more = {m for m in modules - only if importers.get(m) and importers[m] <= only}
         if not more:
             return only
         only |= more

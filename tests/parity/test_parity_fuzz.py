@@ -4,7 +4,8 @@ In CI these run 3 x 100 structural + 2 x 100 garbage + 2 x 100 whitespace = 700
 examples (HYPOTHESIS_PROFILE=ci), split into tests of 100 so pytest-xdist can spread
 them; each compares both tiers, in a
 severity mode drawn per example, so both modes are covered. Each test has its own
-name, and so its own derandomized seed: the seven draw different examples.
+name, and so its own derandomized seed: the seven draw different examples. The default
+tier runs the first shard of each strategy; the other shards run in the slow tier.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -48,12 +50,14 @@ def test_structural_damage_gives_identical_reports_1(damages: list[Damage], stri
     _check(damages, strict)
 
 
+@pytest.mark.slow  # a CI shard of the one above: the same strategy, more examples
 @settings(max_examples=examples(100))
 @given(structural_damage, st.booleans())
 def test_structural_damage_gives_identical_reports_2(damages: list[Damage], strict: bool) -> None:
     _check(damages, strict)
 
 
+@pytest.mark.slow  # a CI shard of the one above: the same strategy, more examples
 @settings(max_examples=examples(100))
 @given(structural_damage, st.booleans())
 def test_structural_damage_gives_identical_reports_3(damages: list[Damage], strict: bool) -> None:
@@ -66,6 +70,7 @@ def test_garbage_gives_identical_reports_1(damages: tuple[list[Damage], list[Dam
     _check(damages[0] + damages[1], strict)
 
 
+@pytest.mark.slow  # a CI shard of the one above: the same strategy, more examples
 @settings(max_examples=examples(100))
 @given(garbage_damage, st.booleans())
 def test_garbage_gives_identical_reports_2(damages: tuple[list[Damage], list[Damage]], strict: bool) -> None:
@@ -78,6 +83,7 @@ def test_whitespace_damage_gives_identical_reports_1(damages: list[Damage], stri
     _check(damages, strict)
 
 
+@pytest.mark.slow  # a CI shard of the one above: the same strategy, more examples
 @settings(max_examples=examples(100))
 @given(whitespace_damage, st.booleans())
 def test_whitespace_damage_gives_identical_reports_2(damages: list[Damage], strict: bool) -> None:

@@ -237,9 +237,13 @@ def test_an_item_judged_on_a_lesson_links_to_the_lesson_its_judge_read_each_show
     assert {"outcome_coverage", "distractor_quality", "exercise_alignment"} <= {s for _r, s, _p, _side in judged}
     lessons = {lesson.anchor: lesson for lesson in detail.lessons}
     expected: dict[str, set[str]] = {}
+    courses: dict[Path, CourseOnDisk] = {}  # each course loaded once, not once per judged side
     for run, scorer, pair, side in judged:
         build = reports[run]["briefs"][pair.brief]["builds"][side.build]
-        course = CourseOnDisk.load(paths[run].parent / build["course"])
+        where = paths[run].parent / build["course"]
+        if where not in courses:
+            courses[where] = CourseOnDisk.load(where)
+        course = courses[where]
         lesson = next(lsn for lsn in course.lessons if lsn.id == _recorded_lesson(build, scorer, side.item))
         assert lesson.content is not None and len(lesson.content.body) == judged_length(side.shown)
         assert side.lesson == lesson.id and side.lesson_why == "" and side.lesson_anchor in lessons

@@ -159,6 +159,7 @@ def test_grammar_documents_parse_as_safe_load_does_1(text: str) -> None:
     assert_same_verdict(text)
 
 
+@pytest.mark.slow  # a CI shard of the one above: the same strategy, more examples
 @settings(max_examples=examples(3_000))
 @given(documents)
 def test_grammar_documents_parse_as_safe_load_does_2(text: str) -> None:

@@ -55,19 +55,26 @@ class Built:
 
 
 @pytest.fixture(scope="module")
-def library(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    root = tmp_path_factory.mktemp("acceptance")
-    courses = root / "courses"
-    complete = []
+def complete(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ...]:
+    """Every example brief built offline to the end: all the answer-position test reads (no site)."""
+    courses = tmp_path_factory.mktemp("acceptance") / "courses"
+    built = []
     for brief in BRIEFS:
         result = build_course(brief, courses_dir=courses, yes=True, backend="offline", progress=quiet)
         assert result.complete, f"{brief.name}: {result.reason}"
-        complete.append(result.course_dir)
+        built.append(result.course_dir)
+    return tuple(built)
+
+
+@pytest.fixture(scope="module")
+def library(complete: tuple[Path, ...]) -> Built:
+    courses = complete[0].parent
+    root = courses.parent
     gated = build_course(GATED_BRIEF, courses_dir=courses, backend="offline", progress=quiet)
     assert gated.stopped_at == "design gate", gated.reason
     assert len(complete) >= 3  # several courses, as the issue's check builds
     assert main(["view", "--all", "--courses-dir", str(courses), "--out", str(root / "site")]) == 0
-    return Built(courses, root / "site", tuple(complete), gated.course_dir)
+    return Built(courses, root / "site", complete, gated.course_dir)
 
 
 @pytest.fixture
@@ -271,11 +278,11 @@ def test_every_quiz_hides_its_answers_then_keeps_them_through_a_reload(context: 
     page.close()
 
 
-def test_no_quiz_or_module_puts_every_correct_answer_in_one_position(library: Built) -> None:
+def test_no_quiz_or_module_puts_every_correct_answer_in_one_position(complete: tuple[Path, ...]) -> None:
     """From the quiz YAML: where two or more mcq items of one quiz, or of one module, have
     their one correct option, that position is not the same for all of them."""
     wrong = []
-    for course in library.complete:
+    for course in complete:
         modules: dict[Path, list[int]] = {}
         for path in sorted(course.glob("modules/*/*.quiz.yaml")):
             quiz = artefacts.load(path, Quiz)
@@ -283,9 +290,9 @@ def test_no_quiz_or_module_puts_every_correct_answer_in_one_position(library: Bu
                          and sum(o.correct for o in item.options or []) == 1]
             modules.setdefault(path.parent, []).extend(positions)
             if len(positions) >= 2 and len(set(positions)) == 1:
-                where = path.relative_to(library.courses)
+                where = path.relative_to(course.parent)
                 wrong.append(f"{where}: every correct answer is option {_letter(positions[0])}")
-        wrong += [f"{module.relative_to(library.courses)}: every correct answer is option {_letter(found[0])}"
+        wrong += [f"{module.relative_to(course.parent)}: every correct answer is option {_letter(found[0])}"
                   for module, found in modules.items() if len(found) >= 2 and len(set(found)) == 1]
         assert modules, f"{course.name} has no quiz"
     assert wrong == [], "\n".join(wrong)

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import html.parser
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 from stay.scoring import OfflineJudge
 from stay.scoring._scorers import JUDGE_FREE_NAMES
 from stay.view import render_compare_html, render_run_summary_html
-from tests.conftest import ROOT, SAMPLE
+from tests.conftest import SAMPLE, run_stay
 from tests.view.conftest import page_text
 from tests.view.report_data import HEADER, ITEMS, ROWS
 
@@ -82,10 +79,10 @@ def test_the_same_data_gives_the_same_page() -> None:
 def run_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     """A real eval report: the sample course scored offline (the model judges' scorers not judged)."""
     out = tmp_path_factory.mktemp("report") / "r.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "stay.cli", "evals", "score", str(SAMPLE), "--output", str(out),
-                           "--backend", "offline", "--label", "sample"], cwd=out.parent, env=env,
-                          capture_output=True, text=True, check=False, timeout=300)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(out.parent)
+        done = run_stay("evals", "score", str(SAMPLE), "--output", str(out), "--backend", "offline",
+                        "--label", "sample")
     assert done.returncode == 0, done.stderr
     document: dict[str, object] = json.loads(out.read_text())
     return document

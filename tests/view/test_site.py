@@ -227,10 +227,12 @@ def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
             for p in sorted(root.rglob("*"))}
 
 
-def test_rendering_never_writes_into_the_course(tmp_path: Path, built_course: Path) -> None:
+def test_rendering_never_writes_into_the_course(tmp_path: Path, built_course: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     before = _snapshot(built_course)
     render_course(built_course, tmp_path / "site")
-    done = _run("view", built_course.name, "--courses-dir", str(built_course.parent), cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)  # the command's default --out is ./site
+    done = run_stay("view", built_course.name, "--courses-dir", str(built_course.parent))
     assert done.returncode == 0, done.stderr
     assert _snapshot(built_course) == before
     assert (tmp_path / "site" / built_course.name / "index.html").is_file()  # the default --out
@@ -404,12 +406,6 @@ def stay_usage_error() -> type[Exception]:
     from stay.errors import UsageError
 
     return UsageError
-
-
-def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "stay.cli", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, check=False, timeout=120)
 
 
 @pytest.mark.parametrize(("args", "message"), [
