@@ -98,18 +98,22 @@ def sample_copy(tmp_path: Path) -> Path:
     return target
 
 
-def run_stay(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_stay(*args: str, env: dict[str, str] | None = None, only_env: bool = False) -> subprocess.CompletedProcess[str]:
     """The ``stay`` command line, run in this process (``stay.cli.main`` with these
-    arguments), with ANTHROPIC_API_KEY unset unless ``env`` sets it: its exit code,
-    stdout and stderr, as a process would give them. Tests that need a process of their
-    own (a signal, a second writer, a closed pipe, a memory limit) start one."""
+    arguments), with ANTHROPIC_API_KEY unset unless ``env`` sets it (``only_env``: with exactly
+    ``env`` as its environment): its exit code, stdout and stderr, as a process would give them.
+    The environment and the secrets the run keeps (process-wide) are put back after. Tests that
+    need a process of their own (a signal, a second writer, a closed pipe, a memory limit) start one."""
     import contextlib
     import io
 
+    from stay import _secrets
     from stay.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    saved = dict(os.environ)
+    saved, kept = dict(os.environ), set(_secrets._known)
+    if only_env:
+        os.environ.clear()
     os.environ.pop("ANTHROPIC_API_KEY", None)
     os.environ.update(env or {})
     try:
@@ -118,4 +122,7 @@ def run_stay(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
     finally:
         os.environ.clear()
         os.environ.update(saved)
+        with _secrets._lock:
+            _secrets._known.clear()
+            _secrets._known.update(kept)
     return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())

@@ -4,9 +4,7 @@ httpx2: respx would not see its traffic), and handlers that answer like the offl
 from __future__ import annotations
 
 import contextlib
-import io
 import json
-import os
 import subprocess
 from collections.abc import Callable
 from typing import Any
@@ -14,11 +12,10 @@ from typing import Any
 import anthropic
 import httpx2
 
-from stay import _secrets
 from stay.artefacts import Brief
 from stay.models import AnthropicBackend, ModelRequest
 from stay.stages import STAGES, Prompts
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_stay
 from tests.models.fake_api import WireViolation, answer_for, enforce, is_stage, message, reply, violation_response
 
 HTTP = ROOT / "examples" / "briefs" / "how-http-requests-travel.yaml"
@@ -75,22 +72,6 @@ def quiet(_line: str) -> None:
 
 
 def in_process(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m stay.cli ARGS`` with exactly ``env`` as its environment, run in this process
-    (a spawn costs about a second of imports): its exit code, stdout and stderr. The
-    environment and the secrets the run keeps (process-wide) are put back after."""
-    from stay.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    saved, kept = dict(os.environ), set(_secrets._known)
-    os.environ.clear()
-    os.environ.update(env)
-    try:
-        with contextlib.chdir(ROOT), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(args))
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-        with _secrets._lock:
-            _secrets._known.clear()
-            _secrets._known.update(kept)
-    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
+    """``python -m stay.cli ARGS`` from the checkout, with exactly ``env`` as its environment, in this process."""
+    with contextlib.chdir(ROOT):
+        return run_stay(*args, env=env, only_env=True)
