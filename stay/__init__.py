@@ -66,5 +66,6 @@ if TYPE_CHECKING:
     from stay.validate import ValidationReport as ValidationReport
     from stay.validate import validate_course as validate_course
     from stay.validate import validate_courses as validate_courses
+    from stay.view import export as export
 
 __getattr__, __dir__, __all__ = lazy_package(__name__, __file__, "__version__")

@@ -297,9 +297,10 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("validate", help="check courses against the course format (see `stay validate`)",
                    add_help=False)
     from stay.scoring import evals_parser
-    from stay.view import view_parser
+    from stay.view import export_parser, view_parser
 
     view_parser(sub)
+    export_parser(sub)
     evals_parser(sub)
     return parser
 
@@ -363,6 +364,10 @@ def _dispatch(args: list[str]) -> int:
         from stay.view import view_main
 
         return view_main(ns)
+    if ns.command == "export":
+        from stay.view import export_main
+
+        return export_main(ns)
     if ns.command == "watch":
         from stay._watch import watch
 

@@ -1,4 +1,5 @@
-"""The course viewer and the report pages: read-only static HTML, rendered offline. ``build_site`` returns
+"""The course viewer, its LMS packages (``export``, ``build_package``) and the report pages: read-only
+static HTML, rendered offline. ``build_site`` returns
 a course's site in memory (same course, same bytes), ``render_course`` writes it outside the course,
 ``render_library`` renders every course and a listing; the report pages turn eval results into one
 self-contained HTML page each. Nothing here writes into a course or fetches anything."""
@@ -11,6 +12,8 @@ from stay._lazy import lazy_package
 
 # imported on first use: ``stay --help`` builds the parser from stay.view._cli, without Jinja2 or Pygments
 if TYPE_CHECKING:
+    from stay.view._cli import export_main as export_main
+    from stay.view._cli import export_parser as export_parser
     from stay.view._cli import view_main as view_main
     from stay.view._cli import view_parser as view_parser
     from stay.view._compare_detail import PAIR_KINDS as PAIR_KINDS
@@ -23,6 +26,8 @@ if TYPE_CHECKING:
     from stay.view._compare_detail import RunCost as RunCost
     from stay.view._compare_detail import ScorerPairs as ScorerPairs
     from stay.view._compare_detail import dollars as dollars
+    from stay.view._export import build_package as build_package
+    from stay.view._export import export as export
     from stay.view._reports import CompareHeader as CompareHeader
     from stay.view._reports import Interval as Interval
     from stay.view._reports import ItemDiffRow as ItemDiffRow

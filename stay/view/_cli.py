@@ -1,4 +1,5 @@
-"""``stay view SLUG``: ``view_parser`` adds the subcommand to ``stay``'s parser, ``view_main`` runs it."""
+"""``stay view SLUG`` and ``stay export SLUG``: each ``*_parser`` adds its subcommand to ``stay``'s parser,
+each ``*_main`` runs it."""
 
 from __future__ import annotations
 
@@ -33,6 +34,35 @@ def view_parser(subparsers: Any) -> argparse.ArgumentParser:
     view.add_argument("--port", type=int, metavar="P",
                       help="the port for --serve (default: 8000; 0 picks a free one)")
     return view
+
+
+EXPORT = ("package a course for a learning management system: SCORM 1.2 (a zip, one SCO a lesson) "
+          "or Common Cartridge 1.3 (an .imscc, each quiz a QTI assessment)")
+
+
+def export_parser(subparsers: Any) -> argparse.ArgumentParser:
+    export: argparse.ArgumentParser = subparsers.add_parser("export", help=EXPORT, description=EXPORT)
+    export.add_argument("slug", help="the course's slug: a directory in --courses-dir")
+    export.add_argument("--format", choices=("scorm", "cc"), required=True,
+                        help="scorm: SCORM 1.2; cc: IMS Common Cartridge 1.3")
+    export.add_argument("--out", metavar="DIR",
+                        help="where to write the package (default: exports/ under the current directory); "
+                             "must be outside the course")
+    export.add_argument("--courses-dir", default="courses", metavar="DIR", help="where courses live (default: courses)")
+    export.add_argument("--allow-incomplete", action="store_true",
+                        help="export a course that fails `stay validate --strict` or waits at a gate, with a banner "
+                             "on every page saying so")
+    return export
+
+
+def export_main(ns: argparse.Namespace) -> int:
+    """Write the package; one line naming it."""
+    from stay.view._export import TITLES, export
+
+    path = export(ns.slug, ns.format, out_dir=ns.out, courses_dir=ns.courses_dir,
+                  allow_incomplete=ns.allow_incomplete)
+    print(f"{ns.slug}: {TITLES[ns.format]} package in {path} ({path.stat().st_size} bytes)")
+    return 0
 
 
 def view_main(ns: argparse.Namespace) -> int:

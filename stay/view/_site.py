@@ -103,9 +103,12 @@ def missing_course(root: Path) -> CoursePathError:
 
 
 def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.PathLike[str] | None = None,
-                    library: str | None = None, backend: str | None = None,
-                    learner: bool = False) -> tuple[dict[str, bytes], CourseView, Ledger, Validation]:
-    """``build_site``'s files, with what they were made from (a library's listing sums them up)."""
+                    library: str | None = None, backend: str | None = None, learner: bool = False,
+                    package: str | None = None, banner: str | None = None,
+                    ) -> tuple[dict[str, bytes], CourseView, Ledger, Validation]:
+    """``build_site``'s files, with what they were made from (a library's listing sums them up).
+    ``package`` ("scorm" or "cc"): the pages an LMS package holds (stay.view._export); ``banner``: a
+    line every page shows at its top."""
     root = Path(course_dir)
     if not root.is_dir():
         raise missing_course(root)
@@ -133,6 +136,7 @@ def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.Pa
         "file_state": lambda loaded: file_state(loaded, ledger, validation),
         "budget": _budget(course), "file_kind": file_kind, "library": library,
         "data_files": tuple(offered.values()), "capstone_files": _named(offered, course.project.model),
+        "package": package, "banner": banner,
     }
     lessons = [lesson for lesson in course.lessons if lesson.page is not None]
     views = [_lesson_page(lesson, links, lessons[i - 1] if i else None,

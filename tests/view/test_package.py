@@ -20,7 +20,7 @@ TEMPLATES = ("base.html.j2", "macros.html.j2", "index.html.j2", "lesson.html.j2"
              "capstone.html.j2", "outcomes.html.j2", "status.html.j2", "report_base.html.j2", "bars.html.j2",
              "compare.html.j2", "run.html.j2", "refused.html.j2", "library.html.j2",
              "review.html.j2")
-STATIC = ("style.css", "progress.js", "quiz.js")
+STATIC = ("style.css", "progress.js", "quiz.js", "scorm.js")
 
 
 def test_the_package_data_is_found_through_importlib_resources() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import html.parser
+import io
 import json
 import os
 import re
@@ -13,9 +14,11 @@ import subprocess
 import sys
 import time
 import urllib.request
+import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,7 +26,7 @@ from hypothesis import strategies as st
 
 import stay.artefacts as artefacts
 from stay.validate import validate_course
-from stay.view import build_site, render_course
+from stay.view import build_package, build_site, render_course
 from stay.view._env import render_markdown
 from stay.view._load import NO_LEDGER, badge_class, load_course
 from tests.conftest import ROOT, SAMPLE, run_stay
@@ -32,7 +35,7 @@ from tests.fixtures.rules import MUTATIONS, make_fixture
 from tests.fixtures.rules.ast import SAMPLE_DATA
 from tests.view.conftest import normalise, page_text
 
-SCRIPTS = ("progress.js", "quiz.js")  # the only scripts a page may load: the site's own
+SCRIPTS = ("progress.js", "quiz.js", "scorm.js")  # the only scripts a page may load: the site's own
 CODE_FENCE = re.compile(r"^(```|~~~)")
 
 
@@ -306,9 +309,23 @@ class _Tags(html.parser.HTMLParser):
         self.tags.append((tag, dict(attrs)))
 
 
-@pytest.mark.parametrize("learner", [False, True])
-def test_everything_read_from_a_course_is_escaped(tmp_path: Path, learner: bool) -> None:
-    site = build_site(_hostile_course(tmp_path), learner=learner)
+def _pages(course: Path, kind: str) -> dict[str, bytes]:
+    """The HTML a reader's browser gets: the site's pages, or a package's pages and the HTML its QTI
+    quizzes hold (XML-escaped text an LMS renders)."""
+    if kind in ("site", "learner"):
+        return build_site(course, learner=kind == "learner")
+    package = zipfile.ZipFile(io.BytesIO(build_package(course, kind, allow_incomplete=True)))
+    pages = {name: package.read(name) for name in package.namelist()}
+    for name in [name for name in pages if name.startswith("quizzes/")]:
+        texts = ElementTree.fromstring(pages.pop(name)).iter("{http://www.imsglobal.org/xsd/ims_qtiasiv1p2}mattext")
+        pages[name + ".html"] = "".join(text.text or "" for text in texts).encode()
+    return {name.removeprefix("web_resources/"): data for name, data in pages.items()}
+
+
+@pytest.mark.parametrize("kind", ["site", "learner", "scorm", "cc"])
+def test_everything_read_from_a_course_is_escaped(tmp_path: Path, kind: str) -> None:
+    site = _pages(_hostile_course(tmp_path), kind)
+    assert any(name.startswith("quizzes/") for name in site) == (kind == "cc")
     for name, data in site.items():
         if not name.endswith(".html"):
             continue
@@ -324,7 +341,10 @@ def test_everything_read_from_a_course_is_escaped(tmp_path: Path, learner: bool)
     lesson = site["m01-l01.html"].decode()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in lesson
     assert "<h1>What a &lt;script&gt;URL&lt;/script&gt; names</h1>" in lesson  # the heading, and
-    assert ">From &lt;script&gt;URL&lt;/script&gt; to connection</a>" in lesson  # the module in the breadcrumbs
+    if kind in ("site", "learner"):  # a package has no breadcrumbs: the LMS navigates
+        assert ">From &lt;script&gt;URL&lt;/script&gt; to connection</a>" in lesson  # the module in them
+    if kind == "cc":  # the quiz's stem, as the LMS shows it
+        assert "which part &lt;script&gt;alert(1)&lt;/script&gt;" in site["quizzes/m01-l01.xml.html"].decode()
     assert '<a class="image-link" href="https://example.com/x.png">[image: pic]</a>' in lesson
 
 
