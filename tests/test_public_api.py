@@ -16,6 +16,7 @@ PUBLIC = [
     "NotebookProgress", "ProgressUpdate",  # progress: a bar in a notebook; what a custom sink receives
     "CourseReport", "Defect", "Severity", "ValidationReport", "__version__", "validate_course", "validate_courses",
     "Comparison", "compare_runs", "read_run",  # eval comparison (docs/evals.md), as `stay evals compare`
+    "export",  # a course as an LMS package (docs/export.md), as `stay export`
     # the whole error tree (stay/errors.py), so a caller can catch exactly what it handles
     "StayError", "UsageError", "CoursePathError", "CourseNotFound", "DataFileError", "BriefError", "BriefNotFound",
     "EnvironmentProblem",
