@@ -16,13 +16,13 @@ from xml.etree import ElementTree as ET
 
 from markupsafe import Markup
 
-from stay._words import SPEAKS, command_hint, option_name
+from stay._words import SPEAKS, command_hint, no_course, option_name
 from stay.artefacts import Option, Quiz, QuizItem, write_bytes_atomic
 from stay.briefs import course_dir
 from stay.errors import UsageError
 from stay.view._env import fragment, item_html, static_text
 from stay.view._load import CourseView, Ledger, LessonView, Validation
-from stay.view._site import DataFile, _named, missing_course, site_and_health
+from stay.view._site import DataFile, _named, missing_course, not_a_directory, site_and_health
 
 Format = Literal["scorm", "cc"]
 FORMATS: tuple[Format, ...] = get_args(Format)
@@ -68,6 +68,9 @@ def export(slug: str, format: Format = "scorm", *, out_dir: str | os.PathLike[st
     (default ``exports/``, never inside the course); its path. A course that does not pass
     ``validate --strict``, or waits at a gate, is refused unless ``allow_incomplete``."""
     root = course_dir(courses_dir, slug)
+    if not (root / "course.yaml").is_file():
+        fix = f"check the slug and {option_name('--courses-dir')}"
+        raise not_a_directory(root, f"{no_course(slug, courses_dir)}; {fix}")
     data = build_package(root, format, allow_incomplete=allow_incomplete, courses_arg=os.fspath(courses_dir))
     out = Path(out_dir) if out_dir is not None else DEFAULT_OUT
     if out.resolve() == root or root in out.resolve().parents:
