@@ -71,7 +71,7 @@ def export(slug: str, format: Format = "scorm", *, out_dir: str | os.PathLike[st
     if not (root / "course.yaml").is_file():
         fix = f"check the slug and {option_name('--courses-dir')}"
         raise not_a_directory(root, f"{no_course(slug, courses_dir)}; {fix}")
-    data = build_package(root, format, allow_incomplete=allow_incomplete, courses_arg=os.fspath(courses_dir))
+    data = _package(root, format, allow_incomplete, os.fspath(courses_dir))
     out = Path(out_dir) if out_dir is not None else DEFAULT_OUT
     if out.resolve() == root or root in out.resolve().parents:
         raise UsageError(f"{option_name('--out')} {out} is inside the course {root}; give a directory outside it",
@@ -84,16 +84,22 @@ def export(slug: str, format: Format = "scorm", *, out_dir: str | os.PathLike[st
     return target
 
 
-def build_package(course: str | os.PathLike[str], format: Format = "scorm", *, allow_incomplete: bool = False,
-                  courses_arg: str | None = None) -> bytes:
-    """The package of the course at ``course`` (its own directory), in memory."""
-    if format not in FORMATS:
-        raise UsageError(f"no export format '{format}'; give one of {', '.join(FORMATS)}", field="format")
+def build_package(course: str | os.PathLike[str], format: Format = "scorm", *,
+                  allow_incomplete: bool = False) -> bytes:
+    """The package of the course at ``course`` (its own directory), in memory; refused as ``export``
+    refuses it."""
     root = Path(course).resolve()
     if not (root / "course.yaml").is_file():
         raise missing_course(Path(course))
+    return _package(root, format, allow_incomplete, os.fspath(root.parent))
+
+
+def _package(root: Path, format: Format, allow_incomplete: bool, courses_arg: str) -> bytes:
+    """``courses_arg``: the courses directory as the caller named it, for the hints."""
+    if format not in FORMATS:
+        raise UsageError(f"no export format '{format}'; give one of {', '.join(FORMATS)}", field="format")
     files, view, ledger, validation = site_and_health(root, learner=True, package=format)
-    why = unfinished(root, ledger, validation, courses_arg or os.fspath(root.parent))
+    why = unfinished(root, ledger, validation, courses_arg)
     if why is not None:
         state, fix = why
         if not allow_incomplete:
