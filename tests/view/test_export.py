@@ -132,7 +132,7 @@ def test_the_committed_sample_exports_to_both_formats() -> None:
     check_both(SAMPLE)
 
 
-@pytest.mark.sweep
+@pytest.mark.slow  # the committed sample's test holds the same checks in the default tier
 @pytest.mark.parametrize("brief", BRIEFS, ids=[b.stem for b in BRIEFS])
 def test_every_example_briefs_offline_course_exports_to_both_formats(tmp_path: Path, brief: Path) -> None:
     result = build_course(brief, courses_dir=tmp_path, yes=True, backend="offline", progress=quiet)
