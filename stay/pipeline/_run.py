@@ -66,8 +66,7 @@ from stay.pipeline._layout import (
     norm_term,
     stage_inputs,
 )
-from stay.pipeline._ledger import Sources, Status, same_bytes
-from stay.pipeline._state import CourseState, ThreadNote, drop_proposal, recorded_thread
+from stay.pipeline._state import CourseState, Sources, Status, ThreadNote, drop_proposal, recorded_thread, same_bytes
 from stay.pipeline._trace import Progress, Reporter, Tracer
 from stay.requests import ROLES, ModelAnswer, ModelRequest
 from stay.settings import Settings

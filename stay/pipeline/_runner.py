@@ -69,7 +69,6 @@ from stay.pipeline._gates import (
 )
 from stay.pipeline._graph import GATE_NAMES, CommandDecl, Dag, artefact_graph, assemble, checked, declare, route, walk
 from stay.pipeline._layout import GLOSSARY, RunReader, course_report, norm_term
-from stay.pipeline._ledger import RETIRED, STATE, Sources, log_run, next_run_number, same_bytes
 from stay.pipeline._run import (
     Again,
     BatchPlan,
@@ -96,8 +95,11 @@ from stay.pipeline._run import (
     why,
 )
 from stay.pipeline._state import (
+    RETIRED,
+    STATE,
     CourseState,
     Proposal,
+    Sources,
     bounded,
     current_text,
     diff_of,
@@ -105,10 +107,13 @@ from stay.pipeline._state import (
     keep_edited,
     kept_notes,
     load_manifest,
+    log_run,
+    next_run_number,
     note_sha,
     open_proposal,
     read_proposal,
     recorded_thread,
+    same_bytes,
     write_proposal,
 )
 from stay.pipeline._trace import Progress, Reporter, Tracer, default_progress, lesson_files
