@@ -130,15 +130,12 @@ class Sources:
 
     def __post_init__(self) -> None:
         checked_references(self.prompts, self.stages)  # a front matter that does not fit: refused, every line
+        # every status and every write asks: each stage's sources hashed once, here, not in a wave thread
+        self._known.update({stage.name: self._of(stage) for stage in self.stages})
 
     def of(self, stage_name: str | None) -> dict[str, str]:
         """source name -> its digest (the model: its id), for one stage; {} for none."""
-        stage = next((s for s in self.stages if s.name == stage_name), None)
-        if stage is None:
-            return {}
-        if stage.name not in self._known:  # every status asks: hash each stage's sources once
-            self._known[stage.name] = self._of(stage)
-        return dict(self._known[stage.name])
+        return dict(self._known.get(stage_name or "", {}))
 
     def _of(self, stage: Stage) -> dict[str, str]:
         found = {"prompts/common.md": self.prompts.digest("common")[:16],
