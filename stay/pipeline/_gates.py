@@ -261,7 +261,7 @@ def revise_files(config: RunConfig, reader: RunReader, model: ModelGateway, repo
             if path in todo:
                 report.say(f"  {path}: revising with the reviewer's note{how}")
                 only = (path,) if stage.scope == "module" else ()
-                made = regenerate(fixer.again, path, notes_for(config, reader, walk, path), only=only)
+                made = regenerate(fixer, path, notes_for(config, reader, walk, path), only=only)
                 if not config.show:
                     check_written(fixer, walk.cancelled, made)
                 writer.refresh_graph()

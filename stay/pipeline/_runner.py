@@ -70,7 +70,6 @@ from stay.pipeline._gates import (
 from stay.pipeline._graph import GATE_NAMES, CommandDecl, Dag, artefact_graph, assemble, checked, declare, route, walk
 from stay.pipeline._layout import GLOSSARY, RunReader, course_report, norm_term
 from stay.pipeline._run import (
-    Again,
     BatchPlan,
     Change,
     Fixer,
@@ -313,8 +312,7 @@ FROM_RUN: Mapping[str, Callable[[Run], object]] = {
     "writer": lambda run: run.writer,
     "walk": lambda run: run.walk,
     "ledger": lambda run: run.walk.course,  # read at the call: scaffold makes a new course's
-    "fixer": lambda run: Fixer(Again(run.config, run.reader, run.walk.course, run.model, run.writer), run.tally,
-                               run.report),
+    "fixer": lambda run: Fixer(run.config, run.reader, run.walk.course, run.model, run.writer, run.tally, run.report),
 }
 """The run's collaborators, by the parameter name that asks for one."""
 
