@@ -437,7 +437,7 @@ class CourseState:
     """A course directory, its artefact graph, and its hash ledger."""
 
     root: Path
-    graph: Dag
+    _graph: Dag
     brief: Brief
     sources: Sources | None = None
     """What each stage is made with; None: staleness is judged on files alone."""
@@ -456,9 +456,22 @@ class CourseState:
     """Held by every read-modify-write of the ledger and every pipeline write: a record landing between a
     checkpoint's snapshot and its dropping the journal would be lost."""
     _hashes: FileHashes = field(init=False, repr=False, compare=False)
+    _made_from: dict[str, tuple[list[str], str | None]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._hashes = FileHashes(self.root)
+        self.graph = self._graph
+
+    @property
+    def graph(self) -> Dag:
+        """The artefact graph; set anew once the curriculum (and plans) are on disk."""
+        return self._graph
+
+    @graph.setter
+    def graph(self, graph: Dag) -> None:
+        self._graph = graph
+        # each file's inputs (sorted) and stage, which every status and every write (a wave thread's) reads
+        self._made_from = {path: (sorted(graph.predecessors(path)), graph.nodes[path].get("stage")) for path in graph}
 
     @property
     def slug(self) -> str:
@@ -553,7 +566,7 @@ class CourseState:
         entries: dict[str, Any] = {}
         for path in paths:
             entry: dict[str, Any] = {"hash": hash_of(path),
-                                     "inputs": {i: hash_of(i) for i in sorted(self.graph.predecessors(path))}}
+                                     "inputs": {i: hash_of(i) for i in self._made_from[path][0]}}
             made_with = self._sources(path)
             if made_with:
                 entry["sources"] = made_with
@@ -572,9 +585,9 @@ class CourseState:
                 self._write_ledger(self.ledger())
 
     def _sources(self, path: str) -> dict[str, str]:
-        if self.sources is None or path not in self.graph:
+        if self.sources is None or path not in self._made_from:
             return {}
-        return self.sources.of(self.graph.nodes[path].get("stage"))
+        return self.sources.of(self._made_from[path][1])
 
     def forget(self, paths: list[str]) -> None:
         with self._lock:
@@ -621,7 +634,7 @@ class CourseState:
         if entry is None:
             return Status("edited", [])  # no record of writing it: written by someone else
         recorded = entry.get("inputs", {})
-        inputs = sorted(self.graph.predecessors(path))
+        inputs = self._made_from[path][0]
         changed = [i for i in inputs if recorded.get(i) != self.current_hash(i)]
         changed += [i for i in sorted(recorded) if i not in inputs]
         made_with = entry.get("sources")
