@@ -37,9 +37,9 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("stay/artefacts.py", "create_text_atomic", "os.open(write)"): "claims a name empty where links fail",
     ("stay/artefacts.py", "create_text_atomic", "os.replace"): "...then renames the whole temporary over it",
     # not a file anyone reads back as a whole
-    ("stay/pipeline/_ledger.py", "append_journal", "os.open(write)"):
+    ("stay/pipeline/_state.py", "append_journal", "os.open(write)"):
         "an append-only journal: one synced write per line, a cut last line is skipped on reading",
-    ("stay/pipeline/_ledger.py", "append_journal", "os.write"): "the journal's one write per line",
+    ("stay/pipeline/_state.py", "append_journal", "os.write"): "the journal's one write per line",
     ("stay/_lock.py", "CourseLock._note", "os.open(write)"):
         "the lock holder's pid, for a message only: a cut note reads as 'unknown'",
     ("stay/_lock.py", "CourseLock._note", "os.write"): "the pid note's one write",
@@ -238,9 +238,9 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 
 @linux_only
 def test_a_blob_killed_mid_write_is_absent_and_its_temporary_is_swept(tmp_path: Path) -> None:
-    """stay/pipeline/_ledger.py: before, its own mkstemp writer left a ``.tmp-`` file the
+    """stay/pipeline/_state.py: before, its own mkstemp writer left a ``.tmp-`` file the
     lock's sweep does not know; now the one writer's temporary, which it removes."""
-    from stay.pipeline._ledger import ANSWERED, answered_copy, digest, keep_answered
+    from stay.pipeline._state import ANSWERED, answered_copy, digest, keep_answered
 
     data = b"# a lesson\n" * 100
     (tmp_path / "a.md").write_bytes(data)
@@ -256,7 +256,7 @@ def test_a_blob_killed_mid_write_is_absent_and_its_temporary_is_swept(tmp_path: 
 
 def test_a_kept_blob_is_readable_as_any_file_the_person_makes(tmp_path: Path) -> None:
     """mkstemp made blobs 0600, hiding .state/answered/ (committed with the course) from a group."""
-    from stay.pipeline._ledger import ANSWERED, digest, keep_answered
+    from stay.pipeline._state import ANSWERED, digest, keep_answered
 
     data = b"text\n"
     (tmp_path / "a.md").write_bytes(data)

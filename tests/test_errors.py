@@ -160,7 +160,7 @@ def test_an_artefact_error_names_its_file_and_the_field_pydantic_found(tmp_path:
 def test_an_answer_error_names_the_file_and_the_field() -> None:
     from stay.artefacts import Audience
     from stay.requests import ModelAnswer
-    from stay.stages._prompt import parse_answer
+    from stay.stages._stage import parse_answer
 
     good = yaml.safe_load((SAMPLE / Audience.FILE).read_text(encoding="utf-8"))
     answer = ModelAnswer(data={**good, "time_budget_minutes": 0}, model="any")
@@ -210,7 +210,7 @@ def test_path_and_field_are_keyword_only_and_default_to_none() -> None:
 
 @pytest.mark.parametrize("damage", ["not json", '{"hashes": []}'])
 def test_a_damaged_ledger_names_its_file_and_the_section(tmp_path: Path, damage: str) -> None:
-    from stay.pipeline._ledger import read_ledger
+    from stay.pipeline._state import read_ledger
 
     ledger = tmp_path / "hashes.json"
     ledger.write_text(damage)

@@ -90,7 +90,7 @@ def _named_commands() -> Iterator[tuple[str, int, str]]:
 def test_the_modules_only_the_command_line_runs_are_found() -> None:
     """The exemption is derived, and holds what it must: the CLI, stay init, stay watch."""
     assert {"stay.cli", "stay._init", "stay._watch", "stay.view._cli"} <= _cli_only()
-    assert "stay.view._site" not in _cli_only() and "stay.pipeline._ledger" not in _cli_only()
+    assert "stay.view._site" not in _cli_only() and "stay.pipeline._state" not in _cli_only()
 
 
 def test_no_message_a_python_caller_can_get_spells_a_shell_command_itself() -> None:

@@ -22,25 +22,23 @@ from stay.errors import CourseNotFound, EnvironmentProblem, PipelineError, StayE
 from stay.models import AnthropicBackend, ModelClient, OfflineBackend, backend_from
 from stay.pipeline._graph import DERIVED, GATE_NAMES, GATES, artefact_graph, derived_files, earlier
 from stay.pipeline._layout import GLOSSARY, defects_in
-from stay.pipeline._ledger import (
+from stay.pipeline._state import (
     ANSWERED,
     GATES_FILE,
     RETIRED,
+    CourseState,
     Sources,
     State,
     Status,
+    Waiting,
     answered_copy,
     built_with,
     digest,
-    read_ledger,
-)
-from stay.pipeline._state import (
-    CourseState,
-    Waiting,
     load_manifest,
     not_kept,
     not_kept_lines,
     plans_on_disk,
+    read_ledger,
     retired_place,
     waiting_proposals,
 )

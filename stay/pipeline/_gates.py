@@ -12,7 +12,6 @@ from stay.errors import PipelineError, UsageError
 from stay.models import OfflineBackend
 from stay.pipeline._graph import DERIVED, GATE_NAMES, GateDecl, GateView, bounded, defect_lines, earlier
 from stay.pipeline._layout import GLOSSARY, RunReader, defects_in
-from stay.pipeline._ledger import AUTO_APPROVED, RETIRED, STATE, write_if_changed
 from stay.pipeline._run import (
     Fixer,
     Job,
@@ -30,7 +29,19 @@ from stay.pipeline._run import (
     regenerate,
     regeneration_notes,
 )
-from stay.pipeline._state import THREAD, CourseState, ThreadNote, note_sha, open_proposal, thread_so_far, thread_text
+from stay.pipeline._state import (
+    AUTO_APPROVED,
+    RETIRED,
+    STATE,
+    THREAD,
+    CourseState,
+    ThreadNote,
+    note_sha,
+    open_proposal,
+    thread_so_far,
+    thread_text,
+    write_if_changed,
+)
 from stay.pipeline._trace import Reporter
 from stay.validate import Severity
 
@@ -250,7 +261,7 @@ def revise_files(config: RunConfig, reader: RunReader, model: ModelGateway, repo
             if path in todo:
                 report.say(f"  {path}: revising with the reviewer's note{how}")
                 only = (path,) if stage.scope == "module" else ()
-                made = regenerate(fixer.again, path, notes_for(config, reader, walk, path), only=only)
+                made = regenerate(fixer, path, notes_for(config, reader, walk, path), only=only)
                 if not config.show:
                     check_written(fixer, walk.cancelled, made)
                 writer.refresh_graph()

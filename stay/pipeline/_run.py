@@ -66,8 +66,7 @@ from stay.pipeline._layout import (
     norm_term,
     stage_inputs,
 )
-from stay.pipeline._ledger import Sources, Status, same_bytes
-from stay.pipeline._state import CourseState, ThreadNote, drop_proposal, recorded_thread
+from stay.pipeline._state import CourseState, Sources, Status, ThreadNote, drop_proposal, recorded_thread, same_bytes
 from stay.pipeline._trace import Progress, Reporter, Tracer
 from stay.requests import ROLES, ModelAnswer, ModelRequest
 from stay.settings import Settings
@@ -632,24 +631,27 @@ def owner(config: RunConfig, reader: RunReader, ledger: CourseState, path: str) 
 
 
 @dataclass(frozen=True)
-class Again:
-    """What asking a stage again for a file on disk works through (repair, revision, the check at the write)."""
+class Fixer:
+    """What asking a stage again for a file on disk works through (repair, revision, the check at the write),
+    and recording what changed."""
 
     config: RunConfig
     reader: RunReader
     ledger: CourseState
     model: ModelGateway
     writer: Writer
+    tally: Tally
+    report: Reporter
 
 
-def regenerate(again: Again, path: str, notes: tuple[Note, ...] = (), *, only: tuple[str, ...] = ()) -> list[str]:
+def regenerate(fixer: Fixer, path: str, notes: tuple[Note, ...] = (), *, only: tuple[str, ...] = ()) -> list[str]:
     """Ask ``path``'s stage again and write its answer (only the files in ``only``); the paths written."""
-    stage, unit = owner(again.config, again.reader, again.ledger, path)
-    made = job(again.config, again.reader, stage, unit, notes)
-    artefacts = again.model.produce(made.request, made.parse)
+    stage, unit = owner(fixer.config, fixer.reader, fixer.ledger, path)
+    made = job(fixer.config, fixer.reader, stage, unit, notes)
+    artefacts = fixer.model.produce(made.request, made.parse)
     keep = set(only) or set(made.paths)
     chosen = {target: artefact for target, artefact in zip(made.paths, artefacts, strict=True) if target in keep}
-    return list(chosen) if again.writer.write(chosen) else []
+    return list(chosen) if fixer.writer.write(chosen) else []
 
 
 CURRENT = "current_version"
@@ -759,27 +761,14 @@ class RepairReport:
     """Files with defects that were edited by hand, so left as they are for a person."""
 
 
-@dataclass(frozen=True)
-class Fixer:
-    """What fixing a file's defects works through: asking its stage again, and recording what changed."""
-
-    again: Again
-    tally: Tally
-    report: Reporter
-
-    @property
-    def config(self) -> RunConfig:
-        return self.again.config
-
-
 def fix(fixer: Fixer, path: str, defects: Sequence[Defect]) -> Change | None:
     """Ask ``path``'s stage again with the defects and the file, write this file only and record the change;
     None when the run was cancelled before the write."""
-    reader = fixer.again.reader
+    reader = fixer.reader
     before = dump(reader.load(path))
     current = as_it_stands(reader, path)
     notes = regeneration_notes(fixer.config.prompts, current, defects_note(defects, current))
-    if path not in regenerate(fixer.again, path, notes, only=(path,)):
+    if path not in regenerate(fixer, path, notes, only=(path,)):
         return None
     change = Change.of(path, before, dump(reader.load(path)))
     fixer.tally.add_change(change)
@@ -792,7 +781,7 @@ def check_written(fixer: Fixer, cancelled: threading.Event, paths: Sequence[str]
     remains is recorded on the tally (``BuildResult.unresolved``) and returned."""
     if not paths or cancelled.is_set():
         return ()
-    config, report, reject = fixer.config, fixer.report, fixer.again.model.reject_failed
+    config, report, reject = fixer.config, fixer.report, fixer.model.reject_failed
     found = defects_in(config.root, config.settings, paths, fails_only=True)
     if found:
         reject(by_path(found), paths)
@@ -1153,8 +1142,7 @@ class Router:
 
 def repair_course(fixer: Fixer) -> RepairReport:
     """Repair rounds until one of the four stops; the last validation is left on the tally."""
-    config, reader, ledger, tally, say = (fixer.config, fixer.again.reader, fixer.again.ledger, fixer.tally,
-                                          fixer.report.say)
+    config, reader, ledger, tally, say = fixer.config, fixer.reader, fixer.ledger, fixer.tally, fixer.report.say
     report = tally.validation if tally.validation is not None else course_report(config.root, config.settings)
     limit = config.settings.repair_rounds
     rounds: list[RepairRound] = []
@@ -1193,7 +1181,7 @@ def repair_course(fixer: Fixer) -> RepairReport:
         changes = [fix(fixer, path, todo[path]) for path in sorted(todo)]
         # a rewritten lesson's review is stale: reviewed again before the count, so a fixed
         # answer key is confirmed by the reviewer, not assumed
-        review_stale(config, reader, fixer.again.model, fixer.report, fixer.again.writer)
+        review_stale(config, reader, fixer.model, fixer.report, fixer.writer)
         report = course_report(config.root, config.settings)  # the run's house style, as the validate node's
         router = Router.of(config, reader)
         routed: dict[str, list[Defect]] = {}
@@ -1201,7 +1189,7 @@ def repair_course(fixer: Fixer) -> RepairReport:
             routed.setdefault(router.route(defect) or "", []).append(defect)
         after = sum(len(found) for target, found in routed.items() if target not in ("", *kept))
         # an answer whose file still holds what it was asked to fix is never served again
-        fixer.again.model.reject_failed(routed, {change.path for change in changes if change is not None})
+        fixer.model.reject_failed(routed, {change.path for change in changes if change is not None})
         rounds.append(RepairRound(before, after, tuple(sorted(todo)), tuple(c for c in changes if c is not None)))
         if after >= before:
             stop = STOP_NO_REDUCTION

@@ -69,9 +69,7 @@ from stay.pipeline._gates import (
 )
 from stay.pipeline._graph import GATE_NAMES, CommandDecl, Dag, artefact_graph, assemble, checked, declare, route, walk
 from stay.pipeline._layout import GLOSSARY, RunReader, course_report, norm_term
-from stay.pipeline._ledger import RETIRED, STATE, Sources, log_run, next_run_number, same_bytes
 from stay.pipeline._run import (
-    Again,
     BatchPlan,
     Change,
     Fixer,
@@ -96,8 +94,11 @@ from stay.pipeline._run import (
     why,
 )
 from stay.pipeline._state import (
+    RETIRED,
+    STATE,
     CourseState,
     Proposal,
+    Sources,
     bounded,
     current_text,
     diff_of,
@@ -105,10 +106,13 @@ from stay.pipeline._state import (
     keep_edited,
     kept_notes,
     load_manifest,
+    log_run,
+    next_run_number,
     note_sha,
     open_proposal,
     read_proposal,
     recorded_thread,
+    same_bytes,
     write_proposal,
 )
 from stay.pipeline._trace import Progress, Reporter, Tracer, default_progress, lesson_files
@@ -308,8 +312,7 @@ FROM_RUN: Mapping[str, Callable[[Run], object]] = {
     "writer": lambda run: run.writer,
     "walk": lambda run: run.walk,
     "ledger": lambda run: run.walk.course,  # read at the call: scaffold makes a new course's
-    "fixer": lambda run: Fixer(Again(run.config, run.reader, run.walk.course, run.model, run.writer), run.tally,
-                               run.report),
+    "fixer": lambda run: Fixer(run.config, run.reader, run.walk.course, run.model, run.writer, run.tally, run.report),
 }
 """The run's collaborators, by the parameter name that asks for one."""
 

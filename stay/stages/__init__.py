@@ -10,7 +10,7 @@ from typing import Any
 
 from stay.errors import UsageError
 from stay.stages import (
-    _prompt,
+    _stage,
     capstone,
     design,
     example,
@@ -19,18 +19,10 @@ from stay.stages import (
     wave,
 )
 from stay.stages._offline import honour_note
-from stay.stages._prompt import (
+from stay.stages._stage import (
     COMMON_REFERENCES,
     REGENERATE,
     SHARED_TEMPLATES,
-    Prompts,
-    answer_schema,
-    checked_references,
-    packaged_prompts_dir,
-    read_prompt,
-    render_inputs,
-)
-from stay.stages._stage import (
     AllPlansInput,
     DataFilesInput,
     DefinitionsInput,
@@ -39,11 +31,17 @@ from stay.stages._stage import (
     LessonOutcomesInput,
     ModuleIdInput,
     Phase,
+    Prompts,
     Scope,
     Source,
     Stage,
     View,
+    answer_schema,
+    checked_references,
     lesson_file,
+    packaged_prompts_dir,
+    read_prompt,
+    render_inputs,
 )
 
 STAGE_GROUP = "stay.stages"  # a plug-in's entry point: ``name = "module:STAGE"``, its ``Stage``
@@ -72,7 +70,7 @@ def plugged_stages() -> tuple[Stage, ...]:
 
 REGISTRY: tuple[Stage, ...] = (*BUILTIN_STAGES, *plugged_stages())
 """Every stage, stay's own and then the plug-ins', in the order the pipeline runs them."""
-_prompt.use_registry(REGISTRY)
+_stage.use_registry(REGISTRY)
 
 STAGES: Mapping[str, Stage] = {stage.name: stage for stage in REGISTRY}
 

@@ -124,10 +124,10 @@ def test_a_kill_at_a_write_point_resumes_to_the_course_an_uninterrupted_run_writ
 def _ledger_writes(monkeypatch: pytest.MonkeyPatch, wrote: threading.Event) -> list[str]:
     """The ledger files a build rewrites (hashes.json), in order; ``wrote`` is set once a
     wave worker's write has landed (its files and its journal line)."""
-    from stay.pipeline import _ledger, _state
+    from stay.pipeline import _state
 
     seen: list[str] = []
-    write_if_changed, write = _ledger.write_if_changed, _state.CourseState.write
+    write_if_changed, write = _state.write_if_changed, _state.CourseState.write
 
     def counted(path: Path, text: str) -> bool:
         changed = write_if_changed(path, text)

@@ -19,8 +19,7 @@ from stay.errors import exit_code
 from stay.pipeline import _graph as page
 from stay.pipeline import approve, build_course
 from stay.pipeline._commands import open_course_named
-from stay.pipeline._ledger import AUTO_APPROVED, digest
-from stay.pipeline._state import plans_on_disk
+from stay.pipeline._state import AUTO_APPROVED, digest, plans_on_disk
 from stay.testing import RiggedBackend
 from stay.validate import Severity
 from tests.conftest import ROOT, run_stay

@@ -14,9 +14,9 @@ from stay.artefacts import DEFAULT_LIMITS
 from stay.errors import GraphError
 from stay.models import OfflineBackend
 from stay.pipeline._graph import assemble
-from stay.pipeline._ledger import Sources
 from stay.pipeline._run import Run, RunConfig
 from stay.pipeline._runner import FROM_NODE, FROM_RUN, HANDLERS, bind
+from stay.pipeline._state import Sources
 from stay.settings import Settings
 from stay.stages import REGISTRY, Prompts
 

@@ -196,17 +196,17 @@ def test_a_failed_call_loses_none_of_its_lessons_finished_files(tmp_path: Path, 
 def test_a_journal_line_written_in_parts_is_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``os.write`` may take fewer bytes than it is given (a file system filling up): the
     rest is written, so the entry recorded before a file's rename is the whole entry."""
-    from stay.pipeline import _ledger
+    from stay.pipeline import _state
 
-    real, calls = _ledger.os.write, []
+    real, calls = _state.os.write, []
 
     def part(fd: int, data: Any) -> int:  # as a filling disk does: at most a few bytes a call
         calls.append(len(data))
         return real(fd, bytes(data)[:7])
 
-    monkeypatch.setattr(_ledger.os, "write", part)
+    monkeypatch.setattr(_state.os, "write", part)
     entries = {"modules/m01/m01-l01.md": {"hash": "0" * 16, "inputs": {"m01-l01.plan.yaml": "1" * 16}}}
     journal = tmp_path / ".state" / "hashes.journal"
-    _ledger.append_journal(journal, entries)
-    _ledger.append_journal(journal, entries)
-    assert list(_ledger.journal_lines(journal)) == [entries, entries] and len(calls) > 2
+    _state.append_journal(journal, entries)
+    _state.append_journal(journal, entries)
+    assert list(_state.journal_lines(journal)) == [entries, entries] and len(calls) > 2

@@ -22,7 +22,7 @@ from stay.artefacts import TEMPORARY, temporary_name, write_text_atomic
 from stay.errors import EnvironmentProblem, StayError, exit_code
 from stay.models import ModelRequest
 from stay.pipeline import build_course, status
-from stay.pipeline._ledger import append_journal
+from stay.pipeline._state import append_journal
 from stay.testing import RiggedBackend
 from stay.testing._backend import _lesson_of
 from tests.conftest import ROOT, run_stay

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stay.pipeline import _ledger, approve
+from stay.pipeline import _state, approve
 from tests.conftest import run_stay
 
 SLUG = "how-http-requests-travel"
@@ -24,7 +24,7 @@ def _recorded(courses: Path) -> dict[str, str]:
 
 def _too_small(courses: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The answered store's limit just under the curriculum's size: at least that file is not kept."""
-    monkeypatch.setattr(_ledger, "MAX_FILE_BYTES", (courses / SLUG / "curriculum.yaml").stat().st_size - 1)
+    monkeypatch.setattr(_state, "MAX_FILE_BYTES", (courses / SLUG / "curriculum.yaml").stat().st_size - 1)
 
 
 def test_the_python_call_returns_each_file_not_kept_with_why(courses: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,9 +9,9 @@ import pytest
 
 from stay.artefacts import DEFAULT_LIMITS, Brief
 from stay.pipeline import build_course
-from stay.pipeline._ledger import Sources
 from stay.pipeline._run import Run, RunConfig
 from stay.pipeline._runner import HANDLERS
+from stay.pipeline._state import Sources
 from stay.settings import Settings
 from stay.stages import REGISTRY, Prompts
 from stay.testing import RiggedBackend

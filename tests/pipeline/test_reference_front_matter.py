@@ -20,7 +20,7 @@ from stay.errors import UsageError
 from stay.pipeline import build_course, graph, run_command, status
 from stay.settings import Settings
 from stay.stages import REGISTRY, STAGES, Prompts, Stage
-from stay.stages._prompt import Applies, build_request, glob_match, reaches, split_front_matter
+from stay.stages._stage import Applies, build_request, glob_match, reaches, split_front_matter
 from stay.validate._course import BLOOM_FILE, HOUSE_FILE
 from tests.conftest import ROOT, run_stay
 from tests.parity.harness import examples

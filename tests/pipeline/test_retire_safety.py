@@ -16,7 +16,7 @@ import pytest
 from stay._bounds import MAX_FILE_BYTES
 from stay.errors import EnvironmentProblem, StayError
 from stay.pipeline import adopt, build_course, revise
-from stay.pipeline._ledger import GATES_FILE, RETIRED, next_run_number
+from stay.pipeline._state import GATES_FILE, RETIRED, next_run_number
 from tests.conftest import run_stay
 from tests.pipeline.test_build import quiet
 

@@ -19,9 +19,8 @@ from stay.briefs import DEFAULT_LIMITS
 from stay.models import OfflineBackend
 from stay.pipeline._commands import open_course
 from stay.pipeline._layout import CourseLayout
-from stay.pipeline._ledger import Sources
 from stay.pipeline._run import Run, RunConfig
-from stay.pipeline._state import plans_on_disk
+from stay.pipeline._state import Sources, plans_on_disk
 from stay.settings import Settings
 from stay.stages import REGISTRY, Prompts
 from tests.conftest import SAMPLE

@@ -293,7 +293,7 @@ def test_the_writers_cut_a_known_secret_whatever_composed_the_text(tmp_path: Pat
     """Every file stay writes goes through the atomic writers (and the journal's append):
     a secret the process knows is cut there, from text no redacting code saw first."""
     from stay.artefacts import create_text_atomic, write_bytes_atomic, write_text_atomic
-    from stay.pipeline._ledger import append_journal, log_run
+    from stay.pipeline._state import append_journal, log_run
 
     _secrets.keep([OTLP_MALFORMED])
     log_run(tmp_path, "build", "offline", ["course.yaml"], None, failed=f"OSError: refused by {OTLP_MALFORMED}")

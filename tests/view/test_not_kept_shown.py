@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from stay.pipeline import _ledger, approve
+from stay.pipeline import _state, approve
 from stay.pipeline._state import LINE_CHARS
 from tests.view.test_review import _offline, _review, at_design, design_copy  # noqa: F401  (fixtures)
 
@@ -39,7 +39,7 @@ def _listed(page: str) -> list[str]:
 
 def test_each_file_the_last_answer_did_not_keep_is_listed_with_why(
         course: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_ledger, "MAX_FILE_BYTES", (course / "curriculum.yaml").stat().st_size - 1)
+    monkeypatch.setattr(_state, "MAX_FILE_BYTES", (course / "curriculum.yaml").stat().st_size - 1)
     approve(course.name, "design", courses_dir=course.parent, decline=True, note="again")
     recorded = dict(_gates(course)["design"]["not_kept"])  # type: ignore[call-overload]
     assert "curriculum.yaml" in recorded

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from stay.pipeline import _ledger, approve, revise
+from stay.pipeline import _state, approve, revise
 from stay.testing import RiggedBackend
 from stay.view import render_course
 from tests.view.conftest import quiet
@@ -32,7 +32,7 @@ def decided(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SOURCE_DATE_EPOCH", EPOCH)
         patch.delenv("ANTHROPIC_API_KEY", raising=False)
-        patch.setattr(_ledger, "MAX_FILE_BYTES", (course / "curriculum.yaml").stat().st_size - 1)
+        patch.setattr(_state, "MAX_FILE_BYTES", (course / "curriculum.yaml").stat().st_size - 1)
         approve(course.name, "design", courses_dir=course.parent, decline=True, note="again")
         ledger = course / ".state" / "gates.json"
         data = json.loads(ledger.read_text())

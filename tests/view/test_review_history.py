@@ -20,8 +20,8 @@ import stay.artefacts as artefacts
 from stay.artefacts import Curriculum
 from stay.cli import main
 from stay.errors import StayError
-from stay.pipeline import _ledger, _state, approve, build_course
-from stay.pipeline._ledger import digest
+from stay.pipeline import _state, approve, build_course
+from stay.pipeline._state import digest
 from tests.view.conftest import HTTP_BRIEF, page_text, quiet
 from tests.view.test_review import EPOCH, _review, _snapshot
 
@@ -58,7 +58,7 @@ def _answers(course: Path) -> dict[str, dict[str, object]]:
 
 
 def _store(course: Path) -> dict[str, bytes]:
-    store = course / _ledger.ANSWERED
+    store = course / _state.ANSWERED
     return {entry.name: entry.read_bytes() for entry in store.iterdir()} if store.is_dir() else {}
 
 
@@ -99,7 +99,7 @@ def test_a_hand_edit_after_a_decline_is_shown_as_a_diff_of_exactly_that_file(cou
     text = page_text(page)
     assert "with the note: say it plainer" in text
     assert f"{path} (changed)" in text and "The earlier text is not kept" not in text
-    assert f"kept in {_ledger.ANSWERED}/{digest(before)}" in text
+    assert f"kept in {_state.ANSWERED}/{digest(before)}" in text
     (diff,) = _diffs(page)  # one block: the one file that changed
     assert diff[0].startswith(f"--- {path}") and diff[1].startswith(f"+++ {path}")
     changed = [line for line in diff[2:] if line[:1] in "+-"]
@@ -116,7 +116,7 @@ def test_a_forced_revision_after_a_decline_is_diffed_against_the_answered_bytes(
     revised = (course / path).read_bytes()
     assert revised != declined
     page = _review(course)
-    assert f"kept in {_ledger.ANSWERED}/{digest(declined)}" in page_text(page)
+    assert f"kept in {_state.ANSWERED}/{digest(declined)}" in page_text(page)
     (diff,) = _diffs(page)
     assert [line for line in diff[2:] if line[:1] in "+-"] == _changed_lines(declined, revised)
 
@@ -125,7 +125,7 @@ def test_a_second_answer_prunes_the_bytes_no_answer_references(course: Path) -> 
     slug, courses = course.name, course.parent
     approve(slug, "design", courses_dir=courses, decline=True, note="first")
     _path, before, after = _hand_edit(course)
-    (course / _ledger.ANSWERED / ".tmp-left-by-a-crash").write_bytes(b"half")
+    (course / _state.ANSWERED / ".tmp-left-by-a-crash").write_bytes(b"half")
     approve(slug, "design", courses_dir=courses, decline=True, note="second")
     referenced = {value for entry in _answers(course).values()
                   for value in dict(entry["covered"]).values()}  # type: ignore[call-overload]
@@ -138,7 +138,7 @@ def test_a_damaged_blob_is_not_shown_as_history(course: Path, damage: str) -> No
     approve(course.name, "design", courses_dir=course.parent, decline=True, note="shorter")
     path, before, _after = _hand_edit(course)
     assert len(_diffs(_review(course))) == 1  # intact, it is diffed
-    blob = course / _ledger.ANSWERED / digest(before)
+    blob = course / _state.ANSWERED / digest(before)
     blob.unlink()
     if damage == "other bytes":
         blob.write_bytes(before + b"# planted\n")
@@ -164,15 +164,15 @@ def test_the_answer_writes_nothing_else_than_it_did_without_the_store(
     with_store = changed(course)
     monkeypatch.setattr(_state, "keep_answered", lambda _root, _covered: {})
     without = changed(plain)
-    assert {path for path in with_store if not path.startswith(f"{_ledger.ANSWERED}/")} == without
-    assert with_store - without == {f"{_ledger.ANSWERED}/{name}" for name in _store(course)}
+    assert {path for path in with_store if not path.startswith(f"{_state.ANSWERED}/")} == without
+    assert with_store - without == {f"{_state.ANSWERED}/{name}" for name in _store(course)}
 
 
 def test_a_file_over_the_readers_limit_is_not_kept_and_the_answer_says_so(
         course: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sizes = {path: (course / path).stat().st_size for path in ("curriculum.yaml", "assessment.yaml")}
     limit = min(sizes.values()) - 1
-    monkeypatch.setattr(_ledger, "MAX_FILE_BYTES", limit)
+    monkeypatch.setattr(_state, "MAX_FILE_BYTES", limit)
     approve(course.name, "design", courses_dir=course.parent, decline=True, note="big")
     covered = dict(_answers(course)["design"]["covered"])  # type: ignore[call-overload]
     too_big = {path for path in covered if (course / path).stat().st_size > limit}
@@ -188,7 +188,7 @@ def test_a_store_that_is_a_link_is_not_written_through(course: Path, tmp_path: P
     outside, elsewhere = tmp_path / "outside", course / "elsewhere"
     outside.mkdir()
     elsewhere.mkdir()
-    store = course / _ledger.ANSWERED
+    store = course / _state.ANSWERED
     store.symlink_to(outside, target_is_directory=True)
     with pytest.raises(StayError, match="a symlink leads outside the course"):
         approve(course.name, "design", courses_dir=course.parent, decline=True, note="why")
@@ -226,6 +226,6 @@ def test_a_recorded_name_outside_the_course_is_never_read_or_shown(course: Path,
     planted = digest(b"something else\n")
     ledger["gates"]["design"]["covered"][path] = planted
     gates_file.write_text(json.dumps(ledger), encoding="utf-8")
-    (course / _ledger.ANSWERED / planted).write_bytes(b"something else\n")
+    (course / _state.ANSWERED / planted).write_bytes(b"something else\n")
     page = _review(course)
     assert "TOP-SECRET-LINE" not in page and "SECRET.txt" not in page
