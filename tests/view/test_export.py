@@ -34,6 +34,7 @@ from stay.view._load import load_course
 from tests.conftest import ROOT, SAMPLE, run_stay
 from tests.view.conftest import quiet
 from tests.view.sites import FLAG, damaged_course, hostile_course
+from tests.view.test_a11y_browser import AXE, RUN_AXE, WCAG21_AA
 from tests.view.test_browser import _missing, browser, serve  # noqa: F401  (the module's fixtures)
 
 BRIEFS = tuple(sorted((ROOT / "examples" / "briefs").glob("*.yaml")))
@@ -266,12 +267,16 @@ def test_each_sco_reports_completion_and_its_quiz_score_to_a_scorm_12_runtime(
         assert cmi == {"status": "completed", "raw": expected, "max": "100" if choices else "", "error": "0"}, sco
         assert page.frames[1].evaluate(f"() => {FLAG}") is None, f"{sco}: a hostile payload ran"
     context.close()
-    # without an LMS: a plain page, no error, the quiz still answers
-    context = browser.new_context()
+    # without an LMS: a plain page, no error, the quiz still answers; and it passes axe-core's
+    # WCAG 2.1 AA rules, as the viewer's pages do (test_a11y_browser.py)
+    context = browser.new_context(bypass_csp=True)
     page = context.new_page()
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(base + f"package/{scos[0]}")
     right, choices = _learn(page, wrong=0)
     assert page.locator("section.quiz .score").inner_text() == f"Score: {right} of {choices} right."
+    if AXE.is_file():
+        page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
+        assert page.evaluate(RUN_AXE, WCAG21_AA) == []
     context.close()
     assert errors == []
