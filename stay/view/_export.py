@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -160,9 +161,18 @@ def _shared(files: Mapping[str, bytes], claimed: set[str]) -> list[str]:
 
 
 def _element(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
-    child = ET.SubElement(parent, tag, attrs)
-    child.text = text
+    child = ET.SubElement(parent, tag, {name: _xml_chars(value) for name, value in attrs.items()})
+    child.text = None if text is None else _xml_chars(text)
     return child
+
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+"""What XML 1.0 cannot hold at all (a control character a course's YAML may escape in): ElementTree
+would write it, and the manifest would not parse."""
+
+
+def _xml_chars(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text)
 
 
 def _item(parent: ET.Element, identifier: str, resource: str | None, title: str) -> ET.Element:

@@ -148,6 +148,20 @@ def test_the_same_course_gives_the_same_bytes_wherever_it_is(tmp_path: Path, for
     assert build_package(SAMPLE, format) == build_package(copy, format)  # type: ignore[arg-type]
 
 
+def test_a_control_character_in_a_title_leaves_every_xml_file_parseable(tmp_path: Path) -> None:
+    course = tmp_path / SAMPLE.name
+    shutil.copytree(SAMPLE, course)
+    curriculum = course / "curriculum.yaml"
+    text = curriculum.read_text(encoding="utf-8")
+    assert "title: What a URL names" in text  # the sample changed: pick another title
+    curriculum.write_text(text.replace("title: What a URL names", 'title: "What a \\a URL names"'), encoding="utf-8")
+    for format in FORMATS:
+        files = unpack(build_package(course, format, allow_incomplete=True))
+        for name in (name for name in files if name.endswith(".xml")):
+            ElementTree.fromstring(files[name])  # XML 1.0 holds no U+0007: it is written as U+FFFD
+        assert "What a \ufffd URL names" in files["imsmanifest.xml"].decode()
+
+
 def test_the_scorm_manifest_is_valid_against_the_ims_and_adl_schemas(tmp_path: Path) -> None:
     if not SCORM_XSD.is_dir():
         _missing(f"the SCORM 1.2 schemas are not installed ({SCORM_XSD.relative_to(ROOT)}): run `npm ci` in {ROOT}")
