@@ -80,24 +80,18 @@ class Settings:
         _secrets.keep(self.secrets)
         if self.backend is not None:
             checked_backend(self.backend)
-        for name, least in (("wave_concurrency", 1), ("model_concurrency", 1), ("repair_rounds", 0),
-                            ("max_retries", 0)):
+        unset = {f.name for f in dataclasses.fields(self) if f.default is None and getattr(self, f.name) is None}
+        for name, least in _WHOLE.items():
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            if name not in unset and (not isinstance(value, int) or isinstance(value, bool) or value < least):
                 raise UsageError(f"{name} must be a whole number of at least {least}, not {value!r}")
-        if self.answer_tokens is not None and (not isinstance(self.answer_tokens, int) or
-                                               isinstance(self.answer_tokens, bool) or self.answer_tokens < 1):
-            raise UsageError(f"answer_tokens must be a whole number of at least 1, not {self.answer_tokens!r}")
         if self.max_cost is not None and (not isinstance(self.max_cost, int | float) or
                                           isinstance(self.max_cost, bool) or not 0 < self.max_cost < float("inf")):
             raise UsageError(f"max_cost must be a number of US dollars above 0, not {self.max_cost!r}")
-        for name, zero in (("request_timeout", False), ("retry_after_cap", False), ("batch_poll_seconds", True),
-                           ("call_deadline", False)):
+        for name, zero in _SECONDS.items():
             seconds = getattr(self, name)
-            if name == "call_deadline" and seconds is None:
-                continue
-            if not isinstance(seconds, int | float) or isinstance(seconds, bool) or not (
-                    seconds >= 0 if zero else seconds > 0):
+            if name not in unset and (not isinstance(seconds, int | float) or isinstance(seconds, bool) or not (
+                    seconds >= 0 if zero else seconds > 0)):
                 raise UsageError(f"{name} must be a number of seconds {'of at least' if zero else 'above'} 0, "
                                  f"not {seconds!r}")
         unknown = set(self.models) - set(ROLES)
@@ -142,16 +136,9 @@ class Settings:
             "openai_api_key": checked_key(env.get("OPENAI_API_KEY", ""), "OPENAI_API_KEY") or None,
             "openai_base_url": env.get("OPENAI_BASE_URL", "").strip() or None,
             "models": models,
-            "wave_concurrency": read.integer("STAY_WAVE_CONCURRENCY", 4, least=1),
-            "model_concurrency": read.integer("STAY_MODEL_CONCURRENCY", 8, least=1),
-            "repair_rounds": read.integer("STAY_REPAIR_ROUNDS", 2, least=0),
-            "request_timeout": read.seconds("STAY_REQUEST_TIMEOUT", 300.0),
-            "retry_after_cap": read.seconds("STAY_RETRY_AFTER_CAP", 60.0),
-            "max_retries": read.integer("STAY_MAX_RETRIES", 4, least=0),
-            "call_deadline": read.seconds("STAY_CALL_DEADLINE", 0.0) or None,  # 0 is refused when given
-            "answer_tokens": read.integer("STAY_ANSWER_TOKENS", 0, least=1) or None,
+            **{name: read.integer(f"STAY_{name.upper()}", least=least) for name, least in _WHOLE.items()},
+            **{name: read.seconds(f"STAY_{name.upper()}", zero=zero) for name, zero in _SECONDS.items()},
             "max_cost": read.dollars("STAY_MAX_COST"),
-            "batch_poll_seconds": read.seconds("STAY_BATCH_POLL_SECONDS", 30.0, zero=True),
             "prompts_dir": read.path("STAY_PROMPTS_DIR"),
             "data_dir": data_dir_from(env),
             "cache": read.switch("STAY_CACHE"),
@@ -159,7 +146,13 @@ class Settings:
             "otlp": otlp_from(env),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
+        return cls(**{k: v for k, v in values.items() if v is not None})  # unset: the field's default
+
+
+_WHOLE = {"wave_concurrency": 1, "model_concurrency": 1, "repair_rounds": 0, "max_retries": 0, "answer_tokens": 1}
+"""Each whole-number setting and the least it takes, read from ``STAY_<NAME>``."""
+_SECONDS = {"request_timeout": False, "retry_after_cap": False, "batch_poll_seconds": True, "call_deadline": False}
+"""Each setting in seconds, read from ``STAY_<NAME>``, and whether it may be 0 (else it must be above it)."""
 
 
 def packaged_data_dir() -> Path:
@@ -272,10 +265,10 @@ class _Reader:
         raw = self._raw(name)
         return None if raw is None else checked_backend(raw, name)
 
-    def integer(self, name: str, default: int, *, least: int) -> int:
+    def integer(self, name: str, *, least: int) -> int | None:
         raw = self._raw(name)
         if raw is None:
-            return default
+            return None
         try:
             value = int(raw)
         except ValueError:
@@ -284,10 +277,10 @@ class _Reader:
             raise UsageError(f"{name} must be at least {least}, not {value}")
         return value
 
-    def seconds(self, name: str, default: float, *, zero: bool = False) -> float:
+    def seconds(self, name: str, *, zero: bool) -> float | None:
         raw = self._raw(name)
         if raw is None:
-            return default
+            return None
         try:
             value = float(raw)
         except ValueError:
