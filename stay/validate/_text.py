@@ -343,51 +343,14 @@ try:
 except ImportError:  # PyYAML built without libyaml: the pure parser does it all
     CSafeLoader = None  # type: ignore[assignment,misc]
 
-_Resolvers = dict[str, tuple[tuple[str, Any], ...]]
-_resolvers: tuple[tuple[int, ...], _Resolvers, tuple[tuple[str, Any], ...]] | None = None
-
-
-def _implicit_resolvers() -> tuple[_Resolvers, tuple[tuple[str, Any], ...]] | None:
-    """SafeLoader's implicit resolvers by first character, wildcards last; None with path resolvers."""
-    global _resolvers
-    table = yaml.SafeLoader.yaml_implicit_resolvers
-    if yaml.SafeLoader.yaml_path_resolvers:
-        return None
-    fingerprint = (id(table), len(table), *map(len, table.values()))
-    if _resolvers is None or _resolvers[0] != fingerprint:
-        wildcard = tuple(table.get(None, []))
-        by_first = {first: (*resolvers, *wildcard) for first, resolvers in table.items() if first is not None}
-        _resolvers = (fingerprint, by_first, wildcard)
-    return _resolvers[1], _resolvers[2]
-
-
 _FastLoader: Any = None
 if CSafeLoader is not None:
 
-    class _SpecialisedLoader(CSafeLoader):
-        """libyaml's parser with ``Resolver.resolve`` specialised to SafeLoader's tables (called per node)."""
+    class _FastLoader(CSafeLoader):  # type: ignore[no-redef]
+        """libyaml's parser resolving by SafeLoader's tables as they stand (a program may add to them later)."""
 
-        def __init__(self, stream: str, tables: tuple[_Resolvers, tuple[tuple[str, Any], ...]]) -> None:
-            super().__init__(stream)
-            self._by_first, self._wildcard = tables
-
-        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-            if kind is ScalarNode:
-                if implicit[0]:
-                    for tag, regexp in self._by_first.get(value[:1], self._wildcard):
-                        if regexp.match(value):
-                            return tag
-                return self.DEFAULT_SCALAR_TAG
-            if kind is SequenceNode:
-                return self.DEFAULT_SEQUENCE_TAG
-            return self.DEFAULT_MAPPING_TAG
-
-    _FastLoader = _SpecialisedLoader
-
-
-def _fast_loader(text: str) -> Any:
-    tables = _implicit_resolvers()
-    return CSafeLoader(text) if tables is None else _FastLoader(text, tables)
+        yaml_implicit_resolvers = property(lambda self: yaml.SafeLoader.yaml_implicit_resolvers)
+        yaml_path_resolvers = property(lambda self: yaml.SafeLoader.yaml_path_resolvers)
 
 
 # Deeper than this, the pure parser decides (it fails somewhere past 300 levels).
@@ -468,7 +431,7 @@ def safe_load(text: str) -> Any:
     if _FastLoader is None or _pure_only(text):
         return pure_load(text)
     try:
-        loader = _fast_loader(text)
+        loader = _FastLoader(text)
         try:
             node = loader.get_single_node()
             if node is None:
