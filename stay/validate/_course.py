@@ -598,6 +598,14 @@ class Course:
     def planned_lessons(self) -> list[Lesson]:
         return [lesson for lesson in self.lessons if lesson.plan.usable]
 
+    def entries(self, kind: Literal["plan", "exercises", "quiz"], key: str) -> Iterator[tuple[Lesson, dict[str, Any]]]:
+        """(lesson, entry) for every entry of the list ``key`` in each planned lesson's usable ``kind`` file."""
+        for lesson in self.planned_lessons:
+            file: CourseFile = getattr(lesson, kind)
+            if file.usable:
+                for entry in file.data[key]:
+                    yield lesson, entry
+
 
 # A rule maps a Course to one finding per subject the contract's "per" column names; @rule binds it
 # to its row, and its docstring (required) says what it checks and why.
