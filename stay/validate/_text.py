@@ -1,6 +1,6 @@
 """The contract's text definitions (validator-rules.md, "Text definitions") and YAML parsing. Where a
-plain-string reading replaces the contract's expression, the expression is kept as ``CONTRACT_*`` and
-``tests/validate/test_text.py`` holds the two equal."""
+plain-string reading replaces the contract's expression, ``tests/validate/test_text.py`` holds it equal
+to the frozen reference's."""
 
 from __future__ import annotations
 
@@ -25,16 +25,6 @@ _WORD_START = re.compile(r"[A-Za-z0-9]")  # a text holds a word exactly when it 
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
 _NUMBERED_ITEM = re.compile(r"[0-9]+(?:\. |\) )")
 _NOT_PARAGRAPH = ("#", "|", ">", "<", "![", "- ", "* ", "+ ")
-
-
-CONTRACT_SPACE_RUN = re.compile(r"\s+")
-CONTRACT_FENCE = re.compile(r"(`{3,}|~{3,})")
-CONTRACT_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-"""Quadratic on a long run of blanks (a 100 KB line takes minutes), so ``heading`` reads lines without it."""
-
-
-def contract_mention_pattern(term: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![a-z0-9])" + re.escape(norm(term)) + r"(?![a-z0-9])")
 
 
 def norm(text: str) -> str:
@@ -120,8 +110,9 @@ def id_matches(value: str, lesson_id: str, letter: str) -> bool:
 
 
 def heading(line: str) -> tuple[int, str] | None:
-    """``(level, text)`` when ``line`` is a heading by ``CONTRACT_HEADING``, else None; read without
-    backtracking: the text ends before trailing blanks and a closing ``#`` run with a blank before it."""
+    """``(level, text)`` when ``line`` is a heading by the contract's expression (quadratic on a run of blanks),
+    else None; read without backtracking: the text ends before trailing blanks and a closing ``#`` run
+    with a blank before it."""
     if "\n" in line:  # `.` stops at a newline and `$` matches only before a final one
         if line.index("\n") != len(line) - 1:
             return None
@@ -137,7 +128,7 @@ def heading(line: str) -> tuple[int, str] | None:
 
 
 def fence(start: str) -> str | None:
-    """The run of three or more backticks or tildes ``start`` opens with (``CONTRACT_FENCE``)."""
+    """The run of three or more backticks or tildes ``start`` opens with (the contract's fence)."""
     mark = start[:1]
     if mark in ("`", "~") and start.startswith(mark * 3):
         return start[:len(start) - len(start.lstrip(mark))]
