@@ -598,7 +598,7 @@ class Course:
     def planned_lessons(self) -> list[Lesson]:
         return [lesson for lesson in self.lessons if lesson.plan.usable]
 
-    def entries(self, kind: Literal["plan", "exercises", "quiz"], key: str) -> Iterator[tuple[Lesson, dict[str, Any]]]:
+    def entries(self, kind: Literal["plan", "exercises", "quiz"], key: str) -> Iterator[tuple[Lesson, Any]]:
         """(lesson, entry) for every entry of the list ``key`` in each planned lesson's usable ``kind`` file."""
         for lesson in self.planned_lessons:
             file: CourseFile = getattr(lesson, kind)
