@@ -327,8 +327,9 @@ def quoted_in(quote: str, body: str) -> bool:
 
 
 # YAML: the contract's "not YAML" is "yaml.safe_load raises" (the pure parser, ten times slower), so
-# libyaml parses, and whatever it rejects, nests deeper than _DEEP or holds a construct where the two
-# disagree (_pure_only; tests/validate/test_yaml_parity.py) goes to the pure parser, whose answer stands.
+# libyaml parses, and whatever it rejects, nests deeper than _DEEP, may hold an alias, has a node _build
+# leaves, or holds a construct where the two disagree (_pure_only; tests/validate/test_yaml_parity.py)
+# goes to the pure parser, whose answer stands.
 try:
     from yaml import CSafeLoader
 except ImportError:  # PyYAML built without libyaml: the pure parser does it all
@@ -354,10 +355,6 @@ _PURE_ONLY_CHARS = ("\t", "\ufeff", "\x85", "\u2028", "\u2029")
 # What may stand before a token (a flow collection, a tag) and after a tag.
 _BEFORE_TOKEN = " ,[]{}:?-"
 _AFTER_TAG = ",[]{}"
-
-
-class _TooDeep(Exception):
-    """Deeper than ``_DEEP``: the pure parser decides."""
 
 
 def _pure_only(text: str) -> bool:
@@ -419,24 +416,16 @@ def pure_load(text: str) -> Any:
 
 def safe_load(text: str) -> Any:
     """Parse ``text`` exactly as ``yaml.safe_load`` would, raising where it raises."""
-    if _FastLoader is None or _pure_only(text):
+    if _FastLoader is None or _pure_only(text) or may_alias(text):
         return pure_load(text)
     try:
         loader = _FastLoader(text)
         try:
             node = loader.get_single_node()
-            if node is None:
-                return None
-            if not may_alias(text):  # no node is shared: the tree can be built directly
-                try:
-                    return _build(loader, node, 1)
-                except _Unusual:
-                    pass
-            _check_depth(node)
-            return loader.construct_document(node)
+            return None if node is None else _build(loader, node, 1)
         finally:
             loader.dispose()
-    except Exception:
+    except Exception:  # libyaml's error, or a node _build leaves
         return pure_load(text)
 
 
@@ -462,13 +451,14 @@ _PLAIN_SCALARS = frozenset(f"tag:yaml.org,2002:{name}" for name in
 
 
 class _Unusual(Exception):
-    """A node ``_build`` leaves to PyYAML's constructor (a merge key, a set, a collection key, a tag)."""
+    """A node ``_build`` leaves to the pure parser (a merge key, a set, a collection key, a tag), or
+    nesting deeper than ``_DEEP``."""
 
 
 def _build(loader: Any, node: Node, depth: int) -> Any:
-    """``construct_document`` of an alias-free tree, without its per-node bookkeeping (most of the time)."""
+    """``construct_document`` of an alias-free tree, without its per-node bookkeeping."""
     if depth > _DEEP:
-        raise _TooDeep
+        raise _Unusual
     kind = type(node)
     if kind is ScalarNode:
         if node.tag == _STR:
@@ -486,25 +476,6 @@ def _build(loader: Any, node: Node, depth: int) -> Any:
     if kind is SequenceNode and node.tag == _SEQ:
         return [_build(loader, child, depth + 1) for child in node.value]
     raise _Unusual
-
-
-def _check_depth(root: Node) -> None:
-    stack: list[tuple[Node, int]] = [(root, 1)]
-    # an alias's node is reachable at several depths: the deepest sighting is a safe over-estimate
-    deepest: dict[int, int] = {}
-    while stack:
-        node, depth = stack.pop()
-        if depth > _DEEP:
-            raise _TooDeep
-        if deepest.get(id(node), 0) >= depth:
-            continue
-        deepest[id(node)] = depth
-        if isinstance(node, SequenceNode):
-            stack.extend((child, depth + 1) for child in node.value)
-        elif isinstance(node, MappingNode):
-            for key, value in node.value:
-                stack.append((key, depth + 1))
-                stack.append((value, depth + 1))
 
 
 def expands_past(document: Any, bound: int) -> bool:
