@@ -9,7 +9,7 @@ import dataclasses
 import functools
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -80,24 +80,18 @@ class Settings:
         _secrets.keep(self.secrets)
         if self.backend is not None:
             checked_backend(self.backend)
-        for name, least in (("wave_concurrency", 1), ("model_concurrency", 1), ("repair_rounds", 0),
-                            ("max_retries", 0)):
+        unset = {f.name for f in dataclasses.fields(self) if f.default is None and getattr(self, f.name) is None}
+        for name, least in _WHOLE.items():
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            if name not in unset and (not isinstance(value, int) or isinstance(value, bool) or value < least):
                 raise UsageError(f"{name} must be a whole number of at least {least}, not {value!r}")
-        if self.answer_tokens is not None and (not isinstance(self.answer_tokens, int) or
-                                               isinstance(self.answer_tokens, bool) or self.answer_tokens < 1):
-            raise UsageError(f"answer_tokens must be a whole number of at least 1, not {self.answer_tokens!r}")
         if self.max_cost is not None and (not isinstance(self.max_cost, int | float) or
                                           isinstance(self.max_cost, bool) or not 0 < self.max_cost < float("inf")):
             raise UsageError(f"max_cost must be a number of US dollars above 0, not {self.max_cost!r}")
-        for name, zero in (("request_timeout", False), ("retry_after_cap", False), ("batch_poll_seconds", True),
-                           ("call_deadline", False)):
+        for name, zero in _SECONDS.items():
             seconds = getattr(self, name)
-            if name == "call_deadline" and seconds is None:
-                continue
-            if not isinstance(seconds, int | float) or isinstance(seconds, bool) or not (
-                    seconds >= 0 if zero else seconds > 0):
+            if name not in unset and (not isinstance(seconds, int | float) or isinstance(seconds, bool) or not (
+                    seconds >= 0 if zero else seconds > 0)):
                 raise UsageError(f"{name} must be a number of seconds {'of at least' if zero else 'above'} 0, "
                                  f"not {seconds!r}")
         unknown = set(self.models) - set(ROLES)
@@ -131,35 +125,39 @@ class Settings:
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Settings from the environment, then ``overrides`` (None leaves the environment's value)."""
         env = environment() if environ is None else environ
-        read = _Reader(env)
+
+        def read(name: str, parse: Callable[..., Any], **options: Any) -> Any:
+            """The variable parsed, refused in one line if it cannot be used; None when unset or blank."""
+            raw = env.get(name, "").strip()
+            return parse(name, raw, **options) if raw else None
+
         models = {role: (env.get(f"STAY_MODEL_{role.upper()}") or env.get("STAY_MODEL") or DEFAULT_MODELS[role]).strip()
                   for role in ROLES}
         values: dict[str, Any] = {
-            "backend": read.backend("STAY_BACKEND"),
+            "backend": read("STAY_BACKEND", lambda name, raw: checked_backend(raw, name)),
             "api_key": checked_key(env.get("ANTHROPIC_API_KEY", "")) or None,
             "auth_token": checked_key(env.get("ANTHROPIC_AUTH_TOKEN", ""), "ANTHROPIC_AUTH_TOKEN") or None,
             "base_url": env.get("ANTHROPIC_BASE_URL") or None,
             "openai_api_key": checked_key(env.get("OPENAI_API_KEY", ""), "OPENAI_API_KEY") or None,
             "openai_base_url": env.get("OPENAI_BASE_URL", "").strip() or None,
             "models": models,
-            "wave_concurrency": read.integer("STAY_WAVE_CONCURRENCY", 4, least=1),
-            "model_concurrency": read.integer("STAY_MODEL_CONCURRENCY", 8, least=1),
-            "repair_rounds": read.integer("STAY_REPAIR_ROUNDS", 2, least=0),
-            "request_timeout": read.seconds("STAY_REQUEST_TIMEOUT", 300.0),
-            "retry_after_cap": read.seconds("STAY_RETRY_AFTER_CAP", 60.0),
-            "max_retries": read.integer("STAY_MAX_RETRIES", 4, least=0),
-            "call_deadline": read.seconds("STAY_CALL_DEADLINE", 0.0) or None,  # 0 is refused when given
-            "answer_tokens": read.integer("STAY_ANSWER_TOKENS", 0, least=1) or None,
-            "max_cost": read.dollars("STAY_MAX_COST"),
-            "batch_poll_seconds": read.seconds("STAY_BATCH_POLL_SECONDS", 30.0, zero=True),
-            "prompts_dir": read.path("STAY_PROMPTS_DIR"),
+            **{name: read(f"STAY_{name.upper()}", _integer, least=least) for name, least in _WHOLE.items()},
+            **{name: read(f"STAY_{name.upper()}", _seconds, zero=zero) for name, zero in _SECONDS.items()},
+            "max_cost": read("STAY_MAX_COST", _dollars),
+            "prompts_dir": read("STAY_PROMPTS_DIR", lambda _name, raw: Path(raw)),
             "data_dir": data_dir_from(env),
-            "cache": read.switch("STAY_CACHE"),
-            "source_date_epoch": read.epoch("SOURCE_DATE_EPOCH"),
+            "cache": read("STAY_CACHE", _switch),
+            "source_date_epoch": read("SOURCE_DATE_EPOCH", _epoch),
             "otlp": otlp_from(env),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
+        return cls(**{k: v for k, v in values.items() if v is not None})  # unset: the field's default
+
+
+_WHOLE = {"wave_concurrency": 1, "model_concurrency": 1, "repair_rounds": 0, "max_retries": 0, "answer_tokens": 1}
+"""Each whole-number setting and the least it takes, read from ``STAY_<NAME>``."""
+_SECONDS = {"request_timeout": False, "retry_after_cap": False, "batch_poll_seconds": True, "call_deadline": False}
+"""Each setting in seconds, read from ``STAY_<NAME>``, and whether it may be 0 (else it must be above it)."""
 
 
 def packaged_data_dir() -> Path:
@@ -258,84 +256,57 @@ def checked_backend(name: object, where: str = "backend") -> str:
                      f"{', '.join(names)} (a plug-in adds one through the {BACKEND_GROUP} entry points)")
 
 
-class _Reader:
-    """Reads one variable at a time, refusing a value that cannot be used in one line."""
+def _integer(name: str, raw: str, least: int) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UsageError(f"{name}={raw[:40]!r} is not a whole number") from None
+    if value < least:
+        raise UsageError(f"{name} must be at least {least}, not {value}")
+    return value
 
-    def __init__(self, env: Mapping[str, str]) -> None:
-        self.env = env
 
-    def _raw(self, name: str) -> str | None:
-        value = self.env.get(name, "").strip()
-        return value or None
+def _seconds(name: str, raw: str, zero: bool) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"{name}={raw[:40]!r} is not a number of seconds") from None
+    if not (value >= 0 if zero else value > 0) or value == float("inf"):
+        raise UsageError(f"{name} must be a number of seconds{' of at least 0' if zero else ' above 0'}, "
+                         f"not {raw[:40]}")
+    return value
 
-    def backend(self, name: str) -> str | None:
-        raw = self._raw(name)
-        return None if raw is None else checked_backend(raw, name)
 
-    def integer(self, name: str, default: int, *, least: int) -> int:
-        raw = self._raw(name)
-        if raw is None:
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            raise UsageError(f"{name}={raw[:40]!r} is not a whole number") from None
-        if value < least:
-            raise UsageError(f"{name} must be at least {least}, not {value}")
-        return value
+def _dollars(name: str, raw: str) -> float:
+    try:
+        value = float(raw.removeprefix("$"))
+    except ValueError:
+        raise UsageError(f"{name}={raw[:40]!r} is not an amount of US dollars (e.g. {name}=2.50)") from None
+    if not 0 < value < float("inf"):
+        raise UsageError(f"{name} must be an amount of US dollars above 0, not {raw[:40]}")
+    return value
 
-    def seconds(self, name: str, default: float, *, zero: bool = False) -> float:
-        raw = self._raw(name)
-        if raw is None:
-            return default
-        try:
-            value = float(raw)
-        except ValueError:
-            raise UsageError(f"{name}={raw[:40]!r} is not a number of seconds") from None
-        if not (value >= 0 if zero else value > 0) or value == float("inf"):
-            raise UsageError(f"{name} must be a number of seconds{' of at least 0' if zero else ' above 0'}, "
-                             f"not {raw[:40]}")
-        return value
 
-    def dollars(self, name: str) -> float | None:
-        raw = self._raw(name)
-        if raw is None:
-            return None
-        try:
-            value = float(raw.removeprefix("$"))
-        except ValueError:
-            raise UsageError(f"{name}={raw[:40]!r} is not an amount of US dollars (e.g. {name}=2.50)") from None
-        if not 0 < value < float("inf"):
-            raise UsageError(f"{name} must be an amount of US dollars above 0, not {raw[:40]}")
-        return value
+def _switch(name: str, raw: str) -> bool | None:
+    if raw.lower() == "auto":
+        return None
+    if raw.lower() in ("on", "1", "true", "yes"):
+        return True
+    if raw.lower() in ("off", "0", "false", "no"):
+        return False
+    raise UsageError(f"{name}={raw[:40]!r} is not on, off or auto")
 
-    def path(self, name: str) -> Path | None:
-        raw = self._raw(name)
-        return Path(raw) if raw is not None else None
 
-    def switch(self, name: str) -> bool | None:
-        raw = self._raw(name)
-        if raw is None or raw.lower() == "auto":
-            return None
-        if raw.lower() in ("on", "1", "true", "yes"):
-            return True
-        if raw.lower() in ("off", "0", "false", "no"):
-            return False
-        raise UsageError(f"{name}={raw[:40]!r} is not on, off or auto")
+def _epoch(name: str, raw: str) -> int:
+    from datetime import UTC, datetime
 
-    def epoch(self, name: str) -> int | None:
-        raw = self._raw(name)
-        if raw is None:
-            return None
-        from datetime import UTC, datetime
-
-        try:
-            value = int(raw)
-            datetime.fromtimestamp(value, UTC)
-        except (ValueError, OverflowError, OSError):
-            raise UsageError(f"{name}={raw[:40]!r} is not a usable time: give whole seconds since 1970 "
-                             "(e.g. 1780000000), or unset it") from None
-        return value
+    try:
+        value = int(raw)
+        datetime.fromtimestamp(value, UTC)
+    except (ValueError, OverflowError, OSError):
+        raise UsageError(f"{name}={raw[:40]!r} is not a usable time: give whole seconds since 1970 "
+                         "(e.g. 1780000000), or unset it") from None
+    return value
 
 
 def checked_key(raw: str, name: str = "ANTHROPIC_API_KEY") -> str:

@@ -7,6 +7,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from importlib import import_module
 from pathlib import Path
 from types import MappingProxyType, ModuleType
@@ -137,16 +138,10 @@ def owner_rows(defects: Iterable[Defect]) -> list[tuple[object, ...]]:
     return rows
 
 
-@dataclass(frozen=True)
-class CourseReport:
-    """What the validator found in one course."""
+class _Verdict:
+    """FAIL and WARN counts over ``defects``, and whether it passes: no FAIL (in strict mode, every
+    defect is a FAIL)."""
 
-    dir: str
-    slug: str
-    strict: bool
-    evaluated: Mapping[str, int]
-    """code -> how many subjects the rule evaluated (only codes evaluated at least once)."""
-    passed: Mapping[str, int]
     defects: tuple[Defect, ...]
 
     @property
@@ -158,13 +153,25 @@ class CourseReport:
         return sum(1 for d in self.defects if d.severity is Severity.WARN)
 
     @property
-    def checks(self) -> int:
-        return sum(self.evaluated.values())
+    def ok(self) -> bool:
+        return self.fails == 0
+
+
+@dataclass(frozen=True)
+class CourseReport(_Verdict):
+    """What the validator found in one course."""
+
+    dir: str
+    slug: str
+    strict: bool
+    evaluated: Mapping[str, int]
+    """code -> how many subjects the rule evaluated (only codes evaluated at least once)."""
+    passed: Mapping[str, int]
+    defects: tuple[Defect, ...]
 
     @property
-    def ok(self) -> bool:
-        """No FAIL (in strict mode: no defect at all)."""
-        return self.fails == 0
+    def checks(self) -> int:
+        return sum(self.evaluated.values())
 
     def as_dict(self) -> dict[str, object]:
         return {"dir": self.dir, "slug": self.slug, "evaluated": dict(self.evaluated),
@@ -178,23 +185,15 @@ class CourseReport:
 
 
 @dataclass(frozen=True)
-class ValidationReport:
+class ValidationReport(_Verdict):
     """Reports for every course validated in one call, in directory-name order."""
 
     courses: tuple[CourseReport, ...]
     strict: bool
 
     @property
-    def fails(self) -> int:
-        return sum(course.fails for course in self.courses)
-
-    @property
-    def warns(self) -> int:
-        return sum(course.warns for course in self.courses)
-
-    @property
-    def ok(self) -> bool:
-        return self.fails == 0
+    def defects(self) -> tuple[Defect, ...]:  # type: ignore[override]  # every course's, in order
+        return tuple(defect for course in self.courses for defect in course.defects)
 
     @property
     def exit_code(self) -> int:
@@ -349,39 +348,23 @@ def validate_courses(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
 
 def _check_all(courses: list[str], data: HouseData, strict: bool, jobs: int,
                codes: tuple[str, ...]) -> list[CourseReport]:
+    check = partial(_check_one, data=data, strict=strict, codes=codes)
     workers = min(jobs, len(courses))
     # a rule registered in this process is unknown to a worker started fresh (spawn,
     # forkserver: the default on some platforms and Pythons), so those run here
     if workers > 1 and not added_at_run_time(codes):
         try:
-            return _check_in_processes(courses, data, strict, workers, codes)
+            from concurrent.futures import ProcessPoolExecutor  # only when asked for: it costs start-up time
+
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                # a few chunks per worker: few round trips, and a slow course leaves no worker idle
+                return list(pool.map(check, courses, chunksize=max(1, len(courses) // (workers * 4))))
         except (OSError, NotImplementedError, ImportError):
             pass  # no processes or semaphores here (a sandbox): one process does the same work
-    return [check_course(Path(shown), data, strict=strict, shown=shown, select=codes) for shown in courses]
+    return [check(shown) for shown in courses]
 
 
-def _check_in_processes(courses: list[str], data: HouseData, strict: bool, workers: int,
-                        codes: tuple[str, ...]) -> list[CourseReport]:
-    from concurrent.futures import ProcessPoolExecutor  # only when asked for: it costs start-up time
-
-    # a few chunks per worker: few round trips, and a slow course leaves no worker idle
-    chunk = max(1, len(courses) // (workers * 4))
-    with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker,
-                             initargs=(data, strict, codes)) as pool:
-        return list(pool.map(_check_one, courses, chunksize=chunk))
-
-
-_worker: tuple[HouseData, bool, tuple[str, ...]] | None = None
-
-
-def _start_worker(data: HouseData, strict: bool, codes: tuple[str, ...]) -> None:
-    global _worker
-    _worker = (data, strict, codes)
-
-
-def _check_one(shown: str) -> CourseReport:
-    assert _worker is not None, "a worker process checks courses only after _start_worker"
-    data, strict, codes = _worker
+def _check_one(shown: str, *, data: HouseData, strict: bool, codes: tuple[str, ...]) -> CourseReport:
     return check_course(Path(shown), data, strict=strict, shown=shown, select=codes)
 
 

@@ -11,9 +11,9 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
-from functools import cache, cached_property
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, get_args
+from typing import Any, Literal, NamedTuple, TypeAlias, cast, get_args
 
 from stay._bounds import MAX_FILE_BYTES, TooLarge, read_bounded
 from stay._duration import DEFAULT_LIMITS, DurationLimits
@@ -34,194 +34,88 @@ from stay.validate._text import (
     split_lines,
 )
 
-Scalar = Literal["str", "int", "bool", "map"]
+Schema: TypeAlias = "str | list[Schema] | dict[str, Schema]"
+"""A shape: 'str' (not blank), 'int', 'bool' or 'map' (any mapping); [item] a list of items; a mapping
+of field names (optional ones end in '?') to their shapes, unknown fields allowed."""
 
+_STRS: list[Schema] = ["str"]
 
-@dataclass(frozen=True, slots=True)
-class ListOf:
-    item: Type
-
-
-@dataclass(frozen=True, slots=True)
-class MapOf:
-    fields: tuple[Field, ...]
-
-
-Type = Scalar | ListOf | MapOf
-
-
-@dataclass(frozen=True, slots=True)
-class Field:
-    name: str
-    type: Type
-    optional: bool = False
-
-
-def _f(spec: str, type_: Type) -> Field:
-    return Field(spec.rstrip("?"), type_, spec.endswith("?"))
-
-
-def _map(*fields: Field) -> MapOf:
-    return MapOf(fields)
-
-
-_STRS = ListOf("str")
-
-SCHEMAS: dict[str, MapOf] = {
-    "course": _map(
-        _f("schema", "int"), _f("slug", "str"), _f("title", "str"),
-        _f("brief", _map(
-            _f("title", "str"), _f("topic", "str"), _f("audience", "str"),
-            _f("time_available", "str"), _f("industry?", "str"), _f("constraints?", _STRS),
-        )),
-        _f("artefacts", "map"),
-    ),
-    "audience": _map(
-        _f("learners", "str"), _f("prior_knowledge", _STRS), _f("goals", _STRS),
-        _f("constraints?", _STRS), _f("misconceptions?", _STRS),
-        _f("time_budget_minutes", "int"),
-    ),
-    "curriculum": _map(_f("modules", ListOf(_map(
-        _f("id", "str"), _f("slug", "str"), _f("title", "str"), _f("summary", "str"),
-        _f("lessons", ListOf(_map(
-            _f("id", "str"), _f("title", "str"), _f("minutes", "int"), _f("summary", "str"),
-        ))),
-    )))),
-    "outcomes": _map(_f("outcomes", ListOf(_map(
-        _f("id", "str"), _f("lesson", "str"), _f("bloom", "str"), _f("verb", "str"),
-        _f("text", "str"),
-    )))),
-    "assessment": _map(
-        _f("strategy", "str"),
-        _f("evidence", ListOf(_map(_f("outcome", "str"), _f("methods", _STRS)))),
-    ),
-    "plan": _map(
-        _f("lesson", "str"), _f("title", "str"), _f("minutes", "int"), _f("outcomes", _STRS),
-        _f("sections", ListOf(_map(
-            _f("heading", "str"), _f("kind", "str"), _f("minutes", "int"), _f("covers", _STRS),
-        ))),
-        _f("new_terms", ListOf(_map(_f("term", "str"), _f("definition", "str")))),
-        _f("prerequisites", _STRS), _f("revisits", _STRS),
-    ),
-    "exercises": _map(
-        _f("lesson", "str"),
-        _f("exercises", ListOf(_map(
-            _f("id", "str"), _f("outcome", "str"), _f("bloom", "str"), _f("task", "str"),
-            _f("hints", _STRS), _f("solution", "str"),
-        ))),
-    ),
-    "quiz": _map(
-        _f("lesson", "str"),
-        _f("items", ListOf(_map(
-            _f("id", "str"), _f("outcome?", "str"), _f("retrieves?", "str"), _f("type", "str"),
-            _f("stem", "str"),
-            _f("options?", ListOf(_map(
-                _f("text", "str"), _f("correct", "bool"), _f("why_wrong?", "str"),
-            ))),
-            _f("answer?", "str"), _f("explanation", "str"),
-        ))),
-    ),
-    "project": _map(
-        _f("title", "str"), _f("brief", "str"), _f("deliverable", "str"),
-        _f("milestones", ListOf(_map(
-            _f("id", "str"), _f("title", "str"), _f("modules", _STRS), _f("description", "str"),
-        ))),
-        _f("rubric", ListOf(_map(
-            _f("id", "str"), _f("criterion", "str"), _f("outcomes", _STRS), _f("levels", "map"),
-        ))),
-    ),
-    "glossary": _map(_f("terms", ListOf(_map(
-        _f("term", "str"), _f("definition", "str"), _f("introduced_in", "str"),
-    )))),
-    "md": _map(_f("lesson", "str"), _f("title", "str")),
+SCHEMAS: dict[str, dict[str, Schema]] = {
+    "course": {
+        "schema": "int", "slug": "str", "title": "str",
+        "brief": {"title": "str", "topic": "str", "audience": "str", "time_available": "str", "industry?": "str",
+                  "constraints?": _STRS},
+        "artefacts": "map",
+    },
+    "audience": {"learners": "str", "prior_knowledge": _STRS, "goals": _STRS, "constraints?": _STRS,
+                 "misconceptions?": _STRS, "time_budget_minutes": "int"},
+    "curriculum": {"modules": [{
+        "id": "str", "slug": "str", "title": "str", "summary": "str",
+        "lessons": [{"id": "str", "title": "str", "minutes": "int", "summary": "str"}],
+    }]},
+    "outcomes": {"outcomes": [{"id": "str", "lesson": "str", "bloom": "str", "verb": "str", "text": "str"}]},
+    "assessment": {"strategy": "str", "evidence": [{"outcome": "str", "methods": _STRS}]},
+    "plan": {
+        "lesson": "str", "title": "str", "minutes": "int", "outcomes": _STRS,
+        "sections": [{"heading": "str", "kind": "str", "minutes": "int", "covers": _STRS}],
+        "new_terms": [{"term": "str", "definition": "str"}],
+        "prerequisites": _STRS, "revisits": _STRS,
+    },
+    "exercises": {"lesson": "str", "exercises": [{
+        "id": "str", "outcome": "str", "bloom": "str", "task": "str", "hints": _STRS, "solution": "str"}]},
+    "quiz": {"lesson": "str", "items": [{
+        "id": "str", "outcome?": "str", "retrieves?": "str", "type": "str", "stem": "str",
+        "options?": [{"text": "str", "correct": "bool", "why_wrong?": "str"}],
+        "answer?": "str", "explanation": "str",
+    }]},
+    "project": {
+        "title": "str", "brief": "str", "deliverable": "str",
+        "milestones": [{"id": "str", "title": "str", "modules": _STRS, "description": "str"}],
+        "rubric": [{"id": "str", "criterion": "str", "outcomes": _STRS, "levels": "map"}],
+    },
+    "glossary": {"terms": [{"term": "str", "definition": "str", "introduced_in": "str"}]},
+    "md": {"lesson": "str", "title": "str"},
 }
 
-_NAMES = {"str": "a string", "int": "an integer", "bool": "a boolean",
-          "list": "a list", "map": "a mapping"}
+_NAMES = {"str": "a string", "int": "an integer", "bool": "a boolean", "list": "a list", "map": "a mapping"}
 
 
 def is_str(value: object) -> bool:
     return isinstance(value, str) and value.strip() != ""
 
 
-_SCALARS: dict[str, Callable[[object], bool]] = {
+_SHAPES: dict[str, Callable[[object], bool]] = {
     "str": is_str, "map": lambda value: isinstance(value, dict), "bool": lambda value: isinstance(value, bool),
-    "int": lambda value: isinstance(value, int) and not isinstance(value, bool)}
+    "int": lambda value: isinstance(value, int) and not isinstance(value, bool),
+    "list": lambda value: isinstance(value, list)}
 
 
-def _fits(value: object, type_: Type) -> tuple[bool, str]:
-    """Whether ``value`` has ``type_``'s own shape (not its items' or fields'), and the shape's name."""
-    if isinstance(type_, ListOf):
-        return isinstance(value, list), "list"
-    name = "map" if isinstance(type_, MapOf) else type_
-    return _SCALARS[name](value), name
-
-
-def problems(document: object, schema: MapOf) -> list[str]:
-    if fits(schema)(document):  # most files fit: skip building a path for every field
-        return []
+def problems(document: object, schema: dict[str, Schema]) -> list[str]:
     if not isinstance(document, dict):
         return ["(root) must be a mapping"]
     found: list[str] = []
-    _fields(document, schema, "", found)
+    _check(document, schema, "", found)
     return found
 
 
-Fits = Callable[[object], bool]
-
-
-@cache
-def fits(type_: Type) -> Fits:
-    """Whether ``problems`` of a value would be empty, compiled once per schema node into closures."""
-    if isinstance(type_, ListOf):
-        if type_.item == "str":
-            return lambda value: isinstance(value, list) and all(is_str(element) for element in value)
-        item = fits(type_.item)
-        return lambda value: isinstance(value, list) and all(item(element) for element in value)
-    if isinstance(type_, MapOf):
-        fields = tuple((field.name, field.optional, fits(field.type)) for field in type_.fields)
-
-        def mapping(value: object) -> bool:
-            if not isinstance(value, dict):
-                return False
-            for name, optional, check in fields:
-                if name not in value:
-                    if optional:
-                        continue
-                    return False
-                element = value[name]
-                if not (element is None and optional) and not check(element):
-                    return False
-            return True
-
-        return mapping
-    return _SCALARS[type_]
-
-
-def _fields(mapping: dict[object, object], schema: MapOf, prefix: str, found: list[str]) -> None:
-    for spec in schema.fields:
-        path = f"{prefix}.{spec.name}" if prefix else spec.name
-        if spec.name not in mapping:
-            if not spec.optional:
-                found.append(f"{path} is missing")
-            continue
-        value = mapping[spec.name]
-        if value is None and spec.optional:
-            continue
-        _value(value, spec.type, path, found)
-
-
-def _value(value: object, type_: Type, path: str, found: list[str]) -> None:
-    ok, name = _fits(value, type_)
-    if not ok:
-        found.append(f"{path} must be {_NAMES[name]}")
-    elif isinstance(type_, ListOf):
-        assert isinstance(value, list)
-        for index, element in enumerate(value):
-            _value(element, type_.item, f"{path}[{index}]", found)
-    elif isinstance(type_, MapOf):
-        assert isinstance(value, dict)
-        _fields(value, type_, path, found)
+def _check(value: object, schema: Schema, path: str, found: list[str]) -> None:
+    """Append to ``found`` what in ``value`` is off ``schema``: a field missing, a value of the wrong shape."""
+    shape = "list" if isinstance(schema, list) else "map" if isinstance(schema, dict) else schema
+    if not _SHAPES[shape](value):
+        found.append(f"{path} must be {_NAMES[shape]}")
+    elif isinstance(schema, list):
+        for index, element in enumerate(cast(list[object], value)):
+            _check(element, schema[0], f"{path}[{index}]", found)
+    elif isinstance(schema, dict):
+        mapping = cast(dict[str, object], value)
+        for spec, field_schema in schema.items():
+            name = spec.rstrip("?")
+            here = f"{path}.{name}" if path else name
+            if name not in mapping:
+                if spec == name:
+                    found.append(f"{here} is missing")
+            elif mapping[name] is not None or spec == name:
+                _check(mapping[name], field_schema, here, found)
 
 
 # The data files the rules read are the ones the writing stages are prompted with, so a stage is
@@ -703,6 +597,14 @@ class Course:
     @cached_property
     def planned_lessons(self) -> list[Lesson]:
         return [lesson for lesson in self.lessons if lesson.plan.usable]
+
+    def entries(self, kind: Literal["plan", "exercises", "quiz"], key: str) -> Iterator[tuple[Lesson, Any]]:
+        """(lesson, entry) for every entry of the list ``key`` in each planned lesson's usable ``kind`` file."""
+        for lesson in self.planned_lessons:
+            file: CourseFile = getattr(lesson, kind)
+            if file.usable:
+                for entry in file.data[key]:
+                    yield lesson, entry
 
 
 # A rule maps a Course to one finding per subject the contract's "per" column names; @rule binds it

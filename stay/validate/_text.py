@@ -1,6 +1,6 @@
 """The contract's text definitions (validator-rules.md, "Text definitions") and YAML parsing. Where a
-plain-string reading replaces the contract's expression, the expression is kept as ``CONTRACT_*`` and
-``tests/validate/test_text.py`` holds the two equal."""
+plain-string reading replaces the contract's expression, ``tests/validate/test_text.py`` holds it equal
+to the frozen reference's."""
 
 from __future__ import annotations
 
@@ -25,16 +25,6 @@ _WORD_START = re.compile(r"[A-Za-z0-9]")  # a text holds a word exactly when it 
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
 _NUMBERED_ITEM = re.compile(r"[0-9]+(?:\. |\) )")
 _NOT_PARAGRAPH = ("#", "|", ">", "<", "![", "- ", "* ", "+ ")
-
-
-CONTRACT_SPACE_RUN = re.compile(r"\s+")
-CONTRACT_FENCE = re.compile(r"(`{3,}|~{3,})")
-CONTRACT_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-"""Quadratic on a long run of blanks (a 100 KB line takes minutes), so ``heading`` reads lines without it."""
-
-
-def contract_mention_pattern(term: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![a-z0-9])" + re.escape(norm(term)) + r"(?![a-z0-9])")
 
 
 def norm(text: str) -> str:
@@ -120,8 +110,9 @@ def id_matches(value: str, lesson_id: str, letter: str) -> bool:
 
 
 def heading(line: str) -> tuple[int, str] | None:
-    """``(level, text)`` when ``line`` is a heading by ``CONTRACT_HEADING``, else None; read without
-    backtracking: the text ends before trailing blanks and a closing ``#`` run with a blank before it."""
+    """``(level, text)`` when ``line`` is a heading by the contract's expression (quadratic on a run of blanks),
+    else None; read without backtracking: the text ends before trailing blanks and a closing ``#`` run
+    with a blank before it."""
     if "\n" in line:  # `.` stops at a newline and `$` matches only before a final one
         if line.index("\n") != len(line) - 1:
             return None
@@ -137,7 +128,7 @@ def heading(line: str) -> tuple[int, str] | None:
 
 
 def fence(start: str) -> str | None:
-    """The run of three or more backticks or tildes ``start`` opens with (``CONTRACT_FENCE``)."""
+    """The run of three or more backticks or tildes ``start`` opens with (the contract's fence)."""
     mark = start[:1]
     if mark in ("`", "~") and start.startswith(mark * 3):
         return start[:len(start) - len(start.lstrip(mark))]
@@ -336,58 +327,22 @@ def quoted_in(quote: str, body: str) -> bool:
 
 
 # YAML: the contract's "not YAML" is "yaml.safe_load raises" (the pure parser, ten times slower), so
-# libyaml parses, and whatever it rejects, nests deeper than _DEEP or holds a construct where the two
-# disagree (_pure_only; tests/validate/test_yaml_parity.py) goes to the pure parser, whose answer stands.
+# libyaml parses, and whatever it rejects, nests deeper than _DEEP, may hold an alias, has a node _build
+# leaves, or holds a construct where the two disagree (_pure_only; tests/validate/test_yaml_parity.py)
+# goes to the pure parser, whose answer stands.
 try:
     from yaml import CSafeLoader
 except ImportError:  # PyYAML built without libyaml: the pure parser does it all
     CSafeLoader = None  # type: ignore[assignment,misc]
 
-_Resolvers = dict[str, tuple[tuple[str, Any], ...]]
-_resolvers: tuple[tuple[int, ...], _Resolvers, tuple[tuple[str, Any], ...]] | None = None
-
-
-def _implicit_resolvers() -> tuple[_Resolvers, tuple[tuple[str, Any], ...]] | None:
-    """SafeLoader's implicit resolvers by first character, wildcards last; None with path resolvers."""
-    global _resolvers
-    table = yaml.SafeLoader.yaml_implicit_resolvers
-    if yaml.SafeLoader.yaml_path_resolvers:
-        return None
-    fingerprint = (id(table), len(table), *map(len, table.values()))
-    if _resolvers is None or _resolvers[0] != fingerprint:
-        wildcard = tuple(table.get(None, []))
-        by_first = {first: (*resolvers, *wildcard) for first, resolvers in table.items() if first is not None}
-        _resolvers = (fingerprint, by_first, wildcard)
-    return _resolvers[1], _resolvers[2]
-
-
 _FastLoader: Any = None
 if CSafeLoader is not None:
 
-    class _SpecialisedLoader(CSafeLoader):
-        """libyaml's parser with ``Resolver.resolve`` specialised to SafeLoader's tables (called per node)."""
+    class _FastLoader(CSafeLoader):  # type: ignore[no-redef]
+        """libyaml's parser resolving by SafeLoader's tables as they stand (a program may add to them later)."""
 
-        def __init__(self, stream: str, tables: tuple[_Resolvers, tuple[tuple[str, Any], ...]]) -> None:
-            super().__init__(stream)
-            self._by_first, self._wildcard = tables
-
-        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-            if kind is ScalarNode:
-                if implicit[0]:
-                    for tag, regexp in self._by_first.get(value[:1], self._wildcard):
-                        if regexp.match(value):
-                            return tag
-                return self.DEFAULT_SCALAR_TAG
-            if kind is SequenceNode:
-                return self.DEFAULT_SEQUENCE_TAG
-            return self.DEFAULT_MAPPING_TAG
-
-    _FastLoader = _SpecialisedLoader
-
-
-def _fast_loader(text: str) -> Any:
-    tables = _implicit_resolvers()
-    return CSafeLoader(text) if tables is None else _FastLoader(text, tables)
+        yaml_implicit_resolvers = property(lambda self: yaml.SafeLoader.yaml_implicit_resolvers)
+        yaml_path_resolvers = property(lambda self: yaml.SafeLoader.yaml_path_resolvers)
 
 
 # Deeper than this, the pure parser decides (it fails somewhere past 300 levels).
@@ -400,10 +355,6 @@ _PURE_ONLY_CHARS = ("\t", "\ufeff", "\x85", "\u2028", "\u2029")
 # What may stand before a token (a flow collection, a tag) and after a tag.
 _BEFORE_TOKEN = " ,[]{}:?-"
 _AFTER_TAG = ",[]{}"
-
-
-class _TooDeep(Exception):
-    """Deeper than ``_DEEP``: the pure parser decides."""
 
 
 def _pure_only(text: str) -> bool:
@@ -465,24 +416,16 @@ def pure_load(text: str) -> Any:
 
 def safe_load(text: str) -> Any:
     """Parse ``text`` exactly as ``yaml.safe_load`` would, raising where it raises."""
-    if _FastLoader is None or _pure_only(text):
+    if _FastLoader is None or _pure_only(text) or may_alias(text):
         return pure_load(text)
     try:
-        loader = _fast_loader(text)
+        loader = _FastLoader(text)
         try:
             node = loader.get_single_node()
-            if node is None:
-                return None
-            if not may_alias(text):  # no node is shared: the tree can be built directly
-                try:
-                    return _build(loader, node, 1)
-                except _Unusual:
-                    pass
-            _check_depth(node)
-            return loader.construct_document(node)
+            return None if node is None else _build(loader, node, 1)
         finally:
             loader.dispose()
-    except Exception:
+    except Exception:  # libyaml's error, or a node _build leaves
         return pure_load(text)
 
 
@@ -508,13 +451,14 @@ _PLAIN_SCALARS = frozenset(f"tag:yaml.org,2002:{name}" for name in
 
 
 class _Unusual(Exception):
-    """A node ``_build`` leaves to PyYAML's constructor (a merge key, a set, a collection key, a tag)."""
+    """A node ``_build`` leaves to the pure parser (a merge key, a set, a collection key, a tag), or
+    nesting deeper than ``_DEEP``."""
 
 
 def _build(loader: Any, node: Node, depth: int) -> Any:
-    """``construct_document`` of an alias-free tree, without its per-node bookkeeping (most of the time)."""
+    """``construct_document`` of an alias-free tree, without its per-node bookkeeping."""
     if depth > _DEEP:
-        raise _TooDeep
+        raise _Unusual
     kind = type(node)
     if kind is ScalarNode:
         if node.tag == _STR:
@@ -532,25 +476,6 @@ def _build(loader: Any, node: Node, depth: int) -> Any:
     if kind is SequenceNode and node.tag == _SEQ:
         return [_build(loader, child, depth + 1) for child in node.value]
     raise _Unusual
-
-
-def _check_depth(root: Node) -> None:
-    stack: list[tuple[Node, int]] = [(root, 1)]
-    # an alias's node is reachable at several depths: the deepest sighting is a safe over-estimate
-    deepest: dict[int, int] = {}
-    while stack:
-        node, depth = stack.pop()
-        if depth > _DEEP:
-            raise _TooDeep
-        if deepest.get(id(node), 0) >= depth:
-            continue
-        deepest[id(node)] = depth
-        if isinstance(node, SequenceNode):
-            stack.extend((child, depth + 1) for child in node.value)
-        elif isinstance(node, MappingNode):
-            for key, value in node.value:
-                stack.append((key, depth + 1))
-                stack.append((value, depth + 1))
 
 
 def expands_past(document: Any, bound: int) -> bool:

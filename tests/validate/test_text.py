@@ -15,14 +15,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from stay.validate._text import (
-    CONTRACT_FENCE,
-    CONTRACT_HEADING,
     CONTRACT_SENTENCE_BREAK,
-    CONTRACT_SPACE_RUN,
     Body,
     _classes,
     _count,
-    contract_mention_pattern,
     count_words,
     fence,
     heading,
@@ -33,7 +29,9 @@ from stay.validate._text import (
     sentences,
     words,
 )
-from tests.parity.harness import examples
+from tests.parity.harness import examples, plain_reference
+
+FROZEN = plain_reference()
 
 # Every character str.isspace() or \s knows, and neighbours that are not whitespace.
 SPACES = [chr(c) for c in range(0x3001) if chr(c).isspace() or re.fullmatch(r"\s", chr(c))]
@@ -46,7 +44,7 @@ def text_of(alphabet: list[str], max_size: int = 40) -> st.SearchStrategy[str]:
 
 
 def contract_heading(line: str) -> tuple[int, str] | None:
-    match = CONTRACT_HEADING.match(line)
+    match = FROZEN.HEADING_RE.match(line)
     return None if match is None else (len(match.group(1)), match.group(2).strip())
 
 
@@ -89,7 +87,7 @@ def test_a_100_kb_heading_line_is_read_in_one_pass() -> None:
 @settings(max_examples=examples(1_000))
 @given(text_of(SPACES + NEAR_SPACES + ["a", "B", "İ", "ß", "ǅ", "Σ"]))
 def test_norm_is_casefold_and_the_contract_whitespace_fold(text: str) -> None:
-    assert norm(text) == CONTRACT_SPACE_RUN.sub(" ", text.casefold()).strip()
+    assert norm(text) == FROZEN.norm(text)
 
 
 MENTION_PIECES = ["a", "b", "ab", "ba", "1", "_", "-", " ", "  ", "\t", "\n", ".", "é", "A", "é", "İ", "ß", "ss"]
@@ -104,7 +102,7 @@ MENTION_PIECES = ["a", "b", "ab", "ba", "1", "_", "-", " ", "  ", "\t", "\n", ".
 @example("ab aab", "ab")
 @example("abab", "ab")
 def test_mentions_is_the_contract_expression(text: str, term: str) -> None:
-    expected = contract_mention_pattern(term).search(norm(text)) is not None
+    expected = FROZEN.mentions(text, term)
     assert mentions(text, term) is expected
     assert mentions_normed(norm(text), term) is expected
 
@@ -144,7 +142,7 @@ def test_a_paragraphs_words_are_its_sentences_words(paragraph: str) -> None:
 @settings(max_examples=examples(1_000))
 @given(text_of(["`", "`", "~", "~", " ", "x", "```", "~~~"], 12))
 def test_fence_reads_a_line_start_as_the_contract_expression_does(start: str) -> None:
-    match = CONTRACT_FENCE.match(start)
+    match = FROZEN.FENCE_OPEN_RE.match(start)
     assert fence(start) == (None if match is None else match.group(1))
 
 

@@ -21,19 +21,17 @@ def _written(course: Course) -> Iterator[tuple[Lesson, list[dict[str, Any]]]]:
 def _with_outcome(course: Course) -> Iterator[tuple[Lesson, dict[str, Any], dict[str, Any]]]:
     """Every written exercise whose outcome the outcomes file defines, with that outcome's first entry."""
     if course.outcomes_file.usable:
-        for lesson, exercises in _written(course):
-            for exercise in exercises:
-                outcome = course.outcome_first.get(exercise["outcome"])
-                if outcome is not None:
-                    yield lesson, exercise, outcome
+        for lesson, exercise in course.entries("exercises", "exercises"):
+            outcome = course.outcome_first.get(exercise["outcome"])
+            if outcome is not None:
+                yield lesson, exercise, outcome
 
 
 @rule("exe001", WARN, "exercises", "lesson {id} has no exercises")
 def exe001(course: Course) -> Iterator[Finding]:
     """A planned lesson has no usable exercises file (mid-run, a WARN)."""
     for lesson in course.planned_lessons:
-        yield finding(lesson.exercises.path, show(lesson.id), not lesson.exercises.usable,
-                      id=lesson.id)
+        yield finding(lesson.exercises.path, show(lesson.id), not lesson.exercises.usable, id=lesson.id)
 
 
 @rule("exe002", FAIL, "exercises", "exercises file says lesson '{x}', expected '{id}'")
@@ -88,8 +86,6 @@ def exe006(course: Course) -> Iterator[Finding]:
 @rule("exe007", FAIL, "exercises", "exercise id '{x}' does not match '{id}-e<n>'")
 def exe007(course: Course) -> Iterator[Finding]:
     """An exercise id is not the lesson id followed by -e<n>, n from 1."""
-    for lesson, exercises in _written(course):
-        for exercise in exercises:
-            yield finding(lesson.exercises.path, show(exercise["id"]),
-                          not id_matches(exercise["id"], lesson.id, "e"),
-                          x=exercise["id"], id=lesson.id)
+    for lesson, exercise in course.entries("exercises", "exercises"):
+        yield finding(lesson.exercises.path, show(exercise["id"]), not id_matches(exercise["id"], lesson.id, "e"),
+                      x=exercise["id"], id=lesson.id)

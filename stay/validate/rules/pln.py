@@ -92,10 +92,9 @@ def pln008(course: Course) -> Iterator[Finding]:
 def pln009(course: Course) -> Iterator[Finding]:
     """A section's kind is not one of house style's section kinds."""
     kinds = course.data["lesson.section_kinds"]
-    for lesson in course.planned_lessons:
-        for section in lesson.plan.data["sections"]:
-            yield finding(lesson.plan.path, show(section["heading"]), section["kind"] not in kinds,
-                          k=section["kind"], section_kinds=kinds)
+    for lesson, section in course.entries("plan", "sections"):
+        yield finding(lesson.plan.path, show(section["heading"]), section["kind"] not in kinds,
+                      k=section["kind"], section_kinds=kinds)
 
 
 @rule("pln010", WARN, "plan",
@@ -121,12 +120,9 @@ def pln011(course: Course) -> Iterator[Finding]:
 @rule("pln012", FAIL, "plan", "section covers '{o}', which the plan does not list")
 def pln012(course: Course) -> Iterator[Finding]:
     """A section covers an outcome the plan does not list."""
-    for lesson in course.planned_lessons:
-        plan = lesson.plan.data
-        for section in plan["sections"]:
-            for oid in section["covers"]:
-                yield finding(lesson.plan.path, show(section["heading"]),
-                              oid not in plan["outcomes"], o=oid)
+    for lesson, section in course.entries("plan", "sections"):
+        for oid in section["covers"]:
+            yield finding(lesson.plan.path, show(section["heading"]), oid not in lesson.plan.data["outcomes"], o=oid)
 
 
 @rule("pln013", FAIL, "plan", "duplicate section heading '{h}'")

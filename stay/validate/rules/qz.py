@@ -21,11 +21,10 @@ def _written(course: Course) -> Iterator[tuple[Lesson, list[dict[str, Any]]]]:
 
 def _options(course: Course) -> Iterator[tuple[Lesson, str, dict[str, Any]]]:
     """Every option of every mcq item: (lesson, subject '<item id> option <k>', option)."""
-    for lesson, items in _written(course):
-        for item in items:
-            if item["type"] == "mcq":
-                for k, option in enumerate(item.get("options") or [], 1):
-                    yield lesson, f"{show(item['id'])} option {k}", option
+    for lesson, item in course.entries("quiz", "items"):
+        if item["type"] == "mcq":
+            for k, option in enumerate(item.get("options") or [], 1):
+                yield lesson, f"{show(item['id'])} option {k}", option
 
 
 @rule("qz001", WARN, "quiz", "lesson {id} has no quiz")
@@ -69,41 +68,35 @@ def qz004(course: Course) -> Iterator[Finding]:
 @rule("qz005", FAIL, "quiz", "item has neither outcome nor retrieves")
 def qz005(course: Course) -> Iterator[Finding]:
     """An item checks neither an outcome nor an earlier term: it assesses nothing declared."""
-    for lesson, items in _written(course):
-        for item in items:
-            fired = item.get("outcome") is None and item.get("retrieves") is None
-            yield finding(lesson.quiz.path, show(item["id"]), fired)
+    for lesson, item in course.entries("quiz", "items"):
+        fired = item.get("outcome") is None and item.get("retrieves") is None
+        yield finding(lesson.quiz.path, show(item["id"]), fired)
 
 
 @rule("qz006", FAIL, "quiz", "type '{t}' is not mcq or short")
 def qz006(course: Course) -> Iterator[Finding]:
     """An item's type is neither mcq nor short, so no viewer can present it."""
-    for lesson, items in _written(course):
-        for item in items:
-            yield finding(lesson.quiz.path, show(item["id"]), item["type"] not in TYPES,
-                          t=item["type"])
+    for lesson, item in course.entries("quiz", "items"):
+        yield finding(lesson.quiz.path, show(item["id"]), item["type"] not in TYPES, t=item["type"])
 
 
 @rule("qz007", FAIL, "quiz", "item has {n} options; house style allows {min} to {max}")
 def qz007(course: Course) -> Iterator[Finding]:
     """An mcq item has too few options to discriminate, or too many to read (absent: 0)."""
     lo, hi = course.data["quiz.min_options"], course.data["quiz.max_options"]
-    for lesson, items in _written(course):
-        for item in items:
-            if item["type"] == "mcq":
-                n = len(item.get("options") or [])
-                yield finding(lesson.quiz.path, show(item["id"]), not lo <= n <= hi,
-                              n=n, min=lo, max=hi)
+    for lesson, item in course.entries("quiz", "items"):
+        if item["type"] == "mcq":
+            n = len(item.get("options") or [])
+            yield finding(lesson.quiz.path, show(item["id"]), not lo <= n <= hi, n=n, min=lo, max=hi)
 
 
 @rule("qz008", FAIL, "quiz", "item has {n} correct options; it needs exactly one")
 def qz008(course: Course) -> Iterator[Finding]:
     """An mcq item with options has no correct option, or more than one."""
-    for lesson, items in _written(course):
-        for item in items:
-            if item["type"] == "mcq" and item.get("options"):
-                n = sum(1 for option in item["options"] if option["correct"] is True)
-                yield finding(lesson.quiz.path, show(item["id"]), n != 1, n=n)
+    for lesson, item in course.entries("quiz", "items"):
+        if item["type"] == "mcq" and item.get("options"):
+            n = sum(1 for option in item["options"] if option["correct"] is True)
+            yield finding(lesson.quiz.path, show(item["id"]), n != 1, n=n)
 
 
 @rule("qz009", FAIL, "quiz", "distractor '{text}' has no why_wrong")
@@ -129,43 +122,38 @@ def qz010(course: Course) -> Iterator[Finding]:
 @rule("qz011", FAIL, "quiz", "option '{text}' repeats an earlier option")
 def qz011(course: Course) -> Iterator[Finding]:
     """Two options of an item read the same (after norm)."""
-    for lesson, items in _written(course):
-        for item in items:
-            if item["type"] != "mcq":
-                continue
-            seen: set[str] = set()
-            for k, option in enumerate(item.get("options") or [], 1):
-                text = norm(option["text"])
-                yield finding(lesson.quiz.path, f"{show(item['id'])} option {k}", text in seen,
-                              text=option["text"])
-                seen.add(text)
+    for lesson, item in course.entries("quiz", "items"):
+        if item["type"] != "mcq":
+            continue
+        seen: set[str] = set()
+        for k, option in enumerate(item.get("options") or [], 1):
+            text = norm(option["text"])
+            yield finding(lesson.quiz.path, f"{show(item['id'])} option {k}", text in seen, text=option["text"])
+            seen.add(text)
 
 
 @rule("qz012", FAIL, "quiz", "short item has no answer")
 def qz012(course: Course) -> Iterator[Finding]:
     """A short-answer item has no model answer to mark against."""
-    for lesson, items in _written(course):
-        for item in items:
-            if item["type"] == "short":
-                yield finding(lesson.quiz.path, show(item["id"]), item.get("answer") is None)
+    for lesson, item in course.entries("quiz", "items"):
+        if item["type"] == "short":
+            yield finding(lesson.quiz.path, show(item["id"]), item.get("answer") is None)
 
 
 @rule("qz013", FAIL, "quiz", "item id '{x}' does not match '{id}-q<n>'")
 def qz013(course: Course) -> Iterator[Finding]:
     """An item id is not the lesson id followed by -q<n>, n from 1."""
-    for lesson, items in _written(course):
-        for item in items:
-            yield finding(lesson.quiz.path, show(item["id"]),
-                          not id_matches(item["id"], lesson.id, "q"), x=item["id"], id=lesson.id)
+    for lesson, item in course.entries("quiz", "items"):
+        yield finding(lesson.quiz.path, show(item["id"]),
+                      not id_matches(item["id"], lesson.id, "q"), x=item["id"], id=lesson.id)
 
 
 @rule("qz014", FAIL, "quiz",
       "item retrieves '{t}', which is not introduced in this or an earlier lesson")
 def qz014(course: Course) -> Iterator[Finding]:
     """A retrieval item asks about a term no lesson up to this one has introduced."""
-    for lesson, items in _written(course):
-        for item in items:
-            retrieves = item.get("retrieves")
-            if retrieves is not None:
-                fired = not course.introduced_before(retrieves, lesson.pos, inclusive=True)
-                yield finding(lesson.quiz.path, show(item["id"]), fired, t=retrieves)
+    for lesson, item in course.entries("quiz", "items"):
+        retrieves = item.get("retrieves")
+        if retrieves is not None:
+            fired = not course.introduced_before(retrieves, lesson.pos, inclusive=True)
+            yield finding(lesson.quiz.path, show(item["id"]), fired, t=retrieves)

@@ -15,29 +15,23 @@ FAIL = Severity.FAIL
 def trm001(course: Course) -> Iterator[Finding]:
     """A new term repeats one introduced earlier in lesson order (the same plan included)."""
     seen: set[str] = set()
-    for lesson in course.planned_lessons:
-        for entry in lesson.plan.data["new_terms"]:
-            term = norm(entry["term"])
-            first = course.introduced[term].lesson.id
-            yield finding(lesson.plan.path, show(entry["term"]), term in seen,
-                          t=entry["term"], first=first)
-            seen.add(term)
+    for lesson, entry in course.entries("plan", "new_terms"):
+        term = norm(entry["term"])
+        first = course.introduced[term].lesson.id
+        yield finding(lesson.plan.path, show(entry["term"]), term in seen, t=entry["term"], first=first)
+        seen.add(term)
 
 
 @rule("trm002", FAIL, "plan", "prerequisite '{t}' is not introduced in an earlier lesson")
 def trm002(course: Course) -> Iterator[Finding]:
     """A prerequisite term is not introduced by any earlier lesson."""
-    for lesson in course.planned_lessons:
-        for term in lesson.plan.data["prerequisites"]:
-            yield finding(lesson.plan.path, show(term),
-                          not course.introduced_before(term, lesson.pos), t=term)
+    for lesson, term in course.entries("plan", "prerequisites"):
+        yield finding(lesson.plan.path, show(term), not course.introduced_before(term, lesson.pos), t=term)
 
 
 @rule("trm003", FAIL, "plan", "revisited term '{t}' is not introduced in an earlier lesson")
 def trm003(course: Course) -> Iterator[Finding]:
     """A revisited term is not introduced by any earlier lesson, so there is nothing to
     retrieve."""
-    for lesson in course.planned_lessons:
-        for term in lesson.plan.data["revisits"]:
-            yield finding(lesson.plan.path, show(term),
-                          not course.introduced_before(term, lesson.pos), t=term)
+    for lesson, term in course.entries("plan", "revisits"):
+        yield finding(lesson.plan.path, show(term), not course.introduced_before(term, lesson.pos), t=term)
