@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import os
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -124,10 +124,7 @@ class Comparison:
                  f"candidate {self.epochs[1]})")
         head: tuple[str, ...] = ("scorer", "test", "baseline", "candidate", "difference", "95% interval", "p",
                                  "p (Holm)", "MDE", "verdict")
-        rows: list[tuple[str, ...]] = []
-        for r in self.scorers:
-            rows.append((r.scorer, r.test, fixed(r.baseline), fixed(r.candidate), fixed(r.difference, signed=True),
-                         _interval(r), _tested_p(r.p, r), _tested_p(r.p_adjusted, r), fixed(r.mde), r.verdict))
+        rows = [(r.scorer, r.test, *_cells(r), r.verdict) for r in self.scorers]
         if any(r.calibration for r in self.scorers):  # the judges' calibration, when the caller gave one
             head, rows = (*head, "judge"), [(*row, judge_cell(r)) for row, r in zip(rows, self.scorers, strict=True)]
         return title, head, rows
@@ -241,29 +238,50 @@ def _unchanged(baseline: dict[str, Any], candidate: dict[str, Any], briefs: list
     return found
 
 
+Item = tuple[int, int, dict[str, Any]]  # (epoch, build index, item)
+
+
+def _items(report: dict[str, Any], scorer: str, briefs: list[str]) -> list[tuple[str, Item]]:
+    return [(brief, (int(result["epoch"]), int(result["build"]), item))
+            for brief, result in sorted(scorer_results(report, scorer, briefs), key=lambda br: (br[0], br[1]["epoch"]))
+            for item in sorted(result["items"], key=lambda i: str(i["item"]))]
+
+
+def match_items(baseline: dict[str, Any], candidate: dict[str, Any], scorer: str,
+                briefs: list[str]) -> list[tuple[str, bool, Item | None, Item | None]]:
+    """Every item of both runs under ``scorer`` as (brief, matched, baseline's, candidate's): paired by
+    content (the k-th judging of a content with its k-th in the other run), else by brief, epoch and id."""
+    before, after = _items(baseline, scorer, briefs), _items(candidate, scorer, briefs)
+    by_content: dict[str, list[int]] = defaultdict(list)
+    for k, (_brief, (_epoch, _build, item)) in enumerate(after):
+        if item.get("content"):
+            by_content[str(item["content"])].append(k)
+    pairs: list[tuple[str, bool, Item | None, Item | None]] = []
+    used: set[int] = set()
+    left: list[tuple[str, Item]] = []
+    for brief, side in before:
+        queue = by_content.get(str(side[2].get("content") or ""))
+        if queue:
+            used.add(queue[0])
+            pairs.append((brief, True, side, after[queue.pop(0)][1]))
+        else:
+            left.append((brief, side))
+    by_place = {(brief, side[0], str(side[2]["item"])): k for k, (brief, side) in enumerate(after) if k not in used}
+    for brief, side in left:
+        place = by_place.pop((brief, side[0], str(side[2]["item"])), None)
+        if place is not None:
+            used.add(place)
+        pairs.append((brief, False, side, None if place is None else after[place][1]))
+    return pairs + [(brief, False, None, side) for k, (brief, side) in enumerate(after) if k not in used]
+
+
 def _content_pairs(baseline: dict[str, Any], candidate: dict[str, Any], scorer: str,
                    briefs: list[str]) -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], bool]:
-    """Items paired by content (the k-th judging of a content in one run with its k-th in the
-    other), and whether every item of both runs found its pair."""
-    def by_content(report: dict[str, Any]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-        found: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
-        for brief, result in sorted(scorer_results(report, scorer, briefs), key=lambda br: (br[0], br[1]["epoch"])):
-            for item in sorted(result["items"], key=lambda i: str(i["item"])):
-                if item.get("content"):
-                    found[item["content"]].append((brief, item))
-        return found
-
-    before, after = by_content(baseline), by_content(candidate)
-    pairs = [(brief, b, a) for content in sorted(set(before) & set(after))
-             for (brief, b), (_brief, a) in zip(before[content], after[content], strict=False)]
-
-    def every_item_has_content(report: dict[str, Any], found: dict[str, list[Any]]) -> bool:
-        return sum(map(len, found.values())) == sum(len(r["items"]) for _b, r in scorer_results(report, scorer, briefs))
-
-    complete = (bool(pairs) and Counter({k: len(v) for k, v in before.items()})
-                == Counter({k: len(v) for k, v in after.items()})
-                and every_item_has_content(baseline, before) and every_item_has_content(candidate, after))
-    return pairs, complete
+    """The items matched by content, in content order, and whether every item of both runs was."""
+    found = match_items(baseline, candidate, scorer, briefs)
+    pairs = [(brief, b[2], a[2]) for brief, matched, b, a in found if matched and a and b]
+    pairs.sort(key=lambda pair: str(pair[1]["content"]))
+    return pairs, bool(pairs) and all(matched for _brief, matched, _b, _a in found)
 
 
 def _weighted_means(strata: list[Any]) -> tuple[float, float]:
@@ -420,6 +438,12 @@ def _p(value: float) -> str:
     return f"{value:.2g}" if value < 0.01 else f"{value:.3f}"
 
 
+def _cells(r: ScorerComparison) -> tuple[str, ...]:
+    """A row's numbers as every table shows them: baseline, candidate, difference, interval, p, p (Holm), MDE."""
+    return (fixed(r.baseline), fixed(r.candidate), fixed(r.difference, signed=True), _interval(r),
+            _tested_p(r.p, r), _tested_p(r.p_adjusted, r), fixed(r.mde))
+
+
 def _tested_p(value: float, r: ScorerComparison) -> str:
     """n/a for a scorer not tested: its p-values are placeholders."""
     return _p(value) if r.difference is not None else "n/a"
@@ -482,15 +506,16 @@ def text(comparison: Comparison, paths: tuple[str, str] = ("baseline", "candidat
          provenance: Sequence[str] = ()) -> str:
     """The table with its header and notes; ``provenance`` (``_report.provenance_notes``) goes
     under the two runs' names."""
-    header = (f"{'scorer':20} {'test':6} {'baseline':>8} {'candidate':>9} {'diff':>7} {'95% interval':>18} "
-              f"{'p':>7} {'p(Holm)':>7} {'MDE':>6}  verdict")
+    widths = (8, 9, 7, 18, 7, 7, 6)
+    header = (f"{'scorer':20} {'test':6} " + " ".join(f"{name:>{width}}" for name, width in zip(
+        ("baseline", "candidate", "diff", "95% interval", "p", "p(Holm)", "MDE"), widths, strict=True)) + "  verdict")
     lines = [f"baseline:  {paths[0]} ({comparison.baseline_label}, {comparison.epochs[0]} epochs)",
              f"candidate: {paths[1]} ({comparison.candidate_label}, {comparison.epochs[1]} epochs)",
              *provenance, method(comparison), "", header]
     for r in comparison.scorers:
-        lines.append(f"{r.scorer:20} {_test(r):6} {fixed(r.baseline):>8} {fixed(r.candidate):>9} "
-                     f"{fixed(r.difference, signed=True):>7} {_interval(r):>18} {_tested_p(r.p, r):>7} "
-                     f"{_tested_p(r.p_adjusted, r):>7} {fixed(r.mde):>6}  {r.verdict}"
+        lines.append(f"{r.scorer:20} {_test(r):6} "
+                     + " ".join(f"{cell:>{width}}" for cell, width in zip(_cells(r), widths, strict=True))
+                     + f"  {r.verdict}"
                      + (f" | judge: {judge_cell(r)}" if r.calibration else ""))
     lines += ["", *_notes(comparison, paths)]
     return "\n".join(lines) + "\n"
@@ -525,10 +550,8 @@ def markdown(comparison: Comparison, paths: tuple[str, str] = ("baseline", "cand
              "| judge |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        lines.append(f"| {r.scorer} | {_test(r)} | {fixed(r.baseline)} | {fixed(r.candidate)} | "
-                     f"{fixed(r.difference, signed=True)} | {_interval(r)} | {_tested_p(r.p, r)} | "
-                     f"{_tested_p(r.p_adjusted, r)} | "
-                     f"{fixed(r.mde)} | **{r.verdict}** | {judge_cell(r) or 'n/a'} |")
+        lines.append("| " + " | ".join((r.scorer, _test(r), *_cells(r), f"**{r.verdict}**", judge_cell(r) or "n/a"))
+                     + " |")
     lines += ["", *[f"- {note}" for note in _notes(comparison, paths)], "",
               "```mermaid", "xychart-beta", '    title "Mean score per scorer"',
               f"    x-axis [{', '.join(names)}]", '    y-axis "mean score" 0 --> 1',

@@ -253,10 +253,10 @@ def holm(p_values: Sequence[float]) -> list[float]:
 def scorer_results(report: dict[str, Any], scorer: str,
                    briefs: Collection[str]) -> Iterator[tuple[str, dict[str, Any]]]:
     for brief in briefs:
-        for build in report["briefs"][brief]["builds"]:
+        for index, build in enumerate(report["briefs"][brief]["builds"]):
             result = build["scorers"].get(scorer)
             if result is not None:
-                yield brief, {"epoch": build.get("epoch", 0), **result}
+                yield brief, {"epoch": build.get("epoch", 0), "build": index, **result}
 
 
 def scored(result: dict[str, Any]) -> list[float]:
