@@ -348,6 +348,7 @@ def scorer(name: str, *, answer: str | None = None, passes: object = True,
     return declare
 
 
+@dataclass(frozen=True)
 class ModelScorer:
     """What every model-judged scorer declares, so a judge can be asked outside a course (the gold
     set) exactly as the scorer asks it."""
@@ -357,9 +358,6 @@ class ModelScorer:
     version: ClassVar[int]
     instructions: ClassVar[str]
     answer: ClassVar[type[BaseModel]]
-
-    def __init__(self, judge: Judge) -> None:  # each scorer is a frozen dataclass, with its own
-        raise NotImplementedError
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
         raise NotImplementedError

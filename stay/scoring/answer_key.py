@@ -5,12 +5,11 @@ cannot quote is dropped (an unsupported claim is not a defect)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult, scorer, text_of
+from stay.scoring._core import CourseOnDisk, ModelScorer, ScoreResult, scorer, text_of
 from stay.validate import quoted_in
 
 INSTRUCTIONS = """You check one quiz item or one exercise of the lesson above, as a demanding teacher
@@ -48,9 +47,7 @@ def _quiz_item(item: Any) -> dict[str, Any]:
 
 
 @scorer("answer_key", answer="problem", passes="none")
-@dataclass(frozen=True)
 class AnswerKey(ModelScorer):
-    judge: Judge
     version: ClassVar[int] = 1
     instructions: ClassVar[str] = INSTRUCTIONS
     answer: ClassVar[type[BaseModel]] = KeyAnswer

@@ -4,12 +4,11 @@ together with the running example's data and must quote the words that disagree 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult, scorer, text_of
+from stay.scoring._core import CourseOnDisk, ModelScorer, ScoreResult, scorer, text_of
 from stay.scoring.answer_key import quoted_defect
 
 INSTRUCTIONS = """You check that the lesson above agrees with its plan, its exercises, its quiz and the
@@ -29,9 +28,7 @@ class ConsistencyAnswer(BaseModel):
 
 
 @scorer("consistency", answer="consistent")
-@dataclass(frozen=True)
 class Consistency(ModelScorer):
-    judge: Judge
     version: ClassVar[int] = 1
     instructions: ClassVar[str] = INSTRUCTIONS
     answer: ClassVar[type[BaseModel]] = ConsistencyAnswer

@@ -3,12 +3,11 @@ wrong tests nothing; one that embodies a real misconception tells which wrong id
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from pydantic import BaseModel
 
-from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult, scorer
+from stay.scoring._core import CourseOnDisk, ModelScorer, ScoreResult, scorer
 
 INSTRUCTIONS = """You judge one wrong option of a multiple-choice quiz item on the lesson above.
 Decide whether the wrong option embodies the misconception that its why_wrong claims:
@@ -23,9 +22,7 @@ class DistractorAnswer(BaseModel):
 
 
 @scorer("distractor_quality", answer="embodies")
-@dataclass(frozen=True)
 class DistractorQuality(ModelScorer):
-    judge: Judge
     version: ClassVar[int] = 2
     """2: the lesson is a shared cached block before the item."""
     instructions: ClassVar[str] = INSTRUCTIONS

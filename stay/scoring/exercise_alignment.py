@@ -3,12 +3,11 @@ the declared Bloom level; only a reader can tell whether the task asks for less 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from pydantic import BaseModel
 
-from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult, scorer
+from stay.scoring._core import CourseOnDisk, ModelScorer, ScoreResult, scorer
 
 INSTRUCTIONS = """You judge one exercise against the learning outcome it targets (the lesson is above).
 Decide whether doing the task requires the learner to perform the outcome's verb at the
@@ -22,9 +21,7 @@ class AlignmentAnswer(BaseModel):
 
 
 @scorer("exercise_alignment", answer="aligned")
-@dataclass(frozen=True)
 class ExerciseAlignment(ModelScorer):
-    judge: Judge
     version: ClassVar[int] = 2
     """2: the lesson is a shared cached block before the item."""
     instructions: ClassVar[str] = INSTRUCTIONS

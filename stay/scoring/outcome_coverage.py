@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult, scorer
+from stay.scoring._core import CourseOnDisk, ModelScorer, ScoreResult, scorer
 from stay.validate import normal_text, quoted_in
 
 INSTRUCTIONS = """You judge whether the lesson above teaches a learning outcome.
@@ -27,7 +27,6 @@ class CoverageAnswer(BaseModel):
 @scorer("outcome_coverage", answer="teaches")
 @dataclass(frozen=True)
 class OutcomeCoverage(ModelScorer):
-    judge: Judge
     min_quote_words: int = 5
     """A shorter quote cannot show teaching; it scores zero."""
     version: ClassVar[int] = 2

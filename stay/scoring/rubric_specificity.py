@@ -3,12 +3,11 @@ differ only in adjectives ("thorough" vs "mostly thorough") two markers apply di
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from pydantic import BaseModel
 
-from stay.scoring._core import CourseOnDisk, Judge, ModelScorer, ScoreResult, scorer
+from stay.scoring._core import CourseOnDisk, ModelScorer, ScoreResult, scorer
 
 INSTRUCTIONS = """You judge one criterion of a capstone rubric.
 Decide whether each level (in order) can be told apart from its neighbours by an
@@ -22,9 +21,7 @@ class SpecificityAnswer(BaseModel):
 
 
 @scorer("rubric_specificity", answer="distinguishable", judged="course")
-@dataclass(frozen=True)
 class RubricSpecificity(ModelScorer):
-    judge: Judge
     version: ClassVar[int] = 2
     """2: judge failures are recorded apart from scores; common judge preamble."""
     instructions: ClassVar[str] = INSTRUCTIONS
