@@ -50,14 +50,14 @@ if TYPE_CHECKING:
     from stay.scoring._scorers import registered as registered
     from stay.scoring._scorers import score_course as score_course
     from stay.scoring._scorers import scorer_versions as scorer_versions
-    from stay.scoring.answer_cues import AnswerCues as AnswerCues
-    from stay.scoring.answer_key import AnswerKey as AnswerKey
-    from stay.scoring.consistency import Consistency as Consistency
-    from stay.scoring.distractor_quality import DistractorQuality as DistractorQuality
-    from stay.scoring.exercise_alignment import ExerciseAlignment as ExerciseAlignment
-    from stay.scoring.outcome_coverage import OutcomeCoverage as OutcomeCoverage
-    from stay.scoring.rubric_specificity import RubricSpecificity as RubricSpecificity
-    from stay.scoring.validator import Validator as Validator
+    from stay.scoring.builtin import AnswerCues as AnswerCues
+    from stay.scoring.builtin import AnswerKey as AnswerKey
+    from stay.scoring.builtin import Consistency as Consistency
+    from stay.scoring.builtin import DistractorQuality as DistractorQuality
+    from stay.scoring.builtin import ExerciseAlignment as ExerciseAlignment
+    from stay.scoring.builtin import OutcomeCoverage as OutcomeCoverage
+    from stay.scoring.builtin import RubricSpecificity as RubricSpecificity
+    from stay.scoring.builtin import Validator as Validator
     from stay.settings import checked_backend as checked_backend
 
 __getattr__, __dir__, __all__ = lazy_package(__name__, __file__)

@@ -168,13 +168,19 @@ def differences(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str
     changed += [f"{s} only in the candidate" for s in sorted(set(after) - set(before))]
     if changed:
         found["scorers"] = "scorer versions differ (" + ", ".join(changed) + ")"
-    only_base = sorted(set(baseline["briefs"]) - set(candidate["briefs"]))
-    only_cand = sorted(set(candidate["briefs"]) - set(baseline["briefs"]))
-    if only_base or only_cand:
-        parts = ([f"missing from the candidate: {', '.join(only_base)}"] if only_base else []) + \
-                ([f"missing from the baseline: {', '.join(only_cand)}"] if only_cand else [])
-        found["briefs"] = "brief sets differ (" + "; ".join(parts) + ")"
+    missing = _missing(baseline, candidate)
+    if missing:
+        found["briefs"] = "brief sets differ (" + "; ".join(
+            f"missing from the {'candidate' if side == 'baseline only' else 'baseline'}: {', '.join(briefs)}"
+            for side, briefs in missing.items()) + ")"
     return found
+
+
+def _missing(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Briefs only one run has: "baseline only" / "candidate only" -> briefs."""
+    only = (("baseline only", set(baseline["briefs"]) - set(candidate["briefs"])),
+            ("candidate only", set(candidate["briefs"]) - set(baseline["briefs"])))
+    return {side: tuple(sorted(briefs)) for side, briefs in only if briefs}
 
 
 def _allowed(allow: Collection[str]) -> set[str]:
@@ -402,14 +408,12 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
         results.append(ScorerComparison(scorer, test, mean_base, mean_cand, estimate.difference, estimate.low,
                                         estimate.high, estimate.p, adjusted[scorer], mde, threshold, units, verdict,
                                         estimate.spread, estimate.p_worse, estimate.p_better, **held_out(scorer)))
-    only_base = tuple(sorted(set(baseline["briefs"]) - set(candidate["briefs"])))
-    only_cand = tuple(sorted(set(candidate["briefs"]) - set(baseline["briefs"])))
     epochs = (int(baseline.get("epochs") or 0), int(candidate.get("epochs") or 0))
     return Comparison(
         baseline_label=str(baseline.get("label", "baseline")),
         candidate_label=str(candidate.get("label", "candidate")), alpha=alpha, scorers=tuple(results), effect=effect,
         allowed={k: v for k, v in found.items() if k in allowed_names},
-        missing={k: v for k, v in (("baseline only", only_base), ("candidate only", only_cand)) if v},
+        missing=_missing(baseline, candidate),
         failures=failures, unchanged=_unchanged(baseline, candidate, briefs),
         epochs=epochs, samples=samples,
         warnings=tuple(f.message for f in findings if f.kind == WARN),

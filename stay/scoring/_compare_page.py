@@ -509,7 +509,3 @@ def _t_coverage(t: float, df: int) -> float:
         series += term
     return math.sin(theta) * series
 
-
-__all__ = ["MAX_LESSONS", "MAX_LESSON_CHARS", "ComparePage", "JudgedLessons", "compare_detail", "compare_page",
-           "judged_length", "pair_items", "prompt_files", "run_cost", "run_errors", "run_intervals",
-           "stratified_error", "stratified_interval", "t_quantile", "with_lessons"]

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
-from stay._bounds import Damaged, load_stored_json, read_stored
+from stay._bounds import Damaged, read_stored
 from stay._display import fixed
 from stay.artefacts import write_text_atomic
 from stay.errors import UsageError
@@ -32,7 +32,7 @@ from stay.scoring._core import (
     model_judge_name,
 )
 from stay.scoring._defaults import CALIBRATION, KAPPA_TO_GATE
-from stay.scoring._report import OFFLINE, build_entry, not_judged, read_report, report, write_report
+from stay.scoring._report import OFFLINE, build_entry, not_judged, read_json, read_report, report, write_report
 from stay.scoring._scorers import JUDGE_FREE_NAMES, default_scorers, registered, score_course, scorer_versions
 from stay.settings import Settings, checked_backend
 
@@ -437,15 +437,10 @@ class CalibrationShape(BaseModel):
 
 
 def read_calibration(path: str | os.PathLike[str]) -> dict[str, Any]:
+    document = read_json(path, "a calibration report", "calibration",
+                         "no calibration report; run `stay evals calibrate` to write one")
     try:
-        document = load_stored_json(path)
         CalibrationShape.model_validate(document)
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no calibration report; run `stay evals calibrate` to write one") from None
-    except Damaged as exc:
-        raise UsageError(f"{path}: not a calibration report ({exc.reason})") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the calibration ({exc.strerror or type(exc).__name__})") from None
     except ValidationError as exc:
         error = exc.errors()[0]
         raise UsageError(f"{path}: not a calibration report: field '{'.'.join(map(str, error['loc']))}': "

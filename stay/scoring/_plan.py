@@ -288,6 +288,3 @@ def power_notes(report: dict[str, Any], *, path: str, epochs: int, effect: float
                  f"baseline's {found.epochs} epochs (goal {found.power:.2f}): it {_needs(s)}; see `stay evals "
                  f"plan {path}`" for s in found.short(epochs) if s.scorer in scorers)
 
-
-__all__ = ["FIRST", "LIMIT", "BriefNoise", "Plan", "ScorerPlan", "brief_noise", "epochs_warning", "needed",
-           "plan_epochs", "power_at", "power_notes", "smallest_p"]

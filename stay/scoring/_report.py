@@ -364,16 +364,22 @@ def write_report(path: str | os.PathLike[str], document: dict[str, Any]) -> None
     write_text_atomic(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
 
 
+def read_json(path: str | os.PathLike[str], kind: str, short: str, missing: str) -> Any:
+    """A stored JSON document (an eval report, a calibration), read bounded; a file that is not one
+    is a one-line ``UsageError``: ``kind`` names it, ``short`` in "cannot read the ...", ``missing`` without it."""
+    try:
+        return load_stored_json(path)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: {missing}") from None
+    except Damaged as exc:
+        raise UsageError(f"{path}: not {kind} ({exc.reason})") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the {short} ({exc.strerror or type(exc).__name__})") from None
+
+
 def read_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A report from disk, checked; a file that is not one is a one-line ``UsageError``."""
-    try:
-        document = load_stored_json(path)
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such report; run `pytest evals/` to write one") from None
-    except Damaged as exc:
-        raise UsageError(f"{path}: not an eval report ({exc.reason})") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the report ({exc.strerror or type(exc).__name__})") from None
+    document = read_json(path, "an eval report", "report", "no such report; run `pytest evals/` to write one")
     check_report(document, str(path))
     return dict(document)
 

@@ -17,14 +17,14 @@ from stay.scoring._core import REGISTRY, CourseOnDisk, Declared, Judge, ScoreRes
 
 SCORER_GROUP = "stay.scorers"
 BUILTIN_SCORERS: Mapping[str, str] = {
-    "outcome_coverage": "stay.scoring.outcome_coverage:OutcomeCoverage",
-    "distractor_quality": "stay.scoring.distractor_quality:DistractorQuality",
-    "exercise_alignment": "stay.scoring.exercise_alignment:ExerciseAlignment",
-    "rubric_specificity": "stay.scoring.rubric_specificity:RubricSpecificity",
-    "answer_key": "stay.scoring.answer_key:AnswerKey",
-    "consistency": "stay.scoring.consistency:Consistency",
-    "validator": "stay.scoring.validator:Validator",
-    "answer_cues": "stay.scoring.answer_cues:AnswerCues",
+    "outcome_coverage": "stay.scoring.builtin:OutcomeCoverage",
+    "distractor_quality": "stay.scoring.builtin:DistractorQuality",
+    "exercise_alignment": "stay.scoring.builtin:ExerciseAlignment",
+    "rubric_specificity": "stay.scoring.builtin:RubricSpecificity",
+    "answer_key": "stay.scoring.builtin:AnswerKey",
+    "consistency": "stay.scoring.builtin:Consistency",
+    "validator": "stay.scoring.builtin:Validator",
+    "answer_cues": "stay.scoring.builtin:AnswerCues",
 }
 """stay's own scorers, as pyproject.toml declares them (a test holds the two equal)."""
 

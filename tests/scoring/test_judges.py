@@ -25,7 +25,7 @@ from stay.scoring import (
     scorer_versions,
 )
 from stay.scoring._scorers import SCORERS, declared
-from stay.scoring.outcome_coverage import quoted_in
+from stay.scoring.builtin import quoted_in
 from stay.testing import heuristic_judge
 from tests.conftest import ROOT
 from tests.scoring.test_scorers import FakeModel
