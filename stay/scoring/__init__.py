@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from stay.scoring._judges import judge_name as judge_name
     from stay.scoring._judges import relative_course as relative_course
     from stay.scoring._judges import session_id as session_id
-    from stay.scoring._plan import epochs_warning as epochs_warning
     from stay.scoring._report import OFFLINE as OFFLINE
     from stay.scoring._report import QUALITY_RECORD as QUALITY_RECORD
     from stay.scoring._report import build_entry as build_entry
@@ -50,6 +49,7 @@ if TYPE_CHECKING:
     from stay.scoring._scorers import registered as registered
     from stay.scoring._scorers import score_course as score_course
     from stay.scoring._scorers import scorer_versions as scorer_versions
+    from stay.scoring._stats import epochs_warning as epochs_warning
     from stay.scoring.builtin import AnswerCues as AnswerCues
     from stay.scoring.builtin import AnswerKey as AnswerKey
     from stay.scoring.builtin import Consistency as Consistency

@@ -15,9 +15,8 @@ from stay.errors import InvalidRun, RunsNotComparable, UsageError
 from stay.scoring import _stats
 from stay.scoring._defaults import ALLOWABLE, ALPHA, EFFECT, MAX_FAILED
 from stay.scoring._judges import Standing, find_calibration, standings
-from stay.scoring._plan import power_notes
 from stay.scoring._report import INVALID, REFUSE, WARN, not_judged, read_report, run_checks
-from stay.scoring._stats import build_strata, scored, scorer_results
+from stay.scoring._stats import build_strata, power_notes, scored, scorer_results
 
 BUILDS, ITEMS = "builds", "items"
 WORSE, BETTER, SAME = "worse", "better", "no detectable difference"
