@@ -243,10 +243,6 @@ JSON schema: consistent, quote (empty when consistent), reason (one sentence nam
 
 
 class ConsistencyAnswer(BaseModel):
-    """consistency: do a lesson, its plan, its exercises and its quiz agree? They are written by separate
-    calls from one plan, and a figure that drifts between them reads as a mistake. The judge reads them
-    together with the running example's data and must quote the words that disagree (else dropped)."""
-
     consistent: bool
     quote: str = Field(description="The contradicting words, copied verbatim; empty when consistent.")
     reason: str
@@ -254,6 +250,10 @@ class ConsistencyAnswer(BaseModel):
 
 @scorer("consistency", answer="consistent")
 class Consistency(ModelScorer):
+    """consistency: do a lesson, its plan, its exercises and its quiz agree? They are written by separate
+    calls from one plan, and a figure that drifts between them reads as a mistake. The judge reads them
+    together with the running example's data and must quote the words that disagree (else dropped)."""
+
     version: ClassVar[int] = 1
     instructions: ClassVar[str] = CONSISTENCY_INSTRUCTIONS
     answer: ClassVar[type[BaseModel]] = ConsistencyAnswer
