@@ -10,7 +10,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from stay._display import fixed
+from stay._display import fixed, html_table, html_text, markdown_table, markdown_text
 from stay.errors import InvalidRun, RunsNotComparable, UsageError
 from stay.scoring import _stats
 from stay.scoring._defaults import ALLOWABLE, ALPHA, EFFECT, MAX_FAILED
@@ -129,16 +129,12 @@ class Comparison:
         return title, head, rows
 
     def _repr_html_(self) -> str:
-        from stay._display import html_table, html_text
-
         title, head, rows = self._display()
         return (f'<div class="stay-comparison"><p><strong>{html_text(title)}</strong></p>'
                 f"{html_table(head, rows, numeric={2, 3, 4, 6, 7, 8})}<p><strong>{html_text(self.gate)}"
                 "</strong></p></div>")
 
     def _repr_markdown_(self) -> str:
-        from stay._display import markdown_table, markdown_text
-
         title, head, rows = self._display()
         return (f"**{markdown_text(title)}**\n\n{markdown_table(head, rows, numeric={2, 3, 4, 6, 7, 8})}\n"
                 f"**{markdown_text(self.gate)}**\n")

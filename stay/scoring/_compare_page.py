@@ -17,6 +17,9 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
+from stay._bounds import TooLarge
+from stay.artefacts import ArtefactLoadError, CourseReader, Curriculum, LessonContent, lesson_file
+from stay.errors import UsageError
 from stay.scoring._compare import (
     ITEMS,
     Comparison,
@@ -34,6 +37,7 @@ from stay.scoring._defaults import POWER
 from stay.scoring._judges import course_dir
 from stay.scoring._report import _prompt_versions, changed_prompts, provenance_notes
 from stay.scoring._stats import build_strata, scored, scorer_results
+from stay.stages import packaged_prompts_dir, read_prompt
 from stay.view import (
     PAIR_KINDS,
     BuildMeans,
@@ -88,8 +92,6 @@ class JudgedLessons:
         self.text = functools.cache(self._read)
 
     def _check(self, run: int, brief: str, index: int) -> _Course:
-        from stay.artefacts import ArtefactLoadError, CourseReader
-        from stay.errors import UsageError
         path, build = self.paths[run], self.reports[run]["briefs"][brief]["builds"][index]
         named = build.get("course")
         if path is None:
@@ -115,8 +117,6 @@ class JudgedLessons:
         return _Course(root, reader=reader)
 
     def _read(self, run: int, brief: str, index: int, lesson: str) -> tuple[str | None, str | None, str]:
-        from stay.artefacts import ArtefactLoadError, Curriculum, LessonContent, lesson_file
-
         course = self.course(run, brief, index)
         if course.root is None:
             return None, None, course.why
@@ -259,8 +259,6 @@ def run_cost(report: Mapping[str, Any]) -> RunCost:
 
 
 def _directory(report: Mapping[str, Any]) -> tuple[Path | None, str]:
-    from stay.stages import packaged_prompts_dir
-
     named = str((report.get("prompts") or {}).get("dir") or "")
     if named == PACKAGED:
         return packaged_prompts_dir(), ""
@@ -273,9 +271,6 @@ def _directory(report: Mapping[str, Any]) -> tuple[Path | None, str]:
 
 
 def _text(root: Path, name: str, recorded: set[str]) -> tuple[str | None, str]:
-    from stay._bounds import TooLarge
-    from stay.stages import read_prompt
-
     path = root / name
     try:
         inside = path.resolve().is_relative_to(root.resolve())

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
-from stay._bounds import Damaged, read_stored
+from stay._bounds import Damaged, read_stored, yaml_shape
 from stay._display import fixed
 from stay.artefacts import write_text_atomic
 from stay.errors import UsageError
@@ -246,10 +247,6 @@ class Gold:
 def load_gold(directory: str | os.PathLike[str]) -> Gold:
     """Every ``*.yaml`` under ``directory``, read bounded and held to ``GoldFile``: an item's judge is
     its file's name, ids are unique; bad input is one line naming the file, the item and the field."""
-    import yaml
-
-    from stay._bounds import yaml_shape
-
     root = Path(directory)
     paths = sorted(root.glob("*.yaml")) if root.is_dir() else []
     if not paths:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAda
 
 from stay._bounds import Damaged, load_stored_json, read_stored
 from stay._words import damaged_ledger
+from stay.artefacts import write_text_atomic
 from stay.errors import EnvironmentProblem, UsageError
 from stay.models import DEFAULT_MODELS, Usage
 from stay.requests import Role
@@ -359,8 +360,6 @@ def report(*, label: str, backend: str, prompts_dir: str, prompt_hashes: Mapping
 
 
 def write_report(path: str | os.PathLike[str], document: dict[str, Any]) -> None:
-    from stay.artefacts import write_text_atomic
-
     write_text_atomic(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
 
 
