@@ -43,21 +43,21 @@ if TYPE_CHECKING:
     from stay.scoring._report import recorded_quality as recorded_quality
     from stay.scoring._report import report as report
     from stay.scoring._report import write_report as write_report
-    from stay.scoring._scorers import SCORERS as SCORERS
-    from stay.scoring._scorers import Scorer as Scorer
-    from stay.scoring._scorers import default_scorers as default_scorers
-    from stay.scoring._scorers import registered as registered
-    from stay.scoring._scorers import score_course as score_course
-    from stay.scoring._scorers import scorer_versions as scorer_versions
     from stay.scoring._stats import epochs_warning as epochs_warning
-    from stay.scoring.builtin import AnswerCues as AnswerCues
-    from stay.scoring.builtin import AnswerKey as AnswerKey
-    from stay.scoring.builtin import Consistency as Consistency
-    from stay.scoring.builtin import DistractorQuality as DistractorQuality
-    from stay.scoring.builtin import ExerciseAlignment as ExerciseAlignment
-    from stay.scoring.builtin import OutcomeCoverage as OutcomeCoverage
-    from stay.scoring.builtin import RubricSpecificity as RubricSpecificity
-    from stay.scoring.builtin import Validator as Validator
+    from stay.scoring.scorers import SCORERS as SCORERS
+    from stay.scoring.scorers import AnswerCues as AnswerCues
+    from stay.scoring.scorers import AnswerKey as AnswerKey
+    from stay.scoring.scorers import Consistency as Consistency
+    from stay.scoring.scorers import DistractorQuality as DistractorQuality
+    from stay.scoring.scorers import ExerciseAlignment as ExerciseAlignment
+    from stay.scoring.scorers import OutcomeCoverage as OutcomeCoverage
+    from stay.scoring.scorers import RubricSpecificity as RubricSpecificity
+    from stay.scoring.scorers import Scorer as Scorer
+    from stay.scoring.scorers import Validator as Validator
+    from stay.scoring.scorers import default_scorers as default_scorers
+    from stay.scoring.scorers import registered as registered
+    from stay.scoring.scorers import score_course as score_course
+    from stay.scoring.scorers import scorer_versions as scorer_versions
     from stay.settings import checked_backend as checked_backend
 
 __getattr__, __dir__, __all__ = lazy_package(__name__, __file__)

@@ -337,7 +337,7 @@ def _score(ns: argparse.Namespace) -> int:
         report,
         write_report,
     )
-    from stay.scoring._scorers import default_scorers, score_course, scorer_versions
+    from stay.scoring.scorers import default_scorers, score_course, scorer_versions
     from stay.stages import Prompts
 
     backend = backend_name(ns.backend, flag="--backend")

@@ -34,7 +34,7 @@ from stay.scoring._core import (
 )
 from stay.scoring._defaults import CALIBRATION, KAPPA_TO_GATE
 from stay.scoring._report import OFFLINE, build_entry, not_judged, read_json, read_report, report, write_report
-from stay.scoring._scorers import JUDGE_FREE_NAMES, default_scorers, registered, score_course, scorer_versions
+from stay.scoring.scorers import JUDGE_FREE_NAMES, default_scorers, registered, score_course, scorer_versions
 from stay.settings import Settings, checked_backend
 
 

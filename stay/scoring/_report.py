@@ -25,7 +25,7 @@ from stay.models import DEFAULT_MODELS, Usage
 from stay.requests import Role
 from stay.scoring._core import ItemResult, ScoreResult
 from stay.scoring._defaults import FAILURE_GAP
-from stay.scoring._scorers import JUDGE_FREE_NAMES
+from stay.scoring.scorers import JUDGE_FREE_NAMES
 
 Count = Annotated[int, Field(ge=0, strict=True)]
 Dollars = Annotated[float, Field(ge=0, allow_inf_nan=False)]
