@@ -317,12 +317,10 @@ class Declared:
 
     def make(self, judge: Judge, data_dir: Path | None = None) -> Any:
         if self.field is not None:
-            made = self.cls(judge)
-        elif any(f.name == "data_dir" for f in fields(self.cls)):
-            made = self.cls(data_dir=data_dir)
-        else:
-            made = self.cls()
-        return made
+            return self.cls(judge)
+        if any(f.name == "data_dir" for f in fields(self.cls)):
+            return self.cls(data_dir=data_dir)
+        return self.cls()
 
     def reply(self, passed: bool, reason: str = "canned", **more: Any) -> dict[str, Any]:
         """An answer its judge could give with this verdict (test doubles answer with it)."""
