@@ -172,7 +172,6 @@ def differences(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str
 
 
 def _missing(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, tuple[str, ...]]:
-    """Briefs only one run has: "baseline only" / "candidate only" -> briefs."""
     only = (("baseline only", set(baseline["briefs"]) - set(candidate["briefs"])),
             ("candidate only", set(candidate["briefs"]) - set(baseline["briefs"])))
     return {side: tuple(sorted(briefs)) for side, briefs in only if briefs}
@@ -438,7 +437,6 @@ def _p(value: float) -> str:
 
 
 def _cells(r: ScorerComparison) -> tuple[str, ...]:
-    """A row's numbers as every table shows them: baseline, candidate, difference, interval, p, p (Holm), MDE."""
     return (fixed(r.baseline), fixed(r.candidate), fixed(r.difference, signed=True), _interval(r),
             _tested_p(r.p, r), _tested_p(r.p_adjusted, r), fixed(r.mde))
 
