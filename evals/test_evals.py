@@ -9,7 +9,7 @@ from pathlib import Path
 from evals.conftest import BRIEFS, EvalConfig
 from stay.scoring import SCORERS
 from stay.scoring._judges import make_judge
-from stay.scoring._scorers import JUDGE_FREE_NAMES
+from stay.scoring.scorers import JUDGE_FREE_NAMES
 from stay.suite import OFFLINE, run_build
 
 

@@ -190,14 +190,12 @@ def finish_runs(cfgs: Iterable[Any]) -> list[str]:
     """``finish_run`` for every arm, all or none: the arms share one judging session, so an older
     report of one arm must never pass for the other's partner."""
     arms = list(cfgs)
-    def unfinished(cfg: Any) -> bool:
-        return any(unfinished_builds(cfg.parts, cfg.briefs, cfg.epochs))
-
-    if len(arms) == 1 or not any(unfinished(cfg) for cfg in arms):
+    unfinished = [any(unfinished_builds(cfg.parts, cfg.briefs, cfg.epochs)) for cfg in arms]
+    if len(arms) == 1 or not any(unfinished):
         return [finish_run(cfg)[1] for cfg in arms]
     lines = []
-    for cfg in arms:
-        if unfinished(cfg):
+    for cfg, incomplete in zip(arms, unfinished, strict=True):
+        if incomplete:
             lines.append(finish_run(cfg)[1])
         else:
             shutil.rmtree(cfg.parts, ignore_errors=True)

@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from stay.scoring._judges import judge_name as judge_name
     from stay.scoring._judges import relative_course as relative_course
     from stay.scoring._judges import session_id as session_id
-    from stay.scoring._plan import epochs_warning as epochs_warning
     from stay.scoring._report import OFFLINE as OFFLINE
     from stay.scoring._report import QUALITY_RECORD as QUALITY_RECORD
     from stay.scoring._report import build_entry as build_entry
@@ -44,20 +43,21 @@ if TYPE_CHECKING:
     from stay.scoring._report import recorded_quality as recorded_quality
     from stay.scoring._report import report as report
     from stay.scoring._report import write_report as write_report
-    from stay.scoring._scorers import SCORERS as SCORERS
-    from stay.scoring._scorers import Scorer as Scorer
-    from stay.scoring._scorers import default_scorers as default_scorers
-    from stay.scoring._scorers import registered as registered
-    from stay.scoring._scorers import score_course as score_course
-    from stay.scoring._scorers import scorer_versions as scorer_versions
-    from stay.scoring.answer_cues import AnswerCues as AnswerCues
-    from stay.scoring.answer_key import AnswerKey as AnswerKey
-    from stay.scoring.consistency import Consistency as Consistency
-    from stay.scoring.distractor_quality import DistractorQuality as DistractorQuality
-    from stay.scoring.exercise_alignment import ExerciseAlignment as ExerciseAlignment
-    from stay.scoring.outcome_coverage import OutcomeCoverage as OutcomeCoverage
-    from stay.scoring.rubric_specificity import RubricSpecificity as RubricSpecificity
-    from stay.scoring.validator import Validator as Validator
+    from stay.scoring._stats import epochs_warning as epochs_warning
+    from stay.scoring.scorers import SCORERS as SCORERS
+    from stay.scoring.scorers import AnswerCues as AnswerCues
+    from stay.scoring.scorers import AnswerKey as AnswerKey
+    from stay.scoring.scorers import Consistency as Consistency
+    from stay.scoring.scorers import DistractorQuality as DistractorQuality
+    from stay.scoring.scorers import ExerciseAlignment as ExerciseAlignment
+    from stay.scoring.scorers import OutcomeCoverage as OutcomeCoverage
+    from stay.scoring.scorers import RubricSpecificity as RubricSpecificity
+    from stay.scoring.scorers import Scorer as Scorer
+    from stay.scoring.scorers import Validator as Validator
+    from stay.scoring.scorers import default_scorers as default_scorers
+    from stay.scoring.scorers import registered as registered
+    from stay.scoring.scorers import score_course as score_course
+    from stay.scoring.scorers import scorer_versions as scorer_versions
     from stay.settings import checked_backend as checked_backend
 
 __getattr__, __dir__, __all__ = lazy_package(__name__, __file__)

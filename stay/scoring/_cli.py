@@ -253,8 +253,8 @@ def summary_markdown(document: dict[str, Any], path: str) -> str:
 
 def _plan(ns: argparse.Namespace) -> int:
     from stay.errors import UsageError
-    from stay.scoring._plan import plan_epochs
     from stay.scoring._report import read_report
+    from stay.scoring._stats import plan_epochs
 
     if not 0 < ns.alpha < 1 or not 0 < ns.power < 1 or not 0 < ns.effect <= 1:
         raise UsageError("--alpha and --power must be between 0 and 1, and --effect above 0 and at most 1")
@@ -337,7 +337,7 @@ def _score(ns: argparse.Namespace) -> int:
         report,
         write_report,
     )
-    from stay.scoring._scorers import default_scorers, score_course, scorer_versions
+    from stay.scoring.scorers import default_scorers, score_course, scorer_versions
     from stay.stages import Prompts
 
     backend = backend_name(ns.backend, flag="--backend")

@@ -5,19 +5,18 @@
 from __future__ import annotations
 
 import os
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from stay._display import fixed
+from stay._display import fixed, html_table, html_text, markdown_table, markdown_text
 from stay.errors import InvalidRun, RunsNotComparable, UsageError
 from stay.scoring import _stats
 from stay.scoring._defaults import ALLOWABLE, ALPHA, EFFECT, MAX_FAILED
 from stay.scoring._judges import Standing, find_calibration, standings
-from stay.scoring._plan import power_notes
 from stay.scoring._report import INVALID, REFUSE, WARN, not_judged, read_report, run_checks
-from stay.scoring._stats import build_strata, scored, scorer_results
+from stay.scoring._stats import build_strata, power_notes, scored, scorer_results
 
 BUILDS, ITEMS = "builds", "items"
 WORSE, BETTER, SAME = "worse", "better", "no detectable difference"
@@ -124,25 +123,18 @@ class Comparison:
                  f"candidate {self.epochs[1]})")
         head: tuple[str, ...] = ("scorer", "test", "baseline", "candidate", "difference", "95% interval", "p",
                                  "p (Holm)", "MDE", "verdict")
-        rows: list[tuple[str, ...]] = []
-        for r in self.scorers:
-            rows.append((r.scorer, r.test, fixed(r.baseline), fixed(r.candidate), fixed(r.difference, signed=True),
-                         _interval(r), _tested_p(r.p, r), _tested_p(r.p_adjusted, r), fixed(r.mde), r.verdict))
+        rows = [(r.scorer, r.test, *_cells(r), r.verdict) for r in self.scorers]
         if any(r.calibration for r in self.scorers):  # the judges' calibration, when the caller gave one
             head, rows = (*head, "judge"), [(*row, judge_cell(r)) for row, r in zip(rows, self.scorers, strict=True)]
         return title, head, rows
 
     def _repr_html_(self) -> str:
-        from stay._display import html_table, html_text
-
         title, head, rows = self._display()
         return (f'<div class="stay-comparison"><p><strong>{html_text(title)}</strong></p>'
                 f"{html_table(head, rows, numeric={2, 3, 4, 6, 7, 8})}<p><strong>{html_text(self.gate)}"
                 "</strong></p></div>")
 
     def _repr_markdown_(self) -> str:
-        from stay._display import markdown_table, markdown_text
-
         title, head, rows = self._display()
         return (f"**{markdown_text(title)}**\n\n{markdown_table(head, rows, numeric={2, 3, 4, 6, 7, 8})}\n"
                 f"**{markdown_text(self.gate)}**\n")
@@ -171,13 +163,18 @@ def differences(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str
     changed += [f"{s} only in the candidate" for s in sorted(set(after) - set(before))]
     if changed:
         found["scorers"] = "scorer versions differ (" + ", ".join(changed) + ")"
-    only_base = sorted(set(baseline["briefs"]) - set(candidate["briefs"]))
-    only_cand = sorted(set(candidate["briefs"]) - set(baseline["briefs"]))
-    if only_base or only_cand:
-        parts = ([f"missing from the candidate: {', '.join(only_base)}"] if only_base else []) + \
-                ([f"missing from the baseline: {', '.join(only_cand)}"] if only_cand else [])
-        found["briefs"] = "brief sets differ (" + "; ".join(parts) + ")"
+    missing = _missing(baseline, candidate)
+    if missing:
+        found["briefs"] = "brief sets differ (" + "; ".join(
+            f"missing from the {'candidate' if side == 'baseline only' else 'baseline'}: {', '.join(briefs)}"
+            for side, briefs in missing.items()) + ")"
     return found
+
+
+def _missing(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+    only = (("baseline only", set(baseline["briefs"]) - set(candidate["briefs"])),
+            ("candidate only", set(candidate["briefs"]) - set(baseline["briefs"])))
+    return {side: tuple(sorted(briefs)) for side, briefs in only if briefs}
 
 
 def _allowed(allow: Collection[str]) -> set[str]:
@@ -241,29 +238,50 @@ def _unchanged(baseline: dict[str, Any], candidate: dict[str, Any], briefs: list
     return found
 
 
+Item = tuple[int, int, dict[str, Any]]  # (epoch, build index, item)
+
+
+def _items(report: dict[str, Any], scorer: str, briefs: list[str]) -> list[tuple[str, Item]]:
+    return [(brief, (int(result["epoch"]), int(result["build"]), item))
+            for brief, result in sorted(scorer_results(report, scorer, briefs), key=lambda br: (br[0], br[1]["epoch"]))
+            for item in sorted(result["items"], key=lambda i: str(i["item"]))]
+
+
+def match_items(baseline: dict[str, Any], candidate: dict[str, Any], scorer: str,
+                briefs: list[str]) -> list[tuple[str, bool, Item | None, Item | None]]:
+    """Every item of both runs under ``scorer`` as (brief, matched, baseline's, candidate's): paired by
+    content (the k-th judging of a content with its k-th in the other run), else by brief, epoch and id."""
+    before, after = _items(baseline, scorer, briefs), _items(candidate, scorer, briefs)
+    by_content: dict[str, list[int]] = defaultdict(list)
+    for k, (_brief, (_epoch, _build, item)) in enumerate(after):
+        if item.get("content"):
+            by_content[str(item["content"])].append(k)
+    pairs: list[tuple[str, bool, Item | None, Item | None]] = []
+    used: set[int] = set()
+    left: list[tuple[str, Item]] = []
+    for brief, side in before:
+        queue = by_content.get(str(side[2].get("content") or ""))
+        if queue:
+            used.add(queue[0])
+            pairs.append((brief, True, side, after[queue.pop(0)][1]))
+        else:
+            left.append((brief, side))
+    by_place = {(brief, side[0], str(side[2]["item"])): k for k, (brief, side) in enumerate(after) if k not in used}
+    for brief, side in left:
+        place = by_place.pop((brief, side[0], str(side[2]["item"])), None)
+        if place is not None:
+            used.add(place)
+        pairs.append((brief, False, side, None if place is None else after[place][1]))
+    return pairs + [(brief, False, None, side) for k, (brief, side) in enumerate(after) if k not in used]
+
+
 def _content_pairs(baseline: dict[str, Any], candidate: dict[str, Any], scorer: str,
                    briefs: list[str]) -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], bool]:
-    """Items paired by content (the k-th judging of a content in one run with its k-th in the
-    other), and whether every item of both runs found its pair."""
-    def by_content(report: dict[str, Any]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-        found: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
-        for brief, result in sorted(scorer_results(report, scorer, briefs), key=lambda br: (br[0], br[1]["epoch"])):
-            for item in sorted(result["items"], key=lambda i: str(i["item"])):
-                if item.get("content"):
-                    found[item["content"]].append((brief, item))
-        return found
-
-    before, after = by_content(baseline), by_content(candidate)
-    pairs = [(brief, b, a) for content in sorted(set(before) & set(after))
-             for (brief, b), (_brief, a) in zip(before[content], after[content], strict=False)]
-
-    def every_item_has_content(report: dict[str, Any], found: dict[str, list[Any]]) -> bool:
-        return sum(map(len, found.values())) == sum(len(r["items"]) for _b, r in scorer_results(report, scorer, briefs))
-
-    complete = (bool(pairs) and Counter({k: len(v) for k, v in before.items()})
-                == Counter({k: len(v) for k, v in after.items()})
-                and every_item_has_content(baseline, before) and every_item_has_content(candidate, after))
-    return pairs, complete
+    """The items matched by content, in content order, and whether every item of both runs was."""
+    found = match_items(baseline, candidate, scorer, briefs)
+    pairs = [(brief, b[2], a[2]) for brief, matched, b, a in found if matched and a and b]
+    pairs.sort(key=lambda pair: str(pair[1]["content"]))
+    return pairs, bool(pairs) and all(matched for _brief, matched, _b, _a in found)
 
 
 def _weighted_means(strata: list[Any]) -> tuple[float, float]:
@@ -384,14 +402,12 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
         results.append(ScorerComparison(scorer, test, mean_base, mean_cand, estimate.difference, estimate.low,
                                         estimate.high, estimate.p, adjusted[scorer], mde, threshold, units, verdict,
                                         estimate.spread, estimate.p_worse, estimate.p_better, **held_out(scorer)))
-    only_base = tuple(sorted(set(baseline["briefs"]) - set(candidate["briefs"])))
-    only_cand = tuple(sorted(set(candidate["briefs"]) - set(baseline["briefs"])))
     epochs = (int(baseline.get("epochs") or 0), int(candidate.get("epochs") or 0))
     return Comparison(
         baseline_label=str(baseline.get("label", "baseline")),
         candidate_label=str(candidate.get("label", "candidate")), alpha=alpha, scorers=tuple(results), effect=effect,
         allowed={k: v for k, v in found.items() if k in allowed_names},
-        missing={k: v for k, v in (("baseline only", only_base), ("candidate only", only_cand)) if v},
+        missing=_missing(baseline, candidate),
         failures=failures, unchanged=_unchanged(baseline, candidate, briefs),
         epochs=epochs, samples=samples,
         warnings=tuple(f.message for f in findings if f.kind == WARN),
@@ -418,6 +434,11 @@ def item_changes(baseline: dict[str, Any], candidate: dict[str, Any], *, top: in
 
 def _p(value: float) -> str:
     return f"{value:.2g}" if value < 0.01 else f"{value:.3f}"
+
+
+def _cells(r: ScorerComparison) -> tuple[str, ...]:
+    return (fixed(r.baseline), fixed(r.candidate), fixed(r.difference, signed=True), _interval(r),
+            _tested_p(r.p, r), _tested_p(r.p_adjusted, r), fixed(r.mde))
 
 
 def _tested_p(value: float, r: ScorerComparison) -> str:
@@ -482,15 +503,16 @@ def text(comparison: Comparison, paths: tuple[str, str] = ("baseline", "candidat
          provenance: Sequence[str] = ()) -> str:
     """The table with its header and notes; ``provenance`` (``_report.provenance_notes``) goes
     under the two runs' names."""
-    header = (f"{'scorer':20} {'test':6} {'baseline':>8} {'candidate':>9} {'diff':>7} {'95% interval':>18} "
-              f"{'p':>7} {'p(Holm)':>7} {'MDE':>6}  verdict")
+    widths = (8, 9, 7, 18, 7, 7, 6)
+    header = (f"{'scorer':20} {'test':6} " + " ".join(f"{name:>{width}}" for name, width in zip(
+        ("baseline", "candidate", "diff", "95% interval", "p", "p(Holm)", "MDE"), widths, strict=True)) + "  verdict")
     lines = [f"baseline:  {paths[0]} ({comparison.baseline_label}, {comparison.epochs[0]} epochs)",
              f"candidate: {paths[1]} ({comparison.candidate_label}, {comparison.epochs[1]} epochs)",
              *provenance, method(comparison), "", header]
     for r in comparison.scorers:
-        lines.append(f"{r.scorer:20} {_test(r):6} {fixed(r.baseline):>8} {fixed(r.candidate):>9} "
-                     f"{fixed(r.difference, signed=True):>7} {_interval(r):>18} {_tested_p(r.p, r):>7} "
-                     f"{_tested_p(r.p_adjusted, r):>7} {fixed(r.mde):>6}  {r.verdict}"
+        lines.append(f"{r.scorer:20} {_test(r):6} "
+                     + " ".join(f"{cell:>{width}}" for cell, width in zip(_cells(r), widths, strict=True))
+                     + f"  {r.verdict}"
                      + (f" | judge: {judge_cell(r)}" if r.calibration else ""))
     lines += ["", *_notes(comparison, paths)]
     return "\n".join(lines) + "\n"
@@ -525,10 +547,8 @@ def markdown(comparison: Comparison, paths: tuple[str, str] = ("baseline", "cand
              "| judge |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        lines.append(f"| {r.scorer} | {_test(r)} | {fixed(r.baseline)} | {fixed(r.candidate)} | "
-                     f"{fixed(r.difference, signed=True)} | {_interval(r)} | {_tested_p(r.p, r)} | "
-                     f"{_tested_p(r.p_adjusted, r)} | "
-                     f"{fixed(r.mde)} | **{r.verdict}** | {judge_cell(r) or 'n/a'} |")
+        lines.append("| " + " | ".join((r.scorer, _test(r), *_cells(r), f"**{r.verdict}**", judge_cell(r) or "n/a"))
+                     + " |")
     lines += ["", *[f"- {note}" for note in _notes(comparison, paths)], "",
               "```mermaid", "xychart-beta", '    title "Mean score per scorer"',
               f"    x-axis [{', '.join(names)}]", '    y-axis "mean score" 0 --> 1',

@@ -11,28 +11,33 @@ import math
 import os
 import re
 import sys
-from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
+from stay._bounds import TooLarge
+from stay.artefacts import ArtefactLoadError, CourseReader, Curriculum, LessonContent, lesson_file
+from stay.errors import UsageError
 from stay.scoring._compare import (
     ITEMS,
     Comparison,
+    Item,
     ItemChange,
     ScorerComparison,
     _notes,
     item_changes,
     judge_cell,
+    match_items,
     method,
 )
 from stay.scoring._core import bounded, lesson_note
 from stay.scoring._defaults import POWER
 from stay.scoring._judges import course_dir
 from stay.scoring._report import _prompt_versions, changed_prompts, provenance_notes
-from stay.scoring._stats import build_strata, scored
+from stay.scoring._stats import build_strata, scored, scorer_results
+from stay.stages import packaged_prompts_dir, read_prompt
 from stay.view import (
     PAIR_KINDS,
     BuildMeans,
@@ -87,8 +92,6 @@ class JudgedLessons:
         self.text = functools.cache(self._read)
 
     def _check(self, run: int, brief: str, index: int) -> _Course:
-        from stay.artefacts import ArtefactLoadError, CourseReader
-        from stay.errors import UsageError
         path, build = self.paths[run], self.reports[run]["briefs"][brief]["builds"][index]
         named = build.get("course")
         if path is None:
@@ -114,8 +117,6 @@ class JudgedLessons:
         return _Course(root, reader=reader)
 
     def _read(self, run: int, brief: str, index: int, lesson: str) -> tuple[str | None, str | None, str]:
-        from stay.artefacts import ArtefactLoadError, Curriculum, LessonContent, lesson_file
-
         course = self.course(run, brief, index)
         if course.root is None:
             return None, None, course.why
@@ -176,7 +177,6 @@ CHANGED, FAILED, PASSED = PAIR_KINDS
 PER_KIND = 20  # pairs a scorer lists of each kind at most
 MAX_DIFF_LINES = 400  # of one file's diff; the rest is counted
 PACKAGED = "prompts (packaged)"  # the suite's name for the packaged prompts
-Items = list[tuple[str, int, int, dict[str, Any]]]  # (brief, epoch, build index, item)
 
 
 def compare_detail(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *,
@@ -192,28 +192,20 @@ def compare_detail(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *,
         costs=(run_cost(baseline), run_cost(candidate)), lessons=lessons)
 
 
-def _results(report: Mapping[str, Any], scorer: str, brief: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
-    for index, build in enumerate(report["briefs"][brief]["builds"]):
-        result = build["scorers"].get(scorer)
-        if result is not None:
-            yield int(build.get("epoch", 0)), index, result
-
-
 def _brief_means(baseline: Mapping[str, Any], candidate: Mapping[str, Any], scorer: str, brief: str) -> BuildMeans:
     found: list[tuple[float | None, int]] = []
     for report in (baseline, candidate):
-        means = [sum(values) / len(values) for _e, _b, r in _results(report, scorer, brief) if (values := scored(r))]
+        means = [sum(values) / len(values) for _b, r in scorer_results(dict(report), scorer, [brief])
+                 if (values := scored(r))]
         found.append((sum(means) / len(means) if means else None, len(means)))
     return BuildMeans(brief, scorer, found[0][0], found[0][1], found[1][0], found[1][1])
 
 
-def _items(report: Mapping[str, Any], scorer: str, briefs: list[str]) -> Items:
-    return [(brief, epoch, index, item) for brief in briefs
-            for epoch, index, result in sorted(_results(report, scorer, brief), key=lambda er: er[:2])
-            for item in sorted(result["items"], key=lambda i: str(i["item"]))]
+def _side(side: Item | None) -> ItemSide | None:
+    if side is None:
+        return None
+    epoch, build, item = side
 
-
-def _side(epoch: int, build: int, item: Mapping[str, Any]) -> ItemSide:
     def text(key: str) -> str | None:
         value = item.get(key)
         return value if isinstance(value, str) else None
@@ -227,33 +219,8 @@ def _side(epoch: int, build: int, item: Mapping[str, Any]) -> ItemSide:
 def pair_items(baseline: Mapping[str, Any], candidate: Mapping[str, Any], scorer: str,
                briefs: list[str]) -> list[ItemPair]:
     """Every item of both runs under ``scorer``: paired by content, else by brief, epoch and id."""
-    before, after = _items(baseline, scorer, briefs), _items(candidate, scorer, briefs)
-    by_content: dict[str, list[int]] = defaultdict(list)
-    for k, (_brief, _epoch, _build, item) in enumerate(after):
-        if item.get("content"):
-            by_content[str(item["content"])].append(k)
-    pairs: list[ItemPair] = []
-    used: set[int] = set()
-    left: Items = []
-    for brief, epoch, build, item in before:
-        queue = by_content.get(str(item.get("content") or ""))
-        if queue:
-            k = queue.pop(0)
-            used.add(k)
-            pairs.append(ItemPair(scorer, brief, True, _side(epoch, build, item), _side(*after[k][1:])))
-        else:
-            left.append((brief, epoch, build, item))
-    by_place: dict[tuple[str, int, str], int | None] = {
-        (brief, epoch, str(item["item"])): k for k, (brief, epoch, _build, item) in enumerate(after) if k not in used}
-    for brief, epoch, build, item in left:
-        place = by_place.pop((brief, epoch, str(item["item"])), None)
-        if place is not None:
-            used.add(place)
-        pairs.append(ItemPair(scorer, brief, False, _side(epoch, build, item),
-                              None if place is None else _side(*after[place][1:])))
-    pairs += [ItemPair(scorer, brief, False, None, _side(epoch, build, item))
-              for k, (brief, epoch, build, item) in enumerate(after) if k not in used]
-    return pairs
+    return [ItemPair(scorer, brief, matched, _side(b), _side(a))
+            for brief, matched, b, a in match_items(dict(baseline), dict(candidate), scorer, briefs)]
 
 
 def _change(pair: ItemPair) -> float:
@@ -292,8 +259,6 @@ def run_cost(report: Mapping[str, Any]) -> RunCost:
 
 
 def _directory(report: Mapping[str, Any]) -> tuple[Path | None, str]:
-    from stay.stages import packaged_prompts_dir
-
     named = str((report.get("prompts") or {}).get("dir") or "")
     if named == PACKAGED:
         return packaged_prompts_dir(), ""
@@ -306,9 +271,6 @@ def _directory(report: Mapping[str, Any]) -> tuple[Path | None, str]:
 
 
 def _text(root: Path, name: str, recorded: set[str]) -> tuple[str | None, str]:
-    from stay._bounds import TooLarge
-    from stay.stages import read_prompt
-
     path = root / name
     try:
         inside = path.resolve().is_relative_to(root.resolve())
@@ -542,7 +504,3 @@ def _t_coverage(t: float, df: int) -> float:
         series += term
     return math.sin(theta) * series
 
-
-__all__ = ["MAX_LESSONS", "MAX_LESSON_CHARS", "ComparePage", "JudgedLessons", "compare_detail", "compare_page",
-           "judged_length", "pair_items", "prompt_files", "run_cost", "run_errors", "run_intervals",
-           "stratified_error", "stratified_interval", "t_quantile", "with_lessons"]

@@ -317,12 +317,10 @@ class Declared:
 
     def make(self, judge: Judge, data_dir: Path | None = None) -> Any:
         if self.field is not None:
-            made = self.cls(judge)
-        elif any(f.name == "data_dir" for f in fields(self.cls)):
-            made = self.cls(data_dir=data_dir)
-        else:
-            made = self.cls()
-        return made
+            return self.cls(judge)
+        if any(f.name == "data_dir" for f in fields(self.cls)):
+            return self.cls(data_dir=data_dir)
+        return self.cls()
 
     def reply(self, passed: bool, reason: str = "canned", **more: Any) -> dict[str, Any]:
         """An answer its judge could give with this verdict (test doubles answer with it)."""
@@ -348,6 +346,7 @@ def scorer(name: str, *, answer: str | None = None, passes: object = True,
     return declare
 
 
+@dataclass(frozen=True)
 class ModelScorer:
     """What every model-judged scorer declares, so a judge can be asked outside a course (the gold
     set) exactly as the scorer asks it."""
@@ -357,9 +356,6 @@ class ModelScorer:
     version: ClassVar[int]
     instructions: ClassVar[str]
     answer: ClassVar[type[BaseModel]]
-
-    def __init__(self, judge: Judge) -> None:  # each scorer is a frozen dataclass, with its own
-        raise NotImplementedError
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
         raise NotImplementedError

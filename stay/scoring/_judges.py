@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
-from stay._bounds import Damaged, load_stored_json, read_stored
+from stay._bounds import Damaged, read_stored, yaml_shape
 from stay._display import fixed
 from stay.artefacts import write_text_atomic
 from stay.errors import UsageError
@@ -32,8 +33,8 @@ from stay.scoring._core import (
     model_judge_name,
 )
 from stay.scoring._defaults import CALIBRATION, KAPPA_TO_GATE
-from stay.scoring._report import OFFLINE, build_entry, not_judged, read_report, report, write_report
-from stay.scoring._scorers import JUDGE_FREE_NAMES, default_scorers, registered, score_course, scorer_versions
+from stay.scoring._report import OFFLINE, build_entry, not_judged, read_json, read_report, report, write_report
+from stay.scoring.scorers import JUDGE_FREE_NAMES, default_scorers, registered, score_course, scorer_versions
 from stay.settings import Settings, checked_backend
 
 
@@ -246,10 +247,6 @@ class Gold:
 def load_gold(directory: str | os.PathLike[str]) -> Gold:
     """Every ``*.yaml`` under ``directory``, read bounded and held to ``GoldFile``: an item's judge is
     its file's name, ids are unique; bad input is one line naming the file, the item and the field."""
-    import yaml
-
-    from stay._bounds import yaml_shape
-
     root = Path(directory)
     paths = sorted(root.glob("*.yaml")) if root.is_dir() else []
     if not paths:
@@ -437,15 +434,10 @@ class CalibrationShape(BaseModel):
 
 
 def read_calibration(path: str | os.PathLike[str]) -> dict[str, Any]:
+    document = read_json(path, "a calibration report", "calibration",
+                         "no calibration report; run `stay evals calibrate` to write one")
     try:
-        document = load_stored_json(path)
         CalibrationShape.model_validate(document)
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no calibration report; run `stay evals calibrate` to write one") from None
-    except Damaged as exc:
-        raise UsageError(f"{path}: not a calibration report ({exc.reason})") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the calibration ({exc.strerror or type(exc).__name__})") from None
     except ValidationError as exc:
         error = exc.errors()[0]
         raise UsageError(f"{path}: not a calibration report: field '{'.'.join(map(str, error['loc']))}': "

@@ -13,18 +13,19 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter, ValidationError, model_validator
 
 from stay._bounds import Damaged, load_stored_json, read_stored
 from stay._words import damaged_ledger
+from stay.artefacts import write_text_atomic
 from stay.errors import EnvironmentProblem, UsageError
 from stay.models import DEFAULT_MODELS, Usage
 from stay.requests import Role
 from stay.scoring._core import ItemResult, ScoreResult
 from stay.scoring._defaults import FAILURE_GAP
-from stay.scoring._scorers import JUDGE_FREE_NAMES
+from stay.scoring.scorers import JUDGE_FREE_NAMES
 
 Count = Annotated[int, Field(ge=0, strict=True)]
 Dollars = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -359,21 +360,25 @@ def report(*, label: str, backend: str, prompts_dir: str, prompt_hashes: Mapping
 
 
 def write_report(path: str | os.PathLike[str], document: dict[str, Any]) -> None:
-    from stay.artefacts import write_text_atomic
-
     write_text_atomic(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
+
+
+def read_json(path: str | os.PathLike[str], kind: str, short: str, missing: str) -> Any:
+    """A stored JSON document (an eval report, a calibration), read bounded; a file that is not one
+    is a one-line ``UsageError``: ``kind`` names it, ``short`` in "cannot read the ...", ``missing`` without it."""
+    try:
+        return load_stored_json(path)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: {missing}") from None
+    except Damaged as exc:
+        raise UsageError(f"{path}: not {kind} ({exc.reason})") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the {short} ({exc.strerror or type(exc).__name__})") from None
 
 
 def read_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A report from disk, checked; a file that is not one is a one-line ``UsageError``."""
-    try:
-        document = load_stored_json(path)
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such report; run `pytest evals/` to write one") from None
-    except Damaged as exc:
-        raise UsageError(f"{path}: not an eval report ({exc.reason})") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the report ({exc.strerror or type(exc).__name__})") from None
+    document = read_json(path, "an eval report", "report", "no such report; run `pytest evals/` to write one")
     check_report(document, str(path))
     return dict(document)
 
@@ -416,12 +421,21 @@ def _builds(report: Mapping[str, Any]) -> Iterator[tuple[str, int, dict[str, Any
             yield brief, index, build
 
 
-def _each(check: Callable[[Run], list[str]]) -> Callable[[Run, Run], list[str]]:
-    return lambda baseline, candidate: check(baseline) + check(candidate)
+Checker = TypeVar("Checker", bound=Callable[..., list[str]])
+CHECKS: list[Check] = []  # in the order declared: a refusal names its problems in this order
 
 
-def duplicated_builds(run: Run) -> list[str]:
-    name, report = run
+def check(name: str, kind: str, *, allow: str | None = None, each: bool = False) -> Callable[[Checker], Checker]:
+    """Declare a check of both runs (``each``: of each run alone, as its name and report)."""
+    def declare(run: Checker) -> Checker:
+        both = (lambda baseline, candidate: run(*baseline) + run(*candidate)) if each else run
+        CHECKS.append(Check(name, kind, both, allow))
+        return run
+    return declare
+
+
+@check("duplicated-builds", REFUSE, each=True)
+def duplicated_builds(name: str, report: dict[str, Any]) -> list[str]:
     found = []
     seen: dict[tuple[str, Any], str] = {}
     shas: dict[tuple[Any, Any], str] = {}
@@ -444,8 +458,8 @@ def duplicated_builds(run: Run) -> list[str]:
     return found
 
 
-def same_courses(run: Run) -> list[str]:
-    name, report = run
+@check("same-courses", WARN, each=True)
+def same_courses(name: str, report: dict[str, Any]) -> list[str]:
     repeated = sorted(brief for brief, entry in report["briefs"].items()
                       if len({b.get("course_sha256") for b in entry["builds"] if b.get("course_sha256")})
                       < sum(bool(b.get("course_sha256")) for b in entry["builds"]))
@@ -456,9 +470,9 @@ def same_courses(run: Run) -> list[str]:
             "that ignores the seed, or a course scored twice; those epochs measure no build-to-build variance"]
 
 
-def partial_run(run: Run) -> list[str]:
+@check("partial-run", REFUSE, each=True)
+def partial_run(name: str, report: dict[str, Any]) -> list[str]:
     """A brief with no builds at all is left to compare's own check (an invalid run, exit 5)."""
-    name, report = run
     epochs = report.get("epochs")
     if epochs is None:  # an old report that does not say: nothing to hold its builds to
         return []
@@ -479,8 +493,8 @@ def _bad_score(score: object, failure: object) -> str | None:
     return None
 
 
-def bad_scores(run: Run) -> list[str]:
-    name, report = run
+@check("bad-scores", REFUSE, each=True)
+def bad_scores(name: str, report: dict[str, Any]) -> list[str]:
     found = []
     for brief, index, build in _builds(report):
         for scorer, result in sorted(build["scorers"].items()):
@@ -492,9 +506,9 @@ def bad_scores(run: Run) -> list[str]:
     return found
 
 
-def seeded_elsewhere(run: Run) -> list[str]:
+@check("seeded-elsewhere", REFUSE, each=True)
+def seeded_elsewhere(name: str, report: dict[str, Any]) -> list[str]:
     """A seed ``run/slug/epoch`` (``stay.suite.build_seed``) must name the brief and epoch it is filed under."""
-    name, report = run
     found = []
     for brief, index, build in _builds(report):
         seed = build.get("seed")
@@ -508,9 +522,9 @@ def seeded_elsewhere(run: Run) -> list[str]:
     return found
 
 
-def judge_fields(run: Run) -> list[str]:
+@check("judge-fields", REFUSE, each=True)
+def judge_fields(name: str, report: dict[str, Any]) -> list[str]:
     """Each scorer's judge must be one the header names (``judge_of``'s forms)."""
-    name, report = run
     judge, model = report.get("judge"), report.get("judge_model")
     named = ({f"model:{m}" for m in str(model).split(", ")} if judge == "model" and model
              else {str(judge), *str(judge).split(", ")})  # one judge whose name has a comma, or several
@@ -524,6 +538,7 @@ def judge_fields(run: Run) -> list[str]:
     return found
 
 
+@check("models", REFUSE, allow="models")
 def models_differ(baseline: Run, candidate: Run) -> list[str]:
     before, after = baseline[1].get("models") or {}, candidate[1].get("models") or {}
     if not before or not after or before == after:
@@ -540,6 +555,7 @@ def _content(report: dict[str, Any]) -> object:
                   for brief, _index, build in _builds(report))
 
 
+@check("identical-runs", WARN)
 def identical_runs(baseline: Run, candidate: Run) -> list[str]:
     if _content(baseline[1]) != _content(candidate[1]):
         return []
@@ -547,6 +563,7 @@ def identical_runs(baseline: Run, candidate: Run) -> list[str]:
             "compare a run with a different candidate"]
 
 
+@check("identical-prompts", WARN)
 def identical_prompts(baseline: Run, candidate: Run) -> list[str]:
     before = (baseline[1].get("prompts") or {}).get("sha256")
     after = (candidate[1].get("prompts") or {}).get("sha256")
@@ -566,6 +583,7 @@ def _failed_share(report: dict[str, Any]) -> dict[str, tuple[int, int]]:
     return {s: (counts[s], items[s]) for s in items if items[s]}
 
 
+@check("failure-rates", WARN)
 def failure_rates_differ(baseline: Run, candidate: Run) -> list[str]:
     before, after = _failed_share(baseline[1]), _failed_share(candidate[1])
     found = []
@@ -578,8 +596,8 @@ def failure_rates_differ(baseline: Run, candidate: Run) -> list[str]:
     return found
 
 
-def failed_builds(run: Run) -> list[str]:
-    name, report = run
+@check("failed-builds", INVALID, each=True)
+def failed_builds(name: str, report: dict[str, Any]) -> list[str]:
     return [f"{name}: briefs.{brief}.builds[{index}].failed: epoch {build.get('epoch', 0)} of brief {brief} failed "
             f"({build['failed'].get('error')}: {build['failed'].get('message')}); a run without its failed builds "
             "leans towards a pass: rebuild them (run the suite again: the builds that passed are reused), then "
@@ -591,10 +609,10 @@ def _knob(value: object) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def quality_knobs(run: Run) -> list[str]:
+@check("quality-knobs", REFUSE, each=True)
+def quality_knobs(name: str, report: dict[str, Any]) -> list[str]:
     """Builds under two ``--stay-quality`` knobs measure two generators; a header naming another
     knob than its builds' misnames them."""
-    name, report = run
     knobs: dict[str, str] = {}  # knob -> the first build made under it
     recorded = unrecorded = 0
     for brief, index, build in _builds(report):
@@ -635,19 +653,26 @@ def _in(sessions: set[str | None]) -> str:
     return " and ".join(part for part in (named, unknown) if part)
 
 
+def _apart(baseline: Run, candidate: Run, key: str) -> str | None:
+    """The start of a message on runs whose builds record different (or unknown) ``key`` sessions."""
+    before, after = _sessions(baseline[1], key), _sessions(candidate[1], key)
+    if len(before | after) == 1 and None not in before:
+        return None
+    verb = key.removesuffix("_in")
+    return f"{candidate[0]}: briefs.*.builds.{key}: {verb} in {_in(after)}, {baseline[0]} in {_in(before)}: "
+
+
 def _path(name: str) -> str:
     return shlex.quote(name.split(" ", 1)[-1])
 
 
+@check("sessions", REFUSE, allow="sessions")
 def judged_apart(baseline: Run, candidate: Run) -> list[str]:
     """Judged in different (or unknown) sessions: a judge that shifted between days shifts one whole run."""
-    if not (_judged_by_a_model(baseline[1]) or _judged_by_a_model(candidate[1])):
+    apart = _apart(baseline, candidate, "judged_in")
+    if apart is None or not (_judged_by_a_model(baseline[1]) or _judged_by_a_model(candidate[1])):
         return []
-    before, after = _sessions(baseline[1], "judged_in"), _sessions(candidate[1], "judged_in")
-    if len(before | after) == 1 and None not in before:
-        return []
-    return [f"{candidate[0]}: briefs.*.builds.judged_in: judged in {_in(after)}, {baseline[0]} in {_in(before)}: "
-            "judged in different sessions (judge drift between days is not in the test, so it is not accounted "
+    return [apart + "judged in different sessions (judge drift between days is not in the test, so it is not accounted "
             f"for): re-judge both in one session with `stay evals rejudge {_path(baseline[0])} "
             f"{_path(candidate[0])}`, or pass --allow sessions"]
 
@@ -658,6 +683,7 @@ def _builders(report: dict[str, Any]) -> set[str]:
             for name in build.get("built_by") or ()}
 
 
+@check("backend", REFUSE, allow="backend")
 def built_by_other_backends(baseline: Run, candidate: Run) -> list[str]:
     """Builds made by different backends: a difference would be the provider's, not the prompts'."""
     before, after = _builders(baseline[1]), _builders(candidate[1])
@@ -668,36 +694,16 @@ def built_by_other_backends(baseline: Run, candidate: Run) -> list[str]:
             "not the prompts': build both runs with one backend (--stay-backend), or pass --allow backend"]
 
 
+@check("built-apart", WARN)
 def built_apart(baseline: Run, candidate: Run) -> list[str]:
     """Built in different sessions: warned on, not refused (rebuilding both arms costs the generation
     again, and a prompt change is rebuilt anyway)."""
-    if OFFLINE in (baseline[1].get("backend"), candidate[1].get("backend")):
-        return []  # the offline backend (and the quality knob) is a pure function of its seed
-    before, after = _sessions(baseline[1], "built_in"), _sessions(candidate[1], "built_in")
-    if len(before | after) == 1 and None not in before:
+    apart = _apart(baseline, candidate, "built_in")
+    # the offline backend (and the quality knob) is a pure function of its seed
+    if apart is None or OFFLINE in (baseline[1].get("backend"), candidate[1].get("backend")):
         return []
-    return [f"{candidate[0]}: briefs.*.builds.built_in: built in {_in(after)}, {baseline[0]} in {_in(before)}: "
-            "generator drift between the sessions is not accounted for; build both arms in one session with "
+    return [apart + "generator drift between the sessions is not accounted for; build both arms in one session with "
             "`pytest evals --stay-prompts CANDIDATE_DIR --stay-baseline-prompts BASELINE_DIR`"]
-
-
-CHECKS: tuple[Check, ...] = (
-    Check("duplicated-builds", REFUSE, _each(duplicated_builds)),
-    Check("partial-run", REFUSE, _each(partial_run)),
-    Check("bad-scores", REFUSE, _each(bad_scores)),
-    Check("seeded-elsewhere", REFUSE, _each(seeded_elsewhere)),
-    Check("judge-fields", REFUSE, _each(judge_fields)),
-    Check("models", REFUSE, models_differ, allow="models"),
-    Check("quality-knobs", REFUSE, _each(quality_knobs)),
-    Check("failed-builds", INVALID, _each(failed_builds)),
-    Check("sessions", REFUSE, judged_apart, allow="sessions"),
-    Check("backend", REFUSE, built_by_other_backends, allow="backend"),
-    Check("same-courses", WARN, _each(same_courses)),
-    Check("identical-runs", WARN, identical_runs),
-    Check("identical-prompts", WARN, identical_prompts),
-    Check("failure-rates", WARN, failure_rates_differ),
-    Check("built-apart", WARN, built_apart),
-)
 
 
 def run_checks(baseline: Run, candidate: Run) -> list[Finding]:

@@ -4,8 +4,7 @@ imports it but the evals suite (``stay.suite``), whose offline runs turn the qua
 
 from __future__ import annotations
 
-from stay.testing._backend import DEFECTS, InjectedFault, RiggedBackend
+from stay.testing._backend import DEFECTS, QUALITY_KNOBS, InjectedFault, RiggedBackend
 from stay.testing._heuristic_judge import ScriptedJudge, heuristic_judge
-from stay.testing._quality import QUALITY_KNOBS
 
 __all__ = ["DEFECTS", "QUALITY_KNOBS", "InjectedFault", "RiggedBackend", "ScriptedJudge", "heuristic_judge"]

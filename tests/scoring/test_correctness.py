@@ -9,7 +9,7 @@ from typing import Any
 
 from stay.models import ModelRequest
 from stay.scoring import AnswerKey, Consistency, CourseOnDisk
-from stay.scoring.answer_cues import ALPHA, cues
+from stay.scoring.scorers import ALPHA, cues
 from stay.testing import ScriptedJudge
 from tests.conftest import SAMPLE
 

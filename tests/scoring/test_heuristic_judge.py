@@ -12,9 +12,9 @@ import pytest
 
 import stay.testing._heuristic_judge as heuristics
 from stay.models import ModelRequest, RequestCache, request_key
-from stay.scoring.distractor_quality import DistractorAnswer
+from stay.scoring.scorers import DistractorAnswer
 from stay.testing import RiggedBackend, heuristic_judge
-from stay.testing._quality import _DEGREE_LADDERS, _GENERIC_WHY_WRONG, _LOWER_TASKS, build_rate, picked
+from stay.testing._backend import _DEGREE_LADDERS, _GENERIC_WHY_WRONG, _LOWER_TASKS, build_rate, picked
 from tests.conftest import ROOT
 
 

@@ -18,7 +18,7 @@ from stay.scoring._compare import compare
 from stay.scoring._core import NAMELESS_BACKEND, model_judge_name
 from stay.scoring._judges import judge_name, make_judge
 from stay.scoring._report import OFFLINE
-from stay.scoring._scorers import JUDGE_FREE_NAMES
+from stay.scoring.scorers import JUDGE_FREE_NAMES
 from stay.settings import checked_backend, registered_backends
 from stay.suite import evaluate_build
 from tests.conftest import run_stay

@@ -24,8 +24,7 @@ from stay.scoring import (
     score_course,
     scorer_versions,
 )
-from stay.scoring._scorers import SCORERS, declared
-from stay.scoring.outcome_coverage import quoted_in
+from stay.scoring.scorers import SCORERS, declared, quoted_in
 from stay.testing import heuristic_judge
 from tests.conftest import ROOT
 from tests.scoring.test_scorers import FakeModel

@@ -21,8 +21,8 @@ from stay.errors import UsageError
 from stay.scoring import DEFAULT_EPOCHS, epochs_warning
 from stay.scoring._compare import WORSE, compare
 from stay.scoring._defaults import ALPHA, EFFECT, POWER
-from stay.scoring._plan import FIRST, LIMIT, brief_noise, plan_epochs, power_at, smallest_p
 from stay.scoring._report import write_report
+from stay.scoring._stats import FIRST, LIMIT, brief_noise, plan_epochs, power_at, smallest_p
 from tests.conftest import ROOT
 from tests.scoring.reports import Item, make_report
 

@@ -35,8 +35,7 @@ import pytest
 
 from stay.scoring import _stats
 from stay.scoring._defaults import ALPHA
-from stay.scoring._plan import _simulated, _variances, brief_noise, plan_epochs, power_at
-from stay.scoring._stats import build_strata
+from stay.scoring._stats import _simulated, _variances, brief_noise, build_strata, plan_epochs, power_at
 from tests.conftest import ROOT
 
 SIMULATED = 250

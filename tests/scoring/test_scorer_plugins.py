@@ -12,7 +12,7 @@ import pytest
 from stay.models import OfflineBackend
 from stay.pipeline import build_course
 from stay.scoring import OfflineJudge, default_scorers, score_course
-from stay.scoring._scorers import BUILTIN_SCORERS, SCORER_GROUP, registered
+from stay.scoring.scorers import BUILTIN_SCORERS, SCORER_GROUP, registered
 from stay.testing import heuristic_judge
 from tests.conftest import ROOT
 
@@ -48,7 +48,7 @@ def test_pyproject_declares_exactly_stays_own_scorers() -> None:
 def test_the_documented_scorer_is_scored_with_the_others(installed: None, tmp_path: Path) -> None:
     found = registered()
     assert list(found) == [*BUILTIN_SCORERS, "lesson_title"]
-    assert found["validator"].cls.__module__ == "stay.scoring.validator"  # a built-in's name stays stay's
+    assert found["validator"].cls.__module__ == "stay.scoring.scorers"  # a built-in's name stays stay's
     course = build_course(BRIEF, courses_dir=tmp_path / "c", yes=True, backend=OfflineBackend(),
                           progress=lambda _l: None).course_dir
     judged = score_course(course, default_scorers(heuristic_judge()))["lesson_title"]

@@ -25,7 +25,7 @@ from stay.scoring import (
     default_scorers,
     score_course,
 )
-from stay.scoring._scorers import JUDGE_FREE_NAMES, SCORERS
+from stay.scoring.scorers import JUDGE_FREE_NAMES, SCORERS
 from stay.validate import OWNERS
 from tests.conftest import ROOT, SAMPLE, run_stay
 

@@ -26,7 +26,7 @@ from stay.scoring import OfflineJudge
 from stay.scoring._compare import compare
 from stay.scoring._judges import interleaved, make_judge, rejudge
 from stay.scoring._report import read_report, run_checks
-from stay.scoring._scorers import declared
+from stay.scoring.scorers import declared
 from stay.suite import OFFLINE, epoch_dir, evaluate_build, finish_run, finish_runs, part_name, suite_session
 from tests.conftest import ROOT, run_stay
 from tests.scoring.reports import SUITE_BRIEF, make_report, steady, suite_run

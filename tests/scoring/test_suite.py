@@ -19,7 +19,7 @@ from stay.models import Usage
 from stay.scoring import CourseOnDisk, ModelJudge, OfflineJudge, default_scorers, score_course, scorer_versions
 from stay.scoring._compare import ITEMS, WORSE, compare
 from stay.scoring._report import build_entry, check_report, report
-from stay.scoring._scorers import JUDGE_FREE_NAMES, declared
+from stay.scoring.scorers import JUDGE_FREE_NAMES, declared
 from stay.suite import OFFLINE, evaluate_build, finish_run, incomplete_record, part_name, run_build
 from stay.testing import InjectedFault, RiggedBackend, heuristic_judge
 from tests.conftest import ROOT

@@ -24,7 +24,7 @@ from urllib.parse import urldefrag, urlsplit
 
 import pytest
 
-from stay.scoring._scorers import SCORERS
+from stay.scoring.scorers import SCORERS
 from stay.view import render_compare_html, render_course, render_run_summary_html
 from tests.conftest import SAMPLE
 from tests.expected import artefacts_of

@@ -17,7 +17,7 @@ from stay.cli import main
 from stay.scoring import compare_page
 from stay.scoring._compare import BETTER, INCONCLUSIVE, ITEMS, NOTHING, SAME, WORSE, Comparison, compare
 from stay.scoring._compare_page import run_intervals, stratified_interval, t_quantile
-from stay.scoring._scorers import SCORERS
+from stay.scoring.scorers import SCORERS
 from stay.testing import heuristic_judge
 from stay.view import render_compare_refused_html
 from stay.view._reports import Interval

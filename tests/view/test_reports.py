@@ -9,7 +9,7 @@ import re
 import pytest
 
 from stay.scoring import OfflineJudge
-from stay.scoring._scorers import JUDGE_FREE_NAMES
+from stay.scoring.scorers import JUDGE_FREE_NAMES
 from stay.view import render_compare_html, render_run_summary_html
 from tests.conftest import SAMPLE, run_stay
 from tests.view.conftest import page_text
