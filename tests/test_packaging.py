@@ -143,6 +143,8 @@ def test_the_version_is_written_once() -> None:
     spelled = []
     for name in tracked.decode().split("\0"):
         path = ROOT / name
+        if name == "package-lock.json":  # npm's record of the test packages: theirs are the versions it spells
+            continue
         if name and path.is_file() and stay.__version__.encode() in path.read_bytes():
             spelled.append(name)
     assert spelled == [source]
