@@ -107,11 +107,6 @@ class AnthropicBackend(HTTPBackend):
     def endpoint(self) -> str:
         return str(getattr(self._client or self._async_client, "base_url", self._base_url)).rstrip("/")
 
-    def _sdk(self) -> Any:
-        import anthropic
-
-        return anthropic
-
     def _screened_by(self) -> str:
         return self.screen_model
 

@@ -66,6 +66,7 @@ class OpenAIBackend(HTTPBackend):
 
     name = "openai"
     features: frozenset[str] = frozenset({"caching", "screen"})
+    sdk = "openai"
     service = "the server"
     url_setting = "OPENAI_BASE_URL"
     credential = "OPENAI_API_KEY"
@@ -107,11 +108,6 @@ class OpenAIBackend(HTTPBackend):
     @property
     def endpoint(self) -> str:
         return _secrets.shown_url(self._base_url) if self._base_url else "https://api.openai.com/v1"
-
-    def _sdk(self) -> Any:
-        import openai
-
-        return openai
 
     @property
     def default_models(self) -> Mapping[Role, str]:

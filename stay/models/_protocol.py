@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import email.utils
+import importlib
 import inspect
 import json
 import random
@@ -367,8 +368,7 @@ T = TypeVar("T")
 Progress = Callable[[str], None]
 
 
-def backends() -> Mapping[str, EntryPoint]:
-    return registered_backends()
+backends = registered_backends
 
 
 def distribution(point: EntryPoint) -> tuple[str, str | None]:
@@ -476,7 +476,7 @@ _RETURNS: dict[str, tuple[type, ...]] = {"complete": (ModelAnswer,), "acomplete"
 
 
 def _line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:200] or "(no message)"
+    return one_line(exc) or "(no message)"
 
 
 def backend_from(settings: Settings, *, progress: Callable[[str], None] | None = None,
@@ -677,6 +677,7 @@ class HTTPBackend:
     ``retry-after``) are injected in tests."""
 
     name: str
+    sdk = "anthropic"  # the module whose errors ``_classify`` reads
     service = "the API"  # the words of its errors: "the API is rate limited (429)"
     url_setting = "ANTHROPIC_BASE_URL"
     room_field = "max_tokens"
@@ -716,10 +717,6 @@ class HTTPBackend:
     def service_name(self) -> str:
         """Who a connection failed to reach."""
         return self.endpoint
-
-    def _sdk(self) -> Any:
-        """The SDK module whose errors ``_classify`` reads."""
-        raise NotImplementedError
 
     def _ask(self, request: ModelRequest, model: str, thinking: Thinking | None, budget: Budget, where: str,
              first: bool) -> ModelAnswer:
@@ -824,7 +821,7 @@ class HTTPBackend:
     def _classify(self, exc: Exception, where: str, attempt: int, model: str = "") -> _Failure:
         import httpx2
 
-        sdk = self._sdk()
+        sdk = importlib.import_module(self.sdk)
         tries = f"after {attempt + 1} attempt{'s' if attempt else ''}"
 
         def clean(text: object) -> str:
