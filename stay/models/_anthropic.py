@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager, asynccontextmanager, contextmanag
 from typing import TYPE_CHECKING, Any
 
 from stay import _secrets
-from stay.errors import AnswerError, ModelError, RefusalError, StayError, TruncationError, UsageError
+from stay.errors import ModelError, RefusalError, StayError, TruncationError, UsageError
 from stay.models._protocol import (
     DEFAULT_MODELS,
     PRICES,
@@ -26,10 +26,12 @@ from stay.models._protocol import (
     _Deadline,
     _nothing,
     _Rejected,
+    billed_as,
     budget_for,
     json_object,
     malformed,
     min_cacheable_tokens,
+    model_of,
     paying,
     plus,
     request_id_of,
@@ -340,22 +342,10 @@ def usage_of(message: Any, where: str) -> Usage:
 
 def answer_from(message: Any, request: ModelRequest, *, budget: Budget | None = None,
                 batch: bool = False) -> ModelAnswer:
-    """A response as an answer, or the error it means; secrets are cut out before anything is kept."""
-    try:
+    """A response as an answer, or the error it means, which carries what the reply cost (read far enough
+    to have its usage, it was billed whatever it said)."""
+    with billed_as(_billed(message, request, batch, budget)):
         return _answer_from(message, request, budget=budget, batch=batch)
-    except (AnswerError, ModelError) as exc:
-        # a reply read far enough to have its usage was billed, whatever it said: the error carries the cost
-        billed = _billed(message, request, batch, budget)
-        # a response's text reaches the message: an API or proxy echoing a secret must not have it printed or kept
-        raw = getattr(exc, "raw", None)
-        if _secrets.redact(str(exc)) == str(exc) and (raw is None or _secrets.redact(raw) == raw):
-            exc.billed = billed
-            raise
-        clean: AnswerError | ModelError = (
-            type(exc)(_secrets.redact(str(exc)), raw=None if raw is None else _secrets.redact(raw))
-            if isinstance(exc, AnswerError) else type(exc)(_secrets.redact(str(exc))))
-        clean.billed = billed
-        raise clean from None
 
 
 def _billed(message: Any, request: ModelRequest, batch: bool, budget: Budget | None) -> ModelAnswer | None:
@@ -364,13 +354,8 @@ def _billed(message: Any, request: ModelRequest, batch: bool, budget: Budget | N
         usage = usage_of(message, f"stage {request.stage} ({request.artefact})")
     except ModelError:
         return None
-    return ModelAnswer(data={}, model=_model_of(message), usage=usage, batch=batch, **_tier_of(message),
+    return ModelAnswer(data={}, model=model_of(message), usage=usage, batch=batch, **_tier_of(message),
                        **_reply_of(message, budget))
-
-
-def _model_of(message: Any) -> str:
-    model = getattr(message, "model", None)
-    return _secrets.redact(model) if isinstance(model, str) and model else "unknown"
 
 
 def _tier_of(message: Any) -> dict[str, str | None]:
@@ -417,7 +402,7 @@ def _answer_from(message: Any, request: ModelRequest, *, budget: Budget | None, 
     text = "".join(getattr(block, "text", "") or "" for block in content
                    if getattr(block, "type", None) == "text")
     # by value only: a lesson may well show what an Anthropic key looks like
-    return ModelAnswer(data=_secrets.redact_data(json_object(text, where)), model=_model_of(message), usage=usage,
+    return ModelAnswer(data=_secrets.redact_data(json_object(text, where)), model=model_of(message), usage=usage,
                        batch=batch, **_tier_of(message), **_reply_of(message, sent))
 
 

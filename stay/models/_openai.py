@@ -22,8 +22,10 @@ from stay.models._protocol import (
     Price,
     Thinking,
     _Deadline,
+    billed_as,
     hold_more,
     json_object,
+    model_of,
     one_line,
     paying,
     plus,
@@ -413,38 +415,32 @@ def read_completion(completion: Any, request: ModelRequest, room: int) -> Read:
     if not isinstance(choices, list) or not choices:
         raise malformed(where, "it has no choices")
     usage = usage_of(completion, where)
-    choice, model = choices[0], getattr(completion, "model", None)
+    choice = choices[0]
     finish = getattr(choice, "finish_reason", None)
     message = getattr(choice, "message", None)
-    billed = ModelAnswer(data={}, model=_secrets.redact(model) if isinstance(model, str) and model else "unknown",
-                         usage=usage, max_tokens=room, stop_reason=finish if isinstance(finish, str) else None,
+    billed = ModelAnswer(data={}, model=model_of(completion), usage=usage, max_tokens=room,
+                         stop_reason=finish if isinstance(finish, str) else None,
                          response_id=_secrets.redact(str(getattr(completion, "id", "") or "")) or None,
                          # the x-request-id header, which the SDK keeps on a parsed response
                          request_id=request_id_of(getattr(completion, "_request_id", None)))
-    error: ModelError | None = None
     refusal = getattr(message, "refusal", None)
-    if isinstance(refusal, str) and refusal:
-        error = RefusalError(f"{where}: the model refused to answer (refusal: {one_line(_secrets.redact(refusal))}); "
-                             "revise the brief or the inputs of this stage")
-    elif finish == "content_filter":
-        error = RefusalError(f"{where}: the model refused to answer (content_filter: the provider's content "
-                             "filter stopped the answer); revise the brief or the inputs of this stage")
-    elif finish == "length":
-        error = TruncationError(
-            f"{where}: the answer was cut off at max_completion_tokens={room}; it is incomplete, not malformed: "
-            f"split the artefact, or give answers more room: STAY_ANSWER_TOKENS={2 * room} (or --answer-tokens "
-            f"{2 * room}), then rerun")
-    if error is not None:
-        error.billed = billed
-        raise error
+    with billed_as(billed):
+        if isinstance(refusal, str) and refusal:
+            raise RefusalError(f"{where}: the model refused to answer (refusal: "
+                               f"{one_line(_secrets.redact(refusal))}); revise the brief or the inputs of this stage")
+        if finish == "content_filter":
+            raise RefusalError(f"{where}: the model refused to answer (content_filter: the provider's content "
+                               "filter stopped the answer); revise the brief or the inputs of this stage")
+        if finish == "length":
+            raise TruncationError(
+                f"{where}: the answer was cut off at max_completion_tokens={room}; it is incomplete, not malformed: "
+                f"split the artefact, or give answers more room: STAY_ANSWER_TOKENS={2 * room} (or --answer-tokens "
+                f"{2 * room}), then rerun")
     text = getattr(message, "content", None)
     return Read(billed, text if isinstance(text, str) else "")
 
 
 def parsed(read: Read, request: ModelRequest) -> ModelAnswer:
-    try:
+    with billed_as(read.answer):
         data = json_object(read.text, f"stage {request.stage} ({request.artefact})")
-    except AnswerError as exc:
-        exc.raw, exc.billed = _secrets.redact(read.text), read.answer
-        raise
     return read.answer.model_copy(update={"data": _secrets.redact_data(unnull(data, request.output_schema))})

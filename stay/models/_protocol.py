@@ -616,6 +616,30 @@ def plus(spent: Usage, answer: ModelAnswer) -> ModelAnswer:
     return answer.model_copy(update={"usage": spent + answer.usage})
 
 
+@contextmanager
+def billed_as(billed: ModelAnswer | None) -> Iterator[None]:
+    """An error reading a reply carries what the reply cost; its text, which reaches the message, is cut
+    of secrets: an API or proxy echoing one must not have it printed or kept."""
+    try:
+        yield
+    except (AnswerError, ModelError) as exc:
+        raw = getattr(exc, "raw", None)
+        if _secrets.redact(str(exc)) == str(exc) and (raw is None or _secrets.redact(raw) == raw):
+            exc.billed = billed
+            raise
+        clean: AnswerError | ModelError = (
+            type(exc)(_secrets.redact(str(exc)), raw=None if raw is None else _secrets.redact(raw))
+            if isinstance(exc, AnswerError) else type(exc)(_secrets.redact(str(exc))))
+        clean.billed = billed
+        raise clean from None
+
+
+def model_of(reply: Any) -> str:
+    """The id a reply names, cut of secrets."""
+    model = getattr(reply, "model", None)
+    return _secrets.redact(model) if isinstance(model, str) and model else "unknown"
+
+
 class _Deadline:
     """One call's deadline, retries and waits included: each attempt's timeout is cut to the time left."""
 
