@@ -1,7 +1,7 @@
 """The backend contract (``ModelClient``, ``Backend``) and its types: prices (every rate read from a
 published list, ``docs/models.md`` names each source; a model missing is unpriced, never a partial sum)
-and thinking per role; the registry making a backend by name; the input screen; and the call-scoped
-hooks a backend reaches through what wraps it: the cost cap's ``hold_more``, the cache's ``Room``."""
+and thinking per role; the registry; the input screen; the call-scoped hooks a backend reaches through
+what wraps it (the cost cap's ``hold_more``, the cache's ``Room``); and ``HTTPBackend``, the loop."""
 
 from __future__ import annotations
 
@@ -550,11 +550,6 @@ def needs_room(answer_tokens: int) -> None:
         room.remember(answer_tokens)
 
 
-# One backend over HTTP, whatever its wire format (the Messages API, Chat Completions): the request
-# loop and its policy live here once; a subclass supplies the wire (``_ask``, ``_held``, ``_sdk``)
-# and the words its errors use. Our own retries, not the SDK's (which sleep for any ``retry-after``,
-# up to 49 days): jittered, capped, under a per-call deadline, with one-line errors.
-
 DEFAULT_TIMEOUT = 300.0
 RETRY_AFTER_CAP = 60.0
 SLOWEST_TOKENS_PER_SECOND = 20.0
@@ -697,8 +692,10 @@ class _Deadline:
 
 
 class HTTPBackend:
-    """A backend over HTTP. ``sleep``, ``jitter``, ``clock`` (monotonic) and ``wall`` (HTTP-date
-    ``retry-after``) are injected in tests."""
+    """One backend over HTTP, whatever its wire (the Messages API, Chat Completions): it owns the request
+    loop and its policy; a subclass supplies ``_ask``, ``_held``, ``_refused`` and the words its errors use.
+    Our own retries, not the SDK's (which sleep for any ``retry-after``, up to 49 days): jittered, capped,
+    under a per-call deadline. ``sleep``, ``jitter``, ``clock`` and ``wall`` are injected in tests."""
 
     name: str
     sdk = "anthropic"  # the module whose errors ``_classify`` reads
