@@ -344,32 +344,34 @@ def answer_from(message: Any, request: ModelRequest, *, budget: Budget | None = 
                 batch: bool = False) -> ModelAnswer:
     """A response as an answer, or the error it means, which carries what the reply cost (read far enough
     to have its usage, it was billed whatever it said)."""
-    with billed_as(_billed(message, request, batch, budget)):
-        return _answer_from(message, request, budget=budget, batch=batch)
+    where = f"stage {request.stage} ({request.artefact})"
+    billed = _billed(message, where, batch, budget)
+    with billed_as(billed):
+        text = _text(message, where, budget or Budget(request.max_tokens, 0))
+        assert billed is not None  # ``_text`` read its usage
+        # by value only: a lesson may well show what an Anthropic key looks like
+        return billed.model_copy(update={"data": _secrets.redact_data(json_object(text, where))})
 
 
-def _billed(message: Any, request: ModelRequest, batch: bool, budget: Budget | None) -> ModelAnswer | None:
-    """A failed reply as an answer with no data, for counting."""
+def _billed(message: Any, where: str, batch: bool, budget: Budget | None) -> ModelAnswer | None:
+    """The reply as an answer with no data, for counting; with what the trace keeps and what prices it."""
     try:
-        usage = usage_of(message, f"stage {request.stage} ({request.artefact})")
+        usage = usage_of(message, where)
     except ModelError:
         return None
-    return ModelAnswer(data={}, model=model_of(message), usage=usage, batch=batch, **_tier_of(message),
-                       **_reply_of(message, budget))
-
-
-def _tier_of(message: Any) -> dict[str, str | None]:
-    """Both change the price."""
-    usage = getattr(message, "usage", None)
-    found: dict[str, str | None] = {}
-    for name in ("service_tier", "inference_geo"):
-        value = getattr(usage, name, None)
+    found: dict[str, Any] = {"max_tokens": None if budget is None else budget.max_tokens,
+                             "request_id": request_id_of(getattr(message, "_request_id", None))}
+    for field, name in (("id", "response_id"), ("stop_reason", "stop_reason")):
+        value = getattr(message, field, None)
+        found[name] = _secrets.redact(value) if isinstance(value, str) and value else None
+    for name in ("service_tier", "inference_geo"):  # both change the price
+        value = getattr(message.usage, name, None)
         found[name] = value if isinstance(value, str) and value else None
-    return found
+    return ModelAnswer(data={}, model=model_of(message), usage=usage, batch=batch, **found)
 
 
-def _answer_from(message: Any, request: ModelRequest, *, budget: Budget | None, batch: bool) -> ModelAnswer:
-    where = f"stage {request.stage} ({request.artefact})"
+def _text(message: Any, where: str, budget: Budget) -> str:
+    """The answer's text, or the error the reply means."""
     if isinstance(message, (str, bytes, list, dict)) or message is None:
         kinds: dict[type, str] = {str: "text (an HTML page or a proxy's error?)", bytes: "bytes",
                                   list: "a JSON array", dict: "a JSON object that is not a message"}
@@ -379,7 +381,6 @@ def _answer_from(message: Any, request: ModelRequest, *, budget: Budget | None, 
     if not isinstance(content, list):
         raise malformed(where, f"content is {content!r}, not a list of blocks")
     usage = usage_of(message, where)
-    sent, budget = budget, budget or Budget(request.max_tokens, 0)
     stop = getattr(message, "stop_reason", None)
     if stop == "max_tokens":
         thought = f"; {usage.thinking_tokens} went to thinking" if usage.thinking_tokens else ""
@@ -399,21 +400,7 @@ def _answer_from(message: Any, request: ModelRequest, *, budget: Budget | None, 
         explanation = getattr(details, "explanation", None) or "no explanation given"
         raise RefusalError(f"{where}: the model refused to answer ({category}: {explanation}); "
                            "revise the brief or the inputs of this stage")
-    text = "".join(getattr(block, "text", "") or "" for block in content
-                   if getattr(block, "type", None) == "text")
-    # by value only: a lesson may well show what an Anthropic key looks like
-    return ModelAnswer(data=_secrets.redact_data(json_object(text, where)), model=model_of(message), usage=usage,
-                       batch=batch, **_tier_of(message), **_reply_of(message, sent))
-
-
-def _reply_of(message: Any, budget: Budget | None) -> dict[str, Any]:
-    """For the trace: ``max_tokens`` sent, the response's ids and stop reason."""
-    found: dict[str, Any] = {"max_tokens": None if budget is None else budget.max_tokens}
-    for field, name in (("id", "response_id"), ("stop_reason", "stop_reason")):
-        value = getattr(message, field, None)
-        found[name] = _secrets.redact(value) if isinstance(value, str) and value else None
-    found["request_id"] = request_id_of(getattr(message, "_request_id", None))
-    return found
+    return "".join(getattr(block, "text", "") or "" for block in content if getattr(block, "type", None) == "text")
 
 
 CACHE_TTL = 300.0  # a 5-minute cache entry's life after its last use
