@@ -1,6 +1,6 @@
-"""The OpenAI-compatible backend: Chat Completions through the optional ``openai`` SDK, with the
-Claude backend's retries, deadline and cut-off retry (``Retrying``), and strict structured output,
-or JSON mode checked here. Stable parts go first, for OpenAI's prefix cache. No thinking feature."""
+"""The OpenAI-compatible backend: Chat Completions on the wire through the optional ``openai`` SDK (the
+loop and its policy are ``HTTPBackend``'s, as Claude's): strict structured output, or JSON mode checked
+here. Stable parts go first, for OpenAI's prefix cache. No thinking feature."""
 
 from __future__ import annotations
 
