@@ -12,18 +12,13 @@ from stay._lazy import lazy_package
 if TYPE_CHECKING:
     from stay.models._anthropic import AnthropicBackend as AnthropicBackend
     from stay.models._anthropic import PrefixGate as PrefixGate
-    from stay.models._anthropic import answer_from as answer_from
     from stay.models._anthropic import prefix_keys as prefix_keys
     from stay.models._anthropic import request_params as request_params
-    from stay.models._batch import MAX_BATCH_BYTES as MAX_BATCH_BYTES
-    from stay.models._batch import MAX_BATCH_REQUESTS as MAX_BATCH_REQUESTS
-    from stay.models._batch import BatchOutcome as BatchOutcome
     from stay.models._batch import prefetch as prefetch
     from stay.models._cache import REPLAY as REPLAY
     from stay.models._cache import CachedBackend as CachedBackend
     from stay.models._cache import RequestCache as RequestCache
     from stay.models._cache import request_key as request_key
-    from stay.models._offline import OFFLINE_MODEL as OFFLINE_MODEL
     from stay.models._offline import OfflineBackend as OfflineBackend
     from stay.models._protocol import BATCH_DISCOUNT as BATCH_DISCOUNT
     from stay.models._protocol import DEFAULT_MODELS as DEFAULT_MODELS
@@ -35,7 +30,6 @@ if TYPE_CHECKING:
     from stay.models._protocol import SCREENING as SCREENING
     from stay.models._protocol import THINKING as THINKING
     from stay.models._protocol import Backend as Backend
-    from stay.models._protocol import HoldMore as HoldMore
     from stay.models._protocol import ModelClient as ModelClient
     from stay.models._protocol import Price as Price
     from stay.models._protocol import Rates as Rates

@@ -18,20 +18,19 @@ from typing import Any
 from stay._bounds import Damaged, load_stored_json
 from stay.artefacts import write_text_atomic
 from stay.errors import ModelError, ModelUnavailable, RefusalError, StayError, TruncationError, Unreachable, UnsafeId
-from stay.models._anthropic import (
+from stay.models._anthropic import AnthropicBackend, answer_from, request_params, usage_of
+from stay.models._cache import RequestCache, request_key
+from stay.models._protocol import (
+    BATCH_CACHE_TTL,
     CONFIG_STATUSES,
-    AnthropicBackend,
+    THINKING,
     _Deadline,
-    answer_from,
     backoff,
     budget_for,
+    cost,
     jittered,
     one_line,
-    request_params,
-    usage_of,
 )
-from stay.models._cache import RequestCache, request_key
-from stay.models._protocol import BATCH_CACHE_TTL, THINKING, cost
 from stay.requests import ModelAnswer, ModelRequest
 
 MAX_BATCH_REQUESTS = 100_000
@@ -139,25 +138,18 @@ class _Collector:
         import anthropic
 
         where = f"Message Batches: {what}"
-        clock = _Deadline(self.rules, 0, where)  # each batch call's retries and waits have a deadline too
-        for attempt in range(self.rules.max_retries + 1):
+
+        def send(_timeout: Any) -> Any:
             try:
                 return call()
-            except StayError:
-                raise
             except anthropic.NotFoundError:
                 if missing_ok:
                     return None
                 raise ModelError(f"{where}: the API answered 404 (not found)") from None
-            except Exception as exc:
-                failure = self.rules._classify(exc, where, attempt)
-                if not failure.retryable or attempt == self.rules.max_retries:
-                    error = failure.error
-                    if isinstance(error, ModelUnavailable):  # nothing is lost: say where the ids are
-                        error = ModelUnavailable(f"{error} (every batch id is stored under .runs/batches/)")
-                    raise error from None
-                self.rules.sleep(self.rules._wait(failure, where, attempt, clock))
-        raise AssertionError("unreachable: the loop returns or raises")
+        try:  # each batch call's retries and waits have a deadline too
+            return self.rules._retried(send, where, _Deadline(self.rules, 0, where))
+        except ModelUnavailable as exc:  # nothing is lost: say where the ids are
+            raise ModelUnavailable(f"{exc} (every batch id is stored under .runs/batches/)") from None
 
     def lookup(self, batch_id: str) -> Any:
         return self.api(f"looking up batch {batch_id}",

@@ -1,13 +1,11 @@
-"""The OpenAI-compatible backend: Chat Completions through the optional ``openai`` SDK, with the
-Claude backend's retries, deadline and cut-off retry (``Retrying``), and strict structured output,
-or JSON mode checked here. Stable parts go first, for OpenAI's prefix cache. No thinking feature."""
+"""The OpenAI-compatible backend: Chat Completions on the wire through the optional ``openai`` SDK (the
+loop and its policy are ``HTTPBackend``'s, as Claude's): strict structured output, or JSON mode checked
+here. Stable parts go first, for OpenAI's prefix cache. No thinking feature."""
 
 from __future__ import annotations
 
 import json
-import random
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,23 +13,25 @@ from urllib.parse import urlparse
 
 from stay import _secrets
 from stay.errors import AnswerError, ModelError, ModelUnavailable, RefusalError, StayError, TruncationError, UsageError
-from stay.models._anthropic import (
+from stay.models._anthropic import request_params as messages_params
+from stay.models._protocol import (
+    PRICES,
     RERUN,
-    RETRY_AFTER_CAP,
-    Retrying,
-    _counting,
+    Budget,
+    HTTPBackend,
+    Price,
+    Thinking,
     _Deadline,
-    _Failure,
+    billed_as,
+    hold_more,
     json_object,
+    model_of,
     one_line,
-    redact,
+    paying,
+    plus,
     request_id_of,
-    retry_after,
-    retryable_status,
     unreachable,
 )
-from stay.models._anthropic import request_params as messages_params
-from stay.models._protocol import OUTPUT_LIMIT, PRICES, Price, Screening, hold_more, screen_request, verdict
 from stay.requests import ROLES, ModelAnswer, ModelRequest, Role, Usage
 from stay.settings import DEFAULT_MODELS as CLAUDE_MODELS
 from stay.settings import Settings
@@ -63,21 +63,22 @@ def refuses_json_schema(detail: str) -> bool:
     return "response_format" in text and "invalid schema" not in text
 
 
-class OpenAIBackend(Retrying):
+class OpenAIBackend(HTTPBackend):
     """``models``: the ids the settings chose per role; a role left unset uses ``default_models``."""
 
     name = "openai"
     features: frozenset[str] = frozenset({"caching", "screen"})
+    sdk = "openai"
+    service = "the server"
+    url_setting = "OPENAI_BASE_URL"
+    credential = "OPENAI_API_KEY"
+    room_field = "max_completion_tokens"
+    request_id_header = "x-request-id"
+    error_only = True
 
     def __init__(self, client: Any = None, *, api_key: str | None = None, base_url: str | None = None,
-                 models: Mapping[Role, str] | None = None, progress: Progress | None = None,
-                 max_retries: int = 4, timeout: float = 300.0, retry_after_cap: float = RETRY_AFTER_CAP,
-                 call_deadline: float | None = None, answer_tokens: int | None = None,
-                 sleep: Callable[[float], None] = time.sleep, jitter: Callable[[], float] = random.random,
-                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
-        super().__init__(max_retries=max_retries, timeout=timeout, retry_after_cap=retry_after_cap,
-                         call_deadline=call_deadline, answer_tokens=answer_tokens, progress=progress, sleep=sleep,
-                         jitter=jitter, clock=clock, wall=wall)
+                 models: Mapping[Role, str] | None = None, **retrying: Any) -> None:
+        super().__init__(**retrying)
         self._api_key = api_key.strip() if api_key else None
         self._base_url = base_url.rstrip("/") if base_url else None
         _secrets.keep([self._api_key, *_secrets.url_secrets(base_url)])
@@ -152,42 +153,25 @@ class OpenAIBackend(Retrying):
             return model
         return self.models.get(role) or self.default_models[role]
 
-    def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
-        model = self.model_for(request.role, model)
-        where = f"stage {request.stage} ({request.artefact})"
-        room = self.answer_tokens or request.max_tokens
-        answer = self._answered(request, model, room, where)
-        if isinstance(answer, ModelAnswer):
-            return answer
-        more = min(2 * room, OUTPUT_LIMIT)
-        if more <= room:
-            raise answer
-        self.progress(f"  {where}: the answer was cut off at max_completion_tokens={room}; asking once more "
-                      f"with {more} tokens for the answer (set STAY_ANSWER_TOKENS to start there)")
-        paid = answer.billed if isinstance(answer.billed, ModelAnswer) else None
-        counted = hold_more(messages_params(request, model, answer_tokens=more), paid)  # held, as Claude's retry
-        spent = paid.usage if paid is not None and not counted else Usage()
-        retried = self._answered(request, model, more, where)
-        if isinstance(retried, ModelAnswer):
-            return retried.model_copy(update={"usage": spent + retried.usage})
-        if isinstance(retried.billed, ModelAnswer):
-            retried.billed = retried.billed.model_copy(update={"usage": spent + retried.billed.usage})
-        raise retried
+    def _screened_by(self) -> str:
+        return self.model_for("analysis", CLAUDE_MODELS["analysis"])
 
-    def _answered(self, request: ModelRequest, model: str, room: int, where: str) -> ModelAnswer | TruncationError:
-        """One answer at ``room``, or the truncation to retry with more; other errors raise."""
-        json_only = self.endpoint in _JSON_ONLY
+    def _held(self, request: ModelRequest, model: str, thinking: Thinking | None, budget: Budget) -> dict[str, Any]:
+        return messages_params(request, model, answer_tokens=budget.answer)
+
+    def _ask(self, request: ModelRequest, model: str, thinking: Thinking | None, budget: Budget, where: str,
+             first: bool) -> ModelAnswer:
+        """Strict structured output, or JSON mode (each answer checked here) from a server refusing it."""
+        room, json_only = budget.answer, self.endpoint in _JSON_ONLY
         try:
             read = read_completion(self._call(request_params(request, model, answer_tokens=room,
                                                              json_only=json_only), where), request, room)
-        except TruncationError as exc:
-            return exc
         except _SchemaRefused:
             self.progress(f"  {self.endpoint} does not take response_format json_schema; using JSON mode "
                           "(json_object) and checking each answer against its schema here")
             with _JSON_ONLY_LOCK:
                 _JSON_ONLY.add(self.endpoint)
-            return self._answered(request, model, room, where)
+            return self._ask(request, model, thinking, budget, where, first)
         if not json_only:
             return parsed(read, request)
         return self._checked(read, request, model, room, where)
@@ -210,14 +194,13 @@ class OpenAIBackend(Retrying):
                 return answer
             spent = answer.usage
         self.progress(f"  {where}: the JSON-mode answer does not fit its schema; asking once more")
-        if hold_more(messages_params(request, model, answer_tokens=room), read.answer):  # counted on its own
+        if hold_more(self._held(request, model, None, Budget(room, 0)), read.answer):  # counted on its own
             spent = Usage()
         params = request_params(request, model, answer_tokens=room, json_only=True)
         params["messages"].append({"role": "user", "content": "Your previous answer did not fit the schema: "
                                    + "; ".join(problems[:10]) + ". Answer again, with the whole JSON object."})
         again = read_completion(self._call(params, where), request, room)
-
-        def checked() -> ModelAnswer:
+        with paying(spent):  # both replies were paid for
             answer = parsed(again, request)
             left = [e.message for e in validator.iter_errors(json.loads(again.text))]
             if left:
@@ -225,79 +208,29 @@ class OpenAIBackend(Retrying):
                                     f"{one_line(left[0])}", raw=again.text)
                 error.billed = answer
                 raise error
-            return answer
-        return _counting(spent, checked)  # both replies were paid for
+            return plus(spent, answer)
 
     def _call(self, params: dict[str, Any], where: str) -> Any:
         """Not streamed."""
         room = params["max_completion_tokens"]
         clock = _Deadline(self, room, where, timeout=max(self.timeout, room / SLOWEST_TOKENS_PER_SECOND))
         return self._retried(lambda timeout: self.client.chat.completions.create(**params, timeout=timeout),
-                             where, clock, lambda exc, at, attempt: self._classify(exc, at, attempt, params["model"]))
+                             where, clock, params["model"])
 
-    def _classify(self, exc: Exception, where: str, attempt: int, model: str) -> _Failure:
-        import httpx2
-        import openai
-
-        tries = f"after {attempt + 1} attempt{'s' if attempt else ''}"
-
-        def clean(text: object) -> str:
-            return one_line(redact(str(text), [self._api_key]))
-
-        down = unreachable(exc, where, self.endpoint, "OPENAI_BASE_URL", answered=self._heard)
-        if down is not None:
-            return _Failure(False, down)
-        if isinstance(exc, (openai.APITimeoutError, httpx2.TimeoutException)):
-            return _Failure(True, ModelUnavailable(f"{where}: no answer within the request timeout, {tries} (the "
-                                                   "server is not answering)", fix=RERUN), timed_out=True)
-        if isinstance(exc, (openai.APIConnectionError, httpx2.TransportError)):
-            cause = exc.__cause__ or exc
-            return _Failure(True, ModelUnavailable(
-                f"{where}: the connection to {self.endpoint} failed ({type(cause).__name__}: {clean(cause)}) {tries}",
-                fix=f"check the network or OPENAI_BASE_URL, then {RERUN}"))
-        if isinstance(exc, openai.APIStatusError):
-            status, headers, body = exc.status_code, exc.response.headers, exc.body
-            detail = clean(getattr(exc, "message", exc))
-            said = request_id_of(getattr(exc, "request_id", None))  # the x-request-id header, as Claude's
-            detail += f"; x-request-id {said}" if said else ""  # what the provider's support asks for
-            if status in (401, 403):
-                return _Failure(False, UsageError(f"{where}: OPENAI_API_KEY was rejected ({status}: {detail}); "
-                                                  "check it; nothing was written"))
-            if status == 404:
-                return _Failure(False, UsageError(
-                    f"{where}: {self.endpoint} has no model '{model}' (404: {detail}); set STAY_MODEL (or "
-                    "STAY_MODEL_<ROLE>) to a model it serves; nothing was written"))
-            if status == 400 and self.endpoint not in _JSON_ONLY and refuses_json_schema(detail):
-                raise _SchemaRefused(detail)
-            error = body if isinstance(body, Mapping) else {}  # the SDK hands over the body's "error" object
-            if error.get("code") == "insufficient_quota":
-                return _Failure(False, ModelError(
-                    f"{where}: the server refused the call: the account's quota is used up ({status}: {detail}); "
-                    "not retried, since waiting will not lift it: add credit, then rerun (finished files are kept)"))
-            if retryable_status(status, headers, {"error": error}):
-                what = {429: "rate limited (429)"}.get(status, f"unavailable (HTTP {status}: {detail})")
-                return _Failure(True, ModelUnavailable(f"{where}: the server is {what} {tries}", fix=RERUN),
-                                wait_hint=retry_after(headers, now=self.wall))
-            return _Failure(False, ModelError(f"{where}: the server answered HTTP {status}: {detail}"))
-        if isinstance(exc, (openai.APIResponseValidationError, ValueError, TypeError, KeyError, AttributeError)):
-            return _Failure(False, malformed(where, f"it could not be read ({type(exc).__name__}: "
-                                                     f"{clean(exc) or 'no message'})"))
-        if isinstance(exc, openai.OpenAIError):
-            return _Failure(False, ModelError(f"{where}: {type(exc).__name__}: {clean(exc)}"))
-        raise exc
-
-    def screening(self, text: str) -> Screening:
-        """A refusal is a verdict, and paid for."""
-        request = screen_request(text)
-        try:
-            answer = self.complete(request, self.models.get("analysis") or CLAUDE_MODELS["analysis"])
-        except RefusalError as exc:
-            billed = exc.billed if isinstance(exc.billed, ModelAnswer) else None
-            return Screening(f"the screening model refused to read the brief ({exc})", request, billed)
-        return Screening(verdict(answer), request, answer)
-
-    def screen(self, text: str) -> str | None:
-        return self.screening(text).reason
+    def _refused(self, status: int, detail: str, body: Any, where: str, model: str) -> StayError | None:
+        if status in (401, 403):
+            return UsageError(f"{where}: OPENAI_API_KEY was rejected ({status}: {detail}); check it; nothing was "
+                              "written")
+        if status == 404:
+            return UsageError(f"{where}: {self.endpoint} has no model '{model}' (404: {detail}); set STAY_MODEL (or "
+                              "STAY_MODEL_<ROLE>) to a model it serves; nothing was written")
+        if status == 400 and self.endpoint not in _JSON_ONLY and refuses_json_schema(detail):
+            raise _SchemaRefused(detail)
+        if body["error"].get("code") == "insufficient_quota":
+            return ModelError(f"{where}: the server refused the call: the account's quota is used up ({status}: "
+                              f"{detail}); not retried, since waiting will not lift it: add credit, then rerun "
+                              "(finished files are kept)")
+        return None
 
 
 class _SchemaRefused(ModelError):
@@ -482,38 +415,32 @@ def read_completion(completion: Any, request: ModelRequest, room: int) -> Read:
     if not isinstance(choices, list) or not choices:
         raise malformed(where, "it has no choices")
     usage = usage_of(completion, where)
-    choice, model = choices[0], getattr(completion, "model", None)
+    choice = choices[0]
     finish = getattr(choice, "finish_reason", None)
     message = getattr(choice, "message", None)
-    billed = ModelAnswer(data={}, model=_secrets.redact(model) if isinstance(model, str) and model else "unknown",
-                         usage=usage, max_tokens=room, stop_reason=finish if isinstance(finish, str) else None,
+    billed = ModelAnswer(data={}, model=model_of(completion), usage=usage, max_tokens=room,
+                         stop_reason=finish if isinstance(finish, str) else None,
                          response_id=_secrets.redact(str(getattr(completion, "id", "") or "")) or None,
                          # the x-request-id header, which the SDK keeps on a parsed response
                          request_id=request_id_of(getattr(completion, "_request_id", None)))
-    error: ModelError | None = None
     refusal = getattr(message, "refusal", None)
-    if isinstance(refusal, str) and refusal:
-        error = RefusalError(f"{where}: the model refused to answer (refusal: {one_line(_secrets.redact(refusal))}); "
-                             "revise the brief or the inputs of this stage")
-    elif finish == "content_filter":
-        error = RefusalError(f"{where}: the model refused to answer (content_filter: the provider's content "
-                             "filter stopped the answer); revise the brief or the inputs of this stage")
-    elif finish == "length":
-        error = TruncationError(
-            f"{where}: the answer was cut off at max_completion_tokens={room}; it is incomplete, not malformed: "
-            f"split the artefact, or give answers more room: STAY_ANSWER_TOKENS={2 * room} (or --answer-tokens "
-            f"{2 * room}), then rerun")
-    if error is not None:
-        error.billed = billed
-        raise error
+    with billed_as(billed):
+        if isinstance(refusal, str) and refusal:
+            raise RefusalError(f"{where}: the model refused to answer (refusal: "
+                               f"{one_line(_secrets.redact(refusal))}); revise the brief or the inputs of this stage")
+        if finish == "content_filter":
+            raise RefusalError(f"{where}: the model refused to answer (content_filter: the provider's content "
+                               "filter stopped the answer); revise the brief or the inputs of this stage")
+        if finish == "length":
+            raise TruncationError(
+                f"{where}: the answer was cut off at max_completion_tokens={room}; it is incomplete, not malformed: "
+                f"split the artefact, or give answers more room: STAY_ANSWER_TOKENS={2 * room} (or --answer-tokens "
+                f"{2 * room}), then rerun")
     text = getattr(message, "content", None)
     return Read(billed, text if isinstance(text, str) else "")
 
 
 def parsed(read: Read, request: ModelRequest) -> ModelAnswer:
-    try:
+    with billed_as(read.answer):
         data = json_object(read.text, f"stage {request.stage} ({request.artefact})")
-    except AnswerError as exc:
-        exc.raw, exc.billed = _secrets.redact(read.text), read.answer
-        raise
     return read.answer.model_copy(update={"data": _secrets.redact_data(unnull(data, request.output_schema))})

@@ -1,21 +1,39 @@
 """The backend contract (``ModelClient``, ``Backend``) and its types: prices (every rate read from a
 published list, ``docs/models.md`` names each source; a model missing is unpriced, never a partial sum)
-and thinking per role; the registry making a backend by name; the input screen; and the call-scoped
-hooks a backend reaches through what wraps it: the cost cap's ``hold_more``, the cache's ``Room``."""
+and thinking per role; the registry; the input screen; the call-scoped hooks a backend reaches through
+what wraps it (the cost cap's ``hold_more``, the cache's ``Room``); and ``HTTPBackend``, the loop."""
 
 from __future__ import annotations
 
+import datetime
+import email.utils
+import importlib
 import inspect
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+import json
+import random
+import re
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, runtime_checkable
 
-from stay._secrets import redact
+from stay import _secrets
+from stay._bounds import json_nesting
 from stay._version import DISTRIBUTION
-from stay.errors import AnswerError, ModelError, ModelUnavailable, StayError, UsageError
+from stay.errors import (
+    AnswerError,
+    ModelError,
+    ModelUnavailable,
+    RefusalError,
+    StayError,
+    TruncationError,
+    Unreachable,
+    UsageError,
+)
 from stay.requests import ModelAnswer, ModelRequest, Role, SystemBlock, Usage
 from stay.settings import BUILTIN_BACKENDS, Settings, checked_backend, registered_backends
 from stay.settings import DEFAULT_MODELS as DEFAULT_MODELS  # which model plays a role is a setting
@@ -350,8 +368,7 @@ T = TypeVar("T")
 Progress = Callable[[str], None]
 
 
-def backends() -> Mapping[str, EntryPoint]:
-    return registered_backends()
+backends = registered_backends
 
 
 def distribution(point: EntryPoint) -> tuple[str, str | None]:
@@ -459,7 +476,7 @@ _RETURNS: dict[str, tuple[type, ...]] = {"complete": (ModelAnswer,), "acomplete"
 
 
 def _line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:200] or "(no message)"
+    return one_line(exc) or "(no message)"
 
 
 def backend_from(settings: Settings, *, progress: Callable[[str], None] | None = None,
@@ -531,3 +548,526 @@ def needs_room(answer_tokens: int) -> None:
     room = _ROOM.get()
     if room is not None:
         room.remember(answer_tokens)
+
+
+DEFAULT_TIMEOUT = 300.0
+RETRY_AFTER_CAP = 60.0
+SLOWEST_TOKENS_PER_SECOND = 20.0
+"""The slowest pace waited for when no ``call_deadline`` is set: only a stall or a stream of pings reaches it."""
+RERUN = "rerun to continue (finished files are kept, nothing is paid twice)"
+CUT_OFF = frozenset({"max_tokens", "length"})  # the stop reasons of an answer cut off at its room
+CONFIG_STATUSES = (400, 401, 403, 404)
+"""Refused for what it asks (a mistyped model id, a rejected key): configuration, not the service."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    answer: int
+    thinking: int
+
+    @property
+    def max_tokens(self) -> int:
+        return self.answer + self.thinking
+
+
+def budget_for(request: ModelRequest, model: str, thinking: Thinking | None,
+               answer_tokens: int | None = None) -> Budget:
+    room = thinking.room if thinking is not None and thinks_adaptively(model) else 0
+    return Budget(answer=answer_tokens or request.max_tokens, thinking=room)
+
+
+@dataclass(frozen=True)
+class _Failure:
+    retryable: bool
+    error: StayError  # raised when the failure is final (not retryable, or the retries are spent)
+    wait_hint: float | None = None
+    timed_out: bool = False
+
+
+class _Rejected(ModelError):
+    """A 4xx no retry changes, with its status: the screen tells configuration errors from bad replies."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _nothing(*_told: object) -> None:
+    """No progress line to show, no prefix gate to tell."""
+
+
+@contextmanager
+def paying(spent: Usage) -> Iterator[None]:
+    """An error's billed answer counts ``spent`` too: one call, everything it paid."""
+    try:
+        yield
+    except (AnswerError, ModelError) as exc:
+        if isinstance(exc.billed, ModelAnswer):
+            exc.billed = plus(spent, exc.billed)
+        raise
+
+
+def plus(spent: Usage, answer: ModelAnswer) -> ModelAnswer:
+    return answer.model_copy(update={"usage": spent + answer.usage})
+
+
+@contextmanager
+def billed_as(billed: ModelAnswer | None) -> Iterator[None]:
+    """An error reading a reply carries what the reply cost; its text, which reaches the message, is cut
+    of secrets: an API or proxy echoing one must not have it printed or kept."""
+    try:
+        yield
+    except (AnswerError, ModelError) as exc:
+        raw = getattr(exc, "raw", None)
+        if _secrets.redact(str(exc)) == str(exc) and (raw is None or _secrets.redact(raw) == raw):
+            exc.billed = billed
+            raise
+        clean: AnswerError | ModelError = (
+            type(exc)(_secrets.redact(str(exc)), raw=None if raw is None else _secrets.redact(raw))
+            if isinstance(exc, AnswerError) else type(exc)(_secrets.redact(str(exc))))
+        clean.billed = billed
+        raise clean from None
+
+
+def model_of(reply: Any) -> str:
+    """The id a reply names, cut of secrets."""
+    model = getattr(reply, "model", None)
+    return _secrets.redact(model) if isinstance(model, str) and model else "unknown"
+
+
+class _Deadline:
+    """One call's deadline, retries and waits included: each attempt's timeout is cut to the time left."""
+
+    def __init__(self, backend: HTTPBackend, max_tokens: int, where: str, timeout: float | None = None) -> None:
+        self.clock, self.where, self.request_timeout = backend.clock, where, timeout or backend.timeout
+        self.seconds = backend.call_deadline or max(2 * self.request_timeout, max_tokens / SLOWEST_TOKENS_PER_SECOND)
+        self.ends = self.clock() + self.seconds
+        self.cut = False  # the last attempt's request timeout was cut to the time left
+        self.fired = False  # the watchdog ended an attempt (``watch``)
+
+    def left(self) -> float:
+        return self.ends - self.clock()
+
+    def timeout(self, attempt: int) -> Any:
+        import httpx2
+
+        self.check(attempt)
+        seconds = min(self.request_timeout, self.left())
+        self.cut = seconds < self.request_timeout
+        return httpx2.Timeout(seconds, connect=min(seconds, 10.0))
+
+    @contextmanager
+    def watch(self, close: Callable[[], None]) -> Iterator[None]:
+        """Close a stream once the deadline passes: the SDK drops ``ping`` events, each of which
+        resets the read timeout, so nothing else ends a stream that only pings."""
+        def fire() -> None:
+            self.fired = True
+            close()
+
+        timer = threading.Timer(max(self.left(), 0.0), fire)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
+
+    async def awaited(self, call: Awaitable[Any], attempt: int) -> Any:
+        import asyncio
+
+        try:
+            return await asyncio.wait_for(call, timeout=max(self.left(), 0.0))
+        except TimeoutError:
+            self.check(attempt, ended=True)
+            raise
+
+    def check(self, attempt: int, wait: float = 0.0, *, ended: bool = False) -> None:
+        """Raise once the deadline has passed (or ``ended`` says so), or would pass during ``wait``."""
+        if not ended and self.left() > wait:
+            return
+        tries = f"{attempt + 1} attempt{'s' if attempt else ''}"
+        raise ModelUnavailable(
+            f"{self.where}: no complete answer within {self.seconds:g} s (the call's deadline, after {tries}; "
+            "the service stalled or sent only pings)", fix=f"{RERUN}, or raise STAY_CALL_DEADLINE")
+
+
+class HTTPBackend:
+    """One backend over HTTP, whatever its wire (the Messages API, Chat Completions): it owns the request
+    loop and its policy; a subclass supplies ``_ask``, ``_held``, ``_refused`` and the words its errors use.
+    Our own retries, not the SDK's (which sleep for any ``retry-after``, up to 49 days): jittered, capped,
+    under a per-call deadline. ``sleep``, ``jitter``, ``clock`` and ``wall`` are injected in tests."""
+
+    name: str
+    sdk = "anthropic"  # the module whose errors ``_classify`` reads
+    service = "the API"  # the words of its errors: "the API is rate limited (429)"
+    url_setting = "ANTHROPIC_BASE_URL"
+    room_field = "max_tokens"
+    request_id_header = "request-id"
+    error_only = False  # its SDK hands over the body's "error" object alone
+    screen_thinking: Thinking | None = None
+
+    def __init__(self, *, max_retries: int = 4, timeout: float = DEFAULT_TIMEOUT,
+                 retry_after_cap: float = RETRY_AFTER_CAP, call_deadline: float | None = None,
+                 answer_tokens: int | None = None, progress: Progress | None = None,
+                 thinking: Mapping[Role, Thinking] | None = None, sleep: Callable[[float], None] = time.sleep,
+                 jitter: Callable[[], float] = random.random, clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time) -> None:
+        if timeout <= 0 or max_retries < 0 or retry_after_cap < 0 or (call_deadline is not None
+                                                                     and call_deadline <= 0):
+            raise UsageError(f"{type(self).__name__} needs timeout > 0, max_retries >= 0, retry_after_cap >= 0 "
+                             "and call_deadline > 0")
+        self.max_retries, self.timeout, self.retry_after_cap = max_retries, timeout, retry_after_cap
+        self.call_deadline, self.answer_tokens = call_deadline, answer_tokens
+        self.thinking: Mapping[Role, Thinking] = thinking or {}
+        self.progress: Progress = progress or _nothing
+        self.sleep, self.jitter, self.clock, self.wall = sleep, jitter, clock, wall
+        self._api_key: str | None = None
+        self._auth_token: str | None = None
+        self._heard = False  # until the service has answered, a connection it closes unanswered is final
+
+    # the wire format's part
+    @property
+    def credential(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def endpoint(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def service_name(self) -> str:
+        """Who a connection failed to reach."""
+        return self.endpoint
+
+    def _ask(self, request: ModelRequest, model: str, thinking: Thinking | None, budget: Budget, where: str,
+             first: bool) -> ModelAnswer:
+        """One answer at ``budget``, or the error it means, with its ``billed`` answer."""
+        raise NotImplementedError
+
+    def _held(self, request: ModelRequest, model: str, thinking: Thinking | None, budget: Budget) -> dict[str, Any]:
+        """The request as Messages API parameters, which the cost cap prices."""
+        raise NotImplementedError
+
+    def _refused(self, status: int, detail: str, body: Any, where: str, model: str) -> StayError | None:
+        """The final error of a status no wait changes, or None."""
+        return None
+
+    def output_limit(self, model: str) -> int:
+        return OUTPUT_LIMIT
+
+    def model_for(self, role: Role, model: str) -> str:
+        return model
+
+    # the policy
+    def complete(self, request: ModelRequest, model: str) -> ModelAnswer:
+        return self._complete(request, self.model_for(request.role, model), self.thinking.get(request.role))
+
+    def _complete(self, request: ModelRequest, model: str, thinking: Thinking | None) -> ModelAnswer:
+        where = f"stage {request.stage} ({request.artefact})"
+        budget = self._first(request, model, thinking, where)
+        try:
+            return self._ask(request, model, thinking, budget, where, True)
+        except TruncationError as cut:
+            more, spent = self._more(cut, request, model, thinking, budget, where)
+        with paying(spent):
+            return plus(spent, self._ask(request, model, thinking, more, where, False))
+
+    def _roomier(self, answer: int, budget: Budget, model: str) -> Budget | None:
+        answer = min(answer, self.output_limit(model) - budget.thinking)
+        return Budget(answer, budget.thinking) if answer > budget.answer else None
+
+    def _first(self, request: ModelRequest, model: str, thinking: Thinking | None, where: str) -> Budget:
+        """The configured room, or the room an earlier run's retry needed, held against the cap instead."""
+        budget = budget_for(request, model, thinking, self.answer_tokens)
+        known = known_room()
+        more = None if known is None else self._roomier(known, budget, model)
+        if more is None:
+            return budget
+        hold_instead(self._held(request, model, thinking, more))
+        self.progress(f"  {where}: asking with {more.answer} tokens for the answer at once, the room its "
+                      f"retry was given when an earlier run's answer to it was cut off at {self.room_field}")
+        return more
+
+    def _more(self, cut: TruncationError, request: ModelRequest, model: str, thinking: Thinking | None,
+              budget: Budget, where: str) -> tuple[Budget, Usage]:
+        """The one retry of a cut-off answer (twice the room, up to the limit), held against the cost cap
+        before it is sent, and what the cut-off reply cost; re-raises ``cut`` when there is no more room."""
+        paid = cut.billed if isinstance(cut.billed, ModelAnswer) else None
+        more = self._roomier(2 * budget.answer, budget, model) if paid and paid.stop_reason in CUT_OFF else None
+        if paid is None or more is None:
+            raise cut
+        needs_room(more.answer)  # recorded before the cap may stop the run: a rerun starts there
+        # counted as its own call by a cap that holds it, else with the retry's answer
+        spent = Usage() if hold_more(self._held(request, model, thinking, more), paid) else paid.usage
+        self.progress(f"  {where}: the answer was cut off at {self.room_field}={budget.max_tokens}; asking once "
+                      f"more with {more.answer} tokens for the answer (set STAY_ANSWER_TOKENS to start there)")
+        return more, spent
+
+    def _wait(self, failure: _Failure, where: str, attempt: int, clock: _Deadline) -> float:
+        """The wait before the next attempt, or the error that ends the call."""
+        if not failure.retryable:
+            raise failure.error from None
+        # a stall whose timeout the deadline cut short ends here, not as "no answer within 300 s"
+        clock.check(attempt, ended=failure.timed_out and clock.cut)
+        if attempt == self.max_retries:
+            raise failure.error from None
+        hint = failure.wait_hint
+        if hint is not None and hint > self.retry_after_cap:
+            # retrying sooner than the service allows only earns another 429
+            raise ModelUnavailable(
+                f"{where}: the API asks to wait {hint:g} s (retry-after, above the {self.retry_after_cap:g} s "
+                "this run waits)", fix="rerun after that (finished files are kept, nothing is paid twice), or "
+                "raise STAY_RETRY_AFTER_CAP") from None
+        wait = backoff(attempt, self.jitter()) if hint is None else jittered(hint, self.jitter())
+        clock.check(attempt, wait)
+        if failure.timed_out:
+            self.progress(f"  {where}: no answer within {self.timeout:g} s (the request timeout); "
+                          f"retrying ({attempt + 1} of {self.max_retries})")
+        return wait
+
+    def _retried(self, send: Callable[[Any], Any], where: str, clock: _Deadline, model: str = "") -> Any:
+        """``send(timeout)`` with its retries, under ``clock``."""
+        for attempt in range(self.max_retries + 1):
+            try:
+                found = send(clock.timeout(attempt))
+                self._heard = True
+                return found
+            except StayError:
+                raise
+            except Exception as exc:
+                clock.check(attempt, ended=clock.fired)  # the watchdog closed the stream: that is why
+                self.sleep(self._wait(self._classify(exc, where, attempt, model), where, attempt, clock))
+        raise AssertionError("unreachable: the loop returns or raises")
+
+    def _classify(self, exc: Exception, where: str, attempt: int, model: str = "") -> _Failure:
+        import httpx2
+
+        sdk = importlib.import_module(self.sdk)
+        tries = f"after {attempt + 1} attempt{'s' if attempt else ''}"
+
+        def clean(text: object) -> str:
+            return one_line(redact(str(text), [self._api_key, self._auth_token]))
+
+        down = unreachable(exc, where, self.endpoint, self.url_setting, answered=self._heard,
+                           service="" if self.service_name == self.endpoint else f"{self.service_name} at ")
+        if down is not None:
+            return _Failure(False, down)
+        if isinstance(exc, (sdk.APITimeoutError, httpx2.TimeoutException)):
+            return _Failure(True, ModelUnavailable(
+                f"{where}: no answer within {self.timeout:g} s, {tries} (the service is not answering)",
+                fix=RERUN), timed_out=True)
+        if isinstance(exc, (sdk.APIConnectionError, httpx2.TransportError)):
+            cause = exc.__cause__ if isinstance(exc, sdk.APIConnectionError) and exc.__cause__ else exc
+            return _Failure(True, ModelUnavailable(
+                f"{where}: the connection to {self.service_name} failed ({type(cause).__name__}: {clean(cause)}) "
+                f"{tries}", fix=f"check the network or {self.url_setting}, then {RERUN}"))
+        if isinstance(exc, sdk.APIStatusError):
+            status, headers = exc.status_code, exc.response.headers
+            detail = clean(getattr(exc, "message", exc))
+            said = request_id_of(getattr(exc, "request_id", None))
+            detail += f"; {self.request_id_header} {said}" if said else ""  # what the provider's support asks for
+            body = {"error": exc.body if isinstance(exc.body, Mapping) else {}} if self.error_only else exc.body
+            refused = self._refused(status, detail, body, where, model)
+            if refused is not None:
+                return _Failure(False, refused)
+            if retryable_status(status, headers, body):
+                what = {429: "rate limited (429)", 529: "overloaded (529)"}.get(
+                    status, f"unavailable (HTTP {status}: {detail})")
+                return _Failure(True, ModelUnavailable(f"{where}: {self.service} is {what} {tries}", fix=RERUN),
+                                wait_hint=retry_after(headers, now=self.wall))
+            return _Failure(False, _Rejected(f"{where}: {self.service} answered HTTP {status}: {detail}", status))
+        if isinstance(exc, (sdk.APIResponseValidationError, ValueError, AssertionError, RuntimeError,
+                            KeyError, TypeError, AttributeError)):
+            # the SDK could not read the body: not JSON, an HTML page, a stream with no message
+            return _Failure(False, malformed(where, f"it could not be read as a message ({type(exc).__name__}: "
+                                                    f"{clean(exc) or 'no message'})", self.service, self.url_setting))
+        if isinstance(exc, sdk.APIError):
+            return _Failure(False, ModelError(f"{where}: {type(exc).__name__}: {clean(exc)}"))
+        raise exc
+
+    def screening(self, text: str) -> Screening:
+        request = screen_request(text)
+        try:
+            answer = self._complete(request, self._screened_by(), self.screen_thinking)
+        except _Rejected as exc:
+            if exc.status not in CONFIG_STATUSES:
+                raise
+            # a configuration error, not the service being unreachable: never fail open on it
+            fix = (f"check {self.credential}" if exc.status in (401, 403) else
+                   f"check STAY_MODEL_ANALYSIS={self._screened_by()} (the screen's model) names a model "
+                   "this key can use")
+            raise UsageError(f"{exc}; the brief was not screened and nothing was written: {fix}") from None
+        except RefusalError as exc:  # a refusal to read the brief is a verdict, not a failure
+            found = re.search(r"refused to answer \((.*)\); ", str(exc))
+            why = f" ({found.group(1)})" if found else ""
+            billed = exc.billed if isinstance(exc.billed, ModelAnswer) else None  # a refusal is paid for
+            return Screening(f"the screening model refused to read the brief{why}", request, billed)
+        return Screening(verdict(answer), request, answer)
+
+    def _screened_by(self) -> str:
+        raise NotImplementedError
+
+    def screen(self, text: str) -> str | None:
+        return self.screening(text).reason
+
+
+_REQUEST_ID = re.compile(r"[A-Za-z0-9_\-]{1,128}")
+
+
+def request_id_of(value: object) -> str | None:
+    """Headers are untrusted: only an id's shape is kept."""
+    return value if isinstance(value, str) and _REQUEST_ID.fullmatch(value) else None
+
+
+_KEY_SHAPE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")
+
+
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """API error text without secrets nor anything shaped like an Anthropic key: it is printed and logged."""
+    return _KEY_SHAPE.sub(_secrets.REDACTED, _secrets.redact(text, secrets))
+
+
+def one_line(text: object, limit: int = 200) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
+def malformed(where: str, what: str, service: str = "the API", setting: str = "ANTHROPIC_BASE_URL") -> ModelError:
+    return ModelError(f"{where}: {service}'s response is malformed: {what}; nothing was written, run the "
+                      f"command again (if it persists, check {setting} and any proxy in between)")
+
+
+MAX_ANSWER_DEPTH = 64
+"""Deeper JSON is refused before parsing: a 100,000-deep answer would exhaust the recursion."""
+
+
+def json_object(text: str, where: str) -> dict[str, Any]:
+    if json_nesting(text) > MAX_ANSWER_DEPTH:
+        raise ModelError(f"{where}: the answer nests deeper than {MAX_ANSWER_DEPTH} levels; no artefact "
+                         "is that deep, so it was not parsed: run the command again")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise AnswerError(f"{where}: the answer is not JSON ({exc.msg} at character {exc.pos})",
+                          raw=text) from None
+    if not isinstance(data, dict):
+        raise AnswerError(f"{where}: the answer is JSON but not an object", raw=text)
+    return data
+
+
+def unreachable(exc: BaseException, where: str, url: str, setting: str, service: str = "", *,
+                answered: bool) -> Unreachable | None:
+    """The final error when the service cannot be reached and has not answered yet this run; None: retry."""
+    import socket
+
+    import httpx2
+
+    chain: list[BaseException] = []
+    while exc is not None and exc not in chain and len(chain) < 10:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]  # None ends the chain
+    root = chain[-1]
+    if answered:  # it was there this run: a drop or a restart, which the retries are for
+        return None
+    if any(isinstance(link, (httpx2.ConnectError, httpx2.ConnectTimeout)) for link in chain):
+        why = ("the connection was refused: nothing listens there" if isinstance(root, ConnectionRefusedError) else
+               "no such host" if isinstance(root, socket.gaierror) else
+               "no connection within the connect timeout" if isinstance(root, (TimeoutError, httpx2.ConnectTimeout))
+               else f"{type(root).__name__}: {one_line(redact(str(root)), 120)}")
+    elif any(isinstance(link, (httpx2.NetworkError, httpx2.RemoteProtocolError)) for link in chain):
+        why = (f"it closed the connection with no answer ({type(root).__name__}: {one_line(redact(str(root)), 120)}):"
+               " is that an HTTP server of the API?")
+    else:
+        return None
+    proxy = _proxy_for(url)
+    through = f" through the proxy {_secrets.shown_url(proxy)}" if proxy else ""
+    return Unreachable(f"{where}: cannot reach {service}{_secrets.shown_url(url)}{through} ({why}), not retried",
+                       fix=f"check that {'the server and the proxy are' if proxy else 'the server is'} running and "
+                           f"{setting} names it, then {RERUN}")
+
+
+def _proxy_for(url: str) -> str | None:
+    """The proxy (``HTTPS_PROXY``..., ``NO_PROXY`` heeded) the SDK goes through to ``url``."""
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return None
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    return None if not proxy or urllib.request.proxy_bypass(host) else proxy
+
+
+_RETRYABLE_ERROR_TYPES = ("overloaded_error", "rate_limit_error", "api_error", "timeout_error")
+_SPEND_LIMIT_CODES = ("enforced_spend_limit_reached",)
+_SPEND_LIMIT_WORDS = ("spend limit", "usage limit", "credit balance")
+
+
+def spend_limited(body: Any) -> bool:
+    """A spend limit, by its code or its message (a proxy may drop the details): waiting will not lift it."""
+    error = body.get("error") if isinstance(body, Mapping) else None
+    if not isinstance(error, Mapping):
+        return False
+    details = error.get("details")
+    if isinstance(details, Mapping) and details.get("error_code") in _SPEND_LIMIT_CODES:
+        return True
+    text = error.get("message")
+    return isinstance(text, str) and any(word in text.lower() for word in _SPEND_LIMIT_WORDS)
+
+
+def retryable_status(status: int, headers: Mapping[str, str] | None, body: Any) -> bool:
+    """The SDK's retry rule (408, 409, 429, 5xx, ``x-should-retry``, an error event's type), never a spend limit."""
+    if spend_limited(body):
+        return False
+    should = (headers or {}).get("x-should-retry")
+    if should in ("true", "false"):
+        return should == "true"
+    if status in (408, 409, 429) or status >= 500:
+        return True
+    error = body.get("error") if isinstance(body, Mapping) else None
+    return isinstance(error, Mapping) and error.get("type") in _RETRYABLE_ERROR_TYPES
+
+
+def retry_after(headers: Mapping[str, str] | None, now: Callable[[], float] = time.time) -> float | None:
+    """Seconds the server asked to wait: ``retry-after-ms``, ``retry-after`` seconds, then HTTP-date."""
+    if not headers:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            seconds = float(raw) * scale
+        except ValueError:
+            continue
+        if seconds >= 0 and seconds == seconds and seconds != float("inf"):
+            return seconds
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # RFC 9110 dates are GMT; "-0000" parses as naive
+        when = when.replace(tzinfo=datetime.UTC)
+    return max(0.0, when.timestamp() - now())
+
+
+BACKOFF_FIRST = 0.5
+BACKOFF_MOST = 8.0
+RETRY_AFTER_SPREAD = 0.25
+"""A retry-after wait is lengthened by up to this share, so calls told the same wait do not all come back at once."""
+
+
+def backoff(attempt: int, jitter: float) -> float:
+    """Equal jitter: calls that failed together spread over half a step."""
+    step = min(BACKOFF_FIRST * 2.0 ** attempt, BACKOFF_MOST)
+    return step * (0.5 + 0.5 * jitter)
+
+
+def jittered(hint: float, jitter: float) -> float:
+    return hint + jitter * max(RETRY_AFTER_SPREAD * hint, BACKOFF_FIRST)

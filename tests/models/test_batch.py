@@ -14,10 +14,9 @@ import pytest
 from stay.artefacts import Brief
 from stay.errors import AnswerError, ModelError, ModelUnavailable, UnsafeId, exit_code
 from stay.models import PRICES, AnthropicBackend, RequestCache, Usage, cost, prefetch
-from stay.models._anthropic import backoff
 from stay.models._batch import BATCH_ID, split
 from stay.models._cache import request_key
-from stay.models._protocol import BATCH_CACHE_TTL
+from stay.models._protocol import BATCH_CACHE_TTL, backoff
 from stay.pipeline import build_course, run_command
 from stay.scoring._judges import batch_score
 from stay.stages import STAGES, Prompts

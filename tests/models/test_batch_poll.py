@@ -15,8 +15,8 @@ import pytest
 
 from stay.errors import ModelError, ModelUnavailable, exit_code
 from stay.models import AnthropicBackend
-from stay.models._anthropic import backoff
 from stay.models._batch import BATCH_LIFETIME, poll_until
+from stay.models._protocol import backoff
 from stay.pipeline import build_course
 from tests.conftest import ROOT
 from tests.models.fake_api import FakeMessagesAPI

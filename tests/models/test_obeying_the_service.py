@@ -20,7 +20,7 @@ import pytest
 
 from stay.errors import EXIT_REFUSED, EXIT_UNAVAILABLE, ModelError, ModelUnavailable, UsageError, exit_code
 from stay.models import AnthropicBackend, backend_from
-from stay.models._anthropic import BACKOFF_FIRST, RETRY_AFTER_SPREAD, backoff, jittered
+from stay.models._protocol import BACKOFF_FIRST, RETRY_AFTER_SPREAD, backoff, jittered
 from stay.settings import Settings
 from tests.models.fake_api import FakeMessagesAPI, Limiter, PingsOnly, RateLimited, Stall
 from tests.models.helpers import KEY, audience_request

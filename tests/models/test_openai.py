@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from stay.errors import AnswerError, ModelError, ModelUnavailable, RefusalError, TruncationError, UsageError
-from stay.models import _openai
+from stay.models import CachedBackend, RequestCache, _openai
 from stay.models._openai import OpenAIBackend, make, request_params, strict_schema, unnull
 from stay.models._protocol import screen_request
 from stay.pipeline import build_course
@@ -169,6 +169,26 @@ def test_a_cut_off_answer_is_asked_once_more_with_twice_the_room_and_both_replie
         chosen, _, _ = backend(fake, answer_tokens=3000)
         with pytest.raises(TruncationError, match="STAY_ANSWER_TOKENS=12000"):
             chosen.complete(audience_request(), "fake-model")
+
+
+def test_a_rerun_asks_at_once_with_the_room_a_cut_off_answer_needed(tmp_path: Path) -> None:
+    """The room memory is the shared loop's: recorded before the retry, read by the next miss."""
+    cache = RequestCache(tmp_path / "cache")
+    with FakeOpenAI(faults=["length"]) as fake:
+        chosen, _, _ = backend(fake, answer_tokens=3000)
+        CachedBackend(chosen, cache).complete(audience_request(), "fake-model")
+        cache.reject(audience_request(), "fake-model", "asked again")  # the next run misses, as after a change
+        again, _, lines = backend(fake, answer_tokens=3000)
+        CachedBackend(again, cache).complete(audience_request(), "fake-model")
+    assert [b["max_completion_tokens"] for b in fake.bodies] == [3000, 6000, 6000]
+    assert any("asking with 6000 tokens for the answer at once" in line for line in lines), lines
+
+
+def test_a_screen_the_server_refuses_with_a_400_is_a_configuration_error() -> None:
+    with FakeOpenAI(faults=[Status(400, "bad request")]) as fake:
+        chosen, _, _ = backend(fake)
+        with pytest.raises(UsageError, match=r"the brief was not screened .*STAY_MODEL_ANALYSIS=fake-model"):
+            chosen.screening("Teach HTTP.")
 
 
 def test_a_server_without_json_schema_is_asked_in_json_mode_said_once_and_remembered() -> None:

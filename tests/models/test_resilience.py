@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from stay._bounds import json_nesting
 from stay.errors import EXIT_REFUSED, EXIT_UNAVAILABLE, ModelError, ModelUnavailable, StayError, exit_code
 from stay.models import AnthropicBackend
-from stay.models._anthropic import backoff, retry_after
+from stay.models._protocol import backoff, retry_after
 from tests.conftest import run_stay
 from tests.models.fake_api import message
 from tests.models.helpers import HTTP, KEY, audience_request, backend, client, recording
