@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from stay import _secrets
 from stay.errors import ModelError, RefusalError, StayError, TruncationError, UsageError
@@ -22,6 +22,7 @@ from stay.models._protocol import (
     Budget,
     HTTPBackend,
     Price,
+    Retrying,
     Thinking,
     _Deadline,
     _nothing,
@@ -76,7 +77,7 @@ class AnthropicBackend(HTTPBackend):
                  auth_token: str | None = None, base_url: str | None = None,
                  screen_model: str = DEFAULT_MODELS["analysis"], thinking: Mapping[Role, Thinking] | None = None,
                  warm_prefixes: bool = True, async_sleep: Callable[[float], Awaitable[None]] | None = None,
-                 **retrying: Any) -> None:
+                 **retrying: Unpack[Retrying]) -> None:
         super().__init__(thinking=THINKING if thinking is None else thinking, **retrying)
         self.gate = PrefixGate() if warm_prefixes else None
         self.async_sleep = async_sleep  # None: asyncio.sleep (asyncio is imported only by async callers)

@@ -8,7 +8,7 @@ import json
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 from urllib.parse import urlparse
 
 from stay import _secrets
@@ -20,6 +20,7 @@ from stay.models._protocol import (
     Budget,
     HTTPBackend,
     Price,
+    Retrying,
     Thinking,
     _Deadline,
     billed_as,
@@ -77,7 +78,7 @@ class OpenAIBackend(HTTPBackend):
     error_only = True
 
     def __init__(self, client: Any = None, *, api_key: str | None = None, base_url: str | None = None,
-                 models: Mapping[Role, str] | None = None, **retrying: Any) -> None:
+                 models: Mapping[Role, str] | None = None, **retrying: Unpack[Retrying]) -> None:
         super().__init__(**retrying)
         self._api_key = api_key.strip() if api_key else None
         self._base_url = base_url.rstrip("/") if base_url else None

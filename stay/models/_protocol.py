@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, TypeVar, cast, runtime_checkable
 
 from stay import _secrets
 from stay._bounds import json_nesting
@@ -689,6 +689,22 @@ class _Deadline:
         raise ModelUnavailable(
             f"{self.where}: no complete answer within {self.seconds:g} s (the call's deadline, after {tries}; "
             "the service stalled or sent only pings)", fix=f"{RERUN}, or raise STAY_CALL_DEADLINE")
+
+
+class Retrying(TypedDict, total=False):
+    """``HTTPBackend``'s keywords, which each backend passes on: typed, so a caller's misspelt one is
+    mypy's error, not only a TypeError at run time."""
+
+    max_retries: int
+    timeout: float
+    retry_after_cap: float
+    call_deadline: float | None
+    answer_tokens: int | None
+    progress: Progress | None
+    sleep: Callable[[float], None]
+    jitter: Callable[[], float]
+    clock: Callable[[], float]
+    wall: Callable[[], float]
 
 
 class HTTPBackend:
