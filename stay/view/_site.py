@@ -17,8 +17,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from stay._bounds import Damaged, load_stored_json, read_stored
+from stay._lock import sweep_temporaries
 from stay._words import command_name, course_hint, no_course, option_name
-from stay.artefacts import TEMPORARY, Loaded, write_bytes_atomic, write_text_atomic
+from stay.artefacts import Loaded, write_bytes_atomic, write_text_atomic
 from stay.briefs import check_slug
 from stay.errors import CourseNotFound, CoursePathError, UsageError
 from stay.settings import Settings
@@ -221,7 +223,7 @@ def write_site(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_d
     """Write ``site`` into ``out_dir``, refusing a place inside the course or a file it did not write."""
     out, owned = check_out_dir(site, out_dir, course_dir)
     new = {name: digest(data) for name, data in site.items()}
-    sweep_temporaries(out, {MARKER, *site, *owned})
+    sweep_temporaries(out)  # a killed render's, of this site's or an earlier one's files
     out.mkdir(parents=True, exist_ok=True)
     # the record first: an interrupted render leaves only files whose bytes it lists
     write_marker(out, owned, writing=new)
@@ -286,10 +288,7 @@ MARKER = ".stay-site"
 """The viewer's record of the files it wrote, by name, with their sha256."""
 FOLDER = "assets"
 """The one folder of a site: the course's data files (``assets/<name>``), as in the course."""
-MARKER_MAX_BYTES = 16 * 1024 * 1024
-"""A marker is about 100 bytes a page; a larger one was not written by the viewer."""
 _NAME_MAX = 255  # the longest file name POSIX file systems take
-_CHUNK = 1024 * 1024
 
 Recorded = dict[str, frozenset[str]]
 """file name -> every sha256 the viewer recorded for it (old and about-to-be-written)."""
@@ -335,20 +334,9 @@ def _sha256(value: object) -> bool:
 def file_digest(path: Path) -> str | None:
     """The sha256 of a regular file at ``path`` (never through a symlink); None for anything else."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+        return digest(read_stored(path))  # no page nor data file is near the bound
+    except (OSError, Damaged):
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        hashed = hashlib.sha256()
-        while chunk := os.read(fd, _CHUNK):
-            hashed.update(chunk)
-        return hashed.hexdigest()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def read_marker(out: Path, given: str | os.PathLike[str]) -> Recorded:
@@ -368,13 +356,9 @@ def read_marker(out: Path, given: str | os.PathLike[str]) -> Recorded:
         raise UsageError(f"{named}: {MARKER} is not a file {command_name('view')} wrote (a link, a directory "
                          "or a device); remove it or choose another directory")
     try:
-        fd = os.open(marker, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as handle:
-            raw = handle.read(MARKER_MAX_BYTES + 1)
-        data = json.loads(raw) if len(raw) <= MARKER_MAX_BYTES else None
-    except (OSError, ValueError, RecursionError):
+        return _recorded(load_stored_json(marker))
+    except (OSError, Damaged):
         return {}
-    return _recorded(data)
 
 
 def _recorded(data: object) -> Recorded:
@@ -415,20 +399,6 @@ def conflicts(out: Path, site: Mapping[str, bytes], owned: Mapping[str, str]) ->
         if file_digest(path) != digest(data):
             found.append(name)
     return found
-
-
-def sweep_temporaries(out: Path, names: set[str]) -> None:
-    """Remove the temporaries of ``names`` a killed render left, never a person's own ``*.tmp``."""
-    if not out.is_dir():
-        return
-    places = [(out, {name for name in names if "/" not in name})]
-    if folder_state(out) == "folder":
-        places.append((out / FOLDER, {name.partition("/")[2] for name in names if "/" in name}))
-    for place, named in places:
-        for entry in os.scandir(place):
-            match = TEMPORARY.fullmatch(entry.name)  # the one form write_text_atomic gives a temporary
-            if match and match.group("name") in named and entry.is_file(follow_symlinks=False):
-                os.unlink(entry.path)
 
 
 def settle_folder(out: Path, site: Mapping[str, bytes]) -> None:
