@@ -13,9 +13,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from typing import Any
 
 import stay.pipeline as pipeline
 from stay._words import DEFAULT_COURSES
@@ -43,7 +41,6 @@ from stay.pipeline import GateReview, capstone_outcomes, gate_review
 from stay.settings import Settings
 from stay.validate import Defect, HouseData, default_data_dir, packaged_data_dir, validate_course
 
-M = TypeVar("M", bound=BaseModel)
 
 @dataclass(frozen=True)
 class LessonView:
@@ -101,19 +98,11 @@ class CourseView:
             return self.manifest.model.title
         return self.slug
 
-    def top_files(self) -> tuple[Loaded[Any], ...]:
-        return (self.manifest, self.audience, self.curriculum, self.outcomes, self.assessment,
-                self.project, self.glossary)
-
     def all_files(self) -> Iterator[Loaded[Any]]:
-        yield from self.top_files()
+        yield from (self.manifest, self.audience, self.curriculum, self.outcomes, self.assessment, self.project,
+                    self.glossary)
         for lesson in self.lessons:
             yield from lesson.files()
-
-
-def read_artefact(root: Path, relative: str, model: type[M]) -> Loaded[M]:
-    """One file as ``model``, or why not; never raises for anything the file holds."""
-    return CourseReader(root).read(relative, model)
 
 
 def load_course(root: Path, data_dir: Path | None = None) -> CourseView:
@@ -206,9 +195,6 @@ class Ledger:
     def counts(self) -> dict[str, int]:
         return dict(sorted(Counter(state for state, _why in self.statuses.values()).items()))
 
-    def status_of(self, path: str) -> tuple[str, tuple[str, ...]] | None:
-        return self.statuses.get(path)
-
 
 @dataclass(frozen=True)
 class Validation:
@@ -220,9 +206,6 @@ class Validation:
     strict_warns: int = 0
     checks: int = 0
     defects: tuple[Defect, ...] = ()
-
-    def for_path(self, path: str) -> tuple[Defect, ...]:
-        return tuple(d for d in self.defects if d.path == path)
 
 
 def read_ledger(course: Path, settings: Settings | None = None) -> Ledger:

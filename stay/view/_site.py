@@ -193,7 +193,7 @@ def _budget(course: CourseView) -> dict[str, int | None]:
 
 def file_state(loaded: Loaded[Any], ledger: Ledger, validation: Validation) -> dict[str, Any]:
     """What a page says about one file: its ledger status, whether it could be read, its defects."""
-    status = ledger.status_of(loaded.path)
+    status = ledger.statuses.get(loaded.path)
     shown: list[tuple[str, str]] = []
     if status is not None:
         state, why = status
@@ -202,7 +202,8 @@ def file_state(loaded: Loaded[Any], ledger: Ledger, validation: Validation) -> d
         shown.append(("missing", "missing"))
     if loaded.problem is not None and not loaded.missing:
         shown.append(("damaged", "damaged"))
-    return {"badges": shown, "problem": loaded.problem, "defects": validation.for_path(loaded.path)}
+    defects = tuple(d for d in validation.defects if d.path == loaded.path)
+    return {"badges": shown, "problem": loaded.problem, "defects": defects}
 
 
 def file_kind(path: str) -> str:
