@@ -506,23 +506,23 @@ def render_graph(fmt: str, prompts_dir: str | os.PathLike[str] | None = None) ->
                          "commands": {name: dataclasses.asdict(command)
                                       for name, command in pipeline.graph["commands"].items()}}
         return json.dumps(data, indent=2, sort_keys=True, default=list) + "\n"
-    shapes = {"gate-ask": ("{{", "}}"), "router": ("{", "}"), "guard": ("[/", "/]"),
-              "wave": ("[[", "]]"), "barrier": ("[(", ")]")}
-    if fmt == "mermaid":
-        lines = ["flowchart TD"]
-        for name, attrs in pipeline.nodes(data=True):
-            left, right = shapes.get(attrs["kind"], ("[", "]"))
-            lines.append(f'    {name}{left}"{name}<br/>{attrs["kind"]}"{right}')
-        lines += [f"    {a} --> {b}" for a, b in pipeline.edges]
-        lines += [f"    %% {line}" for line in reads]
-        return "\n".join(lines) + "\n"
-    lines = ["digraph stay {", "  rankdir=TB;"]
+    mermaid = fmt == "mermaid"
+    lines = ["flowchart TD"] if mermaid else ["digraph stay {", "  rankdir=TB;"]
     for name, attrs in pipeline.nodes(data=True):
-        shape = {"gate-ask": "diamond", "router": "diamond", "wave": "box3d"}.get(attrs["kind"], "box")
-        lines.append(f'  {name} [label="{name}\\n{attrs["kind"]}", shape={shape}];')
-    lines += [f"  {a} -> {b};" for a, b in pipeline.edges]
-    lines += [f"  // {line}" for line in reads]
-    return "\n".join(lines) + "\n}\n"
+        kind = attrs["kind"]
+        if mermaid:
+            left, right = MERMAID_SHAPES.get(kind, ("[", "]"))
+            lines.append(f'    {name}{left}"{name}<br/>{kind}"{right}')
+        else:
+            lines.append(f'  {name} [label="{name}\\n{kind}", shape={DOT_SHAPES.get(kind, "box")}];')
+    lines += [f"    {a} --> {b}" if mermaid else f"  {a} -> {b};" for a, b in pipeline.edges]
+    lines += [f"    %% {line}" if mermaid else f"  // {line}" for line in reads]
+    return "\n".join(lines) + ("\n" if mermaid else "\n}\n")
+
+
+MERMAID_SHAPES = {"gate-ask": ("{{", "}}"), "router": ("{", "}"), "guard": ("[/", "/]"), "wave": ("[[", "]]"),
+                  "barrier": ("[(", ")]")}
+DOT_SHAPES = {"gate-ask": "diamond", "router": "diamond", "wave": "box3d"}
 
 
 if __name__ == "__main__":
