@@ -1,8 +1,6 @@
-"""The course viewer, its LMS packages (``export``, ``build_package``) and the report pages: read-only
-static HTML, rendered offline. ``build_site`` returns
-a course's site in memory (same course, same bytes), ``render_course`` writes it outside the course,
-``render_library`` renders every course and a listing; the report pages turn eval results into one
-self-contained HTML page each. Nothing here writes into a course or fetches anything."""
+"""The course viewer, its LMS packages and the eval report pages: read-only static HTML, rendered offline
+(same course, same bytes). ``build_site`` returns a course's site in memory, ``render_course`` writes it
+outside the course, ``render_library`` every course and a listing. Nothing here writes into a course."""
 
 from __future__ import annotations
 

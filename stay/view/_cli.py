@@ -82,7 +82,7 @@ def view_main(ns: argparse.Namespace) -> int:
     out = _library(ns) if ns.slug is None else _one_course(ns)
     if ns.serve:
         try:
-            serve(out, 8000 if ns.port is None else ns.port, announce=_announce)
+            serve(out, 8000 if ns.port is None else ns.port)
         except KeyboardInterrupt:
             _say("stopped serving")
     return 0
@@ -117,10 +117,6 @@ def _library(ns: argparse.Namespace) -> Path:
     courses = "course" if len(library.rows) == 1 else "courses"
     print(f"{len(library.rows)} {courses} in {out} (open {out / LISTING})")
     return out
-
-
-def _announce(line: str) -> None:
-    print(line, flush=True)
 
 
 def _say(line: str) -> None:

@@ -16,7 +16,7 @@ from stay.view._env import environment, static_text
 BETTER, WORSE = "better", "worse"
 INCONCLUSIVE = "inconclusive"
 CHANGED, FAILED, PASSED = "changed", "failed", "passed"
-PAIR_KINDS = (CHANGED, FAILED, PASSED)
+PAIR_KINDS: tuple[str, ...] = (CHANGED, FAILED, PASSED)
 
 
 @dataclass(frozen=True)
