@@ -369,11 +369,6 @@ def _watch(ns: argparse.Namespace) -> int:
     return watch(ns.slug, ns.courses_dir)
 
 
-def _graph(ns: argparse.Namespace) -> int:
-    print(render_graph(ns.format, _settings(ns).prompts_dir), end="")
-    return EXIT_OK
-
-
 def _new(ns: argparse.Namespace) -> int:
     """``stay new BRIEF``, or ``--list-examples``, ``--example NAME``, or given nothing."""
     from stay._init import example_lines, example_path
@@ -487,14 +482,15 @@ def _printed(ns: argparse.Namespace, result: BuildResult) -> int:
     return EXIT_FAIL if report is not None and report.fails else EXIT_OK
 
 
-def render_graph(fmt: str, prompts_dir: str | os.PathLike[str] | None = None) -> str:
-    """The pipeline graph as Mermaid, DOT or node-link JSON, with the references each stage reads (from
-    ``prompts_dir``'s front matter)."""
+def _graph(ns: argparse.Namespace) -> int:
+    """``stay graph``: the pipeline graph as Mermaid, DOT or node-link JSON, with the references each stage
+    reads (from the prompts directory's front matter)."""
     import networkx as nx
 
     from stay.pipeline import graph
     from stay.stages import Prompts
 
+    prompts_dir, fmt = _settings(ns).prompts_dir, ns.format
     pipeline = graph(Prompts.load(prompts_dir) if prompts_dir is not None else None)
     reads = [f"references of {stage}: {', '.join(refs)}" for _name, attrs in pipeline.nodes(data=True)
              for stage, refs in attrs.get("references", {}).items()]
@@ -505,7 +501,8 @@ def render_graph(fmt: str, prompts_dir: str | os.PathLike[str] | None = None) ->
         data["graph"] = {"name": pipeline.graph["name"],
                          "commands": {name: dataclasses.asdict(command)
                                       for name, command in pipeline.graph["commands"].items()}}
-        return json.dumps(data, indent=2, sort_keys=True, default=list) + "\n"
+        print(json.dumps(data, indent=2, sort_keys=True, default=list))
+        return EXIT_OK
     mermaid = fmt == "mermaid"
     lines = ["flowchart TD"] if mermaid else ["digraph stay {", "  rankdir=TB;"]
     for name, attrs in pipeline.nodes(data=True):
@@ -517,7 +514,8 @@ def render_graph(fmt: str, prompts_dir: str | os.PathLike[str] | None = None) ->
             lines.append(f'  {name} [label="{name}\\n{kind}", shape={DOT_SHAPES.get(kind, "box")}];')
     lines += [f"    {a} --> {b}" if mermaid else f"  {a} -> {b};" for a, b in pipeline.edges]
     lines += [f"    %% {line}" if mermaid else f"  // {line}" for line in reads]
-    return "\n".join(lines) + ("\n" if mermaid else "\n}\n")
+    print("\n".join(lines) + ("" if mermaid else "\n}"))
+    return EXIT_OK
 
 
 MERMAID_SHAPES = {"gate-ask": ("{{", "}}"), "router": ("{", "}"), "guard": ("[/", "/]"), "wave": ("[[", "]]"),

@@ -26,6 +26,7 @@ from stay.artefacts import (
     Exercises,
     Glossary,
     LessonContent,
+    LessonEntry,
     LessonPlan,
     Loaded,
     Module,
@@ -114,11 +115,9 @@ def load_course(root: Path, data_dir: Path | None = None) -> CourseView:
     # path separators, no repeats): a curriculum that breaks them is shown as damaged,
     # and no path is built from it.
     for module in curriculum.model.modules if curriculum.model else []:
-        lessons = []
-        for entry in module.lessons:
-            lessons.append(_lesson(files, module, entry.id, entry.title, entry.minutes, entry.summary))
+        lessons = tuple(_lesson(files, module, entry) for entry in module.lessons)
         modules.append(ModuleView(module.id, module.slug, module.title, module.summary, module_dir(module), None,
-                                  tuple(lessons)))
+                                  lessons))
     listed = {f.path for m in modules for lesson in m.lessons for f in lesson.files()}
     return CourseView(
         root=root, slug=root.name,
@@ -153,17 +152,16 @@ def _house(data_dir: Path | None) -> HouseData:
         return HouseData.load(packaged_data_dir())
 
 
-def _lesson(files: CourseReader, module: Module, lesson_id: str, title: str, minutes: int,
-            summary: str) -> LessonView:
+def _lesson(files: CourseReader, module: Module, entry: LessonEntry) -> LessonView:
     problem = None
-    if not lesson_id.startswith(module.id + "-"):
-        problem = f"lesson id '{lesson_id}' does not start with its module's id '{module.id}'"
+    if not entry.id.startswith(module.id + "-"):
+        problem = f"lesson id '{entry.id}' does not start with its module's id '{module.id}'"
     return LessonView(
-        lesson_id, title, minutes, summary, module.id, f"{lesson_id}.html", problem,
-        plan=files.read(lesson_file(module, lesson_id, LessonPlan), LessonPlan),
-        content=files.read(lesson_file(module, lesson_id, LessonContent), LessonContent),
-        exercises=files.read(lesson_file(module, lesson_id, Exercises), Exercises),
-        quiz=files.read(lesson_file(module, lesson_id, Quiz), Quiz),
+        entry.id, entry.title, entry.minutes, entry.summary, module.id, f"{entry.id}.html", problem,
+        plan=files.read(lesson_file(module, entry.id, LessonPlan), LessonPlan),
+        content=files.read(lesson_file(module, entry.id, LessonContent), LessonContent),
+        exercises=files.read(lesson_file(module, entry.id, Exercises), Exercises),
+        quiz=files.read(lesson_file(module, entry.id, Quiz), Quiz),
     )
 
 

@@ -299,17 +299,11 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def plain_name(name: object) -> bool:
-    """Whether ``name`` (read from a marker) names a file directly in the site directory."""
-    return (isinstance(name, str) and 0 < len(name) <= _NAME_MAX and name not in (".", "..", MARKER)
-            and not any(c in name for c in "/\\\x00") and all(c.isprintable() for c in name))
-
-
 def site_name(name: object) -> bool:
-    """Whether a name read from a marker is one a render may write: plain, or in :data:`FOLDER`."""
-    if isinstance(name, str) and name.startswith(FOLDER + "/"):
-        return plain_name(name[len(FOLDER) + 1:])
-    return plain_name(name)
+    """Whether a name read from a marker is one a render may write: a plain file name, or one in :data:`FOLDER`."""
+    plain = name.removeprefix(FOLDER + "/") if isinstance(name, str) else ""
+    return (0 < len(plain) <= _NAME_MAX and plain not in (".", "..", MARKER)
+            and not any(c in plain for c in "/\\\x00") and all(c.isprintable() for c in plain))
 
 
 def folder_state(out: Path) -> str:
