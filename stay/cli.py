@@ -4,44 +4,17 @@ Every heavy import is inside the handler that needs it (``--help`` stays cheap).
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import json
+import os
 import signal
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
 
-
-def _interrupted(process: bool = True, message: str = "interrupted") -> None:
-    """Ctrl-C: one line, then out at once through os._exit (exit 130), as the interpreter would wait for
-    worker threads blocked on a call. Also the SIGINT handler while stay is starting or exiting."""
-    import os
-
-    try:
-        sys.stdout.flush()  # what a finished command printed still reaches its reader
-        sys.stderr.write(message + "\n")
-        sys.stderr.flush()
-    except Exception:
-        pass
-    if process:
-        os._exit(130)
-
-
-def _interrupted_at_start(_signal: int = 0, _frame: object = None) -> None:
-    _interrupted()
-
-
-if __name__ == "__main__" or (sys.argv and sys.argv[0].endswith("stay")):
-    # Ctrl-C during start-up (the imports below, a slow disk) ends quietly with 130,
-    # not a traceback; main() installs the normal handling once it is running.
-    signal.signal(signal.SIGINT, _interrupted_at_start)
-
-
-import argparse  # noqa: E402
-import contextlib  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-from collections.abc import Sequence  # noqa: E402
-from typing import TYPE_CHECKING, NoReturn  # noqa: E402
-
-from stay._display import terminal_stream  # noqa: E402  (re and html only)
-from stay.errors import (  # noqa: E402  (errors imports nothing: --help stays cheap)
+from stay._display import terminal_stream  # re and html only
+from stay.errors import (  # errors imports nothing: --help stays cheap
     EXIT_BUG,
     EXIT_FAIL,
     EXIT_GATE,
@@ -54,11 +27,29 @@ from stay.errors import (  # noqa: E402  (errors imports nothing: --help stays c
     UsageError,
     exit_code,
 )
-from stay.settings import JUDGED_HELP  # noqa: E402
+from stay.settings import JUDGED_HELP
 
 if TYPE_CHECKING:
     from stay.pipeline import BuildResult
     from stay.settings import Settings
+
+
+def _interrupted(process: bool = True, message: str = "interrupted") -> None:
+    """Ctrl-C: one line, then out at once through os._exit (exit 130), as the interpreter would wait for
+    worker threads blocked on a call. Also the SIGINT handler while stay is exiting (stay/__init__
+    installs its own for the start-up)."""
+    try:
+        sys.stdout.flush()  # what a finished command printed still reaches its reader
+        sys.stderr.write(message + "\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+    if process:
+        os._exit(130)
+
+
+def _interrupted_on_exit(_signal: int = 0, _frame: object = None) -> None:
+    _interrupted()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -76,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _command(args)
         finally:
             if process:  # leaving: a Ctrl-C from here to the exit ends quietly, as at start-up
-                signal.signal(signal.SIGINT, _interrupted_at_start)
+                signal.signal(signal.SIGINT, _interrupted_on_exit)
             sys.stdout, sys.stderr = streams
     except KeyboardInterrupt:
         # Outside _command, so a Ctrl-C that lands while the handler is being swapped (signal.signal
