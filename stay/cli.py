@@ -329,9 +329,6 @@ def _positive(raw: str) -> int:
 
 def _dispatch(args: list[str]) -> int:
     parser = _parser()
-    if not args:
-        parser.print_help()
-        return EXIT_USAGE
     ns = parser.parse_args(args)
     from stay import _secrets
     from stay.settings import secrets_from
@@ -340,11 +337,10 @@ def _dispatch(args: list[str]) -> int:
     # writers cut out what the one-line error does, whether or not a command's settings
     # ever read that variable (OTEL_EXPORTER_OTLP_TRACES_HEADERS, another backend's key)
     _secrets.keep(secrets_from())
-    if getattr(ns, "func", None) is None:  # `stay --`: no command
+    if getattr(ns, "func", None) is None:  # no command: `stay`, `stay --`
         parser.print_help()
         return EXIT_USAGE
-    code: int = ns.func(ns)
-    return code
+    return int(ns.func(ns))
 
 
 def _init(ns: argparse.Namespace) -> int:
