@@ -265,24 +265,13 @@ def _scale(low: float, high: float) -> Any:
 
 
 def _means_bar(row: ScorerRow) -> _Bar | None:
-    values = [v for v in (row.baseline_mean, row.candidate_mean) if v is not None]
-    for interval in (row.baseline_interval, row.candidate_interval):
-        if interval is not None:
-            values += [interval.low, interval.high]
-    if not values:
-        return None
-    low, high = min(0.0, *values), max(1.0, *values)
-    x = _scale(low, high)
-    lines = []
-    for css, y, mean, interval in (("baseline", 10.0, row.baseline_mean, row.baseline_interval),
-                                   ("candidate", 22.0, row.candidate_mean, row.candidate_interval)):
-        if mean is None and interval is None:
-            continue
-        lo, hi = (interval.low, interval.high) if interval is not None else (mean, mean)
-        lines.append((css, y, x(lo), x(hi), x(mean) if mean is not None else None))
+    runs = [(css, y, (interval.low, interval.high) if interval is not None else (mean, mean), mean)
+            for css, y, mean, interval in (("baseline", 10.0, row.baseline_mean, row.baseline_interval),
+                                           ("candidate", 22.0, row.candidate_mean, row.candidate_interval))
+            if mean is not None or interval is not None]
     label = (f"baseline {fixed(row.baseline_mean)} {_fmt_interval(row.baseline_interval)}; "
              f"candidate {fixed(row.candidate_mean)} {_fmt_interval(row.candidate_interval)}")
-    return _Bar(ticks=((x(low), fixed(low, 2)), (x(high), fixed(high, 2))), lines=tuple(lines), label=label)
+    return _runs_bar(runs, label) if runs else None
 
 
 def _difference_bar(row: ScorerRow) -> _Bar | None:
@@ -439,20 +428,26 @@ def _number(value: Any) -> float | None:
 
 def _error_bar(e: MeanError) -> _Bar:
     """A run's mean over builds with its 95% interval (a dot alone without one)."""
-    low, high = (e.interval.low, e.interval.high) if e.interval else (e.mean, e.mean)
-    return _run_bar(low, high, e.mean, f"mean over builds {fixed(e.mean)} {_fmt_interval(e.interval)}")
+    bounds = (e.interval.low, e.interval.high) if e.interval else (e.mean, e.mean)
+    return _runs_bar([("candidate", 16.0, bounds, e.mean)], f"mean over builds {fixed(e.mean)} "
+                     f"{_fmt_interval(e.interval)}")
 
 
 def _value_bar(value: float | None) -> _Bar | None:
-    return None if value is None else _run_bar(value, value, value, f"mean {fixed(value)}")
+    return None if value is None else _runs_bar([("candidate", 16.0, (value, value), value)], f"mean {fixed(value)}")
 
 
-def _run_bar(low: float, high: float, mean: float, label: str) -> _Bar:
-    """One run's [low, high] and mean on a scale from 0 to 1, stretched to reach them."""
-    start, end = min(0.0, low), max(1.0, high)
-    x = _scale(start, end)
-    return _Bar(ticks=((x(start), fixed(start, 2)), (x(end), fixed(end, 2))),
-                lines=(("candidate", 16.0, x(low), x(high), x(mean)),), label=label)
+Run = tuple[str, float, tuple[Any, Any], float | None]
+"""(css class, y, (low, high), mean) of one run on a bar: its interval, or its mean alone as (mean, mean)."""
+
+
+def _runs_bar(runs: Sequence[Run], label: str) -> _Bar:
+    """Runs' [low, high] and means on a scale from 0 to 1, stretched to reach every one of them."""
+    values = [v for _css, _y, bounds, mean in runs for v in (*bounds, mean) if v is not None]
+    low, high = min(0.0, *values), max(1.0, *values)
+    x = _scale(low, high)
+    lines = tuple((css, y, x(lo), x(hi), x(mean) if mean is not None else None) for css, y, (lo, hi), mean in runs)
+    return _Bar(ticks=((x(low), fixed(low, 2)), (x(high), fixed(high, 2))), lines=lines, label=label)
 
 
 __all__ = ["PAIR_KINDS", "BuildMeans", "CompareDetail", "CompareHeader", "Interval", "ItemDiffRow", "ItemPair",
