@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 
 def _interrupted(process: bool = True, message: str = "interrupted") -> None:
-    """Ctrl-C: one line, then out at once through os._exit (exit 130), as the interpreter would wait for
+    """Ctrl-C: one line, then out at once through os._exit, as the interpreter would wait for
     worker threads blocked on a call. Also the SIGINT handler while stay is exiting (stay/__init__
     installs its own for the start-up)."""
     try:
@@ -45,7 +45,7 @@ def _interrupted(process: bool = True, message: str = "interrupted") -> None:
     except Exception:
         pass
     if process:
-        os._exit(130)
+        os._exit(EXIT_INTERRUPTED)
 
 
 def _interrupted_on_exit(_signal: int = 0, _frame: object = None) -> None:
