@@ -4,37 +4,17 @@ Every heavy import is inside the handler that needs it (``--help`` stays cheap).
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import json
+import os
 import signal
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
 
-
-def _interrupted_at_start(_signal: int = 0, _frame: object = None) -> None:
-    """The SIGINT handler while stay is starting or exiting: one line, exit 130."""
-    import os
-
-    try:
-        sys.stdout.flush()  # what a finished command printed still reaches its reader
-        sys.stderr.write("interrupted\n")
-    except Exception:
-        pass
-    os._exit(130)
-
-
-if __name__ == "__main__" or (sys.argv and sys.argv[0].endswith("stay")):
-    # Ctrl-C during start-up (the imports below, a slow disk) ends quietly with 130,
-    # not a traceback; main() installs the normal handling once it is running.
-    signal.signal(signal.SIGINT, _interrupted_at_start)
-
-
-import argparse  # noqa: E402
-import contextlib  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-from collections.abc import Sequence  # noqa: E402
-from typing import TYPE_CHECKING, NoReturn  # noqa: E402
-
-from stay._display import terminal_stream  # noqa: E402  (re and html only)
-from stay.errors import (  # noqa: E402  (errors imports nothing: --help stays cheap)
+from stay._display import terminal_stream  # re and html only
+from stay.errors import (  # errors imports nothing: --help stays cheap
     EXIT_BUG,
     EXIT_FAIL,
     EXIT_GATE,
@@ -47,11 +27,29 @@ from stay.errors import (  # noqa: E402  (errors imports nothing: --help stays c
     UsageError,
     exit_code,
 )
-from stay.settings import JUDGED_HELP  # noqa: E402
+from stay.settings import JUDGED_HELP
 
 if TYPE_CHECKING:
     from stay.pipeline import BuildResult
     from stay.settings import Settings
+
+
+def _interrupted(process: bool = True, message: str = "interrupted") -> None:
+    """Ctrl-C: one line, then out at once through os._exit, as the interpreter would wait for
+    worker threads blocked on a call. Also the SIGINT handler while stay is exiting (stay/__init__
+    installs its own for the start-up)."""
+    try:
+        sys.stdout.flush()  # what a finished command printed still reaches its reader
+        sys.stderr.write(message + "\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+    if process:
+        os._exit(EXIT_INTERRUPTED)
+
+
+def _interrupted_on_exit(_signal: int = 0, _frame: object = None) -> None:
+    _interrupted()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,12 +67,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _command(args)
         finally:
             if process:  # leaving: a Ctrl-C from here to the exit ends quietly, as at start-up
-                signal.signal(signal.SIGINT, _interrupted_at_start)
+                signal.signal(signal.SIGINT, _interrupted_on_exit)
             sys.stdout, sys.stderr = streams
     except KeyboardInterrupt:
         # Outside _command, so a Ctrl-C that lands while the handler is being swapped (signal.signal
         # is Python code) or while _command turns another exception into a code lands here too.
-        _interrupted(process)
+        _interrupted(process, "interrupted; every file written so far is whole, run the command again to continue")
         return EXIT_INTERRUPTED
 
 
@@ -98,20 +96,6 @@ def _command(args: list[str]) -> int:
         raise
     except BaseException as exc:  # every error ends in one line; none as a traceback
         return _report(exc)
-
-
-def _interrupted(process: bool) -> None:
-    """Ctrl-C: one line, then out at once through os._exit, as the interpreter would wait for worker
-    threads blocked on a call (every file written so far is whole: writes are atomic)."""
-    message = "interrupted; every file written so far is whole, run the command again to continue\n"
-    try:
-        sys.stderr.write(message)
-        sys.stderr.flush()
-        sys.stdout.flush()
-    except Exception:
-        pass
-    if process:
-        os._exit(EXIT_INTERRUPTED)
 
 
 def _quiet_stdout() -> None:
@@ -185,6 +169,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    """Each command's parser names its handler (``set_defaults(func=...)``), imported when it runs."""
     from stay.settings import registered_backends
 
     backends = tuple(registered_backends())  # names only: no backend is imported for --help
@@ -192,12 +177,19 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, nargs=0,
                         help="print stay's version and each installed backend's, and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    common = _Parser(add_help=False)
-    common.add_argument("--courses-dir", default="courses", metavar="DIR",
-                        help="where courses live (default: courses)")
+    courses = _Parser(add_help=False)
+    courses.add_argument("--courses-dir", default="courses", metavar="DIR",
+                         help="where courses live (default: courses)")
+    common = _Parser(add_help=False, parents=[courses])
     common.add_argument("--prompts-dir", metavar="DIR",
                         help="the prompt templates and references (default: $STAY_PROMPTS_DIR, else the packaged "
                              "prompts/); an artefact whose stage's prompts changed is stale")
+
+    def model_options(command: argparse.ArgumentParser) -> None:
+        command.add_argument("--backend", choices=backends, help=BACKEND_HELP)
+        command.add_argument("--answer-tokens", type=_positive, metavar="N", help=ANSWER_TOKENS_HELP)
+        command.add_argument("--max-cost", type=_dollars, metavar="USD", help=MAX_COST_HELP)
+
     helps = {
         "new": "create a course from a brief and stop at the design gate",
         "build": "build (or resume) a course: design, gate, plans, gate, wave, validate, repair",
@@ -207,6 +199,7 @@ def _parser() -> argparse.ArgumentParser:
     }
     for name, text in helps.items():
         command = sub.add_parser(name, parents=[common], help=text, description=text)
+        command.set_defaults(func=_new if name == "new" else _run)
         command.add_argument("target", metavar="BRIEF-or-SLUG", nargs="?" if name == "new" else None,
                              help="a brief YAML file, or the slug of a course in --courses-dir")
         if name == "new":  # a packaged brief, for a user with no checkout (stay/_init.py)
@@ -218,9 +211,7 @@ def _parser() -> argparse.ArgumentParser:
         if name in ("build", "plan", "write"):
             command.add_argument("--yes", action="store_true",
                                  help="answer each gate; recorded as 'auto-approved (--yes)'")
-        command.add_argument("--backend", choices=backends, help=BACKEND_HELP)
-        command.add_argument("--answer-tokens", type=_positive, metavar="N", help=ANSWER_TOKENS_HELP)
-        command.add_argument("--max-cost", type=_dollars, metavar="USD", help=MAX_COST_HELP)
+        model_options(command)
         if name in ("new", "build"):  # the commands that screen a brief
             command.add_argument("--no-screen", dest="screen", action="store_false",
                                  help="screen the brief with nothing (no input moderation); the run log records "
@@ -239,6 +230,7 @@ def _parser() -> argparse.ArgumentParser:
                             description="Regenerate each TARGET with the note attached to its stage's request, "
                                         "next to the file as it is now. A TARGET is a file path in the course, a "
                                         "lesson id (its lesson files) or a stage name (every file of that stage).")
+    revise.set_defaults(func=_run)
     revise.add_argument("slug")
     revise.add_argument("targets", nargs="+", metavar="TARGET")
     revise.add_argument("--note", help="the reviewer's guidance (default: the note of a decline of the gate "
@@ -251,10 +243,9 @@ def _parser() -> argparse.ArgumentParser:
                             "proposal in .state/proposals/ (--keep it, or --show again with another --note)")
     shown.add_argument("--keep", action="store_true",
                        help="write the proposal --show made, as a revise would, with no model call")
-    revise.add_argument("--backend", choices=backends, help=BACKEND_HELP)
-    revise.add_argument("--answer-tokens", type=_positive, metavar="N", help=ANSWER_TOKENS_HELP)
-    revise.add_argument("--max-cost", type=_dollars, metavar="USD", help=MAX_COST_HELP)
+    model_options(revise)
     approve = sub.add_parser("approve", parents=[common], help="answer a gate for a course")
+    approve.set_defaults(func=_approve)
     approve.add_argument("slug")
     # the gates are declared once, in the pipeline (stay.pipeline._graph), which checks
     # the name: importing it here would slow every --help
@@ -265,10 +256,12 @@ def _parser() -> argparse.ArgumentParser:
     for name, text in (("status", "what is missing, current, stale or edited, and why"),
                        ("adopt", "rebuild the hash ledger from the files of a course written elsewhere")):
         command = sub.add_parser(name, parents=[common], help=text)
+        command.set_defaults(func=_status)
         command.add_argument("slug")
         command.add_argument("--backend", choices=backends, help=JUDGED_HELP)
     estimate = sub.add_parser("estimate", parents=[common],
                               help="the calls a build would make and their cost range, made offline")
+    estimate.set_defaults(func=_estimate)
     estimate.add_argument("target", metavar="BRIEF-or-SLUG",
                           help="a brief YAML file (a fresh course), or the slug of a course in --courses-dir "
                                "(a rebuild: only what is missing or stale)")
@@ -278,36 +271,38 @@ def _parser() -> argparse.ArgumentParser:
                           help="price `stay build --no-review`: no judging-model review of each lesson")
     estimate.add_argument("--backend", choices=backends, help="price the build this backend would make: its "
                           "models and its price table (a model it has no price for: unknown); " + BACKEND_HELP)
-    watch = sub.add_parser("watch",
+    watch = sub.add_parser("watch", parents=[courses],
                            help="validate a course on every save; print only the defects made and fixed",
                            description="Watch a course's files (the optional extra: pip install -e '.[watch]'). "
                                        "On every save the course is validated and only the difference is printed: "
                                        "'+ <defect>' new, '- <defect>' fixed. Ctrl-C stops (exit 0).")
+    watch.set_defaults(func=_watch)
     watch.add_argument("slug")
-    watch.add_argument("--courses-dir", default="courses", metavar="DIR", help="where courses live (default: courses)")
     init = sub.add_parser("init", help="write an example brief and a .gitignore for .runs/ to start from")
+    init.set_defaults(func=_init)
     init.add_argument("directory", nargs="?", default=".", metavar="DIR", help="where (default: here)")
     init.add_argument("--example", metavar="NAME", help="which example brief (default: how-http-requests-travel; "
                                                         "`stay new --list-examples` lists them)")
     graph = sub.add_parser("graph", help="print the pipeline graph")
+    graph.set_defaults(func=_graph)
     graph.add_argument("--format", choices=("mermaid", "dot", "json"), default="mermaid")
     graph.add_argument("--prompts-dir", metavar="DIR",
                        help="derive each stage's references from this prompts directory's front matter (default: "
                             "$STAY_PROMPTS_DIR, else the packaged prompts/)")
     sub.add_parser("validate", help="check courses against the course format (see `stay validate`)",
                    add_help=False)
-    from stay.scoring import evals_parser
+    from stay.scoring import evals_main, evals_parser
     from stay.view import export_parser, view_parser
 
-    view_parser(sub)
-    export_parser(sub)
+    view_parser(sub, courses)
+    export_parser(sub, courses)
     evals_parser(sub)
+    sub.choices["evals"].set_defaults(func=evals_main)
     return parser
+
 
 ANSWER_TOKENS_HELP = ("every answer's room in tokens, thinking on top (default: STAY_ANSWER_TOKENS, else each "
                       "stage's own); a cut-off answer is asked once more with twice the room")
-
-
 MAX_COST_HELP = ("US dollars this run may spend (default: STAY_MAX_COST, else no cap): a call whose worst case "
                  "would pass it is not made; the run stops there with exit 5, and a rerun pays nothing twice")
 
@@ -334,9 +329,6 @@ def _positive(raw: str) -> int:
 
 def _dispatch(args: list[str]) -> int:
     parser = _parser()
-    if not args:
-        parser.print_help()
-        return EXIT_USAGE
     ns = parser.parse_args(args)
     from stay import _secrets
     from stay.settings import secrets_from
@@ -345,46 +337,31 @@ def _dispatch(args: list[str]) -> int:
     # writers cut out what the one-line error does, whether or not a command's settings
     # ever read that variable (OTEL_EXPORTER_OTLP_TRACES_HEADERS, another backend's key)
     _secrets.keep(secrets_from())
-    if ns.command == "init":
-        from stay._init import INIT_EXAMPLE, init
-
-        print("\n".join(init(ns.directory, ns.example or INIT_EXAMPLE)))
-        return EXIT_OK
-    if ns.command == "new" and (ns.list_examples or ns.example is not None or ns.target is None):
-        return _new_example(ns)
-    if ns.command in ("new", "build", "plan", "write", "repair", "revise"):
-        return _run(ns, _settings(ns))
-    if ns.command in ("approve", "status", "adopt"):
-        return _course_command(ns, _settings(ns))
-    if ns.command == "evals":
-        from stay.scoring import evals_main
-
-        return evals_main(ns)
-    if ns.command == "view":
-        from stay.view import view_main
-
-        return view_main(ns)
-    if ns.command == "export":
-        from stay.view import export_main
-
-        return export_main(ns)
-    if ns.command == "watch":
-        from stay._watch import watch
-
-        return watch(ns.slug, ns.courses_dir)
-    if ns.command == "estimate":
-        return _estimate(ns, _settings(ns))
-    if ns.command == "graph":
-        print(render_graph(ns.format, _settings(ns).prompts_dir), end="")
-        return EXIT_OK
-    parser.print_help()
-    return EXIT_USAGE
+    if getattr(ns, "func", None) is None:  # no command: `stay`, `stay --`
+        parser.print_help()
+        return EXIT_USAGE
+    return int(ns.func(ns))
 
 
-def _new_example(ns: argparse.Namespace) -> int:
-    """``stay new --list-examples``, ``stay new --example NAME``, or ``stay new`` given nothing."""
+def _init(ns: argparse.Namespace) -> int:
+    from stay._init import INIT_EXAMPLE, init
+
+    print("\n".join(init(ns.directory, ns.example or INIT_EXAMPLE)))
+    return EXIT_OK
+
+
+def _watch(ns: argparse.Namespace) -> int:
+    from stay._watch import watch
+
+    return watch(ns.slug, ns.courses_dir)
+
+
+def _new(ns: argparse.Namespace) -> int:
+    """``stay new BRIEF``, or ``--list-examples``, ``--example NAME``, or given nothing."""
     from stay._init import example_lines, example_path
 
+    if not (ns.list_examples or ns.example is not None or ns.target is None):
+        return _run(ns)
     if ns.list_examples:
         print("\n".join(example_lines()))
         return EXIT_OK
@@ -394,7 +371,7 @@ def _new_example(ns: argparse.Namespace) -> int:
     if ns.target is not None:
         raise UsageError(f"give a BRIEF ({ns.target[:60]}) or --example {ns.example[:60]}, not both")
     ns.target = str(example_path(ns.example))
-    return _run(ns, _settings(ns))
+    return _run(ns)
 
 
 def _settings(ns: argparse.Namespace) -> Settings:
@@ -408,20 +385,26 @@ def _settings(ns: argparse.Namespace) -> Settings:
                              max_cost=getattr(ns, "max_cost", None))
 
 
-def _course_command(ns: argparse.Namespace, settings: Settings) -> int:
+def _approve(ns: argparse.Namespace) -> int:
     import stay.pipeline as pipeline
 
-    if ns.command == "approve":
-        fails = pipeline.approve(ns.slug, ns.gate, courses_dir=ns.courses_dir, decline=ns.decline, note=ns.note,
-                                 settings=settings)
-        said = f"{ns.slug}: the {ns.gate} gate is {'declined' if ns.decline else 'approved'}"
-        if fails:  # a person may sign a FAIL, but not unaware of it
-            import shlex
+    fails = pipeline.approve(ns.slug, ns.gate, courses_dir=ns.courses_dir, decline=ns.decline, note=ns.note,
+                             settings=_settings(ns))
+    said = f"{ns.slug}: the {ns.gate} gate is {'declined' if ns.decline else 'approved'}"
+    if fails:  # a person may sign a FAIL, but not unaware of it
+        import shlex
 
-            where = shlex.quote(os.path.join(ns.courses_dir, ns.slug))
-            said += f"; its files hold {len(fails)} FAIL: `stay validate {where}` lists them"
-        print("\n".join([said, *(f"{ns.slug}: {line}" for line in fails.lines())]))
-        return EXIT_OK
+        where = shlex.quote(os.path.join(ns.courses_dir, ns.slug))
+        said += f"; its files hold {len(fails)} FAIL: `stay validate {where}` lists them"
+    print("\n".join([said, *(f"{ns.slug}: {line}" for line in fails.lines())]))
+    return EXIT_OK
+
+
+def _status(ns: argparse.Namespace) -> int:
+    """``stay status`` and ``stay adopt``: each file's state, each gate's verdict, each waiting proposal."""
+    import stay.pipeline as pipeline
+
+    settings = _settings(ns)
     statuses = (pipeline.adopt if ns.command == "adopt" else pipeline.status)(
         ns.slug, courses_dir=ns.courses_dir, settings=settings)
     for path, status in statuses.items():
@@ -434,15 +417,16 @@ def _course_command(ns: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
-def _estimate(ns: argparse.Namespace, settings: Settings) -> int:
+def _estimate(ns: argparse.Namespace) -> int:
     from stay.pipeline import estimate
 
-    print("\n".join(estimate(ns.target, courses_dir=ns.courses_dir, settings=settings,
+    print("\n".join(estimate(ns.target, courses_dir=ns.courses_dir, settings=_settings(ns),
                              batch=ns.batch, review=ns.review).lines()))
     return EXIT_OK
 
 
-def _run(ns: argparse.Namespace, settings: Settings) -> int:
+def _run(ns: argparse.Namespace) -> int:
+    settings = _settings(ns)
     try:
         result = _result(ns, settings)
     except BaseException as exc:  # a failed or interrupted run still says what it paid, on stdout as ever
@@ -485,14 +469,15 @@ def _printed(ns: argparse.Namespace, result: BuildResult) -> int:
     return EXIT_FAIL if report is not None and report.fails else EXIT_OK
 
 
-def render_graph(fmt: str, prompts_dir: str | os.PathLike[str] | None = None) -> str:
-    """The pipeline graph as Mermaid, DOT or node-link JSON, with the references each stage reads (from
-    ``prompts_dir``'s front matter)."""
+def _graph(ns: argparse.Namespace) -> int:
+    """``stay graph``: the pipeline graph as Mermaid, DOT or node-link JSON, with the references each stage
+    reads (from the prompts directory's front matter)."""
     import networkx as nx
 
     from stay.pipeline import graph
     from stay.stages import Prompts
 
+    prompts_dir, fmt = _settings(ns).prompts_dir, ns.format
     pipeline = graph(Prompts.load(prompts_dir) if prompts_dir is not None else None)
     reads = [f"references of {stage}: {', '.join(refs)}" for _name, attrs in pipeline.nodes(data=True)
              for stage, refs in attrs.get("references", {}).items()]
@@ -503,24 +488,26 @@ def render_graph(fmt: str, prompts_dir: str | os.PathLike[str] | None = None) ->
         data["graph"] = {"name": pipeline.graph["name"],
                          "commands": {name: dataclasses.asdict(command)
                                       for name, command in pipeline.graph["commands"].items()}}
-        return json.dumps(data, indent=2, sort_keys=True, default=list) + "\n"
-    shapes = {"gate-ask": ("{{", "}}"), "router": ("{", "}"), "guard": ("[/", "/]"),
-              "wave": ("[[", "]]"), "barrier": ("[(", ")]")}
-    if fmt == "mermaid":
-        lines = ["flowchart TD"]
-        for name, attrs in pipeline.nodes(data=True):
-            left, right = shapes.get(attrs["kind"], ("[", "]"))
-            lines.append(f'    {name}{left}"{name}<br/>{attrs["kind"]}"{right}')
-        lines += [f"    {a} --> {b}" for a, b in pipeline.edges]
-        lines += [f"    %% {line}" for line in reads]
-        return "\n".join(lines) + "\n"
-    lines = ["digraph stay {", "  rankdir=TB;"]
+        print(json.dumps(data, indent=2, sort_keys=True, default=list))
+        return EXIT_OK
+    mermaid = fmt == "mermaid"
+    lines = ["flowchart TD"] if mermaid else ["digraph stay {", "  rankdir=TB;"]
     for name, attrs in pipeline.nodes(data=True):
-        shape = {"gate-ask": "diamond", "router": "diamond", "wave": "box3d"}.get(attrs["kind"], "box")
-        lines.append(f'  {name} [label="{name}\\n{attrs["kind"]}", shape={shape}];')
-    lines += [f"  {a} -> {b};" for a, b in pipeline.edges]
-    lines += [f"  // {line}" for line in reads]
-    return "\n".join(lines) + "\n}\n"
+        kind = attrs["kind"]
+        if mermaid:
+            left, right = MERMAID_SHAPES.get(kind, ("[", "]"))
+            lines.append(f'    {name}{left}"{name}<br/>{kind}"{right}')
+        else:
+            lines.append(f'  {name} [label="{name}\\n{kind}", shape={DOT_SHAPES.get(kind, "box")}];')
+    lines += [f"    {a} --> {b}" if mermaid else f"  {a} -> {b};" for a, b in pipeline.edges]
+    lines += [f"    %% {line}" if mermaid else f"  // {line}" for line in reads]
+    print("\n".join(lines) + ("" if mermaid else "\n}"))
+    return EXIT_OK
+
+
+MERMAID_SHAPES = {"gate-ask": ("{{", "}}"), "router": ("{", "}"), "guard": ("[/", "/]"), "wave": ("[[", "]]"),
+                  "barrier": ("[(", ")]")}
+DOT_SHAPES = {"gate-ask": "diamond", "router": "diamond", "wave": "box3d"}
 
 
 if __name__ == "__main__":

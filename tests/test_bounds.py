@@ -23,10 +23,10 @@ import yaml
 
 import stay.validate._text as validator_yaml
 from stay._bounds import MAX_DEPTH, MAX_FILE_BYTES, TooLarge, read_bounded, yaml_shape
-from stay.artefacts import ArtefactLoadError, Curriculum, LessonContent, LessonPlan, load
+from stay.artefacts import ArtefactLoadError, CourseReader, Curriculum, LessonContent, LessonPlan, load
 from stay.briefs import most_lessons
 from stay.validate import HouseData, check_course, packaged_data_dir
-from stay.view._load import load_course, read_artefact
+from stay.view._load import load_course
 from tests.conftest import ROOT, SAMPLE, run_stay
 
 LESSON = "modules/m01-from-url-to-connection/m01-l01"
@@ -93,7 +93,7 @@ def test_an_oversized_lesson_is_one_line_naming_the_file_and_the_limit_to_every_
     assert isinstance(error, ArtefactLoadError) and peak < 2 * MAX_FILE_BYTES
     assert str(error).startswith(str(lesson)) and limit in str(error) and "\n" not in str(error)
 
-    shown, peak = _peak(lambda: read_artefact(sample_copy, f"{LESSON}.md", LessonContent))
+    shown, peak = _peak(lambda: CourseReader(sample_copy).read(f"{LESSON}.md", LessonContent))
     assert shown.model is None and limit in shown.problem and peak < 2 * MAX_FILE_BYTES
 
     report, peak = _peak(lambda: check_course(sample_copy, HOUSE))
@@ -132,7 +132,7 @@ def test_an_alias_bomb_in_a_course_file_is_refused_by_the_artefacts_and_the_view
     with pytest.raises(ArtefactLoadError, match="anchors or aliases") as caught:
         load(path, model)
     assert "\n" not in str(caught.value) and str(caught.value).startswith(str(path))
-    shown = read_artefact(sample_copy, relative, model)
+    shown = CourseReader(sample_copy).read(relative, model)
     assert shown.model is None and "anchors or aliases" in (shown.problem or "")
 
 

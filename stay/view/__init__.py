@@ -1,8 +1,6 @@
-"""The course viewer, its LMS packages (``export``, ``build_package``) and the report pages: read-only
-static HTML, rendered offline. ``build_site`` returns
-a course's site in memory (same course, same bytes), ``render_course`` writes it outside the course,
-``render_library`` renders every course and a listing; the report pages turn eval results into one
-self-contained HTML page each. Nothing here writes into a course or fetches anything."""
+"""The course viewer, its LMS packages and the eval report pages: read-only static HTML, rendered offline
+(same course, same bytes). ``build_site`` returns a course's site in memory, ``render_course`` writes it
+outside the course, ``render_library`` every course and a listing. Nothing here writes into a course."""
 
 from __future__ import annotations
 
@@ -16,23 +14,23 @@ if TYPE_CHECKING:
     from stay.view._cli import export_parser as export_parser
     from stay.view._cli import view_main as view_main
     from stay.view._cli import view_parser as view_parser
-    from stay.view._compare_detail import PAIR_KINDS as PAIR_KINDS
-    from stay.view._compare_detail import BuildMeans as BuildMeans
-    from stay.view._compare_detail import CompareDetail as CompareDetail
-    from stay.view._compare_detail import ItemPair as ItemPair
-    from stay.view._compare_detail import ItemSide as ItemSide
-    from stay.view._compare_detail import LessonText as LessonText
-    from stay.view._compare_detail import PromptFile as PromptFile
-    from stay.view._compare_detail import RunCost as RunCost
-    from stay.view._compare_detail import ScorerPairs as ScorerPairs
-    from stay.view._compare_detail import dollars as dollars
     from stay.view._export import build_package as build_package
     from stay.view._export import export as export
+    from stay.view._reports import PAIR_KINDS as PAIR_KINDS
+    from stay.view._reports import BuildMeans as BuildMeans
+    from stay.view._reports import CompareDetail as CompareDetail
     from stay.view._reports import CompareHeader as CompareHeader
     from stay.view._reports import Interval as Interval
     from stay.view._reports import ItemDiffRow as ItemDiffRow
+    from stay.view._reports import ItemPair as ItemPair
+    from stay.view._reports import ItemSide as ItemSide
+    from stay.view._reports import LessonText as LessonText
     from stay.view._reports import MeanError as MeanError
+    from stay.view._reports import PromptFile as PromptFile
+    from stay.view._reports import RunCost as RunCost
+    from stay.view._reports import ScorerPairs as ScorerPairs
     from stay.view._reports import ScorerRow as ScorerRow
+    from stay.view._reports import dollars as dollars
     from stay.view._reports import render_compare_html as render_compare_html
     from stay.view._reports import render_compare_refused_html as render_compare_refused_html
     from stay.view._reports import render_run_summary_html as render_run_summary_html

@@ -13,15 +13,17 @@ DESCRIPTION = ("render a course (or, with no slug, every course and a listing) a
                "--serve shows it on 127.0.0.1")
 
 
-def view_parser(subparsers: Any) -> argparse.ArgumentParser:
+def view_parser(subparsers: Any, courses: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``courses``: the parent parser declaring ``--courses-dir``."""
     from stay.settings import JUDGED_HELP, registered_backends
 
-    view: argparse.ArgumentParser = subparsers.add_parser("view", help=DESCRIPTION, description=DESCRIPTION)
+    view: argparse.ArgumentParser = subparsers.add_parser("view", parents=[courses], help=DESCRIPTION,
+                                                          description=DESCRIPTION)
+    view.set_defaults(func=view_main)
     view.add_argument("slug", nargs="?",
                       help="the course's slug: a directory in --courses-dir (none: every course, as --all)")
     view.add_argument("--all", action="store_true",
                       help="render every course in --courses-dir as one site: a listing, then each course")
-    view.add_argument("--courses-dir", default="courses", metavar="DIR", help="where courses live (default: courses)")
     view.add_argument("--out", metavar="DIR",
                       help="where to write the site (default: site/<slug> under the current directory, "
                            "site/ for every course); "
@@ -40,15 +42,16 @@ EXPORT = ("package a course for a learning management system: SCORM 1.2 (a zip, 
           "or Common Cartridge 1.3 (an .imscc, each quiz a QTI assessment)")
 
 
-def export_parser(subparsers: Any) -> argparse.ArgumentParser:
-    export: argparse.ArgumentParser = subparsers.add_parser("export", help=EXPORT, description=EXPORT)
+def export_parser(subparsers: Any, courses: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    export: argparse.ArgumentParser = subparsers.add_parser("export", parents=[courses], help=EXPORT,
+                                                            description=EXPORT)
+    export.set_defaults(func=export_main)
     export.add_argument("slug", help="the course's slug: a directory in --courses-dir")
     export.add_argument("--format", choices=("scorm", "cc"), required=True,
                         help="scorm: SCORM 1.2; cc: IMS Common Cartridge 1.3")
     export.add_argument("--out", metavar="DIR",
                         help="where to write the package (default: exports/ under the current directory); "
                              "must be outside the course")
-    export.add_argument("--courses-dir", default="courses", metavar="DIR", help="where courses live (default: courses)")
     export.add_argument("--allow-incomplete", action="store_true",
                         help="export a course that fails `stay validate --strict` or waits at a gate, with a banner "
                              "on every page saying so")
@@ -79,7 +82,7 @@ def view_main(ns: argparse.Namespace) -> int:
     out = _library(ns) if ns.slug is None else _one_course(ns)
     if ns.serve:
         try:
-            serve(out, 8000 if ns.port is None else ns.port, announce=_announce)
+            serve(out, 8000 if ns.port is None else ns.port)
         except KeyboardInterrupt:
             _say("stopped serving")
     return 0
@@ -114,10 +117,6 @@ def _library(ns: argparse.Namespace) -> Path:
     courses = "course" if len(library.rows) == 1 else "courses"
     print(f"{len(library.rows)} {courses} in {out} (open {out / LISTING})")
     return out
-
-
-def _announce(line: str) -> None:
-    print(line, flush=True)
 
 
 def _say(line: str) -> None:

@@ -16,6 +16,7 @@ from typing import Any, cast
 from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context
 from jinja2.runtime import Context
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
 from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
@@ -146,13 +147,7 @@ def _image_as_link(self: Any, tokens: Sequence[Token], idx: int, options: Option
     token = tokens[idx]
     alt = self.renderInlineAsText(token.children or [], options, env) or "image"
     src = token.attrGet("src") or ""
-    escape = _escape
-    return f'<a class="image-link" href="{escape(str(src))}">[image: {escape(alt)}]</a>'
-
-
-def _escape(text: str) -> str:
-    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace('"', "&quot;"))
+    return f'<a class="image-link" href="{escapeHtml(str(src))}">[image: {escapeHtml(alt)}]</a>'
 
 
 def _table_open(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
@@ -164,7 +159,7 @@ def _table_open(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDi
         if token.type == "inline":
             heads.append(token.content.strip())
     label = "Table: " + ", ".join(h for h in heads if h) if any(heads) else "Table"
-    return (f'<div class="scroll" role="region" aria-label="{_escape(label)}" tabindex="0">\n'
+    return (f'<div class="scroll" role="region" aria-label="{escapeHtml(label)}" tabindex="0">\n'
             + str(self.renderToken(tokens, idx, options, env)))
 
 
@@ -259,16 +254,6 @@ def fragment(identifier: str) -> str:
     return "id-" + hashlib.sha256(identifier.encode("utf-8")).hexdigest()[:12]
 
 
-def term_fragments(terms: Iterable[str]) -> dict[str, str]:
-    """term -> ``term-<words>``, unique, in the order given."""
-    found: dict[str, str] = {}
-    used: set[str] = set()
-    for term in terms:
-        if term not in found:
-            found[term] = anchor_for(term, used, "term-", "x")
-    return found
-
-
 @dataclass(frozen=True)
 class Ref:
     label: str
@@ -318,8 +303,11 @@ class Links:
         outcomes = course.outcomes.model.outcomes if course.outcomes.model else []
         listed = {lesson.id for lesson in course.lessons}  # the home lists an outcome under its lesson
         self.outcomes = {outcome.id: outcome.text for outcome in outcomes if not learner or outcome.lesson in listed}
-        glossary = course.glossary.model.terms if course.glossary.model else []
-        self.terms = term_fragments(term.term for term in glossary)
+        used: set[str] = set()
+        self.terms: dict[str, str] = {}  # term -> its unique anchor, ``term-<words>``
+        for term in course.glossary.model.terms if course.glossary.model else []:
+            if term.term not in self.terms:
+                self.terms[term.term] = anchor_for(term.term, used, "term-", "x")
         self.criteria = {c.id for c in course.project.model.rubric} if course.project.model else set()
 
     def lesson(self, lesson_id: str, part: str | None = None) -> str | None:
@@ -335,9 +323,6 @@ class Links:
     def outcome(self, outcome_id: str) -> str | None:
         page = "index.html" if self.learner else "outcomes.html"
         return f"{page}#{fragment(outcome_id)}" if outcome_id in self.outcomes else None
-
-    def outcome_text(self, outcome_id: str) -> str:
-        return self.outcomes.get(outcome_id, "")
 
     def term(self, term: str) -> str | None:
         anchor = self.terms.get(term)

@@ -13,9 +13,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from typing import Any
 
 import stay.pipeline as pipeline
 from stay._words import DEFAULT_COURSES
@@ -28,6 +26,7 @@ from stay.artefacts import (
     Exercises,
     Glossary,
     LessonContent,
+    LessonEntry,
     LessonPlan,
     Loaded,
     Module,
@@ -43,7 +42,6 @@ from stay.pipeline import GateReview, capstone_outcomes, gate_review
 from stay.settings import Settings
 from stay.validate import Defect, HouseData, default_data_dir, packaged_data_dir, validate_course
 
-M = TypeVar("M", bound=BaseModel)
 
 @dataclass(frozen=True)
 class LessonView:
@@ -101,19 +99,11 @@ class CourseView:
             return self.manifest.model.title
         return self.slug
 
-    def top_files(self) -> tuple[Loaded[Any], ...]:
-        return (self.manifest, self.audience, self.curriculum, self.outcomes, self.assessment,
-                self.project, self.glossary)
-
     def all_files(self) -> Iterator[Loaded[Any]]:
-        yield from self.top_files()
+        yield from (self.manifest, self.audience, self.curriculum, self.outcomes, self.assessment, self.project,
+                    self.glossary)
         for lesson in self.lessons:
             yield from lesson.files()
-
-
-def read_artefact(root: Path, relative: str, model: type[M]) -> Loaded[M]:
-    """One file as ``model``, or why not; never raises for anything the file holds."""
-    return CourseReader(root).read(relative, model)
 
 
 def load_course(root: Path, data_dir: Path | None = None) -> CourseView:
@@ -125,11 +115,9 @@ def load_course(root: Path, data_dir: Path | None = None) -> CourseView:
     # path separators, no repeats): a curriculum that breaks them is shown as damaged,
     # and no path is built from it.
     for module in curriculum.model.modules if curriculum.model else []:
-        lessons = []
-        for entry in module.lessons:
-            lessons.append(_lesson(files, module, entry.id, entry.title, entry.minutes, entry.summary))
+        lessons = tuple(_lesson(files, module, entry) for entry in module.lessons)
         modules.append(ModuleView(module.id, module.slug, module.title, module.summary, module_dir(module), None,
-                                  tuple(lessons)))
+                                  lessons))
     listed = {f.path for m in modules for lesson in m.lessons for f in lesson.files()}
     return CourseView(
         root=root, slug=root.name,
@@ -164,17 +152,16 @@ def _house(data_dir: Path | None) -> HouseData:
         return HouseData.load(packaged_data_dir())
 
 
-def _lesson(files: CourseReader, module: Module, lesson_id: str, title: str, minutes: int,
-            summary: str) -> LessonView:
+def _lesson(files: CourseReader, module: Module, entry: LessonEntry) -> LessonView:
     problem = None
-    if not lesson_id.startswith(module.id + "-"):
-        problem = f"lesson id '{lesson_id}' does not start with its module's id '{module.id}'"
+    if not entry.id.startswith(module.id + "-"):
+        problem = f"lesson id '{entry.id}' does not start with its module's id '{module.id}'"
     return LessonView(
-        lesson_id, title, minutes, summary, module.id, f"{lesson_id}.html", problem,
-        plan=files.read(lesson_file(module, lesson_id, LessonPlan), LessonPlan),
-        content=files.read(lesson_file(module, lesson_id, LessonContent), LessonContent),
-        exercises=files.read(lesson_file(module, lesson_id, Exercises), Exercises),
-        quiz=files.read(lesson_file(module, lesson_id, Quiz), Quiz),
+        entry.id, entry.title, entry.minutes, entry.summary, module.id, f"{entry.id}.html", problem,
+        plan=files.read(lesson_file(module, entry.id, LessonPlan), LessonPlan),
+        content=files.read(lesson_file(module, entry.id, LessonContent), LessonContent),
+        exercises=files.read(lesson_file(module, entry.id, Exercises), Exercises),
+        quiz=files.read(lesson_file(module, entry.id, Quiz), Quiz),
     )
 
 
@@ -206,9 +193,6 @@ class Ledger:
     def counts(self) -> dict[str, int]:
         return dict(sorted(Counter(state for state, _why in self.statuses.values()).items()))
 
-    def status_of(self, path: str) -> tuple[str, tuple[str, ...]] | None:
-        return self.statuses.get(path)
-
 
 @dataclass(frozen=True)
 class Validation:
@@ -220,9 +204,6 @@ class Validation:
     strict_warns: int = 0
     checks: int = 0
     defects: tuple[Defect, ...] = ()
-
-    def for_path(self, path: str) -> tuple[Defect, ...]:
-        return tuple(d for d in self.defects if d.path == path)
 
 
 def read_ledger(course: Path, settings: Settings | None = None) -> Ledger:

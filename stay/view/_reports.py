@@ -1,7 +1,8 @@
-"""Eval reports as pages: a comparison of two runs, and the summary of one run, each one
-self-contained HTML file (stylesheet inline, no script, nothing fetched), deterministic, every
-value escaped. The comparison is built from plain rows defined here, not from the statistics
-code, so either can change without the other; bars scale to whatever range the values span."""
+"""Eval reports as pages: a comparison of two runs, and the summary of one run, each one self-contained
+HTML file (stylesheet inline, nothing fetched), deterministic, every value escaped. The comparison is built
+from plain rows defined here (``stay.scoring._compare_page`` fills them), not from the statistics code.
+A pair is *changed* when its sides differ in score or failure, or one run lacks it; *failed* when a side
+scored below full marks or failed; else *passed*. The filters are radio buttons and CSS: no script."""
 
 from __future__ import annotations
 
@@ -10,11 +11,117 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stay._display import fixed
-from stay.view._compare_detail import PAIR_KINDS, CompareDetail, dollars
 from stay.view._env import environment, static_text
 
 BETTER, WORSE = "better", "worse"
 INCONCLUSIVE = "inconclusive"
+CHANGED, FAILED, PASSED = "changed", "failed", "passed"
+PAIR_KINDS: tuple[str, ...] = (CHANGED, FAILED, PASSED)
+
+
+@dataclass(frozen=True)
+class BuildMeans:
+    brief: str
+    scorer: str
+    baseline: float | None
+    """The mean of the baseline's build means in this brief; None: no build scored."""
+    baseline_builds: int
+    candidate: float | None
+    candidate_builds: int
+
+
+@dataclass(frozen=True)
+class ItemSide:
+    epoch: int
+    item: str
+    score: float | None
+    failure: str | None
+    reason: str
+    quote: str | None = None
+    raw: str | None = None
+    shown: str | None = None
+    build: int = 0  # the build's index among its brief's builds in its report
+    lesson: str | None = None  # the id of the lesson the item was judged on
+    lesson_anchor: str | None = None
+    """The page's anchor of that lesson's text (a ``LessonText``); None: not shown (``lesson_why`` says why)."""
+    lesson_why: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.failure is None and self.score is not None and self.score >= 1.0
+
+
+@dataclass(frozen=True)
+class ItemPair:
+    scorer: str
+    brief: str
+    matched: bool
+    """True: both sides judged byte-identical content; False: paired by brief, epoch and id."""
+    baseline: ItemSide | None
+    candidate: ItemSide | None
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        sides = [s for s in (self.baseline, self.candidate) if s is not None]
+        found = []
+        if len(sides) < 2 or (sides[0].score, sides[0].failure) != (sides[1].score, sides[1].failure):
+            found.append(CHANGED)
+        found.append(PASSED if all(s.passed for s in sides) else FAILED)
+        return tuple(found)
+
+
+@dataclass(frozen=True)
+class ScorerPairs:
+    scorer: str
+    pairs: tuple[ItemPair, ...]
+    """The listed pairs: the most changed first, then unchanged failed, then unchanged passed."""
+    totals: tuple[tuple[str, int], ...]  # (kind, pairs of that kind in all): what the listing is cut from
+    matched: int  # pairs whose sides judged the same content
+
+
+@dataclass(frozen=True)
+class PromptFile:
+    name: str
+    baseline: str  # its hash(es), as the builds recorded them ("none": not used)
+    candidate: str
+    diff: str | None  # None: the texts are not both at hand (``why``)
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class RunCost:
+    build: float | None
+    judge: float | None
+
+
+@dataclass(frozen=True)
+class LessonText:
+    """A lesson judged items were judged on, as its course holds it: shown once on a page."""
+
+    anchor: str
+    lesson: str
+    text: str  # bounded (stay.scoring._compare_page.MAX_LESSON_CHARS)
+    characters: int
+    read_by: tuple[str, ...]  # the builds whose listed items read it: "baseline <brief> e01", ...
+
+
+@dataclass(frozen=True)
+class CompareDetail:
+    brief_means: tuple[BuildMeans, ...]
+    scorers: tuple[ScorerPairs, ...]
+    per_kind: int  # pairs each scorer lists of each kind at most
+    prompts: tuple[PromptFile, ...]
+    costs: tuple[RunCost, RunCost]  # (baseline, candidate)
+    lessons: tuple[LessonText, ...] = ()  # the lessons the listed items were judged on, each once
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Listed pairs of each kind, over every scorer: the filters' labels."""
+        return {kind: sum(kind in p.kinds for s in self.scorers for p in s.pairs) for kind in PAIR_KINDS}
+
+
+def dollars(value: float | None) -> str:
+    return "unknown (a model has no price on file, or the report records none)" if value is None else f"${value:.4f}"
 
 
 @dataclass(frozen=True)
@@ -141,9 +248,9 @@ class _Bar:
     ticks: tuple[tuple[float, str], ...]
     lines: tuple[tuple[str, float, float, float, float | None], ...]
     """(css class, y, x low, x high, x mean)"""
-    zero: float | None
-    band: tuple[float, float] | None
     label: str
+    zero: float | None = None
+    band: tuple[float, float] | None = None
 
 
 WIDTH, PAD = 256.0, 12.0
@@ -158,25 +265,13 @@ def _scale(low: float, high: float) -> Any:
 
 
 def _means_bar(row: ScorerRow) -> _Bar | None:
-    values = [v for v in (row.baseline_mean, row.candidate_mean) if v is not None]
-    for interval in (row.baseline_interval, row.candidate_interval):
-        if interval is not None:
-            values += [interval.low, interval.high]
-    if not values:
-        return None
-    low, high = min(0.0, *values), max(1.0, *values)
-    x = _scale(low, high)
-    lines = []
-    for css, y, mean, interval in (("baseline", 10.0, row.baseline_mean, row.baseline_interval),
-                                   ("candidate", 22.0, row.candidate_mean, row.candidate_interval)):
-        if mean is None and interval is None:
-            continue
-        lo, hi = (interval.low, interval.high) if interval is not None else (mean, mean)
-        lines.append((css, y, x(lo), x(hi), x(mean) if mean is not None else None))
+    runs = [(css, y, (interval.low, interval.high) if interval is not None else (mean, mean), mean)
+            for css, y, mean, interval in (("baseline", 10.0, row.baseline_mean, row.baseline_interval),
+                                           ("candidate", 22.0, row.candidate_mean, row.candidate_interval))
+            if mean is not None or interval is not None]
     label = (f"baseline {fixed(row.baseline_mean)} {_fmt_interval(row.baseline_interval)}; "
              f"candidate {fixed(row.candidate_mean)} {_fmt_interval(row.candidate_interval)}")
-    return _Bar(ticks=((x(low), fixed(low, 2)), (x(high), fixed(high, 2))), lines=tuple(lines), zero=None,
-                band=None, label=label)
+    return _runs_bar(runs, label) if runs else None
 
 
 def _difference_bar(row: ScorerRow) -> _Bar | None:
@@ -333,22 +428,28 @@ def _number(value: Any) -> float | None:
 
 def _error_bar(e: MeanError) -> _Bar:
     """A run's mean over builds with its 95% interval (a dot alone without one)."""
-    low, high = (e.interval.low, e.interval.high) if e.interval else (e.mean, e.mean)
-    x = _scale(min(0.0, low), max(1.0, high))
-    return _Bar(ticks=((x(min(0.0, low)), fixed(min(0.0, low), 2)), (x(max(1.0, high)), fixed(max(1.0, high), 2))),
-                lines=(("candidate", 16.0, x(low), x(high), x(e.mean)),), zero=None, band=None,
-                label=f"mean over builds {fixed(e.mean)} {_fmt_interval(e.interval)}")
+    bounds = (e.interval.low, e.interval.high) if e.interval else (e.mean, e.mean)
+    return _runs_bar([("candidate", 16.0, bounds, e.mean)], f"mean over builds {fixed(e.mean)} "
+                     f"{_fmt_interval(e.interval)}")
 
 
 def _value_bar(value: float | None) -> _Bar | None:
-    if value is None:
-        return None
-    low, high = min(0.0, value), max(1.0, value)
+    return None if value is None else _runs_bar([("candidate", 16.0, (value, value), value)], f"mean {fixed(value)}")
+
+
+Run = tuple[str, float, tuple[Any, Any], float | None]
+"""(css class, y, (low, high), mean) of one run on a bar: its interval, or its mean alone as (mean, mean)."""
+
+
+def _runs_bar(runs: Sequence[Run], label: str) -> _Bar:
+    """Runs' [low, high] and means on a scale from 0 to 1, stretched to reach every one of them."""
+    values = [v for _css, _y, bounds, mean in runs for v in (*bounds, mean) if v is not None]
+    low, high = min(0.0, *values), max(1.0, *values)
     x = _scale(low, high)
-    return _Bar(ticks=((x(low), fixed(low, 2)), (x(high), fixed(high, 2))),
-                lines=(("candidate", 16.0, x(value), x(value), x(value)),), zero=None, band=None,
-                label=f"mean {fixed(value)}")
+    lines = tuple((css, y, x(lo), x(hi), x(mean) if mean is not None else None) for css, y, (lo, hi), mean in runs)
+    return _Bar(ticks=((x(low), fixed(low, 2)), (x(high), fixed(high, 2))), lines=lines, label=label)
 
 
-__all__ = ["CompareHeader", "Interval", "ItemDiffRow", "MeanError", "ScorerRow", "render_compare_html",
-           "render_compare_refused_html", "render_run_summary_html"]
+__all__ = ["PAIR_KINDS", "BuildMeans", "CompareDetail", "CompareHeader", "Interval", "ItemDiffRow", "ItemPair",
+           "ItemSide", "LessonText", "MeanError", "PromptFile", "RunCost", "ScorerPairs", "ScorerRow", "dollars",
+           "render_compare_html", "render_compare_refused_html", "render_run_summary_html"]

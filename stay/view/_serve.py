@@ -16,17 +16,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from stay._display import terminal_text
 from stay.errors import UsageError
 
 HOST = "127.0.0.1"
 """Loopback only: the site is never offered to the network."""
 _NAMES = (HOST, "localhost")
 """The names a browser on this machine uses for the server."""
-
-
-def printable(text: str) -> str:
-    """``text`` with every character a terminal could act on written as a Python escape."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 class SiteServer(ThreadingHTTPServer):
@@ -128,7 +124,7 @@ def _content_type(name: str) -> str:
 
 
 def _log(line: str) -> None:
-    sys.stderr.write(printable(line) + "\n")
+    sys.stderr.write(terminal_text(line) + "\n")  # a request line holds no newline nor tab
 
 
 def make_server(site: Path, port: int) -> SiteServer:
@@ -144,10 +140,10 @@ def make_server(site: Path, port: int) -> SiteServer:
         raise
 
 
-def serve(site: Path, port: int, announce: Any = print) -> None:
+def serve(site: Path, port: int) -> None:
     server = make_server(site, port)
     host, bound = server.server_address[:2]
-    announce(f"serving {site} at http://{host!s}:{bound}/ (Ctrl-C to stop)")
+    print(f"serving {site} at http://{host!s}:{bound}/ (Ctrl-C to stop)", flush=True)
     try:
         server.serve_forever()
     finally:

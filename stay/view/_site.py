@@ -17,8 +17,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from stay._bounds import Damaged, load_stored_json, read_stored
+from stay._lock import sweep_temporaries
 from stay._words import command_name, course_hint, no_course, option_name
-from stay.artefacts import TEMPORARY, Loaded, write_bytes_atomic, write_text_atomic
+from stay.artefacts import Loaded, write_bytes_atomic, write_text_atomic
 from stay.briefs import check_slug
 from stay.errors import CourseNotFound, CoursePathError, UsageError
 from stay.settings import Settings
@@ -191,7 +193,7 @@ def _budget(course: CourseView) -> dict[str, int | None]:
 
 def file_state(loaded: Loaded[Any], ledger: Ledger, validation: Validation) -> dict[str, Any]:
     """What a page says about one file: its ledger status, whether it could be read, its defects."""
-    status = ledger.status_of(loaded.path)
+    status = ledger.statuses.get(loaded.path)
     shown: list[tuple[str, str]] = []
     if status is not None:
         state, why = status
@@ -200,7 +202,8 @@ def file_state(loaded: Loaded[Any], ledger: Ledger, validation: Validation) -> d
         shown.append(("missing", "missing"))
     if loaded.problem is not None and not loaded.missing:
         shown.append(("damaged", "damaged"))
-    return {"badges": shown, "problem": loaded.problem, "defects": validation.for_path(loaded.path)}
+    defects = tuple(d for d in validation.defects if d.path == loaded.path)
+    return {"badges": shown, "problem": loaded.problem, "defects": defects}
 
 
 def file_kind(path: str) -> str:
@@ -221,7 +224,7 @@ def write_site(site: dict[str, bytes], out_dir: str | os.PathLike[str], course_d
     """Write ``site`` into ``out_dir``, refusing a place inside the course or a file it did not write."""
     out, owned = check_out_dir(site, out_dir, course_dir)
     new = {name: digest(data) for name, data in site.items()}
-    sweep_temporaries(out, {MARKER, *site, *owned})
+    sweep_temporaries(out)  # a killed render's, of this site's or an earlier one's files
     out.mkdir(parents=True, exist_ok=True)
     # the record first: an interrupted render leaves only files whose bytes it lists
     write_marker(out, owned, writing=new)
@@ -286,10 +289,7 @@ MARKER = ".stay-site"
 """The viewer's record of the files it wrote, by name, with their sha256."""
 FOLDER = "assets"
 """The one folder of a site: the course's data files (``assets/<name>``), as in the course."""
-MARKER_MAX_BYTES = 16 * 1024 * 1024
-"""A marker is about 100 bytes a page; a larger one was not written by the viewer."""
 _NAME_MAX = 255  # the longest file name POSIX file systems take
-_CHUNK = 1024 * 1024
 
 Recorded = dict[str, frozenset[str]]
 """file name -> every sha256 the viewer recorded for it (old and about-to-be-written)."""
@@ -299,17 +299,11 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def plain_name(name: object) -> bool:
-    """Whether ``name`` (read from a marker) names a file directly in the site directory."""
-    return (isinstance(name, str) and 0 < len(name) <= _NAME_MAX and name not in (".", "..", MARKER)
-            and not any(c in name for c in "/\\\x00") and all(c.isprintable() for c in name))
-
-
 def site_name(name: object) -> bool:
-    """Whether a name read from a marker is one a render may write: plain, or in :data:`FOLDER`."""
-    if isinstance(name, str) and name.startswith(FOLDER + "/"):
-        return plain_name(name[len(FOLDER) + 1:])
-    return plain_name(name)
+    """Whether a name read from a marker is one a render may write: a plain file name, or one in :data:`FOLDER`."""
+    plain = name.removeprefix(FOLDER + "/") if isinstance(name, str) else ""
+    return (0 < len(plain) <= _NAME_MAX and plain not in (".", "..", MARKER)
+            and not any(c in plain for c in "/\\\x00") and all(c.isprintable() for c in plain))
 
 
 def folder_state(out: Path) -> str:
@@ -335,20 +329,9 @@ def _sha256(value: object) -> bool:
 def file_digest(path: Path) -> str | None:
     """The sha256 of a regular file at ``path`` (never through a symlink); None for anything else."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+        return digest(read_stored(path))  # no page nor data file is near the bound
+    except (OSError, Damaged):
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        hashed = hashlib.sha256()
-        while chunk := os.read(fd, _CHUNK):
-            hashed.update(chunk)
-        return hashed.hexdigest()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def read_marker(out: Path, given: str | os.PathLike[str]) -> Recorded:
@@ -368,13 +351,9 @@ def read_marker(out: Path, given: str | os.PathLike[str]) -> Recorded:
         raise UsageError(f"{named}: {MARKER} is not a file {command_name('view')} wrote (a link, a directory "
                          "or a device); remove it or choose another directory")
     try:
-        fd = os.open(marker, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as handle:
-            raw = handle.read(MARKER_MAX_BYTES + 1)
-        data = json.loads(raw) if len(raw) <= MARKER_MAX_BYTES else None
-    except (OSError, ValueError, RecursionError):
+        return _recorded(load_stored_json(marker))
+    except (OSError, Damaged):
         return {}
-    return _recorded(data)
 
 
 def _recorded(data: object) -> Recorded:
@@ -415,20 +394,6 @@ def conflicts(out: Path, site: Mapping[str, bytes], owned: Mapping[str, str]) ->
         if file_digest(path) != digest(data):
             found.append(name)
     return found
-
-
-def sweep_temporaries(out: Path, names: set[str]) -> None:
-    """Remove the temporaries of ``names`` a killed render left, never a person's own ``*.tmp``."""
-    if not out.is_dir():
-        return
-    places = [(out, {name for name in names if "/" not in name})]
-    if folder_state(out) == "folder":
-        places.append((out / FOLDER, {name.partition("/")[2] for name in names if "/" in name}))
-    for place, named in places:
-        for entry in os.scandir(place):
-            match = TEMPORARY.fullmatch(entry.name)  # the one form write_text_atomic gives a temporary
-            if match and match.group("name") in named and entry.is_file(follow_symlinks=False):
-                os.unlink(entry.path)
 
 
 def settle_folder(out: Path, site: Mapping[str, bytes]) -> None:
