@@ -98,18 +98,26 @@ def _items(package: bytes) -> dict[str, list[ElementTree.Element]]:
             for name, data in unpack(package).items() if name.startswith("quizzes/")}
 
 
-def check_both(course: Path) -> None:
-    """Both packages of ``course`` are sound, and carry every lesson, quiz item and answer."""
+@pytest.fixture(scope="module")
+def sample() -> dict[str, bytes]:
+    """The committed sample's packages, by format: built once for the module's tests."""
+    return {format: build_package(SAMPLE, format) for format in FORMATS}
+
+
+def check_both(course: Path, built: dict[str, bytes] | None = None) -> None:
+    """Both packages of ``course`` (``built``: already made) are sound, and carry every lesson, quiz
+    item and answer."""
+    built = built or {format: build_package(course, format) for format in FORMATS}
     view = load_course(course)
     lessons = [lesson.id for lesson in view.lessons]
-    scorm = build_package(course, "scorm")
+    scorm = built["scorm"]
     assert problems(scorm) == []
     manifest = ElementTree.fromstring(unpack(scorm)["imsmanifest.xml"])
     items = [e for e in manifest.iter() if e.tag.endswith("}item")]
     assert [e.get("identifier") for e in items] == [f"item-lesson-{id}" for id in lessons] + ["item-capstone"]
     scos = [e.get("href") for e in manifest.iter() if e.get("{http://www.adlnet.org/xsd/adlcp_rootv1p2}scormtype") == "sco"]
     assert scos == [f"{id}.html" for id in lessons]
-    cc = build_package(course, "cc")
+    cc = built["cc"]
     assert problems(cc) == []
     quizzes = _quizzes(course)
     qti = _items(cc)
@@ -129,8 +137,8 @@ def check_both(course: Path) -> None:
                     assert str(escape(option.why_wrong.strip())) in feedback[f"o{i}_fb"], (item.id, i)
 
 
-def test_the_committed_sample_exports_to_both_formats() -> None:
-    check_both(SAMPLE)
+def test_the_committed_sample_exports_to_both_formats(sample: dict[str, bytes]) -> None:
+    check_both(SAMPLE, sample)
 
 
 @pytest.mark.slow  # the committed sample's test holds the same checks in the default tier
@@ -142,10 +150,11 @@ def test_every_example_briefs_offline_course_exports_to_both_formats(tmp_path: P
 
 
 @pytest.mark.parametrize("format", FORMATS)
-def test_the_same_course_gives_the_same_bytes_wherever_it_is(tmp_path: Path, format: str) -> None:
+def test_the_same_course_gives_the_same_bytes_wherever_it_is(tmp_path: Path, format: str,
+                                                             sample: dict[str, bytes]) -> None:
     copy = tmp_path / "elsewhere" / SAMPLE.name
     shutil.copytree(SAMPLE, copy)
-    assert build_package(SAMPLE, format) == build_package(copy, format)  # type: ignore[arg-type]
+    assert sample[format] == build_package(copy, format)  # type: ignore[arg-type]
 
 
 def test_a_control_character_in_a_title_leaves_every_xml_file_parseable(tmp_path: Path) -> None:
@@ -162,7 +171,8 @@ def test_a_control_character_in_a_title_leaves_every_xml_file_parseable(tmp_path
         assert "What a \ufffd URL names" in files["imsmanifest.xml"].decode()
 
 
-def test_the_scorm_manifest_is_valid_against_the_ims_and_adl_schemas(tmp_path: Path) -> None:
+def test_the_scorm_manifest_is_valid_against_the_ims_and_adl_schemas(tmp_path: Path,
+                                                                     sample: dict[str, bytes]) -> None:
     if not SCORM_XSD.is_dir():
         _missing(f"the SCORM 1.2 schemas are not installed ({SCORM_XSD.relative_to(ROOT)}): run `npm ci` in {ROOT}")
     xmlschema = pytest.importorskip("xmlschema")
@@ -172,7 +182,7 @@ def test_the_scorm_manifest_is_valid_against_the_ims_and_adl_schemas(tmp_path: P
     # namespace's own schema (xmlschema's copy) stands in for it
     shutil.copy(Path(xmlschema.__file__).parent / "schemas" / "XML" / "xml.xsd", schemas / "ims_xml.xsd")
     schema = xmlschema.XMLSchema([schemas / "imscp_rootv1p1p2.xsd", schemas / "adlcp_rootv1p2.xsd"])
-    manifest = unpack(build_package(SAMPLE, "scorm"))["imsmanifest.xml"].decode()
+    manifest = unpack(sample["scorm"])["imsmanifest.xml"].decode()
     assert [str(e) for e in schema.iter_errors(manifest)] == []
     # the check can fail: a SCO type the schema does not know is refused
     assert list(schema.iter_errors(manifest.replace('scormtype="sco"', 'scormtype="lesson"', 1)))
@@ -205,14 +215,14 @@ def test_a_course_that_fails_validation_exports_only_when_allowed_with_a_banner_
         assert all(b"does not pass validate --strict" in files[name] for name in pages)
 
 
-def test_the_command_writes_one_package_outside_the_course(tmp_path: Path) -> None:
+def test_the_command_writes_one_package_outside_the_course(tmp_path: Path, sample: dict[str, bytes]) -> None:
     for format in FORMATS:
         done = run_stay("export", SAMPLE.name, "--format", format, "--courses-dir", str(SAMPLE.parent),
                         "--out", str(tmp_path / "out"))
         assert done.returncode == 0, done.stderr
         path = tmp_path / "out" / f"{SAMPLE.name}{SUFFIXES[format]}"  # type: ignore[index]
         assert f"package in {path}" in done.stdout
-        assert path.read_bytes() == build_package(SAMPLE, format)  # type: ignore[arg-type]
+        assert path.read_bytes() == sample[format]
     inside = run_stay("export", SAMPLE.name, "--format", "scorm", "--courses-dir", str(SAMPLE.parent),
                       "--out", str(SAMPLE / "exports"))
     assert inside.returncode == 2 and "is inside the course" in inside.stderr
