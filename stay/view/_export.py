@@ -72,13 +72,14 @@ def export(slug: str, format: Format = "scorm", *, out_dir: str | os.PathLike[st
     if not (root / "course.yaml").is_file():
         fix = f"check the slug and {option_name('--courses-dir')}"
         raise not_a_directory(root, f"{no_course(slug, courses_dir)}; {fix}")
-    data = _package(root, format, allow_incomplete, os.fspath(courses_dir))
     out = Path(out_dir) if out_dir is not None else DEFAULT_OUT
+    # refused before the course is rendered: a wrong --out costs nothing
     if out.resolve() == root or root in out.resolve().parents:
         raise UsageError(f"{option_name('--out')} {out} is inside the course {root}; give a directory outside it",
                          path=out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{option_name('--out')} {out} is a file; give a directory", path=out)
+    data = _package(root, format, allow_incomplete, os.fspath(courses_dir))
     out.mkdir(parents=True, exist_ok=True)
     target = out / f"{root.name}{SUFFIXES[format]}"
     write_bytes_atomic(target, data)
@@ -148,9 +149,13 @@ def _lessons(view: CourseView) -> list[LessonView]:
     return list(first.values())
 
 
-def _data_of(lesson: LessonView, files: Mapping[str, bytes]) -> list[str]:
-    """The data files (``assets/...``) the lesson's text names, as the lesson page lists them."""
-    offered = {path: DataFile(path, len(data)) for path, data in files.items() if path.startswith("assets/")}
+def _offered(files: Mapping[str, bytes]) -> dict[str, DataFile]:
+    """The package's data files (``assets/...``), as the site offers them."""
+    return {path: DataFile(path, len(data)) for path, data in files.items() if path.startswith("assets/")}
+
+
+def _data_of(lesson: LessonView, offered: dict[str, DataFile]) -> list[str]:
+    """The data files the lesson's text names, as the lesson page lists them."""
     body = lesson.content.model.body if lesson.content.model is not None else None
     return [f.path for f in _named(offered, body, lesson.exercises.model, lesson.quiz.model)]
 
@@ -200,11 +205,12 @@ def _scorm_manifest(view: CourseView, files: Mapping[str, bytes]) -> bytes:
     _element(organization, "title", view.title)
     resources = _element(manifest, "resources")
     claimed: set[str] = set()
+    offered = _offered(files)
     for lesson in _lessons(view):
         assert lesson.page is not None
         key = fragment(lesson.id)
         _item(organization, f"item-lesson-{key}", f"res-lesson-{key}", lesson.title)
-        data = _data_of(lesson, files)
+        data = _data_of(lesson, offered)
         claimed.update(data)
         _resource(resources, f"res-lesson-{key}", lesson.page, [lesson.page, *data], type="webcontent", **SCO)
     _capstone(view, files, organization, resources, "", **ASSET)
@@ -234,6 +240,7 @@ def _cc_manifest(view: CourseView, files: Mapping[str, bytes], quizzes: Mapping[
     resources = _element(manifest, "resources")
     pages = {lesson.id for lesson in _lessons(view)}
     claimed: set[str] = set()
+    offered = _offered(files)
     for module in view.modules:
         lessons = [lesson for lesson in module.lessons if lesson.id in pages]
         if not lessons:
@@ -244,7 +251,7 @@ def _cc_manifest(view: CourseView, files: Mapping[str, bytes], quizzes: Mapping[
             key = fragment(lesson.id)
             page = WEB + lesson.page
             _item(folder, f"item-lesson-{key}", f"res-lesson-{key}", lesson.title)
-            data = _data_of(lesson, files)
+            data = _data_of(lesson, offered)
             claimed.update(data)
             _resource(resources, f"res-lesson-{key}", page, [page, *(WEB + name for name in data)],
                       type="webcontent")
