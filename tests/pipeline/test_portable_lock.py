@@ -79,6 +79,7 @@ def test_without_fcntl_stay_builds_under_the_lock_refuses_a_second_writer_and_re
 
     holder = hold(course)
     holder.send_signal(signal.SIGINT)  # Ctrl-C, to this one child only
+    holder.wait(timeout=TIMEOUT)  # before stdin closes: an end of input that came first would let it exit 0
     holder.communicate(timeout=TIMEOUT)
     assert holder.returncode != 0 and not (course / HELD).exists()  # interrupted, and released
     again = stay("build", SLUG, "--yes", "--courses-dir", str(tmp_path))
