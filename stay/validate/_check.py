@@ -96,14 +96,16 @@ def _names(selectors: Selectors) -> list[str]:
     return [name.strip() for item in given for name in item.split(",")]  # an empty one names no rule
 
 
-def _matches(name: str, rule: Rule) -> bool:
-    return name in (rule.code, rule.code[:-3], rule.group)
-
-
 def _named(selectors: Selectors, option: str) -> set[str]:
+    # Each rule answers to its code, its family prefix and its group. Indexed once per call, not matched
+    # name by rule: a selection of every code (what a build hands its workers) would be quadratic.
+    index: dict[str, set[str]] = {}
+    for code, rule in RULES.items():
+        for key in (code, code[:-3], rule.group.value):
+            index.setdefault(key, set()).add(code)
     codes: set[str] = set()
     for name in _names(selectors):
-        found = {code for code, rule in RULES.items() if _matches(name, rule)}
+        found = index.get(name, set())
         if not found and name not in set(Group):  # an empty group (no stay rule yet) is still a group
             raise UsageError(f"{option} '{name}' names no rule: give {FORMS}")
         codes |= found
