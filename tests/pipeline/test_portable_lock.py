@@ -32,6 +32,8 @@ STAY = NO_FCNTL + "from stay.cli import main\nsys.exit(main())\n"
 
 HOLDER = NO_FCNTL + """\
 from pathlib import Path
+import signal
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job inherits Ctrl-C ignored
 import stay._lock
 assert not stay._lock.FLOCK, "the flock path was taken"
 with stay._lock.CourseLock(Path(sys.argv[1])):
