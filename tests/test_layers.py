@@ -27,7 +27,12 @@ from tools.layers import (
 )
 
 STAY = ROOT / "stay"
-GRAPH = import_graph(ROOT)
+
+
+@pytest.fixture(scope="module")
+def graph() -> list[Import]:
+    """stay's import graph, parsed when a test asks (not while every worker collects)."""
+    return import_graph(ROOT)
 
 
 def _where(found: list[Import]) -> list[str]:
@@ -39,17 +44,17 @@ def test_every_unit_of_stay_has_its_place_in_the_layers() -> None:
     assert undeclared(ROOT) == ([], [])
 
 
-def test_no_import_breaks_the_layers() -> None:
-    assert _where(breaking_imports(GRAPH)) == []
+def test_no_import_breaks_the_layers(graph: list[Import]) -> None:
+    assert _where(breaking_imports(graph)) == []
 
 
-def test_no_two_units_import_each_other_round_about() -> None:
-    assert cycles(GRAPH) == []
+def test_no_two_units_import_each_other_round_about(graph: list[Import]) -> None:
+    assert cycles(graph) == []
 
 
-def test_no_module_reaches_into_another_packages_private_modules() -> None:
+def test_no_module_reaches_into_another_packages_private_modules(graph: list[Import]) -> None:
     """What another package needs from one is in that package's ``__init__``."""
-    assert _where(private_reach_ins(GRAPH)) == []
+    assert _where(private_reach_ins(graph)) == []
 
 
 @pytest.mark.parametrize("unit, never", [
