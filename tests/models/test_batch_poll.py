@@ -74,6 +74,7 @@ def test_each_streak_is_said_once_and_a_429_is_waited_for_as_long_as_it_asks(tmp
     assert len(said) == 2 and "HTTP 429" in said[0] and "RemoteProtocolError" in said[1]
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("status", [404, 401, 403])
 def test_a_404_while_polling_ends_the_run_at_once_in_one_line_that_a_rerun_reattaches(tmp_path: Path,
                                                                                      status: int) -> None:

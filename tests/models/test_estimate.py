@@ -287,6 +287,7 @@ def test_the_high_end_holds_a_build_whose_every_answer_is_cut_off_and_asked_agai
     assert [(s.stage, s.max_output) for s in again.stages] == [(EDITED, guess.stages[0].calls * (2 * room + think))]
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("reply", [{}, {"input_tokens": None}, {"input_tokens": "many"}, {"input_tokens": -1}],
                          ids=["absent", "null", "text", "negative"])
 def test_a_token_count_without_input_tokens_is_the_models_error_in_one_line(tmp_path: Path,

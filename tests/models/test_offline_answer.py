@@ -29,6 +29,7 @@ class Recording(OfflineBackend):
         return answer
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("brief", BRIEFS, ids=[b.stem for b in BRIEFS])
 def test_it_answers_every_stage_as_the_offline_backend_does(brief: Path, tmp_path: Path) -> None:
     backend = Recording()

@@ -15,6 +15,7 @@ from tests.pipeline.test_build import quiet, tree
 SQL = ROOT / "examples" / "briefs" / "sql-window-functions.yaml"  # 12 lessons
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("width, calls", [(4, 8), (2, 3), (1, 2), (3, 9)])
 def test_both_caps_hold_and_are_reached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                         width: int, calls: int) -> None:
