@@ -30,7 +30,7 @@ from stay.testing import DEFECTS, RiggedBackend
 from stay.validate import Defect, Severity
 from tests.conftest import run_stay
 from tests.models.helpers import audience_request
-from tests.parity.harness import reference_report
+from tests.parity.harness import examples, reference_report
 from tests.pipeline.test_build import HTTP, quiet
 
 Spoil = Callable[[dict[str, Any]], dict[str, Any]]
@@ -197,7 +197,7 @@ PATTERNS = ("audience.yaml", "modules/01-a/l1.md", "modules/02-b/*.md", "modules
 and a module's two, which one module-scope call answers."""
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80, dev=30), deadline=None)  # CI runs the 80
 @given(steps=st.lists(st.tuples(st.booleans(), st.integers(0, len(FILES) - 1)), max_size=30))
 def test_the_cache_never_serves_an_answer_whose_file_failed(tmp_path_factory: pytest.TempPathFactory,
                                                              steps: list[tuple[bool, int]]) -> None:
