@@ -24,7 +24,8 @@ from stay.pipeline._graph import (
     problems,
     walk_order,
 )
-from stay.pipeline._runner import BuildResult, Spent, build_course, revise, run_command, spent_of
+from stay.pipeline._run import Spent
+from stay.pipeline._runner import BuildResult, build_course, revise, run_command, spent_of
 from stay.pipeline._trace import NotebookProgress, ProgressUpdate
 
 __all__ = [

@@ -92,17 +92,32 @@ def announce(settings: Settings, backend: ModelClient, say: Progress) -> None:
     say(f"backend: {backend.name} ({models}){f' at {where}' if isinstance(where, str) else ''}")
 
 
-def open_course_named(slug: str, courses_dir: str | os.PathLike[str], settings: Settings | None = None,
-          stages: Sequence[Stage] = REGISTRY) -> CourseState:
+SPENT = "stay_spent"
+"""The attribute a failed or interrupted run's exception carries its ``Spent`` under."""
+
+
+@contextmanager
+def os_errors() -> Iterator[None]:
+    """An OSError said as the machine's problem (``EnvironmentProblem``), with what a run paid before the disk
+    stopped it; a stay error that is an OSError too (BriefNotFound) says its own fix."""
     try:
-        root = course_dir(courses_dir, slug)
-        if not (root / "course.yaml").is_file():
-            raise CourseNotFound(no_course(slug, courses_dir), path=root)
-        return _judged(root, settings or Settings.from_env(), stages)
-    except StayError:  # a stay error that is an OSError too (BriefNotFound) says its own fix
+        yield
+    except StayError:
         raise
     except OSError as exc:
-        raise EnvironmentProblem.from_os_error(exc) from None
+        problem = EnvironmentProblem.from_os_error(exc)
+        if hasattr(exc, SPENT):
+            setattr(problem, SPENT, getattr(exc, SPENT))
+        raise problem from None
+
+
+@os_errors()
+def open_course_named(slug: str, courses_dir: str | os.PathLike[str], settings: Settings | None = None,
+          stages: Sequence[Stage] = REGISTRY) -> CourseState:
+    root = course_dir(courses_dir, slug)
+    if not (root / "course.yaml").is_file():
+        raise CourseNotFound(no_course(slug, courses_dir), path=root)
+    return _judged(root, settings or Settings.from_env(), stages)
 
 
 def _judged(root: Path, settings: Settings, stages: Sequence[Stage]) -> CourseState:
@@ -150,7 +165,7 @@ def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "cour
     chosen = settings or Settings.from_env()
     state = open_course_named(slug, courses_dir, chosen)
     hint = functools.partial(command_hint, os.fspath(courses_dir))
-    with _locked(state.root):
+    with os_errors(), CourseLock(state.root):
         state.hash_once()
         for before in () if decline else earlier(gate):
             holds, why = state.approval(before)
@@ -251,24 +266,13 @@ def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
     root = course_dir(courses_dir, slug)
     if not (root / "course.yaml").is_file():
         raise CourseNotFound(no_course(slug, courses_dir), path=root)
-    with _locked(root):
+    with os_errors(), CourseLock(root):
         _set_aside_damaged(root / GATES_FILE, "gates")
         state = _judged(root, settings or Settings.from_env(), REGISTRY)
         state.hash_once()
         state.adopt()
         state.project_statuses(load_manifest(state.root))
         return _with_proposals(Statuses(state.statuses()), state, slug, courses_dir)
-
-
-@contextmanager
-def _locked(root: Path) -> Iterator[None]:
-    try:
-        with CourseLock(root):
-            yield
-    except StayError:  # as open_course_named: not re-labelled as the machine's problem
-        raise
-    except OSError as exc:
-        raise EnvironmentProblem.from_os_error(exc) from None
 
 
 def _set_aside_damaged(path: Path, section: str) -> None:

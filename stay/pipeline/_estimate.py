@@ -36,6 +36,7 @@ from stay.models import (
     screen_request,
 )
 from stay.pipeline._commands import default_backend, with_backend_models
+from stay.pipeline._run import CHARS_PER_TOKEN
 from stay.pipeline._runner import run_command
 from stay.requests import ModelAnswer, ModelRequest, Usage
 from stay.settings import Settings
@@ -44,9 +45,6 @@ from stay.validate import HouseData
 
 MIN_CACHEABLE = 512
 """The shortest prefix the low end assumes is cached: the smallest minimum any current model publishes."""
-
-CHARS_PER_TOKEN = 4
-"""Without the token-counting endpoint, a token is taken to be about four characters."""
 
 TOKENS_PER_WORD = 1.5
 """A lesson's tokens per prose word: the sample course runs 5.9 characters a word, ~1.5 tokens at 4 a token."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypeVar
 
-from stay._display import markdown_text, plural
+from stay._display import markdown_text
 from stay._words import did_you_mean
 from stay.artefacts import Artefact, Assessment, Audience, Outcomes
 from stay.errors import PipelineError, UsageError
@@ -14,7 +14,6 @@ from stay.pipeline._graph import DERIVED, GATE_NAMES, GateDecl, GateView, bounde
 from stay.pipeline._layout import GLOSSARY, RunReader, defects_in
 from stay.pipeline._run import (
     Fixer,
-    Job,
     ModelGateway,
     Note,
     RunConfig,
@@ -25,9 +24,9 @@ from stay.pipeline._run import (
     Writer,
     as_it_stands,
     check_written,
-    job,
     regenerate,
     regeneration_notes,
+    wave_jobs,
 )
 from stay.pipeline._state import (
     AUTO_APPROVED,
@@ -35,10 +34,8 @@ from stay.pipeline._state import (
     STATE,
     THREAD,
     CourseState,
-    ThreadNote,
     note_sha,
     open_proposal,
-    thread_so_far,
     thread_text,
     write_if_changed,
 )
@@ -221,11 +218,6 @@ def pending(config: RunConfig, course: CourseState, report: Reporter) -> dict[st
     return todo
 
 
-def threads(course: CourseState, paths: list[str]) -> dict[str, list[ThreadNote]]:
-    """Each file's reviewer thread so far (``_state``), for the files that have one."""
-    return {path: thread for path in paths if (thread := thread_so_far(course, path))}
-
-
 def notes_for(config: RunConfig, reader: RunReader, walk: Walk, path: str) -> tuple[Note, ...]:
     """The inputs a revision adds: the file, the reviewer's thread so far, the note, the instruction block."""
     note = config.revisions[path]
@@ -265,29 +257,14 @@ def revise_files(config: RunConfig, reader: RunReader, model: ModelGateway, repo
                 if not config.show:
                     check_written(fixer, walk.cancelled, made)
                 writer.refresh_graph()
-    wave_stages = [s for s in config.stages if s.phase == "wave"]
-    lessons: dict[str, list[Job]] = {}
-    courses: dict[str, Job] = {}
-    for place in reader.layout.lessons():
-        for stage in (s for s in wave_stages if s.scope == "lesson"):
-            path = place.path(stage.output)
-            if path in todo:
-                report.say(f"  {path}: revising with the reviewer's note")
-                lessons.setdefault(place.id, []).append(job(config, reader, stage, place,
-                                                            notes_for(config, reader, walk, path)))
-    for stage in (s for s in wave_stages if s.scope == "course"):
-        if stage.output in todo:
-            report.say(f"  {stage.output}: revising with the reviewer's note")
-            courses[stage.name] = job(config, reader, stage, None, notes_for(config, reader, walk, stage.output))
-    wave = walk.wave = Wave(model, report, writer, config.settings, lessons, courses)
+
+    def revising(path: str) -> tuple[Note, ...] | None:
+        if path not in todo:
+            return None
+        report.say(f"  {path}: revising with the reviewer's note")
+        return notes_for(config, reader, walk, path)
+
+    wave = walk.wave = Wave(model, report, writer, *wave_jobs(config, reader, revising))
     wave.start_lessons()
-    for name in courses:
+    for name in wave.courses:
         wave.start_course(name)
-
-
-def revise_gather(walk: Walk, tally: Tally, report: Reporter) -> None:
-    """Wait for the revised wave files; the first failure is raised once all have ended."""
-    wave = walk.wave
-    if wave is not None and not wave.empty:
-        tally.wave = wave.wait()
-        report.say(f"wave: gathered {plural(wave.total, 'task')}")

@@ -47,6 +47,7 @@ from stay.models import (
     Usage,
     answer_cost,
     cost,
+    describe_cost,
     holding,
     prefetch,
     price_label,
@@ -230,7 +231,8 @@ CUT_OFF = frozenset({"max_tokens", "length"})
 """The stop reasons of a reply cut off at its room: the Messages API's, Chat Completions'."""
 
 CHARS_PER_TOKEN = 4
-"""A worst case counts one token per 4 characters of the request as sent, as the offline estimate does."""
+"""Without a tokenizer (a worst case, the estimate without the token-counting endpoint), a token is taken
+to be about four characters."""
 
 
 def worst_case(request: ModelRequest, model: str, settings: Settings,
@@ -389,6 +391,43 @@ class RunConfig:
         return next(stage for stage in self.stages if stage.name == name)
 
 
+def tokens_of(usage: Usage) -> str:
+    return (f"{usage.input_tokens} input, {usage.cache_creation_input_tokens} cache-write, "
+            f"{usage.cache_read_input_tokens} cache-read, {usage.output_tokens} output tokens")
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What a run has paid, in total and per stage, whether it went to the end or not."""
+
+    calls: int
+    """Model calls (a billed call that failed is counted too)."""
+    usage: Usage
+    cost: float | None
+    """US dollars; None (unknown) when a call used a model with no price on file."""
+    unpriced: tuple[str, ...] = ()
+    """Models used that have no price on file (then ``cost`` is None)."""
+    usage_by_stage: dict[str, Usage] = field(default_factory=dict)
+    cost_by_stage: dict[str, float] = field(default_factory=dict)
+    """US dollars per stage (priced calls only; see ``unpriced``)."""
+    calls_by_stage: dict[str, int] = field(default_factory=dict)
+
+    def lines(self, *, so_far: bool = False) -> list[str]:
+        """``usage:`` lines, total then per stage; ``so_far`` for a run that did not end."""
+        total = describe_cost(self.cost, set(self.unpriced)) + (" so far" if so_far else "")
+        lines = [f"usage: {plural(self.calls, 'call')}; {self.tokens()}; {total}"]
+        for stage, usage in sorted(self.usage_by_stage.items()):
+            price = self.cost_by_stage.get(stage)
+            # a stage's priced calls only: with an unpriced model its sum would look complete
+            paid = "cost unknown" if price is None or self.unpriced else f"${price:.4f}"
+            lines.append(f"usage: {stage}: {plural(self.calls_by_stage.get(stage, 0), 'call')}; "
+                         f"{tokens_of(usage)}; {paid}")
+        return lines
+
+    def tokens(self) -> str:
+        return tokens_of(self.usage)
+
+
 @dataclass
 class Tally:
     """What a run has done so far; wave threads add to it at once, so every change takes its lock."""
@@ -440,6 +479,13 @@ class Tally:
     @property
     def cost_by_stage(self) -> dict[str, float]:
         return {stage: math.fsum(prices) for stage, prices in self.prices.items()}
+
+    def spent(self) -> Spent:
+        """What the run has paid so far (under the lock: wave threads add to it)."""
+        with self.lock:
+            return Spent(self.calls, self.usage, None if self.unpriced else self.cost, tuple(sorted(self.unpriced)),
+                         dict(sorted(self.usage_by_stage.items())), dict(sorted(self.cost_by_stage.items())),
+                         dict(sorted(self.calls_by_stage.items())))
 
     def add_written(self, paths: list[str]) -> None:
         with self.lock:
@@ -555,26 +601,24 @@ class Run:
 
     @classmethod
     def start(cls, config: RunConfig, backend: ModelClient, progress: Progress, brief: Brief | None, *,
-              state: CourseState | None = None,
-              model_slots: threading.Semaphore | None = None) -> Run:
+              state: CourseState | None = None) -> Run:
         """A run's context, its collaborators made from the config and sharing one tally."""
         tally = Tally()
-
-        def cost() -> float | None:
-            with tally.lock:
-                return None if tally.unpriced else tally.cost
-
-        report = Reporter(progress, cost)
+        report = Reporter(progress, lambda: tally.spent().cost)
         unbilled = isinstance(getattr(backend, "inner", backend), OfflineBackend)  # offline: nothing to cap
         model = ModelGateway(backend, config.settings, tally, report,
-                             model_slots or threading.Semaphore(config.settings.model_concurrency),
+                             threading.Semaphore(config.settings.model_concurrency),
                              cap=None if unbilled else cost_cap(config.settings, prices_of(backend)))
         reader = RunReader(config.root, brief)
         walk = Walk(config.slug, state=state, proposed={} if config.show else None)
         return cls(config=config, reader=reader, model=model, report=report, tally=tally, walk=walk)
 
-    def write(self, made: Mapping[str, Artefact]) -> bool:
-        return self.writer.write(made)
+    @property
+    def wave(self) -> Wave:
+        """The run's wave, worked out on first use from every wave stage's declaration."""
+        if self.walk.wave is None:
+            self.walk.wave = _plan(self.config, self.reader, self.model, self.report, self.writer)
+        return self.walk.wave
 
 
 @dataclass(frozen=True)
@@ -879,7 +923,6 @@ class Wave:
     model: ModelGateway
     report: Reporter
     writer: Writer
-    settings: Settings
     lessons: dict[str, list[Job]]
     """lesson id -> its calls, in lesson order (only lessons with something to write)."""
     courses: dict[str, Job]
@@ -893,7 +936,7 @@ class Wave:
     """Set once every worker thread has ended."""
 
     def __post_init__(self) -> None:
-        settings = self.settings
+        settings = self.model.settings
         self.tally: Tally = self.writer.tally
         self.walk: Walk = self.writer.walk
         self.lesson_gauge = Gauge()
@@ -1015,32 +1058,17 @@ class Wave:
         threading.Thread(target=reap, name="stay-release", daemon=True).start()
 
 
-def wave_of(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer) -> Wave:
-    """The run's wave, worked out on first use from every wave stage's declaration."""
-    walk = writer.walk
-    if walk.wave is None:
-        walk.wave = _plan(config, reader, model, report, writer)
-    return walk.wave
-
-
 def _plan(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer) -> Wave:
-    wave_stages = [stage for stage in config.stages if stage.phase == "wave"]
     ledger = writer.walk.course
     if not config.may_write("wave"):
-        _report_behind(config, reader, ledger, report, wave_stages)
-        return Wave(model, report, writer, config.settings, {}, {})
-    layout = reader.layout
-    lessons: dict[str, list[Job]] = {}
-    for place in layout.lessons():
-        for stage in (s for s in wave_stages if s.scope == "lesson"):
-            if needs_writing(config, ledger, report, place.path(stage.output), "wave"):
-                lessons.setdefault(place.id, []).append(job(config, reader, stage, place))
-    courses = {stage.name: job(config, reader, stage, None) for stage in wave_stages
-               if stage.scope == "course" and needs_writing(config, ledger, report, stage.output, "wave")}
-    wave = Wave(model, report, writer, config.settings, lessons, courses)
+        _report_behind(config, reader, ledger, report)
+        return Wave(model, report, writer, {}, {})
+    wave = Wave(model, report, writer, *wave_jobs(config, reader, lambda path: () if needs_writing(
+        config, ledger, report, path, "wave") else None))
     if wave.empty:
         report.say("wave: every lesson and the capstone are current")
         return wave
+    lessons, courses = wave.lessons, wave.courses
     extra = " and " + ", ".join(f"the {name}" for name in courses) if courses else ""
     settings = config.settings
     report.say(f"wave: {plural(len(lessons), 'lesson')}{extra} (at most "
@@ -1054,10 +1082,24 @@ def _plan(config: RunConfig, reader: RunReader, model: ModelGateway, report: Rep
     return wave
 
 
-def _report_behind(config: RunConfig, reader: RunReader, ledger: CourseState, report: Reporter,
-                   wave_stages: list[Stage]) -> None:
+def wave_jobs(config: RunConfig, reader: RunReader,
+              notes: Callable[[str], tuple[Note, ...] | None]) -> tuple[dict[str, list[Job]], dict[str, Job]]:
+    """Each lesson's wave calls, then each course-scope wave stage's, for the files ``notes`` gives the notes
+    of (None: that file is not asked for)."""
+    stages = [stage for stage in config.stages if stage.phase == "wave"]
+    lessons: dict[str, list[Job]] = {}
+    for place in reader.layout.lessons():
+        for stage in (s for s in stages if s.scope == "lesson"):
+            if (given := notes(place.path(stage.output))) is not None:
+                lessons.setdefault(place.id, []).append(job(config, reader, stage, place, given))
+    courses = {stage.name: job(config, reader, stage, None, given) for stage in stages
+               if stage.scope == "course" and (given := notes(stage.output)) is not None}
+    return lessons, courses
+
+
+def _report_behind(config: RunConfig, reader: RunReader, ledger: CourseState, report: Reporter) -> None:
     """A command that does not author the wave says what the wave would write."""
-    paths = [path for stage in wave_stages for path, _place in reader.layout.outputs(stage)]
+    paths = [path for stage in config.stages if stage.phase == "wave" for path, _place in reader.layout.outputs(stage)]
     behind = [p for p in paths if ledger.status(p).state in ("missing", "stale")]
     if behind:
         report.say(f"wave: {plural(len(behind), 'file')} missing or stale; stay {config.command} does not "
@@ -1081,7 +1123,7 @@ def review_stale(config: RunConfig, reader: RunReader, model: ModelGateway, repo
     warns = [d for d in course_report(config.root, config.settings).defects
              if d.severity == Severity.WARN and not d.code.startswith("rev")]
     lessons = {place.id: [job(config, reader, stage, place, (_warnings(place, reviewed, warns),))] for place in todo}
-    wave = writer.walk.wave = Wave(model, report, writer, config.settings, lessons, {})
+    wave = writer.walk.wave = Wave(model, report, writer, lessons, {})
     report.say(f"review: {plural(len(lessons), 'lesson')} by the judging model ({config.settings.model('judging')})")
     wave.start_lessons()
     wave.wait()
@@ -1139,6 +1181,13 @@ class Router:
                           None)
         return self.outputs.get((defect.owner, lesson or ""))
 
+    def grouped(self, defects: Sequence[Defect]) -> dict[str, list[Defect]]:
+        """The leaf artefact each defect routes to -> its defects ('': those repair may not fix)."""
+        found: dict[str, list[Defect]] = {}
+        for defect in defects:
+            found.setdefault(self.route(defect) or "", []).append(defect)
+        return found
+
 
 def repair_course(fixer: Fixer) -> RepairReport:
     """Repair rounds until one of the four stops; the last validation is left on the tally."""
@@ -1151,12 +1200,8 @@ def repair_course(fixer: Fixer) -> RepairReport:
         if not report.defects:
             stop = STOP_NOTHING_REMAINS
             break
-        router = Router.of(config, reader)
-        todo: dict[str, list[Defect]] = {}
-        for defect in report.defects:
-            target = router.route(defect)
-            if target is not None:
-                todo.setdefault(target, []).append(defect)
+        todo = Router.of(config, reader).grouped(report.defects)
+        todo.pop("", None)
         told = bool(kept)
         for path in sorted(todo):
             if ledger.status(path).state == "edited":  # a person's bytes are never overwritten
@@ -1183,10 +1228,7 @@ def repair_course(fixer: Fixer) -> RepairReport:
         # answer key is confirmed by the reviewer, not assumed
         review_stale(config, reader, fixer.model, fixer.report, fixer.writer)
         report = course_report(config.root, config.settings)  # the run's house style, as the validate node's
-        router = Router.of(config, reader)
-        routed: dict[str, list[Defect]] = {}
-        for defect in report.defects:
-            routed.setdefault(router.route(defect) or "", []).append(defect)
+        routed = Router.of(config, reader).grouped(report.defects)
         after = sum(len(found) for target, found in routed.items() if target not in ("", *kept))
         # an answer whose file still holds what it was asked to fix is never served again
         fixer.model.reject_failed(routed, {change.path for change in changes if change is not None})

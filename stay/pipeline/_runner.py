@@ -7,7 +7,7 @@ import inspect
 import os
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,7 +30,6 @@ from stay.briefs import (
 from stay.errors import (
     BriefRejected,
     CourseNotFound,
-    EnvironmentProblem,
     GraphError,
     ModelUnavailable,
     PipelineError,
@@ -49,10 +48,12 @@ from stay.models import (
     prices_of,
 )
 from stay.pipeline._commands import (
+    SPENT,
     announce,
     default_backend,
     open_course,
     open_course_named,
+    os_errors,
     with_backend_models,
 )
 from stay.pipeline._gates import (
@@ -63,23 +64,22 @@ from stay.pipeline._gates import (
     record,
     resolve_targets,
     revise_files,
-    revise_gather,
     summary,
-    threads,
 )
 from stay.pipeline._graph import GATE_NAMES, CommandDecl, Dag, artefact_graph, assemble, checked, declare, route, walk
 from stay.pipeline._layout import GLOSSARY, RunReader, course_report, norm_term
 from stay.pipeline._run import (
     BatchPlan,
-    Change,
     Fixer,
     ModelGateway,
     RepairReport,
     Run,
     RunConfig,
+    Spent,
     Stop,
     Tally,
     Walk,
+    Wave,
     WaveStats,
     Writer,
     by_path,
@@ -90,7 +90,6 @@ from stay.pipeline._run import (
     repair_course,
     review_stale,
     say_kept,
-    wave_of,
     why,
 )
 from stay.pipeline._state import (
@@ -113,6 +112,7 @@ from stay.pipeline._state import (
     read_proposal,
     recorded_thread,
     same_bytes,
+    thread_so_far,
     write_proposal,
 )
 from stay.pipeline._trace import Progress, Reporter, Tracer, default_progress, lesson_files
@@ -120,47 +120,6 @@ from stay.settings import BackendName, Settings
 from stay.stages import REGISTRY, Prompts, Stage
 from stay.stages.capstone import RUBRIC_LEVELS
 from stay.validate import OWNER_HEAD, CourseReport, Defect, HouseData, Severity, owner_rows
-
-
-def tokens_of(usage: Usage) -> str:
-    return (f"{usage.input_tokens} input, {usage.cache_creation_input_tokens} cache-write, "
-            f"{usage.cache_read_input_tokens} cache-read, {usage.output_tokens} output tokens")
-
-
-@dataclass(frozen=True)
-class Spent:
-    """What a run has paid, in total and per stage, whether it went to the end or not."""
-
-    calls: int
-    """Model calls (a billed call that failed is counted too)."""
-    usage: Usage
-    cost: float | None
-    """US dollars; None (unknown) when a call used a model with no price on file."""
-    unpriced: tuple[str, ...] = ()
-    """Models used that have no price on file (then ``cost`` is None)."""
-    usage_by_stage: dict[str, Usage] = field(default_factory=dict)
-    cost_by_stage: dict[str, float] = field(default_factory=dict)
-    """US dollars per stage (priced calls only; see ``unpriced``)."""
-    calls_by_stage: dict[str, int] = field(default_factory=dict)
-
-    def lines(self, *, so_far: bool = False) -> list[str]:
-        """``usage:`` lines, total then per stage; ``so_far`` for a run that did not end."""
-        total = describe_cost(self.cost, set(self.unpriced)) + (" so far" if so_far else "")
-        lines = [f"usage: {plural(self.calls, 'call')}; {self.tokens()}; {total}"]
-        for stage, usage in sorted(self.usage_by_stage.items()):
-            price = self.cost_by_stage.get(stage)
-            # a stage's priced calls only: with an unpriced model its sum would look complete
-            paid = "cost unknown" if price is None or self.unpriced else f"${price:.4f}"
-            lines.append(f"usage: {stage}: {plural(self.calls_by_stage.get(stage, 0), 'call')}; "
-                         f"{tokens_of(usage)}; {paid}")
-        return lines
-
-    def tokens(self) -> str:
-        return tokens_of(self.usage)
-
-
-SPENT = "stay_spent"
-"""The attribute a failed or interrupted run's exception carries its ``Spent`` under."""
 
 
 def spent_of(error: BaseException) -> Spent | None:
@@ -197,10 +156,7 @@ class BuildResult(Spent):
 
     def unresolved_by_file(self) -> dict[str, tuple[str, ...]]:
         """File -> the codes of its unresolved FAILs, in report order."""
-        found: dict[str, tuple[str, ...]] = {}
-        for defect in self.unresolved:
-            found[defect.path] = (*found.get(defect.path, ()), defect.code)
-        return found
+        return {path: tuple(d.code for d in found) for path, found in by_path(self.unresolved).items()}
 
     @property
     def complete(self) -> bool:
@@ -232,8 +188,8 @@ class BuildResult(Spent):
                 lines.append(f"review: not run, so no lesson was reviewed ({self.not_reviewed})")
             if self.repair is not None:
                 lines.append(f"repair: stopped because {self.repair.stop}")
-                lines += [f"repair: round {n}: {change.path}: {change.describe()}"
-                          for n, change in self._least_kept()]
+                lines += [f"repair: round {n}: {change.path}: {change.describe()}"  # the least kept of each round
+                          for n, r in enumerate(self.repair.rounds, 1) if (change := r.least_kept) is not None]
         return "\n".join(lines) + "\n"
 
     # -- in a notebook -------------------------------------------------------------------
@@ -288,11 +244,6 @@ class BuildResult(Spent):
                            {1, 2, 3, 4, 5}))
         return head, tables, tail
 
-    def _least_kept(self) -> list[tuple[int, Change]]:
-        """Per repair round, the file that kept the smallest share of its lines."""
-        rounds = self.repair.rounds if self.repair is not None else ()
-        return [(n, r.least_kept) for n, r in enumerate(rounds, 1) if r.least_kept is not None]
-
     def _repr_html_(self) -> str:
         return html_block("stay-build-result", *self._display())
 
@@ -311,6 +262,7 @@ FROM_RUN: Mapping[str, Callable[[Run], object]] = {
     "tally": lambda run: run.tally,
     "writer": lambda run: run.writer,
     "walk": lambda run: run.walk,
+    "wave": lambda run: run.wave,  # planned when a node first asks for it
     "ledger": lambda run: run.walk.course,  # read at the call: scaffold makes a new course's
     "fixer": lambda run: Fixer(run.config, run.reader, run.walk.course, run.model, run.writer, run.tally, run.report),
 }
@@ -365,17 +317,9 @@ def bind(pipeline: Dag, chosen: Mapping[str, Callable[..., object]]) -> dict[str
 
 
 def _label(handler: Callable[..., object], fixed: Mapping[str, object]) -> str:
-    """``ask[design]``: the handler, and what its node bound it to (a stage, a gate, a router)."""
-    what = next((fixed[key] for key in ("stage", "gate") if key in fixed), None)
-    if what is None and "node" in fixed:
-        node = fixed["node"]
-        assert isinstance(node, Mapping)
-        what = node["gate"] or ",".join(node["requires"]) or node["phase"] or None
-    if what is None and "name" in fixed:
-        what = fixed["name"]
-    if what is None:
-        return handler.__name__
-    return f"{handler.__name__}[{getattr(what, 'name', what)}]"
+    """``ask[design]``: the handler, and what its node bound it to (a stage, a gate, else the node's name)."""
+    what = next((fixed[key] for key in ("stage", "gate", "name") if key in fixed), None)
+    return handler.__name__ if what is None else f"{handler.__name__}[{getattr(what, 'name', what)}]"
 
 
 def _bound(handler: Callable[..., object], fixed: Mapping[str, object],
@@ -426,7 +370,7 @@ def revise_seed(config: RunConfig, walk: Walk, report: Reporter, node: Node) -> 
     if not config.show:  # a shown revision replaces nothing: --keep keeps an edited file's bytes
         keep_edited(course, list(config.revisions), config.run_number, report.say)
     walk.revisions = pending(config, course, report)
-    walk.threads = threads(course, list(walk.revisions))
+    walk.threads = {path: thread for path in walk.revisions if (thread := thread_so_far(course, path))}
 
 
 # -- intake, moderation, scaffold ---------------------------------------------
@@ -567,22 +511,18 @@ def run_module_stage(config: RunConfig, reader: RunReader, model: ModelGateway, 
 # -- the wave and after -----------------------------------------------------
 
 
-def write_lesson(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter,
-                 writer: Writer) -> None:
+def write_lesson(wave: Wave) -> None:
     """Start every lesson's calls (its lesson-scope wave stages); gather waits for them."""
-    wave_of(config, reader, model, report, writer).start_lessons()
+    wave.start_lessons()
 
 
-def start_course_task(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter,
-                      writer: Writer, stage: Stage) -> None:
+def start_course_task(wave: Wave, stage: Stage) -> None:
     """Start a course-scope wave stage's one call (the capstone) beside the lessons."""
-    wave_of(config, reader, model, report, writer).start_course(stage.name)
+    wave.start_course(stage.name)
 
 
-def gather(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer,
-           tally: Tally) -> None:
-    """The barrier: wait for every task the wave nodes started."""
-    wave = wave_of(config, reader, model, report, writer)
+def gather(wave: Wave, tally: Tally, report: Reporter) -> None:
+    """The barrier: wait for every task the wave nodes (or ``revise_files``) started."""
     if not wave.empty:
         tally.wave = wave.wait()
         report.say(f"wave: gathered {plural(wave.total, 'task')}")
@@ -645,7 +585,7 @@ def repair(config: RunConfig, ledger: CourseState, tally: Tally, fixer: Fixer, n
 
 FIXED: Mapping[str, Callable[..., object]] = {
     "entry": entry, "intake": intake, "moderate": moderate, "write_lesson": write_lesson, "gather": gather,
-    "validate": validate, "revise_files": revise_files, "revise_gather": revise_gather,
+    "validate": validate, "revise_files": revise_files, "revise_gather": gather,
     "scaffold": scaffold, "merge_glossary": merge_glossary, "land_manifest": land_manifest,
 }
 """The nodes whose work is their own; every other node's handler is chosen by its kind or its stage."""
@@ -719,7 +659,7 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
     except BaseException as exc:
         # the run log must not call a refused, failed or interrupted run "completed"
         failed = type(exc).__name__ + (f": {exc}" if str(exc) else "")
-        setattr(exc, SPENT, _spent(run))  # what it paid before it stopped: the command line says it
+        setattr(exc, SPENT, run.tally.spent())  # what it paid before it stopped: the command line says it
         if run.walk.wave is not None:  # no task may write after the run has failed or been stopped, and
             run.walk.wave.cancel(wait=isinstance(exc, Exception))  # none outlives it but after a Ctrl-C
         run.report.end(f"failed: {failed}", "failed")
@@ -749,8 +689,8 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
             reason = revised_reason(run.walk.course, sorted(run.tally.revised), config.hint, config.slug,
                                     run.tally.written)
     tally = run.tally
-    spent = _spent(run)
-    priced = describe_cost(None if tally.unpriced else tally.cost, tally.unpriced)  # "$x" or "cost unknown (...)"
+    spent = run.tally.spent()
+    priced = describe_cost(spent.cost, set(spent.unpriced))  # "$x" or "cost unknown (...)"
     run.report.say(f"{plural(tally.calls, 'model call')}, {plural(len(set(tally.written)), 'file')} written in "
                    f"{clock(time.monotonic() - run.report.started)}; "
                    f"{'cost ' + priced if priced.startswith('$') else priced}")
@@ -761,15 +701,6 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
                          unresolved=tuple(d for path in sorted(tally.unresolved) for d in tally.unresolved[path]))
     run.report.end(result.outcome, "complete" if result.complete else "stopped")
     return result
-
-
-def _spent(run: Run) -> Spent:
-    """What the run has paid so far, from its tally (under its lock: wave threads add to it)."""
-    tally = run.tally
-    with tally.lock:
-        return Spent(tally.calls, tally.usage, None if tally.unpriced else tally.cost, tuple(sorted(tally.unpriced)),
-                     dict(sorted(tally.usage_by_stage.items())), dict(sorted(tally.cost_by_stage.items())),
-                     dict(sorted(tally.calls_by_stage.items())))
 
 
 def shown(run: Run) -> tuple[str, str]:
@@ -807,9 +738,7 @@ def keep_proposals(slug: str, targets: Sequence[str], *, courses_dir: str | os.P
     # the approvals a revision of each phase needs, as revise's guard node declares them
     by_phase = next(attrs["requires_by_phase"] for _name, attrs in _pipeline(stages).nodes(data=True)
                     if attrs.get("requires_by_phase"))
-    lock = CourseLock(root)
-    lock.acquire()
-    try:
+    with os_errors(), CourseLock(root):
         kept = {path: _keepable(state, path, slug, courses_arg, force) for path in paths}
         for path in paths:
             phase = state.graph.nodes[path]["phase"]
@@ -821,11 +750,8 @@ def keep_proposals(slug: str, targets: Sequence[str], *, courses_dir: str | os.P
         notes = {path: proposal.note for path, proposal in kept.items()}
         earlier = {path: kept_notes(state, path) + list(proposal.set_aside) for path, proposal in kept.items()}
         threads = {path: recorded_thread(earlier[path], notes[path]) for path in paths if earlier[path]}
-        try:
-            state.write(texts, revisions=notes, threads=threads)
-            state.checkpoint()
-        except OSError as exc:
-            raise EnvironmentProblem.from_os_error(exc) from None
+        state.write(texts, revisions=notes, threads=threads)
+        state.checkpoint()
         for path in paths:
             drop_proposal(root, path)
             progress(f"  {path}: kept the proposal shown with note {note_sha(notes[path])}")
@@ -833,8 +759,6 @@ def keep_proposals(slug: str, targets: Sequence[str], *, courses_dir: str | os.P
         log_run(root, "revise --keep", "no model call", written, None, revised=notes)
         reason = revised_reason(state, sorted(paths), lambda *words: command_hint(courses_arg, *words), slug,
                                 written)
-    finally:
-        lock.release()
     return BuildResult(slug=slug, course_dir=root, command="revise", stopped_at=None, reason=reason,
                        validation=None, repair=None, written=tuple(sorted(written)), calls=0, usage=Usage(), cost=0.0)
 
@@ -880,36 +804,6 @@ def revised_reason(course: CourseState, revised: list[str], hint: Callable[..., 
     return said
 
 
-Command = Literal["new", "build", "plan", "write", "repair", "revise"]
-
-
-def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
-                courses_dir: str | os.PathLike[str] = "courses", yes: bool = False,
-                settings: Settings | None = None, backend: ModelClient | BackendName | None = None,
-                prompts_dir: str | os.PathLike[str] | None = None, cache: bool | None = None,
-                progress: Progress | None = None, slug: str | None = None,
-                on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
-                stages: Sequence[Stage] | None = None, revisions: Mapping[str, str] | None = None,
-                force: bool = False, screen: bool = True, show: bool = False, review: bool = True) -> BuildResult:
-    """Run one command on ``target``: a Brief, a brief file, or a course slug; the rest as ``build_course``."""
-    chosen = (settings or Settings.from_env()).replace(
-        backend=backend if isinstance(backend, str) else None,
-        prompts_dir=Path(prompts_dir) if prompts_dir is not None else None, cache=cache)
-    client = backend if isinstance(backend, ModelClient) else None
-    try:
-        return _run_command(command, target, courses_dir=courses_dir, yes=yes, settings=chosen, client=client,
-                            progress=progress or default_progress(), slug=slug, on_node=on_node, replay=replay,
-                            batch=batch, stages=tuple(REGISTRY if stages is None else stages),
-                            revisions=dict(revisions or {}), force=force, screen=screen, show=show, review=review)
-    except StayError:  # a BriefNotFound is an OSError too, and already says what to do
-        raise
-    except OSError as exc:
-        problem = EnvironmentProblem.from_os_error(exc)
-        if hasattr(exc, SPENT):  # what the run paid before the disk stopped it, said as for any failure
-            setattr(problem, SPENT, getattr(exc, SPENT))
-        raise problem from None
-
-
 def _house_limits(settings: Settings) -> DurationLimits:
     """The run's duration limits, once its rubric levels are checked to be the capstone schema's (built from
     the packaged house style: other levels would fail every capstone after it was paid for)."""
@@ -926,12 +820,25 @@ def _house_limits(settings: Settings) -> DurationLimits:
     return house_limits(data)
 
 
-def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, courses_dir: str | os.PathLike[str],
-                 yes: bool, settings: Settings, client: ModelClient | None, progress: Progress,
-                 slug: str | None, on_node: Callable[[str], None] | None, replay: bool, batch: bool,
-                 stages: tuple[Stage, ...], revisions: dict[str, str], force: bool, screen: bool,
-                 show: bool = False, review: bool = True) -> BuildResult:
-    say = progress
+Command = Literal["new", "build", "plan", "write", "repair", "revise"]
+
+
+@os_errors()
+def run_command(command: Command, target: Brief | str | os.PathLike[str], *,
+                courses_dir: str | os.PathLike[str] = "courses", yes: bool = False,
+                settings: Settings | None = None, backend: ModelClient | BackendName | None = None,
+                prompts_dir: str | os.PathLike[str] | None = None, cache: bool | None = None,
+                progress: Progress | None = None, slug: str | None = None,
+                on_node: Callable[[str], None] | None = None, replay: bool = False, batch: bool = False,
+                stages: Sequence[Stage] | None = None, revisions: Mapping[str, str] | None = None,
+                force: bool = False, screen: bool = True, show: bool = False, review: bool = True) -> BuildResult:
+    """Run one command on ``target``: a Brief, a brief file, or a course slug; the rest as ``build_course``."""
+    settings = (settings or Settings.from_env()).replace(
+        backend=backend if isinstance(backend, str) else None,
+        prompts_dir=Path(prompts_dir) if prompts_dir is not None else None, cache=cache)
+    client = backend if isinstance(backend, ModelClient) else None
+    say = progress or default_progress()
+    stages = tuple(REGISTRY if stages is None else stages)
     pipeline = _pipeline(stages)
     declared: CommandDecl | None = pipeline.graph["commands"].get(command)
     if declared is None:
@@ -1003,7 +910,7 @@ def _run_command(command: Command, target: Brief | str | os.PathLike[str], *, co
         config = RunConfig(command=command, slug=slug, root=root, courses_arg=courses_arg, authors=declared.authors,
                            settings=settings, prompts=prompts, stages=stages, limits=limits, sources=sources,
                            yes=yes, run_number=next_run_number(root) if state else 1, batch=batching,
-                           revisions=revisions, force=force, screen=screen, show=show,
+                           revisions=dict(revisions or {}), force=force, screen=screen, show=show,
                            not_reviewed=not_reviewed if "review" in declared.authors else "",
                            routes={name: route(pipeline, command, name) for name, attrs in pipeline.nodes(data=True)
                                    if attrs["kind"] == "router"})

@@ -10,8 +10,7 @@ from pathlib import Path
 from stay import BuildResult, CourseReport, Defect, Severity, build_course
 from stay._display import plural
 from stay.models import OfflineBackend, Usage
-from stay.pipeline._run import RepairReport, RepairRound
-from stay.pipeline._runner import tokens_of
+from stay.pipeline._run import RepairReport, RepairRound, tokens_of
 from tests.conftest import ROOT
 from tests.validate.test_display import HOSTILE, _Tables
 

@@ -120,13 +120,13 @@ def test_remembered_plans_and_introducers_equal_a_fresh_read_after_every_write(
             target, donor = places[first], places[second]
             plan = load(root / layout.plan_path(target), LessonPlan)
             given_terms = load(root / layout.plan_path(donor), LessonPlan).new_terms
-            run.write({layout.plan_path(target): plan.model_copy(update={"new_terms": given_terms})})
+            run.writer.write({layout.plan_path(target): plan.model_copy(update={"new_terms": given_terms})})
         else:
             curriculum = layout.curriculum
             module = curriculum.modules[first]
             reordered = module.model_copy(update={"lessons": list(reversed(module.lessons))})
             modules = [reordered if m is module else m for m in curriculum.modules]
-            run.write({"curriculum.yaml": curriculum.model_copy(update={"modules": modules})})
+            run.writer.write({"curriculum.yaml": curriculum.model_copy(update={"modules": modules})})
         plans, introducers = _fresh(root)
         assert run.reader.plans() == plans
         assert {t: p.id for t, p in run.reader.layout.introducers(run.reader.plans()).items()} == introducers
