@@ -25,29 +25,26 @@ if TYPE_CHECKING:
 class Dag:
     """A directed graph with attribute dicts: the part of ``networkx.DiGraph``'s interface the pipeline reads."""
 
-    __slots__ = ("_added", "_nodes", "_pred", "_succ", "graph")
+    __slots__ = ("_added", "_pred", "_succ", "graph", "nodes")
 
     def __init__(self, **attrs: Any) -> None:
         self.graph: dict[str, Any] = dict(attrs)
-        self._nodes: dict[str, dict[str, Any]] = {}
+        self.nodes = NodeView()
         self._succ: dict[str, dict[str, None]] = {}
         self._pred: dict[str, dict[str, None]] = {}
         self._added: dict[tuple[str, str], None] = {}
         """Every edge in the order added: neighbours keep this order, and ``to_networkx`` too."""
 
-    # -- building -----------------------------------------------------------------------
-
     def add_node(self, node: str, **attrs: Any) -> None:
-        if node not in self._nodes:
-            self._nodes[node] = {}
+        if node not in self.nodes:
+            self.nodes[node] = {}
             self._succ[node] = {}
             self._pred[node] = {}
-        self._nodes[node].update(attrs)
+        self.nodes[node].update(attrs)
 
     def add_edge(self, source: str, target: str) -> None:
         for node in (source, target):
-            if node not in self._nodes:
-                self.add_node(node)
+            self.add_node(node)
         self._succ[source][target] = None
         self._pred[target][source] = None
         self._added[(source, target)] = None
@@ -56,24 +53,18 @@ class Dag:
         for source, target in edges:
             self.add_edge(source, target)
 
-    # -- reading --------------------------------------------------------------------------
-
-    @property
-    def nodes(self) -> NodeView:
-        return NodeView(self._nodes)
-
     @property
     def edges(self) -> list[tuple[str, str]]:
         return [(source, target) for source, targets in self._succ.items() for target in targets]
 
     def __contains__(self, node: object) -> bool:
-        return node in self._nodes
+        return node in self.nodes
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._nodes)
+        return iter(self.nodes)
 
     def __len__(self) -> int:
-        return len(self._nodes)
+        return len(self.nodes)
 
     def successors(self, node: str) -> Iterator[str]:
         return iter(self._succ[node])
@@ -88,19 +79,11 @@ class Dag:
         return len(self._succ[node])
 
 
-class NodeView:
+class NodeView(dict[str, dict[str, Any]]):
     """``graph.nodes``: ``nodes[n]`` is n's attribute dict; ``nodes(data=True)`` its pairs."""
 
-    __slots__ = ("_nodes",)
-
-    def __init__(self, nodes: dict[str, dict[str, Any]]) -> None:
-        self._nodes = nodes
-
-    def __getitem__(self, node: str) -> dict[str, Any]:
-        return self._nodes[node]
-
     def __call__(self, data: bool = False) -> Iterator[Any]:
-        return iter(self._nodes.items()) if data else iter(self._nodes)
+        return iter(self.items()) if data else iter(self)
 
 
 def descendants(graph: Dag, source: str) -> set[str]:
@@ -349,24 +332,21 @@ GATED = tuple(gate.closes for gate in GATES)
 """Phases whose files a gate covers: a command that does not write them needs them."""
 
 
-def covered_phases(name: str, gates: Sequence[GateDecl] = GATES) -> tuple[str, ...]:
-    """The phases whose files gate ``name`` covers: its own and every earlier gate's."""
-    names = [gate.name for gate in gates]
-    return tuple(gate.closes for gate in gates[:names.index(name) + 1])
-
-
 def earlier(name: str, gates: Sequence[GateDecl] = GATES) -> tuple[str, ...]:
     """The gates a course passes before gate ``name``."""
-    names = [gate.name for gate in gates]
-    return tuple(names[:names.index(name)])
+    names = tuple(gate.name for gate in gates)
+    return names[:names.index(name)]
+
+
+def covered_phases(name: str, gates: Sequence[GateDecl] = GATES) -> tuple[str, ...]:
+    """The phases whose files gate ``name`` covers: its own and every earlier gate's."""
+    return tuple(gate.closes for gate in gates[:len(earlier(name, gates)) + 1])
 
 
 def needed_before(phase: str, gates: Sequence[GateDecl] = GATES) -> tuple[str, ...]:
     """The gates that must hold before a file of ``phase`` is written: every gate closing an earlier phase."""
     closes = [gate.closes for gate in gates]
-    if phase not in closes:
-        return tuple(gate.name for gate in gates)
-    return tuple(gate.name for gate in gates[:closes.index(phase)])
+    return tuple(gate.name for gate in gates[:closes.index(phase) if phase in closes else len(gates)])
 
 
 KINDS = ("entry", "router", "guard", "stage", "gate-summary", "gate-ask", "gate-record", "wave",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import takewhile
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -112,16 +113,12 @@ class CourseLayout:
         """norm(term) -> the lesson whose plan first introduces it; worked out once per plans mapping."""
         if self._introduced and self._introduced[0][0] is plans:
             return self._introduced[0][1]
-        found = self._introducers(plans)
-        self._introduced[:] = [(plans, found)]
-        return found
-
-    def _introducers(self, plans: Mapping[str, LessonPlan]) -> dict[str, LessonPlace]:
         found: dict[str, LessonPlace] = {}
         for place in self.lessons():
             plan = plans.get(place.id)
             for term in plan.new_terms if plan else []:
                 found.setdefault(norm_term(term.term), place)
+        self._introduced[:] = [(plans, found)]
         return found
 
     def introducing(self, terms: list[str], plans: Mapping[str, LessonPlan]) -> list[LessonPlace]:
@@ -135,12 +132,11 @@ class CourseLayout:
         return found
 
     def before(self, place: LessonPlace) -> list[LessonPlace]:
-        earlier: list[LessonPlace] = []
-        for candidate in self.lessons():
-            if candidate.id == place.id:
-                break
-            earlier.append(candidate)
-        return earlier
+        return list(takewhile(lambda candidate: candidate.id != place.id, self.lessons()))
+
+    def before_module(self, module: Module) -> list[LessonPlace]:
+        """Every lesson of the modules before ``module``."""
+        return list(takewhile(lambda candidate: candidate.module.id != module.id, self.lessons()))
 
 
 @dataclass
@@ -186,7 +182,7 @@ class RunReader:
             return self._plans
         found: dict[str, LessonPlan] = {}
         for place in self.layout.lessons():
-            path = place.path("{lesson}.plan.yaml")
+            path = self.layout.plan_path(place)
             if self.exists(path):
                 plan = self.load(path)
                 assert isinstance(plan, LessonPlan)
@@ -253,7 +249,7 @@ def input_paths(source: Source, unit: Unit, layout: CourseLayout, plans: Mapping
     if isinstance(source, EarlierLessonsInput):
         return [layout.plan_path(p) for p in layout.before(_place(unit))]
     if isinstance(source, EarlierPlansInput):
-        return [layout.plan_path(p) for p in _earlier(layout, _module(unit))]
+        return [layout.plan_path(p) for p in layout.before_module(_module(unit))]
     if isinstance(source, AllPlansInput):
         return layout.plan_paths()
     if isinstance(source, DataFilesInput):  # the files' text is example.yaml's; which are named, the lesson's
@@ -291,7 +287,7 @@ def input_value(source: Source, unit: Unit, reader: Reader) -> Any:
         return [{"lesson": p.id, "title": plans[p.id].title, "new_terms": [t.term for t in plans[p.id].new_terms]}
                 for p in layout.before(_place(unit)) if p.id in plans]
     if isinstance(source, EarlierPlansInput):
-        return [plans[p.id] for p in _earlier(layout, _module(unit)) if p.id in plans]
+        return [plans[p.id] for p in layout.before_module(_module(unit)) if p.id in plans]
     if isinstance(source, AllPlansInput):
         return [_plan(plans, place) for place in layout.lessons()]
     raise GraphError(f"no way to find an input of kind {type(source).__name__}")
@@ -334,15 +330,6 @@ def _definitions(plan: LessonPlan, layout: CourseLayout, plans: Mapping[str, Les
         entry = next(t for t in plans[place.id].new_terms if norm_term(t.term) == norm_term(term))
         found[norm_term(term)] = {"term": entry.term, "definition": entry.definition, "lesson": place.id}
     return list(found.values())
-
-
-def _earlier(layout: CourseLayout, module: Module) -> list[LessonPlace]:
-    earlier: list[LessonPlace] = []
-    for candidate in layout.curriculum.modules:
-        if candidate.id == module.id:
-            return earlier
-        earlier += layout.lessons_of(candidate)
-    return earlier
 
 
 def _place(unit: Unit) -> LessonPlace:

@@ -836,17 +836,18 @@ def proposal_file(root: Path, path: str) -> Path:
     return root / PROPOSALS / f"{quote(path, safe='')}.json"
 
 
-def _refuse_links(root: Path, file: Path) -> None:
-    """Refuse a link where stay keeps its proposals: nothing is written, or read, through one."""
+def _unlinked_proposal_file(root: Path, path: str) -> Path:
+    """``proposal_file``, refused when it or its folders are a link: nothing is written, or read, through one."""
+    file = proposal_file(root, path)
     for place in (root / STATE, root / PROPOSALS, file):
         if place.is_symlink():
             raise EnvironmentProblem(f"{place} is a symbolic link; stay keeps its proposals in the course's own "
                                      f"{PROPOSALS}/: remove the link and run the command again")
+    return file
 
 
 def read_proposal(root: Path, path: str) -> Proposal | None:
-    file = proposal_file(root, path)
-    _refuse_links(root, file)
+    file = _unlinked_proposal_file(root, path)
     if not file.exists():
         return None
     try:
@@ -858,17 +859,14 @@ def read_proposal(root: Path, path: str) -> Proposal | None:
 
 
 def write_proposal(root: Path, proposal: Proposal) -> Path:
-    file = proposal_file(root, proposal.path)
-    _refuse_links(root, file)
+    file = _unlinked_proposal_file(root, proposal.path)
     file.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(file, proposal.model_dump_json(indent=2) + "\n")
     return file
 
 
 def drop_proposal(root: Path, path: str) -> None:
-    file = proposal_file(root, path)
-    _refuse_links(root, file)
-    file.unlink(missing_ok=True)
+    _unlinked_proposal_file(root, path).unlink(missing_ok=True)
 
 
 def open_proposal(course: CourseState, path: str) -> Proposal | None:

@@ -18,7 +18,7 @@ from stay.artefacts import (
     RubricCriterion,
     parse_duration,
 )
-from stay.stages._offline import APPLIED, capstone_outcomes
+from stay.stages._offline import APPLIED
 from stay.stages._stage import AllPlansInput, Stage
 from stay.validate import HouseData, packaged_data_dir
 
@@ -71,14 +71,12 @@ def _capstone_minutes(inputs: dict[str, Any]) -> int:
 
 def offline(inputs: dict[str, Any]) -> dict[str, Any]:
     modules = inputs["curriculum"]["modules"]
-    capstone_ids = sorted(capstone_outcomes(inputs["curriculum"]))
     rubric = []
     for index, module in enumerate(modules, 1):
-        outcome = f"{module['lessons'][-1]['id']}-o2"
         rubric.append({
             "id": f"r{index}",
             "criterion": f"The submission uses {module['title']} on the chosen task and names each step.",
-            "outcomes": [outcome] if outcome in capstone_ids else [],
+            "outcomes": [f"{module['lessons'][-1]['id']}-o2"],  # the module's capstone outcome (capstone_outcomes)
             "levels": {
                 "exemplary": "Every step is named, correct, and justified with evidence from the task.",
                 "proficient": "Every step is named and correct; one justification is missing.",

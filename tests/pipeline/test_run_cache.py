@@ -90,8 +90,8 @@ def _fresh(root: Path) -> tuple[dict[str, Any], dict[str, str]]:
     """The slow path: every plan read from disk, and the introducers worked out anew."""
     curriculum = load(root / "curriculum.yaml", Curriculum)
     plans = plans_on_disk(root, curriculum)
-    layout = CourseLayout(curriculum)
-    return plans, {term: place.id for term, place in layout._introducers(plans).items()}
+    layout = CourseLayout(curriculum)  # a new layout remembers nothing
+    return plans, {term: place.id for term, place in layout.introducers(plans).items()}
 
 
 _steps = st.lists(st.one_of(
