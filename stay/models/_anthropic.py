@@ -9,8 +9,8 @@ import json
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
-from typing import TYPE_CHECKING, Any, Unpack
+from contextlib import asynccontextmanager, contextmanager, nullcontext
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from stay import _secrets
 from stay.errors import ModelError, RefusalError, StayError, TruncationError, UsageError
@@ -22,6 +22,7 @@ from stay.models._protocol import (
     Budget,
     HTTPBackend,
     Price,
+    Progress,
     Retrying,
     Thinking,
     _Deadline,
@@ -36,6 +37,7 @@ from stay.models._protocol import (
     paying,
     plus,
     request_id_of,
+    retrying,
     spend_limited,
     thinks_adaptively,
 )
@@ -45,8 +47,6 @@ if TYPE_CHECKING:  # the SDK takes seconds to import: only a run that talks to C
     import anthropic
 
     from stay.settings import Settings
-
-Progress = Callable[[str], None]
 
 MODEL_CHECK_TIMEOUT = 10.0
 """Seconds the up-front model check waits per id: a stalled gateway costs a run this once."""
@@ -113,31 +113,28 @@ class AnthropicBackend(HTTPBackend):
     def _screened_by(self) -> str:
         return self.screen_model
 
-    def _made(self, kind: Any) -> Any:
+    def _made(self, kind: str) -> Any:
         """A client with the key, or else a gateway's token; base_url None: the SDK reads ANTHROPIC_BASE_URL."""
+        import anthropic
+
         if not (self._api_key or self._auth_token):
             raise UsageError("the anthropic backend needs an API key (ANTHROPIC_API_KEY) or a gateway's bearer "
                              "token (ANTHROPIC_AUTH_TOKEN); set one, or build offline with --backend offline (a "
                              "--replay run needs neither)")
-        return self._configured(kind(api_key=self._api_key, auth_token=self._auth_token, base_url=self._base_url))
+        made = getattr(anthropic, kind)(api_key=self._api_key, auth_token=self._auth_token, base_url=self._base_url)
+        return self._configured(made)
 
     @property
     def client(self) -> anthropic.Anthropic:
         if self._client is None:
-            import anthropic
-
-            self._client = self._made(anthropic.Anthropic)
-        client: anthropic.Anthropic = self._client
-        return client
+            self._client = self._made("Anthropic")
+        return cast("anthropic.Anthropic", self._client)
 
     @property
     def async_client(self) -> anthropic.AsyncAnthropic:
         if self._async_client is None:
-            import anthropic
-
-            self._async_client = self._made(anthropic.AsyncAnthropic)
-        client: anthropic.AsyncAnthropic = self._async_client
-        return client
+            self._async_client = self._made("AsyncAnthropic")
+        return cast("anthropic.AsyncAnthropic", self._async_client)
 
     def check_models(self, models: Mapping[Role, str]) -> None:
         """Ask the Models API for each id before anything is paid: an unknown id or a rejected key
@@ -178,14 +175,12 @@ class AnthropicBackend(HTTPBackend):
     def _held(self, request: ModelRequest, model: str, thinking: Thinking | None, budget: Budget) -> dict[str, Any]:
         return request_params(request, model, thinking, answer_tokens=budget.answer)
 
-    def _gate(self, params: dict[str, Any], first: bool) -> AbstractContextManager[Callable[[], None]]:
-        """The first request goes through the prefix gate; a retry finds its prefix warm."""
-        return self.gate.hold(prefix_keys(params)) if first and self.gate is not None else nullcontext(_nothing)
-
     def _ask(self, request: ModelRequest, model: str, thinking: Thinking | None, budget: Budget, where: str,
              first: bool) -> ModelAnswer:
         params = self._held(request, model, thinking, budget)
-        with self._gate(params, first) as started:
+        # the first request goes through the prefix gate; a retry finds its prefix warm
+        gate = self.gate.hold(prefix_keys(params)) if first and self.gate is not None else nullcontext(_nothing)
+        with gate as started:
             message = self._call(params, where, started)
         return answer_from(message, request, budget=budget)
 
@@ -267,11 +262,8 @@ class AnthropicBackend(HTTPBackend):
 def make(settings: Settings, *, progress: Progress | None = None,
          client: anthropic.Anthropic | None = None) -> AnthropicBackend:
     return AnthropicBackend(client, api_key=settings.api_key, auth_token=settings.auth_token,
-                            base_url=settings.base_url, progress=progress,
-                            screen_model=settings.model("analysis"), timeout=settings.request_timeout,
-                            max_retries=settings.max_retries, retry_after_cap=settings.retry_after_cap,
-                            call_deadline=settings.call_deadline,
-                            answer_tokens=settings.answer_tokens)
+                            base_url=settings.base_url, screen_model=settings.model("analysis"),
+                            **retrying(settings, progress))
 
 
 SDK_NONSTREAMING_TOKENS = 21_333

@@ -40,13 +40,8 @@ _ENVELOPE = 1_024  # bytes kept free in each batch for the JSON around the reque
 BATCH_ID = re.compile(r"msgbatch_[A-Za-z0-9]{1,128}")
 """A record's file name is built from a batch id, so any other shape is refused before a path is."""
 
-Params = Callable[[ModelRequest, str], dict[str, Any]]
 Billed = Callable[[ModelRequest, ModelAnswer], None]
 """Told of a batch entry billed without an answer (a refusal, a cut-off), as an answer with no data."""
-
-
-def default_params(request: ModelRequest, model: str) -> dict[str, Any]:
-    return request_params(request, model, THINKING.get(request.role))
 
 
 def hour_long(params: dict[str, Any]) -> dict[str, Any]:
@@ -68,10 +63,6 @@ class BatchOutcome:
     succeeded: int
     failed: dict[str, str]  # custom id -> why: those are asked live later
     resumed: int = 0  # requests collected from batches an earlier run submitted
-
-    @property
-    def batch_id(self) -> str:
-        return self.batch_ids[-1] if self.batch_ids else ""
 
 
 _SERVER_FIX = "the service (or ANTHROPIC_BASE_URL) is not the Message Batches API; nothing was written or deleted"
@@ -151,10 +142,6 @@ class _Collector:
         except ModelUnavailable as exc:  # nothing is lost: say where the ids are
             raise ModelUnavailable(f"{exc} (every batch id is stored under .runs/batches/)") from None
 
-    def lookup(self, batch_id: str) -> Any:
-        return self.api(f"looking up batch {batch_id}",
-                        functools.partial(self.client.messages.batches.retrieve, batch_id), missing_ok=True)
-
     def wait(self, batch: Any) -> Any:
         waited = 0.0
         while batch.processing_status != "ended":
@@ -195,22 +182,29 @@ class _Collector:
                 pause = min(pause, left)
                 if not streak:
                     ends = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(until))
-                    self.say(f"batch {batch.id}: a poll failed ({_what(exc)}); the batch runs on at the "
+                    status = getattr(exc, "status_code", None)
+                    what = f"HTTP {status}" if isinstance(status, int) else type(exc.__cause__ or exc).__name__
+                    self.say(f"batch {batch.id}: a poll failed ({what}); the batch runs on at the "
                              f"server, so polling goes on through failures until {ends}, when it can no longer "
                              "be running")
                 streak += 1
                 self.rules.sleep(pause)
                 spent += pause
 
-    def collect(self, batch_id: str) -> int:
-        held = 0
+    def finish(self, batch: Any, book: _Ledger, recorded: str) -> str:
+        """Wait for ``batch``, collect its answers, and strike its record (``recorded``, the id it is under)."""
+        self.wait(batch)
+        self.collect(batch.id)
+        book.done(recorded)
+        return str(batch.id)
+
+    def collect(self, batch_id: str) -> None:
         results = self.api(f"reading the results of batch {batch_id}",
                            lambda: list(self.client.messages.batches.results(batch_id)))
         for line in results:
             job = self.todo.get(line.custom_id)
             if job is None:
                 continue  # not needed any more (its inputs changed since it was submitted)
-            held += 1
             request, model = job
             where = f"  stage {request.stage} ({request.artefact}), batch {batch_id}"
             again = "asking it again live, at the full price (twice the batch's)"
@@ -227,7 +221,6 @@ class _Collector:
                 continue
             self.cache.put(request, model, answer, reported=False)
             self.succeeded += 1
-        return held
 
     def bill(self, request: ModelRequest, model: str, message: Any, exc: Exception) -> str:
         kinds: dict[type, str] = {RefusalError: "refused", TruncationError: "cut off"}
@@ -240,14 +233,6 @@ class _Collector:
         dollars = cost(model, usage, batch=True)
         price = "an unknown price" if dollars is None else f"${dollars:.4f}"
         return f"{what}, billed {price} at the batch price (counted)"
-
-
-def _what(exc: Exception) -> str:
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int):
-        return f"HTTP {status}"
-    cause = exc.__cause__ or exc
-    return type(cause).__name__
 
 
 BATCH_LIFETIME = 24 * 3600.0
@@ -293,7 +278,7 @@ def split(entries: Sequence[dict[str, Any]], *, max_requests: int = MAX_BATCH_RE
 
 
 def prefetch(client: Any, jobs: Sequence[tuple[ModelRequest, str]], cache: RequestCache, *,
-             params: Params = default_params, ledger: Path | None = None, poll_seconds: float = 30.0,
+             ledger: Path | None = None, poll_seconds: float = 30.0,
              timeout_seconds: float = 24 * 3600, sleep: Callable[[float], None] = time.sleep,
              progress: Callable[[str], None] | None = None, max_requests: int = MAX_BATCH_REQUESTS,
              max_bytes: int = MAX_BATCH_BYTES, retries: AnthropicBackend | None = None,
@@ -317,7 +302,8 @@ def prefetch(client: Any, jobs: Sequence[tuple[ModelRequest, str]], cache: Reque
         if not ids & set(todo):
             continue
         stored = record["batch_id"]  # checked by records(): the only id a record's file is named by
-        batch = run.lookup(stored)
+        batch = run.api(f"looking up batch {stored}", functools.partial(client.messages.batches.retrieve, stored),
+                        missing_ok=True)
         if batch is None:  # gone (batches are kept 29 days): its requests are submitted again
             say(f"batch {stored}: submitted by an earlier run, no longer on the server")
             book.done(stored)
@@ -325,14 +311,12 @@ def prefetch(client: Any, jobs: Sequence[tuple[ModelRequest, str]], cache: Reque
         checked_id(batch.id, f"Message Batches: batch {stored} as the server returned it")
         say(f"batch {batch.id}: submitted by an earlier run, {batch.processing_status}; collecting it "
             "instead of submitting its requests again")
-        run.wait(batch)
-        run.collect(batch.id)
+        batch_ids.append(run.finish(batch, book, stored))
         covered |= ids & set(todo)
-        batch_ids.append(batch.id)
-        book.done(stored)
     resumed = len(covered)
     remaining = [(key, job) for key, job in sorted(todo.items()) if key not in covered]
-    entries = [{"custom_id": key, "params": hour_long(params(request, model))} for key, (request, model) in remaining]
+    entries = [{"custom_id": key, "params": hour_long(request_params(request, model, THINKING.get(request.role)))}
+               for key, (request, model) in remaining]
     submitted: list[Any] = []
     for chunk in split(entries, max_requests=max_requests, max_bytes=max_bytes):
         batch = run.api("creating a batch", functools.partial(client.messages.batches.create, requests=chunk))
@@ -340,10 +324,6 @@ def prefetch(client: Any, jobs: Sequence[tuple[ModelRequest, str]], cache: Reque
         book.add(batch.id, [entry["custom_id"] for entry in chunk])
         say(f"batch {batch.id}: {len(chunk)} requests submitted (its id is stored under .runs/batches/)")
         submitted.append(batch)
-    for batch in submitted:
-        run.wait(batch)
-        run.collect(batch.id)
-        batch_ids.append(batch.id)
-        book.done(batch.id)
+    batch_ids += [run.finish(batch, book, batch.id) for batch in submitted]
     say(f"batches: {run.succeeded} answers collected, {len(run.failed)} to ask again live (at the full price)")
     return BatchOutcome(tuple(batch_ids), len(entries), run.succeeded, dict(run.failed), resumed)

@@ -103,18 +103,15 @@ class RequestCache:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     salt: str = ""  # keys every entry apart from the same request under another salt
 
-    def _path(self, key: str) -> Path:
-        return self.directory / f"{key}.json"
-
-    def _room_path(self, key: str) -> Path:
-        return self.directory / ROOMS_DIR / f"{key}.json"
+    def _path(self, request: ModelRequest, model: str, under: Path | None = None) -> Path:
+        return (under or self.directory) / f"{request_key(request, model, self.salt)}.json"
 
     @property
     def rejected_dir(self) -> Path:
         return self.directory.parent / "rejected"
 
     def _entry(self, request: ModelRequest, model: str) -> dict[str, Any] | None:
-        entry = _stored(self._path(request_key(request, model, self.salt)))
+        entry = _stored(self._path(request, model))
         if entry is None:
             return None
         try:
@@ -131,7 +128,7 @@ class RequestCache:
         """Store an answer; ``reported=False`` (a batch paid it): the first ``claim`` reports its usage."""
         entry = {"model": model, "request": request.model_dump(mode="json"),
                  "answer": answer.model_dump(mode="json"), "reported": reported}
-        write_text_atomic(self._path(request_key(request, model, self.salt)), json.dumps(entry, sort_keys=True))
+        write_text_atomic(self._path(request, model), json.dumps(entry, sort_keys=True))
 
     def claim(self, request: ModelRequest, model: str) -> ModelAnswer | None:
         """With its usage if unreported yet, else with none."""
@@ -147,20 +144,18 @@ class RequestCache:
 
     def room(self, request: ModelRequest, model: str) -> int | None:
         """Recorded before a retry is sent, so a run the cost cap stops pays the cut-off once."""
-        record = _stored(self._room_path(request_key(request, model, self.salt)), ROOM_RECORD_BYTES)
+        record = _stored(self._path(request, model, self.directory / ROOMS_DIR), ROOM_RECORD_BYTES)
         room = record.get("answer_tokens") if record is not None else None
         return room if type(room) is int and room > 0 else None  # not a bool, a float or a string
 
     def remember_room(self, request: ModelRequest, model: str, answer_tokens: int) -> None:
         record = {"answer_tokens": answer_tokens, "model": model, "stage": request.stage,
                   "artefact": request.artefact}
-        write_text_atomic(self._room_path(request_key(request, model, self.salt)),
-                          json.dumps(record, sort_keys=True))
+        write_text_atomic(self._path(request, model, self.directory / ROOMS_DIR), json.dumps(record, sort_keys=True))
 
     def reject(self, request: ModelRequest, model: str, why: str, *, raw: str | None = None) -> None:
         """Move the answer to ``rejected/`` with ``why`` (``raw``: one not even JSON, never cached)."""
-        key = request_key(request, model, self.salt)
-        record = self.rejected_dir / f"{key}.json"
+        record = self._path(request, model, self.rejected_dir)
         with self._lock:
             entry = self._entry(request, model)
             rejection = {"why": why, "answer": entry["answer"] if entry is not None else None, "raw": raw}
@@ -168,7 +163,7 @@ class RequestCache:
                         "rejections": [*self._rejections(record), rejection][-REJECTIONS_KEPT:]}
             # the record first: a crash between the two leaves the answer to be checked, and rejected, again
             write_text_atomic(record, json.dumps(document, sort_keys=True))
-            self._path(key).unlink(missing_ok=True)
+            self._path(request, model).unlink(missing_ok=True)
 
     @staticmethod
     def _rejections(record: Path) -> list[dict[str, Any]]:
@@ -177,17 +172,17 @@ class RequestCache:
         return [item for item in kept if isinstance(item, dict)] if isinstance(kept, list) else []
 
     def rejection(self, request: ModelRequest, model: str) -> str | None:
-        kept = self._rejections(self.rejected_dir / f"{request_key(request, model, self.salt)}.json")
+        kept = self._rejections(self._path(request, model, self.rejected_dir))
         return str(kept[-1].get("why")) if kept else None
 
     def explain_miss(self, request: ModelRequest, model: str) -> str:
         """A rejection, or what changed since the nearest cached request for the same stage and file."""
         rejected = self.rejection(request, model)
         if rejected is not None:
-            record = self.rejected_dir / f"{request_key(request, model, self.salt)}.json"
+            record = self._path(request, model, self.rejected_dir)
             return (f"stage {request.stage} ({request.artefact}): its answer was rejected ({rejected}); it is "
                     f"kept for diagnosis only, in {record}, and never served")
-        own = self._path(request_key(request, model, self.salt))
+        own = self._path(request, model)
         if os.path.lexists(own):  # there, but not an answer stay can serve
             return (f"stage {request.stage} ({request.artefact}): its cache entry {own} is damaged "
                     f"({_damage(own)}) and never served; run without --replay to ask again")

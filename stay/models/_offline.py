@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from stay.settings import Settings
 
 OFFLINE_MODEL = "offline"
-OFFLINE_PRICES: Mapping[str, Price] = {OFFLINE_MODEL: PRICES[OFFLINE_MODEL]}
 
 
 @dataclass
@@ -25,7 +24,7 @@ class OfflineBackend:
     so one instance serves any number of runs and threads."""
 
     name: str = "offline"
-    prices: ClassVar[Mapping[str, Price]] = OFFLINE_PRICES
+    prices: ClassVar[Mapping[str, Price]] = {OFFLINE_MODEL: PRICES[OFFLINE_MODEL]}
     features: ClassVar[frozenset[str]] = frozenset({"screen"})
     """It flags no brief, so an offline run needs no --no-screen."""
     reviews: ClassVar[bool] = False

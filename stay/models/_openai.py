@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Unpack
 from urllib.parse import urlparse
@@ -20,24 +20,25 @@ from stay.models._protocol import (
     Budget,
     HTTPBackend,
     Price,
+    Progress,
     Retrying,
     Thinking,
     _Deadline,
     billed_as,
     hold_more,
     json_object,
+    malformed,
     model_of,
     one_line,
     paying,
     plus,
     request_id_of,
+    retrying,
     unreachable,
 )
 from stay.requests import ROLES, ModelAnswer, ModelRequest, Role, Usage
 from stay.settings import DEFAULT_MODELS as CLAUDE_MODELS
 from stay.settings import Settings
-
-Progress = Callable[[str], None]
 
 OPENAI_MODEL = "gpt-6.2-sol"
 """The default model on OpenAI itself: the newest undated id of the SDK's ``ChatModel`` list."""
@@ -46,6 +47,7 @@ PLACEHOLDER_KEY = "not-needed"
 SLOWEST_TOKENS_PER_SECOND = 20.0
 """Not streamed, so a read timeout must cover a whole answer at this (small local model's) pace."""
 
+_SERVER = ("the server", "OPENAI_BASE_URL")  # the words of its malformed replies' errors
 _JSON_ONLY: set[str] = set()
 """Base URLs whose server refused ``json_schema`` in this process: asked in JSON mode."""
 _JSON_ONLY_LOCK = threading.Lock()
@@ -242,9 +244,7 @@ def make(settings: Settings, *, progress: Progress | None = None) -> OpenAIBacke
     """A role's Claude default means no id was set."""
     chosen = {role: model for role, model in settings.models.items() if model != CLAUDE_MODELS[role]}
     return OpenAIBackend(api_key=settings.openai_api_key, base_url=settings.openai_base_url, models=chosen,
-                         progress=progress, max_retries=settings.max_retries, timeout=settings.request_timeout,
-                         retry_after_cap=settings.retry_after_cap, call_deadline=settings.call_deadline,
-                         answer_tokens=settings.answer_tokens)
+                         **retrying(settings, progress))
 
 
 COMMON = frozenset({"type", "description", "enum", "const", "anyOf", "$ref", "$defs"})
@@ -390,18 +390,13 @@ def usage_of(completion: Any, where: str) -> Usage:
     for name, value in (("prompt_tokens", prompt), ("completion_tokens", output), ("cached_tokens", cached),
                         ("cache_write_tokens", written), ("reasoning_tokens", reasoning)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise malformed(where, f"usage.{name} is {value!r}, not a count of tokens")
+            raise malformed(where, f"usage.{name} is {value!r}, not a count of tokens", *_SERVER)
     assert isinstance(prompt, int) and isinstance(output, int) and isinstance(written, int)
     if cached + written > prompt or reasoning > output:
         raise malformed(where, f"usage counts {cached} cached and {written} cache-written of {prompt} prompt "
-                               f"tokens, {reasoning} reasoning of {output} completion tokens")
+                               f"tokens, {reasoning} reasoning of {output} completion tokens", *_SERVER)
     return Usage(input_tokens=prompt - cached - written, output_tokens=output, cache_read_input_tokens=cached,
                  cache_creation_input_tokens=written, thinking_tokens=reasoning)
-
-
-def malformed(where: str, what: str) -> ModelError:
-    return ModelError(f"{where}: the server's response is malformed: {what}; nothing was written, run the "
-                      "command again (if it persists, check OPENAI_BASE_URL and any proxy in between)")
 
 
 @dataclass(frozen=True)
@@ -414,7 +409,7 @@ def read_completion(completion: Any, request: ModelRequest, room: int) -> Read:
     where = f"stage {request.stage} ({request.artefact})"
     choices = getattr(completion, "choices", None)
     if not isinstance(choices, list) or not choices:
-        raise malformed(where, "it has no choices")
+        raise malformed(where, "it has no choices", *_SERVER)
     usage = usage_of(completion, where)
     choice = choices[0]
     finish = getattr(choice, "finish_reason", None)

@@ -60,7 +60,7 @@ class Price:
 
     rates: Rates
     source: str
-    checked: str
+    checked: str = "2026-12-01"  # the day every row of PRICES was read from its source
     long: Rates | None = None
     long_above: int = 0
 
@@ -69,8 +69,6 @@ class Price:
             return self.long
         return self.rates
 
-
-CHECKED = "2026-12-01"  # the day every row below was read from its source
 
 _PRICING_PAGE = "https://platform.claude.com/docs/en/about-claude/pricing (Model pricing table)"
 
@@ -94,46 +92,37 @@ _HAIKU_45_SOURCE = (_PRICING_PAGE + "; input and output as the model pages' comp
 
 PRICES: Mapping[str, Price] = {
     # the current generation (the SDK's types/model.py lists these first)
-    "claude-opus-5-5": Price(Rates(input=4.0, output=20.0, cache_write=5.0, cache_read=0.20),
-                             _model_page("opus-5-5"), CHECKED),
+    "claude-opus-5-5": Price(Rates(input=4.0, output=20.0, cache_write=5.0, cache_read=0.20), _model_page("opus-5-5")),
     # Sonnet 5.5's cache reads: the official model page shows $0.20 / MTok; two third-party
     # price refreshes (kurofune/claudit v1.9.2, TheKrush/PromptFuel v1.0.23) report a cut to
     # $0.10 on 2026-10-07 that no official page read shows. The official figure is kept.
     "claude-sonnet-5-5": Price(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.20),
                                _model_page("sonnet-5-5") + " (cache reads $0.20, not the $0.10 third parties "
-                               "report)", CHECKED),
-    "claude-haiku-5-5": Price(Rates(input=0.10, output=0.50, cache_write=0.125, cache_read=0.01),
-                              _HAIKU_55_SOURCE, CHECKED,
+                               "report)"),
+    "claude-haiku-5-5": Price(Rates(input=0.10, output=0.50, cache_write=0.125, cache_read=0.01), _HAIKU_55_SOURCE,
                               long=Rates(input=0.50, output=2.50, cache_write=0.625, cache_read=0.05),
                               long_above=100_000),
-    "claude-fable-5-1": Price(_FABLE_51, _PRICING_PAGE, CHECKED),
-    "claude-mythos-5-1": Price(_FABLE_51, _PRICING_PAGE, CHECKED),
-    "claude-fable-5": Price(_FABLE_5, _PRICING_PAGE, CHECKED),
-    "claude-mythos-5": Price(_FABLE_5, _PRICING_PAGE, CHECKED),
-    "claude-opus-5": Price(_OPUS_45_TO_5, _PRICING_PAGE + "; " + _model_page("opus-5"), CHECKED),
-    "claude-sonnet-5": Price(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.20),
-                             _model_page("sonnet-5"), CHECKED),
-    "claude-opus-4-8": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
-    "claude-opus-4-7": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
-    "claude-opus-4-6": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
-    "claude-opus-4-5": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
-    "claude-opus-4-5-20251101": Price(_OPUS_45_TO_5, _PRICING_PAGE, CHECKED),
-    "claude-sonnet-4-6": Price(_SONNET_4X, _SONNET_4X_SOURCE, CHECKED),
+    "claude-fable-5-1": Price(_FABLE_51, _PRICING_PAGE),
+    "claude-mythos-5-1": Price(_FABLE_51, _PRICING_PAGE),
+    "claude-fable-5": Price(_FABLE_5, _PRICING_PAGE),
+    "claude-mythos-5": Price(_FABLE_5, _PRICING_PAGE),
+    "claude-opus-5": Price(_OPUS_45_TO_5, _PRICING_PAGE + "; " + _model_page("opus-5")),
+    "claude-sonnet-5": Price(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.20), _model_page("sonnet-5")),
+    **dict.fromkeys(("claude-opus-4-8", "claude-opus-4-7", "claude-opus-4-6", "claude-opus-4-5",
+                     "claude-opus-4-5-20251101"), Price(_OPUS_45_TO_5, _PRICING_PAGE)),
+    "claude-sonnet-4-6": Price(_SONNET_4X, _SONNET_4X_SOURCE),
     "claude-sonnet-4-5": Price(_SONNET_4X, _SONNET_4X_SOURCE + " (prompts up to 200K tokens, the standard "
-                                                               "context window)", CHECKED),
-    "claude-sonnet-4-5-20250929": Price(_SONNET_4X, _SONNET_4X_SOURCE, CHECKED),
-    "claude-haiku-4-5": Price(_HAIKU_45, _HAIKU_45_SOURCE, CHECKED),
-    "claude-haiku-4-5-20251001": Price(_HAIKU_45, _HAIKU_45_SOURCE, CHECKED),
+                                                               "context window)"),
+    "claude-sonnet-4-5-20250929": Price(_SONNET_4X, _SONNET_4X_SOURCE),
+    **dict.fromkeys(("claude-haiku-4-5", "claude-haiku-4-5-20251001"), Price(_HAIKU_45, _HAIKU_45_SOURCE)),
     # OpenAI (the openai backend's default): its model page's Pricing, Text tokens; the cache
     # write rate is for 30-minute retention, the default; above 272K input tokens the whole
     # request pays twice the input and cache rates and 1.5x the output rate
     "gpt-6.2-sol": Price(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.10),
                          "https://developers.openai.com/api/docs/models/gpt-6.2-sol (Pricing > Text tokens)",
-                         CHECKED, long=Rates(input=4.0, output=15.0, cache_write=5.0, cache_read=0.20),
-                         long_above=272_000),
+                         long=Rates(input=4.0, output=15.0, cache_write=5.0, cache_read=0.20), long_above=272_000),
     # the offline backend: no network, no bill
-    "offline": Price(Rates(input=0.0, output=0.0, cache_write=0.0, cache_read=0.0), "no API call is made",
-                     CHECKED),
+    "offline": Price(Rates(input=0.0, output=0.0, cache_write=0.0, cache_read=0.0), "no API call is made"),
 }
 """Model id -> price. Deliberately unpriced: claude-fable-5-2 and claude-mythos-5-2 (no
 Anthropic page found; third parties give Fable 5.2 $8 / $40) and claude-mythos-preview."""
@@ -350,11 +339,7 @@ class Screening:
     skipped: str | None = None  # why nothing screened the brief (a replay with no recorded verdict)
 
 
-class _Screens(Protocol):
-    def screen(self, text: str) -> str | None: ...
-
-
-def screening_of(backend: _Screens, text: str) -> Screening:
+def screening_of(backend: ModelClient, text: str) -> Screening:
     rich = getattr(backend, "screening", None)
     if callable(rich):
         found = rich(text)
@@ -707,6 +692,13 @@ class Retrying(TypedDict, total=False):
     wall: Callable[[], float]
 
 
+def retrying(settings: Settings, progress: Progress | None) -> Retrying:
+    """The settings every ``HTTPBackend`` takes, for a backend's ``make``."""
+    return Retrying(progress=progress, timeout=settings.request_timeout, max_retries=settings.max_retries,
+                    retry_after_cap=settings.retry_after_cap, call_deadline=settings.call_deadline,
+                    answer_tokens=settings.answer_tokens)
+
+
 class HTTPBackend:
     """One backend over HTTP, whatever its wire (the Messages API, Chat Completions): it owns the request
     loop and its policy; a subclass supplies ``_ask``, ``_held``, ``_refused`` and the words its errors use.
@@ -1049,24 +1041,17 @@ def retryable_status(status: int, headers: Mapping[str, str] | None, body: Any) 
 
 def retry_after(headers: Mapping[str, str] | None, now: Callable[[], float] = time.time) -> float | None:
     """Seconds the server asked to wait: ``retry-after-ms``, ``retry-after`` seconds, then HTTP-date."""
-    if not headers:
-        return None
+    headers = headers or {}
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        raw = headers.get(name)
-        if raw is None:
-            continue
         try:
-            seconds = float(raw) * scale
-        except ValueError:
+            seconds = float(headers[name]) * scale
+        except (KeyError, ValueError):
             continue
-        if seconds >= 0 and seconds == seconds and seconds != float("inf"):
+        if 0 <= seconds < float("inf"):  # not NaN either
             return seconds
-    raw = headers.get("retry-after")
-    if raw is None:
-        return None
     try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError, IndexError):
+        when = email.utils.parsedate_to_datetime(headers["retry-after"])
+    except (KeyError, TypeError, ValueError, IndexError):
         return None
     if when.tzinfo is None:  # RFC 9110 dates are GMT; "-0000" parses as naive
         when = when.replace(tzinfo=datetime.UTC)

@@ -9,6 +9,7 @@ import math
 import statistics
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,11 +71,11 @@ class RiggedBackend(OfflineBackend):
     screened: list[str] = field(default_factory=list)
     in_flight: int = 0
     most_in_flight: int = 0
-    lessons_in_flight: dict[str, int] = field(default_factory=dict)
+    lessons_in_flight: Counter[str] = field(default_factory=Counter)
     most_lessons_in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _errors_left: dict[str, int] = field(default_factory=dict, repr=False)
-    _defects_left: dict[str, int | None] = field(default_factory=dict, repr=False)
+    _defects_left: dict[str, float] = field(default_factory=dict, repr=False)  # math.inf: every answer
     _gathered: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def __post_init__(self) -> None:
@@ -83,7 +84,7 @@ class RiggedBackend(OfflineBackend):
         unknown = set(counts) - set(DEFECTS)
         if unknown:
             raise UsageError(f"unknown defects {sorted(unknown)}; known: {sorted(DEFECTS)}")
-        self._defects_left = counts
+        self._defects_left = {name: math.inf if left is None else left for name, left in counts.items()}
         self._errors_left = dict(self.errors)
 
     @property
@@ -102,16 +103,14 @@ class RiggedBackend(OfflineBackend):
             failing = self._errors_left.get(request.stage, 0) > 0
             if failing:
                 self._errors_left[request.stage] -= 1
-            inject = []
-            for name, left in sorted(self._defects_left.items()):
-                if DEFECTS[name] == request.stage and (left is None or left > 0):
-                    inject.append(name)
-                    if left is not None:
-                        self._defects_left[name] = left - 1
+            inject = [name for name, left in sorted(self._defects_left.items())
+                      if DEFECTS[name] == request.stage and left > 0]
+            for name in inject:
+                self._defects_left[name] -= 1
             self.in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
             if lesson:
-                self.lessons_in_flight[lesson] = self.lessons_in_flight.get(lesson, 0) + 1
+                self.lessons_in_flight[lesson] += 1
                 self.most_lessons_in_flight = max(self.most_lessons_in_flight, len(self.lessons_in_flight))
             if self.gather and self.in_flight >= self.gather:
                 self._gathered.set()
@@ -133,9 +132,7 @@ class RiggedBackend(OfflineBackend):
             with self._lock:
                 self.in_flight -= 1
                 if lesson:
-                    self.lessons_in_flight[lesson] -= 1
-                    if not self.lessons_in_flight[lesson]:
-                        del self.lessons_in_flight[lesson]
+                    self.lessons_in_flight -= Counter([lesson])  # one with none left in flight is dropped
         for name in inject:
             _inject(name, data)
         if self.quality:

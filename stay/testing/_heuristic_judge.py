@@ -9,7 +9,7 @@ import itertools
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -146,9 +146,7 @@ class ScriptedJudge:
 
     answer: Callable[[ModelRequest], dict[str, Any] | None]
     name: str = SCRIPTED
-
-    def __post_init__(self) -> None:
-        self.requests: list[ModelRequest] = []
+    requests: list[ModelRequest] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def ask(self, request: ModelRequest) -> JudgeReply:
         self.requests.append(request)
