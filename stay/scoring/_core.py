@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
@@ -358,6 +358,14 @@ class ModelScorer:
     answer: ClassVar[type[BaseModel]]
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
+        """By default: each lesson's ``items``, each judged with its lesson read first."""
+        judging = self.judging()
+        for lesson in course.lessons:
+            for item, inputs in self.items(course, lesson):
+                self.ask(judging, item, inputs, lesson.content.body if lesson.content else None, lesson.id)
+        return judging.result()
+
+    def items(self, course: CourseOnDisk, lesson: LessonOnDisk) -> Iterator[tuple[str, dict[str, Any]]]:
         raise NotImplementedError
 
     def verdict(self, answer: Any, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
