@@ -300,11 +300,9 @@ def judge_of(builds: Mapping[str, list[dict[str, Any]]]) -> tuple[str, str | Non
 def not_judged(document: Mapping[str, Any]) -> dict[str, str]:
     """Scorer -> why, for every scorer no build of the run judged (the offline judge reads no prose)."""
     results: dict[str, list[Mapping[str, Any]]] = {}
-    for brief in (document.get("briefs") or {}).values():
-        for build in brief.get("builds") or [] if isinstance(brief, Mapping) else []:
-            for name, result in (build.get("scorers") or {}).items() if isinstance(build, Mapping) else []:
-                if isinstance(result, Mapping):
-                    results.setdefault(str(name), []).append(result)
+    for _brief, _index, build in _builds(document):
+        for name, result in build["scorers"].items():
+            results.setdefault(name, []).append(result)
     return {name: str(found[0].get("not_judged") or "not judged") for name, found in sorted(results.items())
             if all(r.get("judged") is False for r in found)}
 
