@@ -35,7 +35,7 @@ from stay.scoring._core import bounded, lesson_note
 from stay.scoring._defaults import POWER
 from stay.scoring._judges import course_dir
 from stay.scoring._report import _prompt_versions, changed_prompts, provenance_notes
-from stay.scoring._stats import build_means, build_strata
+from stay.scoring._stats import LEVEL, build_means, build_strata
 from stay.stages import packaged_prompts_dir, read_prompt
 from stay.view import (
     PAIR_KINDS,
@@ -318,7 +318,6 @@ def _diff(name: str, before: str, after: str) -> str:
 
 
 PAGE_ITEMS = 100  # changed items a page lists when not told otherwise
-LEVEL = 0.95
 INTERVALS = ("each run's mean with a 95% t interval over the test's own units, briefs held fixed: "
              "for a test over builds, from the pooled build-to-build variance within briefs (none with one "
              "build per brief); for a test over items, from the matched items' scores; clipped to [0, 1]")
