@@ -26,11 +26,9 @@ from stay.scoring import (
     build_entry,
     checked_backend,
     content_hash,
-    course_built_by,
     default_scorers,
     failed_entry,
     judge_name,
-    ledger_built_with,
     recorded_quality,
     relative_course,
     report,
@@ -42,11 +40,6 @@ from stay.scoring import (
 from stay.settings import Settings
 from stay.stages import Prompts
 from stay.testing import RiggedBackend
-
-
-def arm_settings(cfg: Any, settings: Settings | None = None) -> Settings:
-    """The settings one arm (``cfg``, ``evals/conftest.py``'s ``EvalConfig``) builds and scores with."""
-    return (settings or Settings.from_env()).replace(prompts_dir=cfg.prompts_dir)
 
 
 def _sent(cfg: Any) -> Prompts:
@@ -99,8 +92,7 @@ def evaluate_build(brief_path: Path, *, epoch: int, courses_dir: Path, backend: 
     course = CourseOnDisk.load(where / slug)
     scores = score_course(course, scorers or default_scorers(judge, data_dir=chosen.resolved_data_dir()))
     entry = build_entry(scores, epoch=epoch, seed=seed, course_sha256=course.sha256, build_usage=usage,
-                        build_cost=cost, built=built, built_with=ledger_built_with(where / slug),
-                        built_by=course_built_by(where / slug))
+                        build_cost=cost, built=built, course_dir=where / slug)
     if backend == OFFLINE:  # what this build was made with, which a rescore may not have asked for
         entry["quality"] = recorded_quality(where / slug)
     return slug, entry
@@ -135,7 +127,7 @@ def run_build(cfg: Any, brief: Path, epoch: int, judge: Judge) -> tuple[str, dic
     try:
         slug, entry = evaluate_build(brief, epoch=epoch, courses_dir=cfg.courses, backend=cfg.backend,
                                      prompts_dir=cfg.prompts_dir, judge=judge, run_seed=cfg.seed,
-                                     rebuild=not cfg.rescore, quality=cfg.quality, settings=arm_settings(cfg))
+                                     rebuild=not cfg.rescore, quality=cfg.quality)
     except Exception as error:  # any error: a build that raised is a failed build, never a missing one
         slug = _slug(brief)
         entry = failed_entry(error, epoch=epoch, seed=build_seed(cfg.seed, slug, epoch), build_cost=None)

@@ -324,15 +324,12 @@ def _epoch_of(course: Path, seen: int) -> int:
 
 def _score(ns: argparse.Namespace) -> int:
     """Score each course again; one that cannot be scored is a failed build, never left out (exit 5)."""
-    from stay.models import Usage
     from stay.scoring._core import CourseOnDisk, OfflineJudge
     from stay.scoring._judges import backend_name, judge_name, make_judge, relative_course, session_id
     from stay.scoring._report import (
         QUALITY_RECORD,
         build_entry,
-        course_built_by,
         failed_entry,
-        ledger_built_with,
         recorded_quality,
         report,
         write_report,
@@ -361,9 +358,7 @@ def _score(ns: argparse.Namespace) -> int:
                 raise course
             judge = make_judge(backend, course_dir / ".runs" / "judge-cache", judge_model=ns.judge_model, salt=session)
             entry = build_entry(score_course(course, default_scorers(judge)), epoch=epoch, seed=None,
-                                course_sha256=course.sha256, build_usage=Usage(), build_cost=0.0, built=False,
-                                built_with=ledger_built_with(course_dir), judged_in=session,
-                                built_by=course_built_by(course_dir))
+                                course_sha256=course.sha256, course_dir=course_dir, judged_in=session)
             if (course_dir / QUALITY_RECORD).is_file():  # an offline suite's build: say its knob
                 entry["quality"] = recorded_quality(course_dir)
         except (StayError, OSError) as error:  # this course cannot be scored; the others still can

@@ -15,8 +15,8 @@ from stay.errors import InvalidRun, RunsNotComparable, UsageError
 from stay.scoring import _stats
 from stay.scoring._defaults import ALLOWABLE, ALPHA, EFFECT, MAX_FAILED
 from stay.scoring._judges import Standing, find_calibration, standings
-from stay.scoring._report import INVALID, REFUSE, WARN, not_judged, read_report, run_checks
-from stay.scoring._stats import build_strata, power_notes, scored, scorer_results
+from stay.scoring._report import INVALID, REFUSE, WARN, failure_counts, not_judged, read_report, run_checks
+from stay.scoring._stats import build_means, build_strata, power_notes, scorer_results
 
 BUILDS, ITEMS = "builds", "items"
 WORSE, BETTER, SAME = "worse", "better", "no detectable difference"
@@ -186,18 +186,6 @@ def _allowed(allow: Collection[str]) -> set[str]:
     return names
 
 
-def _failures(report: dict[str, Any], scorers: list[str], briefs: list[str]) -> dict[str, tuple[int, int, int]]:
-    counts = {}
-    for scorer in scorers:
-        unparseable = errors = items = 0
-        for _brief, result in scorer_results(report, scorer, briefs):
-            items += len(result["items"])
-            unparseable += sum(i.get("failure") == "unparseable" for i in result["items"])
-            errors += sum(i.get("failure") == "error" for i in result["items"])
-        counts[scorer] = (unparseable, errors, items)
-    return counts
-
-
 def _invalid(name: str, path: str, failures: dict[str, tuple[int, int, int]], max_failed: float) -> list[str]:
     problems = []
     for scorer, (unparseable, errors, items) in failures.items():
@@ -210,14 +198,8 @@ def _invalid(name: str, path: str, failures: dict[str, tuple[int, int, int]], ma
 
 def _empty_briefs(name: str, report: dict[str, Any], other: dict[str, Any], scorers: list[str],
                   briefs: list[str]) -> list[str]:
-    problems = []
-    for scorer in scorers:
-        for brief in briefs:
-            mine = [v for _b, r in scorer_results(report, scorer, [brief]) for v in scored(r)]
-            theirs = [v for _b, r in scorer_results(other, scorer, [brief]) for v in scored(r)]
-            if not mine and theirs:
-                problems.append(f"{name}: {scorer} scored nothing in brief {brief}, which the other run scored")
-    return problems
+    return [f"{name}: {scorer} scored nothing in brief {brief}, which the other run scored" for scorer in scorers
+            for brief in briefs if not build_means(report, scorer, brief) and build_means(other, scorer, brief)]
 
 
 def _unchanged(baseline: dict[str, Any], candidate: dict[str, Any], briefs: list[str]) -> dict[str, tuple[str, ...]]:
@@ -284,11 +266,8 @@ def _content_pairs(baseline: dict[str, Any], candidate: dict[str, Any], scorer: 
     return pairs, bool(pairs) and all(matched for _brief, matched, _b, _a in found)
 
 
-def _weighted_means(strata: list[Any]) -> tuple[float, float]:
-    total = sum(s.weight for s in strata)
-    base = sum(s.weight * sum(s.baseline) / len(s.baseline) for s in strata) / total
-    cand = sum(s.weight * sum(s.candidate) / len(s.candidate) for s in strata) / total
-    return base, cand
+def _mean(side: Samples) -> float:
+    return sum(w * sum(v) / len(v) for w, v in side) / sum(w for w, _v in side)
 
 
 def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float = ALPHA,
@@ -322,7 +301,9 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     # not judged in either run (both, or one with --allow judge): never tested, never gating
     unjudged = {**not_judged(candidate), **not_judged(baseline)}
     judged = [s for s in scorers if s not in unjudged]
-    failures = {"baseline": _failures(baseline, scorers, briefs), "candidate": _failures(candidate, scorers, briefs)}
+    counted = (failure_counts(baseline, briefs), failure_counts(candidate, briefs))
+    failures = {run: {s: counts.get(s, (0, 0, 0)) for s in scorers}
+                for run, counts in zip(("baseline", "candidate"), counted, strict=True)}
     problems = (_invalid("baseline", names[0], failures["baseline"], max_failed)
                 + _invalid("candidate", names[1], failures["candidate"], max_failed)
                 + _empty_briefs(f"baseline {names[0]}", baseline, candidate, judged, briefs)
@@ -338,28 +319,24 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     plans: dict[str, tuple[str, Any]] = {}  # per scorer: the test, and what it is run on
     for scorer in judged:
         pairs, complete = _content_pairs(baseline, candidate, scorer, briefs)
-        both = [(b, a) for _brief, b, a in pairs if b.get("failure") is None and a.get("failure") is None]
-        strata = [] if complete and both else build_strata(baseline, candidate, scorer, briefs)
+        both = [(float(b["score"]), float(a["score"])) for _brief, b, a in pairs
+                if b.get("failure") is None and a.get("failure") is None]
         if complete and both:
             plans[scorer] = (ITEMS, both)
-        elif strata:
+        elif strata := build_strata(baseline, candidate, scorer, briefs):
             plans[scorer] = (BUILDS, strata)
     # Holm's strictest step is what a lone regression must beat: the MDE is at that level
     gate_alpha = alpha / max(1, len(plans))
-    estimates: dict[str, tuple[str, Any, tuple[float, float], tuple[int, int]]] = {}
-    samples: dict[str, tuple[Samples, Samples]] = {}
+    estimates: dict[str, _stats.Estimate] = {}
+    samples: dict[str, tuple[Samples, Samples]] = {}  # each run's units: its mean, N and the page's interval
     for scorer, (test, data) in plans.items():
         if test == ITEMS:
-            mean_base = sum(float(b["score"]) for b, _a in data) / len(data)
-            estimate = _stats.paired_test([float(a["score"]) - float(b["score"]) for b, a in data],
-                                          permutations=permutations, seed=seed, detect_alpha=gate_alpha)
-            estimates[scorer] = (ITEMS, estimate, (mean_base, mean_base + estimate.difference), (len(data), len(data)))
-            samples[scorer] = (((1.0, tuple(float(b["score"]) for b, _a in data)),),
-                               ((1.0, tuple(float(a["score"]) for _b, a in data)),))
+            estimates[scorer] = _stats.paired_test([a - b for b, a in data], permutations=permutations, seed=seed,
+                                                   detect_alpha=gate_alpha)
+            samples[scorer] = (((1.0, tuple(b for b, _a in data)),), ((1.0, tuple(a for _b, a in data)),))
         else:
-            estimate = _stats.stratified_test(data, permutations=permutations, seed=seed, detect_alpha=gate_alpha)
-            units = (sum(len(s.baseline) for s in data), sum(len(s.candidate) for s in data))
-            estimates[scorer] = (BUILDS, estimate, _weighted_means(data), units)
+            estimates[scorer] = _stats.stratified_test(data, permutations=permutations, seed=seed,
+                                                       detect_alpha=gate_alpha)
             samples[scorer] = (tuple((s.weight, s.baseline) for s in data),
                                tuple((s.weight, s.candidate) for s in data))
 
@@ -372,11 +349,11 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     # is a family of its own (reported, never gating); scorers whose judge may not gate are
     # a family of their own too, so they neither fire the gate nor dilute it
     adjusted = {s: p for family in (gating, held)
-                for s, p in zip(family, _stats.holm([estimates[s][1].p_worse for s in family]), strict=True)}
+                for s, p in zip(family, _stats.holm([estimates[s].p_worse for s in family]), strict=True)}
     if unfit and "uncalibrated" in allowed_names:
         found["uncalibrated"] = "gating by --allow uncalibrated: " + ", ".join(
             f"{s} (judge {standing[s].label})" for s in unfit)
-    better = dict(zip(tested, _stats.holm([estimates[s][1].p_better for s in tested]), strict=True))
+    better = dict(zip(tested, _stats.holm([estimates[s].p_better for s in tested]), strict=True))
     def held_out(scorer: str) -> dict[str, Any]:
         known = standing.get(scorer)
         gates = "uncalibrated" in allowed_names or known is None or known.not_gating is None
@@ -388,7 +365,10 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
             results.append(ScorerComparison(scorer, BUILDS, None, None, None, None, None, 1.0, 1.0, None, None,
                                             (0, 0), unjudged.get(scorer, NOTHING), **held_out(scorer)))
             continue
-        test, estimate, (mean_base, mean_cand), units = estimates[scorer]
+        test, estimate, (before, after) = plans[scorer][0], estimates[scorer], samples[scorer]
+        mean_base = _mean(before)  # over items: the candidate's mean is the baseline's moved by the paired mean
+        mean_cand = mean_base + estimate.difference if test == ITEMS else _mean(after)
+        units = (sum(len(v) for _w, v in before), sum(len(v) for _w, v in after))
         mde = estimate.mde
         threshold = None if mde is None else min(mde, effect * mean_base)
         if adjusted[scorer] < alpha:
@@ -574,10 +554,7 @@ Run = str | os.PathLike[str] | Mapping[str, Any]
 """A run to compare: the path of its report, or the report ``read_run`` returned."""
 
 
-def read_run(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The eval report at ``path`` (``pytest evals/`` writes one), read bounded and checked against
-    the report's shape; a file that is not one raises ``stay.UsageError`` in one line."""
-    return read_report(path)
+read_run = read_report  # ``stay.read_run``: a run from its path, as ``compare_runs`` reads one
 
 
 def _loaded(run: Run, name: str) -> tuple[dict[str, Any], str]:

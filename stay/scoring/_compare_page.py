@@ -12,7 +12,7 @@ import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
@@ -24,7 +24,6 @@ from stay.scoring._compare import (
     ITEMS,
     Comparison,
     Item,
-    ItemChange,
     ScorerComparison,
     _notes,
     item_changes,
@@ -36,7 +35,7 @@ from stay.scoring._core import bounded, lesson_note
 from stay.scoring._defaults import POWER
 from stay.scoring._judges import course_dir
 from stay.scoring._report import _prompt_versions, changed_prompts, provenance_notes
-from stay.scoring._stats import build_strata, scored, scorer_results
+from stay.scoring._stats import LEVEL, build_means, build_strata
 from stay.stages import packaged_prompts_dir, read_prompt
 from stay.view import (
     PAIR_KINDS,
@@ -195,8 +194,7 @@ def compare_detail(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *,
 def _brief_means(baseline: Mapping[str, Any], candidate: Mapping[str, Any], scorer: str, brief: str) -> BuildMeans:
     found: list[tuple[float | None, int]] = []
     for report in (baseline, candidate):
-        means = [sum(values) / len(values) for _b, r in scorer_results(dict(report), scorer, [brief])
-                 if (values := scored(r))]
+        means = [mean for mean, _items in build_means(dict(report), scorer, brief)]
         found.append((sum(means) / len(means) if means else None, len(means)))
     return BuildMeans(brief, scorer, found[0][0], found[0][1], found[1][0], found[1][1])
 
@@ -320,7 +318,6 @@ def _diff(name: str, before: str, after: str) -> str:
 
 
 PAGE_ITEMS = 100  # changed items a page lists when not told otherwise
-LEVEL = 0.95
 INTERVALS = ("each run's mean with a 95% t interval over the test's own units, briefs held fixed: "
              "for a test over builds, from the pooled build-to-build variance within briefs (none with one "
              "build per brief); for a test over items, from the matched items' scores; clipped to [0, 1]")
@@ -348,7 +345,9 @@ def compare_page(comparison: Comparison, baseline: Mapping[str, Any], candidate:
     rows = tuple(_row(result, *intervals[result.scorer]) for result in comparison.scorers)
     changes, coverage = item_changes(dict(baseline), dict(candidate), top=sys.maxsize)
     matched = {scorer: counts for scorer, counts in coverage.items() if counts[0]}
-    diff = tuple(_item(change) for change in changes[:items]) if matched else None
+    # a row names an item by the candidate's id (and the baseline's when content matching paired two)
+    diff = tuple(ItemDiffRow(item=c.candidate_item, **{k: v for k, v in asdict(c).items() if k != "candidate_item"})
+                 for c in changes[:items]) if matched else None
     tested = sum(r.difference is not None for r in comparison.scorers)
     header = CompareHeader(
         baseline_label=comparison.baseline_label, candidate_label=comparison.candidate_label,
@@ -376,13 +375,6 @@ def _row(r: ScorerComparison, baseline: Interval | None, candidate: Interval | N
         p_raw=r.p if tested else None, p_adjusted=r.p_adjusted if tested else None, mde=r.mde, verdict=r.verdict,
         pairs=r.units[0] if r.test == ITEMS else 0, test=r.test if tested else "", units=r.units if tested else None,
         threshold=r.threshold, spread=r.spread, judge=judge_cell(r))
-
-
-def _item(change: ItemChange) -> ItemDiffRow:
-    return ItemDiffRow(scorer=change.scorer, brief=change.brief, item=change.candidate_item,
-                       baseline_score=change.baseline_score, candidate_score=change.candidate_score,
-                       baseline_reason=change.baseline_reason, candidate_reason=change.candidate_reason,
-                       baseline_item=change.baseline_item)
 
 
 def _either(baseline: Mapping[str, Any], candidate: Mapping[str, Any], key: str) -> str | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
@@ -298,15 +298,6 @@ def parsed(reply: JudgeReply, answer: type[A]) -> tuple[A | None, str | None]:
         return None, f"the judge's reply does not fit {answer.__name__}: {where}: {first['msg']}"
 
 
-def failed_item(item: str, content: str, reply: JudgeReply, why: str, shown: str | None = None,
-                on: str | None = None) -> ItemResult:
-    if reply.error is not None:
-        return ItemResult(item=item, content=content, score=None, reason=f"judge error: {reply.error}",
-                          failure="error", raw=bounded(reply.raw or None, MAX_RAW), shown=shown, lesson=on)
-    return ItemResult(item=item, content=content, score=None, reason=why, failure="unparseable",
-                      raw=bounded(reply.raw, MAX_RAW), shown=shown, lesson=on)
-
-
 @dataclass(frozen=True)
 class Declared:
     cls: type
@@ -358,6 +349,14 @@ class ModelScorer:
     answer: ClassVar[type[BaseModel]]
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
+        """By default: each lesson's ``items``, each judged with its lesson read first."""
+        judging = self.judging()
+        for lesson in course.lessons:
+            for item, inputs in self.items(course, lesson):
+                self.ask(judging, item, inputs, lesson.content.body if lesson.content else None, lesson.id)
+        return judging.result()
+
+    def items(self, course: CourseOnDisk, lesson: LessonOnDisk) -> Iterator[tuple[str, dict[str, Any]]]:
         raise NotImplementedError
 
     def verdict(self, answer: Any, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
@@ -403,7 +402,11 @@ class Judging:
         if parsed_answer is None:
             if reply.data is not None and isinstance(self.judge, ModelJudge):
                 self.judge.reject(request, why or "unreadable")
-            self.items.append(failed_item(item, content, reply, why or "unreadable", shown, on))
+            error = reply.error is not None  # a model or API error: no answer at all, not a verdict
+            self.items.append(ItemResult(item=item, content=content, score=None, shown=shown, lesson=on,
+                                         reason=f"judge error: {reply.error}" if error else why or "unreadable",
+                                         failure="error" if error else "unparseable",
+                                         raw=bounded((reply.raw or None) if error else reply.raw, MAX_RAW)))
             return
         score, reason = verdict(parsed_answer)
         quote = getattr(parsed_answer, "quote", None)

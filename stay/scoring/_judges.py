@@ -20,7 +20,7 @@ from stay._bounds import Damaged, read_stored, yaml_shape
 from stay._display import fixed
 from stay.artefacts import write_text_atomic
 from stay.errors import UsageError
-from stay.models import AnthropicBackend, CachedBackend, ModelClient, RequestCache, Usage, backend_from, prefetch
+from stay.models import AnthropicBackend, CachedBackend, ModelClient, RequestCache, backend_from, prefetch
 from stay.scoring._core import NOT_JUDGED as NOT_JUDGED_OFFLINE
 from stay.scoring._core import (
     CourseOnDisk,
@@ -146,11 +146,6 @@ def relative_course(course: Path, report_path: Path) -> str:
     return os.path.relpath(os.path.realpath(course), os.path.realpath(report_path.parent))
 
 
-def rejudged_path(path: Path, output_dir: Path | None) -> Path:
-    stem = path.name.removesuffix(".json").removesuffix(REJUDGED)
-    return (output_dir or path.parent) / f"{stem}{REJUDGED}.json"
-
-
 def rejudge(baseline_path: Path, candidate_path: Path, *, backend: str, judge_model: str | None = None,
             output_dir: Path | None = None, client: Any = None, settings: Any = None,
             progress: Any = None) -> tuple[str, list[tuple[Path, dict[str, Any]]]]:
@@ -158,7 +153,8 @@ def rejudge(baseline_path: Path, candidate_path: Path, *, backend: str, judge_mo
     session's id, and the paths and documents written."""
     chosen = settings or Settings.from_env()
     paths = (Path(baseline_path), Path(candidate_path))
-    outputs = tuple(rejudged_path(path, output_dir) for path in paths)
+    outputs = tuple((output_dir or p.parent) / f"{p.name.removesuffix('.json').removesuffix(REJUDGED)}{REJUDGED}.json"
+                    for p in paths)
     if outputs[0].resolve() == outputs[1].resolve():
         raise UsageError(f"{paths[0]} and {paths[1]} would both be rejudged into {outputs[0]}; rename one, or "
                          "give them different directories")
@@ -185,7 +181,7 @@ def rejudge(baseline_path: Path, candidate_path: Path, *, backend: str, judge_mo
         versions = scorer_versions(scorers)
         build = documents[run]["briefs"][brief]["builds"][index]
         fresh = build_entry(score_course(course, scorers), epoch=int(build.get("epoch", 0)), seed=None,
-                            course_sha256=course.sha256, build_usage=Usage(), build_cost=0.0, built=False)
+                            course_sha256=course.sha256)
         rescored[run].setdefault(brief, []).append({**build, "scorers": fresh["scorers"], "judged_in": session,
                                                     "course": relative_course(course.root, outputs[run])})
         if progress is not None:
@@ -434,15 +430,8 @@ class CalibrationShape(BaseModel):
 
 
 def read_calibration(path: str | os.PathLike[str]) -> dict[str, Any]:
-    document = read_json(path, "a calibration report", "calibration",
-                         "no calibration report; run `stay evals calibrate` to write one")
-    try:
-        CalibrationShape.model_validate(document)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        raise UsageError(f"{path}: not a calibration report: field '{'.'.join(map(str, error['loc']))}': "
-                         f"{str(error['msg']).lower()}") from None
-    return dict(document)
+    return dict(read_json(path, "a calibration report", "calibration",
+                          "no calibration report; run `stay evals calibrate` to write one", CalibrationShape))
 
 
 @dataclass(frozen=True)
@@ -451,11 +440,6 @@ class Standing:
 
     label: str
     not_gating: str | None = None
-
-
-def _run_judge(report: dict[str, Any], scorer: str) -> set[str]:
-    return {str(result.get("judge")) for brief in report["briefs"].values() for build in brief["builds"]
-            for name, result in build["scorers"].items() if name == scorer}
 
 
 def standings(baseline: dict[str, Any], candidate: dict[str, Any],
@@ -468,7 +452,8 @@ def standings(baseline: dict[str, Any], candidate: dict[str, Any],
     for scorer in sorted(set(baseline["scorers"]) & set(candidate["scorers"]) - skip):
         calibrated = calibration or {}
         entry = calibrated.get("judges", {}).get(scorer)
-        judges = _run_judge(baseline, scorer) | _run_judge(candidate, scorer)
+        judges = {str(build["scorers"][scorer].get("judge")) for report in (baseline, candidate)
+                  for brief in report["briefs"].values() for build in brief["builds"] if scorer in build["scorers"]}
         matches = (entry is not None and entry.get("kappa") is not None and judges == {calibrated.get("judge")}
                    and baseline["scorers"][scorer] == candidate["scorers"][scorer] == entry.get("version"))
         if not matches:

@@ -10,7 +10,7 @@ import os
 import re
 import shlex
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -112,12 +112,13 @@ class ReportShape(_Open):
     totals: dict[str, Dollars | Count | None] | None = None
 
 
-def shape_problem(document: object) -> str | None:
+def shape_problem(document: object, shape: type[BaseModel] = ReportShape, whole: str = "the report") -> str | None:
+    """The first field of ``document`` that breaks ``shape`` (``whole``: the document itself)."""
     try:
-        ReportShape.model_validate(document)
+        shape.model_validate(document)
     except ValidationError as exc:
         error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"]) or "the report"
+        where = ".".join(str(part) for part in error["loc"]) or whole
         return f"field '{where}': {error['msg'].lower()}"
     return None
 
@@ -254,48 +255,36 @@ def _known_sum(costs: Iterable[float | None]) -> float | None:
     return None if None in values else round(sum(v for v in values if v is not None), 6)
 
 
-def build_entry(scores: Mapping[str, ScoreResult], *, epoch: int, seed: str | None, course_sha256: str,
-                build_usage: Usage, build_cost: float | None, built: bool,
-                built_with: Mapping[str, Mapping[str, str]] | None = None,
-                judged_in: str | None = None, built_by: Iterable[str] | None = None) -> dict[str, Any]:
-    """One build's part of a report: a brief built (or loaded) once, and scored."""
-    judged = {}
-    for name, result in sorted(scores.items()):
-        entry = result.model_dump(mode="json")  # its cost: at the judge's backend's prices (ScoreResult.cost)
-        entry["cost"] = None if result.cost is None else round(result.cost, 6)
-        judged[name] = entry
-    entry = {
+def build_entry(scores: Mapping[str, ScoreResult], *, epoch: int, seed: str | None, course_sha256: str | None,
+                build_usage: Usage | None = None, build_cost: float | None = 0.0, built: bool = False,
+                course_dir: Path | None = None, judged_in: str | None = None) -> dict[str, Any]:
+    """One build's part of a report: a brief built (or loaded, nothing paid) once, and scored; with
+    ``course_dir``, what its ledger says it was built with and its run log by whom."""
+    entry: dict[str, Any] = {
         "epoch": epoch, "seed": seed, "built": built, "course_sha256": course_sha256,
-        "build": {"usage": build_usage.model_dump(),
+        "build": {"usage": (build_usage or Usage()).model_dump(),
                   "cost": None if build_cost is None else round(build_cost, 6)},  # None: a model has no price
-        "scorers": judged,
+        # each scorer's cost: at the judge's backend's prices (ScoreResult.cost)
+        "scorers": {name: {**result.model_dump(mode="json"), "cost": None if result.cost is None
+                           else round(result.cost, 6)} for name, result in sorted(scores.items())},
     }
-    if built_with is not None:
-        entry["built_with"] = {path: dict(record) for path, record in sorted(built_with.items())}
+    if course_dir is not None:
+        entry["built_with"] = ledger_built_with(course_dir)
+        if built_by := course_built_by(course_dir):  # none recorded: unknown, which the backend check leaves
+            entry["built_by"] = built_by
     if judged_in is not None:
         entry["judged_in"] = judged_in
-    if built_by:  # none recorded: unknown, which the backend check leaves to the header
-        entry["built_by"] = sorted(set(built_by))
     return entry
-
-
-def failure(error: BaseException) -> dict[str, str]:
-    message = " ".join(str(error).split())
-    if len(message) > FAILURE_CHARS:
-        message = message[:FAILURE_CHARS - 3] + "..."
-    return {"error": type(error).__name__[:100], "message": message}
 
 
 def failed_entry(error: BaseException, *, epoch: int, seed: str | None,
                  build_cost: float | None = 0.0) -> dict[str, Any]:
     """A failed build's entry: why, and nothing scored (``build_cost`` None: unknown)."""
-    return {"epoch": epoch, "seed": seed, "built": False, "course_sha256": None,
-            "build": {"usage": Usage().model_dump(), "cost": build_cost}, "scorers": {}, "failed": failure(error)}
-
-
-def sessions_of(entries: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
-    builds = list(entries)
-    return {key: sorted({str(e[key]) for e in builds if e.get(key) is not None}) for key in ("built_in", "judged_in")}
+    message = " ".join(str(error).split())
+    if len(message) > FAILURE_CHARS:
+        message = message[:FAILURE_CHARS - 3] + "..."
+    return {**build_entry({}, epoch=epoch, seed=seed, course_sha256=None, build_cost=build_cost),
+            "failed": {"error": type(error).__name__[:100], "message": message}}
 
 
 def judge_of(builds: Mapping[str, list[dict[str, Any]]]) -> tuple[str, str | None]:
@@ -311,11 +300,9 @@ def judge_of(builds: Mapping[str, list[dict[str, Any]]]) -> tuple[str, str | Non
 def not_judged(document: Mapping[str, Any]) -> dict[str, str]:
     """Scorer -> why, for every scorer no build of the run judged (the offline judge reads no prose)."""
     results: dict[str, list[Mapping[str, Any]]] = {}
-    for brief in (document.get("briefs") or {}).values():
-        for build in brief.get("builds") or [] if isinstance(brief, Mapping) else []:
-            for name, result in (build.get("scorers") or {}).items() if isinstance(build, Mapping) else []:
-                if isinstance(result, Mapping):
-                    results.setdefault(str(name), []).append(result)
+    for _brief, _index, build in _builds(document):
+        for name, result in build["scorers"].items():
+            results.setdefault(name, []).append(result)
     return {name: str(found[0].get("not_judged") or "not judged") for name, found in sorted(results.items())
             if all(r.get("judged") is False for r in found)}
 
@@ -348,7 +335,8 @@ def report(*, label: str, backend: str, prompts_dir: str, prompt_hashes: Mapping
         # what the courses were built with, from their ledgers; what was asked only when no build says
         "models": dict(models), "prompts": {"dir": prompts_dir, **header_prompts(entries, prompt_hashes)},
         "briefs": {slug: {"builds": sorted(builds[slug], key=lambda e: e["epoch"])} for slug in sorted(builds)},
-        "sessions": sessions_of(entries),
+        "sessions": {key: sorted({str(e[key]) for e in entries if e.get(key) is not None})
+                     for key in ("built_in", "judged_in")},
         "means": means, "failures": failures,
         "totals": {"builds": len(entries),
                    "build_cost": _known_sum(e["build"]["cost"] for e in entries),  # unknown, never partial
@@ -363,21 +351,28 @@ def write_report(path: str | os.PathLike[str], document: dict[str, Any]) -> None
     write_text_atomic(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
 
 
-def read_json(path: str | os.PathLike[str], kind: str, short: str, missing: str) -> Any:
-    """A stored JSON document (an eval report, a calibration), read bounded; a file that is not one
-    is a one-line ``UsageError``: ``kind`` names it, ``short`` in "cannot read the ...", ``missing`` without it."""
+def read_json(path: str | os.PathLike[str], kind: str, short: str, missing: str,
+              shape: type[BaseModel] | None = None) -> Any:
+    """A stored JSON document (an eval report, a calibration), read bounded and held to ``shape``; a file
+    that is not one is a one-line ``UsageError``: ``kind`` names it, ``short`` in "cannot read the ...",
+    ``missing`` without it."""
     try:
-        return load_stored_json(path)
+        document = load_stored_json(path)
     except FileNotFoundError:
         raise UsageError(f"{path}: {missing}") from None
     except Damaged as exc:
         raise UsageError(f"{path}: not {kind} ({exc.reason})") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the {short} ({exc.strerror or type(exc).__name__})") from None
+    problem = None if shape is None else shape_problem(document, shape, "")
+    if problem is not None:
+        raise UsageError(f"{path}: not {kind}: {problem}")
+    return document
 
 
 def read_report(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A report from disk, checked; a file that is not one is a one-line ``UsageError``."""
+    """The eval report at ``path`` (``pytest evals/`` writes one), read bounded and checked against
+    the report's shape; a file that is not one raises ``stay.UsageError`` in one line."""
     document = read_json(path, "an eval report", "report", "no such report; run `pytest evals/` to write one")
     check_report(document, str(path))
     return dict(document)
@@ -425,16 +420,23 @@ Checker = TypeVar("Checker", bound=Callable[..., list[str]])
 CHECKS: list[Check] = []  # in the order declared: a refusal names its problems in this order
 
 
-def check(name: str, kind: str, *, allow: str | None = None, each: bool = False) -> Callable[[Checker], Checker]:
-    """Declare a check of both runs (``each``: of each run alone, as its name and report)."""
+def _of_each_build(run: Callable[[dict[str, Any], str, dict[str, Any]], list[str]]) -> Callable[..., list[str]]:
+    return lambda name, report: [f"{name}: briefs.{brief}.builds[{index}]{problem}"
+                                 for brief, index, build in _builds(report) for problem in run(report, brief, build)]
+
+
+def check(name: str, kind: str, *, allow: str | None = None, each: str = "") -> Callable[[Checker], Checker]:
+    """Declare a check of both runs; ``each`` "run": of each run alone, as its name and report; "build": of
+    each build, as (report, brief, build), each problem said from the build's own path on."""
     def declare(run: Checker) -> Checker:
-        both = (lambda baseline, candidate: run(*baseline) + run(*candidate)) if each else run
+        alone = _of_each_build(run) if each == "build" else run
+        both = (lambda baseline, candidate: alone(*baseline) + alone(*candidate)) if each else run
         CHECKS.append(Check(name, kind, both, allow))
         return run
     return declare
 
 
-@check("duplicated-builds", REFUSE, each=True)
+@check("duplicated-builds", REFUSE, each="run")
 def duplicated_builds(name: str, report: dict[str, Any]) -> list[str]:
     found = []
     seen: dict[tuple[str, Any], str] = {}
@@ -458,7 +460,7 @@ def duplicated_builds(name: str, report: dict[str, Any]) -> list[str]:
     return found
 
 
-@check("same-courses", WARN, each=True)
+@check("same-courses", WARN, each="run")
 def same_courses(name: str, report: dict[str, Any]) -> list[str]:
     repeated = sorted(brief for brief, entry in report["briefs"].items()
                       if len({b.get("course_sha256") for b in entry["builds"] if b.get("course_sha256")})
@@ -470,7 +472,7 @@ def same_courses(name: str, report: dict[str, Any]) -> list[str]:
             "that ignores the seed, or a course scored twice; those epochs measure no build-to-build variance"]
 
 
-@check("partial-run", REFUSE, each=True)
+@check("partial-run", REFUSE, each="run")
 def partial_run(name: str, report: dict[str, Any]) -> list[str]:
     """A brief with no builds at all is left to compare's own check (an invalid run, exit 5)."""
     epochs = report.get("epochs")
@@ -493,49 +495,37 @@ def _bad_score(score: object, failure: object) -> str | None:
     return None
 
 
-@check("bad-scores", REFUSE, each=True)
-def bad_scores(name: str, report: dict[str, Any]) -> list[str]:
-    found = []
-    for brief, index, build in _builds(report):
-        for scorer, result in sorted(build["scorers"].items()):
-            for number, item in enumerate(result["items"]):
-                why = _bad_score(item.get("score"), item.get("failure"))
-                if why:
-                    found.append(f"{name}: briefs.{brief}.builds[{index}].scorers.{scorer}.items[{number}].score: "
-                                 f"{why}; a score is a number in [0, 1]: rescore the run (`stay evals score`)")
-    return found
+@check("bad-scores", REFUSE, each="build")
+def bad_scores(report: dict[str, Any], brief: str, build: dict[str, Any]) -> list[str]:
+    return [f".scorers.{scorer}.items[{number}].score: {why}; a score is a number in [0, 1]: rescore the run "
+            "(`stay evals score`)" for scorer, result in sorted(build["scorers"].items())
+            for number, item in enumerate(result["items"])
+            if (why := _bad_score(item.get("score"), item.get("failure")))]
 
 
-@check("seeded-elsewhere", REFUSE, each=True)
-def seeded_elsewhere(name: str, report: dict[str, Any]) -> list[str]:
+@check("seeded-elsewhere", REFUSE, each="build")
+def seeded_elsewhere(report: dict[str, Any], brief: str, build: dict[str, Any]) -> list[str]:
     """A seed ``run/slug/epoch`` (``stay.suite.build_seed``) must name the brief and epoch it is filed under."""
-    found = []
-    for brief, index, build in _builds(report):
-        seed = build.get("seed")
-        if not isinstance(seed, str) or seed.count("/") < 2:
-            continue  # no seed recorded (a rescored course), or not the suite's form
-        _run, slug, epoch = seed.rsplit("/", 2)
-        if slug != brief or epoch != str(build.get("epoch", 0)):
-            found.append(f"{name}: briefs.{brief}.builds[{index}].seed: {seed!r} was seeded for brief {slug} epoch "
-                         f"{epoch}, not brief {brief} epoch {build.get('epoch', 0)}: file each build under its own "
-                         "brief, or run the suite again")
-    return found
+    seed = build.get("seed")
+    if not isinstance(seed, str) or seed.count("/") < 2:
+        return []  # no seed recorded (a rescored course), or not the suite's form
+    _run, slug, epoch = seed.rsplit("/", 2)
+    if slug == brief and epoch == str(build.get("epoch", 0)):
+        return []
+    return [f".seed: {seed!r} was seeded for brief {slug} epoch {epoch}, not brief {brief} epoch "
+            f"{build.get('epoch', 0)}: file each build under its own brief, or run the suite again"]
 
 
-@check("judge-fields", REFUSE, each=True)
-def judge_fields(name: str, report: dict[str, Any]) -> list[str]:
+@check("judge-fields", REFUSE, each="build")
+def judge_fields(report: dict[str, Any], brief: str, build: dict[str, Any]) -> list[str]:
     """Each scorer's judge must be one the header names (``judge_of``'s forms)."""
     judge, model = report.get("judge"), report.get("judge_model")
     named = ({f"model:{m}" for m in str(model).split(", ")} if judge == "model" and model
              else {str(judge), *str(judge).split(", ")})  # one judge whose name has a comma, or several
-    found = []
-    for brief, index, build in _builds(report):
-        for scorer, result in sorted(build["scorers"].items()):
-            if scorer not in JUDGE_FREE_NAMES and result.get("judge") and result["judge"] not in named:
-                found.append(f"{name}: briefs.{brief}.builds[{index}].scorers.{scorer}.judge: {result['judge']!r}, "
-                             f"but the header says judge {judge!r}" + (f", judge_model {model!r}" if model else "")
-                             + ": rescore the run with one judge (`stay evals score`)")
-    return found
+    return [f".scorers.{scorer}.judge: {result['judge']!r}, but the header says judge {judge!r}"
+            + (f", judge_model {model!r}" if model else "") + ": rescore the run with one judge (`stay evals score`)"
+            for scorer, result in sorted(build["scorers"].items())
+            if scorer not in JUDGE_FREE_NAMES and result.get("judge") and result["judge"] not in named]
 
 
 @check("models", REFUSE, allow="models")
@@ -573,43 +563,38 @@ def identical_prompts(baseline: Run, candidate: Run) -> list[str]:
             "cannot show: build the candidate with --stay-prompts DIR"]
 
 
-def _failed_share(report: dict[str, Any]) -> dict[str, tuple[int, int]]:
-    counts: Counter[str] = Counter()
-    items: Counter[str] = Counter()
-    for _brief, _index, build in _builds(report):
-        for scorer, result in build["scorers"].items():
-            items[scorer] += len(result["items"])
-            counts[scorer] += sum(i.get("failure") is not None for i in result["items"])
-    return {s: (counts[s], items[s]) for s in items if items[s]}
+def failure_counts(report: Mapping[str, Any], briefs: Collection[str] | None = None) -> dict[str, tuple[int, int, int]]:
+    """Scorer -> (unparseable, errors, items) of its judge items over ``briefs`` (None: every brief)."""
+    counts: dict[str, Counter[str]] = {}
+    for brief, _index, build in _builds(report):
+        for scorer, result in build["scorers"].items() if briefs is None or brief in briefs else ():
+            counts.setdefault(scorer, Counter()).update(str(i.get("failure")) for i in result["items"])
+    return {scorer: (c["unparseable"], c["error"], c.total()) for scorer, c in counts.items()}
 
 
 @check("failure-rates", WARN)
 def failure_rates_differ(baseline: Run, candidate: Run) -> list[str]:
-    before, after = _failed_share(baseline[1]), _failed_share(candidate[1])
-    found = []
-    for scorer in sorted(set(before) & set(after)):
-        (fb, nb), (fa, na) = before[scorer], after[scorer]
-        if abs(fb / nb - fa / na) > FAILURE_GAP:
-            found.append(f"{candidate[0]}: failures.{scorer}: {fa / na:.0%} of judge items failed against "
-                         f"{fb / nb:.0%} in {baseline[0]}; the judge's failures are not the same in both runs, so "
-                         "the means leave out different items: rescore the run with more failures")
-    return found
+    before, after = ({s: (u + e) / n for s, (u, e, n) in failure_counts(run[1]).items() if n}
+                     for run in (baseline, candidate))
+    return [f"{candidate[0]}: failures.{scorer}: {after[scorer]:.0%} of judge items failed against "
+            f"{before[scorer]:.0%} in {baseline[0]}; the judge's failures are not the same in both runs, so the means "
+            "leave out different items: rescore the run with more failures"
+            for scorer in sorted(set(before) & set(after)) if abs(before[scorer] - after[scorer]) > FAILURE_GAP]
 
 
-@check("failed-builds", INVALID, each=True)
-def failed_builds(name: str, report: dict[str, Any]) -> list[str]:
-    return [f"{name}: briefs.{brief}.builds[{index}].failed: epoch {build.get('epoch', 0)} of brief {brief} failed "
-            f"({build['failed'].get('error')}: {build['failed'].get('message')}); a run without its failed builds "
-            "leans towards a pass: rebuild them (run the suite again: the builds that passed are reused), then "
-            "compare"
-            for brief, index, build in _builds(report) if isinstance(build.get("failed"), dict)]
+@check("failed-builds", INVALID, each="build")
+def failed_builds(report: dict[str, Any], brief: str, build: dict[str, Any]) -> list[str]:
+    failed = build.get("failed")
+    return [f".failed: epoch {build.get('epoch', 0)} of brief {brief} failed ({failed.get('error')}: "
+            f"{failed.get('message')}); a run without its failed builds leans towards a pass: rebuild them (run the "
+            "suite again: the builds that passed are reused), then compare"] if isinstance(failed, dict) else []
 
 
 def _knob(value: object) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-@check("quality-knobs", REFUSE, each=True)
+@check("quality-knobs", REFUSE, each="run")
 def quality_knobs(name: str, report: dict[str, Any]) -> list[str]:
     """Builds under two ``--stay-quality`` knobs measure two generators; a header naming another
     knob than its builds' misnames them."""

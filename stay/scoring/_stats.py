@@ -81,15 +81,12 @@ def _signs(n: int, permutations: int, seed: int) -> Floats:
     return rng.choice(np.array([-1.0, 1.0]), size=(permutations, n))
 
 
-def _p_worse(shift: float, a: Floats, b: Floats, observed: float) -> float:
-    """The one-sided p of "the difference is below ``shift``"; as ``b <= 1`` it never grows with the shift."""
-    low = a - shift * b <= observed - shift + _EPS
-    return float((1 + int(low.sum())) / (1 + a.size))
-
-
-def _p_better(shift: float, a: Floats, b: Floats, observed: float) -> float:
-    high = a - shift * b >= observed - shift - _EPS
-    return float((1 + int(high.sum())) / (1 + a.size))
+def _p(shift: float, a: Floats, b: Floats, observed: float, worse: bool) -> float:
+    """The one-sided p of "the difference is below ``shift``" (``worse``) or above it; as ``b <= 1``
+    it is monotone in the shift."""
+    moved = a - shift * b
+    extreme = moved <= observed - shift + _EPS if worse else moved >= observed - shift - _EPS
+    return float((1 + int(extreme.sum())) / (1 + a.size))
 
 
 def _end(p_of: Callable[[float], float], alpha: float, end: float, observed: float) -> float:
@@ -152,10 +149,10 @@ def _estimate(a: Floats, b: Floats, observed: float, se: tuple[float | None, flo
     mde = None
     if detect_alpha is not None and min_p < detect_alpha:  # else too few units for any effect to reach it
         mde = _detectable(a, b, observed, se[0], se[1], detect_alpha, power)
-    worse, better = _p_worse(0.0, a, b, observed), _p_better(0.0, a, b, observed)
+    worse, better = _p(0.0, a, b, observed, True), _p(0.0, a, b, observed, False)
     return Estimate(difference=observed,
-                    low=_end(lambda shift: _p_better(shift, a, b, observed), half, _SCALE[0], observed),
-                    high=_end(lambda shift: _p_worse(shift, a, b, observed), half, _SCALE[1], observed),
+                    low=_end(lambda shift: _p(shift, a, b, observed, False), half, _SCALE[0], observed),
+                    high=_end(lambda shift: _p(shift, a, b, observed, True), half, _SCALE[1], observed),
                     p=min(1.0, 2 * min(worse, better)), se=se[0], df=df, spread=spread, min_p=min_p, mde=mde,
                     p_worse=worse, p_better=better)
 
@@ -270,22 +267,21 @@ def scored(result: dict[str, Any]) -> list[float]:
     return [float(i["score"]) for i in result["items"] if i.get("failure") is None and i.get("score") is not None]
 
 
+def build_means(report: dict[str, Any], scorer: str, brief: str) -> list[tuple[float, int]]:
+    """(mean, items scored) of each build of ``brief`` whose ``scorer`` scored an item."""
+    return [(sum(values) / len(values), len(values)) for _b, r in scorer_results(report, scorer, [brief])
+            if (values := scored(r))]
+
+
 def build_strata(baseline: dict[str, Any], candidate: dict[str, Any], scorer: str, briefs: list[str]) -> list[Stratum]:
     strata = []
     for brief in briefs:
-        runs = []
-        counts = []
-        for report in (baseline, candidate):
-            means = []
-            for _b, result in scorer_results(report, scorer, [brief]):
-                values = scored(result)
-                if values:
-                    means.append(sum(values) / len(values))
-                    counts.append(len(values))
-            runs.append(tuple(means))
+        runs = [build_means(report, scorer, brief) for report in (baseline, candidate)]
         if runs[0] and runs[1]:
+            counts = [n for run in runs for _mean, n in run]
             per_build = sum(counts) / len(counts)
-            strata.append(Stratum(runs[0], runs[1], weight=per_build, items=per_build))
+            before, after = (tuple(mean for mean, _n in run) for run in runs)
+            strata.append(Stratum(before, after, weight=per_build, items=per_build))
     return strata
 
 
@@ -458,7 +454,7 @@ def _simulated(noise: tuple[BriefNoise, ...], epochs: int, effect: float, level:
         scaled.append(chosen.T * (2 * b.weight / epochs))
         observed += b.weight * (runs[1].mean(axis=1) - runs[0].mean(axis=1) + builds.sum(axis=1) / epochs)
     permuted = np.concatenate(pooled, axis=1) @ np.concatenate(scaled, axis=0)
-    as_low = (permuted <= observed[:, None] + 1e-9).sum(axis=1)  # ties extreme, as _stats._p_worse counts them
+    as_low = (permuted <= observed[:, None] + 1e-9).sum(axis=1)  # ties extreme, as _p counts them
     return float(((1 + as_low) / (1 + PLAN_PERMUTATIONS) < level).mean())
 
 

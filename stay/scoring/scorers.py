@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
@@ -23,6 +23,7 @@ from stay.scoring._core import (
     Declared,
     ItemResult,
     Judge,
+    LessonOnDisk,
     ModelScorer,
     ScoreResult,
     content_hash,
@@ -68,17 +69,11 @@ class OutcomeCoverage(ModelScorer):
             return 0.0, f"quote too short to show teaching: {answer.quote!r}"
         return 1.0, str(answer.reason)
 
-    def score(self, course: CourseOnDisk) -> ScoreResult:
-        judging = self.judging()
-        for lesson in course.lessons:
-            if lesson.content is None:
-                continue
-            for outcome in (o for o in course.outcomes.outcomes if o.lesson == lesson.id):
-                covering = [s.heading for s in lesson.plan.sections if outcome.id in s.covers]
-                self.ask(judging, outcome.id, {"outcome": outcome.model_dump(),
-                                               "sections_that_should_teach_it": covering}, lesson.content.body,
-                         lesson.id)
-        return judging.result()
+    def items(self, course: CourseOnDisk, lesson: LessonOnDisk) -> Iterator[tuple[str, dict[str, Any]]]:
+        taught = [o for o in course.outcomes.outcomes if o.lesson == lesson.id] if lesson.content is not None else []
+        for outcome in taught:
+            covering = [s.heading for s in lesson.plan.sections if outcome.id in s.covers]
+            yield outcome.id, {"outcome": outcome.model_dump(), "sections_that_should_teach_it": covering}
 
 
 DISTRACTOR_INSTRUCTIONS = """You judge one wrong option of a multiple-choice quiz item on the lesson above.
@@ -103,21 +98,16 @@ class DistractorQuality(ModelScorer):
     instructions: ClassVar[str] = DISTRACTOR_INSTRUCTIONS
     answer: ClassVar[type[BaseModel]] = DistractorAnswer
 
-    def score(self, course: CourseOnDisk) -> ScoreResult:
-        judging = self.judging()
-        for lesson in course.lessons:
-            body = lesson.content.body if lesson.content else None
-            for item in lesson.quiz.items if lesson.quiz else []:
-                options = item.options or []
-                correct = next((o.text for o in options if o.correct), "")
-                for k, option in enumerate(options, 1):
-                    if option.correct:
-                        continue
-                    self.ask(judging, f"{item.id} option {k}", {
+    def items(self, course: CourseOnDisk, lesson: LessonOnDisk) -> Iterator[tuple[str, dict[str, Any]]]:
+        for item in lesson.quiz.items if lesson.quiz else []:
+            options = item.options or []
+            correct = next((o.text for o in options if o.correct), "")
+            for k, option in enumerate(options, 1):
+                if not option.correct:
+                    yield f"{item.id} option {k}", {
                         "stem": item.stem, "correct_answer": correct, "wrong_option": option.text,
                         "why_wrong": option.why_wrong or "",
-                        "audience_misconceptions": course.audience.misconceptions or []}, body, lesson.id)
-        return judging.result()
+                        "audience_misconceptions": course.audience.misconceptions or []}
 
 
 ALIGNMENT_INSTRUCTIONS = """You judge one exercise against the learning outcome it targets (the lesson is above).
@@ -212,12 +202,6 @@ def quoted_defect(found: bool, quote: str, source: str, what: str, reason: str) 
     return 0.0, f"{what}: {reason}"
 
 
-def _quiz_item(item: Any) -> dict[str, Any]:
-    return {"stem": item.stem, "type": item.type,
-            "options": [{"text": o.text, "correct": o.correct} for o in item.options or []],
-            "answer": item.answer, "explanation": item.explanation}
-
-
 @scorer("answer_key", answer="problem", passes="none")
 class AnswerKey(ModelScorer):
     """answer_key: is a quiz item's marked answer right, and the only right one; does an exercise's
@@ -234,20 +218,17 @@ class AnswerKey(ModelScorer):
         return quoted_defect(answer.problem != "none", answer.quote, text_of(item), answer.problem,
                              str(answer.reason))
 
-    def score(self, course: CourseOnDisk) -> ScoreResult:
-        judging = self.judging()
-        for lesson in course.lessons:
-            body = lesson.content.body if lesson.content else None
-            for item in lesson.quiz.items if lesson.quiz else []:
-                if item.options:
-                    shown = _quiz_item(item)
-                    files = course.data_files(text_of(shown), body or "")
-                    self.ask(judging, item.id, {"quiz_item": shown, "data_files": files}, body, lesson.id)
-            for exercise in lesson.exercises.exercises if lesson.exercises else []:
-                task = {"task": exercise.task, "hints": list(exercise.hints), "solution": exercise.solution}
-                files = course.data_files(text_of(task), body or "")
-                self.ask(judging, exercise.id, {"exercise": task, "data_files": files}, body, lesson.id)
-        return judging.result()
+    def items(self, course: CourseOnDisk, lesson: LessonOnDisk) -> Iterator[tuple[str, dict[str, Any]]]:
+        body = lesson.content.body if lesson.content else ""
+        for item in lesson.quiz.items if lesson.quiz else []:
+            if item.options:
+                shown = {"stem": item.stem, "type": item.type,  # the judge's request shows them in this order
+                         "options": [{"text": o.text, "correct": o.correct} for o in item.options],
+                         "answer": item.answer, "explanation": item.explanation}
+                yield item.id, {"quiz_item": shown, "data_files": course.data_files(text_of(shown), body)}
+        for exercise in lesson.exercises.exercises if lesson.exercises else []:
+            task = {"task": exercise.task, "hints": list(exercise.hints), "solution": exercise.solution}
+            yield exercise.id, {"exercise": task, "data_files": course.data_files(text_of(task), body)}
 
 
 CONSISTENCY_INSTRUCTIONS = """You check that the lesson above agrees with its plan, its exercises, its quiz and the
@@ -280,22 +261,18 @@ class Consistency(ModelScorer):
         source = "\n".join((lesson or "", text_of(inputs.get("exercises")), text_of(inputs.get("quiz"))))
         return quoted_defect(not answer.consistent, answer.quote, source, "inconsistent", str(answer.reason))
 
-    def score(self, course: CourseOnDisk) -> ScoreResult:
-        judging = self.judging()
-        for lesson in course.lessons:
-            if lesson.content is None:
-                continue
-            plan = lesson.plan
-            exercises = [e.model_dump(mode="json") for e in lesson.exercises.exercises] if lesson.exercises else []
-            quiz = [i.model_dump(mode="json") for i in lesson.quiz.items] if lesson.quiz else []
-            running = plan.running_example.model_dump(mode="json") if plan.running_example else None
-            inputs = {"plan": {"minutes": plan.minutes,
-                               "sections": [{"heading": s.heading, "minutes": s.minutes} for s in plan.sections],
-                               "example_facts": plan.example_facts, "running_example": running},
-                      "exercises": exercises, "quiz": quiz,
-                      "data_files": course.data_files(lesson.content.body, text_of(exercises), text_of(quiz))}
-            self.ask(judging, lesson.id, inputs, lesson.content.body, lesson.id)
-        return judging.result()
+    def items(self, course: CourseOnDisk, lesson: LessonOnDisk) -> Iterator[tuple[str, dict[str, Any]]]:
+        if lesson.content is None:
+            return
+        plan = lesson.plan
+        exercises = [e.model_dump(mode="json") for e in lesson.exercises.exercises] if lesson.exercises else []
+        quiz = [i.model_dump(mode="json") for i in lesson.quiz.items] if lesson.quiz else []
+        running = plan.running_example.model_dump(mode="json") if plan.running_example else None
+        yield lesson.id, {"plan": {"minutes": plan.minutes,
+                                   "sections": [{"heading": s.heading, "minutes": s.minutes} for s in plan.sections],
+                                   "example_facts": plan.example_facts, "running_example": running},
+                          "exercises": exercises, "quiz": quiz,
+                          "data_files": course.data_files(lesson.content.body, text_of(exercises), text_of(quiz))}
 
 
 VALIDATOR_JUDGE = "validator (no model)"
@@ -398,17 +375,9 @@ class AnswerCues:
 
 
 SCORER_GROUP = "stay.scorers"
-BUILTIN_SCORERS: Mapping[str, str] = {
-    "outcome_coverage": "stay.scoring.scorers:OutcomeCoverage",
-    "distractor_quality": "stay.scoring.scorers:DistractorQuality",
-    "exercise_alignment": "stay.scoring.scorers:ExerciseAlignment",
-    "rubric_specificity": "stay.scoring.scorers:RubricSpecificity",
-    "answer_key": "stay.scoring.scorers:AnswerKey",
-    "consistency": "stay.scoring.scorers:Consistency",
-    "validator": "stay.scoring.scorers:Validator",
-    "answer_cues": "stay.scoring.scorers:AnswerCues",
-}
-"""stay's own scorers, declared here alone; plug-ins come through the ``stay.scorers`` entry points."""
+BUILTIN_SCORERS: Mapping[str, str] = {d.name: f"{__name__}:{d.cls.__name__}" for d in REGISTRY.values()
+                                      if d.cls.__module__ == __name__}
+"""stay's own scorers, each its ``@scorer`` class above; plug-ins come through the ``stay.scorers`` entry points."""
 
 
 class Scorer(Protocol):
