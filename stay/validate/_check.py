@@ -11,6 +11,7 @@ from functools import partial
 from importlib import import_module
 from types import MappingProxyType, ModuleType
 
+from stay._display import html_block, markdown_block
 from stay._paths import check_links
 from stay.errors import CourseNotFound, CoursePathError, EnvironmentProblem, GraphError, UsageError
 from stay.validate._course import OWNERS, Course, Defect, Group, HouseData, Rule, Severity, default_data_dir
@@ -233,13 +234,9 @@ class ValidationReport(_Verdict):
         return summary, tables, tail
 
     def _repr_html_(self) -> str:
-        from stay._display import html_block
-
         return html_block("stay-validation-report", *self._display())
 
     def _repr_markdown_(self) -> str:
-        from stay._display import markdown_block
-
         return markdown_block(*self._display())
 
     def to_json(self) -> str:
