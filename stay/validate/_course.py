@@ -527,11 +527,8 @@ class Course:
                     if path not in course.files:  # a path shared by duplicate ids loads once
                         course.files[path] = load_file(root, path, kind)
                     found[kind] = course.files[path]
-                course.lessons.append(Lesson(
-                    len(course.lessons), module, module_dir, entry["id"], entry["title"],
-                    entry["minutes"], found["plan"], found["md"], found["exercises"],
-                    found["quiz"],
-                ))
+                course.lessons.append(Lesson(len(course.lessons), module, module_dir, entry["id"], entry["title"],
+                                             entry["minutes"], **found))  # its four files, by kind
         return course
 
     # the top-level files (the rules table's C, A, K, O, S, J, G)
