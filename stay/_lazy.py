@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import importlib
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +22,8 @@ def lazy_package(package: str, source: str,
                for node in block.body if isinstance(node, ast.ImportFrom)
                for alias in node.names}
     public = sorted([*exports, *eager])
-    return (*lazy_names(package, exports, public), public)
 
-
-def lazy_names(package: str, exports: Mapping[str, str],
-               public: Sequence[str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``exports`` maps each lazy name to its module; a name is imported once, then kept."""
-
-    def __getattr__(name: str) -> Any:
+    def __getattr__(name: str) -> Any:  # a name is imported once, then kept
         module = exports.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
@@ -40,4 +34,4 @@ def lazy_names(package: str, exports: Mapping[str, str],
     def __dir__() -> list[str]:
         return list(public)
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, public

@@ -33,7 +33,6 @@ __all__ = [
     "course_dir",
     "house_limits",
     "load_brief",
-    "most_lessons",
     "slugify",
     "title_slug",
 ]
@@ -41,16 +40,12 @@ __all__ = [
 load_brief = read_brief
 
 
-def most_lessons(house: HouseData) -> int:
-    return house_limits(house).most_lessons
-
-
 def check_curriculum_size(curriculum: Curriculum, house: HouseData, where: str) -> None:
     """Refuse a curriculum with more lessons than house style's largest course before anything is built:
     the work grows faster than the curriculum (a lesson's inputs include earlier plans). One a little over
     a per-module limit stays readable, so a build can still repair it."""
     lessons = sum(len(module.lessons) for module in curriculum.modules)
-    limit = most_lessons(house)
+    limit = house_limits(house).most_lessons
     if lessons > limit:
         raise PipelineError(f"{where}: {lessons:,} lessons in {len(curriculum.modules):,} modules; house style's "
                             f"largest course has {limit} (course.max_modules x module.max_lessons): shorten the "

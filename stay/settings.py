@@ -71,12 +71,9 @@ class Settings:
     otlp: OtlpTarget | None = None
 
     def __post_init__(self) -> None:
-        if self.api_key is not None:
-            object.__setattr__(self, "api_key", checked_key(self.api_key))
-        if self.auth_token is not None:
-            object.__setattr__(self, "auth_token", checked_key(self.auth_token, "ANTHROPIC_AUTH_TOKEN") or None)
-        if self.openai_api_key is not None:
-            object.__setattr__(self, "openai_api_key", checked_key(self.openai_api_key, "OPENAI_API_KEY") or None)
+        for name, variable in _KEYS.items():
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, checked_key(getattr(self, name), variable) or None)
         _secrets.keep(self.secrets)
         if self.backend is not None:
             checked_backend(self.backend)
@@ -103,9 +100,8 @@ class Settings:
     def secrets(self) -> tuple[str, ...]:
         """Every configured secret, by value (``stay._secrets`` cuts them out of all output)."""
         otlp = self.otlp.secrets if self.otlp is not None else ()
-        return (*([self.api_key] if self.api_key else []), *([self.auth_token] if self.auth_token else []),
-                *_secrets.url_secrets(self.base_url), *otlp,
-                *([self.openai_api_key] if self.openai_api_key else []), *_secrets.url_secrets(self.openai_base_url))
+        return (*(getattr(self, name) for name in _KEYS if getattr(self, name)), *_secrets.url_secrets(self.base_url),
+                *otlp, *_secrets.url_secrets(self.openai_base_url))
 
     @property
     def chosen_backend(self) -> BackendName:
@@ -135,10 +131,8 @@ class Settings:
                   for role in ROLES}
         values: dict[str, Any] = {
             "backend": read("STAY_BACKEND", lambda name, raw: checked_backend(raw, name)),
-            "api_key": checked_key(env.get("ANTHROPIC_API_KEY", "")) or None,
-            "auth_token": checked_key(env.get("ANTHROPIC_AUTH_TOKEN", ""), "ANTHROPIC_AUTH_TOKEN") or None,
+            **{name: checked_key(env.get(variable, ""), variable) or None for name, variable in _KEYS.items()},
             "base_url": env.get("ANTHROPIC_BASE_URL") or None,
-            "openai_api_key": checked_key(env.get("OPENAI_API_KEY", ""), "OPENAI_API_KEY") or None,
             "openai_base_url": env.get("OPENAI_BASE_URL", "").strip() or None,
             "models": models,
             **{name: read(f"STAY_{name.upper()}", _integer, least=least) for name, least in _WHOLE.items()},
@@ -154,6 +148,8 @@ class Settings:
         return cls(**{k: v for k, v in values.items() if v is not None})  # unset: the field's default
 
 
+_KEYS = {"api_key": "ANTHROPIC_API_KEY", "auth_token": "ANTHROPIC_AUTH_TOKEN", "openai_api_key": "OPENAI_API_KEY"}
+"""Each secret setting and the variable it is read from (``checked_key`` names it)."""
 _WHOLE = {"wave_concurrency": 1, "model_concurrency": 1, "repair_rounds": 0, "max_retries": 0, "answer_tokens": 1}
 """Each whole-number setting and the least it takes, read from ``STAY_<NAME>``."""
 _SECONDS = {"request_timeout": False, "retry_after_cap": False, "batch_poll_seconds": True, "call_deadline": False}
@@ -186,10 +182,8 @@ def secrets_from(env: Mapping[str, str] | None = None) -> list[str]:
     """Every secret the environment holds, as written and as read; never raises (for the last
     line a failing command prints)."""
     env = environment() if env is None else env
-    key, token = env.get("ANTHROPIC_API_KEY", ""), env.get("ANTHROPIC_AUTH_TOKEN", "")
-    found = [key, key.strip(), token, token.strip(), *_secrets.url_secrets(env.get("ANTHROPIC_BASE_URL"))]
-    found += [env.get("OPENAI_API_KEY", ""), env.get("OPENAI_API_KEY", "").strip(),
-              *_secrets.url_secrets(env.get("OPENAI_BASE_URL"))]
+    found = [text for variable in _KEYS.values() for text in (env.get(variable, ""), env.get(variable, "").strip())]
+    found += [*_secrets.url_secrets(env.get("ANTHROPIC_BASE_URL")), *_secrets.url_secrets(env.get("OPENAI_BASE_URL"))]
     for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
         found += _secrets.url_secrets(env.get(name))
     for name in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"):

@@ -24,7 +24,7 @@ import yaml
 import stay.validate._text as validator_yaml
 from stay._bounds import MAX_DEPTH, MAX_FILE_BYTES, TooLarge, read_bounded, yaml_shape
 from stay.artefacts import ArtefactLoadError, CourseReader, Curriculum, LessonContent, LessonPlan, load
-from stay.briefs import most_lessons
+from stay.briefs import house_limits
 from stay.validate import HouseData, check_course, packaged_data_dir
 from stay.view._load import load_course
 from tests.conftest import ROOT, SAMPLE, run_stay
@@ -182,7 +182,7 @@ def test_a_curriculum_past_house_styles_largest_course_is_refused_before_the_gra
         return real(curriculum, *args, **kwargs)
 
     monkeypatch.setattr(commands, "artefact_graph", counted)
-    limit = most_lessons(HOUSE)
+    limit = house_limits(HOUSE).most_lessons
     _curriculum(sample_copy, 100 * limit)
     result = run_stay("status", sample_copy.name, "--courses-dir", str(sample_copy.parent))
     assert result.returncode == 5 and result.stdout == "" and len(result.stderr.strip().splitlines()) == 1
@@ -194,7 +194,7 @@ def test_a_curriculum_past_house_styles_largest_course_is_refused_before_the_gra
 
 
 def test_the_viewer_shows_an_oversized_curriculum_as_damaged_and_reads_no_lesson(sample_copy: Path) -> None:
-    limit = most_lessons(HOUSE)
+    limit = house_limits(HOUSE).most_lessons
     _curriculum(sample_copy, limit + 1)
     course = load_course(sample_copy)
     assert course.curriculum.model is None and f"largest course has {limit}" in (course.curriculum.problem or "")

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from stay.artefacts import ArtefactLoadError, CourseReader, Curriculum, LessonContent, LessonPlan, load, module_dir
-from stay.briefs import most_lessons
+from stay.briefs import house_limits
 from stay.scoring import CourseOnDisk, OfflineJudge
 from stay.settings import Settings
 from stay.suite import OFFLINE, evaluate_build
@@ -94,7 +94,7 @@ def test_the_course_hash_reads_each_file_bounded(sample_copy: Path) -> None:
 
 def test_the_viewer_holds_a_course_to_the_house_style_it_is_given(sample_copy: Path, tmp_path: Path) -> None:
     small = _data(tmp_path, {"course": {"max_modules": 1}, "module": {"max_lessons": 1}})
-    limit = most_lessons(HouseData.load(small))
+    limit = house_limits(HouseData.load(small)).most_lessons
     lessons = sum(len(m.lessons) for m in load(sample_copy / "curriculum.yaml", Curriculum).modules)
     assert limit < lessons
     site = build_site(sample_copy, data_dir=small)

@@ -9,9 +9,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from importlib import import_module
-from pathlib import Path
 from types import MappingProxyType, ModuleType
 
+from stay._display import html_block, markdown_block
 from stay._paths import check_links
 from stay.errors import CourseNotFound, CoursePathError, EnvironmentProblem, GraphError, UsageError
 from stay.validate._course import OWNERS, Course, Defect, Group, HouseData, Rule, Severity, default_data_dir
@@ -234,13 +234,9 @@ class ValidationReport(_Verdict):
         return summary, tables, tail
 
     def _repr_html_(self) -> str:
-        from stay._display import html_block
-
         return html_block("stay-validation-report", *self._display())
 
     def _repr_markdown_(self) -> str:
-        from stay._display import markdown_block
-
         return markdown_block(*self._display())
 
     def to_json(self) -> str:
@@ -262,11 +258,10 @@ class ValidationReport(_Verdict):
 
 
 def check_course(path: str | os.PathLike[str], data: HouseData, *, strict: bool = False,
-                 shown: str | None = None, select: Selectors | None = None,
-                 ignore: Selectors | None = None) -> CourseReport:
+                 select: Selectors | None = None, ignore: Selectors | None = None) -> CourseReport:
     """Validate one course directory; one holding a link that leads outside it is refused, as by every command."""
     rules = selected(select, ignore)
-    root = shown if shown is not None else os.fspath(path)
+    root = os.fspath(path)
     try:
         check_links(root)
     except EnvironmentProblem as exc:
@@ -350,7 +345,7 @@ def validate_courses(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
 
 def _check_all(courses: list[str], data: HouseData, strict: bool, jobs: int,
                codes: tuple[str, ...]) -> list[CourseReport]:
-    check = partial(_check_one, data=data, strict=strict, codes=codes)
+    check = partial(check_course, data=data, strict=strict, select=codes)
     workers = min(jobs, len(courses))
     # a rule registered in this process is unknown to a worker started fresh (spawn,
     # forkserver: the default on some platforms and Pythons), so those run here
@@ -364,10 +359,6 @@ def _check_all(courses: list[str], data: HouseData, strict: bool, jobs: int,
         except (OSError, NotImplementedError, ImportError):
             pass  # no processes or semaphores here (a sandbox): one process does the same work
     return [check(shown) for shown in courses]
-
-
-def _check_one(shown: str, *, data: HouseData, strict: bool, codes: tuple[str, ...]) -> CourseReport:
-    return check_course(Path(shown), data, strict=strict, shown=shown, select=codes)
 
 
 def validate_course(course_dir: str | os.PathLike[str], *, strict: bool = False,

@@ -286,8 +286,12 @@ class Defect:
         return f"{self.severity} {self.code} {self.path} {self.subject}: {self.message}"
 
     def quote(self, current: object) -> str:
-        """What this defect names in ``current`` (its file as it stands), as written there."""
-        return quote(current, self.subject, self.message)
+        """What this defect's subject names in ``current`` (its file as it stands: a lesson body, or a file's
+        data), read with the contract's text definitions, at most ``QUOTE_CHARS`` characters; '' when it
+        names no place there."""
+        found = (_body_place(current, self.subject, self.message) if isinstance(current, str)
+                 else _data_place(current, self.subject))
+        return found if len(found) <= QUOTE_CHARS else found[:QUOTE_CHARS - 1].rstrip() + "…"
 
 
 QUOTE_CHARS = 300
@@ -295,13 +299,6 @@ QUOTE_CHARS = 300
 _BODY_PLACE = re.compile(r"paragraph ([1-9][0-9]*)(?: sentence ([1-9][0-9]*))?|code block ([1-9][0-9]*)")
 _OPTION = re.compile(r"(.+) option ([1-9][0-9]*)")
 _PHRASE = re.compile(r"'(.+?)'(?=, '|$)")  # as ``quoted`` writes them, apostrophes inside included
-
-
-def quote(current: object, subject: str, message: str) -> str:
-    """What a defect's ``subject`` names in ``current`` (a lesson body, or a file's data), read with the
-    contract's text definitions, at most ``QUOTE_CHARS`` characters; '' when it names no place there."""
-    found = _body_place(current, subject, message) if isinstance(current, str) else _data_place(current, subject)
-    return found if len(found) <= QUOTE_CHARS else found[:QUOTE_CHARS - 1].rstrip() + "…"
 
 
 def _body_place(body: str, subject: str, message: str) -> str:
@@ -378,6 +375,7 @@ def _lines(entry: object) -> str:
 TOP_FILES: tuple[tuple[str, str], ...] = tuple(
     (f"{kind}.yaml", kind) for kind in ("course", "audience", "curriculum", "outcomes", "assessment", "project",
                                         "glossary"))
+LessonKind = Literal["plan", "md", "exercises", "quiz"]
 # The four files of a lesson, under modules/<module id>-<module slug>/.
 LESSON_FILES: tuple[tuple[str, str], ...] = (
     (".plan.yaml", "plan"),
@@ -529,11 +527,8 @@ class Course:
                     if path not in course.files:  # a path shared by duplicate ids loads once
                         course.files[path] = load_file(root, path, kind)
                     found[kind] = course.files[path]
-                course.lessons.append(Lesson(
-                    len(course.lessons), module, module_dir, entry["id"], entry["title"],
-                    entry["minutes"], found["plan"], found["md"], found["exercises"],
-                    found["quiz"],
-                ))
+                course.lessons.append(Lesson(len(course.lessons), module, module_dir, entry["id"], entry["title"],
+                                             entry["minutes"], **found))  # its four files, by kind
         return course
 
     # the top-level files (the rules table's C, A, K, O, S, J, G)
@@ -598,13 +593,18 @@ class Course:
     def planned_lessons(self) -> list[Lesson]:
         return [lesson for lesson in self.lessons if lesson.plan.usable]
 
-    def entries(self, kind: Literal["plan", "exercises", "quiz"], key: str) -> Iterator[tuple[Lesson, Any]]:
-        """(lesson, entry) for every entry of the list ``key`` in each planned lesson's usable ``kind`` file."""
+    def written(self, kind: LessonKind) -> Iterator[tuple[Lesson, CourseFile]]:
+        """(lesson, its ``kind`` file) for each planned lesson whose ``kind`` file is usable."""
         for lesson in self.planned_lessons:
             file: CourseFile = getattr(lesson, kind)
             if file.usable:
-                for entry in file.data[key]:
-                    yield lesson, entry
+                yield lesson, file
+
+    def entries(self, kind: LessonKind, key: str) -> Iterator[tuple[Lesson, Any]]:
+        """(lesson, entry) for every entry of the list ``key`` in each planned lesson's usable ``kind`` file."""
+        for lesson, file in self.written(kind):
+            for entry in file.data[key]:
+                yield lesson, entry
 
 
 # A rule maps a Course to one finding per subject the contract's "per" column names; @rule binds it
@@ -664,3 +664,23 @@ def rule(code: str, severity: Severity, owner: Owner | None, template: str, *,
 
 def finding(path: str, subject: str, fired: bool, /, **values: object) -> Finding:
     return Finding(path, subject, fired, values)
+
+
+def lesson_file_rules(prefix: str, kind: LessonKind, owner: Owner, says: str) -> tuple[Rule, Rule]:
+    """A lesson family's first two rules, alike in each: <prefix>001 a lesson (a planned one, but for the plan)
+    has no usable ``kind`` file (mid-run, a WARN), named in the message by its ``owner``; <prefix>002 the file
+    (``says``) names another lesson than its own."""
+    def missing(course: Course) -> Iterator[Finding]:
+        for lesson in course.lessons if kind == "plan" else course.planned_lessons:
+            file: CourseFile = getattr(lesson, kind)
+            yield finding(file.path, show(lesson.id), not file.usable, id=lesson.id)
+
+    def names_another(course: Course) -> Iterator[Finding]:
+        for lesson, file in course.written(kind):
+            yield finding(file.path, "lesson", file.data["lesson"] != lesson.id, x=file.data["lesson"], id=lesson.id)
+
+    missing.__name__, names_another.__name__ = f"{prefix}001", f"{prefix}002"
+    missing.__doc__ = f"A lesson has no usable {owner} file (mid-run, a WARN)."
+    names_another.__doc__ = f"The {says} names another lesson than the one it belongs to."
+    return (rule(f"{prefix}001", Severity.WARN, owner, f"lesson {{id}} has no {owner}")(missing),
+            rule(f"{prefix}002", Severity.FAIL, owner, f"{says} says lesson '{{x}}', expected '{{id}}'")(names_another))

@@ -132,8 +132,7 @@ def library_report(course_dir: Path, strict: bool) -> dict[str, Any]:
     ``stay`` rule never enters a comparison."""
     from stay.validate import Group, ValidationReport
 
-    report = check_course(course_dir, _library_data(), strict=strict, shown=str(course_dir),
-                          select=Group.CONTRACT)
+    report = check_course(course_dir, _library_data(), strict=strict, select=Group.CONTRACT)
     document: dict[str, Any] = json.loads(ValidationReport((report,), strict).to_json())
     return document
 

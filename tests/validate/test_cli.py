@@ -163,7 +163,7 @@ def test_a_crash_is_exit_3_with_one_line_and_no_traceback(monkeypatch: pytest.Mo
     def explode(*_args: object, **_kwargs: object) -> None:
         raise KeyError("boom\nsecond line")
 
-    monkeypatch.setattr("stay.validate._check.check_course", explode)
+    monkeypatch.setattr("stay.validate._check.Course.load", explode)
     code, out, err = _main([str(SAMPLE)])
     assert code == 3
     assert out == ""
@@ -238,7 +238,7 @@ def test_a_crash_in_a_worker_is_exit_3_with_one_line(many: Path, monkeypatch: py
     def explode(*_args: object, **_kwargs: object) -> None:
         raise KeyError("boom")
 
-    monkeypatch.setattr("stay.validate._check.check_course", explode)
+    monkeypatch.setattr("stay.validate._check.Course.load", explode)
     code, out, err = _main(["--jobs", "2", str(many)])
     assert (code, out) == (3, "")
     assert err == "internal error: KeyError: 'boom' (a bug in the validator, not a defect in the course)\n"

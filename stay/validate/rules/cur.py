@@ -26,24 +26,20 @@ def cur001(course: Course) -> Iterator[Finding]:
 @rule("cur002", FAIL, "curriculum", "module {id} has {n} lessons; house style allows {min} to {max}")
 def cur002(course: Course) -> Iterator[Finding]:
     """A module's lesson count is outside house style's module range."""
-    if course.curriculum_file.usable:
-        lo, hi = course.data["module.min_lessons"], course.data["module.max_lessons"]
-        for module in course.modules:
-            n = len(module["lessons"])
-            yield finding(K, show(module["id"]), not lo <= n <= hi,
-                          id=module["id"], n=n, min=lo, max=hi)
+    lo, hi = course.data["module.min_lessons"], course.data["module.max_lessons"]
+    for module in course.modules:
+        n = len(module["lessons"])
+        yield finding(K, show(module["id"]), not lo <= n <= hi, id=module["id"], n=n, min=lo, max=hi)
 
 
 @rule("cur003", FAIL, "curriculum", "lesson {id} is {n} minutes; house style allows {min} to {max}")
 def cur003(course: Course) -> Iterator[Finding]:
     """A lesson is shorter or longer than house style allows (attention and load)."""
-    if course.curriculum_file.usable:
-        lo, hi = course.data["lesson.min_minutes"], course.data["lesson.max_minutes"]
-        for module in course.modules:
-            for entry in module["lessons"]:
-                minutes = entry["minutes"]
-                yield finding(K, show(entry["id"]), not lo <= minutes <= hi,
-                              id=entry["id"], n=minutes, min=lo, max=hi)
+    lo, hi = course.data["lesson.min_minutes"], course.data["lesson.max_minutes"]
+    for module in course.modules:
+        for entry in module["lessons"]:
+            minutes = entry["minutes"]
+            yield finding(K, show(entry["id"]), not lo <= minutes <= hi, id=entry["id"], n=minutes, min=lo, max=hi)
 
 
 @rule("cur004", FAIL, "curriculum", "the curriculum totals {t} minutes; the audience budget is {b}")
@@ -70,28 +66,23 @@ def cur005(course: Course) -> Iterator[Finding]:
 @rule("cur006", FAIL, "curriculum", "module id '{id}' should be '{expected}'")
 def cur006(course: Course) -> Iterator[Finding]:
     """The i-th module's id is not m<i>, two digits, counted from m01."""
-    if course.curriculum_file.usable:
-        for i, module in enumerate(course.modules, 1):
-            expected = f"m{i:02d}"
-            yield finding(K, show(module["id"]), module["id"] != expected,
-                          id=module["id"], expected=expected)
+    for i, module in enumerate(course.modules, 1):
+        expected = f"m{i:02d}"
+        yield finding(K, show(module["id"]), module["id"] != expected, id=module["id"], expected=expected)
 
 
 @rule("cur007", FAIL, "curriculum", "lesson id '{id}' should be '{expected}'")
 def cur007(course: Course) -> Iterator[Finding]:
     """The j-th lesson of a module is not <module id>-l<j>, two digits, from l01."""
-    if course.curriculum_file.usable:
-        for module in course.modules:
-            for j, entry in enumerate(module["lessons"], 1):
-                expected = f"{module['id']}-l{j:02d}"
-                yield finding(K, show(entry["id"]), entry["id"] != expected,
-                              id=entry["id"], expected=expected)
+    for module in course.modules:
+        for j, entry in enumerate(module["lessons"], 1):
+            expected = f"{module['id']}-l{j:02d}"
+            yield finding(K, show(entry["id"]), entry["id"] != expected, id=entry["id"], expected=expected)
 
 
 @rule("cur008", FAIL, "curriculum", "module slug '{slug}' is not a valid slug")
 def cur008(course: Course) -> Iterator[Finding]:
     """A module slug is not lowercase words joined by hyphens; it names a directory."""
-    if course.curriculum_file.usable:
-        for module in course.modules:
-            slug = module["slug"]
-            yield finding(K, show(module["id"]), _SLUG.fullmatch(slug) is None, slug=slug)
+    for module in course.modules:
+        slug = module["slug"]
+        yield finding(K, show(module["id"]), _SLUG.fullmatch(slug) is None, slug=slug)

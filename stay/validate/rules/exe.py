@@ -6,16 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from stay.validate._course import Course, Finding, Lesson, Severity, finding, rule
+from stay.validate._course import Course, Finding, Lesson, Severity, finding, lesson_file_rules, rule
 from stay.validate._text import id_matches, show
 
-FAIL, WARN = Severity.FAIL, Severity.WARN
-
-
-def _written(course: Course) -> Iterator[tuple[Lesson, list[dict[str, Any]]]]:
-    for lesson in course.planned_lessons:
-        if lesson.exercises.usable:
-            yield lesson, lesson.exercises.data["exercises"]
+FAIL = Severity.FAIL
 
 
 def _with_outcome(course: Course) -> Iterator[tuple[Lesson, dict[str, Any], dict[str, Any]]]:
@@ -27,41 +21,28 @@ def _with_outcome(course: Course) -> Iterator[tuple[Lesson, dict[str, Any], dict
                 yield lesson, exercise, outcome
 
 
-@rule("exe001", WARN, "exercises", "lesson {id} has no exercises")
-def exe001(course: Course) -> Iterator[Finding]:
-    """A planned lesson has no usable exercises file (mid-run, a WARN)."""
-    for lesson in course.planned_lessons:
-        yield finding(lesson.exercises.path, show(lesson.id), not lesson.exercises.usable, id=lesson.id)
-
-
-@rule("exe002", FAIL, "exercises", "exercises file says lesson '{x}', expected '{id}'")
-def exe002(course: Course) -> Iterator[Finding]:
-    """The exercises file names another lesson than the file it sits beside."""
-    for lesson, _exercises in _written(course):
-        x = lesson.exercises.data["lesson"]
-        yield finding(lesson.exercises.path, "lesson", x != lesson.id, x=x, id=lesson.id)
+exe001, exe002 = lesson_file_rules("exe", "exercises", "exercises", "exercises file")
 
 
 @rule("exe003", FAIL, "exercises", "outcome {o} ({bloom}) has no exercise")
 def exe003(course: Course) -> Iterator[Finding]:
     """An outcome of the lesson at apply or above has no exercise targeting it."""
-    if course.outcomes_file.usable:
-        for lesson, exercises in _written(course):
-            targeted = {exercise["outcome"] for exercise in exercises}
-            for outcome in course.outcomes_of(lesson.id):
-                if course.data.apply_or_above(outcome["bloom"]):
-                    yield finding(lesson.exercises.path, show(outcome["id"]),
-                                  outcome["id"] not in targeted,
-                                  o=outcome["id"], bloom=outcome["bloom"])
+    for lesson, file in course.written("exercises"):
+        targeted = {exercise["outcome"] for exercise in file.data["exercises"]}
+        for outcome in course.outcomes_of(lesson.id):
+            if course.data.apply_or_above(outcome["bloom"]):
+                yield finding(lesson.exercises.path, show(outcome["id"]),
+                              outcome["id"] not in targeted,
+                              o=outcome["id"], bloom=outcome["bloom"])
 
 
 @rule("exe004", FAIL, "exercises", "exercise targets '{o}', which is not an outcome of {id}")
 def exe004(course: Course) -> Iterator[Finding]:
     """An exercise targets an outcome that is not this lesson's."""
     if course.outcomes_file.usable:
-        for lesson, exercises in _written(course):
+        for lesson, file in course.written("exercises"):
             own = {outcome["id"] for outcome in course.outcomes_of(lesson.id)}
-            for exercise in exercises:
+            for exercise in file.data["exercises"]:
                 yield finding(lesson.exercises.path, show(exercise["id"]),
                               exercise["outcome"] not in own, o=exercise["outcome"], id=lesson.id)
 

@@ -5,31 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from stay.validate._course import Course, Finding, Lesson, Severity, finding, rule
+from stay.validate._course import Course, Finding, Lesson, Severity, finding, lesson_file_rules, rule
 from stay.validate._text import Body, mentions_normed, quoted, show, times
 
 FAIL, WARN = Severity.FAIL, Severity.WARN
 
 
 def _written(course: Course) -> Iterator[tuple[Lesson, Body]]:
-    for lesson in course.planned_lessons:
-        if lesson.md.usable and lesson.md.body is not None:
-            yield lesson, lesson.md.body
+    return ((lesson, md.body) for lesson, md in course.written("md") if md.body is not None)
 
 
-@rule("les001", WARN, "content", "lesson {id} has no content")
-def les001(course: Course) -> Iterator[Finding]:
-    """A planned lesson has no usable .md (mid-run, a WARN)."""
-    for lesson in course.planned_lessons:
-        yield finding(lesson.md.path, show(lesson.id), not lesson.md.usable, id=lesson.id)
-
-
-@rule("les002", FAIL, "content", "front matter says lesson '{x}', expected '{id}'")
-def les002(course: Course) -> Iterator[Finding]:
-    """The front matter names another lesson than the file it sits in."""
-    for lesson, _body in _written(course):
-        x = lesson.md.data["lesson"]
-        yield finding(lesson.md.path, "lesson", x != lesson.id, x=x, id=lesson.id)
+les001, les002 = lesson_file_rules("les", "md", "content", "front matter")
 
 
 @rule("les003", FAIL, "content", "title headings [{found}] should be [{title}]")

@@ -5,25 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from stay.validate._course import Course, Finding, Severity, finding, rule
+from stay.validate._course import Course, Finding, Severity, finding, lesson_file_rules, rule
 from stay.validate._text import norm, show
 
 FAIL, WARN = Severity.FAIL, Severity.WARN
 
 
-@rule("pln001", WARN, "plan", "lesson {id} has no plan")
-def pln001(course: Course) -> Iterator[Finding]:
-    """A curriculum lesson has no usable plan (mid-run, a WARN)."""
-    for lesson in course.lessons:
-        yield finding(lesson.plan.path, show(lesson.id), not lesson.plan.usable, id=lesson.id)
-
-
-@rule("pln002", FAIL, "plan", "plan says lesson '{x}', expected '{id}'")
-def pln002(course: Course) -> Iterator[Finding]:
-    """The plan's lesson field names another lesson than the file it sits in."""
-    for lesson in course.planned_lessons:
-        x = lesson.plan.data["lesson"]
-        yield finding(lesson.plan.path, "lesson", x != lesson.id, x=x, id=lesson.id)
+pln001, pln002 = lesson_file_rules("pln", "plan", "plan", "plan")
 
 
 @rule("pln003", FAIL, "plan", "plan title '{t}' differs from the curriculum's '{c}'")
@@ -56,12 +44,10 @@ def pln005(course: Course) -> Iterator[Finding]:
 @rule("pln006", FAIL, "plan", "outcome {o} is missing from the plan")
 def pln006(course: Course) -> Iterator[Finding]:
     """An outcome of the lesson is not in the plan's outcomes, so nothing plans to teach it."""
-    if course.outcomes_file.usable:
-        for lesson in course.planned_lessons:
-            listed = lesson.plan.data["outcomes"]
-            for outcome in course.outcomes_of(lesson.id):
-                yield finding(lesson.plan.path, show(outcome["id"]), outcome["id"] not in listed,
-                              o=outcome["id"])
+    for lesson in course.planned_lessons:
+        listed = lesson.plan.data["outcomes"]
+        for outcome in course.outcomes_of(lesson.id):
+            yield finding(lesson.plan.path, show(outcome["id"]), outcome["id"] not in listed, o=outcome["id"])
 
 
 @rule("pln007", WARN, "plan", "plan lists '{o}', which is not an outcome of {id}")
@@ -78,14 +64,12 @@ def pln007(course: Course) -> Iterator[Finding]:
 @rule("pln008", FAIL, "plan", "outcome {o} is not covered by any section")
 def pln008(course: Course) -> Iterator[Finding]:
     """A listed outcome of the lesson is in no section's covers: planned, never taught."""
-    if course.outcomes_file.usable:
-        for lesson in course.planned_lessons:
-            plan = lesson.plan.data
-            covered = {oid for section in plan["sections"] for oid in section["covers"]}
-            for outcome in course.outcomes_of(lesson.id):
-                if outcome["id"] in plan["outcomes"]:
-                    yield finding(lesson.plan.path, show(outcome["id"]),
-                                  outcome["id"] not in covered, o=outcome["id"])
+    for lesson in course.planned_lessons:
+        plan = lesson.plan.data
+        covered = {oid for section in plan["sections"] for oid in section["covers"]}
+        for outcome in course.outcomes_of(lesson.id):
+            if outcome["id"] in plan["outcomes"]:
+                yield finding(lesson.plan.path, show(outcome["id"]), outcome["id"] not in covered, o=outcome["id"])
 
 
 @rule("pln009", FAIL, "plan", "section kind '{k}' is not one of {section_kinds}")

@@ -20,6 +20,11 @@ def _project(course: Course) -> dict[str, Any] | None:
     return course.project_file.data if course.project_file.usable else None
 
 
+def _entries(course: Course, key: str) -> list[dict[str, Any]]:
+    """The capstone's milestones or rubric; none without a usable project.yaml."""
+    return course.project_file.data[key] if course.project_file.usable else []
+
+
 @rule("prj001", WARN, "capstone", "the course has no capstone project")
 def prj001(course: Course) -> Iterator[Finding]:
     """A course with a usable curriculum has no usable project.yaml (mid-run, a WARN)."""
@@ -31,7 +36,7 @@ def prj001(course: Course) -> Iterator[Finding]:
 def prj002(course: Course) -> Iterator[Finding]:
     """A curriculum module is in no milestone: the capstone skips what it taught."""
     project = _project(course)
-    if project is not None and course.curriculum_file.usable:
+    if project is not None:
         covered = {m for milestone in project["milestones"] for m in milestone["modules"]}
         for module in course.modules:
             yield finding(J, show(module["id"]), module["id"] not in covered, id=module["id"])
@@ -40,10 +45,9 @@ def prj002(course: Course) -> Iterator[Finding]:
 @rule("prj003", FAIL, "capstone", "milestone names unknown module '{m}'")
 def prj003(course: Course) -> Iterator[Finding]:
     """A milestone names a module the curriculum does not have; the first is reported."""
-    project = _project(course)
-    if project is not None and course.curriculum_file.usable:
+    if course.curriculum_file.usable:
         known = [module["id"] for module in course.modules]
-        for milestone in project["milestones"]:
+        for milestone in _entries(course, "milestones"):
             unknown = next((m for m in milestone["modules"] if m not in known), None)
             yield finding(J, show(milestone["id"]), unknown is not None, m=unknown)
 
@@ -51,34 +55,28 @@ def prj003(course: Course) -> Iterator[Finding]:
 @rule("prj004", FAIL, "capstone", "criterion uses vague words: {words}")
 def prj004(course: Course) -> Iterator[Finding]:
     """A rubric criterion uses words house style calls vague: markers would disagree."""
-    project = _project(course)
-    if project is not None:
-        vague_words = course.data["rubric.vague_words"]
-        for criterion in project["rubric"]:
-            vague = sorted(w for w in vague_words if mentions(criterion["criterion"], w))
-            yield finding(J, show(criterion["id"]), bool(vague), words=quoted(vague))
+    vague_words = course.data["rubric.vague_words"]
+    for criterion in _entries(course, "rubric"):
+        vague = sorted(w for w in vague_words if mentions(criterion["criterion"], w))
+        yield finding(J, show(criterion["id"]), bool(vague), words=quoted(vague))
 
 
 @rule("prj005", FAIL, "capstone", "criterion names unknown outcome '{o}'")
 def prj005(course: Course) -> Iterator[Finding]:
     """A criterion names an outcome outcomes.yaml does not have; the first is reported."""
-    project = _project(course)
-    if project is not None and course.outcomes_file.usable:
-        for criterion in project["rubric"]:
-            unknown = next((o for o in criterion["outcomes"] if o not in course.outcome_first),
-                           None)
+    if course.outcomes_file.usable:
+        for criterion in _entries(course, "rubric"):
+            unknown = next((o for o in criterion["outcomes"] if o not in course.outcome_first), None)
             yield finding(J, show(criterion["id"]), unknown is not None, o=unknown)
 
 
 @rule("prj006", FAIL, "capstone", "criterion is missing levels: {levels}")
 def prj006(course: Course) -> Iterator[Finding]:
     """A criterion lacks a description for one of house style's rubric levels."""
-    project = _project(course)
-    if project is not None:
-        levels = course.data["rubric.levels"]
-        for criterion in project["rubric"]:
-            missing = [level for level in levels if not is_str(criterion["levels"].get(level))]
-            yield finding(J, show(criterion["id"]), bool(missing), levels=missing)
+    levels = course.data["rubric.levels"]
+    for criterion in _entries(course, "rubric"):
+        missing = [level for level in levels if not is_str(criterion["levels"].get(level))]
+        yield finding(J, show(criterion["id"]), bool(missing), levels=missing)
 
 
 @rule("prj007", FAIL, "capstone",
@@ -99,21 +97,15 @@ def prj007(course: Course) -> Iterator[Finding]:
 @rule("prj008", FAIL, "capstone", "milestone id '{x}' does not match 'p<n>'")
 def prj008(course: Course) -> Iterator[Finding]:
     """A milestone id is not p<n>, n from 1."""
-    project = _project(course)
-    if project is not None:
-        for milestone in project["milestones"]:
-            yield finding(J, show(milestone["id"]),
-                          _MILESTONE_ID.fullmatch(milestone["id"]) is None, x=milestone["id"])
+    for milestone in _entries(course, "milestones"):
+        yield finding(J, show(milestone["id"]), _MILESTONE_ID.fullmatch(milestone["id"]) is None, x=milestone["id"])
 
 
 @rule("prj009", FAIL, "capstone", "rubric id '{x}' does not match 'r<n>'")
 def prj009(course: Course) -> Iterator[Finding]:
     """A rubric criterion id is not r<n>, n from 1."""
-    project = _project(course)
-    if project is not None:
-        for criterion in project["rubric"]:
-            yield finding(J, show(criterion["id"]),
-                          _RUBRIC_ID.fullmatch(criterion["id"]) is None, x=criterion["id"])
+    for criterion in _entries(course, "rubric"):
+        yield finding(J, show(criterion["id"]), _RUBRIC_ID.fullmatch(criterion["id"]) is None, x=criterion["id"])
 
 
 @rule("prj010", FAIL, "capstone", "the capstone has no milestones")

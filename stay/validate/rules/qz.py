@@ -6,17 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from stay.validate._course import Course, Finding, Lesson, Severity, finding, rule
+from stay.validate._course import Course, Finding, Lesson, Severity, finding, lesson_file_rules, rule
 from stay.validate._text import id_matches, norm, show
 
-FAIL, WARN = Severity.FAIL, Severity.WARN
+FAIL = Severity.FAIL
 TYPES = ("mcq", "short")
-
-
-def _written(course: Course) -> Iterator[tuple[Lesson, list[dict[str, Any]]]]:
-    for lesson in course.planned_lessons:
-        if lesson.quiz.usable:
-            yield lesson, lesson.quiz.data["items"]
 
 
 def _options(course: Course) -> Iterator[tuple[Lesson, str, dict[str, Any]]]:
@@ -27,39 +21,25 @@ def _options(course: Course) -> Iterator[tuple[Lesson, str, dict[str, Any]]]:
                 yield lesson, f"{show(item['id'])} option {k}", option
 
 
-@rule("qz001", WARN, "quiz", "lesson {id} has no quiz")
-def qz001(course: Course) -> Iterator[Finding]:
-    """A planned lesson has no usable quiz (mid-run, a WARN)."""
-    for lesson in course.planned_lessons:
-        yield finding(lesson.quiz.path, show(lesson.id), not lesson.quiz.usable, id=lesson.id)
-
-
-@rule("qz002", FAIL, "quiz", "quiz says lesson '{x}', expected '{id}'")
-def qz002(course: Course) -> Iterator[Finding]:
-    """The quiz names another lesson than the file it sits beside."""
-    for lesson, _items in _written(course):
-        x = lesson.quiz.data["lesson"]
-        yield finding(lesson.quiz.path, "lesson", x != lesson.id, x=x, id=lesson.id)
+qz001, qz002 = lesson_file_rules("qz", "quiz", "quiz", "quiz")
 
 
 @rule("qz003", FAIL, "quiz", "outcome {o} has no quiz item")
 def qz003(course: Course) -> Iterator[Finding]:
     """An outcome of the lesson has no item checking it; every outcome gets one."""
-    if course.outcomes_file.usable:
-        for lesson, items in _written(course):
-            asked = {item.get("outcome") for item in items if item.get("outcome") is not None}
-            for outcome in course.outcomes_of(lesson.id):
-                yield finding(lesson.quiz.path, show(outcome["id"]), outcome["id"] not in asked,
-                              o=outcome["id"])
+    for lesson, quiz in course.written("quiz"):
+        asked = {item.get("outcome") for item in quiz.data["items"] if item.get("outcome") is not None}
+        for outcome in course.outcomes_of(lesson.id):
+            yield finding(lesson.quiz.path, show(outcome["id"]), outcome["id"] not in asked, o=outcome["id"])
 
 
 @rule("qz004", FAIL, "quiz", "item targets '{o}', which is not an outcome of {id}")
 def qz004(course: Course) -> Iterator[Finding]:
     """An item checks an outcome that is not this lesson's."""
     if course.outcomes_file.usable:
-        for lesson, items in _written(course):
+        for lesson, quiz in course.written("quiz"):
             own = {outcome["id"] for outcome in course.outcomes_of(lesson.id)}
-            for item in items:
+            for item in quiz.data["items"]:
                 if item.get("outcome") is not None:
                     yield finding(lesson.quiz.path, show(item["id"]), item["outcome"] not in own,
                                   o=item["outcome"], id=lesson.id)
