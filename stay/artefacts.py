@@ -870,29 +870,34 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """A whole file or nothing. The rename replaces a planted link rather than writing through it,
     and the directory is walked to without following one (``stay._paths``). Every write comes
     through here or ``create_text_atomic``: where a configured secret is cut out by value."""
-    _place(path, data, create=False)
-
-
-def create_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """FileExistsError when the file exists, even if made meanwhile: a hard link, unlike a rename,
-    refuses a name that is taken."""
-    _place(path, text.encode("utf-8"), create=True)
+    target = Path(path)
+    parent = parent_of(target)
+    try:
+        temp = _filled_beside(target, redact_bytes(data), parent)
+        try:
+            recheck(target)
+            os.replace(temp, target.name if parent is not None else target, **at(parent, "src_dir_fd", "dst_dir_fd"))
+        except BaseException:
+            _remove(temp, parent)
+            raise
+    finally:
+        if parent is not None:
+            os.close(parent)
 
 
 _NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS}  # no hard links here (vfat: EPERM)
 
 
-def _place(path: str | os.PathLike[str], data: bytes, *, create: bool) -> None:
+def create_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """FileExistsError when the file exists, even if made meanwhile: a hard link, unlike a rename,
+    refuses a name that is taken."""
     target = Path(path)
     parent = parent_of(target)
     name = target.name if parent is not None else os.fspath(target)
     try:
-        temp = _filled_beside(target, redact_bytes(data), parent)
+        temp = _filled_beside(target, redact_bytes(text.encode("utf-8")), parent)
         try:
             recheck(target)
-            if not create:
-                os.replace(temp, name, **at(parent, "src_dir_fd", "dst_dir_fd"))
-                return
             try:
                 os.link(temp, name, **at(parent, "src_dir_fd", "dst_dir_fd"))
             except OSError as exc:

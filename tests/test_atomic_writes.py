@@ -32,9 +32,10 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     # the one writer itself
     ("stay/artefacts.py", "_create_beside", "os.open(write)"): "the writer's temporary (O_EXCL, 0666 less umask)",
     ("stay/artefacts.py", "_filled_beside", "os.fdopen(write)"): "the writer filling its temporary",
-    ("stay/artefacts.py", "_place", "os.replace"): "the writer's rename (create: over the empty claim below)",
-    ("stay/artefacts.py", "_place", "os.link"): "the writer's link to a name not yet taken",
-    ("stay/artefacts.py", "_place", "os.open(write)"): "claims a name empty where links fail",
+    ("stay/artefacts.py", "write_bytes_atomic", "os.replace"): "the writer's rename",
+    ("stay/artefacts.py", "create_text_atomic", "os.link"): "the writer's link to a name not yet taken",
+    ("stay/artefacts.py", "create_text_atomic", "os.open(write)"): "claims a name empty where links fail",
+    ("stay/artefacts.py", "create_text_atomic", "os.replace"): "...then renames the whole temporary over it",
     # not a file anyone reads back as a whole
     ("stay/pipeline/_state.py", "append_journal", "os.open(write)"):
         "an append-only journal: one synced write per line, a cut last line is skipped on reading",
