@@ -64,6 +64,10 @@ class BatchOutcome:
     failed: dict[str, str]  # custom id -> why: those are asked live later
     resumed: int = 0  # requests collected from batches an earlier run submitted
 
+    @property
+    def batch_id(self) -> str:  # public since batches began: the last batch, for a caller to look up
+        return self.batch_ids[-1] if self.batch_ids else ""
+
 
 _SERVER_FIX = "the service (or ANTHROPIC_BASE_URL) is not the Message Batches API; nothing was written or deleted"
 _RECORD_FIX = "delete the record if no batch of yours is running; nothing was written or deleted"

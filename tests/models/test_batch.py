@@ -226,6 +226,7 @@ def test_requests_beyond_one_batchs_limits_are_split(tmp_path: Path) -> None:
     cache = RequestCache(tmp_path / "cache")
     outcome = prefetch(_client(api), _jobs(7), cache, sleep=lambda _s: None, max_requests=3)
     assert outcome is not None and outcome.succeeded == 7 and len(outcome.batch_ids) == 3
+    assert outcome.batch_id == outcome.batch_ids[-1]  # the last batch, public since batches began
     assert [len(requests) for requests in api.batches.values()] == [3, 3, 1]
     entries = [{"custom_id": str(n), "params": {"text": "x" * 1_000}} for n in range(10)]
     by_size = split(entries, max_bytes=4_000)
