@@ -16,6 +16,7 @@ from stay import _secrets
 from stay.errors import ModelError, RefusalError, StayError, TruncationError, UsageError
 from stay.models._protocol import (
     DEFAULT_MODELS,
+    FEATURES,
     PRICES,
     SCREENING,
     THINKING,
@@ -67,7 +68,7 @@ class AnthropicBackend(HTTPBackend):
 
     name = "anthropic"
     prices: Mapping[str, Price] = PRICES
-    features = frozenset({"caching", "batches", "thinking", "count_tokens", "screen"})
+    features = FEATURES  # every feature there is
     default_models: Mapping[Role, str] = DEFAULT_MODELS
     service_name = "the Anthropic API"
     screen_thinking = SCREENING
@@ -401,23 +402,19 @@ CHARS_PER_TOKEN = 4  # no tokenizer runs here
 _SCOPE = ("tools", "tool_choice", "thinking")
 
 
-def cache_scope(params: Mapping[str, Any]) -> str:
-    """What invalidates the API's cache besides the prefix's text (the prompt-caching docs)."""
-    config = params.get("output_config") or {}
-    scope = {"model": params.get("model"), **{name: params.get(name) for name in _SCOPE},
-             "format": config.get("format"), "effort": config.get("effort")}
-    return json.dumps(scope, sort_keys=True, default=str)
-
-
 def prefix_keys(params: Mapping[str, Any], *, min_tokens: int | None = None) -> list[str]:
     """A key per ``cache_control`` breakpoint long enough to be cached, shortest first."""
     floor = (min_cacheable_tokens(str(params.get("model"))) if min_tokens is None else min_tokens) * CHARS_PER_TOKEN
+    config = params.get("output_config") or {}
+    # what invalidates the API's cache besides the prefix's text (the prompt-caching docs)
+    scope = {"model": params.get("model"), **{name: params.get(name) for name in _SCOPE},
+             "format": config.get("format"), "effort": config.get("effort")}
     system = params.get("system") or []
     blocks: list[Any] = [{"text": system}] if isinstance(system, str) else list(system)
     for message in params.get("messages") or []:
         content = message.get("content")
         blocks += [{"text": content}] if isinstance(content, str) else list(content or [])
-    keys, digest, chars = [], hashlib.sha256(cache_scope(params).encode()), 0
+    keys, digest, chars = [], hashlib.sha256(json.dumps(scope, sort_keys=True, default=str).encode()), 0
     for block in blocks:
         text = block.get("text", "") if isinstance(block, Mapping) else ""
         digest.update(json.dumps(text).encode())

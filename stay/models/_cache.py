@@ -110,19 +110,17 @@ class RequestCache:
     def rejected_dir(self) -> Path:
         return self.directory.parent / "rejected"
 
-    def _entry(self, request: ModelRequest, model: str) -> dict[str, Any] | None:
+    def _entry(self, request: ModelRequest, model: str) -> tuple[dict[str, Any], ModelAnswer] | None:
+        """The entry and its answer (usage included: counts, never negative); a damaged one is a miss, never a crash."""
         entry = _stored(self._path(request, model))
-        if entry is None:
-            return None
         try:
-            ModelAnswer.model_validate(entry.get("answer"))  # usage included: counts, never negative
+            return None if entry is None else (entry, ModelAnswer.model_validate(entry.get("answer")))
         except ValueError:
-            return None  # a damaged entry is a miss, never a crash
-        return entry
+            return None
 
     def get(self, request: ModelRequest, model: str) -> ModelAnswer | None:
-        entry = self._entry(request, model)
-        return None if entry is None else ModelAnswer.model_validate(entry["answer"])
+        found = self._entry(request, model)
+        return None if found is None else found[1]
 
     def put(self, request: ModelRequest, model: str, answer: ModelAnswer, *, reported: bool = True) -> None:
         """Store an answer; ``reported=False`` (a batch paid it): the first ``claim`` reports its usage."""
@@ -133,10 +131,10 @@ class RequestCache:
     def claim(self, request: ModelRequest, model: str) -> ModelAnswer | None:
         """With its usage if unreported yet, else with none."""
         with self._lock:
-            entry = self._entry(request, model)
-            if entry is None:
+            found = self._entry(request, model)
+            if found is None:
                 return None
-            answer = ModelAnswer.model_validate(entry["answer"])
+            entry, answer = found
             if entry.get("reported", True):
                 return answer.model_copy(update={"usage": Usage(), "batch": False})
             self.put(request, model, answer, reported=True)
@@ -157,8 +155,8 @@ class RequestCache:
         """Move the answer to ``rejected/`` with ``why`` (``raw``: one not even JSON, never cached)."""
         record = self._path(request, model, self.rejected_dir)
         with self._lock:
-            entry = self._entry(request, model)
-            rejection = {"why": why, "answer": entry["answer"] if entry is not None else None, "raw": raw}
+            found = self._entry(request, model)
+            rejection = {"why": why, "answer": found[0]["answer"] if found is not None else None, "raw": raw}
             document = {"model": model, "request": request.model_dump(mode="json"),
                         "rejections": [*self._rejections(record), rejection][-REJECTIONS_KEPT:]}
             # the record first: a crash between the two leaves the answer to be checked, and rejected, again

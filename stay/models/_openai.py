@@ -60,12 +60,6 @@ def install_hint() -> UsageError:
                       "(from a checkout: pip install -e '.[openai]')")
 
 
-def refuses_json_schema(detail: str) -> bool:
-    """A 400 naming ``response_format``; a schema strict mode refuses ("Invalid schema") is stay's error."""
-    text = detail.lower()
-    return "response_format" in text and "invalid schema" not in text
-
-
 class OpenAIBackend(HTTPBackend):
     """``models``: the ids the settings chose per role; a role left unset uses ``default_models``."""
 
@@ -227,7 +221,9 @@ class OpenAIBackend(HTTPBackend):
         if status == 404:
             return UsageError(f"{where}: {self.endpoint} has no model '{model}' (404: {detail}); set STAY_MODEL (or "
                               "STAY_MODEL_<ROLE>) to a model it serves; nothing was written")
-        if status == 400 and self.endpoint not in _JSON_ONLY and refuses_json_schema(detail):
+        # a 400 naming response_format; a schema strict mode refuses ("Invalid schema") is stay's error
+        refuses_schema = "response_format" in detail.lower() and "invalid schema" not in detail.lower()
+        if status == 400 and self.endpoint not in _JSON_ONLY and refuses_schema:
             raise _SchemaRefused(detail)
         if body["error"].get("code") == "insufficient_quota":
             return ModelError(f"{where}: the server refused the call: the account's quota is used up ({status}: "
@@ -237,7 +233,7 @@ class OpenAIBackend(HTTPBackend):
 
 
 class _SchemaRefused(ModelError):
-    """``_answered`` asks again in JSON mode."""
+    """``_ask`` asks again in JSON mode."""
 
 
 def make(settings: Settings, *, progress: Progress | None = None) -> OpenAIBackend:

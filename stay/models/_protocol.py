@@ -501,13 +501,10 @@ def hold_more(params: dict[str, Any], paid: ModelAnswer | None) -> bool:
 
 def hold_instead(params: dict[str, Any]) -> None:
     hooks = _HOLD.get()
-    if hooks is None:
-        return
-    hold, instead = hooks
-    if instead is None:
-        hold(params, None)
-    else:
-        instead(params)
+    if hooks is not None and hooks[1] is not None:
+        hooks[1](params)
+    elif hooks is not None:
+        hooks[0](params, None)
 
 
 @dataclass(frozen=True)
@@ -521,18 +518,6 @@ _ROOM: ContextVar[Room | None] = ContextVar("stay_answer_room", default=None)
 
 def sizing(room: Room) -> AbstractContextManager[None]:
     return _bound(_ROOM, room)
-
-
-def known_room() -> int | None:
-    room = _ROOM.get()
-    return None if room is None else room.known
-
-
-def needs_room(answer_tokens: int) -> None:
-    """Before a retry with more room: the current request needs ``answer_tokens``."""
-    room = _ROOM.get()
-    if room is not None:
-        room.remember(answer_tokens)
 
 
 DEFAULT_TIMEOUT = 300.0
@@ -787,8 +772,8 @@ class HTTPBackend:
     def _first(self, request: ModelRequest, model: str, thinking: Thinking | None, where: str) -> Budget:
         """The configured room, or the room an earlier run's retry needed, held against the cap instead."""
         budget = budget_for(request, model, thinking, self.answer_tokens)
-        known = known_room()
-        more = None if known is None else self._roomier(known, budget, model)
+        room = _ROOM.get()
+        more = None if room is None or room.known is None else self._roomier(room.known, budget, model)
         if more is None:
             return budget
         hold_instead(self._held(request, model, thinking, more))
@@ -804,7 +789,8 @@ class HTTPBackend:
         more = self._roomier(2 * budget.answer, budget, model) if paid and paid.stop_reason in CUT_OFF else None
         if paid is None or more is None:
             raise cut
-        needs_room(more.answer)  # recorded before the cap may stop the run: a rerun starts there
+        if (room := _ROOM.get()) is not None:  # recorded before the cap may stop the run: a rerun starts there
+            room.remember(more.answer)
         # counted as its own call by a cap that holds it, else with the retry's answer
         spent = Usage() if hold_more(self._held(request, model, thinking, more), paid) else paid.usage
         self.progress(f"  {where}: the answer was cut off at {self.room_field}={budget.max_tokens}; asking once "

@@ -16,8 +16,6 @@ from typing import Any
 from stay.models import ModelRequest
 from stay.scoring import JudgeReply, registered
 
-SCRIPTED = "scripted judge (test double, not a model)"
-HEURISTIC = "heuristic judge (test double, not a model)"
 Verdict = tuple[bool, str, str]
 """(passed, why, the quote when there is one)."""
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]+")
@@ -145,7 +143,7 @@ class ScriptedJudge:
     unparseable item); ``requests`` keeps what it was asked. Its name says it is no model."""
 
     answer: Callable[[ModelRequest], dict[str, Any] | None]
-    name: str = SCRIPTED
+    name: str = "scripted judge (test double, not a model)"
     requests: list[ModelRequest] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def ask(self, request: ModelRequest) -> JudgeReply:
@@ -165,4 +163,4 @@ def heuristic_answer(request: ModelRequest) -> dict[str, Any] | None:
 
 
 def heuristic_judge() -> ScriptedJudge:
-    return ScriptedJudge(heuristic_answer, HEURISTIC)
+    return ScriptedJudge(heuristic_answer, "heuristic judge (test double, not a model)")
