@@ -49,12 +49,9 @@ def request_key(request: ModelRequest, model: str, salt: str = "") -> str:
 
 def differences(cached: dict[str, Any], cached_model: str | None, request: ModelRequest, model: str) -> list[str]:
     now = request.model_dump(mode="json")
-    changed = []
-    if cached_model != model:
-        changed.append(f"model ({cached_model} -> {model})")
-    for name, label in (("max_tokens", "max_tokens"), ("output_schema", "the output schema")):
-        if cached.get(name) != now[name]:
-            changed.append(label)
+    changed = [f"model ({cached_model} -> {model})"] if cached_model != model else []
+    changed += [label for name, label in (("max_tokens", "max_tokens"), ("output_schema", "the output schema"))
+                if cached.get(name) != now[name]]
     changed += [label for label in _system_changes(cached.get("system"), now["system"]) if label not in changed]
     was = cached.get("inputs", {}) if isinstance(cached.get("inputs"), dict) else {}
     inputs = sorted(k for k in set(was) | set(now["inputs"]) if was.get(k) != now["inputs"].get(k))

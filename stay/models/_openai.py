@@ -183,16 +183,14 @@ class OpenAIBackend(HTTPBackend):
             data = json.loads(read.text)
         except AnswerError as exc:
             problems = [str(exc)]
-            spent = read.answer.usage
         else:
             problems = sorted(f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {one_line(e.message, 150)}"
                               for e in validator.iter_errors(data))
             if not problems:
                 return answer
-            spent = answer.usage
         self.progress(f"  {where}: the JSON-mode answer does not fit its schema; asking once more")
-        if hold_more(self._held(request, model, None, Budget(room, 0)), read.answer):  # counted on its own
-            spent = Usage()
+        alone = hold_more(self._held(request, model, None, Budget(room, 0)), read.answer)  # counted on its own
+        spent = Usage() if alone else read.answer.usage
         params = request_params(request, model, answer_tokens=room, json_only=True)
         params["messages"].append({"role": "user", "content": "Your previous answer did not fit the schema: "
                                    + "; ".join(problems[:10]) + ". Answer again, with the whole JSON object."})
