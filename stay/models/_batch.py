@@ -317,10 +317,8 @@ def prefetch(client: Any, jobs: Sequence[tuple[ModelRequest, str]], cache: Reque
             "instead of submitting its requests again")
         batch_ids.append(run.finish(batch, book, stored))
         covered |= ids & set(todo)
-    resumed = len(covered)
-    remaining = [(key, job) for key, job in sorted(todo.items()) if key not in covered]
     entries = [{"custom_id": key, "params": hour_long(request_params(request, model, THINKING.get(request.role)))}
-               for key, (request, model) in remaining]
+               for key, (request, model) in sorted(todo.items()) if key not in covered]
     submitted: list[Any] = []
     for chunk in split(entries, max_requests=max_requests, max_bytes=max_bytes):
         batch = run.api("creating a batch", functools.partial(client.messages.batches.create, requests=chunk))
@@ -330,4 +328,4 @@ def prefetch(client: Any, jobs: Sequence[tuple[ModelRequest, str]], cache: Reque
         submitted.append(batch)
     batch_ids += [run.finish(batch, book, batch.id) for batch in submitted]
     say(f"batches: {run.succeeded} answers collected, {len(run.failed)} to ask again live (at the full price)")
-    return BatchOutcome(tuple(batch_ids), len(entries), run.succeeded, dict(run.failed), resumed)
+    return BatchOutcome(tuple(batch_ids), len(entries), run.succeeded, dict(run.failed), len(covered))
