@@ -314,12 +314,9 @@ def nullable(schema: dict[str, Any]) -> dict[str, Any]:
         if "enum" in widened:
             widened["enum"] = [*widened["enum"], None]
         return widened
-    description = schema.get("description")
     rest = {key: value for key, value in schema.items() if key != "description"}
-    wrapped: dict[str, Any] = {"anyOf": [rest, {"type": "null"}]}
-    if description:
-        wrapped["description"] = description
-    return wrapped
+    described = {"description": schema["description"]} if schema.get("description") else {}
+    return {"anyOf": [rest, {"type": "null"}], **described}
 
 
 def _admits_null(schema: Mapping[str, Any]) -> bool:
