@@ -7,6 +7,7 @@ import html
 import json
 import logging
 import random
+import re
 import socket
 import sys
 import time
@@ -331,7 +332,8 @@ def build_spans(records: Sequence[Mapping[str, Any]], *, end_ns: int,
         """The JSONL trace's id; span ids drawn from a generator seeded with it."""
 
         def __init__(self) -> None:
-            self.trace_id = int(trace_hex, 16) if _is_trace_id(trace_hex) else random.getrandbits(128)
+            hexed = int(trace_hex, 16) if re.fullmatch("[0-9a-f]{32}", trace_hex) else 0
+            self.trace_id = hexed or random.getrandbits(128)
             self.spans = random.Random(self.trace_id)
 
         def generate_trace_id(self) -> int:
@@ -464,10 +466,6 @@ def _clock(record: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def _is_trace_id(text: str) -> bool:
-    return len(text) == 32 and all(c in "0123456789abcdef" for c in text) and text != "0" * 32
-
-
 def _ns(seconds: Any) -> int:
     return round(float(seconds) * 1e9) if isinstance(seconds, int | float) and seconds > 0 else 0
 
@@ -502,11 +500,9 @@ def _root_attributes(header: Mapping[str, Any], scores: Sequence[Mapping[str, An
         name, value = str(score.get("name")), score.get("value")
         number = int(value) if isinstance(value, int) and not isinstance(value, bool) else _number(value)
         attributes[f"stay.score.{name}"] = number
-        if name == "validator_checks_run":
-            attributes["stay.validator.checks_run"] = number
-        elif name.startswith("validator_"):
+        if name.startswith("validator_"):
             attributes[f"stay.validator.{name.removeprefix('validator_')}"] = number
-            defects += int(number)
+            defects += int(number) if name != "validator_checks_run" else 0
     if any(str(s.get("name")).startswith("validator_") for s in scores):
         attributes["stay.validator.defects"] = defects
     return attributes
@@ -593,10 +589,6 @@ def _without_content(record: dict[str, Any]) -> dict[str, Any]:
     return {**record, "calls": [{k: v for k, v in call.items() if k != CONTENT} for call in record["calls"]]}
 
 
-def _with_lesson(call: dict[str, Any], ref: LessonRef | None) -> dict[str, Any]:
-    return call if ref is None else {**call, "lesson": ref.id, "module": ref.module}
-
-
 @dataclass
 class Tracer:
     slug: str
@@ -670,13 +662,13 @@ class Tracer:
             calls = spans.get(index)
             if calls is None:
                 calls = [self._calls[i] for i in range(record["_first"], record["_last"]) if i not in owned]
-            calls = [_with_lesson(call, lessons.get(call["artefact"]))
+            calls = [call if (ref := lessons.get(call["artefact"])) is None else
+                     {**call, "lesson": ref.id, "module": ref.module}
                      for call in sorted(calls, key=lambda c: (c["stage"], c["artefact"]))]
             finished.append({
                 **{k: v for k, v in record.items() if not k.startswith("_")}, "calls": calls,
-                "input_tokens": sum(c["input_tokens"] for c in calls),
-                "output_tokens": sum(c["output_tokens"] for c in calls),
-                "cache_read_input_tokens": sum(c["cache_read_input_tokens"] for c in calls),
+                **{key: sum(c[key] for c in calls) for key in ("input_tokens", "output_tokens",
+                                                                "cache_read_input_tokens")},
                 "models": sorted({c["model"] for c in calls}),
             })
         asked = {call["artefact"] for call in self._calls}
