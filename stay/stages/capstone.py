@@ -50,8 +50,7 @@ CapstoneAnswer = _like(Project, "Project", "The capstone stage's answer: project
 
 
 def project(answer: Any, _inputs: Any) -> Project:
-    made: Project = Project.model_validate(answer.model_dump(mode="python", by_alias=True, exclude_none=True))
-    return made
+    return Project.model_validate(answer.model_dump(mode="python", by_alias=True, exclude_none=True))
 
 
 def _data_files(plans: list[dict[str, Any]]) -> str:
