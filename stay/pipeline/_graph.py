@@ -423,12 +423,9 @@ def declare(stages: Sequence[Stage] = REGISTRY, gates: Sequence[GateDecl] = GATE
         by_node.setdefault(stage.node_name, []).append(stage)
 
     def nodes_of(phase: str) -> list[NodeDecl]:
-        found = []
-        for node, members in by_node.items():
-            if members[0].phase == phase:
-                kind = phase if phase in ("wave", "review") else "stage"
-                found.append(NodeDecl(node, kind, True, tuple(s.name for s in members), phase=phase))
-        return found
+        kind = phase if phase in ("wave", "review") else "stage"
+        return [NodeDecl(node, kind, True, tuple(s.name for s in members), phase=phase)
+                for node, members in by_node.items() if members[0].phase == phase]
 
     names = tuple(gate.name for gate in gates)
     first, plan = gates[0], gates[1] if len(gates) > 1 else gates[0]
@@ -596,8 +593,7 @@ def problems(given: Dag | nx.DiGraph[str]) -> list[str]:
         for stage, refs in attrs.get("references", {}).items():
             if refs != derived.get(stage):
                 found.append(f"node {name}'s reference set for {stage} is not the one its front matter derives")
-    for before, after in (("gather", "merge_glossary"), ("merge_glossary", "land_manifest"),
-                          ("land_manifest", "validate")):
+    for before, after in itertools.pairwise(("gather", "merge_glossary", "land_manifest", "validate")):
         step = before  # through the review nodes alone, which read what the wave wrote
         while step in graph and [graph.nodes[n]["kind"] for n in graph.successors(step)] == ["review"]:
             step = next(iter(graph.successors(step)))

@@ -604,17 +604,12 @@ class Tracer:
 
     def call(self, request: ModelRequest, answer: ModelAnswer, seconds: float, error: str | None = None) -> None:
         """One model call (list.append is atomic: wave threads call this at once)."""
-        usage = answer.usage
         failed = {} if error is None else {"error": error}
         self._calls.append({**failed,
             "stage": request.stage, "artefact": request.artefact, "model": answer.model,
             # the wall clock when the call began (it ends now), so an exported span has the real time
             "start_unix_nano": time.time_ns() - round(seconds * 1e9), "max_tokens": answer.max_tokens,
-            "seconds": round(seconds, 4), "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-            "cache_read_input_tokens": usage.cache_read_input_tokens,
-            "thinking_tokens": usage.thinking_tokens, "batch": answer.batch,
+            "seconds": round(seconds, 4), **answer.usage.model_dump(), "batch": answer.batch,
             "response_id": answer.response_id, "request_id": answer.request_id,
             "stop_reason": answer.stop_reason,
             "cost_usd": answer_cost(answer, self.prices),
