@@ -364,7 +364,10 @@ def build_spans(records: Sequence[Mapping[str, Any]], *, end_ns: int,
         node = tracer.start_span(str(record.get("name")), context=api.set_span_in_context(root), start_time=start,
                                  attributes={**session_attrs, "stay.node.kind": str(record.get("kind")),
                                              "openinference.span.kind": "CHAIN"})
-        for lesson_id, timed in _by_lesson(record.get("calls") or [], call_times).items():
+        by_lesson: dict[str | None, list[tuple[Mapping[str, Any], tuple[int, int]]]] = {}
+        for call, when in zip(record.get("calls") or [], call_times, strict=True):  # None: no one lesson
+            by_lesson.setdefault(str(call["lesson"]) if call.get("lesson") else None, []).append((call, when))
+        for lesson_id, timed in by_lesson.items():
             made = [_call_attributes(call, backend) for call, _ in timed]
             parent = node
             if lesson_id is not None:
@@ -420,19 +423,6 @@ def _layout(spans: Sequence[Mapping[str, Any]], end_ns: int) -> list[Times]:
                                                  for call in span.get("calls") or []]))
         cursor = start + duration
     return layout
-
-
-TimedCall = tuple[Mapping[str, Any], tuple[int, int]]
-
-
-def _by_lesson(calls: Sequence[Mapping[str, Any]],
-               times: Sequence[tuple[int, int]]) -> dict[str | None, list[TimedCall]]:
-    """A node's calls with their times, by the lesson whose file each wrote (None: no one lesson)."""
-    grouped: dict[str | None, list[TimedCall]] = {}
-    for call, when in zip(calls, times, strict=True):
-        lesson = call.get("lesson")
-        grouped.setdefault(str(lesson) if lesson else None, []).append((call, when))
-    return grouped
 
 
 LESSON_SUMS = {f"gen_ai.usage.{name}": f"stay.usage.{name}" for name in (
