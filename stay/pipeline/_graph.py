@@ -36,11 +36,9 @@ class Dag:
         """Every edge in the order added: neighbours keep this order, and ``to_networkx`` too."""
 
     def add_node(self, node: str, **attrs: Any) -> None:
-        if node not in self.nodes:
-            self.nodes[node] = {}
-            self._succ[node] = {}
-            self._pred[node] = {}
-        self.nodes[node].update(attrs)
+        self.nodes.setdefault(node, {}).update(attrs)
+        self._succ.setdefault(node, {})
+        self._pred.setdefault(node, {})
 
     def add_edge(self, source: str, target: str) -> None:
         for node in (source, target):
@@ -220,9 +218,8 @@ def assessment_lines(assessment: Assessment, outcomes: Outcomes | None) -> list[
     capstone = capstone_outcomes(assessment)
     lines = ["## Assessment", "", f"Strategy: {markdown_text(assessment.strategy)}", "",
              f"Capstone outcomes ({len(capstone)}):", ""]
-    lines += [f"- {_lead(outcome)}" + (f": {markdown_text(texts[outcome])}" if outcome in texts else "")
-              for outcome in capstone] or ["- none: no outcome names the capstone as its evidence"]
-    return lines
+    return lines + ([f"- {_lead(outcome)}" + (f": {markdown_text(texts[outcome])}" if outcome in texts else "")
+                     for outcome in capstone] or ["- none: no outcome names the capstone as its evidence"])
 
 
 def plan_lines(curriculum: Curriculum, plans: Mapping[str, LessonPlan]) -> list[str]:
@@ -614,7 +611,7 @@ def _command_problems(graph: Dag) -> list[str]:
             continue
         if entry != "intake" and graph.nodes[entry]["kind"] != "guard":
             found.append(f"command {name} joins at {entry}, which is neither intake nor a guard")
-        if last not in graph or not (last == entry or has_path(graph, entry, last)):
+        if last not in graph or not has_path(graph, entry, last):
             found.append(f"command {name} stops at {last}, which does not follow its entry {entry}")
             continue
         unknown = set(command.authors) - set(graph.graph.get("phases", PHASES))
