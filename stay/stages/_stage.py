@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -256,20 +257,14 @@ class Applies(BaseModel):
         return self
 
 
-@cache
-def _tokens(pattern: str) -> tuple[str, ...]:
-    out, i = [], 0
-    while i < len(pattern):
-        token = "**/" if pattern.startswith("**/", i) else "**" if pattern.startswith("**", i) else pattern[i]
-        out.append(token)
-        i += len(token)
-    return tuple(out)
+_TOKEN = re.compile(r"\*\*/|\*\*|.", re.DOTALL)
+"""A glob's tokens, left to right: ``**/``, else ``**``, else one character."""
 
 
 def glob_match(pattern: str, path: str) -> bool:
     """``*`` and ``?`` stay inside one folder, ``**`` spans any, ``**/`` is any folders or none. A
     table of (token, position), not a regex: nested ``.*`` backtracked for hours."""
-    tokens, end = _tokens(pattern), len(path)
+    tokens, end = _TOKEN.findall(pattern), len(path)
     after = [False] * end + [True]  # whether tokens[i + 1:] match path[j:], for the token after this one
     for token in reversed(tokens):
         here = [False] * (end + 1)
