@@ -541,10 +541,8 @@ def _first_line(stage: Stage) -> str:
 def problems(given: Dag | nx.DiGraph[str]) -> list[str]:
     """Everything wrong with a pipeline graph, all at once (empty when it is sound)."""
     graph = as_dag(given)
-    found: list[str] = []
-    for name, attrs in graph.nodes(data=True):
-        if attrs.get("kind") not in KINDS:
-            found.append(f"node {name} has unknown kind {attrs.get('kind')!r}")
+    found = [f"node {name} has unknown kind {attrs.get('kind')!r}" for name, attrs in graph.nodes(data=True)
+             if attrs.get("kind") not in KINDS]
     if not is_acyclic(graph):
         import networkx as nx  # only to name the cycle, as networkx finds it
 
@@ -552,8 +550,7 @@ def problems(given: Dag | nx.DiGraph[str]) -> list[str]:
     if "entry" not in graph:
         return [*found, "there is no entry node"]
     reachable = descendants(graph, "entry") | {"entry"}
-    for name in sorted(set(graph) - reachable):
-        found.append(f"node {name} is unreachable from the entry")
+    found += [f"node {name} is unreachable from the entry" for name in sorted(set(graph) - reachable)]
     sinks = [n for n in graph if graph.out_degree(n) == 0]
     if len(sinks) != 1:
         found.append(f"the graph should end in one node, it ends in {sorted(sinks)}")

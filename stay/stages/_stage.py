@@ -143,9 +143,7 @@ class Stage:
         names = [name for name, _source in self.inputs]
         if len(set(names)) != len(names):
             problems.append("an input name is used twice")
-        for name in self.shared:
-            if name not in names:
-                problems.append(f"shared input {name!r} is not one of its inputs")
+        problems += [f"shared input {name!r} is not one of its inputs" for name in self.shared if name not in names]
         problems += [found for name, source in self.inputs if (found := _source_problem(name, source, self.scope))]
         kind = self.makes or self.answer
         file = kind.FILE if issubclass(kind, Artefact) else None
