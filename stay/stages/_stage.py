@@ -300,14 +300,11 @@ def attachment_problems(directory: str, applies: Mapping[str, Applies], stages: 
     found = []
     for document, what in applies.items():
         declared = f"{where}/{document}" + ("" if document.endswith(".md") else f" ({sidecar_of(document)})")
-        for name in what.stages:
-            if name not in names:
-                found.append(f"{declared}: there is no stage '{name}'{did_you_mean(name, names)}; the stages are "
-                             f"{', '.join(names)}")
-        for pattern in what.files:
-            if not any(glob_match(pattern, stage.written) for stage in stages):
-                found.append(f"{declared}: files: {pattern!r} matches no file a stage writes (they are "
-                             f"{', '.join(sorted({s.written for s in stages}))}); fix the glob")
+        found += [f"{declared}: there is no stage '{name}'{did_you_mean(name, names)}; the stages are "
+                  f"{', '.join(names)}" for name in what.stages if name not in names]
+        found += [f"{declared}: files: {pattern!r} matches no file a stage writes (they are "
+                  f"{', '.join(sorted({s.written for s in stages}))}); fix the glob"
+                  for pattern in what.files if not any(glob_match(pattern, stage.written) for stage in stages)]
     missing: dict[str, list[str]] = {}  # a floor document -> the stages that lack it, one line per document
     unreached: dict[str, list[str]] = {}
     for stage in stages:
