@@ -36,11 +36,9 @@ class Dag:
         """Every edge in the order added: neighbours keep this order, and ``to_networkx`` too."""
 
     def add_node(self, node: str, **attrs: Any) -> None:
-        if node not in self.nodes:
-            self.nodes[node] = {}
-            self._succ[node] = {}
-            self._pred[node] = {}
-        self.nodes[node].update(attrs)
+        self.nodes.setdefault(node, {}).update(attrs)
+        self._succ.setdefault(node, {})
+        self._pred.setdefault(node, {})
 
     def add_edge(self, source: str, target: str) -> None:
         for node in (source, target):
@@ -220,9 +218,8 @@ def assessment_lines(assessment: Assessment, outcomes: Outcomes | None) -> list[
     capstone = capstone_outcomes(assessment)
     lines = ["## Assessment", "", f"Strategy: {markdown_text(assessment.strategy)}", "",
              f"Capstone outcomes ({len(capstone)}):", ""]
-    lines += [f"- {_lead(outcome)}" + (f": {markdown_text(texts[outcome])}" if outcome in texts else "")
-              for outcome in capstone] or ["- none: no outcome names the capstone as its evidence"]
-    return lines
+    return lines + ([f"- {_lead(outcome)}" + (f": {markdown_text(texts[outcome])}" if outcome in texts else "")
+                     for outcome in capstone] or ["- none: no outcome names the capstone as its evidence"])
 
 
 def plan_lines(curriculum: Curriculum, plans: Mapping[str, LessonPlan]) -> list[str]:
@@ -423,12 +420,9 @@ def declare(stages: Sequence[Stage] = REGISTRY, gates: Sequence[GateDecl] = GATE
         by_node.setdefault(stage.node_name, []).append(stage)
 
     def nodes_of(phase: str) -> list[NodeDecl]:
-        found = []
-        for node, members in by_node.items():
-            if members[0].phase == phase:
-                kind = phase if phase in ("wave", "review") else "stage"
-                found.append(NodeDecl(node, kind, True, tuple(s.name for s in members), phase=phase))
-        return found
+        kind = phase if phase in ("wave", "review") else "stage"
+        return [NodeDecl(node, kind, True, tuple(s.name for s in members), phase=phase)
+                for node, members in by_node.items() if members[0].phase == phase]
 
     names = tuple(gate.name for gate in gates)
     first, plan = gates[0], gates[1] if len(gates) > 1 else gates[0]
@@ -547,10 +541,8 @@ def _first_line(stage: Stage) -> str:
 def problems(given: Dag | nx.DiGraph[str]) -> list[str]:
     """Everything wrong with a pipeline graph, all at once (empty when it is sound)."""
     graph = as_dag(given)
-    found: list[str] = []
-    for name, attrs in graph.nodes(data=True):
-        if attrs.get("kind") not in KINDS:
-            found.append(f"node {name} has unknown kind {attrs.get('kind')!r}")
+    found = [f"node {name} has unknown kind {attrs.get('kind')!r}" for name, attrs in graph.nodes(data=True)
+             if attrs.get("kind") not in KINDS]
     if not is_acyclic(graph):
         import networkx as nx  # only to name the cycle, as networkx finds it
 
@@ -558,8 +550,7 @@ def problems(given: Dag | nx.DiGraph[str]) -> list[str]:
     if "entry" not in graph:
         return [*found, "there is no entry node"]
     reachable = descendants(graph, "entry") | {"entry"}
-    for name in sorted(set(graph) - reachable):
-        found.append(f"node {name} is unreachable from the entry")
+    found += [f"node {name} is unreachable from the entry" for name in sorted(set(graph) - reachable)]
     sinks = [n for n in graph if graph.out_degree(n) == 0]
     if len(sinks) != 1:
         found.append(f"the graph should end in one node, it ends in {sorted(sinks)}")
@@ -596,8 +587,7 @@ def problems(given: Dag | nx.DiGraph[str]) -> list[str]:
         for stage, refs in attrs.get("references", {}).items():
             if refs != derived.get(stage):
                 found.append(f"node {name}'s reference set for {stage} is not the one its front matter derives")
-    for before, after in (("gather", "merge_glossary"), ("merge_glossary", "land_manifest"),
-                          ("land_manifest", "validate")):
+    for before, after in itertools.pairwise(("gather", "merge_glossary", "land_manifest", "validate")):
         step = before  # through the review nodes alone, which read what the wave wrote
         while step in graph and [graph.nodes[n]["kind"] for n in graph.successors(step)] == ["review"]:
             step = next(iter(graph.successors(step)))
@@ -618,7 +608,7 @@ def _command_problems(graph: Dag) -> list[str]:
             continue
         if entry != "intake" and graph.nodes[entry]["kind"] != "guard":
             found.append(f"command {name} joins at {entry}, which is neither intake nor a guard")
-        if last not in graph or not (last == entry or has_path(graph, entry, last)):
+        if last not in graph or not has_path(graph, entry, last):
             found.append(f"command {name} stops at {last}, which does not follow its entry {entry}")
             continue
         unknown = set(command.authors) - set(graph.graph.get("phases", PHASES))

@@ -7,6 +7,7 @@ import html
 import json
 import logging
 import random
+import re
 import socket
 import sys
 import time
@@ -331,7 +332,8 @@ def build_spans(records: Sequence[Mapping[str, Any]], *, end_ns: int,
         """The JSONL trace's id; span ids drawn from a generator seeded with it."""
 
         def __init__(self) -> None:
-            self.trace_id = int(trace_hex, 16) if _is_trace_id(trace_hex) else random.getrandbits(128)
+            hexed = int(trace_hex, 16) if re.fullmatch("[0-9a-f]{32}", trace_hex) else 0
+            self.trace_id = hexed or random.getrandbits(128)
             self.spans = random.Random(self.trace_id)
 
         def generate_trace_id(self) -> int:
@@ -362,7 +364,10 @@ def build_spans(records: Sequence[Mapping[str, Any]], *, end_ns: int,
         node = tracer.start_span(str(record.get("name")), context=api.set_span_in_context(root), start_time=start,
                                  attributes={**session_attrs, "stay.node.kind": str(record.get("kind")),
                                              "openinference.span.kind": "CHAIN"})
-        for lesson_id, timed in _by_lesson(record.get("calls") or [], call_times).items():
+        by_lesson: dict[str | None, list[tuple[Mapping[str, Any], tuple[int, int]]]] = {}
+        for call, when in zip(record.get("calls") or [], call_times, strict=True):  # None: no one lesson
+            by_lesson.setdefault(str(call["lesson"]) if call.get("lesson") else None, []).append((call, when))
+        for lesson_id, timed in by_lesson.items():
             made = [_call_attributes(call, backend) for call, _ in timed]
             parent = node
             if lesson_id is not None:
@@ -420,19 +425,6 @@ def _layout(spans: Sequence[Mapping[str, Any]], end_ns: int) -> list[Times]:
     return layout
 
 
-TimedCall = tuple[Mapping[str, Any], tuple[int, int]]
-
-
-def _by_lesson(calls: Sequence[Mapping[str, Any]],
-               times: Sequence[tuple[int, int]]) -> dict[str | None, list[TimedCall]]:
-    """A node's calls with their times, by the lesson whose file each wrote (None: no one lesson)."""
-    grouped: dict[str | None, list[TimedCall]] = {}
-    for call, when in zip(calls, times, strict=True):
-        lesson = call.get("lesson")
-        grouped.setdefault(str(lesson) if lesson else None, []).append((call, when))
-    return grouped
-
-
 LESSON_SUMS = {f"gen_ai.usage.{name}": f"stay.usage.{name}" for name in (
     "input_tokens", "output_tokens", "cache_read.input_tokens", "cache_creation.input_tokens",
     "reasoning.output_tokens")}
@@ -462,10 +454,6 @@ def _clock(record: Mapping[str, Any]) -> int:
     """The record's wall-clock start, 0 when it has none."""
     value = record.get("start_unix_nano")
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _is_trace_id(text: str) -> bool:
-    return len(text) == 32 and all(c in "0123456789abcdef" for c in text) and text != "0" * 32
 
 
 def _ns(seconds: Any) -> int:
@@ -502,11 +490,9 @@ def _root_attributes(header: Mapping[str, Any], scores: Sequence[Mapping[str, An
         name, value = str(score.get("name")), score.get("value")
         number = int(value) if isinstance(value, int) and not isinstance(value, bool) else _number(value)
         attributes[f"stay.score.{name}"] = number
-        if name == "validator_checks_run":
-            attributes["stay.validator.checks_run"] = number
-        elif name.startswith("validator_"):
+        if name.startswith("validator_"):
             attributes[f"stay.validator.{name.removeprefix('validator_')}"] = number
-            defects += int(number)
+            defects += int(number) if name != "validator_checks_run" else 0
     if any(str(s.get("name")).startswith("validator_") for s in scores):
         attributes["stay.validator.defects"] = defects
     return attributes
@@ -593,10 +579,6 @@ def _without_content(record: dict[str, Any]) -> dict[str, Any]:
     return {**record, "calls": [{k: v for k, v in call.items() if k != CONTENT} for call in record["calls"]]}
 
 
-def _with_lesson(call: dict[str, Any], ref: LessonRef | None) -> dict[str, Any]:
-    return call if ref is None else {**call, "lesson": ref.id, "module": ref.module}
-
-
 @dataclass
 class Tracer:
     slug: str
@@ -612,17 +594,12 @@ class Tracer:
 
     def call(self, request: ModelRequest, answer: ModelAnswer, seconds: float, error: str | None = None) -> None:
         """One model call (list.append is atomic: wave threads call this at once)."""
-        usage = answer.usage
         failed = {} if error is None else {"error": error}
         self._calls.append({**failed,
             "stage": request.stage, "artefact": request.artefact, "model": answer.model,
             # the wall clock when the call began (it ends now), so an exported span has the real time
             "start_unix_nano": time.time_ns() - round(seconds * 1e9), "max_tokens": answer.max_tokens,
-            "seconds": round(seconds, 4), "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-            "cache_read_input_tokens": usage.cache_read_input_tokens,
-            "thinking_tokens": usage.thinking_tokens, "batch": answer.batch,
+            "seconds": round(seconds, 4), **answer.usage.model_dump(), "batch": answer.batch,
             "response_id": answer.response_id, "request_id": answer.request_id,
             "stop_reason": answer.stop_reason,
             "cost_usd": answer_cost(answer, self.prices),
@@ -670,13 +647,13 @@ class Tracer:
             calls = spans.get(index)
             if calls is None:
                 calls = [self._calls[i] for i in range(record["_first"], record["_last"]) if i not in owned]
-            calls = [_with_lesson(call, lessons.get(call["artefact"]))
+            calls = [call if (ref := lessons.get(call["artefact"])) is None else
+                     {**call, "lesson": ref.id, "module": ref.module}
                      for call in sorted(calls, key=lambda c: (c["stage"], c["artefact"]))]
             finished.append({
                 **{k: v for k, v in record.items() if not k.startswith("_")}, "calls": calls,
-                "input_tokens": sum(c["input_tokens"] for c in calls),
-                "output_tokens": sum(c["output_tokens"] for c in calls),
-                "cache_read_input_tokens": sum(c["cache_read_input_tokens"] for c in calls),
+                **{key: sum(c[key] for c in calls) for key in ("input_tokens", "output_tokens",
+                                                                "cache_read_input_tokens")},
                 "models": sorted({c["model"] for c in calls}),
             })
         asked = {call["artefact"] for call in self._calls}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import itertools
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -33,16 +34,12 @@ def scrub(text: str) -> str:
 def subtopics(topic: str) -> list[str]:
     """The part after a colon, split on top-level commas and semicolons."""
     text = topic.split(":", 1)[1] if ":" in topic else topic
-    parts, depth, current = [], 0, ""
-    for char in text:
-        depth += char in "([{"
-        depth -= char in ")]}"
+    depth, cuts = 0, [-1]
+    for index, char in enumerate(text):
+        depth += (char in "([{") - (char in ")]}")
         if char in ",;" and depth <= 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    parts.append(current)
+            cuts.append(index)
+    parts = [text[start + 1:end] for start, end in itertools.pairwise([*cuts, len(text)])]
     cleaned = [scrub(re.sub(r"^\s*(?:and|or)\s+", "", part)) for part in parts]
     return [part for part in cleaned if part and part != "the topic"] or [scrub(topic)]
 

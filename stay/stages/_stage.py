@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -142,9 +143,7 @@ class Stage:
         names = [name for name, _source in self.inputs]
         if len(set(names)) != len(names):
             problems.append("an input name is used twice")
-        for name in self.shared:
-            if name not in names:
-                problems.append(f"shared input {name!r} is not one of its inputs")
+        problems += [f"shared input {name!r} is not one of its inputs" for name in self.shared if name not in names]
         problems += [found for name, source in self.inputs if (found := _source_problem(name, source, self.scope))]
         kind = self.makes or self.answer
         file = kind.FILE if issubclass(kind, Artefact) else None
@@ -256,20 +255,14 @@ class Applies(BaseModel):
         return self
 
 
-@cache
-def _tokens(pattern: str) -> tuple[str, ...]:
-    out, i = [], 0
-    while i < len(pattern):
-        token = "**/" if pattern.startswith("**/", i) else "**" if pattern.startswith("**", i) else pattern[i]
-        out.append(token)
-        i += len(token)
-    return tuple(out)
+_TOKEN = re.compile(r"\*\*/|\*\*|.", re.DOTALL)
+"""A glob's tokens, left to right: ``**/``, else ``**``, else one character."""
 
 
 def glob_match(pattern: str, path: str) -> bool:
     """``*`` and ``?`` stay inside one folder, ``**`` spans any, ``**/`` is any folders or none. A
     table of (token, position), not a regex: nested ``.*`` backtracked for hours."""
-    tokens, end = _tokens(pattern), len(path)
+    tokens, end = _TOKEN.findall(pattern), len(path)
     after = [False] * end + [True]  # whether tokens[i + 1:] match path[j:], for the token after this one
     for token in reversed(tokens):
         here = [False] * (end + 1)
@@ -307,14 +300,11 @@ def attachment_problems(directory: str, applies: Mapping[str, Applies], stages: 
     found = []
     for document, what in applies.items():
         declared = f"{where}/{document}" + ("" if document.endswith(".md") else f" ({sidecar_of(document)})")
-        for name in what.stages:
-            if name not in names:
-                found.append(f"{declared}: there is no stage '{name}'{did_you_mean(name, names)}; the stages are "
-                             f"{', '.join(names)}")
-        for pattern in what.files:
-            if not any(glob_match(pattern, stage.written) for stage in stages):
-                found.append(f"{declared}: files: {pattern!r} matches no file a stage writes (they are "
-                             f"{', '.join(sorted({s.written for s in stages}))}); fix the glob")
+        found += [f"{declared}: there is no stage '{name}'{did_you_mean(name, names)}; the stages are "
+                  f"{', '.join(names)}" for name in what.stages if name not in names]
+        found += [f"{declared}: files: {pattern!r} matches no file a stage writes (they are "
+                  f"{', '.join(sorted({s.written for s in stages}))}); fix the glob"
+                  for pattern in what.files if not any(glob_match(pattern, stage.written) for stage in stages)]
     missing: dict[str, list[str]] = {}  # a floor document -> the stages that lack it, one line per document
     unreached: dict[str, list[str]] = {}
     for stage in stages:
@@ -344,14 +334,11 @@ def split_front_matter(path: Path, text: str) -> tuple[Applies, str]:
 
 def parse_applies(path: Path, block: str) -> Applies:
     def refuse(fault: YamlFault, line: int | None) -> _Refused:
-        if fault == "deep":
-            return _Refused(f"{path}: its front matter nests deeper than {MAX_DEPTH} levels; write it as "
-                            "'stages: [outcomes]'")
-        if fault == "aliases":
-            return _Refused(f"{path}: its front matter uses YAML anchors or aliases (& and *); write each value "
-                            "out in full")
         at = f" (line {line})" if line is not None else ""
-        return _Refused(f"{path}: its front matter is not YAML{at}; write it as 'stages: [outcomes]'")
+        return _Refused(f"{path}: its front matter " + {
+            "deep": f"nests deeper than {MAX_DEPTH} levels; write it as 'stages: [outcomes]'",
+            "aliases": "uses YAML anchors or aliases (& and *); write each value out in full",
+        }.get(fault, f"is not YAML{at}; write it as 'stages: [outcomes]'"))
 
     raw = guarded_yaml(block, refuse, yaml.SafeLoader)
     if not isinstance(raw, dict):
@@ -388,8 +375,7 @@ def refusal(problems: Sequence[str]) -> UsageError:
                       + "\n".join(f"({number}) {line}" for number, line in enumerate(problems, 1)))
 
 
-def load_references(directory: Path, read: Callable[[Path], str]) -> tuple[dict[str, str], dict[str, Applies],
-                                                                           list[str]]:
+def load_references(directory: Path) -> tuple[dict[str, str], dict[str, Applies], list[str]]:
     """Each document's text as sent, where it applies, and a line for each file that is no document."""
     texts: dict[str, str] = {}
     applies: dict[str, Applies] = {}
@@ -400,7 +386,7 @@ def load_references(directory: Path, read: Callable[[Path], str]) -> tuple[dict[
         if ignored(entry.name):
             continue
         try:
-            _one(entry, names, read, texts, applies)
+            _one(entry, names, texts, applies)
         except (_Refused, TooLarge) as exc:
             problems.append(str(exc))
         except (OSError, UnicodeDecodeError) as exc:
@@ -408,8 +394,7 @@ def load_references(directory: Path, read: Callable[[Path], str]) -> tuple[dict[
     return texts, applies, problems
 
 
-def _one(entry: Path, names: Iterable[str], read: Callable[[Path], str], texts: dict[str, str],
-         applies: dict[str, Applies]) -> None:
+def _one(entry: Path, names: Iterable[str], texts: dict[str, str], applies: dict[str, Applies]) -> None:
     name = entry.name
     if entry.is_dir():
         raise _Refused(f"{entry}: reference/ holds documents, not folders; move it out")
@@ -420,14 +405,14 @@ def _one(entry: Path, names: Iterable[str], read: Callable[[Path], str], texts: 
                            "remove it, or add that document")
         return
     if name.endswith(".md"):
-        applies[name], texts[name] = split_front_matter(entry, read(entry))
+        applies[name], texts[name] = split_front_matter(entry, read_prompt(entry))
     elif name.endswith(".yaml"):
         sidecar = entry.with_name(sidecar_of(name))
         if sidecar.name not in names:
             raise _Refused(f"{entry}: has no front matter; a YAML document says where it applies in {sidecar.name} "
                            "beside it (stages: [...], files: [...] or always: true)")
-        applies[name] = parse_applies(sidecar, read(sidecar))
-        texts[name] = read(entry)
+        applies[name] = parse_applies(sidecar, read_prompt(sidecar))
+        texts[name] = read_prompt(entry)
     else:
         raise _Refused(f"{entry}: is not a reference document; reference/ holds .md and .yaml documents "
                        "(rename it, or move it out)")
@@ -474,23 +459,22 @@ class Prompts:
         if not root.is_dir():
             raise UsageError(f"{root}: the prompts directory does not exist; give a copy of prompts/ "
                              "(--prompts-dir or STAY_PROMPTS_DIR)")
-        read = read_prompt
         try:
-            templates = {p.stem: read(p) for p in sorted(root.glob("*.md"))}
+            templates = {p.stem: read_prompt(p) for p in sorted(root.glob("*.md"))}
         except TooLarge as exc:
             raise UsageError(str(exc)) from None
         except (OSError, UnicodeDecodeError) as exc:
             where = getattr(exc, "filename", None) or root
             raise UsageError(f"{where}: cannot read this prompt file ({type(exc).__name__}); a prompts "
                              "directory holds one template per stage and reference/ with its documents") from None
-        references, applies, unread = load_references(root / "reference", read)
+        references, applies, unread = load_references(root / "reference")
         data = resolve_data_dir(data_dir)
         for name in (BLOOM_FILE, HOUSE_FILE):
             if os.path.lexists(root / "reference" / name):  # a copy from before there was one
                 unread.append(f"{root / 'reference' / name}: a stage is sent the data directory's {name} "
                               f"({data / name}), the one the validator checks against; remove this copy")
             try:
-                references[name], applies[name] = read(data / name), Applies(always=True)
+                references[name], applies[name] = read_prompt(data / name), Applies(always=True)
             except (OSError, UnicodeDecodeError, TooLarge) as exc:
                 unread.append(f"{data / name}: cannot read this data file ({type(exc).__name__}); "
                               "give a data directory holding it (--data-dir or STAY_DATA_DIR)")

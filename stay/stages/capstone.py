@@ -50,8 +50,7 @@ CapstoneAnswer = _like(Project, "Project", "The capstone stage's answer: project
 
 
 def project(answer: Any, _inputs: Any) -> Project:
-    made: Project = Project.model_validate(answer.model_dump(mode="python", by_alias=True, exclude_none=True))
-    return made
+    return Project.model_validate(answer.model_dump(mode="python", by_alias=True, exclude_none=True))
 
 
 def _data_files(plans: list[dict[str, Any]]) -> str:
@@ -71,19 +70,17 @@ def _capstone_minutes(inputs: dict[str, Any]) -> int:
 
 def offline(inputs: dict[str, Any]) -> dict[str, Any]:
     modules = inputs["curriculum"]["modules"]
-    rubric = []
-    for index, module in enumerate(modules, 1):
-        rubric.append({
-            "id": f"r{index}",
-            "criterion": f"The submission uses {module['title']} on the chosen task and names each step.",
-            "outcomes": [f"{module['lessons'][-1]['id']}-o2"],  # the module's capstone outcome (capstone_outcomes)
-            "levels": {
-                "exemplary": "Every step is named, correct, and justified with evidence from the task.",
-                "proficient": "Every step is named and correct; one justification is missing.",
-                "developing": "Most steps are named; one step is wrong or missing.",
-                "beginning": "Steps are missing or wrong in more than one place.",
-            },
-        })
+    rubric = [{
+        "id": f"r{index}",
+        "criterion": f"The submission uses {module['title']} on the chosen task and names each step.",
+        "outcomes": [f"{module['lessons'][-1]['id']}-o2"],  # the module's capstone outcome (capstone_outcomes)
+        "levels": {
+            "exemplary": "Every step is named, correct, and justified with evidence from the task.",
+            "proficient": "Every step is named and correct; one justification is missing.",
+            "developing": "Most steps are named; one step is wrong or missing.",
+            "beginning": "Steps are missing or wrong in more than one place.",
+        },
+    } for index, module in enumerate(modules, 1)]
     return {
         "title": "Capstone: apply the course to one task",
         "brief": "Choose one realistic task from your own work and carry it through with the skills "

@@ -38,7 +38,7 @@ def lessons_share(made: Sequence[Artefact], inputs: Mapping[str, Any], limits: D
 def audience_offline(inputs: dict[str, Any]) -> dict[str, Any]:
     brief = inputs["brief"]
     subjects = subtopics(brief["topic"])
-    answer: dict[str, Any] = {
+    return {
         "learners": scrub(brief["audience"]) + ".",
         "prior_knowledge": [f"The everyday context the brief describes: {scrub(brief['audience'])}."],
         "goals": [f"Use {subject} in their own work." for subject in subjects[:4]],
@@ -47,7 +47,6 @@ def audience_offline(inputs: dict[str, Any]) -> dict[str, Any]:
                            for subject in subjects[:3]],
         "time_budget_minutes": DEFAULT_LIMITS.lessons_share(parse_duration(brief["time_available"])),
     }
-    return answer
 
 
 AUDIENCE = Stage(
@@ -108,7 +107,7 @@ def curriculum_offline(inputs: dict[str, Any]) -> dict[str, Any]:
         chunk = titles[start:start + per_module]
         modules.append({
             "id": f"m{index:02d}",
-            "slug": _slug(chunk[0], f"module-{index}"),
+            "slug": "-".join(re.findall(r"[a-z0-9]+", chunk[0].lower())[:5]) or f"module-{index}",
             "title": chunk[0],
             "summary": f"Lessons on {', '.join(chunk)}.",
             "lessons": [{"id": f"m{index:02d}-l{j:02d}", "title": title, "minutes": minutes,
@@ -150,11 +149,6 @@ def _closed(words: list[str]) -> list[str]:
     return words[:opened] or [words[0].lstrip("([{")]  # an aside from the first word: its words, unbracketed
 
 
-def _slug(text: str, fallback: str) -> str:
-    words = re.findall(r"[a-z0-9]+", text.lower())[:5]
-    return "-".join(words) or fallback
-
-
 CURRICULUM = Stage(
     doc="Stage 2, curriculum: modules and lessons, sized to the audience's time budget.",
     name="curriculum", role="planning", phase="design", scope="course",
@@ -166,15 +160,11 @@ CURRICULUM = Stage(
 )
 
 
-def _outcome_safe(text: str) -> str:
-    """No 'and'/'or' inside an outcome's text: each outcome is one behaviour."""
-    return re.sub(r"\b(and|or)\b", lambda m: "&" if m.group(1) == "and" else "/", text)
-
-
 def outcomes_offline(inputs: dict[str, Any]) -> dict[str, Any]:
     found = []
     for _module, lesson in lessons_of(inputs["curriculum"]):
-        subject = _outcome_safe(lesson["title"])
+        # no 'and'/'or' inside an outcome's text: each outcome is one behaviour
+        subject = re.sub(r"\b(and|or)\b", lambda m: "&" if m.group(1) == "and" else "/", lesson["title"])
         found.append({"id": f"{lesson['id']}-o1", "lesson": lesson["id"], "bloom": "understand",
                       "verb": "explain", "text": f"Explain {subject} in your own words."})
         found.append({"id": f"{lesson['id']}-o2", "lesson": lesson["id"], "bloom": "apply",

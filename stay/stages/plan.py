@@ -75,13 +75,11 @@ def _example_facts(module: dict[str, Any], lesson: dict[str, Any], example: dict
 
 def offline(inputs: dict[str, Any]) -> dict[str, Any]:
     lessons = lessons_of(inputs["curriculum"])
-    order = [lesson["id"] for _module, lesson in lessons]
     plans = []
-    for module, lesson in lessons:
+    for position, (module, lesson) in enumerate(lessons):  # lesson ids are unique (Curriculum)
         if module["id"] != inputs["module"]:
             continue
         ids = [o["id"] for o in inputs["outcomes"]["outcomes"] if o["lesson"] == lesson["id"]]
-        position = order.index(lesson["id"])
         previous = lessons[position - 1][1]["title"] if position else None
         plans.append({
             "lesson": lesson["id"], "title": lesson["title"], "minutes": lesson["minutes"],

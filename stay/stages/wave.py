@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -65,16 +66,14 @@ def content_offline(inputs: dict[str, Any]) -> dict[str, Any]:
             sentences[1:1] = _worked_example(lesson_plan)
         target = section["minutes"] * WORDS_PER_MINUTE
         written = 0
-        paragraph: list[str] = []
-        index = 0
-        while written < target:
-            sentence = sentences[index % len(sentences)]
-            paragraph.append(sentence)
+        chosen: list[str] = []
+        for sentence in itertools.cycle(sentences):
+            if written >= target:
+                break
+            chosen.append(sentence)
             written += len(sentence.split())
-            index += 1
-            if len(paragraph) == 4 or written >= target:
-                lines += [" ".join(paragraph), ""]
-                paragraph = []
+        for start in range(0, len(chosen), 4):  # paragraphs of four sentences
+            lines += [" ".join(chosen[start:start + 4]), ""]
     return {"body": "\n".join(lines).rstrip("\n") + "\n"}
 
 
