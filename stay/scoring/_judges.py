@@ -8,7 +8,8 @@ import hashlib
 import json
 import os
 import random
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -71,7 +72,7 @@ class _Recorder:
 
 
 def batch_score(course_dir: Path, client: Any, cache: RequestCache, *, poll_seconds: float = 30.0,
-                sleep: Any = None, judge_model: str | None = None,
+                sleep: Callable[[float], None] = time.sleep, judge_model: str | None = None,
                 settings: Settings | None = None) -> dict[str, ScoreResult]:
     """Score a course through one Message Batch: a first pass records the requests, the batch answers
     them into the request cache, and a second pass scores from it with no live call."""
@@ -81,12 +82,9 @@ def batch_score(course_dir: Path, client: Any, cache: RequestCache, *, poll_seco
     chosen = settings or Settings.from_env()
     model = judge_model or chosen.model("judging")
     claude = backend_from(chosen.replace(backend="anthropic"), client=client)
-    kwargs: dict[str, Any] = {"poll_seconds": poll_seconds}
-    if sleep is not None:
-        kwargs["sleep"] = sleep
-    if isinstance(claude, AnthropicBackend):  # the batch calls retry by the settings, as the build's do
-        kwargs["retries"] = claude
-    prefetch(client, [(request, model) for request in recorder.requests], cache, **kwargs)
+    # the batch calls retry by the settings, as the build's do
+    prefetch(client, [(request, model) for request in recorder.requests], cache, poll_seconds=poll_seconds, sleep=sleep,
+             retries=claude if isinstance(claude, AnthropicBackend) else None)
     judge = ModelJudge(CachedBackend(claude, cache), model)
     return score_course(course, default_scorers(judge))
 
