@@ -463,16 +463,11 @@ def _notes(comparison: Comparison, paths: tuple[str, str]) -> list[str]:
         items = sum(c[2] for c in counts.values())
         lines.append(f"judge failures, {run} ({path}): {unparseable} unparseable, {errors} model or API errors, "
                      f"of {items} items (left out of the means)")
-    for why in comparison.allowed.values():
-        lines.append(f"allowed: {why}")
+    lines += [f"allowed: {why}" for why in comparison.allowed.values()]
     if comparison.held_worse:
         lines.append(f"not gating: {comparison.held_worse.removeprefix('; ')}")
-    for why in comparison.warnings:
-        lines.append(f"warning: {why}")
-    for why in comparison.power:
-        lines.append(f"power: {why}")
-    for side, briefs in comparison.missing.items():
-        lines.append(f"briefs left out ({side}): {', '.join(briefs)}")
+    lines += [f"warning: {why}" for why in comparison.warnings] + [f"power: {why}" for why in comparison.power]
+    lines += [f"briefs left out ({side}): {', '.join(briefs)}" for side, briefs in comparison.missing.items()]
     for brief, paths_ in comparison.unchanged.items():
         lines.append(f"unchanged in both runs (same prompt, references, schema and model), {brief}: "
                      f"{len(paths_)} artefacts: {', '.join(paths_[:6])}{', ...' if len(paths_) > 6 else ''}")

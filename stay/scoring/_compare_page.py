@@ -405,8 +405,7 @@ def _quality(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> tuple
 def _gate(comparison: Comparison) -> str:
     if comparison.regressions:
         return f"at least one scorer is worse at a Holm-adjusted p below {comparison.alpha}."
-    gating = " that may gate" if comparison.held_worse else ""
-    return f"no scorer{gating} is worse at a Holm-adjusted p below {comparison.alpha}{comparison.held_worse}."
+    return comparison.gate.removeprefix("gate passes (exit 0): ") + "."
 
 
 def run_intervals(comparison: Comparison, level: float = LEVEL) -> dict[str, tuple[Interval | None, Interval | None]]:
