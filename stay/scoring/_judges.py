@@ -204,8 +204,6 @@ SEED = 0
 INTERVAL = (f"95% percentile interval from a seeded bootstrap over items ({RESAMPLES} resamples, seed {SEED}; "
             "resamples whose kappa is undefined left out)")
 MAX_GOLD_BYTES = 2 * 2**20  # a gold file is a few hundred items of a few hundred words
-NOT_JUDGED = "not judged"
-UNCALIBRATED = "uncalibrated"
 
 
 class GoldItem(BaseModel):
@@ -355,11 +353,7 @@ def calibrate(gold: Gold, judge: Judge, *, backend: str) -> dict[str, Any]:
         judging = scorer.judging()  # exactly the request a scored course sends
         for item in items:
             scorer.ask(judging, item.id, item.inputs, item.lesson)
-        result = judging.result()
-        if not result.judged:
-            entry["not_run"] = result.not_judged or NOT_JUDGED
-            continue
-        entry.update(agreement(items, {r.item: r for r in result.items}))
+        entry.update(agreement(items, {r.item: r for r in judging.result().items}))
     declared = {s.name for s in scorers}
     return {"calibration": 1, "judge": judge.name, "backend": backend, "kappa_to_gate": KAPPA_TO_GATE,
             "interval": INTERVAL, "gold": {"dir": gold.directory, "sha256": gold.sha256, "items": len(gold.items)},
@@ -455,7 +449,7 @@ def standings(baseline: dict[str, Any], candidate: dict[str, Any],
         matches = (entry is not None and entry.get("kappa") is not None and judges == {calibrated.get("judge")}
                    and baseline["scorers"][scorer] == candidate["scorers"][scorer] == entry.get("version"))
         if not matches:
-            found[scorer] = Standing(UNCALIBRATED, "does not gate")
+            found[scorer] = Standing("uncalibrated", "does not gate")
             continue
         value = float(entry["kappa"])
         found[scorer] = Standing(kappa_text(entry), None if value >= KAPPA_TO_GATE else
