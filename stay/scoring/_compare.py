@@ -205,16 +205,12 @@ def _empty_briefs(name: str, report: dict[str, Any], other: dict[str, Any], scor
 def _unchanged(baseline: dict[str, Any], candidate: dict[str, Any], briefs: list[str]) -> dict[str, tuple[str, ...]]:
     found = {}
     for brief in briefs:
-        records: dict[str, set[str]] = defaultdict(set)
-        runs = (baseline["briefs"][brief]["builds"], candidate["briefs"][brief]["builds"])
-        if not all(build.get("built_with") for builds in runs for build in builds):
+        builds = [*baseline["briefs"][brief]["builds"], *candidate["briefs"][brief]["builds"]]
+        if not all(build.get("built_with") for build in builds):
             continue
-        paths = set.intersection(*(set(build["built_with"]) for builds in runs for build in builds))
-        for builds in runs:
-            for build in builds:
-                for path in paths:
-                    records[path].add(repr(sorted(build["built_with"][path].items())))
-        same = tuple(sorted(path for path in paths if len(records[path]) == 1))
+        paths = set.intersection(*(set(build["built_with"]) for build in builds))
+        same = tuple(sorted(path for path in paths
+                            if all(build["built_with"][path] == builds[0]["built_with"][path] for build in builds)))
         if same:
             found[brief] = same
     return found
