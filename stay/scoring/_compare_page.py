@@ -411,11 +411,9 @@ def _gate(comparison: Comparison) -> str:
 def run_intervals(comparison: Comparison, level: float = LEVEL) -> dict[str, tuple[Interval | None, Interval | None]]:
     """Per scorer, (baseline's, candidate's) interval around its mean, over the units its test ran on
     (the comparison's own: nothing is paired or stratified twice)."""
-    found = {}
-    for r in comparison.scorers:
-        before, after = comparison.samples.get(r.scorer, ((), ()))
-        found[r.scorer] = (stratified_interval(before, level), stratified_interval(after, level))
-    return found
+    samples = {r.scorer: comparison.samples.get(r.scorer, ((), ())) for r in comparison.scorers}
+    return {scorer: (stratified_interval(before, level), stratified_interval(after, level))
+            for scorer, (before, after) in samples.items()}
 
 
 def stratified_error(strata: Sequence[tuple[float, Sequence[float]]]) -> tuple[float, float, int] | None:
