@@ -26,8 +26,6 @@ def evals_parser(subparsers: Any) -> None:
         description="Compare a candidate eval report with a baseline. Exit 0: no regression; 1: a scorer is "
                     "worse at a Holm-adjusted p below alpha; 2: the runs cannot be compared; 5: a run is invalid "
                     "(too many failed judge items).")
-    compare.add_argument("baseline", metavar="BASELINE.json")
-    compare.add_argument("candidate", metavar="CANDIDATE.json")
     compare.add_argument("--markdown", metavar="PATH", help="also write a Markdown report with a chart")
     compare.add_argument("--html", metavar="PATH",
                          help="also write the comparison as one HTML page: both means with interval bars, "
@@ -102,8 +100,9 @@ def evals_parser(subparsers: Any) -> None:
                     "anew as NAME.rejudged.json beside each input (or in --output-dir), with one session id: a "
                     "judge that drifted between the days the runs were judged cannot pass for a difference. "
                     "Exit 0, or 2 when a report or a course it names cannot be read.")
-    rejudge.add_argument("baseline", metavar="BASELINE.json")
-    rejudge.add_argument("candidate", metavar="CANDIDATE.json")
+    for paired in (compare, rejudge):
+        paired.add_argument("baseline", metavar="BASELINE.json")
+        paired.add_argument("candidate", metavar="CANDIDATE.json")
     for judged in (score, rejudge):
         judged.add_argument("--backend", "--judge-backend", dest="backend", metavar="NAME",
                             help="the judge: offline (no model: only the validator and answer_cues are scored, "
