@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -276,16 +277,14 @@ class Validator:
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
         report = validate_course(course.root, strict=self.strict, data_dir=self.data_dir)
-        counts = {owner: 0 for owner in OWNERS}
-        for defect in report.defects:
-            counts[defect.owner] += 1
+        counts = Counter(defect.owner for defect in report.defects)
 
         def item(name: str, score: float, reason: str) -> ItemResult:
             # what was "judged" is the whole course: its content is the course's hash
             return ItemResult(item=name, content=content_hash({"course": course.sha256, "item": name}),
                               score=score, reason=reason)
 
-        items = [item(f"owner {owner}", 1.0 if n == 0 else 0.0, f"{n} defects") for owner, n in counts.items()]
+        items = [item(f"owner {owner}", float(counts[owner] == 0), f"{counts[owner]} defects") for owner in OWNERS]
         passed = sum(report.passed.values())
         items.append(item("checks run", passed / report.checks if report.checks else 0.0,
                           f"{report.checks} checks, {passed} passed"))
@@ -348,13 +347,9 @@ class AnswerCues:
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
         items = keyed_items(course)
-
-        def item(name: str, found: tuple[float, str], shown: Any) -> ItemResult:
-            return ItemResult(item=name, content=content_hash({"items": shown, "cue": name}), score=found[0],
-                              reason=found[1])
-
-        return ScoreResult.of(self.name, CUES_JUDGE, [item(name, found, items) for name, found in cues(items).items()]
-                              if items else [], version=self.version)
+        results = [ItemResult(item=name, content=content_hash({"items": items, "cue": name}), score=score,
+                              reason=reason) for name, (score, reason) in cues(items).items()] if items else []
+        return ScoreResult.of(self.name, CUES_JUDGE, results, version=self.version)
 
 
 SCORER_GROUP = "stay.scorers"
