@@ -10,7 +10,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -58,13 +58,12 @@ def make_judge(backend: str, cache_dir: Path, *, judge_model: str | None = None,
                       judge_model or chosen.model("judging"), via=backend)
 
 
+@dataclass
 class _Recorder:
     """A judge that only records what it is asked (the first pass of batch scoring)."""
 
     name = "recorder"
-
-    def __init__(self) -> None:
-        self.requests: list[Any] = []
+    requests: list[Any] = field(default_factory=list)
 
     def ask(self, request: Any) -> JudgeReply:
         self.requests.append(request)
