@@ -146,10 +146,9 @@ def judge_cell(r: ScorerComparison) -> str:
 
 def differences(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, str]:
     """What differs between two runs that a comparison holds fixed: name -> how."""
-    found = {}
-    for key, name in (("judge", "judge"), ("judge_model", "judge-model"), ("backend", "backend")):
-        if baseline.get(key) != candidate.get(key):
-            found[name] = f"{name} differs (baseline {baseline.get(key)}, candidate {candidate.get(key)})"
+    found = {name: f"{name} differs (baseline {baseline.get(key)}, candidate {candidate.get(key)})"
+             for key, name in (("judge", "judge"), ("judge_model", "judge-model"), ("backend", "backend"))
+             if baseline.get(key) != candidate.get(key)}
     unjudged = (not_judged(baseline), not_judged(candidate))
     one_sided = [f"{s} judged only in the {'candidate' if s in unjudged[0] else 'baseline'}"
                  for s in sorted(set(unjudged[0]) ^ set(unjudged[1])) if s in baseline["scorers"]
@@ -187,13 +186,10 @@ def _allowed(allow: Collection[str]) -> set[str]:
 
 
 def _invalid(name: str, path: str, failures: dict[str, tuple[int, int, int]], max_failed: float) -> list[str]:
-    problems = []
-    for scorer, (unparseable, errors, items) in failures.items():
-        if items and (unparseable + errors) / items > max_failed:
-            problems.append(f"{name} {path}: {scorer} has {unparseable + errors} of {items} judge items failed "
-                            f"({(unparseable + errors) / items:.0%}: {unparseable} unparseable, {errors} model or "
-                            f"API errors), over the {max_failed:.0%} limit")
-    return problems
+    return [f"{name} {path}: {scorer} has {unparseable + errors} of {items} judge items failed "
+            f"({(unparseable + errors) / items:.0%}: {unparseable} unparseable, {errors} model or API errors), over "
+            f"the {max_failed:.0%} limit" for scorer, (unparseable, errors, items) in failures.items()
+            if items and (unparseable + errors) / items > max_failed]
 
 
 def _empty_briefs(name: str, report: dict[str, Any], other: dict[str, Any], scorers: list[str],
