@@ -192,11 +192,10 @@ def compare_detail(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *,
 
 
 def _brief_means(baseline: Mapping[str, Any], candidate: Mapping[str, Any], scorer: str, brief: str) -> BuildMeans:
-    found: list[tuple[float | None, int]] = []
-    for report in (baseline, candidate):
-        means = [mean for mean, _items in build_means(dict(report), scorer, brief)]
-        found.append((sum(means) / len(means) if means else None, len(means)))
-    return BuildMeans(brief, scorer, found[0][0], found[0][1], found[1][0], found[1][1])
+    before, after = ([mean for mean, _items in build_means(dict(report), scorer, brief)]
+                     for report in (baseline, candidate))
+    return BuildMeans(brief, scorer, sum(before) / len(before) if before else None, len(before),
+                      sum(after) / len(after) if after else None, len(after))
 
 
 def _side(side: Item | None) -> ItemSide | None:
