@@ -233,11 +233,9 @@ def provenance_notes(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) 
     that differ, a header naming prompts its courses were not built with, and whether the generator
     can see the change."""
     lines = [f"baseline: {_who(baseline)}; candidate: {_who(candidate)}"]
-    for run, document in (("baseline", baseline), ("candidate", candidate)):
-        wrong = header_mismatches(document)
-        if wrong:
-            lines.append(f"{run}: its header names prompts its courses were not built with (the builds' ledgers "
-                         f"differ): {', '.join(wrong)}")
+    lines += [f"{run}: its header names prompts its courses were not built with (the builds' ledgers differ): "
+              f"{', '.join(wrong)}" for run, document in (("baseline", baseline), ("candidate", candidate))
+              if (wrong := header_mismatches(document))]
     changed = changed_prompts(baseline, candidate)
     if changed:
         lines.append(f"prompt files that differ between the runs: {', '.join(changed)}")
