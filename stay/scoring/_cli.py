@@ -26,8 +26,6 @@ def evals_parser(subparsers: Any) -> None:
         description="Compare a candidate eval report with a baseline. Exit 0: no regression; 1: a scorer is "
                     "worse at a Holm-adjusted p below alpha; 2: the runs cannot be compared; 5: a run is invalid "
                     "(too many failed judge items).")
-    compare.add_argument("baseline", metavar="BASELINE.json")
-    compare.add_argument("candidate", metavar="CANDIDATE.json")
     compare.add_argument("--markdown", metavar="PATH", help="also write a Markdown report with a chart")
     compare.add_argument("--html", metavar="PATH",
                          help="also write the comparison as one HTML page: both means with interval bars, "
@@ -102,8 +100,9 @@ def evals_parser(subparsers: Any) -> None:
                     "anew as NAME.rejudged.json beside each input (or in --output-dir), with one session id: a "
                     "judge that drifted between the days the runs were judged cannot pass for a difference. "
                     "Exit 0, or 2 when a report or a course it names cannot be read.")
-    rejudge.add_argument("baseline", metavar="BASELINE.json")
-    rejudge.add_argument("candidate", metavar="CANDIDATE.json")
+    for paired in (compare, rejudge):
+        paired.add_argument("baseline", metavar="BASELINE.json")
+        paired.add_argument("candidate", metavar="CANDIDATE.json")
     for judged in (score, rejudge):
         judged.add_argument("--backend", "--judge-backend", dest="backend", metavar="NAME",
                             help="the judge: offline (no model: only the validator and answer_cues are scored, "
@@ -224,14 +223,11 @@ def _mean_error(document: dict[str, Any]) -> dict[str, str]:
     return {name: f"{e.mean:.3f} ± {fixed(e.error)} ({e.builds} builds)" for name, e in run_errors(document).items()}
 
 
-UNKNOWN_SESSION = "unknown (a report from before sessions were recorded)"
-
-
 def sessions_line(document: dict[str, Any]) -> str:
     """The header's sessions; a kind no build records is "none recorded" (rescored courses were built by none)."""
     sessions = document.get("sessions")
     if not isinstance(sessions, dict):
-        return f"sessions: {UNKNOWN_SESSION}"
+        return "sessions: unknown (a report from before sessions were recorded)"
     said = {key: ", ".join(map(str, sessions.get(key) or [])) or "none recorded" for key in ("built_in", "judged_in")}
     return f"sessions: built in {said['built_in']}; judged in {said['judged_in']}"
 
@@ -317,11 +313,6 @@ def _prompts_line(prompts: dict[str, Any]) -> str:
             + (f"; built in more than one version: {', '.join(mixed)}" if mixed else ""))
 
 
-def _epoch_of(course: Path, seen: int) -> int:
-    match = re.fullmatch(r"e(\d+)", course.parent.name)
-    return int(match.group(1)) if match else seen + 1
-
-
 def _score(ns: argparse.Namespace) -> int:
     """Score each course again; one that cannot be scored is a failed build, never left out (exit 5)."""
     from stay.scoring._core import CourseOnDisk, OfflineJudge
@@ -352,7 +343,8 @@ def _score(ns: argparse.Namespace) -> int:
     for course_dir, course in loaded:
         slug = course_dir.name
         entries = builds.setdefault(slug, [])
-        epoch = _epoch_of(course_dir, len(entries))
+        numbered = re.fullmatch(r"e(\d+)", course_dir.parent.name)  # the suite's layout: eNN/slug
+        epoch = int(numbered.group(1)) if numbered else len(entries) + 1
         try:
             if not isinstance(course, CourseOnDisk):
                 raise course

@@ -146,10 +146,9 @@ def judge_cell(r: ScorerComparison) -> str:
 
 def differences(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, str]:
     """What differs between two runs that a comparison holds fixed: name -> how."""
-    found = {}
-    for key, name in (("judge", "judge"), ("judge_model", "judge-model"), ("backend", "backend")):
-        if baseline.get(key) != candidate.get(key):
-            found[name] = f"{name} differs (baseline {baseline.get(key)}, candidate {candidate.get(key)})"
+    found = {name: f"{name} differs (baseline {baseline.get(key)}, candidate {candidate.get(key)})"
+             for key, name in (("judge", "judge"), ("judge_model", "judge-model"), ("backend", "backend"))
+             if baseline.get(key) != candidate.get(key)}
     unjudged = (not_judged(baseline), not_judged(candidate))
     one_sided = [f"{s} judged only in the {'candidate' if s in unjudged[0] else 'baseline'}"
                  for s in sorted(set(unjudged[0]) ^ set(unjudged[1])) if s in baseline["scorers"]
@@ -187,13 +186,10 @@ def _allowed(allow: Collection[str]) -> set[str]:
 
 
 def _invalid(name: str, path: str, failures: dict[str, tuple[int, int, int]], max_failed: float) -> list[str]:
-    problems = []
-    for scorer, (unparseable, errors, items) in failures.items():
-        if items and (unparseable + errors) / items > max_failed:
-            problems.append(f"{name} {path}: {scorer} has {unparseable + errors} of {items} judge items failed "
-                            f"({(unparseable + errors) / items:.0%}: {unparseable} unparseable, {errors} model or "
-                            f"API errors), over the {max_failed:.0%} limit")
-    return problems
+    return [f"{name} {path}: {scorer} has {unparseable + errors} of {items} judge items failed "
+            f"({(unparseable + errors) / items:.0%}: {unparseable} unparseable, {errors} model or API errors), over "
+            f"the {max_failed:.0%} limit" for scorer, (unparseable, errors, items) in failures.items()
+            if items and (unparseable + errors) / items > max_failed]
 
 
 def _empty_briefs(name: str, report: dict[str, Any], other: dict[str, Any], scorers: list[str],
@@ -205,16 +201,12 @@ def _empty_briefs(name: str, report: dict[str, Any], other: dict[str, Any], scor
 def _unchanged(baseline: dict[str, Any], candidate: dict[str, Any], briefs: list[str]) -> dict[str, tuple[str, ...]]:
     found = {}
     for brief in briefs:
-        records: dict[str, set[str]] = defaultdict(set)
-        runs = (baseline["briefs"][brief]["builds"], candidate["briefs"][brief]["builds"])
-        if not all(build.get("built_with") for builds in runs for build in builds):
+        builds = [*baseline["briefs"][brief]["builds"], *candidate["briefs"][brief]["builds"]]
+        if not all(build.get("built_with") for build in builds):
             continue
-        paths = set.intersection(*(set(build["built_with"]) for builds in runs for build in builds))
-        for builds in runs:
-            for build in builds:
-                for path in paths:
-                    records[path].add(repr(sorted(build["built_with"][path].items())))
-        same = tuple(sorted(path for path in paths if len(records[path]) == 1))
+        paths = set.intersection(*(set(build["built_with"]) for build in builds))
+        same = tuple(sorted(path for path in paths
+                            if all(build["built_with"][path] == builds[0]["built_with"][path] for build in builds)))
         if same:
             found[brief] = same
     return found
@@ -463,16 +455,11 @@ def _notes(comparison: Comparison, paths: tuple[str, str]) -> list[str]:
         items = sum(c[2] for c in counts.values())
         lines.append(f"judge failures, {run} ({path}): {unparseable} unparseable, {errors} model or API errors, "
                      f"of {items} items (left out of the means)")
-    for why in comparison.allowed.values():
-        lines.append(f"allowed: {why}")
+    lines += [f"allowed: {why}" for why in comparison.allowed.values()]
     if comparison.held_worse:
         lines.append(f"not gating: {comparison.held_worse.removeprefix('; ')}")
-    for why in comparison.warnings:
-        lines.append(f"warning: {why}")
-    for why in comparison.power:
-        lines.append(f"power: {why}")
-    for side, briefs in comparison.missing.items():
-        lines.append(f"briefs left out ({side}): {', '.join(briefs)}")
+    lines += [f"warning: {why}" for why in comparison.warnings] + [f"power: {why}" for why in comparison.power]
+    lines += [f"briefs left out ({side}): {', '.join(briefs)}" for side, briefs in comparison.missing.items()]
     for brief, paths_ in comparison.unchanged.items():
         lines.append(f"unchanged in both runs (same prompt, references, schema and model), {brief}: "
                      f"{len(paths_)} artefacts: {', '.join(paths_[:6])}{', ...' if len(paths_) > 6 else ''}")

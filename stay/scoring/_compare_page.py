@@ -192,11 +192,10 @@ def compare_detail(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *,
 
 
 def _brief_means(baseline: Mapping[str, Any], candidate: Mapping[str, Any], scorer: str, brief: str) -> BuildMeans:
-    found: list[tuple[float | None, int]] = []
-    for report in (baseline, candidate):
-        means = [mean for mean, _items in build_means(dict(report), scorer, brief)]
-        found.append((sum(means) / len(means) if means else None, len(means)))
-    return BuildMeans(brief, scorer, found[0][0], found[0][1], found[1][0], found[1][1])
+    before, after = ([mean for mean, _items in build_means(dict(report), scorer, brief)]
+                     for report in (baseline, candidate))
+    return BuildMeans(brief, scorer, sum(before) / len(before) if before else None, len(before),
+                      sum(after) / len(after) if after else None, len(after))
 
 
 def _side(side: Item | None) -> ItemSide | None:
@@ -405,18 +404,15 @@ def _quality(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> tuple
 def _gate(comparison: Comparison) -> str:
     if comparison.regressions:
         return f"at least one scorer is worse at a Holm-adjusted p below {comparison.alpha}."
-    gating = " that may gate" if comparison.held_worse else ""
-    return f"no scorer{gating} is worse at a Holm-adjusted p below {comparison.alpha}{comparison.held_worse}."
+    return comparison.gate.removeprefix("gate passes (exit 0): ") + "."
 
 
 def run_intervals(comparison: Comparison, level: float = LEVEL) -> dict[str, tuple[Interval | None, Interval | None]]:
     """Per scorer, (baseline's, candidate's) interval around its mean, over the units its test ran on
     (the comparison's own: nothing is paired or stratified twice)."""
-    found = {}
-    for r in comparison.scorers:
-        before, after = comparison.samples.get(r.scorer, ((), ()))
-        found[r.scorer] = (stratified_interval(before, level), stratified_interval(after, level))
-    return found
+    samples = {r.scorer: comparison.samples.get(r.scorer, ((), ())) for r in comparison.scorers}
+    return {scorer: (stratified_interval(before, level), stratified_interval(after, level))
+            for scorer, (before, after) in samples.items()}
 
 
 def stratified_error(strata: Sequence[tuple[float, Sequence[float]]]) -> tuple[float, float, int] | None:

@@ -227,7 +227,6 @@ class OfflineJudge:
     """The judge of a run with no model: it reads no prose, so it judges nothing (``NOT_JUDGED``)."""
 
     name = "offline (no model: judges nothing)"
-    cannot = NOT_JUDGED
 
     def ask(self, request: ModelRequest) -> JudgeReply:
         return JudgeReply(None, "", "none", error=f"{NOT_JUDGED}: the offline judge reads no prose")
@@ -422,5 +421,5 @@ class Judging:
 
     def result(self) -> ScoreResult:
         if isinstance(self.judge, OfflineJudge):
-            return ScoreResult.unjudged(self.scorer, self.judge.name, self.judge.cannot, self.version)
+            return ScoreResult.unjudged(self.scorer, self.judge.name, NOT_JUDGED, self.version)
         return ScoreResult.of(self.scorer, self.judge.name, self.items, self.usage, self.version, self.cost)

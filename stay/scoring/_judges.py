@@ -8,8 +8,9 @@ import hashlib
 import json
 import os
 import random
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -57,13 +58,12 @@ def make_judge(backend: str, cache_dir: Path, *, judge_model: str | None = None,
                       judge_model or chosen.model("judging"), via=backend)
 
 
+@dataclass
 class _Recorder:
     """A judge that only records what it is asked (the first pass of batch scoring)."""
 
     name = "recorder"
-
-    def __init__(self) -> None:
-        self.requests: list[Any] = []
+    requests: list[Any] = field(default_factory=list)
 
     def ask(self, request: Any) -> JudgeReply:
         self.requests.append(request)
@@ -71,7 +71,7 @@ class _Recorder:
 
 
 def batch_score(course_dir: Path, client: Any, cache: RequestCache, *, poll_seconds: float = 30.0,
-                sleep: Any = None, judge_model: str | None = None,
+                sleep: Callable[[float], None] = time.sleep, judge_model: str | None = None,
                 settings: Settings | None = None) -> dict[str, ScoreResult]:
     """Score a course through one Message Batch: a first pass records the requests, the batch answers
     them into the request cache, and a second pass scores from it with no live call."""
@@ -81,12 +81,9 @@ def batch_score(course_dir: Path, client: Any, cache: RequestCache, *, poll_seco
     chosen = settings or Settings.from_env()
     model = judge_model or chosen.model("judging")
     claude = backend_from(chosen.replace(backend="anthropic"), client=client)
-    kwargs: dict[str, Any] = {"poll_seconds": poll_seconds}
-    if sleep is not None:
-        kwargs["sleep"] = sleep
-    if isinstance(claude, AnthropicBackend):  # the batch calls retry by the settings, as the build's do
-        kwargs["retries"] = claude
-    prefetch(client, [(request, model) for request in recorder.requests], cache, **kwargs)
+    # the batch calls retry by the settings, as the build's do
+    prefetch(client, [(request, model) for request in recorder.requests], cache, poll_seconds=poll_seconds, sleep=sleep,
+             retries=claude if isinstance(claude, AnthropicBackend) else None)
     judge = ModelJudge(CachedBackend(claude, cache), model)
     return score_course(course, default_scorers(judge))
 
@@ -206,8 +203,6 @@ SEED = 0
 INTERVAL = (f"95% percentile interval from a seeded bootstrap over items ({RESAMPLES} resamples, seed {SEED}; "
             "resamples whose kappa is undefined left out)")
 MAX_GOLD_BYTES = 2 * 2**20  # a gold file is a few hundred items of a few hundred words
-NOT_JUDGED = "not judged"
-UNCALIBRATED = "uncalibrated"
 
 
 class GoldItem(BaseModel):
@@ -357,11 +352,7 @@ def calibrate(gold: Gold, judge: Judge, *, backend: str) -> dict[str, Any]:
         judging = scorer.judging()  # exactly the request a scored course sends
         for item in items:
             scorer.ask(judging, item.id, item.inputs, item.lesson)
-        result = judging.result()
-        if not result.judged:
-            entry["not_run"] = result.not_judged or NOT_JUDGED
-            continue
-        entry.update(agreement(items, {r.item: r for r in result.items}))
+        entry.update(agreement(items, {r.item: r for r in judging.result().items}))
     declared = {s.name for s in scorers}
     return {"calibration": 1, "judge": judge.name, "backend": backend, "kappa_to_gate": KAPPA_TO_GATE,
             "interval": INTERVAL, "gold": {"dir": gold.directory, "sha256": gold.sha256, "items": len(gold.items)},
@@ -457,7 +448,7 @@ def standings(baseline: dict[str, Any], candidate: dict[str, Any],
         matches = (entry is not None and entry.get("kappa") is not None and judges == {calibrated.get("judge")}
                    and baseline["scorers"][scorer] == candidate["scorers"][scorer] == entry.get("version"))
         if not matches:
-            found[scorer] = Standing(UNCALIBRATED, "does not gate")
+            found[scorer] = Standing("uncalibrated", "does not gate")
             continue
         value = float(entry["kappa"])
         found[scorer] = Standing(kappa_text(entry), None if value >= KAPPA_TO_GATE else

@@ -233,11 +233,9 @@ def provenance_notes(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) 
     that differ, a header naming prompts its courses were not built with, and whether the generator
     can see the change."""
     lines = [f"baseline: {_who(baseline)}; candidate: {_who(candidate)}"]
-    for run, document in (("baseline", baseline), ("candidate", candidate)):
-        wrong = header_mismatches(document)
-        if wrong:
-            lines.append(f"{run}: its header names prompts its courses were not built with (the builds' ledgers "
-                         f"differ): {', '.join(wrong)}")
+    lines += [f"{run}: its header names prompts its courses were not built with (the builds' ledgers differ): "
+              f"{', '.join(wrong)}" for run, document in (("baseline", baseline), ("candidate", candidate))
+              if (wrong := header_mismatches(document))]
     changed = changed_prompts(baseline, candidate)
     if changed:
         lines.append(f"prompt files that differ between the runs: {', '.join(changed)}")
@@ -590,28 +588,21 @@ def failed_builds(report: dict[str, Any], brief: str, build: dict[str, Any]) -> 
             "suite again: the builds that passed are reused), then compare"] if isinstance(failed, dict) else []
 
 
-def _knob(value: object) -> str:
-    return json.dumps(value, sort_keys=True)
-
-
 @check("quality-knobs", REFUSE, each="run")
 def quality_knobs(name: str, report: dict[str, Any]) -> list[str]:
     """Builds under two ``--stay-quality`` knobs measure two generators; a header naming another
     knob than its builds' misnames them."""
     knobs: dict[str, str] = {}  # knob -> the first build made under it
-    recorded = unrecorded = 0
     for brief, index, build in _builds(report):
         if "quality" in build:
-            knobs.setdefault(_knob(build["quality"]), f"briefs.{brief}.builds[{index}].quality")
-            recorded += 1
-        else:
-            unrecorded += 1
-    header = _knob(report.get("quality") or {})
+            knobs.setdefault(json.dumps(build["quality"], sort_keys=True), f"briefs.{brief}.builds[{index}].quality")
+    header = json.dumps(report.get("quality") or {}, sort_keys=True)
     if len(knobs) > 1:
         (one, first), (other, second) = list(knobs.items())[:2]
         return [f"{name}: {second}: built under quality knob {other}, but {first} under {one}: a run's builds "
                 "measure one generator: rebuild the run under one --stay-quality"]
-    if recorded and not unrecorded and header not in knobs:  # then the header must be theirs
+    if knobs and all("quality" in build for _brief, _index, build in _builds(report)) and header not in knobs:
+        # then the header must be theirs
         (knob, where), = knobs.items()
         return [f"{name}: quality: the header says knob {header}, but its builds were made under {knob} ({where}): "
                 "rebuild the run, or rescore it with `stay evals score`"]

@@ -95,17 +95,10 @@ def _end(p_of: Callable[[float], float], alpha: float, end: float, observed: flo
     rounding of 0 or of the estimate is that point."""
     if p_of(end) > alpha:
         return end
-    inside, outside = -end, end
-    if p_of(0.0) > alpha:
-        inside = 0.0
-    else:
-        outside = 0.0
+    inside, outside = (0.0, end) if p_of(0.0) > alpha else (-end, 0.0)
     for _ in range(_BISECTIONS):
         middle = (inside + outside) / 2
-        if p_of(middle) > alpha:
-            inside = middle
-        else:
-            outside = middle
+        inside, outside = (middle, outside) if p_of(middle) > alpha else (inside, middle)
     for point in (0.0, observed):
         if abs(inside - point) < _SNAP and p_of(point) > alpha:
             return point

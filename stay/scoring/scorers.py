@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,12 +33,6 @@ from stay.scoring._core import (
 )
 from stay.validate import OWNERS, normal_text, quoted_in, validate_course
 
-COVERAGE_INSTRUCTIONS = """You judge whether the lesson above teaches a learning outcome.
-Find the passage of the lesson that teaches the outcome and quote it verbatim, word for
-word (one to three sentences; Markdown markers may be left out). If no passage teaches it,
-quote nothing and say so. Judge the teaching, not a mention: naming a topic is not
-teaching it. Answer with the JSON schema: quote, teaches, reason (one sentence)."""
-
 
 class CoverageAnswer(BaseModel):
     quote: str = Field(description="The teaching passage, copied verbatim; empty if there is none.")
@@ -57,7 +52,11 @@ class OutcomeCoverage(ModelScorer):
     version: ClassVar[int] = 2
     """2: the lesson is a shared cached block; the quote check ignores Markdown markers."""
 
-    instructions: ClassVar[str] = COVERAGE_INSTRUCTIONS
+    instructions = """You judge whether the lesson above teaches a learning outcome.
+Find the passage of the lesson that teaches the outcome and quote it verbatim, word for
+word (one to three sentences; Markdown markers may be left out). If no passage teaches it,
+quote nothing and say so. Judge the teaching, not a mention: naming a topic is not
+teaching it. Answer with the JSON schema: quote, teaches, reason (one sentence)."""
     answer: ClassVar[type[BaseModel]] = CoverageAnswer
 
     def verdict(self, answer: Any, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
@@ -76,13 +75,6 @@ class OutcomeCoverage(ModelScorer):
             yield outcome.id, {"outcome": outcome.model_dump(), "sections_that_should_teach_it": covering}
 
 
-DISTRACTOR_INSTRUCTIONS = """You judge one wrong option of a multiple-choice quiz item on the lesson above.
-Decide whether the wrong option embodies the misconception that its why_wrong claims:
-would a learner who holds that misconception pick this option? A generic why_wrong
-("it is wrong"), or an option unrelated to the misconception, does not. Answer with the
-JSON schema: embodies, reason (one sentence)."""
-
-
 class DistractorAnswer(BaseModel):
     embodies: bool
     reason: str
@@ -95,7 +87,11 @@ class DistractorQuality(ModelScorer):
 
     version: ClassVar[int] = 2
     """2: the lesson is a shared cached block before the item."""
-    instructions: ClassVar[str] = DISTRACTOR_INSTRUCTIONS
+    instructions = """You judge one wrong option of a multiple-choice quiz item on the lesson above.
+Decide whether the wrong option embodies the misconception that its why_wrong claims:
+would a learner who holds that misconception pick this option? A generic why_wrong
+("it is wrong"), or an option unrelated to the misconception, does not. Answer with the
+JSON schema: embodies, reason (one sentence)."""
     answer: ClassVar[type[BaseModel]] = DistractorAnswer
 
     def items(self, course: CourseOnDisk, lesson: LessonOnDisk) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -110,12 +106,6 @@ class DistractorQuality(ModelScorer):
                         "audience_misconceptions": course.audience.misconceptions or []}
 
 
-ALIGNMENT_INSTRUCTIONS = """You judge one exercise against the learning outcome it targets (the lesson is above).
-Decide whether doing the task requires the learner to perform the outcome's verb at the
-outcome's Bloom level (not a lower one: recalling is not applying, applying is not
-evaluating). Answer with the JSON schema: aligned, reason (one sentence)."""
-
-
 class AlignmentAnswer(BaseModel):
     aligned: bool
     reason: str
@@ -128,7 +118,10 @@ class ExerciseAlignment(ModelScorer):
 
     version: ClassVar[int] = 2
     """2: the lesson is a shared cached block before the item."""
-    instructions: ClassVar[str] = ALIGNMENT_INSTRUCTIONS
+    instructions = """You judge one exercise against the learning outcome it targets (the lesson is above).
+Decide whether doing the task requires the learner to perform the outcome's verb at the
+outcome's Bloom level (not a lower one: recalling is not applying, applying is not
+evaluating). Answer with the JSON schema: aligned, reason (one sentence)."""
     answer: ClassVar[type[BaseModel]] = AlignmentAnswer
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
@@ -146,12 +139,6 @@ class ExerciseAlignment(ModelScorer):
         return judging.result()
 
 
-SPECIFICITY_INSTRUCTIONS = """You judge one criterion of a capstone rubric.
-Decide whether each level (in order) can be told apart from its neighbours by an
-observable difference in the submitted work, not by adjectives or degree words alone.
-Answer with the JSON schema: distinguishable, reason (one sentence)."""
-
-
 class SpecificityAnswer(BaseModel):
     distinguishable: bool
     reason: str
@@ -164,7 +151,10 @@ class RubricSpecificity(ModelScorer):
 
     version: ClassVar[int] = 2
     """2: judge failures are recorded apart from scores; common judge preamble."""
-    instructions: ClassVar[str] = SPECIFICITY_INSTRUCTIONS
+    instructions = """You judge one criterion of a capstone rubric.
+Decide whether each level (in order) can be told apart from its neighbours by an
+observable difference in the submitted work, not by adjectives or degree words alone.
+Answer with the JSON schema: distinguishable, reason (one sentence)."""
     answer: ClassVar[type[BaseModel]] = SpecificityAnswer
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
@@ -172,19 +162,6 @@ class RubricSpecificity(ModelScorer):
         for criterion in course.project.rubric if course.project else []:
             self.ask(judging, criterion.id, {"criterion": criterion.criterion, "levels": dict(criterion.levels)})
         return judging.result()
-
-
-KEY_INSTRUCTIONS = """You check one quiz item or one exercise of the lesson above, as a demanding teacher
-checks an answer key before learners see it. Work the item out yourself first, from the lesson
-and the data files given (count the rows, add the figures), then compare with what the item says.
-- wrong_key: the option marked correct (or the answer given) is wrong.
-- two_right: another option is also right, as the lesson or the data stand.
-- solution_wrong: the exercise's solution does not solve its task, or states a figure, name
-  or result its data does not give.
-- none: the key is right and the only right one; the solution solves the task.
-Quote verbatim the words of the item that decide it (the wrong key, the second right option,
-the wrong figure); judge only what is written. Answer with the JSON schema: problem, quote,
-reason (one sentence: what the right answer is and why)."""
 
 
 class KeyAnswer(BaseModel):
@@ -210,7 +187,17 @@ class AnswerKey(ModelScorer):
     cannot quote is dropped (an unsupported claim is not a defect)."""
 
     version: ClassVar[int] = 1
-    instructions: ClassVar[str] = KEY_INSTRUCTIONS
+    instructions = """You check one quiz item or one exercise of the lesson above, as a demanding teacher
+checks an answer key before learners see it. Work the item out yourself first, from the lesson
+and the data files given (count the rows, add the figures), then compare with what the item says.
+- wrong_key: the option marked correct (or the answer given) is wrong.
+- two_right: another option is also right, as the lesson or the data stand.
+- solution_wrong: the exercise's solution does not solve its task, or states a figure, name
+  or result its data does not give.
+- none: the key is right and the only right one; the solution solves the task.
+Quote verbatim the words of the item that decide it (the wrong key, the second right option,
+the wrong figure); judge only what is written. Answer with the JSON schema: problem, quote,
+reason (one sentence: what the right answer is and why)."""
     answer: ClassVar[type[BaseModel]] = KeyAnswer
 
     def verdict(self, answer: Any, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
@@ -231,16 +218,6 @@ class AnswerKey(ModelScorer):
             yield exercise.id, {"exercise": task, "data_files": course.data_files(text_of(task), body)}
 
 
-CONSISTENCY_INSTRUCTIONS = """You check that the lesson above agrees with its plan, its exercises, its quiz and the
-running example's data, as a demanding teacher reads a colleague's lesson before it goes out.
-Look for a figure, total, name or fact that one of them states and another contradicts: the
-plan's minutes against its sections' minutes, the running example's people and numbers against
-the lesson's, a row count or result in an exercise against the data, a quiz answer against what
-the lesson teaches. A difference of wording is not a contradiction. If you find one, quote
-verbatim the contradicting words from the lesson, an exercise or a quiz item. Answer with the
-JSON schema: consistent, quote (empty when consistent), reason (one sentence naming both sides)."""
-
-
 class ConsistencyAnswer(BaseModel):
     consistent: bool
     quote: str = Field(description="The contradicting words, copied verbatim; empty when consistent.")
@@ -254,7 +231,14 @@ class Consistency(ModelScorer):
     together with the running example's data and must quote the words that disagree (else dropped)."""
 
     version: ClassVar[int] = 1
-    instructions: ClassVar[str] = CONSISTENCY_INSTRUCTIONS
+    instructions = """You check that the lesson above agrees with its plan, its exercises, its quiz and the
+running example's data, as a demanding teacher reads a colleague's lesson before it goes out.
+Look for a figure, total, name or fact that one of them states and another contradicts: the
+plan's minutes against its sections' minutes, the running example's people and numbers against
+the lesson's, a row count or result in an exercise against the data, a quiz answer against what
+the lesson teaches. A difference of wording is not a contradiction. If you find one, quote
+verbatim the contradicting words from the lesson, an exercise or a quiz item. Answer with the
+JSON schema: consistent, quote (empty when consistent), reason (one sentence naming both sides)."""
     answer: ClassVar[type[BaseModel]] = ConsistencyAnswer
 
     def verdict(self, answer: Any, inputs: dict[str, Any], lesson: str | None) -> tuple[float, str]:
@@ -293,16 +277,14 @@ class Validator:
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
         report = validate_course(course.root, strict=self.strict, data_dir=self.data_dir)
-        counts = {owner: 0 for owner in OWNERS}
-        for defect in report.defects:
-            counts[defect.owner] += 1
+        counts = Counter(defect.owner for defect in report.defects)
 
         def item(name: str, score: float, reason: str) -> ItemResult:
             # what was "judged" is the whole course: its content is the course's hash
             return ItemResult(item=name, content=content_hash({"course": course.sha256, "item": name}),
                               score=score, reason=reason)
 
-        items = [item(f"owner {owner}", 1.0 if n == 0 else 0.0, f"{n} defects") for owner, n in counts.items()]
+        items = [item(f"owner {owner}", float(counts[owner] == 0), f"{counts[owner]} defects") for owner in OWNERS]
         passed = sum(report.passed.values())
         items.append(item("checks run", passed / report.checks if report.checks else 0.0,
                           f"{report.checks} checks, {passed} passed"))
@@ -365,13 +347,9 @@ class AnswerCues:
 
     def score(self, course: CourseOnDisk) -> ScoreResult:
         items = keyed_items(course)
-
-        def item(name: str, found: tuple[float, str], shown: Any) -> ItemResult:
-            return ItemResult(item=name, content=content_hash({"items": shown, "cue": name}), score=found[0],
-                              reason=found[1])
-
-        return ScoreResult.of(self.name, CUES_JUDGE, [item(name, found, items) for name, found in cues(items).items()]
-                              if items else [], version=self.version)
+        results = [ItemResult(item=name, content=content_hash({"items": items, "cue": name}), score=score,
+                              reason=reason) for name, (score, reason) in cues(items).items()] if items else []
+        return ScoreResult.of(self.name, CUES_JUDGE, results, version=self.version)
 
 
 SCORER_GROUP = "stay.scorers"
