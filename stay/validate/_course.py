@@ -90,22 +90,15 @@ _SHAPES: dict[str, Callable[[object], bool]] = {
     "list": lambda value: isinstance(value, list)}
 
 
-def problems(document: object, schema: dict[str, Schema]) -> list[str]:
-    if not isinstance(document, dict):
-        return ["(root) must be a mapping"]
-    found: list[str] = []
-    _check(document, schema, "", found)
-    return found
-
-
-def _check(value: object, schema: Schema, path: str, found: list[str]) -> None:
-    """Append to ``found`` what in ``value`` is off ``schema``: a field missing, a value of the wrong shape."""
+def problems(value: object, schema: Schema, path: str = "") -> list[str]:
+    """What in ``value`` is off ``schema``: a field missing, a value of the wrong shape."""
     shape = "list" if isinstance(schema, list) else "map" if isinstance(schema, dict) else schema
     if not _SHAPES[shape](value):
-        found.append(f"{path} must be {_NAMES[shape]}")
-    elif isinstance(schema, list):
+        return [f"{path or '(root)'} must be {_NAMES[shape]}"]
+    found: list[str] = []
+    if isinstance(schema, list):
         for index, element in enumerate(cast(list[object], value)):
-            _check(element, schema[0], f"{path}[{index}]", found)
+            found += problems(element, schema[0], f"{path}[{index}]")
     elif isinstance(schema, dict):
         mapping = cast(dict[str, object], value)
         for spec, field_schema in schema.items():
@@ -115,7 +108,8 @@ def _check(value: object, schema: Schema, path: str, found: list[str]) -> None:
                 if spec == name:
                     found.append(f"{here} is missing")
             elif mapping[name] is not None or spec == name:
-                _check(mapping[name], field_schema, here, found)
+                found += problems(mapping[name], field_schema, here)
+    return found
 
 
 # The data files the rules read are the ones the writing stages are prompted with, so a stage is
@@ -644,9 +638,6 @@ class Rule:
     check: Check
     doc: str
     group: Group
-
-    def __call__(self, course: Course) -> Iterator[Finding]:
-        return self.check(course)
 
 
 def rule(code: str, severity: Severity, owner: Owner | None, template: str, *,
