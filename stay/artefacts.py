@@ -116,10 +116,7 @@ class ArtefactLoadError(ArtefactError):
 
 YamlFault = Literal["aliases", "deep", "syntax"]
 
-try:
-    _Loader: Any = yaml.CSafeLoader  # libyaml: ten times faster
-except AttributeError:  # PyYAML built without libyaml
-    _Loader = yaml.SafeLoader
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml, when built: ten times faster
 
 
 def guarded_yaml(text: str, refuse: Callable[[YamlFault, int | None], Exception], loader: Any = _Loader) -> Any:

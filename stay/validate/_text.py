@@ -330,15 +330,10 @@ def quoted_in(quote: str, body: str) -> bool:
 # libyaml parses, and whatever it rejects, nests deeper than _DEEP, may hold an alias, has a node _build
 # leaves, or holds a construct where the two disagree (_pure_only; tests/validate/test_yaml_parity.py)
 # goes to the pure parser, whose answer stands.
-try:
-    from yaml import CSafeLoader
-except ImportError:  # PyYAML built without libyaml: the pure parser does it all
-    CSafeLoader = None  # type: ignore[assignment,misc]
-
 _FastLoader: Any = None
-if CSafeLoader is not None:
+if hasattr(yaml, "CSafeLoader"):  # else PyYAML is built without libyaml: the pure parser does it all
 
-    class _FastLoader(CSafeLoader):  # type: ignore[no-redef]
+    class _FastLoader(yaml.CSafeLoader):  # type: ignore[no-redef]
         """libyaml's parser resolving by SafeLoader's tables as they stand (a program may add to them later)."""
 
         yaml_implicit_resolvers = property(lambda self: yaml.SafeLoader.yaml_implicit_resolvers)
