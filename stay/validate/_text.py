@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -380,29 +381,26 @@ def _header_runs_into_comment(text: str) -> bool:
     return False
 
 
-def _empty_non_specific_tag(text: str) -> bool:
-    """``!`` or ``!<!>`` alone as a token: on an empty node libyaml resolves a string, the pure composer null."""
-    at = text.find("!")
+def _token_starts(text: str, char: str) -> Iterator[int]:
+    """Each index of ``char`` where a token can start: the first character, or after a blank or ``_BEFORE_TOKEN``."""
+    at = text.find(char)
     while at != -1:
         if at == 0 or text[at - 1].isspace() or text[at - 1] in _BEFORE_TOKEN:
-            after = at + 4 if text.startswith("<!>", at + 1) else at + 1
-            if after == len(text) or text[after].isspace() or text[after] in _AFTER_TAG:
-                return True
-        at = text.find("!", at + 1)
-    return False
+            yield at
+        at = text.find(char, at + 1)
+
+
+def _empty_non_specific_tag(text: str) -> bool:
+    """``!`` or ``!<!>`` alone as a token: on an empty node libyaml resolves a string, the pure composer null."""
+    ends = (at + 4 if text.startswith("<!>", at + 1) else at + 1 for at in _token_starts(text, "!"))
+    return any(after == len(text) or text[after].isspace() or text[after] in _AFTER_TAG for after in ends)
 
 
 def _opens_flow_collection(text: str) -> bool:
     """Some ``[`` or ``{`` may open a non-empty flow collection, where the pure scanner ends a plain scalar
     at ``?`` and takes ``,`` ``[`` ``]`` into a tag; libyaml does neither."""
-    for opener, closer in (("[", "]"), ("{", "}")):
-        at = text.find(opener)
-        while at != -1:
-            if (at == 0 or text[at - 1].isspace() or text[at - 1] in _BEFORE_TOKEN) and (
-                    text[at + 1:at + 2] != closer):
-                return True
-            at = text.find(opener, at + 1)
-    return False
+    return any(text[at + 1:at + 2] != closer for opener, closer in (("[", "]"), ("{", "}"))
+               for at in _token_starts(text, opener))
 
 
 def pure_load(text: str) -> Any:
@@ -426,12 +424,7 @@ def safe_load(text: str) -> Any:
 
 def may_alias(text: str) -> bool:
     """Whether some ``*`` stands where an alias token can start (not inside a scalar: ``a*b``)."""
-    at = text.find("*")
-    while at != -1:
-        if at == 0 or text[at - 1].isspace() or text[at - 1] in _BEFORE_TOKEN:
-            return True
-        at = text.find("*", at + 1)
-    return False
+    return next(_token_starts(text, "*"), None) is not None
 
 
 _STR = "tag:yaml.org,2002:str"
