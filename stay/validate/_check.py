@@ -67,11 +67,6 @@ def unregister(code: str) -> None:
     del _REGISTRY[code]
 
 
-def added_at_run_time(codes: tuple[str, ...]) -> bool:
-    """Whether any of ``codes`` was ``register``ed in this process: a fresh worker would not know it."""
-    return any(code not in _DECLARED for code in codes)
-
-
 def _declare_families() -> frozenset[str]:
     for family in FAMILIES:
         for rule in family_rules(family):
@@ -89,13 +84,6 @@ DEFAULT_SELECT: tuple[str, ...] = tuple(Group)  # every group: no two callers co
 FORMS = "a rule code (aud001), a family prefix (aud) or a group (" + ", ".join(Group) + ")"
 
 
-def _names(selectors: Selectors) -> list[str]:
-    given = [selectors] if isinstance(selectors, str) else list(selectors)
-    if not all(isinstance(item, str) for item in given):
-        raise UsageError(f"rule selectors must be strings; got {given!r}")
-    return [name.strip() for item in given for name in item.split(",")]  # an empty one names no rule
-
-
 def _named(selectors: Selectors, option: str) -> set[str]:
     # Each rule answers to its code, its family prefix and its group. Indexed once per call, not matched
     # name by rule: a selection of every code (what a build hands its workers) would be quadratic.
@@ -103,8 +91,11 @@ def _named(selectors: Selectors, option: str) -> set[str]:
     for code, rule in RULES.items():
         for key in (code, code[:-3], rule.group.value):
             index.setdefault(key, set()).add(code)
+    given = [selectors] if isinstance(selectors, str) else list(selectors)
+    if not all(isinstance(item, str) for item in given):
+        raise UsageError(f"rule selectors must be strings; got {given!r}")
     codes: set[str] = set()
-    for name in _names(selectors):
+    for name in (name.strip() for item in given for name in item.split(",")):  # an empty one names no rule
         found = index.get(name, set())
         if not found and name not in set(Group):  # an empty group (no stay rule yet) is still a group
             raise UsageError(f"{option} '{name}' names no rule: give {FORMS}")
@@ -349,7 +340,7 @@ def _check_all(courses: list[str], data: HouseData, strict: bool, jobs: int,
     workers = min(jobs, len(courses))
     # a rule registered in this process is unknown to a worker started fresh (spawn,
     # forkserver: the default on some platforms and Pythons), so those run here
-    if workers > 1 and not added_at_run_time(codes):
+    if workers > 1 and all(code in _DECLARED for code in codes):
         try:
             from concurrent.futures import ProcessPoolExecutor  # only when asked for: it costs start-up time
 
