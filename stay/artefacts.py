@@ -61,8 +61,7 @@ def _unsafe(value: str) -> str | None:
 
 
 def _shown(value: str) -> str:
-    text = value if len(value) <= 40 else value[:37] + "..."
-    return repr(text)
+    return repr(value if len(value) <= 40 else value[:37] + "...")
 
 
 def _checker(kind: str, pattern: re.Pattern[str], limit: int, example: str) -> Callable[[str], str]:
