@@ -357,7 +357,7 @@ def _pure_only(text: str) -> bool:
     """Whether libyaml may read ``text`` differently; each test over-approximates (time, never a verdict)."""
     if any(c in text for c in _PURE_ONLY_CHARS):
         return True
-    if "#" in text and _header_runs_into_comment(text):
+    if "#" in text and _HEADER_COMMENT.search(text):
         return True
     if "!" in text and _empty_non_specific_tag(text):
         return True
@@ -367,18 +367,9 @@ def _pure_only(text: str) -> bool:
     return sum(text.count(c) for c in _INDICATORS) > _MAX_INDICATORS and nests_deeper(text, _DEEP)
 
 
-def _header_runs_into_comment(text: str) -> bool:
-    """A ``#`` after ``|`` or ``>`` and only chomping or indentation indicators (``|#``,
-    ``>-2#``): libyaml reads a comment, the pure scanner wants a space first."""
-    at = text.find("#")
-    while at != -1:
-        before = at - 1
-        while before >= 0 and text[before] in "-+0123456789":
-            before -= 1
-        if before >= 0 and text[before] in "|>":
-            return True
-        at = text.find("#", at + 1)
-    return False
+_HEADER_COMMENT = re.compile(r"[|>][-+0-9]*#")
+"""A ``#`` after ``|`` or ``>`` and only chomping or indentation indicators (``|#``, ``>-2#``): libyaml
+reads a comment, the pure scanner wants a space first."""
 
 
 def _token_starts(text: str, char: str) -> Iterator[int]:
