@@ -208,10 +208,9 @@ class HouseData:
             isinstance(key, str) and _str_list(value) for key, value in levels.items()
         ):
             raise bad(bloom_path, "levels must map each level to a list of verbs", "levels")
-        if not _str_list(bloom.get("banned")):
-            raise bad(bloom_path, "banned must be a list of verbs", "banned")
-        if not _str_list(bloom.get("order")):
-            raise bad(bloom_path, "order must be a list of levels", "order")
+        for key, items in (("banned", "verbs"), ("order", "levels")):
+            if not _str_list(bloom.get(key)):
+                raise bad(bloom_path, f"{key} must be a list of {items}", key)
         if "apply" not in bloom["order"]:
             raise bad(bloom_path, "order must contain apply", "order")
         if not isinstance(house, dict):
@@ -427,13 +426,11 @@ def load_file(root: str, path: str, kind: str) -> CourseFile:
     body_lines: list[str] | None = None
     if kind == "md":
         lines = split_lines(text)
-        close = None
-        if lines and lines[0] == "---":
-            close = next((i for i in range(1, len(lines)) if lines[i] == "---"), None)
-        if close is None:
+        if lines[:1] != ["---"] or "---" not in lines[1:]:
             record.parsed = True
             record.problems = ("front matter is missing",)
             return record
+        close = lines.index("---", 1)
         text = "\n".join(lines[1:close])
         body_lines = lines[close + 1:]
     try:
@@ -579,9 +576,7 @@ class Course:
 
     def introduced_before(self, term: str, pos: int, *, inclusive: bool = False) -> bool:
         intro = self.introduced.get(norm(term))
-        if intro is None:
-            return False
-        return intro.lesson.pos <= pos if inclusive else intro.lesson.pos < pos
+        return intro is not None and (intro.lesson.pos <= pos if inclusive else intro.lesson.pos < pos)
 
     @cached_property
     def planned_lessons(self) -> list[Lesson]:
