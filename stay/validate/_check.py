@@ -40,7 +40,7 @@ RULES: Mapping[str, Rule] = MappingProxyType(_REGISTRY)
 """A read-only view of the registry: a rule ``register`` adds is seen wherever RULES is read."""
 
 
-def _add(rule: Rule, module: str) -> None:
+def _add(rule: Rule, module: str) -> str:
     if rule.code in _REGISTRY:
         raise GraphError(f"rule {rule.code} is registered twice")
     if rule.code[:-3] != module or rule.check.__name__ != rule.code or not rule.code[-3:].isdigit():
@@ -48,6 +48,7 @@ def _add(rule: Rule, module: str) -> None:
                          f"rules/{module}.py; it belongs in rules/{rule.code[:-3]}.py, "
                          f"named {rule.code}")
     _REGISTRY[rule.code] = rule
+    return rule.code
 
 
 def register(rule: Rule) -> Rule:
@@ -67,14 +68,7 @@ def unregister(code: str) -> None:
     del _REGISTRY[code]
 
 
-def _declare_families() -> frozenset[str]:
-    for family in FAMILIES:
-        for rule in family_rules(family):
-            _add(rule, prefix_of(family))
-    return frozenset(_REGISTRY)
-
-
-_DECLARED = _declare_families()
+_DECLARED = frozenset(_add(rule, prefix_of(family)) for family in FAMILIES for rule in family_rules(family))
 
 
 Selectors = str | Iterable[str]
