@@ -207,31 +207,23 @@ class Body:
             infos.append(opening[len(fence(opening) or ""):].strip())
             code[start:end] = [True] * (end - start)
         headings: list[tuple[int, str]] = []
-        blocks: list[list[str]] = []
-        block: list[str] = []
+        blocks: list[list[str]] = [[]]
         prose: list[str] = []
         counted: list[str] = []
         for index, line in enumerate(lines):
-            if code[index]:
-                if block:
-                    blocks.append(block)
-                    block = []
-                continue
-            prose.append(line)
-            found = heading(line) if line.startswith("#") else None
-            if found is not None:
-                headings.append(found)
-            else:
-                counted.append(line)
-            if found is not None or not line.strip():
-                if block:
-                    blocks.append(block)
-                    block = []
-                continue
-            block.append(line)
-        if block:
-            blocks.append(block)
-        paragraphs = tuple(" ".join(line.strip() for line in b) for b in blocks if _is_paragraph(b[0]))
+            if not code[index]:
+                prose.append(line)
+                found = heading(line) if line.startswith("#") else None
+                if found is not None:
+                    headings.append(found)
+                else:
+                    counted.append(line)
+                if found is None and line.strip():
+                    blocks[-1].append(line)
+                    continue
+            if blocks[-1]:  # code, a heading or a blank line ends a block
+                blocks.append([])
+        paragraphs = tuple(" ".join(line.strip() for line in b) for b in blocks if b and _is_paragraph(b[0]))
         text = "\n".join(lines)
         prose_text = "\n".join(prose)
         if "`" in prose_text:
