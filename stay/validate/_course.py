@@ -365,13 +365,9 @@ TOP_FILES: tuple[tuple[str, str], ...] = tuple(
     (f"{kind}.yaml", kind) for kind in ("course", "audience", "curriculum", "outcomes", "assessment", "project",
                                         "glossary"))
 LessonKind = Literal["plan", "md", "exercises", "quiz"]
-# The four files of a lesson, under modules/<module id>-<module slug>/.
-LESSON_FILES: tuple[tuple[str, str], ...] = (
-    (".plan.yaml", "plan"),
-    (".md", "md"),
-    (".exercises.yaml", "exercises"),
-    (".quiz.yaml", "quiz"),
-)
+# The four files of a lesson, under modules/<module id>-<module slug>/, each named by its kind.
+LESSON_FILES: tuple[tuple[str, str], ...] = tuple(
+    (".md" if kind == "md" else f".{kind}.yaml", kind) for kind in get_args(LessonKind))
 # The stage that writes each kind of file, and so owns its schema defects.
 OWNER_OF_KIND: dict[str, Owner] = {
     "course": "manifest", "audience": "audience", "curriculum": "curriculum",
