@@ -93,10 +93,7 @@ def qz010(course: Course) -> Iterator[Finding]:
     """An option is "all/none of the above" (one trailing '.' ignored)."""
     banned = course.data["quiz.banned_options"]
     for lesson, subject, option in _options(course):
-        text = norm(option["text"])
-        bare = text[:-1] if text.endswith(".") else text
-        yield finding(lesson.quiz.path, subject, bare in banned,
-                      text=option["text"])
+        yield finding(lesson.quiz.path, subject, norm(option["text"]).removesuffix(".") in banned, text=option["text"])
 
 
 @rule("qz011", FAIL, "quiz", "option '{text}' repeats an earlier option")
