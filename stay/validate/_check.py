@@ -81,7 +81,7 @@ FORMS = "a rule code (aud001), a family prefix (aud) or a group (" + ", ".join(G
 def _named(selectors: Selectors, option: str) -> set[str]:
     # Each rule answers to its code, its family prefix and its group. Indexed once per call, not matched
     # name by rule: a selection of every code (what a build hands its workers) would be quadratic.
-    index: dict[str, set[str]] = {}
+    index: dict[str, set[str]] = {group: set() for group in Group}  # an empty group (no stay rule yet) is one
     for code, rule in RULES.items():
         for key in (code, code[:-3], rule.group.value):
             index.setdefault(key, set()).add(code)
@@ -90,10 +90,9 @@ def _named(selectors: Selectors, option: str) -> set[str]:
         raise UsageError(f"rule selectors must be strings; got {given!r}")
     codes: set[str] = set()
     for name in (name.strip() for item in given for name in item.split(",")):  # an empty one names no rule
-        found = index.get(name, set())
-        if not found and name not in set(Group):  # an empty group (no stay rule yet) is still a group
+        if name not in index:
             raise UsageError(f"{option} '{name}' names no rule: give {FORMS}")
-        codes |= found
+        codes |= index[name]
     return codes
 
 
