@@ -49,8 +49,7 @@ def qz004(course: Course) -> Iterator[Finding]:
 def qz005(course: Course) -> Iterator[Finding]:
     """An item checks neither an outcome nor an earlier term: it assesses nothing declared."""
     for lesson, item in course.entries("quiz", "items"):
-        fired = item.get("outcome") is None and item.get("retrieves") is None
-        yield finding(lesson.quiz.path, show(item["id"]), fired)
+        yield finding(lesson.quiz.path, show(item["id"]), item.get("outcome") is None and item.get("retrieves") is None)
 
 
 @rule("qz006", FAIL, "quiz", "type '{t}' is not mcq or short")
