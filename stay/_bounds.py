@@ -89,7 +89,6 @@ _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # unrolled: linear on a long 
 _BRACKET = re.compile(r"[\[\]{}]")
 
 
-
 MAX_FILE_BYTES = MAX_STORED_BYTES
 """The largest course file stay reads: the longest lesson is tens of KB, and 16 MB parsed is under a gigabyte."""
 MAX_ASSET_BYTES = 2**20
@@ -103,10 +102,7 @@ MAX_DEPTH = 20
 Shape = Literal["aliases", "deep"]
 """Why a YAML text is refused: it uses anchors or aliases, or nests too deeply."""
 
-try:
-    _EVENTS: Any = yaml.CSafeLoader  # libyaml's event parser: linear, no recursion in C
-except AttributeError:  # PyYAML built without libyaml
-    _EVENTS = yaml.SafeLoader
+_EVENTS: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, when built: linear, no recursion in C
 
 
 class TooLarge(ArtefactError):

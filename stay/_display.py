@@ -72,16 +72,12 @@ def markdown_text(value: object) -> str:
     return _MARKDOWN_INLINE.sub(r"\\\1", flat.replace("<", "&lt;").replace(">", "&gt;"))
 
 
-_ALIGN = {True: "right", False: "left"}
-"""A cell's alignment, by whether its column is numeric."""
-
-
 def html_table(head: Sequence[str], rows: Iterable[Sequence[object]], *, numeric: Collection[int] = ()) -> str:
     """A table, ``numeric`` columns right-aligned, others left, said on each cell: Jupyter's stylesheet
     right-aligns every cell."""
 
     def cells(tag: str, values: Sequence[object]) -> str:
-        return "".join(f'<{tag} style="text-align:{_ALIGN[i in numeric]}">{html_text(v)}</{tag}>'
+        return "".join(f'<{tag} style="text-align:{"right" if i in numeric else "left"}">{html_text(v)}</{tag}>'
                        for i, v in enumerate(values))
 
     body = "".join(f"<tr>{cells('td', row)}</tr>" for row in rows)
@@ -135,6 +131,4 @@ def markdown_block(summary: str, tables: Iterable[Table], tail: str = "") -> str
 
 def fixed(value: float | None, digits: int = 3, signed: bool = False) -> str:
     """A score or an effect to ``digits`` places (``+`` shown when ``signed``); ``n/a`` for none."""
-    if value is None:
-        return "n/a"
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    return "n/a" if value is None else f"{value:{'+' if signed else ''}.{digits}f}"

@@ -7,6 +7,7 @@ import os
 import shlex
 from pathlib import Path
 
+from stay._bounds import TooLarge, read_bounded
 from stay._words import did_you_mean
 from stay.artefacts import BRIEF_OPTIONAL, BRIEF_REQUIRED, Brief, create_text_atomic
 from stay.errors import UsageError
@@ -60,9 +61,8 @@ def _already(path: Path, body: str) -> bool:
         return False
     expected = body.encode("utf-8")
     try:
-        with path.open("rb") as handle:
-            return handle.read(len(expected) + 1) == expected
-    except OSError:
+        return read_bounded(path, len(expected)) == expected
+    except (OSError, TooLarge):
         return False
 
 

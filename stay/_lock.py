@@ -39,7 +39,7 @@ class CourseLock:
         if self._create:
             self._made = _make_dirs(self.course_dir)
         check_links(self.course_dir)  # before any note: a linked .runs/ would put it elsewhere
-        release = try_lock(self.course_dir)
+        release = (_directory_lock if FLOCK else _file_lock)(self.course_dir)  # None: another holds it
         if release is None:
             raise CourseLocked(f"course '{self.course_dir.name}' is being written by another stay command "
                                f"(pid {self._holder()}); wait for it to finish, then run this again")
@@ -112,11 +112,6 @@ def _make_dirs(course_dir: Path) -> list[Path]:
             continue
         made.append(directory)
     return made
-
-
-def try_lock(course_dir: Path) -> Callable[[], None] | None:
-    """The course's lock, held (the function that releases it), or None when another holds it."""
-    return _directory_lock(course_dir) if FLOCK else _file_lock(course_dir)
 
 
 def _directory_lock(course_dir: Path) -> Callable[[], None] | None:

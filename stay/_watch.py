@@ -62,7 +62,6 @@ def watch(slug: str, courses_dir: str | os.PathLike[str]) -> int:
         import watchfiles
     except ImportError:
         raise UsageError(f"stay watch needs the optional watchfiles package: {INSTALL_HINT}") from None
-    out = _say
     data = HouseData.load(Settings.from_env().resolved_data_dir())
     ignored = watchfiles.DefaultFilter()  # editors' swap and backup files, .git, caches
 
@@ -82,21 +81,21 @@ def watch(slug: str, courses_dir: str | os.PathLike[str]) -> int:
         now = ("cannot be checked now" if isinstance(first, str) else "no defect now" if not defects else
                f"{fails} FAIL, {len(defects) - fails} WARN now: `stay validate {shlex.quote(str(root))}` "
                "lists them")
-        out(f"watching {root} ({now}): + a new defect, - one fixed; Ctrl-C stops")
+        _say(f"watching {root} ({now}): + a new defect, - one fixed; Ctrl-C stops")
         if isinstance(first, str):
-            out(first)
+            _say(first)
         for changed in changes:
             if not changed:  # a quiet tick
                 continue
             found = _check(root, data)
             if isinstance(found, str):  # cannot be read just now: the next good check is compared with the last
-                out(found)
+                _say(found)
                 continue
             for line in defect_changes(defects, found):
-                out(line)
+                _say(line)
             defects = found
     except KeyboardInterrupt:
-        out(f"stopped watching {root}")
+        _say(f"stopped watching {root}")
     return 0
 
 

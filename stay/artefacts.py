@@ -61,8 +61,7 @@ def _unsafe(value: str) -> str | None:
 
 
 def _shown(value: str) -> str:
-    text = value if len(value) <= 40 else value[:37] + "..."
-    return repr(text)
+    return repr(value if len(value) <= 40 else value[:37] + "...")
 
 
 def _checker(kind: str, pattern: re.Pattern[str], limit: int, example: str) -> Callable[[str], str]:
@@ -116,10 +115,7 @@ class ArtefactLoadError(ArtefactError):
 
 YamlFault = Literal["aliases", "deep", "syntax"]
 
-try:
-    _Loader: Any = yaml.CSafeLoader  # libyaml: ten times faster
-except AttributeError:  # PyYAML built without libyaml
-    _Loader = yaml.SafeLoader
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml, when built: ten times faster
 
 
 def guarded_yaml(text: str, refuse: Callable[[YamlFault, int | None], Exception], loader: Any = _Loader) -> Any:
@@ -733,11 +729,7 @@ _FOLDED_BREAKS = ("\r", "\x85", "\u2028", "\u2029")
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style: str | None = None
-    if any(c in value for c in _FOLDED_BREAKS):
-        style = '"'
-    elif "\n" in value:
-        style = "|"
+    style = '"' if any(c in value for c in _FOLDED_BREAKS) else "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 

@@ -206,7 +206,4 @@ EXIT_CODES: dict[type[BaseException], int] = {
 
 def exit_code(error: BaseException) -> int:
     """The exit code an error means: its nearest class in ``EXIT_CODES``, else a bug (3)."""
-    for cls in type(error).__mro__:
-        if cls in EXIT_CODES:
-            return EXIT_CODES[cls]
-    return EXIT_BUG
+    return next((EXIT_CODES[cls] for cls in type(error).__mro__ if cls in EXIT_CODES), EXIT_BUG)

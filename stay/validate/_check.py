@@ -40,7 +40,7 @@ RULES: Mapping[str, Rule] = MappingProxyType(_REGISTRY)
 """A read-only view of the registry: a rule ``register`` adds is seen wherever RULES is read."""
 
 
-def _add(rule: Rule, module: str) -> None:
+def _add(rule: Rule, module: str) -> str:
     if rule.code in _REGISTRY:
         raise GraphError(f"rule {rule.code} is registered twice")
     if rule.code[:-3] != module or rule.check.__name__ != rule.code or not rule.code[-3:].isdigit():
@@ -48,6 +48,7 @@ def _add(rule: Rule, module: str) -> None:
                          f"rules/{module}.py; it belongs in rules/{rule.code[:-3]}.py, "
                          f"named {rule.code}")
     _REGISTRY[rule.code] = rule
+    return rule.code
 
 
 def register(rule: Rule) -> Rule:
@@ -67,19 +68,7 @@ def unregister(code: str) -> None:
     del _REGISTRY[code]
 
 
-def added_at_run_time(codes: tuple[str, ...]) -> bool:
-    """Whether any of ``codes`` was ``register``ed in this process: a fresh worker would not know it."""
-    return any(code not in _DECLARED for code in codes)
-
-
-def _declare_families() -> frozenset[str]:
-    for family in FAMILIES:
-        for rule in family_rules(family):
-            _add(rule, prefix_of(family))
-    return frozenset(_REGISTRY)
-
-
-_DECLARED = _declare_families()
+_DECLARED = frozenset(_add(rule, prefix_of(family)) for family in FAMILIES for rule in family_rules(family))
 
 
 Selectors = str | Iterable[str]
@@ -89,26 +78,21 @@ DEFAULT_SELECT: tuple[str, ...] = tuple(Group)  # every group: no two callers co
 FORMS = "a rule code (aud001), a family prefix (aud) or a group (" + ", ".join(Group) + ")"
 
 
-def _names(selectors: Selectors) -> list[str]:
-    given = [selectors] if isinstance(selectors, str) else list(selectors)
-    if not all(isinstance(item, str) for item in given):
-        raise UsageError(f"rule selectors must be strings; got {given!r}")
-    return [name.strip() for item in given for name in item.split(",")]  # an empty one names no rule
-
-
 def _named(selectors: Selectors, option: str) -> set[str]:
     # Each rule answers to its code, its family prefix and its group. Indexed once per call, not matched
     # name by rule: a selection of every code (what a build hands its workers) would be quadratic.
-    index: dict[str, set[str]] = {}
+    index: dict[str, set[str]] = {group: set() for group in Group}  # an empty group (no stay rule yet) is one
     for code, rule in RULES.items():
         for key in (code, code[:-3], rule.group.value):
             index.setdefault(key, set()).add(code)
+    given = [selectors] if isinstance(selectors, str) else list(selectors)
+    if not all(isinstance(item, str) for item in given):
+        raise UsageError(f"rule selectors must be strings; got {given!r}")
     codes: set[str] = set()
-    for name in _names(selectors):
-        found = index.get(name, set())
-        if not found and name not in set(Group):  # an empty group (no stay rule yet) is still a group
+    for name in (name.strip() for item in given for name in item.split(",")):  # an empty one names no rule
+        if name not in index:
             raise UsageError(f"{option} '{name}' names no rule: give {FORMS}")
-        codes |= found
+        codes |= index[name]
     return codes
 
 
@@ -349,7 +333,7 @@ def _check_all(courses: list[str], data: HouseData, strict: bool, jobs: int,
     workers = min(jobs, len(courses))
     # a rule registered in this process is unknown to a worker started fresh (spawn,
     # forkserver: the default on some platforms and Pythons), so those run here
-    if workers > 1 and not added_at_run_time(codes):
+    if workers > 1 and all(code in _DECLARED for code in codes):
         try:
             from concurrent.futures import ProcessPoolExecutor  # only when asked for: it costs start-up time
 

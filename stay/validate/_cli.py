@@ -67,13 +67,11 @@ exit codes: 0 no FAIL, 1 at least one FAIL, 2 usage error, 3 internal error
 def _wants_help(argv: Sequence[str]) -> bool:
     """``-h``/``--help`` given as an option (not as the value of --format/--data-dir/--jobs)."""
     takes_value = {"--format", "--data-dir", "--jobs", "--select", "--ignore"}
-    previous = ""
-    for arg in argv:
+    for previous, arg in zip(["", *argv], argv, strict=False):
         if arg == "--":
             return False
         if arg in ("-h", "--help") and previous not in takes_value:
             return True
-        previous = arg
     return False
 
 

@@ -90,22 +90,15 @@ _SHAPES: dict[str, Callable[[object], bool]] = {
     "list": lambda value: isinstance(value, list)}
 
 
-def problems(document: object, schema: dict[str, Schema]) -> list[str]:
-    if not isinstance(document, dict):
-        return ["(root) must be a mapping"]
-    found: list[str] = []
-    _check(document, schema, "", found)
-    return found
-
-
-def _check(value: object, schema: Schema, path: str, found: list[str]) -> None:
-    """Append to ``found`` what in ``value`` is off ``schema``: a field missing, a value of the wrong shape."""
+def problems(value: object, schema: Schema, path: str = "") -> list[str]:
+    """What in ``value`` is off ``schema``: a field missing, a value of the wrong shape."""
     shape = "list" if isinstance(schema, list) else "map" if isinstance(schema, dict) else schema
     if not _SHAPES[shape](value):
-        found.append(f"{path} must be {_NAMES[shape]}")
-    elif isinstance(schema, list):
+        return [f"{path or '(root)'} must be {_NAMES[shape]}"]
+    found: list[str] = []
+    if isinstance(schema, list):
         for index, element in enumerate(cast(list[object], value)):
-            _check(element, schema[0], f"{path}[{index}]", found)
+            found += problems(element, schema[0], f"{path}[{index}]")
     elif isinstance(schema, dict):
         mapping = cast(dict[str, object], value)
         for spec, field_schema in schema.items():
@@ -115,17 +108,14 @@ def _check(value: object, schema: Schema, path: str, found: list[str]) -> None:
                 if spec == name:
                     found.append(f"{here} is missing")
             elif mapping[name] is not None or spec == name:
-                _check(mapping[name], field_schema, here, found)
+                found += problems(mapping[name], field_schema, here)
+    return found
 
 
 # The data files the rules read are the ones the writing stages are prompted with, so a stage is
 # checked against the table it was told to use. A missing or short data file is a usage problem (exit 2).
 BLOOM_FILE = "bloom-verbs.yaml"
 HOUSE_FILE = "house-style.yaml"
-
-
-class DataError(DataFileError):
-    """A data file is missing, unreadable, or lacks a key the rules read."""
 
 
 def _number(value: object) -> bool:
@@ -166,15 +156,15 @@ def _read(path: Path) -> Any:
     try:
         text = path.read_bytes().decode("utf-8")
     except OSError as exc:
-        raise DataError(
+        raise DataFileError(
             f"data file '{path}' is missing or unreadable ({exc.strerror or exc})", path=path
         ) from None
     except UnicodeDecodeError:
-        raise DataError(f"data file '{path}' is not UTF-8", path=path) from None
+        raise DataFileError(f"data file '{path}' is not UTF-8", path=path) from None
     try:
         return safe_load(text)
     except Exception as exc:
-        raise DataError(f"data file '{path}' is not valid YAML ({type(exc).__name__})", path=path) from None
+        raise DataFileError(f"data file '{path}' is not valid YAML ({type(exc).__name__})", path=path) from None
 
 
 @dataclass(frozen=True)
@@ -204,8 +194,8 @@ class HouseData:
         bloom = _read(bloom_path)
         house = _read(house_path)
 
-        def bad(path: Path, what: str, field: str | None = None) -> DataError:
-            return DataError(f"data file '{path}' is unreadable: {what}", path=path, field=field)
+        def bad(path: Path, what: str, field: str | None = None) -> DataFileError:
+            return DataFileError(f"data file '{path}' is unreadable: {what}", path=path, field=field)
 
         if not isinstance(bloom, dict):
             raise bad(bloom_path, "the root is not a mapping")
@@ -214,10 +204,9 @@ class HouseData:
             isinstance(key, str) and _str_list(value) for key, value in levels.items()
         ):
             raise bad(bloom_path, "levels must map each level to a list of verbs", "levels")
-        if not _str_list(bloom.get("banned")):
-            raise bad(bloom_path, "banned must be a list of verbs", "banned")
-        if not _str_list(bloom.get("order")):
-            raise bad(bloom_path, "order must be a list of levels", "order")
+        for key, items in (("banned", "verbs"), ("order", "levels")):
+            if not _str_list(bloom.get(key)):
+                raise bad(bloom_path, f"{key} must be a list of {items}", key)
         if "apply" not in bloom["order"]:
             raise bad(bloom_path, "order must contain apply", "order")
         if not isinstance(house, dict):
@@ -376,13 +365,9 @@ TOP_FILES: tuple[tuple[str, str], ...] = tuple(
     (f"{kind}.yaml", kind) for kind in ("course", "audience", "curriculum", "outcomes", "assessment", "project",
                                         "glossary"))
 LessonKind = Literal["plan", "md", "exercises", "quiz"]
-# The four files of a lesson, under modules/<module id>-<module slug>/.
-LESSON_FILES: tuple[tuple[str, str], ...] = (
-    (".plan.yaml", "plan"),
-    (".md", "md"),
-    (".exercises.yaml", "exercises"),
-    (".quiz.yaml", "quiz"),
-)
+# The four files of a lesson, under modules/<module id>-<module slug>/, each named by its kind.
+LESSON_FILES: tuple[tuple[str, str], ...] = tuple(
+    (".md" if kind == "md" else f".{kind}.yaml", kind) for kind in get_args(LessonKind))
 # The stage that writes each kind of file, and so owns its schema defects.
 OWNER_OF_KIND: dict[str, Owner] = {
     "course": "manifest", "audience": "audience", "curriculum": "curriculum",
@@ -433,13 +418,11 @@ def load_file(root: str, path: str, kind: str) -> CourseFile:
     body_lines: list[str] | None = None
     if kind == "md":
         lines = split_lines(text)
-        close = None
-        if lines and lines[0] == "---":
-            close = next((i for i in range(1, len(lines)) if lines[i] == "---"), None)
-        if close is None:
+        if lines[:1] != ["---"] or "---" not in lines[1:]:
             record.parsed = True
             record.problems = ("front matter is missing",)
             return record
+        close = lines.index("---", 1)
         text = "\n".join(lines[1:close])
         body_lines = lines[close + 1:]
     try:
@@ -585,9 +568,7 @@ class Course:
 
     def introduced_before(self, term: str, pos: int, *, inclusive: bool = False) -> bool:
         intro = self.introduced.get(norm(term))
-        if intro is None:
-            return False
-        return intro.lesson.pos <= pos if inclusive else intro.lesson.pos < pos
+        return intro is not None and (intro.lesson.pos <= pos if inclusive else intro.lesson.pos < pos)
 
     @cached_property
     def planned_lessons(self) -> list[Lesson]:
@@ -644,9 +625,6 @@ class Rule:
     check: Check
     doc: str
     group: Group
-
-    def __call__(self, course: Course) -> Iterator[Finding]:
-        return self.check(course)
 
 
 def rule(code: str, severity: Severity, owner: Owner | None, template: str, *,

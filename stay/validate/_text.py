@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -206,31 +207,23 @@ class Body:
             infos.append(opening[len(fence(opening) or ""):].strip())
             code[start:end] = [True] * (end - start)
         headings: list[tuple[int, str]] = []
-        blocks: list[list[str]] = []
-        block: list[str] = []
+        blocks: list[list[str]] = [[]]
         prose: list[str] = []
         counted: list[str] = []
         for index, line in enumerate(lines):
-            if code[index]:
-                if block:
-                    blocks.append(block)
-                    block = []
-                continue
-            prose.append(line)
-            found = heading(line) if line.startswith("#") else None
-            if found is not None:
-                headings.append(found)
-            else:
-                counted.append(line)
-            if found is not None or not line.strip():
-                if block:
-                    blocks.append(block)
-                    block = []
-                continue
-            block.append(line)
-        if block:
-            blocks.append(block)
-        paragraphs = tuple(" ".join(line.strip() for line in b) for b in blocks if _is_paragraph(b[0]))
+            if not code[index]:
+                prose.append(line)
+                found = heading(line) if line.startswith("#") else None
+                if found is not None:
+                    headings.append(found)
+                else:
+                    counted.append(line)
+                if found is None and line.strip():
+                    blocks[-1].append(line)
+                    continue
+            if blocks[-1]:  # code, a heading or a blank line ends a block
+                blocks.append([])
+        paragraphs = tuple(" ".join(line.strip() for line in b) for b in blocks if b and _is_paragraph(b[0]))
         text = "\n".join(lines)
         prose_text = "\n".join(prose)
         if "`" in prose_text:
@@ -269,12 +262,8 @@ def show(value: object) -> str:
 def _show_one(value: object) -> str:
     if isinstance(value, str):
         return value.strip()
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if value is None:
-        return "null"
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else str(value).lower()
     return _str_unlimited(value).strip()
 
 
@@ -330,15 +319,10 @@ def quoted_in(quote: str, body: str) -> bool:
 # libyaml parses, and whatever it rejects, nests deeper than _DEEP, may hold an alias, has a node _build
 # leaves, or holds a construct where the two disagree (_pure_only; tests/validate/test_yaml_parity.py)
 # goes to the pure parser, whose answer stands.
-try:
-    from yaml import CSafeLoader
-except ImportError:  # PyYAML built without libyaml: the pure parser does it all
-    CSafeLoader = None  # type: ignore[assignment,misc]
-
 _FastLoader: Any = None
-if CSafeLoader is not None:
+if hasattr(yaml, "CSafeLoader"):  # else PyYAML is built without libyaml: the pure parser does it all
 
-    class _FastLoader(CSafeLoader):  # type: ignore[no-redef]
+    class _FastLoader(yaml.CSafeLoader):  # type: ignore[no-redef]
         """libyaml's parser resolving by SafeLoader's tables as they stand (a program may add to them later)."""
 
         yaml_implicit_resolvers = property(lambda self: yaml.SafeLoader.yaml_implicit_resolvers)
@@ -361,7 +345,7 @@ def _pure_only(text: str) -> bool:
     """Whether libyaml may read ``text`` differently; each test over-approximates (time, never a verdict)."""
     if any(c in text for c in _PURE_ONLY_CHARS):
         return True
-    if "#" in text and _header_runs_into_comment(text):
+    if "#" in text and _HEADER_COMMENT.search(text):
         return True
     if "!" in text and _empty_non_specific_tag(text):
         return True
@@ -371,43 +355,31 @@ def _pure_only(text: str) -> bool:
     return sum(text.count(c) for c in _INDICATORS) > _MAX_INDICATORS and nests_deeper(text, _DEEP)
 
 
-def _header_runs_into_comment(text: str) -> bool:
-    """A ``#`` after ``|`` or ``>`` and only chomping or indentation indicators (``|#``,
-    ``>-2#``): libyaml reads a comment, the pure scanner wants a space first."""
-    at = text.find("#")
+_HEADER_COMMENT = re.compile(r"[|>][-+0-9]*#")
+"""A ``#`` after ``|`` or ``>`` and only chomping or indentation indicators (``|#``, ``>-2#``): libyaml
+reads a comment, the pure scanner wants a space first."""
+
+
+def _token_starts(text: str, char: str) -> Iterator[int]:
+    """Each index of ``char`` where a token can start: the first character, or after a blank or ``_BEFORE_TOKEN``."""
+    at = text.find(char)
     while at != -1:
-        before = at - 1
-        while before >= 0 and text[before] in "-+0123456789":
-            before -= 1
-        if before >= 0 and text[before] in "|>":
-            return True
-        at = text.find("#", at + 1)
-    return False
+        if at == 0 or text[at - 1].isspace() or text[at - 1] in _BEFORE_TOKEN:
+            yield at
+        at = text.find(char, at + 1)
 
 
 def _empty_non_specific_tag(text: str) -> bool:
     """``!`` or ``!<!>`` alone as a token: on an empty node libyaml resolves a string, the pure composer null."""
-    at = text.find("!")
-    while at != -1:
-        if at == 0 or text[at - 1].isspace() or text[at - 1] in _BEFORE_TOKEN:
-            after = at + 4 if text.startswith("<!>", at + 1) else at + 1
-            if after == len(text) or text[after].isspace() or text[after] in _AFTER_TAG:
-                return True
-        at = text.find("!", at + 1)
-    return False
+    ends = (at + 4 if text.startswith("<!>", at + 1) else at + 1 for at in _token_starts(text, "!"))
+    return any(after == len(text) or text[after].isspace() or text[after] in _AFTER_TAG for after in ends)
 
 
 def _opens_flow_collection(text: str) -> bool:
     """Some ``[`` or ``{`` may open a non-empty flow collection, where the pure scanner ends a plain scalar
     at ``?`` and takes ``,`` ``[`` ``]`` into a tag; libyaml does neither."""
-    for opener, closer in (("[", "]"), ("{", "}")):
-        at = text.find(opener)
-        while at != -1:
-            if (at == 0 or text[at - 1].isspace() or text[at - 1] in _BEFORE_TOKEN) and (
-                    text[at + 1:at + 2] != closer):
-                return True
-            at = text.find(opener, at + 1)
-    return False
+    return any(text[at + 1:at + 2] != closer for opener, closer in (("[", "]"), ("{", "}"))
+               for at in _token_starts(text, opener))
 
 
 def pure_load(text: str) -> Any:
@@ -431,12 +403,7 @@ def safe_load(text: str) -> Any:
 
 def may_alias(text: str) -> bool:
     """Whether some ``*`` stands where an alias token can start (not inside a scalar: ``a*b``)."""
-    at = text.find("*")
-    while at != -1:
-        if at == 0 or text[at - 1].isspace() or text[at - 1] in _BEFORE_TOKEN:
-            return True
-        at = text.find("*", at + 1)
-    return False
+    return next(_token_starts(text, "*"), None) is not None
 
 
 _STR = "tag:yaml.org,2002:str"

@@ -76,5 +76,4 @@ def asm006(course: Course) -> Iterator[Finding]:
             if oid in course.outcome_first:
                 bloom = course.outcome_first[oid]["bloom"]
                 if course.data.apply_or_above(bloom):
-                    fired = "exercise" not in entry["methods"]
-                    yield finding(S, show(oid), fired, o=oid, bloom=bloom)
+                    yield finding(S, show(oid), "exercise" not in entry["methods"], o=oid, bloom=bloom)

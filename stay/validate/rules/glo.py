@@ -15,14 +15,10 @@ G = "glossary.yaml"
 
 def _firsts(course: Course) -> list[dict[str, Any]]:
     """The first glossary entry for each norm(term), in file order."""
-    seen: set[str] = set()
-    firsts = []
+    firsts: dict[str, dict[str, Any]] = {}
     for entry in course.glossary_file.data["terms"]:
-        term = norm(entry["term"])
-        if term not in seen:
-            seen.add(term)
-            firsts.append(entry)
-    return firsts
+        firsts.setdefault(norm(entry["term"]), entry)
+    return list(firsts.values())
 
 
 @rule("glo001", WARN, "glossary", "the course has no glossary")

@@ -34,8 +34,7 @@ def man003(course: Course) -> Iterator[Finding]:
     """An artefacts entry holds a status other than missing, current or stale."""
     if course.manifest_file.usable:
         for key, value in course.manifest_file.data["artefacts"].items():
-            fired = not (isinstance(value, str) and value in STATUSES)
-            yield finding(C, show(key), fired, value=value)
+            yield finding(C, show(key), value not in STATUSES, value=value)
 
 
 @rule("man004", FAIL, "manifest", "{key} is marked current but does not exist")
@@ -44,7 +43,7 @@ def man004(course: Course) -> Iterator[Finding]:
     if not course.manifest_file.usable:
         return
     for key, value in course.manifest_file.data["artefacts"].items():
-        if isinstance(value, str) and value == "current":
+        if value == "current":
             path = key if isinstance(key, str) else show(key)
             there = os.path.isfile(course.root + os.sep + path)
             usable = there and posixpath.normpath(path) not in course.unusable

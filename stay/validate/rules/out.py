@@ -68,8 +68,7 @@ def out006(course: Course) -> Iterator[Finding]:
     for outcome in course.outcomes:
         bloom, verb = outcome["bloom"], outcome["verb"]
         if bloom in data.order and norm(verb) not in data.banned:
-            fired = norm(verb) not in data.levels.get(bloom, [])
-            yield finding(O, show(outcome["id"]), fired, verb=verb, bloom=bloom)
+            yield finding(O, show(outcome["id"]), norm(verb) not in data.levels.get(bloom, []), verb=verb, bloom=bloom)
 
 
 @rule("out007", FAIL, "outcomes", "lesson {id} has {n} outcomes; house style allows 1 to {max}")

@@ -32,10 +32,6 @@ def _positions(lesson: Lesson) -> list[int]:
     return found
 
 
-def _same(positions: list[int]) -> bool:
-    return len(set(positions)) == 1
-
-
 @rule("pos001", WARN, "quiz", "every correct answer of its {n} mcq items is option {letter}: "
                               "vary which option is correct", group=Group.STAY)
 def pos001(course: Course) -> Iterator[Finding]:
@@ -44,7 +40,7 @@ def pos001(course: Course) -> Iterator[Finding]:
     for lesson in course.planned_lessons:
         positions = _positions(lesson)
         if len(positions) >= AT_LEAST:
-            yield finding(lesson.quiz.path, show(lesson.id), _same(positions), n=len(positions),
+            yield finding(lesson.quiz.path, show(lesson.id), len(set(positions)) == 1, n=len(positions),
                           letter=_letter(positions[0]))
 
 
@@ -62,5 +58,5 @@ def pos002(course: Course) -> Iterator[Finding]:
         positions = [position for found in asked.values() for position in found]
         if len(asked) >= AT_LEAST:
             names = ", ".join(path.rpartition("/")[2] for path in asked)
-            yield finding(module_dir, show(module["id"]), _same(positions), n=len(positions),
+            yield finding(module_dir, show(module["id"]), len(set(positions)) == 1, n=len(positions),
                           quizzes=names, letter=_letter(positions[0]))

@@ -49,8 +49,7 @@ def qz004(course: Course) -> Iterator[Finding]:
 def qz005(course: Course) -> Iterator[Finding]:
     """An item checks neither an outcome nor an earlier term: it assesses nothing declared."""
     for lesson, item in course.entries("quiz", "items"):
-        fired = item.get("outcome") is None and item.get("retrieves") is None
-        yield finding(lesson.quiz.path, show(item["id"]), fired)
+        yield finding(lesson.quiz.path, show(item["id"]), item.get("outcome") is None and item.get("retrieves") is None)
 
 
 @rule("qz006", FAIL, "quiz", "type '{t}' is not mcq or short")
@@ -93,10 +92,7 @@ def qz010(course: Course) -> Iterator[Finding]:
     """An option is "all/none of the above" (one trailing '.' ignored)."""
     banned = course.data["quiz.banned_options"]
     for lesson, subject, option in _options(course):
-        text = norm(option["text"])
-        bare = text[:-1] if text.endswith(".") else text
-        yield finding(lesson.quiz.path, subject, bare in banned,
-                      text=option["text"])
+        yield finding(lesson.quiz.path, subject, norm(option["text"]).removesuffix(".") in banned, text=option["text"])
 
 
 @rule("qz011", FAIL, "quiz", "option '{text}' repeats an earlier option")

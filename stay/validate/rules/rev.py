@@ -47,12 +47,6 @@ def stands(found: Mapping[str, Any], texts: Mapping[str, Mapping[str, str]]) -> 
     return text is not None and quoted_in(str(found.get("quote", "")), text)
 
 
-def _texts(lesson: Lesson) -> dict[str, dict[str, str]]:
-    files = {"content": lesson.md, "exercises": lesson.exercises, "quiz": lesson.quiz}
-    return {name: item_texts(name, file.body.text if name == "content" and file.body else file.data)
-            for name, file in files.items() if file.usable}
-
-
 def _review(course: Course, lesson: Lesson) -> list[Mapping[str, Any]]:
     try:
         data = safe_load(read_bounded(os.path.join(course.root, lesson.module_dir,
@@ -66,13 +60,14 @@ def _review(course: Course, lesson: Lesson) -> list[Mapping[str, Any]]:
 def _family(code: str, kind: str, severity: Severity, owner: Owner, what: str) -> Rule:
     def check(course: Course) -> Iterator[Finding]:
         for lesson in course.lessons:
-            texts = _texts(lesson)
-            paths = {"content": lesson.md.path, "exercises": lesson.exercises.path, "quiz": lesson.quiz.path}
-            for found in (f for f in _review(course, lesson) if f.get("kind") == kind and f.get("file") in paths):
+            files = {"content": lesson.md, "exercises": lesson.exercises, "quiz": lesson.quiz}
+            texts = {name: item_texts(name, file.body.text if name == "content" and file.body else file.data)
+                     for name, file in files.items() if file.usable}
+            for found in (f for f in _review(course, lesson) if f.get("kind") == kind and f.get("file") in files):
                 file = str(found["file"])  # each finding is evaluated; a defect while its quote stands
                 values = {"what": what, "quote": " ".join(str(found["quote"]).split()),
                           "why": found.get("why", ""), "fix": found.get("fix", "")}
-                yield Finding(paths[file], show(str(found.get("item") or "-")), stands(found, texts), values,
+                yield Finding(files[file].path, show(str(found.get("item") or "-")), stands(found, texts), values,
                               file)  # type: ignore[arg-type]  # the stage whose file holds the quote
 
     check.__name__ = code
