@@ -61,7 +61,10 @@ def summary(config: RunConfig, reader: RunReader, ledger: CourseState, tally: Ta
     unsigned = set(_unsigned(state, name))
     blocking = any(d.severity == Severity.FAIL and d.path in unsigned for d in defects)
     lines += [*defect_lines(defects, refused=blocking), ""]
-    lines += reference_lines(config, gate)
+    rows = [f"- {stage.name}: {', '.join(markdown_text(ref) for ref in config.prompts.reference_set(stage))}"
+            for stage in config.stages if stage.phase == gate.closes]  # the references each stage read
+    if rows:
+        lines += ["## References each stage read", "", *rows, ""]
     statuses = state.statuses()
     unusual = [f"- {path}: {statuses[path].state}" for path in covered if statuses[path].state != "current"]
     if unusual:
@@ -83,13 +86,10 @@ def summary(config: RunConfig, reader: RunReader, ledger: CourseState, tally: Ta
         tally.add_written([f"{STATE}/{name}-gate.md"])
 
 
-def reference_lines(config: RunConfig, gate: GateDecl) -> list[str]:
-    """The reference documents each stage of the gate's phase read (``Prompts.reference_set``)."""
-    rows = [f"- {stage.name}: {', '.join(markdown_text(name) for name in config.prompts.reference_set(stage))}"
-            for stage in config.stages if stage.phase == gate.closes]
-    return ["## References each stage read", "", *rows, ""] if rows else []
-
-
+    rows = [f"- {stage.name}: {', '.join(markdown_text(ref) for ref in config.prompts.reference_set(stage))}"
+            for stage in config.stages if stage.phase == gate.closes]  # the references each stage read
+    if rows:
+        lines += ["## References each stage read", "", *rows, ""]
 def _loaded(reader: RunReader, path: str, kind: type[A]) -> A | None:
     """A design file the page shows, or None while it is not written."""
     if not reader.exists(path):

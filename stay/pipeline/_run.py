@@ -387,9 +387,6 @@ class RunConfig:
         """Whether this command authors ``phase`` (else its nodes only check)."""
         return phase in self.authors
 
-    def stage(self, name: str) -> Stage:
-        return next(stage for stage in self.stages if stage.name == name)
-
 
 def tokens_of(usage: Usage) -> str:
     return (f"{usage.input_tokens} input, {usage.cache_creation_input_tokens} cache-write, "
@@ -635,7 +632,6 @@ class Job:
     """One call of a stage: its request, and how its answer becomes its files."""
 
     stage: Stage
-    unit: Unit
     paths: tuple[str, ...]
     """The files the answer becomes, in the order ``parse`` returns them."""
     request: ModelRequest
@@ -656,7 +652,7 @@ def job(config: RunConfig, reader: RunReader, stage: Stage, unit: Unit, notes: t
     request = stage.request(inputs, config.prompts, artefact)
     for note in notes:
         request = with_note(request, note.name, note.value, note.text)
-    return Job(stage, unit, paths, request, lambda answer: stage.artefacts(answer, inputs, artefact, config.limits))
+    return Job(stage, paths, request, lambda answer: stage.artefacts(answer, inputs, artefact, config.limits))
 
 
 def owner(config: RunConfig, reader: RunReader, ledger: CourseState, path: str) -> tuple[Stage, Unit]:
@@ -664,7 +660,7 @@ def owner(config: RunConfig, reader: RunReader, ledger: CourseState, path: str) 
     graph = ledger.graph
     if path not in graph or graph.nodes[path].get("stage") not in {s.name for s in config.stages}:
         raise PipelineError(f"{path} is written by no stage of this course")
-    stage = config.stage(graph.nodes[path]["stage"])
+    stage = next(stage for stage in config.stages if stage.name == graph.nodes[path]["stage"])
     lesson = graph.nodes[path].get("unit")
     if stage.scope == "course" or lesson is None:
         return stage, None
@@ -843,10 +839,11 @@ def check_written(fixer: Fixer, cancelled: threading.Event, paths: Sequence[str]
     return found
 
 
-def by_path(defects: Sequence[Defect]) -> dict[str, list[Defect]]:
+def by_path(defects: Sequence[Defect], path: Callable[[Defect], str] = lambda d: d.path) -> dict[str, list[Defect]]:
+    """``path`` of each defect (its own, unless given) -> its defects, in order."""
     grouped: dict[str, list[Defect]] = {}
     for defect in defects:
-        grouped.setdefault(defect.path, []).append(defect)
+        grouped.setdefault(path(defect), []).append(defect)
     return grouped
 
 
@@ -1140,12 +1137,6 @@ def _warnings(place: LessonPlace, reviewed: list[str], warns: list[Defect]) -> N
     return Note(WARNINGS, lines, "\n".join(f"- {line}" for line in lines) or "none")
 
 
-STOP_NOTHING_REMAINS = "nothing remains"
-STOP_NOTHING_ACTIONABLE = "nothing actionable"
-STOP_NO_REDUCTION = "a round reduced no count"
-STOP_ROUND_LIMIT = "round limit"
-
-
 @dataclass(frozen=True)
 class Router:
     """Where each defect goes this round: repair regenerates wave stages' files only, of the lesson the
@@ -1183,10 +1174,7 @@ class Router:
 
     def grouped(self, defects: Sequence[Defect]) -> dict[str, list[Defect]]:
         """The leaf artefact each defect routes to -> its defects ('': those repair may not fix)."""
-        found: dict[str, list[Defect]] = {}
-        for defect in defects:
-            found.setdefault(self.route(defect) or "", []).append(defect)
-        return found
+        return by_path(defects, lambda defect: self.route(defect) or "")
 
 
 def repair_course(fixer: Fixer) -> RepairReport:
@@ -1198,7 +1186,7 @@ def repair_course(fixer: Fixer) -> RepairReport:
     kept: set[str] = set()
     while True:
         if not report.defects:
-            stop = STOP_NOTHING_REMAINS
+            stop = "nothing remains"
             break
         todo = Router.of(config, reader).grouped(report.defects)
         todo.pop("", None)
@@ -1216,10 +1204,10 @@ def repair_course(fixer: Fixer) -> RepairReport:
             say(f"repair: the house style they are checked against (banned phrases, word lists, limits): "
                 f"{config.settings.resolved_data_dir() / 'house-style.yaml'}")
         if not todo:
-            stop = STOP_NOTHING_ACTIONABLE
+            stop = "nothing actionable"
             break
         if len(rounds) >= limit:
-            stop = STOP_ROUND_LIMIT
+            stop = "round limit"
             break
         before = sum(map(len, todo.values()))
         say(f"repair: round {len(rounds) + 1}: {plural(before, 'defect')} in {plural(len(todo), 'file')}")
@@ -1234,7 +1222,7 @@ def repair_course(fixer: Fixer) -> RepairReport:
         fixer.model.reject_failed(routed, {change.path for change in changes if change is not None})
         rounds.append(RepairRound(before, after, tuple(sorted(todo)), tuple(c for c in changes if c is not None)))
         if after >= before:
-            stop = STOP_NO_REDUCTION
+            stop = "a round reduced no count"
             break
     tally.validation = report
     say(f"repair: stopped ({stop}); {report.fails} FAIL, {report.warns} WARN remain")

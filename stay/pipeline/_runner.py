@@ -85,8 +85,8 @@ from stay.pipeline._run import (
     by_path,
     check_written,
     cost_cap,
-    job,
     needs_writing,
+    regenerate,
     repair_course,
     review_stale,
     say_kept,
@@ -457,15 +457,13 @@ def scaffold(config: RunConfig, reader: RunReader, report: Reporter, tally: Tall
 # -- stages -------------------------------------------------------------------
 
 
-def run_course_stage(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter,
-                     ledger: CourseState, writer: Writer, walk: Walk, fixer: Fixer, stage: Stage) -> None:
+def run_course_stage(config: RunConfig, reader: RunReader, report: Reporter, ledger: CourseState, writer: Writer,
+                     walk: Walk, fixer: Fixer, stage: Stage) -> None:
     """A course-scope stage: regenerate its one file if it must be, then check it at the write."""
     path = stage.output
     if needs_writing(config, ledger, report, path, stage.phase):
         report.say(f"  {path}: writing ({why(ledger.status(path))})")
-        made = job(config, reader, stage, None)
-        (artefact,) = model.produce(made.request, made.parse)
-        if writer.write({path: artefact}):
+        if regenerate(fixer, path):
             check_written(fixer, walk.cancelled, [path])
     elif ledger.status(path).state == "current":
         report.say(f"  {path}: current")
@@ -486,8 +484,8 @@ def write_derived(config: RunConfig, reader: RunReader, report: Reporter, ledger
         writer.write(todo)
 
 
-def run_module_stage(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter,
-                     ledger: CourseState, writer: Writer, walk: Walk, fixer: Fixer, stage: Stage) -> None:
+def run_module_stage(config: RunConfig, reader: RunReader, report: Reporter, ledger: CourseState, writer: Writer,
+                     walk: Walk, fixer: Fixer, stage: Stage) -> None:
     """A module-scope stage: one call per module with a file to write (its term budget is allocated, not
     audited after), only the files that must be written; checked at the write."""
     for module in reader.layout.curriculum.modules:
@@ -496,12 +494,9 @@ def run_module_stage(config: RunConfig, reader: RunReader, model: ModelGateway, 
                 if needs_writing(config, ledger, report, place.path(stage.output), stage.phase)]
         if todo:
             report.say(f"  module {module.id}: planning {plural(len(places), 'lesson')}")
-            made = job(config, reader, stage, module)
-            artefacts = model.produce(made.request, made.parse)
             # the module's plans in one step (one journal line: a crash leaves none unrecorded); a plan's
             # inputs do not depend on plans' contents: one refresh, below
-            if writer.write({path: artefact for path, artefact in zip(made.paths, artefacts, strict=True)
-                             if path in todo}):
+            if regenerate(fixer, todo[0], only=tuple(todo)):
                 check_written(fixer, walk.cancelled, todo)
         else:
             report.say(f"  module {module.id}: plans current")
@@ -541,15 +536,13 @@ def merge_glossary(config: RunConfig, reader: RunReader, report: Reporter, ledge
         say_kept(config, report, GLOSSARY, status)
         return
     plans = reader.plans()
-    terms: list[GlossaryTerm] = []
-    seen: set[str] = set()
+    terms: dict[str, GlossaryTerm] = {}  # norm(term) -> its first introduction
     for place in reader.layout.lessons():
         plan = plans.get(place.id)
         for new in sorted(plan.new_terms if plan else [], key=lambda t: (t.term.casefold(), t.term)):
-            if norm_term(new.term) not in seen:
-                seen.add(norm_term(new.term))
-                terms.append(GlossaryTerm(term=new.term, definition=new.definition, introduced_in=place.id))
-    glossary = Glossary(terms=terms)
+            terms.setdefault(norm_term(new.term),
+                             GlossaryTerm(term=new.term, definition=new.definition, introduced_in=place.id))
+    glossary = Glossary(terms=list(terms.values()))
     if status.state != "current" or not same_bytes(config.root / GLOSSARY, dump(glossary)):
         writer.write({GLOSSARY: glossary})
 
@@ -688,8 +681,7 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
         else:
             reason = revised_reason(run.walk.course, sorted(run.tally.revised), config.hint, config.slug,
                                     run.tally.written)
-    tally = run.tally
-    spent = run.tally.spent()
+    spent = tally.spent()
     priced = describe_cost(spent.cost, set(spent.unpriced))  # "$x" or "cost unknown (...)"
     run.report.say(f"{plural(tally.calls, 'model call')}, {plural(len(set(tally.written)), 'file')} written in "
                    f"{clock(time.monotonic() - run.report.started)}; "
@@ -798,7 +790,7 @@ def revised_reason(course: CourseState, revised: list[str], hint: Callable[..., 
         said += f"; the {' and '.join(retired)} " + ("approvals no longer hold" if len(retired) > 1
                                                        else "approval no longer holds")
     if stale:
-        said += f"; {len(stale)} file{'s' if len(stale) > 1 else ''} now stale"
+        said += f"; {plural(len(stale), 'file')} now stale"
     if retired or stale:
         said += f": run {hint('build', slug)} to regenerate and review"
     return said
