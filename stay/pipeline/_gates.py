@@ -138,8 +138,7 @@ def ask(config: RunConfig, ledger: CourseState, report: Reporter, gate: GateDecl
 
 def record(config: RunConfig, ledger: CourseState, tally: Tally, gate: GateDecl) -> None:
     name = gate.name
-    holds, _why = ledger.approval(name)
-    if not holds and config.yes:
+    if not ledger.approval(name)[0] and config.yes:
         unready = ledger.unready(name)
         if unready:
             raise PipelineError(f"cannot approve the {name} gate: {', '.join(unready)}; run "
@@ -243,13 +242,8 @@ def revise_files(config: RunConfig, reader: RunReader, model: ModelGateway, repo
         report.say(f"  offline: the offline backend cannot act on a note; each file is {how} its template "
                    "again (revise with a model backend, e.g. --backend anthropic, to apply the note)")
     for stage in (s for s in config.stages if s.phase != "wave"):
-        if stage.scope == "module":
-            layout = reader.layout
-            targets = [(place.path(stage.output), " (the module's call, this file written)")
-                       for module in layout.curriculum.modules for place in layout.lessons_of(module)]
-        else:
-            targets = [(stage.output, "")]
-        for path, how in targets:
+        how = " (the module's call, this file written)" if stage.scope == "module" else ""
+        for path, _place in reader.layout.outputs(stage):
             if path in todo:
                 report.say(f"  {path}: revising with the reviewer's note{how}")
                 only = (path,) if stage.scope == "module" else ()

@@ -488,10 +488,6 @@ class Tally:
         with self.lock:
             self.written.extend(paths)
 
-    def add_change(self, change: Change) -> None:
-        with self.lock:
-            self.changes.append(change)
-
     def settle(self, paths: Sequence[str], remaining: Sequence[Defect]) -> None:
         """The check at the write found ``remaining`` in ``paths``, replacing what it found there before."""
         with self.lock:
@@ -811,7 +807,8 @@ def fix(fixer: Fixer, path: str, defects: Sequence[Defect]) -> Change | None:
     if path not in regenerate(fixer, path, notes, only=(path,)):
         return None
     change = Change.of(path, before, dump(reader.load(path)))
-    fixer.tally.add_change(change)
+    with fixer.tally.lock:
+        fixer.tally.changes.append(change)
     fixer.report.say(f"  {path}: {change.describe()}")
     return change
 
@@ -934,8 +931,6 @@ class Wave:
 
     def __post_init__(self) -> None:
         settings = self.model.settings
-        self.tally: Tally = self.writer.tally
-        self.walk: Walk = self.writer.walk
         self.lesson_gauge = Gauge()
         self.call_gauge = Gauge()
         self.model.in_flight = self.call_gauge
@@ -946,7 +941,7 @@ class Wave:
                                              thread_name_prefix="stay-call")
         self.lessons_pool = ThreadPoolExecutor(max_workers=settings.wave_concurrency + 1,
                                                thread_name_prefix="stay-lesson")
-        self.calls_before = self.tally.calls
+        self.calls_before = self.writer.tally.calls
         self.total = len(self.lessons) + len(self.courses)
         self._report_lock = threading.Lock()
         self._order = [*self.lessons, *self.courses]
@@ -1000,14 +995,14 @@ class Wave:
 
     def _answer(self, call: Job) -> Artefact | None:
         """The call's artefact; None once the run is cancelled (nothing is asked)."""
-        if self.walk.cancelled.is_set():
+        if self.writer.walk.cancelled.is_set():
             return None
         (made,) = self.model.produce(call.request, call.parse)
         return made
 
     def _progress(self, task: str, label: str) -> None:
         """Report ``task`` done in the wave's order, under the lock, so a course prints the same lines."""
-        if self.walk.cancelled.is_set():
+        if self.writer.walk.cancelled.is_set():
             return
         with self._report_lock:
             self._finished[task] = label
@@ -1025,13 +1020,13 @@ class Wave:
         failure = next((e for e in errors if e is not None), None)
         if failure is not None:
             raise failure
-        return WaveStats(len(self.lessons), self.tally.calls - self.calls_before, self.lesson_gauge.most,
+        return WaveStats(len(self.lessons), self.writer.tally.calls - self.calls_before, self.lesson_gauge.most,
                          self.call_gauge.most, time.perf_counter() - self.started)
 
     def cancel(self, *, wait: bool) -> None:
         """No task writes after this returns, and pending tasks are dropped; ``wait`` waits for the running
         ones (Ctrl-C does not: ``then`` releases the course lock once they end)."""
-        self.walk.course.cancel(self.walk.cancelled)
+        self.writer.walk.course.cancel(self.writer.walk.cancelled)
         self.lessons_pool.shutdown(wait=False, cancel_futures=True)
         self.calls_pool.shutdown(wait=False, cancel_futures=True)
         if wait:
@@ -1057,8 +1052,12 @@ class Wave:
 
 def _plan(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer) -> Wave:
     ledger = writer.walk.course
-    if not config.may_write("wave"):
-        _report_behind(config, reader, ledger, report)
+    if not config.may_write("wave"):  # a command that does not author the wave says what it would write
+        behind = [path for stage in config.stages if stage.phase == "wave" for path, _place in
+                  reader.layout.outputs(stage) if ledger.status(path).state in ("missing", "stale")]
+        if behind:
+            report.say(f"wave: {plural(len(behind), 'file')} missing or stale; stay {config.command} does not "
+                       f"write them ({config.hint('write', config.slug)} does)")
         return Wave(model, report, writer, {}, {})
     wave = Wave(model, report, writer, *wave_jobs(config, reader, lambda path: () if needs_writing(
         config, ledger, report, path, "wave") else None))
@@ -1092,15 +1091,6 @@ def wave_jobs(config: RunConfig, reader: RunReader,
     courses = {stage.name: job(config, reader, stage, None, given) for stage in stages
                if stage.scope == "course" and (given := notes(stage.output)) is not None}
     return lessons, courses
-
-
-def _report_behind(config: RunConfig, reader: RunReader, ledger: CourseState, report: Reporter) -> None:
-    """A command that does not author the wave says what the wave would write."""
-    paths = [path for stage in config.stages if stage.phase == "wave" for path, _place in reader.layout.outputs(stage)]
-    behind = [p for p in paths if ledger.status(p).state in ("missing", "stale")]
-    if behind:
-        report.say(f"wave: {plural(len(behind), 'file')} missing or stale; stay {config.command} does not "
-                   f"write them ({config.hint('write', config.slug)} does)")
 
 
 def review_stale(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer) -> None:

@@ -214,18 +214,14 @@ class BuildResult(Spent):
         if self.not_reviewed:
             run.append(("review", f"not run ({self.not_reviewed})"))
         tables: list[Table] = [(("run", "value"), run, set())]
-        report = self.validation
-        tail = "Not validated: the run stopped before the validator." if report is None else ""
-        if report is not None:
+        tail = "Not validated: the run stopped before the validator."
+        if (report := self.validation) is not None:
             run.append(("validation", f"{report.fails} FAIL, {report.warns} WARN, {plural(report.checks, 'check')}"))
             owners = owner_rows(report.defects)
-            if owners:
-                tables.append((OWNER_HEAD, owners, {1, 2}))
-            else:
-                tail = "No defects."
+            tables += [(OWNER_HEAD, owners, {1, 2})] if owners else []
+            tail = "" if owners else "No defects."
         if self.repair is not None:
-            rounds = len(self.repair.rounds)
-            run.append(("repair", f"{plural(rounds, 'round')}, stopped because {self.repair.stop}; "
+            run.append(("repair", f"{plural(len(self.repair.rounds), 'round')}, stopped because {self.repair.stop}; "
                                   f"{plural(len(self.repair.unrepaired), 'defect')} left"))
         if self.unresolved:
             tables.append((("file", "unresolved at the write"),
