@@ -306,24 +306,20 @@ def bind(pipeline: Dag, chosen: Mapping[str, Callable[..., object]]) -> dict[str
             else:
                 problems.append(f"node {name}: {handler.__name__} asks for '{parameter}', which is neither a "
                                 f"collaborator ({', '.join(FROM_RUN)}) nor a node's ({', '.join(FROM_NODE)})")
-        table[name] = _bound(handler, fixed, tuple(wanted), _label(handler, fixed))
+        table[name] = _bound(handler, fixed, tuple(wanted))
     if problems:
         raise GraphError("the pipeline's handlers cannot be bound: " + "; ".join(problems))
     return table
 
 
-def _label(handler: Callable[..., object], fixed: Mapping[str, object]) -> str:
-    """``ask[design]``: the handler, and what its node bound it to (a stage, a gate, else the node's name)."""
-    what = next((fixed[key] for key in ("stage", "gate", "name") if key in fixed), None)
-    return handler.__name__ if what is None else f"{handler.__name__}[{getattr(what, 'name', what)}]"
-
-
 def _bound(handler: Callable[..., object], fixed: Mapping[str, object],
-           wanted: tuple[tuple[str, Callable[[Run], object]], ...], label: str) -> Handler:
+           wanted: tuple[tuple[str, Callable[[Run], object]], ...]) -> Handler:
     def run_node(run: Run) -> object:
         return handler(**fixed, **{parameter: get(run) for parameter, get in wanted})
 
-    run_node.__name__ = label
+    # named ``ask[design]``: the handler, and what its node bound it to (a stage, a gate, else the node's name)
+    what = next((fixed[key] for key in ("stage", "gate", "name") if key in fixed), None)
+    run_node.__name__ = handler.__name__ if what is None else f"{handler.__name__}[{getattr(what, 'name', what)}]"
     run_node.__wrapped__ = handler  # type: ignore[attr-defined]  # what it binds, for inspection
     return run_node
 
