@@ -181,8 +181,7 @@ class BuildResult(Spent):
             lines.append(self.diff.rstrip("\n"))
         if self.reason != "done":  # what plan and revise did, and the command to run next
             lines.append(self.reason)
-        report = self.validation
-        if report is not None:
+        if (report := self.validation) is not None:
             lines.append(f"validation: {report.fails} FAIL, {report.warns} WARN ({plural(report.checks, 'check')})")
             if self.not_reviewed:  # never a pass it did not make
                 lines.append(f"review: not run, so no lesson was reviewed ({self.not_reviewed})")
@@ -461,19 +460,13 @@ def run_course_stage(config: RunConfig, reader: RunReader, report: Reporter, led
         report.say(f"  {path}: current")
     writer.refresh_graph()
     if stage.kind.derived is not Artefact.derived and reader.exists(path):
-        write_derived(config, reader, report, ledger, writer, path, stage.phase)
-
-
-def write_derived(config: RunConfig, reader: RunReader, report: Reporter, ledger: CourseState, writer: Writer,
-                  path: str, phase: str) -> None:
-    """The files written from ``path`` as it stands (example.yaml's data files), as for any other file."""
-    derived = reader.load(path).derived()
-    todo = {target: made for target, made in derived.items()
-            if needs_writing(config, ledger, report, target, phase)}
-    for target in todo:
-        report.say(f"  {target}: writing ({why(ledger.status(target))}), from {path}")
-    if todo:
-        writer.write(todo)
+        # the files written from it as it stands (example.yaml's data files), as for any other file
+        todo = {target: made for target, made in reader.load(path).derived().items()
+                if needs_writing(config, ledger, report, target, stage.phase)}
+        for target in todo:
+            report.say(f"  {target}: writing ({why(ledger.status(target))}), from {path}")
+        if todo:
+            writer.write(todo)
 
 
 def run_module_stage(config: RunConfig, reader: RunReader, report: Reporter, ledger: CourseState, writer: Writer,
