@@ -1127,44 +1127,28 @@ def _warnings(place: LessonPlace, reviewed: list[str], warns: list[Defect]) -> N
     return Note(WARNINGS, lines, "\n".join(f"- {line}" for line in lines) or "none")
 
 
-@dataclass(frozen=True)
-class Router:
-    """Where each defect goes this round: repair regenerates wave stages' files only, of the lesson the
-    defect's path belongs to (for ``ret001`` the lesson that introduced the term)."""
+def routed(config: RunConfig, reader: RunReader, defects: Sequence[Defect]) -> dict[str, list[Defect]]:
+    """The leaf artefact each defect routes to -> its defects ('': those repair may not fix): repair regenerates
+    wave stages' files only, of the lesson the defect's path belongs to (for ``ret001`` the lesson that
+    introduced the term)."""
+    layout = reader.layout
+    outputs = {(stage.name, place.id if place else ""): path  # (stage, lesson id or '') -> the file it writes
+               for stage in config.stages if stage.phase == "wave" for path, place in layout.outputs(stage)}
+    prefixes = {place.id: place.path("{lesson}") for place in layout.lessons()}  # modules/<module dir>/<lesson id>
+    glossary = reader.load(GLOSSARY) if reader.exists(GLOSSARY) else Glossary(terms=[])
+    assert isinstance(glossary, Glossary)
+    introduced_in = {norm_term(t.term): t.introduced_in for t in reversed(glossary.terms)}
 
-    outputs: dict[tuple[str, str], str]
-    """(stage, lesson id or '') -> the file that stage writes for it."""
-    prefixes: dict[str, str]
-    """lesson id -> modules/<module dir>/<lesson id>"""
-    introduced_in: dict[str, str]
-    """norm(term) -> the lesson the glossary says introduced it"""
-
-    @classmethod
-    def of(cls, config: RunConfig, reader: RunReader) -> Router:
-        layout = reader.layout
-        outputs: dict[tuple[str, str], str] = {}
-        for stage in (s for s in config.stages if s.phase == "wave"):
-            for path, place in layout.outputs(stage):
-                outputs[(stage.name, place.id if place else "")] = path
-        glossary = reader.load(GLOSSARY) if reader.exists(GLOSSARY) else Glossary(terms=[])
-        assert isinstance(glossary, Glossary)
-        return cls(outputs, {place.id: place.path("{lesson}") for place in layout.lessons()},
-                   {norm_term(t.term): t.introduced_in for t in reversed(glossary.terms)})
-
-    def route(self, defect: Defect) -> str | None:
-        """The leaf artefact that must change to fix ``defect``, or None if repair may not."""
-        if (defect.owner, "") in self.outputs:  # a course-scope wave stage: the capstone
-            return self.outputs[(defect.owner, "")]
+    def route(defect: Defect) -> str:
+        if (defect.owner, "") in outputs:  # a course-scope wave stage: the capstone
+            return outputs[(defect.owner, "")]
         if defect.code == "ret001":  # through the glossary, to the introducing lesson's quiz
-            lesson = self.introduced_in.get(norm_term(defect.subject))
+            lesson = introduced_in.get(norm_term(defect.subject))
         else:
-            lesson = next((i for i, prefix in self.prefixes.items() if defect.path.startswith(prefix + ".")),
-                          None)
-        return self.outputs.get((defect.owner, lesson or ""))
+            lesson = next((i for i, prefix in prefixes.items() if defect.path.startswith(prefix + ".")), None)
+        return outputs.get((defect.owner, lesson or ""), "")
 
-    def grouped(self, defects: Sequence[Defect]) -> dict[str, list[Defect]]:
-        """The leaf artefact each defect routes to -> its defects ('': those repair may not fix)."""
-        return by_path(defects, lambda defect: self.route(defect) or "")
+    return by_path(defects, route)
 
 
 def repair_course(fixer: Fixer) -> RepairReport:
@@ -1178,7 +1162,7 @@ def repair_course(fixer: Fixer) -> RepairReport:
         if not report.defects:
             stop = "nothing remains"
             break
-        todo = Router.of(config, reader).grouped(report.defects)
+        todo = routed(config, reader, report.defects)
         todo.pop("", None)
         told = bool(kept)
         for path in sorted(todo):
@@ -1206,10 +1190,10 @@ def repair_course(fixer: Fixer) -> RepairReport:
         # answer key is confirmed by the reviewer, not assumed
         review_stale(config, reader, fixer.model, fixer.report, fixer.writer)
         report = course_report(config.root, config.settings)  # the run's house style, as the validate node's
-        routed = Router.of(config, reader).grouped(report.defects)
-        after = sum(len(found) for target, found in routed.items() if target not in ("", *kept))
+        left = routed(config, reader, report.defects)
+        after = sum(len(found) for target, found in left.items() if target not in ("", *kept))
         # an answer whose file still holds what it was asked to fix is never served again
-        fixer.model.reject_failed(routed, {change.path for change in changes if change is not None})
+        fixer.model.reject_failed(left, {change.path for change in changes if change is not None})
         rounds.append(RepairRound(before, after, tuple(sorted(todo)), tuple(c for c in changes if c is not None)))
         if after >= before:
             stop = "a round reduced no count"
