@@ -85,10 +85,6 @@ def summary(config: RunConfig, reader: RunReader, ledger: CourseState, tally: Ta
         tally.add_written([f"{STATE}/{name}-gate.md"])
 
 
-    rows = [f"- {stage.name}: {', '.join(markdown_text(ref) for ref in config.prompts.reference_set(stage))}"
-            for stage in config.stages if stage.phase == gate.closes]  # the references each stage read
-    if rows:
-        lines += ["## References each stage read", "", *rows, ""]
 def _loaded(reader: RunReader, path: str, kind: type[A]) -> A | None:
     """A design file the page shows, or None while it is not written."""
     if not reader.exists(path):
