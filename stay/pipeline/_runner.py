@@ -525,8 +525,8 @@ def merge_glossary(config: RunConfig, reader: RunReader, report: Reporter, ledge
     for place in reader.layout.lessons():
         plan = plans.get(place.id)
         for new in sorted(plan.new_terms if plan else [], key=lambda t: (t.term.casefold(), t.term)):
-            terms.setdefault(norm_term(new.term),
-                             GlossaryTerm(term=new.term, definition=new.definition, introduced_in=place.id))
+            if (key := norm_term(new.term)) not in terms:
+                terms[key] = GlossaryTerm(term=new.term, definition=new.definition, introduced_in=place.id)
     glossary = Glossary(terms=list(terms.values()))
     if status.state != "current" or not same_bytes(config.root / GLOSSARY, dump(glossary)):
         writer.write({GLOSSARY: glossary})
