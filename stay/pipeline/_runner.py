@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Literal
 
@@ -249,16 +250,9 @@ class BuildResult(Spent):
 Handler = Callable[[Run], object]
 """What the runner calls for a node: the bound handler, given the run it is part of."""
 
-FROM_RUN: Mapping[str, Callable[[Run], object]] = {
-    "config": lambda run: run.config,
-    "reader": lambda run: run.reader,
-    "model": lambda run: run.model,
-    "report": lambda run: run.report,
-    "tally": lambda run: run.tally,
-    "writer": lambda run: run.writer,
-    "walk": lambda run: run.walk,
-    "wave": lambda run: run.wave,  # planned when a node first asks for it
-    "ledger": lambda run: run.walk.course,  # read at the call: scaffold makes a new course's
+FROM_RUN: Mapping[str, Callable[[Run], object]] = {  # the wave is planned when a node first asks for it
+    **{name: attrgetter(name) for name in ("config", "reader", "model", "report", "tally", "writer", "walk", "wave")},
+    "ledger": attrgetter("walk.course"),  # read at the call: scaffold makes a new course's
     "fixer": lambda run: Fixer(run.config, run.reader, run.walk.course, run.model, run.writer, run.tally, run.report),
 }
 """The run's collaborators, by the parameter name that asks for one."""
