@@ -48,30 +48,32 @@ A = TypeVar("A", bound=Artefact)
 def summary(config: RunConfig, reader: RunReader, ledger: CourseState, tally: Tally, gate: GateDecl) -> None:
     """Write the gate's page (its declared page, then the defects that remain); an approval that holds
     keeps the summary shown when it was asked."""
-    state, name, slug = ledger, gate.name, config.slug
-    if state.approval(name)[0]:
+    name, slug = gate.name, config.slug
+    if ledger.approval(name)[0]:
         return
-    covered = state.covered(name)
+    covered = ledger.covered(name)
     lines = [f"# The {name} gate: {slug}", ""]
-    view = GateView(reader.curriculum(), _loaded(reader, "audience.yaml", Audience),
-                         _loaded(reader, "outcomes.yaml", Outcomes), _loaded(reader, "assessment.yaml", Assessment),
-                         reader.plans)
-    lines += gate.page(view)
+    lines += gate.page(GateView(reader.curriculum(), _loaded(reader, "audience.yaml", Audience),
+                                _loaded(reader, "outcomes.yaml", Outcomes),
+                                _loaded(reader, "assessment.yaml", Assessment), reader.plans))
     defects = defects_in(config.root, config.settings, covered)
-    unsigned = set(_unsigned(state, name))
+    unsigned = set(_unsigned(ledger, name))
     blocking = any(d.severity == Severity.FAIL and d.path in unsigned for d in defects)
     lines += [*defect_lines(defects, refused=blocking), ""]
-    lines += reference_lines(config, gate)
-    statuses = state.statuses()
+    rows = [f"- {stage.name}: {', '.join(markdown_text(ref) for ref in config.prompts.reference_set(stage))}"
+            for stage in config.stages if stage.phase == gate.closes]  # the references each stage read
+    if rows:
+        lines += ["## References each stage read", "", *rows, ""]
+    statuses = ledger.statuses()
     unusual = [f"- {path}: {statuses[path].state}" for path in covered if statuses[path].state != "current"]
     if unusual:
         lines += ["## Files not as the pipeline last wrote them", "", *unusual, ""]
-    previous = state.gates().get(name)
+    previous = ledger.gates().get(name)
     lines += ["## Since the previous answer", ""]
     if previous is None:
         lines.append("This gate has not been answered before.")
     else:
-        moved = [p for p in covered if previous.get("covered", {}).get(p) != state.current_hash(p)]
+        moved = [p for p in covered if previous.get("covered", {}).get(p) != ledger.current_hash(p)]
         verdict = "approved" if previous.get("approved") else "declined"
         lines.append(f"Last {verdict} at {markdown_text(previous.get('at'))} by {markdown_text(previous.get('by'))}.")
         lines += [f"- changed: {p}" for p in moved] or ["Nothing it covers has changed since."]
@@ -81,13 +83,6 @@ def summary(config: RunConfig, reader: RunReader, ledger: CourseState, tally: Ta
               f"`stay approve {slug} {name} --decline --note \"why\"`.", ""]
     if write_if_changed(config.root / STATE / f"{name}-gate.md", "\n".join(lines)):
         tally.add_written([f"{STATE}/{name}-gate.md"])
-
-
-def reference_lines(config: RunConfig, gate: GateDecl) -> list[str]:
-    """The reference documents each stage of the gate's phase read (``Prompts.reference_set``)."""
-    rows = [f"- {stage.name}: {', '.join(markdown_text(name) for name in config.prompts.reference_set(stage))}"
-            for stage in config.stages if stage.phase == gate.closes]
-    return ["## References each stage read", "", *rows, ""] if rows else []
 
 
 def _loaded(reader: RunReader, path: str, kind: type[A]) -> A | None:
@@ -138,8 +133,7 @@ def ask(config: RunConfig, ledger: CourseState, report: Reporter, gate: GateDecl
 
 def record(config: RunConfig, ledger: CourseState, tally: Tally, gate: GateDecl) -> None:
     name = gate.name
-    holds, _why = ledger.approval(name)
-    if not holds and config.yes:
+    if not ledger.approval(name)[0] and config.yes:
         unready = ledger.unready(name)
         if unready:
             raise PipelineError(f"cannot approve the {name} gate: {', '.join(unready)}; run "
@@ -193,8 +187,7 @@ def check_revisions(config: RunConfig, course: CourseState, by_phase: Mapping[st
         phase = course.graph.nodes[path]["phase"]
         course.require(by_phase[phase], f"revising {path} (a {phase} file)",
                        lambda gate: f"{config.hint('approve', config.slug, gate)} first")
-        status = course.status(path)
-        if status.state == "edited" and not config.force:
+        if course.status(path).state == "edited" and not config.force:
             raise PipelineError(f"{path} was edited by hand: revise it with --force (its current bytes are kept "
                                 f"in {RETIRED}/), or edit it yourself")
         if not note.strip():
@@ -243,13 +236,8 @@ def revise_files(config: RunConfig, reader: RunReader, model: ModelGateway, repo
         report.say(f"  offline: the offline backend cannot act on a note; each file is {how} its template "
                    "again (revise with a model backend, e.g. --backend anthropic, to apply the note)")
     for stage in (s for s in config.stages if s.phase != "wave"):
-        if stage.scope == "module":
-            layout = reader.layout
-            targets = [(place.path(stage.output), " (the module's call, this file written)")
-                       for module in layout.curriculum.modules for place in layout.lessons_of(module)]
-        else:
-            targets = [(stage.output, "")]
-        for path, how in targets:
+        how = " (the module's call, this file written)" if stage.scope == "module" else ""
+        for path, _place in reader.layout.outputs(stage):
             if path in todo:
                 report.say(f"  {path}: revising with the reviewer's note{how}")
                 only = (path,) if stage.scope == "module" else ()

@@ -387,9 +387,6 @@ class RunConfig:
         """Whether this command authors ``phase`` (else its nodes only check)."""
         return phase in self.authors
 
-    def stage(self, name: str) -> Stage:
-        return next(stage for stage in self.stages if stage.name == name)
-
 
 def tokens_of(usage: Usage) -> str:
     return (f"{usage.input_tokens} input, {usage.cache_creation_input_tokens} cache-write, "
@@ -490,10 +487,6 @@ class Tally:
     def add_written(self, paths: list[str]) -> None:
         with self.lock:
             self.written.extend(paths)
-
-    def add_change(self, change: Change) -> None:
-        with self.lock:
-            self.changes.append(change)
 
     def settle(self, paths: Sequence[str], remaining: Sequence[Defect]) -> None:
         """The check at the write found ``remaining`` in ``paths``, replacing what it found there before."""
@@ -635,7 +628,6 @@ class Job:
     """One call of a stage: its request, and how its answer becomes its files."""
 
     stage: Stage
-    unit: Unit
     paths: tuple[str, ...]
     """The files the answer becomes, in the order ``parse`` returns them."""
     request: ModelRequest
@@ -656,7 +648,7 @@ def job(config: RunConfig, reader: RunReader, stage: Stage, unit: Unit, notes: t
     request = stage.request(inputs, config.prompts, artefact)
     for note in notes:
         request = with_note(request, note.name, note.value, note.text)
-    return Job(stage, unit, paths, request, lambda answer: stage.artefacts(answer, inputs, artefact, config.limits))
+    return Job(stage, paths, request, lambda answer: stage.artefacts(answer, inputs, artefact, config.limits))
 
 
 def owner(config: RunConfig, reader: RunReader, ledger: CourseState, path: str) -> tuple[Stage, Unit]:
@@ -664,7 +656,7 @@ def owner(config: RunConfig, reader: RunReader, ledger: CourseState, path: str) 
     graph = ledger.graph
     if path not in graph or graph.nodes[path].get("stage") not in {s.name for s in config.stages}:
         raise PipelineError(f"{path} is written by no stage of this course")
-    stage = config.stage(graph.nodes[path]["stage"])
+    stage = next(stage for stage in config.stages if stage.name == graph.nodes[path]["stage"])
     lesson = graph.nodes[path].get("unit")
     if stage.scope == "course" or lesson is None:
         return stage, None
@@ -815,7 +807,8 @@ def fix(fixer: Fixer, path: str, defects: Sequence[Defect]) -> Change | None:
     if path not in regenerate(fixer, path, notes, only=(path,)):
         return None
     change = Change.of(path, before, dump(reader.load(path)))
-    fixer.tally.add_change(change)
+    with fixer.tally.lock:
+        fixer.tally.changes.append(change)
     fixer.report.say(f"  {path}: {change.describe()}")
     return change
 
@@ -843,10 +836,11 @@ def check_written(fixer: Fixer, cancelled: threading.Event, paths: Sequence[str]
     return found
 
 
-def by_path(defects: Sequence[Defect]) -> dict[str, list[Defect]]:
+def by_path(defects: Sequence[Defect], path: Callable[[Defect], str] = lambda d: d.path) -> dict[str, list[Defect]]:
+    """``path`` of each defect (its own, unless given) -> its defects, in order."""
     grouped: dict[str, list[Defect]] = {}
     for defect in defects:
-        grouped.setdefault(defect.path, []).append(defect)
+        grouped.setdefault(path(defect), []).append(defect)
     return grouped
 
 
@@ -937,8 +931,6 @@ class Wave:
 
     def __post_init__(self) -> None:
         settings = self.model.settings
-        self.tally: Tally = self.writer.tally
-        self.walk: Walk = self.writer.walk
         self.lesson_gauge = Gauge()
         self.call_gauge = Gauge()
         self.model.in_flight = self.call_gauge
@@ -949,7 +941,7 @@ class Wave:
                                              thread_name_prefix="stay-call")
         self.lessons_pool = ThreadPoolExecutor(max_workers=settings.wave_concurrency + 1,
                                                thread_name_prefix="stay-lesson")
-        self.calls_before = self.tally.calls
+        self.calls_before = self.writer.tally.calls
         self.total = len(self.lessons) + len(self.courses)
         self._report_lock = threading.Lock()
         self._order = [*self.lessons, *self.courses]
@@ -1003,14 +995,14 @@ class Wave:
 
     def _answer(self, call: Job) -> Artefact | None:
         """The call's artefact; None once the run is cancelled (nothing is asked)."""
-        if self.walk.cancelled.is_set():
+        if self.writer.walk.cancelled.is_set():
             return None
         (made,) = self.model.produce(call.request, call.parse)
         return made
 
     def _progress(self, task: str, label: str) -> None:
         """Report ``task`` done in the wave's order, under the lock, so a course prints the same lines."""
-        if self.walk.cancelled.is_set():
+        if self.writer.walk.cancelled.is_set():
             return
         with self._report_lock:
             self._finished[task] = label
@@ -1028,13 +1020,13 @@ class Wave:
         failure = next((e for e in errors if e is not None), None)
         if failure is not None:
             raise failure
-        return WaveStats(len(self.lessons), self.tally.calls - self.calls_before, self.lesson_gauge.most,
+        return WaveStats(len(self.lessons), self.writer.tally.calls - self.calls_before, self.lesson_gauge.most,
                          self.call_gauge.most, time.perf_counter() - self.started)
 
     def cancel(self, *, wait: bool) -> None:
         """No task writes after this returns, and pending tasks are dropped; ``wait`` waits for the running
         ones (Ctrl-C does not: ``then`` releases the course lock once they end)."""
-        self.walk.course.cancel(self.walk.cancelled)
+        self.writer.walk.course.cancel(self.writer.walk.cancelled)
         self.lessons_pool.shutdown(wait=False, cancel_futures=True)
         self.calls_pool.shutdown(wait=False, cancel_futures=True)
         if wait:
@@ -1060,8 +1052,12 @@ class Wave:
 
 def _plan(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer) -> Wave:
     ledger = writer.walk.course
-    if not config.may_write("wave"):
-        _report_behind(config, reader, ledger, report)
+    if not config.may_write("wave"):  # a command that does not author the wave says what it would write
+        behind = [path for stage in config.stages if stage.phase == "wave" for path, _place in
+                  reader.layout.outputs(stage) if ledger.status(path).state in ("missing", "stale")]
+        if behind:
+            report.say(f"wave: {plural(len(behind), 'file')} missing or stale; stay {config.command} does not "
+                       f"write them ({config.hint('write', config.slug)} does)")
         return Wave(model, report, writer, {}, {})
     wave = Wave(model, report, writer, *wave_jobs(config, reader, lambda path: () if needs_writing(
         config, ledger, report, path, "wave") else None))
@@ -1095,15 +1091,6 @@ def wave_jobs(config: RunConfig, reader: RunReader,
     courses = {stage.name: job(config, reader, stage, None, given) for stage in stages
                if stage.scope == "course" and (given := notes(stage.output)) is not None}
     return lessons, courses
-
-
-def _report_behind(config: RunConfig, reader: RunReader, ledger: CourseState, report: Reporter) -> None:
-    """A command that does not author the wave says what the wave would write."""
-    paths = [path for stage in config.stages if stage.phase == "wave" for path, _place in reader.layout.outputs(stage)]
-    behind = [p for p in paths if ledger.status(p).state in ("missing", "stale")]
-    if behind:
-        report.say(f"wave: {plural(len(behind), 'file')} missing or stale; stay {config.command} does not "
-                   f"write them ({config.hint('write', config.slug)} does)")
 
 
 def review_stale(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter, writer: Writer) -> None:
@@ -1140,53 +1127,28 @@ def _warnings(place: LessonPlace, reviewed: list[str], warns: list[Defect]) -> N
     return Note(WARNINGS, lines, "\n".join(f"- {line}" for line in lines) or "none")
 
 
-STOP_NOTHING_REMAINS = "nothing remains"
-STOP_NOTHING_ACTIONABLE = "nothing actionable"
-STOP_NO_REDUCTION = "a round reduced no count"
-STOP_ROUND_LIMIT = "round limit"
+def routed(config: RunConfig, reader: RunReader, defects: Sequence[Defect]) -> dict[str, list[Defect]]:
+    """The leaf artefact each defect routes to -> its defects ('': those repair may not fix): repair regenerates
+    wave stages' files only, of the lesson the defect's path belongs to (for ``ret001`` the lesson that
+    introduced the term)."""
+    layout = reader.layout
+    outputs = {(stage.name, place.id if place else ""): path  # (stage, lesson id or '') -> the file it writes
+               for stage in config.stages if stage.phase == "wave" for path, place in layout.outputs(stage)}
+    prefixes = {place.id: place.path("{lesson}") for place in layout.lessons()}  # modules/<module dir>/<lesson id>
+    glossary = reader.load(GLOSSARY) if reader.exists(GLOSSARY) else Glossary(terms=[])
+    assert isinstance(glossary, Glossary)
+    introduced_in = {norm_term(t.term): t.introduced_in for t in reversed(glossary.terms)}
 
-
-@dataclass(frozen=True)
-class Router:
-    """Where each defect goes this round: repair regenerates wave stages' files only, of the lesson the
-    defect's path belongs to (for ``ret001`` the lesson that introduced the term)."""
-
-    outputs: dict[tuple[str, str], str]
-    """(stage, lesson id or '') -> the file that stage writes for it."""
-    prefixes: dict[str, str]
-    """lesson id -> modules/<module dir>/<lesson id>"""
-    introduced_in: dict[str, str]
-    """norm(term) -> the lesson the glossary says introduced it"""
-
-    @classmethod
-    def of(cls, config: RunConfig, reader: RunReader) -> Router:
-        layout = reader.layout
-        outputs: dict[tuple[str, str], str] = {}
-        for stage in (s for s in config.stages if s.phase == "wave"):
-            for path, place in layout.outputs(stage):
-                outputs[(stage.name, place.id if place else "")] = path
-        glossary = reader.load(GLOSSARY) if reader.exists(GLOSSARY) else Glossary(terms=[])
-        assert isinstance(glossary, Glossary)
-        return cls(outputs, {place.id: place.path("{lesson}") for place in layout.lessons()},
-                   {norm_term(t.term): t.introduced_in for t in reversed(glossary.terms)})
-
-    def route(self, defect: Defect) -> str | None:
-        """The leaf artefact that must change to fix ``defect``, or None if repair may not."""
-        if (defect.owner, "") in self.outputs:  # a course-scope wave stage: the capstone
-            return self.outputs[(defect.owner, "")]
+    def route(defect: Defect) -> str:
+        if (defect.owner, "") in outputs:  # a course-scope wave stage: the capstone
+            return outputs[(defect.owner, "")]
         if defect.code == "ret001":  # through the glossary, to the introducing lesson's quiz
-            lesson = self.introduced_in.get(norm_term(defect.subject))
+            lesson = introduced_in.get(norm_term(defect.subject))
         else:
-            lesson = next((i for i, prefix in self.prefixes.items() if defect.path.startswith(prefix + ".")),
-                          None)
-        return self.outputs.get((defect.owner, lesson or ""))
+            lesson = next((i for i, prefix in prefixes.items() if defect.path.startswith(prefix + ".")), None)
+        return outputs.get((defect.owner, lesson or ""), "")
 
-    def grouped(self, defects: Sequence[Defect]) -> dict[str, list[Defect]]:
-        """The leaf artefact each defect routes to -> its defects ('': those repair may not fix)."""
-        found: dict[str, list[Defect]] = {}
-        for defect in defects:
-            found.setdefault(self.route(defect) or "", []).append(defect)
-        return found
+    return by_path(defects, route)
 
 
 def repair_course(fixer: Fixer) -> RepairReport:
@@ -1198,9 +1160,9 @@ def repair_course(fixer: Fixer) -> RepairReport:
     kept: set[str] = set()
     while True:
         if not report.defects:
-            stop = STOP_NOTHING_REMAINS
+            stop = "nothing remains"
             break
-        todo = Router.of(config, reader).grouped(report.defects)
+        todo = routed(config, reader, report.defects)
         todo.pop("", None)
         told = bool(kept)
         for path in sorted(todo):
@@ -1216,10 +1178,10 @@ def repair_course(fixer: Fixer) -> RepairReport:
             say(f"repair: the house style they are checked against (banned phrases, word lists, limits): "
                 f"{config.settings.resolved_data_dir() / 'house-style.yaml'}")
         if not todo:
-            stop = STOP_NOTHING_ACTIONABLE
+            stop = "nothing actionable"
             break
         if len(rounds) >= limit:
-            stop = STOP_ROUND_LIMIT
+            stop = "round limit"
             break
         before = sum(map(len, todo.values()))
         say(f"repair: round {len(rounds) + 1}: {plural(before, 'defect')} in {plural(len(todo), 'file')}")
@@ -1228,13 +1190,13 @@ def repair_course(fixer: Fixer) -> RepairReport:
         # answer key is confirmed by the reviewer, not assumed
         review_stale(config, reader, fixer.model, fixer.report, fixer.writer)
         report = course_report(config.root, config.settings)  # the run's house style, as the validate node's
-        routed = Router.of(config, reader).grouped(report.defects)
-        after = sum(len(found) for target, found in routed.items() if target not in ("", *kept))
+        left = routed(config, reader, report.defects)
+        after = sum(len(found) for target, found in left.items() if target not in ("", *kept))
         # an answer whose file still holds what it was asked to fix is never served again
-        fixer.model.reject_failed(routed, {change.path for change in changes if change is not None})
+        fixer.model.reject_failed(left, {change.path for change in changes if change is not None})
         rounds.append(RepairRound(before, after, tuple(sorted(todo)), tuple(c for c in changes if c is not None)))
         if after >= before:
-            stop = STOP_NO_REDUCTION
+            stop = "a round reduced no count"
             break
     tally.validation = report
     say(f"repair: stopped ({stop}); {report.fails} FAIL, {report.warns} WARN remain")

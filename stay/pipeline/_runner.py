@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Literal
 
@@ -85,8 +86,8 @@ from stay.pipeline._run import (
     by_path,
     check_written,
     cost_cap,
-    job,
     needs_writing,
+    regenerate,
     repair_course,
     review_stale,
     say_kept,
@@ -181,8 +182,7 @@ class BuildResult(Spent):
             lines.append(self.diff.rstrip("\n"))
         if self.reason != "done":  # what plan and revise did, and the command to run next
             lines.append(self.reason)
-        report = self.validation
-        if report is not None:
+        if (report := self.validation) is not None:
             lines.append(f"validation: {report.fails} FAIL, {report.warns} WARN ({plural(report.checks, 'check')})")
             if self.not_reviewed:  # never a pass it did not make
                 lines.append(f"review: not run, so no lesson was reviewed ({self.not_reviewed})")
@@ -214,18 +214,14 @@ class BuildResult(Spent):
         if self.not_reviewed:
             run.append(("review", f"not run ({self.not_reviewed})"))
         tables: list[Table] = [(("run", "value"), run, set())]
-        report = self.validation
-        tail = "Not validated: the run stopped before the validator." if report is None else ""
-        if report is not None:
+        tail = "Not validated: the run stopped before the validator."
+        if (report := self.validation) is not None:
             run.append(("validation", f"{report.fails} FAIL, {report.warns} WARN, {plural(report.checks, 'check')}"))
             owners = owner_rows(report.defects)
-            if owners:
-                tables.append((OWNER_HEAD, owners, {1, 2}))
-            else:
-                tail = "No defects."
+            tables += [(OWNER_HEAD, owners, {1, 2})] if owners else []
+            tail = "" if owners else "No defects."
         if self.repair is not None:
-            rounds = len(self.repair.rounds)
-            run.append(("repair", f"{plural(rounds, 'round')}, stopped because {self.repair.stop}; "
+            run.append(("repair", f"{plural(len(self.repair.rounds), 'round')}, stopped because {self.repair.stop}; "
                                   f"{plural(len(self.repair.unrepaired), 'defect')} left"))
         if self.unresolved:
             tables.append((("file", "unresolved at the write"),
@@ -254,16 +250,9 @@ class BuildResult(Spent):
 Handler = Callable[[Run], object]
 """What the runner calls for a node: the bound handler, given the run it is part of."""
 
-FROM_RUN: Mapping[str, Callable[[Run], object]] = {
-    "config": lambda run: run.config,
-    "reader": lambda run: run.reader,
-    "model": lambda run: run.model,
-    "report": lambda run: run.report,
-    "tally": lambda run: run.tally,
-    "writer": lambda run: run.writer,
-    "walk": lambda run: run.walk,
-    "wave": lambda run: run.wave,  # planned when a node first asks for it
-    "ledger": lambda run: run.walk.course,  # read at the call: scaffold makes a new course's
+FROM_RUN: Mapping[str, Callable[[Run], object]] = {  # the wave is planned when a node first asks for it
+    **{name: attrgetter(name) for name in ("config", "reader", "model", "report", "tally", "writer", "walk", "wave")},
+    "ledger": attrgetter("walk.course"),  # read at the call: scaffold makes a new course's
     "fixer": lambda run: Fixer(run.config, run.reader, run.walk.course, run.model, run.writer, run.tally, run.report),
 }
 """The run's collaborators, by the parameter name that asks for one."""
@@ -310,24 +299,20 @@ def bind(pipeline: Dag, chosen: Mapping[str, Callable[..., object]]) -> dict[str
             else:
                 problems.append(f"node {name}: {handler.__name__} asks for '{parameter}', which is neither a "
                                 f"collaborator ({', '.join(FROM_RUN)}) nor a node's ({', '.join(FROM_NODE)})")
-        table[name] = _bound(handler, fixed, tuple(wanted), _label(handler, fixed))
+        table[name] = _bound(handler, fixed, tuple(wanted))
     if problems:
         raise GraphError("the pipeline's handlers cannot be bound: " + "; ".join(problems))
     return table
 
 
-def _label(handler: Callable[..., object], fixed: Mapping[str, object]) -> str:
-    """``ask[design]``: the handler, and what its node bound it to (a stage, a gate, else the node's name)."""
-    what = next((fixed[key] for key in ("stage", "gate", "name") if key in fixed), None)
-    return handler.__name__ if what is None else f"{handler.__name__}[{getattr(what, 'name', what)}]"
-
-
 def _bound(handler: Callable[..., object], fixed: Mapping[str, object],
-           wanted: tuple[tuple[str, Callable[[Run], object]], ...], label: str) -> Handler:
+           wanted: tuple[tuple[str, Callable[[Run], object]], ...]) -> Handler:
     def run_node(run: Run) -> object:
         return handler(**fixed, **{parameter: get(run) for parameter, get in wanted})
 
-    run_node.__name__ = label
+    # named ``ask[design]``: the handler, and what its node bound it to (a stage, a gate, else the node's name)
+    what = next((fixed[key] for key in ("stage", "gate", "name") if key in fixed), None)
+    run_node.__name__ = handler.__name__ if what is None else f"{handler.__name__}[{getattr(what, 'name', what)}]"
     run_node.__wrapped__ = handler  # type: ignore[attr-defined]  # what it binds, for inspection
     return run_node
 
@@ -457,37 +442,29 @@ def scaffold(config: RunConfig, reader: RunReader, report: Reporter, tally: Tall
 # -- stages -------------------------------------------------------------------
 
 
-def run_course_stage(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter,
-                     ledger: CourseState, writer: Writer, walk: Walk, fixer: Fixer, stage: Stage) -> None:
+def run_course_stage(config: RunConfig, reader: RunReader, report: Reporter, ledger: CourseState, writer: Writer,
+                     walk: Walk, fixer: Fixer, stage: Stage) -> None:
     """A course-scope stage: regenerate its one file if it must be, then check it at the write."""
     path = stage.output
     if needs_writing(config, ledger, report, path, stage.phase):
         report.say(f"  {path}: writing ({why(ledger.status(path))})")
-        made = job(config, reader, stage, None)
-        (artefact,) = model.produce(made.request, made.parse)
-        if writer.write({path: artefact}):
+        if regenerate(fixer, path):
             check_written(fixer, walk.cancelled, [path])
     elif ledger.status(path).state == "current":
         report.say(f"  {path}: current")
     writer.refresh_graph()
     if stage.kind.derived is not Artefact.derived and reader.exists(path):
-        write_derived(config, reader, report, ledger, writer, path, stage.phase)
+        # the files written from it as it stands (example.yaml's data files), as for any other file
+        todo = {target: made for target, made in reader.load(path).derived().items()
+                if needs_writing(config, ledger, report, target, stage.phase)}
+        for target in todo:
+            report.say(f"  {target}: writing ({why(ledger.status(target))}), from {path}")
+        if todo:
+            writer.write(todo)
 
 
-def write_derived(config: RunConfig, reader: RunReader, report: Reporter, ledger: CourseState, writer: Writer,
-                  path: str, phase: str) -> None:
-    """The files written from ``path`` as it stands (example.yaml's data files), as for any other file."""
-    derived = reader.load(path).derived()
-    todo = {target: made for target, made in derived.items()
-            if needs_writing(config, ledger, report, target, phase)}
-    for target in todo:
-        report.say(f"  {target}: writing ({why(ledger.status(target))}), from {path}")
-    if todo:
-        writer.write(todo)
-
-
-def run_module_stage(config: RunConfig, reader: RunReader, model: ModelGateway, report: Reporter,
-                     ledger: CourseState, writer: Writer, walk: Walk, fixer: Fixer, stage: Stage) -> None:
+def run_module_stage(config: RunConfig, reader: RunReader, report: Reporter, ledger: CourseState, writer: Writer,
+                     walk: Walk, fixer: Fixer, stage: Stage) -> None:
     """A module-scope stage: one call per module with a file to write (its term budget is allocated, not
     audited after), only the files that must be written; checked at the write."""
     for module in reader.layout.curriculum.modules:
@@ -496,12 +473,9 @@ def run_module_stage(config: RunConfig, reader: RunReader, model: ModelGateway, 
                 if needs_writing(config, ledger, report, place.path(stage.output), stage.phase)]
         if todo:
             report.say(f"  module {module.id}: planning {plural(len(places), 'lesson')}")
-            made = job(config, reader, stage, module)
-            artefacts = model.produce(made.request, made.parse)
             # the module's plans in one step (one journal line: a crash leaves none unrecorded); a plan's
             # inputs do not depend on plans' contents: one refresh, below
-            if writer.write({path: artefact for path, artefact in zip(made.paths, artefacts, strict=True)
-                             if path in todo}):
+            if regenerate(fixer, todo[0], only=tuple(todo)):
                 check_written(fixer, walk.cancelled, todo)
         else:
             report.say(f"  module {module.id}: plans current")
@@ -541,15 +515,13 @@ def merge_glossary(config: RunConfig, reader: RunReader, report: Reporter, ledge
         say_kept(config, report, GLOSSARY, status)
         return
     plans = reader.plans()
-    terms: list[GlossaryTerm] = []
-    seen: set[str] = set()
+    terms: dict[str, GlossaryTerm] = {}  # norm(term) -> its first introduction
     for place in reader.layout.lessons():
         plan = plans.get(place.id)
         for new in sorted(plan.new_terms if plan else [], key=lambda t: (t.term.casefold(), t.term)):
-            if norm_term(new.term) not in seen:
-                seen.add(norm_term(new.term))
-                terms.append(GlossaryTerm(term=new.term, definition=new.definition, introduced_in=place.id))
-    glossary = Glossary(terms=terms)
+            if (key := norm_term(new.term)) not in terms:
+                terms[key] = GlossaryTerm(term=new.term, definition=new.definition, introduced_in=place.id)
+    glossary = Glossary(terms=list(terms.values()))
     if status.state != "current" or not same_bytes(config.root / GLOSSARY, dump(glossary)):
         writer.write({GLOSSARY: glossary})
 
@@ -688,8 +660,7 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
         else:
             reason = revised_reason(run.walk.course, sorted(run.tally.revised), config.hint, config.slug,
                                     run.tally.written)
-    tally = run.tally
-    spent = run.tally.spent()
+    spent = tally.spent()
     priced = describe_cost(spent.cost, set(spent.unpriced))  # "$x" or "cost unknown (...)"
     run.report.say(f"{plural(tally.calls, 'model call')}, {plural(len(set(tally.written)), 'file')} written in "
                    f"{clock(time.monotonic() - run.report.started)}; "
@@ -798,7 +769,7 @@ def revised_reason(course: CourseState, revised: list[str], hint: Callable[..., 
         said += f"; the {' and '.join(retired)} " + ("approvals no longer hold" if len(retired) > 1
                                                        else "approval no longer holds")
     if stale:
-        said += f"; {len(stale)} file{'s' if len(stale) > 1 else ''} now stale"
+        said += f"; {plural(len(stale), 'file')} now stale"
     if retired or stale:
         said += f": run {hint('build', slug)} to regenerate and review"
     return said
