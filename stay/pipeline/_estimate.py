@@ -150,13 +150,13 @@ class Estimate:
         priced = "at the batch price for the wave" if self.batch else "at the live price"
         retried = sum(s.retries for s in self.stages)
         said = [f"estimate: {plural(sum(s.calls for s in self.stages), 'call')}, "
-                f"expected {_dollars(self.expected, self.unpriced)} "
-                f"(range {_range(self.low, self.high, self.unpriced)}), {priced}",
+                f"expected {_dollars(self.unpriced, self.expected)} "
+                f"(range {_dollars(self.unpriced, self.low, self.high)}), {priced}",
                 f"{'stage':12} {'calls':>5} {'input':>9} {'output expected':>15} {'output max':>10}  "
                 "expected (range)"]
         for s in self.stages:
             said.append(f"{s.stage:12} {s.calls:5} {s.input_tokens:9} {s.expected_output:15} {s.max_output:10}  "
-                        f"{_dollars(s.expected, self.unpriced)} ({_range(s.low, s.high, self.unpriced)})")
+                        f"{_dollars(self.unpriced, s.expected)} ({_dollars(self.unpriced, s.low, s.high)})")
         said.append("expected: answers at a real model's length, a quarter of the thinking room, the cache as the "
                     "API keys it; low: offline-sized answers, no thinking, every prefix shared; high: no cache read, "
                     "every answer at the max_tokens it is sent with, and once more at twice the room where it is "
@@ -170,14 +170,9 @@ def _total(values: Any) -> float | None:
     return None if any(v is None for v in found) else sum(found)
 
 
-def _range(low: float | None, high: float | None, unpriced: frozenset[str]) -> str:
-    if low is None or high is None:
-        return describe_cost(None, set(unpriced))
-    return f"${low:.4f} to ${high:.4f}"
-
-
-def _dollars(value: float | None, unpriced: frozenset[str]) -> str:
-    return describe_cost(None, set(unpriced)) if value is None else f"${value:.4f}"
+def _dollars(unpriced: frozenset[str], *values: float | None) -> str:
+    """``values`` in dollars, joined by "to" (a range); unknown when one is."""
+    return describe_cost(None, unpriced) if None in values else " to ".join(f"${value:.4f}" for value in values)
 
 
 def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.PathLike[str] = "courses",
@@ -331,20 +326,14 @@ def _priced(calls: Sequence[Call], counted_by: str, batch: bool = False,
     calls = sorted(calls, key=lambda c: (c.stage in order, order.get(c.stage, -1), c.stage, c.artefact))
     seen: set[str] = set()
     written: set[str] = set()
-    by_stage: dict[str, list[Call]] = {}
-    low: dict[str, float | None] = {}
-    high: dict[str, float | None] = {}
-    expected: dict[str, float | None] = {}
-    reading: dict[str, int] = {}
+    by_stage: dict[str, list[tuple[Call, float | None, float | None, float | None, int]]] = {}
     for call in calls:
-        by_stage.setdefault(call.stage, []).append(call)
         cached = min(max((size for _key, size in call.prefixes), default=0), call.input_tokens)
         read = min(max((size for key, size in call.prefixes if key in seen), default=0), cached)
         seen.update(key for key, _size in call.prefixes)
         scoped = min(max((size for _key, size in call.scoped), default=0), call.input_tokens)
         reads = min(max((size for key, size in call.scoped if key in written), default=0), scoped)
         written.update(key for key, _size in call.scoped)
-        reading[call.stage] = reading.get(call.stage, 0) + reads
         wrote = cached - read if claude else 0  # another server may bill no cache write (OpenAI's automatic cache)
         cheap = Usage(input_tokens=call.input_tokens - read - wrote, cache_creation_input_tokens=wrote,
                       cache_read_input_tokens=read, output_tokens=call.typical_output)
@@ -355,23 +344,21 @@ def _priced(calls: Sequence[Call], counted_by: str, batch: bool = False,
         again = Usage(input_tokens=call.input_tokens - cached, cache_creation_input_tokens=cached,
                       output_tokens=call.retry_tokens)
         batched = batch and call.wave
-        worst = _add(cost(call.model, dear, prices=prices),
-                     cost(call.model, again, prices=prices) if call.retry_tokens else 0.0)
+        worst = [cost(call.model, dear, prices=prices)]
+        if call.retry_tokens:
+            worst.append(cost(call.model, again, prices=prices))
         if batched:  # an entry with no usable answer is asked again live, at the full price
-            worst = _add(worst, cost(call.model, dear, batch=True, prices=prices))
-        low[call.stage] = _add(low.get(call.stage, 0.0), cost(call.model, cheap, batch=batched, prices=prices))
-        expected[call.stage] = _add(expected.get(call.stage, 0.0),
-                                    cost(call.model, likely, batch=batched, prices=prices))
-        high[call.stage] = _add(high.get(call.stage, 0.0), worst)
-    stages = tuple(StageEstimate(stage, calls=len(made), input_tokens=sum(c.input_tokens for c in made),
-                                 max_output=sum(c.max_tokens for c in made),
-                                 typical_output=sum(c.typical_output for c in made),
-                                 low=low[stage], high=high[stage], expected=expected[stage],
-                                 expected_output=sum(c.expected_output for c in made),
-                                 expected_read=reading[stage], retries=sum(bool(c.retry_tokens) for c in made))
-                   for stage, made in by_stage.items())
+            worst.append(cost(call.model, dear, batch=True, prices=prices))
+        by_stage.setdefault(call.stage, []).append((call, cost(call.model, cheap, batch=batched, prices=prices),
+                                                    cost(call.model, likely, batch=batched, prices=prices),
+                                                    _total(worst), reads))
+    stages = tuple(StageEstimate(stage, calls=len(rows), input_tokens=sum(row[0].input_tokens for row in rows),
+                                 max_output=sum(row[0].max_tokens for row in rows),
+                                 typical_output=sum(row[0].typical_output for row in rows),
+                                 low=_total(row[1] for row in rows), high=_total(row[3] for row in rows),
+                                 expected=_total(row[2] for row in rows),
+                                 expected_output=sum(row[0].expected_output for row in rows),
+                                 expected_read=sum(row[4] for row in rows),
+                                 retries=sum(bool(row[0].retry_tokens) for row in rows))
+                   for stage, rows in by_stage.items())
     return Estimate(stages, counted_by, frozenset(call.model for call in calls if call.model not in prices), batch)
-
-
-def _add(total: float | None, more: float | None) -> float | None:
-    return None if total is None or more is None else total + more
