@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import takewhile
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from stay.artefacts import (
     Artefact,
@@ -81,10 +81,6 @@ class CourseLayout:
         default_factory=list, repr=False, compare=False)
     """The last introducers worked out, with the plans they were worked out from."""
 
-    @classmethod
-    def empty(cls) -> CourseLayout:
-        return cls(Curriculum(modules=[]))
-
     def lessons(self) -> Iterator[LessonPlace]:
         """Every lesson, in lesson order (modules in list order, lessons in list order)."""
         for module in self.curriculum.modules:
@@ -119,16 +115,6 @@ class CourseLayout:
             for term in plan.new_terms if plan else []:
                 found.setdefault(norm_term(term.term), place)
         self._introduced[:] = [(plans, found)]
-        return found
-
-    def introducing(self, terms: list[str], plans: Mapping[str, LessonPlan]) -> list[LessonPlace]:
-        """The lessons whose plans introduce ``terms``, first seen first."""
-        introducer = self.introducers(plans)
-        found: list[LessonPlace] = []
-        for term in terms:
-            place = introducer.get(norm_term(term))
-            if place is not None and place not in found:
-                found.append(place)
         return found
 
     def before(self, place: LessonPlace) -> list[LessonPlace]:
@@ -171,7 +157,7 @@ class RunReader:
     def layout(self) -> CourseLayout:
         curriculum = self.curriculum()
         if curriculum is None:
-            return CourseLayout.empty()
+            return CourseLayout(Curriculum(modules=[]))
         if self._layout is None or self._layout.curriculum is not curriculum:
             self._layout = CourseLayout(curriculum)
         return self._layout
@@ -217,22 +203,6 @@ DATA_CHARS = 8_000
 """The most of a data file's text a request carries (``DataFilesInput``)."""
 
 
-class Reader(Protocol):
-    """What resolving an input needs from a course on disk."""
-
-    @property
-    def brief(self) -> Brief | None: ...
-
-    @property
-    def layout(self) -> CourseLayout: ...
-
-    def load(self, path: str) -> Artefact: ...
-
-    def exists(self, path: str) -> bool: ...
-
-    def plans(self) -> dict[str, LessonPlan]: ...
-
-
 def input_paths(source: Source, unit: Unit, layout: CourseLayout, plans: Mapping[str, LessonPlan]) -> list[str]:
     """The artefacts ``source`` reads for ``unit``: the edges into what it makes."""
     if isinstance(source, type):
@@ -244,8 +214,9 @@ def input_paths(source: Source, unit: Unit, layout: CourseLayout, plans: Mapping
     if isinstance(source, ModuleIdInput):
         return []
     if isinstance(source, DefinitionsInput):
-        plan = plans.get(_place(unit).id)
-        return sorted({layout.plan_path(p) for p in layout.introducing(_relied_on(plan), plans)}) if plan else []
+        plan, introducer = plans.get(_place(unit).id), layout.introducers(plans)
+        return sorted({layout.plan_path(introducer[term]) for term in map(norm_term, _relied_on(plan) if plan else [])
+                       if term in introducer})
     if isinstance(source, EarlierLessonsInput):
         return [layout.plan_path(p) for p in layout.before(_place(unit))]
     if isinstance(source, EarlierPlansInput):
@@ -257,7 +228,7 @@ def input_paths(source: Source, unit: Unit, layout: CourseLayout, plans: Mapping
     raise GraphError(f"no way to find an input of kind {type(source).__name__}")
 
 
-def input_value(source: Source, unit: Unit, reader: Reader) -> Any:
+def input_value(source: Source, unit: Unit, reader: RunReader) -> Any:
     layout = reader.layout
     if source is Brief:
         if reader.brief is None:
@@ -293,7 +264,7 @@ def input_value(source: Source, unit: Unit, reader: Reader) -> Any:
     raise GraphError(f"no way to find an input of kind {type(source).__name__}")
 
 
-def stage_inputs(stage: Stage, unit: Unit, reader: Reader) -> dict[str, Any]:
+def stage_inputs(stage: Stage, unit: Unit, reader: RunReader) -> dict[str, Any]:
     """Every declared input of ``stage`` for ``unit``, by name, in declaration order."""
     return {name: input_value(source, unit, reader) for name, source in stage.inputs}
 
@@ -303,7 +274,7 @@ def direct_inputs(stage: Stage, unit: Unit, layout: CourseLayout, plans: Mapping
     return sorted({path for _name, source in stage.inputs for path in input_paths(source, unit, layout, plans)})
 
 
-def _data_files(source: DataFilesInput, place: LessonPlace, reader: Reader) -> dict[str, str]:
+def _data_files(source: DataFilesInput, place: LessonPlace, reader: RunReader) -> dict[str, str]:
     """path -> the text of each data file the lesson's files name, cut at ``DATA_CHARS``."""
     if not reader.exists(CourseExample.FILE):
         return {}
