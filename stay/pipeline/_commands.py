@@ -36,10 +36,10 @@ from stay.pipeline._state import (
     digest,
     load_manifest,
     not_kept,
-    not_kept_lines,
     plans_on_disk,
     read_ledger,
     retired_place,
+    stored_text,
     waiting_proposals,
 )
 from stay.pipeline._trace import Progress, default_progress, print_progress
@@ -195,7 +195,8 @@ class Answered(tuple[Defect, ...]):
 
     def lines(self) -> list[str]:
         """One line per file not kept (none when every file was)."""
-        return not_kept_lines(self.gate, self.not_kept)
+        return [f"{path}: not kept for the {self.gate} gate's review page, so a later change to it shows no diff: "
+                f"{why}" for path, why in self.not_kept]
 
     def __getnewargs__(self) -> tuple[tuple[Defect, ...], str, tuple[tuple[str, str], ...]]:
         # what __new__ takes, so pickle, copy and deepcopy make an Answered again
@@ -393,9 +394,9 @@ def _changes(state: CourseState, covered: tuple[str, ...], recorded: dict[str, o
             kept, earlier = f"{ANSWERED}/{was}", blob.decode("utf-8", "replace")
         elif was is not None:
             kept = _kept_copy(state.root, path, was)
-            earlier = _stored_text(state.root / kept) if kept is not None else None
+            earlier = stored_text(state.root / kept) if kept is not None else None
         if earlier is not None:
-            text = _stored_text(state.root / path) if now is not None else ""
+            text = stored_text(state.root / path) if now is not None else ""
         found.append(Change(path, was, now, earlier, kept, text))
     return found
 
@@ -416,10 +417,3 @@ def _kept_copy(root: Path, path: str, wanted: str) -> str | None:
             except (Damaged, OSError):
                 continue
     return None
-
-
-def _stored_text(path: Path) -> str | None:
-    try:
-        return read_stored(path).decode("utf-8", "replace")
-    except (Damaged, OSError):
-        return None

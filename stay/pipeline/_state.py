@@ -74,48 +74,6 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def file_digest(path: Path) -> str:
-    """``digest`` of a file's bytes, read in blocks: any file a person put there costs a block of memory."""
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()[:16]
-
-
-@dataclass
-class FileHashes:
-    """A course's files' hashes: each ask reads the file until ``once``, then at most once, updated by the
-    owner's changes (``wrote``, ``moving``). Only for the course's one writer (it holds the course lock)."""
-
-    root: Path
-    _known: dict[str, str | None] | None = None
-    """path -> its file's hash (None: no file); None: nothing is remembered."""
-
-    def once(self) -> None:
-        if self._known is None:
-            self._known = {}
-
-    def of(self, path: str) -> str | None:
-        if self._known is None:
-            return self._read(path)
-        if path not in self._known:
-            self._known[path] = self._read(path)
-        return self._known[path]
-
-    def moving(self, paths: Iterable[str]) -> None:
-        """``paths`` are about to change: the next ask reads them (an interrupt leaves nothing stale)."""
-        if self._known is not None:
-            for path in paths:
-                self._known.pop(path, None)
-
-    def wrote(self, path: str, hashed: str) -> None:
-        """``path`` now holds bytes whose ``digest`` is ``hashed`` (not read back)."""
-        if self._known is not None:
-            self._known[path] = hashed
-
-    def _read(self, path: str) -> str | None:
-        file = self.root / path
-        return file_digest(file) if file.is_file() else None
-
-
 @dataclass(frozen=True)
 class Sources:
     """What a stage's artefacts are made with besides their files (prompts, references, schema, model): each
@@ -169,10 +127,6 @@ def now(epoch: int | None = None) -> str:
     """UTC now, or ``epoch`` (``Settings.source_date_epoch``) when set, for reproducible ledgers."""
     moment = datetime.fromtimestamp(epoch, UTC) if epoch is not None else datetime.now(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def write_json(path: Path, document: Any) -> None:
-    write_if_changed(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
 
 
 def write_if_changed(path: Path, text: str) -> bool:
@@ -319,25 +273,18 @@ def answered_copy(root: Path, wanted: str) -> bytes | None:
     return data if digest(data) == wanted else None
 
 
-def prune_answered(root: Path, referenced: Iterable[str]) -> None:
-    """Remove every blob no answer references (and leftovers of an interrupted write)."""
+def prune_answered(root: Path, gates: Mapping[str, object]) -> None:
+    """Remove every blob no answer in ``gates`` references, whatever the gate (and leftovers of an interrupted
+    write)."""
     store = _store(root)
     if store is None or not store.is_dir():
         return
-    wanted = set(referenced)
+    coverings = [entry.get("covered") if isinstance(entry, dict) else None for entry in gates.values()]
+    wanted = {value for covered in coverings if isinstance(covered, dict) for value in covered.values()
+              if isinstance(value, str)}
     for entry in sorted(store.iterdir()):
         if entry.name not in wanted and (entry.is_file() or entry.is_symlink()):
             entry.unlink(missing_ok=True)
-
-
-def answered_referenced(gates: Mapping[str, object]) -> set[str]:
-    """Every digest the ledger's answers record, whatever the gate."""
-    found: set[str] = set()
-    for entry in gates.values():
-        covered = entry.get("covered") if isinstance(entry, dict) else None
-        if isinstance(covered, dict):
-            found.update(value for value in covered.values() if isinstance(value, str))
-    return found
 
 
 def _text(root: Path) -> str | None:
@@ -455,11 +402,12 @@ class CourseState:
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
     """Held by every read-modify-write of the ledger and every pipeline write: a record landing between a
     checkpoint's snapshot and its dropping the journal would be lost."""
-    _hashes: FileHashes = field(init=False, repr=False, compare=False)
+    _known: dict[str, str | None] | None = field(default=None, init=False, repr=False, compare=False)
+    """path -> its file's hash (None: no file), after ``hash_once``; updated by this state's own writes and moves
+    (only for the course's one writer: it holds the course lock)."""
     _made_from: dict[str, tuple[list[str], str | None]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self._hashes = FileHashes(self.root)
         self.graph = self._graph
 
     @property
@@ -483,7 +431,8 @@ class CourseState:
         """Hash each file at most once from now on (the caller holds the course lock): rehashed at every
         status, a build grew as n^1.75."""
         with self._lock:
-            self._hashes.once()
+            if self._known is None:
+                self._known = {}
 
     def current_hash(self, path: str) -> str | None:
         if path == BRIEF:
@@ -491,7 +440,21 @@ class CourseState:
                 self._brief_digest = (self.brief, brief_hash(self.brief))
             return self._brief_digest[1]
         with self._lock:  # no wave thread's write lands between reading a file and remembering it
-            return self._hashes.of(path)
+            if self._known is not None and path in self._known:
+                return self._known[path]
+            found = None
+            if (self.root / path).is_file():  # read in blocks: any file a person put there costs a block of memory
+                with open(self.root / path, "rb") as handle:
+                    found = hashlib.file_digest(handle, "sha256").hexdigest()[:16]
+            if self._known is not None:
+                self._known[path] = found
+            return found
+
+    def _moving(self, paths: Iterable[str]) -> None:
+        """``paths`` are about to change: the next ask reads them (an interrupt leaves nothing stale)."""
+        if self._known is not None:
+            for path in paths:
+                self._known.pop(path, None)
 
     def ledger(self) -> dict[str, Any]:
         """hashes.json, with what the journal recorded since it was last written."""
@@ -532,10 +495,11 @@ class CourseState:
             self._pending = [entries]  # until every rename is done (an interrupt leaves it to _settle)
             append_journal(self.root / JOURNAL, entries)
             self._dirty = True
-            self._hashes.moving(files)
+            self._moving(files)
             for path, text in files.items():
                 write_if_changed(self.root / path, text)
-                self._hashes.wrote(path, intended[path])
+                if self._known is not None:  # the bytes just written, not read back
+                    self._known[path] = intended[path]
             ledger.update(entries)
             self._pending = []
             return True
@@ -588,11 +552,6 @@ class CourseState:
         if self.sources is None or path not in self._made_from:
             return {}
         return self.sources.of(self._made_from[path][1])
-
-    def forget(self, paths: list[str]) -> None:
-        with self._lock:
-            ledger = {p: entry for p, entry in self.ledger().items() if p not in paths}
-            self._write_ledger(ledger)
 
     def _write_ledger(self, ledger: dict[str, Any]) -> None:
         with self._lock:
@@ -653,9 +612,12 @@ class CourseState:
 
     def orphans(self) -> list[str]:
         """Files under modules/ in no lesson of the curriculum (dot names skipped, links not followed), sorted."""
-        top = self.root / "modules"
-        known = set(self.graph)
-        return sorted(p for p in _files_under(top, self.root) if p not in known)
+        known, found = set(self.graph), []
+        for current, dirnames, filenames in os.walk(self.root / "modules"):  # none when it is not a directory
+            dirnames[:] = [name for name in dirnames if not name.startswith(".")]
+            base = Path(current).relative_to(self.root).as_posix()
+            found += [f"{base}/{name}" for name in filenames if not name.startswith(".")]
+        return sorted(path for path in found if path not in known)
 
     def retire(self, run_id: str) -> list[str]:
         """Move every orphan into .state/retired/<run_id>/ (never delete); returns them."""
@@ -663,7 +625,7 @@ class CourseState:
         places = {path: retired_place(self.root, f"{run_id}/{path}") for path in self.orphans()}  # all, first
         for path, target in places.items():
             with self._lock, placed(self.root / path) as (src, old), placed(target) as (dst, new):
-                self._hashes.moving([path])  # moved by directory, never through a link planted meanwhile
+                self._moving([path])  # moved by directory, never through a link planted meanwhile
                 os.replace(old, new, **at(src, "src_dir_fd"), **at(dst, "dst_dir_fd"))
             moved.append(path)
         for directory in sorted({(self.root / p).parent for p in moved}, key=lambda d: -len(d.parts)):
@@ -671,7 +633,8 @@ class CourseState:
                 directory.rmdir()  # an empty module directory left behind, not a file
                 directory = directory.parent
         if moved:
-            self.forget(moved)
+            with self._lock:
+                self._write_ledger({p: entry for p, entry in self.ledger().items() if p not in moved})
         return moved
 
     def project_statuses(self, manifest: CourseManifest) -> bool:
@@ -752,20 +715,10 @@ class CourseState:
             if edited:
                 self.record(edited)
                 self.checkpoint()
-        write_json(self.root / GATES_FILE, {"version": 1, "gates": dict(sorted(gates.items()))})
-        prune_answered(self.root, answered_referenced(gates))
+        document = {"version": 1, "gates": dict(sorted(gates.items()))}
+        write_if_changed(self.root / GATES_FILE, json.dumps(document, indent=2, sort_keys=True) + "\n")
+        prune_answered(self.root, gates)
         return not_kept
-
-
-def _files_under(top: Path, root: Path) -> Iterator[str]:
-    if not top.is_dir():
-        return
-    for current, dirnames, filenames in os.walk(top):
-        dirnames[:] = sorted(name for name in dirnames if not name.startswith("."))
-        base = Path(current).relative_to(root).as_posix()
-        for name in sorted(filenames):
-            if not name.startswith("."):
-                yield f"{base}/{name}"
 
 
 def plans_on_disk(root: Path, curriculum: Curriculum) -> dict[str, LessonPlan]:
@@ -922,12 +875,17 @@ def diff_of(path: str, before: str, after: str) -> str:
                                         f"a/{path}", f"b/{path}"))
 
 
-def current_text(course: CourseState, path: str) -> str:
-    """The file as it is now, through the bounded reader (a link or special file reads as nothing)."""
+def stored_text(file: Path) -> str | None:
+    """A file's text through the bounded reader; None when it cannot be read (a link, a special file)."""
     try:
-        return read_stored(course.root / path).decode("utf-8", "replace")
+        return read_stored(file).decode("utf-8", "replace")
     except (Damaged, OSError):
-        return ""
+        return None
+
+
+def current_text(course: CourseState, path: str) -> str:
+    """The course file as it is now ('' when it cannot be read)."""
+    return stored_text(course.root / path) or ""
 
 
 LINE_CHARS = 200
@@ -952,12 +910,6 @@ def not_kept(entry: object, files: Collection[str]) -> tuple[tuple[str, str], ..
         return ()
     return tuple((path, one_line(why)) for path, why in sorted(recorded.items(), key=lambda item: str(item[0]))
                  if path in files and isinstance(why, str))
-
-
-def not_kept_lines(gate: str, reasons: Collection[tuple[str, str]]) -> list[str]:
-    """One line per file the answer at ``gate`` could not keep, saying what that costs."""
-    return [f"{path}: not kept for the {gate} gate's review page, so a later change to it shows no diff: {why}"
-            for path, why in reasons]
 
 
 @dataclass(frozen=True)
