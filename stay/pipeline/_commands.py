@@ -139,19 +139,15 @@ def open_course(root: Path, sources: Sources, settings: Settings, stages: tuple[
     if curriculum_path.is_file():
         curriculum = load(curriculum_path, Curriculum)
         # before the graph: its edges, and so every command's work, grow faster than the curriculum
-        check_curriculum_size(curriculum, house_data(settings), os.fspath(curriculum_path))
+        try:  # the run's house style; the packaged one when its data directory cannot be read (the validator says so)
+            house = HouseData.load(settings.resolved_data_dir())
+        except StayError:
+            house = HouseData.load(packaged_data_dir())
+        check_curriculum_size(curriculum, house, os.fspath(curriculum_path))
         state.graph = artefact_graph(curriculum, plans_on_disk(root, curriculum), stages,
                                      derived_files(stages, lambda path: (root / path).is_file(),
                                                    lambda path: load(root / path)))
     return state
-
-
-def house_data(settings: Settings) -> HouseData:
-    """The run's house style; the packaged one when its data directory cannot be read (the validator says so)."""
-    try:
-        return HouseData.load(settings.resolved_data_dir())
-    except StayError:
-        return HouseData.load(packaged_data_dir())
 
 
 def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "courses",
@@ -276,31 +272,26 @@ def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
         return _with_proposals(Statuses(state.statuses()), state, slug, courses_dir)
 
 
-def _set_aside_damaged(path: Path, section: str) -> None:
-    """A damaged gates.json cannot be rebuilt (approvals are a person's): it moves to .state/retired/."""
-    try:
-        read_ledger(path, section)
-    except EnvironmentProblem:
-        target = _unused(path.parent.parent, path.name)
-        with placed(path) as (src, old), placed(target) as (dst, new):  # never through a link planted meanwhile
-            os.replace(old, new, **at(src, "src_dir_fd"), **at(dst, "dst_dir_fd"))
-        print_progress(f"{path} was damaged: moved to {target}; answer the gates again")
-
-
 SET_ASIDE_LIMIT = 100
 """How many damaged copies of one file adopting keeps aside before it asks for room."""
 
 
-def _unused(root: Path, name: str) -> Path:
-    """The first free place under .state/retired/ for a damaged ``name``: an earlier copy holds a person's
-    approvals too, so it is never overwritten."""
-    stem, dot, suffix = name.partition(".")
-    for n in range(1, SET_ASIDE_LIMIT + 1):
-        target = retired_place(root, f"damaged-{stem}{'' if n == 1 else f'-{n}'}{dot}{suffix}")
-        if not os.path.lexists(target):
-            return target
-    raise EnvironmentProblem(f"{root / RETIRED} already keeps {SET_ASIDE_LIMIT} damaged copies of {name}: move "
-                             "the ones you no longer need out of it and run the command again", path=root / RETIRED)
+def _set_aside_damaged(path: Path, section: str) -> None:
+    """A damaged gates.json cannot be rebuilt (approvals are a person's): it moves to the first free place under
+    .state/retired/ (an earlier copy holds a person's approvals too, so it is never overwritten)."""
+    try:
+        read_ledger(path, section)
+    except EnvironmentProblem:
+        root, (stem, dot, suffix) = path.parent.parent, path.name.partition(".")
+        target = next((place for n in range(1, SET_ASIDE_LIMIT + 1) if not os.path.lexists(
+            place := retired_place(root, f"damaged-{stem}{'' if n == 1 else f'-{n}'}{dot}{suffix}"))), None)
+        if target is None:
+            raise EnvironmentProblem(f"{root / RETIRED} already keeps {SET_ASIDE_LIMIT} damaged copies of {path.name}: "
+                                     "move the ones you no longer need out of it and run the command again",
+                                     path=root / RETIRED) from None
+        with placed(path) as (src, old), placed(target) as (dst, new):  # never through a link planted meanwhile
+            os.replace(old, new, **at(src, "src_dir_fd"), **at(dst, "dst_dir_fd"))
+        print_progress(f"{path} was damaged: moved to {target}; answer the gates again")
 
 
 @dataclass(frozen=True)

@@ -205,26 +205,16 @@ def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.Pa
                     progress=lambda _line: None, review=review)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    counter = _counter(chosen) if claude else None
-    pace = _words_per_minute(chosen)
+    # the Claude backend whose client counts tokens, when a credential is set
+    found = backend_from(chosen.replace(backend="anthropic")) if claude and (chosen.api_key or chosen.auth_token) \
+        else None
+    counter = found if isinstance(found, AnthropicBackend) else None
+    # a real lesson's prose words per planned minute: the middle of house style's band, read as the validator does
+    data = HouseData.load(chosen.resolved_data_dir())
+    pace = (float(data["prose.min_words_per_minute"]) + float(data["prose.max_words_per_minute"])) / 2
     calls = [_call(request, model, screen, chosen, counter, pace, rooms) for request, model, screen in recorder.calls]
     return _priced(calls, "the token-counting endpoint" if counter is not None else "characters/4", batch,
                    prices, claude)
-
-
-def _words_per_minute(settings: Settings) -> float:
-    """A real lesson's prose words per planned minute: the middle of house style's band, read as the
-    validator reads it."""
-    data = HouseData.load(settings.resolved_data_dir())
-    return (float(data["prose.min_words_per_minute"]) + float(data["prose.max_words_per_minute"])) / 2
-
-
-def _counter(settings: Settings) -> AnthropicBackend | None:
-    """The Claude backend whose client counts tokens, when a credential is set."""
-    if not (settings.api_key or settings.auth_token):
-        return None
-    backend = backend_from(settings.replace(backend="anthropic"))
-    return backend if isinstance(backend, AnthropicBackend) else None
 
 
 def _counted(counter: AnthropicBackend, params: dict[str, Any], role: str) -> int:
@@ -247,13 +237,6 @@ def _counted(counter: AnthropicBackend, params: dict[str, Any], role: str) -> in
     return counted
 
 
-def _texts(params: dict[str, Any]) -> list[tuple[str, bool]]:
-    """Every text block in cache order (system, then the user message), and whether it is a breakpoint."""
-    content = params["messages"][0]["content"]
-    blocks = list(params["system"]) + ([{"text": content}] if isinstance(content, str) else list(content))
-    return [(block["text"], bool(block.get("cache_control"))) for block in blocks]
-
-
 def _call(request: ModelRequest, model: str, screen: bool, settings: Settings,
           counter: AnthropicBackend | None, pace: float, rooms: RequestCache | None = None) -> Call:
     thinking = SCREENING if screen else THINKING.get(request.role)
@@ -263,7 +246,10 @@ def _call(request: ModelRequest, model: str, screen: bool, settings: Settings,
     if known is not None and min(known, OUTPUT_LIMIT - think) > params["max_tokens"] - think:
         # an earlier run's answer was cut off: the Claude backend asks at its retry's room at once
         params = request_params(request, model, thinking, answer_tokens=min(known, OUTPUT_LIMIT - think))
-    texts = _texts(params)
+    # every text block in cache order (system, then the user message), and whether it is a breakpoint
+    content = params["messages"][0]["content"]
+    blocks = list(params["system"]) + ([{"text": content}] if isinstance(content, str) else list(content))
+    texts = [(block["text"], bool(block.get("cache_control"))) for block in blocks]
     sizes = [max(1, len(text) // CHARS_PER_TOKEN) for text, _mark in texts]
     counted = sum(sizes)
     if counter is not None:
