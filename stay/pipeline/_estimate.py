@@ -297,11 +297,8 @@ def _strings(data: Any) -> list[str]:
     """Every string in a JSON value, at any depth."""
     if isinstance(data, str):
         return [data]
-    if isinstance(data, dict):
-        return [found for value in data.values() for found in _strings(value)]
-    if isinstance(data, list):
-        return [found for value in data for found in _strings(value)]
-    return []
+    values = data.values() if isinstance(data, dict) else data if isinstance(data, list) else []
+    return [found for value in values for found in _strings(value)]
 
 
 def _priced(calls: Sequence[Call], counted_by: str, batch: bool = False,

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import takewhile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from stay.artefacts import (
     Artefact,
@@ -45,6 +45,7 @@ BRIEF = "brief"
 """The pseudo-artefact for the brief (held in course.yaml)."""
 GLOSSARY = "glossary.yaml"
 """The one artefact no stage writes: merged from the plans after the wave."""
+A = TypeVar("A", bound=Artefact)
 
 
 def norm_term(term: str) -> str:
@@ -63,13 +64,10 @@ class LessonPlace:
     def id(self) -> str:
         return self.lesson.id
 
-    @property
-    def directory(self) -> str:
-        return module_dir(self.module)  # the course reader's layout, shared with the scorers and viewer
-
     def path(self, name: str) -> str:
-        """A file of this lesson, from a stage's output pattern (``{lesson}.md``)."""
-        return f"{self.directory}/{name.format(lesson=self.lesson.id)}"
+        """A file of this lesson, from a stage's output pattern (``{lesson}.md``), in its module's directory (the
+        course reader's layout, shared with the scorers and viewer)."""
+        return f"{module_dir(self.module)}/{name.format(lesson=self.lesson.id)}"
 
 
 @dataclass(frozen=True)
@@ -146,12 +144,14 @@ class RunReader:
         loaded: Artefact = self._files.load(path, artefact_type(path))
         return loaded
 
-    def curriculum(self) -> Curriculum | None:
-        if not self.exists("curriculum.yaml"):
-            return None
-        loaded = self.load("curriculum.yaml")
-        assert isinstance(loaded, Curriculum)
+    def load_as(self, path: str, kind: type[A]) -> A:
+        """``load``, of the kind its name makes it."""
+        loaded = self.load(path)
+        assert isinstance(loaded, kind)
         return loaded
+
+    def curriculum(self) -> Curriculum | None:
+        return self.load_as("curriculum.yaml", Curriculum) if self.exists("curriculum.yaml") else None
 
     @property
     def layout(self) -> CourseLayout:
@@ -170,9 +170,7 @@ class RunReader:
         for place in self.layout.lessons():
             path = self.layout.plan_path(place)
             if self.exists(path):
-                plan = self.load(path)
-                assert isinstance(plan, LessonPlan)
-                found[place.id] = plan
+                found[place.id] = self.load_as(path, LessonPlan)
         self._plans = found
         return found
 
@@ -235,17 +233,13 @@ def input_value(source: Source, unit: Unit, reader: RunReader) -> Any:
             raise PipelineError("this run has no brief to give the stage")
         return reader.brief
     if source is RunningExample:
-        example = reader.load(CourseExample.FILE)
-        assert isinstance(example, CourseExample)
-        return example.running()
+        return reader.load_as(CourseExample.FILE, CourseExample).running()
     if isinstance(source, ModuleIdInput):
         return _module(unit).id
     if isinstance(source, DataFilesInput):
         return _data_files(source, _place(unit), reader)
     if isinstance(source, LessonOutcomesInput):
-        outcomes = reader.load(Outcomes.FILE)
-        assert isinstance(outcomes, Outcomes)
-        return [o for o in outcomes.outcomes if o.lesson == _place(unit).id]
+        return [o for o in reader.load_as(Outcomes.FILE, Outcomes).outcomes if o.lesson == _place(unit).id]
     if isinstance(source, type) and source is not LessonPlan:
         file = lesson_file(source)
         return reader.load(_place(unit).path(file) if file else str(source.FILE))
@@ -278,8 +272,7 @@ def _data_files(source: DataFilesInput, place: LessonPlace, reader: RunReader) -
     """path -> the text of each data file the lesson's files name, cut at ``DATA_CHARS``."""
     if not reader.exists(CourseExample.FILE):
         return {}
-    example = reader.load(CourseExample.FILE)
-    assert isinstance(example, CourseExample)
+    example = reader.load_as(CourseExample.FILE, CourseExample)
     paths = [place.path(str(kind.FILE)) for kind in source.named_in]
     said = "".join(dump(reader.load(path)) for path in paths if reader.exists(path))
     return {file.path: file.text[:DATA_CHARS] for file in example.files if file.path in said}

@@ -509,11 +509,11 @@ class CourseState:
         with self._lock:
             cancelled.set()
 
-    def record(self, paths: list[str], revisions: Mapping[str, str] | None = None) -> None:
+    def record(self, paths: list[str]) -> None:
         """Record files as they are now, in the journal (hashes.json only at a checkpoint: a build stays linear)."""
         with self._lock:
             ledger = self.ledger()
-            entries = self._entries(paths, revisions, {})
+            entries = self._entries(paths, None, {})
             if entries:
                 append_journal(self.root / JOURNAL, entries)
                 ledger.update(entries)
