@@ -156,13 +156,6 @@ def ledger_text(ledger: Mapping[str, Any], screened: str | None, built: Mapping[
     return "\n".join(["{", '  "artefacts": {', ",\n".join(lines), "  },", *head, f'  "version": {VERSION}', "}", ""])
 
 
-def read_document(path: Path) -> dict[str, Any]:
-    """hashes.json as a mapping ({} when absent); a damaged one names ``stay adopt``."""
-    document = _ledger_document(path)
-    _section(document, path, "artefacts")  # refuses a damaged file, in one line
-    return document if isinstance(document, dict) else {}
-
-
 def append_journal(path: Path, entries: Mapping[str, Any]) -> None:
     """One journal line, written whole and synced; a line a killed run cut short is ended first, so the new
     line is not read as part of it."""
@@ -198,28 +191,26 @@ def journal_lines(path: Path) -> Iterator[dict[str, Any]]:
             yield record
 
 
-def read_ledger(path: Path, section: str) -> dict[str, Any]:
-    """``section`` of a ledger file ({} when absent); a damaged one names its way out, ``stay adopt``."""
-    return _section(_ledger_document(path), path, section)
-
-
-def _ledger_document(path: Path) -> Any:
-    """A ledger file's JSON, read bounded (a regular file, at most 16 MB, shallow); absent is {}."""
+def read_document(path: Path, section: str = "artefacts") -> dict[str, Any]:
+    """A ledger file's JSON, read bounded (a regular file, at most 16 MB, shallow), as a mapping ({} when absent);
+    one that is damaged, or whose ``section`` is not a mapping of entries, names its way out, ``stay adopt``."""
     if not os.path.lexists(path):
         return {}
     try:
-        return load_stored_json(path)
+        document = load_stored_json(path)
     except (Damaged, OSError) as exc:
         why = exc.reason if isinstance(exc, Damaged) else type(exc).__name__
         raise EnvironmentProblem(damaged_ledger(path, why), path=path) from None
-
-
-def _section(document: Any, path: Path, section: str) -> dict[str, Any]:
     part = document.get(section, {}) if isinstance(document, dict) else None
     if not isinstance(part, dict) or not all(isinstance(v, dict) for v in part.values()):
         raise EnvironmentProblem(damaged_ledger(path, f"'{section}' is not a mapping of entries"),
                                  path=path, field=section)
-    return part
+    return dict(document)
+
+
+def read_ledger(path: Path, section: str) -> dict[str, Any]:
+    """``section`` of a ledger file ({} when absent), checked as ``read_document`` checks it."""
+    return dict(read_document(path, section).get(section, {}))
 
 
 ANSWERED = f"{STATE}/answered"
