@@ -250,11 +250,8 @@ def _with_proposals(statuses: Statuses, state: CourseState, slug: str,
 def gate_status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
                 settings: Settings | None = None) -> dict[str, str]:
     state = open_course_named(slug, courses_dir, settings)
-    found = {}
-    for gate in GATE_NAMES:
-        holds, why = state.approval(gate)
-        found[gate] = "approved" if holds else why
-    return found
+    approvals = {gate: state.approval(gate) for gate in GATE_NAMES}
+    return {gate: "approved" if holds else why for gate, (holds, why) in approvals.items()}
 
 
 def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",

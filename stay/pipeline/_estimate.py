@@ -251,9 +251,7 @@ def _call(request: ModelRequest, model: str, screen: bool, settings: Settings,
     blocks = list(params["system"]) + ([{"text": content}] if isinstance(content, str) else list(content))
     texts = [(block["text"], bool(block.get("cache_control"))) for block in blocks]
     sizes = [max(1, len(text) // CHARS_PER_TOKEN) for text, _mark in texts]
-    counted = sum(sizes)
-    if counter is not None:
-        counted = _counted(counter, params, request.role)
+    counted = _counted(counter, params, request.role) if counter is not None else sum(sizes)
     # Keyed on the model and the prefix's text only (the API adds output format and effort): the low end is
     # the least the build could cost, so it does not count on that rule.
     prefixes = tuple((hashlib.sha256(json.dumps([model, [t for t, _m in texts[:i + 1]]]).encode()).hexdigest(),
