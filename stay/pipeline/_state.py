@@ -612,13 +612,12 @@ class CourseState:
 
     def retire(self, run_id: str) -> list[str]:
         """Move every orphan into .state/retired/<run_id>/ (never delete); returns them."""
-        moved = []
         places = {path: retired_place(self.root, f"{run_id}/{path}") for path in self.orphans()}  # all, first
         for path, target in places.items():
             with self._lock, placed(self.root / path) as (src, old), placed(target) as (dst, new):
                 self._moving([path])  # moved by directory, never through a link planted meanwhile
                 os.replace(old, new, **at(src, "src_dir_fd"), **at(dst, "dst_dir_fd"))
-            moved.append(path)
+        moved = list(places)
         for directory in sorted({(self.root / p).parent for p in moved}, key=lambda d: -len(d.parts)):
             while directory != self.root and directory.is_dir() and not any(directory.iterdir()):
                 directory.rmdir()  # an empty module directory left behind, not a file
