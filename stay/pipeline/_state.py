@@ -265,8 +265,7 @@ def answered_copy(root: Path, wanted: str) -> bytes | None:
 
 
 def prune_answered(root: Path, gates: Mapping[str, object]) -> None:
-    """Remove every blob no answer in ``gates`` references, whatever the gate (and leftovers of an interrupted
-    write)."""
+    """Remove every blob no answer in ``gates`` references (and leftovers of an interrupted write)."""
     store = _store(root)
     if store is None or not store.is_dir():
         return
