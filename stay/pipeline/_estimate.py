@@ -190,9 +190,8 @@ def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.Pa
         backend = default_backend(chosen, lambda _line: None)
         chosen, prices = with_backend_models(chosen, backend), prices_of(backend)
     recorder = _Recorder(screen_model=chosen.model("analysis"))
-    scratch = Path(tempfile.mkdtemp(prefix="stay-estimate-"))
     rooms = None
-    try:
+    with tempfile.TemporaryDirectory(prefix="stay-estimate-", ignore_cleanup_errors=True) as scratch:
         if not isinstance(target, Brief) and not Path(target).is_file():  # a slug: rebuild a copy of it
             where = Path(courses_dir) / os.fspath(target)
             if not (where / "course.yaml").is_file():  # said here, or the error would name the scratch copy
@@ -200,11 +199,9 @@ def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.Pa
                                  f"brief file {os.fspath(target)}; give a brief YAML file or a course's slug")
             rooms = RequestCache(where / ".runs" / "cache") if claude else None  # what the Claude backend reads
             # the runs' logs and request cache stay behind: an offline build reads neither
-            shutil.copytree(where, scratch / where.name, ignore=shutil.ignore_patterns(".runs"))
+            shutil.copytree(where, Path(scratch) / where.name, ignore=shutil.ignore_patterns(".runs"))
         run_command("build", target, courses_dir=scratch, yes=True, settings=chosen, backend=recorder,
                     progress=lambda _line: None, review=review)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     # the Claude backend whose client counts tokens, when a credential is set
     found = backend_from(chosen.replace(backend="anthropic")) if claude and (chosen.api_key or chosen.auth_token) \
         else None

@@ -629,10 +629,9 @@ class CourseState:
     def project_statuses(self, manifest: CourseManifest) -> bool:
         """Write course.yaml's ``artefacts`` map, a projection of the derived statuses (an ``edited`` file is
         current unless its inputs changed too)."""
-        projected: dict[str, Literal["missing", "current", "stale"]] = {}
-        for path in artefact_paths(self.graph):
-            state, why = self.status(path)
-            projected[path] = ("stale" if why else "current") if state == "edited" else state  # type: ignore[assignment]
+        statuses = {path: self.status(path) for path in artefact_paths(self.graph)}
+        projected = {path: ("stale" if why else "current") if state == "edited" else state
+                     for path, (state, why) in statuses.items()}
         updated = manifest.model_copy(update={"artefacts": projected})
         return write_if_changed(self.root / "course.yaml", dump(updated))
 
@@ -680,12 +679,9 @@ class CourseState:
 
     def unready(self, gate: str) -> list[str]:
         """Covered files a person cannot sign yet: missing or stale (an edited one can be signed)."""
-        found = []
-        for path in self.covered(gate):
-            state, why = self.status(path)
-            if state == "missing" or why:
-                found.append(f"{path} ({state}{' <- ' + ', '.join(why) if why else ''})")
-        return found
+        statuses = {path: self.status(path) for path in self.covered(gate)}
+        return [f"{path} ({state}{' <- ' + ', '.join(why) if why else ''})" for path, (state, why) in statuses.items()
+                if state == "missing" or why]
 
     def answer(self, gate: str, *, approved: bool, by: str, note: str = "",
                accept_edits: bool = True) -> dict[str, str]:
