@@ -164,15 +164,11 @@ class RunReader:
 
     def plans(self) -> dict[str, LessonPlan]:
         """Every plan on disk, by lesson id (read again only after the run wrote one)."""
-        if self._plans is not None:
-            return self._plans
-        found: dict[str, LessonPlan] = {}
-        for place in self.layout.lessons():
-            path = self.layout.plan_path(place)
-            if self.exists(path):
-                found[place.id] = self.load_as(path, LessonPlan)
-        self._plans = found
-        return found
+        if self._plans is None:
+            layout = self.layout
+            self._plans = {place.id: self.load_as(path, LessonPlan) for place in layout.lessons()
+                           if self.exists(path := layout.plan_path(place))}
+        return self._plans
 
     def wrote(self, paths: Iterable[str]) -> None:
         """The run wrote ``paths``: the plans are read again if one is a plan or the curriculum."""

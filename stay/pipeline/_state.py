@@ -708,12 +708,8 @@ class CourseState:
 
 def plans_on_disk(root: Path, curriculum: Curriculum) -> dict[str, LessonPlan]:
     layout = CourseLayout(curriculum)
-    found: dict[str, LessonPlan] = {}
-    for place in layout.lessons():
-        path = root / layout.plan_path(place)
-        if path.is_file():
-            found[place.id] = load(path, LessonPlan)
-    return found
+    return {place.id: load(path, LessonPlan) for place in layout.lessons()
+            if (path := root / layout.plan_path(place)).is_file()}
 
 
 def load_manifest(root: Path) -> CourseManifest:
