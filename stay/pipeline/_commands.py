@@ -36,10 +36,10 @@ from stay.pipeline._state import (
     digest,
     load_manifest,
     not_kept,
-    not_kept_lines,
     plans_on_disk,
     read_ledger,
     retired_place,
+    stored_text,
     waiting_proposals,
 )
 from stay.pipeline._trace import Progress, default_progress, print_progress
@@ -139,19 +139,15 @@ def open_course(root: Path, sources: Sources, settings: Settings, stages: tuple[
     if curriculum_path.is_file():
         curriculum = load(curriculum_path, Curriculum)
         # before the graph: its edges, and so every command's work, grow faster than the curriculum
-        check_curriculum_size(curriculum, house_data(settings), os.fspath(curriculum_path))
+        try:  # the run's house style; the packaged one when its data directory cannot be read (the validator says so)
+            house = HouseData.load(settings.resolved_data_dir())
+        except StayError:
+            house = HouseData.load(packaged_data_dir())
+        check_curriculum_size(curriculum, house, os.fspath(curriculum_path))
         state.graph = artefact_graph(curriculum, plans_on_disk(root, curriculum), stages,
                                      derived_files(stages, lambda path: (root / path).is_file(),
                                                    lambda path: load(root / path)))
     return state
-
-
-def house_data(settings: Settings) -> HouseData:
-    """The run's house style; the packaged one when its data directory cannot be read (the validator says so)."""
-    try:
-        return HouseData.load(settings.resolved_data_dir())
-    except StayError:
-        return HouseData.load(packaged_data_dir())
 
 
 def approve(slug: str, gate: str, *, courses_dir: str | os.PathLike[str] = "courses",
@@ -195,7 +191,8 @@ class Answered(tuple[Defect, ...]):
 
     def lines(self) -> list[str]:
         """One line per file not kept (none when every file was)."""
-        return not_kept_lines(self.gate, self.not_kept)
+        return [f"{path}: not kept for the {self.gate} gate's review page, so a later change to it shows no diff: "
+                f"{why}" for path, why in self.not_kept]
 
     def __getnewargs__(self) -> tuple[tuple[Defect, ...], str, tuple[tuple[str, str], ...]]:
         # what __new__ takes, so pickle, copy and deepcopy make an Answered again
@@ -253,11 +250,8 @@ def _with_proposals(statuses: Statuses, state: CourseState, slug: str,
 def gate_status(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
                 settings: Settings | None = None) -> dict[str, str]:
     state = open_course_named(slug, courses_dir, settings)
-    found = {}
-    for gate in GATE_NAMES:
-        holds, why = state.approval(gate)
-        found[gate] = "approved" if holds else why
-    return found
+    approvals = {gate: state.approval(gate) for gate in GATE_NAMES}
+    return {gate: "approved" if holds else why for gate, (holds, why) in approvals.items()}
 
 
 def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
@@ -275,31 +269,26 @@ def adopt(slug: str, *, courses_dir: str | os.PathLike[str] = "courses",
         return _with_proposals(Statuses(state.statuses()), state, slug, courses_dir)
 
 
-def _set_aside_damaged(path: Path, section: str) -> None:
-    """A damaged gates.json cannot be rebuilt (approvals are a person's): it moves to .state/retired/."""
-    try:
-        read_ledger(path, section)
-    except EnvironmentProblem:
-        target = _unused(path.parent.parent, path.name)
-        with placed(path) as (src, old), placed(target) as (dst, new):  # never through a link planted meanwhile
-            os.replace(old, new, **at(src, "src_dir_fd"), **at(dst, "dst_dir_fd"))
-        print_progress(f"{path} was damaged: moved to {target}; answer the gates again")
-
-
 SET_ASIDE_LIMIT = 100
 """How many damaged copies of one file adopting keeps aside before it asks for room."""
 
 
-def _unused(root: Path, name: str) -> Path:
-    """The first free place under .state/retired/ for a damaged ``name``: an earlier copy holds a person's
-    approvals too, so it is never overwritten."""
-    stem, dot, suffix = name.partition(".")
-    for n in range(1, SET_ASIDE_LIMIT + 1):
-        target = retired_place(root, f"damaged-{stem}{'' if n == 1 else f'-{n}'}{dot}{suffix}")
-        if not os.path.lexists(target):
-            return target
-    raise EnvironmentProblem(f"{root / RETIRED} already keeps {SET_ASIDE_LIMIT} damaged copies of {name}: move "
-                             "the ones you no longer need out of it and run the command again", path=root / RETIRED)
+def _set_aside_damaged(path: Path, section: str) -> None:
+    """A damaged gates.json cannot be rebuilt (approvals are a person's): it moves to the first free place under
+    .state/retired/ (an earlier copy holds a person's approvals too, so it is never overwritten)."""
+    try:
+        read_ledger(path, section)
+    except EnvironmentProblem:
+        root, (stem, dot, suffix) = path.parent.parent, path.name.partition(".")
+        target = next((place for n in range(1, SET_ASIDE_LIMIT + 1) if not os.path.lexists(
+            place := retired_place(root, f"damaged-{stem}{'' if n == 1 else f'-{n}'}{dot}{suffix}"))), None)
+        if target is None:
+            raise EnvironmentProblem(f"{root / RETIRED} already keeps {SET_ASIDE_LIMIT} damaged copies of {path.name}: "
+                                     "move the ones you no longer need out of it and run the command again",
+                                     path=root / RETIRED) from None
+        with placed(path) as (src, old), placed(target) as (dst, new):  # never through a link planted meanwhile
+            os.replace(old, new, **at(src, "src_dir_fd"), **at(dst, "dst_dir_fd"))
+        print_progress(f"{path} was damaged: moved to {target}; answer the gates again")
 
 
 @dataclass(frozen=True)
@@ -393,9 +382,9 @@ def _changes(state: CourseState, covered: tuple[str, ...], recorded: dict[str, o
             kept, earlier = f"{ANSWERED}/{was}", blob.decode("utf-8", "replace")
         elif was is not None:
             kept = _kept_copy(state.root, path, was)
-            earlier = _stored_text(state.root / kept) if kept is not None else None
+            earlier = stored_text(state.root / kept) if kept is not None else None
         if earlier is not None:
-            text = _stored_text(state.root / path) if now is not None else ""
+            text = stored_text(state.root / path) if now is not None else ""
         found.append(Change(path, was, now, earlier, kept, text))
     return found
 
@@ -416,10 +405,3 @@ def _kept_copy(root: Path, path: str, wanted: str) -> str | None:
             except (Damaged, OSError):
                 continue
     return None
-
-
-def _stored_text(path: Path) -> str | None:
-    try:
-        return read_stored(path).decode("utf-8", "replace")
-    except (Damaged, OSError):
-        return None

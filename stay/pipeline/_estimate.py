@@ -150,13 +150,13 @@ class Estimate:
         priced = "at the batch price for the wave" if self.batch else "at the live price"
         retried = sum(s.retries for s in self.stages)
         said = [f"estimate: {plural(sum(s.calls for s in self.stages), 'call')}, "
-                f"expected {_dollars(self.expected, self.unpriced)} "
-                f"(range {_range(self.low, self.high, self.unpriced)}), {priced}",
+                f"expected {_dollars(self.unpriced, self.expected)} "
+                f"(range {_dollars(self.unpriced, self.low, self.high)}), {priced}",
                 f"{'stage':12} {'calls':>5} {'input':>9} {'output expected':>15} {'output max':>10}  "
                 "expected (range)"]
         for s in self.stages:
             said.append(f"{s.stage:12} {s.calls:5} {s.input_tokens:9} {s.expected_output:15} {s.max_output:10}  "
-                        f"{_dollars(s.expected, self.unpriced)} ({_range(s.low, s.high, self.unpriced)})")
+                        f"{_dollars(self.unpriced, s.expected)} ({_dollars(self.unpriced, s.low, s.high)})")
         said.append("expected: answers at a real model's length, a quarter of the thinking room, the cache as the "
                     "API keys it; low: offline-sized answers, no thinking, every prefix shared; high: no cache read, "
                     "every answer at the max_tokens it is sent with, and once more at twice the room where it is "
@@ -170,14 +170,9 @@ def _total(values: Any) -> float | None:
     return None if any(v is None for v in found) else sum(found)
 
 
-def _range(low: float | None, high: float | None, unpriced: frozenset[str]) -> str:
-    if low is None or high is None:
-        return describe_cost(None, set(unpriced))
-    return f"${low:.4f} to ${high:.4f}"
-
-
-def _dollars(value: float | None, unpriced: frozenset[str]) -> str:
-    return describe_cost(None, set(unpriced)) if value is None else f"${value:.4f}"
+def _dollars(unpriced: frozenset[str], *values: float | None) -> str:
+    """``values`` in dollars, joined by "to" (a range); unknown when one is."""
+    return describe_cost(None, unpriced) if None in values else " to ".join(f"${value:.4f}" for value in values)
 
 
 def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.PathLike[str] = "courses",
@@ -195,9 +190,8 @@ def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.Pa
         backend = default_backend(chosen, lambda _line: None)
         chosen, prices = with_backend_models(chosen, backend), prices_of(backend)
     recorder = _Recorder(screen_model=chosen.model("analysis"))
-    scratch = Path(tempfile.mkdtemp(prefix="stay-estimate-"))
     rooms = None
-    try:
+    with tempfile.TemporaryDirectory(prefix="stay-estimate-", ignore_cleanup_errors=True) as scratch:
         if not isinstance(target, Brief) and not Path(target).is_file():  # a slug: rebuild a copy of it
             where = Path(courses_dir) / os.fspath(target)
             if not (where / "course.yaml").is_file():  # said here, or the error would name the scratch copy
@@ -205,31 +199,19 @@ def estimate(target: Brief | str | os.PathLike[str], *, courses_dir: str | os.Pa
                                  f"brief file {os.fspath(target)}; give a brief YAML file or a course's slug")
             rooms = RequestCache(where / ".runs" / "cache") if claude else None  # what the Claude backend reads
             # the runs' logs and request cache stay behind: an offline build reads neither
-            shutil.copytree(where, scratch / where.name, ignore=shutil.ignore_patterns(".runs"))
+            shutil.copytree(where, Path(scratch) / where.name, ignore=shutil.ignore_patterns(".runs"))
         run_command("build", target, courses_dir=scratch, yes=True, settings=chosen, backend=recorder,
                     progress=lambda _line: None, review=review)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    counter = _counter(chosen) if claude else None
-    pace = _words_per_minute(chosen)
+    # the Claude backend whose client counts tokens, when a credential is set
+    found = backend_from(chosen.replace(backend="anthropic")) if claude and (chosen.api_key or chosen.auth_token) \
+        else None
+    counter = found if isinstance(found, AnthropicBackend) else None
+    # a real lesson's prose words per planned minute: the middle of house style's band, read as the validator does
+    data = HouseData.load(chosen.resolved_data_dir())
+    pace = (float(data["prose.min_words_per_minute"]) + float(data["prose.max_words_per_minute"])) / 2
     calls = [_call(request, model, screen, chosen, counter, pace, rooms) for request, model, screen in recorder.calls]
     return _priced(calls, "the token-counting endpoint" if counter is not None else "characters/4", batch,
                    prices, claude)
-
-
-def _words_per_minute(settings: Settings) -> float:
-    """A real lesson's prose words per planned minute: the middle of house style's band, read as the
-    validator reads it."""
-    data = HouseData.load(settings.resolved_data_dir())
-    return (float(data["prose.min_words_per_minute"]) + float(data["prose.max_words_per_minute"])) / 2
-
-
-def _counter(settings: Settings) -> AnthropicBackend | None:
-    """The Claude backend whose client counts tokens, when a credential is set."""
-    if not (settings.api_key or settings.auth_token):
-        return None
-    backend = backend_from(settings.replace(backend="anthropic"))
-    return backend if isinstance(backend, AnthropicBackend) else None
 
 
 def _counted(counter: AnthropicBackend, params: dict[str, Any], role: str) -> int:
@@ -252,13 +234,6 @@ def _counted(counter: AnthropicBackend, params: dict[str, Any], role: str) -> in
     return counted
 
 
-def _texts(params: dict[str, Any]) -> list[tuple[str, bool]]:
-    """Every text block in cache order (system, then the user message), and whether it is a breakpoint."""
-    content = params["messages"][0]["content"]
-    blocks = list(params["system"]) + ([{"text": content}] if isinstance(content, str) else list(content))
-    return [(block["text"], bool(block.get("cache_control"))) for block in blocks]
-
-
 def _call(request: ModelRequest, model: str, screen: bool, settings: Settings,
           counter: AnthropicBackend | None, pace: float, rooms: RequestCache | None = None) -> Call:
     thinking = SCREENING if screen else THINKING.get(request.role)
@@ -268,11 +243,12 @@ def _call(request: ModelRequest, model: str, screen: bool, settings: Settings,
     if known is not None and min(known, OUTPUT_LIMIT - think) > params["max_tokens"] - think:
         # an earlier run's answer was cut off: the Claude backend asks at its retry's room at once
         params = request_params(request, model, thinking, answer_tokens=min(known, OUTPUT_LIMIT - think))
-    texts = _texts(params)
+    # every text block in cache order (system, then the user message), and whether it is a breakpoint
+    content = params["messages"][0]["content"]
+    blocks = list(params["system"]) + ([{"text": content}] if isinstance(content, str) else list(content))
+    texts = [(block["text"], bool(block.get("cache_control"))) for block in blocks]
     sizes = [max(1, len(text) // CHARS_PER_TOKEN) for text, _mark in texts]
-    counted = sum(sizes)
-    if counter is not None:
-        counted = _counted(counter, params, request.role)
+    counted = _counted(counter, params, request.role) if counter is not None else sum(sizes)
     # Keyed on the model and the prefix's text only (the API adds output format and effort): the low end is
     # the least the build could cost, so it does not count on that rule.
     prefixes = tuple((hashlib.sha256(json.dumps([model, [t for t, _m in texts[:i + 1]]]).encode()).hexdigest(),
@@ -316,11 +292,8 @@ def _strings(data: Any) -> list[str]:
     """Every string in a JSON value, at any depth."""
     if isinstance(data, str):
         return [data]
-    if isinstance(data, dict):
-        return [found for value in data.values() for found in _strings(value)]
-    if isinstance(data, list):
-        return [found for value in data for found in _strings(value)]
-    return []
+    values = data.values() if isinstance(data, dict) else data if isinstance(data, list) else []
+    return [found for value in values for found in _strings(value)]
 
 
 def _priced(calls: Sequence[Call], counted_by: str, batch: bool = False,
@@ -331,20 +304,14 @@ def _priced(calls: Sequence[Call], counted_by: str, batch: bool = False,
     calls = sorted(calls, key=lambda c: (c.stage in order, order.get(c.stage, -1), c.stage, c.artefact))
     seen: set[str] = set()
     written: set[str] = set()
-    by_stage: dict[str, list[Call]] = {}
-    low: dict[str, float | None] = {}
-    high: dict[str, float | None] = {}
-    expected: dict[str, float | None] = {}
-    reading: dict[str, int] = {}
+    by_stage: dict[str, list[tuple[Call, float | None, float | None, float | None, int]]] = {}
     for call in calls:
-        by_stage.setdefault(call.stage, []).append(call)
         cached = min(max((size for _key, size in call.prefixes), default=0), call.input_tokens)
         read = min(max((size for key, size in call.prefixes if key in seen), default=0), cached)
         seen.update(key for key, _size in call.prefixes)
         scoped = min(max((size for _key, size in call.scoped), default=0), call.input_tokens)
         reads = min(max((size for key, size in call.scoped if key in written), default=0), scoped)
         written.update(key for key, _size in call.scoped)
-        reading[call.stage] = reading.get(call.stage, 0) + reads
         wrote = cached - read if claude else 0  # another server may bill no cache write (OpenAI's automatic cache)
         cheap = Usage(input_tokens=call.input_tokens - read - wrote, cache_creation_input_tokens=wrote,
                       cache_read_input_tokens=read, output_tokens=call.typical_output)
@@ -355,23 +322,21 @@ def _priced(calls: Sequence[Call], counted_by: str, batch: bool = False,
         again = Usage(input_tokens=call.input_tokens - cached, cache_creation_input_tokens=cached,
                       output_tokens=call.retry_tokens)
         batched = batch and call.wave
-        worst = _add(cost(call.model, dear, prices=prices),
-                     cost(call.model, again, prices=prices) if call.retry_tokens else 0.0)
+        worst = [cost(call.model, dear, prices=prices)]
+        if call.retry_tokens:
+            worst.append(cost(call.model, again, prices=prices))
         if batched:  # an entry with no usable answer is asked again live, at the full price
-            worst = _add(worst, cost(call.model, dear, batch=True, prices=prices))
-        low[call.stage] = _add(low.get(call.stage, 0.0), cost(call.model, cheap, batch=batched, prices=prices))
-        expected[call.stage] = _add(expected.get(call.stage, 0.0),
-                                    cost(call.model, likely, batch=batched, prices=prices))
-        high[call.stage] = _add(high.get(call.stage, 0.0), worst)
-    stages = tuple(StageEstimate(stage, calls=len(made), input_tokens=sum(c.input_tokens for c in made),
-                                 max_output=sum(c.max_tokens for c in made),
-                                 typical_output=sum(c.typical_output for c in made),
-                                 low=low[stage], high=high[stage], expected=expected[stage],
-                                 expected_output=sum(c.expected_output for c in made),
-                                 expected_read=reading[stage], retries=sum(bool(c.retry_tokens) for c in made))
-                   for stage, made in by_stage.items())
+            worst.append(cost(call.model, dear, batch=True, prices=prices))
+        by_stage.setdefault(call.stage, []).append((call, cost(call.model, cheap, batch=batched, prices=prices),
+                                                    cost(call.model, likely, batch=batched, prices=prices),
+                                                    _total(worst), reads))
+    stages = tuple(StageEstimate(stage, calls=len(rows), input_tokens=sum(row[0].input_tokens for row in rows),
+                                 max_output=sum(row[0].max_tokens for row in rows),
+                                 typical_output=sum(row[0].typical_output for row in rows),
+                                 low=_total(row[1] for row in rows), high=_total(row[3] for row in rows),
+                                 expected=_total(row[2] for row in rows),
+                                 expected_output=sum(row[0].expected_output for row in rows),
+                                 expected_read=sum(row[4] for row in rows),
+                                 retries=sum(bool(row[0].retry_tokens) for row in rows))
+                   for stage, rows in by_stage.items())
     return Estimate(stages, counted_by, frozenset(call.model for call in calls if call.model not in prices), batch)
-
-
-def _add(total: float | None, more: float | None) -> float | None:
-    return None if total is None or more is None else total + more

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import takewhile
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, TypeVar
 
 from stay.artefacts import (
     Artefact,
@@ -45,6 +45,7 @@ BRIEF = "brief"
 """The pseudo-artefact for the brief (held in course.yaml)."""
 GLOSSARY = "glossary.yaml"
 """The one artefact no stage writes: merged from the plans after the wave."""
+A = TypeVar("A", bound=Artefact)
 
 
 def norm_term(term: str) -> str:
@@ -63,13 +64,10 @@ class LessonPlace:
     def id(self) -> str:
         return self.lesson.id
 
-    @property
-    def directory(self) -> str:
-        return module_dir(self.module)  # the course reader's layout, shared with the scorers and viewer
-
     def path(self, name: str) -> str:
-        """A file of this lesson, from a stage's output pattern (``{lesson}.md``)."""
-        return f"{self.directory}/{name.format(lesson=self.lesson.id)}"
+        """A file of this lesson, from a stage's output pattern (``{lesson}.md``), in its module's directory (the
+        course reader's layout, shared with the scorers and viewer)."""
+        return f"{module_dir(self.module)}/{name.format(lesson=self.lesson.id)}"
 
 
 @dataclass(frozen=True)
@@ -80,10 +78,6 @@ class CourseLayout:
     _introduced: list[tuple[Mapping[str, LessonPlan], dict[str, LessonPlace]]] = field(
         default_factory=list, repr=False, compare=False)
     """The last introducers worked out, with the plans they were worked out from."""
-
-    @classmethod
-    def empty(cls) -> CourseLayout:
-        return cls(Curriculum(modules=[]))
 
     def lessons(self) -> Iterator[LessonPlace]:
         """Every lesson, in lesson order (modules in list order, lessons in list order)."""
@@ -121,16 +115,6 @@ class CourseLayout:
         self._introduced[:] = [(plans, found)]
         return found
 
-    def introducing(self, terms: list[str], plans: Mapping[str, LessonPlan]) -> list[LessonPlace]:
-        """The lessons whose plans introduce ``terms``, first seen first."""
-        introducer = self.introducers(plans)
-        found: list[LessonPlace] = []
-        for term in terms:
-            place = introducer.get(norm_term(term))
-            if place is not None and place not in found:
-                found.append(place)
-        return found
-
     def before(self, place: LessonPlace) -> list[LessonPlace]:
         return list(takewhile(lambda candidate: candidate.id != place.id, self.lessons()))
 
@@ -160,35 +144,31 @@ class RunReader:
         loaded: Artefact = self._files.load(path, artefact_type(path))
         return loaded
 
-    def curriculum(self) -> Curriculum | None:
-        if not self.exists("curriculum.yaml"):
-            return None
-        loaded = self.load("curriculum.yaml")
-        assert isinstance(loaded, Curriculum)
+    def load_as(self, path: str, kind: type[A]) -> A:
+        """``load``, of the kind its name makes it."""
+        loaded = self.load(path)
+        assert isinstance(loaded, kind)
         return loaded
+
+    def curriculum(self) -> Curriculum | None:
+        return self.load_as("curriculum.yaml", Curriculum) if self.exists("curriculum.yaml") else None
 
     @property
     def layout(self) -> CourseLayout:
         curriculum = self.curriculum()
         if curriculum is None:
-            return CourseLayout.empty()
+            return CourseLayout(Curriculum(modules=[]))
         if self._layout is None or self._layout.curriculum is not curriculum:
             self._layout = CourseLayout(curriculum)
         return self._layout
 
     def plans(self) -> dict[str, LessonPlan]:
         """Every plan on disk, by lesson id (read again only after the run wrote one)."""
-        if self._plans is not None:
-            return self._plans
-        found: dict[str, LessonPlan] = {}
-        for place in self.layout.lessons():
-            path = self.layout.plan_path(place)
-            if self.exists(path):
-                plan = self.load(path)
-                assert isinstance(plan, LessonPlan)
-                found[place.id] = plan
-        self._plans = found
-        return found
+        if self._plans is None:
+            layout = self.layout
+            self._plans = {place.id: self.load_as(path, LessonPlan) for place in layout.lessons()
+                           if self.exists(path := layout.plan_path(place))}
+        return self._plans
 
     def wrote(self, paths: Iterable[str]) -> None:
         """The run wrote ``paths``: the plans are read again if one is a plan or the curriculum."""
@@ -217,22 +197,6 @@ DATA_CHARS = 8_000
 """The most of a data file's text a request carries (``DataFilesInput``)."""
 
 
-class Reader(Protocol):
-    """What resolving an input needs from a course on disk."""
-
-    @property
-    def brief(self) -> Brief | None: ...
-
-    @property
-    def layout(self) -> CourseLayout: ...
-
-    def load(self, path: str) -> Artefact: ...
-
-    def exists(self, path: str) -> bool: ...
-
-    def plans(self) -> dict[str, LessonPlan]: ...
-
-
 def input_paths(source: Source, unit: Unit, layout: CourseLayout, plans: Mapping[str, LessonPlan]) -> list[str]:
     """The artefacts ``source`` reads for ``unit``: the edges into what it makes."""
     if isinstance(source, type):
@@ -244,8 +208,9 @@ def input_paths(source: Source, unit: Unit, layout: CourseLayout, plans: Mapping
     if isinstance(source, ModuleIdInput):
         return []
     if isinstance(source, DefinitionsInput):
-        plan = plans.get(_place(unit).id)
-        return sorted({layout.plan_path(p) for p in layout.introducing(_relied_on(plan), plans)}) if plan else []
+        plan, introducer = plans.get(_place(unit).id), layout.introducers(plans)
+        return sorted({layout.plan_path(introducer[term]) for term in map(norm_term, _relied_on(plan) if plan else [])
+                       if term in introducer})
     if isinstance(source, EarlierLessonsInput):
         return [layout.plan_path(p) for p in layout.before(_place(unit))]
     if isinstance(source, EarlierPlansInput):
@@ -257,24 +222,20 @@ def input_paths(source: Source, unit: Unit, layout: CourseLayout, plans: Mapping
     raise GraphError(f"no way to find an input of kind {type(source).__name__}")
 
 
-def input_value(source: Source, unit: Unit, reader: Reader) -> Any:
+def input_value(source: Source, unit: Unit, reader: RunReader) -> Any:
     layout = reader.layout
     if source is Brief:
         if reader.brief is None:
             raise PipelineError("this run has no brief to give the stage")
         return reader.brief
     if source is RunningExample:
-        example = reader.load(CourseExample.FILE)
-        assert isinstance(example, CourseExample)
-        return example.running()
+        return reader.load_as(CourseExample.FILE, CourseExample).running()
     if isinstance(source, ModuleIdInput):
         return _module(unit).id
     if isinstance(source, DataFilesInput):
         return _data_files(source, _place(unit), reader)
     if isinstance(source, LessonOutcomesInput):
-        outcomes = reader.load(Outcomes.FILE)
-        assert isinstance(outcomes, Outcomes)
-        return [o for o in outcomes.outcomes if o.lesson == _place(unit).id]
+        return [o for o in reader.load_as(Outcomes.FILE, Outcomes).outcomes if o.lesson == _place(unit).id]
     if isinstance(source, type) and source is not LessonPlan:
         file = lesson_file(source)
         return reader.load(_place(unit).path(file) if file else str(source.FILE))
@@ -293,7 +254,7 @@ def input_value(source: Source, unit: Unit, reader: Reader) -> Any:
     raise GraphError(f"no way to find an input of kind {type(source).__name__}")
 
 
-def stage_inputs(stage: Stage, unit: Unit, reader: Reader) -> dict[str, Any]:
+def stage_inputs(stage: Stage, unit: Unit, reader: RunReader) -> dict[str, Any]:
     """Every declared input of ``stage`` for ``unit``, by name, in declaration order."""
     return {name: input_value(source, unit, reader) for name, source in stage.inputs}
 
@@ -303,12 +264,11 @@ def direct_inputs(stage: Stage, unit: Unit, layout: CourseLayout, plans: Mapping
     return sorted({path for _name, source in stage.inputs for path in input_paths(source, unit, layout, plans)})
 
 
-def _data_files(source: DataFilesInput, place: LessonPlace, reader: Reader) -> dict[str, str]:
+def _data_files(source: DataFilesInput, place: LessonPlace, reader: RunReader) -> dict[str, str]:
     """path -> the text of each data file the lesson's files name, cut at ``DATA_CHARS``."""
     if not reader.exists(CourseExample.FILE):
         return {}
-    example = reader.load(CourseExample.FILE)
-    assert isinstance(example, CourseExample)
+    example = reader.load_as(CourseExample.FILE, CourseExample)
     paths = [place.path(str(kind.FILE)) for kind in source.named_in]
     said = "".join(dump(reader.load(path)) for path in paths if reader.exists(path))
     return {file.path: file.text[:DATA_CHARS] for file in example.files if file.path in said}

@@ -74,48 +74,6 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def file_digest(path: Path) -> str:
-    """``digest`` of a file's bytes, read in blocks: any file a person put there costs a block of memory."""
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()[:16]
-
-
-@dataclass
-class FileHashes:
-    """A course's files' hashes: each ask reads the file until ``once``, then at most once, updated by the
-    owner's changes (``wrote``, ``moving``). Only for the course's one writer (it holds the course lock)."""
-
-    root: Path
-    _known: dict[str, str | None] | None = None
-    """path -> its file's hash (None: no file); None: nothing is remembered."""
-
-    def once(self) -> None:
-        if self._known is None:
-            self._known = {}
-
-    def of(self, path: str) -> str | None:
-        if self._known is None:
-            return self._read(path)
-        if path not in self._known:
-            self._known[path] = self._read(path)
-        return self._known[path]
-
-    def moving(self, paths: Iterable[str]) -> None:
-        """``paths`` are about to change: the next ask reads them (an interrupt leaves nothing stale)."""
-        if self._known is not None:
-            for path in paths:
-                self._known.pop(path, None)
-
-    def wrote(self, path: str, hashed: str) -> None:
-        """``path`` now holds bytes whose ``digest`` is ``hashed`` (not read back)."""
-        if self._known is not None:
-            self._known[path] = hashed
-
-    def _read(self, path: str) -> str | None:
-        file = self.root / path
-        return file_digest(file) if file.is_file() else None
-
-
 @dataclass(frozen=True)
 class Sources:
     """What a stage's artefacts are made with besides their files (prompts, references, schema, model): each
@@ -171,10 +129,6 @@ def now(epoch: int | None = None) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def write_json(path: Path, document: Any) -> None:
-    write_if_changed(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
-
-
 def write_if_changed(path: Path, text: str) -> bool:
     """Atomic whole-file write, skipped when the bytes would not change."""
     if same_bytes(path, text):
@@ -200,13 +154,6 @@ def ledger_text(ledger: Mapping[str, Any], screened: str | None, built: Mapping[
     head = [f'  "built": {json.dumps(built, sort_keys=True)},'] if built is not None else []
     head += [f'  "screened": {json.dumps(screened)},'] if screened is not None else []
     return "\n".join(["{", '  "artefacts": {', ",\n".join(lines), "  },", *head, f'  "version": {VERSION}', "}", ""])
-
-
-def read_document(path: Path) -> dict[str, Any]:
-    """hashes.json as a mapping ({} when absent); a damaged one names ``stay adopt``."""
-    document = _ledger_document(path)
-    _section(document, path, "artefacts")  # refuses a damaged file, in one line
-    return document if isinstance(document, dict) else {}
 
 
 def append_journal(path: Path, entries: Mapping[str, Any]) -> None:
@@ -244,28 +191,26 @@ def journal_lines(path: Path) -> Iterator[dict[str, Any]]:
             yield record
 
 
-def read_ledger(path: Path, section: str) -> dict[str, Any]:
-    """``section`` of a ledger file ({} when absent); a damaged one names its way out, ``stay adopt``."""
-    return _section(_ledger_document(path), path, section)
-
-
-def _ledger_document(path: Path) -> Any:
-    """A ledger file's JSON, read bounded (a regular file, at most 16 MB, shallow); absent is {}."""
+def read_document(path: Path, section: str = "artefacts") -> dict[str, Any]:
+    """A ledger file's JSON, read bounded (a regular file, at most 16 MB, shallow), as a mapping ({} when absent);
+    one that is damaged, or whose ``section`` is not a mapping of entries, names its way out, ``stay adopt``."""
     if not os.path.lexists(path):
         return {}
     try:
-        return load_stored_json(path)
+        document = load_stored_json(path)
     except (Damaged, OSError) as exc:
         why = exc.reason if isinstance(exc, Damaged) else type(exc).__name__
         raise EnvironmentProblem(damaged_ledger(path, why), path=path) from None
-
-
-def _section(document: Any, path: Path, section: str) -> dict[str, Any]:
     part = document.get(section, {}) if isinstance(document, dict) else None
     if not isinstance(part, dict) or not all(isinstance(v, dict) for v in part.values()):
         raise EnvironmentProblem(damaged_ledger(path, f"'{section}' is not a mapping of entries"),
                                  path=path, field=section)
-    return part
+    return dict(document)
+
+
+def read_ledger(path: Path, section: str) -> dict[str, Any]:
+    """``section`` of a ledger file ({} when absent), checked as ``read_document`` checks it."""
+    return dict(read_document(path, section).get(section, {}))
 
 
 ANSWERED = f"{STATE}/answered"
@@ -319,25 +264,17 @@ def answered_copy(root: Path, wanted: str) -> bytes | None:
     return data if digest(data) == wanted else None
 
 
-def prune_answered(root: Path, referenced: Iterable[str]) -> None:
-    """Remove every blob no answer references (and leftovers of an interrupted write)."""
+def prune_answered(root: Path, gates: Mapping[str, object]) -> None:
+    """Remove every blob no answer in ``gates`` references (and leftovers of an interrupted write)."""
     store = _store(root)
     if store is None or not store.is_dir():
         return
-    wanted = set(referenced)
+    coverings = [entry.get("covered") if isinstance(entry, dict) else None for entry in gates.values()]
+    wanted = {value for covered in coverings if isinstance(covered, dict) for value in covered.values()
+              if isinstance(value, str)}
     for entry in sorted(store.iterdir()):
         if entry.name not in wanted and (entry.is_file() or entry.is_symlink()):
             entry.unlink(missing_ok=True)
-
-
-def answered_referenced(gates: Mapping[str, object]) -> set[str]:
-    """Every digest the ledger's answers record, whatever the gate."""
-    found: set[str] = set()
-    for entry in gates.values():
-        covered = entry.get("covered") if isinstance(entry, dict) else None
-        if isinstance(covered, dict):
-            found.update(value for value in covered.values() if isinstance(value, str))
-    return found
 
 
 def _text(root: Path) -> str | None:
@@ -455,11 +392,12 @@ class CourseState:
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
     """Held by every read-modify-write of the ledger and every pipeline write: a record landing between a
     checkpoint's snapshot and its dropping the journal would be lost."""
-    _hashes: FileHashes = field(init=False, repr=False, compare=False)
+    _known: dict[str, str | None] | None = field(default=None, init=False, repr=False, compare=False)
+    """path -> its file's hash (None: no file), after ``hash_once``; updated by this state's own writes and moves
+    (only for the course's one writer: it holds the course lock)."""
     _made_from: dict[str, tuple[list[str], str | None]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self._hashes = FileHashes(self.root)
         self.graph = self._graph
 
     @property
@@ -483,7 +421,8 @@ class CourseState:
         """Hash each file at most once from now on (the caller holds the course lock): rehashed at every
         status, a build grew as n^1.75."""
         with self._lock:
-            self._hashes.once()
+            if self._known is None:
+                self._known = {}
 
     def current_hash(self, path: str) -> str | None:
         if path == BRIEF:
@@ -491,7 +430,21 @@ class CourseState:
                 self._brief_digest = (self.brief, brief_hash(self.brief))
             return self._brief_digest[1]
         with self._lock:  # no wave thread's write lands between reading a file and remembering it
-            return self._hashes.of(path)
+            if self._known is not None and path in self._known:
+                return self._known[path]
+            found = None
+            if (self.root / path).is_file():  # read in blocks: any file a person put there costs a block of memory
+                with open(self.root / path, "rb") as handle:
+                    found = hashlib.file_digest(handle, "sha256").hexdigest()[:16]
+            if self._known is not None:
+                self._known[path] = found
+            return found
+
+    def _moving(self, paths: Iterable[str]) -> None:
+        """``paths`` are about to change: the next ask reads them (an interrupt leaves nothing stale)."""
+        if self._known is not None:
+            for path in paths:
+                self._known.pop(path, None)
 
     def ledger(self) -> dict[str, Any]:
         """hashes.json, with what the journal recorded since it was last written."""
@@ -532,10 +485,11 @@ class CourseState:
             self._pending = [entries]  # until every rename is done (an interrupt leaves it to _settle)
             append_journal(self.root / JOURNAL, entries)
             self._dirty = True
-            self._hashes.moving(files)
+            self._moving(files)
             for path, text in files.items():
                 write_if_changed(self.root / path, text)
-                self._hashes.wrote(path, intended[path])
+                if self._known is not None:  # the bytes just written, not read back
+                    self._known[path] = intended[path]
             ledger.update(entries)
             self._pending = []
             return True
@@ -545,11 +499,11 @@ class CourseState:
         with self._lock:
             cancelled.set()
 
-    def record(self, paths: list[str], revisions: Mapping[str, str] | None = None) -> None:
+    def record(self, paths: list[str]) -> None:
         """Record files as they are now, in the journal (hashes.json only at a checkpoint: a build stays linear)."""
         with self._lock:
             ledger = self.ledger()
-            entries = self._entries(paths, revisions, {})
+            entries = self._entries(paths, None, {})
             if entries:
                 append_journal(self.root / JOURNAL, entries)
                 ledger.update(entries)
@@ -588,11 +542,6 @@ class CourseState:
         if self.sources is None or path not in self._made_from:
             return {}
         return self.sources.of(self._made_from[path][1])
-
-    def forget(self, paths: list[str]) -> None:
-        with self._lock:
-            ledger = {p: entry for p, entry in self.ledger().items() if p not in paths}
-            self._write_ledger(ledger)
 
     def _write_ledger(self, ledger: dict[str, Any]) -> None:
         with self._lock:
@@ -653,34 +602,36 @@ class CourseState:
 
     def orphans(self) -> list[str]:
         """Files under modules/ in no lesson of the curriculum (dot names skipped, links not followed), sorted."""
-        top = self.root / "modules"
-        known = set(self.graph)
-        return sorted(p for p in _files_under(top, self.root) if p not in known)
+        known, found = set(self.graph), []
+        for current, dirnames, filenames in os.walk(self.root / "modules"):  # none when it is not a directory
+            dirnames[:] = [name for name in dirnames if not name.startswith(".")]
+            base = Path(current).relative_to(self.root).as_posix()
+            found += [f"{base}/{name}" for name in filenames if not name.startswith(".")]
+        return sorted(path for path in found if path not in known)
 
     def retire(self, run_id: str) -> list[str]:
         """Move every orphan into .state/retired/<run_id>/ (never delete); returns them."""
-        moved = []
         places = {path: retired_place(self.root, f"{run_id}/{path}") for path in self.orphans()}  # all, first
         for path, target in places.items():
             with self._lock, placed(self.root / path) as (src, old), placed(target) as (dst, new):
-                self._hashes.moving([path])  # moved by directory, never through a link planted meanwhile
+                self._moving([path])  # moved by directory, never through a link planted meanwhile
                 os.replace(old, new, **at(src, "src_dir_fd"), **at(dst, "dst_dir_fd"))
-            moved.append(path)
+        moved = list(places)
         for directory in sorted({(self.root / p).parent for p in moved}, key=lambda d: -len(d.parts)):
             while directory != self.root and directory.is_dir() and not any(directory.iterdir()):
                 directory.rmdir()  # an empty module directory left behind, not a file
                 directory = directory.parent
         if moved:
-            self.forget(moved)
+            with self._lock:
+                self._write_ledger({p: entry for p, entry in self.ledger().items() if p not in moved})
         return moved
 
     def project_statuses(self, manifest: CourseManifest) -> bool:
         """Write course.yaml's ``artefacts`` map, a projection of the derived statuses (an ``edited`` file is
         current unless its inputs changed too)."""
-        projected: dict[str, Literal["missing", "current", "stale"]] = {}
-        for path in artefact_paths(self.graph):
-            state, why = self.status(path)
-            projected[path] = ("stale" if why else "current") if state == "edited" else state  # type: ignore[assignment]
+        statuses = {path: self.status(path) for path in artefact_paths(self.graph)}
+        projected = {path: ("stale" if why else "current") if state == "edited" else state
+                     for path, (state, why) in statuses.items()}
         updated = manifest.model_copy(update={"artefacts": projected})
         return write_if_changed(self.root / "course.yaml", dump(updated))
 
@@ -728,12 +679,9 @@ class CourseState:
 
     def unready(self, gate: str) -> list[str]:
         """Covered files a person cannot sign yet: missing or stale (an edited one can be signed)."""
-        found = []
-        for path in self.covered(gate):
-            state, why = self.status(path)
-            if state == "missing" or why:
-                found.append(f"{path} ({state}{' <- ' + ', '.join(why) if why else ''})")
-        return found
+        statuses = {path: self.status(path) for path in self.covered(gate)}
+        return [f"{path} ({state}{' <- ' + ', '.join(why) if why else ''})" for path, (state, why) in statuses.items()
+                if state == "missing" or why]
 
     def answer(self, gate: str, *, approved: bool, by: str, note: str = "",
                accept_edits: bool = True) -> dict[str, str]:
@@ -752,30 +700,16 @@ class CourseState:
             if edited:
                 self.record(edited)
                 self.checkpoint()
-        write_json(self.root / GATES_FILE, {"version": 1, "gates": dict(sorted(gates.items()))})
-        prune_answered(self.root, answered_referenced(gates))
+        document = {"version": 1, "gates": dict(sorted(gates.items()))}
+        write_if_changed(self.root / GATES_FILE, json.dumps(document, indent=2, sort_keys=True) + "\n")
+        prune_answered(self.root, gates)
         return not_kept
-
-
-def _files_under(top: Path, root: Path) -> Iterator[str]:
-    if not top.is_dir():
-        return
-    for current, dirnames, filenames in os.walk(top):
-        dirnames[:] = sorted(name for name in dirnames if not name.startswith("."))
-        base = Path(current).relative_to(root).as_posix()
-        for name in sorted(filenames):
-            if not name.startswith("."):
-                yield f"{base}/{name}"
 
 
 def plans_on_disk(root: Path, curriculum: Curriculum) -> dict[str, LessonPlan]:
     layout = CourseLayout(curriculum)
-    found: dict[str, LessonPlan] = {}
-    for place in layout.lessons():
-        path = root / layout.plan_path(place)
-        if path.is_file():
-            found[place.id] = load(path, LessonPlan)
-    return found
+    return {place.id: load(path, LessonPlan) for place in layout.lessons()
+            if (path := root / layout.plan_path(place)).is_file()}
 
 
 def load_manifest(root: Path) -> CourseManifest:
@@ -922,12 +856,17 @@ def diff_of(path: str, before: str, after: str) -> str:
                                         f"a/{path}", f"b/{path}"))
 
 
-def current_text(course: CourseState, path: str) -> str:
-    """The file as it is now, through the bounded reader (a link or special file reads as nothing)."""
+def stored_text(file: Path) -> str | None:
+    """A file's text through the bounded reader; None when it cannot be read (a link, a special file)."""
     try:
-        return read_stored(course.root / path).decode("utf-8", "replace")
+        return read_stored(file).decode("utf-8", "replace")
     except (Damaged, OSError):
-        return ""
+        return None
+
+
+def current_text(course: CourseState, path: str) -> str:
+    """The course file as it is now ('' when it cannot be read)."""
+    return stored_text(course.root / path) or ""
 
 
 LINE_CHARS = 200
@@ -952,12 +891,6 @@ def not_kept(entry: object, files: Collection[str]) -> tuple[tuple[str, str], ..
         return ()
     return tuple((path, one_line(why)) for path, why in sorted(recorded.items(), key=lambda item: str(item[0]))
                  if path in files and isinstance(why, str))
-
-
-def not_kept_lines(gate: str, reasons: Collection[tuple[str, str]]) -> list[str]:
-    """One line per file the answer at ``gate`` could not keep, saying what that costs."""
-    return [f"{path}: not kept for the {gate} gate's review page, so a later change to it shows no diff: {why}"
-            for path, why in reasons]
 
 
 @dataclass(frozen=True)
