@@ -132,3 +132,13 @@ def markdown_block(summary: str, tables: Iterable[Table], tail: str = "") -> str
 def fixed(value: float | None, digits: int = 3, signed: bool = False) -> str:
     """A score or an effect to ``digits`` places (``+`` shown when ``signed``); ``n/a`` for none."""
     return "n/a" if value is None else f"{value:{'+' if signed else ''}.{digits}f}"
+
+
+LINE_CHARS = 200
+"""The most characters of a recorded reason, a note's first line or an error's detail that are shown."""
+
+
+def one_line(text: object, limit: int = LINE_CHARS) -> str:
+    """``text`` as one line of at most ``limit`` characters (an ellipsis says it was cut)."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from stay._bounds import Damaged, load_stored_json
+from stay._display import one_line
 from stay.artefacts import write_text_atomic
 from stay.errors import ModelError, ModelUnavailable, RefusalError, StayError, TruncationError, Unreachable, UnsafeId
 from stay.models._anthropic import AnthropicBackend, answer_from, request_params, usage_of
@@ -29,7 +30,6 @@ from stay.models._protocol import (
     budget_for,
     cost,
     jittered,
-    one_line,
 )
 from stay.requests import ModelAnswer, ModelRequest
 

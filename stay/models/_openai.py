@@ -12,6 +12,7 @@ from typing import Any, Unpack
 from urllib.parse import urlparse
 
 from stay import _secrets
+from stay._display import one_line
 from stay.errors import AnswerError, ModelError, ModelUnavailable, RefusalError, StayError, TruncationError, UsageError
 from stay.models._anthropic import request_params as messages_params
 from stay.models._protocol import (
@@ -29,7 +30,6 @@ from stay.models._protocol import (
     json_object,
     malformed,
     model_of,
-    one_line,
     paying,
     plus,
     request_id_of,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, TypeVar, ca
 
 from stay import _secrets
 from stay._bounds import json_nesting
+from stay._display import one_line
 from stay._version import DISTRIBUTION
 from stay.errors import (
     AnswerError,
@@ -919,11 +920,6 @@ _KEY_SHAPE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     """API error text without secrets nor anything shaped like an Anthropic key: it is printed and logged."""
     return _KEY_SHAPE.sub(_secrets.REDACTED, _secrets.redact(text, secrets))
-
-
-def one_line(text: object, limit: int = 200) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
 
 def malformed(where: str, what: str, service: str = "the API", setting: str = "ANTHROPIC_BASE_URL") -> ModelError:

@@ -19,7 +19,7 @@ from urllib.parse import quote
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from stay._bounds import MAX_FILE_BYTES, Damaged, load_stored_json, read_stored
-from stay._display import terminal_text
+from stay._display import LINE_CHARS, one_line, terminal_text
 from stay._paths import at, placed
 from stay._secrets import redact, redact_bytes
 from stay._words import course_hint, damaged_ledger
@@ -867,16 +867,6 @@ def stored_text(file: Path) -> str | None:
 def current_text(course: CourseState, path: str) -> str:
     """The course file as it is now ('' when it cannot be read)."""
     return stored_text(course.root / path) or ""
-
-
-LINE_CHARS = 200
-"""The most characters of a recorded reason or a note's first line that are shown."""
-
-
-def one_line(text: str, limit: int = LINE_CHARS) -> str:
-    """``text`` as one line of at most ``limit`` characters (an ellipsis says it was cut)."""
-    words = " ".join(text.split())
-    return words if len(words) <= limit else words[:limit - 1] + "…"
 
 
 def first_line(text: str, limit: int = LINE_CHARS) -> str:
