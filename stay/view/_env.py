@@ -50,31 +50,22 @@ def environment() -> Environment:
     env.filters["signed"] = lambda value, digits=3: fixed(value, digits, signed=True)
     env.filters["pvalue"] = _pvalue
     env.filters["field"] = _field
-    env.filters["field_item"] = _field_item
     env.filters["lesson_table"] = lesson_table
     return env
 
 
 @pass_context
-def _field(context: Context, owner: Any, name: str, breaks: bool = False) -> Markup:
-    """``{{ exercise | field("task") }}``: a text field as its model declares it is written."""
-    return item_html(owner, name, str(getattr(owner, name)), _lesson_pages(context), breaks=breaks)
-
-
-@pass_context
-def _field_item(context: Context, owner: Any, name: str, text: str) -> Markup:
-    """``{{ exercise | field_item("hints", hint) }}``: one item of a list or mapping field."""
-    return item_html(owner, name, text, _lesson_pages(context))
-
-
-def _lesson_pages(context: Context) -> Any:
+def _field(context: Context, owner: Any, name: str, item: str | None = None, breaks: bool = False) -> Markup:
+    """``{{ exercise | field("task") }}``: a text field as its model declares it is written;
+    ``{{ exercise | field("hints", hint) }}``: one ``item`` of a list or mapping field."""
     links = context.get("links")  # the course pages have them; links between lessons follow
-    return getattr(links, "lesson_pages", None)
+    text = str(getattr(owner, name)) if item is None else item
+    return item_html(owner, name, text, getattr(links, "lesson_pages", None), breaks=breaks)
 
 
 def lesson_table(lessons: Iterable[Any]) -> str:
-    """The lessons with a page as ``data-lessons`` JSON for progress.js; autoescaped in a quoted attribute."""
-    table = [{"id": lesson.id, "page": lesson.page, "title": lesson.title} for lesson in lessons if lesson.page]
+    """The lessons as ``data-lessons`` JSON for progress.js; autoescaped in a quoted attribute."""
+    table = [{"id": lesson.id, "page": lesson.page, "title": lesson.title} for lesson in lessons]
     return json.dumps(table, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
@@ -276,16 +267,12 @@ class OutcomeRow:
 
     @property
     def gaps(self) -> list[str]:
-        gaps = []
-        if not self.sections:
-            gaps.append("no plan section covers it")
-        if not self.quiz:
-            gaps.append("no quiz item")
-        if "exercise" in self.methods and not self.exercises:
-            gaps.append("no exercise, though the assessment expects one")
-        if "capstone" in self.methods and not self.rubric:
-            gaps.append("no rubric criterion, though the assessment expects one")
-        return gaps
+        return [gap for missing, gap in (
+            (not self.sections, "no plan section covers it"),
+            (not self.quiz, "no quiz item"),
+            ("exercise" in self.methods and not self.exercises, "no exercise, though the assessment expects one"),
+            ("capstone" in self.methods and not self.rubric, "no rubric criterion, though the assessment expects one"),
+        ) if missing]
 
 
 class Links:
@@ -293,12 +280,9 @@ class Links:
 
     def __init__(self, course: CourseView, *, learner: bool = False) -> None:
         self.learner = learner
-        self.lesson_pages: dict[str, str] = {}
-        for lesson in course.lessons:
-            if lesson.page:
-                self.lesson_pages.setdefault(lesson.id, lesson.page)
+        self.lesson_pages = {lesson.id: lesson.page for lesson in course.lessons}  # a page is named by its id
         self.with_terms = {lesson.id for lesson in course.lessons
-                           if lesson.page and lesson.plan.model is not None and lesson.plan.model.new_terms}
+                           if lesson.plan.model is not None and lesson.plan.model.new_terms}
         self.modules = {module.id: module.title for module in course.modules}
         outcomes = course.outcomes.model.outcomes if course.outcomes.model else []
         listed = {lesson.id for lesson in course.lessons}  # the home lists an outcome under its lesson

@@ -23,7 +23,7 @@ from stay.briefs import course_dir
 from stay.errors import UsageError
 from stay.view._env import fragment, item_html, static_text
 from stay.view._load import CourseView, Ledger, LessonView, Validation
-from stay.view._site import DataFile, _named, missing_course, not_a_directory, site_and_health
+from stay.view._site import DataFile, lesson_data, missing_course, not_a_directory, site_and_health
 
 Format = Literal["scorm", "cc"]
 FORMATS: tuple[Format, ...] = get_args(Format)
@@ -140,24 +140,17 @@ def unfinished(root: Path, ledger: Ledger, validation: Validation, courses_arg: 
 
 
 def _lessons(view: CourseView) -> list[LessonView]:
-    """The lessons the site has a page for, in course order; a repeated id (a course that fails the
-    validator, exported anyway) keeps its first lesson, as the site's one page of that name does."""
+    """The lessons in course order; a repeated id (a course that fails the validator, exported anyway)
+    keeps its first lesson, as the site's one page of that name does."""
     first: dict[str, LessonView] = {}
     for lesson in view.lessons:
-        if lesson.page is not None:
-            first.setdefault(lesson.id, lesson)
+        first.setdefault(lesson.id, lesson)
     return list(first.values())
 
 
 def _offered(files: Mapping[str, bytes]) -> dict[str, DataFile]:
     """The package's data files (``assets/...``), as the site offers them."""
     return {path: DataFile(path, len(data)) for path, data in files.items() if path.startswith("assets/")}
-
-
-def _data_of(lesson: LessonView, offered: dict[str, DataFile]) -> list[str]:
-    """The data files the lesson's text names, as the lesson page lists them."""
-    body = lesson.content.model.body if lesson.content.model is not None else None
-    return [f.path for f in _named(offered, body, lesson.exercises.model, lesson.quiz.model)]
 
 
 def _shared(files: Mapping[str, bytes], claimed: set[str]) -> list[str]:
@@ -207,10 +200,9 @@ def _scorm_manifest(view: CourseView, files: Mapping[str, bytes]) -> bytes:
     claimed: set[str] = set()
     offered = _offered(files)
     for lesson in _lessons(view):
-        assert lesson.page is not None
         key = fragment(lesson.id)
         _item(organization, f"item-lesson-{key}", f"res-lesson-{key}", lesson.title)
-        data = _data_of(lesson, offered)
+        data = [f.path for f in lesson_data(lesson, offered)]
         claimed.update(data)
         _resource(resources, f"res-lesson-{key}", lesson.page, [lesson.page, *data], type="webcontent", **SCO)
     _capstone(view, files, organization, resources, "", **ASSET)
@@ -247,11 +239,10 @@ def _cc_manifest(view: CourseView, files: Mapping[str, bytes], quizzes: Mapping[
             continue
         folder = _item(root, f"module-{fragment(module.id)}", None, module.title)
         for lesson in lessons:
-            assert lesson.page is not None
             key = fragment(lesson.id)
             page = WEB + lesson.page
             _item(folder, f"item-lesson-{key}", f"res-lesson-{key}", lesson.title)
-            data = _data_of(lesson, offered)
+            data = [f.path for f in lesson_data(lesson, offered)]
             claimed.update(data)
             _resource(resources, f"res-lesson-{key}", page, [page, *(WEB + name for name in data)],
                       type="webcontent")

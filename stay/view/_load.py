@@ -34,7 +34,6 @@ from stay.artefacts import (
     Project,
     Quiz,
     lesson_file,
-    module_dir,
 )
 from stay.briefs import check_curriculum_size
 from stay.errors import PipelineError, StayError
@@ -50,8 +49,7 @@ class LessonView:
     minutes: int
     summary: str
     module: str
-    page: str | None
-    """The lesson's page in the site, or None when its id cannot safely name a file."""
+    page: str
     problem: str | None
     plan: Loaded[LessonPlan]
     content: Loaded[LessonContent]
@@ -65,12 +63,8 @@ class LessonView:
 @dataclass(frozen=True)
 class ModuleView:
     id: str
-    slug: str
     title: str
     summary: str
-    dir: str | None
-    """``modules/<id>-<slug>``, or None when the id or slug breaks its pattern."""
-    problem: str | None
     lessons: tuple[LessonView, ...]
 
 
@@ -116,8 +110,7 @@ def load_course(root: Path, data_dir: Path | None = None) -> CourseView:
     # and no path is built from it.
     for module in curriculum.model.modules if curriculum.model else []:
         lessons = tuple(_lesson(files, module, entry) for entry in module.lessons)
-        modules.append(ModuleView(module.id, module.slug, module.title, module.summary, module_dir(module), None,
-                                  lessons))
+        modules.append(ModuleView(module.id, module.title, module.summary, lessons))
     listed = {f.path for m in modules for lesson in m.lessons for f in lesson.files()}
     return CourseView(
         root=root, slug=root.name,

@@ -140,7 +140,7 @@ def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.Pa
         "data_files": tuple(offered.values()), "capstone_files": _named(offered, course.project.model),
         "package": package, "banner": banner,
     }
-    lessons = [lesson for lesson in course.lessons if lesson.page is not None]
+    lessons = course.lessons
     views = [_lesson_page(lesson, links, lessons[i - 1] if i else None,
                           lessons[i + 1] if i + 1 < len(lessons) else None, offered)
              for i, lesson in enumerate(lessons)]
@@ -152,7 +152,6 @@ def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.Pa
         site[REVIEW_PAGE[0]] = env.get_template("review.html.j2").render(common, page=REVIEW_PAGE[0], review=review)
     lesson_template = env.get_template("lesson.html.j2")
     for view in views:
-        assert view.lesson.page is not None
         site[view.lesson.page] = lesson_template.render(common, page=view.lesson.page, view=view)
     for name in STATIC_FILES:
         site[name] = static_text(name)
@@ -180,9 +179,13 @@ def _lesson_page(lesson: LessonView, links: Links, previous: LessonView | None,
     for heading in rendered.headings if rendered else ():
         if heading.level == 2:
             anchors.setdefault(heading.text, heading.anchor)
+    return LessonPage(lesson, rendered, anchors, previous, following, lesson_data(lesson, offered))
+
+
+def lesson_data(lesson: LessonView, offered: dict[str, DataFile]) -> tuple[DataFile, ...]:
+    """The offered data files the lesson's text (its body, exercises and quiz) names."""
     body = lesson.content.model.body if lesson.content.model is not None else None
-    data = _named(offered, body, lesson.exercises.model, lesson.quiz.model)
-    return LessonPage(lesson, rendered, anchors, previous, following, data)
+    return _named(offered, body, lesson.exercises.model, lesson.quiz.model)
 
 
 def _budget(course: CourseView) -> dict[str, int | None]:
@@ -433,7 +436,7 @@ class Row:
     budget: int | None
     modules: int
     pages: tuple[LessonView, ...]
-    """The lessons that have a page (the progress bar counts them; the continue link names them)."""
+    """The lessons (the progress bar counts them; the continue link names them)."""
     health: str
     kind: str
     """ok, waiting or bad: the health's badge."""
@@ -538,7 +541,7 @@ def _row(course: CourseView, ledger: Ledger, validation: Validation) -> Row:
     kind = "ok" if health in FINE else ("bad" if _bad(course, ledger, validation) else "waiting")
     return Row(slug=course.slug, title=course.title, audience=audience,
                minutes=sum(lesson.minutes for lesson in course.lessons), budget=budget,
-               modules=len(course.modules), pages=tuple(lesson for lesson in course.lessons if lesson.page),
+               modules=len(course.modules), pages=course.lessons,
                health=health, kind=kind, problem=course.manifest.problem)
 
 
