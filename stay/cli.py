@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 
 def _interrupted(process: bool = True, message: str = "interrupted") -> None:
     """Ctrl-C: one line, then out at once through os._exit, as the interpreter would wait for
-    worker threads blocked on a call. Also the SIGINT handler while stay is exiting (stay/__init__
-    installs its own for the start-up)."""
+    worker threads blocked on a call. Also (through a lambda) the SIGINT handler while stay is exiting
+    (stay/__init__ installs its own for the start-up)."""
     try:
         sys.stdout.flush()  # what a finished command printed still reaches its reader
         sys.stderr.write(message + "\n")
@@ -46,10 +46,6 @@ def _interrupted(process: bool = True, message: str = "interrupted") -> None:
         pass
     if process:
         os._exit(EXIT_INTERRUPTED)
-
-
-def _interrupted_on_exit(_signal: int = 0, _frame: object = None) -> None:
-    _interrupted()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -67,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _command(args)
         finally:
             if process:  # leaving: a Ctrl-C from here to the exit ends quietly, as at start-up
-                signal.signal(signal.SIGINT, _interrupted_on_exit)
+                signal.signal(signal.SIGINT, lambda _signal, _frame: _interrupted())
             sys.stdout, sys.stderr = streams
     except KeyboardInterrupt:
         # Outside _command, so a Ctrl-C that lands while the handler is being swapped (signal.signal
@@ -244,20 +240,18 @@ def _parser() -> argparse.ArgumentParser:
     shown.add_argument("--keep", action="store_true",
                        help="write the proposal --show made, as a revise would, with no model call")
     model_options(revise)
-    approve = sub.add_parser("approve", parents=[common], help="answer a gate for a course")
-    approve.set_defaults(func=_approve)
-    approve.add_argument("slug")
-    # the gates are declared once, in the pipeline (stay.pipeline._graph), which checks
-    # the name: importing it here would slow every --help
-    approve.add_argument("gate", metavar="GATE", help="the gate to answer, named as its gate page names it")
-    approve.add_argument("--decline", action="store_true")
-    approve.add_argument("--note", default="")
-    approve.add_argument("--backend", choices=backends, help=JUDGED_HELP)
-    for name, text in (("status", "what is missing, current, stale or edited, and why"),
+    for name, text in (("approve", "answer a gate for a course"),
+                       ("status", "what is missing, current, stale or edited, and why"),
                        ("adopt", "rebuild the hash ledger from the files of a course written elsewhere")):
         command = sub.add_parser(name, parents=[common], help=text)
-        command.set_defaults(func=_status)
+        command.set_defaults(func=_approve if name == "approve" else _status)
         command.add_argument("slug")
+        if name == "approve":
+            # the gates are declared once, in the pipeline (stay.pipeline._graph), which checks
+            # the name: importing it here would slow every --help
+            command.add_argument("gate", metavar="GATE", help="the gate to answer, named as its gate page names it")
+            command.add_argument("--decline", action="store_true")
+            command.add_argument("--note", default="")
         command.add_argument("--backend", choices=backends, help=JUDGED_HELP)
     estimate = sub.add_parser("estimate", parents=[common],
                               help="the calls a build would make and their cost range, made offline")
