@@ -321,25 +321,21 @@ def _kind(line: str) -> str:
 def commands(root: Path, data: GateReview) -> dict[str, tuple[str, ...]]:
     """The commands that answer the gate: approve, decline, and one revise per file the gate's phase wrote."""
     assert data.gate is not None
-    slug, where = shlex.quote(root.name), _courses_flag(root.parent)
-    approve = f"stay approve {slug} {data.gate}"
+    approve, note = ("approve", root.name, data.gate), ("--note", repr("..."))
     return {
-        "approve": (approve + where,),
-        "decline": (f"{approve} --decline --note {NOTE}{where}",),
-        "revise": tuple(f"stay revise {slug} {shlex.quote(target)} --note {NOTE}{where}" for target in data.targets),
+        "approve": (_command(root, approve),),
+        "decline": (_command(root, (*approve, "--decline", *note)),),
+        "revise": tuple(_command(root, ("revise", root.name, target, *note)) for target in data.targets),
     }
 
 
 def _command(root: Path, words: tuple[str, ...]) -> str:
-    """``stay WORDS`` as a person would paste it, with the course's --courses-dir."""
+    """``stay WORDS`` as a person would paste it (``repr("...")`` stands for the note), with the course's
+    --courses-dir, or none when it is the default (the same directory)."""
     shown = (NOTE if word == repr("...") else shlex.quote(word) for word in words)
-    return f"stay {' '.join(shown)}{_courses_flag(root.parent)}"
-
-
-def _courses_flag(courses: Path) -> str:
-    """`` --courses-dir DIR``, or nothing when DIR is the default (the same directory)."""
     try:
-        default = courses.resolve() == Path(DEFAULT_COURSES).resolve()
+        default = root.parent.resolve() == Path(DEFAULT_COURSES).resolve()
     except OSError:
         default = False
-    return "" if default else f" --courses-dir {shlex.quote(os.fspath(courses))}"
+    where = "" if default else f" --courses-dir {shlex.quote(os.fspath(root.parent))}"
+    return f"stay {' '.join(shown)}{where}"
