@@ -354,17 +354,16 @@ def _new(ns: argparse.Namespace) -> int:
     """``stay new BRIEF``, or ``--list-examples``, ``--example NAME``, or given nothing."""
     from stay._init import example_lines, example_path
 
-    if not (ns.list_examples or ns.example is not None or ns.target is None):
-        return _run(ns)
     if ns.list_examples:
         print("\n".join(example_lines()))
         return EXIT_OK
-    if ns.example is None:
+    if ns.example is not None:
+        if ns.target is not None:
+            raise UsageError(f"give a BRIEF ({ns.target[:60]}) or --example {ns.example[:60]}, not both")
+        ns.target = str(example_path(ns.example))
+    elif ns.target is None:
         raise UsageError("stay new needs a BRIEF.yaml, or --example NAME for a packaged one "
                          "(`stay new --list-examples` lists them; `stay init` writes one to edit)")
-    if ns.target is not None:
-        raise UsageError(f"give a BRIEF ({ns.target[:60]}) or --example {ns.example[:60]}, not both")
-    ns.target = str(example_path(ns.example))
     return _run(ns)
 
 

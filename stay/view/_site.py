@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -326,7 +327,7 @@ def _reachable(out: Path, name: str) -> bool:
 
 
 def _sha256(value: object) -> bool:
-    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+    return isinstance(value, str) and re.fullmatch("[0-9a-f]{64}", value) is not None
 
 
 def file_digest(path: Path) -> str | None:
