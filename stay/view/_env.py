@@ -285,14 +285,13 @@ class Links:
                            if lesson.plan.model is not None and lesson.plan.model.new_terms}
         self.modules = {module.id: module.title for module in course.modules}
         outcomes = course.outcomes.model.outcomes if course.outcomes.model else []
-        listed = {lesson.id for lesson in course.lessons}  # the home lists an outcome under its lesson
-        self.outcomes = {outcome.id: outcome.text for outcome in outcomes if not learner or outcome.lesson in listed}
+        self.outcomes = {outcome.id: outcome.text for outcome in outcomes  # the home lists an outcome under its lesson
+                         if not learner or outcome.lesson in self.lesson_pages}
         used: set[str] = set()
         self.terms: dict[str, str] = {}  # term -> its unique anchor, ``term-<words>``
         for term in course.glossary.model.terms if course.glossary.model else []:
             if term.term not in self.terms:
                 self.terms[term.term] = anchor_for(term.term, used, "term-", "x")
-        self.criteria = {c.id for c in course.project.model.rubric} if course.project.model else set()
 
     def lesson(self, lesson_id: str, part: str | None = None) -> str | None:
         page = self.lesson_pages.get(lesson_id)
@@ -314,9 +313,6 @@ class Links:
 
     def module(self, module_id: str) -> str | None:
         return f"index.html#{fragment(module_id)}" if module_id in self.modules else None
-
-    def criterion(self, criterion_id: str) -> str | None:
-        return f"capstone.html#{fragment(criterion_id)}" if criterion_id in self.criteria else None
 
 
 def outcomes_map(course: CourseView, links: Links, headings: Mapping[str, Mapping[str, str]] | None = None
@@ -360,5 +356,5 @@ def outcomes_map(course: CourseView, links: Links, headings: Mapping[str, Mappin
                 add(item.outcome, "quiz", Ref(item.id, links.lesson(lesson.id, item.id)))
     for criterion in course.project.model.rubric if course.project.model else []:
         for outcome_id in criterion.outcomes:
-            add(outcome_id, "rubric", Ref(criterion.id, links.criterion(criterion.id)))
+            add(outcome_id, "rubric", Ref(criterion.id, f"capstone.html#{fragment(criterion.id)}"))
     return list(rows.values()), sorted(unknown)
