@@ -257,7 +257,7 @@ def check_out_dir(site: dict[str, bytes], out_dir: str | os.PathLike[str], cours
         raise UsageError(f"{named} contains the course {course_dir}; choose a directory of its own")
     if out.exists() and not out.is_dir():
         raise UsageError(f"{named} is a file; give a directory")
-    recorded = {} if among_sites and only_sites(out) else read_marker(out, out_dir)
+    recorded = {} if among_sites and only_sites(out) else read_marker(out, named)
     owned = owned_now(out, recorded)
     refused = conflicts(out, site, owned)
     if refused:
@@ -338,11 +338,10 @@ def file_digest(path: Path) -> str | None:
         return None
 
 
-def read_marker(out: Path, given: str | os.PathLike[str]) -> Recorded:
-    """What an earlier render recorded in ``out``; an unreadable marker owns nothing."""
+def read_marker(out: Path, named: str) -> Recorded:
+    """What an earlier render recorded in ``out`` (``named`` in refusals); an unreadable marker owns nothing."""
     if not out.is_dir():
         return {}
-    named = f"{option_name('--out')} {given}"  # as the caller gave it: the flag, or out_dir from Python
     marker = out / MARKER
     try:
         mode = marker.lstat().st_mode
