@@ -538,7 +538,8 @@ def _row(course: CourseView, ledger: Ledger, validation: Validation) -> Row:
         course.audience.model.learners if course.audience.model else None)
     budget = course.audience.model.time_budget_minutes if course.audience.model else None
     health = health_of(course, ledger, validation)
-    kind = "ok" if health in FINE else ("bad" if _bad(course, ledger, validation) else "waiting")
+    bad = _damaged(course) or not validation.ran or validation.fails or (ledger.tracked and ledger.note)
+    kind = "ok" if health in FINE else ("bad" if bad else "waiting")
     return Row(slug=course.slug, title=course.title, audience=audience,
                minutes=sum(lesson.minutes for lesson in course.lessons), budget=budget,
                modules=len(course.modules), pages=course.lessons,
@@ -547,10 +548,6 @@ def _row(course: CourseView, ledger: Ledger, validation: Validation) -> Row:
 
 def _damaged(course: CourseView) -> int:
     return sum(1 for loaded in course.all_files() if loaded.problem is not None and not loaded.missing)
-
-
-def _bad(course: CourseView, ledger: Ledger, validation: Validation) -> bool:
-    return bool(_damaged(course) or not validation.ran or validation.fails or (ledger.tracked and ledger.note))
 
 
 def health_of(course: CourseView, ledger: Ledger, validation: Validation) -> str:
