@@ -421,7 +421,15 @@ def _estimate(ns: argparse.Namespace) -> int:
 def _run(ns: argparse.Namespace) -> int:
     settings = _settings(ns)
     try:
-        result = _result(ns, settings)
+        from stay.pipeline import revise, run_command
+
+        if ns.command == "revise":
+            result = revise(ns.slug, ns.targets, note=ns.note, courses_dir=ns.courses_dir, force=ns.force,
+                            settings=settings, show=ns.show, keep=ns.keep)
+        else:
+            result = run_command(ns.command, ns.target, courses_dir=ns.courses_dir, yes=getattr(ns, "yes", False),
+                                 slug=ns.slug, settings=settings, replay=ns.replay, batch=ns.batch,
+                                 screen=getattr(ns, "screen", True), review=getattr(ns, "review", True))
     except BaseException as exc:  # a failed or interrupted run still says what it paid, on stdout as ever
         from stay.pipeline import spent_of
 
@@ -433,19 +441,6 @@ def _run(ns: argparse.Namespace) -> int:
     if settings.otlp is not None and result.trace_id:  # the id to find this run by in the trace receiver
         print(f"trace: {result.trace_id}")
     return _printed(ns, result)
-
-
-def _result(ns: argparse.Namespace, settings: Settings) -> BuildResult:
-    from stay.pipeline import run_command
-
-    if ns.command == "revise":
-        from stay.pipeline import revise
-
-        return revise(ns.slug, ns.targets, note=ns.note, courses_dir=ns.courses_dir, force=ns.force,
-                      settings=settings, show=ns.show, keep=ns.keep)
-    return run_command(ns.command, ns.target, courses_dir=ns.courses_dir, yes=getattr(ns, "yes", False),
-                       slug=ns.slug, settings=settings, replay=ns.replay, batch=ns.batch,
-                       screen=getattr(ns, "screen", True), review=getattr(ns, "review", True))
 
 
 def _printed(ns: argparse.Namespace, result: BuildResult) -> int:
