@@ -139,16 +139,6 @@ def unfinished(root: Path, ledger: Ledger, validation: Validation, courses_arg: 
     return None
 
 
-def _offered(files: Mapping[str, bytes]) -> dict[str, DataFile]:
-    """The package's data files (``assets/...``), as the site offers them."""
-    return {path: DataFile(path, len(data)) for path, data in files.items() if path.startswith("assets/")}
-
-
-def _shared(files: Mapping[str, bytes], claimed: set[str]) -> list[str]:
-    """The files every page may use, and the data files no lesson names (the capstone's, say)."""
-    return [name for name in files if name in SHARED or (name.startswith("assets/") and name not in claimed)]
-
-
 def _element(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
     child = ET.SubElement(parent, tag, {name: _xml_chars(value) for name, value in attrs.items()})
     child.text = None if text is None else _xml_chars(text)
@@ -202,8 +192,8 @@ def _manifest(view: CourseView, files: Mapping[str, bytes], format: Format,
         groups = [(_item(root, f"module-{fragment(module.id)}", None, module.title), module.lessons)
                   for module in view.modules if module.lessons]
     resources = _element(manifest, "resources")
-    claimed: set[str] = set()
-    offered = _offered(files)
+    claimed: set[str] = set()  # the data files some lesson names
+    offered = {path: DataFile(path, len(data)) for path, data in files.items() if path.startswith("assets/")}
     for parent, lessons in groups:
         for lesson in lessons:
             key = fragment(lesson.id)
@@ -221,8 +211,10 @@ def _manifest(view: CourseView, files: Mapping[str, bytes], format: Format,
         _item(root, "item-capstone", "res-capstone", f"Capstone: {title}")
         _resource(resources, "res-capstone", prefix + "capstone.html", [prefix + "capstone.html"],
                   type="webcontent", **asset_attrs)
-    _resource(resources, "res-shared", None, [prefix + name for name in _shared(files, claimed)], depends=None,
-              type="webcontent", **asset_attrs)
+    # the files every page may use, and the data files no lesson names (the capstone's, say)
+    shared = [name for name in files if name in SHARED or (name.startswith("assets/") and name not in claimed)]
+    _resource(resources, "res-shared", None, [prefix + name for name in shared], depends=None, type="webcontent",
+              **asset_attrs)
     return _xml(manifest)
 
 
