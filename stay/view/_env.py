@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from itertools import takewhile
 from typing import Any, cast
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context
@@ -143,12 +144,8 @@ def _image_as_link(self: Any, tokens: Sequence[Token], idx: int, options: Option
 
 def _table_open(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
     """A table scrolls inside its own keyboard-focusable region, never the page."""
-    heads = []
-    for token in tokens[idx + 1:]:
-        if token.type == "thead_close":
-            break
-        if token.type == "inline":
-            heads.append(token.content.strip())
+    head = takewhile(lambda token: token.type != "thead_close", tokens[idx + 1:])
+    heads = [token.content.strip() for token in head if token.type == "inline"]
     label = "Table: " + ", ".join(h for h in heads if h) if any(heads) else "Table"
     return (f'<div class="scroll" role="region" aria-label="{escapeHtml(label)}" tabindex="0">\n'
             + str(self.renderToken(tokens, idx, options, env)))
