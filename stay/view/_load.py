@@ -70,7 +70,6 @@ class ModuleView:
 
 @dataclass(frozen=True)
 class CourseView:
-    root: Path
     slug: str
     manifest: Loaded[CourseManifest]
     audience: Loaded[Audience]
@@ -113,7 +112,7 @@ def load_course(root: Path, data_dir: Path | None = None) -> CourseView:
         modules.append(ModuleView(module.id, module.title, module.summary, lessons))
     listed = {f.path for m in modules for lesson in m.lessons for f in lesson.files()}
     return CourseView(
-        root=root, slug=root.name,
+        slug=root.name,
         manifest=files.read("course.yaml", CourseManifest),
         audience=files.read("audience.yaml", Audience),
         curriculum=curriculum,
