@@ -251,9 +251,7 @@ class Ref:
 @dataclass
 class OutcomeRow:
     id: str
-    lesson: str
     bloom: str
-    verb: str
     text: str
     lesson_ref: Ref
     methods: list[str] = field(default_factory=list)
@@ -319,7 +317,7 @@ def outcomes_map(course: CourseView, links: Links, headings: Mapping[str, Mappin
     rows: dict[str, OutcomeRow] = {}
     for outcome in course.outcomes.model.outcomes if course.outcomes.model else []:
         if outcome.id not in rows:
-            rows[outcome.id] = OutcomeRow(outcome.id, outcome.lesson, outcome.bloom, outcome.verb, outcome.text,
+            rows[outcome.id] = OutcomeRow(outcome.id, outcome.bloom, outcome.text,
                                           Ref(outcome.lesson, links.lesson(outcome.lesson)))
     unknown: set[str] = set()
 
