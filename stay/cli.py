@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 
 def _interrupted(process: bool = True, message: str = "interrupted") -> None:
     """Ctrl-C: one line, then out at once through os._exit, as the interpreter would wait for
-    worker threads blocked on a call. Also the SIGINT handler while stay is exiting (stay/__init__
-    installs its own for the start-up)."""
+    worker threads blocked on a call. Also (through a lambda) the SIGINT handler while stay is exiting
+    (stay/__init__ installs its own for the start-up)."""
     try:
         sys.stdout.flush()  # what a finished command printed still reaches its reader
         sys.stderr.write(message + "\n")
@@ -46,10 +46,6 @@ def _interrupted(process: bool = True, message: str = "interrupted") -> None:
         pass
     if process:
         os._exit(EXIT_INTERRUPTED)
-
-
-def _interrupted_on_exit(_signal: int = 0, _frame: object = None) -> None:
-    _interrupted()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -67,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _command(args)
         finally:
             if process:  # leaving: a Ctrl-C from here to the exit ends quietly, as at start-up
-                signal.signal(signal.SIGINT, _interrupted_on_exit)
+                signal.signal(signal.SIGINT, lambda _signal, _frame: _interrupted())
             sys.stdout, sys.stderr = streams
     except KeyboardInterrupt:
         # Outside _command, so a Ctrl-C that lands while the handler is being swapped (signal.signal
@@ -244,20 +240,18 @@ def _parser() -> argparse.ArgumentParser:
     shown.add_argument("--keep", action="store_true",
                        help="write the proposal --show made, as a revise would, with no model call")
     model_options(revise)
-    approve = sub.add_parser("approve", parents=[common], help="answer a gate for a course")
-    approve.set_defaults(func=_approve)
-    approve.add_argument("slug")
-    # the gates are declared once, in the pipeline (stay.pipeline._graph), which checks
-    # the name: importing it here would slow every --help
-    approve.add_argument("gate", metavar="GATE", help="the gate to answer, named as its gate page names it")
-    approve.add_argument("--decline", action="store_true")
-    approve.add_argument("--note", default="")
-    approve.add_argument("--backend", choices=backends, help=JUDGED_HELP)
-    for name, text in (("status", "what is missing, current, stale or edited, and why"),
+    for name, text in (("approve", "answer a gate for a course"),
+                       ("status", "what is missing, current, stale or edited, and why"),
                        ("adopt", "rebuild the hash ledger from the files of a course written elsewhere")):
         command = sub.add_parser(name, parents=[common], help=text)
-        command.set_defaults(func=_status)
+        command.set_defaults(func=_approve if name == "approve" else _status)
         command.add_argument("slug")
+        if name == "approve":
+            # the gates are declared once, in the pipeline (stay.pipeline._graph), which checks
+            # the name: importing it here would slow every --help
+            command.add_argument("gate", metavar="GATE", help="the gate to answer, named as its gate page names it")
+            command.add_argument("--decline", action="store_true")
+            command.add_argument("--note", default="")
         command.add_argument("--backend", choices=backends, help=JUDGED_HELP)
     estimate = sub.add_parser("estimate", parents=[common],
                               help="the calls a build would make and their cost range, made offline")
@@ -360,17 +354,16 @@ def _new(ns: argparse.Namespace) -> int:
     """``stay new BRIEF``, or ``--list-examples``, ``--example NAME``, or given nothing."""
     from stay._init import example_lines, example_path
 
-    if not (ns.list_examples or ns.example is not None or ns.target is None):
-        return _run(ns)
     if ns.list_examples:
         print("\n".join(example_lines()))
         return EXIT_OK
-    if ns.example is None:
+    if ns.example is not None:
+        if ns.target is not None:
+            raise UsageError(f"give a BRIEF ({ns.target[:60]}) or --example {ns.example[:60]}, not both")
+        ns.target = str(example_path(ns.example))
+    elif ns.target is None:
         raise UsageError("stay new needs a BRIEF.yaml, or --example NAME for a packaged one "
                          "(`stay new --list-examples` lists them; `stay init` writes one to edit)")
-    if ns.target is not None:
-        raise UsageError(f"give a BRIEF ({ns.target[:60]}) or --example {ns.example[:60]}, not both")
-    ns.target = str(example_path(ns.example))
     return _run(ns)
 
 
@@ -428,7 +421,15 @@ def _estimate(ns: argparse.Namespace) -> int:
 def _run(ns: argparse.Namespace) -> int:
     settings = _settings(ns)
     try:
-        result = _result(ns, settings)
+        from stay.pipeline import revise, run_command
+
+        if ns.command == "revise":
+            result = revise(ns.slug, ns.targets, note=ns.note, courses_dir=ns.courses_dir, force=ns.force,
+                            settings=settings, show=ns.show, keep=ns.keep)
+        else:
+            result = run_command(ns.command, ns.target, courses_dir=ns.courses_dir, yes=getattr(ns, "yes", False),
+                                 slug=ns.slug, settings=settings, replay=ns.replay, batch=ns.batch,
+                                 screen=getattr(ns, "screen", True), review=getattr(ns, "review", True))
     except BaseException as exc:  # a failed or interrupted run still says what it paid, on stdout as ever
         from stay.pipeline import spent_of
 
@@ -440,19 +441,6 @@ def _run(ns: argparse.Namespace) -> int:
     if settings.otlp is not None and result.trace_id:  # the id to find this run by in the trace receiver
         print(f"trace: {result.trace_id}")
     return _printed(ns, result)
-
-
-def _result(ns: argparse.Namespace, settings: Settings) -> BuildResult:
-    from stay.pipeline import run_command
-
-    if ns.command == "revise":
-        from stay.pipeline import revise
-
-        return revise(ns.slug, ns.targets, note=ns.note, courses_dir=ns.courses_dir, force=ns.force,
-                      settings=settings, show=ns.show, keep=ns.keep)
-    return run_command(ns.command, ns.target, courses_dir=ns.courses_dir, yes=getattr(ns, "yes", False),
-                       slug=ns.slug, settings=settings, replay=ns.replay, batch=ns.batch,
-                       screen=getattr(ns, "screen", True), review=getattr(ns, "review", True))
 
 
 def _printed(ns: argparse.Namespace, result: BuildResult) -> int:

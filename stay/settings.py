@@ -282,14 +282,14 @@ def _dollars(name: str, raw: str) -> float:
     return value
 
 
+_SWITCH = {"auto": None, **dict.fromkeys(("on", "1", "true", "yes"), True),
+           **dict.fromkeys(("off", "0", "false", "no"), False)}
+
+
 def _switch(name: str, raw: str) -> bool | None:
-    if raw.lower() == "auto":
-        return None
-    if raw.lower() in ("on", "1", "true", "yes"):
-        return True
-    if raw.lower() in ("off", "0", "false", "no"):
-        return False
-    raise UsageError(f"{name}={raw[:40]!r} is not on, off or auto")
+    if raw.lower() not in _SWITCH:
+        raise UsageError(f"{name}={raw[:40]!r} is not on, off or auto")
+    return _SWITCH[raw.lower()]
 
 
 def _epoch(name: str, raw: str) -> int:
@@ -341,11 +341,8 @@ def otlp_from(env: Mapping[str, str]) -> OtlpTarget | None:
         return None
     traces = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
     base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
-    if traces:
-        endpoint = traces
-    elif base:
-        endpoint = base.rstrip("/") + "/v1/traces"
-    else:
+    endpoint = traces or (base.rstrip("/") + "/v1/traces" if base else "")
+    if not endpoint:
         return None
     raw = env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
     # both variables' values are secrets: the exporter reads the other itself when these are empty

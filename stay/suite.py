@@ -170,7 +170,10 @@ def finish_run(cfg: Any) -> tuple[dict[str, Any] | None, str]:
             lines.append(f"  did not run: {', '.join(missing[:6])}{', ...' if len(missing) > 6 else ''}")
         lines.append("fix them and run the suite again: the builds that passed are reused")
         return None, "\n".join(lines)
-    builds = merge_parts(cfg.parts)
+    builds: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(cfg.parts.glob("*.json")):
+        part = json.loads(path.read_text(encoding="utf-8"))
+        builds.setdefault(part["slug"], []).append(part["build"])
     document = write_run_report(cfg, builds)
     shutil.rmtree(cfg.parts, ignore_errors=True)
     record.unlink(missing_ok=True)  # an earlier incomplete run's list no longer says anything true
@@ -194,14 +197,6 @@ def finish_runs(cfgs: Iterable[Any]) -> list[str]:
             lines.append(f"stay evals: {cfg.output} not written: its builds are complete, but the other arm's are "
                          "not, and the two arms are judged in one session; fix them and run the suite again")
     return lines
-
-
-def merge_parts(parts: Path) -> dict[str, list[dict[str, Any]]]:
-    builds: dict[str, list[dict[str, Any]]] = {}
-    for path in sorted(parts.glob("*.json")):
-        part = json.loads(path.read_text(encoding="utf-8"))
-        builds.setdefault(part["slug"], []).append(part["build"])
-    return builds
 
 
 def write_run_report(cfg: Any, builds: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:

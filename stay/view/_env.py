@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from itertools import takewhile
 from typing import Any, cast
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context
@@ -50,31 +51,22 @@ def environment() -> Environment:
     env.filters["signed"] = lambda value, digits=3: fixed(value, digits, signed=True)
     env.filters["pvalue"] = _pvalue
     env.filters["field"] = _field
-    env.filters["field_item"] = _field_item
     env.filters["lesson_table"] = lesson_table
     return env
 
 
 @pass_context
-def _field(context: Context, owner: Any, name: str, breaks: bool = False) -> Markup:
-    """``{{ exercise | field("task") }}``: a text field as its model declares it is written."""
-    return item_html(owner, name, str(getattr(owner, name)), _lesson_pages(context), breaks=breaks)
-
-
-@pass_context
-def _field_item(context: Context, owner: Any, name: str, text: str) -> Markup:
-    """``{{ exercise | field_item("hints", hint) }}``: one item of a list or mapping field."""
-    return item_html(owner, name, text, _lesson_pages(context))
-
-
-def _lesson_pages(context: Context) -> Any:
+def _field(context: Context, owner: Any, name: str, item: str | None = None, breaks: bool = False) -> Markup:
+    """``{{ exercise | field("task") }}``: a text field as its model declares it is written;
+    ``{{ exercise | field("hints", hint) }}``: one ``item`` of a list or mapping field."""
     links = context.get("links")  # the course pages have them; links between lessons follow
-    return getattr(links, "lesson_pages", None)
+    text = str(getattr(owner, name)) if item is None else item
+    return item_html(owner, name, text, getattr(links, "lesson_pages", None), breaks=breaks)
 
 
 def lesson_table(lessons: Iterable[Any]) -> str:
-    """The lessons with a page as ``data-lessons`` JSON for progress.js; autoescaped in a quoted attribute."""
-    table = [{"id": lesson.id, "page": lesson.page, "title": lesson.title} for lesson in lessons if lesson.page]
+    """The lessons as ``data-lessons`` JSON for progress.js; autoescaped in a quoted attribute."""
+    table = [{"id": lesson.id, "page": lesson.page, "title": lesson.title} for lesson in lessons]
     return json.dumps(table, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
@@ -152,12 +144,8 @@ def _image_as_link(self: Any, tokens: Sequence[Token], idx: int, options: Option
 
 def _table_open(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
     """A table scrolls inside its own keyboard-focusable region, never the page."""
-    heads = []
-    for token in tokens[idx + 1:]:
-        if token.type == "thead_close":
-            break
-        if token.type == "inline":
-            heads.append(token.content.strip())
+    head = takewhile(lambda token: token.type != "thead_close", tokens[idx + 1:])
+    heads = [token.content.strip() for token in head if token.type == "inline"]
     label = "Table: " + ", ".join(h for h in heads if h) if any(heads) else "Table"
     return (f'<div class="scroll" role="region" aria-label="{escapeHtml(label)}" tabindex="0">\n'
             + str(self.renderToken(tokens, idx, options, env)))
@@ -263,9 +251,7 @@ class Ref:
 @dataclass
 class OutcomeRow:
     id: str
-    lesson: str
     bloom: str
-    verb: str
     text: str
     lesson_ref: Ref
     methods: list[str] = field(default_factory=list)
@@ -276,16 +262,12 @@ class OutcomeRow:
 
     @property
     def gaps(self) -> list[str]:
-        gaps = []
-        if not self.sections:
-            gaps.append("no plan section covers it")
-        if not self.quiz:
-            gaps.append("no quiz item")
-        if "exercise" in self.methods and not self.exercises:
-            gaps.append("no exercise, though the assessment expects one")
-        if "capstone" in self.methods and not self.rubric:
-            gaps.append("no rubric criterion, though the assessment expects one")
-        return gaps
+        return [gap for missing, gap in (
+            (not self.sections, "no plan section covers it"),
+            (not self.quiz, "no quiz item"),
+            ("exercise" in self.methods and not self.exercises, "no exercise, though the assessment expects one"),
+            ("capstone" in self.methods and not self.rubric, "no rubric criterion, though the assessment expects one"),
+        ) if missing]
 
 
 class Links:
@@ -293,22 +275,18 @@ class Links:
 
     def __init__(self, course: CourseView, *, learner: bool = False) -> None:
         self.learner = learner
-        self.lesson_pages: dict[str, str] = {}
-        for lesson in course.lessons:
-            if lesson.page:
-                self.lesson_pages.setdefault(lesson.id, lesson.page)
+        self.lesson_pages = {lesson.id: lesson.page for lesson in course.lessons}  # a page is named by its id
         self.with_terms = {lesson.id for lesson in course.lessons
-                           if lesson.page and lesson.plan.model is not None and lesson.plan.model.new_terms}
+                           if lesson.plan.model is not None and lesson.plan.model.new_terms}
         self.modules = {module.id: module.title for module in course.modules}
         outcomes = course.outcomes.model.outcomes if course.outcomes.model else []
-        listed = {lesson.id for lesson in course.lessons}  # the home lists an outcome under its lesson
-        self.outcomes = {outcome.id: outcome.text for outcome in outcomes if not learner or outcome.lesson in listed}
+        self.outcomes = {outcome.id: outcome.text for outcome in outcomes  # the home lists an outcome under its lesson
+                         if not learner or outcome.lesson in self.lesson_pages}
         used: set[str] = set()
         self.terms: dict[str, str] = {}  # term -> its unique anchor, ``term-<words>``
         for term in course.glossary.model.terms if course.glossary.model else []:
             if term.term not in self.terms:
                 self.terms[term.term] = anchor_for(term.term, used, "term-", "x")
-        self.criteria = {c.id for c in course.project.model.rubric} if course.project.model else set()
 
     def lesson(self, lesson_id: str, part: str | None = None) -> str | None:
         page = self.lesson_pages.get(lesson_id)
@@ -331,9 +309,6 @@ class Links:
     def module(self, module_id: str) -> str | None:
         return f"index.html#{fragment(module_id)}" if module_id in self.modules else None
 
-    def criterion(self, criterion_id: str) -> str | None:
-        return f"capstone.html#{fragment(criterion_id)}" if criterion_id in self.criteria else None
-
 
 def outcomes_map(course: CourseView, links: Links, headings: Mapping[str, Mapping[str, str]] | None = None
                  ) -> tuple[list[OutcomeRow], list[str]]:
@@ -342,7 +317,7 @@ def outcomes_map(course: CourseView, links: Links, headings: Mapping[str, Mappin
     rows: dict[str, OutcomeRow] = {}
     for outcome in course.outcomes.model.outcomes if course.outcomes.model else []:
         if outcome.id not in rows:
-            rows[outcome.id] = OutcomeRow(outcome.id, outcome.lesson, outcome.bloom, outcome.verb, outcome.text,
+            rows[outcome.id] = OutcomeRow(outcome.id, outcome.bloom, outcome.text,
                                           Ref(outcome.lesson, links.lesson(outcome.lesson)))
     unknown: set[str] = set()
 
@@ -376,5 +351,5 @@ def outcomes_map(course: CourseView, links: Links, headings: Mapping[str, Mappin
                 add(item.outcome, "quiz", Ref(item.id, links.lesson(lesson.id, item.id)))
     for criterion in course.project.model.rubric if course.project.model else []:
         for outcome_id in criterion.outcomes:
-            add(outcome_id, "rubric", Ref(criterion.id, links.criterion(criterion.id)))
+            add(outcome_id, "rubric", Ref(criterion.id, f"capstone.html#{fragment(criterion.id)}"))
     return list(rows.values()), sorted(unknown)

@@ -23,7 +23,7 @@ from stay.briefs import course_dir
 from stay.errors import UsageError
 from stay.view._env import fragment, item_html, static_text
 from stay.view._load import CourseView, Ledger, LessonView, Validation
-from stay.view._site import DataFile, _named, missing_course, not_a_directory, site_and_health
+from stay.view._site import DataFile, lesson_data, missing_course, not_a_directory, site_and_health
 
 Format = Literal["scorm", "cc"]
 FORMATS: tuple[Format, ...] = get_args(Format)
@@ -111,11 +111,11 @@ def _package(root: Path, format: Format, allow_incomplete: bool, courses_arg: st
         files = site_and_health(root, learner=True, package=format, banner=banner)[0]
     if format == "scorm":
         files["scorm.js"] = static_text("scorm.js").encode("utf-8")
-        return _zip({"imsmanifest.xml": _scorm_manifest(view, files), **files})
+        return _zip({"imsmanifest.xml": _manifest(view, files, format, {}), **files})
     entries = {WEB + name: data for name, data in files.items()}
     quizzes = {f"quizzes/{fragment(lesson.id)}.xml": _qti(lesson, lesson.quiz.model)
-               for lesson in _lessons(view) if lesson.quiz.model is not None}
-    return _zip({"imsmanifest.xml": _cc_manifest(view, files, quizzes), **entries, **quizzes})
+               for lesson in view.lessons if lesson.quiz.model is not None}
+    return _zip({"imsmanifest.xml": _manifest(view, files, format, quizzes), **entries, **quizzes})
 
 
 def unfinished(root: Path, ledger: Ledger, validation: Validation, courses_arg: str) -> tuple[str, str] | None:
@@ -137,32 +137,6 @@ def unfinished(root: Path, ledger: Ledger, validation: Validation, courses_arg: 
         return (f"does not pass validate --strict ({validation.strict_fails} FAIL, 0 WARN)",
                 f"{adopt}{command_hint(courses_arg, 'repair', slug)} repairs it")
     return None
-
-
-def _lessons(view: CourseView) -> list[LessonView]:
-    """The lessons the site has a page for, in course order; a repeated id (a course that fails the
-    validator, exported anyway) keeps its first lesson, as the site's one page of that name does."""
-    first: dict[str, LessonView] = {}
-    for lesson in view.lessons:
-        if lesson.page is not None:
-            first.setdefault(lesson.id, lesson)
-    return list(first.values())
-
-
-def _offered(files: Mapping[str, bytes]) -> dict[str, DataFile]:
-    """The package's data files (``assets/...``), as the site offers them."""
-    return {path: DataFile(path, len(data)) for path, data in files.items() if path.startswith("assets/")}
-
-
-def _data_of(lesson: LessonView, offered: dict[str, DataFile]) -> list[str]:
-    """The data files the lesson's text names, as the lesson page lists them."""
-    body = lesson.content.model.body if lesson.content.model is not None else None
-    return [f.path for f in _named(offered, body, lesson.exercises.model, lesson.quiz.model)]
-
-
-def _shared(files: Mapping[str, bytes], claimed: set[str]) -> list[str]:
-    """The files every page may use, and the data files no lesson names (the capstone's, say)."""
-    return [name for name in files if name in SHARED or (name.startswith("assets/") and name not in claimed)]
 
 
 def _element(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
@@ -195,73 +169,52 @@ def _resource(parent: ET.Element, identifier: str, href: str | None, files: list
         _element(resource, "dependency", identifierref=depends)
 
 
-def _scorm_manifest(view: CourseView, files: Mapping[str, bytes]) -> bytes:
-    """One organization: an item per lesson (each lesson a SCO with its data files), and the capstone."""
-    manifest = ET.Element("manifest", {"identifier": f"stay-{fragment(view.slug)}", "version": "1", **SCORM_NS})
+def _manifest(view: CourseView, files: Mapping[str, bytes], format: Format,
+              quizzes: Mapping[str, bytes]) -> bytes:
+    """SCORM: one organization, an item per lesson (each lesson a SCO with its data files), then the
+    capstone. A cartridge: a rooted hierarchy, a folder per module holding its lessons and their quizzes,
+    then the capstone, every page and file under ``WEB``."""
+    scorm = format == "scorm"
+    prefix, lesson_attrs, asset_attrs = ("", SCO, ASSET) if scorm else (WEB, {}, {})
+    header = {"version": "1", **SCORM_NS} if scorm else CC_NS
+    manifest = ET.Element("manifest", {"identifier": f"stay-{fragment(view.slug)}", **header})
     metadata = _element(manifest, "metadata")
-    _element(metadata, "schema", "ADL SCORM")
-    _element(metadata, "schemaversion", "1.2")
-    organization = _element(_element(manifest, "organizations", default="org"), "organization", identifier="org")
-    _element(organization, "title", view.title)
+    _element(metadata, "schema", "ADL SCORM" if scorm else "IMS Common Cartridge")
+    _element(metadata, "schemaversion", "1.2" if scorm else "1.3.0")
+    if scorm:
+        root = _element(_element(manifest, "organizations", default="org"), "organization", identifier="org")
+        _element(root, "title", view.title)
+        groups = [(root, view.lessons)]
+    else:
+        organization = _element(_element(manifest, "organizations"), "organization", identifier="org",
+                                structure="rooted-hierarchy")
+        root = _element(organization, "item", identifier="root")
+        groups = [(_item(root, f"module-{fragment(module.id)}", None, module.title), module.lessons)
+                  for module in view.modules if module.lessons]
     resources = _element(manifest, "resources")
-    claimed: set[str] = set()
-    offered = _offered(files)
-    for lesson in _lessons(view):
-        assert lesson.page is not None
-        key = fragment(lesson.id)
-        _item(organization, f"item-lesson-{key}", f"res-lesson-{key}", lesson.title)
-        data = _data_of(lesson, offered)
-        claimed.update(data)
-        _resource(resources, f"res-lesson-{key}", lesson.page, [lesson.page, *data], type="webcontent", **SCO)
-    _capstone(view, files, organization, resources, "", **ASSET)
-    _resource(resources, "res-shared", None, _shared(files, claimed), depends=None, type="webcontent", **ASSET)
-    return _xml(manifest)
-
-
-def _capstone(view: CourseView, files: Mapping[str, bytes], parent: ET.Element, resources: ET.Element,
-              prefix: str, **attrs: str) -> None:
-    if "capstone.html" not in files:
-        return
-    title = view.project.model.title if view.project.model is not None else "Capstone"
-    _item(parent, "item-capstone", "res-capstone", f"Capstone: {title}")
-    _resource(resources, "res-capstone", prefix + "capstone.html", [prefix + "capstone.html"], type="webcontent",
-              **attrs)
-
-
-def _cc_manifest(view: CourseView, files: Mapping[str, bytes], quizzes: Mapping[str, bytes]) -> bytes:
-    """A rooted hierarchy: a folder per module holding its lessons and their quizzes, then the capstone."""
-    manifest = ET.Element("manifest", {"identifier": f"stay-{fragment(view.slug)}", **CC_NS})
-    metadata = _element(manifest, "metadata")
-    _element(metadata, "schema", "IMS Common Cartridge")
-    _element(metadata, "schemaversion", "1.3.0")
-    organization = _element(_element(manifest, "organizations"), "organization", identifier="org",
-                            structure="rooted-hierarchy")
-    root = _element(organization, "item", identifier="root")
-    resources = _element(manifest, "resources")
-    pages = {lesson.id for lesson in _lessons(view)}
-    claimed: set[str] = set()
-    offered = _offered(files)
-    for module in view.modules:
-        lessons = [lesson for lesson in module.lessons if lesson.id in pages]
-        if not lessons:
-            continue
-        folder = _item(root, f"module-{fragment(module.id)}", None, module.title)
+    claimed: set[str] = set()  # the data files some lesson names
+    offered = {path: DataFile(path, len(data)) for path, data in files.items() if path.startswith("assets/")}
+    for parent, lessons in groups:
         for lesson in lessons:
-            assert lesson.page is not None
             key = fragment(lesson.id)
-            page = WEB + lesson.page
-            _item(folder, f"item-lesson-{key}", f"res-lesson-{key}", lesson.title)
-            data = _data_of(lesson, offered)
+            _item(parent, f"item-lesson-{key}", f"res-lesson-{key}", lesson.title)
+            data = [f.path for f in lesson_data(lesson, offered)]
             claimed.update(data)
-            _resource(resources, f"res-lesson-{key}", page, [page, *(WEB + name for name in data)],
-                      type="webcontent")
+            _resource(resources, f"res-lesson-{key}", prefix + lesson.page,
+                      [prefix + name for name in (lesson.page, *data)], type="webcontent", **lesson_attrs)
             quiz = f"quizzes/{key}.xml"
             if quiz in quizzes:
-                _item(folder, f"item-quiz-{key}", f"res-quiz-{key}", f"Quiz: {lesson.title}")
+                _item(parent, f"item-quiz-{key}", f"res-quiz-{key}", f"Quiz: {lesson.title}")
                 _resource(resources, f"res-quiz-{key}", None, [quiz], depends=None, type=QTI_TYPE)
-    _capstone(view, files, root, resources, WEB)
-    _resource(resources, "res-shared", None, [WEB + name for name in _shared(files, claimed)], depends=None,
-              type="webcontent")
+    if "capstone.html" in files:
+        title = view.project.model.title if view.project.model is not None else "Capstone"
+        _item(root, "item-capstone", "res-capstone", f"Capstone: {title}")
+        _resource(resources, "res-capstone", prefix + "capstone.html", [prefix + "capstone.html"],
+                  type="webcontent", **asset_attrs)
+    # the files every page may use, and the data files no lesson names (the capstone's, say)
+    shared = [name for name in files if name in SHARED or (name.startswith("assets/") and name not in claimed)]
+    _resource(resources, "res-shared", None, [prefix + name for name in shared], depends=None, type="webcontent",
+              **asset_attrs)
     return _xml(manifest)
 
 

@@ -34,7 +34,6 @@ from stay.artefacts import (
     Project,
     Quiz,
     lesson_file,
-    module_dir,
 )
 from stay.briefs import check_curriculum_size
 from stay.errors import PipelineError, StayError
@@ -50,8 +49,7 @@ class LessonView:
     minutes: int
     summary: str
     module: str
-    page: str | None
-    """The lesson's page in the site, or None when its id cannot safely name a file."""
+    page: str
     problem: str | None
     plan: Loaded[LessonPlan]
     content: Loaded[LessonContent]
@@ -65,18 +63,13 @@ class LessonView:
 @dataclass(frozen=True)
 class ModuleView:
     id: str
-    slug: str
     title: str
     summary: str
-    dir: str | None
-    """``modules/<id>-<slug>``, or None when the id or slug breaks its pattern."""
-    problem: str | None
     lessons: tuple[LessonView, ...]
 
 
 @dataclass(frozen=True)
 class CourseView:
-    root: Path
     slug: str
     manifest: Loaded[CourseManifest]
     audience: Loaded[Audience]
@@ -116,11 +109,10 @@ def load_course(root: Path, data_dir: Path | None = None) -> CourseView:
     # and no path is built from it.
     for module in curriculum.model.modules if curriculum.model else []:
         lessons = tuple(_lesson(files, module, entry) for entry in module.lessons)
-        modules.append(ModuleView(module.id, module.slug, module.title, module.summary, module_dir(module), None,
-                                  lessons))
+        modules.append(ModuleView(module.id, module.title, module.summary, lessons))
     listed = {f.path for m in modules for lesson in m.lessons for f in lesson.files()}
     return CourseView(
-        root=root, slug=root.name,
+        slug=root.name,
         manifest=files.read("course.yaml", CourseManifest),
         audience=files.read("audience.yaml", Audience),
         curriculum=curriculum,
@@ -328,25 +320,21 @@ def _kind(line: str) -> str:
 def commands(root: Path, data: GateReview) -> dict[str, tuple[str, ...]]:
     """The commands that answer the gate: approve, decline, and one revise per file the gate's phase wrote."""
     assert data.gate is not None
-    slug, where = shlex.quote(root.name), _courses_flag(root.parent)
-    approve = f"stay approve {slug} {data.gate}"
+    approve, note = ("approve", root.name, data.gate), ("--note", repr("..."))
     return {
-        "approve": (approve + where,),
-        "decline": (f"{approve} --decline --note {NOTE}{where}",),
-        "revise": tuple(f"stay revise {slug} {shlex.quote(target)} --note {NOTE}{where}" for target in data.targets),
+        "approve": (_command(root, approve),),
+        "decline": (_command(root, (*approve, "--decline", *note)),),
+        "revise": tuple(_command(root, ("revise", root.name, target, *note)) for target in data.targets),
     }
 
 
 def _command(root: Path, words: tuple[str, ...]) -> str:
-    """``stay WORDS`` as a person would paste it, with the course's --courses-dir."""
+    """``stay WORDS`` as a person would paste it (``repr("...")`` stands for the note), with the course's
+    --courses-dir, or none when it is the default (the same directory)."""
     shown = (NOTE if word == repr("...") else shlex.quote(word) for word in words)
-    return f"stay {' '.join(shown)}{_courses_flag(root.parent)}"
-
-
-def _courses_flag(courses: Path) -> str:
-    """`` --courses-dir DIR``, or nothing when DIR is the default (the same directory)."""
     try:
-        default = courses.resolve() == Path(DEFAULT_COURSES).resolve()
+        default = root.parent.resolve() == Path(DEFAULT_COURSES).resolve()
     except OSError:
         default = False
-    return "" if default else f" --courses-dir {shlex.quote(os.fspath(courses))}"
+    where = "" if default else f" --courses-dir {shlex.quote(os.fspath(root.parent))}"
+    return f"stay {' '.join(shown)}{where}"

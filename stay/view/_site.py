@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -140,7 +141,7 @@ def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.Pa
         "data_files": tuple(offered.values()), "capstone_files": _named(offered, course.project.model),
         "package": package, "banner": banner,
     }
-    lessons = [lesson for lesson in course.lessons if lesson.page is not None]
+    lessons = course.lessons
     views = [_lesson_page(lesson, links, lessons[i - 1] if i else None,
                           lessons[i + 1] if i + 1 < len(lessons) else None, offered)
              for i, lesson in enumerate(lessons)]
@@ -152,7 +153,6 @@ def site_and_health(course_dir: str | os.PathLike[str], *, data_dir: str | os.Pa
         site[REVIEW_PAGE[0]] = env.get_template("review.html.j2").render(common, page=REVIEW_PAGE[0], review=review)
     lesson_template = env.get_template("lesson.html.j2")
     for view in views:
-        assert view.lesson.page is not None
         site[view.lesson.page] = lesson_template.render(common, page=view.lesson.page, view=view)
     for name in STATIC_FILES:
         site[name] = static_text(name)
@@ -180,9 +180,13 @@ def _lesson_page(lesson: LessonView, links: Links, previous: LessonView | None,
     for heading in rendered.headings if rendered else ():
         if heading.level == 2:
             anchors.setdefault(heading.text, heading.anchor)
+    return LessonPage(lesson, rendered, anchors, previous, following, lesson_data(lesson, offered))
+
+
+def lesson_data(lesson: LessonView, offered: dict[str, DataFile]) -> tuple[DataFile, ...]:
+    """The offered data files the lesson's text (its body, exercises and quiz) names."""
     body = lesson.content.model.body if lesson.content.model is not None else None
-    data = _named(offered, body, lesson.exercises.model, lesson.quiz.model)
-    return LessonPage(lesson, rendered, anchors, previous, following, data)
+    return _named(offered, body, lesson.exercises.model, lesson.quiz.model)
 
 
 def _budget(course: CourseView) -> dict[str, int | None]:
@@ -253,7 +257,7 @@ def check_out_dir(site: dict[str, bytes], out_dir: str | os.PathLike[str], cours
         raise UsageError(f"{named} contains the course {course_dir}; choose a directory of its own")
     if out.exists() and not out.is_dir():
         raise UsageError(f"{named} is a file; give a directory")
-    recorded = {} if among_sites and only_sites(out) else read_marker(out, out_dir)
+    recorded = {} if among_sites and only_sites(out) else read_marker(out, named)
     owned = owned_now(out, recorded)
     refused = conflicts(out, site, owned)
     if refused:
@@ -323,7 +327,7 @@ def _reachable(out: Path, name: str) -> bool:
 
 
 def _sha256(value: object) -> bool:
-    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+    return isinstance(value, str) and re.fullmatch("[0-9a-f]{64}", value) is not None
 
 
 def file_digest(path: Path) -> str | None:
@@ -334,11 +338,10 @@ def file_digest(path: Path) -> str | None:
         return None
 
 
-def read_marker(out: Path, given: str | os.PathLike[str]) -> Recorded:
-    """What an earlier render recorded in ``out``; an unreadable marker owns nothing."""
+def read_marker(out: Path, named: str) -> Recorded:
+    """What an earlier render recorded in ``out`` (``named`` in refusals); an unreadable marker owns nothing."""
     if not out.is_dir():
         return {}
-    named = f"{option_name('--out')} {given}"  # as the caller gave it: the flag, or out_dir from Python
     marker = out / MARKER
     try:
         mode = marker.lstat().st_mode
@@ -433,7 +436,7 @@ class Row:
     budget: int | None
     modules: int
     pages: tuple[LessonView, ...]
-    """The lessons that have a page (the progress bar counts them; the continue link names them)."""
+    """The lessons (the progress bar counts them; the continue link names them)."""
     health: str
     kind: str
     """ok, waiting or bad: the health's badge."""
@@ -535,19 +538,16 @@ def _row(course: CourseView, ledger: Ledger, validation: Validation) -> Row:
         course.audience.model.learners if course.audience.model else None)
     budget = course.audience.model.time_budget_minutes if course.audience.model else None
     health = health_of(course, ledger, validation)
-    kind = "ok" if health in FINE else ("bad" if _bad(course, ledger, validation) else "waiting")
+    bad = _damaged(course) or not validation.ran or validation.fails or (ledger.tracked and ledger.note)
+    kind = "ok" if health in FINE else ("bad" if bad else "waiting")
     return Row(slug=course.slug, title=course.title, audience=audience,
                minutes=sum(lesson.minutes for lesson in course.lessons), budget=budget,
-               modules=len(course.modules), pages=tuple(lesson for lesson in course.lessons if lesson.page),
+               modules=len(course.modules), pages=course.lessons,
                health=health, kind=kind, problem=course.manifest.problem)
 
 
 def _damaged(course: CourseView) -> int:
     return sum(1 for loaded in course.all_files() if loaded.problem is not None and not loaded.missing)
-
-
-def _bad(course: CourseView, ledger: Ledger, validation: Validation) -> bool:
-    return bool(_damaged(course) or not validation.ran or validation.fails or (ledger.tracked and ledger.note))
 
 
 def health_of(course: CourseView, ledger: Ledger, validation: Validation) -> str:
