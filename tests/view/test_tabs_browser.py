@@ -119,8 +119,12 @@ def test_an_answer_in_one_tab_shows_in_the_other_and_both_tabs_answers_are_kept(
     assert question.locator("input[type=radio]").nth(_wrong(first)).is_checked()
     assert question.locator("button.check-answer").is_disabled()
     _answer(b, second, _right(second))
-    stored = _stored(a)
+    # read where it was written: Chromium hands one tab's localStorage write to another tab's
+    # renderer a moment later, so A sees it once it arrives (waited for below), not at once
+    raw = b.evaluate(f"localStorage.getItem({json.dumps(KEY)})")
+    stored = json.loads(raw)
     assert stored["quiz"] == {first.id: _wrong(first), second.id: _right(second)}
+    a.wait_for_function("([key, value]) => localStorage.getItem(key) === value", arg=[KEY, raw], timeout=WAIT)
     assert stored["finished"] == [OTHER]
     assert _pressed(b) == "false"  # B's lesson was never finished
     assert watch.problems == []
