@@ -218,7 +218,8 @@ class BuildResult(Spent):
         if (report := self.validation) is not None:
             run.append(("validation", f"{report.fails} FAIL, {report.warns} WARN, {plural(report.checks, 'check')}"))
             owners = owner_rows(report.defects)
-            tables += [(OWNER_HEAD, owners, {1, 2})] if owners else []
+            if owners:
+                tables.append((OWNER_HEAD, owners, {1, 2}))
             tail = "" if owners else "No defects."
         if self.repair is not None:
             run.append(("repair", f"{plural(len(self.repair.rounds), 'round')}, stopped because {self.repair.stop}; "
