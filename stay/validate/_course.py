@@ -118,6 +118,11 @@ BLOOM_FILE = "bloom-verbs.yaml"
 HOUSE_FILE = "house-style.yaml"
 
 
+class DataError(DataFileError):
+    """A data file is missing, unreadable, or lacks a key the rules read (its class name is shown where the viewer
+    says the validator could not run)."""
+
+
 def _number(value: object) -> bool:
     if isinstance(value, bool):
         return False
@@ -156,15 +161,15 @@ def _read(path: Path) -> Any:
     try:
         text = path.read_bytes().decode("utf-8")
     except OSError as exc:
-        raise DataFileError(
+        raise DataError(
             f"data file '{path}' is missing or unreadable ({exc.strerror or exc})", path=path
         ) from None
     except UnicodeDecodeError:
-        raise DataFileError(f"data file '{path}' is not UTF-8", path=path) from None
+        raise DataError(f"data file '{path}' is not UTF-8", path=path) from None
     try:
         return safe_load(text)
     except Exception as exc:
-        raise DataFileError(f"data file '{path}' is not valid YAML ({type(exc).__name__})", path=path) from None
+        raise DataError(f"data file '{path}' is not valid YAML ({type(exc).__name__})", path=path) from None
 
 
 @dataclass(frozen=True)
@@ -194,8 +199,8 @@ class HouseData:
         bloom = _read(bloom_path)
         house = _read(house_path)
 
-        def bad(path: Path, what: str, field: str | None = None) -> DataFileError:
-            return DataFileError(f"data file '{path}' is unreadable: {what}", path=path, field=field)
+        def bad(path: Path, what: str, field: str | None = None) -> DataError:
+            return DataError(f"data file '{path}' is unreadable: {what}", path=path, field=field)
 
         if not isinstance(bloom, dict):
             raise bad(bloom_path, "the root is not a mapping")

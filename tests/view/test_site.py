@@ -601,3 +601,14 @@ def test_any_damage_to_any_file_renders_and_is_reported(path: str, content: byte
     damaged = [f for f in view.all_files() if f.path == path and not f.ok]
     if damaged:  # the file no longer reads as its artefact: the status page says why
         assert normalise(damaged[0].problem or "") in page_text(site["status.html"])
+
+
+def test_a_validator_that_cannot_run_says_why_in_one_line_naming_the_data_file(tmp_path: Path) -> None:
+    """What a page and an export refusal show when the house data cannot be read: the error's class
+    and its message, one line (the class is the validator's own, as it has always been shown)."""
+    from stay.view._load import run_validator
+
+    validation = run_validator(SAMPLE, data_dir=tmp_path)
+    missing = tmp_path / "bloom-verbs.yaml"
+    assert not validation.ran and validation.note is not None and "\n" not in validation.note
+    assert validation.note.startswith(f"the validator could not run: DataError: data file '{missing}' is missing")
