@@ -129,3 +129,22 @@ def test_an_offline_build_says_in_one_line_that_it_reviewed_nothing(courses: Pat
     assert said == ["review: not run, so no lesson was reviewed (the offline backend cannot read a lesson; build "
                     "with a model backend to review)"]
     assert not list((courses / "how-http-requests-travel").glob("modules/*/.review"))
+
+
+def test_a_review_file_named_to_revise_is_asked_again_once_with_the_note(api: FakeMessagesAPI, tmp_path: Path) -> None:
+    """A lesson's review is a file like any other: revise asks its stage again for that lesson alone,
+    with the reviewer's note, and says so (it once said 'nothing to revise' and asked nothing)."""
+    from stay.pipeline import revise
+
+    build(api, tmp_path)
+    course = tmp_path / HTTP.stem
+    (path,) = course.glob(f"modules/*/{REVIEW.output.format(lesson=LESSON)}")
+    named = str(path.relative_to(course))
+    before, lines = len(api.requests), []
+    backend = AnthropicBackend(api_key=KEY, base_url=api.url, sleep=lambda _s: None)
+    revise(HTTP.stem, [named], note="Check every key twice.", courses_dir=tmp_path, backend=backend,
+           settings=Settings(cache=False), progress=lines.append)
+    asked = api.requests[before:]
+    assert [stage_of(body) for body in asked] == ["review"]
+    assert inputs_of(asked[0])["plan"]["lesson"] == LESSON and "Check every key twice." in str(asked[0])
+    assert f"  {named}: revising with the reviewer's note" in lines
