@@ -255,9 +255,12 @@ def _known_sum(costs: Iterable[float | None]) -> float | None:
 
 def build_entry(scores: Mapping[str, ScoreResult], *, epoch: int, seed: str | None, course_sha256: str | None,
                 build_usage: Usage | None = None, build_cost: float | None = 0.0, built: bool = False,
-                course_dir: Path | None = None, judged_in: str | None = None) -> dict[str, Any]:
+                course_dir: Path | None = None, judged_in: str | None = None,
+                built_with: Mapping[str, Mapping[str, str]] | None = None,
+                built_by: Iterable[str] | None = None) -> dict[str, Any]:
     """One build's part of a report: a brief built (or loaded, nothing paid) once, and scored; with
-    ``course_dir``, what its ledger says it was built with and its run log by whom."""
+    ``course_dir``, what its ledger says it was built with and its run log by whom (``built_with`` and
+    ``built_by``, when given, win over what ``course_dir`` would say)."""
     entry: dict[str, Any] = {
         "epoch": epoch, "seed": seed, "built": built, "course_sha256": course_sha256,
         "build": {"usage": (build_usage or Usage()).model_dump(),
@@ -266,10 +269,14 @@ def build_entry(scores: Mapping[str, ScoreResult], *, epoch: int, seed: str | No
         "scorers": {name: {**result.model_dump(mode="json"), "cost": None if result.cost is None
                            else round(result.cost, 6)} for name, result in sorted(scores.items())},
     }
-    if course_dir is not None:
-        entry["built_with"] = ledger_built_with(course_dir)
-        if built_by := course_built_by(course_dir):  # none recorded: unknown, which the backend check leaves
-            entry["built_by"] = built_by
+    if built_with is None and course_dir is not None:
+        built_with = ledger_built_with(course_dir)
+    if built_with is not None:
+        entry["built_with"] = {path: dict(record) for path, record in sorted(built_with.items())}
+    if built_by is None and course_dir is not None:
+        built_by = course_built_by(course_dir)
+    if built_by:  # none recorded: unknown, which the backend check leaves to the header
+        entry["built_by"] = sorted(set(built_by))
     if judged_in is not None:
         entry["judged_in"] = judged_in
     return entry
@@ -281,7 +288,8 @@ def failed_entry(error: BaseException, *, epoch: int, seed: str | None,
     message = " ".join(str(error).split())
     if len(message) > FAILURE_CHARS:
         message = message[:FAILURE_CHARS - 3] + "..."
-    return {**build_entry({}, epoch=epoch, seed=seed, course_sha256=None, build_cost=build_cost),
+    return {"epoch": epoch, "seed": seed, "built": False, "course_sha256": None,
+            "build": {"usage": Usage().model_dump(), "cost": build_cost}, "scorers": {},
             "failed": {"error": type(error).__name__[:100], "message": message}}
 
 
