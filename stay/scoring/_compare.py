@@ -297,9 +297,10 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     # not judged in either run (both, or one with --allow judge): never tested, never gating
     unjudged = {**not_judged(candidate), **not_judged(baseline)}
     judged = [s for s in scorers if s not in unjudged]
-    counted = (failure_counts(baseline, briefs), failure_counts(candidate, briefs))
-    failures = {run: {s: counts.get(s, (0, 0, 0)) for s in scorers}
-                for run, counts in zip(("baseline", "candidate"), counted, strict=True)}
+    failures = {}
+    for run, report in (("baseline", baseline), ("candidate", candidate)):
+        counts = failure_counts(report, briefs)
+        failures[run] = {s: counts.get(s, (0, 0, 0)) for s in scorers}
     problems = (_invalid("baseline", names[0], failures["baseline"], max_failed)
                 + _invalid("candidate", names[1], failures["candidate"], max_failed)
                 + _empty_briefs(f"baseline {names[0]}", baseline, candidate, judged, briefs)
