@@ -10,13 +10,12 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager, nullcontext
-from typing import TYPE_CHECKING, Any, Unpack, cast
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from stay import _secrets
 from stay.errors import ModelError, RefusalError, StayError, TruncationError, UsageError
 from stay.models._protocol import (
     DEFAULT_MODELS,
-    FEATURES,
     PRICES,
     SCREENING,
     THINKING,
@@ -56,6 +55,9 @@ _CHECKED: dict[tuple[str, str], int | None] = {}
 """(endpoint, model id) -> its ``max_tokens``, for each id the Models API confirmed (None: unsaid)."""
 
 
+_Client = TypeVar("_Client")  # anthropic.Anthropic or anthropic.AsyncAnthropic
+
+
 def _identified(message: Any, stream: Any) -> Any:
     """The SDK sets ``_request_id`` on a message it parsed whole, not on one a stream assembled."""
     if getattr(message, "_request_id", None) is None:
@@ -68,7 +70,7 @@ class AnthropicBackend(HTTPBackend):
 
     name = "anthropic"
     prices: Mapping[str, Price] = PRICES
-    features = FEATURES  # every feature there is
+    features = frozenset({"caching", "batches", "thinking", "count_tokens", "screen"})
     default_models: Mapping[Role, str] = DEFAULT_MODELS
     service_name = "the Anthropic API"
     screen_thinking = SCREENING
@@ -114,28 +116,33 @@ class AnthropicBackend(HTTPBackend):
     def _screened_by(self) -> str:
         return self.screen_model
 
-    def _made(self, kind: str) -> Any:
+    def _made(self, kind: Callable[..., _Client]) -> _Client:
         """A client with the key, or else a gateway's token; base_url None: the SDK reads ANTHROPIC_BASE_URL."""
-        import anthropic
-
         if not (self._api_key or self._auth_token):
             raise UsageError("the anthropic backend needs an API key (ANTHROPIC_API_KEY) or a gateway's bearer "
                              "token (ANTHROPIC_AUTH_TOKEN); set one, or build offline with --backend offline (a "
                              "--replay run needs neither)")
-        made = getattr(anthropic, kind)(api_key=self._api_key, auth_token=self._auth_token, base_url=self._base_url)
-        return self._configured(made)
+        made: _Client = self._configured(kind(api_key=self._api_key, auth_token=self._auth_token,
+                                              base_url=self._base_url))
+        return made
 
     @property
     def client(self) -> anthropic.Anthropic:
         if self._client is None:
-            self._client = self._made("Anthropic")
-        return cast("anthropic.Anthropic", self._client)
+            import anthropic
+
+            self._client = self._made(anthropic.Anthropic)
+        client: anthropic.Anthropic = self._client
+        return client
 
     @property
     def async_client(self) -> anthropic.AsyncAnthropic:
         if self._async_client is None:
-            self._async_client = self._made("AsyncAnthropic")
-        return cast("anthropic.AsyncAnthropic", self._async_client)
+            import anthropic
+
+            self._async_client = self._made(anthropic.AsyncAnthropic)
+        client: anthropic.AsyncAnthropic = self._async_client
+        return client
 
     def check_models(self, models: Mapping[Role, str]) -> None:
         """Ask the Models API for each id before anything is paid: an unknown id or a rejected key

@@ -65,7 +65,7 @@ class BatchOutcome:
     resumed: int = 0  # requests collected from batches an earlier run submitted
 
     @property
-    def batch_id(self) -> str:  # public since batches began: the last batch, for a caller to look up
+    def batch_id(self) -> str:  # the last batch's id, for a caller to look up
         return self.batch_ids[-1] if self.batch_ids else ""
 
 

@@ -107,16 +107,19 @@ class RequestCache:
     def rejected_dir(self) -> Path:
         return self.directory.parent / "rejected"
 
-    def _entry(self, request: ModelRequest, model: str) -> tuple[dict[str, Any], ModelAnswer] | None:
+    @staticmethod
+    def _entry(path: Path) -> tuple[dict[str, Any], ModelAnswer] | None:
         """The entry and its answer (usage included: counts, never negative); a damaged one is a miss, never a crash."""
-        entry = _stored(self._path(request, model))
+        entry = _stored(path)
+        if entry is None:
+            return None
         try:
-            return None if entry is None else (entry, ModelAnswer.model_validate(entry.get("answer")))
+            return entry, ModelAnswer.model_validate(entry.get("answer"))
         except ValueError:
             return None
 
     def get(self, request: ModelRequest, model: str) -> ModelAnswer | None:
-        found = self._entry(request, model)
+        found = self._entry(self._path(request, model))
         return None if found is None else found[1]
 
     def put(self, request: ModelRequest, model: str, answer: ModelAnswer, *, reported: bool = True) -> None:
@@ -128,7 +131,7 @@ class RequestCache:
     def claim(self, request: ModelRequest, model: str) -> ModelAnswer | None:
         """With its usage if unreported yet, else with none."""
         with self._lock:
-            found = self._entry(request, model)
+            found = self._entry(self._path(request, model))
             if found is None:
                 return None
             entry, answer = found
@@ -150,15 +153,16 @@ class RequestCache:
 
     def reject(self, request: ModelRequest, model: str, why: str, *, raw: str | None = None) -> None:
         """Move the answer to ``rejected/`` with ``why`` (``raw``: one not even JSON, never cached)."""
-        record = self._path(request, model, self.rejected_dir)
+        own = self._path(request, model)
+        record = self.rejected_dir / own.name  # the same key: the request is hashed once
         with self._lock:
-            found = self._entry(request, model)
+            found = self._entry(own)
             rejection = {"why": why, "answer": found[0]["answer"] if found is not None else None, "raw": raw}
             document = {"model": model, "request": request.model_dump(mode="json"),
                         "rejections": [*self._rejections(record), rejection][-REJECTIONS_KEPT:]}
             # the record first: a crash between the two leaves the answer to be checked, and rejected, again
             write_text_atomic(record, json.dumps(document, sort_keys=True))
-            self._path(request, model).unlink(missing_ok=True)
+            own.unlink(missing_ok=True)
 
     @staticmethod
     def _rejections(record: Path) -> list[dict[str, Any]]:

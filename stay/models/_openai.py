@@ -8,6 +8,7 @@ import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Unpack
 from urllib.parse import urlparse
 
@@ -47,7 +48,7 @@ PLACEHOLDER_KEY = "not-needed"
 SLOWEST_TOKENS_PER_SECOND = 20.0
 """Not streamed, so a read timeout must cover a whole answer at this (small local model's) pace."""
 
-_SERVER = ("the server", "OPENAI_BASE_URL")  # the words of its malformed replies' errors
+_malformed = partial(malformed, service="the server", setting="OPENAI_BASE_URL")  # its malformed replies' errors
 _JSON_ONLY: set[str] = set()
 """Base URLs whose server refused ``json_schema`` in this process: asked in JSON mode."""
 _JSON_ONLY_LOCK = threading.Lock()
@@ -381,11 +382,11 @@ def usage_of(completion: Any, where: str) -> Usage:
     for name, value in (("prompt_tokens", prompt), ("completion_tokens", output), ("cached_tokens", cached),
                         ("cache_write_tokens", written), ("reasoning_tokens", reasoning)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise malformed(where, f"usage.{name} is {value!r}, not a count of tokens", *_SERVER)
+            raise _malformed(where, f"usage.{name} is {value!r}, not a count of tokens")
     assert isinstance(prompt, int) and isinstance(output, int) and isinstance(written, int)
     if cached + written > prompt or reasoning > output:
-        raise malformed(where, f"usage counts {cached} cached and {written} cache-written of {prompt} prompt "
-                               f"tokens, {reasoning} reasoning of {output} completion tokens", *_SERVER)
+        raise _malformed(where, f"usage counts {cached} cached and {written} cache-written of {prompt} prompt "
+                                f"tokens, {reasoning} reasoning of {output} completion tokens")
     return Usage(input_tokens=prompt - cached - written, output_tokens=output, cache_read_input_tokens=cached,
                  cache_creation_input_tokens=written, thinking_tokens=reasoning)
 
@@ -400,7 +401,7 @@ def read_completion(completion: Any, request: ModelRequest, room: int) -> Read:
     where = f"stage {request.stage} ({request.artefact})"
     choices = getattr(completion, "choices", None)
     if not isinstance(choices, list) or not choices:
-        raise malformed(where, "it has no choices", *_SERVER)
+        raise _malformed(where, "it has no choices")
     usage = usage_of(completion, where)
     choice = choices[0]
     finish = getattr(choice, "finish_reason", None)

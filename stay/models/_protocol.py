@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import partial
 from importlib.metadata import EntryPoint
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, TypeVar, cast, runtime_checkable
 
@@ -61,7 +62,7 @@ class Price:
 
     rates: Rates
     source: str
-    checked: str = "2026-12-01"  # the day every row of PRICES was read from its source
+    checked: str
     long: Rates | None = None
     long_above: int = 0
 
@@ -70,6 +71,9 @@ class Price:
             return self.long
         return self.rates
 
+
+CHECKED = "2026-12-01"  # the day every row below was read from its source
+_priced = partial(Price, checked=CHECKED)  # stay's own rows: each read on CHECKED
 
 _PRICING_PAGE = "https://platform.claude.com/docs/en/about-claude/pricing (Model pricing table)"
 
@@ -93,37 +97,39 @@ _HAIKU_45_SOURCE = (_PRICING_PAGE + "; input and output as the model pages' comp
 
 PRICES: Mapping[str, Price] = {
     # the current generation (the SDK's types/model.py lists these first)
-    "claude-opus-5-5": Price(Rates(input=4.0, output=20.0, cache_write=5.0, cache_read=0.20), _model_page("opus-5-5")),
+    "claude-opus-5-5": _priced(Rates(input=4.0, output=20.0, cache_write=5.0, cache_read=0.20),
+                               _model_page("opus-5-5")),
     # Sonnet 5.5's cache reads: the official model page shows $0.20 / MTok; two third-party
     # price refreshes (kurofune/claudit v1.9.2, TheKrush/PromptFuel v1.0.23) report a cut to
     # $0.10 on 2026-10-07 that no official page read shows. The official figure is kept.
-    "claude-sonnet-5-5": Price(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.20),
+    "claude-sonnet-5-5": _priced(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.20),
                                _model_page("sonnet-5-5") + " (cache reads $0.20, not the $0.10 third parties "
                                "report)"),
-    "claude-haiku-5-5": Price(Rates(input=0.10, output=0.50, cache_write=0.125, cache_read=0.01), _HAIKU_55_SOURCE,
+    "claude-haiku-5-5": _priced(Rates(input=0.10, output=0.50, cache_write=0.125, cache_read=0.01), _HAIKU_55_SOURCE,
                               long=Rates(input=0.50, output=2.50, cache_write=0.625, cache_read=0.05),
                               long_above=100_000),
-    "claude-fable-5-1": Price(_FABLE_51, _PRICING_PAGE),
-    "claude-mythos-5-1": Price(_FABLE_51, _PRICING_PAGE),
-    "claude-fable-5": Price(_FABLE_5, _PRICING_PAGE),
-    "claude-mythos-5": Price(_FABLE_5, _PRICING_PAGE),
-    "claude-opus-5": Price(_OPUS_45_TO_5, _PRICING_PAGE + "; " + _model_page("opus-5")),
-    "claude-sonnet-5": Price(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.20), _model_page("sonnet-5")),
+    "claude-fable-5-1": _priced(_FABLE_51, _PRICING_PAGE),
+    "claude-mythos-5-1": _priced(_FABLE_51, _PRICING_PAGE),
+    "claude-fable-5": _priced(_FABLE_5, _PRICING_PAGE),
+    "claude-mythos-5": _priced(_FABLE_5, _PRICING_PAGE),
+    "claude-opus-5": _priced(_OPUS_45_TO_5, _PRICING_PAGE + "; " + _model_page("opus-5")),
+    "claude-sonnet-5": _priced(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.20),
+                               _model_page("sonnet-5")),
     **dict.fromkeys(("claude-opus-4-8", "claude-opus-4-7", "claude-opus-4-6", "claude-opus-4-5",
-                     "claude-opus-4-5-20251101"), Price(_OPUS_45_TO_5, _PRICING_PAGE)),
-    "claude-sonnet-4-6": Price(_SONNET_4X, _SONNET_4X_SOURCE),
-    "claude-sonnet-4-5": Price(_SONNET_4X, _SONNET_4X_SOURCE + " (prompts up to 200K tokens, the standard "
+                     "claude-opus-4-5-20251101"), _priced(_OPUS_45_TO_5, _PRICING_PAGE)),
+    "claude-sonnet-4-6": _priced(_SONNET_4X, _SONNET_4X_SOURCE),
+    "claude-sonnet-4-5": _priced(_SONNET_4X, _SONNET_4X_SOURCE + " (prompts up to 200K tokens, the standard "
                                                                "context window)"),
-    "claude-sonnet-4-5-20250929": Price(_SONNET_4X, _SONNET_4X_SOURCE),
-    **dict.fromkeys(("claude-haiku-4-5", "claude-haiku-4-5-20251001"), Price(_HAIKU_45, _HAIKU_45_SOURCE)),
+    "claude-sonnet-4-5-20250929": _priced(_SONNET_4X, _SONNET_4X_SOURCE),
+    **dict.fromkeys(("claude-haiku-4-5", "claude-haiku-4-5-20251001"), _priced(_HAIKU_45, _HAIKU_45_SOURCE)),
     # OpenAI (the openai backend's default): its model page's Pricing, Text tokens; the cache
     # write rate is for 30-minute retention, the default; above 272K input tokens the whole
     # request pays twice the input and cache rates and 1.5x the output rate
-    "gpt-6.2-sol": Price(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.10),
+    "gpt-6.2-sol": _priced(Rates(input=2.0, output=10.0, cache_write=2.50, cache_read=0.10),
                          "https://developers.openai.com/api/docs/models/gpt-6.2-sol (Pricing > Text tokens)",
                          long=Rates(input=4.0, output=15.0, cache_write=5.0, cache_read=0.20), long_above=272_000),
     # the offline backend: no network, no bill
-    "offline": Price(Rates(input=0.0, output=0.0, cache_write=0.0, cache_read=0.0), "no API call is made"),
+    "offline": _priced(Rates(input=0.0, output=0.0, cache_write=0.0, cache_read=0.0), "no API call is made"),
 }
 """Model id -> price. Deliberately unpriced: claude-fable-5-2 and claude-mythos-5-2 (no
 Anthropic page found; third parties give Fable 5.2 $8 / $40) and claude-mythos-preview."""
@@ -502,10 +508,13 @@ def hold_more(params: dict[str, Any], paid: ModelAnswer | None) -> bool:
 
 def hold_instead(params: dict[str, Any]) -> None:
     hooks = _HOLD.get()
-    if hooks is not None and hooks[1] is not None:
-        hooks[1](params)
-    elif hooks is not None:
-        hooks[0](params, None)
+    if hooks is None:
+        return
+    hold, instead = hooks
+    if instead is None:
+        hold(params, None)
+    else:
+        instead(params)
 
 
 @dataclass(frozen=True)

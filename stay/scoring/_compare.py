@@ -108,9 +108,13 @@ class Comparison:
         if self.regressions:
             return (f"gate fires (exit 1): {', '.join(self.regressions)} worse at a Holm-adjusted p below "
                     f"{self.alpha}")
+        return f"gate passes (exit 0): {self.passing}"
+
+    @property
+    def passing(self) -> str:
+        """Why the gate passes, as the terminal and the page both say it."""
         gating = " that may gate" if self.held_worse else ""
-        return (f"gate passes (exit 0): no scorer{gating} is worse at a Holm-adjusted p below {self.alpha}"
-                f"{self.held_worse}")
+        return f"no scorer{gating} is worse at a Holm-adjusted p below {self.alpha}{self.held_worse}"
 
     @property
     def held_worse(self) -> str:
@@ -293,9 +297,10 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any], *, alpha: float
     # not judged in either run (both, or one with --allow judge): never tested, never gating
     unjudged = {**not_judged(candidate), **not_judged(baseline)}
     judged = [s for s in scorers if s not in unjudged]
-    counted = (failure_counts(baseline, briefs), failure_counts(candidate, briefs))
-    failures = {run: {s: counts.get(s, (0, 0, 0)) for s in scorers}
-                for run, counts in zip(("baseline", "candidate"), counted, strict=True)}
+    failures = {}
+    for run, report in (("baseline", baseline), ("candidate", candidate)):
+        counts = failure_counts(report, briefs)
+        failures[run] = {s: counts.get(s, (0, 0, 0)) for s in scorers}
     problems = (_invalid("baseline", names[0], failures["baseline"], max_failed)
                 + _invalid("candidate", names[1], failures["candidate"], max_failed)
                 + _empty_briefs(f"baseline {names[0]}", baseline, candidate, judged, briefs)
@@ -541,7 +546,10 @@ Run = str | os.PathLike[str] | Mapping[str, Any]
 """A run to compare: the path of its report, or the report ``read_run`` returned."""
 
 
-read_run = read_report  # ``stay.read_run``: a run from its path, as ``compare_runs`` reads one
+def read_run(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The eval report at ``path`` (``pytest evals/`` writes one), read bounded and checked against
+    the report's shape; a file that is not one raises ``stay.UsageError`` in one line."""
+    return read_report(path)
 
 
 def _loaded(run: Run, name: str) -> tuple[dict[str, Any], str]:

@@ -12,7 +12,7 @@ import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
@@ -24,6 +24,7 @@ from stay.scoring._compare import (
     ITEMS,
     Comparison,
     Item,
+    ItemChange,
     ScorerComparison,
     _notes,
     item_changes,
@@ -335,6 +336,13 @@ class ComparePage:
         return render_compare_html(self.header, self.rows, self.items, self.detail)
 
 
+def _item(change: ItemChange) -> ItemDiffRow:
+    return ItemDiffRow(scorer=change.scorer, brief=change.brief, item=change.candidate_item,
+                       baseline_score=change.baseline_score, candidate_score=change.candidate_score,
+                       baseline_reason=change.baseline_reason, candidate_reason=change.candidate_reason,
+                       baseline_item=change.baseline_item)
+
+
 def compare_page(comparison: Comparison, baseline: Mapping[str, Any], candidate: Mapping[str, Any], *,
                  paths: tuple[str, str] = ("baseline", "candidate"), items: int | None = PAGE_ITEMS,
                  pairs: int = PER_KIND, notes: Sequence[str] = ()) -> ComparePage:
@@ -345,8 +353,7 @@ def compare_page(comparison: Comparison, baseline: Mapping[str, Any], candidate:
     changes, coverage = item_changes(dict(baseline), dict(candidate), top=sys.maxsize)
     matched = {scorer: counts for scorer, counts in coverage.items() if counts[0]}
     # a row names an item by the candidate's id (and the baseline's when content matching paired two)
-    diff = tuple(ItemDiffRow(item=c.candidate_item, **{k: v for k, v in asdict(c).items() if k != "candidate_item"})
-                 for c in changes[:items]) if matched else None
+    diff = tuple(_item(c) for c in changes[:items]) if matched else None
     tested = sum(r.difference is not None for r in comparison.scorers)
     header = CompareHeader(
         baseline_label=comparison.baseline_label, candidate_label=comparison.candidate_label,
@@ -404,7 +411,7 @@ def _quality(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> tuple
 def _gate(comparison: Comparison) -> str:
     if comparison.regressions:
         return f"at least one scorer is worse at a Holm-adjusted p below {comparison.alpha}."
-    return comparison.gate.removeprefix("gate passes (exit 0): ") + "."
+    return comparison.passing + "."
 
 
 def run_intervals(comparison: Comparison, level: float = LEVEL) -> dict[str, tuple[Interval | None, Interval | None]]:

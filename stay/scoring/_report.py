@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter, ValidationError, model_validator
 
@@ -233,9 +233,11 @@ def provenance_notes(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) 
     that differ, a header naming prompts its courses were not built with, and whether the generator
     can see the change."""
     lines = [f"baseline: {_who(baseline)}; candidate: {_who(candidate)}"]
-    lines += [f"{run}: its header names prompts its courses were not built with (the builds' ledgers differ): "
-              f"{', '.join(wrong)}" for run, document in (("baseline", baseline), ("candidate", candidate))
-              if (wrong := header_mismatches(document))]
+    for run, document in (("baseline", baseline), ("candidate", candidate)):
+        wrong = header_mismatches(document)
+        if wrong:
+            lines.append(f"{run}: its header names prompts its courses were not built with (the builds' ledgers "
+                         f"differ): {', '.join(wrong)}")
     changed = changed_prompts(baseline, candidate)
     if changed:
         lines.append(f"prompt files that differ between the runs: {', '.join(changed)}")
@@ -255,9 +257,12 @@ def _known_sum(costs: Iterable[float | None]) -> float | None:
 
 def build_entry(scores: Mapping[str, ScoreResult], *, epoch: int, seed: str | None, course_sha256: str | None,
                 build_usage: Usage | None = None, build_cost: float | None = 0.0, built: bool = False,
-                course_dir: Path | None = None, judged_in: str | None = None) -> dict[str, Any]:
+                course_dir: Path | None = None, judged_in: str | None = None,
+                built_with: Mapping[str, Mapping[str, str]] | None = None,
+                built_by: Iterable[str] | None = None) -> dict[str, Any]:
     """One build's part of a report: a brief built (or loaded, nothing paid) once, and scored; with
-    ``course_dir``, what its ledger says it was built with and its run log by whom."""
+    ``course_dir``, what its ledger says it was built with and its run log by whom (``built_with`` and
+    ``built_by``, when given, win over what ``course_dir`` would say)."""
     entry: dict[str, Any] = {
         "epoch": epoch, "seed": seed, "built": built, "course_sha256": course_sha256,
         "build": {"usage": (build_usage or Usage()).model_dump(),
@@ -266,10 +271,14 @@ def build_entry(scores: Mapping[str, ScoreResult], *, epoch: int, seed: str | No
         "scorers": {name: {**result.model_dump(mode="json"), "cost": None if result.cost is None
                            else round(result.cost, 6)} for name, result in sorted(scores.items())},
     }
-    if course_dir is not None:
-        entry["built_with"] = ledger_built_with(course_dir)
-        if built_by := course_built_by(course_dir):  # none recorded: unknown, which the backend check leaves
-            entry["built_by"] = built_by
+    if built_with is None and course_dir is not None:
+        built_with = ledger_built_with(course_dir)
+    if built_with is not None:
+        entry["built_with"] = {path: dict(record) for path, record in sorted(built_with.items())}
+    if built_by is None and course_dir is not None:
+        built_by = course_built_by(course_dir)
+    if built_by:  # none recorded: unknown, which the backend check leaves to the header
+        entry["built_by"] = sorted(set(built_by))
     if judged_in is not None:
         entry["judged_in"] = judged_in
     return entry
@@ -281,7 +290,8 @@ def failed_entry(error: BaseException, *, epoch: int, seed: str | None,
     message = " ".join(str(error).split())
     if len(message) > FAILURE_CHARS:
         message = message[:FAILURE_CHARS - 3] + "..."
-    return {**build_entry({}, epoch=epoch, seed=seed, course_sha256=None, build_cost=build_cost),
+    return {"epoch": epoch, "seed": seed, "built": False, "course_sha256": None,
+            "build": {"usage": Usage().model_dump(), "cost": build_cost}, "scorers": {},
             "failed": {"error": type(error).__name__[:100], "message": message}}
 
 
@@ -423,7 +433,8 @@ def _of_each_build(run: Callable[[dict[str, Any], str, dict[str, Any]], list[str
                                  for brief, index, build in _builds(report) for problem in run(report, brief, build)]
 
 
-def check(name: str, kind: str, *, allow: str | None = None, each: str = "") -> Callable[[Checker], Checker]:
+def check(name: str, kind: str, *, allow: str | None = None,
+          each: Literal["", "run", "build"] = "") -> Callable[[Checker], Checker]:
     """Declare a check of both runs; ``each`` "run": of each run alone, as its name and report; "build": of
     each build, as (report, brief, build), each problem said from the build's own path on."""
     def declare(run: Checker) -> Checker:
@@ -495,10 +506,14 @@ def _bad_score(score: object, failure: object) -> str | None:
 
 @check("bad-scores", REFUSE, each="build")
 def bad_scores(report: dict[str, Any], brief: str, build: dict[str, Any]) -> list[str]:
-    return [f".scorers.{scorer}.items[{number}].score: {why}; a score is a number in [0, 1]: rescore the run "
-            "(`stay evals score`)" for scorer, result in sorted(build["scorers"].items())
-            for number, item in enumerate(result["items"])
-            if (why := _bad_score(item.get("score"), item.get("failure")))]
+    problems = []
+    for scorer, result in sorted(build["scorers"].items()):
+        for number, item in enumerate(result["items"]):
+            why = _bad_score(item.get("score"), item.get("failure"))
+            if why:
+                problems.append(f".scorers.{scorer}.items[{number}].score: {why}; a score is a number in [0, 1]: "
+                                "rescore the run (`stay evals score`)")
+    return problems
 
 
 @check("seeded-elsewhere", REFUSE, each="build")
@@ -565,7 +580,9 @@ def failure_counts(report: Mapping[str, Any], briefs: Collection[str] | None = N
     """Scorer -> (unparseable, errors, items) of its judge items over ``briefs`` (None: every brief)."""
     counts: dict[str, Counter[str]] = {}
     for brief, _index, build in _builds(report):
-        for scorer, result in build["scorers"].items() if briefs is None or brief in briefs else ():
+        if briefs is not None and brief not in briefs:
+            continue
+        for scorer, result in build["scorers"].items():
             counts.setdefault(scorer, Counter()).update(str(i.get("failure")) for i in result["items"])
     return {scorer: (c["unparseable"], c["error"], c.total()) for scorer, c in counts.items()}
 

@@ -262,8 +262,12 @@ def scored(result: dict[str, Any]) -> list[float]:
 
 def build_means(report: dict[str, Any], scorer: str, brief: str) -> list[tuple[float, int]]:
     """(mean, items scored) of each build of ``brief`` whose ``scorer`` scored an item."""
-    return [(sum(values) / len(values), len(values)) for _b, r in scorer_results(report, scorer, [brief])
-            if (values := scored(r))]
+    means = []
+    for _brief, result in scorer_results(report, scorer, [brief]):
+        values = scored(result)
+        if values:
+            means.append((sum(values) / len(values), len(values)))
+    return means
 
 
 def build_strata(baseline: dict[str, Any], candidate: dict[str, Any], scorer: str, briefs: list[str]) -> list[Stratum]:
