@@ -242,10 +242,11 @@ class ValidationReport(_Verdict):
 
 
 def check_course(path: str | os.PathLike[str], data: HouseData, *, strict: bool = False,
-                 select: Selectors | None = None, ignore: Selectors | None = None) -> CourseReport:
+                 shown: str | None = None, select: Selectors | None = None,
+                 ignore: Selectors | None = None) -> CourseReport:
     """Validate one course directory; one holding a link that leads outside it is refused, as by every command."""
     rules = selected(select, ignore)
-    root = os.fspath(path)
+    root = shown if shown is not None else os.fspath(path)
     try:
         check_links(root)
     except EnvironmentProblem as exc:

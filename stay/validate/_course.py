@@ -631,6 +631,9 @@ class Rule:
     doc: str
     group: Group
 
+    def __call__(self, course: Course) -> Iterator[Finding]:
+        return self.check(course)
+
 
 def rule(code: str, severity: Severity, owner: Owner | None, template: str, *,
          group: Group = Group.CONTRACT) -> Callable[[Check], Rule]:
