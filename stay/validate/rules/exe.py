@@ -21,7 +21,9 @@ def _with_outcome(course: Course) -> Iterator[tuple[Lesson, dict[str, Any], dict
                 yield lesson, exercise, outcome
 
 
-exe001, exe002 = lesson_file_rules("exe", "exercises", "exercises", "exercises file")
+exe001, exe002 = lesson_file_rules("exe", "exercises", "exercises", "exercises file", (
+    "A planned lesson has no usable exercises file (mid-run, a WARN).",
+    "The exercises file names another lesson than the file it sits beside."))
 
 
 @rule("exe003", FAIL, "exercises", "outcome {o} ({bloom}) has no exercise")

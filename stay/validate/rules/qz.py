@@ -21,7 +21,9 @@ def _options(course: Course) -> Iterator[tuple[Lesson, str, dict[str, Any]]]:
                 yield lesson, f"{show(item['id'])} option {k}", option
 
 
-qz001, qz002 = lesson_file_rules("qz", "quiz", "quiz", "quiz")
+qz001, qz002 = lesson_file_rules("qz", "quiz", "quiz", "quiz", (
+    "A planned lesson has no usable quiz (mid-run, a WARN).",
+    "The quiz names another lesson than the file it sits beside."))
 
 
 @rule("qz003", FAIL, "quiz", "outcome {o} has no quiz item")
