@@ -40,7 +40,7 @@ RULES: Mapping[str, Rule] = MappingProxyType(_REGISTRY)
 """A read-only view of the registry: a rule ``register`` adds is seen wherever RULES is read."""
 
 
-def _add(rule: Rule, module: str) -> str:
+def _add(rule: Rule, module: str) -> None:
     if rule.code in _REGISTRY:
         raise GraphError(f"rule {rule.code} is registered twice")
     if rule.code[:-3] != module or rule.check.__name__ != rule.code or not rule.code[-3:].isdigit():
@@ -48,7 +48,6 @@ def _add(rule: Rule, module: str) -> str:
                          f"rules/{module}.py; it belongs in rules/{rule.code[:-3]}.py, "
                          f"named {rule.code}")
     _REGISTRY[rule.code] = rule
-    return rule.code
 
 
 def register(rule: Rule) -> Rule:
@@ -68,7 +67,11 @@ def unregister(code: str) -> None:
     del _REGISTRY[code]
 
 
-_DECLARED = frozenset(_add(rule, prefix_of(family)) for family in FAMILIES for rule in family_rules(family))
+for family in FAMILIES:
+    for rule in family_rules(family):
+        _add(rule, prefix_of(family))
+
+_DECLARED = frozenset(_REGISTRY)
 
 
 Selectors = str | Iterable[str]
