@@ -423,11 +423,14 @@ def load_file(root: str, path: str, kind: str) -> CourseFile:
     body_lines: list[str] | None = None
     if kind == "md":
         lines = split_lines(text)
-        if lines[:1] != ["---"] or "---" not in lines[1:]:
+        try:
+            close = lines.index("---", 1) if lines[:1] == ["---"] else None
+        except ValueError:
+            close = None  # never closed
+        if close is None:
             record.parsed = True
             record.problems = ("front matter is missing",)
             return record
-        close = lines.index("---", 1)
         text = "\n".join(lines[1:close])
         body_lines = lines[close + 1:]
     try:

@@ -32,7 +32,7 @@ def qz003(course: Course) -> Iterator[Finding]:
     for lesson, quiz in course.written("quiz"):
         asked = {item.get("outcome") for item in quiz.data["items"] if item.get("outcome") is not None}
         for outcome in course.outcomes_of(lesson.id):
-            yield finding(lesson.quiz.path, show(outcome["id"]), outcome["id"] not in asked, o=outcome["id"])
+            yield finding(quiz.path, show(outcome["id"]), outcome["id"] not in asked, o=outcome["id"])
 
 
 @rule("qz004", FAIL, "quiz", "item targets '{o}', which is not an outcome of {id}")
@@ -43,7 +43,7 @@ def qz004(course: Course) -> Iterator[Finding]:
             own = {outcome["id"] for outcome in course.outcomes_of(lesson.id)}
             for item in quiz.data["items"]:
                 if item.get("outcome") is not None:
-                    yield finding(lesson.quiz.path, show(item["id"]), item["outcome"] not in own,
+                    yield finding(quiz.path, show(item["id"]), item["outcome"] not in own,
                                   o=item["outcome"], id=lesson.id)
 
 
