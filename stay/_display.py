@@ -131,7 +131,9 @@ def markdown_block(summary: str, tables: Iterable[Table], tail: str = "") -> str
 
 def fixed(value: float | None, digits: int = 3, signed: bool = False) -> str:
     """A score or an effect to ``digits`` places (``+`` shown when ``signed``); ``n/a`` for none."""
-    return "n/a" if value is None else f"{value:{'+' if signed else ''}.{digits}f}"
+    if value is None:
+        return "n/a"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
 LINE_CHARS = 200

@@ -729,7 +729,11 @@ _FOLDED_BREAKS = ("\r", "\x85", "\u2028", "\u2029")
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = '"' if any(c in value for c in _FOLDED_BREAKS) else "|" if "\n" in value else None
+    style: str | None = None
+    if any(c in value for c in _FOLDED_BREAKS):
+        style = '"'
+    elif "\n" in value:
+        style = "|"
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 

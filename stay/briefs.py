@@ -33,11 +33,16 @@ __all__ = [
     "course_dir",
     "house_limits",
     "load_brief",
+    "most_lessons",
     "slugify",
     "title_slug",
 ]
 
 load_brief = read_brief
+
+
+def most_lessons(house: HouseData) -> int:
+    return house_limits(house).most_lessons
 
 
 def check_curriculum_size(curriculum: Curriculum, house: HouseData, where: str) -> None:

@@ -240,18 +240,20 @@ def _parser() -> argparse.ArgumentParser:
     shown.add_argument("--keep", action="store_true",
                        help="write the proposal --show made, as a revise would, with no model call")
     model_options(revise)
-    for name, text in (("approve", "answer a gate for a course"),
-                       ("status", "what is missing, current, stale or edited, and why"),
+    approve = sub.add_parser("approve", parents=[common], help="answer a gate for a course")
+    approve.set_defaults(func=_approve)
+    approve.add_argument("slug")
+    # the gates are declared once, in the pipeline (stay.pipeline._graph), which checks
+    # the name: importing it here would slow every --help
+    approve.add_argument("gate", metavar="GATE", help="the gate to answer, named as its gate page names it")
+    approve.add_argument("--decline", action="store_true")
+    approve.add_argument("--note", default="")
+    approve.add_argument("--backend", choices=backends, help=JUDGED_HELP)
+    for name, text in (("status", "what is missing, current, stale or edited, and why"),
                        ("adopt", "rebuild the hash ledger from the files of a course written elsewhere")):
         command = sub.add_parser(name, parents=[common], help=text)
-        command.set_defaults(func=_approve if name == "approve" else _status)
+        command.set_defaults(func=_status)
         command.add_argument("slug")
-        if name == "approve":
-            # the gates are declared once, in the pipeline (stay.pipeline._graph), which checks
-            # the name: importing it here would slow every --help
-            command.add_argument("gate", metavar="GATE", help="the gate to answer, named as its gate page names it")
-            command.add_argument("--decline", action="store_true")
-            command.add_argument("--note", default="")
         command.add_argument("--backend", choices=backends, help=JUDGED_HELP)
     estimate = sub.add_parser("estimate", parents=[common],
                               help="the calls a build would make and their cost range, made offline")

@@ -72,8 +72,9 @@ class Settings:
 
     def __post_init__(self) -> None:
         for name, variable in _KEYS.items():
-            if getattr(self, name) is not None:  # a blank api_key stays "" (the SDK would read None as "use the
-                checked = checked_key(getattr(self, name), variable)  # environment's"), as it always has
+            # a blank api_key stays "" (the SDK would read None as "use the environment's"), as it always has
+            if (value := getattr(self, name)) is not None:
+                checked = checked_key(value, variable)
                 object.__setattr__(self, name, checked if name == "api_key" else checked or None)
         _secrets.keep(self.secrets)
         if self.backend is not None:

@@ -48,8 +48,13 @@ def lessons_of(curriculum_data: dict[str, Any]) -> list[tuple[dict[str, Any], di
     return [(module, lesson) for module in curriculum_data["modules"] for lesson in module["lessons"]]
 
 
+def capstone_outcome(module: dict[str, Any]) -> str:
+    """The outcome a module's capstone rubric row assesses: its last lesson's applied one."""
+    return f"{module['lessons'][-1]['id']}-o2"
+
+
 def capstone_outcomes(curriculum_data: dict[str, Any]) -> set[str]:
-    return {f"{module['lessons'][-1]['id']}-o2" for module in curriculum_data["modules"]}
+    return {capstone_outcome(module) for module in curriculum_data["modules"]}
 
 
 _QUOTED = re.compile(r"'([^']+)'")

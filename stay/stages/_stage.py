@@ -334,11 +334,14 @@ def split_front_matter(path: Path, text: str) -> tuple[Applies, str]:
 
 def parse_applies(path: Path, block: str) -> Applies:
     def refuse(fault: YamlFault, line: int | None) -> _Refused:
+        if fault == "deep":
+            return _Refused(f"{path}: its front matter nests deeper than {MAX_DEPTH} levels; write it as "
+                            "'stages: [outcomes]'")
+        if fault == "aliases":
+            return _Refused(f"{path}: its front matter uses YAML anchors or aliases (& and *); write each value "
+                            "out in full")
         at = f" (line {line})" if line is not None else ""
-        return _Refused(f"{path}: its front matter " + {
-            "deep": f"nests deeper than {MAX_DEPTH} levels; write it as 'stages: [outcomes]'",
-            "aliases": "uses YAML anchors or aliases (& and *); write each value out in full",
-        }.get(fault, f"is not YAML{at}; write it as 'stages: [outcomes]'"))
+        return _Refused(f"{path}: its front matter is not YAML{at}; write it as 'stages: [outcomes]'")
 
     raw = guarded_yaml(block, refuse, yaml.SafeLoader)
     if not isinstance(raw, dict):

@@ -18,7 +18,7 @@ from stay.artefacts import (
     RubricCriterion,
     parse_duration,
 )
-from stay.stages._offline import APPLIED
+from stay.stages._offline import APPLIED, capstone_outcome
 from stay.stages._stage import AllPlansInput, Stage
 from stay.validate import HouseData, packaged_data_dir
 
@@ -73,7 +73,7 @@ def offline(inputs: dict[str, Any]) -> dict[str, Any]:
     rubric = [{
         "id": f"r{index}",
         "criterion": f"The submission uses {module['title']} on the chosen task and names each step.",
-        "outcomes": [f"{module['lessons'][-1]['id']}-o2"],  # the module's capstone outcome (capstone_outcomes)
+        "outcomes": [capstone_outcome(module)],
         "levels": {
             "exemplary": "Every step is named, correct, and justified with evidence from the task.",
             "proficient": "Every step is named and correct; one justification is missing.",

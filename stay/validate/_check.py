@@ -40,7 +40,7 @@ RULES: Mapping[str, Rule] = MappingProxyType(_REGISTRY)
 """A read-only view of the registry: a rule ``register`` adds is seen wherever RULES is read."""
 
 
-def _add(rule: Rule, module: str) -> str:
+def _add(rule: Rule, module: str) -> None:
     if rule.code in _REGISTRY:
         raise GraphError(f"rule {rule.code} is registered twice")
     if rule.code[:-3] != module or rule.check.__name__ != rule.code or not rule.code[-3:].isdigit():
@@ -48,7 +48,6 @@ def _add(rule: Rule, module: str) -> str:
                          f"rules/{module}.py; it belongs in rules/{rule.code[:-3]}.py, "
                          f"named {rule.code}")
     _REGISTRY[rule.code] = rule
-    return rule.code
 
 
 def register(rule: Rule) -> Rule:
@@ -68,7 +67,11 @@ def unregister(code: str) -> None:
     del _REGISTRY[code]
 
 
-_DECLARED = frozenset(_add(rule, prefix_of(family)) for family in FAMILIES for rule in family_rules(family))
+for family in FAMILIES:
+    for rule in family_rules(family):
+        _add(rule, prefix_of(family))
+
+_DECLARED = frozenset(_REGISTRY)
 
 
 Selectors = str | Iterable[str]
@@ -242,10 +245,11 @@ class ValidationReport(_Verdict):
 
 
 def check_course(path: str | os.PathLike[str], data: HouseData, *, strict: bool = False,
-                 select: Selectors | None = None, ignore: Selectors | None = None) -> CourseReport:
+                 shown: str | None = None, select: Selectors | None = None,
+                 ignore: Selectors | None = None) -> CourseReport:
     """Validate one course directory; one holding a link that leads outside it is refused, as by every command."""
     rules = selected(select, ignore)
-    root = os.fspath(path)
+    root = shown if shown is not None else os.fspath(path)
     try:
         check_links(root)
     except EnvironmentProblem as exc:

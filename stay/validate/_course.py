@@ -423,11 +423,14 @@ def load_file(root: str, path: str, kind: str) -> CourseFile:
     body_lines: list[str] | None = None
     if kind == "md":
         lines = split_lines(text)
-        if lines[:1] != ["---"] or "---" not in lines[1:]:
+        try:
+            close = lines.index("---", 1) if lines[:1] == ["---"] else None
+        except ValueError:
+            close = None  # never closed
+        if close is None:
             record.parsed = True
             record.problems = ("front matter is missing",)
             return record
-        close = lines.index("---", 1)
         text = "\n".join(lines[1:close])
         body_lines = lines[close + 1:]
     try:
@@ -631,6 +634,9 @@ class Rule:
     doc: str
     group: Group
 
+    def __call__(self, course: Course) -> Iterator[Finding]:
+        return self.check(course)
+
 
 def rule(code: str, severity: Severity, owner: Owner | None, template: str, *,
          group: Group = Group.CONTRACT) -> Callable[[Check], Rule]:
@@ -649,10 +655,11 @@ def finding(path: str, subject: str, fired: bool, /, **values: object) -> Findin
     return Finding(path, subject, fired, values)
 
 
-def lesson_file_rules(prefix: str, kind: LessonKind, owner: Owner, says: str) -> tuple[Rule, Rule]:
+def lesson_file_rules(prefix: str, kind: LessonKind, owner: Owner, says: str,
+                      docs: tuple[str, str]) -> tuple[Rule, Rule]:
     """A lesson family's first two rules, alike in each: <prefix>001 a lesson (a planned one, but for the plan)
     has no usable ``kind`` file (mid-run, a WARN), named in the message by its ``owner``; <prefix>002 the file
-    (``says``) names another lesson than its own."""
+    (``says``) names another lesson than its own. ``docs`` are the two rules' docstrings."""
     def missing(course: Course) -> Iterator[Finding]:
         for lesson in course.lessons if kind == "plan" else course.planned_lessons:
             file: CourseFile = getattr(lesson, kind)
@@ -663,7 +670,6 @@ def lesson_file_rules(prefix: str, kind: LessonKind, owner: Owner, says: str) ->
             yield finding(file.path, "lesson", file.data["lesson"] != lesson.id, x=file.data["lesson"], id=lesson.id)
 
     missing.__name__, names_another.__name__ = f"{prefix}001", f"{prefix}002"
-    missing.__doc__ = f"A lesson has no usable {owner} file (mid-run, a WARN)."
-    names_another.__doc__ = f"The {says} names another lesson than the one it belongs to."
+    missing.__doc__, names_another.__doc__ = docs
     return (rule(f"{prefix}001", Severity.WARN, owner, f"lesson {{id}} has no {owner}")(missing),
             rule(f"{prefix}002", Severity.FAIL, owner, f"{says} says lesson '{{x}}', expected '{{id}}'")(names_another))

@@ -262,8 +262,12 @@ def show(value: object) -> str:
 def _show_one(value: object) -> str:
     if isinstance(value, str):
         return value.strip()
-    if value is None or isinstance(value, bool):
-        return "null" if value is None else str(value).lower()
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return "null"
     return _str_unlimited(value).strip()
 
 

@@ -538,8 +538,12 @@ def _row(course: CourseView, ledger: Ledger, validation: Validation) -> Row:
         course.audience.model.learners if course.audience.model else None)
     budget = course.audience.model.time_budget_minutes if course.audience.model else None
     health = health_of(course, ledger, validation)
-    bad = _damaged(course) or not validation.ran or validation.fails or (ledger.tracked and ledger.note)
-    kind = "ok" if health in FINE else ("bad" if bad else "waiting")
+    if health in FINE:
+        kind = "ok"
+    elif _damaged(course) or not validation.ran or validation.fails or (ledger.tracked and ledger.note):
+        kind = "bad"
+    else:
+        kind = "waiting"
     return Row(slug=course.slug, title=course.title, audience=audience,
                minutes=sum(lesson.minutes for lesson in course.lessons), budget=budget,
                modules=len(course.modules), pages=course.lessons,

@@ -21,7 +21,9 @@ def _with_outcome(course: Course) -> Iterator[tuple[Lesson, dict[str, Any], dict
                 yield lesson, exercise, outcome
 
 
-exe001, exe002 = lesson_file_rules("exe", "exercises", "exercises", "exercises file")
+exe001, exe002 = lesson_file_rules("exe", "exercises", "exercises", "exercises file", (
+    "A planned lesson has no usable exercises file (mid-run, a WARN).",
+    "The exercises file names another lesson than the file it sits beside."))
 
 
 @rule("exe003", FAIL, "exercises", "outcome {o} ({bloom}) has no exercise")
@@ -31,7 +33,7 @@ def exe003(course: Course) -> Iterator[Finding]:
         targeted = {exercise["outcome"] for exercise in file.data["exercises"]}
         for outcome in course.outcomes_of(lesson.id):
             if course.data.apply_or_above(outcome["bloom"]):
-                yield finding(lesson.exercises.path, show(outcome["id"]),
+                yield finding(file.path, show(outcome["id"]),
                               outcome["id"] not in targeted,
                               o=outcome["id"], bloom=outcome["bloom"])
 
@@ -43,7 +45,7 @@ def exe004(course: Course) -> Iterator[Finding]:
         for lesson, file in course.written("exercises"):
             own = {outcome["id"] for outcome in course.outcomes_of(lesson.id)}
             for exercise in file.data["exercises"]:
-                yield finding(lesson.exercises.path, show(exercise["id"]),
+                yield finding(file.path, show(exercise["id"]),
                               exercise["outcome"] not in own, o=exercise["outcome"], id=lesson.id)
 
 

@@ -15,7 +15,9 @@ def _written(course: Course) -> Iterator[tuple[Lesson, Body]]:
     return ((lesson, md.body) for lesson, md in course.written("md") if md.body is not None)
 
 
-les001, les002 = lesson_file_rules("les", "md", "content", "front matter")
+les001, les002 = lesson_file_rules("les", "md", "content", "front matter", (
+    "A planned lesson has no usable .md (mid-run, a WARN).",
+    "The front matter names another lesson than the file it sits in."))
 
 
 @rule("les003", FAIL, "content", "title headings [{found}] should be [{title}]")

@@ -11,7 +11,9 @@ from stay.validate._text import norm, show
 FAIL, WARN = Severity.FAIL, Severity.WARN
 
 
-pln001, pln002 = lesson_file_rules("pln", "plan", "plan", "plan")
+pln001, pln002 = lesson_file_rules("pln", "plan", "plan", "plan", (
+    "A curriculum lesson has no usable plan (mid-run, a WARN).",
+    "The plan's lesson field names another lesson than the file it sits in."))
 
 
 @rule("pln003", FAIL, "plan", "plan title '{t}' differs from the curriculum's '{c}'")

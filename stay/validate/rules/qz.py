@@ -21,7 +21,9 @@ def _options(course: Course) -> Iterator[tuple[Lesson, str, dict[str, Any]]]:
                 yield lesson, f"{show(item['id'])} option {k}", option
 
 
-qz001, qz002 = lesson_file_rules("qz", "quiz", "quiz", "quiz")
+qz001, qz002 = lesson_file_rules("qz", "quiz", "quiz", "quiz", (
+    "A planned lesson has no usable quiz (mid-run, a WARN).",
+    "The quiz names another lesson than the file it sits beside."))
 
 
 @rule("qz003", FAIL, "quiz", "outcome {o} has no quiz item")
@@ -30,7 +32,7 @@ def qz003(course: Course) -> Iterator[Finding]:
     for lesson, quiz in course.written("quiz"):
         asked = {item.get("outcome") for item in quiz.data["items"] if item.get("outcome") is not None}
         for outcome in course.outcomes_of(lesson.id):
-            yield finding(lesson.quiz.path, show(outcome["id"]), outcome["id"] not in asked, o=outcome["id"])
+            yield finding(quiz.path, show(outcome["id"]), outcome["id"] not in asked, o=outcome["id"])
 
 
 @rule("qz004", FAIL, "quiz", "item targets '{o}', which is not an outcome of {id}")
@@ -41,7 +43,7 @@ def qz004(course: Course) -> Iterator[Finding]:
             own = {outcome["id"] for outcome in course.outcomes_of(lesson.id)}
             for item in quiz.data["items"]:
                 if item.get("outcome") is not None:
-                    yield finding(lesson.quiz.path, show(item["id"]), item["outcome"] not in own,
+                    yield finding(quiz.path, show(item["id"]), item["outcome"] not in own,
                                   o=item["outcome"], id=lesson.id)
 
 

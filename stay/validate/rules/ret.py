@@ -15,10 +15,14 @@ WARN = Severity.WARN
 def ret001(course: Course) -> Iterator[Finding]:
     """No usable quiz of the introducing lesson or a later one retrieves the term or
     mentions it in a stem. Repair hands it to the introducing lesson's quiz."""
+    if not course.introduced:
+        return
     # per lesson position, (norm(retrieves) or None, norm(stem)) of each usable quiz item
-    asked = [[(None if item.get("retrieves") is None else norm(item["retrieves"]), norm(item["stem"]))
-              for item in lesson.quiz.data["items"]] if lesson.quiz.usable else []
-             for lesson in course.lessons]
+    asked: list[list[tuple[str | None, str]]] = []
+    for lesson in course.lessons:
+        items = lesson.quiz.data["items"] if lesson.quiz.usable else []
+        asked.append([(None if item.get("retrieves") is None else norm(item["retrieves"]), norm(item["stem"]))
+                      for item in items])
     for term, intro in course.introduced.items():
         fired = not any(retrieves == term or mentions_normed(stem, intro.term)
                         for items in asked[intro.lesson.pos:] for retrieves, stem in items)
