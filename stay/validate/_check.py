@@ -67,11 +67,15 @@ def unregister(code: str) -> None:
     del _REGISTRY[code]
 
 
-for family in FAMILIES:
-    for rule in family_rules(family):
-        _add(rule, prefix_of(family))
+def _declare_families() -> frozenset[str]:
+    """Register every family's rules; the codes known to a fresh worker process."""
+    for family in FAMILIES:
+        for rule in family_rules(family):
+            _add(rule, prefix_of(family))
+    return frozenset(_REGISTRY)
 
-_DECLARED = frozenset(_REGISTRY)
+
+_DECLARED = _declare_families()
 
 
 Selectors = str | Iterable[str]
