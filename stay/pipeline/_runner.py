@@ -311,11 +311,24 @@ def _bound(handler: Callable[..., object], fixed: Mapping[str, object],
     def run_node(run: Run) -> object:
         return handler(**fixed, **{parameter: get(run) for parameter, get in wanted})
 
-    # named ``ask[design]``: the handler, and what its node bound it to (a stage, a gate, else the node's name)
-    what = next((fixed[key] for key in ("stage", "gate", "name") if key in fixed), None)
-    run_node.__name__ = handler.__name__ if what is None else f"{handler.__name__}[{getattr(what, 'name', what)}]"
+    run_node.__name__ = _label(handler, fixed)
     run_node.__wrapped__ = handler  # type: ignore[attr-defined]  # what it binds, for inspection
     return run_node
+
+
+def _label(handler: Callable[..., object], fixed: Mapping[str, object]) -> str:
+    """``ask[design]``: the handler, and what its node bound it to (a stage, a gate, the gate a node names or
+    the gates it requires or its phase, else the node's name)."""
+    what = next((fixed[key] for key in ("stage", "gate") if key in fixed), None)
+    if what is None and "node" in fixed:
+        node = fixed["node"]
+        assert isinstance(node, Mapping)
+        what = node["gate"] or ",".join(node["requires"]) or node["phase"] or None
+    if what is None and "name" in fixed:
+        what = fixed["name"]
+    if what is None:
+        return handler.__name__
+    return f"{handler.__name__}[{getattr(what, 'name', what)}]"
 
 
 Node = Mapping[str, Any]
