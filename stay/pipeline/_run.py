@@ -1135,8 +1135,7 @@ def routed(config: RunConfig, reader: RunReader, defects: Sequence[Defect]) -> d
     outputs = {(stage.name, place.id if place else ""): path  # (stage, lesson id or '') -> the file it writes
                for stage in config.stages if stage.phase == "wave" for path, place in layout.outputs(stage)}
     prefixes = {place.id: place.path("{lesson}") for place in layout.lessons()}  # modules/<module dir>/<lesson id>
-    glossary = reader.load(GLOSSARY) if reader.exists(GLOSSARY) else Glossary(terms=[])
-    assert isinstance(glossary, Glossary)
+    glossary = reader.load_as(GLOSSARY, Glossary) if reader.exists(GLOSSARY) else Glossary(terms=[])
     introduced_in = {norm_term(t.term): t.introduced_in for t in reversed(glossary.terms)}
 
     def route(defect: Defect) -> str:
