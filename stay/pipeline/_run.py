@@ -1086,10 +1086,14 @@ def wave_jobs(config: RunConfig, reader: RunReader,
     lessons: dict[str, list[Job]] = {}
     for place in reader.layout.lessons():
         for stage in (s for s in stages if s.scope == "lesson"):
-            if (given := notes(place.path(stage.output))) is not None:
+            given = notes(place.path(stage.output))
+            if given is not None:
                 lessons.setdefault(place.id, []).append(job(config, reader, stage, place, given))
-    courses = {stage.name: job(config, reader, stage, None, given) for stage in stages
-               if stage.scope == "course" and (given := notes(stage.output)) is not None}
+    courses: dict[str, Job] = {}
+    for stage in (s for s in stages if s.scope == "course"):
+        given = notes(stage.output)
+        if given is not None:
+            courses[stage.name] = job(config, reader, stage, None, given)
     return lessons, courses
 
 

@@ -188,8 +188,10 @@ class BuildResult(Spent):
                 lines.append(f"review: not run, so no lesson was reviewed ({self.not_reviewed})")
             if self.repair is not None:
                 lines.append(f"repair: stopped because {self.repair.stop}")
-                lines += [f"repair: round {n}: {change.path}: {change.describe()}"  # the least kept of each round
-                          for n, r in enumerate(self.repair.rounds, 1) if (change := r.least_kept) is not None]
+                for n, r in enumerate(self.repair.rounds, 1):  # the least kept of each round
+                    change = r.least_kept
+                    if change is not None:
+                        lines.append(f"repair: round {n}: {change.path}: {change.describe()}")
         return "\n".join(lines) + "\n"
 
     # -- in a notebook -------------------------------------------------------------------
@@ -369,7 +371,11 @@ def revise_seed(config: RunConfig, walk: Walk, report: Reporter, node: Node) -> 
     if not config.show:  # a shown revision replaces nothing: --keep keeps an edited file's bytes
         keep_edited(course, list(config.revisions), config.run_number, report.say)
     walk.revisions = pending(config, course, report)
-    walk.threads = {path: thread for path in walk.revisions if (thread := thread_so_far(course, path))}
+    walk.threads = {}
+    for path in walk.revisions:
+        thread = thread_so_far(course, path)
+        if thread:
+            walk.threads[path] = thread
 
 
 # -- intake, moderation, scaffold ---------------------------------------------

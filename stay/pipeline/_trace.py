@@ -647,9 +647,13 @@ class Tracer:
             calls = spans.get(index)
             if calls is None:
                 calls = [self._calls[i] for i in range(record["_first"], record["_last"]) if i not in owned]
-            calls = [call if (ref := lessons.get(call["artefact"])) is None else
-                     {**call, "lesson": ref.id, "module": ref.module}
-                     for call in sorted(calls, key=lambda c: (c["stage"], c["artefact"]))]
+            placed = []
+            for call in sorted(calls, key=lambda c: (c["stage"], c["artefact"])):
+                ref = lessons.get(call["artefact"])
+                if ref is not None:
+                    call = {**call, "lesson": ref.id, "module": ref.module}
+                placed.append(call)
+            calls = placed
             finished.append({
                 **{k: v for k, v in record.items() if not k.startswith("_")}, "calls": calls,
                 **{key: sum(c[key] for c in calls) for key in ("input_tokens", "output_tokens",
