@@ -477,6 +477,11 @@ class Tally:
     def cost_by_stage(self) -> dict[str, float]:
         return {stage: math.fsum(prices) for stage, prices in self.prices.items()}
 
+    def total(self) -> float | None:
+        """What the run has paid so far, in US dollars; None while any call is unpriced (under the lock)."""
+        with self.lock:
+            return None if self.unpriced else self.cost
+
     def spent(self) -> Spent:
         """What the run has paid so far (under the lock: wave threads add to it)."""
         with self.lock:
@@ -597,7 +602,7 @@ class Run:
               state: CourseState | None = None) -> Run:
         """A run's context, its collaborators made from the config and sharing one tally."""
         tally = Tally()
-        report = Reporter(progress, lambda: tally.spent().cost)
+        report = Reporter(progress, tally.total)
         unbilled = isinstance(getattr(backend, "inner", backend), OfflineBackend)  # offline: nothing to cap
         model = ModelGateway(backend, config.settings, tally, report,
                              threading.Semaphore(config.settings.model_concurrency),

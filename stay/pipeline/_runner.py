@@ -617,6 +617,7 @@ _handlers = functools.cache(handlers)
 def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
           on_node: Callable[[str], None] | None) -> BuildResult:
     config = run.config
+    tally = run.tally
     table = _handlers(pipeline)
     otlp = config.settings.otlp
     tracer = run.model.tracer = Tracer(config.slug, config.command, run.model.backend.name,  # minted before the run
@@ -651,13 +652,12 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
     except BaseException as exc:
         # the run log must not call a refused, failed or interrupted run "completed"
         failed = type(exc).__name__ + (f": {exc}" if str(exc) else "")
-        setattr(exc, SPENT, run.tally.spent())  # what it paid before it stopped: the command line says it
+        setattr(exc, SPENT, tally.spent())  # what it paid before it stopped: the command line says it
         if run.walk.wave is not None:  # no task may write after the run has failed or been stopped, and
             run.walk.wave.cancel(wait=isinstance(exc, Exception))  # none outlives it but after a Ctrl-C
         run.report.end(f"failed: {failed}", "failed")
         raise
     finally:
-        tally = run.tally
         if run.walk.state is not None and (config.root / "course.yaml").is_file():
             run.walk.course.checkpoint()
             if tally.projected != len(tally.written):  # else land_manifest's projection is still true
@@ -678,8 +678,7 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
         if config.show:
             diff, reason = shown(run)
         else:
-            reason = revised_reason(run.walk.course, sorted(run.tally.revised), config.hint, config.slug,
-                                    run.tally.written)
+            reason = revised_reason(run.walk.course, sorted(tally.revised), config.hint, config.slug, tally.written)
     spent = tally.spent()
     priced = describe_cost(spent.cost, set(spent.unpriced))  # "$x" or "cost unknown (...)"
     run.report.say(f"{plural(tally.calls, 'model call')}, {plural(len(set(tally.written)), 'file')} written in "
