@@ -841,11 +841,11 @@ def check_written(fixer: Fixer, cancelled: threading.Event, paths: Sequence[str]
     return found
 
 
-def by_path(defects: Sequence[Defect], path: Callable[[Defect], str] = lambda d: d.path) -> dict[str, list[Defect]]:
-    """``path`` of each defect (its own, unless given) -> its defects, in order."""
+def by_path(defects: Sequence[Defect], key: Callable[[Defect], str] = lambda d: d.path) -> dict[str, list[Defect]]:
+    """The path ``key`` gives each defect (its own, unless given) -> its defects, in order."""
     grouped: dict[str, list[Defect]] = {}
     for defect in defects:
-        grouped.setdefault(path(defect), []).append(defect)
+        grouped.setdefault(key(defect), []).append(defect)
     return grouped
 
 

@@ -492,7 +492,8 @@ def _root_attributes(header: Mapping[str, Any], scores: Sequence[Mapping[str, An
         attributes[f"stay.score.{name}"] = number
         if name.startswith("validator_"):
             attributes[f"stay.validator.{name.removeprefix('validator_')}"] = number
-            defects += int(number) if name != "validator_checks_run" else 0
+            if name != "validator_checks_run":
+                defects += int(number)
     if any(str(s.get("name")).startswith("validator_") for s in scores):
         attributes["stay.validator.defects"] = defects
     return attributes
