@@ -279,16 +279,22 @@ def _set_aside_damaged(path: Path, section: str) -> None:
     try:
         read_ledger(path, section)
     except EnvironmentProblem:
-        root, (stem, dot, suffix) = path.parent.parent, path.name.partition(".")
-        target = next((place for n in range(1, SET_ASIDE_LIMIT + 1) if not os.path.lexists(
-            place := retired_place(root, f"damaged-{stem}{'' if n == 1 else f'-{n}'}{dot}{suffix}"))), None)
-        if target is None:
-            raise EnvironmentProblem(f"{root / RETIRED} already keeps {SET_ASIDE_LIMIT} damaged copies of {path.name}: "
-                                     "move the ones you no longer need out of it and run the command again",
-                                     path=root / RETIRED) from None
+        target = _unused(path.parent.parent, path.name)
         with placed(path) as (src, old), placed(target) as (dst, new):  # never through a link planted meanwhile
             os.replace(old, new, **at(src, "src_dir_fd"), **at(dst, "dst_dir_fd"))
         print_progress(f"{path} was damaged: moved to {target}; answer the gates again")
+
+
+def _unused(root: Path, name: str) -> Path:
+    """The first free place under .state/retired/ for a damaged ``name``."""
+    stem, dot, suffix = name.partition(".")
+    for n in range(1, SET_ASIDE_LIMIT + 1):
+        target = retired_place(root, f"damaged-{stem}{'' if n == 1 else f'-{n}'}{dot}{suffix}")
+        if not os.path.lexists(target):
+            return target
+    raise EnvironmentProblem(f"{root / RETIRED} already keeps {SET_ASIDE_LIMIT} damaged copies of {name}: move "
+                             "the ones you no longer need out of it and run the command again",
+                             path=root / RETIRED) from None
 
 
 @dataclass(frozen=True)

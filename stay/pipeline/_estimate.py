@@ -12,7 +12,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from stay._display import plural
 from stay.artefacts import Brief, LessonContent
@@ -292,8 +292,22 @@ def _strings(data: Any) -> list[str]:
     """Every string in a JSON value, at any depth."""
     if isinstance(data, str):
         return [data]
-    values = data.values() if isinstance(data, dict) else data if isinstance(data, list) else []
+    values: list[Any] = []
+    if isinstance(data, dict):
+        values = list(data.values())
+    if isinstance(data, list):
+        values = data
     return [found for value in values for found in _strings(value)]
+
+
+class _Priced(NamedTuple):
+    """One call, priced low, expected and high (None: unknown), with the cached tokens it is expected to read."""
+
+    call: Call
+    low: float | None
+    expected: float | None
+    high: float | None
+    reads: int
 
 
 def _priced(calls: Sequence[Call], counted_by: str, batch: bool = False,
@@ -304,7 +318,7 @@ def _priced(calls: Sequence[Call], counted_by: str, batch: bool = False,
     calls = sorted(calls, key=lambda c: (c.stage in order, order.get(c.stage, -1), c.stage, c.artefact))
     seen: set[str] = set()
     written: set[str] = set()
-    by_stage: dict[str, list[tuple[Call, float | None, float | None, float | None, int]]] = {}
+    by_stage: dict[str, list[_Priced]] = {}
     for call in calls:
         cached = min(max((size for _key, size in call.prefixes), default=0), call.input_tokens)
         read = min(max((size for key, size in call.prefixes if key in seen), default=0), cached)
@@ -327,16 +341,16 @@ def _priced(calls: Sequence[Call], counted_by: str, batch: bool = False,
             worst.append(cost(call.model, again, prices=prices))
         if batched:  # an entry with no usable answer is asked again live, at the full price
             worst.append(cost(call.model, dear, batch=True, prices=prices))
-        by_stage.setdefault(call.stage, []).append((call, cost(call.model, cheap, batch=batched, prices=prices),
-                                                    cost(call.model, likely, batch=batched, prices=prices),
-                                                    _total(worst), reads))
-    stages = tuple(StageEstimate(stage, calls=len(rows), input_tokens=sum(row[0].input_tokens for row in rows),
-                                 max_output=sum(row[0].max_tokens for row in rows),
-                                 typical_output=sum(row[0].typical_output for row in rows),
-                                 low=_total(row[1] for row in rows), high=_total(row[3] for row in rows),
-                                 expected=_total(row[2] for row in rows),
-                                 expected_output=sum(row[0].expected_output for row in rows),
-                                 expected_read=sum(row[4] for row in rows),
-                                 retries=sum(bool(row[0].retry_tokens) for row in rows))
+        by_stage.setdefault(call.stage, []).append(_Priced(call, cost(call.model, cheap, batch=batched, prices=prices),
+                                                           cost(call.model, likely, batch=batched, prices=prices),
+                                                           _total(worst), reads))
+    stages = tuple(StageEstimate(stage, calls=len(rows), input_tokens=sum(row.call.input_tokens for row in rows),
+                                 max_output=sum(row.call.max_tokens for row in rows),
+                                 typical_output=sum(row.call.typical_output for row in rows),
+                                 low=_total(row.low for row in rows), high=_total(row.high for row in rows),
+                                 expected=_total(row.expected for row in rows),
+                                 expected_output=sum(row.call.expected_output for row in rows),
+                                 expected_read=sum(row.reads for row in rows),
+                                 retries=sum(bool(row.call.retry_tokens) for row in rows))
                    for stage, rows in by_stage.items())
     return Estimate(stages, counted_by, frozenset(call.model for call in calls if call.model not in prices), batch)

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypeVar
 
 from stay._display import markdown_text
 from stay._words import did_you_mean
-from stay.artefacts import Artefact, Assessment, Audience, Outcomes
+from stay.artefacts import Assessment, Audience, Outcomes
 from stay.errors import PipelineError, UsageError
 from stay.models import OfflineBackend
 from stay.pipeline._graph import DERIVED, GATE_NAMES, GateDecl, GateView, bounded, defect_lines, earlier
-from stay.pipeline._layout import GLOSSARY, RunReader, defects_in
+from stay.pipeline._layout import GLOSSARY, A, RunReader, defects_in
 from stay.pipeline._run import (
     Fixer,
     ModelGateway,
@@ -41,8 +40,6 @@ from stay.pipeline._state import (
 )
 from stay.pipeline._trace import Reporter
 from stay.validate import Severity
-
-A = TypeVar("A", bound=Artefact)
 
 
 def summary(config: RunConfig, reader: RunReader, ledger: CourseState, tally: Tally, gate: GateDecl) -> None:
@@ -87,11 +84,7 @@ def summary(config: RunConfig, reader: RunReader, ledger: CourseState, tally: Ta
 
 def _loaded(reader: RunReader, path: str, kind: type[A]) -> A | None:
     """A design file the page shows, or None while it is not written."""
-    if not reader.exists(path):
-        return None
-    artefact = reader.load(path)
-    assert isinstance(artefact, kind)
-    return artefact
+    return reader.load_as(path, kind) if reader.exists(path) else None
 
 
 def _unsigned(state: CourseState, gate: str) -> list[str]:

@@ -166,8 +166,12 @@ class RunReader:
         """Every plan on disk, by lesson id (read again only after the run wrote one)."""
         if self._plans is None:
             layout = self.layout
-            self._plans = {place.id: self.load_as(path, LessonPlan) for place in layout.lessons()
-                           if self.exists(path := layout.plan_path(place))}
+            plans: dict[str, LessonPlan] = {}
+            for place in layout.lessons():
+                path = layout.plan_path(place)
+                if self.exists(path):
+                    plans[place.id] = self.load_as(path, LessonPlan)
+            self._plans = plans
         return self._plans
 
     def wrote(self, paths: Iterable[str]) -> None:
@@ -209,8 +213,10 @@ def input_paths(source: Source, unit: Unit, layout: CourseLayout, plans: Mapping
         return []
     if isinstance(source, DefinitionsInput):
         plan, introducer = plans.get(_place(unit).id), layout.introducers(plans)
-        return sorted({layout.plan_path(introducer[term]) for term in map(norm_term, _relied_on(plan) if plan else [])
-                       if term in introducer})
+        if plan is None:
+            return []
+        terms = [norm_term(term) for term in _relied_on(plan)]
+        return sorted({layout.plan_path(introducer[term]) for term in terms if term in introducer})
     if isinstance(source, EarlierLessonsInput):
         return [layout.plan_path(p) for p in layout.before(_place(unit))]
     if isinstance(source, EarlierPlansInput):

@@ -477,6 +477,11 @@ class Tally:
     def cost_by_stage(self) -> dict[str, float]:
         return {stage: math.fsum(prices) for stage, prices in self.prices.items()}
 
+    def total(self) -> float | None:
+        """What the run has paid so far, in US dollars; None while any call is unpriced (under the lock)."""
+        with self.lock:
+            return None if self.unpriced else self.cost
+
     def spent(self) -> Spent:
         """What the run has paid so far (under the lock: wave threads add to it)."""
         with self.lock:
@@ -597,7 +602,7 @@ class Run:
               state: CourseState | None = None) -> Run:
         """A run's context, its collaborators made from the config and sharing one tally."""
         tally = Tally()
-        report = Reporter(progress, lambda: tally.spent().cost)
+        report = Reporter(progress, tally.total)
         unbilled = isinstance(getattr(backend, "inner", backend), OfflineBackend)  # offline: nothing to cap
         model = ModelGateway(backend, config.settings, tally, report,
                              threading.Semaphore(config.settings.model_concurrency),
@@ -836,11 +841,11 @@ def check_written(fixer: Fixer, cancelled: threading.Event, paths: Sequence[str]
     return found
 
 
-def by_path(defects: Sequence[Defect], path: Callable[[Defect], str] = lambda d: d.path) -> dict[str, list[Defect]]:
-    """``path`` of each defect (its own, unless given) -> its defects, in order."""
+def by_path(defects: Sequence[Defect], key: Callable[[Defect], str] = lambda d: d.path) -> dict[str, list[Defect]]:
+    """The path ``key`` gives each defect (its own, unless given) -> its defects, in order."""
     grouped: dict[str, list[Defect]] = {}
     for defect in defects:
-        grouped.setdefault(path(defect), []).append(defect)
+        grouped.setdefault(key(defect), []).append(defect)
     return grouped
 
 
@@ -1086,10 +1091,14 @@ def wave_jobs(config: RunConfig, reader: RunReader,
     lessons: dict[str, list[Job]] = {}
     for place in reader.layout.lessons():
         for stage in (s for s in stages if s.scope == "lesson"):
-            if (given := notes(place.path(stage.output))) is not None:
+            given = notes(place.path(stage.output))
+            if given is not None:
                 lessons.setdefault(place.id, []).append(job(config, reader, stage, place, given))
-    courses = {stage.name: job(config, reader, stage, None, given) for stage in stages
-               if stage.scope == "course" and (given := notes(stage.output)) is not None}
+    courses: dict[str, Job] = {}
+    for stage in (s for s in stages if s.scope == "course"):
+        given = notes(stage.output)
+        if given is not None:
+            courses[stage.name] = job(config, reader, stage, None, given)
     return lessons, courses
 
 
@@ -1135,8 +1144,7 @@ def routed(config: RunConfig, reader: RunReader, defects: Sequence[Defect]) -> d
     outputs = {(stage.name, place.id if place else ""): path  # (stage, lesson id or '') -> the file it writes
                for stage in config.stages if stage.phase == "wave" for path, place in layout.outputs(stage)}
     prefixes = {place.id: place.path("{lesson}") for place in layout.lessons()}  # modules/<module dir>/<lesson id>
-    glossary = reader.load(GLOSSARY) if reader.exists(GLOSSARY) else Glossary(terms=[])
-    assert isinstance(glossary, Glossary)
+    glossary = reader.load_as(GLOSSARY, Glossary) if reader.exists(GLOSSARY) else Glossary(terms=[])
     introduced_in = {norm_term(t.term): t.introduced_in for t in reversed(glossary.terms)}
 
     def route(defect: Defect) -> str:

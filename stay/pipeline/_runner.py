@@ -188,8 +188,10 @@ class BuildResult(Spent):
                 lines.append(f"review: not run, so no lesson was reviewed ({self.not_reviewed})")
             if self.repair is not None:
                 lines.append(f"repair: stopped because {self.repair.stop}")
-                lines += [f"repair: round {n}: {change.path}: {change.describe()}"  # the least kept of each round
-                          for n, r in enumerate(self.repair.rounds, 1) if (change := r.least_kept) is not None]
+                for n, r in enumerate(self.repair.rounds, 1):  # the least kept of each round
+                    change = r.least_kept
+                    if change is not None:
+                        lines.append(f"repair: round {n}: {change.path}: {change.describe()}")
         return "\n".join(lines) + "\n"
 
     # -- in a notebook -------------------------------------------------------------------
@@ -311,11 +313,24 @@ def _bound(handler: Callable[..., object], fixed: Mapping[str, object],
     def run_node(run: Run) -> object:
         return handler(**fixed, **{parameter: get(run) for parameter, get in wanted})
 
-    # named ``ask[design]``: the handler, and what its node bound it to (a stage, a gate, else the node's name)
-    what = next((fixed[key] for key in ("stage", "gate", "name") if key in fixed), None)
-    run_node.__name__ = handler.__name__ if what is None else f"{handler.__name__}[{getattr(what, 'name', what)}]"
+    run_node.__name__ = _label(handler, fixed)
     run_node.__wrapped__ = handler  # type: ignore[attr-defined]  # what it binds, for inspection
     return run_node
+
+
+def _label(handler: Callable[..., object], fixed: Mapping[str, object]) -> str:
+    """``ask[design]``: the handler, and what its node bound it to (a stage, a gate, the gate a node names or
+    the gates it requires or its phase, else the node's name)."""
+    what = next((fixed[key] for key in ("stage", "gate") if key in fixed), None)
+    if what is None and "node" in fixed:
+        node = fixed["node"]
+        assert isinstance(node, Mapping)
+        what = node["gate"] or ",".join(node["requires"]) or node["phase"] or None
+    if what is None and "name" in fixed:
+        what = fixed["name"]
+    if what is None:
+        return handler.__name__
+    return f"{handler.__name__}[{getattr(what, 'name', what)}]"
 
 
 Node = Mapping[str, Any]
@@ -356,7 +371,11 @@ def revise_seed(config: RunConfig, walk: Walk, report: Reporter, node: Node) -> 
     if not config.show:  # a shown revision replaces nothing: --keep keeps an edited file's bytes
         keep_edited(course, list(config.revisions), config.run_number, report.say)
     walk.revisions = pending(config, course, report)
-    walk.threads = {path: thread for path in walk.revisions if (thread := thread_so_far(course, path))}
+    walk.threads = {}
+    for path in walk.revisions:
+        thread = thread_so_far(course, path)
+        if thread:
+            walk.threads[path] = thread
 
 
 # -- intake, moderation, scaffold ---------------------------------------------
@@ -598,6 +617,7 @@ _handlers = functools.cache(handlers)
 def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
           on_node: Callable[[str], None] | None) -> BuildResult:
     config = run.config
+    tally = run.tally
     table = _handlers(pipeline)
     otlp = config.settings.otlp
     tracer = run.model.tracer = Tracer(config.slug, config.command, run.model.backend.name,  # minted before the run
@@ -632,13 +652,12 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
     except BaseException as exc:
         # the run log must not call a refused, failed or interrupted run "completed"
         failed = type(exc).__name__ + (f": {exc}" if str(exc) else "")
-        setattr(exc, SPENT, run.tally.spent())  # what it paid before it stopped: the command line says it
+        setattr(exc, SPENT, tally.spent())  # what it paid before it stopped: the command line says it
         if run.walk.wave is not None:  # no task may write after the run has failed or been stopped, and
             run.walk.wave.cancel(wait=isinstance(exc, Exception))  # none outlives it but after a Ctrl-C
         run.report.end(f"failed: {failed}", "failed")
         raise
     finally:
-        tally = run.tally
         if run.walk.state is not None and (config.root / "course.yaml").is_file():
             run.walk.course.checkpoint()
             if tally.projected != len(tally.written):  # else land_manifest's projection is still true
@@ -659,8 +678,7 @@ def _walk(run: Run, pipeline: Dag, declared: CommandDecl,
         if config.show:
             diff, reason = shown(run)
         else:
-            reason = revised_reason(run.walk.course, sorted(run.tally.revised), config.hint, config.slug,
-                                    run.tally.written)
+            reason = revised_reason(run.walk.course, sorted(tally.revised), config.hint, config.slug, tally.written)
     spent = tally.spent()
     priced = describe_cost(spent.cost, set(spent.unpriced))  # "$x" or "cost unknown (...)"
     run.report.say(f"{plural(tally.calls, 'model call')}, {plural(len(set(tally.written)), 'file')} written in "

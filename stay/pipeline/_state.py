@@ -708,8 +708,12 @@ class CourseState:
 
 def plans_on_disk(root: Path, curriculum: Curriculum) -> dict[str, LessonPlan]:
     layout = CourseLayout(curriculum)
-    return {place.id: load(path, LessonPlan) for place in layout.lessons()
-            if (path := root / layout.plan_path(place)).is_file()}
+    plans: dict[str, LessonPlan] = {}
+    for place in layout.lessons():
+        path = root / layout.plan_path(place)
+        if path.is_file():
+            plans[place.id] = load(path, LessonPlan)
+    return plans
 
 
 def load_manifest(root: Path) -> CourseManifest:

@@ -492,7 +492,8 @@ def _root_attributes(header: Mapping[str, Any], scores: Sequence[Mapping[str, An
         attributes[f"stay.score.{name}"] = number
         if name.startswith("validator_"):
             attributes[f"stay.validator.{name.removeprefix('validator_')}"] = number
-            defects += int(number) if name != "validator_checks_run" else 0
+            if name != "validator_checks_run":
+                defects += int(number)
     if any(str(s.get("name")).startswith("validator_") for s in scores):
         attributes["stay.validator.defects"] = defects
     return attributes
@@ -647,9 +648,13 @@ class Tracer:
             calls = spans.get(index)
             if calls is None:
                 calls = [self._calls[i] for i in range(record["_first"], record["_last"]) if i not in owned]
-            calls = [call if (ref := lessons.get(call["artefact"])) is None else
-                     {**call, "lesson": ref.id, "module": ref.module}
-                     for call in sorted(calls, key=lambda c: (c["stage"], c["artefact"]))]
+            placed = []
+            for call in sorted(calls, key=lambda c: (c["stage"], c["artefact"])):
+                ref = lessons.get(call["artefact"])
+                if ref is not None:
+                    call = {**call, "lesson": ref.id, "module": ref.module}
+                placed.append(call)
+            calls = placed
             finished.append({
                 **{k: v for k, v in record.items() if not k.startswith("_")}, "calls": calls,
                 **{key: sum(c[key] for c in calls) for key in ("input_tokens", "output_tokens",
